@@ -1,0 +1,20 @@
+"""deteval: object-detection metrics that equal the reference tools, side by side, fast.
+
+>>> import deteval
+>>> sorted(deteval.PRESETS)[:3]
+['coco', 'coco-pycocotools', 'coco50']
+"""
+
+from deteval.data import Detections, GroundTruth
+from deteval.errors import (ConfigError, DetevalError, DetevalWarning, InputError, InputWarning,
+                            UndefinedMetricWarning)
+from deteval.evaluate import EvalResult, evaluate, match, merge_match_tables, score
+from deteval.io import load_detections, load_ground_truth
+from deteval.protocols import PRESETS, Protocol, get_protocol
+
+__version__ = "0.1.0"
+
+__all__ = ["evaluate", "EvalResult", "Protocol", "PRESETS", "get_protocol", "GroundTruth",
+           "Detections", "load_ground_truth", "load_detections", "match", "merge_match_tables",
+           "score", "DetevalError", "InputError", "ConfigError", "DetevalWarning",
+           "InputWarning", "UndefinedMetricWarning", "__version__"]

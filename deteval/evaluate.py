@@ -1,0 +1,412 @@
+"""``evaluate(gt, dt, protocol) -> EvalResult``: orchestration only.
+
+The work is done by :mod:`deteval.matching` (who matched whom) and
+:func:`deteval.protocols.accumulate` (curves and AP); this module wires them together,
+computes the headline metrics and packages the result.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from deteval.data import Detections, GroundTruth, boxes_as
+from deteval.errors import ConfigError
+from deteval.geometry import pair_box_iou
+from deteval.matching import candidate_pairs, group_rows, match_coco, match_voc, rank_in_group
+from deteval.protocols import Protocol, accumulate, get_protocol
+
+__all__ = ["evaluate", "EvalResult", "MatchTable", "match", "resolve_protocol", "score",
+           "merge_match_tables"]
+
+_AREA_ABBREVIATIONS = {"small": "s", "medium": "m", "large": "l"}
+
+
+def resolve_protocol(protocol: "str | Protocol | os.PathLike") -> Protocol:
+    """A preset name, a YAML file path, or a :class:`Protocol`."""
+    if isinstance(protocol, Protocol):
+        return protocol
+    if isinstance(protocol, os.PathLike) or (isinstance(protocol, str) and protocol.endswith((".yaml", ".yml"))):
+        from deteval.config import load_protocol_file
+        return load_protocol_file(protocol)
+    return get_protocol(protocol)
+
+
+def _as_gt(gt: Any) -> GroundTruth:
+    if isinstance(gt, GroundTruth):
+        return gt
+    from deteval.io import load_ground_truth
+    return load_ground_truth(gt)
+
+
+def _as_dt(dt: Any, gt: GroundTruth) -> Detections:
+    if isinstance(dt, Detections):
+        return dt
+    from deteval.io import load_detections
+    return load_detections(dt, gt)
+
+
+@dataclass(frozen=True, eq=False)
+class MatchTable:
+    """Per-detection outcome of matching, ready to accumulate; shards concatenate.
+
+    Attributes
+    ----------
+    det_score, det_class, det_image, det_rank, det_order : (n_det,)
+        Kept detections (within ``max_dets``), in (image, class, rank) order.
+    det_gt : int64 (n_lane, n_det)
+        Matched ground-truth annotation row (in the GroundTruth), -1 if none.
+    det_is_tp, det_is_ignored : bool (n_lane, n_det)
+    n_positive : int64 (n_class, n_area)
+    n_det_per_class : int64 (n_class,)
+        All detections of each class given as input (before ``max_dets``).
+    n_over_max_dets : int
+        Detections beyond ``max(max_dets)`` in their (image, class) group.
+    """
+
+    det_score: np.ndarray
+    det_class: np.ndarray
+    det_image: np.ndarray
+    det_rank: np.ndarray
+    det_order: np.ndarray
+    det_gt: np.ndarray
+    det_is_tp: np.ndarray
+    det_is_ignored: np.ndarray
+    n_positive: np.ndarray
+    n_det_per_class: np.ndarray
+    n_over_max_dets: int
+
+
+def _gt_flags(gt: GroundTruth, protocol: Protocol) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(is_ignored (n_area, n_gt), is_reusable (n_gt,), is_unmatchable (n_gt,)) in GT row order."""
+    crowd_active = gt.is_crowd if protocol.crowd == "ignore_reusable" else np.zeros(len(gt), bool)
+    base = crowd_active.copy()
+    if protocol.gt_ignore_field == "honour":
+        base |= gt.is_ignore
+    if protocol.difficult == "ignore":
+        base |= gt.is_difficult
+    lo = np.array([a[1] for a in protocol.area_ranges])[:, None]
+    hi = np.array([a[2] for a in protocol.area_ranges])[:, None]
+    out_of_range = (gt.area[None, :] < lo) | (gt.area[None, :] > hi)
+    is_ignored = base[None, :] | out_of_range
+    if protocol.gt_id_zero == "unmatchable":
+        is_unmatchable = gt.annotation_id == 0
+    else:
+        is_unmatchable = np.zeros(len(gt), bool)
+    return is_ignored, crowd_active, is_unmatchable
+
+
+def _det_area(dt: Detections, rows: np.ndarray, gt: GroundTruth, protocol: Protocol) -> np.ndarray:
+    """Detection area for size ranges: ``w * h`` of the box (pycocotools' loadRes)."""
+    if protocol.iou_type == "segm":
+        from deteval.masks import detection_areas
+        return detection_areas(dt, rows, gt, protocol)
+    box = boxes_as(dt.box[rows], dt.box_format, "xywh")
+    return box[:, 2] * box[:, 3]
+
+
+def _pair_iou(gt: GroundTruth, dt: Detections, gt_rows: np.ndarray, det_rows: np.ndarray,
+              gt_is_crowd: np.ndarray, protocol: Protocol) -> np.ndarray:
+    if protocol.iou_type == "segm":
+        from deteval.masks import pair_mask_iou
+        return pair_mask_iou(gt, dt, gt_rows, det_rows, gt_is_crowd, protocol)
+    native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
+    det_box = boxes_as(dt.box, dt.box_format, native)[det_rows]
+    gt_box = boxes_as(gt.box, gt.box_format, native)[gt_rows]
+    return pair_box_iou(det_box, gt_box, gt_is_crowd, box_format=native,
+                        convention=protocol.box_convention)
+
+
+def match(gt: GroundTruth, dt: Detections, protocol: Protocol) -> MatchTable:
+    """Match detections to ground truth under ``protocol`` (no accumulation).
+
+    Returns
+    -------
+    MatchTable
+        Plain arrays; tables of disjoint image shards merge with :func:`merge_match_tables`.
+    """
+    n_class = gt.n_classes
+    n_area = len(protocol.area_ranges)
+    det_key = dt.image.astype(np.int64) * n_class + dt.category
+    det_groups = group_rows(det_key, -dt.score, dt.order)
+    det_rank_all = rank_in_group(det_groups.key)
+    cap = None if protocol.max_dets is None else max(protocol.max_dets)
+    keep = slice(None) if cap is None else det_rank_all < cap
+    det_rows = det_groups.order[keep]
+    det_key_kept = det_groups.key[keep]
+    det_rank = det_rank_all[keep]
+    n_over = 0 if cap is None else int((det_rank_all >= cap).sum())
+
+    gt_key = gt.image.astype(np.int64) * n_class + gt.category
+    gt_groups = group_rows(gt_key)
+    gt_rows = gt_groups.order
+    is_ignored, is_reusable, is_unmatchable = _gt_flags(gt, protocol)
+    is_ignored_s, is_reusable_s, is_unmatchable_s = (is_ignored[:, gt_rows], is_reusable[gt_rows],
+                                                     is_unmatchable[gt_rows])
+
+    pair_det, pair_gt = candidate_pairs(det_key_kept, gt_groups)
+    pair_iou = _pair_iou(gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt], protocol)
+
+    lo = np.array([a[1] for a in protocol.area_ranges])[:, None]
+    hi = np.array([a[2] for a in protocol.area_ranges])[:, None]
+    det_area = _det_area(dt, det_rows, gt, protocol)
+    det_out = (det_area[None, :] < lo) | (det_area[None, :] > hi)
+    thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
+    strict = protocol.iou_comparison == ">"
+    if protocol.matching == "coco":
+        result = match_coco(pair_det, pair_gt, pair_iou, det_key=det_key_kept, n_gt=len(gt),
+                            iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
+                            gt_is_reusable=is_reusable_s, gt_is_unmatchable=is_unmatchable_s,
+                            det_is_out_of_range=det_out, strict=strict)
+    else:
+        result = match_voc(pair_det, pair_gt, pair_iou, n_det=len(det_rows), n_gt=len(gt),
+                           iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
+                           det_is_out_of_range=det_out, strict=strict)
+    det_gt = np.where(result.det_gt >= 0, gt_rows[np.maximum(result.det_gt, 0)], -1)
+
+    n_positive = np.zeros((n_class, n_area), dtype=np.int64)
+    for a in range(n_area):
+        n_positive[:, a] = np.bincount(gt.category[~is_ignored[a]], minlength=n_class)
+    return MatchTable(
+        det_score=dt.score[det_rows], det_class=dt.category[det_rows], det_image=dt.image[det_rows],
+        det_rank=det_rank, det_order=dt.order[det_rows], det_gt=det_gt,
+        det_is_tp=result.det_is_tp, det_is_ignored=result.det_is_ignored, n_positive=n_positive,
+        n_det_per_class=np.bincount(dt.category, minlength=n_class), n_over_max_dets=n_over)
+
+
+def merge_match_tables(tables: list) -> MatchTable:
+    """Concatenate the match tables of disjoint image shards (same GT categories, same protocol).
+
+    The merged table accumulates to exactly the numbers of one run over all images.
+    """
+    if len(tables) == 1:
+        return tables[0]
+    cat = np.concatenate
+    return MatchTable(
+        det_score=cat([t.det_score for t in tables]), det_class=cat([t.det_class for t in tables]),
+        det_image=cat([t.det_image for t in tables]), det_rank=cat([t.det_rank for t in tables]),
+        det_order=cat([t.det_order for t in tables]), det_gt=cat([t.det_gt for t in tables], axis=1),
+        det_is_tp=cat([t.det_is_tp for t in tables], axis=1),
+        det_is_ignored=cat([t.det_is_ignored for t in tables], axis=1),
+        n_positive=sum(t.n_positive for t in tables),
+        n_det_per_class=sum(t.n_det_per_class for t in tables),
+        n_over_max_dets=sum(t.n_over_max_dets for t in tables))
+
+
+def _ranking(table: MatchTable, protocol: Protocol) -> np.ndarray:
+    """Global ranking grouped by class; ties as the reference tool breaks them.
+
+    Notes
+    -----
+    pycocotools concatenates each image's score-sorted list in image-id order, then sorts by
+    ``-score`` with a stable mergesort: ties go by (image id, rank in image). The VOC devkit
+    sorts a class's result file stably: ties go by file order.
+    """
+    if protocol.score_order == "image_major":
+        return np.lexsort((table.det_rank, table.det_image, -table.det_score, table.det_class))
+    return np.lexsort((table.det_order, -table.det_score, table.det_class))
+
+
+@dataclass(frozen=True, eq=False)
+class EvalResult:
+    """The outcome of :func:`evaluate`.
+
+    Attributes
+    ----------
+    protocol : Protocol
+    metrics : dict
+        Headline numbers (``AP``, ``AP50``, ... or ``mAP``); NaN where undefined.
+    per_class : list of dict
+        ``{category_id, name, AP, num_gt, num_det}``; AP NaN for a class without ground truth.
+    precision, scores : float64 (n_iou_thr, n_recall_thr, n_class, n_area, n_max_dets)
+        pycocotools' axis order (T x R x K x A x M); NaN where pycocotools stores -1.
+    recall : float64 (n_iou_thr, n_class, n_area, n_max_dets)
+    ap : float64 (n_iou_thr, n_class, n_area, n_max_dets)
+    category_ids : tuple of int
+    table : MatchTable
+        Who matched whom (for explanations and PR curves).
+    warnings : tuple of str
+    inputs : dict
+    """
+
+    protocol: Protocol
+    metrics: dict
+    per_class: list
+    precision: np.ndarray
+    recall: np.ndarray
+    scores: np.ndarray
+    ap: np.ndarray
+    category_ids: tuple
+    category_names: tuple
+    table: MatchTable
+    warnings: tuple = field(default=())
+    inputs: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """One entry of the JSON contract's ``results`` (NaN -> None)."""
+        return {
+            "protocol": self.protocol.name,
+            "iou_type": self.protocol.iou_type,
+            "protocol_hash": self.protocol.fingerprint(),
+            "config": self.protocol.to_dict(),
+            "metrics": {k: _none_if_nan(v) for k, v in self.metrics.items()},
+            "per_class": [{**c, "AP": _none_if_nan(c["AP"])} for c in self.per_class],
+            "warnings": list(self.warnings),
+        }
+
+
+def _none_if_nan(value: float) -> "float | None":
+    return None if value is None or value != value else float(value)
+
+
+def _mean_defined(values: np.ndarray) -> float:
+    """np.mean over the defined entries in C order (pycocotools' ``np.mean(s[s > -1])``)."""
+    defined = values[~np.isnan(values)]
+    return float(np.mean(defined)) if defined.size else float("nan")
+
+
+def _coco_metrics(acc: Any, protocol: Protocol) -> dict:
+    """Headline metrics of a COCO-style protocol.
+
+    ``summary="pycocotools"`` reproduces ``COCOeval.summarize`` literally: AP at maxDets=100
+    whatever ``max_dets`` says (undefined if 100 is absent), the other AP at ``max_dets[2]``,
+    AR at ``max_dets[0..2]``, area rows by the names small/medium/large. ``"configured"`` uses
+    the largest ``max_dets`` and the configured area names.
+    """
+    thresholds = list(protocol.iou_thresholds)
+    areas = list(protocol.area_names)
+    max_dets = list(protocol.max_dets) if protocol.max_dets is not None else [None]
+    by_precision = acc.precision.shape[1] > 0
+
+    def ap(t: float | None = None, area: str = "all", m: Any = None) -> float:
+        if area not in areas or m not in max_dets or (t is not None and t not in thresholds):
+            return float("nan")
+        a, mi = areas.index(area), max_dets.index(m)
+        if by_precision:
+            s = acc.precision if t is None else acc.precision[[thresholds.index(t)]]
+            return _mean_defined(s[:, :, :, a, mi])
+        s = acc.ap if t is None else acc.ap[[thresholds.index(t)]]
+        return _mean_defined(s[:, :, a, mi])
+
+    def ar(area: str = "all", m: Any = None) -> float:
+        if area not in areas or m not in max_dets:
+            return float("nan")
+        return _mean_defined(acc.recall[:, :, areas.index(area), max_dets.index(m)])
+
+    out: dict = {}
+    if protocol.summary == "pycocotools":
+        m2 = max_dets[2]
+        out["AP"] = ap(m=100)
+        out["AP50"] = ap(0.5, m=m2)
+        out["AP75"] = ap(0.75, m=m2)
+        out["APs"] = ap(area="small", m=m2)
+        out["APm"] = ap(area="medium", m=m2)
+        out["APl"] = ap(area="large", m=m2)
+        for m in max_dets[:3]:
+            out[f"AR{m}"] = ar(m=m)
+        out["ARs"] = ar("small", m2)
+        out["ARm"] = ar("medium", m2)
+        out["ARl"] = ar("large", m2)
+        return out
+    top = max_dets[-1]
+    first = areas[0]
+    out["AP"] = ap(area=first, m=top)
+    if len(thresholds) > 1:
+        for t in thresholds:
+            if t in (0.5, 0.75):
+                out[f"AP{int(round(t * 100))}"] = ap(t, area=first, m=top)
+    for name in areas[1:]:
+        out["AP" + _AREA_ABBREVIATIONS.get(name, "_" + name)] = ap(area=name, m=top)
+    for m in max_dets:
+        out["AR" if m is None else f"AR{m}"] = ar(first, m)
+    for name in areas[1:]:
+        out["AR" + _AREA_ABBREVIATIONS.get(name, "_" + name)] = ar(name, top)
+    return out
+
+
+def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: tuple = (),
+          inputs: dict | None = None) -> EvalResult:
+    """Accumulate a :class:`MatchTable` into an :class:`EvalResult`."""
+    ranking = _ranking(table, protocol)
+    acc = accumulate(table.det_is_tp, table.det_is_ignored, table.det_score, table.det_class,
+                     table.det_rank, ranking, table.n_positive, protocol)
+    per_class_ap = np.full(gt.n_classes, np.nan)
+    for k in range(gt.n_classes):
+        if acc.precision.shape[1] > 0 and protocol.ap_method == "101_point":
+            per_class_ap[k] = _mean_defined(acc.precision[:, :, k, 0, -1])
+        else:
+            per_class_ap[k] = _mean_defined(acc.ap[:, k, 0, -1])
+    if protocol.is_single_threshold:
+        defined = per_class_ap[~np.isnan(per_class_ap)]
+        metrics = {"mAP": float(np.mean(defined)) if defined.size else float("nan")}
+    else:
+        metrics = _coco_metrics(acc, protocol)
+    per_class = [{"category_id": int(gt.category_id[k]), "name": gt.category_name[k],
+                  "AP": float(per_class_ap[k]), "num_gt": int(table.n_positive[k, 0]),
+                  "num_det": int(table.n_det_per_class[k])} for k in range(gt.n_classes)]
+    notes = list(warnings)
+    undefined = [gt.category_name[k] for k in range(gt.n_classes) if table.n_positive[k, 0] == 0]
+    if undefined:
+        notes.append(f"{len(undefined)} classes have no ground truth counted under this protocol "
+                     f"(AP undefined, left out of the mean): {undefined[:10]}")
+    if table.n_over_max_dets:
+        notes.append(f"{table.n_over_max_dets} detections beyond max_dets={max(protocol.max_dets)} "
+                     f"in their image and class were not scored (as the protocol says)")
+    if protocol.summary == "pycocotools" and protocol.max_dets is not None and 100 not in protocol.max_dets:
+        notes.append("summary=pycocotools computes AP at maxDets=100 as pycocotools does; 100 is not "
+                     "in max_dets, so AP is undefined (pycocotools prints -1): set summary: configured")
+    return EvalResult(protocol=protocol, metrics=metrics, per_class=per_class,
+                      precision=acc.precision, recall=acc.recall, scores=acc.scores, ap=acc.ap,
+                      category_ids=tuple(int(c) for c in gt.category_id),
+                      category_names=tuple(gt.category_name), table=table,
+                      warnings=tuple(notes), inputs=dict(inputs or {}))
+
+
+def evaluate(gt: Any, dt: Any, protocol: "str | Protocol" = "coco") -> EvalResult:
+    """Score detections against ground truth under a protocol.
+
+    Parameters
+    ----------
+    gt : GroundTruth, str, os.PathLike or dict
+        Ground truth, or a COCO instances JSON path / dict (or a VOC root, a YOLO dataset).
+    dt : Detections, str, os.PathLike or list
+        Detections, or a COCO results JSON path / list (or VOC result files, YOLO predictions).
+    protocol : str or Protocol
+        A preset name (``"coco"``, ``"coco-pycocotools"``, ``"voc2007"``, ...), a YAML file, or
+        a :class:`Protocol`.
+
+    Returns
+    -------
+    EvalResult
+
+    Raises
+    ------
+    InputError
+        Invalid input (the message names file, record and field).
+    ConfigError
+        Invalid protocol.
+
+    Examples
+    --------
+    >>> gt = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "cat"}],
+    ...       "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
+    ...                        "area": 100, "iscrowd": 0}]}
+    >>> dt = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9}]
+    >>> evaluate(gt, dt, "voc2010").metrics
+    {'mAP': 1.0}
+    """
+    protocol = resolve_protocol(protocol)
+    gt = _as_gt(gt)
+    dt = _as_dt(dt, gt)
+    if protocol.summary == "pycocotools" and not protocol.is_single_threshold and (
+            protocol.max_dets is None or len(protocol.max_dets) < 3):
+        raise ConfigError(f"protocol {protocol.name!r}: summary 'pycocotools' needs three max_dets "
+                          f"(it reads max_dets[0..2]), found {protocol.max_dets}; "
+                          f"set summary: configured")
+    table = match(gt, dt, protocol)
+    inputs = {"gt": gt.source, "dt": dt.source, "images": gt.n_images, "gt_objects": len(gt),
+              "detections": len(dt)}
+    return score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)

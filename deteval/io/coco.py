@@ -1,0 +1,291 @@
+"""COCO instances JSON (ground truth) and COCO results JSON (detections).
+
+Loading validates everything once (see ``shared/BAD_INPUTS.md``); the values returned are
+frozen and the caller's lists and dicts are never modified.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from deteval.data import Detections, GroundTruth
+from deteval.errors import InputError
+from deteval.io._json import read_json
+from deteval.io._records import (MISSING, Problems, box_column, flag_column, int_column,
+                                 json_type, number_column)
+
+__all__ = ["load_coco_gt", "load_coco_dt"]
+
+
+def _source(source: Any, default_name: str) -> tuple[Any, str]:
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        return read_json(path), path
+    return source, default_name
+
+
+def _check_list_of_objects(value: Any, where: str, what: str) -> list:
+    if not isinstance(value, list):
+        raise InputError(f"{where}: `{what}` must be a JSON array of objects, found {json_type(value)}")
+    bad = [i for i, r in enumerate(value) if not isinstance(r, dict)]
+    if bad:
+        raise InputError(f"{where}: {what} #{bad[0]} is not a JSON object; expected an object, "
+                         f"found {json_type(value[bad[0]])}" +
+                         (f" ({len(bad)} such records)" if len(bad) > 1 else ""))
+    return value
+
+
+def _duplicates(ids: np.ndarray) -> list[tuple[int, int, int]]:
+    """(id, first position, second position) of repeated ids."""
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+    return [(int(sorted_ids[d]), int(order[d]), int(order[d + 1])) for d in dup]
+
+
+def _refuse_duplicates(ids: np.ndarray, where: str, what: str) -> None:
+    dups = _duplicates(ids)
+    if dups:
+        shown = "; ".join(f"id {i} at {what} #{a} and #{b}" for i, a, b in dups[:5])
+        more = f"; and {len(dups) - 5} more" if len(dups) > 5 else ""
+        raise InputError(f"{where}: duplicate {what} ids: {shown}{more}; expected each id once")
+
+
+def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "error") -> GroundTruth:
+    """Read COCO ground truth (a path, or the parsed dict).
+
+    Parameters
+    ----------
+    source : str, os.PathLike or dict
+        An instances JSON with ``images``, ``annotations`` and ``categories``.
+    name : str, optional
+        Name used in messages when ``source`` is a dict.
+    area_missing : {"error", "box"}
+        An annotation without ``area``: refuse, or use the box's ``w * h`` (with a warning).
+
+    Returns
+    -------
+    GroundTruth
+        Images and categories sorted by id (pycocotools' order).
+
+    Raises
+    ------
+    InputError
+        With file, record and field, e.g. ``gt.json: annotation #3 (id=7, image_id=1): `bbox`
+        does not have 4 numbers; expected 4 numbers [x, y, w, h], found [1, 2, 3] (array)``.
+
+    Examples
+    --------
+    >>> gt = load_coco_gt({"images": [{"id": 1}], "categories": [{"id": 3, "name": "cat"}],
+    ...                    "annotations": [{"id": 1, "image_id": 1, "category_id": 3,
+    ...                                     "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0}]})
+    >>> len(gt), gt.category_name
+    (1, ('cat',))
+    """
+    data, where = _source(source, name or "<ground truth>")
+    if not isinstance(data, dict):
+        raise InputError(f"{where}: expected a COCO instances object with images, annotations and "
+                         f"categories, found a JSON {json_type(data)}"
+                         + (" (this looks like a results file: pass it as detections)"
+                            if isinstance(data, list) else ""))
+    for key in ("images", "annotations", "categories"):
+        if key not in data:
+            raise InputError(f"{where}: missing `{key}`; expected a COCO instances object with "
+                             f"images, annotations and categories, found keys {sorted(data)[:10]}")
+    images = _check_list_of_objects(data["images"], where, "image")
+    categories = _check_list_of_objects(data["categories"], where, "category")
+    anns = _check_list_of_objects(data["annotations"], where, "annotation")
+
+    img_problems = Problems(where, "image", lambda i: f"id={images[i].get('id', '?')}")
+    image_ids = int_column(images, "id", img_problems)
+    _refuse_duplicates(image_ids, where, "image")
+    width, _ = number_column(images, "width", img_problems, default=float("nan"), allow_missing=True)
+    height, _ = number_column(images, "height", img_problems, default=float("nan"), allow_missing=True)
+    file_names = [str(r.get("file_name", r.get("id"))) for r in images]
+
+    cat_problems = Problems(where, "category", lambda i: f"id={categories[i].get('id', '?')}")
+    category_ids = int_column(categories, "id", cat_problems)
+    _refuse_duplicates(category_ids, where, "category")
+    cat_names = [r.get("name", MISSING) for r in categories]
+    bad = [i for i, v in enumerate(cat_names) if v is not MISSING and not isinstance(v, str)]
+    if bad:
+        cat_problems.fail(bad, "`name` is not a string", "a string", lambda i: cat_names[i])
+    cat_names = [str(categories[i]["id"]) if v is MISSING else v for i, v in enumerate(cat_names)]
+
+    def ann_label(i: int) -> str:
+        r = anns[i]
+        return f"id={r.get('id', '?')}, image_id={r.get('image_id', '?')}"
+
+    ann_problems = Problems(where, "annotation", ann_label)
+    ann_ids = int_column(anns, "id", ann_problems)
+    _refuse_duplicates(ann_ids, where, "annotation")
+    ann_image = int_column(anns, "image_id", ann_problems)
+    ann_category = int_column(anns, "category_id", ann_problems)
+    box, box_missing = box_column(anns, "bbox", ann_problems, allow_missing=True)
+    if box_missing.any():
+        ann_problems.fail(np.flatnonzero(box_missing), "no `bbox`", "a bbox [x, y, w, h]",
+                          lambda i: MISSING)
+    negative = np.flatnonzero((box[:, 2] < 0) | (box[:, 3] < 0))
+    if len(negative):
+        ann_problems.fail(negative, "`bbox` has a negative width or height",
+                          "w >= 0 and h >= 0", lambda i: anns[i]["bbox"])
+    area, area_missing_mask = number_column(anns, "area", ann_problems, default=0.0, allow_missing=True)
+    warnings = []
+    if area_missing_mask.any():
+        if area_missing != "box":
+            ann_problems.fail(np.flatnonzero(area_missing_mask), "no `area` (COCO size ranges use it)",
+                              "an `area` number (or area_missing='box' / --area-from-box to use w*h)",
+                              lambda i: MISSING)
+        area = np.where(area_missing_mask, box[:, 2] * box[:, 3], area)
+        warnings.append(f"{where}: {int(area_missing_mask.sum())} annotations without `area`: "
+                        f"used the box's w*h")
+    bad_area = np.flatnonzero(area < 0)
+    if len(bad_area):
+        ann_problems.fail(bad_area, "`area` is negative", "a number >= 0", lambda i: anns[i]["area"])
+    is_crowd, crowd_missing = flag_column(anns, "iscrowd", ann_problems)
+    if crowd_missing.any():
+        warnings.append(f"{where}: {int(crowd_missing.sum())} annotations without `iscrowd`: read as 0 "
+                        f"(pycocotools would fail on them)")
+    is_ignore, _ = flag_column(anns, "ignore", ann_problems)
+    is_difficult, _ = flag_column(anns, "difficult", ann_problems)
+
+    img_order = np.argsort(image_ids, kind="stable")
+    cat_order = np.argsort(category_ids, kind="stable")
+    sorted_img_ids = image_ids[img_order]
+    sorted_cat_ids = category_ids[cat_order]
+    image = _index_of(ann_image, sorted_img_ids)
+    unknown = np.flatnonzero(image < 0)
+    if len(unknown):
+        ann_problems.fail(unknown, "`image_id` is not in `images`", "the id of a listed image",
+                          lambda i: anns[i]["image_id"])
+    category = _index_of(ann_category, sorted_cat_ids)
+    unknown = np.flatnonzero(category < 0)
+    if len(unknown):
+        ann_problems.fail(unknown, "`category_id` is not in `categories`",
+                          "the id of a listed category", lambda i: anns[i]["category_id"])
+
+    zero = int(((area == 0) | (box[:, 2] == 0) | (box[:, 3] == 0)).sum())
+    if zero:
+        warnings.append(f"{where}: {zero} annotations with zero area or a zero-width/height box: "
+                        f"scored as pycocotools does (they can only be matched by overlap > 0)")
+    segmentation = tuple(r.get("segmentation") for r in anns)
+    return GroundTruth(
+        image_id=sorted_img_ids, image_name=tuple(file_names[i] for i in img_order),
+        image_width=width[img_order], image_height=height[img_order],
+        category_id=sorted_cat_ids, category_name=tuple(cat_names[i] for i in cat_order),
+        annotation_id=ann_ids, image=image, category=category, box=box, area=area,
+        is_crowd=is_crowd, is_difficult=is_difficult, is_ignore=is_ignore, box_format="xywh",
+        segmentation=segmentation, source=where, warnings=tuple(warnings))
+
+
+def _index_of(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """Index of each value in ``sorted_ids``; -1 where absent."""
+    if len(sorted_ids) == 0:
+        return np.full(len(values), -1, dtype=np.int64)
+    pos = np.searchsorted(sorted_ids, values)
+    pos_clipped = np.minimum(pos, len(sorted_ids) - 1)
+    return np.where(sorted_ids[pos_clipped] == values, pos_clipped, -1).astype(np.int64)
+
+
+def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
+                 unknown_category: str = "error") -> Detections:
+    """Read COCO results (a path, or the parsed list) against ``gt``.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list of dict
+        ``[{"image_id", "category_id", "bbox": [x, y, w, h], "score"}, ...]``; records may carry
+        ``segmentation`` instead of / besides ``bbox``.
+    gt : GroundTruth
+    name : str, optional
+    unknown_category : {"error", "drop"}
+        Detections whose category is not in the ground truth: refuse (default), or drop them
+        with a counted warning (pycocotools drops them silently).
+
+    Returns
+    -------
+    Detections
+
+    Raises
+    ------
+    InputError
+        Unknown image ids, wrong types, NaN/inf numbers, negative sizes -- naming the records.
+    """
+    data, where = _source(source, name or "<detections>")
+    if isinstance(data, dict) and "annotations" in data:
+        raise InputError(f"{where}: expected a COCO results list [{{image_id, category_id, bbox, "
+                         f"score}}, ...], found an object with `annotations` (a ground-truth file?)")
+    dets = _check_list_of_objects(data, where, "detection")
+    warnings: list[str] = []
+    if not dets:
+        warnings.append(f"{where}: no detections: every class with ground truth gets AP 0")
+
+    def label(i: int) -> str:
+        return f"image_id={dets[i].get('image_id', '?')}"
+
+    problems = Problems(where, "detection", label)
+    image_ids = int_column(dets, "image_id", problems)
+    category_ids = int_column(dets, "category_id", problems)
+    score, _ = number_column(dets, "score", problems)
+    box, box_missing = box_column(dets, "bbox", problems, allow_missing=True)
+    has_segm = np.fromiter(("segmentation" in r for r in dets), dtype=bool, count=len(dets))
+    no_geometry = np.flatnonzero(box_missing & ~has_segm)
+    if len(no_geometry):
+        problems.fail(no_geometry, "no `bbox` (and no `segmentation`)", "a bbox [x, y, w, h]",
+                      lambda i: MISSING)
+    negative = np.flatnonzero((box[:, 2] < 0) | (box[:, 3] < 0))
+    if len(negative):
+        problems.fail(negative, "`bbox` has a negative width or height", "w >= 0 and h >= 0",
+                      lambda i: dets[i]["bbox"])
+    image = _index_of(image_ids, gt.image_id)
+    unknown = np.flatnonzero(image < 0)
+    if len(unknown):
+        problems.fail(unknown, "`image_id` is not an image of the ground truth",
+                      f"an image id of {gt.source}", lambda i: dets[i]["image_id"])
+    category = _index_of(category_ids, gt.category_id)
+    unknown = np.flatnonzero(category < 0)
+    keep = None
+    if len(unknown):
+        if unknown_category != "drop":
+            problems.fail(unknown, "`category_id` is not a category of the ground truth",
+                          f"a category id of {gt.source} (or unknown_category='drop')",
+                          lambda i: dets[i]["category_id"])
+        keep = np.flatnonzero(category >= 0)
+        ids = sorted(set(int(c) for c in category_ids[unknown]))
+        warnings.append(f"{where}: dropped {len(unknown)} detections of categories not in the ground "
+                        f"truth (ids {ids[:10]})")
+    degenerate = int(((box[:, 2] == 0) | (box[:, 3] == 0))[~box_missing].sum())
+    if degenerate:
+        warnings.append(f"{where}: {degenerate} detections with a zero width or height: scored as "
+                        f"pycocotools does (they match nothing)")
+    warnings.extend(_encoding_suspicions(box[~box_missing], image[~box_missing], gt, where))
+    segmentation = tuple(r.get("segmentation") for r in dets) if has_segm.any() else None
+    result = Detections(image=image, category=category, box=box, score=score,
+                        order=np.arange(len(dets), dtype=np.int64), has_box=~box_missing,
+                        box_format="xywh", segmentation=segmentation, source=where,
+                        warnings=tuple(warnings))
+    return result.take(keep) if keep is not None else result
+
+
+def _encoding_suspicions(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: str) -> list[str]:
+    """Warn when boxes look like another encoding (normalized, or xyxy given as xywh)."""
+    if len(box) < 10:
+        return []
+    out = []
+    width = gt.image_width[image]
+    height = gt.image_height[image]
+    known = np.isfinite(width) & np.isfinite(height)
+    if known.any() and np.nanmedian(width[known]) > 2 and (box <= 1.0).all():
+        out.append(f"{where}: every box coordinate is <= 1 while images are "
+                   f"{int(np.nanmedian(width[known]))} px wide: are the boxes normalized? "
+                   f"COCO results are absolute pixels [x, y, w, h]")
+    if known.any():
+        overflow = ((box[known, 0] + box[known, 2] > 1.05 * width[known] + 1)
+                    | (box[known, 1] + box[known, 3] > 1.05 * height[known] + 1))
+        if overflow.mean() > 0.25:
+            out.append(f"{where}: {int(overflow.sum())} of {int(known.sum())} boxes extend past the "
+                       f"image by more than 5%: are they [x1, y1, x2, y2] given as [x, y, w, h]?")
+    return out

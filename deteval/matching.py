@@ -1,0 +1,272 @@
+"""Greedy matching of detections to ground truth, for every (image, class) group at once.
+
+The greedy rule is sequential *within* a group (a ground truth taken by a higher-scored
+detection is no longer available), but groups are independent. So the fast matcher walks the
+detection *ranks* (round r handles the r-th detection of every group that has one) and each
+round is one vectorized step over all groups, all IoU thresholds and all area ranges ("lanes").
+Only detections with at least one candidate ground truth take part in rounds, so the number of
+rounds is the largest number of overlapping detections in one group.
+
+A slow, plainly written twin lives in ``tests/reference`` and the tests compare the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Groups", "group_rows", "candidate_pairs", "MatchResult", "match_coco", "match_voc",
+           "COCO_MAX_THRESHOLD"]
+
+#: pycocotools compares IoU against ``min(t, 1 - 1e-10)`` so that t = 1.0 can still match.
+COCO_MAX_THRESHOLD = 1 - 1e-10
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Rows sorted by group, with the group of each row and each group's first row.
+
+    Attributes
+    ----------
+    order : int64 (n,)
+        Permutation that sorts the original rows by group (stably).
+    key : int64 (n,)
+        Group key of each *sorted* row.
+    """
+
+    order: np.ndarray
+    key: np.ndarray
+
+    def start_and_count(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First sorted row and number of rows of each group in ``keys``."""
+        start = np.searchsorted(self.key, keys, side="left")
+        stop = np.searchsorted(self.key, keys, side="right")
+        return start, stop - start
+
+
+def group_rows(key: np.ndarray, *sort_keys: np.ndarray) -> Groups:
+    """Sort rows by ``key`` then by ``sort_keys`` (most significant first), stably.
+
+    Examples
+    --------
+    >>> g = group_rows(np.array([2, 1, 2, 1]))
+    >>> g.order.tolist(), g.key.tolist()
+    ([1, 3, 0, 2], [1, 1, 2, 2])
+    """
+    keys = tuple(reversed(sort_keys)) + (key,)
+    order = np.lexsort(keys) if sort_keys else np.argsort(key, kind="stable")
+    return Groups(order=order, key=key[order])
+
+
+def rank_in_group(sorted_key: np.ndarray) -> np.ndarray:
+    """0, 1, 2, ... within each run of equal keys of an already sorted array.
+
+    >>> rank_in_group(np.array([3, 3, 5, 7, 7, 7])).tolist()
+    [0, 1, 0, 0, 1, 2]
+    """
+    n = len(sorted_key)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    position = np.arange(n)
+    is_first = np.empty(n, dtype=bool)
+    is_first[0] = True
+    is_first[1:] = sorted_key[1:] != sorted_key[:-1]
+    first = np.maximum.accumulate(np.where(is_first, position, 0))
+    return position - first
+
+
+def candidate_pairs(det_key: np.ndarray, gt_groups: Groups) -> tuple[np.ndarray, np.ndarray]:
+    """Every (detection, ground truth) pair that shares a group.
+
+    Parameters
+    ----------
+    det_key : int64 (n_det,)
+        Group key of each detection.
+    gt_groups : Groups
+        Ground truth sorted by group.
+
+    Returns
+    -------
+    pair_det, pair_gt : int64 (n_pair,)
+        Detection row and *sorted* ground-truth row of each pair, detection-major.
+    """
+    start, count = gt_groups.start_and_count(det_key)
+    total = int(count.sum())
+    pair_det = np.repeat(np.arange(len(det_key)), count)
+    first_pair = np.cumsum(count) - count
+    pair_gt = np.repeat(start - first_pair, count) + np.arange(total)
+    return pair_det, pair_gt
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    """Outcome of matching, per lane (area range a, IoU threshold t: lane = a * n_iou_thr + t).
+
+    Attributes
+    ----------
+    det_gt : int64 (n_lane, n_det)
+        Matched ground-truth row, -1 when unmatched.
+    det_is_tp, det_is_ignored : bool (n_lane, n_det)
+        A detection that is neither is a false positive.
+    """
+
+    det_gt: np.ndarray
+    det_is_tp: np.ndarray
+    det_is_ignored: np.ndarray
+
+
+def _round_of(pair_det: np.ndarray, det_key: np.ndarray) -> np.ndarray:
+    """Round index of each pair: rank of its detection among the group's detections that have pairs."""
+    dets = np.unique(pair_det)  # ascending = (group, rank) order
+    det_round = np.zeros(len(det_key), dtype=np.int64)
+    det_round[dets] = rank_in_group(det_key[dets])
+    return det_round[pair_det]
+
+
+def match_coco(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, *,
+               det_key: np.ndarray, n_gt: int, iou_thresholds: np.ndarray,
+               gt_is_ignored: np.ndarray, gt_is_reusable: np.ndarray,
+               gt_is_unmatchable: np.ndarray, det_is_out_of_range: np.ndarray,
+               strict: bool = False) -> MatchResult:
+    """pycocotools' greedy matching (``COCOeval.evaluateImg``) for all groups and lanes.
+
+    Parameters
+    ----------
+    pair_det, pair_gt : int64 (n_pair,)
+        Candidate pairs; detections are rows sorted by (group, score rank), ground truths rows
+        sorted by (group, file order).
+    pair_iou : float64 (n_pair,)
+    det_key : int64 (n_det,)
+        Group of each detection row (non-decreasing).
+    n_gt : int
+    iou_thresholds : float64 (n_iou_thr,)
+    gt_is_ignored : bool (n_area, n_gt)
+        Ignored ground truth per area range (crowd, ignore flag, difficult, outside the range).
+    gt_is_reusable : bool (n_gt,)
+        Crowd regions that can absorb any number of detections.
+    gt_is_unmatchable : bool (n_gt,)
+        pycocotools' id-0 bug: a detection matched to such a GT counts as unmatched.
+    det_is_out_of_range : bool (n_area, n_det)
+        Unmatched detections outside the area range are ignored.
+    strict : bool
+        Compare ``iou > t`` instead of ``iou >= min(t, 1 - 1e-10)``.
+
+    Returns
+    -------
+    MatchResult
+
+    Notes
+    -----
+    For each detection in score order, pycocotools scans the group's ground truths sorted
+    non-ignored first (stable), skips taken non-crowd ones, and keeps the last one whose IoU is
+    >= the best so far (starting at the threshold), stopping at the first ignored GT once a
+    non-ignored one matched. That is the lexicographic maximum of (is non-ignored, IoU, file
+    position) over available GTs at or above the threshold, which is what a round computes.
+    """
+    n_area = gt_is_ignored.shape[0]
+    n_thr = len(iou_thresholds)
+    n_det = len(det_key)
+    thresholds = np.asarray(iou_thresholds, dtype=np.float64)
+    if not strict:
+        thresholds = np.minimum(thresholds, COCO_MAX_THRESHOLD)
+    det_gt = np.full((n_area, n_thr, n_det), -1, dtype=np.int64)
+
+    # Keep pairs that can pass the lowest threshold; order them for the rounds.
+    lowest = thresholds.min()
+    keep = pair_iou > lowest if strict else pair_iou >= lowest
+    pair_det, pair_gt, pair_iou = pair_det[keep], pair_gt[keep], pair_iou[keep]
+    pair_round = _round_of(pair_det, det_key)
+    order = np.lexsort((pair_gt, pair_iou, pair_det, pair_round))
+    pair_det, pair_gt, pair_iou, pair_round = (pair_det[order], pair_gt[order], pair_iou[order],
+                                               pair_round[order])
+    round_bounds = np.searchsorted(pair_round, np.arange(pair_round[-1] + 2 if len(pair_round) else 1))
+    is_taken = np.zeros((n_area, n_thr, n_gt), dtype=bool)
+    priority_of_gt = 1 + (~gt_is_ignored).astype(np.int64)  # (n_area, n_gt): 2 non-ignored, 1 ignored
+
+    for lo, hi in zip(round_bounds[:-1], round_bounds[1:]):
+        dets, gts, ious = pair_det[lo:hi], pair_gt[lo:hi], pair_iou[lo:hi]
+        n_pair = hi - lo
+        passes = ious[None, :] > thresholds[:, None] if strict else ious[None, :] >= thresholds[:, None]
+        available = ~is_taken[:, :, gts] | gt_is_reusable[gts]
+        priority = (passes[None, :, :] & available) * priority_of_gt[:, None, gts]
+        # Highest priority wins; among equals the later pair (higher IoU, later GT) wins.
+        composite = priority * n_pair + np.arange(n_pair)
+        seg_start = np.flatnonzero(np.r_[True, dets[1:] != dets[:-1]])
+        best = np.maximum.reduceat(composite, seg_start, axis=2)
+        chosen = best % n_pair
+        is_matched = best >= n_pair
+        chosen_gt = gts[chosen]
+        seg_det = dets[seg_start]
+        det_gt[:, :, seg_det] = np.where(is_matched, chosen_gt, -1)
+        take = is_matched & ~gt_is_reusable[chosen_gt]
+        a_idx, t_idx, s_idx = np.nonzero(take)
+        is_taken[a_idx, t_idx, chosen_gt[a_idx, t_idx, s_idx]] = True
+
+    det_gt = det_gt.reshape(n_area * n_thr, n_det)
+    is_matched = det_gt >= 0
+    safe_gt = np.where(is_matched, det_gt, 0)
+    lane_area = np.repeat(np.arange(n_area), n_thr)
+    hit_ignored = is_matched & gt_is_ignored[lane_area[:, None], safe_gt]
+    counts_as_match = is_matched & ~gt_is_unmatchable[safe_gt]
+    det_is_ignored = hit_ignored | (~counts_as_match & det_is_out_of_range[lane_area])
+    det_is_tp = counts_as_match & ~det_is_ignored
+    return MatchResult(det_gt=det_gt, det_is_tp=det_is_tp, det_is_ignored=det_is_ignored)
+
+
+def match_voc(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, *,
+              n_det: int, n_gt: int, iou_thresholds: np.ndarray, gt_is_ignored: np.ndarray,
+              det_is_out_of_range: np.ndarray, strict: bool = False) -> MatchResult:
+    """The PASCAL VOC devkit's matching (``VOCevalDet.m``) for all groups and lanes.
+
+    Each detection looks only at the ground truth it overlaps most (over *all* GTs of its image
+    and class, the first one on ties). Above the threshold: an ignored (difficult) GT makes the
+    detection ignored; an untaken GT makes it a TP (and takes the GT); a taken GT makes it a
+    FP, even when another GT would have matched. Below: a FP (ignored if outside the area range).
+
+    Parameters
+    ----------
+    pair_det, pair_gt, pair_iou : (n_pair,)
+        Candidate pairs; detection rows sorted by (group, score rank).
+    n_det, n_gt : int
+    iou_thresholds : float64 (n_iou_thr,)
+    gt_is_ignored : bool (n_area, n_gt)
+    det_is_out_of_range : bool (n_area, n_det)
+    strict : bool
+        ``iou > t`` (py-faster-rcnn) instead of ``iou >= t`` (devkit).
+
+    Returns
+    -------
+    MatchResult
+    """
+    n_area = gt_is_ignored.shape[0]
+    thresholds = np.asarray(iou_thresholds, dtype=np.float64)
+    n_thr = len(thresholds)
+    n_lane = n_area * n_thr
+    lane_area = np.repeat(np.arange(n_area), n_thr)
+    lane_thr = np.tile(thresholds, n_area)
+
+    # argmax over the detection's overlapping GTs, first GT on ties (devkit: `if ov > ovmax`).
+    overlap = pair_iou > 0
+    pd, pg, pi = pair_det[overlap], pair_gt[overlap], pair_iou[overlap]
+    order = np.lexsort((pg, -pi, pd))
+    pd, pg, pi = pd[order], pg[order], pi[order]
+    first = np.r_[True, pd[1:] != pd[:-1]] if len(pd) else np.zeros(0, dtype=bool)
+    best_gt = np.full(n_det, -1, dtype=np.int64)
+    best_iou = np.full(n_det, -np.inf)
+    best_gt[pd[first]] = pg[first]
+    best_iou[pd[first]] = pi[first]
+
+    passes = (best_iou[None, :] > lane_thr[:, None]) if strict else (best_iou[None, :] >= lane_thr[:, None])
+    safe_gt = np.where(best_gt >= 0, best_gt, 0)
+    hit_ignored = passes & gt_is_ignored[lane_area[:, None], safe_gt[None, :]]
+    claims = passes & ~hit_ignored
+    # The first claiming detection (in rank order) of each (lane, GT) is the TP.
+    lane_idx, det_idx = np.nonzero(claims)  # row-major: lanes, then detections in rank order
+    claim_key = lane_idx * max(n_gt, 1) + best_gt[det_idx]
+    _, first_claim = np.unique(claim_key, return_index=True)
+    det_is_tp = np.zeros((n_lane, n_det), dtype=bool)
+    det_is_tp[lane_idx[first_claim], det_idx[first_claim]] = True
+    det_is_ignored = hit_ignored | (~passes & det_is_out_of_range[lane_area])
+    det_gt = np.where(passes, best_gt[None, :], -1)
+    return MatchResult(det_gt=det_gt, det_is_tp=det_is_tp, det_is_ignored=det_is_ignored)
