@@ -365,6 +365,15 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
                       warnings=tuple(notes), inputs=dict(inputs or {}))
 
 
+def _check_summary(protocol: Protocol) -> None:
+    """pycocotools' summary reads max_dets[0..2]: refuse protocols where that cannot work."""
+    if protocol.summary == "pycocotools" and not protocol.is_single_threshold and (
+            protocol.max_dets is None or len(protocol.max_dets) < 3):
+        raise ConfigError(f"protocol {protocol.name!r}: summary 'pycocotools' needs three max_dets "
+                          f"(it reads max_dets[0..2]), found {protocol.max_dets}; "
+                          f"set summary: configured")
+
+
 def evaluate(gt: Any, dt: Any, protocol: "str | Protocol" = "coco") -> EvalResult:
     """Score detections against ground truth under a protocol.
 
@@ -399,13 +408,9 @@ def evaluate(gt: Any, dt: Any, protocol: "str | Protocol" = "coco") -> EvalResul
     {'mAP': 1.0}
     """
     protocol = resolve_protocol(protocol)
+    _check_summary(protocol)
     gt = _as_gt(gt)
     dt = _as_dt(dt, gt)
-    if protocol.summary == "pycocotools" and not protocol.is_single_threshold and (
-            protocol.max_dets is None or len(protocol.max_dets) < 3):
-        raise ConfigError(f"protocol {protocol.name!r}: summary 'pycocotools' needs three max_dets "
-                          f"(it reads max_dets[0..2]), found {protocol.max_dets}; "
-                          f"set summary: configured")
     table = match(gt, dt, protocol)
     inputs = {"gt": gt.source, "dt": dt.source, "images": gt.n_images, "gt_objects": len(gt),
               "detections": len(dt)}

@@ -1,0 +1,235 @@
+"""Command line: ``deteval evaluate | compare | protocols``.
+
+The only module that prints. Exit codes: 0 ok, 2 usage, 3 invalid input or config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+import yaml
+
+from deteval import __version__
+from deteval.errors import ConfigError, DetevalError
+from deteval.evaluate import EvalResult, resolve_protocol
+from deteval.protocols import PRESETS, Protocol
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_USAGE, EXIT_INPUT = 0, 2, 3
+
+_EVALUATE_EXAMPLE = """examples:
+  deteval evaluate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
+  deteval evaluate --gt gt.json --dt dt.json --protocol coco --protocol coco50 --format markdown
+  deteval evaluate --gt fixtures/voc --dt fixtures/voc/results --protocol voc2007
+  deteval evaluate --gt gt.json --dt dt.json --protocol voc2010 --set iou_thresholds=[0.3]
+"""
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gt", required=True, help="ground truth: COCO JSON, VOC root, or YOLO dataset")
+    p.add_argument("--dt", required=True, help="detections: COCO results JSON, VOC result folder, "
+                                               "or YOLO prediction folder")
+    p.add_argument("--protocol", action="append", default=None, metavar="NAME_OR_YAML",
+                   help="preset name or YAML file; repeat for several (default: coco)")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
+                   help="override a protocol field for this run, VALUE in YAML syntax "
+                        "(e.g. iou_thresholds=[0.3], box_convention=continuous)")
+    p.add_argument("--iou-type", choices=["bbox", "segm"], help="shorthand for --set iou_type=...")
+    p.add_argument("--mask-iou", choices=["exact", "raster"], help="shorthand for --set mask_iou=...")
+    p.add_argument("--split", help="VOC image set (ImageSets/Main/<split>.txt)")
+    p.add_argument("--output", help="also write the JSON result to this file")
+    p.add_argument("--format", choices=["table", "markdown", "csv", "json"], default="table",
+                   help="what to print on stdout (default: table)")
+    p.add_argument("--no-per-class", action="store_true", help="omit the per-class table")
+    p.add_argument("--area-from-box", action="store_true",
+                   help="COCO GT without `area`: use w*h of the box (with a warning) instead of failing")
+    p.add_argument("--drop-unknown-categories", action="store_true",
+                   help="drop detections of categories not in the GT (counted warning) instead of failing")
+    p.add_argument("--strict", action="store_true", help="turn input warnings into errors")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="deteval", description="Score object detectors: COCO, PASCAL VOC and custom protocols, "
+                                    "equal to the reference tools.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EVALUATE_EXAMPLE)
+    parser.add_argument("--version", action="version", version=f"deteval {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    ev = sub.add_parser("evaluate", help="score detections under one or more protocols",
+                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EVALUATE_EXAMPLE,
+                        description="Score detections against ground truth.")
+    _add_common(ev)
+    pr = sub.add_parser("protocols", help="list the preset protocols and their fields",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog="example:\n  deteval protocols\n  deteval protocols --format json\n")
+    pr.add_argument("--format", choices=["table", "json"], default="table")
+    return parser
+
+
+def _parse_overrides(items: Sequence[str]) -> dict:
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set iou_thresholds=[0.3]")
+        key, _, raw = item.partition("=")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML ({exc.problem})") from None
+        out[key.strip()] = value
+    return out
+
+
+def _protocols(args: argparse.Namespace) -> list[Protocol]:
+    overrides = _parse_overrides(args.overrides)
+    if args.iou_type:
+        overrides["iou_type"] = args.iou_type
+    if args.mask_iou:
+        overrides["mask_iou"] = args.mask_iou
+    names = args.protocol or ["coco"]
+    protocols = [resolve_protocol(n) for n in names]
+    if overrides:
+        protocols = [p.replace(**overrides) for p in protocols]
+    return protocols
+
+
+def _refuse_overwrite(args: argparse.Namespace) -> None:
+    if not args.output:
+        return
+    out = os.path.realpath(args.output)
+    for name in ("gt", "dt"):
+        if os.path.realpath(getattr(args, name)) == out:
+            raise ConfigError(f"--output {args.output}: is the --{name} input; refusing to overwrite it")
+
+
+class _Progress:
+    """Stage progress on stderr (tqdm), off with -q or when stderr is not a terminal."""
+
+    def __init__(self, total: int, quiet: bool):
+        self.bar = None
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, file=sys.stderr, leave=False, unit="step")
+
+    def step(self, label: str) -> None:
+        if self.bar is not None:
+            self.bar.set_description(label)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _load_inputs(args: argparse.Namespace, protocols: list[Protocol]) -> tuple:
+    from deteval.io import gt_format, load_detections, load_ground_truth
+    gt_options: dict[str, Any] = {}
+    kind = gt_format(args.gt)
+    if args.split:
+        if kind != "voc":
+            raise ConfigError(f"--split {args.split}: only for a VOC root, but --gt {args.gt} is {kind}")
+        gt_options["split"] = args.split
+    if args.area_from_box:
+        if kind != "coco":
+            raise ConfigError("--area-from-box: only for COCO ground truth")
+        gt_options["area_missing"] = "box"
+    gt = load_ground_truth(args.gt, **gt_options)
+    dt_options: dict[str, Any] = {}
+    if args.drop_unknown_categories:
+        dt_options["unknown_category"] = "drop"
+    dt = load_detections(args.dt, gt, **dt_options)
+    return gt, dt
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from deteval.evaluate import match, score
+    from deteval.report import format_csv, format_markdown, format_table, to_json
+    _refuse_overwrite(args)
+    protocols = _protocols(args)
+    progress = _Progress(2 + len(protocols), args.quiet)
+    try:
+        gt, dt = _load_inputs(args, protocols)
+        progress.step("loaded")
+        input_warnings = list(gt.warnings + dt.warnings)
+        if args.strict and input_warnings:
+            raise ConfigError("--strict: input warnings are errors:\n  " + "\n  ".join(input_warnings))
+        inputs = {"gt": args.gt, "dt": args.dt, "images": gt.n_images, "gt_objects": len(gt),
+                  "detections": len(dt)}
+        results: list[EvalResult] = []
+        for protocol in protocols:
+            from deteval.evaluate import _check_summary
+            _check_summary(protocol)
+            table = match(gt, dt, protocol)
+            results.append(score(table, gt, protocol, warnings=(), inputs=inputs))
+            progress.step(protocol.name)
+    finally:
+        progress.close()
+    protocol_warnings = [w for r in results for w in r.warnings]
+    if args.strict and protocol_warnings:
+        raise ConfigError("--strict: warnings are errors:\n  " + "\n  ".join(protocol_warnings))
+    doc = to_json(results, inputs=inputs, warnings=input_warnings)
+    text = json.dumps(doc, indent=2, allow_nan=False)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    if not args.quiet:
+        for w in doc["warnings"]:
+            print(f"deteval: warning: {w}", file=sys.stderr)
+    per_class = not args.no_per_class
+    if args.format == "json":
+        sys.stdout.write(text + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(format_markdown(results, per_class=per_class))
+    elif args.format == "csv":
+        sys.stdout.write(format_csv(results))
+    else:
+        sys.stdout.write(format_table(results, per_class=per_class))
+    return EXIT_OK
+
+
+def _list_protocols(args: argparse.Namespace) -> int:
+    if args.format == "json":
+        sys.stdout.write(json.dumps({n: p.to_dict() for n, p in PRESETS.items()}, indent=2) + "\n")
+        return EXIT_OK
+    for name, p in PRESETS.items():
+        print(f"{name}\n  {p.source}")
+        fields = p.to_dict()
+        for key in ("iou_type", "iou_thresholds", "iou_comparison", "matching", "box_convention",
+                    "ap_method", "eleven_point_grid", "area_ranges", "max_dets", "difficult", "crowd",
+                    "score_order", "gt_ignore_field", "gt_id_zero", "summary"):
+            value = fields[key]
+            if key == "iou_thresholds" and len(value) > 3:
+                value = f"[{value[0]}, ..., {value[-1]}] ({len(value)} values, np.linspace)"
+            print(f"    {key}: {value}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit code (tests call it directly)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        if args.command == "evaluate":
+            return _evaluate(args)
+        if args.command == "protocols":
+            return _list_protocols(args)
+    except DetevalError as exc:
+        print(f"deteval: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except BrokenPipeError:  # pragma: no cover - `deteval ... | head`
+        return EXIT_OK
+    parser.print_usage(sys.stderr)
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""EvalResult -> text table, Markdown, CSV and JSON.
+
+Pure functions returning strings or dicts; printing is the CLI's job.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any, Sequence
+
+from deteval import __version__
+from deteval.evaluate import EvalResult
+
+__all__ = ["to_json", "format_table", "format_markdown", "format_csv", "csv_safe",
+           "describe_protocol"]
+
+_COCO_LINES = {
+    "AP": ("Average Precision", "all", "all"), "AP50": ("Average Precision", "0.50", "all"),
+    "AP75": ("Average Precision", "0.75", "all"), "APs": ("Average Precision", "all", "small"),
+    "APm": ("Average Precision", "all", "medium"), "APl": ("Average Precision", "all", "large"),
+    "ARs": ("Average Recall", "all", "small"), "ARm": ("Average Recall", "all", "medium"),
+    "ARl": ("Average Recall", "all", "large"),
+}
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def to_json(results: Sequence[EvalResult], *, inputs: dict | None = None,
+            warnings: Sequence[str] = ()) -> dict:
+    """The CLI's JSON document (DESIGN.md section 4); undefined values are ``null``."""
+    first = results[0] if results else None
+    doc = {"deteval_version": __version__,
+           "inputs": dict(inputs if inputs is not None else (first.inputs if first else {})),
+           "results": [r.to_dict() for r in results]}
+    all_warnings = list(warnings) + [w for r in results for w in r.warnings]
+    doc["warnings"] = list(dict.fromkeys(all_warnings))
+    return doc
+
+
+def describe_protocol(result: EvalResult) -> str:
+    """One line: the protocol, its source, and the fields that decide its numbers."""
+    p = result.protocol
+    thresholds = p.iou_thresholds
+    thr = (f"{thresholds[0]:.2f}:{thresholds[-1]:.2f} ({len(thresholds)})" if len(thresholds) > 3
+           else ",".join(f"{t:g}" for t in thresholds))
+    areas = ",".join(p.area_names)
+    return (f"protocol {p.name} [{p.fingerprint()}]: {p.source}\n"
+            f"  iou_type={p.iou_type} iou={thr} {p.iou_comparison} matching={p.matching} "
+            f"boxes={p.box_convention} ap={p.ap_method} areas={areas} max_dets={p.max_dets} "
+            f"difficult={p.difficult} crowd={p.crowd}")
+
+
+def _metric_lines(result: EvalResult) -> list[str]:
+    p = result.protocol
+    lines = []
+    if "mAP" in result.metrics:
+        return [f"  mAP = {_fmt(result.metrics['mAP'], 4)}"]
+    thresholds = p.iou_thresholds
+    all_thr = f"{thresholds[0]:.2f}:{thresholds[-1]:.2f}"
+    top = max(p.max_dets) if p.max_dets else "all"
+    for name, value in result.metrics.items():
+        if name.startswith("AR") and name[2:].isdigit():
+            title, iou, area, md = "Average Recall", all_thr, "all", name[2:]
+        else:
+            title, iou, area = _COCO_LINES.get(name, ("Average Precision" if name.startswith("AP")
+                                                       else "Average Recall", "all", name[2:] or "all"))
+            iou = all_thr if iou == "all" else iou
+            md = "100" if (name == "AP" and p.summary == "pycocotools") else str(top)
+            if p.summary == "pycocotools" and name != "AP" and p.max_dets:
+                md = str(p.max_dets[2])
+        kind = "(AP)" if title.startswith("Average Precision") else "(AR)"
+        lines.append(f"  {title:<18} {kind} @[ IoU={iou:<9} | area={area:>6s} | maxDets={md:>3s} ] "
+                     f"= {_fmt(value)}   {name}")
+    return lines
+
+
+def _per_class_rows(result: EvalResult) -> list[list[str]]:
+    return [[str(c["category_id"]), c["name"], _fmt(c["AP"], 4), str(c["num_gt"]), str(c["num_det"])]
+            for c in result.per_class]
+
+
+def _text_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    for r in rows:
+        out.append("  ".join(v.rjust(w) if i != 1 else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths))))
+    return out
+
+
+def format_table(results: Sequence[EvalResult], *, per_class: bool = True) -> str:
+    """A readable report: per protocol, its fields, headline metrics and per-class AP."""
+    blocks = []
+    for r in results:
+        lines = [describe_protocol(r), ""]
+        lines += _metric_lines(r)
+        if per_class:
+            lines += ["", *_text_table(["id", "class", "AP", "num_gt", "num_det"], _per_class_rows(r))]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def format_markdown(results: Sequence[EvalResult], *, per_class: bool = True) -> str:
+    """Markdown: a metrics table per protocol and a per-class table."""
+    out = []
+    for r in results:
+        out.append(f"### {r.protocol.name}\n\n{r.protocol.source}\n")
+        out.append("| metric | value |\n|---|---|")
+        out += [f"| {k} | {_fmt(v, 4)} |" for k, v in r.metrics.items()]
+        if per_class:
+            out.append("\n| id | class | AP | num_gt | num_det |\n|---|---|---|---|---|")
+            out += [f"| {a} | {_md_escape(b)} | {c} | {d} | {e} |" for a, b, c, d, e in _per_class_rows(r)]
+        out.append("")
+    return "\n".join(out)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def csv_safe(value: Any) -> Any:
+    """Escape text that a spreadsheet would run as a formula (``= + - @``, tab, CR).
+
+    >>> csv_safe("=HYPERLINK(1)"), csv_safe("person"), csv_safe(-0.5)
+    ("'=HYPERLINK(1)", 'person', -0.5)
+    """
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def format_csv(results: Sequence[EvalResult]) -> str:
+    """Long-format CSV: protocol, scope (metric or class), name, value, num_gt, num_det."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["protocol", "kind", "name", "category_id", "value", "num_gt", "num_det"])
+    for r in results:
+        for k, v in r.metrics.items():
+            writer.writerow([csv_safe(r.protocol.name), "metric", k, "", _csv_number(v), "", ""])
+        for c in r.per_class:
+            writer.writerow([csv_safe(r.protocol.name), "class", csv_safe(c["name"]), c["category_id"],
+                             _csv_number(c["AP"]), c["num_gt"], c["num_det"]])
+    return buf.getvalue()
+
+
+def _csv_number(value: float) -> str:
+    return "" if value is None or value != value else repr(float(value))
