@@ -116,6 +116,14 @@ class MatchResult:
     det_is_ignored: np.ndarray
 
 
+def _all_unmatched(n_area: int, n_thr: int, n_det: int, det_is_out_of_range: np.ndarray) -> MatchResult:
+    """No candidate pairs: every detection is a FP, or ignored outside the area range."""
+    lane_area = np.repeat(np.arange(n_area), n_thr)
+    return MatchResult(det_gt=np.full((n_area * n_thr, n_det), -1, dtype=np.int64),
+                       det_is_tp=np.zeros((n_area * n_thr, n_det), dtype=bool),
+                       det_is_ignored=det_is_out_of_range[lane_area].copy())
+
+
 def _round_of(pair_det: np.ndarray, det_key: np.ndarray) -> np.ndarray:
     """Round index of each pair: rank of its detection among the group's detections that have pairs."""
     dets = np.unique(pair_det)  # ascending = (group, rank) order
@@ -167,6 +175,8 @@ def match_coco(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, 
     n_area = gt_is_ignored.shape[0]
     n_thr = len(iou_thresholds)
     n_det = len(det_key)
+    if n_gt == 0 or len(pair_det) == 0:
+        return _all_unmatched(n_area, n_thr, n_det, det_is_out_of_range)
     thresholds = np.asarray(iou_thresholds, dtype=np.float64)
     if not strict:
         thresholds = np.minimum(thresholds, COCO_MAX_THRESHOLD)
@@ -242,6 +252,8 @@ def match_voc(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, *
     n_area = gt_is_ignored.shape[0]
     thresholds = np.asarray(iou_thresholds, dtype=np.float64)
     n_thr = len(thresholds)
+    if n_gt == 0 or len(pair_det) == 0:
+        return _all_unmatched(n_area, n_thr, n_det, det_is_out_of_range)
     n_lane = n_area * n_thr
     lane_area = np.repeat(np.arange(n_area), n_thr)
     lane_thr = np.tile(thresholds, n_area)
