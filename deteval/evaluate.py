@@ -165,7 +165,8 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol) -> MatchTable:
         result = match_voc(pair_det, pair_gt, pair_iou, n_det=len(det_rows), n_gt=len(gt),
                            iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
                            det_is_out_of_range=det_out, strict=strict)
-    det_gt = np.where(result.det_gt >= 0, gt_rows[np.maximum(result.det_gt, 0)], -1)
+    det_gt = (np.where(result.det_gt >= 0, gt_rows[np.maximum(result.det_gt, 0)], -1) if len(gt)
+              else result.det_gt)
 
     n_positive = np.zeros((n_class, n_area), dtype=np.int64)
     for a in range(n_area):
