@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from deteval.errors import ConfigError
+from deteval.matching import rank_in_group
 
 __all__ = ["Protocol", "PRESETS", "get_protocol", "preset_names", "COCO_IOU_THRESHOLDS",
            "COCO_RECALL_THRESHOLDS", "recall_thresholds", "FIELD_CHOICES"]
@@ -397,46 +398,127 @@ def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.
     scores = np.full((n_thr, n_r, n_class, n_area, n_m), np.nan)
     recall = np.full((n_thr, n_class, n_area, n_m), np.nan)
     ap = np.full((n_thr, n_class, n_area, n_m), np.nan)
+    is_coco = protocol.ap_method == "101_point"
+    n_lane = n_area * n_thr
 
-    ranked_class = det_class[ranking]
-    class_bounds = np.searchsorted(ranked_class, np.arange(n_class + 1))
-    for k in range(n_class):
-        rows_k = ranking[class_bounds[k]:class_bounds[k + 1]]
-        for m, max_det in enumerate(max_dets):
-            rows = rows_k if max_det is None else rows_k[det_rank[rows_k] < max_det]
-            tp = det_is_tp[:, rows].reshape(n_area, n_thr, -1)
-            ignored = det_is_ignored[:, rows].reshape(n_area, n_thr, -1)
-            fp = ~tp & ~ignored
-            tp_sum = np.cumsum(tp, axis=2).astype(dtype=float)
-            fp_sum = np.cumsum(fp, axis=2).astype(dtype=float)
-            n_det = tp_sum.shape[2]
-            ranked_scores = det_score[rows]
-            for a in range(n_area):
-                npig = int(n_positive[k, a])
-                if npig == 0:
-                    continue
-                rc = tp_sum[a] / npig
-                recall[:, k, a, m] = rc[:, -1] if n_det else 0.0
-                if protocol.ap_method == "101_point":
-                    pr = tp_sum[a] / (fp_sum[a] + tp_sum[a] + np.spacing(1))
+    for m, max_det in enumerate(max_dets):
+        rows = ranking if max_det is None else ranking[det_rank[ranking] < max_det]
+        cls = det_class[rows]
+        bounds = np.searchsorted(cls, np.arange(n_class + 1))
+        seg_start, seg_end = bounds[:-1], bounds[1:]
+        n = len(rows)
+        is_tp = det_is_tp[:, rows]
+        is_ignored = det_is_ignored[:, rows]
+        ranked_scores = np.append(det_score[rows], 0.0)
+        if n_r == 0:
+            _all_point(ap, recall, m, is_tp, is_ignored, seg_start, seg_end, n_positive, n_thr)
+            continue
+        # Precision peaks at true positives, so only TP positions are needed: for the j-th TP of
+        # its (lane, class) at rank `pos`, tp = j and fp = ranks so far - j - ignored so far.
+        tp_lane, tp_pos = np.nonzero(is_tp)
+        ig_lane, ig_pos = np.nonzero(is_ignored)
+        tp_cls = cls[tp_pos]
+        seg_key = tp_lane * n_class + tp_cls
+        j = rank_in_group(seg_key) + 1
+        ig_key = ig_lane * (n + 1) + ig_pos
+        n_ig = (np.searchsorted(ig_key, tp_lane * (n + 1) + tp_pos, side="right")
+                - np.searchsorted(ig_key, tp_lane * (n + 1) + seg_start[tp_cls], side="left"))
+        tp_f = j.astype(float)
+        fp_f = (tp_pos - seg_start[tp_cls] + 1 - j - n_ig).astype(float)
+        if is_coco:
+            pr = tp_f / (fp_f + tp_f + np.spacing(1))
+        else:
+            pr = _devkit_precision(tp_f, fp_f)
+        n_tp = np.bincount(seg_key, minlength=n_lane * n_class).reshape(n_lane, n_class)
+        tp_first = (np.cumsum(n_tp.ravel()) - n_tp.ravel()).reshape(n_lane, n_class)
+        has_dets = seg_end > seg_start
+        for a in range(n_area):
+            npig = n_positive[:, a]
+            defined = npig > 0
+            j_min = _min_tp_for_recall(npig, rec_thr)  # (n_class, n_r)
+            target = np.maximum(j_min, 1)
+            for t in range(n_thr):
+                lane = a * n_thr + t
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    final = n_tp[lane] / npig
+                recall[t, :, a, m] = np.where(defined, np.where(has_dets, final, 0.0), np.nan)
+                # pycocotools: idx = searchsorted(rc, thr, "left"); recall >= thr <=> tp >= j_min.
+                has_target = target <= n_tp[lane][:, None]
+                first = tp_first[lane][:, None] + target - 1
+                end = tp_first[lane] + n_tp[lane]
+                q = _suffix_max_at(pr, np.where(has_target, first, end[:, None]), end, has_target)
+                reached = has_target | ((j_min == 0) & has_dets[:, None])
+                # The rank where recall first reaches the threshold: the target TP, or the first
+                # ranked detection when the threshold is 0 (searchsorted(rc, 0) == 0).
+                from_tp = has_target & (j_min > 0)
+                if len(tp_pos):
+                    pos = np.where(from_tp, tp_pos[np.minimum(first, len(tp_pos) - 1)], seg_start[:, None])
                 else:
-                    pr = tp_sum[a] / np.maximum(tp_sum[a] + fp_sum[a], np.finfo(np.float64).eps)
-                envelope = np.maximum.accumulate(pr[:, ::-1], axis=1)[:, ::-1]
-                for t in range(n_thr):
-                    if protocol.ap_method == "all_point":
-                        ap[t, k, a, m] = _all_point_ap(rc[t], pr[t])
-                        continue
-                    idx = np.searchsorted(rc[t], rec_thr, side="left")
-                    reached = idx < n_det
-                    safe = np.where(reached, idx, 0)
-                    q = np.where(reached, envelope[t][safe] if n_det else 0.0, 0.0)
-                    precision[t, :, k, a, m] = q
-                    scores[t, :, k, a, m] = np.where(reached, ranked_scores[safe] if n_det else 0.0, 0.0)
-                    if protocol.ap_method == "101_point":
-                        ap[t, k, a, m] = np.mean(q)
-                    else:
-                        ap[t, k, a, m] = np.cumsum(q / 11.0)[-1]
+                    pos = np.broadcast_to(seg_start[:, None], first.shape)
+                ss = np.where(reached, ranked_scores[np.minimum(pos, n)], 0.0)
+                q = np.where(defined[:, None], q, np.nan)
+                precision[t, :, :, a, m] = q.T
+                scores[t, :, :, a, m] = np.where(defined[:, None], ss, np.nan).T
+                if is_coco:
+                    ap[t, :, a, m] = np.mean(q, axis=1)
+                else:
+                    ap[t, :, a, m] = np.cumsum(q / 11.0, axis=1)[:, -1]
     return Accumulated(precision=precision, recall=recall, scores=scores, ap=ap)
+
+
+def _suffix_max_at(values: np.ndarray, start: np.ndarray, end: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """max(values[start[k, r] : end[k]]) for each k and r (0 where not ``valid``).
+
+    ``start`` is non-decreasing along r. One ``maximum.reduceat`` over the pieces
+    [start[k, r], start[k, r + 1]) and a suffix maximum over r: a max is exact, so these are the
+    values of pycocotools' backwards envelope.
+    """
+    n_class, n_r = start.shape
+    if len(values) == 0:
+        return np.zeros((n_class, n_r))
+    padded = np.append(values, 0.0)
+    bounds = np.concatenate([start, end[:, None]], axis=1)
+    pieces = np.maximum.reduceat(padded, bounds.ravel()).reshape(n_class, n_r + 1)[:, :n_r]
+    pieces = np.where(valid, pieces, 0.0)
+    return np.maximum.accumulate(pieces[:, ::-1], axis=1)[:, ::-1]
+
+
+def _all_point(ap: np.ndarray, recall: np.ndarray, m: int, is_tp: np.ndarray, is_ignored: np.ndarray,
+               seg_start: np.ndarray, seg_end: np.ndarray, n_positive: np.ndarray, n_thr: int) -> None:
+    """VOC2010+ all-point AP per class and lane, on the devkit's full curve (fills ``ap``)."""
+    n_class, n_area = n_positive.shape
+    fp = ~is_tp & ~is_ignored
+    for k in range(n_class):
+        seg = slice(seg_start[k], seg_end[k])
+        tp_sum = np.cumsum(is_tp[:, seg], axis=1).astype(float)
+        fp_sum = np.cumsum(fp[:, seg], axis=1).astype(float)
+        for a in range(n_area):
+            npig = n_positive[k, a]
+            if npig == 0:
+                continue
+            for t in range(n_thr):
+                lane = a * n_thr + t
+                rec = tp_sum[lane] / npig
+                recall[t, k, a, m] = rec[-1] if len(rec) else 0.0
+                ap[t, k, a, m] = _all_point_ap(rec, _devkit_precision(tp_sum[lane], fp_sum[lane]))
+
+
+def _devkit_precision(tp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """``tp / max(tp + fp, eps)``: the Python VOC port (0 where nothing was counted yet)."""
+    return tp / np.maximum(tp + fp, np.finfo(np.float64).eps)
+
+
+def _min_tp_for_recall(npig: np.ndarray, rec_thr: np.ndarray) -> np.ndarray:
+    """Smallest tp count j with ``j / npig >= thr`` for each class and threshold.
+
+    Computed with the same float division as the recall values, so it is exact; classes without
+    positives get an unreachable count.
+    """
+    out = np.full((len(npig), len(rec_thr)), np.iinfo(np.int64).max // 4, dtype=np.int64)
+    for n in np.unique(npig[npig > 0]):
+        ratios = np.arange(n + 1) / n
+        out[npig == n] = np.searchsorted(ratios, rec_thr, side="left")
+    return out
 
 
 def _all_point_ap(rec: np.ndarray, prec: np.ndarray) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from typing import Any
@@ -78,6 +79,9 @@ def _stdlib_loads(raw: bytes, where: str) -> Any:
         return json.loads(raw, object_pairs_hook=no_duplicates, parse_constant=_reject_constant)
     except InputError:
         raise
+    except RecursionError:
+        raise InputError(f"{where}: invalid JSON: nested too deeply; expected a COCO file "
+                         f"(a few levels of arrays and objects)") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{where}: invalid JSON: {exc}") from None
 
@@ -88,14 +92,27 @@ def _short(value: Any) -> str:
 
 
 def _count_keys(value: Any) -> int:
-    """Number of object keys in a parsed JSON value (lists of numbers skipped quickly)."""
-    if isinstance(value, dict):
-        return len(value) + sum(_count_keys(v) for v in value.values()
-                                if isinstance(v, (dict, list)))
-    if isinstance(value, list):
-        # A list that starts with a number is taken as a list of numbers (coordinates); if it
-        # hides objects the counts differ and the exact check runs, so this is only a shortcut.
-        if not value or not isinstance(value[0], (dict, list)):
-            return 0
-        return sum(_count_keys(v) for v in value if isinstance(v, (dict, list)))
-    return 0
+    """A lower bound of the number of object keys in a parsed JSON value.
+
+    Exact for COCO-shaped data (objects, arrays of objects, arrays of numbers); objects hidden
+    inside arrays of numbers are not counted. Undercounting is safe: the raw count is then larger
+    and the exact (slow) duplicate check runs. Lists of records are counted at C speed, nested
+    objects only when present. Iterative, so that a deeply nested document (orjson accepts 1024
+    levels) cannot exhaust Python's recursion limit.
+    """
+    total = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            total += len(item)
+            stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list) and item:
+            if type(item[0]) is dict and set(map(type, item)) == {dict}:
+                total += sum(map(len, item))
+                value_types = set(map(type, itertools.chain.from_iterable(map(dict.values, item))))
+                if dict in value_types:
+                    stack.extend(v for r in item for v in r.values() if type(v) is dict)
+            elif isinstance(item[0], (dict, list)):
+                stack.extend(v for v in item if isinstance(v, (dict, list)))
+    return total
