@@ -69,7 +69,34 @@ def build_parser() -> argparse.ArgumentParser:
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         epilog="example:\n  deteval protocols\n  deteval protocols --format json\n")
     pr.add_argument("--format", choices=["table", "json"], default="table")
+    va = sub.add_parser("validate", help="check inputs without scoring and print what was found",
+                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_VALIDATE_EXAMPLE,
+                        description="Load and check ground truth (and detections) as `evaluate` would, "
+                                    "without scoring. Exit 0: they can be scored (warnings listed); "
+                                    "exit 3: they cannot (the error names file, record and field).")
+    va.add_argument("--gt", required=True, help="ground truth: COCO JSON, VOC root, or YOLO dataset")
+    va.add_argument("--dt", help="detections (optional): COCO results JSON, VOC result folder, "
+                                 "or YOLO prediction folder")
+    va.add_argument("--protocol", action="append", default=None, metavar="NAME_OR_YAML",
+                    help="check against these protocols' needs (boxes, max_dets); default: coco")
+    va.add_argument("--iou-type", choices=["bbox", "segm"], help="shorthand for the protocol's iou_type")
+    va.add_argument("--split", help="VOC image set (ImageSets/Main/<split>.txt)")
+    va.add_argument("--area-from-box", action="store_true",
+                    help="COCO GT without `area`: use w*h of the box (with a warning) instead of failing")
+    va.add_argument("--drop-unknown-categories", action="store_true",
+                    help="drop detections of categories not in the GT (counted warning) instead of failing")
+    va.add_argument("--strict", action="store_true", help="turn input warnings into errors (exit 3)")
+    va.add_argument("--format", choices=["table", "json"], default="table",
+                    help="what to print on stdout (default: table)")
+    va.set_defaults(overrides=[], mask_iou=None)
     return parser
+
+
+_VALIDATE_EXAMPLE = """examples:
+  deteval validate --gt fixtures/coco/gt.json
+  deteval validate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json --format json
+  deteval validate --gt gt.json --dt dt.json --strict      # warnings are errors (exit 3)
+"""
 
 
 def _parse_overrides(items: Sequence[str]) -> dict:
@@ -100,12 +127,22 @@ def _protocols(args: argparse.Namespace) -> list[Protocol]:
 
 
 def _refuse_overwrite(args: argparse.Namespace) -> None:
+    """Refuse an --output that is an input, a link to one, or an existing file in an input folder."""
     if not args.output:
         return
     out = os.path.realpath(args.output)
     for name in ("gt", "dt"):
-        if os.path.realpath(getattr(args, name)) == out:
+        source = getattr(args, name, None)
+        if not source:
+            continue
+        real = os.path.realpath(source)
+        is_same = real == out or (os.path.exists(out) and os.path.exists(real)
+                                  and os.path.samefile(real, out))
+        if is_same:
             raise ConfigError(f"--output {args.output}: is the --{name} input; refusing to overwrite it")
+        if os.path.isdir(real) and os.path.isfile(out) and os.path.commonpath([real, out]) == real:
+            raise ConfigError(f"--output {args.output}: is a file inside the --{name} folder {source}; "
+                              f"refusing to overwrite what may be an input (choose a path outside it)")
 
 
 class _Progress:
@@ -128,7 +165,24 @@ class _Progress:
 
 
 def _load_inputs(args: argparse.Namespace, protocols: list[Protocol]) -> tuple:
-    from deteval.io import gt_format, load_detections, load_ground_truth
+    gt = _load_gt(args)
+    return gt, _load_dt(args, gt, protocols)
+
+
+def _load_dt(args: argparse.Namespace, gt: Any, protocols: list[Protocol]) -> Any:
+    from deteval.io import load_detections
+    dt_options: dict[str, Any] = {}
+    if args.drop_unknown_categories:
+        dt_options["unknown_category"] = "drop"
+    dt = load_detections(args.dt, gt, **dt_options)
+    if any(p.iou_type == "bbox" for p in protocols):
+        from deteval.io.coco import require_boxes
+        require_boxes(dt)
+    return dt
+
+
+def _load_gt(args: argparse.Namespace) -> Any:
+    from deteval.io import gt_format, load_ground_truth
     gt_options: dict[str, Any] = {}
     kind = gt_format(args.gt)
     if args.split:
@@ -139,12 +193,7 @@ def _load_inputs(args: argparse.Namespace, protocols: list[Protocol]) -> tuple:
         if kind != "coco":
             raise ConfigError("--area-from-box: only for COCO ground truth")
         gt_options["area_missing"] = "box"
-    gt = load_ground_truth(args.gt, **gt_options)
-    dt_options: dict[str, Any] = {}
-    if args.drop_unknown_categories:
-        dt_options["unknown_category"] = "drop"
-    dt = load_detections(args.dt, gt, **dt_options)
-    return gt, dt
+    return load_ground_truth(args.gt, **gt_options)
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -176,8 +225,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     doc = to_json(results, inputs=inputs, warnings=input_warnings)
     text = json.dumps(doc, indent=2, allow_nan=False)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        except OSError as exc:
+            raise ConfigError(f"--output {args.output}: cannot write ({exc.strerror}); "
+                              f"expected a writable file path") from None
     if not args.quiet:
         for w in doc["warnings"]:
             print(f"deteval: warning: {w}", file=sys.stderr)
@@ -190,6 +243,77 @@ def _evaluate(args: argparse.Namespace) -> int:
         sys.stdout.write(format_csv(results))
     else:
         sys.stdout.write(format_table(results, per_class=per_class))
+    return EXIT_OK
+
+
+def _over_max_dets(gt: Any, dt: Any, protocol: Protocol) -> int:
+    """Detections beyond ``max(max_dets)`` in their (image, class) group under ``protocol``."""
+    import numpy as np
+    if protocol.max_dets is None or len(dt) == 0:
+        return 0
+    _, counts = np.unique(dt.image.astype(np.int64) * gt.n_classes + dt.category, return_counts=True)
+    return int(np.maximum(counts - max(protocol.max_dets), 0).sum())
+
+
+def _validate(args: argparse.Namespace) -> int:
+    """``deteval validate``: load and check the inputs, print what was found, score nothing."""
+    import numpy as np
+    from deteval.errors import InputError
+    from deteval.io import gt_format
+    protocols = _protocols(args)
+    gt = _load_gt(args)
+    n_crowd, n_difficult, n_ignore = (int(gt.is_crowd.sum()), int(gt.is_difficult.sum()),
+                                      int(gt.is_ignore.sum()))
+    per_class = np.bincount(gt.category, minlength=gt.n_classes)
+    empty_classes = [gt.category_name[k] for k in np.flatnonzero(per_class == 0)]
+    report: dict[str, Any] = {
+        "valid": True,
+        "gt": {"source": args.gt, "format": gt_format(args.gt), "images": gt.n_images,
+               "categories": gt.n_classes, "objects": len(gt), "crowd": n_crowd,
+               "difficult": n_difficult, "ignore": n_ignore,
+               "images_without_objects": int(gt.n_images - len(np.unique(gt.image))),
+               "categories_without_objects": empty_classes},
+        "dt": None,
+    }
+    warnings = list(gt.warnings)
+    if args.dt:
+        dt = _load_dt(args, gt, protocols)
+        report["dt"] = {
+            "source": args.dt, "detections": len(dt), "images": int(len(np.unique(dt.image))),
+            "categories": int(len(np.unique(dt.category))),
+            "score_min": float(dt.score.min()) if len(dt) else None,
+            "score_max": float(dt.score.max()) if len(dt) else None}
+        warnings += list(dt.warnings)
+        for p in protocols:
+            over = _over_max_dets(gt, dt, p)
+            if over:
+                warnings.append(f"{over} detections beyond max_dets={max(p.max_dets)} in their image and "
+                                f"class would not be scored under {p.name} (as the protocol says)")
+    warnings = list(dict.fromkeys(warnings))
+    if args.strict and warnings:
+        raise InputError("--strict: input warnings are errors:\n  " + "\n  ".join(warnings))
+    report["warnings"] = warnings
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report, indent=2, allow_nan=False) + "\n")
+        return EXIT_OK
+    g = report["gt"]
+    lines = [f"ground truth: {args.gt} ({g['format']})",
+             f"  {g['images']} images, {g['categories']} categories, {g['objects']} objects "
+             f"({n_crowd} crowd, {n_difficult} difficult, {n_ignore} ignore)"]
+    if g["images_without_objects"]:
+        lines.append(f"  {g['images_without_objects']} images without objects")
+    if empty_classes:
+        lines.append(f"  {len(empty_classes)} categories without objects: {empty_classes[:10]}")
+    d = report["dt"]
+    if d is not None:
+        scores = (f", scores {d['score_min']:g} .. {d['score_max']:g}" if d["detections"] else "")
+        lines.append(f"detections: {args.dt}")
+        lines.append(f"  {d['detections']} detections on {d['images']} of {g['images']} images, "
+                     f"{d['categories']} categories{scores}")
+    lines.append(f"warnings: {len(warnings)}")
+    lines += [f"  - {w}" for w in warnings]
+    lines.append("OK: the inputs can be scored" if d is not None else "OK: the ground truth can be scored")
+    sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_OK
 
 
@@ -222,6 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _evaluate(args)
         if args.command == "protocols":
             return _list_protocols(args)
+        if args.command == "validate":
+            return _validate(args)
     except DetevalError as exc:
         print(f"deteval: error: {exc}", file=sys.stderr)
         return EXIT_INPUT

@@ -57,8 +57,9 @@ class MatchTable:
     ----------
     det_score, det_class, det_image, det_rank, det_order : (n_det,)
         Kept detections (within ``max_dets``), in (image, class, rank) order.
-    det_gt : int64 (n_lane, n_det)
-        Matched ground-truth annotation row (in the GroundTruth), -1 if none.
+    match_lane, match_det, match_gt : int64 (n_match,)
+        Who matched whom: lane (area * n_iou_thr + threshold), detection (row of this table)
+        and ground-truth annotation (row of the GroundTruth), matches to ignored GTs included.
     det_is_tp, det_is_ignored : bool (n_lane, n_det)
     n_positive : int64 (n_class, n_area)
     n_det_per_class : int64 (n_class,)
@@ -72,7 +73,9 @@ class MatchTable:
     det_image: np.ndarray
     det_rank: np.ndarray
     det_order: np.ndarray
-    det_gt: np.ndarray
+    match_lane: np.ndarray
+    match_det: np.ndarray
+    match_gt: np.ndarray
     det_is_tp: np.ndarray
     det_is_ignored: np.ndarray
     n_positive: np.ndarray
@@ -165,15 +168,14 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol) -> MatchTable:
         result = match_voc(pair_det, pair_gt, pair_iou, n_det=len(det_rows), n_gt=len(gt),
                            iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
                            det_is_out_of_range=det_out, strict=strict)
-    det_gt = (np.where(result.det_gt >= 0, gt_rows[np.maximum(result.det_gt, 0)], -1) if len(gt)
-              else result.det_gt)
 
     n_positive = np.zeros((n_class, n_area), dtype=np.int64)
     for a in range(n_area):
         n_positive[:, a] = np.bincount(gt.category[~is_ignored[a]], minlength=n_class)
     return MatchTable(
         det_score=dt.score[det_rows], det_class=dt.category[det_rows], det_image=dt.image[det_rows],
-        det_rank=det_rank, det_order=dt.order[det_rows], det_gt=det_gt,
+        det_rank=det_rank, det_order=dt.order[det_rows], match_lane=result.match_lane,
+        match_det=result.match_det, match_gt=gt_rows[result.match_gt],
         det_is_tp=result.det_is_tp, det_is_ignored=result.det_is_ignored, n_positive=n_positive,
         n_det_per_class=np.bincount(dt.category, minlength=n_class), n_over_max_dets=n_over)
 
@@ -186,10 +188,15 @@ def merge_match_tables(tables: list) -> MatchTable:
     if len(tables) == 1:
         return tables[0]
     cat = np.concatenate
+    sizes = [len(t.det_score) for t in tables]
+    offsets = np.cumsum([0] + sizes[:-1])
     return MatchTable(
         det_score=cat([t.det_score for t in tables]), det_class=cat([t.det_class for t in tables]),
         det_image=cat([t.det_image for t in tables]), det_rank=cat([t.det_rank for t in tables]),
-        det_order=cat([t.det_order for t in tables]), det_gt=cat([t.det_gt for t in tables], axis=1),
+        det_order=cat([t.det_order for t in tables]),
+        match_lane=cat([t.match_lane for t in tables]),
+        match_det=cat([t.match_det + offset for t, offset in zip(tables, offsets)]),
+        match_gt=cat([t.match_gt for t in tables]),
         det_is_tp=cat([t.det_is_tp for t in tables], axis=1),
         det_is_ignored=cat([t.det_is_ignored for t in tables], axis=1),
         n_positive=sum(t.n_positive for t in tables),

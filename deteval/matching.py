@@ -105,23 +105,27 @@ class MatchResult:
 
     Attributes
     ----------
-    det_gt : int64 (n_lane, n_det)
-        Matched ground-truth row, -1 when unmatched.
     det_is_tp, det_is_ignored : bool (n_lane, n_det)
         A detection that is neither is a false positive.
+    match_lane, match_det, match_gt : int64 (n_match,)
+        Every (lane, detection, ground truth) match, sorted by lane then detection; a match to an
+        ignored GT (crowd, difficult, outside the area range) is listed too.
     """
 
-    det_gt: np.ndarray
     det_is_tp: np.ndarray
     det_is_ignored: np.ndarray
+    match_lane: np.ndarray
+    match_det: np.ndarray
+    match_gt: np.ndarray
 
 
 def _all_unmatched(n_area: int, n_thr: int, n_det: int, det_is_out_of_range: np.ndarray) -> MatchResult:
     """No candidate pairs: every detection is a FP, or ignored outside the area range."""
     lane_area = np.repeat(np.arange(n_area), n_thr)
-    return MatchResult(det_gt=np.full((n_area * n_thr, n_det), -1, dtype=np.int64),
-                       det_is_tp=np.zeros((n_area * n_thr, n_det), dtype=bool),
-                       det_is_ignored=det_is_out_of_range[lane_area].copy())
+    empty = np.zeros(0, dtype=np.int64)
+    return MatchResult(det_is_tp=np.zeros((n_area * n_thr, n_det), dtype=bool),
+                       det_is_ignored=det_is_out_of_range[lane_area].copy(),
+                       match_lane=empty, match_det=empty, match_gt=empty)
 
 
 def _round_of(pair_det: np.ndarray, det_key: np.ndarray) -> np.ndarray:
@@ -180,48 +184,54 @@ def match_coco(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, 
     thresholds = np.asarray(iou_thresholds, dtype=np.float64)
     if not strict:
         thresholds = np.minimum(thresholds, COCO_MAX_THRESHOLD)
-    det_gt = np.full((n_area, n_thr, n_det), -1, dtype=np.int64)
-
     # Keep pairs that can pass the lowest threshold; order them for the rounds.
     lowest = thresholds.min()
     keep = pair_iou > lowest if strict else pair_iou >= lowest
     pair_det, pair_gt, pair_iou = pair_det[keep], pair_gt[keep], pair_iou[keep]
+    candidates = np.unique(pair_det)  # only these can match; the rest are FP or out of range
+    pair_cand = np.searchsorted(candidates, pair_det)
     pair_round = _round_of(pair_det, det_key)
     order = np.lexsort((pair_gt, pair_iou, pair_det, pair_round))
-    pair_det, pair_gt, pair_iou, pair_round = (pair_det[order], pair_gt[order], pair_iou[order],
-                                               pair_round[order])
-    round_bounds = np.searchsorted(pair_round, np.arange(pair_round[-1] + 2 if len(pair_round) else 1))
+    pair_cand, pair_gt, pair_iou, pair_round = (pair_cand[order], pair_gt[order], pair_iou[order],
+                                                pair_round[order])
+    n_round = int(pair_round[-1]) + 1 if len(pair_round) else 0
+    round_bounds = np.searchsorted(pair_round, np.arange(n_round + 1))
+    cand_gt = np.full((n_area, n_thr, len(candidates)), -1, dtype=np.int64)
     is_taken = np.zeros((n_area, n_thr, n_gt), dtype=bool)
     priority_of_gt = 1 + (~gt_is_ignored).astype(np.int64)  # (n_area, n_gt): 2 non-ignored, 1 ignored
 
     for lo, hi in zip(round_bounds[:-1], round_bounds[1:]):
-        dets, gts, ious = pair_det[lo:hi], pair_gt[lo:hi], pair_iou[lo:hi]
+        cands, gts, ious = pair_cand[lo:hi], pair_gt[lo:hi], pair_iou[lo:hi]
         n_pair = hi - lo
         passes = ious[None, :] > thresholds[:, None] if strict else ious[None, :] >= thresholds[:, None]
         available = ~is_taken[:, :, gts] | gt_is_reusable[gts]
         priority = (passes[None, :, :] & available) * priority_of_gt[:, None, gts]
         # Highest priority wins; among equals the later pair (higher IoU, later GT) wins.
         composite = priority * n_pair + np.arange(n_pair)
-        seg_start = np.flatnonzero(np.r_[True, dets[1:] != dets[:-1]])
+        seg_start = np.flatnonzero(np.r_[True, cands[1:] != cands[:-1]])
         best = np.maximum.reduceat(composite, seg_start, axis=2)
-        chosen = best % n_pair
         is_matched = best >= n_pair
-        chosen_gt = gts[chosen]
-        seg_det = dets[seg_start]
-        det_gt[:, :, seg_det] = np.where(is_matched, chosen_gt, -1)
-        take = is_matched & ~gt_is_reusable[chosen_gt]
-        a_idx, t_idx, s_idx = np.nonzero(take)
+        chosen_gt = gts[best % n_pair]
+        cand_gt[:, :, cands[seg_start]] = np.where(is_matched, chosen_gt, -1)
+        a_idx, t_idx, s_idx = np.nonzero(is_matched & ~gt_is_reusable[chosen_gt])
         is_taken[a_idx, t_idx, chosen_gt[a_idx, t_idx, s_idx]] = True
 
-    det_gt = det_gt.reshape(n_area * n_thr, n_det)
-    is_matched = det_gt >= 0
-    safe_gt = np.where(is_matched, det_gt, 0)
+    # Outcomes: only candidate detections can differ from "FP, or ignored if out of range".
+    n_lane = n_area * n_thr
     lane_area = np.repeat(np.arange(n_area), n_thr)
+    cand_gt = cand_gt.reshape(n_lane, len(candidates))
+    is_matched = cand_gt >= 0
+    safe_gt = np.where(is_matched, cand_gt, 0)
     hit_ignored = is_matched & gt_is_ignored[lane_area[:, None], safe_gt]
     counts_as_match = is_matched & ~gt_is_unmatchable[safe_gt]
-    det_is_ignored = hit_ignored | (~counts_as_match & det_is_out_of_range[lane_area])
-    det_is_tp = counts_as_match & ~det_is_ignored
-    return MatchResult(det_gt=det_gt, det_is_tp=det_is_tp, det_is_ignored=det_is_ignored)
+    cand_out = det_is_out_of_range[:, candidates][lane_area]
+    det_is_ignored = det_is_out_of_range[lane_area]
+    det_is_ignored[:, candidates] = hit_ignored | (~counts_as_match & cand_out)
+    det_is_tp = np.zeros((n_lane, n_det), dtype=bool)
+    det_is_tp[:, candidates] = counts_as_match & ~det_is_ignored[:, candidates]
+    match_lane, match_cand = np.nonzero(is_matched)
+    return MatchResult(det_is_tp=det_is_tp, det_is_ignored=det_is_ignored, match_lane=match_lane,
+                       match_det=candidates[match_cand], match_gt=cand_gt[match_lane, match_cand])
 
 
 def match_voc(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, *,
@@ -280,5 +290,6 @@ def match_voc(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, *
     det_is_tp = np.zeros((n_lane, n_det), dtype=bool)
     det_is_tp[lane_idx[first_claim], det_idx[first_claim]] = True
     det_is_ignored = hit_ignored | (~passes & det_is_out_of_range[lane_area])
-    det_gt = np.where(passes, best_gt[None, :], -1)
-    return MatchResult(det_gt=det_gt, det_is_tp=det_is_tp, det_is_ignored=det_is_ignored)
+    match_lane, match_det = np.nonzero(passes)
+    return MatchResult(det_is_tp=det_is_tp, det_is_ignored=det_is_ignored, match_lane=match_lane,
+                       match_det=match_det, match_gt=best_gt[match_det])

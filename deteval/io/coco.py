@@ -17,7 +17,7 @@ from deteval.io._json import read_json
 from deteval.io._records import (MISSING, Problems, box_column, flag_column, int_column,
                                  json_type, number_column)
 
-__all__ = ["load_coco_gt", "load_coco_dt"]
+__all__ = ["load_coco_gt", "load_coco_dt", "require_boxes"]
 
 
 def _source(source: Any, default_name: str) -> tuple[Any, str]:
@@ -27,14 +27,15 @@ def _source(source: Any, default_name: str) -> tuple[Any, str]:
     return source, default_name
 
 
-def _check_list_of_objects(value: Any, where: str, what: str) -> list:
+def _check_list_of_objects(value: Any, where: str, what: str, field: str) -> list:
+    """``value`` must be a list of JSON objects; ``field`` names it in messages."""
     if not isinstance(value, list):
-        raise InputError(f"{where}: `{what}` must be a JSON array of objects, found {json_type(value)}")
+        raise InputError(f"{where}: {field} is not an array; expected a JSON array of {what} "
+                         f"objects, found {json_type(value)}")
     bad = [i for i, r in enumerate(value) if not isinstance(r, dict)]
     if bad:
-        raise InputError(f"{where}: {what} #{bad[0]} is not a JSON object; expected an object, "
-                         f"found {json_type(value[bad[0]])}" +
-                         (f" ({len(bad)} such records)" if len(bad) > 1 else ""))
+        Problems(where, what, lambda i: f"in {field}").fail(
+            bad, "is not a JSON object", f"an object with the {what}'s fields", lambda i: value[i])
     return value
 
 
@@ -95,15 +96,20 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
         if key not in data:
             raise InputError(f"{where}: missing `{key}`; expected a COCO instances object with "
                              f"images, annotations and categories, found keys {sorted(data)[:10]}")
-    images = _check_list_of_objects(data["images"], where, "image")
-    categories = _check_list_of_objects(data["categories"], where, "category")
-    anns = _check_list_of_objects(data["annotations"], where, "annotation")
+    images = _check_list_of_objects(data["images"], where, "image", "`images`")
+    categories = _check_list_of_objects(data["categories"], where, "category", "`categories`")
+    anns = _check_list_of_objects(data["annotations"], where, "annotation", "`annotations`")
 
     img_problems = Problems(where, "image", lambda i: f"id={images[i].get('id', '?')}")
     image_ids = int_column(images, "id", img_problems)
     _refuse_duplicates(image_ids, where, "image")
     width, _ = number_column(images, "width", img_problems, default=float("nan"), allow_missing=True)
     height, _ = number_column(images, "height", img_problems, default=float("nan"), allow_missing=True)
+    for key, size in (("width", width), ("height", height)):
+        negative = np.flatnonzero(size < 0)
+        if len(negative):
+            img_problems.fail(negative, f"`{key}` is negative", "a size in pixels >= 0",
+                              lambda i, key=key: images[i][key])
     file_names = [str(r.get("file_name", r.get("id"))) for r in images]
 
     cat_problems = Problems(where, "category", lambda i: f"id={categories[i].get('id', '?')}")
@@ -218,7 +224,10 @@ def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
     if isinstance(data, dict) and "annotations" in data:
         raise InputError(f"{where}: expected a COCO results list [{{image_id, category_id, bbox, "
                          f"score}}, ...], found an object with `annotations` (a ground-truth file?)")
-    dets = _check_list_of_objects(data, where, "detection")
+    if not isinstance(data, list):
+        raise InputError(f"{where}: expected a COCO results list [{{image_id, category_id, bbox, "
+                         f"score}}, ...], found a JSON {json_type(data)}")
+    dets = _check_list_of_objects(data, where, "detection", "the results list")
     warnings: list[str] = []
     if not dets:
         warnings.append(f"{where}: no detections: every class with ground truth gets AP 0")
@@ -268,6 +277,29 @@ def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
                         box_format="xywh", segmentation=segmentation, source=where,
                         warnings=tuple(warnings))
     return result.take(keep) if keep is not None else result
+
+
+def require_boxes(dt: Detections) -> None:
+    """Refuse detections without a ``bbox`` for a box evaluation (``iou_type="bbox"``).
+
+    Notes
+    -----
+    pycocotools' ``loadRes`` derives a missing bbox from the mask when the *first* result has
+    none; deteval decides per record, and scoring a box of zeros instead would be silent.
+
+    Raises
+    ------
+    InputError
+        Naming the first five records (their position in the source) and the count.
+    """
+    missing = np.flatnonzero(~dt.has_box)
+    if not len(missing):
+        return
+    shown = ", ".join(f"#{int(dt.order[i])}" for i in missing[:5])
+    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    raise InputError(f"{dt.source}: {len(missing)} detection(s) ({shown}{more}) have a `segmentation` "
+                     f"but no `bbox`; expected a bbox [x, y, w, h] in every record for iou_type "
+                     f"'bbox' (or score them with --iou-type segm)")
 
 
 def _encoding_suspicions(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: str) -> list[str]:

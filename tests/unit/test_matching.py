@@ -138,8 +138,10 @@ def test_coco_prefers_best_untaken_gt_voc_does_not():
                       gt_is_unmatchable=np.zeros(2, bool), det_is_out_of_range=none)
     voc = match_voc(pair_det, pair_gt, pair_iou, n_det=2, n_gt=2, iou_thresholds=np.array([0.5]),
                     gt_is_ignored=none, det_is_out_of_range=none)
-    assert coco.det_gt.tolist() == [[0, 1]] and coco.det_is_tp.tolist() == [[True, True]]
-    assert voc.det_gt.tolist() == [[0, 0]] and voc.det_is_tp.tolist() == [[True, False]]
+    assert coco.match_det.tolist() == [0, 1] and coco.match_gt.tolist() == [0, 1]
+    assert coco.det_is_tp.tolist() == [[True, True]]
+    assert voc.match_det.tolist() == [0, 1] and voc.match_gt.tolist() == [0, 0]
+    assert voc.det_is_tp.tolist() == [[True, False]]
 
 
 def test_rank_in_group():

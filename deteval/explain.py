@@ -1,0 +1,508 @@
+"""Several protocols side by side, and why two of them disagree.
+
+:func:`compare` scores one dataset under several protocols with **one matching per distinct
+matching setting**: protocols that differ only in how matched detections are accumulated
+(``ap_method``, ``eleven_point_grid``, ``score_order``, ``summary``; and ``max_dets`` below the
+same largest cap) share one :class:`~deteval.evaluate.MatchTable`.
+
+:func:`explain` walks from protocol A to protocol B changing one group of fields at a time, in
+the fixed order of :data:`WALK_ORDER`, and reports how much each step moves a common number, so
+the differences add up to the total::
+
+    voc2007 -> voc2010: interpolation -0.0234
+
+The order matters when two changes interact (each step is measured with the earlier steps
+already applied); it is fixed and documented so the same pair always reads the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from deteval.data import Detections, GroundTruth
+from deteval.errors import ConfigError
+from deteval.evaluate import EvalResult, MatchTable, match, resolve_protocol, score
+from deteval.protocols import Protocol, field_names
+
+__all__ = ["ACCUMULATION_FIELDS", "WALK_ORDER", "matching_key", "MatchCache", "Comparison", "compare",
+           "ExplainStep", "Explanation", "explain", "class_mean_ap"]
+
+#: Fields read only when accumulating a :class:`MatchTable` (never by
+#: :func:`deteval.evaluate.match`), plus the two that only describe. Every other field is assumed
+#: to change the matching, so a new field is safe by default.
+ACCUMULATION_FIELDS = ("name", "source", "ap_method", "eleven_point_grid", "score_order", "summary")
+
+#: The walk of :func:`explain`: (step name, fields changed together), in this order. Fields of A
+#: and B that no step names get a step of their own after these (before ``summary``). Names of
+#: fields that a Protocol does not have are skipped.
+WALK_ORDER: tuple = (
+    ("interpolation", ("ap_method", "eleven_point_grid")),
+    ("IoU comparison", ("iou_comparison",)),
+    ("box convention", ("box_convention",)),
+    ("matching rule", ("matching",)),
+    ("difficult/crowd", ("difficult", "crowd")),
+    ("max_dets", ("max_dets",)),
+    ("area ranges", ("area_source", "area_ranges")),
+    ("IoU thresholds", ("iou_thresholds",)),
+    ("ties/score order", ("score_order",)),
+    ("parity bugs", ("gt_ignore_field", "gt_id_zero")),
+    ("IoU type/masks", ("iou_type", "mask_iou", "invalid_polygons")),
+)
+_LAST_STEP = ("summary", ("summary",))
+_DESCRIPTIVE = ("name", "source")
+
+
+def matching_key(protocol: Protocol) -> str:
+    """The settings :func:`deteval.evaluate.match` depends on, as a canonical string.
+
+    Two protocols with the same key share one matching: ``match`` reads every field except
+    :data:`ACCUMULATION_FIELDS`, and of ``max_dets`` only the largest value (detections beyond
+    it are dropped; the smaller caps are applied when accumulating, from ``det_rank``).
+
+    Examples
+    --------
+    >>> from deteval.protocols import PRESETS
+    >>> matching_key(PRESETS["voc2007"]) == matching_key(PRESETS["voc2010"])
+    True
+    >>> matching_key(PRESETS["voc2007"]) == matching_key(PRESETS["voc2007-pyfrcnn"])
+    False
+    """
+    fields = {k: v for k, v in protocol.to_dict().items() if k not in ACCUMULATION_FIELDS}
+    if fields.get("max_dets") is not None:
+        fields["max_dets"] = max(fields["max_dets"])
+    return json.dumps(fields, sort_keys=True)
+
+
+class MatchCache:
+    """Matchings of one dataset, computed once per :func:`matching_key`.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections
+    """
+
+    def __init__(self, gt: GroundTruth, dt: Detections):
+        self.gt = gt
+        self.dt = dt
+        self._tables: dict[str, MatchTable] = {}
+
+    def table(self, protocol: Protocol) -> MatchTable:
+        """The match table of ``protocol`` (computed on first use)."""
+        key = matching_key(protocol)
+        if key not in self._tables:
+            self._tables[key] = match(self.gt, self.dt, protocol)
+        return self._tables[key]
+
+    def result(self, protocol: Protocol, *, inputs: dict | None = None, warnings: tuple = ()) -> EvalResult:
+        """Score ``protocol`` from its (maybe shared) match table."""
+        return score(self.table(protocol), self.gt, protocol, warnings=warnings, inputs=inputs)
+
+    @property
+    def n_matchings(self) -> int:
+        """How many matchings were computed so far."""
+        return len(self._tables)
+
+
+def _load(gt: Any, dt: Any) -> tuple[GroundTruth, Detections]:
+    if not isinstance(gt, GroundTruth):
+        from deteval.io import load_ground_truth
+        gt = load_ground_truth(gt)
+    if not isinstance(dt, Detections):
+        from deteval.io import load_detections
+        dt = load_detections(dt, gt)
+    return gt, dt
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison:
+    """Results of one dataset under several protocols.
+
+    Attributes
+    ----------
+    results : tuple of EvalResult
+        One per protocol, in the order given.
+    matching_groups : tuple of tuple of int
+        Indices into ``results`` of the protocols that shared one matching.
+    """
+
+    results: tuple
+    matching_groups: tuple
+
+    @property
+    def n_matchings(self) -> int:
+        return len(self.matching_groups)
+
+
+def compare(gt: Any, dt: Any, protocols: Sequence["str | Protocol"], *, cache: MatchCache | None = None,
+            inputs: dict | None = None, warnings: tuple = ()) -> Comparison:
+    """Score one dataset under several protocols, sharing matchings where the settings agree.
+
+    Parameters
+    ----------
+    gt, dt
+        As :func:`deteval.evaluate` takes them (values, paths or parsed JSON).
+    protocols : sequence of str or Protocol
+        Preset names, YAML paths or protocols.
+    cache : MatchCache, optional
+        Reuse (and fill) matchings of the same ``gt``/``dt``.
+
+    Returns
+    -------
+    Comparison
+
+    Raises
+    ------
+    ConfigError
+        A protocol that cannot be resolved or whose summary cannot be computed.
+
+    Examples
+    --------
+    >>> gt = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "cat"}],
+    ...       "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
+    ...                        "area": 100, "iscrowd": 0}]}
+    >>> dt = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9}]
+    >>> c = compare(gt, dt, ["voc2007", "voc2010", "coco"])
+    >>> [r.protocol.name for r in c.results], c.n_matchings
+    (['voc2007', 'voc2010', 'coco'], 2)
+    """
+    from deteval.evaluate import _check_summary
+    resolved = [resolve_protocol(p) for p in protocols]
+    if not resolved:
+        raise ConfigError("compare: expected at least one protocol, found none")
+    for p in resolved:
+        _check_summary(p)
+    if cache is None:
+        gt, dt = _load(gt, dt)
+        cache = MatchCache(gt, dt)
+    if inputs is None:
+        inputs = {"gt": cache.gt.source, "dt": cache.dt.source, "images": cache.gt.n_images,
+                  "gt_objects": len(cache.gt), "detections": len(cache.dt)}
+    results = tuple(cache.result(p, inputs=inputs, warnings=warnings) for p in resolved)
+    groups: dict[str, list[int]] = {}
+    for i, p in enumerate(resolved):
+        groups.setdefault(matching_key(p), []).append(i)
+    return Comparison(results=results, matching_groups=tuple(tuple(g) for g in groups.values()))
+
+
+# ------------------------------------------------------------------------------------------
+# Explanation
+# ------------------------------------------------------------------------------------------
+
+def class_mean_ap(result: EvalResult) -> float:
+    """The number :func:`explain` compares: the mean of the defined per-class AP.
+
+    A class's AP (``per_class``) is its AP averaged over the IoU thresholds, at the first area
+    range ("all") and the largest ``max_dets``; the mean is over the classes with ground truth.
+    For a single-threshold protocol this *is* its ``mAP``; for a COCO-style protocol it is its
+    ``AP`` (up to float rounding) whenever the summary's maxDets is the largest.
+    """
+    values = np.array([c["AP"] for c in result.per_class], dtype=np.float64)
+    defined = values[~np.isnan(values)]
+    return float(np.mean(defined)) if defined.size else float("nan")
+
+
+def _headline(result: EvalResult) -> tuple[str, float]:
+    """The protocol's own headline: ``mAP`` or ``AP``."""
+    if "mAP" in result.metrics:
+        return "mAP", float(result.metrics["mAP"])
+    return "AP", float(result.metrics.get("AP", float("nan")))
+
+
+def _show(field: str, value: Any) -> str:
+    if field == "iou_thresholds":
+        if len(value) > 3:
+            return f"{value[0]:.2f}:{value[-1]:.2f} ({len(value)})"
+        return "[" + ", ".join(f"{t:g}" for t in value) + "]"
+    if field == "area_ranges":
+        return "{" + ", ".join(n for n, _, _ in value) + "}" if len(value) > 1 else \
+            "{" + ", ".join(f"{n}: [{lo:g}, {hi:g}]" for n, lo, hi in value) + "}"
+    if field == "max_dets":
+        return "null" if value is None else "[" + ", ".join(str(m) for m in value) + "]"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ExplainStep:
+    """One step of the walk from A to B.
+
+    Attributes
+    ----------
+    name : str
+        Step name from :data:`WALK_ORDER` (or the field name of a field no step names).
+    changes : tuple of (field, value in A, value in B)
+    value : float
+        The compared number after this step.
+    change : float
+        ``value`` minus the value before this step.
+    class_changes : tuple of (class name, change)
+        Classes whose AP this step moved.
+    affects_measure : bool
+        False for ``summary``, which renames headlines but cannot move the compared number.
+    """
+
+    name: str
+    changes: tuple
+    value: float
+    change: float
+    class_changes: tuple = ()
+    affects_measure: bool = True
+
+    def to_dict(self) -> dict:
+        return {"step": self.name,
+                "fields": [{"field": f, "from": _json_value(f, a), "to": _json_value(f, b)}
+                           for f, a, b in self.changes],
+                "value": _finite(self.value), "change": _finite(self.change),
+                "classes": [{"name": n, "change": _finite(d)} for n, d in self.class_changes],
+                "affects_measure": self.affects_measure}
+
+
+def _json_value(field: str, value: Any) -> Any:
+    if field == "area_ranges":
+        return {n: [lo, hi] for n, lo, hi in value}
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _finite(value: float) -> "float | None":
+    return None if value is None or not math.isfinite(value) else float(value)
+
+
+def _fmt(value: float, digits: int = 4, sign: bool = False) -> str:
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why protocol A and protocol B give different numbers on one dataset.
+
+    Attributes
+    ----------
+    a, b : Protocol
+    measure : str
+        ``"mAP"``, ``"AP"`` or ``"mean class AP"`` (when A and B report different headlines).
+    definition : str
+        What the compared number is, in words.
+    start, end : float
+        The compared number under A and under B.
+    headline_a, headline_b : (str, float)
+        Each protocol's own headline metric, for reference.
+    steps : tuple of ExplainStep
+        Only steps whose fields differ between A and B; their ``change`` adds up to
+        ``end - start``.
+    notes : tuple of str
+    """
+
+    a: Protocol
+    b: Protocol
+    measure: str
+    definition: str
+    start: float
+    end: float
+    headline_a: tuple
+    headline_b: tuple
+    steps: tuple
+    notes: tuple = ()
+
+    @property
+    def total(self) -> float:
+        return self.end - self.start
+
+    def summary_line(self, digits: int = 4) -> str:
+        """``"voc2007 -> voc2010: interpolation -0.0234"``; steps joined by ``;``."""
+        parts = [f"{s.name} {_fmt(s.change, digits, sign=True)}" for s in self.steps if s.affects_measure]
+        body = "; ".join(parts) if parts else "no field that changes numbers differs"
+        return f"{self.a.name} -> {self.b.name}: {body} (total {_fmt(self.total, digits, sign=True)})"
+
+    def to_dict(self) -> dict:
+        return {"from": self.a.name, "to": self.b.name,
+                "from_hash": self.a.fingerprint(), "to_hash": self.b.fingerprint(),
+                "measure": self.measure, "definition": self.definition,
+                "start": _finite(self.start), "end": _finite(self.end), "total": _finite(self.total),
+                "headlines": {"from": {self.headline_a[0]: _finite(self.headline_a[1])},
+                              "to": {self.headline_b[0]: _finite(self.headline_b[1])}},
+                "order": [name for name, _ in WALK_ORDER + (_LAST_STEP,)],
+                "steps": [s.to_dict() for s in self.steps], "notes": list(self.notes),
+                "summary": self.summary_line()}
+
+    def _rows(self) -> list[list[str]]:
+        rows = [[f"({self.a.name})", "", _fmt(self.start), "", ""]]
+        for s in self.steps:
+            fields = "; ".join(f"{f}: {_show(f, a)} -> {_show(f, b)}" for f, a, b in s.changes)
+            classes = ", ".join(f"{n} {_fmt(d, 4, sign=True)}" for n, d in s.class_changes[:6])
+            if len(s.class_changes) > 6:
+                classes += f", ... ({len(s.class_changes)} classes)"
+            name = s.name if s.affects_measure else s.name + " *"
+            rows.append([name, _fmt(s.change, 4, sign=True), _fmt(s.value), fields, classes])
+        rows.append(["total", _fmt(self.total, 4, sign=True), _fmt(self.end), "", ""])
+        return rows
+
+    def _head(self) -> list[str]:
+        (na, va), (nb, vb) = self.headline_a, self.headline_b
+        return [f"{self.a.name} -> {self.b.name}: {self.measure} {_fmt(self.start)} -> {_fmt(self.end)} "
+                f"({self.a.name} {na} {_fmt(va)}, {self.b.name} {nb} {_fmt(vb)})",
+                f"compared: {self.definition}"] + [f"note: {n}" for n in self.notes]
+
+    def to_text(self) -> str:
+        """A plain-text table of the walk (terminal output)."""
+        header = ["step", "change", self.measure if len(self.measure) < 8 else "value", "fields changed",
+                  "classes moved"]
+        rows = self._rows()
+        widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
+        lines = self._head() + [""]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+        lines.append("  ".join("-" * w for w in widths))
+        for r in rows:
+            cells = [r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].rjust(widths[2]),
+                     r[3].ljust(widths[3]), r[4]]
+            lines.append("  ".join(cells).rstrip())
+        lines.append("")
+        lines.append(self.summary_line())
+        return "\n".join(lines) + "\n"
+
+    def to_markdown(self) -> str:
+        """A Markdown table of the walk."""
+        lines = [f"**{self.a.name} → {self.b.name}**: {self.measure} {_fmt(self.start)} → {_fmt(self.end)}",
+                 "", f"Compared: {self.definition}", ""]
+        lines += [f"Note: {n}\n" for n in self.notes]
+        lines += ["| step | change | value | fields changed | classes moved |", "|---|---:|---:|---|---|"]
+        for r in self._rows():
+            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
+        lines += ["", self.summary_line(), ""]
+        return "\n".join(lines)
+
+
+def _walk_steps(a: Protocol, b: Protocol) -> list[tuple[str, tuple]]:
+    """(step name, fields that differ) in walk order; fields nobody names get their own step."""
+    names = set(field_names())
+    named = {f for _, fields in WALK_ORDER + (_LAST_STEP,) for f in fields}
+    steps = []
+    for step, fields in WALK_ORDER:
+        differ = tuple(f for f in fields if f in names and getattr(a, f) != getattr(b, f))
+        if differ:
+            steps.append((step, differ))
+    for f in field_names():
+        if f not in named and f not in _DESCRIPTIVE and getattr(a, f) != getattr(b, f):
+            steps.append((f, (f,)))
+    if a.summary != b.summary:
+        steps.append(_LAST_STEP)
+    return steps
+
+
+def _definition(a_kind: str, b_kind: str, a: Protocol, b: Protocol) -> tuple[str, str]:
+    base = ("the mean over classes with ground truth of each class's AP, averaged over the IoU "
+            "thresholds at the first area range (all) and the largest max_dets")
+    if a_kind == b_kind == "mAP":
+        return "mAP", f"mAP ({base})"
+    if a_kind == b_kind == "AP":
+        return "AP", (f"AP computed as {base} (equal to the headline AP up to rounding when the "
+                      f"summary's maxDets is the largest)")
+    return "mean class AP", (f"{base}; {a.name} reports {a_kind} and {b.name} reports {b_kind}, so the "
+                             f"walk compares this common number (it equals mAP for a single-threshold "
+                             f"protocol and AP for a COCO-style one)")
+
+
+def explain(gt: Any, dt: Any, a: "str | Protocol", b: "str | Protocol", *,
+            cache: MatchCache | None = None) -> Explanation:
+    """Attribute the difference between two protocols to their differing fields, step by step.
+
+    Starting from A, the fields of each step of :data:`WALK_ORDER` that differ are set to B's
+    values and the dataset is scored again (sharing matchings where possible); each step's
+    ``change`` is the move of the compared number, so the changes add up to B minus A.
+
+    Parameters
+    ----------
+    gt, dt
+        As :func:`deteval.evaluate` takes them.
+    a, b : str or Protocol
+        Preset names, YAML paths or protocols.
+    cache : MatchCache, optional
+
+    Returns
+    -------
+    Explanation
+
+    Notes
+    -----
+    The compared number is the mean over classes of the per-class AP (see
+    :func:`class_mean_ap`): ``mAP`` when both protocols report it, ``AP`` when both are
+    COCO-style, and named "mean class AP" otherwise. It does not depend on ``summary``, so the
+    walk's intermediate protocols are scored with ``summary: configured`` (pycocotools' summary
+    cannot be computed for some mixes, e.g. fewer than three max_dets); the summary step, when
+    A and B differ there, is listed with no change.
+
+    Examples
+    --------
+    >>> gt = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "dog"}],
+    ...       "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100],
+    ...                        "area": 1e4, "iscrowd": 0},
+    ...                       {"id": 2, "image_id": 1, "category_id": 1, "bbox": [40, 0, 100, 100],
+    ...                        "area": 1e4, "iscrowd": 0}]}
+    >>> dt = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100], "score": 0.9},
+    ...       {"image_id": 1, "category_id": 1, "bbox": [15, 0, 100, 100], "score": 0.8}]
+    >>> from deteval.protocols import get_protocol
+    >>> voc_coco_matching = get_protocol("voc2010").replace(name="voc2010-cocomatch", matching="coco")
+    >>> explain(gt, dt, "voc2010", voc_coco_matching).summary_line()
+    'voc2010 -> voc2010-cocomatch: matching rule +0.5000 (total +0.5000)'
+    """
+    a, b = resolve_protocol(a), resolve_protocol(b)
+    if cache is None:
+        gt, dt = _load(gt, dt)
+        cache = MatchCache(gt, dt)
+    names = cache.gt.category_name
+
+    def scored(p: Protocol) -> EvalResult:
+        return cache.result(p.replace(summary="configured"))
+
+    def per_class(r: EvalResult) -> np.ndarray:
+        return np.array([c["AP"] for c in r.per_class], dtype=np.float64)
+
+    from deteval.evaluate import _check_summary
+    _check_summary(a)
+    _check_summary(b)
+    kind_a = _headline(cache.result(a))
+    kind_b = _headline(cache.result(b))
+    measure, definition = _definition(kind_a[0], kind_b[0], a, b)
+
+    current = a
+    result = scored(current)
+    start = value = class_mean_ap(result)
+    classes = per_class(result)
+    steps = []
+    for step, fields in _walk_steps(a, b):
+        current = current.replace(**{f: getattr(b, f) for f in fields})
+        if fields == ("summary",):
+            steps.append(ExplainStep(step, tuple((f, getattr(a, f), getattr(b, f)) for f in fields),
+                                     value, 0.0, (), affects_measure=False))
+            continue
+        result = scored(current)
+        new_value, new_classes = class_mean_ap(result), per_class(result)
+        moved = tuple((names[k], float(new_classes[k] - classes[k])) for k in range(len(names))
+                      if _moved(classes[k], new_classes[k]))
+        steps.append(ExplainStep(step, tuple((f, getattr(a, f), getattr(b, f)) for f in fields),
+                                 new_value, new_value - value, moved))
+        value, classes = new_value, new_classes
+    notes = []
+    if any(s.name not in dict(WALK_ORDER) and s.affects_measure for s in steps):
+        notes.append("fields outside the documented order were changed after it, one step each")
+    if any(not s.affects_measure for s in steps):
+        notes.append("* summary decides which numbers are the headlines (and pycocotools' AP at "
+                     "maxDets=100), not the compared number: it cannot move it")
+    if not all(math.isfinite(s.change) for s in steps):
+        notes.append("the compared number is undefined (no class has ground truth) at some step")
+    return Explanation(a=a, b=b, measure=measure, definition=definition, start=start, end=value,
+                       headline_a=kind_a, headline_b=kind_b, steps=tuple(steps), notes=tuple(notes))
+
+
+def _moved(before: float, after: float) -> bool:
+    if math.isnan(before) and math.isnan(after):
+        return False
+    if math.isnan(before) != math.isnan(after):
+        return True
+    return abs(after - before) > 1e-12

@@ -1,0 +1,188 @@
+"""Shared helpers of the text-file loaders (VOC, YOLO): safe file access and line-level errors.
+
+Ids and class names read from a dataset (an image-set line, an XML ``<name>``) are never joined
+into a path as given: a file is opened only if it is a direct entry of the folder it should be
+in, and its real path (symlinks resolved) stays inside that folder. Errors name the file and
+line (``file:line``); many records with one defect give the count and the first five.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from deteval.errors import InputError
+
+__all__ = ["SHOW", "is_safe_name", "list_files", "safe_child", "read_bytes", "read_text",
+           "fail_records", "shorten", "split_rows", "parse_floats", "names_note"]
+
+#: How many offending records an error message shows.
+SHOW = 5
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """``repr`` of a string, cut to ``limit`` characters for messages."""
+    out = repr(text)
+    return out if len(out) <= limit else out[:limit - 3] + "..."
+
+
+def is_safe_name(name: str) -> bool:
+    """True when ``name`` can only mean a direct child of a folder (no separators, no ``..``).
+
+    Examples
+    --------
+    >>> is_safe_name("000005"), is_safe_name("../../etc/passwd"), is_safe_name("..")
+    (True, False, False)
+    """
+    return (bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
+            and "\0" not in name and not os.path.isabs(name) and ":" not in name[1:2])
+
+
+def _inside(path: str, folder_real: str) -> bool:
+    real = os.path.realpath(path)
+    return os.path.dirname(real) == folder_real or real.startswith(folder_real + os.sep)
+
+
+def list_files(folder: str, *, what: str) -> dict[str, str]:
+    """Regular files directly in ``folder``: name -> path (only those inside it, symlinks resolved).
+
+    Raises
+    ------
+    InputError
+        If the folder cannot be listed.
+    """
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        raise InputError(f"{folder}: folder not found; expected {what}") from None
+    except NotADirectoryError:
+        raise InputError(f"{folder}: not a folder; expected {what}") from None
+    except OSError as exc:
+        raise InputError(f"{folder}: cannot list ({exc.strerror}); expected {what}") from None
+    folder_real = os.path.realpath(folder)
+    out = {}
+    for entry in entries:
+        try:
+            is_file = entry.is_file()
+        except OSError:
+            continue
+        if is_file and (not entry.is_symlink() or _inside(entry.path, folder_real)):
+            out[entry.name] = entry.path
+    return out
+
+
+def safe_child(folder: str, name: str, *, what: str, where: str) -> str:
+    """``folder/name`` when ``name`` is a plain file name whose real path stays in ``folder``.
+
+    Raises
+    ------
+    InputError
+        For names with path separators or ``..``, and symlinks leaving the folder.
+    """
+    if not is_safe_name(name):
+        raise InputError(f"{where}: {what} {shorten(name)} is not a plain file name; expected a "
+                         f"name without '/', '\\' or '..' (no file outside {folder} is opened)")
+    path = os.path.join(folder, name)
+    if os.path.islink(path) and not _inside(path, os.path.realpath(folder)):
+        raise InputError(f"{where}: {path} is a symbolic link that leaves {folder}; expected a "
+                         f"file inside it (no file outside the dataset is opened)")
+    return path
+
+
+def read_bytes(path: str, *, what: str) -> bytes:
+    """The contents of ``path``; InputError naming the file when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found; expected {what}") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder; expected {what}") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror}); expected {what}") from None
+
+
+def read_text(path: str, *, what: str) -> str:
+    """UTF-8 text of ``path`` (a BOM is skipped); InputError when it is not UTF-8."""
+    raw = read_bytes(path, what=what)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise InputError(f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); "
+                         f"expected {what}") from None
+
+
+def fail_records(problem: str, expected: str, hits: Sequence[tuple[str, str]], *,
+                 kind: str = "lines") -> None:
+    """Raise one InputError for records with the same defect.
+
+    Parameters
+    ----------
+    problem, expected : str
+    hits : sequence of (where, found)
+        ``where`` is ``file:line`` or ``file: object #k (name=...)``; ``found`` already formatted.
+    kind : str
+        Plural noun for the count (``"lines"``, ``"objects"``, ``"files"``).
+
+    Examples
+    --------
+    >>> fail_records("image id not in the image set", "an id of test.txt", [("r.txt:3", "'x'")])
+    Traceback (most recent call last):
+    ...
+    deteval.errors.InputError: r.txt:3: image id not in the image set; expected an id of test.txt, found 'x'
+    """
+    hits = list(hits)
+    if len(hits) == 1:
+        where, found = hits[0]
+        raise InputError(f"{where}: {problem}; expected {expected}, found {found}")
+    shown = "; ".join(f"{where}: {found}" for where, found in hits[:SHOW])
+    more = f"; and {len(hits) - SHOW} more" if len(hits) > SHOW else ""
+    raise InputError(f"{len(hits)} {kind}: {problem}; expected {expected}; found {shown}{more}")
+
+
+def names_note(names: Iterable[str], limit: int = SHOW) -> str:
+    """``a, b, c and 4 more`` for counted warnings."""
+    names = list(names)
+    head = ", ".join(names[:limit])
+    return head + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def split_rows(text: str) -> list[tuple[int, list[str]]]:
+    """(1-based line number, whitespace-separated fields) of every non-blank line."""
+    return [(n, fields) for n, fields in enumerate((line.split() for line in text.splitlines()), 1)
+            if fields]
+
+
+def parse_floats(rows: Sequence[tuple[int, list[str]]], columns: slice, path: str,
+                 names: str) -> np.ndarray:
+    """The numeric ``columns`` of ``rows`` (already checked for their count) as float64 (n, k).
+
+    Raises
+    ------
+    InputError
+        ``file:line`` of the values that are not finite numbers (count and first five).
+    """
+    fields = [f[columns] for _, f in rows]
+    width = len(fields[0]) if fields else 0
+    try:
+        out = np.array(fields, dtype=np.float64).reshape(len(fields), width)
+        if np.isfinite(out).all():
+            return out
+    except ValueError:
+        pass
+    hits = []
+    for (n, f), values in zip(rows, fields, strict=True):
+        for v in values:
+            try:
+                ok = math.isfinite(float(v))
+            except ValueError:
+                ok = False
+            if not ok:
+                hits.append((f"{path}:{n}", f"{shorten(v)} in {shorten(' '.join(f), 80)}"))
+                break
+    fail_records(f"a value that is not a finite number in {names}", "finite numbers", hits)
+    raise AssertionError  # unreachable: fail_records raises

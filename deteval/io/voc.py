@@ -1,0 +1,541 @@
+"""PASCAL VOC: ``Annotations/*.xml`` ground truth and per-class result files.
+
+A VOC root holds ``Annotations/<id>.xml`` (one file per image) and ``ImageSets/Main/<split>.txt``
+(one image id per line). Detections are a folder of per-class files ``<prefix><class>.txt``
+(``comp4_det_test_car.txt`` in the devkit, or just ``car.txt``), one detection per line:
+``image_id score x1 y1 x2 y2``.
+
+Boxes keep the numbers written in the files (``box_format="xyxy"``): the VOC convention is
+1-based, inclusive pixel corners, and the ``pixel_inclusive`` protocols redo the devkit's ``+1``
+arithmetic on exactly those numbers. Under a ``continuous`` protocol the same corners are read
+as continuous coordinates (width ``x2 - x1``).
+
+XML is read with expat and a parser that refuses any DTD: a ``<!DOCTYPE`` (and with it every
+entity declaration, internal or external) is an error before anything in it is expanded or
+fetched, so "billion laughs" and external-entity files cannot cost memory or read files.
+Image ids and class names are never used as paths as given (see :mod:`deteval.io._text`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import xml.etree.ElementTree as ET
+import xml.parsers.expat as expat
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from deteval.data import Detections, GroundTruth
+from deteval.errors import InputError
+from deteval.io._text import (
+    fail_records,
+    is_safe_name,
+    list_files,
+    names_note,
+    parse_floats,
+    read_bytes,
+    read_text,
+    safe_child,
+    shorten,
+    split_rows,
+)
+
+__all__ = ["load_voc_gt", "load_voc_dt", "parse_xml", "detect_prefix", "VOC_CLASSES"]
+
+#: The 20 PASCAL VOC classes, in the devkit's (alphabetical) order.
+VOC_CLASSES = ("aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
+               "diningtable", "dog", "horse", "motorbike", "person", "pottedplant", "sheep", "sofa",
+               "train", "tvmonitor")
+
+_ANNOTATION = "a VOC annotation XML file"
+
+
+class _Refused(Exception):
+    """Raised from inside the expat handlers to stop at a DTD construct."""
+
+
+def parse_xml(raw: bytes, where: str) -> tuple[ET.Element, dict]:
+    """Parse XML that may not contain a DTD; return the root element and element -> line.
+
+    Parameters
+    ----------
+    raw : bytes
+        The file's bytes (any encoding expat knows, declared in the XML prolog).
+    where : str
+        File name for messages.
+
+    Returns
+    -------
+    root : xml.etree.ElementTree.Element
+    lines : dict
+        Line number of each element's start tag (for messages).
+
+    Raises
+    ------
+    InputError
+        ``<file>:<line>:<column>: malformed XML (...)``, or a DOCTYPE / entity declaration
+        (refused before anything in it is expanded or fetched).
+
+    Examples
+    --------
+    >>> root, _ = parse_xml(b"<annotation><object><name>cat</name></object></annotation>", "a.xml")
+    >>> root.find("object/name").text
+    'cat'
+    >>> parse_xml(b'<!DOCTYPE a [<!ENTITY x "y">]><a>&x;</a>', "bad.xml")
+    Traceback (most recent call last):
+    ...
+    deteval.errors.InputError: bad.xml:1: refused a DOCTYPE declaration (<!DOCTYPE a ...>): DTDs and entities are not read (they can expand to gigabytes or read files outside the dataset); expected plain XML without <!DOCTYPE>, found one
+    """
+    builder = ET.TreeBuilder()
+    lines: dict = {}
+    parser = expat.ParserCreate()
+    parser.buffer_text = True
+
+    def start(tag: str, attrs: dict) -> None:
+        lines[builder.start(tag, attrs)] = parser.CurrentLineNumber
+
+    def refuse_doctype(name: str, *_: Any) -> None:
+        raise _Refused(f"a DOCTYPE declaration (<!DOCTYPE {name} ...>)")
+
+    def refuse_entity(name: str, *_: Any) -> None:
+        raise _Refused(f"an entity declaration ({name})")
+
+    def refuse_external(*_: Any) -> int:
+        raise _Refused("an external entity reference")
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = builder.end
+    parser.CharacterDataHandler = builder.data
+    parser.StartDoctypeDeclHandler = refuse_doctype
+    parser.EntityDeclHandler = refuse_entity
+    parser.UnparsedEntityDeclHandler = refuse_entity
+    parser.ExternalEntityRefHandler = refuse_external
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    try:
+        parser.Parse(raw, True)
+    except expat.ExpatError as exc:
+        raise InputError(f"{where}:{exc.lineno}:{exc.offset + 1}: malformed XML "
+                         f"({expat.ErrorString(exc.code)}); expected {_ANNOTATION}") from None
+    except _Refused as exc:
+        raise InputError(f"{where}:{parser.CurrentLineNumber}: refused {exc}: DTDs and entities "
+                         f"are not read (they can expand to gigabytes or read files outside the "
+                         f"dataset); expected plain XML without <!DOCTYPE>, found one") from None
+    return builder.close(), lines
+
+
+def _text(element: ET.Element | None, tag: str) -> str | None:
+    """Stripped text of the direct child ``tag`` ("" when empty); None when absent."""
+    if element is None:
+        return None
+    child = element.find(tag)
+    if child is None:
+        return None
+    return (child.text or "").strip()
+
+
+def _number(text: str | None) -> float | None:
+    """A finite float from XML text, None when absent or not a finite number."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _read_split(root: str, split: str) -> tuple[list[str], str]:
+    """Image ids of ``ImageSets/Main/<split>.txt``, in file order."""
+    folder = os.path.join(root, "ImageSets", "Main")
+    path = safe_child(folder, split + ".txt", what="image set", where=f"{root}: split")
+    if not os.path.isfile(path):
+        available = sorted(n[:-4] for n in list_files(folder, what="image sets").keys()
+                           if n.endswith(".txt")) if os.path.isdir(folder) else []
+        raise InputError(f"{path}: image set not found; expected ImageSets/Main/<split>.txt, found "
+                         f"splits {available[:10]}")
+    rows = split_rows(read_text(path, what="an image set (one image id per line)"))
+    wrong = [(f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f))}") for n, f in rows if len(f) != 1]
+    if wrong:
+        fail_records("not one image id per line", "one image id per line (ImageSets/Main/<split>.txt; "
+                     "the class files <class>_<split>.txt are for classification)", wrong)
+    ids = [f[0] for _, f in rows]
+    seen: dict[str, int] = {}
+    dup = []
+    for n, f in rows:
+        if f[0] in seen:
+            dup.append((f"{path}:{n}", f"{shorten(f[0])} (also line {seen[f[0]]})"))
+        else:
+            seen[f[0]] = n
+    if dup:
+        fail_records("image id listed twice", "each image id once", dup)
+    unsafe = [(f"{path}:{n}", shorten(f[0])) for n, f in rows if not is_safe_name(f[0])]
+    if unsafe:
+        fail_records("image id is a path", "a plain id without '/', '\\' or '..' (no file outside "
+                     "the dataset root is opened)", unsafe)
+    return ids, path
+
+
+def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
+                classes: Sequence[str] | None = None) -> GroundTruth:
+    """Read a PASCAL VOC root: ``Annotations/*.xml``, optionally restricted to an image set.
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+        A folder with ``Annotations/`` (and ``ImageSets/Main/`` when ``split`` is given).
+    split : str, optional
+        Image set name: the images of ``ImageSets/Main/<split>.txt``, in that file's order.
+        Default: every ``Annotations/*.xml``, sorted by file name.
+    classes : sequence of str, optional
+        Class names, in order (category ids 1..K). Default: the sorted distinct ``<name>`` values
+        of the data. Objects of other classes are left out, with a counted warning.
+
+    Returns
+    -------
+    GroundTruth
+        Image ids 0..n-1 in image-set (or file name) order, ``image_name`` the VOC id;
+        ``box_format="xyxy"`` with the XML's numbers as float64 (1-based inclusive corners);
+        ``area = (x2 - x1) * (y2 - y1)`` (continuous; only COCO-style size ranges use it);
+        ``is_difficult`` from ``<difficult>``; annotation ids 1..n in file order.
+
+    Raises
+    ------
+    InputError
+        Malformed XML (file and line), DTDs, missing or non-numeric fields, ``xmin > xmax``,
+        ids that are paths, unknown or duplicate ids in the image set.
+
+    Notes
+    -----
+    Warnings (counted, naming files): objects without ``<difficult>`` (read as 0, as the Python
+    VOC ports would fail on them), coordinates outside the image (``< 0`` or beyond
+    ``<size>``; kept, as the devkit keeps them), images without a usable ``<size>``.
+    ``<truncated>`` is not used by any protocol (the devkit ignores it too).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "Annotations").mkdir()
+    >>> _ = (root / "Annotations" / "a.xml").write_text(
+    ...     "<annotation><size><width>50</width><height>40</height></size><object><name>cat</name>"
+    ...     "<difficult>0</difficult><bndbox><xmin>1</xmin><ymin>2</ymin><xmax>10</xmax>"
+    ...     "<ymax>20</ymax></bndbox></object></annotation>")
+    >>> gt = load_voc_gt(root)
+    >>> gt.image_name, gt.category_name, gt.box.tolist()
+    (('a',), ('cat',), [[1.0, 2.0, 10.0, 20.0]])
+    """
+    root = os.fspath(root)
+    ann_dir = os.path.join(root, "Annotations")
+    if not os.path.isdir(ann_dir):
+        raise InputError(f"{root}: no Annotations/ folder; expected a PASCAL VOC root "
+                         f"(Annotations/*.xml, ImageSets/Main/<split>.txt)")
+    if split is not None:
+        ids, split_path = _read_split(root, split)
+        paths = [safe_child(ann_dir, i + ".xml", what="image id", where=split_path) for i in ids]
+        missing = [(split_path, shorten(i)) for i, p in zip(ids, paths, strict=True) if not os.path.isfile(p)]
+        if missing:
+            fail_records("image without an annotation file", f"Annotations/<id>.xml for every id of "
+                         f"{split_path}", missing, kind="image ids")
+    else:
+        files = list_files(ann_dir, what="VOC annotation files")
+        names = sorted(n for n in files if n.endswith(".xml"))
+        ids = [n[:-4] for n in names]
+        paths = [files[n] for n in names]
+
+    image_width = np.full(len(ids), np.nan)
+    image_height = np.full(len(ids), np.nan)
+    obj_image: list[int] = []
+    obj_name: list[str] = []
+    obj_box: list[tuple] = []
+    obj_difficult: list[bool] = []
+    obj_where: list[str] = []
+    bad_fields: list[tuple[str, str]] = []
+    no_difficult: list[str] = []
+    no_size: list[str] = []
+    for i, path in enumerate(paths):
+        root_el, lines = parse_xml(read_bytes(path, what=_ANNOTATION), path)
+        if root_el.tag != "annotation":
+            raise InputError(f"{path}:{lines.get(root_el, 1)}: root element is <{root_el.tag}>; "
+                             f"expected <annotation> ({_ANNOTATION})")
+        size = root_el.find("size")
+        width, height = _number(_text(size, "width")), _number(_text(size, "height"))
+        if width is None or height is None or width <= 0 or height <= 0:
+            no_size.append(path)
+        else:
+            image_width[i], image_height[i] = width, height
+        for k, obj in enumerate(root_el.findall("object")):
+            line = lines.get(obj, 0)
+            name = _text(obj, "name")
+            where = f"{path}:{line}: object #{k} (name={shorten(name or '')})"
+            if not name:
+                bad_fields.append((where, "no <name>" if name is None else "an empty <name>"))
+                continue
+            box_el = obj.find("bndbox")
+            if box_el is None:
+                bad_fields.append((where, "no <bndbox>"))
+                continue
+            texts = [_text(box_el, t) for t in ("xmin", "ymin", "xmax", "ymax")]
+            coords = [_number(t) for t in texts]
+            if any(c is None for c in coords):
+                shown = ", ".join(f"{t}={'missing' if x is None else shorten(x)}"
+                                  for t, x in zip(("xmin", "ymin", "xmax", "ymax"), texts, strict=True))
+                bad_fields.append((where, f"<bndbox> {shown}"))
+                continue
+            difficult_text = _text(obj, "difficult")
+            if difficult_text is None:
+                no_difficult.append(path)
+                difficult = False
+            elif difficult_text in ("0", "1"):
+                difficult = difficult_text == "1"
+            else:
+                bad_fields.append((where, f"<difficult>{shorten(difficult_text)}</difficult>"))
+                continue
+            obj_image.append(i)
+            obj_name.append(name)
+            obj_box.append(tuple(coords))
+            obj_difficult.append(difficult)
+            obj_where.append(where)
+    if bad_fields:
+        fail_records("object without a usable name, bndbox or difficult flag",
+                     "<name>, <bndbox> with four finite numbers <xmin> <ymin> <xmax> <ymax>, and "
+                     "<difficult> 0 or 1", bad_fields, kind="objects")
+
+    box = np.array(obj_box, dtype=np.float64).reshape(len(obj_box), 4)
+    inverted = np.flatnonzero((box[:, 0] > box[:, 2]) | (box[:, 1] > box[:, 3]))
+    if len(inverted):
+        fail_records("xmin > xmax or ymin > ymax", "xmin <= xmax and ymin <= ymax",
+                     [(obj_where[j], f"[{_fmt(box[j])}]") for j in inverted], kind="objects")
+
+    warnings: list[str] = []
+    if classes is None:
+        class_names = tuple(sorted(set(obj_name)))
+    else:
+        class_names = _check_classes(classes, root)
+    class_index = {c: k for k, c in enumerate(class_names)}
+    keep = np.array([n in class_index for n in obj_name], dtype=bool)
+    if not keep.all():
+        other = sorted({n for n, kept in zip(obj_name, keep, strict=True) if not kept})
+        warnings.append(f"{root}: {int((~keep).sum())} objects of classes not in the class list were "
+                        f"left out: {names_note(other)}")
+    if no_difficult:
+        files = sorted(set(no_difficult))
+        warnings.append(f"{root}: {len(no_difficult)} objects in {len(files)} files have no "
+                        f"<difficult>: read as 0 (not difficult); files: {names_note(files)}")
+    if no_size:
+        warnings.append(f"{root}: {len(no_size)} images without a positive <size> width and height "
+                        f"(size unknown, boxes not checked against it): {names_note(no_size)}")
+    image = np.array(obj_image, dtype=np.int64)
+    width, height = image_width[image], image_height[image]
+    outside = np.flatnonzero((box[:, 0] < 0) | (box[:, 1] < 0) | (box[:, 2] > width)
+                             | (box[:, 3] > height))
+    if len(outside):
+        warnings.append(f"{root}: {len(outside)} objects extend outside their image (coordinate < 0 "
+                        f"or beyond <size>), kept as the devkit keeps them: "
+                        f"{names_note([obj_where[j] for j in outside], 3)}")
+
+    rows = np.flatnonzero(keep)
+    box = box[rows]
+    category = np.array([class_index[obj_name[j]] for j in rows], dtype=np.int64)
+    n_gt = len(rows)
+    return GroundTruth(
+        image_id=np.arange(len(ids), dtype=np.int64), image_name=tuple(ids),
+        image_width=image_width, image_height=image_height,
+        category_id=np.arange(1, len(class_names) + 1, dtype=np.int64), category_name=class_names,
+        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64), image=image[rows], category=category,
+        box=box, area=(box[:, 2] - box[:, 0]) * (box[:, 3] - box[:, 1]),
+        is_crowd=np.zeros(n_gt, dtype=bool),
+        is_difficult=np.array(obj_difficult, dtype=bool).reshape(-1)[rows],
+        is_ignore=np.zeros(n_gt, dtype=bool), box_format="xyxy", source=root,
+        warnings=tuple(warnings))
+
+
+def _fmt(box: np.ndarray) -> str:
+    return ", ".join(f"{v:g}" for v in box)
+
+
+def _check_classes(classes: Sequence[str], where: str) -> tuple:
+    if isinstance(classes, str) or not all(isinstance(c, str) and c for c in classes):
+        raise InputError(f"{where}: classes must be a list of non-empty strings, found {classes!r:.80}")
+    seen: set = set()
+    dup = [c for c in classes if c in seen or seen.add(c)]
+    if dup:
+        raise InputError(f"{where}: classes listed twice: {dup[:5]}; expected each class once")
+    return tuple(classes)
+
+
+def detect_prefix(file_names: Sequence[str], class_names: Sequence[str]) -> str:
+    """The common prefix of per-class result files ``<prefix><class>.txt``.
+
+    The prefix that explains the most files wins; when several explain the same files (a class
+    name ends another one, ``car`` / ``racecar``) the shortest prefix is taken.
+
+    Raises
+    ------
+    InputError
+        When two different prefixes explain different files equally well (two runs in one
+        folder); pass ``prefix`` then.
+
+    Examples
+    --------
+    >>> detect_prefix(["comp4_det_test_car.txt", "comp4_det_test_racecar.txt"], ["car", "racecar"])
+    'comp4_det_test_'
+    >>> detect_prefix(["car.txt", "dog.txt", "notes.md"], ["car", "dog"])
+    ''
+    """
+    explained: dict[str, set] = {}
+    for name in file_names:
+        if not name.endswith(".txt"):
+            continue
+        stem = name[:-4]
+        for c in class_names:
+            if stem.endswith(c):
+                explained.setdefault(stem[:-len(c)], set()).add(name)
+    if not explained:
+        return ""
+    best = max(len(v) for v in explained.values())
+    top = sorted((p for p, v in explained.items() if len(v) == best), key=len)
+    if any(explained[p] != explained[top[0]] for p in top[1:]):
+        raise InputError(f"result files with different prefixes explain {best} files each: "
+                         f"{[p for p in top[:5]]}; expected one prefix <prefix><class>.txt "
+                         f"(pass prefix=... to choose)")
+    return top[0]
+
+
+def _image_lookup(gt: GroundTruth) -> dict[str, int]:
+    """Result-file image id -> image index: the image name, else its stem, else the numeric id."""
+    lookup: dict[str, int] = {}
+    for i, name in enumerate(gt.image_name):
+        lookup.setdefault(str(name), i)
+    for i, name in enumerate(gt.image_name):
+        lookup.setdefault(os.path.splitext(os.path.basename(str(name)))[0], i)
+    for i, image_id in enumerate(gt.image_id):
+        lookup.setdefault(str(int(image_id)), i)
+    return lookup
+
+
+def load_voc_dt(folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | None = None,
+                unknown_category: str = "error") -> Detections:
+    """Read a folder of VOC per-class result files against ``gt``.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        Files ``<prefix><class>.txt`` (e.g. ``comp4_det_test_car.txt``), one detection per line:
+        ``image_id score x1 y1 x2 y2`` (1-based inclusive pixel corners, as the devkit writes).
+    gt : GroundTruth
+        Classes are matched by name; image ids by image name (VOC id), else file-name stem.
+    prefix : str, optional
+        File name prefix; detected from the file names and class names when not given.
+    unknown_category : {"error", "drop"}
+        A file ``<prefix><name>.txt`` whose name is not a class of ``gt``: refuse (default), or
+        leave it out with a counted warning.
+
+    Returns
+    -------
+    Detections
+        ``box_format="xyxy"``; ``order`` = position in the files read in class order, line by
+        line (the devkit's stable sort breaks score ties by it).
+
+    Raises
+    ------
+    InputError
+        Wrong column count or non-numbers (``file:line``), image ids not in the ground truth,
+        ``x1 > x2`` or ``y1 > y2``, result files of unknown classes.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "Annotations").mkdir()
+    >>> _ = (root / "Annotations" / "a.xml").write_text("<annotation><object><name>cat</name>"
+    ...     "<difficult>0</difficult><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>10</xmax>"
+    ...     "<ymax>10</ymax></bndbox></object></annotation>")
+    >>> _ = (root / "comp4_det_test_cat.txt").write_text("a 0.9 1 1 10 10\\n")
+    >>> dt = load_voc_dt(root, load_voc_gt(root))
+    >>> dt.score.tolist(), dt.box.tolist()
+    ([0.9], [[1.0, 1.0, 10.0, 10.0]])
+    """
+    folder = os.fspath(folder)
+    if unknown_category not in ("error", "drop"):
+        raise ValueError(f"unknown_category must be 'error' or 'drop', found {unknown_category!r}")
+    files = list_files(folder, what="a folder of VOC result files <prefix><class>.txt")
+    txt = sorted(n for n in files if n.endswith(".txt"))
+    classes = list(gt.category_name)
+    if prefix is None:
+        prefix = detect_prefix(txt, classes)
+    by_class = {c: prefix + c + ".txt" for c in classes}
+    wanted = set(by_class.values())
+    warnings: list[str] = []
+    if not txt:
+        warnings.append(f"{folder}: no result files (<prefix><class>.txt): every class with ground "
+                        f"truth gets AP 0")
+    elif not wanted & set(txt):
+        raise InputError(f"{folder}: no result file for any class; expected "
+                         f"{prefix or '<prefix>'}<class>.txt with a class of {gt.source} "
+                         f"({names_note(classes)}), found {names_note(txt)}")
+    else:
+        unknown = [n for n in txt if n.startswith(prefix) and n not in wanted]
+        if unknown:
+            if unknown_category != "drop":
+                raise InputError(f"{folder}: {len(unknown)} result files of classes not in the ground "
+                                 f"truth: {names_note(unknown)}; expected {prefix}<class>.txt with a "
+                                 f"class of {gt.source} ({names_note(classes)}) (or "
+                                 f"unknown_category='drop' / --drop-unknown-categories)")
+            warnings.append(f"{folder}: left out {len(unknown)} result files of classes not in the "
+                            f"ground truth: {names_note(unknown)}")
+        others = [n for n in txt if not n.startswith(prefix)]
+        if others:
+            warnings.append(f"{folder}: {len(others)} .txt files not read (not {prefix}<class>.txt): "
+                            f"{names_note(others)}")
+        absent = [c for c in classes if by_class[c] not in files]
+        if absent:
+            warnings.append(f"{folder}: {len(absent)} classes have no result file "
+                            f"({prefix}<class>.txt), so no detections: {names_note(absent)}")
+
+    lookup = _image_lookup(gt)
+    parts_image, parts_category, parts_box, parts_score = [], [], [], []
+    wrong_columns: list[tuple[str, str]] = []
+    unknown_ids: list[tuple[str, str]] = []
+    inverted: list[tuple[str, str]] = []
+    for k, c in enumerate(classes):
+        name = by_class[c]
+        if name not in files:
+            continue
+        path = files[name]
+        rows = split_rows(read_text(path, what="VOC result lines `image_id score x1 y1 x2 y2`"))
+        wrong = [(f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f), 80)}") for n, f in rows
+                 if len(f) != 6]
+        if wrong:
+            wrong_columns.extend(wrong)
+            continue
+        numbers = parse_floats(rows, slice(1, 6), path, "score x1 y1 x2 y2")
+        index = np.array([lookup.get(f[0], -1) for _, f in rows], dtype=np.int64)
+        unknown_ids.extend((f"{path}:{n}", shorten(f[0])) for (n, f), i in zip(rows, index, strict=True) if i < 0)
+        box = numbers[:, 1:5]
+        bad = np.flatnonzero((box[:, 0] > box[:, 2]) | (box[:, 1] > box[:, 3]))
+        inverted.extend((f"{path}:{rows[j][0]}", f"[{_fmt(box[j])}]") for j in bad)
+        parts_image.append(index)
+        parts_category.append(np.full(len(rows), k, dtype=np.int64))
+        parts_box.append(box)
+        parts_score.append(numbers[:, 0])
+    if wrong_columns:
+        fail_records("wrong number of columns", "6 columns `image_id score x1 y1 x2 y2`", wrong_columns)
+    if unknown_ids:
+        fail_records("image id not in the ground truth", f"an image of {gt.source}", unknown_ids)
+    if inverted:
+        fail_records("x1 > x2 or y1 > y2 (negative width or height)", "x1 <= x2 and y1 <= y2",
+                     inverted)
+    image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
+    box = np.concatenate(parts_box) if parts_box else np.zeros((0, 4))
+    if len(box) >= 10:
+        known = np.isfinite(gt.image_width[image])
+        if known.any() and np.median(gt.image_width[image][known]) > 2 and (box <= 1.0).all():
+            warnings.append(f"{folder}: every box coordinate is <= 1 while images are "
+                            f"{int(np.median(gt.image_width[image][known]))} px wide: are the boxes "
+                            f"normalized? VOC result files hold pixel corners x1 y1 x2 y2")
+    return Detections(
+        image=image,
+        category=np.concatenate(parts_category) if parts_category else np.zeros(0, dtype=np.int64),
+        box=box, score=np.concatenate(parts_score) if parts_score else np.zeros(0),
+        order=np.arange(len(image), dtype=np.int64), has_box=np.ones(len(image), dtype=bool),
+        box_format="xyxy", source=folder, warnings=tuple(warnings))

@@ -1,0 +1,482 @@
+"""YOLO (Ultralytics layout): a ``data.yaml`` dataset and per-image prediction txt files.
+
+Ground truth: ``data.yaml`` gives ``names`` (a list, or a dict ``{id: name}``), ``path`` (the
+dataset root; relative to the YAML file's folder, default that folder) and ``val`` (the images
+folder, relative to ``path``). Each image ``<stem>.<ext>`` has a label file ``<stem>.txt`` found
+as Ultralytics finds it: the last ``/images/`` of the image's path replaced by ``/labels/`` (or
+next to the image when there is none). A label row is ``class cx cy w h``, normalized to [0, 1];
+an image without a label file has no objects.
+
+YOLO labels are relative to the image size, so the sizes must be known. They are read from the
+file headers by a small pure-Python reader (PNG, JPEG -- with its EXIF orientation, as OpenCV
+and Ultralytics apply it --, GIF, BMP), or given in a sizes file: lines ``<image file name>
+<width> <height>``, passed as ``sizes=`` or named by a ``sizes:`` key of ``data.yaml`` (a
+deteval extension; Ultralytics ignores the key). Other formats (WebP, TIFF, ...) need the
+sizes file.
+
+Predictions: a folder of ``<stem>.txt`` files (Ultralytics ``save_txt=True, save_conf=True``),
+rows ``class cx cy w h conf`` (or ``class conf cx cy w h`` with ``layout=``), normalized.
+
+Boxes are converted once to absolute pixels ``[x, y, w, h]`` (``box_format="xywh"``):
+``x = (cx - w / 2) * width``, ``w = w * width``; ``area = w * h`` in pixels.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import BinaryIO
+
+import numpy as np
+import yaml
+
+from deteval.data import Detections, GroundTruth
+from deteval.errors import InputError
+from deteval.io._text import (
+    fail_records,
+    list_files,
+    names_note,
+    parse_floats,
+    read_text,
+    shorten,
+    split_rows,
+)
+
+__all__ = ["load_yolo_gt", "load_yolo_dt", "image_size", "IMAGE_EXTENSIONS", "LAYOUTS"]
+
+#: Image file extensions listed as images (Ultralytics' IMG_FORMATS).
+IMAGE_EXTENSIONS = (".bmp", ".dng", ".jpeg", ".jpg", ".mpo", ".png", ".tif", ".tiff", ".webp", ".pfm",
+                    ".heic", ".gif")
+#: Column layouts of prediction rows.
+LAYOUTS = ("cls cx cy w h conf", "cls conf cx cy w h")
+_LABEL_ROW = "`class cx cy w h` (normalized)"
+
+
+# --------------------------------------------------------------------------------------------
+# Image sizes from file headers
+# --------------------------------------------------------------------------------------------
+
+def _exif_orientation(tiff: bytes) -> int:
+    """EXIF orientation tag (0x0112) of IFD0 in a TIFF blob; 1 when absent or unreadable."""
+    if tiff[:2] == b"II":
+        order = "little"
+    elif tiff[:2] == b"MM":
+        order = "big"
+    else:
+        return 1
+    offset = int.from_bytes(tiff[4:8], order)
+    if offset + 2 > len(tiff):
+        return 1
+    count = int.from_bytes(tiff[offset:offset + 2], order)
+    for k in range(count):
+        entry = tiff[offset + 2 + 12 * k: offset + 14 + 12 * k]
+        if len(entry) < 12:
+            break
+        if int.from_bytes(entry[0:2], order) == 0x0112:
+            return int.from_bytes(entry[8:10], order)
+    return 1
+
+
+def _jpeg_size(f: BinaryIO) -> tuple[int, int] | None:
+    """(width, height) of a JPEG as displayed (EXIF orientations 5-8 swap the axes)."""
+    orientation = 1
+    while True:
+        marker = f.read(2)
+        if len(marker) < 2 or marker[0] != 0xFF:
+            return None
+        code = marker[1]
+        while code == 0xFF:  # fill bytes
+            byte = f.read(1)
+            if not byte:
+                return None
+            code = byte[0]
+        if code == 0x01 or 0xD0 <= code <= 0xD8:  # markers without a length
+            continue
+        head = f.read(2)
+        if len(head) < 2:
+            return None
+        length = int.from_bytes(head, "big")
+        if length < 2:
+            return None
+        if 0xC0 <= code <= 0xCF and code not in (0xC4, 0xC8, 0xCC):  # start of frame
+            frame = f.read(5)
+            if len(frame) < 5:
+                return None
+            height, width = int.from_bytes(frame[1:3], "big"), int.from_bytes(frame[3:5], "big")
+            return (height, width) if orientation in (5, 6, 7, 8) else (width, height)
+        if code == 0xE1:
+            segment = f.read(length - 2)
+            if segment[:6] == b"Exif\0\0":
+                orientation = _exif_orientation(segment[6:])
+        else:
+            f.seek(length - 2, os.SEEK_CUR)
+
+
+def image_size(path: str | os.PathLike) -> tuple[int, int] | None:
+    """(width, height) read from a PNG, JPEG, GIF or BMP header; None for other files.
+
+    JPEG sizes are as displayed: an EXIF orientation of 5-8 (rotated by 90 degrees) swaps them,
+    as OpenCV's ``imread`` and Ultralytics' ``exif_size`` do.
+
+    Examples
+    --------
+    >>> import tempfile, struct, zlib
+    >>> png = (b"\\x89PNG\\r\\n\\x1a\\n" + struct.pack(">I", 13) + b"IHDR"
+    ...        + struct.pack(">IIBBBBB", 640, 480, 8, 2, 0, 0, 0))
+    >>> with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as f:
+    ...     _ = f.write(png)
+    >>> image_size(f.name)
+    (640, 480)
+    """
+    with open(path, "rb") as f:
+        head = f.read(26)
+        if head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR":
+            return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+        if head[:6] in (b"GIF87a", b"GIF89a"):
+            return int.from_bytes(head[6:8], "little"), int.from_bytes(head[8:10], "little")
+        if head[:2] == b"BM" and len(head) >= 26:
+            width = int.from_bytes(head[18:22], "little", signed=True)
+            height = int.from_bytes(head[22:26], "little", signed=True)
+            return abs(width), abs(height)
+        if head[:2] == b"\xff\xd8":
+            f.seek(2)
+            return _jpeg_size(f)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Ground truth
+# --------------------------------------------------------------------------------------------
+
+def _yaml_path(source: str) -> str:
+    if os.path.isdir(source):
+        for name in ("data.yaml", "dataset.yaml"):
+            if os.path.isfile(os.path.join(source, name)):
+                return os.path.join(source, name)
+        raise InputError(f"{source}: no data.yaml; expected a YOLO dataset folder with data.yaml")
+    return source
+
+
+def _read_yaml(path: str) -> dict:
+    text = read_text(path, what="a YOLO data.yaml")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        raise InputError(f"{path}{line}: invalid YAML ({getattr(exc, 'problem', exc)}); expected a "
+                         f"YOLO data.yaml with `names` and `val`") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping with `names` and `val`, found "
+                         f"{type(data).__name__}")
+    return data
+
+
+def _class_names(data: dict, path: str) -> tuple[np.ndarray, tuple]:
+    """(class ids sorted, names) from ``names`` (list, or dict id -> name)."""
+    names = data.get("names")
+    if names is None:
+        raise InputError(f"{path}: no `names`; expected `names: [class0, class1, ...]` or "
+                         f"`names: {{0: class0, ...}}`, found keys {sorted(map(str, data))[:10]}")
+    if isinstance(names, list):
+        items = list(enumerate(names))
+    elif isinstance(names, dict):
+        items = list(names.items())
+    else:
+        raise InputError(f"{path}: `names` is a {type(names).__name__}; expected a list or a mapping "
+                         f"id -> name")
+    bad = [(k, v) for k, v in items if isinstance(k, bool) or not isinstance(k, int) or k < 0
+           or not isinstance(v, (str, int)) or isinstance(v, bool)]
+    if bad:
+        raise InputError(f"{path}: `names` entry {bad[0][0]!r}: {bad[0][1]!r}; expected integer ids "
+                         f">= 0 and string names")
+    if "nc" in data and data["nc"] != len(items):
+        raise InputError(f"{path}: `nc` is {data['nc']!r} but `names` has {len(items)} entries; "
+                         f"expected them to agree")
+    items.sort()
+    return (np.array([k for k, _ in items], dtype=np.int64).reshape(-1),
+            tuple(str(v) for _, v in items))
+
+
+def _label_folder(image_folder: str) -> str:
+    """Ultralytics' img2label_paths: the last ``/images/`` of the path becomes ``/labels/``."""
+    path = os.path.abspath(image_folder) + os.sep
+    marker = f"{os.sep}images{os.sep}"
+    if marker in path:
+        head, tail = path.rsplit(marker, 1)
+        return os.path.join(head, "labels", tail)
+    return os.path.abspath(image_folder)
+
+
+def _read_sizes(path: str) -> dict[str, tuple[float, float]]:
+    rows = split_rows(read_text(path, what="image sizes `<image file name> <width> <height>`"))
+    wrong = [(f"{path}:{n}", f"{len(f)} columns") for n, f in rows if len(f) != 3]
+    if wrong:
+        fail_records("wrong number of columns", "3 columns `<image file name> <width> <height>`", wrong)
+    numbers = parse_floats(rows, slice(1, 3), path, "width height")
+    bad = [(f"{path}:{n}", f"{w:g} x {h:g}") for (n, _), (w, h) in zip(rows, numbers, strict=True) if w <= 0 or h <= 0]
+    if bad:
+        fail_records("image size not positive", "width > 0 and height > 0", bad)
+    return {f[0]: (float(w), float(h)) for (_, f), (w, h) in zip(rows, numbers, strict=True)}
+
+
+def _stem(name: str) -> str:
+    return os.path.splitext(name)[0]
+
+
+def _class_column(rows: list, column: int, path: str, class_ids: np.ndarray) -> np.ndarray:
+    """Category index of each row's class id (an integer, possibly written ``3.0``); -1 if unknown."""
+    out = np.empty(len(rows), dtype=np.int64)
+    bad = []
+    for j, (n, f) in enumerate(rows):
+        try:
+            value = float(f[column])
+        except ValueError:
+            value = float("nan")
+        if not value.is_integer():
+            bad.append((f"{path}:{n}", shorten(f[column])))
+            out[j] = -1
+        else:
+            out[j] = int(value)
+    if bad:
+        fail_records("class id is not an integer", "an integer class id", bad)
+    index = np.searchsorted(class_ids, out)
+    index = np.minimum(index, max(len(class_ids) - 1, 0))
+    known = (class_ids[index] == out) if len(class_ids) else np.zeros(len(out), dtype=bool)
+    return np.where(known, index, -1)
+
+
+def load_yolo_gt(source: str | os.PathLike, *, split: str = "val",
+                 sizes: str | os.PathLike | None = None) -> GroundTruth:
+    """Read a YOLO (Ultralytics) dataset's labels for one split.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        ``data.yaml`` (or ``dataset.yaml``), or the folder holding it.
+    split : str
+        Key of ``data.yaml`` naming the images folder (``val``, ``test``, ``train``).
+    sizes : str or os.PathLike, optional
+        A file of ``<image file name> <width> <height>`` lines; default the ``sizes:`` key of
+        ``data.yaml`` if any. Sizes it gives win over the image headers.
+
+    Returns
+    -------
+    GroundTruth
+        Image ids 0..n-1 in file name order, ``image_name`` the image file name; category ids
+        the YOLO class ids with their names; boxes absolute ``[x, y, w, h]`` pixels.
+
+    Raises
+    ------
+    InputError
+        Missing ``names`` or images folder, unknown class ids, wrong column counts,
+        coordinates outside [0, 1] (``file:line``), unknown image sizes, duplicate stems.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> (root / "images" / "val").mkdir(parents=True); (root / "labels" / "val").mkdir(parents=True)
+    >>> _ = (root / "images" / "val" / "a.gif").write_bytes(b"GIF89a" + bytes([200, 0, 100, 0]))
+    >>> _ = (root / "labels" / "val" / "a.txt").write_text("0 0.5 0.5 0.5 0.2\\n")
+    >>> _ = (root / "data.yaml").write_text("names: [cat]\\nval: images/val\\n")
+    >>> load_yolo_gt(root).box.tolist()
+    [[50.0, 40.0, 100.0, 20.0]]
+    """
+    yaml_path = _yaml_path(os.fspath(source))
+    data = _read_yaml(yaml_path)
+    class_ids, class_names = _class_names(data, yaml_path)
+    base = os.path.dirname(os.path.abspath(yaml_path))
+    root = data.get("path")
+    if root is not None and not isinstance(root, str):
+        raise InputError(f"{yaml_path}: `path` is a {type(root).__name__}; expected a folder path")
+    root = os.path.join(base, root) if root else base
+    images_rel = data.get(split)
+    if not isinstance(images_rel, str):
+        raise InputError(f"{yaml_path}: `{split}` is "
+                         f"{'missing' if images_rel is None else type(images_rel).__name__}; "
+                         f"expected the images folder of the split, relative to `path`")
+    image_folder = os.path.join(root, images_rel)
+    if not os.path.isdir(image_folder):
+        raise InputError(f"{yaml_path}: `{split}: {images_rel}` is not a folder ({image_folder}); "
+                         f"expected the images folder (lists of image paths are not supported)")
+    files = list_files(image_folder, what="YOLO images")
+    names = sorted(n for n in files if n.lower().endswith(IMAGE_EXTENSIONS))
+    stems: dict[str, str] = {}
+    for n in names:
+        if _stem(n) in stems:
+            raise InputError(f"{image_folder}: images {stems[_stem(n)]} and {n} share the stem "
+                             f"{_stem(n)!r}; expected one image per label file name")
+        stems[_stem(n)] = n
+
+    if sizes is None and data.get("sizes") is not None:
+        if not isinstance(data["sizes"], str):
+            raise InputError(f"{yaml_path}: `sizes` must be a file path, found {data['sizes']!r}")
+        sizes = os.path.join(base, data["sizes"])
+    given = _read_sizes(os.fspath(sizes)) if sizes is not None else {}
+    width = np.full(len(names), np.nan)
+    height = np.full(len(names), np.nan)
+    unknown = []
+    for i, n in enumerate(names):
+        size = given.get(n) or given.get(_stem(n))
+        if size is None:
+            try:
+                size = image_size(files[n])
+            except OSError as exc:
+                raise InputError(f"{files[n]}: cannot read ({exc.strerror}); expected an image") from None
+        if size is None or size[0] <= 0 or size[1] <= 0:
+            unknown.append(n)
+        else:
+            width[i], height[i] = size
+    if unknown:
+        raise InputError(f"{image_folder}: {len(unknown)} images of unknown size: "
+                         f"{names_note(unknown)}; expected PNG, JPEG, GIF or BMP headers, or a sizes "
+                         f"file (`sizes: sizes.txt` in data.yaml, lines `<file name> <width> <height>`)")
+
+    label_folder = _label_folder(image_folder)
+    labels = list_files(label_folder, what="YOLO label files") if os.path.isdir(label_folder) else {}
+    parts_image, parts_class, parts_box, wrong, outside, unknown_class = [], [], [], [], [], []
+    for i, n in enumerate(names):
+        label = labels.get(_stem(n) + ".txt")
+        if label is None:
+            continue
+        rows = split_rows(read_text(label, what=f"YOLO label rows {_LABEL_ROW}"))
+        bad = [(f"{label}:{r}", f"{len(f)} columns" + (" (a segmentation polygon?)" if len(f) > 5 else ""))
+               for r, f in rows if len(f) != 5]
+        if bad:
+            wrong.extend(bad)
+            continue
+        category = _class_column(rows, 0, label, class_ids)
+        unknown_class.extend((f"{label}:{r}", f[0]) for (r, f), c in zip(rows, category, strict=True) if c < 0)
+        xywhn = parse_floats(rows, slice(1, 5), label, "cx cy w h")
+        off = np.flatnonzero(((xywhn < 0) | (xywhn > 1)).any(axis=1))
+        outside.extend((f"{label}:{rows[j][0]}", " ".join(rows[j][1][1:])) for j in off)
+        parts_image.append(np.full(len(rows), i, dtype=np.int64))
+        parts_class.append(category)
+        parts_box.append(_to_pixels(xywhn, width[i], height[i]))
+    if wrong:
+        fail_records("wrong number of columns", f"5 columns {_LABEL_ROW}", wrong)
+    if unknown_class:
+        fail_records("class id not in `names`", f"a class id of {yaml_path} "
+                     f"({names_note([f'{k}={v}' for k, v in zip(class_ids, class_names, strict=True)])})", unknown_class)
+    if outside:
+        fail_records("coordinate outside [0, 1]", "normalized cx cy w h in [0, 1]", outside)
+    image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
+    box = np.concatenate(parts_box) if parts_box else np.zeros((0, 4))
+    n_gt = len(image)
+    return GroundTruth(
+        image_id=np.arange(len(names), dtype=np.int64), image_name=tuple(names),
+        image_width=width, image_height=height, category_id=class_ids, category_name=class_names,
+        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64), image=image,
+        category=np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64),
+        box=box, area=box[:, 2] * box[:, 3], is_crowd=np.zeros(n_gt, dtype=bool),
+        is_difficult=np.zeros(n_gt, dtype=bool), is_ignore=np.zeros(n_gt, dtype=bool),
+        box_format="xywh", source=yaml_path)
+
+
+def _to_pixels(xywhn: np.ndarray, width: float, height: float) -> np.ndarray:
+    """Normalized ``cx cy w h`` -> absolute ``[x, y, w, h]``."""
+    out = np.empty_like(xywhn)
+    out[:, 0] = (xywhn[:, 0] - xywhn[:, 2] / 2) * width
+    out[:, 1] = (xywhn[:, 1] - xywhn[:, 3] / 2) * height
+    out[:, 2] = xywhn[:, 2] * width
+    out[:, 3] = xywhn[:, 3] * height
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Predictions
+# --------------------------------------------------------------------------------------------
+
+def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LAYOUTS[0],
+                 unknown_category: str = "error") -> Detections:
+    """Read YOLO prediction files ``<image stem>.txt`` against ``gt``.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        One txt file per image (images without a file have no detections).
+    gt : GroundTruth
+        Images are matched by file-name stem, classes by id; sizes convert the boxes.
+    layout : {"cls cx cy w h conf", "cls conf cx cy w h"}
+        Column order of the 6-column rows (Ultralytics ``save_conf=True`` writes the first).
+    unknown_category : {"error", "drop"}
+        Rows whose class id is not in the ground truth: refuse, or drop with a counted warning.
+
+    Returns
+    -------
+    Detections
+        Absolute ``[x, y, w, h]``; ``order`` = file (GT image order) then row order.
+
+    Raises
+    ------
+    InputError
+        Rows without a confidence column (5 columns: which layout?), other column counts,
+        files of unknown images, unknown class ids, negative sizes, non-numbers (``file:line``).
+    """
+    folder = os.fspath(folder)
+    if layout not in LAYOUTS:
+        raise InputError(f"layout {layout!r}; expected one of {list(LAYOUTS)}")
+    if unknown_category not in ("error", "drop"):
+        raise ValueError(f"unknown_category must be 'error' or 'drop', found {unknown_category!r}")
+    files = list_files(folder, what="a folder of YOLO prediction files <image stem>.txt")
+    index = {_stem(str(n)): i for i, n in enumerate(gt.image_name)}
+    txt = sorted((n for n in files if n.endswith(".txt")), key=lambda n: index.get(n[:-4], -1))
+    unknown_files = [n for n in txt if n[:-4] not in index]
+    if unknown_files:
+        fail_records("prediction file of an image not in the ground truth",
+                     f"<image stem>.txt of an image of {gt.source}",
+                     [(os.path.join(folder, n), shorten(n[:-4])) for n in unknown_files], kind="files")
+    conf_column, box_columns = (5, slice(1, 5)) if layout == LAYOUTS[0] else (1, slice(2, 6))
+    parts_image, parts_class, parts_box, parts_score = [], [], [], []
+    ambiguous, wrong, negative, unknown_class = [], [], [], []
+    for n in txt:
+        path = files[n]
+        i = index[n[:-4]]
+        rows = split_rows(read_text(path, what=f"YOLO prediction rows `{layout}`"))
+        ambiguous.extend((f"{path}:{r}", " ".join(f)) for r, f in rows if len(f) == 5)
+        wrong.extend((f"{path}:{r}", f"{len(f)} columns") for r, f in rows if len(f) not in (5, 6))
+        if ambiguous or wrong:
+            continue
+        category = _class_column(rows, 0, path, gt.category_id)
+        unknown_class.extend((f"{path}:{r}", f[0]) for (r, f), c in zip(rows, category, strict=True) if c < 0)
+        xywhn = parse_floats(rows, box_columns, path, "cx cy w h")
+        score = parse_floats(rows, slice(conf_column, conf_column + 1), path, "conf")[:, 0]
+        negative.extend((f"{path}:{rows[j][0]}", " ".join(rows[j][1]))
+                        for j in np.flatnonzero((xywhn[:, 2] < 0) | (xywhn[:, 3] < 0)))
+        parts_image.append(np.full(len(rows), i, dtype=np.int64))
+        parts_class.append(category)
+        parts_box.append(_to_pixels(xywhn, gt.image_width[i], gt.image_height[i]))
+        parts_score.append(score)
+    if ambiguous:
+        fail_records("5 columns: no confidence column, or a layout deteval cannot tell",
+                     "6 columns in a stated layout: `cls cx cy w h conf` (Ultralytics "
+                     "save_txt=True, save_conf=True; the default) or `cls conf cx cy w h` "
+                     "(layout='cls conf cx cy w h')", ambiguous)
+    if wrong:
+        fail_records("wrong number of columns", f"6 columns `{layout}`", wrong)
+    if negative:
+        fail_records("negative width or height", "w >= 0 and h >= 0", negative)
+    warnings: list[str] = []
+    category = np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64)
+    keep = None
+    if unknown_class:
+        if unknown_category != "drop":
+            fail_records("class id not in the ground truth", f"a class id of {gt.source} "
+                         f"(or unknown_category='drop' / --drop-unknown-categories)", unknown_class)
+        keep = np.flatnonzero(category >= 0)
+        warnings.append(f"{folder}: dropped {len(unknown_class)} predictions of class ids not in the "
+                        f"ground truth ({names_note(sorted({c for _, c in unknown_class}))})")
+    if not txt:
+        warnings.append(f"{folder}: no prediction files (<image stem>.txt): every class with ground "
+                        f"truth gets AP 0")
+    others = [n for n in files if not n.endswith(".txt")]
+    if others:
+        warnings.append(f"{folder}: {len(others)} files not read (not .txt): {names_note(sorted(others))}")
+    image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
+    result = Detections(
+        image=image, category=np.maximum(category, 0),
+        box=np.concatenate(parts_box) if parts_box else np.zeros((0, 4)),
+        score=np.concatenate(parts_score) if parts_score else np.zeros(0),
+        order=np.arange(len(image), dtype=np.int64), has_box=np.ones(len(image), dtype=bool),
+        box_format="xywh", source=folder, warnings=tuple(warnings))
+    return result.take(keep) if keep is not None else result
