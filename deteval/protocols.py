@@ -407,24 +407,25 @@ def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.
         bounds = np.searchsorted(cls, np.arange(n_class + 1))
         seg_start, seg_end = bounds[:-1], bounds[1:]
         n = len(rows)
-        is_tp = det_is_tp[:, rows]
-        is_ignored = det_is_ignored[:, rows]
+        is_tp = np.take(det_is_tp, rows, axis=1)
+        is_ignored = np.take(det_is_ignored, rows, axis=1)
         ranked_scores = np.append(det_score[rows], 0.0)
         if n_r == 0:
             _all_point(ap, recall, m, is_tp, is_ignored, seg_start, seg_end, n_positive, n_thr)
             continue
         # Precision peaks at true positives, so only TP positions are needed: for the j-th TP of
-        # its (lane, class) at rank `pos`, tp = j and fp = ranks so far - j - ignored so far.
-        tp_lane, tp_pos = np.nonzero(is_tp)
-        ig_lane, ig_pos = np.nonzero(is_ignored)
+        # its (lane, class) at rank `pos`, tp = j and fp = the FPs counted since the class began.
+        flat_tp = np.flatnonzero(is_tp)
+        tp_lane, tp_pos = np.divmod(flat_tp, max(n, 1))
         tp_cls = cls[tp_pos]
         seg_key = tp_lane * n_class + tp_cls
         j = rank_in_group(seg_key) + 1
-        ig_key = ig_lane * (n + 1) + ig_pos
-        n_ig = (np.searchsorted(ig_key, tp_lane * (n + 1) + tp_pos, side="right")
-                - np.searchsorted(ig_key, tp_lane * (n + 1) + seg_start[tp_cls], side="left"))
+        is_fp = ~is_tp & ~is_ignored
+        fp_before = np.zeros(is_fp.size + 1, dtype=np.int64 if is_fp.size >= 2**31 else np.int32)
+        np.cumsum(is_fp.ravel(), out=fp_before[1:])
+        n_fp = fp_before[flat_tp + 1] - fp_before[tp_lane * n + seg_start[tp_cls]]
         tp_f = j.astype(float)
-        fp_f = (tp_pos - seg_start[tp_cls] + 1 - j - n_ig).astype(float)
+        fp_f = n_fp.astype(float)
         if is_coco:
             pr = tp_f / (fp_f + tp_f + np.spacing(1))
         else:

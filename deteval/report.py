@@ -10,11 +10,14 @@ import io
 import math
 from typing import Any, Sequence
 
+import numpy as np
+
 from deteval import __version__
 from deteval.evaluate import EvalResult
 
 __all__ = ["to_json", "format_table", "format_markdown", "format_csv", "csv_safe",
-           "describe_protocol"]
+           "describe_protocol", "compare_table", "format_compare_table", "format_compare_markdown",
+           "format_compare_csv", "compare_json"]
 
 _COCO_LINES = {
     "AP": ("Average Precision", "all", "all"), "AP50": ("Average Precision", "0.50", "all"),
@@ -151,3 +154,143 @@ def format_csv(results: Sequence[EvalResult]) -> str:
 
 def _csv_number(value: float) -> str:
     return "" if value is None or value != value else repr(float(value))
+
+
+# --------------------------------------------------------------------------------------------
+# Side by side: rows = classes plus the mean, columns = protocols (deteval compare)
+# --------------------------------------------------------------------------------------------
+
+def _unique_labels(results: Sequence[EvalResult]) -> list[str]:
+    labels: list[str] = []
+    for r in results:
+        label, n = r.protocol.name, 2
+        while label in labels:
+            label, n = f"{r.protocol.name}#{n}", n + 1
+        labels.append(label)
+    return labels
+
+
+def _class_ap_at(result: EvalResult, t: int, k: int) -> float:
+    """Class ``k``'s AP at threshold index ``t`` (area "all", largest max_dets), as ``per_class``."""
+    if result.precision.shape[1] > 0 and result.protocol.ap_method == "101_point":
+        values = result.precision[t, :, k, 0, -1]
+    else:
+        values = result.ap[t, k, 0, -1:]
+    defined = values[~np.isnan(values)]
+    return float(np.mean(defined)) if defined.size else float("nan")
+
+
+def compare_table(results: Sequence[EvalResult]) -> dict:
+    """The side-by-side table as data: one column per protocol (AP, AP50, AP75 for COCO-style).
+
+    Rows are the classes (each protocol's per-class AP; AP50/AP75 at that threshold, area "all",
+    largest max_dets) and a last row ``mean``: each protocol's own headline (``mAP``, or ``AP``,
+    ``AP50``, ``AP75`` exactly as its summary reports them).
+
+    Returns
+    -------
+    dict
+        ``{"columns": [{"label", "protocol", "protocol_hash", "metric"}], "rows": [{"category_id",
+        "name", "values"}]}``; values are floats, NaN where undefined.
+    """
+    columns, getters = [], []
+    for r, label in zip(results, _unique_labels(results)):
+        base = {"protocol": r.protocol.name, "protocol_hash": r.protocol.fingerprint()}
+        if "mAP" in r.metrics:
+            columns.append({"label": label, **base, "metric": "mAP"})
+            getters.append((r, None, "mAP"))
+            continue
+        columns.append({"label": f"{label} AP", **base, "metric": "AP"})
+        getters.append((r, None, "AP"))
+        thresholds = list(r.protocol.iou_thresholds)
+        for t, key in ((0.5, "AP50"), (0.75, "AP75")):
+            if t in thresholds and key in r.metrics:
+                columns.append({"label": f"{label} {key}", **base, "metric": key})
+                getters.append((r, thresholds.index(t), key))
+    rows = []
+    names = results[0].per_class if results else []
+    for k, c in enumerate(names):
+        values = [float(r.per_class[k]["AP"]) if t is None else _class_ap_at(r, t, k)
+                  for r, t, _ in getters]
+        rows.append({"category_id": c["category_id"], "name": c["name"], "values": values})
+    rows.append({"category_id": None, "name": "mean",
+                 "values": [float(r.metrics.get(key, float("nan"))) for r, _, key in getters]})
+    return {"columns": columns, "rows": rows}
+
+
+def _sharing_line(results: Sequence[EvalResult], matching_groups: Sequence[Sequence[int]] | None) -> str:
+    if matching_groups is None:
+        return ""
+    labels = _unique_labels(results)
+    shared = [" + ".join(labels[i] for i in g) for g in matching_groups if len(g) > 1]
+    text = f"{len(results)} protocols, {len(matching_groups)} matching{'s' if len(matching_groups) != 1 else ''}"
+    return text + (f" ({'; '.join(shared)} shared one)" if shared else "")
+
+
+def format_compare_table(results: Sequence[EvalResult], *,
+                         matching_groups: Sequence[Sequence[int]] | None = None) -> str:
+    """Terminal table: the protocols (name, hash, source), then classes x protocols."""
+    table = compare_table(results)
+    labels = _unique_labels(results)
+    width = max(len(x) for x in labels)
+    lines = [f"  {label:<{width}}  [{r.protocol.fingerprint()}]  {r.protocol.source}"
+             for label, r in zip(labels, results)]
+    sharing = _sharing_line(results, matching_groups)
+    head = ["protocols" + (f": {sharing}" if sharing else "")] + lines + [""]
+    header = ["class"] + [c["label"] for c in table["columns"]]
+    body = [[row["name"]] + [_fmt(v, 4) for v in row["values"]] for row in table["rows"]]
+    widths = [max(len(header[i]), *(len(b[i]) for b in body)) for i in range(len(header))]
+    out = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))),
+           "  ".join("-" * w for w in widths)]
+    for b in body:
+        out.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(b, widths))))
+    return "\n".join(head + out) + "\n"
+
+
+def format_compare_markdown(results: Sequence[EvalResult], *,
+                            matching_groups: Sequence[Sequence[int]] | None = None) -> str:
+    """Markdown: the protocols as a list, then the classes x protocols table."""
+    table = compare_table(results)
+    sharing = _sharing_line(results, matching_groups)
+    out = [f"Protocols{': ' + sharing if sharing else ''}:", ""]
+    out += [f"- **{_md_escape(label)}** `{r.protocol.fingerprint()}`: {_md_escape(r.protocol.source)}"
+            for label, r in zip(_unique_labels(results), results)]
+    out += ["", "| class | " + " | ".join(_md_escape(c["label"]) for c in table["columns"]) + " |",
+            "|---|" + "---:|" * len(table["columns"])]
+    for row in table["rows"]:
+        name = "**mean**" if row["category_id"] is None else _md_escape(row["name"])
+        out.append(f"| {name} | " + " | ".join(_fmt(v, 4) for v in row["values"]) + " |")
+    return "\n".join(out) + "\n"
+
+
+def format_compare_csv(results: Sequence[EvalResult]) -> str:
+    """Wide CSV: ``class, category_id`` then one column per protocol metric; last row ``mean``."""
+    table = compare_table(results)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["class", "category_id"] + [csv_safe(c["label"]) for c in table["columns"]])
+    for row in table["rows"]:
+        cid = "" if row["category_id"] is None else row["category_id"]
+        writer.writerow([csv_safe(row["name"]), cid] + [_csv_number(v) for v in row["values"]])
+    return buf.getvalue()
+
+
+def compare_json(results: Sequence[EvalResult], *, inputs: dict | None = None, warnings: Sequence[str] = (),
+                 matching_groups: Sequence[Sequence[int]] | None = None,
+                 explanations: Sequence[Any] = ()) -> dict:
+    """The JSON contract (one ``results`` entry per protocol) plus the side-by-side table.
+
+    Extra keys: ``comparison`` (:func:`compare_table`, NaN -> null), ``matchings`` (the protocol
+    labels that shared each matching) and, when given, ``explanations`` (their ``to_dict()``).
+    """
+    doc = to_json(results, inputs=inputs, warnings=warnings)
+    table = compare_table(results)
+    for row in table["rows"]:
+        row["values"] = [None if v != v else v for v in row["values"]]
+    doc["comparison"] = table
+    if matching_groups is not None:
+        labels = _unique_labels(results)
+        doc["matchings"] = [[labels[i] for i in g] for g in matching_groups]
+    if explanations:
+        doc["explanations"] = [e.to_dict() for e in explanations]
+    return doc
