@@ -100,6 +100,10 @@ def number_column(records: list, key: str, problems: Problems, *, default: Any =
                   allow_missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """A finite numeric field; returns (values, is_missing)."""
     values = _values(records, key)
+    if set(map(type, values)) <= {int, float}:  # fast path: nothing missing, all numbers
+        out = np.array(values, dtype=np.float64).reshape(len(values))
+        if np.isfinite(out).all():
+            return out, np.zeros(len(values), dtype=bool)
     is_missing = np.fromiter((v is MISSING for v in values), dtype=bool, count=len(values))
     filled = [default if v is MISSING else v for v in values] if allow_missing else values
     if set(map(type, filled)) <= {int, float}:
@@ -130,13 +134,14 @@ def box_column(records: list, key: str, problems: Problems, *, order: str = "[x,
                allow_missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """A list of four finite numbers; returns (boxes (n, 4), is_missing)."""
     values = _values(records, key)
-    is_missing = np.fromiter((v is MISSING for v in values), dtype=bool, count=len(values))
     n = len(values)
     if set(map(type, values)) <= {list} and set(map(len, values)) <= {4}:
         if set(map(type, itertools.chain.from_iterable(values))) <= {int, float}:
-            out = np.array(values, dtype=np.float64).reshape(n, 4)
+            out = np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64,
+                              count=4 * n).reshape(n, 4)
             if np.isfinite(out).all():
-                return out, is_missing
+                return out, np.zeros(n, dtype=bool)
+    is_missing = np.fromiter((v is MISSING for v in values), dtype=bool, count=len(values))
     out = np.zeros((n, 4))
     bad_type, bad_len, bad_num = [], [], []
     for i, v in enumerate(values):

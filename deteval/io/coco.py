@@ -6,6 +6,7 @@ frozen and the caller's lists and dicts are never modified.
 
 from __future__ import annotations
 
+import itertools
 import os
 from typing import Any
 
@@ -240,7 +241,8 @@ def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
     category_ids = int_column(dets, "category_id", problems)
     score, _ = number_column(dets, "score", problems)
     box, box_missing = box_column(dets, "bbox", problems, allow_missing=True)
-    has_segm = np.fromiter(("segmentation" in r for r in dets), dtype=bool, count=len(dets))
+    has_segm = np.fromiter(map(dict.__contains__, dets, itertools.repeat("segmentation")),
+                           dtype=bool, count=len(dets))
     no_geometry = np.flatnonzero(box_missing & ~has_segm)
     if len(no_geometry):
         problems.fail(no_geometry, "no `bbox` (and no `segmentation`)", "a bbox [x, y, w, h]",
