@@ -11,8 +11,6 @@ import os
 import sys
 from typing import Any, Sequence
 
-import yaml
-
 from deteval import __version__
 from deteval.errors import ConfigError, DetevalError
 from deteval.evaluate import EvalResult, resolve_protocol
@@ -51,6 +49,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drop-unknown-categories", action="store_true",
                    help="drop detections of categories not in the GT (counted warning) instead of failing")
     p.add_argument("--strict", action="store_true", help="turn input warnings into errors")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="match image shards in N processes and merge (same numbers; default 1)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
 
 
@@ -68,7 +68,20 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("protocols", help="list the preset protocols and their fields",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         epilog="example:\n  deteval protocols\n  deteval protocols --format json\n")
-    pr.add_argument("--format", choices=["table", "json"], default="table")
+    pr.add_argument("names", nargs="*", metavar="NAME_OR_YAML",
+                    help="show these presets or YAML files, resolved (default: every preset)")
+    pr.add_argument("--format", choices=["table", "json", "yaml"], default="table",
+                    help="yaml: complete protocol files, a starting point for your own")
+    co = sub.add_parser("compare", help="score under several protocols side by side (and explain why "
+                                        "they differ)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_COMPARE_EXAMPLE,
+                        description="Score one dataset under several protocols (one matching per distinct "
+                                    "matching setting) and print classes x protocols. --explain walks "
+                                    "from each protocol to the next one field group at a time and "
+                                    "attributes the change of the headline to each (docs/protocols.md).")
+    _add_common(co)
+    co.add_argument("--explain", action="store_true",
+                    help="attribute the difference between consecutive protocols to their fields")
     va = sub.add_parser("validate", help="check inputs without scoring and print what was found",
                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_VALIDATE_EXAMPLE,
                         description="Load and check ground truth (and detections) as `evaluate` would, "
@@ -92,6 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_COMPARE_EXAMPLE = """examples:
+  deteval compare --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json \\
+      --protocol voc2007 --protocol voc2010 --protocol coco
+  deteval compare --gt gt.json --dt dt.json --protocol voc2007 --protocol voc2010 --explain
+  deteval compare --gt gt.json --dt dt.json --protocol coco --protocol my-coco.yaml --format markdown
+"""
+
+
 _VALIDATE_EXAMPLE = """examples:
   deteval validate --gt fixtures/coco/gt.json
   deteval validate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json --format json
@@ -105,11 +126,8 @@ def _parse_overrides(items: Sequence[str]) -> dict:
         if "=" not in item:
             raise ConfigError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set iou_thresholds=[0.3]")
         key, _, raw = item.partition("=")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else None
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--set {key}: value {raw!r} is not valid YAML ({exc.problem})") from None
-        out[key.strip()] = value
+        from deteval.config import parse_yaml_value
+        out[key.strip()] = parse_yaml_value(raw, where=f"--set {key.strip()}")
     return out
 
 
@@ -122,7 +140,8 @@ def _protocols(args: argparse.Namespace) -> list[Protocol]:
     names = args.protocol or ["coco"]
     protocols = [resolve_protocol(n) for n in names]
     if overrides:
-        protocols = [p.replace(**overrides) for p in protocols]
+        from deteval.config import apply_overrides
+        protocols = [apply_overrides(p, overrides, where="--set") for p in protocols]
     return protocols
 
 
@@ -197,7 +216,7 @@ def _load_gt(args: argparse.Namespace) -> Any:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from deteval.evaluate import match, score
+    from deteval.evaluate import match_sharded, score
     from deteval.report import format_csv, format_markdown, format_table, to_json
     _refuse_overwrite(args)
     protocols = _protocols(args)
@@ -214,7 +233,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         for protocol in protocols:
             from deteval.evaluate import _check_summary
             _check_summary(protocol)
-            table = match(gt, dt, protocol)
+            table = match_sharded(gt, dt, protocol, workers=args.workers)
             results.append(score(table, gt, protocol, warnings=(), inputs=inputs))
             progress.step(protocol.name)
     finally:
@@ -317,12 +336,87 @@ def _validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _list_protocols(args: argparse.Namespace) -> int:
+def _compare(args: argparse.Namespace) -> int:
+    """``deteval compare``: several protocols side by side, optionally explained."""
+    from deteval.evaluate import _check_summary
+    from deteval.explain import MatchCache, compare, explain
+    from deteval.report import compare_json, format_compare_csv, format_compare_markdown, format_compare_table
+    _refuse_overwrite(args)
+    protocols = _protocols(args)
+    if len(protocols) < 2:
+        print("deteval compare: error: expected at least two --protocol, found "
+              f"{len(protocols)}; e.g. --protocol voc2007 --protocol coco", file=sys.stderr)
+        return EXIT_USAGE
+    for protocol in protocols:
+        _check_summary(protocol)
+    progress = _Progress(2 + (len(protocols) - 1 if args.explain else 0), args.quiet)
+    try:
+        gt, dt = _load_inputs(args, protocols)
+        progress.step("loaded")
+        input_warnings = list(gt.warnings + dt.warnings)
+        if args.strict and input_warnings:
+            raise ConfigError("--strict: input warnings are errors:\n  " + "\n  ".join(input_warnings))
+        inputs = {"gt": args.gt, "dt": args.dt, "images": gt.n_images, "gt_objects": len(gt),
+                  "detections": len(dt)}
+        cache = MatchCache(gt, dt)
+        comparison = compare(gt, dt, protocols, cache=cache, inputs=inputs)
+        progress.step("compared")
+        explanations = []
+        if args.explain:
+            for a, b in zip(protocols, protocols[1:]):
+                explanations.append(explain(gt, dt, a, b, cache=cache))
+                progress.step(f"{a.name} -> {b.name}")
+    finally:
+        progress.close()
+    results = list(comparison.results)
+    protocol_warnings = [w for r in results for w in r.warnings]
+    if args.strict and protocol_warnings:
+        raise ConfigError("--strict: warnings are errors:\n  " + "\n  ".join(protocol_warnings))
+    doc = compare_json(results, inputs=inputs, warnings=input_warnings,
+                       matching_groups=comparison.matching_groups, explanations=explanations)
+    text = json.dumps(doc, indent=2, allow_nan=False)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        except OSError as exc:
+            raise ConfigError(f"--output {args.output}: cannot write ({exc.strerror}); "
+                              f"expected a writable file path") from None
+    if not args.quiet:
+        for w in doc["warnings"]:
+            print(f"deteval: warning: {w}", file=sys.stderr)
+    groups = comparison.matching_groups
     if args.format == "json":
-        sys.stdout.write(json.dumps({n: p.to_dict() for n, p in PRESETS.items()}, indent=2) + "\n")
+        sys.stdout.write(text + "\n")
+    elif args.format == "markdown":
+        parts = [format_compare_markdown(results, matching_groups=groups)]
+        parts += [e.to_markdown() for e in explanations]
+        sys.stdout.write("\n".join(parts))
+    elif args.format == "csv":
+        sys.stdout.write(format_compare_csv(results))
+        if explanations and not args.quiet:
+            print("deteval: note: --explain is not part of the CSV; use --format json or table",
+                  file=sys.stderr)
+    else:
+        parts = [format_compare_table(results, matching_groups=groups)]
+        parts += [e.to_text() for e in explanations]
+        sys.stdout.write("\n".join(parts))
+    return EXIT_OK
+
+
+def _list_protocols(args: argparse.Namespace) -> int:
+    names = getattr(args, "names", None) or list(PRESETS)
+    listed = {n: resolve_protocol(n) for n in names}
+    if args.format == "json":
+        sys.stdout.write(json.dumps({n: {**p.to_dict(), "protocol_hash": p.fingerprint()}
+                                     for n, p in listed.items()}, indent=2) + "\n")
         return EXIT_OK
-    for name, p in PRESETS.items():
-        print(f"{name}\n  {p.source}")
+    if args.format == "yaml":
+        from deteval.config import dump_protocol
+        sys.stdout.write("\n".join(f"# {n} [{p.fingerprint()}]\n{dump_protocol(p)}" for n, p in listed.items()))
+        return EXIT_OK
+    for name, p in listed.items():
+        print(f"{name} [{p.fingerprint()}]\n  {p.source}")
         fields = p.to_dict()
         for key in ("iou_type", "iou_thresholds", "iou_comparison", "matching", "box_convention",
                     "ap_method", "eleven_point_grid", "area_ranges", "max_dets", "difficult", "crowd",
@@ -346,6 +440,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _evaluate(args)
         if args.command == "protocols":
             return _list_protocols(args)
+        if args.command == "compare":
+            return _compare(args)
         if args.command == "validate":
             return _validate(args)
     except DetevalError as exc:

@@ -123,29 +123,47 @@ def _pair_iou(gt: GroundTruth, dt: Detections, gt_rows: np.ndarray, det_rows: np
                         convention=protocol.box_convention)
 
 
-def match(gt: GroundTruth, dt: Detections, protocol: Protocol) -> MatchTable:
+def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
+          images: np.ndarray | None = None) -> MatchTable:
     """Match detections to ground truth under ``protocol`` (no accumulation).
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections
+    protocol : Protocol
+    images : bool (n_img,), optional
+        Only these images (a shard). Tables of disjoint shards merge with
+        :func:`merge_match_tables` into exactly the table of one run over all images.
 
     Returns
     -------
     MatchTable
-        Plain arrays; tables of disjoint image shards merge with :func:`merge_match_tables`.
+        Plain arrays (picklable): ground-truth rows refer to the whole ``gt``.
     """
+    protocol = resolve_protocol(protocol)
     n_class = gt.n_classes
     n_area = len(protocol.area_ranges)
-    det_key = dt.image.astype(np.int64) * n_class + dt.category
-    det_groups = group_rows(det_key, -dt.score, dt.order)
+    if images is None:
+        det_sel = np.arange(len(dt))
+        gt_sel = np.arange(len(gt))
+    else:
+        images = np.asarray(images, dtype=bool)
+        det_sel = np.flatnonzero(images[dt.image])
+        gt_sel = np.flatnonzero(images[gt.image])
+    det_key = dt.image[det_sel].astype(np.int64) * n_class + dt.category[det_sel]
+    det_groups = group_rows(det_key, -dt.score[det_sel], dt.order[det_sel])
     det_rank_all = rank_in_group(det_groups.key)
     cap = None if protocol.max_dets is None else max(protocol.max_dets)
     keep = slice(None) if cap is None else det_rank_all < cap
-    det_rows = det_groups.order[keep]
+    det_rows = det_sel[det_groups.order[keep]]
     det_key_kept = det_groups.key[keep]
     det_rank = det_rank_all[keep]
     n_over = 0 if cap is None else int((det_rank_all >= cap).sum())
 
-    gt_key = gt.image.astype(np.int64) * n_class + gt.category
+    gt_key = gt.image[gt_sel].astype(np.int64) * n_class + gt.category[gt_sel]
     gt_groups = group_rows(gt_key)
-    gt_rows = gt_groups.order
+    gt_rows = gt_sel[gt_groups.order]
     is_ignored, is_reusable, is_unmatchable = _gt_flags(gt, protocol)
     is_ignored_s, is_reusable_s, is_unmatchable_s = (is_ignored[:, gt_rows], is_reusable[gt_rows],
                                                      is_unmatchable[gt_rows])
@@ -160,24 +178,25 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol) -> MatchTable:
     thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
     strict = protocol.iou_comparison == ">"
     if protocol.matching == "coco":
-        result = match_coco(pair_det, pair_gt, pair_iou, det_key=det_key_kept, n_gt=len(gt),
+        result = match_coco(pair_det, pair_gt, pair_iou, det_key=det_key_kept, n_gt=len(gt_rows),
                             iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
                             gt_is_reusable=is_reusable_s, gt_is_unmatchable=is_unmatchable_s,
                             det_is_out_of_range=det_out, strict=strict)
     else:
-        result = match_voc(pair_det, pair_gt, pair_iou, n_det=len(det_rows), n_gt=len(gt),
+        result = match_voc(pair_det, pair_gt, pair_iou, n_det=len(det_rows), n_gt=len(gt_rows),
                            iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
                            det_is_out_of_range=det_out, strict=strict)
 
     n_positive = np.zeros((n_class, n_area), dtype=np.int64)
     for a in range(n_area):
-        n_positive[:, a] = np.bincount(gt.category[~is_ignored[a]], minlength=n_class)
+        counted = gt_sel[~is_ignored[a, gt_sel]]
+        n_positive[:, a] = np.bincount(gt.category[counted], minlength=n_class)
     return MatchTable(
         det_score=dt.score[det_rows], det_class=dt.category[det_rows], det_image=dt.image[det_rows],
         det_rank=det_rank, det_order=dt.order[det_rows], match_lane=result.match_lane,
         match_det=result.match_det, match_gt=gt_rows[result.match_gt],
         det_is_tp=result.det_is_tp, det_is_ignored=result.det_is_ignored, n_positive=n_positive,
-        n_det_per_class=np.bincount(dt.category, minlength=n_class), n_over_max_dets=n_over)
+        n_det_per_class=np.bincount(dt.category[det_sel], minlength=n_class), n_over_max_dets=n_over)
 
 
 def merge_match_tables(tables: list) -> MatchTable:
@@ -373,6 +392,50 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
                       warnings=tuple(notes), inputs=dict(inputs or {}))
 
 
+def image_shards(gt: GroundTruth, n_shards: int) -> list:
+    """Split the images into ``n_shards`` contiguous boolean masks of about equal work.
+
+    Work is balanced on ground truth + detections per image would need the detections; image
+    count is a good proxy for datasets of similar images.
+    """
+    n_shards = max(1, min(int(n_shards), max(gt.n_images, 1)))
+    bounds = np.linspace(0, gt.n_images, n_shards + 1).astype(np.int64)
+    masks = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        mask = np.zeros(gt.n_images, dtype=bool)
+        mask[lo:hi] = True
+        masks.append(mask)
+    return masks
+
+
+_SHARED: dict = {}
+
+
+def _match_shard(images: np.ndarray) -> MatchTable:
+    return match(_SHARED["gt"], _SHARED["dt"], _SHARED["protocol"], images=images)
+
+
+def match_sharded(gt: GroundTruth, dt: Detections, protocol: Protocol, *, workers: int = 1) -> MatchTable:
+    """:func:`match` over image shards in ``workers`` processes (fork), merged.
+
+    Falls back to one process where ``fork`` is unavailable. The merged table is identical to
+    ``match(gt, dt, protocol)``, so the numbers are too.
+    """
+    if workers is None or workers <= 1 or gt.n_images < 2:
+        return match(gt, dt, protocol)
+    import multiprocessing as mp
+    if "fork" not in mp.get_all_start_methods():  # pragma: no cover - Windows/macOS spawn
+        return match(gt, dt, protocol)
+    shards = image_shards(gt, workers)
+    _SHARED.update(gt=gt, dt=dt, protocol=protocol)
+    try:
+        with mp.get_context("fork").Pool(len(shards)) as pool:
+            tables = pool.map(_match_shard, shards)
+    finally:
+        _SHARED.clear()
+    return merge_match_tables(tables)
+
+
 def _check_summary(protocol: Protocol) -> None:
     """pycocotools' summary reads max_dets[0..2]: refuse protocols where that cannot work."""
     if protocol.summary == "pycocotools" and not protocol.is_single_threshold and (
@@ -382,7 +445,7 @@ def _check_summary(protocol: Protocol) -> None:
                           f"set summary: configured")
 
 
-def evaluate(gt: Any, dt: Any, protocol: "str | Protocol" = "coco") -> EvalResult:
+def evaluate(gt: Any, dt: Any, protocol: "str | Protocol" = "coco", *, workers: int = 1) -> EvalResult:
     """Score detections against ground truth under a protocol.
 
     Parameters
@@ -394,6 +457,8 @@ def evaluate(gt: Any, dt: Any, protocol: "str | Protocol" = "coco") -> EvalResul
     protocol : str or Protocol
         A preset name (``"coco"``, ``"coco-pycocotools"``, ``"voc2007"``, ...), a YAML file, or
         a :class:`Protocol`.
+    workers : int
+        Match image shards in this many processes, then merge (identical numbers).
 
     Returns
     -------
@@ -419,7 +484,7 @@ def evaluate(gt: Any, dt: Any, protocol: "str | Protocol" = "coco") -> EvalResul
     _check_summary(protocol)
     gt = _as_gt(gt)
     dt = _as_dt(dt, gt)
-    table = match(gt, dt, protocol)
+    table = match_sharded(gt, dt, protocol, workers=workers)
     inputs = {"gt": gt.source, "dt": dt.source, "images": gt.n_images, "gt_objects": len(gt),
               "detections": len(dt)}
     return score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
