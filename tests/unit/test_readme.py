@@ -1,0 +1,60 @@
+"""Every example in the README and docs/ runs: `deteval ...` lines through the CLI, Python blocks
+through exec (from the repository root, as a reader would run them)."""
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from deteval.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _blocks(path: Path, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", path.read_text(), flags=re.S)
+
+
+def _commands() -> list:
+    out = []
+    for doc in DOCS:
+        for block in _blocks(doc, "bash"):
+            for line in block.splitlines():
+                line = line.split(" # ")[0].strip()
+                if line.startswith("deteval "):
+                    out.append(pytest.param(line, id=f"{doc.name}:{line[:60]}"))
+    return out
+
+
+def _python_blocks() -> list:
+    return [pytest.param(block, id=f"{doc.name}#{i}") for doc in DOCS
+            for i, block in enumerate(_blocks(doc, "python"))]
+
+
+@pytest.fixture(autouse=True)
+def _repo_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+@pytest.mark.parametrize("line", _commands())
+def test_documented_command_runs(line, capsys):
+    argv = shlex.split(line)[1:]
+    code = main(argv)
+    out = capsys.readouterr()
+    assert code == 0, out.err
+
+
+@pytest.mark.parametrize("block", _python_blocks())
+def test_documented_python_runs(block):
+    exec(compile(block, "<doc>", "exec"), {"__name__": "__doc__"})
+
+
+def test_readme_starts_with_the_two_commands():
+    first = _blocks(ROOT / "README.md", "bash")[0].splitlines()
+    assert first[0] == "pip install . && deteval evaluate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json"
+    assert first[1] == 'pip install -e ".[test]" && python -m pytest -q'
+    assert "python -m pytest -q" in (ROOT / ".ci" / "run").read_text()
+    assert os.access(ROOT / ".ci" / "run", os.R_OK)
