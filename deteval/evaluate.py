@@ -254,9 +254,11 @@ class EvalResult:
     ap : float64 (n_iou_thr, n_class, n_area, n_max_dets)
     category_ids : tuple of int
     table : MatchTable
-        Who matched whom (for explanations and PR curves).
+        Who matched whom (for explanations and PR curves; see :mod:`deteval.analysis`).
     warnings : tuple of str
     inputs : dict
+    image_ids, annotation_ids : int64 arrays
+        The ground truth's image ids and annotation ids (to name matches).
     """
 
     protocol: Protocol
@@ -271,6 +273,8 @@ class EvalResult:
     table: MatchTable
     warnings: tuple = field(default=())
     inputs: dict = field(default_factory=dict)
+    image_ids: np.ndarray | None = None
+    annotation_ids: np.ndarray | None = None
 
     def to_dict(self) -> dict:
         """One entry of the JSON contract's ``results`` (NaN -> None)."""
@@ -389,6 +393,7 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
                       precision=acc.precision, recall=acc.recall, scores=acc.scores, ap=acc.ap,
                       category_ids=tuple(int(c) for c in gt.category_id),
                       category_names=tuple(gt.category_name), table=table,
+                      image_ids=gt.image_id, annotation_ids=gt.annotation_id,
                       warnings=tuple(notes), inputs=dict(inputs or {}))
 
 

@@ -1,0 +1,187 @@
+"""Explaining a number: raw PR curves, precision/recall/F1 at a confidence, who matched whom.
+
+Pure functions over an :class:`~deteval.evaluate.EvalResult`. A *lane* is one (area range, IoU
+threshold) pair of the protocol; every function takes the IoU threshold and area by value
+(the defaults: the threshold 0.5 if the protocol has it, else its first; the first area; the
+largest ``max_dets``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from deteval.errors import ConfigError
+from deteval.evaluate import EvalResult
+
+__all__ = ["PRCurve", "pr_curve", "at_confidence", "matches", "best_f1"]
+
+
+def _lane(result: EvalResult, iou_threshold: float | None, area: str | None) -> tuple[int, int]:
+    p = result.protocol
+    thresholds = list(p.iou_thresholds)
+    if iou_threshold is None:
+        iou_threshold = 0.5 if 0.5 in thresholds else thresholds[0]
+    if iou_threshold not in thresholds:
+        raise ConfigError(f"iou_threshold {iou_threshold!r} is not one of the protocol's thresholds "
+                          f"{thresholds}")
+    names = list(p.area_names)
+    area = names[0] if area is None else area
+    if area not in names:
+        raise ConfigError(f"area {area!r} is not one of the protocol's area ranges {names}")
+    a, t = names.index(area), thresholds.index(iou_threshold)
+    return a * len(thresholds) + t, a
+
+
+def _ranked_rows(result: EvalResult, class_index: int, max_dets: int | None) -> np.ndarray:
+    """Detections of one class in the protocol's global ranking, within ``max_dets``."""
+    from deteval.evaluate import _ranking
+    table = result.table
+    ranking = _ranking(table, result.protocol)
+    rows = ranking[table.det_class[ranking] == class_index]
+    if max_dets is None and result.protocol.max_dets is not None:
+        max_dets = max(result.protocol.max_dets)
+    if max_dets is not None:
+        rows = rows[table.det_rank[rows] < max_dets]
+    return rows
+
+
+def _class_index(result: EvalResult, category_id: int) -> int:
+    if category_id not in result.category_ids:
+        raise ConfigError(f"category_id {category_id!r} is not a category of the ground truth "
+                          f"{list(result.category_ids)[:20]}")
+    return result.category_ids.index(category_id)
+
+
+@dataclass(frozen=True)
+class PRCurve:
+    """The raw (not interpolated) precision/recall curve of one class in one lane.
+
+    Attributes
+    ----------
+    score, precision, recall : float64 (n_det,)
+        After each ranked detection; ignored detections repeat the previous point.
+    is_tp, is_ignored : bool (n_det,)
+    n_positive : int
+    """
+
+    score: np.ndarray
+    precision: np.ndarray
+    recall: np.ndarray
+    is_tp: np.ndarray
+    is_ignored: np.ndarray
+    n_positive: int
+
+
+def pr_curve(result: EvalResult, category_id: int, *, iou_threshold: float | None = None,
+             area: str | None = None, max_dets: int | None = None) -> PRCurve:
+    """Precision and recall after each ranked detection of a class.
+
+    Examples
+    --------
+    >>> import deteval
+    >>> r = deteval.evaluate("fixtures/coco/gt.json", "fixtures/coco/dt.json", "voc2010")
+    >>> curve = pr_curve(r, 1)
+    >>> [round(float(p), 3) for p in curve.precision]
+    [1.0, 1.0, 0.667, 0.5, 0.4, 0.5, 0.571, 0.5, 0.444, 0.5]
+    """
+    lane, a = _lane(result, iou_threshold, area)
+    k = _class_index(result, category_id)
+    rows = _ranked_rows(result, k, max_dets)
+    table = result.table
+    is_tp = table.det_is_tp[lane, rows]
+    is_ignored = table.det_is_ignored[lane, rows]
+    tp = np.cumsum(is_tp).astype(float)
+    fp = np.cumsum(~is_tp & ~is_ignored).astype(float)
+    n_positive = int(table.n_positive[k, a])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(tp + fp > 0, tp / np.maximum(tp + fp, 1), 0.0)
+        recall = tp / n_positive if n_positive else np.full(len(tp), np.nan)
+    return PRCurve(score=table.det_score[rows], precision=precision, recall=recall, is_tp=is_tp,
+                   is_ignored=is_ignored, n_positive=n_positive)
+
+
+def _prf(tp: int, fp: int, n_positive: int) -> tuple[float, float, float]:
+    precision = tp / (tp + fp) if tp + fp else float("nan")
+    recall = tp / n_positive if n_positive else float("nan")
+    if precision != precision or recall != recall or precision + recall == 0:
+        f1 = 0.0 if (precision == 0 or recall == 0) else float("nan")
+    else:
+        f1 = 2 * precision * recall / (precision + recall)
+    return precision, recall, f1
+
+
+def at_confidence(result: EvalResult, threshold: float, *, iou_threshold: float | None = None,
+                  area: str | None = None, max_dets: int | None = None) -> list[dict]:
+    """Per-class counts and precision/recall/F1 of the detections scoring >= ``threshold``.
+
+    A ranked AP can look good while the detections a deployment keeps (those above a
+    confidence) are poor; this shows the latter. Undefined values are NaN (no detection kept:
+    precision; no ground truth: recall).
+
+    Examples
+    --------
+    >>> import deteval
+    >>> r = deteval.evaluate("fixtures/coco/gt.json", "fixtures/coco/dt.json", "voc2010")
+    >>> row = at_confidence(r, 0.7)[0]
+    >>> row["name"], row["tp"], row["fp"], row["fn"], round(row["f1"], 4)
+    ('person', 3, 3, 2, 0.5455)
+    """
+    lane, a = _lane(result, iou_threshold, area)
+    table = result.table
+    out = []
+    for k, category_id in enumerate(result.category_ids):
+        rows = _ranked_rows(result, k, max_dets)
+        kept = rows[table.det_score[rows] >= threshold]
+        tp = int(table.det_is_tp[lane, kept].sum())
+        fp = int((~table.det_is_tp[lane, kept] & ~table.det_is_ignored[lane, kept]).sum())
+        n_positive = int(table.n_positive[k, a])
+        precision, recall, f1 = _prf(tp, fp, n_positive)
+        out.append({"category_id": category_id, "name": result.category_names[k], "tp": tp, "fp": fp,
+                    "fn": n_positive - tp, "precision": precision, "recall": recall, "f1": f1})
+    return out
+
+
+def best_f1(result: EvalResult, category_id: int, **lane: object) -> dict:
+    """The confidence threshold that maximises F1 for a class (ties: the highest threshold)."""
+    curve = pr_curve(result, category_id, **lane)  # type: ignore[arg-type]
+    if not curve.n_positive or not len(curve.score):
+        return {"threshold": float("nan"), "precision": float("nan"), "recall": float("nan"), "f1": float("nan")}
+    # Only the last detection of a run of equal scores is a reachable threshold.
+    last_of_score = np.r_[curve.score[1:] != curve.score[:-1], True]
+    p, r = curve.precision[last_of_score], curve.recall[last_of_score]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
+    i = int(np.argmax(f1))
+    return {"threshold": float(curve.score[last_of_score][i]), "precision": float(p[i]),
+            "recall": float(r[i]), "f1": float(f1[i])}
+
+
+def matches(result: EvalResult, *, iou_threshold: float | None = None, area: str | None = None) -> list[dict]:
+    """Every scored detection with its outcome and the ground truth it matched.
+
+    Returns
+    -------
+    list of dict
+        ``{detection, image_id, category_id, score, outcome, gt_annotation_id}`` in input order;
+        ``detection`` is the record's index in the detections input, ``outcome`` one of
+        ``tp``, ``fp``, ``ignored``; ``gt_annotation_id`` is None when nothing matched (a match to
+        an ignored GT -- crowd, difficult, out of the area range -- is named too).
+    """
+    lane, _ = _lane(result, iou_threshold, area)
+    table = result.table
+    gt_of = np.full(len(table.det_score), -1, dtype=np.int64)
+    in_lane = table.match_lane == lane
+    gt_of[table.match_det[in_lane]] = table.match_gt[in_lane]
+    order = np.argsort(table.det_order, kind="stable")
+    out = []
+    for row in order:
+        outcome = "tp" if table.det_is_tp[lane, row] else ("ignored" if table.det_is_ignored[lane, row] else "fp")
+        gt_row = gt_of[row]
+        out.append({"detection": int(table.det_order[row]),
+                    "image_id": int(result.image_ids[table.det_image[row]]),
+                    "category_id": int(result.category_ids[table.det_class[row]]),
+                    "score": float(table.det_score[row]), "outcome": outcome,
+                    "gt_annotation_id": None if gt_row < 0 else int(result.annotation_ids[gt_row])})
+    return out

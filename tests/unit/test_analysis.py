@@ -1,0 +1,59 @@
+"""PR curves, P/R/F1 at a confidence and match lists, on the hand-derived COCO fixture."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import deteval
+from deteval.analysis import at_confidence, best_f1, matches, pr_curve
+from deteval.errors import ConfigError
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "coco"
+
+
+@pytest.fixture(scope="module")
+def coco_result():
+    return deteval.evaluate(FIXTURES / "gt.json", FIXTURES / "dt.json", "coco")
+
+
+def test_pr_curve_is_known_answers_section_1(coco_result):
+    curve = pr_curve(coco_result, 1, iou_threshold=0.5)
+    expected_p = [1, 1, 2 / 3, .5, .4, .5, 4 / 7, .5, 4 / 9, .5]
+    expected_r = [.2, .4, .4, .4, .4, .6, .8, .8, .8, 1.0]
+    np.testing.assert_allclose(curve.precision, expected_p)
+    np.testing.assert_allclose(curve.recall, expected_r)
+    assert curve.n_positive == 5 and curve.is_tp.sum() == 5
+
+
+def test_at_confidence_counts(coco_result):
+    rows = {r["name"]: r for r in at_confidence(coco_result, 0.75, iou_threshold=0.5)}
+    # person: scores .95 .90 .85 .80 .75 -> TP TP FP FP FP
+    assert (rows["person"]["tp"], rows["person"]["fp"], rows["person"]["fn"]) == (2, 3, 3)
+    assert rows["person"]["precision"] == 0.4 and rows["person"]["recall"] == 0.4
+    assert rows["cat"]["tp"] == 0 and np.isnan(rows["cat"]["precision"]) and rows["cat"]["recall"] == 0
+    assert np.isnan(rows["bird"]["recall"])  # no ground truth
+
+
+def test_matching_rule_shows_in_matches(coco_result):
+    # KNOWN_ANSWERS section 2: at IoU 0.6 COCO matches d2 to B; at 0.65 it is a false positive.
+    dog = [m for m in matches(coco_result, iou_threshold=0.6) if m["category_id"] == 2]
+    assert [(m["outcome"], m["gt_annotation_id"]) for m in dog] == [("tp", 6), ("tp", 7)]
+    dog = [m for m in matches(coco_result, iou_threshold=0.65) if m["category_id"] == 2]
+    assert [(m["outcome"], m["gt_annotation_id"]) for m in dog] == [("tp", 6), ("fp", None)]
+    voc = deteval.evaluate(FIXTURES / "gt.json", FIXTURES / "dt.json", "voc2010")
+    dog = [m for m in matches(voc) if m["category_id"] == 2]
+    assert [m["outcome"] for m in dog] == ["tp", "fp"]
+    assert dog[1]["gt_annotation_id"] == 6  # VOC: the argmax GT (A), already taken
+
+
+def test_best_f1(coco_result):
+    best = best_f1(coco_result, 1, iou_threshold=0.5)
+    assert best["threshold"] == 0.65 and best["f1"] == pytest.approx(2 / 3)
+
+
+def test_unknown_lane_is_a_clear_error(coco_result):
+    with pytest.raises(ConfigError, match=r"iou_threshold 0\.3 is not one of"):
+        pr_curve(coco_result, 1, iou_threshold=0.3)
+    with pytest.raises(ConfigError, match="category_id 99"):
+        pr_curve(coco_result, 99)
