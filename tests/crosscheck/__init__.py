@@ -1,0 +1,1 @@
+"""deteval test package."""
