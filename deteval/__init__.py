@@ -8,7 +8,9 @@
 from deteval.data import Detections, GroundTruth
 from deteval.errors import (ConfigError, DetevalError, DetevalWarning, InputError, InputWarning,
                             UndefinedMetricWarning)
-from deteval.evaluate import EvalResult, evaluate, match, merge_match_tables, score
+from deteval.config import load_protocol_file
+from deteval.evaluate import EvalResult, check_protocol, evaluate, match, merge_match_tables, score
+from deteval.explain import compare, explain
 from deteval.io import load_detections, load_ground_truth
 from deteval.protocols import PRESETS, Protocol, get_protocol
 
@@ -16,5 +18,5 @@ __version__ = "0.1.0"
 
 __all__ = ["evaluate", "EvalResult", "Protocol", "PRESETS", "get_protocol", "GroundTruth",
            "Detections", "load_ground_truth", "load_detections", "match", "merge_match_tables",
-           "score", "DetevalError", "InputError", "ConfigError", "DetevalWarning",
+           "score", "check_protocol", "compare", "explain", "load_protocol_file", "DetevalError", "InputError", "ConfigError", "DetevalWarning",
            "InputWarning", "UndefinedMetricWarning", "__version__"]

@@ -28,6 +28,10 @@ _EVALUATE_EXAMPLE = """examples:
 """
 
 
+#: Column layouts of YOLO prediction rows (deteval.io.yolo.LAYOUTS; not imported at start-up).
+_YOLO_LAYOUTS = ("cls cx cy w h conf", "cls conf cx cy w h")
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gt", required=True, help="ground truth: COCO JSON, VOC root, or YOLO dataset")
     p.add_argument("--dt", required=True, help="detections: COCO results JSON, VOC result folder, "
@@ -49,6 +53,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drop-unknown-categories", action="store_true",
                    help="drop detections of categories not in the GT (counted warning) instead of failing")
     p.add_argument("--strict", action="store_true", help="turn input warnings into errors")
+    p.add_argument("--yolo-layout", choices=_YOLO_LAYOUTS, metavar="LAYOUT",
+                   help="column order of YOLO prediction rows: 'cls cx cy w h conf' (Ultralytics, the "
+                        "default) or 'cls conf cx cy w h'")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="match image shards in N processes and merge (same numbers; default 1)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
@@ -99,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--drop-unknown-categories", action="store_true",
                     help="drop detections of categories not in the GT (counted warning) instead of failing")
     va.add_argument("--strict", action="store_true", help="turn input warnings into errors (exit 3)")
+    va.add_argument("--yolo-layout", choices=_YOLO_LAYOUTS, metavar="LAYOUT",
+                    help="column order of YOLO prediction rows: 'cls cx cy w h conf' (the default) or "
+                         "'cls conf cx cy w h'")
     va.add_argument("--format", choices=["table", "json"], default="table",
                     help="what to print on stdout (default: table)")
     va.set_defaults(overrides=[], mask_iou=None)
@@ -127,7 +137,7 @@ def _parse_overrides(items: Sequence[str]) -> dict:
             raise ConfigError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set iou_thresholds=[0.3]")
         key, _, raw = item.partition("=")
         from deteval.config import parse_yaml_value
-        out[key.strip()] = parse_yaml_value(raw, where=f"--set {key.strip()}")
+        out[key.strip()] = parse_yaml_value(raw, where="--set", key=key.strip())
     return out
 
 
@@ -193,6 +203,12 @@ def _load_dt(args: argparse.Namespace, gt: Any, protocols: list[Protocol]) -> An
     dt_options: dict[str, Any] = {}
     if args.drop_unknown_categories:
         dt_options["unknown_category"] = "drop"
+    if getattr(args, "yolo_layout", None):
+        from deteval.io import gt_format
+        if gt_format(args.gt) != "yolo" or not os.path.isdir(args.dt):
+            raise ConfigError(f"--yolo-layout: only for YOLO predictions (a folder of txt files with a "
+                              f"YOLO --gt), but --gt {args.gt} is {gt_format(args.gt)}")
+        dt_options["layout"] = args.yolo_layout
     dt = load_detections(args.dt, gt, **dt_options)
     if any(p.iou_type == "bbox" for p in protocols):
         from deteval.io.coco import require_boxes
@@ -231,8 +247,8 @@ def _evaluate(args: argparse.Namespace) -> int:
                   "detections": len(dt)}
         results: list[EvalResult] = []
         for protocol in protocols:
-            from deteval.evaluate import _check_summary
-            _check_summary(protocol)
+            from deteval.evaluate import check_protocol
+            check_protocol(protocol)
             table = match_sharded(gt, dt, protocol, workers=args.workers)
             results.append(score(table, gt, protocol, warnings=(), inputs=inputs))
             progress.step(protocol.name)
@@ -277,6 +293,7 @@ def _over_max_dets(gt: Any, dt: Any, protocol: Protocol) -> int:
 def _validate(args: argparse.Namespace) -> int:
     """``deteval validate``: load and check the inputs, print what was found, score nothing."""
     import numpy as np
+
     from deteval.errors import InputError
     from deteval.io import gt_format
     protocols = _protocols(args)
@@ -338,7 +355,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     """``deteval compare``: several protocols side by side, optionally explained."""
-    from deteval.evaluate import _check_summary
+    from deteval.evaluate import check_protocol
     from deteval.explain import MatchCache, compare, explain
     from deteval.report import compare_json, format_compare_csv, format_compare_markdown, format_compare_table
     _refuse_overwrite(args)
@@ -348,7 +365,7 @@ def _compare(args: argparse.Namespace) -> int:
               f"{len(protocols)}; e.g. --protocol voc2007 --protocol coco", file=sys.stderr)
         return EXIT_USAGE
     for protocol in protocols:
-        _check_summary(protocol)
+        check_protocol(protocol)
     progress = _Progress(2 + (len(protocols) - 1 if args.explain else 0), args.quiet)
     try:
         gt, dt = _load_inputs(args, protocols)
@@ -363,7 +380,7 @@ def _compare(args: argparse.Namespace) -> int:
         progress.step("compared")
         explanations = []
         if args.explain:
-            for a, b in zip(protocols, protocols[1:]):
+            for a, b in zip(protocols, protocols[1:], strict=False):
                 explanations.append(explain(gt, dt, a, b, cache=cache))
                 progress.step(f"{a.name} -> {b.name}")
     finally:

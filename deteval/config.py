@@ -35,8 +35,9 @@ import difflib
 import math
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import yaml
@@ -114,46 +115,56 @@ def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
     ...
     deteval.errors.ConfigError: x.yaml: a: duplicate key (lines 1 and 2); expected each key once
     """
+    return _parse(text, filename, "", "one YAML mapping of protocol fields")
+
+
+def _parse(text: str, filename: str, root: str, expected: str) -> Any:
     loader = _SafeLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             return None
-        _check_nodes(node, "", filename, set())
+        _check_nodes(node, root, filename, set())
         return loader.construct_document(node)
     except yaml.MarkedYAMLError as exc:
-        raise ConfigError(_yaml_error_message(exc, filename)) from None
+        raise ConfigError(_yaml_error_message(exc, filename, expected)) from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{filename}: invalid YAML ({exc}); expected one YAML mapping") from None
+        raise ConfigError(f"{filename}: invalid YAML ({exc}); expected {expected}") from None
     except RecursionError:
-        raise ConfigError(f"{filename}: YAML nested too deeply; expected a flat mapping of "
-                          f"protocol fields") from None
+        raise ConfigError(f"{filename}: YAML nested too deeply; expected {expected}") from None
     finally:
         loader.dispose()
 
 
-def parse_yaml_value(text: str, *, where: str = "<value>") -> Any:
+def parse_yaml_value(text: str, *, where: str = "<value>", key: str = "") -> Any:
     """Parse a single value in YAML syntax (``--set FIELD=VALUE``), as :func:`parse_yaml` does.
+
+    ``key`` starts the key path of error messages.
 
     >>> parse_yaml_value("[0.3, 0.5]")
     [0.3, 0.5]
     >>> parse_yaml_value("")
+    >>> parse_yaml_value("{all: [0, 1], all: [0, 2]}", where="--set", key="area_ranges")
+    Traceback (most recent call last):
+    ...
+    deteval.errors.ConfigError: --set: area_ranges.all: duplicate key (columns 2 and 15 of line 1); expected each key once
     """
     if not text.strip():
         return None
-    return parse_yaml(text, filename=where)
+    return _parse(text, where, key, f"a value in YAML syntax{' for ' + key if key else ''}")
 
 
-def _yaml_error_message(exc: yaml.MarkedYAMLError, filename: str) -> str:
+def _yaml_error_message(exc: yaml.MarkedYAMLError, filename: str, expected: str) -> str:
     mark = exc.problem_mark or exc.context_mark
     where = f"{filename}: line {mark.line + 1}, column {mark.column + 1}" if mark else filename
     problem = " ".join(str(exc.problem or exc.context or exc).split())
+    context = " ".join(str(exc.context or "").split())
     hint = ""
-    if "block scalar" in problem:
+    if "block scalar" in problem or "block scalar" in context:
         hint = ' (quote values that start with ">" or "|", e.g. iou_comparison: ">=")'
     elif "found character" in problem and "\\t" in problem:
         hint = " (YAML indentation uses spaces, not tabs)"
-    return f"{where}: invalid YAML: {problem}{hint}; expected one YAML mapping of protocol fields"
+    return f"{where}: invalid YAML: {problem}{hint}; expected {expected}"
 
 
 def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set) -> None:
@@ -166,7 +177,8 @@ def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set) -> None:
     seen.add(id(node))
     if node.tag not in _ALLOWED_TAGS:
         line = node.start_mark.line + 1
-        raise ConfigError(f"{filename}: {path or '(document)'}: tag {node.tag!r} (line {line}) is not "
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!", 1)
+        raise ConfigError(f"{filename}: {path or '(document)'}: tag {tag!r} (line {line}) is not "
                           f"allowed; expected plain YAML values (deteval loads YAML safely: "
                           f"nothing was constructed or run)")
     if isinstance(node, yaml.MappingNode):
@@ -178,11 +190,13 @@ def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set) -> None:
             _check_nodes(key_node, path, filename, seen)
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else repr(key_node.value)
             child = f"{path}.{key}" if path else str(key)
-            line = key_node.start_mark.line + 1
+            line, column = key_node.start_mark.line + 1, key_node.start_mark.column + 1
             if key in first_line:
-                raise ConfigError(f"{filename}: {child}: duplicate key (lines {first_line[key]} and "
-                                  f"{line}); expected each key once")
-            first_line[key] = line
+                (line0, column0) = first_line[key]
+                at = (f"lines {line0} and {line}" if line0 != line
+                      else f"columns {column0} and {column} of line {line}")
+                raise ConfigError(f"{filename}: {child}: duplicate key ({at}); expected each key once")
+            first_line[key] = (line, column)
             _check_nodes(value_node, child, filename, seen)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
@@ -290,7 +304,7 @@ def _check_area_ranges(value: Any, where: str) -> tuple:
     return tuple(out)
 
 
-def _check_max_dets(value: Any, where: str) -> "tuple | None":
+def _check_max_dets(value: Any, where: str) -> tuple | None:
     key = "max_dets"
     if value is None:
         return None
@@ -300,7 +314,7 @@ def _check_max_dets(value: Any, where: str) -> "tuple | None":
     for i, m in enumerate(value):
         if not isinstance(m, int) or isinstance(m, bool) or m < 1:
             raise _fail(where, f"{key}[{i}]", "a positive integer", m)
-    if any(b <= a for a, b in zip(value, value[1:])):
+    if any(b <= a for a, b in zip(value, value[1:], strict=False)):
         raise _fail(where, key, "strictly increasing values (pycocotools sorts them)", value)
     return tuple(value)
 
@@ -355,7 +369,7 @@ def _construct(base: Protocol, changes: dict, where: str) -> Protocol:
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def protocol_from_mapping(data: Any, *, where: str = "<config>", base_dir: "str | os.PathLike | None" = None,
+def protocol_from_mapping(data: Any, *, where: str = "<config>", base_dir: str | os.PathLike | None = None,
                           default_name: str | None = None, _chain: tuple = ()) -> Protocol:
     """Build a protocol from parsed YAML (a mapping of field names, maybe with ``extends``).
 
@@ -460,16 +474,17 @@ def _load(path: Path, *, chain: tuple = (), referrer: str | None = None) -> Prot
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as exc:
-        prefix = f"{referrer} {shown}" if referrer else shown
-        raise ConfigError(f"{prefix}: cannot read the protocol file ({exc.strerror}); expected a "
-                          f"readable YAML file") from None
+        if referrer:
+            raise ConfigError(f"{referrer}: expected a readable YAML protocol file, found {shown} "
+                              f"({exc.strerror})") from None
+        raise ConfigError(f"{shown}: expected a readable YAML protocol file ({exc.strerror})") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{shown}: expected UTF-8 text, found undecodable bytes") from None
     data = parse_yaml(text, filename=shown)
     return protocol_from_mapping(data, where=shown, base_dir=path.parent, _chain=chain + (real,))
 
 
-def load_protocol_file(path: "str | os.PathLike") -> Protocol:
+def load_protocol_file(path: str | os.PathLike) -> Protocol:
     """Load a YAML protocol file (``extends: PRESET`` plus fields, or a complete protocol).
 
     Parameters
@@ -500,7 +515,7 @@ def load_protocol_file(path: "str | os.PathLike") -> Protocol:
 
 
 def load_protocol_text(text: str, *, filename: str = "<string>",
-                       base_dir: "str | os.PathLike | None" = None) -> Protocol:
+                       base_dir: str | os.PathLike | None = None) -> Protocol:
     """Like :func:`load_protocol_file`, from YAML text.
 
     >>> load_protocol_text("extends: voc2007\\niou_comparison: '>'", filename="strict.yaml").iou_comparison

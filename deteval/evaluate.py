@@ -299,6 +299,16 @@ def _mean_defined(values: np.ndarray) -> float:
     return float(np.mean(defined)) if defined.size else float("nan")
 
 
+def _threshold_label(t: float) -> str:
+    """50 for 0.5, 75 for 0.75, 825 for 0.825 (percent, without a trailing zero).
+
+    >>> _threshold_label(0.5), _threshold_label(0.3), _threshold_label(0.825)
+    ('50', '30', '82.5')
+    """
+    label = f"{t * 100:.6f}".rstrip("0").rstrip(".")
+    return label
+
+
 def _coco_metrics(acc: Any, protocol: Protocol) -> dict:
     """Headline metrics of a COCO-style protocol.
 
@@ -346,9 +356,10 @@ def _coco_metrics(acc: Any, protocol: Protocol) -> dict:
     first = areas[0]
     out["AP"] = ap(area=first, m=top)
     if len(thresholds) > 1:
-        for t in thresholds:
-            if t in (0.5, 0.75):
-                out[f"AP{int(round(t * 100))}"] = ap(t, area=first, m=top)
+        # A few thresholds: one AP each; a COCO-like sweep: the customary AP50 and AP75.
+        named = thresholds if len(thresholds) <= 5 else [t for t in thresholds if t in (0.5, 0.75)]
+        for t in named:
+            out[f"AP{_threshold_label(t)}"] = ap(t, area=first, m=top)
     for name in areas[1:]:
         out["AP" + _AREA_ABBREVIATIONS.get(name, "_" + name)] = ap(area=name, m=top)
     for m in max_dets:
@@ -441,8 +452,11 @@ def match_sharded(gt: GroundTruth, dt: Detections, protocol: Protocol, *, worker
     return merge_match_tables(tables)
 
 
-def _check_summary(protocol: Protocol) -> None:
-    """pycocotools' summary reads max_dets[0..2]: refuse protocols where that cannot work."""
+def check_protocol(protocol: Protocol) -> None:
+    """Refuse protocol combinations that cannot be scored (before any work is done).
+
+    pycocotools' summary reads ``max_dets[0..2]``, so ``summary: pycocotools`` needs three.
+    """
     if protocol.summary == "pycocotools" and not protocol.is_single_threshold and (
             protocol.max_dets is None or len(protocol.max_dets) < 3):
         raise ConfigError(f"protocol {protocol.name!r}: summary 'pycocotools' needs three max_dets "
@@ -486,7 +500,7 @@ def evaluate(gt: Any, dt: Any, protocol: "str | Protocol" = "coco", *, workers: 
     {'mAP': 1.0}
     """
     protocol = resolve_protocol(protocol)
-    _check_summary(protocol)
+    check_protocol(protocol)
     gt = _as_gt(gt)
     dt = _as_dt(dt, gt)
     table = match_sharded(gt, dt, protocol, workers=workers)

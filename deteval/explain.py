@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -139,7 +140,7 @@ class Comparison:
         return len(self.matching_groups)
 
 
-def compare(gt: Any, dt: Any, protocols: Sequence["str | Protocol"], *, cache: MatchCache | None = None,
+def compare(gt: Any, dt: Any, protocols: Sequence[str | Protocol], *, cache: MatchCache | None = None,
             inputs: dict | None = None, warnings: tuple = ()) -> Comparison:
     """Score one dataset under several protocols, sharing matchings where the settings agree.
 
@@ -171,12 +172,12 @@ def compare(gt: Any, dt: Any, protocols: Sequence["str | Protocol"], *, cache: M
     >>> [r.protocol.name for r in c.results], c.n_matchings
     (['voc2007', 'voc2010', 'coco'], 2)
     """
-    from deteval.evaluate import _check_summary
+    from deteval.evaluate import check_protocol
     resolved = [resolve_protocol(p) for p in protocols]
     if not resolved:
         raise ConfigError("compare: expected at least one protocol, found none")
     for p in resolved:
-        _check_summary(p)
+        check_protocol(p)
     if cache is None:
         gt, dt = _load(gt, dt)
         cache = MatchCache(gt, dt)
@@ -268,7 +269,7 @@ def _json_value(field: str, value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _finite(value: float) -> "float | None":
+def _finite(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
@@ -316,9 +317,15 @@ class Explanation:
 
     def summary_line(self, digits: int = 4) -> str:
         """``"voc2007 -> voc2010: interpolation -0.0234"``; steps joined by ``;``."""
-        parts = [f"{s.name} {_fmt(s.change, digits, sign=True)}" for s in self.steps if s.affects_measure]
-        body = "; ".join(parts) if parts else "no field that changes numbers differs"
-        return f"{self.a.name} -> {self.b.name}: {body} (total {_fmt(self.total, digits, sign=True)})"
+        zero = 0.5 * 10.0 ** -digits
+        moved = [s for s in self.steps if s.affects_measure and not abs(s.change) < zero]
+        still = [s.name for s in self.steps if s.affects_measure and abs(s.change) < zero]
+        parts = [f"{s.name} {_fmt(s.change, digits, sign=True)}" for s in moved]
+        body = "; ".join(parts) if parts else "no change"
+        tail = f"total {_fmt(self.total, digits, sign=True)}"
+        if still:
+            tail += f"; no effect here: {', '.join(still)}"
+        return f"{self.a.name} -> {self.b.name}: {body} ({tail})"
 
     def to_dict(self) -> dict:
         return {"from": self.a.name, "to": self.b.name,
@@ -356,7 +363,7 @@ class Explanation:
         rows = self._rows()
         widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
         lines = self._head() + [""]
-        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip())
         lines.append("  ".join("-" * w for w in widths))
         for r in rows:
             cells = [r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].rjust(widths[2]),
@@ -396,19 +403,19 @@ def _walk_steps(a: Protocol, b: Protocol) -> list[tuple[str, tuple]]:
 
 
 def _definition(a_kind: str, b_kind: str, a: Protocol, b: Protocol) -> tuple[str, str]:
-    base = ("the mean over classes with ground truth of each class's AP, averaged over the IoU "
-            "thresholds at the first area range (all) and the largest max_dets")
+    base = ("each class's AP averaged over the IoU thresholds (first area range, largest max_dets), "
+            "then the mean over the classes with ground truth")
     if a_kind == b_kind == "mAP":
-        return "mAP", f"mAP ({base})"
+        return "mAP", f"mAP = {base}"
     if a_kind == b_kind == "AP":
-        return "AP", (f"AP computed as {base} (equal to the headline AP up to rounding when the "
-                      f"summary's maxDets is the largest)")
-    return "mean class AP", (f"{base}; {a.name} reports {a_kind} and {b.name} reports {b_kind}, so the "
-                             f"walk compares this common number (it equals mAP for a single-threshold "
-                             f"protocol and AP for a COCO-style one)")
+        return "AP", (f"AP = {base} (the headline AP up to rounding, when the summary's maxDets is the "
+                      f"largest)")
+    return "mean class AP", (f"mean class AP = {base}: {a.name} reports {a_kind} and {b.name} {b_kind}, "
+                             f"and this number is both (mAP of a single-threshold protocol, AP of a "
+                             f"COCO-style one)")
 
 
-def explain(gt: Any, dt: Any, a: "str | Protocol", b: "str | Protocol", *,
+def explain(gt: Any, dt: Any, a: str | Protocol, b: str | Protocol, *,
             cache: MatchCache | None = None) -> Explanation:
     """Attribute the difference between two protocols to their differing fields, step by step.
 
@@ -450,6 +457,8 @@ def explain(gt: Any, dt: Any, a: "str | Protocol", b: "str | Protocol", *,
     >>> voc_coco_matching = get_protocol("voc2010").replace(name="voc2010-cocomatch", matching="coco")
     >>> explain(gt, dt, "voc2010", voc_coco_matching).summary_line()
     'voc2010 -> voc2010-cocomatch: matching rule +0.5000 (total +0.5000)'
+    >>> print(explain(gt, dt, "voc2007", "voc2010").summary_line())
+    voc2007 -> voc2010: interpolation -0.0455 (total -0.0455)
     """
     a, b = resolve_protocol(a), resolve_protocol(b)
     if cache is None:
@@ -463,9 +472,9 @@ def explain(gt: Any, dt: Any, a: "str | Protocol", b: "str | Protocol", *,
     def per_class(r: EvalResult) -> np.ndarray:
         return np.array([c["AP"] for c in r.per_class], dtype=np.float64)
 
-    from deteval.evaluate import _check_summary
-    _check_summary(a)
-    _check_summary(b)
+    from deteval.evaluate import check_protocol
+    check_protocol(a)
+    check_protocol(b)
     kind_a = _headline(cache.result(a))
     kind_b = _headline(cache.result(b))
     measure, definition = _definition(kind_a[0], kind_b[0], a, b)

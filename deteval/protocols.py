@@ -263,7 +263,7 @@ def recall_thresholds(protocol: Protocol) -> np.ndarray:
 
 
 _COCO = Protocol(
-    name="coco",
+    name="coco", difficult="count",
     source="pycocotools COCOeval (bbox), with its two plain bugs fixed (ignore field, annotation id 0)",
 )
 

@@ -72,7 +72,7 @@ def _metric_lines(result: EvalResult) -> list[str]:
             title, iou, area, md = "Average Recall", all_thr, "all", name[2:]
         else:
             title, iou, area = _COCO_LINES.get(name, ("Average Precision" if name.startswith("AP")
-                                                       else "Average Recall", "all", name[2:] or "all"))
+                                                       else "Average Recall", "all", name[2:].lstrip("_") or "all"))
             iou = all_thr if iou == "all" else iou
             md = "100" if (name == "AP" and p.summary == "pycocotools") else str(top)
             if p.summary == "pycocotools" and name != "AP" and p.max_dets:
@@ -113,7 +113,7 @@ def format_markdown(results: Sequence[EvalResult], *, per_class: bool = True) ->
     """Markdown: a metrics table per protocol and a per-class table."""
     out = []
     for r in results:
-        out.append(f"### {r.protocol.name}\n\n{r.protocol.source}\n")
+        out.append(f"### {r.protocol.name} `{r.protocol.fingerprint()}`\n\n{r.protocol.source}\n")
         out.append("| metric | value |\n|---|---|")
         out += [f"| {k} | {_fmt(v, 4)} |" for k, v in r.metrics.items()]
         if per_class:
@@ -194,7 +194,7 @@ def compare_table(results: Sequence[EvalResult]) -> dict:
         "name", "values"}]}``; values are floats, NaN where undefined.
     """
     columns, getters = [], []
-    for r, label in zip(results, _unique_labels(results)):
+    for r, label in zip(results, _unique_labels(results), strict=False):
         base = {"protocol": r.protocol.name, "protocol_hash": r.protocol.fingerprint()}
         if "mAP" in r.metrics:
             columns.append({"label": label, **base, "metric": "mAP"})
@@ -234,16 +234,16 @@ def format_compare_table(results: Sequence[EvalResult], *,
     labels = _unique_labels(results)
     width = max(len(x) for x in labels)
     lines = [f"  {label:<{width}}  [{r.protocol.fingerprint()}]  {r.protocol.source}"
-             for label, r in zip(labels, results)]
+             for label, r in zip(labels, results, strict=False)]
     sharing = _sharing_line(results, matching_groups)
-    head = ["protocols" + (f": {sharing}" if sharing else "")] + lines + [""]
+    head = [f"{sharing or 'protocols'}:"] + lines + [""]
     header = ["class"] + [c["label"] for c in table["columns"]]
     body = [[row["name"]] + [_fmt(v, 4) for v in row["values"]] for row in table["rows"]]
     widths = [max(len(header[i]), *(len(b[i]) for b in body)) for i in range(len(header))]
-    out = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))),
+    out = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths, strict=False))),
            "  ".join("-" * w for w in widths)]
     for b in body:
-        out.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(b, widths))))
+        out.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(b, widths, strict=False))))
     return "\n".join(head + out) + "\n"
 
 
@@ -252,9 +252,9 @@ def format_compare_markdown(results: Sequence[EvalResult], *,
     """Markdown: the protocols as a list, then the classes x protocols table."""
     table = compare_table(results)
     sharing = _sharing_line(results, matching_groups)
-    out = [f"Protocols{': ' + sharing if sharing else ''}:", ""]
+    out = [f"{sharing or 'protocols'}:".capitalize(), ""]
     out += [f"- **{_md_escape(label)}** `{r.protocol.fingerprint()}`: {_md_escape(r.protocol.source)}"
-            for label, r in zip(_unique_labels(results), results)]
+            for label, r in zip(_unique_labels(results), results, strict=False)]
     out += ["", "| class | " + " | ".join(_md_escape(c["label"]) for c in table["columns"]) + " |",
             "|---|" + "---:|" * len(table["columns"])]
     for row in table["rows"]:
