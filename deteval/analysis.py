@@ -103,12 +103,11 @@ def pr_curve(result: EvalResult, category_id: int, *, iou_threshold: float | Non
 
 
 def _prf(tp: int, fp: int, n_positive: int) -> tuple[float, float, float]:
+    """Precision, recall and F1 = 2 tp / (2 tp + fp + fn); NaN only where nothing is counted."""
+    fn = n_positive - tp
     precision = tp / (tp + fp) if tp + fp else float("nan")
     recall = tp / n_positive if n_positive else float("nan")
-    if precision != precision or recall != recall or precision + recall == 0:
-        f1 = 0.0 if (precision == 0 or recall == 0) else float("nan")
-    else:
-        f1 = 2 * precision * recall / (precision + recall)
+    f1 = 2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else float("nan")
     return precision, recall, f1
 
 

@@ -56,6 +56,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yolo-layout", choices=_YOLO_LAYOUTS, metavar="LAYOUT",
                    help="column order of YOLO prediction rows: 'cls cx cy w h conf' (Ultralytics, the "
                         "default) or 'cls conf cx cy w h'")
+    p.add_argument("--confidence", type=float, metavar="T",
+                   help="also report per-class precision/recall/F1 of the detections scoring >= T "
+                        "(at IoU 0.5, or the protocol's first threshold)")
+    p.add_argument("--matches", metavar="FILE.csv",
+                   help="write every scored detection with its outcome (tp/fp/ignored) and the "
+                        "ground truth it matched (first protocol, IoU 0.5 or its first threshold)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="match image shards in N processes and merge (same numbers; default 1)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
@@ -233,7 +239,7 @@ def _load_gt(args: argparse.Namespace) -> Any:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from deteval.evaluate import match_sharded, score
-    from deteval.report import format_csv, format_markdown, format_table, to_json
+    from deteval.report import format_confidence_table, format_csv, format_markdown, format_table, to_json
     _refuse_overwrite(args)
     protocols = _protocols(args)
     progress = _Progress(2 + len(protocols), args.quiet)
@@ -258,6 +264,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.strict and protocol_warnings:
         raise ConfigError("--strict: warnings are errors:\n  " + "\n  ".join(protocol_warnings))
     doc = to_json(results, inputs=inputs, warnings=input_warnings)
+    confidence_rows = _confidence_rows(args, results, doc)
+    if args.matches:
+        _write_matches(args, results[0])
     text = json.dumps(doc, indent=2, allow_nan=False)
     if args.output:
         try:
@@ -278,7 +287,47 @@ def _evaluate(args: argparse.Namespace) -> int:
         sys.stdout.write(format_csv(results))
     else:
         sys.stdout.write(format_table(results, per_class=per_class))
+        for result, rows in zip(results, confidence_rows):
+            sys.stdout.write(format_confidence_table(result, rows, args.confidence))
     return EXIT_OK
+
+
+def _confidence_rows(args: argparse.Namespace, results: list, doc: dict) -> list:
+    """Per-class P/R/F1 at ``--confidence`` for each result, also added to the JSON document."""
+    if args.confidence is None:
+        return []
+    from deteval.analysis import at_confidence
+    from deteval.evaluate import _none_if_nan
+    out = []
+    for result, entry in zip(results, doc["results"]):
+        rows = at_confidence(result, args.confidence)
+        thresholds = result.protocol.iou_thresholds
+        entry["at_confidence"] = {
+            "threshold": args.confidence, "iou_threshold": 0.5 if 0.5 in thresholds else thresholds[0],
+            "per_class": [{k: (_none_if_nan(v) if k in ("precision", "recall", "f1") else v)
+                           for k, v in row.items()} for row in rows]}
+        out.append(rows)
+    return out
+
+
+def _write_matches(args: argparse.Namespace, result: EvalResult) -> None:
+    import csv
+    from deteval.analysis import matches
+    from deteval.report import csv_safe
+    if os.path.realpath(args.matches) in (os.path.realpath(args.gt), os.path.realpath(args.dt)):
+        raise ConfigError(f"--matches {args.matches}: is an input; refusing to overwrite it")
+    names = dict(zip(result.category_ids, result.category_names))
+    try:
+        with open(args.matches, "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(["detection", "image_id", "category_id", "category", "score", "outcome",
+                             "gt_annotation_id"])
+            for m in matches(result):
+                writer.writerow([m["detection"], m["image_id"], m["category_id"],
+                                 csv_safe(names[m["category_id"]]), repr(m["score"]), m["outcome"],
+                                 "" if m["gt_annotation_id"] is None else m["gt_annotation_id"]])
+    except OSError as exc:
+        raise ConfigError(f"--matches {args.matches}: cannot write ({exc.strerror})") from None
 
 
 def _over_max_dets(gt: Any, dt: Any, protocol: Protocol) -> int:

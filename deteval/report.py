@@ -294,3 +294,14 @@ def compare_json(results: Sequence[EvalResult], *, inputs: dict | None = None, w
     if explanations:
         doc["explanations"] = [e.to_dict() for e in explanations]
     return doc
+
+
+def format_confidence_table(result: EvalResult, rows: list, threshold: float) -> str:
+    """Per-class precision/recall/F1 of the detections scoring >= ``threshold`` (a text table)."""
+    thresholds = result.protocol.iou_thresholds
+    iou = 0.5 if 0.5 in thresholds else thresholds[0]
+    body = [[str(r["category_id"]), r["name"], str(r["tp"]), str(r["fp"]), str(r["fn"]),
+             _fmt(r["precision"], 4), _fmt(r["recall"], 4), _fmt(r["f1"], 4)] for r in rows]
+    lines = [f"\n{result.protocol.name}: detections with score >= {threshold:g} at IoU {iou:g}", "",
+             *_text_table(["id", "class", "tp", "fp", "fn", "precision", "recall", "F1"], body)]
+    return "\n".join(lines) + "\n"

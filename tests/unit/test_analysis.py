@@ -57,3 +57,26 @@ def test_unknown_lane_is_a_clear_error(coco_result):
         pr_curve(coco_result, 1, iou_threshold=0.3)
     with pytest.raises(ConfigError, match="category_id 99"):
         pr_curve(coco_result, 99)
+
+
+def test_f1_is_the_count_formula(coco_result):
+    rows = {r["name"]: r for r in at_confidence(coco_result, 0.7, iou_threshold=0.5)}
+    assert rows["cat"]["f1"] == 0.0  # 1 FN, nothing detected
+    assert rows["bird"]["f1"] == 0.0  # 1 FP, no ground truth
+    assert rows["person"]["f1"] == pytest.approx(2 * 3 / (2 * 3 + 3 + 2))
+
+
+def test_cli_confidence_and_matches(tmp_path, capsys):
+    from deteval.cli import main
+    out = tmp_path / "m.csv"
+    code = main(["evaluate", "--gt", str(FIXTURES / "gt.json"), "--dt", str(FIXTURES / "dt.json"),
+                 "--protocol", "voc2010", "--confidence", "0.7", "--matches", str(out), "-q"])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "detections with score >= 0.7 at IoU 0.5" in text
+    lines = out.read_text().splitlines()
+    assert lines[0] == "detection,image_id,category_id,category,score,outcome,gt_annotation_id"
+    assert lines[1] == "0,1,1,person,0.95,tp,1" and len(lines) == 14
+    code = main(["evaluate", "--gt", str(FIXTURES / "gt.json"), "--dt", str(FIXTURES / "dt.json"),
+                 "--matches", str(FIXTURES / "dt.json"), "-q"])
+    assert code == 3 and "refusing to overwrite" in capsys.readouterr().err
