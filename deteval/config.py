@@ -51,7 +51,7 @@ __all__ = ["load_protocol_file", "load_protocol_text", "protocol_from_mapping", 
 #: Fields a complete protocol (no ``extends:``) may leave out, with the value they then take.
 #: ``name``/``source`` default to the file; the others only matter for segm or 11-point.
 OPTIONAL_FIELDS: dict[str, Any] = {"mask_iou": "exact", "invalid_polygons": "error",
-                                   "eleven_point_grid": "decimal"}
+                                   "eleven_point_grid": "matlab_colon"}
 
 #: Protocol files are a few hundred bytes; anything above this is refused unread.
 MAX_CONFIG_BYTES = 1 << 20

@@ -36,7 +36,7 @@ FIELD_CHOICES: dict[str, tuple] = {
     "matching": ("coco", "voc"),
     "box_convention": ("continuous", "pixel_inclusive"),
     "ap_method": ("101_point", "11_point", "all_point"),
-    "eleven_point_grid": ("decimal", "numpy_arange"),
+    "eleven_point_grid": ("matlab_colon", "decimal", "numpy_arange"),
     "difficult": ("ignore", "count"),
     "crowd": ("ignore_reusable", "none"),
     "score_order": ("image_major", "file"),
@@ -73,9 +73,14 @@ class Protocol:
     ap_method : {"101_point", "11_point", "all_point"}
         COCO's 101 recall thresholds (precision = tp / (tp + fp + eps)); VOC2007's 11 points;
         VOC2010+'s area under the precision envelope.
-    eleven_point_grid : {"decimal", "numpy_arange"}
-        11-point recall grid: ``k / 10``, or ``np.arange(0., 1.1, 0.1)`` as the Python VOC port
-        builds it (0.30000000000000004, 0.6000000000000001, 0.7000000000000001).
+    eleven_point_grid : {"matlab_colon", "decimal", "numpy_arange"}
+        11-point recall grid. ``matlab_colon``: the devkit's ``0:0.1:1``, which MATLAB builds
+        from both ends (``a + k*d`` for the first half, ``b - (n-k)*d`` for the second), so the
+        fourth point is 0.30000000000000004 while 0.6 and 0.7 are exact; ``numpy_arange``:
+        ``np.arange(0., 1.1, 0.1)`` as the Python VOC port builds it (0.30000000000000004,
+        0.6000000000000001, 0.7000000000000001; GNU Octave's colon gives the same);
+        ``decimal``: ``k / 10``. A recall of exactly 0.3 misses the 0.3 point under the first
+        two.
     area_ranges : tuple of (name, lo, hi)
         Size buckets on the GT ``area`` field, bounds inclusive (the A axis).
     max_dets : tuple of int or None
@@ -113,7 +118,7 @@ class Protocol:
     matching: str = "coco"
     box_convention: str = "continuous"
     ap_method: str = "101_point"
-    eleven_point_grid: str = "decimal"
+    eleven_point_grid: str = "matlab_colon"
     area_ranges: tuple = (("all", 0.0, 1e10), ("small", 0.0, 1024.0), ("medium", 1024.0, 9216.0),
                           ("large", 9216.0, 1e10))
     max_dets: tuple | None = (1, 10, 100)
@@ -250,14 +255,21 @@ def recall_thresholds(protocol: Protocol) -> np.ndarray:
     --------
     >>> float(recall_thresholds(get_protocol("voc2007-pyfrcnn"))[3])
     0.30000000000000004
-    >>> float(recall_thresholds(get_protocol("voc2007"))[3])
-    0.3
+    >>> g = recall_thresholds(get_protocol("voc2007"))  # MATLAB's 0:0.1:1
+    >>> float(g[3]), float(g[6]), float(g[7])
+    (0.30000000000000004, 0.6, 0.7)
     """
     if protocol.ap_method == "101_point":
         return COCO_RECALL_THRESHOLDS
     if protocol.ap_method == "11_point":
         if protocol.eleven_point_grid == "numpy_arange":
             return np.arange(0.0, 1.1, 0.1)
+        if protocol.eleven_point_grid == "matlab_colon":
+            grid = np.empty(11)
+            grid[:6] = np.arange(6) * 0.1
+            grid[6:] = 1.0 - np.arange(4, -1, -1) * 0.1
+            grid[5] = 0.5  # the middle element: MATLAB computes it as (a + b) / 2
+            return grid
         return np.arange(11) / 10.0
     return np.zeros(0)
 
@@ -280,7 +292,7 @@ PRESETS: dict[str, Protocol] = {
     "voc2007": Protocol(
         name="voc2007", source="PASCAL VOC2007 devkit VOCevalDet.m (11-point, IoU >= 0.5, +1 pixels)",
         iou_thresholds=(0.5,), iou_comparison=">=", matching="voc", box_convention="pixel_inclusive",
-        ap_method="11_point", eleven_point_grid="decimal", area_ranges=(("all", 0.0, 1e10),),
+        ap_method="11_point", eleven_point_grid="matlab_colon", area_ranges=(("all", 0.0, 1e10),),
         max_dets=None, difficult="ignore", crowd="none", score_order="file", summary="configured"),
 }
 PRESETS["voc2010"] = PRESETS["voc2007"].replace(

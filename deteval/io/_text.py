@@ -1,8 +1,9 @@
 """Shared helpers of the text-file loaders (VOC, YOLO): safe file access and line-level errors.
 
-Ids and class names read from a dataset (an image-set line, an XML ``<name>``) are never joined
-into a path as given: a file is opened only if it is a direct entry of the folder it should be
-in, and its real path (symlinks resolved) stays inside that folder. Errors name the file and
+Ids and class names read from a dataset (an image-set line, an XML ``<name>``) are never used
+as paths as given: a name with a separator or ``..`` is refused (:func:`safe_child`), or files
+are looked up by name in a listing of their folder (:func:`list_files`), so no name can reach a
+file outside the folder it belongs to. Errors name the file and
 line (``file:line``); many records with one defect give the count and the first five.
 """
 
@@ -41,13 +42,8 @@ def is_safe_name(name: str) -> bool:
             and "\0" not in name and not os.path.isabs(name) and ":" not in name[1:2])
 
 
-def _inside(path: str, folder_real: str) -> bool:
-    real = os.path.realpath(path)
-    return os.path.dirname(real) == folder_real or real.startswith(folder_real + os.sep)
-
-
 def list_files(folder: str, *, what: str) -> dict[str, str]:
-    """Regular files directly in ``folder``: name -> path (only those inside it, symlinks resolved).
+    """Regular files directly in ``folder`` (symbolic links followed): name -> path.
 
     Raises
     ------
@@ -62,34 +58,38 @@ def list_files(folder: str, *, what: str) -> dict[str, str]:
         raise InputError(f"{folder}: not a folder; expected {what}") from None
     except OSError as exc:
         raise InputError(f"{folder}: cannot list ({exc.strerror}); expected {what}") from None
-    folder_real = os.path.realpath(folder)
     out = {}
     for entry in entries:
         try:
-            is_file = entry.is_file()
-        except OSError:
+            if entry.is_file():
+                out[entry.name] = entry.path
+        except OSError:  # a dangling link or unreadable entry is not a file of the dataset
             continue
-        if is_file and (not entry.is_symlink() or _inside(entry.path, folder_real)):
-            out[entry.name] = entry.path
     return out
 
 
 def safe_child(folder: str, name: str, *, what: str, where: str) -> str:
-    """``folder/name`` when ``name`` is a plain file name whose real path stays in ``folder``.
+    """``folder/name`` when ``name`` read from a file is a plain file name (never a path).
 
     Raises
     ------
     InputError
-        For names with path separators or ``..``, and symlinks leaving the folder.
+        For names with path separators, ``..`` or a drive.
+
+    Examples
+    --------
+    >>> safe_child("Annotations", "000005.xml", what="image id", where="test.txt:3")
+    'Annotations/000005.xml'
+    >>> try:
+    ...     safe_child("Annotations", "../../etc/passwd.xml", what="image id", where="test.txt:3")
+    ... except InputError as exc:
+    ...     print(str(exc)[:56])
+    test.txt:3: image id '../../etc/passwd.xml' is a path; e
     """
     if not is_safe_name(name):
-        raise InputError(f"{where}: {what} {shorten(name)} is not a plain file name; expected a "
-                         f"name without '/', '\\' or '..' (no file outside {folder} is opened)")
-    path = os.path.join(folder, name)
-    if os.path.islink(path) and not _inside(path, os.path.realpath(folder)):
-        raise InputError(f"{where}: {path} is a symbolic link that leaves {folder}; expected a "
-                         f"file inside it (no file outside the dataset is opened)")
-    return path
+        raise InputError(f"{where}: {what} {shorten(name)} is a path; expected a plain name without "
+                         f"'/', '\\' or '..' (no file outside {folder} is opened)")
+    return os.path.join(folder, name)
 
 
 def read_bytes(path: str, *, what: str) -> bytes:
@@ -159,7 +159,9 @@ def split_rows(text: str) -> list[tuple[int, list[str]]]:
 
 def parse_floats(rows: Sequence[tuple[int, list[str]]], columns: slice, path: str,
                  names: str) -> np.ndarray:
-    """The numeric ``columns`` of ``rows`` (already checked for their count) as float64 (n, k).
+    """The numeric ``columns`` (a slice with a stop) of ``rows`` as float64 (n, k).
+
+    The rows' column counts are checked by the caller.
 
     Raises
     ------
@@ -167,7 +169,7 @@ def parse_floats(rows: Sequence[tuple[int, list[str]]], columns: slice, path: st
         ``file:line`` of the values that are not finite numbers (count and first five).
     """
     fields = [f[columns] for _, f in rows]
-    width = len(fields[0]) if fields else 0
+    width = columns.stop - (columns.start or 0)
     try:
         out = np.array(fields, dtype=np.float64).reshape(len(fields), width)
         if np.isfinite(out).all():

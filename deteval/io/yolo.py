@@ -213,7 +213,8 @@ def _read_sizes(path: str) -> dict[str, tuple[float, float]]:
     if wrong:
         fail_records("wrong number of columns", "3 columns `<image file name> <width> <height>`", wrong)
     numbers = parse_floats(rows, slice(1, 3), path, "width height")
-    bad = [(f"{path}:{n}", f"{w:g} x {h:g}") for (n, _), (w, h) in zip(rows, numbers, strict=True) if w <= 0 or h <= 0]
+    bad = [(f"{path}:{n}", f"{w:g} x {h:g}")
+           for (n, _), (w, h) in zip(rows, numbers, strict=True) if w <= 0 or h <= 0]
     if bad:
         fail_records("image size not positive", "width > 0 and height > 0", bad)
     return {f[0]: (float(w), float(h)) for (_, f), (w, h) in zip(rows, numbers, strict=True)}
@@ -346,7 +347,8 @@ def load_yolo_gt(source: str | os.PathLike, *, split: str = "val",
             wrong.extend(bad)
             continue
         category = _class_column(rows, 0, label, class_ids)
-        unknown_class.extend((f"{label}:{r}", f[0]) for (r, f), c in zip(rows, category, strict=True) if c < 0)
+        unknown_class.extend((f"{label}:{r}", f[0])
+                             for (r, f), c in zip(rows, category, strict=True) if c < 0)
         xywhn = parse_floats(rows, slice(1, 5), label, "cx cy w h")
         off = np.flatnonzero(((xywhn < 0) | (xywhn > 1)).any(axis=1))
         outside.extend((f"{label}:{rows[j][0]}", " ".join(rows[j][1][1:])) for j in off)
@@ -356,8 +358,8 @@ def load_yolo_gt(source: str | os.PathLike, *, split: str = "val",
     if wrong:
         fail_records("wrong number of columns", f"5 columns {_LABEL_ROW}", wrong)
     if unknown_class:
-        fail_records("class id not in `names`", f"a class id of {yaml_path} "
-                     f"({names_note([f'{k}={v}' for k, v in zip(class_ids, class_names, strict=True)])})", unknown_class)
+        listed = names_note([f"{k}={v}" for k, v in zip(class_ids, class_names, strict=True)])
+        fail_records("class id not in `names`", f"a class id of {yaml_path} ({listed})", unknown_class)
     if outside:
         fail_records("coordinate outside [0, 1]", "normalized cx cy w h in [0, 1]", outside)
     image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
