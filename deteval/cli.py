@@ -268,16 +268,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.matches:
         _write_matches(args, results[0])
     text = json.dumps(doc, indent=2, allow_nan=False)
-    if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text + "\n")
-        except OSError as exc:
-            raise ConfigError(f"--output {args.output}: cannot write ({exc.strerror}); "
-                              f"expected a writable file path") from None
-    if not args.quiet:
-        for w in doc["warnings"]:
-            print(f"deteval: warning: {w}", file=sys.stderr)
+    _write_output_and_warnings(args, doc, text)
     per_class = not args.no_per_class
     if args.format == "json":
         sys.stdout.write(text + "\n")
@@ -290,6 +281,22 @@ def _evaluate(args: argparse.Namespace) -> int:
         for result, rows in zip(results, confidence_rows):
             sys.stdout.write(format_confidence_table(result, rows, args.confidence))
     return EXIT_OK
+
+
+def _write_output_and_warnings(args: argparse.Namespace, doc: dict, text: str) -> None:
+    """Write ``--output``; print warnings and notes on stderr (unless -q)."""
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        except OSError as exc:
+            raise ConfigError(f"--output {args.output}: cannot write ({exc.strerror}); "
+                              f"expected a writable file path") from None
+    if not args.quiet:
+        for w in doc["warnings"]:
+            print(f"deteval: warning: {w}", file=sys.stderr)
+        for note in doc.get("notes", []):
+            print(f"deteval: note: {note}", file=sys.stderr)
 
 
 def _confidence_rows(args: argparse.Namespace, results: list, doc: dict) -> list:
@@ -441,16 +448,7 @@ def _compare(args: argparse.Namespace) -> int:
     doc = compare_json(results, inputs=inputs, warnings=input_warnings,
                        matching_groups=comparison.matching_groups, explanations=explanations)
     text = json.dumps(doc, indent=2, allow_nan=False)
-    if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text + "\n")
-        except OSError as exc:
-            raise ConfigError(f"--output {args.output}: cannot write ({exc.strerror}); "
-                              f"expected a writable file path") from None
-    if not args.quiet:
-        for w in doc["warnings"]:
-            print(f"deteval: warning: {w}", file=sys.stderr)
+    _write_output_and_warnings(args, doc, text)
     groups = comparison.matching_groups
     if args.format == "json":
         sys.stdout.write(text + "\n")

@@ -142,6 +142,9 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
         Plain arrays (picklable): ground-truth rows refer to the whole ``gt``.
     """
     protocol = resolve_protocol(protocol)
+    if protocol.iou_type == "bbox":
+        from deteval.io.coco import require_boxes
+        require_boxes(dt)
     n_class = gt.n_classes
     n_area = len(protocol.area_ranges)
     if images is None:
@@ -256,6 +259,10 @@ class EvalResult:
     table : MatchTable
         Who matched whom (for explanations and PR curves; see :mod:`deteval.analysis`).
     warnings : tuple of str
+        Counted warnings about the input (``--strict`` makes them errors).
+    notes : tuple of str
+        What the protocol defines for this input that a reader should know (classes without
+        ground truth); informational, never an error.
     inputs : dict
     image_ids, annotation_ids : int64 arrays
         The ground truth's image ids and annotation ids (to name matches).
@@ -272,6 +279,7 @@ class EvalResult:
     category_names: tuple
     table: MatchTable
     warnings: tuple = field(default=())
+    notes: tuple = field(default=())
     inputs: dict = field(default_factory=dict)
     image_ids: np.ndarray | None = None
     annotation_ids: np.ndarray | None = None
@@ -286,6 +294,7 @@ class EvalResult:
             "metrics": {k: _none_if_nan(v) for k, v in self.metrics.items()},
             "per_class": [{**c, "AP": _none_if_nan(c["AP"])} for c in self.per_class],
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
         }
 
 
@@ -369,6 +378,23 @@ def _coco_metrics(acc: Any, protocol: Protocol) -> dict:
     return out
 
 
+def _parity_warnings(gt: GroundTruth, protocol: Protocol) -> list:
+    """Say when the input triggers a pycocotools bug that the protocol reproduces."""
+    out = []
+    if protocol.gt_id_zero == "unmatchable":
+        n_zero = int((gt.annotation_id == 0).sum())
+        if n_zero:
+            out.append(f"{n_zero} annotation(s) with id 0: a detection matched to one counts as a false "
+                       f"positive, as in pycocotools (its match flag is the annotation id); protocol "
+                       f"'coco' matches them normally")
+    if protocol.gt_ignore_field == "iscrowd":
+        n_lost = int((gt.is_ignore & ~gt.is_crowd).sum())
+        if n_lost:
+            out.append(f"{n_lost} annotation(s) with `ignore: 1` scored as normal objects: pycocotools "
+                       f"overwrites `ignore` with `iscrowd`; protocol 'coco' honours the ignore field")
+    return out
+
+
 def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: tuple = (),
           inputs: dict | None = None) -> EvalResult:
     """Accumulate a :class:`MatchTable` into an :class:`EvalResult`."""
@@ -390,10 +416,12 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
                   "AP": float(per_class_ap[k]), "num_gt": int(table.n_positive[k, 0]),
                   "num_det": int(table.n_det_per_class[k])} for k in range(gt.n_classes)]
     notes = list(warnings)
+    info = []
     undefined = [gt.category_name[k] for k in range(gt.n_classes) if table.n_positive[k, 0] == 0]
     if undefined:
-        notes.append(f"{len(undefined)} classes have no ground truth counted under this protocol "
-                     f"(AP undefined, left out of the mean): {undefined[:10]}")
+        info.append(f"{len(undefined)} classes have no ground truth counted under this protocol "
+                    f"(AP undefined, left out of the mean): {undefined[:10]}")
+    notes.extend(_parity_warnings(gt, protocol))
     if table.n_over_max_dets:
         notes.append(f"{table.n_over_max_dets} detections beyond max_dets={max(protocol.max_dets)} "
                      f"in their image and class were not scored (as the protocol says)")
@@ -405,7 +433,7 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
                       category_ids=tuple(int(c) for c in gt.category_id),
                       category_names=tuple(gt.category_name), table=table,
                       image_ids=gt.image_id, annotation_ids=gt.annotation_id,
-                      warnings=tuple(notes), inputs=dict(inputs or {}))
+                      warnings=tuple(notes), notes=tuple(info), inputs=dict(inputs or {}))
 
 
 def image_shards(gt: GroundTruth, n_shards: int) -> list:

@@ -43,6 +43,7 @@ def to_json(results: Sequence[EvalResult], *, inputs: dict | None = None,
            "results": [r.to_dict() for r in results]}
     all_warnings = list(warnings) + [w for r in results for w in r.warnings]
     doc["warnings"] = list(dict.fromkeys(all_warnings))
+    doc["notes"] = list(dict.fromkeys(n for r in results for n in r.notes))
     return doc
 
 
