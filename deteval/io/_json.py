@@ -17,7 +17,7 @@ except ImportError:  # pragma: no cover - orjson is a declared dependency
 __all__ = ["read_json", "loads_strict"]
 
 
-def read_json(path: "str | os.PathLike") -> Any:
+def read_json(path: str | os.PathLike) -> Any:
     """Read and parse a JSON file strictly; errors name the file and position."""
     path = os.fspath(path)
     try:

@@ -15,8 +15,15 @@ import numpy as np
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError
 from deteval.io._json import read_json
-from deteval.io._records import (MISSING, Problems, box_column, flag_column, int_column,
-                                 json_type, number_column)
+from deteval.io._records import (
+    MISSING,
+    Problems,
+    box_column,
+    flag_column,
+    int_column,
+    json_type,
+    number_column,
+)
 
 __all__ = ["load_coco_gt", "load_coco_dt", "require_boxes"]
 

@@ -1,0 +1,292 @@
+"""Fuzzing the input edge: mutated COCO and VOC files through ``deteval.cli.main``.
+
+Each example takes the hand-checked fixtures (fixtures/coco/, and a two-image VOC root built
+here), applies a few mutations -- drop a field, change its JSON type, put NaN or an absurd
+number in it, duplicate or delete a record, truncate the file, add garbage -- and runs
+``deteval evaluate``. The contract:
+
+* the exit code is 0 (scored) or 3 (refused, with a ``deteval: error:`` line); any other
+  exception escaping ``main`` is a failure (it would be a traceback for the user);
+* exit 3 leaves stdout empty; exit 0 prints strict JSON (no NaN tokens);
+* nothing hangs (a watchdog fails an example after 20 s);
+* when a COCO input is scored without warnings that the reference cannot take, pycocotools
+  runs on it without crashing and gives the same 12 numbers as ``coco-pycocotools``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import math
+import signal
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from deteval.cli import main
+from tests.reference.run_pycocotools import run_pycocotools
+
+ROOT = Path(__file__).resolve().parents[2]
+GT = json.loads((ROOT / "fixtures" / "coco" / "gt.json").read_text())
+DT = json.loads((ROOT / "fixtures" / "coco" / "dt.json").read_text())
+
+FUZZ = settings(max_examples=400, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+#: Pycocotools' 12 stats, in its order, by deteval's metric names.
+STATS = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
+
+#: Warnings of inputs pycocotools also takes (anything else: no cross-check).
+REFERENCE_TAKES = ("no ground truth counted", "zero area or a zero-width", "zero width or height",
+                   "beyond max_dets", "no detections", "extend past the image", "normalized")
+
+WEIRD_VALUES = st.sampled_from([
+    None, True, False, 0, 1, -1, 2, 7, 2 ** 63, 2 ** 70, -(2 ** 63) - 1, 0.5, 1.0, -0.0, 1e308,
+    -1e9, float("nan"), float("inf"), float("-inf"), "", "1", "0", "nan", "../../x", "=cmd",
+    [], [1], [1, 2, 3], [1, 2, 3, 4, 5], [0, 0, 0, 0], [float("nan"), 0, 1, 1], [1, 1, -2, 3],
+    ["1", "2", "3", "4"], {}, {"a": 1}, [[1, 2, 3, 4, 5, 6]],
+])
+
+
+@contextlib.contextmanager
+def watchdog(seconds: int):
+    """Fail (instead of hanging) if the body runs longer than ``seconds``."""
+    def on_alarm(signum, frame):
+        raise TimeoutError(f"deteval took more than {seconds} s: a hang")
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_cli(argv: list) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with watchdog(20), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])  # anything but DetevalError escaping = failure
+    return code, out.getvalue(), err.getvalue()
+
+
+def check_contract(code: int, out: str, err: str) -> dict | None:
+    assert code in (0, 3), (code, err)
+    assert "Traceback" not in err
+    if code == 3:
+        assert out == "", "stdout must be empty on exit 3"
+        assert err.startswith("deteval: error: ") and err.strip(), err
+        return None
+    return json.loads(out, parse_constant=lambda token: pytest.fail(f"{token} token in stdout"))
+
+
+# -- COCO mutations ----------------------------------------------------------------------------
+
+@st.composite
+def coco_mutation(draw):
+    """(target, description, apply) where apply mutates (gt, dt) in place."""
+    target = draw(st.sampled_from(["gt.images", "gt.categories", "gt.annotations", "dt", "gt", "dt.top"]))
+    kind = draw(st.sampled_from(["drop", "set", "set", "set", "nan_in_bbox", "duplicate", "delete",
+                                 "add_key", "clear"]))
+    index = draw(st.integers(0, 20))
+    value = draw(WEIRD_VALUES)
+    key = draw(st.sampled_from(["id", "image_id", "category_id", "bbox", "score", "area", "iscrowd",
+                                "ignore", "width", "height", "name", "segmentation", "file_name"]))
+    coordinate = draw(st.integers(0, 3))
+
+    def apply(gt: dict, dt: list) -> None:
+        if target == "gt":
+            if kind in ("drop", "delete") and gt:
+                gt.pop(sorted(gt)[index % len(gt)])
+            elif kind == "set" and gt:
+                gt[sorted(gt)[index % len(gt)]] = copy.deepcopy(value)
+            return
+        if target == "dt.top":
+            if kind == "set":
+                dt[:] = [copy.deepcopy(value)]
+            elif kind == "delete":
+                dt.clear()
+            return
+        records = dt if target == "dt" else gt.get(target.split(".")[1])
+        if not isinstance(records, list) or not records:
+            return
+        i = index % len(records)
+        record = records[i]
+        if kind == "clear":
+            records.clear()
+        elif kind == "delete":
+            del records[i]
+        elif kind == "duplicate":
+            records.insert(i, copy.deepcopy(record))
+        elif not isinstance(record, dict):
+            return
+        elif kind == "drop":
+            record.pop(key, None)
+        elif kind in ("set", "add_key"):
+            record[key] = copy.deepcopy(value)
+        elif kind == "nan_in_bbox" and isinstance(record.get("bbox"), list) and len(record["bbox"]) > coordinate:
+            record["bbox"][coordinate] = float("nan")
+
+    return f"{kind} {target}[{index}].{key} = {value!r}", apply
+
+
+@st.composite
+def coco_case(draw):
+    gt, dt = copy.deepcopy(GT), copy.deepcopy(DT)
+    notes = []
+    for note, apply in draw(st.lists(coco_mutation(), min_size=1, max_size=3)):
+        apply(gt, dt)
+        notes.append(note)
+    truncate = draw(st.sampled_from([None, None, None, None, "gt", "dt", "garbage"]))
+    cut = draw(st.floats(0.0, 1.0))
+    return gt, dt, truncate, cut, notes
+
+
+def _serialize(value) -> bytes:
+    return json.dumps(value, indent=1, allow_nan=True).encode()  # NaN/Infinity tokens on purpose
+
+
+def _same(metric, stat) -> bool:
+    if metric is None:
+        return stat == -1
+    return math.isclose(metric, stat, rel_tol=0, abs_tol=1e-12)
+
+
+@FUZZ
+@given(case=coco_case())
+def test_fuzzed_coco_inputs_are_scored_or_refused(case):
+    gt, dt, truncate, cut, notes = case
+    with tempfile.TemporaryDirectory() as tmp:
+        gt_path, dt_path = Path(tmp) / "gt.json", Path(tmp) / "dt.json"
+        gt_raw, dt_raw = _serialize(gt), _serialize(dt)
+        if truncate == "gt":
+            gt_raw = gt_raw[:int(len(gt_raw) * cut)]
+        elif truncate == "dt":
+            dt_raw = dt_raw[:int(len(dt_raw) * cut)]
+        elif truncate == "garbage":
+            dt_raw = dt_raw + b"\n{]"
+        gt_path.write_bytes(gt_raw)
+        dt_path.write_bytes(dt_raw)
+        code, out, err = run_cli(["evaluate", "--gt", gt_path, "--dt", dt_path, "--format", "json",
+                                  "--protocol", "coco-pycocotools"])
+        doc = check_contract(code, out, err)
+        event(f"exit {code}")
+        if doc is None:
+            return
+        # validate agrees with evaluate on whether the inputs can be scored
+        code, out, err = run_cli(["validate", "--gt", gt_path, "--dt", dt_path, "--format", "json"])
+        assert code == 0, err
+        # another protocol family on the same accepted input: scored too
+        check_contract(*run_cli(["evaluate", "--gt", gt_path, "--dt", dt_path, "--format", "json",
+                                 "--protocol", "voc2010", "-q"]))
+    if truncate or not all(any(t in w for t in REFERENCE_TAKES) for w in doc["warnings"]):
+        return
+    # The cross-check reference must take what deteval scored without a word against it.
+    event("cross-checked against pycocotools")
+    reference = run_pycocotools(gt, dt)
+    metrics = doc["results"][0]["metrics"]
+    for name, stat in zip(STATS, reference.stats, strict=True):
+        assert _same(metrics[name], stat), (name, metrics[name], stat, notes)
+
+
+# -- VOC mutations -----------------------------------------------------------------------------
+
+VOC_XML = {
+    "000001": ("<annotation>\n <size><width>100</width><height>80</height></size>\n"
+               " <object><name>cat</name><difficult>0</difficult><bndbox><xmin>10</xmin><ymin>10</ymin>"
+               "<xmax>50</xmax><ymax>60</ymax></bndbox></object>\n"
+               " <object><name>dog</name><difficult>0</difficult><bndbox><xmin>60</xmin><ymin>20</ymin>"
+               "<xmax>90</xmax><ymax>70</ymax></bndbox></object>\n</annotation>\n"),
+    "000002": ("<annotation>\n <size><width>100</width><height>80</height></size>\n"
+               " <object><name>cat</name><difficult>1</difficult><bndbox><xmin>5</xmin><ymin>5</ymin>"
+               "<xmax>40</xmax><ymax>40</ymax></bndbox></object>\n</annotation>\n"),
+}
+VOC_RESULTS = {
+    "cat": "000001 0.9 10 10 50 60\n000002 0.8 5 5 40 40\n000002 0.3 60 10 90 70\n",
+    "dog": "000001 0.7 60 20 90 70\n000002 0.2 1 1 20 20\n",
+}
+TOKENS = st.sampled_from(["3", "15", "45.5", "0.25", "1e-3", "", "nan", "inf", "-1", "1e999", "abc", "../x", "0", "1", "2", "<", "&amp;",
+                          "&x;", "\x00", "é", "<!DOCTYPE a>", " ", "\n", "000003", "9" * 30])
+
+
+@st.composite
+def voc_case(draw):
+    xml = dict(VOC_XML)
+    results = dict(VOC_RESULTS)
+    split = "000001\n000002\n"
+    for _ in range(draw(st.integers(1, 3))):
+        where = draw(st.sampled_from(["xml", "xml", "result", "result", "split", "extra_line"]))
+        token = draw(TOKENS)
+        if where == "xml":
+            name = draw(st.sampled_from(sorted(xml)))
+            text = xml[name]
+            how = draw(st.sampled_from(["replace_number", "drop_tag", "truncate", "insert"]))
+            pos = draw(st.integers(0, len(text)))
+            if how == "replace_number":
+                tag = draw(st.sampled_from(["xmin", "ymin", "xmax", "ymax", "difficult", "width",
+                                            "name", "height"]))
+                start = text.find(f"<{tag}>")
+                if start >= 0:
+                    end = text.find(f"</{tag}>", start)
+                    text = text[:start + len(tag) + 2] + token + text[end:]
+            elif how == "drop_tag":
+                tag = draw(st.sampled_from(["difficult", "bndbox", "name", "size", "xmax", "object"]))
+                start, end = text.find(f"<{tag}>"), text.find(f"</{tag}>")
+                if 0 <= start < end:
+                    text = text[:start] + text[end + len(tag) + 3:]
+            elif how == "truncate":
+                text = text[:pos]
+            else:
+                text = text[:pos] + token + text[pos:]
+            xml[name] = text
+        elif where == "result":
+            cls = draw(st.sampled_from(sorted(results)))
+            lines = results[cls].splitlines()
+            row = draw(st.integers(0, len(lines) - 1))
+            parts = lines[row].split(" ")
+            how = draw(st.sampled_from(["replace", "drop_column", "add_column", "truncate"]))
+            col = draw(st.integers(0, len(parts) - 1))
+            if how == "replace":
+                parts[col] = token
+            elif how == "drop_column":
+                del parts[col]
+            elif how == "add_column":
+                parts.insert(col, token or "x")
+            else:
+                parts = parts[:col]
+            lines[row] = " ".join(parts)
+            results[cls] = "\n".join(lines) + "\n"
+        elif where == "split":
+            split = split + token + "\n"
+        else:  # a further detection, often valid (exercises scoring rather than refusal)
+            cls = draw(st.sampled_from(sorted(results)))
+            results[cls] += f"{draw(st.sampled_from(['000001', '000002', token]))} 0.5 {token} 5 60 70\n"
+    return xml, results, split
+
+
+@FUZZ
+@given(case=voc_case())
+def test_fuzzed_voc_inputs_are_scored_or_refused(case):
+    xml, results, split = case
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for sub in ("Annotations", "ImageSets/Main", "results"):
+            (root / sub).mkdir(parents=True)
+        for name, text in xml.items():
+            (root / "Annotations" / f"{name}.xml").write_bytes(text.encode("utf-8", "surrogatepass"))
+        for cls, text in results.items():
+            (root / "results" / f"comp4_det_test_{cls}.txt").write_bytes(text.encode())
+        (root / "ImageSets" / "Main" / "test.txt").write_bytes(split.encode())
+        for protocol in ("voc2007", "coco"):
+            code, out, err = run_cli(["evaluate", "--gt", root, "--dt", root / "results", "--split",
+                                      "test", "--protocol", protocol, "--format", "json"])
+            doc = check_contract(code, out, err)
+            event(f"{protocol}: exit {code}")
+            if doc is not None:
+                assert all(np.isfinite(v) for v in doc["results"][0]["metrics"].values()
+                           if v is not None)
