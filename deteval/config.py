@@ -170,10 +170,13 @@ def _yaml_error_message(exc: yaml.MarkedYAMLError, filename: str, expected: str)
 def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set) -> None:
     """Refuse duplicate keys and any tag outside plain YAML, before anything is constructed.
 
-    Anchors make the node graph a DAG (or a cycle): each node is visited once.
+    A node reached twice is an alias (``*name``): refused, which also stops alias bombs.
     """
     if id(node) in seen:
-        return
+        line = node.start_mark.line + 1
+        raise ConfigError(f"{filename}: {path or '(document)'}: anchors and aliases (&name / *name, "
+                          f"line {line}) are not allowed; expected plain values (a protocol "
+                          f"inherits with `extends:`)")
     seen.add(id(node))
     if node.tag not in _ALLOWED_TAGS:
         line = node.start_mark.line + 1

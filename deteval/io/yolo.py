@@ -40,6 +40,7 @@ from deteval.io._text import (
     shorten,
     split_rows,
 )
+from deteval.io._yaml import find_alias
 
 __all__ = ["load_yolo_gt", "load_yolo_dt", "image_size", "IMAGE_EXTENSIONS", "LAYOUTS"]
 
@@ -159,6 +160,10 @@ def _yaml_path(source: str) -> str:
 def _read_yaml(path: str) -> dict:
     text = read_text(path, what="a YOLO data.yaml")
     try:
+        alias = find_alias(yaml.compose(text, Loader=yaml.SafeLoader))
+        if alias is not None:
+            raise InputError(f"{path}:{alias.start_mark.line + 1}: YAML anchors and aliases "
+                             f"(&name / *name) are not allowed; expected plain values")
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

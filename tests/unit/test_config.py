@@ -342,7 +342,7 @@ def test_alias_bomb_is_refused_quickly(tmp_path):
     start = time.perf_counter()
     message = error_of("\n".join(lines) + "\n", tmp_path)
     assert time.perf_counter() - start < 5
-    assert "a0: unknown key" in message
+    assert "anchors and aliases" in message and "are not allowed" in message
 
 
 def test_deeply_nested_yaml_is_an_error_not_a_crash(tmp_path):
