@@ -56,6 +56,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--yolo-layout", choices=_YOLO_LAYOUTS, metavar="LAYOUT",
                    help="column order of YOLO prediction rows: 'cls cx cy w h conf' (Ultralytics, the "
                         "default) or 'cls conf cx cy w h'")
+    p.add_argument("--compare-mask-modes", action="store_true",
+                   help="segm: also score with the other mask IoU (exact vs raster) and report "
+                        "per-metric differences and how many matches changed")
     p.add_argument("--confidence", type=float, metavar="T",
                    help="also report per-class precision/recall/F1 of the detections scoring >= T "
                         "(at IoU 0.5, or the protocol's first threshold)")
@@ -265,6 +268,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise ConfigError("--strict: warnings are errors:\n  " + "\n  ".join(protocol_warnings))
     doc = to_json(results, inputs=inputs, warnings=input_warnings)
     confidence_rows = _confidence_rows(args, results, doc)
+    mask_reports = _mask_mode_reports(args, gt, dt, results, doc)
     if args.matches:
         _write_matches(args, results[0])
     text = json.dumps(doc, indent=2, allow_nan=False)
@@ -280,7 +284,33 @@ def _evaluate(args: argparse.Namespace) -> int:
         sys.stdout.write(format_table(results, per_class=per_class))
         for result, rows in zip(results, confidence_rows):
             sys.stdout.write(format_confidence_table(result, rows, args.confidence))
+        for text_block in mask_reports:
+            sys.stdout.write(text_block)
     return EXIT_OK
+
+
+def _mask_mode_reports(args: argparse.Namespace, gt: Any, dt: Any, results: list, doc: dict) -> list:
+    """``--compare-mask-modes``: exact vs raster per protocol, into the JSON and as text."""
+    if not getattr(args, "compare_mask_modes", False):
+        return []
+    from deteval.evaluate import _none_if_nan
+    from deteval.masks import compare_mask_modes
+    from deteval.report import format_mask_mode_comparison
+    out = []
+    for result, entry in zip(results, doc["results"]):
+        if result.protocol.iou_type != "segm":
+            raise ConfigError(f"--compare-mask-modes: protocol {result.protocol.name!r} scores boxes; "
+                              f"expected --iou-type segm")
+        comparison = compare_mask_modes(gt, dt, result.protocol)
+        entry["mask_mode_comparison"] = {
+            "metric_difference_exact_minus_raster": {k: _none_if_nan(v)
+                                                     for k, v in comparison.metric_difference.items()},
+            "n_outcomes": comparison.n_outcomes, "n_changed": comparison.n_changed,
+            "n_matches_changed": comparison.n_matches_changed,
+            "n_detections_changed": comparison.n_detections_changed,
+            "changed_by_threshold": [int(v) for v in comparison.changed_by_threshold]}
+        out.append(format_mask_mode_comparison(result.protocol, comparison))
+    return out
 
 
 def _write_output_and_warnings(args: argparse.Namespace, doc: dict, text: str) -> None:

@@ -470,6 +470,9 @@ def match_sharded(gt: GroundTruth, dt: Detections, protocol: Protocol, *, worker
     import multiprocessing as mp
     if "fork" not in mp.get_all_start_methods():  # pragma: no cover - Windows/macOS spawn
         return match(gt, dt, protocol)
+    if protocol.iou_type == "segm":
+        from deteval.masks import prepare_masks
+        prepare_masks(gt, dt, protocol)  # parse and validate once; the workers inherit it
     shards = image_shards(gt, workers)
     _SHARED.update(gt=gt, dt=dt, protocol=protocol)
     try:

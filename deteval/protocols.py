@@ -276,15 +276,16 @@ def recall_thresholds(protocol: Protocol) -> np.ndarray:
 
 _COCO = Protocol(
     name="coco", difficult="count",
-    source="pycocotools COCOeval (bbox), with its two plain bugs fixed (ignore field, annotation id 0)",
+    source="pycocotools COCOeval (bbox; segm with exact polygon IoU), its two plain bugs fixed "
+           "(ignore field, annotation id 0)",
 )
 
 PRESETS: dict[str, Protocol] = {
     "coco": _COCO,
     "coco-pycocotools": _COCO.replace(
-        name="coco-pycocotools", gt_ignore_field="iscrowd", gt_id_zero="unmatchable",
-        source="pycocotools COCOeval bit for bit, bugs included: `ignore` overwritten by iscrowd, "
-               "annotation id 0 never matched"),
+        name="coco-pycocotools", gt_ignore_field="iscrowd", gt_id_zero="unmatchable", mask_iou="raster",
+        source="pycocotools COCOeval bit for bit (segm: raster masks), bugs included: `ignore` "
+               "overwritten by iscrowd, annotation id 0 never matched"),
     "coco50": _COCO.replace(
         name="coco50", iou_thresholds=(0.5,), area_ranges=(("all", 0.0, 1e10),), max_dets=(100,),
         summary="configured",

@@ -306,3 +306,22 @@ def format_confidence_table(result: EvalResult, rows: list, threshold: float) ->
     lines = [f"\n{result.protocol.name}: detections with score >= {threshold:g} at IoU {iou:g}", "",
              *_text_table(["id", "class", "tp", "fp", "fn", "precision", "recall", "F1"], body)]
     return "\n".join(lines) + "\n"
+
+
+def format_mask_mode_comparison(protocol: Any, comparison: Any) -> str:
+    """Exact vs raster mask IoU: metric differences and how many outcomes changed (text)."""
+    rows = [[name, _fmt(comparison.exact.metrics[name], 4), _fmt(comparison.raster.metrics[name], 4),
+             _signed(diff)] for name, diff in comparison.metric_difference.items()]
+    thresholds = ", ".join(f"{t:g}: {n}" for t, n in zip(protocol.iou_thresholds,
+                                                          comparison.changed_by_threshold) if n)
+    lines = [f"\n{protocol.name}: exact polygon IoU vs raster (pycocotools) IoU", "",
+             *_text_table(["metric", "exact", "raster", "exact-raster"], rows), "",
+             f"outcomes changed: {comparison.n_changed} of {comparison.n_outcomes} (lane x detection); "
+             f"matches changed: {comparison.n_matches_changed}; detections affected: "
+             f"{comparison.n_detections_changed}",
+             f"changed per IoU threshold (area all): {thresholds or 'none'}"]
+    return "\n".join(lines) + "\n"
+
+
+def _signed(value: float) -> str:
+    return "n/a" if value != value else f"{value:+.4f}"

@@ -132,8 +132,11 @@ def flag_column(records: list, key: str, problems: Problems, *, default: int = 0
 
 
 def box_column(records: list, key: str, problems: Problems, *, order: str = "[x, y, w, h]",
-               allow_missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """A list of four finite numbers; returns (boxes (n, 4), is_missing)."""
+               allow_missing: bool = False, empty_is_missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """A list of four finite numbers; returns (boxes (n, 4), is_missing).
+
+    ``empty_is_missing``: an empty list counts as no box (pycocotools' ``bbox == []``).
+    """
     values = _values(records, key)
     n = len(values)
     if set(map(type, values)) <= {list} and set(map(len, values)) <= {4}:
@@ -142,11 +145,12 @@ def box_column(records: list, key: str, problems: Problems, *, order: str = "[x,
                               count=4 * n).reshape(n, 4)
             if np.isfinite(out).all():
                 return out, np.zeros(n, dtype=bool)
-    is_missing = np.fromiter((v is MISSING for v in values), dtype=bool, count=len(values))
+    is_missing = np.fromiter((v is MISSING or (empty_is_missing and v == []) for v in values),
+                             dtype=bool, count=len(values))
     out = np.zeros((n, 4))
     bad_type, bad_len, bad_num = [], [], []
     for i, v in enumerate(values):
-        if v is MISSING and allow_missing:
+        if (v is MISSING or (empty_is_missing and v == [])) and allow_missing:
             continue
         if not isinstance(v, (list, tuple)):
             bad_type.append(i)

@@ -247,7 +247,7 @@ def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
     image_ids = int_column(dets, "image_id", problems)
     category_ids = int_column(dets, "category_id", problems)
     score, _ = number_column(dets, "score", problems)
-    box, box_missing = box_column(dets, "bbox", problems, allow_missing=True)
+    box, box_missing = box_column(dets, "bbox", problems, allow_missing=True, empty_is_missing=True)
     has_segm = np.fromiter(map(dict.__contains__, dets, itertools.repeat("segmentation")),
                            dtype=bool, count=len(dets))
     no_geometry = np.flatnonzero(box_missing & ~has_segm)
