@@ -419,8 +419,9 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
     info = []
     undefined = [gt.category_name[k] for k in range(gt.n_classes) if table.n_positive[k, 0] == 0]
     if undefined:
-        info.append(f"{len(undefined)} classes have no ground truth counted under this protocol "
-                    f"(AP undefined, left out of the mean): {undefined[:10]}")
+        info.append(f"{len(undefined)} {'class has' if len(undefined) == 1 else 'classes have'} no ground "
+                    f"truth counted under this protocol (AP undefined, left out of the mean): "
+                    f"{undefined[:10]}")
     notes.extend(_parity_warnings(gt, protocol))
     if table.n_over_max_dets:
         notes.append(f"{table.n_over_max_dets} detections beyond max_dets={max(protocol.max_dets)} "

@@ -412,3 +412,16 @@ def test_cli_compare_bad_protocol_exits_3(capsys, tmp_path):
 def test_cli_compare_help_has_an_example(capsys):
     code, out, _ = run_cli(["compare", "--help"], capsys)
     assert code == 0 and "--protocol voc2007 --protocol voc2010 --explain" in out
+
+
+def test_docs_compare_example_is_the_real_output(capsys):
+    """docs/protocols.md pastes a real run; it must stay what the code prints."""
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "protocols.md").read_text()
+    block = text.split("$ deteval compare --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json \\\n")[1]
+    pasted = block.split("\n", 1)[1].split("\n```")[0]
+    code = main(["compare", "--gt", str(root / "fixtures/coco/gt.json"), "--dt",
+                 str(root / "fixtures/coco/dt.json"), "--protocol", "voc2007", "--protocol", "voc2010",
+                 "--protocol", "coco", "--explain", "-q"])
+    assert code == 0
+    assert capsys.readouterr().out.rstrip("\n") == pasted.rstrip("\n")
