@@ -433,10 +433,7 @@ def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.
         tp_cls = cls[tp_pos]
         seg_key = tp_lane * n_class + tp_cls
         j = rank_in_group(seg_key) + 1
-        is_fp = ~is_tp & ~is_ignored
-        fp_before = np.zeros(is_fp.size + 1, dtype=np.int64 if is_fp.size >= 2**31 else np.int32)
-        np.cumsum(is_fp.ravel(), out=fp_before[1:])
-        n_fp = fp_before[flat_tp + 1] - fp_before[tp_lane * n + seg_start[tp_cls]]
+        n_fp = _fp_before_each_tp(is_tp, is_ignored, tp_lane, tp_pos, seg_start[tp_cls])
         tp_f = j.astype(float)
         fp_f = n_fp.astype(float)
         if is_coco:
@@ -478,6 +475,29 @@ def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.
                 else:
                     ap[t, :, a, m] = np.cumsum(q / 11.0, axis=1)[:, -1]
     return Accumulated(precision=precision, recall=recall, scores=scores, ap=ap)
+
+
+def _fp_before_each_tp(is_tp: np.ndarray, is_ignored: np.ndarray, tp_lane: np.ndarray,
+                       tp_pos: np.ndarray, tp_seg_start: np.ndarray) -> np.ndarray:
+    """False positives from the start of each TP's class segment up to the TP, lane by lane.
+
+    One lane at a time with a reused buffer: the (lanes x detections) cumulative sum would be
+    a large fresh array whose page faults cost more than the sum itself.
+    """
+    n_lane, n = is_tp.shape
+    out = np.empty(len(tp_pos), dtype=np.int64)
+    fp_before = np.zeros(n + 1, dtype=np.int64)
+    is_fp = np.empty(n, dtype=bool)
+    lane_bounds = np.searchsorted(tp_lane, np.arange(n_lane + 1))
+    for lane in range(n_lane):
+        lo, hi = lane_bounds[lane], lane_bounds[lane + 1]
+        if lo == hi:
+            continue
+        np.logical_or(is_tp[lane], is_ignored[lane], out=is_fp)
+        np.logical_not(is_fp, out=is_fp)
+        np.cumsum(is_fp, out=fp_before[1:])
+        out[lo:hi] = fp_before[tp_pos[lo:hi] + 1] - fp_before[tp_seg_start[lo:hi]]
+    return out
 
 
 def _suffix_max_at(values: np.ndarray, start: np.ndarray, end: np.ndarray, valid: np.ndarray) -> np.ndarray:
