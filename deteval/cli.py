@@ -32,6 +32,19 @@ _EVALUATE_EXAMPLE = """examples:
 _YOLO_LAYOUTS = ("cls cx cy w h conf", "cls conf cx cy w h")
 
 
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    """How inputs are read: shared by evaluate, compare and validate."""
+    p.add_argument("--split", help="VOC image set (ImageSets/Main/<split>.txt)")
+    p.add_argument("--area-from-box", action="store_true",
+                   help="COCO GT without `area`: use w*h of the box (with a warning) instead of failing")
+    p.add_argument("--drop-unknown-categories", action="store_true",
+                   help="drop detections of categories not in the GT (counted warning) instead of failing")
+    p.add_argument("--strict", action="store_true", help="turn input warnings into errors (exit 3)")
+    p.add_argument("--yolo-layout", choices=_YOLO_LAYOUTS, metavar="LAYOUT",
+                   help="column order of YOLO prediction rows: 'cls cx cy w h conf' (Ultralytics, the "
+                        "default) or 'cls conf cx cy w h'")
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gt", required=True, help="ground truth: COCO JSON, VOC root, or YOLO dataset")
     p.add_argument("--dt", required=True, help="detections: COCO results JSON, VOC result folder, "
@@ -43,19 +56,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "(e.g. iou_thresholds=[0.3], box_convention=continuous)")
     p.add_argument("--iou-type", choices=["bbox", "segm"], help="shorthand for --set iou_type=...")
     p.add_argument("--mask-iou", choices=["exact", "raster"], help="shorthand for --set mask_iou=...")
-    p.add_argument("--split", help="VOC image set (ImageSets/Main/<split>.txt)")
     p.add_argument("--output", help="also write the JSON result to this file")
     p.add_argument("--format", choices=["table", "markdown", "csv", "json"], default="table",
                    help="what to print on stdout (default: table)")
     p.add_argument("--no-per-class", action="store_true", help="omit the per-class table")
-    p.add_argument("--area-from-box", action="store_true",
-                   help="COCO GT without `area`: use w*h of the box (with a warning) instead of failing")
-    p.add_argument("--drop-unknown-categories", action="store_true",
-                   help="drop detections of categories not in the GT (counted warning) instead of failing")
-    p.add_argument("--strict", action="store_true", help="turn input warnings into errors")
-    p.add_argument("--yolo-layout", choices=_YOLO_LAYOUTS, metavar="LAYOUT",
-                   help="column order of YOLO prediction rows: 'cls cx cy w h conf' (Ultralytics, the "
-                        "default) or 'cls conf cx cy w h'")
+    _add_input_options(p)
     p.add_argument("--compare-mask-modes", action="store_true",
                    help="segm: also score with the other mask IoU (exact vs raster) and report "
                         "per-metric differences and how many matches changed")
@@ -109,15 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--protocol", action="append", default=None, metavar="NAME_OR_YAML",
                     help="check against these protocols' needs (boxes, max_dets); default: coco")
     va.add_argument("--iou-type", choices=["bbox", "segm"], help="shorthand for the protocol's iou_type")
-    va.add_argument("--split", help="VOC image set (ImageSets/Main/<split>.txt)")
-    va.add_argument("--area-from-box", action="store_true",
-                    help="COCO GT without `area`: use w*h of the box (with a warning) instead of failing")
-    va.add_argument("--drop-unknown-categories", action="store_true",
-                    help="drop detections of categories not in the GT (counted warning) instead of failing")
-    va.add_argument("--strict", action="store_true", help="turn input warnings into errors (exit 3)")
-    va.add_argument("--yolo-layout", choices=_YOLO_LAYOUTS, metavar="LAYOUT",
-                    help="column order of YOLO prediction rows: 'cls cx cy w h conf' (the default) or "
-                         "'cls conf cx cy w h'")
+    _add_input_options(va)
     va.add_argument("--format", choices=["table", "json"], default="table",
                     help="what to print on stdout (default: table)")
     va.set_defaults(overrides=[], mask_iou=None)

@@ -44,10 +44,15 @@ def boxes_as(box: np.ndarray, box_format: str, target: str) -> np.ndarray:
     return out
 
 
-def _frozen(array: np.ndarray) -> np.ndarray:
-    array = np.ascontiguousarray(array)
-    array.flags.writeable = False
-    return array
+def _freeze(value: object, names: tuple) -> None:
+    """Check ``box_format`` and make the named array fields contiguous and read-only."""
+    box_format = getattr(value, "box_format")
+    if box_format not in _BOX_FORMATS:
+        raise ValueError(f"box_format must be one of {_BOX_FORMATS}, found {box_format!r}")
+    for name in names:
+        array = np.ascontiguousarray(getattr(value, name)).view()  # a view: the caller's flags stay
+        array.flags.writeable = False
+        object.__setattr__(value, name, array)
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,11 +108,8 @@ class GroundTruth:
     warnings: tuple = field(default=())
 
     def __post_init__(self) -> None:
-        if self.box_format not in _BOX_FORMATS:
-            raise ValueError(f"box_format must be one of {_BOX_FORMATS}, found {self.box_format!r}")
-        for name in ("image_id", "image_width", "image_height", "category_id", "annotation_id",
-                     "image", "category", "box", "area", "is_crowd", "is_difficult", "is_ignore"):
-            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        _freeze(self, ("image_id", "image_width", "image_height", "category_id", "annotation_id",
+                       "image", "category", "box", "area", "is_crowd", "is_difficult", "is_ignore"))
 
     @property
     def n_images(self) -> int:
@@ -162,10 +164,7 @@ class Detections:
     warnings: tuple = field(default=())
 
     def __post_init__(self) -> None:
-        if self.box_format not in _BOX_FORMATS:
-            raise ValueError(f"box_format must be one of {_BOX_FORMATS}, found {self.box_format!r}")
-        for name in ("image", "category", "box", "score", "order", "has_box"):
-            object.__setattr__(self, name, _frozen(getattr(self, name)))
+        _freeze(self, ("image", "category", "box", "score", "order", "has_box"))
 
     def __len__(self) -> int:
         return len(self.image)

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from deteval.errors import InputError
+from deteval.io._text import read_bytes
 
 try:  # orjson parses COCO-sized files 2-3x faster than the standard library
     import orjson as _orjson
@@ -20,16 +21,7 @@ __all__ = ["read_json", "loads_strict"]
 def read_json(path: str | os.PathLike) -> Any:
     """Read and parse a JSON file strictly; errors name the file and position."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory; expected a JSON file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
-    return loads_strict(raw, path)
+    return loads_strict(read_bytes(path, what="a JSON file"), path)
 
 
 def loads_strict(raw: bytes, where: str) -> Any:
