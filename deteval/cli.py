@@ -32,6 +32,13 @@ _EVALUATE_EXAMPLE = """examples:
 _YOLO_LAYOUTS = ("cls cx cy w h conf", "cls conf cx cy w h")
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text}")
+    return value
+
+
 def _add_input_options(p: argparse.ArgumentParser) -> None:
     """How inputs are read: shared by evaluate, compare and validate."""
     p.add_argument("--split", help="VOC image set (ImageSets/Main/<split>.txt)")
@@ -70,7 +77,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--matches", metavar="FILE.csv",
                    help="write every scored detection with its outcome (tp/fp/ignored) and the "
                         "ground truth it matched (first protocol, IoU 0.5 or its first threshold)")
-    p.add_argument("--workers", type=int, default=1, metavar="N",
+    p.add_argument("--workers", type=_positive_int, default=1, metavar="N",
                    help="match image shards in N processes and merge (same numbers; default 1)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
 
@@ -458,7 +465,7 @@ def _compare(args: argparse.Namespace) -> int:
             raise ConfigError("--strict: input warnings are errors:\n  " + "\n  ".join(input_warnings))
         inputs = {"gt": args.gt, "dt": args.dt, "images": gt.n_images, "gt_objects": len(gt),
                   "detections": len(dt)}
-        cache = MatchCache(gt, dt)
+        cache = MatchCache(gt, dt, workers=args.workers)
         comparison = compare(gt, dt, protocols, cache=cache, inputs=inputs)
         progress.step("compared")
         explanations = []

@@ -27,7 +27,7 @@ import numpy as np
 
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
-from deteval.evaluate import EvalResult, MatchTable, match, resolve_protocol, score
+from deteval.evaluate import EvalResult, MatchTable, match, match_sharded, resolve_protocol, score
 from deteval.protocols import Protocol, field_names
 
 __all__ = ["ACCUMULATION_FIELDS", "WALK_ORDER", "matching_key", "MatchCache", "Comparison", "compare",
@@ -86,18 +86,24 @@ class MatchCache:
     ----------
     gt : GroundTruth
     dt : Detections
+    workers : int
+        Match image shards in this many processes (see :func:`deteval.evaluate.match_sharded`).
     """
 
-    def __init__(self, gt: GroundTruth, dt: Detections):
+    def __init__(self, gt: GroundTruth, dt: Detections, *, workers: int = 1):
         self.gt = gt
         self.dt = dt
+        self.workers = workers
         self._tables: dict[str, MatchTable] = {}
 
     def table(self, protocol: Protocol) -> MatchTable:
         """The match table of ``protocol`` (computed on first use)."""
         key = matching_key(protocol)
         if key not in self._tables:
-            self._tables[key] = match(self.gt, self.dt, protocol)
+            if self.workers > 1:
+                self._tables[key] = match_sharded(self.gt, self.dt, protocol, workers=self.workers)
+            else:
+                self._tables[key] = match(self.gt, self.dt, protocol)
         return self._tables[key]
 
     def result(self, protocol: Protocol, *, inputs: dict | None = None, warnings: tuple = ()) -> EvalResult:
