@@ -9,7 +9,8 @@ from __future__ import annotations
 import itertools
 import operator
 import os
-from typing import Any
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ except ImportError:  # pragma: no cover - msgspec is a declared dependency
 
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError
-from deteval.io._json import read_json
+from deteval.io._json import _count_keys, _orjson, read_json
 from deteval.io._records import (
     MISSING,
     Problems,
@@ -100,6 +101,10 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     >>> len(gt), gt.category_name
     (1, ('cat',))
     """
+    if isinstance(source, (str, os.PathLike)):
+        fast = _fast_ground_truth(os.fspath(source))
+        if fast is not None:
+            return fast
     data, where = _source(source, name or "<ground truth>")
     if not isinstance(data, dict):
         raise InputError(f"{where}: expected a COCO instances object with images, annotations and "
@@ -114,26 +119,7 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     categories = _check_list_of_objects(data["categories"], where, "category", "`categories`")
     anns = _check_list_of_objects(data["annotations"], where, "annotation", "`annotations`")
 
-    img_problems = Problems(where, "image", lambda i: f"id={images[i].get('id', '?')}")
-    image_ids = int_column(images, "id", img_problems)
-    _refuse_duplicates(image_ids, where, "image")
-    width, _ = number_column(images, "width", img_problems, default=float("nan"), allow_missing=True)
-    height, _ = number_column(images, "height", img_problems, default=float("nan"), allow_missing=True)
-    for key, size in (("width", width), ("height", height)):
-        negative = np.flatnonzero(size < 0)
-        if len(negative):
-            img_problems.fail(negative, f"`{key}` is negative", "a size in pixels >= 0",
-                              lambda i, key=key: images[i][key])
-    file_names = [str(r.get("file_name", r.get("id"))) for r in images]
-
-    cat_problems = Problems(where, "category", lambda i: f"id={categories[i].get('id', '?')}")
-    category_ids = int_column(categories, "id", cat_problems)
-    _refuse_duplicates(category_ids, where, "category")
-    cat_names = [r.get("name", MISSING) for r in categories]
-    bad = [i for i, v in enumerate(cat_names) if v is not MISSING and not isinstance(v, str)]
-    if bad:
-        cat_problems.fail(bad, "`name` is not a string", "a string", lambda i: cat_names[i])
-    cat_names = [str(categories[i]["id"]) if v is MISSING else v for i, v in enumerate(cat_names)]
+    meta = _images_and_categories(images, categories, where)
 
     def ann_label(i: int) -> str:
         r = anns[i]
@@ -172,31 +158,71 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     is_ignore, _ = flag_column(anns, "ignore", ann_problems)
     is_difficult, _ = flag_column(anns, "difficult", ann_problems)
 
+    segmentation = tuple(r.get("segmentation") for r in anns)
+    return _assemble_gt(meta, ann_ids, ann_image, ann_category, box, area, is_crowd, is_difficult,
+                        is_ignore, segmentation, where, warnings, ann_problems=ann_problems,
+                        anns=anns)
+
+
+def _images_and_categories(images: list, categories: list, where: str) -> dict:
+    """Validated image and category columns, sorted by id (pycocotools' order)."""
+    img_problems = Problems(where, "image", lambda i: f"id={images[i].get('id', '?')}")
+    image_ids = int_column(images, "id", img_problems)
+    _refuse_duplicates(image_ids, where, "image")
+    width, _ = number_column(images, "width", img_problems, default=float("nan"), allow_missing=True)
+    height, _ = number_column(images, "height", img_problems, default=float("nan"), allow_missing=True)
+    for key, size in (("width", width), ("height", height)):
+        negative = np.flatnonzero(size < 0)
+        if len(negative):
+            img_problems.fail(negative, f"`{key}` is negative", "a size in pixels >= 0",
+                              lambda i, key=key: images[i][key])
+    file_names = [str(r.get("file_name", r.get("id"))) for r in images]
+
+    cat_problems = Problems(where, "category", lambda i: f"id={categories[i].get('id', '?')}")
+    category_ids = int_column(categories, "id", cat_problems)
+    _refuse_duplicates(category_ids, where, "category")
+    cat_names = [r.get("name", MISSING) for r in categories]
+    bad = [i for i, v in enumerate(cat_names) if v is not MISSING and not isinstance(v, str)]
+    if bad:
+        cat_problems.fail(bad, "`name` is not a string", "a string", lambda i: cat_names[i])
+    cat_names = [str(categories[i]["id"]) if v is MISSING else v for i, v in enumerate(cat_names)]
+
     img_order = np.argsort(image_ids, kind="stable")
     cat_order = np.argsort(category_ids, kind="stable")
-    sorted_img_ids = image_ids[img_order]
-    sorted_cat_ids = category_ids[cat_order]
-    image = _index_of(ann_image, sorted_img_ids)
+    return {"image_id": image_ids[img_order], "image_name": tuple(file_names[i] for i in img_order),
+            "image_width": width[img_order], "image_height": height[img_order],
+            "category_id": category_ids[cat_order],
+            "category_name": tuple(cat_names[i] for i in cat_order)}
+
+
+def _assemble_gt(meta: dict, ann_ids: np.ndarray, ann_image: np.ndarray, ann_category: np.ndarray,
+                 box: np.ndarray, area: np.ndarray, is_crowd: np.ndarray, is_difficult: np.ndarray,
+                 is_ignore: np.ndarray, segmentation: Any, where: str, warnings: list, *,
+                 ann_problems: "Problems | None", anns: "list | None" = None) -> "GroundTruth | None":
+    """Map annotation ids to image/category indices and build the value.
+
+    Without ``ann_problems`` (the fast path) an unknown id returns None instead of raising.
+    """
+    image = _index_of(ann_image, meta["image_id"])
     unknown = np.flatnonzero(image < 0)
     if len(unknown):
+        if ann_problems is None:
+            return None
         ann_problems.fail(unknown, "`image_id` is not in `images`", "the id of a listed image",
                           lambda i: anns[i]["image_id"])
-    category = _index_of(ann_category, sorted_cat_ids)
+    category = _index_of(ann_category, meta["category_id"])
     unknown = np.flatnonzero(category < 0)
     if len(unknown):
+        if ann_problems is None:
+            return None
         ann_problems.fail(unknown, "`category_id` is not in `categories`",
                           "the id of a listed category", lambda i: anns[i]["category_id"])
-
     zero = int(((area == 0) | (box[:, 2] == 0) | (box[:, 3] == 0)).sum())
     if zero:
         warnings.append(f"{where}: {zero} annotations with zero area or a zero-width/height box: "
                         f"scored as pycocotools does (they can only be matched by overlap > 0)")
-    segmentation = tuple(r.get("segmentation") for r in anns)
     return GroundTruth(
-        image_id=sorted_img_ids, image_name=tuple(file_names[i] for i in img_order),
-        image_width=width[img_order], image_height=height[img_order],
-        category_id=sorted_cat_ids, category_name=tuple(cat_names[i] for i in cat_order),
-        annotation_id=ann_ids, image=image, category=category, box=box, area=area,
+        **meta, annotation_id=ann_ids, image=image, category=category, box=box, area=area,
         is_crowd=is_crowd, is_difficult=is_difficult, is_ignore=is_ignore, box_format="xywh",
         segmentation=segmentation, source=where, warnings=tuple(warnings))
 
@@ -305,11 +331,14 @@ def _box_warnings(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: st
 
 
 if _msgspec is not None:
+    #: A JSON integer that fits int64; a larger one sends the file to the full loader.
+    _Int64 = Annotated[int, _msgspec.Meta(ge=-2**63, le=2**63 - 1)]
+
     class _BoxResult(_msgspec.Struct):
         """The four fields of a COCO box result, typed strictly (no bool ids, no float ids)."""
 
-        image_id: int
-        category_id: int
+        image_id: _Int64
+        category_id: _Int64
         bbox: tuple[float, float, float, float]
         score: float
 
@@ -352,6 +381,105 @@ def _fast_box_results(path: str, gt: GroundTruth) -> "Detections | None":
                       warnings=tuple(_box_warnings(box, image, gt, path)))
 
 
+class RawSegmentations(Sequence):
+    """Annotation segmentations kept as raw JSON until a segm evaluation reads them.
+
+    A box evaluation never needs the polygons, and parsing them is most of the cost of reading
+    a COCO instances file. Items decode on access (``None`` where a record has none).
+    """
+
+    def __init__(self, raws: list):
+        self._raws = raws
+
+    def __len__(self) -> int:
+        return len(self._raws)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        raw = self._raws[index]
+        return None if raw is None else _orjson.loads(bytes(raw))
+
+
+if _msgspec is not None:
+    class _Annotation(_msgspec.Struct):
+        """A COCO annotation's fields, typed strictly; segmentation left undecoded."""
+
+        id: _Int64
+        image_id: _Int64
+        category_id: _Int64
+        bbox: tuple[float, float, float, float]
+        area: float
+        iscrowd: _Int64
+        segmentation: _msgspec.Raw = _msgspec.UNSET
+        ignore: _Int64 = _msgspec.UNSET
+        difficult: _Int64 = _msgspec.UNSET
+
+    class _Instances(_msgspec.Struct):
+        images: list[dict]
+        annotations: list[_Annotation]
+        categories: list[dict]
+        info: Any = _msgspec.UNSET
+        licenses: Any = _msgspec.UNSET
+
+    _INSTANCES = _msgspec.json.Decoder(_Instances)
+
+
+def _fast_ground_truth(path: str) -> "GroundTruth | None":
+    """Read a plain COCO instances file without parsing its polygons, or None for the full path.
+
+    Taken only when nothing needs a message: known keys only (a raw count of keys against the
+    decoded ones, which also rules out duplicate keys), every annotation with a finite
+    non-negative bbox and area and an ``iscrowd`` of 0 or 1, unique annotation ids, known image
+    and category ids. Images and categories go through the same checks as the full path.
+    """
+    if _msgspec is None or _orjson is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        data = _INSTANCES.decode(raw)
+    except (OSError, _msgspec.DecodeError, _msgspec.ValidationError):
+        return None
+    anns = data.annotations
+    n = len(anns)
+    segm = [a.segmentation if a.segmentation is not _msgspec.UNSET else None for a in anns]
+    n_rle = sum(1 for r in segm if r is not None and memoryview(r)[:1] == b"{")
+    keys = (3 + (data.info is not _msgspec.UNSET) + (data.licenses is not _msgspec.UNSET)
+            + _count_keys(data.images) + _count_keys(data.categories) + 6 * n
+            + sum(r is not None for r in segm) + 2 * n_rle
+            + sum(a.ignore is not _msgspec.UNSET for a in anns)
+            + sum(a.difficult is not _msgspec.UNSET for a in anns))
+    for extra in (data.info, data.licenses):
+        if extra is not _msgspec.UNSET:
+            keys += _count_keys(extra)
+    if raw.count(b'":') != keys:
+        return None
+    ann_ids = np.fromiter(map(_get_id, anns), dtype=np.int64, count=n)
+    box = np.fromiter(itertools.chain.from_iterable(map(_get_bbox, anns)), dtype=np.float64,
+                      count=4 * n).reshape(n, 4)
+    area = np.fromiter(map(_get_area, anns), dtype=np.float64, count=n)
+    crowd = np.fromiter(map(_get_iscrowd, anns), dtype=np.int64, count=n)
+    ignore = np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in anns), np.int64, n)
+    difficult = np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in anns),
+                            np.int64, n)
+    flags_ok = all(((f == 0) | (f == 1)).all() for f in (crowd, ignore, difficult))
+    if (not flags_ok or not np.isfinite(box).all() or not np.isfinite(area).all()
+            or (box[:, 2:] < 0).any() or (area < 0).any() or _duplicates(ann_ids)):
+        return None
+    try:
+        meta = _images_and_categories(data.images, data.categories, path)
+    except InputError:
+        return None  # the full path raises it again, with the same message
+    return _assemble_gt(meta, ann_ids, np.fromiter(map(_get_image_id, anns), np.int64, n),
+                        np.fromiter(map(_get_category_id, anns), np.int64, n), box, area,
+                        crowd.astype(bool), difficult.astype(bool), ignore.astype(bool),
+                        RawSegmentations(segm), path, [], ann_problems=None)
+
+
+_get_id = operator.attrgetter("id")
+_get_area = operator.attrgetter("area")
+_get_iscrowd = operator.attrgetter("iscrowd")
 _get_image_id = operator.attrgetter("image_id")
 _get_category_id = operator.attrgetter("category_id")
 _get_score = operator.attrgetter("score")
