@@ -5,10 +5,16 @@
 ['coco', 'coco-pycocotools', 'coco50']
 """
 
-from deteval.data import Detections, GroundTruth
-from deteval.errors import (ConfigError, DetevalError, DetevalWarning, InputError, InputWarning,
-                            UndefinedMetricWarning)
 from deteval.config import load_protocol_file
+from deteval.data import Detections, GroundTruth
+from deteval.errors import (
+                            ConfigError,
+                            DetevalError,
+                            DetevalWarning,
+                            InputError,
+                            InputWarning,
+                            UndefinedMetricWarning,
+)
 from deteval.evaluate import EvalResult, check_protocol, evaluate, match, merge_match_tables, score
 from deteval.explain import compare, explain
 from deteval.io import load_detections, load_ground_truth

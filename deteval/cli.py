@@ -9,7 +9,8 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from deteval import __version__
 from deteval.errors import ConfigError, DetevalError
@@ -353,6 +354,7 @@ def _confidence_rows(args: argparse.Namespace, results: list, doc: dict) -> list
 
 def _write_matches(args: argparse.Namespace, result: EvalResult) -> None:
     import csv
+
     from deteval.analysis import matches
     from deteval.report import csv_safe
     if os.path.realpath(args.matches) in (os.path.realpath(args.gt), os.path.realpath(args.dt)):

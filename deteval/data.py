@@ -46,7 +46,7 @@ def boxes_as(box: np.ndarray, box_format: str, target: str) -> np.ndarray:
 
 def _freeze(value: object, names: tuple) -> None:
     """Check ``box_format`` and make the named array fields contiguous and read-only."""
-    box_format = getattr(value, "box_format")
+    box_format = value.box_format
     if box_format not in _BOX_FORMATS:
         raise ValueError(f"box_format must be one of {_BOX_FORMATS}, found {box_format!r}")
     for name in names:
@@ -169,7 +169,7 @@ class Detections:
     def __len__(self) -> int:
         return len(self.image)
 
-    def take(self, index: np.ndarray) -> "Detections":
+    def take(self, index: np.ndarray) -> Detections:
         """Return the detections at ``index`` (keeps their original ``order``)."""
         segm = None if self.segmentation is None else tuple(self.segmentation[i] for i in index)
         return Detections(image=self.image[index], category=self.category[index],

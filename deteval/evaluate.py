@@ -25,7 +25,7 @@ __all__ = ["evaluate", "EvalResult", "MatchTable", "match", "resolve_protocol", 
 _AREA_ABBREVIATIONS = {"small": "s", "medium": "m", "large": "l"}
 
 
-def resolve_protocol(protocol: "str | Protocol | os.PathLike") -> Protocol:
+def resolve_protocol(protocol: str | Protocol | os.PathLike) -> Protocol:
     """A preset name, a YAML file path, or a :class:`Protocol`."""
     if isinstance(protocol, Protocol):
         return protocol
@@ -298,7 +298,7 @@ class EvalResult:
         }
 
 
-def _none_if_nan(value: float) -> "float | None":
+def _none_if_nan(value: float) -> float | None:
     return None if value is None or value != value else float(value)
 
 
@@ -496,7 +496,7 @@ def check_protocol(protocol: Protocol) -> None:
                           f"set summary: configured")
 
 
-def evaluate(gt: Any, dt: Any, protocol: "str | Protocol" = "coco", *, workers: int = 1) -> EvalResult:
+def evaluate(gt: Any, dt: Any, protocol: str | Protocol = "coco", *, workers: int = 1) -> EvalResult:
     """Score detections against ground truth under a protocol.
 
     Parameters

@@ -145,7 +145,7 @@ class Protocol:
         return (len(self.iou_thresholds) == 1 and len(self.area_ranges) == 1
                 and (self.max_dets is None or len(self.max_dets) == 1))
 
-    def replace(self, **changes: Any) -> "Protocol":
+    def replace(self, **changes: Any) -> Protocol:
         """Return a copy with fields changed (validated).
 
         Examples
@@ -320,7 +320,7 @@ def preset_names() -> tuple:
     return tuple(PRESETS)
 
 
-def get_protocol(name: "str | Protocol") -> Protocol:
+def get_protocol(name: str | Protocol) -> Protocol:
     """Return a preset by name (a :class:`Protocol` is returned unchanged).
 
     Raises

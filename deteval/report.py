@@ -8,7 +8,8 @@ from __future__ import annotations
 import csv
 import io
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -12,7 +12,7 @@ import yaml
 __all__ = ["find_alias"]
 
 
-def find_alias(node: "yaml.Node | None") -> "yaml.Node | None":
+def find_alias(node: yaml.Node | None) -> yaml.Node | None:
     """The first node reached twice in a composed YAML document (an alias), or None.
 
     Examples

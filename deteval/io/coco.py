@@ -198,7 +198,7 @@ def _images_and_categories(images: list, categories: list, where: str) -> dict:
 def _assemble_gt(meta: dict, ann_ids: np.ndarray, ann_image: np.ndarray, ann_category: np.ndarray,
                  box: np.ndarray, area: np.ndarray, is_crowd: np.ndarray, is_difficult: np.ndarray,
                  is_ignore: np.ndarray, segmentation: Any, where: str, warnings: list, *,
-                 ann_problems: "Problems | None", anns: "list | None" = None) -> "GroundTruth | None":
+                 ann_problems: Problems | None, anns: list | None = None) -> GroundTruth | None:
     """Map annotation ids to image/category indices and build the value.
 
     Without ``ann_problems`` (the fast path) an unknown id returns None instead of raising.
@@ -345,7 +345,7 @@ if _msgspec is not None:
     _BOX_RESULTS = _msgspec.json.Decoder(list[_BoxResult])
 
 
-def _fast_box_results(path: str, gt: GroundTruth) -> "Detections | None":
+def _fast_box_results(path: str, gt: GroundTruth) -> Detections | None:
     """Decode a plain box-results file straight into columns, or None to take the full path.
 
     msgspec decodes typed records about twice as fast as building dicts, and its strict types
@@ -425,7 +425,7 @@ if _msgspec is not None:
     _INSTANCES = _msgspec.json.Decoder(_Instances)
 
 
-def _fast_ground_truth(path: str) -> "GroundTruth | None":
+def _fast_ground_truth(path: str) -> GroundTruth | None:
     """Read a plain COCO instances file without parsing its polygons, or None for the full path.
 
     Taken only when nothing needs a message: known keys only (a raw count of keys against the

@@ -15,9 +15,6 @@ import pytest
 
 import deteval
 from deteval.cli import main
-
-# deteval exports the function `explain`, which shadows the module as an attribute.
-explain_module = importlib.import_module("deteval.explain")
 from deteval.evaluate import match
 from deteval.explain import (
     ACCUMULATION_FIELDS,
@@ -31,6 +28,8 @@ from deteval.explain import (
 from deteval.protocols import FIELD_CHOICES, PRESETS, field_names, get_protocol
 from deteval.report import compare_table, format_compare_csv, format_compare_markdown, format_compare_table
 
+# deteval exports the function `explain`, which shadows the module as an attribute.
+explain_module = importlib.import_module("deteval.explain")
 ROOT = Path(__file__).resolve().parents[2]
 GT = str(ROOT / "fixtures" / "coco" / "gt.json")
 DT = str(ROOT / "fixtures" / "coco" / "dt.json")

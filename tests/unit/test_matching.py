@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from deteval.matching import (candidate_pairs, group_rows, match_coco, match_voc,
-                              rank_in_group)
+from deteval.matching import candidate_pairs, group_rows, match_coco, match_voc, rank_in_group
 
 THRESHOLDS = np.linspace(0.5, 0.95, 10)
 
