@@ -252,13 +252,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     protocols = _protocols(args)
     progress = _Progress(2 + len(protocols), args.quiet)
     try:
-        gt, dt = _load_inputs(args, protocols)
+        gt, dt, input_warnings, inputs = _load_checked(args, protocols)
         progress.step("loaded")
-        input_warnings = list(gt.warnings + dt.warnings)
-        if args.strict and input_warnings:
-            raise ConfigError("--strict: input warnings are errors:\n  " + "\n  ".join(input_warnings))
-        inputs = {"gt": args.gt, "dt": args.dt, "images": gt.n_images, "gt_objects": len(gt),
-                  "detections": len(dt)}
         results: list[EvalResult] = []
         for protocol in protocols:
             from deteval.evaluate import check_protocol
@@ -316,6 +311,17 @@ def _mask_mode_reports(args: argparse.Namespace, gt: Any, dt: Any, results: list
             "changed_by_threshold": [int(v) for v in comparison.changed_by_threshold]}
         out.append(format_mask_mode_comparison(result.protocol, comparison))
     return out
+
+
+def _load_checked(args: argparse.Namespace, protocols: list) -> tuple:
+    """Load both inputs; ``--strict`` refuses their warnings. Returns (gt, dt, warnings, inputs)."""
+    gt, dt = _load_inputs(args, protocols)
+    input_warnings = list(gt.warnings + dt.warnings)
+    if args.strict and input_warnings:
+        raise ConfigError("--strict: input warnings are errors:\n  " + "\n  ".join(input_warnings))
+    inputs = {"gt": args.gt, "dt": args.dt, "images": gt.n_images, "gt_objects": len(gt),
+              "detections": len(dt)}
+    return gt, dt, input_warnings, inputs
 
 
 def _write_output_and_warnings(args: argparse.Namespace, doc: dict, text: str) -> None:
@@ -460,13 +466,8 @@ def _compare(args: argparse.Namespace) -> int:
         check_protocol(protocol)
     progress = _Progress(2 + (len(protocols) - 1 if args.explain else 0), args.quiet)
     try:
-        gt, dt = _load_inputs(args, protocols)
+        gt, dt, input_warnings, inputs = _load_checked(args, protocols)
         progress.step("loaded")
-        input_warnings = list(gt.warnings + dt.warnings)
-        if args.strict and input_warnings:
-            raise ConfigError("--strict: input warnings are errors:\n  " + "\n  ".join(input_warnings))
-        inputs = {"gt": args.gt, "dt": args.dt, "images": gt.n_images, "gt_objects": len(gt),
-                  "detections": len(dt)}
         cache = MatchCache(gt, dt, workers=args.workers)
         comparison = compare(gt, dt, protocols, cache=cache, inputs=inputs)
         progress.step("compared")

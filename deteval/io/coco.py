@@ -345,6 +345,18 @@ if _msgspec is not None:
     _BOX_RESULTS = _msgspec.json.Decoder(list[_BoxResult])
 
 
+def _decode_or_none(path: str, decoder: Any) -> tuple:
+    """(raw bytes, decoded value), or (raw, None) when the file does not fit the fast path."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        return raw, decoder.decode(raw)
+    except OSError:
+        return b"", None
+    except (_msgspec.DecodeError, _msgspec.ValidationError):
+        return raw, None
+
+
 def _fast_box_results(path: str, gt: GroundTruth) -> Detections | None:
     """Decode a plain box-results file straight into columns, or None to take the full path.
 
@@ -356,11 +368,8 @@ def _fast_box_results(path: str, gt: GroundTruth) -> Detections | None:
     """
     if _msgspec is None:
         return None
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        records = _BOX_RESULTS.decode(raw)
-    except (OSError, _msgspec.DecodeError, _msgspec.ValidationError):
+    raw, records = _decode_or_none(path, _BOX_RESULTS)
+    if records is None:
         return None
     n = len(records)
     if n == 0 or raw.count(b'":') != 4 * n:
@@ -435,11 +444,8 @@ def _fast_ground_truth(path: str) -> GroundTruth | None:
     """
     if _msgspec is None or _orjson is None:
         return None
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        data = _INSTANCES.decode(raw)
-    except (OSError, _msgspec.DecodeError, _msgspec.ValidationError):
+    raw, data = _decode_or_none(path, _INSTANCES)
+    if data is None:
         return None
     anns = data.annotations
     n = len(anns)
