@@ -34,11 +34,17 @@ def _lane(result: EvalResult, iou_threshold: float | None, area: str | None) -> 
     return a * len(thresholds) + t, a
 
 
-def _ranked_rows(result: EvalResult, class_index: int, max_dets: int | None) -> np.ndarray:
-    """Detections of one class in the protocol's global ranking, within ``max_dets``."""
+def _ranking_of(result: EvalResult) -> np.ndarray:
     from deteval.evaluate import _ranking
+    return _ranking(result.table, result.protocol)
+
+
+def _ranked_rows(result: EvalResult, class_index: int, max_dets: int | None,
+                 ranking: np.ndarray | None = None) -> np.ndarray:
+    """Detections of one class in the protocol's global ranking, within ``max_dets``."""
     table = result.table
-    ranking = _ranking(table, result.protocol)
+    if ranking is None:
+        ranking = _ranking_of(result)
     rows = ranking[table.det_class[ranking] == class_index]
     if max_dets is None and result.protocol.max_dets is not None:
         max_dets = max(result.protocol.max_dets)
@@ -129,9 +135,10 @@ def at_confidence(result: EvalResult, threshold: float, *, iou_threshold: float 
     """
     lane, a = _lane(result, iou_threshold, area)
     table = result.table
+    ranking = _ranking_of(result)  # once, not per class
     out = []
     for k, category_id in enumerate(result.category_ids):
-        rows = _ranked_rows(result, k, max_dets)
+        rows = _ranked_rows(result, k, max_dets, ranking)
         kept = rows[table.det_score[rows] >= threshold]
         tp = int(table.det_is_tp[lane, kept].sum())
         fp = int((~table.det_is_tp[lane, kept] & ~table.det_is_ignored[lane, kept]).sum())
