@@ -12,7 +12,6 @@ lossy round trip (``x + (x2 - x)`` is not always ``x2`` in floating point).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -121,14 +120,6 @@ class GroundTruth:
 
     def __len__(self) -> int:
         return len(self.image)
-
-    def category_index(self) -> dict[Any, int]:
-        """Map category id -> index."""
-        return {int(c): i for i, c in enumerate(self.category_id)}
-
-    def image_index(self) -> dict[Any, int]:
-        """Map image id -> index."""
-        return {int(c): i for i, c in enumerate(self.image_id)}
 
 
 @dataclass(frozen=True, eq=False)

@@ -83,6 +83,13 @@ class MatchTable:
     n_over_max_dets: int
 
 
+def outside_area_ranges(area: np.ndarray, protocol: Protocol) -> np.ndarray:
+    """bool (n_area, n): area outside each range; bounds inclusive at both ends (pycocotools)."""
+    lo = np.array([a[1] for a in protocol.area_ranges])[:, None]
+    hi = np.array([a[2] for a in protocol.area_ranges])[:, None]
+    return (area[None, :] < lo) | (area[None, :] > hi)
+
+
 def _gt_flags(gt: GroundTruth, protocol: Protocol) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(is_ignored (n_area, n_gt), is_reusable (n_gt,), is_unmatchable (n_gt,)) in GT row order."""
     crowd_active = gt.is_crowd if protocol.crowd == "ignore_reusable" else np.zeros(len(gt), bool)
@@ -91,10 +98,7 @@ def _gt_flags(gt: GroundTruth, protocol: Protocol) -> tuple[np.ndarray, np.ndarr
         base |= gt.is_ignore
     if protocol.difficult == "ignore":
         base |= gt.is_difficult
-    lo = np.array([a[1] for a in protocol.area_ranges])[:, None]
-    hi = np.array([a[2] for a in protocol.area_ranges])[:, None]
-    out_of_range = (gt.area[None, :] < lo) | (gt.area[None, :] > hi)
-    is_ignored = base[None, :] | out_of_range
+    is_ignored = base[None, :] | outside_area_ranges(gt.area, protocol)
     if protocol.gt_id_zero == "unmatchable":
         is_unmatchable = gt.annotation_id == 0
     else:
@@ -174,10 +178,7 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
     pair_det, pair_gt = candidate_pairs(det_key_kept, gt_groups)
     pair_iou = _pair_iou(gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt], protocol)
 
-    lo = np.array([a[1] for a in protocol.area_ranges])[:, None]
-    hi = np.array([a[2] for a in protocol.area_ranges])[:, None]
-    det_area = _det_area(dt, det_rows, gt, protocol)
-    det_out = (det_area[None, :] < lo) | (det_area[None, :] > hi)
+    det_out = outside_area_ranges(_det_area(dt, det_rows, gt, protocol), protocol)
     thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
     strict = protocol.iou_comparison == ">"
     if protocol.matching == "coco":
@@ -302,10 +303,24 @@ def _none_if_nan(value: float) -> float | None:
     return None if value is None or value != value else float(value)
 
 
-def _mean_defined(values: np.ndarray) -> float:
+def mean_defined(values: np.ndarray) -> float:
     """np.mean over the defined entries in C order (pycocotools' ``np.mean(s[s > -1])``)."""
+    values = np.asarray(values, dtype=np.float64)
     defined = values[~np.isnan(values)]
     return float(np.mean(defined)) if defined.size else float("nan")
+
+
+def class_ap(precision: np.ndarray, ap: np.ndarray, protocol: Protocol, k: int,
+             thresholds: Any = slice(None)) -> float:
+    """Class ``k``'s AP at area "all" (the first range) and the largest ``max_dets``.
+
+    Averaged over ``thresholds`` (all by default, or e.g. ``[t]``): for 101-point, over the
+    precision at every threshold and recall point, as detectron2 reports per-class COCO AP;
+    otherwise over the per-threshold AP.
+    """
+    if precision.shape[1] > 0 and protocol.ap_method == "101_point":
+        return mean_defined(precision[thresholds, :, k, 0, -1])
+    return mean_defined(ap[thresholds, k, 0, -1])
 
 
 def _threshold_label(t: float) -> str:
@@ -337,14 +352,14 @@ def _coco_metrics(acc: Any, protocol: Protocol) -> dict:
         a, mi = areas.index(area), max_dets.index(m)
         if by_precision:
             s = acc.precision if t is None else acc.precision[[thresholds.index(t)]]
-            return _mean_defined(s[:, :, :, a, mi])
+            return mean_defined(s[:, :, :, a, mi])
         s = acc.ap if t is None else acc.ap[[thresholds.index(t)]]
-        return _mean_defined(s[:, :, a, mi])
+        return mean_defined(s[:, :, a, mi])
 
     def ar(area: str = "all", m: Any = None) -> float:
         if area not in areas or m not in max_dets:
             return float("nan")
-        return _mean_defined(acc.recall[:, :, areas.index(area), max_dets.index(m)])
+        return mean_defined(acc.recall[:, :, areas.index(area), max_dets.index(m)])
 
     out: dict = {}
     if protocol.summary == "pycocotools":
@@ -403,13 +418,9 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
                      table.det_rank, ranking, table.n_positive, protocol)
     per_class_ap = np.full(gt.n_classes, np.nan)
     for k in range(gt.n_classes):
-        if acc.precision.shape[1] > 0 and protocol.ap_method == "101_point":
-            per_class_ap[k] = _mean_defined(acc.precision[:, :, k, 0, -1])
-        else:
-            per_class_ap[k] = _mean_defined(acc.ap[:, k, 0, -1])
+        per_class_ap[k] = class_ap(acc.precision, acc.ap, protocol, k)
     if protocol.is_single_threshold:
-        defined = per_class_ap[~np.isnan(per_class_ap)]
-        metrics = {"mAP": float(np.mean(defined)) if defined.size else float("nan")}
+        metrics = {"mAP": mean_defined(per_class_ap)}
     else:
         metrics = _coco_metrics(acc, protocol)
     per_class = [{"category_id": int(gt.category_id[k]), "name": gt.category_name[k],

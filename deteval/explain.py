@@ -27,7 +27,15 @@ import numpy as np
 
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
-from deteval.evaluate import EvalResult, MatchTable, match, match_sharded, resolve_protocol, score
+from deteval.evaluate import (
+    EvalResult,
+    MatchTable,
+    match,
+    match_sharded,
+    mean_defined,
+    resolve_protocol,
+    score,
+)
 from deteval.protocols import Protocol, field_names
 
 __all__ = ["ACCUMULATION_FIELDS", "WALK_ORDER", "matching_key", "MatchCache", "Comparison", "compare",
@@ -209,9 +217,7 @@ def class_mean_ap(result: EvalResult) -> float:
     For a single-threshold protocol this *is* its ``mAP``; for a COCO-style protocol it is its
     ``AP`` (up to float rounding) whenever the summary's maxDets is the largest.
     """
-    values = np.array([c["AP"] for c in result.per_class], dtype=np.float64)
-    defined = values[~np.isnan(values)]
-    return float(np.mean(defined)) if defined.size else float("nan")
+    return mean_defined([c["AP"] for c in result.per_class])
 
 
 def _headline(result: EvalResult) -> tuple[str, float]:

@@ -11,10 +11,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from deteval import __version__
-from deteval.evaluate import EvalResult
+from deteval.evaluate import EvalResult, class_ap
 
 __all__ = ["to_json", "format_table", "format_markdown", "format_csv", "csv_safe",
            "describe_protocol", "compare_table", "format_compare_table", "format_compare_markdown",
@@ -174,12 +172,7 @@ def _unique_labels(results: Sequence[EvalResult]) -> list[str]:
 
 def _class_ap_at(result: EvalResult, t: int, k: int) -> float:
     """Class ``k``'s AP at threshold index ``t`` (area "all", largest max_dets), as ``per_class``."""
-    if result.precision.shape[1] > 0 and result.protocol.ap_method == "101_point":
-        values = result.precision[t, :, k, 0, -1]
-    else:
-        values = result.ap[t, k, 0, -1:]
-    defined = values[~np.isnan(values)]
-    return float(np.mean(defined)) if defined.size else float("nan")
+    return class_ap(result.precision, result.ap, result.protocol, k, [t])
 
 
 def compare_table(results: Sequence[EvalResult]) -> dict:
