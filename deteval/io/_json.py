@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from typing import Any
 
 from deteval.errors import InputError
-from deteval.io._text import read_bytes
 
 try:  # orjson parses COCO-sized files 2-3x faster than the standard library
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     _orjson = None
 
-__all__ = ["read_json", "loads_strict"]
-
-
-def read_json(path: str | os.PathLike) -> Any:
-    """Read and parse a JSON file strictly; errors name the file and position."""
-    path = os.fspath(path)
-    return loads_strict(read_bytes(path, what="a JSON file"), path)
+__all__ = ["loads_strict"]
 
 
 def loads_strict(raw: bytes, where: str) -> Any:

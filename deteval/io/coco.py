@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - msgspec is a declared dependency
 
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError
-from deteval.io._json import _count_keys, _orjson, read_json
+from deteval.io._json import _count_keys, _orjson, loads_strict
 from deteval.io._records import (
     MISSING,
     Problems,
@@ -31,14 +31,23 @@ from deteval.io._records import (
     json_type,
     number_column,
 )
+from deteval.io._text import read_bytes
 
 __all__ = ["load_coco_gt", "load_coco_dt", "require_boxes"]
 
 
-def _source(source: Any, default_name: str) -> tuple[Any, str]:
+def _source(source: Any, default_name: str, fast_path: Any) -> tuple[Any, str]:
+    """(parsed data, name for messages); a file is read once and offered to ``fast_path`` first.
+
+    ``fast_path(raw, path)`` returns the finished value, or None to parse and check in full.
+    """
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        return read_json(path), path
+        raw = read_bytes(path, what="a JSON file")
+        fast = fast_path(raw, path)
+        if fast is not None:
+            return fast, path
+        return loads_strict(raw, path), path
     return source, default_name
 
 
@@ -101,11 +110,9 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     >>> len(gt), gt.category_name
     (1, ('cat',))
     """
-    if isinstance(source, (str, os.PathLike)):
-        fast = _fast_ground_truth(os.fspath(source))
-        if fast is not None:
-            return fast
-    data, where = _source(source, name or "<ground truth>")
+    data, where = _source(source, name or "<ground truth>", _fast_ground_truth)
+    if isinstance(data, GroundTruth):
+        return data
     if not isinstance(data, dict):
         raise InputError(f"{where}: expected a COCO instances object with images, annotations and "
                          f"categories, found a JSON {json_type(data)}"
@@ -260,11 +267,10 @@ def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
     InputError
         Unknown image ids, wrong types, NaN/inf numbers, negative sizes -- naming the records.
     """
-    if isinstance(source, (str, os.PathLike)):
-        fast = _fast_box_results(os.fspath(source), gt)
-        if fast is not None:
-            return fast
-    data, where = _source(source, name or "<detections>")
+    data, where = _source(source, name or "<detections>",
+                          lambda raw, path: _fast_box_results(raw, path, gt))
+    if isinstance(data, Detections):
+        return data
     if isinstance(data, dict) and "annotations" in data:
         raise InputError(f"{where}: expected a COCO results list [{{image_id, category_id, bbox, "
                          f"score}}, ...], found an object with `annotations` (a ground-truth file?)")
@@ -334,7 +340,7 @@ if _msgspec is not None:
     #: A JSON integer that fits int64; a larger one sends the file to the full loader.
     _Int64 = Annotated[int, _msgspec.Meta(ge=-2**63, le=2**63 - 1)]
 
-    class _BoxResult(_msgspec.Struct):
+    class _BoxResult(_msgspec.Struct, forbid_unknown_fields=True):
         """The four fields of a COCO box result, typed strictly (no bool ids, no float ids)."""
 
         image_id: _Int64
@@ -345,19 +351,19 @@ if _msgspec is not None:
     _BOX_RESULTS = _msgspec.json.Decoder(list[_BoxResult])
 
 
-def _decode_or_none(path: str, decoder: Any) -> tuple:
-    """(raw bytes, decoded value), or (raw, None) when the file does not fit the fast path."""
+def _decode_or_none(raw: bytes, decoder: Any) -> Any:
+    """The decoded value, or None when the file does not fit the fast path.
+
+    The fast-path structs refuse unknown fields, so a file that cannot fit (results with a
+    ``segmentation``, say) is given up at its first record, not after decoding all of it.
+    """
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        return raw, decoder.decode(raw)
-    except OSError:
-        return b"", None
+        return decoder.decode(raw)
     except (_msgspec.DecodeError, _msgspec.ValidationError):
-        return raw, None
+        return None
 
 
-def _fast_box_results(path: str, gt: GroundTruth) -> Detections | None:
+def _fast_box_results(raw: bytes, path: str, gt: GroundTruth) -> Detections | None:
     """Decode a plain box-results file straight into columns, or None to take the full path.
 
     msgspec decodes typed records about twice as fast as building dicts, and its strict types
@@ -368,7 +374,7 @@ def _fast_box_results(path: str, gt: GroundTruth) -> Detections | None:
     """
     if _msgspec is None:
         return None
-    raw, records = _decode_or_none(path, _BOX_RESULTS)
+    records = _decode_or_none(raw, _BOX_RESULTS)
     if records is None:
         return None
     n = len(records)
@@ -411,7 +417,7 @@ class RawSegmentations(Sequence):
 
 
 if _msgspec is not None:
-    class _Annotation(_msgspec.Struct):
+    class _Annotation(_msgspec.Struct, forbid_unknown_fields=True):
         """A COCO annotation's fields, typed strictly; segmentation left undecoded."""
 
         id: _Int64
@@ -424,7 +430,7 @@ if _msgspec is not None:
         ignore: _Int64 = _msgspec.UNSET
         difficult: _Int64 = _msgspec.UNSET
 
-    class _Instances(_msgspec.Struct):
+    class _Instances(_msgspec.Struct, forbid_unknown_fields=True):
         images: list[dict]
         annotations: list[_Annotation]
         categories: list[dict]
@@ -434,7 +440,7 @@ if _msgspec is not None:
     _INSTANCES = _msgspec.json.Decoder(_Instances)
 
 
-def _fast_ground_truth(path: str) -> GroundTruth | None:
+def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
     """Read a plain COCO instances file without parsing its polygons, or None for the full path.
 
     Taken only when nothing needs a message: known keys only (a raw count of keys against the
@@ -444,7 +450,7 @@ def _fast_ground_truth(path: str) -> GroundTruth | None:
     """
     if _msgspec is None or _orjson is None:
         return None
-    raw, data = _decode_or_none(path, _INSTANCES)
+    data = _decode_or_none(raw, _INSTANCES)
     if data is None:
         return None
     anns = data.annotations

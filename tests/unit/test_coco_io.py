@@ -27,7 +27,7 @@ def test_fast_path_equals_full_loader(tmp_path, seed):
     path = tmp_path / "dt.json"
     path.write_text(json.dumps(dt_list))
     gt = load_coco_gt(gt_dict)
-    fast = _fast_box_results(str(path), gt)
+    fast = _fast_box_results(path.read_bytes(), str(path), gt)
     assert fast is not None
     _same(fast, load_coco_dt(dt_list, gt, name=str(path)))
 
@@ -44,12 +44,12 @@ def test_anything_unusual_takes_the_full_path(tmp_path, text):
     path = tmp_path / "dt.json"
     path.write_text(text)
     gt = load_coco_gt(FIXTURES / "gt.json")
-    assert _fast_box_results(str(path), gt) is None
+    assert _fast_box_results(path.read_bytes(), str(path), gt) is None
 
 
 def test_fixture_results_take_the_fast_path():
     gt = load_coco_gt(FIXTURES / "gt.json")
-    fast = _fast_box_results(str(FIXTURES / "dt.json"), gt)
+    fast = _fast_box_results((FIXTURES / "dt.json").read_bytes(), str(FIXTURES / "dt.json"), gt)
     assert fast is not None
     _same(fast, load_coco_dt(json.loads((FIXTURES / "dt.json").read_text()), gt,
                              name=str(FIXTURES / "dt.json")))
@@ -74,7 +74,7 @@ def test_ground_truth_fast_path_equals_full_loader(tmp_path, seed):
     path = tmp_path / "gt.json"
     path.write_text(json.dumps(gt_dict))
     from deteval.io.coco import _fast_ground_truth
-    fast = _fast_ground_truth(str(path))
+    fast = _fast_ground_truth(path.read_bytes(), str(path))
     assert fast is not None
     _same_gt(fast, load_coco_gt(gt_dict, name=str(path)))
 
@@ -93,7 +93,7 @@ def test_ground_truth_fast_path_leaves_anything_unusual_to_the_full_loader(tmp_p
     change(gt_dict)
     path = tmp_path / "gt.json"
     path.write_text(json.dumps(gt_dict))
-    assert _fast_ground_truth(str(path)) is None
+    assert _fast_ground_truth(path.read_bytes(), str(path)) is None
 
 
 def test_ground_truth_duplicate_key_takes_the_full_path(tmp_path):
@@ -101,7 +101,7 @@ def test_ground_truth_duplicate_key_takes_the_full_path(tmp_path):
     text = (FIXTURES / "gt.json").read_text().replace('"iscrowd": 0', '"iscrowd": 0, "iscrowd": 1', 1)
     path = tmp_path / "gt.json"
     path.write_text(text)
-    assert _fast_ground_truth(str(path)) is None
+    assert _fast_ground_truth(path.read_bytes(), str(path)) is None
     with pytest.raises(Exception, match="duplicate key 'iscrowd'"):
         load_coco_gt(path)
 
@@ -113,8 +113,8 @@ def test_integers_beyond_int64_take_the_full_path(tmp_path):
     gt_dict["annotations"][0]["iscrowd"] = 2**63
     path = tmp_path / "gt.json"
     path.write_text(json.dumps(gt_dict))
-    assert _fast_ground_truth(str(path)) is None
+    assert _fast_ground_truth(path.read_bytes(), str(path)) is None
     dt_path = tmp_path / "dt.json"
     dt_path.write_text('[{"image_id": 9223372036854775808, "category_id": 1, "bbox": [0, 0, 1, 1], '
                        '"score": 0.5}]')
-    assert _fast_box_results(str(dt_path), load_coco_gt(FIXTURES / "gt.json")) is None
+    assert _fast_box_results(dt_path.read_bytes(), str(dt_path), load_coco_gt(FIXTURES / "gt.json")) is None
