@@ -370,7 +370,10 @@ def protocol_table_markdown() -> str:
     """
     lines = ["| field | values | read by | explain step | description |", "|---|---|---|---|---|"]
     for key, s in FIELDS.items():
-        values = ", ".join(f"`{c}`" for c in s.choices) if s.choices else "see description"
+        if s.choices:
+            values = ", ".join(f"`{c}`" for c in s.choices)
+        else:
+            values = "text" if s.stage == "describe" else "see description"
         if s.has_default and s.stage != "describe":
             values += f" (default `{s.default}`)"
         lines.append(f"| `{key}` | {values} | {s.stage} | {s.step or '-'} | {s.doc} |")
