@@ -72,7 +72,7 @@ def summary_ap(acc: Accumulated, protocol: Protocol, *, iou_threshold: float | N
     """
     thresholds = list(protocol.iou_thresholds)
     areas = list(protocol.area_names)
-    max_dets = list(protocol.max_dets) if protocol.max_dets is not None else [None]
+    max_dets: list[Any] = list(protocol.max_dets) if protocol.max_dets is not None else [None]
     if area not in areas or max_det not in max_dets or (iou_threshold is not None
                                                          and iou_threshold not in thresholds):
         return float("nan")
@@ -87,7 +87,7 @@ def summary_ap(acc: Accumulated, protocol: Protocol, *, iou_threshold: float | N
 def summary_ar(acc: Accumulated, protocol: Protocol, *, area: str = "all", max_det: int | None = None) -> float:
     """Mean final recall over the classes and thresholds at one area and max_dets (NaN if absent)."""
     areas = list(protocol.area_names)
-    max_dets = list(protocol.max_dets) if protocol.max_dets is not None else [None]
+    max_dets: list[Any] = list(protocol.max_dets) if protocol.max_dets is not None else [None]
     if area not in areas or max_det not in max_dets:
         return float("nan")
     return mean_defined(acc.recall[:, :, areas.index(area), max_dets.index(max_det)])

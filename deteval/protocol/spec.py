@@ -317,7 +317,7 @@ def field_names() -> tuple:
 
 
 def display_fields() -> tuple:
-    """The fields that decide numbers, in display order (``deteval protocols`` lists these).
+    """The fields that decide numbers, in display order (the CLI command ``protocols`` lists these).
 
     >>> display_fields()[-2:]
     ('mask_iou', 'invalid_polygons')

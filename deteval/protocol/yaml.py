@@ -10,7 +10,7 @@ A protocol file is either ``extends: PARENT`` plus the fields it changes, or a c
     extends: coco
     max_dets: [1, 10, 300]
 
-``PARENT`` is a preset name (``deteval protocols`` lists them) or the path of another protocol
+``PARENT`` is a preset name (the CLI command ``protocols`` lists them) or the path of another protocol
 file ending in ``.yaml``/``.yml``, relative to the file that names it. The keys are the
 :class:`~deteval.protocol.spec.Protocol` field names; lists become tuples, ``area_ranges`` is a
 mapping ``name: [lo, hi]`` and ``iou_thresholds`` may be ``{start, stop, num}`` for
@@ -445,9 +445,9 @@ def apply_overrides(protocol: Protocol, overrides: Mapping[str, Any], *, where: 
 # ------------------------------------------------------------------------------------------
 
 #: The folder of the preset files (package data). Tests point it at a copy.
-PRESET_DIR = Path(os.fspath(importlib.resources.files("deteval.protocol") / "presets"))
+PRESET_DIR = Path(str(importlib.resources.files("deteval.protocol") / "presets"))
 
-#: Display order of the presets (``deteval protocols``, messages): the reference tools first,
+#: Display order of the presets (the CLI command ``protocols``, messages): the reference tools first,
 #: then their variants. It only orders: a preset is a file in :data:`PRESET_DIR`; names listed
 #: here without a file are skipped, files not listed here come after, alphabetically.
 DISPLAY_ORDER = ("coco", "coco-pycocotools", "coco50", "voc2007", "voc2010", "voc2012", "voc2007-pyfrcnn",

@@ -14,7 +14,7 @@ from deteval.protocol import yaml as protocol_yaml
 ROOT = Path(__file__).resolve().parents[2]
 PRESET_FILES = ROOT / "deteval" / "protocol" / "presets"
 
-#: What each preset computes, as `deteval protocols` shows it. A change here is a change of
+#: What each preset computes, as the CLI command `protocols` shows it. A change here is a change of
 #: numbers: deliberate, recorded in the changelog, never a side effect.
 FINGERPRINTS = {
     "coco": "6a3de0e7636c",
