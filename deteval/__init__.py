@@ -5,7 +5,6 @@
 ['coco', 'coco-pycocotools', 'coco50']
 """
 
-from deteval.config import load_protocol_file
 from deteval.data import Detections, GroundTruth
 from deteval.errors import (
                             ConfigError,
@@ -18,7 +17,7 @@ from deteval.errors import (
 from deteval.evaluate import EvalResult, check_protocol, evaluate, match, merge_match_tables, score
 from deteval.explain import compare, explain
 from deteval.io import load_detections, load_ground_truth
-from deteval.protocols import PRESETS, Protocol, get_protocol
+from deteval.protocol import PRESETS, Protocol, get_protocol, load_protocol_file
 
 __version__ = "0.1.0"
 

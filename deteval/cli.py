@@ -15,7 +15,7 @@ from typing import Any
 from deteval import __version__
 from deteval.errors import ConfigError, DetevalError
 from deteval.evaluate import EvalResult, resolve_protocol
-from deteval.protocols import PRESETS, Protocol
+from deteval.protocol import PRESETS, Protocol
 
 __all__ = ["main"]
 
@@ -150,7 +150,7 @@ def _parse_overrides(items: Sequence[str]) -> dict:
         if "=" not in item:
             raise ConfigError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set iou_thresholds=[0.3]")
         key, _, raw = item.partition("=")
-        from deteval.config import parse_yaml_value
+        from deteval.protocol import parse_yaml_value
         out[key.strip()] = parse_yaml_value(raw, where="--set", key=key.strip())
     return out
 
@@ -164,7 +164,7 @@ def _protocols(args: argparse.Namespace) -> list[Protocol]:
     names = args.protocol or ["coco"]
     protocols = [resolve_protocol(n) for n in names]
     if overrides:
-        from deteval.config import apply_overrides
+        from deteval.protocol import apply_overrides
         protocols = [apply_overrides(p, overrides, where="--set") for p in protocols]
     return protocols
 
@@ -293,9 +293,9 @@ def _mask_mode_reports(args: argparse.Namespace, gt: Any, dt: Any, results: list
     """``--compare-mask-modes``: exact vs raster per protocol, into the JSON and as text."""
     if not getattr(args, "compare_mask_modes", False):
         return []
-    from deteval.evaluate import _none_if_nan
     from deteval.masks import compare_mask_modes
     from deteval.report import format_mask_mode_comparison
+    from deteval.summary import none_if_nan as _none_if_nan
     out = []
     for result, entry in zip(results, doc["results"]):
         if result.protocol.iou_type != "segm":
@@ -345,7 +345,7 @@ def _confidence_rows(args: argparse.Namespace, results: list, doc: dict) -> list
     if args.confidence is None:
         return []
     from deteval.analysis import at_confidence
-    from deteval.evaluate import _none_if_nan
+    from deteval.summary import none_if_nan as _none_if_nan
     out = []
     for result, entry in zip(results, doc["results"]):
         rows = at_confidence(result, args.confidence)
@@ -513,7 +513,7 @@ def _list_protocols(args: argparse.Namespace) -> int:
                                      for n, p in listed.items()}, indent=2) + "\n")
         return EXIT_OK
     if args.format == "yaml":
-        from deteval.config import dump_protocol
+        from deteval.protocol import dump_protocol
         sys.stdout.write("\n".join(f"# {n} [{p.fingerprint()}]\n{dump_protocol(p)}" for n, p in listed.items()))
         return EXIT_OK
     for name, p in listed.items():

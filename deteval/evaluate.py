@@ -1,8 +1,8 @@
 """``evaluate(gt, dt, protocol) -> EvalResult``: orchestration only.
 
-The work is done by :mod:`deteval.matching` (who matched whom) and
-:func:`deteval.protocols.accumulate` (curves and AP); this module wires them together,
-computes the headline metrics and packages the result.
+The work is done by :mod:`deteval.matching` (who matched whom), :mod:`deteval.accumulate`
+(curves and AP) and :mod:`deteval.summary` (headline metrics); this module wires them together
+and packages the result.
 """
 
 from __future__ import annotations
@@ -13,24 +13,23 @@ from typing import Any
 
 import numpy as np
 
+from deteval.accumulate import accumulate
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
 from deteval.geometry import pair_box_iou
 from deteval.matching import candidate_pairs, group_rows, match_coco, match_voc, rank_in_group
-from deteval.protocols import Protocol, accumulate, get_protocol
+from deteval.protocol import Protocol, get_protocol
+from deteval.summary import class_ap, headline_metrics, none_if_nan
 
 __all__ = ["evaluate", "EvalResult", "MatchTable", "match", "resolve_protocol", "score",
            "merge_match_tables"]
-
-_AREA_ABBREVIATIONS = {"small": "s", "medium": "m", "large": "l"}
-
 
 def resolve_protocol(protocol: str | Protocol | os.PathLike) -> Protocol:
     """A preset name, a YAML file path, or a :class:`Protocol`."""
     if isinstance(protocol, Protocol):
         return protocol
     if isinstance(protocol, os.PathLike) or (isinstance(protocol, str) and protocol.endswith((".yaml", ".yml"))):
-        from deteval.config import load_protocol_file
+        from deteval.protocol import load_protocol_file
         return load_protocol_file(protocol)
     return get_protocol(protocol)
 
@@ -292,105 +291,11 @@ class EvalResult:
             "iou_type": self.protocol.iou_type,
             "protocol_hash": self.protocol.fingerprint(),
             "config": self.protocol.to_dict(),
-            "metrics": {k: _none_if_nan(v) for k, v in self.metrics.items()},
-            "per_class": [{**c, "AP": _none_if_nan(c["AP"])} for c in self.per_class],
+            "metrics": {k: none_if_nan(v) for k, v in self.metrics.items()},
+            "per_class": [{**c, "AP": none_if_nan(c["AP"])} for c in self.per_class],
             "warnings": list(self.warnings),
             "notes": list(self.notes),
         }
-
-
-def _none_if_nan(value: float) -> float | None:
-    return None if value is None or value != value else float(value)
-
-
-def mean_defined(values: np.ndarray) -> float:
-    """np.mean over the defined entries in C order (pycocotools' ``np.mean(s[s > -1])``)."""
-    values = np.asarray(values, dtype=np.float64)
-    defined = values[~np.isnan(values)]
-    return float(np.mean(defined)) if defined.size else float("nan")
-
-
-def class_ap(precision: np.ndarray, ap: np.ndarray, protocol: Protocol, k: int,
-             thresholds: Any = slice(None)) -> float:
-    """Class ``k``'s AP at area "all" (the first range) and the largest ``max_dets``.
-
-    Averaged over ``thresholds`` (all by default, or e.g. ``[t]``): for 101-point, over the
-    precision at every threshold and recall point, as detectron2 reports per-class COCO AP;
-    otherwise over the per-threshold AP.
-    """
-    if precision.shape[1] > 0 and protocol.ap_method == "101_point":
-        return mean_defined(precision[thresholds, :, k, 0, -1])
-    return mean_defined(ap[thresholds, k, 0, -1])
-
-
-def _threshold_label(t: float) -> str:
-    """50 for 0.5, 75 for 0.75, 825 for 0.825 (percent, without a trailing zero).
-
-    >>> _threshold_label(0.5), _threshold_label(0.3), _threshold_label(0.825)
-    ('50', '30', '82.5')
-    """
-    label = f"{t * 100:.6f}".rstrip("0").rstrip(".")
-    return label
-
-
-def _coco_metrics(acc: Any, protocol: Protocol) -> dict:
-    """Headline metrics of a COCO-style protocol.
-
-    ``summary="pycocotools"`` reproduces ``COCOeval.summarize`` literally: AP at maxDets=100
-    whatever ``max_dets`` says (undefined if 100 is absent), the other AP at ``max_dets[2]``,
-    AR at ``max_dets[0..2]``, area rows by the names small/medium/large. ``"configured"`` uses
-    the largest ``max_dets`` and the configured area names.
-    """
-    thresholds = list(protocol.iou_thresholds)
-    areas = list(protocol.area_names)
-    max_dets = list(protocol.max_dets) if protocol.max_dets is not None else [None]
-    by_precision = acc.precision.shape[1] > 0
-
-    def ap(t: float | None = None, area: str = "all", m: Any = None) -> float:
-        if area not in areas or m not in max_dets or (t is not None and t not in thresholds):
-            return float("nan")
-        a, mi = areas.index(area), max_dets.index(m)
-        if by_precision:
-            s = acc.precision if t is None else acc.precision[[thresholds.index(t)]]
-            return mean_defined(s[:, :, :, a, mi])
-        s = acc.ap if t is None else acc.ap[[thresholds.index(t)]]
-        return mean_defined(s[:, :, a, mi])
-
-    def ar(area: str = "all", m: Any = None) -> float:
-        if area not in areas or m not in max_dets:
-            return float("nan")
-        return mean_defined(acc.recall[:, :, areas.index(area), max_dets.index(m)])
-
-    out: dict = {}
-    if protocol.summary == "pycocotools":
-        m2 = max_dets[2]
-        out["AP"] = ap(m=100)
-        out["AP50"] = ap(0.5, m=m2)
-        out["AP75"] = ap(0.75, m=m2)
-        out["APs"] = ap(area="small", m=m2)
-        out["APm"] = ap(area="medium", m=m2)
-        out["APl"] = ap(area="large", m=m2)
-        for m in max_dets[:3]:
-            out[f"AR{m}"] = ar(m=m)
-        out["ARs"] = ar("small", m2)
-        out["ARm"] = ar("medium", m2)
-        out["ARl"] = ar("large", m2)
-        return out
-    top = max_dets[-1]
-    first = areas[0]
-    out["AP"] = ap(area=first, m=top)
-    if len(thresholds) > 1:
-        # A few thresholds: one AP each; a COCO-like sweep: the customary AP50 and AP75.
-        named = thresholds if len(thresholds) <= 5 else [t for t in thresholds if t in (0.5, 0.75)]
-        for t in named:
-            out[f"AP{_threshold_label(t)}"] = ap(t, area=first, m=top)
-    for name in areas[1:]:
-        out["AP" + _AREA_ABBREVIATIONS.get(name, "_" + name)] = ap(area=name, m=top)
-    for m in max_dets:
-        out["AR" if m is None else f"AR{m}"] = ar(first, m)
-    for name in areas[1:]:
-        out["AR" + _AREA_ABBREVIATIONS.get(name, "_" + name)] = ar(name, top)
-    return out
 
 
 def _parity_warnings(gt: GroundTruth, protocol: Protocol) -> list:
@@ -416,13 +321,9 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
     ranking = _ranking(table, protocol)
     acc = accumulate(table.det_is_tp, table.det_is_ignored, table.det_score, table.det_class,
                      table.det_rank, ranking, table.n_positive, protocol)
-    per_class_ap = np.full(gt.n_classes, np.nan)
-    for k in range(gt.n_classes):
-        per_class_ap[k] = class_ap(acc.precision, acc.ap, protocol, k)
-    if protocol.is_single_threshold:
-        metrics = {"mAP": mean_defined(per_class_ap)}
-    else:
-        metrics = _coco_metrics(acc, protocol)
+    per_class_ap = np.array([class_ap(acc.precision, acc.ap, protocol, k) for k in range(gt.n_classes)],
+                            dtype=np.float64)
+    metrics = headline_metrics(acc, per_class_ap, protocol)
     per_class = [{"category_id": int(gt.category_id[k]), "name": gt.category_name[k],
                   "AP": float(per_class_ap[k]), "num_gt": int(table.n_positive[k, 0]),
                   "num_det": int(table.n_det_per_class[k])} for k in range(gt.n_classes)]

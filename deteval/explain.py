@@ -32,38 +32,29 @@ from deteval.evaluate import (
     MatchTable,
     match,
     match_sharded,
-    mean_defined,
     resolve_protocol,
     score,
 )
-from deteval.protocols import Protocol, field_names
+from deteval.protocol import EXPLAIN_STEPS, FIELDS, Protocol, field_names
+from deteval.summary import mean_defined
 
 __all__ = ["ACCUMULATION_FIELDS", "WALK_ORDER", "matching_key", "MatchCache", "Comparison", "compare",
            "ExplainStep", "Explanation", "explain", "class_mean_ap"]
 
 #: Fields read only when accumulating a :class:`MatchTable` (never by
-#: :func:`deteval.evaluate.match`), plus the two that only describe. Every other field is assumed
-#: to change the matching, so a new field is safe by default.
-ACCUMULATION_FIELDS = ("name", "source", "ap_method", "eleven_point_grid", "score_order", "summary")
+#: :func:`deteval.evaluate.match`), plus the ones that only describe: from the field table
+#: (:data:`deteval.protocol.FIELDS`, stage "accumulate" or "describe"). Every other field is
+#: assumed to change the matching, so a new field is safe by default.
+ACCUMULATION_FIELDS = tuple(k for k, spec in FIELDS.items() if spec.stage in ("accumulate", "describe"))
 
-#: The walk of :func:`explain`: (step name, fields changed together), in this order. Fields of A
-#: and B that no step names get a step of their own after these (before ``summary``). Names of
-#: fields that a Protocol does not have are skipped.
-WALK_ORDER: tuple = (
-    ("interpolation", ("ap_method", "eleven_point_grid")),
-    ("IoU comparison", ("iou_comparison",)),
-    ("box convention", ("box_convention",)),
-    ("matching rule", ("matching",)),
-    ("difficult/crowd", ("difficult", "crowd")),
-    ("max_dets", ("max_dets",)),
-    ("area ranges", ("area_source", "area_ranges")),
-    ("IoU thresholds", ("iou_thresholds",)),
-    ("ties/score order", ("score_order",)),
-    ("parity bugs", ("gt_ignore_field", "gt_id_zero")),
-    ("IoU type/masks", ("iou_type", "mask_iou", "invalid_polygons")),
-)
-_LAST_STEP = ("summary", ("summary",))
-_DESCRIPTIVE = ("name", "source")
+#: The walk of :func:`explain`: (step name, fields changed together), in this order, from the
+#: field table (each field names its step; :data:`deteval.protocol.EXPLAIN_STEPS` orders them).
+#: Fields of A and B that no step names get a step of their own after these (before
+#: ``summary``, always last).
+WALK_ORDER: tuple = tuple((step, tuple(k for k, spec in FIELDS.items() if spec.step == step))
+                          for step in EXPLAIN_STEPS[:-1])
+_LAST_STEP = (EXPLAIN_STEPS[-1], tuple(k for k, spec in FIELDS.items() if spec.step == EXPLAIN_STEPS[-1]))
+_DESCRIPTIVE = tuple(k for k, spec in FIELDS.items() if spec.stage == "describe")
 
 
 def matching_key(protocol: Protocol) -> str:
@@ -75,7 +66,7 @@ def matching_key(protocol: Protocol) -> str:
 
     Examples
     --------
-    >>> from deteval.protocols import PRESETS
+    >>> from deteval.protocol import PRESETS
     >>> matching_key(PRESETS["voc2007"]) == matching_key(PRESETS["voc2010"])
     True
     >>> matching_key(PRESETS["voc2007"]) == matching_key(PRESETS["voc2007-pyfrcnn"])
@@ -465,7 +456,7 @@ def explain(gt: Any, dt: Any, a: str | Protocol, b: str | Protocol, *,
     ...                        "area": 1e4, "iscrowd": 0}]}
     >>> dt = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100], "score": 0.9},
     ...       {"image_id": 1, "category_id": 1, "bbox": [15, 0, 100, 100], "score": 0.8}]
-    >>> from deteval.protocols import get_protocol
+    >>> from deteval.protocol import get_protocol
     >>> voc_coco_matching = get_protocol("voc2010").replace(name="voc2010-cocomatch", matching="coco")
     >>> explain(gt, dt, "voc2010", voc_coco_matching).summary_line()
     'voc2010 -> voc2010-cocomatch: matching rule +0.5000 (total +0.5000)'

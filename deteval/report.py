@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from deteval import __version__
-from deteval.evaluate import EvalResult, class_ap
+from deteval.evaluate import EvalResult
+from deteval.summary import class_ap
 
 __all__ = ["to_json", "format_table", "format_markdown", "format_csv", "csv_safe",
            "describe_protocol", "compare_table", "format_compare_table", "format_compare_markdown",

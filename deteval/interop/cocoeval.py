@@ -21,7 +21,7 @@ import numpy as np
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult, evaluate
 from deteval.io import load_coco_dt, load_coco_gt
-from deteval.protocols import COCO_RECALL_THRESHOLDS, get_protocol
+from deteval.protocol import COCO_RECALL_THRESHOLDS, get_protocol
 
 __all__ = ["COCOeval", "Params"]
 

@@ -25,7 +25,7 @@ from deteval.explain import (
     explain,
     matching_key,
 )
-from deteval.protocols import FIELD_CHOICES, PRESETS, field_names, get_protocol
+from deteval.protocol import FIELD_CHOICES, PRESETS, field_names, get_protocol
 from deteval.report import compare_table, format_compare_csv, format_compare_markdown, format_compare_table
 
 # deteval exports the function `explain`, which shadows the module as an attribute.

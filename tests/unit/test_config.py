@@ -12,8 +12,12 @@ import pytest
 
 import deteval
 from deteval.cli import main
-from deteval.config import (
+from deteval.errors import ConfigError
+from deteval.protocol import (
+    COCO_IOU_THRESHOLDS,
     MAX_CONFIG_BYTES,
+    PRESETS,
+    Protocol,
     apply_overrides,
     dump_protocol,
     load_protocol_file,
@@ -21,11 +25,10 @@ from deteval.config import (
     parse_yaml,
     parse_yaml_value,
 )
-from deteval.errors import ConfigError
-from deteval.protocols import COCO_IOU_THRESHOLDS, PRESETS, Protocol
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIGS = ROOT / "configs"
+PRESET_FILES = ROOT / "deteval" / "protocol" / "presets"
+EXAMPLES = ROOT / "configs" / "examples"
 FIXTURE_GT = ROOT / "fixtures" / "coco" / "gt.json"
 FIXTURE_DT = ROOT / "fixtures" / "coco" / "dt.json"
 
@@ -46,20 +49,10 @@ def error_of(text: str, tmp_path: Path, name: str = "cfg.yaml") -> str:
 # The shipped configs
 # --------------------------------------------------------------------------------------------
 
-def test_every_preset_has_a_config_file_and_nothing_else_is_there():
-    stems = sorted(p.stem for p in CONFIGS.glob("*.yaml"))
-    assert stems == sorted(PRESETS)
-
-
-@pytest.mark.parametrize("name", list(PRESETS))
-def test_preset_file_loads_to_the_registry_protocol(name):
-    loaded = load_protocol_file(CONFIGS / f"{name}.yaml")
-    assert loaded == PRESETS[name]
-    assert loaded.fingerprint() == PRESETS[name].fingerprint()
-
+# The presets are these files (tests/unit/test_presets.py pins what each computes).
 
 def test_coco_file_thresholds_are_pycocotools_linspace_bit_for_bit():
-    loaded = load_protocol_file(CONFIGS / "coco.yaml")
+    loaded = load_protocol_file(PRESET_FILES / "coco.yaml")
     assert loaded.iou_thresholds == COCO_IOU_THRESHOLDS
     assert loaded.iou_thresholds[8] == 0.8999999999999999
 
@@ -69,7 +62,7 @@ def test_dump_protocol_round_trips(name):
     assert load_protocol_text(dump_protocol(PRESETS[name])) == PRESETS[name]
 
 
-@pytest.mark.parametrize("path", sorted((CONFIGS / "examples").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
 def test_example_configs_evaluate_on_the_fixture(path):
     result = deteval.evaluate(str(FIXTURE_GT), str(FIXTURE_DT), str(path))
     assert result.protocol.name == path.stem
@@ -134,7 +127,7 @@ def test_extends_must_be_a_string(tmp_path):
 
 
 def test_complete_protocol_without_extends(tmp_path):
-    text = (CONFIGS / "voc2010.yaml").read_text().replace("name: voc2010", "name: copy")
+    text = (PRESET_FILES / "voc2010.yaml").read_text().replace("name: voc2010", "name: copy")
     p = load(text, tmp_path)
     assert dataclasses.replace(p, name="voc2010") == PRESETS["voc2010"]
 
@@ -318,7 +311,7 @@ def test_bad_config_message(case, tmp_path):
     '!!python/object/apply:subprocess.check_call [["touch", "{marker}"]]\n',
     'extends: coco\nsource: !!python/object/new:os.system ["touch {marker}"]\n',
     "extends: coco\nname: !!python/name:os.system\n",
-    "!!python/object:deteval.protocols.Protocol {{name: x}}\n",
+    "!!python/object:deteval.protocol.Protocol {{name: x}}\n",
     'extends: coco\narea_ranges: {{all: !!python/object/apply:os.system ["touch {marker}"]}}\n',
 ])
 def test_python_tags_execute_nothing(tagged, tmp_path):
@@ -371,12 +364,12 @@ def test_missing_file(tmp_path):
 
 def test_cross_field_errors_from_the_protocol_name_the_file(tmp_path, monkeypatch):
     """A check the Protocol itself makes still names the file."""
-    import deteval.config as config
+    import deteval.protocol.yaml as config
     monkeypatch.setattr(config, "_check_field", lambda key, value, where: tuple(value)
                         if isinstance(value, list) else value)
     message = error_of("extends: coco\nmax_dets: [10, 1]\n", tmp_path)
-    assert message.startswith(f"{tmp_path / 'cfg.yaml'}: protocol 'cfg': max_dets must be strictly "
-                              f"increasing")
+    assert message.startswith(f"{tmp_path / 'cfg.yaml'}: protocol 'cfg': max_dets: expected strictly "
+                              f"increasing values (pycocotools sorts them), found the tuple [10, 1]")
 
 
 def test_parse_yaml_value_for_set():

@@ -1,4 +1,7 @@
-"""YAML protocol files -> :class:`~deteval.protocols.Protocol` (validated, safe loading only).
+"""YAML protocol files <-> :class:`~deteval.protocol.spec.Protocol`; the shipped presets.
+
+The presets are the YAML files of ``deteval/protocol/presets/`` (the single source: a file there
+is a preset, removing it removes the preset); :func:`get_protocol` loads them lazily.
 
 A protocol file is either ``extends: PARENT`` plus the fields it changes, or a complete protocol
 (every field that decides numbers)::
@@ -7,9 +10,9 @@ A protocol file is either ``extends: PARENT`` plus the fields it changes, or a c
     extends: coco
     max_dets: [1, 10, 300]
 
-``PARENT`` is a preset name (``deteval protocols`` lists them) or the path of another protocol
+``PARENT`` is a preset name (the CLI command ``protocols`` lists them) or the path of another protocol
 file ending in ``.yaml``/``.yml``, relative to the file that names it. The keys are the
-:class:`~deteval.protocols.Protocol` field names; lists become tuples, ``area_ranges`` is a
+:class:`~deteval.protocol.spec.Protocol` field names; lists become tuples, ``area_ranges`` is a
 mapping ``name: [lo, hi]`` and ``iou_thresholds`` may be ``{start, stop, num}`` for
 ``np.linspace`` (pycocotools' thresholds bit for bit).
 
@@ -32,10 +35,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import math
+import functools
+import importlib.resources
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,15 +47,11 @@ import numpy as np
 import yaml
 
 from deteval.errors import ConfigError
-from deteval.protocols import FIELD_CHOICES, PRESETS, Protocol, field_names
+from deteval.protocol.spec import FIELDS, Protocol, check_field, describe_value, field_names, optional_fields
 
 __all__ = ["load_protocol_file", "load_protocol_text", "protocol_from_mapping", "apply_overrides",
-           "parse_yaml", "parse_yaml_value", "dump_protocol", "OPTIONAL_FIELDS", "MAX_CONFIG_BYTES"]
-
-#: Fields a complete protocol (no ``extends:``) may leave out, with the value they then take.
-#: ``name``/``source`` default to the file; the others only matter for segm or 11-point.
-OPTIONAL_FIELDS: dict[str, Any] = {"mask_iou": "exact", "invalid_polygons": "error",
-                                   "eleven_point_grid": "matlab_colon"}
+           "parse_yaml", "parse_yaml_value", "dump_protocol", "MAX_CONFIG_BYTES", "get_protocol",
+           "preset_names", "PRESETS", "DISPLAY_ORDER"]
 
 #: Protocol files are a few hundred bytes; anything above this is refused unread.
 MAX_CONFIG_BYTES = 1 << 20
@@ -207,135 +207,16 @@ def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Plain values -> validated protocol fields
+# Plain values -> validated protocol fields (the checks live in the field table, spec.py)
 # ------------------------------------------------------------------------------------------
 
-def _describe(value: Any) -> str:
-    """How a found value is named in messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"{str(value).lower()} (a boolean; YAML reads yes/no/on/off/true/false so)"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, list):
-        text = repr(value)
-        return f"the list {text if len(text) <= 60 else text[:57] + '...'}"
-    if isinstance(value, dict):
-        return f"a mapping with keys {list(value)[:8]}"
-    return f"{type(value).__name__} {value!r}"
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _fail(where: str, path: str, expected: str, found: Any) -> ConfigError:
-    return ConfigError(f"{where}: {path}: expected {expected}, found {_describe(found)}")
-
-
-def _check_choice(key: str, value: Any, where: str) -> str:
-    allowed = FIELD_CHOICES[key]
-    if value not in allowed or not isinstance(value, str):
-        hint = ""
-        if key == "iou_comparison":
-            hint = ' (quoted: iou_comparison: ">=")'
-        raise _fail(where, key, f"one of {', '.join(repr(a) for a in allowed)}{hint}", value)
-    return value
-
-
-def _check_text(key: str, value: Any, where: str) -> str:
-    if not isinstance(value, str) or (key == "name" and not value.strip()):
-        raise _fail(where, key, "a non-empty string" if key == "name" else "a string", value)
-    return value
-
-
-def _check_iou_thresholds(value: Any, where: str) -> tuple:
-    key = "iou_thresholds"
-    if isinstance(value, dict):
-        required = ("start", "stop", "num")
-        unknown = [k for k in value if k not in required]
-        missing = [k for k in required if k not in value]
-        if unknown or missing:
-            raise _fail(where, key, "a list of numbers, or exactly {start, stop, num} for "
-                                    "np.linspace(start, stop, num)", value)
-        for k in ("start", "stop"):
-            if not _is_number(value[k]) or not 0.0 <= value[k] <= 1.0:
-                raise _fail(where, f"{key}.{k}", "a number in [0, 1]", value[k])
-        num = value["num"]
-        if not isinstance(num, int) or isinstance(num, bool) or not 1 <= num <= 1000:
-            raise _fail(where, f"{key}.num", "an integer in [1, 1000]", num)
-        if num > 1 and value["start"] == value["stop"]:
-            raise _fail(where, key, "start < stop when num > 1", value)
-        # Exactly pycocotools' construction: np.linspace(start, stop, num, endpoint=True).
-        return tuple(float(t) for t in np.linspace(value["start"], value["stop"], num, endpoint=True))
-    if not isinstance(value, list) or not value:
-        raise _fail(where, key, "a non-empty list of numbers in [0, 1] (e.g. [0.5]) or "
-                                "{start: 0.5, stop: 0.95, num: 10}", value)
-    out = []
-    for i, t in enumerate(value):
-        if not _is_number(t) or not 0.0 <= t <= 1.0:
-            raise _fail(where, f"{key}[{i}]", "a number in [0, 1]", t)
-        out.append(float(t))
-    if len(set(out)) != len(out):
-        raise _fail(where, key, "distinct thresholds", value)
-    return tuple(out)
-
-
-def _check_area_ranges(value: Any, where: str) -> tuple:
-    key = "area_ranges"
-    if not isinstance(value, dict) or not value:
-        raise _fail(where, key, "a non-empty mapping name: [lo, hi] (e.g. {all: [0, 1e10], "
-                                "small: [0, 1024]})", value)
-    out = []
-    for name, bounds in value.items():
-        if not isinstance(name, str) or not name:
-            raise _fail(where, f"{key}.{name}", "a range name that is a non-empty string", name)
-        path = f"{key}.{name}"
-        if not isinstance(bounds, list) or len(bounds) != 2:
-            raise _fail(where, path, "[lo, hi], two numbers", bounds)
-        for i, b in enumerate(bounds):
-            if not _is_number(b) or not math.isfinite(b) or b < 0:
-                raise _fail(where, f"{path}[{i}]", "a finite number >= 0 (areas in pixels², e.g. 1e10 "
-                                                   "for no upper bound)", b)
-        lo, hi = float(bounds[0]), float(bounds[1])
-        if lo > hi:
-            raise _fail(where, path, "[lo, hi] with lo <= hi", bounds)
-        out.append((name, lo, hi))
-    return tuple(out)
-
-
-def _check_max_dets(value: Any, where: str) -> tuple | None:
-    key = "max_dets"
-    if value is None:
-        return None
-    if not isinstance(value, list) or not value:
-        raise _fail(where, key, "a non-empty list of positive integers (e.g. [1, 10, 100]) or null "
-                                "for no cap", value)
-    for i, m in enumerate(value):
-        if not isinstance(m, int) or isinstance(m, bool) or m < 1:
-            raise _fail(where, f"{key}[{i}]", "a positive integer", m)
-    if any(b <= a for a, b in zip(value, value[1:], strict=False)):
-        raise _fail(where, key, "strictly increasing values (pycocotools sorts them)", value)
-    return tuple(value)
-
-
 def _check_field(key: str, value: Any, where: str) -> Any:
-    """Validate one field's plain value and return it in the Protocol's representation."""
-    if key in FIELD_CHOICES:
-        return _check_choice(key, value, where)
-    if key in ("name", "source"):
-        return _check_text(key, value, where)
-    if key == "iou_thresholds":
-        return _check_iou_thresholds(value, where)
-    if key == "area_ranges":
-        return _check_area_ranges(value, where)
-    if key == "max_dets":
-        return _check_max_dets(value, where)
-    # A field this module does not know in detail: the Protocol validates it.
-    return tuple(value) if isinstance(value, list) else value
+    """One field's plain value -> the Protocol's representation, by the field table's checks.
+
+    The same checks run again when the :class:`Protocol` is constructed (one implementation;
+    running it here first makes the messages name the file instead of the protocol).
+    """
+    return check_field(key, value, where=where)
 
 
 def _unknown_key_error(where: str, key: Any, allowed: tuple) -> ConfigError:
@@ -405,7 +286,7 @@ def protocol_from_mapping(data: Any, *, where: str = "<config>", base_dir: str |
     'configured'
     """
     if not isinstance(data, dict):
-        found = "an empty document" if data is None else _describe(data)
+        found = "an empty document" if data is None else describe_value(data)
         raise ConfigError(f"{where}: expected a mapping of protocol fields (extends: PRESET plus the "
                           f"fields to change, or every field), found {found}")
     allowed = ("extends",) + field_names()
@@ -428,13 +309,14 @@ def protocol_from_mapping(data: Any, *, where: str = "<config>", base_dir: str |
         elif note:
             changes["source"] = f"{changes['source']} ({note})"
         return _construct(parent, changes, where)
-    required = [f for f in field_names() if f not in ("name", "source") and f not in OPTIONAL_FIELDS]
+    optional = optional_fields()
+    required = [f for f, spec in FIELDS.items() if spec.stage != "describe" and f not in optional]
     missing = [f for f in required if f not in changes]
     if missing:
-        raise ConfigError(f"{where}: expected `extends: PRESET` (one of {', '.join(PRESETS)}) or every "
-                          f"protocol field; missing: {', '.join(missing)}")
+        raise ConfigError(f"{where}: expected `extends: PRESET` (one of {', '.join(preset_names())}) or "
+                          f"every protocol field; missing: {', '.join(missing)}")
     changes.setdefault("source", where)
-    for key, default in OPTIONAL_FIELDS.items():
+    for key, default in optional.items():
         changes.setdefault(key, default)
     try:
         return Protocol(**changes)
@@ -443,20 +325,21 @@ def protocol_from_mapping(data: Any, *, where: str = "<config>", base_dir: str |
 
 
 def _resolve_parent(value: Any, *, where: str, base_dir: Any, chain: tuple) -> Protocol:
+    names = preset_names()
     if not isinstance(value, str) or not value:
-        raise _fail(where, "extends", f"a preset name ({', '.join(PRESETS)}) or a path ending in .yaml",
-                    value)
+        raise ConfigError(f"{where}: extends: expected a preset name ({', '.join(names)}) or a path ending "
+                          f"in .yaml, found {describe_value(value)}")
     if value.endswith((".yaml", ".yml")):
         path = Path(value)
         if not path.is_absolute():
             path = Path(base_dir if base_dir is not None else ".") / path
         return _load(path, chain=chain, referrer=f"{where}: extends")
-    if value not in PRESETS:
-        close = difflib.get_close_matches(value, list(PRESETS), n=1)
+    if value not in names:
+        close = difflib.get_close_matches(value, list(names), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"{where}: extends: expected a preset name ({', '.join(PRESETS)}) or a path "
+        raise ConfigError(f"{where}: extends: expected a preset name ({', '.join(names)}) or a path "
                           f"ending in .yaml, found {value!r}{hint}")
-    return PRESETS[value]
+    return _preset(value, where=where, chain=chain)
 
 
 def _load(path: Path, *, chain: tuple = (), referrer: str | None = None) -> Protocol:
@@ -555,6 +438,100 @@ def apply_overrides(protocol: Protocol, overrides: Mapping[str, Any], *, where: 
     if "source" not in changes:
         changes["source"] = f"{protocol.source}; {where} {shown}" + (f"; {note}" if note else "")
     return _construct(protocol, changes, where)
+
+
+# ------------------------------------------------------------------------------------------
+# The shipped presets: deteval/protocol/presets/<name>.yaml
+# ------------------------------------------------------------------------------------------
+
+#: The folder of the preset files (package data). Tests point it at a copy.
+PRESET_DIR = Path(str(importlib.resources.files("deteval.protocol") / "presets"))
+
+#: Display order of the presets (the CLI command ``protocols``, messages): the reference tools first,
+#: then their variants. It only orders: a preset is a file in :data:`PRESET_DIR`; names listed
+#: here without a file are skipped, files not listed here come after, alphabetically.
+DISPLAY_ORDER = ("coco", "coco-pycocotools", "coco50", "voc2007", "voc2010", "voc2012", "voc2007-pyfrcnn",
+                 "voc2010-pyfrcnn", "voc2007-continuous", "voc2010-continuous")
+
+
+def preset_names() -> tuple:
+    """The names of the shipped presets: the stems of the YAML files in :data:`PRESET_DIR`.
+
+    >>> preset_names()[:4]
+    ('coco', 'coco-pycocotools', 'coco50', 'voc2007')
+    """
+    stems = sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+    known = [n for n in DISPLAY_ORDER if n in stems]
+    return tuple(known + [n for n in stems if n not in known])
+
+
+def get_protocol(name: str | Protocol) -> Protocol:
+    """Return a preset by name (a :class:`Protocol` is returned unchanged).
+
+    Presets are read from their YAML file on first use and kept for the process: the cache is
+    an ``lru_cache`` on a pure loader keyed by (folder, name), so it holds no state a caller
+    can observe other than speed (a :class:`Protocol` is frozen).
+
+    Raises
+    ------
+    ConfigError
+        If the name is unknown; the message lists the presets.
+
+    Examples
+    --------
+    >>> get_protocol("voc2010").ap_method
+    'all_point'
+    """
+    if isinstance(name, Protocol):
+        return name
+    names = preset_names()
+    if isinstance(name, str) and name in names:
+        return _load_preset(os.fspath(PRESET_DIR), name)
+    raise ConfigError(f"unknown protocol {name!r}; expected a preset name ({', '.join(names)}) "
+                      f"or a YAML file")
+
+
+@functools.lru_cache(maxsize=64)
+def _load_preset(folder: str, name: str) -> Protocol:
+    return _load(Path(folder) / f"{name}.yaml")
+
+
+def _preset(name: str, *, where: str, chain: tuple) -> Protocol:
+    """The parent named by ``extends: NAME``.
+
+    A preset file that extends a preset by name is loaded along the current chain (so a cycle
+    among presets is reported, not recursed into); anything else uses the cache.
+    """
+    folder = os.path.realpath(PRESET_DIR)
+    if any(os.path.dirname(c) == folder for c in chain):
+        return _load(PRESET_DIR / f"{name}.yaml", chain=chain, referrer=f"{where}: extends")
+    return get_protocol(name)
+
+
+class _Presets(Mapping):
+    """Read-only mapping name -> preset :class:`Protocol`, loaded lazily from the YAML files.
+
+    >>> list(PRESETS)[:2], PRESETS["coco50"].iou_thresholds
+    (['coco', 'coco-pycocotools'], (0.5,))
+    """
+
+    def __getitem__(self, name: str) -> Protocol:
+        if not isinstance(name, str) or name not in preset_names():
+            raise KeyError(name)
+        return get_protocol(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(preset_names())
+
+    def __len__(self) -> int:
+        return len(preset_names())
+
+    def __repr__(self) -> str:
+        return f"PRESETS({', '.join(preset_names())})"
+
+
+#: The presets as a read-only mapping (iteration in :func:`preset_names` order).
+PRESETS: Mapping[str, Protocol] = _Presets()
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,0 +1,362 @@
+"""Ranked per-detection outcomes -> precision / recall / scores / AP, one function per ``ap_method``.
+
+:func:`accumulate` is the entry point: it picks the function of the protocol's ``ap_method`` from
+:data:`AP_METHODS` and runs it once per ``max_dets`` value. The point-sampled methods
+(``101_point``, ``11_point``) share the machinery that works on true-positive positions only
+(precision peaks at true positives); ``all_point`` follows the devkit's full curve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from deteval.matching import rank_in_group
+from deteval.protocol import COCO_RECALL_THRESHOLDS, Protocol
+
+__all__ = ["Accumulated", "accumulate", "recall_thresholds", "AP_METHODS"]
+
+
+def recall_thresholds(protocol: Protocol) -> np.ndarray:
+    """The recall points of a point-sampled ``ap_method`` (the R axis; empty for ``all_point``).
+
+    Examples
+    --------
+    >>> from deteval.protocol import get_protocol
+    >>> float(recall_thresholds(get_protocol("voc2007-pyfrcnn"))[3])
+    0.30000000000000004
+    >>> g = recall_thresholds(get_protocol("voc2007"))  # MATLAB's 0:0.1:1
+    >>> float(g[3]), float(g[6]), float(g[7])
+    (0.30000000000000004, 0.6, 0.7)
+    """
+    if protocol.ap_method == "101_point":
+        return COCO_RECALL_THRESHOLDS
+    if protocol.ap_method == "11_point":
+        if protocol.eleven_point_grid == "numpy_arange":
+            return np.arange(0.0, 1.1, 0.1)
+        if protocol.eleven_point_grid == "matlab_colon":
+            grid = np.empty(11)
+            grid[:6] = np.arange(6) * 0.1
+            grid[6:] = 1.0 - np.arange(4, -1, -1) * 0.1
+            grid[5] = 0.5  # the middle element: MATLAB computes it as (a + b) / 2
+            return grid
+        return np.arange(11) / 10.0
+    return np.zeros(0)
+
+
+@dataclass(frozen=True)
+class Accumulated:
+    """Per-class curves summarised on the protocol's axes.
+
+    Attributes
+    ----------
+    precision : float64 (n_iou_thr, n_recall_thr, n_class, n_area, n_max_dets)
+        Interpolated precision at each recall threshold; NaN where a class has no positive GT
+        (pycocotools stores -1). Empty R axis for ``all_point``.
+    recall : float64 (n_iou_thr, n_class, n_area, n_max_dets)
+        Final recall; NaN where undefined.
+    scores : float64, like ``precision``
+        Score of the detection where each recall threshold is reached (0 if never).
+    ap : float64 (n_iou_thr, n_class, n_area, n_max_dets)
+        Average precision of each curve; NaN where undefined.
+    """
+
+    precision: np.ndarray
+    recall: np.ndarray
+    scores: np.ndarray
+    ap: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """The detections kept under one ``max_dets`` value, in ranking order, grouped by class.
+
+    ``is_tp`` / ``is_ignored`` are (n_lane, n) with lane = area * n_iou_thr + threshold;
+    ``class_start`` / ``class_end`` bound each class's segment of the ranked list.
+    """
+
+    is_tp: np.ndarray
+    is_ignored: np.ndarray
+    det_class: np.ndarray
+    scores: np.ndarray
+    class_start: np.ndarray
+    class_end: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Output:
+    """Views of the result arrays at one ``max_dets`` index (written in place, then frozen)."""
+
+    precision: np.ndarray  # (n_iou_thr, n_recall_thr, n_class, n_area)
+    recall: np.ndarray  # (n_iou_thr, n_class, n_area)
+    scores: np.ndarray  # (n_iou_thr, n_recall_thr, n_class, n_area)
+    ap: np.ndarray  # (n_iou_thr, n_class, n_area)
+
+
+def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.ndarray,
+               det_class: np.ndarray, det_rank: np.ndarray, ranking: np.ndarray,
+               n_positive: np.ndarray, protocol: Protocol) -> Accumulated:
+    """Turn per-detection outcomes into precision/recall curves and AP.
+
+    Parameters
+    ----------
+    det_is_tp, det_is_ignored : bool (n_area * n_iou_thr, n_det)
+        Outcome per lane (lane = area * n_iou_thr + threshold).
+    det_score : float64 (n_det,)
+    det_class : int64 (n_det,)
+    det_rank : int64 (n_det,)
+        Rank of each detection within its (image, class) group (for ``max_dets``).
+    ranking : int64 (n_det,)
+        Detection rows in global ranking order, already grouped by class (the protocol's tie
+        rule applied).
+    n_positive : int64 (n_class, n_area)
+        Number of non-ignored ground truths.
+    protocol : Protocol
+
+    Returns
+    -------
+    Accumulated
+
+    Notes
+    -----
+    ``101_point`` is pycocotools' ``COCOeval.accumulate`` operation by operation;
+    ``11_point`` and ``all_point`` follow the VOC devkit (see :func:`ap_101_point`,
+    :func:`ap_11_point`, :func:`ap_all_point`).
+
+    Examples
+    --------
+    One class, two ground truths, a true positive then a false positive, VOC2010 rules:
+
+    >>> from deteval.protocol import get_protocol
+    >>> acc = accumulate(np.array([[True, False]]), np.zeros((1, 2), bool), np.array([.9, .8]),
+    ...                  np.zeros(2, np.int64), np.zeros(2, np.int64), np.arange(2),
+    ...                  np.array([[2]]), get_protocol("voc2010"))
+    >>> float(acc.ap[0, 0, 0, 0]), float(acc.recall[0, 0, 0, 0])
+    (0.5, 0.5)
+    """
+    n_class, n_area = n_positive.shape
+    n_iou_thr = len(protocol.iou_thresholds)
+    max_dets = protocol.max_dets if protocol.max_dets is not None else (None,)
+    rec_thr = recall_thresholds(protocol)
+    n_recall_thr = len(rec_thr)
+    shape = (n_iou_thr, n_recall_thr, n_class, n_area, len(max_dets))
+    precision = np.full(shape, np.nan)
+    scores = np.full(shape, np.nan)
+    recall = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)
+    ap = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)
+    ap_method = AP_METHODS[protocol.ap_method]
+    for m, max_det in enumerate(max_dets):
+        rows = ranking if max_det is None else ranking[det_rank[ranking] < max_det]
+        ranked_class = det_class[rows]
+        bounds = np.searchsorted(ranked_class, np.arange(n_class + 1))
+        ranked = _Ranked(is_tp=np.take(det_is_tp, rows, axis=1), is_ignored=np.take(det_is_ignored, rows, axis=1),
+                         det_class=ranked_class, scores=det_score[rows], class_start=bounds[:-1],
+                         class_end=bounds[1:])
+        out = _Output(precision=precision[..., m], recall=recall[..., m], scores=scores[..., m], ap=ap[..., m])
+        ap_method(ranked, n_positive, rec_thr, n_iou_thr, out)
+    return Accumulated(precision=precision, recall=recall, scores=scores, ap=ap)
+
+
+# --------------------------------------------------------------------------------------------
+# One function per ap_method
+# --------------------------------------------------------------------------------------------
+
+def ap_101_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int,
+                 out: _Output) -> None:
+    """COCO: mean interpolated precision at 101 recall points (pycocotools' ``accumulate``).
+
+    Notes
+    -----
+    Operation by operation as ``COCOeval.accumulate``: ``pr = tp / (fp + tp + np.spacing(1))``,
+    the backwards envelope, ``np.searchsorted(rc, recThrs, 'left')``, 0 beyond the last reached
+    recall, AP = ``np.mean`` over the recall points. Ignored detections stay in the ranked list
+    (they repeat the previous point), as in pycocotools; this matters for ``scores``.
+    """
+    def coco_precision(n_tp: np.ndarray, n_fp: np.ndarray) -> np.ndarray:
+        return n_tp / (n_fp + n_tp + np.spacing(1))
+
+    precision_at_recall = _point_sampled(ranked, n_positive, rec_thr, n_iou_thr, out, coco_precision)
+    out.ap[...] = np.mean(precision_at_recall, axis=-1).transpose(0, 2, 1)
+
+
+def ap_11_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int,
+                out: _Output) -> None:
+    """VOC2007: the mean of the interpolated precision at 11 recall points (``VOCevalDet.m``).
+
+    Notes
+    -----
+    The devkit's ``ap = ap + p / 11`` in order, reproduced as a cumulative sum of ``p / 11``
+    (the same additions, so the same rounding). Precision is ``tp / (tp + fp)``, 0 where nothing
+    was counted yet (the Python port's ``np.maximum(tp + fp, eps)``).
+    """
+    precision_at_recall = _point_sampled(ranked, n_positive, rec_thr, n_iou_thr, out, _devkit_precision)
+    out.ap[...] = np.cumsum(precision_at_recall / 11.0, axis=-1)[..., -1].transpose(0, 2, 1)
+
+
+def ap_all_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int,
+                 out: _Output) -> None:
+    """VOC2010+: area under the precision envelope at every recall change (``VOCap.m``).
+
+    Fills ``recall`` and ``ap``; there are no recall points, so ``precision`` and ``scores``
+    have an empty R axis.
+    """
+    n_class, n_area = n_positive.shape
+    is_fp = ~ranked.is_tp & ~ranked.is_ignored
+    for k in range(n_class):
+        segment = slice(ranked.class_start[k], ranked.class_end[k])
+        n_tp = np.cumsum(ranked.is_tp[:, segment], axis=1).astype(float)
+        n_fp = np.cumsum(is_fp[:, segment], axis=1).astype(float)
+        for a in range(n_area):
+            n_pos = n_positive[k, a]
+            if n_pos == 0:
+                continue
+            for t in range(n_iou_thr):
+                lane = a * n_iou_thr + t
+                rec = n_tp[lane] / n_pos
+                out.recall[t, k, a] = rec[-1] if len(rec) else 0.0
+                out.ap[t, k, a] = _area_under_envelope(rec, _devkit_precision(n_tp[lane], n_fp[lane]))
+
+
+#: ``ap_method`` field value -> the function that fills one ``max_dets`` slice.
+AP_METHODS: Mapping[str, Callable[..., None]] = {
+    "101_point": ap_101_point,
+    "11_point": ap_11_point,
+    "all_point": ap_all_point,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Shared machinery of the point-sampled methods
+# --------------------------------------------------------------------------------------------
+
+def _point_sampled(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int,
+                   out: _Output, precision_of: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Interpolated precision and scores at each recall threshold; fills ``out`` but ``ap``.
+
+    Returns
+    -------
+    float64 (n_iou_thr, n_area, n_class, n_recall_thr)
+        The interpolated precision (0 where a threshold is never reached; NaN for classes
+        without positives), for the method's AP.
+    """
+    n_class, n_area = n_positive.shape
+    n_lane, n = ranked.is_tp.shape
+    n_recall_thr = len(rec_thr)
+    ranked_scores = np.append(ranked.scores, 0.0)
+    # Precision peaks at true positives, so only TP positions are needed: for the j-th TP of
+    # its (lane, class) at rank `tp_pos`, tp = j and fp = the FPs counted since the class began.
+    flat_tp = np.flatnonzero(ranked.is_tp)
+    tp_lane, tp_pos = np.divmod(flat_tp, max(n, 1))
+    tp_class = ranked.det_class[tp_pos]
+    segment_key = tp_lane * n_class + tp_class
+    n_tp_so_far = rank_in_group(segment_key) + 1
+    n_fp_so_far = _fp_before_each_tp(ranked.is_tp, ranked.is_ignored, tp_lane, tp_pos,
+                                     ranked.class_start[tp_class])
+    precision_at_tp = precision_of(n_tp_so_far.astype(float), n_fp_so_far.astype(float))
+    n_tp = np.bincount(segment_key, minlength=n_lane * n_class).reshape(n_lane, n_class)
+    tp_first = (np.cumsum(n_tp.ravel()) - n_tp.ravel()).reshape(n_lane, n_class)
+    has_dets = ranked.class_end > ranked.class_start
+    precision_at_recall = np.full((n_iou_thr, n_area, n_class, n_recall_thr), np.nan)
+    for a in range(n_area):
+        n_pos = n_positive[:, a]
+        is_defined = n_pos > 0
+        tp_needed = _min_tp_for_recall(n_pos, rec_thr)  # (n_class, n_recall_thr)
+        target = np.maximum(tp_needed, 1)
+        for t in range(n_iou_thr):
+            lane = a * n_iou_thr + t
+            with np.errstate(divide="ignore", invalid="ignore"):
+                final_recall = n_tp[lane] / n_pos
+            out.recall[t, :, a] = np.where(is_defined, np.where(has_dets, final_recall, 0.0), np.nan)
+            # pycocotools: idx = searchsorted(rc, thr, "left"); recall >= thr <=> tp >= tp_needed.
+            has_target = target <= n_tp[lane][:, None]
+            first = tp_first[lane][:, None] + target - 1
+            end = tp_first[lane] + n_tp[lane]
+            interpolated = _suffix_max_at(precision_at_tp, np.where(has_target, first, end[:, None]), end,
+                                          has_target)
+            is_reached = has_target | ((tp_needed == 0) & has_dets[:, None])
+            # The rank where recall first reaches the threshold: the target TP, or the first
+            # ranked detection when the threshold is 0 (searchsorted(rc, 0) == 0).
+            from_tp = has_target & (tp_needed > 0)
+            if len(tp_pos):
+                pos = np.where(from_tp, tp_pos[np.minimum(first, len(tp_pos) - 1)], ranked.class_start[:, None])
+            else:
+                pos = np.broadcast_to(ranked.class_start[:, None], first.shape)
+            score_at_recall = np.where(is_reached, ranked_scores[np.minimum(pos, n)], 0.0)
+            interpolated = np.where(is_defined[:, None], interpolated, np.nan)
+            out.precision[t, :, :, a] = interpolated.T
+            out.scores[t, :, :, a] = np.where(is_defined[:, None], score_at_recall, np.nan).T
+            precision_at_recall[t, a] = interpolated
+    return precision_at_recall
+
+
+def _fp_before_each_tp(is_tp: np.ndarray, is_ignored: np.ndarray, tp_lane: np.ndarray,
+                       tp_pos: np.ndarray, tp_seg_start: np.ndarray) -> np.ndarray:
+    """False positives from the start of each TP's class segment up to the TP, lane by lane.
+
+    One lane at a time with a reused buffer: the (lanes x detections) cumulative sum would be
+    a large fresh array whose page faults cost more than the sum itself.
+    """
+    n_lane, n = is_tp.shape
+    out = np.empty(len(tp_pos), dtype=np.int64)
+    fp_before = np.zeros(n + 1, dtype=np.int64)
+    is_fp = np.empty(n, dtype=bool)
+    lane_bounds = np.searchsorted(tp_lane, np.arange(n_lane + 1))
+    for lane in range(n_lane):
+        lo, hi = lane_bounds[lane], lane_bounds[lane + 1]
+        if lo == hi:
+            continue
+        np.logical_or(is_tp[lane], is_ignored[lane], out=is_fp)
+        np.logical_not(is_fp, out=is_fp)
+        np.cumsum(is_fp, out=fp_before[1:])
+        out[lo:hi] = fp_before[tp_pos[lo:hi] + 1] - fp_before[tp_seg_start[lo:hi]]
+    return out
+
+
+def _suffix_max_at(values: np.ndarray, start: np.ndarray, end: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """max(values[start[k, r] : end[k]]) for each k and r (0 where not ``valid``).
+
+    ``start`` is non-decreasing along r. One ``maximum.reduceat`` over the pieces
+    [start[k, r], start[k, r + 1]) and a suffix maximum over r: a max is exact, so these are the
+    values of pycocotools' backwards envelope.
+    """
+    n_class, n_r = start.shape
+    if len(values) == 0:
+        return np.zeros((n_class, n_r))
+    padded = np.append(values, 0.0)
+    bounds = np.concatenate([start, end[:, None]], axis=1)
+    pieces = np.maximum.reduceat(padded, bounds.ravel()).reshape(n_class, n_r + 1)[:, :n_r]
+    pieces = np.where(valid, pieces, 0.0)
+    return np.maximum.accumulate(pieces[:, ::-1], axis=1)[:, ::-1]
+
+
+def _devkit_precision(n_tp: np.ndarray, n_fp: np.ndarray) -> np.ndarray:
+    """``tp / max(tp + fp, eps)``: the Python VOC port (0 where nothing was counted yet)."""
+    return n_tp / np.maximum(n_tp + n_fp, np.finfo(np.float64).eps)
+
+
+def _min_tp_for_recall(n_pos: np.ndarray, rec_thr: np.ndarray) -> np.ndarray:
+    """Smallest tp count j with ``j / n_pos >= thr`` for each class and threshold.
+
+    Computed with the same float division as the recall values, so it is exact; classes without
+    positives get an unreachable count.
+    """
+    out = np.full((len(n_pos), len(rec_thr)), np.iinfo(np.int64).max // 4, dtype=np.int64)
+    for n in np.unique(n_pos[n_pos > 0]):
+        ratios = np.arange(n + 1) / n
+        out[n_pos == n] = np.searchsorted(ratios, rec_thr, side="left")
+    return out
+
+
+def _area_under_envelope(rec: np.ndarray, prec: np.ndarray) -> float:
+    """Area under the precision envelope at every recall change (VOC2010+ ``VOCap.m``).
+
+    >>> round(_area_under_envelope(np.array([.5, .5, 1.]), np.array([1., .5, 2 / 3])), 10)
+    0.8333333333
+    """
+    mrec = np.concatenate(([0.0], rec, [1.0]))
+    mpre = np.concatenate(([0.0], prec, [0.0]))
+    mpre = np.maximum.accumulate(mpre[::-1])[::-1]
+    i = np.where(mrec[1:] != mrec[:-1])[0]
+    return float(np.sum((mrec[i + 1] - mrec[i]) * mpre[i + 1]))
