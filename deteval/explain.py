@@ -31,12 +31,12 @@ from deteval.evaluate import (
     EvalResult,
     MatchTable,
     match,
-    match_sharded,
     mean_defined,
     resolve_protocol,
     score,
 )
 from deteval.protocols import Protocol, field_names
+from deteval.sharding import match_sharded
 
 __all__ = ["ACCUMULATION_FIELDS", "WALK_ORDER", "matching_key", "MatchCache", "Comparison", "compare",
            "ExplainStep", "Explanation", "explain", "class_mean_ap"]
@@ -95,7 +95,7 @@ class MatchCache:
     gt : GroundTruth
     dt : Detections
     workers : int
-        Match image shards in this many processes (see :func:`deteval.evaluate.match_sharded`).
+        Match image shards in this many processes (see :func:`deteval.sharding.match_sharded`).
     """
 
     def __init__(self, gt: GroundTruth, dt: Detections, *, workers: int = 1):

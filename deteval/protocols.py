@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from deteval.errors import ConfigError
-from deteval.matching import rank_in_group
+from deteval.grouping import rank_in_group
 
 __all__ = ["Protocol", "PRESETS", "get_protocol", "preset_names", "COCO_IOU_THRESHOLDS",
            "COCO_RECALL_THRESHOLDS", "recall_thresholds", "FIELD_CHOICES"]
