@@ -109,8 +109,11 @@ def _gt_flags(gt: GroundTruth, protocol: Protocol) -> tuple[np.ndarray, np.ndarr
 
 def _det_area(dt: Detections, rows: np.ndarray, protocol: Protocol,
               masks: PreparedMasks | None) -> np.ndarray:
-    """Detection area for size ranges: ``w * h`` of the box (pycocotools' loadRes)."""
-    if protocol.iou_type == "segm":
+    """Detection area for size ranges: ``w * h`` of the box (pycocotools' loadRes).
+
+    ``masks`` is given exactly when ``iou_type`` is ``"segm"`` (see :func:`match`).
+    """
+    if masks is not None:
         return detection_areas(masks, rows, protocol)
     box = boxes_as(dt.box[rows], dt.box_format, "xywh")
     return box[:, 2] * box[:, 3]
@@ -118,7 +121,8 @@ def _det_area(dt: Detections, rows: np.ndarray, protocol: Protocol,
 
 def _pair_iou(gt: GroundTruth, dt: Detections, gt_rows: np.ndarray, det_rows: np.ndarray,
               gt_is_crowd: np.ndarray, protocol: Protocol, masks: PreparedMasks | None) -> np.ndarray:
-    if protocol.iou_type == "segm":
+    """IoU of aligned pairs: masks when ``masks`` is given (``iou_type="segm"``), else boxes."""
+    if masks is not None:
         return pair_mask_iou(masks, gt_rows, det_rows, gt_is_crowd, protocol)
     native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
     det_box = boxes_as(dt.box, dt.box_format, native)[det_rows]
@@ -142,7 +146,7 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
     masks : PreparedMasks, optional
         ``iou_type="segm"`` only: the masks of ``gt`` and ``dt`` from
         :func:`deteval.geometry.prepare_masks`, to parse and validate them once for several
-        calls (shards, protocols); built here when not given.
+        calls (shards, protocols); built here when not given. Ignored for ``"bbox"``.
 
     Returns
     -------
@@ -158,6 +162,7 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
     if protocol.iou_type == "bbox":
         from deteval.io.coco import require_boxes
         require_boxes(dt)
+        masks = None
     elif masks is None:
         masks = prepare_masks(gt, dt, protocol)
     elif not masks.is_for(gt, dt):

@@ -56,7 +56,15 @@ def _polygonal(geometry: Any) -> list:
     return [p for p in out if not p.is_empty]
 
 
-def build_exact_masks(src: SegmentationSource, masks: CheckedMasks, invalid_polygons: str) -> ExactMasks:
+def build_exact_masks(src: SegmentationSource, masks: CheckedMasks,
+                      invalid_polygons: str) -> ExactMasks:
+    """Shapely geometry, exact area and bounds of every polygon record of ``masks``.
+
+    A record's parts become one Polygon or, when several, their union as a MultiPolygon.
+    A ring that only touches itself at a point is split there silently; crossing or
+    overlapping edges are an InputError unless ``invalid_polygons == "make_valid"``, which
+    repairs them as an even-odd fill (pycocotools' rasteriser) would.
+    """
     n = len(masks.kind)
     geometry = np.full(n, None, dtype=object)
     area = np.full(n, np.nan)
@@ -148,7 +156,7 @@ def build_exact_masks(src: SegmentationSource, masks: CheckedMasks, invalid_poly
 
 
 def exact_pair_iou(det: ExactMasks, gt: ExactMasks, det_rows: np.ndarray, gt_rows: np.ndarray,
-                    is_crowd: np.ndarray, lowest: float, describe: Callable[[int], str]) -> np.ndarray:
+                   is_crowd: np.ndarray, lowest: float, describe: Callable[[int], str]) -> np.ndarray:
     """Exact polygon IoU of aligned pairs; pairs that cannot reach ``lowest`` get 0."""
     n = len(det_rows)
     iou = np.zeros(n)

@@ -38,7 +38,8 @@ class RasterMasks:
         self.done = np.zeros(n, dtype=bool)
 
 
-def ensure_raster(src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray) -> None:
+def ensure_raster(src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks,
+                  rows: np.ndarray) -> None:
     """Compute pycocotools' RLE (``COCO.annToRLE``) of the ``rows`` not done yet.
 
     Polygons: ``frPyObjects(parts, h, w)`` at the image size, parts merged; uncompressed RLE:
@@ -90,7 +91,8 @@ def rle_areas(rles: list) -> np.ndarray:
     return out
 
 
-def _check_raster_extent(src: SegmentationSource, masks: CheckedMasks, rows: np.ndarray, size: np.ndarray) -> None:
+def _check_raster_extent(src: SegmentationSource, masks: CheckedMasks, rows: np.ndarray,
+                         size: np.ndarray) -> None:
     """Polygons to rasterise must lie within one image size of the image.
 
     pycocotools walks every polygon edge at 5x resolution, so far-away vertices cost memory
@@ -117,9 +119,9 @@ def _check_raster_extent(src: SegmentationSource, masks: CheckedMasks, rows: np.
                         f"{int(size_of[r][1])} x {int(size_of[r][0])}" if r in point_of else "")
 
 
-def raster_pair_iou(det_src: SegmentationSource, det: CheckedMasks, det_raster: RasterMasks, gt_src: SegmentationSource,
-                     gt: CheckedMasks, gt_raster: RasterMasks, det_rows: np.ndarray, gt_rows: np.ndarray,
-                     is_crowd: np.ndarray) -> np.ndarray:
+def raster_pair_iou(det_src: SegmentationSource, det: CheckedMasks, det_raster: RasterMasks,
+                    gt_src: SegmentationSource, gt: CheckedMasks, gt_raster: RasterMasks,
+                    det_rows: np.ndarray, gt_rows: np.ndarray, is_crowd: np.ndarray) -> np.ndarray:
     """pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs, one call per image."""
     n = len(det_rows)
     iou = np.zeros(n)

@@ -79,7 +79,7 @@ def _show(value: Any) -> str:
 
 
 def fail_records(src: SegmentationSource, rows: Any, problem: str, expected: str,
-          found: Callable[[int], str], hint: str = "") -> None:
+                 found: Callable[[int], str], hint: str = "") -> None:
     """Raise one InputError naming the first five records (by row) with ``problem``.
 
     The message reads ``<file>: <record> (<ids>): <problem>; expected <...>,
@@ -97,11 +97,19 @@ def fail_records(src: SegmentationSource, rows: Any, problem: str, expected: str
 
 
 def _image_sizes(gt: GroundTruth) -> np.ndarray:
+    """(n_img, 2) float64 height, width of every image (NaN where the file gives none)."""
     return np.stack([np.asarray(gt.image_height, np.float64),
                      np.asarray(gt.image_width, np.float64)], axis=1).reshape(-1, 2)
 
 
 def ground_truth_source(gt: GroundTruth) -> SegmentationSource:
+    """The annotations' segmentations, named by annotation and image id.
+
+    Raises
+    ------
+    InputError
+        Ground truth without any segmentation (VOC, YOLO, COCO boxes only).
+    """
     if gt.segmentation is None:
         raise InputError(f"{gt.source}: iou_type 'segm' needs a `segmentation` (polygons or RLE) on "
                          f"every annotation; expected COCO instances with masks, found ground truth "
@@ -115,6 +123,13 @@ def ground_truth_source(gt: GroundTruth) -> SegmentationSource:
 
 
 def detection_source(dt: Detections, gt: GroundTruth) -> SegmentationSource:
+    """The detections' segmentations, named by record number and image id.
+
+    Raises
+    ------
+    InputError
+        Detections given as boxes only.
+    """
     img_id, image = gt.image_id, dt.image
     if dt.segmentation is None and len(dt):
         raise InputError(f"{dt.source}: iou_type 'segm' needs a `segmentation` on every detection; "
