@@ -86,3 +86,21 @@ def test_a_worker_error_reaches_the_caller():
     with pytest.raises(deteval.InputError, match=r"image\(s\) without a usable width and height") as two:
         match_sharded(gt, dt, p, workers=3)
     assert "1 image(s)" in str(two.value) and "id=1" in str(one.value)
+
+
+def test_a_dead_worker_is_one_clear_error(monkeypatch):
+    """A worker that dies without a result (killed, out of memory) never hangs the parent."""
+    import os
+
+    from deteval import sharding
+
+    def die(job, images, conn):
+        os._exit(9)
+
+    monkeypatch.setattr(sharding, "_match_shard", die)
+    gt_dict, dt_list = generate(2, n_images=6, n_classes=2)
+    gt = deteval.load_ground_truth(gt_dict)
+    dt = deteval.load_detections(dt_list, gt)
+    with pytest.raises(deteval.DetevalError, match=r"a matching worker process \(pid \d+\) ended without "
+                                                   r"a result \(exit code 9\)"):
+        match_sharded(gt, dt, deteval.get_protocol("coco"), workers=2)
