@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deteval.matching import rank_in_group
+from deteval.grouping import rank_in_group
 from deteval.protocol import COCO_RECALL_THRESHOLDS, Protocol
 
 __all__ = ["Accumulated", "accumulate", "recall_thresholds", "AP_METHODS"]

@@ -246,8 +246,9 @@ def _load_gt(args: argparse.Namespace) -> Any:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from deteval.evaluate import match_sharded, score
+    from deteval.evaluate import score
     from deteval.report import format_confidence_table, format_csv, format_markdown, format_table, to_json
+    from deteval.sharding import match_sharded
     _refuse_overwrite(args)
     protocols = _protocols(args)
     progress = _Progress(2 + len(protocols), args.quiet)
@@ -293,7 +294,7 @@ def _mask_mode_reports(args: argparse.Namespace, gt: Any, dt: Any, results: list
     """``--compare-mask-modes``: exact vs raster per protocol, into the JSON and as text."""
     if not getattr(args, "compare_mask_modes", False):
         return []
-    from deteval.masks import compare_mask_modes
+    from deteval.mask_modes import compare_mask_modes
     from deteval.report import format_mask_mode_comparison
     from deteval.summary import none_if_nan as _none_if_nan
     out = []

@@ -16,8 +16,9 @@ import numpy as np
 from deteval.accumulate import accumulate
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
-from deteval.geometry import pair_box_iou
-from deteval.matching import candidate_pairs, group_rows, match_coco, match_voc, rank_in_group
+from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
+from deteval.grouping import candidate_pairs, group_rows, rank_in_group
+from deteval.matching import match_coco, match_voc
 from deteval.protocol import Protocol, get_protocol
 from deteval.summary import class_ap, headline_metrics, none_if_nan
 
@@ -105,20 +106,23 @@ def _gt_flags(gt: GroundTruth, protocol: Protocol) -> tuple[np.ndarray, np.ndarr
     return is_ignored, crowd_active, is_unmatchable
 
 
-def _det_area(dt: Detections, rows: np.ndarray, gt: GroundTruth, protocol: Protocol) -> np.ndarray:
-    """Detection area for size ranges: ``w * h`` of the box (pycocotools' loadRes)."""
-    if protocol.iou_type == "segm":
-        from deteval.masks import detection_areas
-        return detection_areas(dt, rows, gt, protocol)
+def _det_area(dt: Detections, rows: np.ndarray, protocol: Protocol,
+              masks: PreparedMasks | None) -> np.ndarray:
+    """Detection area for size ranges: ``w * h`` of the box (pycocotools' loadRes).
+
+    ``masks`` is given exactly when ``iou_type`` is ``"segm"`` (see :func:`match`).
+    """
+    if masks is not None:
+        return detection_areas(masks, rows, protocol)
     box = boxes_as(dt.box[rows], dt.box_format, "xywh")
     return box[:, 2] * box[:, 3]
 
 
 def _pair_iou(gt: GroundTruth, dt: Detections, gt_rows: np.ndarray, det_rows: np.ndarray,
-              gt_is_crowd: np.ndarray, protocol: Protocol) -> np.ndarray:
-    if protocol.iou_type == "segm":
-        from deteval.masks import pair_mask_iou
-        return pair_mask_iou(gt, dt, gt_rows, det_rows, gt_is_crowd, protocol)
+              gt_is_crowd: np.ndarray, protocol: Protocol, masks: PreparedMasks | None) -> np.ndarray:
+    """IoU of aligned pairs: masks when ``masks`` is given (``iou_type="segm"``), else boxes."""
+    if masks is not None:
+        return pair_mask_iou(masks, gt_rows, det_rows, gt_is_crowd, protocol)
     native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
     det_box = boxes_as(dt.box, dt.box_format, native)[det_rows]
     gt_box = boxes_as(gt.box, gt.box_format, native)[gt_rows]
@@ -127,7 +131,7 @@ def _pair_iou(gt: GroundTruth, dt: Detections, gt_rows: np.ndarray, det_rows: np
 
 
 def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
-          images: np.ndarray | None = None) -> MatchTable:
+          images: np.ndarray | None = None, masks: PreparedMasks | None = None) -> MatchTable:
     """Match detections to ground truth under ``protocol`` (no accumulation).
 
     Parameters
@@ -138,16 +142,32 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
     images : bool (n_img,), optional
         Only these images (a shard). Tables of disjoint shards merge with
         :func:`merge_match_tables` into exactly the table of one run over all images.
+    masks : PreparedMasks, optional
+        ``iou_type="segm"`` only: the masks of ``gt`` and ``dt`` from
+        :func:`deteval.geometry.prepare_masks`, to parse and validate them once for several
+        calls (shards, protocols); built here when not given. Ignored for ``"bbox"``.
 
     Returns
     -------
     MatchTable
         Plain arrays (picklable): ground-truth rows refer to the whole ``gt``.
+
+    Raises
+    ------
+    ConfigError
+        ``masks`` prepared from other ground truth or detections.
     """
     protocol = resolve_protocol(protocol)
     if protocol.iou_type == "bbox":
         from deteval.io.coco import require_boxes
         require_boxes(dt)
+        masks = None
+    elif masks is None:
+        masks = prepare_masks(gt, dt, protocol)
+    elif not masks.is_for(gt, dt):
+        raise ConfigError("match: `masks` were prepared from other ground truth or detections; "
+                          "expected prepare_masks(gt, dt, protocol) of the objects being matched, "
+                          f"found masks of {masks.gt.source!r} / {masks.dt.source!r}")
     n_class = gt.n_classes
     n_area = len(protocol.area_ranges)
     if images is None:
@@ -175,9 +195,10 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
                                                      is_unmatchable[gt_rows])
 
     pair_det, pair_gt = candidate_pairs(det_key_kept, gt_groups)
-    pair_iou = _pair_iou(gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt], protocol)
+    pair_iou = _pair_iou(gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt], protocol,
+                         masks)
 
-    det_out = outside_area_ranges(_det_area(dt, det_rows, gt, protocol), protocol)
+    det_out = outside_area_ranges(_det_area(dt, det_rows, protocol, masks), protocol)
     thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
     strict = protocol.iou_comparison == ">"
     if protocol.matching == "coco":
@@ -349,53 +370,6 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
                       warnings=tuple(notes), notes=tuple(info), inputs=dict(inputs or {}))
 
 
-def image_shards(gt: GroundTruth, n_shards: int) -> list:
-    """Split the images into ``n_shards`` contiguous boolean masks of about equal work.
-
-    Work is balanced on ground truth + detections per image would need the detections; image
-    count is a good proxy for datasets of similar images.
-    """
-    n_shards = max(1, min(int(n_shards), max(gt.n_images, 1)))
-    bounds = np.linspace(0, gt.n_images, n_shards + 1).astype(np.int64)
-    masks = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        mask = np.zeros(gt.n_images, dtype=bool)
-        mask[lo:hi] = True
-        masks.append(mask)
-    return masks
-
-
-_SHARED: dict = {}
-
-
-def _match_shard(images: np.ndarray) -> MatchTable:
-    return match(_SHARED["gt"], _SHARED["dt"], _SHARED["protocol"], images=images)
-
-
-def match_sharded(gt: GroundTruth, dt: Detections, protocol: Protocol, *, workers: int = 1) -> MatchTable:
-    """:func:`match` over image shards in ``workers`` processes (fork), merged.
-
-    Falls back to one process where ``fork`` is unavailable. The merged table is identical to
-    ``match(gt, dt, protocol)``, so the numbers are too.
-    """
-    if workers is None or workers <= 1 or gt.n_images < 2:
-        return match(gt, dt, protocol)
-    import multiprocessing as mp
-    if "fork" not in mp.get_all_start_methods():  # pragma: no cover - Windows/macOS spawn
-        return match(gt, dt, protocol)
-    if protocol.iou_type == "segm":
-        from deteval.masks import prepare_masks
-        prepare_masks(gt, dt, protocol)  # parse and validate once; the workers inherit it
-    shards = image_shards(gt, workers)
-    _SHARED.update(gt=gt, dt=dt, protocol=protocol)
-    try:
-        with mp.get_context("fork").Pool(len(shards)) as pool:
-            tables = pool.map(_match_shard, shards)
-    finally:
-        _SHARED.clear()
-    return merge_match_tables(tables)
-
-
 def check_protocol(protocol: Protocol) -> None:
     """Refuse protocol combinations that cannot be scored (before any work is done).
 
@@ -447,6 +421,9 @@ def evaluate(gt: Any, dt: Any, protocol: str | Protocol = "coco", *, workers: in
     check_protocol(protocol)
     gt = _as_gt(gt)
     dt = _as_dt(dt, gt)
+    # Imported here: sharding sits above evaluate (it runs match in processes); this front
+    # door moves to api.py, where the import is downward.
+    from deteval.sharding import match_sharded
     table = match_sharded(gt, dt, protocol, workers=workers)
     inputs = {"gt": gt.source, "dt": dt.source, "images": gt.n_images, "gt_objects": len(gt),
               "detections": len(dt)}

@@ -31,11 +31,11 @@ from deteval.evaluate import (
     EvalResult,
     MatchTable,
     match,
-    match_sharded,
     resolve_protocol,
     score,
 )
 from deteval.protocol import EXPLAIN_STEPS, FIELDS, Protocol, field_names
+from deteval.sharding import match_sharded
 from deteval.summary import mean_defined
 
 __all__ = ["ACCUMULATION_FIELDS", "WALK_ORDER", "matching_key", "MatchCache", "Comparison", "compare",
@@ -86,7 +86,7 @@ class MatchCache:
     gt : GroundTruth
     dt : Detections
     workers : int
-        Match image shards in this many processes (see :func:`deteval.evaluate.match_sharded`).
+        Match image shards in this many processes (see :func:`deteval.sharding.match_sharded`).
     """
 
     def __init__(self, gt: GroundTruth, dt: Detections, *, workers: int = 1):

@@ -16,87 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Groups", "group_rows", "candidate_pairs", "MatchResult", "match_coco", "match_voc",
-           "COCO_MAX_THRESHOLD"]
+from deteval.grouping import rank_in_group
+
+__all__ = ["MatchResult", "match_coco", "match_voc", "COCO_MAX_THRESHOLD"]
 
 #: pycocotools compares IoU against ``min(t, 1 - 1e-10)`` so that t = 1.0 can still match.
 COCO_MAX_THRESHOLD = 1 - 1e-10
-
-
-@dataclass(frozen=True)
-class Groups:
-    """Rows sorted by group, with the group of each row and each group's first row.
-
-    Attributes
-    ----------
-    order : int64 (n,)
-        Permutation that sorts the original rows by group (stably).
-    key : int64 (n,)
-        Group key of each *sorted* row.
-    """
-
-    order: np.ndarray
-    key: np.ndarray
-
-    def start_and_count(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """First sorted row and number of rows of each group in ``keys``."""
-        start = np.searchsorted(self.key, keys, side="left")
-        stop = np.searchsorted(self.key, keys, side="right")
-        return start, stop - start
-
-
-def group_rows(key: np.ndarray, *sort_keys: np.ndarray) -> Groups:
-    """Sort rows by ``key`` then by ``sort_keys`` (most significant first), stably.
-
-    Examples
-    --------
-    >>> g = group_rows(np.array([2, 1, 2, 1]))
-    >>> g.order.tolist(), g.key.tolist()
-    ([1, 3, 0, 2], [1, 1, 2, 2])
-    """
-    keys = tuple(reversed(sort_keys)) + (key,)
-    order = np.lexsort(keys) if sort_keys else np.argsort(key, kind="stable")
-    return Groups(order=order, key=key[order])
-
-
-def rank_in_group(sorted_key: np.ndarray) -> np.ndarray:
-    """0, 1, 2, ... within each run of equal keys of an already sorted array.
-
-    >>> rank_in_group(np.array([3, 3, 5, 7, 7, 7])).tolist()
-    [0, 1, 0, 0, 1, 2]
-    """
-    n = len(sorted_key)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    position = np.arange(n)
-    is_first = np.empty(n, dtype=bool)
-    is_first[0] = True
-    is_first[1:] = sorted_key[1:] != sorted_key[:-1]
-    first = np.maximum.accumulate(np.where(is_first, position, 0))
-    return position - first
-
-
-def candidate_pairs(det_key: np.ndarray, gt_groups: Groups) -> tuple[np.ndarray, np.ndarray]:
-    """Every (detection, ground truth) pair that shares a group.
-
-    Parameters
-    ----------
-    det_key : int64 (n_det,)
-        Group key of each detection.
-    gt_groups : Groups
-        Ground truth sorted by group.
-
-    Returns
-    -------
-    pair_det, pair_gt : int64 (n_pair,)
-        Detection row and *sorted* ground-truth row of each pair, detection-major.
-    """
-    start, count = gt_groups.start_and_count(det_key)
-    total = int(count.sum())
-    pair_det = np.repeat(np.arange(len(det_key)), count)
-    first_pair = np.cumsum(count) - count
-    pair_gt = np.repeat(start - first_pair, count) + np.arange(total)
-    return pair_det, pair_gt
 
 
 @dataclass(frozen=True)

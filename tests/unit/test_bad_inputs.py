@@ -201,7 +201,7 @@ CASES = {
         ("gt_missing_categories.json", "missing `categories`")),
     "gt-formula-names": Case(
         "class names starting with = + - @", "gt_formula_names.json", 0),
-    # -- Polygons and masks (iou_type segm; validation is deteval.masks') ---------------------
+    # -- Polygons and masks (iou_type segm; validation is deteval.io.segmentation) ---------------------
     "segm-valid-gt": Case(
         "polygon baseline (valid ground truth)", "segm_gt.json", 0, other="segm_dt.json",
         extra=("--iou-type", "segm")),

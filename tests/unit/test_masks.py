@@ -23,7 +23,10 @@ import shapely
 from pycocotools import mask as mask_utils
 
 import deteval
-from deteval.masks import MAX_COORDINATE, compare_mask_modes, detection_areas, pair_mask_iou, segm_iou
+from deteval.evaluate import match, score
+from deteval.geometry import detection_areas, pair_mask_iou, prepare_masks, segm_iou
+from deteval.io.segmentation import MAX_COORDINATE
+from deteval.mask_modes import compare_mask_modes
 
 RASTER = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
 EXACT = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="exact")
@@ -116,8 +119,8 @@ def test_known_answer_triangle_exact_1250_raster_1225():
     assert raster[0, 0] == 1225 / 10000
     gt, dt = one_image([triangle], [triangle], width=100, height=100)
     rows = np.arange(1)
-    assert detection_areas(dt, rows, gt, EXACT).tolist() == [1250.0]
-    assert detection_areas(dt, rows, gt, RASTER).tolist() == [1225.0]
+    assert detection_areas(prepare_masks(gt, dt, EXACT), rows, EXACT).tolist() == [1250.0]
+    assert detection_areas(prepare_masks(gt, dt, RASTER), rows, RASTER).tolist() == [1225.0]
 
 
 def test_integer_rectangles_agree_exactly():
@@ -251,10 +254,10 @@ def test_detection_area_is_decided_per_record():
     gt, dt = one_image([tri], [tri, tri, compressed, compressed], width=100, height=100,
                        det_boxes=[[0, 0, 5, 7], None, None, [0, 0, 2, 3]])
     rows = np.arange(4)
-    assert detection_areas(dt, rows, gt, EXACT).tolist() == [35.0, 1250.0, 1225.0, 6.0]
-    assert detection_areas(dt, rows, gt, RASTER).tolist() == [35.0, 1225.0, 1225.0, 6.0]
+    assert detection_areas(prepare_masks(gt, dt, EXACT), rows, EXACT).tolist() == [35.0, 1250.0, 1225.0, 6.0]
+    assert detection_areas(prepare_masks(gt, dt, RASTER), rows, RASTER).tolist() == [35.0, 1225.0, 1225.0, 6.0]
     gt2, dt2 = one_image([uncompressed], [uncompressed], width=2, height=2)
-    assert detection_areas(dt2, np.arange(1), gt2, EXACT).tolist() == [2.0]
+    assert detection_areas(prepare_masks(gt2, dt2, EXACT), np.arange(1), EXACT).tolist() == [2.0]
 
 
 def test_pruned_pairs_could_not_have_matched():
@@ -268,8 +271,9 @@ def test_pruned_pairs_could_not_have_matched():
     gt_rows = np.tile(np.arange(len(gts)), len(dets))
     det_rows = np.repeat(np.arange(len(dets)), len(gts))
     crowd = np.zeros(len(gt_rows), bool)
-    full = pair_mask_iou(gt, dt, gt_rows, det_rows, crowd, EXACT.replace(iou_thresholds=(0.0, 0.5)))
-    pruned = pair_mask_iou(gt, dt, gt_rows, det_rows, crowd, EXACT.replace(iou_thresholds=(0.3, 0.5)))
+    prepared = prepare_masks(gt, dt, EXACT)
+    full = pair_mask_iou(prepared, gt_rows, det_rows, crowd, EXACT.replace(iou_thresholds=(0.0, 0.5)))
+    pruned = pair_mask_iou(prepared, gt_rows, det_rows, crowd, EXACT.replace(iou_thresholds=(0.3, 0.5)))
     differs = full != pruned
     assert (full > 0).sum() > differs.sum() > 0
     assert (pruned[differs] == 0).all() and (full[differs] < 0.3).all()
@@ -310,23 +314,53 @@ def test_empty_detections_score_zero():
         assert result.metrics["AP"] == 0.0
 
 
-def test_prepare_masks_validates_and_caches_everything():
-    from deteval import masks
+def test_prepare_masks_validates_and_keeps_everything():
     gt, dt = one_image([[rect(0, 0, 10, 10)]], [[rect(0, 0, 10, 9)], [[0, 0, 1, 1, 2, 2]]])
     with pytest.raises(deteval.InputError, match=r"detection #1 .*self-intersecting"):
-        masks.prepare_masks(gt, dt, EXACT)
-    masks.prepare_masks(gt, dt, RASTER)  # raster mode accepts the collinear polygon
-    masks.prepare_masks(gt, dt, EXACT.replace(invalid_polygons="make_valid"))
-    assert "make_valid" in masks._CACHE[dt].exact
+        prepare_masks(gt, dt, EXACT)
+    prepare_masks(gt, dt, RASTER)  # raster mode accepts the collinear polygon
+    prepared = prepare_masks(gt, dt, EXACT.replace(invalid_polygons="make_valid"))
+    assert prepared.det_masks.has_exact("make_valid")
+    assert prepared.gt_masks.has_exact("make_valid")
+    assert prepared.is_for(gt, dt)
 
 
-def test_masks_are_parsed_once_per_object():
-    from deteval import masks
+def test_masks_are_parsed_once_per_prepared_value(monkeypatch):
+    from deteval.geometry import masks as geometry_masks
     gt, dt = one_image([[rect(0, 0, 10, 10)]], [[rect(0, 0, 10, 9)]], det_boxes=[[0, 0, 10, 9]])
-    deteval.evaluate(gt, dt, protocol=EXACT)
-    first = masks._CACHE[dt].masks
-    deteval.evaluate(gt, dt, protocol=RASTER)
-    assert masks._CACHE[dt].masks is first
+    prepared = prepare_masks(gt, dt, EXACT)
+    first = prepared.det_masks.masks
+
+    def no_parsing(source):
+        raise AssertionError("masks parsed again")
+
+    monkeypatch.setattr(geometry_masks, "parse_masks", no_parsing)
+    exact = score(match(gt, dt, EXACT, masks=prepared), gt, EXACT)
+    raster = score(match(gt, dt, RASTER, masks=prepared), gt, RASTER)
+    assert prepared.det_masks.masks is first
+    monkeypatch.undo()
+    np.testing.assert_equal(exact.metrics, deteval.evaluate(gt, dt, protocol=EXACT).metrics)
+    np.testing.assert_equal(raster.metrics, deteval.evaluate(gt, dt, protocol=RASTER).metrics)
+
+
+def test_prepared_masks_of_other_data_are_refused():
+    gt, dt = one_image([[rect(0, 0, 10, 10)]], [[rect(0, 0, 10, 9)]])
+    other_gt, other_dt = one_image([[rect(0, 0, 10, 10)]], [[rect(0, 0, 10, 9)]])
+    prepared = prepare_masks(other_gt, other_dt, EXACT)
+    with pytest.raises(deteval.ConfigError, match=r"match: `masks` were prepared from other ground "
+                                                  r"truth or detections; expected prepare_masks"):
+        match(gt, dt, EXACT, masks=prepared)
+
+
+def test_no_module_level_mask_state():
+    """Masks live in the PreparedMasks value the caller holds, not in a module cache."""
+    from deteval.geometry import masks as geometry_masks
+    from deteval.geometry import polygons, raster
+    from deteval.io import segmentation
+    for module in (geometry_masks, polygons, raster, segmentation):
+        mutable = [name for name, value in vars(module).items()
+                   if isinstance(value, (dict, list, set)) and not name.startswith("__")]
+        assert mutable == [], module.__name__
 
 
 def test_geos_failure_falls_back_pair_by_pair(monkeypatch):

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from deteval.matching import candidate_pairs, group_rows, match_coco, match_voc, rank_in_group
+from deteval.grouping import candidate_pairs, group_rows, rank_in_group
+from deteval.matching import match_coco, match_voc
 
 THRESHOLDS = np.linspace(0.5, 0.95, 10)
 

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import deteval
-from deteval.evaluate import image_shards, match, match_sharded, merge_match_tables, score
+from deteval.evaluate import match, merge_match_tables, score
+from deteval.sharding import image_shards, match_sharded
 from tests.crosscheck.generate import generate
 
 PROTOCOLS = ["coco", "coco-pycocotools", "voc2007", "voc2010", "coco50"]
@@ -53,3 +54,53 @@ def test_shards_cover_every_image_once():
     masks = image_shards(gt, 4)
     assert np.array_equal(np.sum(masks, axis=0), np.ones(gt.n_images))
     assert len(image_shards(gt, 100)) == gt.n_images
+
+
+@pytest.mark.parametrize("mask_iou", ["exact", "raster"])
+def test_workers_give_identical_numbers_on_masks(mask_iou):
+    from tests.crosscheck.generate_segm import generate_segm
+    gt_dict, dt_list = generate_segm(5, n_images=12, result_style="polygon+bbox")
+    gt = deteval.load_ground_truth(gt_dict)
+    dt = deteval.load_detections(dt_list, gt)
+    p = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou=mask_iou,
+                                             invalid_polygons="make_valid")
+    one = score(match(gt, dt, p), gt, p)
+    prepared = deteval.geometry.prepare_masks(gt, dt, p)
+    _assert_same(score(match_sharded(gt, dt, p, workers=3, masks=prepared), gt, p), one)
+    _assert_same(score(match_sharded(gt, dt, p, workers=2), gt, p), one)
+
+
+def test_a_worker_error_reaches_the_caller():
+    """An input error found inside a shard (here: raster masks need image sizes) is raised."""
+    images = [{"id": i} for i in (1, 2, 3)]  # no width / height
+    anns = [{"id": i, "image_id": i, "category_id": 1, "iscrowd": 0, "area": 50,
+             "bbox": [0, 0, 10, 10], "segmentation": [[0, 0, 10, 0, 0, 10]]} for i in (1, 2, 3)]
+    gt = deteval.load_ground_truth({"images": images, "categories": [{"id": 1, "name": "a"}],
+                                    "annotations": anns})
+    dt = deteval.load_detections([{"image_id": i, "category_id": 1, "score": 0.5,
+                                   "bbox": [0, 0, 10, 10], "segmentation": [[0, 0, 10, 0, 0, 10]]}
+                                  for i in (1, 2, 3)], gt)
+    p = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+    with pytest.raises(deteval.InputError, match=r"image\(s\) without a usable width and height") as one:
+        match(gt, dt, p)
+    with pytest.raises(deteval.InputError, match=r"image\(s\) without a usable width and height") as two:
+        match_sharded(gt, dt, p, workers=3)
+    assert "1 image(s)" in str(two.value) and "id=1" in str(one.value)
+
+
+def test_a_dead_worker_is_one_clear_error(monkeypatch):
+    """A worker that dies without a result (killed, out of memory) never hangs the parent."""
+    import os
+
+    from deteval import sharding
+
+    def die(job, images, conn):
+        os._exit(9)
+
+    monkeypatch.setattr(sharding, "_match_shard", die)
+    gt_dict, dt_list = generate(2, n_images=6, n_classes=2)
+    gt = deteval.load_ground_truth(gt_dict)
+    dt = deteval.load_detections(dt_list, gt)
+    with pytest.raises(deteval.DetevalError, match=r"a matching worker process \(pid \d+\) ended without "
+                                                   r"a result \(exit code 9\)"):
+        match_sharded(gt, dt, deteval.get_protocol("coco"), workers=2)

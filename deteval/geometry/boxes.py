@@ -1,4 +1,4 @@
-"""Overlap between boxes (and, for ``iou_type="segm"``, masks).
+"""Overlap between boxes: box IoU in the continuous (COCO) and pixel-inclusive (VOC) arithmetics.
 
 Two box arithmetics are reproduced exactly, because published numbers depend on them:
 

@@ -1,0 +1,169 @@
+"""Image shards matched in worker processes, then merged into one :class:`MatchTable`.
+
+Matching is independent per image, so a dataset split into disjoint image shards can be
+matched shard by shard and the tables concatenated
+(:func:`deteval.evaluate.merge_match_tables`): the merged table, and so every number, is
+exactly that of one run over all images.
+
+Each worker is a forked process that receives its :class:`ShardJob` and its shard as the
+arguments of its target: with the ``fork`` start method these are inherited from the
+parent's memory, not pickled, so the ground truth, the detections and the masks prepared in
+the parent (parsed, validated and, in exact mode, turned into polygons once) cost nothing to
+hand over. Only each shard's :class:`MatchTable` travels back, through a pipe. No module-level
+state is involved.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+import numpy as np
+
+from deteval.data import Detections, GroundTruth
+from deteval.errors import DetevalError
+from deteval.evaluate import MatchTable, match, merge_match_tables
+from deteval.geometry import PreparedMasks, prepare_masks
+from deteval.protocol import Protocol
+
+__all__ = ["image_shards", "match_sharded", "ShardJob"]
+
+
+def image_shards(gt: GroundTruth, n_shards: int) -> list:
+    """Split the images into ``n_shards`` contiguous boolean masks of about equal work.
+
+    Work is balanced on ground truth + detections per image would need the detections; image
+    count is a good proxy for datasets of similar images.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    n_shards : int
+        Wanted number of shards; at least 1 and at most one per image.
+
+    Returns
+    -------
+    list of bool (n_img,) arrays
+        Disjoint, covering every image once.
+
+    Examples
+    --------
+    >>> import deteval
+    >>> gt = deteval.load_ground_truth({"images": [{"id": i} for i in range(1, 6)],
+    ...                                 "categories": [{"id": 1, "name": "a"}], "annotations": []})
+    >>> [m.nonzero()[0].tolist() for m in image_shards(gt, 2)]
+    [[0, 1], [2, 3, 4]]
+    """
+    n_shards = max(1, min(int(n_shards), max(gt.n_images, 1)))
+    bounds = np.linspace(0, gt.n_images, n_shards + 1).astype(np.int64)
+    masks = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        mask = np.zeros(gt.n_images, dtype=bool)
+        mask[lo:hi] = True
+        masks.append(mask)
+    return masks
+
+
+@dataclass(frozen=True, eq=False)
+class ShardJob:
+    """What every shard of one sharded match shares (inherited by forked workers).
+
+    Attributes
+    ----------
+    gt : GroundTruth
+    dt : Detections
+    protocol : Protocol
+    masks : PreparedMasks or None
+        The prepared masks (``iou_type="segm"``), else None.
+    """
+
+    gt: GroundTruth
+    dt: Detections
+    protocol: Protocol
+    masks: PreparedMasks | None
+
+
+def _match_shard(job: ShardJob, images: np.ndarray, conn: Connection) -> None:
+    """Worker target: match one shard and send back ``("table", MatchTable)`` or ``("error", e)``."""
+    try:
+        outcome: tuple = ("table", match(job.gt, job.dt, job.protocol, images=images, masks=job.masks))
+    except Exception as error:  # re-raised by the parent, as multiprocessing.Pool.map does
+        outcome = ("error", error)
+    conn.send(outcome)
+    conn.close()
+
+
+def _run_in_processes(job: ShardJob, shards: list) -> list:
+    """One forked process per shard; the tables in shard order (the first error re-raised)."""
+    context = mp.get_context("fork")
+    workers, receivers = [], []
+    try:
+        for images in shards:
+            receiver, sender = context.Pipe(duplex=False)
+            worker = context.Process(target=_match_shard, args=(job, images, sender), daemon=True)
+            worker.start()
+            sender.close()  # the child holds its own end: EOF here if it dies without sending
+            workers.append(worker)
+            receivers.append(receiver)
+        outcomes = []
+        for worker, receiver in zip(workers, receivers):
+            try:
+                outcomes.append(receiver.recv())
+            except EOFError:
+                worker.join()
+                raise DetevalError(f"a matching worker process (pid {worker.pid}) ended without a "
+                                   f"result (exit code {worker.exitcode}); expected one table per "
+                                   f"shard; run with workers=1 to see the failure in-process") from None
+        for worker in workers:
+            worker.join()
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+                worker.join()
+        for receiver in receivers:
+            receiver.close()
+    for kind, value in outcomes:
+        if kind == "error":
+            raise value
+    return [value for _, value in outcomes]
+
+
+def match_sharded(gt: GroundTruth, dt: Detections, protocol: Protocol, *, workers: int = 1,
+                  masks: PreparedMasks | None = None) -> MatchTable:
+    """:func:`~deteval.evaluate.match` over image shards in ``workers`` processes (fork), merged.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections
+    protocol : Protocol
+    workers : int
+        Number of processes (one shard each). 1 or less, or fewer than 2 images: one
+        in-process :func:`~deteval.evaluate.match`. Where ``fork`` is unavailable (Windows,
+        macOS' default spawn) it falls back to one process too.
+    masks : PreparedMasks, optional
+        ``iou_type="segm"``: masks prepared from ``gt`` and ``dt``; else they are prepared
+        here, once, before forking (invalid input is reported once, by the parent).
+
+    Returns
+    -------
+    MatchTable
+        Identical to ``match(gt, dt, protocol)``, so the numbers are too.
+
+    Raises
+    ------
+    InputError, ConfigError
+        As :func:`~deteval.evaluate.match` (raised in the parent).
+    DetevalError
+        A worker process died without a result.
+    """
+    if workers is None or workers <= 1 or gt.n_images < 2:
+        return match(gt, dt, protocol, masks=masks)
+    if "fork" not in mp.get_all_start_methods():  # pragma: no cover - Windows/macOS spawn
+        return match(gt, dt, protocol, masks=masks)
+    if protocol.iou_type == "segm" and masks is None:
+        masks = prepare_masks(gt, dt, protocol)  # parse and validate once; the workers inherit it
+    job = ShardJob(gt=gt, dt=dt, protocol=protocol, masks=masks)
+    return merge_match_tables(_run_in_processes(job, image_shards(gt, workers)))
