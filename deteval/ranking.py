@@ -138,7 +138,7 @@ def _as_indicator(y_true: Any, shape: tuple, name: str = "y_true") -> np.ndarray
     bad = (labels != 0) & (labels != 1)
     if bad.any():
         where = tuple(np.argwhere(bad)[0])
-        raise InputError(f"{name}: element {_index_text(where)} is {labels[where]!r}; expected 0 or 1 "
+        raise InputError(f"{name}: element {_index_text(where)} is {labels[where].item()!r}; expected 0 or 1 "
                          f"({int(bad.sum())} such elements)")
     return labels.astype(np.float64)
 
