@@ -135,7 +135,8 @@ def test_matlab_grid_misses_exact_three_tenths():
 
 
 def test_grids_equal_the_detection_protocols():
-    from deteval.protocols import get_protocol, recall_thresholds
+    from deteval.accumulate import recall_thresholds
+    from deteval.protocol import get_protocol
 
     voc = get_protocol("voc2007")
     for grid in ("matlab_colon", "numpy_arange", "decimal"):
