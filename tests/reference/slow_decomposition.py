@@ -72,7 +72,9 @@ def decomposition_slow(gt_dict, dt_list, category_id, t):
     assign = max_iou_assignment(gt_dict, dt_list)
     n_gt = sum(1 for a in gt_dict["annotations"]
                if a["category_id"] == category_id and not a.get("iscrowd", 0))
-    confidences = sorted({d["score"] for d in dt_list if d["category_id"] == category_id}, reverse=True)
+    confidences = sorted({d["score"] for d, a in zip(dt_list, assign)
+                          if d["category_id"] == category_id or (a[0] >= t and a[1] == category_id)},
+                         reverse=True)
     curves = {k: [] for k in ("confidence", "precision_D", "recall_D", "precision_L", "recall_L",
                               "precision_CgL", "recall_CgL")}
 
