@@ -128,8 +128,9 @@ def confusion_slow(gt_dict, dt_list, t, confidence):
         for i, d in dets:
             if i in used_d:
                 continue
-            if any(_iou(d["bbox"], a["bbox"], crowd=True) >= t for _, a in crowd):
-                continue  # absorbed by a crowd region: not in the matrix
+            if any(_iou(d["bbox"], a["bbox"], crowd=True) >= t
+                   for _, a in crowd if a["category_id"] == d["category_id"]):
+                continue  # absorbed by a crowd region of its class: not in the matrix
             matrix[n, index[d["category_id"]]] += 1
         for j, a in normal:
             if j not in used_g:
