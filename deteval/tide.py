@@ -26,7 +26,7 @@ missed object removed from the ground truth).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -109,7 +109,7 @@ def _json(value: float | None) -> float | None:
 
 def tide_ap(point_class: np.ndarray, point_score: np.ndarray, point_is_tp: np.ndarray,
             n_positive: np.ndarray, *, tie_keys: tuple = (),
-            is_included: np.ndarray | None = None) -> np.ndarray:
+            is_included: np.ndarray | None = None, order: np.ndarray | None = None) -> np.ndarray:
     """Per-class AP exactly as tidecv's ``APDataObject.get_ap`` computes it (as a fraction).
 
     Parameters
@@ -124,6 +124,8 @@ def tide_ap(point_class: np.ndarray, point_score: np.ndarray, point_is_tp: np.nd
     is_included : bool (n_class,), optional
         Classes that enter the mean; the others are NaN. Default: classes with points or
         positives (tidecv's ``not is_empty()``).
+    order : int64 (n_point,), optional
+        The ranking (class, then descending score, then ``tie_keys``), when already known.
 
     Returns
     -------
@@ -147,7 +149,8 @@ def tide_ap(point_class: np.ndarray, point_score: np.ndarray, point_is_tp: np.nd
     n_positive = np.asarray(n_positive, dtype=np.int64)
     if is_included is None:
         is_included = (n_positive > 0) | (np.bincount(point_class, minlength=n_class) > 0)
-    order = np.lexsort(tuple(reversed(tie_keys)) + (-point_score, point_class))
+    if order is None:
+        order = np.lexsort(tuple(reversed(tie_keys)) + (-point_score, point_class))
     cls = point_class[order]
     is_tp = point_is_tp[order]
     bounds = np.searchsorted(cls, np.arange(n_class + 1))
@@ -197,6 +200,10 @@ class _Outcome:
     det_gt: np.ndarray  # matched GT row (TP only), -1 otherwise
     gt_is_counted: np.ndarray  # (n_gt,) non-ignored ground truth
     tie_keys: tuple  # per kept detection: the ranking's tie keys
+    det_class: np.ndarray | None = None
+    det_score: np.ndarray | None = None
+    order_first: np.ndarray | None = None  # (class, -score, ties): tidecv's first run
+    order_fixed: np.ndarray | None = None  # (class, -score, errors first, ties): its fixes
 
 
 def _kept_tidecv(dt: Detections, max_dets: int | None) -> np.ndarray:
@@ -447,6 +454,11 @@ def tide_errors(gt: GroundTruth, dt: Detections, protocol: str | Protocol | None
     rows = out.det_rows
     det_class = dt.category[rows]
     score = dt.score[rows]
+    if mode == "tidecv":
+        ties = tuple(reversed(out.tie_keys))
+        out = replace(out, det_class=det_class, det_score=score,
+                      order_first=np.lexsort(ties + (-score, det_class)),
+                      order_fixed=np.lexsort(ties + (out.is_tp, -score, det_class)))
     n_positive = np.bincount(gt.category[out.gt_is_counted], minlength=n_class)
     is_used = np.zeros(len(gt), dtype=bool)
     is_used[out.det_gt[out.is_tp]] = True
@@ -511,9 +523,8 @@ def tide_errors(gt: GroundTruth, dt: Detections, protocol: str | Protocol | None
         is_tp_t, is_ignored_t, _ = _tidecv_match(gt, dt, rows, thresholds)
         for i, t in enumerate(TIDE_COCO_THRESHOLDS):
             keep = ~is_ignored_t[i]
-            per = tide_ap(det_class[keep], score[keep], is_tp_t[i][keep], n_positive,
-                          tie_keys=tuple(k[keep] for k in out.tie_keys))
-            by_threshold[t] = _mean_included(per)
+            by_threshold[t] = _tidecv_ap_fn(det_class, score, is_tp_t[i], keep, n_positive, out,
+                                            fixed_order=False)[1]
     return TideErrors(main=main, special=special, ap=ap, mode=mode, foreground=float(foreground),
                       background=float(background), counts=counts, per_class=per_class,
                       ap_by_threshold=by_threshold)
@@ -526,10 +537,16 @@ def _tidecv_ap_fn(cls: np.ndarray, score: np.ndarray, is_tp: np.ndarray, keep: n
     tidecv pushes data points image by image in score order (the first run), but
     ``TIDERun.fix_errors`` pushes every error first and the true positives after.
     """
+    included = (npos > 0) | (np.bincount(cls[keep], minlength=len(npos)) > 0)
+    base = out.order_fixed if fixed_order else out.order_first
+    if base is not None and cls is out.det_class and score is out.det_score:
+        # Same classes and scores: the precomputed ranking restricted to the kept points.
+        ranked = base[keep[base]]
+        per = tide_ap(cls, score, is_tp, npos, is_included=included, order=ranked)
+        return per, _mean_included(per)
     tie = tuple(k[keep] for k in out.tie_keys)
     if fixed_order:
         tie = (out.is_tp[keep],) + tie
-    included = (npos > 0) | (np.bincount(cls[keep], minlength=len(npos)) > 0)
     per = tide_ap(cls[keep], score[keep], is_tp[keep], npos, tie_keys=tie, is_included=included)
     return per, _mean_included(per)
 
