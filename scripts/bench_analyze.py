@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson  # noqa: E402
+from bench import ensure_dataset  # noqa: E402
 
 import deteval  # noqa: E402
-from bench import ensure_dataset  # noqa: E402
 from deteval.confusion import confusion_matrix  # noqa: E402
 from deteval.decomposition import decompose  # noqa: E402
 from deteval.diagnose import analyze  # noqa: E402
