@@ -1,0 +1,277 @@
+"""The AP decomposition: is a class's precision lost to localization or to classification?
+
+Definitions (for one class ``c``, an IoU threshold ``t`` and a confidence cut ``delta``: only
+detections with ``score >= delta`` count). Every detection ``d`` is assigned, independently of
+the others, to the ground truth it overlaps most in its image, whatever its class: ``IoU_d`` is
+that largest IoU and ``c*_d`` that ground truth's class. This is *not* a one-to-one matching: two
+detections on one object both count. Ties in the largest IoU go to the first ground truth in file
+order (the lowest row); a detection in an image without ground truth has ``IoU_d = 0`` and no
+``c*_d``. Ground truths the protocol ignores (crowd regions, difficult objects, ``ignore``
+flags) are not candidates and do not count as positives. ``d`` is *localized* if ``IoU_d >= t``.
+
+* precision: ``P_D = #{c_d = c, localized, c*_d = c} / #{c_d = c}``, factorised as
+  ``P_L = #{c_d = c, localized} / #{c_d = c}`` (localization) times
+  ``P_C|L = #{c_d = c, localized, c*_d = c} / #{c_d = c, localized}`` (classification, given
+  localization);
+* recall: ``R_D = #{c*_d = c, localized, c_d = c} / #{ground truth of class c}`` as
+  ``R_L = #{c*_d = c, localized} / #{ground truth of class c}`` times
+  ``R_C|L = #{c*_d = c, localized, c_d = c} / #{c*_d = c, localized}``.
+
+The recall counts detections, not objects, so several detections on one object push it above 1:
+the curves are not clipped (the factorisation holds at every point), and an AP integrates the
+curve over recall in [0, 1] (recall above 1 counts as 1). A ratio with a zero denominator is
+undefined: NaN in arrays, ``null`` in JSON, and the point is left out of the AP.
+
+Confidences: every distinct score of a detection that can move one of the class's counts (its
+predicted class is ``c``, or it is localized on a ground truth of class ``c``), descending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from deteval.data import Detections, GroundTruth, boxes_as
+from deteval.errors import ConfigError
+from deteval.evaluate import _gt_flags, resolve_protocol
+from deteval.geometry import pair_box_iou
+from deteval.matching import candidate_pairs, group_rows
+from deteval.protocols import Protocol, recall_thresholds
+
+__all__ = ["Decomposition", "ClassDecomposition", "decompose", "max_iou_assignment",
+           "interpolated_ap", "CURVE_NAMES"]
+
+CURVE_NAMES = ("precision_D", "recall_D", "precision_L", "recall_L", "precision_CgL", "recall_CgL")
+
+
+@dataclass(frozen=True, eq=False)
+class ClassDecomposition:
+    """One class: the curves at each confidence and their APs.
+
+    Attributes
+    ----------
+    category_id : int
+    name : str
+    n_gt : int
+    confidence : float64 (n_conf,)
+        Descending.
+    curves : dict
+        ``CURVE_NAMES`` -> float64 (n_conf,), NaN where undefined.
+    ap : dict
+        ``{"AP_D", "AP_L", "AP_CgL"}`` -> float (NaN for a class without ground truth).
+    """
+
+    category_id: int
+    name: str
+    n_gt: int
+    confidence: np.ndarray
+    curves: dict
+    ap: dict
+
+    def to_dict(self) -> dict:
+        return {"category_id": self.category_id, "name": self.name,
+                **{k: _json(v) for k, v in self.ap.items()},
+                "curve": {"confidence": self.confidence.tolist(),
+                          **{k: [_json(x) for x in self.curves[k].tolist()] for k in CURVE_NAMES}}}
+
+
+@dataclass(frozen=True, eq=False)
+class Decomposition:
+    """The decomposition of every class at one IoU threshold.
+
+    Attributes
+    ----------
+    iou_threshold : float
+    per_class : tuple of ClassDecomposition
+    mean : dict
+        ``{"AP_D", "AP_L", "AP_CgL"}``: mean of the per-class APs over classes with ground truth.
+    """
+
+    iou_threshold: float
+    per_class: tuple
+    mean: dict
+
+    def to_dict(self) -> dict:
+        """The ``"decomposition"`` piece of ``deteval analyze --output`` (NaN -> null)."""
+        return {"iou_threshold": self.iou_threshold,
+                "per_class": [c.to_dict() for c in self.per_class],
+                "mean": {k: _json(v) for k, v in self.mean.items()}}
+
+
+def _json(value: float) -> float | None:
+    return None if value != value else float(value)
+
+
+def max_iou_assignment(gt: GroundTruth, dt: Detections, protocol: Protocol) -> tuple[np.ndarray, np.ndarray]:
+    """Each detection's largest IoU with a counted ground truth of its image, and that GT's class.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections
+    protocol : Protocol
+        Its box convention and its ignored ground truths (first area range) apply.
+
+    Returns
+    -------
+    iou : float64 (n_det,)
+        0 where the image has no counted ground truth.
+    gt_class : int64 (n_det,)
+        Class index of the argmax ground truth (the first in file order on ties); -1 where the
+        image has none or every IoU is 0.
+    """
+    if protocol.iou_type != "bbox":
+        raise ConfigError(f"decomposition: iou_type {protocol.iou_type!r} is not available (the "
+                          f"segm factor PR_S|C,L needs mask IoU against the masks' tight boxes); "
+                          f"use iou_type 'bbox'")
+    counted = np.flatnonzero(~_gt_flags(gt, protocol)[0][0])
+    gt_groups = group_rows(gt.image[counted].astype(np.int64))
+    gt_rows = counted[gt_groups.order]
+    pair_det, pair_gt = candidate_pairs(dt.image.astype(np.int64), gt_groups)
+    iou = np.zeros(len(dt))
+    gt_class = np.full(len(dt), -1, dtype=np.int64)
+    if len(pair_det) == 0:
+        return iou, gt_class
+    native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
+    det_box = boxes_as(dt.box, dt.box_format, native)
+    gt_box = boxes_as(gt.box, gt.box_format, native)
+    p_gt = gt_rows[pair_gt]
+    pair_iou = pair_box_iou(det_box[pair_det], gt_box[p_gt], np.zeros(len(pair_det), bool),
+                            box_format=native, convention=protocol.box_convention)
+    # Pairs are detection-major, ground truths in file order: the first maximum is the argmax.
+    order = np.lexsort((np.arange(len(pair_det)), -pair_iou, pair_det))
+    first = order[np.r_[True, pair_det[order][1:] != pair_det[order][:-1]]]
+    iou[pair_det[first]] = pair_iou[first]
+    has_overlap = pair_iou[first] > 0
+    gt_class[pair_det[first][has_overlap]] = gt.category[p_gt[first][has_overlap]]
+    return iou, gt_class
+
+
+def interpolated_ap(recall: np.ndarray, precision: np.ndarray, protocol: Protocol) -> float:
+    """AP of a sequence of (recall, precision) points under the protocol's ``ap_method``.
+
+    The interpolated precision at recall ``r`` is the largest precision of a point with recall
+    ``>= r`` (0 if none); undefined (NaN) points are left out and recall is clipped to 1.
+
+    * ``101_point`` / ``11_point``: the mean of the interpolated precision at the protocol's
+      recall points; on an ordinary ranked list this equals
+      :func:`deteval.protocols.accumulate` (pycocotools' ``accumulate`` / the devkit's 11-point
+      loop), up to pycocotools' ``np.spacing(1)`` in the precision;
+    * ``all_point``: the area under the interpolated precision (the devkit's ``VOCap.m``), on
+      the points sorted by recall.
+
+    Examples
+    --------
+    >>> from deteval.protocols import get_protocol
+    >>> interpolated_ap(np.array([.5, .5, 1.]), np.array([1., .5, 2 / 3]), get_protocol("voc2010"))
+    0.8333333333333333
+    """
+    recall = np.asarray(recall, dtype=np.float64)
+    precision = np.asarray(precision, dtype=np.float64)
+    ok = ~(np.isnan(recall) | np.isnan(precision))
+    rec = np.minimum(recall[ok], 1.0)
+    prec = precision[ok]
+    order = np.argsort(rec, kind="stable")
+    rec, prec = rec[order], prec[order]
+    if protocol.ap_method == "all_point":
+        mrec = np.concatenate(([0.0], rec, [1.0]))
+        mpre = np.concatenate(([0.0], prec, [0.0]))
+        mpre = np.maximum.accumulate(mpre[::-1])[::-1]
+        i = np.flatnonzero(mrec[1:] != mrec[:-1])
+        return float(np.sum((mrec[i + 1] - mrec[i]) * mpre[i + 1]))
+    thresholds = recall_thresholds(protocol)
+    envelope = np.append(np.maximum.accumulate(prec[::-1])[::-1], 0.0)
+    q = envelope[np.searchsorted(rec, thresholds, side="left")]
+    if protocol.ap_method == "101_point":
+        return float(np.mean(q))
+    return float(np.cumsum(q / 11.0)[-1])
+
+
+def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out = np.full(len(a), np.nan)
+    np.divide(a, b, out=out, where=b > 0)
+    return out
+
+
+def decompose(gt: GroundTruth, dt: Detections, protocol: str | Protocol = "coco", *,
+              iou_threshold: float = 0.5, variant: str = "max_iou") -> Decomposition:
+    """Decompose each class's precision and recall into localization and classification.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections
+    protocol : str or Protocol
+        Its box convention, ignored ground truths and AP interpolation (``ap_method``) apply;
+        its matching does not (the assignment is by largest IoU, see the module docstring).
+    iou_threshold : float
+        ``t``.
+    variant : {"max_iou"}
+        The definition above (the only one implemented).
+
+    Returns
+    -------
+    Decomposition
+
+    Raises
+    ------
+    ConfigError
+        ``iou_type="segm"`` (not available), an unknown variant, or ``t`` outside [0, 1].
+
+    Examples
+    --------
+    >>> from deteval.io import load_detections, load_ground_truth
+    >>> g = load_ground_truth({"images": [{"id": 1}], "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}],
+    ...     "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0}]})
+    >>> d = load_detections([{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": .9},
+    ...                      {"image_id": 1, "category_id": 2, "bbox": [0, 0, 10, 10], "score": .8}], g)
+    >>> a = decompose(g, d).per_class[0]
+    >>> a.curves["recall_L"].tolist(), a.curves["recall_CgL"].tolist(), a.curves["recall_D"].tolist()
+    ([1.0, 2.0], [1.0, 0.5], [1.0, 1.0])
+    """
+    if variant != "max_iou":
+        raise ConfigError(f"decompose: variant must be 'max_iou', found {variant!r}")
+    if not (0.0 <= iou_threshold <= 1.0):
+        raise ConfigError(f"decompose: iou_threshold must be in [0, 1], found {iou_threshold!r}")
+    protocol = resolve_protocol(protocol)
+    iou, gt_class = max_iou_assignment(gt, dt, protocol)
+    is_loc = (iou >= iou_threshold) & (gt_class >= 0)
+    n_class = gt.n_classes
+    n_gt = np.bincount(gt.category[~_gt_flags(gt, protocol)[0][0]], minlength=n_class)
+    # Each detection enters its predicted class, and (if localized elsewhere) its GT's class.
+    det_rows = np.arange(len(dt))
+    extra = np.flatnonzero(is_loc & (gt_class != dt.category))
+    entry_det = np.concatenate([det_rows, extra])
+    entry_class = np.concatenate([dt.category, gt_class[extra]])
+    order = np.lexsort((-dt.score[entry_det], entry_class))
+    entry_det, entry_class = entry_det[order], entry_class[order]
+    score = dt.score[entry_det]
+    is_pred = dt.category[entry_det] == entry_class
+    is_pred_loc = is_pred & is_loc[entry_det]
+    is_true_loc = is_loc[entry_det] & (gt_class[entry_det] == entry_class)
+    is_ok = is_pred_loc & is_true_loc
+    bounds = np.searchsorted(entry_class, np.arange(n_class + 1))
+    per_class = []
+    for k in range(n_class):
+        lo, hi = bounds[k], bounds[k + 1]
+        s = score[lo:hi]
+        last = np.flatnonzero(np.r_[s[1:] != s[:-1], True]) if hi > lo else np.zeros(0, np.int64)
+        n_pred, n_pred_loc, n_ok, n_true_loc = (np.cumsum(x[lo:hi])[last].astype(np.float64)
+                                                for x in (is_pred, is_pred_loc, is_ok, is_true_loc))
+        n_pos = np.full(len(last), float(n_gt[k]))
+        curves = {"precision_D": _ratio(n_ok, n_pred), "recall_D": _ratio(n_ok, n_pos),
+                  "precision_L": _ratio(n_pred_loc, n_pred), "recall_L": _ratio(n_true_loc, n_pos),
+                  "precision_CgL": _ratio(n_ok, n_pred_loc), "recall_CgL": _ratio(n_ok, n_true_loc)}
+        if n_gt[k] > 0:
+            ap = {name: interpolated_ap(curves[f"recall_{name[3:]}"], curves[f"precision_{name[3:]}"],
+                                        protocol) for name in ("AP_D", "AP_L", "AP_CgL")}
+        else:
+            ap = dict.fromkeys(("AP_D", "AP_L", "AP_CgL"), float("nan"))
+        per_class.append(ClassDecomposition(category_id=int(gt.category_id[k]), name=gt.category_name[k],
+                                            n_gt=int(n_gt[k]), confidence=s[last], curves=curves, ap=ap))
+    mean = {}
+    for name in ("AP_D", "AP_L", "AP_CgL"):
+        values = np.array([c.ap[name] for c in per_class if c.n_gt > 0])
+        mean[name] = float(np.mean(values)) if len(values) else float("nan")
+    return Decomposition(iou_threshold=float(iou_threshold), per_class=tuple(per_class), mean=mean)

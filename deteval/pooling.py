@@ -1,0 +1,80 @@
+"""Class-agnostic pooling: every category mapped to one, as pycocotools' ``useCats = 0``.
+
+A small transform on values (data layer only), so that the protocol layer can apply it as a
+field: ``evaluate(*pool_categories(gt, dt), protocol)`` equals pycocotools' ``COCOeval`` with
+``params.useCats = 0``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deteval.data import Detections, GroundTruth
+
+__all__ = ["pool_categories", "POOLED_CATEGORY_ID", "POOLED_CATEGORY_NAME"]
+
+#: pycocotools evaluates ``useCats = 0`` under the single category id ``-1`` (``catIds = [-1]``).
+POOLED_CATEGORY_ID = -1
+POOLED_CATEGORY_NAME = "all classes"
+
+
+def pool_categories(gt: GroundTruth, dt: Detections, *, category_id: int = POOLED_CATEGORY_ID,
+                    category_name: str = POOLED_CATEGORY_NAME) -> tuple[GroundTruth, Detections]:
+    """Map every category of ``gt`` and ``dt`` to one category ("all classes").
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections
+        Detections relative to ``gt``.
+    category_id : int
+        Id of the pooled category (pycocotools uses -1).
+    category_name : str
+
+    Returns
+    -------
+    (GroundTruth, Detections)
+        New values with one category; the inputs are not modified.
+
+    Notes
+    -----
+    pycocotools with ``useCats = 0`` concatenates an image's ground truths (and detections)
+    category by category, in ascending category id order, each in file order
+    (``COCOeval.computeIoU`` / ``evaluateImg``: ``[_ for cId in p.catIds for _ in
+    self._gts[imgId, cId]]``). That order decides ties: a detection with equal IoU to two ground
+    truths takes the later one, and detections with equal scores keep it after the stable score
+    sort. So the ground-truth rows are reordered stably by category, and the detections'
+    ``order`` (their tie rule) becomes (category, file order). Everything else is unchanged:
+    crowd regions still absorb detections, ``max_dets`` now caps the detections of an image
+    across classes, and the size ranges still use the ``area`` field.
+
+    Examples
+    --------
+    >>> gt = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}],
+    ...       "annotations": [{"id": 1, "image_id": 1, "category_id": 2, "bbox": [0, 0, 10, 10],
+    ...                        "area": 100, "iscrowd": 0}]}
+    >>> from deteval.io import load_detections, load_ground_truth
+    >>> g = load_ground_truth(gt)
+    >>> d = load_detections([{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 1}], g)
+    >>> pg, pd = pool_categories(g, d)
+    >>> pg.category_id.tolist(), pg.category.tolist(), pd.category.tolist()
+    ([-1], [0], [0])
+    """
+    gt_rows = np.lexsort((np.arange(len(gt)), gt.category))
+    gt_segm = None if gt.segmentation is None else tuple(gt.segmentation[i] for i in gt_rows)
+    pooled_gt = GroundTruth(
+        image_id=gt.image_id, image_name=gt.image_name, image_width=gt.image_width,
+        image_height=gt.image_height, category_id=np.array([category_id], dtype=np.int64),
+        category_name=(category_name,), annotation_id=gt.annotation_id[gt_rows],
+        image=gt.image[gt_rows], category=np.zeros(len(gt), dtype=np.int64), box=gt.box[gt_rows],
+        area=gt.area[gt_rows], is_crowd=gt.is_crowd[gt_rows], is_difficult=gt.is_difficult[gt_rows],
+        is_ignore=gt.is_ignore[gt_rows], box_format=gt.box_format, segmentation=gt_segm,
+        source=gt.source, warnings=gt.warnings)
+    # New tie order: (category, file order); rows stay where they are.
+    tie_rank = np.empty(len(dt), dtype=np.int64)
+    tie_rank[np.lexsort((dt.order, dt.category))] = np.arange(len(dt))
+    pooled_dt = Detections(
+        image=dt.image, category=np.zeros(len(dt), dtype=np.int64), box=dt.box, score=dt.score,
+        order=tie_rank, has_box=dt.has_box, box_format=dt.box_format, segmentation=dt.segmentation,
+        source=dt.source, warnings=dt.warnings)
+    return pooled_gt, pooled_dt

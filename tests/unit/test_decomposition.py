@@ -1,0 +1,118 @@
+"""deteval.decomposition against its slow twin, its factorisation, and hand-derived cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from deteval.decomposition import CURVE_NAMES, decompose, interpolated_ap
+from deteval.errors import ConfigError
+from deteval.io import load_detections, load_ground_truth
+from deteval.protocols import accumulate, get_protocol
+from tests.reference.slow_decomposition import confused, decomposition_slow
+
+SEEDS = list(range(40))
+
+
+def _load(gt_dict, dt_list):
+    gt = load_ground_truth(gt_dict)
+    return gt, load_detections(dt_list, gt)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("t", [0.5, 0.75])
+def test_equals_slow_twin(seed, t):
+    gt_dict, dt_list = confused(seed, max_images=12, max_classes=5)
+    gt, dt = _load(gt_dict, dt_list)
+    result = decompose(gt, dt, "coco", iou_threshold=t)
+    for c in result.per_class:
+        slow = decomposition_slow(gt_dict, dt_list, c.category_id, t)
+        assert c.confidence.tolist() == slow["confidence"], c.category_id
+        for name in CURVE_NAMES:
+            np.testing.assert_allclose(c.curves[name], np.array(slow[name], dtype=float), rtol=0,
+                                       atol=1e-15, equal_nan=True, err_msg=f"{seed} {c.category_id} {name}")
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_factorisation_holds_at_every_point(seed):
+    gt_dict, dt_list = confused(seed, max_images=12, max_classes=5)
+    result = decompose(*_load(gt_dict, dt_list), "coco")
+    n_points = 0
+    for c in result.per_class:
+        cv = c.curves
+        for kind in ("precision", "recall"):
+            d, loc, cgl = cv[f"{kind}_D"], cv[f"{kind}_L"], cv[f"{kind}_CgL"]
+            defined = ~np.isnan(loc) & ~np.isnan(cgl)
+            np.testing.assert_allclose(d[defined], (loc * cgl)[defined], rtol=0, atol=1e-12)
+            # Where P_L (or R_L) is 0 the conditional is undefined, and the product's value is 0.
+            assert np.all(d[np.isnan(cgl) & ~np.isnan(d)] == 0)
+            n_points += int(defined.sum())
+    if n_points == 0:
+        pytest.skip("no localized detection in this dataset")
+
+
+def test_recall_can_exceed_one_and_is_not_clipped():
+    gt_dict = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "a"}],
+               "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
+                                "area": 100, "iscrowd": 0}]}
+    dt_list = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9},
+               {"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 9], "score": 0.8}]
+    c = decompose(*_load(gt_dict, dt_list), "coco").per_class[0]
+    assert c.curves["recall_D"].tolist() == [1.0, 2.0]
+    assert c.curves["precision_D"].tolist() == [1.0, 1.0]
+    assert c.ap["AP_D"] == 1.0
+
+
+def test_hand_derived_confusion_and_localization():
+    """Class a: one GT; detections: a (IoU 1, .9), b on the a object (.8), a far away (.7)."""
+    gt_dict = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}],
+               "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
+                                "area": 100, "iscrowd": 0}]}
+    dt_list = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9},
+               {"image_id": 1, "category_id": 2, "bbox": [0, 0, 10, 10], "score": 0.8},
+               {"image_id": 1, "category_id": 1, "bbox": [50, 50, 10, 10], "score": 0.7}]
+    result = decompose(*_load(gt_dict, dt_list), "voc2010-continuous")
+    a, b = result.per_class
+    assert a.confidence.tolist() == [0.9, 0.8, 0.7]
+    assert a.curves["precision_L"].tolist() == [1.0, 1.0, 0.5]
+    assert a.curves["recall_L"].tolist() == [1.0, 2.0, 2.0]
+    assert a.curves["recall_CgL"].tolist() == [1.0, 0.5, 0.5]
+    assert b.n_gt == 0 and math.isnan(b.ap["AP_D"])
+    assert b.curves["precision_CgL"].tolist() == [0.0]  # localized, on an object of class a
+    assert result.mean["AP_D"] == a.ap["AP_D"] == 1.0
+    doc = result.to_dict()
+    assert doc["per_class"][1]["AP_D"] is None
+    assert set(doc["per_class"][0]["curve"]) == {"confidence", *CURVE_NAMES}
+
+
+@pytest.mark.parametrize("preset", ["coco", "voc2007", "voc2010", "voc2007-pyfrcnn"])
+@pytest.mark.parametrize("seed", range(30))
+def test_interpolated_ap_equals_accumulate_on_ranked_lists(preset, seed):
+    """On an ordinary ranked list (distinct scores) the one interpolation equals the protocol's."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    is_tp = rng.random(n) < rng.random()
+    n_pos = int(is_tp.sum() + rng.integers(0 if is_tp.any() else 1, 5))
+    score = np.sort(rng.permutation(n) + 0.5)[::-1].astype(float)
+    protocol = get_protocol(preset).replace(max_dets=None, area_ranges=(("all", 0.0, 1e10),))
+    protocol = protocol.replace(iou_thresholds=(0.5,))
+    acc = accumulate(is_tp[None, :], np.zeros((1, n), bool), score, np.zeros(n, np.int64),
+                     np.zeros(n, np.int64), np.arange(n), np.array([[n_pos]]), protocol)
+    tp = np.cumsum(is_tp)
+    recall = tp / n_pos
+    precision = tp / np.arange(1, n + 1)
+    assert interpolated_ap(recall, precision, protocol) == pytest.approx(float(acc.ap[0, 0, 0, 0]),
+                                                                        abs=1e-12)
+
+
+def test_segm_is_refused_with_a_config_error():
+    gt_dict, dt_list = confused(1)
+    gt, dt = _load(gt_dict, dt_list)
+    with pytest.raises(ConfigError, match="iou_type 'segm' is not available"):
+        decompose(gt, dt, get_protocol("coco").replace(iou_type="segm"))
+    with pytest.raises(ConfigError, match="variant must be 'max_iou', found 'matched'"):
+        decompose(gt, dt, variant="matched")
+    with pytest.raises(ConfigError, match="iou_threshold must be in"):
+        decompose(gt, dt, iou_threshold=1.5)
