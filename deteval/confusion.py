@@ -33,10 +33,10 @@ import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
-from deteval.evaluate import _gt_flags, resolve_protocol
+from deteval.evaluate import ground_truth_flags, resolve_protocol
 from deteval.geometry import pair_box_iou
-from deteval.matching import candidate_pairs, group_rows
-from deteval.protocols import Protocol
+from deteval.grouping import candidate_pairs, group_rows
+from deteval.protocol import Protocol
 
 __all__ = ["ConfusionMatrix", "confusion_matrix", "greedy_pairs"]
 
@@ -141,7 +141,7 @@ def confusion_matrix(gt: GroundTruth, dt: Detections, protocol: str | Protocol =
     if not (0.0 <= iou_threshold <= 1.0):
         raise ConfigError(f"confusion_matrix: iou_threshold must be in [0, 1], found {iou_threshold!r}")
     n_class = gt.n_classes
-    is_ignored_all, is_reusable, _ = _gt_flags(gt, protocol)
+    is_ignored_all, is_reusable, _ = ground_truth_flags(gt, protocol)
     is_ignored = is_ignored_all[0]
     strict = protocol.iou_comparison == ">"
     native = "xywh" if protocol.box_convention == "continuous" else "xyxy"

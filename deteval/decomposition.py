@@ -34,10 +34,11 @@ import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
-from deteval.evaluate import _gt_flags, resolve_protocol
+from deteval.evaluate import ground_truth_flags, resolve_protocol
 from deteval.geometry import pair_box_iou
-from deteval.matching import candidate_pairs, group_rows
-from deteval.protocols import Protocol, recall_thresholds
+from deteval.grouping import candidate_pairs, group_rows
+from deteval.accumulate import recall_thresholds
+from deteval.protocol import Protocol
 
 __all__ = ["Decomposition", "ClassDecomposition", "decompose", "max_iou_assignment",
            "interpolated_ap", "CURVE_NAMES"]
@@ -125,7 +126,7 @@ def max_iou_assignment(gt: GroundTruth, dt: Detections, protocol: Protocol) -> t
         raise ConfigError(f"decomposition: iou_type {protocol.iou_type!r} is not available (the "
                           f"segm factor PR_S|C,L needs mask IoU against the masks' tight boxes); "
                           f"use iou_type 'bbox'")
-    counted = np.flatnonzero(~_gt_flags(gt, protocol)[0][0])
+    counted = np.flatnonzero(~ground_truth_flags(gt, protocol)[0][0])
     gt_groups = group_rows(gt.image[counted].astype(np.int64))
     gt_rows = counted[gt_groups.order]
     pair_det, pair_gt = candidate_pairs(dt.image.astype(np.int64), gt_groups)
@@ -156,14 +157,14 @@ def interpolated_ap(recall: np.ndarray, precision: np.ndarray, protocol: Protoco
 
     * ``101_point`` / ``11_point``: the mean of the interpolated precision at the protocol's
       recall points; on an ordinary ranked list this equals
-      :func:`deteval.protocols.accumulate` (pycocotools' ``accumulate`` / the devkit's 11-point
+      :func:`deteval.accumulate.accumulate` (pycocotools' ``accumulate`` / the devkit's 11-point
       loop), up to pycocotools' ``np.spacing(1)`` in the precision;
     * ``all_point``: the area under the interpolated precision (the devkit's ``VOCap.m``), on
       the points sorted by recall.
 
     Examples
     --------
-    >>> from deteval.protocols import get_protocol
+    >>> from deteval.protocol import get_protocol
     >>> interpolated_ap(np.array([.5, .5, 1.]), np.array([1., .5, 2 / 3]), get_protocol("voc2010"))
     0.8333333333333333
     """
@@ -238,7 +239,7 @@ def decompose(gt: GroundTruth, dt: Detections, protocol: str | Protocol = "coco"
     iou, gt_class = max_iou_assignment(gt, dt, protocol)
     is_loc = (iou >= iou_threshold) & (gt_class >= 0)
     n_class = gt.n_classes
-    n_gt = np.bincount(gt.category[~_gt_flags(gt, protocol)[0][0]], minlength=n_class)
+    n_gt = np.bincount(gt.category[~ground_truth_flags(gt, protocol)[0][0]], minlength=n_class)
     # Each detection enters its predicted class, and (if localized elsewhere) its GT's class.
     det_rows = np.arange(len(dt))
     extra = np.flatnonzero(is_loc & (gt_class != dt.category))

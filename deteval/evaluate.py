@@ -90,7 +90,7 @@ def outside_area_ranges(area: np.ndarray, protocol: Protocol) -> np.ndarray:
     return (area[None, :] < lo) | (area[None, :] > hi)
 
 
-def _gt_flags(gt: GroundTruth, protocol: Protocol) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ground_truth_flags(gt: GroundTruth, protocol: Protocol) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(is_ignored (n_area, n_gt), is_reusable (n_gt,), is_unmatchable (n_gt,)) in GT row order."""
     crowd_active = gt.is_crowd if protocol.crowd == "ignore_reusable" else np.zeros(len(gt), bool)
     base = crowd_active.copy()
@@ -118,7 +118,7 @@ def _det_area(dt: Detections, rows: np.ndarray, protocol: Protocol,
     return box[:, 2] * box[:, 3]
 
 
-def _pair_iou(gt: GroundTruth, dt: Detections, gt_rows: np.ndarray, det_rows: np.ndarray,
+def pair_iou(gt: GroundTruth, dt: Detections, gt_rows: np.ndarray, det_rows: np.ndarray,
               gt_is_crowd: np.ndarray, protocol: Protocol, masks: PreparedMasks | None) -> np.ndarray:
     """IoU of aligned pairs: masks when ``masks`` is given (``iou_type="segm"``), else boxes."""
     if masks is not None:
@@ -190,24 +190,24 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
     gt_key = gt.image[gt_sel].astype(np.int64) * n_class + gt.category[gt_sel]
     gt_groups = group_rows(gt_key)
     gt_rows = gt_sel[gt_groups.order]
-    is_ignored, is_reusable, is_unmatchable = _gt_flags(gt, protocol)
+    is_ignored, is_reusable, is_unmatchable = ground_truth_flags(gt, protocol)
     is_ignored_s, is_reusable_s, is_unmatchable_s = (is_ignored[:, gt_rows], is_reusable[gt_rows],
                                                      is_unmatchable[gt_rows])
 
     pair_det, pair_gt = candidate_pairs(det_key_kept, gt_groups)
-    pair_iou = _pair_iou(gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt], protocol,
+    pair_ious = pair_iou(gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt], protocol,
                          masks)
 
     det_out = outside_area_ranges(_det_area(dt, det_rows, protocol, masks), protocol)
     thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
     strict = protocol.iou_comparison == ">"
     if protocol.matching == "coco":
-        result = match_coco(pair_det, pair_gt, pair_iou, det_key=det_key_kept, n_gt=len(gt_rows),
+        result = match_coco(pair_det, pair_gt, pair_ious, det_key=det_key_kept, n_gt=len(gt_rows),
                             iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
                             gt_is_reusable=is_reusable_s, gt_is_unmatchable=is_unmatchable_s,
                             det_is_out_of_range=det_out, strict=strict)
     else:
-        result = match_voc(pair_det, pair_gt, pair_iou, n_det=len(det_rows), n_gt=len(gt_rows),
+        result = match_voc(pair_det, pair_gt, pair_ious, n_det=len(det_rows), n_gt=len(gt_rows),
                            iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
                            det_is_out_of_range=det_out, strict=strict)
 

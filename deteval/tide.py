@@ -32,10 +32,14 @@ import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
-from deteval.evaluate import _gt_flags, _pair_iou, match, mean_defined, resolve_protocol
-from deteval.geometry import pair_box_iou
-from deteval.matching import candidate_pairs, group_rows, match_coco, rank_in_group
-from deteval.protocols import Protocol, accumulate
+from deteval.evaluate import ground_truth_flags, match, resolve_protocol
+from deteval.evaluate import pair_iou as protocol_pair_iou
+from deteval.summary import mean_defined
+from deteval.geometry import pair_box_iou, prepare_masks
+from deteval.grouping import candidate_pairs, group_rows, rank_in_group
+from deteval.matching import match_coco
+from deteval.accumulate import accumulate
+from deteval.protocol import Protocol
 
 __all__ = ["TideErrors", "tide_errors", "tide_ap", "MAIN_ERRORS", "SPECIAL_ERRORS",
            "TIDE_COCO_THRESHOLDS"]
@@ -296,7 +300,7 @@ def _outcome_protocol(gt: GroundTruth, dt: Detections, protocol: Protocol) -> _O
     lane0 = table.match_lane == 0
     det_gt[table.match_det[lane0]] = table.match_gt[lane0]
     det_gt = np.where(is_tp, det_gt, -1)
-    is_ignored_gt = _gt_flags(gt, protocol)[0][0]
+    is_ignored_gt = ground_truth_flags(gt, protocol)[0][0]
     if protocol.score_order == "image_major":
         tie_keys = (table.det_image, table.det_rank)
     else:
@@ -445,9 +449,10 @@ def tide_errors(gt: GroundTruth, dt: Detections, protocol: str | Protocol | None
                               "YAML file or a Protocol), found None")
         eff = _single_lane(resolve_protocol(protocol), foreground)
         out = _outcome_protocol(gt, dt, eff)
+        masks = prepare_masks(gt, dt, eff) if eff.iou_type == "segm" else None
 
         def pair_iou_fn(g: np.ndarray, d: np.ndarray) -> np.ndarray:
-            return _pair_iou(gt, dt, g, d, np.zeros(len(g), bool), eff)
+            return protocol_pair_iou(gt, dt, g, d, np.zeros(len(g), bool), eff, masks)
         ap_fn = _protocol_ap_fn(eff)
 
     code, target = _classify(gt, dt, out, pair_iou_fn, foreground=foreground, background=background)

@@ -8,7 +8,7 @@ import pytest
 from deteval.confusion import confusion_matrix, greedy_pairs
 from deteval.errors import ConfigError
 from deteval.io import load_detections, load_ground_truth
-from deteval.protocols import get_protocol
+from deteval.protocol import get_protocol
 from tests.reference.slow_decomposition import confused, confusion_slow
 
 

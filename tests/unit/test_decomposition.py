@@ -10,7 +10,8 @@ import pytest
 from deteval.decomposition import CURVE_NAMES, decompose, interpolated_ap
 from deteval.errors import ConfigError
 from deteval.io import load_detections, load_ground_truth
-from deteval.protocols import accumulate, get_protocol
+from deteval.accumulate import accumulate
+from deteval.protocol import get_protocol
 from tests.reference.slow_decomposition import confused, decomposition_slow
 
 SEEDS = list(range(40))

@@ -11,7 +11,7 @@ import deteval
 from deteval.diagnose import analyze, format_analysis_markdown, format_analysis_table
 from deteval.errors import ConfigError
 from deteval.io import load_detections, load_ground_truth
-from deteval.protocols import get_protocol
+from deteval.protocol import get_protocol
 from deteval.tide import MAIN_ERRORS, tide_errors
 from tests.reference.slow_decomposition import confused
 
