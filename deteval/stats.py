@@ -382,7 +382,8 @@ def _weighted_curves(plan: _Plan, mi: int, w: np.ndarray) -> tuple:
         return _all_point_w(tp_f, pr, seg, cur.seg_bounds, seg_npos, n_lane, n_class), n_tp
     rec_thr = recall_thresholds(p)
     n_r = len(rec_thr)
-    target = np.maximum(_min_tp_for_recall_w(seg_npos, rec_thr), 1)                # (B, n_seg, n_r)
+    j_min = np.maximum(_min_tp_for_recall_w(npos, rec_thr), 1)                     # (B, K, A, n_r)
+    target = j_min[:, seg_cls, seg_lane // n_thr]                                   # (B, n_seg, n_r)
     n_items = len(pos)
     big = int(tp.max(initial=0)) + 2
     block = (np.arange(B)[:, None] * n_seg + seg[None, :])                          # (B, n_items)
