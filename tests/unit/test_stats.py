@@ -270,3 +270,20 @@ def test_comparison_dicts_contract():
     assert entry["a"] == "A" and entry["b"] == "B" and entry["metric"] == "mAP"
     assert entry["protocol"] == "voc2010" and 0 < entry["p_value"] <= 1
     assert cmp.to_dict()["comparisons"] == [entry]
+
+
+def test_worked_example_of_the_docs():
+    gt = deteval.load_ground_truth(str(FIXTURES / "coco" / "gt.json"))
+    a = deteval.load_detections(str(FIXTURES / "coco" / "dt.json"), gt)
+    rng = np.random.default_rng(0)
+    b = Detections(image=a.image, category=a.category, box=a.box,
+                   score=a.score * rng.uniform(0.5, 1.0, len(a)), order=a.order, has_box=a.has_box)
+    cmp = compare_detectors(gt, {"A": a, "B": b}, "coco", n=300, seed=0)
+    ra, rb = cmp.bootstrap.results
+    assert round(ra.result.metrics["AP"], 3) == 0.462 and round(rb.result.metrics["AP"], 3) == 0.493
+    assert [round(x, 3) for x in ra.metrics_ci["AP"].as_list()] == [0.255, 0.791]
+    assert [round(x, 3) for x in rb.metrics_ci["AP"].as_list()] == [0.33, 0.88]
+    assert cmp.verdicts() == ["B - A = +0.031 AP [+0.000, +0.222] (coco), p = 0.425: "
+                              "no significant difference at the 5% level"]
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "statistics.md").read_text()
+    assert cmp.verdicts()[0] in doc
