@@ -27,7 +27,6 @@ a run (paired), so results depend on the seed only: not on chunking, nor on ``wo
 
 from __future__ import annotations
 
-import math
 import multiprocessing as mp
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -283,7 +282,7 @@ def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np
             item_lane=item_lane, seg_bounds=seg_bounds, dense_areas=tuple(dense),
             corr_key=corr_lane_a * (n_e + 1) + corr_pos_a, corr_pos=corr_pos_a,
             corr_sign=np.concatenate(corr_sign).astype(np.int64))
-    for mi, max_det in enumerate(max_dets):
+    for max_det in max_dets:
         keep = np.ones(len(table.det_rank), bool) if max_det is None else table.det_rank < max_det
         lane, row = np.nonzero(tp_all & keep[None, :])
         seg = lane * n_class + table.det_class[row]
@@ -958,7 +957,6 @@ def compare_detectors(gt: GroundTruth, detections: Mapping, protocol: Protocol |
         results[str(name)] = score(table, gt, protocol)
     boot = bootstrap(gt, results, n=n, seed=seed, ci=ci, method=method, workers=workers,
                      chunk_size=chunk_size)
-    names = list(results)
     metric = metric or ("mAP" if protocol.is_single_threshold else "AP")
     first = boot.results[0]
     if metric not in first.result.metrics:
@@ -967,7 +965,6 @@ def compare_detectors(gt: GroundTruth, detections: Mapping, protocol: Protocol |
     comparisons = []
     for other in boot.results[1:]:
         comparisons.append(_compare(first, other, metric, boot.settings))
-    del names
     return ComparisonResult(bootstrap=boot, comparisons=tuple(comparisons))
 
 
@@ -1019,6 +1016,3 @@ def bootstrap_settings_dict(settings: BootstrapSettings) -> dict:
     """The document's ``bootstrap`` object: ``{"n", "seed", "ci", "method"}``."""
     return settings.to_dict()
 
-
-def _nan_to_none(value: float) -> float | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
