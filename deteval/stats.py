@@ -612,8 +612,8 @@ def percentile_interval(samples: np.ndarray, *, ci: float = 0.95) -> Interval:
 
     Examples
     --------
-    >>> percentile_interval(np.array([0.1, 0.2, np.nan, 0.3]), ci=0.5)
-    Interval(lo=0.15, hi=0.25, n_undefined=1)
+    >>> percentile_interval(np.array([1.0, 2.0, np.nan, 3.0]), ci=0.5)
+    Interval(lo=1.5, hi=2.5, n_undefined=1)
     """
     _check_settings(0, 0, ci, "percentile")
     samples = np.asarray(samples, dtype=np.float64)
