@@ -1,0 +1,1018 @@
+"""Bootstrap intervals and a paired comparison of detectors, resampling images.
+
+Is detector B really better than A on this test set, or is the difference what another draw of
+images from the same distribution would undo? This module answers with the bootstrap over
+images: draw ``n_images`` images with replacement, re-score, repeat; the spread of the scores is
+the sampling uncertainty of the number.
+
+Semantics of a resample
+-----------------------
+A resample is a multiset of images, given as weights ``w`` (n_images,): image ``i`` counted
+``w[i]`` times. Its score is *defined* as the score of an explicit dataset in which each image
+is repeated ``w[i]`` times, the copies adjacent in image order (copy 2 of image ``i`` right
+after copy 1, before image ``i + 1``), and each result line repeated in place (the copies of a
+detection adjacent in the results file). Ties in the global ranking then keep a well-defined
+order: under ``score_order: image_major`` (pycocotools) tied detections go by (image, copy,
+rank in image), so tied detections of one image interleave across its copies; under
+``score_order: file`` (the devkits) they go by file order, so the copies of one detection are
+adjacent. Matching is per image, so a resample never re-matches: it re-accumulates the
+:class:`~deteval.evaluate.MatchTable` with weights (a detection counts ``w`` of its image, a
+ground-truth object too). With all weights 1 the numbers are those of
+:func:`~deteval.evaluate.score`, bit for bit.
+
+Every resample's weights are drawn up front from ``np.random.default_rng(seed)``
+(``multinomial(n_images, uniform)`` per resample), the same for every detector and protocol of
+a run (paired), so results depend on the seed only: not on chunking, nor on ``workers``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from deteval.data import Detections, GroundTruth
+from deteval.errors import ConfigError, InputError
+
+# The accumulation internals and evaluate's pieces this module re-uses (the integrator re-points
+# these imports when accumulate.py / summary.py exist).
+from deteval.evaluate import (
+    EvalResult,
+    MatchTable,
+    _coco_metrics,
+    _gt_flags,
+    _ranking,
+    class_ap,
+    match,
+    mean_defined,
+    resolve_protocol,
+    score,
+)
+from deteval.protocols import Protocol, _devkit_precision, _suffix_max_at, recall_thresholds
+
+__all__ = ["BootstrapSettings", "Interval", "ResampledMetrics", "DetectorBootstrap", "BootstrapResult",
+           "Comparison", "ComparisonResult", "bootstrap_weights", "resample_metrics", "bootstrap",
+           "compare_detectors", "paired_difference", "percentile_interval", "metrics_ci_dict",
+           "per_class_ci_list", "result_ci_dict", "comparison_dicts", "bootstrap_settings_dict",
+           "verdict"]
+
+_METHODS = ("percentile",)
+_TESTS = ("bootstrap",)
+#: Target number of (item x resample) cells per chunk: bounds the memory of one chunk.
+_CELLS_PER_CHUNK = 2_000_000
+
+
+# --------------------------------------------------------------------------------------------
+# Settings and validation
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BootstrapSettings:
+    """How a bootstrap was run (the JSON ``"bootstrap"`` object).
+
+    Attributes
+    ----------
+    n : int
+        Number of resamples (0: point estimates only, no intervals).
+    seed : int
+    ci : float
+        Confidence level of the intervals, in (0, 1).
+    method : {"percentile"}
+    """
+
+    n: int = 1000
+    seed: int = 0
+    ci: float = 0.95
+    method: str = "percentile"
+
+    def __post_init__(self) -> None:
+        _check_settings(self.n, self.seed, self.ci, self.method)
+
+    def to_dict(self) -> dict:
+        return {"n": self.n, "seed": self.seed, "ci": self.ci, "method": self.method}
+
+
+def _check_settings(n: Any, seed: Any, ci: Any, method: Any) -> None:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ConfigError(f"bootstrap: n (number of resamples) must be an integer >= 0, found {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ConfigError(f"bootstrap: seed must be an integer >= 0, found {seed!r}")
+    if isinstance(ci, bool) or not isinstance(ci, (int, float, np.floating)) or not (0.0 < ci < 1.0):
+        raise ConfigError(f"bootstrap: ci (confidence level) must be a number in (0, 1), e.g. 0.95; "
+                          f"found {ci!r}")
+    if method not in _METHODS:
+        raise ConfigError(f"bootstrap: method must be one of {list(_METHODS)}, found {method!r} "
+                          f"(BCa is not offered: see docs/statistics.md)")
+
+
+def bootstrap_weights(n_images: int, *, n: int, seed: int) -> np.ndarray:
+    """Image multiplicities of ``n`` bootstrap resamples.
+
+    Parameters
+    ----------
+    n_images : int
+    n : int
+        Number of resamples.
+    seed : int
+
+    Returns
+    -------
+    int64 (n, n_images)
+        Row ``b``: how many times each image is drawn in resample ``b`` (each row sums to
+        ``n_images``). All rows come from one ``np.random.default_rng(seed)``, in order.
+
+    Examples
+    --------
+    >>> w = bootstrap_weights(4, n=3, seed=0)
+    >>> w.shape, w.sum(axis=1).tolist()
+    ((3, 4), [4, 4, 4])
+    """
+    _check_settings(n, seed, 0.5, "percentile")
+    if n_images == 0:
+        return np.zeros((n, 0), dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n_images, np.full(n_images, 1.0 / n_images), size=n).astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# Weighted re-accumulation
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class ResampledMetrics:
+    """Scores of one detector under one protocol, per resample.
+
+    Attributes
+    ----------
+    metric_names : tuple of str
+        The headline metrics, as :func:`~deteval.evaluate.score` names them.
+    metrics : float64 (n_resamples, n_metrics)
+        NaN where undefined in a resample.
+    per_class_ap : float64 (n_resamples, n_class)
+    """
+
+    metric_names: tuple
+    metrics: np.ndarray
+    per_class_ap: np.ndarray
+
+
+def _positives_per_image(gt: GroundTruth, protocol: Protocol) -> np.ndarray:
+    """int64 (n_img, n_class, n_area): counted ground truth, as :func:`evaluate.match` counts it."""
+    is_ignored, _, _ = _gt_flags(gt, protocol)
+    n_area = len(protocol.area_ranges)
+    key = gt.image.astype(np.int64) * gt.n_classes + gt.category
+    out = np.zeros((gt.n_images, gt.n_classes, n_area), dtype=np.int64)
+    for a in range(n_area):
+        counted = ~is_ignored[a]
+        out[:, :, a] = np.bincount(key[counted], minlength=gt.n_images * gt.n_classes).reshape(
+            gt.n_images, gt.n_classes)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Plan:
+    """Everything about one (detector, protocol) that does not depend on the weights."""
+
+    protocol: Protocol
+    n_class: int
+    n_thr: int
+    n_area: int
+    positives: np.ndarray          # (n_img, n_class * n_area) float64
+    recall_only: tuple             # per max_dets index: (item_img, seg_bounds) for final TP counts
+    curves: dict                   # max_dets index -> _Curve
+
+
+@dataclass(frozen=True, eq=False)
+class _Curve:
+    """The ranked entries of one ``max_dets`` setting (within-image ties expanded)."""
+
+    entry_img: np.ndarray          # (n_e,)
+    entry_rep: np.ndarray          # (n_e,) -1: weight w; j >= 0: weight 1 if w > j
+    seg_start: np.ndarray          # (n_class,) first entry of each class
+    item_pos: np.ndarray           # (n_items,) TP items, sorted by (lane, class, pos)
+    item_seg: np.ndarray           # lane * n_class + class
+    item_area: np.ndarray
+    item_lane: np.ndarray
+    seg_bounds: np.ndarray         # (n_seg + 1,) item offsets of each segment
+    dense_areas: tuple             # (area, bool (n_e,)) ignored entries of a base lane
+    corr_key: np.ndarray           # lane * (n_e + 1) + pos of correction entries (sorted)
+    corr_pos: np.ndarray
+    corr_sign: np.ndarray
+
+
+def _expand_ties(rows: np.ndarray, table: MatchTable, protocol: Protocol,
+                 max_weight: np.ndarray) -> tuple:
+    """Entries of the weighted ranking: (row, repetition) with within-image ties expanded.
+
+    Under ``score_order: image_major`` the copies of an image interleave its tied detections
+    (copy 1's block, then copy 2's ...): a block of ``s`` tied rows of one image becomes
+    ``max_weight[image]`` repetitions of the block, repetition ``j`` weighing 1 when the image
+    is drawn more than ``j`` times. Every other row is one entry weighing ``w``.
+    """
+    n = len(rows)
+    if n == 0 or protocol.score_order != "image_major":
+        return rows, np.full(n, -1, dtype=np.int64)
+    cls, img, sc = table.det_class[rows], table.det_image[rows], table.det_score[rows]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (cls[1:] != cls[:-1]) | (img[1:] != img[:-1]) | (sc[1:] != sc[:-1])
+    first = np.flatnonzero(new)
+    size = np.diff(np.append(first, n))
+    reps = max_weight[img[first]]
+    expand = (size > 1) & (reps > 1)
+    if not expand.any():
+        return rows, np.full(n, -1, dtype=np.int64)
+    out_size = np.where(expand, size * reps, size)
+    block = np.repeat(np.arange(len(first)), out_size)
+    e = np.arange(out_size.sum()) - np.repeat(np.cumsum(out_size) - out_size, out_size)
+    s = size[block]
+    entry_row = rows[first[block] + e % s]
+    entry_rep = np.where(expand[block], e // s, -1)
+    return entry_row, entry_rep.astype(np.int64)
+
+
+def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np.ndarray) -> _Plan:
+    n_class = gt.n_classes
+    n_thr = len(protocol.iou_thresholds)
+    n_area = len(protocol.area_ranges)
+    n_lane = n_thr * n_area
+    max_dets = protocol.max_dets if protocol.max_dets is not None else (None,)
+    ranking = _ranking(table, protocol)
+    tp_all = np.asarray(table.det_is_tp, dtype=bool)
+    ign_all = np.asarray(table.det_is_ignored, dtype=bool) & ~tp_all
+    recall_only = []
+    curves = {}
+    for mi in _precision_m(protocol):
+        max_det = max_dets[mi]
+        rows = ranking if max_det is None else ranking[table.det_rank[ranking] < max_det]
+        entry_row, entry_rep = _expand_ties(rows, table, protocol, max_weight)
+        n_e = len(entry_row)
+        entry_cls = table.det_class[entry_row]
+        seg_start = np.searchsorted(entry_cls, np.arange(n_class))
+        is_tp = tp_all[:, entry_row]
+        is_ign = ign_all[:, entry_row]
+        flat = np.flatnonzero(is_tp)
+        item_lane, item_pos = np.divmod(flat, max(n_e, 1))
+        item_seg = item_lane * n_class + entry_cls[item_pos]
+        seg_bounds = np.searchsorted(item_seg, np.arange(n_lane * n_class + 1))
+        dense, corr_lane, corr_pos, corr_sign = [], [], [], []
+        for a in range(n_area):
+            base = is_ign[a * n_thr]
+            use_base = base.sum() * 32 > n_e
+            if use_base:
+                dense.append((a, base))
+            for t in range(n_thr):
+                lane = a * n_thr + t
+                ref = base if use_base else np.zeros(n_e, dtype=bool)
+                plus = np.flatnonzero(is_ign[lane] & ~ref)
+                minus = np.flatnonzero(ref & ~is_ign[lane])
+                pos = np.concatenate([plus, minus])
+                order = np.argsort(pos, kind="stable")
+                corr_pos.append(pos[order])
+                corr_sign.append(np.concatenate([np.ones(len(plus)), -np.ones(len(minus))])[order])
+                corr_lane.append(np.full(len(pos), lane))
+        corr_pos_a = np.concatenate(corr_pos).astype(np.int64)
+        corr_lane_a = np.concatenate(corr_lane).astype(np.int64)
+        curves[mi] = _Curve(
+            entry_img=table.det_image[entry_row].astype(np.int64), entry_rep=entry_rep,
+            seg_start=seg_start, item_pos=item_pos, item_seg=item_seg, item_area=item_lane // n_thr,
+            item_lane=item_lane, seg_bounds=seg_bounds, dense_areas=tuple(dense),
+            corr_key=corr_lane_a * (n_e + 1) + corr_pos_a, corr_pos=corr_pos_a,
+            corr_sign=np.concatenate(corr_sign).astype(np.int64))
+    for max_det in max_dets:
+        keep = np.ones(len(table.det_rank), bool) if max_det is None else table.det_rank < max_det
+        lane, row = np.nonzero(tp_all & keep[None, :])
+        seg = lane * n_class + table.det_class[row]
+        order = np.argsort(seg, kind="stable")
+        recall_only.append((table.det_image[row[order]].astype(np.int64),
+                            np.searchsorted(seg[order], np.arange(n_lane * n_class + 1))))
+    positives = _positives_per_image(gt, protocol).reshape(gt.n_images, n_class * n_area)
+    return _Plan(protocol=protocol, n_class=n_class, n_thr=n_thr, n_area=n_area,
+                 positives=positives.astype(np.float64), recall_only=tuple(recall_only), curves=curves)
+
+
+def _precision_m(protocol: Protocol) -> tuple:
+    """Indices of ``max_dets`` whose precision the headline metrics and per-class AP read."""
+    if protocol.max_dets is None:
+        return (0,)
+    md = list(protocol.max_dets)
+    need = {len(md) - 1}
+    if protocol.summary == "pycocotools" and not protocol.is_single_threshold:
+        if 100 in md:
+            need.add(md.index(100))
+        if len(md) >= 3:
+            need.add(2)
+    return tuple(sorted(need))
+
+
+def _segment_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Sums of ``values`` (n, B) over rows [bounds[s], bounds[s+1]) -> (n_seg, B), exact for ints."""
+    csum = np.zeros((values.shape[0] + 1, values.shape[1]), dtype=values.dtype)
+    np.cumsum(values, axis=0, out=csum[1:])
+    return csum[bounds[1:]] - csum[bounds[:-1]]
+
+
+def _min_tp_for_recall_w(npos: np.ndarray, rec_thr: np.ndarray) -> np.ndarray:
+    """Smallest j with ``j / npos >= thr`` (the float division of accumulate), (..., n_r) int64."""
+    n = npos[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        j = np.ceil(rec_thr * n)
+        j = np.where((j - 1) / n >= rec_thr, j - 1, j)
+        j = np.where(j / n < rec_thr, j + 1, j)
+    big = np.iinfo(np.int64).max // 4
+    return np.where(n > 0, j, big).astype(np.int64)
+
+
+def _weighted_curves(plan: _Plan, mi: int, w: np.ndarray) -> tuple:
+    """(precision-like q or all-point AP, recall) for one ``max_dets`` index and a chunk.
+
+    ``w`` is int64 (n_img, B). Returns q (B, n_lane, n_class, n_r) for point-sampled methods
+    (ap (B, n_lane, n_class) for all-point) and the final TP counts (n_seg, B).
+    """
+    p = plan.protocol
+    cur = plan.curves[mi]
+    n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
+    n_lane = n_area * n_thr
+    n_seg = n_lane * n_class
+    B = w.shape[1]
+    wi = w[cur.entry_img]
+    rep = cur.entry_rep
+    if (rep >= 0).any():
+        wi = np.where(rep[:, None] < 0, wi, wi > rep[:, None]).astype(np.int64)
+    n_e = len(rep)
+    c_all = np.zeros((n_e + 1, B), dtype=np.int64)
+    np.cumsum(wi, axis=0, out=c_all[1:])
+    pos, seg = cur.item_pos, cur.item_seg
+    start = cur.seg_start[seg % n_class]
+    rows_incl = c_all[pos + 1] - c_all[start]
+    del c_all
+    for a, base in cur.dense_areas:
+        sel = np.flatnonzero(cur.item_area == a)
+        c_base = np.zeros((n_e + 1, B), dtype=np.int64)
+        np.cumsum(wi * base[:, None], axis=0, out=c_base[1:])
+        rows_incl[sel] -= c_base[pos[sel] + 1] - c_base[start[sel]]
+    if len(cur.corr_pos):
+        cc = np.zeros((len(cur.corr_pos) + 1, B), dtype=np.int64)
+        np.cumsum(wi[cur.corr_pos] * cur.corr_sign[:, None], axis=0, out=cc[1:])
+        hi = np.searchsorted(cur.corr_key, cur.item_lane * (n_e + 1) + pos, "right")
+        lo = np.searchsorted(cur.corr_key, cur.item_lane * (n_e + 1) + start, "left")
+        rows_incl -= cc[hi] - cc[lo]
+    item_w = wi[pos]
+    tpc = np.zeros((len(pos) + 1, B), dtype=np.int64)
+    np.cumsum(item_w, axis=0, out=tpc[1:])
+    first = cur.seg_bounds[seg]
+    tp = tpc[1:] - tpc[first]
+    n_tp = tpc[cur.seg_bounds[1:]] - tpc[cur.seg_bounds[:-1]]       # (n_seg, B)
+    fp = rows_incl - tp
+    tp_f = tp.astype(np.float64)
+    fp_f = fp.astype(np.float64)
+    if p.ap_method == "101_point":
+        pr = tp_f / (fp_f + tp_f + np.spacing(1))
+    else:
+        pr = _devkit_precision(tp_f, fp_f)
+    pr[item_w == 0] = 0.0
+    npos = (w.T.astype(np.float64) @ plan.positives).reshape(B, n_class, n_area)   # exact integers
+    seg_lane, seg_cls = np.divmod(np.arange(n_seg), n_class)
+    seg_npos = npos[:, seg_cls, seg_lane // n_thr]                                  # (B, n_seg)
+    if p.ap_method == "all_point":
+        return _all_point_w(tp_f, pr, seg, cur.seg_bounds, seg_npos, n_lane, n_class), n_tp
+    rec_thr = recall_thresholds(p)
+    n_r = len(rec_thr)
+    j_min = np.maximum(_min_tp_for_recall_w(npos, rec_thr), 1)                     # (B, K, A, n_r)
+    target = j_min[:, seg_cls, seg_lane // n_thr]                                   # (B, n_seg, n_r)
+    n_items = len(pos)
+    big = int(tp.max(initial=0)) + 2
+    block = (np.arange(B)[:, None] * n_seg + seg[None, :])                          # (B, n_items)
+    keys = (block * big + tp.T).ravel()
+    qblock = (np.arange(B)[:, None] * n_seg + np.arange(n_seg)[None, :])[..., None]
+    idx = np.searchsorted(keys, (qblock * big + np.minimum(target, big - 1)).ravel(), "left")
+    idx = idx.reshape(B, n_seg, n_r)
+    has_target = target <= n_tp.T[..., None]
+    end = (np.arange(B)[:, None] * n_items + cur.seg_bounds[None, 1:])             # (B, n_seg)
+    starts = np.where(has_target, idx, end[..., None])
+    q = _suffix_max_at(pr.T.ravel(), starts.reshape(B * n_seg, n_r), end.ravel(),
+                       has_target.reshape(B * n_seg, n_r))
+    q = q.reshape(B, n_lane, n_class, n_r)
+    defined = (seg_npos > 0).reshape(B, n_lane, n_class)
+    return np.where(defined[..., None], q, np.nan), n_tp
+
+
+def _all_point_w(tp_f: np.ndarray, pr: np.ndarray, seg: np.ndarray, seg_bounds: np.ndarray,
+                 seg_npos: np.ndarray, n_lane: int, n_class: int) -> np.ndarray:
+    """VOC2010+ all-point AP per resample, lane and class (the terms of ``VOCap.m``)."""
+    B = tp_f.shape[1]
+    ap = np.full((B, n_lane * n_class), np.nan)
+    for s in range(n_lane * n_class):
+        npos = seg_npos[:, s]
+        defined = npos > 0
+        lo, hi = seg_bounds[s], seg_bounds[s + 1]
+        if hi == lo:
+            ap[defined, s] = 0.0
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rec = (tp_f[lo:hi] / npos).T                                  # (B, n)
+        env = np.maximum.accumulate(pr[lo:hi][::-1], axis=0)[::-1].T      # (B, n)
+        prev = np.concatenate([np.zeros((B, 1)), rec[:, :-1]], axis=1)
+        # C order: a sum along contiguous rows is numpy's pairwise sum, as in _all_point_ap.
+        terms = np.ascontiguousarray((rec - prev) * env)
+        with_tail = np.concatenate([terms, np.zeros((B, 1))], axis=1)
+        total = np.where(rec[:, -1] != 1.0, np.sum(with_tail, axis=1), np.sum(terms, axis=1))
+        ap[defined, s] = total[defined]
+    return ap.reshape(B, n_lane, n_class)
+
+
+def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
+    """Headline metrics and per-class AP of each resample of a chunk (w: int64 (n_img, B))."""
+    p = plan.protocol
+    n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
+    B = w.shape[1]
+    max_dets = p.max_dets if p.max_dets is not None else (None,)
+    n_m = len(max_dets)
+    n_r = len(recall_thresholds(p))
+    npos = (w.T.astype(np.float64) @ plan.positives).reshape(B, n_class, n_area)
+    precision = np.full((B, n_thr, n_r, n_class, n_area, n_m), np.nan)
+    ap = np.full((B, n_thr, n_class, n_area, n_m), np.nan)
+    recall = np.full((B, n_thr, n_class, n_area, n_m), np.nan)
+    for mi in range(n_m):
+        img, bounds = plan.recall_only[mi]
+        n_tp = _segment_sums(w[img], bounds)                               # (n_seg, B)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = n_tp.T.reshape(B, n_area, n_thr, n_class) / npos.transpose(0, 2, 1)[:, :, None, :]
+        r = np.where(npos.transpose(0, 2, 1)[:, :, None, :] > 0, r, np.nan)
+        recall[..., mi] = r.transpose(0, 2, 3, 1)
+    for mi in plan.curves:
+        out, _ = _weighted_curves(plan, mi, w)
+        if p.ap_method == "all_point":
+            ap[..., mi] = out.reshape(B, n_area, n_thr, n_class).transpose(0, 2, 3, 1)
+            continue
+        out = np.ascontiguousarray(out)  # contiguous rows: the same pairwise sums as accumulate
+        q = out.reshape(B, n_area, n_thr, n_class, n_r)
+        precision[..., mi] = q.transpose(0, 2, 4, 3, 1)
+        if p.ap_method == "101_point":
+            ap_m = np.mean(out, axis=-1)
+        else:
+            ap_m = np.cumsum(out / 11.0, axis=-1)[..., -1]
+        ap[..., mi] = ap_m.reshape(B, n_area, n_thr, n_class).transpose(0, 2, 3, 1)
+    names = None
+    metrics, per_class = [], np.full((B, n_class), np.nan)
+    for b in range(B):
+        acc = SimpleNamespace(precision=precision[b], recall=recall[b], ap=ap[b])
+        for k in range(n_class):
+            per_class[b, k] = class_ap(acc.precision, acc.ap, p, k)
+        if p.is_single_threshold:
+            m = {"mAP": mean_defined(per_class[b])}
+        else:
+            m = _coco_metrics(acc, p)
+        names = tuple(m)
+        metrics.append([m[k] for k in names])
+    return names, np.array(metrics, dtype=np.float64).reshape(B, -1), per_class
+
+
+_SHARED: dict = {}
+
+
+def _run_chunks(plan: _Plan, weights: np.ndarray, chunk_size: int) -> tuple:
+    names, metrics, per_class = None, [], []
+    for lo in range(0, weights.shape[0], chunk_size):
+        names, m, c = _chunk_metrics(plan, np.ascontiguousarray(weights[lo:lo + chunk_size].T))
+        metrics.append(m)
+        per_class.append(c)
+    return names, metrics, per_class
+
+
+def _worker(bounds: tuple) -> tuple:
+    lo, hi = bounds
+    return _run_chunks(_SHARED["plan"], _SHARED["weights"][lo:hi], _SHARED["chunk_size"])
+
+
+def _default_chunk(plan: _Plan) -> int:
+    size = max([len(c.entry_rep) + len(c.item_pos) for c in plan.curves.values()] + [1])
+    return int(max(1, min(256, _CELLS_PER_CHUNK // size)))
+
+
+def resample_metrics(table: MatchTable, gt: GroundTruth, protocol: Protocol | str, weights: np.ndarray, *,
+                     workers: int = 1, chunk_size: int | None = None,
+                     max_weight: np.ndarray | None = None) -> ResampledMetrics:
+    """Score a matched detector on every weighted resample of the images.
+
+    Parameters
+    ----------
+    table : MatchTable
+        :func:`~deteval.evaluate.match` of the detector on ``gt`` under ``protocol``.
+    gt : GroundTruth
+    protocol : Protocol or str
+    weights : int (n_resamples, n_images)
+        Image multiplicities (see :func:`bootstrap_weights`); non-negative integers.
+    workers : int
+        Split the resamples over this many processes (fork); identical numbers.
+    chunk_size : int, optional
+        Resamples accumulated together (memory vs speed); identical numbers for any value.
+    max_weight : int (n_images,), optional
+        Per-image upper bound of the weights used to lay out tied detections (computed from
+        ``weights`` by default); any bound gives identical numbers.
+
+    Returns
+    -------
+    ResampledMetrics
+
+    Raises
+    ------
+    InputError
+        If the weights do not fit the ground truth or are not non-negative integers.
+
+    Examples
+    --------
+    >>> import deteval
+    >>> gt = deteval.load_ground_truth({"images": [{"id": 1}, {"id": 2}],
+    ...     "categories": [{"id": 1, "name": "cat"}],
+    ...     "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 9, 9],
+    ...                      "area": 81, "iscrowd": 0}]})
+    >>> dt = deteval.load_detections([{"image_id": 2, "category_id": 1, "bbox": [0, 0, 9, 9],
+    ...                                "score": 0.9}], gt)
+    >>> p = deteval.get_protocol("voc2010")
+    >>> r = resample_metrics(match(gt, dt, p), gt, p, np.array([[1, 1], [2, 0], [0, 2]]))
+    >>> r.metrics[:, 0].tolist()  # image 2 alone has no ground truth: mAP undefined
+    [0.0, 0.0, nan]
+    """
+    protocol = resolve_protocol(protocol)
+    weights = np.asarray(weights)
+    if weights.ndim != 2 or weights.shape[1] != gt.n_images:
+        raise InputError(f"resample weights: expected an array (n_resamples, {gt.n_images} images), "
+                         f"found shape {weights.shape}")
+    if weights.size and (not np.issubdtype(weights.dtype, np.integer) or weights.min() < 0):
+        raise InputError("resample weights: expected non-negative integer image counts, found "
+                         f"dtype {weights.dtype} with minimum {weights.min()}")
+    _check_table(table, gt, "table")
+    weights = weights.astype(np.int64)
+    if max_weight is None:
+        max_weight = weights.max(axis=0) if weights.size else np.zeros(gt.n_images, np.int64)
+    plan = _plan(table, gt, protocol, np.asarray(max_weight, dtype=np.int64))
+    n_b = weights.shape[0]
+    chunk = int(chunk_size) if chunk_size else _default_chunk(plan)
+    if n_b == 0:
+        names, m, c = _chunk_metrics(plan, np.ones((gt.n_images, 1), np.int64))
+        return ResampledMetrics(names, np.zeros((0, len(names))), np.zeros((0, gt.n_classes)))
+    if workers and workers > 1 and n_b > 1 and "fork" in mp.get_all_start_methods():
+        bounds = np.linspace(0, n_b, min(workers, n_b) + 1).astype(int)
+        _SHARED.update(plan=plan, weights=weights, chunk_size=chunk)
+        try:
+            with mp.get_context("fork").Pool(len(bounds) - 1) as pool:
+                parts = pool.map(_worker, list(zip(bounds[:-1], bounds[1:])))
+        finally:
+            _SHARED.clear()
+        names = parts[0][0]
+        metrics = [m for part in parts for m in part[1]]
+        per_class = [c for part in parts for c in part[2]]
+    else:
+        names, metrics, per_class = _run_chunks(plan, weights, chunk)
+    return ResampledMetrics(names, np.concatenate(metrics), np.concatenate(per_class))
+
+
+def _check_table(table: MatchTable, gt: GroundTruth, name: str) -> None:
+    if table.n_positive.shape[0] != gt.n_classes or (
+            len(table.det_image) and int(table.det_image.max()) >= gt.n_images):
+        raise InputError(f"{name}: matched against a different ground truth (expected "
+                         f"{gt.n_classes} classes and {gt.n_images} images, found a table of "
+                         f"{table.n_positive.shape[0]} classes)")
+
+
+# --------------------------------------------------------------------------------------------
+# Intervals
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Interval:
+    """A percentile interval over the resamples where the value is defined.
+
+    Attributes
+    ----------
+    lo, hi : float or None
+        None when no resample defines the value.
+    n_undefined : int
+        Resamples where the value was undefined (e.g. a class without ground truth drawn).
+    """
+
+    lo: float | None
+    hi: float | None
+    n_undefined: int = 0
+
+    def as_list(self) -> list | None:
+        """``[lo, hi]`` or None (the JSON form)."""
+        return None if self.lo is None else [self.lo, self.hi]
+
+    def to_dict(self) -> dict:
+        return {"ci": self.as_list(), "n_undefined": self.n_undefined}
+
+
+def percentile_interval(samples: np.ndarray, *, ci: float = 0.95) -> Interval:
+    """Percentile interval ``[q(a/2), q(1 - a/2)]`` of the defined samples (``a = 1 - ci``).
+
+    Examples
+    --------
+    >>> percentile_interval(np.array([1.0, 2.0, np.nan, 3.0]), ci=0.5)
+    Interval(lo=1.5, hi=2.5, n_undefined=1)
+    """
+    _check_settings(0, 0, ci, "percentile")
+    samples = np.asarray(samples, dtype=np.float64)
+    defined = samples[~np.isnan(samples)]
+    n_undefined = int(samples.size - defined.size)
+    if defined.size == 0:
+        return Interval(None, None, n_undefined)
+    alpha = 1.0 - ci
+    lo, hi = np.quantile(defined, [alpha / 2, 1 - alpha / 2])
+    return Interval(float(lo), float(hi), n_undefined)
+
+
+# --------------------------------------------------------------------------------------------
+# Bootstrap of detectors
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class DetectorBootstrap:
+    """Point estimates and intervals of one detector under one protocol.
+
+    Attributes
+    ----------
+    name : str
+    result : EvalResult
+        The point estimate (all images once).
+    samples : ResampledMetrics
+    metrics_ci : dict
+        Metric name -> :class:`Interval` (empty when ``n == 0``).
+    per_class_ci : tuple of Interval
+        In the order of ``result.per_class`` (empty when ``n == 0``).
+    """
+
+    name: str
+    result: EvalResult
+    samples: ResampledMetrics
+    metrics_ci: dict
+    per_class_ci: tuple
+
+    @property
+    def protocol(self) -> str:
+        return self.result.protocol.name
+
+    def to_dict(self) -> dict:
+        """``result.to_dict()`` plus ``metrics_ci`` and each class's ``AP_ci`` (the JSON contract)."""
+        return {"detector": self.name, **result_ci_dict(self.result.to_dict(), self)}
+
+
+@dataclass(frozen=True, eq=False)
+class BootstrapResult:
+    settings: BootstrapSettings
+    results: tuple
+    weights: np.ndarray = field(repr=False)
+
+    def get(self, name: str, protocol: str | None = None) -> DetectorBootstrap:
+        for r in self.results:
+            if r.name == name and (protocol is None or r.protocol == protocol):
+                return r
+        raise ConfigError(f"bootstrap: no detector {name!r}"
+                          + (f" under protocol {protocol!r}" if protocol else "")
+                          + f"; found {[(r.name, r.protocol) for r in self.results]}")
+
+    def to_dict(self) -> dict:
+        return {"bootstrap": bootstrap_settings_dict(self.settings),
+                "results": [r.to_dict() for r in self.results]}
+
+
+def _named_results(results: Any) -> list:
+    if isinstance(results, EvalResult):
+        return [("detector", results)]
+    if isinstance(results, Mapping):
+        items = list(results.items())
+    elif isinstance(results, Sequence) and not isinstance(results, (str, bytes)):
+        items = [(f"detector{i + 1}", r) for i, r in enumerate(results)]
+    else:
+        raise ConfigError(f"bootstrap: expected an EvalResult, a mapping name -> EvalResult or a list "
+                          f"of them, found {type(results).__name__}")
+    for name, r in items:
+        if not isinstance(r, EvalResult):
+            raise ConfigError(f"bootstrap: result {name!r} must be an EvalResult, found {type(r).__name__}")
+    if not items:
+        raise ConfigError("bootstrap: no results given")
+    return items
+
+
+def _check_same_gt(result: EvalResult, gt: GroundTruth, name: str) -> None:
+    same = (result.image_ids is not None and np.array_equal(result.image_ids, gt.image_id)
+            and tuple(result.category_ids) == tuple(int(c) for c in gt.category_id))
+    if same:
+        expected = _positives_per_image(gt, result.protocol).sum(axis=0)
+        same = np.array_equal(expected, result.table.n_positive)
+    if not same:
+        raise InputError(f"bootstrap: result {name!r} ({result.protocol.name}) was not scored on this "
+                         f"ground truth (expected {gt.n_images} images, {gt.n_classes} categories "
+                         f"and the same counted objects; found "
+                         f"{0 if result.image_ids is None else len(result.image_ids)} images, "
+                         f"{len(result.category_ids)} categories)")
+
+
+def bootstrap(gt: GroundTruth, results: Any, *, n: int = 1000, seed: int = 0, ci: float = 0.95,
+              method: str = "percentile", workers: int = 1,
+              chunk_size: int | None = None) -> BootstrapResult:
+    """Percentile intervals of every headline metric and per-class AP, resampling images.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+        The ground truth every result was scored on.
+    results : EvalResult, mapping name -> EvalResult, or list of EvalResult
+        Point results (any protocols). All are resampled with the same image multisets
+        (paired), so their intervals and differences are comparable.
+    n : int
+        Number of resamples; 0 gives the point estimates without intervals.
+    seed : int
+    ci : float
+        Confidence level in (0, 1).
+    method : {"percentile"}
+    workers : int
+        Processes over which resamples are split (identical numbers for any value).
+    chunk_size : int, optional
+        Resamples accumulated at once (identical numbers for any value).
+
+    Returns
+    -------
+    BootstrapResult
+
+    Raises
+    ------
+    ConfigError
+        Invalid ``n``, ``seed``, ``ci`` or ``method``.
+    InputError
+        A result not scored on ``gt``.
+
+    Examples
+    --------
+    >>> import deteval
+    >>> gt = deteval.load_ground_truth({"images": [{"id": i} for i in (1, 2, 3)],
+    ...     "categories": [{"id": 1, "name": "cat"}],
+    ...     "annotations": [{"id": i, "image_id": i, "category_id": 1, "bbox": [0, 0, 9, 9],
+    ...                      "area": 81, "iscrowd": 0} for i in (1, 2, 3)]})
+    >>> dt = deteval.load_detections([{"image_id": i, "category_id": 1, "bbox": [0, 0, 9, 9],
+    ...                                "score": 0.5} for i in (1, 2)], gt)
+    >>> boot = bootstrap(gt, {"A": deteval.evaluate(gt, dt, "voc2010")}, n=200, seed=0)
+    >>> boot.results[0].metrics_ci["mAP"].as_list()
+    [0.0, 1.0]
+    """
+    _check_settings(n, seed, ci, method)
+    settings = BootstrapSettings(n=int(n), seed=int(seed), ci=float(ci), method=method)
+    items = _named_results(results)
+    for name, r in items:
+        _check_same_gt(r, gt, name)
+    weights = bootstrap_weights(gt.n_images, n=settings.n, seed=settings.seed)
+    max_weight = weights.max(axis=0) if weights.size else np.zeros(gt.n_images, np.int64)
+    out = []
+    for name, r in items:
+        samples = resample_metrics(r.table, gt, r.protocol, weights, workers=workers,
+                                   chunk_size=chunk_size, max_weight=max_weight)
+        if settings.n:
+            metrics_ci = {k: percentile_interval(samples.metrics[:, j], ci=settings.ci)
+                          for j, k in enumerate(samples.metric_names)}
+            per_class_ci = tuple(percentile_interval(samples.per_class_ap[:, k], ci=settings.ci)
+                                 for k in range(gt.n_classes))
+        else:
+            metrics_ci, per_class_ci = {}, ()
+        out.append(DetectorBootstrap(name=name, result=r, samples=samples, metrics_ci=metrics_ci,
+                                     per_class_ci=per_class_ci))
+    return BootstrapResult(settings=settings, results=tuple(out), weights=weights)
+
+
+# --------------------------------------------------------------------------------------------
+# Paired comparison
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """B - A on one metric under one protocol, paired over the same resamples.
+
+    Attributes
+    ----------
+    a, b : str
+        Detector names.
+    protocol : str
+    metric : str
+    difference : float or None
+        Point difference ``metric(B) - metric(A)`` (None if undefined).
+    ci : Interval
+        Percentile interval of the bootstrap differences.
+    p_value : float or None
+        Two-sided paired-bootstrap p-value (see :func:`paired_difference`); None when
+        ``n == 0`` or undefined.
+    level : float
+        The confidence level; the verdict tests at ``1 - level``.
+    n : int
+        Resamples where the difference is defined.
+    """
+
+    a: str
+    b: str
+    protocol: str
+    metric: str
+    difference: float | None
+    ci: Interval
+    p_value: float | None
+    level: float = 0.95
+    n: int = 0
+
+    @property
+    def verdict(self) -> str:
+        return verdict(self)
+
+    def to_dict(self) -> dict:
+        """One entry of the JSON ``comparisons`` list."""
+        return {"a": self.a, "b": self.b, "protocol": self.protocol, "metric": self.metric,
+                "difference": self.difference, "ci": self.ci.as_list(), "p_value": self.p_value}
+
+
+def paired_difference(samples_a: np.ndarray, samples_b: np.ndarray, point_a: float, point_b: float, *,
+                      ci: float = 0.95) -> tuple:
+    """Interval and two-sided p-value of ``B - A`` from paired bootstrap samples.
+
+    Returns
+    -------
+    (difference, Interval, p_value, n_defined)
+        ``p = (1 + #{|d_b - d| >= |d|}) / (1 + n)``: the bootstrap differences re-centred on 0
+        (the null hypothesis) and compared with the observed difference ``d``. Identical
+        detectors give ``d = 0`` and ``p = 1`` exactly.
+
+    Examples
+    --------
+    >>> d, iv, p, n = paired_difference(np.array([.5, .6, .7]), np.array([.5, .6, .7]), .6, .6)
+    >>> d, iv.as_list(), p
+    (0.0, [0.0, 0.0], 1.0)
+    """
+    diff = np.asarray(samples_b, dtype=np.float64) - np.asarray(samples_a, dtype=np.float64)
+    d = float(point_b) - float(point_a)
+    interval = percentile_interval(diff, ci=ci)
+    defined = diff[~np.isnan(diff)]
+    if d != d:
+        return None, interval, None, int(defined.size)
+    if defined.size == 0:
+        return d, interval, None, 0
+    extreme = int(np.count_nonzero(np.abs(defined - d) >= abs(d)))
+    return d, interval, (1.0 + extreme) / (1.0 + defined.size), int(defined.size)
+
+
+def verdict(comparison: Comparison) -> str:
+    """One plain line, e.g. ``B - A = +0.012 AP [+0.004, +0.020], p = 0.003: B is better at the 5% level``.
+
+    Examples
+    --------
+    >>> verdict(Comparison("A", "B", "coco", "AP", 0.012, Interval(0.004, 0.02), 0.003))
+    'B - A = +0.012 AP [+0.004, +0.020] (coco), p = 0.003: B is better at the 5% level'
+    >>> verdict(Comparison("A", "B", "coco", "AP", 0.0, Interval(-0.01, 0.01), 1.0))
+    'B - A = +0.000 AP [-0.010, +0.010] (coco), p = 1: no significant difference at the 5% level'
+    """
+    c = comparison
+    level = f"{(1 - c.level) * 100:g}%"
+    if c.difference is None:
+        return f"{c.b} - {c.a}: {c.metric} undefined ({c.protocol})"
+    head = f"{c.b} - {c.a} = {c.difference:+.3f} {c.metric}"
+    if c.ci.lo is not None:
+        head += f" [{c.ci.lo:+.3f}, {c.ci.hi:+.3f}]"
+    head += f" ({c.protocol})"
+    if c.p_value is None:
+        return head + ": no resamples, no test"
+    p = f"{c.p_value:.3g}"
+    if c.p_value < 1 - c.level:
+        better = c.b if c.difference > 0 else c.a
+        return f"{head}, p = {p}: {better} is better at the {level} level"
+    return f"{head}, p = {p}: no significant difference at the {level} level"
+
+
+@dataclass(frozen=True, eq=False)
+class ComparisonResult:
+    """The outcome of :func:`compare_detectors`: per-detector intervals and the comparisons."""
+
+    bootstrap: BootstrapResult
+    comparisons: tuple
+
+    def verdicts(self) -> list:
+        return [c.verdict for c in self.comparisons]
+
+    def to_dict(self) -> dict:
+        return {"bootstrap": bootstrap_settings_dict(self.bootstrap.settings),
+                "results": [r.to_dict() for r in self.bootstrap.results],
+                "comparisons": comparison_dicts(self.comparisons)}
+
+
+def compare_detectors(gt: GroundTruth, detections: Mapping, protocol: Protocol | str = "coco", *,
+                      n: int = 1000, seed: int = 0, ci: float = 0.95, method: str = "percentile",
+                      test: str = "bootstrap", metric: str | None = None, workers: int = 1,
+                      chunk_size: int | None = None) -> ComparisonResult:
+    """Is detector B better than A on this ground truth? Paired bootstrap over images.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    detections : mapping name -> Detections or MatchTable
+        Two or more detectors (insertion order: the first is A; each later one is compared with
+        it as B).
+    protocol : Protocol or str
+    n, seed, ci, method, workers, chunk_size
+        As in :func:`bootstrap`.
+    test : {"bootstrap"}
+        The paired bootstrap (see docs/statistics.md for why not a permutation test).
+    metric : str, optional
+        Metric compared; default ``"AP"`` for COCO-style protocols, ``"mAP"`` otherwise.
+
+    Returns
+    -------
+    ComparisonResult
+
+    Raises
+    ------
+    ConfigError
+        Fewer than two detectors, an unknown test or metric, invalid settings.
+    InputError
+        A MatchTable matched against a different ground truth.
+    """
+    _check_settings(n, seed, ci, method)
+    if test not in _TESTS:
+        raise ConfigError(f"compare_detectors: test must be one of {list(_TESTS)}, found {test!r}")
+    if not isinstance(detections, Mapping) or len(detections) < 2:
+        raise ConfigError(f"compare_detectors: expected a mapping of at least two named detectors, "
+                          f"found {type(detections).__name__} of "
+                          f"{len(detections) if hasattr(detections, '__len__') else '?'} entries")
+    protocol = resolve_protocol(protocol)
+    results = {}
+    for name, dt in detections.items():
+        if isinstance(dt, Detections):
+            if len(dt) and (int(dt.image.max()) >= gt.n_images or int(dt.category.max()) >= gt.n_classes):
+                raise InputError(f"compare_detectors: detections {name!r} refer to images or categories "
+                                 f"outside this ground truth ({gt.n_images} images, {gt.n_classes} "
+                                 f"categories)")
+            table = match(gt, dt, protocol)
+        elif isinstance(dt, MatchTable):
+            _check_table(dt, gt, f"compare_detectors: match table {name!r}")
+            table = dt
+        else:
+            raise ConfigError(f"compare_detectors: detector {name!r} must be Detections or a MatchTable, "
+                              f"found {type(dt).__name__}")
+        results[str(name)] = score(table, gt, protocol)
+    boot = bootstrap(gt, results, n=n, seed=seed, ci=ci, method=method, workers=workers,
+                     chunk_size=chunk_size)
+    metric = metric or ("mAP" if protocol.is_single_threshold else "AP")
+    first = boot.results[0]
+    if metric not in first.result.metrics:
+        raise ConfigError(f"compare_detectors: metric {metric!r} is not reported by protocol "
+                          f"{protocol.name!r}; expected one of {list(first.result.metrics)}")
+    comparisons = []
+    for other in boot.results[1:]:
+        comparisons.append(_compare(first, other, metric, boot.settings))
+    return ComparisonResult(bootstrap=boot, comparisons=tuple(comparisons))
+
+
+def _compare(a: DetectorBootstrap, b: DetectorBootstrap, metric: str, settings: BootstrapSettings) -> Comparison:
+    j = a.samples.metric_names.index(metric)
+    point_a, point_b = a.result.metrics[metric], b.result.metrics[metric]
+    d, interval, p, n_def = paired_difference(a.samples.metrics[:, j], b.samples.metrics[:, j], point_a,
+                                              point_b, ci=settings.ci)
+    if settings.n == 0:
+        interval, p = Interval(None, None, 0), None
+    return Comparison(a=a.name, b=b.name, protocol=a.protocol, metric=metric, difference=d, ci=interval,
+                      p_value=p, level=settings.ci, n=n_def)
+
+
+# --------------------------------------------------------------------------------------------
+# JSON pieces (the CLI's renderer places them)
+# --------------------------------------------------------------------------------------------
+
+def metrics_ci_dict(detector: DetectorBootstrap) -> dict:
+    """``{"AP": [lo, hi], ...}`` (None where no resample defines the metric); {} when n == 0."""
+    return {k: v.as_list() for k, v in detector.metrics_ci.items()}
+
+
+def per_class_ci_list(detector: DetectorBootstrap) -> list:
+    """``[lo, hi]`` or None per class, in ``per_class`` order; [] when n == 0."""
+    return [v.as_list() for v in detector.per_class_ci]
+
+
+def result_ci_dict(result_dict: dict, detector: DetectorBootstrap) -> dict:
+    """A copy of one ``results`` entry with ``metrics_ci`` and each class's ``AP_ci`` placed.
+
+    With ``n == 0`` the entry is returned unchanged (no intervals).
+    """
+    out = dict(result_dict)
+    if not detector.metrics_ci:
+        return out
+    out["metrics_ci"] = metrics_ci_dict(detector)
+    cis = per_class_ci_list(detector)
+    out["per_class"] = [{**c, "AP_ci": ci} for c, ci in zip(result_dict.get("per_class", []), cis)]
+    return out
+
+
+def comparison_dicts(comparisons: Sequence) -> list:
+    """The document's ``comparisons`` list."""
+    return [c.to_dict() for c in comparisons]
+
+
+def bootstrap_settings_dict(settings: BootstrapSettings) -> dict:
+    """The document's ``bootstrap`` object: ``{"n", "seed", "ci", "method"}``."""
+    return settings.to_dict()
+
