@@ -191,7 +191,7 @@ def ap_11_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_
     (the same additions, so the same rounding). Precision is ``tp / (tp + fp)``, 0 where nothing
     was counted yet (the Python port's ``np.maximum(tp + fp, eps)``).
     """
-    precision_at_recall = _point_sampled(ranked, n_positive, rec_thr, n_iou_thr, out, _devkit_precision)
+    precision_at_recall = _point_sampled(ranked, n_positive, rec_thr, n_iou_thr, out, devkit_precision)
     out.ap[...] = np.cumsum(precision_at_recall / 11.0, axis=-1)[..., -1].transpose(0, 2, 1)
 
 
@@ -216,7 +216,7 @@ def ap_all_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n
                 lane = a * n_iou_thr + t
                 rec = n_tp[lane] / n_pos
                 out.recall[t, k, a] = rec[-1] if len(rec) else 0.0
-                out.ap[t, k, a] = _area_under_envelope(rec, _devkit_precision(n_tp[lane], n_fp[lane]))
+                out.ap[t, k, a] = _area_under_envelope(rec, devkit_precision(n_tp[lane], n_fp[lane]))
 
 
 #: ``ap_method`` field value -> the function that fills one ``max_dets`` slice.
@@ -273,7 +273,7 @@ def _point_sampled(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray,
             has_target = target <= n_tp[lane][:, None]
             first = tp_first[lane][:, None] + target - 1
             end = tp_first[lane] + n_tp[lane]
-            interpolated = _suffix_max_at(precision_at_tp, np.where(has_target, first, end[:, None]), end,
+            interpolated = suffix_max_at(precision_at_tp, np.where(has_target, first, end[:, None]), end,
                                           has_target)
             is_reached = has_target | ((tp_needed == 0) & has_dets[:, None])
             # The rank where recall first reaches the threshold: the target TP, or the first
@@ -314,7 +314,7 @@ def _fp_before_each_tp(is_tp: np.ndarray, is_ignored: np.ndarray, tp_lane: np.nd
     return out
 
 
-def _suffix_max_at(values: np.ndarray, start: np.ndarray, end: np.ndarray, valid: np.ndarray) -> np.ndarray:
+def suffix_max_at(values: np.ndarray, start: np.ndarray, end: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """max(values[start[k, r] : end[k]]) for each k and r (0 where not ``valid``).
 
     ``start`` is non-decreasing along r. One ``maximum.reduceat`` over the pieces
@@ -331,7 +331,7 @@ def _suffix_max_at(values: np.ndarray, start: np.ndarray, end: np.ndarray, valid
     return np.maximum.accumulate(pieces[:, ::-1], axis=1)[:, ::-1]
 
 
-def _devkit_precision(n_tp: np.ndarray, n_fp: np.ndarray) -> np.ndarray:
+def devkit_precision(n_tp: np.ndarray, n_fp: np.ndarray) -> np.ndarray:
     """``tp / max(tp + fp, eps)``: the Python VOC port (0 where nothing was counted yet)."""
     return n_tp / np.maximum(n_tp + n_fp, np.finfo(np.float64).eps)
 

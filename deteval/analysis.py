@@ -35,8 +35,8 @@ def _lane(result: EvalResult, iou_threshold: float | None, area: str | None) -> 
 
 
 def _ranking_of(result: EvalResult) -> np.ndarray:
-    from deteval.evaluate import _ranking
-    return _ranking(result.table, result.protocol)
+    from deteval.evaluate import ranking_order
+    return ranking_order(result.table, result.protocol)
 
 
 def _ranked_rows(result: EvalResult, class_index: int, max_dets: int | None,

@@ -247,7 +247,7 @@ def merge_match_tables(tables: list) -> MatchTable:
         n_over_max_dets=sum(t.n_over_max_dets for t in tables))
 
 
-def _ranking(table: MatchTable, protocol: Protocol) -> np.ndarray:
+def ranking_order(table: MatchTable, protocol: Protocol) -> np.ndarray:
     """Global ranking grouped by class; ties as the reference tool breaks them.
 
     Notes
@@ -339,7 +339,7 @@ def _parity_warnings(gt: GroundTruth, protocol: Protocol) -> list:
 def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: tuple = (),
           inputs: dict | None = None) -> EvalResult:
     """Accumulate a :class:`MatchTable` into an :class:`EvalResult`."""
-    ranking = _ranking(table, protocol)
+    ranking = ranking_order(table, protocol)
     acc = accumulate(table.det_is_tp, table.det_is_ignored, table.det_score, table.det_class,
                      table.det_rank, ranking, table.n_positive, protocol)
     per_class_ap = np.array([class_ap(acc.precision, acc.ap, protocol, k) for k in range(gt.n_classes)],

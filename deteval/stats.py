@@ -38,21 +38,18 @@ import numpy as np
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputError
 
-# The accumulation internals and evaluate's pieces this module re-uses (the integrator re-points
-# these imports when accumulate.py / summary.py exist).
+from deteval.accumulate import devkit_precision, recall_thresholds, suffix_max_at
 from deteval.evaluate import (
     EvalResult,
     MatchTable,
-    _coco_metrics,
-    _gt_flags,
-    _ranking,
-    class_ap,
+    ground_truth_flags,
     match,
-    mean_defined,
+    ranking_order,
     resolve_protocol,
     score,
 )
-from deteval.protocols import Protocol, _devkit_precision, _suffix_max_at, recall_thresholds
+from deteval.protocol import Protocol
+from deteval.summary import SUMMARIES, class_ap, mean_defined
 
 __all__ = ["BootstrapSettings", "Interval", "ResampledMetrics", "DetectorBootstrap", "BootstrapResult",
            "Comparison", "ComparisonResult", "bootstrap_weights", "resample_metrics", "bootstrap",
@@ -162,7 +159,7 @@ class ResampledMetrics:
 
 def _positives_per_image(gt: GroundTruth, protocol: Protocol) -> np.ndarray:
     """int64 (n_img, n_class, n_area): counted ground truth, as :func:`evaluate.match` counts it."""
-    is_ignored, _, _ = _gt_flags(gt, protocol)
+    is_ignored, _, _ = ground_truth_flags(gt, protocol)
     n_area = len(protocol.area_ranges)
     key = gt.image.astype(np.int64) * gt.n_classes + gt.category
     out = np.zeros((gt.n_images, gt.n_classes, n_area), dtype=np.int64)
@@ -240,7 +237,7 @@ def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np
     n_area = len(protocol.area_ranges)
     n_lane = n_thr * n_area
     max_dets = protocol.max_dets if protocol.max_dets is not None else (None,)
-    ranking = _ranking(table, protocol)
+    ranking = ranking_order(table, protocol)
     tp_all = np.asarray(table.det_is_tp, dtype=bool)
     ign_all = np.asarray(table.det_is_ignored, dtype=bool) & ~tp_all
     recall_only = []
@@ -372,7 +369,7 @@ def _weighted_curves(plan: _Plan, mi: int, w: np.ndarray) -> tuple:
     if p.ap_method == "101_point":
         pr = tp_f / (fp_f + tp_f + np.spacing(1))
     else:
-        pr = _devkit_precision(tp_f, fp_f)
+        pr = devkit_precision(tp_f, fp_f)
     pr[item_w == 0] = 0.0
     npos = (w.T.astype(np.float64) @ plan.positives).reshape(B, n_class, n_area)   # exact integers
     seg_lane, seg_cls = np.divmod(np.arange(n_seg), n_class)
@@ -393,7 +390,7 @@ def _weighted_curves(plan: _Plan, mi: int, w: np.ndarray) -> tuple:
     has_target = target <= n_tp.T[..., None]
     end = (np.arange(B)[:, None] * n_items + cur.seg_bounds[None, 1:])             # (B, n_seg)
     starts = np.where(has_target, idx, end[..., None])
-    q = _suffix_max_at(pr.T.ravel(), starts.reshape(B * n_seg, n_r), end.ravel(),
+    q = suffix_max_at(pr.T.ravel(), starts.reshape(B * n_seg, n_r), end.ravel(),
                        has_target.reshape(B * n_seg, n_r))
     q = q.reshape(B, n_lane, n_class, n_r)
     defined = (seg_npos > 0).reshape(B, n_lane, n_class)
@@ -465,7 +462,7 @@ def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
         if p.is_single_threshold:
             m = {"mAP": mean_defined(per_class[b])}
         else:
-            m = _coco_metrics(acc, p)
+            m = SUMMARIES[p.summary](acc, p)
         names = tuple(m)
         metrics.append([m[k] for k in names])
     return names, np.array(metrics, dtype=np.float64).reshape(B, -1), per_class

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from deteval.data import Detections, GroundTruth  # noqa: E402
 from deteval.evaluate import match, score  # noqa: E402
-from deteval.protocols import get_protocol  # noqa: E402
+from deteval.protocol import get_protocol  # noqa: E402
 from deteval.stats import bootstrap, compare_detectors  # noqa: E402
 
 N_CLASSES = 3
