@@ -1,8 +1,9 @@
-"""``evaluate(gt, dt, protocol) -> EvalResult``: orchestration only.
+"""Values in, values out: ``match`` -> ``merge_match_tables`` -> ``score`` -> :class:`EvalResult`.
 
 The work is done by :mod:`deteval.matching` (who matched whom) and
 :func:`deteval.protocols.accumulate` (curves and AP); this module wires them together,
-computes the headline metrics and packages the result.
+computes the headline metrics and packages the result. Paths, parsed JSON and protocol names
+are the front door's (:mod:`deteval.api`).
 """
 
 from __future__ import annotations
@@ -19,34 +20,9 @@ from deteval.geometry import pair_box_iou
 from deteval.matching import candidate_pairs, group_rows, match_coco, match_voc, rank_in_group
 from deteval.protocols import Protocol, accumulate, get_protocol
 
-__all__ = ["evaluate", "EvalResult", "MatchTable", "match", "resolve_protocol", "score",
-           "merge_match_tables"]
+__all__ = ["EvalResult", "MatchTable", "match", "score", "merge_match_tables"]
 
 _AREA_ABBREVIATIONS = {"small": "s", "medium": "m", "large": "l"}
-
-
-def resolve_protocol(protocol: str | Protocol | os.PathLike) -> Protocol:
-    """A preset name, a YAML file path, or a :class:`Protocol`."""
-    if isinstance(protocol, Protocol):
-        return protocol
-    if isinstance(protocol, os.PathLike) or (isinstance(protocol, str) and protocol.endswith((".yaml", ".yml"))):
-        from deteval.config import load_protocol_file
-        return load_protocol_file(protocol)
-    return get_protocol(protocol)
-
-
-def _as_gt(gt: Any) -> GroundTruth:
-    if isinstance(gt, GroundTruth):
-        return gt
-    from deteval.io import load_ground_truth
-    return load_ground_truth(gt)
-
-
-def _as_dt(dt: Any, gt: GroundTruth) -> Detections:
-    if isinstance(dt, Detections):
-        return dt
-    from deteval.io import load_detections
-    return load_detections(dt, gt)
 
 
 @dataclass(frozen=True, eq=False)
@@ -507,46 +483,22 @@ def check_protocol(protocol: Protocol) -> None:
                           f"set summary: configured")
 
 
-def evaluate(gt: Any, dt: Any, protocol: str | Protocol = "coco", *, workers: int = 1) -> EvalResult:
-    """Score detections against ground truth under a protocol.
+# Transitional, for deteval.masks.compare_mask_modes only (it imports these two names inside a
+# function): the front door is deteval.api. Remove both when compare_mask_modes moves to the
+# analysis layer and takes values (deteval.mask_modes).
+def resolve_protocol(protocol: Any) -> Protocol:
+    """A :class:`Protocol`, or a preset name / YAML path resolved (use :func:`deteval.api.resolve_protocol`)."""
+    if isinstance(protocol, Protocol):
+        return protocol
+    if isinstance(protocol, os.PathLike) or (isinstance(protocol, str) and protocol.endswith((".yaml", ".yml"))):
+        from deteval.config import load_protocol_file
+        return load_protocol_file(protocol)
+    return get_protocol(protocol)
 
-    Parameters
-    ----------
-    gt : GroundTruth, str, os.PathLike or dict
-        Ground truth, or a COCO instances JSON path / dict (or a VOC root, a YOLO dataset).
-    dt : Detections, str, os.PathLike or list
-        Detections, or a COCO results JSON path / list (or VOC result files, YOLO predictions).
-    protocol : str or Protocol
-        A preset name (``"coco"``, ``"coco-pycocotools"``, ``"voc2007"``, ...), a YAML file, or
-        a :class:`Protocol`.
-    workers : int
-        Match image shards in this many processes, then merge (identical numbers).
 
-    Returns
-    -------
-    EvalResult
-
-    Raises
-    ------
-    InputError
-        Invalid input (the message names file, record and field).
-    ConfigError
-        Invalid protocol.
-
-    Examples
-    --------
-    >>> gt = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "cat"}],
-    ...       "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
-    ...                        "area": 100, "iscrowd": 0}]}
-    >>> dt = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9}]
-    >>> evaluate(gt, dt, "voc2010").metrics
-    {'mAP': 1.0}
-    """
-    protocol = resolve_protocol(protocol)
+def evaluate(gt: GroundTruth, dt: Detections, protocol: Protocol) -> EvalResult:
+    """Loaded values under a resolved protocol, one process, nothing emitted (use :func:`deteval.api.evaluate`)."""
     check_protocol(protocol)
-    gt = _as_gt(gt)
-    dt = _as_dt(dt, gt)
-    table = match_sharded(gt, dt, protocol, workers=workers)
     inputs = {"gt": gt.source, "dt": dt.source, "images": gt.n_images, "gt_objects": len(gt),
               "detections": len(dt)}
-    return score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
+    return score(match(gt, dt, protocol), gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
