@@ -40,7 +40,7 @@ from deteval.masks import MaskModeComparison
 from deteval.masks import compare_mask_modes as _compare_mask_modes
 from deteval.protocols import Protocol, get_protocol
 
-__all__ = ["resolve_protocol", "resolve_protocols", "parse_overrides", "Inputs", "load_inputs",
+__all__ = ["resolve_protocol", "resolve_protocols", "parse_overrides", "refuse_overwrite", "Inputs", "load_inputs",
            "evaluate", "evaluate_inputs", "compare", "explain", "validate", "Validation",
            "compare_mask_modes", "at_confidence", "matches", "MatchCache", "Comparison", "Explanation"]
 
@@ -113,6 +113,33 @@ def resolve_protocols(protocols: Sequence[str | Protocol] | None, *, overrides: 
 # ------------------------------------------------------------------------------------------
 # Inputs
 # ------------------------------------------------------------------------------------------
+
+def refuse_overwrite(output: str, sources: dict) -> None:
+    """Refuse an ``--output`` that is an input, a link to one, or an existing file in an input folder.
+
+    Parameters
+    ----------
+    output : str
+    sources : dict
+        Option name (``"gt"``, ``"dt"``) -> the path given, or None.
+
+    Raises
+    ------
+    ConfigError
+    """
+    out = os.path.realpath(output)
+    for name, source in sources.items():
+        if not source:
+            continue
+        real = os.path.realpath(source)
+        is_same = real == out or (os.path.exists(out) and os.path.exists(real)
+                                  and os.path.samefile(real, out))
+        if is_same:
+            raise ConfigError(f"--output {output}: is the --{name} input; refusing to overwrite it")
+        if os.path.isdir(real) and os.path.isfile(out) and os.path.commonpath([real, out]) == real:
+            raise ConfigError(f"--output {output}: is a file inside the --{name} folder {source}; "
+                              f"refusing to overwrite what may be an input (choose a path outside it)")
+
 
 def _emit(messages: Sequence[str], category: type, *, stacklevel: int) -> None:
     """Warn once per message; when a filter makes ``category`` an error, raise one with all of them.

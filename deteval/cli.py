@@ -157,22 +157,8 @@ _VALIDATE_EXAMPLE = """examples:
 
 
 def _refuse_overwrite(args: argparse.Namespace) -> None:
-    """Refuse an --output that is an input, a link to one, or an existing file in an input folder."""
-    if not args.output:
-        return
-    out = os.path.realpath(args.output)
-    for name in ("gt", "dt"):
-        source = getattr(args, name, None)
-        if not source:
-            continue
-        real = os.path.realpath(source)
-        is_same = real == out or (os.path.exists(out) and os.path.exists(real)
-                                  and os.path.samefile(real, out))
-        if is_same:
-            raise ConfigError(f"--output {args.output}: is the --{name} input; refusing to overwrite it")
-        if os.path.isdir(real) and os.path.isfile(out) and os.path.commonpath([real, out]) == real:
-            raise ConfigError(f"--output {args.output}: is a file inside the --{name} folder {source}; "
-                              f"refusing to overwrite what may be an input (choose a path outside it)")
+    if args.output:
+        api.refuse_overwrite(args.output, {"gt": args.gt, "dt": args.dt})
 
 
 class _Progress:
@@ -233,17 +219,10 @@ def _load(args: argparse.Namespace, protocols: list[Protocol]) -> api.Inputs:
 
 def _print_warnings(args: argparse.Namespace, caught: list) -> None:
     """Each deteval warning once on stderr (unless -q): input warnings, then notes."""
-    if args.quiet:
-        return
-    texts = {InputWarning: [], UndefinedMetricWarning: []}
-    for w in caught:
-        for category, found in texts.items():
-            if issubclass(w.category, category):
-                found.append(str(w.message))
-    for text in dict.fromkeys(texts[InputWarning]):
-        print(f"deteval: warning: {text}", file=sys.stderr)
-    for text in dict.fromkeys(texts[UndefinedMetricWarning]):
-        print(f"deteval: note: {text}", file=sys.stderr)
+    if not args.quiet:
+        for category, label in ((InputWarning, "warning"), (UndefinedMetricWarning, "note")):
+            for text in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, category)):
+                print(f"deteval: {label}: {text}", file=sys.stderr)
 
 
 def _write(path: str, text: str, option: str, hint: str = "") -> None:
