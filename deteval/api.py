@@ -141,7 +141,7 @@ def refuse_overwrite(output: str, sources: dict) -> None:
                               f"refusing to overwrite what may be an input (choose a path outside it)")
 
 
-def _emit(messages: Sequence[str], category: type, *, stacklevel: int) -> None:
+def _emit(messages: Sequence[str], category: type[Warning], *, stacklevel: int) -> None:
     """Warn once per message; when a filter makes ``category`` an error, raise one with all of them.
 
     ``stacklevel`` counts from the caller of this function (2: the caller's caller).
@@ -352,6 +352,8 @@ def evaluate_inputs(inputs: Inputs, protocols: Sequence[str | Protocol], *, work
     InputWarning, UndefinedMetricWarning
         Every result's ``warnings`` (all protocols, in order), then every result's ``notes``.
     """
+    if inputs.dt is None:
+        raise ConfigError("evaluate_inputs: the inputs have no detections; expected load_inputs(gt, dt)")
     results = []
     for protocol in (resolve_protocol(p) for p in protocols):
         check_protocol(protocol)
@@ -557,7 +559,7 @@ def validate(gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = (
         found += list(detections.warnings)
         for p in resolved:
             over = _over_max_dets(ground_truth, detections, p)
-            if over:
+            if over and p.max_dets is not None:
                 found.append(f"{over} detections beyond max_dets={max(p.max_dets)} in their image and "
                              f"class would not be scored under {p.name} (as the protocol says)")
     report = Validation(gt=gt_report, dt=dt_report, warnings=tuple(dict.fromkeys(found)))
