@@ -86,8 +86,10 @@ def pr_curve(result: EvalResult, category_id: int, *, iou_threshold: float | Non
 
     Examples
     --------
-    >>> import deteval
-    >>> r = deteval.evaluate("fixtures/coco/gt.json", "fixtures/coco/dt.json", "voc2010")
+    >>> import deteval, warnings
+    >>> with warnings.catch_warnings():  # the fixture's class 'bird' has no ground truth (a note)
+    ...     warnings.simplefilter("ignore", deteval.UndefinedMetricWarning)
+    ...     r = deteval.evaluate("fixtures/coco/gt.json", "fixtures/coco/dt.json", "voc2010")
     >>> curve = pr_curve(r, 1)
     >>> [round(float(p), 3) for p in curve.precision]
     [1.0, 1.0, 0.667, 0.5, 0.4, 0.5, 0.571, 0.5, 0.444, 0.5]
@@ -127,8 +129,10 @@ def at_confidence(result: EvalResult, threshold: float, *, iou_threshold: float 
 
     Examples
     --------
-    >>> import deteval
-    >>> r = deteval.evaluate("fixtures/coco/gt.json", "fixtures/coco/dt.json", "voc2010")
+    >>> import deteval, warnings
+    >>> with warnings.catch_warnings():  # the fixture's class 'bird' has no ground truth (a note)
+    ...     warnings.simplefilter("ignore", deteval.UndefinedMetricWarning)
+    ...     r = deteval.evaluate("fixtures/coco/gt.json", "fixtures/coco/dt.json", "voc2010")
     >>> row = at_confidence(r, 0.7)[0]
     >>> row["name"], row["tp"], row["fp"], row["fn"], round(row["f1"], 4)
     ('person', 3, 3, 2, 0.5455)

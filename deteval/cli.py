@@ -1,20 +1,37 @@
-"""Command line: ``deteval evaluate | compare | protocols``.
+"""Command line: ``deteval evaluate | compare | validate | protocols``.
 
-The only module that prints. Exit codes: 0 ok, 2 usage, 3 invalid input or config.
+argparse and dispatch only: each handler reads its arguments, calls :mod:`deteval.api`, hands
+the values to :mod:`deteval.report` and writes the text. The only module that prints.
+Exit codes: 0 ok, 2 usage, 3 invalid input or config.
+
+Warnings: the API emits :class:`~deteval.errors.InputWarning` and
+:class:`~deteval.errors.UndefinedMetricWarning`; the CLI records them and prints each once at the
+end (``deteval: warning: ...`` / ``deteval: note: ...``, not with -q). ``--strict`` is the filter
+``simplefilter("error", InputWarning)``: its exception is reported as an error (exit 3).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+import warnings
+from collections.abc import Iterator, Sequence
 
-from deteval import __version__
-from deteval.errors import ConfigError, DetevalError
-from deteval.evaluate import EvalResult, resolve_protocol
+from deteval import api, report
+from deteval._version import __version__
+from deteval.errors import (
+    ConfigError,
+    DetevalError,
+    DetevalWarning,
+    InputError,
+    InputWarning,
+    UndefinedMetricWarning,
+)
+from deteval.evaluate import check_protocol
+from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
 from deteval.protocol import PRESETS, Protocol
 
 __all__ = ["main"]
@@ -27,10 +44,6 @@ _EVALUATE_EXAMPLE = """examples:
   deteval evaluate --gt fixtures/voc --dt fixtures/voc/results --protocol voc2007
   deteval evaluate --gt gt.json --dt dt.json --protocol voc2010 --set iou_thresholds=[0.3]
 """
-
-
-#: Column layouts of YOLO prediction rows (deteval.io.yolo.LAYOUTS; not imported at start-up).
-_YOLO_LAYOUTS = ("cls cx cy w h conf", "cls conf cx cy w h")
 
 
 def _positive_int(text: str) -> int:
@@ -144,48 +157,9 @@ _VALIDATE_EXAMPLE = """examples:
 """
 
 
-def _parse_overrides(items: Sequence[str]) -> dict:
-    out: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise ConfigError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set iou_thresholds=[0.3]")
-        key, _, raw = item.partition("=")
-        from deteval.protocol import parse_yaml_value
-        out[key.strip()] = parse_yaml_value(raw, where="--set", key=key.strip())
-    return out
-
-
-def _protocols(args: argparse.Namespace) -> list[Protocol]:
-    overrides = _parse_overrides(args.overrides)
-    if args.iou_type:
-        overrides["iou_type"] = args.iou_type
-    if args.mask_iou:
-        overrides["mask_iou"] = args.mask_iou
-    names = args.protocol or ["coco"]
-    protocols = [resolve_protocol(n) for n in names]
-    if overrides:
-        from deteval.protocol import apply_overrides
-        protocols = [apply_overrides(p, overrides, where="--set") for p in protocols]
-    return protocols
-
-
 def _refuse_overwrite(args: argparse.Namespace) -> None:
-    """Refuse an --output that is an input, a link to one, or an existing file in an input folder."""
-    if not args.output:
-        return
-    out = os.path.realpath(args.output)
-    for name in ("gt", "dt"):
-        source = getattr(args, name, None)
-        if not source:
-            continue
-        real = os.path.realpath(source)
-        is_same = real == out or (os.path.exists(out) and os.path.exists(real)
-                                  and os.path.samefile(real, out))
-        if is_same:
-            raise ConfigError(f"--output {args.output}: is the --{name} input; refusing to overwrite it")
-        if os.path.isdir(real) and os.path.isfile(out) and os.path.commonpath([real, out]) == real:
-            raise ConfigError(f"--output {args.output}: is a file inside the --{name} folder {source}; "
-                              f"refusing to overwrite what may be an input (choose a path outside it)")
+    if args.output:
+        api.refuse_overwrite(args.output, {"gt": args.gt, "dt": args.dt})
 
 
 class _Progress:
@@ -194,7 +168,7 @@ class _Progress:
     def __init__(self, total: int, quiet: bool):
         self.bar = None
         if not quiet and sys.stderr.isatty():
-            from tqdm import tqdm
+            from tqdm import tqdm  # lazy on purpose: only for a progress bar on a terminal
             self.bar = tqdm(total=total, file=sys.stderr, leave=False, unit="step")
 
     def step(self, label: str) -> None:
@@ -207,256 +181,131 @@ class _Progress:
             self.bar.close()
 
 
-def _load_inputs(args: argparse.Namespace, protocols: list[Protocol]) -> tuple:
-    gt = _load_gt(args)
-    return gt, _load_dt(args, gt, protocols)
+def _protocols(args: argparse.Namespace) -> list[Protocol]:
+    return api.resolve_protocols(args.protocol, overrides=args.overrides, iou_type=args.iou_type,
+                                 mask_iou=args.mask_iou)
 
 
-def _load_dt(args: argparse.Namespace, gt: Any, protocols: list[Protocol]) -> Any:
-    from deteval.io import load_detections
-    dt_options: dict[str, Any] = {}
-    if args.drop_unknown_categories:
-        dt_options["unknown_category"] = "drop"
-    if getattr(args, "yolo_layout", None):
-        from deteval.io import gt_format
-        if gt_format(args.gt) != "yolo" or not os.path.isdir(args.dt):
-            raise ConfigError(f"--yolo-layout: only for YOLO predictions (a folder of txt files with a "
-                              f"YOLO --gt), but --gt {args.gt} is {gt_format(args.gt)}")
-        dt_options["layout"] = args.yolo_layout
-    dt = load_detections(args.dt, gt, **dt_options)
-    if any(p.iou_type == "bbox" for p in protocols):
-        from deteval.io.coco import require_boxes
-        require_boxes(dt)
-    return dt
+def _input_options(args: argparse.Namespace) -> dict:
+    return {"split": args.split, "area_from_box": args.area_from_box,
+            "drop_unknown_categories": args.drop_unknown_categories, "yolo_layout": args.yolo_layout}
 
 
-def _load_gt(args: argparse.Namespace) -> Any:
-    from deteval.io import gt_format, load_ground_truth
-    gt_options: dict[str, Any] = {}
-    kind = gt_format(args.gt)
-    if args.split:
-        if kind != "voc":
-            raise ConfigError(f"--split {args.split}: only for a VOC root, but --gt {args.gt} is {kind}")
-        gt_options["split"] = args.split
-    if args.area_from_box:
-        if kind != "coco":
-            raise ConfigError("--area-from-box: only for COCO ground truth")
-        gt_options["area_missing"] = "box"
-    return load_ground_truth(args.gt, **gt_options)
+@contextlib.contextmanager
+def _warnings_of(args: argparse.Namespace) -> Iterator[list]:
+    """Record deteval's warnings (printed at the end); ``--strict`` makes InputWarning an error.
+
+    Other warnings are shown as Python shows them.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DetevalWarning)
+        if args.strict:
+            warnings.simplefilter("error", InputWarning)
+        yield caught
+    for w in caught:
+        if not issubclass(w.category, DetevalWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _strict(exc: InputWarning, stage: str, error: type = ConfigError) -> DetevalError:
+    return error(f"--strict: {stage}warnings are errors:\n  " + "\n  ".join(exc.messages))
+
+
+def _load(args: argparse.Namespace, protocols: list[Protocol]) -> api.Inputs:
+    try:
+        return api.load_inputs(args.gt, args.dt, protocols=protocols, **_input_options(args))
+    except InputWarning as exc:
+        raise _strict(exc, "input ") from None
+
+
+def _print_warnings(args: argparse.Namespace, caught: list) -> None:
+    """Each deteval warning once on stderr (unless -q): input warnings, then notes."""
+    if not args.quiet:
+        for category, label in ((InputWarning, "warning"), (UndefinedMetricWarning, "note")):
+            for text in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, category)):
+                print(f"deteval: {label}: {text}", file=sys.stderr)
+
+
+def _write(path: str, text: str, option: str, hint: str = "") -> None:
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot write ({exc.strerror}){hint}") from None
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from deteval.evaluate import score
-    from deteval.report import format_confidence_table, format_csv, format_markdown, format_table, to_json
-    from deteval.sharding import match_sharded
     _refuse_overwrite(args)
     protocols = _protocols(args)
     progress = _Progress(2 + len(protocols), args.quiet)
-    try:
-        gt, dt, input_warnings, inputs = _load_checked(args, protocols)
-        progress.step("loaded")
-        results: list[EvalResult] = []
-        for protocol in protocols:
-            from deteval.evaluate import check_protocol
-            check_protocol(protocol)
-            table = match_sharded(gt, dt, protocol, workers=args.workers)
-            results.append(score(table, gt, protocol, warnings=(), inputs=inputs))
-            progress.step(protocol.name)
-    finally:
-        progress.close()
-    protocol_warnings = [w for r in results for w in r.warnings]
-    if args.strict and protocol_warnings:
-        raise ConfigError("--strict: warnings are errors:\n  " + "\n  ".join(protocol_warnings))
-    doc = to_json(results, inputs=inputs, warnings=input_warnings)
-    confidence_rows = _confidence_rows(args, results, doc)
-    mask_reports = _mask_mode_reports(args, gt, dt, results, doc)
+    with _warnings_of(args) as caught:
+        try:
+            inputs = _load(args, protocols)
+            progress.step("loaded")
+            try:
+                results = api.evaluate_inputs(inputs, protocols, workers=args.workers, progress=progress.step)
+            except InputWarning as exc:
+                raise _strict(exc, "") from None
+        finally:
+            progress.close()
+    doc = report.to_json(results, inputs=inputs.summary(), warnings=inputs.warnings)
+    confidence_rows = []
+    if args.confidence is not None:
+        for result, entry in zip(results, doc["results"]):
+            confidence_rows.append(api.at_confidence(result, args.confidence))
+            entry["at_confidence"] = report.confidence_json(result, confidence_rows[-1], args.confidence)
+    mask_reports = []
+    if args.compare_mask_modes:
+        for result, entry in zip(results, doc["results"]):
+            comparison = api.compare_mask_modes(inputs.gt, inputs.dt, result.protocol)
+            entry["mask_mode_comparison"] = report.mask_mode_json(comparison)
+            mask_reports.append(report.format_mask_mode_comparison(result.protocol, comparison))
     if args.matches:
-        _write_matches(args, results[0])
-    text = json.dumps(doc, indent=2, allow_nan=False)
-    _write_output_and_warnings(args, doc, text)
+        if os.path.realpath(args.matches) in (os.path.realpath(args.gt), os.path.realpath(args.dt)):
+            raise ConfigError(f"--matches {args.matches}: is an input; refusing to overwrite it")
+        _write(args.matches, report.format_matches_csv(results[0], api.matches(results[0])), "--matches")
+    text = report.dumps(doc)
+    _finish(args, text, caught)
     per_class = not args.no_per_class
     if args.format == "json":
         sys.stdout.write(text + "\n")
     elif args.format == "markdown":
-        sys.stdout.write(format_markdown(results, per_class=per_class))
+        sys.stdout.write(report.format_markdown(results, per_class=per_class))
     elif args.format == "csv":
-        sys.stdout.write(format_csv(results))
+        sys.stdout.write(report.format_csv(results))
     else:
-        sys.stdout.write(format_table(results, per_class=per_class))
+        sys.stdout.write(report.format_table(results, per_class=per_class))
         for result, rows in zip(results, confidence_rows):
-            sys.stdout.write(format_confidence_table(result, rows, args.confidence))
+            sys.stdout.write(report.format_confidence_table(result, rows, args.confidence))
         for text_block in mask_reports:
             sys.stdout.write(text_block)
     return EXIT_OK
 
 
-def _mask_mode_reports(args: argparse.Namespace, gt: Any, dt: Any, results: list, doc: dict) -> list:
-    """``--compare-mask-modes``: exact vs raster per protocol, into the JSON and as text."""
-    if not getattr(args, "compare_mask_modes", False):
-        return []
-    from deteval.mask_modes import compare_mask_modes
-    from deteval.report import format_mask_mode_comparison
-    from deteval.summary import none_if_nan as _none_if_nan
-    out = []
-    for result, entry in zip(results, doc["results"]):
-        if result.protocol.iou_type != "segm":
-            raise ConfigError(f"--compare-mask-modes: protocol {result.protocol.name!r} scores boxes; "
-                              f"expected --iou-type segm")
-        comparison = compare_mask_modes(gt, dt, result.protocol)
-        entry["mask_mode_comparison"] = {
-            "metric_difference_exact_minus_raster": {k: _none_if_nan(v)
-                                                     for k, v in comparison.metric_difference.items()},
-            "n_outcomes": comparison.n_outcomes, "n_changed": comparison.n_changed,
-            "n_matches_changed": comparison.n_matches_changed,
-            "n_detections_changed": comparison.n_detections_changed,
-            "changed_by_threshold": [int(v) for v in comparison.changed_by_threshold]}
-        out.append(format_mask_mode_comparison(result.protocol, comparison))
-    return out
-
-
-def _load_checked(args: argparse.Namespace, protocols: list) -> tuple:
-    """Load both inputs; ``--strict`` refuses their warnings. Returns (gt, dt, warnings, inputs)."""
-    gt, dt = _load_inputs(args, protocols)
-    input_warnings = list(gt.warnings + dt.warnings)
-    if args.strict and input_warnings:
-        raise ConfigError("--strict: input warnings are errors:\n  " + "\n  ".join(input_warnings))
-    inputs = {"gt": args.gt, "dt": args.dt, "images": gt.n_images, "gt_objects": len(gt),
-              "detections": len(dt)}
-    return gt, dt, input_warnings, inputs
-
-
-def _write_output_and_warnings(args: argparse.Namespace, doc: dict, text: str) -> None:
+def _finish(args: argparse.Namespace, text: str, caught: list) -> None:
     """Write ``--output``; print warnings and notes on stderr (unless -q)."""
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text + "\n")
-        except OSError as exc:
-            raise ConfigError(f"--output {args.output}: cannot write ({exc.strerror}); "
-                              f"expected a writable file path") from None
-    if not args.quiet:
-        for w in doc["warnings"]:
-            print(f"deteval: warning: {w}", file=sys.stderr)
-        for note in doc.get("notes", []):
-            print(f"deteval: note: {note}", file=sys.stderr)
-
-
-def _confidence_rows(args: argparse.Namespace, results: list, doc: dict) -> list:
-    """Per-class P/R/F1 at ``--confidence`` for each result, also added to the JSON document."""
-    if args.confidence is None:
-        return []
-    from deteval.analysis import at_confidence
-    from deteval.summary import none_if_nan as _none_if_nan
-    out = []
-    for result, entry in zip(results, doc["results"]):
-        rows = at_confidence(result, args.confidence)
-        thresholds = result.protocol.iou_thresholds
-        entry["at_confidence"] = {
-            "threshold": args.confidence, "iou_threshold": 0.5 if 0.5 in thresholds else thresholds[0],
-            "per_class": [{k: (_none_if_nan(v) if k in ("precision", "recall", "f1") else v)
-                           for k, v in row.items()} for row in rows]}
-        out.append(rows)
-    return out
-
-
-def _write_matches(args: argparse.Namespace, result: EvalResult) -> None:
-    import csv
-
-    from deteval.analysis import matches
-    from deteval.report import csv_safe
-    if os.path.realpath(args.matches) in (os.path.realpath(args.gt), os.path.realpath(args.dt)):
-        raise ConfigError(f"--matches {args.matches}: is an input; refusing to overwrite it")
-    names = dict(zip(result.category_ids, result.category_names))
-    try:
-        with open(args.matches, "w", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f, lineterminator="\n")
-            writer.writerow(["detection", "image_id", "category_id", "category", "score", "outcome",
-                             "gt_annotation_id"])
-            for m in matches(result):
-                writer.writerow([m["detection"], m["image_id"], m["category_id"],
-                                 csv_safe(names[m["category_id"]]), repr(m["score"]), m["outcome"],
-                                 "" if m["gt_annotation_id"] is None else m["gt_annotation_id"]])
-    except OSError as exc:
-        raise ConfigError(f"--matches {args.matches}: cannot write ({exc.strerror})") from None
-
-
-def _over_max_dets(gt: Any, dt: Any, protocol: Protocol) -> int:
-    """Detections beyond ``max(max_dets)`` in their (image, class) group under ``protocol``."""
-    import numpy as np
-    if protocol.max_dets is None or len(dt) == 0:
-        return 0
-    _, counts = np.unique(dt.image.astype(np.int64) * gt.n_classes + dt.category, return_counts=True)
-    return int(np.maximum(counts - max(protocol.max_dets), 0).sum())
+        _write(args.output, text + "\n", "--output", "; expected a writable file path")
+    _print_warnings(args, caught)
 
 
 def _validate(args: argparse.Namespace) -> int:
     """``deteval validate``: load and check the inputs, print what was found, score nothing."""
-    import numpy as np
-
-    from deteval.errors import InputError
-    from deteval.io import gt_format
     protocols = _protocols(args)
-    gt = _load_gt(args)
-    n_crowd, n_difficult, n_ignore = (int(gt.is_crowd.sum()), int(gt.is_difficult.sum()),
-                                      int(gt.is_ignore.sum()))
-    per_class = np.bincount(gt.category, minlength=gt.n_classes)
-    empty_classes = [gt.category_name[k] for k in np.flatnonzero(per_class == 0)]
-    report: dict[str, Any] = {
-        "valid": True,
-        "gt": {"source": args.gt, "format": gt_format(args.gt), "images": gt.n_images,
-               "categories": gt.n_classes, "objects": len(gt), "crowd": n_crowd,
-               "difficult": n_difficult, "ignore": n_ignore,
-               "images_without_objects": int(gt.n_images - len(np.unique(gt.image))),
-               "categories_without_objects": empty_classes},
-        "dt": None,
-    }
-    warnings = list(gt.warnings)
-    if args.dt:
-        dt = _load_dt(args, gt, protocols)
-        report["dt"] = {
-            "source": args.dt, "detections": len(dt), "images": int(len(np.unique(dt.image))),
-            "categories": int(len(np.unique(dt.category))),
-            "score_min": float(dt.score.min()) if len(dt) else None,
-            "score_max": float(dt.score.max()) if len(dt) else None}
-        warnings += list(dt.warnings)
-        for p in protocols:
-            over = _over_max_dets(gt, dt, p)
-            if over:
-                warnings.append(f"{over} detections beyond max_dets={max(p.max_dets)} in their image and "
-                                f"class would not be scored under {p.name} (as the protocol says)")
-    warnings = list(dict.fromkeys(warnings))
-    if args.strict and warnings:
-        raise InputError("--strict: input warnings are errors:\n  " + "\n  ".join(warnings))
-    report["warnings"] = warnings
+    with _warnings_of(args):
+        try:
+            found = api.validate(args.gt, args.dt, protocols=protocols, **_input_options(args))
+        except InputWarning as exc:
+            raise _strict(exc, "input ", InputError) from None
     if args.format == "json":
-        sys.stdout.write(json.dumps(report, indent=2, allow_nan=False) + "\n")
-        return EXIT_OK
-    g = report["gt"]
-    lines = [f"ground truth: {args.gt} ({g['format']})",
-             f"  {g['images']} images, {g['categories']} categories, {g['objects']} objects "
-             f"({n_crowd} crowd, {n_difficult} difficult, {n_ignore} ignore)"]
-    if g["images_without_objects"]:
-        lines.append(f"  {g['images_without_objects']} images without objects")
-    if empty_classes:
-        lines.append(f"  {len(empty_classes)} categories without objects: {empty_classes[:10]}")
-    d = report["dt"]
-    if d is not None:
-        scores = (f", scores {d['score_min']:g} .. {d['score_max']:g}" if d["detections"] else "")
-        lines.append(f"detections: {args.dt}")
-        lines.append(f"  {d['detections']} detections on {d['images']} of {g['images']} images, "
-                     f"{d['categories']} categories{scores}")
-    lines.append(f"warnings: {len(warnings)}")
-    lines += [f"  - {w}" for w in warnings]
-    lines.append("OK: the inputs can be scored" if d is not None else "OK: the ground truth can be scored")
-    sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.write(report.dumps(found.to_dict()) + "\n")
+    else:
+        sys.stdout.write(report.format_validation(found.to_dict()))
     return EXIT_OK
 
 
 def _compare(args: argparse.Namespace) -> int:
     """``deteval compare``: several protocols side by side, optionally explained."""
-    from deteval.evaluate import check_protocol
-    from deteval.explain import MatchCache, compare, explain
-    from deteval.report import compare_json, format_compare_csv, format_compare_markdown, format_compare_table
     _refuse_overwrite(args)
     protocols = _protocols(args)
     if len(protocols) < 2:
@@ -466,67 +315,55 @@ def _compare(args: argparse.Namespace) -> int:
     for protocol in protocols:
         check_protocol(protocol)
     progress = _Progress(2 + (len(protocols) - 1 if args.explain else 0), args.quiet)
-    try:
-        gt, dt, input_warnings, inputs = _load_checked(args, protocols)
-        progress.step("loaded")
-        cache = MatchCache(gt, dt, workers=args.workers)
-        comparison = compare(gt, dt, protocols, cache=cache, inputs=inputs)
-        progress.step("compared")
-        explanations = []
-        if args.explain:
-            for a, b in zip(protocols, protocols[1:], strict=False):
-                explanations.append(explain(gt, dt, a, b, cache=cache))
-                progress.step(f"{a.name} -> {b.name}")
-    finally:
-        progress.close()
+    with _warnings_of(args) as caught:
+        try:
+            inputs = _load(args, protocols)
+            progress.step("loaded")
+            cache = api.MatchCache(inputs.gt, inputs.dt, workers=args.workers)
+            try:
+                comparison = api.compare(inputs.gt, inputs.dt, protocols, cache=cache, inputs=inputs.summary())
+            except InputWarning as exc:
+                raise _strict(exc, "") from None
+            progress.step("compared")
+            explanations = []
+            if args.explain:
+                for a, b in zip(protocols, protocols[1:], strict=False):
+                    explanations.append(api.explain(inputs.gt, inputs.dt, a, b, cache=cache))
+                    progress.step(f"{a.name} -> {b.name}")
+        finally:
+            progress.close()
     results = list(comparison.results)
-    protocol_warnings = [w for r in results for w in r.warnings]
-    if args.strict and protocol_warnings:
-        raise ConfigError("--strict: warnings are errors:\n  " + "\n  ".join(protocol_warnings))
-    doc = compare_json(results, inputs=inputs, warnings=input_warnings,
-                       matching_groups=comparison.matching_groups, explanations=explanations)
-    text = json.dumps(doc, indent=2, allow_nan=False)
-    _write_output_and_warnings(args, doc, text)
+    doc = report.compare_json(results, inputs=inputs.summary(), warnings=inputs.warnings,
+                              matching_groups=comparison.matching_groups, explanations=explanations)
+    text = report.dumps(doc)
+    _finish(args, text, caught)
     groups = comparison.matching_groups
     if args.format == "json":
         sys.stdout.write(text + "\n")
     elif args.format == "markdown":
-        parts = [format_compare_markdown(results, matching_groups=groups)]
-        parts += [e.to_markdown() for e in explanations]
+        parts = [report.format_compare_markdown(results, matching_groups=groups)]
+        parts += [report.format_explanation_markdown(e) for e in explanations]
         sys.stdout.write("\n".join(parts))
     elif args.format == "csv":
-        sys.stdout.write(format_compare_csv(results))
+        sys.stdout.write(report.format_compare_csv(results))
         if explanations and not args.quiet:
             print("deteval: note: --explain is not part of the CSV; use --format json or table",
                   file=sys.stderr)
     else:
-        parts = [format_compare_table(results, matching_groups=groups)]
-        parts += [e.to_text() for e in explanations]
+        parts = [report.format_compare_table(results, matching_groups=groups)]
+        parts += [report.format_explanation(e) for e in explanations]
         sys.stdout.write("\n".join(parts))
     return EXIT_OK
 
 
 def _list_protocols(args: argparse.Namespace) -> int:
-    names = getattr(args, "names", None) or list(PRESETS)
-    listed = {n: resolve_protocol(n) for n in names}
+    listed = {n: api.resolve_protocol(n) for n in (args.names or list(PRESETS))}
     if args.format == "json":
-        sys.stdout.write(json.dumps({n: {**p.to_dict(), "protocol_hash": p.fingerprint()}
-                                     for n, p in listed.items()}, indent=2) + "\n")
-        return EXIT_OK
-    if args.format == "yaml":
-        from deteval.protocol import dump_protocol
-        sys.stdout.write("\n".join(f"# {n} [{p.fingerprint()}]\n{dump_protocol(p)}" for n, p in listed.items()))
-        return EXIT_OK
-    for name, p in listed.items():
-        print(f"{name} [{p.fingerprint()}]\n  {p.source}")
-        fields = p.to_dict()
-        for key in ("iou_type", "iou_thresholds", "iou_comparison", "matching", "box_convention",
-                    "ap_method", "eleven_point_grid", "area_ranges", "max_dets", "difficult", "crowd",
-                    "score_order", "gt_ignore_field", "gt_id_zero", "summary"):
-            value = fields[key]
-            if key == "iou_thresholds" and len(value) > 3:
-                value = f"[{value[0]}, ..., {value[-1]}] ({len(value)} values, np.linspace)"
-            print(f"    {key}: {value}")
+        sys.stdout.write(json.dumps(report.protocols_json(listed), indent=2) + "\n")
+    elif args.format == "yaml":
+        sys.stdout.write(report.format_protocols_yaml(listed))
+    else:
+        sys.stdout.write(report.format_protocols(listed))
     return EXIT_OK
 
 

@@ -33,10 +33,10 @@ import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
-from deteval.evaluate import ground_truth_flags, resolve_protocol
+from deteval.evaluate import ground_truth_flags
 from deteval.geometry import pair_box_iou
 from deteval.grouping import candidate_pairs, group_rows
-from deteval.protocol import Protocol
+from deteval.protocol import Protocol, resolve_protocol
 
 __all__ = ["ConfusionMatrix", "confusion_matrix", "greedy_pairs"]
 

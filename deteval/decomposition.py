@@ -32,13 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from deteval.accumulate import recall_thresholds
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
-from deteval.evaluate import ground_truth_flags, resolve_protocol
+from deteval.evaluate import ground_truth_flags
 from deteval.geometry import pair_box_iou
 from deteval.grouping import candidate_pairs, group_rows
-from deteval.accumulate import recall_thresholds
-from deteval.protocol import Protocol
+from deteval.protocol import Protocol, resolve_protocol
 
 __all__ = ["Decomposition", "ClassDecomposition", "decompose", "max_iou_assignment",
            "interpolated_ap", "CURVE_NAMES"]

@@ -12,8 +12,7 @@ from deteval.confusion import ConfusionMatrix, confusion_matrix
 from deteval.data import Detections, GroundTruth
 from deteval.decomposition import Decomposition
 from deteval.decomposition import decompose as decompose_classes
-from deteval.evaluate import resolve_protocol
-from deteval.protocol import Protocol
+from deteval.protocol import Protocol, resolve_protocol
 from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS, TideErrors, tide_errors
 
 __all__ = ["AnalysisResult", "analyze", "format_analysis_table", "format_analysis_markdown"]

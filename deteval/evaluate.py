@@ -1,15 +1,14 @@
-"""``evaluate(gt, dt, protocol) -> EvalResult``: orchestration only.
+"""Values in, values out: ``match`` -> ``merge_match_tables`` -> ``score`` -> :class:`EvalResult`.
 
 The work is done by :mod:`deteval.matching` (who matched whom), :mod:`deteval.accumulate`
 (curves and AP) and :mod:`deteval.summary` (headline metrics); this module wires them together
-and packages the result.
+and packages the result. Paths, parsed JSON and protocol names are the front
+door's (:mod:`deteval.api`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -19,34 +18,11 @@ from deteval.errors import ConfigError
 from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.grouping import candidate_pairs, group_rows, rank_in_group
 from deteval.matching import match_coco, match_voc
-from deteval.protocol import Protocol, get_protocol
+from deteval.protocol import Protocol, resolve_protocol
 from deteval.summary import class_ap, headline_metrics, none_if_nan
 
-__all__ = ["evaluate", "EvalResult", "MatchTable", "match", "resolve_protocol", "score",
-           "merge_match_tables"]
+__all__ = ["EvalResult", "MatchTable", "match", "score", "merge_match_tables"]
 
-def resolve_protocol(protocol: str | Protocol | os.PathLike) -> Protocol:
-    """A preset name, a YAML file path, or a :class:`Protocol`."""
-    if isinstance(protocol, Protocol):
-        return protocol
-    if isinstance(protocol, os.PathLike) or (isinstance(protocol, str) and protocol.endswith((".yaml", ".yml"))):
-        from deteval.protocol import load_protocol_file
-        return load_protocol_file(protocol)
-    return get_protocol(protocol)
-
-
-def _as_gt(gt: Any) -> GroundTruth:
-    if isinstance(gt, GroundTruth):
-        return gt
-    from deteval.io import load_ground_truth
-    return load_ground_truth(gt)
-
-
-def _as_dt(dt: Any, gt: GroundTruth) -> Detections:
-    if isinstance(dt, Detections):
-        return dt
-    from deteval.io import load_detections
-    return load_detections(dt, gt)
 
 
 @dataclass(frozen=True, eq=False)
@@ -382,49 +358,9 @@ def check_protocol(protocol: Protocol) -> None:
                           f"set summary: configured")
 
 
-def evaluate(gt: Any, dt: Any, protocol: str | Protocol = "coco", *, workers: int = 1) -> EvalResult:
-    """Score detections against ground truth under a protocol.
-
-    Parameters
-    ----------
-    gt : GroundTruth, str, os.PathLike or dict
-        Ground truth, or a COCO instances JSON path / dict (or a VOC root, a YOLO dataset).
-    dt : Detections, str, os.PathLike or list
-        Detections, or a COCO results JSON path / list (or VOC result files, YOLO predictions).
-    protocol : str or Protocol
-        A preset name (``"coco"``, ``"coco-pycocotools"``, ``"voc2007"``, ...), a YAML file, or
-        a :class:`Protocol`.
-    workers : int
-        Match image shards in this many processes, then merge (identical numbers).
-
-    Returns
-    -------
-    EvalResult
-
-    Raises
-    ------
-    InputError
-        Invalid input (the message names file, record and field).
-    ConfigError
-        Invalid protocol.
-
-    Examples
-    --------
-    >>> gt = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "cat"}],
-    ...       "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
-    ...                        "area": 100, "iscrowd": 0}]}
-    >>> dt = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9}]
-    >>> evaluate(gt, dt, "voc2010").metrics
-    {'mAP': 1.0}
-    """
-    protocol = resolve_protocol(protocol)
+def evaluate(gt: GroundTruth, dt: Detections, protocol: Protocol) -> EvalResult:
+    """Loaded values under a resolved protocol, one process, nothing emitted (use :func:`deteval.api.evaluate`)."""
     check_protocol(protocol)
-    gt = _as_gt(gt)
-    dt = _as_dt(dt, gt)
-    # Imported here: sharding sits above evaluate (it runs match in processes); this front
-    # door moves to api.py, where the import is downward.
-    from deteval.sharding import match_sharded
-    table = match_sharded(gt, dt, protocol, workers=workers)
     inputs = {"gt": gt.source, "dt": dt.source, "images": gt.n_images, "gt_objects": len(gt),
               "detections": len(dt)}
-    return score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
+    return score(match(gt, dt, protocol), gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)

@@ -30,8 +30,8 @@ from deteval.errors import ConfigError
 from deteval.evaluate import (
     EvalResult,
     MatchTable,
+    check_protocol,
     match,
-    resolve_protocol,
     score,
 )
 from deteval.protocol import EXPLAIN_STEPS, FIELDS, Protocol, field_names
@@ -115,16 +115,6 @@ class MatchCache:
         return len(self._tables)
 
 
-def _load(gt: Any, dt: Any) -> tuple[GroundTruth, Detections]:
-    if not isinstance(gt, GroundTruth):
-        from deteval.io import load_ground_truth
-        gt = load_ground_truth(gt)
-    if not isinstance(dt, Detections):
-        from deteval.io import load_detections
-        dt = load_detections(dt, gt)
-    return gt, dt
-
-
 @dataclass(frozen=True, eq=False)
 class Comparison:
     """Results of one dataset under several protocols.
@@ -145,18 +135,23 @@ class Comparison:
         return len(self.matching_groups)
 
 
-def compare(gt: Any, dt: Any, protocols: Sequence[str | Protocol], *, cache: MatchCache | None = None,
-            inputs: dict | None = None, warnings: tuple = ()) -> Comparison:
+def compare(gt: GroundTruth, dt: Detections, protocols: Sequence[Protocol], *,
+            cache: MatchCache | None = None, inputs: dict | None = None, warnings: tuple = ()) -> Comparison:
     """Score one dataset under several protocols, sharing matchings where the settings agree.
+
+    Values in, values out; :func:`deteval.api.compare` also takes paths and protocol names.
 
     Parameters
     ----------
-    gt, dt
-        As :func:`deteval.evaluate` takes them (values, paths or parsed JSON).
-    protocols : sequence of str or Protocol
-        Preset names, YAML paths or protocols.
+    gt : GroundTruth
+    dt : Detections
+    protocols : sequence of Protocol
     cache : MatchCache, optional
-        Reuse (and fill) matchings of the same ``gt``/``dt``.
+        Reuse (and fill) matchings of the same ``gt``/``dt`` (then ``gt`` and ``dt`` are its own).
+    inputs : dict, optional
+        The results' ``inputs`` (default: counted from ``gt`` and ``dt``).
+    warnings : tuple of str
+        Warnings to put first in every result's ``warnings``.
 
     Returns
     -------
@@ -165,26 +160,14 @@ def compare(gt: Any, dt: Any, protocols: Sequence[str | Protocol], *, cache: Mat
     Raises
     ------
     ConfigError
-        A protocol that cannot be resolved or whose summary cannot be computed.
-
-    Examples
-    --------
-    >>> gt = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "cat"}],
-    ...       "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
-    ...                        "area": 100, "iscrowd": 0}]}
-    >>> dt = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9}]
-    >>> c = compare(gt, dt, ["voc2007", "voc2010", "coco"])
-    >>> [r.protocol.name for r in c.results], c.n_matchings
-    (['voc2007', 'voc2010', 'coco'], 2)
+        No protocol, or one whose summary cannot be computed.
     """
-    from deteval.evaluate import check_protocol
-    resolved = [resolve_protocol(p) for p in protocols]
+    resolved = list(protocols)
     if not resolved:
         raise ConfigError("compare: expected at least one protocol, found none")
     for p in resolved:
         check_protocol(p)
     if cache is None:
-        gt, dt = _load(gt, dt)
         cache = MatchCache(gt, dt)
     if inputs is None:
         inputs = {"gt": cache.gt.source, "dt": cache.dt.source, "images": cache.gt.n_images,
@@ -216,19 +199,6 @@ def _headline(result: EvalResult) -> tuple[str, float]:
     if "mAP" in result.metrics:
         return "mAP", float(result.metrics["mAP"])
     return "AP", float(result.metrics.get("AP", float("nan")))
-
-
-def _show(field: str, value: Any) -> str:
-    if field == "iou_thresholds":
-        if len(value) > 3:
-            return f"{value[0]:.2f}:{value[-1]:.2f} ({len(value)})"
-        return "[" + ", ".join(f"{t:g}" for t in value) + "]"
-    if field == "area_ranges":
-        return "{" + ", ".join(n for n, _, _ in value) + "}" if len(value) > 1 else \
-            "{" + ", ".join(f"{n}: [{lo:g}, {hi:g}]" for n, lo, hi in value) + "}"
-    if field == "max_dets":
-        return "null" if value is None else "[" + ", ".join(str(m) for m in value) + "]"
-    return str(value)
 
 
 @dataclass(frozen=True)
@@ -341,52 +311,6 @@ class Explanation:
                 "steps": [s.to_dict() for s in self.steps], "notes": list(self.notes),
                 "summary": self.summary_line()}
 
-    def _rows(self) -> list[list[str]]:
-        rows = [[f"({self.a.name})", "", _fmt(self.start), "", ""]]
-        for s in self.steps:
-            fields = "; ".join(f"{f}: {_show(f, a)} -> {_show(f, b)}" for f, a, b in s.changes)
-            classes = ", ".join(f"{n} {_fmt(d, 4, sign=True)}" for n, d in s.class_changes[:6])
-            if len(s.class_changes) > 6:
-                classes += f", ... ({len(s.class_changes)} classes)"
-            name = s.name if s.affects_measure else s.name + " *"
-            rows.append([name, _fmt(s.change, 4, sign=True), _fmt(s.value), fields, classes])
-        rows.append(["total", _fmt(self.total, 4, sign=True), _fmt(self.end), "", ""])
-        return rows
-
-    def _head(self) -> list[str]:
-        (na, va), (nb, vb) = self.headline_a, self.headline_b
-        return [f"{self.a.name} -> {self.b.name}: {self.measure} {_fmt(self.start)} -> {_fmt(self.end)} "
-                f"({self.a.name} {na} {_fmt(va)}, {self.b.name} {nb} {_fmt(vb)})",
-                f"compared: {self.definition}"] + [f"note: {n}" for n in self.notes]
-
-    def to_text(self) -> str:
-        """A plain-text table of the walk (terminal output)."""
-        header = ["step", "change", self.measure if len(self.measure) < 8 else "value", "fields changed",
-                  "classes moved"]
-        rows = self._rows()
-        widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
-        lines = self._head() + [""]
-        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip())
-        lines.append("  ".join("-" * w for w in widths))
-        for r in rows:
-            cells = [r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].rjust(widths[2]),
-                     r[3].ljust(widths[3]), r[4]]
-            lines.append("  ".join(cells).rstrip())
-        lines.append("")
-        lines.append(self.summary_line())
-        return "\n".join(lines) + "\n"
-
-    def to_markdown(self) -> str:
-        """A Markdown table of the walk."""
-        lines = [f"**{self.a.name} → {self.b.name}**: {self.measure} {_fmt(self.start)} → {_fmt(self.end)}",
-                 "", f"Compared: {self.definition}", ""]
-        lines += [f"Note: {n}\n" for n in self.notes]
-        lines += ["| step | change | value | fields changed | classes moved |", "|---|---:|---:|---|---|"]
-        for r in self._rows():
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
-        lines += ["", self.summary_line(), ""]
-        return "\n".join(lines)
-
 
 def _walk_steps(a: Protocol, b: Protocol) -> list[tuple[str, tuple]]:
     """(step name, fields that differ) in walk order; fields nobody names get their own step."""
@@ -418,7 +342,7 @@ def _definition(a_kind: str, b_kind: str, a: Protocol, b: Protocol) -> tuple[str
                              f"COCO-style one)")
 
 
-def explain(gt: Any, dt: Any, a: str | Protocol, b: str | Protocol, *,
+def explain(gt: GroundTruth, dt: Detections, a: Protocol, b: Protocol, *,
             cache: MatchCache | None = None) -> Explanation:
     """Attribute the difference between two protocols to their differing fields, step by step.
 
@@ -428,11 +352,13 @@ def explain(gt: Any, dt: Any, a: str | Protocol, b: str | Protocol, *,
 
     Parameters
     ----------
-    gt, dt
-        As :func:`deteval.evaluate` takes them.
-    a, b : str or Protocol
-        Preset names, YAML paths or protocols.
+    gt : GroundTruth
+    dt : Detections
+    a, b : Protocol
+        :func:`deteval.api.explain` also takes preset names and YAML paths (and paths for the
+        inputs).
     cache : MatchCache, optional
+        Reuse (and fill) matchings of the same ``gt``/``dt`` (then ``gt`` and ``dt`` are its own).
 
     Returns
     -------
@@ -446,26 +372,8 @@ def explain(gt: Any, dt: Any, a: str | Protocol, b: str | Protocol, *,
     walk's intermediate protocols are scored with ``summary: configured`` (pycocotools' summary
     cannot be computed for some mixes, e.g. fewer than three max_dets); the summary step, when
     A and B differ there, is listed with no change.
-
-    Examples
-    --------
-    >>> gt = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "dog"}],
-    ...       "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100],
-    ...                        "area": 1e4, "iscrowd": 0},
-    ...                       {"id": 2, "image_id": 1, "category_id": 1, "bbox": [40, 0, 100, 100],
-    ...                        "area": 1e4, "iscrowd": 0}]}
-    >>> dt = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100], "score": 0.9},
-    ...       {"image_id": 1, "category_id": 1, "bbox": [15, 0, 100, 100], "score": 0.8}]
-    >>> from deteval.protocol import get_protocol
-    >>> voc_coco_matching = get_protocol("voc2010").replace(name="voc2010-cocomatch", matching="coco")
-    >>> explain(gt, dt, "voc2010", voc_coco_matching).summary_line()
-    'voc2010 -> voc2010-cocomatch: matching rule +0.5000 (total +0.5000)'
-    >>> print(explain(gt, dt, "voc2007", "voc2010").summary_line())
-    voc2007 -> voc2010: interpolation -0.0455 (total -0.0455)
     """
-    a, b = resolve_protocol(a), resolve_protocol(b)
     if cache is None:
-        gt, dt = _load(gt, dt)
         cache = MatchCache(gt, dt)
     names = cache.gt.category_name
 
@@ -475,7 +383,6 @@ def explain(gt: Any, dt: Any, a: str | Protocol, b: str | Protocol, *,
     def per_class(r: EvalResult) -> np.ndarray:
         return np.array([c["AP"] for c in r.per_class], dtype=np.float64)
 
-    from deteval.evaluate import check_protocol
     check_protocol(a)
     check_protocol(b)
     kind_a = _headline(cache.result(a))

@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from deteval.data import Detections, GroundTruth
-from deteval.evaluate import EvalResult, check_protocol, resolve_protocol, score
+from deteval.evaluate import EvalResult, check_protocol, score
 from deteval.geometry import prepare_masks
 from deteval.io import load_detections, load_ground_truth
+from deteval.protocol import resolve_protocol
 from deteval.sharding import match_sharded
 
 __all__ = ["MaskModeComparison", "compare_mask_modes"]

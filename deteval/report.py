@@ -1,23 +1,30 @@
-"""EvalResult -> text table, Markdown, CSV and JSON.
+"""Every text renderer: results, comparisons, explanations, validation, protocols -> text or JSON.
 
-Pure functions returning strings or dicts; printing is the CLI's job.
+Pure functions returning strings or dicts; printing (and writing files) is the CLI's job.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from deteval import __version__
+from deteval._version import __version__
 from deteval.evaluate import EvalResult
+from deteval.explain import Explanation
+from deteval.protocol import Protocol, dump_protocol
 from deteval.summary import class_ap
+from deteval.summary import none_if_nan as _none_if_nan
 
-__all__ = ["to_json", "format_table", "format_markdown", "format_csv", "csv_safe",
+__all__ = ["to_json", "dumps", "format_table", "format_markdown", "format_csv", "csv_safe",
            "describe_protocol", "compare_table", "format_compare_table", "format_compare_markdown",
-           "format_compare_csv", "compare_json"]
+           "format_compare_csv", "compare_json", "format_confidence_table", "confidence_json",
+           "format_mask_mode_comparison", "mask_mode_json", "format_matches_csv", "format_explanation",
+           "format_explanation_markdown", "format_validation", "format_protocols", "protocols_json",
+           "format_protocols_yaml"]
 
 _COCO_LINES = {
     "AP": ("Average Precision", "all", "all"), "AP50": ("Average Precision", "0.50", "all"),
@@ -45,6 +52,11 @@ def to_json(results: Sequence[EvalResult], *, inputs: dict | None = None,
     doc["warnings"] = list(dict.fromkeys(all_warnings))
     doc["notes"] = list(dict.fromkeys(n for r in results for n in r.notes))
     return doc
+
+
+def dumps(doc: Any) -> str:
+    """A JSON document as the CLI writes it: indented, NaN refused (undefined is ``null``)."""
+    return json.dumps(doc, indent=2, allow_nan=False)
 
 
 def describe_protocol(result: EvalResult) -> str:
@@ -320,3 +332,170 @@ def format_mask_mode_comparison(protocol: Any, comparison: Any) -> str:
 
 def _signed(value: float) -> str:
     return "n/a" if value != value else f"{value:+.4f}"
+
+
+# --------------------------------------------------------------------------------------------
+# Analysis outputs: confidence tables, mask modes, matches
+# --------------------------------------------------------------------------------------------
+
+def _default_iou(result: EvalResult) -> float:
+    thresholds = result.protocol.iou_thresholds
+    return 0.5 if 0.5 in thresholds else thresholds[0]
+
+
+def confidence_json(result: EvalResult, rows: list, threshold: float) -> dict:
+    """The ``at_confidence`` entry of a result in the JSON document (NaN -> null)."""
+    return {"threshold": threshold, "iou_threshold": _default_iou(result),
+            "per_class": [{k: (_none_if_nan(v) if k in ("precision", "recall", "f1") else v)
+                           for k, v in row.items()} for row in rows]}
+
+
+def mask_mode_json(comparison: Any) -> dict:
+    """The ``mask_mode_comparison`` entry of a result in the JSON document (NaN -> null)."""
+    return {"metric_difference_exact_minus_raster": {k: _none_if_nan(v)
+                                                     for k, v in comparison.metric_difference.items()},
+            "n_outcomes": comparison.n_outcomes, "n_changed": comparison.n_changed,
+            "n_matches_changed": comparison.n_matches_changed,
+            "n_detections_changed": comparison.n_detections_changed,
+            "changed_by_threshold": [int(v) for v in comparison.changed_by_threshold]}
+
+
+def format_matches_csv(result: EvalResult, rows: Sequence[Mapping]) -> str:
+    """``--matches``: one CSV row per scored detection (:func:`deteval.analysis.matches`)."""
+    names = dict(zip(result.category_ids, result.category_names))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["detection", "image_id", "category_id", "category", "score", "outcome",
+                     "gt_annotation_id"])
+    for m in rows:
+        writer.writerow([m["detection"], m["image_id"], m["category_id"],
+                         csv_safe(names[m["category_id"]]), repr(m["score"]), m["outcome"],
+                         "" if m["gt_annotation_id"] is None else m["gt_annotation_id"]])
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------------------------
+# Explanations (deteval compare --explain)
+# --------------------------------------------------------------------------------------------
+
+def _fmt_change(value: float, digits: int = 4, sign: bool = False) -> str:
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
+
+
+def _show_field(field: str, value: Any) -> str:
+    """A protocol field's value, short (the "fields changed" column)."""
+    if field == "iou_thresholds":
+        if len(value) > 3:
+            return f"{value[0]:.2f}:{value[-1]:.2f} ({len(value)})"
+        return "[" + ", ".join(f"{t:g}" for t in value) + "]"
+    if field == "area_ranges":
+        return "{" + ", ".join(n for n, _, _ in value) + "}" if len(value) > 1 else \
+            "{" + ", ".join(f"{n}: [{lo:g}, {hi:g}]" for n, lo, hi in value) + "}"
+    if field == "max_dets":
+        return "null" if value is None else "[" + ", ".join(str(m) for m in value) + "]"
+    return str(value)
+
+
+def _explanation_rows(e: Explanation) -> list[list[str]]:
+    rows = [[f"({e.a.name})", "", _fmt_change(e.start), "", ""]]
+    for s in e.steps:
+        fields = "; ".join(f"{f}: {_show_field(f, a)} -> {_show_field(f, b)}" for f, a, b in s.changes)
+        classes = ", ".join(f"{n} {_fmt_change(d, 4, sign=True)}" for n, d in s.class_changes[:6])
+        if len(s.class_changes) > 6:
+            classes += f", ... ({len(s.class_changes)} classes)"
+        name = s.name if s.affects_measure else s.name + " *"
+        rows.append([name, _fmt_change(s.change, 4, sign=True), _fmt_change(s.value), fields, classes])
+    rows.append(["total", _fmt_change(e.total, 4, sign=True), _fmt_change(e.end), "", ""])
+    return rows
+
+
+def format_explanation(e: Explanation) -> str:
+    """A plain-text table of the walk from A to B (terminal output)."""
+    (na, va), (nb, vb) = e.headline_a, e.headline_b
+    head = [f"{e.a.name} -> {e.b.name}: {e.measure} {_fmt_change(e.start)} -> {_fmt_change(e.end)} "
+            f"({e.a.name} {na} {_fmt_change(va)}, {e.b.name} {nb} {_fmt_change(vb)})",
+            f"compared: {e.definition}"] + [f"note: {n}" for n in e.notes]
+    header = ["step", "change", e.measure if len(e.measure) < 8 else "value", "fields changed",
+              "classes moved"]
+    rows = _explanation_rows(e)
+    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
+    lines = head + [""]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip())
+    lines.append("  ".join("-" * w for w in widths))
+    for r in rows:
+        cells = [r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].rjust(widths[2]),
+                 r[3].ljust(widths[3]), r[4]]
+        lines.append("  ".join(cells).rstrip())
+    lines.append("")
+    lines.append(e.summary_line())
+    return "\n".join(lines) + "\n"
+
+
+def format_explanation_markdown(e: Explanation) -> str:
+    """A Markdown table of the walk from A to B."""
+    lines = [f"**{e.a.name} → {e.b.name}**: {e.measure} {_fmt_change(e.start)} → {_fmt_change(e.end)}",
+             "", f"Compared: {e.definition}", ""]
+    lines += [f"Note: {n}\n" for n in e.notes]
+    lines += ["| step | change | value | fields changed | classes moved |", "|---|---:|---:|---|---|"]
+    for r in _explanation_rows(e):
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
+    lines += ["", e.summary_line(), ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# deteval validate, deteval protocols
+# --------------------------------------------------------------------------------------------
+
+def format_validation(report: Mapping) -> str:
+    """What ``deteval validate`` found (``Validation.to_dict()``), as text."""
+    g, d, found = report["gt"], report["dt"], report["warnings"]
+    lines = [f"ground truth: {g['source']} ({g['format']})",
+             f"  {g['images']} images, {g['categories']} categories, {g['objects']} objects "
+             f"({g['crowd']} crowd, {g['difficult']} difficult, {g['ignore']} ignore)"]
+    if g["images_without_objects"]:
+        lines.append(f"  {g['images_without_objects']} images without objects")
+    empty_classes = g["categories_without_objects"]
+    if empty_classes:
+        lines.append(f"  {len(empty_classes)} categories without objects: {empty_classes[:10]}")
+    if d is not None:
+        scores = (f", scores {d['score_min']:g} .. {d['score_max']:g}" if d["detections"] else "")
+        lines.append(f"detections: {d['source']}")
+        lines.append(f"  {d['detections']} detections on {d['images']} of {g['images']} images, "
+                     f"{d['categories']} categories{scores}")
+    lines.append(f"warnings: {len(found)}")
+    lines += [f"  - {w}" for w in found]
+    lines.append("OK: the inputs can be scored" if d is not None else "OK: the ground truth can be scored")
+    return "\n".join(lines) + "\n"
+
+
+#: The fields ``deteval protocols`` lists, in this order.
+_LISTED_FIELDS = ("iou_type", "iou_thresholds", "iou_comparison", "matching", "box_convention",
+                  "ap_method", "eleven_point_grid", "area_ranges", "max_dets", "difficult", "crowd",
+                  "score_order", "gt_ignore_field", "gt_id_zero", "summary")
+
+
+def format_protocols(protocols: Mapping[str, Protocol]) -> str:
+    """``deteval protocols``: each protocol's name, hash, source and fields."""
+    lines = []
+    for name, p in protocols.items():
+        lines.append(f"{name} [{p.fingerprint()}]\n  {p.source}")
+        fields = p.to_dict()
+        for key in _LISTED_FIELDS:
+            value = fields[key]
+            if key == "iou_thresholds" and len(value) > 3:
+                value = f"[{value[0]}, ..., {value[-1]}] ({len(value)} values, np.linspace)"
+            lines.append(f"    {key}: {value}")
+    return "".join(line + "\n" for line in lines)
+
+
+def protocols_json(protocols: Mapping[str, Protocol]) -> dict:
+    """``deteval protocols --format json``: name -> resolved fields and ``protocol_hash``."""
+    return {n: {**p.to_dict(), "protocol_hash": p.fingerprint()} for n, p in protocols.items()}
+
+
+def format_protocols_yaml(protocols: Mapping[str, Protocol]) -> str:
+    """``deteval protocols --format yaml``: complete protocol files, each under a comment."""
+    return "\n".join(f"# {n} [{p.fingerprint()}]\n{dump_protocol(p)}" for n, p in protocols.items())

@@ -35,20 +35,18 @@ from typing import Any
 
 import numpy as np
 
+from deteval.accumulate import devkit_precision, recall_thresholds, suffix_max_at
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputError
-
-from deteval.accumulate import devkit_precision, recall_thresholds, suffix_max_at
 from deteval.evaluate import (
     EvalResult,
     MatchTable,
     ground_truth_flags,
     match,
     ranking_order,
-    resolve_protocol,
     score,
 )
-from deteval.protocol import Protocol
+from deteval.protocol import Protocol, resolve_protocol
 from deteval.summary import SUMMARIES, class_ap, mean_defined
 
 __all__ = ["BootstrapSettings", "Interval", "ResampledMetrics", "DetectorBootstrap", "BootstrapResult",

@@ -30,16 +30,16 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from deteval.accumulate import accumulate
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
-from deteval.evaluate import ground_truth_flags, match, resolve_protocol
+from deteval.evaluate import ground_truth_flags, match
 from deteval.evaluate import pair_iou as protocol_pair_iou
-from deteval.summary import mean_defined
 from deteval.geometry import pair_box_iou, prepare_masks
 from deteval.grouping import candidate_pairs, group_rows, rank_in_group
 from deteval.matching import match_coco
-from deteval.accumulate import accumulate
-from deteval.protocol import Protocol
+from deteval.protocol import Protocol, resolve_protocol
+from deteval.summary import mean_defined
 
 __all__ = ["TideErrors", "tide_errors", "tide_ap", "MAIN_ERRORS", "SPECIAL_ERRORS",
            "TIDE_COCO_THRESHOLDS"]

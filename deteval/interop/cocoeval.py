@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from deteval.errors import ConfigError
-from deteval.evaluate import EvalResult, evaluate
+from deteval.evaluate import EvalResult, check_protocol, match, score
 from deteval.io import load_coco_dt, load_coco_gt
 from deteval.protocol import COCO_RECALL_THRESHOLDS, get_protocol
 
@@ -96,7 +96,12 @@ class COCOeval:
                 if d["image_id"] in img_ids and d["category_id"] in cat_ids]
         ground_truth = load_coco_gt(gt, name="cocoGt")
         detections = load_coco_dt(dets, ground_truth, name="cocoDt")
-        self.result = evaluate(ground_truth, detections, self._protocol())
+        protocol = self._protocol()
+        check_protocol(protocol)
+        # The core, not deteval.api.evaluate: like pycocotools, the drop-in emits no warnings
+        # (they stay in ``self.result.warnings`` / ``.notes``).
+        self.result = score(match(ground_truth, detections, protocol), ground_truth, protocol,
+                            warnings=ground_truth.warnings + detections.warnings)
 
     def accumulate(self, p: Any = None) -> None:
         """Fill ``eval`` with pycocotools' arrays (-1 where undefined)."""

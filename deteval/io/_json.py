@@ -6,7 +6,7 @@ import itertools
 import json
 from typing import Any
 
-from deteval.errors import InputError
+from deteval.errors import InputError, shorten
 
 try:  # orjson parses COCO-sized files 2-3x faster than the standard library
     import orjson as _orjson
@@ -54,7 +54,7 @@ def _stdlib_loads(raw: bytes, where: str) -> Any:
         for key, value in pairs:
             if key in out:
                 raise InputError(f"{where}: duplicate key {key!r} in one JSON object "
-                                 f"(first value {_short(out[key])}, then {_short(value)}); "
+                                 f"(first value {shorten(out[key], 40)}, then {shorten(value, 40)}); "
                                  f"expected each key once")
             out[key] = value
         return out
@@ -68,11 +68,6 @@ def _stdlib_loads(raw: bytes, where: str) -> Any:
                          f"(a few levels of arrays and objects)") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{where}: invalid JSON: {exc}") from None
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _count_keys(value: Any) -> int:

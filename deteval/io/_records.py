@@ -14,43 +14,24 @@ from typing import Any
 
 import numpy as np
 
-from deteval.errors import InputError
+from deteval.errors import SHOW, describe, is_number, records_error
+from deteval.errors import json_type as _json_type
 
 __all__ = ["Problems", "int_column", "number_column", "box_column", "flag_column", "MISSING",
            "json_type"]
 
 MISSING = object()
-_SHOW = 5
 
 
 def json_type(value: Any) -> str:
-    """The JSON name of a Python value's type, for messages."""
-    if value is MISSING:
-        return "missing"
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, np.integer)):
-        return "integer"
-    if isinstance(value, (float, np.floating)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    """The JSON name of a value's type for messages (:func:`deteval.errors.json_type`; ``missing``)."""
+    return "missing" if value is MISSING else _json_type(value)
 
 
 def _show(value: Any) -> str:
     if value is MISSING:
         return "nothing (field missing)"
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{text} ({json_type(value)})"
+    return describe(value)  # MISSING is handled above
 
 
 class Problems:
@@ -63,16 +44,15 @@ class Problems:
 
     def fail(self, indices: Sequence[int], problem: str, expected: str,
              found: Callable[[int], Any]) -> None:
+        """Raise :func:`deteval.errors.records_error` for the records at ``indices``."""
         indices = list(indices)
-        shown = indices[:_SHOW]
         if len(indices) == 1:
             i = indices[0]
-            raise InputError(f"{self.where}: {self.kind} #{i} ({self.label(i)}): {problem}; "
-                             f"expected {expected}, found {_show(found(i))}")
-        parts = "; ".join(f"#{i} ({self.label(i)}) {_show(found(i))}" for i in shown)
-        more = f"; and {len(indices) - len(shown)} more" if len(indices) > len(shown) else ""
-        raise InputError(f"{self.where}: {len(indices)} {self.kind}s: {problem}; expected {expected}; "
-                         f"found {parts}{more}")
+            hits = [(f"{self.kind} #{i} ({self.label(i)})", _show(found(i)))]
+        else:
+            hits = [(f"#{i} ({self.label(i)})", _show(found(i))) for i in indices[:SHOW]]
+        raise records_error(self.where, problem, expected, hits, noun=f"{self.kind}s", separator=" ",
+                            n_records=len(indices))
 
 
 def _values(records: list, key: str) -> list:
@@ -112,8 +92,7 @@ def number_column(records: list, key: str, problems: Problems, *, default: Any =
         if np.isfinite(out[~is_missing]).all():
             return out, is_missing
     bad = [i for i, v in enumerate(values) if not (allow_missing and v is MISSING) and (
-           isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating))
-           or not math.isfinite(v))]
+           not is_number(v) or not math.isfinite(v))]
     if not bad:
         return np.array(filled, dtype=np.float64).reshape(len(values)), is_missing
     problems.fail(bad, f"`{key}` is not a finite number", "a finite JSON number", lambda i: values[i])
@@ -156,8 +135,7 @@ def box_column(records: list, key: str, problems: Problems, *, order: str = "[x,
             bad_type.append(i)
         elif len(v) != 4:
             bad_len.append(i)
-        elif any(isinstance(c, bool) or not isinstance(c, (int, float, np.integer, np.floating))
-                 or not math.isfinite(c) for c in v):
+        elif any(not is_number(c) or not math.isfinite(c) for c in v):
             bad_num.append(i)
         else:
             out[i] = v

@@ -15,20 +15,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from deteval.errors import InputError
+from deteval.errors import SHOW, InputError, records_error, shorten
 
 __all__ = ["SHOW", "is_safe_name", "list_files", "safe_child", "read_bytes", "read_text",
            "fail_records", "shorten", "split_rows", "parse_floats", "names_note"]
-
-#: How many offending records an error message shows.
-SHOW = 5
-
-
-def shorten(text: str, limit: int = 60) -> str:
-    """``repr`` of a string, cut to ``limit`` characters for messages."""
-    out = repr(text)
-    return out if len(out) <= limit else out[:limit - 3] + "..."
-
 
 def is_safe_name(name: str) -> bool:
     """True when ``name`` can only mean a direct child of a folder (no separators, no ``..``).
@@ -118,7 +108,7 @@ def read_text(path: str, *, what: str) -> str:
 
 def fail_records(problem: str, expected: str, hits: Sequence[tuple[str, str]], *,
                  kind: str = "lines") -> None:
-    """Raise one InputError for records with the same defect.
+    """Raise one InputError for records with the same defect (:func:`deteval.errors.records_error`).
 
     Parameters
     ----------
@@ -135,13 +125,7 @@ def fail_records(problem: str, expected: str, hits: Sequence[tuple[str, str]], *
     ...
     deteval.errors.InputError: r.txt:3: image id not in the image set; expected an id of test.txt, found 'x'
     """
-    hits = list(hits)
-    if len(hits) == 1:
-        where, found = hits[0]
-        raise InputError(f"{where}: {problem}; expected {expected}, found {found}")
-    shown = "; ".join(f"{where}: {found}" for where, found in hits[:SHOW])
-    more = f"; and {len(hits) - SHOW} more" if len(hits) > SHOW else ""
-    raise InputError(f"{len(hits)} {kind}: {problem}; expected {expected}; found {shown}{more}")
+    raise records_error(None, problem, expected, hits, noun=kind)
 
 
 def names_note(names: Iterable[str], limit: int = SHOW) -> str:

@@ -33,10 +33,11 @@ from deteval.protocol.yaml import (
     parse_yaml_value,
     preset_names,
     protocol_from_mapping,
+    resolve_protocol,
 )
 
 __all__ = ["Protocol", "FieldSpec", "FIELDS", "FIELD_CHOICES", "EXPLAIN_STEPS", "field_names",
            "display_fields", "optional_fields", "check_field", "check_fields", "protocol_table_markdown",
            "COCO_IOU_THRESHOLDS", "COCO_RECALL_THRESHOLDS", "PRESETS", "get_protocol", "preset_names",
            "load_protocol_file", "load_protocol_text", "protocol_from_mapping", "apply_overrides",
-           "parse_yaml", "parse_yaml_value", "dump_protocol", "MAX_CONFIG_BYTES"]
+           "parse_yaml", "parse_yaml_value", "dump_protocol", "MAX_CONFIG_BYTES", "resolve_protocol"]

@@ -561,3 +561,20 @@ def dump_protocol(protocol: Protocol) -> str:
         data[key] = value
     return yaml.dump(data, Dumper=yaml.SafeDumper, sort_keys=False, default_flow_style=None,
                      width=100, allow_unicode=True)
+
+
+def resolve_protocol(protocol: str | Protocol | os.PathLike) -> Protocol:
+    """A preset name, a YAML file path, or a :class:`Protocol` (returned as is).
+
+    Examples
+    --------
+    >>> resolve_protocol("voc2007").ap_method
+    '11_point'
+    >>> resolve_protocol(resolve_protocol("coco")) == resolve_protocol("coco")
+    True
+    """
+    if isinstance(protocol, Protocol):
+        return protocol
+    if isinstance(protocol, os.PathLike) or (isinstance(protocol, str) and protocol.endswith((".yaml", ".yml"))):
+        return load_protocol_file(protocol)
+    return get_protocol(protocol)

@@ -27,6 +27,10 @@ import deteval
 from tests.crosscheck.compare import assert_matches
 from tests.crosscheck.generate_segm import RESULT_STYLES, generate_segm
 
+# Generated data has classes without ground truth and degenerate boxes: the API's
+# UndefinedMetricWarning / InputWarning are incidental here (tests/unit/test_api.py checks them).
+pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
+
 RASTER = deteval.get_protocol("coco-pycocotools").replace(iou_type="segm", mask_iou="raster")
 
 DATASETS = {}

@@ -439,6 +439,7 @@ def _good() -> tuple[dict, list]:
 
 
 @pytest.mark.parametrize("protocol", ["coco", "coco-pycocotools", "voc2007"])
+@pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")  # a missing iscrowd, on purpose
 def test_callers_lists_and_dicts_are_never_mutated(protocol):
     gt, dt = _good()
     gt["annotations"][0]["ignore"] = 0
@@ -468,6 +469,7 @@ def test_nan_in_python_api_input_is_an_error(where, change, field_name):
     assert ("<detections>" if where == "dt" else "<ground truth>") in str(info.value)
 
 
+@pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")  # _good(): a class without GT
 def test_numpy_scalars_from_the_api_are_accepted():
     gt, dt = _good()
     for r in dt:

@@ -337,3 +337,40 @@ def test_errors_doc_examples_are_true(capsys, monkeypatch, argv, stderr, exit_co
     assert out == ""
     shown = "\n".join(line for line in err.splitlines() if "no ground truth counted" not in line)
     assert shown == stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Warnings: emitted by the API, recorded and printed once by the CLI; --strict is a filter
+# --------------------------------------------------------------------------------------------
+
+def _two_warnings_gt(tmp_path: Path) -> Path:
+    """Ground truth with two input warnings: a missing `iscrowd` and a zero-width box."""
+    gt = {"images": [{"id": 1, "width": 100, "height": 100}], "categories": [{"id": 1, "name": "cat"}],
+          "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100},
+                          {"id": 2, "image_id": 1, "category_id": 1, "bbox": [50, 50, 0, 10], "area": 0,
+                           "iscrowd": 0}]}
+    path = tmp_path / "gt.json"
+    path.write_text(json.dumps(gt))
+    (tmp_path / "dt.json").write_text(json.dumps([{"image_id": 1, "category_id": 1,
+                                                   "bbox": [0, 0, 10, 10], "score": 0.9}]))
+    return path
+
+
+@pytest.mark.parametrize("command", [["evaluate"], ["compare", "--protocol", "voc2007", "--protocol", "coco"],
+                                     ["validate"]])
+def test_strict_error_names_every_input_warning(capsys, tmp_path, command):
+    gt = _two_warnings_gt(tmp_path)
+    code, out, err = run(capsys, *command, "--gt", gt, "--dt", tmp_path / "dt.json", "--strict")
+    assert (code, out) == (3, "")
+    lines = err.splitlines()
+    assert lines[0] == "deteval: error: --strict: input warnings are errors:"
+    assert len(lines) == 3 and "`iscrowd`" in lines[1] and "zero area" in lines[2]
+
+
+def test_each_warning_is_printed_once_even_under_several_protocols(capsys, tmp_path):
+    gt = _two_warnings_gt(tmp_path)
+    code, out, err = run(capsys, "evaluate", "--gt", gt, "--dt", tmp_path / "dt.json",
+                         "--protocol", "voc2007", "--protocol", "voc2010", "--format", "json")
+    assert code == 0
+    printed = [line for line in err.splitlines() if line.startswith("deteval: warning: ")]
+    assert len(printed) == 2 and len(json.loads(out)["warnings"]) == 2

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from deteval.accumulate import accumulate
 from deteval.decomposition import CURVE_NAMES, decompose, interpolated_ap
 from deteval.errors import ConfigError
 from deteval.io import load_detections, load_ground_truth
-from deteval.accumulate import accumulate
 from deteval.protocol import get_protocol
 from tests.reference.slow_decomposition import confused, decomposition_slow
 

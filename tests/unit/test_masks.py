@@ -310,7 +310,8 @@ def test_empty_detections_score_zero():
     gt = load_gt([rect(0, 0, 10, 10)])
     dt = deteval.load_detections([], gt)
     for protocol in (EXACT, RASTER):
-        result = deteval.evaluate(gt, dt, protocol=protocol)
+        with pytest.warns(deteval.InputWarning, match="no detections"):
+            result = deteval.evaluate(gt, dt, protocol=protocol)
         assert result.metrics["AP"] == 0.0
 
 

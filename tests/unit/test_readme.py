@@ -48,6 +48,7 @@ def test_documented_command_runs(line, capsys):
 
 
 @pytest.mark.parametrize("block", _python_blocks())
+@pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")  # a reader sees them; here: it runs
 def test_documented_python_runs(block):
     exec(compile(block, "<doc>", "exec"), {"__name__": "__doc__"})
 

@@ -25,6 +25,11 @@ from deteval.stats import (
 )
 from tests.crosscheck.generate import generate
 
+# Generated data trigger input warnings (box encodings, classes without ground truth) through the
+# API; they are incidental here (tests/unit/test_api.py checks the warnings themselves).
+pytestmark = [pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
+              pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")]
+
 PROTOCOLS = ["coco", "coco-pycocotools", "voc2007", "voc2010", "coco50"]
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

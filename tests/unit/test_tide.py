@@ -15,6 +15,11 @@ from deteval.protocol import get_protocol
 from deteval.tide import MAIN_ERRORS, tide_errors
 from tests.reference.slow_decomposition import confused
 
+# Generated data trigger input warnings (box encodings, classes without ground truth) through the
+# API; they are incidental here (tests/unit/test_api.py checks the warnings themselves).
+pytestmark = [pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
+              pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")]
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

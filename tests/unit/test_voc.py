@@ -18,7 +18,7 @@ import pytest
 
 import deteval
 from deteval.cli import main
-from deteval.errors import InputError
+from deteval.errors import InputError, InputWarning
 from deteval.io import load_detections, load_ground_truth
 from deteval.io.voc import detect_prefix, load_voc_dt, load_voc_gt, parse_xml
 from deteval.io.yolo import image_size, load_yolo_dt, load_yolo_gt
@@ -613,7 +613,8 @@ def test_result_file_of_an_unknown_class(tmp_path, voc_gt):
 def test_no_result_files_is_a_warning_and_ap_zero(tmp_path):
     root = _simple_root(tmp_path)
     folder = _results(tmp_path, {"notes.md": "nothing"})
-    result = deteval.evaluate(root, folder, "voc2010")
+    with pytest.warns(InputWarning, match="no result files"):
+        result = deteval.evaluate(root, folder, "voc2010")
     assert [c["AP"] for c in result.per_class] == [0.0, 0.0]
     assert any("no result files (<prefix><class>.txt): every class with ground truth gets AP 0" in w
                for w in result.warnings)

@@ -1,0 +1,117 @@
+"""Renderers on their own (deteval.report): table, Markdown, CSV and JSON of small results built by
+the front door on fixtures/coco; Markdown escaping of `|` and CSV escaping of formula cells."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from deteval import api, report
+from deteval.errors import UndefinedMetricWarning
+
+ROOT = Path(__file__).resolve().parents[2]
+GT = str(ROOT / "fixtures" / "coco" / "gt.json")
+DT = str(ROOT / "fixtures" / "coco" / "dt.json")
+
+
+@pytest.fixture(scope="module")
+def results():
+    with pytest.warns(UndefinedMetricWarning):
+        return [api.evaluate(GT, DT, "voc2010"), api.evaluate(GT, DT, "coco")]
+
+
+def _renamed(result, name: str):
+    """The same result with a class name that needs escaping."""
+    per_class = [dict(c) for c in result.per_class]
+    per_class[0]["name"] = name
+    names = (name,) + tuple(result.category_names[1:])
+    return dataclasses.replace(result, per_class=per_class, category_names=names)
+
+
+def test_table_lists_protocol_metrics_and_classes(results):
+    text = report.format_table(results)
+    assert text.startswith("protocol voc2010 [")
+    assert "  mAP = 0.4095" in text  # fixtures/coco/NOTES.md
+    assert "Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] =" in text
+    assert text.count("id  class") == 2 and "person" in text
+    assert "id  class" not in report.format_table(results, per_class=False)
+    assert text.endswith("\n")
+
+
+def test_markdown_has_one_section_per_protocol(results):
+    md = report.format_markdown(results)
+    assert md.count("### ") == 2 and "| mAP | 0.4095 |" in md
+    assert "| id | class | AP | num_gt | num_det |" in md
+
+
+def test_markdown_escapes_pipes_in_names(results):
+    md = report.format_markdown([_renamed(results[0], "a|b\nc")])
+    assert "| a\\|b c |" in md
+    table = report.format_compare_markdown([_renamed(results[0], "x|y"), _renamed(results[1], "x|y")])
+    assert "x\\|y" in table and "x|y |" not in table
+
+
+def test_csv_is_long_format_and_parses(results):
+    rows = list(csv.reader(io.StringIO(report.format_csv(results))))
+    assert rows[0] == ["protocol", "kind", "name", "category_id", "value", "num_gt", "num_det"]
+    assert ["voc2010", "metric", "mAP"] == rows[1][:3]
+    bird = [r for r in rows if r[2] == "bird"]
+    assert bird and all(r[4] == "" for r in bird)  # undefined AP: an empty cell, not "nan"
+
+
+@pytest.mark.parametrize("name", ["=HYPERLINK(1)", "+1", "-1", "@SUM(A1)", "\tx"])
+def test_csv_escapes_formula_cells(results, name):
+    for text in (report.format_csv([_renamed(results[0], name)]),
+                 report.format_compare_csv([_renamed(results[0], name), _renamed(results[1], name)])):
+        cells = [cell for row in csv.reader(io.StringIO(text, newline="")) for cell in row]
+        assert "'" + name in cells and name not in cells
+
+
+def test_json_document_is_the_contract(results):
+    doc = report.to_json(results, inputs={"gt": GT, "dt": DT}, warnings=["w1"])
+    text = report.dumps(doc)
+    back = json.loads(text)
+    assert set(back) == {"deteval_version", "inputs", "results", "warnings", "notes"}
+    assert [r["protocol"] for r in back["results"]] == ["voc2010", "coco"]
+    assert back["warnings"] == ["w1"] and len(back["notes"]) == 1  # the same note once
+    bird = [c for c in back["results"][0]["per_class"] if c["name"] == "bird"][0]
+    assert bird["AP"] is None  # NaN -> null
+    assert "NaN" not in text
+
+
+def test_confidence_and_matches_renderers(results):
+    voc = results[0]
+    rows = api.at_confidence(voc, 0.7)
+    table = report.format_confidence_table(voc, rows, 0.7)
+    assert "voc2010: detections with score >= 0.7 at IoU 0.5" in table and "precision" in table
+    entry = report.confidence_json(voc, rows, 0.7)
+    assert entry["threshold"] == 0.7 and entry["iou_threshold"] == 0.5
+    json.dumps(entry, allow_nan=False)
+    lines = list(csv.reader(io.StringIO(report.format_matches_csv(voc, api.matches(voc)))))
+    assert lines[0][0] == "detection" and len(lines) == 1 + len(voc.table.det_score)
+
+
+def test_explanation_text_and_markdown():
+    with pytest.warns(UndefinedMetricWarning):
+        comparison = api.compare(GT, DT, ["voc2007", "voc2010"])
+    e = api.explain(GT, DT, comparison.results[0].protocol, comparison.results[1].protocol)
+    text = report.format_explanation(e)
+    assert text.startswith("voc2007 -> voc2010: mAP ") and text.rstrip().endswith(e.summary_line())
+    md = report.format_explanation_markdown(e)
+    assert md.startswith("**voc2007 → voc2010**") and "| step | change |" in md
+
+
+def test_validation_and_protocol_listing():
+    found = api.validate(GT)
+    text = report.format_validation(found.to_dict())
+    assert text.startswith(f"ground truth: {GT} (coco)") and text.endswith("OK: the ground truth can be scored\n")
+    listed = {"voc2007": api.resolve_protocol("voc2007")}
+    assert report.format_protocols(listed).startswith("voc2007 [")
+    assert "    ap_method: 11_point\n" in report.format_protocols(listed)
+    assert report.protocols_json(listed)["voc2007"]["protocol_hash"] == listed["voc2007"].fingerprint()
+    assert report.format_protocols_yaml(listed).startswith("# voc2007 [")
