@@ -16,6 +16,7 @@ from sklearn import metrics as skm
 
 from deteval import ranking
 from deteval.errors import UndefinedMetricWarning
+from deteval.ranking._common import _recall_grid
 
 SETTINGS = settings(max_examples=60, derandomize=True, deadline=None)
 
@@ -106,7 +107,7 @@ def test_ndcg_equals_scikit_learn(problem, k, graded):
 def _grid(method, grid):
     if method == "101_point":
         return np.linspace(0.0, 1.0, 101)
-    return ranking._recall_grid("11_point", grid)
+    return _recall_grid("11_point", grid)
 
 
 def _twin_interpolated(labels, scores, method, grid="matlab_colon"):

@@ -14,14 +14,11 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, ndcg_score
 
-from deteval import ranking
 from deteval.errors import ConfigError, InputError, UndefinedMetricWarning
 from deteval.ranking import (
     average_precision,
     average_precision_at_k,
     compare_raw_binarized,
-    format_rank_csv,
-    format_rank_table,
     ndcg_at_k,
     precision_at_k,
     precision_recall_curve,
@@ -30,6 +27,8 @@ from deteval.ranking import (
     roc_auc,
     roc_curve,
 )
+from deteval.ranking._common import _recall_grid
+from deteval.report import format_rank_csv, format_rank_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,9 +140,9 @@ def test_grids_equal_the_detection_protocols():
     voc = get_protocol("voc2007")
     for grid in ("matlab_colon", "numpy_arange", "decimal"):
         expected = recall_thresholds(voc.replace(eleven_point_grid=grid))
-        np.testing.assert_array_equal(ranking._recall_grid("11_point", grid), expected)
-        assert ranking._recall_grid("11_point", grid).tobytes() == np.asarray(expected).tobytes()
-    np.testing.assert_array_equal(ranking._recall_grid("101_point", "matlab_colon"),
+        np.testing.assert_array_equal(_recall_grid("11_point", grid), expected)
+        assert _recall_grid("11_point", grid).tobytes() == np.asarray(expected).tobytes()
+    np.testing.assert_array_equal(_recall_grid("101_point", "matlab_colon"),
                                   recall_thresholds(get_protocol("coco")))
 
 

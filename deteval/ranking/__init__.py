@@ -1,0 +1,35 @@
+"""Ranking metrics of scores: average precision exactly as scikit-learn, AP@K, P@K, R@K, nDCG, ROC.
+
+This is the analysis layer's answer to "how well do these scores rank these labels?": one
+binary problem (``y_true`` of shape ``(n_samples,)``) or many (a multilabel indicator matrix of
+shape ``(n_samples, n_labels)``), no boxes and no matching. A detection becomes a ranked item
+once it has been matched: it is relevant when it matched a ground truth.
+
+Conventions shared by every function here:
+
+* Tied scores form **one threshold** in :func:`average_precision` (every ``method``),
+  :func:`precision_recall_curve`, :func:`roc_curve` and :func:`roc_auc`, as in scikit-learn:
+  the precision at a tie is that of the whole tied block. Detection protocols instead rank
+  tied detections one by one (a stable sort), so both conventions exist in deteval and are
+  named wherever they are used.
+* The ``@K`` functions rank by score, ties broken by original position (``ties="stable"``);
+  :func:`precision_at_k` and :func:`recall_at_k` also offer ``ties="average"``, the exact
+  expectation over every order of the tied items (as :func:`ndcg_at_k` and scikit-learn's
+  ``ndcg_score`` do).
+* An undefined value is announced by :class:`deteval.errors.UndefinedMetricWarning`; the
+  numbers it stands for follow scikit-learn (AP of a label without positives is 0, ROC AUC
+  of a label with one class is NaN).
+
+Input is checked once, here at the edge, and every failure is an
+:class:`deteval.errors.InputError` (bad data) or :class:`deteval.errors.ConfigError` (bad
+option) that names the argument, the element and what was expected.
+"""
+
+from deteval.ranking._common import AP_METHODS, AVERAGES, ELEVEN_POINT_GRIDS
+from deteval.ranking.at_k import average_precision_at_k, ndcg_at_k, precision_at_k, recall_at_k
+from deteval.ranking.curves import average_precision, precision_recall_curve, roc_auc, roc_curve
+from deteval.ranking.raw_binarized import RawBinarizedComparison, compare_raw_binarized, rank_report
+
+__all__ = ["AVERAGES", "AP_METHODS", "ELEVEN_POINT_GRIDS", "average_precision", "precision_recall_curve",
+           "roc_curve", "roc_auc", "precision_at_k", "recall_at_k", "average_precision_at_k", "ndcg_at_k",
+           "RawBinarizedComparison", "compare_raw_binarized", "rank_report"]

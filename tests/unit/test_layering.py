@@ -1,0 +1,142 @@
+"""The package's imports go one way: down the documented order (docs/architecture.md).
+
+Every ``import`` and ``from ... import`` in ``deteval/`` is parsed with :mod:`ast`, including the
+ones written inside functions, and checked against :data:`LAYERS`: a module may import modules of
+a lower layer, and modules of its own layer only where no cycle results. A new module must be
+given a layer here (the test fails on a module it does not know), so the architecture is a decision.
+The optional extras (plots, Dask, torch) are never imported when ``import deteval`` runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "deteval"
+
+#: Lowest first. A module name matches an entry equal to it or inside it (``deteval.io`` covers
+#: ``deteval.io.coco``).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("deteval._version", "deteval.errors"),
+    ("deteval.data",),
+    ("deteval.pooling",),
+    ("deteval.io",),
+    ("deteval.protocol",),
+    ("deteval.geometry",),
+    ("deteval.grouping",),
+    ("deteval.matching",),
+    ("deteval.accumulate",),
+    ("deteval.summary",),
+    ("deteval.evaluate",),
+    ("deteval.sharding",),
+    ("deteval.ranking", "deteval.analysis", "deteval.mask_modes", "deteval.stats", "deteval.explain",
+     "deteval.tide", "deteval.decomposition", "deteval.confusion", "deteval.diagnose"),
+    ("deteval.report",),
+    ("deteval.api",),
+    ("deteval.interop",),
+    ("deteval.cli",),
+    ("deteval", "deteval.__main__"),
+)
+
+#: Packages whose import is optional: the core must never import them at ``import deteval`` time.
+OPTIONAL = ("matplotlib", "torch", "dask", "distributed")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _layer(module: str) -> int:
+    best, best_len = -1, -1
+    for index, names in enumerate(LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > best_len:
+                best, best_len = index, len(name)
+    return best
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, imported deteval module) for every import in the file, at any depth."""
+    module = _module_name(path)
+    is_package = path.name == "__init__.py"
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            # `from deteval.io import coco` imports the submodule when there is one.
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                is_sub = (PACKAGE.parent / Path(*sub.split("."))).with_suffix(".py").exists() or (
+                    PACKAGE.parent / Path(*sub.split(".")) / "__init__.py").exists()
+                out.append((node.lineno, sub if is_sub else target))
+    return [(line, name) for line, name in out if name == "deteval" or name.startswith("deteval.")]
+
+
+FILES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_has_a_layer() -> None:
+    unknown = [_module_name(f) for f in FILES if _layer(_module_name(f)) < 0]
+    assert not unknown, f"give these modules a layer in LAYERS (and docs/architecture.md): {unknown}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[_module_name(f) for f in FILES])
+def test_imports_only_go_down(path: Path) -> None:
+    module = _module_name(path)
+    own = _layer(module)
+    bad = []
+    for line, target in _imports(path):
+        layer = _layer(target)
+        if target == module or (target != "deteval" and module.startswith(target + ".")):
+            continue  # a module of a package importing its package (e.g. io.coco -> io)
+        if layer > own or layer < 0:
+            bad.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} (layer {own}) imports "
+                       f"{target} (layer {layer})")
+    assert not bad, "imports against the documented order:\n" + "\n".join(bad)
+
+
+def test_no_import_cycles() -> None:
+    graph: dict[str, set[str]] = {}
+    for path in FILES:
+        module = _module_name(path)
+        graph.setdefault(module, set()).update(
+            t for _, t in _imports(path) if t != module and not module.startswith(t + "."))
+    seen: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        seen[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if seen.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in seen:
+                visit(nxt)
+        stack.pop()
+        seen[node] = 2
+
+    for node in sorted(graph):
+        if node not in seen:
+            visit(node)
+
+
+def test_import_deteval_loads_no_optional_extra() -> None:
+    code = ("import sys, deteval, deteval.cli; "
+            f"print([m for m in {OPTIONAL!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
