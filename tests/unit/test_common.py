@@ -1,0 +1,188 @@
+"""Invariances every preset must satisfy, checked scikit-learn style: each check over each preset.
+
+Like scikit-learn's ``check_estimator``, a new preset (a YAML file in ``deteval/protocol/presets``)
+is picked up automatically and must pass every check, or be listed in :data:`EXCEPTIONS` with the
+reason. Data come from the cross-check generator (crowds, ties, empty images, classes without GT,
+boxes on area and IoU boundaries, more than 100 detections per image).
+
+Documented exceptions
+---------------------
+* Tied scores are broken by file order *within an image* under every preset (pycocotools sorts each
+  image's detections stably), so only reordering that keeps each image's own detections in their
+  order is an invariance when scores tie.
+* ``score_order: file`` presets (the VOC devkit sorts a class's result file stably) also break ties
+  *across* images by file order, so even that reordering may change their numbers; with distinct
+  scores they are invariant like every other preset.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import warnings
+
+import numpy as np
+import pytest
+
+from deteval.api import evaluate
+from deteval.protocol import get_protocol, preset_names
+from tests.crosscheck.generate import generate
+
+PRESETS = preset_names()
+SEEDS = (3, 11, 29, 47, 58)
+
+
+def _quiet_evaluate(gt, dt, protocol):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return evaluate(gt, dt, protocol)
+
+
+def _numbers(result) -> dict:
+    """Every number a user sees: metrics, per-class AP and the full arrays."""
+    return {"metrics": result.metrics, "per_class": [(c["category_id"], c["AP"], c["num_gt"], c["num_det"])
+                                                     for c in result.per_class],
+            "precision": result.precision, "recall": result.recall, "ap": result.ap}
+
+
+def _assert_same(a, b) -> None:
+    na, nb = _numbers(a), _numbers(b)
+    assert na["metrics"].keys() == nb["metrics"].keys()
+    for key in na["metrics"]:
+        x, y = na["metrics"][key], nb["metrics"][key]
+        assert (x != x and y != y) or x == y, key
+    assert len(na["per_class"]) == len(nb["per_class"])
+    for (ia, apa, ga, da), (ib, apb, gb, db) in zip(na["per_class"], nb["per_class"]):
+        assert (ia, ga, da) == (ib, gb, db)
+        assert (apa != apa and apb != apb) or apa == apb
+    for key in ("precision", "recall", "ap"):
+        np.testing.assert_array_equal(na[key], nb[key])
+
+
+def _distinct_scores(dt: list, seed: int) -> list:
+    rng = random.Random(seed)
+    scores = rng.sample(range(1, 10 * len(dt) + 10), len(dt))
+    return [{**d, "score": s / (10 * len(dt) + 10)} for d, s in zip(dt, scores)]
+
+
+def _data(seed: int, *, distinct: bool):
+    gt, dt = generate(seed, max_images=12, max_classes=4)
+    return gt, (_distinct_scores(dt, seed) if distinct else dt)
+
+
+def check_metrics_are_fractions_or_undefined(protocol: str, seed: int) -> None:
+    result = _quiet_evaluate(*_data(seed, distinct=False), protocol)
+    values = list(result.metrics.values()) + [c["AP"] for c in result.per_class]
+    assert all(v != v or 0.0 <= v <= 1.0 for v in values)
+
+
+def check_detection_order(protocol: str, seed: int) -> None:
+    gt, dt = _data(seed, distinct=True)
+    shuffled = list(dt)
+    random.Random(seed).shuffle(shuffled)
+    _assert_same(_quiet_evaluate(gt, dt, protocol), _quiet_evaluate(gt, shuffled, protocol))
+
+
+def check_detection_order_with_ties(protocol: str, seed: int) -> None:
+    """Interleave the images' detection lists differently, each image's own order kept."""
+    gt, dt = _data(seed, distinct=False)
+    if get_protocol(protocol).score_order == "file":
+        pytest.skip("documented exception: score_order 'file' breaks ties by file order (the devkit)")
+    per_image: dict = {}
+    for d in dt:
+        per_image.setdefault(d["image_id"], []).append(d)
+    rng = random.Random(seed)
+    queues = [list(v) for v in per_image.values()]
+    shuffled = []
+    while queues:
+        queue = rng.choice(queues)
+        shuffled.append(queue.pop(0))
+        queues = [q for q in queues if q]
+    _assert_same(_quiet_evaluate(gt, dt, protocol), _quiet_evaluate(gt, shuffled, protocol))
+
+
+def check_image_and_category_listing_order(protocol: str, seed: int) -> None:
+    gt, dt = _data(seed, distinct=False)
+    moved = copy.deepcopy(gt)
+    random.Random(seed).shuffle(moved["images"])
+    random.Random(seed + 1).shuffle(moved["categories"])
+    _assert_same(_quiet_evaluate(gt, dt, protocol), _quiet_evaluate(moved, dt, protocol))
+
+
+def check_monotone_score_transform(protocol: str, seed: int) -> None:
+    gt, dt = _data(seed, distinct=False)
+    cubed = [{**d, "score": d["score"] ** 3 + 1.0} for d in dt]
+    _assert_same(_quiet_evaluate(gt, dt, protocol), _quiet_evaluate(gt, cubed, protocol))
+
+
+def check_integer_translation(protocol: str, seed: int) -> None:
+    """Moving every box by whole pixels changes no IoU and no area (both box conventions)."""
+    gt, dt = _data(seed, distinct=False)
+    moved_gt = copy.deepcopy(gt)
+    for a in moved_gt["annotations"]:
+        a["bbox"] = [a["bbox"][0] + 64, a["bbox"][1] + 128, *a["bbox"][2:]]
+    moved_dt = [{**d, "bbox": [d["bbox"][0] + 64, d["bbox"][1] + 128, *d["bbox"][2:]]} for d in dt]
+    _assert_same(_quiet_evaluate(gt, dt, protocol), _quiet_evaluate(moved_gt, moved_dt, protocol))
+
+
+def check_perfect_detections(protocol: str, seed: int) -> None:
+    """A copy of every ground-truth box scores AP 1 for each class whose objects can all be found.
+
+    A class is left out when one of its boxes has zero width or height (it can match nothing, by
+    every reference) or when two of its boxes in one image are identical (the VOC rule gives both
+    copies to the first box, the second copy is a false positive: the devkit's behaviour).
+    """
+    gt, _ = _data(seed, distinct=False)
+    perfect = [{"image_id": a["image_id"], "category_id": a["category_id"], "bbox": list(a["bbox"]),
+                "score": 1.0 - i * 1e-6} for i, a in enumerate(gt["annotations"])
+               if a["bbox"][2] > 0 and a["bbox"][3] > 0]
+    seen: set = set()
+    unfindable = set()
+    for a in gt["annotations"]:
+        key = (a["image_id"], a["category_id"], tuple(a["bbox"]))
+        if a["bbox"][2] <= 0 or a["bbox"][3] <= 0 or key in seen:
+            unfindable.add(a["category_id"])
+        seen.add(key)
+    result = _quiet_evaluate(gt, perfect, protocol)
+    checked = 0
+    for row in result.per_class:
+        if row["num_gt"] > 0 and row["category_id"] not in unfindable:
+            checked += 1
+            # pycocotools' precision tp / (tp + fp + eps) stays one float step below 1 for a single TP.
+            assert row["AP"] >= 1 - 4 * np.finfo(float).eps, row
+    if not checked:
+        pytest.skip("no class of this dataset can be detected perfectly")
+
+
+def check_no_detections(protocol: str, seed: int) -> None:
+    gt, _ = _data(seed, distinct=False)
+    result = _quiet_evaluate(gt, [], protocol)
+    for row in result.per_class:
+        assert row["AP"] != row["AP"] or row["AP"] == 0.0
+
+
+def check_detections_of_a_class_without_gt_change_nothing_else(protocol: str, seed: int) -> None:
+    gt, dt = _data(seed, distinct=False)
+    extra = copy.deepcopy(gt)
+    new_id = max(c["id"] for c in gt["categories"]) + 1
+    extra["categories"].append({"id": new_id, "name": "newcomer"})
+    more = dt + [{"image_id": gt["images"][0]["id"], "category_id": new_id, "bbox": [1, 1, 5, 5],
+                  "score": 0.5}]
+    base = {c["category_id"]: c["AP"] for c in _quiet_evaluate(gt, dt, protocol).per_class}
+    after = {c["category_id"]: c["AP"] for c in _quiet_evaluate(extra, more, protocol).per_class}
+    assert after.pop(new_id) != after.get(new_id)  # NaN: no ground truth
+    for cid, ap in base.items():
+        assert (ap != ap and after[cid] != after[cid]) or ap == after[cid]
+
+
+CHECKS = [check_metrics_are_fractions_or_undefined, check_detection_order,
+          check_detection_order_with_ties, check_image_and_category_listing_order,
+          check_monotone_score_transform, check_integer_translation, check_perfect_detections,
+          check_no_detections, check_detections_of_a_class_without_gt_change_nothing_else]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))
+@pytest.mark.parametrize("protocol", PRESETS)
+def test_preset_invariance(protocol: str, check, seed: int) -> None:
+    check(protocol, seed)
