@@ -71,9 +71,15 @@ def _data(seed: int, *, distinct: bool):
 
 
 def check_metrics_are_fractions_or_undefined(protocol: str, seed: int) -> None:
+    """Every metric is in [0, 1] or undefined (NaN).
+
+    One float step above 1 is allowed: the devkit's 11-point AP adds ``p / 11`` eleven times
+    (``ap = ap + p / 11``), and eleven additions of 1/11 give 1.0000000000000002; deteval
+    reproduces that sum on purpose.
+    """
     result = _quiet_evaluate(*_data(seed, distinct=False), protocol)
     values = list(result.metrics.values()) + [c["AP"] for c in result.per_class]
-    assert all(v != v or 0.0 <= v <= 1.0 for v in values)
+    assert all(v != v or 0.0 <= v <= 1.0 + 2 * np.finfo(float).eps for v in values), values
 
 
 def check_detection_order(protocol: str, seed: int) -> None:
