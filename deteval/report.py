@@ -43,7 +43,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 def to_json(results: Sequence[EvalResult], *, inputs: dict | None = None,
             warnings: Sequence[str] = ()) -> dict:
-    """The CLI's JSON document (DESIGN.md section 4); undefined values are ``null``."""
+    """The CLI's JSON document (the contract in README.md); undefined values are ``null``."""
     first = results[0] if results else None
     doc = {"deteval_version": __version__,
            "inputs": dict(inputs if inputs is not None else (first.inputs if first else {})),

@@ -59,7 +59,7 @@ Only generate the data and print its statistics::
 
 Notes
 -----
-Nothing here is asserted by tests (DESIGN.md section 5): timings depend on the
+Nothing here is asserted by tests (docs/benchmarks.md): timings depend on the
 machine. Run it on an otherwise idle machine; the header records what it ran on.
 """
 

@@ -1,8 +1,8 @@
-"""Write fixtures/coco/{gt,dt}.json: the KNOWN_ANSWERS.md examples as a COCO dataset.
+"""Write fixtures/coco/{gt,dt}.json: the examples of docs/known-answers.md as a COCO dataset.
 
 * person (id 1): 5 GT over 3 images; 10 detections whose outcomes in score order are
   TP TP FP FP FP TP TP FP FP TP (TPs are exact copies of a GT: IoU 1 at every threshold; FPs
-  overlap nothing) -- KNOWN_ANSWERS section 1.
+  overlap nothing) -- docs/known-answers.md section 1.
 * dog (id 2): GT A = [0, 0, 100, 100], B = [40, 0, 100, 100]; d1 = A (0.9), d2 = [15, 0, 100, 100]
   (0.8): IoU(d2, A) = 0.739, IoU(d2, B) = 0.6 -- section 2 (matching rules disagree).
 * cat (id 3): one GT, no detection (AP 0).
