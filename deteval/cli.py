@@ -1,4 +1,4 @@
-"""Command line: ``deteval evaluate | compare | validate | protocols``.
+"""Command line: ``deteval evaluate | compare | validate | protocols | analyze | rank``.
 
 argparse and dispatch only: each handler reads its arguments, calls :mod:`deteval.api`, hands
 the values to :mod:`deteval.report` and writes the text. The only module that prints.
@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 
 from deteval import api, report
 from deteval._version import __version__
+from deteval.diagnose import analyze
 from deteval.errors import (
     ConfigError,
     DetevalError,
@@ -31,8 +32,10 @@ from deteval.errors import (
     UndefinedMetricWarning,
 )
 from deteval.evaluate import check_protocol
+from deteval.io.matrix import read_labels_and_scores
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
 from deteval.protocol import PRESETS, Protocol
+from deteval.ranking import AP_METHODS, AVERAGES, rank_report
 
 __all__ = ["main"]
 
@@ -139,7 +142,76 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("--format", choices=["table", "json"], default="table",
                     help="what to print on stdout (default: table)")
     va.set_defaults(overrides=[], mask_iou=None)
+    _add_analyze(sub)
+    _add_rank(sub)
     return parser
+
+
+_ANALYZE_EXAMPLE = """examples:
+  deteval analyze --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
+  deteval analyze --gt gt.json --dt dt.json --errors --format json --output analysis.json
+  deteval analyze --gt gt.json --dt dt.json --confusion --confidence 0.3 --iou 0.5
+"""
+
+
+def _add_analyze(sub: argparse._SubParsersAction) -> None:
+    an = sub.add_parser("analyze", help="why the number is what it is: TIDE errors, AP decomposition, "
+                                        "confusion matrix",
+                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_ANALYZE_EXAMPLE,
+                        description="TIDE error types (tidecv's numbers by default), the decomposition "
+                                    "AP = localization x classification given localization, and the "
+                                    "confusion matrix (docs/analysis.md). No selector: all three.")
+    an.add_argument("--gt", required=True, help="ground truth: COCO JSON, VOC root, or YOLO dataset")
+    an.add_argument("--dt", required=True, help="detections: COCO results JSON, VOC result folder, "
+                                               "or YOLO prediction folder")
+    an.add_argument("--protocol", default="coco", metavar="NAME_OR_YAML",
+                    help="protocol for the decomposition, the confusion matrix's ignore rules and "
+                         "--tide-mode protocol (default: coco)")
+    an.add_argument("--errors", action="store_true", help="TIDE error types (dAP per error type)")
+    an.add_argument("--decompose", action="store_true", help="AP = localization x classification|localization")
+    an.add_argument("--confusion", action="store_true", help="confusion matrix")
+    an.add_argument("--confidence", type=float, default=0.5, metavar="C",
+                    help="score cut of the confusion matrix (default 0.5)")
+    an.add_argument("--iou", type=float, default=0.5, metavar="T",
+                    help="IoU threshold of all three parts (TIDE's foreground threshold; default 0.5)")
+    an.add_argument("--tide-mode", choices=["tidecv", "protocol"], default="tidecv",
+                    help="tidecv: the tidecv package's numbers; protocol: the same error types under "
+                         "--protocol's matching and interpolation")
+    an.add_argument("--format", choices=["table", "markdown", "json"], default="table",
+                    help="what to print on stdout (default: table)")
+    an.add_argument("--output", help="also write the JSON document to this file")
+    _add_input_options(an)
+    an.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr")
+
+
+_RANK_EXAMPLE = """examples:
+  deteval rank --labels labels.npy --scores scores.npy
+  deteval rank --labels labels.csv --scores scores.csv --average micro --binarize 0.5
+  deteval rank --labels y.txt --scores s.txt --method 11_point --k 10 --format json
+"""
+
+
+def _add_rank(sub: argparse._SubParsersAction) -> None:
+    ra = sub.add_parser("rank", help="average precision of scores (scikit-learn exact), AP@K, raw vs "
+                                     "binarized",
+                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_RANK_EXAMPLE,
+                        description="Ranking metrics of scores against 0/1 labels: one row per sample, "
+                                    "one column per label (.npy, .csv or whitespace .txt). "
+                                    "docs/ranking.md defines every number.")
+    ra.add_argument("--labels", required=True, metavar="FILE", help="0/1 labels (.npy, .csv, .txt)")
+    ra.add_argument("--scores", required=True, metavar="FILE", help="scores of the same shape")
+    ra.add_argument("--average", choices=[a for a in AVERAGES if a], default="macro",
+                    help="how labels are combined (scikit-learn's meanings; default macro)")
+    ra.add_argument("--method", choices=AP_METHODS, default="step",
+                    help="step: scikit-learn's AP; all_point / 11_point / 101_point: the detection "
+                         "protocols' interpolations (default step)")
+    ra.add_argument("--k", type=_positive_int, metavar="K", help="also P@K, R@K, AP@K and nDCG@K")
+    ra.add_argument("--binarize", type=float, metavar="T",
+                    help="also AP of the predictions thresholded at >= T, beside the raw AP")
+    ra.add_argument("--format", choices=["table", "json", "csv"], default="table",
+                    help="what to print on stdout (default: table)")
+    ra.add_argument("--output", help="also write the JSON document to this file")
+    ra.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr")
 
 
 _COMPARE_EXAMPLE = """examples:
@@ -367,6 +439,58 @@ def _list_protocols(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _analyze(args: argparse.Namespace) -> int:
+    """``deteval analyze``: TIDE errors, the decomposition and the confusion matrix."""
+    if args.output:
+        api.refuse_overwrite(args.output, {"gt": args.gt, "dt": args.dt})
+    selected = (args.errors, args.decompose, args.confusion)
+    parts = selected if any(selected) else (True, True, True)
+    with _warnings_of(args) as caught:
+        protocol = api.resolve_protocol(args.protocol)
+        inputs = _load(args, [protocol])
+        found = analyze(inputs.gt, inputs.dt, protocol, errors=parts[0], decompose=parts[1],
+                        confusion=parts[2], confidence=args.confidence, iou=args.iou,
+                        tide_mode=args.tide_mode)
+    doc = report.analysis_json(found.to_dict(), protocol=protocol, inputs=inputs.summary(),
+                               warnings=inputs.warnings)
+    text = report.dumps(doc)
+    _finish(args, text, caught)
+    if args.format == "json":
+        sys.stdout.write(text + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(report.format_analysis_markdown(doc))
+    else:
+        sys.stdout.write(report.format_analysis_table(doc))
+    return EXIT_OK
+
+
+def _rank(args: argparse.Namespace) -> int:
+    """``deteval rank``: ranking metrics of a score matrix against its labels."""
+    if args.output:
+        api.refuse_overwrite(args.output, {"labels": args.labels, "scores": args.scores})
+    labels, scores = read_labels_and_scores(args.labels, args.scores)
+    doc = {"deteval_version": __version__,
+           **rank_report(labels, scores, average=args.average, method=args.method, k=args.k,
+                         binarize=args.binarize, labels_name=args.labels, scores_name=args.scores)}
+    text = report.dumps(doc)
+    if args.output:
+        _write(args.output, text + "\n", "--output", "; expected a writable file path")
+    if not args.quiet:
+        for message in doc["warnings"]:
+            print(f"deteval: note: {message}", file=sys.stderr)
+    if args.format == "json":
+        sys.stdout.write(text + "\n")
+    elif args.format == "csv":
+        sys.stdout.write(report.format_rank_csv(doc) + "\n")
+    else:
+        sys.stdout.write(report.format_rank_table(doc, warnings=False) + "\n")
+    return EXIT_OK
+
+
+_COMMANDS = {"evaluate": _evaluate, "protocols": _list_protocols, "compare": _compare,
+             "validate": _validate, "analyze": _analyze, "rank": _rank}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (tests call it directly)."""
     parser = build_parser()
@@ -375,21 +499,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        if args.command == "evaluate":
-            return _evaluate(args)
-        if args.command == "protocols":
-            return _list_protocols(args)
-        if args.command == "compare":
-            return _compare(args)
-        if args.command == "validate":
-            return _validate(args)
+        return _COMMANDS[args.command](args)
     except DetevalError as exc:
         print(f"deteval: error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:  # pragma: no cover - `deteval ... | head`
         return EXIT_OK
-    parser.print_usage(sys.stderr)
-    return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

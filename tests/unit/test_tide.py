@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 import deteval
-from deteval.diagnose import analyze, format_analysis_markdown, format_analysis_table
+from deteval.diagnose import analyze
 from deteval.errors import ConfigError
 from deteval.io import load_detections, load_ground_truth
 from deteval.protocol import get_protocol
+from deteval.report import format_analysis_markdown, format_analysis_table
 from deteval.tide import MAIN_ERRORS, tide_errors
 from tests.reference.slow_decomposition import confused
 
