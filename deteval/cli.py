@@ -36,6 +36,7 @@ from deteval.io.matrix import read_labels_and_scores
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
 from deteval.protocol import PRESETS, Protocol
 from deteval.ranking import AP_METHODS, AVERAGES, rank_report
+from deteval.stats import bootstrap, compare_detectors, metrics_ci_dict, per_class_ci_list
 
 __all__ = ["main"]
 
@@ -56,6 +57,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, found {text}")
+    return value
+
+
 def _add_input_options(p: argparse.ArgumentParser) -> None:
     """How inputs are read: shared by evaluate, compare and validate."""
     p.add_argument("--split", help="VOC image set (ImageSets/Main/<split>.txt)")
@@ -71,8 +79,19 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gt", required=True, help="ground truth: COCO JSON, VOC root, or YOLO dataset")
-    p.add_argument("--dt", required=True, help="detections: COCO results JSON, VOC result folder, "
-                                               "or YOLO prediction folder")
+    p.add_argument("--dt", required=True, action="append", metavar="DT",
+                   help="detections: COCO results JSON, VOC result folder, or YOLO prediction folder; "
+                        "repeat for several detectors side by side (differences to the first)")
+    p.add_argument("--name", action="append", default=None, metavar="NAME",
+                   help="a name per --dt, in the same order (default: the file names)")
+    p.add_argument("--bootstrap", type=_non_negative_int, default=0, metavar="N",
+                   help="N bootstrap resamples of the images: intervals for every metric and per-class "
+                        "AP; with several --dt also the paired difference to the first, its interval "
+                        "and p-value (docs/statistics.md)")
+    p.add_argument("--seed", type=_non_negative_int, default=0, metavar="S",
+                   help="seed of the resampling (default 0; the same seed gives the same numbers)")
+    p.add_argument("--ci", type=float, default=0.95, metavar="LEVEL",
+                   help="confidence level of the intervals (default 0.95)")
     p.add_argument("--protocol", action="append", default=None, metavar="NAME_OR_YAML",
                    help="preset name or YAML file; repeat for several (default: coco)")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
@@ -231,7 +250,9 @@ _VALIDATE_EXAMPLE = """examples:
 
 def _refuse_overwrite(args: argparse.Namespace) -> None:
     if args.output:
-        api.refuse_overwrite(args.output, {"gt": args.gt, "dt": args.dt})
+        sources = {"gt": args.gt}
+        sources.update({f"dt #{i + 1}" if len(args.dt) > 1 else "dt": dt for i, dt in enumerate(args.dt)})
+        api.refuse_overwrite(args.output, sources)
 
 
 class _Progress:
@@ -283,9 +304,12 @@ def _strict(exc: InputWarning, stage: str, error: type = ConfigError) -> Deteval
     return error(f"--strict: {stage}warnings are errors:\n  " + "\n  ".join(exc.messages))
 
 
-def _load(args: argparse.Namespace, protocols: list[Protocol]) -> api.Inputs:
+def _load(args: argparse.Namespace, protocols: list[Protocol], dt: str | None = None) -> api.Inputs:
+    """Load --gt and one detections input (default: the first --dt)."""
+    if dt is None:
+        dt = args.dt[0] if isinstance(args.dt, list) else args.dt
     try:
-        return api.load_inputs(args.gt, args.dt, protocols=protocols, **_input_options(args))
+        return api.load_inputs(args.gt, dt, protocols=protocols, **_input_options(args))
     except InputWarning as exc:
         raise _strict(exc, "input ") from None
 
@@ -309,6 +333,8 @@ def _write(path: str, text: str, option: str, hint: str = "") -> None:
 def _evaluate(args: argparse.Namespace) -> int:
     _refuse_overwrite(args)
     protocols = _protocols(args)
+    if len(args.dt) > 1 or args.bootstrap:
+        return _detectors(args, protocols)
     progress = _Progress(2 + len(protocols), args.quiet)
     with _warnings_of(args) as caught:
         try:
@@ -333,7 +359,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             entry["mask_mode_comparison"] = report.mask_mode_json(comparison)
             mask_reports.append(report.format_mask_mode_comparison(result.protocol, comparison))
     if args.matches:
-        if os.path.realpath(args.matches) in (os.path.realpath(args.gt), os.path.realpath(args.dt)):
+        if os.path.realpath(args.matches) in (os.path.realpath(args.gt), os.path.realpath(args.dt[0])):
             raise ConfigError(f"--matches {args.matches}: is an input; refusing to overwrite it")
         _write(args.matches, report.format_matches_csv(results[0], api.matches(results[0])), "--matches")
     text = report.dumps(doc)
@@ -380,9 +406,12 @@ def _compare(args: argparse.Namespace) -> int:
     """``deteval compare``: several protocols side by side, optionally explained."""
     _refuse_overwrite(args)
     protocols = _protocols(args)
+    if len(args.dt) > 1 or args.bootstrap:
+        return _detectors(args, protocols)
     if len(protocols) < 2:
-        print("deteval compare: error: expected at least two --protocol, found "
-              f"{len(protocols)}; e.g. --protocol voc2007 --protocol coco", file=sys.stderr)
+        print("deteval compare: error: expected at least two --protocol or two --dt, found "
+              f"{len(protocols)} protocol and 1 detector; e.g. --protocol voc2007 --protocol coco",
+              file=sys.stderr)
         return EXIT_USAGE
     for protocol in protocols:
         check_protocol(protocol)
@@ -436,6 +465,74 @@ def _list_protocols(args: argparse.Namespace) -> int:
         sys.stdout.write(report.format_protocols_yaml(listed))
     else:
         sys.stdout.write(report.format_protocols(listed))
+    return EXIT_OK
+
+
+def _detector_names(args: argparse.Namespace) -> list[str]:
+    """--name values, or each --dt's file name (its path where two file names are equal)."""
+    if args.name:
+        if len(args.name) != len(args.dt):
+            raise ConfigError(f"--name: {len(args.name)} names for {len(args.dt)} --dt; expected one per --dt")
+        names = list(args.name)
+    else:
+        names = [os.path.basename(os.path.normpath(d)) for d in args.dt]
+        if len(set(names)) < len(names):
+            names = list(args.dt)
+    if len(set(names)) < len(names):
+        raise ConfigError(f"--name: detector names must differ, found {names}")
+    return names
+
+
+def _detectors(args: argparse.Namespace, protocols: list[Protocol]) -> int:
+    """Several detectors (and/or --bootstrap): one table, differences to the first, intervals."""
+    for option in ("confidence", "matches", "compare_mask_modes", "explain"):
+        if getattr(args, option, None):
+            raise ConfigError(f"--{option.replace('_', '-')}: not available with several --dt or "
+                              f"--bootstrap; run it on one detector")
+    for protocol in protocols:
+        check_protocol(protocol)
+    names = _detector_names(args)
+    with _warnings_of(args) as caught:
+        loaded = [_load(args, protocols, dt) for dt in args.dt]
+        gt = loaded[0].gt
+        try:
+            results = [api.evaluate_inputs(inputs, protocols, workers=args.workers) for inputs in loaded]
+        except InputWarning as exc:
+            raise _strict(exc, "") from None
+    intervals, comparisons, settings = None, [], None
+    if args.bootstrap:
+        intervals = [[{} for _ in protocols] for _ in names]
+        for p, protocol in enumerate(protocols):
+            if len(names) > 1:
+                found = compare_detectors(gt, {n: r[p].table for n, r in zip(names, results)}, protocol,
+                                          n=args.bootstrap, seed=args.seed, ci=args.ci, workers=args.workers)
+                comparisons += [{**c.to_dict(), "verdict": c.verdict} for c in found.comparisons]
+                boot = found.bootstrap
+            else:
+                boot = bootstrap(gt, {names[0]: results[0][p]}, n=args.bootstrap, seed=args.seed,
+                                 ci=args.ci, workers=args.workers)
+            settings = boot.settings.to_dict()
+            for d, name in enumerate(names):
+                detector = boot.get(name, protocol.name)
+                intervals[d][p] = {"metrics_ci": metrics_ci_dict(detector),
+                                   "per_class_ci": per_class_ci_list(detector)}
+    summaries = [inputs.summary() for inputs in loaded]
+    inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names, "images": gt.n_images,
+                  "gt_objects": len(gt), "detections": [s["detections"] for s in summaries]}
+    warnings_seen = list(dict.fromkeys(w for inputs in loaded for w in inputs.warnings))
+    doc = report.detectors_json(names, results, inputs=inputs_doc, warnings=warnings_seen,
+                                intervals=intervals, comparisons=comparisons, bootstrap=settings)
+    text = report.dumps(doc)
+    _finish(args, text, caught)
+    per_class = not args.no_per_class
+    if args.format == "json":
+        sys.stdout.write(text + "\n")
+    elif args.format == "markdown":
+        sys.stdout.write(report.format_detectors_markdown(doc, per_class=per_class))
+    elif args.format == "csv":
+        sys.stdout.write(report.format_detectors_csv(doc))
+    else:
+        sys.stdout.write(report.format_detectors_table(doc, per_class=per_class))
     return EXIT_OK
 
 
