@@ -15,13 +15,14 @@ from deteval.errors import (
                             UndefinedMetricWarning,
 )
 from deteval.evaluate import EvalResult, check_protocol, evaluate, match, merge_match_tables, score
+from deteval.evaluator import Evaluator
 from deteval.explain import compare, explain
 from deteval.io import load_detections, load_ground_truth
 from deteval.protocol import PRESETS, Protocol, get_protocol, load_protocol_file
 
 __version__ = "0.1.0"
 
-__all__ = ["evaluate", "EvalResult", "Protocol", "PRESETS", "get_protocol", "GroundTruth",
+__all__ = ["evaluate", "Evaluator", "EvalResult", "Protocol", "PRESETS", "get_protocol", "GroundTruth",
            "Detections", "load_ground_truth", "load_detections", "match", "merge_match_tables",
            "score", "check_protocol", "compare", "explain", "load_protocol_file", "DetevalError", "InputError", "ConfigError", "DetevalWarning",
            "InputWarning", "UndefinedMetricWarning", "__version__"]
