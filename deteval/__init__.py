@@ -30,10 +30,12 @@ from deteval.errors import (
     UndefinedMetricWarning,
 )
 from deteval.evaluate import EvalResult, check_protocol, match, merge_match_tables, score
+from deteval.evaluator import Evaluator
 from deteval.io import load_detections, load_ground_truth
 from deteval.protocol import PRESETS, Protocol, get_protocol, load_protocol_file
+from deteval.stats import bootstrap, compare_detectors
 
-__all__ = ["evaluate", "EvalResult", "Protocol", "PRESETS", "get_protocol", "GroundTruth",
+__all__ = ["evaluate", "Evaluator", "bootstrap", "compare_detectors", "EvalResult", "Protocol", "PRESETS", "get_protocol", "GroundTruth",
            "Detections", "load_ground_truth", "load_detections", "match", "merge_match_tables",
            "score", "check_protocol", "compare", "explain", "validate", "Validation", "load_inputs",
            "Inputs", "evaluate_inputs", "resolve_protocol", "load_protocol_file", "DetevalError",

@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "deteval"
 #: Lowest first. A module name matches an entry equal to it or inside it (``deteval.io`` covers
 #: ``deteval.io.coco``).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("deteval._version", "deteval.errors"),
+    ("deteval._version", "deteval.errors", "deteval.integrations.distributed"),
     ("deteval.data",),
     ("deteval.pooling",),
     ("deteval.io",),
@@ -36,7 +36,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("deteval.ranking", "deteval.analysis", "deteval.mask_modes", "deteval.stats", "deteval.explain",
      "deteval.tide", "deteval.decomposition", "deteval.confusion", "deteval.diagnose"),
     ("deteval.report",),
-    ("deteval.api",),
+    ("deteval.api", "deteval.evaluator"),
+    ("deteval.integrations",),
     ("deteval.interop",),
     ("deteval.cli",),
     ("deteval", "deteval.__main__"),
