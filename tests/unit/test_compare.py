@@ -406,7 +406,7 @@ def test_cli_compare_markdown_and_csv(capsys):
 def test_cli_compare_needs_two_protocols(capsys):
     code, out, err = run_cli(["compare", "--gt", GT, "--dt", DT, "--protocol", "coco"], capsys)
     assert code == 2 and out == ""
-    assert "expected at least two --protocol, found 1" in err
+    assert "expected at least two --protocol or two --dt, found 1 protocol" in err
 
 
 def test_cli_compare_bad_protocol_exits_3(capsys, tmp_path):
