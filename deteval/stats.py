@@ -35,10 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from deteval.accumulate import recall_thresholds
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, DetevalError, InputError
-
-from deteval.accumulate import devkit_precision, recall_thresholds, suffix_max_at
 from deteval.evaluate import (
     EvalResult,
     MatchTable,
@@ -225,9 +224,9 @@ class _Curve:
 
 @dataclass(frozen=True, eq=False)
 class _RecallOnly:
-    """True positives of one (area, ``max_dets``) counted per (threshold, class): final recall only.
-
-    Aggregated per (segment, image): ``n_tp[seg] = sum(count * w[img])`` over its pairs.
+    """Counts per (segment, image), for weighted sums ``n[seg] = sum(count * w[img])``: the true
+    positives of one (area, ``max_dets``) per (threshold, class) (final recall only), or the
+    counted ground truth per (class, area).
     """
 
     img: np.ndarray                # (n_pairs,) sorted by segment t * n_class + class
@@ -243,7 +242,7 @@ class _Plan:
     n_class: int
     n_thr: int
     n_area: int
-    positives: np.ndarray          # float64 (n_img, n_class * n_area): counted GT per image
+    positives: _RecallOnly         # counted GT per (class * n_area + area, image)
     curves: dict                   # max_dets index -> _Curve (precision needed there)
     recall_only: dict              # (area, max_dets index) -> _RecallOnly (only final recall needed)
     terms: tuple                   # SummaryTerm of the headline metrics (empty: mAP)
@@ -390,8 +389,11 @@ def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np
     recall_only = {(a, mi): _recall_only(table, tp_all, a, max_dets[mi], n_thr, n_class, gt.n_images)
                    for a, mi in recall_am if mi not in curves}
     positives = _positives_per_image(gt, protocol).reshape(gt.n_images, n_class * n_area)
+    col, img = np.nonzero(positives.T)
+    positives_sparse = _RecallOnly(img=img.astype(np.int64), count=positives[img, col],
+                                   bounds=np.searchsorted(col, np.arange(n_class * n_area + 1)))
     return _Plan(protocol=protocol, n_class=n_class, n_thr=n_thr, n_area=n_area,
-                 positives=positives.astype(np.float64), curves=curves, recall_only=recall_only,
+                 positives=positives_sparse, curves=curves, recall_only=recall_only,
                  terms=terms)
 
 
@@ -437,29 +439,31 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     # Weighted TP count at each item (from its segment's start) and per segment.
     item_w = cur.items.weights(w)
     tp_cum = _cumsum0(item_w)
-    tp = tp_cum[:, 1:] - tp_cum[:, cur.item_first]
-    n_tp = tp_cum[:, bounds[1:]] - tp_cum[:, bounds[:-1]]
+    tp = tp_cum[:, 1:] - np.take(tp_cum, cur.item_first, axis=1)
+    n_tp = np.take(tp_cum, bounds[1:], axis=1) - np.take(tp_cum, bounds[:-1], axis=1)
     del tp_cum
     # Weighted entries counted (TP + FP) from the class start through each item.
     ranked = np.empty((B, n_items), dtype=np.int64)
     for a, (lo, hi) in enumerate(cur.area_items):
         if hi > lo:
             c = _cumsum0(cur.counted[a].weights(w))
-            np.subtract(c[:, cur.item_counted[lo:hi]], c[:, cur.item_counted_start[lo:hi]],
-                        out=ranked[:, lo:hi])
+            np.subtract(np.take(c, cur.item_counted[lo:hi], axis=1),
+                        np.take(c, cur.item_counted_start[lo:hi], axis=1), out=ranked[:, lo:hi])
             del c
     if len(cur.fix_items):
         cc = _cumsum0(cur.corr.weights(w) * cur.corr_sign)
-        ranked[:, cur.fix_items] -= cc[:, cur.fix_hi] - cc[:, cur.fix_lo]
-    tp_f = tp.astype(np.float64)
-    ranked_f = ranked.astype(np.float64)
-    del ranked
-    # tp + fp == ranked exactly (integers), so these are the reference formulas' floats.
+        ranked[:, cur.fix_items] -= np.take(cc, cur.fix_hi, axis=1) - np.take(cc, cur.fix_lo, axis=1)
+    # tp + fp == ranked exactly (integers), so these are the reference formulas' floats. One
+    # spare element at the end: the suffix maximum reads one past the last item.
+    pr_buf = np.zeros(B * n_items + 1)
+    pr = pr_buf[:-1].reshape(B, n_items)
     if p.ap_method == "101_point":
-        pr = tp_f / (ranked_f + np.spacing(1))       # pycocotools: tp / (fp + tp + eps)
+        np.add(ranked, np.spacing(1), out=pr)        # pycocotools: tp / (fp + tp + eps)
+        np.divide(tp, pr, out=pr)
     else:
-        pr = devkit_precision(tp_f, ranked_f - tp_f)
-    del ranked_f
+        np.maximum(ranked, np.finfo(np.float64).eps, out=pr)   # devkit_precision: tp / max(tp + fp, eps)
+        np.divide(tp, pr, out=pr)
+    del ranked
     seg = np.arange(n_seg)
     seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)     # column of npos
     seg_npos = npos[:, seg_col]                                       # (B, n_seg)
@@ -467,10 +471,10 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     if p.ap_method == "all_point":
         pr[item_w == 0] = 0.0
         item_seg = np.repeat(seg, np.diff(bounds))
-        ap = _all_point_w(tp_f.T, pr.T, item_seg, bounds, seg_npos.astype(np.float64), n_area * n_thr,
-                          n_class)
+        ap = _all_point_w(tp.astype(np.float64).T, pr.T, item_seg, bounds, seg_npos.astype(np.float64),
+                          n_area * n_thr, n_class)
         return ap.reshape(B, n_area, n_thr, n_class), n_tp_out
-    del tp_f
+    del tp
     rec_thr = recall_thresholds(p)
     n_r = len(rec_thr)
     # pycocotools: inds = searchsorted(rc, recThrs, "left"): the first item whose weighted TP
@@ -484,15 +488,26 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
         inverse = np.repeat(np.arange(B * n_items), item_w.ravel())
         offset = (np.cumsum(n_tp.ravel()) - n_tp.ravel()).reshape(B, n_seg, 1)
         look = np.where(is_reached, offset + target - 1, 0)
-        start = np.where(is_reached, inverse[look] if len(inverse) else 0, end[:, :, None])
+        start = np.where(is_reached, np.take(inverse, look) if len(inverse) else 0, end[:, :, None])
     else:
         start = np.broadcast_to(end[:, :, None], target.shape)
     # Zero-weight items need no masking: one never starts a piece (a reached count starts at a
     # weighted TP) and its precision is at most that of the weighted item before it.
-    q = suffix_max_at(pr.ravel(), start.reshape(B * n_seg, n_r), end.ravel(),
-                      is_reached.reshape(B * n_seg, n_r))
-    q = np.where((seg_npos > 0).reshape(B * n_seg, 1), q, np.nan)
+    q = _suffix_max(pr_buf, start.reshape(B * n_seg, n_r), end.ravel(), is_reached.reshape(B * n_seg, n_r))
+    # Classes without positives are left as they are: every reader masks them (is_defined).
     return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp_out
+
+
+def _suffix_max(values: np.ndarray, start: np.ndarray, end: np.ndarray, is_valid: np.ndarray) -> np.ndarray:
+    """:func:`~deteval.accumulate.suffix_max_at` for non-negative ``values`` that already carry one
+    spare element at the end (``end`` may equal ``len(values) - 1``): no copies of ``values``."""
+    n, n_r = start.shape
+    bounds = np.empty((n, n_r + 1), dtype=np.int64)
+    bounds[:, :n_r] = start
+    bounds[:, n_r] = end
+    pieces = np.maximum.reduceat(values, bounds.ravel()).reshape(n, n_r + 1)[:, :n_r]
+    pieces *= is_valid
+    return np.maximum.accumulate(pieces[:, ::-1], axis=1)[:, ::-1]
 
 
 def _all_point_w(tp_f: np.ndarray, pr: np.ndarray, seg: np.ndarray, seg_bounds: np.ndarray,
@@ -547,7 +562,11 @@ def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
     p = plan.protocol
     n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
     B = w.shape[0]
-    npos = (w.astype(np.float64) @ plan.positives).astype(np.int64)        # exact integers
+    npos = np.zeros((B, n_class * n_area), dtype=np.int64)
+    if len(plan.positives.img):
+        # Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers).
+        c = _cumsum0(np.take(w, plan.positives.img, axis=1) * plan.positives.count)
+        npos = np.take(c, plan.positives.bounds[1:], axis=1) - np.take(c, plan.positives.bounds[:-1], axis=1)
     is_defined = npos.reshape(B, n_class, n_area) > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         npos_at = npos.reshape(B, n_class, n_area).transpose(0, 2, 1).astype(np.float64)  # (B, A, K)
@@ -581,6 +600,7 @@ def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
             B, n_class, -1), axis=-1)
     else:
         per_class = np.mean(np.ascontiguousarray(ap[top][:, 0].transpose(0, 2, 1)), axis=-1)
+    per_class[~is_defined[:, :, 0]] = np.nan
     if p.is_single_threshold:
         return ("mAP",), _mean_defined_rows(per_class, ~np.isnan(per_class))[:, None], per_class
     metrics = np.full((B, len(plan.terms)), np.nan)
