@@ -59,7 +59,7 @@ __all__ = ["BootstrapSettings", "Interval", "ResampledMetrics", "DetectorBootstr
 _METHODS = ("percentile",)
 _TESTS = ("bootstrap",)
 #: Target number of (item x resample) cells per chunk: bounds the memory of one chunk.
-_CELLS_PER_CHUNK = 2_000_000
+_CELLS_PER_CHUNK = 6_000_000
 
 
 # --------------------------------------------------------------------------------------------
