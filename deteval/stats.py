@@ -30,14 +30,14 @@ from __future__ import annotations
 import multiprocessing as mp
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import SimpleNamespace
+from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
 
-from deteval.accumulate import devkit_precision, recall_thresholds, suffix_max_at
+from deteval.accumulate import recall_thresholds
 from deteval.data import Detections, GroundTruth
-from deteval.errors import ConfigError, InputError
+from deteval.errors import ConfigError, DetevalError, InputError
 from deteval.evaluate import (
     EvalResult,
     MatchTable,
@@ -47,7 +47,7 @@ from deteval.evaluate import (
     score,
 )
 from deteval.protocol import Protocol, resolve_protocol
-from deteval.summary import SUMMARIES, class_ap, mean_defined
+from deteval.summary import SUMMARY_TERMS, summary_indices
 
 __all__ = ["BootstrapSettings", "Interval", "ResampledMetrics", "DetectorBootstrap", "BootstrapResult",
            "Comparison", "ComparisonResult", "bootstrap_weights", "resample_metrics", "bootstrap",
@@ -58,7 +58,7 @@ __all__ = ["BootstrapSettings", "Interval", "ResampledMetrics", "DetectorBootstr
 _METHODS = ("percentile",)
 _TESTS = ("bootstrap",)
 #: Target number of (item x resample) cells per chunk: bounds the memory of one chunk.
-_CELLS_PER_CHUNK = 2_000_000
+_CELLS_PER_CHUNK = 6_000_000
 
 
 # --------------------------------------------------------------------------------------------
@@ -169,6 +169,71 @@ def _positives_per_image(gt: GroundTruth, protocol: Protocol) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
+class _Source:
+    """Where the weights of a list of ranked entries come from.
+
+    Entry ``i`` weighs ``w[img[i]]``, except the entries ``rep_at`` of expanded ties (see
+    :func:`_expand_ties`), which weigh 1 when ``w[img] > rep`` and 0 otherwise.
+    """
+
+    img: np.ndarray                # (n,) int64
+    rep_at: np.ndarray             # (n_rep,) int64 entries of expanded ties
+    rep: np.ndarray                # (n_rep,) int64 their repetition index
+
+    @classmethod
+    def of(cls, img: np.ndarray, rep: np.ndarray) -> _Source:
+        at = np.flatnonzero(rep >= 0)
+        return cls(img=np.asarray(img, dtype=np.int64), rep_at=at, rep=rep[at].astype(np.int64))
+
+    def __len__(self) -> int:
+        return len(self.img)
+
+    def weights(self, w: np.ndarray) -> np.ndarray:
+        """int64 (B, n): the entries' weights in each resample of ``w`` (B, n_img)."""
+        out = np.take(w, self.img, axis=1)
+        if len(self.rep_at):
+            out[:, self.rep_at] = np.take(w, self.img[self.rep_at], axis=1) > self.rep
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Curve:
+    """The true positives of the ranking at one ``max_dets`` value, all lanes, and how to count
+    the entries ranked up to each of them (everything that does not depend on the weights).
+
+    Items are the true positives sorted by (lane, class, rank): segment ``lane * n_class + class``.
+    The entries ranked from the start of an item's class up to the item, counted in its lane
+    (neither ignored), are the entries counted in the first lane of its area (a cumulative sum
+    per area) corrected by the few entries whose ignore flag differs in the item's lane.
+    """
+
+    items: _Source
+    item_first: np.ndarray         # (n_items,) first item of the item's segment
+    seg_bounds: np.ndarray         # (n_seg + 1,) item offsets of the segments
+    area_items: tuple              # per area: (lo, hi) items of its lanes
+    counted: tuple                 # per area: _Source of the entries counted in its first lane
+    item_counted: np.ndarray       # (n_items,) counted entries of its area ranked up to the item
+    item_counted_start: np.ndarray  # (n_items,) ... ranked before the item's class starts
+    corr: _Source                  # entries counted differently in some lane than in its area's first
+    corr_sign: np.ndarray          # (n_corr,) +1: not counted in that lane; -1: counted only there
+    fix_items: np.ndarray          # items with corrections in their range
+    fix_hi: np.ndarray             # correction offsets [lo, hi) of each of them
+    fix_lo: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class _RecallOnly:
+    """Counts per (segment, image), for weighted sums ``n[seg] = sum(count * w[img])``: the true
+    positives of one (area, ``max_dets``) per (threshold, class) (final recall only), or the
+    counted ground truth per (class, area).
+    """
+
+    img: np.ndarray                # (n_pairs,) sorted by segment t * n_class + class
+    count: np.ndarray              # (n_pairs,)
+    bounds: np.ndarray             # (n_thr * n_class + 1,)
+
+
+@dataclass(frozen=True, eq=False)
 class _Plan:
     """Everything about one (detector, protocol) that does not depend on the weights."""
 
@@ -176,27 +241,41 @@ class _Plan:
     n_class: int
     n_thr: int
     n_area: int
-    positives: np.ndarray          # (n_img, n_class * n_area) float64
-    recall_only: tuple             # per max_dets index: (item_img, seg_bounds) for final TP counts
-    curves: dict                   # max_dets index -> _Curve
+    positives: _RecallOnly         # counted GT per (class * n_area + area, image)
+    curves: dict                   # max_dets index -> _Curve (precision needed there)
+    recall_only: dict              # (area, max_dets index) -> _RecallOnly (only final recall needed)
+    terms: tuple                   # SummaryTerm of the headline metrics (empty: mAP)
+
+    @property
+    def size(self) -> int:
+        """Cells of work per resample (bounds a chunk's memory)."""
+        n_r = max(len(recall_thresholds(self.protocol)), 1)
+        cells = [2 * len(c.items) + sum(len(s) for s in c.counted) + len(c.corr)
+                 + n_r * (len(c.seg_bounds) - 1) for c in self.curves.values()]
+        return max(sum(cells) + sum(len(r.img) for r in self.recall_only.values()), 1)
 
 
-@dataclass(frozen=True, eq=False)
-class _Curve:
-    """The ranked entries of one ``max_dets`` setting (within-image ties expanded)."""
+def _needs(protocol: Protocol) -> tuple:
+    """(terms, max_dets indices whose precision is read, (area, max_dets) pairs whose recall is read).
 
-    entry_img: np.ndarray          # (n_e,)
-    entry_rep: np.ndarray          # (n_e,) -1: weight w; j >= 0: weight 1 if w > j
-    seg_start: np.ndarray          # (n_class,) first entry of each class
-    item_pos: np.ndarray           # (n_items,) TP items, sorted by (lane, class, pos)
-    item_seg: np.ndarray           # lane * n_class + class
-    item_area: np.ndarray
-    item_lane: np.ndarray
-    seg_bounds: np.ndarray         # (n_seg + 1,) item offsets of each segment
-    dense_areas: tuple             # (area, bool (n_e,)) ignored entries of a base lane
-    corr_key: np.ndarray           # lane * (n_e + 1) + pos of correction entries (sorted)
-    corr_pos: np.ndarray
-    corr_sign: np.ndarray
+    Only what the headline metrics and per-class AP read is computed: per-class AP reads area
+    0 at the largest ``max_dets``; each summary term one area at one ``max_dets``.
+    """
+    n_m = len(protocol.max_dets) if protocol.max_dets is not None else 1
+    precision_m, recall_am = {n_m - 1}, set()
+    terms: tuple = ()
+    if not protocol.is_single_threshold:
+        terms = SUMMARY_TERMS[protocol.summary](protocol)
+        for term in terms:
+            where = summary_indices(protocol, iou_threshold=term.iou_threshold, area=term.area,
+                                    max_det=term.max_det)
+            if where is None:
+                continue
+            if term.kind == "AP":
+                precision_m.add(where[2])
+            else:
+                recall_am.add((where[1], where[2]))
+    return terms, tuple(sorted(precision_m)), tuple(sorted(recall_am))
 
 
 def _expand_ties(rows: np.ndarray, table: MatchTable, protocol: Protocol,
@@ -229,85 +308,99 @@ def _expand_ties(rows: np.ndarray, table: MatchTable, protocol: Protocol,
     return entry_row, entry_rep.astype(np.int64)
 
 
+def _curve(table: MatchTable, rows: np.ndarray, protocol: Protocol, n_class: int,
+           max_weight: np.ndarray, tp_all: np.ndarray, ign_all: np.ndarray) -> _Curve:
+    n_thr = len(protocol.iou_thresholds)
+    n_area = len(protocol.area_ranges)
+    n_lane = n_thr * n_area
+    entry_row, entry_rep = _expand_ties(rows, table, protocol, max_weight)
+    n_e = len(entry_row)
+    entry_img = table.det_image[entry_row].astype(np.int64)
+    entry_cls = table.det_class[entry_row].astype(np.int64)
+    seg_start = np.searchsorted(entry_cls, np.arange(n_class))       # first entry of each class
+    is_tp = tp_all[:, entry_row]
+    is_ign = ign_all[:, entry_row]
+    item_lane, item_pos = np.divmod(np.flatnonzero(is_tp), max(n_e, 1))
+    item_cls = entry_cls[item_pos]
+    item_seg = item_lane * n_class + item_cls
+    seg_bounds = np.searchsorted(item_seg, np.arange(n_lane * n_class + 1))
+    lane_bounds = np.searchsorted(item_lane, np.arange(0, n_lane + 1, n_thr))
+    item_counted = np.empty(len(item_pos), dtype=np.int64)
+    item_counted_start = np.empty(len(item_pos), dtype=np.int64)
+    counted, area_items, corr_lane, corr_pos, corr_sign = [], [], [], [], []
+    for a in range(n_area):
+        base = is_ign[a * n_thr]
+        positions = np.flatnonzero(~base)
+        counted.append(_Source.of(entry_img[positions], entry_rep[positions]))
+        lo, hi = int(lane_bounds[a]), int(lane_bounds[a + 1])
+        area_items.append((lo, hi))
+        item_counted[lo:hi] = np.searchsorted(positions, item_pos[lo:hi], "right")
+        item_counted_start[lo:hi] = np.searchsorted(positions, seg_start[item_cls[lo:hi]], "left")
+        for t in range(n_thr):
+            lane = a * n_thr + t
+            plus = np.flatnonzero(is_ign[lane] & ~base)
+            minus = np.flatnonzero(base & ~is_ign[lane])
+            pos = np.concatenate([plus, minus])
+            order = np.argsort(pos, kind="stable")
+            corr_pos.append(pos[order])
+            corr_sign.append(np.concatenate([np.ones(len(plus), np.int64),
+                                             -np.ones(len(minus), np.int64)])[order])
+            corr_lane.append(np.full(len(pos), lane, dtype=np.int64))
+    corr_pos_a = np.concatenate(corr_pos).astype(np.int64)
+    corr_key = np.concatenate(corr_lane) * (n_e + 1) + corr_pos_a
+    fix_hi = np.searchsorted(corr_key, item_lane * (n_e + 1) + item_pos, "right")
+    fix_lo = np.searchsorted(corr_key, item_lane * (n_e + 1) + seg_start[item_cls], "left")
+    fix_items = np.flatnonzero(fix_hi > fix_lo)
+    return _Curve(items=_Source.of(entry_img[item_pos], entry_rep[item_pos]),
+                  item_first=seg_bounds[item_seg], seg_bounds=seg_bounds, area_items=tuple(area_items),
+                  counted=tuple(counted), item_counted=item_counted,
+                  item_counted_start=item_counted_start,
+                  corr=_Source.of(entry_img[corr_pos_a], entry_rep[corr_pos_a]),
+                  corr_sign=np.concatenate(corr_sign), fix_items=fix_items,
+                  fix_hi=fix_hi[fix_items], fix_lo=fix_lo[fix_items])
+
+
+def _recall_only(table: MatchTable, tp_all: np.ndarray, area: int, max_det: int | None, n_thr: int,
+                 n_class: int, n_images: int) -> _RecallOnly:
+    keep = np.ones(len(table.det_rank), bool) if max_det is None else table.det_rank < max_det
+    t, row = np.nonzero(tp_all[area * n_thr:(area + 1) * n_thr] & keep[None, :])
+    key = (t * n_class + table.det_class[row]) * n_images + table.det_image[row]
+    pairs, count = np.unique(key, return_counts=True)
+    seg, img = np.divmod(pairs, max(n_images, 1))
+    return _RecallOnly(img=img.astype(np.int64), count=count.astype(np.int64),
+                       bounds=np.searchsorted(seg, np.arange(n_thr * n_class + 1)))
+
+
 def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np.ndarray) -> _Plan:
     n_class = gt.n_classes
     n_thr = len(protocol.iou_thresholds)
     n_area = len(protocol.area_ranges)
-    n_lane = n_thr * n_area
     max_dets = protocol.max_dets if protocol.max_dets is not None else (None,)
+    terms, precision_m, recall_am = _needs(protocol)
     ranking = ranking_order(table, protocol)
     tp_all = np.asarray(table.det_is_tp, dtype=bool)
     ign_all = np.asarray(table.det_is_ignored, dtype=bool) & ~tp_all
-    recall_only = []
     curves = {}
-    for mi in _precision_m(protocol):
+    for mi in precision_m:
         max_det = max_dets[mi]
         rows = ranking if max_det is None else ranking[table.det_rank[ranking] < max_det]
-        entry_row, entry_rep = _expand_ties(rows, table, protocol, max_weight)
-        n_e = len(entry_row)
-        entry_cls = table.det_class[entry_row]
-        seg_start = np.searchsorted(entry_cls, np.arange(n_class))
-        is_tp = tp_all[:, entry_row]
-        is_ign = ign_all[:, entry_row]
-        flat = np.flatnonzero(is_tp)
-        item_lane, item_pos = np.divmod(flat, max(n_e, 1))
-        item_seg = item_lane * n_class + entry_cls[item_pos]
-        seg_bounds = np.searchsorted(item_seg, np.arange(n_lane * n_class + 1))
-        dense, corr_lane, corr_pos, corr_sign = [], [], [], []
-        for a in range(n_area):
-            base = is_ign[a * n_thr]
-            use_base = base.sum() * 32 > n_e
-            if use_base:
-                dense.append((a, base))
-            for t in range(n_thr):
-                lane = a * n_thr + t
-                ref = base if use_base else np.zeros(n_e, dtype=bool)
-                plus = np.flatnonzero(is_ign[lane] & ~ref)
-                minus = np.flatnonzero(ref & ~is_ign[lane])
-                pos = np.concatenate([plus, minus])
-                order = np.argsort(pos, kind="stable")
-                corr_pos.append(pos[order])
-                corr_sign.append(np.concatenate([np.ones(len(plus)), -np.ones(len(minus))])[order])
-                corr_lane.append(np.full(len(pos), lane))
-        corr_pos_a = np.concatenate(corr_pos).astype(np.int64)
-        corr_lane_a = np.concatenate(corr_lane).astype(np.int64)
-        curves[mi] = _Curve(
-            entry_img=table.det_image[entry_row].astype(np.int64), entry_rep=entry_rep,
-            seg_start=seg_start, item_pos=item_pos, item_seg=item_seg, item_area=item_lane // n_thr,
-            item_lane=item_lane, seg_bounds=seg_bounds, dense_areas=tuple(dense),
-            corr_key=corr_lane_a * (n_e + 1) + corr_pos_a, corr_pos=corr_pos_a,
-            corr_sign=np.concatenate(corr_sign).astype(np.int64))
-    for max_det in max_dets:
-        keep = np.ones(len(table.det_rank), bool) if max_det is None else table.det_rank < max_det
-        lane, row = np.nonzero(tp_all & keep[None, :])
-        seg = lane * n_class + table.det_class[row]
-        order = np.argsort(seg, kind="stable")
-        recall_only.append((table.det_image[row[order]].astype(np.int64),
-                            np.searchsorted(seg[order], np.arange(n_lane * n_class + 1))))
+        curves[mi] = _curve(table, rows, protocol, n_class, max_weight, tp_all, ign_all)
+    recall_only = {(a, mi): _recall_only(table, tp_all, a, max_dets[mi], n_thr, n_class, gt.n_images)
+                   for a, mi in recall_am if mi not in curves}
     positives = _positives_per_image(gt, protocol).reshape(gt.n_images, n_class * n_area)
+    col, img = np.nonzero(positives.T)
+    positives_sparse = _RecallOnly(img=img.astype(np.int64), count=positives[img, col],
+                                   bounds=np.searchsorted(col, np.arange(n_class * n_area + 1)))
     return _Plan(protocol=protocol, n_class=n_class, n_thr=n_thr, n_area=n_area,
-                 positives=positives.astype(np.float64), recall_only=tuple(recall_only), curves=curves)
+                 positives=positives_sparse, curves=curves, recall_only=recall_only,
+                 terms=terms)
 
 
-def _precision_m(protocol: Protocol) -> tuple:
-    """Indices of ``max_dets`` whose precision the headline metrics and per-class AP read."""
-    if protocol.max_dets is None:
-        return (0,)
-    md = list(protocol.max_dets)
-    need = {len(md) - 1}
-    if protocol.summary == "pycocotools" and not protocol.is_single_threshold:
-        if 100 in md:
-            need.add(md.index(100))
-        if len(md) >= 3:
-            need.add(2)
-    return tuple(sorted(need))
-
-
-def _segment_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """Sums of ``values`` (n, B) over rows [bounds[s], bounds[s+1]) -> (n_seg, B), exact for ints."""
-    csum = np.zeros((values.shape[0] + 1, values.shape[1]), dtype=values.dtype)
-    np.cumsum(values, axis=0, out=csum[1:])
-    return csum[bounds[1:]] - csum[bounds[:-1]]
+def _cumsum0(values: np.ndarray) -> np.ndarray:
+    """Cumulative sums along axis 1 with a leading 0 column: (B, n) -> (B, n + 1), exact for ints."""
+    out = np.zeros((values.shape[0], values.shape[1] + 1), dtype=values.dtype)
+    np.cumsum(values, axis=1, out=out[:, 1:])
+    return out
 
 
 def _min_tp_for_recall_w(npos: np.ndarray, rec_thr: np.ndarray) -> np.ndarray:
@@ -321,78 +414,99 @@ def _min_tp_for_recall_w(npos: np.ndarray, rec_thr: np.ndarray) -> np.ndarray:
     return np.where(n > 0, j, big).astype(np.int64)
 
 
-def _weighted_curves(plan: _Plan, mi: int, w: np.ndarray) -> tuple:
-    """(precision-like q or all-point AP, recall) for one ``max_dets`` index and a chunk.
+def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> tuple:
+    """Interpolated precision (or all-point AP) and final TP counts of one curve for a chunk.
 
-    ``w`` is int64 (n_img, B). Returns q (B, n_lane, n_class, n_r) for point-sampled methods
-    (ap (B, n_lane, n_class) for all-point) and the final TP counts (n_seg, B).
+    Parameters
+    ----------
+    w : int64 (B, n_img)
+    npos : int64 (B, n_class * n_area)
+
+    Returns
+    -------
+    (values, n_tp)
+        values: float64 (B, n_area, n_thr, n_class, n_r) precision at the recall thresholds
+        (NaN where undefined), or (B, n_area, n_thr, n_class) all-point AP; n_tp: int64
+        (B, n_area, n_thr, n_class) weighted true positives.
     """
     p = plan.protocol
-    cur = plan.curves[mi]
     n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
-    n_lane = n_area * n_thr
-    n_seg = n_lane * n_class
-    B = w.shape[1]
-    wi = w[cur.entry_img]
-    rep = cur.entry_rep
-    if (rep >= 0).any():
-        wi = np.where(rep[:, None] < 0, wi, wi > rep[:, None]).astype(np.int64)
-    n_e = len(rep)
-    c_all = np.zeros((n_e + 1, B), dtype=np.int64)
-    np.cumsum(wi, axis=0, out=c_all[1:])
-    pos, seg = cur.item_pos, cur.item_seg
-    start = cur.seg_start[seg % n_class]
-    rows_incl = c_all[pos + 1] - c_all[start]
-    del c_all
-    for a, base in cur.dense_areas:
-        sel = np.flatnonzero(cur.item_area == a)
-        c_base = np.zeros((n_e + 1, B), dtype=np.int64)
-        np.cumsum(wi * base[:, None], axis=0, out=c_base[1:])
-        rows_incl[sel] -= c_base[pos[sel] + 1] - c_base[start[sel]]
-    if len(cur.corr_pos):
-        cc = np.zeros((len(cur.corr_pos) + 1, B), dtype=np.int64)
-        np.cumsum(wi[cur.corr_pos] * cur.corr_sign[:, None], axis=0, out=cc[1:])
-        hi = np.searchsorted(cur.corr_key, cur.item_lane * (n_e + 1) + pos, "right")
-        lo = np.searchsorted(cur.corr_key, cur.item_lane * (n_e + 1) + start, "left")
-        rows_incl -= cc[hi] - cc[lo]
-    item_w = wi[pos]
-    tpc = np.zeros((len(pos) + 1, B), dtype=np.int64)
-    np.cumsum(item_w, axis=0, out=tpc[1:])
-    first = cur.seg_bounds[seg]
-    tp = tpc[1:] - tpc[first]
-    n_tp = tpc[cur.seg_bounds[1:]] - tpc[cur.seg_bounds[:-1]]       # (n_seg, B)
-    fp = rows_incl - tp
-    tp_f = tp.astype(np.float64)
-    fp_f = fp.astype(np.float64)
+    n_seg = n_area * n_thr * n_class
+    B = w.shape[0]
+    n_items = len(cur.items)
+    bounds = cur.seg_bounds
+    # Weighted TP count at each item (from its segment's start) and per segment.
+    item_w = cur.items.weights(w)
+    tp_cum = _cumsum0(item_w)
+    tp = tp_cum[:, 1:] - np.take(tp_cum, cur.item_first, axis=1)
+    n_tp = np.take(tp_cum, bounds[1:], axis=1) - np.take(tp_cum, bounds[:-1], axis=1)
+    del tp_cum
+    # Weighted entries counted (TP + FP) from the class start through each item.
+    ranked = np.empty((B, n_items), dtype=np.int64)
+    for a, (lo, hi) in enumerate(cur.area_items):
+        if hi > lo:
+            c = _cumsum0(cur.counted[a].weights(w))
+            np.subtract(np.take(c, cur.item_counted[lo:hi], axis=1),
+                        np.take(c, cur.item_counted_start[lo:hi], axis=1), out=ranked[:, lo:hi])
+            del c
+    if len(cur.fix_items):
+        cc = _cumsum0(cur.corr.weights(w) * cur.corr_sign)
+        ranked[:, cur.fix_items] -= np.take(cc, cur.fix_hi, axis=1) - np.take(cc, cur.fix_lo, axis=1)
+    # tp + fp == ranked exactly (integers), so these are the reference formulas' floats. One
+    # spare element at the end: the suffix maximum reads one past the last item.
+    pr_buf = np.zeros(B * n_items + 1)
+    pr = pr_buf[:-1].reshape(B, n_items)
     if p.ap_method == "101_point":
-        pr = tp_f / (fp_f + tp_f + np.spacing(1))
+        np.add(ranked, np.spacing(1), out=pr)        # pycocotools: tp / (fp + tp + eps)
+        np.divide(tp, pr, out=pr)
     else:
-        pr = devkit_precision(tp_f, fp_f)
-    pr[item_w == 0] = 0.0
-    npos = (w.T.astype(np.float64) @ plan.positives).reshape(B, n_class, n_area)   # exact integers
-    seg_lane, seg_cls = np.divmod(np.arange(n_seg), n_class)
-    seg_npos = npos[:, seg_cls, seg_lane // n_thr]                                  # (B, n_seg)
+        np.maximum(ranked, np.finfo(np.float64).eps, out=pr)   # devkit_precision: tp / max(tp + fp, eps)
+        np.divide(tp, pr, out=pr)
+    del ranked
+    seg = np.arange(n_seg)
+    seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)     # column of npos
+    seg_npos = npos[:, seg_col]                                       # (B, n_seg)
+    n_tp_out = n_tp.reshape(B, n_area, n_thr, n_class)
     if p.ap_method == "all_point":
-        return _all_point_w(tp_f, pr, seg, cur.seg_bounds, seg_npos, n_lane, n_class), n_tp
+        pr[item_w == 0] = 0.0
+        item_seg = np.repeat(seg, np.diff(bounds))
+        ap = _all_point_w(tp.astype(np.float64).T, pr.T, item_seg, bounds, seg_npos.astype(np.float64),
+                          n_area * n_thr, n_class)
+        return ap.reshape(B, n_area, n_thr, n_class), n_tp_out
+    del tp
     rec_thr = recall_thresholds(p)
     n_r = len(rec_thr)
-    j_min = np.maximum(_min_tp_for_recall_w(npos, rec_thr), 1)                     # (B, K, A, n_r)
-    target = j_min[:, seg_cls, seg_lane // n_thr]                                   # (B, n_seg, n_r)
-    n_items = len(pos)
-    big = int(tp.max(initial=0)) + 2
-    block = (np.arange(B)[:, None] * n_seg + seg[None, :])                          # (B, n_items)
-    keys = (block * big + tp.T).ravel()
-    qblock = (np.arange(B)[:, None] * n_seg + np.arange(n_seg)[None, :])[..., None]
-    idx = np.searchsorted(keys, (qblock * big + np.minimum(target, big - 1)).ravel(), "left")
-    idx = idx.reshape(B, n_seg, n_r)
-    has_target = target <= n_tp.T[..., None]
-    end = (np.arange(B)[:, None] * n_items + cur.seg_bounds[None, 1:])             # (B, n_seg)
-    starts = np.where(has_target, idx, end[..., None])
-    q = suffix_max_at(pr.T.ravel(), starts.reshape(B * n_seg, n_r), end.ravel(),
-                       has_target.reshape(B * n_seg, n_r))
-    q = q.reshape(B, n_lane, n_class, n_r)
-    defined = (seg_npos > 0).reshape(B, n_lane, n_class)
-    return np.where(defined[..., None], q, np.nan), n_tp
+    # pycocotools: inds = searchsorted(rc, recThrs, "left"): the first item whose weighted TP
+    # count reaches the smallest count j with j / npos >= thr (at least 1: the first TP).
+    target = np.maximum(_min_tp_for_recall_w(npos, rec_thr), 1)[:, seg_col]   # (B, n_seg, n_r)
+    is_reached = target <= n_tp[:, :, None]
+    end = np.arange(B)[:, None] * n_items + bounds[None, 1:]                 # (B, n_seg)
+    if n_items:
+        # The item reaching count j of its segment: an inverse of the cumulative counts, the
+        # flat item index repeated by its weight (zero-weight items never reached).
+        inverse = np.repeat(np.arange(B * n_items), item_w.ravel())
+        offset = (np.cumsum(n_tp.ravel()) - n_tp.ravel()).reshape(B, n_seg, 1)
+        look = np.where(is_reached, offset + target - 1, 0)
+        start = np.where(is_reached, np.take(inverse, look) if len(inverse) else 0, end[:, :, None])
+    else:
+        start = np.broadcast_to(end[:, :, None], target.shape)
+    # Zero-weight items need no masking: one never starts a piece (a reached count starts at a
+    # weighted TP) and its precision is at most that of the weighted item before it.
+    q = _suffix_max(pr_buf, start.reshape(B * n_seg, n_r), end.ravel(), is_reached.reshape(B * n_seg, n_r))
+    # Classes without positives are left as they are: every reader masks them (is_defined).
+    return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp_out
+
+
+def _suffix_max(values: np.ndarray, start: np.ndarray, end: np.ndarray, is_valid: np.ndarray) -> np.ndarray:
+    """:func:`~deteval.accumulate.suffix_max_at` for non-negative ``values`` that already carry one
+    spare element at the end (``end`` may equal ``len(values) - 1``): no copies of ``values``."""
+    n, n_r = start.shape
+    bounds = np.empty((n, n_r + 1), dtype=np.int64)
+    bounds[:, :n_r] = start
+    bounds[:, n_r] = end
+    pieces = np.maximum.reduceat(values, bounds.ravel()).reshape(n, n_r + 1)[:, :n_r]
+    pieces *= is_valid
+    return np.maximum.accumulate(pieces[:, ::-1], axis=1)[:, ::-1]
 
 
 def _all_point_w(tp_f: np.ndarray, pr: np.ndarray, seg: np.ndarray, seg_bounds: np.ndarray,
@@ -419,73 +533,159 @@ def _all_point_w(tp_f: np.ndarray, pr: np.ndarray, seg: np.ndarray, seg_bounds: 
     return ap.reshape(B, n_lane, n_class)
 
 
+def _mean_defined_rows(values: np.ndarray, is_defined: np.ndarray) -> np.ndarray:
+    """:func:`~deteval.summary.mean_defined` of each resample: values (B, ..., n_class), classes
+    defined (B, n_class) -> (B,).
+
+    Resamples with the same defined classes are averaged together: the defined values of a
+    row, in C order, are one contiguous row, and numpy's pairwise sum of a contiguous row is
+    that of the 1-D array, so every mean is bit-identical to ``mean_defined``.
+    """
+    B = values.shape[0]
+    out = np.full(B, np.nan)
+    if B == 0:
+        return out
+    patterns, group = np.unique(is_defined, axis=0, return_inverse=True)
+    group = group.ravel()
+    for g, pattern in enumerate(patterns):
+        if not pattern.any():
+            continue
+        rows = np.flatnonzero(group == g)
+        sel = values[rows] if pattern.all() else values[rows][..., pattern]
+        out[rows] = np.mean(np.ascontiguousarray(sel).reshape(len(rows), -1), axis=1)
+    return out
+
+
 def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
-    """Headline metrics and per-class AP of each resample of a chunk (w: int64 (n_img, B))."""
+    """Headline metrics and per-class AP of each resample of a chunk (w: int64 (B, n_img))."""
     p = plan.protocol
     n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
-    B = w.shape[1]
-    max_dets = p.max_dets if p.max_dets is not None else (None,)
-    n_m = len(max_dets)
-    n_r = len(recall_thresholds(p))
-    npos = (w.T.astype(np.float64) @ plan.positives).reshape(B, n_class, n_area)
-    precision = np.full((B, n_thr, n_r, n_class, n_area, n_m), np.nan)
-    ap = np.full((B, n_thr, n_class, n_area, n_m), np.nan)
-    recall = np.full((B, n_thr, n_class, n_area, n_m), np.nan)
-    for mi in range(n_m):
-        img, bounds = plan.recall_only[mi]
-        n_tp = _segment_sums(w[img], bounds)                               # (n_seg, B)
+    B = w.shape[0]
+    npos = np.zeros((B, n_class * n_area), dtype=np.int64)
+    if len(plan.positives.img):
+        # Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers).
+        c = _cumsum0(np.take(w, plan.positives.img, axis=1) * plan.positives.count)
+        npos = np.take(c, plan.positives.bounds[1:], axis=1) - np.take(c, plan.positives.bounds[:-1], axis=1)
+    is_defined = npos.reshape(B, n_class, n_area) > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        npos_at = npos.reshape(B, n_class, n_area).transpose(0, 2, 1).astype(np.float64)  # (B, A, K)
+    values, recall = {}, {}
+    for mi, cur in plan.curves.items():
+        values[mi], n_tp = _curve_chunk(plan, cur, w, npos)
         with np.errstate(divide="ignore", invalid="ignore"):
-            r = n_tp.T.reshape(B, n_area, n_thr, n_class) / npos.transpose(0, 2, 1)[:, :, None, :]
-        r = np.where(npos.transpose(0, 2, 1)[:, :, None, :] > 0, r, np.nan)
-        recall[..., mi] = r.transpose(0, 2, 3, 1)
-    for mi in plan.curves:
-        out, _ = _weighted_curves(plan, mi, w)
-        if p.ap_method == "all_point":
-            ap[..., mi] = out.reshape(B, n_area, n_thr, n_class).transpose(0, 2, 3, 1)
+            r = n_tp / npos_at[:, :, None, :]
+        r = np.where(npos_at[:, :, None, :] > 0, r, np.nan)
+        for a in range(n_area):
+            recall[a, mi] = r[:, a]                                            # (B, T, K)
+    for (a, mi), ro in plan.recall_only.items():
+        n_tp = np.zeros((B, n_thr * n_class), dtype=np.int64)
+        if len(ro.img):
+            c = _cumsum0(np.take(w, ro.img, axis=1) * ro.count)
+            n_tp = c[:, ro.bounds[1:]] - c[:, ro.bounds[:-1]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = n_tp.reshape(B, n_thr, n_class) / npos_at[:, a][:, None, :]
+        recall[a, mi] = np.where(npos_at[:, a][:, None, :] > 0, r, np.nan)
+    point_sampled = p.ap_method != "all_point"
+    ap = {}
+    for mi, v in values.items():
+        if p.ap_method == "11_point":
+            ap[mi] = np.cumsum(v / 11.0, axis=-1)[..., -1]       # the devkit's ap = ap + p / 11
+        elif not point_sampled:
+            ap[mi] = v
+    top = max(values)
+    if p.ap_method == "101_point":
+        # class_ap: the mean over (threshold, recall point) of area 0 at the largest max_dets.
+        per_class = np.mean(np.ascontiguousarray(values[top][:, 0].transpose(0, 2, 1, 3)).reshape(
+            B, n_class, -1), axis=-1)
+    else:
+        per_class = np.mean(np.ascontiguousarray(ap[top][:, 0].transpose(0, 2, 1)), axis=-1)
+    per_class[~is_defined[:, :, 0]] = np.nan
+    if p.is_single_threshold:
+        return ("mAP",), _mean_defined_rows(per_class, ~np.isnan(per_class))[:, None], per_class
+    metrics = np.full((B, len(plan.terms)), np.nan)
+    for j, term in enumerate(plan.terms):
+        where = summary_indices(p, iou_threshold=term.iou_threshold, area=term.area, max_det=term.max_det)
+        if where is None:
             continue
-        out = np.ascontiguousarray(out)  # contiguous rows: the same pairwise sums as accumulate
-        q = out.reshape(B, n_area, n_thr, n_class, n_r)
-        precision[..., mi] = q.transpose(0, 2, 4, 3, 1)
-        if p.ap_method == "101_point":
-            ap_m = np.mean(out, axis=-1)
+        t, a, mi = where
+        if term.kind == "AR":
+            x = recall[a, mi]                                              # (B, T, K)
+        elif point_sampled:
+            x = values[mi][:, a][:, t].transpose(0, 1, 3, 2)               # (B, T', R, K)
         else:
-            ap_m = np.cumsum(out / 11.0, axis=-1)[..., -1]
-        ap[..., mi] = ap_m.reshape(B, n_area, n_thr, n_class).transpose(0, 2, 3, 1)
-    names = None
-    metrics, per_class = [], np.full((B, n_class), np.nan)
-    for b in range(B):
-        acc = SimpleNamespace(precision=precision[b], recall=recall[b], ap=ap[b])
-        for k in range(n_class):
-            per_class[b, k] = class_ap(acc.precision, acc.ap, p, k)
-        if p.is_single_threshold:
-            m = {"mAP": mean_defined(per_class[b])}
-        else:
-            m = SUMMARIES[p.summary](acc, p)
-        names = tuple(m)
-        metrics.append([m[k] for k in names])
-    return names, np.array(metrics, dtype=np.float64).reshape(B, -1), per_class
+            x = ap[mi][:, a][:, t]                                         # (B, T', K)
+        metrics[:, j] = _mean_defined_rows(x, is_defined[:, :, a])
+    return tuple(t.name for t in plan.terms), metrics, per_class
 
 
-_SHARED: dict = {}
+@dataclass(frozen=True, eq=False)
+class _ResampleJob:
+    """What every worker of one :func:`resample_metrics` shares (inherited by forked workers)."""
+
+    plan: _Plan
+    weights: np.ndarray            # int64 (n_resamples, n_img)
+    chunk_size: int
 
 
-def _run_chunks(plan: _Plan, weights: np.ndarray, chunk_size: int) -> tuple:
-    names, metrics, per_class = None, [], []
-    for lo in range(0, weights.shape[0], chunk_size):
-        names, m, c = _chunk_metrics(plan, np.ascontiguousarray(weights[lo:lo + chunk_size].T))
+def _run_chunks(job: _ResampleJob, lo: int, hi: int) -> tuple:
+    """Metrics and per-class AP of resamples [lo, hi), chunk by chunk."""
+    names, metrics, per_class = (), [], []
+    for start in range(lo, hi, job.chunk_size):
+        stop = min(start + job.chunk_size, hi)
+        names, m, c = _chunk_metrics(job.plan, np.ascontiguousarray(job.weights[start:stop]))
         metrics.append(m)
         per_class.append(c)
-    return names, metrics, per_class
+    return names, np.concatenate(metrics), np.concatenate(per_class)
 
 
-def _worker(bounds: tuple) -> tuple:
-    lo, hi = bounds
-    return _run_chunks(_SHARED["plan"], _SHARED["weights"][lo:hi], _SHARED["chunk_size"])
+def _resample_part(job: _ResampleJob, lo: int, hi: int, conn: Connection) -> None:
+    """Worker target: score resamples [lo, hi) and send back ``("part", ...)`` or ``("error", e)``."""
+    try:
+        outcome: tuple = ("part", _run_chunks(job, lo, hi))
+    except Exception as error:  # re-raised by the parent
+        outcome = ("error", error)
+    conn.send(outcome)
+    conn.close()
+
+
+def _run_in_processes(job: _ResampleJob, parts: list) -> list:
+    """One forked process per part of the resamples; their outcomes in order (first error raised)."""
+    context = mp.get_context("fork")
+    workers, receivers = [], []
+    try:
+        for lo, hi in parts:
+            receiver, sender = context.Pipe(duplex=False)
+            worker = context.Process(target=_resample_part, args=(job, lo, hi, sender), daemon=True)
+            worker.start()
+            sender.close()  # the child holds its own end: EOF here if it dies without sending
+            workers.append(worker)
+            receivers.append(receiver)
+        outcomes = []
+        for worker, receiver in zip(workers, receivers):
+            try:
+                outcomes.append(receiver.recv())
+            except EOFError:
+                worker.join()
+                raise DetevalError(f"a bootstrap worker process (pid {worker.pid}) ended without a "
+                                   f"result (exit code {worker.exitcode}); expected the scores of its "
+                                   f"resamples; run with workers=1 to see the failure in-process") from None
+        for worker in workers:
+            worker.join()
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.terminate()
+                worker.join()
+        for receiver in receivers:
+            receiver.close()
+    for kind, value in outcomes:
+        if kind == "error":
+            raise value
+    return [value for _, value in outcomes]
 
 
 def _default_chunk(plan: _Plan) -> int:
-    size = max([len(c.entry_rep) + len(c.item_pos) for c in plan.curves.values()] + [1])
-    return int(max(1, min(256, _CELLS_PER_CHUNK // size)))
+    return int(max(1, min(256, _CELLS_PER_CHUNK // plan.size)))
 
 
 def resample_metrics(table: MatchTable, gt: GroundTruth, protocol: Protocol | str, weights: np.ndarray, *,
@@ -546,24 +746,19 @@ def resample_metrics(table: MatchTable, gt: GroundTruth, protocol: Protocol | st
         max_weight = weights.max(axis=0) if weights.size else np.zeros(gt.n_images, np.int64)
     plan = _plan(table, gt, protocol, np.asarray(max_weight, dtype=np.int64))
     n_b = weights.shape[0]
-    chunk = int(chunk_size) if chunk_size else _default_chunk(plan)
     if n_b == 0:
-        names, m, c = _chunk_metrics(plan, np.ones((gt.n_images, 1), np.int64))
+        names, _, _ = _chunk_metrics(plan, np.ones((1, gt.n_images), np.int64))
         return ResampledMetrics(names, np.zeros((0, len(names))), np.zeros((0, gt.n_classes)))
+    job = _ResampleJob(plan=plan, weights=weights,
+                       chunk_size=int(chunk_size) if chunk_size else _default_chunk(plan))
     if workers and workers > 1 and n_b > 1 and "fork" in mp.get_all_start_methods():
         bounds = np.linspace(0, n_b, min(workers, n_b) + 1).astype(int)
-        _SHARED.update(plan=plan, weights=weights, chunk_size=chunk)
-        try:
-            with mp.get_context("fork").Pool(len(bounds) - 1) as pool:
-                parts = pool.map(_worker, list(zip(bounds[:-1], bounds[1:])))
-        finally:
-            _SHARED.clear()
+        parts = _run_in_processes(job, list(zip(bounds[:-1].tolist(), bounds[1:].tolist())))
         names = parts[0][0]
-        metrics = [m for part in parts for m in part[1]]
-        per_class = [c for part in parts for c in part[2]]
-    else:
-        names, metrics, per_class = _run_chunks(plan, weights, chunk)
-    return ResampledMetrics(names, np.concatenate(metrics), np.concatenate(per_class))
+        return ResampledMetrics(names, np.concatenate([m for _, m, _ in parts]),
+                                np.concatenate([c for _, _, c in parts]))
+    names, metrics, per_class = _run_chunks(job, 0, n_b)
+    return ResampledMetrics(names, metrics, per_class)
 
 
 def _check_table(table: MatchTable, gt: GroundTruth, name: str) -> None:

@@ -6,6 +6,7 @@ Undefined values are NaN (pycocotools prints -1); :func:`none_if_nan` turns them
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,8 @@ from deteval.accumulate import Accumulated
 from deteval.protocol import Protocol
 
 __all__ = ["mean_defined", "class_ap", "threshold_label", "none_if_nan", "headline_metrics",
-           "pycocotools_summary", "configured_summary", "summary_ap", "summary_ar", "AREA_ABBREVIATIONS"]
+           "pycocotools_summary", "configured_summary", "summary_ap", "summary_ar", "AREA_ABBREVIATIONS",
+           "summary_indices", "SummaryTerm", "pycocotools_terms", "configured_terms", "SUMMARY_TERMS"]
 
 #: Short names of the area ranges in metric names (``APs``, ``ARl``); other names give ``AP_<name>``.
 AREA_ABBREVIATIONS = {"small": "s", "medium": "m", "large": "l"}
@@ -62,6 +64,27 @@ def threshold_label(t: float) -> str:
     return f"{t * 100:.6f}".rstrip("0").rstrip(".")
 
 
+def summary_indices(protocol: Protocol, *, iou_threshold: float | None = None, area: str = "all",
+                    max_det: int | None = None) -> tuple | None:
+    """Where a summary value reads: ``(thresholds, area index, max_dets index)`` or None if absent.
+
+    ``thresholds`` is ``slice(None)`` (all) or ``[t]`` (the index of ``iou_threshold``); None when
+    the protocol has no such area, max_dets or threshold (the value is then undefined).
+
+    >>> from deteval.protocol import get_protocol
+    >>> summary_indices(get_protocol("coco"), iou_threshold=0.75, area="small", max_det=100)
+    ([5], 1, 2)
+    """
+    thresholds = list(protocol.iou_thresholds)
+    areas = list(protocol.area_names)
+    max_dets: list[Any] = list(protocol.max_dets) if protocol.max_dets is not None else [None]
+    if area not in areas or max_det not in max_dets or (iou_threshold is not None
+                                                         and iou_threshold not in thresholds):
+        return None
+    t: Any = slice(None) if iou_threshold is None else [thresholds.index(iou_threshold)]
+    return t, areas.index(area), max_dets.index(max_det)
+
+
 def summary_ap(acc: Accumulated, protocol: Protocol, *, iou_threshold: float | None = None,
                area: str = "all", max_det: int | None = None) -> float:
     """Mean AP over the classes (and thresholds, unless ``iou_threshold``) at one area and max_dets.
@@ -70,56 +93,83 @@ def summary_ap(acc: Accumulated, protocol: Protocol, *, iou_threshold: float | N
     Point-sampled methods average the precision array (pycocotools' ``np.mean(s[s > -1])``);
     ``all_point`` averages the per-class AP.
     """
-    thresholds = list(protocol.iou_thresholds)
-    areas = list(protocol.area_names)
-    max_dets: list[Any] = list(protocol.max_dets) if protocol.max_dets is not None else [None]
-    if area not in areas or max_det not in max_dets or (iou_threshold is not None
-                                                         and iou_threshold not in thresholds):
+    where = summary_indices(protocol, iou_threshold=iou_threshold, area=area, max_det=max_det)
+    if where is None:
         return float("nan")
-    a, m = areas.index(area), max_dets.index(max_det)
+    t, a, m = where
     if acc.precision.shape[1] > 0:
-        s = acc.precision if iou_threshold is None else acc.precision[[thresholds.index(iou_threshold)]]
-        return mean_defined(s[:, :, :, a, m])
-    s = acc.ap if iou_threshold is None else acc.ap[[thresholds.index(iou_threshold)]]
-    return mean_defined(s[:, :, a, m])
+        return mean_defined(acc.precision[t][:, :, :, a, m])
+    return mean_defined(acc.ap[t][:, :, a, m])
 
 
 def summary_ar(acc: Accumulated, protocol: Protocol, *, area: str = "all", max_det: int | None = None) -> float:
     """Mean final recall over the classes and thresholds at one area and max_dets (NaN if absent)."""
-    areas = list(protocol.area_names)
-    max_dets: list[Any] = list(protocol.max_dets) if protocol.max_dets is not None else [None]
-    if area not in areas or max_det not in max_dets:
+    where = summary_indices(protocol, area=area, max_det=max_det)
+    if where is None:
         return float("nan")
-    return mean_defined(acc.recall[:, :, areas.index(area), max_dets.index(max_det)])
+    _, a, m = where
+    return mean_defined(acc.recall[:, :, a, m])
 
 
-def pycocotools_summary(acc: Accumulated, protocol: Protocol) -> dict:
-    """``COCOeval.summarize`` literally: its 12 stats by name.
+@dataclass(frozen=True)
+class SummaryTerm:
+    """One headline metric of a summary: which mean it is.
+
+    Attributes
+    ----------
+    name : str
+        The metric's name (``AP``, ``AP50``, ``ARs`` ...).
+    kind : {"AP", "AR"}
+        :func:`summary_ap` or :func:`summary_ar`.
+    area : str
+    max_det : int or None
+    iou_threshold : float or None
+        ``AP`` at one threshold; None averages over all of them.
+    """
+
+    name: str
+    kind: str
+    area: str
+    max_det: int | None
+    iou_threshold: float | None = None
+
+    def value(self, acc: Accumulated, protocol: Protocol) -> float:
+        """The metric computed from ``acc``."""
+        if self.kind == "AP":
+            return summary_ap(acc, protocol, iou_threshold=self.iou_threshold, area=self.area,
+                              max_det=self.max_det)
+        return summary_ar(acc, protocol, area=self.area, max_det=self.max_det)
+
+
+def pycocotools_terms(protocol: Protocol) -> tuple:
+    """The terms of :func:`pycocotools_summary`, in its order.
 
     Notes
     -----
     pycocotools reports AP at maxDets=100 whatever ``max_dets`` says (undefined if 100 is
     absent), the other AP at ``max_dets[2]``, AR at ``max_dets[0..2]``, and area rows by the
     names small/medium/large; all reproduced on purpose.
+
+    >>> from deteval.protocol import get_protocol
+    >>> [t.name for t in pycocotools_terms(get_protocol("coco"))][:4]
+    ['AP', 'AP50', 'AP75', 'APs']
     """
     max_dets = list(protocol.max_dets) if protocol.max_dets is not None else [None]
     m2 = max_dets[2]
-    out = {"AP": summary_ap(acc, protocol, max_det=100),
-           "AP50": summary_ap(acc, protocol, iou_threshold=0.5, max_det=m2),
-           "AP75": summary_ap(acc, protocol, iou_threshold=0.75, max_det=m2),
-           "APs": summary_ap(acc, protocol, area="small", max_det=m2),
-           "APm": summary_ap(acc, protocol, area="medium", max_det=m2),
-           "APl": summary_ap(acc, protocol, area="large", max_det=m2)}
-    for m in max_dets[:3]:
-        out[f"AR{m}"] = summary_ar(acc, protocol, max_det=m)
-    out["ARs"] = summary_ar(acc, protocol, area="small", max_det=m2)
-    out["ARm"] = summary_ar(acc, protocol, area="medium", max_det=m2)
-    out["ARl"] = summary_ar(acc, protocol, area="large", max_det=m2)
-    return out
+    terms = [SummaryTerm("AP", "AP", "all", 100),
+             SummaryTerm("AP50", "AP", "all", m2, 0.5),
+             SummaryTerm("AP75", "AP", "all", m2, 0.75),
+             SummaryTerm("APs", "AP", "small", m2),
+             SummaryTerm("APm", "AP", "medium", m2),
+             SummaryTerm("APl", "AP", "large", m2)]
+    terms += [SummaryTerm(f"AR{m}", "AR", "all", m) for m in max_dets[:3]]
+    terms += [SummaryTerm("ARs", "AR", "small", m2), SummaryTerm("ARm", "AR", "medium", m2),
+              SummaryTerm("ARl", "AR", "large", m2)]
+    return tuple(terms)
 
 
-def configured_summary(acc: Accumulated, protocol: Protocol) -> dict:
-    """Headline metrics named after the configured values (``summary: configured``).
+def configured_terms(protocol: Protocol) -> tuple:
+    """The terms of :func:`configured_summary`, in its order.
 
     ``AP`` at the first area range and the largest ``max_dets``; one ``AP<t>`` per threshold
     when there are at most five (else ``AP50``/``AP75`` when present); ``AP<area>`` per further
@@ -129,20 +179,34 @@ def configured_summary(acc: Accumulated, protocol: Protocol) -> dict:
     areas = list(protocol.area_names)
     max_dets = list(protocol.max_dets) if protocol.max_dets is not None else [None]
     top, first = max_dets[-1], areas[0]
-    out = {"AP": summary_ap(acc, protocol, area=first, max_det=top)}
+    terms = [SummaryTerm("AP", "AP", first, top)]
     if len(thresholds) > 1:
         # A few thresholds: one AP each; a COCO-like sweep: the customary AP50 and AP75.
         named = thresholds if len(thresholds) <= 5 else [t for t in thresholds if t in (0.5, 0.75)]
-        for t in named:
-            out[f"AP{threshold_label(t)}"] = summary_ap(acc, protocol, iou_threshold=t, area=first, max_det=top)
-    for name in areas[1:]:
-        out["AP" + AREA_ABBREVIATIONS.get(name, "_" + name)] = summary_ap(acc, protocol, area=name, max_det=top)
-    for m in max_dets:
-        out["AR" if m is None else f"AR{m}"] = summary_ar(acc, protocol, area=first, max_det=m)
-    for name in areas[1:]:
-        out["AR" + AREA_ABBREVIATIONS.get(name, "_" + name)] = summary_ar(acc, protocol, area=name, max_det=top)
-    return out
+        terms += [SummaryTerm(f"AP{threshold_label(t)}", "AP", first, top, t) for t in named]
+    terms += [SummaryTerm("AP" + AREA_ABBREVIATIONS.get(name, "_" + name), "AP", name, top)
+              for name in areas[1:]]
+    terms += [SummaryTerm("AR" if m is None else f"AR{m}", "AR", first, m) for m in max_dets]
+    terms += [SummaryTerm("AR" + AREA_ABBREVIATIONS.get(name, "_" + name), "AR", name, top)
+              for name in areas[1:]]
+    return tuple(terms)
 
+
+def pycocotools_summary(acc: Accumulated, protocol: Protocol) -> dict:
+    """``COCOeval.summarize`` literally: its 12 stats by name (see :func:`pycocotools_terms`)."""
+    return {t.name: t.value(acc, protocol) for t in pycocotools_terms(protocol)}
+
+
+def configured_summary(acc: Accumulated, protocol: Protocol) -> dict:
+    """Headline metrics named after the configured values (``summary: configured``).
+
+    See :func:`configured_terms` for the metrics.
+    """
+    return {t.name: t.value(acc, protocol) for t in configured_terms(protocol)}
+
+
+#: ``summary`` field value -> the terms of its headline metrics (what each one averages).
+SUMMARY_TERMS = {"pycocotools": pycocotools_terms, "configured": configured_terms}
 
 #: ``summary`` field value -> the function computing a COCO-style protocol's headline metrics.
 SUMMARIES = {"pycocotools": pycocotools_summary, "configured": configured_summary}

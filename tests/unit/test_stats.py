@@ -292,3 +292,56 @@ def test_worked_example_of_the_docs():
                               "no significant difference at the 5% level"]
     doc = (Path(__file__).resolve().parents[2] / "docs" / "statistics.md").read_text()
     assert cmp.verdicts()[0] in doc
+
+
+def _custom_protocols():
+    from deteval.protocol import PRESETS, apply_overrides
+    return {
+        "coco-maxdets-5-50": apply_overrides(PRESETS["coco"], {"max_dets": [5, 50]}),
+        "coco-pycocotools-300": apply_overrides(PRESETS["coco-pycocotools"], {"max_dets": [1, 10, 300]}),
+        "voc2007-two-thresholds": apply_overrides(PRESETS["voc2007"], {"iou_thresholds": [0.5, 0.7]}),
+        "voc2010-three-thresholds": apply_overrides(PRESETS["voc2010"], {"iou_thresholds": [0.3, 0.5, 0.7]}),
+    }
+
+
+@pytest.mark.parametrize("name", list(_custom_protocols()))
+def test_custom_protocols_bit_for_bit_and_replicated(name):
+    """Summaries reading other max_dets / areas / thresholds: only what they read is computed."""
+    p = _custom_protocols()[name]
+    gt, dt = _data(21)
+    table = match(gt, dt, p)
+    point = score(table, gt, p)
+    weights = np.vstack([np.ones(gt.n_images, np.int64), bootstrap_weights(gt.n_images, n=2, seed=3)])
+    r = resample_metrics(table, gt, p, weights)
+    assert r.metric_names == tuple(point.metrics)
+    assert _same(r.metrics[0], list(point.metrics.values()))
+    assert _same(r.per_class_ap[0], [c["AP"] for c in point.per_class])
+    for b in (1, 2):
+        gt_r, dt_r = replicate(gt, dt, weights[b])
+        expected = score(match(gt_r, dt_r, p), gt_r, p)
+        _close(r.metrics[b], list(expected.metrics.values()))
+        _close(r.per_class_ap[b], [c["AP"] for c in expected.per_class])
+
+
+def test_summary_terms_are_the_summaries():
+    from deteval.summary import SUMMARY_TERMS
+    gt, dt = _data(5)
+    for p in [deteval.get_protocol("coco"), deteval.get_protocol("coco-pycocotools"),
+              *_custom_protocols().values()]:
+        if p.is_single_threshold:
+            continue
+        result = score(match(gt, dt, p), gt, p)
+        terms = SUMMARY_TERMS[p.summary](p)
+        assert [t.name for t in terms] == list(result.metrics)
+
+
+def test_no_module_level_state_for_workers():
+    import deteval.stats as stats
+    assert not hasattr(stats, "_SHARED")
+    gt, dt = _data(4)
+    p = deteval.get_protocol("coco")
+    table = match(gt, dt, p)
+    weights = bootstrap_weights(gt.n_images, n=7, seed=1)
+    one = resample_metrics(table, gt, p, weights)
+    three = resample_metrics(table, gt, p, weights, workers=3, chunk_size=2)
+    assert _same(one.metrics, three.metrics) and _same(one.per_class_ap, three.per_class_ap)
