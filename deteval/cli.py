@@ -527,7 +527,15 @@ def _list_protocols(args: argparse.Namespace) -> int:
             if key == "iou_thresholds" and len(value) > 3:
                 value = f"[{value[0]}, ..., {value[-1]}] ({len(value)} values, np.linspace)"
             print(f"    {key}: {value}")
+        for key in _shown_sparse_fields(fields):
+            print(f"    {key}: {fields[key]}")
     return EXIT_OK
+
+
+def _shown_sparse_fields(fields: dict) -> list:
+    """Sparse protocol fields away from their default (``to_dict`` holds only those); for report.py."""
+    from deteval.protocol import FIELDS
+    return [k for k, spec in FIELDS.items() if spec.is_sparse and k in fields]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
