@@ -362,7 +362,7 @@ def check_field(key: str, value: Any, *, where: str) -> Any:
     >>> check_field("matching", "pascal", where="x.yaml")
     Traceback (most recent call last):
     ...
-    deteval.errors.ConfigError: x.yaml: matching: expected one of 'coco', 'voc', found the string 'pascal'
+    deteval.errors.ConfigError: x.yaml: matching: expected one of 'coco', 'voc', 'ultralytics', found the string 'pascal'
     """
     spec = FIELDS.get(key)
     if spec is None:
