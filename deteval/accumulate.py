@@ -260,8 +260,8 @@ def ap_trapezoid_101(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarra
                 out.ap[t, k, a] = float(_trapezoid(np.interp(x, mrec, mpre), x))
 
 
-#: ``np.trapezoid`` (numpy 2; ``np.trapz`` before, the same sum).
-_trapezoid = getattr(np, "trapezoid", None) or getattr(np, "trapz")
+#: Ultralytics calls ``np.trapz``, renamed ``np.trapezoid`` in numpy 2 (the same sum).
+_trapezoid = np.trapezoid  # np.trapz before numpy 2: the same sum
 
 
 #: ``ap_method`` field value -> the function that fills one ``max_dets`` slice.
