@@ -237,11 +237,57 @@ def ap_all_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n
                 out.ap[t, k, a] = _area_under_envelope(rec, devkit_precision(n_tp[lane], n_fp[lane]))
 
 
+def ap_trapezoid_101(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int,
+                     out: _Output) -> None:
+    """Ultralytics: trapezoid of the precision envelope at 101 recall points (``compute_ap``).
+
+    Fills ``recall`` and ``ap``; the R axis is empty (the AP is not a mean of sampled points).
+
+    Notes
+    -----
+    ``ultralytics/utils/metrics.py``, ``ap_per_class`` and ``compute_ap`` (method "interp"),
+    operation by operation: ``recall = tpc / (n_l + 1e-16)``, ``precision = tpc / (tpc + fpc)``;
+    ``mrec = [0, recall, 1]``, ``mpre = [1, precision, 0]`` (the envelope starts at precision 1,
+    unlike VOC's 0), ``mpre = flip(maximum.accumulate(flip(mpre)))``, then
+    ``trapezoid(interp(linspace(0, 1, 101), mrec, mpre), x)``. A class with ground truth and no
+    detection has AP 0 (Ultralytics skips it and leaves its zero). Ultralytics has no ignored
+    detections; ignored ones (crowd, difficult under other settings) are left out of the curve.
+    """
+    n_class, n_area = n_positive.shape
+    x = np.linspace(0, 1, 101)
+    is_kept = ~ranked.is_ignored
+    for k in range(n_class):
+        segment = slice(ranked.class_start[k], ranked.class_end[k])
+        for a in range(n_area):
+            n_pos = n_positive[k, a]
+            if n_pos == 0:
+                continue
+            for t in range(n_iou_thr):
+                lane = a * n_iou_thr + t
+                tp = ranked.is_tp[lane, segment][is_kept[lane, segment]].astype(float)
+                if len(tp) == 0:
+                    out.recall[t, k, a], out.ap[t, k, a] = 0.0, 0.0
+                    continue
+                tpc = np.cumsum(tp)
+                fpc = np.cumsum(1 - tp)
+                recall = tpc / (n_pos + 1e-16)
+                precision = tpc / (tpc + fpc)
+                mrec = np.concatenate(([0.0], recall, [1.0]))
+                mpre = np.flip(np.maximum.accumulate(np.flip(np.concatenate(([1.0], precision, [0.0])))))
+                out.recall[t, k, a] = recall[-1]
+                out.ap[t, k, a] = float(_trapezoid(np.interp(x, mrec, mpre), x))
+
+
+#: Ultralytics calls ``np.trapz``, renamed ``np.trapezoid`` in numpy 2 (the same sum).
+_trapezoid = np.trapezoid  # np.trapz before numpy 2: the same sum
+
+
 #: ``ap_method`` field value -> the function that fills one ``max_dets`` slice.
 AP_METHODS: Mapping[str, Callable[..., None]] = {
     "101_point": ap_101_point,
     "11_point": ap_11_point,
     "all_point": ap_all_point,
+    "trapezoid_101": ap_trapezoid_101,
 }
 
 

@@ -85,6 +85,9 @@ class GroundTruth:
         Where the data came from, for messages.
     warnings : tuple of str
         Counted notes from loading (accepted input that deserves a word).
+    is_group_of : bool (n_gt,), optional
+        Open Images' group-of flag (one box around several objects); read only by protocols
+        with ``group_of: openimages``. All False when not given.
     """
 
     image_id: np.ndarray
@@ -105,10 +108,14 @@ class GroundTruth:
     segmentation: tuple | None = None
     source: str = "<ground truth>"
     warnings: tuple = field(default=())
+    is_group_of: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        if self.is_group_of is None:
+            object.__setattr__(self, "is_group_of", np.zeros(len(self.image), dtype=bool))
         _freeze(self, ("image_id", "image_width", "image_height", "category_id", "annotation_id",
-                       "image", "category", "box", "area", "is_crowd", "is_difficult", "is_ignore"))
+                       "image", "category", "box", "area", "is_crowd", "is_difficult", "is_ignore",
+                       "is_group_of"))
 
     @property
     def n_images(self) -> int:

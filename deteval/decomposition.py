@@ -236,6 +236,9 @@ def decompose(gt: GroundTruth, dt: Detections, protocol: str | Protocol = "coco"
     if not (0.0 <= iou_threshold <= 1.0):
         raise ConfigError(f"decompose: iou_threshold must be in [0, 1], found {iou_threshold!r}")
     protocol = resolve_protocol(protocol)
+    if protocol.ap_method not in ("101_point", "11_point", "all_point"):
+        raise ConfigError(f"decompose: protocol {protocol.name!r} uses ap_method {protocol.ap_method}; the "
+                          f"decomposition's APs support 101_point, 11_point and all_point")
     iou, gt_class = max_iou_assignment(gt, dt, protocol)
     is_loc = (iou >= iou_threshold) & (gt_class >= 0)
     n_class = gt.n_classes

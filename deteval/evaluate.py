@@ -17,7 +17,7 @@ from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
 from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.grouping import candidate_pairs, group_rows, rank_in_group
-from deteval.matching import match_coco, match_voc
+from deteval.matching import match_coco, match_group_of, match_ultralytics, match_voc
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.summary import class_ap, headline_metrics, none_if_nan
 
@@ -171,13 +171,25 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
                                                      is_unmatchable[gt_rows])
 
     pair_det, pair_gt = candidate_pairs(det_key_kept, gt_groups)
-    pair_ious = pair_iou(gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt], protocol,
-                         masks)
+    # Group-of pairs (group_of: openimages) are scored by intersection over the detection's
+    # area: the crowd overlap of pycocotools, so one IoU call computes both.
+    is_group_s = gt.is_group_of[gt_rows] if protocol.group_of == "openimages" else np.zeros(len(gt_rows), bool)
+    pair_is_group = is_group_s[pair_gt]
+    pair_ious = pair_iou(gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt] | pair_is_group,
+                         protocol, masks)
+    group_pairs = (pair_det[pair_is_group], pair_gt[pair_is_group], pair_ious[pair_is_group])
+    if pair_is_group.any():
+        pair_det, pair_gt, pair_ious = (pair_det[~pair_is_group], pair_gt[~pair_is_group],
+                                        pair_ious[~pair_is_group])
 
     det_out = outside_area_ranges(_det_area(dt, det_rows, protocol, masks), protocol)
     thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
     strict = protocol.iou_comparison == ">"
-    if protocol.matching == "coco":
+    if protocol.matching == "ultralytics":
+        result = match_ultralytics(pair_det, pair_gt, pair_ious, n_det=len(det_rows), n_gt=len(gt_rows),
+                                   iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
+                                   det_is_out_of_range=det_out, strict=strict)
+    elif protocol.matching == "coco":
         result = match_coco(pair_det, pair_gt, pair_ious, det_key=det_key_kept, n_gt=len(gt_rows),
                             iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
                             gt_is_reusable=is_reusable_s, gt_is_unmatchable=is_unmatchable_s,
@@ -186,6 +198,9 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
         result = match_voc(pair_det, pair_gt, pair_ious, n_det=len(det_rows), n_gt=len(gt_rows),
                            iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
                            det_is_out_of_range=det_out, strict=strict)
+    if protocol.group_of == "openimages":
+        result = match_group_of(result, *group_pairs, iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
+                                strict=strict)
 
     n_positive = np.zeros((n_class, n_area), dtype=np.int64)
     for a in range(n_area):
@@ -356,11 +371,3 @@ def check_protocol(protocol: Protocol) -> None:
         raise ConfigError(f"protocol {protocol.name!r}: summary 'pycocotools' needs three max_dets "
                           f"(it reads max_dets[0..2]), found {protocol.max_dets}; "
                           f"set summary: configured")
-
-
-def evaluate(gt: GroundTruth, dt: Detections, protocol: Protocol) -> EvalResult:
-    """Loaded values under a resolved protocol, one process, nothing emitted (use :func:`deteval.api.evaluate`)."""
-    check_protocol(protocol)
-    inputs = {"gt": gt.source, "dt": dt.source, "images": gt.n_images, "gt_objects": len(gt),
-              "detections": len(dt)}
-    return score(match(gt, dt, protocol), gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)

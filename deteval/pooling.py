@@ -69,7 +69,7 @@ def pool_categories(gt: GroundTruth, dt: Detections, *, category_id: int = POOLE
         image=gt.image[gt_rows], category=np.zeros(len(gt), dtype=np.int64), box=gt.box[gt_rows],
         area=gt.area[gt_rows], is_crowd=gt.is_crowd[gt_rows], is_difficult=gt.is_difficult[gt_rows],
         is_ignore=gt.is_ignore[gt_rows], box_format=gt.box_format, segmentation=gt_segm,
-        source=gt.source, warnings=gt.warnings)
+        source=gt.source, warnings=gt.warnings, is_group_of=gt.is_group_of[gt_rows])
     # New tie order: (category, file order); rows stay where they are.
     tie_rank = np.empty(len(dt), dtype=np.int64)
     tie_rank[np.lexsort((dt.order, dt.category))] = np.arange(len(dt))

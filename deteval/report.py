@@ -15,7 +15,7 @@ from typing import Any
 from deteval._version import __version__
 from deteval.evaluate import EvalResult
 from deteval.explain import Explanation
-from deteval.protocol import Protocol, dump_protocol
+from deteval.protocol import FIELDS, Protocol, dump_protocol
 from deteval.summary import class_ap
 from deteval.summary import none_if_nan as _none_if_nan
 from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS
@@ -489,6 +489,8 @@ def format_protocols(protocols: Mapping[str, Protocol]) -> str:
             if key == "iou_thresholds" and len(value) > 3:
                 value = f"[{value[0]}, ..., {value[-1]}] ({len(value)} values, np.linspace)"
             lines.append(f"    {key}: {value}")
+        # Sparse fields (Open Images' group_of, ...) are listed only away from their default.
+        lines += [f"    {key}: {fields[key]}" for key, spec in FIELDS.items() if spec.is_sparse and key in fields]
     return "".join(line + "\n" for line in lines)
 
 

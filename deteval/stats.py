@@ -91,6 +91,14 @@ class BootstrapSettings:
         return {"n": self.n, "seed": self.seed, "ci": self.ci, "method": self.method}
 
 
+def _check_supported(protocol: Protocol) -> None:
+    """Refuse protocols whose accumulation the weighted re-accumulation does not reproduce."""
+    if protocol.summary not in SUMMARY_TERMS or protocol.ap_method not in ("101_point", "11_point", "all_point"):
+        raise ConfigError(f"bootstrap: protocol {protocol.name!r} (ap_method {protocol.ap_method}, summary "
+                          f"{protocol.summary}) is not supported by the resampling; supported: ap_method "
+                          f"101_point / 11_point / all_point with summary pycocotools / configured")
+
+
 def _check_settings(n: Any, seed: Any, ci: Any, method: Any) -> None:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ConfigError(f"bootstrap: n (number of resamples) must be an integer >= 0, found {n!r}")
@@ -733,6 +741,7 @@ def resample_metrics(table: MatchTable, gt: GroundTruth, protocol: Protocol | st
     [0.0, 0.0, nan]
     """
     protocol = resolve_protocol(protocol)
+    _check_supported(protocol)
     weights = np.asarray(weights)
     if weights.ndim != 2 or weights.shape[1] != gt.n_images:
         raise InputError(f"resample weights: expected an array (n_resamples, {gt.n_images} images), "

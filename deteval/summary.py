@@ -208,8 +208,22 @@ def configured_summary(acc: Accumulated, protocol: Protocol) -> dict:
 #: ``summary`` field value -> the terms of its headline metrics (what each one averages).
 SUMMARY_TERMS = {"pycocotools": pycocotools_terms, "configured": configured_terms}
 
+
+def ultralytics_summary(acc: Accumulated, protocol: Protocol) -> dict:
+    """Ultralytics' ``mAP50`` and ``mAP50-95`` (``Metric.map50`` / ``Metric.map``).
+
+    ``mAP50`` is the mean class AP at the *first* threshold (``all_ap[:, 0].mean()``) and
+    ``mAP50-95`` the mean over classes and thresholds (``all_ap.mean()``), both at the first
+    area range and the largest ``max_dets``, over the classes with ground truth (Ultralytics'
+    ``unique_classes`` are the classes of the labels).
+    """
+    first = acc.ap[:1, :, 0, -1]
+    return {"mAP50": mean_defined(first), "mAP50-95": mean_defined(acc.ap[:, :, 0, -1].T)}
+
+
 #: ``summary`` field value -> the function computing a COCO-style protocol's headline metrics.
-SUMMARIES = {"pycocotools": pycocotools_summary, "configured": configured_summary}
+SUMMARIES = {"pycocotools": pycocotools_summary, "configured": configured_summary,
+             "ultralytics": ultralytics_summary}
 
 
 def headline_metrics(acc: Accumulated, per_class_ap: np.ndarray, protocol: Protocol) -> dict:

@@ -164,11 +164,28 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
                         f"(pycocotools would fail on them)")
     is_ignore, _ = flag_column(anns, "ignore", ann_problems)
     is_difficult, _ = flag_column(anns, "difficult", ann_problems)
+    is_group_of = _group_of_column(anns, ann_problems)
 
     segmentation = tuple(r.get("segmentation") for r in anns)
     return _assemble_gt(meta, ann_ids, ann_image, ann_category, box, area, is_crowd, is_difficult,
                         is_ignore, segmentation, where, warnings, ann_problems=ann_problems,
-                        anns=anns)
+                        anns=anns, is_group_of=is_group_of)
+
+
+def _group_of_column(anns: list, problems: Problems) -> np.ndarray:
+    """Open Images' group-of flag: ``is_group_of`` (or ``IsGroupOf``, the Open Images CSV column).
+
+    Either spelling is read as a 0/1 flag (JSON booleans accepted); a record that gives both
+    with different values is refused. Files without either are all False (and take the fast
+    path; a file with the field is read by the full loader).
+    """
+    is_group_of, missing = flag_column(anns, "is_group_of", problems)
+    csv_style, csv_missing = flag_column(anns, "IsGroupOf", problems)
+    conflict = np.flatnonzero(~missing & ~csv_missing & (is_group_of != csv_style))
+    if len(conflict):
+        problems.fail(conflict, "`is_group_of` and `IsGroupOf` disagree", "one of them, or equal values",
+                      lambda i: [anns[i]["is_group_of"], anns[i]["IsGroupOf"]])
+    return is_group_of | csv_style
 
 
 def _images_and_categories(images: list, categories: list, where: str) -> dict:
@@ -205,7 +222,8 @@ def _images_and_categories(images: list, categories: list, where: str) -> dict:
 def _assemble_gt(meta: dict, ann_ids: np.ndarray, ann_image: np.ndarray, ann_category: np.ndarray,
                  box: np.ndarray, area: np.ndarray, is_crowd: np.ndarray, is_difficult: np.ndarray,
                  is_ignore: np.ndarray, segmentation: Any, where: str, warnings: list, *,
-                 ann_problems: Problems | None, anns: list | None = None) -> GroundTruth | None:
+                 ann_problems: Problems | None, anns: list | None = None,
+                 is_group_of: np.ndarray | None = None) -> GroundTruth | None:
     """Map annotation ids to image/category indices and build the value.
 
     Without ``ann_problems`` (the fast path) an unknown id returns None instead of raising.
@@ -231,7 +249,7 @@ def _assemble_gt(meta: dict, ann_ids: np.ndarray, ann_image: np.ndarray, ann_cat
     return GroundTruth(
         **meta, annotation_id=ann_ids, image=image, category=category, box=box, area=area,
         is_crowd=is_crowd, is_difficult=is_difficult, is_ignore=is_ignore, box_format="xywh",
-        segmentation=segmentation, source=where, warnings=tuple(warnings))
+        segmentation=segmentation, source=where, warnings=tuple(warnings), is_group_of=is_group_of)
 
 
 def _index_of(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:

@@ -42,18 +42,19 @@ COCO_RECALL_THRESHOLDS.flags.writeable = False
 
 IouType = Literal["bbox", "segm"]
 IouComparison = Literal[">=", ">"]
-Matching = Literal["coco", "voc"]
+Matching = Literal["coco", "voc", "ultralytics"]
 BoxConvention = Literal["continuous", "pixel_inclusive"]
-ApMethod = Literal["101_point", "11_point", "all_point"]
+ApMethod = Literal["101_point", "11_point", "all_point", "trapezoid_101"]
 ElevenPointGrid = Literal["matlab_colon", "decimal", "numpy_arange"]
 Difficult = Literal["ignore", "count"]
 Crowd = Literal["ignore_reusable", "none"]
 ScoreOrder = Literal["image_major", "file"]
 GtIgnoreField = Literal["honour", "iscrowd"]
 GtIdZero = Literal["matchable", "unmatchable"]
-Summary = Literal["pycocotools", "configured"]
+Summary = Literal["pycocotools", "configured", "ultralytics"]
 MaskIou = Literal["exact", "raster"]
 InvalidPolygons = Literal["error", "make_valid"]
+GroupOf = Literal["none", "openimages"]
 Stage = Literal["match", "accumulate", "describe"]
 
 #: Steps of :func:`deteval.explain.explain`, in walk order. ``summary`` is always the last step.
@@ -233,6 +234,10 @@ class FieldSpec:
     check : callable or None
         ``check(key, value, where) -> normalized`` for structured fields; None for enumerated
         fields (checked against ``choices``).
+    is_sparse : bool
+        A field added after results and preset hashes were pinned: at its default it is left
+        out of :meth:`Protocol.to_dict` (the JSON ``config``) and of
+        :meth:`Protocol.fingerprint`, so every existing protocol keeps its hash and output.
     """
 
     name: str
@@ -242,6 +247,7 @@ class FieldSpec:
     doc: str
     default: Any = _NO_DEFAULT
     check: Callable[[str, Any, str], Any] | None = None
+    is_sparse: bool = False
 
     @property
     def has_default(self) -> bool:
@@ -270,12 +276,14 @@ FIELDS: Mapping[str, FieldSpec] = _table(
               check=_check_iou_thresholds),
     FieldSpec("iou_comparison", (">=", ">"), "match", "IoU comparison",
               "`>=`: devkit and pycocotools; `>`: py-faster-rcnn / detectron2 voc_eval.py"),
-    FieldSpec("matching", ("coco", "voc"), "match", "matching rule",
-              "coco: best still-unmatched GT, crowd reusable; voc: argmax over all GTs, taken -> FP"),
+    FieldSpec("matching", ("coco", "voc", "ultralytics"), "match", "matching rule",
+              "coco: best still-unmatched GT, crowd reusable; voc: argmax over all GTs, taken -> FP; "
+              "ultralytics: each detection's best GT, then each GT's best detection, by IoU alone"),
     FieldSpec("box_convention", ("continuous", "pixel_inclusive"), "match", "box convention",
               "continuous xywh, or 1-based inclusive pixels (+1 in widths, the VOC devkit)"),
-    FieldSpec("ap_method", ("101_point", "11_point", "all_point"), "accumulate", "interpolation",
-              "COCO's 101 recall points, VOC2007's 11 points, or VOC2010+'s area under the envelope"),
+    FieldSpec("ap_method", ("101_point", "11_point", "all_point", "trapezoid_101"), "accumulate",
+              "interpolation", "COCO's 101 recall points, VOC2007's 11 points, VOC2010+'s area under "
+              "the envelope, or Ultralytics' trapezoid over the envelope at 101 points"),
     FieldSpec("eleven_point_grid", ("matlab_colon", "decimal", "numpy_arange"), "accumulate",
               "interpolation", "11-point recall grid: MATLAB's 0:0.1:1, k / 10, or np.arange(0, 1.1, 0.1)",
               default="matlab_colon"),
@@ -295,12 +303,17 @@ FIELDS: Mapping[str, FieldSpec] = _table(
               "`iscrowd`: pycocotools' bug that overwrites `ignore` with `iscrowd`; `honour` keeps it"),
     FieldSpec("gt_id_zero", ("matchable", "unmatchable"), "match", "parity bugs",
               "`unmatchable`: pycocotools' bug that never matches annotation id 0"),
-    FieldSpec("summary", ("pycocotools", "configured"), "accumulate", "summary",
-              "headline metrics: COCOeval.summarize literally, or from the configured values"),
+    FieldSpec("summary", ("pycocotools", "configured", "ultralytics"), "accumulate", "summary",
+              "headline metrics: COCOeval.summarize literally, from the configured values, or "
+              "Ultralytics' mAP50 and mAP50-95"),
     FieldSpec("mask_iou", ("exact", "raster"), "match", "IoU type/masks",
               "segm only: exact polygon geometry (shapely) or pycocotools' raster masks", default="exact"),
     FieldSpec("invalid_polygons", ("error", "make_valid"), "match", "IoU type/masks",
               "segm only: refuse self-intersecting polygons, or repair them", default="error"),
+    # -- Open Images and tool presets (added later: sparse, so older hashes stay) ------------
+    FieldSpec("group_of", ("none", "openimages"), "match", "difficult/crowd",
+              "openimages: GT `is_group_of` boxes match leftover detections by intersection over the "
+              "detection's area, one TP per box", default="none", is_sparse=True),
 )
 
 #: Allowed values of the enumerated fields (YAML key = field name).
@@ -319,8 +332,8 @@ def field_names() -> tuple:
 def display_fields() -> tuple:
     """The fields that decide numbers, in display order (the CLI command ``protocols`` lists these).
 
-    >>> display_fields()[-2:]
-    ('mask_iou', 'invalid_polygons')
+    >>> display_fields()[-3:]
+    ('mask_iou', 'invalid_polygons', 'group_of')
     """
     return tuple(k for k, s in FIELDS.items() if s.stage != "describe")
 
@@ -329,7 +342,7 @@ def optional_fields() -> dict:
     """Fields a complete protocol file may leave out, with the value they then take.
 
     >>> optional_fields()
-    {'eleven_point_grid': 'matlab_colon', 'mask_iou': 'exact', 'invalid_polygons': 'error'}
+    {'eleven_point_grid': 'matlab_colon', 'mask_iou': 'exact', 'invalid_polygons': 'error', 'group_of': 'none'}
     """
     return {k: s.default for k, s in FIELDS.items() if s.has_default and s.stage != "describe"}
 
@@ -349,7 +362,7 @@ def check_field(key: str, value: Any, *, where: str) -> Any:
     >>> check_field("matching", "pascal", where="x.yaml")
     Traceback (most recent call last):
     ...
-    deteval.errors.ConfigError: x.yaml: matching: expected one of 'coco', 'voc', found the string 'pascal'
+    deteval.errors.ConfigError: x.yaml: matching: expected one of 'coco', 'voc', 'ultralytics', found the string 'pascal'
     """
     spec = FIELDS.get(key)
     if spec is None:
@@ -406,15 +419,19 @@ class Protocol:
     iou_comparison : {">=", ">"}
         ``>=``: the devkit and pycocotools (which compares against ``min(t, 1 - 1e-10)`` under
         COCO matching); ``>``: the Python VOC port of py-faster-rcnn / detectron2.
-    matching : {"coco", "voc"}
+    matching : {"coco", "voc", "ultralytics"}
         ``coco``: best still-unmatched GT at or above the threshold, non-ignored first, ties to
         the later GT, crowd reusable. ``voc``: the GT with the highest IoU over all GTs (first
-        on ties); if it is taken the detection is a false positive.
+        on ties); if it is taken the detection is a false positive. ``ultralytics``: the pairs
+        at or above the threshold sorted by IoU, each detection keeps its best GT, then each GT
+        its best detection; score plays no part (Ultralytics' ``match_predictions``).
     box_convention : {"continuous", "pixel_inclusive"}
         See :mod:`deteval.geometry`.
-    ap_method : {"101_point", "11_point", "all_point"}
+    ap_method : {"101_point", "11_point", "all_point", "trapezoid_101"}
         COCO's 101 recall thresholds (precision = tp / (tp + fp + eps)); VOC2007's 11 points;
-        VOC2010+'s area under the precision envelope.
+        VOC2010+'s area under the precision envelope; ``trapezoid_101``: Ultralytics'
+        ``compute_ap``, ``np.trapezoid`` of the envelope (starting at precision 1) interpolated
+        at ``np.linspace(0, 1, 101)``.
     eleven_point_grid : {"matlab_colon", "decimal", "numpy_arange"}
         11-point recall grid. ``matlab_colon``: the devkit's ``0:0.1:1``, which MATLAB builds
         from both ends (``a + k*d`` for the first half, ``b - (n-k)*d`` for the second), so the
@@ -443,13 +460,22 @@ class Protocol:
     gt_id_zero : {"matchable", "unmatchable"}
         ``unmatchable`` reproduces pycocotools, which stores the matched GT's id as the match
         flag, so a detection matched to annotation id 0 counts as unmatched (a bug).
-    summary : {"pycocotools", "configured"}
+    summary : {"pycocotools", "configured", "ultralytics"}
         Headline metrics: pycocotools' ``summarize`` (AP at maxDets=100 hard-coded, the others
-        at ``max_dets[2]``), or computed from the configured values.
+        at ``max_dets[2]``), computed from the configured values, or Ultralytics' ``mAP50``
+        (first threshold) and ``mAP50-95`` (mean over thresholds).
     mask_iou : {"exact", "raster"}
         ``segm`` only: exact polygon geometry (shapely) or pycocotools' rasterised masks.
     invalid_polygons : {"error", "make_valid"}
         ``segm`` only: refuse self-intersecting polygons, or repair them with shapely.
+    group_of : {"none", "openimages"}
+        ``openimages``: the Open Images challenge's group-of rule (TF object detection API
+        ``per_image_evaluation.py``): ground truth flagged ``is_group_of`` takes no part in the
+        matching; each detection left unmatched (not a TP, not ignored) is then compared with
+        the group-of boxes of its image and class by intersection over the *detection's* area
+        (IoA), at the lane's threshold; all detections inside one group-of box count as one
+        true positive (the best-scored) and the rest are ignored. ``none``: ``is_group_of`` is
+        not read.
 
     Raises
     ------
@@ -487,6 +513,7 @@ class Protocol:
     summary: Summary
     mask_iou: MaskIou = FIELDS["mask_iou"].default
     invalid_polygons: InvalidPolygons = FIELDS["invalid_polygons"].default
+    group_of: GroupOf = FIELDS["group_of"].default
 
     def __post_init__(self) -> None:
         name = self.name if isinstance(self.name, str) else repr(self.name)
@@ -525,10 +552,15 @@ class Protocol:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
-        """The resolved fields as plain JSON values (lists for tuples)."""
+        """The resolved fields as plain JSON values (lists for tuples).
+
+        A sparse field (see :class:`FieldSpec`) at its default is left out.
+        """
         out = {}
-        for key in FIELDS:
+        for key, spec in FIELDS.items():
             value = getattr(self, key)
+            if spec.is_sparse and value == spec.default:
+                continue
             if key == "area_ranges":
                 value = {n: [lo, hi] for n, lo, hi in value}
             elif isinstance(value, tuple):
@@ -537,7 +569,8 @@ class Protocol:
         return out
 
     def fingerprint(self) -> str:
-        """Short hash of the fields that change numbers (not name or source)."""
+        """Short hash of the fields that change numbers (not name or source; sparse fields only
+        when they differ from their default, see :class:`FieldSpec`)."""
         fields = {k: v for k, v in self.to_dict().items() if FIELDS[k].stage != "describe"}
         blob = json.dumps(fields, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]

@@ -150,12 +150,15 @@ def check_perfect_detections(protocol: str, seed: int) -> None:
             unfindable.add(a["category_id"])
         seen.add(key)
     result = _quiet_evaluate(gt, perfect, protocol)
+    # Ultralytics' compute_ap integrates its envelope with trapezoids over 101 points and pads the
+    # curve with precision 0 at recall 1, so a perfect class scores 0.995 there: its known value.
+    best = 0.995 if get_protocol(protocol).ap_method == "trapezoid_101" else 1.0
     checked = 0
     for row in result.per_class:
         if row["num_gt"] > 0 and row["category_id"] not in unfindable:
             checked += 1
             # pycocotools' precision tp / (tp + fp + eps) stays one float step below 1 for a single TP.
-            assert row["AP"] >= 1 - 4 * np.finfo(float).eps, row
+            assert row["AP"] >= best - 4 * np.finfo(float).eps, row
     if not checked:
         pytest.skip("no class of this dataset can be detected perfectly")
 

@@ -415,7 +415,7 @@ def test_cli_compare_bad_protocol_exits_3(capsys, tmp_path):
     code, out, err = run_cli(["compare", "--gt", GT, "--dt", DT, "--protocol", "coco", "--protocol", bad],
                              capsys)
     assert code == 3 and out == ""
-    assert f"{bad}: matching: expected one of 'coco', 'voc', found the string 'pascal'" in err
+    assert f"{bad}: matching: expected one of 'coco', 'voc', 'ultralytics', found the string 'pascal'" in err
 
 
 def test_cli_compare_help_has_an_example(capsys):

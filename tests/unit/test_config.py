@@ -258,7 +258,7 @@ BAD = {
     "linspace keys": ("extends: coco\niou_thresholds: {start: 0.5, stop: 0.95}\n",
                       "iou_thresholds: expected a list of numbers, or exactly {start, stop, num}"),
     "enum value": ("extends: voc2010\nmatching: pascal\n",
-                   "cfg.yaml: matching: expected one of 'coco', 'voc', found the string 'pascal'"),
+                   "cfg.yaml: matching: expected one of 'coco', 'voc', 'ultralytics', found the string 'pascal'"),
     "yaml boolean for enum": ("extends: voc2010\ndifficult: no\n",
                               "difficult: expected one of 'ignore', 'count', found false (a boolean"),
     "comparison unquoted": ("extends: voc2010\niou_comparison: >=\n",

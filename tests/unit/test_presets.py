@@ -27,6 +27,9 @@ FINGERPRINTS = {
     "voc2010-pyfrcnn": "fb122f8d6891",
     "voc2007-continuous": "38120bb5938e",
     "voc2010-continuous": "276e9e132324",
+    "openimages": "958ab2c28696",
+    "ultralytics": "8d92ccca3ba0",
+    "detectron2-voc": "1054244cef83",
 }
 
 

@@ -35,7 +35,19 @@ def test_the_table_and_the_dataclass_have_the_same_fields_in_the_same_order():
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_every_preset_field_is_in_the_table(name):
-    assert set(PRESETS[name].to_dict()) == set(FIELDS)
+    """Every field is in ``to_dict``, except sparse fields at their default (hashes stay)."""
+    protocol = PRESETS[name]
+    left_out = {k for k, s in FIELDS.items() if s.is_sparse and getattr(protocol, k) == s.default}
+    assert set(protocol.to_dict()) == set(FIELDS) - left_out
+    assert not left_out & set(protocol.to_dict())
+
+
+def test_a_sparse_field_away_from_its_default_is_shown_and_hashed():
+    coco = PRESETS["coco"]
+    grouped = coco.replace(group_of="openimages")
+    assert "group_of" not in coco.to_dict() and grouped.to_dict()["group_of"] == "openimages"
+    assert grouped.fingerprint() != coco.fingerprint()
+    assert coco.replace(group_of="none").fingerprint() == coco.fingerprint()
 
 
 @pytest.mark.parametrize("key", list(FIELDS))
@@ -100,7 +112,7 @@ def test_unknown_field_in_replace():
 
 def test_optional_fields_come_from_the_table():
     assert optional_fields() == {"eleven_point_grid": "matlab_colon", "mask_iou": "exact",
-                                 "invalid_polygons": "error"}
+                                 "invalid_polygons": "error", "group_of": "none"}
 
 
 def test_display_fields_are_the_fields_that_decide_numbers():

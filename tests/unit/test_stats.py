@@ -345,3 +345,16 @@ def test_no_module_level_state_for_workers():
     one = resample_metrics(table, gt, p, weights)
     three = resample_metrics(table, gt, p, weights, workers=3, chunk_size=2)
     assert _same(one.metrics, three.metrics) and _same(one.per_class_ap, three.per_class_ap)
+
+
+def test_protocols_the_resampling_does_not_reproduce_are_refused():
+    import deteval
+    from deteval.stats import resample_metrics
+
+    gt = deteval.load_ground_truth({"images": [{"id": 1}], "categories": [{"id": 1, "name": "a"}],
+                                    "annotations": [{"id": 1, "image_id": 1, "category_id": 1,
+                                                     "bbox": [0, 0, 9, 9], "area": 81, "iscrowd": 0}]})
+    dt = deteval.load_detections([{"image_id": 1, "category_id": 1, "bbox": [0, 0, 9, 9], "score": 0.9}], gt)
+    p = deteval.get_protocol("ultralytics")
+    with pytest.raises(ConfigError, match="ultralytics.*not supported by the resampling"):
+        resample_metrics(deteval.match(gt, dt, p), gt, p, np.ones((2, 1), dtype=np.int64))

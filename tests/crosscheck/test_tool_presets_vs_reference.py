@@ -1,0 +1,130 @@
+"""openimages, ultralytics and detectron2-voc against their plain twins on generated datasets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deteval.api import evaluate, explain
+from deteval.protocol import get_protocol
+from tests.reference import slow_openimages, slow_ultralytics, slow_voc
+
+N_CLASS = 3
+
+
+def _dataset(seed: int, *, group_rate: float = 0.0, integer: bool = False):
+    """Images with GT boxes (xyxy), jittered and random detections with distinct scores."""
+    rng = np.random.default_rng(seed)
+    images = []
+    for _ in range(int(rng.integers(3, 9))):
+        n_gt = int(rng.integers(0, 6))
+        xy = rng.uniform(0, 200, (n_gt, 2))
+        wh = rng.uniform(8, 80, (n_gt, 2))
+        gt_boxes = np.concatenate([xy, xy + wh], axis=1)
+        gt_cls = rng.integers(0, N_CLASS, n_gt)
+        is_group = rng.random(n_gt) < group_rate
+        dets, det_cls = [], []
+        for b, c in zip(gt_boxes, gt_cls):
+            for _ in range(int(rng.integers(0, 4))):  # hits, duplicates, and boxes inside groups
+                scale = rng.uniform(0.2, 1.0) if rng.random() < 0.3 else 1.0
+                size = (b[2:] - b[:2]) * scale
+                lo = b[:2] + rng.uniform(-0.15, 0.15, 2) * size + (b[2:] - b[:2] - size) * rng.random(2)
+                dets.append(np.r_[lo, lo + size])
+                det_cls.append(c if rng.random() < 0.9 else rng.integers(0, N_CLASS))
+        for _ in range(int(rng.integers(0, 4))):
+            lo = rng.uniform(0, 220, 2)
+            dets.append(np.r_[lo, lo + rng.uniform(5, 60, 2)])
+            det_cls.append(rng.integers(0, N_CLASS))
+        det_boxes = np.array(dets, float).reshape(-1, 4)
+        if integer:
+            gt_boxes, det_boxes = np.round(gt_boxes), np.round(det_boxes)
+            det_boxes[:, 2:] = np.maximum(det_boxes[:, 2:], det_boxes[:, :2] + 1)
+        images.append((gt_boxes, gt_cls, is_group, det_boxes, np.array(det_cls, dtype=np.int64)))
+    n_det = sum(len(im[3]) for im in images)
+    scores = rng.permutation(n_det) / n_det * 0.98 + 0.01  # distinct, > 0
+    out, start = [], 0
+    for gt_boxes, gt_cls, is_group, det_boxes, det_cls in images:
+        out.append((gt_boxes, gt_cls, is_group, det_boxes, scores[start:start + len(det_boxes)], det_cls))
+        start += len(det_boxes)
+    return out
+
+
+def _coco(images):
+    anns, dts = [], []
+    for i, (gt_boxes, gt_cls, is_group, det_boxes, scores, det_cls) in enumerate(images):
+        for b, c, g in zip(gt_boxes, gt_cls, is_group):
+            anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": int(c) + 1,
+                         "bbox": [b[0], b[1], b[2] - b[0], b[3] - b[1]], "area": float((b[2] - b[0]) * (b[3] - b[1])),
+                         "iscrowd": 0, "is_group_of": int(g)})
+        for b, s, c in zip(det_boxes, scores, det_cls):
+            dts.append({"image_id": i + 1, "category_id": int(c) + 1, "bbox": [b[0], b[1], b[2] - b[0], b[3] - b[1]],
+                        "score": float(s)})
+    gt = {"images": [{"id": i + 1} for i in range(len(images))],
+          "categories": [{"id": c + 1, "name": f"c{c}"} for c in range(N_CLASS)], "annotations": anns}
+    return gt, dts
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_openimages_equals_mmdetections_tpfp_openimages(seed):
+    images = _dataset(seed, group_rate=0.35)
+    gt, dt = _coco(images)
+    result = evaluate(gt, dt, "openimages")
+    aps = []
+    for c in range(N_CLASS):
+        per_image = [(np.c_[db[dc == c], sc[dc == c]], gb[gc == c], grp[gc == c])
+                     for gb, gc, grp, db, sc, dc in images]
+        aps.append(slow_openimages.eval_class(per_image))
+    for c, ap in enumerate(aps):
+        ours = result.per_class[c]["AP"]
+        if ap is None:
+            assert np.isnan(ours)
+        else:  # mmdet stores AP in float32
+            assert ours == pytest.approx(ap, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_ultralytics_equals_its_validation_map(seed):
+    images = _dataset(seed)
+    gt, dt = _coco(images)
+    result = evaluate(gt, dt, "ultralytics")
+    iouv = get_protocol("ultralytics").iou_thresholds
+    ref = slow_ultralytics.validate([(gb, gc, db, sc, dc) for gb, gc, _, db, sc, dc in images], iouv)
+    ours = np.array([c["AP"] for c in result.per_class])
+    defined = ours[~np.isnan(ours)]
+    assert len(defined) == len(ref["classes"])
+    per_class_ref = ref["ap"].mean(axis=1)
+    assert np.allclose(defined, per_class_ref, rtol=0, atol=1e-15)
+    assert result.metrics["mAP50"] == ref["mAP50"]
+    assert result.metrics["mAP50-95"] == ref["mAP50-95"]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_detectron2_voc_equals_voc_eval_over_ten_thresholds(seed):
+    images = _dataset(seed, integer=True)
+    gt, dt = _coco(images)
+    result = evaluate(gt, dt, "detectron2-voc")
+    names = [str(i) for i in range(len(images))]
+    objects = {names[i]: [{"name": f"c{c}", "box": tuple(b), "difficult": False} for b, c in zip(gb, gc)]
+               for i, (gb, gc, *_rest) in enumerate(images)}
+    maps = []
+    for thresh in range(50, 100, 5):
+        aps = []
+        for c in range(N_CLASS):
+            dets = [(names[i], float(s), tuple(map(float, b))) for i, (_, _, _, db, sc, dc) in enumerate(images)
+                    for b, s, k in zip(db, sc, dc) if k == c]
+            if not any(o["name"] == f"c{c}" for objs in objects.values() for o in objs):
+                continue
+            aps.append(slow_voc.pyfrcnn_eval_class(names, objects, dets, f"c{c}", min_overlap=thresh / 100.0)["ap"])
+        maps.append(np.mean(aps))
+    assert result.metrics["AP"] == pytest.approx(np.mean(maps), abs=1e-12)
+    assert result.metrics["AP50"] == pytest.approx(maps[0], abs=1e-12)
+    assert result.metrics["AP75"] == pytest.approx(maps[5], abs=1e-12)
+
+
+@pytest.mark.parametrize("a, b", [("coco", "ultralytics"), ("voc2010", "openimages"), ("voc2007", "detectron2-voc")])
+def test_explain_walk_adds_up_to_the_total(a, b):
+    gt, dt = _coco(_dataset(3, group_rate=0.3))
+    walk = explain(gt, dt, a, b)
+    assert sum(s.change for s in walk.steps) == pytest.approx(walk.total, abs=1e-12)
+    assert walk.steps and walk.end == pytest.approx(
+        np.nanmean([c["AP"] for c in evaluate(gt, dt, b).per_class]), abs=1e-12)
