@@ -40,7 +40,7 @@ COCO_IOU_THRESHOLDS = tuple(float(t) for t in np.linspace(.5, 0.95, int(np.round
 COCO_RECALL_THRESHOLDS = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1, endpoint=True)
 COCO_RECALL_THRESHOLDS.flags.writeable = False
 
-IouType = Literal["bbox", "segm"]
+IouType = Literal["bbox", "segm", "keypoints"]
 IouComparison = Literal[">=", ">"]
 Matching = Literal["coco", "voc"]
 BoxConvention = Literal["continuous", "pixel_inclusive"]
@@ -51,9 +51,11 @@ Crowd = Literal["ignore_reusable", "none"]
 ScoreOrder = Literal["image_major", "file"]
 GtIgnoreField = Literal["honour", "iscrowd"]
 GtIdZero = Literal["matchable", "unmatchable"]
-Summary = Literal["pycocotools", "configured"]
+Summary = Literal["pycocotools", "configured", "lvis"]
 MaskIou = Literal["exact", "raster"]
 InvalidPolygons = Literal["error", "make_valid"]
+MaxDetsScope = Literal["image_class", "image"]
+FederatedLabels = Literal["ignore", "lvis"]
 Stage = Literal["match", "accumulate", "describe"]
 
 #: Steps of :func:`deteval.explain.explain`, in walk order. ``summary`` is always the last step.
@@ -197,6 +199,28 @@ def _check_max_dets(key: str, value: Any, where: str) -> tuple | None:
     return tuple(int(m) for m in value)
 
 
+def _check_keypoint_sigmas(key: str, value: Any, where: str) -> tuple | None:
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or not value:
+        raise _fail(where, key, "a non-empty list of positive numbers, one per keypoint (e.g. "
+                                "COCO's 17), or null for COCO's person sigmas", value)
+    for i, s in enumerate(value):
+        if not _is_number(s) or not math.isfinite(s) or s <= 0:
+            raise _fail(where, f"{key}[{i}]", "a finite number > 0", s)
+    return tuple(float(s) for s in value)
+
+
+def _check_class_budget(key: str, value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if not _is_integer(value) or value < 1:
+        raise _fail(where, key, "a positive integer (Fixed AP: 10000) or null for no budget", value)
+    return int(value)
+
+
 def _check_choice(key: str, value: Any, where: str) -> str:
     allowed = FIELDS[key].choices or ()
     if not isinstance(value, str) or value not in allowed:
@@ -233,6 +257,10 @@ class FieldSpec:
     check : callable or None
         ``check(key, value, where) -> normalized`` for structured fields; None for enumerated
         fields (checked against ``choices``).
+    is_sparse : bool
+        A field added after results and preset hashes were pinned: at its default it is left
+        out of :meth:`Protocol.to_dict` (the JSON ``config``) and of
+        :meth:`Protocol.fingerprint`, so every existing protocol keeps its hash and output.
     """
 
     name: str
@@ -242,6 +270,7 @@ class FieldSpec:
     doc: str
     default: Any = _NO_DEFAULT
     check: Callable[[str, Any, str], Any] | None = None
+    is_sparse: bool = False
 
     @property
     def has_default(self) -> bool:
@@ -264,7 +293,8 @@ FIELDS: Mapping[str, FieldSpec] = _table(
               default="custom", check=_check_text),
     FieldSpec("source", None, "describe", None, "one line: what this protocol reproduces", default="",
               check=_check_text),
-    FieldSpec("iou_type", ("bbox", "segm"), "match", "IoU type/masks", "boxes or segmentation masks"),
+    FieldSpec("iou_type", ("bbox", "segm", "keypoints"), "match", "IoU type/masks",
+              "boxes, segmentation masks, or keypoints (OKS, pycocotools' computeOks)"),
     FieldSpec("iou_thresholds", None, "match", "IoU thresholds",
               "matching thresholds in order (the T axis); a list, or {start, stop, num} for np.linspace",
               check=_check_iou_thresholds),
@@ -295,12 +325,27 @@ FIELDS: Mapping[str, FieldSpec] = _table(
               "`iscrowd`: pycocotools' bug that overwrites `ignore` with `iscrowd`; `honour` keeps it"),
     FieldSpec("gt_id_zero", ("matchable", "unmatchable"), "match", "parity bugs",
               "`unmatchable`: pycocotools' bug that never matches annotation id 0"),
-    FieldSpec("summary", ("pycocotools", "configured"), "accumulate", "summary",
-              "headline metrics: COCOeval.summarize literally, or from the configured values"),
+    FieldSpec("summary", ("pycocotools", "configured", "lvis"), "accumulate", "summary",
+              "headline metrics: COCOeval.summarize literally (its keypoint stats for keypoints), "
+              "from the configured values, or lvis-api's get_results (APr/APc/APf by frequency)"),
     FieldSpec("mask_iou", ("exact", "raster"), "match", "IoU type/masks",
               "segm only: exact polygon geometry (shapely) or pycocotools' raster masks", default="exact"),
     FieldSpec("invalid_polygons", ("error", "make_valid"), "match", "IoU type/masks",
               "segm only: refuse self-intersecting polygons, or repair them", default="error"),
+    # -- COCO keypoints and LVIS (added later: sparse, so older hashes stay) --------------------
+    FieldSpec("keypoint_sigmas", None, "match", "IoU type/masks",
+              "keypoints only: per-keypoint OKS sigmas; null: COCO's 17 person sigmas (pycocotools)",
+              default=None, check=_check_keypoint_sigmas, is_sparse=True),
+    FieldSpec("max_dets_scope", ("image_class", "image"), "match", "max_dets",
+              "what max_dets caps: each image and class (pycocotools), or each image across classes "
+              "(lvis-api's 300 per image)", default="image_class", is_sparse=True),
+    FieldSpec("max_dets_per_class", None, "match", "max_dets",
+              "detections kept per class over the whole dataset, top scores first (Fixed AP: "
+              "10000); null: no such budget", default=None, check=_check_class_budget, is_sparse=True),
+    FieldSpec("federated_labels", ("ignore", "lvis"), "match", "difficult/crowd",
+              "lvis: score a class on an image only if it is annotated or negative there, and ignore "
+              "unmatched detections of not-exhaustive classes (lvis-api); ignore: labels not read",
+              default="ignore", is_sparse=True),
 )
 
 #: Allowed values of the enumerated fields (YAML key = field name).
@@ -328,8 +373,8 @@ def display_fields() -> tuple:
 def optional_fields() -> dict:
     """Fields a complete protocol file may leave out, with the value they then take.
 
-    >>> optional_fields()
-    {'eleven_point_grid': 'matlab_colon', 'mask_iou': 'exact', 'invalid_polygons': 'error'}
+    >>> list(optional_fields())[:3]
+    ['eleven_point_grid', 'mask_iou', 'invalid_polygons']
     """
     return {k: s.default for k, s in FIELDS.items() if s.has_default and s.stage != "describe"}
 
@@ -400,7 +445,8 @@ class Protocol:
         Preset name, or the name given by a config.
     source : str
         One line: what this reproduces.
-    iou_type : {"bbox", "segm"}
+    iou_type : {"bbox", "segm", "keypoints"}
+        ``keypoints`` scores COCO keypoints by OKS (pycocotools' ``computeOks``).
     iou_thresholds : tuple of float
         Matching thresholds, in order (the T axis).
     iou_comparison : {">=", ">"}
@@ -443,13 +489,32 @@ class Protocol:
     gt_id_zero : {"matchable", "unmatchable"}
         ``unmatchable`` reproduces pycocotools, which stores the matched GT's id as the match
         flag, so a detection matched to annotation id 0 counts as unmatched (a bug).
-    summary : {"pycocotools", "configured"}
+    summary : {"pycocotools", "configured", "lvis"}
         Headline metrics: pycocotools' ``summarize`` (AP at maxDets=100 hard-coded, the others
-        at ``max_dets[2]``), or computed from the configured values.
+        at ``max_dets[2]``; for ``keypoints`` its ten keypoint stats at maxDets=20), computed
+        from the configured values, or lvis-api's ``get_results`` (APr/APc/APf by category
+        ``frequency``, AR at the largest ``max_dets``).
     mask_iou : {"exact", "raster"}
         ``segm`` only: exact polygon geometry (shapely) or pycocotools' rasterised masks.
     invalid_polygons : {"error", "make_valid"}
         ``segm`` only: refuse self-intersecting polygons, or repair them with shapely.
+    keypoint_sigmas : tuple of float or None
+        ``keypoints`` only: the per-keypoint OKS sigmas (one per keypoint, as xtcocotools and
+        faster-coco-eval allow); None: pycocotools' ``kpt_oks_sigmas`` of COCO's 17 person
+        keypoints.
+    max_dets_scope : {"image_class", "image"}
+        What ``max_dets`` caps: each (image, class) group (pycocotools), or each image across
+        its classes (lvis-api's ``LVISResults(max_dets=300)``, applied to the results before
+        anything else, ties in file order).
+    max_dets_per_class : int or None
+        Keep only the top-scoring detections of each class over the whole dataset (ties in file
+        order), before anything else: the Fixed AP budget of Dave et al. (2021), 10000.
+    federated_labels : {"ignore", "lvis"}
+        ``lvis``: the federated rules of lvis-api's ``LVISEval``: a detection of class c on an
+        image is scored only if c is annotated (positive) on the image or in its
+        ``neg_category_ids``; an unmatched detection of a class in the image's
+        ``not_exhaustive_category_ids`` is ignored, not a false positive. ``ignore``: those
+        labels are not read (a counted warning says so when the ground truth has them).
 
     Raises
     ------
@@ -487,6 +552,10 @@ class Protocol:
     summary: Summary
     mask_iou: MaskIou = FIELDS["mask_iou"].default
     invalid_polygons: InvalidPolygons = FIELDS["invalid_polygons"].default
+    keypoint_sigmas: tuple[float, ...] | None = FIELDS["keypoint_sigmas"].default
+    max_dets_scope: MaxDetsScope = FIELDS["max_dets_scope"].default
+    max_dets_per_class: int | None = FIELDS["max_dets_per_class"].default
+    federated_labels: FederatedLabels = FIELDS["federated_labels"].default
 
     def __post_init__(self) -> None:
         name = self.name if isinstance(self.name, str) else repr(self.name)
@@ -525,10 +594,15 @@ class Protocol:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
-        """The resolved fields as plain JSON values (lists for tuples)."""
+        """The resolved fields as plain JSON values (lists for tuples).
+
+        A sparse field (see :class:`FieldSpec`) at its default is left out.
+        """
         out = {}
-        for key in FIELDS:
+        for key, spec in FIELDS.items():
             value = getattr(self, key)
+            if spec.is_sparse and value == spec.default:
+                continue
             if key == "area_ranges":
                 value = {n: [lo, hi] for n, lo, hi in value}
             elif isinstance(value, tuple):
@@ -537,7 +611,8 @@ class Protocol:
         return out
 
     def fingerprint(self) -> str:
-        """Short hash of the fields that change numbers (not name or source)."""
+        """Short hash of the fields that change numbers (not name or source; sparse fields only
+        when they differ from their default, see :class:`FieldSpec`)."""
         fields = {k: v for k, v in self.to_dict().items() if FIELDS[k].stage != "describe"}
         blob = json.dumps(fields, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]

@@ -7,6 +7,7 @@ import re
 import typing
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from deteval.errors import ConfigError
@@ -35,7 +36,30 @@ def test_the_table_and_the_dataclass_have_the_same_fields_in_the_same_order():
 
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_every_preset_field_is_in_the_table(name):
-    assert set(PRESETS[name].to_dict()) == set(FIELDS)
+    """Every field is in ``to_dict``, except sparse fields at their default (hashes stay)."""
+    protocol = PRESETS[name]
+    left_out = {k for k, s in FIELDS.items() if s.is_sparse and getattr(protocol, k) == s.default}
+    assert set(protocol.to_dict()) == set(FIELDS) - left_out
+    assert not left_out & set(protocol.to_dict())
+
+
+@pytest.mark.parametrize("changes", [{"keypoint_sigmas": [0.5, 0.5]}, {"max_dets_scope": "image"},
+                                     {"max_dets_per_class": 10000}, {"federated_labels": "lvis"}])
+def test_keypoint_and_lvis_fields_are_sparse(changes):
+    coco = PRESETS["coco"]
+    changed = coco.replace(**changes)
+    key = next(iter(changes))
+    assert key not in coco.to_dict() and key in changed.to_dict()
+    assert changed.fingerprint() != coco.fingerprint()
+    assert coco.replace(**{key: FIELDS[key].default}).fingerprint() == coco.fingerprint()
+
+
+def test_keypoint_sigmas_and_class_budget_are_checked():
+    with pytest.raises(ConfigError, match=r"keypoint_sigmas\[1\]: expected a finite number > 0, found 0"):
+        PRESETS["coco"].replace(keypoint_sigmas=[0.1, 0])
+    with pytest.raises(ConfigError, match=r"max_dets_per_class: expected a positive integer"):
+        PRESETS["coco"].replace(max_dets_per_class=0.5)
+    assert PRESETS["coco"].replace(keypoint_sigmas=np.array([.1, .2])).keypoint_sigmas == (0.1, 0.2)
 
 
 @pytest.mark.parametrize("key", list(FIELDS))
@@ -100,7 +124,9 @@ def test_unknown_field_in_replace():
 
 def test_optional_fields_come_from_the_table():
     assert optional_fields() == {"eleven_point_grid": "matlab_colon", "mask_iou": "exact",
-                                 "invalid_polygons": "error"}
+                                 "invalid_polygons": "error", "keypoint_sigmas": None,
+                                 "max_dets_scope": "image_class", "max_dets_per_class": None,
+                                 "federated_labels": "ignore"}
 
 
 def test_display_fields_are_the_fields_that_decide_numbers():
