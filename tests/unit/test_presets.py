@@ -27,6 +27,9 @@ FINGERPRINTS = {
     "voc2010-pyfrcnn": "fb122f8d6891",
     "voc2007-continuous": "38120bb5938e",
     "voc2010-continuous": "276e9e132324",
+    "coco-keypoints": "077754158734",
+    "lvis": "8b1c453566f3",
+    "lvis-fixed-ap": "b68a9f02e3a0",
 }
 
 
