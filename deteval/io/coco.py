@@ -196,12 +196,11 @@ def keypoint_column(records: list, problems: Problems, *, is_ground_truth: bool)
     if bad:
         problems.fail(bad, "`keypoints` is not a list of 3 numbers per keypoint",
                       "a list [x1, y1, v1, x2, y2, v2, ...] (length a multiple of 3)", lambda i: values[i])
-    lengths = np.array([len(values[i]) for i in present])
-    length = int(np.bincount(lengths).argmax())
-    bad = [i for i, n in zip(present, lengths) if n != length]
+    length = len(values[present[0]])
+    bad = [i for i in present if len(values[i]) != length]
     if bad:
-        problems.fail(bad, "`keypoints` does not have the length of the others",
-                      f"{length} numbers ({length // 3} keypoints x 3), as most records have",
+        problems.fail(bad, "`keypoints` does not have the length of the first record's",
+                      f"{length} numbers ({length // 3} keypoints x 3), as record #{present[0]} has",
                       lambda i: values[i])
     flat = list(itertools.chain.from_iterable(values[i] for i in present))
     if not set(map(type, flat)) <= {int, float}:
@@ -690,7 +689,8 @@ def require_keypoints(gt: GroundTruth, dt: Detections, *, n_sigmas: int | None) 
         A keypoint count that does not match the sigmas.
     """
     expected = 17 if n_sigmas is None else n_sigmas
-    for name, value, positions in (("ground truth", gt, gt.annotation_id), ("detections", dt, dt.order)):
+    both = (("ground truth", gt, gt.annotation_id), ("detections", dt, dt.order))
+    for name, value, positions in both:
         kp = value.keypoints
         missing = (np.arange(len(value)) if kp is None else np.flatnonzero(np.isnan(kp[:, 0, 0])))
         if len(missing):
@@ -700,6 +700,8 @@ def require_keypoints(gt: GroundTruth, dt: Detections, *, n_sigmas: int | None) 
             raise InputError(f"{value.source}: {len(missing)} {name} record(s) without `keypoints` "
                              f"({shown}{', ...' if len(missing) > 5 else ''}); expected `keypoints` "
                              f"[x1, y1, v1, ...] in every record for iou_type 'keypoints'")
+    for _, value, _ in both:
+        kp = value.keypoints
         if kp is not None and len(value) and kp.shape[1] != expected:
             sigmas = "COCO's person keypoints" if n_sigmas is None else "keypoint_sigmas"
             raise ConfigError(f"{value.source}: {kp.shape[1]} keypoints per object, but the protocol has "
