@@ -87,3 +87,20 @@ def test_custom_sigmas_match_pycocotools_with_the_same_sigmas():
     result = deteval.evaluate(gt, dt, protocol)
     assert [result.metrics[s] for s in KEYPOINT_STATS] == [s if s != -1 else pytest.approx(np.nan, nan_ok=True)
                                                            for s in evaluator.stats]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_drop_in_cocoeval_keypoints(seed):
+    from deteval.interop import COCOeval as DropIn
+    gt, dt = generate_keypoints(seed, with_bbox="none")
+    ref = run_pycocotools(gt, dt)
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco_gt = COCO()
+        coco_gt.dataset = copy.deepcopy(gt)
+        coco_gt.createIndex()
+        ours = DropIn(coco_gt, coco_gt.loadRes(copy.deepcopy(dt)), "keypoints")
+    ours.evaluate()
+    ours.accumulate()
+    text = ours.summarize()
+    assert ours.stats.tolist() == ref.stats.tolist()
+    assert len(text.splitlines()) == 10 and "maxDets= 20" in text
