@@ -163,3 +163,27 @@ def test_lvis_matches_across_shards():
     one = deteval.evaluate(gt, dt, "lvis")
     two = deteval.evaluate(gt, dt, "lvis", workers=2)
     assert one.metrics == two.metrics
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def test_docs_keypoints_example_is_what_notes_derive():
+    result = deteval.evaluate(ROOT / "fixtures/keypoints/gt.json", ROOT / "fixtures/keypoints/dt.json",
+                              str(ROOT / "fixtures/keypoints/three.yaml"))
+    assert result.metrics["AP"] == 0.9999999999999998 and result.metrics["AR"] == 1.0
+    assert math.isnan(result.metrics["APl"])
+    assert result.table.det_is_ignored.sum(axis=1).tolist() == [1] * 20 + [2] * 10  # all, medium | large
+
+
+def test_docs_lvis_example_is_what_notes_derive(capsys):
+    from deteval.cli import main
+    gt, dt = ROOT / "fixtures/lvis/gt.json", ROOT / "fixtures/lvis/dt.json"
+    lvis_result = deteval.evaluate(gt, dt, "lvis")
+    coco_result = deteval.evaluate(gt, dt, "coco")
+    assert lvis_result.metrics["AP"] == pytest.approx(1.0) and lvis_result.metrics["APr"] == pytest.approx(1.0)
+    assert math.isnan(lvis_result.metrics["APc"])
+    assert round(coco_result.metrics["AP"], 4) == 0.6667
+    assert main(["compare", "--gt", str(gt), "--dt", str(dt), "--protocol", "coco", "--protocol", "lvis",
+                 "--explain"]) == 0
+    assert "difficult/crowd  +0.3333" in capsys.readouterr().out
