@@ -20,8 +20,8 @@ import numpy as np
 
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult, check_protocol, match, score
-from deteval.io import load_coco_dt, load_coco_gt
 from deteval.geometry.keypoints import COCO_KEYPOINT_SIGMAS
+from deteval.io import load_coco_dt, load_coco_gt
 from deteval.protocol import COCO_RECALL_THRESHOLDS, get_protocol
 
 __all__ = ["COCOeval", "Params"]

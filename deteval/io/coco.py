@@ -316,7 +316,7 @@ def _federated_labels(images: list, problems: Problems, image_ids: np.ndarray,
                if not isinstance(v, list) or any(type(c) is not int for c in v)]
         if bad:
             problems.fail(bad, f"`{key}` is not a list of integers", "a list of category ids",
-                          lambda i: values[i])
+                          lambda i, values=values: values[i])
         counts = np.array([len(v) for v in values], dtype=np.int64)
         owner = np.repeat(np.array([r["id"] for r in images], dtype=np.int64), counts)
         cats = np.fromiter(itertools.chain.from_iterable(values), dtype=np.int64, count=int(counts.sum()))
@@ -325,7 +325,7 @@ def _federated_labels(images: list, problems: Problems, image_ids: np.ndarray,
         if len(unknown):
             at = np.searchsorted(np.cumsum(counts), unknown, side="right")
             problems.fail(sorted(set(at.tolist())), f"`{key}` names a category not in `categories`",
-                          "ids of listed categories", lambda i: values[i])
+                          "ids of listed categories", lambda i, values=values: values[i])
         pairs += [_index_of(owner, image_ids), category]
     return FederatedLabels(neg_image=pairs[0], neg_category=pairs[1], not_exhaustive_image=pairs[2],
                            not_exhaustive_category=pairs[3])

@@ -364,8 +364,8 @@ def field_names() -> tuple:
 def display_fields() -> tuple:
     """The fields that decide numbers, in display order (the CLI command ``protocols`` lists these).
 
-    >>> display_fields()[-2:]
-    ('mask_iou', 'invalid_polygons')
+    >>> display_fields()[:3]
+    ('iou_type', 'iou_thresholds', 'iou_comparison')
     """
     return tuple(k for k, s in FIELDS.items() if s.stage != "describe")
 

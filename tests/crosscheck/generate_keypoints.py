@@ -57,7 +57,7 @@ def generate_keypoints(seed: int, *, n_images: int = 6, n_categories: int = 1,
                              "num_keypoints": sum(1 for v in kp[2::3] if v > 0)})
                 people.append((kp, w, h))
             n_det = int(rng.integers(0, 6)) if rng.random() > 0.15 else int(rng.integers(21, 30))
-            for d in range(n_det):
+            for _ in range(n_det):
                 if people and rng.random() < 0.75:
                     kp, w, h = people[int(rng.integers(len(people)))]
                     noise = rng.uniform(0.5, 25)
