@@ -4,7 +4,7 @@ The public API is :mod:`deteval.api` (the front door: paths, dicts, names -> val
 here.
 
 >>> import deteval
->>> sorted(deteval.PRESETS)[:3]
+>>> list(deteval.PRESETS)[:3]
 ['coco', 'coco-pycocotools', 'coco50']
 """
 

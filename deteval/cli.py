@@ -97,7 +97,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
                    help="override a protocol field for this run, VALUE in YAML syntax "
                         "(e.g. iou_thresholds=[0.3], box_convention=continuous)")
-    p.add_argument("--iou-type", choices=["bbox", "segm"], help="shorthand for --set iou_type=...")
+    p.add_argument("--iou-type", choices=["bbox", "segm", "keypoints"], help="shorthand for --set iou_type=...")
     p.add_argument("--mask-iou", choices=["exact", "raster"], help="shorthand for --set mask_iou=...")
     p.add_argument("--output", help="also write the JSON result to this file")
     p.add_argument("--format", choices=["table", "markdown", "csv", "json"], default="table",
@@ -156,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  "or YOLO prediction folder")
     va.add_argument("--protocol", action="append", default=None, metavar="NAME_OR_YAML",
                     help="check against these protocols' needs (boxes, max_dets); default: coco")
-    va.add_argument("--iou-type", choices=["bbox", "segm"], help="shorthand for the protocol's iou_type")
+    va.add_argument("--iou-type", choices=["bbox", "segm", "keypoints"], help="shorthand for the protocol's iou_type")
     _add_input_options(va)
     va.add_argument("--format", choices=["table", "json"], default="table",
                     help="what to print on stdout (default: table)")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["GroundTruth", "Detections", "boxes_as"]
+__all__ = ["GroundTruth", "Detections", "FederatedLabels", "boxes_as"]
 
 _BOX_FORMATS = ("xywh", "xyxy")
 
@@ -54,6 +54,54 @@ def _freeze(value: object, names: tuple) -> None:
         object.__setattr__(value, name, array)
 
 
+def _freeze_optional(value: object, names: tuple) -> None:
+    """Make the named array fields that are not None contiguous and read-only."""
+    for name in names:
+        if getattr(value, name) is not None:
+            array = np.ascontiguousarray(getattr(value, name)).view()
+            array.flags.writeable = False
+            object.__setattr__(value, name, array)
+
+
+@dataclass(frozen=True, eq=False)
+class FederatedLabels:
+    """LVIS' federated image labels, as (image, category) index pairs.
+
+    Parameters
+    ----------
+    neg_image, neg_category : int64 (n_neg,)
+        Classes verified absent from an image (LVIS ``neg_category_ids``).
+    not_exhaustive_image, not_exhaustive_category : int64 (n_not_exhaustive,)
+        Classes whose instances on an image are not all annotated (LVIS
+        ``not_exhaustive_category_ids``).
+
+    Examples
+    --------
+    >>> labels = FederatedLabels(neg_image=np.array([0]), neg_category=np.array([2]),
+    ...                          not_exhaustive_image=np.array([], np.int64),
+    ...                          not_exhaustive_category=np.array([], np.int64))
+    >>> labels.has_pair(labels.neg_image, labels.neg_category, np.array([0, 0]), np.array([1, 2]),
+    ...                 n_class=3).tolist()
+    [False, True]
+    """
+
+    neg_image: np.ndarray
+    neg_category: np.ndarray
+    not_exhaustive_image: np.ndarray
+    not_exhaustive_category: np.ndarray
+
+    def __post_init__(self) -> None:
+        _freeze_optional(self, ("neg_image", "neg_category", "not_exhaustive_image",
+                                "not_exhaustive_category"))
+
+    @staticmethod
+    def has_pair(pair_image: np.ndarray, pair_category: np.ndarray, image: np.ndarray,
+                 category: np.ndarray, *, n_class: int) -> np.ndarray:
+        """bool (n,): whether each (image, category) is one of the pairs."""
+        known = np.unique(pair_image.astype(np.int64) * n_class + pair_category)
+        return np.isin(image.astype(np.int64) * n_class + category, known)
+
+
 @dataclass(frozen=True, eq=False)
 class GroundTruth:
     """Ground-truth objects of a dataset, column by column.
@@ -88,6 +136,17 @@ class GroundTruth:
     is_group_of : bool (n_gt,), optional
         Open Images' group-of flag (one box around several objects); read only by protocols
         with ``group_of: openimages``. All False when not given.
+    keypoints : float64 (n_gt, n_keypoints, 3) or None
+        COCO ``keypoints`` as (x, y, visibility) rows; NaN rows for annotations without them.
+        None when no annotation has keypoints.
+    num_keypoints : int64 (n_gt,) or None
+        COCO ``num_keypoints`` (pycocotools ignores a GT with 0 under ``iou_type="keypoints"``);
+        -1 for annotations without keypoints.
+    federated : FederatedLabels or None
+        LVIS' per-image negative and not-exhaustive classes; None when the images carry none.
+    category_frequency : tuple of str or None
+        LVIS category ``frequency`` (``"r"``, ``"c"``, ``"f"``; ``""`` where a category has
+        none); None when no category has one.
     """
 
     image_id: np.ndarray
@@ -109,6 +168,10 @@ class GroundTruth:
     source: str = "<ground truth>"
     warnings: tuple = field(default=())
     is_group_of: np.ndarray | None = None
+    keypoints: np.ndarray | None = None
+    num_keypoints: np.ndarray | None = None
+    federated: FederatedLabels | None = None
+    category_frequency: tuple | None = None
 
     def __post_init__(self) -> None:
         if self.is_group_of is None:
@@ -116,6 +179,7 @@ class GroundTruth:
         _freeze(self, ("image_id", "image_width", "image_height", "category_id", "annotation_id",
                        "image", "category", "box", "area", "is_crowd", "is_difficult", "is_ignore",
                        "is_group_of"))
+        _freeze_optional(self, ("keypoints", "num_keypoints"))
 
     @property
     def n_images(self) -> int:
@@ -148,6 +212,8 @@ class Detections:
     segmentation : tuple or None
     source : str
     warnings : tuple of str
+    keypoints : float64 (n_det, n_keypoints, 3) or None
+        COCO keypoint results (x, y, score-or-visibility); NaN rows for records without them.
     """
 
     image: np.ndarray
@@ -160,9 +226,11 @@ class Detections:
     segmentation: tuple | None = None
     source: str = "<detections>"
     warnings: tuple = field(default=())
+    keypoints: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         _freeze(self, ("image", "category", "box", "score", "order", "has_box"))
+        _freeze_optional(self, ("keypoints",))
 
     def __len__(self) -> int:
         return len(self.image)
@@ -173,4 +241,5 @@ class Detections:
         return Detections(image=self.image[index], category=self.category[index],
                           box=self.box[index], score=self.score[index], order=self.order[index],
                           has_box=self.has_box[index], box_format=self.box_format,
-                          segmentation=segm, source=self.source, warnings=self.warnings)
+                          segmentation=segm, source=self.source, warnings=self.warnings,
+                          keypoints=None if self.keypoints is None else self.keypoints[index])

@@ -14,8 +14,9 @@ import numpy as np
 
 from deteval.accumulate import accumulate
 from deteval.data import Detections, GroundTruth, boxes_as
-from deteval.errors import ConfigError
+from deteval.errors import ConfigError, InputError
 from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
+from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
 from deteval.grouping import candidate_pairs, group_rows, rank_in_group
 from deteval.matching import match_coco, match_group_of, match_ultralytics, match_voc
 from deteval.protocol import Protocol, resolve_protocol
@@ -74,6 +75,8 @@ def ground_truth_flags(gt: GroundTruth, protocol: Protocol) -> tuple[np.ndarray,
         base |= gt.is_ignore
     if protocol.difficult == "ignore":
         base |= gt.is_difficult
+    if protocol.iou_type == "keypoints" and gt.num_keypoints is not None:
+        base |= gt.num_keypoints == 0  # pycocotools: ignore = (num_keypoints == 0) or ignore
     is_ignored = base[None, :] | outside_area_ranges(gt.area, protocol)
     if protocol.gt_id_zero == "unmatchable":
         is_unmatchable = gt.annotation_id == 0
@@ -96,7 +99,14 @@ def _det_area(dt: Detections, rows: np.ndarray, protocol: Protocol,
 
 def pair_iou(gt: GroundTruth, dt: Detections, gt_rows: np.ndarray, det_rows: np.ndarray,
               gt_is_crowd: np.ndarray, protocol: Protocol, masks: PreparedMasks | None) -> np.ndarray:
-    """IoU of aligned pairs: masks when ``masks`` is given (``iou_type="segm"``), else boxes."""
+    """IoU of aligned pairs: masks when ``masks`` is given (``iou_type="segm"``), OKS for
+    ``iou_type="keypoints"``, else boxes."""
+    if protocol.iou_type == "keypoints":
+        if len(gt_rows) == 0:  # no candidate pair (e.g. no detections: then dt.keypoints is None)
+            return np.zeros(0, dtype=np.float64)
+        gt_box = boxes_as(gt.box, gt.box_format, "xywh")[gt_rows]
+        return pair_oks(gt.keypoints[gt_rows], gt_box, gt.area[gt_rows], dt.keypoints[det_rows],
+                        sigmas=keypoint_sigmas(protocol.keypoint_sigmas))
     if masks is not None:
         return pair_mask_iou(masks, gt_rows, det_rows, gt_is_crowd, protocol)
     native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
@@ -138,6 +148,11 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
         from deteval.io.coco import require_boxes
         require_boxes(dt)
         masks = None
+    elif protocol.iou_type == "keypoints":
+        from deteval.io.coco import require_keypoints
+        require_keypoints(gt, dt, n_sigmas=None if protocol.keypoint_sigmas is None
+                          else len(protocol.keypoint_sigmas))
+        masks = None
     elif masks is None:
         masks = prepare_masks(gt, dt, protocol)
     elif not masks.is_for(gt, dt):
@@ -153,9 +168,12 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
         images = np.asarray(images, dtype=bool)
         det_sel = np.flatnonzero(images[dt.image])
         gt_sel = np.flatnonzero(images[gt.image])
+    det_sel, image_rank = _dataset_wide_selection(gt, dt, protocol, det_sel)
     det_key = dt.image[det_sel].astype(np.int64) * n_class + dt.category[det_sel]
     det_groups = group_rows(det_key, -dt.score[det_sel], dt.order[det_sel])
     det_rank_all = rank_in_group(det_groups.key)
+    if image_rank is not None:  # max_dets_scope "image": the rank among all the image's results
+        det_rank_all = image_rank[det_sel[det_groups.order]]
     cap = None if protocol.max_dets is None else max(protocol.max_dets)
     keep = slice(None) if cap is None else det_rank_all < cap
     det_rows = det_sel[det_groups.order[keep]]
@@ -183,6 +201,12 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
                                         pair_ious[~pair_is_group])
 
     det_out = outside_area_ranges(_det_area(dt, det_rows, protocol, masks), protocol)
+    if protocol.federated_labels == "lvis":
+        # lvis-api: an unmatched detection of a class not exhaustively annotated on its image is
+        # ignored (at every threshold where it is unmatched), like one outside the area range.
+        labels = gt.federated
+        det_out = det_out | labels.has_pair(labels.not_exhaustive_image, labels.not_exhaustive_category,
+                                            dt.image[det_rows], dt.category[det_rows], n_class=n_class)[None, :]
     thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
     strict = protocol.iou_comparison == ">"
     if protocol.matching == "ultralytics":
@@ -212,6 +236,54 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
         match_det=result.match_det, match_gt=gt_rows[result.match_gt],
         det_is_tp=result.det_is_tp, det_is_ignored=result.det_is_ignored, n_positive=n_positive,
         n_det_per_class=np.bincount(dt.category[det_sel], minlength=n_class), n_over_max_dets=n_over)
+
+
+def _rank_in(key: np.ndarray, dt: Detections) -> np.ndarray:
+    """Rank of each detection among those of its ``key`` by score, ties in file order (row order)."""
+    groups = group_rows(key, -dt.score, dt.order)
+    rank = np.empty(len(dt), dtype=np.int64)
+    rank[groups.order] = rank_in_group(groups.key)
+    return rank
+
+
+def _dataset_wide_selection(gt: GroundTruth, dt: Detections, protocol: Protocol,
+                            det_sel: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The detections the protocol scores at all, and their rank in their image (scope "image").
+
+    Computed over all detections whatever the shard, so shards still merge exactly.
+
+    Notes
+    -----
+    In this order, each on the detections left by the one before: ``max_dets_per_class`` keeps
+    each class's top-scoring detections over the dataset (Fixed AP, Dave et al. 2021);
+    ``max_dets_scope: image`` ranks each image's results across classes (lvis-api's
+    ``LVISResults.limit_dets_per_image``, a stable sort: ties in file order), and the cap on
+    that rank is applied as ``max_dets``; ``federated_labels: lvis`` then drops detections of a
+    class that is neither annotated nor negative on their image (``LVISEval._prepare``), so
+    they neither count nor use up the image's cap afterwards -- the cap came first.
+    """
+    is_kept = np.ones(len(dt), dtype=bool)
+    if protocol.max_dets_per_class is not None:
+        is_kept &= _rank_in(dt.category.astype(np.int64), dt) < protocol.max_dets_per_class
+    image_rank = None
+    if protocol.max_dets_scope == "image":
+        # Detections outside the class budget take no place in the image's ranking.
+        image_key = np.where(is_kept, dt.image.astype(np.int64), -1)
+        image_rank = _rank_in(image_key, dt)
+    if protocol.federated_labels == "lvis":
+        labels = gt.federated
+        if labels is None:
+            raise InputError(f"{gt.source}: protocol {protocol.name!r} scores LVIS' federated labels, but no "
+                             f"image has `neg_category_ids` / `not_exhaustive_category_ids`; expected LVIS "
+                             f"ground truth (or a protocol with federated_labels: ignore)")
+        n_class = gt.n_classes
+        is_annotated = labels.has_pair(gt.image, gt.category, dt.image, dt.category, n_class=n_class)
+        is_negative = labels.has_pair(labels.neg_image, labels.neg_category, dt.image, dt.category,
+                                      n_class=n_class)
+        is_kept &= is_annotated | is_negative
+    if is_kept.all():
+        return det_sel, image_rank
+    return det_sel[is_kept[det_sel]], image_rank
 
 
 def merge_match_tables(tables: list) -> MatchTable:
@@ -327,6 +399,19 @@ def _parity_warnings(gt: GroundTruth, protocol: Protocol) -> list:
     return out
 
 
+def _federated_warnings(gt: GroundTruth, protocol: Protocol) -> list:
+    """Say when LVIS ground truth is scored without its federated labels, or the reverse."""
+    labels = gt.federated
+    if labels is None or protocol.federated_labels != "ignore":
+        if protocol.summary == "lvis" and gt.category_frequency is None:
+            return ["no category has an LVIS `frequency`: APr, APc and APf are undefined"]
+        return []
+    n_images = len(np.unique(np.concatenate([labels.neg_image, labels.not_exhaustive_image])))
+    return [f"{n_images} image(s) carry LVIS federated labels (neg_category_ids / "
+            f"not_exhaustive_category_ids) that protocol {protocol.name!r} ignores: detections of "
+            f"unverified classes count as false positives; use protocol 'lvis' to apply them"]
+
+
 def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: tuple = (),
           inputs: dict | None = None) -> EvalResult:
     """Accumulate a :class:`MatchTable` into an :class:`EvalResult`."""
@@ -335,7 +420,7 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
                      table.det_rank, ranking, table.n_positive, protocol)
     per_class_ap = np.array([class_ap(acc.precision, acc.ap, protocol, k) for k in range(gt.n_classes)],
                             dtype=np.float64)
-    metrics = headline_metrics(acc, per_class_ap, protocol)
+    metrics = headline_metrics(acc, per_class_ap, protocol, category_frequency=gt.category_frequency)
     per_class = [{"category_id": int(gt.category_id[k]), "name": gt.category_name[k],
                   "AP": float(per_class_ap[k]), "num_gt": int(table.n_positive[k, 0]),
                   "num_det": int(table.n_det_per_class[k])} for k in range(gt.n_classes)]
@@ -347,10 +432,13 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
                     f"truth counted under this protocol (AP undefined, left out of the mean): "
                     f"{undefined[:10]}")
     notes.extend(_parity_warnings(gt, protocol))
+    notes.extend(_federated_warnings(gt, protocol))
     if table.n_over_max_dets:
+        scope = "image" if protocol.max_dets_scope == "image" else "image and class"
         notes.append(f"{table.n_over_max_dets} detections beyond max_dets={max(protocol.max_dets)} "
-                     f"in their image and class were not scored (as the protocol says)")
-    if protocol.summary == "pycocotools" and protocol.max_dets is not None and 100 not in protocol.max_dets:
+                     f"in their {scope} were not scored (as the protocol says)")
+    if (protocol.summary == "pycocotools" and protocol.iou_type != "keypoints" and protocol.max_dets is not None
+            and 100 not in protocol.max_dets):
         notes.append("summary=pycocotools computes AP at maxDets=100 as pycocotools does; 100 is not "
                      "in max_dets, so AP is undefined (pycocotools prints -1): set summary: configured")
     return EvalResult(protocol=protocol, metrics=metrics, per_class=per_class,
@@ -364,9 +452,10 @@ def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: t
 def check_protocol(protocol: Protocol) -> None:
     """Refuse protocol combinations that cannot be scored (before any work is done).
 
-    pycocotools' summary reads ``max_dets[0..2]``, so ``summary: pycocotools`` needs three.
+    pycocotools' summary reads ``max_dets[0..2]``, so ``summary: pycocotools`` needs three (its
+    keypoint summary reads maxDets=20 by value and needs none).
     """
-    if protocol.summary == "pycocotools" and not protocol.is_single_threshold and (
+    if protocol.summary == "pycocotools" and protocol.iou_type != "keypoints" and not protocol.is_single_threshold and (
             protocol.max_dets is None or len(protocol.max_dets) < 3):
         raise ConfigError(f"protocol {protocol.name!r}: summary 'pycocotools' needs three max_dets "
                           f"(it reads max_dets[0..2]), found {protocol.max_dets}; "

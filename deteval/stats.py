@@ -93,10 +93,14 @@ class BootstrapSettings:
 
 def _check_supported(protocol: Protocol) -> None:
     """Refuse protocols whose accumulation the weighted re-accumulation does not reproduce."""
-    if protocol.summary not in SUMMARY_TERMS or protocol.ap_method not in ("101_point", "11_point", "all_point"):
+    if (protocol.summary not in SUMMARY_TERMS or protocol.iou_type == "keypoints"
+            or protocol.ap_method not in ("101_point", "11_point", "all_point")
+            or protocol.max_dets_per_class is not None):
         raise ConfigError(f"bootstrap: protocol {protocol.name!r} (ap_method {protocol.ap_method}, summary "
-                          f"{protocol.summary}) is not supported by the resampling; supported: ap_method "
-                          f"101_point / 11_point / all_point with summary pycocotools / configured")
+                          f"{protocol.summary}, iou_type {protocol.iou_type}) is not supported by the "
+                          f"resampling; supported: boxes and masks, ap_method 101_point / 11_point / "
+                          f"all_point, summary pycocotools / configured, no dataset-wide "
+                          f"max_dets_per_class (it ties images together)")
 
 
 def _check_settings(n: Any, seed: Any, ci: Any, method: Any) -> None:

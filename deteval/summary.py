@@ -15,8 +15,9 @@ from deteval.accumulate import Accumulated
 from deteval.protocol import Protocol
 
 __all__ = ["mean_defined", "class_ap", "threshold_label", "none_if_nan", "headline_metrics",
-           "pycocotools_summary", "configured_summary", "summary_ap", "summary_ar", "AREA_ABBREVIATIONS",
-           "summary_indices", "SummaryTerm", "pycocotools_terms", "configured_terms", "SUMMARY_TERMS"]
+           "pycocotools_summary", "pycocotools_keypoint_summary", "lvis_summary", "configured_summary",
+           "summary_ap", "summary_ar", "AREA_ABBREVIATIONS", "summary_indices", "SummaryTerm",
+           "pycocotools_terms", "configured_terms", "SUMMARY_TERMS"]
 
 #: Short names of the area ranges in metric names (``APs``, ``ARl``); other names give ``AP_<name>``.
 AREA_ABBREVIATIONS = {"small": "s", "medium": "m", "large": "l"}
@@ -102,13 +103,17 @@ def summary_ap(acc: Accumulated, protocol: Protocol, *, iou_threshold: float | N
     return mean_defined(acc.ap[t][:, :, a, m])
 
 
-def summary_ar(acc: Accumulated, protocol: Protocol, *, area: str = "all", max_det: int | None = None) -> float:
-    """Mean final recall over the classes and thresholds at one area and max_dets (NaN if absent)."""
-    where = summary_indices(protocol, area=area, max_det=max_det)
+def summary_ar(acc: Accumulated, protocol: Protocol, *, area: str = "all", max_det: int | None = None,
+               iou_threshold: float | None = None) -> float:
+    """Mean final recall over the classes and thresholds (or at ``iou_threshold``) at one area and max_dets.
+
+    NaN when the protocol has no such area, max_dets or threshold.
+    """
+    where = summary_indices(protocol, iou_threshold=iou_threshold, area=area, max_det=max_det)
     if where is None:
         return float("nan")
-    _, a, m = where
-    return mean_defined(acc.recall[:, :, a, m])
+    t, a, m = where
+    return mean_defined(acc.recall[t][:, :, a, m])
 
 
 @dataclass(frozen=True)
@@ -168,6 +173,79 @@ def pycocotools_terms(protocol: Protocol) -> tuple:
     return tuple(terms)
 
 
+def pycocotools_keypoint_summary(acc: Accumulated, protocol: Protocol) -> dict:
+    """``COCOeval.summarize`` for ``iouType="keypoints"`` (its ``_summarizeKps``): ten stats.
+
+    Notes
+    -----
+    pycocotools reads maxDets=20 and the area rows "medium" and "large" by name whatever the
+    parameters say (undefined where absent); reproduced on purpose.
+
+    Examples
+    --------
+    >>> from deteval.protocol import get_protocol
+    >>> acc = Accumulated(precision=np.ones((10, 101, 1, 3, 1)), recall=np.ones((10, 1, 3, 1)),
+    ...                   scores=np.ones((10, 101, 1, 3, 1)), ap=np.ones((10, 1, 3, 1)))
+    >>> list(pycocotools_keypoint_summary(acc, get_protocol("coco-keypoints")))
+    ['AP', 'AP50', 'AP75', 'APm', 'APl', 'AR', 'AR50', 'AR75', 'ARm', 'ARl']
+    """
+    out = {}
+    for kind, summarize in (("AP", summary_ap), ("AR", summary_ar)):
+        out[kind] = summarize(acc, protocol, max_det=20)
+        out[f"{kind}50"] = summarize(acc, protocol, max_det=20, iou_threshold=0.5)
+        out[f"{kind}75"] = summarize(acc, protocol, max_det=20, iou_threshold=0.75)
+        out[f"{kind}m"] = summarize(acc, protocol, max_det=20, area="medium")
+        out[f"{kind}l"] = summarize(acc, protocol, max_det=20, area="large")
+    return out
+
+
+def lvis_summary(acc: Accumulated, protocol: Protocol, *, category_frequency: tuple | None = None) -> dict:
+    """lvis-api's ``LVISEval.summarize`` / ``get_results``: thirteen numbers by its names.
+
+    Parameters
+    ----------
+    acc : Accumulated
+    protocol : Protocol
+    category_frequency : tuple of str, optional
+        Each class's LVIS ``frequency`` ("r", "c", "f"); APr/APc/APf are NaN without it.
+
+    Notes
+    -----
+    Every number is at the largest ``max_dets`` (lvis-api has one, 300), named ``AR@300``,
+    ``ARs@300``, ... (``AR@all`` etc. without a cap); APr/APc/APf average the precision array
+    over the classes of one frequency group, classes without ground truth left out
+    (``np.mean(s[s > -1])``); the area rows are read by the names all/small/medium/large.
+
+    Examples
+    --------
+    >>> from deteval.protocol import get_protocol
+    >>> acc = Accumulated(precision=np.ones((10, 101, 2, 4, 1)), recall=np.ones((10, 2, 4, 1)),
+    ...                   scores=np.ones((10, 101, 2, 4, 1)), ap=np.ones((10, 2, 4, 1)))
+    >>> out = lvis_summary(acc, get_protocol("lvis"), category_frequency=("r", "f"))
+    >>> list(out)[6:], out["APc"]
+    (['APr', 'APc', 'APf', 'AR@300', 'ARs@300', 'ARm@300', 'ARl@300'], nan)
+    """
+    top = protocol.max_dets[-1] if protocol.max_dets is not None else None
+    out = {"AP": summary_ap(acc, protocol, max_det=top),
+           "AP50": summary_ap(acc, protocol, iou_threshold=0.5, max_det=top),
+           "AP75": summary_ap(acc, protocol, iou_threshold=0.75, max_det=top)}
+    for name in ("small", "medium", "large"):
+        out[f"AP{name[0]}"] = summary_ap(acc, protocol, area=name, max_det=top)
+    areas = list(protocol.area_names)
+    max_dets: list[Any] = list(protocol.max_dets) if protocol.max_dets is not None else [None]
+    for group in ("r", "c", "f"):
+        value = float("nan")
+        if category_frequency is not None and "all" in areas and acc.precision.shape[1] > 0:
+            classes = [k for k, f in enumerate(category_frequency) if f == group]
+            value = mean_defined(acc.precision[:, :, classes, areas.index("all"), max_dets.index(top)])
+        out[f"AP{group}"] = value
+    label = "all" if top is None else top
+    out[f"AR@{label}"] = summary_ar(acc, protocol, max_det=top)
+    for name in ("small", "medium", "large"):
+        out[f"AR{name[0]}@{label}"] = summary_ar(acc, protocol, area=name, max_det=top)
+    return out
+
+
 def configured_terms(protocol: Protocol) -> tuple:
     """The terms of :func:`configured_summary`, in its order.
 
@@ -193,7 +271,10 @@ def configured_terms(protocol: Protocol) -> tuple:
 
 
 def pycocotools_summary(acc: Accumulated, protocol: Protocol) -> dict:
-    """``COCOeval.summarize`` literally: its 12 stats by name (see :func:`pycocotools_terms`)."""
+    """``COCOeval.summarize`` literally: its 12 stats by name (see :func:`pycocotools_terms`), or
+    its ten keypoint stats for ``iou_type: keypoints``."""
+    if protocol.iou_type == "keypoints":
+        return pycocotools_keypoint_summary(acc, protocol)
     return {t.name: t.value(acc, protocol) for t in pycocotools_terms(protocol)}
 
 
@@ -223,10 +304,11 @@ def ultralytics_summary(acc: Accumulated, protocol: Protocol) -> dict:
 
 #: ``summary`` field value -> the function computing a COCO-style protocol's headline metrics.
 SUMMARIES = {"pycocotools": pycocotools_summary, "configured": configured_summary,
-             "ultralytics": ultralytics_summary}
+             "ultralytics": ultralytics_summary, "lvis": lvis_summary}
 
 
-def headline_metrics(acc: Accumulated, per_class_ap: np.ndarray, protocol: Protocol) -> dict:
+def headline_metrics(acc: Accumulated, per_class_ap: np.ndarray, protocol: Protocol, *,
+                     category_frequency: tuple | None = None) -> dict:
     """The result's ``metrics``: ``mAP`` for a single-threshold protocol, else its summary.
 
     Parameters
@@ -235,7 +317,11 @@ def headline_metrics(acc: Accumulated, per_class_ap: np.ndarray, protocol: Proto
     per_class_ap : float64 (n_class,)
         From :func:`class_ap`; NaN for classes without ground truth.
     protocol : Protocol
+    category_frequency : tuple of str, optional
+        LVIS category frequencies (``summary: lvis`` reads them).
     """
     if protocol.is_single_threshold:
         return {"mAP": mean_defined(per_class_ap)}
+    if protocol.summary == "lvis":
+        return lvis_summary(acc, protocol, category_frequency=category_frequency)
     return SUMMARIES[protocol.summary](acc, protocol)

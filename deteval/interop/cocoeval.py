@@ -1,4 +1,4 @@
-"""A drop-in replacement for ``pycocotools.cocoeval.COCOeval`` (bbox and segm).
+"""A drop-in replacement for ``pycocotools.cocoeval.COCOeval`` (bbox, segm and keypoints).
 
 >>> from deteval.interop import COCOeval     # instead of pycocotools.cocoeval
 >>> # E = COCOeval(coco_gt, coco_dt, "bbox"); E.evaluate(); E.accumulate(); E.summarize()
@@ -20,6 +20,7 @@ import numpy as np
 
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult, check_protocol, match, score
+from deteval.geometry.keypoints import COCO_KEYPOINT_SIGMAS
 from deteval.io import load_coco_dt, load_coco_gt
 from deteval.protocol import COCO_RECALL_THRESHOLDS, get_protocol
 
@@ -27,12 +28,11 @@ __all__ = ["COCOeval", "Params"]
 
 
 class Params:
-    """pycocotools' ``Params`` for ``bbox`` / ``segm`` (same attribute names and defaults)."""
+    """pycocotools' ``Params`` for ``bbox`` / ``segm`` / ``keypoints`` (same names and defaults)."""
 
     def __init__(self, iouType: str = "segm"):  # noqa: N803 - pycocotools' name
-        if iouType not in ("bbox", "segm"):
-            raise ConfigError(f"iouType must be 'bbox' or 'segm' (keypoints are not supported), "
-                              f"found {iouType!r}")
+        if iouType not in ("bbox", "segm", "keypoints"):
+            raise ConfigError(f"iouType must be 'bbox', 'segm' or 'keypoints', found {iouType!r}")
         self.imgIds: list = []
         self.catIds: list = []
         self.iouThrs = np.linspace(.5, 0.95, int(np.round((0.95 - .5) / .05)) + 1, endpoint=True)
@@ -43,6 +43,11 @@ class Params:
         self.useCats = 1
         self.iouType = iouType
         self.useSegm = None
+        if iouType == "keypoints":  # pycocotools' setKpParams
+            self.maxDets = [20]
+            self.areaRng = [[0 ** 2, 1e5 ** 2], [32 ** 2, 96 ** 2], [96 ** 2, 1e5 ** 2]]
+            self.areaRngLbl = ["all", "medium", "large"]
+            self.kpt_oks_sigmas = COCO_KEYPOINT_SIGMAS.copy()
 
 
 def _dataset(coco: Any) -> Any:
@@ -80,7 +85,9 @@ class COCOeval:
         areas = tuple((str(name), float(lo), float(hi)) for name, (lo, hi) in zip(p.areaRngLbl, p.areaRng))
         return get_protocol("coco-pycocotools").replace(
             iou_type=p.iouType, iou_thresholds=tuple(float(t) for t in p.iouThrs),
-            area_ranges=areas, max_dets=tuple(sorted(int(m) for m in p.maxDets)), mask_iou="raster")
+            area_ranges=areas, max_dets=tuple(sorted(int(m) for m in p.maxDets)), mask_iou="raster",
+            keypoint_sigmas=(tuple(float(s) for s in p.kpt_oks_sigmas) if p.iouType == "keypoints"
+                             and not np.array_equal(p.kpt_oks_sigmas, COCO_KEYPOINT_SIGMAS) else None))
 
     def evaluate(self) -> None:
         """Match (pycocotools' ``evaluate``); ``accumulate`` then fills ``eval``."""
@@ -124,13 +131,19 @@ class COCOeval:
         values = [metrics[k] for k in metrics]
         self.stats = np.array([-1.0 if v != v else v for v in values])
         m = self.params.maxDets
-        rows = [("Average Precision", "(AP)", None, "all", 100), ("Average Precision", "(AP)", .5, "all", m[2]),
-                ("Average Precision", "(AP)", .75, "all", m[2]), ("Average Precision", "(AP)", None, "small", m[2]),
-                ("Average Precision", "(AP)", None, "medium", m[2]),
-                ("Average Precision", "(AP)", None, "large", m[2]),
-                ("Average Recall", "(AR)", None, "all", m[0]), ("Average Recall", "(AR)", None, "all", m[1]),
-                ("Average Recall", "(AR)", None, "all", m[2]), ("Average Recall", "(AR)", None, "small", m[2]),
-                ("Average Recall", "(AR)", None, "medium", m[2]), ("Average Recall", "(AR)", None, "large", m[2])]
+        if self.params.iouType == "keypoints":  # pycocotools' _summarizeKps: maxDets 20 by value
+            rows = [(title, kind, iou, area, 20) for title, kind in (("Average Precision", "(AP)"),
+                                                                     ("Average Recall", "(AR)"))
+                    for iou, area in ((None, "all"), (.5, "all"), (.75, "all"), (None, "medium"),
+                                      (None, "large"))]
+        else:
+            rows = [("Average Precision", "(AP)", None, "all", 100), ("Average Precision", "(AP)", .5, "all", m[2]),
+                    ("Average Precision", "(AP)", .75, "all", m[2]), ("Average Precision", "(AP)", None, "small", m[2]),
+                    ("Average Precision", "(AP)", None, "medium", m[2]),
+                    ("Average Precision", "(AP)", None, "large", m[2]),
+                    ("Average Recall", "(AR)", None, "all", m[0]), ("Average Recall", "(AR)", None, "all", m[1]),
+                    ("Average Recall", "(AR)", None, "all", m[2]), ("Average Recall", "(AR)", None, "small", m[2]),
+                    ("Average Recall", "(AR)", None, "medium", m[2]), ("Average Recall", "(AR)", None, "large", m[2])]
         thr = self.params.iouThrs
         lines = []
         for (title, kind, iou, area, md), value in zip(rows, self.stats):

@@ -19,8 +19,8 @@ try:  # decodes typed records straight into objects: the fast path for box resul
 except ImportError:  # pragma: no cover - msgspec is a declared dependency
     _msgspec = None
 
-from deteval.data import Detections, GroundTruth
-from deteval.errors import InputError
+from deteval.data import Detections, FederatedLabels, GroundTruth
+from deteval.errors import ConfigError, InputError
 from deteval.io._json import _count_keys, _orjson, loads_strict
 from deteval.io._records import (
     MISSING,
@@ -33,7 +33,7 @@ from deteval.io._records import (
 )
 from deteval.io._text import read_bytes
 
-__all__ = ["load_coco_gt", "load_coco_dt", "require_boxes"]
+__all__ = ["load_coco_gt", "load_coco_dt", "require_boxes", "require_keypoints", "keypoint_column"]
 
 
 def _source(source: Any, default_name: str, fast_path: Any) -> tuple[Any, str]:
@@ -167,9 +167,13 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     is_group_of = _group_of_column(anns, ann_problems)
 
     segmentation = tuple(r.get("segmentation") for r in anns)
+    keypoints = keypoint_column(anns, ann_problems, is_ground_truth=True)
+    num_keypoints = None
+    if keypoints is not None:
+        num_keypoints = _num_keypoints(anns, keypoints, ann_problems, where, warnings)
     return _assemble_gt(meta, ann_ids, ann_image, ann_category, box, area, is_crowd, is_difficult,
                         is_ignore, segmentation, where, warnings, ann_problems=ann_problems,
-                        anns=anns, is_group_of=is_group_of)
+                        anns=anns, is_group_of=is_group_of, keypoints=keypoints, num_keypoints=num_keypoints)
 
 
 def _group_of_column(anns: list, problems: Problems) -> np.ndarray:
@@ -186,6 +190,74 @@ def _group_of_column(anns: list, problems: Problems) -> np.ndarray:
         problems.fail(conflict, "`is_group_of` and `IsGroupOf` disagree", "one of them, or equal values",
                       lambda i: [anns[i]["is_group_of"], anns[i]["IsGroupOf"]])
     return is_group_of | csv_style
+
+
+def keypoint_column(records: list, problems: Problems, *, is_ground_truth: bool) -> np.ndarray | None:
+    """COCO ``keypoints`` ([x1, y1, v1, x2, ...]) -> float64 (n, n_keypoints, 3); None if no record has any.
+
+    Records without ``keypoints`` get a NaN row. Every list must have the same length, a
+    multiple of 3, of finite numbers; ground-truth visibility flags must be 0, 1 or 2 (results
+    may put a score there: pycocotools reads only a result's x and y).
+
+    Raises
+    ------
+    InputError
+        Naming the records, e.g. ``gt.json: annotation #2 (id=3, image_id=1): `keypoints` does not
+        have the length of the others; expected 51 numbers (3 per keypoint), found ...``.
+    """
+    values = [r.get("keypoints", MISSING) for r in records]
+    present = [i for i, v in enumerate(values) if v is not MISSING]
+    if not present:
+        return None
+    bad = [i for i in present if not isinstance(values[i], list) or len(values[i]) % 3 or not values[i]]
+    if bad:
+        problems.fail(bad, "`keypoints` is not a list of 3 numbers per keypoint",
+                      "a list [x1, y1, v1, x2, y2, v2, ...] (length a multiple of 3)", lambda i: values[i])
+    length = len(values[present[0]])
+    bad = [i for i in present if len(values[i]) != length]
+    if bad:
+        problems.fail(bad, "`keypoints` does not have the length of the first record's",
+                      f"{length} numbers ({length // 3} keypoints x 3), as record #{present[0]} has",
+                      lambda i: values[i])
+    flat = list(itertools.chain.from_iterable(values[i] for i in present))
+    if not set(map(type, flat)) <= {int, float}:
+        bad = [i for i in present if any(not isinstance(c, (int, float)) or isinstance(c, bool)
+                                         for c in values[i])]
+        problems.fail(bad, "`keypoints` has a value that is not a number", "finite JSON numbers",
+                      lambda i: values[i])
+    rows = np.array(flat, dtype=np.float64).reshape(len(present), length // 3, 3)
+    bad = [present[j] for j in np.flatnonzero(~np.isfinite(rows).all(axis=(1, 2)))]
+    if bad:
+        problems.fail(bad, "`keypoints` has a value that is not a finite number", "finite numbers",
+                      lambda i: values[i])
+    if is_ground_truth:
+        flags = rows[:, :, 2]
+        bad = [present[j] for j in np.flatnonzero(~np.isin(flags, (0.0, 1.0, 2.0)).all(axis=1))]
+        if bad:
+            problems.fail(bad, "`keypoints` has a visibility flag that is not 0, 1 or 2",
+                          "v = 0 (not labelled), 1 (labelled, hidden) or 2 (visible) after each x, y",
+                          lambda i: values[i])
+    out = np.full((len(records), length // 3, 3), np.nan)
+    out[present] = rows
+    return out
+
+
+def _num_keypoints(anns: list, keypoints: np.ndarray, problems: Problems, where: str,
+                   warnings: list) -> np.ndarray:
+    """``num_keypoints`` (int64; -1 without keypoints); derived from v > 0 where missing (warned)."""
+    has_keypoints = ~np.isnan(keypoints[:, 0, 0])
+    visible = np.where(has_keypoints, (keypoints[:, :, 2] > 0).sum(axis=1), -1)
+    values = [r.get("num_keypoints", MISSING) for r in anns]
+    missing = np.array([v is MISSING for v in values], dtype=bool) & has_keypoints
+    if missing.any():
+        warnings.append(f"{where}: {int(missing.sum())} annotations with `keypoints` but no `num_keypoints`: "
+                        f"counted the keypoints with v > 0 (pycocotools would fail on them)")
+    count = int_column(anns, "num_keypoints", problems, default=-1)
+    bad = np.flatnonzero(has_keypoints & ~missing & ((count < 0) | (count > keypoints.shape[1])))
+    if len(bad):
+        problems.fail(bad, "`num_keypoints` is out of range",
+                      f"an integer in [0, {keypoints.shape[1]}]", lambda i: anns[i]["num_keypoints"])
+    return np.where(missing | ~has_keypoints, visible, count).astype(np.int64)
 
 
 def _images_and_categories(images: list, categories: list, where: str) -> dict:
@@ -213,17 +285,76 @@ def _images_and_categories(images: list, categories: list, where: str) -> dict:
 
     img_order = np.argsort(image_ids, kind="stable")
     cat_order = np.argsort(category_ids, kind="stable")
+    frequency = _category_frequency(categories, cat_problems)
     return {"image_id": image_ids[img_order], "image_name": tuple(file_names[i] for i in img_order),
             "image_width": width[img_order], "image_height": height[img_order],
             "category_id": category_ids[cat_order],
-            "category_name": tuple(cat_names[i] for i in cat_order)}
+            "category_name": tuple(cat_names[i] for i in cat_order),
+            "category_frequency": None if frequency is None else tuple(frequency[i] for i in cat_order),
+            "federated": _federated_labels(images, img_problems, image_ids[img_order],
+                                           category_ids[cat_order])}
+
+
+#: LVIS category frequency groups (images of the training set with the class: < 10, < 100, more).
+LVIS_FREQUENCIES = ("r", "c", "f")
+
+
+def _category_frequency(categories: list, problems: Problems) -> list | None:
+    """LVIS ``frequency`` per category ("" where absent); None when no category has one."""
+    values = [r.get("frequency", MISSING) for r in categories]
+    if all(v is MISSING for v in values):
+        return None
+    bad = [i for i, v in enumerate(values) if v is not MISSING and v not in LVIS_FREQUENCIES]
+    if bad:
+        problems.fail(bad, "`frequency` is not 'r', 'c' or 'f'",
+                      "LVIS' frequency group 'r' (rare), 'c' (common) or 'f' (frequent)", lambda i: values[i])
+    return ["" if v is MISSING else v for v in values]
+
+
+def _federated_labels(images: list, problems: Problems, image_ids: np.ndarray,
+                      category_ids: np.ndarray) -> FederatedLabels | None:
+    """LVIS' ``neg_category_ids`` / ``not_exhaustive_category_ids`` of the images, as index pairs.
+
+    None when no image has either field; when some do, every image must have both (lvis-api
+    reads them for every image).
+    """
+    keys = ("neg_category_ids", "not_exhaustive_category_ids")
+    if not any(k in r for r in images for k in keys):
+        return None
+    pairs = []
+    for key in keys:
+        values = [r.get(key, MISSING) for r in images]
+        bad = [i for i, v in enumerate(values) if v is MISSING]
+        if bad:
+            problems.fail(bad, f"no `{key}` (other images have LVIS' federated labels)",
+                          f"a list of category ids `{key}` on every image (lvis-api reads it)",
+                          lambda i: MISSING)
+        bad = [i for i, v in enumerate(values)
+               if not isinstance(v, list) or any(type(c) is not int for c in v)]
+        if bad:
+            problems.fail(bad, f"`{key}` is not a list of integers", "a list of category ids",
+                          lambda i, values=values: values[i])
+        counts = np.array([len(v) for v in values], dtype=np.int64)
+        owner = np.repeat(np.array([r["id"] for r in images], dtype=np.int64), counts)
+        cats = np.fromiter(itertools.chain.from_iterable(values), dtype=np.int64, count=int(counts.sum()))
+        category = _index_of(cats, category_ids)
+        unknown = np.flatnonzero(category < 0)
+        if len(unknown):
+            at = np.searchsorted(np.cumsum(counts), unknown, side="right")
+            problems.fail(sorted(set(at.tolist())), f"`{key}` names a category not in `categories`",
+                          "ids of listed categories", lambda i, values=values: values[i])
+        pairs += [_index_of(owner, image_ids), category]
+    return FederatedLabels(neg_image=pairs[0], neg_category=pairs[1], not_exhaustive_image=pairs[2],
+                           not_exhaustive_category=pairs[3])
 
 
 def _assemble_gt(meta: dict, ann_ids: np.ndarray, ann_image: np.ndarray, ann_category: np.ndarray,
                  box: np.ndarray, area: np.ndarray, is_crowd: np.ndarray, is_difficult: np.ndarray,
                  is_ignore: np.ndarray, segmentation: Any, where: str, warnings: list, *,
                  ann_problems: Problems | None, anns: list | None = None,
-                 is_group_of: np.ndarray | None = None) -> GroundTruth | None:
+                 is_group_of: np.ndarray | None = None,
+                 keypoints: np.ndarray | None = None,
+                 num_keypoints: np.ndarray | None = None) -> GroundTruth | None:
     """Map annotation ids to image/category indices and build the value.
 
     Without ``ann_problems`` (the fast path) an unknown id returns None instead of raising.
@@ -249,7 +380,8 @@ def _assemble_gt(meta: dict, ann_ids: np.ndarray, ann_image: np.ndarray, ann_cat
     return GroundTruth(
         **meta, annotation_id=ann_ids, image=image, category=category, box=box, area=area,
         is_crowd=is_crowd, is_difficult=is_difficult, is_ignore=is_ignore, box_format="xywh",
-        segmentation=segmentation, source=where, warnings=tuple(warnings), is_group_of=is_group_of)
+        segmentation=segmentation, source=where, warnings=tuple(warnings), is_group_of=is_group_of,
+        keypoints=keypoints, num_keypoints=num_keypoints)
 
 
 def _index_of(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
@@ -310,10 +442,17 @@ def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
     box, box_missing = box_column(dets, "bbox", problems, allow_missing=True, empty_is_missing=True)
     has_segm = np.fromiter(map(dict.__contains__, dets, itertools.repeat("segmentation")),
                            dtype=bool, count=len(dets))
-    no_geometry = np.flatnonzero(box_missing & ~has_segm)
+    keypoints = keypoint_column(dets, problems, is_ground_truth=False)
+    has_keypoints = (np.zeros(len(dets), dtype=bool) if keypoints is None
+                     else ~np.isnan(keypoints[:, 0, 0]))
+    no_geometry = np.flatnonzero(box_missing & ~has_segm & ~has_keypoints)
     if len(no_geometry):
-        problems.fail(no_geometry, "no `bbox` (and no `segmentation`)", "a bbox [x, y, w, h]",
+        problems.fail(no_geometry, "no `bbox` (and no `segmentation` or `keypoints`)", "a bbox [x, y, w, h]",
                       lambda i: MISSING)
+    if keypoints is not None:
+        # pycocotools' loadRes gives a keypoint result without a bbox the keypoints' extent.
+        derived = box_missing & has_keypoints
+        box[derived] = keypoint_extent(keypoints[derived])
     negative = np.flatnonzero((box[:, 2] < 0) | (box[:, 3] < 0))
     if len(negative):
         problems.fail(negative, "`bbox` has a negative width or height", "w >= 0 and h >= 0",
@@ -340,8 +479,19 @@ def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
     result = Detections(image=image, category=category, box=box, score=score,
                         order=np.arange(len(dets), dtype=np.int64), has_box=~box_missing,
                         box_format="xywh", segmentation=segmentation, source=where,
-                        warnings=tuple(warnings))
+                        warnings=tuple(warnings), keypoints=keypoints)
     return result.take(keep) if keep is not None else result
+
+
+def keypoint_extent(keypoints: np.ndarray) -> np.ndarray:
+    """[x0, y0, x1 - x0, y1 - y0] over all keypoints (any visibility), as pycocotools' loadRes.
+
+    >>> keypoint_extent(np.array([[[1., 2., 1.], [4., 0., 0.]]])).tolist()
+    [[1.0, 0.0, 3.0, 2.0]]
+    """
+    x, y = keypoints[:, :, 0], keypoints[:, :, 1]
+    x0, x1, y0, y1 = x.min(axis=1), x.max(axis=1), y.min(axis=1), y.max(axis=1)
+    return np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)
 
 
 def _box_warnings(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: str) -> list[str]:
@@ -537,6 +687,45 @@ def require_boxes(dt: Detections) -> None:
     raise InputError(f"{dt.source}: {len(missing)} detection(s) ({shown}{more}) have a `segmentation` "
                      f"but no `bbox`; expected a bbox [x, y, w, h] in every record for iou_type "
                      f"'bbox' (or score them with --iou-type segm)")
+
+
+def require_keypoints(gt: GroundTruth, dt: Detections, *, n_sigmas: int | None) -> None:
+    """Refuse a keypoints evaluation of records without keypoints, or of the wrong count.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections
+    n_sigmas : int or None
+        The protocol's ``keypoint_sigmas`` count (None: COCO's 17).
+
+    Raises
+    ------
+    InputError
+        Ground truth or detections without ``keypoints``, naming the count and the first ones.
+    ConfigError
+        A keypoint count that does not match the sigmas.
+    """
+    expected = 17 if n_sigmas is None else n_sigmas
+    both = (("ground truth", gt, gt.annotation_id), ("detections", dt, dt.order))
+    for name, value, positions in both:
+        kp = value.keypoints
+        missing = (np.arange(len(value)) if kp is None else np.flatnonzero(np.isnan(kp[:, 0, 0])))
+        if len(missing):
+            label = "annotation id" if name == "ground truth" else "record #"
+            shown = ", ".join(f"{label}{'' if label.endswith('#') else ' '}{int(positions[i])}"
+                              for i in missing[:5])
+            raise InputError(f"{value.source}: {len(missing)} {name} record(s) without `keypoints` "
+                             f"({shown}{', ...' if len(missing) > 5 else ''}); expected `keypoints` "
+                             f"[x1, y1, v1, ...] in every record for iou_type 'keypoints'")
+    for _, value, _ in both:
+        kp = value.keypoints
+        if kp is not None and len(value) and kp.shape[1] != expected:
+            sigmas = "COCO's person keypoints" if n_sigmas is None else "keypoint_sigmas"
+            raise ConfigError(f"{value.source}: {kp.shape[1]} keypoints per object, but the protocol has "
+                              f"{expected} OKS sigmas ({sigmas}); "
+                              f"expected keypoint_sigmas with {kp.shape[1]} values (e.g. --set "
+                              f"keypoint_sigmas=[...])")
 
 
 def _encoding_suspicions(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: str) -> list[str]:

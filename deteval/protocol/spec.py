@@ -40,7 +40,7 @@ COCO_IOU_THRESHOLDS = tuple(float(t) for t in np.linspace(.5, 0.95, int(np.round
 COCO_RECALL_THRESHOLDS = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1, endpoint=True)
 COCO_RECALL_THRESHOLDS.flags.writeable = False
 
-IouType = Literal["bbox", "segm"]
+IouType = Literal["bbox", "segm", "keypoints"]
 IouComparison = Literal[">=", ">"]
 Matching = Literal["coco", "voc", "ultralytics"]
 BoxConvention = Literal["continuous", "pixel_inclusive"]
@@ -51,10 +51,12 @@ Crowd = Literal["ignore_reusable", "none"]
 ScoreOrder = Literal["image_major", "file"]
 GtIgnoreField = Literal["honour", "iscrowd"]
 GtIdZero = Literal["matchable", "unmatchable"]
-Summary = Literal["pycocotools", "configured", "ultralytics"]
+Summary = Literal["pycocotools", "configured", "ultralytics", "lvis"]
 MaskIou = Literal["exact", "raster"]
 InvalidPolygons = Literal["error", "make_valid"]
 GroupOf = Literal["none", "openimages"]
+MaxDetsScope = Literal["image_class", "image"]
+FederatedLabels = Literal["ignore", "lvis"]
 Stage = Literal["match", "accumulate", "describe"]
 
 #: Steps of :func:`deteval.explain.explain`, in walk order. ``summary`` is always the last step.
@@ -198,6 +200,28 @@ def _check_max_dets(key: str, value: Any, where: str) -> tuple | None:
     return tuple(int(m) for m in value)
 
 
+def _check_keypoint_sigmas(key: str, value: Any, where: str) -> tuple | None:
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or not value:
+        raise _fail(where, key, "a non-empty list of positive numbers, one per keypoint (e.g. "
+                                "COCO's 17), or null for COCO's person sigmas", value)
+    for i, s in enumerate(value):
+        if not _is_number(s) or not math.isfinite(s) or s <= 0:
+            raise _fail(where, f"{key}[{i}]", "a finite number > 0", s)
+    return tuple(float(s) for s in value)
+
+
+def _check_class_budget(key: str, value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if not _is_integer(value) or value < 1:
+        raise _fail(where, key, "a positive integer (Fixed AP: 10000) or null for no budget", value)
+    return int(value)
+
+
 def _check_choice(key: str, value: Any, where: str) -> str:
     allowed = FIELDS[key].choices or ()
     if not isinstance(value, str) or value not in allowed:
@@ -270,7 +294,8 @@ FIELDS: Mapping[str, FieldSpec] = _table(
               default="custom", check=_check_text),
     FieldSpec("source", None, "describe", None, "one line: what this protocol reproduces", default="",
               check=_check_text),
-    FieldSpec("iou_type", ("bbox", "segm"), "match", "IoU type/masks", "boxes or segmentation masks"),
+    FieldSpec("iou_type", ("bbox", "segm", "keypoints"), "match", "IoU type/masks",
+              "boxes, segmentation masks, or keypoints (OKS, pycocotools' computeOks)"),
     FieldSpec("iou_thresholds", None, "match", "IoU thresholds",
               "matching thresholds in order (the T axis); a list, or {start, stop, num} for np.linspace",
               check=_check_iou_thresholds),
@@ -303,9 +328,10 @@ FIELDS: Mapping[str, FieldSpec] = _table(
               "`iscrowd`: pycocotools' bug that overwrites `ignore` with `iscrowd`; `honour` keeps it"),
     FieldSpec("gt_id_zero", ("matchable", "unmatchable"), "match", "parity bugs",
               "`unmatchable`: pycocotools' bug that never matches annotation id 0"),
-    FieldSpec("summary", ("pycocotools", "configured", "ultralytics"), "accumulate", "summary",
-              "headline metrics: COCOeval.summarize literally, from the configured values, or "
-              "Ultralytics' mAP50 and mAP50-95"),
+    FieldSpec("summary", ("pycocotools", "configured", "ultralytics", "lvis"), "accumulate", "summary",
+              "headline metrics: COCOeval.summarize literally (its keypoint stats for keypoints), from "
+              "the configured values, Ultralytics' mAP50 and mAP50-95, or lvis-api's get_results "
+              "(APr/APc/APf by frequency)"),
     FieldSpec("mask_iou", ("exact", "raster"), "match", "IoU type/masks",
               "segm only: exact polygon geometry (shapely) or pycocotools' raster masks", default="exact"),
     FieldSpec("invalid_polygons", ("error", "make_valid"), "match", "IoU type/masks",
@@ -314,6 +340,20 @@ FIELDS: Mapping[str, FieldSpec] = _table(
     FieldSpec("group_of", ("none", "openimages"), "match", "difficult/crowd",
               "openimages: GT `is_group_of` boxes match leftover detections by intersection over the "
               "detection's area, one TP per box", default="none", is_sparse=True),
+    # -- COCO keypoints and LVIS (added later: sparse, so older hashes stay) --------------------
+    FieldSpec("keypoint_sigmas", None, "match", "IoU type/masks",
+              "keypoints only: per-keypoint OKS sigmas; null: COCO's 17 person sigmas (pycocotools)",
+              default=None, check=_check_keypoint_sigmas, is_sparse=True),
+    FieldSpec("max_dets_scope", ("image_class", "image"), "match", "max_dets",
+              "what max_dets caps: each image and class (pycocotools), or each image across classes "
+              "(lvis-api's 300 per image)", default="image_class", is_sparse=True),
+    FieldSpec("max_dets_per_class", None, "match", "max_dets",
+              "detections kept per class over the whole dataset, top scores first (Fixed AP: "
+              "10000); null: no such budget", default=None, check=_check_class_budget, is_sparse=True),
+    FieldSpec("federated_labels", ("ignore", "lvis"), "match", "difficult/crowd",
+              "lvis: score a class on an image only if it is annotated or negative there, and ignore "
+              "unmatched detections of not-exhaustive classes (lvis-api); ignore: labels not read",
+              default="ignore", is_sparse=True),
 )
 
 #: Allowed values of the enumerated fields (YAML key = field name).
@@ -332,8 +372,8 @@ def field_names() -> tuple:
 def display_fields() -> tuple:
     """The fields that decide numbers, in display order (the CLI command ``protocols`` lists these).
 
-    >>> display_fields()[-3:]
-    ('mask_iou', 'invalid_polygons', 'group_of')
+    >>> display_fields()[:3]
+    ('iou_type', 'iou_thresholds', 'iou_comparison')
     """
     return tuple(k for k, s in FIELDS.items() if s.stage != "describe")
 
@@ -341,8 +381,8 @@ def display_fields() -> tuple:
 def optional_fields() -> dict:
     """Fields a complete protocol file may leave out, with the value they then take.
 
-    >>> optional_fields()
-    {'eleven_point_grid': 'matlab_colon', 'mask_iou': 'exact', 'invalid_polygons': 'error', 'group_of': 'none'}
+    >>> list(optional_fields())[:3]
+    ['eleven_point_grid', 'mask_iou', 'invalid_polygons']
     """
     return {k: s.default for k, s in FIELDS.items() if s.has_default and s.stage != "describe"}
 
@@ -413,7 +453,8 @@ class Protocol:
         Preset name, or the name given by a config.
     source : str
         One line: what this reproduces.
-    iou_type : {"bbox", "segm"}
+    iou_type : {"bbox", "segm", "keypoints"}
+        ``keypoints`` scores COCO keypoints by OKS (pycocotools' ``computeOks``).
     iou_thresholds : tuple of float
         Matching thresholds, in order (the T axis).
     iou_comparison : {">=", ">"}
@@ -460,10 +501,12 @@ class Protocol:
     gt_id_zero : {"matchable", "unmatchable"}
         ``unmatchable`` reproduces pycocotools, which stores the matched GT's id as the match
         flag, so a detection matched to annotation id 0 counts as unmatched (a bug).
-    summary : {"pycocotools", "configured", "ultralytics"}
+    summary : {"pycocotools", "configured", "ultralytics", "lvis"}
         Headline metrics: pycocotools' ``summarize`` (AP at maxDets=100 hard-coded, the others
-        at ``max_dets[2]``), computed from the configured values, or Ultralytics' ``mAP50``
-        (first threshold) and ``mAP50-95`` (mean over thresholds).
+        at ``max_dets[2]``; for ``keypoints`` its ten keypoint stats at maxDets=20), computed
+        from the configured values, Ultralytics' ``mAP50`` (first threshold) and ``mAP50-95``
+        (mean over thresholds), or lvis-api's ``get_results`` (APr/APc/APf by category
+        ``frequency``, AR at the largest ``max_dets``).
     mask_iou : {"exact", "raster"}
         ``segm`` only: exact polygon geometry (shapely) or pycocotools' rasterised masks.
     invalid_polygons : {"error", "make_valid"}
@@ -476,6 +519,23 @@ class Protocol:
         (IoA), at the lane's threshold; all detections inside one group-of box count as one
         true positive (the best-scored) and the rest are ignored. ``none``: ``is_group_of`` is
         not read.
+    keypoint_sigmas : tuple of float or None
+        ``keypoints`` only: the per-keypoint OKS sigmas (one per keypoint, as xtcocotools and
+        faster-coco-eval allow); None: pycocotools' ``kpt_oks_sigmas`` of COCO's 17 person
+        keypoints.
+    max_dets_scope : {"image_class", "image"}
+        What ``max_dets`` caps: each (image, class) group (pycocotools), or each image across
+        its classes (lvis-api's ``LVISResults(max_dets=300)``, applied to the results before
+        anything else, ties in file order).
+    max_dets_per_class : int or None
+        Keep only the top-scoring detections of each class over the whole dataset (ties in file
+        order), before anything else: the Fixed AP budget of Dave et al. (2021), 10000.
+    federated_labels : {"ignore", "lvis"}
+        ``lvis``: the federated rules of lvis-api's ``LVISEval``: a detection of class c on an
+        image is scored only if c is annotated (positive) on the image or in its
+        ``neg_category_ids``; an unmatched detection of a class in the image's
+        ``not_exhaustive_category_ids`` is ignored, not a false positive. ``ignore``: those
+        labels are not read (a counted warning says so when the ground truth has them).
 
     Raises
     ------
@@ -514,6 +574,10 @@ class Protocol:
     mask_iou: MaskIou = FIELDS["mask_iou"].default
     invalid_polygons: InvalidPolygons = FIELDS["invalid_polygons"].default
     group_of: GroupOf = FIELDS["group_of"].default
+    keypoint_sigmas: tuple[float, ...] | None = FIELDS["keypoint_sigmas"].default
+    max_dets_scope: MaxDetsScope = FIELDS["max_dets_scope"].default
+    max_dets_per_class: int | None = FIELDS["max_dets_per_class"].default
+    federated_labels: FederatedLabels = FIELDS["federated_labels"].default
 
     def __post_init__(self) -> None:
         name = self.name if isinstance(self.name, str) else repr(self.name)

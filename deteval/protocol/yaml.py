@@ -246,6 +246,32 @@ def _summary_rule(parent: Protocol, changes: dict) -> str | None:
             "at maxDets=100 whatever max_dets says; write summary: pycocotools to keep it)")
 
 
+#: Preset whose ``area_ranges`` and ``max_dets`` a protocol takes when ``--set`` / ``--iou-type``
+#: switches it to or from keypoints: pycocotools' ``Params(iouType)`` picks them the same way
+#: (``setKpParams`` / ``setDetParams``).
+IOU_TYPE_PARAMS_PRESETS = {"keypoints": "coco-keypoints", "bbox": "coco", "segm": "coco"}
+
+
+def _iou_type_rule(parent: Protocol, changes: dict) -> str | None:
+    """Take pycocotools' area ranges and max_dets of the new iou_type when a switch to or from
+    keypoints leaves them at the other type's values (and the same change does not set them).
+
+    Returns the note to record in ``source`` (None when nothing was switched).
+    """
+    new = changes.get("iou_type", parent.iou_type)
+    if (new == parent.iou_type or "keypoints" not in (new, parent.iou_type)
+            or "area_ranges" in changes or "max_dets" in changes):
+        return None
+    old_params = PRESETS[IOU_TYPE_PARAMS_PRESETS[parent.iou_type]]
+    if (parent.area_ranges, parent.max_dets) != (old_params.area_ranges, old_params.max_dets):
+        return None
+    params = PRESETS[IOU_TYPE_PARAMS_PRESETS[new]]
+    changes["area_ranges"] = params.area_ranges
+    changes["max_dets"] = params.max_dets
+    return (f"area_ranges and max_dets set to those of {params.name!r} for iou_type {new!r}, as "
+            f"pycocotools' Params(iouType={new!r}) does")
+
+
 def _construct(base: Protocol, changes: dict, where: str) -> Protocol:
     try:
         return dataclasses.replace(base, **changes)
@@ -435,6 +461,8 @@ def apply_overrides(protocol: Protocol, overrides: Mapping[str, Any], *, where: 
     changes = {key: _check_field(key, value, where) for key, value in overrides.items()}
     shown = ", ".join(f"{k}={_format_value(v)}" for k, v in changes.items())
     note = _summary_rule(protocol, changes)
+    iou_note = _iou_type_rule(protocol, changes)
+    note = "; ".join(n for n in (note, iou_note) if n) or None
     if "source" not in changes:
         changes["source"] = f"{protocol.source}; {where} {shown}" + (f"; {note}" if note else "")
     return _construct(protocol, changes, where)
@@ -452,7 +480,7 @@ PRESET_DIR = Path(str(importlib.resources.files("deteval.protocol") / "presets")
 #: here without a file are skipped, files not listed here come after, alphabetically.
 DISPLAY_ORDER = ("coco", "coco-pycocotools", "coco50", "voc2007", "voc2010", "voc2012", "voc2007-pyfrcnn",
                  "voc2010-pyfrcnn", "voc2007-continuous", "voc2010-continuous", "openimages", "ultralytics",
-                 "detectron2-voc")
+                 "detectron2-voc", "coco-keypoints", "lvis", "lvis-fixed-ap")
 
 
 def preset_names() -> tuple:

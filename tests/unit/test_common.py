@@ -27,6 +27,8 @@ import pytest
 from deteval.api import evaluate
 from deteval.protocol import get_protocol, preset_names
 from tests.crosscheck.generate import generate
+from tests.crosscheck.generate_keypoints import generate_keypoints
+from tests.crosscheck.generate_lvis import generate_lvis
 
 PRESETS = preset_names()
 SEEDS = (3, 11, 29, 47, 58)
@@ -65,9 +67,25 @@ def _distinct_scores(dt: list, seed: int) -> list:
     return [{**d, "score": s / (10 * len(dt) + 10)} for d, s in zip(dt, scores)]
 
 
-def _data(seed: int, *, distinct: bool):
-    gt, dt = generate(seed, max_images=12, max_classes=4)
+def _data(seed: int, *, distinct: bool, protocol: str = "coco"):
+    """A generated dataset of the kind the preset scores: boxes, keypoints or LVIS labels."""
+    p = get_protocol(protocol)
+    if p.iou_type == "keypoints":
+        gt, dt = generate_keypoints(seed, n_images=6, n_categories=2, with_bbox="all")
+    elif p.federated_labels == "lvis":
+        gt, dt = generate_lvis(seed, n_images=6, n_categories=6)
+    else:
+        gt, dt = generate(seed, max_images=12, max_classes=4)
     return gt, (_distinct_scores(dt, seed) if distinct else dt)
+
+
+def _moved(record: dict, dx: float, dy: float) -> dict:
+    """A record with its box (and keypoints) moved by whole pixels."""
+    out = {**record, "bbox": [record["bbox"][0] + dx, record["bbox"][1] + dy, *record["bbox"][2:]]}
+    if record.get("keypoints"):
+        k = list(record["keypoints"])
+        out["keypoints"] = [v + (dx if i % 3 == 0 else dy if i % 3 == 1 else 0) for i, v in enumerate(k)]
+    return out
 
 
 def check_metrics_are_fractions_or_undefined(protocol: str, seed: int) -> None:
@@ -77,13 +95,13 @@ def check_metrics_are_fractions_or_undefined(protocol: str, seed: int) -> None:
     (``ap = ap + p / 11``), and eleven additions of 1/11 give 1.0000000000000002; deteval
     reproduces that sum on purpose.
     """
-    result = _quiet_evaluate(*_data(seed, distinct=False), protocol)
+    result = _quiet_evaluate(*_data(seed, distinct=False, protocol=protocol), protocol)
     values = list(result.metrics.values()) + [c["AP"] for c in result.per_class]
     assert all(v != v or 0.0 <= v <= 1.0 + 2 * np.finfo(float).eps for v in values), values
 
 
 def check_detection_order(protocol: str, seed: int) -> None:
-    gt, dt = _data(seed, distinct=True)
+    gt, dt = _data(seed, distinct=True, protocol=protocol)
     shuffled = list(dt)
     random.Random(seed).shuffle(shuffled)
     _assert_same(_quiet_evaluate(gt, dt, protocol), _quiet_evaluate(gt, shuffled, protocol))
@@ -91,7 +109,7 @@ def check_detection_order(protocol: str, seed: int) -> None:
 
 def check_detection_order_with_ties(protocol: str, seed: int) -> None:
     """Interleave the images' detection lists differently, each image's own order kept."""
-    gt, dt = _data(seed, distinct=False)
+    gt, dt = _data(seed, distinct=False, protocol=protocol)
     if get_protocol(protocol).score_order == "file":
         pytest.skip("documented exception: score_order 'file' breaks ties by file order (the devkit)")
     per_image: dict = {}
@@ -108,7 +126,7 @@ def check_detection_order_with_ties(protocol: str, seed: int) -> None:
 
 
 def check_image_and_category_listing_order(protocol: str, seed: int) -> None:
-    gt, dt = _data(seed, distinct=False)
+    gt, dt = _data(seed, distinct=False, protocol=protocol)
     moved = copy.deepcopy(gt)
     random.Random(seed).shuffle(moved["images"])
     random.Random(seed + 1).shuffle(moved["categories"])
@@ -116,18 +134,16 @@ def check_image_and_category_listing_order(protocol: str, seed: int) -> None:
 
 
 def check_monotone_score_transform(protocol: str, seed: int) -> None:
-    gt, dt = _data(seed, distinct=False)
+    gt, dt = _data(seed, distinct=False, protocol=protocol)
     cubed = [{**d, "score": d["score"] ** 3 + 1.0} for d in dt]
     _assert_same(_quiet_evaluate(gt, dt, protocol), _quiet_evaluate(gt, cubed, protocol))
 
 
 def check_integer_translation(protocol: str, seed: int) -> None:
     """Moving every box by whole pixels changes no IoU and no area (both box conventions)."""
-    gt, dt = _data(seed, distinct=False)
-    moved_gt = copy.deepcopy(gt)
-    for a in moved_gt["annotations"]:
-        a["bbox"] = [a["bbox"][0] + 64, a["bbox"][1] + 128, *a["bbox"][2:]]
-    moved_dt = [{**d, "bbox": [d["bbox"][0] + 64, d["bbox"][1] + 128, *d["bbox"][2:]]} for d in dt]
+    gt, dt = _data(seed, distinct=False, protocol=protocol)
+    moved_gt = {**gt, "annotations": [_moved(a, 64, 128) for a in gt["annotations"]]}
+    moved_dt = [_moved(d, 64, 128) for d in dt]
     _assert_same(_quiet_evaluate(gt, dt, protocol), _quiet_evaluate(moved_gt, moved_dt, protocol))
 
 
@@ -138,10 +154,14 @@ def check_perfect_detections(protocol: str, seed: int) -> None:
     every reference) or when two of its boxes in one image are identical (the VOC rule gives both
     copies to the first box, the second copy is a false positive: the devkit's behaviour).
     """
-    gt, _ = _data(seed, distinct=False)
+    gt, _ = _data(seed, distinct=False, protocol=protocol)
+    # Keypoints: copies of crowd regions and of objects without labelled keypoints are no
+    # "perfect" detections (pycocotools scores such a copy by its distance to the box).
+    keypoints = get_protocol(protocol).iou_type == "keypoints"
     perfect = [{"image_id": a["image_id"], "category_id": a["category_id"], "bbox": list(a["bbox"]),
-                "score": 1.0 - i * 1e-6} for i, a in enumerate(gt["annotations"])
-               if a["bbox"][2] > 0 and a["bbox"][3] > 0]
+                "score": 1.0 - i * 1e-6, **({"keypoints": a["keypoints"]} if a.get("keypoints") else {})}
+               for i, a in enumerate(gt["annotations"]) if a["bbox"][2] > 0 and a["bbox"][3] > 0
+               and (not keypoints or (a.get("num_keypoints", 0) > 0 and not a.get("iscrowd")))]
     seen: set = set()
     unfindable = set()
     for a in gt["annotations"]:
@@ -164,19 +184,21 @@ def check_perfect_detections(protocol: str, seed: int) -> None:
 
 
 def check_no_detections(protocol: str, seed: int) -> None:
-    gt, _ = _data(seed, distinct=False)
+    gt, _ = _data(seed, distinct=False, protocol=protocol)
     result = _quiet_evaluate(gt, [], protocol)
     for row in result.per_class:
         assert row["AP"] != row["AP"] or row["AP"] == 0.0
 
 
 def check_detections_of_a_class_without_gt_change_nothing_else(protocol: str, seed: int) -> None:
-    gt, dt = _data(seed, distinct=False)
+    gt, dt = _data(seed, distinct=False, protocol=protocol)
     extra = copy.deepcopy(gt)
     new_id = max(c["id"] for c in gt["categories"]) + 1
     extra["categories"].append({"id": new_id, "name": "newcomer"})
-    more = dt + [{"image_id": gt["images"][0]["id"], "category_id": new_id, "bbox": [1, 1, 5, 5],
-                  "score": 0.5}]
+    extra_det = {"image_id": gt["images"][0]["id"], "category_id": new_id, "bbox": [1, 1, 5, 5], "score": 0.5}
+    if dt and dt[0].get("keypoints"):
+        extra_det["keypoints"] = [2.0, 2.0, 1.0] * (len(dt[0]["keypoints"]) // 3)
+    more = [*dt, extra_det]
     base = {c["category_id"]: c["AP"] for c in _quiet_evaluate(gt, dt, protocol).per_class}
     after = {c["category_id"]: c["AP"] for c in _quiet_evaluate(extra, more, protocol).per_class}
     assert after.pop(new_id) != after.get(new_id)  # NaN: no ground truth

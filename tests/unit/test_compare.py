@@ -132,7 +132,7 @@ def test_accumulation_fields_do_not_change_the_matching(field, data):
 def test_every_other_field_is_in_the_matching_key():
     base = PRESETS["coco"]
     alternatives = {"iou_thresholds": (0.5,), "area_ranges": (("all", 0.0, 1e10),),
-                    "max_dets": (1, 10, 300)}
+                    "max_dets": (1, 10, 300), "keypoint_sigmas": (0.1,) * 17, "max_dets_per_class": 10000}
     for f in field_names():
         if f in ACCUMULATION_FIELDS:
             continue

@@ -30,6 +30,9 @@ FINGERPRINTS = {
     "openimages": "958ab2c28696",
     "ultralytics": "8d92ccca3ba0",
     "detectron2-voc": "1054244cef83",
+    "coco-keypoints": "077754158734",
+    "lvis": "8b1c453566f3",
+    "lvis-fixed-ap": "b68a9f02e3a0",
 }
 
 

@@ -7,6 +7,7 @@ import re
 import typing
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from deteval.errors import ConfigError
@@ -48,6 +49,25 @@ def test_a_sparse_field_away_from_its_default_is_shown_and_hashed():
     assert "group_of" not in coco.to_dict() and grouped.to_dict()["group_of"] == "openimages"
     assert grouped.fingerprint() != coco.fingerprint()
     assert coco.replace(group_of="none").fingerprint() == coco.fingerprint()
+
+
+@pytest.mark.parametrize("changes", [{"keypoint_sigmas": [0.5, 0.5]}, {"max_dets_scope": "image"},
+                                     {"max_dets_per_class": 10000}, {"federated_labels": "lvis"}])
+def test_keypoint_and_lvis_fields_are_sparse(changes):
+    coco = PRESETS["coco"]
+    changed = coco.replace(**changes)
+    key = next(iter(changes))
+    assert key not in coco.to_dict() and key in changed.to_dict()
+    assert changed.fingerprint() != coco.fingerprint()
+    assert coco.replace(**{key: FIELDS[key].default}).fingerprint() == coco.fingerprint()
+
+
+def test_keypoint_sigmas_and_class_budget_are_checked():
+    with pytest.raises(ConfigError, match=r"keypoint_sigmas\[1\]: expected a finite number > 0, found 0"):
+        PRESETS["coco"].replace(keypoint_sigmas=[0.1, 0])
+    with pytest.raises(ConfigError, match=r"max_dets_per_class: expected a positive integer"):
+        PRESETS["coco"].replace(max_dets_per_class=0.5)
+    assert PRESETS["coco"].replace(keypoint_sigmas=np.array([.1, .2])).keypoint_sigmas == (0.1, 0.2)
 
 
 @pytest.mark.parametrize("key", list(FIELDS))
@@ -112,7 +132,9 @@ def test_unknown_field_in_replace():
 
 def test_optional_fields_come_from_the_table():
     assert optional_fields() == {"eleven_point_grid": "matlab_colon", "mask_iou": "exact",
-                                 "invalid_polygons": "error", "group_of": "none"}
+                                 "invalid_polygons": "error", "group_of": "none", "keypoint_sigmas": None,
+                                 "max_dets_scope": "image_class", "max_dets_per_class": None,
+                                 "federated_labels": "ignore"}
 
 
 def test_display_fields_are_the_fields_that_decide_numbers():
