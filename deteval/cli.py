@@ -134,11 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
                                  "or YOLO prediction folder")
     va.add_argument("--protocol", action="append", default=None, metavar="NAME_OR_YAML",
                     help="check against these protocols' needs (boxes, max_dets); default: coco")
+    va.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
+                    help="override a protocol field, as evaluate does (e.g. invalid_polygons=error)")
     va.add_argument("--iou-type", choices=["bbox", "segm"], help="shorthand for the protocol's iou_type")
+    va.add_argument("--mask-iou", choices=["exact", "raster"], help="shorthand for --set mask_iou=...")
     _add_input_options(va)
     va.add_argument("--format", choices=["table", "json"], default="table",
                     help="what to print on stdout (default: table)")
-    va.set_defaults(overrides=[], mask_iou=None)
     return parser
 
 

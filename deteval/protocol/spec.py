@@ -53,7 +53,7 @@ GtIgnoreField = Literal["honour", "iscrowd"]
 GtIdZero = Literal["matchable", "unmatchable"]
 Summary = Literal["pycocotools", "configured"]
 MaskIou = Literal["exact", "raster"]
-InvalidPolygons = Literal["error", "make_valid"]
+InvalidPolygons = Literal["even_odd", "error", "make_valid"]
 Stage = Literal["match", "accumulate", "describe"]
 
 #: Steps of :func:`deteval.explain.explain`, in walk order. ``summary`` is always the last step.
@@ -299,8 +299,9 @@ FIELDS: Mapping[str, FieldSpec] = _table(
               "headline metrics: COCOeval.summarize literally, or from the configured values"),
     FieldSpec("mask_iou", ("exact", "raster"), "match", "IoU type/masks",
               "segm only: exact polygon geometry (shapely) or pycocotools' raster masks", default="exact"),
-    FieldSpec("invalid_polygons", ("error", "make_valid"), "match", "IoU type/masks",
-              "segm only: refuse self-intersecting polygons, or repair them", default="error"),
+    FieldSpec("invalid_polygons", ("even_odd", "error", "make_valid"), "match", "IoU type/masks",
+              "segm, exact masks: fill a self-intersecting polygon by the even-odd rule as pycocotools' "
+              "rasteriser does, refuse it, or repair it with shapely.make_valid", default="even_odd"),
 )
 
 #: Allowed values of the enumerated fields (YAML key = field name).
@@ -329,7 +330,7 @@ def optional_fields() -> dict:
     """Fields a complete protocol file may leave out, with the value they then take.
 
     >>> optional_fields()
-    {'eleven_point_grid': 'matlab_colon', 'mask_iou': 'exact', 'invalid_polygons': 'error'}
+    {'eleven_point_grid': 'matlab_colon', 'mask_iou': 'exact', 'invalid_polygons': 'even_odd'}
     """
     return {k: s.default for k, s in FIELDS.items() if s.has_default and s.stage != "describe"}
 
@@ -448,8 +449,11 @@ class Protocol:
         at ``max_dets[2]``), or computed from the configured values.
     mask_iou : {"exact", "raster"}
         ``segm`` only: exact polygon geometry (shapely) or pycocotools' rasterised masks.
-    invalid_polygons : {"error", "make_valid"}
-        ``segm`` only: refuse self-intersecting polygons, or repair them with shapely.
+    invalid_polygons : {"even_odd", "error", "make_valid"}
+        ``segm`` with exact masks only. ``even_odd``: a self-intersecting polygon covers the
+        points it encloses an odd number of times, the fill rule of pycocotools' rasteriser,
+        computed exactly; ``error``: refuse polygons whose edges cross or overlap;
+        ``make_valid``: repair them with ``shapely.make_valid(method="linework")``.
 
     Raises
     ------
@@ -537,7 +541,17 @@ class Protocol:
         return out
 
     def fingerprint(self) -> str:
-        """Short hash of the fields that change numbers (not name or source)."""
+        """Short hash of the fields that change numbers (not name or source).
+
+        Notes
+        -----
+        ``invalid_polygons: even_odd`` is hashed under the spelling ``error``, the default
+        of deteval 0.1.0: the two give the same numbers on every input ``error`` accepts (it
+        only refuses the polygons ``even_odd`` fills), so fingerprints printed by 0.1.0 stay
+        valid for the protocols whose numbers did not change.
+        """
         fields = {k: v for k, v in self.to_dict().items() if FIELDS[k].stage != "describe"}
+        if fields["invalid_polygons"] == "even_odd":
+            fields["invalid_polygons"] = "error"
         blob = json.dumps(fields, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]

@@ -450,7 +450,7 @@ PRESET_DIR = Path(str(importlib.resources.files("deteval.protocol") / "presets")
 #: Display order of the presets (the CLI command ``protocols``, messages): the reference tools first,
 #: then their variants. It only orders: a preset is a file in :data:`PRESET_DIR`; names listed
 #: here without a file are skipped, files not listed here come after, alphabetically.
-DISPLAY_ORDER = ("coco", "coco-pycocotools", "coco50", "voc2007", "voc2010", "voc2012", "voc2007-pyfrcnn",
+DISPLAY_ORDER = ("coco", "coco-pycocotools", "coco50", "coco-exact-masks", "voc2007", "voc2010", "voc2012", "voc2007-pyfrcnn",
                  "voc2010-pyfrcnn", "voc2007-continuous", "voc2010-continuous")
 
 

@@ -137,10 +137,16 @@ def test_validate_scores_nothing_but_finds_every_error(capsys):
 
 
 def test_validate_honours_the_protocol(capsys):
-    """A segm-only record is fine for a segm evaluation, an error for bbox (the default)."""
+    """A segm-only record is fine for a segm evaluation, an error for bbox (the default); for segm,
+    validate checks the masks as evaluate does (this ground truth has none)."""
     dt = BROKEN / "coco" / "dt_segmentation_only.json"
     assert_input_error(run(capsys, "validate", "--gt", GOOD_GT, "--dt", dt), "no `bbox`")
-    code, _, err = run(capsys, "validate", "--gt", GOOD_GT, "--dt", dt, "--iou-type", "segm")
+    segm = ("--gt", GOOD_GT, "--dt", dt, "--iou-type", "segm")
+    for command in ("validate", "evaluate"):
+        assert_input_error(run(capsys, command, *segm), "annotations: no `segmentation`")
+    segm_gt = BROKEN / "coco" / "segm_gt.json"
+    code, _, err = run(capsys, "validate", "--gt", segm_gt, "--dt", BROKEN / "coco" / "segm_dt.json",
+                       "--iou-type", "segm")
     assert code == 0, err
 
 

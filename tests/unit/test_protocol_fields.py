@@ -100,7 +100,7 @@ def test_unknown_field_in_replace():
 
 def test_optional_fields_come_from_the_table():
     assert optional_fields() == {"eleven_point_grid": "matlab_colon", "mask_iou": "exact",
-                                 "invalid_polygons": "error"}
+                                 "invalid_polygons": "even_odd"}
 
 
 def test_display_fields_are_the_fields_that_decide_numbers():
