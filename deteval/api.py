@@ -325,7 +325,8 @@ def evaluate_inputs(inputs: Inputs, protocols: Sequence[str | Protocol], *, work
     protocols : sequence of str or Protocol
     workers : int
     progress : callable, optional
-        Called with the protocol's name after each is scored.
+        Called with a label as each stage starts: ``"matching NAME"``, then ``"scoring NAME"``,
+        per protocol (the CLI's progress bar).
 
     Returns
     -------
@@ -341,10 +342,12 @@ def evaluate_inputs(inputs: Inputs, protocols: Sequence[str | Protocol], *, work
     results = []
     for protocol in (resolve_protocol(p) for p in protocols):
         check_protocol(protocol)
-        table = match_sharded(inputs.gt, inputs.dt, protocol, workers=workers)
-        results.append(score(table, inputs.gt, protocol, warnings=(), inputs=inputs.summary()))
         if progress is not None:
-            progress(protocol.name)
+            progress(f"matching {protocol.name}")
+        table = match_sharded(inputs.gt, inputs.dt, protocol, workers=workers)
+        if progress is not None:
+            progress(f"scoring {protocol.name}")
+        results.append(score(table, inputs.gt, protocol, warnings=(), inputs=inputs.summary()))
     _emit_result_warnings([w for r in results for w in r.warnings], [n for r in results for n in r.notes],
                           stacklevel=2)
     return tuple(results)
