@@ -702,3 +702,35 @@ def test_validate_refuses_what_raster_evaluation_refuses():
     with pytest.raises(deteval.InputError, match=r"image\(s\) without a usable width and height"):
         deteval.validate(gt, protocols=[p])
     deteval.validate(gt, protocols=[p.replace(mask_iou="exact")])
+
+
+# --------------------------------------------------------------------------------------------
+# docs/segm.md shows what the code prints
+# --------------------------------------------------------------------------------------------
+
+def test_docs_segm_examples_print_what_the_page_shows(capsys, monkeypatch):
+    import doctest
+    import re
+    import shlex
+    import warnings
+    from pathlib import Path
+
+    from deteval.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "segm.md").read_text(encoding="utf-8")
+    monkeypatch.chdir(root)
+    commands = re.findall(r"^(deteval evaluate [^#\n]*?)\s+#.*AP (\d\.\d{3})$", text, flags=re.M)
+    assert len(commands) == 2
+    for line, shown in commands:
+        assert main([*shlex.split(line)[1:], "-q", "--no-per-class"]) == 0
+        out = capsys.readouterr().out
+        assert re.search(rf"\] = {re.escape(shown)}   AP$", out, flags=re.M), (line, out)
+    sessions = re.findall(r"```pycon\n(.*?)```", text, flags=re.S)
+    assert sessions
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", deteval.DetevalWarning)
+        for i, session in enumerate(sessions):
+            runner.run(parser.get_doctest(session, {}, f"segm.md#{i}", "docs/segm.md", 0))
+    assert runner.summarize(verbose=False).failed == 0
