@@ -5,7 +5,7 @@ here.
 
 >>> import deteval
 >>> sorted(deteval.PRESETS)[:3]
-['coco', 'coco-pycocotools', 'coco50']
+['coco', 'coco-exact-masks', 'coco-pycocotools']
 """
 
 from deteval._version import __version__

@@ -458,7 +458,7 @@ def preset_names() -> tuple:
     """The names of the shipped presets: the stems of the YAML files in :data:`PRESET_DIR`.
 
     >>> preset_names()[:4]
-    ('coco', 'coco-pycocotools', 'coco50', 'voc2007')
+    ('coco', 'coco-pycocotools', 'coco50', 'coco-exact-masks')
     """
     stems = sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
     known = [n for n in DISPLAY_ORDER if n in stems]
