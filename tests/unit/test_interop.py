@@ -34,14 +34,15 @@ def test_drop_in_equals_pycocotools_and_prints_its_summary(capsys):
         ref.accumulate()
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         ref.summarize()
+    original_gt, original_dt = copy.deepcopy(coco_gt.dataset), copy.deepcopy(coco_dt.dataset)
     ours = COCOeval(coco_gt, coco_dt, "bbox")
     ours.evaluate()
     ours.accumulate()
     assert capsys.readouterr().out == ""  # evaluate and accumulate print nothing
     text = ours.summarize()
     assert capsys.readouterr().out == printed.getvalue() == text + "\n"
-    original = copy.deepcopy(coco_gt.dataset)
-    assert coco_gt.dataset == original  # the caller's objects are not modified
+    assert len(ours.evalImgs) and len(ours.ious)
+    assert coco_gt.dataset == original_gt and coco_dt.dataset == original_dt  # never modified
     assert ours.stats.tolist() == ref.stats.tolist()
     for key in ("precision", "recall", "scores"):
         assert np.array_equal(ours.eval[key], ref.eval[key])
