@@ -4,8 +4,8 @@ The public API is :mod:`deteval.api` (the front door: paths, dicts, names -> val
 here.
 
 >>> import deteval
->>> list(deteval.PRESETS)[:3]
-['coco', 'coco-pycocotools', 'coco50']
+>>> list(deteval.PRESETS)[:4]
+['coco', 'coco-pycocotools', 'coco50', 'coco-exact-masks']
 """
 
 from deteval._version import __version__

@@ -115,7 +115,8 @@ class _Output:
 
 def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.ndarray,
                det_class: np.ndarray, det_rank: np.ndarray, ranking: np.ndarray,
-               n_positive: np.ndarray, protocol: Protocol) -> Accumulated:
+               n_positive: np.ndarray, protocol: Protocol, *,
+               recall_thresholds_override: np.ndarray | None = None) -> Accumulated:
     """Turn per-detection outcomes into precision/recall curves and AP.
 
     Parameters
@@ -132,6 +133,9 @@ def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.
     n_positive : int64 (n_class, n_area)
         Number of non-ignored ground truths.
     protocol : Protocol
+    recall_thresholds_override : float64 (n_recall_thr,), optional
+        Recall points other than the protocol's grid (pycocotools' ``params.recThrs``; the
+        drop-in :class:`deteval.interop.COCOeval` passes them).
 
     Returns
     -------
@@ -157,7 +161,8 @@ def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.
     n_class, n_area = n_positive.shape
     n_iou_thr = len(protocol.iou_thresholds)
     max_dets = protocol.max_dets if protocol.max_dets is not None else (None,)
-    rec_thr = recall_thresholds(protocol)
+    rec_thr = (recall_thresholds(protocol) if recall_thresholds_override is None
+               else np.asarray(recall_thresholds_override, dtype=np.float64))
     n_recall_thr = len(rec_thr)
     shape = (n_iou_thr, n_recall_thr, n_class, n_area, len(max_dets))
     precision = np.full(shape, np.nan)

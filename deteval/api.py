@@ -33,6 +33,7 @@ from deteval.evaluate import EvalResult, check_protocol, score
 from deteval.explain import Comparison, Explanation, MatchCache
 from deteval.explain import compare as _compare_values
 from deteval.explain import explain as _explain_values
+from deteval.geometry import check_masks
 from deteval.io import gt_format, load_detections, load_ground_truth
 from deteval.io.coco import require_boxes
 from deteval.mask_modes import MaskModeComparison
@@ -324,7 +325,8 @@ def evaluate_inputs(inputs: Inputs, protocols: Sequence[str | Protocol], *, work
     protocols : sequence of str or Protocol
     workers : int
     progress : callable, optional
-        Called with the protocol's name after each is scored.
+        Called with a label as each stage starts: ``"matching NAME"``, then ``"scoring NAME"``,
+        per protocol (the CLI's progress bar).
 
     Returns
     -------
@@ -340,10 +342,12 @@ def evaluate_inputs(inputs: Inputs, protocols: Sequence[str | Protocol], *, work
     results = []
     for protocol in (resolve_protocol(p) for p in protocols):
         check_protocol(protocol)
-        table = match_sharded(inputs.gt, inputs.dt, protocol, workers=workers)
-        results.append(score(table, inputs.gt, protocol, warnings=(), inputs=inputs.summary()))
         if progress is not None:
-            progress(protocol.name)
+            progress(f"matching {protocol.name}")
+        table = match_sharded(inputs.gt, inputs.dt, protocol, workers=workers)
+        if progress is not None:
+            progress(f"scoring {protocol.name}")
+        results.append(score(table, inputs.gt, protocol, warnings=(), inputs=inputs.summary()))
     _emit_result_warnings([w for r in results for w in r.warnings], [n for r in results for n in r.notes],
                           stacklevel=2)
     return tuple(results)
@@ -508,7 +512,8 @@ def validate(gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = (
     gt, dt
         As :func:`load_inputs` takes them (``dt`` optional).
     protocols : sequence of str or Protocol
-        Checked against their needs (boxes, ``max_dets``).
+        Checked against their needs (boxes, ``max_dets``; ``segm``: the masks, parsed and
+        checked as evaluation does under each protocol's ``mask_iou`` / ``invalid_polygons``).
     **options
         The options of :func:`load_inputs`.
 
@@ -532,6 +537,11 @@ def validate(gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = (
         "ignore": int(ground_truth.is_ignore.sum()),
         "images_without_objects": int(ground_truth.n_images - len(np.unique(ground_truth.image))),
         "categories_without_objects": [ground_truth.category_name[k] for k in np.flatnonzero(per_class == 0)]}
+    # The mask checks evaluation runs (deteval.geometry.prepare_masks), once per distinct mask
+    # setting of the segm protocols: validate refuses exactly what evaluate refuses.
+    mask_settings = {(p.mask_iou, p.invalid_polygons): p for p in resolved if p.iou_type == "segm"}
+    for p in mask_settings.values():
+        check_masks(ground_truth, detections, p)
     found = list(ground_truth.warnings)
     dt_report = None
     if detections is not None:

@@ -120,16 +120,16 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="deteval", description="Score object detectors: COCO, PASCAL VOC and custom protocols, "
-                                    "equal to the reference tools.",
+        prog="deteval", allow_abbrev=False,
+        description="Score object detectors: COCO, PASCAL VOC and custom protocols, equal to the reference tools.",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EVALUATE_EXAMPLE)
     parser.add_argument("--version", action="version", version=f"deteval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    ev = sub.add_parser("evaluate", help="score detections under one or more protocols",
+    ev = sub.add_parser("evaluate", help="score detections under one or more protocols", allow_abbrev=False,
                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EVALUATE_EXAMPLE,
                         description="Score detections against ground truth.")
     _add_common(ev)
-    pr = sub.add_parser("protocols", help="list the preset protocols and their fields",
+    pr = sub.add_parser("protocols", help="list the preset protocols and their fields", allow_abbrev=False,
                         formatter_class=argparse.RawDescriptionHelpFormatter,
                         epilog="example:\n  deteval protocols\n  deteval protocols --format json\n")
     pr.add_argument("names", nargs="*", metavar="NAME_OR_YAML",
@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--format", choices=["table", "json", "yaml"], default="table",
                     help="yaml: complete protocol files, a starting point for your own")
     co = sub.add_parser("compare", help="score under several protocols side by side (and explain why "
-                                        "they differ)",
+                                        "they differ)", allow_abbrev=False,
                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_COMPARE_EXAMPLE,
                         description="Score one dataset under several protocols (one matching per distinct "
                                     "matching setting) and print classes x protocols. --explain walks "
@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(co)
     co.add_argument("--explain", action="store_true",
                     help="attribute the difference between consecutive protocols to their fields")
-    va = sub.add_parser("validate", help="check inputs without scoring and print what was found",
+    va = sub.add_parser("validate", help="check inputs without scoring and print what was found", allow_abbrev=False,
                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_VALIDATE_EXAMPLE,
                         description="Load and check ground truth (and detections) as `evaluate` would, "
                                     "without scoring. Exit 0: they can be scored (warnings listed); "
@@ -156,11 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
                                  "or YOLO prediction folder")
     va.add_argument("--protocol", action="append", default=None, metavar="NAME_OR_YAML",
                     help="check against these protocols' needs (boxes, max_dets); default: coco")
+    va.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", dest="overrides",
+                    help="override a protocol field, as evaluate does (e.g. invalid_polygons=error)")
     va.add_argument("--iou-type", choices=["bbox", "segm", "keypoints"], help="shorthand for the protocol's iou_type")
+    va.add_argument("--mask-iou", choices=["exact", "raster"], help="shorthand for --set mask_iou=...")
     _add_input_options(va)
     va.add_argument("--format", choices=["table", "json"], default="table",
                     help="what to print on stdout (default: table)")
-    va.set_defaults(overrides=[], mask_iou=None)
     _add_analyze(sub)
     _add_rank(sub)
     return parser
@@ -256,18 +258,32 @@ def _refuse_overwrite(args: argparse.Namespace) -> None:
 
 
 class _Progress:
-    """Stage progress on stderr (tqdm), off with -q or when stderr is not a terminal."""
+    """Stage progress on stderr (tqdm), off with -q or when stderr is not a terminal.
+
+    ``stage(label)`` marks the previous stage done and names the one starting now, so the bar
+    shows what is running (``matching coco``) while it runs; ``finish()`` completes the last
+    stage: the bar ends at 100%.
+    """
 
     def __init__(self, total: int, quiet: bool):
         self.bar = None
+        self.running = False
         if not quiet and sys.stderr.isatty():
             from tqdm import tqdm  # lazy on purpose: only for a progress bar on a terminal
-            self.bar = tqdm(total=total, file=sys.stderr, leave=False, unit="step")
+            self.bar = tqdm(total=total, file=sys.stderr, leave=False, unit="stage")
 
-    def step(self, label: str) -> None:
+    def stage(self, label: str) -> None:
         if self.bar is not None:
+            if self.running:
+                self.bar.update(1)
             self.bar.set_description(label)
+            self.bar.refresh()
+        self.running = True
+
+    def finish(self) -> None:
+        if self.bar is not None and self.running:
             self.bar.update(1)
+        self.running = False
 
     def close(self) -> None:
         if self.bar is not None:
@@ -335,15 +351,16 @@ def _evaluate(args: argparse.Namespace) -> int:
     protocols = _protocols(args)
     if len(args.dt) > 1 or args.bootstrap:
         return _detectors(args, protocols)
-    progress = _Progress(2 + len(protocols), args.quiet)
+    progress = _Progress(1 + 2 * len(protocols), args.quiet)  # loading, then matching + scoring each
     with _warnings_of(args) as caught:
         try:
+            progress.stage("loading")
             inputs = _load(args, protocols)
-            progress.step("loaded")
             try:
-                results = api.evaluate_inputs(inputs, protocols, workers=args.workers, progress=progress.step)
+                results = api.evaluate_inputs(inputs, protocols, workers=args.workers, progress=progress.stage)
             except InputWarning as exc:
                 raise _strict(exc, "") from None
+            progress.finish()
         finally:
             progress.close()
     doc = report.to_json(results, inputs=inputs.summary(), warnings=inputs.warnings)
@@ -418,19 +435,20 @@ def _compare(args: argparse.Namespace) -> int:
     progress = _Progress(2 + (len(protocols) - 1 if args.explain else 0), args.quiet)
     with _warnings_of(args) as caught:
         try:
+            progress.stage("loading")
             inputs = _load(args, protocols)
-            progress.step("loaded")
+            progress.stage("matching and scoring")
             cache = api.MatchCache(inputs.gt, inputs.dt, workers=args.workers)
             try:
                 comparison = api.compare(inputs.gt, inputs.dt, protocols, cache=cache, inputs=inputs.summary())
             except InputWarning as exc:
                 raise _strict(exc, "") from None
-            progress.step("compared")
             explanations = []
             if args.explain:
                 for a, b in zip(protocols, protocols[1:], strict=False):
+                    progress.stage(f"explaining {a.name} -> {b.name}")
                     explanations.append(api.explain(inputs.gt, inputs.dt, a, b, cache=cache))
-                    progress.step(f"{a.name} -> {b.name}")
+            progress.finish()
         finally:
             progress.close()
     results = list(comparison.results)
@@ -439,19 +457,20 @@ def _compare(args: argparse.Namespace) -> int:
     text = report.dumps(doc)
     _finish(args, text, caught)
     groups = comparison.matching_groups
+    per_class = not args.no_per_class
     if args.format == "json":
         sys.stdout.write(text + "\n")
     elif args.format == "markdown":
-        parts = [report.format_compare_markdown(results, matching_groups=groups)]
+        parts = [report.format_compare_markdown(results, matching_groups=groups, per_class=per_class)]
         parts += [report.format_explanation_markdown(e) for e in explanations]
         sys.stdout.write("\n".join(parts))
     elif args.format == "csv":
-        sys.stdout.write(report.format_compare_csv(results))
+        sys.stdout.write(report.format_compare_csv(results, per_class=per_class))
         if explanations and not args.quiet:
             print("deteval: note: --explain is not part of the CSV; use --format json or table",
                   file=sys.stderr)
     else:
-        parts = [report.format_compare_table(results, matching_groups=groups)]
+        parts = [report.format_compare_table(results, matching_groups=groups, per_class=per_class)]
         parts += [report.format_explanation(e) for e in explanations]
         sys.stdout.write("\n".join(parts))
     return EXIT_OK

@@ -12,11 +12,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from deteval._version import __version__
 from deteval.evaluate import EvalResult
 from deteval.explain import Explanation
-from deteval.protocol import FIELDS, Protocol, dump_protocol
-from deteval.summary import class_ap
+from deteval.protocol import Protocol, display_fields, dump_protocol
+from deteval.summary import AREA_ABBREVIATIONS, class_ap, threshold_label
 from deteval.summary import none_if_nan as _none_if_nan
 from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS
 
@@ -81,12 +83,20 @@ def _metric_lines(result: EvalResult) -> list[str]:
     thresholds = p.iou_thresholds
     all_thr = f"{thresholds[0]:.2f}:{thresholds[-1]:.2f}"
     top = max(p.max_dets) if p.max_dets else "all"
+    first_area = p.area_names[0]
+    by_label = {threshold_label(t): f"{t:.2f}" for t in thresholds}
+    area_of = {AREA_ABBREVIATIONS.get(a, "_" + a): a for a in p.area_names}
     for name, value in result.metrics.items():
-        if name.startswith("AR") and name[2:].isdigit():
-            title, iou, area, md = "Average Recall", all_thr, "all", name[2:]
+        suffix = name[2:]
+        if name.startswith("AR") and suffix.isdigit():
+            title, iou, area, md = "Average Recall", all_thr, first_area, suffix
         else:
-            title, iou, area = _COCO_LINES.get(name, ("Average Precision" if name.startswith("AP")
-                                                       else "Average Recall", "all", name[2:].lstrip("_") or "all"))
+            if p.summary == "pycocotools" and name in _COCO_LINES:
+                title, iou, area = _COCO_LINES[name]
+            else:  # configured summaries: AP<threshold>, AP<area>, AR<area> of this protocol
+                title = "Average Precision" if name.startswith("AP") else "Average Recall"
+                iou = by_label.get(suffix, "all") if title.startswith("Average Precision") else "all"
+                area = area_of.get(suffix, first_area)
             iou = all_thr if iou == "all" else iou
             md = "100" if (name == "AP" and p.summary == "pycocotools") else str(top)
             if p.summary == "pycocotools" and name != "AP" and p.max_dets:
@@ -189,12 +199,13 @@ def _class_ap_at(result: EvalResult, t: int, k: int) -> float:
     return class_ap(result.precision, result.ap, result.protocol, k, [t])
 
 
-def compare_table(results: Sequence[EvalResult]) -> dict:
+def compare_table(results: Sequence[EvalResult], *, per_class: bool = True) -> dict:
     """The side-by-side table as data: one column per protocol (AP, AP50, AP75 for COCO-style).
 
     Rows are the classes (each protocol's per-class AP; AP50/AP75 at that threshold, area "all",
     largest max_dets) and a last row ``mean``: each protocol's own headline (``mAP``, or ``AP``,
-    ``AP50``, ``AP75`` exactly as its summary reports them).
+    ``AP50``, ``AP75`` exactly as its summary reports them). ``per_class=False``: the ``mean``
+    row only (``--no-per-class``).
 
     Returns
     -------
@@ -217,7 +228,7 @@ def compare_table(results: Sequence[EvalResult]) -> dict:
                 columns.append({"label": f"{label} {key}", **base, "metric": key})
                 getters.append((r, thresholds.index(t), key))
     rows = []
-    names = results[0].per_class if results else []
+    names = results[0].per_class if results and per_class else []
     for k, c in enumerate(names):
         values = [float(r.per_class[k]["AP"]) if t is None else _class_ap_at(r, t, k)
                   for r, t, _ in getters]
@@ -237,9 +248,10 @@ def _sharing_line(results: Sequence[EvalResult], matching_groups: Sequence[Seque
 
 
 def format_compare_table(results: Sequence[EvalResult], *,
-                         matching_groups: Sequence[Sequence[int]] | None = None) -> str:
+                         matching_groups: Sequence[Sequence[int]] | None = None,
+                         per_class: bool = True) -> str:
     """Terminal table: the protocols (name, hash, source), then classes x protocols."""
-    table = compare_table(results)
+    table = compare_table(results, per_class=per_class)
     labels = _unique_labels(results)
     width = max(len(x) for x in labels)
     lines = [f"  {label:<{width}}  [{r.protocol.fingerprint()}]  {r.protocol.source}"
@@ -257,9 +269,10 @@ def format_compare_table(results: Sequence[EvalResult], *,
 
 
 def format_compare_markdown(results: Sequence[EvalResult], *,
-                            matching_groups: Sequence[Sequence[int]] | None = None) -> str:
+                            matching_groups: Sequence[Sequence[int]] | None = None,
+                            per_class: bool = True) -> str:
     """Markdown: the protocols as a list, then the classes x protocols table."""
-    table = compare_table(results)
+    table = compare_table(results, per_class=per_class)
     sharing = _sharing_line(results, matching_groups)
     out = [f"{sharing or 'protocols'}:".capitalize(), ""]
     out += [f"- **{_md_escape(label)}** `{r.protocol.fingerprint()}`: {_md_escape(r.protocol.source)}"
@@ -272,9 +285,9 @@ def format_compare_markdown(results: Sequence[EvalResult], *,
     return "\n".join(out) + "\n"
 
 
-def format_compare_csv(results: Sequence[EvalResult]) -> str:
+def format_compare_csv(results: Sequence[EvalResult], *, per_class: bool = True) -> str:
     """Wide CSV: ``class, category_id`` then one column per protocol metric; last row ``mean``."""
-    table = compare_table(results)
+    table = compare_table(results, per_class=per_class)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["class", "category_id"] + [csv_safe(c["label"]) for c in table["columns"]])
@@ -473,24 +486,20 @@ def format_validation(report: Mapping) -> str:
 
 
 #: The fields ``deteval protocols`` lists, in this order.
-_LISTED_FIELDS = ("iou_type", "iou_thresholds", "iou_comparison", "matching", "box_convention",
-                  "ap_method", "eleven_point_grid", "area_ranges", "max_dets", "difficult", "crowd",
-                  "score_order", "gt_ignore_field", "gt_id_zero", "summary")
-
-
 def format_protocols(protocols: Mapping[str, Protocol]) -> str:
     """``deteval protocols``: each protocol's name, hash, source and fields."""
     lines = []
     for name, p in protocols.items():
         lines.append(f"{name} [{p.fingerprint()}]\n  {p.source}")
         fields = p.to_dict()
-        for key in _LISTED_FIELDS:
-            value = fields[key]
+        for key in display_fields():
+            # Sparse fields (group_of, the LVIS ones...) are in to_dict only away from their default.
+            value = fields[key] if key in fields else getattr(p, key)
+            value = "null" if value is None else value
             if key == "iou_thresholds" and len(value) > 3:
-                value = f"[{value[0]}, ..., {value[-1]}] ({len(value)} values, np.linspace)"
+                how = "np.linspace" if value == [float(t) for t in np.linspace(value[0], value[-1], len(value))] else "listed"
+                value = f"[{value[0]}, ..., {value[-1]}] ({len(value)} values, {how})"
             lines.append(f"    {key}: {value}")
-        # Sparse fields (Open Images' group_of, ...) are listed only away from their default.
-        lines += [f"    {key}: {fields[key]}" for key, spec in FIELDS.items() if spec.is_sparse and key in fields]
     return "".join(line + "\n" for line in lines)
 
 

@@ -10,11 +10,12 @@
 from deteval.geometry.boxes import BOX_CONVENTIONS, box_iou, pair_box_iou
 from deteval.geometry.masks import (
     PreparedMasks,
+    check_masks,
     detection_areas,
     pair_mask_iou,
     prepare_masks,
     segm_iou,
 )
 
-__all__ = ["BOX_CONVENTIONS", "box_iou", "pair_box_iou", "PreparedMasks", "prepare_masks",
+__all__ = ["BOX_CONVENTIONS", "box_iou", "pair_box_iou", "PreparedMasks", "prepare_masks", "check_masks",
            "pair_mask_iou", "detection_areas", "segm_iou"]

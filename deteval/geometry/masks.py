@@ -2,13 +2,13 @@
 
 Two ways of measuring overlap, chosen by ``Protocol.mask_iou``:
 
-``"exact"`` (default)
+``"exact"`` (preset ``coco-exact-masks``)
     Polygons are polygons: intersection and union areas come from shapely 2
     (:mod:`deteval.geometry.polygons`), computed for all pairs at once. Only pairs whose mask
     bounds overlap are computed, and pairs that cannot reach the lowest IoU threshold are
     pruned with a cheap bound. A pair in which either mask is an RLE is computed on the
     raster, as in ``"raster"`` mode.
-``"raster"``
+``"raster"`` (preset ``coco``: COCO's official mask IoU)
     pycocotools' own ``mask.frPyObjects`` / ``merge`` / ``iou`` at the image size
     (:mod:`deteval.geometry.raster`): the numbers of pycocotools'
     ``COCOeval(iouType="segm")``, bit for bit. Needs each image's width and height.
@@ -43,9 +43,10 @@ import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.geometry.polygons import ExactMasks, build_exact_masks, exact_pair_iou
-from deteval.geometry.raster import RasterMasks, mask_pixel_area, raster_pair_iou
+from deteval.geometry.raster import RasterMasks, check_rasterisable, mask_pixel_area, raster_pair_iou
 from deteval.io.segmentation import (
     POLYGON,
+    RLE,
     CheckedMasks,
     SegmentationSource,
     detection_source,
@@ -54,8 +55,8 @@ from deteval.io.segmentation import (
     values_source,
 )
 
-__all__ = ["CollectionMasks", "PreparedMasks", "prepare_masks", "pair_mask_iou", "detection_areas",
-           "segm_iou"]
+__all__ = ["CollectionMasks", "PreparedMasks", "prepare_masks", "check_masks", "pair_mask_iou",
+           "detection_areas", "segm_iou"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,7 +88,7 @@ class CollectionMasks:
 
         Parameters
         ----------
-        invalid_polygons : {"error", "make_valid"}
+        invalid_polygons : {"even_odd", "error", "make_valid"}
             What to do with self-intersecting polygons (see ``Protocol.invalid_polygons``).
         """
         if invalid_polygons not in self._exact:
@@ -135,7 +136,9 @@ def prepare_masks(gt: GroundTruth, dt: Detections, protocol: Any) -> PreparedMas
     dt : Detections
     protocol : Protocol
         Reads ``mask_iou`` and ``invalid_polygons``: in exact mode the polygons are built now,
-        so that self-intersecting polygons are reported here. Raster masks are made on demand.
+        so that polygons ``invalid_polygons: error`` refuses are reported here; in raster mode
+        every polygon is checked to be rasterisable (its image's size, its extent). Rasters
+        are made on demand.
 
     Returns
     -------
@@ -149,10 +152,48 @@ def prepare_masks(gt: GroundTruth, dt: Detections, protocol: Any) -> PreparedMas
     prepared = PreparedMasks(gt=gt, dt=dt,
                              gt_masks=CollectionMasks.parse(ground_truth_source(gt)),
                              det_masks=CollectionMasks.parse(detection_source(dt, gt)))
-    if protocol.mask_iou == "exact":
-        prepared.gt_masks.exact(protocol.invalid_polygons)
-        prepared.det_masks.exact(protocol.invalid_polygons)
+    _check_collection(prepared.gt_masks, protocol, prepared.det_masks)
+    _check_collection(prepared.det_masks, protocol, prepared.gt_masks)
     return prepared
+
+
+def _check_collection(masks: CollectionMasks, protocol: Any, other: CollectionMasks | None) -> None:
+    """The per-protocol checks of one collection (see :func:`prepare_masks`).
+
+    Raster mode: every polygon must be rasterisable. Exact mode: the polygons are built, and
+    those in an image where ``other`` has an RLE mask (such pairs use the raster) must be
+    rasterisable.
+    """
+    if protocol.mask_iou == "exact":
+        masks.exact(protocol.invalid_polygons)
+        if other is not None and (other.masks.kind == RLE).any():
+            rle_images = np.unique(other.source.image[other.masks.kind == RLE])
+            rows = np.flatnonzero(np.isin(masks.source.image, rle_images))
+            check_rasterisable(masks.source, masks.masks, rows)
+    else:
+        check_rasterisable(masks.source, masks.masks)
+
+
+def check_masks(gt: GroundTruth, dt: Detections | None, protocol: Any) -> None:
+    """Run the mask checks of :func:`prepare_masks` (``deteval validate``); ``dt`` may be None.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections or None
+        None: check the ground truth's masks only.
+    protocol : Protocol
+        A ``segm`` protocol (``mask_iou``, ``invalid_polygons`` decide the checks).
+
+    Raises
+    ------
+    InputError
+        What :func:`prepare_masks`, and so evaluation, would raise.
+    """
+    if dt is not None:
+        prepare_masks(gt, dt, protocol)
+        return
+    _check_collection(CollectionMasks.parse(ground_truth_source(gt)), protocol, None)
 
 
 def _lowest_threshold(protocol: Any) -> float:
@@ -218,7 +259,7 @@ def pair_mask_iou(prepared: PreparedMasks, gt_rows: np.ndarray, det_rows: np.nda
     ...                      "bbox": [10, 10, 50, 50], "segmentation": [[10, 10, 60, 10, 10, 60]]}]})
     >>> dt = load_detections([{"image_id": 1, "category_id": 1, "score": 0.9,
     ...                        "segmentation": [[10, 10, 60, 10, 60, 60, 10, 60]]}], gt)
-    >>> p = get_protocol("coco").replace(iou_type="segm")
+    >>> p = get_protocol("coco-exact-masks").replace(iou_type="segm")
     >>> prepared = prepare_masks(gt, dt, p)
     >>> rows = np.array([0])
     >>> pair_mask_iou(prepared, rows, rows, np.array([False]), p).tolist()
@@ -290,7 +331,7 @@ def detection_areas(prepared: PreparedMasks, rows: np.ndarray, protocol: Any) ->
 
 
 def segm_iou(det: list, gt: list, gt_is_crowd: Any = None, *, mask_iou: str = "exact",
-             image_size: tuple | None = None, invalid_polygons: str = "error") -> np.ndarray:
+             image_size: tuple | None = None, invalid_polygons: str = "even_odd") -> np.ndarray:
     """IoU matrix between COCO segmentations (polygon lists or RLE dicts).
 
     Parameters
@@ -304,7 +345,7 @@ def segm_iou(det: list, gt: list, gt_is_crowd: Any = None, *, mask_iou: str = "e
     mask_iou : {"exact", "raster"}
     image_size : (height, width), optional
         Needed to rasterise (``raster`` mode, or RLE masks).
-    invalid_polygons : {"error", "make_valid"}
+    invalid_polygons : {"even_odd", "error", "make_valid"}
 
     Returns
     -------

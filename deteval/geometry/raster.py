@@ -21,7 +21,8 @@ from deteval.io.segmentation import (
     raster_image_size,
 )
 
-__all__ = ["RasterMasks", "ensure_raster", "rle_areas", "raster_pair_iou", "mask_pixel_area"]
+__all__ = ["RasterMasks", "ensure_raster", "check_rasterisable", "rle_areas", "raster_pair_iou",
+           "mask_pixel_area"]
 
 
 class RasterMasks:
@@ -74,6 +75,34 @@ def ensure_raster(src: SegmentationSource, masks: CheckedMasks, raster: RasterMa
         raster.rle[r] = rle
     raster.area[rows] = rle_areas([raster.rle[r] for r in rows.tolist()])
     raster.done[rows] = True
+
+
+def check_rasterisable(src: SegmentationSource, masks: CheckedMasks,
+                       rows: np.ndarray | None = None) -> None:
+    """Check now what rasterising the polygon records of ``masks`` would check on demand.
+
+    Each polygon's image needs a usable width and height, and its vertices must lie within one
+    image size of the image (see :func:`ensure_raster`). Run by
+    :func:`deteval.geometry.masks.prepare_masks` in raster mode, so that ``validate`` and
+    ``evaluate`` refuse the same inputs, whichever pairs the matching later needs.
+
+    Parameters
+    ----------
+    src : SegmentationSource
+    masks : CheckedMasks
+    rows : int64 (n,), optional
+        The records to check (default: every record); RLE records are skipped.
+
+    Raises
+    ------
+    InputError
+        Naming the images without a size, or the records reaching far outside their image.
+    """
+    poly_rows = np.flatnonzero(masks.kind == POLYGON)
+    if rows is not None:
+        poly_rows = np.intersect1d(poly_rows, rows)
+    if len(poly_rows):
+        _check_raster_extent(src, masks, poly_rows, raster_image_size(src, poly_rows))
 
 
 def rle_areas(rles: list) -> np.ndarray:

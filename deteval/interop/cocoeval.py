@@ -3,25 +3,47 @@
 >>> from deteval.interop import COCOeval     # instead of pycocotools.cocoeval
 >>> # E = COCOeval(coco_gt, coco_dt, "bbox"); E.evaluate(); E.accumulate(); E.summarize()
 
-The numbers are pycocotools' bit for bit (protocol ``coco-pycocotools``: its ``ignore`` and
-annotation-id-0 bugs included). Differences, on purpose:
+Scripts written for pycocotools run unchanged: the numbers are pycocotools' bit for bit
+(protocol ``coco-pycocotools``: its ``ignore`` and annotation-id-0 bugs included, raster
+masks), with the attributes scripts read:
 
-* nothing is printed: ``summarize()`` returns the familiar 12 lines as text (and sets
-  ``stats``); ``print(E.summarize())`` shows them;
-* the caller's COCO objects are never modified;
-* ``params.useCats = 0`` and keypoints are not supported (a clear error).
+* ``eval``: ``params``, ``counts``, ``date``, ``precision``, ``recall``, ``scores`` (-1 where
+  undefined), in pycocotools' T x R x K x A x M layout;
+* ``summarize()`` prints pycocotools' twelve lines to stdout, as pycocotools does (detectron2
+  and mmdetection capture them), sets ``stats`` and also returns the text;
+* ``evalImgs`` (one dict or None per (category, area range, image)) and ``ious`` (keyed by
+  ``(imgId, catId)``), with pycocotools' structure, built on first access;
+* ``params.useCats = 0`` (class-agnostic: :func:`deteval.pooling.pool_categories`), custom
+  ``params.iouThrs``, ``recThrs``, ``maxDets``, ``areaRng``, ``imgIds``, ``catIds``;
+* ``cocoDt`` from ``COCO.loadRes`` of box or mask-only results (numpy boxes included).
+
+Differences, on purpose: the caller's COCO objects are never modified; ``evaluate`` and
+``accumulate`` print nothing (pycocotools prints progress and timings there, which no caller
+parses).
 """
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import numpy as np
 
+from deteval.accumulate import accumulate as accumulate_outcomes
 from deteval.errors import ConfigError
-from deteval.evaluate import EvalResult, check_protocol, match, score
+from deteval.evaluate import (
+    EvalResult,
+    check_protocol,
+    ground_truth_flags,
+    match,
+    pair_iou,
+    ranking_order,
+    score,
+)
+from deteval.geometry import prepare_masks
 from deteval.geometry.keypoints import COCO_KEYPOINT_SIGMAS
 from deteval.io import load_coco_dt, load_coco_gt
+from deteval.pooling import pool_categories
 from deteval.protocol import COCO_RECALL_THRESHOLDS, get_protocol
 
 __all__ = ["COCOeval", "Params"]
@@ -54,6 +76,18 @@ def _dataset(coco: Any) -> Any:
     return coco.dataset if hasattr(coco, "dataset") else coco
 
 
+def _plain_detection(d: dict) -> dict:
+    """A result record as JSON would hold it: ``loadRes`` leaves numpy boxes and areas."""
+    out = dict(d)
+    for key in ("bbox", "area", "score"):
+        value = out.get(key)
+        if isinstance(value, np.ndarray):
+            out[key] = value.tolist()
+        elif isinstance(value, np.generic):
+            out[key] = value.item()
+    return out
+
+
 class COCOeval:
     """pycocotools-compatible evaluation object backed by deteval.
 
@@ -71,26 +105,31 @@ class COCOeval:
         self.eval: dict = {}
         self.stats: np.ndarray = np.zeros(12)
         self.result: EvalResult | None = None
+        self._evalImgs: list | None = None
+        self._ious: dict | None = None
+        self._inputs: tuple | None = None
         if cocoGt is not None:
             gt = _dataset(cocoGt)
             self.params.imgIds = sorted(img["id"] for img in gt.get("images", []))
             self.params.catIds = sorted(cat["id"] for cat in gt.get("categories", []))
 
-    def _protocol(self):
+    # -- protocol and inputs ----------------------------------------------------------------
+    def _protocol(self) -> Any:
         p = self.params
-        if p.useCats != 1:
-            raise ConfigError("params.useCats = 0 is not supported by deteval's COCOeval")
-        if not np.array_equal(np.asarray(p.recThrs, dtype=float), COCO_RECALL_THRESHOLDS):
-            raise ConfigError("params.recThrs other than np.linspace(0, 1, 101) are not supported")
-        areas = tuple((str(name), float(lo), float(hi)) for name, (lo, hi) in zip(p.areaRngLbl, p.areaRng))
+        if p.useCats not in (0, 1):
+            raise ConfigError(f"params.useCats: expected 1 or 0, found {p.useCats!r}")
+        labels = list(p.areaRngLbl)
+        if len(labels) != len(p.areaRng) or len(set(labels)) != len(labels):
+            labels = [f"area{i}" for i in range(len(p.areaRng))]
+        areas = tuple((str(name), float(lo), float(hi)) for name, (lo, hi) in zip(labels, p.areaRng, strict=True))
         return get_protocol("coco-pycocotools").replace(
             iou_type=p.iouType, iou_thresholds=tuple(float(t) for t in p.iouThrs),
             area_ranges=areas, max_dets=tuple(sorted(int(m) for m in p.maxDets)), mask_iou="raster",
             keypoint_sigmas=(tuple(float(s) for s in p.kpt_oks_sigmas) if p.iouType == "keypoints"
                              and not np.array_equal(p.kpt_oks_sigmas, COCO_KEYPOINT_SIGMAS) else None))
 
-    def evaluate(self) -> None:
-        """Match (pycocotools' ``evaluate``); ``accumulate`` then fills ``eval``."""
+    def _load(self) -> tuple:
+        """Ground truth and detections restricted to ``imgIds`` x ``catIds`` (pooled if useCats=0)."""
         p = self.params
         gt = dict(_dataset(self.cocoGt))
         img_ids = set(int(i) for i in np.unique(p.imgIds))
@@ -99,58 +138,235 @@ class COCOeval:
         gt["categories"] = [c for c in gt["categories"] if c["id"] in cat_ids]
         gt["annotations"] = [a for a in gt["annotations"]
                              if a["image_id"] in img_ids and a["category_id"] in cat_ids]
-        dets = [d for d in _dataset(self.cocoDt)["annotations"]
+        dets = [_plain_detection(d) for d in _dataset(self.cocoDt)["annotations"]
                 if d["image_id"] in img_ids and d["category_id"] in cat_ids]
         ground_truth = load_coco_gt(gt, name="cocoGt")
         detections = load_coco_dt(dets, ground_truth, name="cocoDt")
+        record_ids = np.array([d.get("id", i + 1) for i, d in enumerate(dets)], dtype=np.int64)
+        row_ids = record_ids[np.asarray(detections.order)]
+        if not p.useCats:
+            ground_truth, detections = pool_categories(ground_truth, detections)
+        # Result ids by the detections' ``order`` (what a MatchTable keeps of each detection).
+        det_ids = np.zeros(len(detections), dtype=np.int64)
+        det_ids[np.asarray(detections.order)] = row_ids
+        return ground_truth, detections, det_ids
+
+    # -- pycocotools' three steps -------------------------------------------------------------
+    def evaluate(self) -> None:
+        """Match (pycocotools' ``evaluate``); ``accumulate`` then fills ``eval``."""
+        self.params.imgIds = [int(i) for i in np.unique(self.params.imgIds)]
+        self.params.catIds = [int(c) for c in np.unique(self.params.catIds)]
+        self.params.maxDets = sorted(self.params.maxDets)
+        ground_truth, detections, det_ids = self._load()
         protocol = self._protocol()
         check_protocol(protocol)
         # The core, not deteval.api.evaluate: like pycocotools, the drop-in emits no warnings
         # (they stay in ``self.result.warnings`` / ``.notes``).
         self.result = score(match(ground_truth, detections, protocol), ground_truth, protocol,
                             warnings=ground_truth.warnings + detections.warnings)
+        self._inputs = (ground_truth, detections, det_ids, protocol)
+        self._evalImgs = None
+        self._ious = None
+        self.eval = {}
 
     def accumulate(self, p: Any = None) -> None:
         """Fill ``eval`` with pycocotools' arrays (-1 where undefined)."""
         if self.result is None:
             self.evaluate()
         r = self.result
+        rec_thrs = np.asarray(self.params.recThrs if p is None else p.recThrs, dtype=np.float64)
+        precision, recall, scores = r.precision, r.recall, r.scores
+        if not np.array_equal(rec_thrs, COCO_RECALL_THRESHOLDS):
+            table, protocol = r.table, r.protocol
+            acc = accumulate_outcomes(table.det_is_tp, table.det_is_ignored, table.det_score,
+                                      table.det_class, table.det_rank, ranking_order(table, protocol),
+                                      table.n_positive, protocol, recall_thresholds_override=rec_thrs)
+            precision, recall, scores = acc.precision, acc.recall, acc.scores
 
         def minus_one(a: np.ndarray) -> np.ndarray:
             return np.where(np.isnan(a), -1.0, a)
 
-        self.eval = {"params": self.params, "counts": list(r.precision.shape),
-                     "precision": minus_one(r.precision), "recall": minus_one(r.recall),
-                     "scores": minus_one(r.scores)}
+        self.eval = {"params": self.params, "counts": list(precision.shape),
+                     "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
+                     "precision": minus_one(precision), "recall": minus_one(recall),
+                     "scores": minus_one(scores)}
+
+    def _summarize_one(self, ap: bool, iou_thr: float | None = None, area: str = "all",
+                       max_dets: int = 100) -> tuple[float, str]:
+        """pycocotools' ``_summarize``, operation by operation (its line and its value)."""
+        p = self.params
+        i_str = " {:<18} {} @[ IoU={:<9} | area={:>6s} | maxDets={:>3d} ] = {:0.3f}"
+        title = "Average Precision" if ap else "Average Recall"
+        kind = "(AP)" if ap else "(AR)"
+        iou = (f"{p.iouThrs[0]:0.2f}:{p.iouThrs[-1]:0.2f}" if iou_thr is None else f"{iou_thr:0.2f}")
+        aind = [i for i, a in enumerate(p.areaRngLbl) if a == area]
+        mind = [i for i, m in enumerate(p.maxDets) if m == max_dets]
+        s = self.eval["precision"] if ap else self.eval["recall"]
+        if iou_thr is not None:
+            t = np.where(iou_thr == p.iouThrs)[0]
+            s = s[t]
+        s = s[:, :, :, aind, mind] if ap else s[:, :, aind, mind]
+        mean_s = -1 if len(s[s > -1]) == 0 else np.mean(s[s > -1])
+        return float(mean_s), i_str.format(title, kind, iou, area, max_dets, mean_s)
 
     def summarize(self) -> str:
-        """Set ``stats`` (12 values, -1 where undefined) and return pycocotools' 12 lines."""
+        """Print pycocotools' 12 lines on stdout (as pycocotools), set ``stats``, return the text.
+
+        Notes
+        -----
+        pycocotools' ``_summarizeDets`` literally: AP at ``maxDets=100`` whatever
+        ``params.maxDets`` holds (-1 when 100 is not among them), the other lines at
+        ``maxDets[2]``; a line whose threshold or area label is absent prints -1.
+        """
         if not self.eval:
             self.accumulate()
-        metrics = self.result.metrics
-        values = [metrics[k] for k in metrics]
-        self.stats = np.array([-1.0 if v != v else v for v in values])
         m = self.params.maxDets
         if self.params.iouType == "keypoints":  # pycocotools' _summarizeKps: maxDets 20 by value
-            rows = [(title, kind, iou, area, 20) for title, kind in (("Average Precision", "(AP)"),
-                                                                     ("Average Recall", "(AR)"))
-                    for iou, area in ((None, "all"), (.5, "all"), (.75, "all"), (None, "medium"),
-                                      (None, "large"))]
+            rows = [(ap, iou, area, 20) for ap in (True, False)
+                    for iou, area in ((None, "all"), (.5, "all"), (.75, "all"), (None, "medium"), (None, "large"))]
         else:
-            rows = [("Average Precision", "(AP)", None, "all", 100), ("Average Precision", "(AP)", .5, "all", m[2]),
-                    ("Average Precision", "(AP)", .75, "all", m[2]), ("Average Precision", "(AP)", None, "small", m[2]),
-                    ("Average Precision", "(AP)", None, "medium", m[2]),
-                    ("Average Precision", "(AP)", None, "large", m[2]),
-                    ("Average Recall", "(AR)", None, "all", m[0]), ("Average Recall", "(AR)", None, "all", m[1]),
-                    ("Average Recall", "(AR)", None, "all", m[2]), ("Average Recall", "(AR)", None, "small", m[2]),
-                    ("Average Recall", "(AR)", None, "medium", m[2]), ("Average Recall", "(AR)", None, "large", m[2])]
-        thr = self.params.iouThrs
-        lines = []
-        for (title, kind, iou, area, md), value in zip(rows, self.stats):
-            iou_str = f"{thr[0]:0.2f}:{thr[-1]:0.2f}" if iou is None else f"{iou:0.2f}"
-            lines.append(f" {title:<18} {kind} @[ IoU={iou_str:<9} | area={area:>6s} | "
-                         f"maxDets={md:>3d} ] = {value:0.3f}")
-        return "\n".join(lines)
+            rows = [(True, None, "all", 100), (True, .5, "all", m[2]), (True, .75, "all", m[2]),
+                    (True, None, "small", m[2]), (True, None, "medium", m[2]), (True, None, "large", m[2]),
+                    (False, None, "all", m[0]), (False, None, "all", m[1]), (False, None, "all", m[2]),
+                    (False, None, "small", m[2]), (False, None, "medium", m[2]), (False, None, "large", m[2])]
+        values, lines = [], []
+        for ap, iou_thr, area, max_dets in rows:
+            value, line = self._summarize_one(ap, iou_thr, area, max_dets)
+            values.append(value)
+            lines.append(line)
+        self.stats = np.array(values)
+        text = "\n".join(lines)
+        print(text)  # pycocotools prints; detectron2 and mmdetection capture stdout
+        return text
 
     def __str__(self) -> str:
         return self.summarize()
+
+    # -- pycocotools' per-image structures, built on first access ------------------------------
+    def _groups(self) -> tuple:
+        """Per (image, category) key: ground-truth rows in file order, detection rows by score."""
+        ground_truth, detections, _, _ = self._inputs
+        gt_key = ground_truth.image.astype(np.int64) * ground_truth.n_classes + ground_truth.category
+        det_key = detections.image.astype(np.int64) * ground_truth.n_classes + detections.category
+        gt_rows = np.lexsort((np.arange(len(ground_truth)), gt_key))
+        # pycocotools: stable mergesort on -score of the (image, category) list in file order
+        det_rows = np.lexsort((np.asarray(detections.order), -detections.score, det_key))
+        return gt_key, gt_rows, det_key, det_rows
+
+    @property
+    def ious(self) -> dict:
+        """``{(imgId, catId): (D, G) array}`` as pycocotools' ``computeIoU``, for every image and
+        category of ``params`` (``[]`` when either side is empty).
+
+        D: the image's detections of the category by decreasing score (stable), at most
+        ``maxDets[-1]``; G: its ground truths in file order. With ``useCats = 0`` the key's
+        category is -1.
+        """
+        if self._ious is None:
+            if self._inputs is None:
+                self.evaluate()
+            self._ious = self._compute_ious()
+        return self._ious
+
+    def _compute_ious(self) -> dict:
+        ground_truth, detections, _, protocol = self._inputs
+        gt_key, gt_rows, det_key, det_rows = self._groups()
+        n_class = ground_truth.n_classes
+        cat_ids = np.asarray(ground_truth.category_id)
+        img_ids = np.asarray(ground_truth.image_id)
+        max_det = self.params.maxDets[-1]
+        keys = np.unique(np.r_[gt_key, det_key])
+        gt_bounds = np.searchsorted(gt_key[gt_rows], np.r_[keys, np.iinfo(np.int64).max], side="left")
+        det_bounds = np.searchsorted(det_key[det_rows], np.r_[keys, np.iinfo(np.int64).max], side="left")
+        g_of = [gt_rows[gt_bounds[i]:gt_bounds[i + 1]] for i in range(len(keys))]
+        d_of = [det_rows[det_bounds[i]:det_bounds[i + 1]][:max_det] for i in range(len(keys))]
+        pair_g = np.concatenate([np.tile(g, len(d)) for g, d in zip(g_of, d_of, strict=True)] + [np.zeros(0, np.int64)])
+        pair_d = np.concatenate([np.repeat(d, len(g)) for g, d in zip(g_of, d_of, strict=True)] + [np.zeros(0, np.int64)])
+        masks = prepare_masks(ground_truth, detections, protocol) if protocol.iou_type == "segm" else None
+        values = pair_iou(ground_truth, detections, pair_g.astype(np.int64), pair_d.astype(np.int64),
+                          np.asarray(ground_truth.is_crowd)[pair_g], protocol, masks)
+        cats = self.params.catIds if self.params.useCats else [-1]
+        out: dict = {(int(i), int(c)): [] for i in self.params.imgIds for c in cats}
+        start = 0
+        for key, g, d in zip(keys.tolist(), g_of, d_of, strict=True):
+            n = len(g) * len(d)
+            image, category = divmod(key, n_class)
+            cat = int(cat_ids[category]) if self.params.useCats else -1
+            out[int(img_ids[image]), cat] = values[start:start + n].reshape(len(d), len(g)) if n else []
+            start += n
+        return out
+
+    @property
+    def evalImgs(self) -> list:  # noqa: N802 - pycocotools' name
+        """pycocotools' ``evalImgs``: for each category, area range and image (in that nesting),
+        None when the image has neither ground truth nor detections of the category, else a
+        dict with ``image_id, category_id, aRng, maxDet, dtIds, gtIds, dtMatches, gtMatches,
+        dtScores, gtIgnore, dtIgnore`` (matches hold the other side's id, 0 for none)."""
+        if self._evalImgs is None:
+            if self._inputs is None:
+                self.evaluate()
+            self._evalImgs = self._compute_eval_imgs()
+        return self._evalImgs
+
+    def _compute_eval_imgs(self) -> list:
+        ground_truth, detections, det_ids, protocol = self._inputs
+        table = self.result.table
+        p = self.params
+        n_thr, n_area = len(protocol.iou_thresholds), len(protocol.area_ranges)
+        max_det = p.maxDets[-1]
+        gt_key, gt_rows, det_key, _ = self._groups()
+        n_class = ground_truth.n_classes
+        # Detections kept by matching (at most maxDets[-1] per group), in rank order per group.
+        t_key = table.det_image.astype(np.int64) * n_class + table.det_class
+        t_rows = np.lexsort((table.det_rank, t_key))
+        t_bounds_of = {}
+        sorted_t_key = t_key[t_rows]
+        for key in np.unique(sorted_t_key).tolist():
+            lo, hi = np.searchsorted(sorted_t_key, [key, key + 1])
+            t_bounds_of[key] = t_rows[lo:hi]
+        sorted_gt_key = gt_key[gt_rows]
+        # Who matched whom per lane: GT annotation id per (lane, table row), table row per (lane, GT row).
+        ann_ids = np.asarray(ground_truth.annotation_id)
+        det_match = np.zeros(table.det_is_tp.shape, dtype=np.float64)
+        det_match[table.match_lane, table.match_det] = ann_ids[table.match_gt]
+        table_det_id = det_ids[np.asarray(table.det_order)]
+        gt_match = np.zeros((n_area * n_thr, len(ground_truth)), dtype=np.float64)
+        gt_match[table.match_lane, table.match_gt] = table_det_id[table.match_det]
+        gt_ignored = self._gt_ignored(ground_truth, protocol)  # (n_area, n_gt)
+        cat_ids = np.asarray(ground_truth.category_id)
+        img_index = {int(i): k for k, i in enumerate(np.asarray(ground_truth.image_id).tolist())}
+        cat_list = ([int(np.flatnonzero(cat_ids == c)[0]) if (cat_ids == c).any() else None for c in p.catIds]
+                    if p.useCats else [0])
+        has_det_key = set(np.unique(det_key).tolist())
+        out: list = []
+        for c_index, category in zip(range(len(cat_list)), cat_list, strict=True):
+            cat_id = p.catIds[c_index] if p.useCats else -1
+            for a, area in enumerate(p.areaRng):
+                lanes = a * n_thr + np.arange(n_thr)
+                for img_id in p.imgIds:
+                    image = img_index.get(int(img_id))
+                    if category is None or image is None:
+                        out.append(None)
+                        continue
+                    key = image * n_class + category
+                    lo, hi = np.searchsorted(sorted_gt_key, [key, key + 1])
+                    g = gt_rows[lo:hi]
+                    d = t_bounds_of.get(key, np.zeros(0, np.int64))
+                    if not len(g) and key not in has_det_key:
+                        out.append(None)
+                        continue
+                    ignore = gt_ignored[a, g].astype(np.int64)
+                    g = g[np.argsort(ignore, kind="mergesort")]
+                    out.append({
+                        "image_id": int(img_id), "category_id": int(cat_id), "aRng": area,
+                        "maxDet": max_det, "dtIds": table_det_id[d].tolist(),
+                        "gtIds": ann_ids[g].tolist(), "dtMatches": det_match[np.ix_(lanes, d)],
+                        "gtMatches": gt_match[np.ix_(lanes, g)],
+                        "dtScores": table.det_score[d].tolist(), "gtIgnore": gt_ignored[a, g].astype(np.int64),
+                        "dtIgnore": table.det_is_ignored[np.ix_(lanes, d)]})
+        return out
+
+    @staticmethod
+    def _gt_ignored(ground_truth: Any, protocol: Any) -> np.ndarray:
+        """pycocotools' ``_ignore`` per area range: ``ignore`` (= iscrowd) or area outside."""
+        return ground_truth_flags(ground_truth, protocol)[0]

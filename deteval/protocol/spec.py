@@ -53,7 +53,7 @@ GtIgnoreField = Literal["honour", "iscrowd"]
 GtIdZero = Literal["matchable", "unmatchable"]
 Summary = Literal["pycocotools", "configured", "ultralytics", "lvis"]
 MaskIou = Literal["exact", "raster"]
-InvalidPolygons = Literal["error", "make_valid"]
+InvalidPolygons = Literal["even_odd", "error", "make_valid"]
 GroupOf = Literal["none", "openimages"]
 MaxDetsScope = Literal["image_class", "image"]
 FederatedLabels = Literal["ignore", "lvis"]
@@ -334,8 +334,9 @@ FIELDS: Mapping[str, FieldSpec] = _table(
               "(APr/APc/APf by frequency)"),
     FieldSpec("mask_iou", ("exact", "raster"), "match", "IoU type/masks",
               "segm only: exact polygon geometry (shapely) or pycocotools' raster masks", default="exact"),
-    FieldSpec("invalid_polygons", ("error", "make_valid"), "match", "IoU type/masks",
-              "segm only: refuse self-intersecting polygons, or repair them", default="error"),
+    FieldSpec("invalid_polygons", ("even_odd", "error", "make_valid"), "match", "IoU type/masks",
+              "segm, exact masks: fill a self-intersecting polygon by the even-odd rule as pycocotools' "
+              "rasteriser does, refuse it, or repair it with shapely.make_valid", default="even_odd"),
     # -- Open Images and tool presets (added later: sparse, so older hashes stay) ------------
     FieldSpec("group_of", ("none", "openimages"), "match", "difficult/crowd",
               "openimages: GT `is_group_of` boxes match leftover detections by intersection over the "
@@ -509,8 +510,11 @@ class Protocol:
         ``frequency``, AR at the largest ``max_dets``).
     mask_iou : {"exact", "raster"}
         ``segm`` only: exact polygon geometry (shapely) or pycocotools' rasterised masks.
-    invalid_polygons : {"error", "make_valid"}
-        ``segm`` only: refuse self-intersecting polygons, or repair them with shapely.
+    invalid_polygons : {"even_odd", "error", "make_valid"}
+        ``segm`` with exact masks only. ``even_odd``: a self-intersecting polygon covers the
+        points it encloses an odd number of times, the fill rule of pycocotools' rasteriser,
+        computed exactly; ``error``: refuse polygons whose edges cross or overlap;
+        ``make_valid``: repair them with ``shapely.make_valid(method="linework")``.
     group_of : {"none", "openimages"}
         ``openimages``: the Open Images challenge's group-of rule (TF object detection API
         ``per_image_evaluation.py``): ground truth flagged ``is_group_of`` takes no part in the
@@ -633,8 +637,18 @@ class Protocol:
         return out
 
     def fingerprint(self) -> str:
-        """Short hash of the fields that change numbers (not name or source; sparse fields only
-        when they differ from their default, see :class:`FieldSpec`)."""
+        """Short hash of the fields that change numbers (not name or source).
+
+        Notes
+        -----
+        Sparse fields count only when they differ from their default (see :class:`FieldSpec`).
+        ``invalid_polygons: even_odd`` is hashed under the spelling ``error``, the default
+        of deteval 0.1.0: the two give the same numbers on every input ``error`` accepts (it
+        only refuses the polygons ``even_odd`` fills), so fingerprints printed by 0.1.0 stay
+        valid for the protocols whose numbers did not change.
+        """
         fields = {k: v for k, v in self.to_dict().items() if FIELDS[k].stage != "describe"}
+        if fields["invalid_polygons"] == "even_odd":
+            fields["invalid_polygons"] = "error"
         blob = json.dumps(fields, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]

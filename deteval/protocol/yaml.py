@@ -478,16 +478,16 @@ PRESET_DIR = Path(str(importlib.resources.files("deteval.protocol") / "presets")
 #: Display order of the presets (the CLI command ``protocols``, messages): the reference tools first,
 #: then their variants. It only orders: a preset is a file in :data:`PRESET_DIR`; names listed
 #: here without a file are skipped, files not listed here come after, alphabetically.
-DISPLAY_ORDER = ("coco", "coco-pycocotools", "coco50", "voc2007", "voc2010", "voc2012", "voc2007-pyfrcnn",
-                 "voc2010-pyfrcnn", "voc2007-continuous", "voc2010-continuous", "openimages", "ultralytics",
-                 "detectron2-voc", "coco-keypoints", "lvis", "lvis-fixed-ap")
+DISPLAY_ORDER = ("coco", "coco-pycocotools", "coco50", "coco-exact-masks", "voc2007", "voc2010", "voc2012",
+                 "voc2007-pyfrcnn", "voc2010-pyfrcnn", "voc2007-continuous", "voc2010-continuous", "openimages",
+                 "ultralytics", "detectron2-voc", "coco-keypoints", "lvis", "lvis-fixed-ap")
 
 
 def preset_names() -> tuple:
     """The names of the shipped presets: the stems of the YAML files in :data:`PRESET_DIR`.
 
     >>> preset_names()[:4]
-    ('coco', 'coco-pycocotools', 'coco50', 'voc2007')
+    ('coco', 'coco-pycocotools', 'coco50', 'coco-exact-masks')
     """
     stems = sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
     known = [n for n in DISPLAY_ORDER if n in stems]

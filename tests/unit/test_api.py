@@ -157,7 +157,8 @@ def test_evaluate_inputs_keeps_input_warnings_out_of_each_result():
         inputs = api.load_inputs(ZERO_WIDTH_GT, ONE_DT)
     steps = []
     results = api.evaluate_inputs(inputs, ["voc2007", "voc2010"], progress=steps.append)
-    assert steps == ["voc2007", "voc2010"] and all(r.warnings == () for r in results)
+    assert steps == ["matching voc2007", "scoring voc2007", "matching voc2010", "scoring voc2010"]
+    assert all(r.warnings == () for r in results)
 
 
 def test_validate_counts_and_warns():

@@ -223,7 +223,8 @@ CASES = {
     "segm-self-intersecting": Case(
         "self-intersecting polygon", "segm_dt_self_intersecting.json", 3,
         ("segm_dt_self_intersecting.json", "detection #0 (image_id=1)", "self-intersecting",
-         "make_valid"), other="segm_gt.json", extra=("--iou-type", "segm")),
+         "invalid_polygons=even_odd"), other="segm_gt.json",
+        extra=("--iou-type", "segm", "--mask-iou", "exact", "--set", "invalid_polygons=error")),
     "segm-absurd-coordinates": Case(
         "NaN or absurd (1e9) coordinates (absurd)", "segm_dt_absurd_coordinates.json", 3,
         ("segm_dt_absurd_coordinates.json", "detection #0 (image_id=1)", "beyond +-1e+07"),
@@ -266,10 +267,12 @@ def test_broken_file_through_cli(capsys, name):
         assert "--strict" in err and case.warning in err
 
 
-def test_self_intersecting_polygon_is_scored_when_asked(capsys):
-    """The error's suggestion works: make_valid repairs it; raster IoU (pycocotools) takes it as is."""
+def test_self_intersecting_polygon_is_scored_by_default(capsys):
+    """Refused only under invalid_polygons=error: raster IoU (the coco default, pycocotools) takes it
+    as is, exact IoU fills it even-odd (the default) or repairs it (make_valid)."""
     gt, dt = BROKEN / "coco" / "segm_gt.json", BROKEN / "coco" / "segm_dt_self_intersecting.json"
-    for extra in (("--set", "invalid_polygons=make_valid"), ("--mask-iou", "raster")):
+    for extra in ((), ("--mask-iou", "exact"), ("--mask-iou", "exact", "--set", "invalid_polygons=make_valid"),
+                  ("--mask-iou", "raster")):
         code, out, err = evaluate_json(capsys, gt, dt, "--iou-type", "segm", *extra)
         assert code == 0, err
 

@@ -137,10 +137,16 @@ def test_validate_scores_nothing_but_finds_every_error(capsys):
 
 
 def test_validate_honours_the_protocol(capsys):
-    """A segm-only record is fine for a segm evaluation, an error for bbox (the default)."""
+    """A segm-only record is fine for a segm evaluation, an error for bbox (the default); for segm,
+    validate checks the masks as evaluate does (this ground truth has none)."""
     dt = BROKEN / "coco" / "dt_segmentation_only.json"
     assert_input_error(run(capsys, "validate", "--gt", GOOD_GT, "--dt", dt), "no `bbox`")
-    code, _, err = run(capsys, "validate", "--gt", GOOD_GT, "--dt", dt, "--iou-type", "segm")
+    segm = ("--gt", GOOD_GT, "--dt", dt, "--iou-type", "segm")
+    for command in ("validate", "evaluate"):
+        assert_input_error(run(capsys, command, *segm), "annotations: no `segmentation`")
+    segm_gt = BROKEN / "coco" / "segm_gt.json"
+    code, _, err = run(capsys, "validate", "--gt", segm_gt, "--dt", BROKEN / "coco" / "segm_dt.json",
+                       "--iou-type", "segm")
     assert code == 0, err
 
 
@@ -374,3 +380,71 @@ def test_each_warning_is_printed_once_even_under_several_protocols(capsys, tmp_p
     assert code == 0
     printed = [line for line in err.splitlines() if line.startswith("deteval: warning: ")]
     assert len(printed) == 2 and len(json.loads(out)["warnings"]) == 2
+
+
+# -- papercuts ---------------------------------------------------------------------------------
+
+def test_compare_no_per_class_keeps_only_the_mean_row(capsys):
+    common = ("compare", "--gt", GOOD_GT, "--dt", GOOD_DT, "--protocol", "voc2007", "--protocol", "coco", "-q")
+    for fmt in ("table", "markdown", "csv"):
+        code, full, _ = run(capsys, *common, "--format", fmt)
+        code2, short, _ = run(capsys, *common, "--format", fmt, "--no-per-class")
+        assert code == code2 == 0
+        assert "person" in full and "person" not in short and "mean" in short
+
+
+def test_a_configured_summary_line_names_its_threshold_and_area(capsys):
+    code, out, err = evaluate(capsys, "--set", "iou_thresholds=[0.5, 0.7, 0.9]", "--set", "summary=configured",
+                              "--no-per-class", "-q")
+    assert code == 0, err
+    line = next(x for x in out.splitlines() if x.endswith("AP90"))
+    assert "IoU=0.90      | area=   all | maxDets=100" in line
+    assert "IoU=0.50:0.90 | area=   all | maxDets=100 ] = 0.467   AP\n" in out + "\n"
+
+
+def test_options_are_never_abbreviated(capsys):
+    """argparse would read --iou as --iou-type: every parser refuses prefixes."""
+    code, _, err = evaluate(capsys, "--iou", "segm")
+    assert code == 2 and "unrecognized arguments: --iou" in err
+    code, _, err = run(capsys, "validate", "--gt", GOOD_GT, "--form", "json")
+    assert code == 2
+
+
+def test_protocols_lists_every_field_that_decides_numbers(capsys):
+    from deteval.protocol import display_fields
+    code, out, _ = run(capsys, "protocols", "coco")
+    assert code == 0
+    for key in display_fields():
+        assert f"    {key}: " in out
+    assert "    mask_iou: raster" in out and "    invalid_polygons: even_odd" in out
+
+
+def test_progress_bar_reaches_the_end_through_every_stage(monkeypatch):
+    from deteval import cli
+
+    class FakeBar:
+        def __init__(self, total, **_):
+            self.total, self.n, self.labels = total, 0, []
+            bars.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def set_description(self, label):
+            self.labels.append(label)
+
+        def refresh(self):
+            pass
+
+        def close(self):
+            pass
+
+    bars: list = []
+    import tqdm
+    monkeypatch.setattr(tqdm, "tqdm", FakeBar)
+    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True, raising=False)
+    assert cli.main(["evaluate", "--gt", str(GOOD_GT), "--dt", str(GOOD_DT), "--protocol", "coco",
+                     "--protocol", "voc2007", "--format", "csv"]) == 0
+    bar = bars[0]
+    assert bar.n == bar.total == 5
+    assert bar.labels == ["loading", "matching coco", "scoring coco", "matching voc2007", "scoring voc2007"]

@@ -249,8 +249,9 @@ def test_explain_fixture_voc2007_to_coco(data):
     assert "voc2007 reports mAP and coco AP" in e.definition
     assert [s.name for s in e.steps] == ["interpolation", "box convention", "matching rule", "difficult/crowd",
                                          "max_dets", "area ranges", "IoU thresholds", "ties/score order",
-                                         "summary"]
+                                         "IoU type/masks", "summary"]  # coco: mask_iou raster, no effect on boxes
     steps = {s.name: s for s in e.steps}
+    assert steps["IoU type/masks"].change == 0
     matching = steps["matching rule"]
     assert [n for n, _ in matching.class_changes] == ["dog"]
     assert matching.change == pytest.approx((1 - 51 / 101) / 3, abs=1e-9)
@@ -260,7 +261,7 @@ def test_explain_fixture_voc2007_to_coco(data):
     assert e.end == pytest.approx(MEAN["coco"], abs=1e-9)
     assert e.summary_line() == ("voc2007 -> coco: interpolation -0.0208; matching rule +0.1650; IoU thresholds "
                                 "-0.1155 (total +0.0287; no effect here: box convention, difficult/crowd, "
-                                "max_dets, area ranges, ties/score order)")
+                                "max_dets, area ranges, ties/score order, IoU type/masks)")
 
 
 def test_explain_voc2007_to_voc2010_is_interpolation_only(data):

@@ -1,4 +1,4 @@
-"""The drop-in COCOeval gives pycocotools' stats and arrays and does not print."""
+"""The drop-in COCOeval gives pycocotools' stats and arrays, and prints what pycocotools' summarize prints."""
 
 import contextlib
 import copy
@@ -26,18 +26,23 @@ def _coco_pair():
     return coco_gt, coco_dt
 
 
-def test_drop_in_equals_pycocotools_and_is_silent(capsys):
+def test_drop_in_equals_pycocotools_and_prints_its_summary(capsys):
     coco_gt, coco_dt = _coco_pair()
     with contextlib.redirect_stdout(io.StringIO()):
         ref = ReferenceCOCOeval(copy.deepcopy(coco_gt), copy.deepcopy(coco_dt), "bbox")
         ref.evaluate()
         ref.accumulate()
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
         ref.summarize()
+    original_gt, original_dt = copy.deepcopy(coco_gt.dataset), copy.deepcopy(coco_dt.dataset)
     ours = COCOeval(coco_gt, coco_dt, "bbox")
     ours.evaluate()
     ours.accumulate()
+    assert capsys.readouterr().out == ""  # evaluate and accumulate print nothing
     text = ours.summarize()
-    assert capsys.readouterr().out == ""
+    assert capsys.readouterr().out == printed.getvalue() == text + "\n"
+    assert len(ours.evalImgs) and len(ours.ious)
+    assert coco_gt.dataset == original_gt and coco_dt.dataset == original_dt  # never modified
     assert ours.stats.tolist() == ref.stats.tolist()
     for key in ("precision", "recall", "scores"):
         assert np.array_equal(ours.eval[key], ref.eval[key])

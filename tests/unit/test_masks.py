@@ -30,6 +30,7 @@ from deteval.mask_modes import compare_mask_modes
 
 RASTER = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
 EXACT = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="exact")
+STRICT = EXACT.replace(invalid_polygons="error")
 
 
 def rect(x0, y0, x1, y1):
@@ -318,8 +319,10 @@ def test_empty_detections_score_zero():
 def test_prepare_masks_validates_and_keeps_everything():
     gt, dt = one_image([[rect(0, 0, 10, 10)]], [[rect(0, 0, 10, 9)], [[0, 0, 1, 1, 2, 2]]])
     with pytest.raises(deteval.InputError, match=r"detection #1 .*self-intersecting"):
-        prepare_masks(gt, dt, EXACT)
+        prepare_masks(gt, dt, STRICT)
     prepare_masks(gt, dt, RASTER)  # raster mode accepts the collinear polygon
+    prepared = prepare_masks(gt, dt, EXACT)  # even-odd: a collinear ring encloses nothing
+    assert prepared.det_masks.exact("even_odd").area.tolist() == [90.0, 0.0]
     prepared = prepare_masks(gt, dt, EXACT.replace(invalid_polygons="make_valid"))
     assert prepared.det_masks.has_exact("make_valid")
     assert prepared.gt_masks.has_exact("make_valid")
@@ -442,11 +445,6 @@ def evaluate_gt(segmentation, protocol=EXACT, **kwargs):
     ([[0, 0, 1e9, 0, 0, 10]], r"a polygon coordinate is beyond \+-1e\+07"),
     ([[0, 0, 10**400, 0, 0, 10]], r"a polygon has a NaN or infinite coordinate"),
     ([[0, 0, 10, 10, 0, 0, 10, 10]], r"a polygon has fewer than 3 distinct points"),
-    ([[0, 0, 10, 10, 10, 0, 0, 10]], r"a polygon is self-intersecting \(its edges cross or overlap\)"
-                                     r".*found part 0: Self-intersection\[5 5\].*invalid_polygons: "
-                                     r"make_valid.*--set invalid_polygons=make_valid"),
-    ([rect(0, 0, 10, 10), [0, 0, 5, 5, 10, 10]], r"self-intersecting.*found part 1: zero area, its "
-                                                 r"points are collinear"),
     ({"counts": [1]}, r"an RLE `segmentation` without `size` and `counts`"),
     ({"size": [10], "counts": [100]}, r"RLE `size` is not \[height, width\]"),
     ({"size": [10, -1], "counts": []}, r"RLE `size` is not \[height, width\]"),
@@ -469,6 +467,20 @@ def test_invalid_segmentations_name_the_record(segmentation, message):
     with pytest.raises(deteval.InputError, match=message) as info:
         evaluate_gt(segmentation)
     assert str(info.value).startswith("<ground truth>: annotation #0 (id=7, image_id=3): ")
+
+
+@pytest.mark.parametrize("segmentation, message", [
+    ([[0, 0, 10, 10, 10, 0, 0, 10]], r"a polygon is self-intersecting \(its edges cross or overlap\)"
+                                     r".*found part 0: Self-intersection\[5 5\].*invalid_polygons: "
+                                     r"even_odd.*--set invalid_polygons=even_odd"),
+    ([rect(0, 0, 10, 10), [0, 0, 5, 5, 10, 10]], r"self-intersecting.*found part 1: zero area, its "
+                                                 r"points are collinear"),
+])
+def test_invalid_polygons_error_refuses_self_intersections(segmentation, message):
+    with pytest.raises(deteval.InputError, match=message) as info:
+        evaluate_gt(segmentation, protocol=STRICT)
+    assert str(info.value).startswith("<ground truth>: annotation #0 (id=7, image_id=3): ")
+    evaluate_gt(segmentation)  # the default, even_odd, scores them
 
 
 def test_self_intersection_is_accepted_when_repair_is_asked_for():
@@ -580,3 +592,145 @@ def test_fixture_answers():
     result = deteval.evaluate(gt, dt, protocol=parity)
     from tests.crosscheck.compare import assert_matches
     assert_matches(result, expected, "fixtures/segm")
+
+
+# --------------------------------------------------------------------------------------------
+# Self-intersecting polygons: the even-odd rule of pycocotools' rasteriser, computed exactly
+# --------------------------------------------------------------------------------------------
+
+def pentagram(cx, cy, radius):
+    angles = np.pi / 2 + np.arange(5) * 4 * np.pi / 5
+    return np.c_[cx + radius * np.cos(angles), cy + radius * np.sin(angles)].ravel().tolist()
+
+
+def pentagram_areas(radius):
+    """Hand-derived: the filled star {5/2} and its inner pentagon (circumradius R cos72 / cos36)."""
+    inner = radius * math.cos(math.radians(72)) / math.cos(math.radians(36))
+    pentagon = 2.5 * inner ** 2 * math.sin(math.radians(72))
+    # The star = the pentagon + five isosceles tips of base = the pentagon's side s and apex 36 deg.
+    side = 2 * inner * math.sin(math.radians(36))
+    tip = 0.25 * side ** 2 / math.tan(math.radians(18))
+    return pentagon + 5 * tip, pentagon, 5 * tip
+
+
+def even_odd_area(polygon):
+    from deteval.geometry.polygons import even_odd_region
+    return even_odd_region(np.reshape(polygon, (-1, 2))).area
+
+
+def test_even_odd_region_hand_computed_areas():
+    # Figure-eight [0,0 10,10 10,0 0,10]: two triangles of 25 each (the crossing at (5, 5)).
+    assert even_odd_area([0, 0, 10, 10, 10, 0, 0, 10]) == pytest.approx(50.0, rel=1e-12)
+    star, pentagon, tips = pentagram_areas(40.0)
+    assert star - pentagon == pytest.approx(tips, rel=1e-12)
+    assert even_odd_area(pentagram(50, 50, 40)) == pytest.approx(tips, rel=1e-9)  # centre left out
+    # A ring that winds twice around the same square (every point enclosed twice): nothing.
+    twice = rect(0, 0, 10, 10) * 2
+    assert even_odd_area(twice) == 0.0
+    # A simple polygon is itself.
+    assert even_odd_area(rect(0, 0, 3, 7)) == 21.0
+
+
+@pytest.mark.parametrize("polygon", [
+    [0, 0, 10, 10, 10, 0, 0, 10],                       # figure-eight
+    pentagram(20, 20, 16),                               # pentagram
+    [0, 0, 12, 0, 12, 12, 4, 12, 4, 4, 8, 4, 8, 8, 0, 8],  # overlapping loop
+])
+def test_even_odd_region_equals_pycocotools_raster_at_high_resolution(polygon):
+    scale = 50
+    exact_area = even_odd_area(polygon)
+    size = int(max(polygon) + 2) * scale
+    rle = mask_utils.frPyObjects([[v * scale for v in polygon]], size, size)
+    raster_area = float(mask_utils.area(mask_utils.merge(rle))) / scale ** 2
+    perimeter = shapely.length(shapely.linearrings(np.reshape(polygon, (-1, 2))))
+    assert abs(exact_area - raster_area) <= 2 * perimeter / scale  # a one-pixel band at most
+
+
+def test_exact_mode_scores_self_intersecting_polygons_with_even_odd():
+    bowtie = [[0, 0, 10, 10, 10, 0, 0, 10]]
+    assert segm_iou([bowtie], [[rect(0, 0, 10, 10)]])[0, 0] == pytest.approx(0.5)
+    star = [pentagram(50, 50, 40)]
+    _, _, tips = pentagram_areas(40.0)
+    gt_square = [rect(0, 0, 100, 100)]
+    assert segm_iou([star], [gt_square])[0, 0] == pytest.approx(tips / 1e4, rel=1e-9)
+    r = segm_iou([star], [gt_square], mask_iou="raster", image_size=(100, 100))[0, 0]
+    assert abs(segm_iou([star], [gt_square])[0, 0] - r) < 0.002
+
+
+def test_parts_of_one_object_are_united_as_pycocotools_merges_them():
+    """Two overlapping parts: their union (pycocotools merges part rasters with OR), not even-odd."""
+    parts = [rect(0, 0, 10, 10), rect(5, 0, 15, 10)]
+    assert segm_iou([parts], [[rect(0, 0, 15, 10)]])[0, 0] == pytest.approx(1.0)
+    merged = mask_utils.merge(mask_utils.frPyObjects(parts, 20, 20))
+    assert float(mask_utils.area(merged)) == 150.0  # the union, as the exact value says
+
+
+def test_self_intersecting_ground_truth_with_rle_detections_evaluate_and_validate_agree(tmp_path):
+    """COCO val2014 has such polygons: coco (raster) and exact (even-odd) both score them."""
+    bowtie = [0, 0, 40, 40, 40, 0, 0, 40]
+    gt = {"images": [{"id": 1, "width": 60, "height": 60}], "categories": [{"id": 1, "name": "a"}],
+          "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "iscrowd": 0, "area": 800.0,
+                           "bbox": [0, 0, 40, 40], "segmentation": [bowtie]}]}
+    rle = mask_utils.merge(mask_utils.frPyObjects([bowtie], 60, 60))
+    dt = [{"image_id": 1, "category_id": 1, "score": 0.9,
+           "segmentation": {"size": [60, 60], "counts": rle["counts"].decode()}}]
+    gt_path, dt_path = tmp_path / "gt.json", tmp_path / "dt.json"
+    gt_path.write_text(json.dumps(gt))
+    dt_path.write_text(json.dumps(dt))
+    for protocol in ("coco", "coco-exact-masks"):
+        p = deteval.get_protocol(protocol).replace(iou_type="segm")
+        deteval.validate(str(gt_path), str(dt_path), protocols=[p])
+        assert deteval.evaluate(str(gt_path), str(dt_path), protocol=p).metrics["AP"] == pytest.approx(1.0)
+    from deteval.cli import main
+    for args in ((), ("--mask-iou", "exact")):
+        assert main(["validate", "--gt", str(gt_path), "--dt", str(dt_path), "--iou-type", "segm", *args]) == 0
+        assert main(["evaluate", "--gt", str(gt_path), "--dt", str(dt_path), "--iou-type", "segm", "-q",
+                     *args]) == 0
+    strict = deteval.get_protocol("coco-exact-masks").replace(iou_type="segm", invalid_polygons="error")
+    for run in (lambda: deteval.validate(str(gt_path), str(dt_path), protocols=[strict]),
+                lambda: deteval.evaluate(str(gt_path), str(dt_path), protocol=strict)):
+        with pytest.raises(deteval.InputError, match=r"annotation #0 \(id=1, image_id=1\): a polygon is "
+                                                     r"self-intersecting"):
+            run()
+
+
+def test_validate_refuses_what_raster_evaluation_refuses():
+    gt = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "a"}],
+          "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "iscrowd": 0, "area": 100.0,
+                           "bbox": [0, 0, 10, 10], "segmentation": [rect(0, 0, 10, 10)]}]}
+    p = deteval.get_protocol("coco").replace(iou_type="segm")
+    with pytest.raises(deteval.InputError, match=r"image\(s\) without a usable width and height"):
+        deteval.validate(gt, protocols=[p])
+    deteval.validate(gt, protocols=[p.replace(mask_iou="exact")])
+
+
+# --------------------------------------------------------------------------------------------
+# docs/segm.md shows what the code prints
+# --------------------------------------------------------------------------------------------
+
+def test_docs_segm_examples_print_what_the_page_shows(capsys, monkeypatch):
+    import doctest
+    import re
+    import shlex
+    import warnings
+    from pathlib import Path
+
+    from deteval.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "docs" / "segm.md").read_text(encoding="utf-8")
+    monkeypatch.chdir(root)
+    commands = re.findall(r"^(deteval evaluate [^#\n]*?)\s+#.*AP (\d\.\d{3})$", text, flags=re.M)
+    assert len(commands) == 2
+    for line, shown in commands:
+        assert main([*shlex.split(line)[1:], "-q", "--no-per-class"]) == 0
+        out = capsys.readouterr().out
+        assert re.search(rf"\] = {re.escape(shown)}   AP$", out, flags=re.M), (line, out)
+    sessions = re.findall(r"```pycon\n(.*?)```", text, flags=re.S)
+    assert sessions
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", deteval.DetevalWarning)
+        for i, session in enumerate(sessions):
+            runner.run(parser.get_doctest(session, {}, f"segm.md#{i}", "docs/segm.md", 0))
+    assert runner.summarize(verbose=False).failed == 0

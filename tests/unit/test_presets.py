@@ -17,9 +17,12 @@ PRESET_FILES = ROOT / "deteval" / "protocol" / "presets"
 #: What each preset computes, as the CLI command `protocols` shows it. A change here is a change of
 #: numbers: deliberate, recorded in the changelog, never a side effect.
 FINGERPRINTS = {
-    "coco": "6a3de0e7636c",
+    # coco and coco50 score masks with pycocotools' raster since the release after 0.1.0
+    # (CHANGELOG); coco-exact-masks carries coco's 0.1.0 fingerprint: the same computation.
+    "coco": "113558892f5b",
     "coco-pycocotools": "c2ce31221a2f",
-    "coco50": "da9bb6d42029",
+    "coco50": "7819c757c80a",
+    "coco-exact-masks": "6a3de0e7636c",
     "voc2007": "e0294022c6d4",
     "voc2010": "1c23b462d33a",
     "voc2012": "1c23b462d33a",

@@ -132,7 +132,7 @@ def test_unknown_field_in_replace():
 
 def test_optional_fields_come_from_the_table():
     assert optional_fields() == {"eleven_point_grid": "matlab_colon", "mask_iou": "exact",
-                                 "invalid_polygons": "error", "group_of": "none", "keypoint_sigmas": None,
+                                 "invalid_polygons": "even_odd", "group_of": "none", "keypoint_sigmas": None,
                                  "max_dets_scope": "image_class", "max_dets_per_class": None,
                                  "federated_labels": "ignore"}
 

@@ -71,8 +71,39 @@ def test_workers_give_identical_numbers_on_masks(mask_iou):
     _assert_same(score(match_sharded(gt, dt, p, workers=2), gt, p), one)
 
 
-def test_a_worker_error_reaches_the_caller():
-    """An input error found inside a shard (here: raster masks need image sizes) is raised."""
+def test_a_worker_error_reaches_the_caller(monkeypatch):
+    """An input error found inside a shard is raised by the caller, as the in-process one is.
+
+    (Mask inputs are checked in the parent, before forking; the error is injected into the IoU
+    step that every shard runs, naming the images it was given.)
+    """
+    import sys
+
+    evaluate_module = sys.modules["deteval.evaluate"]
+
+    images = [{"id": i} for i in (1, 2, 3)]
+    anns = [{"id": i, "image_id": i, "category_id": 1, "iscrowd": 0, "area": 50,
+             "bbox": [0, 0, 10, 10]} for i in (1, 2, 3)]
+    gt = deteval.load_ground_truth({"images": images, "categories": [{"id": 1, "name": "a"}],
+                                    "annotations": anns})
+    dt = deteval.load_detections([{"image_id": i, "category_id": 1, "score": 0.5,
+                                   "bbox": [0, 0, 10, 10]} for i in (1, 2, 3)], gt)
+
+    def failing(gt, dt, gt_rows, det_rows, *args):
+        shown = sorted({int(gt.image_id[gt.image[r]]) for r in gt_rows})
+        raise deteval.InputError(f"{len(shown)} image(s) refused: {shown}")
+
+    monkeypatch.setattr(evaluate_module, "pair_iou", failing)
+    p = deteval.get_protocol("coco")
+    with pytest.raises(deteval.InputError, match=r"image\(s\) refused") as one:
+        match(gt, dt, p)
+    with pytest.raises(deteval.InputError, match=r"image\(s\) refused") as two:
+        match_sharded(gt, dt, p, workers=3)
+    assert "1 image(s)" in str(two.value) and "3 image(s)" in str(one.value)
+
+
+def test_mask_input_errors_are_found_before_forking():
+    """Raster masks need image sizes: refused by the parent, naming every image at once."""
     images = [{"id": i} for i in (1, 2, 3)]  # no width / height
     anns = [{"id": i, "image_id": i, "category_id": 1, "iscrowd": 0, "area": 50,
              "bbox": [0, 0, 10, 10], "segmentation": [[0, 0, 10, 0, 0, 10]]} for i in (1, 2, 3)]
@@ -82,11 +113,9 @@ def test_a_worker_error_reaches_the_caller():
                                    "bbox": [0, 0, 10, 10], "segmentation": [[0, 0, 10, 0, 0, 10]]}
                                   for i in (1, 2, 3)], gt)
     p = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
-    with pytest.raises(deteval.InputError, match=r"image\(s\) without a usable width and height") as one:
-        match(gt, dt, p)
-    with pytest.raises(deteval.InputError, match=r"image\(s\) without a usable width and height") as two:
-        match_sharded(gt, dt, p, workers=3)
-    assert "1 image(s)" in str(two.value) and "id=1" in str(one.value)
+    for run in (lambda: match(gt, dt, p), lambda: match_sharded(gt, dt, p, workers=3)):
+        with pytest.raises(deteval.InputError, match=r"3 image\(s\) without a usable width and height"):
+            run()
 
 
 def test_a_dead_worker_is_one_clear_error(monkeypatch):
