@@ -85,6 +85,11 @@ class GroundTruth:
         Where the data came from, for messages.
     warnings : tuple of str
         Counted notes from loading (accepted input that deserves a word).
+    has_image_ids : bool
+        True when ``image_id`` holds the dataset's own ids (COCO), so detections name images by
+        id; False when the images only have names (YOLO files, VOC ids) and ``image_id`` is the
+        position in ``image_name``: detections are then joined by name (file name, stem, or
+        Ultralytics' ``int(stem)``), never by position (:mod:`deteval.io.identity`).
     """
 
     image_id: np.ndarray
@@ -105,6 +110,7 @@ class GroundTruth:
     segmentation: tuple | None = None
     source: str = "<ground truth>"
     warnings: tuple = field(default=())
+    has_image_ids: bool = True
 
     def __post_init__(self) -> None:
         _freeze(self, ("image_id", "image_width", "image_height", "category_id", "annotation_id",

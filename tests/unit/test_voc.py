@@ -845,9 +845,12 @@ def test_yolo_prediction_errors(tmp_path, yolo_gt, files, message):
 
 def test_yolo_unknown_class_can_be_dropped(tmp_path, yolo_gt):
     folder = _results(tmp_path, {"a.txt": "9 0.5 0.5 0.2 0.4 0.9\n0 0.5 0.5 0.2 0.4 0.8\n", "x.jpg": "-"})
-    dt = load_yolo_dt(folder, yolo_gt, unknown_category="drop")
+    with pytest.raises(InputError, match=r"refusing to drop 1 of 2 predictions \(50\.0%\)"):
+        load_yolo_dt(folder, yolo_gt, unknown_category="drop")
+    dt = load_yolo_dt(folder, yolo_gt, unknown_category="drop", max_drop=1.0)
     assert dt.score.tolist() == [0.8]
-    assert f"{folder}: dropped 1 predictions of class ids not in the ground truth (9)" in dt.warnings
+    assert any(w.startswith(f"{folder}: dropped 1 predictions of categories not in the ground truth "
+                            f"(ids [9]): 1 of 2 (50.0%)") for w in dt.warnings)
     assert f"{folder}: 1 files not read (not .txt): x.jpg" in dt.warnings
     with pytest.raises(InputError, match="layout 'x'; expected one of"):
         load_yolo_dt(folder, yolo_gt, layout="x")
