@@ -314,14 +314,18 @@ def test_voc_explicit_prefix_and_plain_class_files(tmp_path):
 
 
 def test_coco_results_json_against_voc_ground_truth(tmp_path):
-    """COCO results refer to VOC images by their ids 0..n-1 (image-set order), boxes xywh."""
+    """COCO results name VOC images by their VOC id (a string), never by position; boxes xywh."""
     root = _simple_root(tmp_path)
     dt_json = _write(tmp_path / "dt.json", json.dumps([
-        {"image_id": 0, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9},
-        {"image_id": 1, "category_id": 1, "bbox": [1, 1, 19, 19], "score": 0.8},
-        {"image_id": 0, "category_id": 2, "bbox": [4, 4, 46, 46], "score": 0.7}]))
+        {"image_id": "a", "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9},
+        {"image_id": "b", "category_id": 1, "bbox": [1, 1, 19, 19], "score": 0.8},
+        {"image_id": "a", "category_id": 2, "bbox": [4, 4, 46, 46], "score": 0.7}]))
     result = deteval.evaluate(root, dt_json, "voc2010-continuous")
     assert [c["AP"] for c in result.per_class] == [1.0, 1.0]
+    positions = _write(tmp_path / "positions.json", dt_json.read_text().replace('"a"', "0").replace('"b"', "1"))
+    with pytest.raises(InputError, match=r"3 detections: `image_id` is not an image of the ground truth; "
+                                         r"expected an image of .*images are named 'a', 'b'"):
+        deteval.evaluate(root, positions, "voc2010-continuous")
 
 
 def test_coco_ground_truth_with_difficult_flags_under_voc(tmp_path):
