@@ -527,14 +527,17 @@ def with_result_classes(gt: GroundTruth, folder: str | os.PathLike, *,
 
 
 def voc_year(root: str | os.PathLike) -> int | None:
-    """The year of a VOC root from its path (``VOCdevkit/VOC2007`` -> 2007), or None.
+    """The year of a VOC root from its folder name (``VOCdevkit/VOC2007`` -> 2007), or None.
+
+    Only the root's own name counts (the devkit's layout ``VOCdevkit/VOC<year>``), not the
+    folders above it.
 
     Examples
     --------
     >>> voc_year("/data/VOCdevkit/VOC2012"), voc_year("data/voc2007_test"), voc_year("fixtures/voc")
     (2012, 2007, None)
     """
-    years = re.findall(r"voc(\d{4})", os.path.abspath(os.fspath(root)).lower())
+    years = re.findall(r"voc(\d{4})", os.path.basename(os.path.abspath(os.fspath(root))).lower())
     return int(years[-1]) if years else None
 
 
