@@ -436,7 +436,7 @@ def detect_prefix(file_names: Sequence[str], class_names: Sequence[str]) -> str:
     if any(explained[p] != explained[top[0]] for p in top[1:]):
         raise InputError(f"result files with different prefixes explain {best} files each: "
                          f"{[p for p in top[:5]]}; expected one prefix <prefix><class>.txt "
-                         f"(pass prefix=... to choose)")
+                         f"(pass --result-prefix PREFIX / prefix=... to choose)")
     return top[0]
 
 
