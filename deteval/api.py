@@ -225,6 +225,41 @@ class Inputs:
                 "gt_objects": len(self.gt), "detections": len(self.dt) if self.dt is not None else 0}
 
 
+def _is_voc_results(kind: str, dt: Any) -> bool:
+    """A folder of detections that is read as VOC result files (any ground truth but YOLO)."""
+    return kind != "yolo" and isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)
+
+
+def _dt_options(kind: str, gt: Any, dt: Any, *, drop_unknown_categories: bool, allow_large_drop: bool,
+                category_map: Any, result_prefix: str | None, yolo_layout: str | None) -> dict:
+    """The loader options of the detection options, each refused where it does not apply."""
+    is_voc_results = _is_voc_results(kind, dt)
+    dt_options: dict[str, Any] = {}
+    if allow_large_drop and not drop_unknown_categories:
+        raise ConfigError("--allow-large-drop: only with --drop-unknown-categories (it lifts the 10% cap "
+                          "on what that drops)")
+    if drop_unknown_categories:
+        dt_options["unknown_category"] = "drop"
+        if allow_large_drop and not is_voc_results:
+            dt_options["max_drop"] = 1.0
+    if category_map is not None:
+        if is_voc_results:
+            raise ConfigError("--category-map: VOC result files name their class by file name; expected "
+                              "a COCO results JSON or YOLO predictions")
+        dt_options["category_map"] = read_category_map(category_map)
+    if result_prefix is not None:
+        if not is_voc_results:
+            raise ConfigError(f"--result-prefix: only for a folder of VOC result files, but --dt {dt} "
+                              f"is not one")
+        dt_options["prefix"] = result_prefix
+    if yolo_layout:
+        if kind != "yolo" or not (isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)):
+            raise ConfigError(f"--yolo-layout: only for YOLO predictions (a folder of txt files with a "
+                              f"YOLO --gt), but --gt {gt} is {kind}")
+        dt_options["layout"] = yolo_layout
+    return dt_options
+
+
 def _load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from_box: bool = False,
                  drop_unknown_categories: bool = False, yolo_layout: str | None = None,
                  protocols: Sequence[Protocol] = (), category_map: Any = None,
@@ -248,33 +283,11 @@ def _load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from
     ground_truth = _as_gt(gt, **gt_options)
     if dt is None:
         return Inputs(ground_truth, None, gt, None)
-    is_folder = isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)
-    is_voc_results = is_folder and kind != "yolo"
-    dt_options: dict[str, Any] = {}
-    if allow_large_drop and not drop_unknown_categories:
-        raise ConfigError("--allow-large-drop: only with --drop-unknown-categories (it lifts the 10% cap "
-                          "on what that drops)")
-    if drop_unknown_categories:
-        dt_options["unknown_category"] = "drop"
-        if allow_large_drop and not is_voc_results:
-            dt_options["max_drop"] = 1.0
-    if category_map is not None:
-        if is_voc_results:
-            raise ConfigError("--category-map: VOC result files name their class by file name; expected "
-                              "a COCO results JSON or YOLO predictions")
-        dt_options["category_map"] = read_category_map(category_map)
-    if result_prefix is not None:
-        if not is_voc_results:
-            raise ConfigError(f"--result-prefix: only for a folder of VOC result files, but --dt {dt} "
-                              f"is not one")
-        dt_options["prefix"] = result_prefix
-    if is_voc_results and kind == "voc" and classes is None and not isinstance(gt, GroundTruth):
+    dt_options = _dt_options(kind, gt, dt, drop_unknown_categories=drop_unknown_categories,
+                             allow_large_drop=allow_large_drop, category_map=category_map,
+                             result_prefix=result_prefix, yolo_layout=yolo_layout)
+    if kind == "voc" and classes is None and _is_voc_results(kind, dt) and not isinstance(gt, GroundTruth):
         ground_truth = with_result_classes(ground_truth, dt, prefix=result_prefix)
-    if yolo_layout:
-        if kind != "yolo" or not is_folder:
-            raise ConfigError(f"--yolo-layout: only for YOLO predictions (a folder of txt files with a "
-                              f"YOLO --gt), but --gt {gt} is {kind}")
-        dt_options["layout"] = yolo_layout
     detections = _as_dt(dt, ground_truth, **dt_options)
     if any(p.iou_type == "bbox" for p in protocols):
         require_boxes(detections)

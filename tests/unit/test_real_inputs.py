@@ -38,13 +38,14 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 
 def test_ultralytics_predictions_join_by_int_stem_not_position():
     gt = load_ground_truth(YOLO)
-    assert gt.image_name == ("1.gif", "10.gif", "2.gif") and not gt.has_image_ids
+    assert gt.image_name == ("1.gif", "10.gif", "2.gif")
+    assert not gt.has_image_ids
     dt = load_coco_dt(YOLO / "predictions_index0.json", gt)
     ids = [r["image_id"] for r in json.loads((YOLO / "predictions_index0.json").read_text())]
     assert [gt.image_name[i] for i in dt.image] == [f"{i}.gif" for i in ids]
 
 
-@pytest.mark.parametrize("protocol, metric, value", [("voc2010", "mAP", 0.875), ("coco", "AP", 0.875),
+@pytest.mark.parametrize(("protocol", "metric", "value"), [("voc2010", "mAP", 0.875), ("coco", "AP", 0.875),
                                                      ("voc2007", "mAP", 0.875)])
 def test_ultralytics_predictions_answers(protocol, metric, value):
     result = deteval.evaluate(YOLO, YOLO / "predictions_index0.json", protocol)
@@ -119,7 +120,8 @@ def test_class_indices_against_sparse_ids_are_recognised(capsys):
                          "--protocol", "voc2010")
     assert (code, out) == (3, "")
     assert "look like 0-based indices of the 3 ground-truth categories in id order (ids [1, 3, 18])" in err
-    assert "--category-map index0" in err and "drop" not in err
+    assert "--category-map index0" in err
+    assert "drop" not in err
 
 
 @pytest.mark.parametrize("category_map", ["index0", str(COCO / "category_map.yaml"),
@@ -133,23 +135,26 @@ def test_category_map_scores_indices_right(category_map):
 def test_category_map_through_the_cli(capsys):
     code, out, _ = run(capsys, "evaluate", "--gt", COCO / "gt.json", "--dt", COCO / "dt_index0.json",
                        "--protocol", "voc2010", "--category-map", "index0", "--format", "json")
-    assert code == 0 and json.loads(out)["results"][0]["metrics"]["mAP"] == pytest.approx(2.5 / 3)
+    assert code == 0
+    assert json.loads(out)["results"][0]["metrics"]["mAP"] == pytest.approx(2.5 / 3)
 
 
 def test_a_large_drop_is_refused_unless_acknowledged(capsys):
     argv = ["evaluate", "--gt", COCO / "gt.json", "--dt", COCO / "dt_index0.json", "--protocol", "voc2010",
             "--drop-unknown-categories"]
     code, out, err = run(capsys, *argv)
-    assert (code, out) == (3, "") and "refusing to drop 3 of 5 detections (60.0%)" in err
+    assert (code, out) == (3, "")
+    assert "refusing to drop 3 of 5 detections (60.0%)" in err
     code, out, err = run(capsys, *argv, "--allow-large-drop", "--format", "json")
     assert code == 0
     assert "dropped 3 detections of categories not in the ground truth (ids [0, 2]): 3 of 5 (60.0%)" in err
     code, _, err = run(capsys, "evaluate", "--gt", COCO / "gt.json", "--dt", COCO / "dt_index0.json",
                        "--allow-large-drop")
-    assert code == 3 and "--allow-large-drop: only with --drop-unknown-categories" in err
+    assert code == 3
+    assert "--allow-large-drop: only with --drop-unknown-categories" in err
 
 
-@pytest.mark.parametrize("text, message", [
+@pytest.mark.parametrize(("text", "message"), [
     ("0: person\nx: 3\n", r"map.yaml:2: key 'x' is not a detection category id"),
     ("0: person\n0: car\n", r"map.yaml:2: detection id 0 is mapped twice"),
     ("0: [1, 2]\n", r"map.yaml:1: entry is not `id: id or name`"),
@@ -188,10 +193,12 @@ def test_voc_subset_scores_a_class_without_ground_truth_as_the_devkit(capsys):
 
 def test_voc_result_prefix_chooses_a_run(capsys):
     code, _, err = run(capsys, "evaluate", "--gt", VOC, "--dt", VOC / "results", "--protocol", "voc2010")
-    assert code == 3 and "--result-prefix" in err
+    assert code == 3
+    assert "--result-prefix" in err
     code, out, _ = run(capsys, "evaluate", "--gt", VOC, "--dt", VOC / "results", "--protocol", "voc2010",
                        "--result-prefix", "comp4_det_test_", "--format", "json", "-q")
-    assert code == 0 and json.loads(out)["results"][0]["metrics"]["mAP"] == 1.0
+    assert code == 0
+    assert json.loads(out)["results"][0]["metrics"]["mAP"] == 1.0
     code, out, _ = run(capsys, "evaluate", "--gt", VOC, "--dt", VOC / "results", "--protocol", "voc2010",
                        "--result-prefix", "comp3_det_test_", "--format", "json", "-q")
     assert json.loads(out)["results"][0]["metrics"]["mAP"] == pytest.approx((1 / 2 + 1 / 3 + 1) / 2)
@@ -203,12 +210,16 @@ def test_voc_class_list_catches_a_typo(tmp_path, capsys):
     (results / "comp3_det_test_hrose.txt").write_text("000001 0.5 10 10 40 40\n")
     argv = ["evaluate", "--gt", tmp_path / "VOC2007", "--dt", results, "--result-prefix", "comp3_det_test_"]
     code, _, err = run(capsys, *argv)
-    assert code == 3 and "comp3_det_test_hrose.txt" in err and "--classes" in err
+    assert code == 3
+    assert "comp3_det_test_hrose.txt" in err
+    assert "--classes" in err
     code, _, err = run(capsys, *argv, "--classes", REAL / "voc_classes.txt")
-    assert code == 3 and "1 result files of classes not in the ground truth: comp3_det_test_hrose.txt" in err
+    assert code == 3
+    assert "1 result files of classes not in the ground truth: comp3_det_test_hrose.txt" in err
     (results / "comp3_det_test_hrose.txt").unlink()
     code, out, err = run(capsys, *argv, "--classes", "voc", "--format", "json")
-    assert code == 0 and len(json.loads(out)["results"][0]["per_class"]) == 20
+    assert code == 0
+    assert len(json.loads(out)["results"][0]["per_class"]) == 20
 
 
 def test_class_list_file_errors(tmp_path):
