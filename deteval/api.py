@@ -35,13 +35,15 @@ from deteval.explain import compare as _compare_values
 from deteval.explain import explain as _explain_values
 from deteval.geometry import check_masks
 from deteval.io import gt_format, load_detections, load_ground_truth
+from deteval.io.category_map import read_category_map
 from deteval.io.coco import require_boxes
+from deteval.io.voc import read_class_list, voc_year, with_result_classes
 from deteval.mask_modes import MaskModeComparison
 from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
 from deteval.protocol import Protocol, apply_overrides, parse_yaml_value, resolve_protocol
 from deteval.sharding import match_sharded
 
-__all__ = ["resolve_protocol", "resolve_protocols", "parse_overrides", "refuse_overwrite", "Inputs", "load_inputs",
+__all__ = ["resolve_protocol", "resolve_protocols", "default_protocol", "parse_overrides", "refuse_overwrite", "Inputs", "load_inputs",
            "evaluate", "evaluate_inputs", "compare", "explain", "validate", "Validation",
            "compare_mask_modes", "at_confidence", "matches", "MatchCache", "Comparison", "Explanation"]
 
@@ -92,6 +94,49 @@ def resolve_protocols(protocols: Sequence[str | Protocol] | None, *, overrides: 
     if fields:
         resolved = [apply_overrides(p, fields, where="--set") for p in resolved]
     return resolved
+
+
+def default_protocol(gt: Any) -> tuple[str, str]:
+    """The protocol to score ``gt`` under when none is given, and a note saying why.
+
+    COCO and YOLO ground truth: ``coco`` (no note). A VOC root: the protocol of its year, read
+    from its path as py-faster-rcnn does (``use_07_metric = year < 2010``): ``VOC2007`` ->
+    ``voc2007`` (11-point), ``VOC2010``..``VOC2012`` -> ``voc2010`` (all-point), with a note.
+    A VOC root whose path names no year is refused: the three candidates differ by several
+    points and none is a safe guess.
+
+    Parameters
+    ----------
+    gt : str, os.PathLike, dict or GroundTruth
+
+    Returns
+    -------
+    (name, note) : (str, str)
+        ``note`` is "" when nothing needs saying.
+
+    Raises
+    ------
+    ConfigError
+        A VOC root without a year in its path.
+
+    Examples
+    --------
+    >>> default_protocol({"images": [], "annotations": [], "categories": []})
+    ('coco', '')
+    """
+    source = gt.source if isinstance(gt, GroundTruth) else gt
+    if not isinstance(source, (str, os.PathLike)) or not os.path.isdir(source) or gt_format(source) != "voc":
+        return "coco", ""
+    year = voc_year(source)
+    if year is None:
+        raise ConfigError(f"--gt {os.fspath(source)}: a VOC root and no --protocol; expected one of "
+                          f"--protocol voc2007 (VOC2007 test: the devkit's 11-point AP), voc2010 "
+                          f"(VOC2010-2012: all-point AP) or coco (the folder's path names no VOC<year> "
+                          f"to choose by)")
+    name = "voc2007" if year < 2010 else "voc2010"
+    return name, (f"--gt {os.fspath(source)}: a VOC{year} root and no --protocol: scored under {name} "
+                  f"(the devkit's metric for {year}: {'11-point' if year < 2010 else 'all-point'} AP); "
+                  f"pass --protocol to choose another")
 
 
 # ------------------------------------------------------------------------------------------
@@ -181,9 +226,46 @@ class Inputs:
                 "gt_objects": len(self.gt), "detections": len(self.dt) if self.dt is not None else 0}
 
 
+def _is_voc_results(kind: str, dt: Any) -> bool:
+    """A folder of detections that is read as VOC result files (any ground truth but YOLO)."""
+    return kind != "yolo" and isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)
+
+
+def _dt_options(kind: str, gt: Any, dt: Any, *, drop_unknown_categories: bool, allow_large_drop: bool,
+                category_map: Any, result_prefix: str | None, yolo_layout: str | None) -> dict:
+    """The loader options of the detection options, each refused where it does not apply."""
+    is_voc_results = _is_voc_results(kind, dt)
+    dt_options: dict[str, Any] = {}
+    if allow_large_drop and not drop_unknown_categories:
+        raise ConfigError("--allow-large-drop: only with --drop-unknown-categories (it lifts the 10% cap "
+                          "on what that drops)")
+    if drop_unknown_categories:
+        dt_options["unknown_category"] = "drop"
+        if allow_large_drop and not is_voc_results:
+            dt_options["max_drop"] = 1.0
+    if category_map is not None:
+        if is_voc_results:
+            raise ConfigError("--category-map: VOC result files name their class by file name; expected "
+                              "a COCO results JSON or YOLO predictions")
+        dt_options["category_map"] = read_category_map(category_map)
+    if result_prefix is not None:
+        if not is_voc_results:
+            raise ConfigError(f"--result-prefix: only for a folder of VOC result files, but --dt {dt} "
+                              f"is not one")
+        dt_options["prefix"] = result_prefix
+    if yolo_layout:
+        if kind != "yolo" or not (isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)):
+            raise ConfigError(f"--yolo-layout: only for YOLO predictions (a folder of txt files with a "
+                              f"YOLO --gt), but --gt {gt} is {kind}")
+        dt_options["layout"] = yolo_layout
+    return dt_options
+
+
 def _load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from_box: bool = False,
                  drop_unknown_categories: bool = False, yolo_layout: str | None = None,
-                 protocols: Sequence[Protocol] = ()) -> Inputs:
+                 protocols: Sequence[Protocol] = (), category_map: Any = None,
+                 allow_large_drop: bool = False, classes: Any = None,
+                 result_prefix: str | None = None) -> Inputs:
     """:func:`load_inputs` without warning (its callers emit what they return)."""
     kind = gt_format(gt)
     gt_options: dict[str, Any] = {}
@@ -191,6 +273,10 @@ def _load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from
         if kind != "voc":
             raise ConfigError(f"--split {split}: only for a VOC root, but --gt {gt} is {kind}")
         gt_options["split"] = split
+    if classes is not None:
+        if kind != "voc":
+            raise ConfigError(f"--classes: only for a VOC root, but --gt {gt} is {kind}")
+        gt_options["classes"] = read_class_list(classes)
     if area_from_box:
         if kind != "coco":
             raise ConfigError("--area-from-box: only for COCO ground truth")
@@ -198,14 +284,11 @@ def _load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from
     ground_truth = _as_gt(gt, **gt_options)
     if dt is None:
         return Inputs(ground_truth, None, gt, None)
-    dt_options: dict[str, Any] = {}
-    if drop_unknown_categories:
-        dt_options["unknown_category"] = "drop"
-    if yolo_layout:
-        if kind != "yolo" or not (isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)):
-            raise ConfigError(f"--yolo-layout: only for YOLO predictions (a folder of txt files with a "
-                              f"YOLO --gt), but --gt {gt} is {kind}")
-        dt_options["layout"] = yolo_layout
+    dt_options = _dt_options(kind, gt, dt, drop_unknown_categories=drop_unknown_categories,
+                             allow_large_drop=allow_large_drop, category_map=category_map,
+                             result_prefix=result_prefix, yolo_layout=yolo_layout)
+    if kind == "voc" and classes is None and _is_voc_results(kind, dt) and not isinstance(gt, GroundTruth):
+        ground_truth = with_result_classes(ground_truth, dt, prefix=result_prefix)
     detections = _as_dt(dt, ground_truth, **dt_options)
     if any(p.iou_type == "bbox" for p in protocols):
         require_boxes(detections)
@@ -214,7 +297,9 @@ def _load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from
 
 def load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from_box: bool = False,
                 drop_unknown_categories: bool = False, yolo_layout: str | None = None,
-                protocols: Sequence[Protocol] = ()) -> Inputs:
+                protocols: Sequence[Protocol] = (), category_map: Any = None,
+                allow_large_drop: bool = False, classes: Any = None,
+                result_prefix: str | None = None) -> Inputs:
     """Load ground truth and detections as ``deteval evaluate`` does, and warn what was noticed.
 
     Parameters
@@ -228,11 +313,21 @@ def load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from_
     area_from_box : bool
         COCO ground truth without ``area``: use ``w * h`` of the box (with a warning).
     drop_unknown_categories : bool
-        Drop detections of categories not in the ground truth (counted warning) instead of failing.
+        Drop detections of categories not in the ground truth (a warning with their share)
+        instead of failing; refused above 10% of the detections unless ``allow_large_drop``.
     yolo_layout : str, optional
         Column order of YOLO prediction rows (``"cls cx cy w h conf"`` or ``"cls conf cx cy w h"``).
     protocols : sequence of Protocol
         When one scores boxes, every detection must have one.
+    category_map : {"index0", "index1"}, mapping or path, optional
+        How detection category ids name ground-truth categories (COCO results, YOLO
+        predictions; see docs/inputs.md).
+    allow_large_drop : bool
+        With ``drop_unknown_categories``: drop any share (COCO results, YOLO predictions).
+    classes : "voc", path or sequence of str, optional
+        VOC class list (category ids 1..K in its order); result files of other classes are errors.
+    result_prefix : str, optional
+        VOC result file prefix (``comp4_det_test_``); default: detected from the file names.
 
     Returns
     -------
@@ -249,7 +344,9 @@ def load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from_
     """
     inputs = _load_inputs(gt, dt, split=split, area_from_box=area_from_box,
                           drop_unknown_categories=drop_unknown_categories, yolo_layout=yolo_layout,
-                          protocols=protocols)
+                          protocols=protocols, category_map=category_map,
+                          allow_large_drop=allow_large_drop, classes=classes,
+                          result_prefix=result_prefix)
     _emit(inputs.warnings, InputWarning, stacklevel=2)
     return inputs
 
@@ -258,7 +355,8 @@ def load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from_
 # Scoring
 # ------------------------------------------------------------------------------------------
 
-def evaluate(gt: Any, dt: Any, protocol: str | Protocol = "coco", *, workers: int = 1) -> EvalResult:
+def evaluate(gt: Any, dt: Any, protocol: str | Protocol | None = None, *, workers: int = 1,
+             category_map: Any = None) -> EvalResult:
     """Score detections against ground truth under a protocol.
 
     Parameters
@@ -267,11 +365,14 @@ def evaluate(gt: Any, dt: Any, protocol: str | Protocol = "coco", *, workers: in
         Ground truth, or a COCO instances JSON path / dict (or a VOC root, a YOLO dataset).
     dt : Detections, str, os.PathLike or list
         Detections, or a COCO results JSON path / list (or VOC result files, YOLO predictions).
-    protocol : str or Protocol
+    protocol : str or Protocol, optional
         A preset name (``"coco"``, ``"coco-pycocotools"``, ``"voc2007"``, ...), a YAML file, or
-        a :class:`Protocol`.
+        a :class:`Protocol`. Default: :func:`default_protocol` (``coco``; a VOC root's year).
     workers : int
         Match image shards in this many processes, then merge (identical numbers).
+    category_map : {"index0", "index1"}, mapping or path, optional
+        How the detections' category ids name ground-truth categories (when ``dt`` is loaded
+        here; see docs/inputs.md).
 
     Returns
     -------
@@ -300,10 +401,14 @@ def evaluate(gt: Any, dt: Any, protocol: str | Protocol = "coco", *, workers: in
     >>> evaluate(gt, dt, "voc2010").metrics
     {'mAP': 1.0}
     """
+    if protocol is None:
+        protocol, note = default_protocol(gt)
+        if note:
+            _emit([note], InputWarning, stacklevel=2)
     protocol = resolve_protocol(protocol)
     check_protocol(protocol)
     gt = _as_gt(gt)
-    dt = _as_dt(dt, gt)
+    dt = _as_dt(dt, gt, **({} if category_map is None else {"category_map": category_map}))
     table = match_sharded(gt, dt, protocol, workers=workers)
     inputs = {"gt": gt.source, "dt": dt.source, "images": gt.n_images, "gt_objects": len(gt),
               "detections": len(dt)}

@@ -70,7 +70,18 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--area-from-box", action="store_true",
                    help="COCO GT without `area`: use w*h of the box (with a warning) instead of failing")
     p.add_argument("--drop-unknown-categories", action="store_true",
-                   help="drop detections of categories not in the GT (counted warning) instead of failing")
+                   help="drop detections of categories not in the GT (a warning with their share) instead "
+                        "of failing; refused above 10%% of the detections (see --allow-large-drop)")
+    p.add_argument("--allow-large-drop", action="store_true",
+                   help="with --drop-unknown-categories: drop any share of the detections")
+    p.add_argument("--category-map", metavar="index0|index1|FILE",
+                   help="detection category ids are 0-based (index0) or 1-based (index1) indices of the "
+                        "GT categories in id order, or FILE (YAML/JSON) maps detection id -> GT id or name")
+    p.add_argument("--classes", metavar="FILE|voc",
+                   help="VOC class list: a file with one class name per line, or voc (the 20 PASCAL "
+                        "classes); listed classes without objects are scored with no ground truth")
+    p.add_argument("--result-prefix", metavar="PREFIX",
+                   help="VOC result file prefix, e.g. comp4_det_test_ (default: detected)")
     p.add_argument("--strict", action="store_true", help="turn input warnings into errors (exit 3)")
     p.add_argument("--yolo-layout", choices=_YOLO_LAYOUTS, metavar="LAYOUT",
                    help="column order of YOLO prediction rows: 'cls cx cy w h conf' (Ultralytics, the "
@@ -297,7 +308,9 @@ def _protocols(args: argparse.Namespace) -> list[Protocol]:
 
 def _input_options(args: argparse.Namespace) -> dict:
     return {"split": args.split, "area_from_box": args.area_from_box,
-            "drop_unknown_categories": args.drop_unknown_categories, "yolo_layout": args.yolo_layout}
+            "drop_unknown_categories": args.drop_unknown_categories, "yolo_layout": args.yolo_layout,
+            "category_map": args.category_map, "allow_large_drop": args.allow_large_drop,
+            "classes": args.classes, "result_prefix": args.result_prefix}
 
 
 @contextlib.contextmanager
@@ -348,6 +361,10 @@ def _write(path: str, text: str, option: str, hint: str = "") -> None:
 
 def _evaluate(args: argparse.Namespace) -> int:
     _refuse_overwrite(args)
+    note = ""
+    if args.protocol is None:  # a VOC root is scored under its year's protocol, or refused
+        name, note = api.default_protocol(args.gt)
+        args.protocol = [name]
     protocols = _protocols(args)
     if len(args.dt) > 1 or args.bootstrap:
         return _detectors(args, protocols)
@@ -381,6 +398,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         _write(args.matches, report.format_matches_csv(results[0], api.matches(results[0])), "--matches")
     text = report.dumps(doc)
     _finish(args, text, caught)
+    if note and not args.quiet:
+        print(f"deteval: note: {note}", file=sys.stderr)
     per_class = not args.no_per_class
     if args.format == "json":
         sys.stdout.write(text + "\n")

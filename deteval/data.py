@@ -147,6 +147,11 @@ class GroundTruth:
     category_frequency : tuple of str or None
         LVIS category ``frequency`` (``"r"``, ``"c"``, ``"f"``; ``""`` where a category has
         none); None when no category has one.
+    has_image_ids : bool
+        True when ``image_id`` holds the dataset's own ids (COCO), so detections name images by
+        id; False when the images only have names (YOLO files, VOC ids) and ``image_id`` is the
+        position in ``image_name``: detections are then joined by name (file name, stem, or
+        Ultralytics' ``int(stem)``), never by position (:mod:`deteval.io.identity`).
     """
 
     image_id: np.ndarray
@@ -172,6 +177,7 @@ class GroundTruth:
     num_keypoints: np.ndarray | None = None
     federated: FederatedLabels | None = None
     category_frequency: tuple | None = None
+    has_image_ids: bool = True
 
     def __post_init__(self) -> None:
         if self.is_group_of is None:

@@ -17,8 +17,8 @@ import numpy as np
 from deteval.errors import SHOW, describe, is_number, records_error
 from deteval.errors import json_type as _json_type
 
-__all__ = ["Problems", "int_column", "number_column", "box_column", "flag_column", "MISSING",
-           "json_type"]
+__all__ = ["Problems", "int_column", "id_or_name_column", "number_column", "box_column", "flag_column",
+           "MISSING", "json_type", "plain"]
 
 MISSING = object()
 
@@ -59,8 +59,47 @@ def _values(records: list, key: str) -> list:
     return [r.get(key, MISSING) for r in records]
 
 
-def int_column(records: list, key: str, problems: Problems, *, default: Any = MISSING) -> np.ndarray:
-    """An integer field (JSON integers only: not strings, floats or booleans)."""
+def plain(value: Any) -> Any:
+    """A numpy value (or anything with ``__array__``, e.g. a torch tensor) as plain Python.
+
+    Arrays become lists, 0-d arrays and numpy scalars Python numbers; everything else is
+    returned as is. Only the slow paths call it: JSON from a file never holds such values.
+
+    Examples
+    --------
+    >>> plain(np.array([1, 2.5])), plain(np.float32(0.5)), plain(np.int64(3)), plain("a")
+    ([1.0, 2.5], 0.5, 3, 'a')
+    """
+    if isinstance(value, (np.ndarray, np.generic)) or (
+            hasattr(value, "__array__") and not isinstance(value, (list, tuple, dict, str))):
+        try:
+            return np.asarray(value).tolist()
+        except (TypeError, ValueError):
+            return value
+    return value
+
+
+def _plain_all(values: list) -> list:
+    """:func:`plain` of each value, or ``values`` itself when none needs it (the common case)."""
+    kinds = set(map(type, values))
+    if kinds <= {int, float, str, list, dict, type(None), bool, type(MISSING)}:
+        return values
+    return [plain(v) for v in values]
+
+
+def _integral(value: Any) -> bool:
+    """A float that is an integer a float64 holds exactly (``3.0``; not ``3.5``, not ``1e300``)."""
+    return type(value) is float and value.is_integer() and abs(value) <= 2**53
+
+
+def int_column(records: list, key: str, problems: Problems, *, default: Any = MISSING,
+               integral_floats: bool = False) -> np.ndarray:
+    """An integer field (JSON integers only: not strings, floats or booleans).
+
+    ``integral_floats``: also accept floats that are integers (``3.0``), as Python objects built
+    from float arrays (``arr.tolist()``) carry them; numpy integers and 0-d arrays are accepted
+    always. Files keep refusing ``3.0`` (see docs/inputs.md).
+    """
     values = _values(records, key)
     if default is not MISSING:
         values = [default if v is MISSING else v for v in values]
@@ -69,12 +108,35 @@ def int_column(records: list, key: str, problems: Problems, *, default: Any = MI
             return np.array(values, dtype=np.int64).reshape(len(values))
         except OverflowError:
             pass
+    values = _plain_all(values)
+    if integral_floats:
+        values = [int(v) if _integral(v) else v for v in values]
     bad = [i for i, v in enumerate(values)
            if not (type(v) is int or isinstance(v, np.integer)) or not (-2**63 <= int(v) < 2**63)]
     if not bad:
         return np.array([int(v) for v in values], dtype=np.int64).reshape(len(values))
-    problems.fail(bad, f"`{key}` is not an integer", "a JSON integer (64-bit)", lambda i: values[i])
+    expected = ("an integer (64-bit; a float only when it is integral)" if integral_floats
+                else "a JSON integer (64-bit)")
+    problems.fail(bad, f"`{key}` is not an integer", expected, lambda i: values[i])
     raise AssertionError  # unreachable
+
+
+def id_or_name_column(records: list, key: str, problems: Problems, *,
+                      integral_floats: bool = False) -> list:
+    """An id that is an integer or a string (an image named by file name or stem).
+
+    Returns the values as Python ints and strings (see :mod:`deteval.io.identity`).
+    """
+    values = _plain_all(_values(records, key))
+    if integral_floats:
+        values = [int(v) if _integral(v) else v for v in values]
+    bad = [i for i, v in enumerate(values)
+           if not (type(v) is str or (type(v) is int and -2**63 <= v < 2**63))]
+    if bad:
+        problems.fail(bad, f"`{key}` is not an integer or a string",
+                      "an image's file name or stem (string), or int(stem) (integer)",
+                      lambda i: values[i])
+    return values
 
 
 def number_column(records: list, key: str, problems: Problems, *, default: Any = MISSING,
@@ -85,6 +147,7 @@ def number_column(records: list, key: str, problems: Problems, *, default: Any =
         out = np.array(values, dtype=np.float64).reshape(len(values))
         if np.isfinite(out).all():
             return out, np.zeros(len(values), dtype=bool)
+    values = _plain_all(values)
     is_missing = np.fromiter((v is MISSING for v in values), dtype=bool, count=len(values))
     filled = [default if v is MISSING else v for v in values] if allow_missing else values
     if set(map(type, filled)) <= {int, float}:
@@ -101,7 +164,7 @@ def number_column(records: list, key: str, problems: Problems, *, default: Any =
 
 def flag_column(records: list, key: str, problems: Problems, *, default: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """A 0/1 flag (``iscrowd``, ``ignore``, ``difficult``); JSON booleans accepted as 0/1."""
-    values = _values(records, key)
+    values = _plain_all(_values(records, key))
     is_missing = np.fromiter((v is MISSING for v in values), dtype=bool, count=len(values))
     filled = [default if v is MISSING else v for v in values]
     bad = [i for i, v in enumerate(filled) if not (v is True or v is False or (type(v) is int and v in (0, 1)))]
@@ -124,6 +187,7 @@ def box_column(records: list, key: str, problems: Problems, *, order: str = "[x,
                               count=4 * n).reshape(n, 4)
             if np.isfinite(out).all():
                 return out, np.zeros(n, dtype=bool)
+    values = _plain_all(values)
     is_missing = np.fromiter((v is MISSING or (empty_is_missing and v == []) for v in values),
                              dtype=bool, count=len(values))
     out = np.zeros((n, 4))

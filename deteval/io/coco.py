@@ -27,11 +27,21 @@ from deteval.io._records import (
     Problems,
     box_column,
     flag_column,
+    id_or_name_column,
     int_column,
     json_type,
     number_column,
+    plain,
 )
 from deteval.io._text import read_bytes
+from deteval.io.category_map import (
+    MAX_DROP,
+    CategoryMap,
+    map_categories,
+    read_category_map,
+    resolve_categories,
+)
+from deteval.io.identity import AMBIGUOUS, UNKNOWN, explain_miss, join_ids, join_names
 
 __all__ = ["load_coco_gt", "load_coco_dt", "require_boxes", "require_keypoints", "keypoint_column"]
 
@@ -126,17 +136,18 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     categories = _check_list_of_objects(data["categories"], where, "category", "`categories`")
     anns = _check_list_of_objects(data["annotations"], where, "annotation", "`annotations`")
 
-    meta = _images_and_categories(images, categories, where)
+    lenient = not isinstance(source, (str, os.PathLike))  # parsed objects: 3.0 from arr.tolist()
+    meta = _images_and_categories(images, categories, where, integral_floats=lenient)
 
     def ann_label(i: int) -> str:
         r = anns[i]
         return f"id={r.get('id', '?')}, image_id={r.get('image_id', '?')}"
 
     ann_problems = Problems(where, "annotation", ann_label)
-    ann_ids = int_column(anns, "id", ann_problems)
+    ann_ids = int_column(anns, "id", ann_problems, integral_floats=lenient)
     _refuse_duplicates(ann_ids, where, "annotation")
-    ann_image = int_column(anns, "image_id", ann_problems)
-    ann_category = int_column(anns, "category_id", ann_problems)
+    ann_image = int_column(anns, "image_id", ann_problems, integral_floats=lenient)
+    ann_category = int_column(anns, "category_id", ann_problems, integral_floats=lenient)
     box, box_missing = box_column(anns, "bbox", ann_problems, allow_missing=True)
     if box_missing.any():
         ann_problems.fail(np.flatnonzero(box_missing), "no `bbox`", "a bbox [x, y, w, h]",
@@ -260,10 +271,11 @@ def _num_keypoints(anns: list, keypoints: np.ndarray, problems: Problems, where:
     return np.where(missing | ~has_keypoints, visible, count).astype(np.int64)
 
 
-def _images_and_categories(images: list, categories: list, where: str) -> dict:
+def _images_and_categories(images: list, categories: list, where: str, *,
+                           integral_floats: bool = False) -> dict:
     """Validated image and category columns, sorted by id (pycocotools' order)."""
     img_problems = Problems(where, "image", lambda i: f"id={images[i].get('id', '?')}")
-    image_ids = int_column(images, "id", img_problems)
+    image_ids = int_column(images, "id", img_problems, integral_floats=integral_floats)
     _refuse_duplicates(image_ids, where, "image")
     width, _ = number_column(images, "width", img_problems, default=float("nan"), allow_missing=True)
     height, _ = number_column(images, "height", img_problems, default=float("nan"), allow_missing=True)
@@ -272,16 +284,16 @@ def _images_and_categories(images: list, categories: list, where: str) -> dict:
         if len(negative):
             img_problems.fail(negative, f"`{key}` is negative", "a size in pixels >= 0",
                               lambda i, key=key: images[i][key])
-    file_names = [str(r.get("file_name", r.get("id"))) for r in images]
+    file_names = [str(r.get("file_name", plain(r.get("id")))) for r in images]
 
     cat_problems = Problems(where, "category", lambda i: f"id={categories[i].get('id', '?')}")
-    category_ids = int_column(categories, "id", cat_problems)
+    category_ids = int_column(categories, "id", cat_problems, integral_floats=integral_floats)
     _refuse_duplicates(category_ids, where, "category")
     cat_names = [r.get("name", MISSING) for r in categories]
     bad = [i for i, v in enumerate(cat_names) if v is not MISSING and not isinstance(v, str)]
     if bad:
         cat_problems.fail(bad, "`name` is not a string", "a string", lambda i: cat_names[i])
-    cat_names = [str(categories[i]["id"]) if v is MISSING else v for i, v in enumerate(cat_names)]
+    cat_names = [str(int(category_ids[i])) if v is MISSING else v for i, v in enumerate(cat_names)]
 
     img_order = np.argsort(image_ids, kind="stable")
     cat_order = np.argsort(category_ids, kind="stable")
@@ -394,19 +406,31 @@ def _index_of(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
 
 
 def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
-                 unknown_category: str = "error") -> Detections:
+                 unknown_category: str = "error", category_map: Any = None,
+                 max_drop: float = MAX_DROP) -> Detections:
     """Read COCO results (a path, or the parsed list) against ``gt``.
 
     Parameters
     ----------
     source : str, os.PathLike or list of dict
         ``[{"image_id", "category_id", "bbox": [x, y, w, h], "score"}, ...]``; records may carry
-        ``segmentation`` instead of / besides ``bbox``.
+        ``segmentation`` instead of / besides ``bbox``. Parsed records may hold numpy arrays and
+        scalars (or anything with ``__array__``, such as torch tensors) and integral floats as
+        ids (``3.0``, from ``arr.tolist()``); a file's ids must be JSON integers.
     gt : GroundTruth
+        Images are named by id (COCO), or -- for a YOLO or VOC ground truth, whose images only
+        have names -- by file name or stem (string) or ``int(stem)`` (integer; Ultralytics'
+        ``predictions.json``), see :mod:`deteval.io.identity`.
     name : str, optional
     unknown_category : {"error", "drop"}
         Detections whose category is not in the ground truth: refuse (default), or drop them
-        with a counted warning (pycocotools drops them silently).
+        with a warning giving their share (pycocotools drops them silently); at most
+        ``max_drop`` of the detections.
+    category_map : {"index0", "index1"}, mapping, path or CategoryMap, optional
+        How ``category_id`` names ground-truth categories (:mod:`deteval.io.category_map`);
+        default: it is the ground truth's category id.
+    max_drop : float
+        Largest share of detections ``unknown_category="drop"`` drops (default 0.1).
 
     Returns
     -------
@@ -415,10 +439,21 @@ def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
     Raises
     ------
     InputError
-        Unknown image ids, wrong types, NaN/inf numbers, negative sizes -- naming the records.
+        Unknown or ambiguous image ids, wrong types, NaN/inf numbers, negative sizes -- naming
+        the records; category ids that look like class indices say so.
+
+    Examples
+    --------
+    >>> gt = load_coco_gt({"images": [{"id": 1}], "categories": [{"id": 3, "name": "cat"}],
+    ...                    "annotations": []})
+    >>> dt = load_coco_dt([{"image_id": 1, "category_id": 0, "bbox": [0, 0, 1, 1], "score": 1}], gt,
+    ...                   category_map="index0")
+    >>> dt.category.tolist()
+    [0]
     """
+    cmap = read_category_map(category_map)
     data, where = _source(source, name or "<detections>",
-                          lambda raw, path: _fast_box_results(raw, path, gt))
+                          lambda raw, path: _fast_box_results(raw, path, gt, cmap))
     if isinstance(data, Detections):
         return data
     if isinstance(data, dict) and "annotations" in data:
@@ -427,17 +462,18 @@ def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
     if not isinstance(data, list):
         raise InputError(f"{where}: expected a COCO results list [{{image_id, category_id, bbox, "
                          f"score}}, ...], found a JSON {json_type(data)}")
+    from_objects = not isinstance(source, (str, os.PathLike))
     dets = _check_list_of_objects(data, where, "detection", "the results list")
     warnings: list[str] = []
     if not dets:
         warnings.append(f"{where}: no detections: every class with ground truth gets AP 0")
 
     def label(i: int) -> str:
-        return f"image_id={dets[i].get('image_id', '?')}"
+        return f"image_id={plain(dets[i].get('image_id', '?'))}"
 
     problems = Problems(where, "detection", label)
-    image_ids = int_column(dets, "image_id", problems)
-    category_ids = int_column(dets, "category_id", problems)
+    image = _join_images(dets, gt, problems, integral_floats=from_objects)
+    category_ids = int_column(dets, "category_id", problems, integral_floats=from_objects)
     score, _ = number_column(dets, "score", problems)
     box, box_missing = box_column(dets, "bbox", problems, allow_missing=True, empty_is_missing=True)
     has_segm = np.fromiter(map(dict.__contains__, dets, itertools.repeat("segmentation")),
@@ -456,27 +492,19 @@ def load_coco_dt(source: Any, gt: GroundTruth, *, name: str | None = None,
     negative = np.flatnonzero((box[:, 2] < 0) | (box[:, 3] < 0))
     if len(negative):
         problems.fail(negative, "`bbox` has a negative width or height", "w >= 0 and h >= 0",
-                      lambda i: dets[i]["bbox"])
-    image = _index_of(image_ids, gt.image_id)
-    unknown = np.flatnonzero(image < 0)
-    if len(unknown):
-        problems.fail(unknown, "`image_id` is not an image of the ground truth",
-                      f"an image id of {gt.source}", lambda i: dets[i]["image_id"])
-    category = _index_of(category_ids, gt.category_id)
-    unknown = np.flatnonzero(category < 0)
-    keep = None
-    if len(unknown):
-        if unknown_category != "drop":
-            problems.fail(unknown, "`category_id` is not a category of the ground truth",
-                          f"a category id of {gt.source} (or unknown_category='drop')",
-                          lambda i: dets[i]["category_id"])
-        keep = np.flatnonzero(category >= 0)
-        ids = sorted(set(int(c) for c in category_ids[unknown]))
-        warnings.append(f"{where}: dropped {len(unknown)} detections of categories not in the ground "
-                        f"truth (ids {ids[:10]})")
+                      lambda i: plain(dets[i]["bbox"]))
+
+    def fail(indices: np.ndarray, problem: str, expected: str) -> None:
+        problems.fail(indices, problem, expected, lambda i: plain(dets[i]["category_id"]))
+
+    category, keep, dropped = resolve_categories(
+        category_ids, gt, category_map=cmap, unknown_category=unknown_category, max_drop=max_drop,
+        where=where, fail=fail)
+    warnings.extend(dropped)
+    warnings.extend(_index_suspicion(category_ids, gt, cmap, where))
     warnings.extend(_box_warnings(box[~box_missing], image[~box_missing], gt, where))
     segmentation = tuple(r.get("segmentation") for r in dets) if has_segm.any() else None
-    result = Detections(image=image, category=category, box=box, score=score,
+    result = Detections(image=image, category=np.maximum(category, 0), box=box, score=score,
                         order=np.arange(len(dets), dtype=np.int64), has_box=~box_missing,
                         box_format="xywh", segmentation=segmentation, source=where,
                         warnings=tuple(warnings), keypoints=keypoints)
@@ -492,6 +520,50 @@ def keypoint_extent(keypoints: np.ndarray) -> np.ndarray:
     x, y = keypoints[:, :, 0], keypoints[:, :, 1]
     x0, x1, y0, y1 = x.min(axis=1), x.max(axis=1), y.min(axis=1), y.max(axis=1)
     return np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)
+def _join_images(dets: list, gt: GroundTruth, problems: Problems, *, integral_floats: bool) -> np.ndarray:
+    """Image index of every detection (:mod:`deteval.io.identity`); unknown or ambiguous: error."""
+    if gt.has_image_ids:
+        values: Any = int_column(dets, "image_id", problems, integral_floats=integral_floats)
+        image = join_ids(values, gt)
+        expected = f"an image id of {gt.source}"
+    else:
+        values = id_or_name_column(dets, "image_id", problems, integral_floats=integral_floats)
+        image = join_names(values, gt)
+        shown = ", ".join(repr(n) for n in gt.image_name[:3])
+        expected = (f"an image of {gt.source}: its file name or stem (string), or int(stem) for a "
+                    f"numeric stem (integer, as Ultralytics writes predictions.json); images are "
+                    f"named {shown}{', ...' if gt.n_images > 3 else ''}")
+    ambiguous = np.flatnonzero(image == AMBIGUOUS)
+    if len(ambiguous):
+        problems.fail(ambiguous, "`image_id` names several images (" + explain_miss(
+            values[ambiguous[0]], gt, ambiguous=True) + ")", "an image_id that names one image (use "
+            "the file stem as a string)", lambda i: plain(dets[i]["image_id"]))
+    unknown = np.flatnonzero(image == UNKNOWN)
+    if len(unknown):
+        problems.fail(unknown, "`image_id` is not an image of the ground truth", expected,
+                      lambda i: plain(dets[i]["image_id"]))
+    return image
+
+
+def _index_suspicion(category_ids: np.ndarray, gt: GroundTruth, cmap: CategoryMap | None,
+                     where: str) -> list[str]:
+    """Warn when results against a YOLO ground truth may be 1-based class indices.
+
+    A YOLO dataset's categories are its class indices 0..K-1. Ultralytics' ``predictions.json``
+    writes the index (older releases) or the index + 1 (newer ones, outside COCO). Ids in 1..K
+    whose largest is K are refused as unknown (and recognised); when neither 0 nor K occurs the
+    two readings cannot be told apart, so deteval says so.
+    """
+    k = gt.n_classes
+    if (cmap is not None or gt.has_image_ids or not len(category_ids) or k < 2
+            or not np.array_equal(gt.category_id, np.arange(k))):
+        return []
+    if category_ids.min() >= 1:
+        return [f"{where}: no detection has category_id 0 (the YOLO class indices are 0..{k - 1}): "
+                f"if these are Ultralytics predictions written as index + 1, the classes are shifted "
+                f"by one -- pass --category-map index1 (category_map='index1'); index0 states the "
+                f"ids as they are"]
+    return []
 
 
 def _box_warnings(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: str) -> list[str]:
@@ -531,7 +603,8 @@ def _decode_or_none(raw: bytes, decoder: Any) -> Any:
         return None
 
 
-def _fast_box_results(raw: bytes, path: str, gt: GroundTruth) -> Detections | None:
+def _fast_box_results(raw: bytes, path: str, gt: GroundTruth,
+                      cmap: CategoryMap | None = None) -> Detections | None:
     """Decode a plain box-results file straight into columns, or None to take the full path.
 
     msgspec decodes typed records about twice as fast as building dicts, and its strict types
@@ -553,15 +626,18 @@ def _fast_box_results(raw: bytes, path: str, gt: GroundTruth) -> Detections | No
     score = np.fromiter(map(_get_score, records), dtype=np.float64, count=n)
     box = np.fromiter(itertools.chain.from_iterable(map(_get_bbox, records)), dtype=np.float64,
                       count=4 * n).reshape(n, 4)
-    image = _index_of(image_ids, gt.image_id)
-    category = _index_of(category_ids, gt.category_id)
+    image = join_ids(image_ids, gt)
+    try:
+        category = map_categories(category_ids, gt, cmap)
+    except ConfigError:
+        return None  # the full path raises it again
     if (not (np.isfinite(box).all() and np.isfinite(score).all()) or (box[:, 2:] < 0).any()
             or (image < 0).any() or (category < 0).any()):
         return None
+    warnings = _index_suspicion(category_ids, gt, cmap, path) + _box_warnings(box, image, gt, path)
     return Detections(image=image, category=category, box=box, score=score,
                       order=np.arange(n, dtype=np.int64), has_box=np.ones(n, dtype=bool),
-                      box_format="xywh", segmentation=None, source=path,
-                      warnings=tuple(_box_warnings(box, image, gt, path)))
+                      box_format="xywh", segmentation=None, source=path, warnings=tuple(warnings))
 
 
 class RawSegmentations(Sequence):

@@ -20,15 +20,17 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import xml.etree.ElementTree as ET
 import xml.parsers.expat as expat
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from deteval.data import Detections, GroundTruth
-from deteval.errors import InputError
+from deteval.errors import ConfigError, InputError
 from deteval.io._text import (
     fail_records,
     is_safe_name,
@@ -41,8 +43,10 @@ from deteval.io._text import (
     shorten,
     split_rows,
 )
+from deteval.io.identity import explain_miss, join_voc_ids
 
-__all__ = ["load_voc_gt", "load_voc_dt", "parse_xml", "detect_prefix", "VOC_CLASSES"]
+__all__ = ["load_voc_gt", "load_voc_dt", "parse_xml", "detect_prefix", "VOC_CLASSES", "read_class_list",
+           "with_result_classes", "voc_year"]
 
 #: The 20 PASCAL VOC classes, in the devkit's (alphabetical) order.
 VOC_CLASSES = ("aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
@@ -207,14 +211,18 @@ def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
     split : str, optional
         Image set name: the images of ``ImageSets/Main/<split>.txt``, in that file's order.
         Default: every ``Annotations/*.xml``, sorted by file name.
-    classes : sequence of str, optional
-        Class names, in order (category ids 1..K). Default: the sorted distinct ``<name>`` values
-        of the data. Objects of other classes are left out, with a counted warning.
+    classes : sequence of str or "voc", optional
+        Class names, in order (category ids 1..K); ``"voc"`` the 20 PASCAL classes
+        (:data:`VOC_CLASSES`); see :func:`read_class_list` for a file. Default: the sorted
+        distinct ``<name>`` values of the data. Objects of other classes are left out, with a
+        counted warning; listed classes without objects have no ground truth (AP undefined,
+        left out of mAP, as the devkit scores them).
 
     Returns
     -------
     GroundTruth
-        Image ids 0..n-1 in image-set (or file name) order, ``image_name`` the VOC id;
+        Images in image-set (or file name) order, ``image_name`` the VOC id (``has_image_ids=
+        False``: ``image_id`` is the position; results are joined by the VOC id as text);
         ``box_format="xyxy"`` with the XML's numbers as float64 (1-based inclusive corners);
         ``area = (x2 - x1) * (y2 - y1)`` (continuous; only COCO-style size ranges use it);
         ``is_difficult`` from ``<difficult>``; annotation ids 1..n in file order.
@@ -370,7 +378,12 @@ def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
         is_crowd=np.zeros(n_gt, dtype=bool),
         is_difficult=np.array(obj_difficult, dtype=bool).reshape(-1)[rows],
         is_ignore=np.zeros(n_gt, dtype=bool), box_format="xyxy", source=root,
-        warnings=tuple(warnings))
+        warnings=tuple(warnings), has_image_ids=False)
+
+
+def _padding_hint(value: str, gt: GroundTruth) -> str:
+    hint = explain_miss(value, gt)
+    return f" ({hint})" if hint else ""
 
 
 def _fmt(box: np.ndarray) -> str:
@@ -378,6 +391,8 @@ def _fmt(box: np.ndarray) -> str:
 
 
 def _check_classes(classes: Sequence[str], where: str) -> tuple:
+    if isinstance(classes, str) and classes == "voc":
+        return VOC_CLASSES
     if isinstance(classes, str) or not all(isinstance(c, str) and c for c in classes):
         raise InputError(f"{where}: classes must be a list of non-empty strings, found {classes!r:.80}")
     seen: set = set()
@@ -421,20 +436,109 @@ def detect_prefix(file_names: Sequence[str], class_names: Sequence[str]) -> str:
     if any(explained[p] != explained[top[0]] for p in top[1:]):
         raise InputError(f"result files with different prefixes explain {best} files each: "
                          f"{[p for p in top[:5]]}; expected one prefix <prefix><class>.txt "
-                         f"(pass prefix=... to choose)")
+                         f"(pass --result-prefix PREFIX / prefix=... to choose)")
     return top[0]
 
 
-def _image_lookup(gt: GroundTruth) -> dict[str, int]:
-    """Result-file image id -> image index: the image name, else its stem, else the numeric id."""
-    lookup: dict[str, int] = {}
-    for i, name in enumerate(gt.image_name):
-        lookup.setdefault(str(name), i)
-    for i, name in enumerate(gt.image_name):
-        lookup.setdefault(os.path.splitext(os.path.basename(str(name)))[0], i)
-    for i, image_id in enumerate(gt.image_id):
-        lookup.setdefault(str(int(image_id)), i)
-    return lookup
+def read_class_list(spec: str | os.PathLike | Sequence[str]) -> tuple[str, ...]:
+    """The class list of ``--classes``: ``"voc"`` (the 20 PASCAL classes), a file, or names.
+
+    A file holds one class name per line (blank lines and lines starting with ``#`` are
+    skipped); the order gives the category ids 1..K.
+
+    Raises
+    ------
+    ConfigError
+        A missing file, a name listed twice or a name with spaces (``file:line``).
+
+    Examples
+    --------
+    >>> read_class_list("voc")[:3]
+    ('aeroplane', 'bicycle', 'bird')
+    """
+    if not isinstance(spec, (str, os.PathLike)):
+        return _check_classes(list(spec), "classes")
+    path = os.fspath(spec)
+    if path == "voc":
+        return VOC_CLASSES
+    if not os.path.isfile(path):
+        raise ConfigError(f"--classes {path}: not 'voc' and no such file; expected 'voc' (the 20 PASCAL "
+                          f"classes) or a file with one class name per line")
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for n, line in enumerate(read_text(path, what="a class list (one name per line)").splitlines(), 1):
+        name = line.strip()
+        if not name or name.startswith("#"):
+            continue
+        if len(name.split()) != 1 or not is_safe_name(name):
+            raise ConfigError(f"{path}:{n}: class name {shorten(name)}; expected one name per line, "
+                              f"without spaces, '/', '\\' or '..'")
+        if name in seen:
+            raise ConfigError(f"{path}:{n}: class {name!r} listed twice (also line {seen[name]}); "
+                              f"expected each class once")
+        seen[name] = n
+        names.append(name)
+    if not names:
+        raise ConfigError(f"{path}: no class names; expected one class name per line")
+    return tuple(names)
+
+
+def _result_files(folder: str, classes: Sequence[str],
+                  prefix: str | None) -> tuple[dict[str, str], list[str], str]:
+    """(file name -> path, sorted .txt names, prefix) of a result folder."""
+    files = list_files(folder, what="a folder of VOC result files <prefix><class>.txt")
+    txt = sorted(n for n in files if n.endswith(".txt"))
+    return files, txt, detect_prefix(txt, classes) if prefix is None else prefix
+
+
+def with_result_classes(gt: GroundTruth, folder: str | os.PathLike, *,
+                        prefix: str | None = None) -> GroundTruth:
+    """``gt`` with the PASCAL classes that have a result file but no object in this subset.
+
+    The devkit scores every class of its fixed list; a subset of the data (a few images, one
+    split) may have no object of some class that the detector still reports. Without a class
+    list, deteval adds such classes when every class of the ground truth and of the result
+    files is a PASCAL class: they have no ground truth (AP undefined, left out of mAP) and a
+    warning names them. Any other result file name stays an error (a typo), and ``--classes``
+    makes the list explicit.
+
+    Returns
+    -------
+    GroundTruth
+        ``gt`` itself when nothing is added; otherwise categories sorted by name (ids 1..K, the
+        order ``load_voc_gt`` gives without a class list).
+    """
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        return gt
+    _, txt, prefix = _result_files(folder, gt.category_name, prefix)
+    known = set(gt.category_name)
+    extra = sorted({n[len(prefix):-4] for n in txt if n.startswith(prefix)} - known)
+    if not extra or not known <= set(VOC_CLASSES) or not set(extra) <= set(VOC_CLASSES):
+        return gt
+    names = tuple(sorted(known | set(extra)))
+    new_index = np.array([names.index(c) for c in gt.category_name], dtype=np.int64)
+    files = ", ".join(f"{prefix}{c}.txt" for c in extra[:5]) + (" ..." if len(extra) > 5 else "")
+    note = (f"{folder}: {len(extra)} PASCAL classes have result files but no object in {gt.source}: "
+            f"{', '.join(extra[:5])} ({files}); scored as the devkit does, with no ground truth: AP "
+            f"undefined, left out of mAP (--classes FILE|voc states the class list)")
+    return replace(gt, category_id=np.arange(1, len(names) + 1, dtype=np.int64), category_name=names,
+                   category=new_index[gt.category], warnings=tuple(gt.warnings) + (note,))
+
+
+def voc_year(root: str | os.PathLike) -> int | None:
+    """The year of a VOC root from its folder name (``VOCdevkit/VOC2007`` -> 2007), or None.
+
+    Only the root's own name counts (the devkit's layout ``VOCdevkit/VOC<year>``), not the
+    folders above it.
+
+    Examples
+    --------
+    >>> voc_year("/data/VOCdevkit/VOC2012"), voc_year("data/voc2007_test"), voc_year("fixtures/voc")
+    (2012, 2007, None)
+    """
+    years = re.findall(r"voc(\d{4})", os.path.basename(os.path.abspath(os.fspath(root))).lower())
+    return int(years[-1]) if years else None
 
 
 def load_voc_dt(folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | None = None,
@@ -447,7 +551,8 @@ def load_voc_dt(folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | Non
         Files ``<prefix><class>.txt`` (e.g. ``comp4_det_test_car.txt``), one detection per line:
         ``image_id score x1 y1 x2 y2`` (1-based inclusive pixel corners, as the devkit writes).
     gt : GroundTruth
-        Classes are matched by name; image ids by image name (VOC id), else file-name stem.
+        Classes are matched by name; image ids by image name (VOC id), else file-name stem,
+        compared as text as the devkit does (``1`` is not ``000001``; no numeric fallback).
     prefix : str, optional
         File name prefix; detected from the file names and class names when not given.
     unknown_category : {"error", "drop"}
@@ -481,11 +586,8 @@ def load_voc_dt(folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | Non
     folder = os.fspath(folder)
     if unknown_category not in ("error", "drop"):
         raise ValueError(f"unknown_category must be 'error' or 'drop', found {unknown_category!r}")
-    files = list_files(folder, what="a folder of VOC result files <prefix><class>.txt")
-    txt = sorted(n for n in files if n.endswith(".txt"))
     classes = list(gt.category_name)
-    if prefix is None:
-        prefix = detect_prefix(txt, classes)
+    files, txt, prefix = _result_files(folder, classes, prefix)
     by_class = {c: prefix + c + ".txt" for c in classes}
     wanted = set(by_class.values())
     warnings: list[str] = []
@@ -502,8 +604,10 @@ def load_voc_dt(folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | Non
             if unknown_category != "drop":
                 raise InputError(f"{folder}: {len(unknown)} result files of classes not in the ground "
                                  f"truth: {names_note(unknown)}; expected {prefix}<class>.txt with a "
-                                 f"class of {gt.source} ({names_note(classes)}) (or "
-                                 f"unknown_category='drop' / --drop-unknown-categories)")
+                                 f"class of {gt.source} ({names_note(classes)}); a class the detector "
+                                 f"knows but this subset has no object of: pass the class list "
+                                 f"(--classes FILE|voc, classes=...) and it is scored with no ground "
+                                 f"truth, as the devkit does")
             warnings.append(f"{folder}: left out {len(unknown)} result files of classes not in the "
                             f"ground truth: {names_note(unknown)}")
         others = [n for n in txt if not n.startswith(prefix)]
@@ -515,7 +619,6 @@ def load_voc_dt(folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | Non
             warnings.append(f"{folder}: {len(absent)} classes have no result file "
                             f"({prefix}<class>.txt), so no detections: {names_note(absent)}")
 
-    lookup = _image_lookup(gt)
     parts_image, parts_category, parts_box, parts_score = [], [], [], []
     wrong_columns: list[tuple[str, str]] = []
     unknown_ids: list[tuple[str, str]] = []
@@ -532,8 +635,8 @@ def load_voc_dt(folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | Non
             wrong_columns.extend(wrong)
             continue
         numbers = parse_floats(rows, slice(1, 6), path, "score x1 y1 x2 y2")
-        index = np.array([lookup.get(f[0], -1) for _, f in rows], dtype=np.int64)
-        unknown_ids.extend((f"{path}:{n}", shorten(f[0]))
+        index = join_voc_ids([f[0] for _, f in rows], gt)
+        unknown_ids.extend((f"{path}:{n}", shorten(f[0]) + _padding_hint(f[0], gt))
                            for (n, f), i in zip(rows, index, strict=True) if i < 0)
         box = numbers[:, 1:5]
         bad = np.flatnonzero((box[:, 0] > box[:, 2]) | (box[:, 1] > box[:, 3]))

@@ -24,7 +24,7 @@ Boxes are converted once to absolute pixels ``[x, y, w, h]`` (``box_format="xywh
 from __future__ import annotations
 
 import os
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 import yaml
@@ -41,6 +41,7 @@ from deteval.io._text import (
     split_rows,
 )
 from deteval.io._yaml import find_alias
+from deteval.io.category_map import MAX_DROP, read_category_map, resolve_categories
 
 __all__ = ["load_yolo_gt", "load_yolo_dt", "image_size", "IMAGE_EXTENSIONS", "LAYOUTS"]
 
@@ -229,8 +230,8 @@ def _stem(name: str) -> str:
     return os.path.splitext(name)[0]
 
 
-def _class_column(rows: list, column: int, path: str, class_ids: np.ndarray) -> np.ndarray:
-    """Category index of each row's class id (an integer, possibly written ``3.0``); -1 if unknown."""
+def _class_ids(rows: list, column: int, path: str) -> np.ndarray:
+    """Each row's class id (an integer, possibly written ``3.0``)."""
     out = np.empty(len(rows), dtype=np.int64)
     bad = []
     for j, (n, f) in enumerate(rows):
@@ -245,6 +246,12 @@ def _class_column(rows: list, column: int, path: str, class_ids: np.ndarray) -> 
             out[j] = int(value)
     if bad:
         fail_records("class id is not an integer", "an integer class id", bad)
+    return out
+
+
+def _class_column(rows: list, column: int, path: str, class_ids: np.ndarray) -> np.ndarray:
+    """Category index of each row's class id (an integer, possibly written ``3.0``); -1 if unknown."""
+    out = _class_ids(rows, column, path)
     index = np.searchsorted(class_ids, out)
     index = np.minimum(index, max(len(class_ids) - 1, 0))
     known = (class_ids[index] == out) if len(class_ids) else np.zeros(len(out), dtype=bool)
@@ -268,8 +275,10 @@ def load_yolo_gt(source: str | os.PathLike, *, split: str = "val",
     Returns
     -------
     GroundTruth
-        Image ids 0..n-1 in file name order, ``image_name`` the image file name; category ids
-        the YOLO class ids with their names; boxes absolute ``[x, y, w, h]`` pixels.
+        Images in file name order, ``image_name`` the image file name; ``has_image_ids=False``:
+        the images have no ids, ``image_id`` is their position, and detections are joined by
+        file name or stem (or ``int(stem)``, see :mod:`deteval.io.identity`), never by position.
+        Category ids the YOLO class ids with their names; boxes absolute ``[x, y, w, h]`` pixels.
 
     Raises
     ------
@@ -377,7 +386,7 @@ def load_yolo_gt(source: str | os.PathLike, *, split: str = "val",
         category=np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64),
         box=box, area=box[:, 2] * box[:, 3], is_crowd=np.zeros(n_gt, dtype=bool),
         is_difficult=np.zeros(n_gt, dtype=bool), is_ignore=np.zeros(n_gt, dtype=bool),
-        box_format="xywh", source=yaml_path)
+        box_format="xywh", source=yaml_path, has_image_ids=False)
 
 
 def _to_pixels(xywhn: np.ndarray, width: float, height: float) -> np.ndarray:
@@ -395,7 +404,8 @@ def _to_pixels(xywhn: np.ndarray, width: float, height: float) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LAYOUTS[0],
-                 unknown_category: str = "error") -> Detections:
+                 unknown_category: str = "error", category_map: Any = None,
+                 max_drop: float = MAX_DROP) -> Detections:
     """Read YOLO prediction files ``<image stem>.txt`` against ``gt``.
 
     Parameters
@@ -407,7 +417,13 @@ def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LA
     layout : {"cls cx cy w h conf", "cls conf cx cy w h"}
         Column order of the 6-column rows (Ultralytics ``save_conf=True`` writes the first).
     unknown_category : {"error", "drop"}
-        Rows whose class id is not in the ground truth: refuse, or drop with a counted warning.
+        Rows whose class id is not in the ground truth: refuse, or drop with a warning giving
+        their share (at most ``max_drop`` of the rows).
+    category_map : {"index0", "index1"}, mapping, path or CategoryMap, optional
+        How the rows' class ids name ground-truth categories (:mod:`deteval.io.category_map`);
+        default: they are the ground truth's category ids.
+    max_drop : float
+        Largest share of rows ``unknown_category="drop"`` drops (default 0.1).
 
     Returns
     -------
@@ -433,9 +449,10 @@ def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LA
         fail_records("prediction file of an image not in the ground truth",
                      f"<image stem>.txt of an image of {gt.source}",
                      [(os.path.join(folder, n), shorten(n[:-4])) for n in unknown_files], kind="files")
+    cmap = read_category_map(category_map)
     conf_column, box_columns = (5, slice(1, 5)) if layout == LAYOUTS[0] else (1, slice(2, 6))
-    parts_image, parts_class, parts_box, parts_score = [], [], [], []
-    ambiguous, wrong, negative, unknown_class = [], [], [], []
+    parts_image, parts_class, parts_box, parts_score, row_labels = [], [], [], [], []
+    ambiguous, wrong, negative = [], [], []
     for n in txt:
         path = files[n]
         i = index[n[:-4]]
@@ -444,14 +461,14 @@ def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LA
         wrong.extend((f"{path}:{r}", f"{len(f)} columns") for r, f in rows if len(f) not in (5, 6))
         if ambiguous or wrong:
             continue
-        category = _class_column(rows, 0, path, gt.category_id)
-        unknown_class.extend((f"{path}:{r}", f[0]) for (r, f), c in zip(rows, category, strict=True) if c < 0)
+        class_ids = _class_ids(rows, 0, path)
+        row_labels.extend((f"{path}:{r}", f[0]) for r, f in rows)
         xywhn = parse_floats(rows, box_columns, path, "cx cy w h")
         score = parse_floats(rows, slice(conf_column, conf_column + 1), path, "conf")[:, 0]
         negative.extend((f"{path}:{rows[j][0]}", " ".join(rows[j][1]))
                         for j in np.flatnonzero((xywhn[:, 2] < 0) | (xywhn[:, 3] < 0)))
         parts_image.append(np.full(len(rows), i, dtype=np.int64))
-        parts_class.append(category)
+        parts_class.append(class_ids)
         parts_box.append(_to_pixels(xywhn, gt.image_width[i], gt.image_height[i]))
         parts_score.append(score)
     if ambiguous:
@@ -463,16 +480,16 @@ def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LA
         fail_records("wrong number of columns", f"6 columns `{layout}`", wrong)
     if negative:
         fail_records("negative width or height", "w >= 0 and h >= 0", negative)
-    warnings: list[str] = []
-    category = np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64)
-    keep = None
-    if unknown_class:
-        if unknown_category != "drop":
-            fail_records("class id not in the ground truth", f"a class id of {gt.source} "
-                         f"(or unknown_category='drop' / --drop-unknown-categories)", unknown_class)
-        keep = np.flatnonzero(category >= 0)
-        warnings.append(f"{folder}: dropped {len(unknown_class)} predictions of class ids not in the "
-                        f"ground truth ({names_note(sorted({c for _, c in unknown_class}))})")
+    class_ids = np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64)
+
+    def fail(indices: np.ndarray, problem: str, expected: str) -> None:
+        problem = problem.replace("`category_id` is not a category of", "class id not in")
+        problem = problem.replace("`category_id`", "class id")
+        fail_records(problem, expected, [row_labels[j] for j in indices])
+
+    category, keep, warnings = resolve_categories(
+        class_ids, gt, category_map=cmap, unknown_category=unknown_category, max_drop=max_drop,
+        where=folder, fail=fail, noun="predictions")
     if not txt:
         warnings.append(f"{folder}: no prediction files (<image stem>.txt): every class with ground "
                         f"truth gets AP 0")

@@ -314,14 +314,18 @@ def test_voc_explicit_prefix_and_plain_class_files(tmp_path):
 
 
 def test_coco_results_json_against_voc_ground_truth(tmp_path):
-    """COCO results refer to VOC images by their ids 0..n-1 (image-set order), boxes xywh."""
+    """COCO results name VOC images by their VOC id (a string), never by position; boxes xywh."""
     root = _simple_root(tmp_path)
     dt_json = _write(tmp_path / "dt.json", json.dumps([
-        {"image_id": 0, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9},
-        {"image_id": 1, "category_id": 1, "bbox": [1, 1, 19, 19], "score": 0.8},
-        {"image_id": 0, "category_id": 2, "bbox": [4, 4, 46, 46], "score": 0.7}]))
+        {"image_id": "a", "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9},
+        {"image_id": "b", "category_id": 1, "bbox": [1, 1, 19, 19], "score": 0.8},
+        {"image_id": "a", "category_id": 2, "bbox": [4, 4, 46, 46], "score": 0.7}]))
     result = deteval.evaluate(root, dt_json, "voc2010-continuous")
     assert [c["AP"] for c in result.per_class] == [1.0, 1.0]
+    positions = _write(tmp_path / "positions.json", dt_json.read_text().replace('"a"', "0").replace('"b"', "1"))
+    with pytest.raises(InputError, match=r"3 detections: `image_id` is not an image of the ground truth; "
+                                         r"expected an image of .*images are named 'a', 'b'"):
+        deteval.evaluate(root, positions, "voc2010-continuous")
 
 
 def test_coco_ground_truth_with_difficult_flags_under_voc(tmp_path):
@@ -845,9 +849,12 @@ def test_yolo_prediction_errors(tmp_path, yolo_gt, files, message):
 
 def test_yolo_unknown_class_can_be_dropped(tmp_path, yolo_gt):
     folder = _results(tmp_path, {"a.txt": "9 0.5 0.5 0.2 0.4 0.9\n0 0.5 0.5 0.2 0.4 0.8\n", "x.jpg": "-"})
-    dt = load_yolo_dt(folder, yolo_gt, unknown_category="drop")
+    with pytest.raises(InputError, match=r"refusing to drop 1 of 2 predictions \(50\.0%\)"):
+        load_yolo_dt(folder, yolo_gt, unknown_category="drop")
+    dt = load_yolo_dt(folder, yolo_gt, unknown_category="drop", max_drop=1.0)
     assert dt.score.tolist() == [0.8]
-    assert f"{folder}: dropped 1 predictions of class ids not in the ground truth (9)" in dt.warnings
+    assert any(w.startswith(f"{folder}: dropped 1 predictions of categories not in the ground truth "
+                            f"(ids [9]): 1 of 2 (50.0%)") for w in dt.warnings)
     assert f"{folder}: 1 files not read (not .txt): x.jpg" in dt.warnings
     with pytest.raises(InputError, match="layout 'x'; expected one of"):
         load_yolo_dt(folder, yolo_gt, layout="x")
