@@ -290,7 +290,7 @@ def forest(bootstrap_doc: Any, *, metrics: Sequence[str] | None = None) -> Any:
             name = safe_label(r.get("detector", "?"), limit=28)
             if len(protocols) > 1:
                 name += f" ({safe_label(r.get('protocol'), limit=20)})"
-            rows.append((f"{m}  {name}", r["metrics"][m], (r.get("metrics_ci") or {}).get(m)))
+            rows.append((f"{m}  {name}", r["metrics"][m], (r.get("metrics_ci") or {}).get(m), results.index(r), m))
     if not rows:
         raise ConfigError(f"forest: metrics: expected metrics of the document "
                           f"{sorted({m for r in results for m in r.get('metrics', {})})}, found {list(metrics)}")
@@ -300,7 +300,11 @@ def forest(bootstrap_doc: Any, *, metrics: Sequence[str] | None = None) -> Any:
         fig = new_figure(8.0, max(2.6, height))
         grid_spec = fig.add_gridspec(n_panels, 1, height_ratios=[len(rows) + 1, len(comparisons) + 1][:n_panels])
         ax = fig.add_subplot(grid_spec[0, 0])
-        _forest_rows(ax, rows, color_of=lambda label: metrics.index(label.split("  ")[0]) % 10)
+        _forest_rows(ax, [r[:3] for r in rows], colors=[r[3] % 10 for r in rows])
+        if len(results) > 1:  # a rule between the metrics' groups
+            for i in range(1, len(rows)):
+                if rows[i][4] != rows[i - 1][4]:
+                    ax.axhline(len(rows) - i - 0.5, color="0.8", lw=0.8)
         ax.set_xlabel("value (point estimate and percentile interval)")
         level = settings.get("ci")
         ax.set_title(f"Bootstrap intervals ({fmt(level * 100 if level is not None else None, 0)}%, "
@@ -311,7 +315,7 @@ def forest(bootstrap_doc: Any, *, metrics: Sequence[str] | None = None) -> Any:
             crows = [(f"{safe_label(c['b'], limit=20)} - {safe_label(c['a'], limit=20)}  {c['metric']}"
                       + (f" ({safe_label(c['protocol'], limit=16)})" if len(protocols) > 1 else ""),
                       c.get("difference"), c.get("ci"), c.get("p_value")) for c in comparisons]
-            _forest_rows(cx, [r[:3] for r in crows], color_of=lambda label: 3,
+            _forest_rows(cx, [r[:3] for r in crows], colors=[3] * len(crows),
                          notes=[f"p = {fmt(r[3], 3)}" for r in crows])
             cx.axvline(0.0, color="0.2", lw=0.8)
             cx.set_xlabel("paired difference B - A (0: no difference)")
@@ -319,11 +323,11 @@ def forest(bootstrap_doc: Any, *, metrics: Sequence[str] | None = None) -> Any:
     return fig
 
 
-def _forest_rows(ax: Any, rows: list, *, color_of: Any, notes: Sequence[str] = ()) -> None:
+def _forest_rows(ax: Any, rows: list, *, colors: Sequence[int], notes: Sequence[str] = ()) -> None:
     """One row per (label, point, [lo, hi]); the value (and ``notes``) written right of the axes."""
     y = np.arange(len(rows))[::-1]
     for i, (yy, (label, point, interval)) in enumerate(zip(y, rows)):
-        color = f"C{color_of(label)}"
+        color = f"C{colors[i]}"
         has_interval = interval is not None and not any(is_undefined(v) for v in interval)
         if has_interval:
             ax.plot(interval, [yy, yy], color=color, lw=2.0, solid_capstyle="butt")

@@ -194,7 +194,7 @@ def pr_curves(result: EvalResult, *, iou_thresholds: Sequence[float] | float | N
                             label = f"conf >= {c:g} ({_threshold_label(t)})"
                             (line,) = ax.plot([row["recall"]], [row["precision"]], ls="none",
                                               marker=_MARKERS[j % len(_MARKERS)], ms=6, mfc="white",
-                                              mec=color, mew=1.5, label=label)
+                                              mec=color, mew=1.5, label=label, clip_on=False)
                             handles.setdefault(label, line)
                     notes.append(f"AP{round(t * 100, 2):g} {fmt(result.ap[ti, k, a, -1])}")
                 notes.append(f"{info['num_gt']} GT, {info['num_det']} det")
@@ -208,8 +208,12 @@ def pr_curves(result: EvalResult, *, iou_thresholds: Sequence[float] | float | N
         fig.suptitle(f"Precision/recall: {safe_label(protocol.name)} ({protocol.ap_method}), area {area}, "
                      f"{shown}")
         if handles:
-            fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-                       ncols=min(4, len(handles)), frameon=False)
+            order = [f"{_threshold_label(t)} {kind}" for t in thresholds
+                     for kind in ("mean interpolated", "interpolated", "raw")]
+            order += [f"conf >= {c:g} ({_threshold_label(t)})" for t in thresholds for c in operating_points]
+            labels = [x for x in order if x in handles]
+            fig.legend([handles[x] for x in labels], labels, loc="outside lower center",
+                       ncols=min(len(labels), 3 + len(operating_points)), frameon=False)
     return fig
 
 
@@ -264,7 +268,7 @@ def f1_curves(result: EvalResult, *, iou_threshold: float | None = None, classes
     >>> import deteval
     >>> r = deteval.evaluate("fixtures/coco/gt.json", "fixtures/coco/dt.json", "coco")
     >>> fig = f1_curves(r, classes=[1])
-    >>> [line.get_label() for line in fig.axes[1].get_lines()]
+    >>> [line.get_label() for line in fig.axes[1].get_lines() if not line.get_label().startswith("_")]
     ['precision', 'recall', 'F1', 'best F1']
     """
     where = "f1_curves"
@@ -284,6 +288,8 @@ def f1_curves(result: EvalResult, *, iou_threshold: float | None = None, classes
             ax.set_xlim(lo, hi)
             ax.set_ylim(0, 1.05)
             ax.set_xlabel("confidence threshold")
+            if i % columns == 0:
+                ax.set_ylabel("precision / recall / F1")
             if panel == "pooled":
                 ax.set_title("all classes (pooled counts)", fontweight="bold")
                 score, precision, recall, f1 = _pooled(result, threshold, area)
@@ -311,7 +317,7 @@ def f1_curves(result: EvalResult, *, iou_threshold: float | None = None, classes
                 (line,) = ax.plot([best["threshold"]], [best["f1"]], ls="none", marker="*", ms=11, color="C3",
                                   mec="black", mew=0.6, label="best F1")
                 handles.setdefault("best F1", line)
-                ax.axvline(best["threshold"], color="C3", lw=0.8, ls=":")
+                ax.axvline(best["threshold"], color="C3", lw=0.8, ls=":", label="_best F1 threshold")
                 ax.text(0.97, 0.97, f"best F1 {best['f1']:.3f}\nat conf {best['threshold']:.3g}",
                         transform=ax.transAxes, ha="right", va="top", fontsize=7.5,
                         bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.8", "alpha": 0.85})

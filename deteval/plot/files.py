@@ -91,7 +91,7 @@ def figure_specs(results: Any, *, analysis: Any = None, explanation: Any = None,
         specs.append(FigureSpec(stem, caption, section, build))
 
     for label, result in named:
-        prefix = slug(label) if len(named) > 1 else slug(result.protocol.name)
+        prefix = slug(label)
         add(f"{prefix}-pr_curves", f"Precision/recall curves: {label}", "results",
             lambda r=result: pr_curves(r, max_classes=max_classes))
         add(f"{prefix}-f1_curves", f"Precision, recall and F1 by confidence: {label}", "results",

@@ -114,7 +114,8 @@ def _field_text(key: str, value: Any) -> str:
 # Sections
 # ------------------------------------------------------------------------------------------
 
-def _inputs_section(named: list, docs: list) -> str:
+def _inputs_section(named: list, docs: list) -> tuple[str, str]:
+    """(inputs section, protocol fields section)."""
     rows = []
     for (label, result), doc in zip(named, docs):
         inputs = result.inputs
@@ -143,8 +144,8 @@ def _inputs_section(named: list, docs: list) -> str:
     note = ('<p class="hint">Highlighted rows differ between protocols. The fingerprint hashes the fields '
             'that change numbers.</p>' if len(columns) > 1 else "")
     protocol_table = _table(head, field_rows, sortable=False)
-    return (f'<section id="inputs"><h2>Inputs and protocols</h2>{body}'
-            f'<h3>Resolved protocol fields</h3>{protocol_table}{note}</section>')
+    return (f'<section id="inputs"><h2>Inputs</h2>{body}</section>',
+            f'<section id="protocols"><h2>Protocols: resolved fields</h2>{protocol_table}{note}</section>')
 
 
 def _metrics_section(named: list, docs: list) -> str:
@@ -344,6 +345,10 @@ table.data th,table.data td{border-bottom:1px solid var(--line);padding:4px 10px
 table.data thead th{background:#eef1f6;position:sticky;top:0;white-space:nowrap}
 table.data td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 table.data td.na{color:#9aa2b1}
+table.data th[data-type=num]{text-align:right}
+.cols{display:flex;flex-wrap:wrap;gap:0 18px;align-items:flex-start}
+.cols>section{flex:1 1 340px;min-width:0}
+.cols>#metrics{flex:0 1 auto}
 table.data tbody tr:hover{background:#f3f6fb}
 table.sortable thead th{cursor:pointer;user-select:none}
 table.sortable thead th::after{content:" \\2195";color:#9aa2b1;font-size:11px}
@@ -440,11 +445,9 @@ _JS = r"""
   }
   window.addEventListener("load", function () {
     var images = Array.prototype.slice.call(document.images);
-    Promise.all(images.map(function (img) { return img.decode(); })).then(function () {
-      var ok = images.every(function (img) { return img.naturalWidth > 0; });
-      document.body.setAttribute("data-images-ok", ok ? "true" : "false");
-      document.body.setAttribute("data-images", String(images.length));
-    }, function () { document.body.setAttribute("data-images-ok", "false"); });
+    var ok = images.every(function (img) { return img.complete && img.naturalWidth > 0; });
+    document.body.setAttribute("data-images", String(images.length));
+    document.body.setAttribute("data-images-ok", ok ? "true" : "false");
     if (location.hash === "#selftest") { selftest(); }
   });
 })();
@@ -465,14 +468,17 @@ def render_report(results: Any, *, analysis: Any = None, explanation: Any = None
                          bootstrap=bootstrap_doc, top_k=top_k, max_classes=max_classes)
     if title is None:
         title = "deteval report: " + ", ".join(label for label, _ in named)
-    nav = [("inputs", "Inputs"), ("metrics", "Metrics"), ("classes", "Classes"), ("figures", "Figures")]
+    nav = [("inputs", "Inputs"), ("metrics", "Metrics"), ("protocols", "Protocols"), ("classes", "Classes"),
+           ("figures", "Figures")]
     if explanations:
         nav.append(("explain", "Explain"))
     if analysis_doc:
         nav.append(("errors", "Errors"))
     if bootstrap_doc:
         nav.append(("intervals", "Intervals"))
-    sections = [_inputs_section(named, docs), _metrics_section(named, docs), _class_section(named, docs)]
+    inputs, protocols = _inputs_section(named, docs)
+    sections = [inputs, f'<div class="cols">{_metrics_section(named, docs)}{protocols}</div>',
+                _class_section(named, docs)]
     figures = "".join(_figure(s) for s in specs if s.section == "results")
     sections.append(f'<section id="figures"><h2>Figures</h2>{figures}</section>')
     if explanations:

@@ -194,6 +194,9 @@ def decomposition_curves(decomp_doc: Any, category_id: int | None = None, *, max
                     ax.plot(confidence[::-1], _nan(curve[f"{kind}_{factor}"])[::-1], color=color, lw=lw,
                             drawstyle="steps-pre", label=factor.replace("g", "|"))
                 ax.set_ylim(0, 1.05 if kind == "precision" else None)
+                if not len(confidence):
+                    ax.text(0.5, 0.5, "no detection of this class", ha="center", va="center",
+                            transform=ax.transAxes, color="0.4")
                 ax.set_xlabel("confidence threshold")
                 ax.set_ylabel(title)
                 if j == 0:
