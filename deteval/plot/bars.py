@@ -326,7 +326,7 @@ def forest(bootstrap_doc: Any, *, metrics: Sequence[str] | None = None) -> Any:
 def _forest_rows(ax: Any, rows: list, *, colors: Sequence[int], notes: Sequence[str] = ()) -> None:
     """One row per (label, point, [lo, hi]); the value (and ``notes``) written right of the axes."""
     y = np.arange(len(rows))[::-1]
-    for i, (yy, (label, point, interval)) in enumerate(zip(y, rows)):
+    for i, (yy, (_, point, interval)) in enumerate(zip(y, rows)):
         color = f"C{colors[i]}"
         has_interval = interval is not None and not any(is_undefined(v) for v in interval)
         if has_interval:

@@ -98,7 +98,7 @@ def figure_specs(results: Any, *, analysis: Any = None, explanation: Any = None,
             lambda r=result: f1_curves(r, max_classes=max_classes))
         add(f"{prefix}-per_class_ap", f"Per-class AP: {label}", "results",
             lambda r=result: per_class_ap(r, top_k=top_k))
-    for i, exp in enumerate(_as_list(explanation)):
+    for exp in _as_list(explanation):
         doc = as_document(exp, what="explanation")
         add(f"explain-{doc.get('from', 'A')}-{doc.get('to', 'B')}",
             f"Why {doc.get('from')} and {doc.get('to')} differ", "explain",
