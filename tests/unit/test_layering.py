@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("deteval.sharding",),
     ("deteval.ranking", "deteval.analysis", "deteval.mask_modes", "deteval.stats", "deteval.explain",
      "deteval.tide", "deteval.decomposition", "deteval.confusion", "deteval.diagnose"),
+    ("deteval.plot",),
     ("deteval.report",),
     ("deteval.api", "deteval.evaluator"),
     ("deteval.integrations",),

@@ -1,0 +1,172 @@
+"""Every figure of a run, as files: what ``deteval plot ... --out DIR`` writes."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deteval.errors import ConfigError
+from deteval.plot._base import FORMATS, as_document, atomic_write, figure_bytes
+from deteval.plot._select import named_results
+from deteval.plot.bars import error_breakdown, explain_waterfall, forest, per_class_ap
+from deteval.plot.curves import f1_curves, pr_curves
+from deteval.plot.matrix import confusion_matrix, decomposition_curves
+
+__all__ = ["FigureSpec", "figure_specs", "plot_all", "slug"]
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure of a run, not yet drawn.
+
+    Attributes
+    ----------
+    name : str
+        File stem, unique within a run (``coco-pr_curves``).
+    caption : str
+        What it shows (plain text, user strings unescaped).
+    section : str
+        ``results``, ``explain``, ``errors`` or ``intervals``.
+    build : callable
+        ``() -> Figure``.
+    """
+
+    name: str
+    caption: str
+    section: str
+    build: Callable[[], Any]
+
+
+def slug(text: str) -> str:
+    """A file-name-safe stem.
+
+    >>> slug("dt.json · coco <x>")
+    'dt.json_coco_x'
+    """
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "result"
+
+
+def _as_list(value: Any) -> list:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+def figure_specs(results: Any, *, analysis: Any = None, explanation: Any = None, bootstrap: Any = None,
+                 top_k: int = 30, max_classes: int = 12) -> list[FigureSpec]:
+    """The figures of a run, in report order (built lazily: call ``spec.build()``).
+
+    Parameters
+    ----------
+    results : EvalResult, sequence or mapping label -> EvalResult
+        Each gives PR curves, F1 curves and per-class AP.
+    analysis : AnalysisResult or dict, optional
+        Its TIDE errors, confusion matrix and decomposition (those present).
+    explanation : Explanation, dict or a list of them, optional
+        A waterfall each.
+    bootstrap : BootstrapResult, ComparisonResult or dict, optional
+        A forest plot.
+    top_k, max_classes : int
+        Passed to the bar / heatmap figures and to the curve figures.
+
+    Returns
+    -------
+    list of FigureSpec
+    """
+    specs: list[FigureSpec] = []
+    named = named_results(results, where="figures")
+    used: dict = {}
+
+    def add(name: str, caption: str, section: str, build: Callable[[], Any]) -> None:
+        stem = slug(name)
+        used[stem] = used.get(stem, 0) + 1
+        if used[stem] > 1:
+            stem = f"{stem}-{used[stem]}"
+        specs.append(FigureSpec(stem, caption, section, build))
+
+    for label, result in named:
+        prefix = slug(label)
+        add(f"{prefix}-pr_curves", f"Precision/recall curves: {label}", "results",
+            lambda r=result: pr_curves(r, max_classes=max_classes))
+        add(f"{prefix}-f1_curves", f"Precision, recall and F1 by confidence: {label}", "results",
+            lambda r=result: f1_curves(r, max_classes=max_classes))
+        add(f"{prefix}-per_class_ap", f"Per-class AP: {label}", "results",
+            lambda r=result: per_class_ap(r, top_k=top_k))
+    for exp in _as_list(explanation):
+        doc = as_document(exp, what="explanation")
+        add(f"explain-{doc.get('from', 'A')}-{doc.get('to', 'B')}",
+            f"Why {doc.get('from')} and {doc.get('to')} differ", "explain",
+            lambda d=doc: explain_waterfall(d))
+    if analysis is not None:
+        doc = as_document(analysis, what="analysis")
+        if "errors" in doc:
+            add("errors", "TIDE error breakdown", "errors", lambda d=doc["errors"]: error_breakdown(d))
+        if "confusion" in doc:
+            add("confusion", "Confusion matrix", "errors", lambda d=doc["confusion"]: confusion_matrix(d, top_k=top_k))
+        if "decomposition" in doc:
+            add("decomposition", "AP decomposition factor curves", "errors",
+                lambda d=doc["decomposition"]: decomposition_curves(d))
+    if bootstrap is not None:
+        doc = as_document(bootstrap, what="bootstrap")
+        add("intervals", "Bootstrap intervals", "intervals", lambda d=doc: forest(d))
+    return specs
+
+
+def plot_all(results: Any, *, out_dir: os.PathLike | str, analysis: Any = None, explanation: Any = None,
+             bootstrap: Any = None, formats: Sequence[str] = ("png", "svg"), top_k: int = 30,
+             max_classes: int = 12) -> list[Path]:
+    """Write every figure of a run into ``out_dir`` (created if missing), one file per format.
+
+    Parameters
+    ----------
+    results, analysis, explanation, bootstrap, top_k, max_classes
+        As in :func:`figure_specs`.
+    out_dir : path
+    formats : sequence of {"png", "svg"}
+
+    Returns
+    -------
+    list of Path
+        The files written, in figure order then format order. Each is written atomically (a
+        temporary file in ``out_dir``, fsynced, renamed over the target).
+
+    Raises
+    ------
+    ConfigError
+        An unknown format, or ``out_dir`` that exists and is not a folder.
+
+    Examples
+    --------
+    >>> import deteval, tempfile
+    >>> r = deteval.evaluate("fixtures/coco/gt.json", "fixtures/coco/dt.json", "voc2010")
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     [p.name for p in plot_all(r, out_dir=d, formats=["svg"])]
+    ['voc2010-pr_curves.svg', 'voc2010-f1_curves.svg', 'voc2010-per_class_ap.svg']
+    """
+    formats = list(dict.fromkeys(formats))
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise ConfigError(f"plot_all: formats: expected some of {list(FORMATS)}, found {list(formats)}")
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"plot_all: out_dir {str(out)!r}: expected a folder, found a file")
+    specs = figure_specs(results, analysis=analysis, explanation=explanation, bootstrap=bootstrap,
+                         top_k=top_k, max_classes=max_classes)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for spec in _built(specs):
+        fig = spec[1]
+        for f in formats:
+            written.append(atomic_write(out / f"{spec[0].name}.{f}", figure_bytes(fig, f)))
+    return written
+
+
+def _built(specs: list[FigureSpec]) -> Iterator[tuple[FigureSpec, Any]]:
+    for spec in specs:
+        yield spec, spec.build()
