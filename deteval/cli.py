@@ -2,7 +2,11 @@
 
 argparse and dispatch only: each handler reads its arguments, calls :mod:`deteval.api`, hands
 the values to :mod:`deteval.report` and writes the text. The only module that prints.
-Exit codes: 0 ok, 2 usage, 3 invalid input or config.
+Exit codes: 0 ok, 2 usage, 3 invalid input or config (or stdout/an output file cannot be
+written), 130 interrupted (Ctrl-C), 141 stdout closed early (``deteval ... | head``), 143
+terminated (SIGTERM). Interrupted or failed runs leave no partial output file: every file is
+written atomically (:func:`deteval.io.output.write_atomic`), and never over a file or into a
+folder the run read (:func:`deteval.io.output.check_output`).
 
 Warnings: the API emits :class:`~deteval.errors.InputWarning` and
 :class:`~deteval.errors.UndefinedMetricWarning`; the CLI records them and prints each once at the
@@ -14,9 +18,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 
@@ -29,14 +36,21 @@ from deteval.errors import (
     InputError,
     InputWarning,
     UndefinedMetricWarning,
+    printable,
 )
 from deteval.evaluate import check_protocol
+from deteval.io.output import ReadLog, check_output, recording_reads, write_atomic
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
 from deteval.protocol import PRESETS, Protocol
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_USAGE, EXIT_INPUT = 0, 2, 3
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE, EXIT_TERMINATED = 130, 141, 143
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every ``finally`` and temporary-file cleanup runs."""
 
 _EVALUATE_EXAMPLE = """examples:
   deteval evaluate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
@@ -157,9 +171,20 @@ _VALIDATE_EXAMPLE = """examples:
 """
 
 
-def _refuse_overwrite(args: argparse.Namespace) -> None:
-    if args.output:
-        api.refuse_overwrite(args.output, {"gt": args.gt, "dt": args.dt})
+def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(option, path) of every file this run will write."""
+    return [(option, path) for option, path in (("--output", args.output),
+                                                ("--matches", getattr(args, "matches", None))) if path]
+
+
+def _refuse_overwrite(args: argparse.Namespace, log: ReadLog | None = None) -> None:
+    """Refuse outputs that are inputs: before loading (by the paths given), and again with ``log``,
+    every file and folder loading actually read (protocol files and their ``extends:`` included)."""
+    given = {"--gt": args.gt, "--dt": args.dt}
+    for option, path in _outputs(args):
+        check_output(path, given, option=option)
+        if log is not None:
+            check_output(path, log, option=option)
 
 
 class _Progress:
@@ -195,16 +220,13 @@ def _input_options(args: argparse.Namespace) -> dict:
 def _warnings_of(args: argparse.Namespace) -> Iterator[list]:
     """Record deteval's warnings (printed at the end); ``--strict`` makes InputWarning an error.
 
-    Other warnings are shown as Python shows them.
+    Other warnings (a stray numpy RuntimeWarning) are recorded too and printed as notes.
     """
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DetevalWarning)
+        warnings.simplefilter("always")
         if args.strict:
             warnings.simplefilter("error", InputWarning)
         yield caught
-    for w in caught:
-        if not issubclass(w.category, DetevalWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _strict(exc: InputWarning, stage: str, error: type = ConfigError) -> DetevalError:
@@ -219,28 +241,36 @@ def _load(args: argparse.Namespace, protocols: list[Protocol]) -> api.Inputs:
 
 
 def _print_warnings(args: argparse.Namespace, caught: list) -> None:
-    """Each deteval warning once on stderr (unless -q): input warnings, then notes."""
+    """Each warning once on stderr (unless -q): input warnings, then notes.
+
+    A warning that is not deteval's (a stray numpy RuntimeWarning, say) is a note naming its
+    category; it never reaches stderr raw.
+    """
     if not args.quiet:
         for category, label in ((InputWarning, "warning"), (UndefinedMetricWarning, "note")):
             for text in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, category)):
-                print(f"deteval: {label}: {text}", file=sys.stderr)
+                print(f"deteval: {label}: {printable(text)}", file=sys.stderr)
+        others = (f"{w.category.__name__}: {w.message}" for w in caught
+                  if not issubclass(w.category, DetevalWarning))
+        for text in dict.fromkeys(others):
+            print(f"deteval: note: {printable(text)}", file=sys.stderr)
 
 
-def _write(path: str, text: str, option: str, hint: str = "") -> None:
-    try:
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-    except OSError as exc:
-        raise ConfigError(f"{option} {path}: cannot write ({exc.strerror}){hint}") from None
+def _write(path: str, text: str, option: str, log: ReadLog | None) -> None:
+    """Write an output file atomically, never over an input (see :mod:`deteval.io.output`)."""
+    write_atomic(path, text, option=option, inputs=log)
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     _refuse_overwrite(args)
-    protocols = _protocols(args)
+    with recording_reads() as log:
+        protocols = _protocols(args)
     progress = _Progress(2 + len(protocols), args.quiet)
     with _warnings_of(args) as caught:
         try:
-            inputs = _load(args, protocols)
+            with recording_reads(log):
+                inputs = _load(args, protocols)
+            _refuse_overwrite(args, log)
             progress.step("loaded")
             try:
                 results = api.evaluate_inputs(inputs, protocols, workers=args.workers, progress=progress.step)
@@ -261,31 +291,35 @@ def _evaluate(args: argparse.Namespace) -> int:
             entry["mask_mode_comparison"] = report.mask_mode_json(comparison)
             mask_reports.append(report.format_mask_mode_comparison(result.protocol, comparison))
     if args.matches:
-        if os.path.realpath(args.matches) in (os.path.realpath(args.gt), os.path.realpath(args.dt)):
-            raise ConfigError(f"--matches {args.matches}: is an input; refusing to overwrite it")
-        _write(args.matches, report.format_matches_csv(results[0], api.matches(results[0])), "--matches")
+        _write(args.matches, report.format_matches_csv(results[0], api.matches(results[0])), "--matches",
+               log)
     text = report.dumps(doc)
-    _finish(args, text, caught)
+    _finish(args, text, caught, log)
     per_class = not args.no_per_class
     if args.format == "json":
-        sys.stdout.write(text + "\n")
+        _out(text + "\n")
     elif args.format == "markdown":
-        sys.stdout.write(report.format_markdown(results, per_class=per_class))
+        _out(report.format_markdown(results, per_class=per_class))
     elif args.format == "csv":
-        sys.stdout.write(report.format_csv(results))
+        _out(report.format_csv(results))
     else:
-        sys.stdout.write(report.format_table(results, per_class=per_class))
+        _out(report.format_table(results, per_class=per_class))
         for result, rows in zip(results, confidence_rows):
-            sys.stdout.write(report.format_confidence_table(result, rows, args.confidence))
+            _out(report.format_confidence_table(result, rows, args.confidence))
         for text_block in mask_reports:
-            sys.stdout.write(text_block)
+            _out(text_block)
     return EXIT_OK
 
 
-def _finish(args: argparse.Namespace, text: str, caught: list) -> None:
+def _out(text: str) -> None:
+    """Write report text on stdout, terminal-safe (:func:`deteval.errors.printable`)."""
+    sys.stdout.write(printable(text, keep_newlines=True))
+
+
+def _finish(args: argparse.Namespace, text: str, caught: list, log: ReadLog | None) -> None:
     """Write ``--output``; print warnings and notes on stderr (unless -q)."""
     if args.output:
-        _write(args.output, text + "\n", "--output", "; expected a writable file path")
+        _write(args.output, text + "\n", "--output", log)
     _print_warnings(args, caught)
 
 
@@ -298,16 +332,17 @@ def _validate(args: argparse.Namespace) -> int:
         except InputWarning as exc:
             raise _strict(exc, "input ", InputError) from None
     if args.format == "json":
-        sys.stdout.write(report.dumps(found.to_dict()) + "\n")
+        _out(report.dumps(found.to_dict()) + "\n")
     else:
-        sys.stdout.write(report.format_validation(found.to_dict()))
+        _out(report.format_validation(found.to_dict()))
     return EXIT_OK
 
 
 def _compare(args: argparse.Namespace) -> int:
     """``deteval compare``: several protocols side by side, optionally explained."""
     _refuse_overwrite(args)
-    protocols = _protocols(args)
+    with recording_reads() as log:
+        protocols = _protocols(args)
     if len(protocols) < 2:
         print("deteval compare: error: expected at least two --protocol, found "
               f"{len(protocols)}; e.g. --protocol voc2007 --protocol coco", file=sys.stderr)
@@ -317,7 +352,9 @@ def _compare(args: argparse.Namespace) -> int:
     progress = _Progress(2 + (len(protocols) - 1 if args.explain else 0), args.quiet)
     with _warnings_of(args) as caught:
         try:
-            inputs = _load(args, protocols)
+            with recording_reads(log):
+                inputs = _load(args, protocols)
+            _refuse_overwrite(args, log)
             progress.step("loaded")
             cache = api.MatchCache(inputs.gt, inputs.dt, workers=args.workers)
             try:
@@ -336,58 +373,120 @@ def _compare(args: argparse.Namespace) -> int:
     doc = report.compare_json(results, inputs=inputs.summary(), warnings=inputs.warnings,
                               matching_groups=comparison.matching_groups, explanations=explanations)
     text = report.dumps(doc)
-    _finish(args, text, caught)
+    _finish(args, text, caught, log)
     groups = comparison.matching_groups
     if args.format == "json":
-        sys.stdout.write(text + "\n")
+        _out(text + "\n")
     elif args.format == "markdown":
         parts = [report.format_compare_markdown(results, matching_groups=groups)]
         parts += [report.format_explanation_markdown(e) for e in explanations]
-        sys.stdout.write("\n".join(parts))
+        _out("\n".join(parts))
     elif args.format == "csv":
-        sys.stdout.write(report.format_compare_csv(results))
+        _out(report.format_compare_csv(results))
         if explanations and not args.quiet:
             print("deteval: note: --explain is not part of the CSV; use --format json or table",
                   file=sys.stderr)
     else:
         parts = [report.format_compare_table(results, matching_groups=groups)]
         parts += [report.format_explanation(e) for e in explanations]
-        sys.stdout.write("\n".join(parts))
+        _out("\n".join(parts))
     return EXIT_OK
 
 
 def _list_protocols(args: argparse.Namespace) -> int:
     listed = {n: api.resolve_protocol(n) for n in (args.names or list(PRESETS))}
     if args.format == "json":
-        sys.stdout.write(json.dumps(report.protocols_json(listed), indent=2) + "\n")
+        _out(json.dumps(report.protocols_json(listed), indent=2) + "\n")
     elif args.format == "yaml":
-        sys.stdout.write(report.format_protocols_yaml(listed))
+        _out(report.format_protocols_yaml(listed))
     else:
-        sys.stdout.write(report.format_protocols(listed))
+        _out(report.format_protocols(listed))
     return EXIT_OK
 
 
+_STDOUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE}
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`_Terminated` (a KeyboardInterrupt) while the command runs.
+
+    Only in the main thread (the only one that may set handlers); the previous handler is
+    restored afterwards, so a test calling :func:`main` leaves the process as it found it.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _silence_stdout() -> None:
+    """Point stdout's file descriptor at /dev/null, so that the interpreter's final flush of what
+    is still buffered cannot fail again (the Python docs' recipe for SIGPIPE)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _run(args: argparse.Namespace) -> int | None:
+    if args.command == "evaluate":
+        return _evaluate(args)
+    if args.command == "protocols":
+        return _list_protocols(args)
+    if args.command == "compare":
+        return _compare(args)
+    if args.command == "validate":
+        return _validate(args)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (tests call it directly)."""
+    """Entry point; returns the exit code (tests call it directly).
+
+    Failures end in one line on stderr and an exit code, never a traceback: invalid input or
+    config 3; stdout that cannot be written (a full disk) 3; stdout closed by the reader
+    (``| head``) 141, silently; Ctrl-C 130; SIGTERM 143. Output files are never half-written.
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        if args.command == "evaluate":
-            return _evaluate(args)
-        if args.command == "protocols":
-            return _list_protocols(args)
-        if args.command == "compare":
-            return _compare(args)
-        if args.command == "validate":
-            return _validate(args)
+        with _sigterm_raises():
+            code = _run(args)
+            if code is not None:
+                sys.stdout.flush()  # inside the handlers: a closed or full stdout fails here
     except DetevalError as exc:
-        print(f"deteval: error: {exc}", file=sys.stderr)
+        print(f"deteval: error: {printable(str(exc), keep_newlines=True)}", file=sys.stderr)
         return EXIT_INPUT
-    except BrokenPipeError:  # pragma: no cover - `deteval ... | head`
-        return EXIT_OK
+    except BrokenPipeError:  # `deteval ... | head`: the reader has what it wanted
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except _Terminated:
+        print("deteval: terminated (SIGTERM); every output file is complete or untouched", file=sys.stderr)
+        return EXIT_TERMINATED
+    except KeyboardInterrupt:
+        print("deteval: interrupted (Ctrl-C); every output file is complete or untouched", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as exc:
+        if exc.filename is not None or exc.errno not in _STDOUT_ERRNOS:
+            raise  # not a full or failing stdout: a bug to report, not a condition to hide
+        _silence_stdout()
+        print(f"deteval: error: cannot write to stdout ({exc.strerror or exc}); the output is incomplete",
+              file=sys.stderr)
+        return EXIT_INPUT
+    if code is not None:
+        return code
     parser.print_usage(sys.stderr)
     return EXIT_USAGE
 

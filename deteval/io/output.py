@@ -21,8 +21,9 @@ import contextlib
 import contextvars
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from deteval.errors import ConfigError
 
@@ -109,7 +110,28 @@ def _is_within(path: str, folder: str) -> bool:
         return False
 
 
-def check_output(path: str | os.PathLike, inputs: ReadLog | Iterable[str | os.PathLike], *,
+def _entries(inputs: ReadLog | Mapping[str, Any] | Iterable[Any]) -> list[tuple[str, str, Any, bool]]:
+    """(label, resolved path, (dev, ino) or None, is a folder) of every input."""
+    if isinstance(inputs, ReadLog):
+        return ([(f"input file {path}", path, ident, False) for path, ident in inputs.files.items()]
+                + [(f"input folder {path}", path, ident, True) for path, ident in inputs.folders.items()])
+    named = inputs.items() if isinstance(inputs, Mapping) else ((None, item) for item in inputs)
+    out = []
+    for label, item in named:
+        if item is None or not isinstance(item, (str, os.PathLike)):
+            continue
+        real = os.path.realpath(item)
+        try:
+            st = os.stat(real)
+            ident, is_dir = (st.st_dev, st.st_ino), os.path.isdir(real)
+        except OSError:
+            ident, is_dir = None, False
+        kind = "folder" if is_dir else "input"
+        out.append((f"{label} {kind}" if label else f"input {kind} {real}", real, ident, is_dir))
+    return out
+
+
+def check_output(path: str | os.PathLike, inputs: ReadLog | Mapping[str, Any] | Iterable[Any], *,
                  option: str = "--output") -> None:
     """Refuse an output ``path`` that is an input or lies inside an input folder.
 
@@ -117,8 +139,9 @@ def check_output(path: str | os.PathLike, inputs: ReadLog | Iterable[str | os.Pa
     ----------
     path : str or os.PathLike
         Where the output will be written.
-    inputs : ReadLog or iterable of paths
-        What was read (files and folders; paths are looked up here).
+    inputs : ReadLog, mapping or iterable
+        What was read: a :class:`ReadLog`, or paths (a mapping names them, e.g. ``{"--dt": path}``).
+        Paths that are not strings (parsed JSON handed to the API) are skipped.
     option : str
         The option that named ``path`` (for the message).
 
@@ -134,19 +157,11 @@ def check_output(path: str | os.PathLike, inputs: ReadLog | Iterable[str | os.Pa
     >>> _ = (d / "dt.json").write_text("[]")
     >>> os.link(d / "dt.json", d / "link.json")
     >>> try:
-    ...     check_output(d / "link.json", [d / "dt.json"])
+    ...     check_output(d / "link.json", {"--dt": d / "dt.json"})
     ... except ConfigError as exc:
-    ...     print(str(exc).split(": ", 1)[1][:42])
-    is an input (the same file as .../dt.json)
+    ...     print(str(exc).split(": ", 1)[1])
+    is the --dt input (the same file: a hard link); refusing to overwrite it
     """
-    if not isinstance(inputs, ReadLog):
-        log = ReadLog()
-        for item in inputs:
-            if item is not None and os.path.isdir(item):
-                log.add_folder(item)
-            elif item is not None:
-                log.add_file(item)
-        inputs = log
     shown = os.fspath(path)
     real = os.path.realpath(path)
     try:
@@ -154,21 +169,21 @@ def check_output(path: str | os.PathLike, inputs: ReadLog | Iterable[str | os.Pa
         identity = (st.st_dev, st.st_ino)
     except OSError:
         identity = None
-    for source, source_id in inputs.files.items():
-        if real == source or (identity is not None and identity == source_id):
-            raise ConfigError(f"{option} {shown}: is an input (the same file as .../"
-                              f"{os.path.basename(source)}); expected a new path or a file that is not "
-                              f"read by this run; refusing to overwrite it")
-    for folder, folder_id in inputs.folders.items():
-        if real == folder or (identity is not None and identity == folder_id):
-            raise ConfigError(f"{option} {shown}: is an input folder; expected a file path outside it")
-        if _is_within(real, folder):
-            raise ConfigError(f"{option} {shown}: is inside the input folder {folder}; expected a path "
-                              f"outside it (a file written there may be read as input next time)")
+    for label, source, source_id, is_folder in _entries(inputs):
+        same_name = real == source
+        if same_name or (identity is not None and identity == source_id):
+            how = "" if same_name else " (the same file: a hard link)"
+            if is_folder:
+                raise ConfigError(f"{option} {shown}: is the {label}{how}; expected a file path outside it")
+            raise ConfigError(f"{option} {shown}: is the {label}{how}; refusing to overwrite it")
+        if is_folder and _is_within(real, source):
+            raise ConfigError(f"{option} {shown}: is inside the {label} {source}; refusing to write "
+                              f"there (a file written in an input folder may be read as input next "
+                              f"time); expected a path outside it")
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes, *, option: str = "--output",
-                 inputs: ReadLog | Iterable[str | os.PathLike] | None = None) -> None:
+                 inputs: ReadLog | Mapping[str, Any] | Iterable[Any] | None = None) -> None:
     """Write ``data`` to ``path`` completely or not at all.
 
     The data goes to a temporary file in the same folder, which is flushed, fsynced and then
@@ -183,7 +198,7 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, *, option: str = "-
     data : str or bytes
     option : str
         The option that named ``path`` (for messages).
-    inputs : ReadLog or iterable of paths, optional
+    inputs : ReadLog, mapping or iterable of paths, optional
         When given, :func:`check_output` runs first.
 
     Raises
@@ -206,7 +221,7 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, *, option: str = "-
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     folder = os.path.dirname(os.path.abspath(shown))
     if os.path.isdir(shown):
-        raise ConfigError(f"{option} {shown}: is a folder; expected a file path")
+        raise ConfigError(f"{option} {shown}: cannot write (is a folder); expected a file path")
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(shown)}.", suffix=".tmp")
     except OSError as exc:
