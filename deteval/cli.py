@@ -42,6 +42,7 @@ from deteval.evaluate import check_protocol
 from deteval.io.output import ReadLog, check_output, recording_reads, write_atomic
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
 from deteval.protocol import PRESETS, Protocol
+from deteval.sharding import effective_workers
 
 __all__ = ["main"]
 
@@ -261,7 +262,16 @@ def _write(path: str, text: str, option: str, log: ReadLog | None) -> None:
     write_atomic(path, text, option=option, inputs=log)
 
 
+def _note_workers(args: argparse.Namespace) -> None:
+    """``--workers`` above the usable CPUs is capped (:func:`deteval.sharding.effective_workers`)."""
+    used = effective_workers(args.workers)
+    if used < args.workers and not args.quiet:
+        print(f"deteval: note: --workers {args.workers}: using {used}, the CPUs this process may "
+              f"use (more processes would not be faster)", file=sys.stderr)
+
+
 def _evaluate(args: argparse.Namespace) -> int:
+    _note_workers(args)
     _refuse_overwrite(args)
     with recording_reads() as log:
         protocols = _protocols(args)
@@ -340,6 +350,7 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     """``deteval compare``: several protocols side by side, optionally explained."""
+    _note_workers(args)
     _refuse_overwrite(args)
     with recording_reads() as log:
         protocols = _protocols(args)
