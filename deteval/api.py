@@ -35,6 +35,7 @@ from deteval.explain import compare as _compare_values
 from deteval.explain import explain as _explain_values
 from deteval.io import gt_format, load_detections, load_ground_truth
 from deteval.io.coco import require_boxes
+from deteval.io.segmentation import detection_source, ground_truth_source, parse_masks
 from deteval.mask_modes import MaskModeComparison
 from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
 from deteval.protocol import Protocol, apply_overrides, parse_yaml_value, resolve_protocol
@@ -524,6 +525,10 @@ def validate(gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = (
     resolved = [resolve_protocol(p) for p in protocols]
     inputs = _load_inputs(gt, dt or None, protocols=resolved, **options)
     ground_truth, detections = inputs.gt, inputs.dt
+    if any(p.iou_type == "segm" for p in resolved):  # polygons and RLE checked as scoring would
+        parse_masks(ground_truth_source(ground_truth))
+        if detections is not None:
+            parse_masks(detection_source(detections, ground_truth))
     per_class = np.bincount(ground_truth.category, minlength=ground_truth.n_classes)
     gt_report = {
         "source": gt, "format": gt_format(gt), "images": ground_truth.n_images,
