@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
@@ -108,7 +109,13 @@ class ShardJob:
 
 
 def _match_shard(job: ShardJob, images: np.ndarray, conn: Connection) -> None:
-    """Worker target: match one shard and send back ``("table", MatchTable)`` or ``("error", e)``."""
+    """Worker target: match one shard and send back ``("table", MatchTable)`` or ``("error", e)``.
+
+    The parent handles Ctrl-C and SIGTERM (and then ends its workers): a worker ignores Ctrl-C
+    and dies silently of SIGTERM instead of inheriting the parent's handlers.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         outcome: tuple = ("table", match(job.gt, job.dt, job.protocol, images=images, masks=job.masks))
     except Exception as error:  # re-raised by the parent, as multiprocessing.Pool.map does
