@@ -393,3 +393,33 @@ def test_api_huge_boxes_are_right_without_warnings():
         warnings.simplefilter("ignore", deteval.errors.DetevalWarning)
         result = deteval.evaluate(gt, dt, "coco-pycocotools")
     assert result.metrics["AP"] == pytest.approx(1.0, abs=1e-12)  # as for small identical boxes
+
+
+def _voc_root(tmp_path: Path, xml: bytes) -> Path:
+    import shutil
+    root = tmp_path / "voc"
+    shutil.copytree(ROOT / "fixtures" / "voc", root)
+    target = sorted((root / "Annotations").glob("*.xml"))[0]
+    target.write_bytes(xml)
+    return root
+
+
+@pytest.mark.parametrize("encoding, message", [("klingon", "unknown encoding"),
+                                               ("shift_jis", "multi-byte encodings")])
+def test_voc_xml_with_an_unreadable_declared_encoding(capsys, tmp_path, encoding, message):
+    xml = f'<?xml version="1.0" encoding="{encoding}"?><annotation/>'.encode()
+    root = _voc_root(tmp_path, xml)
+    code, out, err = run(capsys, "evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007")
+    assert (code, out) == (3, "") and message in err and "save it as UTF-8" in err
+
+
+@pytest.mark.parametrize("extra", ["<bndbox><xmin>1</xmin><ymin>1</ymin><xmax>9</xmax><ymax>9</ymax></bndbox>",
+                                   "<name>dog</name>", "<difficult>1</difficult>"])
+def test_voc_object_with_a_repeated_child_is_an_error(capsys, tmp_path, extra):
+    xml = ("<annotation><size><width>100</width><height>80</height></size><object><name>cat</name>"
+           "<difficult>0</difficult><bndbox><xmin>10</xmin><ymin>10</ymin><xmax>50</xmax><ymax>50</ymax>"
+           f"</bndbox>{extra}</object></annotation>").encode()
+    root = _voc_root(tmp_path, xml)
+    code, out, err = run(capsys, "evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007")
+    assert (code, out) == (3, "")
+    assert "object #0" in err and "more than once" in err
