@@ -41,6 +41,7 @@ from deteval.errors import (
 from deteval.evaluate import check_protocol
 from deteval.io.output import ReadLog, check_output, recording_reads, write_atomic
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
+from deteval.memory import memory_limit
 from deteval.protocol import PRESETS, Protocol
 from deteval.sharding import effective_workers
 
@@ -66,6 +67,20 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, found {text}")
     return value
+
+
+def _size(text: str) -> int:
+    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    number, unit = text.upper().rstrip("IB"), ""
+    if number[-1:] in units:
+        number, unit = number[:-1], number[-1]
+    try:
+        value = float(number) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 8G or 512M, found {text}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive size, found {text}")
+    return int(value)
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
@@ -108,6 +123,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "ground truth it matched (first protocol, IoU 0.5 or its first threshold)")
     p.add_argument("--workers", type=_positive_int, default=1, metavar="N",
                    help="match image shards in N processes and merge (same numbers; default 1)")
+    p.add_argument("--memory-limit", type=_size, metavar="SIZE",
+                   help="refuse runs whose big arrays would need more than SIZE bytes (e.g. 8G, 512M); "
+                        "default: the memory available (MemAvailable)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
 
 
@@ -473,7 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        with _sigterm_raises():
+        with _sigterm_raises(), memory_limit(getattr(args, "memory_limit", None)):
             code = _run(args)
             if code is not None:
                 sys.stdout.flush()  # inside the handlers: a closed or full stdout fails here
