@@ -244,7 +244,7 @@ def _class_column(rows: list, column: int, path: str, class_ids: np.ndarray) -> 
         else:
             out[j] = int(value)
     if bad:
-        fail_records("class id is not an integer", "an integer class id", bad)
+        fail_records("class id is not an integer", "an integer class id (within +-2**63)", bad)
     index = np.searchsorted(class_ids, out)
     index = np.minimum(index, max(len(class_ids) - 1, 0))
     known = (class_ids[index] == out) if len(class_ids) else np.zeros(len(out), dtype=bool)
