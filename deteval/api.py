@@ -500,6 +500,12 @@ def _over_max_dets(gt: GroundTruth, dt: Detections, protocol: Protocol) -> int:
     return int(np.maximum(counts - max(protocol.max_dets), 0).sum())
 
 
+def _has_masks(segmentation: Any) -> bool:
+    """Whether every record has a polygon or RLE: validate then checks them as scoring would
+    (corrupt RLE included); records without one are reported by the evaluation itself."""
+    return segmentation is not None and len(segmentation) > 0 and all(s is not None for s in segmentation)
+
+
 def validate(gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = ("coco",),
              **options: Any) -> Validation:
     """Load and check the inputs as :func:`load_inputs` does, and count what they hold.
@@ -526,8 +532,9 @@ def validate(gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = (
     inputs = _load_inputs(gt, dt or None, protocols=resolved, **options)
     ground_truth, detections = inputs.gt, inputs.dt
     if any(p.iou_type == "segm" for p in resolved):  # polygons and RLE checked as scoring would
-        parse_masks(ground_truth_source(ground_truth))
-        if detections is not None:
+        if _has_masks(ground_truth.segmentation):
+            parse_masks(ground_truth_source(ground_truth))
+        if detections is not None and _has_masks(detections.segmentation):
             parse_masks(detection_source(detections, ground_truth))
     per_class = np.bincount(ground_truth.category, minlength=ground_truth.n_classes)
     gt_report = {
