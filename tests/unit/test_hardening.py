@@ -159,8 +159,9 @@ def test_sigterm_during_a_large_matches_write_leaves_no_partial_file(tmp_path):
 
 
 def test_sigint_exits_130_with_one_line(tmp_path):
-    gt, dt = big_inputs(tmp_path, n_images=2000)
-    proc = subprocess.Popen([sys.executable, "-m", "deteval", "evaluate", "--gt", gt, "--dt", dt, "-q"],
+    gt, dt = big_inputs(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "deteval", "evaluate", "--gt", gt, "--dt", dt, "-q",
+                             "--protocol", "voc2007", "--protocol", "coco"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
