@@ -68,6 +68,17 @@ def big_inputs(tmp_path: Path, n_images: int = 3000, per_image: int = 60) -> tup
     return gt, dt
 
 
+def wait_busy(proc: subprocess.Popen, cpu_seconds: float) -> None:
+    """Wait until ``proc`` has used ``cpu_seconds`` of CPU (imports done, the run under way)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / ticks >= cpu_seconds:
+            return
+        time.sleep(0.02)
+
+
 # -- outputs never destroy inputs ------------------------------------------------------------
 
 def test_output_over_a_hard_link_of_an_input_is_refused(capsys, tmp_path):
@@ -142,12 +153,12 @@ def test_full_disk_output_is_an_error_and_the_target_is_untouched(tmp_path):
 
 
 def test_sigterm_during_a_large_matches_write_leaves_no_partial_file(tmp_path):
-    gt, dt = big_inputs(tmp_path)
+    gt, dt = big_inputs(tmp_path, n_images=8000)
     target = tmp_path / "matches.csv"
     proc = subprocess.Popen([sys.executable, "-m", "deteval", "evaluate", "--gt", gt, "--dt", dt,
                              "--protocol", "voc2007", "--matches", target, "-q"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)  # loading and matching: the kill lands before or during the write
+    wait_busy(proc, 1.5)  # loading and matching: the kill lands before or during the write
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     if proc.returncode == 0:
@@ -159,11 +170,14 @@ def test_sigterm_during_a_large_matches_write_leaves_no_partial_file(tmp_path):
 
 
 def test_sigint_exits_130_with_one_line(tmp_path):
-    gt, dt = big_inputs(tmp_path)
+    gt, dt = big_inputs(tmp_path, n_images=8000)
     proc = subprocess.Popen([sys.executable, "-m", "deteval", "evaluate", "--gt", gt, "--dt", dt, "-q",
                              "--protocol", "voc2007", "--protocol", "coco"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # a shell's background job starts with SIGINT ignored; Python then keeps
+                            # ignoring it, as it should: give the child the default, as a terminal does
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    wait_busy(proc, 1.5)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     if proc.returncode == 0:
