@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from deteval.grouping import rank_in_group
+from deteval.memory import require
 from deteval.protocol import COCO_RECALL_THRESHOLDS, Protocol
 
 __all__ = ["Accumulated", "accumulate", "recall_thresholds", "AP_METHODS"]
@@ -165,6 +166,11 @@ def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.
                else np.asarray(recall_thresholds_override, dtype=np.float64))
     n_recall_thr = len(rec_thr)
     shape = (n_iou_thr, n_recall_thr, n_class, n_area, len(max_dets))
+    require(2 * 8 * float(np.prod(shape, dtype=np.float64)),
+            what=f"the precision and score arrays ({' x '.join(map(str, shape))}: thresholds x recall "
+                 f"points x classes x area ranges x max_dets, float64)",
+            hint="use fewer IoU thresholds, recall points, area ranges or max_dets, or fewer classes "
+                 "(or a larger --memory-limit on a machine that has it)")
     precision = np.full(shape, np.nan)
     scores = np.full(shape, np.nan)
     recall = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)

@@ -37,6 +37,7 @@ from deteval.geometry import check_masks
 from deteval.io import gt_format, load_detections, load_ground_truth
 from deteval.io.category_map import read_category_map
 from deteval.io.coco import require_boxes
+from deteval.io.segmentation import detection_source, ground_truth_source, parse_masks
 from deteval.io.voc import read_class_list, voc_year, with_result_classes
 from deteval.mask_modes import MaskModeComparison
 from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
@@ -608,6 +609,12 @@ def _over_max_dets(gt: GroundTruth, dt: Detections, protocol: Protocol) -> int:
     return int(np.maximum(counts - max(protocol.max_dets), 0).sum())
 
 
+def _has_masks(segmentation: Any) -> bool:
+    """Whether every record has a polygon or RLE: validate then checks them as scoring would
+    (corrupt RLE included); records without one are reported by the evaluation itself."""
+    return segmentation is not None and len(segmentation) > 0 and all(s is not None for s in segmentation)
+
+
 def validate(gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = ("coco",),
              **options: Any) -> Validation:
     """Load and check the inputs as :func:`load_inputs` does, and count what they hold.
@@ -634,6 +641,11 @@ def validate(gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = (
     resolved = [resolve_protocol(p) for p in protocols]
     inputs = _load_inputs(gt, dt or None, protocols=resolved, **options)
     ground_truth, detections = inputs.gt, inputs.dt
+    if any(p.iou_type == "segm" for p in resolved):  # polygons and RLE checked as scoring would
+        if _has_masks(ground_truth.segmentation):
+            parse_masks(ground_truth_source(ground_truth))
+        if detections is not None and _has_masks(detections.segmentation):
+            parse_masks(detection_source(detections, ground_truth))
     per_class = np.bincount(ground_truth.category, minlength=ground_truth.n_classes)
     gt_report = {
         "source": gt, "format": gt_format(gt), "images": ground_truth.n_images,

@@ -2,7 +2,11 @@
 
 argparse and dispatch only: each handler reads its arguments, calls :mod:`deteval.api`, hands
 the values to :mod:`deteval.report` and writes the text. The only module that prints.
-Exit codes: 0 ok, 2 usage, 3 invalid input or config.
+Exit codes: 0 ok, 2 usage, 3 invalid input or config (or stdout/an output file cannot be
+written), 130 interrupted (Ctrl-C), 141 stdout closed early (``deteval ... | head``), 143
+terminated (SIGTERM). Interrupted or failed runs leave no partial output file: every file is
+written atomically (:func:`deteval.io.output.write_atomic`), and never over a file or into a
+folder the run read (:func:`deteval.io.output.check_output`).
 
 Warnings: the API emits :class:`~deteval.errors.InputWarning` and
 :class:`~deteval.errors.UndefinedMetricWarning`; the CLI records them and prints each once at the
@@ -14,9 +18,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 
@@ -30,17 +37,26 @@ from deteval.errors import (
     InputError,
     InputWarning,
     UndefinedMetricWarning,
+    printable,
 )
 from deteval.evaluate import check_protocol
 from deteval.io.matrix import read_labels_and_scores
+from deteval.io.output import ReadLog, check_output, recording_reads, write_atomic
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
+from deteval.memory import memory_limit
 from deteval.protocol import PRESETS, Protocol
 from deteval.ranking import AP_METHODS, AVERAGES, rank_report
 from deteval.stats import bootstrap, compare_detectors, metrics_ci_dict, per_class_ci_list
+from deteval.sharding import effective_workers
 
 __all__ = ["main"]
 
 EXIT_OK, EXIT_USAGE, EXIT_INPUT = 0, 2, 3
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE, EXIT_TERMINATED = 130, 141, 143
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every ``finally`` and temporary-file cleanup runs."""
 
 _EVALUATE_EXAMPLE = """examples:
   deteval evaluate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
@@ -62,6 +78,20 @@ def _non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected an integer >= 0, found {text}")
     return value
+
+
+def _size(text: str) -> int:
+    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    number, unit = text.upper().rstrip("IB"), ""
+    if number[-1:] in units:
+        number, unit = number[:-1], number[-1]
+    try:
+        value = float(number) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 8G or 512M, found {text}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive size, found {text}")
+    return int(value)
 
 
 def _add_input_options(p: argparse.ArgumentParser) -> None:
@@ -126,6 +156,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
                         "ground truth it matched (first protocol, IoU 0.5 or its first threshold)")
     p.add_argument("--workers", type=_positive_int, default=1, metavar="N",
                    help="match image shards in N processes and merge (same numbers; default 1)")
+    p.add_argument("--memory-limit", type=_size, metavar="SIZE",
+                   help="refuse runs whose big arrays would need more than SIZE bytes (e.g. 8G, 512M); "
+                        "default: the memory available (MemAvailable)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
 
 
@@ -261,11 +294,21 @@ _VALIDATE_EXAMPLE = """examples:
 """
 
 
-def _refuse_overwrite(args: argparse.Namespace) -> None:
-    if args.output:
-        sources = {"gt": args.gt}
-        sources.update({f"dt #{i + 1}" if len(args.dt) > 1 else "dt": dt for i, dt in enumerate(args.dt)})
-        api.refuse_overwrite(args.output, sources)
+def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(option, path) of every file this run will write."""
+    return [(option, path) for option, path in (("--output", args.output),
+                                                ("--matches", getattr(args, "matches", None))) if path]
+
+
+def _refuse_overwrite(args: argparse.Namespace, log: ReadLog | None = None) -> None:
+    """Refuse outputs that are inputs: before loading (by the paths given), and again with ``log``,
+    every file and folder loading actually read (protocol files and their ``extends:`` included)."""
+    dts = args.dt if isinstance(args.dt, list) else [args.dt]
+    given = {"--gt": args.gt, **{("--dt" if len(dts) == 1 else f"--dt #{i + 1}"): d for i, d in enumerate(dts)}}
+    for option, path in _outputs(args):
+        check_output(path, given, option=option)
+        if log is not None:
+            check_output(path, log, option=option)
 
 
 class _Progress:
@@ -317,16 +360,13 @@ def _input_options(args: argparse.Namespace) -> dict:
 def _warnings_of(args: argparse.Namespace) -> Iterator[list]:
     """Record deteval's warnings (printed at the end); ``--strict`` makes InputWarning an error.
 
-    Other warnings are shown as Python shows them.
+    Other warnings (a stray numpy RuntimeWarning) are recorded too and printed as notes.
     """
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DetevalWarning)
+        warnings.simplefilter("always")
         if args.strict:
             warnings.simplefilter("error", InputWarning)
         yield caught
-    for w in caught:
-        if not issubclass(w.category, DetevalWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _strict(exc: InputWarning, stage: str, error: type = ConfigError) -> DetevalError:
@@ -344,35 +384,52 @@ def _load(args: argparse.Namespace, protocols: list[Protocol], dt: str | None = 
 
 
 def _print_warnings(args: argparse.Namespace, caught: list) -> None:
-    """Each deteval warning once on stderr (unless -q): input warnings, then notes."""
+    """Each warning once on stderr (unless -q): input warnings, then notes.
+
+    A warning that is not deteval's (a stray numpy RuntimeWarning, say) is a note naming its
+    category; it never reaches stderr raw.
+    """
     if not args.quiet:
         for category, label in ((InputWarning, "warning"), (UndefinedMetricWarning, "note")):
             for text in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, category)):
-                print(f"deteval: {label}: {text}", file=sys.stderr)
+                print(f"deteval: {label}: {printable(text)}", file=sys.stderr)
+        others = (f"{w.category.__name__}: {w.message}" for w in caught
+                  if not issubclass(w.category, DetevalWarning))
+        for text in dict.fromkeys(others):
+            print(f"deteval: note: {printable(text)}", file=sys.stderr)
 
 
-def _write(path: str, text: str, option: str, hint: str = "") -> None:
-    try:
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-    except OSError as exc:
-        raise ConfigError(f"{option} {path}: cannot write ({exc.strerror}){hint}") from None
+def _write(path: str, text: str, option: str, log: ReadLog | None) -> None:
+    """Write an output file atomically, never over an input (see :mod:`deteval.io.output`)."""
+    write_atomic(path, text, option=option, inputs=log)
+
+
+def _note_workers(args: argparse.Namespace) -> None:
+    """``--workers`` above the usable CPUs is capped (:func:`deteval.sharding.effective_workers`)."""
+    used = effective_workers(args.workers)
+    if used < args.workers and not args.quiet:
+        print(f"deteval: note: --workers {args.workers}: using {used}, the CPUs this process may "
+              f"use (more processes would not be faster)", file=sys.stderr)
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    _note_workers(args)
     _refuse_overwrite(args)
     note = ""
     if args.protocol is None:  # a VOC root is scored under its year's protocol, or refused
         name, note = api.default_protocol(args.gt)
         args.protocol = [name]
-    protocols = _protocols(args)
+    with recording_reads() as log:
+        protocols = _protocols(args)
     if len(args.dt) > 1 or args.bootstrap:
-        return _detectors(args, protocols)
+        return _detectors(args, protocols, log)
     progress = _Progress(1 + 2 * len(protocols), args.quiet)  # loading, then matching + scoring each
     with _warnings_of(args) as caught:
         try:
             progress.stage("loading")
-            inputs = _load(args, protocols)
+            with recording_reads(log):
+                inputs = _load(args, protocols)
+            _refuse_overwrite(args, log)
             try:
                 results = api.evaluate_inputs(inputs, protocols, workers=args.workers, progress=progress.stage)
             except InputWarning as exc:
@@ -393,33 +450,37 @@ def _evaluate(args: argparse.Namespace) -> int:
             entry["mask_mode_comparison"] = report.mask_mode_json(comparison)
             mask_reports.append(report.format_mask_mode_comparison(result.protocol, comparison))
     if args.matches:
-        if os.path.realpath(args.matches) in (os.path.realpath(args.gt), os.path.realpath(args.dt[0])):
-            raise ConfigError(f"--matches {args.matches}: is an input; refusing to overwrite it")
-        _write(args.matches, report.format_matches_csv(results[0], api.matches(results[0])), "--matches")
+        _write(args.matches, report.format_matches_csv(results[0], api.matches(results[0])), "--matches",
+               log)
     text = report.dumps(doc)
-    _finish(args, text, caught)
+    _finish(args, text, caught, log)
     if note and not args.quiet:
         print(f"deteval: note: {note}", file=sys.stderr)
     per_class = not args.no_per_class
     if args.format == "json":
-        sys.stdout.write(text + "\n")
+        _out(text + "\n")
     elif args.format == "markdown":
-        sys.stdout.write(report.format_markdown(results, per_class=per_class))
+        _out(report.format_markdown(results, per_class=per_class))
     elif args.format == "csv":
-        sys.stdout.write(report.format_csv(results))
+        _out(report.format_csv(results))
     else:
-        sys.stdout.write(report.format_table(results, per_class=per_class))
+        _out(report.format_table(results, per_class=per_class))
         for result, rows in zip(results, confidence_rows):
-            sys.stdout.write(report.format_confidence_table(result, rows, args.confidence))
+            _out(report.format_confidence_table(result, rows, args.confidence))
         for text_block in mask_reports:
-            sys.stdout.write(text_block)
+            _out(text_block)
     return EXIT_OK
 
 
-def _finish(args: argparse.Namespace, text: str, caught: list) -> None:
+def _out(text: str) -> None:
+    """Write report text on stdout, terminal-safe (:func:`deteval.errors.printable`)."""
+    sys.stdout.write(printable(text, keep_newlines=True))
+
+
+def _finish(args: argparse.Namespace, text: str, caught: list, log: ReadLog | None) -> None:
     """Write ``--output``; print warnings and notes on stderr (unless -q)."""
     if args.output:
-        _write(args.output, text + "\n", "--output", "; expected a writable file path")
+        _write(args.output, text + "\n", "--output", log)
     _print_warnings(args, caught)
 
 
@@ -432,18 +493,20 @@ def _validate(args: argparse.Namespace) -> int:
         except InputWarning as exc:
             raise _strict(exc, "input ", InputError) from None
     if args.format == "json":
-        sys.stdout.write(report.dumps(found.to_dict()) + "\n")
+        _out(report.dumps(found.to_dict()) + "\n")
     else:
-        sys.stdout.write(report.format_validation(found.to_dict()))
+        _out(report.format_validation(found.to_dict()))
     return EXIT_OK
 
 
 def _compare(args: argparse.Namespace) -> int:
     """``deteval compare``: several protocols side by side, optionally explained."""
+    _note_workers(args)
     _refuse_overwrite(args)
-    protocols = _protocols(args)
+    with recording_reads() as log:
+        protocols = _protocols(args)
     if len(args.dt) > 1 or args.bootstrap:
-        return _detectors(args, protocols)
+        return _detectors(args, protocols, log)
     if len(protocols) < 2:
         print("deteval compare: error: expected at least two --protocol or two --dt, found "
               f"{len(protocols)} protocol and 1 detector; e.g. --protocol voc2007 --protocol coco",
@@ -455,7 +518,9 @@ def _compare(args: argparse.Namespace) -> int:
     with _warnings_of(args) as caught:
         try:
             progress.stage("loading")
-            inputs = _load(args, protocols)
+            with recording_reads(log):
+                inputs = _load(args, protocols)
+            _refuse_overwrite(args, log)
             progress.stage("matching and scoring")
             cache = api.MatchCache(inputs.gt, inputs.dt, workers=args.workers)
             try:
@@ -474,35 +539,35 @@ def _compare(args: argparse.Namespace) -> int:
     doc = report.compare_json(results, inputs=inputs.summary(), warnings=inputs.warnings,
                               matching_groups=comparison.matching_groups, explanations=explanations)
     text = report.dumps(doc)
-    _finish(args, text, caught)
+    _finish(args, text, caught, log)
     groups = comparison.matching_groups
     per_class = not args.no_per_class
     if args.format == "json":
-        sys.stdout.write(text + "\n")
+        _out(text + "\n")
     elif args.format == "markdown":
         parts = [report.format_compare_markdown(results, matching_groups=groups, per_class=per_class)]
         parts += [report.format_explanation_markdown(e) for e in explanations]
-        sys.stdout.write("\n".join(parts))
+        _out("\n".join(parts))
     elif args.format == "csv":
-        sys.stdout.write(report.format_compare_csv(results, per_class=per_class))
+        _out(report.format_compare_csv(results, per_class=per_class))
         if explanations and not args.quiet:
             print("deteval: note: --explain is not part of the CSV; use --format json or table",
                   file=sys.stderr)
     else:
         parts = [report.format_compare_table(results, matching_groups=groups, per_class=per_class)]
         parts += [report.format_explanation(e) for e in explanations]
-        sys.stdout.write("\n".join(parts))
+        _out("\n".join(parts))
     return EXIT_OK
 
 
 def _list_protocols(args: argparse.Namespace) -> int:
     listed = {n: api.resolve_protocol(n) for n in (args.names or list(PRESETS))}
     if args.format == "json":
-        sys.stdout.write(json.dumps(report.protocols_json(listed), indent=2) + "\n")
+        _out(json.dumps(report.protocols_json(listed), indent=2) + "\n")
     elif args.format == "yaml":
-        sys.stdout.write(report.format_protocols_yaml(listed))
+        _out(report.format_protocols_yaml(listed))
     else:
-        sys.stdout.write(report.format_protocols(listed))
+        _out(report.format_protocols(listed))
     return EXIT_OK
 
 
@@ -521,7 +586,7 @@ def _detector_names(args: argparse.Namespace) -> list[str]:
     return names
 
 
-def _detectors(args: argparse.Namespace, protocols: list[Protocol]) -> int:
+def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog) -> int:
     """Several detectors (and/or --bootstrap): one table, differences to the first, intervals."""
     for option in ("confidence", "matches", "compare_mask_modes", "explain"):
         if getattr(args, option, None):
@@ -531,7 +596,9 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol]) -> int:
         check_protocol(protocol)
     names = _detector_names(args)
     with _warnings_of(args) as caught:
-        loaded = [_load(args, protocols, dt) for dt in args.dt]
+        with recording_reads(log):
+            loaded = [_load(args, protocols, dt) for dt in args.dt]
+        _refuse_overwrite(args, log)
         gt = loaded[0].gt
         try:
             results = [api.evaluate_inputs(inputs, protocols, workers=args.workers) for inputs in loaded]
@@ -561,64 +628,66 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol]) -> int:
     doc = report.detectors_json(names, results, inputs=inputs_doc, warnings=warnings_seen,
                                 intervals=intervals, comparisons=comparisons, bootstrap=settings)
     text = report.dumps(doc)
-    _finish(args, text, caught)
+    _finish(args, text, caught, log)
     per_class = not args.no_per_class
     if args.format == "json":
-        sys.stdout.write(text + "\n")
+        _out(text + "\n")
     elif args.format == "markdown":
-        sys.stdout.write(report.format_detectors_markdown(doc, per_class=per_class))
+        _out(report.format_detectors_markdown(doc, per_class=per_class))
     elif args.format == "csv":
-        sys.stdout.write(report.format_detectors_csv(doc))
+        _out(report.format_detectors_csv(doc))
     else:
-        sys.stdout.write(report.format_detectors_table(doc, per_class=per_class))
+        _out(report.format_detectors_table(doc, per_class=per_class))
     return EXIT_OK
 
 
 def _analyze(args: argparse.Namespace) -> int:
     """``deteval analyze``: TIDE errors, the decomposition and the confusion matrix."""
-    if args.output:
-        api.refuse_overwrite(args.output, {"gt": args.gt, "dt": args.dt})
+    _refuse_overwrite(args)
     selected = (args.errors, args.decompose, args.confusion)
     parts = selected if any(selected) else (True, True, True)
     with _warnings_of(args) as caught:
-        protocol = api.resolve_protocol(args.protocol)
-        inputs = _load(args, [protocol])
+        with recording_reads() as log:
+            protocol = api.resolve_protocol(args.protocol)
+            inputs = _load(args, [protocol])
+        _refuse_overwrite(args, log)
         found = analyze(inputs.gt, inputs.dt, protocol, errors=parts[0], decompose=parts[1],
                         confusion=parts[2], confidence=args.confidence, iou=args.iou,
                         tide_mode=args.tide_mode)
     doc = report.analysis_json(found.to_dict(), protocol=protocol, inputs=inputs.summary(),
                                warnings=inputs.warnings)
     text = report.dumps(doc)
-    _finish(args, text, caught)
+    _finish(args, text, caught, log)
     if args.format == "json":
-        sys.stdout.write(text + "\n")
+        _out(text + "\n")
     elif args.format == "markdown":
-        sys.stdout.write(report.format_analysis_markdown(doc))
+        _out(report.format_analysis_markdown(doc))
     else:
-        sys.stdout.write(report.format_analysis_table(doc))
+        _out(report.format_analysis_table(doc))
     return EXIT_OK
 
 
 def _rank(args: argparse.Namespace) -> int:
     """``deteval rank``: ranking metrics of a score matrix against its labels."""
+    given = {"--labels": args.labels, "--scores": args.scores}
     if args.output:
-        api.refuse_overwrite(args.output, {"labels": args.labels, "scores": args.scores})
+        check_output(args.output, given, option="--output")
     labels, scores = read_labels_and_scores(args.labels, args.scores)
     doc = {"deteval_version": __version__,
            **rank_report(labels, scores, average=args.average, method=args.method, k=args.k,
                          binarize=args.binarize, labels_name=args.labels, scores_name=args.scores)}
     text = report.dumps(doc)
     if args.output:
-        _write(args.output, text + "\n", "--output", "; expected a writable file path")
+        _write(args.output, text + "\n", "--output", given)
     if not args.quiet:
         for message in doc["warnings"]:
-            print(f"deteval: note: {message}", file=sys.stderr)
+            print(printable(f"deteval: note: {message}"), file=sys.stderr)
     if args.format == "json":
-        sys.stdout.write(text + "\n")
+        _out(text + "\n")
     elif args.format == "csv":
-        sys.stdout.write(report.format_rank_csv(doc) + "\n")
+        _out(report.format_rank_csv(doc) + "\n")
     else:
-        sys.stdout.write(report.format_rank_table(doc, warnings=False) + "\n")
+        _out(report.format_rank_table(doc, warnings=False) + "\n")
     return EXIT_OK
 
 
@@ -626,20 +695,81 @@ _COMMANDS = {"evaluate": _evaluate, "protocols": _list_protocols, "compare": _co
              "validate": _validate, "analyze": _analyze, "rank": _rank}
 
 
+_STDOUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE}
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`_Terminated` (a KeyboardInterrupt) while the command runs.
+
+    Only in the main thread (the only one that may set handlers); the previous handler is
+    restored afterwards, so a test calling :func:`main` leaves the process as it found it.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _silence_stdout() -> None:
+    """Point stdout's file descriptor at /dev/null, so that the interpreter's final flush of what
+    is still buffered cannot fail again (the Python docs' recipe for SIGPIPE)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (tests call it directly)."""
+    """Entry point; returns the exit code (tests call it directly).
+
+    Failures end in one line on stderr and an exit code, never a traceback: invalid input or
+    config 3; stdout that cannot be written (a full disk) 3; stdout closed by the reader
+    (``| head``) 141, silently; Ctrl-C 130; SIGTERM 143. Output files are never half-written.
+    """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     try:
-        return _COMMANDS[args.command](args)
+        with _sigterm_raises(), memory_limit(getattr(args, "memory_limit", None)):
+            code = _COMMANDS[args.command](args)
+            if code is not None:
+                sys.stdout.flush()  # inside the handlers: a closed or full stdout fails here
     except DetevalError as exc:
-        print(f"deteval: error: {exc}", file=sys.stderr)
+        print(f"deteval: error: {printable(str(exc), keep_newlines=True)}", file=sys.stderr)
         return EXIT_INPUT
-    except BrokenPipeError:  # pragma: no cover - `deteval ... | head`
-        return EXIT_OK
+    except BrokenPipeError:  # `deteval ... | head`: the reader has what it wanted
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except _Terminated:
+        print("deteval: terminated (SIGTERM); every output file is complete or untouched", file=sys.stderr)
+        return EXIT_TERMINATED
+    except KeyboardInterrupt:
+        print("deteval: interrupted (Ctrl-C); every output file is complete or untouched", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as exc:
+        if exc.filename is not None or exc.errno not in _STDOUT_ERRNOS:
+            raise  # not a full or failing stdout: a bug to report, not a condition to hide
+        _silence_stdout()
+        print(f"deteval: error: cannot write to stdout ({exc.strerror or exc}); the output is incomplete",
+              file=sys.stderr)
+        return EXIT_INPUT
+    if code is not None:
+        return code
+    parser.print_usage(sys.stderr)
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

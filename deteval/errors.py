@@ -31,6 +31,7 @@ __all__ = [
     "is_number",
     "json_type",
     "describe",
+    "printable",
 ]
 
 #: How many offending records a message names (then "and N more").
@@ -94,6 +95,33 @@ def is_number(value: Any) -> bool:
     """
     return (isinstance(value, (int, float, np.integer, np.floating))
             and not isinstance(value, (bool, np.bool_)))
+
+
+_C0_C1 = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), *range(0x7f, 0xa0)]}
+_KEEP_LINES = {k: v for k, v in _C0_C1.items() if k != 0x0a}
+_BIDI = {c: f"\\u{c:04x}" for c in [*range(0x202a, 0x202f), *range(0x2066, 0x206a)]}
+
+
+def printable(text: str, *, keep_newlines: bool = False) -> str:
+    r"""``text`` made safe for a terminal: control characters and escape sequences shown as ``\xNN``.
+
+    Every text deteval prints (tables, markdown, notes, warnings, errors) passes through here,
+    so a class name or file name holding ``ESC [ 2 J`` (clear screen), a carriage return or a
+    bidirectional override cannot rewrite what the user sees. C0 and C1 controls (``\x00`` to
+    ``\x1f``, ``\x7f`` to ``\x9f``) and the bidi embedding/override/isolate characters are
+    escaped; everything else is kept (accents, CJK). ``keep_newlines`` keeps ``\n`` (whole
+    reports); else it is escaped too (one-line messages).
+
+    Examples
+    --------
+    >>> printable("cat\x1b[2Jdog\r")
+    'cat\\x1b[2Jdog\\x0d'
+    >>> printable("chien\nchat", keep_newlines=True), printable("été")
+    ('chien\nchat', 'été')
+    """
+    if text.isprintable() and "\u2028" not in text:
+        return text
+    return text.translate(_KEEP_LINES if keep_newlines else _C0_C1).translate(_BIDI)
 
 
 def shorten(value: Any, limit: int = 60) -> str:
@@ -184,7 +212,7 @@ def records_error(where: str | None, problem: str, expected: str, hits: Sequence
     ...                     noun="lines"))
     7 lines: bad class; expected an integer; found a.txt:1: 'x'; a.txt:2: 'x'; a.txt:3: 'x'; a.txt:4: 'x'; a.txt:5: 'x'; and 2 more
     """
-    hits = list(hits)
+    hits = [(printable(str(label)), printable(str(found))) for label, found in hits]
     n_records = len(hits) if n_records is None else n_records
     prefix = f"{where}: " if where else ""
     if n_records == 1:

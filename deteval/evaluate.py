@@ -94,7 +94,8 @@ def _det_area(dt: Detections, rows: np.ndarray, protocol: Protocol,
     if masks is not None:
         return detection_areas(masks, rows, protocol)
     box = boxes_as(dt.box[rows], dt.box_format, "xywh")
-    return box[:, 2] * box[:, 3]
+    with np.errstate(over="ignore"):  # a finite box of area > 1.8e308: inf, outside every range
+        return box[:, 2] * box[:, 3]
 
 
 def pair_iou(gt: GroundTruth, dt: Detections, gt_rows: np.ndarray, det_rows: np.ndarray,

@@ -16,8 +16,10 @@ state is involved.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import signal
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 
 import numpy as np
 
@@ -27,7 +29,29 @@ from deteval.evaluate import MatchTable, match, merge_match_tables
 from deteval.geometry import PreparedMasks, prepare_masks
 from deteval.protocol import Protocol
 
-__all__ = ["image_shards", "match_sharded", "ShardJob"]
+__all__ = ["image_shards", "match_sharded", "ShardJob", "usable_cpus", "effective_workers"]
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask; ``os.cpu_count()`` where there is none)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+def effective_workers(requested: int | None) -> int:
+    """Worker processes actually started for ``requested``: at most :func:`usable_cpus`.
+
+    More processes than CPUs only add memory and forks (``--workers 10000`` would fork one
+    process per image); the numbers do not depend on it.
+
+    Examples
+    --------
+    >>> effective_workers(10_000) == usable_cpus(), effective_workers(1)
+    (True, 1)
+    """
+    return max(1, min(int(requested or 1), usable_cpus()))
 
 
 def image_shards(gt: GroundTruth, n_shards: int) -> list:
@@ -85,7 +109,13 @@ class ShardJob:
 
 
 def _match_shard(job: ShardJob, images: np.ndarray, conn: Connection) -> None:
-    """Worker target: match one shard and send back ``("table", MatchTable)`` or ``("error", e)``."""
+    """Worker target: match one shard and send back ``("table", MatchTable)`` or ``("error", e)``.
+
+    The parent handles Ctrl-C and SIGTERM (and then ends its workers): a worker ignores Ctrl-C
+    and dies silently of SIGTERM instead of inheriting the parent's handlers.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         outcome: tuple = ("table", match(job.gt, job.dt, job.protocol, images=images, masks=job.masks))
     except Exception as error:  # re-raised by the parent, as multiprocessing.Pool.map does
@@ -106,15 +136,21 @@ def _run_in_processes(job: ShardJob, shards: list) -> list:
             sender.close()  # the child holds its own end: EOF here if it dies without sending
             workers.append(worker)
             receivers.append(receiver)
-        outcomes = []
-        for worker, receiver in zip(workers, receivers):
-            try:
-                outcomes.append(receiver.recv())
-            except EOFError:
-                worker.join()
-                raise DetevalError(f"a matching worker process (pid {worker.pid}) ended without a "
-                                   f"result (exit code {worker.exitcode}); expected one table per "
-                                   f"shard; run with workers=1 to see the failure in-process") from None
+        # Wait on every pipe at once: a worker that dies (killed, out of memory) closes its end
+        # and is noticed at once, not after the shards before it have finished.
+        outcomes: list = [None] * len(receivers)
+        pending = {receiver: k for k, receiver in enumerate(receivers)}
+        while pending:
+            for receiver in wait(list(pending)):
+                k = pending.pop(receiver)
+                try:
+                    outcomes[k] = receiver.recv()
+                except EOFError:
+                    worker = workers[k]
+                    worker.join(timeout=5)
+                    raise DetevalError(f"a matching worker process (pid {worker.pid}) ended without a "
+                                       f"result (exit code {worker.exitcode}); expected one table per "
+                                       f"shard; run with workers=1 to see the failure in-process") from None
         for worker in workers:
             worker.join()
     finally:
@@ -140,7 +176,8 @@ def match_sharded(gt: GroundTruth, dt: Detections, protocol: Protocol, *, worker
     dt : Detections
     protocol : Protocol
     workers : int
-        Number of processes (one shard each). 1 or less, or fewer than 2 images: one
+        Number of processes (one shard each), at most :func:`usable_cpus`. 1 or less, or fewer
+        than 2 images: one
         in-process :func:`~deteval.evaluate.match`. Where ``fork`` is unavailable (Windows,
         macOS' default spawn) it falls back to one process too.
     masks : PreparedMasks, optional
@@ -159,7 +196,8 @@ def match_sharded(gt: GroundTruth, dt: Detections, protocol: Protocol, *, worker
     DetevalError
         A worker process died without a result.
     """
-    if workers is None or workers <= 1 or gt.n_images < 2:
+    workers = effective_workers(workers)
+    if workers <= 1 or gt.n_images < 2:
         return match(gt, dt, protocol, masks=masks)
     if "fork" not in mp.get_all_start_methods():  # pragma: no cover - Windows/macOS spawn
         return match(gt, dt, protocol, masks=masks)

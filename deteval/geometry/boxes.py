@@ -46,36 +46,62 @@ def pair_box_iou(det_box: np.ndarray, gt_box: np.ndarray, gt_is_crowd: np.ndarra
     ``o = i / u``) so the values are bit-identical; ``pixel_inclusive`` follows the VOC devkit's
     ``VOCevalDet.m`` (``ua = (w_d + 1)(h_d + 1) + (w_g + 1)(h_g + 1) - iw * ih``).
 
+    Finite boxes so large that a sum or product overflows (``[0, 0, 1e200, 1e200]``) are
+    recomputed scaled by a power of two, which is exact: the IoU is right for every finite input,
+    and bit-identical to pycocotools for every input it computes without overflow.
+
     Examples
     --------
     >>> d = np.array([[0., 0., 10., 10.]]); g = np.array([[0., 0., 10., 6.]])
     >>> pair_box_iou(d, g, np.array([False])).tolist()
     [0.6]
+    >>> huge = np.array([[0., 0., 1e200, 1e200]])
+    >>> pair_box_iou(huge, huge, np.array([False])).tolist()
+    [1.0]
     """
+    if convention not in BOX_CONVENTIONS:
+        raise ValueError(f"convention must be one of {BOX_CONVENTIONS}, found {convention!r}")
+    d = boxes_as(np.asarray(det_box, dtype=np.float64), box_format, "xywh" if convention == "continuous" else "xyxy")
+    g = boxes_as(np.asarray(gt_box, dtype=np.float64), box_format, "xywh" if convention == "continuous" else "xyxy")
+    gt_is_crowd = np.asarray(gt_is_crowd, dtype=bool)
+    with np.errstate(over="ignore", invalid="ignore"):
+        iou, is_finite = _pair_iou(d, g, gt_is_crowd, convention, 1.0)
+        if not is_finite.all():
+            # Finite boxes whose sums or products overflow (coordinates near 1e200): recompute those
+            # pairs with both boxes divided by a power of two (exact: only the exponent changes),
+            # so the IoU is what exact arithmetic gives (pycocotools gives 1.0 for equal boxes).
+            bad = np.flatnonzero(~is_finite)
+            both = np.abs(np.concatenate([d[bad], g[bad]], axis=1))
+            largest = np.where(np.isfinite(both), both, 0.0).max(axis=1)
+            shift = -(np.frexp(largest)[1] + 2)  # every term of the scaled pair below 4 * 0.25
+            iou[bad] = _pair_iou(np.ldexp(d[bad], shift[:, None]), np.ldexp(g[bad], shift[:, None]),
+                                 gt_is_crowd[bad], convention, np.ldexp(1.0, shift))[0]
+    return iou
+
+
+def _pair_iou(d: np.ndarray, g: np.ndarray, gt_is_crowd: np.ndarray, convention: str,
+              one: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(IoU, whether every term was finite) of aligned pairs; ``one`` is the VOC pixel (+1)."""
     if convention == "continuous":
-        d = boxes_as(det_box, box_format, "xywh")
-        g = boxes_as(gt_box, box_format, "xywh")
         dx, dy, dw, dh = d[:, 0], d[:, 1], d[:, 2], d[:, 3]
         gx, gy, gw, gh = g[:, 0], g[:, 1], g[:, 2], g[:, 3]
         det_area = dw * dh
         gt_area = gw * gh
         iw = np.minimum(dw + dx, gw + gx) - np.maximum(dx, gx)
         ih = np.minimum(dh + dy, gh + gy) - np.maximum(dy, gy)
-    elif convention == "pixel_inclusive":
-        d = boxes_as(det_box, box_format, "xyxy")
-        g = boxes_as(gt_box, box_format, "xyxy")
-        iw = np.minimum(d[:, 2], g[:, 2]) - np.maximum(d[:, 0], g[:, 0]) + 1.0
-        ih = np.minimum(d[:, 3], g[:, 3]) - np.maximum(d[:, 1], g[:, 1]) + 1.0
-        det_area = (d[:, 2] - d[:, 0] + 1.0) * (d[:, 3] - d[:, 1] + 1.0)
-        gt_area = (g[:, 2] - g[:, 0] + 1.0) * (g[:, 3] - g[:, 1] + 1.0)
     else:
-        raise ValueError(f"convention must be one of {BOX_CONVENTIONS}, found {convention!r}")
+        iw = np.minimum(d[:, 2], g[:, 2]) - np.maximum(d[:, 0], g[:, 0]) + one
+        ih = np.minimum(d[:, 3], g[:, 3]) - np.maximum(d[:, 1], g[:, 1]) + one
+        det_area = (d[:, 2] - d[:, 0] + one) * (d[:, 3] - d[:, 1] + one)
+        gt_area = (g[:, 2] - g[:, 0] + one) * (g[:, 3] - g[:, 1] + one)
     overlaps = (iw > 0) & (ih > 0)
     inter = np.where(overlaps, iw * ih, 0.0)
     union = np.where(gt_is_crowd, det_area, det_area + gt_area - inter)
     iou = np.zeros(len(inter))
     np.divide(inter, union, out=iou, where=overlaps & (union > 0))
-    return iou
+    is_finite = (np.isfinite(union) & np.isfinite(inter) & np.isfinite(iw) & np.isfinite(ih)
+                 & np.isfinite(det_area) & np.isfinite(gt_area))
+    return iou, is_finite
 
 
 def box_iou(det_box: np.ndarray, gt_box: np.ndarray, gt_is_crowd: np.ndarray | None = None, *,

@@ -1,9 +1,12 @@
-"""Strict JSON reading: fast (orjson), but refusing NaN/Infinity tokens and duplicate keys."""
+"""Strict JSON reading: fast (orjson), but refusing NaN/Infinity tokens, duplicate keys, documents
+nested deeper than :data:`MAX_DEPTH`, and files that are not UTF-8 JSON at all (gzip, UTF-16).
+"""
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 from typing import Any
 
 from deteval.errors import InputError, shorten
@@ -13,26 +16,126 @@ try:  # orjson parses COCO-sized files 2-3x faster than the standard library
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     _orjson = None
 
-__all__ = ["loads_strict"]
+__all__ = ["loads_strict", "count_raw_keys", "MAX_DEPTH", "not_json_text"]
+
+#: Deepest nesting of arrays and objects accepted in a JSON input. COCO needs 5 levels (file,
+#: ``annotations``, record, ``segmentation``, polygon); deeper documents are refused with a clear
+#: error before anything could recurse over them (orjson's own limit is 1024, Python's 1000).
+MAX_DEPTH = 100
+
+_SPACED_KEY = re.compile(rb'"[ \t\n\r]+:')
+
+#: Leading bytes of files that are not UTF-8 text, and what to tell the user.
+_MAGIC = (
+    (b"\x1f\x8b", "gzip-compressed; expected JSON text: decompress it first (gunzip)"),
+    (b"PK\x03\x04", "a zip archive; expected JSON text: extract it first"),
+    (b"BZh", "bzip2-compressed; expected JSON text: decompress it first (bunzip2)"),
+    (b"\xfd7zXZ\x00", "xz-compressed; expected JSON text: decompress it first (unxz)"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed; expected JSON text: decompress it first (unzstd)"),
+    (b"\xff\xfe\x00\x00", "UTF-32 text; expected UTF-8: save it as UTF-8"),
+    (b"\x00\x00\xfe\xff", "UTF-32 text; expected UTF-8: save it as UTF-8"),
+    (b"\xff\xfe", "UTF-16 text (little-endian BOM); expected UTF-8: save it as UTF-8"),
+    (b"\xfe\xff", "UTF-16 text (big-endian BOM); expected UTF-8: save it as UTF-8"),
+)
+
+
+def not_json_text(raw: bytes) -> str | None:
+    """What ``raw`` is when it cannot be UTF-8 JSON text (compressed, UTF-16/32), else None.
+
+    Examples
+    --------
+    >>> not_json_text(b"\\x1f\\x8b\\x08\\x00")
+    'gzip-compressed; expected JSON text: decompress it first (gunzip)'
+    >>> not_json_text('[1]'.encode('utf-16-le'))
+    'UTF-16 text (no BOM); expected UTF-8: save it as UTF-8'
+    >>> not_json_text(b"[1]") is None
+    True
+    """
+    for magic, what in _MAGIC:
+        if raw.startswith(magic):
+            return what
+    head = raw[:64]
+    if len(head) >= 2 and head.count(b"\x00") * 4 >= len(head):  # ASCII as UTF-16: every other byte 0
+        return "UTF-16 text (no BOM); expected UTF-8: save it as UTF-8"
+    return None
+
+
+def count_raw_keys(raw: bytes) -> int:
+    """An upper bound of the object keys in the JSON text ``raw``, exact for ordinary files.
+
+    Every key is a string followed by optional whitespace and ``:``; outside strings a ``"``
+    cannot occur, so counting ``"`` + whitespace + ``:`` counts every key once, plus any such text
+    inside a string value (``"a\\" : b"``). With the keys actually parsed (duplicates collapse
+    into one), a smaller parsed count means a duplicate key or such a string -- either way the
+    exact check runs. ``"score" : 0.1`` is counted like ``"score": 0.1``.
+
+    Examples
+    --------
+    >>> count_raw_keys(b'{"a": 1, "b" : 2, "c"\\n:3}')
+    3
+    """
+    return raw.count(b'":') + len(_SPACED_KEY.findall(raw))
+
+
+def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when ``value`` nests arrays/objects more than ``limit`` levels (iterative, level by level).
+
+    Each level is scanned at C speed (``map(type, ...)``); only the containers of the next level
+    are collected in Python.
+    """
+    level = [value] if isinstance(value, (list, dict)) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        children = itertools.chain.from_iterable(
+            item.values() if type(item) is dict else item for item in level)
+        level = [v for v in children if type(v) is list or type(v) is dict]
+    return False
 
 
 def loads_strict(raw: bytes, where: str) -> Any:
-    """Parse ``raw``; reject NaN/Infinity tokens and duplicate keys inside an object.
+    """Parse ``raw``; reject NaN/Infinity tokens, duplicate keys inside an object, nesting deeper
+    than :data:`MAX_DEPTH`, and compressed or UTF-16 files (named as such).
 
-    The duplicate-key check is a fast count of ``":`` against the parsed keys; only when the
-    counts differ (a duplicate, or a string that happens to contain ``":``) does the slow exact
-    check run.
+    The duplicate-key check is structural: a count of the keys in the text (:func:`count_raw_keys`,
+    whitespace before the colon included) against the parsed keys; only when the counts differ
+    (a duplicate, or a string that happens to contain ``":``) does the slow exact check run.
+
+    Examples
+    --------
+    >>> loads_strict(b'[{"score": 0.9}]', "dt.json")
+    [{'score': 0.9}]
+    >>> loads_strict(b'[{"score" : 0.9, "score" : 0.1}]', "dt.json")
+    Traceback (most recent call last):
+    ...
+    deteval.errors.InputError: dt.json: duplicate key 'score' in one JSON object (first value 0.9, then 0.1); expected each key once
     """
+    what = not_json_text(raw)
+    if what is not None:
+        raise InputError(f"{where}: invalid JSON: the file is {what}")
     if _orjson is not None:
         try:
             data = _orjson.loads(raw)
+        except RecursionError:
+            raise _too_deep_error(where) from None
         except _orjson.JSONDecodeError as exc:
+            if "recursion" in str(exc).lower():
+                raise _too_deep_error(where) from None
             raise InputError(f"{where}: invalid JSON: {_describe(exc, raw)}") from None
     else:  # pragma: no cover
         data = _stdlib_loads(raw, where)
-    if raw.count(b'":') != _count_keys(data):
+    if _too_deep(data):
+        raise _too_deep_error(where)
+    if count_raw_keys(raw) != _count_keys(data):
         _stdlib_loads(raw, where)  # raises on a real duplicate
     return data
+
+
+def _too_deep_error(where: str) -> InputError:
+    return InputError(f"{where}: invalid JSON: arrays and objects nested more than {MAX_DEPTH} "
+                      f"levels deep; expected a COCO file (at most a few levels)")
 
 
 def _describe(exc: Exception, raw: bytes) -> str:
@@ -64,8 +167,7 @@ def _stdlib_loads(raw: bytes, where: str) -> Any:
     except InputError:
         raise
     except RecursionError:
-        raise InputError(f"{where}: invalid JSON: nested too deeply; expected a COCO file "
-                         f"(a few levels of arrays and objects)") from None
+        raise _too_deep_error(where) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{where}: invalid JSON: {exc}") from None
 

@@ -11,14 +11,27 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from deteval.errors import SHOW, InputError, records_error, shorten
+from deteval.io.output import note_folder, note_read
 
-__all__ = ["SHOW", "is_safe_name", "list_files", "safe_child", "read_bytes", "read_text",
-           "fail_records", "shorten", "split_rows", "parse_floats", "names_note"]
+__all__ = ["SHOW", "MAX_BYTES", "is_safe_name", "list_files", "safe_child", "read_bytes", "read_text",
+           "fail_records", "shorten", "split_rows", "parse_floats", "names_note", "line_of",
+           "split_lines"]
+
+GiB, MiB = 1 << 30, 1 << 20
+
+#: The most bytes read from one file, per kind (``limit=`` of :func:`read_bytes`). Only what is
+#: actually read counts, so a special file that never ends (``/dev/zero``) is refused too.
+#: ``json``: COCO ground truth or results (Objects365 is about 2 GiB); ``text``: one YOLO label,
+#: VOC result or image-set file; ``xml``: one VOC annotation; ``yaml``: a protocol or data.yaml.
+MAX_BYTES = {"json": 16 * GiB, "text": 4 * GiB, "xml": 64 * MiB, "yaml": 1 * MiB}
+
+_CHUNK = 1 << 24
 
 def is_safe_name(name: str) -> bool:
     """True when ``name`` can only mean a direct child of a folder (no separators, no ``..``).
@@ -48,13 +61,21 @@ def list_files(folder: str, *, what: str) -> dict[str, str]:
         raise InputError(f"{folder}: not a folder; expected {what}") from None
     except OSError as exc:
         raise InputError(f"{folder}: cannot list ({exc.strerror}); expected {what}") from None
-    out = {}
+    note_folder(folder)
+    out, broken = {}, []
     for entry in entries:
         try:
             if entry.is_file():
                 out[entry.name] = entry.path
-        except OSError:  # a dangling link or unreadable entry is not a file of the dataset
-            continue
+            elif entry.is_symlink() and not entry.is_dir():
+                broken.append(entry.name)
+        except OSError:  # a looping link: os.stat fails with ELOOP
+            broken.append(entry.name)
+    if broken:
+        shown = ", ".join(repr(n) for n in sorted(broken)[:SHOW])
+        more = f" and {len(broken) - SHOW} more" if len(broken) > SHOW else ""
+        raise InputError(f"{folder}: {len(broken)} symbolic link(s) that lead to no file (dangling or "
+                         f"looping): {shown}{more}; expected {what} (fix or remove the links)")
     return out
 
 
@@ -82,26 +103,105 @@ def safe_child(folder: str, name: str, *, what: str, where: str) -> str:
     return os.path.join(folder, name)
 
 
-def read_bytes(path: str, *, what: str) -> bytes:
-    """The contents of ``path``; InputError naming the file when it cannot be read."""
+def _kind_of(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_bytes(path: str, *, what: str, limit: int = MAX_BYTES["text"],
+               error: type = InputError) -> bytes:
+    """The contents of the regular file ``path``, at most ``limit`` bytes; else an error naming it.
+
+    Special files are refused before anything is read (a FIFO with no writer would block
+    forever, ``/dev/zero`` never ends; a symbolic link to one is the same), and at most
+    ``limit + 1`` bytes are ever read (a file growing while read is refused too). The file is
+    recorded as an input (:func:`deteval.io.output.note_read`).
+
+    Raises
+    ------
+    InputError (or ``error``)
+        File missing, a folder or special file, unreadable, or larger than ``limit``.
+
+    Examples
+    --------
+    >>> try:
+    ...     read_bytes("/dev/zero", what="a JSON file")
+    ... except InputError as exc:
+    ...     print(exc)
+    /dev/zero: is a character device, not a regular file; expected a JSON file
+    """
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
-        raise InputError(f"{path}: file not found; expected {what}") from None
+        raise error(f"{path}: file not found; expected {what}") from None
     except IsADirectoryError:
-        raise InputError(f"{path}: is a folder; expected {what}") from None
+        raise error(f"{path}: is a folder; expected {what}") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror}); expected {what}") from None
+        raise error(f"{path}: cannot read ({exc.strerror}); expected {what}") from None
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise error(f"{path}: is {_kind_of(st.st_mode)}, not a regular file; expected {what}")
+        if st.st_size > limit:
+            raise error(f"{path}: {st.st_size} bytes; expected {what} of at most {limit} bytes")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        chunks, total = [], 0
+        try:
+            while total <= limit:
+                chunk = f.read(min(_CHUNK, limit + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        except OSError as exc:
+            raise error(f"{path}: cannot read ({exc.strerror}); expected {what}") from None
+        if total > limit:
+            raise error(f"{path}: more than {limit} bytes; expected {what} of at most {limit} bytes")
+    note_read(path, st)
+    return b"".join(chunks)
 
 
-def read_text(path: str, *, what: str) -> str:
+def line_of(raw: bytes | str, offset: int) -> int:
+    r"""1-based line of ``offset`` in ``raw``, counting lines as editors do (``\n``, ``\r\n``, ``\r``).
+
+    A form feed or other separator that :meth:`str.splitlines` also breaks on does not start a line.
+
+    Examples
+    --------
+    >>> line_of(b"a\r\nb\rc\x0cd\ne", 9)
+    4
+    """
+    head = raw[:offset]
+    newline, cr = ("\n", "\r") if isinstance(head, str) else (b"\n", b"\r")
+    return head.count(newline) + head.count(cr) - head.count(cr + newline) + 1
+
+
+def split_lines(text: str) -> list[str]:
+    r"""Lines as editors count them (``\n``, ``\r\n``, ``\r``), unlike :meth:`str.splitlines`.
+
+    Examples
+    --------
+    >>> split_lines("a b\x0cc\r\nd\re\n")
+    ['a b\x0cc', 'd', 'e']
+    """
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def read_text(path: str, *, what: str, limit: int = MAX_BYTES["text"]) -> str:
     """UTF-8 text of ``path`` (a BOM is skipped); InputError when it is not UTF-8."""
-    raw = read_bytes(path, what=what)
+    raw = read_bytes(path, what=what, limit=limit)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
+        line = line_of(raw, exc.start)
         raise InputError(f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); "
                          f"expected {what}") from None
 
@@ -137,7 +237,7 @@ def names_note(names: Iterable[str], limit: int = SHOW) -> str:
 
 def split_rows(text: str) -> list[tuple[int, list[str]]]:
     """(1-based line number, whitespace-separated fields) of every non-blank line."""
-    return [(n, fields) for n, fields in enumerate((line.split() for line in text.splitlines()), 1)
+    return [(n, fields) for n, fields in enumerate((line.split() for line in split_lines(text)), 1)
             if fields]
 
 

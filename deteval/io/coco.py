@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - msgspec is a declared dependency
 
 from deteval.data import Detections, FederatedLabels, GroundTruth
 from deteval.errors import ConfigError, InputError
-from deteval.io._json import _count_keys, _orjson, loads_strict
+from deteval.io._json import _count_keys, _orjson, count_raw_keys, loads_strict
 from deteval.io._records import (
     MISSING,
     Problems,
@@ -33,7 +33,7 @@ from deteval.io._records import (
     number_column,
     plain,
 )
-from deteval.io._text import read_bytes
+from deteval.io._text import MAX_BYTES, read_bytes
 from deteval.io.category_map import (
     MAX_DROP,
     CategoryMap,
@@ -53,7 +53,7 @@ def _source(source: Any, default_name: str, fast_path: Any) -> tuple[Any, str]:
     """
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        raw = read_bytes(path, what="a JSON file")
+        raw = read_bytes(path, what="a JSON file", limit=MAX_BYTES["json"])
         fast = fast_path(raw, path)
         if fast is not None:
             return fast, path
@@ -599,8 +599,8 @@ def _decode_or_none(raw: bytes, decoder: Any) -> Any:
     """
     try:
         return decoder.decode(raw)
-    except (_msgspec.DecodeError, _msgspec.ValidationError):
-        return None
+    except (_msgspec.DecodeError, _msgspec.ValidationError, RecursionError):
+        return None  # the full path names the problem (RecursionError: nested too deeply)
 
 
 def _fast_box_results(raw: bytes, path: str, gt: GroundTruth,
@@ -619,7 +619,7 @@ def _fast_box_results(raw: bytes, path: str, gt: GroundTruth,
     if records is None:
         return None
     n = len(records)
-    if n == 0 or raw.count(b'":') != 4 * n:
+    if n == 0 or count_raw_keys(raw) != 4 * n:
         return None
     image_ids = np.fromiter(map(_get_image_id, records), dtype=np.int64, count=n)
     category_ids = np.fromiter(map(_get_category_id, records), dtype=np.int64, count=n)
@@ -709,7 +709,7 @@ def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
     for extra in (data.info, data.licenses):
         if extra is not _msgspec.UNSET:
             keys += _count_keys(extra)
-    if raw.count(b'":') != keys:
+    if count_raw_keys(raw) != keys:
         return None
     ann_ids = np.fromiter(map(_get_id, anns), dtype=np.int64, count=n)
     box = np.fromiter(itertools.chain.from_iterable(map(_get_bbox, anns)), dtype=np.float64,

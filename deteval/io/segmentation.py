@@ -431,6 +431,15 @@ def _parse_rles(src: SegmentationSource, rle_rows: np.ndarray) -> tuple:
             fail_records(src, rows[bad], "compressed RLE `counts` is not pycocotools' encoding",
                   "the string of pycocotools.mask.encode",
                   lambda r: f"{what[code_of[r]]}: {_show(values[r]['counts'])}")
+        sums = _compressed_run_sums_batched(encoded)
+        wrong = np.flatnonzero(sums != total_of[rows])
+        if len(wrong):
+            sums_of = dict(zip(rows[wrong].tolist(), sums[wrong].tolist(), strict=True))
+            fail_records(src, rows[wrong], "compressed RLE runs do not add up to height * width "
+                                           "(pycocotools would read or write past the mask)",
+                  "counts (decoded) summing to size[0] * size[1]",
+                  lambda r: "a sum of " + ("runs longer than 2**35" if sums_of[r] < 0 else str(sums_of[r]))
+                            + f" for size {sizes[r].tolist()}")
         for r, e in zip(string_rows, encoded, strict=True):
             out[r] = {"size": [int(sizes[r, 0]), int(sizes[r, 1])], "counts": e}
     _check_rle_sizes(src, rle_rows, sizes)
@@ -449,6 +458,76 @@ def _check_rle_sizes(src: SegmentationSource, rle_rows: np.ndarray, sizes: np.nd
                         f"{[int(v) for v in src.image_size[src.image[r]]]}")
 
 
+_MAX_GROUPS = 7  # 35 bits per run: more than any mask of MAX_PIXELS needs
+
+
+def _compressed_run_sums_batched(strings: list, batch_chars: int = 1 << 23) -> np.ndarray:
+    """:func:`_compressed_run_sums` over batches of about ``batch_chars`` characters (bounded memory)."""
+    lengths = np.fromiter(map(len, strings), np.int64, len(strings))
+    batch = np.cumsum(lengths) // batch_chars
+    cuts = np.flatnonzero(np.r_[True, batch[1:] != batch[:-1], True])
+    return np.concatenate([_compressed_run_sums(strings[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+                          or [np.zeros(0, dtype=np.int64)])
+
+
+def _compressed_run_sums(strings: list) -> np.ndarray:
+    """The sum of the decoded run lengths of each compressed counts string (int64), -1 when a run
+    has more than 7 groups; all strings decoded at once in numpy.
+
+    The strings passed :func:`_check_compressed` (valid characters, no run cut by the end).
+    Decoding follows ``maskApi.c`` ``rleFrString`` exactly: 5-bit groups low first, bit 0x20
+    "more", bit 0x10 of the last group the sign; from the fourth run on (``m > 2``) a value is
+    a delta to the run two before; each run is stored as a ``uint`` (modulo 2**32). pycocotools
+    trusts the sum to be ``h * w`` and, when it is not, reads or writes past the mask (or
+    never ends), so this is checked before any pycocotools call.
+
+    Examples
+    --------
+    >>> rle = mask_utils.encode(np.asfortranarray(np.eye(5, dtype=np.uint8)))
+    >>> _compressed_run_sums([rle["counts"], b"", b"52"]).tolist()
+    [25, 0, 7]
+    """
+    n = len(strings)
+    lengths = np.fromiter(map(len, strings), np.int64, n)
+    if not lengths.sum():
+        return np.zeros(n, dtype=np.int64)
+    c = np.frombuffer(b"".join(strings), dtype=np.uint8).astype(np.int64) - 48
+    owner_of_char = np.repeat(np.arange(n), lengths)
+    ends = np.flatnonzero((c & 0x20) == 0)
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    n_groups = ends - starts + 1
+    too_long = np.zeros(n, dtype=bool)
+    too_long[owner_of_char[starts[n_groups > _MAX_GROUPS]]] = True
+    k = np.arange(len(c)) - np.repeat(starts, n_groups)
+    k = np.minimum(k, _MAX_GROUPS)  # runs longer than that are refused below
+    x = np.add.reduceat((c & 0x1f) << (5 * k), starts)
+    negative = (c[ends] & 0x10) != 0
+    x[negative] -= np.left_shift(1, 5 * np.minimum(n_groups[negative], _MAX_GROUPS + 1))
+    owner = owner_of_char[starts]
+    first_run = np.searchsorted(owner, np.arange(n))
+    m = np.arange(len(x)) - first_run[owner]
+    # cnts[m] = x[m] + cnts[m - 2] for m > 2: two running sums per string (odd runs from m = 1,
+    # even runs from m = 2), m = 0 on its own; modulo 2**32 as the uint it is stored in. Runs are
+    # in string order, so each chain is a contiguous stretch of its parity's selection.
+    cnts = x.copy()
+    for parity, first in ((1, 1), (0, 2)):
+        sel = np.flatnonzero((m % 2 == parity) & (m >= first))
+        if not len(sel):
+            continue
+        values = x[sel]
+        total = np.cumsum(values)
+        new_chain = np.r_[True, owner[sel][1:] != owner[sel][:-1]]
+        chain_start = np.flatnonzero(new_chain)
+        base = total[chain_start] - values[chain_start]
+        cnts[sel] = total - np.repeat(base, np.diff(np.r_[chain_start, len(sel)]))
+    cnts %= 1 << 32
+    sums = np.zeros(n, dtype=np.int64)
+    has_runs = np.flatnonzero(np.bincount(owner, minlength=n) > 0)
+    sums[has_runs] = np.add.reduceat(cnts, first_run[has_runs])
+    sums[too_long] = -1
+    return sums
+
+
 def _check_compressed(strings: list) -> np.ndarray:
     """Check pycocotools' compressed counts strings without decoding them.
 
@@ -460,10 +539,8 @@ def _check_compressed(strings: list) -> np.ndarray:
     The format (``maskApi.c``, ``rleToString`` / ``rleFrString``): each run length is stored in
     5-bit groups, low bits first, as the characters ``48 + group``; bit 0x20 says "more groups
     follow". pycocotools' decoder reads past the end of a string whose last character has that
-    bit, so such strings must not reach it. Decoding every detection's string to check that its
-    runs add up to ``height * width`` would cost as much as the evaluation itself: that is left
-    undone (pycocotools' encoder never writes anything else), whereas the explicit runs of
-    uncompressed RLE are checked.
+    bit, so such strings must not reach it. That the runs add up to ``height * width`` is
+    checked next, by :func:`_compressed_run_sums`.
 
     Examples
     --------

@@ -32,6 +32,7 @@ import numpy as np
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputError
 from deteval.io._text import (
+    MAX_BYTES,
     fail_records,
     is_safe_name,
     list_files,
@@ -123,11 +124,20 @@ def parse_xml(raw: bytes, where: str) -> tuple[ET.Element, dict]:
     except expat.ExpatError as exc:
         raise InputError(f"{where}:{exc.lineno}:{exc.offset + 1}: malformed XML "
                          f"({expat.ErrorString(exc.code)}); expected {_ANNOTATION}") from None
+    except (LookupError, ValueError) as exc:  # an unknown or multi-byte declared encoding
+        declared = re.search(rb"""encoding\s*=\s*["']([^"']{0,40})""", raw[:200])
+        shown = shorten(declared.group(1).decode("ascii", "replace")) if declared else "unknown"
+        raise InputError(f"{where}:1: XML declares the encoding {shown}, which cannot be read ({exc}); "
+                         f"expected UTF-8 (or another single-byte encoding): save it as UTF-8") from None
     except _Refused as exc:
         raise InputError(f"{where}:{parser.CurrentLineNumber}: refused {exc}: DTDs and entities "
                          f"are not read (they can expand to gigabytes or read files outside the "
                          f"dataset); expected plain XML without <!DOCTYPE>, found one") from None
     return builder.close(), lines
+
+
+_ONCE = ("name", "bndbox", "difficult", "truncated", "pose", "occluded")
+_CORNERS = ("xmin", "ymin", "xmax", "ymax")
 
 
 def _text(element: ET.Element | None, tag: str) -> str | None:
@@ -286,7 +296,7 @@ def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
     no_difficult: list[str] = []
     no_size: list[str] = []
     for i, path in enumerate(paths):
-        root_el, lines = parse_xml(read_bytes(path, what=_ANNOTATION), path)
+        root_el, lines = parse_xml(read_bytes(path, what=_ANNOTATION, limit=MAX_BYTES["xml"]), path)
         if root_el.tag != "annotation":
             raise InputError(f"{path}:{lines.get(root_el, 1)}: root element is <{root_el.tag}>; "
                              f"expected <annotation> ({_ANNOTATION})")
@@ -303,7 +313,14 @@ def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
             if not name:
                 bad_fields.append((where, "no <name>" if name is None else "an empty <name>"))
                 continue
+            repeated = [f"<{t}>" for t in _ONCE if len(obj.findall(t)) > 1]
             box_el = obj.find("bndbox")
+            if box_el is not None:
+                repeated += [f"<bndbox><{t}>" for t in _CORNERS if len(box_el.findall(t)) > 1]
+            if repeated:  # the devkit would read the first and ignore the rest: refused, not guessed
+                bad_fields.append((where, f"{', '.join(repeated)} more than once (one object per "
+                                          f"<object>: write another <object> for another box)"))
+                continue
             if box_el is None:
                 bad_fields.append((where, "no <bndbox>"))
                 continue

@@ -239,13 +239,13 @@ def _class_ids(rows: list, column: int, path: str) -> np.ndarray:
             value = float(f[column])
         except ValueError:
             value = float("nan")
-        if not value.is_integer():
+        if not value.is_integer() or abs(value) >= 2**63:  # 1e20 does not fit an int64 id
             bad.append((f"{path}:{n}", shorten(f[column])))
             out[j] = -1
         else:
             out[j] = int(value)
     if bad:
-        fail_records("class id is not an integer", "an integer class id", bad)
+        fail_records("class id is not an integer", "an integer class id (within +-2**63)", bad)
     return out
 
 
@@ -452,7 +452,7 @@ def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LA
     cmap = read_category_map(category_map)
     conf_column, box_columns = (5, slice(1, 5)) if layout == LAYOUTS[0] else (1, slice(2, 6))
     parts_image, parts_class, parts_box, parts_score, row_labels = [], [], [], [], []
-    ambiguous, wrong, negative = [], [], []
+    ambiguous, wrong, negative, overflow = [], [], [], []
     for n in txt:
         path = files[n]
         i = index[n[:-4]]
@@ -469,7 +469,10 @@ def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LA
                         for j in np.flatnonzero((xywhn[:, 2] < 0) | (xywhn[:, 3] < 0)))
         parts_image.append(np.full(len(rows), i, dtype=np.int64))
         parts_class.append(class_ids)
-        parts_box.append(_to_pixels(xywhn, gt.image_width[i], gt.image_height[i]))
+        with np.errstate(over="ignore", invalid="ignore"):
+            parts_box.append(_to_pixels(xywhn, gt.image_width[i], gt.image_height[i]))
+        overflow.extend((f"{path}:{rows[j][0]}", " ".join(rows[j][1]))
+                        for j in np.flatnonzero(~np.isfinite(parts_box[-1]).all(axis=1)))
         parts_score.append(score)
     if ambiguous:
         fail_records("5 columns: no confidence column, or a layout deteval cannot tell",
@@ -480,6 +483,9 @@ def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LA
         fail_records("wrong number of columns", f"6 columns `{layout}`", wrong)
     if negative:
         fail_records("negative width or height", "w >= 0 and h >= 0", negative)
+    if overflow:
+        fail_records("a box that is not finite in pixels (the numbers overflow once scaled by the "
+                     "image size)", "normalized cx cy w h of a box in the image (about 0 to 1)", overflow)
     class_ids = np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64)
 
     def fail(indices: np.ndarray, problem: str, expected: str) -> None:

@@ -47,6 +47,7 @@ import numpy as np
 import yaml
 
 from deteval.errors import ConfigError
+from deteval.io._text import read_bytes
 from deteval.protocol.spec import FIELDS, Protocol, check_field, describe_value, field_names, optional_fields
 
 __all__ = ["load_protocol_file", "load_protocol_text", "protocol_from_mapping", "apply_overrides",
@@ -378,20 +379,18 @@ def _load(path: Path, *, chain: tuple = (), referrer: str | None = None) -> Prot
     if len(chain) >= _MAX_EXTENDS_DEPTH:
         raise ConfigError(f"{referrer or shown}: expected at most {_MAX_EXTENDS_DEPTH} levels of "
                           f"`extends:`, found more")
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{shown}: expected a protocol file under {MAX_CONFIG_BYTES} bytes, found "
-                              f"{size} bytes")
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as exc:
+    where = f"{referrer}: {shown}" if referrer else shown
+    try:  # read_bytes refuses FIFOs and devices, caps the size, records the file as an input
+        raw = read_bytes(os.fspath(path), what="a readable YAML protocol file", limit=MAX_CONFIG_BYTES,
+                         error=ConfigError)
+    except ConfigError as exc:
         if referrer:
-            raise ConfigError(f"{referrer}: expected a readable YAML protocol file, found {shown} "
-                              f"({exc.strerror})") from None
-        raise ConfigError(f"{shown}: expected a readable YAML protocol file ({exc.strerror})") from None
+            raise ConfigError(f"{referrer}: expected a readable YAML protocol file, found {exc}") from None
+        raise
+    try:
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise ConfigError(f"{shown}: expected UTF-8 text, found undecodable bytes") from None
+        raise ConfigError(f"{where}: expected UTF-8 text, found undecodable bytes") from None
     data = parse_yaml(text, filename=shown)
     return protocol_from_mapping(data, where=shown, base_dir=path.parent, _chain=chain + (real,))
 

@@ -656,7 +656,14 @@ def test_image_set_path_never_opens_the_trap_file(capsys, monkeypatch):
         opened.append(os.fspath(file) if isinstance(file, (str, os.PathLike)) else file)
         return real_open(file, *args, **kwargs)
 
+    real_os_open = os.open
+
+    def os_spy(file, *args, **kwargs):  # read_bytes opens with os.open (to refuse FIFOs unblocked)
+        opened.append(os.fspath(file) if isinstance(file, (str, os.PathLike)) else file)
+        return real_os_open(file, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "open", spy)
+    monkeypatch.setattr(os, "open", os_spy)
     code, out, err = run(capsys, *voc_argv("image_set_id_is_path"))
     monkeypatch.undo()
     assert (code, out) == (3, "")

@@ -352,7 +352,7 @@ def test_deeply_nested_yaml_is_an_error_not_a_crash(tmp_path):
 def test_oversized_file_is_refused_unread(tmp_path):
     path = tmp_path / "big.yaml"
     path.write_text("extends: coco\n" + "#" * MAX_CONFIG_BYTES + "\n")
-    with pytest.raises(ConfigError, match=r"big\.yaml: expected a protocol file under 1048576 bytes"):
+    with pytest.raises(ConfigError, match=r"big\.yaml: \d+ bytes; expected a readable YAML protocol file of at most 1048576 bytes"):
         load_protocol_file(path)
 
 
@@ -364,7 +364,7 @@ def test_undecodable_file(tmp_path):
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(ConfigError, match=r"nope\.yaml: expected a readable YAML protocol file"):
+    with pytest.raises(ConfigError, match=r"nope\.yaml: file not found; expected a readable YAML protocol file"):
         load_protocol_file(tmp_path / "nope.yaml")
 
 

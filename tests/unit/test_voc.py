@@ -763,7 +763,7 @@ def test_yolo_folder_without_yaml(tmp_path):
     ("0 0.1 0.1 0.2 0.1 0.3 0.3\n", "found 7 columns (a segmentation polygon?)"),
     ("0 0.5 0.5 0.2 0.4\n2 0.5 0.5 0.2 0.4\n", "a.txt:2: class id not in `names`; expected a class id of"),
     ("1.5 0.5 0.5 0.2 0.4\n",
-     "a.txt:1: class id is not an integer; expected an integer class id, found '1.5'"),
+     "a.txt:1: class id is not an integer; expected an integer class id (within +-2**63), found '1.5'"),
     ("0 0.5 0.5 1.2 0.4\n", "a.txt:1: coordinate outside [0, 1]; expected normalized cx cy w h in [0, 1], "
                             "found 0.5 0.5 1.2 0.4"),
     ("0 0.5 x 0.2 0.4\n", "a.txt:1: a value that is not a finite number in cx cy w h"),

@@ -1,0 +1,258 @@
+"""Writing outputs safely: never over an input, never half-written.
+
+Two mechanisms, used by every file deteval writes (``--output``, ``--matches``, reports, plots):
+
+* **Outputs never destroy inputs.** While inputs are loaded, every file actually read (ground
+  truth, detections, protocol files and each file they ``extends:``, class lists, category maps)
+  and every folder listed is recorded (:func:`recording_reads`, fed by :func:`note_read` /
+  :func:`note_folder` in the readers). :func:`check_output` then refuses an output path that is
+  one of them -- compared by device and inode as well as by resolved name, so a hard link or a
+  symbolic link to an input is caught -- or that lies inside an input folder (a result file
+  written into the ``--dt`` folder would be read as detections next time).
+* **Atomic writes.** :func:`write_atomic` writes to a temporary file in the target's folder,
+  flushes and fsyncs it, then ``os.replace`` s it over the target. On any failure (a full disk,
+  an exception, Ctrl-C or SIGTERM turned into an exception) the temporary file is removed and the
+  target is untouched; two runs writing the same path leave the complete output of one of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from deteval.errors import ConfigError
+
+__all__ = ["ReadLog", "recording_reads", "note_read", "note_folder", "check_output", "write_atomic"]
+
+
+@dataclass
+class ReadLog:
+    """The files read and folders listed while it was active (see :func:`recording_reads`).
+
+    Attributes
+    ----------
+    files : dict
+        Resolved path -> ``(st_dev, st_ino)`` of each file read.
+    folders : dict
+        Resolved path -> ``(st_dev, st_ino)`` of each input folder.
+    """
+
+    files: dict = field(default_factory=dict)
+    folders: dict = field(default_factory=dict)
+
+    def add_file(self, path: str | os.PathLike, stat: os.stat_result | None = None) -> None:
+        """Record ``path`` as read (``stat``: of the opened file, else looked up)."""
+        self._add(self.files, path, stat)
+
+    def add_folder(self, path: str | os.PathLike) -> None:
+        """Record ``path`` as an input folder."""
+        self._add(self.folders, path, None)
+
+    @staticmethod
+    def _add(into: dict, path: str | os.PathLike, stat: os.stat_result | None) -> None:
+        real = os.path.realpath(path)
+        if stat is None:
+            try:
+                stat = os.stat(real)
+            except OSError:
+                into.setdefault(real, None)
+                return
+        into[real] = (stat.st_dev, stat.st_ino)
+
+
+_ACTIVE: contextvars.ContextVar[tuple] = contextvars.ContextVar("deteval_read_logs", default=())
+
+
+@contextlib.contextmanager
+def recording_reads(log: ReadLog | None = None) -> Iterator[ReadLog]:
+    """Record in a :class:`ReadLog` every input file read and folder listed inside the block.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from deteval.io._text import read_bytes
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "gt.json").write_text("{}")
+    >>> with recording_reads() as log:
+    ...     _ = read_bytes(str(d / "gt.json"), what="a JSON file")
+    >>> [pathlib.Path(p).name for p in log.files]
+    ['gt.json']
+    """
+    log = ReadLog() if log is None else log
+    token = _ACTIVE.set(_ACTIVE.get() + (log,))
+    try:
+        yield log
+    finally:
+        _ACTIVE.reset(token)
+
+
+def note_read(path: str | os.PathLike, stat: os.stat_result | None = None) -> None:
+    """Called by every reader: ``path`` was read (no-op outside :func:`recording_reads`)."""
+    for log in _ACTIVE.get():
+        log.add_file(path, stat)
+
+
+def note_folder(path: str | os.PathLike) -> None:
+    """Called by the folder readers: ``path`` is an input folder."""
+    for log in _ACTIVE.get():
+        log.add_folder(path)
+
+
+def _is_within(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, folder]) == folder
+    except ValueError:  # different drives
+        return False
+
+
+def _entries(inputs: ReadLog | Mapping[str, Any] | Iterable[Any]) -> list[tuple[str, str, Any, bool]]:
+    """(label, resolved path, (dev, ino) or None, is a folder) of every input."""
+    if isinstance(inputs, ReadLog):
+        return ([(f"input file {path}", path, ident, False) for path, ident in inputs.files.items()]
+                + [(f"input folder {path}", path, ident, True) for path, ident in inputs.folders.items()])
+    named = inputs.items() if isinstance(inputs, Mapping) else ((None, item) for item in inputs)
+    out = []
+    for label, item in named:
+        if item is None or not isinstance(item, (str, os.PathLike)):
+            continue
+        real = os.path.realpath(item)
+        try:
+            st = os.stat(real)
+            ident, is_dir = (st.st_dev, st.st_ino), os.path.isdir(real)
+        except OSError:
+            ident, is_dir = None, False
+        kind = "folder" if is_dir else "input"
+        out.append((f"{label} {kind}" if label else f"input {kind} {real}", real, ident, is_dir))
+    return out
+
+
+def check_output(path: str | os.PathLike, inputs: ReadLog | Mapping[str, Any] | Iterable[Any], *,
+                 option: str = "--output") -> None:
+    """Refuse an output ``path`` that is an input or lies inside an input folder.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Where the output will be written.
+    inputs : ReadLog, mapping or iterable
+        What was read: a :class:`ReadLog`, or paths (a mapping names them, e.g. ``{"--dt": path}``).
+        Paths that are not strings (parsed JSON handed to the API) are skipped.
+    option : str
+        The option that named ``path`` (for the message).
+
+    Raises
+    ------
+    ConfigError
+        When ``path`` resolves to, or is a hard link of, a file read, or lies inside an input folder.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "dt.json").write_text("[]")
+    >>> os.link(d / "dt.json", d / "link.json")
+    >>> try:
+    ...     check_output(d / "link.json", {"--dt": d / "dt.json"})
+    ... except ConfigError as exc:
+    ...     print(str(exc).split(": ", 1)[1])
+    is the --dt input (the same file: a hard link); refusing to overwrite it
+    """
+    shown = os.fspath(path)
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+        identity = (st.st_dev, st.st_ino)
+    except OSError:
+        identity = None
+    for label, source, source_id, is_folder in _entries(inputs):
+        same_name = real == source
+        if same_name or (identity is not None and identity == source_id):
+            how = "" if same_name else " (the same file: a hard link)"
+            if is_folder:
+                raise ConfigError(f"{option} {shown}: is the {label}{how}; expected a file path outside it")
+            raise ConfigError(f"{option} {shown}: is the {label}{how}; refusing to overwrite it")
+        if is_folder and _is_within(real, source):
+            raise ConfigError(f"{option} {shown}: is inside the {label} {source}; refusing to write "
+                              f"there (a file written in an input folder may be read as input next "
+                              f"time); expected a path outside it")
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes, *, option: str = "--output",
+                 inputs: ReadLog | Mapping[str, Any] | Iterable[Any] | None = None) -> None:
+    """Write ``data`` to ``path`` completely or not at all.
+
+    The data goes to a temporary file in the same folder, which is flushed, fsynced and then
+    atomically renamed over ``path`` (``os.replace``). On any failure -- including
+    ``KeyboardInterrupt`` -- the temporary file is removed and ``path`` is untouched. Text is
+    written as UTF-8 with no newline translation. A new file gets the permissions a plain
+    ``open(path, "w")`` would give it; an existing file keeps its mode.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    data : str or bytes
+    option : str
+        The option that named ``path`` (for messages).
+    inputs : ReadLog, mapping or iterable of paths, optional
+        When given, :func:`check_output` runs first.
+
+    Raises
+    ------
+    ConfigError
+        ``path`` is an input, or cannot be written (the message says why: no such folder, no
+        space left, permission denied).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "out.json"
+    >>> write_atomic(target, '{"ok": true}\\n')
+    >>> target.read_text(), sorted(p.name for p in target.parent.iterdir())
+    ('{"ok": true}\\n', ['out.json'])
+    """
+    if inputs is not None:
+        check_output(path, inputs, option=option)
+    shown = os.fspath(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    folder = os.path.dirname(os.path.abspath(shown))
+    if os.path.isdir(shown):
+        raise ConfigError(f"{option} {shown}: cannot write (is a folder); expected a file path")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(shown)}.", suffix=".tmp")
+    except OSError as exc:
+        raise ConfigError(f"{option} {shown}: cannot write ({exc.strerror}); expected a writable "
+                          f"file path in an existing folder") from None
+    try:
+        try:
+            with os.fdopen(fd, "wb") as f:
+                view = memoryview(payload)
+                while view:  # os.write may write less than asked
+                    written = f.write(view[:1 << 24])
+                    view = view[written:]
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, _mode_for(shown))
+            os.replace(tmp, shown)
+        except OSError as exc:
+            raise ConfigError(f"{option} {shown}: cannot write ({exc.strerror}); nothing was written "
+                              f"(expected a writable file path with space for {len(payload)} "
+                              f"bytes)") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _mode_for(path: str) -> int:
+    """The mode of the existing ``path``, else what ``open(path, "w")`` gives (0o666 & ~umask)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask

@@ -1,0 +1,104 @@
+"""Will it fit? Memory estimates checked before the big allocations, with a clear refusal.
+
+A run whose arrays do not fit ends in a ``MemoryError`` traceback at best and in the kernel's
+out-of-memory killer at worst. The largest allocations of an evaluation are known from the
+input sizes before they are made:
+
+* candidate pairs: one per (detection, ground truth) of the same image and class (a crowded
+  image with 100,000 ground truths under ``voc2007`` makes 10**8 pairs), about
+  :data:`BYTES_PER_PAIR` bytes each while matched;
+* lanes x detections: outcome flags per (area range x IoU threshold) per detection;
+* the precision and score arrays, ``T x R x K x A x M`` float64 each (10,000 IoU thresholds, or
+  100,000 classes under ``coco``, make two arrays of several GiB).
+
+:func:`require` compares an estimate with the memory available -- ``MemAvailable`` of
+``/proc/meminfo``, or a limit set with :func:`memory_limit` (``--memory-limit``) -- and raises
+:class:`~deteval.errors.ConfigError` saying what is too big, how much it needs and what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from collections.abc import Iterator
+
+from deteval.errors import ConfigError
+
+__all__ = ["available_bytes", "require", "memory_limit", "format_bytes", "BYTES_PER_PAIR"]
+
+#: Bytes per candidate (detection, ground truth) pair while matching: indices (2 x int64),
+#: IoU (float64), sort keys and per-threshold flags.
+BYTES_PER_PAIR = 64
+
+_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("deteval_memory_limit", default=None)
+
+
+def format_bytes(n: float) -> str:
+    """``1.5 GiB`` style.
+
+    Examples
+    --------
+    >>> format_bytes(3 * 2**30 // 2), format_bytes(512)
+    ('1.5 GiB', '512 B')
+    """
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def available_bytes() -> int | None:
+    """Bytes this run may still allocate: the :func:`memory_limit` in force, else the kernel's
+    ``MemAvailable`` estimate (None where there is no ``/proc/meminfo``)."""
+    limit = _LIMIT.get()
+    if limit is not None:
+        return limit
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+@contextlib.contextmanager
+def memory_limit(n_bytes: int | None) -> Iterator[None]:
+    """Within the block, :func:`require` compares with ``n_bytes`` instead of ``MemAvailable``."""
+    token = _LIMIT.set(None if n_bytes is None else int(n_bytes))
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
+
+
+def require(n_bytes: float, *, what: str, hint: str) -> None:
+    """Refuse before allocating ``n_bytes`` for ``what`` when they will not fit.
+
+    Raises
+    ------
+    ConfigError
+        ``what`` needs ``n_bytes``, more than available; ``hint`` says what to do.
+
+    Examples
+    --------
+    >>> with memory_limit(2**30):
+    ...     require(2**31, what="precision arrays (10000 x 101 x 80 x 4 x 3)", hint="use fewer thresholds")
+    Traceback (most recent call last):
+    ...
+    deteval.errors.ConfigError: precision arrays (10000 x 101 x 80 x 4 x 3) need 2.0 GiB, more than the 1.0 GiB available (--memory-limit); use fewer thresholds
+    """
+    available = available_bytes()
+    if available is None or n_bytes <= available:
+        return
+    source = "--memory-limit" if _LIMIT.get() is not None else "MemAvailable in /proc/meminfo"
+    raise ConfigError(f"{what} need {format_bytes(n_bytes)}, more than the {format_bytes(available)} "
+                      f"available ({source}); {hint}")
+
+
+def env_limit() -> int | None:  # pragma: no cover - trivial
+    """``DETEVAL_MEMORY_LIMIT`` (bytes), when set."""
+    value = os.environ.get("DETEVAL_MEMORY_LIMIT")
+    return int(value) if value and value.isdigit() else None
