@@ -114,10 +114,18 @@ class _Output:
     ap: np.ndarray  # (n_iou_thr, n_class, n_area)
 
 
-def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.ndarray,
-               det_class: np.ndarray, det_rank: np.ndarray, ranking: np.ndarray,
-               n_positive: np.ndarray, protocol: Protocol, *,
-               recall_thresholds_override: np.ndarray | None = None) -> Accumulated:
+def accumulate(
+    det_is_tp: np.ndarray,
+    det_is_ignored: np.ndarray,
+    det_score: np.ndarray,
+    det_class: np.ndarray,
+    det_rank: np.ndarray,
+    ranking: np.ndarray,
+    n_positive: np.ndarray,
+    protocol: Protocol,
+    *,
+    recall_thresholds_override: np.ndarray | None = None,
+) -> Accumulated:
     """Turn per-detection outcomes into precision/recall curves and AP.
 
     Parameters
@@ -162,15 +170,20 @@ def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.
     n_class, n_area = n_positive.shape
     n_iou_thr = len(protocol.iou_thresholds)
     max_dets = protocol.max_dets if protocol.max_dets is not None else (None,)
-    rec_thr = (recall_thresholds(protocol) if recall_thresholds_override is None
-               else np.asarray(recall_thresholds_override, dtype=np.float64))
+    rec_thr = (
+        recall_thresholds(protocol)
+        if recall_thresholds_override is None
+        else np.asarray(recall_thresholds_override, dtype=np.float64)
+    )
     n_recall_thr = len(rec_thr)
     shape = (n_iou_thr, n_recall_thr, n_class, n_area, len(max_dets))
-    require(2 * 8 * float(np.prod(shape, dtype=np.float64)),
-            what=f"the precision and score arrays ({' x '.join(map(str, shape))}: thresholds x recall "
-                 f"points x classes x area ranges x max_dets, float64)",
-            hint="use fewer IoU thresholds, recall points, area ranges or max_dets, or fewer classes "
-                 "(or a larger --memory-limit on a machine that has it)")
+    require(
+        2 * 8 * float(np.prod(shape, dtype=np.float64)),
+        what=f"the precision and score arrays ({' x '.join(map(str, shape))}: thresholds x recall "
+        f"points x classes x area ranges x max_dets, float64)",
+        hint="use fewer IoU thresholds, recall points, area ranges or max_dets, or fewer classes "
+        "(or a larger --memory-limit on a machine that has it)",
+    )
     precision = np.full(shape, np.nan)
     scores = np.full(shape, np.nan)
     recall = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)
@@ -180,10 +193,17 @@ def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.
         rows = ranking if max_det is None else ranking[det_rank[ranking] < max_det]
         ranked_class = det_class[rows]
         bounds = np.searchsorted(ranked_class, np.arange(n_class + 1))
-        ranked = _Ranked(is_tp=np.take(det_is_tp, rows, axis=1), is_ignored=np.take(det_is_ignored, rows, axis=1),
-                         det_class=ranked_class, scores=det_score[rows], class_start=bounds[:-1],
-                         class_end=bounds[1:])
-        out = _Output(precision=precision[..., m], recall=recall[..., m], scores=scores[..., m], ap=ap[..., m])
+        ranked = _Ranked(
+            is_tp=np.take(det_is_tp, rows, axis=1),
+            is_ignored=np.take(det_is_ignored, rows, axis=1),
+            det_class=ranked_class,
+            scores=det_score[rows],
+            class_start=bounds[:-1],
+            class_end=bounds[1:],
+        )
+        out = _Output(
+            precision=precision[..., m], recall=recall[..., m], scores=scores[..., m], ap=ap[..., m]
+        )
         ap_method(ranked, n_positive, rec_thr, n_iou_thr, out)
     return Accumulated(precision=precision, recall=recall, scores=scores, ap=ap)
 
@@ -192,8 +212,10 @@ def accumulate(det_is_tp: np.ndarray, det_is_ignored: np.ndarray, det_score: np.
 # One function per ap_method
 # --------------------------------------------------------------------------------------------
 
-def ap_101_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int,
-                 out: _Output) -> None:
+
+def ap_101_point(
+    ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int, out: _Output
+) -> None:
     """COCO: mean interpolated precision at 101 recall points (pycocotools' ``accumulate``).
 
     Notes
@@ -203,6 +225,7 @@ def ap_101_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n
     recall, AP = ``np.mean`` over the recall points. Ignored detections stay in the ranked list
     (they repeat the previous point), as in pycocotools; this matters for ``scores``.
     """
+
     def coco_precision(n_tp: np.ndarray, n_fp: np.ndarray) -> np.ndarray:
         return n_tp / (n_fp + n_tp + np.spacing(1))
 
@@ -210,8 +233,9 @@ def ap_101_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n
     out.ap[...] = np.mean(precision_at_recall, axis=-1).transpose(0, 2, 1)
 
 
-def ap_11_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int,
-                out: _Output) -> None:
+def ap_11_point(
+    ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int, out: _Output
+) -> None:
     """VOC2007: the mean of the interpolated precision at 11 recall points (``VOCevalDet.m``).
 
     Notes
@@ -224,8 +248,9 @@ def ap_11_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_
     out.ap[...] = np.cumsum(precision_at_recall / 11.0, axis=-1)[..., -1].transpose(0, 2, 1)
 
 
-def ap_all_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int,
-                 out: _Output) -> None:
+def ap_all_point(
+    ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int, out: _Output
+) -> None:
     """VOC2010+: area under the precision envelope at every recall change (``VOCap.m``).
 
     Fills ``recall`` and ``ap``; there are no recall points, so ``precision`` and ``scores``
@@ -248,8 +273,9 @@ def ap_all_point(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n
                 out.ap[t, k, a] = _area_under_envelope(rec, devkit_precision(n_tp[lane], n_fp[lane]))
 
 
-def ap_trapezoid_101(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int,
-                     out: _Output) -> None:
+def ap_trapezoid_101(
+    ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int, out: _Output
+) -> None:
     """Ultralytics: trapezoid of the precision envelope at 101 recall points (``compute_ap``).
 
     Fills ``recall`` and ``ap``; the R axis is empty (the AP is not a mean of sampled points).
@@ -306,8 +332,15 @@ AP_METHODS: Mapping[str, Callable[..., None]] = {
 # Shared machinery of the point-sampled methods
 # --------------------------------------------------------------------------------------------
 
-def _point_sampled(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int,
-                   out: _Output, precision_of: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+
+def _point_sampled(
+    ranked: _Ranked,
+    n_positive: np.ndarray,
+    rec_thr: np.ndarray,
+    n_iou_thr: int,
+    out: _Output,
+    precision_of: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
     """Interpolated precision and scores at each recall threshold; fills ``out`` but ``ap``.
 
     Returns
@@ -327,8 +360,9 @@ def _point_sampled(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray,
     tp_class = ranked.det_class[tp_pos]
     segment_key = tp_lane * n_class + tp_class
     n_tp_so_far = rank_in_group(segment_key) + 1
-    n_fp_so_far = _fp_before_each_tp(ranked.is_tp, ranked.is_ignored, tp_lane, tp_pos,
-                                     ranked.class_start[tp_class])
+    n_fp_so_far = _fp_before_each_tp(
+        ranked.is_tp, ranked.is_ignored, tp_lane, tp_pos, ranked.class_start[tp_class]
+    )
     precision_at_tp = precision_of(n_tp_so_far.astype(float), n_fp_so_far.astype(float))
     n_tp = np.bincount(segment_key, minlength=n_lane * n_class).reshape(n_lane, n_class)
     tp_first = (np.cumsum(n_tp.ravel()) - n_tp.ravel()).reshape(n_lane, n_class)
@@ -348,14 +382,17 @@ def _point_sampled(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray,
             has_target = target <= n_tp[lane][:, None]
             first = tp_first[lane][:, None] + target - 1
             end = tp_first[lane] + n_tp[lane]
-            interpolated = suffix_max_at(precision_at_tp, np.where(has_target, first, end[:, None]), end,
-                                          has_target)
+            interpolated = suffix_max_at(
+                precision_at_tp, np.where(has_target, first, end[:, None]), end, has_target
+            )
             is_reached = has_target | ((tp_needed == 0) & has_dets[:, None])
             # The rank where recall first reaches the threshold: the target TP, or the first
             # ranked detection when the threshold is 0 (searchsorted(rc, 0) == 0).
             from_tp = has_target & (tp_needed > 0)
             if len(tp_pos):
-                pos = np.where(from_tp, tp_pos[np.minimum(first, len(tp_pos) - 1)], ranked.class_start[:, None])
+                pos = np.where(
+                    from_tp, tp_pos[np.minimum(first, len(tp_pos) - 1)], ranked.class_start[:, None]
+                )
             else:
                 pos = np.broadcast_to(ranked.class_start[:, None], first.shape)
             score_at_recall = np.where(is_reached, ranked_scores[np.minimum(pos, n)], 0.0)
@@ -366,8 +403,13 @@ def _point_sampled(ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray,
     return precision_at_recall
 
 
-def _fp_before_each_tp(is_tp: np.ndarray, is_ignored: np.ndarray, tp_lane: np.ndarray,
-                       tp_pos: np.ndarray, tp_seg_start: np.ndarray) -> np.ndarray:
+def _fp_before_each_tp(
+    is_tp: np.ndarray,
+    is_ignored: np.ndarray,
+    tp_lane: np.ndarray,
+    tp_pos: np.ndarray,
+    tp_seg_start: np.ndarray,
+) -> np.ndarray:
     """False positives from the start of each TP's class segment up to the TP, lane by lane.
 
     One lane at a time with a reused buffer: the (lanes x detections) cumulative sum would be

@@ -24,8 +24,9 @@ def _lane(result: EvalResult, iou_threshold: float | None, area: str | None) -> 
     if iou_threshold is None:
         iou_threshold = 0.5 if 0.5 in thresholds else thresholds[0]
     if iou_threshold not in thresholds:
-        raise ConfigError(f"iou_threshold {iou_threshold!r} is not one of the protocol's thresholds "
-                          f"{thresholds}")
+        raise ConfigError(
+            f"iou_threshold {iou_threshold!r} is not one of the protocol's thresholds {thresholds}"
+        )
     names = list(p.area_names)
     area = names[0] if area is None else area
     if area not in names:
@@ -36,11 +37,13 @@ def _lane(result: EvalResult, iou_threshold: float | None, area: str | None) -> 
 
 def _ranking_of(result: EvalResult) -> np.ndarray:
     from deteval.evaluate import ranking_order
+
     return ranking_order(result.table, result.protocol)
 
 
-def _ranked_rows(result: EvalResult, class_index: int, max_dets: int | None,
-                 ranking: np.ndarray | None = None) -> np.ndarray:
+def _ranked_rows(
+    result: EvalResult, class_index: int, max_dets: int | None, ranking: np.ndarray | None = None
+) -> np.ndarray:
     """Detections of one class in the protocol's global ranking, within ``max_dets``."""
     table = result.table
     if ranking is None:
@@ -55,8 +58,10 @@ def _ranked_rows(result: EvalResult, class_index: int, max_dets: int | None,
 
 def _class_index(result: EvalResult, category_id: int) -> int:
     if category_id not in result.category_ids:
-        raise ConfigError(f"category_id {category_id!r} is not a category of the ground truth "
-                          f"{list(result.category_ids)[:20]}")
+        raise ConfigError(
+            f"category_id {category_id!r} is not a category of the ground truth "
+            f"{list(result.category_ids)[:20]}"
+        )
     return result.category_ids.index(category_id)
 
 
@@ -80,8 +85,14 @@ class PRCurve:
     n_positive: int
 
 
-def pr_curve(result: EvalResult, category_id: int, *, iou_threshold: float | None = None,
-             area: str | None = None, max_dets: int | None = None) -> PRCurve:
+def pr_curve(
+    result: EvalResult,
+    category_id: int,
+    *,
+    iou_threshold: float | None = None,
+    area: str | None = None,
+    max_dets: int | None = None,
+) -> PRCurve:
     """Precision and recall after each ranked detection of a class.
 
     Examples
@@ -106,8 +117,14 @@ def pr_curve(result: EvalResult, category_id: int, *, iou_threshold: float | Non
     with np.errstate(invalid="ignore", divide="ignore"):
         precision = np.where(tp + fp > 0, tp / np.maximum(tp + fp, 1), 0.0)
         recall = tp / n_positive if n_positive else np.full(len(tp), np.nan)
-    return PRCurve(score=table.det_score[rows], precision=precision, recall=recall, is_tp=is_tp,
-                   is_ignored=is_ignored, n_positive=n_positive)
+    return PRCurve(
+        score=table.det_score[rows],
+        precision=precision,
+        recall=recall,
+        is_tp=is_tp,
+        is_ignored=is_ignored,
+        n_positive=n_positive,
+    )
 
 
 def _prf(tp: int, fp: int, n_positive: int) -> tuple[float, float, float]:
@@ -119,8 +136,14 @@ def _prf(tp: int, fp: int, n_positive: int) -> tuple[float, float, float]:
     return precision, recall, f1
 
 
-def at_confidence(result: EvalResult, threshold: float, *, iou_threshold: float | None = None,
-                  area: str | None = None, max_dets: int | None = None) -> list[dict]:
+def at_confidence(
+    result: EvalResult,
+    threshold: float,
+    *,
+    iou_threshold: float | None = None,
+    area: str | None = None,
+    max_dets: int | None = None,
+) -> list[dict]:
     """Per-class counts and precision/recall/F1 of the detections scoring >= ``threshold``.
 
     A ranked AP can look good while the detections a deployment keeps (those above a
@@ -148,8 +171,18 @@ def at_confidence(result: EvalResult, threshold: float, *, iou_threshold: float 
         fp = int((~table.det_is_tp[lane, kept] & ~table.det_is_ignored[lane, kept]).sum())
         n_positive = int(table.n_positive[k, a])
         precision, recall, f1 = _prf(tp, fp, n_positive)
-        out.append({"category_id": category_id, "name": result.category_names[k], "tp": tp, "fp": fp,
-                    "fn": n_positive - tp, "precision": precision, "recall": recall, "f1": f1})
+        out.append(
+            {
+                "category_id": category_id,
+                "name": result.category_names[k],
+                "tp": tp,
+                "fp": fp,
+                "fn": n_positive - tp,
+                "precision": precision,
+                "recall": recall,
+                "f1": f1,
+            }
+        )
     return out
 
 
@@ -157,15 +190,24 @@ def best_f1(result: EvalResult, category_id: int, **lane: object) -> dict:
     """The confidence threshold that maximises F1 for a class (ties: the highest threshold)."""
     curve = pr_curve(result, category_id, **lane)  # type: ignore[arg-type]
     if not curve.n_positive or not len(curve.score):
-        return {"threshold": float("nan"), "precision": float("nan"), "recall": float("nan"), "f1": float("nan")}
+        return {
+            "threshold": float("nan"),
+            "precision": float("nan"),
+            "recall": float("nan"),
+            "f1": float("nan"),
+        }
     # Only the last detection of a run of equal scores is a reachable threshold.
     last_of_score = np.r_[curve.score[1:] != curve.score[:-1], True]
     p, r = curve.precision[last_of_score], curve.recall[last_of_score]
     with np.errstate(invalid="ignore", divide="ignore"):
         f1 = np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
     i = int(np.argmax(f1))
-    return {"threshold": float(curve.score[last_of_score][i]), "precision": float(p[i]),
-            "recall": float(r[i]), "f1": float(f1[i])}
+    return {
+        "threshold": float(curve.score[last_of_score][i]),
+        "precision": float(p[i]),
+        "recall": float(r[i]),
+        "f1": float(f1[i]),
+    }
 
 
 def matches(result: EvalResult, *, iou_threshold: float | None = None, area: str | None = None) -> list[dict]:
@@ -187,11 +229,18 @@ def matches(result: EvalResult, *, iou_threshold: float | None = None, area: str
     order = np.argsort(table.det_order, kind="stable")
     out = []
     for row in order:
-        outcome = "tp" if table.det_is_tp[lane, row] else ("ignored" if table.det_is_ignored[lane, row] else "fp")
+        outcome = (
+            "tp" if table.det_is_tp[lane, row] else ("ignored" if table.det_is_ignored[lane, row] else "fp")
+        )
         gt_row = gt_of[row]
-        out.append({"detection": int(table.det_order[row]),
-                    "image_id": int(result.image_ids[table.det_image[row]]),
-                    "category_id": int(result.category_ids[table.det_class[row]]),
-                    "score": float(table.det_score[row]), "outcome": outcome,
-                    "gt_annotation_id": None if gt_row < 0 else int(result.annotation_ids[gt_row])})
+        out.append(
+            {
+                "detection": int(table.det_order[row]),
+                "image_id": int(result.image_ids[table.det_image[row]]),
+                "category_id": int(result.category_ids[table.det_class[row]]),
+                "score": float(table.det_score[row]),
+                "outcome": outcome,
+                "gt_annotation_id": None if gt_row < 0 else int(result.annotation_ids[gt_row]),
+            }
+        )
     return out

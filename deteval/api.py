@@ -44,14 +44,33 @@ from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
 from deteval.protocol import Protocol, apply_overrides, parse_yaml_value, resolve_protocol
 from deteval.sharding import match_sharded
 
-__all__ = ["resolve_protocol", "resolve_protocols", "default_protocol", "parse_overrides", "refuse_overwrite", "Inputs", "load_inputs",
-           "evaluate", "evaluate_inputs", "compare", "explain", "validate", "Validation",
-           "compare_mask_modes", "at_confidence", "matches", "MatchCache", "Comparison", "Explanation"]
+__all__ = [
+    "resolve_protocol",
+    "resolve_protocols",
+    "default_protocol",
+    "parse_overrides",
+    "refuse_overwrite",
+    "Inputs",
+    "load_inputs",
+    "evaluate",
+    "evaluate_inputs",
+    "compare",
+    "explain",
+    "validate",
+    "Validation",
+    "compare_mask_modes",
+    "at_confidence",
+    "matches",
+    "MatchCache",
+    "Comparison",
+    "Explanation",
+]
 
 
 # ------------------------------------------------------------------------------------------
 # Protocols: names, YAML files, values; --set overrides
 # ------------------------------------------------------------------------------------------
+
 
 def parse_overrides(items: Sequence[str]) -> dict:
     """``FIELD=VALUE`` strings (``--set``) -> {field: value}, each VALUE in YAML syntax.
@@ -70,8 +89,13 @@ def parse_overrides(items: Sequence[str]) -> dict:
     return out
 
 
-def resolve_protocols(protocols: Sequence[str | Protocol] | None, *, overrides: Sequence[str] = (),
-                      iou_type: str | None = None, mask_iou: str | None = None) -> list[Protocol]:
+def resolve_protocols(
+    protocols: Sequence[str | Protocol] | None,
+    *,
+    overrides: Sequence[str] = (),
+    iou_type: str | None = None,
+    mask_iou: str | None = None,
+) -> list[Protocol]:
     """Resolve each protocol (default ``["coco"]``) and apply the same overrides to all.
 
     Parameters
@@ -130,19 +154,24 @@ def default_protocol(gt: Any) -> tuple[str, str]:
         return "coco", ""
     year = voc_year(source)
     if year is None:
-        raise ConfigError(f"--gt {os.fspath(source)}: a VOC root and no --protocol; expected one of "
-                          f"--protocol voc2007 (VOC2007 test: the devkit's 11-point AP), voc2010 "
-                          f"(VOC2010-2012: all-point AP) or coco (the folder's path names no VOC<year> "
-                          f"to choose by)")
+        raise ConfigError(
+            f"--gt {os.fspath(source)}: a VOC root and no --protocol; expected one of "
+            f"--protocol voc2007 (VOC2007 test: the devkit's 11-point AP), voc2010 "
+            f"(VOC2010-2012: all-point AP) or coco (the folder's path names no VOC<year> "
+            f"to choose by)"
+        )
     name = "voc2007" if year < 2010 else "voc2010"
-    return name, (f"--gt {os.fspath(source)}: a VOC{year} root and no --protocol: scored under {name} "
-                  f"(the devkit's metric for {year}: {'11-point' if year < 2010 else 'all-point'} AP); "
-                  f"pass --protocol to choose another")
+    return name, (
+        f"--gt {os.fspath(source)}: a VOC{year} root and no --protocol: scored under {name} "
+        f"(the devkit's metric for {year}: {'11-point' if year < 2010 else 'all-point'} AP); "
+        f"pass --protocol to choose another"
+    )
 
 
 # ------------------------------------------------------------------------------------------
 # Inputs
 # ------------------------------------------------------------------------------------------
+
 
 def refuse_overwrite(output: str, sources: dict) -> None:
     """Refuse an ``--output`` that is an input, a link to one, or an existing file in an input folder.
@@ -162,13 +191,16 @@ def refuse_overwrite(output: str, sources: dict) -> None:
         if not source:
             continue
         real = os.path.realpath(source)
-        is_same = real == out or (os.path.exists(out) and os.path.exists(real)
-                                  and os.path.samefile(real, out))
+        is_same = real == out or (
+            os.path.exists(out) and os.path.exists(real) and os.path.samefile(real, out)
+        )
         if is_same:
             raise ConfigError(f"--output {output}: is the --{name} input; refusing to overwrite it")
         if os.path.isdir(real) and os.path.isfile(out) and os.path.commonpath([real, out]) == real:
-            raise ConfigError(f"--output {output}: is a file inside the --{name} folder {source}; "
-                              f"refusing to overwrite what may be an input (choose a path outside it)")
+            raise ConfigError(
+                f"--output {output}: is a file inside the --{name} folder {source}; "
+                f"refusing to overwrite what may be an input (choose a path outside it)"
+            )
 
 
 def _emit(messages: Sequence[str], category: type[Warning], *, stacklevel: int) -> None:
@@ -223,8 +255,13 @@ class Inputs:
 
     def summary(self) -> dict:
         """``{"gt", "dt", "images", "gt_objects", "detections"}`` (the JSON ``inputs``)."""
-        return {"gt": self.gt_name, "dt": self.dt_name, "images": self.gt.n_images,
-                "gt_objects": len(self.gt), "detections": len(self.dt) if self.dt is not None else 0}
+        return {
+            "gt": self.gt_name,
+            "dt": self.dt_name,
+            "images": self.gt.n_images,
+            "gt_objects": len(self.gt),
+            "detections": len(self.dt) if self.dt is not None else 0,
+        }
 
 
 def _is_voc_results(kind: str, dt: Any) -> bool:
@@ -232,41 +269,66 @@ def _is_voc_results(kind: str, dt: Any) -> bool:
     return kind != "yolo" and isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)
 
 
-def _dt_options(kind: str, gt: Any, dt: Any, *, drop_unknown_categories: bool, allow_large_drop: bool,
-                category_map: Any, result_prefix: str | None, yolo_layout: str | None) -> dict:
+def _dt_options(
+    kind: str,
+    gt: Any,
+    dt: Any,
+    *,
+    drop_unknown_categories: bool,
+    allow_large_drop: bool,
+    category_map: Any,
+    result_prefix: str | None,
+    yolo_layout: str | None,
+) -> dict:
     """The loader options of the detection options, each refused where it does not apply."""
     is_voc_results = _is_voc_results(kind, dt)
     dt_options: dict[str, Any] = {}
     if allow_large_drop and not drop_unknown_categories:
-        raise ConfigError("--allow-large-drop: only with --drop-unknown-categories (it lifts the 10% cap "
-                          "on what that drops)")
+        raise ConfigError(
+            "--allow-large-drop: only with --drop-unknown-categories (it lifts the 10% cap "
+            "on what that drops)"
+        )
     if drop_unknown_categories:
         dt_options["unknown_category"] = "drop"
         if allow_large_drop and not is_voc_results:
             dt_options["max_drop"] = 1.0
     if category_map is not None:
         if is_voc_results:
-            raise ConfigError("--category-map: VOC result files name their class by file name; expected "
-                              "a COCO results JSON or YOLO predictions")
+            raise ConfigError(
+                "--category-map: VOC result files name their class by file name; expected "
+                "a COCO results JSON or YOLO predictions"
+            )
         dt_options["category_map"] = read_category_map(category_map)
     if result_prefix is not None:
         if not is_voc_results:
-            raise ConfigError(f"--result-prefix: only for a folder of VOC result files, but --dt {dt} "
-                              f"is not one")
+            raise ConfigError(
+                f"--result-prefix: only for a folder of VOC result files, but --dt {dt} is not one"
+            )
         dt_options["prefix"] = result_prefix
     if yolo_layout:
         if kind != "yolo" or not (isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)):
-            raise ConfigError(f"--yolo-layout: only for YOLO predictions (a folder of txt files with a "
-                              f"YOLO --gt), but --gt {gt} is {kind}")
+            raise ConfigError(
+                f"--yolo-layout: only for YOLO predictions (a folder of txt files with a "
+                f"YOLO --gt), but --gt {gt} is {kind}"
+            )
         dt_options["layout"] = yolo_layout
     return dt_options
 
 
-def _load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from_box: bool = False,
-                 drop_unknown_categories: bool = False, yolo_layout: str | None = None,
-                 protocols: Sequence[Protocol] = (), category_map: Any = None,
-                 allow_large_drop: bool = False, classes: Any = None,
-                 result_prefix: str | None = None) -> Inputs:
+def _load_inputs(
+    gt: Any,
+    dt: Any = None,
+    *,
+    split: str | None = None,
+    area_from_box: bool = False,
+    drop_unknown_categories: bool = False,
+    yolo_layout: str | None = None,
+    protocols: Sequence[Protocol] = (),
+    category_map: Any = None,
+    allow_large_drop: bool = False,
+    classes: Any = None,
+    result_prefix: str | None = None,
+) -> Inputs:
     """:func:`load_inputs` without warning (its callers emit what they return)."""
     kind = gt_format(gt)
     gt_options: dict[str, Any] = {}
@@ -285,9 +347,16 @@ def _load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from
     ground_truth = _as_gt(gt, **gt_options)
     if dt is None:
         return Inputs(ground_truth, None, gt, None)
-    dt_options = _dt_options(kind, gt, dt, drop_unknown_categories=drop_unknown_categories,
-                             allow_large_drop=allow_large_drop, category_map=category_map,
-                             result_prefix=result_prefix, yolo_layout=yolo_layout)
+    dt_options = _dt_options(
+        kind,
+        gt,
+        dt,
+        drop_unknown_categories=drop_unknown_categories,
+        allow_large_drop=allow_large_drop,
+        category_map=category_map,
+        result_prefix=result_prefix,
+        yolo_layout=yolo_layout,
+    )
     if kind == "voc" and classes is None and _is_voc_results(kind, dt) and not isinstance(gt, GroundTruth):
         ground_truth = with_result_classes(ground_truth, dt, prefix=result_prefix)
     detections = _as_dt(dt, ground_truth, **dt_options)
@@ -296,11 +365,20 @@ def _load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from
     return Inputs(ground_truth, detections, gt, dt)
 
 
-def load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from_box: bool = False,
-                drop_unknown_categories: bool = False, yolo_layout: str | None = None,
-                protocols: Sequence[Protocol] = (), category_map: Any = None,
-                allow_large_drop: bool = False, classes: Any = None,
-                result_prefix: str | None = None) -> Inputs:
+def load_inputs(
+    gt: Any,
+    dt: Any = None,
+    *,
+    split: str | None = None,
+    area_from_box: bool = False,
+    drop_unknown_categories: bool = False,
+    yolo_layout: str | None = None,
+    protocols: Sequence[Protocol] = (),
+    category_map: Any = None,
+    allow_large_drop: bool = False,
+    classes: Any = None,
+    result_prefix: str | None = None,
+) -> Inputs:
     """Load ground truth and detections as ``deteval evaluate`` does, and warn what was noticed.
 
     Parameters
@@ -343,11 +421,19 @@ def load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from_
     ------
     InputError, ConfigError
     """
-    inputs = _load_inputs(gt, dt, split=split, area_from_box=area_from_box,
-                          drop_unknown_categories=drop_unknown_categories, yolo_layout=yolo_layout,
-                          protocols=protocols, category_map=category_map,
-                          allow_large_drop=allow_large_drop, classes=classes,
-                          result_prefix=result_prefix)
+    inputs = _load_inputs(
+        gt,
+        dt,
+        split=split,
+        area_from_box=area_from_box,
+        drop_unknown_categories=drop_unknown_categories,
+        yolo_layout=yolo_layout,
+        protocols=protocols,
+        category_map=category_map,
+        allow_large_drop=allow_large_drop,
+        classes=classes,
+        result_prefix=result_prefix,
+    )
     _emit(inputs.warnings, InputWarning, stacklevel=2)
     return inputs
 
@@ -356,8 +442,10 @@ def load_inputs(gt: Any, dt: Any = None, *, split: str | None = None, area_from_
 # Scoring
 # ------------------------------------------------------------------------------------------
 
-def evaluate(gt: Any, dt: Any, protocol: str | Protocol | None = None, *, workers: int = 1,
-             category_map: Any = None) -> EvalResult:
+
+def evaluate(
+    gt: Any, dt: Any, protocol: str | Protocol | None = None, *, workers: int = 1, category_map: Any = None
+) -> EvalResult:
     """Score detections against ground truth under a protocol.
 
     Parameters
@@ -411,15 +499,25 @@ def evaluate(gt: Any, dt: Any, protocol: str | Protocol | None = None, *, worker
     gt = _as_gt(gt)
     dt = _as_dt(dt, gt, **({} if category_map is None else {"category_map": category_map}))
     table = match_sharded(gt, dt, protocol, workers=workers)
-    inputs = {"gt": gt.source, "dt": dt.source, "images": gt.n_images, "gt_objects": len(gt),
-              "detections": len(dt)}
+    inputs = {
+        "gt": gt.source,
+        "dt": dt.source,
+        "images": gt.n_images,
+        "gt_objects": len(gt),
+        "detections": len(dt),
+    }
     result = score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
     _emit_result_warnings(result.warnings, result.notes, stacklevel=2)
     return result
 
 
-def evaluate_inputs(inputs: Inputs, protocols: Sequence[str | Protocol], *, workers: int = 1,
-                    progress: Callable[[str], None] | None = None) -> tuple[EvalResult, ...]:
+def evaluate_inputs(
+    inputs: Inputs,
+    protocols: Sequence[str | Protocol],
+    *,
+    workers: int = 1,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[EvalResult, ...]:
     """Score loaded inputs under each protocol (``deteval evaluate``).
 
     Unlike :func:`evaluate`, the results carry only each protocol's own warnings: the inputs'
@@ -454,13 +552,21 @@ def evaluate_inputs(inputs: Inputs, protocols: Sequence[str | Protocol], *, work
         if progress is not None:
             progress(f"scoring {protocol.name}")
         results.append(score(table, inputs.gt, protocol, warnings=(), inputs=inputs.summary()))
-    _emit_result_warnings([w for r in results for w in r.warnings], [n for r in results for n in r.notes],
-                          stacklevel=2)
+    _emit_result_warnings(
+        [w for r in results for w in r.warnings], [n for r in results for n in r.notes], stacklevel=2
+    )
     return tuple(results)
 
 
-def compare(gt: Any, dt: Any, protocols: Sequence[str | Protocol], *, workers: int = 1,
-            cache: MatchCache | None = None, inputs: dict | None = None) -> Comparison:
+def compare(
+    gt: Any,
+    dt: Any,
+    protocols: Sequence[str | Protocol],
+    *,
+    workers: int = 1,
+    cache: MatchCache | None = None,
+    inputs: dict | None = None,
+) -> Comparison:
     """Score one dataset under several protocols, sharing matchings where the settings agree.
 
     Parameters
@@ -513,13 +619,17 @@ def compare(gt: Any, dt: Any, protocols: Sequence[str | Protocol], *, workers: i
         cache = MatchCache(ground_truth, _as_dt(dt, ground_truth), workers=workers)
     comparison = _compare_values(cache.gt, cache.dt, resolved, cache=cache, inputs=inputs)
     results = comparison.results
-    _emit_result_warnings(list(cache.gt.warnings + cache.dt.warnings) + [w for r in results for w in r.warnings],
-                          [n for r in results for n in r.notes], stacklevel=2)
+    _emit_result_warnings(
+        list(cache.gt.warnings + cache.dt.warnings) + [w for r in results for w in r.warnings],
+        [n for r in results for n in r.notes],
+        stacklevel=2,
+    )
     return comparison
 
 
-def explain(gt: Any, dt: Any, a: str | Protocol, b: str | Protocol, *,
-            cache: MatchCache | None = None) -> Explanation:
+def explain(
+    gt: Any, dt: Any, a: str | Protocol, b: str | Protocol, *, cache: MatchCache | None = None
+) -> Explanation:
     """Attribute the difference between two protocols to their differing fields, step by step.
 
     :func:`deteval.explain.explain` on loaded values (see there for the walk).
@@ -568,14 +678,16 @@ def compare_mask_modes(gt: GroundTruth, dt: Detections, protocol: Protocol) -> M
         When ``protocol`` scores boxes.
     """
     if protocol.iou_type != "segm":
-        raise ConfigError(f"--compare-mask-modes: protocol {protocol.name!r} scores boxes; "
-                          f"expected --iou-type segm")
+        raise ConfigError(
+            f"--compare-mask-modes: protocol {protocol.name!r} scores boxes; expected --iou-type segm"
+        )
     return _compare_mask_modes(gt, dt, protocol)
 
 
 # ------------------------------------------------------------------------------------------
 # Validation: the checks evaluate runs, nothing scored
 # ------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Validation:
@@ -615,8 +727,9 @@ def _has_masks(segmentation: Any) -> bool:
     return segmentation is not None and len(segmentation) > 0 and all(s is not None for s in segmentation)
 
 
-def validate(gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = ("coco",),
-             **options: Any) -> Validation:
+def validate(
+    gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = ("coco",), **options: Any
+) -> Validation:
     """Load and check the inputs as :func:`load_inputs` does, and count what they hold.
 
     Parameters
@@ -648,12 +761,17 @@ def validate(gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = (
             parse_masks(detection_source(detections, ground_truth))
     per_class = np.bincount(ground_truth.category, minlength=ground_truth.n_classes)
     gt_report = {
-        "source": gt, "format": gt_format(gt), "images": ground_truth.n_images,
-        "categories": ground_truth.n_classes, "objects": len(ground_truth),
-        "crowd": int(ground_truth.is_crowd.sum()), "difficult": int(ground_truth.is_difficult.sum()),
+        "source": gt,
+        "format": gt_format(gt),
+        "images": ground_truth.n_images,
+        "categories": ground_truth.n_classes,
+        "objects": len(ground_truth),
+        "crowd": int(ground_truth.is_crowd.sum()),
+        "difficult": int(ground_truth.is_difficult.sum()),
         "ignore": int(ground_truth.is_ignore.sum()),
         "images_without_objects": int(ground_truth.n_images - len(np.unique(ground_truth.image))),
-        "categories_without_objects": [ground_truth.category_name[k] for k in np.flatnonzero(per_class == 0)]}
+        "categories_without_objects": [ground_truth.category_name[k] for k in np.flatnonzero(per_class == 0)],
+    }
     # The mask checks evaluation runs (deteval.geometry.prepare_masks), once per distinct mask
     # setting of the segm protocols: validate refuses exactly what evaluate refuses.
     mask_settings = {(p.mask_iou, p.invalid_polygons): p for p in resolved if p.iou_type == "segm"}
@@ -663,16 +781,21 @@ def validate(gt: Any, dt: Any = None, *, protocols: Sequence[str | Protocol] = (
     dt_report = None
     if detections is not None:
         dt_report = {
-            "source": dt, "detections": len(detections), "images": int(len(np.unique(detections.image))),
+            "source": dt,
+            "detections": len(detections),
+            "images": int(len(np.unique(detections.image))),
             "categories": int(len(np.unique(detections.category))),
             "score_min": float(detections.score.min()) if len(detections) else None,
-            "score_max": float(detections.score.max()) if len(detections) else None}
+            "score_max": float(detections.score.max()) if len(detections) else None,
+        }
         found += list(detections.warnings)
         for p in resolved:
             over = _over_max_dets(ground_truth, detections, p)
             if over and p.max_dets is not None:
-                found.append(f"{over} detections beyond max_dets={max(p.max_dets)} in their image and "
-                             f"class would not be scored under {p.name} (as the protocol says)")
+                found.append(
+                    f"{over} detections beyond max_dets={max(p.max_dets)} in their image and "
+                    f"class would not be scored under {p.name} (as the protocol says)"
+                )
     report = Validation(gt=gt_report, dt=dt_report, warnings=tuple(dict.fromkeys(found)))
     _emit(report.warnings, InputWarning, stacklevel=2)
     return report

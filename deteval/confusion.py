@@ -66,8 +66,12 @@ class ConfusionMatrix:
 
     def to_dict(self) -> dict:
         """The ``"confusion"`` piece of ``deteval analyze --output``."""
-        return {"iou_threshold": self.iou_threshold, "confidence": self.confidence,
-                "labels": list(self.labels), "matrix": self.matrix.tolist()}
+        return {
+            "iou_threshold": self.iou_threshold,
+            "confidence": self.confidence,
+            "labels": list(self.labels),
+            "matrix": self.matrix.tolist(),
+        }
 
 
 def greedy_pairs(pair_det: np.ndarray, pair_gt: np.ndarray, n_det: int, n_gt: int) -> np.ndarray:
@@ -102,8 +106,14 @@ def greedy_pairs(pair_det: np.ndarray, pair_gt: np.ndarray, n_det: int, n_gt: in
     return np.sort(np.concatenate(taken)) if taken else np.zeros(0, dtype=np.int64)
 
 
-def confusion_matrix(gt: GroundTruth, dt: Detections, protocol: str | Protocol = "coco", *,
-                     iou_threshold: float = 0.5, confidence: float = 0.0) -> ConfusionMatrix:
+def confusion_matrix(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: str | Protocol = "coco",
+    *,
+    iou_threshold: float = 0.5,
+    confidence: float = 0.0,
+) -> ConfusionMatrix:
     """The confusion matrix (module docstring: the rule) at ``iou_threshold`` and ``confidence``.
 
     Parameters
@@ -136,8 +146,9 @@ def confusion_matrix(gt: GroundTruth, dt: Detections, protocol: str | Protocol =
     """
     protocol = resolve_protocol(protocol)
     if protocol.iou_type != "bbox":
-        raise ConfigError(f"confusion_matrix: iou_type {protocol.iou_type!r} is not available; "
-                          f"use iou_type 'bbox'")
+        raise ConfigError(
+            f"confusion_matrix: iou_type {protocol.iou_type!r} is not available; use iou_type 'bbox'"
+        )
     if not (0.0 <= iou_threshold <= 1.0):
         raise ConfigError(f"confusion_matrix: iou_threshold must be in [0, 1], found {iou_threshold!r}")
     n_class = gt.n_classes
@@ -156,15 +167,20 @@ def confusion_matrix(gt: GroundTruth, dt: Detections, protocol: str | Protocol =
         groups = group_rows(key_gt)
         rows = gt_subset[groups.order]
         p_det, p_gt = candidate_pairs(key_det, groups)
-        iou = pair_box_iou(det_box[kept[p_det]], gt_box[rows[p_gt]],
-                           is_reusable[rows[p_gt]] if crowd else np.zeros(len(p_det), bool),
-                           box_format=native, convention=protocol.box_convention)
+        iou = pair_box_iou(
+            det_box[kept[p_det]],
+            gt_box[rows[p_gt]],
+            is_reusable[rows[p_gt]] if crowd else np.zeros(len(p_det), bool),
+            box_format=native,
+            convention=protocol.box_convention,
+        )
         ok = passes(iou)
         return p_det[ok], rows[p_gt[ok]], iou[ok]
 
     counted = np.flatnonzero(~is_ignored)
-    p_det, p_gt, p_iou = pairs_with(counted, gt.image[counted].astype(np.int64),
-                                    dt.image[kept].astype(np.int64), crowd=False)
+    p_det, p_gt, p_iou = pairs_with(
+        counted, gt.image[counted].astype(np.int64), dt.image[kept].astype(np.int64), crowd=False
+    )
     order = np.lexsort((p_gt, dt.order[kept[p_det]], -dt.score[kept[p_det]], -p_iou))
     p_det, p_gt = p_det[order], p_gt[order]
     chosen = greedy_pairs(p_det, p_gt, len(kept), len(gt))
@@ -181,13 +197,21 @@ def confusion_matrix(gt: GroundTruth, dt: Detections, protocol: str | Protocol =
     is_dropped = np.zeros(len(kept), dtype=bool)
     if len(ignored):
         key = lambda image, category: image.astype(np.int64) * n_class + category  # noqa: E731
-        i_det, _, _ = pairs_with(ignored, key(gt.image[ignored], gt.category[ignored]),
-                                 key(dt.image[kept], dt.category[kept]), crowd=True)
+        i_det, _, _ = pairs_with(
+            ignored,
+            key(gt.image[ignored], gt.category[ignored]),
+            key(dt.image[kept], dt.category[kept]),
+            crowd=True,
+        )
         is_dropped[i_det] = True
     is_dropped &= ~is_det_matched
     false_alarm = kept[~is_det_matched & ~is_dropped]
     matrix[n_class, :n_class] = np.bincount(dt.category[false_alarm], minlength=n_class)
-    return ConfusionMatrix(matrix=matrix, labels=tuple(gt.category_name) + ("background",),
-                           category_ids=tuple(int(c) for c in gt.category_id),
-                           iou_threshold=float(iou_threshold), confidence=float(confidence),
-                           n_dropped=int(is_dropped.sum()))
+    return ConfusionMatrix(
+        matrix=matrix,
+        labels=tuple(gt.category_name) + ("background",),
+        category_ids=tuple(int(c) for c in gt.category_id),
+        iou_threshold=float(iou_threshold),
+        confidence=float(confidence),
+        n_dropped=int(is_dropped.sum()),
+    )

@@ -91,12 +91,19 @@ class FederatedLabels:
     not_exhaustive_category: np.ndarray
 
     def __post_init__(self) -> None:
-        _freeze_optional(self, ("neg_image", "neg_category", "not_exhaustive_image",
-                                "not_exhaustive_category"))
+        _freeze_optional(
+            self, ("neg_image", "neg_category", "not_exhaustive_image", "not_exhaustive_category")
+        )
 
     @staticmethod
-    def has_pair(pair_image: np.ndarray, pair_category: np.ndarray, image: np.ndarray,
-                 category: np.ndarray, *, n_class: int) -> np.ndarray:
+    def has_pair(
+        pair_image: np.ndarray,
+        pair_category: np.ndarray,
+        image: np.ndarray,
+        category: np.ndarray,
+        *,
+        n_class: int,
+    ) -> np.ndarray:
         """bool (n,): whether each (image, category) is one of the pairs."""
         known = np.unique(pair_image.astype(np.int64) * n_class + pair_category)
         return np.isin(image.astype(np.int64) * n_class + category, known)
@@ -182,9 +189,24 @@ class GroundTruth:
     def __post_init__(self) -> None:
         if self.is_group_of is None:
             object.__setattr__(self, "is_group_of", np.zeros(len(self.image), dtype=bool))
-        _freeze(self, ("image_id", "image_width", "image_height", "category_id", "annotation_id",
-                       "image", "category", "box", "area", "is_crowd", "is_difficult", "is_ignore",
-                       "is_group_of"))
+        _freeze(
+            self,
+            (
+                "image_id",
+                "image_width",
+                "image_height",
+                "category_id",
+                "annotation_id",
+                "image",
+                "category",
+                "box",
+                "area",
+                "is_crowd",
+                "is_difficult",
+                "is_ignore",
+                "is_group_of",
+            ),
+        )
         _freeze_optional(self, ("keypoints", "num_keypoints"))
 
     @property
@@ -244,8 +266,16 @@ class Detections:
     def take(self, index: np.ndarray) -> Detections:
         """Return the detections at ``index`` (keeps their original ``order``)."""
         segm = None if self.segmentation is None else tuple(self.segmentation[i] for i in index)
-        return Detections(image=self.image[index], category=self.category[index],
-                          box=self.box[index], score=self.score[index], order=self.order[index],
-                          has_box=self.has_box[index], box_format=self.box_format,
-                          segmentation=segm, source=self.source, warnings=self.warnings,
-                          keypoints=None if self.keypoints is None else self.keypoints[index])
+        return Detections(
+            image=self.image[index],
+            category=self.category[index],
+            box=self.box[index],
+            score=self.score[index],
+            order=self.order[index],
+            has_box=self.has_box[index],
+            box_format=self.box_format,
+            segmentation=segm,
+            source=self.source,
+            warnings=self.warnings,
+            keypoints=None if self.keypoints is None else self.keypoints[index],
+        )

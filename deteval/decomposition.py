@@ -40,8 +40,14 @@ from deteval.geometry import pair_box_iou
 from deteval.grouping import candidate_pairs, group_rows
 from deteval.protocol import Protocol, resolve_protocol
 
-__all__ = ["Decomposition", "ClassDecomposition", "decompose", "max_iou_assignment",
-           "interpolated_ap", "CURVE_NAMES"]
+__all__ = [
+    "Decomposition",
+    "ClassDecomposition",
+    "decompose",
+    "max_iou_assignment",
+    "interpolated_ap",
+    "CURVE_NAMES",
+]
 
 CURVE_NAMES = ("precision_D", "recall_D", "precision_L", "recall_L", "precision_CgL", "recall_CgL")
 
@@ -71,10 +77,15 @@ class ClassDecomposition:
     ap: dict
 
     def to_dict(self) -> dict:
-        return {"category_id": self.category_id, "name": self.name,
-                **{k: _json(v) for k, v in self.ap.items()},
-                "curve": {"confidence": self.confidence.tolist(),
-                          **{k: [_json(x) for x in self.curves[k].tolist()] for k in CURVE_NAMES}}}
+        return {
+            "category_id": self.category_id,
+            "name": self.name,
+            **{k: _json(v) for k, v in self.ap.items()},
+            "curve": {
+                "confidence": self.confidence.tolist(),
+                **{k: [_json(x) for x in self.curves[k].tolist()] for k in CURVE_NAMES},
+            },
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,9 +106,11 @@ class Decomposition:
 
     def to_dict(self) -> dict:
         """The ``"decomposition"`` piece of ``deteval analyze --output`` (NaN -> null)."""
-        return {"iou_threshold": self.iou_threshold,
-                "per_class": [c.to_dict() for c in self.per_class],
-                "mean": {k: _json(v) for k, v in self.mean.items()}}
+        return {
+            "iou_threshold": self.iou_threshold,
+            "per_class": [c.to_dict() for c in self.per_class],
+            "mean": {k: _json(v) for k, v in self.mean.items()},
+        }
 
 
 def _json(value: float) -> float | None:
@@ -123,9 +136,11 @@ def max_iou_assignment(gt: GroundTruth, dt: Detections, protocol: Protocol) -> t
         image has none or every IoU is 0.
     """
     if protocol.iou_type != "bbox":
-        raise ConfigError(f"decomposition: iou_type {protocol.iou_type!r} is not available (the "
-                          f"segm factor PR_S|C,L needs mask IoU against the masks' tight boxes); "
-                          f"use iou_type 'bbox'")
+        raise ConfigError(
+            f"decomposition: iou_type {protocol.iou_type!r} is not available (the "
+            f"segm factor PR_S|C,L needs mask IoU against the masks' tight boxes); "
+            f"use iou_type 'bbox'"
+        )
     counted = np.flatnonzero(~ground_truth_flags(gt, protocol)[0][0])
     gt_groups = group_rows(gt.image[counted].astype(np.int64))
     gt_rows = counted[gt_groups.order]
@@ -138,8 +153,13 @@ def max_iou_assignment(gt: GroundTruth, dt: Detections, protocol: Protocol) -> t
     det_box = boxes_as(dt.box, dt.box_format, native)
     gt_box = boxes_as(gt.box, gt.box_format, native)
     p_gt = gt_rows[pair_gt]
-    pair_iou = pair_box_iou(det_box[pair_det], gt_box[p_gt], np.zeros(len(pair_det), bool),
-                            box_format=native, convention=protocol.box_convention)
+    pair_iou = pair_box_iou(
+        det_box[pair_det],
+        gt_box[p_gt],
+        np.zeros(len(pair_det), bool),
+        box_format=native,
+        convention=protocol.box_convention,
+    )
     # Pairs are detection-major, ground truths in file order: the first maximum is the argmax.
     order = np.lexsort((np.arange(len(pair_det)), -pair_iou, pair_det))
     first = order[np.r_[True, pair_det[order][1:] != pair_det[order][:-1]]]
@@ -195,8 +215,14 @@ def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def decompose(gt: GroundTruth, dt: Detections, protocol: str | Protocol = "coco", *,
-              iou_threshold: float = 0.5, variant: str = "max_iou") -> Decomposition:
+def decompose(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: str | Protocol = "coco",
+    *,
+    iou_threshold: float = 0.5,
+    variant: str = "max_iou",
+) -> Decomposition:
     """Decompose each class's precision and recall into localization and classification.
 
     Parameters
@@ -237,8 +263,10 @@ def decompose(gt: GroundTruth, dt: Detections, protocol: str | Protocol = "coco"
         raise ConfigError(f"decompose: iou_threshold must be in [0, 1], found {iou_threshold!r}")
     protocol = resolve_protocol(protocol)
     if protocol.ap_method not in ("101_point", "11_point", "all_point"):
-        raise ConfigError(f"decompose: protocol {protocol.name!r} uses ap_method {protocol.ap_method}; the "
-                          f"decomposition's APs support 101_point, 11_point and all_point")
+        raise ConfigError(
+            f"decompose: protocol {protocol.name!r} uses ap_method {protocol.ap_method}; the "
+            f"decomposition's APs support 101_point, 11_point and all_point"
+        )
     iou, gt_class = max_iou_assignment(gt, dt, protocol)
     is_loc = (iou >= iou_threshold) & (gt_class >= 0)
     n_class = gt.n_classes
@@ -261,19 +289,35 @@ def decompose(gt: GroundTruth, dt: Detections, protocol: str | Protocol = "coco"
         lo, hi = bounds[k], bounds[k + 1]
         s = score[lo:hi]
         last = np.flatnonzero(np.r_[s[1:] != s[:-1], True]) if hi > lo else np.zeros(0, np.int64)
-        n_pred, n_pred_loc, n_ok, n_true_loc = (np.cumsum(x[lo:hi])[last].astype(np.float64)
-                                                for x in (is_pred, is_pred_loc, is_ok, is_true_loc))
+        n_pred, n_pred_loc, n_ok, n_true_loc = (
+            np.cumsum(x[lo:hi])[last].astype(np.float64) for x in (is_pred, is_pred_loc, is_ok, is_true_loc)
+        )
         n_pos = np.full(len(last), float(n_gt[k]))
-        curves = {"precision_D": _ratio(n_ok, n_pred), "recall_D": _ratio(n_ok, n_pos),
-                  "precision_L": _ratio(n_pred_loc, n_pred), "recall_L": _ratio(n_true_loc, n_pos),
-                  "precision_CgL": _ratio(n_ok, n_pred_loc), "recall_CgL": _ratio(n_ok, n_true_loc)}
+        curves = {
+            "precision_D": _ratio(n_ok, n_pred),
+            "recall_D": _ratio(n_ok, n_pos),
+            "precision_L": _ratio(n_pred_loc, n_pred),
+            "recall_L": _ratio(n_true_loc, n_pos),
+            "precision_CgL": _ratio(n_ok, n_pred_loc),
+            "recall_CgL": _ratio(n_ok, n_true_loc),
+        }
         if n_gt[k] > 0:
-            ap = {name: interpolated_ap(curves[f"recall_{name[3:]}"], curves[f"precision_{name[3:]}"],
-                                        protocol) for name in ("AP_D", "AP_L", "AP_CgL")}
+            ap = {
+                name: interpolated_ap(curves[f"recall_{name[3:]}"], curves[f"precision_{name[3:]}"], protocol)
+                for name in ("AP_D", "AP_L", "AP_CgL")
+            }
         else:
             ap = dict.fromkeys(("AP_D", "AP_L", "AP_CgL"), float("nan"))
-        per_class.append(ClassDecomposition(category_id=int(gt.category_id[k]), name=gt.category_name[k],
-                                            n_gt=int(n_gt[k]), confidence=s[last], curves=curves, ap=ap))
+        per_class.append(
+            ClassDecomposition(
+                category_id=int(gt.category_id[k]),
+                name=gt.category_name[k],
+                n_gt=int(n_gt[k]),
+                confidence=s[last],
+                curves=curves,
+                ap=ap,
+            )
+        )
     mean = {}
     for name in ("AP_D", "AP_L", "AP_CgL"):
         values = np.array([c.ap[name] for c in per_class if c.n_gt > 0])

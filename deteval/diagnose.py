@@ -38,9 +38,19 @@ class AnalysisResult:
         return out
 
 
-def analyze(gt: GroundTruth, dt: Detections, protocol: str | Protocol = "coco", *, errors: bool = True,
-            decompose: bool = True, confusion: bool = True, confidence: float = 0.5,
-            iou: float = 0.5, tide_mode: str = "tidecv", background: float = 0.1) -> AnalysisResult:
+def analyze(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: str | Protocol = "coco",
+    *,
+    errors: bool = True,
+    decompose: bool = True,
+    confusion: bool = True,
+    confidence: float = 0.5,
+    iou: float = 0.5,
+    tide_mode: str = "tidecv",
+    background: float = 0.1,
+) -> AnalysisResult:
     """TIDE error types, the AP decomposition and the confusion matrix of one detector.
 
     Parameters
@@ -74,7 +84,10 @@ def analyze(gt: GroundTruth, dt: Detections, protocol: str | Protocol = "coco", 
     protocol = resolve_protocol(protocol)
     return AnalysisResult(
         errors=tide_errors(gt, dt, protocol, mode=tide_mode, foreground=iou, background=background)
-        if errors else None,
+        if errors
+        else None,
         decomposition=decompose_classes(gt, dt, protocol, iou_threshold=iou) if decompose else None,
         confusion=confusion_matrix(gt, dt, protocol, iou_threshold=iou, confidence=confidence)
-        if confusion else None)
+        if confusion
+        else None,
+    )

@@ -93,13 +93,14 @@ def is_number(value: Any) -> bool:
     >>> is_number(True), is_number(np.bool_(True)), is_number("1"), is_number(None)
     (False, False, False, False)
     """
-    return (isinstance(value, (int, float, np.integer, np.floating))
-            and not isinstance(value, (bool, np.bool_)))
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
 
 
-_C0_C1 = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), *range(0x7f, 0xa0)]}
-_KEEP_LINES = {k: v for k, v in _C0_C1.items() if k != 0x0a}
-_BIDI = {c: f"\\u{c:04x}" for c in [*range(0x202a, 0x202f), *range(0x2066, 0x206a)]}
+_C0_C1 = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)]}
+_KEEP_LINES = {k: v for k, v in _C0_C1.items() if k != 0x0A}
+_BIDI = {c: f"\\u{c:04x}" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
 
 
 def printable(text: str, *, keep_newlines: bool = False) -> str:
@@ -133,7 +134,7 @@ def shorten(value: Any, limit: int = 60) -> str:
     ("'abc'", "'xxxxxx...")
     """
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def json_type(value: Any) -> str:
@@ -172,9 +173,17 @@ def describe(value: Any, limit: int = 60) -> str:
     return f"{shorten(value, limit)} ({json_type(value)})"
 
 
-def records_error(where: str | None, problem: str, expected: str, hits: Sequence[tuple[str, str]], *,
-                  noun: str = "records", separator: str = ": ", n_records: int | None = None,
-                  error: type = InputError) -> DetevalError:
+def records_error(
+    where: str | None,
+    problem: str,
+    expected: str,
+    hits: Sequence[tuple[str, str]],
+    *,
+    noun: str = "records",
+    separator: str = ": ",
+    n_records: int | None = None,
+    error: type = InputError,
+) -> DetevalError:
     """One error for every record with the same defect: the count and the first :data:`SHOW`.
 
     Parameters

@@ -25,7 +25,6 @@ from deteval.summary import class_ap, headline_metrics, none_if_nan
 __all__ = ["EvalResult", "MatchTable", "match", "score", "merge_match_tables"]
 
 
-
 @dataclass(frozen=True, eq=False)
 class MatchTable:
     """Per-detection outcome of matching, ready to accumulate; shards concatenate.
@@ -85,8 +84,9 @@ def ground_truth_flags(gt: GroundTruth, protocol: Protocol) -> tuple[np.ndarray,
     return is_ignored, crowd_active, is_unmatchable
 
 
-def _det_area(dt: Detections, rows: np.ndarray, protocol: Protocol,
-              masks: PreparedMasks | None) -> np.ndarray:
+def _det_area(
+    dt: Detections, rows: np.ndarray, protocol: Protocol, masks: PreparedMasks | None
+) -> np.ndarray:
     """Detection area for size ranges: ``w * h`` of the box (pycocotools' loadRes).
 
     ``masks`` is given exactly when ``iou_type`` is ``"segm"`` (see :func:`match`).
@@ -98,27 +98,44 @@ def _det_area(dt: Detections, rows: np.ndarray, protocol: Protocol,
         return box[:, 2] * box[:, 3]
 
 
-def pair_iou(gt: GroundTruth, dt: Detections, gt_rows: np.ndarray, det_rows: np.ndarray,
-              gt_is_crowd: np.ndarray, protocol: Protocol, masks: PreparedMasks | None) -> np.ndarray:
+def pair_iou(
+    gt: GroundTruth,
+    dt: Detections,
+    gt_rows: np.ndarray,
+    det_rows: np.ndarray,
+    gt_is_crowd: np.ndarray,
+    protocol: Protocol,
+    masks: PreparedMasks | None,
+) -> np.ndarray:
     """IoU of aligned pairs: masks when ``masks`` is given (``iou_type="segm"``), OKS for
     ``iou_type="keypoints"``, else boxes."""
     if protocol.iou_type == "keypoints":
         if len(gt_rows) == 0:  # no candidate pair (e.g. no detections: then dt.keypoints is None)
             return np.zeros(0, dtype=np.float64)
         gt_box = boxes_as(gt.box, gt.box_format, "xywh")[gt_rows]
-        return pair_oks(gt.keypoints[gt_rows], gt_box, gt.area[gt_rows], dt.keypoints[det_rows],
-                        sigmas=keypoint_sigmas(protocol.keypoint_sigmas))
+        return pair_oks(
+            gt.keypoints[gt_rows],
+            gt_box,
+            gt.area[gt_rows],
+            dt.keypoints[det_rows],
+            sigmas=keypoint_sigmas(protocol.keypoint_sigmas),
+        )
     if masks is not None:
         return pair_mask_iou(masks, gt_rows, det_rows, gt_is_crowd, protocol)
     native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
     det_box = boxes_as(dt.box, dt.box_format, native)[det_rows]
     gt_box = boxes_as(gt.box, gt.box_format, native)[gt_rows]
-    return pair_box_iou(det_box, gt_box, gt_is_crowd, box_format=native,
-                        convention=protocol.box_convention)
+    return pair_box_iou(det_box, gt_box, gt_is_crowd, box_format=native, convention=protocol.box_convention)
 
 
-def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
-          images: np.ndarray | None = None, masks: PreparedMasks | None = None) -> MatchTable:
+def match(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    *,
+    images: np.ndarray | None = None,
+    masks: PreparedMasks | None = None,
+) -> MatchTable:
     """Match detections to ground truth under ``protocol`` (no accumulation).
 
     Parameters
@@ -147,19 +164,24 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
     protocol = resolve_protocol(protocol)
     if protocol.iou_type == "bbox":
         from deteval.io.coco import require_boxes
+
         require_boxes(dt)
         masks = None
     elif protocol.iou_type == "keypoints":
         from deteval.io.coco import require_keypoints
-        require_keypoints(gt, dt, n_sigmas=None if protocol.keypoint_sigmas is None
-                          else len(protocol.keypoint_sigmas))
+
+        require_keypoints(
+            gt, dt, n_sigmas=None if protocol.keypoint_sigmas is None else len(protocol.keypoint_sigmas)
+        )
         masks = None
     elif masks is None:
         masks = prepare_masks(gt, dt, protocol)
     elif not masks.is_for(gt, dt):
-        raise ConfigError("match: `masks` were prepared from other ground truth or detections; "
-                          "expected prepare_masks(gt, dt, protocol) of the objects being matched, "
-                          f"found masks of {masks.gt.source!r} / {masks.dt.source!r}")
+        raise ConfigError(
+            "match: `masks` were prepared from other ground truth or detections; "
+            "expected prepare_masks(gt, dt, protocol) of the objects being matched, "
+            f"found masks of {masks.gt.source!r} / {masks.dt.source!r}"
+        )
     n_class = gt.n_classes
     n_area = len(protocol.area_ranges)
     if images is None:
@@ -186,57 +208,109 @@ def match(gt: GroundTruth, dt: Detections, protocol: Protocol, *,
     gt_groups = group_rows(gt_key)
     gt_rows = gt_sel[gt_groups.order]
     is_ignored, is_reusable, is_unmatchable = ground_truth_flags(gt, protocol)
-    is_ignored_s, is_reusable_s, is_unmatchable_s = (is_ignored[:, gt_rows], is_reusable[gt_rows],
-                                                     is_unmatchable[gt_rows])
+    is_ignored_s, is_reusable_s, is_unmatchable_s = (
+        is_ignored[:, gt_rows],
+        is_reusable[gt_rows],
+        is_unmatchable[gt_rows],
+    )
 
     pair_det, pair_gt = candidate_pairs(det_key_kept, gt_groups)
     # Group-of pairs (group_of: openimages) are scored by intersection over the detection's
     # area: the crowd overlap of pycocotools, so one IoU call computes both.
-    is_group_s = gt.is_group_of[gt_rows] if protocol.group_of == "openimages" else np.zeros(len(gt_rows), bool)
+    is_group_s = (
+        gt.is_group_of[gt_rows] if protocol.group_of == "openimages" else np.zeros(len(gt_rows), bool)
+    )
     pair_is_group = is_group_s[pair_gt]
-    pair_ious = pair_iou(gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt] | pair_is_group,
-                         protocol, masks)
+    pair_ious = pair_iou(
+        gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt] | pair_is_group, protocol, masks
+    )
     group_pairs = (pair_det[pair_is_group], pair_gt[pair_is_group], pair_ious[pair_is_group])
     if pair_is_group.any():
-        pair_det, pair_gt, pair_ious = (pair_det[~pair_is_group], pair_gt[~pair_is_group],
-                                        pair_ious[~pair_is_group])
+        pair_det, pair_gt, pair_ious = (
+            pair_det[~pair_is_group],
+            pair_gt[~pair_is_group],
+            pair_ious[~pair_is_group],
+        )
 
     det_out = outside_area_ranges(_det_area(dt, det_rows, protocol, masks), protocol)
     if protocol.federated_labels == "lvis":
         # lvis-api: an unmatched detection of a class not exhaustively annotated on its image is
         # ignored (at every threshold where it is unmatched), like one outside the area range.
         labels = gt.federated
-        det_out = det_out | labels.has_pair(labels.not_exhaustive_image, labels.not_exhaustive_category,
-                                            dt.image[det_rows], dt.category[det_rows], n_class=n_class)[None, :]
+        det_out = (
+            det_out
+            | labels.has_pair(
+                labels.not_exhaustive_image,
+                labels.not_exhaustive_category,
+                dt.image[det_rows],
+                dt.category[det_rows],
+                n_class=n_class,
+            )[None, :]
+        )
     thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
     strict = protocol.iou_comparison == ">"
     if protocol.matching == "ultralytics":
-        result = match_ultralytics(pair_det, pair_gt, pair_ious, n_det=len(det_rows), n_gt=len(gt_rows),
-                                   iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
-                                   det_is_out_of_range=det_out, strict=strict)
+        result = match_ultralytics(
+            pair_det,
+            pair_gt,
+            pair_ious,
+            n_det=len(det_rows),
+            n_gt=len(gt_rows),
+            iou_thresholds=thresholds,
+            gt_is_ignored=is_ignored_s,
+            det_is_out_of_range=det_out,
+            strict=strict,
+        )
     elif protocol.matching == "coco":
-        result = match_coco(pair_det, pair_gt, pair_ious, det_key=det_key_kept, n_gt=len(gt_rows),
-                            iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
-                            gt_is_reusable=is_reusable_s, gt_is_unmatchable=is_unmatchable_s,
-                            det_is_out_of_range=det_out, strict=strict)
+        result = match_coco(
+            pair_det,
+            pair_gt,
+            pair_ious,
+            det_key=det_key_kept,
+            n_gt=len(gt_rows),
+            iou_thresholds=thresholds,
+            gt_is_ignored=is_ignored_s,
+            gt_is_reusable=is_reusable_s,
+            gt_is_unmatchable=is_unmatchable_s,
+            det_is_out_of_range=det_out,
+            strict=strict,
+        )
     else:
-        result = match_voc(pair_det, pair_gt, pair_ious, n_det=len(det_rows), n_gt=len(gt_rows),
-                           iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
-                           det_is_out_of_range=det_out, strict=strict)
+        result = match_voc(
+            pair_det,
+            pair_gt,
+            pair_ious,
+            n_det=len(det_rows),
+            n_gt=len(gt_rows),
+            iou_thresholds=thresholds,
+            gt_is_ignored=is_ignored_s,
+            det_is_out_of_range=det_out,
+            strict=strict,
+        )
     if protocol.group_of == "openimages":
-        result = match_group_of(result, *group_pairs, iou_thresholds=thresholds, gt_is_ignored=is_ignored_s,
-                                strict=strict)
+        result = match_group_of(
+            result, *group_pairs, iou_thresholds=thresholds, gt_is_ignored=is_ignored_s, strict=strict
+        )
 
     n_positive = np.zeros((n_class, n_area), dtype=np.int64)
     for a in range(n_area):
         counted = gt_sel[~is_ignored[a, gt_sel]]
         n_positive[:, a] = np.bincount(gt.category[counted], minlength=n_class)
     return MatchTable(
-        det_score=dt.score[det_rows], det_class=dt.category[det_rows], det_image=dt.image[det_rows],
-        det_rank=det_rank, det_order=dt.order[det_rows], match_lane=result.match_lane,
-        match_det=result.match_det, match_gt=gt_rows[result.match_gt],
-        det_is_tp=result.det_is_tp, det_is_ignored=result.det_is_ignored, n_positive=n_positive,
-        n_det_per_class=np.bincount(dt.category[det_sel], minlength=n_class), n_over_max_dets=n_over)
+        det_score=dt.score[det_rows],
+        det_class=dt.category[det_rows],
+        det_image=dt.image[det_rows],
+        det_rank=det_rank,
+        det_order=dt.order[det_rows],
+        match_lane=result.match_lane,
+        match_det=result.match_det,
+        match_gt=gt_rows[result.match_gt],
+        det_is_tp=result.det_is_tp,
+        det_is_ignored=result.det_is_ignored,
+        n_positive=n_positive,
+        n_det_per_class=np.bincount(dt.category[det_sel], minlength=n_class),
+        n_over_max_dets=n_over,
+    )
 
 
 def _rank_in(key: np.ndarray, dt: Detections) -> np.ndarray:
@@ -247,8 +321,9 @@ def _rank_in(key: np.ndarray, dt: Detections) -> np.ndarray:
     return rank
 
 
-def _dataset_wide_selection(gt: GroundTruth, dt: Detections, protocol: Protocol,
-                            det_sel: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+def _dataset_wide_selection(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, det_sel: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None]:
     """The detections the protocol scores at all, and their rank in their image (scope "image").
 
     Computed over all detections whatever the shard, so shards still merge exactly.
@@ -274,13 +349,16 @@ def _dataset_wide_selection(gt: GroundTruth, dt: Detections, protocol: Protocol,
     if protocol.federated_labels == "lvis":
         labels = gt.federated
         if labels is None:
-            raise InputError(f"{gt.source}: protocol {protocol.name!r} scores LVIS' federated labels, but no "
-                             f"image has `neg_category_ids` / `not_exhaustive_category_ids`; expected LVIS "
-                             f"ground truth (or a protocol with federated_labels: ignore)")
+            raise InputError(
+                f"{gt.source}: protocol {protocol.name!r} scores LVIS' federated labels, but no "
+                f"image has `neg_category_ids` / `not_exhaustive_category_ids`; expected LVIS "
+                f"ground truth (or a protocol with federated_labels: ignore)"
+            )
         n_class = gt.n_classes
         is_annotated = labels.has_pair(gt.image, gt.category, dt.image, dt.category, n_class=n_class)
-        is_negative = labels.has_pair(labels.neg_image, labels.neg_category, dt.image, dt.category,
-                                      n_class=n_class)
+        is_negative = labels.has_pair(
+            labels.neg_image, labels.neg_category, dt.image, dt.category, n_class=n_class
+        )
         is_kept &= is_annotated | is_negative
     if is_kept.all():
         return det_sel, image_rank
@@ -298,8 +376,10 @@ def merge_match_tables(tables: list) -> MatchTable:
     sizes = [len(t.det_score) for t in tables]
     offsets = np.cumsum([0] + sizes[:-1])
     return MatchTable(
-        det_score=cat([t.det_score for t in tables]), det_class=cat([t.det_class for t in tables]),
-        det_image=cat([t.det_image for t in tables]), det_rank=cat([t.det_rank for t in tables]),
+        det_score=cat([t.det_score for t in tables]),
+        det_class=cat([t.det_class for t in tables]),
+        det_image=cat([t.det_image for t in tables]),
+        det_rank=cat([t.det_rank for t in tables]),
         det_order=cat([t.det_order for t in tables]),
         match_lane=cat([t.match_lane for t in tables]),
         match_det=cat([t.match_det + offset for t, offset in zip(tables, offsets)]),
@@ -308,7 +388,8 @@ def merge_match_tables(tables: list) -> MatchTable:
         det_is_ignored=cat([t.det_is_ignored for t in tables], axis=1),
         n_positive=sum(t.n_positive for t in tables),
         n_det_per_class=sum(t.n_det_per_class for t in tables),
-        n_over_max_dets=sum(t.n_over_max_dets for t in tables))
+        n_over_max_dets=sum(t.n_over_max_dets for t in tables),
+    )
 
 
 def ranking_order(table: MatchTable, protocol: Protocol) -> np.ndarray:
@@ -389,14 +470,18 @@ def _parity_warnings(gt: GroundTruth, protocol: Protocol) -> list:
     if protocol.gt_id_zero == "unmatchable":
         n_zero = int((gt.annotation_id == 0).sum())
         if n_zero:
-            out.append(f"{n_zero} annotation(s) with id 0: a detection matched to one counts as a false "
-                       f"positive, as in pycocotools (its match flag is the annotation id); protocol "
-                       f"'coco' matches them normally")
+            out.append(
+                f"{n_zero} annotation(s) with id 0: a detection matched to one counts as a false "
+                f"positive, as in pycocotools (its match flag is the annotation id); protocol "
+                f"'coco' matches them normally"
+            )
     if protocol.gt_ignore_field == "iscrowd":
         n_lost = int((gt.is_ignore & ~gt.is_crowd).sum())
         if n_lost:
-            out.append(f"{n_lost} annotation(s) with `ignore: 1` scored as normal objects: pycocotools "
-                       f"overwrites `ignore` with `iscrowd`; protocol 'coco' honours the ignore field")
+            out.append(
+                f"{n_lost} annotation(s) with `ignore: 1` scored as normal objects: pycocotools "
+                f"overwrites `ignore` with `iscrowd`; protocol 'coco' honours the ignore field"
+            )
     return out
 
 
@@ -408,46 +493,91 @@ def _federated_warnings(gt: GroundTruth, protocol: Protocol) -> list:
             return ["no category has an LVIS `frequency`: APr, APc and APf are undefined"]
         return []
     n_images = len(np.unique(np.concatenate([labels.neg_image, labels.not_exhaustive_image])))
-    return [f"{n_images} image(s) carry LVIS federated labels (neg_category_ids / "
-            f"not_exhaustive_category_ids) that protocol {protocol.name!r} ignores: detections of "
-            f"unverified classes count as false positives; use protocol 'lvis' to apply them"]
+    return [
+        f"{n_images} image(s) carry LVIS federated labels (neg_category_ids / "
+        f"not_exhaustive_category_ids) that protocol {protocol.name!r} ignores: detections of "
+        f"unverified classes count as false positives; use protocol 'lvis' to apply them"
+    ]
 
 
-def score(table: MatchTable, gt: GroundTruth, protocol: Protocol, *, warnings: tuple = (),
-          inputs: dict | None = None) -> EvalResult:
+def score(
+    table: MatchTable,
+    gt: GroundTruth,
+    protocol: Protocol,
+    *,
+    warnings: tuple = (),
+    inputs: dict | None = None,
+) -> EvalResult:
     """Accumulate a :class:`MatchTable` into an :class:`EvalResult`."""
     ranking = ranking_order(table, protocol)
-    acc = accumulate(table.det_is_tp, table.det_is_ignored, table.det_score, table.det_class,
-                     table.det_rank, ranking, table.n_positive, protocol)
-    per_class_ap = np.array([class_ap(acc.precision, acc.ap, protocol, k) for k in range(gt.n_classes)],
-                            dtype=np.float64)
+    acc = accumulate(
+        table.det_is_tp,
+        table.det_is_ignored,
+        table.det_score,
+        table.det_class,
+        table.det_rank,
+        ranking,
+        table.n_positive,
+        protocol,
+    )
+    per_class_ap = np.array(
+        [class_ap(acc.precision, acc.ap, protocol, k) for k in range(gt.n_classes)], dtype=np.float64
+    )
     metrics = headline_metrics(acc, per_class_ap, protocol, category_frequency=gt.category_frequency)
-    per_class = [{"category_id": int(gt.category_id[k]), "name": gt.category_name[k],
-                  "AP": float(per_class_ap[k]), "num_gt": int(table.n_positive[k, 0]),
-                  "num_det": int(table.n_det_per_class[k])} for k in range(gt.n_classes)]
+    per_class = [
+        {
+            "category_id": int(gt.category_id[k]),
+            "name": gt.category_name[k],
+            "AP": float(per_class_ap[k]),
+            "num_gt": int(table.n_positive[k, 0]),
+            "num_det": int(table.n_det_per_class[k]),
+        }
+        for k in range(gt.n_classes)
+    ]
     notes = list(warnings)
     info = []
     undefined = [gt.category_name[k] for k in range(gt.n_classes) if table.n_positive[k, 0] == 0]
     if undefined:
-        info.append(f"{len(undefined)} {'class has' if len(undefined) == 1 else 'classes have'} no ground "
-                    f"truth counted under this protocol (AP undefined, left out of the mean): "
-                    f"{undefined[:10]}")
+        info.append(
+            f"{len(undefined)} {'class has' if len(undefined) == 1 else 'classes have'} no ground "
+            f"truth counted under this protocol (AP undefined, left out of the mean): "
+            f"{undefined[:10]}"
+        )
     notes.extend(_parity_warnings(gt, protocol))
     notes.extend(_federated_warnings(gt, protocol))
     if table.n_over_max_dets:
         scope = "image" if protocol.max_dets_scope == "image" else "image and class"
-        notes.append(f"{table.n_over_max_dets} detections beyond max_dets={max(protocol.max_dets)} "
-                     f"in their {scope} were not scored (as the protocol says)")
-    if (protocol.summary == "pycocotools" and protocol.iou_type != "keypoints" and protocol.max_dets is not None
-            and 100 not in protocol.max_dets):
-        notes.append("summary=pycocotools computes AP at maxDets=100 as pycocotools does; 100 is not "
-                     "in max_dets, so AP is undefined (pycocotools prints -1): set summary: configured")
-    return EvalResult(protocol=protocol, metrics=metrics, per_class=per_class,
-                      precision=acc.precision, recall=acc.recall, scores=acc.scores, ap=acc.ap,
-                      category_ids=tuple(int(c) for c in gt.category_id),
-                      category_names=tuple(gt.category_name), table=table,
-                      image_ids=gt.image_id, annotation_ids=gt.annotation_id,
-                      warnings=tuple(notes), notes=tuple(info), inputs=dict(inputs or {}))
+        notes.append(
+            f"{table.n_over_max_dets} detections beyond max_dets={max(protocol.max_dets)} "
+            f"in their {scope} were not scored (as the protocol says)"
+        )
+    if (
+        protocol.summary == "pycocotools"
+        and protocol.iou_type != "keypoints"
+        and protocol.max_dets is not None
+        and 100 not in protocol.max_dets
+    ):
+        notes.append(
+            "summary=pycocotools computes AP at maxDets=100 as pycocotools does; 100 is not "
+            "in max_dets, so AP is undefined (pycocotools prints -1): set summary: configured"
+        )
+    return EvalResult(
+        protocol=protocol,
+        metrics=metrics,
+        per_class=per_class,
+        precision=acc.precision,
+        recall=acc.recall,
+        scores=acc.scores,
+        ap=acc.ap,
+        category_ids=tuple(int(c) for c in gt.category_id),
+        category_names=tuple(gt.category_name),
+        table=table,
+        image_ids=gt.image_id,
+        annotation_ids=gt.annotation_id,
+        warnings=tuple(notes),
+        notes=tuple(info),
+        inputs=dict(inputs or {}),
+    )
 
 
 def check_protocol(protocol: Protocol) -> None:
@@ -456,8 +586,14 @@ def check_protocol(protocol: Protocol) -> None:
     pycocotools' summary reads ``max_dets[0..2]``, so ``summary: pycocotools`` needs three (its
     keypoint summary reads maxDets=20 by value and needs none).
     """
-    if protocol.summary == "pycocotools" and protocol.iou_type != "keypoints" and not protocol.is_single_threshold and (
-            protocol.max_dets is None or len(protocol.max_dets) < 3):
-        raise ConfigError(f"protocol {protocol.name!r}: summary 'pycocotools' needs three max_dets "
-                          f"(it reads max_dets[0..2]), found {protocol.max_dets}; "
-                          f"set summary: configured")
+    if (
+        protocol.summary == "pycocotools"
+        and protocol.iou_type != "keypoints"
+        and not protocol.is_single_threshold
+        and (protocol.max_dets is None or len(protocol.max_dets) < 3)
+    ):
+        raise ConfigError(
+            f"protocol {protocol.name!r}: summary 'pycocotools' needs three max_dets "
+            f"(it reads max_dets[0..2]), found {protocol.max_dets}; "
+            f"set summary: configured"
+        )

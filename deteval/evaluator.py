@@ -129,9 +129,15 @@ class Evaluator:
     {'mAP': 1.0}
     """
 
-    def __init__(self, protocol: Any = "coco", *, box_format: str = "xyxy", iou_type: str = "bbox",
-                 class_ids: Sequence[int] | None = None,
-                 class_names: Mapping[int, str] | Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        protocol: Any = "coco",
+        *,
+        box_format: str = "xyxy",
+        iou_type: str = "bbox",
+        class_ids: Sequence[int] | None = None,
+        class_names: Mapping[int, str] | Sequence[str] | None = None,
+    ) -> None:
         resolved = resolve_protocol(protocol)
         if iou_type not in ("bbox", "segm"):
             raise ConfigError(f"Evaluator: iou_type must be 'bbox' or 'segm', found {iou_type!r}")
@@ -150,11 +156,18 @@ class Evaluator:
     @staticmethod
     def _check_class_ids(class_ids: Sequence[int]) -> np.ndarray:
         ids = _to_numpy(class_ids)
-        if ids.ndim != 1 or not (np.issubdtype(ids.dtype, np.integer) or (
-                np.issubdtype(ids.dtype, np.floating) and np.isfinite(ids).all()
-                and (ids == np.round(ids)).all())):
-            raise ConfigError(f"Evaluator: class_ids must be a sequence of integers, found "
-                              f"{np.asarray(class_ids).tolist()[:10]}")
+        if ids.ndim != 1 or not (
+            np.issubdtype(ids.dtype, np.integer)
+            or (
+                np.issubdtype(ids.dtype, np.floating)
+                and np.isfinite(ids).all()
+                and (ids == np.round(ids)).all()
+            )
+        ):
+            raise ConfigError(
+                f"Evaluator: class_ids must be a sequence of integers, found "
+                f"{np.asarray(class_ids).tolist()[:10]}"
+            )
         ids = ids.astype(np.int64)
         if len(np.unique(ids)) != len(ids):
             raise ConfigError(f"Evaluator: class_ids must be unique, found {ids.tolist()[:20]}")
@@ -168,9 +181,11 @@ class Evaluator:
             return {int(k): str(v) for k, v in names.items()}
         names = list(names)
         if class_ids is None or len(names) != len(class_ids):
-            raise ConfigError(f"Evaluator: class_names as a sequence must name each of class_ids in "
-                              f"order; expected {0 if class_ids is None else len(class_ids)} names "
-                              f"(give class_ids, or a mapping id -> name), found {len(names)}")
+            raise ConfigError(
+                f"Evaluator: class_names as a sequence must name each of class_ids in "
+                f"order; expected {0 if class_ids is None else len(class_ids)} names "
+                f"(give class_ids, or a mapping id -> name), found {len(names)}"
+            )
         return {int(k): str(v) for k, v in zip(class_ids, names)}
 
     @property
@@ -184,8 +199,11 @@ class Evaluator:
         return self._n_images
 
     def _config(self) -> dict:
-        return {"protocol": self._protocol.fingerprint(), "box_format": self._box_format,
-                "class_ids": None if self._class_ids is None else self._class_ids.tolist()}
+        return {
+            "protocol": self._protocol.fingerprint(),
+            "box_format": self._box_format,
+            "class_ids": None if self._class_ids is None else self._class_ids.tolist(),
+        }
 
     # -- state ------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -202,9 +220,15 @@ class Evaluator:
         ``load_state_dict`` on an Evaluator of the same configuration restores it; states of
         several processes combine with :meth:`merge` (or :meth:`sync`).
         """
-        return {"version": _STATE_VERSION, "config": self._config(), "batches": list(self._batches),
-                "n_images": self._n_images, "n_batches": self._n_batches, "id_mode": self._id_mode,
-                "image_ids": sorted(self._image_ids) if self._id_mode == "given" else None}
+        return {
+            "version": _STATE_VERSION,
+            "config": self._config(),
+            "batches": list(self._batches),
+            "n_images": self._n_images,
+            "n_batches": self._n_batches,
+            "id_mode": self._id_mode,
+            "image_ids": sorted(self._image_ids) if self._id_mode == "given" else None,
+        }
 
     def load_state_dict(self, state: Mapping) -> None:
         """Replace the state with ``state`` (from :meth:`state_dict`).
@@ -215,12 +239,16 @@ class Evaluator:
             A state of another version or configuration (protocol, box_format, class_ids).
         """
         if not isinstance(state, Mapping) or state.get("version") != _STATE_VERSION:
-            raise ConfigError(f"Evaluator.load_state_dict: expected a state of version {_STATE_VERSION} "
-                              f"from Evaluator.state_dict(), found "
-                              f"{state.get('version') if isinstance(state, Mapping) else type(state).__name__}")
+            raise ConfigError(
+                f"Evaluator.load_state_dict: expected a state of version {_STATE_VERSION} "
+                f"from Evaluator.state_dict(), found "
+                f"{state.get('version') if isinstance(state, Mapping) else type(state).__name__}"
+            )
         if state["config"] != self._config():
-            raise ConfigError(f"Evaluator.load_state_dict: the state was saved with {state['config']}; "
-                              f"expected this Evaluator's {self._config()}")
+            raise ConfigError(
+                f"Evaluator.load_state_dict: the state was saved with {state['config']}; "
+                f"expected this Evaluator's {self._config()}"
+            )
         self._batches = list(state["batches"])
         self._n_images = int(state["n_images"])
         self._n_batches = int(state["n_batches"])
@@ -228,8 +256,13 @@ class Evaluator:
         self._image_ids = set(state["image_ids"] or ())
 
     def __getstate__(self) -> dict:
-        return {"protocol": self._protocol, "box_format": self._box_format, "class_ids": self._class_ids,
-                "class_names": self._class_names, "state": self.state_dict()}
+        return {
+            "protocol": self._protocol,
+            "box_format": self._box_format,
+            "class_ids": self._class_ids,
+            "class_names": self._class_names,
+            "state": self.state_dict(),
+        }
 
     def __setstate__(self, value: dict) -> None:
         self._protocol = value["protocol"]
@@ -263,19 +296,25 @@ class Evaluator:
         if not isinstance(other, Evaluator):
             raise ConfigError(f"Evaluator.merge: expected an Evaluator, found {type(other).__name__}")
         if other._config() != self._config():
-            raise ConfigError(f"Evaluator.merge: the other Evaluator has {other._config()}; expected "
-                              f"the same configuration as this one, {self._config()}")
+            raise ConfigError(
+                f"Evaluator.merge: the other Evaluator has {other._config()}; expected "
+                f"the same configuration as this one, {self._config()}"
+            )
         if other._id_mode is None:
             return self
         if self._id_mode is not None and other._id_mode != self._id_mode:
-            raise ConfigError("Evaluator.merge: one Evaluator numbers its images in update order and "
-                              "the other gives `image_id`s; expected the same kind of image identity")
+            raise ConfigError(
+                "Evaluator.merge: one Evaluator numbers its images in update order and "
+                "the other gives `image_id`s; expected the same kind of image identity"
+            )
         if other._id_mode == "given":
             both = self._image_ids & other._image_ids
             if both:
-                raise InputError(f"Evaluator.merge: {len(both)} image id(s) in both Evaluators, e.g. "
-                                 f"{sorted(both)[:5]}; expected disjoint images (a distributed sampler "
-                                 f"that pads with repeated images counts them twice)")
+                raise InputError(
+                    f"Evaluator.merge: {len(both)} image id(s) in both Evaluators, e.g. "
+                    f"{sorted(both)[:5]}; expected disjoint images (a distributed sampler "
+                    f"that pads with repeated images counts them twice)"
+                )
             batches = other._batches
             self._image_ids |= other._image_ids
         else:
@@ -304,6 +343,7 @@ class Evaluator:
         """
         if gather is None:
             from deteval.integrations.distributed import torch_all_gather
+
             gather = torch_all_gather
         states = gather(self.state_dict())
         merged = self._empty_like()
@@ -334,13 +374,21 @@ class Evaluator:
             sizes, non-integer labels, labels outside ``class_ids``, repeated image ids.
         """
         batch = self._n_batches
-        if not isinstance(preds, Sequence) or not isinstance(targets, Sequence) or isinstance(
-                preds, (str, bytes)) or isinstance(targets, (str, bytes)):
-            raise InputError(f"Evaluator.update: batch {batch}: expected preds and targets as lists of "
-                             f"per-image dicts, found {type(preds).__name__} and {type(targets).__name__}")
+        if (
+            not isinstance(preds, Sequence)
+            or not isinstance(targets, Sequence)
+            or isinstance(preds, (str, bytes))
+            or isinstance(targets, (str, bytes))
+        ):
+            raise InputError(
+                f"Evaluator.update: batch {batch}: expected preds and targets as lists of "
+                f"per-image dicts, found {type(preds).__name__} and {type(targets).__name__}"
+            )
         if len(preds) != len(targets):
-            raise InputError(f"Evaluator.update: batch {batch}: preds has {len(preds)} images and targets "
-                             f"{len(targets)}; expected one dict per image in each")
+            raise InputError(
+                f"Evaluator.update: batch {batch}: preds has {len(preds)} images and targets "
+                f"{len(targets)}; expected one dict per image in each"
+            )
         if not len(targets):
             self._n_batches += 1
             return
@@ -363,19 +411,25 @@ class Evaluator:
         for side, items in (("targets", targets), ("preds", preds)):
             for i, item in enumerate(items):
                 if not isinstance(item, Mapping):
-                    raise InputError(f"Evaluator.update: batch {batch}, {side}[{i}]: expected a dict of "
-                                     f"arrays (boxes, labels, ...), found {type(item).__name__}")
+                    raise InputError(
+                        f"Evaluator.update: batch {batch}, {side}[{i}]: expected a dict of "
+                        f"arrays (boxes, labels, ...), found {type(item).__name__}"
+                    )
         has_id = ["image_id" in t for t in targets]
         mode = "given" if any(has_id) else "auto"
         if any(has_id) and not all(has_id):
             missing = has_id.index(False)
-            raise InputError(f"Evaluator.update: batch {batch}, targets[{missing}]: no `image_id` while "
-                             f"other targets of the batch have one; expected an image_id on every target "
-                             f"or on none")
+            raise InputError(
+                f"Evaluator.update: batch {batch}, targets[{missing}]: no `image_id` while "
+                f"other targets of the batch have one; expected an image_id on every target "
+                f"or on none"
+            )
         if self._id_mode is not None and mode != self._id_mode:
-            raise InputError(f"Evaluator.update: batch {batch}: targets {'with' if mode == 'given' else 'without'} "
-                             f"`image_id`, earlier batches {'without' if mode == 'given' else 'with'}; expected "
-                             f"image ids on every image or on none (then images are numbered in update order)")
+            raise InputError(
+                f"Evaluator.update: batch {batch}: targets {'with' if mode == 'given' else 'without'} "
+                f"`image_id`, earlier batches {'without' if mode == 'given' else 'with'}; expected "
+                f"image ids on every image or on none (then images are numbered in update order)"
+            )
         if mode == "auto":
             self._id_mode = "auto"
             return np.arange(self._n_images, self._n_images + len(targets), dtype=np.int64)
@@ -383,33 +437,41 @@ class Evaluator:
         for i, t in enumerate(targets):
             value = _to_numpy(t["image_id"]).reshape(-1)
             if value.size != 1 or not np.issubdtype(value.dtype, np.integer):
-                raise InputError(f"Evaluator.update: batch {batch}, targets[{i}]: `image_id` is not one "
-                                 f"integer; expected an int, found {value.tolist()[:5]}")
+                raise InputError(
+                    f"Evaluator.update: batch {batch}, targets[{i}]: `image_id` is not one "
+                    f"integer; expected an int, found {value.tolist()[:5]}"
+                )
             pred_id = preds[i].get("image_id")
             if pred_id is not None and _to_numpy(pred_id).reshape(-1).tolist() != value.tolist():
-                raise InputError(f"Evaluator.update: batch {batch}, preds[{i}]: `image_id` "
-                                 f"{_to_numpy(pred_id).reshape(-1).tolist()} differs from targets[{i}]'s "
-                                 f"{value.tolist()}; expected the same image")
+                raise InputError(
+                    f"Evaluator.update: batch {batch}, preds[{i}]: `image_id` "
+                    f"{_to_numpy(pred_id).reshape(-1).tolist()} differs from targets[{i}]'s "
+                    f"{value.tolist()}; expected the same image"
+                )
             ids.append(int(value[0]))
         seen: set = set()
         for i, image_id in enumerate(ids):
             if image_id in self._image_ids or image_id in seen:
-                raise InputError(f"Evaluator.update: batch {batch}, targets[{i}]: image_id {image_id} was "
-                                 f"already given; expected each image once (its objects would count twice)")
+                raise InputError(
+                    f"Evaluator.update: batch {batch}, targets[{i}]: image_id {image_id} was "
+                    f"already given; expected each image once (its objects would count twice)"
+                )
             seen.add(image_id)
         self._id_mode = "given"
         return np.array(ids, dtype=np.int64)
 
-    def _read_image(self, item: Mapping, batch: int, index: int, image_id: int, side: str,
-                    segm: bool) -> dict:
+    def _read_image(
+        self, item: Mapping, batch: int, index: int, image_id: int, side: str, segm: bool
+    ) -> dict:
         """Validated columns of one image's dict (float64 boxes in the stored format)."""
         where = self._where(batch, side, index, image_id)
         is_pred = side == "preds"
         needed = ["labels"] + (["scores"] if is_pred else []) + (["masks"] if segm else ["boxes"])
         missing = [k for k in needed if k not in item]
         if missing:
-            raise InputError(f"{where}: no `{missing[0]}`; expected keys {needed} "
-                             f"(found {sorted(map(str, item))})")
+            raise InputError(
+                f"{where}: no `{missing[0]}`; expected keys {needed} (found {sorted(map(str, item))})"
+            )
         labels = _to_numpy(item["labels"])
         if labels.size == 0:
             labels = labels.reshape(-1)
@@ -417,8 +479,11 @@ class Evaluator:
             raise InputError(f"{where}: `labels` has shape {_shape(labels)}; expected (n,)")
         n = len(labels)
         if n and not np.issubdtype(labels.dtype, np.integer):
-            ok = np.issubdtype(labels.dtype, np.floating) and np.isfinite(labels).all() and (
-                labels == np.round(labels)).all()
+            ok = (
+                np.issubdtype(labels.dtype, np.floating)
+                and np.isfinite(labels).all()
+                and (labels == np.round(labels)).all()
+            )
             if not ok:
                 bad = labels.tolist()[:5]
                 raise InputError(f"{where}: `labels` are not integers; expected class ids, found {bad}")
@@ -426,9 +491,11 @@ class Evaluator:
         if self._class_ids is not None and n:
             unknown = np.flatnonzero(~np.isin(labels, self._class_ids))
             if len(unknown):
-                raise InputError(f"{where}: `labels` has {len(unknown)} value(s) not in class_ids, e.g. "
-                                 f"{sorted(set(labels[unknown].tolist()))[:5]} at positions "
-                                 f"{unknown[:5].tolist()}; expected one of {self._class_ids.tolist()[:20]}")
+                raise InputError(
+                    f"{where}: `labels` has {len(unknown)} value(s) not in class_ids, e.g. "
+                    f"{sorted(set(labels[unknown].tolist()))[:5]} at positions "
+                    f"{unknown[:5].tolist()}; expected one of {self._class_ids.tolist()[:20]}"
+                )
         out: dict = {"labels": labels}
         if "boxes" in item or not segm:
             out["boxes"] = self._read_boxes(item["boxes"], n, where)
@@ -439,15 +506,18 @@ class Evaluator:
                 crowd = self._read_vector(item["iscrowd"], n, where, "iscrowd", "0 or 1 flags")
                 bad = np.flatnonzero((crowd != 0) & (crowd != 1))
                 if len(bad):
-                    raise InputError(f"{where}: `iscrowd` at position {int(bad[0])} is {crowd[bad[0]]:g}; "
-                                     f"expected 0 or 1")
+                    raise InputError(
+                        f"{where}: `iscrowd` at position {int(bad[0])} is {crowd[bad[0]]:g}; expected 0 or 1"
+                    )
                 out["iscrowd"] = crowd.astype(bool)
             if "area" in item:
                 area = self._read_vector(item["area"], n, where, "area", "areas in pixels")
                 bad = np.flatnonzero(area < 0)
                 if len(bad):
-                    raise InputError(f"{where}: `area` at position {int(bad[0])} is {area[bad[0]]:g}; "
-                                     f"expected a number >= 0")
+                    raise InputError(
+                        f"{where}: `area` at position {int(bad[0])} is {area[bad[0]]:g}; "
+                        f"expected a number >= 0"
+                    )
                 out["area"] = area
         if segm:
             out["masks"] = self._read_masks(item["masks"], n, where)
@@ -458,15 +528,18 @@ class Evaluator:
         if array.ndim == 0 or (array.size == 0 and n == 0):
             array = array.reshape(-1)
         if array.shape != (n,):
-            raise InputError(f"{where}: `{field}` has shape {_shape(array)}; expected ({n},) "
-                             f"{what}, one per label")
+            raise InputError(
+                f"{where}: `{field}` has shape {_shape(array)}; expected ({n},) {what}, one per label"
+            )
         if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
             raise InputError(f"{where}: `{field}` has dtype {array.dtype}; expected numbers")
         array = array.astype(np.float64)
         bad = np.flatnonzero(~np.isfinite(array))
         if len(bad):
-            raise InputError(f"{where}: `{field}` at position {int(bad[0])} is {array[bad[0]]}; "
-                             f"expected finite {what} ({len(bad)} such value(s))")
+            raise InputError(
+                f"{where}: `{field}` at position {int(bad[0])} is {array[bad[0]]}; "
+                f"expected finite {what} ({len(bad)} such value(s))"
+            )
         return array
 
     def _read_boxes(self, value: Any, n: int, where: str) -> np.ndarray:
@@ -475,15 +548,19 @@ class Evaluator:
         if box.size == 0 and n == 0:
             box = box.reshape(0, 4)
         if box.shape != (n, 4):
-            raise InputError(f"{where}: `boxes` has shape {_shape(box)}; expected ({n}, 4) "
-                             f"{layout} (box_format={self._box_format!r}), one per label")
+            raise InputError(
+                f"{where}: `boxes` has shape {_shape(box)}; expected ({n}, 4) "
+                f"{layout} (box_format={self._box_format!r}), one per label"
+            )
         if not np.issubdtype(box.dtype, np.number):
             raise InputError(f"{where}: `boxes` has dtype {box.dtype}; expected numbers")
         box = box.astype(np.float64)
         bad = np.flatnonzero(~np.isfinite(box).all(axis=1))
         if len(bad):
-            raise InputError(f"{where}: `boxes` row {int(bad[0])} is {box[bad[0]].tolist()}; expected "
-                             f"finite numbers {layout} ({len(bad)} such row(s))")
+            raise InputError(
+                f"{where}: `boxes` row {int(bad[0])} is {box[bad[0]].tolist()}; expected "
+                f"finite numbers {layout} ({len(bad)} such row(s))"
+            )
         if self._box_format == "xyxy":
             size = box[:, 2:] - box[:, :2]
             expected = "x2 >= x1 and y2 >= y1"
@@ -492,8 +569,10 @@ class Evaluator:
             expected = "w >= 0 and h >= 0"
         bad = np.flatnonzero((size < 0).any(axis=1))
         if len(bad):
-            raise InputError(f"{where}: `boxes` row {int(bad[0])} {box[bad[0]].tolist()} has a negative "
-                             f"width or height; expected {expected} ({len(bad)} such row(s))")
+            raise InputError(
+                f"{where}: `boxes` row {int(bad[0])} {box[bad[0]].tolist()} has a negative "
+                f"width or height; expected {expected} ({len(bad)} such row(s))"
+            )
         if self._box_format == "cxcywh":
             half = box[:, 2:] / 2
             box = np.concatenate([box[:, :2] - half, box[:, :2] + half], axis=1)
@@ -505,17 +584,22 @@ class Evaluator:
 
         masks = _to_numpy(value)
         if masks.ndim != 3 or len(masks) != n:
-            raise InputError(f"{where}: `masks` has shape {_shape(masks)}; expected ({n}, height, width) "
-                             f"binary masks, one per label")
+            raise InputError(
+                f"{where}: `masks` has shape {_shape(masks)}; expected ({n}, height, width) "
+                f"binary masks, one per label"
+            )
         if masks.dtype != bool:
             if not np.issubdtype(masks.dtype, np.number) or not np.isin(masks, (0, 1)).all():
-                raise InputError(f"{where}: `masks` has values other than 0 and 1 (dtype {masks.dtype}); "
-                                 f"expected binary masks")
+                raise InputError(
+                    f"{where}: `masks` has values other than 0 and 1 (dtype {masks.dtype}); "
+                    f"expected binary masks"
+                )
         if n == 0:
             return [masks.shape[1:]]
         encoded = mask_utils.encode(np.asfortranarray(masks.transpose(1, 2, 0).astype(np.uint8)))
-        return [masks.shape[1:]] + [{"size": [int(r["size"][0]), int(r["size"][1])], "counts": r["counts"]}
-                                    for r in encoded]
+        return [masks.shape[1:]] + [
+            {"size": [int(r["size"][0]), int(r["size"][1])], "counts": r["counts"]} for r in encoded
+        ]
 
     def _image_sizes(self, gts: list, dts: list, batch: int, image_ids: np.ndarray) -> np.ndarray:
         """(n_img, 2) height, width of each image from its masks (targets and preds must agree)."""
@@ -523,15 +607,16 @@ class Evaluator:
         for i, (g, d) in enumerate(zip(gts, dts)):
             g_size, d_size = g["masks"][0], d["masks"][0]
             if tuple(g_size) != tuple(d_size) and len(g["masks"]) > 1 and len(d["masks"]) > 1:
-                raise InputError(f"{self._where(batch, 'preds', i, int(image_ids[i]))}: `masks` are "
-                                 f"{d_size[0]}x{d_size[1]}; expected the size of targets[{i}]'s masks, "
-                                 f"{g_size[0]}x{g_size[1]}")
+                raise InputError(
+                    f"{self._where(batch, 'preds', i, int(image_ids[i]))}: `masks` are "
+                    f"{d_size[0]}x{d_size[1]}; expected the size of targets[{i}]'s masks, "
+                    f"{g_size[0]}x{g_size[1]}"
+                )
             size = g_size if len(g["masks"]) > 1 or len(d["masks"]) == 1 else d_size
             sizes[i] = size
         return sizes
 
-    def _match_batch(self, image_ids: np.ndarray, gts: list, dts: list,
-                     sizes: np.ndarray | None) -> _Batch:
+    def _match_batch(self, image_ids: np.ndarray, gts: list, dts: list, sizes: np.ndarray | None) -> _Batch:
         """Build the batch's GroundTruth / Detections, match them, keep the table."""
         n_img = len(image_ids)
         img_order = np.argsort(image_ids, kind="stable")
@@ -541,8 +626,11 @@ class Evaluator:
         dt_count = np.array([len(d["labels"]) for d in dts], dtype=np.int64)
         gt_labels = np.concatenate([g["labels"] for g in gts])
         dt_labels = np.concatenate([d["labels"] for d in dts])
-        category_id = (self._class_ids if self._class_ids is not None
-                       else np.unique(np.concatenate([gt_labels, dt_labels])))
+        category_id = (
+            self._class_ids
+            if self._class_ids is not None
+            else np.unique(np.concatenate([gt_labels, dt_labels]))
+        )
         category_id = np.sort(category_id)
         native = "xywh" if self._box_format == "xywh" else "xyxy"
         segm = sizes is not None
@@ -566,22 +654,49 @@ class Evaluator:
         height = sizes[img_order, 0] if segm else np.full(n_img, np.nan)
         width = sizes[img_order, 1] if segm else np.full(n_img, np.nan)
         gt = GroundTruth(
-            image_id=image_ids[img_order], image_name=tuple(str(i) for i in image_ids[img_order]),
-            image_width=width, image_height=height, category_id=category_id,
+            image_id=image_ids[img_order],
+            image_name=tuple(str(i) for i in image_ids[img_order]),
+            image_width=width,
+            image_height=height,
+            category_id=category_id,
             category_name=tuple(self._class_names.get(int(c), str(int(c))) for c in category_id),
-            annotation_id=np.arange(1, len(gt_labels) + 1, dtype=np.int64), image=gt_image,
-            category=gt_category, box=gt_box, area=gt_area, is_crowd=gt_crowd,
-            is_difficult=np.zeros(len(gt_labels), bool), is_ignore=np.zeros(len(gt_labels), bool),
-            box_format=native, segmentation=tuple(gt_masks) if segm else None, source=_SOURCE)
+            annotation_id=np.arange(1, len(gt_labels) + 1, dtype=np.int64),
+            image=gt_image,
+            category=gt_category,
+            box=gt_box,
+            area=gt_area,
+            is_crowd=gt_crowd,
+            is_difficult=np.zeros(len(gt_labels), bool),
+            is_ignore=np.zeros(len(gt_labels), bool),
+            box_format=native,
+            segmentation=tuple(gt_masks) if segm else None,
+            source=_SOURCE,
+        )
         dt = Detections(
-            image=np.repeat(img_rank, dt_count), category=np.searchsorted(category_id, dt_labels),
-            box=dt_box, score=np.concatenate([d["scores"] for d in dts]),
-            order=np.arange(len(dt_labels), dtype=np.int64), has_box=dt_has_box, box_format=native,
-            segmentation=tuple(dt_masks) if segm else None, source=_SOURCE)
+            image=np.repeat(img_rank, dt_count),
+            category=np.searchsorted(category_id, dt_labels),
+            box=dt_box,
+            score=np.concatenate([d["scores"] for d in dts]),
+            order=np.arange(len(dt_labels), dtype=np.int64),
+            has_box=dt_has_box,
+            box_format=native,
+            segmentation=tuple(dt_masks) if segm else None,
+            source=_SOURCE,
+        )
         table = match(gt, dt, self._protocol)
-        return _Batch(image_id=gt.image_id, image_height=height, image_width=width,
-                      category_id=category_id, gt_image=gt_image, gt_category=gt_category, gt_box=gt_box,
-                      gt_area=gt_area, gt_is_crowd=gt_crowd, n_det=len(dt), table=table)
+        return _Batch(
+            image_id=gt.image_id,
+            image_height=height,
+            image_width=width,
+            category_id=category_id,
+            gt_image=gt_image,
+            gt_category=gt_category,
+            gt_box=gt_box,
+            gt_area=gt_area,
+            gt_is_crowd=gt_crowd,
+            n_det=len(dt),
+            table=table,
+        )
 
     @staticmethod
     def _mask_boxes(rles: list, native: str) -> np.ndarray:
@@ -599,6 +714,7 @@ class Evaluator:
             return gt["area"]
         if segm:
             from pycocotools import mask as mask_utils
+
             rles = gt["masks"][1:]
             return np.asarray(mask_utils.area(rles), dtype=np.float64) if rles else np.zeros(0)
         box = boxes_as(gt["boxes"], native, "xywh")
@@ -627,13 +743,34 @@ class Evaluator:
         batches = self._batches
         if not batches:
             empty = np.zeros(0, dtype=np.int64)
-            gt = GroundTruth(image_id=empty, image_name=(), image_width=np.zeros(0), image_height=np.zeros(0),
-                             category_id=category_id, category_name=self._names(category_id),
-                             annotation_id=empty, image=empty, category=empty, box=np.zeros((0, 4)),
-                             area=np.zeros(0), is_crowd=np.zeros(0, bool), is_difficult=np.zeros(0, bool),
-                             is_ignore=np.zeros(0, bool), box_format=native, source=_SOURCE)
-            dt = Detections(image=empty, category=empty, box=np.zeros((0, 4)), score=np.zeros(0),
-                            order=empty, has_box=np.zeros(0, bool), box_format=native, source=_SOURCE)
+            gt = GroundTruth(
+                image_id=empty,
+                image_name=(),
+                image_width=np.zeros(0),
+                image_height=np.zeros(0),
+                category_id=category_id,
+                category_name=self._names(category_id),
+                annotation_id=empty,
+                image=empty,
+                category=empty,
+                box=np.zeros((0, 4)),
+                area=np.zeros(0),
+                is_crowd=np.zeros(0, bool),
+                is_difficult=np.zeros(0, bool),
+                is_ignore=np.zeros(0, bool),
+                box_format=native,
+                source=_SOURCE,
+            )
+            dt = Detections(
+                image=empty,
+                category=empty,
+                box=np.zeros((0, 4)),
+                score=np.zeros(0),
+                order=empty,
+                has_box=np.zeros(0, bool),
+                box_format=native,
+                source=_SOURCE,
+            )
             return gt, match(gt, dt, self._protocol.replace(iou_type="bbox")), 0
         cat = np.concatenate
         all_ids = cat([b.image_id for b in batches])
@@ -651,12 +788,23 @@ class Evaluator:
             n_positive[cat_map] = t.n_positive
             n_det_per_class = np.zeros(n_class, dtype=np.int64)
             n_det_per_class[cat_map] = t.n_det_per_class
-            tables.append(MatchTable(
-                det_score=t.det_score, det_class=cat_map[t.det_class], det_image=img_map[t.det_image],
-                det_rank=t.det_rank, det_order=t.det_order + det_offset, match_lane=t.match_lane,
-                match_det=t.match_det, match_gt=t.match_gt + gt_offset, det_is_tp=t.det_is_tp,
-                det_is_ignored=t.det_is_ignored, n_positive=n_positive, n_det_per_class=n_det_per_class,
-                n_over_max_dets=t.n_over_max_dets))
+            tables.append(
+                MatchTable(
+                    det_score=t.det_score,
+                    det_class=cat_map[t.det_class],
+                    det_image=img_map[t.det_image],
+                    det_rank=t.det_rank,
+                    det_order=t.det_order + det_offset,
+                    match_lane=t.match_lane,
+                    match_det=t.match_det,
+                    match_gt=t.match_gt + gt_offset,
+                    det_is_tp=t.det_is_tp,
+                    det_is_ignored=t.det_is_ignored,
+                    n_positive=n_positive,
+                    n_det_per_class=n_det_per_class,
+                    n_over_max_dets=t.n_over_max_dets,
+                )
+            )
             gt_image.append(img_map[b.gt_image])
             gt_category.append(cat_map[b.gt_category])
             gt_offset += len(b.gt_image)
@@ -664,13 +812,23 @@ class Evaluator:
         table = _canonical(merge_match_tables(tables))
         n_gt = gt_offset
         gt = GroundTruth(
-            image_id=image_id, image_name=tuple(str(i) for i in image_id), image_width=width,
-            image_height=height, category_id=category_id, category_name=self._names(category_id),
-            annotation_id=np.arange(1, n_gt + 1, dtype=np.int64), image=cat(gt_image),
-            category=cat(gt_category), box=cat([b.gt_box for b in batches]).reshape(-1, 4),
-            area=cat([b.gt_area for b in batches]), is_crowd=cat([b.gt_is_crowd for b in batches]),
-            is_difficult=np.zeros(n_gt, bool), is_ignore=np.zeros(n_gt, bool), box_format=native,
-            source=_SOURCE)
+            image_id=image_id,
+            image_name=tuple(str(i) for i in image_id),
+            image_width=width,
+            image_height=height,
+            category_id=category_id,
+            category_name=self._names(category_id),
+            annotation_id=np.arange(1, n_gt + 1, dtype=np.int64),
+            image=cat(gt_image),
+            category=cat(gt_category),
+            box=cat([b.gt_box for b in batches]).reshape(-1, 4),
+            area=cat([b.gt_area for b in batches]),
+            is_crowd=cat([b.gt_is_crowd for b in batches]),
+            is_difficult=np.zeros(n_gt, bool),
+            is_ignore=np.zeros(n_gt, bool),
+            box_format=native,
+            source=_SOURCE,
+        )
         return gt, table, det_offset
 
     def _names(self, category_id: np.ndarray) -> tuple:
@@ -685,13 +843,20 @@ class Evaluator:
             Equal to ``deteval.evaluate`` on the same data (see the module notes on order).
         """
         gt, table, n_det = self._assemble()
-        inputs = {"gt": _SOURCE, "dt": _SOURCE, "images": gt.n_images, "gt_objects": len(gt),
-                  "detections": n_det}
+        inputs = {
+            "gt": _SOURCE,
+            "dt": _SOURCE,
+            "images": gt.n_images,
+            "gt_objects": len(gt),
+            "detections": n_det,
+        }
         return score(table, gt, self._protocol, inputs=inputs)
 
     def __repr__(self) -> str:
-        return (f"Evaluator(protocol={self._protocol.name!r}, iou_type={self._protocol.iou_type!r}, "
-                f"box_format={self._box_format!r}, images={self._n_images}, batches={self._n_batches})")
+        return (
+            f"Evaluator(protocol={self._protocol.name!r}, iou_type={self._protocol.iou_type!r}, "
+            f"box_format={self._box_format!r}, images={self._n_images}, batches={self._n_batches})"
+        )
 
 
 def _canonical(table: MatchTable) -> MatchTable:
@@ -704,10 +869,17 @@ def _canonical(table: MatchTable) -> MatchTable:
     match_det = new_row[table.match_det]
     m_order = np.lexsort((match_det, table.match_lane))
     return MatchTable(
-        det_score=table.det_score[order], det_class=table.det_class[order],
-        det_image=table.det_image[order], det_rank=table.det_rank[order],
-        det_order=table.det_order[order], match_lane=table.match_lane[m_order],
-        match_det=match_det[m_order], match_gt=table.match_gt[m_order],
-        det_is_tp=table.det_is_tp[:, order], det_is_ignored=table.det_is_ignored[:, order],
-        n_positive=table.n_positive, n_det_per_class=table.n_det_per_class,
-        n_over_max_dets=table.n_over_max_dets)
+        det_score=table.det_score[order],
+        det_class=table.det_class[order],
+        det_image=table.det_image[order],
+        det_rank=table.det_rank[order],
+        det_order=table.det_order[order],
+        match_lane=table.match_lane[m_order],
+        match_det=match_det[m_order],
+        match_gt=table.match_gt[m_order],
+        det_is_tp=table.det_is_tp[:, order],
+        det_is_ignored=table.det_is_ignored[:, order],
+        n_positive=table.n_positive,
+        n_det_per_class=table.n_det_per_class,
+        n_over_max_dets=table.n_over_max_dets,
+    )

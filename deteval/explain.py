@@ -38,8 +38,18 @@ from deteval.protocol import EXPLAIN_STEPS, FIELDS, Protocol, field_names
 from deteval.sharding import match_sharded
 from deteval.summary import mean_defined
 
-__all__ = ["ACCUMULATION_FIELDS", "WALK_ORDER", "matching_key", "MatchCache", "Comparison", "compare",
-           "ExplainStep", "Explanation", "explain", "class_mean_ap"]
+__all__ = [
+    "ACCUMULATION_FIELDS",
+    "WALK_ORDER",
+    "matching_key",
+    "MatchCache",
+    "Comparison",
+    "compare",
+    "ExplainStep",
+    "Explanation",
+    "explain",
+    "class_mean_ap",
+]
 
 #: Fields read only when accumulating a :class:`MatchTable` (never by
 #: :func:`deteval.evaluate.match`), plus the ones that only describe: from the field table
@@ -51,8 +61,9 @@ ACCUMULATION_FIELDS = tuple(k for k, spec in FIELDS.items() if spec.stage in ("a
 #: field table (each field names its step; :data:`deteval.protocol.EXPLAIN_STEPS` orders them).
 #: Fields of A and B that no step names get a step of their own after these (before
 #: ``summary``, always last).
-WALK_ORDER: tuple = tuple((step, tuple(k for k, spec in FIELDS.items() if spec.step == step))
-                          for step in EXPLAIN_STEPS[:-1])
+WALK_ORDER: tuple = tuple(
+    (step, tuple(k for k, spec in FIELDS.items() if spec.step == step)) for step in EXPLAIN_STEPS[:-1]
+)
 _LAST_STEP = (EXPLAIN_STEPS[-1], tuple(k for k, spec in FIELDS.items() if spec.step == EXPLAIN_STEPS[-1]))
 _DESCRIPTIVE = tuple(k for k, spec in FIELDS.items() if spec.stage == "describe")
 
@@ -135,8 +146,15 @@ class Comparison:
         return len(self.matching_groups)
 
 
-def compare(gt: GroundTruth, dt: Detections, protocols: Sequence[Protocol], *,
-            cache: MatchCache | None = None, inputs: dict | None = None, warnings: tuple = ()) -> Comparison:
+def compare(
+    gt: GroundTruth,
+    dt: Detections,
+    protocols: Sequence[Protocol],
+    *,
+    cache: MatchCache | None = None,
+    inputs: dict | None = None,
+    warnings: tuple = (),
+) -> Comparison:
     """Score one dataset under several protocols, sharing matchings where the settings agree.
 
     Values in, values out; :func:`deteval.api.compare` also takes paths and protocol names.
@@ -170,8 +188,13 @@ def compare(gt: GroundTruth, dt: Detections, protocols: Sequence[Protocol], *,
     if cache is None:
         cache = MatchCache(gt, dt)
     if inputs is None:
-        inputs = {"gt": cache.gt.source, "dt": cache.dt.source, "images": cache.gt.n_images,
-                  "gt_objects": len(cache.gt), "detections": len(cache.dt)}
+        inputs = {
+            "gt": cache.gt.source,
+            "dt": cache.dt.source,
+            "images": cache.gt.n_images,
+            "gt_objects": len(cache.gt),
+            "detections": len(cache.dt),
+        }
     results = tuple(cache.result(p, inputs=inputs, warnings=warnings) for p in resolved)
     groups: dict[str, list[int]] = {}
     for i, p in enumerate(resolved):
@@ -182,6 +205,7 @@ def compare(gt: GroundTruth, dt: Detections, protocols: Sequence[Protocol], *,
 # ------------------------------------------------------------------------------------------
 # Explanation
 # ------------------------------------------------------------------------------------------
+
 
 def class_mean_ap(result: EvalResult) -> float:
     """The number :func:`explain` compares: the mean of the defined per-class AP.
@@ -228,12 +252,16 @@ class ExplainStep:
     affects_measure: bool = True
 
     def to_dict(self) -> dict:
-        return {"step": self.name,
-                "fields": [{"field": f, "from": _json_value(f, a), "to": _json_value(f, b)}
-                           for f, a, b in self.changes],
-                "value": _finite(self.value), "change": _finite(self.change),
-                "classes": [{"name": n, "change": _finite(d)} for n, d in self.class_changes],
-                "affects_measure": self.affects_measure}
+        return {
+            "step": self.name,
+            "fields": [
+                {"field": f, "from": _json_value(f, a), "to": _json_value(f, b)} for f, a, b in self.changes
+            ],
+            "value": _finite(self.value),
+            "change": _finite(self.change),
+            "classes": [{"name": n, "change": _finite(d)} for n, d in self.class_changes],
+            "affects_measure": self.affects_measure,
+        }
 
 
 def _json_value(field: str, value: Any) -> Any:
@@ -290,7 +318,7 @@ class Explanation:
 
     def summary_line(self, digits: int = 4) -> str:
         """``"voc2007 -> voc2010: interpolation -0.0234"``; steps joined by ``;``."""
-        zero = 0.5 * 10.0 ** -digits
+        zero = 0.5 * 10.0**-digits
         moved = [s for s in self.steps if s.affects_measure and not abs(s.change) < zero]
         still = [s.name for s in self.steps if s.affects_measure and abs(s.change) < zero]
         parts = [f"{s.name} {_fmt(s.change, digits, sign=True)}" for s in moved]
@@ -301,15 +329,25 @@ class Explanation:
         return f"{self.a.name} -> {self.b.name}: {body} ({tail})"
 
     def to_dict(self) -> dict:
-        return {"from": self.a.name, "to": self.b.name,
-                "from_hash": self.a.fingerprint(), "to_hash": self.b.fingerprint(),
-                "measure": self.measure, "definition": self.definition,
-                "start": _finite(self.start), "end": _finite(self.end), "total": _finite(self.total),
-                "headlines": {"from": {self.headline_a[0]: _finite(self.headline_a[1])},
-                              "to": {self.headline_b[0]: _finite(self.headline_b[1])}},
-                "order": [name for name, _ in WALK_ORDER + (_LAST_STEP,)],
-                "steps": [s.to_dict() for s in self.steps], "notes": list(self.notes),
-                "summary": self.summary_line()}
+        return {
+            "from": self.a.name,
+            "to": self.b.name,
+            "from_hash": self.a.fingerprint(),
+            "to_hash": self.b.fingerprint(),
+            "measure": self.measure,
+            "definition": self.definition,
+            "start": _finite(self.start),
+            "end": _finite(self.end),
+            "total": _finite(self.total),
+            "headlines": {
+                "from": {self.headline_a[0]: _finite(self.headline_a[1])},
+                "to": {self.headline_b[0]: _finite(self.headline_b[1])},
+            },
+            "order": [name for name, _ in WALK_ORDER + (_LAST_STEP,)],
+            "steps": [s.to_dict() for s in self.steps],
+            "notes": list(self.notes),
+            "summary": self.summary_line(),
+        }
 
 
 def _walk_steps(a: Protocol, b: Protocol) -> list[tuple[str, tuple]]:
@@ -330,20 +368,26 @@ def _walk_steps(a: Protocol, b: Protocol) -> list[tuple[str, tuple]]:
 
 
 def _definition(a_kind: str, b_kind: str, a: Protocol, b: Protocol) -> tuple[str, str]:
-    base = ("each class's AP averaged over the IoU thresholds (first area range, largest max_dets), "
-            "then the mean over the classes with ground truth")
+    base = (
+        "each class's AP averaged over the IoU thresholds (first area range, largest max_dets), "
+        "then the mean over the classes with ground truth"
+    )
     if a_kind == b_kind == "mAP":
         return "mAP", f"mAP = {base}"
     if a_kind == b_kind == "AP":
-        return "AP", (f"AP = {base} (the headline AP up to rounding, when the summary's maxDets is the "
-                      f"largest)")
-    return "mean class AP", (f"mean class AP = {base}: {a.name} reports {a_kind} and {b.name} {b_kind}, "
-                             f"and this number is both (mAP of a single-threshold protocol, AP of a "
-                             f"COCO-style one)")
+        return "AP", (
+            f"AP = {base} (the headline AP up to rounding, when the summary's maxDets is the largest)"
+        )
+    return "mean class AP", (
+        f"mean class AP = {base}: {a.name} reports {a_kind} and {b.name} {b_kind}, "
+        f"and this number is both (mAP of a single-threshold protocol, AP of a "
+        f"COCO-style one)"
+    )
 
 
-def explain(gt: GroundTruth, dt: Detections, a: Protocol, b: Protocol, *,
-            cache: MatchCache | None = None) -> Explanation:
+def explain(
+    gt: GroundTruth, dt: Detections, a: Protocol, b: Protocol, *, cache: MatchCache | None = None
+) -> Explanation:
     """Attribute the difference between two protocols to their differing fields, step by step.
 
     Starting from A, the fields of each step of :data:`WALK_ORDER` that differ are set to B's
@@ -397,26 +441,56 @@ def explain(gt: GroundTruth, dt: Detections, a: Protocol, b: Protocol, *,
     for step, fields in _walk_steps(a, b):
         current = current.replace(**{f: getattr(b, f) for f in fields})
         if fields == ("summary",):
-            steps.append(ExplainStep(step, tuple((f, getattr(a, f), getattr(b, f)) for f in fields),
-                                     value, 0.0, (), affects_measure=False))
+            steps.append(
+                ExplainStep(
+                    step,
+                    tuple((f, getattr(a, f), getattr(b, f)) for f in fields),
+                    value,
+                    0.0,
+                    (),
+                    affects_measure=False,
+                )
+            )
             continue
         result = scored(current)
         new_value, new_classes = class_mean_ap(result), per_class(result)
-        moved = tuple((names[k], float(new_classes[k] - classes[k])) for k in range(len(names))
-                      if _moved(classes[k], new_classes[k]))
-        steps.append(ExplainStep(step, tuple((f, getattr(a, f), getattr(b, f)) for f in fields),
-                                 new_value, new_value - value, moved))
+        moved = tuple(
+            (names[k], float(new_classes[k] - classes[k]))
+            for k in range(len(names))
+            if _moved(classes[k], new_classes[k])
+        )
+        steps.append(
+            ExplainStep(
+                step,
+                tuple((f, getattr(a, f), getattr(b, f)) for f in fields),
+                new_value,
+                new_value - value,
+                moved,
+            )
+        )
         value, classes = new_value, new_classes
     notes = []
     if any(s.name not in dict(WALK_ORDER) and s.affects_measure for s in steps):
         notes.append("fields outside the documented order were changed after it, one step each")
     if any(not s.affects_measure for s in steps):
-        notes.append("* summary decides which numbers are the headlines (and pycocotools' AP at "
-                     "maxDets=100), not the compared number: it cannot move it")
+        notes.append(
+            "* summary decides which numbers are the headlines (and pycocotools' AP at "
+            "maxDets=100), not the compared number: it cannot move it"
+        )
     if not all(math.isfinite(s.change) for s in steps):
         notes.append("the compared number is undefined (no class has ground truth) at some step")
-    return Explanation(a=a, b=b, measure=measure, definition=definition, start=start, end=value,
-                       headline_a=kind_a, headline_b=kind_b, steps=tuple(steps), notes=tuple(notes))
+    return Explanation(
+        a=a,
+        b=b,
+        measure=measure,
+        definition=definition,
+        start=start,
+        end=value,
+        headline_a=kind_a,
+        headline_b=kind_b,
+        steps=tuple(steps),
+        notes=tuple(notes),
+    )
 
 
 def _moved(before: float, after: float) -> bool:

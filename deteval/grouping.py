@@ -86,10 +86,13 @@ def candidate_pairs(det_key: np.ndarray, gt_groups: Groups) -> tuple[np.ndarray,
     """
     start, count = gt_groups.start_and_count(det_key)
     total = int(count.sum())
-    require(total * BYTES_PER_PAIR, what=f"{total} candidate (detection, ground truth) pairs of the same "
-                                         f"image and class", hint="an image with very many ground truths "
-            "and detections of one class: cap the detections per image (max_dets), split the image, "
-            "or run on a machine with more memory")
+    require(
+        total * BYTES_PER_PAIR,
+        what=f"{total} candidate (detection, ground truth) pairs of the same image and class",
+        hint="an image with very many ground truths "
+        "and detections of one class: cap the detections per image (max_dets), split the image, "
+        "or run on a machine with more memory",
+    )
     pair_det = np.repeat(np.arange(len(det_key)), count)
     first_pair = np.cumsum(count) - count
     pair_gt = np.repeat(start - first_pair, count) + np.arange(total)

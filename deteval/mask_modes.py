@@ -67,13 +67,17 @@ def _evaluate(gt: GroundTruth, dt: Detections, protocol: Any, masks: Any, worker
     """What ``deteval.evaluate(gt, dt, protocol)`` returns, on masks prepared by the caller."""
     check_protocol(protocol)
     table = match_sharded(gt, dt, protocol, workers=workers, masks=masks)
-    inputs = {"gt": gt.source, "dt": dt.source, "images": gt.n_images, "gt_objects": len(gt),
-              "detections": len(dt)}
+    inputs = {
+        "gt": gt.source,
+        "dt": dt.source,
+        "images": gt.n_images,
+        "gt_objects": len(gt),
+        "detections": len(dt),
+    }
     return score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
 
 
-def compare_mask_modes(gt: Any, dt: Any, protocol: Any = "coco", *,
-                       workers: int = 1) -> MaskModeComparison:
+def compare_mask_modes(gt: Any, dt: Any, protocol: Any = "coco", *, workers: int = 1) -> MaskModeComparison:
     """Evaluate masks with exact and with raster IoU and report what differs.
 
     Parameters
@@ -130,9 +134,14 @@ def compare_mask_modes(gt: Any, dt: Any, protocol: Any = "coco", *,
     te, tr = ex.table, ra.table
     changed = (te.det_is_tp != tr.det_is_tp) | (te.det_is_ignored != tr.det_is_ignored)
     matches_changed = _matched_gt(te) != _matched_gt(tr)
-    by_threshold = changed[:len(protocol.iou_thresholds)].sum(axis=1)
-    return MaskModeComparison(exact=ex, raster=ra, metric_difference=diff,
-                              n_outcomes=int(changed.size), n_changed=int(changed.sum()),
-                              n_matches_changed=int(matches_changed.sum()),
-                              n_detections_changed=int(changed.any(axis=0).sum()),
-                              changed_by_threshold=by_threshold)
+    by_threshold = changed[: len(protocol.iou_thresholds)].sum(axis=1)
+    return MaskModeComparison(
+        exact=ex,
+        raster=ra,
+        metric_difference=diff,
+        n_outcomes=int(changed.size),
+        n_changed=int(changed.sum()),
+        n_matches_changed=int(matches_changed.sum()),
+        n_detections_changed=int(changed.any(axis=0).sum()),
+        changed_by_threshold=by_threshold,
+    )

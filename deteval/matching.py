@@ -18,7 +18,14 @@ import numpy as np
 
 from deteval.grouping import rank_in_group
 
-__all__ = ["MatchResult", "match_coco", "match_voc", "match_ultralytics", "match_group_of", "COCO_MAX_THRESHOLD"]
+__all__ = [
+    "MatchResult",
+    "match_coco",
+    "match_voc",
+    "match_ultralytics",
+    "match_group_of",
+    "COCO_MAX_THRESHOLD",
+]
 
 #: pycocotools compares IoU against ``min(t, 1 - 1e-10)`` so that t = 1.0 can still match.
 COCO_MAX_THRESHOLD = 1 - 1e-10
@@ -48,9 +55,13 @@ def _all_unmatched(n_area: int, n_thr: int, n_det: int, det_is_out_of_range: np.
     """No candidate pairs: every detection is a FP, or ignored outside the area range."""
     lane_area = np.repeat(np.arange(n_area), n_thr)
     empty = np.zeros(0, dtype=np.int64)
-    return MatchResult(det_is_tp=np.zeros((n_area * n_thr, n_det), dtype=bool),
-                       det_is_ignored=det_is_out_of_range[lane_area].copy(),
-                       match_lane=empty, match_det=empty, match_gt=empty)
+    return MatchResult(
+        det_is_tp=np.zeros((n_area * n_thr, n_det), dtype=bool),
+        det_is_ignored=det_is_out_of_range[lane_area].copy(),
+        match_lane=empty,
+        match_det=empty,
+        match_gt=empty,
+    )
 
 
 def _round_of(pair_det: np.ndarray, det_key: np.ndarray) -> np.ndarray:
@@ -61,11 +72,20 @@ def _round_of(pair_det: np.ndarray, det_key: np.ndarray) -> np.ndarray:
     return det_round[pair_det]
 
 
-def match_coco(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, *,
-               det_key: np.ndarray, n_gt: int, iou_thresholds: np.ndarray,
-               gt_is_ignored: np.ndarray, gt_is_reusable: np.ndarray,
-               gt_is_unmatchable: np.ndarray, det_is_out_of_range: np.ndarray,
-               strict: bool = False) -> MatchResult:
+def match_coco(
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    pair_iou: np.ndarray,
+    *,
+    det_key: np.ndarray,
+    n_gt: int,
+    iou_thresholds: np.ndarray,
+    gt_is_ignored: np.ndarray,
+    gt_is_reusable: np.ndarray,
+    gt_is_unmatchable: np.ndarray,
+    det_is_out_of_range: np.ndarray,
+    strict: bool = False,
+) -> MatchResult:
     """pycocotools' greedy matching (``COCOeval.evaluateImg``) for all groups and lanes.
 
     Parameters
@@ -117,8 +137,12 @@ def match_coco(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, 
     pair_cand = np.searchsorted(candidates, pair_det)
     pair_round = _round_of(pair_det, det_key)
     order = np.lexsort((pair_gt, pair_iou, pair_det, pair_round))
-    pair_cand, pair_gt, pair_iou, pair_round = (pair_cand[order], pair_gt[order], pair_iou[order],
-                                                pair_round[order])
+    pair_cand, pair_gt, pair_iou, pair_round = (
+        pair_cand[order],
+        pair_gt[order],
+        pair_iou[order],
+        pair_round[order],
+    )
     n_round = int(pair_round[-1]) + 1 if len(pair_round) else 0
     round_bounds = np.searchsorted(pair_round, np.arange(n_round + 1))
     cand_gt = np.full((n_area, n_thr, len(candidates)), -1, dtype=np.int64)
@@ -155,13 +179,27 @@ def match_coco(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, 
     det_is_tp = np.zeros((n_lane, n_det), dtype=bool)
     det_is_tp[:, candidates] = counts_as_match & ~det_is_ignored[:, candidates]
     match_lane, match_cand = np.nonzero(is_matched)
-    return MatchResult(det_is_tp=det_is_tp, det_is_ignored=det_is_ignored, match_lane=match_lane,
-                       match_det=candidates[match_cand], match_gt=cand_gt[match_lane, match_cand])
+    return MatchResult(
+        det_is_tp=det_is_tp,
+        det_is_ignored=det_is_ignored,
+        match_lane=match_lane,
+        match_det=candidates[match_cand],
+        match_gt=cand_gt[match_lane, match_cand],
+    )
 
 
-def match_voc(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, *,
-              n_det: int, n_gt: int, iou_thresholds: np.ndarray, gt_is_ignored: np.ndarray,
-              det_is_out_of_range: np.ndarray, strict: bool = False) -> MatchResult:
+def match_voc(
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    pair_iou: np.ndarray,
+    *,
+    n_det: int,
+    n_gt: int,
+    iou_thresholds: np.ndarray,
+    gt_is_ignored: np.ndarray,
+    det_is_out_of_range: np.ndarray,
+    strict: bool = False,
+) -> MatchResult:
     """The PASCAL VOC devkit's matching (``VOCevalDet.m``) for all groups and lanes.
 
     Each detection looks only at the ground truth it overlaps most (over *all* GTs of its image
@@ -216,13 +254,27 @@ def match_voc(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, *
     det_is_tp[lane_idx[first_claim], det_idx[first_claim]] = True
     det_is_ignored = hit_ignored | (~passes & det_is_out_of_range[lane_area])
     match_lane, match_det = np.nonzero(passes)
-    return MatchResult(det_is_tp=det_is_tp, det_is_ignored=det_is_ignored, match_lane=match_lane,
-                       match_det=match_det, match_gt=best_gt[match_det])
+    return MatchResult(
+        det_is_tp=det_is_tp,
+        det_is_ignored=det_is_ignored,
+        match_lane=match_lane,
+        match_det=match_det,
+        match_gt=best_gt[match_det],
+    )
 
 
-def match_ultralytics(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.ndarray, *,
-                      n_det: int, n_gt: int, iou_thresholds: np.ndarray, gt_is_ignored: np.ndarray,
-                      det_is_out_of_range: np.ndarray, strict: bool = False) -> MatchResult:
+def match_ultralytics(
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    pair_iou: np.ndarray,
+    *,
+    n_det: int,
+    n_gt: int,
+    iou_thresholds: np.ndarray,
+    gt_is_ignored: np.ndarray,
+    det_is_out_of_range: np.ndarray,
+    strict: bool = False,
+) -> MatchResult:
     """Ultralytics' validation matching (``BaseValidator.match_predictions``) for all groups and lanes.
 
     At each threshold, every detection picks the ground truth it overlaps most among those at
@@ -294,13 +346,25 @@ def match_ultralytics(pair_det: np.ndarray, pair_gt: np.ndarray, pair_iou: np.nd
             gts.append(pick_gt)
     match_lane, match_det, match_gt = np.concatenate(lanes), np.concatenate(dets), np.concatenate(gts)
     order = np.lexsort((match_det, match_lane))
-    return MatchResult(det_is_tp=det_is_tp, det_is_ignored=det_is_ignored, match_lane=match_lane[order],
-                       match_det=match_det[order], match_gt=match_gt[order])
+    return MatchResult(
+        det_is_tp=det_is_tp,
+        det_is_ignored=det_is_ignored,
+        match_lane=match_lane[order],
+        match_det=match_det[order],
+        match_gt=match_gt[order],
+    )
 
 
-def match_group_of(stage_one: MatchResult, pair_det: np.ndarray, pair_gt: np.ndarray,
-                   pair_ioa: np.ndarray, *, iou_thresholds: np.ndarray, gt_is_ignored: np.ndarray,
-                   strict: bool = False) -> MatchResult:
+def match_group_of(
+    stage_one: MatchResult,
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    pair_ioa: np.ndarray,
+    *,
+    iou_thresholds: np.ndarray,
+    gt_is_ignored: np.ndarray,
+    strict: bool = False,
+) -> MatchResult:
     """Open Images' second stage: leftover detections against group-of boxes, by IoA.
 
     Parameters
@@ -366,5 +430,10 @@ def match_group_of(stage_one: MatchResult, pair_det: np.ndarray, pair_gt: np.nda
     match_det = np.concatenate([stage_one.match_det, best_det[k]])
     match_gt = np.concatenate([stage_one.match_gt, best_gt[k]])
     resort = np.lexsort((match_det, match_lane))
-    return MatchResult(det_is_tp=det_is_tp, det_is_ignored=det_is_ignored, match_lane=match_lane[resort],
-                       match_det=match_det[resort], match_gt=match_gt[resort])
+    return MatchResult(
+        det_is_tp=det_is_tp,
+        det_is_ignored=det_is_ignored,
+        match_lane=match_lane[resort],
+        match_det=match_det[resort],
+        match_gt=match_gt[resort],
+    )

@@ -94,8 +94,10 @@ def require(n_bytes: float, *, what: str, hint: str) -> None:
     if available is None or n_bytes <= available:
         return
     source = "--memory-limit" if _LIMIT.get() is not None else "MemAvailable in /proc/meminfo"
-    raise ConfigError(f"{what} need {format_bytes(n_bytes)}, more than the {format_bytes(available)} "
-                      f"available ({source}); {hint}")
+    raise ConfigError(
+        f"{what} need {format_bytes(n_bytes)}, more than the {format_bytes(available)} "
+        f"available ({source}); {hint}"
+    )
 
 
 def env_limit() -> int | None:  # pragma: no cover - trivial

@@ -18,8 +18,13 @@ POOLED_CATEGORY_ID = -1
 POOLED_CATEGORY_NAME = "all classes"
 
 
-def pool_categories(gt: GroundTruth, dt: Detections, *, category_id: int = POOLED_CATEGORY_ID,
-                    category_name: str = POOLED_CATEGORY_NAME) -> tuple[GroundTruth, Detections]:
+def pool_categories(
+    gt: GroundTruth,
+    dt: Detections,
+    *,
+    category_id: int = POOLED_CATEGORY_ID,
+    category_name: str = POOLED_CATEGORY_NAME,
+) -> tuple[GroundTruth, Detections]:
     """Map every category of ``gt`` and ``dt`` to one category ("all classes").
 
     Parameters
@@ -63,18 +68,39 @@ def pool_categories(gt: GroundTruth, dt: Detections, *, category_id: int = POOLE
     gt_rows = np.lexsort((np.arange(len(gt)), gt.category))
     gt_segm = None if gt.segmentation is None else tuple(gt.segmentation[i] for i in gt_rows)
     pooled_gt = GroundTruth(
-        image_id=gt.image_id, image_name=gt.image_name, image_width=gt.image_width,
-        image_height=gt.image_height, category_id=np.array([category_id], dtype=np.int64),
-        category_name=(category_name,), annotation_id=gt.annotation_id[gt_rows],
-        image=gt.image[gt_rows], category=np.zeros(len(gt), dtype=np.int64), box=gt.box[gt_rows],
-        area=gt.area[gt_rows], is_crowd=gt.is_crowd[gt_rows], is_difficult=gt.is_difficult[gt_rows],
-        is_ignore=gt.is_ignore[gt_rows], box_format=gt.box_format, segmentation=gt_segm,
-        source=gt.source, warnings=gt.warnings, is_group_of=gt.is_group_of[gt_rows])
+        image_id=gt.image_id,
+        image_name=gt.image_name,
+        image_width=gt.image_width,
+        image_height=gt.image_height,
+        category_id=np.array([category_id], dtype=np.int64),
+        category_name=(category_name,),
+        annotation_id=gt.annotation_id[gt_rows],
+        image=gt.image[gt_rows],
+        category=np.zeros(len(gt), dtype=np.int64),
+        box=gt.box[gt_rows],
+        area=gt.area[gt_rows],
+        is_crowd=gt.is_crowd[gt_rows],
+        is_difficult=gt.is_difficult[gt_rows],
+        is_ignore=gt.is_ignore[gt_rows],
+        box_format=gt.box_format,
+        segmentation=gt_segm,
+        source=gt.source,
+        warnings=gt.warnings,
+        is_group_of=gt.is_group_of[gt_rows],
+    )
     # New tie order: (category, file order); rows stay where they are.
     tie_rank = np.empty(len(dt), dtype=np.int64)
     tie_rank[np.lexsort((dt.order, dt.category))] = np.arange(len(dt))
     pooled_dt = Detections(
-        image=dt.image, category=np.zeros(len(dt), dtype=np.int64), box=dt.box, score=dt.score,
-        order=tie_rank, has_box=dt.has_box, box_format=dt.box_format, segmentation=dt.segmentation,
-        source=dt.source, warnings=dt.warnings)
+        image=dt.image,
+        category=np.zeros(len(dt), dtype=np.int64),
+        box=dt.box,
+        score=dt.score,
+        order=tie_rank,
+        has_box=dt.has_box,
+        box_format=dt.box_format,
+        segmentation=dt.segmentation,
+        source=dt.source,
+        warnings=dt.warnings,
+    )
     return pooled_gt, pooled_dt

@@ -148,9 +148,11 @@ def _run_in_processes(job: ShardJob, shards: list) -> list:
                 except EOFError:
                     worker = workers[k]
                     worker.join(timeout=5)
-                    raise DetevalError(f"a matching worker process (pid {worker.pid}) ended without a "
-                                       f"result (exit code {worker.exitcode}); expected one table per "
-                                       f"shard; run with workers=1 to see the failure in-process") from None
+                    raise DetevalError(
+                        f"a matching worker process (pid {worker.pid}) ended without a "
+                        f"result (exit code {worker.exitcode}); expected one table per "
+                        f"shard; run with workers=1 to see the failure in-process"
+                    ) from None
         for worker in workers:
             worker.join()
     finally:
@@ -166,8 +168,14 @@ def _run_in_processes(job: ShardJob, shards: list) -> list:
     return [value for _, value in outcomes]
 
 
-def match_sharded(gt: GroundTruth, dt: Detections, protocol: Protocol, *, workers: int = 1,
-                  masks: PreparedMasks | None = None) -> MatchTable:
+def match_sharded(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    *,
+    workers: int = 1,
+    masks: PreparedMasks | None = None,
+) -> MatchTable:
     """:func:`~deteval.evaluate.match` over image shards in ``workers`` processes (fork), merged.
 
     Parameters

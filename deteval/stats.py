@@ -49,11 +49,27 @@ from deteval.evaluate import (
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.summary import SUMMARY_TERMS, summary_indices
 
-__all__ = ["BootstrapSettings", "Interval", "ResampledMetrics", "DetectorBootstrap", "BootstrapResult",
-           "Comparison", "ComparisonResult", "bootstrap_weights", "resample_metrics", "bootstrap",
-           "compare_detectors", "paired_difference", "percentile_interval", "metrics_ci_dict",
-           "per_class_ci_list", "result_ci_dict", "comparison_dicts", "bootstrap_settings_dict",
-           "verdict"]
+__all__ = [
+    "BootstrapSettings",
+    "Interval",
+    "ResampledMetrics",
+    "DetectorBootstrap",
+    "BootstrapResult",
+    "Comparison",
+    "ComparisonResult",
+    "bootstrap_weights",
+    "resample_metrics",
+    "bootstrap",
+    "compare_detectors",
+    "paired_difference",
+    "percentile_interval",
+    "metrics_ci_dict",
+    "per_class_ci_list",
+    "result_ci_dict",
+    "comparison_dicts",
+    "bootstrap_settings_dict",
+    "verdict",
+]
 
 _METHODS = ("percentile",)
 _TESTS = ("bootstrap",)
@@ -64,6 +80,7 @@ _CELLS_PER_CHUNK = 6_000_000
 # --------------------------------------------------------------------------------------------
 # Settings and validation
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class BootstrapSettings:
@@ -93,14 +110,19 @@ class BootstrapSettings:
 
 def _check_supported(protocol: Protocol) -> None:
     """Refuse protocols whose accumulation the weighted re-accumulation does not reproduce."""
-    if (protocol.summary not in SUMMARY_TERMS or protocol.iou_type == "keypoints"
-            or protocol.ap_method not in ("101_point", "11_point", "all_point")
-            or protocol.max_dets_per_class is not None):
-        raise ConfigError(f"bootstrap: protocol {protocol.name!r} (ap_method {protocol.ap_method}, summary "
-                          f"{protocol.summary}, iou_type {protocol.iou_type}) is not supported by the "
-                          f"resampling; supported: boxes and masks, ap_method 101_point / 11_point / "
-                          f"all_point, summary pycocotools / configured, no dataset-wide "
-                          f"max_dets_per_class (it ties images together)")
+    if (
+        protocol.summary not in SUMMARY_TERMS
+        or protocol.iou_type == "keypoints"
+        or protocol.ap_method not in ("101_point", "11_point", "all_point")
+        or protocol.max_dets_per_class is not None
+    ):
+        raise ConfigError(
+            f"bootstrap: protocol {protocol.name!r} (ap_method {protocol.ap_method}, summary "
+            f"{protocol.summary}, iou_type {protocol.iou_type}) is not supported by the "
+            f"resampling; supported: boxes and masks, ap_method 101_point / 11_point / "
+            f"all_point, summary pycocotools / configured, no dataset-wide "
+            f"max_dets_per_class (it ties images together)"
+        )
 
 
 def _check_settings(n: Any, seed: Any, ci: Any, method: Any) -> None:
@@ -109,11 +131,14 @@ def _check_settings(n: Any, seed: Any, ci: Any, method: Any) -> None:
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError(f"bootstrap: seed must be an integer >= 0, found {seed!r}")
     if isinstance(ci, bool) or not isinstance(ci, (int, float, np.floating)) or not (0.0 < ci < 1.0):
-        raise ConfigError(f"bootstrap: ci (confidence level) must be a number in (0, 1), e.g. 0.95; "
-                          f"found {ci!r}")
+        raise ConfigError(
+            f"bootstrap: ci (confidence level) must be a number in (0, 1), e.g. 0.95; found {ci!r}"
+        )
     if method not in _METHODS:
-        raise ConfigError(f"bootstrap: method must be one of {list(_METHODS)}, found {method!r} "
-                          f"(BCa is not offered: see docs/statistics.md)")
+        raise ConfigError(
+            f"bootstrap: method must be one of {list(_METHODS)}, found {method!r} "
+            f"(BCa is not offered: see docs/statistics.md)"
+        )
 
 
 def bootstrap_weights(n_images: int, *, n: int, seed: int) -> np.ndarray:
@@ -149,6 +174,7 @@ def bootstrap_weights(n_images: int, *, n: int, seed: int) -> np.ndarray:
 # Weighted re-accumulation
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, eq=False)
 class ResampledMetrics:
     """Scores of one detector under one protocol, per resample.
@@ -176,7 +202,8 @@ def _positives_per_image(gt: GroundTruth, protocol: Protocol) -> np.ndarray:
     for a in range(n_area):
         counted = ~is_ignored[a]
         out[:, :, a] = np.bincount(key[counted], minlength=gt.n_images * gt.n_classes).reshape(
-            gt.n_images, gt.n_classes)
+            gt.n_images, gt.n_classes
+        )
     return out
 
 
@@ -188,9 +215,9 @@ class _Source:
     :func:`_expand_ties`), which weigh 1 when ``w[img] > rep`` and 0 otherwise.
     """
 
-    img: np.ndarray                # (n,) int64
-    rep_at: np.ndarray             # (n_rep,) int64 entries of expanded ties
-    rep: np.ndarray                # (n_rep,) int64 their repetition index
+    img: np.ndarray  # (n,) int64
+    rep_at: np.ndarray  # (n_rep,) int64 entries of expanded ties
+    rep: np.ndarray  # (n_rep,) int64 their repetition index
 
     @classmethod
     def of(cls, img: np.ndarray, rep: np.ndarray) -> _Source:
@@ -220,16 +247,16 @@ class _Curve:
     """
 
     items: _Source
-    item_first: np.ndarray         # (n_items,) first item of the item's segment
-    seg_bounds: np.ndarray         # (n_seg + 1,) item offsets of the segments
-    area_items: tuple              # per area: (lo, hi) items of its lanes
-    counted: tuple                 # per area: _Source of the entries counted in its first lane
-    item_counted: np.ndarray       # (n_items,) counted entries of its area ranked up to the item
+    item_first: np.ndarray  # (n_items,) first item of the item's segment
+    seg_bounds: np.ndarray  # (n_seg + 1,) item offsets of the segments
+    area_items: tuple  # per area: (lo, hi) items of its lanes
+    counted: tuple  # per area: _Source of the entries counted in its first lane
+    item_counted: np.ndarray  # (n_items,) counted entries of its area ranked up to the item
     item_counted_start: np.ndarray  # (n_items,) ... ranked before the item's class starts
-    corr: _Source                  # entries counted differently in some lane than in its area's first
-    corr_sign: np.ndarray          # (n_corr,) +1: not counted in that lane; -1: counted only there
-    fix_items: np.ndarray          # items with corrections in their range
-    fix_hi: np.ndarray             # correction offsets [lo, hi) of each of them
+    corr: _Source  # entries counted differently in some lane than in its area's first
+    corr_sign: np.ndarray  # (n_corr,) +1: not counted in that lane; -1: counted only there
+    fix_items: np.ndarray  # items with corrections in their range
+    fix_hi: np.ndarray  # correction offsets [lo, hi) of each of them
     fix_lo: np.ndarray
 
 
@@ -240,9 +267,9 @@ class _RecallOnly:
     counted ground truth per (class, area).
     """
 
-    img: np.ndarray                # (n_pairs,) sorted by segment t * n_class + class
-    count: np.ndarray              # (n_pairs,)
-    bounds: np.ndarray             # (n_thr * n_class + 1,)
+    img: np.ndarray  # (n_pairs,) sorted by segment t * n_class + class
+    count: np.ndarray  # (n_pairs,)
+    bounds: np.ndarray  # (n_thr * n_class + 1,)
 
 
 @dataclass(frozen=True, eq=False)
@@ -253,17 +280,19 @@ class _Plan:
     n_class: int
     n_thr: int
     n_area: int
-    positives: _RecallOnly         # counted GT per (class * n_area + area, image)
-    curves: dict                   # max_dets index -> _Curve (precision needed there)
-    recall_only: dict              # (area, max_dets index) -> _RecallOnly (only final recall needed)
-    terms: tuple                   # SummaryTerm of the headline metrics (empty: mAP)
+    positives: _RecallOnly  # counted GT per (class * n_area + area, image)
+    curves: dict  # max_dets index -> _Curve (precision needed there)
+    recall_only: dict  # (area, max_dets index) -> _RecallOnly (only final recall needed)
+    terms: tuple  # SummaryTerm of the headline metrics (empty: mAP)
 
     @property
     def size(self) -> int:
         """Cells of work per resample (bounds a chunk's memory)."""
         n_r = max(len(recall_thresholds(self.protocol)), 1)
-        cells = [2 * len(c.items) + sum(len(s) for s in c.counted) + len(c.corr)
-                 + n_r * (len(c.seg_bounds) - 1) for c in self.curves.values()]
+        cells = [
+            2 * len(c.items) + sum(len(s) for s in c.counted) + len(c.corr) + n_r * (len(c.seg_bounds) - 1)
+            for c in self.curves.values()
+        ]
         return max(sum(cells) + sum(len(r.img) for r in self.recall_only.values()), 1)
 
 
@@ -279,8 +308,9 @@ def _needs(protocol: Protocol) -> tuple:
     if not protocol.is_single_threshold:
         terms = SUMMARY_TERMS[protocol.summary](protocol)
         for term in terms:
-            where = summary_indices(protocol, iou_threshold=term.iou_threshold, area=term.area,
-                                    max_det=term.max_det)
+            where = summary_indices(
+                protocol, iou_threshold=term.iou_threshold, area=term.area, max_det=term.max_det
+            )
             if where is None:
                 continue
             if term.kind == "AP":
@@ -290,8 +320,7 @@ def _needs(protocol: Protocol) -> tuple:
     return terms, tuple(sorted(precision_m)), tuple(sorted(recall_am))
 
 
-def _expand_ties(rows: np.ndarray, table: MatchTable, protocol: Protocol,
-                 max_weight: np.ndarray) -> tuple:
+def _expand_ties(rows: np.ndarray, table: MatchTable, protocol: Protocol, max_weight: np.ndarray) -> tuple:
     """Entries of the weighted ranking: (row, repetition) with within-image ties expanded.
 
     Under ``score_order: image_major`` the copies of an image interleave its tied detections
@@ -320,8 +349,15 @@ def _expand_ties(rows: np.ndarray, table: MatchTable, protocol: Protocol,
     return entry_row, entry_rep.astype(np.int64)
 
 
-def _curve(table: MatchTable, rows: np.ndarray, protocol: Protocol, n_class: int,
-           max_weight: np.ndarray, tp_all: np.ndarray, ign_all: np.ndarray) -> _Curve:
+def _curve(
+    table: MatchTable,
+    rows: np.ndarray,
+    protocol: Protocol,
+    n_class: int,
+    max_weight: np.ndarray,
+    tp_all: np.ndarray,
+    ign_all: np.ndarray,
+) -> _Curve:
     n_thr = len(protocol.iou_thresholds)
     n_area = len(protocol.area_ranges)
     n_lane = n_thr * n_area
@@ -329,7 +365,7 @@ def _curve(table: MatchTable, rows: np.ndarray, protocol: Protocol, n_class: int
     n_e = len(entry_row)
     entry_img = table.det_image[entry_row].astype(np.int64)
     entry_cls = table.det_class[entry_row].astype(np.int64)
-    seg_start = np.searchsorted(entry_cls, np.arange(n_class))       # first entry of each class
+    seg_start = np.searchsorted(entry_cls, np.arange(n_class))  # first entry of each class
     is_tp = tp_all[:, entry_row]
     is_ign = ign_all[:, entry_row]
     item_lane, item_pos = np.divmod(np.flatnonzero(is_tp), max(n_e, 1))
@@ -355,32 +391,50 @@ def _curve(table: MatchTable, rows: np.ndarray, protocol: Protocol, n_class: int
             pos = np.concatenate([plus, minus])
             order = np.argsort(pos, kind="stable")
             corr_pos.append(pos[order])
-            corr_sign.append(np.concatenate([np.ones(len(plus), np.int64),
-                                             -np.ones(len(minus), np.int64)])[order])
+            corr_sign.append(
+                np.concatenate([np.ones(len(plus), np.int64), -np.ones(len(minus), np.int64)])[order]
+            )
             corr_lane.append(np.full(len(pos), lane, dtype=np.int64))
     corr_pos_a = np.concatenate(corr_pos).astype(np.int64)
     corr_key = np.concatenate(corr_lane) * (n_e + 1) + corr_pos_a
     fix_hi = np.searchsorted(corr_key, item_lane * (n_e + 1) + item_pos, "right")
     fix_lo = np.searchsorted(corr_key, item_lane * (n_e + 1) + seg_start[item_cls], "left")
     fix_items = np.flatnonzero(fix_hi > fix_lo)
-    return _Curve(items=_Source.of(entry_img[item_pos], entry_rep[item_pos]),
-                  item_first=seg_bounds[item_seg], seg_bounds=seg_bounds, area_items=tuple(area_items),
-                  counted=tuple(counted), item_counted=item_counted,
-                  item_counted_start=item_counted_start,
-                  corr=_Source.of(entry_img[corr_pos_a], entry_rep[corr_pos_a]),
-                  corr_sign=np.concatenate(corr_sign), fix_items=fix_items,
-                  fix_hi=fix_hi[fix_items], fix_lo=fix_lo[fix_items])
+    return _Curve(
+        items=_Source.of(entry_img[item_pos], entry_rep[item_pos]),
+        item_first=seg_bounds[item_seg],
+        seg_bounds=seg_bounds,
+        area_items=tuple(area_items),
+        counted=tuple(counted),
+        item_counted=item_counted,
+        item_counted_start=item_counted_start,
+        corr=_Source.of(entry_img[corr_pos_a], entry_rep[corr_pos_a]),
+        corr_sign=np.concatenate(corr_sign),
+        fix_items=fix_items,
+        fix_hi=fix_hi[fix_items],
+        fix_lo=fix_lo[fix_items],
+    )
 
 
-def _recall_only(table: MatchTable, tp_all: np.ndarray, area: int, max_det: int | None, n_thr: int,
-                 n_class: int, n_images: int) -> _RecallOnly:
+def _recall_only(
+    table: MatchTable,
+    tp_all: np.ndarray,
+    area: int,
+    max_det: int | None,
+    n_thr: int,
+    n_class: int,
+    n_images: int,
+) -> _RecallOnly:
     keep = np.ones(len(table.det_rank), bool) if max_det is None else table.det_rank < max_det
-    t, row = np.nonzero(tp_all[area * n_thr:(area + 1) * n_thr] & keep[None, :])
+    t, row = np.nonzero(tp_all[area * n_thr : (area + 1) * n_thr] & keep[None, :])
     key = (t * n_class + table.det_class[row]) * n_images + table.det_image[row]
     pairs, count = np.unique(key, return_counts=True)
     seg, img = np.divmod(pairs, max(n_images, 1))
-    return _RecallOnly(img=img.astype(np.int64), count=count.astype(np.int64),
-                       bounds=np.searchsorted(seg, np.arange(n_thr * n_class + 1)))
+    return _RecallOnly(
+        img=img.astype(np.int64),
+        count=count.astype(np.int64),
+        bounds=np.searchsorted(seg, np.arange(n_thr * n_class + 1)),
+    )
 
 
 def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np.ndarray) -> _Plan:
@@ -397,15 +451,28 @@ def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np
         max_det = max_dets[mi]
         rows = ranking if max_det is None else ranking[table.det_rank[ranking] < max_det]
         curves[mi] = _curve(table, rows, protocol, n_class, max_weight, tp_all, ign_all)
-    recall_only = {(a, mi): _recall_only(table, tp_all, a, max_dets[mi], n_thr, n_class, gt.n_images)
-                   for a, mi in recall_am if mi not in curves}
+    recall_only = {
+        (a, mi): _recall_only(table, tp_all, a, max_dets[mi], n_thr, n_class, gt.n_images)
+        for a, mi in recall_am
+        if mi not in curves
+    }
     positives = _positives_per_image(gt, protocol).reshape(gt.n_images, n_class * n_area)
     col, img = np.nonzero(positives.T)
-    positives_sparse = _RecallOnly(img=img.astype(np.int64), count=positives[img, col],
-                                   bounds=np.searchsorted(col, np.arange(n_class * n_area + 1)))
-    return _Plan(protocol=protocol, n_class=n_class, n_thr=n_thr, n_area=n_area,
-                 positives=positives_sparse, curves=curves, recall_only=recall_only,
-                 terms=terms)
+    positives_sparse = _RecallOnly(
+        img=img.astype(np.int64),
+        count=positives[img, col],
+        bounds=np.searchsorted(col, np.arange(n_class * n_area + 1)),
+    )
+    return _Plan(
+        protocol=protocol,
+        n_class=n_class,
+        n_thr=n_thr,
+        n_area=n_area,
+        positives=positives_sparse,
+        curves=curves,
+        recall_only=recall_only,
+        terms=terms,
+    )
 
 
 def _cumsum0(values: np.ndarray) -> np.ndarray:
@@ -458,8 +525,11 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     for a, (lo, hi) in enumerate(cur.area_items):
         if hi > lo:
             c = _cumsum0(cur.counted[a].weights(w))
-            np.subtract(np.take(c, cur.item_counted[lo:hi], axis=1),
-                        np.take(c, cur.item_counted_start[lo:hi], axis=1), out=ranked[:, lo:hi])
+            np.subtract(
+                np.take(c, cur.item_counted[lo:hi], axis=1),
+                np.take(c, cur.item_counted_start[lo:hi], axis=1),
+                out=ranked[:, lo:hi],
+            )
             del c
     if len(cur.fix_items):
         cc = _cumsum0(cur.corr.weights(w) * cur.corr_sign)
@@ -469,30 +539,37 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     pr_buf = np.zeros(B * n_items + 1)
     pr = pr_buf[:-1].reshape(B, n_items)
     if p.ap_method == "101_point":
-        np.add(ranked, np.spacing(1), out=pr)        # pycocotools: tp / (fp + tp + eps)
+        np.add(ranked, np.spacing(1), out=pr)  # pycocotools: tp / (fp + tp + eps)
         np.divide(tp, pr, out=pr)
     else:
-        np.maximum(ranked, np.finfo(np.float64).eps, out=pr)   # devkit_precision: tp / max(tp + fp, eps)
+        np.maximum(ranked, np.finfo(np.float64).eps, out=pr)  # devkit_precision: tp / max(tp + fp, eps)
         np.divide(tp, pr, out=pr)
     del ranked
     seg = np.arange(n_seg)
-    seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)     # column of npos
-    seg_npos = npos[:, seg_col]                                       # (B, n_seg)
+    seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)  # column of npos
+    seg_npos = npos[:, seg_col]  # (B, n_seg)
     n_tp_out = n_tp.reshape(B, n_area, n_thr, n_class)
     if p.ap_method == "all_point":
         pr[item_w == 0] = 0.0
         item_seg = np.repeat(seg, np.diff(bounds))
-        ap = _all_point_w(tp.astype(np.float64).T, pr.T, item_seg, bounds, seg_npos.astype(np.float64),
-                          n_area * n_thr, n_class)
+        ap = _all_point_w(
+            tp.astype(np.float64).T,
+            pr.T,
+            item_seg,
+            bounds,
+            seg_npos.astype(np.float64),
+            n_area * n_thr,
+            n_class,
+        )
         return ap.reshape(B, n_area, n_thr, n_class), n_tp_out
     del tp
     rec_thr = recall_thresholds(p)
     n_r = len(rec_thr)
     # pycocotools: inds = searchsorted(rc, recThrs, "left"): the first item whose weighted TP
     # count reaches the smallest count j with j / npos >= thr (at least 1: the first TP).
-    target = np.maximum(_min_tp_for_recall_w(npos, rec_thr), 1)[:, seg_col]   # (B, n_seg, n_r)
+    target = np.maximum(_min_tp_for_recall_w(npos, rec_thr), 1)[:, seg_col]  # (B, n_seg, n_r)
     is_reached = target <= n_tp[:, :, None]
-    end = np.arange(B)[:, None] * n_items + bounds[None, 1:]                 # (B, n_seg)
+    end = np.arange(B)[:, None] * n_items + bounds[None, 1:]  # (B, n_seg)
     if n_items:
         # The item reaching count j of its segment: an inverse of the cumulative counts, the
         # flat item index repeated by its weight (zero-weight items never reached).
@@ -521,8 +598,15 @@ def _suffix_max(values: np.ndarray, start: np.ndarray, end: np.ndarray, is_valid
     return np.maximum.accumulate(pieces[:, ::-1], axis=1)[:, ::-1]
 
 
-def _all_point_w(tp_f: np.ndarray, pr: np.ndarray, seg: np.ndarray, seg_bounds: np.ndarray,
-                 seg_npos: np.ndarray, n_lane: int, n_class: int) -> np.ndarray:
+def _all_point_w(
+    tp_f: np.ndarray,
+    pr: np.ndarray,
+    seg: np.ndarray,
+    seg_bounds: np.ndarray,
+    seg_npos: np.ndarray,
+    n_lane: int,
+    n_class: int,
+) -> np.ndarray:
     """VOC2010+ all-point AP per resample, lane and class (the terms of ``VOCap.m``)."""
     B = tp_f.shape[1]
     ap = np.full((B, n_lane * n_class), np.nan)
@@ -534,8 +618,8 @@ def _all_point_w(tp_f: np.ndarray, pr: np.ndarray, seg: np.ndarray, seg_bounds: 
             ap[defined, s] = 0.0
             continue
         with np.errstate(divide="ignore", invalid="ignore"):
-            rec = (tp_f[lo:hi] / npos).T                                  # (B, n)
-        env = np.maximum.accumulate(pr[lo:hi][::-1], axis=0)[::-1].T      # (B, n)
+            rec = (tp_f[lo:hi] / npos).T  # (B, n)
+        env = np.maximum.accumulate(pr[lo:hi][::-1], axis=0)[::-1].T  # (B, n)
         prev = np.concatenate([np.zeros((B, 1)), rec[:, :-1]], axis=1)
         # C order: a sum along contiguous rows is numpy's pairwise sum, as in _all_point_ap.
         terms = np.ascontiguousarray((rec - prev) * env)
@@ -588,7 +672,7 @@ def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
             r = n_tp / npos_at[:, :, None, :]
         r = np.where(npos_at[:, :, None, :] > 0, r, np.nan)
         for a in range(n_area):
-            recall[a, mi] = r[:, a]                                            # (B, T, K)
+            recall[a, mi] = r[:, a]  # (B, T, K)
     for (a, mi), ro in plan.recall_only.items():
         n_tp = np.zeros((B, n_thr * n_class), dtype=np.int64)
         if len(ro.img):
@@ -601,14 +685,15 @@ def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
     ap = {}
     for mi, v in values.items():
         if p.ap_method == "11_point":
-            ap[mi] = np.cumsum(v / 11.0, axis=-1)[..., -1]       # the devkit's ap = ap + p / 11
+            ap[mi] = np.cumsum(v / 11.0, axis=-1)[..., -1]  # the devkit's ap = ap + p / 11
         elif not point_sampled:
             ap[mi] = v
     top = max(values)
     if p.ap_method == "101_point":
         # class_ap: the mean over (threshold, recall point) of area 0 at the largest max_dets.
-        per_class = np.mean(np.ascontiguousarray(values[top][:, 0].transpose(0, 2, 1, 3)).reshape(
-            B, n_class, -1), axis=-1)
+        per_class = np.mean(
+            np.ascontiguousarray(values[top][:, 0].transpose(0, 2, 1, 3)).reshape(B, n_class, -1), axis=-1
+        )
     else:
         per_class = np.mean(np.ascontiguousarray(ap[top][:, 0].transpose(0, 2, 1)), axis=-1)
     per_class[~is_defined[:, :, 0]] = np.nan
@@ -621,11 +706,11 @@ def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
             continue
         t, a, mi = where
         if term.kind == "AR":
-            x = recall[a, mi]                                              # (B, T, K)
+            x = recall[a, mi]  # (B, T, K)
         elif point_sampled:
-            x = values[mi][:, a][:, t].transpose(0, 1, 3, 2)               # (B, T', R, K)
+            x = values[mi][:, a][:, t].transpose(0, 1, 3, 2)  # (B, T', R, K)
         else:
-            x = ap[mi][:, a][:, t]                                         # (B, T', K)
+            x = ap[mi][:, a][:, t]  # (B, T', K)
         metrics[:, j] = _mean_defined_rows(x, is_defined[:, :, a])
     return tuple(t.name for t in plan.terms), metrics, per_class
 
@@ -635,7 +720,7 @@ class _ResampleJob:
     """What every worker of one :func:`resample_metrics` shares (inherited by forked workers)."""
 
     plan: _Plan
-    weights: np.ndarray            # int64 (n_resamples, n_img)
+    weights: np.ndarray  # int64 (n_resamples, n_img)
     chunk_size: int
 
 
@@ -678,9 +763,11 @@ def _run_in_processes(job: _ResampleJob, parts: list) -> list:
                 outcomes.append(receiver.recv())
             except EOFError:
                 worker.join()
-                raise DetevalError(f"a bootstrap worker process (pid {worker.pid}) ended without a "
-                                   f"result (exit code {worker.exitcode}); expected the scores of its "
-                                   f"resamples; run with workers=1 to see the failure in-process") from None
+                raise DetevalError(
+                    f"a bootstrap worker process (pid {worker.pid}) ended without a "
+                    f"result (exit code {worker.exitcode}); expected the scores of its "
+                    f"resamples; run with workers=1 to see the failure in-process"
+                ) from None
         for worker in workers:
             worker.join()
     finally:
@@ -700,9 +787,16 @@ def _default_chunk(plan: _Plan) -> int:
     return int(max(1, min(256, _CELLS_PER_CHUNK // plan.size)))
 
 
-def resample_metrics(table: MatchTable, gt: GroundTruth, protocol: Protocol | str, weights: np.ndarray, *,
-                     workers: int = 1, chunk_size: int | None = None,
-                     max_weight: np.ndarray | None = None) -> ResampledMetrics:
+def resample_metrics(
+    table: MatchTable,
+    gt: GroundTruth,
+    protocol: Protocol | str,
+    weights: np.ndarray,
+    *,
+    workers: int = 1,
+    chunk_size: int | None = None,
+    max_weight: np.ndarray | None = None,
+) -> ResampledMetrics:
     """Score a matched detector on every weighted resample of the images.
 
     Parameters
@@ -748,11 +842,15 @@ def resample_metrics(table: MatchTable, gt: GroundTruth, protocol: Protocol | st
     _check_supported(protocol)
     weights = np.asarray(weights)
     if weights.ndim != 2 or weights.shape[1] != gt.n_images:
-        raise InputError(f"resample weights: expected an array (n_resamples, {gt.n_images} images), "
-                         f"found shape {weights.shape}")
+        raise InputError(
+            f"resample weights: expected an array (n_resamples, {gt.n_images} images), "
+            f"found shape {weights.shape}"
+        )
     if weights.size and (not np.issubdtype(weights.dtype, np.integer) or weights.min() < 0):
-        raise InputError("resample weights: expected non-negative integer image counts, found "
-                         f"dtype {weights.dtype} with minimum {weights.min()}")
+        raise InputError(
+            "resample weights: expected non-negative integer image counts, found "
+            f"dtype {weights.dtype} with minimum {weights.min()}"
+        )
     _check_table(table, gt, "table")
     weights = weights.astype(np.int64)
     if max_weight is None:
@@ -762,29 +860,35 @@ def resample_metrics(table: MatchTable, gt: GroundTruth, protocol: Protocol | st
     if n_b == 0:
         names, _, _ = _chunk_metrics(plan, np.ones((1, gt.n_images), np.int64))
         return ResampledMetrics(names, np.zeros((0, len(names))), np.zeros((0, gt.n_classes)))
-    job = _ResampleJob(plan=plan, weights=weights,
-                       chunk_size=int(chunk_size) if chunk_size else _default_chunk(plan))
+    job = _ResampleJob(
+        plan=plan, weights=weights, chunk_size=int(chunk_size) if chunk_size else _default_chunk(plan)
+    )
     if workers and workers > 1 and n_b > 1 and "fork" in mp.get_all_start_methods():
         bounds = np.linspace(0, n_b, min(workers, n_b) + 1).astype(int)
         parts = _run_in_processes(job, list(zip(bounds[:-1].tolist(), bounds[1:].tolist())))
         names = parts[0][0]
-        return ResampledMetrics(names, np.concatenate([m for _, m, _ in parts]),
-                                np.concatenate([c for _, _, c in parts]))
+        return ResampledMetrics(
+            names, np.concatenate([m for _, m, _ in parts]), np.concatenate([c for _, _, c in parts])
+        )
     names, metrics, per_class = _run_chunks(job, 0, n_b)
     return ResampledMetrics(names, metrics, per_class)
 
 
 def _check_table(table: MatchTable, gt: GroundTruth, name: str) -> None:
     if table.n_positive.shape[0] != gt.n_classes or (
-            len(table.det_image) and int(table.det_image.max()) >= gt.n_images):
-        raise InputError(f"{name}: matched against a different ground truth (expected "
-                         f"{gt.n_classes} classes and {gt.n_images} images, found a table of "
-                         f"{table.n_positive.shape[0]} classes)")
+        len(table.det_image) and int(table.det_image.max()) >= gt.n_images
+    ):
+        raise InputError(
+            f"{name}: matched against a different ground truth (expected "
+            f"{gt.n_classes} classes and {gt.n_images} images, found a table of "
+            f"{table.n_positive.shape[0]} classes)"
+        )
 
 
 # --------------------------------------------------------------------------------------------
 # Intervals
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -833,6 +937,7 @@ def percentile_interval(samples: np.ndarray, *, ci: float = 0.95) -> Interval:
 # Bootstrap of detectors
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, eq=False)
 class DetectorBootstrap:
     """Point estimates and intervals of one detector under one protocol.
@@ -874,13 +979,17 @@ class BootstrapResult:
         for r in self.results:
             if r.name == name and (protocol is None or r.protocol == protocol):
                 return r
-        raise ConfigError(f"bootstrap: no detector {name!r}"
-                          + (f" under protocol {protocol!r}" if protocol else "")
-                          + f"; found {[(r.name, r.protocol) for r in self.results]}")
+        raise ConfigError(
+            f"bootstrap: no detector {name!r}"
+            + (f" under protocol {protocol!r}" if protocol else "")
+            + f"; found {[(r.name, r.protocol) for r in self.results]}"
+        )
 
     def to_dict(self) -> dict:
-        return {"bootstrap": bootstrap_settings_dict(self.settings),
-                "results": [r.to_dict() for r in self.results]}
+        return {
+            "bootstrap": bootstrap_settings_dict(self.settings),
+            "results": [r.to_dict() for r in self.results],
+        }
 
 
 def _named_results(results: Any) -> list:
@@ -891,8 +1000,10 @@ def _named_results(results: Any) -> list:
     elif isinstance(results, Sequence) and not isinstance(results, (str, bytes)):
         items = [(f"detector{i + 1}", r) for i, r in enumerate(results)]
     else:
-        raise ConfigError(f"bootstrap: expected an EvalResult, a mapping name -> EvalResult or a list "
-                          f"of them, found {type(results).__name__}")
+        raise ConfigError(
+            f"bootstrap: expected an EvalResult, a mapping name -> EvalResult or a list "
+            f"of them, found {type(results).__name__}"
+        )
     for name, r in items:
         if not isinstance(r, EvalResult):
             raise ConfigError(f"bootstrap: result {name!r} must be an EvalResult, found {type(r).__name__}")
@@ -902,22 +1013,35 @@ def _named_results(results: Any) -> list:
 
 
 def _check_same_gt(result: EvalResult, gt: GroundTruth, name: str) -> None:
-    same = (result.image_ids is not None and np.array_equal(result.image_ids, gt.image_id)
-            and tuple(result.category_ids) == tuple(int(c) for c in gt.category_id))
+    same = (
+        result.image_ids is not None
+        and np.array_equal(result.image_ids, gt.image_id)
+        and tuple(result.category_ids) == tuple(int(c) for c in gt.category_id)
+    )
     if same:
         expected = _positives_per_image(gt, result.protocol).sum(axis=0)
         same = np.array_equal(expected, result.table.n_positive)
     if not same:
-        raise InputError(f"bootstrap: result {name!r} ({result.protocol.name}) was not scored on this "
-                         f"ground truth (expected {gt.n_images} images, {gt.n_classes} categories "
-                         f"and the same counted objects; found "
-                         f"{0 if result.image_ids is None else len(result.image_ids)} images, "
-                         f"{len(result.category_ids)} categories)")
+        raise InputError(
+            f"bootstrap: result {name!r} ({result.protocol.name}) was not scored on this "
+            f"ground truth (expected {gt.n_images} images, {gt.n_classes} categories "
+            f"and the same counted objects; found "
+            f"{0 if result.image_ids is None else len(result.image_ids)} images, "
+            f"{len(result.category_ids)} categories)"
+        )
 
 
-def bootstrap(gt: GroundTruth, results: Any, *, n: int = 1000, seed: int = 0, ci: float = 0.95,
-              method: str = "percentile", workers: int = 1,
-              chunk_size: int | None = None) -> BootstrapResult:
+def bootstrap(
+    gt: GroundTruth,
+    results: Any,
+    *,
+    n: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+    method: str = "percentile",
+    workers: int = 1,
+    chunk_size: int | None = None,
+) -> BootstrapResult:
     """Percentile intervals of every headline metric and per-class AP, resampling images.
 
     Parameters
@@ -971,23 +1095,31 @@ def bootstrap(gt: GroundTruth, results: Any, *, n: int = 1000, seed: int = 0, ci
     max_weight = weights.max(axis=0) if weights.size else np.zeros(gt.n_images, np.int64)
     out = []
     for name, r in items:
-        samples = resample_metrics(r.table, gt, r.protocol, weights, workers=workers,
-                                   chunk_size=chunk_size, max_weight=max_weight)
+        samples = resample_metrics(
+            r.table, gt, r.protocol, weights, workers=workers, chunk_size=chunk_size, max_weight=max_weight
+        )
         if settings.n:
-            metrics_ci = {k: percentile_interval(samples.metrics[:, j], ci=settings.ci)
-                          for j, k in enumerate(samples.metric_names)}
-            per_class_ci = tuple(percentile_interval(samples.per_class_ap[:, k], ci=settings.ci)
-                                 for k in range(gt.n_classes))
+            metrics_ci = {
+                k: percentile_interval(samples.metrics[:, j], ci=settings.ci)
+                for j, k in enumerate(samples.metric_names)
+            }
+            per_class_ci = tuple(
+                percentile_interval(samples.per_class_ap[:, k], ci=settings.ci) for k in range(gt.n_classes)
+            )
         else:
             metrics_ci, per_class_ci = {}, ()
-        out.append(DetectorBootstrap(name=name, result=r, samples=samples, metrics_ci=metrics_ci,
-                                     per_class_ci=per_class_ci))
+        out.append(
+            DetectorBootstrap(
+                name=name, result=r, samples=samples, metrics_ci=metrics_ci, per_class_ci=per_class_ci
+            )
+        )
     return BootstrapResult(settings=settings, results=tuple(out), weights=weights)
 
 
 # --------------------------------------------------------------------------------------------
 # Paired comparison
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -1028,12 +1160,20 @@ class Comparison:
 
     def to_dict(self) -> dict:
         """One entry of the JSON ``comparisons`` list."""
-        return {"a": self.a, "b": self.b, "protocol": self.protocol, "metric": self.metric,
-                "difference": self.difference, "ci": self.ci.as_list(), "p_value": self.p_value}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "protocol": self.protocol,
+            "metric": self.metric,
+            "difference": self.difference,
+            "ci": self.ci.as_list(),
+            "p_value": self.p_value,
+        }
 
 
-def paired_difference(samples_a: np.ndarray, samples_b: np.ndarray, point_a: float, point_b: float, *,
-                      ci: float = 0.95) -> tuple:
+def paired_difference(
+    samples_a: np.ndarray, samples_b: np.ndarray, point_a: float, point_b: float, *, ci: float = 0.95
+) -> tuple:
     """Interval and two-sided p-value of ``B - A`` from paired bootstrap samples.
 
     Returns
@@ -1099,15 +1239,27 @@ class ComparisonResult:
         return [c.verdict for c in self.comparisons]
 
     def to_dict(self) -> dict:
-        return {"bootstrap": bootstrap_settings_dict(self.bootstrap.settings),
-                "results": [r.to_dict() for r in self.bootstrap.results],
-                "comparisons": comparison_dicts(self.comparisons)}
+        return {
+            "bootstrap": bootstrap_settings_dict(self.bootstrap.settings),
+            "results": [r.to_dict() for r in self.bootstrap.results],
+            "comparisons": comparison_dicts(self.comparisons),
+        }
 
 
-def compare_detectors(gt: GroundTruth, detections: Mapping, protocol: Protocol | str = "coco", *,
-                      n: int = 1000, seed: int = 0, ci: float = 0.95, method: str = "percentile",
-                      test: str = "bootstrap", metric: str | None = None, workers: int = 1,
-                      chunk_size: int | None = None) -> ComparisonResult:
+def compare_detectors(
+    gt: GroundTruth,
+    detections: Mapping,
+    protocol: Protocol | str = "coco",
+    *,
+    n: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+    method: str = "percentile",
+    test: str = "bootstrap",
+    metric: str | None = None,
+    workers: int = 1,
+    chunk_size: int | None = None,
+) -> ComparisonResult:
     """Is detector B better than A on this ground truth? Paired bootstrap over images.
 
     Parameters
@@ -1139,52 +1291,74 @@ def compare_detectors(gt: GroundTruth, detections: Mapping, protocol: Protocol |
     if test not in _TESTS:
         raise ConfigError(f"compare_detectors: test must be one of {list(_TESTS)}, found {test!r}")
     if not isinstance(detections, Mapping) or len(detections) < 2:
-        raise ConfigError(f"compare_detectors: expected a mapping of at least two named detectors, "
-                          f"found {type(detections).__name__} of "
-                          f"{len(detections) if hasattr(detections, '__len__') else '?'} entries")
+        raise ConfigError(
+            f"compare_detectors: expected a mapping of at least two named detectors, "
+            f"found {type(detections).__name__} of "
+            f"{len(detections) if hasattr(detections, '__len__') else '?'} entries"
+        )
     protocol = resolve_protocol(protocol)
     results = {}
     for name, dt in detections.items():
         if isinstance(dt, Detections):
             if len(dt) and (int(dt.image.max()) >= gt.n_images or int(dt.category.max()) >= gt.n_classes):
-                raise InputError(f"compare_detectors: detections {name!r} refer to images or categories "
-                                 f"outside this ground truth ({gt.n_images} images, {gt.n_classes} "
-                                 f"categories)")
+                raise InputError(
+                    f"compare_detectors: detections {name!r} refer to images or categories "
+                    f"outside this ground truth ({gt.n_images} images, {gt.n_classes} "
+                    f"categories)"
+                )
             table = match(gt, dt, protocol)
         elif isinstance(dt, MatchTable):
             _check_table(dt, gt, f"compare_detectors: match table {name!r}")
             table = dt
         else:
-            raise ConfigError(f"compare_detectors: detector {name!r} must be Detections or a MatchTable, "
-                              f"found {type(dt).__name__}")
+            raise ConfigError(
+                f"compare_detectors: detector {name!r} must be Detections or a MatchTable, "
+                f"found {type(dt).__name__}"
+            )
         results[str(name)] = score(table, gt, protocol)
-    boot = bootstrap(gt, results, n=n, seed=seed, ci=ci, method=method, workers=workers,
-                     chunk_size=chunk_size)
+    boot = bootstrap(
+        gt, results, n=n, seed=seed, ci=ci, method=method, workers=workers, chunk_size=chunk_size
+    )
     metric = metric or ("mAP" if protocol.is_single_threshold else "AP")
     first = boot.results[0]
     if metric not in first.result.metrics:
-        raise ConfigError(f"compare_detectors: metric {metric!r} is not reported by protocol "
-                          f"{protocol.name!r}; expected one of {list(first.result.metrics)}")
+        raise ConfigError(
+            f"compare_detectors: metric {metric!r} is not reported by protocol "
+            f"{protocol.name!r}; expected one of {list(first.result.metrics)}"
+        )
     comparisons = []
     for other in boot.results[1:]:
         comparisons.append(_compare(first, other, metric, boot.settings))
     return ComparisonResult(bootstrap=boot, comparisons=tuple(comparisons))
 
 
-def _compare(a: DetectorBootstrap, b: DetectorBootstrap, metric: str, settings: BootstrapSettings) -> Comparison:
+def _compare(
+    a: DetectorBootstrap, b: DetectorBootstrap, metric: str, settings: BootstrapSettings
+) -> Comparison:
     j = a.samples.metric_names.index(metric)
     point_a, point_b = a.result.metrics[metric], b.result.metrics[metric]
-    d, interval, p, n_def = paired_difference(a.samples.metrics[:, j], b.samples.metrics[:, j], point_a,
-                                              point_b, ci=settings.ci)
+    d, interval, p, n_def = paired_difference(
+        a.samples.metrics[:, j], b.samples.metrics[:, j], point_a, point_b, ci=settings.ci
+    )
     if settings.n == 0:
         interval, p = Interval(None, None, 0), None
-    return Comparison(a=a.name, b=b.name, protocol=a.protocol, metric=metric, difference=d, ci=interval,
-                      p_value=p, level=settings.ci, n=n_def)
+    return Comparison(
+        a=a.name,
+        b=b.name,
+        protocol=a.protocol,
+        metric=metric,
+        difference=d,
+        ci=interval,
+        p_value=p,
+        level=settings.ci,
+        n=n_def,
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # JSON pieces (the CLI's renderer places them)
 # --------------------------------------------------------------------------------------------
+
 
 def metrics_ci_dict(detector: DetectorBootstrap) -> dict:
     """``{"AP": [lo, hi], ...}`` (None where no resample defines the metric); {} when n == 0."""
@@ -1218,4 +1392,3 @@ def comparison_dicts(comparisons: Sequence) -> list:
 def bootstrap_settings_dict(settings: BootstrapSettings) -> dict:
     """The document's ``bootstrap`` object: ``{"n", "seed", "ci", "method"}``."""
     return settings.to_dict()
-

@@ -14,10 +14,25 @@ import numpy as np
 from deteval.accumulate import Accumulated
 from deteval.protocol import Protocol
 
-__all__ = ["mean_defined", "class_ap", "threshold_label", "none_if_nan", "headline_metrics",
-           "pycocotools_summary", "pycocotools_keypoint_summary", "lvis_summary", "configured_summary",
-           "summary_ap", "summary_ar", "AREA_ABBREVIATIONS", "summary_indices", "SummaryTerm",
-           "pycocotools_terms", "configured_terms", "SUMMARY_TERMS"]
+__all__ = [
+    "mean_defined",
+    "class_ap",
+    "threshold_label",
+    "none_if_nan",
+    "headline_metrics",
+    "pycocotools_summary",
+    "pycocotools_keypoint_summary",
+    "lvis_summary",
+    "configured_summary",
+    "summary_ap",
+    "summary_ar",
+    "AREA_ABBREVIATIONS",
+    "summary_indices",
+    "SummaryTerm",
+    "pycocotools_terms",
+    "configured_terms",
+    "SUMMARY_TERMS",
+]
 
 #: Short names of the area ranges in metric names (``APs``, ``ARl``); other names give ``AP_<name>``.
 AREA_ABBREVIATIONS = {"small": "s", "medium": "m", "large": "l"}
@@ -43,8 +58,9 @@ def mean_defined(values: np.ndarray) -> float:
     return float(np.mean(defined)) if defined.size else float("nan")
 
 
-def class_ap(precision: np.ndarray, ap: np.ndarray, protocol: Protocol, k: int,
-             thresholds: Any = slice(None)) -> float:
+def class_ap(
+    precision: np.ndarray, ap: np.ndarray, protocol: Protocol, k: int, thresholds: Any = slice(None)
+) -> float:
     """Class ``k``'s AP at area "all" (the first range) and the largest ``max_dets``.
 
     Averaged over ``thresholds`` (all by default, or e.g. ``[t]``): for 101-point, over the
@@ -65,8 +81,9 @@ def threshold_label(t: float) -> str:
     return f"{t * 100:.6f}".rstrip("0").rstrip(".")
 
 
-def summary_indices(protocol: Protocol, *, iou_threshold: float | None = None, area: str = "all",
-                    max_det: int | None = None) -> tuple | None:
+def summary_indices(
+    protocol: Protocol, *, iou_threshold: float | None = None, area: str = "all", max_det: int | None = None
+) -> tuple | None:
     """Where a summary value reads: ``(thresholds, area index, max_dets index)`` or None if absent.
 
     ``thresholds`` is ``slice(None)`` (all) or ``[t]`` (the index of ``iou_threshold``); None when
@@ -79,15 +96,24 @@ def summary_indices(protocol: Protocol, *, iou_threshold: float | None = None, a
     thresholds = list(protocol.iou_thresholds)
     areas = list(protocol.area_names)
     max_dets: list[Any] = list(protocol.max_dets) if protocol.max_dets is not None else [None]
-    if area not in areas or max_det not in max_dets or (iou_threshold is not None
-                                                         and iou_threshold not in thresholds):
+    if (
+        area not in areas
+        or max_det not in max_dets
+        or (iou_threshold is not None and iou_threshold not in thresholds)
+    ):
         return None
     t: Any = slice(None) if iou_threshold is None else [thresholds.index(iou_threshold)]
     return t, areas.index(area), max_dets.index(max_det)
 
 
-def summary_ap(acc: Accumulated, protocol: Protocol, *, iou_threshold: float | None = None,
-               area: str = "all", max_det: int | None = None) -> float:
+def summary_ap(
+    acc: Accumulated,
+    protocol: Protocol,
+    *,
+    iou_threshold: float | None = None,
+    area: str = "all",
+    max_det: int | None = None,
+) -> float:
     """Mean AP over the classes (and thresholds, unless ``iou_threshold``) at one area and max_dets.
 
     NaN when the protocol has no such area, max_dets or threshold (pycocotools prints -1).
@@ -103,8 +129,14 @@ def summary_ap(acc: Accumulated, protocol: Protocol, *, iou_threshold: float | N
     return mean_defined(acc.ap[t][:, :, a, m])
 
 
-def summary_ar(acc: Accumulated, protocol: Protocol, *, area: str = "all", max_det: int | None = None,
-               iou_threshold: float | None = None) -> float:
+def summary_ar(
+    acc: Accumulated,
+    protocol: Protocol,
+    *,
+    area: str = "all",
+    max_det: int | None = None,
+    iou_threshold: float | None = None,
+) -> float:
     """Mean final recall over the classes and thresholds (or at ``iou_threshold``) at one area and max_dets.
 
     NaN when the protocol has no such area, max_dets or threshold.
@@ -141,8 +173,9 @@ class SummaryTerm:
     def value(self, acc: Accumulated, protocol: Protocol) -> float:
         """The metric computed from ``acc``."""
         if self.kind == "AP":
-            return summary_ap(acc, protocol, iou_threshold=self.iou_threshold, area=self.area,
-                              max_det=self.max_det)
+            return summary_ap(
+                acc, protocol, iou_threshold=self.iou_threshold, area=self.area, max_det=self.max_det
+            )
         return summary_ar(acc, protocol, area=self.area, max_det=self.max_det)
 
 
@@ -161,15 +194,20 @@ def pycocotools_terms(protocol: Protocol) -> tuple:
     """
     max_dets = list(protocol.max_dets) if protocol.max_dets is not None else [None]
     m2 = max_dets[2]
-    terms = [SummaryTerm("AP", "AP", "all", 100),
-             SummaryTerm("AP50", "AP", "all", m2, 0.5),
-             SummaryTerm("AP75", "AP", "all", m2, 0.75),
-             SummaryTerm("APs", "AP", "small", m2),
-             SummaryTerm("APm", "AP", "medium", m2),
-             SummaryTerm("APl", "AP", "large", m2)]
+    terms = [
+        SummaryTerm("AP", "AP", "all", 100),
+        SummaryTerm("AP50", "AP", "all", m2, 0.5),
+        SummaryTerm("AP75", "AP", "all", m2, 0.75),
+        SummaryTerm("APs", "AP", "small", m2),
+        SummaryTerm("APm", "AP", "medium", m2),
+        SummaryTerm("APl", "AP", "large", m2),
+    ]
     terms += [SummaryTerm(f"AR{m}", "AR", "all", m) for m in max_dets[:3]]
-    terms += [SummaryTerm("ARs", "AR", "small", m2), SummaryTerm("ARm", "AR", "medium", m2),
-              SummaryTerm("ARl", "AR", "large", m2)]
+    terms += [
+        SummaryTerm("ARs", "AR", "small", m2),
+        SummaryTerm("ARm", "AR", "medium", m2),
+        SummaryTerm("ARl", "AR", "large", m2),
+    ]
     return tuple(terms)
 
 
@@ -226,9 +264,11 @@ def lvis_summary(acc: Accumulated, protocol: Protocol, *, category_frequency: tu
     (['APr', 'APc', 'APf', 'AR@300', 'ARs@300', 'ARm@300', 'ARl@300'], nan)
     """
     top = protocol.max_dets[-1] if protocol.max_dets is not None else None
-    out = {"AP": summary_ap(acc, protocol, max_det=top),
-           "AP50": summary_ap(acc, protocol, iou_threshold=0.5, max_det=top),
-           "AP75": summary_ap(acc, protocol, iou_threshold=0.75, max_det=top)}
+    out = {
+        "AP": summary_ap(acc, protocol, max_det=top),
+        "AP50": summary_ap(acc, protocol, iou_threshold=0.5, max_det=top),
+        "AP75": summary_ap(acc, protocol, iou_threshold=0.75, max_det=top),
+    }
     for name in ("small", "medium", "large"):
         out[f"AP{name[0]}"] = summary_ap(acc, protocol, area=name, max_det=top)
     areas = list(protocol.area_names)
@@ -262,11 +302,13 @@ def configured_terms(protocol: Protocol) -> tuple:
         # A few thresholds: one AP each; a COCO-like sweep: the customary AP50 and AP75.
         named = thresholds if len(thresholds) <= 5 else [t for t in thresholds if t in (0.5, 0.75)]
         terms += [SummaryTerm(f"AP{threshold_label(t)}", "AP", first, top, t) for t in named]
-    terms += [SummaryTerm("AP" + AREA_ABBREVIATIONS.get(name, "_" + name), "AP", name, top)
-              for name in areas[1:]]
+    terms += [
+        SummaryTerm("AP" + AREA_ABBREVIATIONS.get(name, "_" + name), "AP", name, top) for name in areas[1:]
+    ]
     terms += [SummaryTerm("AR" if m is None else f"AR{m}", "AR", first, m) for m in max_dets]
-    terms += [SummaryTerm("AR" + AREA_ABBREVIATIONS.get(name, "_" + name), "AR", name, top)
-              for name in areas[1:]]
+    terms += [
+        SummaryTerm("AR" + AREA_ABBREVIATIONS.get(name, "_" + name), "AR", name, top) for name in areas[1:]
+    ]
     return tuple(terms)
 
 
@@ -303,12 +345,17 @@ def ultralytics_summary(acc: Accumulated, protocol: Protocol) -> dict:
 
 
 #: ``summary`` field value -> the function computing a COCO-style protocol's headline metrics.
-SUMMARIES = {"pycocotools": pycocotools_summary, "configured": configured_summary,
-             "ultralytics": ultralytics_summary, "lvis": lvis_summary}
+SUMMARIES = {
+    "pycocotools": pycocotools_summary,
+    "configured": configured_summary,
+    "ultralytics": ultralytics_summary,
+    "lvis": lvis_summary,
+}
 
 
-def headline_metrics(acc: Accumulated, per_class_ap: np.ndarray, protocol: Protocol, *,
-                     category_frequency: tuple | None = None) -> dict:
+def headline_metrics(
+    acc: Accumulated, per_class_ap: np.ndarray, protocol: Protocol, *, category_frequency: tuple | None = None
+) -> dict:
     """The result's ``metrics``: ``mAP`` for a single-threshold protocol, else its summary.
 
     Parameters

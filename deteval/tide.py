@@ -41,8 +41,7 @@ from deteval.matching import match_coco
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.summary import mean_defined
 
-__all__ = ["TideErrors", "tide_errors", "tide_ap", "MAIN_ERRORS", "SPECIAL_ERRORS",
-           "TIDE_COCO_THRESHOLDS"]
+__all__ = ["TideErrors", "tide_errors", "tide_ap", "MAIN_ERRORS", "SPECIAL_ERRORS", "TIDE_COCO_THRESHOLDS"]
 
 #: Main error types in tidecv's order (ClassError, BoxError, OtherError, DuplicateError,
 #: BackgroundError, MissedError).
@@ -88,15 +87,24 @@ class TideErrors:
 
     def to_dict(self) -> dict:
         """The ``"errors"`` piece of ``deteval analyze --output`` (NaN -> null)."""
-        out = {"main": {k: _json(v) for k, v in self.main.items()},
-               "special": {k: _json(v) for k, v in self.special.items()},
-               "per_class": [{"category_id": c["category_id"], "name": c["name"], "ap": _json(c["ap"]),
-                              "main": {k: _json(v) for k, v in c["main"].items()},
-                              "special": {k: _json(v) for k, v in c["special"].items()}}
-                             for c in self.per_class],
-               "ap": _json(self.ap), "mode": self.mode,
-               "thresholds": {"foreground": self.foreground, "background": self.background},
-               "counts": dict(self.counts)}
+        out = {
+            "main": {k: _json(v) for k, v in self.main.items()},
+            "special": {k: _json(v) for k, v in self.special.items()},
+            "per_class": [
+                {
+                    "category_id": c["category_id"],
+                    "name": c["name"],
+                    "ap": _json(c["ap"]),
+                    "main": {k: _json(v) for k, v in c["main"].items()},
+                    "special": {k: _json(v) for k, v in c["special"].items()},
+                }
+                for c in self.per_class
+            ],
+            "ap": _json(self.ap),
+            "mode": self.mode,
+            "thresholds": {"foreground": self.foreground, "background": self.background},
+            "counts": dict(self.counts),
+        }
         if self.ap_by_threshold:
             out["ap_by_threshold"] = {f"{t:g}": _json(v) for t, v in self.ap_by_threshold.items()}
             out["ap_50_95"] = _json(float(np.mean(list(self.ap_by_threshold.values()))))
@@ -111,9 +119,17 @@ def _json(value: float | None) -> float | None:
 # TIDE's AP
 # ----------------------------------------------------------------------------------------------
 
-def tide_ap(point_class: np.ndarray, point_score: np.ndarray, point_is_tp: np.ndarray,
-            n_positive: np.ndarray, *, tie_keys: tuple = (),
-            is_included: np.ndarray | None = None, order: np.ndarray | None = None) -> np.ndarray:
+
+def tide_ap(
+    point_class: np.ndarray,
+    point_score: np.ndarray,
+    point_is_tp: np.ndarray,
+    n_positive: np.ndarray,
+    *,
+    tie_keys: tuple = (),
+    is_included: np.ndarray | None = None,
+    order: np.ndarray | None = None,
+) -> np.ndarray:
     """Per-class AP exactly as tidecv's ``APDataObject.get_ap`` computes it (as a fraction).
 
     Parameters
@@ -178,8 +194,9 @@ def tide_ap(point_class: np.ndarray, point_score: np.ndarray, point_is_tp: np.nd
         j_min = np.searchsorted(np.arange(npos + 1) / npos, recall_points, side="left")
         target = np.maximum(j_min, 1)
         reached = target <= len(tp_pos)
-        y = np.where(reached, envelope[np.minimum(target, max(len(tp_pos), 1)) - 1]
-                     if len(tp_pos) else 0.0, 0.0)
+        y = np.where(
+            reached, envelope[np.minimum(target, max(len(tp_pos), 1)) - 1] if len(tp_pos) else 0.0, 0.0
+        )
         out[k] = sum(y.tolist()) / 101  # tidecv: sum(y_range) / len(y_range)
     return out
 
@@ -193,6 +210,7 @@ def _mean_included(ap: np.ndarray) -> float:
 # ----------------------------------------------------------------------------------------------
 # Matching outcomes
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _Outcome:
@@ -218,8 +236,9 @@ def _kept_tidecv(dt: Detections, max_dets: int | None) -> np.ndarray:
     return groups.order[rank_in_group(groups.key) < max_dets]
 
 
-def _tidecv_match(gt: GroundTruth, dt: Detections, det_rows: np.ndarray,
-                  thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _tidecv_match(
+    gt: GroundTruth, dt: Detections, det_rows: np.ndarray, thresholds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """tidecv's greedy matching at each threshold: (is_tp, is_ignored, det_gt), each (n_thr, n_kept).
 
     Notes
@@ -246,13 +265,21 @@ def _tidecv_match(gt: GroundTruth, dt: Detections, det_rows: np.ndarray,
     pair_det, pair_gt = candidate_pairs(key_sorted, gt_groups)
     det_box = boxes_as(dt.box, dt.box_format, "xywh")
     gt_box = boxes_as(gt.box, gt.box_format, "xywh")
-    pair_iou = pair_box_iou(det_box[det_rows[by_group[pair_det]]], gt_box[gt_rows[pair_gt]],
-                            np.zeros(len(pair_det), bool))
-    result = match_coco(pair_det, pair_gt, pair_iou, det_key=key_sorted, n_gt=len(gt_rows),
-                        iou_thresholds=thresholds, gt_is_ignored=np.zeros((1, len(gt_rows)), bool),
-                        gt_is_reusable=np.zeros(len(gt_rows), bool),
-                        gt_is_unmatchable=np.zeros(len(gt_rows), bool),
-                        det_is_out_of_range=np.zeros((1, n_kept), bool))
+    pair_iou = pair_box_iou(
+        det_box[det_rows[by_group[pair_det]]], gt_box[gt_rows[pair_gt]], np.zeros(len(pair_det), bool)
+    )
+    result = match_coco(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        det_key=key_sorted,
+        n_gt=len(gt_rows),
+        iou_thresholds=thresholds,
+        gt_is_ignored=np.zeros((1, len(gt_rows)), bool),
+        gt_is_reusable=np.zeros(len(gt_rows), bool),
+        gt_is_unmatchable=np.zeros(len(gt_rows), bool),
+        det_is_out_of_range=np.zeros((1, n_kept), bool),
+    )
     is_tp = np.zeros((n_thr, n_kept), dtype=bool)
     is_tp[:, by_group] = result.det_is_tp
     det_gt = np.full((n_thr, n_kept), -1, dtype=np.int64)
@@ -264,26 +291,32 @@ def _tidecv_match(gt: GroundTruth, dt: Detections, det_rows: np.ndarray,
         crowd_groups = group_rows(crowd_key)
         c_det, c_gt = candidate_pairs(det_key, crowd_groups)
         crowd_rows = crowd[crowd_groups.order]
-        c_iou = pair_box_iou(det_box[det_rows[c_det]], gt_box[crowd_rows[c_gt]],
-                             np.ones(len(c_det), bool))
+        c_iou = pair_box_iou(det_box[det_rows[c_det]], gt_box[crowd_rows[c_gt]], np.ones(len(c_det), bool))
         best = np.zeros(n_kept)
         np.maximum.at(best, c_det, c_iou)
         is_ignored = (best[None, :] > thresholds[:, None]) & ~is_tp
     return is_tp, is_ignored, det_gt
 
 
-def _outcome_tidecv(gt: GroundTruth, dt: Detections, foreground: float,
-                    max_dets: int | None) -> _Outcome:
+def _outcome_tidecv(gt: GroundTruth, dt: Detections, foreground: float, max_dets: int | None) -> _Outcome:
     det_rows = _kept_tidecv(dt, max_dets)
     is_tp, is_ignored, det_gt = _tidecv_match(gt, dt, det_rows, np.array([foreground]))
-    return _Outcome(det_rows=det_rows, is_tp=is_tp[0], is_ignored=is_ignored[0], det_gt=det_gt[0],
-                    gt_is_counted=~gt.is_crowd,
-                    tie_keys=(dt.image[det_rows], dt.order[det_rows]))
+    return _Outcome(
+        det_rows=det_rows,
+        is_tp=is_tp[0],
+        is_ignored=is_ignored[0],
+        det_gt=det_gt[0],
+        gt_is_counted=~gt.is_crowd,
+        tie_keys=(dt.image[det_rows], dt.order[det_rows]),
+    )
 
 
 def _single_lane(protocol: Protocol, foreground: float) -> Protocol:
-    return protocol.replace(iou_thresholds=(float(foreground),), area_ranges=(protocol.area_ranges[0],),
-                            max_dets=None if protocol.max_dets is None else (max(protocol.max_dets),))
+    return protocol.replace(
+        iou_thresholds=(float(foreground),),
+        area_ranges=(protocol.area_ranges[0],),
+        max_dets=None if protocol.max_dets is None else (max(protocol.max_dets),),
+    )
 
 
 def _outcome_protocol(gt: GroundTruth, dt: Detections, protocol: Protocol) -> _Outcome:
@@ -305,16 +338,24 @@ def _outcome_protocol(gt: GroundTruth, dt: Detections, protocol: Protocol) -> _O
         tie_keys = (table.det_image, table.det_rank)
     else:
         tie_keys = (table.det_order,)
-    return _Outcome(det_rows=det_rows, is_tp=is_tp, is_ignored=table.det_is_ignored[0],
-                    det_gt=det_gt, gt_is_counted=~is_ignored_gt, tie_keys=tie_keys)
+    return _Outcome(
+        det_rows=det_rows,
+        is_tp=is_tp,
+        is_ignored=table.det_is_ignored[0],
+        det_gt=det_gt,
+        gt_is_counted=~is_ignored_gt,
+        tie_keys=tie_keys,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # Error types and the oracle
 # ----------------------------------------------------------------------------------------------
 
-def _segment_max_and_first(values: np.ndarray, seg_start: np.ndarray, n_pair: int,
-                           pair_gt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+
+def _segment_max_and_first(
+    values: np.ndarray, seg_start: np.ndarray, n_pair: int, pair_gt: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per detection (segment of pairs): max of ``values`` and the GT of its first occurrence.
 
     ``np.argmax`` semantics over the image's ground-truth row: entries that do not qualify are
@@ -327,8 +368,9 @@ def _segment_max_and_first(values: np.ndarray, seg_start: np.ndarray, n_pair: in
     return best, pair_gt[first]
 
 
-def _classify(gt: GroundTruth, dt: Detections, out: _Outcome, pair_iou_fn, *, foreground: float,
-              background: float) -> tuple[np.ndarray, np.ndarray]:
+def _classify(
+    gt: GroundTruth, dt: Detections, out: _Outcome, pair_iou_fn, *, foreground: float, background: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Error code of each kept detection (``_CODE``) and its target GT row (loc / cls), else -1."""
     n_kept = len(out.det_rows)
     code = np.full(n_kept, _CODE["tp"], dtype=np.int64)
@@ -361,16 +403,27 @@ def _classify(gt: GroundTruth, dt: Detections, out: _Outcome, pair_iou_fn, *, fo
     is_cls = ~is_loc & (other_max >= foreground)
     is_dupe = ~is_loc & ~is_cls & (used_max >= foreground)
     is_bkg = ~is_loc & ~is_cls & ~is_dupe & (any_max <= background)
-    c = np.select([is_loc, is_cls, is_dupe, is_bkg], [_CODE["loc"], _CODE["cls"], _CODE["dupe"],
-                                                       _CODE["bkg"]], _CODE["both"])
+    c = np.select(
+        [is_loc, is_cls, is_dupe, is_bkg],
+        [_CODE["loc"], _CODE["cls"], _CODE["dupe"], _CODE["bkg"]],
+        _CODE["both"],
+    )
     code[wrong[dets]] = c
     target[wrong[dets]] = np.select([is_loc, is_cls], [same_gt, other_gt], -1)
     return code, target
 
 
-def tide_errors(gt: GroundTruth, dt: Detections, protocol: str | Protocol | None = None, *,
-                mode: str = "tidecv", foreground: float = 0.5, background: float = 0.1,
-                max_dets: int | None = 100, ap_range: bool = True) -> TideErrors:
+def tide_errors(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: str | Protocol | None = None,
+    *,
+    mode: str = "tidecv",
+    foreground: float = 0.5,
+    background: float = 0.1,
+    max_dets: int | None = 100,
+    ap_range: bool = True,
+) -> TideErrors:
     """TIDE's error breakdown: the dAP of each error type, overall and per class.
 
     Parameters
@@ -433,26 +486,31 @@ def tide_errors(gt: GroundTruth, dt: Detections, protocol: str | Protocol | None
     by_threshold: dict = {}
     if mode == "tidecv":
         if protocol is not None and resolve_protocol(protocol).iou_type == "segm":
-            raise ConfigError("tide_errors: mode='tidecv' scores boxes only; use mode='protocol' "
-                              "for iou_type='segm'")
+            raise ConfigError(
+                "tide_errors: mode='tidecv' scores boxes only; use mode='protocol' for iou_type='segm'"
+            )
         out = _outcome_tidecv(gt, dt, foreground, max_dets)
         det_box = boxes_as(dt.box, dt.box_format, "xywh")
         gt_box = boxes_as(gt.box, gt.box_format, "xywh")
 
         def pair_iou_fn(g: np.ndarray, d: np.ndarray) -> np.ndarray:
             return pair_box_iou(det_box[d], gt_box[g], np.zeros(len(g), bool))
+
         ap_fn = _tidecv_ap_fn
         eff = None
     else:
         if protocol is None:
-            raise ConfigError("tide_errors: mode='protocol' needs a protocol (a preset name, a "
-                              "YAML file or a Protocol), found None")
+            raise ConfigError(
+                "tide_errors: mode='protocol' needs a protocol (a preset name, a "
+                "YAML file or a Protocol), found None"
+            )
         eff = _single_lane(resolve_protocol(protocol), foreground)
         out = _outcome_protocol(gt, dt, eff)
         masks = prepare_masks(gt, dt, eff) if eff.iou_type == "segm" else None
 
         def pair_iou_fn(g: np.ndarray, d: np.ndarray) -> np.ndarray:
             return protocol_pair_iou(gt, dt, g, d, np.zeros(len(g), bool), eff, masks)
+
         ap_fn = _protocol_ap_fn(eff)
 
     code, target = _classify(gt, dt, out, pair_iou_fn, foreground=foreground, background=background)
@@ -461,9 +519,13 @@ def tide_errors(gt: GroundTruth, dt: Detections, protocol: str | Protocol | None
     score = dt.score[rows]
     if mode == "tidecv":
         ties = tuple(reversed(out.tie_keys))
-        out = replace(out, det_class=det_class, det_score=score,
-                      order_first=np.lexsort(ties + (-score, det_class)),
-                      order_fixed=np.lexsort(ties + (out.is_tp, -score, det_class)))
+        out = replace(
+            out,
+            det_class=det_class,
+            det_score=score,
+            order_first=np.lexsort(ties + (-score, det_class)),
+            order_fixed=np.lexsort(ties + (out.is_tp, -score, det_class)),
+        )
     n_positive = np.bincount(gt.category[out.gt_is_counted], minlength=n_class)
     is_used = np.zeros(len(gt), dtype=bool)
     is_used[out.det_gt[out.is_tp]] = True
@@ -510,33 +572,55 @@ def tide_errors(gt: GroundTruth, dt: Detections, protocol: str | Protocol | None
         class_main[kind] = np.maximum(per_class - base[0], 0.0)
     fp_scores = np.where(was_tp, 1.0, 0.0)
     fp_class, fp_value = ap_fn(det_class, fp_scores, was_tp, present, n_positive, out, fixed_order=True)
-    fn_class, fn_value = ap_fn(det_class, score, was_tp, present, n_positive - unused_per_class, out,
-                               fixed_order=True)
+    fn_class, fn_value = ap_fn(
+        det_class, score, was_tp, present, n_positive - unused_per_class, out, fixed_order=True
+    )
     special = {"false_pos": fp_value - ap, "false_neg": fn_value - ap}
     class_special = {"false_pos": fp_class - base[0], "false_neg": fn_class - base[0]}
     counts = {kind: int(np.sum(code == _CODE[kind])) for kind in MAIN_ERRORS if kind != "miss"}
     counts["miss"] = int(is_missed.sum())
     counts = {kind: counts[kind] for kind in MAIN_ERRORS}
     per_class = tuple(
-        {"category_id": int(gt.category_id[k]), "name": gt.category_name[k],
-         "ap": float(base[0][k]),
-         "main": {kind: float(class_main[kind][k]) for kind in MAIN_ERRORS},
-         "special": {kind: float(class_special[kind][k]) for kind in SPECIAL_ERRORS}}
-        for k in range(n_class))
+        {
+            "category_id": int(gt.category_id[k]),
+            "name": gt.category_name[k],
+            "ap": float(base[0][k]),
+            "main": {kind: float(class_main[kind][k]) for kind in MAIN_ERRORS},
+            "special": {kind: float(class_special[kind][k]) for kind in SPECIAL_ERRORS},
+        }
+        for k in range(n_class)
+    )
     if mode == "tidecv" and ap_range:
         thresholds = np.array(TIDE_COCO_THRESHOLDS)
         is_tp_t, is_ignored_t, _ = _tidecv_match(gt, dt, rows, thresholds)
         for i, t in enumerate(TIDE_COCO_THRESHOLDS):
             keep = ~is_ignored_t[i]
-            by_threshold[t] = _tidecv_ap_fn(det_class, score, is_tp_t[i], keep, n_positive, out,
-                                            fixed_order=False)[1]
-    return TideErrors(main=main, special=special, ap=ap, mode=mode, foreground=float(foreground),
-                      background=float(background), counts=counts, per_class=per_class,
-                      ap_by_threshold=by_threshold)
+            by_threshold[t] = _tidecv_ap_fn(
+                det_class, score, is_tp_t[i], keep, n_positive, out, fixed_order=False
+            )[1]
+    return TideErrors(
+        main=main,
+        special=special,
+        ap=ap,
+        mode=mode,
+        foreground=float(foreground),
+        background=float(background),
+        counts=counts,
+        per_class=per_class,
+        ap_by_threshold=by_threshold,
+    )
 
 
-def _tidecv_ap_fn(cls: np.ndarray, score: np.ndarray, is_tp: np.ndarray, keep: np.ndarray,
-                  npos: np.ndarray, out: _Outcome, *, fixed_order: bool) -> tuple[np.ndarray, float]:
+def _tidecv_ap_fn(
+    cls: np.ndarray,
+    score: np.ndarray,
+    is_tp: np.ndarray,
+    keep: np.ndarray,
+    npos: np.ndarray,
+    out: _Outcome,
+    *,
+    fixed_order: bool,
+) -> tuple[np.ndarray, float]:
     """tidecv's AP of one scenario: (per class, mean). ``fixed_order``: errors before TPs on ties.
 
     tidecv pushes data points image by image in score order (the first run), but
@@ -559,15 +643,30 @@ def _tidecv_ap_fn(cls: np.ndarray, score: np.ndarray, is_tp: np.ndarray, keep: n
 def _protocol_ap_fn(protocol: Protocol):
     """AP of one scenario under the protocol's interpolation, ties and mean."""
 
-    def ap_fn(cls: np.ndarray, score: np.ndarray, is_tp: np.ndarray, keep: np.ndarray,
-              npos: np.ndarray, out: _Outcome, *, fixed_order: bool) -> tuple[np.ndarray, float]:
+    def ap_fn(
+        cls: np.ndarray,
+        score: np.ndarray,
+        is_tp: np.ndarray,
+        keep: np.ndarray,
+        npos: np.ndarray,
+        out: _Outcome,
+        *,
+        fixed_order: bool,
+    ) -> tuple[np.ndarray, float]:
         rows = np.flatnonzero(keep)
         tie = tuple(k[rows] for k in out.tie_keys)
         ranking = np.lexsort(tuple(reversed(tie)) + (-score[rows], cls[rows]))
         n = len(rows)
-        acc = accumulate(is_tp[rows][None, :], np.zeros((1, n), bool), score[rows], cls[rows],
-                         np.zeros(n, np.int64), ranking, np.asarray(npos, np.int64)[:, None],
-                         protocol.replace(max_dets=None))
+        acc = accumulate(
+            is_tp[rows][None, :],
+            np.zeros((1, n), bool),
+            score[rows],
+            cls[rows],
+            np.zeros(n, np.int64),
+            ranking,
+            np.asarray(npos, np.int64)[:, None],
+            protocol.replace(max_dets=None),
+        )
         if acc.precision.shape[1] > 0 and protocol.ap_method == "101_point":
             per = np.array([mean_defined(acc.precision[0, :, k, 0, 0]) for k in range(len(npos))])
         else:

@@ -29,8 +29,7 @@ import resource
 import sys
 import time
 
-METRIC_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl",
-                "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
+METRIC_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 VERSION_DISTS = ("deteval", "pycocotools", "faster-coco-eval", "orjson", "numpy", "shapely")
 
 
@@ -67,6 +66,7 @@ def _run_orjson(args: argparse.Namespace) -> dict:
     """The floor: read and parse both JSON files, nothing else."""
     t0 = time.perf_counter()
     import orjson
+
     t1 = time.perf_counter()
     with open(args.gt, "rb") as f:
         gt = orjson.loads(f.read())
@@ -98,6 +98,7 @@ def _run_pycocotools(args: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
+
     t1 = time.perf_counter()
     load_s, eval_s, stats = _run_cocoapi(args, COCO, COCOeval, {})
     return {"import_s": t1 - t0, "load_s": load_s, "eval_s": eval_s, "stats": stats}
@@ -107,6 +108,7 @@ def _run_fcoco(args: argparse.Namespace) -> dict:
     """faster-coco-eval: its COCO and COCOeval_faster (C++ evaluate + accumulate)."""
     t0 = time.perf_counter()
     from faster_coco_eval import COCO, COCOeval_faster
+
     t1 = time.perf_counter()
     kwargs = {"print_function": lambda *a, **k: None}
     load_s, eval_s, stats = _run_cocoapi(args, COCO, COCOeval_faster, kwargs)
@@ -123,6 +125,7 @@ def _deteval_protocol(deteval, iou_type: str, mask_iou: str | None):
 def _accepts_kwarg(func, name: str) -> bool:
     """Whether ``func`` takes keyword ``name`` (directly or through ``**kwargs``)."""
     import inspect
+
     try:
         params = inspect.signature(func).parameters.values()
     except (TypeError, ValueError):
@@ -149,7 +152,8 @@ def _deteval_call(deteval, args: argparse.Namespace, protocol, kwargs: dict) -> 
     ``paths`` times the single call ``deteval.evaluate(gt_path, dt_path, ...)``.
     """
     split = args.deteval_call == "split" and all(
-        hasattr(deteval, name) for name in ("load_ground_truth", "load_detections"))
+        hasattr(deteval, name) for name in ("load_ground_truth", "load_detections")
+    )
     t0 = time.perf_counter()
     if not split:
         result = deteval.evaluate(args.gt, args.dt, protocol=protocol, **kwargs)
@@ -165,6 +169,7 @@ def _run_deteval(args: argparse.Namespace) -> dict:
     """deteval.evaluate(..., protocol=...), workers passed when supported."""
     t0 = time.perf_counter()
     import deteval
+
     t1 = time.perf_counter()
     protocol = _deteval_protocol(deteval, args.iou_type, args.mask_iou)
     kwargs, notes = {}, []
@@ -175,17 +180,27 @@ def _run_deteval(args: argparse.Namespace) -> dict:
             notes.append("deteval.evaluate has no 'workers' argument; ran without it")
     with _quiet_stdout():
         load_s, eval_s, result = _deteval_call(deteval, args, protocol, kwargs)
-    return {"import_s": t1 - t0, "load_s": load_s, "eval_s": eval_s,
-            "stats": _metrics_to_stats(result.metrics), "notes": notes}
+    return {
+        "import_s": t1 - t0,
+        "load_s": load_s,
+        "eval_s": eval_s,
+        "stats": _metrics_to_stats(result.metrics),
+        "notes": notes,
+    }
 
 
-RUNNERS = {"orjson": _run_orjson, "pycocotools": _run_pycocotools,
-           "fcoco": _run_fcoco, "deteval": _run_deteval}
+RUNNERS = {
+    "orjson": _run_orjson,
+    "pycocotools": _run_pycocotools,
+    "fcoco": _run_fcoco,
+    "deteval": _run_deteval,
+}
 
 
 def _versions() -> dict:
     """Installed versions of the benchmarked packages (deteval from the repo if not installed)."""
     from importlib import metadata
+
     out = {}
     for dist in VERSION_DISTS:
         try:
@@ -195,6 +210,7 @@ def _versions() -> dict:
     if out["deteval"] is None:
         try:
             import deteval
+
             out["deteval"] = getattr(deteval, "__version__", "unknown") + " (source tree)"
         except Exception as exc:  # report, never fail the header
             out["deteval"] = f"not importable: {type(exc).__name__}: {exc}"
@@ -210,8 +226,12 @@ def _parse_args(argv: list | None) -> argparse.Namespace:
     parser.add_argument("--iou-type", choices=("bbox", "segm"), default="bbox")
     parser.add_argument("--mask-iou", choices=("raster", "exact"), default=None)
     parser.add_argument("--workers", type=int, default=None)
-    parser.add_argument("--deteval-call", choices=("split", "paths"), default="split",
-                        help="deteval: time loaders and evaluate apart, or evaluate(paths) as one call")
+    parser.add_argument(
+        "--deteval-call",
+        choices=("split", "paths"),
+        default="split",
+        help="deteval: time loaders and evaluate apart, or evaluate(paths) as one call",
+    )
     parser.add_argument("--versions", action="store_true", help="print package versions and exit")
     args = parser.parse_args(argv)
     if not args.versions and not (args.tool and args.gt and args.dt):
@@ -224,6 +244,7 @@ def main(argv: list | None = None) -> int:
     start = time.perf_counter()
     args = _parse_args(argv)
     import json
+
     if args.versions:
         print(json.dumps(_versions()))
         return 0

@@ -84,15 +84,18 @@ GENERATOR_VERSION = 2
 WORKER = Path(__file__).resolve().with_name("_bench_worker.py")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ALL_TOOLS = ("deteval", "pycocotools", "fcoco", "orjson")
-METRIC_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl",
-                "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
-SIZE_EDGES = (32.0 ** 2, 96.0 ** 2)          # COCO small / medium / large bounds on `area`
-SIZE_MIX = (0.415, 0.345, 0.24)              # COCO paper: 41% small, 34% medium, 24% large
-CROWD_SIZE_MIX = (0.05, 0.25, 0.70)          # crowd regions are mostly large
+METRIC_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
+SIZE_EDGES = (32.0**2, 96.0**2)  # COCO small / medium / large bounds on `area`
+SIZE_MIX = (0.415, 0.345, 0.24)  # COCO paper: 41% small, 34% medium, 24% large
+CROWD_SIZE_MIX = (0.05, 0.25, 0.70)  # crowd regions are mostly large
 MAX_DETS_PER_IMAGE = 100
 
 # COCO 2017 categories: id, name, supercategory (the 80 ids are not contiguous).
-COCO_CATEGORIES = tuple((int(i), n.replace("_", " "), s) for i, n, s in re.findall(r"(\d+) (\S+) (\S+)", """
+COCO_CATEGORIES = tuple(
+    (int(i), n.replace("_", " "), s)
+    for i, n, s in re.findall(
+        r"(\d+) (\S+) (\S+)",
+        """
     1 person person        2 bicycle vehicle      3 car vehicle          4 motorcycle vehicle
     5 airplane vehicle     6 bus vehicle          7 train vehicle        8 truck vehicle
     9 boat vehicle         10 traffic_light outdoor 11 fire_hydrant outdoor 13 stop_sign outdoor
@@ -113,12 +116,15 @@ COCO_CATEGORIES = tuple((int(i), n.replace("_", " "), s) for i, n, s in re.finda
     78 microwave appliance 79 oven appliance      80 toaster appliance   81 sink appliance
     82 refrigerator appliance 84 book indoor      85 clock indoor        86 vase indoor
     87 scissors indoor     88 teddy_bear indoor   89 hair_drier indoor   90 toothbrush indoor
-    """))
+    """,
+    )
+)
 
 
 # ----------------------------------------------------------------------------------------------
 # Dataset files
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class DatasetFiles:
@@ -153,6 +159,7 @@ def dataset_files(cache: Path, n_images: int, seed: int) -> DatasetFiles:
 # Generator: polygons are star-shaped (vertex angles increasing around a centre, radii > 0),
 # so they are always simple; jitter changes centre, axis scales and radii, never the order.
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class Shapes:
@@ -190,8 +197,7 @@ def _unit_stars(rng: np.random.Generator, n_vertices: np.ndarray) -> Shapes:
 def _vertices(sh: Shapes) -> tuple:
     """Flat x and y of every vertex."""
     o = sh.owner
-    return (sh.cx[o] + sh.sx[o] * sh.rad * np.cos(sh.theta),
-            sh.cy[o] + sh.sy[o] * sh.rad * np.sin(sh.theta))
+    return (sh.cx[o] + sh.sx[o] * sh.rad * np.cos(sh.theta), sh.cy[o] + sh.sy[o] * sh.rad * np.sin(sh.theta))
 
 
 def _polygon_areas(x: np.ndarray, y: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -206,8 +212,12 @@ def _polygon_areas(x: np.ndarray, y: np.ndarray, start: np.ndarray) -> np.ndarra
 def _bounds(x: np.ndarray, y: np.ndarray, start: np.ndarray) -> tuple:
     """Per-polygon x0, y0, x1, y1."""
     s = start[:-1]
-    return (np.minimum.reduceat(x, s), np.minimum.reduceat(y, s),
-            np.maximum.reduceat(x, s), np.maximum.reduceat(y, s))
+    return (
+        np.minimum.reduceat(x, s),
+        np.minimum.reduceat(y, s),
+        np.maximum.reduceat(x, s),
+        np.maximum.reduceat(y, s),
+    )
 
 
 def _fit_in_images(sh: Shapes, width: np.ndarray, height: np.ndarray, margin: float = 0.02) -> Shapes:
@@ -226,8 +236,7 @@ def _take(sh: Shapes, idx: np.ndarray) -> Shapes:
     lengths = np.diff(sh.start)[idx]
     start = np.concatenate([[0], np.cumsum(lengths)])
     flat = np.repeat(sh.start[idx] - start[:-1], lengths) + np.arange(start[-1])
-    return Shapes(start, sh.theta[flat], sh.rad[flat],
-                  sh.cx[idx], sh.cy[idx], sh.sx[idx], sh.sy[idx])
+    return Shapes(start, sh.theta[flat], sh.rad[flat], sh.cx[idx], sh.cy[idx], sh.sx[idx], sh.sy[idx])
 
 
 def _concat(parts: list) -> Shapes:
@@ -248,11 +257,13 @@ def _jitter(rng: np.random.Generator, sh: Shapes, sigma: np.ndarray) -> Shapes:
         cy=sh.cy + rng.normal(0, 1, n) * sigma * sh.sy,
         sx=sh.sx * np.exp(rng.normal(0, 1, n) * sigma),
         sy=sh.sy * np.exp(rng.normal(0, 1, n) * sigma),
-        rad=np.clip(sh.rad * np.exp(rng.normal(0, 1, len(sh.rad)) * 0.5 * sigma[o]), 0.3, 1.2))
+        rad=np.clip(sh.rad * np.exp(rng.normal(0, 1, len(sh.rad)) * 0.5 * sigma[o]), 0.3, 1.2),
+    )
 
 
-def _random_shapes(rng: np.random.Generator, image: np.ndarray, width: np.ndarray,
-                   height: np.ndarray, size_mix: tuple) -> Shapes:
+def _random_shapes(
+    rng: np.random.Generator, image: np.ndarray, width: np.ndarray, height: np.ndarray, size_mix: tuple
+) -> Shapes:
     """New shapes with COCO-like areas and aspect ratios, placed uniformly in their images."""
     w, h = width[image].astype(float), height[image].astype(float)
     area = _sample_areas(rng, size_mix, w * h)
@@ -260,10 +271,11 @@ def _random_shapes(rng: np.random.Generator, image: np.ndarray, width: np.ndarra
     unit = _unit_stars(rng, n_vertices)
     x, y = _vertices(unit)
     unit_area = _polygon_areas(x, y, unit.start)
-    aspect = np.exp(np.clip(rng.normal(0, 0.5, len(area)), -1.6, 1.6))   # h / w
+    aspect = np.exp(np.clip(rng.normal(0, 0.5, len(area)), -1.6, 1.6))  # h / w
     sx = np.sqrt(area / (aspect * unit_area))
-    sh = dataclasses.replace(unit, sx=sx, sy=sx * aspect,
-                             cx=rng.uniform(0, 1, len(area)) * w, cy=rng.uniform(0, 1, len(area)) * h)
+    sh = dataclasses.replace(
+        unit, sx=sx, sy=sx * aspect, cx=rng.uniform(0, 1, len(area)) * w, cy=rng.uniform(0, 1, len(area)) * h
+    )
     return _fit_in_images(sh, w, h)
 
 
@@ -278,12 +290,18 @@ def _sample_areas(rng: np.random.Generator, size_mix: tuple, image_area: np.ndar
 def _images(rng: np.random.Generator, n: int) -> dict:
     """Image ids (random, unsorted like COCO's file order) and ~640x480 sizes."""
     ids = rng.choice(np.arange(1, 100 * n + 1000), size=n, replace=False)
-    short = rng.choice([480, 427, 426, 424, 428, 425, 360, 512, 383, 640],
-                       p=[.40, .16, .09, .05, .05, .05, .06, .05, .04, .05], size=n)
+    short = rng.choice(
+        [480, 427, 426, 424, 428, 425, 360, 512, 383, 640],
+        p=[0.40, 0.16, 0.09, 0.05, 0.05, 0.05, 0.06, 0.05, 0.04, 0.05],
+        size=n,
+    )
     landscape = rng.uniform(size=n) < 0.72
     long_side = np.where(rng.uniform(size=n) < 0.96, 640, rng.integers(500, 640, n))
-    return {"id": ids, "width": np.where(landscape, long_side, short),
-            "height": np.where(landscape, short, long_side)}
+    return {
+        "id": ids,
+        "width": np.where(landscape, long_side, short),
+        "height": np.where(landscape, short, long_side),
+    }
 
 
 def _category_weights(rng: np.random.Generator) -> np.ndarray:
@@ -355,13 +373,14 @@ def _detection_sources(rng: np.random.Generator, gt: dict, gt_box: np.ndarray) -
     p_found = np.where(area < SIZE_EDGES[0], 0.55, np.where(area < SIZE_EDGES[1], 0.80, 0.90))
     tp_src = normal[rng.uniform(size=len(normal)) < p_found]
     n_dup = rng.poisson(0.35, len(tp_src))
-    dup_of = np.repeat(np.arange(len(tp_src)), n_dup)              # index into tp_src
+    dup_of = np.repeat(np.arange(len(tp_src)), n_dup)  # index into tp_src
     wrong_src = normal[rng.uniform(size=len(normal)) < 0.12]
     return {"tp_src": tp_src, "dup_of": dup_of, "wrong_src": wrong_src}
 
 
-def _detections(rng: np.random.Generator, imgs: dict, gt: dict, gt_box: np.ndarray,
-                weights: np.ndarray) -> dict:
+def _detections(
+    rng: np.random.Generator, imgs: dict, gt: dict, gt_box: np.ndarray, weights: np.ndarray
+) -> dict:
     """All detections before the per-image cap: shapes, image, category, kind, score."""
     src = _detection_sources(rng, gt, gt_box)
     tp_src, dup_of, wrong_src = src["tp_src"], src["dup_of"], src["wrong_src"]
@@ -371,30 +390,44 @@ def _detections(rng: np.random.Generator, imgs: dict, gt: dict, gt_box: np.ndarr
     w, h = imgs["width"], imgs["height"]
 
     from_gt = np.concatenate([tp_src, tp_src[dup_of], wrong_src])
-    sigma = np.concatenate([rng.uniform(0.02, 0.22, n_tp), rng.uniform(0.10, 0.40, n_dup),
-                            rng.uniform(0.03, 0.20, n_wrong)])
+    sigma = np.concatenate(
+        [rng.uniform(0.02, 0.22, n_tp), rng.uniform(0.10, 0.40, n_dup), rng.uniform(0.03, 0.20, n_wrong)]
+    )
     moved = _jitter(rng, _take(gt["shapes"], from_gt), sigma)
     moved = _fit_in_images(moved, w[gt["image"][from_gt]], h[gt["image"][from_gt]])
     shapes = _concat([moved, _random_shapes(rng, bg_image, w, h, SIZE_MIX)])
     geo = _rounded_geometry(shapes)
 
     wrong_cat = (gt["category"][wrong_src] + rng.integers(1, len(weights), n_wrong)) % len(weights)
-    category = np.concatenate([gt["category"][from_gt[:n_tp + n_dup]], wrong_cat,
-                               rng.choice(len(weights), size=len(bg_image), p=weights)])
+    category = np.concatenate(
+        [
+            gt["category"][from_gt[: n_tp + n_dup]],
+            wrong_cat,
+            rng.choice(len(weights), size=len(bg_image), p=weights),
+        ]
+    )
     image = np.concatenate([gt["image"][from_gt], bg_image])
     kind = np.repeat(np.arange(4), [n_tp, n_dup, n_wrong, len(bg_image)])
     iou = np.full(len(kind), np.nan)
-    iou[:len(from_gt)] = _box_iou_pairs(geo["box"][:len(from_gt)], gt_box[from_gt])
+    iou[: len(from_gt)] = _box_iou_pairs(geo["box"][: len(from_gt)], gt_box[from_gt])
     score = _scores(rng, kind, iou, gt_box[from_gt], dup_of)
-    return {"shapes": shapes, "geo": geo, "image": image, "category": category,
-            "kind": kind, "iou": iou, "score": score}
+    return {
+        "shapes": shapes,
+        "geo": geo,
+        "image": image,
+        "category": category,
+        "kind": kind,
+        "iou": iou,
+        "score": score,
+    }
 
 
 KIND_NAMES = ("true_positive", "duplicate", "wrong_class", "background")
 
 
-def _scores(rng: np.random.Generator, kind: np.ndarray, iou: np.ndarray, src_box: np.ndarray,
-            dup_of: np.ndarray) -> np.ndarray:
+def _scores(
+    rng: np.random.Generator, kind: np.ndarray, iou: np.ndarray, src_box: np.ndarray, dup_of: np.ndarray
+) -> np.ndarray:
     """Scores in [0.05, 1) that rise with IoU; duplicates below their TP (25% tie with it exactly);
     rounded to 4 decimals, so equal scores also occur across and within images."""
     n_tp, n_dup = int((kind == 0).sum()), int((kind == 1).sum())
@@ -423,21 +456,38 @@ def _polygon_lists(geo: dict, start: np.ndarray, idx: np.ndarray) -> list:
     """COCO polygon segmentations ([[x0, y0, x1, y1, ...]]) of shapes ``idx``."""
     xy = np.stack([geo["x"], geo["y"]], axis=1).ravel().tolist()
     s = (2 * start).tolist()
-    return [[xy[s[i]:s[i + 1]]] for i in idx.tolist()]
+    return [[xy[s[i] : s[i + 1]]] for i in idx.tolist()]
 
 
 def _gt_json(imgs: dict, gt: dict, geo: dict, ann_order: np.ndarray) -> dict:
     """The COCO instances dict (annotation ids from 1, in shuffled file order)."""
     cats = [{"id": i, "name": n, "supercategory": s} for i, n, s in COCO_CATEGORIES]
     cat_ids = np.array([c[0] for c in COCO_CATEGORIES])
-    images = [{"id": i, "width": w, "height": h, "file_name": f"{i:012d}.jpg"} for i, w, h in
-              zip(imgs["id"].tolist(), imgs["width"].tolist(), imgs["height"].tolist())]
+    images = [
+        {"id": i, "width": w, "height": h, "file_name": f"{i:012d}.jpg"}
+        for i, w, h in zip(imgs["id"].tolist(), imgs["width"].tolist(), imgs["height"].tolist())
+    ]
     segs = _polygon_lists(geo, gt["shapes"].start, ann_order)
-    columns = zip(imgs["id"][gt["image"][ann_order]].tolist(), cat_ids[gt["category"][ann_order]].tolist(),
-                  geo["area"][ann_order].tolist(), geo["box"][ann_order].tolist(),
-                  gt["crowd"][ann_order].astype(int).tolist(), segs)
-    anns = [{"id": k + 1, "image_id": i, "category_id": c, "segmentation": seg, "area": a,
-             "bbox": b, "iscrowd": z} for k, (i, c, a, b, z, seg) in enumerate(columns)]
+    columns = zip(
+        imgs["id"][gt["image"][ann_order]].tolist(),
+        cat_ids[gt["category"][ann_order]].tolist(),
+        geo["area"][ann_order].tolist(),
+        geo["box"][ann_order].tolist(),
+        gt["crowd"][ann_order].astype(int).tolist(),
+        segs,
+    )
+    anns = [
+        {
+            "id": k + 1,
+            "image_id": i,
+            "category_id": c,
+            "segmentation": seg,
+            "area": a,
+            "bbox": b,
+            "iscrowd": z,
+        }
+        for k, (i, c, a, b, z, seg) in enumerate(columns)
+    ]
     info = {"description": f"deteval synthetic COCO-like benchmark data v{GENERATOR_VERSION}"}
     return {"info": info, "licenses": [], "images": images, "annotations": anns, "categories": cats}
 
@@ -445,8 +495,12 @@ def _gt_json(imgs: dict, gt: dict, geo: dict, ann_order: np.ndarray) -> dict:
 def _dt_json(imgs: dict, det: dict, keep: np.ndarray, with_segm: bool) -> list:
     """COCO results list: boxes only, or polygon segmentation plus box."""
     cat_ids = np.array([c[0] for c in COCO_CATEGORIES])
-    columns = zip(imgs["id"][det["image"][keep]].tolist(), cat_ids[det["category"][keep]].tolist(),
-                  det["geo"]["box"][keep].tolist(), det["score"][keep].tolist())
+    columns = zip(
+        imgs["id"][det["image"][keep]].tolist(),
+        cat_ids[det["category"][keep]].tolist(),
+        det["geo"]["box"][keep].tolist(),
+        det["score"][keep].tolist(),
+    )
     out = [{"image_id": i, "category_id": c, "bbox": b, "score": s} for i, c, b, s in columns]
     if with_segm:
         for rec, seg in zip(out, _polygon_lists(det["geo"], det["shapes"].start, keep)):
@@ -467,12 +521,18 @@ def _generator_meta(det: dict, keep: np.ndarray, seed: int, n_images: int) -> di
     tp = kind == 0
     ranks = lambda v: np.argsort(np.argsort(v))  # noqa: E731
     rho = float(np.corrcoef(ranks(score[tp]), ranks(iou[tp]))[0, 1]) if tp.sum() > 2 else None
-    return {"generator_version": GENERATOR_VERSION, "seed": seed, "n_images": n_images,
-            "kinds": {name: int((kind == k).sum()) for k, name in enumerate(KIND_NAMES)},
-            "mean_score": {name: float(score[kind == k].mean()) if (kind == k).any() else None
-                           for k, name in enumerate(KIND_NAMES)},
-            "tp_score_iou_spearman": rho,
-            "tp_mean_box_iou": float(iou[tp].mean()) if tp.any() else None}
+    return {
+        "generator_version": GENERATOR_VERSION,
+        "seed": seed,
+        "n_images": n_images,
+        "kinds": {name: int((kind == k).sum()) for k, name in enumerate(KIND_NAMES)},
+        "mean_score": {
+            name: float(score[kind == k].mean()) if (kind == k).any() else None
+            for k, name in enumerate(KIND_NAMES)
+        },
+        "tp_score_iou_spearman": rho,
+        "tp_mean_box_iou": float(iou[tp].mean()) if tp.any() else None,
+    }
 
 
 def generate_dataset(files: DatasetFiles, seed: int) -> None:
@@ -507,6 +567,7 @@ def ensure_dataset(cache: Path, n_images: int, seed: int, log) -> DatasetFiles:
 # Dataset statistics (--stats): read back from the written files
 # ----------------------------------------------------------------------------------------------
 
+
 def _share(mask: np.ndarray) -> str:
     return f"{100.0 * mask.mean():.1f}%" if len(mask) else "n/a"
 
@@ -540,7 +601,8 @@ def _gt_stats(gt: dict) -> list:
         f"polygon vertices mean {n_vert.mean():.1f} (min {n_vert.min()}, max {n_vert.max()})",
         f"ids: image ids sorted in file: {bool(np.all(np.diff([i['id'] for i in gt['images']]) > 0))}; "
         f"min annotation id {min(a['id'] for a in anns)}; any 'ignore' field: "
-        f"{any('ignore' in a for a in anns)}"]
+        f"{any('ignore' in a for a in anns)}",
+    ]
 
 
 def _tie_share(dt: list) -> tuple:
@@ -553,8 +615,7 @@ def _tie_share(dt: list) -> tuple:
 
 def _dt_stats(dt: list, n_images: int, meta: dict) -> list:
     """Lines describing a results file and the generator's metadata."""
-    per_img = np.bincount(np.unique([d["image_id"] for d in dt], return_inverse=True)[1],
-                          minlength=n_images)
+    per_img = np.bincount(np.unique([d["image_id"] for d in dt], return_inverse=True)[1], minlength=n_images)
     tie, distinct = _tie_share(dt)
     kinds = meta["kinds"]
     total = sum(kinds.values())
@@ -575,8 +636,9 @@ def print_stats(files: DatasetFiles, log) -> None:
     gt = orjson.loads(files.gt.read_bytes())
     dt = orjson.loads(files.dt("bbox").read_bytes())
     meta = orjson.loads(files.meta.read_bytes())
-    sizes = ", ".join(f"{p.name} {p.stat().st_size / 2 ** 20:.1f} MiB"
-                      for p in (files.gt, files.dt("bbox"), files.dt("segm")))
+    sizes = ", ".join(
+        f"{p.name} {p.stat().st_size / 2**20:.1f} MiB" for p in (files.gt, files.dt("bbox"), files.dt("segm"))
+    )
     log(f"\nDataset {files.root.name} ({sizes})")
     for line in _gt_stats(gt) + _dt_stats(dt, len(gt["images"]), meta):
         log("  " + line)
@@ -585,6 +647,7 @@ def print_stats(files: DatasetFiles, log) -> None:
 # ----------------------------------------------------------------------------------------------
 # Running the tools
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
@@ -606,10 +669,21 @@ def variants(tools: list, iou_type: str, mask_modes: list) -> list:
     return out
 
 
-def _worker_command(v: Variant, files: DatasetFiles, iou_type: str, workers: int | None,
-                    deteval_call: str) -> list:
-    cmd = [sys.executable, str(WORKER), "--tool", v.tool, "--gt", str(files.gt),
-           "--dt", str(files.dt(iou_type)), "--iou-type", iou_type]
+def _worker_command(
+    v: Variant, files: DatasetFiles, iou_type: str, workers: int | None, deteval_call: str
+) -> list:
+    cmd = [
+        sys.executable,
+        str(WORKER),
+        "--tool",
+        v.tool,
+        "--gt",
+        str(files.gt),
+        "--dt",
+        str(files.dt(iou_type)),
+        "--iou-type",
+        iou_type,
+    ]
     if v.mask_iou:
         cmd += ["--mask-iou", v.mask_iou]
     if v.tool == "deteval":
@@ -663,9 +737,11 @@ def contention_note(runs: list) -> str | None:
     loads = [r[k] for r in runs for k in ("loadavg_before", "loadavg_after") if r.get(k) is not None]
     if not loads or max(loads) < 1.6:
         return None
-    return (f"other processes competed for the CPUs: the 1-minute load average reached "
-            f"{max(loads):.1f} (median {statistics.median(loads):.1f}) while one child ran at a time "
-            f"on {os.cpu_count()} CPUs; timings may be inflated")
+    return (
+        f"other processes competed for the CPUs: the 1-minute load average reached "
+        f"{max(loads):.1f} (median {statistics.median(loads):.1f}) while one child ran at a time "
+        f"on {os.cpu_count()} CPUs; timings may be inflated"
+    )
 
 
 def run_all(args: argparse.Namespace, datasets: dict, log) -> list:
@@ -694,6 +770,7 @@ def _progress_line(rec: dict) -> str:
 # Summaries, agreement, table
 # ----------------------------------------------------------------------------------------------
 
+
 def _median(values: list) -> float | None:
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -708,14 +785,23 @@ def summarize(runs: list) -> list:
     for (size, iou_type, label), recs in groups.items():
         ok = [r for r in recs if r["ok"]]
         stats = [r["stats"] for r in ok if r.get("stats") is not None]
-        rows.append({
-            "size": size, "iou_type": iou_type, "label": label, "runs": len(recs), "ok_runs": len(ok),
-            **{k: _median([r.get(k) for r in ok]) for k in
-               ("import_s", "load_s", "eval_s", "inproc_s", "total_s", "cpu_s", "peak_rss_mib")},
-            "stats": stats[0] if stats else None,
-            "stats_stable": all(s == stats[0] for s in stats),
-            "errors": sorted({r["error"] for r in recs if not r["ok"]}),
-            "notes": sorted({n for r in ok for n in r.get("notes", [])})})
+        rows.append(
+            {
+                "size": size,
+                "iou_type": iou_type,
+                "label": label,
+                "runs": len(recs),
+                "ok_runs": len(ok),
+                **{
+                    k: _median([r.get(k) for r in ok])
+                    for k in ("import_s", "load_s", "eval_s", "inproc_s", "total_s", "cpu_s", "peak_rss_mib")
+                },
+                "stats": stats[0] if stats else None,
+                "stats_stable": all(s == stats[0] for s in stats),
+                "errors": sorted({r["error"] for r in recs if not r["ok"]}),
+                "notes": sorted({n for r in ok for n in r.get("notes", [])}),
+            }
+        )
     return rows
 
 
@@ -743,8 +829,18 @@ def agreement(rows: list) -> list:
             must = ref["label"] == "pycocotools" and r["label"] in ("deteval", "deteval[raster]")
             diff = _max_abs_diff(r["stats"], ref["stats"])
             diffs = {n: b - a for n, a, b in zip(METRIC_NAMES, ref["stats"], r["stats"]) if a != b}
-            out.append({"size": key[0], "iou_type": key[1], "label": r["label"], "reference": ref["label"],
-                        "max_abs_diff": diff, "exact": not diffs, "must_be_exact": must, "diffs": diffs})
+            out.append(
+                {
+                    "size": key[0],
+                    "iou_type": key[1],
+                    "label": r["label"],
+                    "reference": ref["label"],
+                    "max_abs_diff": diff,
+                    "exact": not diffs,
+                    "must_be_exact": must,
+                    "diffs": diffs,
+                }
+            )
     return out
 
 
@@ -762,26 +858,46 @@ def table_rows(rows: list) -> list:
             ok = r["ok_runs"] > 0
             ratio = r["total_s"] / base["total_s"] if ok and base else None
             vs_floor = r["total_s"] / floor["total_s"] if ok and floor else None
-            cells.append([f"{key[0]:,}", key[1], r["label"] + ("" if ok else " FAILED"),
-                          _fmt(r["load_s"], ".3f"), _fmt(r["eval_s"], ".3f"), _fmt(r["total_s"], ".3f"),
-                          _fmt(r["peak_rss_mib"], ".0f"), _fmt(ratio, ".2f"), _fmt(vs_floor, ".2f")])
+            cells.append(
+                [
+                    f"{key[0]:,}",
+                    key[1],
+                    r["label"] + ("" if ok else " FAILED"),
+                    _fmt(r["load_s"], ".3f"),
+                    _fmt(r["eval_s"], ".3f"),
+                    _fmt(r["total_s"], ".3f"),
+                    _fmt(r["peak_rss_mib"], ".0f"),
+                    _fmt(ratio, ".2f"),
+                    _fmt(vs_floor, ".2f"),
+                ]
+            )
     return cells
 
 
-TABLE_HEADER = ["images", "iou", "tool", "load s", "eval s", "total s", "peak RSS MiB",
-                "x deteval", "x floor"]
+TABLE_HEADER = [
+    "images",
+    "iou",
+    "tool",
+    "load s",
+    "eval s",
+    "total s",
+    "peak RSS MiB",
+    "x deteval",
+    "x floor",
+]
 
 
 def format_table(cells: list, fmt: str) -> str:
     """Plain aligned text or a Markdown table."""
     if fmt == "markdown":
-        lines = ["| " + " | ".join(TABLE_HEADER) + " |",
-                 "|" + "|".join(["---"] * 3 + ["---:"] * 6) + "|"]
+        lines = ["| " + " | ".join(TABLE_HEADER) + " |", "|" + "|".join(["---"] * 3 + ["---:"] * 6) + "|"]
         return "\n".join(lines + ["| " + " | ".join(c) + " |" for c in cells])
-    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
-              for i, h in enumerate(TABLE_HEADER)]
+    widths = [
+        max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(TABLE_HEADER)
+    ]
     just = lambda row: "  ".join(  # noqa: E731
-        v.ljust(w) if i < 3 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths)))
+        v.ljust(w) if i < 3 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths))
+    )
     return "\n".join([just(TABLE_HEADER), just(["-" * w for w in widths])] + [just(c) for c in cells])
 
 
@@ -804,14 +920,17 @@ def format_agreement(items: list) -> list:
         verdict = "identical" if a["exact"] else f"max |diff| {a['max_abs_diff']:.3g}"
         flag = "" if a["exact"] or not a["must_be_exact"] else "   <-- MISMATCH (must be exact)"
         detail = "" if a["exact"] else "  " + ", ".join(f"{k} {v:+.3g}" for k, v in a["diffs"].items())
-        lines.append(f"  {a['size']:>6,} {a['iou_type']:<4} {a['label']:<16} vs {a['reference']}: "
-                     f"{verdict}{flag}{detail}")
+        lines.append(
+            f"  {a['size']:>6,} {a['iou_type']:<4} {a['label']:<16} vs {a['reference']}: "
+            f"{verdict}{flag}{detail}"
+        )
     return lines
 
 
 # ----------------------------------------------------------------------------------------------
 # Machine facts
 # ----------------------------------------------------------------------------------------------
+
 
 def _cpu_model() -> str:
     try:
@@ -827,7 +946,7 @@ def _memory_gib() -> float | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemTotal:"):
-                return int(line.split()[1]) / 2 ** 20
+                return int(line.split()[1]) / 2**20
     except OSError:
         pass
     return None
@@ -835,16 +954,19 @@ def _memory_gib() -> float | None:
 
 def _versions() -> dict:
     """Package versions as the workers see them."""
-    proc = subprocess.run([sys.executable, str(WORKER), "--versions"], capture_output=True,
-                          text=True, env=_child_env())
+    proc = subprocess.run(
+        [sys.executable, str(WORKER), "--versions"], capture_output=True, text=True, env=_child_env()
+    )
     return orjson.loads(proc.stdout) if proc.returncode == 0 else {"error": proc.stderr[-500:]}
 
 
 def _git_revision() -> str:
-    proc = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                          capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain"],
-                           capture_output=True, text=True).stdout.strip()
+    proc = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    dirty = subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "status", "--porcelain"], capture_output=True, text=True
+    ).stdout.strip()
     rev = proc.stdout.strip() if proc.returncode == 0 else "no commit"
     return rev + (" (+ local changes)" if dirty else "")
 
@@ -852,60 +974,98 @@ def _git_revision() -> str:
 def machine_facts() -> dict:
     """What the numbers were measured on."""
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "cpu": _cpu_model(), "logical_cpus": os.cpu_count(), "usable_cpus": affinity,
-            "memory_gib": _memory_gib(), "platform": platform.platform(),
-            "python": f"{platform.python_implementation()} {platform.python_version()}",
-            "packages": _versions(), "repo_revision": _git_revision()}
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "cpu": _cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": affinity,
+        "memory_gib": _memory_gib(),
+        "platform": platform.platform(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "packages": _versions(),
+        "repo_revision": _git_revision(),
+    }
 
 
 def format_header(facts: dict, args: argparse.Namespace) -> str:
     mem = _fmt(facts["memory_gib"], ".1f")
     pkgs = ", ".join(f"{k} {v}" for k, v in facts["packages"].items())
-    return "\n".join([
-        f"deteval benchmark  {facts['date']}",
-        f"machine: {facts['cpu']}, {facts['logical_cpus']} logical CPUs ({facts['usable_cpus']} usable), "
-        f"{mem} GiB RAM, {facts['platform']}",
-        f"python: {facts['python']}; {pkgs}",
-        f"repo: {facts['repo_revision']}; repeat {args.repeat} (medians), seed {args.seed}, "
-        f"deteval workers {args.workers if args.workers is not None else 'default'}"])
+    return "\n".join(
+        [
+            f"deteval benchmark  {facts['date']}",
+            f"machine: {facts['cpu']}, {facts['logical_cpus']} logical CPUs ({facts['usable_cpus']} usable), "
+            f"{mem} GiB RAM, {facts['platform']}",
+            f"python: {facts['python']}; {pkgs}",
+            f"repo: {facts['repo_revision']}; repeat {args.repeat} (medians), seed {args.seed}, "
+            f"deteval workers {args.workers if args.workers is not None else 'default'}",
+        ]
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # Command line
 # ----------------------------------------------------------------------------------------------
 
+
 def _csv(kind, allowed: tuple | None = None):
     """argparse type: comma-separated list, each item converted and checked."""
+
     def parse(text: str) -> list:
         items = [kind(t.strip()) for t in text.split(",") if t.strip()]
         bad = [i for i in items if allowed is not None and i not in allowed]
         if bad:
             raise argparse.ArgumentTypeError(f"unknown {bad}; choose from {', '.join(map(str, allowed))}")
         return items
+
     return parse
 
 
 def parse_args(argv: list | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=_csv(int), default=[500, 5000, 20000],
-                        help="numbers of images, comma-separated (default 500,5000,20000)")
-    parser.add_argument("--iou-type", type=_csv(str, ("bbox", "segm")), default=["bbox", "segm"],
-                        help="bbox, segm or both (default bbox,segm)")
-    parser.add_argument("--tools", type=_csv(str, ALL_TOOLS + ("none",)), default=list(ALL_TOOLS),
-                        help=f"subset of {','.join(ALL_TOOLS)} (or 'none' to only generate)")
-    parser.add_argument("--mask-iou", type=_csv(str, ("raster", "exact")), default=["raster", "exact"],
-                        help="deteval's segm modes to time (default raster,exact)")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_csv(int),
+        default=[500, 5000, 20000],
+        help="numbers of images, comma-separated (default 500,5000,20000)",
+    )
+    parser.add_argument(
+        "--iou-type",
+        type=_csv(str, ("bbox", "segm")),
+        default=["bbox", "segm"],
+        help="bbox, segm or both (default bbox,segm)",
+    )
+    parser.add_argument(
+        "--tools",
+        type=_csv(str, ALL_TOOLS + ("none",)),
+        default=list(ALL_TOOLS),
+        help=f"subset of {','.join(ALL_TOOLS)} (or 'none' to only generate)",
+    )
+    parser.add_argument(
+        "--mask-iou",
+        type=_csv(str, ("raster", "exact")),
+        default=["raster", "exact"],
+        help="deteval's segm modes to time (default raster,exact)",
+    )
     parser.add_argument("--repeat", type=int, default=3, help="fresh-process runs per tool (median)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="passed to deteval.evaluate(workers=N) when it accepts it")
-    parser.add_argument("--deteval-call", choices=("split", "paths"), default="split",
-                        help="split (default): time deteval.load_ground_truth/load_detections, then "
-                             "deteval.evaluate on the loaded values; paths: time the one call "
-                             "deteval.evaluate(gt_path, dt_path) (load column shows '-')")
-    parser.add_argument("--cache", type=Path, default=Path("/tmp/deteval-bench"),
-                        help="where generated datasets are kept (default /tmp/deteval-bench)")
+    parser.add_argument(
+        "--workers", type=int, default=None, help="passed to deteval.evaluate(workers=N) when it accepts it"
+    )
+    parser.add_argument(
+        "--deteval-call",
+        choices=("split", "paths"),
+        default="split",
+        help="split (default): time deteval.load_ground_truth/load_detections, then "
+        "deteval.evaluate on the loaded values; paths: time the one call "
+        "deteval.evaluate(gt_path, dt_path) (load column shows '-')",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path("/tmp/deteval-bench"),
+        help="where generated datasets are kept (default /tmp/deteval-bench)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="dataset seed (default 0)")
     parser.add_argument("--timeout", type=float, default=7200.0, help="seconds per child process")
     parser.add_argument("--stats", action="store_true", help="print the generated data's statistics")
@@ -940,19 +1100,29 @@ def main(argv: list | None = None) -> int:
     _log("\nCOCO stats:\n" + "\n".join(format_reference_stats(rows)))
     _log("\nAgreement of the 12 COCO stats:")
     _log("\n".join(format_agreement(checks)) or "  (nothing to compare)")
-    problems = [f"  {r['size']:,} {r['iou_type']} {r['label']}: " + e.replace("\n", "\n      ")
-                for r in rows for e in r["errors"]]
+    problems = [
+        f"  {r['size']:,} {r['iou_type']} {r['label']}: " + e.replace("\n", "\n      ")
+        for r in rows
+        for e in r["errors"]
+    ]
     problems += [f"  {r['size']:,} {r['iou_type']} {r['label']}: {n}" for r in rows for n in r["notes"]]
-    problems += [f"  {r['size']:,} {r['iou_type']} {r['label']}: stats differ between repetitions"
-                 for r in rows if not r["stats_stable"]]
+    problems += [
+        f"  {r['size']:,} {r['iou_type']} {r['label']}: stats differ between repetitions"
+        for r in rows
+        if not r["stats_stable"]
+    ]
     problems += [f"  {note}" for note in [contention_note(runs)] if note]
     if problems:
         _log("\nNotes and failures:\n" + "\n".join(problems))
     if args.json:
-        payload = {"machine": facts, "args": {k: (str(v) if isinstance(v, Path) else v)
-                                              for k, v in vars(args).items()},
-                   "datasets": {str(n): str(f.root) for n, f in datasets.items()},
-                   "runs": runs, "summary": rows, "agreement": checks}
+        payload = {
+            "machine": facts,
+            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+            "datasets": {str(n): str(f.root) for n, f in datasets.items()},
+            "runs": runs,
+            "summary": rows,
+            "agreement": checks,
+        }
         args.json.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2))
         _log(f"\nraw results: {args.json}")
     mismatch = any(a["must_be_exact"] and not a["exact"] for a in checks)

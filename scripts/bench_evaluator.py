@@ -52,13 +52,25 @@ def per_image(gt: dict, dt: list) -> tuple:
         t_rows[index[a["image_id"]]].append(a)
     for d in dt:
         p_rows[index[d["image_id"]]].append(d)
-    targets = [{"image_id": i, "boxes": np.array([a["bbox"] for a in r], float).reshape(-1, 4),
-                "labels": np.array([a["category_id"] for a in r], np.int64),
-                "iscrowd": np.array([a["iscrowd"] for a in r], np.int64),
-                "area": np.array([a["area"] for a in r], float)} for i, r in zip(ids, t_rows)]
-    preds = [{"image_id": i, "boxes": np.array([d["bbox"] for d in r], float).reshape(-1, 4),
-              "scores": np.array([d["score"] for d in r], float),
-              "labels": np.array([d["category_id"] for d in r], np.int64)} for i, r in zip(ids, p_rows)]
+    targets = [
+        {
+            "image_id": i,
+            "boxes": np.array([a["bbox"] for a in r], float).reshape(-1, 4),
+            "labels": np.array([a["category_id"] for a in r], np.int64),
+            "iscrowd": np.array([a["iscrowd"] for a in r], np.int64),
+            "area": np.array([a["area"] for a in r], float),
+        }
+        for i, r in zip(ids, t_rows)
+    ]
+    preds = [
+        {
+            "image_id": i,
+            "boxes": np.array([d["bbox"] for d in r], float).reshape(-1, 4),
+            "scores": np.array([d["score"] for d in r], float),
+            "labels": np.array([d["category_id"] for d in r], np.int64),
+        }
+        for i, r in zip(ids, p_rows)
+    ]
     return targets, preds
 
 
@@ -88,7 +100,7 @@ def bench_evaluator(gt: dict, dt: list, batch: int, categories: list) -> dict:
     with peak(out, "update_all"):
         for k in range(0, len(targets), batch):
             t0 = time.perf_counter()
-            ev.update(preds[k:k + batch], targets[k:k + batch])
+            ev.update(preds[k : k + batch], targets[k : k + batch])
             times.append(time.perf_counter() - t0)
     with peak(out, "compute"):
         result = ev.compute()
@@ -132,8 +144,10 @@ def bench_dask(files, shards: int) -> dict:
         one = deteval.evaluate(files.gt, str(concat), "coco")
         out["one_process_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
-                Client(cl) as client:
+        with (
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl,
+            Client(cl) as client,
+        ):
             out["cluster_start_s"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             sharded = evaluate_shards(files.gt, str(folder / "preds-*.json"), "coco", scheduler=client)
@@ -163,18 +177,24 @@ def main() -> None:
     ev.update({k: v for k, v in bench_evaluator(gt, dt, args.batch, categories).items() if "peak" in k})
     fc.update({k: v for k, v in bench_fcoco(gt, dt).items() if "peak" in k})
     print(f"## Evaluator, {args.images} images, {len(dt)} detections, batches of {args.batch}")
-    print(f"update per batch: median {ev['update_median_ms']:.2f} ms, p95 {ev['update_p95_ms']:.2f} ms; "
-          f"all updates {ev['update_all_s']:.2f} s (peak {ev['update_all_peak_mb']:.0f} MB); "
-          f"state {ev['state_mb']:.1f} MB pickled")
+    print(
+        f"update per batch: median {ev['update_median_ms']:.2f} ms, p95 {ev['update_p95_ms']:.2f} ms; "
+        f"all updates {ev['update_all_s']:.2f} s (peak {ev['update_all_peak_mb']:.0f} MB); "
+        f"state {ev['state_mb']:.1f} MB pickled"
+    )
     print(f"compute(): {ev['compute_s']:.3f} s (peak {ev['compute_peak_mb']:.0f} MB); AP {ev['AP']:.6f}")
-    print(f"faster-coco-eval (COCO(dict) + loadRes(list) + evaluate/accumulate/summarize): "
-          f"{fc['fcoco_s']:.2f} s (Python-side peak {fc['fcoco_peak_mb']:.0f} MB); AP {fc['AP']:.6f}")
+    print(
+        f"faster-coco-eval (COCO(dict) + loadRes(list) + evaluate/accumulate/summarize): "
+        f"{fc['fcoco_s']:.2f} s (Python-side peak {fc['fcoco_peak_mb']:.0f} MB); AP {fc['AP']:.6f}"
+    )
     if args.dask_images:
         files = bench.ensure_dataset(args.cache, args.dask_images, args.seed, log)
         dk = bench_dask(files, args.shards)
         print(f"## Dask, {args.dask_images} images, {args.shards} shards, LocalCluster(2 processes)")
-        print(f"one process deteval.evaluate: {dk['one_process_s']:.2f} s; evaluate_shards: {dk['dask_s']:.2f} s "
-              f"(+ {dk['cluster_start_s']:.2f} s cluster start); identical metrics: {dk['identical']}")
+        print(
+            f"one process deteval.evaluate: {dk['one_process_s']:.2f} s; evaluate_shards: {dk['dask_s']:.2f} s "
+            f"(+ {dk['cluster_start_s']:.2f} s cluster start); identical metrics: {dk['identical']}"
+        )
 
 
 if __name__ == "__main__":

@@ -41,13 +41,22 @@ def make_ground_truth(rng: np.random.Generator, n_images: int) -> GroundTruth:
     xy = rng.uniform(0, SIZE - 120, (n, 2))
     box = np.concatenate([xy, wh], axis=1)
     return GroundTruth(
-        image_id=np.arange(1, n_images + 1), image_name=tuple(str(i) for i in range(1, n_images + 1)),
-        image_width=np.full(n_images, SIZE), image_height=np.full(n_images, SIZE),
-        category_id=np.arange(1, N_CLASSES + 1), category_name=tuple(f"c{k}" for k in range(N_CLASSES)),
-        annotation_id=np.arange(1, n + 1), image=image,
-        category=rng.choice(N_CLASSES, n, p=[0.5, 0.3, 0.2]), box=box, area=wh[:, 0] * wh[:, 1],
-        is_crowd=np.zeros(n, bool), is_difficult=np.zeros(n, bool), is_ignore=np.zeros(n, bool),
-        source="<synthetic>")
+        image_id=np.arange(1, n_images + 1),
+        image_name=tuple(str(i) for i in range(1, n_images + 1)),
+        image_width=np.full(n_images, SIZE),
+        image_height=np.full(n_images, SIZE),
+        category_id=np.arange(1, N_CLASSES + 1),
+        category_name=tuple(f"c{k}" for k in range(N_CLASSES)),
+        annotation_id=np.arange(1, n + 1),
+        image=image,
+        category=rng.choice(N_CLASSES, n, p=[0.5, 0.3, 0.2]),
+        box=box,
+        area=wh[:, 0] * wh[:, 1],
+        is_crowd=np.zeros(n, bool),
+        is_difficult=np.zeros(n, bool),
+        is_ignore=np.zeros(n, bool),
+        source="<synthetic>",
+    )
 
 
 def make_detections(rng: np.random.Generator, gt: GroundTruth, quality: float) -> Detections:
@@ -67,10 +76,15 @@ def make_detections(rng: np.random.Generator, gt: GroundTruth, quality: float) -
     image = np.concatenate([gt.image[found], fp_image])
     order = np.argsort(image, kind="stable")
     n = len(image)
-    return Detections(image=image[order],
-                      category=np.concatenate([gt.category[found], rng.integers(0, N_CLASSES, len(fp_image))])[order],
-                      box=np.concatenate([box, fp_box])[order], score=np.concatenate([tp_score, fp_score])[order],
-                      order=np.arange(n), has_box=np.ones(n, bool), source="<synthetic>")
+    return Detections(
+        image=image[order],
+        category=np.concatenate([gt.category[found], rng.integers(0, N_CLASSES, len(fp_image))])[order],
+        box=np.concatenate([box, fp_box])[order],
+        score=np.concatenate([tp_score, fp_score])[order],
+        order=np.arange(n),
+        has_box=np.ones(n, bool),
+        source="<synthetic>",
+    )
 
 
 def headline(protocol) -> str:
@@ -84,9 +98,18 @@ def population_value(protocol, quality: float, *, n_images: int = 50_000, seed: 
     return score(match(gt, dt, protocol), gt, protocol).metrics[headline(protocol)]
 
 
-def run(*, replications: int, protocol: str = "voc2010", test_images: int = 500, resamples: int = 200,
-        ci: float = 0.95, quality_a: float = 0.8, quality_b: float = 0.9, seed: int = 0,
-        population_images: int = 50_000) -> dict:
+def run(
+    *,
+    replications: int,
+    protocol: str = "voc2010",
+    test_images: int = 500,
+    resamples: int = 200,
+    ci: float = 0.95,
+    quality_a: float = 0.8,
+    quality_b: float = 0.9,
+    seed: int = 0,
+    population_images: int = 50_000,
+) -> dict:
     """Coverage of the interval, size and power of the paired test over ``replications`` test sets."""
     p = get_protocol(protocol)
     metric = headline(p)
@@ -106,10 +129,17 @@ def run(*, replications: int, protocol: str = "voc2010", test_images: int = 500,
         false_pos += same.comparisons[0].p_value < 1 - ci
         better = compare_detectors(gt, {"A": dt_a, "B": dt_b}, p, n=resamples, seed=r, ci=ci, metric=metric)
         true_pos += better.comparisons[0].p_value < 1 - ci
-    return {"protocol": protocol, "metric": metric, "population_value": truth,
-            "replications": replications, "test_images": test_images, "resamples": resamples,
-            "coverage": covered / replications, "size": false_pos / replications,
-            "power": true_pos / replications}
+    return {
+        "protocol": protocol,
+        "metric": metric,
+        "population_value": truth,
+        "replications": replications,
+        "test_images": test_images,
+        "resamples": resamples,
+        "coverage": covered / replications,
+        "size": false_pos / replications,
+        "power": true_pos / replications,
+    }
 
 
 def main(argv=None) -> int:
@@ -121,11 +151,18 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    out = run(replications=args.replications, protocol=args.protocol, test_images=args.test_images,
-              resamples=args.resamples, seed=args.seed)
+    out = run(
+        replications=args.replications,
+        protocol=args.protocol,
+        test_images=args.test_images,
+        resamples=args.resamples,
+        seed=args.seed,
+    )
     se = (0.95 * 0.05 / args.replications) ** 0.5
-    print(f"{out['protocol']} {out['metric']}: population {out['population_value']:.4f}; "
-          f"{out['replications']} test sets of {out['test_images']} images, {out['resamples']} resamples")
+    print(
+        f"{out['protocol']} {out['metric']}: population {out['population_value']:.4f}; "
+        f"{out['replications']} test sets of {out['test_images']} images, {out['resamples']} resamples"
+    )
     print(f"coverage of the 95% interval: {out['coverage']:.3f} (target 0.95 +- {2 * se:.3f})")
     print(f"paired test, equal detectors: rejects {out['size']:.3f} (target 0.05)")
     print(f"paired test, better detector: rejects {out['power']:.3f} (power)")

@@ -27,7 +27,9 @@ IMAGES = ROOT / "docs" / "img"
 
 def figures() -> None:
     text = PAGE.read_text(encoding="utf-8")
-    for code, name in re.findall(r"```python\n((?:(?!```).)*)```\s*\n!\[[^\]]*\]\(img/(\w+)\.png\)", text, flags=re.S):
+    for code, name in re.findall(
+        r"```python\n((?:(?!```).)*)```\s*\n!\[[^\]]*\]\(img/(\w+)\.png\)", text, flags=re.S
+    ):
         namespace: dict = {"__name__": "__doc__"}
         exec(compile(code, f"<{name}>", "exec"), namespace)
         deteval.plot.atomic_write(IMAGES / f"{name}.png", deteval.plot.figure_bytes(namespace["fig"], "png"))
@@ -44,13 +46,29 @@ def screenshot() -> None:
     dt = deteval.load_detections("fixtures/coco/dt.json", gt)
     results = deteval.compare(gt, dt, ["coco", "voc2007"]).results
     with tempfile.TemporaryDirectory() as folder:
-        report = deteval.plot.write_report(results, out=Path(folder) / "report.html",
-                                           analysis=analyze(gt, dt, "coco"),
-                                           explanation=deteval.explain(gt, dt, "voc2007", "coco"))
-        subprocess.run([chromium, "--headless=new", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
-                        f"--user-data-dir={folder}/profile", "--host-resolver-rules=MAP * ~NOTFOUND",
-                        "--window-size=1280,2000", f"--screenshot={IMAGES / 'report.png'}", report.as_uri()],
-                       check=True, capture_output=True, timeout=120)
+        report = deteval.plot.write_report(
+            results,
+            out=Path(folder) / "report.html",
+            analysis=analyze(gt, dt, "coco"),
+            explanation=deteval.explain(gt, dt, "voc2007", "coco"),
+        )
+        subprocess.run(
+            [
+                chromium,
+                "--headless=new",
+                "--disable-gpu",
+                "--no-sandbox",
+                "--hide-scrollbars",
+                f"--user-data-dir={folder}/profile",
+                "--host-resolver-rules=MAP * ~NOTFOUND",
+                "--window-size=1280,2000",
+                f"--screenshot={IMAGES / 'report.png'}",
+                report.as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     print("docs/img/report.png")
 
 

@@ -39,17 +39,26 @@ def experiment(*, n_samples: int = N_SAMPLES, n_labels: int = N_LABELS, seed: in
         binarized = (raw > 0.5).astype(np.float64)
         ap_raw = average_precision(labels, raw, average="micro")
         ap_binarized = average_precision(labels, binarized, average="micro")
-        rows.append({"sigma": sigma, "ap_raw": ap_raw, "ap_binarized": ap_binarized,
-                     "difference": ap_raw - ap_binarized, "labels": labels if i == 0 else None,
-                     "raw": raw if i == N_STEPS // 2 else None})
+        rows.append(
+            {
+                "sigma": sigma,
+                "ap_raw": ap_raw,
+                "ap_binarized": ap_binarized,
+                "difference": ap_raw - ap_binarized,
+                "labels": labels if i == 0 else None,
+                "raw": raw if i == N_STEPS // 2 else None,
+            }
+        )
     rows[N_STEPS // 2]["labels"] = labels
     return rows
 
 
 def format_table(rows: list[dict]) -> str:
     lines = [f"{'sigma':>7}  {'AP raw':>8}  {'AP binarized':>12}  {'difference':>10}"]
-    lines += [f"{r['sigma']:7.3f}  {r['ap_raw']:8.4f}  {r['ap_binarized']:12.4f}  {r['difference']:10.4f}"
-              for r in rows]
+    lines += [
+        f"{r['sigma']:7.3f}  {r['ap_raw']:8.4f}  {r['ap_binarized']:12.4f}  {r['difference']:10.4f}"
+        for r in rows
+    ]
     return "\n".join(lines)
 
 
@@ -59,10 +68,14 @@ def check_sklearn(rows: list[dict]) -> float:
 
     middle = rows[N_STEPS // 2]
     labels, raw = middle["labels"], middle["raw"]
-    ours = [average_precision(labels, raw, average="micro"),
-            average_precision(labels, (raw > 0.5).astype(float), average="micro")]
-    theirs = [average_precision_score(labels, raw, average="micro"),
-              average_precision_score(labels, (raw > 0.5).astype(float), average="micro")]
+    ours = [
+        average_precision(labels, raw, average="micro"),
+        average_precision(labels, (raw > 0.5).astype(float), average="micro"),
+    ]
+    theirs = [
+        average_precision_score(labels, raw, average="micro"),
+        average_precision_score(labels, (raw > 0.5).astype(float), average="micro"),
+    ]
     return max(abs(a - b) for a, b in zip(ours, theirs))
 
 
@@ -70,8 +83,10 @@ def plot(rows: list[dict], out: str) -> None:
     try:
         import matplotlib
     except ImportError:
-        sys.exit("--plot needs matplotlib, which is not installed: pip install matplotlib "
-                 "(the table above does not need it)")
+        sys.exit(
+            "--plot needs matplotlib, which is not installed: pip install matplotlib "
+            "(the table above does not need it)"
+        )
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -104,24 +119,33 @@ def bench(*, n_samples: int = 1_000_000, n_labels: int = 10, repeat: int = 3) ->
                 best = min(best, time.perf_counter() - start)
             timings[name] = (best, value)
         (ours, a), (theirs, b) = timings["deteval"], timings["sklearn"]
-        lines.append(f"  {average:5}: deteval {ours:.3f} s, scikit-learn {theirs:.3f} s, "
-                     f"ratio {theirs / ours:.2f}x, |difference| {abs(a - b):.1e}")
+        lines.append(
+            f"  {average:5}: deteval {ours:.3f} s, scikit-learn {theirs:.3f} s, "
+            f"ratio {theirs / ours:.2f}x, |difference| {abs(a - b):.1e}"
+        )
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--plot", metavar="OUT.png", help="also draw the two curves (needs matplotlib)")
-    parser.add_argument("--check-sklearn", action="store_true",
-                        help="recompute the middle step with scikit-learn and print the max difference")
-    parser.add_argument("--bench", action="store_true", help="time average_precision vs scikit-learn on 1e6 x 10")
+    parser.add_argument(
+        "--check-sklearn",
+        action="store_true",
+        help="recompute the middle step with scikit-learn and print the max difference",
+    )
+    parser.add_argument(
+        "--bench", action="store_true", help="time average_precision vs scikit-learn on 1e6 x 10"
+    )
     args = parser.parse_args(argv)
     start = time.perf_counter()
     rows = experiment()
     print(format_table(rows))
     print(f"({N_SAMPLES:,} x {N_LABELS} labels, seed {SEED}: {time.perf_counter() - start:.1f} s)")
     if args.check_sklearn:
-        print(f"max |deteval - scikit-learn| at sigma {rows[N_STEPS // 2]['sigma']}: {check_sklearn(rows):.1e}")
+        print(
+            f"max |deteval - scikit-learn| at sigma {rows[N_STEPS // 2]['sigma']}: {check_sklearn(rows):.1e}"
+        )
     if args.plot:
         plot(rows, args.plot)
         print(f"wrote {args.plot}")

@@ -17,5 +17,14 @@ from deteval.geometry.masks import (
     segm_iou,
 )
 
-__all__ = ["BOX_CONVENTIONS", "box_iou", "pair_box_iou", "PreparedMasks", "prepare_masks", "check_masks",
-           "pair_mask_iou", "detection_areas", "segm_iou"]
+__all__ = [
+    "BOX_CONVENTIONS",
+    "box_iou",
+    "pair_box_iou",
+    "PreparedMasks",
+    "prepare_masks",
+    "check_masks",
+    "pair_mask_iou",
+    "detection_areas",
+    "segm_iou",
+]

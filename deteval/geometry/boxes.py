@@ -22,8 +22,14 @@ __all__ = ["box_iou", "pair_box_iou", "BOX_CONVENTIONS"]
 BOX_CONVENTIONS = ("continuous", "pixel_inclusive")
 
 
-def pair_box_iou(det_box: np.ndarray, gt_box: np.ndarray, gt_is_crowd: np.ndarray, *,
-                 box_format: str = "xywh", convention: str = "continuous") -> np.ndarray:
+def pair_box_iou(
+    det_box: np.ndarray,
+    gt_box: np.ndarray,
+    gt_is_crowd: np.ndarray,
+    *,
+    box_format: str = "xywh",
+    convention: str = "continuous",
+) -> np.ndarray:
     """IoU of aligned pairs: row ``i`` of ``det_box`` against row ``i`` of ``gt_box``.
 
     Parameters
@@ -61,8 +67,12 @@ def pair_box_iou(det_box: np.ndarray, gt_box: np.ndarray, gt_is_crowd: np.ndarra
     """
     if convention not in BOX_CONVENTIONS:
         raise ValueError(f"convention must be one of {BOX_CONVENTIONS}, found {convention!r}")
-    d = boxes_as(np.asarray(det_box, dtype=np.float64), box_format, "xywh" if convention == "continuous" else "xyxy")
-    g = boxes_as(np.asarray(gt_box, dtype=np.float64), box_format, "xywh" if convention == "continuous" else "xyxy")
+    d = boxes_as(
+        np.asarray(det_box, dtype=np.float64), box_format, "xywh" if convention == "continuous" else "xyxy"
+    )
+    g = boxes_as(
+        np.asarray(gt_box, dtype=np.float64), box_format, "xywh" if convention == "continuous" else "xyxy"
+    )
     gt_is_crowd = np.asarray(gt_is_crowd, dtype=bool)
     with np.errstate(over="ignore", invalid="ignore"):
         iou, is_finite = _pair_iou(d, g, gt_is_crowd, convention, 1.0)
@@ -74,13 +84,19 @@ def pair_box_iou(det_box: np.ndarray, gt_box: np.ndarray, gt_is_crowd: np.ndarra
             both = np.abs(np.concatenate([d[bad], g[bad]], axis=1))
             largest = np.where(np.isfinite(both), both, 0.0).max(axis=1)
             shift = -(np.frexp(largest)[1] + 2)  # every term of the scaled pair below 4 * 0.25
-            iou[bad] = _pair_iou(np.ldexp(d[bad], shift[:, None]), np.ldexp(g[bad], shift[:, None]),
-                                 gt_is_crowd[bad], convention, np.ldexp(1.0, shift))[0]
+            iou[bad] = _pair_iou(
+                np.ldexp(d[bad], shift[:, None]),
+                np.ldexp(g[bad], shift[:, None]),
+                gt_is_crowd[bad],
+                convention,
+                np.ldexp(1.0, shift),
+            )[0]
     return iou
 
 
-def _pair_iou(d: np.ndarray, g: np.ndarray, gt_is_crowd: np.ndarray, convention: str,
-              one: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _pair_iou(
+    d: np.ndarray, g: np.ndarray, gt_is_crowd: np.ndarray, convention: str, one: float | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(IoU, whether every term was finite) of aligned pairs; ``one`` is the VOC pixel (+1)."""
     if convention == "continuous":
         dx, dy, dw, dh = d[:, 0], d[:, 1], d[:, 2], d[:, 3]
@@ -99,13 +115,25 @@ def _pair_iou(d: np.ndarray, g: np.ndarray, gt_is_crowd: np.ndarray, convention:
     union = np.where(gt_is_crowd, det_area, det_area + gt_area - inter)
     iou = np.zeros(len(inter))
     np.divide(inter, union, out=iou, where=overlaps & (union > 0))
-    is_finite = (np.isfinite(union) & np.isfinite(inter) & np.isfinite(iw) & np.isfinite(ih)
-                 & np.isfinite(det_area) & np.isfinite(gt_area))
+    is_finite = (
+        np.isfinite(union)
+        & np.isfinite(inter)
+        & np.isfinite(iw)
+        & np.isfinite(ih)
+        & np.isfinite(det_area)
+        & np.isfinite(gt_area)
+    )
     return iou, is_finite
 
 
-def box_iou(det_box: np.ndarray, gt_box: np.ndarray, gt_is_crowd: np.ndarray | None = None, *,
-            box_format: str = "xywh", convention: str = "continuous") -> np.ndarray:
+def box_iou(
+    det_box: np.ndarray,
+    gt_box: np.ndarray,
+    gt_is_crowd: np.ndarray | None = None,
+    *,
+    box_format: str = "xywh",
+    convention: str = "continuous",
+) -> np.ndarray:
     """IoU matrix between every detection and every ground-truth box.
 
     Parameters
@@ -133,6 +161,11 @@ def box_iou(det_box: np.ndarray, gt_box: np.ndarray, gt_is_crowd: np.ndarray | N
         gt_is_crowd = np.zeros(n_gt, dtype=bool)
     det_index = np.repeat(np.arange(n_det), n_gt)
     gt_index = np.tile(np.arange(n_gt), n_det)
-    iou = pair_box_iou(det_box[det_index], gt_box[gt_index], np.asarray(gt_is_crowd, bool)[gt_index],
-                       box_format=box_format, convention=convention)
+    iou = pair_box_iou(
+        det_box[det_index],
+        gt_box[gt_index],
+        np.asarray(gt_is_crowd, bool)[gt_index],
+        box_format=box_format,
+        convention=convention,
+    )
     return iou.reshape(n_det, n_gt)

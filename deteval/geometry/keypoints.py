@@ -24,8 +24,12 @@ __all__ = ["COCO_KEYPOINT_SIGMAS", "keypoint_sigmas", "pair_oks"]
 
 #: pycocotools' ``Params.kpt_oks_sigmas`` for COCO's 17 person keypoints (nose, eyes, ears,
 #: shoulders, elbows, wrists, hips, knees, ankles), computed as it does: ``array([...]) / 10.0``.
-COCO_KEYPOINT_SIGMAS = np.array([.26, .25, .25, .35, .35, .79, .79, .72, .72, .62, .62, 1.07, 1.07, .87, .87,
-                                 .89, .89]) / 10.0
+COCO_KEYPOINT_SIGMAS = (
+    np.array(
+        [0.26, 0.25, 0.25, 0.35, 0.35, 0.79, 0.79, 0.72, 0.72, 0.62, 0.62, 1.07, 1.07, 0.87, 0.87, 0.89, 0.89]
+    )
+    / 10.0
+)
 COCO_KEYPOINT_SIGMAS.flags.writeable = False
 
 
@@ -38,8 +42,14 @@ def keypoint_sigmas(sigmas: tuple | None) -> np.ndarray:
     return COCO_KEYPOINT_SIGMAS if sigmas is None else np.asarray(sigmas, dtype=np.float64)
 
 
-def pair_oks(gt_keypoints: np.ndarray, gt_box: np.ndarray, gt_area: np.ndarray, det_keypoints: np.ndarray,
-             *, sigmas: np.ndarray) -> np.ndarray:
+def pair_oks(
+    gt_keypoints: np.ndarray,
+    gt_box: np.ndarray,
+    gt_area: np.ndarray,
+    det_keypoints: np.ndarray,
+    *,
+    sigmas: np.ndarray,
+) -> np.ndarray:
     """OKS of aligned (ground truth, detection) pairs.
 
     Parameters
@@ -93,7 +103,7 @@ def pair_oks(gt_keypoints: np.ndarray, gt_box: np.ndarray, gt_area: np.ndarray, 
     y1 = (gt_box[:, 1] + gt_box[:, 3] * 2)[:, None]
     dx = np.where(has_labels[:, None], dx, np.maximum(0, x0 - xd) + np.maximum(0, xd - x1))
     dy = np.where(has_labels[:, None], dy, np.maximum(0, y0 - yd) + np.maximum(0, yd - y1))
-    e = (dx ** 2 + dy ** 2) / variances / (gt_area[:, None] + np.spacing(1)) / 2
+    e = (dx**2 + dy**2) / variances / (gt_area[:, None] + np.spacing(1)) / 2
     # Keypoints that enter the sum: the labelled ones, or all of them; packed to the front in
     # keypoint order (a stable sort of "not used"), then summed per group of equal count.
     is_used = np.where(has_labels[:, None], is_labelled, True)

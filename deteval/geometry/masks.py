@@ -55,8 +55,15 @@ from deteval.io.segmentation import (
     values_source,
 )
 
-__all__ = ["CollectionMasks", "PreparedMasks", "prepare_masks", "check_masks", "pair_mask_iou",
-           "detection_areas", "segm_iou"]
+__all__ = [
+    "CollectionMasks",
+    "PreparedMasks",
+    "prepare_masks",
+    "check_masks",
+    "pair_mask_iou",
+    "detection_areas",
+    "segm_iou",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,8 +99,7 @@ class CollectionMasks:
             What to do with self-intersecting polygons (see ``Protocol.invalid_polygons``).
         """
         if invalid_polygons not in self._exact:
-            self._exact[invalid_polygons] = build_exact_masks(self.source, self.masks,
-                                                              invalid_polygons)
+            self._exact[invalid_polygons] = build_exact_masks(self.source, self.masks, invalid_polygons)
         return self._exact[invalid_polygons]
 
     def has_exact(self, invalid_polygons: str) -> bool:
@@ -149,9 +155,12 @@ def prepare_masks(gt: GroundTruth, dt: Detections, protocol: Any) -> PreparedMas
     InputError
         The first invalid segmentation found (see :func:`pair_mask_iou`).
     """
-    prepared = PreparedMasks(gt=gt, dt=dt,
-                             gt_masks=CollectionMasks.parse(ground_truth_source(gt)),
-                             det_masks=CollectionMasks.parse(detection_source(dt, gt)))
+    prepared = PreparedMasks(
+        gt=gt,
+        dt=dt,
+        gt_masks=CollectionMasks.parse(ground_truth_source(gt)),
+        det_masks=CollectionMasks.parse(detection_source(dt, gt)),
+    )
     _check_collection(prepared.gt_masks, protocol, prepared.det_masks)
     _check_collection(prepared.det_masks, protocol, prepared.gt_masks)
     return prepared
@@ -202,29 +211,55 @@ def _lowest_threshold(protocol: Any) -> float:
     return min(lowest, 1 - 1e-10)
 
 
-def _pair_iou(det: CollectionMasks, gt: CollectionMasks, det_rows: np.ndarray,
-              gt_rows: np.ndarray, is_crowd: np.ndarray, *, mask_iou: str,
-              invalid_polygons: str, lowest: float,
-              describe: Callable[[int, int], str]) -> np.ndarray:
+def _pair_iou(
+    det: CollectionMasks,
+    gt: CollectionMasks,
+    det_rows: np.ndarray,
+    gt_rows: np.ndarray,
+    is_crowd: np.ndarray,
+    *,
+    mask_iou: str,
+    invalid_polygons: str,
+    lowest: float,
+    describe: Callable[[int, int], str],
+) -> np.ndarray:
     """IoU of aligned pairs: exact for polygon pairs in exact mode, raster otherwise."""
     if mask_iou == "raster":
-        return raster_pair_iou(det.source, det.masks, det.raster, gt.source, gt.masks, gt.raster,
-                               det_rows, gt_rows, is_crowd)
+        return raster_pair_iou(
+            det.source, det.masks, det.raster, gt.source, gt.masks, gt.raster, det_rows, gt_rows, is_crowd
+        )
     dx, gx = det.exact(invalid_polygons), gt.exact(invalid_polygons)
     iou = np.zeros(len(gt_rows))
     both_polygons = (gt.masks.kind[gt_rows] == POLYGON) & (det.masks.kind[det_rows] == POLYGON)
     exact = np.flatnonzero(both_polygons)
-    iou[exact] = exact_pair_iou(dx, gx, det_rows[exact], gt_rows[exact], is_crowd[exact], lowest,
-                                lambda i: describe(int(det_rows[exact[i]]), int(gt_rows[exact[i]])))
+    iou[exact] = exact_pair_iou(
+        dx,
+        gx,
+        det_rows[exact],
+        gt_rows[exact],
+        is_crowd[exact],
+        lowest,
+        lambda i: describe(int(det_rows[exact[i]]), int(gt_rows[exact[i]])),
+    )
     raster = np.flatnonzero(~both_polygons)
     if len(raster):
-        iou[raster] = raster_pair_iou(det.source, det.masks, det.raster, gt.source, gt.masks,
-                                      gt.raster, det_rows[raster], gt_rows[raster], is_crowd[raster])
+        iou[raster] = raster_pair_iou(
+            det.source,
+            det.masks,
+            det.raster,
+            gt.source,
+            gt.masks,
+            gt.raster,
+            det_rows[raster],
+            gt_rows[raster],
+            is_crowd[raster],
+        )
     return iou
 
 
-def pair_mask_iou(prepared: PreparedMasks, gt_rows: np.ndarray, det_rows: np.ndarray,
-                  gt_is_crowd: np.ndarray, protocol: Any) -> np.ndarray:
+def pair_mask_iou(
+    prepared: PreparedMasks, gt_rows: np.ndarray, det_rows: np.ndarray, gt_is_crowd: np.ndarray, protocol: Any
+) -> np.ndarray:
     """Mask IoU of aligned (ground truth, detection) pairs under ``protocol``.
 
     Parameters
@@ -275,15 +310,25 @@ def pair_mask_iou(prepared: PreparedMasks, gt_rows: np.ndarray, det_rows: np.nda
     gm, dm = prepared.gt_masks, prepared.det_masks
 
     def describe(d: int, g: int) -> str:
-        return (f"{gm.source.where}: annotation #{int(gm.source.number[g])} ({gm.source.label(g)}) "
-                f"and {dm.source.where}: detection #{int(dm.source.number[d])} ({dm.source.label(d)})")
+        return (
+            f"{gm.source.where}: annotation #{int(gm.source.number[g])} ({gm.source.label(g)}) "
+            f"and {dm.source.where}: detection #{int(dm.source.number[d])} ({dm.source.label(d)})"
+        )
 
     if protocol.mask_iou == "exact":  # ground truth first: its invalid polygons are reported first
         gm.exact(protocol.invalid_polygons)
         dm.exact(protocol.invalid_polygons)
-    return _pair_iou(dm, gm, det_rows, gt_rows, is_crowd, mask_iou=protocol.mask_iou,
-                     invalid_polygons=protocol.invalid_polygons,
-                     lowest=_lowest_threshold(protocol), describe=describe)
+    return _pair_iou(
+        dm,
+        gm,
+        det_rows,
+        gt_rows,
+        is_crowd,
+        mask_iou=protocol.mask_iou,
+        invalid_polygons=protocol.invalid_polygons,
+        lowest=_lowest_threshold(protocol),
+        describe=describe,
+    )
 
 
 def detection_areas(prepared: PreparedMasks, rows: np.ndarray, protocol: Any) -> np.ndarray:
@@ -330,8 +375,15 @@ def detection_areas(prepared: PreparedMasks, rows: np.ndarray, protocol: Any) ->
     return area
 
 
-def segm_iou(det: list, gt: list, gt_is_crowd: Any = None, *, mask_iou: str = "exact",
-             image_size: tuple | None = None, invalid_polygons: str = "even_odd") -> np.ndarray:
+def segm_iou(
+    det: list,
+    gt: list,
+    gt_is_crowd: Any = None,
+    *,
+    mask_iou: str = "exact",
+    image_size: tuple | None = None,
+    invalid_polygons: str = "even_odd",
+) -> np.ndarray:
     """IoU matrix between COCO segmentations (polygon lists or RLE dicts).
 
     Parameters
@@ -373,7 +425,15 @@ def segm_iou(det: list, gt: list, gt_is_crowd: Any = None, *, mask_iou: str = "e
     g_masks = CollectionMasks.parse(values_source(gt, "annotation", size))
     det_rows = np.repeat(np.arange(n_det), n_gt)
     gt_rows = np.tile(np.arange(n_gt), n_det)
-    iou = _pair_iou(d_masks, g_masks, det_rows, gt_rows, crowd[gt_rows], mask_iou=mask_iou,
-                    invalid_polygons=invalid_polygons, lowest=0.0,
-                    describe=lambda d, g: f"detection {d} and annotation {g}")
+    iou = _pair_iou(
+        d_masks,
+        g_masks,
+        det_rows,
+        gt_rows,
+        crowd[gt_rows],
+        mask_iou=mask_iou,
+        invalid_polygons=invalid_polygons,
+        lowest=0.0,
+        describe=lambda d, g: f"detection {d} and annotation {g}",
+    )
     return iou.reshape(n_det, n_gt)

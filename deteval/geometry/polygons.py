@@ -32,9 +32,11 @@ from deteval.io.segmentation import POLYGON, CheckedMasks, SegmentationSource, f
 
 __all__ = ["ExactMasks", "build_exact_masks", "exact_pair_iou", "even_odd_region"]
 
-_REPAIR_HINT = ("; to fill such polygons by the even-odd rule as pycocotools' rasteriser does, set "
-                "`invalid_polygons: even_odd` (CLI: --set invalid_polygons=even_odd, the default), "
-                "or score the raster as pycocotools does with mask_iou: raster")
+_REPAIR_HINT = (
+    "; to fill such polygons by the even-odd rule as pycocotools' rasteriser does, set "
+    "`invalid_polygons: even_odd` (CLI: --set invalid_polygons=even_odd, the default), "
+    "or score the raster as pycocotools does with mask_iou: raster"
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,8 +129,7 @@ def even_odd_region(ring: Any) -> Any:
     return odd[0] if len(odd) == 1 else shapely.union_all(odd)
 
 
-def build_exact_masks(src: SegmentationSource, masks: CheckedMasks,
-                      invalid_polygons: str) -> ExactMasks:
+def build_exact_masks(src: SegmentationSource, masks: CheckedMasks, invalid_polygons: str) -> ExactMasks:
     """Shapely geometry, exact area and bounds of every polygon record of ``masks``.
 
     A record's parts become one Polygon or, when several, their union as a MultiPolygon
@@ -164,8 +165,9 @@ def build_exact_masks(src: SegmentationSource, masks: CheckedMasks,
     shift = np.repeat(closed_start[:-1] - masks.point_start[:-1], npts)
     ring[np.arange(len(masks.points)) + shift] = masks.points
     ring[closed_start[1:] - 1] = masks.points[masks.point_start[:-1]]
-    parts = shapely.from_ragged_array(shapely.GeometryType.POLYGON, ring,
-                                      offsets=(closed_start, np.arange(n_part_total + 1)))
+    parts = shapely.from_ragged_array(
+        shapely.GeometryType.POLYGON, ring, offsets=(closed_start, np.arange(n_part_total + 1))
+    )
     is_valid = shapely.is_valid(parts)
     if not is_valid.all():
         bad = np.flatnonzero(~is_valid)
@@ -186,9 +188,14 @@ def build_exact_masks(src: SegmentationSource, masks: CheckedMasks,
                     why = f"zero area, its points are collinear ({why})"
                 return f"part {int(part_index[p])}: {why}"
 
-            fail_records(src, rows, "a polygon is self-intersecting (its edges cross or overlap)",
-                  "a simple polygon (its edges meet only at consecutive vertices)", found,
-                  _REPAIR_HINT)
+            fail_records(
+                src,
+                rows,
+                "a polygon is self-intersecting (its edges cross or overlap)",
+                "a simple polygon (its edges meet only at consecutive vertices)",
+                found,
+                _REPAIR_HINT,
+            )
         if invalid_polygons == "make_valid":
             # GEOS' "linework" repair (builds an area from the noded linework, drops collapsed
             # lines); it can differ from the even-odd region, e.g. for a ring traversed twice.
@@ -240,8 +247,15 @@ def build_exact_masks(src: SegmentationSource, masks: CheckedMasks,
     return ExactMasks(geometry, area, bounds)
 
 
-def exact_pair_iou(det: ExactMasks, gt: ExactMasks, det_rows: np.ndarray, gt_rows: np.ndarray,
-                   is_crowd: np.ndarray, lowest: float, describe: Callable[[int], str]) -> np.ndarray:
+def exact_pair_iou(
+    det: ExactMasks,
+    gt: ExactMasks,
+    det_rows: np.ndarray,
+    gt_rows: np.ndarray,
+    is_crowd: np.ndarray,
+    lowest: float,
+    describe: Callable[[int], str],
+) -> np.ndarray:
     """Exact polygon IoU of aligned pairs; pairs that cannot reach ``lowest`` get 0."""
     n = len(det_rows)
     iou = np.zeros(n)
@@ -270,8 +284,9 @@ def exact_pair_iou(det: ExactMasks, gt: ExactMasks, det_rows: np.ndarray, gt_row
     return iou
 
 
-def _intersection(a: np.ndarray, b: np.ndarray, describe: Callable[[int], str],
-                  pair_index: np.ndarray) -> np.ndarray:
+def _intersection(
+    a: np.ndarray, b: np.ndarray, describe: Callable[[int], str], pair_index: np.ndarray
+) -> np.ndarray:
     """shapely.intersection, with a snap-rounded retry where GEOS' overlay gives up."""
     try:
         return shapely.intersection(a, b)
@@ -285,8 +300,9 @@ def _intersection(a: np.ndarray, b: np.ndarray, describe: Callable[[int], str],
             try:
                 out[i] = shapely.intersection(a[i], b[i], grid_size=1e-6)
             except shapely.errors.GEOSException as error:
-                raise InputError(f"exact polygon intersection failed for {describe(int(pair_index[i]))}: "
-                                 f"{error}; expected polygons GEOS can overlay; use mask_iou: raster "
-                                 f"for these data") from None
+                raise InputError(
+                    f"exact polygon intersection failed for {describe(int(pair_index[i]))}: "
+                    f"{error}; expected polygons GEOS can overlay; use mask_iou: raster "
+                    f"for these data"
+                ) from None
     return out
-

@@ -21,8 +21,14 @@ from deteval.io.segmentation import (
     raster_image_size,
 )
 
-__all__ = ["RasterMasks", "ensure_raster", "check_rasterisable", "rle_areas", "raster_pair_iou",
-           "mask_pixel_area"]
+__all__ = [
+    "RasterMasks",
+    "ensure_raster",
+    "check_rasterisable",
+    "rle_areas",
+    "raster_pair_iou",
+    "mask_pixel_area",
+]
 
 
 class RasterMasks:
@@ -39,8 +45,9 @@ class RasterMasks:
         self.done = np.zeros(n, dtype=bool)
 
 
-def ensure_raster(src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks,
-                  rows: np.ndarray) -> None:
+def ensure_raster(
+    src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray
+) -> None:
     """Compute pycocotools' RLE (``COCO.annToRLE``) of the ``rows`` not done yet.
 
     Polygons: ``frPyObjects(parts, h, w)`` at the image size, parts merged; uncompressed RLE:
@@ -62,7 +69,7 @@ def ensure_raster(src: SegmentationSource, masks: CheckedMasks, raster: RasterMa
             count = masks.part_start[group + 1] - first
             part_ids = np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())
             ps = masks.point_start
-            arrays = [masks.points[ps[p]:ps[p + 1]].ravel() for p in part_ids.tolist()]
+            arrays = [masks.points[ps[p] : ps[p + 1]].ravel() for p in part_ids.tolist()]
             rles = mask_utils.frPyObjects(arrays, h, w)
             offsets = np.r_[0, np.cumsum(count)].tolist()
             for j, r in enumerate(group.tolist()):
@@ -77,8 +84,7 @@ def ensure_raster(src: SegmentationSource, masks: CheckedMasks, raster: RasterMa
     raster.done[rows] = True
 
 
-def check_rasterisable(src: SegmentationSource, masks: CheckedMasks,
-                       rows: np.ndarray | None = None) -> None:
+def check_rasterisable(src: SegmentationSource, masks: CheckedMasks, rows: np.ndarray | None = None) -> None:
     """Check now what rasterising the polygon records of ``masks`` would check on demand.
 
     Each polygon's image needs a usable width and height, and its vertices must lie within one
@@ -116,12 +122,13 @@ def rle_areas(rles: list) -> np.ndarray:
     """
     out = np.zeros(len(rles))
     for start in range(0, len(rles), 255):
-        out[start:start + 255] = mask_utils.area(rles[start:start + 255])
+        out[start : start + 255] = mask_utils.area(rles[start : start + 255])
     return out
 
 
-def _check_raster_extent(src: SegmentationSource, masks: CheckedMasks, rows: np.ndarray,
-                         size: np.ndarray) -> None:
+def _check_raster_extent(
+    src: SegmentationSource, masks: CheckedMasks, rows: np.ndarray, size: np.ndarray
+) -> None:
     """Polygons to rasterise must lie within one image size of the image.
 
     pycocotools walks every polygon edge at 5x resolution, so far-away vertices cost memory
@@ -141,16 +148,31 @@ def _check_raster_extent(src: SegmentationSource, masks: CheckedMasks, rows: np.
         first_bad = {int(o): pts[np.flatnonzero(outside & (owner == o))[0]] for o in bad[:N_SHOWN]}
         size_of = {int(rows[o]): size[o] for o in bad[:N_SHOWN]}
         point_of = {int(rows[o]): first_bad[int(o)] for o in bad[:N_SHOWN]}
-        fail_records(src, rows[bad], "a polygon reaches far outside its image (pycocotools would rasterise "
-              "all of it)", "vertices within one image size of the image: -width <= x <= 2 width, "
-              "-height <= y <= 2 height",
-              lambda r: f"vertex ({point_of[r][0]:g}, {point_of[r][1]:g}) for an image of "
-                        f"{int(size_of[r][1])} x {int(size_of[r][0])}" if r in point_of else "")
+        fail_records(
+            src,
+            rows[bad],
+            "a polygon reaches far outside its image (pycocotools would rasterise all of it)",
+            "vertices within one image size of the image: -width <= x <= 2 width, -height <= y <= 2 height",
+            lambda r: (
+                f"vertex ({point_of[r][0]:g}, {point_of[r][1]:g}) for an image of "
+                f"{int(size_of[r][1])} x {int(size_of[r][0])}"
+                if r in point_of
+                else ""
+            ),
+        )
 
 
-def raster_pair_iou(det_src: SegmentationSource, det: CheckedMasks, det_raster: RasterMasks,
-                    gt_src: SegmentationSource, gt: CheckedMasks, gt_raster: RasterMasks,
-                    det_rows: np.ndarray, gt_rows: np.ndarray, is_crowd: np.ndarray) -> np.ndarray:
+def raster_pair_iou(
+    det_src: SegmentationSource,
+    det: CheckedMasks,
+    det_raster: RasterMasks,
+    gt_src: SegmentationSource,
+    gt: CheckedMasks,
+    gt_raster: RasterMasks,
+    det_rows: np.ndarray,
+    gt_rows: np.ndarray,
+    is_crowd: np.ndarray,
+) -> np.ndarray:
     """pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs, one call per image."""
     n = len(det_rows)
     iou = np.zeros(n)
@@ -159,8 +181,9 @@ def raster_pair_iou(det_src: SegmentationSource, det: CheckedMasks, det_raster: 
     # gives such pairs IoU 0.
     db, gb = det.bounds[det_rows], gt.bounds[gt_rows]
     with np.errstate(invalid="ignore"):
-        apart = ((np.minimum(db[:, 2], gb[:, 2]) - np.maximum(db[:, 0], gb[:, 0]) < -4)
-                 | (np.minimum(db[:, 3], gb[:, 3]) - np.maximum(db[:, 1], gb[:, 1]) < -4))
+        apart = (np.minimum(db[:, 2], gb[:, 2]) - np.maximum(db[:, 0], gb[:, 0]) < -4) | (
+            np.minimum(db[:, 3], gb[:, 3]) - np.maximum(db[:, 1], gb[:, 1]) < -4
+        )
     todo = np.flatnonzero(~apart)
     if not len(todo):
         return iou
@@ -176,26 +199,29 @@ def raster_pair_iou(det_src: SegmentationSource, det: CheckedMasks, det_raster: 
         d_unique, d_index = np.unique(det_rows[sel], return_inverse=True)
         g_unique, g_first, g_index = np.unique(gt_rows[sel], return_index=True, return_inverse=True)
         crowd = is_crowd[sel][g_first].astype(np.uint8)
-        matrix = mask_utils.iou([det_raster.rle[r] for r in d_unique.tolist()],
-                                [gt_raster.rle[r] for r in g_unique.tolist()], crowd)
+        matrix = mask_utils.iou(
+            [det_raster.rle[r] for r in d_unique.tolist()],
+            [gt_raster.rle[r] for r in g_unique.tolist()],
+            crowd,
+        )
         iou[todo[sel]] = np.asarray(matrix, dtype=np.float64).reshape(len(d_unique), len(g_unique))[
-            d_index, g_index]
+            d_index, g_index
+        ]
     return iou
 
 
-def mask_pixel_area(src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks,
-                    rows: np.ndarray) -> np.ndarray:
+def mask_pixel_area(
+    src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray
+) -> np.ndarray:
     """Pixel count of the masks of ``rows`` (RLE directly; polygons rasterised into ``raster``)."""
     out = np.zeros(len(rows))
     is_rle = masks.kind[rows] == RLE
     for i in np.flatnonzero(is_rle).tolist():
         rle = masks.rle[int(rows[i])]
         counts = rle["counts"]
-        out[i] = (float(sum(counts[1::2])) if isinstance(counts, list)
-                  else float(mask_utils.area(rle)))
+        out[i] = float(sum(counts[1::2])) if isinstance(counts, list) else float(mask_utils.area(rle))
     poly = np.flatnonzero(~is_rle)
     if len(poly):
         ensure_raster(src, masks, raster, rows[poly])
         out[poly] = raster.area[rows[poly]]
     return out
-

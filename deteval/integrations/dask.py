@@ -62,8 +62,10 @@ def shard_paths(spec: Any) -> list:
         pattern = os.path.join(spec, "*.json") if os.path.isdir(spec) else spec
         paths = sorted(glob.glob(pattern))
     if not paths:
-        raise InputError(f"{spec}: no prediction shard files; expected a folder of COCO results JSON "
-                         f"files, a glob pattern (preds-*.json) or a list of paths, found none")
+        raise InputError(
+            f"{spec}: no prediction shard files; expected a folder of COCO results JSON "
+            f"files, a glob pattern (preds-*.json) or a list of paths, found none"
+        )
     return paths
 
 
@@ -80,20 +82,26 @@ def _concat(parts: Sequence, offsets: Sequence) -> Detections:
     """Detections of several shards as one, ``order`` moved by each shard's offset."""
     parts = list(parts)
     if any(p.segmentation is not None for p in parts):
-        segmentation: tuple | None = tuple(s for p in parts
-                                           for s in (p.segmentation or (None,) * len(p)))
+        segmentation: tuple | None = tuple(s for p in parts for s in (p.segmentation or (None,) * len(p)))
     else:
         segmentation = None
     cat = np.concatenate
-    return Detections(image=cat([p.image for p in parts]), category=cat([p.category for p in parts]),
-                      box=cat([p.box for p in parts]).reshape(-1, 4), score=cat([p.score for p in parts]),
-                      order=cat([p.order + off for p, off in zip(parts, offsets)]),
-                      has_box=cat([p.has_box for p in parts]), box_format=parts[0].box_format,
-                      segmentation=segmentation, source=parts[0].source)
+    return Detections(
+        image=cat([p.image for p in parts]),
+        category=cat([p.category for p in parts]),
+        box=cat([p.box for p in parts]).reshape(-1, 4),
+        score=cat([p.score for p in parts]),
+        order=cat([p.order + off for p, off in zip(parts, offsets)]),
+        has_box=cat([p.has_box for p in parts]),
+        box_format=parts[0].box_format,
+        segmentation=segmentation,
+        source=parts[0].source,
+    )
 
 
-def _match_parts(gt: GroundTruth, parts: Sequence, offsets: Sequence, images: np.ndarray,
-                 protocol: Any) -> Any:
+def _match_parts(
+    gt: GroundTruth, parts: Sequence, offsets: Sequence, images: np.ndarray, protocol: Any
+) -> Any:
     return match(gt, _concat(parts, offsets), protocol, images=images)
 
 
@@ -108,16 +116,20 @@ def _client(scheduler: Any) -> tuple:
     if not isinstance(scheduler, str):
         if all(hasattr(scheduler, name) for name in ("submit", "gather", "scatter")):
             return scheduler, None
-        raise ConfigError(f"evaluate_shards: scheduler must be 'dask', 'dask://ADDRESS' or a "
-                          f"dask.distributed Client, found {type(scheduler).__name__}")
+        raise ConfigError(
+            f"evaluate_shards: scheduler must be 'dask', 'dask://ADDRESS' or a "
+            f"dask.distributed Client, found {type(scheduler).__name__}"
+        )
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        raise ConfigError("evaluate_shards: dask.distributed is not installed; expected "
-                          "pip install deteval[dask]") from None
+        raise ConfigError(
+            "evaluate_shards: dask.distributed is not installed; expected pip install deteval[dask]"
+        ) from None
     if scheduler == "dask":
         try:
             from distributed import default_client
+
             return default_client(), None
         except ValueError:  # no client yet: a local cluster for this call
             cluster = LocalCluster(processes=True, dashboard_address=None)
@@ -126,17 +138,26 @@ def _client(scheduler: Any) -> tuple:
             def close() -> None:
                 client.close()
                 cluster.close()
+
             return client, close
     if scheduler.startswith("dask://"):
-        address = scheduler[len("dask://"):]
+        address = scheduler[len("dask://") :]
         client = Client(address if "://" in address else f"tcp://{address}")
         return client, client.close
-    raise ConfigError(f"evaluate_shards: scheduler must be 'dask', 'dask://ADDRESS' or a dask.distributed "
-                      f"Client, found {scheduler!r}")
+    raise ConfigError(
+        f"evaluate_shards: scheduler must be 'dask', 'dask://ADDRESS' or a dask.distributed "
+        f"Client, found {scheduler!r}"
+    )
 
 
-def evaluate_shards(gt: Any, dt_paths_or_glob: Any, protocol: Any = "coco", *, scheduler: Any = "dask",
-                    n_buckets: int | None = None) -> EvalResult:
+def evaluate_shards(
+    gt: Any,
+    dt_paths_or_glob: Any,
+    protocol: Any = "coco",
+    *,
+    scheduler: Any = "dask",
+    n_buckets: int | None = None,
+) -> EvalResult:
     """Evaluate predictions stored as shard files, matching each shard in a Dask task.
 
     Parameters
@@ -163,8 +184,11 @@ def evaluate_shards(gt: Any, dt_paths_or_glob: Any, protocol: Any = "coco", *, s
     check_protocol(protocol)
     gt = gt if isinstance(gt, GroundTruth) else load_ground_truth(gt)
     paths = shard_paths(dt_paths_or_glob)
-    shipped = gt if protocol.iou_type == "segm" or gt.segmentation is None else dataclasses.replace(
-        gt, segmentation=None)  # boxes: the polygons never need to travel
+    shipped = (
+        gt
+        if protocol.iou_type == "segm" or gt.segmentation is None
+        else dataclasses.replace(gt, segmentation=None)
+    )  # boxes: the polygons never need to travel
     client, close = _client(scheduler)
     try:
         gt_future = client.scatter(shipped, broadcast=True)
@@ -182,16 +206,26 @@ def evaluate_shards(gt: Any, dt_paths_or_glob: Any, protocol: Any = "coco", *, s
             for d, images, offset in zip(loaded, held, offsets):
                 mask = np.zeros(gt.n_images, dtype=bool)
                 mask[images] = True
-                futures.append(client.submit(_match_parts, gt_future, [d], [int(offset)], mask, protocol,
-                                             pure=False))
+                futures.append(
+                    client.submit(_match_parts, gt_future, [d], [int(offset)], mask, protocol, pure=False)
+                )
         else:
             n_buckets = max(1, int(n_buckets or len(paths)))
             image_bucket = np.arange(gt.n_images) % n_buckets
             split = [client.submit(_split, d, image_bucket, n_buckets, pure=False) for d in loaded]
             for b in range(n_buckets):
                 parts = [client.submit(_item, s, b, pure=False) for s in split]
-                futures.append(client.submit(_match_bucket, gt_future, parts, offsets.tolist(),
-                                             image_bucket == b, protocol, pure=False))
+                futures.append(
+                    client.submit(
+                        _match_bucket,
+                        gt_future,
+                        parts,
+                        offsets.tolist(),
+                        image_bucket == b,
+                        protocol,
+                        pure=False,
+                    )
+                )
         tables = client.gather(futures)
     finally:
         if close is not None:
@@ -199,15 +233,28 @@ def evaluate_shards(gt: Any, dt_paths_or_glob: Any, protocol: Any = "coco", *, s
     if not is_disjoint:
         covered = np.ones(gt.n_images, dtype=bool)
     if not covered.all():  # images of no shard: their ground truth counts as missed
-        empty = Detections(image=np.zeros(0, np.int64), category=np.zeros(0, np.int64), box=np.zeros((0, 4)),
-                           score=np.zeros(0), order=np.zeros(0, np.int64), has_box=np.zeros(0, bool),
-                           box_format=gt.box_format, segmentation=() if protocol.iou_type == "segm" else None,
-                           source=str(dt_paths_or_glob))
+        empty = Detections(
+            image=np.zeros(0, np.int64),
+            category=np.zeros(0, np.int64),
+            box=np.zeros((0, 4)),
+            score=np.zeros(0),
+            order=np.zeros(0, np.int64),
+            has_box=np.zeros(0, bool),
+            box_format=gt.box_format,
+            segmentation=() if protocol.iou_type == "segm" else None,
+            source=str(dt_paths_or_glob),
+        )
         tables.append(match(gt, empty, protocol, images=~covered))
     warnings = gt.warnings + tuple(w for s in summaries for w in s[2])
-    inputs = {"gt": gt.source, "dt": os.fspath(dt_paths_or_glob) if not isinstance(
-        dt_paths_or_glob, (list, tuple)) else f"{len(paths)} shard files", "images": gt.n_images,
-              "gt_objects": len(gt), "detections": int(sizes.sum())}
+    inputs = {
+        "gt": gt.source,
+        "dt": os.fspath(dt_paths_or_glob)
+        if not isinstance(dt_paths_or_glob, (list, tuple))
+        else f"{len(paths)} shard files",
+        "images": gt.n_images,
+        "gt_objects": len(gt),
+        "detections": int(sizes.sum()),
+    }
     return score(merge_match_tables(tables), gt, protocol, warnings=warnings, inputs=inputs)
 
 

@@ -38,8 +38,10 @@ def torch_all_gather(obj: Any, *, group: Any = None) -> list:
     try:
         import torch.distributed as dist
     except ImportError:
-        raise ConfigError("Evaluator.sync: torch is not installed; expected torch.distributed for the "
-                          "default gather (pip install deteval[torch]), or pass gather=<callable>") from None
+        raise ConfigError(
+            "Evaluator.sync: torch is not installed; expected torch.distributed for the "
+            "default gather (pip install deteval[torch]), or pass gather=<callable>"
+        ) from None
     if not dist.is_available() or not dist.is_initialized():
         return [obj]
     out: list = [None] * dist.get_world_size(group=group)

@@ -42,8 +42,14 @@ from deteval.summary import mean_defined
 
 __all__ = ["MeanAveragePrecision"]
 
-_HEADLINE = (("AP", "map"), ("AP50", "map_50"), ("AP75", "map_75"), ("APs", "map_small"),
-             ("APm", "map_medium"), ("APl", "map_large"))
+_HEADLINE = (
+    ("AP", "map"),
+    ("AP50", "map_50"),
+    ("AP75", "map_75"),
+    ("APs", "map_small"),
+    ("APm", "map_medium"),
+    ("APl", "map_large"),
+)
 _AREA_AR = (("ARs", "mar_small"), ("ARm", "mar_medium"), ("ARl", "mar_large"))
 
 
@@ -113,27 +119,44 @@ class MeanAveragePrecision:
     (0.6, 1.0, -1.0, 0)
     """
 
-    def __init__(self, box_format: str = "xyxy", iou_type: str = "bbox",
-                 iou_thresholds: Sequence[float] | None = None, rec_thresholds: Sequence[float] | None = None,
-                 max_detection_thresholds: Sequence[int] | None = None, class_metrics: bool = False,
-                 extended_summary: bool = False, average: str = "macro", backend: str = "pycocotools",
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        box_format: str = "xyxy",
+        iou_type: str = "bbox",
+        iou_thresholds: Sequence[float] | None = None,
+        rec_thresholds: Sequence[float] | None = None,
+        max_detection_thresholds: Sequence[int] | None = None,
+        class_metrics: bool = False,
+        extended_summary: bool = False,
+        average: str = "macro",
+        backend: str = "pycocotools",
+        **kwargs: Any,
+    ) -> None:
         for name, value in (("class_metrics", class_metrics), ("extended_summary", extended_summary)):
             if not isinstance(value, bool):
                 raise ConfigError(f"MeanAveragePrecision: `{name}` must be a bool, found {value!r}")
         if average not in ("macro", "micro"):
-            raise ConfigError(f"MeanAveragePrecision: `average` must be 'macro' or 'micro', found {average!r}")
+            raise ConfigError(
+                f"MeanAveragePrecision: `average` must be 'macro' or 'micro', found {average!r}"
+            )
         if backend not in ("pycocotools", "faster_coco_eval"):
-            raise ConfigError(f"MeanAveragePrecision: `backend` must be 'pycocotools' or 'faster_coco_eval', "
-                              f"found {backend!r}")
-        if rec_thresholds is not None and not np.array_equal(np.asarray(rec_thresholds, np.float64),
-                                                             np.asarray(COCO_RECALL_THRESHOLDS)):
-            raise ConfigError("MeanAveragePrecision: rec_thresholds other than COCO's 101 points "
-                              "np.linspace(0, 1, 101) are not supported; expected None")
+            raise ConfigError(
+                f"MeanAveragePrecision: `backend` must be 'pycocotools' or 'faster_coco_eval', "
+                f"found {backend!r}"
+            )
+        if rec_thresholds is not None and not np.array_equal(
+            np.asarray(rec_thresholds, np.float64), np.asarray(COCO_RECALL_THRESHOLDS)
+        ):
+            raise ConfigError(
+                "MeanAveragePrecision: rec_thresholds other than COCO's 101 points "
+                "np.linspace(0, 1, 101) are not supported; expected None"
+            )
         max_dets = sorted(int(m) for m in (max_detection_thresholds or (1, 10, 100)))
         if len(max_dets) != 3:
-            raise ConfigError(f"MeanAveragePrecision: max_detection_thresholds must have 3 values (the "
-                              f"summary reads three), found {max_dets}")
+            raise ConfigError(
+                f"MeanAveragePrecision: max_detection_thresholds must have 3 values (the "
+                f"summary reads three), found {max_dets}"
+            )
         changes: dict = {"max_dets": tuple(max_dets), "iou_type": iou_type}
         if iou_thresholds is not None:
             changes["iou_thresholds"] = tuple(float(t) for t in iou_thresholds)
@@ -143,8 +166,9 @@ class MeanAveragePrecision:
         self.class_metrics, self.extended_summary = class_metrics, extended_summary
         self.average, self.backend = average, backend
         self._macro = Evaluator(self.protocol, box_format=box_format, iou_type=iou_type)
-        self._micro = (Evaluator(self.protocol, box_format=box_format, iou_type=iou_type)
-                       if average == "micro" else None)
+        self._micro = (
+            Evaluator(self.protocol, box_format=box_format, iou_type=iou_type) if average == "micro" else None
+        )
 
     def reset(self) -> None:
         """Forget every update."""
@@ -164,6 +188,7 @@ class MeanAveragePrecision:
         if not isinstance(item, Mapping) or "area" not in item:
             return item
         from deteval.evaluator import _to_numpy
+
         area = _to_numpy(item["area"]).astype(np.float64).reshape(-1)
         missing = ~(area > 0)
         if not missing.any():
@@ -226,4 +251,5 @@ def _one_class(item: Mapping) -> Mapping:
     if not isinstance(item, Mapping) or "labels" not in item:
         return item
     from deteval.evaluator import _to_numpy
+
     return {**item, "labels": np.zeros(_to_numpy(item["labels"]).shape, dtype=np.int64)}

@@ -57,17 +57,17 @@ class Params:
             raise ConfigError(f"iouType must be 'bbox', 'segm' or 'keypoints', found {iouType!r}")
         self.imgIds: list = []
         self.catIds: list = []
-        self.iouThrs = np.linspace(.5, 0.95, int(np.round((0.95 - .5) / .05)) + 1, endpoint=True)
-        self.recThrs = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1, endpoint=True)
+        self.iouThrs = np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1, endpoint=True)
+        self.recThrs = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1, endpoint=True)
         self.maxDets = [1, 10, 100]
-        self.areaRng = [[0 ** 2, 1e5 ** 2], [0 ** 2, 32 ** 2], [32 ** 2, 96 ** 2], [96 ** 2, 1e5 ** 2]]
+        self.areaRng = [[0**2, 1e5**2], [0**2, 32**2], [32**2, 96**2], [96**2, 1e5**2]]
         self.areaRngLbl = ["all", "small", "medium", "large"]
         self.useCats = 1
         self.iouType = iouType
         self.useSegm = None
         if iouType == "keypoints":  # pycocotools' setKpParams
             self.maxDets = [20]
-            self.areaRng = [[0 ** 2, 1e5 ** 2], [32 ** 2, 96 ** 2], [96 ** 2, 1e5 ** 2]]
+            self.areaRng = [[0**2, 1e5**2], [32**2, 96**2], [96**2, 1e5**2]]
             self.areaRngLbl = ["all", "medium", "large"]
             self.kpt_oks_sigmas = COCO_KEYPOINT_SIGMAS.copy()
 
@@ -121,12 +121,21 @@ class COCOeval:
         labels = list(p.areaRngLbl)
         if len(labels) != len(p.areaRng) or len(set(labels)) != len(labels):
             labels = [f"area{i}" for i in range(len(p.areaRng))]
-        areas = tuple((str(name), float(lo), float(hi)) for name, (lo, hi) in zip(labels, p.areaRng, strict=True))
+        areas = tuple(
+            (str(name), float(lo), float(hi)) for name, (lo, hi) in zip(labels, p.areaRng, strict=True)
+        )
         return get_protocol("coco-pycocotools").replace(
-            iou_type=p.iouType, iou_thresholds=tuple(float(t) for t in p.iouThrs),
-            area_ranges=areas, max_dets=tuple(sorted(int(m) for m in p.maxDets)), mask_iou="raster",
-            keypoint_sigmas=(tuple(float(s) for s in p.kpt_oks_sigmas) if p.iouType == "keypoints"
-                             and not np.array_equal(p.kpt_oks_sigmas, COCO_KEYPOINT_SIGMAS) else None))
+            iou_type=p.iouType,
+            iou_thresholds=tuple(float(t) for t in p.iouThrs),
+            area_ranges=areas,
+            max_dets=tuple(sorted(int(m) for m in p.maxDets)),
+            mask_iou="raster",
+            keypoint_sigmas=(
+                tuple(float(s) for s in p.kpt_oks_sigmas)
+                if p.iouType == "keypoints" and not np.array_equal(p.kpt_oks_sigmas, COCO_KEYPOINT_SIGMAS)
+                else None
+            ),
+        )
 
     def _load(self) -> tuple:
         """Ground truth and detections restricted to ``imgIds`` x ``catIds`` (pooled if useCats=0)."""
@@ -136,10 +145,14 @@ class COCOeval:
         cat_ids = set(int(c) for c in np.unique(p.catIds))
         gt["images"] = [im for im in gt["images"] if im["id"] in img_ids]
         gt["categories"] = [c for c in gt["categories"] if c["id"] in cat_ids]
-        gt["annotations"] = [a for a in gt["annotations"]
-                             if a["image_id"] in img_ids and a["category_id"] in cat_ids]
-        dets = [_plain_detection(d) for d in _dataset(self.cocoDt)["annotations"]
-                if d["image_id"] in img_ids and d["category_id"] in cat_ids]
+        gt["annotations"] = [
+            a for a in gt["annotations"] if a["image_id"] in img_ids and a["category_id"] in cat_ids
+        ]
+        dets = [
+            _plain_detection(d)
+            for d in _dataset(self.cocoDt)["annotations"]
+            if d["image_id"] in img_ids and d["category_id"] in cat_ids
+        ]
         ground_truth = load_coco_gt(gt, name="cocoGt")
         detections = load_coco_dt(dets, ground_truth, name="cocoDt")
         record_ids = np.array([d.get("id", i + 1) for i, d in enumerate(dets)], dtype=np.int64)
@@ -162,8 +175,12 @@ class COCOeval:
         check_protocol(protocol)
         # The core, not deteval.api.evaluate: like pycocotools, the drop-in emits no warnings
         # (they stay in ``self.result.warnings`` / ``.notes``).
-        self.result = score(match(ground_truth, detections, protocol), ground_truth, protocol,
-                            warnings=ground_truth.warnings + detections.warnings)
+        self.result = score(
+            match(ground_truth, detections, protocol),
+            ground_truth,
+            protocol,
+            warnings=ground_truth.warnings + detections.warnings,
+        )
         self._inputs = (ground_truth, detections, det_ids, protocol)
         self._evalImgs = None
         self._ious = None
@@ -178,27 +195,40 @@ class COCOeval:
         precision, recall, scores = r.precision, r.recall, r.scores
         if not np.array_equal(rec_thrs, COCO_RECALL_THRESHOLDS):
             table, protocol = r.table, r.protocol
-            acc = accumulate_outcomes(table.det_is_tp, table.det_is_ignored, table.det_score,
-                                      table.det_class, table.det_rank, ranking_order(table, protocol),
-                                      table.n_positive, protocol, recall_thresholds_override=rec_thrs)
+            acc = accumulate_outcomes(
+                table.det_is_tp,
+                table.det_is_ignored,
+                table.det_score,
+                table.det_class,
+                table.det_rank,
+                ranking_order(table, protocol),
+                table.n_positive,
+                protocol,
+                recall_thresholds_override=rec_thrs,
+            )
             precision, recall, scores = acc.precision, acc.recall, acc.scores
 
         def minus_one(a: np.ndarray) -> np.ndarray:
             return np.where(np.isnan(a), -1.0, a)
 
-        self.eval = {"params": self.params, "counts": list(precision.shape),
-                     "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
-                     "precision": minus_one(precision), "recall": minus_one(recall),
-                     "scores": minus_one(scores)}
+        self.eval = {
+            "params": self.params,
+            "counts": list(precision.shape),
+            "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
+            "precision": minus_one(precision),
+            "recall": minus_one(recall),
+            "scores": minus_one(scores),
+        }
 
-    def _summarize_one(self, ap: bool, iou_thr: float | None = None, area: str = "all",
-                       max_dets: int = 100) -> tuple[float, str]:
+    def _summarize_one(
+        self, ap: bool, iou_thr: float | None = None, area: str = "all", max_dets: int = 100
+    ) -> tuple[float, str]:
         """pycocotools' ``_summarize``, operation by operation (its line and its value)."""
         p = self.params
         i_str = " {:<18} {} @[ IoU={:<9} | area={:>6s} | maxDets={:>3d} ] = {:0.3f}"
         title = "Average Precision" if ap else "Average Recall"
         kind = "(AP)" if ap else "(AR)"
-        iou = (f"{p.iouThrs[0]:0.2f}:{p.iouThrs[-1]:0.2f}" if iou_thr is None else f"{iou_thr:0.2f}")
+        iou = f"{p.iouThrs[0]:0.2f}:{p.iouThrs[-1]:0.2f}" if iou_thr is None else f"{iou_thr:0.2f}"
         aind = [i for i, a in enumerate(p.areaRngLbl) if a == area]
         mind = [i for i, m in enumerate(p.maxDets) if m == max_dets]
         s = self.eval["precision"] if ap else self.eval["recall"]
@@ -222,13 +252,32 @@ class COCOeval:
             self.accumulate()
         m = self.params.maxDets
         if self.params.iouType == "keypoints":  # pycocotools' _summarizeKps: maxDets 20 by value
-            rows = [(ap, iou, area, 20) for ap in (True, False)
-                    for iou, area in ((None, "all"), (.5, "all"), (.75, "all"), (None, "medium"), (None, "large"))]
+            rows = [
+                (ap, iou, area, 20)
+                for ap in (True, False)
+                for iou, area in (
+                    (None, "all"),
+                    (0.5, "all"),
+                    (0.75, "all"),
+                    (None, "medium"),
+                    (None, "large"),
+                )
+            ]
         else:
-            rows = [(True, None, "all", 100), (True, .5, "all", m[2]), (True, .75, "all", m[2]),
-                    (True, None, "small", m[2]), (True, None, "medium", m[2]), (True, None, "large", m[2]),
-                    (False, None, "all", m[0]), (False, None, "all", m[1]), (False, None, "all", m[2]),
-                    (False, None, "small", m[2]), (False, None, "medium", m[2]), (False, None, "large", m[2])]
+            rows = [
+                (True, None, "all", 100),
+                (True, 0.5, "all", m[2]),
+                (True, 0.75, "all", m[2]),
+                (True, None, "small", m[2]),
+                (True, None, "medium", m[2]),
+                (True, None, "large", m[2]),
+                (False, None, "all", m[0]),
+                (False, None, "all", m[1]),
+                (False, None, "all", m[2]),
+                (False, None, "small", m[2]),
+                (False, None, "medium", m[2]),
+                (False, None, "large", m[2]),
+            ]
         values, lines = [], []
         for ap, iou_thr, area, max_dets in rows:
             value, line = self._summarize_one(ap, iou_thr, area, max_dets)
@@ -278,13 +327,24 @@ class COCOeval:
         keys = np.unique(np.r_[gt_key, det_key])
         gt_bounds = np.searchsorted(gt_key[gt_rows], np.r_[keys, np.iinfo(np.int64).max], side="left")
         det_bounds = np.searchsorted(det_key[det_rows], np.r_[keys, np.iinfo(np.int64).max], side="left")
-        g_of = [gt_rows[gt_bounds[i]:gt_bounds[i + 1]] for i in range(len(keys))]
-        d_of = [det_rows[det_bounds[i]:det_bounds[i + 1]][:max_det] for i in range(len(keys))]
-        pair_g = np.concatenate([np.tile(g, len(d)) for g, d in zip(g_of, d_of, strict=True)] + [np.zeros(0, np.int64)])
-        pair_d = np.concatenate([np.repeat(d, len(g)) for g, d in zip(g_of, d_of, strict=True)] + [np.zeros(0, np.int64)])
+        g_of = [gt_rows[gt_bounds[i] : gt_bounds[i + 1]] for i in range(len(keys))]
+        d_of = [det_rows[det_bounds[i] : det_bounds[i + 1]][:max_det] for i in range(len(keys))]
+        pair_g = np.concatenate(
+            [np.tile(g, len(d)) for g, d in zip(g_of, d_of, strict=True)] + [np.zeros(0, np.int64)]
+        )
+        pair_d = np.concatenate(
+            [np.repeat(d, len(g)) for g, d in zip(g_of, d_of, strict=True)] + [np.zeros(0, np.int64)]
+        )
         masks = prepare_masks(ground_truth, detections, protocol) if protocol.iou_type == "segm" else None
-        values = pair_iou(ground_truth, detections, pair_g.astype(np.int64), pair_d.astype(np.int64),
-                          np.asarray(ground_truth.is_crowd)[pair_g], protocol, masks)
+        values = pair_iou(
+            ground_truth,
+            detections,
+            pair_g.astype(np.int64),
+            pair_d.astype(np.int64),
+            np.asarray(ground_truth.is_crowd)[pair_g],
+            protocol,
+            masks,
+        )
         cats = self.params.catIds if self.params.useCats else [-1]
         out: dict = {(int(i), int(c)): [] for i in self.params.imgIds for c in cats}
         start = 0
@@ -292,7 +352,7 @@ class COCOeval:
             n = len(g) * len(d)
             image, category = divmod(key, n_class)
             cat = int(cat_ids[category]) if self.params.useCats else -1
-            out[int(img_ids[image]), cat] = values[start:start + n].reshape(len(d), len(g)) if n else []
+            out[int(img_ids[image]), cat] = values[start : start + n].reshape(len(d), len(g)) if n else []
             start += n
         return out
 
@@ -335,8 +395,11 @@ class COCOeval:
         gt_ignored = self._gt_ignored(ground_truth, protocol)  # (n_area, n_gt)
         cat_ids = np.asarray(ground_truth.category_id)
         img_index = {int(i): k for k, i in enumerate(np.asarray(ground_truth.image_id).tolist())}
-        cat_list = ([int(np.flatnonzero(cat_ids == c)[0]) if (cat_ids == c).any() else None for c in p.catIds]
-                    if p.useCats else [0])
+        cat_list = (
+            [int(np.flatnonzero(cat_ids == c)[0]) if (cat_ids == c).any() else None for c in p.catIds]
+            if p.useCats
+            else [0]
+        )
         has_det_key = set(np.unique(det_key).tolist())
         out: list = []
         for c_index, category in zip(range(len(cat_list)), cat_list, strict=True):
@@ -357,13 +420,21 @@ class COCOeval:
                         continue
                     ignore = gt_ignored[a, g].astype(np.int64)
                     g = g[np.argsort(ignore, kind="mergesort")]
-                    out.append({
-                        "image_id": int(img_id), "category_id": int(cat_id), "aRng": area,
-                        "maxDet": max_det, "dtIds": table_det_id[d].tolist(),
-                        "gtIds": ann_ids[g].tolist(), "dtMatches": det_match[np.ix_(lanes, d)],
-                        "gtMatches": gt_match[np.ix_(lanes, g)],
-                        "dtScores": table.det_score[d].tolist(), "gtIgnore": gt_ignored[a, g].astype(np.int64),
-                        "dtIgnore": table.det_is_ignored[np.ix_(lanes, d)]})
+                    out.append(
+                        {
+                            "image_id": int(img_id),
+                            "category_id": int(cat_id),
+                            "aRng": area,
+                            "maxDet": max_det,
+                            "dtIds": table_det_id[d].tolist(),
+                            "gtIds": ann_ids[g].tolist(),
+                            "dtMatches": det_match[np.ix_(lanes, d)],
+                            "gtMatches": gt_match[np.ix_(lanes, g)],
+                            "dtScores": table.det_score[d].tolist(),
+                            "gtIgnore": gt_ignored[a, g].astype(np.int64),
+                            "dtIgnore": table.det_is_ignored[np.ix_(lanes, d)],
+                        }
+                    )
         return out
 
     @staticmethod

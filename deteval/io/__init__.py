@@ -20,7 +20,7 @@ __all__ = ["load_ground_truth", "load_detections", "load_coco_gt", "load_coco_dt
 
 
 def gt_format(source: Any) -> str:
-    """"coco", "voc" or "yolo" for a ground-truth source."""
+    """ "coco", "voc" or "yolo" for a ground-truth source."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if os.path.isdir(path):
@@ -28,8 +28,10 @@ def gt_format(source: Any) -> str:
                 return "voc"
             if any(os.path.exists(os.path.join(path, f)) for f in ("data.yaml", "dataset.yaml")):
                 return "yolo"
-            raise InputError(f"{path}: a folder that is neither a VOC root (no Annotations/) nor a "
-                             f"YOLO dataset (no data.yaml); expected one of them or a COCO JSON file")
+            raise InputError(
+                f"{path}: a folder that is neither a VOC root (no Annotations/) nor a "
+                f"YOLO dataset (no data.yaml); expected one of them or a COCO JSON file"
+            )
         if path.endswith((".yaml", ".yml")):
             return "yolo"
     return "coco"
@@ -40,9 +42,11 @@ def load_ground_truth(source: Any, **options: Any) -> GroundTruth:
     kind = gt_format(source)
     if kind == "voc":
         from deteval.io.voc import load_voc_gt
+
         return load_voc_gt(source, **options)
     if kind == "yolo":
         from deteval.io.yolo import load_yolo_gt
+
         return load_yolo_gt(source, **options)
     return load_coco_gt(source, **options)
 
@@ -52,11 +56,12 @@ def load_detections(source: Any, gt: GroundTruth, **options: Any) -> Detections:
     if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
         if _gt_kind(gt) == "yolo":
             from deteval.io.yolo import load_yolo_dt
+
             return load_yolo_dt(source, gt, **options)
         from deteval.io.voc import load_voc_dt
+
         return load_voc_dt(source, gt, **options)
     return load_coco_dt(source, gt, **options)
-
 
 
 def _gt_kind(gt: GroundTruth) -> str:

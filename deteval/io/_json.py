@@ -90,7 +90,8 @@ def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
         if depth > limit:
             return True
         children = itertools.chain.from_iterable(
-            item.values() if type(item) is dict else item for item in level)
+            item.values() if type(item) is dict else item for item in level
+        )
         level = [v for v in children if type(v) is list or type(v) is dict]
     return False
 
@@ -134,8 +135,10 @@ def loads_strict(raw: bytes, where: str) -> Any:
 
 
 def _too_deep_error(where: str) -> InputError:
-    return InputError(f"{where}: invalid JSON: arrays and objects nested more than {MAX_DEPTH} "
-                      f"levels deep; expected a COCO file (at most a few levels)")
+    return InputError(
+        f"{where}: invalid JSON: arrays and objects nested more than {MAX_DEPTH} "
+        f"levels deep; expected a COCO file (at most a few levels)"
+    )
 
 
 def _describe(exc: Exception, raw: bytes) -> str:
@@ -156,9 +159,11 @@ def _stdlib_loads(raw: bytes, where: str) -> Any:
         out: dict = {}
         for key, value in pairs:
             if key in out:
-                raise InputError(f"{where}: duplicate key {key!r} in one JSON object "
-                                 f"(first value {shorten(out[key], 40)}, then {shorten(value, 40)}); "
-                                 f"expected each key once")
+                raise InputError(
+                    f"{where}: duplicate key {key!r} in one JSON object "
+                    f"(first value {shorten(out[key], 40)}, then {shorten(value, 40)}); "
+                    f"expected each key once"
+                )
             out[key] = value
         return out
 

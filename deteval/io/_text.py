@@ -19,9 +19,22 @@ import numpy as np
 from deteval.errors import SHOW, InputError, records_error, shorten
 from deteval.io.output import note_folder, note_read
 
-__all__ = ["SHOW", "MAX_BYTES", "is_safe_name", "list_files", "safe_child", "read_bytes", "read_text",
-           "fail_records", "shorten", "split_rows", "parse_floats", "names_note", "line_of",
-           "split_lines"]
+__all__ = [
+    "SHOW",
+    "MAX_BYTES",
+    "is_safe_name",
+    "list_files",
+    "safe_child",
+    "read_bytes",
+    "read_text",
+    "fail_records",
+    "shorten",
+    "split_rows",
+    "parse_floats",
+    "names_note",
+    "line_of",
+    "split_lines",
+]
 
 GiB, MiB = 1 << 30, 1 << 20
 
@@ -33,6 +46,7 @@ MAX_BYTES = {"json": 16 * GiB, "text": 4 * GiB, "xml": 64 * MiB, "yaml": 1 * MiB
 
 _CHUNK = 1 << 24
 
+
 def is_safe_name(name: str) -> bool:
     """True when ``name`` can only mean a direct child of a folder (no separators, no ``..``).
 
@@ -41,8 +55,15 @@ def is_safe_name(name: str) -> bool:
     >>> is_safe_name("000005"), is_safe_name("../../etc/passwd"), is_safe_name("..")
     (True, False, False)
     """
-    return (bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name
-            and "\0" not in name and not os.path.isabs(name) and ":" not in name[1:2])
+    return (
+        bool(name)
+        and name not in (".", "..")
+        and "/" not in name
+        and "\\" not in name
+        and "\0" not in name
+        and not os.path.isabs(name)
+        and ":" not in name[1:2]
+    )
 
 
 def list_files(folder: str, *, what: str) -> dict[str, str]:
@@ -74,8 +95,10 @@ def list_files(folder: str, *, what: str) -> dict[str, str]:
     if broken:
         shown = ", ".join(repr(n) for n in sorted(broken)[:SHOW])
         more = f" and {len(broken) - SHOW} more" if len(broken) > SHOW else ""
-        raise InputError(f"{folder}: {len(broken)} symbolic link(s) that lead to no file (dangling or "
-                         f"looping): {shown}{more}; expected {what} (fix or remove the links)")
+        raise InputError(
+            f"{folder}: {len(broken)} symbolic link(s) that lead to no file (dangling or "
+            f"looping): {shown}{more}; expected {what} (fix or remove the links)"
+        )
     return out
 
 
@@ -98,22 +121,27 @@ def safe_child(folder: str, name: str, *, what: str, where: str) -> str:
     test.txt:3: image id '../../etc/passwd.xml' is a path; e
     """
     if not is_safe_name(name):
-        raise InputError(f"{where}: {what} {shorten(name)} is a path; expected a plain name without "
-                         f"'/', '\\' or '..' (no file outside {folder} is opened)")
+        raise InputError(
+            f"{where}: {what} {shorten(name)} is a path; expected a plain name without "
+            f"'/', '\\' or '..' (no file outside {folder} is opened)"
+        )
     return os.path.join(folder, name)
 
 
 def _kind_of(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
 
 
-def read_bytes(path: str, *, what: str, limit: int = MAX_BYTES["text"],
-               error: type = InputError) -> bytes:
+def read_bytes(path: str, *, what: str, limit: int = MAX_BYTES["text"], error: type = InputError) -> bytes:
     """The contents of the regular file ``path``, at most ``limit`` bytes; else an error naming it.
 
     Special files are refused before anything is read (a FIFO with no writer would block
@@ -202,12 +230,14 @@ def read_text(path: str, *, what: str, limit: int = MAX_BYTES["text"]) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = line_of(raw, exc.start)
-        raise InputError(f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); "
-                         f"expected {what}") from None
+        raise InputError(
+            f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); expected {what}"
+        ) from None
 
 
-def fail_records(problem: str, expected: str, hits: Sequence[tuple[str, str]], *,
-                 kind: str = "lines") -> None:
+def fail_records(
+    problem: str, expected: str, hits: Sequence[tuple[str, str]], *, kind: str = "lines"
+) -> None:
     """Raise one InputError for records with the same defect (:func:`deteval.errors.records_error`).
 
     Parameters
@@ -237,12 +267,10 @@ def names_note(names: Iterable[str], limit: int = SHOW) -> str:
 
 def split_rows(text: str) -> list[tuple[int, list[str]]]:
     """(1-based line number, whitespace-separated fields) of every non-blank line."""
-    return [(n, fields) for n, fields in enumerate((line.split() for line in split_lines(text)), 1)
-            if fields]
+    return [(n, fields) for n, fields in enumerate((line.split() for line in split_lines(text)), 1) if fields]
 
 
-def parse_floats(rows: Sequence[tuple[int, list[str]]], columns: slice, path: str,
-                 names: str) -> np.ndarray:
+def parse_floats(rows: Sequence[tuple[int, list[str]]], columns: slice, path: str, names: str) -> np.ndarray:
     """The numeric ``columns`` (a slice with a stop) of ``rows`` as float64 (n, k).
 
     The rows' column counts are checked by the caller.

@@ -31,8 +31,15 @@ from deteval.errors import ConfigError, InputError, shorten
 from deteval.io._text import read_text
 from deteval.io._yaml import find_alias
 
-__all__ = ["CategoryMap", "read_category_map", "map_categories", "index_hint", "resolve_categories",
-           "MAX_DROP", "INDEX_MAPS"]
+__all__ = [
+    "CategoryMap",
+    "read_category_map",
+    "map_categories",
+    "index_hint",
+    "resolve_categories",
+    "MAX_DROP",
+    "INDEX_MAPS",
+]
 
 #: Largest share of detections ``unknown_category="drop"`` drops without ``max_drop=1``.
 MAX_DROP = 0.10
@@ -94,37 +101,47 @@ def read_category_map(spec: str | os.PathLike | Mapping | CategoryMap | None) ->
     if path in INDEX_MAPS:
         return CategoryMap(kind=path)
     if not os.path.exists(path):
-        raise ConfigError(f"--category-map {path}: not {' or '.join(INDEX_MAPS)} and no such file; "
-                          f"expected index0, index1 or a YAML/JSON file `detection id: ground-truth "
-                          f"id or name`")
+        raise ConfigError(
+            f"--category-map {path}: not {' or '.join(INDEX_MAPS)} and no such file; "
+            f"expected index0, index1 or a YAML/JSON file `detection id: ground-truth "
+            f"id or name`"
+        )
     text = read_text(path, what="a category map (YAML or JSON: detection id -> ground-truth id or name)")
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{line}: invalid YAML/JSON ({getattr(exc, 'problem', exc)}); expected "
-                          f"a mapping `detection id: ground-truth id or name`") from None
+        raise ConfigError(
+            f"{path}{line}: invalid YAML/JSON ({getattr(exc, 'problem', exc)}); expected "
+            f"a mapping `detection id: ground-truth id or name`"
+        ) from None
     alias = find_alias(node)
     if alias is not None:
-        raise ConfigError(f"{path}:{alias.start_mark.line + 1}: YAML anchors and aliases are not "
-                          f"allowed; expected plain values")
+        raise ConfigError(
+            f"{path}:{alias.start_mark.line + 1}: YAML anchors and aliases are not "
+            f"allowed; expected plain values"
+        )
     if not isinstance(node, yaml.MappingNode):
         found = "nothing" if node is None else type(node).__name__.replace("Node", "").lower()
-        raise ConfigError(f"{path}: expected a mapping `detection id: ground-truth id or name`, found "
-                          f"a {found}")
+        raise ConfigError(
+            f"{path}: expected a mapping `detection id: ground-truth id or name`, found a {found}"
+        )
     items, lines = [], {}
     for key_node, value_node in node.value:
         where = f"{path}:{key_node.start_mark.line + 1}"
         if not (isinstance(key_node, yaml.ScalarNode) and isinstance(value_node, yaml.ScalarNode)):
-            raise ConfigError(f"{where}: entry is not `id: id or name`; expected a detection id and a "
-                              f"ground-truth id or name, found a nested value")
+            raise ConfigError(
+                f"{where}: entry is not `id: id or name`; expected a detection id and a "
+                f"ground-truth id or name, found a nested value"
+            )
         try:
             key = yaml.safe_load(yaml.serialize(key_node))
             value = yaml.safe_load(yaml.serialize(value_node))
         except yaml.YAMLError as exc:  # a tag safe_load refuses
-            raise ConfigError(f"{where}: invalid value ({getattr(exc, 'problem', exc)}); expected "
-                              f"plain ids and names") from None
+            raise ConfigError(
+                f"{where}: invalid value ({getattr(exc, 'problem', exc)}); expected plain ids and names"
+            ) from None
         items.append((key, value))
         lines[len(items) - 1] = key_node.start_mark.line + 1
     return _table(items, lines, path)
@@ -138,19 +155,24 @@ def _table(items: Sequence[tuple], lines: dict, source: str) -> CategoryMap:
         where = f"{source}:{lines[n]}" if n in lines else source
         number = _as_int(key)
         if number is None:
-            raise ConfigError(f"{where}: key {shorten(key)} is not a detection category id; expected an "
-                              f"integer (the id or class index the detections carry)")
+            raise ConfigError(
+                f"{where}: key {shorten(key)} is not a detection category id; expected an "
+                f"integer (the id or class index the detections carry)"
+            )
         target = _as_int(value) if not isinstance(value, str) else value
         if target is None or (isinstance(target, str) and not target):
-            raise ConfigError(f"{where}: {number}: {shorten(value)}; expected a ground-truth category "
-                              f"id (integer) or name (string)")
+            raise ConfigError(
+                f"{where}: {number}: {shorten(value)}; expected a ground-truth category "
+                f"id (integer) or name (string)"
+            )
         if number in table:
             raise ConfigError(f"{where}: detection id {number} is mapped twice; expected each id once")
         table[number] = target
         at[number] = lines.get(n, 0)
     if not table:
-        raise ConfigError(f"{source}: the category map is empty; expected `detection id: ground-truth "
-                          f"id or name` entries")
+        raise ConfigError(
+            f"{source}: the category map is empty; expected `detection id: ground-truth id or name` entries"
+        )
     return CategoryMap(kind="table", table=table, lines=at, source=source)
 
 
@@ -215,14 +237,17 @@ def map_categories(det_ids: np.ndarray, gt: GroundTruth, category_map: CategoryM
             hits = names.get(target, [])
             if len(hits) != 1:
                 problem = "is not a category name" if not hits else "names several categories"
-                raise ConfigError(f"{where}: {key}: {target!r} {problem} of {gt.source}; expected one of "
-                                  f"{_names(gt)}")
+                raise ConfigError(
+                    f"{where}: {key}: {target!r} {problem} of {gt.source}; expected one of {_names(gt)}"
+                )
             targets[j] = hits[0]
         else:
             index = _index_of(np.array([target]), gt.category_id)[0]
             if index < 0:
-                raise ConfigError(f"{where}: {key}: {target} is not a category id of {gt.source}; "
-                                  f"expected one of {_ids(gt)}")
+                raise ConfigError(
+                    f"{where}: {key}: {target} is not a category id of {gt.source}; "
+                    f"expected one of {_ids(gt)}"
+                )
             targets[j] = index
     position = _index_of(det_ids, keys)
     return np.where(position >= 0, targets[np.maximum(position, 0)], -1).astype(np.int64)
@@ -265,19 +290,31 @@ def index_hint(det_ids: np.ndarray, gt: GroundTruth) -> str:
     k = gt.n_classes
     low, high = int(det_ids[0]), int(det_ids[-1])
     for base, name in ((0, "index0"), (1, "index1")):
-        if low >= base and high <= k - 1 + base and not np.array_equal(gt.category_id,
-                                                                       np.arange(base, k + base)):
-            return (f"the detection category ids ({low}..{high}) look like {base}-based indices of "
-                    f"the {k} ground-truth categories in id order (ids {_ids(gt)}), not their ids: "
-                    f"pass --category-map {name} (category_map='{name}') to score them as indices, or "
-                    f"a file mapping detection id -> ground-truth id or name")
+        if (
+            low >= base
+            and high <= k - 1 + base
+            and not np.array_equal(gt.category_id, np.arange(base, k + base))
+        ):
+            return (
+                f"the detection category ids ({low}..{high}) look like {base}-based indices of "
+                f"the {k} ground-truth categories in id order (ids {_ids(gt)}), not their ids: "
+                f"pass --category-map {name} (category_map='{name}') to score them as indices, or "
+                f"a file mapping detection id -> ground-truth id or name"
+            )
     return ""
 
 
-def resolve_categories(det_ids: np.ndarray, gt: GroundTruth, *, category_map: CategoryMap | None,
-                       unknown_category: str, max_drop: float, where: str,
-                       fail: Callable[[np.ndarray, str, str], None],
-                       noun: str = "detections") -> tuple[np.ndarray, np.ndarray | None, list[str]]:
+def resolve_categories(
+    det_ids: np.ndarray,
+    gt: GroundTruth,
+    *,
+    category_map: CategoryMap | None,
+    unknown_category: str,
+    max_drop: float,
+    where: str,
+    fail: Callable[[np.ndarray, str, str], None],
+    noun: str = "detections",
+) -> tuple[np.ndarray, np.ndarray | None, list[str]]:
     """Category index of every detection, which to keep, and the warnings.
 
     Parameters
@@ -315,8 +352,11 @@ def resolve_categories(det_ids: np.ndarray, gt: GroundTruth, *, category_map: Ca
         expected = f"a category id of {gt.source} {_ids(gt)}"
     else:
         problem = f"`category_id` is not mapped to a category by {category_map.source}"
-        expected = (f"an id the map covers ({category_map.kind}: 0..{gt.n_classes - 1 + INDEX_MAPS.index(category_map.kind)})"
-                    if category_map.kind in INDEX_MAPS else f"an id listed in {category_map.source}")
+        expected = (
+            f"an id the map covers ({category_map.kind}: 0..{gt.n_classes - 1 + INDEX_MAPS.index(category_map.kind)})"
+            if category_map.kind in INDEX_MAPS
+            else f"an id listed in {category_map.source}"
+        )
     if unknown_category != "drop":
         fail(unknown, problem + (f" ({hint})" if hint else ""), expected)
     n, total = len(unknown), len(det_ids)
@@ -328,12 +368,18 @@ def resolve_categories(det_ids: np.ndarray, gt: GroundTruth, *, category_map: Ca
             f"ground truth (ids {ids[:10]}): more than {max_drop:.0%} is almost always a numbering "
             f"mistake, and dropping them would publish a number far below the model's"
             + (f"; {hint}" if hint else "; map the ids with --category-map")
-            + "; expected ids of the ground truth's categories (or --allow-large-drop / max_drop=1 to drop them anyway)")
+            + "; expected ids of the ground truth's categories (or --allow-large-drop / max_drop=1 to drop them anyway)"
+        )
     kept = np.flatnonzero(category >= 0)
-    return category, kept, [
-        f"{where}: dropped {n} {noun} of categories not in the ground truth (ids {ids[:10]}): {n} of "
-        f"{total} ({share:.1%}); they count as never predicted, so if they were meant as ground-truth "
-        f"classes the AP printed is lower than the model's"]
+    return (
+        category,
+        kept,
+        [
+            f"{where}: dropped {n} {noun} of categories not in the ground truth (ids {ids[:10]}): {n} of "
+            f"{total} ({share:.1%}); they count as never predicted, so if they were meant as ground-truth "
+            f"classes the AP printed is lower than the model's"
+        ],
+    )
 
 
 def _with_categories(gt: GroundTruth, ids: Sequence[int], names: Sequence[str]) -> GroundTruth:

@@ -49,11 +49,23 @@ def _named(names: Sequence[str]) -> GroundTruth:
     """A ground truth of named images without objects (for examples and tests)."""
     n = len(names)
     empty = np.zeros(0, dtype=np.int64)
-    return GroundTruth(image_id=np.arange(n), image_name=tuple(names), image_width=np.full(n, np.nan),
-                       image_height=np.full(n, np.nan), category_id=empty, category_name=(),
-                       annotation_id=empty, image=empty, category=empty, box=np.zeros((0, 4)),
-                       area=np.zeros(0), is_crowd=np.zeros(0, bool), is_difficult=np.zeros(0, bool),
-                       is_ignore=np.zeros(0, bool), has_image_ids=False)
+    return GroundTruth(
+        image_id=np.arange(n),
+        image_name=tuple(names),
+        image_width=np.full(n, np.nan),
+        image_height=np.full(n, np.nan),
+        category_id=empty,
+        category_name=(),
+        annotation_id=empty,
+        image=empty,
+        category=empty,
+        box=np.zeros((0, 4)),
+        area=np.zeros(0),
+        is_crowd=np.zeros(0, bool),
+        is_difficult=np.zeros(0, bool),
+        is_ignore=np.zeros(0, bool),
+        has_image_ids=False,
+    )
 
 
 def _is_digits(text: str) -> bool:
@@ -96,7 +108,7 @@ def join_ids(ids: np.ndarray, gt: GroundTruth) -> np.ndarray:
         return _index_of(ids, gt.image_id)
     numeric = [(int(s), i) for i, s in enumerate(map(stem, gt.image_name)) if _is_digits(s)]
     keys = np.array([k for k, _ in numeric], dtype=object)
-    fits = np.array([-2**63 <= k < 2**63 for k in keys], dtype=bool)
+    fits = np.array([-(2**63) <= k < 2**63 for k in keys], dtype=bool)
     keys = keys[fits].astype(np.int64) if len(keys) else np.zeros(0, dtype=np.int64)
     images = np.array([i for (_, i), ok in zip(numeric, fits, strict=True) if ok], dtype=np.int64)
     order = np.argsort(keys, kind="stable")
@@ -182,6 +194,8 @@ def explain_miss(value: Any, gt: GroundTruth, *, ambiguous: bool = False) -> str
     if _is_digits(text):
         padded = [n for n in gt.image_name if _is_digits(stem(n)) and int(stem(n)) == int(text)]
         if isinstance(value, str) and padded:
-            return (f"{shorten(value)} would match {stem(padded[0])!r} after zero-padding, but ids are "
-                    f"compared as text, as the devkit does")
+            return (
+                f"{shorten(value)} would match {stem(padded[0])!r} after zero-padding, but ids are "
+                f"compared as text, as the devkit does"
+            )
     return ""

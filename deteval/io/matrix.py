@@ -33,7 +33,7 @@ from deteval.errors import InputError
 __all__ = ["MAX_BYTES", "MAX_CELLS", "read_matrix", "read_labels", "read_scores", "read_labels_and_scores"]
 
 #: Largest file read (bytes).
-MAX_BYTES = 2 * 1024 ** 3
+MAX_BYTES = 2 * 1024**3
 #: Largest number of cells in a matrix.
 MAX_CELLS = 500_000_000
 
@@ -80,8 +80,10 @@ def _read_npy(path: str, max_cells: int) -> np.ndarray:
     except (ValueError, OSError, SyntaxError) as exc:
         raise InputError(f"{path}: not a valid .npy file ({exc})") from None
     if dtype.hasobject:
-        raise InputError(f"{path}: the array holds Python objects (dtype {dtype}), which would need "
-                         f"pickle to load; refused. Expected numbers or booleans")
+        raise InputError(
+            f"{path}: the array holds Python objects (dtype {dtype}), which would need "
+            f"pickle to load; refused. Expected numbers or booleans"
+        )
     if not (np.issubdtype(dtype, np.number) or dtype.kind == "b") or np.issubdtype(dtype, np.complexfloating):
         raise InputError(f"{path}: dtype {dtype}; expected real numbers or booleans")
     if len(shape) not in (1, 2):
@@ -99,16 +101,23 @@ def _bad_row(path: str, lines: list[str], first: int, delimiter: str | None, n_c
     """The first malformed row (slow path, only when the fast parser failed)."""
     for i, line in enumerate(lines[first:], start=first):
         if not line.strip():
-            return _fail(path, f"line {i + 1}: ", "blank line; expected a row of numbers "
-                                                  "(blank lines are allowed only at the end)")
+            return _fail(
+                path,
+                f"line {i + 1}: ",
+                "blank line; expected a row of numbers (blank lines are allowed only at the end)",
+            )
         cells = _split(line, delimiter)
         if len(cells) != n_columns:
-            return _fail(path, f"line {i + 1}: ", f"{len(cells)} columns; expected {n_columns} like "
-                                                  f"line {first + 1}")
+            return _fail(
+                path, f"line {i + 1}: ", f"{len(cells)} columns; expected {n_columns} like line {first + 1}"
+            )
         for j, cell in enumerate(cells):
             if not _is_number(cell):
-                return _fail(path, f"line {i + 1}, column {j + 1}: ", f"{cell[:40]!r} is not a number; "
-                                                                      f"expected a number")
+                return _fail(
+                    path,
+                    f"line {i + 1}, column {j + 1}: ",
+                    f"{cell[:40]!r} is not a number; expected a number",
+                )
     return _fail(path, "", "cannot be read as a matrix of numbers")
 
 
@@ -119,7 +128,7 @@ def _read_text(path: str, delimiter: str | None, max_cells: int) -> tuple[np.nda
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
+        line = raw[: exc.start].count(b"\n") + 1
         raise _fail(path, f"line {line}: ", "bytes that are not UTF-8; expected UTF-8 text") from None
     lines = text.splitlines()
     while lines and not lines[-1].strip():
@@ -133,17 +142,28 @@ def _read_text(path: str, delimiter: str | None, max_cells: int) -> tuple[np.nda
         first = 1  # a header row
     elif not all(numeric):
         j = numeric.index(False)
-        raise _fail(path, f"line 1, column {j + 1}: ", f"{head[j][:40]!r} is not a number; expected a "
-                                                       f"number (or a header of names only)")
+        raise _fail(
+            path,
+            f"line 1, column {j + 1}: ",
+            f"{head[j][:40]!r} is not a number; expected a number (or a header of names only)",
+        )
     if first >= len(lines):
         raise _fail(path, "", "a header and no rows; expected rows of numbers")
     n_columns = len(_split(lines[first], delimiter))
     if (len(lines) - first) * n_columns > max_cells:
-        raise _fail(path, "", f"about {(len(lines) - first) * n_columns} cells; expected at most "
-                              f"{max_cells} (max_cells)")
+        raise _fail(
+            path,
+            "",
+            f"about {(len(lines) - first) * n_columns} cells; expected at most {max_cells} (max_cells)",
+        )
     try:
-        matrix = np.loadtxt(io.StringIO("\n".join(lines[first:])), delimiter=delimiter, dtype=np.float64,
-                            ndmin=2, comments=None)
+        matrix = np.loadtxt(
+            io.StringIO("\n".join(lines[first:])),
+            delimiter=delimiter,
+            dtype=np.float64,
+            ndmin=2,
+            comments=None,
+        )
     except ValueError:
         raise _bad_row(path, lines, first, delimiter, n_columns) from None
     if matrix.shape[0] != len(lines) - first:  # NumPy skipped blank lines
@@ -159,8 +179,9 @@ def _where_npy(index: tuple) -> str:
     return "element [" + ", ".join(str(int(i)) for i in index) + "]: "
 
 
-def read_matrix(path: str | os.PathLike, *, what: str = "scores", max_bytes: int = MAX_BYTES,
-                max_cells: int = MAX_CELLS) -> np.ndarray:
+def read_matrix(
+    path: str | os.PathLike, *, what: str = "scores", max_bytes: int = MAX_BYTES, max_cells: int = MAX_CELLS
+) -> np.ndarray:
     """Read a matrix of finite numbers.
 
     Parameters
@@ -196,8 +217,7 @@ def read_matrix(path: str | os.PathLike, *, what: str = "scores", max_bytes: int
         raise InputError(f"what: expected 'scores' or 'labels', found {what!r}")
     extension = os.path.splitext(path)[1].lower()
     if extension != ".npy" and extension not in _TEXT_DELIMITERS:
-        raise InputError(f"{path}: unknown extension {extension!r}; expected .npy, .csv, .txt, .tsv "
-                         f"or .dat")
+        raise InputError(f"{path}: unknown extension {extension!r}; expected .npy, .csv, .txt, .tsv or .dat")
     _check_size(path, max_bytes)
     if extension == ".npy":
         matrix = _read_npy(path, max_cells)
@@ -209,17 +229,22 @@ def read_matrix(path: str | os.PathLike, *, what: str = "scores", max_bytes: int
 
         def where(index: tuple) -> str:
             return _where_text(index if len(index) == 2 else (index[0], 0), first)
+
     bad = ~np.isfinite(matrix)
     if bad.any():
         index = tuple(np.argwhere(bad)[0])
-        raise InputError(f"{path}: {where(index)}{matrix[index]} is not a finite number; expected a "
-                         f"finite {'label' if what == 'labels' else 'score'}")
+        raise InputError(
+            f"{path}: {where(index)}{matrix[index]} is not a finite number; expected a "
+            f"finite {'label' if what == 'labels' else 'score'}"
+        )
     if what == "labels":
         bad = (matrix != 0) & (matrix != 1)
         if bad.any():
             index = tuple(np.argwhere(bad)[0])
-            raise InputError(f"{path}: {where(index)}label {matrix[index]:g}; expected 0 or 1 "
-                             f"({int(bad.sum())} such values)")
+            raise InputError(
+                f"{path}: {where(index)}label {matrix[index]:g}; expected 0 or 1 "
+                f"({int(bad.sum())} such values)"
+            )
         matrix = matrix.astype(np.int8)
     if extension != ".npy" and matrix.shape[1] == 1:
         matrix = matrix[:, 0]
@@ -236,8 +261,9 @@ def read_scores(path: str | os.PathLike, **options: Any) -> np.ndarray:
     return read_matrix(path, what="scores", **options)
 
 
-def read_labels_and_scores(labels_path: str | os.PathLike, scores_path: str | os.PathLike,
-                           **options: Any) -> tuple[np.ndarray, np.ndarray]:
+def read_labels_and_scores(
+    labels_path: str | os.PathLike, scores_path: str | os.PathLike, **options: Any
+) -> tuple[np.ndarray, np.ndarray]:
     """Read both inputs of ``deteval rank`` and check that their shapes agree.
 
     Raises
@@ -248,7 +274,9 @@ def read_labels_and_scores(labels_path: str | os.PathLike, scores_path: str | os
     labels = read_labels(labels_path, **options)
     scores = read_scores(scores_path, **options)
     if labels.shape != scores.shape:
-        raise InputError(f"{os.fspath(labels_path)}: labels of shape {labels.shape} (rows x columns) "
-                         f"differ from {os.fspath(scores_path)}: scores of shape {scores.shape}; "
-                         f"expected one label per score")
+        raise InputError(
+            f"{os.fspath(labels_path)}: labels of shape {labels.shape} (rows x columns) "
+            f"differ from {os.fspath(scores_path)}: scores of shape {scores.shape}; "
+            f"expected one label per score"
+        )
     return labels, scores

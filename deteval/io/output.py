@@ -113,8 +113,9 @@ def _is_within(path: str, folder: str) -> bool:
 def _entries(inputs: ReadLog | Mapping[str, Any] | Iterable[Any]) -> list[tuple[str, str, Any, bool]]:
     """(label, resolved path, (dev, ino) or None, is a folder) of every input."""
     if isinstance(inputs, ReadLog):
-        return ([(f"input file {path}", path, ident, False) for path, ident in inputs.files.items()]
-                + [(f"input folder {path}", path, ident, True) for path, ident in inputs.folders.items()])
+        return [(f"input file {path}", path, ident, False) for path, ident in inputs.files.items()] + [
+            (f"input folder {path}", path, ident, True) for path, ident in inputs.folders.items()
+        ]
     named = inputs.items() if isinstance(inputs, Mapping) else ((None, item) for item in inputs)
     out = []
     for label, item in named:
@@ -131,8 +132,9 @@ def _entries(inputs: ReadLog | Mapping[str, Any] | Iterable[Any]) -> list[tuple[
     return out
 
 
-def check_output(path: str | os.PathLike, inputs: ReadLog | Mapping[str, Any] | Iterable[Any], *,
-                 option: str = "--output") -> None:
+def check_output(
+    path: str | os.PathLike, inputs: ReadLog | Mapping[str, Any] | Iterable[Any], *, option: str = "--output"
+) -> None:
     """Refuse an output ``path`` that is an input or lies inside an input folder.
 
     Parameters
@@ -177,13 +179,20 @@ def check_output(path: str | os.PathLike, inputs: ReadLog | Mapping[str, Any] | 
                 raise ConfigError(f"{option} {shown}: is the {label}{how}; expected a file path outside it")
             raise ConfigError(f"{option} {shown}: is the {label}{how}; refusing to overwrite it")
         if is_folder and _is_within(real, source):
-            raise ConfigError(f"{option} {shown}: is inside the {label} {source}; refusing to write "
-                              f"there (a file written in an input folder may be read as input next "
-                              f"time); expected a path outside it")
+            raise ConfigError(
+                f"{option} {shown}: is inside the {label} {source}; refusing to write "
+                f"there (a file written in an input folder may be read as input next "
+                f"time); expected a path outside it"
+            )
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes, *, option: str = "--output",
-                 inputs: ReadLog | Mapping[str, Any] | Iterable[Any] | None = None) -> None:
+def write_atomic(
+    path: str | os.PathLike,
+    data: str | bytes,
+    *,
+    option: str = "--output",
+    inputs: ReadLog | Mapping[str, Any] | Iterable[Any] | None = None,
+) -> None:
     """Write ``data`` to ``path`` completely or not at all.
 
     The data goes to a temporary file in the same folder, which is flushed, fsynced and then
@@ -225,23 +234,27 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, *, option: str = "-
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(shown)}.", suffix=".tmp")
     except OSError as exc:
-        raise ConfigError(f"{option} {shown}: cannot write ({exc.strerror}); expected a writable "
-                          f"file path in an existing folder") from None
+        raise ConfigError(
+            f"{option} {shown}: cannot write ({exc.strerror}); expected a writable "
+            f"file path in an existing folder"
+        ) from None
     try:
         try:
             with os.fdopen(fd, "wb") as f:
                 view = memoryview(payload)
                 while view:  # os.write may write less than asked
-                    written = f.write(view[:1 << 24])
+                    written = f.write(view[: 1 << 24])
                     view = view[written:]
                 f.flush()
                 os.fsync(f.fileno())
             os.chmod(tmp, _mode_for(shown))
             os.replace(tmp, shown)
         except OSError as exc:
-            raise ConfigError(f"{option} {shown}: cannot write ({exc.strerror}); nothing was written "
-                              f"(expected a writable file path with space for {len(payload)} "
-                              f"bytes)") from None
+            raise ConfigError(
+                f"{option} {shown}: cannot write ({exc.strerror}); nothing was written "
+                f"(expected a writable file path with space for {len(payload)} "
+                f"bytes)"
+            ) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

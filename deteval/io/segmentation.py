@@ -31,9 +31,21 @@ from pycocotools import mask as mask_utils
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError
 
-__all__ = ["MAX_COORDINATE", "MAX_PIXELS", "POLYGON", "RLE", "N_SHOWN", "SegmentationSource",
-           "CheckedMasks", "fail_records", "ground_truth_source", "detection_source",
-           "values_source", "parse_masks", "raster_image_size"]
+__all__ = [
+    "MAX_COORDINATE",
+    "MAX_PIXELS",
+    "POLYGON",
+    "RLE",
+    "N_SHOWN",
+    "SegmentationSource",
+    "CheckedMasks",
+    "fail_records",
+    "ground_truth_source",
+    "detection_source",
+    "values_source",
+    "parse_masks",
+    "raster_image_size",
+]
 
 #: Largest absolute polygon coordinate accepted: beyond it a coordinate is a bug upstream
 #: (pycocotools would try to rasterise it and run out of memory or overflow).
@@ -53,17 +65,18 @@ N_SHOWN = 5
 # Where records come from (for messages)
 # ----------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, eq=False)
 class SegmentationSource:
     """The raw segmentation values of one collection, and how to name its records."""
 
     values: tuple
     where: str
-    kind: str                       # "annotation" / "detection"
-    number: np.ndarray              # record number in its file, per row
-    label: Callable[[int], str]     # row -> "id=7, image_id=1"
-    image: np.ndarray               # image index per row
-    image_size: np.ndarray          # (n_img, 2) float64 height, width; NaN where unknown
+    kind: str  # "annotation" / "detection"
+    number: np.ndarray  # record number in its file, per row
+    label: Callable[[int], str]  # row -> "id=7, image_id=1"
+    image: np.ndarray  # image index per row
+    image_size: np.ndarray  # (n_img, 2) float64 height, width; NaN where unknown
     image_label: Callable[[int], str]
     image_where: str
 
@@ -78,8 +91,14 @@ def _show(value: Any) -> str:
     return text
 
 
-def fail_records(src: SegmentationSource, rows: Any, problem: str, expected: str,
-                 found: Callable[[int], str], hint: str = "") -> None:
+def fail_records(
+    src: SegmentationSource,
+    rows: Any,
+    problem: str,
+    expected: str,
+    found: Callable[[int], str],
+    hint: str = "",
+) -> None:
     """Raise one InputError naming the first five records (by row) with ``problem``.
 
     The message reads ``<file>: <record> (<ids>): <problem>; expected <...>,
@@ -88,18 +107,22 @@ def fail_records(src: SegmentationSource, rows: Any, problem: str, expected: str
     rows = [int(r) for r in rows]
     if len(rows) == 1:
         r = rows[0]
-        raise InputError(f"{src.where}: {src.kind} #{int(src.number[r])} ({src.label(r)}): "
-                         f"{problem}; expected {expected}, found {found(r)}{hint}")
+        raise InputError(
+            f"{src.where}: {src.kind} #{int(src.number[r])} ({src.label(r)}): "
+            f"{problem}; expected {expected}, found {found(r)}{hint}"
+        )
     shown = "; ".join(f"#{int(src.number[r])} ({src.label(r)}) {found(r)}" for r in rows[:N_SHOWN])
     more = f"; and {len(rows) - N_SHOWN} more" if len(rows) > N_SHOWN else ""
-    raise InputError(f"{src.where}: {len(rows)} {src.kind}s: {problem}; expected {expected}; "
-                     f"found {shown}{more}{hint}")
+    raise InputError(
+        f"{src.where}: {len(rows)} {src.kind}s: {problem}; expected {expected}; found {shown}{more}{hint}"
+    )
 
 
 def _image_sizes(gt: GroundTruth) -> np.ndarray:
     """(n_img, 2) float64 height, width of every image (NaN where the file gives none)."""
-    return np.stack([np.asarray(gt.image_height, np.float64),
-                     np.asarray(gt.image_width, np.float64)], axis=1).reshape(-1, 2)
+    return np.stack(
+        [np.asarray(gt.image_height, np.float64), np.asarray(gt.image_width, np.float64)], axis=1
+    ).reshape(-1, 2)
 
 
 def ground_truth_source(gt: GroundTruth) -> SegmentationSource:
@@ -111,15 +134,23 @@ def ground_truth_source(gt: GroundTruth) -> SegmentationSource:
         Ground truth without any segmentation (VOC, YOLO, COCO boxes only).
     """
     if gt.segmentation is None:
-        raise InputError(f"{gt.source}: iou_type 'segm' needs a `segmentation` (polygons or RLE) on "
-                         f"every annotation; expected COCO instances with masks, found ground truth "
-                         f"without any (VOC and YOLO boxes carry no masks)")
+        raise InputError(
+            f"{gt.source}: iou_type 'segm' needs a `segmentation` (polygons or RLE) on "
+            f"every annotation; expected COCO instances with masks, found ground truth "
+            f"without any (VOC and YOLO boxes carry no masks)"
+        )
     ann_id, img_id, image = gt.annotation_id, gt.image_id, gt.image
     return SegmentationSource(
-        values=tuple(gt.segmentation), where=gt.source, kind="annotation",
-        number=np.arange(len(gt)), label=lambda r: f"id={int(ann_id[r])}, image_id={int(img_id[image[r]])}",
-        image=np.asarray(image), image_size=_image_sizes(gt),
-        image_label=lambda i: f"id={int(img_id[i])}", image_where=gt.source)
+        values=tuple(gt.segmentation),
+        where=gt.source,
+        kind="annotation",
+        number=np.arange(len(gt)),
+        label=lambda r: f"id={int(ann_id[r])}, image_id={int(img_id[image[r]])}",
+        image=np.asarray(image),
+        image_size=_image_sizes(gt),
+        image_label=lambda i: f"id={int(img_id[i])}",
+        image_where=gt.source,
+    )
 
 
 def detection_source(dt: Detections, gt: GroundTruth) -> SegmentationSource:
@@ -132,16 +163,23 @@ def detection_source(dt: Detections, gt: GroundTruth) -> SegmentationSource:
     """
     img_id, image = gt.image_id, dt.image
     if dt.segmentation is None and len(dt):
-        raise InputError(f"{dt.source}: iou_type 'segm' needs a `segmentation` on every detection; "
-                         f"expected polygons or RLE, found boxes only (evaluate boxes with "
-                         f"iou_type 'bbox')")
+        raise InputError(
+            f"{dt.source}: iou_type 'segm' needs a `segmentation` on every detection; "
+            f"expected polygons or RLE, found boxes only (evaluate boxes with "
+            f"iou_type 'bbox')"
+        )
     values = tuple(dt.segmentation) if dt.segmentation is not None else ()
     return SegmentationSource(
-        values=values, where=dt.source, kind="detection", number=np.asarray(dt.order),
-        label=lambda r: f"image_id={int(img_id[image[r]])}", image=np.asarray(image),
-        image_size=_image_sizes(gt), image_label=lambda i: f"id={int(img_id[i])}",
-        image_where=gt.source)
-
+        values=values,
+        where=dt.source,
+        kind="detection",
+        number=np.asarray(dt.order),
+        label=lambda r: f"image_id={int(img_id[image[r]])}",
+        image=np.asarray(image),
+        image_size=_image_sizes(gt),
+        image_label=lambda i: f"id={int(img_id[i])}",
+        image_where=gt.source,
+    )
 
 
 def values_source(values: list, kind: str, image_size: np.ndarray) -> SegmentationSource:
@@ -155,15 +193,23 @@ def values_source(values: list, kind: str, image_size: np.ndarray) -> Segmentati
     image_size : float64 (1, 2)
         Height and width of the one image (NaN where unknown).
     """
-    return SegmentationSource(values=tuple(values), where=f"<{kind}s>", kind=kind,
-                              number=np.arange(len(values)), label=lambda r: f"index {r}",
-                              image=np.zeros(len(values), np.int64), image_size=image_size,
-                              image_label=lambda i: "of image_size", image_where="segm_iou")
+    return SegmentationSource(
+        values=tuple(values),
+        where=f"<{kind}s>",
+        kind=kind,
+        number=np.arange(len(values)),
+        label=lambda r: f"index {r}",
+        image=np.zeros(len(values), np.int64),
+        image_size=image_size,
+        image_label=lambda i: "of image_size",
+        image_where="segm_iou",
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # Parsing and validation: raw values -> canonical columns
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class CheckedMasks:
@@ -196,7 +242,7 @@ class CheckedMasks:
 
 
 def _is_number(v: Any) -> bool:
-    return (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)))
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
 def _as_float(v: Any) -> float:
@@ -214,20 +260,33 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
     codes = {list: 0, tuple: 0, dict: 1, type(None): 2}
     code = np.fromiter((codes.get(type(v), 3) for v in values), dtype=np.int8, count=n)
     if (code == 2).any():
-        fail_records(src, np.flatnonzero(code == 2), "no `segmentation` (iou_type 'segm' needs a mask "
-              "for every record)", "polygons [[x1, y1, x2, y2, ...], ...] or an RLE {size, counts}",
-              lambda r: "nothing")
+        fail_records(
+            src,
+            np.flatnonzero(code == 2),
+            "no `segmentation` (iou_type 'segm' needs a mask for every record)",
+            "polygons [[x1, y1, x2, y2, ...], ...] or an RLE {size, counts}",
+            lambda r: "nothing",
+        )
     if (code == 3).any():
-        fail_records(src, np.flatnonzero(code == 3), "`segmentation` is neither a polygon list nor an RLE "
-              "object", "polygons [[x1, y1, x2, y2, ...], ...] or an RLE {size, counts}",
-              lambda r: _show(values[r]))
+        fail_records(
+            src,
+            np.flatnonzero(code == 3),
+            "`segmentation` is neither a polygon list nor an RLE object",
+            "polygons [[x1, y1, x2, y2, ...], ...] or an RLE {size, counts}",
+            lambda r: _show(values[r]),
+        )
     poly_rows = np.flatnonzero(code == 0)
     n_parts = np.zeros(n, dtype=np.int64)
     n_parts[poly_rows] = np.fromiter((len(values[r]) for r in poly_rows), np.int64, len(poly_rows))
     empty = poly_rows[n_parts[poly_rows] == 0]
     if len(empty):
-        fail_records(src, empty, "`segmentation` is an empty polygon list", "at least one polygon "
-              "[x1, y1, x2, y2, x3, y3, ...]", lambda r: "[]")
+        fail_records(
+            src,
+            empty,
+            "`segmentation` is an empty polygon list",
+            "at least one polygon [x1, y1, x2, y2, x3, y3, ...]",
+            lambda r: "[]",
+        )
     part_start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(n_parts, out=part_start[1:])
     point_start, points = _parse_polygons(src, poly_rows, n_parts, part_start)
@@ -243,16 +302,22 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
         bounds[has_parts, 2:] = np.maximum.reduceat(hi, first_part, axis=0)
     rle_rows = np.flatnonzero(code == 1)
     if len(rle_rows):
-        compressed = [rle[r] if not isinstance(rle[r]["counts"], list)
-                      else mask_utils.frPyObjects([rle[r]], *rle[r]["size"])[0] for r in rle_rows.tolist()]
+        compressed = [
+            rle[r]
+            if not isinstance(rle[r]["counts"], list)
+            else mask_utils.frPyObjects([rle[r]], *rle[r]["size"])[0]
+            for r in rle_rows.tolist()
+        ]
         box = np.asarray(mask_utils.toBbox(compressed), dtype=np.float64).reshape(-1, 4)
         bounds[rle_rows] = np.c_[box[:, :2], box[:, :2] + box[:, 2:]]
-    return CheckedMasks(kind=kind, part_start=part_start, point_start=point_start, points=points, rle=rle,
-                  bounds=bounds)
+    return CheckedMasks(
+        kind=kind, part_start=part_start, point_start=point_start, points=points, rle=rle, bounds=bounds
+    )
 
 
-def _parse_polygons(src: SegmentationSource, poly_rows: np.ndarray, n_parts: np.ndarray,
-                    part_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _parse_polygons(
+    src: SegmentationSource, poly_rows: np.ndarray, n_parts: np.ndarray, part_start: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     values = src.values
     parts = list(itertools.chain.from_iterable(values[r] for r in poly_rows))
     part_row = np.repeat(np.arange(len(n_parts)), n_parts)
@@ -265,8 +330,13 @@ def _parse_polygons(src: SegmentationSource, poly_rows: np.ndarray, n_parts: np.
     not_list = np.fromiter((type(p) not in (list, tuple) for p in parts), bool, len(parts))
     if not_list.any():
         bad = np.flatnonzero(not_list)
-        fail_records(src, np.unique(part_row[bad]), "a polygon is not a list of numbers",
-              "polygons [[x1, y1, x2, y2, ...], ...]", lambda r: part_of(r, bad))
+        fail_records(
+            src,
+            np.unique(part_row[bad]),
+            "a polygon is not a list of numbers",
+            "polygons [[x1, y1, x2, y2, ...], ...]",
+            lambda r: part_of(r, bad),
+        )
     part_len = np.fromiter(map(len, parts), np.int64, len(parts))
     flat = list(itertools.chain.from_iterable(parts))
     coords = None
@@ -279,18 +349,32 @@ def _parse_polygons(src: SegmentationSource, poly_rows: np.ndarray, n_parts: np.
         is_bad = np.fromiter((not all(_is_number(v) for v in p) for p in parts), bool, len(parts))
         if is_bad.any():
             bad = np.flatnonzero(is_bad)
-            fail_records(src, np.unique(part_row[bad]), "a polygon coordinate is not a number",
-                  "JSON numbers [x1, y1, x2, y2, ...]", lambda r: part_of(r, bad))
+            fail_records(
+                src,
+                np.unique(part_row[bad]),
+                "a polygon coordinate is not a number",
+                "JSON numbers [x1, y1, x2, y2, ...]",
+                lambda r: part_of(r, bad),
+            )
         coords = np.array([_as_float(v) for v in flat], dtype=np.float64)
     odd = np.flatnonzero(part_len % 2 == 1)
     if len(odd):
-        fail_records(src, np.unique(part_row[odd]), "a polygon has an odd number of coordinates",
-              "x, y pairs [x1, y1, x2, y2, ...]", lambda r: part_of(r, odd))
+        fail_records(
+            src,
+            np.unique(part_row[odd]),
+            "a polygon has an odd number of coordinates",
+            "x, y pairs [x1, y1, x2, y2, ...]",
+            lambda r: part_of(r, odd),
+        )
     short = np.flatnonzero(part_len < 6)
     if len(short):
-        fail_records(src, np.unique(part_row[short]), "a polygon has fewer than 3 points",
-              "at least 3 points (6 numbers; pycocotools reads a first polygon of 4 numbers as a box)",
-              lambda r: part_of(r, short))
+        fail_records(
+            src,
+            np.unique(part_row[short]),
+            "a polygon has fewer than 3 points",
+            "at least 3 points (6 numbers; pycocotools reads a first polygon of 4 numbers as a box)",
+            lambda r: part_of(r, short),
+        )
     coord_start = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum(part_len, out=coord_start[1:])
     coord_part = np.repeat(np.arange(len(parts)), part_len)
@@ -299,18 +383,33 @@ def _parse_polygons(src: SegmentationSource, poly_rows: np.ndarray, n_parts: np.
         is_huge = ~is_nonfinite & (np.abs(coords) > MAX_COORDINATE)
     if is_nonfinite.any():
         bad = np.unique(coord_part[is_nonfinite])
-        fail_records(src, np.unique(part_row[bad]), "a polygon has a NaN or infinite coordinate",
-              "finite numbers", lambda r: part_of(r, bad))
+        fail_records(
+            src,
+            np.unique(part_row[bad]),
+            "a polygon has a NaN or infinite coordinate",
+            "finite numbers",
+            lambda r: part_of(r, bad),
+        )
     if is_huge.any():
         bad = np.unique(coord_part[is_huge])
-        fail_records(src, np.unique(part_row[bad]), f"a polygon coordinate is beyond +-{MAX_COORDINATE:g}",
-              f"pixel coordinates within +-{MAX_COORDINATE:g}", lambda r: part_of(r, bad))
+        fail_records(
+            src,
+            np.unique(part_row[bad]),
+            f"a polygon coordinate is beyond +-{MAX_COORDINATE:g}",
+            f"pixel coordinates within +-{MAX_COORDINATE:g}",
+            lambda r: part_of(r, bad),
+        )
     points = coords.reshape(-1, 2)
     point_start = coord_start // 2
     few = np.flatnonzero(~_has_three_distinct(points, point_start))
     if len(few):
-        fail_records(src, np.unique(part_row[few]), "a polygon has fewer than 3 distinct points",
-              "at least 3 distinct points", lambda r: part_of(r, few))
+        fail_records(
+            src,
+            np.unique(part_row[few]),
+            "a polygon has fewer than 3 distinct points",
+            "at least 3 distinct points",
+            lambda r: part_of(r, few),
+        )
     return point_start, points
 
 
@@ -363,9 +462,14 @@ def _parse_rles(src: SegmentationSource, rle_rows: np.ndarray) -> tuple:
             bad_keys.append(r)
             continue
         size = v["size"]
-        if not (isinstance(size, (list, tuple)) and len(size) == 2
-                and all(type(s) is int or isinstance(s, np.integer) for s in size)
-                and size[0] >= 0 and size[1] >= 0 and size[0] * size[1] <= MAX_PIXELS):
+        if not (
+            isinstance(size, (list, tuple))
+            and len(size) == 2
+            and all(type(s) is int or isinstance(s, np.integer) for s in size)
+            and size[0] >= 0
+            and size[1] >= 0
+            and size[0] * size[1] <= MAX_PIXELS
+        ):
             bad_size.append(r)
             continue
         sizes[r] = size
@@ -377,16 +481,29 @@ def _parse_rles(src: SegmentationSource, rle_rows: np.ndarray) -> tuple:
         else:
             bad_counts.append(r)
     if bad_keys:
-        fail_records(src, bad_keys, "an RLE `segmentation` without `size` and `counts`",
-              "{\"size\": [height, width], \"counts\": ...}", lambda r: _show(values[r]))
+        fail_records(
+            src,
+            bad_keys,
+            "an RLE `segmentation` without `size` and `counts`",
+            '{"size": [height, width], "counts": ...}',
+            lambda r: _show(values[r]),
+        )
     if bad_size:
-        fail_records(src, bad_size, "RLE `size` is not [height, width]",
-              f"two integers >= 0 with height * width <= {MAX_PIXELS}",
-              lambda r: _show(values[r]["size"]))
+        fail_records(
+            src,
+            bad_size,
+            "RLE `size` is not [height, width]",
+            f"two integers >= 0 with height * width <= {MAX_PIXELS}",
+            lambda r: _show(values[r]["size"]),
+        )
     if bad_counts:
-        fail_records(src, bad_counts, "RLE `counts` is neither a list nor a string",
-              "a list of run lengths or pycocotools' compressed string",
-              lambda r: _show(values[r]["counts"]))
+        fail_records(
+            src,
+            bad_counts,
+            "RLE `counts` is neither a list nor a string",
+            "a list of run lengths or pycocotools' compressed string",
+            lambda r: _show(values[r]["counts"]),
+        )
     total_of = sizes[:, 0] * sizes[:, 1]
     if list_rows:
         rows = np.array(list_rows)
@@ -395,51 +512,83 @@ def _parse_rles(src: SegmentationSource, rle_rows: np.ndarray) -> tuple:
         lengths = np.fromiter(map(len, count_lists), np.int64, len(count_lists))
         owner = np.repeat(np.arange(len(rows)), lengths)
         if not set(map(type, flat)) <= {int}:
-            bad = [r for r, c in zip(list_rows, count_lists, strict=True)
-                   if not all(type(x) is int or isinstance(x, np.integer) for x in c)]
+            bad = [
+                r
+                for r, c in zip(list_rows, count_lists, strict=True)
+                if not all(type(x) is int or isinstance(x, np.integer) for x in c)
+            ]
             if bad:
-                fail_records(src, bad, "RLE `counts` has a value that is not an integer",
-                      "non-negative integer run lengths", lambda r: _show(values[r]["counts"]))
+                fail_records(
+                    src,
+                    bad,
+                    "RLE `counts` has a value that is not an integer",
+                    "non-negative integer run lengths",
+                    lambda r: _show(values[r]["counts"]),
+                )
         try:
             counts = np.array(flat, dtype=np.float64)
         except OverflowError:
             counts = np.array([_as_float(x) for x in flat], dtype=np.float64)
         negative = np.unique(owner[(counts < 0) | (counts >= 2**32)])
         if len(negative):
-            fail_records(src, rows[negative], "RLE `counts` has a negative or too large run length",
-                  "run lengths in [0, 2**32)", lambda r: _show(values[r]["counts"]))
+            fail_records(
+                src,
+                rows[negative],
+                "RLE `counts` has a negative or too large run length",
+                "run lengths in [0, 2**32)",
+                lambda r: _show(values[r]["counts"]),
+            )
         sums = np.bincount(owner, weights=counts, minlength=len(rows))
         wrong = np.flatnonzero(sums != total_of[rows])
         if len(wrong):
             sums_of = dict(zip(rows[wrong].tolist(), sums[wrong].tolist(), strict=True))
-            fail_records(src, rows[wrong], "RLE run lengths do not add up to height * width",
-                  "counts summing to size[0] * size[1]",
-                  lambda r: f"a sum of {int(sums_of[r])} for size {sizes[r].tolist()}")
+            fail_records(
+                src,
+                rows[wrong],
+                "RLE run lengths do not add up to height * width",
+                "counts summing to size[0] * size[1]",
+                lambda r: f"a sum of {int(sums_of[r])} for size {sizes[r].tolist()}",
+            )
         for r in list_rows:
-            out[r] = {"size": [int(sizes[r, 0]), int(sizes[r, 1])],
-                      "counts": [int(x) for x in values[r]["counts"]]}
+            out[r] = {
+                "size": [int(sizes[r, 0]), int(sizes[r, 1])],
+                "counts": [int(x) for x in values[r]["counts"]],
+            }
     if string_rows:
         rows = np.array(string_rows)
-        encoded = [c.encode("utf-8") if isinstance(c, str) else bytes(c)
-                   for c in (values[r]["counts"] for r in string_rows)]
+        encoded = [
+            c.encode("utf-8") if isinstance(c, str) else bytes(c)
+            for c in (values[r]["counts"] for r in string_rows)
+        ]
         problem = _check_compressed(encoded)
         problem[(problem == 2) & (total_of[rows] == 0)] = 0  # "" is a fine 0 x 0 mask
         bad = np.flatnonzero(problem != 0)
         if len(bad):
             what = {1: "a character outside '0'..'o'", 2: "a string that ends inside a run (or is empty)"}
             code_of = dict(zip(rows[bad].tolist(), problem[bad].tolist(), strict=True))
-            fail_records(src, rows[bad], "compressed RLE `counts` is not pycocotools' encoding",
-                  "the string of pycocotools.mask.encode",
-                  lambda r: f"{what[code_of[r]]}: {_show(values[r]['counts'])}")
+            fail_records(
+                src,
+                rows[bad],
+                "compressed RLE `counts` is not pycocotools' encoding",
+                "the string of pycocotools.mask.encode",
+                lambda r: f"{what[code_of[r]]}: {_show(values[r]['counts'])}",
+            )
         sums = _compressed_run_sums_batched(encoded)
         wrong = np.flatnonzero(sums != total_of[rows])
         if len(wrong):
             sums_of = dict(zip(rows[wrong].tolist(), sums[wrong].tolist(), strict=True))
-            fail_records(src, rows[wrong], "compressed RLE runs do not add up to height * width "
-                                           "(pycocotools would read or write past the mask)",
-                  "counts (decoded) summing to size[0] * size[1]",
-                  lambda r: "a sum of " + ("runs longer than 2**35" if sums_of[r] < 0 else str(sums_of[r]))
-                            + f" for size {sizes[r].tolist()}")
+            fail_records(
+                src,
+                rows[wrong],
+                "compressed RLE runs do not add up to height * width "
+                "(pycocotools would read or write past the mask)",
+                "counts (decoded) summing to size[0] * size[1]",
+                lambda r: (
+                    "a sum of "
+                    + ("runs longer than 2**35" if sums_of[r] < 0 else str(sums_of[r]))
+                    + f" for size {sizes[r].tolist()}"
+                ),
+            )
         for r, e in zip(string_rows, encoded, strict=True):
             out[r] = {"size": [int(sizes[r, 0]), int(sizes[r, 1])], "counts": e}
     _check_rle_sizes(src, rle_rows, sizes)
@@ -452,10 +601,13 @@ def _check_rle_sizes(src: SegmentationSource, rle_rows: np.ndarray, sizes: np.nd
     known = np.isfinite(image_size).all(axis=1)
     wrong = rle_rows[known & (image_size != sizes[rle_rows]).any(axis=1)]
     if len(wrong):
-        fail_records(src, wrong, "RLE `size` differs from its image's [height, width]",
-              "the image's size (pycocotools would give every pair IoU -1)",
-              lambda r: f"{sizes[r].tolist()} for an image of "
-                        f"{[int(v) for v in src.image_size[src.image[r]]]}")
+        fail_records(
+            src,
+            wrong,
+            "RLE `size` differs from its image's [height, width]",
+            "the image's size (pycocotools would give every pair IoU -1)",
+            lambda r: f"{sizes[r].tolist()} for an image of {[int(v) for v in src.image_size[src.image[r]]]}",
+        )
 
 
 _MAX_GROUPS = 7  # 35 bits per run: more than any mask of MAX_PIXELS needs
@@ -466,8 +618,10 @@ def _compressed_run_sums_batched(strings: list, batch_chars: int = 1 << 23) -> n
     lengths = np.fromiter(map(len, strings), np.int64, len(strings))
     batch = np.cumsum(lengths) // batch_chars
     cuts = np.flatnonzero(np.r_[True, batch[1:] != batch[:-1], True])
-    return np.concatenate([_compressed_run_sums(strings[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
-                          or [np.zeros(0, dtype=np.int64)])
+    return np.concatenate(
+        [_compressed_run_sums(strings[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+        or [np.zeros(0, dtype=np.int64)]
+    )
 
 
 def _compressed_run_sums(strings: list) -> np.ndarray:
@@ -500,7 +654,7 @@ def _compressed_run_sums(strings: list) -> np.ndarray:
     too_long[owner_of_char[starts[n_groups > _MAX_GROUPS]]] = True
     k = np.arange(len(c)) - np.repeat(starts, n_groups)
     k = np.minimum(k, _MAX_GROUPS)  # runs longer than that are refused below
-    x = np.add.reduceat((c & 0x1f) << (5 * k), starts)
+    x = np.add.reduceat((c & 0x1F) << (5 * k), starts)
     negative = (c[ends] & 0x10) != 0
     x[negative] -= np.left_shift(1, 5 * np.minimum(n_groups[negative], _MAX_GROUPS + 1))
     owner = owner_of_char[starts]
@@ -567,17 +721,24 @@ def raster_image_size(src: SegmentationSource, rows: np.ndarray) -> np.ndarray:
     image = src.image[rows]
     size = src.image_size[image]
     with np.errstate(invalid="ignore"):
-        usable = (np.isfinite(size).all(axis=1) & (size == np.round(size)).all(axis=1)
-                  & (size >= 1).all(axis=1) & (size[:, 0] * size[:, 1] <= MAX_PIXELS))
+        usable = (
+            np.isfinite(size).all(axis=1)
+            & (size == np.round(size)).all(axis=1)
+            & (size >= 1).all(axis=1)
+            & (size[:, 0] * size[:, 1] <= MAX_PIXELS)
+        )
     if not usable.all():
         bad_images = np.unique(image[~usable])
-        shown = "; ".join(f"image {src.image_label(int(i))} "
-                          f"(height={src.image_size[i, 0]:g}, width={src.image_size[i, 1]:g})"
-                          for i in bad_images[:N_SHOWN])
+        shown = "; ".join(
+            f"image {src.image_label(int(i))} "
+            f"(height={src.image_size[i, 0]:g}, width={src.image_size[i, 1]:g})"
+            for i in bad_images[:N_SHOWN]
+        )
         more = f"; and {len(bad_images) - N_SHOWN} more" if len(bad_images) > N_SHOWN else ""
-        raise InputError(f"{src.image_where}: {len(bad_images)} image(s) without a usable width and "
-                         f"height: raster mask IoU (mask_iou: raster, and pairs with an RLE mask in "
-                         f"exact mode) rasterises polygons at the image size, as pycocotools does; expected "
-                         f"integer `width` and `height` >= 1; found {shown}{more}")
+        raise InputError(
+            f"{src.image_where}: {len(bad_images)} image(s) without a usable width and "
+            f"height: raster mask IoU (mask_iou: raster, and pairs with an RLE mask in "
+            f"exact mode) rasterises polygons at the image size, as pycocotools does; expected "
+            f"integer `width` and `height` >= 1; found {shown}{more}"
+        )
     return size.astype(np.int64)
-

@@ -46,13 +46,40 @@ from deteval.io._text import (
 )
 from deteval.io.identity import explain_miss, join_voc_ids
 
-__all__ = ["load_voc_gt", "load_voc_dt", "parse_xml", "detect_prefix", "VOC_CLASSES", "read_class_list",
-           "with_result_classes", "voc_year"]
+__all__ = [
+    "load_voc_gt",
+    "load_voc_dt",
+    "parse_xml",
+    "detect_prefix",
+    "VOC_CLASSES",
+    "read_class_list",
+    "with_result_classes",
+    "voc_year",
+]
 
 #: The 20 PASCAL VOC classes, in the devkit's (alphabetical) order.
-VOC_CLASSES = ("aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat", "chair", "cow",
-               "diningtable", "dog", "horse", "motorbike", "person", "pottedplant", "sheep", "sofa",
-               "train", "tvmonitor")
+VOC_CLASSES = (
+    "aeroplane",
+    "bicycle",
+    "bird",
+    "boat",
+    "bottle",
+    "bus",
+    "car",
+    "cat",
+    "chair",
+    "cow",
+    "diningtable",
+    "dog",
+    "horse",
+    "motorbike",
+    "person",
+    "pottedplant",
+    "sheep",
+    "sofa",
+    "train",
+    "tvmonitor",
+)
 
 _ANNOTATION = "a VOC annotation XML file"
 
@@ -122,17 +149,23 @@ def parse_xml(raw: bytes, where: str) -> tuple[ET.Element, dict]:
     try:
         parser.Parse(raw, True)
     except expat.ExpatError as exc:
-        raise InputError(f"{where}:{exc.lineno}:{exc.offset + 1}: malformed XML "
-                         f"({expat.ErrorString(exc.code)}); expected {_ANNOTATION}") from None
+        raise InputError(
+            f"{where}:{exc.lineno}:{exc.offset + 1}: malformed XML "
+            f"({expat.ErrorString(exc.code)}); expected {_ANNOTATION}"
+        ) from None
     except (LookupError, ValueError) as exc:  # an unknown or multi-byte declared encoding
         declared = re.search(rb"""encoding\s*=\s*["']([^"']{0,40})""", raw[:200])
         shown = shorten(declared.group(1).decode("ascii", "replace")) if declared else "unknown"
-        raise InputError(f"{where}:1: XML declares the encoding {shown}, which cannot be read ({exc}); "
-                         f"expected UTF-8 (or another single-byte encoding): save it as UTF-8") from None
+        raise InputError(
+            f"{where}:1: XML declares the encoding {shown}, which cannot be read ({exc}); "
+            f"expected UTF-8 (or another single-byte encoding): save it as UTF-8"
+        ) from None
     except _Refused as exc:
-        raise InputError(f"{where}:{parser.CurrentLineNumber}: refused {exc}: DTDs and entities "
-                         f"are not read (they can expand to gigabytes or read files outside the "
-                         f"dataset); expected plain XML without <!DOCTYPE>, found one") from None
+        raise InputError(
+            f"{where}:{parser.CurrentLineNumber}: refused {exc}: DTDs and entities "
+            f"are not read (they can expand to gigabytes or read files outside the "
+            f"dataset); expected plain XML without <!DOCTYPE>, found one"
+        ) from None
     return builder.close(), lines
 
 
@@ -166,15 +199,23 @@ def _read_split(root: str, split: str) -> tuple[list[str], str]:
     folder = os.path.join(root, "ImageSets", "Main")
     path = safe_child(folder, split + ".txt", what="image set", where=f"{root}: split")
     if not os.path.isfile(path):
-        available = sorted(n[:-4] for n in list_files(folder, what="image sets").keys()
-                           if n.endswith(".txt")) if os.path.isdir(folder) else []
-        raise InputError(f"{path}: image set not found; expected ImageSets/Main/<split>.txt, found "
-                         f"splits {available[:10]}")
+        available = (
+            sorted(n[:-4] for n in list_files(folder, what="image sets").keys() if n.endswith(".txt"))
+            if os.path.isdir(folder)
+            else []
+        )
+        raise InputError(
+            f"{path}: image set not found; expected ImageSets/Main/<split>.txt, found splits {available[:10]}"
+        )
     rows = split_rows(read_text(path, what="an image set (one image id per line)"))
     wrong = [(f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f))}") for n, f in rows if len(f) != 1]
     if wrong:
-        fail_records("not one image id per line", "one image id per line (ImageSets/Main/<split>.txt; "
-                     "the class files <class>_<split>.txt are for classification)", wrong)
+        fail_records(
+            "not one image id per line",
+            "one image id per line (ImageSets/Main/<split>.txt; "
+            "the class files <class>_<split>.txt are for classification)",
+            wrong,
+        )
     ids = [f[0] for _, f in rows]
     seen: dict[str, int] = {}
     dup = []
@@ -187,8 +228,11 @@ def _read_split(root: str, split: str) -> tuple[list[str], str]:
         fail_records("image id listed twice", "each image id once", dup)
     unsafe = [(f"{path}:{n}", shorten(f[0])) for n, f in rows if not is_safe_name(f[0])]
     if unsafe:
-        fail_records("image id is a path", "a plain id without '/', '\\' or '..' (no file outside "
-                     "the dataset root is opened)", unsafe)
+        fail_records(
+            "image id is a path",
+            "a plain id without '/', '\\' or '..' (no file outside the dataset root is opened)",
+            unsafe,
+        )
     return ids, path
 
 
@@ -197,8 +241,11 @@ def _split_note(root: str, ids: list[str]) -> list[str]:
     folder = os.path.join(root, "ImageSets", "Main")
     if not os.path.isdir(folder):
         return []
-    sets = {n[:-4]: p for n, p in list_files(folder, what="image sets").items()
-            if n.endswith(".txt") and "_" not in n}
+    sets = {
+        n[:-4]: p
+        for n, p in list_files(folder, what="image sets").items()
+        if n.endswith(".txt") and "_" not in n
+    }
     everything = set(ids)
     for path in sets.values():
         listed = {f[0] for _, f in split_rows(read_text(path, what="an image set")) if f}
@@ -206,12 +253,15 @@ def _split_note(root: str, ids: list[str]) -> list[str]:
             return []
     if not sets:
         return []
-    return [f"{root}: no split given: all {len(ids)} Annotations/*.xml are scored, which no image "
-            f"set of ImageSets/Main lists ({sorted(sets)[:10]}); pass split= / --split to choose one"]
+    return [
+        f"{root}: no split given: all {len(ids)} Annotations/*.xml are scored, which no image "
+        f"set of ImageSets/Main lists ({sorted(sets)[:10]}); pass split= / --split to choose one"
+    ]
 
 
-def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
-                classes: Sequence[str] | None = None) -> GroundTruth:
+def load_voc_gt(
+    root: str | os.PathLike, *, split: str | None = None, classes: Sequence[str] | None = None
+) -> GroundTruth:
     """Read a PASCAL VOC root: ``Annotations/*.xml``, optionally restricted to an image set.
 
     Parameters
@@ -268,16 +318,21 @@ def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
     warnings: list[str] = []
     ann_dir = os.path.join(root, "Annotations")
     if not os.path.isdir(ann_dir):
-        raise InputError(f"{root}: no Annotations/ folder; expected a PASCAL VOC root "
-                         f"(Annotations/*.xml, ImageSets/Main/<split>.txt)")
+        raise InputError(
+            f"{root}: no Annotations/ folder; expected a PASCAL VOC root "
+            f"(Annotations/*.xml, ImageSets/Main/<split>.txt)"
+        )
     if split is not None:
         ids, split_path = _read_split(root, split)
         paths = [safe_child(ann_dir, i + ".xml", what="image id", where=split_path) for i in ids]
-        missing = [(split_path, shorten(i))
-                   for i, p in zip(ids, paths, strict=True) if not os.path.isfile(p)]
+        missing = [(split_path, shorten(i)) for i, p in zip(ids, paths, strict=True) if not os.path.isfile(p)]
         if missing:
-            fail_records("image without an annotation file", f"Annotations/<id>.xml for every id of "
-                         f"{split_path}", missing, kind="image ids")
+            fail_records(
+                "image without an annotation file",
+                f"Annotations/<id>.xml for every id of {split_path}",
+                missing,
+                kind="image ids",
+            )
     else:
         files = list_files(ann_dir, what="VOC annotation files")
         names = sorted(n for n in files if n.endswith(".xml"))
@@ -298,8 +353,10 @@ def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
     for i, path in enumerate(paths):
         root_el, lines = parse_xml(read_bytes(path, what=_ANNOTATION, limit=MAX_BYTES["xml"]), path)
         if root_el.tag != "annotation":
-            raise InputError(f"{path}:{lines.get(root_el, 1)}: root element is <{root_el.tag}>; "
-                             f"expected <annotation> ({_ANNOTATION})")
+            raise InputError(
+                f"{path}:{lines.get(root_el, 1)}: root element is <{root_el.tag}>; "
+                f"expected <annotation> ({_ANNOTATION})"
+            )
         size = root_el.find("size")
         width, height = _number(_text(size, "width")), _number(_text(size, "height"))
         if width is None or height is None or width <= 0 or height <= 0:
@@ -318,8 +375,13 @@ def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
             if box_el is not None:
                 repeated += [f"<bndbox><{t}>" for t in _CORNERS if len(box_el.findall(t)) > 1]
             if repeated:  # the devkit would read the first and ignore the rest: refused, not guessed
-                bad_fields.append((where, f"{', '.join(repeated)} more than once (one object per "
-                                          f"<object>: write another <object> for another box)"))
+                bad_fields.append(
+                    (
+                        where,
+                        f"{', '.join(repeated)} more than once (one object per "
+                        f"<object>: write another <object> for another box)",
+                    )
+                )
                 continue
             if box_el is None:
                 bad_fields.append((where, "no <bndbox>"))
@@ -327,8 +389,10 @@ def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
             texts = [_text(box_el, t) for t in ("xmin", "ymin", "xmax", "ymax")]
             coords = [_number(t) for t in texts]
             if any(c is None for c in coords):
-                shown = ", ".join(f"{t}={'missing' if x is None else shorten(x)}"
-                                  for t, x in zip(("xmin", "ymin", "xmax", "ymax"), texts, strict=True))
+                shown = ", ".join(
+                    f"{t}={'missing' if x is None else shorten(x)}"
+                    for t, x in zip(("xmin", "ymin", "xmax", "ymax"), texts, strict=True)
+                )
                 bad_fields.append((where, f"<bndbox> {shown}"))
                 continue
             difficult_text = _text(obj, "difficult")
@@ -346,15 +410,22 @@ def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
             obj_difficult.append(difficult)
             obj_where.append(where)
     if bad_fields:
-        fail_records("object without a usable name, bndbox or difficult flag",
-                     "<name>, <bndbox> with four finite numbers <xmin> <ymin> <xmax> <ymax>, and "
-                     "<difficult> 0 or 1", bad_fields, kind="objects")
+        fail_records(
+            "object without a usable name, bndbox or difficult flag",
+            "<name>, <bndbox> with four finite numbers <xmin> <ymin> <xmax> <ymax>, and <difficult> 0 or 1",
+            bad_fields,
+            kind="objects",
+        )
 
     box = np.array(obj_box, dtype=np.float64).reshape(len(obj_box), 4)
     inverted = np.flatnonzero((box[:, 0] > box[:, 2]) | (box[:, 1] > box[:, 3]))
     if len(inverted):
-        fail_records("xmin > xmax or ymin > ymax", "xmin <= xmax and ymin <= ymax",
-                     [(obj_where[j], f"[{_fmt(box[j])}]") for j in inverted], kind="objects")
+        fail_records(
+            "xmin > xmax or ymin > ymax",
+            "xmin <= xmax and ymin <= ymax",
+            [(obj_where[j], f"[{_fmt(box[j])}]") for j in inverted],
+            kind="objects",
+        )
 
     if classes is None:
         class_names = tuple(sorted(set(obj_name)))
@@ -364,38 +435,55 @@ def load_voc_gt(root: str | os.PathLike, *, split: str | None = None,
     keep = np.array([n in class_index for n in obj_name], dtype=bool)
     if not keep.all():
         other = sorted({n for n, kept in zip(obj_name, keep, strict=True) if not kept})
-        warnings.append(f"{root}: {int((~keep).sum())} objects of classes not in the class list were "
-                        f"left out: {names_note(other)}")
+        warnings.append(
+            f"{root}: {int((~keep).sum())} objects of classes not in the class list were "
+            f"left out: {names_note(other)}"
+        )
     if no_difficult:
         files = sorted(set(no_difficult))
-        warnings.append(f"{root}: {len(no_difficult)} objects in {len(files)} files have no "
-                        f"<difficult>: read as 0 (not difficult); files: {names_note(files)}")
+        warnings.append(
+            f"{root}: {len(no_difficult)} objects in {len(files)} files have no "
+            f"<difficult>: read as 0 (not difficult); files: {names_note(files)}"
+        )
     if no_size:
-        warnings.append(f"{root}: {len(no_size)} images without a positive <size> width and height "
-                        f"(size unknown, boxes not checked against it): {names_note(no_size)}")
+        warnings.append(
+            f"{root}: {len(no_size)} images without a positive <size> width and height "
+            f"(size unknown, boxes not checked against it): {names_note(no_size)}"
+        )
     image = np.array(obj_image, dtype=np.int64)
     width, height = image_width[image], image_height[image]
-    outside = np.flatnonzero((box[:, 0] < 0) | (box[:, 1] < 0) | (box[:, 2] > width)
-                             | (box[:, 3] > height))
+    outside = np.flatnonzero((box[:, 0] < 0) | (box[:, 1] < 0) | (box[:, 2] > width) | (box[:, 3] > height))
     if len(outside):
-        warnings.append(f"{root}: {len(outside)} objects extend outside their image (coordinate < 0 "
-                        f"or beyond <size>), kept as the devkit keeps them: "
-                        f"{names_note([obj_where[j] for j in outside], 3)}")
+        warnings.append(
+            f"{root}: {len(outside)} objects extend outside their image (coordinate < 0 "
+            f"or beyond <size>), kept as the devkit keeps them: "
+            f"{names_note([obj_where[j] for j in outside], 3)}"
+        )
 
     rows = np.flatnonzero(keep)
     box = box[rows]
     category = np.array([class_index[obj_name[j]] for j in rows], dtype=np.int64)
     n_gt = len(rows)
     return GroundTruth(
-        image_id=np.arange(len(ids), dtype=np.int64), image_name=tuple(ids),
-        image_width=image_width, image_height=image_height,
-        category_id=np.arange(1, len(class_names) + 1, dtype=np.int64), category_name=class_names,
-        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64), image=image[rows], category=category,
-        box=box, area=(box[:, 2] - box[:, 0]) * (box[:, 3] - box[:, 1]),
+        image_id=np.arange(len(ids), dtype=np.int64),
+        image_name=tuple(ids),
+        image_width=image_width,
+        image_height=image_height,
+        category_id=np.arange(1, len(class_names) + 1, dtype=np.int64),
+        category_name=class_names,
+        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64),
+        image=image[rows],
+        category=category,
+        box=box,
+        area=(box[:, 2] - box[:, 0]) * (box[:, 3] - box[:, 1]),
         is_crowd=np.zeros(n_gt, dtype=bool),
         is_difficult=np.array(obj_difficult, dtype=bool).reshape(-1)[rows],
-        is_ignore=np.zeros(n_gt, dtype=bool), box_format="xyxy", source=root,
-        warnings=tuple(warnings), has_image_ids=False)
+        is_ignore=np.zeros(n_gt, dtype=bool),
+        box_format="xyxy",
+        source=root,
+        warnings=tuple(warnings),
+        has_image_ids=False,
+    )
 
 
 def _padding_hint(value: str, gt: GroundTruth) -> str:
@@ -445,15 +533,17 @@ def detect_prefix(file_names: Sequence[str], class_names: Sequence[str]) -> str:
         stem = name[:-4]
         for c in class_names:
             if stem.endswith(c):
-                explained.setdefault(stem[:-len(c)], set()).add(name)
+                explained.setdefault(stem[: -len(c)], set()).add(name)
     if not explained:
         return ""
     best = max(len(v) for v in explained.values())
     top = sorted((p for p, v in explained.items() if len(v) == best), key=len)
     if any(explained[p] != explained[top[0]] for p in top[1:]):
-        raise InputError(f"result files with different prefixes explain {best} files each: "
-                         f"{[p for p in top[:5]]}; expected one prefix <prefix><class>.txt "
-                         f"(pass --result-prefix PREFIX / prefix=... to choose)")
+        raise InputError(
+            f"result files with different prefixes explain {best} files each: "
+            f"{[p for p in top[:5]]}; expected one prefix <prefix><class>.txt "
+            f"(pass --result-prefix PREFIX / prefix=... to choose)"
+        )
     return top[0]
 
 
@@ -479,8 +569,10 @@ def read_class_list(spec: str | os.PathLike | Sequence[str]) -> tuple[str, ...]:
     if path == "voc":
         return VOC_CLASSES
     if not os.path.isfile(path):
-        raise ConfigError(f"--classes {path}: not 'voc' and no such file; expected 'voc' (the 20 PASCAL "
-                          f"classes) or a file with one class name per line")
+        raise ConfigError(
+            f"--classes {path}: not 'voc' and no such file; expected 'voc' (the 20 PASCAL "
+            f"classes) or a file with one class name per line"
+        )
     names: list[str] = []
     seen: dict[str, int] = {}
     for n, line in enumerate(read_text(path, what="a class list (one name per line)").splitlines(), 1):
@@ -488,11 +580,14 @@ def read_class_list(spec: str | os.PathLike | Sequence[str]) -> tuple[str, ...]:
         if not name or name.startswith("#"):
             continue
         if len(name.split()) != 1 or not is_safe_name(name):
-            raise ConfigError(f"{path}:{n}: class name {shorten(name)}; expected one name per line, "
-                              f"without spaces, '/', '\\' or '..'")
+            raise ConfigError(
+                f"{path}:{n}: class name {shorten(name)}; expected one name per line, "
+                f"without spaces, '/', '\\' or '..'"
+            )
         if name in seen:
-            raise ConfigError(f"{path}:{n}: class {name!r} listed twice (also line {seen[name]}); "
-                              f"expected each class once")
+            raise ConfigError(
+                f"{path}:{n}: class {name!r} listed twice (also line {seen[name]}); expected each class once"
+            )
         seen[name] = n
         names.append(name)
     if not names:
@@ -500,16 +595,18 @@ def read_class_list(spec: str | os.PathLike | Sequence[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _result_files(folder: str, classes: Sequence[str],
-                  prefix: str | None) -> tuple[dict[str, str], list[str], str]:
+def _result_files(
+    folder: str, classes: Sequence[str], prefix: str | None
+) -> tuple[dict[str, str], list[str], str]:
     """(file name -> path, sorted .txt names, prefix) of a result folder."""
     files = list_files(folder, what="a folder of VOC result files <prefix><class>.txt")
     txt = sorted(n for n in files if n.endswith(".txt"))
     return files, txt, detect_prefix(txt, classes) if prefix is None else prefix
 
 
-def with_result_classes(gt: GroundTruth, folder: str | os.PathLike, *,
-                        prefix: str | None = None) -> GroundTruth:
+def with_result_classes(
+    gt: GroundTruth, folder: str | os.PathLike, *, prefix: str | None = None
+) -> GroundTruth:
     """``gt`` with the PASCAL classes that have a result file but no object in this subset.
 
     The devkit scores every class of its fixed list; a subset of the data (a few images, one
@@ -530,17 +627,24 @@ def with_result_classes(gt: GroundTruth, folder: str | os.PathLike, *,
         return gt
     _, txt, prefix = _result_files(folder, gt.category_name, prefix)
     known = set(gt.category_name)
-    extra = sorted({n[len(prefix):-4] for n in txt if n.startswith(prefix)} - known)
+    extra = sorted({n[len(prefix) : -4] for n in txt if n.startswith(prefix)} - known)
     if not extra or not known <= set(VOC_CLASSES) or not set(extra) <= set(VOC_CLASSES):
         return gt
     names = tuple(sorted(known | set(extra)))
     new_index = np.array([names.index(c) for c in gt.category_name], dtype=np.int64)
     files = ", ".join(f"{prefix}{c}.txt" for c in extra[:5]) + (" ..." if len(extra) > 5 else "")
-    note = (f"{folder}: {len(extra)} PASCAL classes have result files but no object in {gt.source}: "
-            f"{', '.join(extra[:5])} ({files}); scored as the devkit does, with no ground truth: AP "
-            f"undefined, left out of mAP (--classes FILE|voc states the class list)")
-    return replace(gt, category_id=np.arange(1, len(names) + 1, dtype=np.int64), category_name=names,
-                   category=new_index[gt.category], warnings=tuple(gt.warnings) + (note,))
+    note = (
+        f"{folder}: {len(extra)} PASCAL classes have result files but no object in {gt.source}: "
+        f"{', '.join(extra[:5])} ({files}); scored as the devkit does, with no ground truth: AP "
+        f"undefined, left out of mAP (--classes FILE|voc states the class list)"
+    )
+    return replace(
+        gt,
+        category_id=np.arange(1, len(names) + 1, dtype=np.int64),
+        category_name=names,
+        category=new_index[gt.category],
+        warnings=tuple(gt.warnings) + (note,),
+    )
 
 
 def voc_year(root: str | os.PathLike) -> int | None:
@@ -558,8 +662,9 @@ def voc_year(root: str | os.PathLike) -> int | None:
     return int(years[-1]) if years else None
 
 
-def load_voc_dt(folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | None = None,
-                unknown_category: str = "error") -> Detections:
+def load_voc_dt(
+    folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | None = None, unknown_category: str = "error"
+) -> Detections:
     """Read a folder of VOC per-class result files against ``gt``.
 
     Parameters
@@ -609,32 +714,42 @@ def load_voc_dt(folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | Non
     wanted = set(by_class.values())
     warnings: list[str] = []
     if not txt:
-        warnings.append(f"{folder}: no result files (<prefix><class>.txt): every class with ground "
-                        f"truth gets AP 0")
+        warnings.append(
+            f"{folder}: no result files (<prefix><class>.txt): every class with ground truth gets AP 0"
+        )
     elif not wanted & set(txt):
-        raise InputError(f"{folder}: no result file for any class; expected "
-                         f"{prefix or '<prefix>'}<class>.txt with a class of {gt.source} "
-                         f"({names_note(classes)}), found {names_note(txt)}")
+        raise InputError(
+            f"{folder}: no result file for any class; expected "
+            f"{prefix or '<prefix>'}<class>.txt with a class of {gt.source} "
+            f"({names_note(classes)}), found {names_note(txt)}"
+        )
     else:
         unknown = [n for n in txt if n.startswith(prefix) and n not in wanted]
         if unknown:
             if unknown_category != "drop":
-                raise InputError(f"{folder}: {len(unknown)} result files of classes not in the ground "
-                                 f"truth: {names_note(unknown)}; expected {prefix}<class>.txt with a "
-                                 f"class of {gt.source} ({names_note(classes)}); a class the detector "
-                                 f"knows but this subset has no object of: pass the class list "
-                                 f"(--classes FILE|voc, classes=...) and it is scored with no ground "
-                                 f"truth, as the devkit does")
-            warnings.append(f"{folder}: left out {len(unknown)} result files of classes not in the "
-                            f"ground truth: {names_note(unknown)}")
+                raise InputError(
+                    f"{folder}: {len(unknown)} result files of classes not in the ground "
+                    f"truth: {names_note(unknown)}; expected {prefix}<class>.txt with a "
+                    f"class of {gt.source} ({names_note(classes)}); a class the detector "
+                    f"knows but this subset has no object of: pass the class list "
+                    f"(--classes FILE|voc, classes=...) and it is scored with no ground "
+                    f"truth, as the devkit does"
+                )
+            warnings.append(
+                f"{folder}: left out {len(unknown)} result files of classes not in the "
+                f"ground truth: {names_note(unknown)}"
+            )
         others = [n for n in txt if not n.startswith(prefix)]
         if others:
-            warnings.append(f"{folder}: {len(others)} .txt files not read (not {prefix}<class>.txt): "
-                            f"{names_note(others)}")
+            warnings.append(
+                f"{folder}: {len(others)} .txt files not read (not {prefix}<class>.txt): {names_note(others)}"
+            )
         absent = [c for c in classes if by_class[c] not in files]
         if absent:
-            warnings.append(f"{folder}: {len(absent)} classes have no result file "
-                            f"({prefix}<class>.txt), so no detections: {names_note(absent)}")
+            warnings.append(
+                f"{folder}: {len(absent)} classes have no result file "
+                f"({prefix}<class>.txt), so no detections: {names_note(absent)}"
+            )
 
     parts_image, parts_category, parts_box, parts_score = [], [], [], []
     wrong_columns: list[tuple[str, str]] = []
@@ -646,15 +761,19 @@ def load_voc_dt(folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | Non
             continue
         path = files[name]
         rows = split_rows(read_text(path, what="VOC result lines `image_id score x1 y1 x2 y2`"))
-        wrong = [(f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f), 80)}") for n, f in rows
-                 if len(f) != 6]
+        wrong = [
+            (f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f), 80)}") for n, f in rows if len(f) != 6
+        ]
         if wrong:
             wrong_columns.extend(wrong)
             continue
         numbers = parse_floats(rows, slice(1, 6), path, "score x1 y1 x2 y2")
         index = join_voc_ids([f[0] for _, f in rows], gt)
-        unknown_ids.extend((f"{path}:{n}", shorten(f[0]) + _padding_hint(f[0], gt))
-                           for (n, f), i in zip(rows, index, strict=True) if i < 0)
+        unknown_ids.extend(
+            (f"{path}:{n}", shorten(f[0]) + _padding_hint(f[0], gt))
+            for (n, f), i in zip(rows, index, strict=True)
+            if i < 0
+        )
         box = numbers[:, 1:5]
         bad = np.flatnonzero((box[:, 0] > box[:, 2]) | (box[:, 1] > box[:, 3]))
         inverted.extend((f"{path}:{rows[j][0]}", f"[{_fmt(box[j])}]") for j in bad)
@@ -667,19 +786,25 @@ def load_voc_dt(folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | Non
     if unknown_ids:
         fail_records("image id not in the ground truth", f"an image of {gt.source}", unknown_ids)
     if inverted:
-        fail_records("x1 > x2 or y1 > y2 (negative width or height)", "x1 <= x2 and y1 <= y2",
-                     inverted)
+        fail_records("x1 > x2 or y1 > y2 (negative width or height)", "x1 <= x2 and y1 <= y2", inverted)
     image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
     box = np.concatenate(parts_box) if parts_box else np.zeros((0, 4))
     if len(box) >= 10:
         known = np.isfinite(gt.image_width[image])
         if known.any() and np.median(gt.image_width[image][known]) > 2 and (box <= 1.0).all():
-            warnings.append(f"{folder}: every box coordinate is <= 1 while images are "
-                            f"{int(np.median(gt.image_width[image][known]))} px wide: are the boxes "
-                            f"normalized? VOC result files hold pixel corners x1 y1 x2 y2")
+            warnings.append(
+                f"{folder}: every box coordinate is <= 1 while images are "
+                f"{int(np.median(gt.image_width[image][known]))} px wide: are the boxes "
+                f"normalized? VOC result files hold pixel corners x1 y1 x2 y2"
+            )
     return Detections(
         image=image,
         category=np.concatenate(parts_category) if parts_category else np.zeros(0, dtype=np.int64),
-        box=box, score=np.concatenate(parts_score) if parts_score else np.zeros(0),
-        order=np.arange(len(image), dtype=np.int64), has_box=np.ones(len(image), dtype=bool),
-        box_format="xyxy", source=folder, warnings=tuple(warnings))
+        box=box,
+        score=np.concatenate(parts_score) if parts_score else np.zeros(0),
+        order=np.arange(len(image), dtype=np.int64),
+        has_box=np.ones(len(image), dtype=bool),
+        box_format="xyxy",
+        source=folder,
+        warnings=tuple(warnings),
+    )

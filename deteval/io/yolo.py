@@ -46,8 +46,20 @@ from deteval.io.category_map import MAX_DROP, read_category_map, resolve_categor
 __all__ = ["load_yolo_gt", "load_yolo_dt", "image_size", "IMAGE_EXTENSIONS", "LAYOUTS"]
 
 #: Image file extensions listed as images (Ultralytics' IMG_FORMATS).
-IMAGE_EXTENSIONS = (".bmp", ".dng", ".jpeg", ".jpg", ".mpo", ".png", ".tif", ".tiff", ".webp", ".pfm",
-                    ".heic", ".gif")
+IMAGE_EXTENSIONS = (
+    ".bmp",
+    ".dng",
+    ".jpeg",
+    ".jpg",
+    ".mpo",
+    ".png",
+    ".tif",
+    ".tiff",
+    ".webp",
+    ".pfm",
+    ".heic",
+    ".gif",
+)
 #: Column layouts of prediction rows.
 LAYOUTS = ("cls cx cy w h conf", "cls conf cx cy w h")
 _LABEL_ROW = "`class cx cy w h` (normalized)"
@@ -56,6 +68,7 @@ _LABEL_ROW = "`class cx cy w h` (normalized)"
 # --------------------------------------------------------------------------------------------
 # Image sizes from file headers
 # --------------------------------------------------------------------------------------------
+
 
 def _exif_orientation(tiff: bytes) -> int:
     """EXIF orientation tag (0x0112) of IFD0 in a TIFF blob; 1 when absent or unreadable."""
@@ -68,9 +81,9 @@ def _exif_orientation(tiff: bytes) -> int:
     offset = int.from_bytes(tiff[4:8], order)
     if offset + 2 > len(tiff):
         return 1
-    count = int.from_bytes(tiff[offset:offset + 2], order)
+    count = int.from_bytes(tiff[offset : offset + 2], order)
     for k in range(count):
-        entry = tiff[offset + 2 + 12 * k: offset + 14 + 12 * k]
+        entry = tiff[offset + 2 + 12 * k : offset + 14 + 12 * k]
         if len(entry) < 12:
             break
         if int.from_bytes(entry[0:2], order) == 0x0112:
@@ -149,6 +162,7 @@ def image_size(path: str | os.PathLike) -> tuple[int, int] | None:
 # Ground truth
 # --------------------------------------------------------------------------------------------
 
+
 def _yaml_path(source: str) -> str:
     if os.path.isdir(source):
         for name in ("data.yaml", "dataset.yaml"):
@@ -163,17 +177,20 @@ def _read_yaml(path: str) -> dict:
     try:
         alias = find_alias(yaml.compose(text, Loader=yaml.SafeLoader))
         if alias is not None:
-            raise InputError(f"{path}:{alias.start_mark.line + 1}: YAML anchors and aliases "
-                             f"(&name / *name) are not allowed; expected plain values")
+            raise InputError(
+                f"{path}:{alias.start_mark.line + 1}: YAML anchors and aliases "
+                f"(&name / *name) are not allowed; expected plain values"
+            )
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{path}{line}: invalid YAML ({getattr(exc, 'problem', exc)}); expected a "
-                         f"YOLO data.yaml with `names` and `val`") from None
+        raise InputError(
+            f"{path}{line}: invalid YAML ({getattr(exc, 'problem', exc)}); expected a "
+            f"YOLO data.yaml with `names` and `val`"
+        ) from None
     if not isinstance(data, dict):
-        raise InputError(f"{path}: expected a mapping with `names` and `val`, found "
-                         f"{type(data).__name__}")
+        raise InputError(f"{path}: expected a mapping with `names` and `val`, found {type(data).__name__}")
     return data
 
 
@@ -181,26 +198,37 @@ def _class_names(data: dict, path: str) -> tuple[np.ndarray, tuple]:
     """(class ids sorted, names) from ``names`` (list, or dict id -> name)."""
     names = data.get("names")
     if names is None:
-        raise InputError(f"{path}: no `names`; expected `names: [class0, class1, ...]` or "
-                         f"`names: {{0: class0, ...}}`, found keys {sorted(map(str, data))[:10]}")
+        raise InputError(
+            f"{path}: no `names`; expected `names: [class0, class1, ...]` or "
+            f"`names: {{0: class0, ...}}`, found keys {sorted(map(str, data))[:10]}"
+        )
     if isinstance(names, list):
         items = list(enumerate(names))
     elif isinstance(names, dict):
         items = list(names.items())
     else:
-        raise InputError(f"{path}: `names` is a {type(names).__name__}; expected a list or a mapping "
-                         f"id -> name")
-    bad = [(k, v) for k, v in items if isinstance(k, bool) or not isinstance(k, int) or k < 0
-           or not isinstance(v, (str, int)) or isinstance(v, bool)]
+        raise InputError(
+            f"{path}: `names` is a {type(names).__name__}; expected a list or a mapping id -> name"
+        )
+    bad = [
+        (k, v)
+        for k, v in items
+        if isinstance(k, bool)
+        or not isinstance(k, int)
+        or k < 0
+        or not isinstance(v, (str, int))
+        or isinstance(v, bool)
+    ]
     if bad:
-        raise InputError(f"{path}: `names` entry {bad[0][0]!r}: {bad[0][1]!r}; expected integer ids "
-                         f">= 0 and string names")
+        raise InputError(
+            f"{path}: `names` entry {bad[0][0]!r}: {bad[0][1]!r}; expected integer ids >= 0 and string names"
+        )
     if "nc" in data and data["nc"] != len(items):
-        raise InputError(f"{path}: `nc` is {data['nc']!r} but `names` has {len(items)} entries; "
-                         f"expected them to agree")
+        raise InputError(
+            f"{path}: `nc` is {data['nc']!r} but `names` has {len(items)} entries; expected them to agree"
+        )
     items.sort()
-    return (np.array([k for k, _ in items], dtype=np.int64).reshape(-1),
-            tuple(str(v) for _, v in items))
+    return (np.array([k for k, _ in items], dtype=np.int64).reshape(-1), tuple(str(v) for _, v in items))
 
 
 def _label_folder(image_folder: str) -> str:
@@ -219,8 +247,11 @@ def _read_sizes(path: str) -> dict[str, tuple[float, float]]:
     if wrong:
         fail_records("wrong number of columns", "3 columns `<image file name> <width> <height>`", wrong)
     numbers = parse_floats(rows, slice(1, 3), path, "width height")
-    bad = [(f"{path}:{n}", f"{w:g} x {h:g}")
-           for (n, _), (w, h) in zip(rows, numbers, strict=True) if w <= 0 or h <= 0]
+    bad = [
+        (f"{path}:{n}", f"{w:g} x {h:g}")
+        for (n, _), (w, h) in zip(rows, numbers, strict=True)
+        if w <= 0 or h <= 0
+    ]
     if bad:
         fail_records("image size not positive", "width > 0 and height > 0", bad)
     return {f[0]: (float(w), float(h)) for (_, f), (w, h) in zip(rows, numbers, strict=True)}
@@ -258,8 +289,9 @@ def _class_column(rows: list, column: int, path: str, class_ids: np.ndarray) -> 
     return np.where(known, index, -1)
 
 
-def load_yolo_gt(source: str | os.PathLike, *, split: str = "val",
-                 sizes: str | os.PathLike | None = None) -> GroundTruth:
+def load_yolo_gt(
+    source: str | os.PathLike, *, split: str = "val", sizes: str | os.PathLike | None = None
+) -> GroundTruth:
     """Read a YOLO (Ultralytics) dataset's labels for one split.
 
     Parameters
@@ -307,20 +339,26 @@ def load_yolo_gt(source: str | os.PathLike, *, split: str = "val",
     root = os.path.join(base, root) if root else base
     images_rel = data.get(split)
     if not isinstance(images_rel, str):
-        raise InputError(f"{yaml_path}: `{split}` is "
-                         f"{'missing' if images_rel is None else type(images_rel).__name__}; "
-                         f"expected the images folder of the split, relative to `path`")
+        raise InputError(
+            f"{yaml_path}: `{split}` is "
+            f"{'missing' if images_rel is None else type(images_rel).__name__}; "
+            f"expected the images folder of the split, relative to `path`"
+        )
     image_folder = os.path.join(root, images_rel)
     if not os.path.isdir(image_folder):
-        raise InputError(f"{yaml_path}: `{split}: {images_rel}` is not a folder ({image_folder}); "
-                         f"expected the images folder (lists of image paths are not supported)")
+        raise InputError(
+            f"{yaml_path}: `{split}: {images_rel}` is not a folder ({image_folder}); "
+            f"expected the images folder (lists of image paths are not supported)"
+        )
     files = list_files(image_folder, what="YOLO images")
     names = sorted(n for n in files if n.lower().endswith(IMAGE_EXTENSIONS))
     stems: dict[str, str] = {}
     for n in names:
         if _stem(n) in stems:
-            raise InputError(f"{image_folder}: images {stems[_stem(n)]} and {n} share the stem "
-                             f"{_stem(n)!r}; expected one image per label file name")
+            raise InputError(
+                f"{image_folder}: images {stems[_stem(n)]} and {n} share the stem "
+                f"{_stem(n)!r}; expected one image per label file name"
+            )
         stems[_stem(n)] = n
 
     if sizes is None and data.get("sizes") is not None:
@@ -343,9 +381,11 @@ def load_yolo_gt(source: str | os.PathLike, *, split: str = "val",
         else:
             width[i], height[i] = size
     if unknown:
-        raise InputError(f"{image_folder}: {len(unknown)} images of unknown size: "
-                         f"{names_note(unknown)}; expected PNG, JPEG, GIF or BMP headers, or a sizes "
-                         f"file (`sizes: sizes.txt` in data.yaml, lines `<file name> <width> <height>`)")
+        raise InputError(
+            f"{image_folder}: {len(unknown)} images of unknown size: "
+            f"{names_note(unknown)}; expected PNG, JPEG, GIF or BMP headers, or a sizes "
+            f"file (`sizes: sizes.txt` in data.yaml, lines `<file name> <width> <height>`)"
+        )
 
     label_folder = _label_folder(image_folder)
     labels = list_files(label_folder, what="YOLO label files") if os.path.isdir(label_folder) else {}
@@ -355,14 +395,18 @@ def load_yolo_gt(source: str | os.PathLike, *, split: str = "val",
         if label is None:
             continue
         rows = split_rows(read_text(label, what=f"YOLO label rows {_LABEL_ROW}"))
-        bad = [(f"{label}:{r}", f"{len(f)} columns" + (" (a segmentation polygon?)" if len(f) > 5 else ""))
-               for r, f in rows if len(f) != 5]
+        bad = [
+            (f"{label}:{r}", f"{len(f)} columns" + (" (a segmentation polygon?)" if len(f) > 5 else ""))
+            for r, f in rows
+            if len(f) != 5
+        ]
         if bad:
             wrong.extend(bad)
             continue
         category = _class_column(rows, 0, label, class_ids)
-        unknown_class.extend((f"{label}:{r}", f[0])
-                             for (r, f), c in zip(rows, category, strict=True) if c < 0)
+        unknown_class.extend(
+            (f"{label}:{r}", f[0]) for (r, f), c in zip(rows, category, strict=True) if c < 0
+        )
         xywhn = parse_floats(rows, slice(1, 5), label, "cx cy w h")
         off = np.flatnonzero(((xywhn < 0) | (xywhn > 1)).any(axis=1))
         outside.extend((f"{label}:{rows[j][0]}", " ".join(rows[j][1][1:])) for j in off)
@@ -380,13 +424,24 @@ def load_yolo_gt(source: str | os.PathLike, *, split: str = "val",
     box = np.concatenate(parts_box) if parts_box else np.zeros((0, 4))
     n_gt = len(image)
     return GroundTruth(
-        image_id=np.arange(len(names), dtype=np.int64), image_name=tuple(names),
-        image_width=width, image_height=height, category_id=class_ids, category_name=class_names,
-        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64), image=image,
+        image_id=np.arange(len(names), dtype=np.int64),
+        image_name=tuple(names),
+        image_width=width,
+        image_height=height,
+        category_id=class_ids,
+        category_name=class_names,
+        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64),
+        image=image,
         category=np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64),
-        box=box, area=box[:, 2] * box[:, 3], is_crowd=np.zeros(n_gt, dtype=bool),
-        is_difficult=np.zeros(n_gt, dtype=bool), is_ignore=np.zeros(n_gt, dtype=bool),
-        box_format="xywh", source=yaml_path, has_image_ids=False)
+        box=box,
+        area=box[:, 2] * box[:, 3],
+        is_crowd=np.zeros(n_gt, dtype=bool),
+        is_difficult=np.zeros(n_gt, dtype=bool),
+        is_ignore=np.zeros(n_gt, dtype=bool),
+        box_format="xywh",
+        source=yaml_path,
+        has_image_ids=False,
+    )
 
 
 def _to_pixels(xywhn: np.ndarray, width: float, height: float) -> np.ndarray:
@@ -403,9 +458,16 @@ def _to_pixels(xywhn: np.ndarray, width: float, height: float) -> np.ndarray:
 # Predictions
 # --------------------------------------------------------------------------------------------
 
-def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LAYOUTS[0],
-                 unknown_category: str = "error", category_map: Any = None,
-                 max_drop: float = MAX_DROP) -> Detections:
+
+def load_yolo_dt(
+    folder: str | os.PathLike,
+    gt: GroundTruth,
+    *,
+    layout: str = LAYOUTS[0],
+    unknown_category: str = "error",
+    category_map: Any = None,
+    max_drop: float = MAX_DROP,
+) -> Detections:
     """Read YOLO prediction files ``<image stem>.txt`` against ``gt``.
 
     Parameters
@@ -446,9 +508,12 @@ def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LA
     txt = sorted((n for n in files if n.endswith(".txt")), key=lambda n: index.get(n[:-4], -1))
     unknown_files = [n for n in txt if n[:-4] not in index]
     if unknown_files:
-        fail_records("prediction file of an image not in the ground truth",
-                     f"<image stem>.txt of an image of {gt.source}",
-                     [(os.path.join(folder, n), shorten(n[:-4])) for n in unknown_files], kind="files")
+        fail_records(
+            "prediction file of an image not in the ground truth",
+            f"<image stem>.txt of an image of {gt.source}",
+            [(os.path.join(folder, n), shorten(n[:-4])) for n in unknown_files],
+            kind="files",
+        )
     cmap = read_category_map(category_map)
     conf_column, box_columns = (5, slice(1, 5)) if layout == LAYOUTS[0] else (1, slice(2, 6))
     parts_image, parts_class, parts_box, parts_score, row_labels = [], [], [], [], []
@@ -465,27 +530,37 @@ def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LA
         row_labels.extend((f"{path}:{r}", f[0]) for r, f in rows)
         xywhn = parse_floats(rows, box_columns, path, "cx cy w h")
         score = parse_floats(rows, slice(conf_column, conf_column + 1), path, "conf")[:, 0]
-        negative.extend((f"{path}:{rows[j][0]}", " ".join(rows[j][1]))
-                        for j in np.flatnonzero((xywhn[:, 2] < 0) | (xywhn[:, 3] < 0)))
+        negative.extend(
+            (f"{path}:{rows[j][0]}", " ".join(rows[j][1]))
+            for j in np.flatnonzero((xywhn[:, 2] < 0) | (xywhn[:, 3] < 0))
+        )
         parts_image.append(np.full(len(rows), i, dtype=np.int64))
         parts_class.append(class_ids)
         with np.errstate(over="ignore", invalid="ignore"):
             parts_box.append(_to_pixels(xywhn, gt.image_width[i], gt.image_height[i]))
-        overflow.extend((f"{path}:{rows[j][0]}", " ".join(rows[j][1]))
-                        for j in np.flatnonzero(~np.isfinite(parts_box[-1]).all(axis=1)))
+        overflow.extend(
+            (f"{path}:{rows[j][0]}", " ".join(rows[j][1]))
+            for j in np.flatnonzero(~np.isfinite(parts_box[-1]).all(axis=1))
+        )
         parts_score.append(score)
     if ambiguous:
-        fail_records("5 columns: no confidence column, or a layout deteval cannot tell",
-                     "6 columns in a stated layout: `cls cx cy w h conf` (Ultralytics "
-                     "save_txt=True, save_conf=True; the default) or `cls conf cx cy w h` "
-                     "(layout='cls conf cx cy w h')", ambiguous)
+        fail_records(
+            "5 columns: no confidence column, or a layout deteval cannot tell",
+            "6 columns in a stated layout: `cls cx cy w h conf` (Ultralytics "
+            "save_txt=True, save_conf=True; the default) or `cls conf cx cy w h` "
+            "(layout='cls conf cx cy w h')",
+            ambiguous,
+        )
     if wrong:
         fail_records("wrong number of columns", f"6 columns `{layout}`", wrong)
     if negative:
         fail_records("negative width or height", "w >= 0 and h >= 0", negative)
     if overflow:
-        fail_records("a box that is not finite in pixels (the numbers overflow once scaled by the "
-                     "image size)", "normalized cx cy w h of a box in the image (about 0 to 1)", overflow)
+        fail_records(
+            "a box that is not finite in pixels (the numbers overflow once scaled by the image size)",
+            "normalized cx cy w h of a box in the image (about 0 to 1)",
+            overflow,
+        )
     class_ids = np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64)
 
     def fail(indices: np.ndarray, problem: str, expected: str) -> None:
@@ -494,19 +569,32 @@ def load_yolo_dt(folder: str | os.PathLike, gt: GroundTruth, *, layout: str = LA
         fail_records(problem, expected, [row_labels[j] for j in indices])
 
     category, keep, warnings = resolve_categories(
-        class_ids, gt, category_map=cmap, unknown_category=unknown_category, max_drop=max_drop,
-        where=folder, fail=fail, noun="predictions")
+        class_ids,
+        gt,
+        category_map=cmap,
+        unknown_category=unknown_category,
+        max_drop=max_drop,
+        where=folder,
+        fail=fail,
+        noun="predictions",
+    )
     if not txt:
-        warnings.append(f"{folder}: no prediction files (<image stem>.txt): every class with ground "
-                        f"truth gets AP 0")
+        warnings.append(
+            f"{folder}: no prediction files (<image stem>.txt): every class with ground truth gets AP 0"
+        )
     others = [n for n in files if not n.endswith(".txt")]
     if others:
         warnings.append(f"{folder}: {len(others)} files not read (not .txt): {names_note(sorted(others))}")
     image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
     result = Detections(
-        image=image, category=np.maximum(category, 0),
+        image=image,
+        category=np.maximum(category, 0),
         box=np.concatenate(parts_box) if parts_box else np.zeros((0, 4)),
         score=np.concatenate(parts_score) if parts_score else np.zeros(0),
-        order=np.arange(len(image), dtype=np.int64), has_box=np.ones(len(image), dtype=bool),
-        box_format="xywh", source=folder, warnings=tuple(warnings))
+        order=np.arange(len(image), dtype=np.int64),
+        has_box=np.ones(len(image), dtype=bool),
+        box_format="xywh",
+        source=folder,
+        warnings=tuple(warnings),
+    )
     return result.take(keep) if keep is not None else result

@@ -25,6 +25,20 @@ from deteval.plot.files import plot_all  # noqa: E402
 from deteval.plot.html import render_report, write_report  # noqa: E402
 from deteval.plot.matrix import confusion_matrix, decomposition_curves  # noqa: E402
 
-__all__ = ["PlotDependencyError", "pr_curves", "f1_curves", "per_class_ap", "confusion_matrix",
-           "error_breakdown", "decomposition_curves", "explain_waterfall", "forest", "figure_bytes",
-           "atomic_write", "plot_all", "write_report", "render_report", "FORMATS"]
+__all__ = [
+    "PlotDependencyError",
+    "pr_curves",
+    "f1_curves",
+    "per_class_ap",
+    "confusion_matrix",
+    "error_breakdown",
+    "decomposition_curves",
+    "explain_waterfall",
+    "forest",
+    "figure_bytes",
+    "atomic_write",
+    "plot_all",
+    "write_report",
+    "render_report",
+    "FORMATS",
+]

@@ -19,8 +19,19 @@ from typing import Any
 
 from deteval.errors import ConfigError, DetevalError
 
-__all__ = ["PlotDependencyError", "require_matplotlib", "style", "new_figure", "safe_label",
-           "figure_bytes", "atomic_write", "fmt", "is_undefined", "as_document", "FORMATS"]
+__all__ = [
+    "PlotDependencyError",
+    "require_matplotlib",
+    "style",
+    "new_figure",
+    "safe_label",
+    "figure_bytes",
+    "atomic_write",
+    "fmt",
+    "is_undefined",
+    "as_document",
+    "FORMATS",
+]
 
 #: Output formats :func:`figure_bytes` writes.
 FORMATS = ("png", "svg")
@@ -70,7 +81,7 @@ def require_matplotlib() -> None:
     except ImportError as exc:
         raise PlotDependencyError(
             "deteval.plot: the figures and the HTML report need matplotlib (the 'plot' extra); "
-            f"expected it importable, found: {exc}. Install it with: pip install \"deteval[plot]\""
+            f'expected it importable, found: {exc}. Install it with: pip install "deteval[plot]"'
         ) from exc
 
 
@@ -106,7 +117,7 @@ def safe_label(text: Any, *, limit: int = _MAX_LABEL) -> str:
     'xxxxxxxxx…'
     """
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def is_undefined(value: Any) -> bool:
@@ -133,8 +144,10 @@ def as_document(value: Any, *, what: str, key: str | None = None) -> dict:
     """
     doc = value.to_dict() if hasattr(value, "to_dict") else value
     if not isinstance(doc, dict):
-        raise ConfigError(f"deteval.plot: {what}: expected the value or its to_dict() document, "
-                          f"found {type(value).__name__}")
+        raise ConfigError(
+            f"deteval.plot: {what}: expected the value or its to_dict() document, "
+            f"found {type(value).__name__}"
+        )
     if key is not None and key in doc and isinstance(doc[key], dict):
         doc = doc[key]
     return doc

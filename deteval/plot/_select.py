@@ -18,12 +18,15 @@ __all__ = ["resolve_thresholds", "default_thresholds", "select_classes", "grid",
 def default_thresholds(result: EvalResult) -> tuple:
     """0.5 and 0.75 where the protocol has them, else its first threshold."""
     protocol_thresholds = tuple(result.protocol.iou_thresholds)
-    chosen = tuple(t for t in protocol_thresholds if any(math.isclose(t, w, abs_tol=1e-9) for w in (0.5, 0.75)))
+    chosen = tuple(
+        t for t in protocol_thresholds if any(math.isclose(t, w, abs_tol=1e-9) for w in (0.5, 0.75))
+    )
     return chosen or protocol_thresholds[:1]
 
 
-def resolve_thresholds(result: EvalResult, iou_thresholds: Sequence[float] | float | None,
-                       *, where: str) -> tuple:
+def resolve_thresholds(
+    result: EvalResult, iou_thresholds: Sequence[float] | float | None, *, where: str
+) -> tuple:
     """The protocol's own values (bit-exact) of the requested thresholds.
 
     A requested value matches a protocol threshold within 1e-9 (so ``0.9`` finds COCO's
@@ -43,9 +46,11 @@ def resolve_thresholds(result: EvalResult, iou_thresholds: Sequence[float] | flo
     for t in iou_thresholds:
         found = [p for p in protocol_thresholds if math.isclose(p, float(t), abs_tol=1e-9)]
         if not found:
-            raise ConfigError(f"{where}: iou_thresholds: expected thresholds of protocol "
-                              f"{result.protocol.name!r} {[round(p, 4) for p in protocol_thresholds]}, "
-                              f"found {t!r}")
+            raise ConfigError(
+                f"{where}: iou_thresholds: expected thresholds of protocol "
+                f"{result.protocol.name!r} {[round(p, 4) for p in protocol_thresholds]}, "
+                f"found {t!r}"
+            )
         out.append(found[0])
     return tuple(dict.fromkeys(out))
 
@@ -77,9 +82,11 @@ def select_classes(result: EvalResult, classes: Sequence[Any] | None, *, limit: 
         elif isinstance(c, (int, np.integer)) and not isinstance(c, bool) and int(c) in result.category_ids:
             out.append(result.category_ids.index(int(c)))
         else:
-            raise ConfigError(f"{where}: classes: expected category ids or names of the ground truth "
-                              f"(e.g. {list(result.category_ids)[:5]} or "
-                              f"{list(result.category_names)[:5]}), found {c!r}")
+            raise ConfigError(
+                f"{where}: classes: expected category ids or names of the ground truth "
+                f"(e.g. {list(result.category_ids)[:5]} or "
+                f"{list(result.category_names)[:5]}), found {c!r}"
+            )
     return list(dict.fromkeys(out))
 
 
@@ -107,14 +114,18 @@ def named_results(results: Any, *, where: str) -> list[tuple[str, EvalResult]]:
     elif isinstance(results, Sequence) and not isinstance(results, (str, bytes)):
         items = [(None, r) for r in results]
     else:
-        raise ConfigError(f"{where}: results: expected an EvalResult, a sequence of them or a mapping "
-                          f"label -> EvalResult, found {type(results).__name__}")
+        raise ConfigError(
+            f"{where}: results: expected an EvalResult, a sequence of them or a mapping "
+            f"label -> EvalResult, found {type(results).__name__}"
+        )
     if not items:
         raise ConfigError(f"{where}: results: expected at least one EvalResult, found none")
     for label, r in items:
         if not isinstance(r, EvalResult):
-            raise ConfigError(f"{where}: results{'' if label is None else f'[{label!r}]'}: expected an "
-                              f"EvalResult, found {type(r).__name__}")
+            raise ConfigError(
+                f"{where}: results{'' if label is None else f'[{label!r}]'}: expected an "
+                f"EvalResult, found {type(r).__name__}"
+            )
     sources = {str(r.inputs.get("dt", "")) for _, r in items}
     out, seen = [], {}
     for label, r in items:

@@ -14,9 +14,16 @@ from deteval.plot._base import as_document, fmt, is_undefined, new_figure, safe_
 __all__ = ["per_class_ap", "error_breakdown", "explain_waterfall", "forest", "ERROR_NAMES"]
 
 #: Readable names of TIDE's error types (the document's keys, in tidecv's order).
-ERROR_NAMES = {"cls": "classification", "loc": "localization", "both": "cls + loc", "dupe": "duplicate",
-               "bkg": "background", "miss": "missed GT", "false_pos": "false positives",
-               "false_neg": "false negatives"}
+ERROR_NAMES = {
+    "cls": "classification",
+    "loc": "localization",
+    "both": "cls + loc",
+    "dupe": "duplicate",
+    "bkg": "background",
+    "miss": "missed GT",
+    "false_pos": "false positives",
+    "false_neg": "false negatives",
+}
 _MAIN = ("cls", "loc", "both", "dupe", "bkg", "miss")
 _SPECIAL = ("false_pos", "false_neg")
 _BAR = 0.26  # inches per bar row
@@ -61,10 +68,13 @@ def per_class_ap(result: EvalResult, *, top_k: int = 30) -> Any:
         y = np.arange(n_bars)[::-1]
         values = [0.0 if np.isnan(ap[k]) else ap[k] for k in shown]
         labels = [safe_label(rows[k]["name"]) for k in shown]
-        ax.barh(y[:len(shown)], values, height=0.7, color="C0", label="AP")
+        ax.barh(y[: len(shown)], values, height=0.7, color="C0", label="AP")
         for yy, k in zip(y, shown):
-            text = f"{fmt(ap[k])}  ({rows[k]['num_gt']} GT)" if not np.isnan(ap[k]) else \
-                f"n/a  ({rows[k]['num_gt']} GT)"
+            text = (
+                f"{fmt(ap[k])}  ({rows[k]['num_gt']} GT)"
+                if not np.isnan(ap[k])
+                else f"n/a  ({rows[k]['num_gt']} GT)"
+            )
             ax.text((0.0 if np.isnan(ap[k]) else ap[k]) + 0.01, yy, text, va="center", fontsize=7.5)
         if len(rest):
             rest_ap = ap[rest][~np.isnan(ap[rest])]
@@ -72,21 +82,36 @@ def per_class_ap(result: EvalResult, *, top_k: int = 30) -> Any:
             mean = float(rest_ap.mean()) if len(rest_ap) else 0.0
             ax.barh([y[-1]], [mean], height=0.7, color="0.65", hatch="//", label="others (mean)")
             if len(rest_ap):
-                ax.errorbar([mean], [y[-1]], xerr=[[mean - rest_ap.min()], [rest_ap.max() - mean]], fmt="none",
-                            ecolor="0.25", capsize=3, lw=1)
+                ax.errorbar(
+                    [mean],
+                    [y[-1]],
+                    xerr=[[mean - rest_ap.min()], [rest_ap.max() - mean]],
+                    fmt="none",
+                    ecolor="0.25",
+                    capsize=3,
+                    lw=1,
+                )
             gt_rest = sum(rows[k]["num_gt"] for k in rest)
-            ax.text(min(1.0, (rest_ap.max() if len(rest_ap) else 0.0)) + 0.01, y[-1],
-                    f"mean {fmt(mean if len(rest_ap) else None)}  ({gt_rest} GT"
-                    + (f", {n_undefined} without GT" if n_undefined else "") + ")", va="center", fontsize=7.5)
+            ax.text(
+                min(1.0, (rest_ap.max() if len(rest_ap) else 0.0)) + 0.01,
+                y[-1],
+                f"mean {fmt(mean if len(rest_ap) else None)}  ({gt_rest} GT"
+                + (f", {n_undefined} without GT" if n_undefined else "")
+                + ")",
+                va="center",
+                fontsize=7.5,
+            )
             labels.append(f"others ({len(rest)} classes)")
         ax.set_yticks(y, labels)
         ax.set_xlim(0, 1.18)
         ax.set_xticks(np.linspace(0, 1, 6))
         ax.set_ylim(-0.7, n_bars - 0.3)
         ax.grid(axis="y", visible=False)
-        ax.set_xlabel(f"AP ({safe_label(result.protocol.name)}: per class, "
-                      f"{'IoU-averaged, ' if len(result.protocol.iou_thresholds) > 1 else ''}"
-                      f"area {result.protocol.area_names[0]})")
+        ax.set_xlabel(
+            f"AP ({safe_label(result.protocol.name)}: per class, "
+            f"{'IoU-averaged, ' if len(result.protocol.iou_thresholds) > 1 else ''}"
+            f"area {result.protocol.area_names[0]})"
+        )
         head = f"Per-class AP, {len(rows)} classes"
         if len(rest):
             head += f": the {len(shown)} highest shown, {len(rest)} summarised as 'others'"
@@ -97,8 +122,10 @@ def per_class_ap(result: EvalResult, *, top_k: int = 30) -> Any:
 def _tide_doc(value: Any) -> dict:
     doc = as_document(value, what="error_breakdown", key="errors")
     if "main" not in doc:
-        raise ConfigError(f"error_breakdown: expected a TIDE errors document (keys main, special, ap), found "
-                          f"keys {sorted(doc)[:8]}")
+        raise ConfigError(
+            f"error_breakdown: expected a TIDE errors document (keys main, special, ap), found "
+            f"keys {sorted(doc)[:8]}"
+        )
     return doc
 
 
@@ -130,8 +157,9 @@ def error_breakdown(tide_doc: Any) -> Any:
     with style():
         fig = new_figure(8.5, 3.4)
         grid_spec = fig.add_gridspec(1, 2, width_ratios=[3, 1.2])
-        for g, (keys, title, color) in enumerate(((_MAIN, "main errors", "C3"),
-                                                  (_SPECIAL, "special errors", "C7"))):
+        for g, (keys, title, color) in enumerate(
+            ((_MAIN, "main errors", "C3"), (_SPECIAL, "special errors", "C7"))
+        ):
             ax = fig.add_subplot(grid_spec[0, g])
             values = [doc.get("main" if g == 0 else "special", {}).get(k) for k in keys]
             heights = [0.0 if is_undefined(v) else float(v) for v in values]
@@ -139,8 +167,14 @@ def error_breakdown(tide_doc: Any) -> Any:
             bars = ax.bar(x, heights, color=color, width=0.65)
             top = max([h for h in heights] + [1e-3])
             for bar, v in zip(bars, values):
-                ax.text(bar.get_x() + bar.get_width() / 2, bar.get_height() + top * 0.02, fmt(v),
-                        ha="center", va="bottom", fontsize=7.5)
+                ax.text(
+                    bar.get_x() + bar.get_width() / 2,
+                    bar.get_height() + top * 0.02,
+                    fmt(v),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7.5,
+                )
             ax.set_xticks(x, [ERROR_NAMES[k] for k in keys], rotation=25, ha="right")
             ax.set_ylim(min(0.0, min(heights) * 1.15), top * 1.18)
             ax.grid(axis="x", visible=False)
@@ -150,16 +184,20 @@ def error_breakdown(tide_doc: Any) -> Any:
         mode = doc.get("mode", "?")
         fg = thresholds.get("foreground")
         bg = thresholds.get("background")
-        fig.suptitle(f"TIDE error breakdown: AP {fmt(doc.get('ap'))} (mode {safe_label(mode)}, "
-                     f"foreground {fmt(fg, 2)}, background {fmt(bg, 2)})")
+        fig.suptitle(
+            f"TIDE error breakdown: AP {fmt(doc.get('ap'))} (mode {safe_label(mode)}, "
+            f"foreground {fmt(fg, 2)}, background {fmt(bg, 2)})"
+        )
     return fig
 
 
 def _explain_doc(value: Any) -> dict:
     doc = as_document(value, what="explain_waterfall")
     if "steps" not in doc or "start" not in doc:
-        raise ConfigError(f"explain_waterfall: expected an Explanation or its to_dict() (keys from, to, start, "
-                          f"end, steps), found keys {sorted(doc)[:8]}")
+        raise ConfigError(
+            f"explain_waterfall: expected an Explanation or its to_dict() (keys from, to, start, "
+            f"end, steps), found keys {sorted(doc)[:8]}"
+        )
     return doc
 
 
@@ -203,7 +241,9 @@ def explain_waterfall(explanation: Any) -> Any:
         for xi, v in ((0, start), (len(labels) - 1, end)):
             if not is_undefined(v):
                 ax.bar([xi], [v - floor], bottom=floor, color="C0", width=0.6)
-                ax.text(xi, v + 0.02 * span, fmt(v, 4), ha="center", va="bottom", fontsize=8, fontweight="bold")
+                ax.text(
+                    xi, v + 0.02 * span, fmt(v, 4), ha="center", va="bottom", fontsize=8, fontweight="bold"
+                )
             else:
                 ax.text(xi, floor + 0.1 * span, "n/a", ha="center", fontsize=8)
         previous = start
@@ -213,7 +253,9 @@ def explain_waterfall(explanation: Any) -> Any:
                 ax.text(i, floor + 0.1 * span, "n/a", ha="center", fontsize=8)
                 previous = value
                 continue
-            color = "0.6" if not s.get("affects_measure", True) or change == 0 else ("C2" if change > 0 else "C3")
+            color = (
+                "0.6" if not s.get("affects_measure", True) or change == 0 else ("C2" if change > 0 else "C3")
+            )
             height = change if change != 0 else span * 0.004
             ax.bar([i], [height], bottom=previous, color=color, width=0.6)
             ax.plot([i - 1 + 0.3, i - 0.3], [previous, previous], color="0.3", lw=0.7)
@@ -222,22 +264,29 @@ def explain_waterfall(explanation: Any) -> Any:
             previous = value
         if steps and not is_undefined(previous):
             ax.plot([len(labels) - 1.7, len(labels) - 1.3], [previous, previous], color="0.3", lw=0.7)
-        ax.set_xticks(x, labels, rotation=20 if len(labels) > 5 else 0, ha="right" if len(labels) > 5 else "center")
+        ax.set_xticks(
+            x, labels, rotation=20 if len(labels) > 5 else 0, ha="right" if len(labels) > 5 else "center"
+        )
         ax.set_ylim(floor, hi + 0.25 * span)
         ax.grid(axis="x", visible=False)
         measure = safe_label(doc.get("measure", "value"))
         ax.set_ylabel(measure + (f" (axis from {floor:.3f})" if floor > 0 else ""))
         total = None if is_undefined(start) or is_undefined(end) else end - start
-        ax.set_title(f"{labels[0]} -> {labels[-1]}: {measure} {fmt(start, 4)} -> {fmt(end, 4)} "
-                     f"(total {fmt(total, 4, sign=True)})", loc="left")
+        ax.set_title(
+            f"{labels[0]} -> {labels[-1]}: {measure} {fmt(start, 4)} -> {fmt(end, 4)} "
+            f"(total {fmt(total, 4, sign=True)})",
+            loc="left",
+        )
     return fig
 
 
 def _bootstrap_doc(value: Any) -> dict:
     doc = as_document(value, what="forest")
     if "results" not in doc:
-        raise ConfigError(f"forest: expected a bootstrap document (keys bootstrap, results[, comparisons]), "
-                          f"found keys {sorted(doc)[:8]}")
+        raise ConfigError(
+            f"forest: expected a bootstrap document (keys bootstrap, results[, comparisons]), "
+            f"found keys {sorted(doc)[:8]}"
+        )
     return doc
 
 
@@ -290,15 +339,21 @@ def forest(bootstrap_doc: Any, *, metrics: Sequence[str] | None = None) -> Any:
             name = safe_label(r.get("detector", "?"), limit=28)
             if len(protocols) > 1:
                 name += f" ({safe_label(r.get('protocol'), limit=20)})"
-            rows.append((f"{m}  {name}", r["metrics"][m], (r.get("metrics_ci") or {}).get(m), results.index(r), m))
+            rows.append(
+                (f"{m}  {name}", r["metrics"][m], (r.get("metrics_ci") or {}).get(m), results.index(r), m)
+            )
     if not rows:
-        raise ConfigError(f"forest: metrics: expected metrics of the document "
-                          f"{sorted({m for r in results for m in r.get('metrics', {})})}, found {list(metrics)}")
+        raise ConfigError(
+            f"forest: metrics: expected metrics of the document "
+            f"{sorted({m for r in results for m in r.get('metrics', {})})}, found {list(metrics)}"
+        )
     n_panels = 2 if comparisons else 1
     height = _BAR * (len(rows) + (len(comparisons) + 2 if comparisons else 0)) + 1.6
     with style():
         fig = new_figure(8.0, max(2.6, height))
-        grid_spec = fig.add_gridspec(n_panels, 1, height_ratios=[len(rows) + 1, len(comparisons) + 1][:n_panels])
+        grid_spec = fig.add_gridspec(
+            n_panels, 1, height_ratios=[len(rows) + 1, len(comparisons) + 1][:n_panels]
+        )
         ax = fig.add_subplot(grid_spec[0, 0])
         _forest_rows(ax, [r[:3] for r in rows], colors=[r[3] % 10 for r in rows])
         if len(results) > 1:  # a rule between the metrics' groups
@@ -307,16 +362,29 @@ def forest(bootstrap_doc: Any, *, metrics: Sequence[str] | None = None) -> Any:
                     ax.axhline(len(rows) - i - 0.5, color="0.8", lw=0.8)
         ax.set_xlabel("value (point estimate and percentile interval)")
         level = settings.get("ci")
-        ax.set_title(f"Bootstrap intervals ({fmt(level * 100 if level is not None else None, 0)}%, "
-                     f"n = {settings.get('n', '?')}, seed {settings.get('seed', '?')}, resampling images)",
-                     loc="left")
+        ax.set_title(
+            f"Bootstrap intervals ({fmt(level * 100 if level is not None else None, 0)}%, "
+            f"n = {settings.get('n', '?')}, seed {settings.get('seed', '?')}, resampling images)",
+            loc="left",
+        )
         if comparisons:
             cx = fig.add_subplot(grid_spec[1, 0])
-            crows = [(f"{safe_label(c['b'], limit=20)} - {safe_label(c['a'], limit=20)}  {c['metric']}"
-                      + (f" ({safe_label(c['protocol'], limit=16)})" if len(protocols) > 1 else ""),
-                      c.get("difference"), c.get("ci"), c.get("p_value")) for c in comparisons]
-            _forest_rows(cx, [r[:3] for r in crows], colors=[3] * len(crows),
-                         notes=[f"p = {fmt(r[3], 3)}" for r in crows])
+            crows = [
+                (
+                    f"{safe_label(c['b'], limit=20)} - {safe_label(c['a'], limit=20)}  {c['metric']}"
+                    + (f" ({safe_label(c['protocol'], limit=16)})" if len(protocols) > 1 else ""),
+                    c.get("difference"),
+                    c.get("ci"),
+                    c.get("p_value"),
+                )
+                for c in comparisons
+            ]
+            _forest_rows(
+                cx,
+                [r[:3] for r in crows],
+                colors=[3] * len(crows),
+                notes=[f"p = {fmt(r[3], 3)}" for r in crows],
+            )
             cx.axvline(0.0, color="0.2", lw=0.8)
             cx.set_xlabel("paired difference B - A (0: no difference)")
             cx.set_title("Paired differences", loc="left")

@@ -25,7 +25,9 @@ def _area_index(result: EvalResult, area: str | None, where: str) -> tuple[str, 
     names = list(result.protocol.area_names)
     area = names[0] if area is None else area
     if area not in names:
-        raise ConfigError(f"{where}: area: expected one of the protocol's area ranges {names}, found {area!r}")
+        raise ConfigError(
+            f"{where}: area: expected one of the protocol's area ranges {names}, found {area!r}"
+        )
     return area, names.index(area)
 
 
@@ -52,8 +54,11 @@ def envelope(curve: PRCurve) -> tuple[np.ndarray, np.ndarray]:
     return recall, precision
 
 
-def mean_interpolated_curve(result: EvalResult, threshold_index: int, area_index: int,
-                            ) -> tuple[np.ndarray, np.ndarray]:
+def mean_interpolated_curve(
+    result: EvalResult,
+    threshold_index: int,
+    area_index: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """(recall, precision): the interpolated precision averaged over the classes with ground truth.
 
     Point-sampled protocols (101- and 11-point): the protocol's own precision array at its
@@ -87,10 +92,17 @@ def _threshold_label(t: float) -> str:
     return f"IoU {round(t, 4):g}"
 
 
-def pr_curves(result: EvalResult, *, iou_thresholds: Sequence[float] | float | None = None,
-              classes: Sequence[Any] | None = None, interpolated: bool = True, raw: bool = True,
-              operating_points: Sequence[float] = (0.5,), area: str | None = None,
-              max_classes: int = 12) -> Any:
+def pr_curves(
+    result: EvalResult,
+    *,
+    iou_thresholds: Sequence[float] | float | None = None,
+    classes: Sequence[Any] | None = None,
+    interpolated: bool = True,
+    raw: bool = True,
+    operating_points: Sequence[float] = (0.5,),
+    area: str | None = None,
+    max_classes: int = 12,
+) -> Any:
     """Precision/recall curves per class and overall, at chosen IoU thresholds.
 
     Parameters
@@ -142,13 +154,18 @@ def pr_curves(result: EvalResult, *, iou_thresholds: Sequence[float] | float | N
     t_index = [list(protocol.iou_thresholds).index(t) for t in thresholds]
     panels: list = (["mean"] if interpolated else []) + ks
     if not panels:
-        raise ConfigError(f"{where}: nothing to draw: expected interpolated=True or at least one class, "
-                          f"found interpolated=False and no class")
+        raise ConfigError(
+            f"{where}: nothing to draw: expected interpolated=True or at least one class, "
+            f"found interpolated=False and no class"
+        )
     rows, columns = grid(len(panels))
     rec_thr = recall_thresholds(protocol)
     is_grid = result.precision.shape[1] > 0
-    points = {(c, t): at_confidence(result, c, iou_threshold=t, area=area)
-              for c in operating_points for t in thresholds}
+    points = {
+        (c, t): at_confidence(result, c, iou_threshold=t, area=area)
+        for c in operating_points
+        for t in thresholds
+    }
     handles: dict = {}
     with style():
         fig = new_figure(_PANEL * columns, _PANEL * rows + 0.9)
@@ -177,8 +194,15 @@ def pr_curves(result: EvalResult, *, iou_thresholds: Sequence[float] | float | N
                     curve = pr_curve(result, result.category_ids[k], iou_threshold=t, area=area)
                     if raw and curve.n_positive and len(curve.recall):
                         label = f"{_threshold_label(t)} raw"
-                        (line,) = ax.plot(curve.recall, curve.precision, color=color, lw=0.9, alpha=0.55,
-                                          ls="--", label=label)
+                        (line,) = ax.plot(
+                            curve.recall,
+                            curve.precision,
+                            color=color,
+                            lw=0.9,
+                            alpha=0.55,
+                            ls="--",
+                            label=label,
+                        )
                         handles.setdefault(label, line)
                     if interpolated and curve.n_positive:
                         if is_grid:
@@ -192,28 +216,63 @@ def pr_curves(result: EvalResult, *, iou_thresholds: Sequence[float] | float | N
                         row = points[(c, t)][k]
                         if np.isfinite(row["precision"]) and np.isfinite(row["recall"]):
                             label = f"conf >= {c:g} ({_threshold_label(t)})"
-                            (line,) = ax.plot([row["recall"]], [row["precision"]], ls="none",
-                                              marker=_MARKERS[j % len(_MARKERS)], ms=6, mfc="white",
-                                              mec=color, mew=1.5, label=label, clip_on=False)
+                            (line,) = ax.plot(
+                                [row["recall"]],
+                                [row["precision"]],
+                                ls="none",
+                                marker=_MARKERS[j % len(_MARKERS)],
+                                ms=6,
+                                mfc="white",
+                                mec=color,
+                                mew=1.5,
+                                label=label,
+                                clip_on=False,
+                            )
                             handles.setdefault(label, line)
                     notes.append(f"AP{round(t * 100, 2):g} {fmt(result.ap[ti, k, a, -1])}")
                 notes.append(f"{info['num_gt']} GT, {info['num_det']} det")
                 if not info["num_gt"]:
-                    ax.text(0.5, 0.55, "no ground truth:\nAP undefined", ha="center", va="center",
-                            transform=ax.transAxes, color="0.4")
-            ax.text(0.03, 0.03, "\n".join(notes), transform=ax.transAxes, fontsize=7.5, va="bottom",
-                    bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.8", "alpha": 0.85})
-        shown = f"{len(ks)} of {len(result.category_ids)} classes" if len(ks) < len(result.category_ids) \
+                    ax.text(
+                        0.5,
+                        0.55,
+                        "no ground truth:\nAP undefined",
+                        ha="center",
+                        va="center",
+                        transform=ax.transAxes,
+                        color="0.4",
+                    )
+            ax.text(
+                0.03,
+                0.03,
+                "\n".join(notes),
+                transform=ax.transAxes,
+                fontsize=7.5,
+                va="bottom",
+                bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.8", "alpha": 0.85},
+            )
+        shown = (
+            f"{len(ks)} of {len(result.category_ids)} classes"
+            if len(ks) < len(result.category_ids)
             else f"{len(ks)} classes"
-        fig.suptitle(f"Precision/recall: {safe_label(protocol.name)} ({protocol.ap_method}), area {area}, "
-                     f"{shown}")
+        )
+        fig.suptitle(
+            f"Precision/recall: {safe_label(protocol.name)} ({protocol.ap_method}), area {area}, {shown}"
+        )
         if handles:
-            order = [f"{_threshold_label(t)} {kind}" for t in thresholds
-                     for kind in ("mean interpolated", "interpolated", "raw")]
+            order = [
+                f"{_threshold_label(t)} {kind}"
+                for t in thresholds
+                for kind in ("mean interpolated", "interpolated", "raw")
+            ]
             order += [f"conf >= {c:g} ({_threshold_label(t)})" for t in thresholds for c in operating_points]
             labels = [x for x in order if x in handles]
-            fig.legend([handles[x] for x in labels], labels, loc="outside lower center",
-                       ncols=min(len(labels), 3 + len(operating_points)), frameon=False)
+            fig.legend(
+                [handles[x] for x in labels],
+                labels,
+                loc="outside lower center",
+                ncols=min(len(labels), 3 + len(operating_points)),
+                frameon=False,
+            )
     return fig
 
 
@@ -240,8 +299,14 @@ def _f1(precision: np.ndarray, recall: np.ndarray) -> np.ndarray:
         return np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
 
 
-def f1_curves(result: EvalResult, *, iou_threshold: float | None = None, classes: Sequence[Any] | None = None,
-              area: str | None = None, max_classes: int = 12) -> Any:
+def f1_curves(
+    result: EvalResult,
+    *,
+    iou_threshold: float | None = None,
+    classes: Sequence[Any] | None = None,
+    area: str | None = None,
+    max_classes: int = 12,
+) -> Any:
     """Precision, recall and F1 against the confidence threshold, best F1 marked.
 
     Parameters
@@ -272,7 +337,9 @@ def f1_curves(result: EvalResult, *, iou_threshold: float | None = None, classes
     ['precision', 'recall', 'F1', 'best F1']
     """
     where = "f1_curves"
-    (threshold,) = resolve_thresholds(result, None if iou_threshold is None else [iou_threshold], where=where)[:1]
+    (threshold,) = resolve_thresholds(
+        result, None if iou_threshold is None else [iou_threshold], where=where
+    )[:1]
     area, _ = _area_index(result, area, where)
     ks = select_classes(result, classes, limit=max_classes, where=where)
     panels: list = ["pooled", *ks]
@@ -295,37 +362,84 @@ def f1_curves(result: EvalResult, *, iou_threshold: float | None = None, classes
                 score, precision, recall, f1 = _pooled(result, threshold, area)
                 if len(f1) and not np.isnan(recall).all():
                     j = int(np.argmax(f1))
-                    best = {"threshold": float(score[j]), "f1": float(f1[j]), "precision": float(precision[j]),
-                            "recall": float(recall[j])}
+                    best = {
+                        "threshold": float(score[j]),
+                        "f1": float(f1[j]),
+                        "precision": float(precision[j]),
+                        "recall": float(recall[j]),
+                    }
                 else:
                     best = {"threshold": float("nan"), "f1": float("nan")}
             else:
                 cid = result.category_ids[panel]
                 ax.set_title(safe_label(result.per_class[panel]["name"]))
                 curve = pr_curve(result, cid, iou_threshold=threshold, area=area)
-                last = np.r_[curve.score[1:] != curve.score[:-1], True] if len(curve.score) else np.zeros(0, bool)
+                last = (
+                    np.r_[curve.score[1:] != curve.score[:-1], True]
+                    if len(curve.score)
+                    else np.zeros(0, bool)
+                )
                 score, precision, recall = curve.score[last], curve.precision[last], curve.recall[last]
                 f1 = _f1(precision, recall)
                 best = best_f1(result, cid, iou_threshold=threshold, area=area)
             # ascending confidence; a value holds down to the next lower score
-            for values, label, color in ((precision, "precision", "C0"), (recall, "recall", "C1"),
-                                         (f1, "F1", "C2")):
-                (line,) = ax.plot(score[::-1], values[::-1], color=color, lw=1.5 if label == "F1" else 1.1,
-                                  drawstyle="steps-pre", label=label)
+            for values, label, color in (
+                (precision, "precision", "C0"),
+                (recall, "recall", "C1"),
+                (f1, "F1", "C2"),
+            ):
+                (line,) = ax.plot(
+                    score[::-1],
+                    values[::-1],
+                    color=color,
+                    lw=1.5 if label == "F1" else 1.1,
+                    drawstyle="steps-pre",
+                    label=label,
+                )
                 handles.setdefault(label, line)
             if np.isfinite(best["f1"]):
-                (line,) = ax.plot([best["threshold"]], [best["f1"]], ls="none", marker="*", ms=11, color="C3",
-                                  mec="black", mew=0.6, label="best F1")
+                (line,) = ax.plot(
+                    [best["threshold"]],
+                    [best["f1"]],
+                    ls="none",
+                    marker="*",
+                    ms=11,
+                    color="C3",
+                    mec="black",
+                    mew=0.6,
+                    label="best F1",
+                )
                 handles.setdefault("best F1", line)
                 ax.axvline(best["threshold"], color="C3", lw=0.8, ls=":", label="_best F1 threshold")
-                ax.text(0.97, 0.97, f"best F1 {best['f1']:.3f}\nat conf {best['threshold']:.3g}",
-                        transform=ax.transAxes, ha="right", va="top", fontsize=7.5,
-                        bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.8", "alpha": 0.85})
+                ax.text(
+                    0.97,
+                    0.97,
+                    f"best F1 {best['f1']:.3f}\nat conf {best['threshold']:.3g}",
+                    transform=ax.transAxes,
+                    ha="right",
+                    va="top",
+                    fontsize=7.5,
+                    bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.8", "alpha": 0.85},
+                )
             else:
-                ax.text(0.5, 0.5, "F1 undefined\n(no ground truth or no detection)", ha="center",
-                        va="center", transform=ax.transAxes, color="0.4")
-        fig.suptitle(f"Precision, recall and F1 by confidence: {safe_label(result.protocol.name)}, "
-                     f"{_threshold_label(threshold)}, area {area}")
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncols=len(handles),
-                   frameon=False)
+                ax.text(
+                    0.5,
+                    0.5,
+                    "F1 undefined\n(no ground truth or no detection)",
+                    ha="center",
+                    va="center",
+                    transform=ax.transAxes,
+                    color="0.4",
+                )
+        fig.suptitle(
+            f"Precision, recall and F1 by confidence: {safe_label(result.protocol.name)}, "
+            f"{_threshold_label(threshold)}, area {area}"
+        )
+        fig.legend(
+            list(handles.values()),
+            list(handles),
+            loc="outside lower center",
+            ncols=len(handles),
+            frameon=False,
+        )
     return fig

@@ -58,8 +58,15 @@ def _as_list(value: Any) -> list:
     return [value]
 
 
-def figure_specs(results: Any, *, analysis: Any = None, explanation: Any = None, bootstrap: Any = None,
-                 top_k: int = 30, max_classes: int = 12) -> list[FigureSpec]:
+def figure_specs(
+    results: Any,
+    *,
+    analysis: Any = None,
+    explanation: Any = None,
+    bootstrap: Any = None,
+    top_k: int = 30,
+    max_classes: int = 12,
+) -> list[FigureSpec]:
     """The figures of a run, in report order (built lazily: call ``spec.build()``).
 
     Parameters
@@ -92,35 +99,67 @@ def figure_specs(results: Any, *, analysis: Any = None, explanation: Any = None,
 
     for label, result in named:
         prefix = slug(label)
-        add(f"{prefix}-pr_curves", f"Precision/recall curves: {label}", "results",
-            lambda r=result: pr_curves(r, max_classes=max_classes))
-        add(f"{prefix}-f1_curves", f"Precision, recall and F1 by confidence: {label}", "results",
-            lambda r=result: f1_curves(r, max_classes=max_classes))
-        add(f"{prefix}-per_class_ap", f"Per-class AP: {label}", "results",
-            lambda r=result: per_class_ap(r, top_k=top_k))
+        add(
+            f"{prefix}-pr_curves",
+            f"Precision/recall curves: {label}",
+            "results",
+            lambda r=result: pr_curves(r, max_classes=max_classes),
+        )
+        add(
+            f"{prefix}-f1_curves",
+            f"Precision, recall and F1 by confidence: {label}",
+            "results",
+            lambda r=result: f1_curves(r, max_classes=max_classes),
+        )
+        add(
+            f"{prefix}-per_class_ap",
+            f"Per-class AP: {label}",
+            "results",
+            lambda r=result: per_class_ap(r, top_k=top_k),
+        )
     for exp in _as_list(explanation):
         doc = as_document(exp, what="explanation")
-        add(f"explain-{doc.get('from', 'A')}-{doc.get('to', 'B')}",
-            f"Why {doc.get('from')} and {doc.get('to')} differ", "explain",
-            lambda d=doc: explain_waterfall(d))
+        add(
+            f"explain-{doc.get('from', 'A')}-{doc.get('to', 'B')}",
+            f"Why {doc.get('from')} and {doc.get('to')} differ",
+            "explain",
+            lambda d=doc: explain_waterfall(d),
+        )
     if analysis is not None:
         doc = as_document(analysis, what="analysis")
         if "errors" in doc:
             add("errors", "TIDE error breakdown", "errors", lambda d=doc["errors"]: error_breakdown(d))
         if "confusion" in doc:
-            add("confusion", "Confusion matrix", "errors", lambda d=doc["confusion"]: confusion_matrix(d, top_k=top_k))
+            add(
+                "confusion",
+                "Confusion matrix",
+                "errors",
+                lambda d=doc["confusion"]: confusion_matrix(d, top_k=top_k),
+            )
         if "decomposition" in doc:
-            add("decomposition", "AP decomposition factor curves", "errors",
-                lambda d=doc["decomposition"]: decomposition_curves(d))
+            add(
+                "decomposition",
+                "AP decomposition factor curves",
+                "errors",
+                lambda d=doc["decomposition"]: decomposition_curves(d),
+            )
     if bootstrap is not None:
         doc = as_document(bootstrap, what="bootstrap")
         add("intervals", "Bootstrap intervals", "intervals", lambda d=doc: forest(d))
     return specs
 
 
-def plot_all(results: Any, *, out_dir: os.PathLike | str, analysis: Any = None, explanation: Any = None,
-             bootstrap: Any = None, formats: Sequence[str] = ("png", "svg"), top_k: int = 30,
-             max_classes: int = 12) -> list[Path]:
+def plot_all(
+    results: Any,
+    *,
+    out_dir: os.PathLike | str,
+    analysis: Any = None,
+    explanation: Any = None,
+    bootstrap: Any = None,
+    formats: Sequence[str] = ("png", "svg"),
+    top_k: int = 30,
+    max_classes: int = 12,
+) -> list[Path]:
     """Write every figure of a run into ``out_dir`` (created if missing), one file per format.
 
     Parameters
@@ -156,8 +195,14 @@ def plot_all(results: Any, *, out_dir: os.PathLike | str, analysis: Any = None, 
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"plot_all: out_dir {str(out)!r}: expected a folder, found a file")
-    specs = figure_specs(results, analysis=analysis, explanation=explanation, bootstrap=bootstrap,
-                         top_k=top_k, max_classes=max_classes)
+    specs = figure_specs(
+        results,
+        analysis=analysis,
+        explanation=explanation,
+        bootstrap=bootstrap,
+        top_k=top_k,
+        max_classes=max_classes,
+    )
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for spec in _built(specs):

@@ -70,16 +70,26 @@ def _text_cell(value: Any) -> str:
     return f'<td data-v="{escape(value)}">{escape(value)}</td>'
 
 
-def _table(header: Sequence[tuple[str, str]], rows: Sequence[str], *, table_id: str | None = None,
-           sortable: bool = True, caption: str | None = None) -> str:
+def _table(
+    header: Sequence[tuple[str, str]],
+    rows: Sequence[str],
+    *,
+    table_id: str | None = None,
+    sortable: bool = True,
+    caption: str | None = None,
+) -> str:
     """``header``: (escaped label, "num" | "text"); ``rows``: ready ``<tr>`` markup."""
     attrs = f' id="{table_id}"' if table_id else ""
     cls = "data sortable" if sortable else "data"
-    head = "".join(f'<th data-type="{kind}" scope="col"' + (' tabindex="0"' if sortable else "") + f">{label}</th>"
-                   for label, kind in header)
+    head = "".join(
+        f'<th data-type="{kind}" scope="col"' + (' tabindex="0"' if sortable else "") + f">{label}</th>"
+        for label, kind in header
+    )
     cap = f"<caption>{caption}</caption>" if caption else ""
-    return (f'<div class="scroll"><table class="{cls}"{attrs}>{cap}<thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(rows)}</tbody></table></div>')
+    return (
+        f'<div class="scroll"><table class="{cls}"{attrs}>{cap}<thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
@@ -92,8 +102,10 @@ def _figure(spec: FigureSpec) -> str:
     data = figure_bytes(spec.build(), "png")
     width, height = _png_size(data)
     encoded = base64.b64encode(data).decode("ascii")
-    return (f'<figure><img src="data:image/png;base64,{encoded}" width="{width}" height="{height}" '
-            f'alt="{escape(spec.caption)}" loading="eager"><figcaption>{escape(spec.caption)}</figcaption></figure>')
+    return (
+        f'<figure><img src="data:image/png;base64,{encoded}" width="{width}" height="{height}" '
+        f'alt="{escape(spec.caption)}" loading="eager"><figcaption>{escape(spec.caption)}</figcaption></figure>'
+    )
 
 
 def _field_text(key: str, value: Any) -> str:
@@ -114,16 +126,30 @@ def _field_text(key: str, value: Any) -> str:
 # Sections
 # ------------------------------------------------------------------------------------------
 
+
 def _inputs_section(named: list, docs: list) -> tuple[str, str]:
     """(inputs section, protocol fields section)."""
     rows = []
     for (label, result), doc in zip(named, docs):
         inputs = result.inputs
-        rows.append("<tr>" + _text_cell(label) + _text_cell(inputs.get("gt", "")) + _text_cell(inputs.get("dt", ""))
-                    + "".join(_num_cell(inputs.get(k)) for k in ("images", "gt_objects", "detections"))
-                    + _text_cell(doc["protocol"]) + "</tr>")
-    header = [("result", "text"), ("ground truth", "text"), ("detections", "text"), ("images", "num"),
-              ("GT objects", "num"), ("detections", "num"), ("protocol", "text")]
+        rows.append(
+            "<tr>"
+            + _text_cell(label)
+            + _text_cell(inputs.get("gt", ""))
+            + _text_cell(inputs.get("dt", ""))
+            + "".join(_num_cell(inputs.get(k)) for k in ("images", "gt_objects", "detections"))
+            + _text_cell(doc["protocol"])
+            + "</tr>"
+        )
+    header = [
+        ("result", "text"),
+        ("ground truth", "text"),
+        ("detections", "text"),
+        ("images", "num"),
+        ("GT objects", "num"),
+        ("detections", "num"),
+        ("protocol", "text"),
+    ]
     body = _table(header, rows, sortable=False)
 
     protocols: dict = {}
@@ -133,19 +159,31 @@ def _inputs_section(named: list, docs: list) -> tuple[str, str]:
     head = [("field", "text")] + [(f"{escape(doc['protocol'])}", "text") for _, doc in columns]
     field_rows = []
     fingerprints = [doc["protocol_hash"] for _, doc in columns]
-    field_rows.append('<tr class="fingerprint"><th scope="row">fingerprint</th>'
-                      + "".join(f"<td><code>{escape(h)}</code></td>" for h in fingerprints) + "</tr>")
+    field_rows.append(
+        '<tr class="fingerprint"><th scope="row">fingerprint</th>'
+        + "".join(f"<td><code>{escape(h)}</code></td>" for h in fingerprints)
+        + "</tr>"
+    )
     keys = list(columns[0][1]["config"])
     for key in keys:
         values = [_field_text(key, doc["config"].get(key)) for _, doc in columns]
         differs = len(set(values)) > 1
-        field_rows.append(f'<tr{" class=differs" if differs else ""}><th scope="row">{escape(key)}</th>'
-                          + "".join(f"<td>{escape(v)}</td>" for v in values) + "</tr>")
-    note = ('<p class="hint">Highlighted rows differ between protocols. The fingerprint hashes the fields '
-            'that change numbers.</p>' if len(columns) > 1 else "")
+        field_rows.append(
+            f'<tr{" class=differs" if differs else ""}><th scope="row">{escape(key)}</th>'
+            + "".join(f"<td>{escape(v)}</td>" for v in values)
+            + "</tr>"
+        )
+    note = (
+        '<p class="hint">Highlighted rows differ between protocols. The fingerprint hashes the fields '
+        "that change numbers.</p>"
+        if len(columns) > 1
+        else ""
+    )
     protocol_table = _table(head, field_rows, sortable=False)
-    return (f'<section id="inputs"><h2>Inputs</h2>{body}</section>',
-            f'<section id="protocols"><h2>Protocols: resolved fields</h2>{protocol_table}{note}</section>')
+    return (
+        f'<section id="inputs"><h2>Inputs</h2>{body}</section>',
+        f'<section id="protocols"><h2>Protocols: resolved fields</h2>{protocol_table}{note}</section>',
+    )
 
 
 def _metrics_section(named: list, docs: list) -> str:
@@ -156,13 +194,20 @@ def _metrics_section(named: list, docs: list) -> str:
                 names.append(m)
     rows = []
     for m in names:
-        rows.append(f'<tr><th scope="row">{escape(m)}</th>'
-                    + "".join(_num_cell(doc["metrics"].get(m)) if m in doc["metrics"] else '<td class="na">–</td>'
-                              for doc in docs) + "</tr>")
+        rows.append(
+            f'<tr><th scope="row">{escape(m)}</th>'
+            + "".join(
+                _num_cell(doc["metrics"].get(m)) if m in doc["metrics"] else '<td class="na">–</td>'
+                for doc in docs
+            )
+            + "</tr>"
+        )
     header = [("metric", "text")] + [(escape(label), "num") for label, _ in named]
-    return (f'<section id="metrics"><h2>Headline metrics</h2>{_table(header, rows, sortable=False)}'
-            '<p class="hint">n/a: undefined (no ground truth counted); – : not reported by that '
-            'protocol.</p></section>')
+    return (
+        f'<section id="metrics"><h2>Headline metrics</h2>{_table(header, rows, sortable=False)}'
+        '<p class="hint">n/a: undefined (no ground truth counted); – : not reported by that '
+        "protocol.</p></section>"
+    )
 
 
 def _class_section(named: list, docs: list) -> str:
@@ -184,16 +229,25 @@ def _class_section(named: list, docs: list) -> str:
         else:
             columns += [(f"{kind} · {label}", values) for (label, _), values in zip(named, lists)]
     for (label, _), rows in zip(named, by_result):
-        columns.append(("AP" if len(named) == 1 else f"AP · {label}", [rows.get(i, {}).get("AP") for i in ids]))
+        columns.append(
+            ("AP" if len(named) == 1 else f"AP · {label}", [rows.get(i, {}).get("AP") for i in ids])
+        )
     header = [("id", "num"), ("class", "text")] + [(escape(h), "num") for h, _ in columns]
     body = []
     for j, cid in enumerate(ids):
-        body.append("<tr>" + _num_cell(cid) + _text_cell(classes[cid])
-                    + "".join(_num_cell(values[j]) for _, values in columns) + "</tr>")
-    return (f'<section id="classes"><h2>Per-class results <span class="count">{len(ids)} classes</span></h2>'
-            '<p class="hint">Click a column header to sort (numbers numerically, n/a always last; '
-            'click again to reverse).</p>'
-            f'{_table(header, body, table_id="class-table")}</section>')
+        body.append(
+            "<tr>"
+            + _num_cell(cid)
+            + _text_cell(classes[cid])
+            + "".join(_num_cell(values[j]) for _, values in columns)
+            + "</tr>"
+        )
+    return (
+        f'<section id="classes"><h2>Per-class results <span class="count">{len(ids)} classes</span></h2>'
+        '<p class="hint">Click a column header to sort (numbers numerically, n/a always last; '
+        "click again to reverse).</p>"
+        f"{_table(header, body, table_id='class-table')}</section>"
+    )
 
 
 def _explain_section(explanations: list, specs: list) -> str:
@@ -203,20 +257,33 @@ def _explain_section(explanations: list, specs: list) -> str:
         parts.append(f"<h3>{escape(doc.get('from'))} → {escape(doc.get('to'))}</h3>")
         parts.append(f'<p class="summary"><code>{escape(doc.get("summary", ""))}</code></p>')
         parts.append(f'<p class="hint">Compared: {escape(doc.get("definition", ""))}</p>')
-        rows = [f'<tr><td>({escape(doc.get("from"))})</td><td class="num"></td>{_num_cell(doc.get("start"), 4)}'
-                '<td></td><td></td></tr>']
+        rows = [
+            f'<tr><td>({escape(doc.get("from"))})</td><td class="num"></td>{_num_cell(doc.get("start"), 4)}'
+            "<td></td><td></td></tr>"
+        ]
         for s in doc.get("steps", []):
-            fields = "; ".join(f"{f['field']}: {json.dumps(f['from'])} → {json.dumps(f['to'])}" for f in s["fields"])
+            fields = "; ".join(
+                f"{f['field']}: {json.dumps(f['from'])} → {json.dumps(f['to'])}" for f in s["fields"]
+            )
             moved = ", ".join(f"{c['name']} {_num(c['change'], 4, sign=True)}" for c in s["classes"][:8])
             if len(s["classes"]) > 8:
                 moved += f", … ({len(s['classes'])} classes)"
             name = s["step"] + ("" if s.get("affects_measure", True) else " *")
-            rows.append(f"<tr>{_text_cell(name)}{_num_cell(s.get('change'), 4, sign=True)}"
-                        f"{_num_cell(s.get('value'), 4)}<td>{escape(fields)}</td><td>{escape(moved)}</td></tr>")
-        rows.append(f'<tr class="total"><td>total</td>{_num_cell(doc.get("total"), 4, sign=True)}'
-                    f'{_num_cell(doc.get("end"), 4)}<td></td><td></td></tr>')
-        header = [("step", "text"), ("change", "num"), (escape(doc.get("measure", "value")), "num"),
-                  ("fields changed", "text"), ("classes moved", "text")]
+            rows.append(
+                f"<tr>{_text_cell(name)}{_num_cell(s.get('change'), 4, sign=True)}"
+                f"{_num_cell(s.get('value'), 4)}<td>{escape(fields)}</td><td>{escape(moved)}</td></tr>"
+            )
+        rows.append(
+            f'<tr class="total"><td>total</td>{_num_cell(doc.get("total"), 4, sign=True)}'
+            f"{_num_cell(doc.get('end'), 4)}<td></td><td></td></tr>"
+        )
+        header = [
+            ("step", "text"),
+            ("change", "num"),
+            (escape(doc.get("measure", "value")), "num"),
+            ("fields changed", "text"),
+            ("classes moved", "text"),
+        ]
         parts.append(_table(header, rows, sortable=False))
         for note in doc.get("notes", []):
             parts.append(f'<p class="hint">{escape(note)}</p>')
@@ -234,40 +301,66 @@ def _errors_section(doc: dict, specs: list) -> str:
         main, special = list(e["main"]), list(e["special"])
         parts.append(f"<h3>TIDE error types (mode {escape(e.get('mode'))}): AP {_num(e.get('ap'))}</h3>")
         header = [("", "text")] + [(escape(k), "num") for k in main + special]
-        rows = ['<tr><th scope="row">dAP</th>' + "".join(_num_cell(e["main"][k]) for k in main)
-                + "".join(_num_cell(e["special"][k]) for k in special) + "</tr>",
-                '<tr><th scope="row">count</th>' + "".join(_num_cell(e["counts"].get(k)) for k in main)
-                + '<td></td>' * len(special) + "</tr>"]
+        rows = [
+            '<tr><th scope="row">dAP</th>'
+            + "".join(_num_cell(e["main"][k]) for k in main)
+            + "".join(_num_cell(e["special"][k]) for k in special)
+            + "</tr>",
+            '<tr><th scope="row">count</th>'
+            + "".join(_num_cell(e["counts"].get(k)) for k in main)
+            + "<td></td>" * len(special)
+            + "</tr>",
+        ]
         parts.append(_table(header, rows, sortable=False))
         if "errors" in figures:
             parts.append(_figure(figures["errors"]))
         per_class = e.get("per_class", [])
         if per_class:
             header = [("class", "text"), ("AP", "num")] + [(escape(k), "num") for k in main + special]
-            rows = ["<tr>" + _text_cell(c["name"]) + _num_cell(c.get("ap"))
-                    + "".join(_num_cell((c.get("main") or {}).get(k)) for k in main)
-                    + "".join(_num_cell((c.get("special") or {}).get(k)) for k in special) + "</tr>"
-                    for c in per_class]
-            parts.append(f"<details><summary>dAP per class ({len(per_class)} classes)</summary>"
-                         f"{_table(header, rows, table_id='tide-table')}</details>")
+            rows = [
+                "<tr>"
+                + _text_cell(c["name"])
+                + _num_cell(c.get("ap"))
+                + "".join(_num_cell((c.get("main") or {}).get(k)) for k in main)
+                + "".join(_num_cell((c.get("special") or {}).get(k)) for k in special)
+                + "</tr>"
+                for c in per_class
+            ]
+            parts.append(
+                f"<details><summary>dAP per class ({len(per_class)} classes)</summary>"
+                f"{_table(header, rows, table_id='tide-table')}</details>"
+            )
     if "confusion" in doc:
         c = doc["confusion"]
-        parts.append(f"<h3>Confusion matrix ({len(c['labels']) - 1} classes + background, IoU "
-                     f"{_num(c.get('iou_threshold'), 2)}, confidence {_num(c.get('confidence'), 2)})</h3>")
+        parts.append(
+            f"<h3>Confusion matrix ({len(c['labels']) - 1} classes + background, IoU "
+            f"{_num(c.get('iou_threshold'), 2)}, confidence {_num(c.get('confidence'), 2)})</h3>"
+        )
         if "confusion" in figures:
             parts.append(_figure(figures["confusion"]))
     if "decomposition" in doc:
         d = doc["decomposition"]
         mean = d.get("mean", {})
-        parts.append(f"<h3>AP decomposition at IoU {_num(d.get('iou_threshold'), 2)}: mean AP_D "
-                     f"{_num(mean.get('AP_D'))}, AP_L {_num(mean.get('AP_L'))}, AP_C|L {_num(mean.get('AP_CgL'))}</h3>")
+        parts.append(
+            f"<h3>AP decomposition at IoU {_num(d.get('iou_threshold'), 2)}: mean AP_D "
+            f"{_num(mean.get('AP_D'))}, AP_L {_num(mean.get('AP_L'))}, AP_C|L {_num(mean.get('AP_CgL'))}</h3>"
+        )
         if "decomposition" in figures:
             parts.append(_figure(figures["decomposition"]))
         header = [("class", "text"), ("AP_D", "num"), ("AP_L", "num"), ("AP_C|L", "num")]
-        rows = ["<tr>" + _text_cell(c["name"]) + _num_cell(c.get("AP_D")) + _num_cell(c.get("AP_L"))
-                + _num_cell(c.get("AP_CgL")) + "</tr>" for c in d.get("per_class", [])]
-        parts.append(f"<details><summary>Decomposition per class ({len(rows)} classes)</summary>"
-                     f"{_table(header, rows, table_id='decomposition-table')}</details>")
+        rows = [
+            "<tr>"
+            + _text_cell(c["name"])
+            + _num_cell(c.get("AP_D"))
+            + _num_cell(c.get("AP_L"))
+            + _num_cell(c.get("AP_CgL"))
+            + "</tr>"
+            for c in d.get("per_class", [])
+        ]
+        parts.append(
+            f"<details><summary>Decomposition per class ({len(rows)} classes)</summary>"
+            f"{_table(header, rows, table_id='decomposition-table')}</details>"
+        )
     parts.append("</section>")
     return "".join(parts)
 
@@ -288,23 +381,36 @@ def _intervals_section(doc: dict, specs: list) -> str:
             ci = (r.get("metrics_ci") or {}).get(m)
             text = _num(point) + ("" if ci is None else f" [{_num(ci[0])}, {_num(ci[1])}]")
             cells.append(f"<td class=num>{text}</td>")
-        rows.append("<tr>" + _text_cell(r.get("detector", "")) + _text_cell(r.get("protocol", "")) + "".join(cells)
-                    + "</tr>")
+        rows.append(
+            "<tr>"
+            + _text_cell(r.get("detector", ""))
+            + _text_cell(r.get("protocol", ""))
+            + "".join(cells)
+            + "</tr>"
+        )
     header = [("detector", "text"), ("protocol", "text")] + [(escape(m), "text") for m in metrics]
     level = settings.get("ci")
-    parts = [f'<section id="intervals"><h2>Uncertainty: bootstrap over images</h2>'
-             f'<p class="hint">{_num(level * 100 if level is not None else None, 0)}% percentile intervals, '
-             f'{escape(settings.get("n", "?"))} resamples, seed {escape(settings.get("seed", "?"))}.</p>',
-             _table(header, rows, sortable=False)]
+    parts = [
+        f'<section id="intervals"><h2>Uncertainty: bootstrap over images</h2>'
+        f'<p class="hint">{_num(level * 100 if level is not None else None, 0)}% percentile intervals, '
+        f"{escape(settings.get('n', '?'))} resamples, seed {escape(settings.get('seed', '?'))}.</p>",
+        _table(header, rows, sortable=False),
+    ]
     comparisons = doc.get("comparisons", [])
     if comparisons:
         items = []
         for c in comparisons:
             ci = c.get("ci")
-            comparison = Comparison(a=c["a"], b=c["b"], protocol=c["protocol"], metric=c["metric"],
-                                    difference=c.get("difference"),
-                                    ci=Interval(None, None) if ci is None else Interval(ci[0], ci[1]),
-                                    p_value=c.get("p_value"), level=level if level is not None else 0.95)
+            comparison = Comparison(
+                a=c["a"],
+                b=c["b"],
+                protocol=c["protocol"],
+                metric=c["metric"],
+                difference=c.get("difference"),
+                ci=Interval(None, None) if ci is None else Interval(ci[0], ci[1]),
+                p_value=c.get("p_value"),
+                level=level if level is not None else 0.95,
+            )
             items.append(f"<li><code>{escape(verdict(comparison))}</code></li>")
         parts.append(f"<h3>Paired comparisons</h3><ul class=verdicts>{''.join(items)}</ul>")
     for spec in specs:
@@ -322,7 +428,9 @@ def _notes_section(named: list, docs: list) -> str:
                 items.append(f"<li><b>{escape(label)}</b> ({kind[:-1]}): {escape(text)}</li>")
     if not items:
         return ""
-    return f'<section id="notes"><h2>Warnings and notes</h2><ul>{"".join(dict.fromkeys(items))}</ul></section>'
+    return (
+        f'<section id="notes"><h2>Warnings and notes</h2><ul>{"".join(dict.fromkeys(items))}</ul></section>'
+    )
 
 
 _CSS = """
@@ -454,22 +562,46 @@ _JS = r"""
 """
 
 
-def render_report(results: Any, *, analysis: Any = None, explanation: Any = None, bootstrap: Any = None,
-                  title: str | None = None, top_k: int = 30, max_classes: int = 12) -> str:
+def render_report(
+    results: Any,
+    *,
+    analysis: Any = None,
+    explanation: Any = None,
+    bootstrap: Any = None,
+    title: str | None = None,
+    top_k: int = 30,
+    max_classes: int = 12,
+) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     named = named_results(results, where="write_report")
     docs = [r.to_dict() for _, r in named]
     analysis_doc = None if analysis is None else as_document(analysis, what="analysis")
-    explanations = [as_document(e, what="explanation")
-                    for e in (explanation if isinstance(explanation, (list, tuple)) else
-                              ([] if explanation is None else [explanation]))]
+    explanations = [
+        as_document(e, what="explanation")
+        for e in (
+            explanation
+            if isinstance(explanation, (list, tuple))
+            else ([] if explanation is None else [explanation])
+        )
+    ]
     bootstrap_doc = None if bootstrap is None else as_document(bootstrap, what="bootstrap")
-    specs = figure_specs(results, analysis=analysis_doc, explanation=explanations or None,
-                         bootstrap=bootstrap_doc, top_k=top_k, max_classes=max_classes)
+    specs = figure_specs(
+        results,
+        analysis=analysis_doc,
+        explanation=explanations or None,
+        bootstrap=bootstrap_doc,
+        top_k=top_k,
+        max_classes=max_classes,
+    )
     if title is None:
         title = "deteval report: " + ", ".join(label for label, _ in named)
-    nav = [("inputs", "Inputs"), ("metrics", "Metrics"), ("protocols", "Protocols"), ("classes", "Classes"),
-           ("figures", "Figures")]
+    nav = [
+        ("inputs", "Inputs"),
+        ("metrics", "Metrics"),
+        ("protocols", "Protocols"),
+        ("classes", "Classes"),
+        ("figures", "Figures"),
+    ]
     if explanations:
         nav.append(("explain", "Explain"))
     if analysis_doc:
@@ -477,8 +609,11 @@ def render_report(results: Any, *, analysis: Any = None, explanation: Any = None
     if bootstrap_doc:
         nav.append(("intervals", "Intervals"))
     inputs, protocols = _inputs_section(named, docs)
-    sections = [inputs, f'<div class="cols">{_metrics_section(named, docs)}{protocols}</div>',
-                _class_section(named, docs)]
+    sections = [
+        inputs,
+        f'<div class="cols">{_metrics_section(named, docs)}{protocols}</div>',
+        _class_section(named, docs),
+    ]
     figures = "".join(_figure(s) for s in specs if s.section == "results")
     sections.append(f'<section id="figures"><h2>Figures</h2>{figures}</section>')
     if explanations:
@@ -492,23 +627,35 @@ def render_report(results: Any, *, analysis: Any = None, explanation: Any = None
         nav.append(("notes", "Notes"))
         sections.append(notes)
     first = named[0][1].inputs
-    subtitle = (f"deteval {escape(__version__)} · {len(named)} result{'s' if len(named) > 1 else ''} · "
-                f"ground truth {escape(first.get('gt', '?'))}")
+    subtitle = (
+        f"deteval {escape(__version__)} · {len(named)} result{'s' if len(named) > 1 else ''} · "
+        f"ground truth {escape(first.get('gt', '?'))}"
+    )
     nav_html = "".join(f'<a href="#{key}">{label}</a>' for key, label in nav)
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{escape(title)}</title><style>{_CSS}</style></head>\n"
-            f"<body><header><h1>{escape(title)}</h1><p>{subtitle}</p></header>"
-            f"<nav>{nav_html}</nav><main>{''.join(sections)}</main>"
-            "<footer>Self-contained: figures are inline PNG, no network access is needed. "
-            "Numbers are those of deteval's JSON output for the same run.</footer>"
-            "<output id=\"selftest\" hidden></output>"
-            f"<script>{_JS}</script></body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{_CSS}</style></head>\n"
+        f"<body><header><h1>{escape(title)}</h1><p>{subtitle}</p></header>"
+        f"<nav>{nav_html}</nav><main>{''.join(sections)}</main>"
+        "<footer>Self-contained: figures are inline PNG, no network access is needed. "
+        "Numbers are those of deteval's JSON output for the same run.</footer>"
+        '<output id="selftest" hidden></output>'
+        f"<script>{_JS}</script></body></html>\n"
+    )
 
 
-def write_report(results: Any, *, out: os.PathLike | str, analysis: Any = None, explanation: Any = None,
-                 bootstrap: Any = None, title: str | None = None, top_k: int = 30,
-                 max_classes: int = 12) -> Path:
+def write_report(
+    results: Any,
+    *,
+    out: os.PathLike | str,
+    analysis: Any = None,
+    explanation: Any = None,
+    bootstrap: Any = None,
+    title: str | None = None,
+    top_k: int = 30,
+    max_classes: int = 12,
+) -> Path:
     """Write one self-contained HTML report of a run.
 
     Parameters
@@ -543,6 +690,13 @@ def write_report(results: Any, *, out: os.PathLike | str, analysis: Any = None, 
     ...     path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     True
     """
-    text = render_report(results, analysis=analysis, explanation=explanation, bootstrap=bootstrap, title=title,
-                         top_k=top_k, max_classes=max_classes)
+    text = render_report(
+        results,
+        analysis=analysis,
+        explanation=explanation,
+        bootstrap=bootstrap,
+        title=title,
+        top_k=top_k,
+        max_classes=max_classes,
+    )
     return atomic_write(out, text.encode("utf-8"))

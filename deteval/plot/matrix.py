@@ -18,8 +18,10 @@ _NORMALIZE = (None, "true", "pred")
 def _confusion_doc(value: Any) -> dict:
     doc = as_document(value, what="confusion_matrix", key="confusion")
     if "matrix" not in doc or "labels" not in doc:
-        raise ConfigError(f"confusion_matrix: expected a ConfusionMatrix or its to_dict() (keys labels, matrix), "
-                          f"found keys {sorted(doc)[:8]}")
+        raise ConfigError(
+            f"confusion_matrix: expected a ConfusionMatrix or its to_dict() (keys labels, matrix), "
+            f"found keys {sorted(doc)[:8]}"
+        )
     return doc
 
 
@@ -90,7 +92,9 @@ def confusion_matrix(doc_or_value: Any, *, top_k: int = 30, normalize: str | Non
     (3, 3)
     """
     if normalize not in _NORMALIZE:
-        raise ConfigError(f"confusion_matrix: normalize: expected one of {list(_NORMALIZE)}, found {normalize!r}")
+        raise ConfigError(
+            f"confusion_matrix: normalize: expected one of {list(_NORMALIZE)}, found {normalize!r}"
+        )
     if int(top_k) < 1:
         raise ConfigError(f"confusion_matrix: top_k: expected a positive integer, found {top_k!r}")
     doc = _confusion_doc(doc_or_value)
@@ -106,8 +110,14 @@ def confusion_matrix(doc_or_value: Any, *, top_k: int = 30, normalize: str | Non
     with style():
         fig = new_figure(side + 1.0, side)
         ax = fig.add_subplot()
-        image = ax.imshow(values, cmap="Blues", interpolation="nearest", aspect="equal",
-                          vmin=0.0, vmax=1.0 if normalize else max(1.0, float(values.max())))
+        image = ax.imshow(
+            values,
+            cmap="Blues",
+            interpolation="nearest",
+            aspect="equal",
+            vmin=0.0,
+            vmax=1.0 if normalize else max(1.0, float(values.max())),
+        )
         names = [safe_label(x, limit=24) for x in labels]
         ax.set_xticks(np.arange(n), names, rotation=90)
         ax.set_yticks(np.arange(n), names)
@@ -121,15 +131,26 @@ def confusion_matrix(doc_or_value: Any, *, top_k: int = 30, normalize: str | Non
                     v = values[i, j]
                     if counts[i, j] or normalize is None:
                         text = f"{v:.2f}" if normalize else str(int(counts[i, j]))
-                        ax.text(j, i, text, ha="center", va="center", fontsize=7 if n > 12 else 8,
-                                color="white" if v > threshold else "black")
+                        ax.text(
+                            j,
+                            i,
+                            text,
+                            ha="center",
+                            va="center",
+                            fontsize=7 if n > 12 else 8,
+                            color="white" if v > threshold else "black",
+                        )
         fig.colorbar(image, ax=ax, shrink=0.8, label="share" if normalize else "count")
-        head = (f"Confusion matrix at IoU {fmt(doc.get('iou_threshold'), 2)}, confidence "
-                f"{fmt(doc.get('confidence'), 2)}")
+        head = (
+            f"Confusion matrix at IoU {fmt(doc.get('iou_threshold'), 2)}, confidence "
+            f"{fmt(doc.get('confidence'), 2)}"
+        )
         if normalize:
             head += f" (normalized over {'true classes (rows)' if normalize == 'true' else 'predictions (columns)'})"
         if len(labels) < len(doc["labels"]):
-            head += f"\n{top_k} of {len(doc['labels']) - 1} classes (most errors); the rest merged into 'others'"
+            head += (
+                f"\n{top_k} of {len(doc['labels']) - 1} classes (most errors); the rest merged into 'others'"
+            )
         ax.set_title(head, loc="left")
     return fig
 
@@ -137,8 +158,10 @@ def confusion_matrix(doc_or_value: Any, *, top_k: int = 30, normalize: str | Non
 def _decomposition_doc(value: Any) -> dict:
     doc = as_document(value, what="decomposition_curves", key="decomposition")
     if "per_class" not in doc:
-        raise ConfigError(f"decomposition_curves: expected a Decomposition or its to_dict() (keys iou_threshold, "
-                          f"per_class, mean), found keys {sorted(doc)[:8]}")
+        raise ConfigError(
+            f"decomposition_curves: expected a Decomposition or its to_dict() (keys iou_threshold, "
+            f"per_class, mean), found keys {sorted(doc)[:8]}"
+        )
     return doc
 
 
@@ -178,8 +201,10 @@ def decomposition_curves(decomp_doc: Any, category_id: int | None = None, *, max
     if category_id is not None:
         chosen = [c for c in classes if c["category_id"] == category_id]
         if not chosen:
-            raise ConfigError(f"decomposition_curves: category_id: expected one of "
-                              f"{[c['category_id'] for c in classes][:20]}, found {category_id!r}")
+            raise ConfigError(
+                f"decomposition_curves: category_id: expected one of "
+                f"{[c['category_id'] for c in classes][:20]}, found {category_id!r}"
+            )
     else:  # the document has no counts: a class whose AP_D is defined has ground truth
         chosen = [c for c in classes if c.get("AP_D") is not None][:max_classes] or classes[:max_classes]
     rows, _ = grid(len(chosen), max_columns=1)
@@ -191,21 +216,39 @@ def decomposition_curves(decomp_doc: Any, category_id: int | None = None, *, max
             for j, (kind, title) in enumerate((("precision", "precision"), ("recall", "recall"))):
                 ax = fig.add_subplot(rows, 2, 2 * i + j + 1)
                 for factor, color, lw in (("D", "C0", 2.0), ("L", "C1", 1.2), ("CgL", "C2", 1.2)):
-                    ax.plot(confidence[::-1], _nan(curve[f"{kind}_{factor}"])[::-1], color=color, lw=lw,
-                            drawstyle="steps-pre", label=factor.replace("g", "|"))
+                    ax.plot(
+                        confidence[::-1],
+                        _nan(curve[f"{kind}_{factor}"])[::-1],
+                        color=color,
+                        lw=lw,
+                        drawstyle="steps-pre",
+                        label=factor.replace("g", "|"),
+                    )
                 ax.set_ylim(0, 1.05 if kind == "precision" else None)
                 if not len(confidence):
-                    ax.text(0.5, 0.5, "no detection of this class", ha="center", va="center",
-                            transform=ax.transAxes, color="0.4")
+                    ax.text(
+                        0.5,
+                        0.5,
+                        "no detection of this class",
+                        ha="center",
+                        va="center",
+                        transform=ax.transAxes,
+                        color="0.4",
+                    )
                 ax.set_xlabel("confidence threshold")
                 ax.set_ylabel(title)
                 if j == 0:
-                    ax.set_title(f"{safe_label(c['name'])}: AP_D {fmt(c.get('AP_D'))}, "
-                                 f"AP_L {fmt(c.get('AP_L'))}, AP_C|L {fmt(c.get('AP_CgL'))}", loc="left",
-                                 fontsize=9)
+                    ax.set_title(
+                        f"{safe_label(c['name'])}: AP_D {fmt(c.get('AP_D'))}, "
+                        f"AP_L {fmt(c.get('AP_L'))}, AP_C|L {fmt(c.get('AP_CgL'))}",
+                        loc="left",
+                        fontsize=9,
+                    )
                 if i == 0 and j == 1:
                     ax.legend(loc="best", title="factor")
         mean = doc.get("mean", {})
-        fig.suptitle(f"AP decomposition at IoU {fmt(doc.get('iou_threshold'), 2)}: mean AP_D "
-                     f"{fmt(mean.get('AP_D'))}, AP_L {fmt(mean.get('AP_L'))}, AP_C|L {fmt(mean.get('AP_CgL'))}")
+        fig.suptitle(
+            f"AP decomposition at IoU {fmt(doc.get('iou_threshold'), 2)}: mean AP_D "
+            f"{fmt(mean.get('AP_D'))}, AP_L {fmt(mean.get('AP_L'))}, AP_C|L {fmt(mean.get('AP_CgL'))}"
+        )
     return fig

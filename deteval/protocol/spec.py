@@ -27,17 +27,31 @@ import numpy as np
 
 from deteval.errors import ConfigError
 
-__all__ = ["Protocol", "FieldSpec", "FIELDS", "FIELD_CHOICES", "EXPLAIN_STEPS", "field_names",
-           "display_fields", "optional_fields", "check_fields", "check_field", "describe_value",
-           "protocol_table_markdown", "COCO_IOU_THRESHOLDS", "COCO_RECALL_THRESHOLDS"]
+__all__ = [
+    "Protocol",
+    "FieldSpec",
+    "FIELDS",
+    "FIELD_CHOICES",
+    "EXPLAIN_STEPS",
+    "field_names",
+    "display_fields",
+    "optional_fields",
+    "check_fields",
+    "check_field",
+    "describe_value",
+    "protocol_table_markdown",
+    "COCO_IOU_THRESHOLDS",
+    "COCO_RECALL_THRESHOLDS",
+]
 
 #: pycocotools' thresholds, bit for bit: ``np.linspace(.5, .95, 10)`` (the ninth is
 #: 0.8999999999999999, not 0.9).
-COCO_IOU_THRESHOLDS = tuple(float(t) for t in np.linspace(.5, 0.95, int(np.round((0.95 - .5) / .05)) + 1,
-                                                          endpoint=True))
+COCO_IOU_THRESHOLDS = tuple(
+    float(t) for t in np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1, endpoint=True)
+)
 #: pycocotools' recall thresholds ``np.linspace(0, 1, 101)``: ten of them lie one float step
 #: above i/100 (indices 35, 41, 47, 57, 69, 70, 82, 83, 94, 95).
-COCO_RECALL_THRESHOLDS = np.linspace(.0, 1.00, int(np.round((1.00 - .0) / .01)) + 1, endpoint=True)
+COCO_RECALL_THRESHOLDS = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1, endpoint=True)
 COCO_RECALL_THRESHOLDS.flags.writeable = False
 
 IouType = Literal["bbox", "segm", "keypoints"]
@@ -60,9 +74,21 @@ FederatedLabels = Literal["ignore", "lvis"]
 Stage = Literal["match", "accumulate", "describe"]
 
 #: Steps of :func:`deteval.explain.explain`, in walk order. ``summary`` is always the last step.
-EXPLAIN_STEPS = ("interpolation", "IoU comparison", "box convention", "matching rule", "difficult/crowd",
-                 "max_dets", "area ranges", "IoU thresholds", "ties/score order", "parity bugs",
-                 "IoU type/masks", "summary")
+EXPLAIN_STEPS = (
+    "interpolation",
+    "IoU comparison",
+    "box convention",
+    "matching rule",
+    "difficult/crowd",
+    "max_dets",
+    "area ranges",
+    "IoU thresholds",
+    "ties/score order",
+    "parity bugs",
+    "IoU type/masks",
+    "summary",
+)
+
 
 class _NoDefault:
     """Marks a field that a complete protocol file must write (no default)."""
@@ -77,6 +103,7 @@ _NO_DEFAULT: Any = _NoDefault()
 # --------------------------------------------------------------------------------------------
 # Messages
 # --------------------------------------------------------------------------------------------
+
 
 def describe_value(value: Any) -> str:
     """How a found value is named in messages.
@@ -108,7 +135,9 @@ def _fail(where: str, path: str, expected: str, found: Any) -> ConfigError:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
 
 
 def _is_integer(value: Any) -> bool:
@@ -120,6 +149,7 @@ def _is_integer(value: Any) -> bool:
 # the frozen representation out.
 # --------------------------------------------------------------------------------------------
 
+
 def _check_text(key: str, value: Any, where: str) -> str:
     if not isinstance(value, str) or (key == "name" and not value.strip()):
         raise _fail(where, key, "a non-empty string" if key == "name" else "a string", value)
@@ -130,8 +160,12 @@ def _check_iou_thresholds(key: str, value: Any, where: str) -> tuple:
     if isinstance(value, dict):
         required = ("start", "stop", "num")
         if any(k not in required for k in value) or any(k not in value for k in required):
-            raise _fail(where, key, "a list of numbers, or exactly {start, stop, num} for "
-                                    "np.linspace(start, stop, num)", value)
+            raise _fail(
+                where,
+                key,
+                "a list of numbers, or exactly {start, stop, num} for np.linspace(start, stop, num)",
+                value,
+            )
         for k in ("start", "stop"):
             if not _is_number(value[k]) or not 0.0 <= value[k] <= 1.0:
                 raise _fail(where, f"{key}.{k}", "a number in [0, 1]", value[k])
@@ -145,8 +179,12 @@ def _check_iou_thresholds(key: str, value: Any, where: str) -> tuple:
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if not isinstance(value, (list, tuple)) or not value:
-        raise _fail(where, key, "a non-empty list of numbers in [0, 1] (e.g. [0.5]) or "
-                                "{start: 0.5, stop: 0.95, num: 10}", value)
+        raise _fail(
+            where,
+            key,
+            "a non-empty list of numbers in [0, 1] (e.g. [0.5]) or {start: 0.5, stop: 0.95, num: 10}",
+            value,
+        )
     out = []
     for i, t in enumerate(value):
         if not _is_number(t) or not 0.0 <= t <= 1.0:
@@ -164,8 +202,9 @@ def _check_area_ranges(key: str, value: Any, where: str) -> tuple:
     elif isinstance(value, dict) and value:
         items = list(value.items())
     else:
-        raise _fail(where, key, "a non-empty mapping name: [lo, hi] (e.g. {all: [0, 1e10], "
-                                "small: [0, 1024]})", value)
+        raise _fail(
+            where, key, "a non-empty mapping name: [lo, hi] (e.g. {all: [0, 1e10], small: [0, 1024]})", value
+        )
     out = []
     for name, bounds in items:
         if not isinstance(name, str) or not name:
@@ -175,8 +214,12 @@ def _check_area_ranges(key: str, value: Any, where: str) -> tuple:
             raise _fail(where, path, "[lo, hi], two numbers", bounds)
         for i, b in enumerate(bounds):
             if not _is_number(b) or not math.isfinite(b) or b < 0:
-                raise _fail(where, f"{path}[{i}]", "a finite number >= 0 (areas in pixels², e.g. 1e10 "
-                                                   "for no upper bound)", b)
+                raise _fail(
+                    where,
+                    f"{path}[{i}]",
+                    "a finite number >= 0 (areas in pixels², e.g. 1e10 for no upper bound)",
+                    b,
+                )
         lo, hi = float(bounds[0]), float(bounds[1])
         if lo > hi:
             raise _fail(where, path, "[lo, hi] with lo <= hi", bounds)
@@ -190,8 +233,9 @@ def _check_max_dets(key: str, value: Any, where: str) -> tuple | None:
     if value is None:
         return None
     if not isinstance(value, (list, tuple)) or not value:
-        raise _fail(where, key, "a non-empty list of positive integers (e.g. [1, 10, 100]) or null "
-                                "for no cap", value)
+        raise _fail(
+            where, key, "a non-empty list of positive integers (e.g. [1, 10, 100]) or null for no cap", value
+        )
     for i, m in enumerate(value):
         if not _is_integer(m) or m < 1:
             raise _fail(where, f"{key}[{i}]", "a positive integer", m)
@@ -206,8 +250,13 @@ def _check_keypoint_sigmas(key: str, value: Any, where: str) -> tuple | None:
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if not isinstance(value, (list, tuple)) or not value:
-        raise _fail(where, key, "a non-empty list of positive numbers, one per keypoint (e.g. "
-                                "COCO's 17), or null for COCO's person sigmas", value)
+        raise _fail(
+            where,
+            key,
+            "a non-empty list of positive numbers, one per keypoint (e.g. "
+            "COCO's 17), or null for COCO's person sigmas",
+            value,
+        )
     for i, s in enumerate(value):
         if not _is_number(s) or not math.isfinite(s) or s <= 0:
             raise _fail(where, f"{key}[{i}]", "a finite number > 0", s)
@@ -233,6 +282,7 @@ def _check_choice(key: str, value: Any, where: str) -> str:
 # --------------------------------------------------------------------------------------------
 # The field table
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class FieldSpec:
@@ -290,71 +340,207 @@ def _table(*specs: FieldSpec) -> Mapping[str, FieldSpec]:
 
 #: The one table of protocol fields, in the Protocol's field order (= YAML / JSON key order).
 FIELDS: Mapping[str, FieldSpec] = _table(
-    FieldSpec("name", None, "describe", None, "preset name, or the name a file gives (default: its stem)",
-              default="custom", check=_check_text),
-    FieldSpec("source", None, "describe", None, "one line: what this protocol reproduces", default="",
-              check=_check_text),
-    FieldSpec("iou_type", ("bbox", "segm", "keypoints"), "match", "IoU type/masks",
-              "boxes, segmentation masks, or keypoints (OKS, pycocotools' computeOks)"),
-    FieldSpec("iou_thresholds", None, "match", "IoU thresholds",
-              "matching thresholds in order (the T axis); a list, or {start, stop, num} for np.linspace",
-              check=_check_iou_thresholds),
-    FieldSpec("iou_comparison", (">=", ">"), "match", "IoU comparison",
-              "`>=`: devkit and pycocotools; `>`: py-faster-rcnn / detectron2 voc_eval.py"),
-    FieldSpec("matching", ("coco", "voc", "ultralytics"), "match", "matching rule",
-              "coco: best still-unmatched GT, crowd reusable; voc: argmax over all GTs, taken -> FP; "
-              "ultralytics: each detection's best GT, then each GT's best detection, by IoU alone"),
-    FieldSpec("box_convention", ("continuous", "pixel_inclusive"), "match", "box convention",
-              "continuous xywh, or 1-based inclusive pixels (+1 in widths, the VOC devkit)"),
-    FieldSpec("ap_method", ("101_point", "11_point", "all_point", "trapezoid_101"), "accumulate",
-              "interpolation", "COCO's 101 recall points, VOC2007's 11 points, VOC2010+'s area under "
-              "the envelope, or Ultralytics' trapezoid over the envelope at 101 points"),
-    FieldSpec("eleven_point_grid", ("matlab_colon", "decimal", "numpy_arange"), "accumulate",
-              "interpolation", "11-point recall grid: MATLAB's 0:0.1:1, k / 10, or np.arange(0, 1.1, 0.1)",
-              default="matlab_colon"),
-    FieldSpec("area_ranges", None, "match", "area ranges",
-              "size buckets name: [lo, hi] on the GT `area` field, bounds inclusive (the A axis)",
-              check=_check_area_ranges),
-    FieldSpec("max_dets", None, "match", "max_dets",
-              "detections kept per image and class, increasing (the M axis); null: no cap",
-              check=_check_max_dets),
-    FieldSpec("difficult", ("ignore", "count"), "match", "difficult/crowd",
-              "VOC `difficult` objects: ignored, or counted as normal objects"),
-    FieldSpec("crowd", ("ignore_reusable", "none"), "match", "difficult/crowd",
-              "COCO crowd regions: ignored and absorbing many detections, or normal objects"),
-    FieldSpec("score_order", ("image_major", "file"), "accumulate", "ties/score order",
-              "ties in the ranking: image-id order then rank (pycocotools), or file order (devkit)"),
-    FieldSpec("gt_ignore_field", ("honour", "iscrowd"), "match", "parity bugs",
-              "`iscrowd`: pycocotools' bug that overwrites `ignore` with `iscrowd`; `honour` keeps it"),
-    FieldSpec("gt_id_zero", ("matchable", "unmatchable"), "match", "parity bugs",
-              "`unmatchable`: pycocotools' bug that never matches annotation id 0"),
-    FieldSpec("summary", ("pycocotools", "configured", "ultralytics", "lvis"), "accumulate", "summary",
-              "headline metrics: COCOeval.summarize literally (its keypoint stats for keypoints), from "
-              "the configured values, Ultralytics' mAP50 and mAP50-95, or lvis-api's get_results "
-              "(APr/APc/APf by frequency)"),
-    FieldSpec("mask_iou", ("exact", "raster"), "match", "IoU type/masks",
-              "segm only: exact polygon geometry (shapely) or pycocotools' raster masks", default="exact"),
-    FieldSpec("invalid_polygons", ("even_odd", "error", "make_valid"), "match", "IoU type/masks",
-              "segm, exact masks: fill a self-intersecting polygon by the even-odd rule as pycocotools' "
-              "rasteriser does, refuse it, or repair it with shapely.make_valid", default="even_odd"),
+    FieldSpec(
+        "name",
+        None,
+        "describe",
+        None,
+        "preset name, or the name a file gives (default: its stem)",
+        default="custom",
+        check=_check_text,
+    ),
+    FieldSpec(
+        "source",
+        None,
+        "describe",
+        None,
+        "one line: what this protocol reproduces",
+        default="",
+        check=_check_text,
+    ),
+    FieldSpec(
+        "iou_type",
+        ("bbox", "segm", "keypoints"),
+        "match",
+        "IoU type/masks",
+        "boxes, segmentation masks, or keypoints (OKS, pycocotools' computeOks)",
+    ),
+    FieldSpec(
+        "iou_thresholds",
+        None,
+        "match",
+        "IoU thresholds",
+        "matching thresholds in order (the T axis); a list, or {start, stop, num} for np.linspace",
+        check=_check_iou_thresholds,
+    ),
+    FieldSpec(
+        "iou_comparison",
+        (">=", ">"),
+        "match",
+        "IoU comparison",
+        "`>=`: devkit and pycocotools; `>`: py-faster-rcnn / detectron2 voc_eval.py",
+    ),
+    FieldSpec(
+        "matching",
+        ("coco", "voc", "ultralytics"),
+        "match",
+        "matching rule",
+        "coco: best still-unmatched GT, crowd reusable; voc: argmax over all GTs, taken -> FP; "
+        "ultralytics: each detection's best GT, then each GT's best detection, by IoU alone",
+    ),
+    FieldSpec(
+        "box_convention",
+        ("continuous", "pixel_inclusive"),
+        "match",
+        "box convention",
+        "continuous xywh, or 1-based inclusive pixels (+1 in widths, the VOC devkit)",
+    ),
+    FieldSpec(
+        "ap_method",
+        ("101_point", "11_point", "all_point", "trapezoid_101"),
+        "accumulate",
+        "interpolation",
+        "COCO's 101 recall points, VOC2007's 11 points, VOC2010+'s area under "
+        "the envelope, or Ultralytics' trapezoid over the envelope at 101 points",
+    ),
+    FieldSpec(
+        "eleven_point_grid",
+        ("matlab_colon", "decimal", "numpy_arange"),
+        "accumulate",
+        "interpolation",
+        "11-point recall grid: MATLAB's 0:0.1:1, k / 10, or np.arange(0, 1.1, 0.1)",
+        default="matlab_colon",
+    ),
+    FieldSpec(
+        "area_ranges",
+        None,
+        "match",
+        "area ranges",
+        "size buckets name: [lo, hi] on the GT `area` field, bounds inclusive (the A axis)",
+        check=_check_area_ranges,
+    ),
+    FieldSpec(
+        "max_dets",
+        None,
+        "match",
+        "max_dets",
+        "detections kept per image and class, increasing (the M axis); null: no cap",
+        check=_check_max_dets,
+    ),
+    FieldSpec(
+        "difficult",
+        ("ignore", "count"),
+        "match",
+        "difficult/crowd",
+        "VOC `difficult` objects: ignored, or counted as normal objects",
+    ),
+    FieldSpec(
+        "crowd",
+        ("ignore_reusable", "none"),
+        "match",
+        "difficult/crowd",
+        "COCO crowd regions: ignored and absorbing many detections, or normal objects",
+    ),
+    FieldSpec(
+        "score_order",
+        ("image_major", "file"),
+        "accumulate",
+        "ties/score order",
+        "ties in the ranking: image-id order then rank (pycocotools), or file order (devkit)",
+    ),
+    FieldSpec(
+        "gt_ignore_field",
+        ("honour", "iscrowd"),
+        "match",
+        "parity bugs",
+        "`iscrowd`: pycocotools' bug that overwrites `ignore` with `iscrowd`; `honour` keeps it",
+    ),
+    FieldSpec(
+        "gt_id_zero",
+        ("matchable", "unmatchable"),
+        "match",
+        "parity bugs",
+        "`unmatchable`: pycocotools' bug that never matches annotation id 0",
+    ),
+    FieldSpec(
+        "summary",
+        ("pycocotools", "configured", "ultralytics", "lvis"),
+        "accumulate",
+        "summary",
+        "headline metrics: COCOeval.summarize literally (its keypoint stats for keypoints), from "
+        "the configured values, Ultralytics' mAP50 and mAP50-95, or lvis-api's get_results "
+        "(APr/APc/APf by frequency)",
+    ),
+    FieldSpec(
+        "mask_iou",
+        ("exact", "raster"),
+        "match",
+        "IoU type/masks",
+        "segm only: exact polygon geometry (shapely) or pycocotools' raster masks",
+        default="exact",
+    ),
+    FieldSpec(
+        "invalid_polygons",
+        ("even_odd", "error", "make_valid"),
+        "match",
+        "IoU type/masks",
+        "segm, exact masks: fill a self-intersecting polygon by the even-odd rule as pycocotools' "
+        "rasteriser does, refuse it, or repair it with shapely.make_valid",
+        default="even_odd",
+    ),
     # -- Open Images and tool presets (added later: sparse, so older hashes stay) ------------
-    FieldSpec("group_of", ("none", "openimages"), "match", "difficult/crowd",
-              "openimages: GT `is_group_of` boxes match leftover detections by intersection over the "
-              "detection's area, one TP per box", default="none", is_sparse=True),
+    FieldSpec(
+        "group_of",
+        ("none", "openimages"),
+        "match",
+        "difficult/crowd",
+        "openimages: GT `is_group_of` boxes match leftover detections by intersection over the "
+        "detection's area, one TP per box",
+        default="none",
+        is_sparse=True,
+    ),
     # -- COCO keypoints and LVIS (added later: sparse, so older hashes stay) --------------------
-    FieldSpec("keypoint_sigmas", None, "match", "IoU type/masks",
-              "keypoints only: per-keypoint OKS sigmas; null: COCO's 17 person sigmas (pycocotools)",
-              default=None, check=_check_keypoint_sigmas, is_sparse=True),
-    FieldSpec("max_dets_scope", ("image_class", "image"), "match", "max_dets",
-              "what max_dets caps: each image and class (pycocotools), or each image across classes "
-              "(lvis-api's 300 per image)", default="image_class", is_sparse=True),
-    FieldSpec("max_dets_per_class", None, "match", "max_dets",
-              "detections kept per class over the whole dataset, top scores first (Fixed AP: "
-              "10000); null: no such budget", default=None, check=_check_class_budget, is_sparse=True),
-    FieldSpec("federated_labels", ("ignore", "lvis"), "match", "difficult/crowd",
-              "lvis: score a class on an image only if it is annotated or negative there, and ignore "
-              "unmatched detections of not-exhaustive classes (lvis-api); ignore: labels not read",
-              default="ignore", is_sparse=True),
+    FieldSpec(
+        "keypoint_sigmas",
+        None,
+        "match",
+        "IoU type/masks",
+        "keypoints only: per-keypoint OKS sigmas; null: COCO's 17 person sigmas (pycocotools)",
+        default=None,
+        check=_check_keypoint_sigmas,
+        is_sparse=True,
+    ),
+    FieldSpec(
+        "max_dets_scope",
+        ("image_class", "image"),
+        "match",
+        "max_dets",
+        "what max_dets caps: each image and class (pycocotools), or each image across classes "
+        "(lvis-api's 300 per image)",
+        default="image_class",
+        is_sparse=True,
+    ),
+    FieldSpec(
+        "max_dets_per_class",
+        None,
+        "match",
+        "max_dets",
+        "detections kept per class over the whole dataset, top scores first (Fixed AP: "
+        "10000); null: no such budget",
+        default=None,
+        check=_check_class_budget,
+        is_sparse=True,
+    ),
+    FieldSpec(
+        "federated_labels",
+        ("ignore", "lvis"),
+        "match",
+        "difficult/crowd",
+        "lvis: score a class on an image only if it is annotated or negative there, and ignore "
+        "unmatched detections of not-exhaustive classes (lvis-api); ignore: labels not read",
+        default="ignore",
+        is_sparse=True,
+    ),
 )
 
 #: Allowed values of the enumerated fields (YAML key = field name).
@@ -437,6 +623,7 @@ def protocol_table_markdown() -> str:
 # --------------------------------------------------------------------------------------------
 # The Protocol
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, kw_only=True)
 class Protocol:
@@ -601,8 +788,11 @@ class Protocol:
     @property
     def is_single_threshold(self) -> bool:
         """True for VOC-like protocols that report one ``mAP``."""
-        return (len(self.iou_thresholds) == 1 and len(self.area_ranges) == 1
-                and (self.max_dets is None or len(self.max_dets) == 1))
+        return (
+            len(self.iou_thresholds) == 1
+            and len(self.area_ranges) == 1
+            and (self.max_dets is None or len(self.max_dets) == 1)
+        )
 
     def replace(self, **changes: Any) -> Protocol:
         """Return a copy with fields changed (validated).
@@ -615,8 +805,10 @@ class Protocol:
         """
         unknown = sorted(set(changes) - set(FIELDS))
         if unknown:
-            raise ConfigError(f"protocol {self.name!r}: unknown protocol field(s) {unknown}; "
-                              f"expected one of {', '.join(FIELDS)}")
+            raise ConfigError(
+                f"protocol {self.name!r}: unknown protocol field(s) {unknown}; "
+                f"expected one of {', '.join(FIELDS)}"
+            )
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:

@@ -50,9 +50,20 @@ from deteval.errors import ConfigError
 from deteval.io._text import read_bytes
 from deteval.protocol.spec import FIELDS, Protocol, check_field, describe_value, field_names, optional_fields
 
-__all__ = ["load_protocol_file", "load_protocol_text", "protocol_from_mapping", "apply_overrides",
-           "parse_yaml", "parse_yaml_value", "dump_protocol", "MAX_CONFIG_BYTES", "get_protocol",
-           "preset_names", "PRESETS", "DISPLAY_ORDER"]
+__all__ = [
+    "load_protocol_file",
+    "load_protocol_text",
+    "protocol_from_mapping",
+    "apply_overrides",
+    "parse_yaml",
+    "parse_yaml_value",
+    "dump_protocol",
+    "MAX_CONFIG_BYTES",
+    "get_protocol",
+    "preset_names",
+    "PRESETS",
+    "DISPLAY_ORDER",
+]
 
 #: Protocol files are a few hundred bytes; anything above this is refused unread.
 MAX_CONFIG_BYTES = 1 << 20
@@ -60,9 +71,24 @@ MAX_CONFIG_BYTES = 1 << 20
 _MAX_EXTENDS_DEPTH = 16
 
 #: Tags the safe loader may build. Anything else (``!!python/...``, ``!custom``) is refused.
-_ALLOWED_TAGS = frozenset("tag:yaml.org,2002:" + t for t in (
-    "null", "bool", "int", "float", "str", "seq", "map", "merge", "timestamp", "binary",
-    "omap", "pairs", "set"))
+_ALLOWED_TAGS = frozenset(
+    "tag:yaml.org,2002:" + t
+    for t in (
+        "null",
+        "bool",
+        "int",
+        "float",
+        "str",
+        "seq",
+        "map",
+        "merge",
+        "timestamp",
+        "binary",
+        "omap",
+        "pairs",
+        "set",
+    )
+)
 
 _MISSING = object()
 
@@ -81,12 +107,14 @@ class _SafeLoader(yaml.SafeLoader):
 _SafeLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"))
+    list("-+0123456789"),
+)
 
 
 # ------------------------------------------------------------------------------------------
 # YAML text -> plain Python values
 # ------------------------------------------------------------------------------------------
+
 
 def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
     """Parse one YAML document with safe loading, refusing duplicate keys and non-plain tags.
@@ -175,16 +203,20 @@ def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set) -> None:
     """
     if id(node) in seen:
         line = node.start_mark.line + 1
-        raise ConfigError(f"{filename}: {path or '(document)'}: anchors and aliases (&name / *name, "
-                          f"line {line}) are not allowed; expected plain values (a protocol "
-                          f"inherits with `extends:`)")
+        raise ConfigError(
+            f"{filename}: {path or '(document)'}: anchors and aliases (&name / *name, "
+            f"line {line}) are not allowed; expected plain values (a protocol "
+            f"inherits with `extends:`)"
+        )
     seen.add(id(node))
     if node.tag not in _ALLOWED_TAGS:
         line = node.start_mark.line + 1
         tag = node.tag.replace("tag:yaml.org,2002:", "!!", 1)
-        raise ConfigError(f"{filename}: {path or '(document)'}: tag {tag!r} (line {line}) is not "
-                          f"allowed; expected plain YAML values (deteval loads YAML safely: "
-                          f"nothing was constructed or run)")
+        raise ConfigError(
+            f"{filename}: {path or '(document)'}: tag {tag!r} (line {line}) is not "
+            f"allowed; expected plain YAML values (deteval loads YAML safely: "
+            f"nothing was constructed or run)"
+        )
     if isinstance(node, yaml.MappingNode):
         first_line: dict = {}
         for key_node, value_node in node.value:
@@ -197,8 +229,11 @@ def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set) -> None:
             line, column = key_node.start_mark.line + 1, key_node.start_mark.column + 1
             if key in first_line:
                 (line0, column0) = first_line[key]
-                at = (f"lines {line0} and {line}" if line0 != line
-                      else f"columns {column0} and {column} of line {line}")
+                at = (
+                    f"lines {line0} and {line}"
+                    if line0 != line
+                    else f"columns {column0} and {column} of line {line}"
+                )
                 raise ConfigError(f"{filename}: {child}: duplicate key ({at}); expected each key once")
             first_line[key] = (line, column)
             _check_nodes(value_node, child, filename, seen)
@@ -210,6 +245,7 @@ def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set) -> None:
 # ------------------------------------------------------------------------------------------
 # Plain values -> validated protocol fields (the checks live in the field table, spec.py)
 # ------------------------------------------------------------------------------------------
+
 
 def _check_field(key: str, value: Any, where: str) -> Any:
     """One field's plain value -> the Protocol's representation, by the field table's checks.
@@ -239,12 +275,18 @@ def _summary_rule(parent: Protocol, changes: dict) -> str | None:
 
     Returns the note to record in ``source`` (None when nothing was switched).
     """
-    if ("summary" in changes or "max_dets" not in changes or parent.summary != "pycocotools"
-            or changes["max_dets"] == parent.max_dets):
+    if (
+        "summary" in changes
+        or "max_dets" not in changes
+        or parent.summary != "pycocotools"
+        or changes["max_dets"] == parent.max_dets
+    ):
         return None
     changes["summary"] = "configured"
-    return ("summary set to 'configured' because max_dets changed (pycocotools' summary reports AP "
-            "at maxDets=100 whatever max_dets says; write summary: pycocotools to keep it)")
+    return (
+        "summary set to 'configured' because max_dets changed (pycocotools' summary reports AP "
+        "at maxDets=100 whatever max_dets says; write summary: pycocotools to keep it)"
+    )
 
 
 #: Preset whose ``area_ranges`` and ``max_dets`` a protocol takes when ``--set`` / ``--iou-type``
@@ -260,8 +302,12 @@ def _iou_type_rule(parent: Protocol, changes: dict) -> str | None:
     Returns the note to record in ``source`` (None when nothing was switched).
     """
     new = changes.get("iou_type", parent.iou_type)
-    if (new == parent.iou_type or "keypoints" not in (new, parent.iou_type)
-            or "area_ranges" in changes or "max_dets" in changes):
+    if (
+        new == parent.iou_type
+        or "keypoints" not in (new, parent.iou_type)
+        or "area_ranges" in changes
+        or "max_dets" in changes
+    ):
         return None
     old_params = PRESETS[IOU_TYPE_PARAMS_PRESETS[parent.iou_type]]
     if (parent.area_ranges, parent.max_dets) != (old_params.area_ranges, old_params.max_dets):
@@ -269,8 +315,10 @@ def _iou_type_rule(parent: Protocol, changes: dict) -> str | None:
     params = PRESETS[IOU_TYPE_PARAMS_PRESETS[new]]
     changes["area_ranges"] = params.area_ranges
     changes["max_dets"] = params.max_dets
-    return (f"area_ranges and max_dets set to those of {params.name!r} for iou_type {new!r}, as "
-            f"pycocotools' Params(iouType={new!r}) does")
+    return (
+        f"area_ranges and max_dets set to those of {params.name!r} for iou_type {new!r}, as "
+        f"pycocotools' Params(iouType={new!r}) does"
+    )
 
 
 def _construct(base: Protocol, changes: dict, where: str) -> Protocol:
@@ -280,8 +328,14 @@ def _construct(base: Protocol, changes: dict, where: str) -> Protocol:
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def protocol_from_mapping(data: Any, *, where: str = "<config>", base_dir: str | os.PathLike | None = None,
-                          default_name: str | None = None, _chain: tuple = ()) -> Protocol:
+def protocol_from_mapping(
+    data: Any,
+    *,
+    where: str = "<config>",
+    base_dir: str | os.PathLike | None = None,
+    default_name: str | None = None,
+    _chain: tuple = (),
+) -> Protocol:
     """Build a protocol from parsed YAML (a mapping of field names, maybe with ``extends``).
 
     Parameters
@@ -314,8 +368,10 @@ def protocol_from_mapping(data: Any, *, where: str = "<config>", base_dir: str |
     """
     if not isinstance(data, dict):
         found = "an empty document" if data is None else describe_value(data)
-        raise ConfigError(f"{where}: expected a mapping of protocol fields (extends: PRESET plus the "
-                          f"fields to change, or every field), found {found}")
+        raise ConfigError(
+            f"{where}: expected a mapping of protocol fields (extends: PRESET plus the "
+            f"fields to change, or every field), found {found}"
+        )
     allowed = ("extends",) + field_names()
     for key in data:
         if key not in allowed:
@@ -327,12 +383,18 @@ def protocol_from_mapping(data: Any, *, where: str = "<config>", base_dir: str |
         parent = _resolve_parent(data["extends"], where=where, base_dir=base_dir, chain=_chain)
         note = _summary_rule(parent, changes)
         if "source" not in changes:
-            what = [f"{k}={_format_value(v)}" for k, v in changes.items() if k not in ("name", "summary")
-                    and v != getattr(parent, k)]
+            what = [
+                f"{k}={_format_value(v)}"
+                for k, v in changes.items()
+                if k not in ("name", "summary") and v != getattr(parent, k)
+            ]
             if "summary" in changes and note is None and changes["summary"] != parent.summary:
                 what.append(f"summary={changes['summary']}")
-            changes["source"] = (f"{where}: {parent.name}" + (f" with {', '.join(what)}" if what else "")
-                                 + (f"; {note}" if note else ""))
+            changes["source"] = (
+                f"{where}: {parent.name}"
+                + (f" with {', '.join(what)}" if what else "")
+                + (f"; {note}" if note else "")
+            )
         elif note:
             changes["source"] = f"{changes['source']} ({note})"
         return _construct(parent, changes, where)
@@ -340,8 +402,10 @@ def protocol_from_mapping(data: Any, *, where: str = "<config>", base_dir: str |
     required = [f for f, spec in FIELDS.items() if spec.stage != "describe" and f not in optional]
     missing = [f for f in required if f not in changes]
     if missing:
-        raise ConfigError(f"{where}: expected `extends: PRESET` (one of {', '.join(preset_names())}) or "
-                          f"every protocol field; missing: {', '.join(missing)}")
+        raise ConfigError(
+            f"{where}: expected `extends: PRESET` (one of {', '.join(preset_names())}) or "
+            f"every protocol field; missing: {', '.join(missing)}"
+        )
     changes.setdefault("source", where)
     for key, default in optional.items():
         changes.setdefault(key, default)
@@ -354,8 +418,10 @@ def protocol_from_mapping(data: Any, *, where: str = "<config>", base_dir: str |
 def _resolve_parent(value: Any, *, where: str, base_dir: Any, chain: tuple) -> Protocol:
     names = preset_names()
     if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where}: extends: expected a preset name ({', '.join(names)}) or a path ending "
-                          f"in .yaml, found {describe_value(value)}")
+        raise ConfigError(
+            f"{where}: extends: expected a preset name ({', '.join(names)}) or a path ending "
+            f"in .yaml, found {describe_value(value)}"
+        )
     if value.endswith((".yaml", ".yml")):
         path = Path(value)
         if not path.is_absolute():
@@ -364,8 +430,10 @@ def _resolve_parent(value: Any, *, where: str, base_dir: Any, chain: tuple) -> P
     if value not in names:
         close = difflib.get_close_matches(value, list(names), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"{where}: extends: expected a preset name ({', '.join(names)}) or a path "
-                          f"ending in .yaml, found {value!r}{hint}")
+        raise ConfigError(
+            f"{where}: extends: expected a preset name ({', '.join(names)}) or a path "
+            f"ending in .yaml, found {value!r}{hint}"
+        )
     return _preset(value, where=where, chain=chain)
 
 
@@ -374,15 +442,16 @@ def _load(path: Path, *, chain: tuple = (), referrer: str | None = None) -> Prot
     real = os.path.realpath(path)
     if real in chain:
         names = [os.path.basename(p) for p in chain] + [os.path.basename(real)]
-        raise ConfigError(f"{referrer or shown}: expected no cycle of `extends:`, found "
-                          f"{' -> '.join(names)}")
+        raise ConfigError(f"{referrer or shown}: expected no cycle of `extends:`, found {' -> '.join(names)}")
     if len(chain) >= _MAX_EXTENDS_DEPTH:
-        raise ConfigError(f"{referrer or shown}: expected at most {_MAX_EXTENDS_DEPTH} levels of "
-                          f"`extends:`, found more")
+        raise ConfigError(
+            f"{referrer or shown}: expected at most {_MAX_EXTENDS_DEPTH} levels of `extends:`, found more"
+        )
     where = f"{referrer}: {shown}" if referrer else shown
     try:  # read_bytes refuses FIFOs and devices, caps the size, records the file as an input
-        raw = read_bytes(os.fspath(path), what="a readable YAML protocol file", limit=MAX_CONFIG_BYTES,
-                         error=ConfigError)
+        raw = read_bytes(
+            os.fspath(path), what="a readable YAML protocol file", limit=MAX_CONFIG_BYTES, error=ConfigError
+        )
     except ConfigError as exc:
         if referrer:
             raise ConfigError(f"{referrer}: expected a readable YAML protocol file, found {exc}") from None
@@ -425,8 +494,9 @@ def load_protocol_file(path: str | os.PathLike) -> Protocol:
     return _load(Path(path))
 
 
-def load_protocol_text(text: str, *, filename: str = "<string>",
-                       base_dir: str | os.PathLike | None = None) -> Protocol:
+def load_protocol_text(
+    text: str, *, filename: str = "<string>", base_dir: str | os.PathLike | None = None
+) -> Protocol:
     """Like :func:`load_protocol_file`, from YAML text.
 
     >>> load_protocol_text("extends: voc2007\\niou_comparison: '>'", filename="strict.yaml").iou_comparison
@@ -477,9 +547,25 @@ PRESET_DIR = Path(str(importlib.resources.files("deteval.protocol") / "presets")
 #: Display order of the presets (the CLI command ``protocols``, messages): the reference tools first,
 #: then their variants. It only orders: a preset is a file in :data:`PRESET_DIR`; names listed
 #: here without a file are skipped, files not listed here come after, alphabetically.
-DISPLAY_ORDER = ("coco", "coco-pycocotools", "coco50", "coco-exact-masks", "voc2007", "voc2010", "voc2012",
-                 "voc2007-pyfrcnn", "voc2010-pyfrcnn", "voc2007-continuous", "voc2010-continuous", "openimages",
-                 "ultralytics", "detectron2-voc", "coco-keypoints", "lvis", "lvis-fixed-ap")
+DISPLAY_ORDER = (
+    "coco",
+    "coco-pycocotools",
+    "coco50",
+    "coco-exact-masks",
+    "voc2007",
+    "voc2010",
+    "voc2012",
+    "voc2007-pyfrcnn",
+    "voc2010-pyfrcnn",
+    "voc2007-continuous",
+    "voc2010-continuous",
+    "openimages",
+    "ultralytics",
+    "detectron2-voc",
+    "coco-keypoints",
+    "lvis",
+    "lvis-fixed-ap",
+)
 
 
 def preset_names() -> tuple:
@@ -515,8 +601,9 @@ def get_protocol(name: str | Protocol) -> Protocol:
     names = preset_names()
     if isinstance(name, str) and name in names:
         return _load_preset(os.fspath(PRESET_DIR), name)
-    raise ConfigError(f"unknown protocol {name!r}; expected a preset name ({', '.join(names)}) "
-                      f"or a YAML file")
+    raise ConfigError(
+        f"unknown protocol {name!r}; expected a preset name ({', '.join(names)}) or a YAML file"
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -566,6 +653,7 @@ PRESETS: Mapping[str, Protocol] = _Presets()
 # Protocol -> YAML
 # ------------------------------------------------------------------------------------------
 
+
 def dump_protocol(protocol: Protocol) -> str:
     """A complete YAML protocol file that loads back to ``protocol`` (equal, field for field).
 
@@ -587,8 +675,9 @@ def dump_protocol(protocol: Protocol) -> str:
             if spaced == list(value):
                 value = {"start": value[0], "stop": value[-1], "num": len(value)}
         data[key] = value
-    return yaml.dump(data, Dumper=yaml.SafeDumper, sort_keys=False, default_flow_style=None,
-                     width=100, allow_unicode=True)
+    return yaml.dump(
+        data, Dumper=yaml.SafeDumper, sort_keys=False, default_flow_style=None, width=100, allow_unicode=True
+    )
 
 
 def resolve_protocol(protocol: str | Protocol | os.PathLike) -> Protocol:
@@ -603,6 +692,8 @@ def resolve_protocol(protocol: str | Protocol | os.PathLike) -> Protocol:
     """
     if isinstance(protocol, Protocol):
         return protocol
-    if isinstance(protocol, os.PathLike) or (isinstance(protocol, str) and protocol.endswith((".yaml", ".yml"))):
+    if isinstance(protocol, os.PathLike) or (
+        isinstance(protocol, str) and protocol.endswith((".yaml", ".yml"))
+    ):
         return load_protocol_file(protocol)
     return get_protocol(protocol)

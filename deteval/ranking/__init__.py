@@ -30,6 +30,19 @@ from deteval.ranking.at_k import average_precision_at_k, ndcg_at_k, precision_at
 from deteval.ranking.curves import average_precision, precision_recall_curve, roc_auc, roc_curve
 from deteval.ranking.raw_binarized import RawBinarizedComparison, compare_raw_binarized, rank_report
 
-__all__ = ["AVERAGES", "AP_METHODS", "ELEVEN_POINT_GRIDS", "average_precision", "precision_recall_curve",
-           "roc_curve", "roc_auc", "precision_at_k", "recall_at_k", "average_precision_at_k", "ndcg_at_k",
-           "RawBinarizedComparison", "compare_raw_binarized", "rank_report"]
+__all__ = [
+    "AVERAGES",
+    "AP_METHODS",
+    "ELEVEN_POINT_GRIDS",
+    "average_precision",
+    "precision_recall_curve",
+    "roc_curve",
+    "roc_auc",
+    "precision_at_k",
+    "recall_at_k",
+    "average_precision_at_k",
+    "ndcg_at_k",
+    "RawBinarizedComparison",
+    "compare_raw_binarized",
+    "rank_report",
+]

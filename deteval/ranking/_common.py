@@ -51,16 +51,20 @@ def _as_scores(y_score: Any, name: str = "y_score") -> np.ndarray:
     if np.issubdtype(scores.dtype, np.complexfloating):
         raise InputError(f"{name}: expected real numbers, found complex dtype {scores.dtype}")
     if scores.ndim not in (1, 2):
-        raise InputError(f"{name}: expected shape (n_samples,) or (n_samples, n_labels), "
-                         f"found {scores.ndim} dimensions {scores.shape}")
+        raise InputError(
+            f"{name}: expected shape (n_samples,) or (n_samples, n_labels), "
+            f"found {scores.ndim} dimensions {scores.shape}"
+        )
     if scores.size == 0:
         raise InputError(f"{name}: expected at least one sample, found shape {scores.shape}")
     scores = scores.astype(np.float64, copy=False)
     bad = ~np.isfinite(scores)
     if bad.any():
         where = tuple(np.argwhere(bad)[0])
-        raise InputError(f"{name}: element {_index_text(where)} is {scores[where]}; expected finite "
-                         f"numbers ({int(bad.sum())} non-finite in all)")
+        raise InputError(
+            f"{name}: element {_index_text(where)} is {scores[where]}; expected finite "
+            f"numbers ({int(bad.sum())} non-finite in all)"
+        )
     return scores
 
 
@@ -68,15 +72,18 @@ def _as_indicator(y_true: Any, shape: tuple, name: str = "y_true") -> np.ndarray
     """A 0/1 matrix or vector of the given shape, as float64."""
     labels = np.asarray(y_true)
     if labels.shape != shape:
-        raise InputError(f"{name}: shape {labels.shape} differs from y_score's {shape}; expected "
-                         f"one label per score")
+        raise InputError(
+            f"{name}: shape {labels.shape} differs from y_score's {shape}; expected one label per score"
+        )
     if labels.dtype == object or not (np.issubdtype(labels.dtype, np.number) or labels.dtype == bool):
         raise InputError(f"{name}: expected 0/1 labels, found dtype {labels.dtype}")
     bad = (labels != 0) & (labels != 1)
     if bad.any():
         where = tuple(np.argwhere(bad)[0])
-        raise InputError(f"{name}: element {_index_text(where)} is {labels[where].item()!r}; expected 0 or 1 "
-                         f"({int(bad.sum())} such elements)")
+        raise InputError(
+            f"{name}: element {_index_text(where)} is {labels[where].item()!r}; expected 0 or 1 "
+            f"({int(bad.sum())} such elements)"
+        )
     return labels.astype(np.float64)
 
 
@@ -87,18 +94,23 @@ def _binary_truth(y_true: Any, n: int, pos_label: Any, name: str = "y_true") -> 
     """
     labels = np.asarray(y_true)
     if labels.shape != (n,):
-        raise InputError(f"{name}: shape {labels.shape} differs from y_score's {(n,)}; expected one "
-                         f"label per score")
+        raise InputError(
+            f"{name}: shape {labels.shape} differs from y_score's {(n,)}; expected one label per score"
+        )
     if labels.dtype == object:
         raise InputError(f"{name}: expected numbers, booleans or strings, found dtype object")
     present = np.unique(labels)
     if present.size > 2:
-        raise InputError(f"{name}: binary labels expected, found {present.size} distinct values "
-                         f"{present[:5].tolist()}{'...' if present.size > 5 else ''}")
+        raise InputError(
+            f"{name}: binary labels expected, found {present.size} distinct values "
+            f"{present[:5].tolist()}{'...' if present.size > 5 else ''}"
+        )
     if pos_label is None:
         if not (np.isin(present, [0, 1]).all() or np.isin(present, [-1, 1]).all()):
-            raise InputError(f"{name}: labels {present.tolist()} are not {{0, 1}} or {{-1, 1}}; "
-                             f"expected those, or give pos_label")
+            raise InputError(
+                f"{name}: labels {present.tolist()} are not {{0, 1}} or {{-1, 1}}; "
+                f"expected those, or give pos_label"
+            )
         pos_label = 1
     elif present.size == 2 and pos_label not in present.tolist():
         raise ConfigError(f"pos_label: {pos_label!r} is not one of the labels {present.tolist()}")
@@ -227,14 +239,19 @@ def _interpolated_ap(ranked: _Ranked, method: str, grid: str) -> np.ndarray:
     for j, r in enumerate(points):
         first = (recall < r).sum(axis=1)  # rows are sorted: first position with recall >= r
         found = first < n
-        sampled[j] = np.where(found, np.take_along_axis(envelope, np.minimum(first, n - 1)[:, None],
-                                                        axis=1)[:, 0], 0.0)
+        sampled[j] = np.where(
+            found, np.take_along_axis(envelope, np.minimum(first, n - 1)[:, None], axis=1)[:, 0], 0.0
+        )
     return sampled.mean(axis=0)
 
 
 def _warn_no_positive(n_without: int, what: str) -> None:
-    warnings.warn(f"{n_without} {what} without positive samples: their AP is undefined and counts "
-                  f"as 0 (scikit-learn's value)", UndefinedMetricWarning, stacklevel=3)
+    warnings.warn(
+        f"{n_without} {what} without positive samples: their AP is undefined and counts "
+        f"as 0 (scikit-learn's value)",
+        UndefinedMetricWarning,
+        stacklevel=3,
+    )
 
 
 def _average(values: np.ndarray, average: str | None, weights: np.ndarray | None) -> Any:

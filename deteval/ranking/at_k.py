@@ -28,13 +28,16 @@ def _queries(y_true: Any, y_score: Any, k: Any, *, graded: bool = False) -> tupl
     if graded:
         truth = np.asarray(y_true)
         if truth.shape != scores.shape:
-            raise InputError(f"y_true: shape {truth.shape} differs from y_score's {scores.shape}; "
-                             f"expected one relevance per score")
+            raise InputError(
+                f"y_true: shape {truth.shape} differs from y_score's {scores.shape}; "
+                f"expected one relevance per score"
+            )
         truth = _as_scores(truth, "y_true")
         if (truth < 0).any():
             where = tuple(np.argwhere(truth < 0)[0])
-            raise InputError(f"y_true: element {_index_text(where)} is {truth[where]}; expected a "
-                             f"relevance >= 0")
+            raise InputError(
+                f"y_true: element {_index_text(where)} is {truth[where]}; expected a relevance >= 0"
+            )
     else:
         truth = _as_indicator(y_true, scores.shape)
     if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
@@ -69,9 +72,12 @@ def _hits_at_k(truth: np.ndarray, scores: np.ndarray, k: int, ties: str) -> np.n
 
 def _mean_defined(values: np.ndarray, is_defined: np.ndarray, what: str) -> float:
     if not is_defined.all():
-        warnings.warn(f"{int((~is_defined).sum())} of {is_defined.size} queries without positives: "
-                      f"{what} is undefined for them and they are left out of the mean",
-                      UndefinedMetricWarning, stacklevel=3)
+        warnings.warn(
+            f"{int((~is_defined).sum())} of {is_defined.size} queries without positives: "
+            f"{what} is undefined for them and they are left out of the mean",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
     if not is_defined.any():
         return math.nan
     return float(values[is_defined].mean())
@@ -185,8 +191,9 @@ def average_precision_at_k(y_true: Any, y_score: Any, k: int, *, normalize: str 
     return _mean_defined(values, n_pos > 0, "AP@k")
 
 
-def ndcg_at_k(y_true: Any, y_score: Any, k: int | None = None, *, sample_weight: Any = None,
-              ignore_ties: bool = False) -> float:
+def ndcg_at_k(
+    y_true: Any, y_score: Any, k: int | None = None, *, sample_weight: Any = None, ignore_ties: bool = False
+) -> float:
     """Normalized discounted cumulative gain, equal to scikit-learn's ``ndcg_score``.
 
     Parameters

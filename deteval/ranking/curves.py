@@ -25,8 +25,16 @@ from deteval.ranking._common import (
 )
 
 
-def average_precision(y_true: Any, y_score: Any, *, average: str | None = "macro", method: str = "step",
-                      grid: str = "matlab_colon", sample_weight: Any = None, pos_label: Any = 1) -> Any:
+def average_precision(
+    y_true: Any,
+    y_score: Any,
+    *,
+    average: str | None = "macro",
+    method: str = "step",
+    grid: str = "matlab_colon",
+    sample_weight: Any = None,
+    pos_label: Any = 1,
+) -> Any:
     """Average precision of scores, binary or multilabel.
 
     Parameters
@@ -94,7 +102,8 @@ def average_precision(y_true: Any, y_score: Any, *, average: str | None = "macro
     _choice("method", method, AP_METHODS)
     _choice("grid", grid, ELEVEN_POINT_GRIDS)
     truth, scores, item_weights, label_weights, is_binary = _problems(
-        y_true, y_score, sample_weight, average, pos_label)
+        y_true, y_score, sample_weight, average, pos_label
+    )
     if average == "weighted" and not is_binary and np.isclose(label_weights.sum(), 0.0):
         return 0.0  # scikit-learn: no positive anywhere, weighted average is 0
     ranked = _rank_rows(truth, scores, item_weights)
@@ -102,8 +111,11 @@ def average_precision(y_true: Any, y_score: Any, *, average: str | None = "macro
     no_pos = ranked.n_pos == 0
     if no_pos.any():
         values = np.where(no_pos, 0.0, values)
-        what = ("rows" if average == "samples" else "labels") if not is_binary and average != "micro" \
+        what = (
+            ("rows" if average == "samples" else "labels")
+            if not is_binary and average != "micro"
             else "rankings"
+        )
         _warn_no_positive(int(no_pos.sum()), what)
     if is_binary or average == "micro":
         return float(values[0])
@@ -128,8 +140,14 @@ def _binary_curve_inputs(y_true: Any, y_score: Any, sample_weight: Any, pos_labe
     return ranked.tps[0][end], ranked.fps[0][end], ranked.scores[0][end]
 
 
-def precision_recall_curve(y_true: Any, y_score: Any, *, sample_weight: Any = None,
-                           drop_intermediate: bool = False, pos_label: Any = None) -> tuple:
+def precision_recall_curve(
+    y_true: Any,
+    y_score: Any,
+    *,
+    sample_weight: Any = None,
+    drop_intermediate: bool = False,
+    pos_label: Any = None,
+) -> tuple:
     """Precision and recall at every distinct score, scikit-learn's arrays.
 
     Parameters
@@ -173,17 +191,29 @@ def precision_recall_curve(y_true: Any, y_score: Any, *, sample_weight: Any = No
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(ps != 0, tps / ps, 0.0)
     if tps[-1] == 0:
-        warnings.warn("no positive sample in y_true: recall is set to 1 at every threshold "
-                      "(scikit-learn's rule)", UndefinedMetricWarning, stacklevel=2)
+        warnings.warn(
+            "no positive sample in y_true: recall is set to 1 at every threshold (scikit-learn's rule)",
+            UndefinedMetricWarning,
+            stacklevel=2,
+        )
         recall = np.ones_like(tps)
     else:
         recall = tps / tps[-1]
-    return (np.concatenate((precision[::-1], [1.0])), np.concatenate((recall[::-1], [0.0])),
-            thresholds[::-1].copy())
+    return (
+        np.concatenate((precision[::-1], [1.0])),
+        np.concatenate((recall[::-1], [0.0])),
+        thresholds[::-1].copy(),
+    )
 
 
-def roc_curve(y_true: Any, y_score: Any, *, sample_weight: Any = None, drop_intermediate: bool = True,
-              pos_label: Any = None) -> tuple:
+def roc_curve(
+    y_true: Any,
+    y_score: Any,
+    *,
+    sample_weight: Any = None,
+    drop_intermediate: bool = True,
+    pos_label: Any = None,
+) -> tuple:
     """Receiver operating characteristic, scikit-learn's arrays.
 
     Parameters
@@ -226,14 +256,20 @@ def roc_curve(y_true: Any, y_score: Any, *, sample_weight: Any = None, drop_inte
     fps = np.concatenate(([0.0], fps))
     thresholds = np.concatenate(([np.inf], thresholds))
     if fps[-1] <= 0:
-        warnings.warn("no negative sample in y_true: false positive rate undefined (NaN)",
-                      UndefinedMetricWarning, stacklevel=2)
+        warnings.warn(
+            "no negative sample in y_true: false positive rate undefined (NaN)",
+            UndefinedMetricWarning,
+            stacklevel=2,
+        )
         fpr = np.full(fps.shape, np.nan)
     else:
         fpr = fps / fps[-1]
     if tps[-1] <= 0:
-        warnings.warn("no positive sample in y_true: true positive rate undefined (NaN)",
-                      UndefinedMetricWarning, stacklevel=2)
+        warnings.warn(
+            "no positive sample in y_true: true positive rate undefined (NaN)",
+            UndefinedMetricWarning,
+            stacklevel=2,
+        )
         tpr = np.full(tps.shape, np.nan)
     else:
         tpr = tps / tps[-1]
@@ -295,18 +331,24 @@ def roc_auc(y_true: Any, y_score: Any, *, average: str | None = "macro", sample_
     >>> roc_auc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
     0.75
     """
-    truth, scores, item_weights, label_weights, is_binary = _problems(y_true, y_score, sample_weight,
-                                                                     average, None if np.ndim(y_score) == 1
-                                                                     or np.shape(y_score)[1:] == (1,)
-                                                                     else 1)
+    truth, scores, item_weights, label_weights, is_binary = _problems(
+        y_true,
+        y_score,
+        sample_weight,
+        average,
+        None if np.ndim(y_score) == 1 or np.shape(y_score)[1:] == (1,) else 1,
+    )
     if average == "weighted" and not is_binary and np.isclose(label_weights.sum(), 0.0):
         return 0.0
-    one_class = (truth.min(axis=1) == truth.max(axis=1))
+    one_class = truth.min(axis=1) == truth.max(axis=1)
     ranked = _rank_rows(truth, scores, item_weights)
     values = np.where(one_class, np.nan, _auc_rows(ranked))
     if one_class.any():
-        warnings.warn(f"{int(one_class.sum())} ranking(s) with only one class in y_true: ROC AUC is "
-                      f"undefined (NaN)", UndefinedMetricWarning, stacklevel=2)
+        warnings.warn(
+            f"{int(one_class.sum())} ranking(s) with only one class in y_true: ROC AUC is undefined (NaN)",
+            UndefinedMetricWarning,
+            stacklevel=2,
+        )
     if is_binary or average == "micro":
         return float(values[0])
     return _average(values, average, label_weights)

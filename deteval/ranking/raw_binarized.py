@@ -47,12 +47,15 @@ class RawBinarizedComparison:
 
     def to_dict(self) -> dict:
         """Plain values; NaN becomes None."""
-        return {key: (None if isinstance(value, float) and math.isnan(value) else value)
-                for key, value in asdict(self).items()}
+        return {
+            key: (None if isinstance(value, float) and math.isnan(value) else value)
+            for key, value in asdict(self).items()
+        }
 
 
-def compare_raw_binarized(y_true: Any, y_score: Any, *, threshold: float = 0.5,
-                          average: str = "micro") -> RawBinarizedComparison:
+def compare_raw_binarized(
+    y_true: Any, y_score: Any, *, threshold: float = 0.5, average: str = "micro"
+) -> RawBinarizedComparison:
     """What thresholding scores before computing AP does to it.
 
     Binarizing keeps one operating point: the ranking collapses into two tied blocks, so AP
@@ -93,14 +96,23 @@ def compare_raw_binarized(y_true: Any, y_score: Any, *, threshold: float = 0.5,
     hits = float((predicted * truth).sum())
     n_pos = float(truth.sum())
     if n_predicted == 0 or n_pos == 0:
-        warnings.warn(f"at threshold {threshold}: {n_predicted} predicted positive, {int(n_pos)} "
-                      f"positives; precision or recall undefined (NaN)", UndefinedMetricWarning,
-                      stacklevel=2)
+        warnings.warn(
+            f"at threshold {threshold}: {n_predicted} predicted positive, {int(n_pos)} "
+            f"positives; precision or recall undefined (NaN)",
+            UndefinedMetricWarning,
+            stacklevel=2,
+        )
     precision = hits / n_predicted if n_predicted else math.nan
     recall = hits / n_pos if n_pos else math.nan
-    return RawBinarizedComparison(ap_raw=ap_raw, ap_binarized=ap_binarized, precision=precision,
-                                  recall=recall, n_predicted_positive=n_predicted,
-                                  threshold=float(threshold), average=average)
+    return RawBinarizedComparison(
+        ap_raw=ap_raw,
+        ap_binarized=ap_binarized,
+        precision=precision,
+        recall=recall,
+        n_predicted_positive=n_predicted,
+        threshold=float(threshold),
+        average=average,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -113,10 +125,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def rank_report(y_true: Any, y_score: Any, *, average: str = "macro", method: str = "step",
-                grid: str = "matlab_colon", k: int | None = None, binarize: float | None = None,
-                sample_weight: Any = None, labels_name: str | None = None,
-                scores_name: str | None = None) -> dict:
+def rank_report(
+    y_true: Any,
+    y_score: Any,
+    *,
+    average: str = "macro",
+    method: str = "step",
+    grid: str = "matlab_colon",
+    k: int | None = None,
+    binarize: float | None = None,
+    sample_weight: Any = None,
+    labels_name: str | None = None,
+    scores_name: str | None = None,
+) -> dict:
     """Everything ``deteval rank`` prints, as one JSON-ready dict.
 
     Parameters
@@ -150,45 +171,72 @@ def rank_report(y_true: Any, y_score: Any, *, average: str = "macro", method: st
     """
     _choice("average", average, AVERAGES)
     scores = _as_scores(y_score)
-    truth = _as_indicator(y_true, scores.shape) if scores.ndim == 2 else \
-        _binary_truth(y_true, scores.shape[0], None)
+    truth = (
+        _as_indicator(y_true, scores.shape)
+        if scores.ndim == 2
+        else _binary_truth(y_true, scores.shape[0], None)
+    )
     is_multilabel = scores.ndim == 2 and scores.shape[1] > 1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", DetevalWarning)
-        metrics = {"AP": _plain(average_precision(truth, scores, average=average, method=method, grid=grid,
-                                                  sample_weight=sample_weight) if average else None),
-                   "ROC_AUC": _plain(roc_auc(truth, scores, average=average, sample_weight=sample_weight)
-                                     if average else None)}
+        metrics = {
+            "AP": _plain(
+                average_precision(
+                    truth, scores, average=average, method=method, grid=grid, sample_weight=sample_weight
+                )
+                if average
+                else None
+            ),
+            "ROC_AUC": _plain(
+                roc_auc(truth, scores, average=average, sample_weight=sample_weight) if average else None
+            ),
+        }
         per_label = []
         if is_multilabel:
-            ap = average_precision(truth, scores, average=None, method=method, grid=grid,
-                                   sample_weight=sample_weight)
+            ap = average_precision(
+                truth, scores, average=None, method=method, grid=grid, sample_weight=sample_weight
+            )
             auc = roc_auc(truth, scores, average=None, sample_weight=sample_weight)
             n_pos = truth.sum(axis=0)
-            per_label = [{"label": j, "AP": _plain(ap[j]), "ROC_AUC": _plain(auc[j]),
-                          "n_positives": int(n_pos[j])} for j in range(scores.shape[1])]
+            per_label = [
+                {"label": j, "AP": _plain(ap[j]), "ROC_AUC": _plain(auc[j]), "n_positives": int(n_pos[j])}
+                for j in range(scores.shape[1])
+            ]
         at_k = None
         if k is not None:
-            at_k = {"k": k,
-                    "P@K": _plain(precision_at_k(truth, scores, k)),
-                    "R@K": _plain(recall_at_k(truth, scores, k)),
-                    "AP@K": _plain(average_precision_at_k(truth, scores, k, normalize="min")),
-                    "AP@K_positives": _plain(average_precision_at_k(truth, scores, k, normalize="positives")),
-                    "nDCG@K": _plain(ndcg_at_k(truth, scores, k))}
+            at_k = {
+                "k": k,
+                "P@K": _plain(precision_at_k(truth, scores, k)),
+                "R@K": _plain(recall_at_k(truth, scores, k)),
+                "AP@K": _plain(average_precision_at_k(truth, scores, k, normalize="min")),
+                "AP@K_positives": _plain(average_precision_at_k(truth, scores, k, normalize="positives")),
+                "nDCG@K": _plain(ndcg_at_k(truth, scores, k)),
+            }
         binarized = None
         if binarize is not None:
-            binarized = compare_raw_binarized(truth, scores, threshold=binarize,
-                                              average=average or "micro").to_dict()
+            binarized = compare_raw_binarized(
+                truth, scores, threshold=binarize, average=average or "micro"
+            ).to_dict()
     messages = list(dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, DetevalWarning)))
     for w in caught:  # anything that is not ours is passed on untouched
         if not issubclass(w.category, DetevalWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     n_labels = scores.shape[1] if scores.ndim == 2 else 1
     return {
-        "inputs": {"labels": labels_name, "scores": scores_name, "n_samples": int(scores.shape[0]),
-                   "n_labels": int(n_labels), "n_positives": int(truth.sum())},
-        "options": {"average": average, "method": method,
-                    "grid": grid if method == "11_point" else None, "k": k, "binarize": binarize},
+        "inputs": {
+            "labels": labels_name,
+            "scores": scores_name,
+            "n_samples": int(scores.shape[0]),
+            "n_labels": int(n_labels),
+            "n_positives": int(truth.sum()),
+        },
+        "options": {
+            "average": average,
+            "method": method,
+            "grid": grid if method == "11_point" else None,
+            "k": k,
+            "binarize": binarize,
+        },
         "metrics": metrics,
         "per_label": per_label,
         "at_k": at_k,

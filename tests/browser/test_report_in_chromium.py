@@ -26,15 +26,26 @@ from tests.unit.plot_data import synthetic  # noqa: E402
 CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not on PATH (apt-get install chromium)")
 
-FLAGS = ["--headless=new", "--disable-gpu", "--no-sandbox", "--no-first-run", "--disable-extensions",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0"]
+FLAGS = [
+    "--headless=new",
+    "--disable-gpu",
+    "--no-sandbox",
+    "--no-first-run",
+    "--disable-extensions",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--enable-logging=stderr",
+    "--v=0",
+]
 
 
 def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +55,13 @@ def report(tmp_path_factory) -> Path:
     dt = load_detections(dt_doc, gt)
     results = deteval.compare(gt, dt, ["coco", "voc2007"]).results
     out = tmp_path_factory.mktemp("report") / "report.html"
-    return write_report(results, out=out, analysis=analyze(gt, dt, "coco"),
-                        explanation=deteval.explain(gt, dt, "voc2007", "coco"),
-                        bootstrap=compare_detectors(gt, {"A": dt, "B": dt}, "voc2010", n=20))
+    return write_report(
+        results,
+        out=out,
+        analysis=analyze(gt, dt, "coco"),
+        explanation=deteval.explain(gt, dt, "voc2007", "coco"),
+        bootstrap=compare_detectors(gt, {"A": dt, "B": dt}, "voc2010", n=20),
+    )
 
 
 def test_report_renders_offline_sorts_and_decodes(report, tmp_path):
@@ -67,7 +82,8 @@ def test_report_renders_offline_sorts_and_decodes(report, tmp_path):
 
 def test_report_screenshot(report, tmp_path):
     shot = tmp_path / "report.png"
-    run = _chromium(tmp_path, "--hide-scrollbars", "--window-size=1280,2000", f"--screenshot={shot}",
-                    report.as_uri())
+    run = _chromium(
+        tmp_path, "--hide-scrollbars", "--window-size=1280,2000", f"--screenshot={shot}", report.as_uri()
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000

@@ -52,12 +52,17 @@ def assert_stats_exact(metrics, stats, what, *, max_dets=(1, 10, 100)):
     for name, expected in zip(stat_names(max_dets), stats, strict=True):
         value = metrics[name]
         if expected == -1:
-            if not (value is None or (isinstance(value, float) and math.isnan(value))
-                    or (isinstance(value, np.floating) and np.isnan(value))):
+            if not (
+                value is None
+                or (isinstance(value, float) and math.isnan(value))
+                or (isinstance(value, np.floating) and np.isnan(value))
+            ):
                 lines.append(f"  {name}: deteval {value!r}, expected NaN (pycocotools -1)")
         elif value != expected:
-            lines.append(f"  {name}: deteval {value!r}, expected {float(expected)!r}"
-                         f" (diff {float(value) - float(expected):.3g})")
+            lines.append(
+                f"  {name}: deteval {value!r}, expected {float(expected)!r}"
+                f" (diff {float(value) - float(expected):.3g})"
+            )
     if lines:
         raise AssertionError(f"{what}: stats differ\n" + "\n".join(lines))
 
@@ -79,8 +84,9 @@ def assert_same_reference(a, b, what):
         if not np.array_equal(x, y):
             bad = np.argwhere(x != y)
             index = tuple(int(i) for i in bad[0])
-            raise AssertionError(f"{what}: {field} differs at {len(bad)} places, first {index}: "
-                                 f"{x[index]!r} vs {y[index]!r}")
+            raise AssertionError(
+                f"{what}: {field} differs at {len(bad)} places, first {index}: {x[index]!r} vs {y[index]!r}"
+            )
     if a.stats is None or b.stats is None:
         assert a.stats is None and b.stats is None, what
     else:

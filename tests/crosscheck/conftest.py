@@ -7,8 +7,10 @@ tests/unit/test_bad_inputs.py check the warnings themselves), so every cross-che
 
 import pytest
 
-_INCIDENTAL = (pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
-               pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"))
+_INCIDENTAL = (
+    pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
+    pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
+)
 
 
 def pytest_collection_modifyitems(items: list) -> None:

@@ -34,8 +34,18 @@ import random
 from fractions import Fraction
 
 # The COCO IoU thresholds as exact fractions: (numerator, denominator).
-THRESHOLD_FRACTIONS = ((1, 2), (11, 20), (3, 5), (13, 20), (7, 10), (3, 4), (4, 5),
-                       (17, 20), (9, 10), (19, 20))
+THRESHOLD_FRACTIONS = (
+    (1, 2),
+    (11, 20),
+    (3, 5),
+    (13, 20),
+    (7, 10),
+    (3, 4),
+    (4, 5),
+    (17, 20),
+    (9, 10),
+    (19, 20),
+)
 INEXACT_SCALES = (0.1, 0.3, 0.7, 1.1, 1.7, 2.3, 3.3, 0.01)
 FLOAT_OFFSETS = (0.1, 0.2, 0.3, 0.7, 1e-3, 123.456, 1 / 3)
 
@@ -85,8 +95,7 @@ def _transform(box, scale, dx, dy):
 
 
 class _Builder:
-    def __init__(self, seed, n_images, n_classes, with_id_zero, with_ignore_fields,
-                 force_many_dets):
+    def __init__(self, seed, n_images, n_classes, with_id_zero, with_ignore_fields, force_many_dets):
         self.rng = random.Random(seed)
         rng = self.rng
         self.n_images = n_images
@@ -106,8 +115,7 @@ class _Builder:
         self.gt_cats = [c for c in self.cat_ids if roles[c] != "dt_only"]
         self.dt_cats = [c for c in self.cat_ids if roles[c] != "gt_only"] or self.cat_ids
         # dataset-wide styles
-        self.score_style = rng.choice(("continuous", "coarse", "very_coarse", "constant",
-                                       "mixed"))
+        self.score_style = rng.choice(("continuous", "coarse", "very_coarse", "constant", "mixed"))
         self.coord_style = rng.choice(("int", "float", "mixed", "scaled"))
         self.gts = []  # annotation dicts without id
         self.dts = []
@@ -143,8 +151,7 @@ class _Builder:
             scale = rng.choice(INEXACT_SCALES)
             dx = rng.uniform(0, width) if rng.random() < 0.5 else rng.randint(0, width)
             dy = rng.uniform(0, height) if rng.random() < 0.5 else 0
-        return (_transform(gt_box, scale, dx, dy),
-                [_transform(b, scale, dx, dy) for b in det_boxes])
+        return (_transform(gt_box, scale, dx, dy), [_transform(b, scale, dx, dy) for b in det_boxes])
 
     def area_field(self, box):
         rng = self.rng
@@ -159,14 +166,25 @@ class _Builder:
         return rng.choice((32**2, 96**2, float(32**2), float(96**2)))
 
     def add_gt(self, image_id, cat, box, *, area=None, iscrowd=0):
-        ann = {"image_id": image_id, "category_id": cat, "bbox": list(box),
-               "area": self.area_field(box) if area is None else area, "iscrowd": iscrowd}
+        ann = {
+            "image_id": image_id,
+            "category_id": cat,
+            "bbox": list(box),
+            "area": self.area_field(box) if area is None else area,
+            "iscrowd": iscrowd,
+        }
         self.gts.append(ann)
         return len(self.gts) - 1
 
     def add_dt(self, image_id, cat, box, score=None):
-        self.dts.append({"image_id": image_id, "category_id": cat, "bbox": list(box),
-                         "score": self.score() if score is None else score})
+        self.dts.append(
+            {
+                "image_id": image_id,
+                "category_id": cat,
+                "bbox": list(box),
+                "score": self.score() if score is None else score,
+            }
+        )
 
     # -- objects -------------------------------------------------------------------
     def object_with_detections(self, image_id, cat, width, height):
@@ -202,8 +220,7 @@ class _Builder:
             if rng.random() < 0.5:
                 w, h = side, side
             else:
-                w, h = rng.choice(((16, 64), (64, 16), (48, 192), (192, 48), (128, 72),
-                                   (1, 1024), (1024, 9)))
+                w, h = rng.choice(((16, 64), (64, 16), (48, 192), (192, 48), (128, 72), (1, 1024), (1024, 9)))
             x, y = rng.randint(0, width), rng.randint(0, height)
             if rng.random() < 0.3:
                 x += 0.5
@@ -238,8 +255,12 @@ class _Builder:
                 self.good_gt_indices.append(gi)
                 continue
             jitter = rng.uniform(0, 0.4)
-            det = [x + rng.uniform(-jitter, jitter) * w, y + rng.uniform(-jitter, jitter) * h,
-                   w * rng.uniform(1 - jitter, 1 + jitter), h * rng.uniform(1 - jitter, 1 + jitter)]
+            det = [
+                x + rng.uniform(-jitter, jitter) * w,
+                y + rng.uniform(-jitter, jitter) * h,
+                w * rng.uniform(1 - jitter, 1 + jitter),
+                h * rng.uniform(1 - jitter, 1 + jitter),
+            ]
             if self.coord_style == "int":
                 det = [round(v) for v in det]
                 det[2], det[3] = max(det[2], 1), max(det[3], 1)
@@ -249,8 +270,7 @@ class _Builder:
         rng = self.rng
         x, y = rng.randint(0, width), rng.randint(0, height)
         w, h = rng.randint(40, 300), rng.randint(40, 300)
-        self.add_gt(image_id, cat, [x, y, w, h], iscrowd=1,
-                    area=w * h * rng.uniform(0.4, 1.0))
+        self.add_gt(image_id, cat, [x, y, w, h], iscrowd=1, area=w * h * rng.uniform(0.4, 1.0))
         for _ in range(rng.randint(0, 6)):
             dw, dh = rng.randint(2, w), rng.randint(2, h)
             if rng.random() < 0.7:  # fully inside: crowd IoU 1
@@ -282,8 +302,7 @@ class _Builder:
         rng = self.rng
         anchors = []
         for _ in range(rng.randint(1, 5)):
-            box = [rng.randint(0, width), rng.randint(0, height), rng.randint(10, 150),
-                   rng.randint(10, 150)]
+            box = [rng.randint(0, width), rng.randint(0, height), rng.randint(10, 150), rng.randint(10, 150)]
             self.add_gt(image_id, cat, box)
             anchors.append(box)
         for i in range(n):
@@ -291,8 +310,12 @@ class _Builder:
             if rng.random() < 0.3:
                 det = list(a)
             else:
-                det = [a[0] + rng.randint(-20, 20), a[1] + rng.randint(-20, 20),
-                       max(1, a[2] + rng.randint(-20, 20)), max(1, a[3] + rng.randint(-20, 20))]
+                det = [
+                    a[0] + rng.randint(-20, 20),
+                    a[1] + rng.randint(-20, 20),
+                    max(1, a[2] + rng.randint(-20, 20)),
+                    max(1, a[3] + rng.randint(-20, 20)),
+                ]
             # late-ranked true positives matter: give some of them the lowest scores
             score = self.score() if i % 7 else rng.choice((0.01, 0.5, self.score()))
             self.add_dt(image_id, cat, det, score=score)
@@ -303,8 +326,9 @@ class _Builder:
         images = []
         for image_id in self.image_ids:
             width, height = rng.choice(((640, 480), (500, 375), (1000, 1000), (64, 64)))
-            images.append({"id": image_id, "width": width, "height": height,
-                           "file_name": f"{image_id:012d}.jpg"})
+            images.append(
+                {"id": image_id, "width": width, "height": height, "file_name": f"{image_id:012d}.jpg"}
+            )
             if rng.random() < 0.15:  # no GT on this image; maybe a few FPs
                 for _ in range(rng.choice((0, 0, 1, 3))):
                     self.false_positive(image_id, rng.choice(self.dt_cats), width, height)
@@ -328,8 +352,9 @@ class _Builder:
         both = [c for c in self.cat_ids if self.roles[c] == "both"]
         if (self.force_many_dets or rng.random() < 0.1) and both:
             img = rng.choice(images)
-            self.many_detections(img["id"], rng.choice(both), img["width"], img["height"],
-                                 rng.randint(101, 160))
+            self.many_detections(
+                img["id"], rng.choice(both), img["width"], img["height"], rng.randint(101, 160)
+            )
             if len(self.dt_cats) > 1:  # > 100 on one image, <= 100 per class
                 for cat in rng.sample(self.dt_cats, min(3, len(self.dt_cats))):
                     for _ in range(40):
@@ -361,16 +386,28 @@ class _Builder:
         if rng.random() < 0.7:
             rng.shuffle(dts)
         rng.shuffle(images)
-        categories = [{"id": c, "name": f"class_{c}", "supercategory": "thing"}
-                      for c in self.cat_ids]
+        categories = [{"id": c, "name": f"class_{c}", "supercategory": "thing"} for c in self.cat_ids]
         rng.shuffle(categories)
-        gt = {"info": {"description": "generated"}, "images": images,
-              "annotations": annotations, "categories": categories}
+        gt = {
+            "info": {"description": "generated"},
+            "images": images,
+            "annotations": annotations,
+            "categories": categories,
+        }
         return gt, dts
 
 
-def generate(seed, *, n_images=None, n_classes=None, max_images=20, max_classes=5,
-             with_id_zero=False, with_ignore_fields=False, force_many_dets=False):
+def generate(
+    seed,
+    *,
+    n_images=None,
+    n_classes=None,
+    max_images=20,
+    max_classes=5,
+    with_id_zero=False,
+    with_ignore_fields=False,
+    force_many_dets=False,
+):
     """Return ``(gt_dict, results_list)`` for ``seed``.
 
     n_images / n_classes default to a random count in [1, max_images] / [1, max_classes].
@@ -380,6 +417,5 @@ def generate(seed, *, n_images=None, n_classes=None, max_images=20, max_classes=
         n_images = rng.randint(1, max_images)
     if n_classes is None:
         n_classes = rng.randint(1, max_classes)
-    builder = _Builder(seed, n_images, n_classes, with_id_zero, with_ignore_fields,
-                       force_many_dets)
+    builder = _Builder(seed, n_images, n_classes, with_id_zero, with_ignore_fields, force_many_dets)
     return builder.build()

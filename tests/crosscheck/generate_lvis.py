@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def generate_lvis(seed: int, *, n_images: int = 8, n_categories: int = 9, many: bool | None = None) -> tuple[dict, list]:
+def generate_lvis(
+    seed: int, *, n_images: int = 8, n_categories: int = 9, many: bool | None = None
+) -> tuple[dict, list]:
     """(ground truth dict, results list) with bbox results."""
     rng = np.random.default_rng(seed)
     many = bool(seed % 3 == 0) if many is None else many
@@ -26,8 +28,15 @@ def generate_lvis(seed: int, *, n_images: int = 8, n_categories: int = 9, many: 
         absent = [c for c in cat_ids if c not in present]
         neg = [c for c in absent if rng.random() < 0.5]
         not_exhaustive = [c for c in present if rng.random() < 0.3]
-        images.append({"id": image_id, "width": 640, "height": 480, "neg_category_ids": neg,
-                       "not_exhaustive_category_ids": not_exhaustive})
+        images.append(
+            {
+                "id": image_id,
+                "width": 640,
+                "height": 480,
+                "neg_category_ids": neg,
+                "not_exhaustive_category_ids": not_exhaustive,
+            }
+        )
         boxes_by_cat = {}
         for c in present:
             boxes = []
@@ -35,8 +44,13 @@ def generate_lvis(seed: int, *, n_images: int = 8, n_categories: int = 9, many: 
                 w, h = rng.uniform(4, 200, 2)
                 x, y = rng.uniform(0, 640 - w), rng.uniform(0, 480 - h)
                 area = float(rng.choice([1024.0, 9216.0])) if rng.random() < 0.1 else round(float(w * h), 3)
-                ann = {"id": len(anns) + 1, "image_id": image_id, "category_id": c,
-                       "bbox": [round(float(v), 2) for v in (x, y, w, h)], "area": area}
+                ann = {
+                    "id": len(anns) + 1,
+                    "image_id": image_id,
+                    "category_id": c,
+                    "bbox": [round(float(v), 2) for v in (x, y, w, h)],
+                    "area": area,
+                }
                 if rng.random() < 0.05:
                     ann["ignore"] = 1
                 anns.append(ann)
@@ -52,8 +66,16 @@ def generate_lvis(seed: int, *, n_images: int = 8, n_categories: int = 9, many: 
             else:
                 w, h = rng.uniform(4, 200, 2)
                 box = [rng.uniform(0, 600), rng.uniform(0, 440), w, h]
-            score = float(rng.choice([0.1, 0.3, 0.5])) if rng.random() < 0.3 else round(float(rng.random()), 3)
-            dets.append({"image_id": image_id, "category_id": c, "bbox": [round(float(v), 2) for v in box],
-                         "score": score})
+            score = (
+                float(rng.choice([0.1, 0.3, 0.5])) if rng.random() < 0.3 else round(float(rng.random()), 3)
+            )
+            dets.append(
+                {
+                    "image_id": image_id,
+                    "category_id": c,
+                    "bbox": [round(float(v), 2) for v in box],
+                    "score": score,
+                }
+            )
     order = rng.permutation(len(dets))
     return ({"images": images, "annotations": anns, "categories": categories}, [dets[k] for k in order])

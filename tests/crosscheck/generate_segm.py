@@ -37,12 +37,14 @@ def _star(rng, cx, cy, radius, n_vertices, aspect=1.0, phase=None, angles=None, 
     """Vertices of a star-shaped (hence simple) polygon around (cx, cy)."""
     if angles is None:
         phase = rng.uniform(0, 2 * math.pi) if phase is None else phase
-        angles = [phase + (k + rng.uniform(-0.3, 0.3)) * 2 * math.pi / n_vertices
-                  for k in range(n_vertices)]
+        angles = [phase + (k + rng.uniform(-0.3, 0.3)) * 2 * math.pi / n_vertices for k in range(n_vertices)]
     if radii is None:
         radii = [radius * rng.uniform(0.55, 1.0) for _ in angles]
-    return [(cx + r * math.cos(a), cy + aspect * r * math.sin(a)) for a, r in zip(angles, radii, strict=True)], \
-        angles, radii
+    return (
+        [(cx + r * math.cos(a), cy + aspect * r * math.sin(a)) for a, r in zip(angles, radii, strict=True)],
+        angles,
+        radii,
+    )
 
 
 def _flat(points, style):
@@ -64,8 +66,13 @@ def _distinct(flat):
 def _is_usable(flat, width, height):
     """At least 3 distinct points, within one image size of the image."""
     xs, ys = flat[0::2], flat[1::2]
-    return (_distinct(flat) >= 3 and min(xs) >= -width and max(xs) <= 2 * width
-            and min(ys) >= -height and max(ys) <= 2 * height)
+    return (
+        _distinct(flat) >= 3
+        and min(xs) >= -width
+        and max(xs) <= 2 * width
+        and min(ys) >= -height
+        and max(ys) <= 2 * height
+    )
 
 
 def _raster(polygons, width, height):
@@ -135,8 +142,11 @@ class _Builder:
             w, h = radius * rng.uniform(0.5, 2), radius * rng.uniform(0.5, 2)
             points = [(cx - w, cy - h), (cx + w, cy - h), (cx + w, cy + h), (cx - w, cy + h)]
         elif kind == "triangle":
-            points = [(cx - radius, cy - radius), (cx + radius, cy - radius * rng.uniform(-1, 1)),
-                      (cx - radius * rng.uniform(-1, 1), cy + radius)]
+            points = [
+                (cx - radius, cy - radius),
+                (cx + radius, cy - radius * rng.uniform(-1, 1)),
+                (cx - radius * rng.uniform(-1, 1), cy + radius),
+            ]
         else:
             n = rng.randint(3, 25)
             points, _, _ = _star(rng, cx, cy, radius, n, aspect=rng.uniform(0.4, 2.5))
@@ -158,8 +168,13 @@ class _Builder:
                     offset = rng.choice((0.3, 0.8, 1.0, 2.0)) * span
                     part = [v + (offset if i % 2 == 0 else 0) for i, v in enumerate(first)]
                     if rng.random() < 0.5:
-                        part = self.polygon(width, height, cx=sum(xs) / len(xs) + offset,
-                                            cy=sum(ys) / len(ys), radius=span / 2)
+                        part = self.polygon(
+                            width,
+                            height,
+                            cx=sum(xs) / len(xs) + offset,
+                            cy=sum(ys) / len(ys),
+                            radius=span / 2,
+                        )
                     if part is not None and _is_usable(part, width, height):
                         parts.append(part)
             if self.with_self_intersections and rng.random() < 0.15:
@@ -185,8 +200,13 @@ class _Builder:
         for part in parts:
             xs, ys = part[0::2], part[1::2]
             cx, cy = sum(xs) / len(xs), sum(ys) / len(ys)
-            points = [(cx + (x - cx) * scale + dx + rng.gauss(0, amount * 3),
-                       cy + (y - cy) * scale + dy + rng.gauss(0, amount * 3)) for x, y in zip(xs, ys, strict=True)]
+            points = [
+                (
+                    cx + (x - cx) * scale + dx + rng.gauss(0, amount * 3),
+                    cy + (y - cy) * scale + dy + rng.gauss(0, amount * 3),
+                )
+                for x, y in zip(xs, ys, strict=True)
+            ]
             flat = _flat(points, self.style())
             if _is_usable(flat, width, height):
                 out.append(flat)
@@ -199,8 +219,11 @@ class _Builder:
         if isinstance(segmentation, list):
             rle = _raster(segmentation, width, height)
         else:
-            rle = segmentation if isinstance(segmentation["counts"], (str, bytes)) else \
-                mask_utils.frPyObjects(segmentation, height, width)
+            rle = (
+                segmentation
+                if isinstance(segmentation["counts"], (str, bytes))
+                else mask_utils.frPyObjects(segmentation, height, width)
+            )
         raster_area = float(mask_utils.area(rle))
         bbox = [float(v) for v in mask_utils.toBbox(rle)]
         r = rng.random()
@@ -210,16 +233,23 @@ class _Builder:
             area = exact_area
         else:
             area = rng.choice((1024, 9216, 1024.0, 9216.0))
-        self.gts.append({"image_id": image["id"], "category_id": cat, "segmentation": segmentation,
-                         "area": area, "bbox": bbox, "iscrowd": iscrowd})
+        self.gts.append(
+            {
+                "image_id": image["id"],
+                "category_id": cat,
+                "segmentation": segmentation,
+                "area": area,
+                "bbox": bbox,
+                "iscrowd": iscrowd,
+            }
+        )
 
     def add_dt(self, image, cat, parts, score=None):
         rng = self.rng
         width, height = image["width"], image["height"]
         style = self.result_style
         as_rle = style in ("rle+bbox", "rle") or (style == "mixed+bbox" and rng.random() < 0.5)
-        rec = {"image_id": image["id"], "category_id": cat,
-               "score": self.score() if score is None else score}
+        rec = {"image_id": image["id"], "category_id": cat, "score": self.score() if score is None else score}
         if as_rle:
             rle = _raster(parts, width, height)
             rec["segmentation"] = _compressed(rle)
@@ -269,8 +299,9 @@ class _Builder:
         width, height = image["width"], image["height"]
         big = None
         while big is None:
-            big = self.polygon(width, height, radius=min(width, height) * rng.uniform(0.15, 0.45),
-                               kind="star")
+            big = self.polygon(
+                width, height, radius=min(width, height) * rng.uniform(0.15, 0.45), kind="star"
+            )
         rle = _raster([big], width, height)
         form = rng.random()
         if form < 0.6:
@@ -285,8 +316,7 @@ class _Builder:
         xs, ys = big[0::2], big[1::2]
         for _ in range(rng.randint(0, 5)):
             cx, cy = rng.uniform(min(xs), max(xs)), rng.uniform(min(ys), max(ys))
-            p = self.polygon(width, height, cx=cx, cy=cy,
-                             radius=(max(xs) - min(xs)) * rng.uniform(0.05, 0.4))
+            p = self.polygon(width, height, cx=cx, cy=cy, radius=(max(xs) - min(xs)) * rng.uniform(0.05, 0.4))
             if p:
                 self.add_dt(image, cat, [p])
 
@@ -295,10 +325,9 @@ class _Builder:
         images = []
         for image_id in rng.sample(range(1, 10**6), self.n_images):
             width, height = rng.choice(IMAGE_SIZES)
-            image = {"id": image_id, "width": width, "height": height,
-                     "file_name": f"{image_id:012d}.jpg"}
+            image = {"id": image_id, "width": width, "height": height, "file_name": f"{image_id:012d}.jpg"}
             images.append(image)
-            gt_cats = self.cat_ids[:max(1, len(self.cat_ids) - 1)]
+            gt_cats = self.cat_ids[: max(1, len(self.cat_ids) - 1)]
             for _ in range(rng.choice((0, 1, 2, 3, 4, 6))):
                 self.obj(image, rng.choice(gt_cats), with_dets=rng.random() < 0.9)
             if rng.random() < 0.25:
@@ -332,8 +361,16 @@ def _exact_area(parts):
     return total
 
 
-def generate_segm(seed, *, n_images=None, n_classes=None, max_images=10, max_classes=4,
-                  result_style=None, with_self_intersections=False):
+def generate_segm(
+    seed,
+    *,
+    n_images=None,
+    n_classes=None,
+    max_images=10,
+    max_classes=4,
+    result_style=None,
+    with_self_intersections=False,
+):
     """Return ``(gt_dict, results_list)`` for ``seed``."""
     rng = random.Random(seed * 104729 + 3)
     n_images = rng.randint(1, max_images) if n_images is None else n_images

@@ -54,39 +54,46 @@ def _num(value) -> str:
 def annotation_xml(image_id, size, objects, *, with_difficult=True) -> str:
     """One ``Annotations/<id>.xml`` in the layout of the VOC2007 files."""
     width, height = size
-    parts = [f"<annotation>\n\t<folder>VOC2007</folder>\n\t<filename>{image_id}.jpg</filename>\n"
-             f"\t<size>\n\t\t<width>{_num(width)}</width>\n\t\t<height>{_num(height)}</height>\n"
-             f"\t\t<depth>3</depth>\n\t</size>\n\t<segmented>0</segmented>\n"]
+    parts = [
+        f"<annotation>\n\t<folder>VOC2007</folder>\n\t<filename>{image_id}.jpg</filename>\n"
+        f"\t<size>\n\t\t<width>{_num(width)}</width>\n\t\t<height>{_num(height)}</height>\n"
+        f"\t\t<depth>3</depth>\n\t</size>\n\t<segmented>0</segmented>\n"
+    ]
     for obj in objects:
         x1, y1, x2, y2 = obj["box"]
-        difficult = (f"\t\t<difficult>{int(bool(obj['difficult']))}</difficult>\n"
-                     if with_difficult else "")
-        parts.append(f"\t<object>\n\t\t<name>{obj['name']}</name>\n\t\t<pose>Unspecified</pose>\n"
-                     f"\t\t<truncated>0</truncated>\n{difficult}\t\t<bndbox>\n"
-                     f"\t\t\t<xmin>{_num(x1)}</xmin>\n\t\t\t<ymin>{_num(y1)}</ymin>\n"
-                     f"\t\t\t<xmax>{_num(x2)}</xmax>\n\t\t\t<ymax>{_num(y2)}</ymax>\n"
-                     f"\t\t</bndbox>\n\t</object>\n")
+        difficult = f"\t\t<difficult>{int(bool(obj['difficult']))}</difficult>\n" if with_difficult else ""
+        parts.append(
+            f"\t<object>\n\t\t<name>{obj['name']}</name>\n\t\t<pose>Unspecified</pose>\n"
+            f"\t\t<truncated>0</truncated>\n{difficult}\t\t<bndbox>\n"
+            f"\t\t\t<xmin>{_num(x1)}</xmin>\n\t\t\t<ymin>{_num(y1)}</ymin>\n"
+            f"\t\t\t<xmax>{_num(x2)}</xmax>\n\t\t\t<ymax>{_num(y2)}</ymax>\n"
+            f"\t\t</bndbox>\n\t</object>\n"
+        )
     parts.append("</annotation>\n")
     return "".join(parts)
 
 
-def write_voc(root, dataset: VocDataset, *, split="test", prefix="comp4_det_test_",
-              results="results") -> tuple[Path, Path]:
+def write_voc(
+    root, dataset: VocDataset, *, split="test", prefix="comp4_det_test_", results="results"
+) -> tuple[Path, Path]:
     """Write ``dataset`` as a VOC root; returns (root, results folder)."""
     root = Path(root)
     (root / "Annotations").mkdir(parents=True, exist_ok=True)
     (root / "ImageSets" / "Main").mkdir(parents=True, exist_ok=True)
     for image_id in dataset.image_ids:
         (root / "Annotations" / f"{image_id}.xml").write_text(
-            annotation_xml(image_id, dataset.sizes[image_id], dataset.objects.get(image_id, [])))
-    (root / "ImageSets" / "Main" / f"{split}.txt").write_text(
-        "".join(f"{i}\n" for i in dataset.image_ids))
+            annotation_xml(image_id, dataset.sizes[image_id], dataset.objects.get(image_id, []))
+        )
+    (root / "ImageSets" / "Main" / f"{split}.txt").write_text("".join(f"{i}\n" for i in dataset.image_ids))
     folder = root / results
     folder.mkdir(exist_ok=True)
     for cls, dets in dataset.detections.items():
-        (folder / f"{prefix}{cls}.txt").write_text("".join(
-            f"{image_id} {_num(score)} {' '.join(_num(v) for v in box)}\n"
-            for image_id, score, box in dets))
+        (folder / f"{prefix}{cls}.txt").write_text(
+            "".join(
+                f"{image_id} {_num(score)} {' '.join(_num(v) for v in box)}\n"
+                for image_id, score, box in dets
+            )
+        )
     return root, folder
 
 
@@ -145,8 +152,7 @@ def generate_voc(seed: int) -> VocDataset:
             objects[image] = [o for o in objects[image] if o["name"] != name or o["difficult"]]
         for _ in range(rng.choice((10, 20))):
             image = rng.choice(image_ids)
-            objects[image].append({"name": name, "box": _random_box(rng, *sizes[image]),
-                                   "difficult": False})
+            objects[image].append({"name": name, "box": _random_box(rng, *sizes[image]), "difficult": False})
     for name in classes:  # every class appears in the data (maybe only as difficult)
         if not any(o["name"] == name for objs in objects.values() for o in objs):
             add_object(rng.choice(image_ids), name, rng.random() < 0.3)
@@ -192,5 +198,6 @@ def generate_voc(seed: int) -> VocDataset:
             dets.append((image, score(), _random_box(rng, *sizes[image])))
         rng.shuffle(dets)
         detections[name] = dets
-    return VocDataset(classes=sorted(classes), image_ids=image_ids, sizes=sizes, objects=objects,
-                      detections=detections)
+    return VocDataset(
+        classes=sorted(classes), image_ids=image_ids, sizes=sizes, objects=objects, detections=detections
+    )

@@ -25,8 +25,12 @@ from tests.reference.run_pycocotools import PycocoResult
 
 DATASETS = {f"small-{s}": dict(seed=s) for s in range(0, 60)}
 DATASETS.update({f"medium-{s}": dict(seed=s, max_images=80, max_classes=12) for s in range(1000, 1008)})
-DATASETS.update({f"many-dets-{s}": dict(seed=s, max_images=5, max_classes=3, force_many_dets=True)
-                 for s in range(2100, 2106)})
+DATASETS.update(
+    {
+        f"many-dets-{s}": dict(seed=s, max_images=5, max_classes=3, force_many_dets=True)
+        for s in range(2100, 2106)
+    }
+)
 
 
 def run_pycocotools_agnostic(gt, dt):
@@ -39,16 +43,20 @@ def run_pycocotools_agnostic(gt, dt):
             coco_dt = coco_gt.loadRes(dt)
         else:
             coco_dt = COCO()
-            coco_dt.dataset = {"images": list(gt["images"]), "categories": gt["categories"],
-                               "annotations": []}
+            coco_dt.dataset = {
+                "images": list(gt["images"]),
+                "categories": gt["categories"],
+                "annotations": [],
+            }
             coco_dt.createIndex()
         ev = COCOeval(coco_gt, coco_dt, iouType="bbox")
         ev.params.useCats = 0
         ev.evaluate()
         ev.accumulate()
         ev.summarize()
-    return PycocoResult(ev.eval["precision"], ev.eval["recall"], ev.eval["scores"],
-                        np.asarray(ev.stats, dtype=np.float64))
+    return PycocoResult(
+        ev.eval["precision"], ev.eval["recall"], ev.eval["scores"], np.asarray(ev.stats, dtype=np.float64)
+    )
 
 
 @pytest.mark.parametrize("name", list(DATASETS))
@@ -77,10 +85,13 @@ def test_pooling_does_not_modify_inputs_and_keeps_counts():
 
 def test_pooling_changes_the_number_when_classes_are_confused():
     """A right box with the wrong class: per-class AP 0, class-agnostic AP 1."""
-    gt_dict = {"images": [{"id": 1, "width": 100, "height": 100}],
-               "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}],
-               "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 50, 50],
-                                "area": 2500, "iscrowd": 0}]}
+    gt_dict = {
+        "images": [{"id": 1, "width": 100, "height": 100}],
+        "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 50, 50], "area": 2500, "iscrowd": 0}
+        ],
+    }
     dt_list = [{"image_id": 1, "category_id": 2, "bbox": [0, 0, 50, 50], "score": 0.9}]
     gt = load_ground_truth(gt_dict)
     dt = load_detections(dt_list, gt)

@@ -45,8 +45,14 @@ def _mask_only(dt: list, gt: dict) -> list:
         else:
             rle = seg
         counts = rle["counts"].decode() if isinstance(rle["counts"], bytes) else rle["counts"]
-        out.append({"image_id": d["image_id"], "category_id": d["category_id"], "score": d["score"],
-                    "segmentation": {"size": [h, w], "counts": counts}})
+        out.append(
+            {
+                "image_id": d["image_id"],
+                "category_id": d["category_id"],
+                "score": d["score"],
+                "segmentation": {"size": [h, w], "counts": counts},
+            }
+        )
     return out
 
 
@@ -104,8 +110,9 @@ def _same(ours, ref, ours_text, ref_text):
 def test_bbox_script(name, seed):
     gt, dt = generate(seed)
     coco_gt, coco_dt = _coco(gt, dt)
-    ref, ref_text = script(ReferenceCOCOeval, copy.deepcopy(coco_gt), copy.deepcopy(coco_dt), "bbox",
-                           EXPERIMENTS[name])
+    ref, ref_text = script(
+        ReferenceCOCOeval, copy.deepcopy(coco_gt), copy.deepcopy(coco_dt), "bbox", EXPERIMENTS[name]
+    )
     ours, ours_text = script(DropInCOCOeval, coco_gt, coco_dt, "bbox", EXPERIMENTS[name])
     _same(ours, ref, ours_text, ref_text)
 
@@ -117,8 +124,9 @@ def test_segm_script(name, mask_only):
     if mask_only:
         dt = _mask_only(dt, gt)
     coco_gt, coco_dt = _coco(gt, dt)
-    ref, ref_text = script(ReferenceCOCOeval, copy.deepcopy(coco_gt), copy.deepcopy(coco_dt), "segm",
-                           EXPERIMENTS[name])
+    ref, ref_text = script(
+        ReferenceCOCOeval, copy.deepcopy(coco_gt), copy.deepcopy(coco_dt), "segm", EXPERIMENTS[name]
+    )
     ours, ours_text = script(DropInCOCOeval, coco_gt, coco_dt, "segm", EXPERIMENTS[name])
     _same(ours, ref, ours_text, ref_text)
 

@@ -26,8 +26,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
 
 KEYPOINT_STATS = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
 
-DATASETS = {f"kp-{seed}": dict(seed=seed, with_bbox=("all", "none")[seed % 2],
-                               n_categories=1 + (seed % 5 == 4)) for seed in range(100)}
+DATASETS = {
+    f"kp-{seed}": dict(seed=seed, with_bbox=("all", "none")[seed % 2], n_categories=1 + (seed % 5 == 4))
+    for seed in range(100)
+}
 
 
 def run_pycocotools(gt: dict, dt: list) -> COCOeval:
@@ -85,13 +87,15 @@ def test_custom_sigmas_match_pycocotools_with_the_same_sigmas():
         evaluator.summarize()
     protocol = deteval.get_protocol("coco-keypoints").replace(keypoint_sigmas=sigmas.tolist())
     result = deteval.evaluate(gt, dt, protocol)
-    assert [result.metrics[s] for s in KEYPOINT_STATS] == [s if s != -1 else pytest.approx(np.nan, nan_ok=True)
-                                                           for s in evaluator.stats]
+    assert [result.metrics[s] for s in KEYPOINT_STATS] == [
+        s if s != -1 else pytest.approx(np.nan, nan_ok=True) for s in evaluator.stats
+    ]
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_drop_in_cocoeval_keypoints(seed):
     from deteval.interop import COCOeval as DropIn
+
     gt, dt = generate_keypoints(seed, with_bbox="none")
     ref = run_pycocotools(gt, dt)
     with contextlib.redirect_stdout(io.StringIO()):

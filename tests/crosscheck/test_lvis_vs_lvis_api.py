@@ -23,13 +23,25 @@ import deteval
 from tests.crosscheck.compare import assert_array_within_one_step
 from tests.crosscheck.generate_lvis import generate_lvis
 
-pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning",
-                                        "ignore::DeprecationWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning", "ignore::DeprecationWarning")
 
 lvis = pytest.importorskip("lvis")
 
-LVIS_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "APr", "APc", "APf", "AR@300", "ARs@300",
-              "ARm@300", "ARl@300")
+LVIS_NAMES = (
+    "AP",
+    "AP50",
+    "AP75",
+    "APs",
+    "APm",
+    "APl",
+    "APr",
+    "APc",
+    "APf",
+    "AR@300",
+    "ARs@300",
+    "ARm@300",
+    "ARl@300",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -41,6 +53,7 @@ def numpy_float_for_lvis_api(monkeypatch):
 
 def run_lvis_api(gt: dict, dt: list, *, fixed_ap: int | None = None):
     from lvis import LVIS, LVISEval, LVISResults
+
     lvis_gt = LVIS.__new__(LVIS)
     lvis_gt.logger = logging.getLogger("lvis")
     lvis_gt.dataset = copy.deepcopy(gt)
@@ -50,7 +63,11 @@ def run_lvis_api(gt: dict, dt: list, *, fixed_ap: int | None = None):
         by_cat = defaultdict(list)
         for ann in results:
             by_cat[ann["category_id"]].append(ann)
-        results = [a for anns in by_cat.values() for a in sorted(anns, key=lambda x: x["score"], reverse=True)[:fixed_ap]]
+        results = [
+            a
+            for anns in by_cat.values()
+            for a in sorted(anns, key=lambda x: x["score"], reverse=True)[:fixed_ap]
+        ]
         lvis_dt = LVISResults(lvis_gt, results, max_dets=-1)
     else:
         lvis_dt = LVISResults(lvis_gt, results)
@@ -86,8 +103,12 @@ FIXED_NAMES = LVIS_NAMES[:9] + ("AR@all", "ARs@all", "ARm@all", "ARl@all")
 @pytest.mark.parametrize("seed", range(20))
 def test_lvis_fixed_ap_equals_the_fixed_ap_script(seed):
     gt, dt = generate_lvis(seed)
-    check(f"fixed-{seed}", deteval.evaluate(gt, dt, "lvis-fixed-ap"), run_lvis_api(gt, dt, fixed_ap=10000),
-          FIXED_NAMES)
+    check(
+        f"fixed-{seed}",
+        deteval.evaluate(gt, dt, "lvis-fixed-ap"),
+        run_lvis_api(gt, dt, fixed_ap=10000),
+        FIXED_NAMES,
+    )
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -95,4 +116,6 @@ def test_a_small_class_budget_bites_as_in_the_fixed_ap_script(seed):
     """The budget is a field: 40 per class cuts these small datasets (ties at the cut included)."""
     gt, dt = generate_lvis(seed)
     protocol = deteval.get_protocol("lvis-fixed-ap").replace(max_dets_per_class=40)
-    check(f"fixed40-{seed}", deteval.evaluate(gt, dt, protocol), run_lvis_api(gt, dt, fixed_ap=40), FIXED_NAMES)
+    check(
+        f"fixed40-{seed}", deteval.evaluate(gt, dt, protocol), run_lvis_api(gt, dt, fixed_ap=40), FIXED_NAMES
+    )

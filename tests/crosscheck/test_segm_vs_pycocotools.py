@@ -38,7 +38,8 @@ for _seed in range(100):
     DATASETS[f"segm-{_seed}"] = dict(seed=_seed)
 for _seed in range(100, 112):
     DATASETS[f"segm-{_seed}-{RESULT_STYLES[_seed % 4]}"] = dict(
-        seed=_seed, result_style=RESULT_STYLES[_seed % 4], max_images=25, max_classes=6)
+        seed=_seed, result_style=RESULT_STYLES[_seed % 4], max_images=25, max_classes=6
+    )
 for _seed in range(200, 216):
     DATASETS[f"self-intersecting-{_seed}"] = dict(seed=_seed, with_self_intersections=True)
 
@@ -67,8 +68,9 @@ def run_pycocotools_segm(gt: dict, dt: list, *, iou_thresholds=None, max_dets=No
         ev.evaluate()
         ev.accumulate()
         ev.summarize()
-    return PycocoResult(ev.eval["precision"], ev.eval["recall"], ev.eval["scores"],
-                        np.asarray(ev.stats, dtype=np.float64))
+    return PycocoResult(
+        ev.eval["precision"], ev.eval["recall"], ev.eval["scores"], np.asarray(ev.stats, dtype=np.float64)
+    )
 
 
 @functools.cache
@@ -86,9 +88,18 @@ def test_raster_mode_equals_pycocotools(name):
 
 def test_generated_data_covers_the_cases():
     """The datasets really contain what the module docstring promises."""
-    seen = {"multi_part": 0, "uncompressed_crowd": 0, "compressed_crowd": 0, "polygon_crowd": 0,
-            "dt_polygon": 0, "dt_rle": 0, "dt_without_bbox": 0, "self_intersecting": 0}
+    seen = {
+        "multi_part": 0,
+        "uncompressed_crowd": 0,
+        "compressed_crowd": 0,
+        "polygon_crowd": 0,
+        "dt_polygon": 0,
+        "dt_rle": 0,
+        "dt_without_bbox": 0,
+        "self_intersecting": 0,
+    }
     import shapely
+
     for name in DATASETS:
         gt, dt = dataset(name)
         for ann in gt["annotations"]:
@@ -114,14 +125,24 @@ def test_generated_data_covers_the_cases():
 # Named experiments
 # --------------------------------------------------------------------------------------------
 
+
 def _triangle_data(det_segmentation, **det_fields):
-    gt = {"images": [{"id": 1, "width": 100, "height": 100}],
-          "categories": [{"id": 1, "name": "thing"}],
-          "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "iscrowd": 0,
-                           "bbox": [10, 10, 50, 50], "area": 1225,
-                           "segmentation": [[10, 10, 60, 10, 10, 60]]}]}
-    dt = [{"image_id": 1, "category_id": 1, "score": 0.9, "segmentation": det_segmentation,
-           **det_fields}]
+    gt = {
+        "images": [{"id": 1, "width": 100, "height": 100}],
+        "categories": [{"id": 1, "name": "thing"}],
+        "annotations": [
+            {
+                "id": 1,
+                "image_id": 1,
+                "category_id": 1,
+                "iscrowd": 0,
+                "bbox": [10, 10, 50, 50],
+                "area": 1225,
+                "segmentation": [[10, 10, 60, 10, 10, 60]],
+            }
+        ],
+    }
+    dt = [{"image_id": 1, "category_id": 1, "score": 0.9, "segmentation": det_segmentation, **det_fields}]
     return gt, dt
 
 
@@ -130,13 +151,15 @@ def test_known_triangle_threshold_crossings(extent):
     """A grown triangle whose raster IoU falls just below a threshold that the exact IoU passes."""
     det = [[10, 10, extent, 10, 10, extent]]
     gt, dt = _triangle_data(det, bbox=[10, 10, extent - 10, extent - 10])
-    assert_matches(deteval.evaluate(gt, dt, protocol=RASTER), run_pycocotools_segm(gt, dt),
-                   f"triangle to {extent}")
+    assert_matches(
+        deteval.evaluate(gt, dt, protocol=RASTER), run_pycocotools_segm(gt, dt), f"triangle to {extent}"
+    )
 
 
 def test_results_without_bbox_take_the_mask_area():
     """No bbox in the first record: pycocotools reads maskUtils.area (here, a small object)."""
     from pycocotools import mask as mask_utils
+
     rle = mask_utils.merge(mask_utils.frPyObjects([[10, 10, 40, 10, 10, 40]], 100, 100))
     gt, dt = _triangle_data({"size": [100, 100], "counts": rle["counts"].decode()})
     gt["annotations"][0]["segmentation"] = [[10, 10, 40, 10, 10, 40]]
@@ -146,18 +169,21 @@ def test_results_without_bbox_take_the_mask_area():
     assert result.metrics["APs"] > 0.99  # 0.9999999999999998: pycocotools' epsilon
 
 
-@pytest.mark.parametrize("thresholds, max_dets", [((0.3, 0.5, 0.7), (1, 10, 100)),
-                                                   ((0.5,), (1, 2, 3)),
-                                                   (tuple(np.linspace(.5, .95, 10)), (1, 5, 300))])
+@pytest.mark.parametrize(
+    "thresholds, max_dets",
+    [((0.3, 0.5, 0.7), (1, 10, 100)), ((0.5,), (1, 2, 3)), (tuple(np.linspace(0.5, 0.95, 10)), (1, 5, 300))],
+)
 def test_custom_thresholds_and_max_dets(thresholds, max_dets):
     for seed in (3, 17, 41):
         gt, dt = generate_segm(seed, max_images=8)
         expected = run_pycocotools_segm(gt, dt, iou_thresholds=thresholds, max_dets=max_dets)
-        protocol = RASTER.replace(iou_thresholds=tuple(float(t) for t in thresholds),
-                                  max_dets=max_dets)
-        assert_matches(deteval.evaluate(gt, dt, protocol=protocol), expected,
-                       f"seed {seed}, thresholds {thresholds}, max_dets {max_dets}",
-                       max_dets=max_dets)
+        protocol = RASTER.replace(iou_thresholds=tuple(float(t) for t in thresholds), max_dets=max_dets)
+        assert_matches(
+            deteval.evaluate(gt, dt, protocol=protocol),
+            expected,
+            f"seed {seed}, thresholds {thresholds}, max_dets {max_dets}",
+            max_dets=max_dets,
+        )
 
 
 def test_caller_data_is_not_mutated():

@@ -30,8 +30,12 @@ SHORT = {"cls": "Cls", "loc": "Loc", "both": "Both", "dupe": "Dupe", "bkg": "Bkg
 
 DATASETS = {f"small-{s}": dict(seed=s) for s in range(0, 80)}
 DATASETS.update({f"medium-{s}": dict(seed=s, max_images=60, max_classes=10) for s in range(1000, 1008)})
-DATASETS.update({f"many-dets-{s}": dict(seed=s, max_images=5, max_classes=3, force_many_dets=True)
-                 for s in range(2100, 2105)})
+DATASETS.update(
+    {
+        f"many-dets-{s}": dict(seed=s, max_images=5, max_classes=3, force_many_dets=True)
+        for s in range(2100, 2105)
+    }
+)
 
 
 def _tidecv_data(gt_dict, dt_list):
@@ -61,8 +65,10 @@ def run_tidecv(gt_dict, dt_list):
     run = tide.runs["dt"]
     by_threshold = {t: r.ap / 100 for t, r in zip(TIDE_COCO_THRESHOLDS, tide.run_thresholds["dt"])}
     main = {k: errors["main"]["dt"][SHORT[k]] / 100 for k in MAIN_ERRORS}
-    special = {"false_pos": errors["special"]["dt"]["FalsePos"] / 100,
-               "false_neg": errors["special"]["dt"]["FalseNeg"] / 100}
+    special = {
+        "false_pos": errors["special"]["dt"]["FalsePos"] / 100,
+        "false_neg": errors["special"]["dt"]["FalseNeg"] / 100,
+    }
     return run.ap / 100, main, special, by_threshold
 
 

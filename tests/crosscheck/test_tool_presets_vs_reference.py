@@ -44,7 +44,7 @@ def _dataset(seed: int, *, group_rate: float = 0.0, integer: bool = False):
     scores = rng.permutation(n_det) / n_det * 0.98 + 0.01  # distinct, > 0
     out, start = [], 0
     for gt_boxes, gt_cls, is_group, det_boxes, det_cls in images:
-        out.append((gt_boxes, gt_cls, is_group, det_boxes, scores[start:start + len(det_boxes)], det_cls))
+        out.append((gt_boxes, gt_cls, is_group, det_boxes, scores[start : start + len(det_boxes)], det_cls))
         start += len(det_boxes)
     return out
 
@@ -53,14 +53,31 @@ def _coco(images):
     anns, dts = [], []
     for i, (gt_boxes, gt_cls, is_group, det_boxes, scores, det_cls) in enumerate(images):
         for b, c, g in zip(gt_boxes, gt_cls, is_group):
-            anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": int(c) + 1,
-                         "bbox": [b[0], b[1], b[2] - b[0], b[3] - b[1]], "area": float((b[2] - b[0]) * (b[3] - b[1])),
-                         "iscrowd": 0, "is_group_of": int(g)})
+            anns.append(
+                {
+                    "id": len(anns) + 1,
+                    "image_id": i + 1,
+                    "category_id": int(c) + 1,
+                    "bbox": [b[0], b[1], b[2] - b[0], b[3] - b[1]],
+                    "area": float((b[2] - b[0]) * (b[3] - b[1])),
+                    "iscrowd": 0,
+                    "is_group_of": int(g),
+                }
+            )
         for b, s, c in zip(det_boxes, scores, det_cls):
-            dts.append({"image_id": i + 1, "category_id": int(c) + 1, "bbox": [b[0], b[1], b[2] - b[0], b[3] - b[1]],
-                        "score": float(s)})
-    gt = {"images": [{"id": i + 1} for i in range(len(images))],
-          "categories": [{"id": c + 1, "name": f"c{c}"} for c in range(N_CLASS)], "annotations": anns}
+            dts.append(
+                {
+                    "image_id": i + 1,
+                    "category_id": int(c) + 1,
+                    "bbox": [b[0], b[1], b[2] - b[0], b[3] - b[1]],
+                    "score": float(s),
+                }
+            )
+    gt = {
+        "images": [{"id": i + 1} for i in range(len(images))],
+        "categories": [{"id": c + 1, "name": f"c{c}"} for c in range(N_CLASS)],
+        "annotations": anns,
+    }
     return gt, dts
 
 
@@ -71,8 +88,9 @@ def test_openimages_equals_mmdetections_tpfp_openimages(seed):
     result = evaluate(gt, dt, "openimages")
     aps = []
     for c in range(N_CLASS):
-        per_image = [(np.c_[db[dc == c], sc[dc == c]], gb[gc == c], grp[gc == c])
-                     for gb, gc, grp, db, sc, dc in images]
+        per_image = [
+            (np.c_[db[dc == c], sc[dc == c]], gb[gc == c], grp[gc == c]) for gb, gc, grp, db, sc, dc in images
+        ]
         aps.append(slow_openimages.eval_class(per_image))
     for c, ap in enumerate(aps):
         ours = result.per_class[c]["AP"]
@@ -104,27 +122,38 @@ def test_detectron2_voc_equals_voc_eval_over_ten_thresholds(seed):
     gt, dt = _coco(images)
     result = evaluate(gt, dt, "detectron2-voc")
     names = [str(i) for i in range(len(images))]
-    objects = {names[i]: [{"name": f"c{c}", "box": tuple(b), "difficult": False} for b, c in zip(gb, gc)]
-               for i, (gb, gc, *_rest) in enumerate(images)}
+    objects = {
+        names[i]: [{"name": f"c{c}", "box": tuple(b), "difficult": False} for b, c in zip(gb, gc)]
+        for i, (gb, gc, *_rest) in enumerate(images)
+    }
     maps = []
     for thresh in range(50, 100, 5):
         aps = []
         for c in range(N_CLASS):
-            dets = [(names[i], float(s), tuple(map(float, b))) for i, (_, _, _, db, sc, dc) in enumerate(images)
-                    for b, s, k in zip(db, sc, dc) if k == c]
+            dets = [
+                (names[i], float(s), tuple(map(float, b)))
+                for i, (_, _, _, db, sc, dc) in enumerate(images)
+                for b, s, k in zip(db, sc, dc)
+                if k == c
+            ]
             if not any(o["name"] == f"c{c}" for objs in objects.values() for o in objs):
                 continue
-            aps.append(slow_voc.pyfrcnn_eval_class(names, objects, dets, f"c{c}", min_overlap=thresh / 100.0)["ap"])
+            aps.append(
+                slow_voc.pyfrcnn_eval_class(names, objects, dets, f"c{c}", min_overlap=thresh / 100.0)["ap"]
+            )
         maps.append(np.mean(aps))
     assert result.metrics["AP"] == pytest.approx(np.mean(maps), abs=1e-12)
     assert result.metrics["AP50"] == pytest.approx(maps[0], abs=1e-12)
     assert result.metrics["AP75"] == pytest.approx(maps[5], abs=1e-12)
 
 
-@pytest.mark.parametrize("a, b", [("coco", "ultralytics"), ("voc2010", "openimages"), ("voc2007", "detectron2-voc")])
+@pytest.mark.parametrize(
+    "a, b", [("coco", "ultralytics"), ("voc2010", "openimages"), ("voc2007", "detectron2-voc")]
+)
 def test_explain_walk_adds_up_to_the_total(a, b):
     gt, dt = _coco(_dataset(3, group_rate=0.3))
     walk = explain(gt, dt, a, b)
     assert sum(s.change for s in walk.steps) == pytest.approx(walk.total, abs=1e-12)
     assert walk.steps and walk.end == pytest.approx(
-        np.nanmean([c["AP"] for c in evaluate(gt, dt, b).per_class]), abs=1e-12)
+        np.nanmean([c["AP"] for c in evaluate(gt, dt, b).per_class]), abs=1e-12
+    )

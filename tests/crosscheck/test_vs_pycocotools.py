@@ -45,14 +45,13 @@ for _seed in range(0, 300):
 for _seed in range(1000, 1030):
     DATASETS[f"medium-{_seed}"] = dict(seed=_seed, max_images=150, max_classes=30)
 for _seed in range(2000, 2006):
-    DATASETS[f"large-{_seed}"] = dict(seed=_seed, n_images=300, n_classes=30,
-                                      force_many_dets=True)
+    DATASETS[f"large-{_seed}"] = dict(seed=_seed, n_images=300, n_classes=30, force_many_dets=True)
 for _seed in range(2100, 2110):
-    DATASETS[f"many-dets-{_seed}"] = dict(seed=_seed, max_images=5, max_classes=3,
-                                          force_many_dets=True)
+    DATASETS[f"many-dets-{_seed}"] = dict(seed=_seed, max_images=5, max_classes=3, force_many_dets=True)
 # Annotation id 0 and explicit ``ignore`` fields: pycocotools' two bugs show here.
-BUGGY_DATASETS = {f"id0-ignore-{s}": dict(seed=s, with_id_zero=True, with_ignore_fields=True)
-                  for s in range(3000, 3060)}
+BUGGY_DATASETS = {
+    f"id0-ignore-{s}": dict(seed=s, with_id_zero=True, with_ignore_fields=True) for s in range(3000, 3060)
+}
 ALL_DATASETS = {**DATASETS, **BUGGY_DATASETS}
 
 
@@ -78,6 +77,7 @@ def slow_result(name, mode):
 # --------------------------------------------------------------------------------------
 # Generated datasets
 # --------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", list(ALL_DATASETS))
 def test_slow_reference_equals_pycocotools(name):
@@ -109,9 +109,11 @@ def test_category_axis_is_sorted_category_ids():
 # pycocotools' two bugs: parity mode reproduces them, the default mode fixes them
 # --------------------------------------------------------------------------------------
 
+
 def _same(a, b):
-    return all(np.array_equal(getattr(a, f), getattr(b, f))
-               for f in ("precision", "recall", "scores", "stats"))
+    return all(
+        np.array_equal(getattr(a, f), getattr(b, f)) for f in ("precision", "recall", "scores", "stats")
+    )
 
 
 def test_generated_buggy_datasets_exercise_both_bugs():
@@ -122,8 +124,7 @@ def test_generated_buggy_datasets_exercise_both_bugs():
         gt, dt = dataset(name)
         fixed = slow_result(name, "fixed")
         only_ignore_bug = evaluate_slow(gt, dt, gt_ignore_field="iscrowd", gt_id_zero="matchable")
-        only_id_zero_bug = evaluate_slow(gt, dt, gt_ignore_field="honour",
-                                         gt_id_zero="unmatchable")
+        only_id_zero_bug = evaluate_slow(gt, dt, gt_ignore_field="honour", gt_id_zero="unmatchable")
         ignore_bug_matters += not _same(only_ignore_bug, fixed)
         id_zero_bug_matters += not _same(only_id_zero_bug, fixed)
         pycocotools_differs += not _same(pycocotools_result(name), fixed)
@@ -133,25 +134,34 @@ def test_generated_buggy_datasets_exercise_both_bugs():
             ann.pop("ignore", None)
             if ann["id"] == 0:
                 ann["id"] = 10**8
-        assert _same(evaluate_slow(plain_gt, dt, gt_ignore_field="iscrowd",
-                                   gt_id_zero="unmatchable"),
-                     evaluate_slow(plain_gt, dt, gt_ignore_field="honour",
-                                   gt_id_zero="matchable")), name
+        assert _same(
+            evaluate_slow(plain_gt, dt, gt_ignore_field="iscrowd", gt_id_zero="unmatchable"),
+            evaluate_slow(plain_gt, dt, gt_ignore_field="honour", gt_id_zero="matchable"),
+        ), name
     assert ignore_bug_matters >= 10
     assert id_zero_bug_matters >= 10
     assert pycocotools_differs >= 10
 
 
 def _one_image(annotations, detections, categories=(1,)):
-    gt = {"images": [{"id": 7, "width": 200, "height": 200, "file_name": "7.jpg"}],
-          "categories": [{"id": c, "name": f"c{c}"} for c in categories],
-          "annotations": annotations}
+    gt = {
+        "images": [{"id": 7, "width": 200, "height": 200, "file_name": "7.jpg"}],
+        "categories": [{"id": c, "name": f"c{c}"} for c in categories],
+        "annotations": annotations,
+    }
     return gt, detections
 
 
 def _box_ann(ann_id, box, **extra):
-    return {"id": ann_id, "image_id": 7, "category_id": 1, "bbox": box,
-            "area": box[2] * box[3], "iscrowd": 0, **extra}
+    return {
+        "id": ann_id,
+        "image_id": 7,
+        "category_id": 1,
+        "bbox": box,
+        "area": box[2] * box[3],
+        "iscrowd": 0,
+        **extra,
+    }
 
 
 def _det(box, score):
@@ -178,8 +188,9 @@ def test_annotation_id_zero_hand_derived():
     assert parity.metrics["AP"] == 0.0
 
     fixed = deteval.evaluate(gt, dt, protocol=FIXED)
-    assert_matches(fixed, evaluate_slow(gt, dt, gt_ignore_field="honour",
-                                        gt_id_zero="matchable"), "id 0, fixed")
+    assert_matches(
+        fixed, evaluate_slow(gt, dt, gt_ignore_field="honour", gt_id_zero="matchable"), "id 0, fixed"
+    )
     assert np.all(fixed.precision[:, :, 0, 0, 2] == expected_pr)
     assert fixed.metrics["AR100"] == 1.0
     assert fixed.metrics["AP"] == pytest.approx(1.0, abs=1e-15)
@@ -188,8 +199,10 @@ def test_annotation_id_zero_hand_derived():
 def test_annotation_id_zero_matched_detection_outside_area_range_is_ignored():
     """pycocotools: a detection "unmatched" (id-0 GT) whose own area is outside the range is
     ignored there, not a false positive; the GT is small, the detection medium."""
-    gt, dt = _one_image([_box_ann(0, [0, 0, 30, 30]), _box_ann(5, [100, 100, 20, 20])],
-                        [_det([0, 0, 33, 33], 0.9), _det([100, 100, 20, 20], 0.8)])
+    gt, dt = _one_image(
+        [_box_ann(0, [0, 0, 30, 30]), _box_ann(5, [100, 100, 20, 20])],
+        [_det([0, 0, 33, 33], 0.9), _det([100, 100, 20, 20], 0.8)],
+    )
     # IoU(det0, gt0) = 900 / 1089 = 0.826..: matched at thresholds 0.5 .. 0.8
     ref = run_pycocotools(gt, dt)
     small = 1
@@ -209,8 +222,10 @@ def test_ignore_field_hand_derived():
     AP50 = 51 / 101 (precision 1 at recall thresholds 0 .. 0.5). Fixed: A is ignored, one
     positive, recall 1.
     """
-    gt, dt = _one_image([_box_ann(1, [0, 0, 40, 40], ignore=1), _box_ann(2, [100, 100, 40, 40])],
-                        [_det([100, 100, 40, 40], 0.9)])
+    gt, dt = _one_image(
+        [_box_ann(1, [0, 0, 40, 40], ignore=1), _box_ann(2, [100, 100, 40, 40])],
+        [_det([100, 100, 40, 40], 0.9)],
+    )
     ref = run_pycocotools(gt, dt)
     assert ref.recall[0, 0, 0, 2] == 0.5
     parity = deteval.evaluate(gt, dt, protocol=PARITY)
@@ -230,8 +245,10 @@ def test_ignore_field_hand_derived():
 
 def test_known_answers_matching_rules_disagree():
     """KNOWN_ANSWERS.md section 2: COCO matching gives d1 -> A and d2 -> B, both TP at 0.5."""
-    gt, dt = _one_image([_box_ann(1, [0, 0, 100, 100]), _box_ann(2, [40, 0, 100, 100])],
-                        [_det([0, 0, 100, 100], 0.9), _det([15, 0, 100, 100], 0.8)])
+    gt, dt = _one_image(
+        [_box_ann(1, [0, 0, 100, 100]), _box_ann(2, [40, 0, 100, 100])],
+        [_det([0, 0, 100, 100], 0.9), _det([15, 0, 100, 100], 0.8)],
+    )
     ref = run_pycocotools(gt, dt)
     result = deteval.evaluate(gt, dt, protocol=PARITY)
     assert_matches(result, ref, "known answers 2")
@@ -244,6 +261,7 @@ def test_known_answers_matching_rules_disagree():
 # --------------------------------------------------------------------------------------
 # Named experiments (as detectron2's test_coco_evaluation.py)
 # --------------------------------------------------------------------------------------
+
 
 def _crowd_only():
     gt, dt = generate(41, max_images=6, max_classes=3)
@@ -276,8 +294,7 @@ def _empty_detections():
 
 def _integer_scores_and_boxes():
     gt, dt = generate(46, max_images=10, max_classes=3)
-    dt = [{**d, "bbox": [round(v) for v in d["bbox"]], "score": int(d["score"] * 4)}
-          for d in dt]
+    dt = [{**d, "bbox": [round(v) for v in d["bbox"]], "score": int(d["score"] * 4)} for d in dt]
     return gt, dt
 
 
@@ -290,27 +307,38 @@ EXPERIMENTS = {
     "one_image": (_one_image_only, {}),
     "ties_everywhere": (_ties_everywhere, {}),
     "integer_scores_and_boxes": (_integer_scores_and_boxes, {}),
-    "custom_iou_thresholds": (lambda: generate(47, max_images=25, max_classes=5),
-                              {"iou_thresholds": (0.3, 0.5, 0.6, 0.9, 1.0)}),
-    "single_iou_threshold": (lambda: generate(48, max_images=25, max_classes=5),
-                             {"iou_thresholds": (0.75,)}),
-    "max_dets_1_10_300": (lambda: generate(49, max_images=10, max_classes=4,
-                                           force_many_dets=True),
-                          {"max_dets": (1, 10, 300)}),
-    "max_dets_1_5_20": (lambda: generate(50, max_images=25, max_classes=4,
-                                         force_many_dets=True),
-                        {"max_dets": (1, 5, 20)}),
-    "max_dets_2_100_1000": (lambda: generate(51, max_images=10, max_classes=3,
-                                             force_many_dets=True),
-                            {"max_dets": (2, 100, 1000)}),
-    "custom_area_ranges": (lambda: generate(52, max_images=25, max_classes=4),
-                           {"area_ranges": (("all", 0.0, 1e10), ("small", 0.0, 400.0),
-                                            ("medium", 400.0, 5000.0),
-                                            ("large", 5000.0, 1e10))}),
-    "area_ranges_without_all": (lambda: generate(53, max_images=25, max_classes=4),
-                                {"area_ranges": (("small", 0.0, 1024.0),
-                                                 ("medium", 1024.0, 9216.0),
-                                                 ("large", 9216.0, 1e10))}),
+    "custom_iou_thresholds": (
+        lambda: generate(47, max_images=25, max_classes=5),
+        {"iou_thresholds": (0.3, 0.5, 0.6, 0.9, 1.0)},
+    ),
+    "single_iou_threshold": (lambda: generate(48, max_images=25, max_classes=5), {"iou_thresholds": (0.75,)}),
+    "max_dets_1_10_300": (
+        lambda: generate(49, max_images=10, max_classes=4, force_many_dets=True),
+        {"max_dets": (1, 10, 300)},
+    ),
+    "max_dets_1_5_20": (
+        lambda: generate(50, max_images=25, max_classes=4, force_many_dets=True),
+        {"max_dets": (1, 5, 20)},
+    ),
+    "max_dets_2_100_1000": (
+        lambda: generate(51, max_images=10, max_classes=3, force_many_dets=True),
+        {"max_dets": (2, 100, 1000)},
+    ),
+    "custom_area_ranges": (
+        lambda: generate(52, max_images=25, max_classes=4),
+        {
+            "area_ranges": (
+                ("all", 0.0, 1e10),
+                ("small", 0.0, 400.0),
+                ("medium", 400.0, 5000.0),
+                ("large", 5000.0, 1e10),
+            )
+        },
+    ),
+    "area_ranges_without_all": (
+        lambda: generate(53, max_images=25, max_classes=4),
+        {"area_ranges": (("small", 0.0, 1024.0), ("medium", 1024.0, 9216.0), ("large", 9216.0, 1e10))},
+    ),
 }
 
 
@@ -330,8 +358,9 @@ def test_experiment(name):
     slow = evaluate_slow(gt, dt, **kwargs)
     assert_same_reference(slow, ref, f"experiment {name}: slow reference vs pycocotools")
     result = deteval.evaluate(gt, dt, protocol=protocol)
-    assert_matches(result, ref, f"experiment {name}",
-                   max_dets=tuple(sorted(changes.get("max_dets", (1, 10, 100)))))
+    assert_matches(
+        result, ref, f"experiment {name}", max_dets=tuple(sorted(changes.get("max_dets", (1, 10, 100))))
+    )
 
 
 def test_experiment_max_dets_without_100_has_undefined_ap():
@@ -361,13 +390,15 @@ def test_experiment_crowd_only_is_undefined():
 
 def test_default_area_ranges_are_pycocotools():
     protocol = deteval.get_protocol(PARITY)
-    assert [(n, float(lo), float(hi)) for n, lo, hi in protocol.area_ranges] == \
-        [(n, float(lo), float(hi)) for n, lo, hi in COCO_AREA_RANGES]
+    assert [(n, float(lo), float(hi)) for n, lo, hi in protocol.area_ranges] == [
+        (n, float(lo), float(hi)) for n, lo, hi in COCO_AREA_RANGES
+    ]
 
 
 # --------------------------------------------------------------------------------------
 # Inputs are not mutated (pycocotools mutates both)
 # --------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["small-0", "small-7", "many-dets-2100", "id0-ignore-3001"])
 @pytest.mark.parametrize("protocol", [FIXED, PARITY])
@@ -379,5 +410,6 @@ def test_inputs_not_mutated(name, protocol):
     assert gt == gt_before
     assert dt == dt_before
     # Same objects' types too (e.g. int boxes not turned into floats in place).
-    assert [type(v) for a in gt["annotations"] for v in a["bbox"]] == \
-        [type(v) for a in gt_before["annotations"] for v in a["bbox"]]
+    assert [type(v) for a in gt["annotations"] for v in a["bbox"]] == [
+        type(v) for a in gt_before["annotations"] for v in a["bbox"]
+    ]

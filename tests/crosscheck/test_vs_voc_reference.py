@@ -37,8 +37,14 @@ from tests.reference import slow_voc
 pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
 
 N_DATASETS = 240
-PRESETS = ("voc2007", "voc2010", "voc2007-pyfrcnn", "voc2010-pyfrcnn", "voc2007-continuous",
-           "voc2010-continuous")
+PRESETS = (
+    "voc2007",
+    "voc2010",
+    "voc2007-pyfrcnn",
+    "voc2010-pyfrcnn",
+    "voc2007-continuous",
+    "voc2010-continuous",
+)
 SEEDS = list(range(N_DATASETS))
 SEED_GROUPS = [SEEDS[i::8] for i in range(8)]
 
@@ -58,15 +64,16 @@ def _check_dataset(tmp_path, seed: int) -> None:
     root, results = write_voc(tmp_path / f"voc{seed}", data)
     for preset in PRESETS:
         result = deteval.evaluate(root, results, protocol=preset)
-        expected = slow_voc.evaluate_dataset(data.image_ids, data.objects, data.detections,
-                                             data.classes, preset)
+        expected = slow_voc.evaluate_dataset(
+            data.image_ids, data.objects, data.detections, data.classes, preset
+        )
         got = {c["name"]: c for c in result.per_class}
         assert list(got) == data.classes
         for cls in data.classes:
             want = expected[cls]
             assert _same(got[cls]["AP"], want["ap"]), (
-                f"seed {seed}, {preset}, class {cls}: deteval AP {got[cls]['AP']!r}, "
-                f"reference {want['ap']!r}")
+                f"seed {seed}, {preset}, class {cls}: deteval AP {got[cls]['AP']!r}, reference {want['ap']!r}"
+            )
             assert got[cls]["num_gt"] == want["npos"], (seed, preset, cls)
             assert got[cls]["num_det"] == want["num_det"], (seed, preset, cls)
         aps = [expected[c]["ap"] for c in data.classes if not math.isnan(expected[c]["ap"])]
@@ -86,22 +93,37 @@ def _record_coverage(data: VocDataset) -> None:
         _count("score ties", len(scores) - len(set(scores)))
         _count("duplicate detections", len(dets) - len(set(dets)))
         _count("difficult objects", sum(1 for _, o in gts if o["difficult"]))
-        for convention, name in (("pixel_inclusive", "overlap exactly 0.5 (+1 pixels)"),
-                                 ("continuous", "overlap exactly 0.5 (continuous)")):
+        for convention, name in (
+            ("pixel_inclusive", "overlap exactly 0.5 (+1 pixels)"),
+            ("continuous", "overlap exactly 0.5 (continuous)"),
+        ):
             for img, _, box in dets:
-                overlaps = [slow_voc.devkit_overlap(box, o["box"], convention)
-                            for o in data.objects[img] if o["name"] == cls]
+                overlaps = [
+                    slow_voc.devkit_overlap(box, o["box"], convention)
+                    for o in data.objects[img]
+                    if o["name"] == cls
+                ]
                 if 0.5 in overlaps:
                     _count(name)
         if npos:
-            res = slow_voc.devkit_eval_class(data.image_ids, data.objects, dets, cls,
-                                             ap_method="11_point", grid="decimal", matlab_nan=False)
+            res = slow_voc.devkit_eval_class(
+                data.image_ids,
+                data.objects,
+                dets,
+                cls,
+                ap_method="11_point",
+                grid="decimal",
+                matlab_nan=False,
+            )
             for r in (0.3, 0.6, 0.7):
                 if r in res["rec"]:
                     _count(f"recall exactly {r}")
-            aps = {g: slow_voc.devkit_eval_class(data.image_ids, data.objects, dets, cls,
-                                                 ap_method="11_point", grid=g, matlab_nan=False)["ap"]
-                   for g in ("decimal", "numpy_arange", "matlab")}
+            aps = {
+                g: slow_voc.devkit_eval_class(
+                    data.image_ids, data.objects, dets, cls, ap_method="11_point", grid=g, matlab_nan=False
+                )["ap"]
+                for g in ("decimal", "numpy_arange", "matlab")
+            }
             if aps["decimal"] != aps["numpy_arange"]:
                 _count("11-point grids disagree (decimal vs numpy)")
             if aps["decimal"] != aps["matlab"]:
@@ -121,11 +143,19 @@ def test_coverage():
     if _coverage.get("datasets", 0) < N_DATASETS:
         pytest.skip("run together with test_presets_equal_reference_on_generated_datasets")
     assert _coverage["datasets"] >= 200
-    for name in ("score ties", "duplicate detections", "difficult objects",
-                 "overlap exactly 0.5 (+1 pixels)", "overlap exactly 0.5 (continuous)",
-                 "recall exactly 0.3", "recall exactly 0.6", "recall exactly 0.7",
-                 "11-point grids disagree (decimal vs numpy)",
-                 "11-point grids disagree (decimal vs matlab)", "classes without positives"):
+    for name in (
+        "score ties",
+        "duplicate detections",
+        "difficult objects",
+        "overlap exactly 0.5 (+1 pixels)",
+        "overlap exactly 0.5 (continuous)",
+        "recall exactly 0.3",
+        "recall exactly 0.6",
+        "recall exactly 0.7",
+        "11-point grids disagree (decimal vs numpy)",
+        "11-point grids disagree (decimal vs matlab)",
+        "classes without positives",
+    ):
         assert _coverage.get(name, 0) >= 5, (name, _coverage)
 
 
@@ -133,13 +163,17 @@ def test_coverage():
 # Named experiments
 # ------------------------------------------------------------------------------------------
 
+
 def _one_class(objects_per_image, dets, *, sizes=None) -> VocDataset:
     image_ids = list(objects_per_image)
-    objects = {i: [{"name": "car", "box": b, "difficult": d} for b, d in objs]
-               for i, objs in objects_per_image.items()}
+    objects = {
+        i: [{"name": "car", "box": b, "difficult": d} for b, d in objs]
+        for i, objs in objects_per_image.items()
+    }
     sizes = sizes or {i: (500, 500) for i in image_ids}
-    return VocDataset(classes=["car"], image_ids=image_ids, sizes=sizes, objects=objects,
-                      detections={"car": dets})
+    return VocDataset(
+        classes=["car"], image_ids=image_ids, sizes=sizes, objects=objects, detections={"car": dets}
+    )
 
 
 def _ap(tmp_path, data: VocDataset, preset: str) -> float:
@@ -161,8 +195,9 @@ def test_recall_exactly_three_tenths_under_each_grid(tmp_path):
     does not."""
     data = _recall_three_tenths()
     for preset in ("voc2007", "voc2007-pyfrcnn"):
-        want = slow_voc.evaluate_dataset(data.image_ids, data.objects, data.detections, ["car"],
-                                         preset)["car"]["ap"]
+        want = slow_voc.evaluate_dataset(data.image_ids, data.objects, data.detections, ["car"], preset)[
+            "car"
+        ]["ap"]
         assert _ap(tmp_path, data, preset) == want
     # by hand: grid points 0, .1, .2, .3 -> precision 1; .4 -> 4/7; the rest 0
     # by hand: the 0.3 point is 0.30000000000000004 in both the MATLAB and the numpy grid, so a
@@ -173,8 +208,9 @@ def test_recall_exactly_three_tenths_under_each_grid(tmp_path):
 
 def test_voc2007_recall_grid_of_the_matlab_devkit(tmp_path):
     data = _recall_three_tenths()
-    devkit = slow_voc.devkit_eval_class(data.image_ids, data.objects, data.detections["car"], "car",
-                                        ap_method="11_point", grid="matlab")["ap"]
+    devkit = slow_voc.devkit_eval_class(
+        data.image_ids, data.objects, data.detections["car"], "car", ap_method="11_point", grid="matlab"
+    )["ap"]
     assert devkit == pytest.approx((3 * 1.0 + 2 * 4 / 7) / 11, abs=1e-15)  # 0.3 point missed
     assert _ap(tmp_path, data, "voc2007") == devkit
 
@@ -186,8 +222,10 @@ def test_overlap_exactly_half_under_both_conventions(tmp_path):
     continuous_half = (11, 21, 30, 59)  # 19 x 38 continuous: 361 / 722
     assert slow_voc.devkit_overlap(pixel_half, gt) == 0.5
     assert slow_voc.devkit_overlap(continuous_half, gt, "continuous") == 0.5
-    for box, exact in ((pixel_half, ("voc2007", "voc2010")),
-                       (continuous_half, ("voc2007-continuous", "voc2010-continuous"))):
+    for box, exact in (
+        (pixel_half, ("voc2007", "voc2010")),
+        (continuous_half, ("voc2007-continuous", "voc2010-continuous")),
+    ):
         data = _one_class({"a": [(gt, False)]}, [("a", 0.9, box)])
         for preset in exact:
             assert _ap(tmp_path, data, preset) == pytest.approx(1.0, abs=1e-15)  # 11 x 1/11
@@ -203,7 +241,8 @@ def test_taken_argmax_gt_makes_a_false_positive(tmp_path):
     assert _ap(tmp_path, data, "voc2010") == 0.5
     assert _ap(tmp_path, data, "voc2007") == pytest.approx(6 / 11, abs=1e-15)
     assert deteval.evaluate(*write_voc(tmp_path / "coco", data), protocol="coco50").per_class[0][
-        "AP"] == pytest.approx(1.0)  # COCO matching gives the second detection the free GT
+        "AP"
+    ] == pytest.approx(1.0)  # COCO matching gives the second detection the free GT
 
 
 def test_score_ties_keep_file_order(tmp_path):
@@ -218,10 +257,18 @@ def test_score_ties_keep_file_order(tmp_path):
 
 def test_all_detections_on_difficult(tmp_path):
     """Every detection on a difficult object: MATLAB's VOC2007 devkit ends with NaN, deteval 0."""
-    data = _one_class({"a": [((1, 1, 50, 50), True), ((100, 100, 150, 150), False)]},
-                      [("a", 0.9, (1, 1, 50, 50))])
-    devkit = slow_voc.devkit_eval_class(data.image_ids, data.objects, data.detections["car"], "car",
-                                        ap_method="11_point", grid="matlab", matlab_nan=True)
+    data = _one_class(
+        {"a": [((1, 1, 50, 50), True), ((100, 100, 150, 150), False)]}, [("a", 0.9, (1, 1, 50, 50))]
+    )
+    devkit = slow_voc.devkit_eval_class(
+        data.image_ids,
+        data.objects,
+        data.detections["car"],
+        "car",
+        ap_method="11_point",
+        grid="matlab",
+        matlab_nan=True,
+    )
     assert math.isnan(devkit["ap"])
     assert _ap(tmp_path, data, "voc2007") == 0.0
     assert _ap(tmp_path, data, "voc2010") == 0.0

@@ -14,14 +14,20 @@ from deteval.integrations.dask import evaluate_shards  # noqa: E402
 
 # Generated data trigger input warnings and notes through deteval.evaluate; incidental here
 # (tests/unit/test_api.py checks the warnings themselves).
-pytestmark = [pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
-              pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
+    pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
+]
 
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster) as c:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
         yield c
 
 
@@ -58,5 +64,6 @@ def test_shards_equal_the_concatenated_file(tmp_path, client, protocol, sharding
 
 def test_no_shards_is_an_input_error(tmp_path, client):
     with pytest.raises(deteval.InputError, match="no prediction shard files"):
-        evaluate_shards({"images": [], "annotations": [], "categories": []}, str(tmp_path / "*.json"),
-                        scheduler=client)
+        evaluate_shards(
+            {"images": [], "annotations": [], "categories": []}, str(tmp_path / "*.json"), scheduler=client
+        )

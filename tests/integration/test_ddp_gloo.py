@@ -19,8 +19,10 @@ from tests.unit.test_evaluator import metrics, per_image
 
 # Generated data trigger input warnings and notes through deteval.evaluate; incidental here
 # (tests/unit/test_api.py checks the warnings themselves).
-pytestmark = [pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
-              pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
+    pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
+]
 
 WORLD = 3
 SEED = 11
@@ -36,9 +38,11 @@ def _rank_evaluator(rank, world):
     i = 0
     while i < len(mine):
         k = rng.randint(1, 4)
-        chunk = mine[i:i + k]
+        chunk = mine[i : i + k]
         i += k
-        ev.update([{**preds[c], "image_id": c} for c in chunk], [{**targets[c], "image_id": c} for c in chunk])
+        ev.update(
+            [{**preds[c], "image_id": c} for c in chunk], [{**targets[c], "image_id": c} for c in chunk]
+        )
     return ev
 
 
@@ -95,7 +99,8 @@ def test_sync_over_gloo_ranks(tmp_path):  # pragma: no cover - needs torch
 
     ctx = tmp.get_context("spawn")
     queue = ctx.Queue()
-    tmp.start_processes(_gloo_worker, args=(2, str(tmp_path / "init"), queue), nprocs=2, join=True,
-                        start_method="spawn")
+    tmp.start_processes(
+        _gloo_worker, args=(2, str(tmp_path / "init"), queue), nprocs=2, join=True, start_method="spawn"
+    )
     results = dict(queue.get(timeout=60) for _ in range(2))
     assert results[0] == results[1] == _reference()

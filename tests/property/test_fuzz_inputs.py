@@ -40,29 +40,77 @@ ROOT = Path(__file__).resolve().parents[2]
 GT = json.loads((ROOT / "fixtures" / "coco" / "gt.json").read_text())
 DT = json.loads((ROOT / "fixtures" / "coco" / "dt.json").read_text())
 
-FUZZ = settings(max_examples=400, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=400,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 #: Pycocotools' 12 stats, in its order, by deteval's metric names.
 STATS = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 
 #: Warnings of inputs pycocotools also takes (anything else: no cross-check).
-REFERENCE_TAKES = ("no ground truth counted", "zero area or a zero-width", "zero width or height",
-                   "beyond max_dets", "no detections", "extend past the image", "normalized")
+REFERENCE_TAKES = (
+    "no ground truth counted",
+    "zero area or a zero-width",
+    "zero width or height",
+    "beyond max_dets",
+    "no detections",
+    "extend past the image",
+    "normalized",
+)
 
-WEIRD_VALUES = st.sampled_from([
-    None, True, False, 0, 1, -1, 2, 7, 2 ** 63, 2 ** 70, -(2 ** 63) - 1, 0.5, 1.0, -0.0, 1e308,
-    -1e9, float("nan"), float("inf"), float("-inf"), "", "1", "0", "nan", "../../x", "=cmd",
-    [], [1], [1, 2, 3], [1, 2, 3, 4, 5], [0, 0, 0, 0], [float("nan"), 0, 1, 1], [1, 1, -2, 3],
-    ["1", "2", "3", "4"], {}, {"a": 1}, [[1, 2, 3, 4, 5, 6]],
-])
+WEIRD_VALUES = st.sampled_from(
+    [
+        None,
+        True,
+        False,
+        0,
+        1,
+        -1,
+        2,
+        7,
+        2**63,
+        2**70,
+        -(2**63) - 1,
+        0.5,
+        1.0,
+        -0.0,
+        1e308,
+        -1e9,
+        float("nan"),
+        float("inf"),
+        float("-inf"),
+        "",
+        "1",
+        "0",
+        "nan",
+        "../../x",
+        "=cmd",
+        [],
+        [1],
+        [1, 2, 3],
+        [1, 2, 3, 4, 5],
+        [0, 0, 0, 0],
+        [float("nan"), 0, 1, 1],
+        [1, 1, -2, 3],
+        ["1", "2", "3", "4"],
+        {},
+        {"a": 1},
+        [[1, 2, 3, 4, 5, 6]],
+    ]
+)
 
 
 @contextlib.contextmanager
 def watchdog(seconds: int):
     """Fail (instead of hanging) if the body runs longer than ``seconds``."""
+
     def on_alarm(signum, frame):
         raise TimeoutError(f"deteval took more than {seconds} s: a hang")
+
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.alarm(seconds)
     try:
@@ -91,16 +139,37 @@ def check_contract(code: int, out: str, err: str) -> dict | None:
 
 # -- COCO mutations ----------------------------------------------------------------------------
 
+
 @st.composite
 def coco_mutation(draw):
     """(target, description, apply) where apply mutates (gt, dt) in place."""
     target = draw(st.sampled_from(["gt.images", "gt.categories", "gt.annotations", "dt", "gt", "dt.top"]))
-    kind = draw(st.sampled_from(["drop", "set", "set", "set", "nan_in_bbox", "duplicate", "delete",
-                                 "add_key", "clear"]))
+    kind = draw(
+        st.sampled_from(
+            ["drop", "set", "set", "set", "nan_in_bbox", "duplicate", "delete", "add_key", "clear"]
+        )
+    )
     index = draw(st.integers(0, 20))
     value = draw(WEIRD_VALUES)
-    key = draw(st.sampled_from(["id", "image_id", "category_id", "bbox", "score", "area", "iscrowd",
-                                "ignore", "width", "height", "name", "segmentation", "file_name"]))
+    key = draw(
+        st.sampled_from(
+            [
+                "id",
+                "image_id",
+                "category_id",
+                "bbox",
+                "score",
+                "area",
+                "iscrowd",
+                "ignore",
+                "width",
+                "height",
+                "name",
+                "segmentation",
+                "file_name",
+            ]
+        )
+    )
     coordinate = draw(st.integers(0, 3))
 
     def apply(gt: dict, dt: list) -> None:
@@ -133,7 +202,11 @@ def coco_mutation(draw):
             record.pop(key, None)
         elif kind in ("set", "add_key"):
             record[key] = copy.deepcopy(value)
-        elif kind == "nan_in_bbox" and isinstance(record.get("bbox"), list) and len(record["bbox"]) > coordinate:
+        elif (
+            kind == "nan_in_bbox"
+            and isinstance(record.get("bbox"), list)
+            and len(record["bbox"]) > coordinate
+        ):
             record["bbox"][coordinate] = float("nan")
 
     return f"{kind} {target}[{index}].{key} = {value!r}", apply
@@ -169,15 +242,26 @@ def test_fuzzed_coco_inputs_are_scored_or_refused(case):
         gt_path, dt_path = Path(tmp) / "gt.json", Path(tmp) / "dt.json"
         gt_raw, dt_raw = _serialize(gt), _serialize(dt)
         if truncate == "gt":
-            gt_raw = gt_raw[:int(len(gt_raw) * cut)]
+            gt_raw = gt_raw[: int(len(gt_raw) * cut)]
         elif truncate == "dt":
-            dt_raw = dt_raw[:int(len(dt_raw) * cut)]
+            dt_raw = dt_raw[: int(len(dt_raw) * cut)]
         elif truncate == "garbage":
             dt_raw = dt_raw + b"\n{]"
         gt_path.write_bytes(gt_raw)
         dt_path.write_bytes(dt_raw)
-        code, out, err = run_cli(["evaluate", "--gt", gt_path, "--dt", dt_path, "--format", "json",
-                                  "--protocol", "coco-pycocotools"])
+        code, out, err = run_cli(
+            [
+                "evaluate",
+                "--gt",
+                gt_path,
+                "--dt",
+                dt_path,
+                "--format",
+                "json",
+                "--protocol",
+                "coco-pycocotools",
+            ]
+        )
         doc = check_contract(code, out, err)
         event(f"exit {code}")
         if doc is None:
@@ -186,8 +270,22 @@ def test_fuzzed_coco_inputs_are_scored_or_refused(case):
         code, out, err = run_cli(["validate", "--gt", gt_path, "--dt", dt_path, "--format", "json"])
         assert code == 0, err
         # another protocol family on the same accepted input: scored too
-        check_contract(*run_cli(["evaluate", "--gt", gt_path, "--dt", dt_path, "--format", "json",
-                                 "--protocol", "voc2010", "-q"]))
+        check_contract(
+            *run_cli(
+                [
+                    "evaluate",
+                    "--gt",
+                    gt_path,
+                    "--dt",
+                    dt_path,
+                    "--format",
+                    "json",
+                    "--protocol",
+                    "voc2010",
+                    "-q",
+                ]
+            )
+        )
     if truncate or not all(any(t in w for t in REFERENCE_TAKES) for w in doc["warnings"]):
         return
     # The cross-check reference must take what deteval scored without a word against it.
@@ -201,21 +299,52 @@ def test_fuzzed_coco_inputs_are_scored_or_refused(case):
 # -- VOC mutations -----------------------------------------------------------------------------
 
 VOC_XML = {
-    "000001": ("<annotation>\n <size><width>100</width><height>80</height></size>\n"
-               " <object><name>cat</name><difficult>0</difficult><bndbox><xmin>10</xmin><ymin>10</ymin>"
-               "<xmax>50</xmax><ymax>60</ymax></bndbox></object>\n"
-               " <object><name>dog</name><difficult>0</difficult><bndbox><xmin>60</xmin><ymin>20</ymin>"
-               "<xmax>90</xmax><ymax>70</ymax></bndbox></object>\n</annotation>\n"),
-    "000002": ("<annotation>\n <size><width>100</width><height>80</height></size>\n"
-               " <object><name>cat</name><difficult>1</difficult><bndbox><xmin>5</xmin><ymin>5</ymin>"
-               "<xmax>40</xmax><ymax>40</ymax></bndbox></object>\n</annotation>\n"),
+    "000001": (
+        "<annotation>\n <size><width>100</width><height>80</height></size>\n"
+        " <object><name>cat</name><difficult>0</difficult><bndbox><xmin>10</xmin><ymin>10</ymin>"
+        "<xmax>50</xmax><ymax>60</ymax></bndbox></object>\n"
+        " <object><name>dog</name><difficult>0</difficult><bndbox><xmin>60</xmin><ymin>20</ymin>"
+        "<xmax>90</xmax><ymax>70</ymax></bndbox></object>\n</annotation>\n"
+    ),
+    "000002": (
+        "<annotation>\n <size><width>100</width><height>80</height></size>\n"
+        " <object><name>cat</name><difficult>1</difficult><bndbox><xmin>5</xmin><ymin>5</ymin>"
+        "<xmax>40</xmax><ymax>40</ymax></bndbox></object>\n</annotation>\n"
+    ),
 }
 VOC_RESULTS = {
     "cat": "000001 0.9 10 10 50 60\n000002 0.8 5 5 40 40\n000002 0.3 60 10 90 70\n",
     "dog": "000001 0.7 60 20 90 70\n000002 0.2 1 1 20 20\n",
 }
-TOKENS = st.sampled_from(["3", "15", "45.5", "0.25", "1e-3", "", "nan", "inf", "-1", "1e999", "abc", "../x", "0", "1", "2", "<", "&amp;",
-                          "&x;", "\x00", "é", "<!DOCTYPE a>", " ", "\n", "000003", "9" * 30])
+TOKENS = st.sampled_from(
+    [
+        "3",
+        "15",
+        "45.5",
+        "0.25",
+        "1e-3",
+        "",
+        "nan",
+        "inf",
+        "-1",
+        "1e999",
+        "abc",
+        "../x",
+        "0",
+        "1",
+        "2",
+        "<",
+        "&amp;",
+        "&x;",
+        "\x00",
+        "é",
+        "<!DOCTYPE a>",
+        " ",
+        "\n",
+        "000003",
+        "9" * 30,
+    ]
+)
 
 
 @st.composite
@@ -232,17 +361,18 @@ def voc_case(draw):
             how = draw(st.sampled_from(["replace_number", "drop_tag", "truncate", "insert"]))
             pos = draw(st.integers(0, len(text)))
             if how == "replace_number":
-                tag = draw(st.sampled_from(["xmin", "ymin", "xmax", "ymax", "difficult", "width",
-                                            "name", "height"]))
+                tag = draw(
+                    st.sampled_from(["xmin", "ymin", "xmax", "ymax", "difficult", "width", "name", "height"])
+                )
                 start = text.find(f"<{tag}>")
                 if start >= 0:
                     end = text.find(f"</{tag}>", start)
-                    text = text[:start + len(tag) + 2] + token + text[end:]
+                    text = text[: start + len(tag) + 2] + token + text[end:]
             elif how == "drop_tag":
                 tag = draw(st.sampled_from(["difficult", "bndbox", "name", "size", "xmax", "object"]))
                 start, end = text.find(f"<{tag}>"), text.find(f"</{tag}>")
                 if 0 <= start < end:
-                    text = text[:start] + text[end + len(tag) + 3:]
+                    text = text[:start] + text[end + len(tag) + 3 :]
             elif how == "truncate":
                 text = text[:pos]
             else:
@@ -287,10 +417,22 @@ def test_fuzzed_voc_inputs_are_scored_or_refused(case):
             (root / "results" / f"comp4_det_test_{cls}.txt").write_bytes(text.encode())
         (root / "ImageSets" / "Main" / "test.txt").write_bytes(split.encode())
         for protocol in ("voc2007", "coco"):
-            code, out, err = run_cli(["evaluate", "--gt", root, "--dt", root / "results", "--split",
-                                      "test", "--protocol", protocol, "--format", "json"])
+            code, out, err = run_cli(
+                [
+                    "evaluate",
+                    "--gt",
+                    root,
+                    "--dt",
+                    root / "results",
+                    "--split",
+                    "test",
+                    "--protocol",
+                    protocol,
+                    "--format",
+                    "json",
+                ]
+            )
             doc = check_contract(code, out, err)
             event(f"{protocol}: exit {code}")
             if doc is not None:
-                assert all(np.isfinite(v) for v in doc["results"][0]["metrics"].values()
-                           if v is not None)
+                assert all(np.isfinite(v) for v in doc["results"][0]["metrics"].values() if v is not None)

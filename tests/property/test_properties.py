@@ -30,8 +30,12 @@ pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
 
 # derandomize: CI sees the same examples every run (no flaky gate); database=None: no
 # example files written into the work tree.
-_COMMON = dict(deadline=None, derandomize=True, database=None,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_COMMON = dict(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 SETTINGS = settings(max_examples=60, **_COMMON)
 FEW = settings(max_examples=30, **_COMMON)
 
@@ -42,17 +46,18 @@ EPS_PRECISION = 1 / (1 + np.spacing(1))  # 0.9999999999999998: one TP, pycocotoo
 # Strategies
 # --------------------------------------------------------------------------------------
 
+
 def _float_boxes(min_size=1, max_size=6, *, extreme=False):
     if extreme:  # sizes down to subnormals, coordinates up to 1e6
         coord = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
         size = st.floats(0, 1e3, allow_nan=False, allow_infinity=False)
     else:
         coord = st.floats(-200, 200, allow_nan=False, allow_infinity=False)
-        size = st.one_of(st.just(0.0), st.floats(0.01, 150, allow_nan=False,
-                                                 allow_infinity=False))
+        size = st.one_of(st.just(0.0), st.floats(0.01, 150, allow_nan=False, allow_infinity=False))
     box = st.tuples(coord, coord, size, size)
     return st.lists(box, min_size=min_size, max_size=max_size).map(
-        lambda b: np.array(b, dtype=np.float64).reshape(-1, 4))
+        lambda b: np.array(b, dtype=np.float64).reshape(-1, 4)
+    )
 
 
 def _int_boxes(min_size=1, max_size=6):
@@ -60,20 +65,28 @@ def _int_boxes(min_size=1, max_size=6):
     size = st.integers(0, 60)
     box = st.tuples(coord, coord, size, size)
     return st.lists(box, min_size=min_size, max_size=max_size).map(
-        lambda b: np.array(b, dtype=np.float64).reshape(-1, 4))
+        lambda b: np.array(b, dtype=np.float64).reshape(-1, 4)
+    )
 
 
 @st.composite
-def coco_datasets(draw, *, max_images=4, max_classes=3, max_gt=12, max_det=20,
-                  with_id_zero=False, with_ignore_fields=False, distinct_scores=False,
-                  positive_scores=False):
+def coco_datasets(
+    draw,
+    *,
+    max_images=4,
+    max_classes=3,
+    max_gt=12,
+    max_det=20,
+    with_id_zero=False,
+    with_ignore_fields=False,
+    distinct_scores=False,
+    positive_scores=False,
+):
     """(gt, dt): small COCO dicts with overlapping integer / float boxes and score ties."""
     n_images = draw(st.integers(1, max_images))
-    image_ids = draw(st.lists(st.integers(1, 10**6), min_size=n_images, max_size=n_images,
-                              unique=True))
+    image_ids = draw(st.lists(st.integers(1, 10**6), min_size=n_images, max_size=n_images, unique=True))
     n_classes = draw(st.integers(1, max_classes))
-    cat_ids = draw(st.lists(st.integers(1, 1000), min_size=n_classes, max_size=n_classes,
-                            unique=True))
+    cat_ids = draw(st.lists(st.integers(1, 1000), min_size=n_classes, max_size=n_classes, unique=True))
     coord = st.integers(0, 60)
     size = st.integers(0, 50)
     annotations = []
@@ -82,15 +95,19 @@ def coco_datasets(draw, *, max_images=4, max_classes=3, max_gt=12, max_det=20,
         if draw(st.booleans()):
             x, y = x + 0.5, y + draw(st.sampled_from([0, 0.25, 0.1]))
         area = draw(st.sampled_from(["box", "box", "other"]))
-        ann = {"image_id": draw(st.sampled_from(image_ids)),
-               "category_id": draw(st.sampled_from(cat_ids)), "bbox": [x, y, w, h],
-               "area": w * h if area == "box" else draw(st.sampled_from([0, 1024, 9216, 500.5])),
-               "iscrowd": int(draw(st.integers(0, 9)) == 0)}
+        ann = {
+            "image_id": draw(st.sampled_from(image_ids)),
+            "category_id": draw(st.sampled_from(cat_ids)),
+            "bbox": [x, y, w, h],
+            "area": w * h if area == "box" else draw(st.sampled_from([0, 1024, 9216, 500.5])),
+            "iscrowd": int(draw(st.integers(0, 9)) == 0),
+        }
         if with_ignore_fields and draw(st.booleans()):
             ann["ignore"] = draw(st.sampled_from([0, 1]))
         annotations.append(ann)
-    ann_ids = draw(st.lists(st.integers(1, 10**6), min_size=len(annotations),
-                            max_size=len(annotations), unique=True))
+    ann_ids = draw(
+        st.lists(st.integers(1, 10**6), min_size=len(annotations), max_size=len(annotations), unique=True)
+    )
     for ann, ann_id in zip(annotations, ann_ids, strict=True):
         ann["id"] = ann_id
     if with_id_zero and annotations:
@@ -98,13 +115,11 @@ def coco_datasets(draw, *, max_images=4, max_classes=3, max_gt=12, max_det=20,
 
     n_det = draw(st.integers(0, max_det))
     if distinct_scores:
-        scores = draw(st.lists(st.integers(1, 10**6), min_size=n_det, max_size=n_det,
-                               unique=True))
+        scores = draw(st.lists(st.integers(1, 10**6), min_size=n_det, max_size=n_det, unique=True))
         scores = [k / 10**6 for k in scores]
     else:
         low = 1 if positive_scores else 0
-        scores = [k / 20 for k in draw(st.lists(st.integers(low, 20), min_size=n_det,
-                                                max_size=n_det))]
+        scores = [k / 20 for k in draw(st.lists(st.integers(low, 20), min_size=n_det, max_size=n_det))]
     detections = []
     for score in scores:
         if annotations and draw(st.booleans()):  # near a GT of the same image and class
@@ -116,11 +131,12 @@ def coco_datasets(draw, *, max_images=4, max_classes=3, max_gt=12, max_det=20,
         else:
             box = [draw(coord), draw(coord), draw(st.integers(1, 50)), draw(st.integers(1, 50))]
             image_id, cat = draw(st.sampled_from(image_ids)), draw(st.sampled_from(cat_ids))
-        detections.append({"image_id": image_id, "category_id": cat, "bbox": box,
-                           "score": score})
-    gt = {"images": [{"id": i, "width": 100, "height": 100} for i in image_ids],
-          "categories": [{"id": c, "name": f"c{c}"} for c in cat_ids],
-          "annotations": annotations}
+        detections.append({"image_id": image_id, "category_id": cat, "bbox": box, "score": score})
+    gt = {
+        "images": [{"id": i, "width": 100, "height": 100} for i in image_ids],
+        "categories": [{"id": c, "name": f"c{c}"} for c in cat_ids],
+        "annotations": annotations,
+    }
     return gt, detections
 
 
@@ -133,16 +149,18 @@ def perfect_datasets(draw):
         a["iscrowd"] = 0
         a["area"] = a["bbox"][2] * a["bbox"][3]
     gt["annotations"] = annotations
-    scores = draw(st.lists(st.floats(0.01, 1.0), min_size=len(annotations),
-                           max_size=len(annotations)))
-    dt = [{"image_id": a["image_id"], "category_id": a["category_id"], "bbox": list(a["bbox"]),
-           "score": s} for a, s in zip(annotations, scores, strict=True)]
+    scores = draw(st.lists(st.floats(0.01, 1.0), min_size=len(annotations), max_size=len(annotations)))
+    dt = [
+        {"image_id": a["image_id"], "category_id": a["category_id"], "bbox": list(a["bbox"]), "score": s}
+        for a, s in zip(annotations, scores, strict=True)
+    ]
     return gt, dt
 
 
 # --------------------------------------------------------------------------------------
 # Box IoU
 # --------------------------------------------------------------------------------------
+
 
 @SETTINGS
 @given(a=_float_boxes(), b=_float_boxes())
@@ -184,9 +202,11 @@ def test_box_iou_integer_boxes_in_unit_interval(a, b):
 
 
 @SETTINGS
-@given(d=st.one_of(_float_boxes(), _int_boxes(), _float_boxes(extreme=True)),
-       g=st.one_of(_float_boxes(), _int_boxes(), _float_boxes(extreme=True)),
-       data=st.data())
+@given(
+    d=st.one_of(_float_boxes(), _int_boxes(), _float_boxes(extreme=True)),
+    g=st.one_of(_float_boxes(), _int_boxes(), _float_boxes(extreme=True)),
+    data=st.data(),
+)
 def test_box_iou_equals_pycocotools_bbiou_bit_for_bit(d, g, data):
     crowd = data.draw(st.lists(st.booleans(), min_size=len(g), max_size=len(g)))
     expected = mask_utils.iou(d.tolist(), g.tolist(), [int(c) for c in crowd])
@@ -194,12 +214,15 @@ def test_box_iou_equals_pycocotools_bbiou_bit_for_bit(d, g, data):
     np.testing.assert_array_equal(actual, np.asarray(expected, dtype=np.float64))
 
 
-@pytest.mark.parametrize("box, expected", [
-    ([0.1, 0.1, 0.2, 0.2], 1.0000000000000004),
-    ([15.0, 0.0, 1.1, 1.0], 1.0000000000000024),
-    # (15 + 1e-15) - 15 is one ulp of 15 (1.78e-15), not 1e-15: IoU far above 1.
-    ([15.0, 0.0, 1e-15, 1.0], 7.942817632502367),
-])
+@pytest.mark.parametrize(
+    "box, expected",
+    [
+        ([0.1, 0.1, 0.2, 0.2], 1.0000000000000004),
+        ([15.0, 0.0, 1.1, 1.0], 1.0000000000000024),
+        # (15 + 1e-15) - 15 is one ulp of 15 (1.78e-15), not 1e-15: IoU far above 1.
+        ([15.0, 0.0, 1e-15, 1.0], 7.942817632502367),
+    ],
+)
 def test_box_iou_is_not_clamped_like_pycocotools(box, expected):
     """Identical boxes, IoU above 1 by float rounding: parity keeps pycocotools' value."""
     boxes = np.array([box])
@@ -210,6 +233,7 @@ def test_box_iou_is_not_clamped_like_pycocotools(box, expected):
 # --------------------------------------------------------------------------------------
 # Evaluation
 # --------------------------------------------------------------------------------------
+
 
 def _in_unit_interval_or_nan(values):
     values = np.asarray(values, dtype=np.float64)
@@ -258,31 +282,40 @@ def _assert_same_result(a, b):
     np.testing.assert_array_equal(a.scores, b.scores)
     assert a.metrics.keys() == b.metrics.keys()
     for key in a.metrics:
-        assert (a.metrics[key] == b.metrics[key]
-                or (np.isnan(a.metrics[key]) and np.isnan(b.metrics[key]))), key
+        assert a.metrics[key] == b.metrics[key] or (np.isnan(a.metrics[key]) and np.isnan(b.metrics[key])), (
+            key
+        )
 
 
 @SETTINGS
-@given(data=coco_datasets(max_images=6), seed=st.randoms(use_true_random=False),
-       protocol=st.sampled_from(["coco", "coco-pycocotools"]))
+@given(
+    data=coco_datasets(max_images=6),
+    seed=st.randoms(use_true_random=False),
+    protocol=st.sampled_from(["coco", "coco-pycocotools"]),
+)
 def test_reordering_images_in_gt_file_changes_nothing(data, seed, protocol):
     gt, dt = data
     shuffled = copy.deepcopy(gt)
     seed.shuffle(shuffled["images"])
     seed.shuffle(shuffled["categories"])
-    _assert_same_result(deteval.evaluate(gt, dt, protocol=protocol),
-                        deteval.evaluate(shuffled, dt, protocol=protocol))
+    _assert_same_result(
+        deteval.evaluate(gt, dt, protocol=protocol), deteval.evaluate(shuffled, dt, protocol=protocol)
+    )
 
 
 @SETTINGS
-@given(data=coco_datasets(distinct_scores=True), seed=st.randoms(use_true_random=False),
-       protocol=st.sampled_from(["coco", "coco-pycocotools"]))
+@given(
+    data=coco_datasets(distinct_scores=True),
+    seed=st.randoms(use_true_random=False),
+    protocol=st.sampled_from(["coco", "coco-pycocotools"]),
+)
 def test_reordering_detections_with_distinct_scores_changes_nothing(data, seed, protocol):
     gt, dt = data
     shuffled = list(dt)
     seed.shuffle(shuffled)
-    _assert_same_result(deteval.evaluate(gt, dt, protocol=protocol),
-                        deteval.evaluate(gt, shuffled, protocol=protocol))
+    _assert_same_result(
+        deteval.evaluate(gt, dt, protocol=protocol), deteval.evaluate(gt, shuffled, protocol=protocol)
+    )
 
 
 def _monotone(score):
@@ -291,8 +324,7 @@ def _monotone(score):
 
 
 @SETTINGS
-@given(data=coco_datasets(positive_scores=True),
-       protocol=st.sampled_from(["coco", "coco-pycocotools"]))
+@given(data=coco_datasets(positive_scores=True), protocol=st.sampled_from(["coco", "coco-pycocotools"]))
 def test_monotone_score_transform_keeps_ap(data, protocol):
     gt, dt = data
     transformed = [{**d, "score": _monotone(d["score"])} for d in dt]
@@ -301,8 +333,9 @@ def test_monotone_score_transform_keeps_ap(data, protocol):
     np.testing.assert_array_equal(a.precision, b.precision)
     np.testing.assert_array_equal(a.recall, b.recall)
     for key in a.metrics:
-        assert (a.metrics[key] == b.metrics[key]
-                or (np.isnan(a.metrics[key]) and np.isnan(b.metrics[key]))), key
+        assert a.metrics[key] == b.metrics[key] or (np.isnan(a.metrics[key]) and np.isnan(b.metrics[key])), (
+            key
+        )
     # The scores array follows the transform (0 where a recall threshold is never reached).
     reached = a.scores > 0
     np.testing.assert_array_equal(b.scores[reached], _monotone(a.scores[reached]))
@@ -323,13 +356,18 @@ def test_both_modes_equal_slow_reference(data):
 @given(data=coco_datasets(with_id_zero=True, with_ignore_fields=True))
 def test_parity_protocol_equals_pycocotools_on_small_data(data):
     gt, dt = data
-    assert_matches(deteval.evaluate(gt, dt, protocol="coco-pycocotools"),
-                   run_pycocotools(gt, dt), "parity vs pycocotools")
+    assert_matches(
+        deteval.evaluate(gt, dt, protocol="coco-pycocotools"),
+        run_pycocotools(gt, dt),
+        "parity vs pycocotools",
+    )
 
 
 @pytest.mark.parametrize("protocol", ["coco", "coco-pycocotools"])
 def test_evaluate_twice_is_deterministic(protocol):
     from tests.crosscheck.generate import generate
+
     gt, dt = generate(5, max_images=10)
-    _assert_same_result(deteval.evaluate(gt, dt, protocol=protocol),
-                        deteval.evaluate(gt, dt, protocol=protocol))
+    _assert_same_result(
+        deteval.evaluate(gt, dt, protocol=protocol), deteval.evaluate(gt, dt, protocol=protocol)
+    )

@@ -24,7 +24,7 @@ SETTINGS = settings(max_examples=60, derandomize=True, deadline=None)
 @st.composite
 def problems(draw, multilabel: bool):
     """(labels, scores, weights) from a drawn seed and shape; weights None or positive (some 0)."""
-    seed = draw(st.integers(0, 2 ** 32 - 1))
+    seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
     n = draw(st.integers(1, 40))
     shape = (n, draw(st.integers(2, 6))) if multilabel else (n,)
@@ -53,21 +53,29 @@ def _close(a, b):
 @given(problems(multilabel=False))
 def test_binary_ap_and_auc_equal_scikit_learn(problem):
     labels, scores, weights = problem
-    _close(_quiet(ranking.average_precision, labels, scores, sample_weight=weights),
-           _quiet(skm.average_precision_score, labels, scores, sample_weight=weights))
+    _close(
+        _quiet(ranking.average_precision, labels, scores, sample_weight=weights),
+        _quiet(skm.average_precision_score, labels, scores, sample_weight=weights),
+    )
     if 0 < labels.sum() < labels.size:
-        _close(ranking.roc_auc(labels, scores, sample_weight=weights),
-               skm.roc_auc_score(labels, scores, sample_weight=weights))
+        _close(
+            ranking.roc_auc(labels, scores, sample_weight=weights),
+            skm.roc_auc_score(labels, scores, sample_weight=weights),
+        )
 
 
 @SETTINGS
 @given(problems(multilabel=True), st.sampled_from([None, "micro", "macro", "weighted", "samples"]))
 def test_multilabel_ap_and_auc_equal_scikit_learn(problem, average):
     labels, scores, weights = problem
-    _close(_quiet(ranking.average_precision, labels, scores, average=average, sample_weight=weights),
-           _quiet(skm.average_precision_score, labels, scores, average=average, sample_weight=weights))
-    _close(_quiet(ranking.roc_auc, labels, scores, average=average, sample_weight=weights),
-           _quiet(skm.roc_auc_score, labels, scores, average=average, sample_weight=weights))
+    _close(
+        _quiet(ranking.average_precision, labels, scores, average=average, sample_weight=weights),
+        _quiet(skm.average_precision_score, labels, scores, average=average, sample_weight=weights),
+    )
+    _close(
+        _quiet(ranking.roc_auc, labels, scores, average=average, sample_weight=weights),
+        _quiet(skm.roc_auc_score, labels, scores, average=average, sample_weight=weights),
+    )
 
 
 @SETTINGS
@@ -76,14 +84,22 @@ def test_curves_equal_scikit_learn(problem, drop_intermediate):
     labels, scores, weights = problem
     if weights is not None and not (weights * labels).sum() > 0:
         return  # no positive weight: both warn, arrays compared in the unit tests
-    ours = _quiet(ranking.precision_recall_curve, labels, scores, sample_weight=weights,
-                  drop_intermediate=drop_intermediate)
-    theirs = _quiet(skm.precision_recall_curve, labels, scores, sample_weight=weights,
-                    drop_intermediate=drop_intermediate)
+    ours = _quiet(
+        ranking.precision_recall_curve,
+        labels,
+        scores,
+        sample_weight=weights,
+        drop_intermediate=drop_intermediate,
+    )
+    theirs = _quiet(
+        skm.precision_recall_curve, labels, scores, sample_weight=weights, drop_intermediate=drop_intermediate
+    )
     for a, b in zip(ours, theirs):
         assert a.shape == b.shape
         _close(a, b)
-    ours = _quiet(ranking.roc_curve, labels, scores, sample_weight=weights, drop_intermediate=drop_intermediate)
+    ours = _quiet(
+        ranking.roc_curve, labels, scores, sample_weight=weights, drop_intermediate=drop_intermediate
+    )
     theirs = _quiet(skm.roc_curve, labels, scores, sample_weight=weights, drop_intermediate=drop_intermediate)
     for a, b in zip(ours, theirs):
         assert a.shape == b.shape
@@ -96,8 +112,10 @@ def test_ndcg_equals_scikit_learn(problem, k, graded):
     labels, scores, weights = problem
     relevance = labels * np.round(scores * 7 + 1) if graded else labels
     query_weights = None if weights is None else weights
-    _close(ranking.ndcg_at_k(relevance, scores, k, sample_weight=query_weights),
-           skm.ndcg_score(relevance, scores, k=k, sample_weight=query_weights))
+    _close(
+        ranking.ndcg_at_k(relevance, scores, k, sample_weight=query_weights),
+        skm.ndcg_score(relevance, scores, k=k, sample_weight=query_weights),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,8 +152,11 @@ def _twin_interpolated(labels, scores, method, grid="matlab_colon"):
 
 
 @settings(max_examples=80, derandomize=True, deadline=None)
-@given(problems(multilabel=False), st.sampled_from(["all_point", "11_point", "101_point"]),
-       st.sampled_from(["matlab_colon", "numpy_arange", "decimal"]))
+@given(
+    problems(multilabel=False),
+    st.sampled_from(["all_point", "11_point", "101_point"]),
+    st.sampled_from(["matlab_colon", "numpy_arange", "decimal"]),
+)
 def test_interpolated_methods_equal_the_slow_twin(problem, method, grid):
     labels, scores, _ = problem
     expected = _twin_interpolated(labels.tolist(), scores.tolist(), method, grid)
@@ -147,8 +168,10 @@ def test_interpolated_methods_equal_the_slow_twin(problem, method, grid):
 def test_interpolated_methods_per_label(problem, method):
     labels, scores, _ = problem
     per_label = _quiet(ranking.average_precision, labels, scores, average=None, method=method)
-    expected = [_twin_interpolated(labels[:, j].tolist(), scores[:, j].tolist(), method)
-                for j in range(labels.shape[1])]
+    expected = [
+        _twin_interpolated(labels[:, j].tolist(), scores[:, j].tolist(), method)
+        for j in range(labels.shape[1])
+    ]
     _close(per_label, expected)
 
 

@@ -42,9 +42,11 @@ def run_pycocotools(gt, dt, *, iou_thresholds=None, area_ranges=None, max_dets=N
             coco_dt = coco_gt.loadRes(dt)
         else:
             coco_dt = COCO()
-            coco_dt.dataset = {"images": list(gt["images"]),
-                               "categories": copy.deepcopy(gt["categories"]),
-                               "annotations": []}
+            coco_dt.dataset = {
+                "images": list(gt["images"]),
+                "categories": copy.deepcopy(gt["categories"]),
+                "annotations": [],
+            }
             coco_dt.createIndex()
         ev = COCOeval(coco_gt, coco_dt, iouType="bbox")
         if iou_thresholds is not None:

@@ -56,8 +56,7 @@ COCO_AREA_RANGES = (
 COCO_MAX_DETS = (1, 10, 100)
 EPS = float(np.spacing(1))
 
-STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl",
-              "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
+STAT_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 
 
 @dataclass(frozen=True)
@@ -239,10 +238,23 @@ def _mean_like_summarize(values):
     return float(np.mean(np.array(kept, dtype=np.float64)))
 
 
-def _summarize(precision, recall, iou_thresholds, area_labels, max_dets, *, is_ap,
-               iou_thr=None, area_label="all", max_det=100):
-    t_idx = (list(range(len(iou_thresholds))) if iou_thr is None
-             else [i for i, t in enumerate(iou_thresholds) if t == iou_thr])
+def _summarize(
+    precision,
+    recall,
+    iou_thresholds,
+    area_labels,
+    max_dets,
+    *,
+    is_ap,
+    iou_thr=None,
+    area_label="all",
+    max_det=100,
+):
+    t_idx = (
+        list(range(len(iou_thresholds)))
+        if iou_thr is None
+        else [i for i, t in enumerate(iou_thresholds) if t == iou_thr]
+    )
     a_idx = [i for i, lbl in enumerate(area_labels) if lbl == area_label]
     m_idx = [i for i, m in enumerate(max_dets) if m == max_det]
     if len(a_idx) != 1 or len(m_idx) != 1:
@@ -252,17 +264,25 @@ def _summarize(precision, recall, iou_thresholds, area_labels, max_dets, *, is_a
     a, m = a_idx[0], m_idx[0]
     n_class = precision.shape[2]
     if is_ap:
-        values = [precision[t, r, k, a, m]
-                  for t in t_idx for r in range(precision.shape[1]) for k in range(n_class)]
+        values = [
+            precision[t, r, k, a, m] for t in t_idx for r in range(precision.shape[1]) for k in range(n_class)
+        ]
     else:
         values = [recall[t, k, a, m] for t in t_idx for k in range(n_class)]
     return _mean_like_summarize(values)
 
 
-def evaluate_slow(gt, dt, *, iou_thresholds=COCO_IOU_THRESHOLDS,
-                  recall_thresholds=COCO_RECALL_THRESHOLDS, area_ranges=COCO_AREA_RANGES,
-                  max_dets=COCO_MAX_DETS, gt_ignore_field="iscrowd",
-                  gt_id_zero="unmatchable"):
+def evaluate_slow(
+    gt,
+    dt,
+    *,
+    iou_thresholds=COCO_IOU_THRESHOLDS,
+    recall_thresholds=COCO_RECALL_THRESHOLDS,
+    area_ranges=COCO_AREA_RANGES,
+    max_dets=COCO_MAX_DETS,
+    gt_ignore_field="iscrowd",
+    gt_id_zero="unmatchable",
+):
     """Evaluate COCO boxes like pycocotools' COCOeval (bbox), slowly and plainly.
 
     Parameters
@@ -303,8 +323,7 @@ def evaluate_slow(gt, dt, *, iou_thresholds=COCO_IOU_THRESHOLDS,
             is_ignore = is_crowd
         else:
             is_ignore = bool(ann.get("ignore", 0)) or is_crowd
-        g = _Gt(ann["id"], tuple(float(v) for v in ann["bbox"]), ann["area"], is_crowd,
-                is_ignore)
+        g = _Gt(ann["id"], tuple(float(v) for v in ann["bbox"]), ann["area"], is_crowd, is_ignore)
         gts_by_group.setdefault((ann["image_id"], ann["category_id"]), []).append(g)
     dets_by_group = {}
     for res in dt:
@@ -325,9 +344,15 @@ def evaluate_slow(gt, dt, *, iou_thresholds=COCO_IOU_THRESHOLDS,
     for k, cat in enumerate(category_ids):
         for a, (_, lo, hi) in enumerate(area_ranges):
             image_evals = [
-                _evaluate_image(gts_by_group.get((img, cat), []),
-                                dets_by_group.get((img, cat), []), lo, hi, max_dets[-1],
-                                iou_thresholds, gt_id_zero=gt_id_zero)
+                _evaluate_image(
+                    gts_by_group.get((img, cat), []),
+                    dets_by_group.get((img, cat), []),
+                    lo,
+                    hi,
+                    max_dets[-1],
+                    iou_thresholds,
+                    gt_id_zero=gt_id_zero,
+                )
                 for img in image_ids
             ]
             for m, max_det in enumerate(max_dets):
@@ -345,21 +370,22 @@ def evaluate_slow(gt, dt, *, iou_thresholds=COCO_IOU_THRESHOLDS,
         labels = [lbl for lbl, _, _ in area_ranges]
 
         def s(is_ap, **kw):
-            return _summarize(precision, recall, iou_thresholds, labels, max_dets,
-                              is_ap=is_ap, **kw)
+            return _summarize(precision, recall, iou_thresholds, labels, max_dets, is_ap=is_ap, **kw)
 
-        stats = np.array([
-            s(True),  # max_det=100, whatever max_dets is (pycocotools)
-            s(True, iou_thr=0.5, max_det=max_dets[2]),
-            s(True, iou_thr=0.75, max_det=max_dets[2]),
-            s(True, area_label="small", max_det=max_dets[2]),
-            s(True, area_label="medium", max_det=max_dets[2]),
-            s(True, area_label="large", max_det=max_dets[2]),
-            s(False, max_det=max_dets[0]),
-            s(False, max_det=max_dets[1]),
-            s(False, max_det=max_dets[2]),
-            s(False, area_label="small", max_det=max_dets[2]),
-            s(False, area_label="medium", max_det=max_dets[2]),
-            s(False, area_label="large", max_det=max_dets[2]),
-        ])
+        stats = np.array(
+            [
+                s(True),  # max_det=100, whatever max_dets is (pycocotools)
+                s(True, iou_thr=0.5, max_det=max_dets[2]),
+                s(True, iou_thr=0.75, max_det=max_dets[2]),
+                s(True, area_label="small", max_det=max_dets[2]),
+                s(True, area_label="medium", max_det=max_dets[2]),
+                s(True, area_label="large", max_det=max_dets[2]),
+                s(False, max_det=max_dets[0]),
+                s(False, max_det=max_dets[1]),
+                s(False, max_det=max_dets[2]),
+                s(False, area_label="small", max_det=max_dets[2]),
+                s(False, area_label="medium", max_det=max_dets[2]),
+                s(False, area_label="large", max_det=max_dets[2]),
+            ]
+        )
     return SlowResult(precision, recall, scores, stats, category_ids, image_ids)

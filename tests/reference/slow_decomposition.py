@@ -70,13 +70,29 @@ def max_iou_assignment(gt_dict, dt_list):
 def decomposition_slow(gt_dict, dt_list, category_id, t):
     """Curves of one class straight from the definitions: a dict of lists per confidence."""
     assign = max_iou_assignment(gt_dict, dt_list)
-    n_gt = sum(1 for a in gt_dict["annotations"]
-               if a["category_id"] == category_id and not a.get("iscrowd", 0))
-    confidences = sorted({d["score"] for d, a in zip(dt_list, assign)
-                          if d["category_id"] == category_id or (a[0] >= t and a[1] == category_id)},
-                         reverse=True)
-    curves = {k: [] for k in ("confidence", "precision_D", "recall_D", "precision_L", "recall_L",
-                              "precision_CgL", "recall_CgL")}
+    n_gt = sum(
+        1 for a in gt_dict["annotations"] if a["category_id"] == category_id and not a.get("iscrowd", 0)
+    )
+    confidences = sorted(
+        {
+            d["score"]
+            for d, a in zip(dt_list, assign)
+            if d["category_id"] == category_id or (a[0] >= t and a[1] == category_id)
+        },
+        reverse=True,
+    )
+    curves = {
+        k: []
+        for k in (
+            "confidence",
+            "precision_D",
+            "recall_D",
+            "precision_L",
+            "recall_L",
+            "precision_CgL",
+            "recall_CgL",
+        )
+    }
 
     def ratio(a, b):
         return a / b if b else math.nan
@@ -128,8 +144,11 @@ def confusion_slow(gt_dict, dt_list, t, confidence):
         for i, d in dets:
             if i in used_d:
                 continue
-            if any(_iou(d["bbox"], a["bbox"], crowd=True) >= t
-                   for _, a in crowd if a["category_id"] == d["category_id"]):
+            if any(
+                _iou(d["bbox"], a["bbox"], crowd=True) >= t
+                for _, a in crowd
+                if a["category_id"] == d["category_id"]
+            ):
                 continue  # absorbed by a crowd region of its class: not in the matrix
             matrix[n, index[d["category_id"]]] += 1
         for j, a in normal:

@@ -95,6 +95,10 @@ def validate(images, iouv):
         stats_conf.append(scores)
         stats_cls.append(cls)
         stats_target.append(gt_cls)
-    ap, classes = ap_per_class(np.concatenate(stats_tp).astype(float), np.concatenate(stats_conf),
-                               np.concatenate(stats_cls), np.concatenate(stats_target))
+    ap, classes = ap_per_class(
+        np.concatenate(stats_tp).astype(float),
+        np.concatenate(stats_conf),
+        np.concatenate(stats_cls),
+        np.concatenate(stats_target),
+    )
     return {"mAP50": ap[:, 0].mean(), "mAP50-95": ap.mean(), "ap": ap, "classes": classes}

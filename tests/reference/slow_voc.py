@@ -50,18 +50,26 @@ EPS = float(np.finfo(np.float64).eps)
 
 #: Each deteval preset, as reference options.
 PRESET_OPTIONS = {
-    "voc2007": dict(variant="devkit", comparison=">=", convention="pixel_inclusive",
-                    ap_method="11_point", grid="matlab"),
-    "voc2010": dict(variant="devkit", comparison=">=", convention="pixel_inclusive",
-                    ap_method="all_point"),
-    "voc2007-pyfrcnn": dict(variant="pyfrcnn", comparison=">", convention="pixel_inclusive",
-                            ap_method="11_point", grid="numpy_arange"),
-    "voc2010-pyfrcnn": dict(variant="pyfrcnn", comparison=">", convention="pixel_inclusive",
-                            ap_method="all_point"),
-    "voc2007-continuous": dict(variant="devkit", comparison=">=", convention="continuous",
-                               ap_method="11_point", grid="matlab"),
-    "voc2010-continuous": dict(variant="devkit", comparison=">=", convention="continuous",
-                               ap_method="all_point"),
+    "voc2007": dict(
+        variant="devkit", comparison=">=", convention="pixel_inclusive", ap_method="11_point", grid="matlab"
+    ),
+    "voc2010": dict(variant="devkit", comparison=">=", convention="pixel_inclusive", ap_method="all_point"),
+    "voc2007-pyfrcnn": dict(
+        variant="pyfrcnn",
+        comparison=">",
+        convention="pixel_inclusive",
+        ap_method="11_point",
+        grid="numpy_arange",
+    ),
+    "voc2010-pyfrcnn": dict(
+        variant="pyfrcnn", comparison=">", convention="pixel_inclusive", ap_method="all_point"
+    ),
+    "voc2007-continuous": dict(
+        variant="devkit", comparison=">=", convention="continuous", ap_method="11_point", grid="matlab"
+    ),
+    "voc2010-continuous": dict(
+        variant="devkit", comparison=">=", convention="continuous", ap_method="all_point"
+    ),
 }
 PRESET_OPTIONS["voc2012"] = PRESET_OPTIONS["voc2010"]
 
@@ -69,6 +77,7 @@ PRESET_OPTIONS["voc2012"] = PRESET_OPTIONS["voc2010"]
 # ------------------------------------------------------------------------------------------
 # Small MATLAB semantics
 # ------------------------------------------------------------------------------------------
+
 
 def matlab_colon(a, d, b):
     """``a:d:b`` as MATLAB builds it (MathWorks' ``colonop``: symmetric from both ends).
@@ -119,6 +128,7 @@ def eleven_point_grid(grid):
 # Overlap
 # ------------------------------------------------------------------------------------------
 
+
 def devkit_overlap(bb, bbgt, convention="pixel_inclusive"):
     """Overlap of two boxes [x1, y1, x2, y2] as VOCevalDet.m; None when iw <= 0 or ih <= 0."""
     plus = 1.0 if convention == "pixel_inclusive" else 0.0
@@ -126,9 +136,11 @@ def devkit_overlap(bb, bbgt, convention="pixel_inclusive"):
     iw = bi[2] - bi[0] + plus
     ih = bi[3] - bi[1] + plus
     if iw > 0 and ih > 0:
-        ua = ((bb[2] - bb[0] + plus) * (bb[3] - bb[1] + plus)
-              + (bbgt[2] - bbgt[0] + plus) * (bbgt[3] - bbgt[1] + plus)
-              - iw * ih)
+        ua = (
+            (bb[2] - bb[0] + plus) * (bb[3] - bb[1] + plus)
+            + (bbgt[2] - bbgt[0] + plus) * (bbgt[3] - bbgt[1] + plus)
+            - iw * ih
+        )
         return iw * ih / ua
     return None
 
@@ -143,8 +155,11 @@ def pyfrcnn_overlap(bb, bbgt, convention="pixel_inclusive"):
     iw = max(ixmax - ixmin + plus, 0.0)
     ih = max(iymax - iymin + plus, 0.0)
     inters = iw * ih
-    uni = ((bb[2] - bb[0] + plus) * (bb[3] - bb[1] + plus)
-           + (bbgt[2] - bbgt[0] + plus) * (bbgt[3] - bbgt[1] + plus) - inters)
+    uni = (
+        (bb[2] - bb[0] + plus) * (bb[3] - bb[1] + plus)
+        + (bbgt[2] - bbgt[0] + plus) * (bbgt[3] - bbgt[1] + plus)
+        - inters
+    )
     return inters / uni
 
 
@@ -152,22 +167,35 @@ def pyfrcnn_overlap(bb, bbgt, convention="pixel_inclusive"):
 # One class
 # ------------------------------------------------------------------------------------------
 
+
 def _class_gt(image_ids, objects, cls):
     """{image: {"BB": [...], "diff": [...], "det": [...]}} and npos, as the devkit builds them."""
     gt = {}
     npos = 0
     for image in image_ids:
         objs = [o for o in objects.get(image, []) if o["name"] == cls]
-        gt[image] = {"BB": [tuple(o["box"]) for o in objs],
-                     "diff": [bool(o["difficult"]) for o in objs],
-                     "det": [False] * len(objs)}
+        gt[image] = {
+            "BB": [tuple(o["box"]) for o in objs],
+            "diff": [bool(o["difficult"]) for o in objs],
+            "det": [False] * len(objs),
+        }
         npos += sum(1 for o in objs if not o["difficult"])
     return gt, npos
 
 
-def devkit_eval_class(image_ids, objects, detections, cls, *, comparison=">=",
-                      convention="pixel_inclusive", ap_method="11_point", grid="matlab",
-                      min_overlap=0.5, matlab_nan=True):
+def devkit_eval_class(
+    image_ids,
+    objects,
+    detections,
+    cls,
+    *,
+    comparison=">=",
+    convention="pixel_inclusive",
+    ap_method="11_point",
+    grid="matlab",
+    min_overlap=0.5,
+    matlab_nan=True,
+):
     """``VOCevalDet.m`` for one class.
 
     Parameters
@@ -222,9 +250,18 @@ def devkit_eval_class(image_ids, objects, detections, cls, *, comparison=">=",
     return _curve_and_ap(tp, fp, npos, ap_method=ap_method, grid=grid, matlab_nan=matlab_nan)
 
 
-def pyfrcnn_eval_class(image_ids, objects, detections, cls, *, comparison=">",
-                       convention="pixel_inclusive", ap_method="11_point", grid="numpy_arange",
-                       min_overlap=0.5):
+def pyfrcnn_eval_class(
+    image_ids,
+    objects,
+    detections,
+    cls,
+    *,
+    comparison=">",
+    convention="pixel_inclusive",
+    ap_method="11_point",
+    grid="numpy_arange",
+    min_overlap=0.5,
+):
     """py-faster-rcnn ``voc_eval`` for one class (``use_07_metric`` = ``ap_method == "11_point"``).
 
     Same parameters as :func:`devkit_eval_class`; ties are kept in file order (see module doc).
@@ -296,8 +333,7 @@ def all_point_ap(rec, prec):
     mpre = [0.0] + list(prec) + [0.0]
     for i in range(len(mpre) - 2, -1, -1):
         mpre[i] = matlab_max2(mpre[i], mpre[i + 1])
-    terms = [(mrec[i + 1] - mrec[i]) * mpre[i + 1] for i in range(len(mrec) - 1)
-             if mrec[i + 1] != mrec[i]]
+    terms = [(mrec[i + 1] - mrec[i]) * mpre[i + 1] for i in range(len(mrec) - 1) if mrec[i + 1] != mrec[i]]
     # voc_ap sums with np.sum (pairwise); MATLAB's summation order is not specified.
     return float(np.sum(np.array(terms, dtype=np.float64)))
 
@@ -305,6 +341,7 @@ def all_point_ap(rec, prec):
 # ------------------------------------------------------------------------------------------
 # A dataset
 # ------------------------------------------------------------------------------------------
+
 
 def evaluate_dataset(image_ids, objects, detections_by_class, classes, preset):
     """Per-class AP of a whole dataset under a deteval preset name.

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-NASTY = ["<script>alert(1)</script>", 'a "quoted" & \'single\'', "tab\there\x07bell", "$x^2$ math",
-         "https://example.com/cls", "ünïcødé 猫"]
+NASTY = [
+    "<script>alert(1)</script>",
+    "a \"quoted\" & 'single'",
+    "tab\there\x07bell",
+    "$x^2$ math",
+    "https://example.com/cls",
+    "ünïcødé 猫",
+]
 
 
 def synthetic(n_classes: int, *, n_images: int | None = None, seed: int = 0, nasty: bool = True) -> tuple:
@@ -26,17 +32,35 @@ def synthetic(n_classes: int, *, n_images: int | None = None, seed: int = 0, nas
     for a, (k, i) in enumerate(zip(per_class, image_of)):
         w, h = rng.uniform(8, 200, size=2)
         x, y = rng.uniform(0, 640 - w), rng.uniform(0, 480 - h)
-        annotations.append({"id": a + 1, "image_id": int(i) + 1, "category_id": int(k) + 1,
-                            "bbox": [x, y, w, h], "area": w * h, "iscrowd": 0})
+        annotations.append(
+            {
+                "id": a + 1,
+                "image_id": int(i) + 1,
+                "category_id": int(k) + 1,
+                "bbox": [x, y, w, h],
+                "area": w * h,
+                "iscrowd": 0,
+            }
+        )
         if rng.random() < skill[k]:
             jitter = rng.normal(0, 0.08 * min(w, h), size=4) * (1.2 - skill[k])
-            detections.append({"image_id": int(i) + 1, "category_id": int(k) + 1,
-                               "bbox": [x + jitter[0], y + jitter[1], w + jitter[2], h + jitter[3]],
-                               "score": float(np.clip(rng.normal(0.4 + 0.5 * skill[k], 0.15), 0.01, 1.0))})
+            detections.append(
+                {
+                    "image_id": int(i) + 1,
+                    "category_id": int(k) + 1,
+                    "bbox": [x + jitter[0], y + jitter[1], w + jitter[2], h + jitter[3]],
+                    "score": float(np.clip(rng.normal(0.4 + 0.5 * skill[k], 0.15), 0.01, 1.0)),
+                }
+            )
     for _ in range(len(annotations) // 2):
         w, h = rng.uniform(8, 150, size=2)
-        detections.append({"image_id": int(rng.integers(1, n_images + 1)), "category_id": int(rng.integers(1, n_classes + 1)),
-                           "bbox": [float(rng.uniform(0, 400)), float(rng.uniform(0, 300)), w, h],
-                           "score": float(rng.uniform(0.01, 0.7))})
+        detections.append(
+            {
+                "image_id": int(rng.integers(1, n_images + 1)),
+                "category_id": int(rng.integers(1, n_classes + 1)),
+                "bbox": [float(rng.uniform(0, 400)), float(rng.uniform(0, 300)), w, h],
+                "score": float(rng.uniform(0.01, 0.7)),
+            }
+        )
     gt = {"images": images, "categories": categories, "annotations": annotations}
     return gt, detections

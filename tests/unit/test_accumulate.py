@@ -20,20 +20,31 @@ def run(outcomes: str, n_gt: int, protocol, *, scores=None, ignored: str | None 
     is_ignored = np.array([[c == "I" for c in (ignored or "." * len(outcomes))]], dtype=bool)
     n = len(outcomes)
     score = np.linspace(1.0, 0.1, n) if scores is None else np.asarray(scores, dtype=float)
-    return accumulate(is_tp, is_ignored, score, np.zeros(n, np.int64), np.arange(n), np.arange(n),
-                      np.array([[n_gt]]), protocol)
+    return accumulate(
+        is_tp,
+        is_ignored,
+        score,
+        np.zeros(n, np.int64),
+        np.arange(n),
+        np.arange(n),
+        np.array([[n_gt]]),
+        protocol,
+    )
 
 
 # KNOWN_ANSWERS section 1: 5 GT, outcomes TP TP FP FP FP TP TP FP FP TP
 SECTION1 = "TTFFFTTFFT"
 
 
-@pytest.mark.parametrize("protocol, expected", [
-    (VOC2007_NUMPY_GRID, 0.7532467532),
-    (VOC2007, 0.7532467532),
-    (VOC2010, 0.7285714286),
-    (COCO50, 0.7312588402),
-])
+@pytest.mark.parametrize(
+    "protocol, expected",
+    [
+        (VOC2007_NUMPY_GRID, 0.7532467532),
+        (VOC2007, 0.7532467532),
+        (VOC2010, 0.7285714286),
+        (COCO50, 0.7312588402),
+    ],
+)
 def test_section1_ap_per_method(protocol, expected):
     acc = run(SECTION1, 5, protocol)
     assert acc.ap[0, 0, 0, 0] == pytest.approx(expected, abs=1e-10)
@@ -46,11 +57,14 @@ def test_section1_all_point_by_hand():
     assert run(SECTION1, 5, VOC2010).ap[0, 0, 0, 0] == pytest.approx(expected, abs=1e-15)
 
 
-@pytest.mark.parametrize("protocol, expected", [
-    (VOC2007_NUMPY_GRID, 0.5454545455),  # 6 points at precision 1, of 11
-    (VOC2010, 0.5),
-    (COCO50, 0.5049504950),  # 51 points of 101 at 1 / (1 + eps)
-])
+@pytest.mark.parametrize(
+    "protocol, expected",
+    [
+        (VOC2007_NUMPY_GRID, 0.5454545455),  # 6 points at precision 1, of 11
+        (VOC2010, 0.5),
+        (COCO50, 0.5049504950),  # 51 points of 101 at 1 / (1 + eps)
+    ],
+)
 def test_section2_one_tp_of_two_gt(protocol, expected):
     acc = run("TF", 2, protocol)
     assert acc.ap[0, 0, 0, 0] == pytest.approx(expected, abs=1e-10)
@@ -91,11 +105,20 @@ def test_ignored_detections_count_as_neither_tp_nor_fp():
 
 
 def test_max_dets_keeps_the_top_ranks_of_each_group():
-    protocol = get_protocol("coco").replace(iou_thresholds=(0.5,), area_ranges=(("all", 0.0, 1e10),),
-                                             max_dets=(1, 2), summary="configured")
+    protocol = get_protocol("coco").replace(
+        iou_thresholds=(0.5,), area_ranges=(("all", 0.0, 1e10),), max_dets=(1, 2), summary="configured"
+    )
     is_tp = np.array([[True, False, True]])
-    acc = accumulate(is_tp, np.zeros_like(is_tp), np.array([0.9, 0.8, 0.7]), np.zeros(3, np.int64),
-                     np.arange(3), np.arange(3), np.array([[2]]), protocol)
+    acc = accumulate(
+        is_tp,
+        np.zeros_like(is_tp),
+        np.array([0.9, 0.8, 0.7]),
+        np.zeros(3, np.int64),
+        np.arange(3),
+        np.arange(3),
+        np.array([[2]]),
+        protocol,
+    )
     assert acc.recall[0, 0, 0].tolist() == [0.5, 0.5]  # the third detection is beyond both caps
     assert acc.precision.shape == (1, 101, 1, 1, 2)
 
@@ -115,6 +138,7 @@ def test_recall_grids():
 # --------------------------------------------------------------------------------------------
 # A plain twin: the devkit's loops, written out, on random ranked lists of several classes
 # --------------------------------------------------------------------------------------------
+
 
 def plain_voc_ap(outcomes: list, n_gt: int, *, eleven_point: bool) -> float:
     tp = np.cumsum([o == "T" for o in outcomes]).astype(float)
@@ -141,8 +165,9 @@ def plain_voc_ap(outcomes: list, n_gt: int, *, eleven_point: bool) -> float:
 def test_voc_methods_equal_the_plain_twin(seed):
     rng = np.random.default_rng(seed)
     n_class = 3
-    outcomes = [list(rng.choice(["T", "F", "I"], size=rng.integers(0, 12), p=[0.5, 0.4, 0.1]))
-                for _ in range(n_class)]
+    outcomes = [
+        list(rng.choice(["T", "F", "I"], size=rng.integers(0, 12), p=[0.5, 0.4, 0.1])) for _ in range(n_class)
+    ]
     n_gt = np.array([[sum(o == "T" for o in out) + int(rng.integers(0, 3))] for out in outcomes])
     flat = [o for out in outcomes for o in out]
     det_class = np.repeat(np.arange(n_class), [len(o) for o in outcomes])
@@ -150,12 +175,14 @@ def test_voc_methods_equal_the_plain_twin(seed):
     is_ignored = np.array([[o == "I" for o in flat]], dtype=bool).reshape(1, -1)
     n = len(flat)
     for protocol, eleven in ((VOC2007_NUMPY_GRID, True), (VOC2010, False)):
-        acc = accumulate(is_tp, is_ignored, np.linspace(1, 0, n), det_class, np.arange(n), np.arange(n),
-                         n_gt, protocol)
+        acc = accumulate(
+            is_tp, is_ignored, np.linspace(1, 0, n), det_class, np.arange(n), np.arange(n), n_gt, protocol
+        )
         for k in range(n_class):
             if n_gt[k, 0] == 0:
                 assert np.isnan(acc.ap[0, k, 0, 0])
                 continue
             kept = [o for o in outcomes[k] if o != "I"]
-            assert acc.ap[0, k, 0, 0] == pytest.approx(plain_voc_ap(kept, n_gt[k, 0], eleven_point=eleven),
-                                                       abs=1e-12), (protocol.name, k)
+            assert acc.ap[0, k, 0, 0] == pytest.approx(
+                plain_voc_ap(kept, n_gt[k, 0], eleven_point=eleven), abs=1e-12
+            ), (protocol.name, k)

@@ -20,8 +20,8 @@ def coco_result():
 
 def test_pr_curve_is_known_answers_section_1(coco_result):
     curve = pr_curve(coco_result, 1, iou_threshold=0.5)
-    expected_p = [1, 1, 2 / 3, .5, .4, .5, 4 / 7, .5, 4 / 9, .5]
-    expected_r = [.2, .4, .4, .4, .4, .6, .8, .8, .8, 1.0]
+    expected_p = [1, 1, 2 / 3, 0.5, 0.4, 0.5, 4 / 7, 0.5, 4 / 9, 0.5]
+    expected_r = [0.2, 0.4, 0.4, 0.4, 0.4, 0.6, 0.8, 0.8, 0.8, 1.0]
     np.testing.assert_allclose(curve.precision, expected_p)
     np.testing.assert_allclose(curve.recall, expected_r)
     assert curve.n_positive == 5 and curve.is_tp.sum() == 5
@@ -70,15 +70,40 @@ def test_f1_is_the_count_formula(coco_result):
 
 def test_cli_confidence_and_matches(tmp_path, capsys):
     from deteval.cli import main
+
     out = tmp_path / "m.csv"
-    code = main(["evaluate", "--gt", str(FIXTURES / "gt.json"), "--dt", str(FIXTURES / "dt.json"),
-                 "--protocol", "voc2010", "--confidence", "0.7", "--matches", str(out), "-q"])
+    code = main(
+        [
+            "evaluate",
+            "--gt",
+            str(FIXTURES / "gt.json"),
+            "--dt",
+            str(FIXTURES / "dt.json"),
+            "--protocol",
+            "voc2010",
+            "--confidence",
+            "0.7",
+            "--matches",
+            str(out),
+            "-q",
+        ]
+    )
     assert code == 0
     text = capsys.readouterr().out
     assert "detections with score >= 0.7 at IoU 0.5" in text
     lines = out.read_text().splitlines()
     assert lines[0] == "detection,image_id,category_id,category,score,outcome,gt_annotation_id"
     assert lines[1] == "0,1,1,person,0.95,tp,1" and len(lines) == 14
-    code = main(["evaluate", "--gt", str(FIXTURES / "gt.json"), "--dt", str(FIXTURES / "dt.json"),
-                 "--matches", str(FIXTURES / "dt.json"), "-q"])
+    code = main(
+        [
+            "evaluate",
+            "--gt",
+            str(FIXTURES / "gt.json"),
+            "--dt",
+            str(FIXTURES / "dt.json"),
+            "--matches",
+            str(FIXTURES / "dt.json"),
+            "-q",
+        ]
+    )
     assert code == 3 and "refusing to overwrite" in capsys.readouterr().err

@@ -20,18 +20,21 @@ DT = ROOT / "fixtures" / "coco" / "dt.json"
 BIRD = "1 class has no ground truth"  # fixtures/coco: 'bird' has no ground truth
 
 # One image, two GTs; one detection on GT 1, none on GT 2 (zero-width GT 2: an InputWarning).
-ZERO_WIDTH_GT = {"images": [{"id": 1, "width": 100, "height": 100}],
-                 "categories": [{"id": 1, "name": "cat"}],
-                 "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
-                                  "area": 100, "iscrowd": 0},
-                                 {"id": 2, "image_id": 1, "category_id": 1, "bbox": [50, 50, 0, 10],
-                                  "area": 0, "iscrowd": 0}]}
+ZERO_WIDTH_GT = {
+    "images": [{"id": 1, "width": 100, "height": 100}],
+    "categories": [{"id": 1, "name": "cat"}],
+    "annotations": [
+        {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0},
+        {"id": 2, "image_id": 1, "category_id": 1, "bbox": [50, 50, 0, 10], "area": 0, "iscrowd": 0},
+    ],
+}
 ONE_DT = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9}]
 
 
 def _same(a: deteval.EvalResult, b: deteval.EvalResult) -> None:
     assert a.metrics == b.metrics or all(
-        (x == y) or (np.isnan(x) and np.isnan(y)) for x, y in zip(a.metrics.values(), b.metrics.values()))
+        (x == y) or (np.isnan(x) and np.isnan(y)) for x, y in zip(a.metrics.values(), b.metrics.values())
+    )
     np.testing.assert_array_equal(a.precision, b.precision)
     np.testing.assert_array_equal(a.recall, b.recall)
     assert a.warnings == b.warnings and a.notes == b.notes
@@ -69,8 +72,7 @@ def test_resolve_protocol_by_name_yaml_path_and_value(tmp_path):
 
 
 def test_resolve_protocols_applies_overrides_to_each():
-    a, b = api.resolve_protocols(["voc2007", "voc2010"], overrides=["iou_thresholds=[0.3]"],
-                                 iou_type="bbox")
+    a, b = api.resolve_protocols(["voc2007", "voc2010"], overrides=["iou_thresholds=[0.3]"], iou_type="bbox")
     assert a.iou_thresholds == b.iou_thresholds == (0.3,)
     assert [p.name for p in api.resolve_protocols(None)] == ["coco"]
     with pytest.raises(ConfigError, match="expected FIELD=VALUE"):
@@ -148,8 +150,13 @@ def test_load_inputs_options_are_checked():
 
 def test_inputs_summary_names_the_sources():
     inputs = api.load_inputs(str(GT), str(DT))
-    assert inputs.summary() == {"gt": str(GT), "dt": str(DT), "images": inputs.gt.n_images,
-                                "gt_objects": len(inputs.gt), "detections": len(inputs.dt)}
+    assert inputs.summary() == {
+        "gt": str(GT),
+        "dt": str(DT),
+        "images": inputs.gt.n_images,
+        "gt_objects": len(inputs.gt),
+        "detections": len(inputs.dt),
+    }
 
 
 def test_evaluate_inputs_keeps_input_warnings_out_of_each_result():

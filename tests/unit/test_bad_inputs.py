@@ -77,169 +77,352 @@ class Case:
 CASES = {
     # -- Detections ---------------------------------------------------------------------
     "dt-unknown-image": Case(
-        "detection on an image not in the ground truth", "dt_unknown_image.json", 3,
-        ("dt_unknown_image.json", "7 detections", "`image_id` is not an image of the ground truth",
-         "#3 (image_id=99) 99", "#7 (image_id=103) 103", "and 2 more"),
-        absent=("#8 ",)),
+        "detection on an image not in the ground truth",
+        "dt_unknown_image.json",
+        3,
+        (
+            "dt_unknown_image.json",
+            "7 detections",
+            "`image_id` is not an image of the ground truth",
+            "#3 (image_id=99) 99",
+            "#7 (image_id=103) 103",
+            "and 2 more",
+        ),
+        absent=("#8 ",),
+    ),
     "dt-empty": Case(
-        "empty results `[]`", "dt_empty.json", 0, warning="no detections: every class with ground "
-                                                          "truth gets AP 0"),
+        "empty results `[]`",
+        "dt_empty.json",
+        0,
+        warning="no detections: every class with ground truth gets AP 0",
+    ),
     "dt-unknown-category": Case(
-        "category id not in the ground truth", "dt_unknown_category.json", 3,
-        ("dt_unknown_category.json", "detection #2 (image_id=3)", "`category_id`", "found 7 (integer)")),
+        "category id not in the ground truth",
+        "dt_unknown_category.json",
+        3,
+        ("dt_unknown_category.json", "detection #2 (image_id=3)", "`category_id`", "found 7 (integer)"),
+    ),
     "dt-unknown-category-drop": Case(
-        "category id not in the ground truth (flag)", "dt_unknown_category.json", 0,
+        "category id not in the ground truth (flag)",
+        "dt_unknown_category.json",
+        0,
         warning="dropped 1 detections of categories not in the ground truth (ids [7])",
-        extra=("--drop-unknown-categories",)),
+        extra=("--drop-unknown-categories",),
+    ),
     "dt-id-string": Case(
-        "id of the wrong JSON type (string)", "dt_id_string.json", 3,
-        ("dt_id_string.json", "detection #1", "`image_id` is not an integer", "found '1' (string)")),
+        "id of the wrong JSON type (string)",
+        "dt_id_string.json",
+        3,
+        ("dt_id_string.json", "detection #1", "`image_id` is not an integer", "found '1' (string)"),
+    ),
     "dt-id-float": Case(
-        "id of the wrong JSON type (float)", "dt_id_float.json", 3,
-        ("dt_id_float.json", "detection #1", "`category_id` is not an integer", "found 1.0 (number)")),
+        "id of the wrong JSON type (float)",
+        "dt_id_float.json",
+        3,
+        ("dt_id_float.json", "detection #1", "`category_id` is not an integer", "found 1.0 (number)"),
+    ),
     "dt-id-bool": Case(
-        "id of the wrong JSON type (bool)", "dt_id_bool.json", 3,
-        ("dt_id_bool.json", "detection #1", "`image_id` is not an integer", "found True (boolean)")),
+        "id of the wrong JSON type (bool)",
+        "dt_id_bool.json",
+        3,
+        ("dt_id_bool.json", "detection #1", "`image_id` is not an integer", "found True (boolean)"),
+    ),
     "dt-negative-size": Case(
-        "width or height < 0", "dt_negative_size.json", 3,
-        ("dt_negative_size.json", "detection #3 (image_id=1)", "`bbox` has a negative width or height",
-         "[560, 400, -40, 40]")),
+        "width or height < 0",
+        "dt_negative_size.json",
+        3,
+        (
+            "dt_negative_size.json",
+            "detection #3 (image_id=1)",
+            "`bbox` has a negative width or height",
+            "[560, 400, -40, 40]",
+        ),
+    ),
     "dt-zero-size": Case(
-        "width or height exactly 0", "dt_zero_size.json", 0,
-        warning="1 detections with a zero width or height"),
+        "width or height exactly 0",
+        "dt_zero_size.json",
+        0,
+        warning="1 detections with a zero width or height",
+    ),
     "dt-nan-score": Case(
-        "NaN or inf in a coordinate or score (NaN token)", "dt_nan_score.json", 3,
-        ("dt_nan_score.json", "invalid JSON", "line 11", "NaN/Infinity are not JSON")),
+        "NaN or inf in a coordinate or score (NaN token)",
+        "dt_nan_score.json",
+        3,
+        ("dt_nan_score.json", "invalid JSON", "line 11", "NaN/Infinity are not JSON"),
+    ),
     "dt-infinity-coordinate": Case(
-        "NaN or inf in a coordinate or score (Infinity token)", "dt_infinity_coordinate.json", 3,
-        ("dt_infinity_coordinate.json", "invalid JSON", "line 8", "NaN/Infinity are not JSON")),
+        "NaN or inf in a coordinate or score (Infinity token)",
+        "dt_infinity_coordinate.json",
+        3,
+        ("dt_infinity_coordinate.json", "invalid JSON", "line 8", "NaN/Infinity are not JSON"),
+    ),
     "dt-overflow-number": Case(
-        "NaN or inf in a coordinate or score (1e999 overflows)", "dt_overflow_number.json", 3,
-        ("dt_overflow_number.json", "infinity", "line 11")),
-    "dt-scores-outside-unit": Case(
-        "scores outside [0, 1]", "dt_scores_outside_unit.json", 0),
+        "NaN or inf in a coordinate or score (1e999 overflows)",
+        "dt_overflow_number.json",
+        3,
+        ("dt_overflow_number.json", "infinity", "line 11"),
+    ),
+    "dt-scores-outside-unit": Case("scores outside [0, 1]", "dt_scores_outside_unit.json", 0),
     "dt-xyxy": Case(
-        "boxes that look like the wrong encoding (xyxy)", "dt_xyxy_as_xywh.json", 0,
-        warning="are they [x1, y1, x2, y2] given as [x, y, w, h]?"),
+        "boxes that look like the wrong encoding (xyxy)",
+        "dt_xyxy_as_xywh.json",
+        0,
+        warning="are they [x1, y1, x2, y2] given as [x, y, w, h]?",
+    ),
     "dt-normalized": Case(
-        "boxes that look like the wrong encoding (normalized)", "dt_normalized.json", 0,
-        warning="are the boxes normalized?"),
+        "boxes that look like the wrong encoding (normalized)",
+        "dt_normalized.json",
+        0,
+        warning="are the boxes normalized?",
+    ),
     "dt-over-max-dets": Case(
-        "more detections per image and class than max_dets", "dt_over_max_dets.json", 0,
-        warning="20 detections beyond max_dets=100"),
+        "more detections per image and class than max_dets",
+        "dt_over_max_dets.json",
+        0,
+        warning="20 detections beyond max_dets=100",
+    ),
     "dt-segmentation-only": Case(
         "mixed bbox and segm records (segm-only record in a bbox evaluation)",
-        "dt_segmentation_only.json", 3,
-        ("dt_segmentation_only.json", "#4", "no `bbox`", "iou_type 'bbox'")),
+        "dt_segmentation_only.json",
+        3,
+        ("dt_segmentation_only.json", "#4", "no `bbox`", "iou_type 'bbox'"),
+    ),
     "dt-bbox-five-numbers": Case(
-        "bbox of the wrong length", "dt_bbox_five_numbers.json", 3,
-        ("dt_bbox_five_numbers.json", "detection #4 (image_id=2)", "`bbox` does not have 4 numbers",
-         "[500, 300, 40, 40, 1]")),
+        "bbox of the wrong length",
+        "dt_bbox_five_numbers.json",
+        3,
+        (
+            "dt_bbox_five_numbers.json",
+            "detection #4 (image_id=2)",
+            "`bbox` does not have 4 numbers",
+            "[500, 300, 40, 40, 1]",
+        ),
+    ),
     "dt-missing-score": Case(
-        "missing field", "dt_missing_score.json", 3,
-        ("dt_missing_score.json", "detection #4 (image_id=2)", "`score`", "field missing")),
+        "missing field",
+        "dt_missing_score.json",
+        3,
+        ("dt_missing_score.json", "detection #4 (image_id=2)", "`score`", "field missing"),
+    ),
     "dt-not-a-list": Case(
-        "results that are not a list", "dt_not_a_list.json", 3,
-        ("dt_not_a_list.json", "expected a COCO results list", "found a JSON object")),
+        "results that are not a list",
+        "dt_not_a_list.json",
+        3,
+        ("dt_not_a_list.json", "expected a COCO results list", "found a JSON object"),
+    ),
     "dt-truncated": Case(
-        "truncated file", "dt_truncated.json", 3,
-        ("dt_truncated.json", "invalid JSON", "line 33")),
+        "truncated file", "dt_truncated.json", 3, ("dt_truncated.json", "invalid JSON", "line 33")
+    ),
     "dt-duplicate-key": Case(
-        "JSON with duplicate keys in a record", "dt_duplicate_key.json", 3,
-        ("dt_duplicate_key.json", "duplicate key 'score'", "0.95", "0.05")),
+        "JSON with duplicate keys in a record",
+        "dt_duplicate_key.json",
+        3,
+        ("dt_duplicate_key.json", "duplicate key 'score'", "0.95", "0.05"),
+    ),
     # -- Ground truth -------------------------------------------------------------------
-    "gt-annotation-id-zero": Case(
-        "annotation id 0", "gt_annotation_id_zero.json", 0),
+    "gt-annotation-id-zero": Case("annotation id 0", "gt_annotation_id_zero.json", 0),
     "gt-duplicate-annotation-id": Case(
-        "duplicate annotation ids", "gt_duplicate_annotation_id.json", 3,
-        ("gt_duplicate_annotation_id.json", "duplicate annotation ids", "id 2 at annotation #1 and #4")),
+        "duplicate annotation ids",
+        "gt_duplicate_annotation_id.json",
+        3,
+        ("gt_duplicate_annotation_id.json", "duplicate annotation ids", "id 2 at annotation #1 and #4"),
+    ),
     "gt-duplicate-image-id": Case(
-        "duplicate image ids", "gt_duplicate_image_id.json", 3,
-        ("gt_duplicate_image_id.json", "duplicate image ids", "id 3 at image #2 and #3")),
+        "duplicate image ids",
+        "gt_duplicate_image_id.json",
+        3,
+        ("gt_duplicate_image_id.json", "duplicate image ids", "id 3 at image #2 and #3"),
+    ),
     "gt-duplicate-category-id": Case(
-        "duplicate category ids", "gt_duplicate_category_id.json", 3,
-        ("gt_duplicate_category_id.json", "duplicate category ids", "id 1 at category #0 and #3")),
+        "duplicate category ids",
+        "gt_duplicate_category_id.json",
+        3,
+        ("gt_duplicate_category_id.json", "duplicate category ids", "id 1 at category #0 and #3"),
+    ),
     "gt-missing-area": Case(
-        "missing `area`", "gt_missing_area.json", 3,
-        ("gt_missing_area.json", "7 annotations", "no `area`", "--area-from-box",
-         "#1 (id=2, image_id=1)", "#5 (id=6, image_id=4)", "and 2 more"), absent=("#6 (id=7",)),
+        "missing `area`",
+        "gt_missing_area.json",
+        3,
+        (
+            "gt_missing_area.json",
+            "7 annotations",
+            "no `area`",
+            "--area-from-box",
+            "#1 (id=2, image_id=1)",
+            "#5 (id=6, image_id=4)",
+            "and 2 more",
+        ),
+        absent=("#6 (id=7",),
+    ),
     "gt-missing-area-from-box": Case(
-        "missing `area` (computed when asked)", "gt_missing_area.json", 0,
-        warning="7 annotations without `area`: used the box's w*h", extra=("--area-from-box",)),
+        "missing `area` (computed when asked)",
+        "gt_missing_area.json",
+        0,
+        warning="7 annotations without `area`: used the box's w*h",
+        extra=("--area-from-box",),
+    ),
     "gt-negative-area": Case(
-        "`area` < 0", "gt_negative_area.json", 3,
-        ("gt_negative_area.json", "annotation #2 (id=3, image_id=2)", "`area` is negative", "-5400")),
+        "`area` < 0",
+        "gt_negative_area.json",
+        3,
+        ("gt_negative_area.json", "annotation #2 (id=3, image_id=2)", "`area` is negative", "-5400"),
+    ),
     "gt-infinite-area": Case(
-        "`area` non-finite", "gt_infinite_area.json", 3,
-        ("gt_infinite_area.json", "invalid JSON", "NaN/Infinity are not JSON")),
+        "`area` non-finite",
+        "gt_infinite_area.json",
+        3,
+        ("gt_infinite_area.json", "invalid JSON", "NaN/Infinity are not JSON"),
+    ),
     "gt-zero-area": Case(
-        "`area` 0 or a zero-width box", "gt_zero_area.json", 0,
-        warning="1 annotations with zero area or a zero-width/height box"),
+        "`area` 0 or a zero-width box",
+        "gt_zero_area.json",
+        0,
+        warning="1 annotations with zero area or a zero-width/height box",
+    ),
     "gt-iscrowd-string": Case(
-        "`iscrowd` not 0/1 (string)", "gt_iscrowd_string.json", 3,
-        ("gt_iscrowd_string.json", "annotation #1 (id=2, image_id=1)", "`iscrowd` is not 0 or 1",
-         "found '0' (string)")),
+        "`iscrowd` not 0/1 (string)",
+        "gt_iscrowd_string.json",
+        3,
+        (
+            "gt_iscrowd_string.json",
+            "annotation #1 (id=2, image_id=1)",
+            "`iscrowd` is not 0 or 1",
+            "found '0' (string)",
+        ),
+    ),
     "gt-iscrowd-two": Case(
-        "`iscrowd` not 0/1 (2)", "gt_iscrowd_two.json", 3,
-        ("gt_iscrowd_two.json", "annotation #1 (id=2, image_id=1)", "`iscrowd` is not 0 or 1",
-         "found 2 (integer)")),
-    "gt-ignore-field": Case(
-        "explicit `ignore` field", "gt_ignore_field.json", 0),
+        "`iscrowd` not 0/1 (2)",
+        "gt_iscrowd_two.json",
+        3,
+        (
+            "gt_iscrowd_two.json",
+            "annotation #1 (id=2, image_id=1)",
+            "`iscrowd` is not 0 or 1",
+            "found 2 (integer)",
+        ),
+    ),
+    "gt-ignore-field": Case("explicit `ignore` field", "gt_ignore_field.json", 0),
     "gt-id-string": Case(
-        "id of the wrong JSON type (ground truth)", "gt_id_string.json", 3,
-        ("gt_id_string.json", "image #0", "`id` is not an integer", "'1' (string)")),
+        "id of the wrong JSON type (ground truth)",
+        "gt_id_string.json",
+        3,
+        ("gt_id_string.json", "image #0", "`id` is not an integer", "'1' (string)"),
+    ),
     "gt-duplicate-key": Case(
-        "JSON with duplicate keys in a record (ground truth)", "gt_duplicate_key.json", 3,
-        ("gt_duplicate_key.json", "duplicate key 'iscrowd'")),
+        "JSON with duplicate keys in a record (ground truth)",
+        "gt_duplicate_key.json",
+        3,
+        ("gt_duplicate_key.json", "duplicate key 'iscrowd'"),
+    ),
     "gt-truncated": Case(
-        "truncated file (ground truth)", "gt_truncated.json", 3, ("gt_truncated.json", "invalid JSON")),
+        "truncated file (ground truth)", "gt_truncated.json", 3, ("gt_truncated.json", "invalid JSON")
+    ),
     "gt-results-file": Case(
-        "results file given as ground truth", "gt_results_file.json", 3,
-        ("gt_results_file.json", "looks like a results file")),
+        "results file given as ground truth",
+        "gt_results_file.json",
+        3,
+        ("gt_results_file.json", "looks like a results file"),
+    ),
     "gt-missing-categories": Case(
-        "missing `categories`", "gt_missing_categories.json", 3,
-        ("gt_missing_categories.json", "missing `categories`")),
-    "gt-formula-names": Case(
-        "class names starting with = + - @", "gt_formula_names.json", 0),
+        "missing `categories`",
+        "gt_missing_categories.json",
+        3,
+        ("gt_missing_categories.json", "missing `categories`"),
+    ),
+    "gt-formula-names": Case("class names starting with = + - @", "gt_formula_names.json", 0),
     # -- Polygons and masks (iou_type segm; validation is deteval.io.segmentation) ---------------------
     "segm-valid-gt": Case(
-        "polygon baseline (valid ground truth)", "segm_gt.json", 0, other="segm_dt.json",
-        extra=("--iou-type", "segm")),
+        "polygon baseline (valid ground truth)",
+        "segm_gt.json",
+        0,
+        other="segm_dt.json",
+        extra=("--iou-type", "segm"),
+    ),
     "segm-valid-dt": Case(
-        "polygon baseline (valid detections)", "segm_dt.json", 0, other="segm_gt.json",
-        extra=("--iou-type", "segm")),
+        "polygon baseline (valid detections)",
+        "segm_dt.json",
+        0,
+        other="segm_gt.json",
+        extra=("--iou-type", "segm"),
+    ),
     "segm-two-points": Case(
-        "fewer than 3 distinct points", "segm_dt_two_points.json", 3,
-        ("segm_dt_two_points.json", "detection #1 (image_id=1)", "fewer than 3 distinct points",
-         "[100, 10, 150, 90, 100, 10]"), other="segm_gt.json", extra=("--iou-type", "segm")),
+        "fewer than 3 distinct points",
+        "segm_dt_two_points.json",
+        3,
+        (
+            "segm_dt_two_points.json",
+            "detection #1 (image_id=1)",
+            "fewer than 3 distinct points",
+            "[100, 10, 150, 90, 100, 10]",
+        ),
+        other="segm_gt.json",
+        extra=("--iou-type", "segm"),
+    ),
     "segm-odd-coordinates": Case(
-        "odd coordinate count", "segm_gt_odd_coordinates.json", 3,
+        "odd coordinate count",
+        "segm_gt_odd_coordinates.json",
+        3,
         ("segm_gt_odd_coordinates.json", "annotation #2 (id=3, image_id=2)", "odd number of coordinates"),
-        other="segm_dt.json", extra=("--iou-type", "segm")),
+        other="segm_dt.json",
+        extra=("--iou-type", "segm"),
+    ),
     "segm-four-numbers": Case(
-        "4 numbers read as a box", "segm_gt_four_numbers.json", 3,
-        ("segm_gt_four_numbers.json", "annotation #2 (id=3, image_id=2)", "fewer than 3 points",
-         "4 numbers as a box"), other="segm_dt.json", extra=("--iou-type", "segm")),
+        "4 numbers read as a box",
+        "segm_gt_four_numbers.json",
+        3,
+        (
+            "segm_gt_four_numbers.json",
+            "annotation #2 (id=3, image_id=2)",
+            "fewer than 3 points",
+            "4 numbers as a box",
+        ),
+        other="segm_dt.json",
+        extra=("--iou-type", "segm"),
+    ),
     "segm-self-intersecting": Case(
-        "self-intersecting polygon", "segm_dt_self_intersecting.json", 3,
-        ("segm_dt_self_intersecting.json", "detection #0 (image_id=1)", "self-intersecting",
-         "invalid_polygons=even_odd"), other="segm_gt.json",
-        extra=("--iou-type", "segm", "--mask-iou", "exact", "--set", "invalid_polygons=error")),
+        "self-intersecting polygon",
+        "segm_dt_self_intersecting.json",
+        3,
+        (
+            "segm_dt_self_intersecting.json",
+            "detection #0 (image_id=1)",
+            "self-intersecting",
+            "invalid_polygons=even_odd",
+        ),
+        other="segm_gt.json",
+        extra=("--iou-type", "segm", "--mask-iou", "exact", "--set", "invalid_polygons=error"),
+    ),
     "segm-absurd-coordinates": Case(
-        "NaN or absurd (1e9) coordinates (absurd)", "segm_dt_absurd_coordinates.json", 3,
+        "NaN or absurd (1e9) coordinates (absurd)",
+        "segm_dt_absurd_coordinates.json",
+        3,
         ("segm_dt_absurd_coordinates.json", "detection #0 (image_id=1)", "beyond +-1e+07"),
-        other="segm_gt.json", extra=("--iou-type", "segm", "--mask-iou", "raster")),
+        other="segm_gt.json",
+        extra=("--iou-type", "segm", "--mask-iou", "raster"),
+    ),
     "segm-nan-coordinate": Case(
-        "NaN or absurd (1e9) coordinates (NaN)", "segm_dt_nan_coordinate.json", 3,
+        "NaN or absurd (1e9) coordinates (NaN)",
+        "segm_dt_nan_coordinate.json",
+        3,
         ("segm_dt_nan_coordinate.json", "invalid JSON", "NaN/Infinity are not JSON"),
-        other="segm_gt.json", extra=("--iou-type", "segm")),
+        other="segm_gt.json",
+        extra=("--iou-type", "segm"),
+    ),
     "segm-mixed-records": Case(
-        "mixed bbox and segm records (segm evaluation)", "segm_dt_mixed_records.json", 3,
+        "mixed bbox and segm records (segm evaluation)",
+        "segm_dt_mixed_records.json",
+        3,
         ("segm_dt_mixed_records.json", "detection #2 (image_id=3)", "no `segmentation`"),
-        other="segm_gt.json", extra=("--iou-type", "segm")),
+        other="segm_gt.json",
+        extra=("--iou-type", "segm"),
+    ),
     "segm-mixed-records-bbox": Case(
-        "mixed bbox and segm records (bbox evaluation)", "segm_dt_mixed_records.json", 3,
-        ("segm_dt_mixed_records.json", "(#5)", "no `bbox`"), other="segm_gt.json"),
+        "mixed bbox and segm records (bbox evaluation)",
+        "segm_dt_mixed_records.json",
+        3,
+        ("segm_dt_mixed_records.json", "(#5)", "no `bbox`"),
+        other="segm_gt.json",
+    ),
 }
 
 
@@ -271,16 +454,21 @@ def test_self_intersecting_polygon_is_scored_by_default(capsys):
     """Refused only under invalid_polygons=error: raster IoU (the coco default, pycocotools) takes it
     as is, exact IoU fills it even-odd (the default) or repairs it (make_valid)."""
     gt, dt = BROKEN / "coco" / "segm_gt.json", BROKEN / "coco" / "segm_dt_self_intersecting.json"
-    for extra in ((), ("--mask-iou", "exact"), ("--mask-iou", "exact", "--set", "invalid_polygons=make_valid"),
-                  ("--mask-iou", "raster")):
+    for extra in (
+        (),
+        ("--mask-iou", "exact"),
+        ("--mask-iou", "exact", "--set", "invalid_polygons=make_valid"),
+        ("--mask-iou", "raster"),
+    ):
         code, out, err = evaluate_json(capsys, gt, dt, "--iou-type", "segm", *extra)
         assert code == 0, err
 
 
 def test_segm_polygons_equal_to_boxes_give_the_box_numbers(capsys):
     box = _metrics(capsys, GOOD_GT, GOOD_DT)["results"][0]["metrics"]
-    segm = _metrics(capsys, BROKEN / "coco" / "segm_gt.json", BROKEN / "coco" / "segm_dt.json",
-                    "--iou-type", "segm")["results"][0]["metrics"]
+    segm = _metrics(
+        capsys, BROKEN / "coco" / "segm_gt.json", BROKEN / "coco" / "segm_dt.json", "--iou-type", "segm"
+    )["results"][0]["metrics"]
     assert segm["AP"] == pytest.approx(box["AP"], abs=1e-12)
 
 
@@ -308,6 +496,7 @@ def test_the_whole_broken_folder_never_gives_a_traceback(capsys):
 
 
 # -- rows that need more than an exit code ---------------------------------------------------
+
 
 def _metrics(capsys, gt, dt, *extra) -> dict:
     code, out, err = evaluate_json(capsys, gt, dt, *extra)
@@ -343,13 +532,13 @@ def test_zero_size_detection_matches_nothing(capsys):
     """
     good = _metrics(capsys, GOOD_GT, GOOD_DT)["results"][0]["metrics"]
     zero = _metrics(capsys, GOOD_GT, BROKEN / "coco" / "dt_zero_size.json")["results"][0]["metrics"]
-    assert [zero[k] for k in ("AP", "AP50", "AP75", "AR1", "AR10", "AR100")] == \
-           [good[k] for k in ("AP", "AP50", "AP75", "AR1", "AR10", "AR100")]
+    assert [zero[k] for k in ("AP", "AP50", "AP75", "AR1", "AR10", "AR100")] == [
+        good[k] for k in ("AP", "AP50", "AP75", "AR1", "AR10", "AR100")
+    ]
 
 
 def test_drop_unknown_category_scores_the_rest(capsys):
-    doc = _metrics(capsys, GOOD_GT, BROKEN / "coco" / "dt_unknown_category.json",
-                   "--drop-unknown-categories")
+    doc = _metrics(capsys, GOOD_GT, BROKEN / "coco" / "dt_unknown_category.json", "--drop-unknown-categories")
     assert doc["inputs"]["detections"] == 12
 
 
@@ -363,6 +552,7 @@ def test_annotation_id_zero_is_matched_by_default(capsys):
 def test_annotation_id_zero_under_parity_reproduces_pycocotools(capsys):
     """coco-pycocotools never matches annotation id 0, as pycocotools does (its match flag is the id)."""
     from tests.reference.run_pycocotools import run_pycocotools
+
     path = BROKEN / "coco" / "gt_annotation_id_zero.json"
     parity = _metrics(capsys, path, GOOD_DT, "--protocol", "coco-pycocotools")
     good = _metrics(capsys, GOOD_GT, GOOD_DT, "--protocol", "coco-pycocotools")
@@ -372,11 +562,13 @@ def test_annotation_id_zero_under_parity_reproduces_pycocotools(capsys):
 
 
 def test_parity_mode_notes_pycocotools_behaviour(capsys):
-    doc = _metrics(capsys, BROKEN / "coco" / "gt_annotation_id_zero.json", GOOD_DT,
-                   "--protocol", "coco-pycocotools")
+    doc = _metrics(
+        capsys, BROKEN / "coco" / "gt_annotation_id_zero.json", GOOD_DT, "--protocol", "coco-pycocotools"
+    )
     assert any("id 0" in w for w in doc["warnings"])
-    doc = _metrics(capsys, BROKEN / "coco" / "gt_ignore_field.json", GOOD_DT,
-                   "--protocol", "coco-pycocotools")
+    doc = _metrics(
+        capsys, BROKEN / "coco" / "gt_ignore_field.json", GOOD_DT, "--protocol", "coco-pycocotools"
+    )
     assert any("ignore" in w for w in doc["warnings"])
 
 
@@ -437,6 +629,7 @@ def test_warnings_are_silenced_by_quiet_but_kept_in_json(capsys):
 
 # -- Python API ------------------------------------------------------------------------------
 
+
 def _good() -> tuple[dict, list]:
     return json.loads(GOOD_GT.read_text()), json.loads(GOOD_DT.read_text())
 
@@ -454,15 +647,26 @@ def test_callers_lists_and_dicts_are_never_mutated(protocol):
     assert [list(r) for r in dt] == [list(r) for r in before_dt]
 
 
-@pytest.mark.parametrize("where, change, field_name", [
-    ("dt", lambda gt, dt: dt[2].update(score=float("nan")), "`score` is not a finite number"),
-    ("dt", lambda gt, dt: dt[2].update(bbox=[1, 2, float("nan"), 4]), "`bbox` has a value that is not"),
-    ("dt", lambda gt, dt: dt[2].update(bbox=[1, 2, float("inf"), 4]), "`bbox` has a value that is not"),
-    ("dt", lambda gt, dt: dt[2].update(score=float("-inf")), "`score` is not a finite number"),
-    ("gt", lambda gt, dt: gt["annotations"][2].update(area=float("nan")), "`area` is not a finite number"),
-    ("gt", lambda gt, dt: gt["annotations"][2].update(bbox=[float("nan"), 0, 1, 1]), "`bbox` has a value"),
-    ("gt", lambda gt, dt: gt["images"][2].update(width=float("inf")), "`width` is not a finite number"),
-])
+@pytest.mark.parametrize(
+    "where, change, field_name",
+    [
+        ("dt", lambda gt, dt: dt[2].update(score=float("nan")), "`score` is not a finite number"),
+        ("dt", lambda gt, dt: dt[2].update(bbox=[1, 2, float("nan"), 4]), "`bbox` has a value that is not"),
+        ("dt", lambda gt, dt: dt[2].update(bbox=[1, 2, float("inf"), 4]), "`bbox` has a value that is not"),
+        ("dt", lambda gt, dt: dt[2].update(score=float("-inf")), "`score` is not a finite number"),
+        (
+            "gt",
+            lambda gt, dt: gt["annotations"][2].update(area=float("nan")),
+            "`area` is not a finite number",
+        ),
+        (
+            "gt",
+            lambda gt, dt: gt["annotations"][2].update(bbox=[float("nan"), 0, 1, 1]),
+            "`bbox` has a value",
+        ),
+        ("gt", lambda gt, dt: gt["images"][2].update(width=float("inf")), "`width` is not a finite number"),
+    ],
+)
 def test_nan_in_python_api_input_is_an_error(where, change, field_name):
     gt, dt = _good()
     change(gt, dt)
@@ -482,19 +686,22 @@ def test_numpy_scalars_from_the_api_are_accepted():
     assert math.isclose(result.metrics["AP"], deteval.evaluate(*_good()).metrics["AP"], rel_tol=1e-6)
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda gt: gt["annotations"].append(7), "annotation #8 (in `annotations`): is not a JSON object"),
-    (lambda gt: gt.update(images={"id": 1}), "`images` is not an array"),
-    (lambda gt: gt["images"][1].update(height=-480), "image #1 (id=2): `height` is negative"),
-    (lambda gt: gt["categories"][1].update(name=5), "category #1 (id=2): `name` is not a string"),
-    (lambda gt: gt["annotations"][3].update(image_id=77), "`image_id` is not in `images`"),
-    (lambda gt: gt["annotations"][3].update(category_id=77), "`category_id` is not in `categories`"),
-    (lambda gt: gt["annotations"][3].pop("bbox"), "annotation #3 (id=4, image_id=2): no `bbox`"),
-    (lambda gt: gt["annotations"][3].update(bbox=[0, 0, -1, 1]), "negative width or height"),
-    (lambda gt: gt["annotations"][3].update(id=2 ** 64), "`id` is not an integer"),
-    (lambda gt: gt["annotations"][3].update(iscrowd=None), "`iscrowd` is not 0 or 1"),
-    (lambda gt: gt["annotations"][3].update(ignore="yes"), "`ignore` is not 0 or 1"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda gt: gt["annotations"].append(7), "annotation #8 (in `annotations`): is not a JSON object"),
+        (lambda gt: gt.update(images={"id": 1}), "`images` is not an array"),
+        (lambda gt: gt["images"][1].update(height=-480), "image #1 (id=2): `height` is negative"),
+        (lambda gt: gt["categories"][1].update(name=5), "category #1 (id=2): `name` is not a string"),
+        (lambda gt: gt["annotations"][3].update(image_id=77), "`image_id` is not in `images`"),
+        (lambda gt: gt["annotations"][3].update(category_id=77), "`category_id` is not in `categories`"),
+        (lambda gt: gt["annotations"][3].pop("bbox"), "annotation #3 (id=4, image_id=2): no `bbox`"),
+        (lambda gt: gt["annotations"][3].update(bbox=[0, 0, -1, 1]), "negative width or height"),
+        (lambda gt: gt["annotations"][3].update(id=2**64), "`id` is not an integer"),
+        (lambda gt: gt["annotations"][3].update(iscrowd=None), "`iscrowd` is not 0 or 1"),
+        (lambda gt: gt["annotations"][3].update(ignore="yes"), "`ignore` is not 0 or 1"),
+    ],
+)
 def test_more_ground_truth_defects_name_the_record(change, message):
     gt, _ = _good()
     change(gt)
@@ -524,11 +731,14 @@ def test_huge_and_deeply_nested_json_are_input_errors(tmp_path, capsys):
     assert (code, out) == (3, "") and "nested.json" in err
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"", "invalid JSON"),
-    (b"\xff\xfe\x00garbage", "invalid JSON"),
-    (b'[{"image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4], "score": 0.5}]]', "invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "invalid JSON"),
+        (b"\xff\xfe\x00garbage", "invalid JSON"),
+        (b'[{"image_id": 1, "category_id": 1, "bbox": [1, 2, 3, 4], "score": 0.5}]]', "invalid JSON"),
+    ],
+)
 def test_unreadable_json_is_an_input_error(tmp_path, capsys, content, message):
     path = tmp_path / "dt.json"
     path.write_bytes(content)
@@ -546,6 +756,7 @@ def test_missing_input_file(tmp_path, capsys):
 
 # -- VOC roots (fixtures/broken/voc/<case>/: Annotations/, ImageSets/Main/test.txt, results/) ---
 
+
 @dataclass(frozen=True)
 class VocCase:
     row: str
@@ -557,57 +768,85 @@ class VocCase:
 
 VOC_CASES = {
     "missing_difficult": VocCase(
-        "XML missing `<difficult>`", 0,
-        warning="1 objects in 1 files have no <difficult>: read as 0 (not difficult); files: "),
+        "XML missing `<difficult>`",
+        0,
+        warning="1 objects in 1 files have no <difficult>: read as 0 (not difficult); files: ",
+    ),
     "xmin_greater_than_xmax": VocCase(
-        "`xmin > xmax`", 3, ("Annotations/000002.xml:3", "object #0 (name='cat')", "xmin > xmax",
-                             "[40, 5, 5, 40]")),
+        "`xmin > xmax`",
+        3,
+        ("Annotations/000002.xml:3", "object #0 (name='cat')", "xmin > xmax", "[40, 5, 5, 40]"),
+    ),
     "outside_image": VocCase(
-        "coordinates outside the image", 0,
-        warning="1 objects extend outside their image"),
-    "malformed_xml": VocCase(
-        "malformed XML", 3, ("Annotations/000002.xml:5:3", "malformed XML")),
+        "coordinates outside the image", 0, warning="1 objects extend outside their image"
+    ),
+    "malformed_xml": VocCase("malformed XML", 3, ("Annotations/000002.xml:5:3", "malformed XML")),
     "result_wrong_columns": VocCase(
-        "result line with the wrong column count", 3,
-        ("comp4_det_test_dog.txt:1", "wrong number of columns", "found 5 columns")),
+        "result line with the wrong column count",
+        3,
+        ("comp4_det_test_dog.txt:1", "wrong number of columns", "found 5 columns"),
+    ),
     "result_unknown_image": VocCase(
-        "image id in results but not in the ground truth", 3,
-        ("comp4_det_test_dog.txt:2", "image id not in the ground truth", "'000009'")),
+        "image id in results but not in the ground truth",
+        3,
+        ("comp4_det_test_dog.txt:2", "image id not in the ground truth", "'000009'"),
+    ),
     "result_not_in_image_set": VocCase(
-        "image id in results but not in the image set", 3,
-        ("3 lines", "comp4_det_test_cat.txt:2", "comp4_det_test_dog.txt:2", "'000002'")),
+        "image id in results but not in the image set",
+        3,
+        ("3 lines", "comp4_det_test_cat.txt:2", "comp4_det_test_dog.txt:2", "'000002'"),
+    ),
     "result_nan_score": VocCase(
-        "NaN or inf in a coordinate or score (VOC result file)", 3,
-        ("comp4_det_test_cat.txt:1", "not a finite number", "'nan'")),
+        "NaN or inf in a coordinate or score (VOC result file)",
+        3,
+        ("comp4_det_test_cat.txt:1", "not a finite number", "'nan'"),
+    ),
     "result_inverted_box": VocCase(
-        "width or height < 0 (VOC x1 > x2)", 3,
-        ("comp4_det_test_cat.txt:1", "x1 > x2", "[50, 10, 10, 60]")),
+        "width or height < 0 (VOC x1 > x2)", 3, ("comp4_det_test_cat.txt:1", "x1 > x2", "[50, 10, 10, 60]")
+    ),
     "result_unknown_class": VocCase(
         "category not in the ground truth (VOC result file of a PASCAL class this subset has no "
-        "object of: scored with no ground truth, as the devkit does; other names stay errors)", 0,
-        warning="1 PASCAL classes have result files but no object in"),
-    "no_result_files": VocCase(
-        "no result files", 0, warning="no result files"),
+        "object of: scored with no ground truth, as the devkit does; other names stay errors)",
+        0,
+        warning="1 PASCAL classes have result files but no object in",
+    ),
+    "no_result_files": VocCase("no result files", 0, warning="no result files"),
     "xml_billion_laughs": VocCase(
-        "XML with DTD entity tricks (billion laughs)", 3,
-        ("Annotations/000002.xml:2", "refused a DOCTYPE declaration")),
+        "XML with DTD entity tricks (billion laughs)",
+        3,
+        ("Annotations/000002.xml:2", "refused a DOCTYPE declaration"),
+    ),
     "xml_external_entity": VocCase(
-        "XML with DTD entity tricks (external entity)", 3,
-        ("Annotations/000002.xml:2", "refused a DOCTYPE declaration")),
+        "XML with DTD entity tricks (external entity)",
+        3,
+        ("Annotations/000002.xml:2", "refused a DOCTYPE declaration"),
+    ),
     "image_set_id_is_path": VocCase(
-        "image-set ids that are paths", 3,
-        ("ImageSets/Main/test.txt:2", "image id is a path", "'../trap'")),
-    "class_name_is_path": VocCase(
-        "class names that are paths", 0, warning="1 classes have no result file"),
+        "image-set ids that are paths", 3, ("ImageSets/Main/test.txt:2", "image id is a path", "'../trap'")
+    ),
+    "class_name_is_path": VocCase("class names that are paths", 0, warning="1 classes have no result file"),
     "formula_class_name": VocCase(
-        "class names starting with = + - @ (VOC)", 0, warning="1 classes have no result file"),
+        "class names starting with = + - @ (VOC)", 0, warning="1 classes have no result file"
+    ),
 }
 
 
 def voc_argv(case: str, *extra) -> list:
     root = BROKEN / "voc" / case
-    return ["evaluate", "--gt", root, "--dt", root / "results", "--split", "test",
-            "--protocol", "voc2007", "--format", "json", *extra]
+    return [
+        "evaluate",
+        "--gt",
+        root,
+        "--dt",
+        root / "results",
+        "--split",
+        "test",
+        "--protocol",
+        "voc2007",
+        "--format",
+        "json",
+        *extra,
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(VOC_CASES))
@@ -649,6 +888,7 @@ def test_unknown_voc_class_file_can_be_dropped_with_a_warning(capsys):
 def test_image_set_path_never_opens_the_trap_file(capsys, monkeypatch):
     """`../trap` is refused before any file is opened: the trap.xml next to the root stays unread."""
     import builtins
+
     opened = []
     real_open = builtins.open
 
@@ -685,8 +925,21 @@ def test_class_names_that_are_paths_stay_inert(capsys):
 
 def test_formula_class_name_is_escaped_in_csv(capsys):
     root = BROKEN / "voc" / "formula_class_name"
-    code, out, _ = run(capsys, "evaluate", "--gt", root, "--dt", root / "results", "--split", "test",
-                       "--protocol", "voc2007", "--format", "csv", "-q")
+    code, out, _ = run(
+        capsys,
+        "evaluate",
+        "--gt",
+        root,
+        "--dt",
+        root / "results",
+        "--split",
+        "test",
+        "--protocol",
+        "voc2007",
+        "--format",
+        "csv",
+        "-q",
+    )
     assert code == 0
     rows = [line for line in out.splitlines() if ",class," in line]
     assert rows[0].split(",")[2].startswith("\"'=cmd") or rows[0].split(",")[2].startswith("'=cmd")
@@ -696,31 +949,48 @@ def test_formula_class_name_is_escaped_in_csv(capsys):
 
 YOLO_CASES = {
     "label_class_out_of_range": VocCase(
-        "YOLO class id >= number of names (labels)", 3,
-        ("labels/val/a.txt:3", "class id not in `names`", "(0=cat, 1=dog)", "found 2")),
+        "YOLO class id >= number of names (labels)",
+        3,
+        ("labels/val/a.txt:3", "class id not in `names`", "(0=cat, 1=dog)", "found 2"),
+    ),
     "prediction_class_out_of_range": VocCase(
-        "YOLO class id >= number of names (predictions)", 3,
-        ("predictions/a.txt:4", "class id not in the ground truth", "found 7")),
+        "YOLO class id >= number of names (predictions)",
+        3,
+        ("predictions/a.txt:4", "class id not in the ground truth", "found 7"),
+    ),
     "missing_names": VocCase(
-        "YOLO missing `names`", 3, ("missing_names/data.yaml", "no `names`", "found keys ['path', 'val']")),
+        "YOLO missing `names`", 3, ("missing_names/data.yaml", "no `names`", "found keys ['path', 'val']")
+    ),
     "ambiguous_confidence": VocCase(
-        "YOLO prediction rows whose confidence column is ambiguous", 3,
-        ("3 lines", "5 columns: no confidence column", "predictions/a.txt:1", "cls conf cx cy w h")),
+        "YOLO prediction rows whose confidence column is ambiguous",
+        3,
+        ("3 lines", "5 columns: no confidence column", "predictions/a.txt:1", "cls conf cx cy w h"),
+    ),
     "prediction_wrong_columns": VocCase(
-        "result line with the wrong column count (YOLO)", 3,
-        ("predictions/a.txt:4", "wrong number of columns", "found 7 columns")),
+        "result line with the wrong column count (YOLO)",
+        3,
+        ("predictions/a.txt:4", "wrong number of columns", "found 7 columns"),
+    ),
     "label_outside_unit": VocCase(
-        "coordinates outside the image (YOLO labels are normalized)", 3,
-        ("labels/val/a.txt:3", "coordinate outside [0, 1]", "1.5 0.5 0.1 0.1")),
+        "coordinates outside the image (YOLO labels are normalized)",
+        3,
+        ("labels/val/a.txt:3", "coordinate outside [0, 1]", "1.5 0.5 0.1 0.1"),
+    ),
     "prediction_unknown_image": VocCase(
-        "detection on an image not in the ground truth (YOLO)", 3,
-        ("predictions/zz.txt", "prediction file of an image not in the ground truth", "'zz'")),
+        "detection on an image not in the ground truth (YOLO)",
+        3,
+        ("predictions/zz.txt", "prediction file of an image not in the ground truth", "'zz'"),
+    ),
     "prediction_nan": VocCase(
-        "NaN or inf in a coordinate or score (YOLO)", 3,
-        ("predictions/a.txt:4", "not a finite number", "'nan'")),
+        "NaN or inf in a coordinate or score (YOLO)",
+        3,
+        ("predictions/a.txt:4", "not a finite number", "'nan'"),
+    ),
     "yaml_python_tag": VocCase(
-        "YAML with `!!python/...` tags (YOLO data.yaml)", 3,
-        ("yaml_python_tag/data.yaml:7", "python/object/apply:os.system")),
+        "YAML with `!!python/...` tags (YOLO data.yaml)",
+        3,
+        ("yaml_python_tag/data.yaml:7", "python/object/apply:os.system"),
+    ),
 }
 
 
@@ -749,9 +1019,9 @@ def test_yolo_yaml_alias_bomb_is_refused_quickly():
     """Billion laughs in data.yaml: `names: [*i]` where *i expands to 10**9 strings."""
     import subprocess
     import sys
+
     root = BROKEN / "yolo" / "yaml_alias_bomb"
-    argv = [sys.executable, "-m", "deteval", "evaluate", "--gt", str(root), "--dt",
-            str(root / "predictions")]
+    argv = [sys.executable, "-m", "deteval", "evaluate", "--gt", str(root), "--dt", str(root / "predictions")]
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert "anchors and aliases" in proc.stderr
     assert proc.returncode == 3 and proc.stdout == "" and "Traceback" not in proc.stderr
@@ -760,6 +1030,7 @@ def test_yolo_yaml_alias_bomb_is_refused_quickly():
 def test_yolo_layout_flag_reads_confidence_second(capsys, tmp_path):
     """`--yolo-layout 'cls conf cx cy w h'` reads rows written in that order to the same numbers."""
     import shutil
+
     root = tmp_path / "yolo"
     shutil.copytree(ROOT / "fixtures" / "yolo", root)
     for path in (root / "predictions").glob("*.txt"):

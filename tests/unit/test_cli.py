@@ -45,6 +45,7 @@ def assert_input_error(result, *needles):
 
 # -- usage -----------------------------------------------------------------------------------
 
+
 def _commands() -> list[str]:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
@@ -65,14 +66,17 @@ def test_top_level_help_and_version(capsys):
     assert code == 0 and out.startswith("deteval ")
 
 
-@pytest.mark.parametrize("argv", [
-    ["evaluate", "--gt", str(GOOD_GT), "--dt", str(GOOD_DT), "--no-such-flag"],
-    ["evaluate", "--gt", str(GOOD_GT)],
-    ["evaluate", "--gt", str(GOOD_GT), "--dt", str(GOOD_DT), "--format", "xml"],
-    ["validate"],
-    ["no-such-command"],
-    [],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "--gt", str(GOOD_GT), "--dt", str(GOOD_DT), "--no-such-flag"],
+        ["evaluate", "--gt", str(GOOD_GT)],
+        ["evaluate", "--gt", str(GOOD_GT), "--dt", str(GOOD_DT), "--format", "xml"],
+        ["validate"],
+        ["no-such-command"],
+        [],
+    ],
+)
 def test_usage_errors_exit_2_with_usage_on_stderr(capsys, argv):
     code, out, err = run(capsys, *argv)
     assert code == 2
@@ -102,6 +106,7 @@ def test_every_format_exits_0(capsys, fmt):
 
 # -- validate --------------------------------------------------------------------------------
 
+
 def test_validate_reports_what_it_found(capsys):
     code, out, err = run(capsys, "validate", "--gt", GOOD_GT, "--dt", GOOD_DT)
     assert code == 0 and err == ""
@@ -124,16 +129,26 @@ def test_validate_lists_warnings_and_strict_refuses(capsys):
     doc = json.loads(out)
     assert code == 0
     assert any("20 detections beyond max_dets=100" in w for w in doc["warnings"])
-    assert_input_error(run(capsys, "validate", "--gt", GOOD_GT, "--dt", dt, "--strict"),
-                       "--strict", "20 detections beyond max_dets=100")
+    assert_input_error(
+        run(capsys, "validate", "--gt", GOOD_GT, "--dt", dt, "--strict"),
+        "--strict",
+        "20 detections beyond max_dets=100",
+    )
 
 
 def test_validate_scores_nothing_but_finds_every_error(capsys):
-    assert_input_error(run(capsys, "validate", "--gt", BROKEN / "coco" / "gt_iscrowd_string.json"),
-                       "gt_iscrowd_string.json", "annotation #1", "`iscrowd`")
-    assert_input_error(run(capsys, "validate", "--gt", GOOD_GT, "--dt",
-                           BROKEN / "coco" / "dt_unknown_image.json"),
-                       "dt_unknown_image.json", "7 detections", "`image_id`")
+    assert_input_error(
+        run(capsys, "validate", "--gt", BROKEN / "coco" / "gt_iscrowd_string.json"),
+        "gt_iscrowd_string.json",
+        "annotation #1",
+        "`iscrowd`",
+    )
+    assert_input_error(
+        run(capsys, "validate", "--gt", GOOD_GT, "--dt", BROKEN / "coco" / "dt_unknown_image.json"),
+        "dt_unknown_image.json",
+        "7 detections",
+        "`image_id`",
+    )
 
 
 def test_validate_honours_the_protocol(capsys):
@@ -145,20 +160,25 @@ def test_validate_honours_the_protocol(capsys):
     for command in ("validate", "evaluate"):
         assert_input_error(run(capsys, command, *segm), "annotations: no `segmentation`")
     segm_gt = BROKEN / "coco" / "segm_gt.json"
-    code, _, err = run(capsys, "validate", "--gt", segm_gt, "--dt", BROKEN / "coco" / "segm_dt.json",
-                       "--iou-type", "segm")
+    code, _, err = run(
+        capsys, "validate", "--gt", segm_gt, "--dt", BROKEN / "coco" / "segm_dt.json", "--iou-type", "segm"
+    )
     assert code == 0, err
 
 
 # -- --strict --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dt, warning", [
-    ("dt_empty.json", "no detections"),
-    ("dt_zero_size.json", "zero width or height"),
-    ("dt_xyxy_as_xywh.json", "[x1, y1, x2, y2]"),
-    ("dt_normalized.json", "normalized"),
-    ("dt_over_max_dets.json", "max_dets=100"),
-])
+
+@pytest.mark.parametrize(
+    "dt, warning",
+    [
+        ("dt_empty.json", "no detections"),
+        ("dt_zero_size.json", "zero width or height"),
+        ("dt_xyxy_as_xywh.json", "[x1, y1, x2, y2]"),
+        ("dt_normalized.json", "normalized"),
+        ("dt_over_max_dets.json", "max_dets=100"),
+    ],
+)
 def test_strict_makes_warnings_errors(capsys, dt, warning):
     code, out, err = evaluate(capsys, "--format", "json", dt=BROKEN / "coco" / dt)
     assert code == 0 and any(warning in w for w in json.loads(out)["warnings"])
@@ -173,12 +193,14 @@ def test_strict_on_clean_input_is_silent(capsys, tmp_path):
     dt = [d for d in json.loads(GOOD_DT.read_text()) if d["category_id"] != 4]
     (tmp_path / "gt.json").write_text(json.dumps(gt))
     (tmp_path / "dt.json").write_text(json.dumps(dt))
-    code, out, err = evaluate(capsys, "--strict", "--format", "json", gt=tmp_path / "gt.json",
-                              dt=tmp_path / "dt.json")
+    code, out, err = evaluate(
+        capsys, "--strict", "--format", "json", gt=tmp_path / "gt.json", dt=tmp_path / "dt.json"
+    )
     assert code == 0 and err == "" and json.loads(out)["warnings"] == []
 
 
 # -- security --------------------------------------------------------------------------------
+
 
 def test_json_nan_and_infinity_tokens_are_refused(capsys):
     for name in ("dt_nan_score.json", "dt_infinity_coordinate.json"):
@@ -186,18 +208,19 @@ def test_json_nan_and_infinity_tokens_are_refused(capsys):
 
 
 def test_json_duplicate_keys_are_refused(capsys):
-    assert_input_error(evaluate(capsys, dt=BROKEN / "coco" / "dt_duplicate_key.json"),
-                       "duplicate key 'score'")
-    assert_input_error(evaluate(capsys, gt=BROKEN / "coco" / "gt_duplicate_key.json"),
-                       "duplicate key 'iscrowd'")
+    assert_input_error(
+        evaluate(capsys, dt=BROKEN / "coco" / "dt_duplicate_key.json"), "duplicate key 'score'"
+    )
+    assert_input_error(
+        evaluate(capsys, gt=BROKEN / "coco" / "gt_duplicate_key.json"), "duplicate key 'iscrowd'"
+    )
 
 
 def test_csv_escapes_formula_class_names(capsys):
-    code, out, _ = evaluate(capsys, "--format", "csv", "-q",
-                            gt=BROKEN / "coco" / "gt_formula_names.json")
+    code, out, _ = evaluate(capsys, "--format", "csv", "-q", gt=BROKEN / "coco" / "gt_formula_names.json")
     assert code == 0
     names = [line.split(",", 3)[2] for line in out.splitlines() if ",class," in line]
-    assert names == ["\"'=HYPERLINK(\"\"http://x\"\"", "'+1+1", "'-2+3", "'@SUM(A1)"]
+    assert names == ['"\'=HYPERLINK(""http://x""', "'+1+1", "'-2+3", "'@SUM(A1)"]
     assert not any(line.split(",")[2][:1] in "=+-@" for line in out.splitlines()[1:])
 
 
@@ -206,10 +229,10 @@ def test_output_equal_to_an_input_is_refused(capsys, tmp_path):
     shutil.copy(GOOD_GT, gt)
     shutil.copy(GOOD_DT, dt)
     before = dt.read_bytes(), gt.read_bytes()
-    assert_input_error(evaluate(capsys, "--output", dt, gt=gt, dt=dt), "--output", "--dt input",
-                       "refusing to overwrite")
-    assert_input_error(evaluate(capsys, "--output", tmp_path / "." / "gt.json", gt=gt, dt=dt),
-                       "--gt input")
+    assert_input_error(
+        evaluate(capsys, "--output", dt, gt=gt, dt=dt), "--output", "--dt input", "refusing to overwrite"
+    )
+    assert_input_error(evaluate(capsys, "--output", tmp_path / "." / "gt.json", gt=gt, dt=dt), "--gt input")
     link = tmp_path / "link.json"
     link.symlink_to(dt)
     assert_input_error(evaluate(capsys, "--output", link, gt=gt, dt=dt), "--dt input")
@@ -229,8 +252,7 @@ def test_output_over_a_file_inside_an_input_folder_is_refused(capsys, tmp_path):
 
 
 def test_unwritable_output_is_an_error_not_a_traceback(capsys, tmp_path):
-    assert_input_error(evaluate(capsys, "--output", tmp_path / "no" / "such" / "dir.json"),
-                       "cannot write")
+    assert_input_error(evaluate(capsys, "--output", tmp_path / "no" / "such" / "dir.json"), "cannot write")
     assert_input_error(evaluate(capsys, "--output", tmp_path), "cannot write")
 
 
@@ -243,10 +265,10 @@ def test_output_file_holds_the_json(capsys, tmp_path):
 def test_yaml_python_tag_is_refused_and_nothing_runs(capsys, tmp_path):
     marker = tmp_path / "PWNED"
     evil = tmp_path / "evil.yaml"
-    evil.write_text((SECURITY / "protocol_python_tag.yaml").read_text().replace(
-        "/tmp/deteval-pwned", str(marker)))
-    assert_input_error(evaluate(capsys, "--protocol", evil), "evil.yaml", "python/object",
-                       "not allowed")
+    evil.write_text(
+        (SECURITY / "protocol_python_tag.yaml").read_text().replace("/tmp/deteval-pwned", str(marker))
+    )
+    assert_input_error(evaluate(capsys, "--protocol", evil), "evil.yaml", "python/object", "not allowed")
     assert not marker.exists()
     # the shipped fixture names a marker under /tmp: it must not appear either
     assert_input_error(evaluate(capsys, "--protocol", SECURITY / "protocol_python_tag.yaml"))
@@ -255,25 +277,41 @@ def test_yaml_python_tag_is_refused_and_nothing_runs(capsys, tmp_path):
 
 def test_set_value_with_python_tag_is_refused(capsys, tmp_path):
     marker = tmp_path / "PWNED"
-    assert_input_error(evaluate(capsys, "--set", f"name=!!python/object/apply:os.system "
-                                                 f"['touch {marker}']"), "--set")
+    assert_input_error(
+        evaluate(capsys, "--set", f"name=!!python/object/apply:os.system ['touch {marker}']"), "--set"
+    )
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("name, needles", [
-    ("protocol_duplicate_key.yaml", ("protocol_duplicate_key.yaml", "max_dets", "duplicate key")),
-    ("protocol_unknown_key.yaml", ("protocol_unknown_key.yaml", "iou_threshold", "unknown key",
-                                   "iou_thresholds")),
-    ("protocol_wrong_type.yaml", ("protocol_wrong_type.yaml", "iou_thresholds", "found the string")),
-])
+@pytest.mark.parametrize(
+    "name, needles",
+    [
+        ("protocol_duplicate_key.yaml", ("protocol_duplicate_key.yaml", "max_dets", "duplicate key")),
+        (
+            "protocol_unknown_key.yaml",
+            ("protocol_unknown_key.yaml", "iou_threshold", "unknown key", "iou_thresholds"),
+        ),
+        ("protocol_wrong_type.yaml", ("protocol_wrong_type.yaml", "iou_thresholds", "found the string")),
+    ],
+)
 def test_bad_yaml_configs_name_file_and_key(capsys, name, needles):
     assert_input_error(evaluate(capsys, "--protocol", SECURITY / name), *needles)
 
 
 def test_yaml_alias_bomb_is_refused_quickly():
     """Billion laughs in YAML: aliases that expand to 10**9 strings must not be followed."""
-    argv = [sys.executable, "-m", "deteval", "evaluate", "--gt", str(GOOD_GT), "--dt", str(GOOD_DT),
-            "--protocol", str(SECURITY / "protocol_billion_laughs.yaml")]
+    argv = [
+        sys.executable,
+        "-m",
+        "deteval",
+        "evaluate",
+        "--gt",
+        str(GOOD_GT),
+        "--dt",
+        str(GOOD_DT),
+        "--protocol",
+        str(SECURITY / "protocol_billion_laughs.yaml"),
+    ]
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert "anchors and aliases" in proc.stderr
     assert proc.returncode == 3 and proc.stdout == ""
@@ -282,14 +320,38 @@ def test_yaml_alias_bomb_is_refused_quickly():
 
 # -- determinism -----------------------------------------------------------------------------
 
+
 def _cli_json(tmp_path: Path, name: str, seed: str, *extra: str) -> bytes:
     out = tmp_path / name
     env = {**os.environ, "PYTHONHASHSEED": seed}
     proc = subprocess.run(
-        [sys.executable, "-m", "deteval", "evaluate", "--gt", str(GOOD_GT), "--dt", str(GOOD_DT),
-         "--protocol", "coco", "--protocol", "voc2007", "--protocol", "coco-pycocotools",
-         "--output", str(out), "--format", "json", "-q", *extra],
-        cwd=ROOT, env=env, capture_output=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "deteval",
+            "evaluate",
+            "--gt",
+            str(GOOD_GT),
+            "--dt",
+            str(GOOD_DT),
+            "--protocol",
+            "coco",
+            "--protocol",
+            "voc2007",
+            "--protocol",
+            "coco-pycocotools",
+            "--output",
+            str(out),
+            "--format",
+            "json",
+            "-q",
+            *extra,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout == out.read_bytes()
     return proc.stdout
@@ -302,8 +364,12 @@ def test_same_inputs_give_byte_identical_json_across_runs_and_hash_seeds(tmp_pat
 
 
 def test_same_inputs_give_byte_identical_json_across_workers(tmp_path):
-    if "--workers" not in subprocess.run([sys.executable, "-m", "deteval", "evaluate", "--help"],
-                                         capture_output=True, text=True, cwd=ROOT).stdout:
+    if (
+        "--workers"
+        not in subprocess.run(
+            [sys.executable, "-m", "deteval", "evaluate", "--help"], capture_output=True, text=True, cwd=ROOT
+        ).stdout
+    ):
         pytest.skip("no --workers option yet")
     one = _cli_json(tmp_path, "w1.json", "0", "--workers", "1")
     assert _cli_json(tmp_path, "w3.json", "1", "--workers", "3") == one
@@ -312,26 +378,42 @@ def test_same_inputs_give_byte_identical_json_across_workers(tmp_path):
 def test_entry_point_never_prints_a_traceback_on_broken_files(tmp_path):
     """The real process (not main()): a few broken files, exit 3, no traceback."""
     for dt in ("dt_truncated.json", "dt_id_bool.json", "dt_nan_score.json"):
-        proc = subprocess.run([sys.executable, "-m", "deteval", "evaluate", "--gt", str(GOOD_GT),
-                               "--dt", str(BROKEN / "coco" / dt), "--format", "json"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "deteval",
+                "evaluate",
+                "--gt",
+                str(GOOD_GT),
+                "--dt",
+                str(BROKEN / "coco" / dt),
+                "--format",
+                "json",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 3 and proc.stdout == ""
         assert "Traceback" not in proc.stderr and dt in proc.stderr
 
 
 # -- docs/errors.md: every `console` example gives the exit code and message it shows ---------
 
+
 def _console_examples() -> list:
     import re
     import shlex
+
     text = (ROOT / "docs" / "errors.md").read_text()
     out = []
     for block in re.findall(r"```console\n(.*?)```", text, flags=re.S):
         lines = block.strip().splitlines()
         assert lines[0].startswith("$ deteval ") and lines[-1].startswith("[exit ")
-        argv = shlex.split(lines[0][len("$ deteval "):])
-        out.append(pytest.param(argv, "\n".join(lines[1:-1]), int(lines[-1][6:-1]),
-                                id=" ".join(argv)[:70]))
+        argv = shlex.split(lines[0][len("$ deteval ") :])
+        out.append(pytest.param(argv, "\n".join(lines[1:-1]), int(lines[-1][6:-1]), id=" ".join(argv)[:70]))
     return out
 
 
@@ -349,21 +431,28 @@ def test_errors_doc_examples_are_true(capsys, monkeypatch, argv, stderr, exit_co
 # Warnings: emitted by the API, recorded and printed once by the CLI; --strict is a filter
 # --------------------------------------------------------------------------------------------
 
+
 def _two_warnings_gt(tmp_path: Path) -> Path:
     """Ground truth with two input warnings: a missing `iscrowd` and a zero-width box."""
-    gt = {"images": [{"id": 1, "width": 100, "height": 100}], "categories": [{"id": 1, "name": "cat"}],
-          "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100},
-                          {"id": 2, "image_id": 1, "category_id": 1, "bbox": [50, 50, 0, 10], "area": 0,
-                           "iscrowd": 0}]}
+    gt = {
+        "images": [{"id": 1, "width": 100, "height": 100}],
+        "categories": [{"id": 1, "name": "cat"}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100},
+            {"id": 2, "image_id": 1, "category_id": 1, "bbox": [50, 50, 0, 10], "area": 0, "iscrowd": 0},
+        ],
+    }
     path = tmp_path / "gt.json"
     path.write_text(json.dumps(gt))
-    (tmp_path / "dt.json").write_text(json.dumps([{"image_id": 1, "category_id": 1,
-                                                   "bbox": [0, 0, 10, 10], "score": 0.9}]))
+    (tmp_path / "dt.json").write_text(
+        json.dumps([{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9}])
+    )
     return path
 
 
-@pytest.mark.parametrize("command", [["evaluate"], ["compare", "--protocol", "voc2007", "--protocol", "coco"],
-                                     ["validate"]])
+@pytest.mark.parametrize(
+    "command", [["evaluate"], ["compare", "--protocol", "voc2007", "--protocol", "coco"], ["validate"]]
+)
 def test_strict_error_names_every_input_warning(capsys, tmp_path, command):
     gt = _two_warnings_gt(tmp_path)
     code, out, err = run(capsys, *command, "--gt", gt, "--dt", tmp_path / "dt.json", "--strict")
@@ -375,8 +464,20 @@ def test_strict_error_names_every_input_warning(capsys, tmp_path, command):
 
 def test_each_warning_is_printed_once_even_under_several_protocols(capsys, tmp_path):
     gt = _two_warnings_gt(tmp_path)
-    code, out, err = run(capsys, "evaluate", "--gt", gt, "--dt", tmp_path / "dt.json",
-                         "--protocol", "voc2007", "--protocol", "voc2010", "--format", "json")
+    code, out, err = run(
+        capsys,
+        "evaluate",
+        "--gt",
+        gt,
+        "--dt",
+        tmp_path / "dt.json",
+        "--protocol",
+        "voc2007",
+        "--protocol",
+        "voc2010",
+        "--format",
+        "json",
+    )
     assert code == 0
     printed = [line for line in err.splitlines() if line.startswith("deteval: warning: ")]
     assert len(printed) == 2 and len(json.loads(out)["warnings"]) == 2
@@ -384,8 +485,20 @@ def test_each_warning_is_printed_once_even_under_several_protocols(capsys, tmp_p
 
 # -- papercuts ---------------------------------------------------------------------------------
 
+
 def test_compare_no_per_class_keeps_only_the_mean_row(capsys):
-    common = ("compare", "--gt", GOOD_GT, "--dt", GOOD_DT, "--protocol", "voc2007", "--protocol", "coco", "-q")
+    common = (
+        "compare",
+        "--gt",
+        GOOD_GT,
+        "--dt",
+        GOOD_DT,
+        "--protocol",
+        "voc2007",
+        "--protocol",
+        "coco",
+        "-q",
+    )
     for fmt in ("table", "markdown", "csv"):
         code, full, _ = run(capsys, *common, "--format", fmt)
         code2, short, _ = run(capsys, *common, "--format", fmt, "--no-per-class")
@@ -394,8 +507,15 @@ def test_compare_no_per_class_keeps_only_the_mean_row(capsys):
 
 
 def test_a_configured_summary_line_names_its_threshold_and_area(capsys):
-    code, out, err = evaluate(capsys, "--set", "iou_thresholds=[0.5, 0.7, 0.9]", "--set", "summary=configured",
-                              "--no-per-class", "-q")
+    code, out, err = evaluate(
+        capsys,
+        "--set",
+        "iou_thresholds=[0.5, 0.7, 0.9]",
+        "--set",
+        "summary=configured",
+        "--no-per-class",
+        "-q",
+    )
     assert code == 0, err
     line = next(x for x in out.splitlines() if x.endswith("AP90"))
     assert "IoU=0.90      | area=   all | maxDets=100" in line
@@ -412,6 +532,7 @@ def test_options_are_never_abbreviated(capsys):
 
 def test_protocols_lists_every_field_that_decides_numbers(capsys):
     from deteval.protocol import display_fields
+
     code, out, _ = run(capsys, "protocols", "coco")
     assert code == 0
     for key in display_fields():
@@ -441,10 +562,27 @@ def test_progress_bar_reaches_the_end_through_every_stage(monkeypatch):
 
     bars: list = []
     import tqdm
+
     monkeypatch.setattr(tqdm, "tqdm", FakeBar)
     monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True, raising=False)
-    assert cli.main(["evaluate", "--gt", str(GOOD_GT), "--dt", str(GOOD_DT), "--protocol", "coco",
-                     "--protocol", "voc2007", "--format", "csv"]) == 0
+    assert (
+        cli.main(
+            [
+                "evaluate",
+                "--gt",
+                str(GOOD_GT),
+                "--dt",
+                str(GOOD_DT),
+                "--protocol",
+                "coco",
+                "--protocol",
+                "voc2007",
+                "--format",
+                "csv",
+            ]
+        )
+        == 0
+    )
     bar = bars[0]
     assert bar.n == bar.total == 5
     assert bar.labels == ["loading", "matching coco", "scoring coco", "matching voc2007", "scoring voc2007"]

@@ -39,8 +39,15 @@ def test_analyze_json_contract_on_the_fixture(capsys):
     person = doc["decomposition"]["per_class"][0]
     assert person["name"] == "person"
     assert person["AP_D"] == pytest.approx(0.7312588401697313, abs=1e-12)  # docs/known-answers.md 1
-    assert set(person["curve"]) == {"confidence", "precision_D", "recall_D", "precision_L", "recall_L",
-                                    "precision_CgL", "recall_CgL"}
+    assert set(person["curve"]) == {
+        "confidence",
+        "precision_D",
+        "recall_D",
+        "precision_L",
+        "recall_L",
+        "precision_CgL",
+        "recall_CgL",
+    }
 
 
 def test_analyze_selectors_give_only_the_parts_asked_for(capsys):
@@ -68,15 +75,30 @@ def test_analyze_output_file_and_refusal_to_overwrite_an_input(tmp_path, capsys)
 
 
 def test_analyze_bad_input_names_the_file(capsys):
-    code, out, err = _run(["analyze", "--gt", GT, "--dt",
-                           str(ROOT / "fixtures/broken/coco/dt_unknown_image.json")], capsys)
+    code, out, err = _run(
+        ["analyze", "--gt", GT, "--dt", str(ROOT / "fixtures/broken/coco/dt_unknown_image.json")], capsys
+    )
     assert code == 3 and out == ""
     assert "dt_unknown_image.json" in err and "Traceback" not in err
 
 
 def test_rank_raw_against_binarized_on_the_fixture(capsys):
-    code, out, err = _run(["rank", "--labels", LABELS, "--scores", SCORES, "--average", "micro",
-                           "--binarize", "0.5", "--format", "json"], capsys)
+    code, out, err = _run(
+        [
+            "rank",
+            "--labels",
+            LABELS,
+            "--scores",
+            SCORES,
+            "--average",
+            "micro",
+            "--binarize",
+            "0.5",
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
     assert code == 0
     doc = json.loads(out)
     assert doc["metrics"]["AP"] == 1.0
@@ -96,8 +118,23 @@ def test_rank_table_and_csv(capsys):
 
 
 def test_rank_at_k_and_methods(capsys):
-    code, out, _ = _run(["rank", "--labels", LABELS, "--scores", SCORES, "--method", "11_point",
-                         "--k", "2", "--format", "json", "-q"], capsys)
+    code, out, _ = _run(
+        [
+            "rank",
+            "--labels",
+            LABELS,
+            "--scores",
+            SCORES,
+            "--method",
+            "11_point",
+            "--k",
+            "2",
+            "--format",
+            "json",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0
     doc = json.loads(out)
     assert doc["options"]["method"] == "11_point" and doc["at_k"]["k"] == 2

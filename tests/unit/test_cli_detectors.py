@@ -32,14 +32,33 @@ def _json(argv, capsys) -> dict:
 
 
 def test_two_detectors_equal_two_single_runs(second_detector, capsys):
-    doc = _json(["evaluate", "--gt", GT, "--dt", DT, "--dt", second_detector, "--protocol", "coco",
-                 "--protocol", "voc2010"], capsys)
+    doc = _json(
+        [
+            "evaluate",
+            "--gt",
+            GT,
+            "--dt",
+            DT,
+            "--dt",
+            second_detector,
+            "--protocol",
+            "coco",
+            "--protocol",
+            "voc2010",
+        ],
+        capsys,
+    )
     assert doc["inputs"]["detectors"] == ["dt.json", "other.json"]
     assert [(e["detector"], e["protocol"]) for e in doc["results"]] == [
-        ("dt.json", "coco"), ("dt.json", "voc2010"), ("other.json", "coco"), ("other.json", "voc2010")]
+        ("dt.json", "coco"),
+        ("dt.json", "voc2010"),
+        ("other.json", "coco"),
+        ("other.json", "voc2010"),
+    ]
     for dt, name in ((DT, "dt.json"), (second_detector, "other.json")):
-        single = _json(["evaluate", "--gt", GT, "--dt", dt, "--protocol", "coco", "--protocol", "voc2010"],
-                       capsys)
+        single = _json(
+            ["evaluate", "--gt", GT, "--dt", dt, "--protocol", "coco", "--protocol", "voc2010"], capsys
+        )
         mine = [e for e in doc["results"] if e["detector"] == name]
         assert [e["metrics"] for e in mine] == [e["metrics"] for e in single["results"]]
         assert [e["per_class"] for e in mine] == [e["per_class"] for e in single["results"]]
@@ -47,15 +66,51 @@ def test_two_detectors_equal_two_single_runs(second_detector, capsys):
 
 
 def test_names_and_the_difference_column(second_detector, capsys):
-    assert main(["compare", "--gt", GT, "--dt", DT, "--dt", second_detector, "--name", "A",
-                 "--name", "B", "--protocol", "voc2010", "-q"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--gt",
+                GT,
+                "--dt",
+                DT,
+                "--dt",
+                second_detector,
+                "--name",
+                "A",
+                "--name",
+                "B",
+                "--protocol",
+                "voc2010",
+                "-q",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.splitlines()[1].split() == ["metric", "A", "B", "B", "-", "A"]
 
 
 def test_bootstrap_json_contract_and_determinism(second_detector, capsys):
-    argv = ["compare", "--gt", GT, "--dt", DT, "--dt", second_detector, "--name", "A", "--name", "B",
-            "--protocol", "coco", "--bootstrap", "50", "--seed", "3"]
+    argv = [
+        "compare",
+        "--gt",
+        GT,
+        "--dt",
+        DT,
+        "--dt",
+        second_detector,
+        "--name",
+        "A",
+        "--name",
+        "B",
+        "--protocol",
+        "coco",
+        "--bootstrap",
+        "50",
+        "--seed",
+        "3",
+    ]
     doc = _json(argv, capsys)
     assert doc["bootstrap"] == {"n": 50, "seed": 3, "ci": 0.95, "method": "percentile"}
     for entry in doc["results"]:
@@ -76,8 +131,10 @@ def test_bootstrap_json_contract_and_determinism(second_detector, capsys):
 def test_identical_detectors_differ_by_zero_with_p_one(tmp_path, capsys):
     copy = tmp_path / "copy.json"
     copy.write_text(Path(DT).read_text())
-    doc = _json(["compare", "--gt", GT, "--dt", DT, "--dt", str(copy), "--protocol", "voc2010",
-                 "--bootstrap", "30"], capsys)
+    doc = _json(
+        ["compare", "--gt", GT, "--dt", DT, "--dt", str(copy), "--protocol", "voc2010", "--bootstrap", "30"],
+        capsys,
+    )
     (comparison,) = doc["comparisons"]
     assert comparison["difference"] == 0.0 and comparison["p_value"] == 1.0
 
@@ -88,8 +145,20 @@ def test_one_detector_with_bootstrap_gets_intervals_only(capsys):
 
 
 def test_text_markdown_csv_outputs(second_detector, capsys):
-    base = ["evaluate", "--gt", GT, "--dt", DT, "--dt", second_detector, "--protocol", "voc2010",
-            "--bootstrap", "20", "-q"]
+    base = [
+        "evaluate",
+        "--gt",
+        GT,
+        "--dt",
+        DT,
+        "--dt",
+        second_detector,
+        "--protocol",
+        "voc2010",
+        "--bootstrap",
+        "20",
+        "-q",
+    ]
     assert main(base) == 0
     text = capsys.readouterr().out
     assert "bootstrap: 20 resamples" in text and "no significant difference" in text

@@ -42,9 +42,13 @@ def _quiet_evaluate(gt, dt, protocol):
 
 def _numbers(result) -> dict:
     """Every number a user sees: metrics, per-class AP and the full arrays."""
-    return {"metrics": result.metrics, "per_class": [(c["category_id"], c["AP"], c["num_gt"], c["num_det"])
-                                                     for c in result.per_class],
-            "precision": result.precision, "recall": result.recall, "ap": result.ap}
+    return {
+        "metrics": result.metrics,
+        "per_class": [(c["category_id"], c["AP"], c["num_gt"], c["num_det"]) for c in result.per_class],
+        "precision": result.precision,
+        "recall": result.recall,
+        "ap": result.ap,
+    }
 
 
 def _assert_same(a, b) -> None:
@@ -158,10 +162,19 @@ def check_perfect_detections(protocol: str, seed: int) -> None:
     # Keypoints: copies of crowd regions and of objects without labelled keypoints are no
     # "perfect" detections (pycocotools scores such a copy by its distance to the box).
     keypoints = get_protocol(protocol).iou_type == "keypoints"
-    perfect = [{"image_id": a["image_id"], "category_id": a["category_id"], "bbox": list(a["bbox"]),
-                "score": 1.0 - i * 1e-6, **({"keypoints": a["keypoints"]} if a.get("keypoints") else {})}
-               for i, a in enumerate(gt["annotations"]) if a["bbox"][2] > 0 and a["bbox"][3] > 0
-               and (not keypoints or (a.get("num_keypoints", 0) > 0 and not a.get("iscrowd")))]
+    perfect = [
+        {
+            "image_id": a["image_id"],
+            "category_id": a["category_id"],
+            "bbox": list(a["bbox"]),
+            "score": 1.0 - i * 1e-6,
+            **({"keypoints": a["keypoints"]} if a.get("keypoints") else {}),
+        }
+        for i, a in enumerate(gt["annotations"])
+        if a["bbox"][2] > 0
+        and a["bbox"][3] > 0
+        and (not keypoints or (a.get("num_keypoints", 0) > 0 and not a.get("iscrowd")))
+    ]
     seen: set = set()
     unfindable = set()
     for a in gt["annotations"]:
@@ -206,10 +219,17 @@ def check_detections_of_a_class_without_gt_change_nothing_else(protocol: str, se
         assert (ap != ap and after[cid] != after[cid]) or ap == after[cid]
 
 
-CHECKS = [check_metrics_are_fractions_or_undefined, check_detection_order,
-          check_detection_order_with_ties, check_image_and_category_listing_order,
-          check_monotone_score_transform, check_integer_translation, check_perfect_detections,
-          check_no_detections, check_detections_of_a_class_without_gt_change_nothing_else]
+CHECKS = [
+    check_metrics_are_fractions_or_undefined,
+    check_detection_order,
+    check_detection_order_with_ties,
+    check_image_and_category_listing_order,
+    check_monotone_score_transform,
+    check_integer_translation,
+    check_perfect_detections,
+    check_no_detections,
+    check_detections_of_a_class_without_gt_change_nothing_else,
+]
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -47,17 +47,21 @@ DT = str(ROOT / "fixtures" / "coco" / "dt.json")
 # fixtures/coco/NOTES.md (hand-derived from KNOWN_ANSWERS.md sections 1 and 2)
 PERSON = {"voc2007": 0.7532467532, "voc2010": 0.7285714286, "coco": 0.7312588402}
 DOG = {"voc2007": 0.5454545455, "voc2010": 0.5, "coco": 0.6534653465}
-MEAN = {"voc2007": 0.4329004329, "voc2010": 0.4095238095,
-        "coco": (0.7312588402 + 0.6534653465 + 0) / 3}
+MEAN = {"voc2007": 0.4329004329, "voc2010": 0.4095238095, "coco": (0.7312588402 + 0.6534653465 + 0) / 3}
 
 # KNOWN_ANSWERS.md section 2 alone: one image, one class, two GTs, two detections.
-SECTION2_GT = {"images": [{"id": 1, "width": 640, "height": 480}], "categories": [{"id": 1, "name": "dog"}],
-               "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100],
-                                "area": 10000, "iscrowd": 0},
-                               {"id": 2, "image_id": 1, "category_id": 1, "bbox": [40, 0, 100, 100],
-                                "area": 10000, "iscrowd": 0}]}
-SECTION2_DT = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100], "score": 0.9},
-               {"image_id": 1, "category_id": 1, "bbox": [15, 0, 100, 100], "score": 0.8}]
+SECTION2_GT = {
+    "images": [{"id": 1, "width": 640, "height": 480}],
+    "categories": [{"id": 1, "name": "dog"}],
+    "annotations": [
+        {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100], "area": 10000, "iscrowd": 0},
+        {"id": 2, "image_id": 1, "category_id": 1, "bbox": [40, 0, 100, 100], "area": 10000, "iscrowd": 0},
+    ],
+}
+SECTION2_DT = [
+    {"image_id": 1, "category_id": 1, "bbox": [0, 0, 100, 100], "score": 0.9},
+    {"image_id": 1, "category_id": 1, "bbox": [15, 0, 100, 100], "score": 0.8},
+]
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +73,7 @@ def data():
 # --------------------------------------------------------------------------------------------
 # compare: the documented numbers, one matching per matching setting
 # --------------------------------------------------------------------------------------------
+
 
 def test_compare_known_answers(data):
     comparison = compare(*data, ["voc2007", "voc2010", "coco"])
@@ -131,8 +136,13 @@ def test_accumulation_fields_do_not_change_the_matching(field, data):
 
 def test_every_other_field_is_in_the_matching_key():
     base = PRESETS["coco"]
-    alternatives = {"iou_thresholds": (0.5,), "area_ranges": (("all", 0.0, 1e10),),
-                    "max_dets": (1, 10, 300), "keypoint_sigmas": (0.1,) * 17, "max_dets_per_class": 10000}
+    alternatives = {
+        "iou_thresholds": (0.5,),
+        "area_ranges": (("all", 0.0, 1e10),),
+        "max_dets": (1, 10, 300),
+        "keypoint_sigmas": (0.1,) * 17,
+        "max_dets_per_class": 10000,
+    }
     for f in field_names():
         if f in ACCUMULATION_FIELDS:
             continue
@@ -143,13 +153,21 @@ def test_every_other_field_is_in_the_matching_key():
         assert matching_key(base) != matching_key(dataclasses.replace(base, **{f: value})), f
 
 
-PROTOCOL_SETS = [["voc2007", "voc2010", "coco"], ["coco", "coco-pycocotools", "coco50"],
-                 ["voc2007-pyfrcnn", "voc2010-pyfrcnn", "voc2007-continuous", "voc2010-continuous"],
-                 [PRESETS["coco"], PRESETS["coco"].replace(name="coco-md", max_dets=(1, 5, 100)),
-                  PRESETS["coco"].replace(name="coco-300", max_dets=(1, 10, 300), summary="configured")]]
+PROTOCOL_SETS = [
+    ["voc2007", "voc2010", "coco"],
+    ["coco", "coco-pycocotools", "coco50"],
+    ["voc2007-pyfrcnn", "voc2010-pyfrcnn", "voc2007-continuous", "voc2010-continuous"],
+    [
+        PRESETS["coco"],
+        PRESETS["coco"].replace(name="coco-md", max_dets=(1, 5, 100)),
+        PRESETS["coco"].replace(name="coco-300", max_dets=(1, 10, 300), summary="configured"),
+    ],
+]
 
 
-@pytest.mark.parametrize("protocols", PROTOCOL_SETS, ids=lambda ps: "+".join(getattr(p, "name", p) for p in ps))
+@pytest.mark.parametrize(
+    "protocols", PROTOCOL_SETS, ids=lambda ps: "+".join(getattr(p, "name", p) for p in ps)
+)
 def test_shared_matching_gives_the_same_results_as_separate_runs(protocols, data):
     comparison = compare(*data, protocols)
     for result, protocol in zip(comparison.results, protocols, strict=False):
@@ -177,6 +195,7 @@ def test_compare_takes_paths_and_yaml(tmp_path):
 # --------------------------------------------------------------------------------------------
 # Formats
 # --------------------------------------------------------------------------------------------
+
 
 def test_terminal_table(data):
     comparison = compare(*data, ["voc2007", "voc2010", "coco"])
@@ -221,6 +240,7 @@ def test_duplicate_names_get_distinct_labels_and_csv_escapes_formulas(data):
 # explain
 # --------------------------------------------------------------------------------------------
 
+
 def test_explain_matching_rule_example_is_attributed_to_matching():
     """KNOWN_ANSWERS section 2: COCO matching finds d2 -> B, VOC calls it a false positive."""
     a = get_protocol("voc2010")
@@ -247,9 +267,18 @@ def test_explain_fixture_voc2007_to_coco(data):
     e = explain(*data, "voc2007", "coco")
     assert e.measure == "mean class AP"
     assert "voc2007 reports mAP and coco AP" in e.definition
-    assert [s.name for s in e.steps] == ["interpolation", "box convention", "matching rule", "difficult/crowd",
-                                         "max_dets", "area ranges", "IoU thresholds", "ties/score order",
-                                         "IoU type/masks", "summary"]  # coco: mask_iou raster, no effect on boxes
+    assert [s.name for s in e.steps] == [
+        "interpolation",
+        "box convention",
+        "matching rule",
+        "difficult/crowd",
+        "max_dets",
+        "area ranges",
+        "IoU thresholds",
+        "ties/score order",
+        "IoU type/masks",
+        "summary",
+    ]  # coco: mask_iou raster, no effect on boxes
     steps = {s.name: s for s in e.steps}
     assert steps["IoU type/masks"].change == 0
     matching = steps["matching rule"]
@@ -259,9 +288,11 @@ def test_explain_fixture_voc2007_to_coco(data):
     assert not steps["summary"].affects_measure and steps["summary"].change == 0.0
     assert e.start == pytest.approx(MEAN["voc2007"], abs=1e-9)
     assert e.end == pytest.approx(MEAN["coco"], abs=1e-9)
-    assert e.summary_line() == ("voc2007 -> coco: interpolation -0.0208; matching rule +0.1650; IoU thresholds "
-                                "-0.1155 (total +0.0287; no effect here: box convention, difficult/crowd, "
-                                "max_dets, area ranges, ties/score order, IoU type/masks)")
+    assert e.summary_line() == (
+        "voc2007 -> coco: interpolation -0.0208; matching rule +0.1650; IoU thresholds "
+        "-0.1155 (total +0.0287; no effect here: box convention, difficult/crowd, "
+        "max_dets, area ranges, ties/score order, IoU type/masks)"
+    )
 
 
 def test_explain_voc2007_to_voc2010_is_interpolation_only(data):
@@ -272,9 +303,14 @@ def test_explain_voc2007_to_voc2010_is_interpolation_only(data):
     assert e.summary_line() == "voc2007 -> voc2010: interpolation -0.0234 (total -0.0234)"
 
 
-@pytest.mark.parametrize("a,b", list(itertools.permutations(["voc2007", "voc2010-pyfrcnn", "coco",
-                                                             "coco-pycocotools", "coco50",
-                                                             "voc2007-continuous"], 2)))
+@pytest.mark.parametrize(
+    "a,b",
+    list(
+        itertools.permutations(
+            ["voc2007", "voc2010-pyfrcnn", "coco", "coco-pycocotools", "coco50", "voc2007-continuous"], 2
+        )
+    ),
+)
 def test_steps_add_up_and_follow_the_documented_order(a, b, data):
     e = explain(*data, a, b)
     pa, pb = get_protocol(a), get_protocol(b)
@@ -319,8 +355,9 @@ def test_explain_reuses_the_cache(data, monkeypatch):
 
 
 def test_fields_outside_the_order_get_their_own_step(data, monkeypatch):
-    monkeypatch.setattr(explain_module, "WALK_ORDER",
-                        tuple(s for s in WALK_ORDER if s[0] != "IoU comparison"))
+    monkeypatch.setattr(
+        explain_module, "WALK_ORDER", tuple(s for s in WALK_ORDER if s[0] != "IoU comparison")
+    )
     e = explain(*data, "voc2007", "voc2007-pyfrcnn")
     assert [s.name for s in e.steps] == ["interpolation", "iou_comparison"]
     assert any("outside the documented order" in n for n in e.notes)
@@ -336,17 +373,22 @@ def test_explanation_dict_is_json_and_complete(data):
     assert matching["classes"][0]["name"] == "dog"
     area = next(s for s in doc["steps"] if s["step"] == "area ranges")
     assert area["fields"][0]["to"]["small"] == [0.0, 1024.0]
-    assert doc["headlines"] == {"from": {"mAP": pytest.approx(MEAN["voc2010"])},
-                                "to": {"AP": pytest.approx(MEAN["coco"])}}
+    assert doc["headlines"] == {
+        "from": {"mAP": pytest.approx(MEAN["voc2010"])},
+        "to": {"AP": pytest.approx(MEAN["coco"])},
+    }
 
 
 def test_explanation_text_and_markdown(data):
     e = explain(*data, "voc2007", "coco")
     text = format_explanation(e)
-    assert text.splitlines()[0] == ("voc2007 -> coco: mean class AP 0.4329 -> 0.4616 (voc2007 mAP 0.4329, "
-                                    "coco AP 0.4616)")
-    assert any(line.startswith("matching rule     +0.1650  0.5771  matching: voc -> coco") for line in
-               text.splitlines())
+    assert text.splitlines()[0] == (
+        "voc2007 -> coco: mean class AP 0.4329 -> 0.4616 (voc2007 mAP 0.4329, coco AP 0.4616)"
+    )
+    assert any(
+        line.startswith("matching rule     +0.1650  0.5771  matching: voc -> coco")
+        for line in text.splitlines()
+    )
     assert text.rstrip().endswith(e.summary_line())
     md = format_explanation_markdown(e)
     assert "| matching rule | +0.1650 | 0.5771 | matching: voc -> coco | dog +0.4950 |" in md
@@ -356,6 +398,7 @@ def test_explanation_text_and_markdown(data):
 # CLI
 # --------------------------------------------------------------------------------------------
 
+
 def run_cli(argv, capsys):
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
@@ -363,24 +406,66 @@ def run_cli(argv, capsys):
 
 
 def test_cli_compare_table_with_explain(capsys):
-    code, out, _ = run_cli(["compare", "--gt", GT, "--dt", DT, "--protocol", "voc2007", "--protocol",
-                            "voc2010", "--protocol", "coco", "--explain", "-q"], capsys)
+    code, out, _ = run_cli(
+        [
+            "compare",
+            "--gt",
+            GT,
+            "--dt",
+            DT,
+            "--protocol",
+            "voc2007",
+            "--protocol",
+            "voc2010",
+            "--protocol",
+            "coco",
+            "--explain",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0
     lines = out.splitlines()
     assert "mean     0.4329   0.4095   0.4616     0.5771     0.4121" in lines
     assert "voc2007 -> voc2010: interpolation -0.0234 (total -0.0234)" in lines
-    assert any(line.startswith("voc2010 -> coco: interpolation +0.0025; matching rule +0.1650") for line in lines)
+    assert any(
+        line.startswith("voc2010 -> coco: interpolation +0.0025; matching rule +0.1650") for line in lines
+    )
 
 
 def test_cli_compare_json_contract(capsys, tmp_path):
     out_path = tmp_path / "cmp.json"
-    code, out, _ = run_cli(["compare", "--gt", GT, "--dt", DT, "--protocol", "voc2007", "--protocol", "coco",
-                            "--explain", "--format", "json", "--output", out_path], capsys)
+    code, out, _ = run_cli(
+        [
+            "compare",
+            "--gt",
+            GT,
+            "--dt",
+            DT,
+            "--protocol",
+            "voc2007",
+            "--protocol",
+            "coco",
+            "--explain",
+            "--format",
+            "json",
+            "--output",
+            out_path,
+        ],
+        capsys,
+    )
     assert code == 0
     doc = json.loads(out)
     assert doc == json.loads(out_path.read_text())
-    assert set(doc) >= {"deteval_version", "inputs", "results", "comparison", "matchings", "explanations",
-                        "warnings"}
+    assert set(doc) >= {
+        "deteval_version",
+        "inputs",
+        "results",
+        "comparison",
+        "matchings",
+        "explanations",
+        "warnings",
+    }
     assert [r["protocol"] for r in doc["results"]] == ["voc2007", "coco"]
     for r in doc["results"]:
         assert set(r) >= {"protocol", "iou_type", "config", "protocol_hash", "metrics", "per_class"}
@@ -392,13 +477,44 @@ def test_cli_compare_json_contract(capsys, tmp_path):
 
 
 def test_cli_compare_markdown_and_csv(capsys):
-    code, out, _ = run_cli(["compare", "--gt", GT, "--dt", DT, "--protocol", "voc2007", "--protocol",
-                            "voc2010", "--format", "markdown", "--explain", "-q"], capsys)
+    code, out, _ = run_cli(
+        [
+            "compare",
+            "--gt",
+            GT,
+            "--dt",
+            DT,
+            "--protocol",
+            "voc2007",
+            "--protocol",
+            "voc2010",
+            "--format",
+            "markdown",
+            "--explain",
+            "-q",
+        ],
+        capsys,
+    )
     assert code == 0
     assert "| **mean** | 0.4329 | 0.4095 |" in out
     assert "| interpolation | -0.0234 |" in out
-    code, out, err = run_cli(["compare", "--gt", GT, "--dt", DT, "--protocol", "voc2007", "--protocol",
-                              "voc2010", "--format", "csv", "--explain"], capsys)
+    code, out, err = run_cli(
+        [
+            "compare",
+            "--gt",
+            GT,
+            "--dt",
+            DT,
+            "--protocol",
+            "voc2007",
+            "--protocol",
+            "voc2010",
+            "--format",
+            "csv",
+            "--explain",
+        ],
+        capsys,
+    )
     assert code == 0
     assert out.splitlines()[0] == "class,category_id,voc2007,voc2010"
     assert "--explain is not part of the CSV" in err
@@ -413,8 +529,9 @@ def test_cli_compare_needs_two_protocols(capsys):
 def test_cli_compare_bad_protocol_exits_3(capsys, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("extends: voc2010\nmatching: pascal\n")
-    code, out, err = run_cli(["compare", "--gt", GT, "--dt", DT, "--protocol", "coco", "--protocol", bad],
-                             capsys)
+    code, out, err = run_cli(
+        ["compare", "--gt", GT, "--dt", DT, "--protocol", "coco", "--protocol", bad], capsys
+    )
     assert code == 3 and out == ""
     assert f"{bad}: matching: expected one of 'coco', 'voc', 'ultralytics', found the string 'pascal'" in err
 
@@ -430,8 +547,22 @@ def test_docs_compare_example_is_the_real_output(capsys):
     text = (root / "docs" / "protocols.md").read_text()
     block = text.split("$ deteval compare --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json \\\n")[1]
     pasted = block.split("\n", 1)[1].split("\n```")[0]
-    code = main(["compare", "--gt", str(root / "fixtures/coco/gt.json"), "--dt",
-                 str(root / "fixtures/coco/dt.json"), "--protocol", "voc2007", "--protocol", "voc2010",
-                 "--protocol", "coco", "--explain", "-q"])
+    code = main(
+        [
+            "compare",
+            "--gt",
+            str(root / "fixtures/coco/gt.json"),
+            "--dt",
+            str(root / "fixtures/coco/dt.json"),
+            "--protocol",
+            "voc2007",
+            "--protocol",
+            "voc2010",
+            "--protocol",
+            "coco",
+            "--explain",
+            "-q",
+        ]
+    )
     assert code == 0
     assert capsys.readouterr().out.rstrip("\n") == pasted.rstrip("\n")

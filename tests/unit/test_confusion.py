@@ -59,24 +59,39 @@ def test_greedy_pairs_equals_sequential_rule():
 def test_hand_derived():
     """cat GT and dog GT; a 'dog' box on the cat, a 'dog' box on the dog (lower IoU), a cat
     box nowhere, a dog box inside a dog crowd region (dropped)."""
-    gt_dict = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "cat"}, {"id": 2, "name": "dog"}],
-               "annotations": [
-                   {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0},
-                   {"id": 2, "image_id": 1, "category_id": 2, "bbox": [20, 0, 10, 10], "area": 100, "iscrowd": 0},
-                   {"id": 3, "image_id": 1, "category_id": 2, "bbox": [100, 100, 50, 50], "area": 2500,
-                    "iscrowd": 1}]}
-    dt_list = [{"image_id": 1, "category_id": 2, "bbox": [0, 0, 10, 10], "score": 0.9},
-               {"image_id": 1, "category_id": 2, "bbox": [20, 0, 10, 8], "score": 0.8},
-               {"image_id": 1, "category_id": 1, "bbox": [60, 60, 5, 5], "score": 0.7},
-               {"image_id": 1, "category_id": 2, "bbox": [110, 110, 5, 5], "score": 0.6},
-               {"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.1}]
+    gt_dict = {
+        "images": [{"id": 1}],
+        "categories": [{"id": 1, "name": "cat"}, {"id": 2, "name": "dog"}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0},
+            {"id": 2, "image_id": 1, "category_id": 2, "bbox": [20, 0, 10, 10], "area": 100, "iscrowd": 0},
+            {
+                "id": 3,
+                "image_id": 1,
+                "category_id": 2,
+                "bbox": [100, 100, 50, 50],
+                "area": 2500,
+                "iscrowd": 1,
+            },
+        ],
+    }
+    dt_list = [
+        {"image_id": 1, "category_id": 2, "bbox": [0, 0, 10, 10], "score": 0.9},
+        {"image_id": 1, "category_id": 2, "bbox": [20, 0, 10, 8], "score": 0.8},
+        {"image_id": 1, "category_id": 1, "bbox": [60, 60, 5, 5], "score": 0.7},
+        {"image_id": 1, "category_id": 2, "bbox": [110, 110, 5, 5], "score": 0.6},
+        {"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.1},
+    ]
     result = confusion_matrix(*_load(gt_dict, dt_list), "coco", iou_threshold=0.5, confidence=0.5)
     # rows: cat, dog, background; columns: cat, dog, background
     assert result.matrix.tolist() == [[0, 1, 0], [0, 1, 0], [1, 0, 0]]
     assert result.n_dropped == 1
-    assert result.to_dict() == {"iou_threshold": 0.5, "confidence": 0.5,
-                                "labels": ["cat", "dog", "background"],
-                                "matrix": [[0, 1, 0], [0, 1, 0], [1, 0, 0]]}
+    assert result.to_dict() == {
+        "iou_threshold": 0.5,
+        "confidence": 0.5,
+        "labels": ["cat", "dog", "background"],
+        "matrix": [[0, 1, 0], [0, 1, 0], [1, 0, 0]],
+    }
     at_zero = confusion_matrix(*_load(gt_dict, dt_list), "coco", iou_threshold=0.5, confidence=0.0)
     # The late cat box on the cat comes after the dog box (IoU tie, lower score): background.
     assert at_zero.matrix.tolist() == [[0, 1, 0], [0, 1, 0], [2, 0, 0]]

@@ -32,8 +32,14 @@ def test_equals_slow_twin(seed, t):
         slow = decomposition_slow(gt_dict, dt_list, c.category_id, t)
         assert c.confidence.tolist() == slow["confidence"], c.category_id
         for name in CURVE_NAMES:
-            np.testing.assert_allclose(c.curves[name], np.array(slow[name], dtype=float), rtol=0,
-                                       atol=1e-15, equal_nan=True, err_msg=f"{seed} {c.category_id} {name}")
+            np.testing.assert_allclose(
+                c.curves[name],
+                np.array(slow[name], dtype=float),
+                rtol=0,
+                atol=1e-15,
+                equal_nan=True,
+                err_msg=f"{seed} {c.category_id} {name}",
+            )
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -55,11 +61,17 @@ def test_factorisation_holds_at_every_point(seed):
 
 
 def test_recall_can_exceed_one_and_is_not_clipped():
-    gt_dict = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "a"}],
-               "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
-                                "area": 100, "iscrowd": 0}]}
-    dt_list = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9},
-               {"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 9], "score": 0.8}]
+    gt_dict = {
+        "images": [{"id": 1}],
+        "categories": [{"id": 1, "name": "a"}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0}
+        ],
+    }
+    dt_list = [
+        {"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9},
+        {"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 9], "score": 0.8},
+    ]
     c = decompose(*_load(gt_dict, dt_list), "coco").per_class[0]
     assert c.curves["recall_D"].tolist() == [1.0, 2.0]
     assert c.curves["precision_D"].tolist() == [1.0, 1.0]
@@ -68,12 +80,18 @@ def test_recall_can_exceed_one_and_is_not_clipped():
 
 def test_hand_derived_confusion_and_localization():
     """Class a: one GT; detections: a (IoU 1, .9), b on the a object (.8), a far away (.7)."""
-    gt_dict = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}],
-               "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
-                                "area": 100, "iscrowd": 0}]}
-    dt_list = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9},
-               {"image_id": 1, "category_id": 2, "bbox": [0, 0, 10, 10], "score": 0.8},
-               {"image_id": 1, "category_id": 1, "bbox": [50, 50, 10, 10], "score": 0.7}]
+    gt_dict = {
+        "images": [{"id": 1}],
+        "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0}
+        ],
+    }
+    dt_list = [
+        {"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.9},
+        {"image_id": 1, "category_id": 2, "bbox": [0, 0, 10, 10], "score": 0.8},
+        {"image_id": 1, "category_id": 1, "bbox": [50, 50, 10, 10], "score": 0.7},
+    ]
     result = decompose(*_load(gt_dict, dt_list), "voc2010-continuous")
     a, b = result.per_class
     assert a.confidence.tolist() == [0.9, 0.8, 0.7]
@@ -99,13 +117,20 @@ def test_interpolated_ap_equals_accumulate_on_ranked_lists(preset, seed):
     score = np.sort(rng.permutation(n) + 0.5)[::-1].astype(float)
     protocol = get_protocol(preset).replace(max_dets=None, area_ranges=(("all", 0.0, 1e10),))
     protocol = protocol.replace(iou_thresholds=(0.5,))
-    acc = accumulate(is_tp[None, :], np.zeros((1, n), bool), score, np.zeros(n, np.int64),
-                     np.zeros(n, np.int64), np.arange(n), np.array([[n_pos]]), protocol)
+    acc = accumulate(
+        is_tp[None, :],
+        np.zeros((1, n), bool),
+        score,
+        np.zeros(n, np.int64),
+        np.zeros(n, np.int64),
+        np.arange(n),
+        np.array([[n_pos]]),
+        protocol,
+    )
     tp = np.cumsum(is_tp)
     recall = tp / n_pos
     precision = tp / np.arange(1, n + 1)
-    assert interpolated_ap(recall, precision, protocol) == pytest.approx(float(acc.ap[0, 0, 0, 0]),
-                                                                        abs=1e-12)
+    assert interpolated_ap(recall, precision, protocol) == pytest.approx(float(acc.ap[0, 0, 0, 0]), abs=1e-12)
 
 
 def test_segm_is_refused_with_a_config_error():

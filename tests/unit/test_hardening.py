@@ -43,8 +43,14 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 
 def cli(*argv, **kwargs) -> subprocess.CompletedProcess:
     """The CLI in a real process (signals, pipes, /dev/full)."""
-    return subprocess.run([sys.executable, "-m", "deteval", *map(str, argv)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "deteval", *map(str, argv)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
 
 
 def big_inputs(tmp_path: Path, n_images: int = 3000, per_image: int = 60) -> tuple[Path, Path]:
@@ -55,15 +61,36 @@ def big_inputs(tmp_path: Path, n_images: int = 3000, per_image: int = 60) -> tup
     for i in range(n_images):
         for j in range(per_image // 6):
             x, y = rng.uniform(0, 500), rng.uniform(0, 400)
-            anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": 1 + j % 3,
-                         "bbox": [x, y, 40, 40], "area": 1600, "iscrowd": 0})
+            anns.append(
+                {
+                    "id": len(anns) + 1,
+                    "image_id": i + 1,
+                    "category_id": 1 + j % 3,
+                    "bbox": [x, y, 40, 40],
+                    "area": 1600,
+                    "iscrowd": 0,
+                }
+            )
         for j in range(per_image):
             x, y = rng.uniform(0, 500), rng.uniform(0, 400)
-            dets.append({"image_id": i + 1, "category_id": 1 + j % 3, "bbox": [x, y, 40, 40],
-                         "score": float(rng.random())})
+            dets.append(
+                {
+                    "image_id": i + 1,
+                    "category_id": 1 + j % 3,
+                    "bbox": [x, y, 40, 40],
+                    "score": float(rng.random()),
+                }
+            )
     gt, dt = tmp_path / "big_gt.json", tmp_path / "big_dt.json"
-    gt.write_text(json.dumps({"images": images, "annotations": anns,
-                              "categories": [{"id": k, "name": f"c{k}"} for k in (1, 2, 3)]}))
+    gt.write_text(
+        json.dumps(
+            {
+                "images": images,
+                "annotations": anns,
+                "categories": [{"id": k, "name": f"c{k}"} for k in (1, 2, 3)],
+            }
+        )
+    )
     dt.write_text(json.dumps(dets))
     return gt, dt
 
@@ -80,6 +107,7 @@ def wait_busy(proc: subprocess.Popen, cpu_seconds: float) -> None:
 
 
 # -- outputs never destroy inputs ------------------------------------------------------------
+
 
 def test_output_over_a_hard_link_of_an_input_is_refused(capsys, tmp_path):
     dt = tmp_path / "dt.json"
@@ -98,8 +126,9 @@ def test_output_over_a_protocol_file_or_its_parent_is_refused(capsys, tmp_path):
     child.write_text("extends: parent.yaml\n")
     before = parent.read_text()
     for target, option in ((parent, "--output"), (child, "--matches")):
-        code, out, err = run(capsys, "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "--protocol", child,
-                             option, target)
+        code, out, err = run(
+            capsys, "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "--protocol", child, option, target
+        )
         assert (code, out) == (3, ""), err
         assert option in err and "refusing to overwrite it" in err
     assert parent.read_text() == before
@@ -108,8 +137,9 @@ def test_output_over_a_protocol_file_or_its_parent_is_refused(capsys, tmp_path):
 def test_new_output_inside_the_dt_folder_is_refused(capsys):
     voc = ROOT / "fixtures" / "voc"
     target = voc / "results" / "new-result.json"
-    code, out, err = run(capsys, "evaluate", "--gt", voc, "--dt", voc / "results", "--protocol", "voc2007",
-                         "--output", target)
+    code, out, err = run(
+        capsys, "evaluate", "--gt", voc, "--dt", voc / "results", "--protocol", "voc2007", "--output", target
+    )
     assert (code, out) == (3, "") and "is inside the --" in err
     assert not target.exists()
 
@@ -125,6 +155,7 @@ def test_check_output_uses_what_was_read(tmp_path):
 
 
 # -- atomic writes ---------------------------------------------------------------------------
+
 
 def test_write_atomic_failure_leaves_the_target_and_no_temporary(tmp_path):
     target = tmp_path / "out.json"
@@ -155,9 +186,27 @@ def test_full_disk_output_is_an_error_and_the_target_is_untouched(tmp_path):
 def test_sigterm_during_a_large_matches_write_leaves_no_partial_file(tmp_path):
     gt, dt = big_inputs(tmp_path, n_images=8000)
     target = tmp_path / "matches.csv"
-    proc = subprocess.Popen([sys.executable, "-m", "deteval", "evaluate", "--gt", gt, "--dt", dt,
-                             "--protocol", "voc2007", "--matches", target, "-q"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "deteval",
+            "evaluate",
+            "--gt",
+            gt,
+            "--dt",
+            dt,
+            "--protocol",
+            "voc2007",
+            "--matches",
+            target,
+            "-q",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     wait_busy(proc, 1.5)  # loading and matching: the kill lands before or during the write
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
@@ -171,12 +220,30 @@ def test_sigterm_during_a_large_matches_write_leaves_no_partial_file(tmp_path):
 
 def test_sigint_exits_130_with_one_line(tmp_path):
     gt, dt = big_inputs(tmp_path, n_images=8000)
-    proc = subprocess.Popen([sys.executable, "-m", "deteval", "evaluate", "--gt", gt, "--dt", dt, "-q",
-                             "--protocol", "voc2007", "--protocol", "coco"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            # a shell's background job starts with SIGINT ignored; Python then keeps
-                            # ignoring it, as it should: give the child the default, as a terminal does
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "deteval",
+            "evaluate",
+            "--gt",
+            gt,
+            "--dt",
+            dt,
+            "-q",
+            "--protocol",
+            "voc2007",
+            "--protocol",
+            "coco",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a shell's background job starts with SIGINT ignored; Python then keeps
+        # ignoring it, as it should: give the child the default, as a terminal does
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     wait_busy(proc, 1.5)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
@@ -188,10 +255,27 @@ def test_sigint_exits_130_with_one_line(tmp_path):
 
 def test_two_concurrent_runs_on_one_output_leave_one_complete_json(tmp_path):
     target = tmp_path / "out.json"
-    argv = [sys.executable, "-m", "deteval", "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "-q",
-            "--format", "json", "--output", target]
-    runs = [subprocess.Popen([*map(str, argv), "--protocol", p], cwd=ROOT, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE) for p in ("coco", "voc2007")]
+    argv = [
+        sys.executable,
+        "-m",
+        "deteval",
+        "evaluate",
+        "--gt",
+        GOOD_GT,
+        "--dt",
+        GOOD_DT,
+        "-q",
+        "--format",
+        "json",
+        "--output",
+        target,
+    ]
+    runs = [
+        subprocess.Popen(
+            [*map(str, argv), "--protocol", p], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for p in ("coco", "voc2007")
+    ]
     outs = [r.communicate(timeout=120)[0] for r in runs]
     assert [r.returncode for r in runs] == [0, 0]
     written = json.loads(target.read_text())
@@ -200,21 +284,44 @@ def test_two_concurrent_runs_on_one_output_leave_one_complete_json(tmp_path):
 
 # -- signals and pipes -----------------------------------------------------------------------
 
+
 def test_stdout_full_disk_exit_3_one_line():
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([sys.executable, "-m", "deteval", "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT,
-                               "-q"], cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "deteval", "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "-q"],
+            cwd=ROOT,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     assert proc.returncode == 3
     assert proc.stderr.startswith("deteval: error: cannot write to stdout") and proc.stderr.count("\n") == 1
 
 
 def test_closed_stdout_exits_quietly(tmp_path):
     gt, dt = big_inputs(tmp_path, n_images=300, per_image=12)
-    proc = subprocess.Popen([sys.executable, "-m", "deteval", "evaluate", "--gt", gt, "--dt", dt,
-                             "--format", "json", "--no-per-class", "-q"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "deteval",
+            "evaluate",
+            "--gt",
+            gt,
+            "--dt",
+            dt,
+            "--format",
+            "json",
+            "--no-per-class",
+            "-q",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc.stdout.read(10)
     proc.stdout.close()
     proc.stdout = None  # communicate() reads stderr only
@@ -225,10 +332,12 @@ def test_closed_stdout_exits_quietly(tmp_path):
 
 # -- workers ---------------------------------------------------------------------------------
 
+
 def test_workers_are_capped_at_the_usable_cpus(capsys):
     assert effective_workers(10_000) == usable_cpus()
-    code, out, err = run(capsys, "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "--workers", 10_000,
-                         "--format", "json")
+    code, out, err = run(
+        capsys, "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "--workers", 10_000, "--format", "json"
+    )
     assert code == 0
     assert f"--workers 10000: using {usable_cpus()}" in err
 
@@ -238,9 +347,27 @@ def test_a_killed_worker_is_a_clear_error_within_seconds(tmp_path):
     if usable_cpus() < 2:
         pytest.skip("one CPU: no worker processes")
     gt, dt = big_inputs(tmp_path, n_images=4000, per_image=120)
-    proc = subprocess.Popen([sys.executable, "-m", "deteval", "evaluate", "--gt", gt, "--dt", dt,
-                             "--workers", "2", "-q", "--protocol", "coco"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "deteval",
+            "evaluate",
+            "--gt",
+            gt,
+            "--dt",
+            dt,
+            "--workers",
+            "2",
+            "-q",
+            "--protocol",
+            "coco",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     children: list = []
     deadline = time.time() + 60
     while not children and time.time() < deadline and proc.poll() is None:
@@ -263,15 +390,19 @@ def test_a_killed_worker_is_a_clear_error_within_seconds(tmp_path):
 
 # -- JSON ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("raw, message", [
-    (b'[{"score" : 0.1, "score" : 0.2}]', "duplicate key 'score'"),
-    (b'{"a"\n:1, "a"\t: 2}', "duplicate key 'a'"),
-    (b"[" * 1000 + b"]" * 1000, "nested more than 100 levels"),
-    (b'{"info": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested more than 100 levels"),
-    (gzip.compress(b"[]"), "gzip-compressed; expected JSON text: decompress it first"),
-    ("[]".encode("utf-16"), "UTF-16 text"),
-    ("[1]".encode("utf-16-le"), "UTF-16 text (no BOM)"),
-])
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (b'[{"score" : 0.1, "score" : 0.2}]', "duplicate key 'score'"),
+        (b'{"a"\n:1, "a"\t: 2}', "duplicate key 'a'"),
+        (b"[" * 1000 + b"]" * 1000, "nested more than 100 levels"),
+        (b'{"info": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested more than 100 levels"),
+        (gzip.compress(b"[]"), "gzip-compressed; expected JSON text: decompress it first"),
+        ("[]".encode("utf-16"), "UTF-16 text"),
+        ("[1]".encode("utf-16-le"), "UTF-16 text (no BOM)"),
+    ],
+)
 def test_json_edge_cases(raw, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         loads_strict(raw, "x.json")
@@ -281,8 +412,9 @@ def test_a_string_with_a_spaced_colon_is_no_duplicate():
     assert loads_strict(b'[{"name": "a\\" : b", "x" : 1}]', "x.json") == [{"name": 'a" : b', "x": 1}]
 
 
-@pytest.mark.parametrize("name", ["dt_duplicate_key_spaced.json", "dt_deep_nesting.json", "dt_gzip.json",
-                                  "dt_utf16.json"])
+@pytest.mark.parametrize(
+    "name", ["dt_duplicate_key_spaced.json", "dt_deep_nesting.json", "dt_gzip.json", "dt_utf16.json"]
+)
 def test_broken_json_files_through_the_cli(capsys, name):
     code, out, err = run(capsys, "evaluate", "--gt", GOOD_GT, "--dt", HARD / name)
     assert (code, out) == (3, "") and err.count("\n") == 1
@@ -294,6 +426,7 @@ def test_deep_info_in_ground_truth(capsys):
 
 
 # -- special files and sizes -----------------------------------------------------------------
+
 
 def test_fifo_without_writer_is_refused_at_once(tmp_path):
     fifo = tmp_path / "dt.json"
@@ -325,6 +458,7 @@ def test_line_numbers_count_lines_as_editors_do():
 
 # -- numbers that overflow -------------------------------------------------------------------
 
+
 def test_huge_identical_boxes_have_iou_one_as_in_pycocotools():
     for value in (1e200, 1e300, 1.7e308):
         box = np.array([[0.0, 0.0, value, value]])
@@ -332,8 +466,18 @@ def test_huge_identical_boxes_have_iou_one_as_in_pycocotools():
 
 
 def test_huge_boxes_score_ap_one(capsys):
-    code, out, err = run(capsys, "evaluate", "--gt", HARD / "gt_huge_boxes.json", "--dt",
-                         HARD / "dt_huge_boxes.json", "--protocol", "coco-pycocotools", "--format", "json")
+    code, out, err = run(
+        capsys,
+        "evaluate",
+        "--gt",
+        HARD / "gt_huge_boxes.json",
+        "--dt",
+        HARD / "dt_huge_boxes.json",
+        "--protocol",
+        "coco-pycocotools",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     assert json.loads(out)["results"][0]["metrics"]["AP"] == pytest.approx(1.0, abs=1e-12)
     assert "RuntimeWarning" not in err
@@ -357,25 +501,45 @@ def test_yolo_overflow_and_class_id_beyond_int64(capsys):
 
 # -- corrupt RLE -----------------------------------------------------------------------------
 
+
 def test_corrupt_compressed_rle_is_refused_before_pycocotools(capsys):
     for command in ("evaluate", "validate"):
-        argv = [command, "--gt", HARD / "segm_gt_rle.json", "--dt", HARD / "segm_dt_rle_bad_sum.json",
-                "--iou-type", "segm"]
+        argv = [
+            command,
+            "--gt",
+            HARD / "segm_gt_rle.json",
+            "--dt",
+            HARD / "segm_dt_rle_bad_sum.json",
+            "--iou-type",
+            "segm",
+        ]
         code, out, err = run(capsys, *argv)
         assert (code, out) == (3, ""), err
         assert "compressed RLE runs do not add up to height * width" in err
 
 
 def test_the_valid_rle_counterpart_scores(capsys):
-    code, out, err = run(capsys, "evaluate", "--gt", HARD / "segm_gt_rle.json", "--dt", HARD / "segm_dt_rle.json",
-                         "--iou-type", "segm", "--format", "json")
+    code, out, err = run(
+        capsys,
+        "evaluate",
+        "--gt",
+        HARD / "segm_gt_rle.json",
+        "--dt",
+        HARD / "segm_dt_rle.json",
+        "--iou-type",
+        "segm",
+        "--format",
+        "json",
+    )
     assert code == 0, err
 
 
 # -- VOC files -------------------------------------------------------------------------------
 
+
 def test_dangling_and_looping_links_in_annotations_are_errors(capsys, tmp_path):
     import shutil
+
     root = tmp_path / "voc"
     shutil.copytree(ROOT / "fixtures" / "voc", root)
     (root / "Annotations" / "dangling.xml").symlink_to(root / "nowhere.xml")
@@ -386,6 +550,7 @@ def test_dangling_and_looping_links_in_annotations_are_errors(capsys, tmp_path):
 
 
 # -- terminal safety -------------------------------------------------------------------------
+
 
 def test_printable_escapes_controls_and_keeps_text():
     assert printable("a\x1b[31mb\x07") == "a\\x1b[31mb\\x07"
@@ -402,8 +567,10 @@ def test_class_names_with_escape_sequences_never_reach_the_terminal_raw(capsys):
 
 # -- API ---------------------------------------------------------------------------------------
 
+
 def test_api_huge_boxes_are_right_without_warnings():
     import warnings
+
     gt = json.loads((HARD / "gt_huge_boxes.json").read_text())
     dt = json.loads((HARD / "dt_huge_boxes.json").read_text())
     with warnings.catch_warnings():
@@ -415,6 +582,7 @@ def test_api_huge_boxes_are_right_without_warnings():
 
 def _voc_root(tmp_path: Path, xml: bytes) -> Path:
     import shutil
+
     root = tmp_path / "voc"
     shutil.copytree(ROOT / "fixtures" / "voc", root)
     target = sorted((root / "Annotations").glob("*.xml"))[0]
@@ -422,8 +590,9 @@ def _voc_root(tmp_path: Path, xml: bytes) -> Path:
     return root
 
 
-@pytest.mark.parametrize("encoding, message", [("klingon", "unknown encoding"),
-                                               ("shift_jis", "multi-byte encodings")])
+@pytest.mark.parametrize(
+    "encoding, message", [("klingon", "unknown encoding"), ("shift_jis", "multi-byte encodings")]
+)
 def test_voc_xml_with_an_unreadable_declared_encoding(capsys, tmp_path, encoding, message):
     xml = f'<?xml version="1.0" encoding="{encoding}"?><annotation/>'.encode()
     root = _voc_root(tmp_path, xml)
@@ -431,12 +600,20 @@ def test_voc_xml_with_an_unreadable_declared_encoding(capsys, tmp_path, encoding
     assert (code, out) == (3, "") and message in err and "save it as UTF-8" in err
 
 
-@pytest.mark.parametrize("extra", ["<bndbox><xmin>1</xmin><ymin>1</ymin><xmax>9</xmax><ymax>9</ymax></bndbox>",
-                                   "<name>dog</name>", "<difficult>1</difficult>"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "<bndbox><xmin>1</xmin><ymin>1</ymin><xmax>9</xmax><ymax>9</ymax></bndbox>",
+        "<name>dog</name>",
+        "<difficult>1</difficult>",
+    ],
+)
 def test_voc_object_with_a_repeated_child_is_an_error(capsys, tmp_path, extra):
-    xml = ("<annotation><size><width>100</width><height>80</height></size><object><name>cat</name>"
-           "<difficult>0</difficult><bndbox><xmin>10</xmin><ymin>10</ymin><xmax>50</xmax><ymax>50</ymax>"
-           f"</bndbox>{extra}</object></annotation>").encode()
+    xml = (
+        "<annotation><size><width>100</width><height>80</height></size><object><name>cat</name>"
+        "<difficult>0</difficult><bndbox><xmin>10</xmin><ymin>10</ymin><xmax>50</xmax><ymax>50</ymax>"
+        f"</bndbox>{extra}</object></annotation>"
+    ).encode()
     root = _voc_root(tmp_path, xml)
     code, out, err = run(capsys, "evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007")
     assert (code, out) == (3, "")

@@ -21,8 +21,10 @@ from deteval.stats import compare_detectors  # noqa: E402
 from tests.unit.plot_data import synthetic  # noqa: E402
 
 # The fixtures have a class without ground truth (a note through the API); incidental here.
-pytestmark = [pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
-              pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
+    pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 BUDGET = 5 * 1024 * 1024
@@ -77,7 +79,7 @@ def test_every_user_string_is_escaped(nasty_run):
     assert "<b>" not in text and "&lt;b&gt;&quot;mine&quot;&lt;/b&gt; &amp; co" in text
     # the nasty names reach the table as text, sortable by their real value
     cells = [v for tag, k, v in parsed.attributes if k == "data-v"]
-    assert "<script>alert(1)</script>" in cells and 'a "quoted" & \'single\'' in cells
+    assert "<script>alert(1)</script>" in cells and "a \"quoted\" & 'single'" in cells
 
 
 def test_no_network_reference(nasty_run):
@@ -86,7 +88,11 @@ def test_no_network_reference(nasty_run):
     parsed = _parse(text)
     for tag, key, value in parsed.attributes:
         if key in ("src", "href", "srcset", "poster", "action", "style"):
-            assert re.fullmatch(r"data:image/png;base64,[A-Za-z0-9+/=]+|#[a-z-]+", value), (tag, key, value[:60])
+            assert re.fullmatch(r"data:image/png;base64,[A-Za-z0-9+/=]+|#[a-z-]+", value), (
+                tag,
+                key,
+                value[:60],
+            )
         elif key != "data-v":  # data-v holds a class name: text, never loaded
             assert not re.search(r"https?:|^//", value), (tag, key, value[:80])
     code = "".join(parsed.code)
@@ -121,8 +127,8 @@ def test_many_classes_all_listed_and_within_budget(tmp_path):
         path = write_report({"detector": result}, out=tmp_path / f"r{n}.html")
         sizes[n] = path.stat().st_size
         text = path.read_text(encoding="utf-8")
-        body = text[text.index('id="class-table"'):]
-        body = body[:body.index("</table>")]
+        body = text[text.index('id="class-table"') :]
+        body = body[: body.index("</table>")]
         assert body.count("<tr>") == n + 1  # header row + one per class
         assert sizes[n] < BUDGET
     print(f"report sizes: {sizes}")

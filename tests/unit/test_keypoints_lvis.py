@@ -33,7 +33,7 @@ def oks_twin(gt_kp, gt_box, gt_area, dt_kp, sigmas):
         z = np.zeros(len(sigmas))
         dx = np.max((z, x0 - xd), axis=0) + np.max((z, xd - x1), axis=0)
         dy = np.max((z, y0 - yd), axis=0) + np.max((z, yd - y1), axis=0)
-    e = (dx ** 2 + dy ** 2) / variances / (gt_area + np.spacing(1)) / 2
+    e = (dx**2 + dy**2) / variances / (gt_area + np.spacing(1)) / 2
     if k1 > 0:
         e = e[vg > 0]
     return np.sum(np.exp(-e)) / e.shape[0]
@@ -67,9 +67,22 @@ def test_oks_outside_the_doubled_box_is_zero_distance_inside():
     assert pair_oks(gt, box, np.array([100.0]), outside, sigmas=np.array([0.1, 0.1]))[0] == want
 
 
-GT = {"images": [{"id": 1, "width": 100, "height": 100}], "categories": [{"id": 1, "name": "person"}],
-      "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [10, 10, 40, 60], "area": 2000,
-                       "iscrowd": 0, "num_keypoints": 2, "keypoints": [20, 20, 2, 30, 30, 1, 0, 0, 0]}]}
+GT = {
+    "images": [{"id": 1, "width": 100, "height": 100}],
+    "categories": [{"id": 1, "name": "person"}],
+    "annotations": [
+        {
+            "id": 1,
+            "image_id": 1,
+            "category_id": 1,
+            "bbox": [10, 10, 40, 60],
+            "area": 2000,
+            "iscrowd": 0,
+            "num_keypoints": 2,
+            "keypoints": [20, 20, 2, 30, 30, 1, 0, 0, 0],
+        }
+    ],
+}
 
 
 def _gt(**change):
@@ -77,13 +90,22 @@ def _gt(**change):
     return {**GT, "annotations": [ann]}
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"keypoints": [1, 2, 3, 4]}, r"annotation #0 \(id=1, image_id=1\): `keypoints` is not a list of 3 numbers per keypoint"),
-    ({"keypoints": [1, 2, 2], "num_keypoints": 1}, None),
-    ({"keypoints": [1, "a", 2, 3, 4, 2, 0, 0, 0]}, r"`keypoints` has a value that is not a number"),
-    ({"keypoints": [1, 2, 5, 3, 4, 2, 0, 0, 0]}, r"`keypoints` has a visibility flag that is not 0, 1 or 2"),
-    ({"num_keypoints": 9}, r"`num_keypoints` is out of range; expected an integer in \[0, 3\]"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            {"keypoints": [1, 2, 3, 4]},
+            r"annotation #0 \(id=1, image_id=1\): `keypoints` is not a list of 3 numbers per keypoint",
+        ),
+        ({"keypoints": [1, 2, 2], "num_keypoints": 1}, None),
+        ({"keypoints": [1, "a", 2, 3, 4, 2, 0, 0, 0]}, r"`keypoints` has a value that is not a number"),
+        (
+            {"keypoints": [1, 2, 5, 3, 4, 2, 0, 0, 0]},
+            r"`keypoints` has a visibility flag that is not 0, 1 or 2",
+        ),
+        ({"num_keypoints": 9}, r"`num_keypoints` is out of range; expected an integer in \[0, 3\]"),
+    ],
+)
 def test_ground_truth_keypoint_errors_name_record_and_field(change, message):
     if message is None:
         assert load_coco_gt(_gt(**change)).keypoints.shape == (1, 1, 3)
@@ -93,12 +115,20 @@ def test_ground_truth_keypoint_errors_name_record_and_field(change, message):
 
 
 def test_keypoint_lengths_must_agree_and_nan_is_refused():
-    gt = {**GT, "annotations": GT["annotations"] + [{**GT["annotations"][0], "id": 2, "keypoints": [1, 1, 1]}]}
-    with pytest.raises(InputError, match=r"#1 \(id=2, image_id=1\): `keypoints` does not have the length of the first record's"):
+    gt = {
+        **GT,
+        "annotations": GT["annotations"] + [{**GT["annotations"][0], "id": 2, "keypoints": [1, 1, 1]}],
+    }
+    with pytest.raises(
+        InputError,
+        match=r"#1 \(id=2, image_id=1\): `keypoints` does not have the length of the first record's",
+    ):
         load_coco_gt(gt, name="gt.json")
     with pytest.raises(InputError, match="not a finite number"):
-        load_coco_dt([{"image_id": 1, "category_id": 1, "score": 1, "keypoints": [1, float("nan"), 1] * 3}],
-                      load_coco_gt(GT))
+        load_coco_dt(
+            [{"image_id": 1, "category_id": 1, "score": 1, "keypoints": [1, float("nan"), 1] * 3}],
+            load_coco_gt(GT),
+        )
 
 
 def test_missing_num_keypoints_is_counted_from_the_flags_with_a_warning():
@@ -111,8 +141,9 @@ def test_missing_num_keypoints_is_counted_from_the_flags_with_a_warning():
 
 def test_keypoint_result_without_bbox_gets_the_keypoints_extent():
     gt = load_coco_gt(GT)
-    dt = load_coco_dt([{"image_id": 1, "category_id": 1, "score": 0.5,
-                        "keypoints": [20, 20, 1, 30, 35, 1, 5, 0, 0]}], gt)
+    dt = load_coco_dt(
+        [{"image_id": 1, "category_id": 1, "score": 0.5, "keypoints": [20, 20, 1, 30, 35, 1, 5, 0, 0]}], gt
+    )
     assert dt.box.tolist() == [[5.0, 0.0, 25.0, 35.0]] and not dt.has_box[0]
 
 
@@ -131,7 +162,9 @@ def test_keypoints_evaluation_needs_keypoints_and_the_right_sigma_count():
 
 def test_lvis_ground_truth_under_coco_warns_that_federated_labels_are_ignored():
     gt, dt = generate_lvis(1)
-    with pytest.warns(InputWarning, match=r"image\(s\) carry LVIS federated labels .* protocol 'coco' ignores"):
+    with pytest.warns(
+        InputWarning, match=r"image\(s\) carry LVIS federated labels .* protocol 'coco' ignores"
+    ):
         result = deteval.evaluate(gt, dt, "coco")
     assert any("LVIS federated labels" in w for w in result.warnings)
     lvis_result = deteval.evaluate(gt, dt, "lvis")
@@ -140,7 +173,9 @@ def test_lvis_ground_truth_under_coco_warns_that_federated_labels_are_ignored():
 
 def test_lvis_protocol_on_plain_coco_ground_truth_is_refused():
     with pytest.raises(InputError, match=r"no image has `neg_category_ids`"):
-        deteval.evaluate(GT, [{"image_id": 1, "category_id": 1, "score": 1.0, "bbox": [10, 10, 40, 60]}], "lvis")
+        deteval.evaluate(
+            GT, [{"image_id": 1, "category_id": 1, "score": 1.0, "bbox": [10, 10, 40, 60]}], "lvis"
+        )
 
 
 def test_federated_labels_load_as_index_pairs_and_unknown_ids_are_errors():
@@ -152,9 +187,13 @@ def test_federated_labels_load_as_index_pairs_and_unknown_ids_are_errors():
     bad = {**gt, "images": [{**gt["images"][0], "neg_category_ids": [999]}] + gt["images"][1:]}
     with pytest.raises(InputError, match=r"`neg_category_ids` names a category not in `categories`"):
         load_coco_gt(bad, name="lvis.json")
-    missing = {**gt, "images": [{k: v for k, v in gt["images"][0].items() if k != "neg_category_ids"}]
-               + gt["images"][1:]}
-    with pytest.raises(InputError, match=r"no `neg_category_ids` \(other images have LVIS' federated labels\)"):
+    missing = {
+        **gt,
+        "images": [{k: v for k, v in gt["images"][0].items() if k != "neg_category_ids"}] + gt["images"][1:],
+    }
+    with pytest.raises(
+        InputError, match=r"no `neg_category_ids` \(other images have LVIS' federated labels\)"
+    ):
         load_coco_gt(missing, name="lvis.json")
 
 
@@ -169,8 +208,11 @@ ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
 def test_docs_keypoints_example_is_what_notes_derive():
-    result = deteval.evaluate(ROOT / "fixtures/keypoints/gt.json", ROOT / "fixtures/keypoints/dt.json",
-                              str(ROOT / "fixtures/keypoints/three.yaml"))
+    result = deteval.evaluate(
+        ROOT / "fixtures/keypoints/gt.json",
+        ROOT / "fixtures/keypoints/dt.json",
+        str(ROOT / "fixtures/keypoints/three.yaml"),
+    )
     assert result.metrics["AP"] == 0.9999999999999998 and result.metrics["AR"] == 1.0
     assert math.isnan(result.metrics["APl"])
     assert result.table.det_is_ignored.sum(axis=1).tolist() == [1] * 20 + [2] * 10  # all, medium | large
@@ -178,14 +220,32 @@ def test_docs_keypoints_example_is_what_notes_derive():
 
 def test_docs_lvis_example_is_what_notes_derive(capsys):
     from deteval.cli import main
+
     gt, dt = ROOT / "fixtures/lvis/gt.json", ROOT / "fixtures/lvis/dt.json"
     lvis_result = deteval.evaluate(gt, dt, "lvis")
     coco_result = deteval.evaluate(gt, dt, "coco")
-    assert lvis_result.metrics["AP"] == pytest.approx(1.0) and lvis_result.metrics["APr"] == pytest.approx(1.0)
+    assert lvis_result.metrics["AP"] == pytest.approx(1.0) and lvis_result.metrics["APr"] == pytest.approx(
+        1.0
+    )
     assert math.isnan(lvis_result.metrics["APc"])
     assert round(coco_result.metrics["AP"], 4) == 0.6667
-    assert main(["compare", "--gt", str(gt), "--dt", str(dt), "--protocol", "coco", "--protocol", "lvis",
-                 "--explain"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--gt",
+                str(gt),
+                "--dt",
+                str(dt),
+                "--protocol",
+                "coco",
+                "--protocol",
+                "lvis",
+                "--explain",
+            ]
+        )
+        == 0
+    )
     assert "difficult/crowd  +0.3333" in capsys.readouterr().out
 
 

@@ -33,8 +33,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("deteval.summary",),
     ("deteval.evaluate",),
     ("deteval.sharding",),
-    ("deteval.ranking", "deteval.analysis", "deteval.mask_modes", "deteval.stats", "deteval.explain",
-     "deteval.tide", "deteval.decomposition", "deteval.confusion", "deteval.diagnose"),
+    (
+        "deteval.ranking",
+        "deteval.analysis",
+        "deteval.mask_modes",
+        "deteval.stats",
+        "deteval.explain",
+        "deteval.tide",
+        "deteval.decomposition",
+        "deteval.confusion",
+        "deteval.diagnose",
+    ),
     ("deteval.plot",),
     ("deteval.report",),
     ("deteval.api", "deteval.evaluator"),
@@ -83,7 +92,8 @@ def _imports(path: Path) -> list[tuple[int, str]]:
             for alias in node.names:
                 sub = f"{target}.{alias.name}"
                 is_sub = (PACKAGE.parent / Path(*sub.split("."))).with_suffix(".py").exists() or (
-                    PACKAGE.parent / Path(*sub.split(".")) / "__init__.py").exists()
+                    PACKAGE.parent / Path(*sub.split(".")) / "__init__.py"
+                ).exists()
                 out.append((node.lineno, sub if is_sub else target))
     return [(line, name) for line, name in out if name == "deteval" or name.startswith("deteval.")]
 
@@ -106,8 +116,10 @@ def test_imports_only_go_down(path: Path) -> None:
         if target == module or (target != "deteval" and module.startswith(target + ".")):
             continue  # a module of a package importing its package (e.g. io.coco -> io)
         if layer > own or layer < 0:
-            bad.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} (layer {own}) imports "
-                       f"{target} (layer {layer})")
+            bad.append(
+                f"{path.relative_to(PACKAGE.parent)}:{line}: {module} (layer {own}) imports "
+                f"{target} (layer {layer})"
+            )
     assert not bad, "imports against the documented order:\n" + "\n".join(bad)
 
 
@@ -116,7 +128,8 @@ def test_no_import_cycles() -> None:
     for path in FILES:
         module = _module_name(path)
         graph.setdefault(module, set()).update(
-            t for _, t in _imports(path) if t != module and not module.startswith(t + "."))
+            t for _, t in _imports(path) if t != module and not module.startswith(t + ".")
+        )
     seen: dict[str, int] = {}
     stack: list[str] = []
 
@@ -125,7 +138,7 @@ def test_no_import_cycles() -> None:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if seen.get(nxt) == 1:
-                cycle = stack[stack.index(nxt):] + [nxt]
+                cycle = stack[stack.index(nxt) :] + [nxt]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if nxt not in seen:
                 visit(nxt)
@@ -138,7 +151,6 @@ def test_no_import_cycles() -> None:
 
 
 def test_import_deteval_loads_no_optional_extra() -> None:
-    code = ("import sys, deteval, deteval.cli; "
-            f"print([m for m in {OPTIONAL!r} if m in sys.modules])")
+    code = f"import sys, deteval, deteval.cli; print([m for m in {OPTIONAL!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -45,27 +45,34 @@ def exact(det, gt, crowd=None):
 # Closed-form IoUs (exact mode)
 # --------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("det, gt, expected", [
-    ([rect(0, 0, 10, 10)], [rect(0, 0, 10, 10)], 1.0),
-    ([rect(5, 0, 15, 10)], [rect(0, 0, 10, 10)], 50 / 150),
-    ([rect(2.5, 2.5, 7.5, 7.5)], [rect(0, 0, 10, 10)], 25 / 100),
-    ([rect(0, 0, 10, 6)], [rect(0, 0, 10, 10)], 0.6),
-    ([rect(20, 0, 30, 10)], [rect(0, 0, 10, 10)], 0.0),
-    ([rect(10, 0, 20, 10)], [rect(0, 0, 10, 10)], 0.0),  # sharing an edge only
-    ([rect(0.5, 0.5, 10.5, 10.5)], [rect(0, 0, 10, 10)], 90.25 / 109.75),
-])
+
+@pytest.mark.parametrize(
+    "det, gt, expected",
+    [
+        ([rect(0, 0, 10, 10)], [rect(0, 0, 10, 10)], 1.0),
+        ([rect(5, 0, 15, 10)], [rect(0, 0, 10, 10)], 50 / 150),
+        ([rect(2.5, 2.5, 7.5, 7.5)], [rect(0, 0, 10, 10)], 25 / 100),
+        ([rect(0, 0, 10, 6)], [rect(0, 0, 10, 10)], 0.6),
+        ([rect(20, 0, 30, 10)], [rect(0, 0, 10, 10)], 0.0),
+        ([rect(10, 0, 20, 10)], [rect(0, 0, 10, 10)], 0.0),  # sharing an edge only
+        ([rect(0.5, 0.5, 10.5, 10.5)], [rect(0, 0, 10, 10)], 90.25 / 109.75),
+    ],
+)
 def test_squares(det, gt, expected):
     assert exact(det, gt) == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
-@pytest.mark.parametrize("det, gt, expected", [
-    ([[0, 0, 10, 0, 0, 10]], [rect(0, 0, 10, 10)], 0.5),             # half of the square
-    ([[0, 0, 10, 0, 0, 10]], [[10, 0, 10, 10, 0, 10]], 0.0),         # the other half
-    ([[0, 0, 10, 0, 0, 10]], [[0, 0, 10, 0, 0, 10]], 1.0),
-    ([[0, 0, 10, 0, 0, 10]], [[0, 0, 5, 0, 0, 5]], 12.5 / 50),       # similar, half the size
-    ([[0, 0, 10, 0, 0, 10]], [[0, 0, 10, 0, 10, 10]], 25 / 75),      # crossing halves: 1/4 of 100
-    ([[10, 10, 60, 10, 10, 60]], [rect(0, 0, 100, 100)], 1250 / 10000),  # KNOWN_ANSWERS 4
-])
+@pytest.mark.parametrize(
+    "det, gt, expected",
+    [
+        ([[0, 0, 10, 0, 0, 10]], [rect(0, 0, 10, 10)], 0.5),  # half of the square
+        ([[0, 0, 10, 0, 0, 10]], [[10, 0, 10, 10, 0, 10]], 0.0),  # the other half
+        ([[0, 0, 10, 0, 0, 10]], [[0, 0, 10, 0, 0, 10]], 1.0),
+        ([[0, 0, 10, 0, 0, 10]], [[0, 0, 5, 0, 0, 5]], 12.5 / 50),  # similar, half the size
+        ([[0, 0, 10, 0, 0, 10]], [[0, 0, 10, 0, 10, 10]], 25 / 75),  # crossing halves: 1/4 of 100
+        ([[10, 10, 60, 10, 10, 60]], [rect(0, 0, 100, 100)], 1250 / 10000),  # KNOWN_ANSWERS 4
+    ],
+)
 def test_triangles(det, gt, expected):
     assert exact(det, gt) == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
@@ -75,38 +82,47 @@ def test_triangles(det, gt, expected):
 FRAME = [rect(0, 0, 10, 2), rect(0, 8, 10, 10), rect(0, 0, 2, 10), rect(8, 0, 10, 10)]
 
 
-@pytest.mark.parametrize("det, expected", [
-    ([rect(0, 0, 10, 10)], 64 / 100),       # the ring inside the full square
-    ([rect(2, 2, 8, 8)], 0.0),              # exactly the hole
-    ([rect(1, 1, 9, 9)], 28 / 100),         # (64 - 36) / (64 + 64 - 28)
-    (FRAME, 1.0),
-    ([rect(0, 0, 10, 2)], 20 / 64),         # one side of the ring
-])
+@pytest.mark.parametrize(
+    "det, expected",
+    [
+        ([rect(0, 0, 10, 10)], 64 / 100),  # the ring inside the full square
+        ([rect(2, 2, 8, 8)], 0.0),  # exactly the hole
+        ([rect(1, 1, 9, 9)], 28 / 100),  # (64 - 36) / (64 + 64 - 28)
+        (FRAME, 1.0),
+        ([rect(0, 0, 10, 2)], 20 / 64),  # one side of the ring
+    ],
+)
 def test_rings_with_holes(det, expected):
     assert exact(det, FRAME) == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
-@pytest.mark.parametrize("det, gt, expected", [
-    ([rect(0, 0, 10, 10), rect(20, 0, 30, 10)], [rect(0, 0, 10, 10)], 0.5),
-    ([rect(0, 0, 10, 10), rect(20, 0, 30, 10)], [rect(0, 0, 30, 10)], 200 / 300),
-    # overlapping parts: the mask is their union (150), not the sum of their areas (200)
-    ([rect(0, 0, 15, 10)], [rect(0, 0, 10, 10), rect(5, 0, 15, 10)], 1.0),
-    ([rect(0, 0, 10, 10), rect(0, 0, 10, 10)], [rect(0, 0, 10, 10)], 1.0),
-    # touching parts
-    ([rect(0, 0, 5, 10), rect(5, 0, 10, 10)], [rect(0, 0, 10, 10)], 1.0),
-    # a part filling the hole that the other parts surround
-    (FRAME + [rect(2, 2, 8, 8)], [rect(0, 0, 10, 10)], 1.0),
-    (FRAME + [rect(3, 3, 7, 7)], [rect(0, 0, 10, 10)], 80 / 100),
-])
+@pytest.mark.parametrize(
+    "det, gt, expected",
+    [
+        ([rect(0, 0, 10, 10), rect(20, 0, 30, 10)], [rect(0, 0, 10, 10)], 0.5),
+        ([rect(0, 0, 10, 10), rect(20, 0, 30, 10)], [rect(0, 0, 30, 10)], 200 / 300),
+        # overlapping parts: the mask is their union (150), not the sum of their areas (200)
+        ([rect(0, 0, 15, 10)], [rect(0, 0, 10, 10), rect(5, 0, 15, 10)], 1.0),
+        ([rect(0, 0, 10, 10), rect(0, 0, 10, 10)], [rect(0, 0, 10, 10)], 1.0),
+        # touching parts
+        ([rect(0, 0, 5, 10), rect(5, 0, 10, 10)], [rect(0, 0, 10, 10)], 1.0),
+        # a part filling the hole that the other parts surround
+        (FRAME + [rect(2, 2, 8, 8)], [rect(0, 0, 10, 10)], 1.0),
+        (FRAME + [rect(3, 3, 7, 7)], [rect(0, 0, 10, 10)], 80 / 100),
+    ],
+)
 def test_multi_part_polygons_are_unions(det, gt, expected):
     assert exact(det, gt) == pytest.approx(expected, rel=1e-12, abs=1e-15)
 
 
-@pytest.mark.parametrize("det, expected", [
-    ([rect(10, 10, 20, 20)], 1.0),     # inside the crowd region
-    ([rect(95, 10, 105, 20)], 0.5),    # half inside: intersection / detection area
-    ([rect(0, 0, 200, 100)], 0.5),     # bigger than the region
-])
+@pytest.mark.parametrize(
+    "det, expected",
+    [
+        ([rect(10, 10, 20, 20)], 1.0),  # inside the crowd region
+        ([rect(95, 10, 105, 20)], 0.5),  # half inside: intersection / detection area
+        ([rect(0, 0, 200, 100)], 0.5),  # bigger than the region
+    ],
+)
 def test_crowd_iou_is_intersection_over_detection_area(det, expected):
     assert exact(det, [rect(0, 0, 100, 100)], crowd=True) == pytest.approx(expected, rel=1e-12)
 
@@ -129,7 +145,9 @@ def test_integer_rectangles_agree_exactly():
     rng = np.random.default_rng(1)
     boxes = rng.integers(0, 40, (30, 2))
     sizes = rng.integers(1, 30, (30, 2))
-    segs = [[rect(int(x), int(y), int(x + w), int(y + h))] for (x, y), (w, h) in zip(boxes, sizes, strict=True)]
+    segs = [
+        [rect(int(x), int(y), int(x + w), int(y + h))] for (x, y), (w, h) in zip(boxes, sizes, strict=True)
+    ]
     e = segm_iou(segs, segs)
     r = segm_iou(segs, segs, mask_iou="raster", image_size=(80, 80))
     np.testing.assert_allclose(e, r, rtol=1e-12, atol=1e-15)
@@ -138,6 +156,7 @@ def test_integer_rectangles_agree_exactly():
 # --------------------------------------------------------------------------------------------
 # Raster mode is pycocotools
 # --------------------------------------------------------------------------------------------
+
 
 def star(rng, cx, cy, radius, n=None):
     n = n or int(rng.integers(3, 30))
@@ -168,8 +187,13 @@ def test_raster_iou_equals_pycocotools_for_near_and_touching_polygons():
         ours = segm_iou(det, gt, crowd.astype(bool), mask_iou="raster", image_size=(100, 120))
         np.testing.assert_array_equal(ours, expected)
         # the same masks as compressed RLE (their pixel extents decide which pairs to skip)
-        as_rle = [{"size": [100, 120], "counts": mask_utils.merge(mask_utils.frPyObjects(
-            g, 100, 120))["counts"].decode()} for g in gt]
+        as_rle = [
+            {
+                "size": [100, 120],
+                "counts": mask_utils.merge(mask_utils.frPyObjects(g, 100, 120))["counts"].decode(),
+            }
+            for g in gt
+        ]
         ours = segm_iou(det, as_rle, crowd.astype(bool), image_size=(100, 120))
         np.testing.assert_array_equal(ours, expected)
 
@@ -195,6 +219,7 @@ def test_rle_masks_use_the_raster_in_exact_mode():
 # Exact against raster: the stated tolerance
 # --------------------------------------------------------------------------------------------
 
+
 def _perimeter_area(seg):
     geom = shapely.union_all([shapely.Polygon(np.reshape(p, (-1, 2))) for p in seg])
     return geom.length, geom.area
@@ -209,8 +234,10 @@ def test_exact_and_raster_agree_within_the_stated_bound():
             c = rng.uniform(160, 240, 2)
             g = [star(rng, *c, radius)]
             d = [star(rng, *(c + rng.normal(0, radius * 0.15, 2)), radius * rng.uniform(0.8, 1.2))]
-            if not (shapely.Polygon(np.reshape(g[0], (-1, 2))).is_valid
-                    and shapely.Polygon(np.reshape(d[0], (-1, 2))).is_valid):
+            if not (
+                shapely.Polygon(np.reshape(g[0], (-1, 2))).is_valid
+                and shapely.Polygon(np.reshape(d[0], (-1, 2))).is_valid
+            ):
                 continue
             e = exact(d, g)
             r = float(segm_iou([d], [g], mask_iou="raster", image_size=(400, 400))[0, 0])
@@ -228,15 +255,29 @@ def test_exact_and_raster_agree_within_the_stated_bound():
 # Evaluation-level behaviour: areas, pruning, comparison, caching
 # --------------------------------------------------------------------------------------------
 
+
 def one_image(gt_segs, det_segs, *, width=200, height=200, det_boxes=None, crowd=None):
     """GroundTruth and Detections (one image, one class) from segmentations."""
     anns = []
     for i, seg in enumerate(gt_segs):
-        anns.append({"id": i + 1, "image_id": 1, "category_id": 1, "segmentation": seg,
-                     "iscrowd": int(crowd[i]) if crowd else 0, "bbox": [0, 0, 1, 1], "area": 100.0})
-    gt = deteval.load_ground_truth({"images": [{"id": 1, "width": width, "height": height}],
-                                    "categories": [{"id": 1, "name": "thing"}],
-                                    "annotations": anns})
+        anns.append(
+            {
+                "id": i + 1,
+                "image_id": 1,
+                "category_id": 1,
+                "segmentation": seg,
+                "iscrowd": int(crowd[i]) if crowd else 0,
+                "bbox": [0, 0, 1, 1],
+                "area": 100.0,
+            }
+        )
+    gt = deteval.load_ground_truth(
+        {
+            "images": [{"id": 1, "width": width, "height": height}],
+            "categories": [{"id": 1, "name": "thing"}],
+            "annotations": anns,
+        }
+    )
     dets = []
     for i, seg in enumerate(det_segs):
         rec = {"image_id": 1, "category_id": 1, "score": 1.0 - i / 100, "segmentation": seg}
@@ -252,11 +293,21 @@ def test_detection_area_is_decided_per_record():
     rle = mask_utils.merge(mask_utils.frPyObjects(tri, 100, 100))
     compressed = {"size": [100, 100], "counts": rle["counts"].decode()}
     uncompressed = {"size": [2, 2], "counts": [1, 2, 1]}
-    gt, dt = one_image([tri], [tri, tri, compressed, compressed], width=100, height=100,
-                       det_boxes=[[0, 0, 5, 7], None, None, [0, 0, 2, 3]])
+    gt, dt = one_image(
+        [tri],
+        [tri, tri, compressed, compressed],
+        width=100,
+        height=100,
+        det_boxes=[[0, 0, 5, 7], None, None, [0, 0, 2, 3]],
+    )
     rows = np.arange(4)
     assert detection_areas(prepare_masks(gt, dt, EXACT), rows, EXACT).tolist() == [35.0, 1250.0, 1225.0, 6.0]
-    assert detection_areas(prepare_masks(gt, dt, RASTER), rows, RASTER).tolist() == [35.0, 1225.0, 1225.0, 6.0]
+    assert detection_areas(prepare_masks(gt, dt, RASTER), rows, RASTER).tolist() == [
+        35.0,
+        1225.0,
+        1225.0,
+        6.0,
+    ]
     gt2, dt2 = one_image([uncompressed], [uncompressed], width=2, height=2)
     assert detection_areas(prepare_masks(gt2, dt2, EXACT), np.arange(1), EXACT).tolist() == [2.0]
 
@@ -283,6 +334,7 @@ def test_pruned_pairs_could_not_have_matched():
 
 def test_compare_mask_modes_reports_small_object_differences():
     from tests.crosscheck.generate_segm import generate_segm
+
     gt, dt = generate_segm(5, n_images=12, result_style="polygon+bbox")
     protocol = EXACT.replace(invalid_polygons="make_valid")
     comparison = compare_mask_modes(gt, dt, protocol)
@@ -299,9 +351,11 @@ def test_compare_mask_modes_reports_small_object_differences():
 
 
 def test_compare_mask_modes_on_pixel_aligned_rectangles_changes_nothing():
-    gt, dt = one_image([[rect(0, 0, 10, 10)], [rect(30, 30, 70, 50)]],
-                       [[rect(0, 0, 10, 7)], [rect(30, 30, 70, 48)], [rect(31, 30, 70, 50)]],
-                       det_boxes=[[0, 0, 10, 7], [30, 30, 40, 18], [31, 30, 39, 20]])
+    gt, dt = one_image(
+        [[rect(0, 0, 10, 10)], [rect(30, 30, 70, 50)]],
+        [[rect(0, 0, 10, 7)], [rect(30, 30, 70, 48)], [rect(31, 30, 70, 50)]],
+        det_boxes=[[0, 0, 10, 7], [30, 30, 40, 18], [31, 30, 39, 20]],
+    )
     comparison = compare_mask_modes(gt, dt)
     assert comparison.n_changed == 0 and comparison.n_matches_changed == 0
     assert all(d == 0 or math.isnan(d) for d in comparison.metric_difference.values())
@@ -331,6 +385,7 @@ def test_prepare_masks_validates_and_keeps_everything():
 
 def test_masks_are_parsed_once_per_prepared_value(monkeypatch):
     from deteval.geometry import masks as geometry_masks
+
     gt, dt = one_image([[rect(0, 0, 10, 10)]], [[rect(0, 0, 10, 9)]], det_boxes=[[0, 0, 10, 9]])
     prepared = prepare_masks(gt, dt, EXACT)
     first = prepared.det_masks.masks
@@ -351,8 +406,11 @@ def test_prepared_masks_of_other_data_are_refused():
     gt, dt = one_image([[rect(0, 0, 10, 10)]], [[rect(0, 0, 10, 9)]])
     other_gt, other_dt = one_image([[rect(0, 0, 10, 10)]], [[rect(0, 0, 10, 9)]])
     prepared = prepare_masks(other_gt, other_dt, EXACT)
-    with pytest.raises(deteval.ConfigError, match=r"match: `masks` were prepared from other ground "
-                                                  r"truth or detections; expected prepare_masks"):
+    with pytest.raises(
+        deteval.ConfigError,
+        match=r"match: `masks` were prepared from other ground "
+        r"truth or detections; expected prepare_masks",
+    ):
         match(gt, dt, EXACT, masks=prepared)
 
 
@@ -361,9 +419,13 @@ def test_no_module_level_mask_state():
     from deteval.geometry import masks as geometry_masks
     from deteval.geometry import polygons, raster
     from deteval.io import segmentation
+
     for module in (geometry_masks, polygons, raster, segmentation):
-        mutable = [name for name, value in vars(module).items()
-                   if isinstance(value, (dict, list, set)) and not name.startswith("__")]
+        mutable = [
+            name
+            for name, value in vars(module).items()
+            if isinstance(value, (dict, list, set)) and not name.startswith("__")
+        ]
         assert mutable == [], module.__name__
 
 
@@ -386,8 +448,11 @@ def test_geos_failure_on_one_pair_names_the_records(monkeypatch):
 
     monkeypatch.setattr(shapely, "intersection", broken)
     gt, dt = one_image([[rect(0, 0, 10, 10)]], [[rect(1, 0, 10, 10)]], det_boxes=[[1, 0, 9, 10]])
-    with pytest.raises(deteval.InputError, match=r"annotation #0 \(id=1, image_id=1\) and "
-                       r".*detection #0 \(image_id=1\).*mask_iou: raster"):
+    with pytest.raises(
+        deteval.InputError,
+        match=r"annotation #0 \(id=1, image_id=1\) and "
+        r".*detection #0 \(image_id=1\).*mask_iou: raster",
+    ):
         deteval.evaluate(gt, dt, protocol=EXACT)
 
 
@@ -413,69 +478,118 @@ def test_a_ring_touching_itself_is_accepted():
 # Errors: every message
 # --------------------------------------------------------------------------------------------
 
+
 def load_gt(segmentation, *, width=100, height=100, n=1):
-    anns = [{"id": 7 + i, "image_id": 3, "category_id": 1, "segmentation": segmentation,
-             "iscrowd": 0, "bbox": [0, 0, 1, 1], "area": 1.0} for i in range(n)]
+    anns = [
+        {
+            "id": 7 + i,
+            "image_id": 3,
+            "category_id": 1,
+            "segmentation": segmentation,
+            "iscrowd": 0,
+            "bbox": [0, 0, 1, 1],
+            "area": 1.0,
+        }
+        for i in range(n)
+    ]
     image = {"id": 3}
     if width is not None:
         image.update(width=width, height=height)
-    return deteval.load_ground_truth({"images": [image], "categories": [{"id": 1, "name": "a"}],
-                                      "annotations": anns})
+    return deteval.load_ground_truth(
+        {"images": [image], "categories": [{"id": 1, "name": "a"}], "annotations": anns}
+    )
 
 
 def evaluate_gt(segmentation, protocol=EXACT, **kwargs):
     gt = load_gt(segmentation, **kwargs)
-    dt = deteval.load_detections([{"image_id": 3, "category_id": 1, "score": 0.5,
-                                   "bbox": [0, 0, 10, 10], "segmentation": [rect(0, 0, 10, 10)]}], gt)
+    dt = deteval.load_detections(
+        [
+            {
+                "image_id": 3,
+                "category_id": 1,
+                "score": 0.5,
+                "bbox": [0, 0, 10, 10],
+                "segmentation": [rect(0, 0, 10, 10)],
+            }
+        ],
+        gt,
+    )
     return deteval.evaluate(gt, dt, protocol=protocol)
 
 
-@pytest.mark.parametrize("segmentation, message", [
-    ("polygon", r"`segmentation` is neither a polygon list nor an RLE object; expected polygons"),
-    ([], r"`segmentation` is an empty polygon list; expected at least one polygon"),
-    ([1, 2, 3, 4, 5, 6], r"a polygon is not a list of numbers; .*found part 0: 1"),
-    ([[0, 0, 10, "0", 0, 10]], r"a polygon coordinate is not a number; expected JSON numbers"),
-    ([[0, 0, 10, True, 0, 10]], r"a polygon coordinate is not a number"),
-    ([[0, 0, 10, None, 0, 10]], r"a polygon coordinate is not a number"),
-    ([[0, 0, 10, 0, 0, 10, 5]], r"a polygon has an odd number of coordinates; expected x, y pairs"),
-    ([[0, 0, 10, 0]], r"a polygon has fewer than 3 points; expected at least 3 points .*read"
-                      r"s a first polygon of 4 numbers as a box"),
-    ([[0, 0, 10, 0, 0, float("nan")]], r"a polygon has a NaN or infinite coordinate"),
-    ([[0, 0, 10, 0, 0, float("inf")]], r"a polygon has a NaN or infinite coordinate"),
-    ([[0, 0, 1e9, 0, 0, 10]], r"a polygon coordinate is beyond \+-1e\+07"),
-    ([[0, 0, 10**400, 0, 0, 10]], r"a polygon has a NaN or infinite coordinate"),
-    ([[0, 0, 10, 10, 0, 0, 10, 10]], r"a polygon has fewer than 3 distinct points"),
-    ({"counts": [1]}, r"an RLE `segmentation` without `size` and `counts`"),
-    ({"size": [10], "counts": [100]}, r"RLE `size` is not \[height, width\]"),
-    ({"size": [10, -1], "counts": []}, r"RLE `size` is not \[height, width\]"),
-    ({"size": [100, 100], "counts": 5}, r"RLE `counts` is neither a list nor a string"),
-    ({"size": [100, 100], "counts": [5000, 5000.0]}, r"RLE `counts` has a value that is not an integer"),
-    ({"size": [100, 100], "counts": [10001, -1]}, r"RLE `counts` has a negative or too large run length"),
-    ({"size": [100, 100], "counts": [5000, 4000]}, r"RLE run lengths do not add up to height \* width; "
-                                                   r"expected counts summing to size\[0\] \* size\[1\], "
-                                                   r"found a sum of 9000 for size \[100, 100\]"),
-    ({"size": [100, 100], "counts": "0{~"}, r"compressed RLE `counts` is not pycocotools' encoding; "
-                                            r"expected the string of pycocotools.mask.encode, found a "
-                                            r"character outside '0'..'o': '0\{~'"),
-    ({"size": [100, 100], "counts": "0P"}, r"not pycocotools' encoding.*a string that ends inside a run"),
-    ({"size": [100, 100], "counts": ""}, r"not pycocotools' encoding.*a string that ends inside a run "
-                                         r"\(or is empty\)"),
-    ({"size": [50, 100], "counts": [5000]}, r"RLE `size` differs from its image's \[height, width\]; "
-                                            r".*found \[50, 100\] for an image of \[100, 100\]"),
-])
+@pytest.mark.parametrize(
+    "segmentation, message",
+    [
+        ("polygon", r"`segmentation` is neither a polygon list nor an RLE object; expected polygons"),
+        ([], r"`segmentation` is an empty polygon list; expected at least one polygon"),
+        ([1, 2, 3, 4, 5, 6], r"a polygon is not a list of numbers; .*found part 0: 1"),
+        ([[0, 0, 10, "0", 0, 10]], r"a polygon coordinate is not a number; expected JSON numbers"),
+        ([[0, 0, 10, True, 0, 10]], r"a polygon coordinate is not a number"),
+        ([[0, 0, 10, None, 0, 10]], r"a polygon coordinate is not a number"),
+        ([[0, 0, 10, 0, 0, 10, 5]], r"a polygon has an odd number of coordinates; expected x, y pairs"),
+        (
+            [[0, 0, 10, 0]],
+            r"a polygon has fewer than 3 points; expected at least 3 points .*read"
+            r"s a first polygon of 4 numbers as a box",
+        ),
+        ([[0, 0, 10, 0, 0, float("nan")]], r"a polygon has a NaN or infinite coordinate"),
+        ([[0, 0, 10, 0, 0, float("inf")]], r"a polygon has a NaN or infinite coordinate"),
+        ([[0, 0, 1e9, 0, 0, 10]], r"a polygon coordinate is beyond \+-1e\+07"),
+        ([[0, 0, 10**400, 0, 0, 10]], r"a polygon has a NaN or infinite coordinate"),
+        ([[0, 0, 10, 10, 0, 0, 10, 10]], r"a polygon has fewer than 3 distinct points"),
+        ({"counts": [1]}, r"an RLE `segmentation` without `size` and `counts`"),
+        ({"size": [10], "counts": [100]}, r"RLE `size` is not \[height, width\]"),
+        ({"size": [10, -1], "counts": []}, r"RLE `size` is not \[height, width\]"),
+        ({"size": [100, 100], "counts": 5}, r"RLE `counts` is neither a list nor a string"),
+        ({"size": [100, 100], "counts": [5000, 5000.0]}, r"RLE `counts` has a value that is not an integer"),
+        ({"size": [100, 100], "counts": [10001, -1]}, r"RLE `counts` has a negative or too large run length"),
+        (
+            {"size": [100, 100], "counts": [5000, 4000]},
+            r"RLE run lengths do not add up to height \* width; "
+            r"expected counts summing to size\[0\] \* size\[1\], "
+            r"found a sum of 9000 for size \[100, 100\]",
+        ),
+        (
+            {"size": [100, 100], "counts": "0{~"},
+            r"compressed RLE `counts` is not pycocotools' encoding; "
+            r"expected the string of pycocotools.mask.encode, found a "
+            r"character outside '0'..'o': '0\{~'",
+        ),
+        ({"size": [100, 100], "counts": "0P"}, r"not pycocotools' encoding.*a string that ends inside a run"),
+        (
+            {"size": [100, 100], "counts": ""},
+            r"not pycocotools' encoding.*a string that ends inside a run "
+            r"\(or is empty\)",
+        ),
+        (
+            {"size": [50, 100], "counts": [5000]},
+            r"RLE `size` differs from its image's \[height, width\]; "
+            r".*found \[50, 100\] for an image of \[100, 100\]",
+        ),
+    ],
+)
 def test_invalid_segmentations_name_the_record(segmentation, message):
     with pytest.raises(deteval.InputError, match=message) as info:
         evaluate_gt(segmentation)
     assert str(info.value).startswith("<ground truth>: annotation #0 (id=7, image_id=3): ")
 
 
-@pytest.mark.parametrize("segmentation, message", [
-    ([[0, 0, 10, 10, 10, 0, 0, 10]], r"a polygon is self-intersecting \(its edges cross or overlap\)"
-                                     r".*found part 0: Self-intersection\[5 5\].*invalid_polygons: "
-                                     r"even_odd.*--set invalid_polygons=even_odd"),
-    ([rect(0, 0, 10, 10), [0, 0, 5, 5, 10, 10]], r"self-intersecting.*found part 1: zero area, its "
-                                                 r"points are collinear"),
-])
+@pytest.mark.parametrize(
+    "segmentation, message",
+    [
+        (
+            [[0, 0, 10, 10, 10, 0, 0, 10]],
+            r"a polygon is self-intersecting \(its edges cross or overlap\)"
+            r".*found part 0: Self-intersection\[5 5\].*invalid_polygons: "
+            r"even_odd.*--set invalid_polygons=even_odd",
+        ),
+        (
+            [rect(0, 0, 10, 10), [0, 0, 5, 5, 10, 10]],
+            r"self-intersecting.*found part 1: zero area, its "
+            r"points are collinear",
+        ),
+    ],
+)
 def test_invalid_polygons_error_refuses_self_intersections(segmentation, message):
     with pytest.raises(deteval.InputError, match=message) as info:
         evaluate_gt(segmentation, protocol=STRICT)
@@ -484,8 +598,9 @@ def test_invalid_polygons_error_refuses_self_intersections(segmentation, message
 
 
 def test_self_intersection_is_accepted_when_repair_is_asked_for():
-    result = evaluate_gt([[0, 0, 10, 10, 10, 0, 0, 10]],
-                         protocol=EXACT.replace(invalid_polygons="make_valid"))
+    result = evaluate_gt(
+        [[0, 0, 10, 10, 10, 0, 0, 10]], protocol=EXACT.replace(invalid_polygons="make_valid")
+    )
     assert result.metrics["AP50"] > 0.99 and result.metrics["AP75"] == 0  # IoU 0.5 exactly
     result = evaluate_gt([[0, 0, 10, 10, 10, 0, 0, 10]], protocol=RASTER)
     assert not math.isnan(result.metrics["AP"])
@@ -501,84 +616,159 @@ def test_many_bad_records_give_the_count_and_the_first_five():
 
 
 def test_missing_segmentation_on_a_record():
-    gt = deteval.load_ground_truth({
-        "images": [{"id": 3, "width": 10, "height": 10}], "categories": [{"id": 1, "name": "a"}],
-        "annotations": [{"id": 7, "image_id": 3, "category_id": 1, "iscrowd": 0,
-                         "bbox": [0, 0, 1, 1], "area": 1.0}]})
-    dt = deteval.load_detections([{"image_id": 3, "category_id": 1, "score": 0.5,
-                                   "segmentation": [rect(0, 0, 1, 1)]}], gt)
-    with pytest.raises(deteval.InputError, match=r"annotation #0 \(id=7, image_id=3\): no "
-                       r"`segmentation` \(iou_type 'segm' needs a mask for every record\)"):
+    gt = deteval.load_ground_truth(
+        {
+            "images": [{"id": 3, "width": 10, "height": 10}],
+            "categories": [{"id": 1, "name": "a"}],
+            "annotations": [
+                {"id": 7, "image_id": 3, "category_id": 1, "iscrowd": 0, "bbox": [0, 0, 1, 1], "area": 1.0}
+            ],
+        }
+    )
+    dt = deteval.load_detections(
+        [{"image_id": 3, "category_id": 1, "score": 0.5, "segmentation": [rect(0, 0, 1, 1)]}], gt
+    )
+    with pytest.raises(
+        deteval.InputError,
+        match=r"annotation #0 \(id=7, image_id=3\): no "
+        r"`segmentation` \(iou_type 'segm' needs a mask for every record\)",
+    ):
         deteval.evaluate(gt, dt, protocol=EXACT)
 
 
 def test_detections_with_boxes_only():
     gt = load_gt([rect(0, 0, 10, 10)])
-    dt = deteval.load_detections([{"image_id": 3, "category_id": 1, "score": 0.5,
-                                   "bbox": [0, 0, 10, 10]}], gt)
-    with pytest.raises(deteval.InputError, match=r"<detections>: iou_type 'segm' needs a "
-                       r"`segmentation` on every detection; expected polygons or RLE, found boxes only"):
+    dt = deteval.load_detections(
+        [{"image_id": 3, "category_id": 1, "score": 0.5, "bbox": [0, 0, 10, 10]}], gt
+    )
+    with pytest.raises(
+        deteval.InputError,
+        match=r"<detections>: iou_type 'segm' needs a "
+        r"`segmentation` on every detection; expected polygons or RLE, found boxes only",
+    ):
         deteval.evaluate(gt, dt, protocol=EXACT)
 
 
 def test_one_detection_without_segmentation_names_its_position_in_the_file():
     gt = load_gt([rect(0, 0, 10, 10)])
-    dt = deteval.load_detections([
-        {"image_id": 3, "category_id": 1, "score": 0.5, "segmentation": [rect(0, 0, 10, 10)]},
-        {"image_id": 3, "category_id": 1, "score": 0.4, "bbox": [0, 0, 10, 10]}], gt)
-    with pytest.raises(deteval.InputError, match=r"^<detections>: detection #1 \(image_id=3\): no "
-                       r"`segmentation`"):
+    dt = deteval.load_detections(
+        [
+            {"image_id": 3, "category_id": 1, "score": 0.5, "segmentation": [rect(0, 0, 10, 10)]},
+            {"image_id": 3, "category_id": 1, "score": 0.4, "bbox": [0, 0, 10, 10]},
+        ],
+        gt,
+    )
+    with pytest.raises(
+        deteval.InputError,
+        match=r"^<detections>: detection #1 \(image_id=3\): no "
+        r"`segmentation`",
+    ):
         deteval.evaluate(gt, dt, protocol=RASTER)
 
 
 def test_ground_truth_without_masks():
     gt = dataclasses.replace(load_gt([rect(0, 0, 10, 10)]), segmentation=None)
-    dt = deteval.load_detections([{"image_id": 3, "category_id": 1, "score": 0.5,
-                                   "segmentation": [rect(0, 0, 10, 10)]}], gt)
-    with pytest.raises(deteval.InputError, match=r"iou_type 'segm' needs a `segmentation`.*found "
-                       r"ground truth without any"):
+    dt = deteval.load_detections(
+        [{"image_id": 3, "category_id": 1, "score": 0.5, "segmentation": [rect(0, 0, 10, 10)]}], gt
+    )
+    with pytest.raises(
+        deteval.InputError,
+        match=r"iou_type 'segm' needs a `segmentation`.*found "
+        r"ground truth without any",
+    ):
         deteval.evaluate(gt, dt, protocol=EXACT)
 
 
 def test_raster_needs_the_image_size():
-    with pytest.raises(deteval.InputError, match=r"^<ground truth>: 1 image\(s\) without a usable "
-                       r"width and height: raster mask IoU .*found image id=3 \(height=nan, width=nan\)"):
+    with pytest.raises(
+        deteval.InputError,
+        match=r"^<ground truth>: 1 image\(s\) without a usable "
+        r"width and height: raster mask IoU .*found image id=3 \(height=nan, width=nan\)",
+    ):
         evaluate_gt([rect(0, 0, 10, 10)], protocol=RASTER, width=None)
     # exact mode does not need it
     assert evaluate_gt([rect(0, 0, 10, 10)], protocol=EXACT, width=None).metrics["AP"] > 0.99
 
 
 def test_raster_refuses_polygons_far_outside_the_image():
-    with pytest.raises(deteval.InputError, match=r"annotation #0 \(id=7, image_id=3\): a polygon "
-                       r"reaches far outside its image.*found vertex \(5000, 0\) for an image of 100 x 100"):
+    with pytest.raises(
+        deteval.InputError,
+        match=r"annotation #0 \(id=7, image_id=3\): a polygon "
+        r"reaches far outside its image.*found vertex \(5000, 0\) for an image of 100 x 100",
+    ):
         evaluate_gt([[0, 0, 5000, 0, 0, 10]], protocol=RASTER)
     assert evaluate_gt([[0, 0, 5000, 0, 0, 10]], protocol=EXACT).metrics["AP"] == 0.0
 
 
 def test_errors_name_the_file(tmp_path):
     path = tmp_path / "gt.json"
-    path.write_text(json.dumps({
-        "images": [{"id": 3, "width": 10, "height": 10}], "categories": [{"id": 1, "name": "a"}],
-        "annotations": [{"id": 7, "image_id": 3, "category_id": 1, "iscrowd": 0,
-                         "bbox": [0, 0, 1, 1], "area": 1.0, "segmentation": [[0, 0, 1]]}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "images": [{"id": 3, "width": 10, "height": 10}],
+                "categories": [{"id": 1, "name": "a"}],
+                "annotations": [
+                    {
+                        "id": 7,
+                        "image_id": 3,
+                        "category_id": 1,
+                        "iscrowd": 0,
+                        "bbox": [0, 0, 1, 1],
+                        "area": 1.0,
+                        "segmentation": [[0, 0, 1]],
+                    }
+                ],
+            }
+        )
+    )
     dt_path = tmp_path / "dt.json"
-    dt_path.write_text(json.dumps([{"image_id": 3, "category_id": 1, "score": 0.5,
-                                    "segmentation": [[0, 0, 1, 1, 1, float(MAX_COORDINATE) * 10]]}]))
-    with pytest.raises(deteval.InputError, match=rf"^{path}: annotation #0 \(id=7, image_id=3\): a "
-                       r"polygon has an odd number"):
+    dt_path.write_text(
+        json.dumps(
+            [
+                {
+                    "image_id": 3,
+                    "category_id": 1,
+                    "score": 0.5,
+                    "segmentation": [[0, 0, 1, 1, 1, float(MAX_COORDINATE) * 10]],
+                }
+            ]
+        )
+    )
+    with pytest.raises(
+        deteval.InputError,
+        match=rf"^{path}: annotation #0 \(id=7, image_id=3\): a "
+        r"polygon has an odd number",
+    ):
         deteval.evaluate(str(path), str(dt_path), protocol=EXACT)
-    gt = deteval.load_ground_truth({
-        "images": [{"id": 3, "width": 10, "height": 10}], "categories": [{"id": 1, "name": "a"}],
-        "annotations": [{"id": 7, "image_id": 3, "category_id": 1, "iscrowd": 0,
-                         "bbox": [0, 0, 1, 1], "area": 1.0, "segmentation": [rect(0, 0, 1, 1)]}]})
-    with pytest.raises(deteval.InputError, match=rf"^{dt_path}: detection #0 \(image_id=3\): a "
-                       r"polygon coordinate is beyond"):
+    gt = deteval.load_ground_truth(
+        {
+            "images": [{"id": 3, "width": 10, "height": 10}],
+            "categories": [{"id": 1, "name": "a"}],
+            "annotations": [
+                {
+                    "id": 7,
+                    "image_id": 3,
+                    "category_id": 1,
+                    "iscrowd": 0,
+                    "bbox": [0, 0, 1, 1],
+                    "area": 1.0,
+                    "segmentation": [rect(0, 0, 1, 1)],
+                }
+            ],
+        }
+    )
+    with pytest.raises(
+        deteval.InputError,
+        match=rf"^{dt_path}: detection #0 \(image_id=3\): a "
+        r"polygon coordinate is beyond",
+    ):
         deteval.evaluate(gt, str(dt_path), protocol=EXACT)
 
 
 def test_fixture_answers():
     """fixtures/segm/NOTES.md: AP 0.95 exact, 0.9 raster (= pycocotools), APm 0.9 / 0.8."""
     from pathlib import Path
+
     root = Path(__file__).resolve().parents[2] / "fixtures" / "segm"
     gt, dt = str(root / "gt.json"), str(root / "dt.json")
     ex = deteval.evaluate(gt, dt, protocol=EXACT).metrics
@@ -587,16 +777,19 @@ def test_fixture_answers():
     assert (round(ra["AP"], 12), round(ra["APm"], 12), round(ra["APs"], 12)) == (0.9, 0.8, 1.0)
     assert math.isnan(ex["APl"]) and math.isnan(ra["APl"])
     from tests.crosscheck.test_segm_vs_pycocotools import run_pycocotools_segm
+
     expected = run_pycocotools_segm(json.loads(Path(gt).read_text()), json.loads(Path(dt).read_text()))
     parity = deteval.get_protocol("coco-pycocotools").replace(iou_type="segm", mask_iou="raster")
     result = deteval.evaluate(gt, dt, protocol=parity)
     from tests.crosscheck.compare import assert_matches
+
     assert_matches(result, expected, "fixtures/segm")
 
 
 # --------------------------------------------------------------------------------------------
 # Self-intersecting polygons: the even-odd rule of pycocotools' rasteriser, computed exactly
 # --------------------------------------------------------------------------------------------
+
 
 def pentagram(cx, cy, radius):
     angles = np.pi / 2 + np.arange(5) * 4 * np.pi / 5
@@ -606,15 +799,16 @@ def pentagram(cx, cy, radius):
 def pentagram_areas(radius):
     """Hand-derived: the filled star {5/2} and its inner pentagon (circumradius R cos72 / cos36)."""
     inner = radius * math.cos(math.radians(72)) / math.cos(math.radians(36))
-    pentagon = 2.5 * inner ** 2 * math.sin(math.radians(72))
+    pentagon = 2.5 * inner**2 * math.sin(math.radians(72))
     # The star = the pentagon + five isosceles tips of base = the pentagon's side s and apex 36 deg.
     side = 2 * inner * math.sin(math.radians(36))
-    tip = 0.25 * side ** 2 / math.tan(math.radians(18))
+    tip = 0.25 * side**2 / math.tan(math.radians(18))
     return pentagon + 5 * tip, pentagon, 5 * tip
 
 
 def even_odd_area(polygon):
     from deteval.geometry.polygons import even_odd_region
+
     return even_odd_region(np.reshape(polygon, (-1, 2))).area
 
 
@@ -631,17 +825,20 @@ def test_even_odd_region_hand_computed_areas():
     assert even_odd_area(rect(0, 0, 3, 7)) == 21.0
 
 
-@pytest.mark.parametrize("polygon", [
-    [0, 0, 10, 10, 10, 0, 0, 10],                       # figure-eight
-    pentagram(20, 20, 16),                               # pentagram
-    [0, 0, 12, 0, 12, 12, 4, 12, 4, 4, 8, 4, 8, 8, 0, 8],  # overlapping loop
-])
+@pytest.mark.parametrize(
+    "polygon",
+    [
+        [0, 0, 10, 10, 10, 0, 0, 10],  # figure-eight
+        pentagram(20, 20, 16),  # pentagram
+        [0, 0, 12, 0, 12, 12, 4, 12, 4, 4, 8, 4, 8, 8, 0, 8],  # overlapping loop
+    ],
+)
 def test_even_odd_region_equals_pycocotools_raster_at_high_resolution(polygon):
     scale = 50
     exact_area = even_odd_area(polygon)
     size = int(max(polygon) + 2) * scale
     rle = mask_utils.frPyObjects([[v * scale for v in polygon]], size, size)
-    raster_area = float(mask_utils.area(mask_utils.merge(rle))) / scale ** 2
+    raster_area = float(mask_utils.area(mask_utils.merge(rle))) / scale**2
     perimeter = shapely.length(shapely.linearrings(np.reshape(polygon, (-1, 2))))
     assert abs(exact_area - raster_area) <= 2 * perimeter / scale  # a one-pixel band at most
 
@@ -668,12 +865,30 @@ def test_parts_of_one_object_are_united_as_pycocotools_merges_them():
 def test_self_intersecting_ground_truth_with_rle_detections_evaluate_and_validate_agree(tmp_path):
     """COCO val2014 has such polygons: coco (raster) and exact (even-odd) both score them."""
     bowtie = [0, 0, 40, 40, 40, 0, 0, 40]
-    gt = {"images": [{"id": 1, "width": 60, "height": 60}], "categories": [{"id": 1, "name": "a"}],
-          "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "iscrowd": 0, "area": 800.0,
-                           "bbox": [0, 0, 40, 40], "segmentation": [bowtie]}]}
+    gt = {
+        "images": [{"id": 1, "width": 60, "height": 60}],
+        "categories": [{"id": 1, "name": "a"}],
+        "annotations": [
+            {
+                "id": 1,
+                "image_id": 1,
+                "category_id": 1,
+                "iscrowd": 0,
+                "area": 800.0,
+                "bbox": [0, 0, 40, 40],
+                "segmentation": [bowtie],
+            }
+        ],
+    }
     rle = mask_utils.merge(mask_utils.frPyObjects([bowtie], 60, 60))
-    dt = [{"image_id": 1, "category_id": 1, "score": 0.9,
-           "segmentation": {"size": [60, 60], "counts": rle["counts"].decode()}}]
+    dt = [
+        {
+            "image_id": 1,
+            "category_id": 1,
+            "score": 0.9,
+            "segmentation": {"size": [60, 60], "counts": rle["counts"].decode()},
+        }
+    ]
     gt_path, dt_path = tmp_path / "gt.json", tmp_path / "dt.json"
     gt_path.write_text(json.dumps(gt))
     dt_path.write_text(json.dumps(dt))
@@ -682,22 +897,44 @@ def test_self_intersecting_ground_truth_with_rle_detections_evaluate_and_validat
         deteval.validate(str(gt_path), str(dt_path), protocols=[p])
         assert deteval.evaluate(str(gt_path), str(dt_path), protocol=p).metrics["AP"] == pytest.approx(1.0)
     from deteval.cli import main
+
     for args in ((), ("--mask-iou", "exact")):
-        assert main(["validate", "--gt", str(gt_path), "--dt", str(dt_path), "--iou-type", "segm", *args]) == 0
-        assert main(["evaluate", "--gt", str(gt_path), "--dt", str(dt_path), "--iou-type", "segm", "-q",
-                     *args]) == 0
+        assert (
+            main(["validate", "--gt", str(gt_path), "--dt", str(dt_path), "--iou-type", "segm", *args]) == 0
+        )
+        assert (
+            main(["evaluate", "--gt", str(gt_path), "--dt", str(dt_path), "--iou-type", "segm", "-q", *args])
+            == 0
+        )
     strict = deteval.get_protocol("coco-exact-masks").replace(iou_type="segm", invalid_polygons="error")
-    for run in (lambda: deteval.validate(str(gt_path), str(dt_path), protocols=[strict]),
-                lambda: deteval.evaluate(str(gt_path), str(dt_path), protocol=strict)):
-        with pytest.raises(deteval.InputError, match=r"annotation #0 \(id=1, image_id=1\): a polygon is "
-                                                     r"self-intersecting"):
+    for run in (
+        lambda: deteval.validate(str(gt_path), str(dt_path), protocols=[strict]),
+        lambda: deteval.evaluate(str(gt_path), str(dt_path), protocol=strict),
+    ):
+        with pytest.raises(
+            deteval.InputError,
+            match=r"annotation #0 \(id=1, image_id=1\): a polygon is "
+            r"self-intersecting",
+        ):
             run()
 
 
 def test_validate_refuses_what_raster_evaluation_refuses():
-    gt = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "a"}],
-          "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "iscrowd": 0, "area": 100.0,
-                           "bbox": [0, 0, 10, 10], "segmentation": [rect(0, 0, 10, 10)]}]}
+    gt = {
+        "images": [{"id": 1}],
+        "categories": [{"id": 1, "name": "a"}],
+        "annotations": [
+            {
+                "id": 1,
+                "image_id": 1,
+                "category_id": 1,
+                "iscrowd": 0,
+                "area": 100.0,
+                "bbox": [0, 0, 10, 10],
+                "segmentation": [rect(0, 0, 10, 10)],
+            }
+        ],
+    }
     p = deteval.get_protocol("coco").replace(iou_type="segm")
     with pytest.raises(deteval.InputError, match=r"image\(s\) without a usable width and height"):
         deteval.validate(gt, protocols=[p])
@@ -707,6 +944,7 @@ def test_validate_refuses_what_raster_evaluation_refuses():
 # --------------------------------------------------------------------------------------------
 # docs/segm.md shows what the code prints
 # --------------------------------------------------------------------------------------------
+
 
 def test_docs_segm_examples_print_what_the_page_shows(capsys, monkeypatch):
     import doctest

@@ -90,7 +90,15 @@ def random_problem(seed):
     gt_ignored[:, reusable] = True
     unmatchable = rng.random(n_gt) < 0.1
     det_out = rng.random((n_area, n_det)) < 0.3
-    return groups, np.array(det_key, np.int64), np.array(gt_key, np.int64), gt_ignored, reusable, unmatchable, det_out
+    return (
+        groups,
+        np.array(det_key, np.int64),
+        np.array(gt_key, np.int64),
+        gt_ignored,
+        reusable,
+        unmatchable,
+        det_out,
+    )
 
 
 def pairs_of(groups, det_key, gt_key):
@@ -105,9 +113,18 @@ def pairs_of(groups, det_key, gt_key):
 def test_fast_coco_matcher_equals_slow_twin(seed):
     groups, det_key, gt_key, gt_ignored, reusable, unmatchable, det_out = random_problem(seed)
     pair_det, pair_gt, pair_iou = pairs_of(groups, det_key, gt_key)
-    fast = match_coco(pair_det, pair_gt, pair_iou, det_key=det_key, n_gt=len(gt_key),
-                      iou_thresholds=THRESHOLDS, gt_is_ignored=gt_ignored, gt_is_reusable=reusable,
-                      gt_is_unmatchable=unmatchable, det_is_out_of_range=det_out)
+    fast = match_coco(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        det_key=det_key,
+        n_gt=len(gt_key),
+        iou_thresholds=THRESHOLDS,
+        gt_is_ignored=gt_ignored,
+        gt_is_reusable=reusable,
+        gt_is_unmatchable=unmatchable,
+        det_is_out_of_range=det_out,
+    )
     tp, ign = slow_coco(groups, THRESHOLDS, gt_ignored, reusable, unmatchable, det_out)
     assert np.array_equal(fast.det_is_tp, tp)
     assert np.array_equal(fast.det_is_ignored, ign)
@@ -119,9 +136,17 @@ def test_fast_voc_matcher_equals_slow_twin(seed, strict):
     groups, det_key, gt_key, gt_ignored, _, _, det_out = random_problem(seed)
     pair_det, pair_gt, pair_iou = pairs_of(groups, det_key, gt_key)
     thresholds = np.array([0.5, 0.75])
-    fast = match_voc(pair_det, pair_gt, pair_iou, n_det=len(det_key), n_gt=len(gt_key),
-                     iou_thresholds=thresholds, gt_is_ignored=gt_ignored, det_is_out_of_range=det_out,
-                     strict=strict)
+    fast = match_voc(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        n_det=len(det_key),
+        n_gt=len(gt_key),
+        iou_thresholds=thresholds,
+        gt_is_ignored=gt_ignored,
+        det_is_out_of_range=det_out,
+        strict=strict,
+    )
     tp, ign = slow_voc(groups, thresholds, gt_ignored, det_out, strict)
     assert np.array_equal(fast.det_is_tp, tp)
     assert np.array_equal(fast.det_is_ignored, ign)
@@ -133,11 +158,28 @@ def test_coco_prefers_best_untaken_gt_voc_does_not():
     pair_det, pair_gt = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
     pair_iou = np.array([1.0, 0.6, 8500 / 11500, 0.6])
     none = np.zeros((1, 2), bool)
-    coco = match_coco(pair_det, pair_gt, pair_iou, det_key=det_key, n_gt=2, iou_thresholds=np.array([0.5]),
-                      gt_is_ignored=none, gt_is_reusable=np.zeros(2, bool),
-                      gt_is_unmatchable=np.zeros(2, bool), det_is_out_of_range=none)
-    voc = match_voc(pair_det, pair_gt, pair_iou, n_det=2, n_gt=2, iou_thresholds=np.array([0.5]),
-                    gt_is_ignored=none, det_is_out_of_range=none)
+    coco = match_coco(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        det_key=det_key,
+        n_gt=2,
+        iou_thresholds=np.array([0.5]),
+        gt_is_ignored=none,
+        gt_is_reusable=np.zeros(2, bool),
+        gt_is_unmatchable=np.zeros(2, bool),
+        det_is_out_of_range=none,
+    )
+    voc = match_voc(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        n_det=2,
+        n_gt=2,
+        iou_thresholds=np.array([0.5]),
+        gt_is_ignored=none,
+        det_is_out_of_range=none,
+    )
     assert coco.match_det.tolist() == [0, 1] and coco.match_gt.tolist() == [0, 1]
     assert coco.det_is_tp.tolist() == [[True, True]]
     assert voc.match_det.tolist() == [0, 1] and voc.match_gt.tolist() == [0, 0]

@@ -43,30 +43,46 @@ def test_npy(tmp_path):
 def test_pickle_bearing_npy_is_refused_before_loading(tmp_path):
     path = tmp_path / "evil.npy"
     np.save(path, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
-    with pytest.raises(InputError, match=r"evil.npy: the array holds Python objects \(dtype object\), "
-                                         r"which would need pickle to load; refused"):
+    with pytest.raises(
+        InputError,
+        match=r"evil.npy: the array holds Python objects \(dtype object\), "
+        r"which would need pickle to load; refused",
+    ):
         read_scores(path)
 
 
-@pytest.mark.parametrize("name, text, message", [
-    ("s.csv", "0.1,0.2\n0.3,nan\n", r"s.csv: line 2, column 2: nan is not a finite number; expected a finite score"),
-    ("h.csv", "a,b\n0.1,0.2\n0.3,inf\n", r"h.csv: line 3, column 2: inf is not a finite number"),
-    ("s.csv", "0.1,0.2\n0.3,0.4\n0.5\n", r"s.csv: line 3: 1 columns; expected 2 like line 1"),
-    ("s.csv", "0.1,0.2\n0.3,abc\n", r"s.csv: line 2, column 2: 'abc' is not a number; expected a number"),
-    ("s.csv", "0.1,x\n0.3,0.4\n", r"s.csv: line 1, column 2: 'x' is not a number; expected a number \(or a header"),
-    ("s.txt", "0.1 0.2\n\n0.3 0.4\n", r"s.txt: line 2: blank line; expected a row of numbers"),
-    ("s.txt", "0.1 0.2\n0.3 1_0\n", r"s.txt: line 2, column 2: '1_0' is not a number"),
-    ("s.csv", "", r"s.csv: empty; expected rows of numbers"),
-    ("s.csv", "a,b\n", r"s.csv: a header and no rows"),
-    ("s.json", "[]", r"s.json: unknown extension '.json'; expected .npy, .csv"),
-])
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        (
+            "s.csv",
+            "0.1,0.2\n0.3,nan\n",
+            r"s.csv: line 2, column 2: nan is not a finite number; expected a finite score",
+        ),
+        ("h.csv", "a,b\n0.1,0.2\n0.3,inf\n", r"h.csv: line 3, column 2: inf is not a finite number"),
+        ("s.csv", "0.1,0.2\n0.3,0.4\n0.5\n", r"s.csv: line 3: 1 columns; expected 2 like line 1"),
+        ("s.csv", "0.1,0.2\n0.3,abc\n", r"s.csv: line 2, column 2: 'abc' is not a number; expected a number"),
+        (
+            "s.csv",
+            "0.1,x\n0.3,0.4\n",
+            r"s.csv: line 1, column 2: 'x' is not a number; expected a number \(or a header",
+        ),
+        ("s.txt", "0.1 0.2\n\n0.3 0.4\n", r"s.txt: line 2: blank line; expected a row of numbers"),
+        ("s.txt", "0.1 0.2\n0.3 1_0\n", r"s.txt: line 2, column 2: '1_0' is not a number"),
+        ("s.csv", "", r"s.csv: empty; expected rows of numbers"),
+        ("s.csv", "a,b\n", r"s.csv: a header and no rows"),
+        ("s.json", "[]", r"s.json: unknown extension '.json'; expected .npy, .csv"),
+    ],
+)
 def test_hostile_text(tmp_path, name, text, message):
     with pytest.raises(InputError, match=message):
         read_scores(_write(tmp_path, name, text))
 
 
 def test_labels_not_zero_or_one(tmp_path):
-    with pytest.raises(InputError, match=r"y.csv: line 3, column 1: label 2; expected 0 or 1 \(1 such values\)"):
+    with pytest.raises(
+        InputError, match=r"y.csv: line 3, column 1: label 2; expected 0 or 1 \(1 such values\)"
+    ):
         read_labels(_write(tmp_path, "y.csv", "a,b\n1,0\n2,1\n"))
     np.save(tmp_path / "y.npy", np.array([[0, 1], [1, -1]]))
     with pytest.raises(InputError, match=r"y.npy: element \[1, 1\]: label -1; expected 0 or 1"):
@@ -94,8 +110,11 @@ def test_npy_refusals(tmp_path):
 def test_shapes_differ(tmp_path):
     labels = _write(tmp_path, "y.csv", "1,0\n0,1\n")
     scores = _write(tmp_path, "s.csv", "0.1,0.2,0.3\n0.4,0.5,0.6\n")
-    with pytest.raises(InputError, match=r"y.csv: labels of shape \(2, 2\) .* differ from .*s.csv: scores of "
-                                         r"shape \(2, 3\); expected one label per score"):
+    with pytest.raises(
+        InputError,
+        match=r"y.csv: labels of shape \(2, 2\) .* differ from .*s.csv: scores of "
+        r"shape \(2, 3\); expected one label per score",
+    ):
         read_labels_and_scores(labels, scores)
 
 

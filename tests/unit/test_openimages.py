@@ -13,8 +13,14 @@ from deteval.protocol import get_protocol
 from tests.reference.slow_openimages import tpfp_openimages
 
 #: mmdetection tests/test_evaluation/test_mean_ap.py (test_tpfp_openimages): x1, y1, x2, y2, score.
-DETS = [[10, 10, 15, 15, 1.0], [15, 15, 30, 30, 0.98], [10, 10, 25, 25, 0.98], [28, 28, 35, 35, 0.97],
-        [30, 30, 51, 51, 0.96], [100, 110, 120, 130, 0.15]]
+DETS = [
+    [10, 10, 15, 15, 1.0],
+    [15, 15, 30, 30, 0.98],
+    [10, 10, 25, 25, 0.98],
+    [28, 28, 35, 35, 0.97],
+    [30, 30, 51, 51, 0.96],
+    [100, 110, 120, 130, 0.15],
+]
 GTS = [[10, 10, 30, 30], [30, 30, 50, 50]]
 
 
@@ -23,9 +29,21 @@ def _xywh(b):
 
 
 def _data(is_group_of, key="is_group_of"):
-    anns = [{"id": i + 1, "image_id": 1, "category_id": 1, "bbox": _xywh(b), "area": 1.0, "iscrowd": 0,
-             key: int(g)} for i, (b, g) in enumerate(zip(GTS, is_group_of))]
-    gt = load_coco_gt({"images": [{"id": 1}], "categories": [{"id": 1, "name": "thing"}], "annotations": anns})
+    anns = [
+        {
+            "id": i + 1,
+            "image_id": 1,
+            "category_id": 1,
+            "bbox": _xywh(b),
+            "area": 1.0,
+            "iscrowd": 0,
+            key: int(g),
+        }
+        for i, (b, g) in enumerate(zip(GTS, is_group_of))
+    ]
+    gt = load_coco_gt(
+        {"images": [{"id": 1}], "categories": [{"id": 1, "name": "thing"}], "annotations": anns}
+    )
     dt = load_coco_dt([{"image_id": 1, "category_id": 1, "bbox": _xywh(d), "score": d[4]} for d in DETS], gt)
     return gt, dt
 
@@ -52,11 +70,18 @@ def test_all_group_of_keeps_three():
     assert _kept([True, True]) == [(1.0, True), (0.97, True), (0.15, False)]
 
 
-@pytest.mark.parametrize("group, tp, fp, n", [([True, False], [0, 1, 0, 1], [1, 0, 1, 0], 4),
-                                              ([False, False], None, None, 6),
-                                              ([True, True], [0, 1, 1], [1, 0, 0], 3)])
+@pytest.mark.parametrize(
+    "group, tp, fp, n",
+    [
+        ([True, False], [0, 1, 0, 1], [1, 0, 1, 0], 4),
+        ([False, False], None, None, 6),
+        ([True, True], [0, 1, 1], [1, 0, 0], 3),
+    ],
+)
 def test_the_twin_gives_mmdetections_known_answers(group, tp, fp, n):
-    out_tp, out_fp, kept = tpfp_openimages(np.array(DETS, float), np.array(GTS, float), np.array(group), 0.5, 0.5)
+    out_tp, out_fp, kept = tpfp_openimages(
+        np.array(DETS, float), np.array(GTS, float), np.array(group), 0.5, 0.5
+    )
     assert kept.shape[0] == n == out_tp.shape[1]
     if tp is not None:
         assert out_tp[0].tolist() == tp and out_fp[0].tolist() == fp
@@ -75,15 +100,37 @@ def test_openimages_map_on_the_known_case():
 
 
 def test_conflicting_spellings_are_refused():
-    anns = [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "area": 1, "iscrowd": 0,
-             "is_group_of": 1, "IsGroupOf": 0}]
-    with pytest.raises(InputError, match=r"annotation #0 \(id=1, image_id=1\): `is_group_of` and `IsGroupOf` "
-                                         r"disagree; expected one of them, or equal values, found \[1, 0\]"):
+    anns = [
+        {
+            "id": 1,
+            "image_id": 1,
+            "category_id": 1,
+            "bbox": [0, 0, 1, 1],
+            "area": 1,
+            "iscrowd": 0,
+            "is_group_of": 1,
+            "IsGroupOf": 0,
+        }
+    ]
+    with pytest.raises(
+        InputError,
+        match=r"annotation #0 \(id=1, image_id=1\): `is_group_of` and `IsGroupOf` "
+        r"disagree; expected one of them, or equal values, found \[1, 0\]",
+    ):
         load_coco_gt({"images": [{"id": 1}], "categories": [{"id": 1}], "annotations": anns})
 
 
 def test_a_group_of_flag_that_is_not_0_or_1_is_refused():
-    anns = [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "area": 1, "iscrowd": 0,
-             "is_group_of": 2}]
+    anns = [
+        {
+            "id": 1,
+            "image_id": 1,
+            "category_id": 1,
+            "bbox": [0, 0, 1, 1],
+            "area": 1,
+            "iscrowd": 0,
+            "is_group_of": 2,
+        }
+    ]
     with pytest.raises(InputError, match=r"`is_group_of` is not 0 or 1; expected 0 or 1, found 2"):
         load_coco_gt({"images": [{"id": 1}], "categories": [{"id": 1}], "annotations": anns})

@@ -37,8 +37,10 @@ from deteval.stats import compare_detectors  # noqa: E402
 from tests.unit.plot_data import synthetic  # noqa: E402
 
 # The fixtures have a class without ground truth (a note through the API); incidental here.
-pytestmark = [pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
-              pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
+    pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 COCO = ROOT / "fixtures" / "coco"
@@ -81,8 +83,16 @@ def test_pr_curves_panels_and_curves(coco):
     assert [ax.get_title() for ax in fig.axes] == ["all classes (mean)", "person", "dog", "cat", "bird"]
     assert _labels(fig.axes[0]) == ["IoU 0.5 mean interpolated", "IoU 0.75 mean interpolated"]
     person = _labels(fig.axes[1])
-    assert sorted(person) == sorted(["IoU 0.5 raw", "IoU 0.5 interpolated", "conf >= 0.5 (IoU 0.5)",
-                                     "IoU 0.75 raw", "IoU 0.75 interpolated", "conf >= 0.5 (IoU 0.75)"])
+    assert sorted(person) == sorted(
+        [
+            "IoU 0.5 raw",
+            "IoU 0.5 interpolated",
+            "conf >= 0.5 (IoU 0.5)",
+            "IoU 0.75 raw",
+            "IoU 0.75 interpolated",
+            "conf >= 0.5 (IoU 0.75)",
+        ]
+    )
     assert _labels(fig.axes[3]) == ["IoU 0.5 interpolated", "IoU 0.75 interpolated"]  # cat: no detection
     assert _labels(fig.axes[4]) == []  # bird: no ground truth, nothing to draw
     assert fig.legends and "IoU 0.5 raw" in [t.get_text() for t in fig.legends[0].get_texts()]
@@ -92,9 +102,13 @@ def test_pr_curves_options(coco):
     fig = pr_curves(coco, iou_thresholds=[0.9], classes=["dog", 1], interpolated=False, operating_points=())
     assert [ax.get_title() for ax in fig.axes] == ["dog", "person"]
     assert _labels(fig.axes[0]) == ["IoU 0.9 raw"]  # 0.9 finds the protocol's 0.8999999999999999
-    with pytest.raises(ConfigError, match=r"pr_curves: iou_thresholds: expected thresholds of protocol 'coco'.*found 0\.3"):
+    with pytest.raises(
+        ConfigError, match=r"pr_curves: iou_thresholds: expected thresholds of protocol 'coco'.*found 0\.3"
+    ):
         pr_curves(coco, iou_thresholds=[0.3])
-    with pytest.raises(ConfigError, match="pr_curves: classes: expected category ids or names.*found 'zebra'"):
+    with pytest.raises(
+        ConfigError, match="pr_curves: classes: expected category ids or names.*found 'zebra'"
+    ):
         pr_curves(coco, classes=["zebra"])
     with pytest.raises(ConfigError, match="area: expected one of the protocol's area ranges"):
         pr_curves(coco, area="huge")
@@ -106,6 +120,7 @@ def test_interpolated_curves_are_the_protocols_numbers(coco, voc):
     assert len(rec) == 101 and np.mean(prec) == pytest.approx(coco.metrics["AP50"], abs=1e-12)
     # all-point: the area under each class's envelope is its AP
     from deteval.analysis import pr_curve
+
     for k, cid in enumerate(voc.category_ids):
         curve = pr_curve(voc, cid)
         if curve.n_positive:
@@ -125,7 +140,12 @@ def test_f1_curves_mark_best_f1(coco):
 def test_per_class_ap_bars_sorted_with_gt(coco):
     ax = per_class_ap(coco).axes[0]
     assert len(ax.patches) == 4
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["person", "dog", "cat", "bird"]  # AP desc, n/a last
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "person",
+        "dog",
+        "cat",
+        "bird",
+    ]  # AP desc, n/a last
     texts = [t.get_text() for t in ax.texts]
     assert "0.731  (5 GT)" in texts and "n/a  (0 GT)" in texts
 
@@ -240,16 +260,20 @@ def test_plot_all_writes_every_figure(tmp_path, coco, analysis, inputs):
     assert names[:2] == ["mine-pr_curves.png", "mine-pr_curves.svg"]
     assert {"errors.svg", "confusion.png", "decomposition.png", "explain-voc2007-voc2010.png"} <= set(names)
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == sorted(names)  # no temporary files left
-    with pytest.raises(ConfigError, match=r"plot_all: formats: expected some of \['png', 'svg'\], found \['jpg'\]"):
+    with pytest.raises(
+        ConfigError, match=r"plot_all: formats: expected some of \['png', 'svg'\], found \['jpg'\]"
+    ):
         plot_all(coco, out_dir=tmp_path, formats=["jpg"])
 
 
 def test_missing_matplotlib_says_how_to_install():
-    code = ("import sys; sys.modules['matplotlib'] = None\n"
-            "import deteval\n"
-            "r = deteval.evaluate('fixtures/coco/gt.json', 'fixtures/coco/dt.json', 'voc2010')\n"
-            "try:\n    import deteval.plot\nexcept ImportError as e:\n"
-            "    print(type(e).__name__, isinstance(e, deteval.DetevalError), e)\n")
+    code = (
+        "import sys; sys.modules['matplotlib'] = None\n"
+        "import deteval\n"
+        "r = deteval.evaluate('fixtures/coco/gt.json', 'fixtures/coco/dt.json', 'voc2010')\n"
+        "try:\n    import deteval.plot\nexcept ImportError as e:\n"
+        "    print(type(e).__name__, isinstance(e, deteval.DetevalError), e)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.startswith("PlotDependencyError True deteval.plot:")
     assert 'pip install "deteval[plot]"' in out.stdout

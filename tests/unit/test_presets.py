@@ -85,8 +85,11 @@ def test_removing_a_file_removes_the_preset(tmp_path, monkeypatch):
 def test_adding_a_file_adds_a_preset_after_the_listed_ones(tmp_path, monkeypatch):
     folder = tmp_path / "presets"
     shutil.copytree(PRESET_FILES, folder)
-    (folder / "aaa-loose.yaml").write_text("# VOC2010 at IoU 0.3.\nextends: voc2010.yaml\nname: aaa-loose\n"
-                                           "source: test\niou_thresholds: [0.3]\n", encoding="utf-8")
+    (folder / "aaa-loose.yaml").write_text(
+        "# VOC2010 at IoU 0.3.\nextends: voc2010.yaml\nname: aaa-loose\n"
+        "source: test\niou_thresholds: [0.3]\n",
+        encoding="utf-8",
+    )
     monkeypatch.setattr(protocol_yaml, "PRESET_DIR", folder)
     assert preset_names()[-1] == "aaa-loose"
     assert load_protocol_text("extends: aaa-loose\n").iou_thresholds == (0.3,)
@@ -98,7 +101,9 @@ def test_a_cycle_among_presets_is_an_error_not_a_recursion(tmp_path, monkeypatch
     (folder / "a.yaml").write_text("extends: b\n", encoding="utf-8")
     (folder / "b.yaml").write_text("extends: a\n", encoding="utf-8")
     monkeypatch.setattr(protocol_yaml, "PRESET_DIR", folder)
-    with pytest.raises(ConfigError, match=r"expected no cycle of `extends:`, found a\.yaml -> b\.yaml -> a\.yaml"):
+    with pytest.raises(
+        ConfigError, match=r"expected no cycle of `extends:`, found a\.yaml -> b\.yaml -> a\.yaml"
+    ):
         get_protocol("a")
 
 

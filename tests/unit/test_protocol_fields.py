@@ -51,8 +51,15 @@ def test_a_sparse_field_away_from_its_default_is_shown_and_hashed():
     assert coco.replace(group_of="none").fingerprint() == coco.fingerprint()
 
 
-@pytest.mark.parametrize("changes", [{"keypoint_sigmas": [0.5, 0.5]}, {"max_dets_scope": "image"},
-                                     {"max_dets_per_class": 10000}, {"federated_labels": "lvis"}])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"keypoint_sigmas": [0.5, 0.5]},
+        {"max_dets_scope": "image"},
+        {"max_dets_per_class": 10000},
+        {"federated_labels": "lvis"},
+    ],
+)
 def test_keypoint_and_lvis_fields_are_sparse(changes):
     coco = PRESETS["coco"]
     changed = coco.replace(**changes)
@@ -67,7 +74,7 @@ def test_keypoint_sigmas_and_class_budget_are_checked():
         PRESETS["coco"].replace(keypoint_sigmas=[0.1, 0])
     with pytest.raises(ConfigError, match=r"max_dets_per_class: expected a positive integer"):
         PRESETS["coco"].replace(max_dets_per_class=0.5)
-    assert PRESETS["coco"].replace(keypoint_sigmas=np.array([.1, .2])).keypoint_sigmas == (0.1, 0.2)
+    assert PRESETS["coco"].replace(keypoint_sigmas=np.array([0.1, 0.2])).keypoint_sigmas == (0.1, 0.2)
 
 
 @pytest.mark.parametrize("key", list(FIELDS))
@@ -90,7 +97,9 @@ def test_choices_are_the_literal_type_and_validate(key):
         assert getattr(get_protocol("coco").replace(**{key: value}), key) == value
     with pytest.raises(ConfigError, match=rf"^x: {key}: expected one of "):
         check_field(key, "not-a-choice", where="x")
-    with pytest.raises(ConfigError, match=rf"^protocol 'coco': {key}: expected one of .*found the string 'nope'"):
+    with pytest.raises(
+        ConfigError, match=rf"^protocol 'coco': {key}: expected one of .*found the string 'nope'"
+    ):
         get_protocol("coco").replace(**{key: "nope"})
 
 
@@ -104,21 +113,37 @@ def test_no_argument_constructor_is_impossible_and_full_construction_works():
 
 
 def test_python_construction_normalizes_like_a_file():
-    p = get_protocol("coco").replace(iou_thresholds=[0.5, 0.75], max_dets=[1, 100],
-                                     area_ranges={"all": [0, 1e10], "tiny": [0, 64]}, summary="configured")
+    p = get_protocol("coco").replace(
+        iou_thresholds=[0.5, 0.75],
+        max_dets=[1, 100],
+        area_ranges={"all": [0, 1e10], "tiny": [0, 64]},
+        summary="configured",
+    )
     assert p.iou_thresholds == (0.5, 0.75) and p.max_dets == (1, 100)
     assert p.area_ranges == (("all", 0.0, 1e10), ("tiny", 0.0, 64.0))
     assert hash(p) == hash(get_protocol("coco").replace(**{f: getattr(p, f) for f in field_names()}))
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"iou_thresholds": (0.5, 1.5)}, "protocol 'coco': iou_thresholds[1]: expected a number in [0, 1], found 1.5"),
-    ({"iou_thresholds": ()}, "protocol 'coco': iou_thresholds: expected a non-empty list"),
-    ({"max_dets": (0,)}, "protocol 'coco': max_dets[0]: expected a positive integer, found 0"),
-    ({"area_ranges": (("all", 10.0, 0.0),)}, "protocol 'coco': area_ranges.all: expected [lo, hi] with lo <= hi"),
-    ({"area_ranges": (("a", 0.0, 1.0), ("a", 0.0, 2.0))}, "protocol 'coco': area_ranges: expected distinct range names"),
-    ({"name": ""}, "protocol '': name: expected a non-empty string, found the string ''"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {"iou_thresholds": (0.5, 1.5)},
+            "protocol 'coco': iou_thresholds[1]: expected a number in [0, 1], found 1.5",
+        ),
+        ({"iou_thresholds": ()}, "protocol 'coco': iou_thresholds: expected a non-empty list"),
+        ({"max_dets": (0,)}, "protocol 'coco': max_dets[0]: expected a positive integer, found 0"),
+        (
+            {"area_ranges": (("all", 10.0, 0.0),)},
+            "protocol 'coco': area_ranges.all: expected [lo, hi] with lo <= hi",
+        ),
+        (
+            {"area_ranges": (("a", 0.0, 1.0), ("a", 0.0, 2.0))},
+            "protocol 'coco': area_ranges: expected distinct range names",
+        ),
+        ({"name": ""}, "protocol '': name: expected a non-empty string, found the string ''"),
+    ],
+)
 def test_python_construction_messages(changes, message):
     with pytest.raises(ConfigError) as info:
         get_protocol("coco").replace(**changes)
@@ -131,10 +156,16 @@ def test_unknown_field_in_replace():
 
 
 def test_optional_fields_come_from_the_table():
-    assert optional_fields() == {"eleven_point_grid": "matlab_colon", "mask_iou": "exact",
-                                 "invalid_polygons": "even_odd", "group_of": "none", "keypoint_sigmas": None,
-                                 "max_dets_scope": "image_class", "max_dets_per_class": None,
-                                 "federated_labels": "ignore"}
+    assert optional_fields() == {
+        "eleven_point_grid": "matlab_colon",
+        "mask_iou": "exact",
+        "invalid_polygons": "even_odd",
+        "group_of": "none",
+        "keypoint_sigmas": None,
+        "max_dets_scope": "image_class",
+        "max_dets_per_class": None,
+        "federated_labels": "ignore",
+    }
 
 
 def test_display_fields_are_the_fields_that_decide_numbers():
@@ -142,7 +173,14 @@ def test_display_fields_are_the_fields_that_decide_numbers():
 
 
 def test_explain_constants_are_derived_from_the_table():
-    assert ACCUMULATION_FIELDS == ("name", "source", "ap_method", "eleven_point_grid", "score_order", "summary")
+    assert ACCUMULATION_FIELDS == (
+        "name",
+        "source",
+        "ap_method",
+        "eleven_point_grid",
+        "score_order",
+        "summary",
+    )
     assert [step for step, _ in WALK_ORDER] == list(EXPLAIN_STEPS[:-1])
     named = [f for _, fields in WALK_ORDER for f in fields]
     assert sorted(named + ["summary"]) == sorted(display_fields())

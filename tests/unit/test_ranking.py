@@ -47,15 +47,29 @@ def test_eight_items():
 
 
 RANKED_LISTS = {
-    "100000000": 1.0, "111100000": 1.0, "100000001": 0.6111111111111112, "010000000": 0.5,
-    "010100000": 0.5, "010101010": 0.5, "001000000": 0.3333333333333333,
-    "001001000": 0.3333333333333333, "001001001": 0.3333333333333333, "000100010": 0.25,
-    "000000001": 0.1111111111111111, "000000011": 0.1736111111111111,
-    "100000011": 0.5277777777777778, "110001011": 0.711111111111111,
-    "110000111": 0.6968253968253968, "111111110": 1.0, "111111101": 0.9861111111111112,
-    "111111011": 0.9704861111111112, "111110111": 0.9526289682539683,
-    "111101111": 0.9317956349206349, "111011111": 0.9067956349206349,
-    "110111111": 0.8755456349206349, "101111111": 0.8338789682539682,
+    "100000000": 1.0,
+    "111100000": 1.0,
+    "100000001": 0.6111111111111112,
+    "010000000": 0.5,
+    "010100000": 0.5,
+    "010101010": 0.5,
+    "001000000": 0.3333333333333333,
+    "001001000": 0.3333333333333333,
+    "001001001": 0.3333333333333333,
+    "000100010": 0.25,
+    "000000001": 0.1111111111111111,
+    "000000011": 0.1736111111111111,
+    "100000011": 0.5277777777777778,
+    "110001011": 0.711111111111111,
+    "110000111": 0.6968253968253968,
+    "111111110": 1.0,
+    "111111101": 0.9861111111111112,
+    "111111011": 0.9704861111111112,
+    "111110111": 0.9526289682539683,
+    "111101111": 0.9317956349206349,
+    "111011111": 0.9067956349206349,
+    "110111111": 0.8755456349206349,
+    "101111111": 0.8338789682539682,
     "011111111": 0.7713789682539682,
 }
 
@@ -67,7 +81,9 @@ def test_twenty_four_ranked_lists(relevance, expected):
     assert average_precision(labels, scores) == pytest.approx(expected, abs=1e-15)
     assert average_precision_score(labels, scores) == pytest.approx(expected, abs=1e-15)
     # With distinct scores and k = n_items, AP@K normalized by all positives is the same number.
-    assert average_precision_at_k(labels, scores, 9, normalize="positives") == pytest.approx(expected, abs=1e-15)
+    assert average_precision_at_k(labels, scores, 9, normalize="positives") == pytest.approx(
+        expected, abs=1e-15
+    )
 
 
 def test_raw_vs_binarized():
@@ -76,8 +92,15 @@ def test_raw_vs_binarized():
     micro = compare_raw_binarized(labels, scores, threshold=0.5)
     assert (micro.ap_raw, micro.ap_binarized) == (1.0, 0.6)
     assert (micro.precision, micro.recall, micro.n_predicted_positive) == (0.6, 1.0, 5)
-    assert micro.to_dict() == {"ap_raw": 1.0, "ap_binarized": 0.6, "precision": 0.6, "recall": 1.0,
-                               "n_predicted_positive": 5, "threshold": 0.5, "average": "micro"}
+    assert micro.to_dict() == {
+        "ap_raw": 1.0,
+        "ap_binarized": 0.6,
+        "precision": 0.6,
+        "recall": 1.0,
+        "n_predicted_positive": 5,
+        "threshold": 0.5,
+        "average": "micro",
+    }
     # macro: labels 0 and 1 have no positive; scikit-learn 1.9 gives them AP 0 (and warns), so
     # the mean over the four labels is (0 + 0 + 1 + 1) / 4 for raw and binarized scores alike.
     with pytest.warns(UndefinedMetricWarning, match="2 labels without positive"):
@@ -100,7 +123,9 @@ def test_eleven_point_example(grid):
     assert expected == 0.7532467532467532
     # Same on every grid here: the recalls are 0.2, 0.4, 0.6, 0.8, 1.0, and the grid points
     # that differ between grids (0.3, 0.6, 0.7) fall where the envelope does not change.
-    assert average_precision(TEN, TEN_SCORES, method="11_point", grid=grid) == pytest.approx(expected, abs=1e-15)
+    assert average_precision(TEN, TEN_SCORES, method="11_point", grid=grid) == pytest.approx(
+        expected, abs=1e-15
+    )
 
 
 def test_all_point_and_101_point_example():
@@ -128,8 +153,10 @@ def test_matlab_grid_misses_exact_three_tenths():
     # 10 positives; the first three retrieved first, then a false positive: recall exactly 3/10.
     labels = [1, 1, 1, 0] + [0] * 6 + [1] * 7
     scores = np.linspace(1.0, 0.0, len(labels))
-    values = {g: average_precision(labels, scores, method="11_point", grid=g)
-              for g in ("matlab_colon", "numpy_arange", "decimal")}
+    values = {
+        g: average_precision(labels, scores, method="11_point", grid=g)
+        for g in ("matlab_colon", "numpy_arange", "decimal")
+    }
     assert values["matlab_colon"] == values["numpy_arange"] < values["decimal"]
 
 
@@ -142,8 +169,9 @@ def test_grids_equal_the_detection_protocols():
         expected = recall_thresholds(voc.replace(eleven_point_grid=grid))
         np.testing.assert_array_equal(_recall_grid("11_point", grid), expected)
         assert _recall_grid("11_point", grid).tobytes() == np.asarray(expected).tobytes()
-    np.testing.assert_array_equal(_recall_grid("101_point", "matlab_colon"),
-                                  recall_thresholds(get_protocol("coco")))
+    np.testing.assert_array_equal(
+        _recall_grid("101_point", "matlab_colon"), recall_thresholds(get_protocol("coco"))
+    )
 
 
 def test_tied_scores_are_one_threshold():
@@ -257,7 +285,8 @@ def test_weighted_average_without_any_positive_is_zero():
 
 def test_pos_label_and_single_column():
     assert average_precision(["b", "a", "b"], [0.9, 0.8, 0.1], pos_label="b") == pytest.approx(
-        average_precision_score(["b", "a", "b"], [0.9, 0.8, 0.1], pos_label="b"))
+        average_precision_score(["b", "a", "b"], [0.9, 0.8, 0.1], pos_label="b")
+    )
     assert average_precision([[1], [0]], [[0.9], [0.1]], average="samples") == 1.0
 
 
@@ -276,32 +305,102 @@ def test_inputs_are_not_modified():
 # Errors: each message says where, what was expected and what was found
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: average_precision([0, 1], [0.1, np.nan]), InputError, r"y_score: element \[1\] is nan; expected finite"),
-    (lambda: average_precision([0, 1, 1], [0.1, 0.2]), InputError, r"y_true: shape \(3,\) differs from y_score's \(2,\)"),
-    (lambda: average_precision([[0, 2]], [[0.1, 0.2]]), InputError, r"y_true: element \[0, 1\] is 2; expected 0 or 1"),
-    (lambda: average_precision([0, 1, 2], [0.1, 0.2, 0.3]), InputError, "binary labels expected, found 3 distinct"),
-    (lambda: average_precision([0, 2], [0.1, 0.2]), ConfigError, r"pos_label: 1 is not one of the labels \[0, 2\]"),
-    (lambda: average_precision([[0, 1]], [[0.1, 0.2]], pos_label=2), ConfigError, "fixed to 1 for multilabel"),
-    (lambda: average_precision([0, 1], [0.1, 0.2], average="mean"), ConfigError, "average: expected one of"),
-    (lambda: average_precision([0, 1], [0.1, 0.2], method="voc"), ConfigError, "method: expected one of"),
-    (lambda: average_precision([0, 1], [0.1, 0.2], grid="octave"), ConfigError, "grid: expected one of"),
-    (lambda: average_precision([0, 1], ["a", "b"]), InputError, "y_score: expected real numbers, found dtype <U1"),
-    (lambda: average_precision([], []), InputError, r"y_score: expected at least one sample, found shape \(0,\)"),
-    (lambda: average_precision([0, 1], [0.1, 0.2], sample_weight=[1, -1]), InputError,
-     r"sample_weight: element \[1\] is -1.0; expected a finite number >= 0"),
-    (lambda: average_precision([0, 1], [0.1, 0.2], sample_weight=[0, 0]), InputError, "all weights are 0"),
-    (lambda: average_precision([0, 1], [0.1, 0.2], sample_weight=[1]), InputError, r"shape \(1,\); expected \(2,\)"),
-    (lambda: average_precision(np.zeros((2, 2, 2)), np.zeros((2, 2, 2))), InputError, "found 3 dimensions"),
-    (lambda: precision_at_k([0, 1], [0.1, 0.2], 0), ConfigError, "k: expected a positive integer, found 0"),
-    (lambda: precision_at_k([0, 1], [0.1, 0.2], 1, ties="random"), ConfigError, "ties: expected one of"),
-    (lambda: average_precision_at_k([0, 1], [0.1, 0.2], 1, normalize="k"), ConfigError, "normalize: expected"),
-    (lambda: ndcg_at_k([[-1, 1]], [[0.1, 0.2]]), InputError, r"y_true: element \[0, 0\] is -1.0; expected a relevance >= 0"),
-    (lambda: ndcg_at_k([[1]], [[0.1]]), InputError, "more than one item per query, found 1"),
-    (lambda: roc_curve([[0, 1]], [[0.1, 0.2]]), InputError, r"expected shape \(n_samples,\) for a curve"),
-    (lambda: roc_curve([0, 3], [0.1, 0.2]), InputError, r"labels \[0, 3\] are not \{0, 1\} or \{-1, 1\}"),
-    (lambda: compare_raw_binarized([0, 1], [0.1, 0.2], threshold=float("nan")), ConfigError, "threshold: expected a finite"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda: average_precision([0, 1], [0.1, np.nan]),
+            InputError,
+            r"y_score: element \[1\] is nan; expected finite",
+        ),
+        (
+            lambda: average_precision([0, 1, 1], [0.1, 0.2]),
+            InputError,
+            r"y_true: shape \(3,\) differs from y_score's \(2,\)",
+        ),
+        (
+            lambda: average_precision([[0, 2]], [[0.1, 0.2]]),
+            InputError,
+            r"y_true: element \[0, 1\] is 2; expected 0 or 1",
+        ),
+        (
+            lambda: average_precision([0, 1, 2], [0.1, 0.2, 0.3]),
+            InputError,
+            "binary labels expected, found 3 distinct",
+        ),
+        (
+            lambda: average_precision([0, 2], [0.1, 0.2]),
+            ConfigError,
+            r"pos_label: 1 is not one of the labels \[0, 2\]",
+        ),
+        (
+            lambda: average_precision([[0, 1]], [[0.1, 0.2]], pos_label=2),
+            ConfigError,
+            "fixed to 1 for multilabel",
+        ),
+        (
+            lambda: average_precision([0, 1], [0.1, 0.2], average="mean"),
+            ConfigError,
+            "average: expected one of",
+        ),
+        (lambda: average_precision([0, 1], [0.1, 0.2], method="voc"), ConfigError, "method: expected one of"),
+        (lambda: average_precision([0, 1], [0.1, 0.2], grid="octave"), ConfigError, "grid: expected one of"),
+        (
+            lambda: average_precision([0, 1], ["a", "b"]),
+            InputError,
+            "y_score: expected real numbers, found dtype <U1",
+        ),
+        (
+            lambda: average_precision([], []),
+            InputError,
+            r"y_score: expected at least one sample, found shape \(0,\)",
+        ),
+        (
+            lambda: average_precision([0, 1], [0.1, 0.2], sample_weight=[1, -1]),
+            InputError,
+            r"sample_weight: element \[1\] is -1.0; expected a finite number >= 0",
+        ),
+        (
+            lambda: average_precision([0, 1], [0.1, 0.2], sample_weight=[0, 0]),
+            InputError,
+            "all weights are 0",
+        ),
+        (
+            lambda: average_precision([0, 1], [0.1, 0.2], sample_weight=[1]),
+            InputError,
+            r"shape \(1,\); expected \(2,\)",
+        ),
+        (
+            lambda: average_precision(np.zeros((2, 2, 2)), np.zeros((2, 2, 2))),
+            InputError,
+            "found 3 dimensions",
+        ),
+        (
+            lambda: precision_at_k([0, 1], [0.1, 0.2], 0),
+            ConfigError,
+            "k: expected a positive integer, found 0",
+        ),
+        (lambda: precision_at_k([0, 1], [0.1, 0.2], 1, ties="random"), ConfigError, "ties: expected one of"),
+        (
+            lambda: average_precision_at_k([0, 1], [0.1, 0.2], 1, normalize="k"),
+            ConfigError,
+            "normalize: expected",
+        ),
+        (
+            lambda: ndcg_at_k([[-1, 1]], [[0.1, 0.2]]),
+            InputError,
+            r"y_true: element \[0, 0\] is -1.0; expected a relevance >= 0",
+        ),
+        (lambda: ndcg_at_k([[1]], [[0.1]]), InputError, "more than one item per query, found 1"),
+        (lambda: roc_curve([[0, 1]], [[0.1, 0.2]]), InputError, r"expected shape \(n_samples,\) for a curve"),
+        (lambda: roc_curve([0, 3], [0.1, 0.2]), InputError, r"labels \[0, 3\] are not \{0, 1\} or \{-1, 1\}"),
+        (
+            lambda: compare_raw_binarized([0, 1], [0.1, 0.2], threshold=float("nan")),
+            ConfigError,
+            "threshold: expected a finite",
+        ),
+    ],
+)
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
@@ -314,11 +413,17 @@ def test_errors(call, error, message):
 def test_rank_report_multilabel():
     labels = [[0, 0, 1, 1], [0, 0, 0, 1], [1, 0, 1, 0]]
     scores = [[0.1, 0.7, 0.75, 0.8], [0.3, 0.6, 0.2, 0.8], [0.9, 0.1, 0.4, 0.5]]
-    doc = rank_report(labels, scores, average="macro", k=2, binarize=0.5, labels_name="y.csv",
-                      scores_name="s.csv")
+    doc = rank_report(
+        labels, scores, average="macro", k=2, binarize=0.5, labels_name="y.csv", scores_name="s.csv"
+    )
     assert set(doc) == {"inputs", "options", "metrics", "per_label", "at_k", "binarized", "warnings"}
-    assert doc["inputs"] == {"labels": "y.csv", "scores": "s.csv", "n_samples": 3, "n_labels": 4,
-                             "n_positives": 5}
+    assert doc["inputs"] == {
+        "labels": "y.csv",
+        "scores": "s.csv",
+        "n_samples": 3,
+        "n_labels": 4,
+        "n_positives": 5,
+    }
     assert doc["per_label"][1] == {"label": 1, "AP": 0.0, "ROC_AUC": None, "n_positives": 0}
     assert doc["metrics"]["ROC_AUC"] is None  # one label has a single class: macro AUC undefined
     assert any("without positive" in w for w in doc["warnings"])

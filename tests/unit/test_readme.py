@@ -30,8 +30,11 @@ def _commands() -> list:
 
 
 def _python_blocks() -> list:
-    return [pytest.param(block, id=f"{doc.name}#{i}") for doc in DOCS
-            for i, block in enumerate(_blocks(doc, "python"))]
+    return [
+        pytest.param(block, id=f"{doc.name}#{i}")
+        for doc in DOCS
+        for i, block in enumerate(_blocks(doc, "python"))
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -55,7 +58,9 @@ def test_documented_python_runs(block):
 
 def test_readme_starts_with_the_two_commands():
     first = _blocks(ROOT / "README.md", "bash")[0].splitlines()
-    assert first[0] == "pip install . && deteval evaluate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json"
+    assert (
+        first[0] == "pip install . && deteval evaluate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json"
+    )
     assert first[1] == 'pip install -e ".[test]" && python -m pytest -q'
     assert "python -m pytest -q" in (ROOT / ".ci" / "run").read_text()
     assert os.access(ROOT / ".ci" / "run", os.R_OK)

@@ -36,6 +36,7 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 
 # -- image identity ------------------------------------------------------------------------
 
+
 def test_ultralytics_predictions_join_by_int_stem_not_position():
     gt = load_ground_truth(YOLO)
     assert gt.image_name == ("1.gif", "10.gif", "2.gif")
@@ -45,8 +46,10 @@ def test_ultralytics_predictions_join_by_int_stem_not_position():
     assert [gt.image_name[i] for i in dt.image] == [f"{i}.gif" for i in ids]
 
 
-@pytest.mark.parametrize(("protocol", "metric", "value"), [("voc2010", "mAP", 0.875), ("coco", "AP", 0.875),
-                                                     ("voc2007", "mAP", 0.875)])
+@pytest.mark.parametrize(
+    ("protocol", "metric", "value"),
+    [("voc2010", "mAP", 0.875), ("coco", "AP", 0.875), ("voc2007", "mAP", 0.875)],
+)
 def test_ultralytics_predictions_answers(protocol, metric, value):
     result = deteval.evaluate(YOLO, YOLO / "predictions_index0.json", protocol)
     assert result.metrics[metric] == pytest.approx(value, abs=1e-12)
@@ -83,10 +86,15 @@ def test_twelve_numeric_stems_score_right_where_position_would_be_silently_wrong
 
 def test_an_int_that_is_two_stems_is_an_error(tmp_path):
     root = _numeric_yolo(tmp_path, ["1", "001", "2"])
-    dets = [{"image_id": 1, "category_id": 0, "bbox": [1, 1, 2, 2], "score": 0.5},
-            {"image_id": "001", "category_id": 0, "bbox": [1, 1, 2, 2], "score": 0.5}]
-    with pytest.raises(InputError, match=r"detection #0 \(image_id=1\): `image_id` names several images "
-                                         r"\(1 is int\(stem\) of several images: '001.gif', '1.gif'\)"):
+    dets = [
+        {"image_id": 1, "category_id": 0, "bbox": [1, 1, 2, 2], "score": 0.5},
+        {"image_id": "001", "category_id": 0, "bbox": [1, 1, 2, 2], "score": 0.5},
+    ]
+    with pytest.raises(
+        InputError,
+        match=r"detection #0 \(image_id=1\): `image_id` names several images "
+        r"\(1 is int\(stem\) of several images: '001.gif', '1.gif'\)",
+    ):
         deteval.evaluate(root, dets, "voc2010")
     assert deteval.evaluate(root, dets[1:], "voc2010").metrics["mAP"] == 0.0  # a string is exact
 
@@ -94,9 +102,12 @@ def test_an_int_that_is_two_stems_is_an_error(tmp_path):
 def test_an_id_that_names_no_image_is_an_error_naming_it(tmp_path):
     root = _numeric_yolo(tmp_path, ["a", "b"])
     dets = [{"image_id": 0, "category_id": 0, "bbox": [1, 1, 2, 2], "score": 0.5}]
-    with pytest.raises(InputError, match=r"detection #0 \(image_id=0\): `image_id` is not an image of the "
-                                         r"ground truth; .*int\(stem\) for a numeric stem.*named 'a.gif', "
-                                         r"'b.gif'"):
+    with pytest.raises(
+        InputError,
+        match=r"detection #0 \(image_id=0\): `image_id` is not an image of the "
+        r"ground truth; .*int\(stem\) for a numeric stem.*named 'a.gif', "
+        r"'b.gif'",
+    ):
         deteval.evaluate(root, dets, "voc2010")
 
 
@@ -107,25 +118,31 @@ def test_voc_result_ids_are_text_with_a_padding_hint(tmp_path):
         f.unlink()
     (results / "comp4_det_test_cat.txt").write_text("1 0.9 10 10 40 40\n000002 0.8 50 50 90 90\n")
     gt = load_voc_gt(tmp_path / "VOC2007", split="test")
-    with pytest.raises(InputError, match=r"comp4_det_test_cat.txt:1: image id not in the ground truth; "
-                                         r".*found '1' \('1' would match '000001' after zero-padding, but "
-                                         r"ids are compared as text, as the devkit does\)"):
+    with pytest.raises(
+        InputError,
+        match=r"comp4_det_test_cat.txt:1: image id not in the ground truth; "
+        r".*found '1' \('1' would match '000001' after zero-padding, but "
+        r"ids are compared as text, as the devkit does\)",
+    ):
         load_voc_dt(results, gt)
 
 
 # -- category maps -------------------------------------------------------------------------
 
+
 def test_class_indices_against_sparse_ids_are_recognised(capsys):
-    code, out, err = run(capsys, "evaluate", "--gt", COCO / "gt.json", "--dt", COCO / "dt_index0.json",
-                         "--protocol", "voc2010")
+    code, out, err = run(
+        capsys, "evaluate", "--gt", COCO / "gt.json", "--dt", COCO / "dt_index0.json", "--protocol", "voc2010"
+    )
     assert (code, out) == (3, "")
     assert "look like 0-based indices of the 3 ground-truth categories in id order (ids [1, 3, 18])" in err
     assert "--category-map index0" in err
     assert "drop" not in err
 
 
-@pytest.mark.parametrize("category_map", ["index0", str(COCO / "category_map.yaml"),
-                                          {0: "person", 1: 3, 2: "dog"}])
+@pytest.mark.parametrize(
+    "category_map", ["index0", str(COCO / "category_map.yaml"), {0: "person", 1: 3, 2: "dog"}]
+)
 def test_category_map_scores_indices_right(category_map):
     result = deteval.evaluate(COCO / "gt.json", COCO / "dt_index0.json", "voc2010", category_map=category_map)
     assert result.metrics["mAP"] == pytest.approx(2.5 / 3)
@@ -133,36 +150,60 @@ def test_category_map_scores_indices_right(category_map):
 
 
 def test_category_map_through_the_cli(capsys):
-    code, out, _ = run(capsys, "evaluate", "--gt", COCO / "gt.json", "--dt", COCO / "dt_index0.json",
-                       "--protocol", "voc2010", "--category-map", "index0", "--format", "json")
+    code, out, _ = run(
+        capsys,
+        "evaluate",
+        "--gt",
+        COCO / "gt.json",
+        "--dt",
+        COCO / "dt_index0.json",
+        "--protocol",
+        "voc2010",
+        "--category-map",
+        "index0",
+        "--format",
+        "json",
+    )
     assert code == 0
     assert json.loads(out)["results"][0]["metrics"]["mAP"] == pytest.approx(2.5 / 3)
 
 
 def test_a_large_drop_is_refused_unless_acknowledged(capsys):
-    argv = ["evaluate", "--gt", COCO / "gt.json", "--dt", COCO / "dt_index0.json", "--protocol", "voc2010",
-            "--drop-unknown-categories"]
+    argv = [
+        "evaluate",
+        "--gt",
+        COCO / "gt.json",
+        "--dt",
+        COCO / "dt_index0.json",
+        "--protocol",
+        "voc2010",
+        "--drop-unknown-categories",
+    ]
     code, out, err = run(capsys, *argv)
     assert (code, out) == (3, "")
     assert "refusing to drop 3 of 5 detections (60.0%)" in err
     code, out, err = run(capsys, *argv, "--allow-large-drop", "--format", "json")
     assert code == 0
     assert "dropped 3 detections of categories not in the ground truth (ids [0, 2]): 3 of 5 (60.0%)" in err
-    code, _, err = run(capsys, "evaluate", "--gt", COCO / "gt.json", "--dt", COCO / "dt_index0.json",
-                       "--allow-large-drop")
+    code, _, err = run(
+        capsys, "evaluate", "--gt", COCO / "gt.json", "--dt", COCO / "dt_index0.json", "--allow-large-drop"
+    )
     assert code == 3
     assert "--allow-large-drop: only with --drop-unknown-categories" in err
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("0: person\nx: 3\n", r"map.yaml:2: key 'x' is not a detection category id"),
-    ("0: person\n0: car\n", r"map.yaml:2: detection id 0 is mapped twice"),
-    ("0: [1, 2]\n", r"map.yaml:1: entry is not `id: id or name`"),
-    ("- 1\n", r"map.yaml: expected a mapping"),
-    ("0: !!python/name:os.system\n", r"map.yaml:1: invalid value"),
-    ("0: cow\n", r"map.yaml:1: 0: 'cow' is not a category name of"),
-    ("0: 99\n", r"map.yaml:1: 0: 99 is not a category id of"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("0: person\nx: 3\n", r"map.yaml:2: key 'x' is not a detection category id"),
+        ("0: person\n0: car\n", r"map.yaml:2: detection id 0 is mapped twice"),
+        ("0: [1, 2]\n", r"map.yaml:1: entry is not `id: id or name`"),
+        ("- 1\n", r"map.yaml: expected a mapping"),
+        ("0: !!python/name:os.system\n", r"map.yaml:1: invalid value"),
+        ("0: cow\n", r"map.yaml:1: 0: 'cow' is not a category name of"),
+        ("0: 99\n", r"map.yaml:1: 0: 99 is not a category id of"),
+    ],
+)
 def test_category_map_file_errors_name_the_line(tmp_path, text, message):
     path = tmp_path / "map.yaml"
     path.write_text(text)
@@ -178,15 +219,31 @@ def test_yolo_ground_truth_with_ids_that_may_be_shifted_warns(tmp_path):
 
 # -- VOC subsets, class lists, prefixes, protocol ------------------------------------------
 
+
 def test_voc_subset_scores_a_class_without_ground_truth_as_the_devkit(capsys):
-    code, out, err = run(capsys, "evaluate", "--gt", VOC, "--dt", VOC / "results", "--split", "test",
-                         "--result-prefix", "comp3_det_test_", "--format", "json")
+    code, out, err = run(
+        capsys,
+        "evaluate",
+        "--gt",
+        VOC,
+        "--dt",
+        VOC / "results",
+        "--split",
+        "test",
+        "--result-prefix",
+        "comp3_det_test_",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     result = json.loads(out)["results"][0]
     assert result["protocol"] == "voc2007"
     assert result["metrics"]["mAP"] == pytest.approx(61 / 66)
-    assert [(c["name"], c["AP"]) for c in result["per_class"]] == [("cat", pytest.approx(28 / 33)),
-                                                                   ("dog", pytest.approx(1.0)), ("horse", None)]
+    assert [(c["name"], c["AP"]) for c in result["per_class"]] == [
+        ("cat", pytest.approx(28 / 33)),
+        ("dog", pytest.approx(1.0)),
+        ("horse", None),
+    ]
     assert "a VOC2007 root and no --protocol: scored under voc2007" in err
     assert "horse (comp3_det_test_horse.txt)" in err
 
@@ -195,12 +252,38 @@ def test_voc_result_prefix_chooses_a_run(capsys):
     code, _, err = run(capsys, "evaluate", "--gt", VOC, "--dt", VOC / "results", "--protocol", "voc2010")
     assert code == 3
     assert "--result-prefix" in err
-    code, out, _ = run(capsys, "evaluate", "--gt", VOC, "--dt", VOC / "results", "--protocol", "voc2010",
-                       "--result-prefix", "comp4_det_test_", "--format", "json", "-q")
+    code, out, _ = run(
+        capsys,
+        "evaluate",
+        "--gt",
+        VOC,
+        "--dt",
+        VOC / "results",
+        "--protocol",
+        "voc2010",
+        "--result-prefix",
+        "comp4_det_test_",
+        "--format",
+        "json",
+        "-q",
+    )
     assert code == 0
     assert json.loads(out)["results"][0]["metrics"]["mAP"] == 1.0
-    code, out, _ = run(capsys, "evaluate", "--gt", VOC, "--dt", VOC / "results", "--protocol", "voc2010",
-                       "--result-prefix", "comp3_det_test_", "--format", "json", "-q")
+    code, out, _ = run(
+        capsys,
+        "evaluate",
+        "--gt",
+        VOC,
+        "--dt",
+        VOC / "results",
+        "--protocol",
+        "voc2010",
+        "--result-prefix",
+        "comp3_det_test_",
+        "--format",
+        "json",
+        "-q",
+    )
     assert json.loads(out)["results"][0]["metrics"]["mAP"] == pytest.approx((1 / 2 + 1 / 3 + 1) / 2)
 
 
@@ -235,13 +318,15 @@ def test_class_list_file_errors(tmp_path):
 
 
 def test_voc_root_without_a_year_and_without_protocol_is_refused(capsys):
-    code, out, err = run(capsys, "evaluate", "--gt", ROOT / "fixtures" / "voc", "--dt",
-                         ROOT / "fixtures" / "voc" / "results")
+    code, out, err = run(
+        capsys, "evaluate", "--gt", ROOT / "fixtures" / "voc", "--dt", ROOT / "fixtures" / "voc" / "results"
+    )
     assert (code, out) == (3, "")
     assert "a VOC root and no --protocol; expected one of --protocol voc2007" in err
 
 
 # -- arrays in the Python API --------------------------------------------------------------
+
 
 class Tensor:
     """A stand-in for a torch tensor: only ``__array__``."""
@@ -258,18 +343,24 @@ def _gt() -> dict:
 
 
 def _dt() -> list:
-    return [dict(r, category_id={0: 1, 1: 3, 2: 18}[r["category_id"]])
-            for r in json.loads((COCO / "dt_index0.json").read_text())]
+    return [
+        dict(r, category_id={0: 1, 1: 3, 2: 18}[r["category_id"]])
+        for r in json.loads((COCO / "dt_index0.json").read_text())
+    ]
 
 
-@pytest.mark.parametrize("convert", [
-    lambda r: dict(r, bbox=np.array(r["bbox"], dtype=np.float64)),
-    lambda r: dict(r, bbox=np.array(r["bbox"], dtype=np.float32), score=np.float32(r["score"])),
-    lambda r: dict(r, image_id=np.int64(r["image_id"]), category_id=np.int32(r["category_id"])),
-    lambda r: dict(r, image_id=float(r["image_id"]), category_id=float(r["category_id"])),
-    lambda r: dict(r, bbox=Tensor(r["bbox"]), score=Tensor(r["score"]), image_id=Tensor(r["image_id"])),
-    lambda r: dict(r, bbox=np.array(r["bbox"]).tolist(), score=np.float64(r["score"])),
-], ids=["ndarray", "float32", "int64-ids", "integral-floats", "tensor-like", "float64"])
+@pytest.mark.parametrize(
+    "convert",
+    [
+        lambda r: dict(r, bbox=np.array(r["bbox"], dtype=np.float64)),
+        lambda r: dict(r, bbox=np.array(r["bbox"], dtype=np.float32), score=np.float32(r["score"])),
+        lambda r: dict(r, image_id=np.int64(r["image_id"]), category_id=np.int32(r["category_id"])),
+        lambda r: dict(r, image_id=float(r["image_id"]), category_id=float(r["category_id"])),
+        lambda r: dict(r, bbox=Tensor(r["bbox"]), score=Tensor(r["score"]), image_id=Tensor(r["image_id"])),
+        lambda r: dict(r, bbox=np.array(r["bbox"]).tolist(), score=np.float64(r["score"])),
+    ],
+    ids=["ndarray", "float32", "int64-ids", "integral-floats", "tensor-like", "float64"],
+)
 def test_numpy_and_tensor_values_equal_lists(convert):
     expected = deteval.evaluate(_gt(), _dt(), "coco")
     got = deteval.evaluate(_gt(), [convert(r) for r in _dt()], "coco")
@@ -280,16 +371,23 @@ def test_numpy_and_tensor_values_equal_lists(convert):
 def test_numpy_ids_in_ground_truth_dicts():
     gt = _gt()
     gt["images"] = [dict(r, id=np.int64(r["id"])) for r in gt["images"]]
-    gt["annotations"] = [dict(r, bbox=np.array(r["bbox"]), area=np.float32(r["area"]),
-                              image_id=float(r["image_id"])) for r in gt["annotations"]]
-    np.testing.assert_equal(deteval.evaluate(gt, _dt(), "coco").metrics, deteval.evaluate(_gt(), _dt(), "coco").metrics)
+    gt["annotations"] = [
+        dict(r, bbox=np.array(r["bbox"]), area=np.float32(r["area"]), image_id=float(r["image_id"]))
+        for r in gt["annotations"]
+    ]
+    np.testing.assert_equal(
+        deteval.evaluate(gt, _dt(), "coco").metrics, deteval.evaluate(_gt(), _dt(), "coco").metrics
+    )
 
 
 def test_non_integral_float_ids_are_errors_and_files_keep_json_integers(tmp_path):
     dets = _dt()
     dets[1]["image_id"] = 2.5
-    with pytest.raises(InputError, match=r"detection #1 \(image_id=2.5\): `image_id` is not an integer; "
-                                         r"expected an integer \(64-bit; a float only when it is integral\)"):
+    with pytest.raises(
+        InputError,
+        match=r"detection #1 \(image_id=2.5\): `image_id` is not an integer; "
+        r"expected an integer \(64-bit; a float only when it is integral\)",
+    ):
         load_coco_dt(dets, load_coco_gt(_gt()))
     dets[1]["image_id"] = 2.0
     path = tmp_path / "dt.json"

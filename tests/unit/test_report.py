@@ -66,8 +66,10 @@ def test_csv_is_long_format_and_parses(results):
 
 @pytest.mark.parametrize("name", ["=HYPERLINK(1)", "+1", "-1", "@SUM(A1)", "\tx"])
 def test_csv_escapes_formula_cells(results, name):
-    for text in (report.format_csv([_renamed(results[0], name)]),
-                 report.format_compare_csv([_renamed(results[0], name), _renamed(results[1], name)])):
+    for text in (
+        report.format_csv([_renamed(results[0], name)]),
+        report.format_compare_csv([_renamed(results[0], name), _renamed(results[1], name)]),
+    ):
         cells = [cell for row in csv.reader(io.StringIO(text, newline="")) for cell in row]
         assert "'" + name in cells and name not in cells
 
@@ -109,7 +111,9 @@ def test_explanation_text_and_markdown():
 def test_validation_and_protocol_listing():
     found = api.validate(GT)
     text = report.format_validation(found.to_dict())
-    assert text.startswith(f"ground truth: {GT} (coco)") and text.endswith("OK: the ground truth can be scored\n")
+    assert text.startswith(f"ground truth: {GT} (coco)") and text.endswith(
+        "OK: the ground truth can be scored\n"
+    )
     listed = {"voc2007": api.resolve_protocol("voc2007")}
     assert report.format_protocols(listed).startswith("voc2007 [")
     assert "    ap_method: 11_point\n" in report.format_protocols(listed)

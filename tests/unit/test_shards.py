@@ -60,11 +60,13 @@ def test_shards_cover_every_image_once():
 @pytest.mark.parametrize("mask_iou", ["exact", "raster"])
 def test_workers_give_identical_numbers_on_masks(mask_iou):
     from tests.crosscheck.generate_segm import generate_segm
+
     gt_dict, dt_list = generate_segm(5, n_images=12, result_style="polygon+bbox")
     gt = deteval.load_ground_truth(gt_dict)
     dt = deteval.load_detections(dt_list, gt)
-    p = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou=mask_iou,
-                                             invalid_polygons="make_valid")
+    p = deteval.get_protocol("coco").replace(
+        iou_type="segm", mask_iou=mask_iou, invalid_polygons="make_valid"
+    )
     one = score(match(gt, dt, p), gt, p)
     prepared = deteval.geometry.prepare_masks(gt, dt, p)
     _assert_same(score(match_sharded(gt, dt, p, workers=3, masks=prepared), gt, p), one)
@@ -82,12 +84,16 @@ def test_a_worker_error_reaches_the_caller(monkeypatch):
     evaluate_module = sys.modules["deteval.evaluate"]
 
     images = [{"id": i} for i in (1, 2, 3)]
-    anns = [{"id": i, "image_id": i, "category_id": 1, "iscrowd": 0, "area": 50,
-             "bbox": [0, 0, 10, 10]} for i in (1, 2, 3)]
-    gt = deteval.load_ground_truth({"images": images, "categories": [{"id": 1, "name": "a"}],
-                                    "annotations": anns})
-    dt = deteval.load_detections([{"image_id": i, "category_id": 1, "score": 0.5,
-                                   "bbox": [0, 0, 10, 10]} for i in (1, 2, 3)], gt)
+    anns = [
+        {"id": i, "image_id": i, "category_id": 1, "iscrowd": 0, "area": 50, "bbox": [0, 0, 10, 10]}
+        for i in (1, 2, 3)
+    ]
+    gt = deteval.load_ground_truth(
+        {"images": images, "categories": [{"id": 1, "name": "a"}], "annotations": anns}
+    )
+    dt = deteval.load_detections(
+        [{"image_id": i, "category_id": 1, "score": 0.5, "bbox": [0, 0, 10, 10]} for i in (1, 2, 3)], gt
+    )
 
     def failing(gt, dt, gt_rows, det_rows, *args):
         shown = sorted({int(gt.image_id[gt.image[r]]) for r in gt_rows})
@@ -105,13 +111,34 @@ def test_a_worker_error_reaches_the_caller(monkeypatch):
 def test_mask_input_errors_are_found_before_forking():
     """Raster masks need image sizes: refused by the parent, naming every image at once."""
     images = [{"id": i} for i in (1, 2, 3)]  # no width / height
-    anns = [{"id": i, "image_id": i, "category_id": 1, "iscrowd": 0, "area": 50,
-             "bbox": [0, 0, 10, 10], "segmentation": [[0, 0, 10, 0, 0, 10]]} for i in (1, 2, 3)]
-    gt = deteval.load_ground_truth({"images": images, "categories": [{"id": 1, "name": "a"}],
-                                    "annotations": anns})
-    dt = deteval.load_detections([{"image_id": i, "category_id": 1, "score": 0.5,
-                                   "bbox": [0, 0, 10, 10], "segmentation": [[0, 0, 10, 0, 0, 10]]}
-                                  for i in (1, 2, 3)], gt)
+    anns = [
+        {
+            "id": i,
+            "image_id": i,
+            "category_id": 1,
+            "iscrowd": 0,
+            "area": 50,
+            "bbox": [0, 0, 10, 10],
+            "segmentation": [[0, 0, 10, 0, 0, 10]],
+        }
+        for i in (1, 2, 3)
+    ]
+    gt = deteval.load_ground_truth(
+        {"images": images, "categories": [{"id": 1, "name": "a"}], "annotations": anns}
+    )
+    dt = deteval.load_detections(
+        [
+            {
+                "image_id": i,
+                "category_id": 1,
+                "score": 0.5,
+                "bbox": [0, 0, 10, 10],
+                "segmentation": [[0, 0, 10, 0, 0, 10]],
+            }
+            for i in (1, 2, 3)
+        ],
+        gt,
+    )
     p = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
     for run in (lambda: match(gt, dt, p), lambda: match_sharded(gt, dt, p, workers=3)):
         with pytest.raises(deteval.InputError, match=r"3 image\(s\) without a usable width and height"):
@@ -131,6 +158,9 @@ def test_a_dead_worker_is_one_clear_error(monkeypatch):
     gt_dict, dt_list = generate(2, n_images=6, n_classes=2)
     gt = deteval.load_ground_truth(gt_dict)
     dt = deteval.load_detections(dt_list, gt)
-    with pytest.raises(deteval.DetevalError, match=r"a matching worker process \(pid \d+\) ended without "
-                                                   r"a result \(exit code 9\)"):
+    with pytest.raises(
+        deteval.DetevalError,
+        match=r"a matching worker process \(pid \d+\) ended without "
+        r"a result \(exit code 9\)",
+    ):
         match_sharded(gt, dt, deteval.get_protocol("coco"), workers=2)

@@ -27,8 +27,10 @@ from tests.crosscheck.generate import generate
 
 # Generated data trigger input warnings (box encodings, classes without ground truth) through the
 # API; they are incidental here (tests/unit/test_api.py checks the warnings themselves).
-pytestmark = [pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
-              pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
+    pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
+]
 
 PROTOCOLS = ["coco", "coco-pycocotools", "voc2007", "voc2010", "coco50"]
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -44,7 +46,7 @@ def replicate(gt: GroundTruth, dt: Detections, w: np.ndarray) -> tuple:
     """The explicit dataset of a resample: image i repeated w[i] times, copies adjacent in image
     order, each annotation and result line repeated in place."""
     w = np.asarray(w, dtype=np.int64)
-    first_copy = np.cumsum(w) - w                  # new index of copy 0 of each image
+    first_copy = np.cumsum(w) - w  # new index of copy 0 of each image
     img_src = np.repeat(np.arange(gt.n_images), w)
 
     def rows_of(image):
@@ -56,18 +58,33 @@ def replicate(gt: GroundTruth, dt: Detections, w: np.ndarray) -> tuple:
     gt_r = GroundTruth(
         image_id=np.arange(1, len(img_src) + 1, dtype=np.int64),
         image_name=tuple(gt.image_name[i] for i in img_src),
-        image_width=gt.image_width[img_src], image_height=gt.image_height[img_src],
-        category_id=gt.category_id, category_name=gt.category_name,
-        annotation_id=gt.annotation_id[g_rows], image=g_img, category=gt.category[g_rows],
-        box=gt.box[g_rows], area=gt.area[g_rows], is_crowd=gt.is_crowd[g_rows],
-        is_difficult=gt.is_difficult[g_rows], is_ignore=gt.is_ignore[g_rows], box_format=gt.box_format)
+        image_width=gt.image_width[img_src],
+        image_height=gt.image_height[img_src],
+        category_id=gt.category_id,
+        category_name=gt.category_name,
+        annotation_id=gt.annotation_id[g_rows],
+        image=g_img,
+        category=gt.category[g_rows],
+        box=gt.box[g_rows],
+        area=gt.area[g_rows],
+        is_crowd=gt.is_crowd[g_rows],
+        is_difficult=gt.is_difficult[g_rows],
+        is_ignore=gt.is_ignore[g_rows],
+        box_format=gt.box_format,
+    )
     d_rows, d_img, d_copy = rows_of(dt.image)
     order = np.lexsort((d_copy, dt.order[d_rows]))
     new_order = np.empty(len(order), dtype=np.int64)
     new_order[order] = np.arange(len(order))
-    dt_r = Detections(image=d_img, category=dt.category[d_rows], box=dt.box[d_rows],
-                      score=dt.score[d_rows], order=new_order, has_box=dt.has_box[d_rows],
-                      box_format=dt.box_format)
+    dt_r = Detections(
+        image=d_img,
+        category=dt.category[d_rows],
+        box=dt.box[d_rows],
+        score=dt.score[d_rows],
+        order=new_order,
+        has_box=dt.has_box[d_rows],
+        box_format=dt.box_format,
+    )
     return gt_r, dt_r
 
 
@@ -102,7 +119,7 @@ def test_weighted_equals_explicit_replication(protocol, seed):
     p = deteval.get_protocol(protocol)
     table = match(gt, dt, p)
     weights = bootstrap_weights(gt.n_images, n=3, seed=seed)
-    weights[0, :3] = [0, 3, 2]                      # empty, tripled, doubled images for sure
+    weights[0, :3] = [0, 3, 2]  # empty, tripled, doubled images for sure
     r = resample_metrics(table, gt, p, weights)
     for b, w in enumerate(weights):
         gt_r, dt_r = replicate(gt, dt, w)
@@ -118,20 +135,39 @@ def _tied_data():
     cats = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "nogt"}]
     anns = []
     for i in range(1, 5):
-        anns.append({"id": 10 * i, "image_id": i, "category_id": 1, "bbox": [10, 10, 20, 20],
-                     "area": 400, "iscrowd": 0})
-        anns.append({"id": 10 * i + 1, "image_id": i, "category_id": 2, "bbox": [50, 50, 40, 40],
-                     "area": 1600, "iscrowd": 0})
-    anns.append({"id": 99, "image_id": 2, "category_id": 1, "bbox": [60, 0, 40, 40], "area": 1600,
-                 "iscrowd": 1})
+        anns.append(
+            {
+                "id": 10 * i,
+                "image_id": i,
+                "category_id": 1,
+                "bbox": [10, 10, 20, 20],
+                "area": 400,
+                "iscrowd": 0,
+            }
+        )
+        anns.append(
+            {
+                "id": 10 * i + 1,
+                "image_id": i,
+                "category_id": 2,
+                "bbox": [50, 50, 40, 40],
+                "area": 1600,
+                "iscrowd": 0,
+            }
+        )
+    anns.append(
+        {"id": 99, "image_id": 2, "category_id": 1, "bbox": [60, 0, 40, 40], "area": 1600, "iscrowd": 1}
+    )
     dts = []
     for i in range(1, 6):
-        dts += [{"image_id": i, "category_id": 1, "bbox": [10, 10, 20, 20], "score": 0.5},
-                {"image_id": i, "category_id": 1, "bbox": [11, 10, 20, 21], "score": 0.5},
-                {"image_id": i, "category_id": 1, "bbox": [70, 70, 10, 10], "score": 0.5},
-                {"image_id": i, "category_id": 2, "bbox": [0, 0, 5, 5], "score": 0.7},
-                {"image_id": i, "category_id": 2, "bbox": [50, 52, 40, 40], "score": 0.7},
-                {"image_id": i, "category_id": 3, "bbox": [1, 1, 5, 5], "score": 0.3}]
+        dts += [
+            {"image_id": i, "category_id": 1, "bbox": [10, 10, 20, 20], "score": 0.5},
+            {"image_id": i, "category_id": 1, "bbox": [11, 10, 20, 21], "score": 0.5},
+            {"image_id": i, "category_id": 1, "bbox": [70, 70, 10, 10], "score": 0.5},
+            {"image_id": i, "category_id": 2, "bbox": [0, 0, 5, 5], "score": 0.7},
+            {"image_id": i, "category_id": 2, "bbox": [50, 52, 40, 40], "score": 0.7},
+            {"image_id": i, "category_id": 3, "bbox": [1, 1, 5, 5], "score": 0.3},
+        ]
     dts.append({"image_id": 2, "category_id": 1, "bbox": [61, 1, 30, 30], "score": 0.5})
     gt = deteval.load_ground_truth({"images": images, "categories": cats, "annotations": anns})
     return gt, deteval.load_detections(dts, gt)
@@ -163,8 +199,9 @@ def test_deterministic_for_any_chunking_and_workers(protocol):
         assert _same(ref.results[0].samples.per_class_ap, other.results[0].samples.per_class_ap)
     again = bootstrap(gt, res, n=12, seed=5)
     assert again.results[0].to_dict() == ref.results[0].to_dict()
-    assert not _same(bootstrap(gt, res, n=12, seed=6).results[0].samples.metrics,
-                     ref.results[0].samples.metrics)
+    assert not _same(
+        bootstrap(gt, res, n=12, seed=6).results[0].samples.metrics, ref.results[0].samples.metrics
+    )
 
 
 def test_n_zero_gives_point_numbers_and_no_intervals():
@@ -202,8 +239,7 @@ def test_intervals_contain_the_point_estimate_and_json_pieces():
     assert len(d["per_class"]) == gt.n_classes and all("AP_ci" in c for c in d["per_class"])
     assert d["metrics_ci"] == metrics_ci_dict(det)
     assert [c["AP_ci"] for c in d["per_class"]] == per_class_ci_list(det)
-    assert bootstrap_settings_dict(boot.settings) == {"n": 100, "seed": 0, "ci": 0.95,
-                                                      "method": "percentile"}
+    assert bootstrap_settings_dict(boot.settings) == {"n": 100, "seed": 0, "ci": 0.95, "method": "percentile"}
     json.dumps(boot.to_dict(), allow_nan=False)
 
 
@@ -233,13 +269,16 @@ def test_paired_difference_p_value():
     assert iv.lo > 0
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"n": -1}, "n (number of resamples) must be an integer >= 0, found -1"),
-    ({"ci": 1.0}, "ci (confidence level) must be a number in (0, 1), e.g. 0.95; found 1.0"),
-    ({"ci": 0}, "found 0"),
-    ({"method": "bca"}, "method must be one of ['percentile'], found 'bca'"),
-    ({"seed": -3}, "seed must be an integer >= 0, found -3"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"n": -1}, "n (number of resamples) must be an integer >= 0, found -1"),
+        ({"ci": 1.0}, "ci (confidence level) must be a number in (0, 1), e.g. 0.95; found 1.0"),
+        ({"ci": 0}, "found 0"),
+        ({"method": "bca"}, "method must be one of ['percentile'], found 'bca'"),
+        ({"seed": -3}, "seed must be an integer >= 0, found -3"),
+    ],
+)
 def test_bad_settings(kwargs, message):
     gt, dt = _data(0)
     with pytest.raises(ConfigError) as e:
@@ -281,21 +320,29 @@ def test_worked_example_of_the_docs():
     gt = deteval.load_ground_truth(str(FIXTURES / "coco" / "gt.json"))
     a = deteval.load_detections(str(FIXTURES / "coco" / "dt.json"), gt)
     rng = np.random.default_rng(0)
-    b = Detections(image=a.image, category=a.category, box=a.box,
-                   score=a.score * rng.uniform(0.5, 1.0, len(a)), order=a.order, has_box=a.has_box)
+    b = Detections(
+        image=a.image,
+        category=a.category,
+        box=a.box,
+        score=a.score * rng.uniform(0.5, 1.0, len(a)),
+        order=a.order,
+        has_box=a.has_box,
+    )
     cmp = compare_detectors(gt, {"A": a, "B": b}, "coco", n=300, seed=0)
     ra, rb = cmp.bootstrap.results
     assert round(ra.result.metrics["AP"], 3) == 0.462 and round(rb.result.metrics["AP"], 3) == 0.493
     assert [round(x, 3) for x in ra.metrics_ci["AP"].as_list()] == [0.255, 0.791]
     assert [round(x, 3) for x in rb.metrics_ci["AP"].as_list()] == [0.33, 0.88]
-    assert cmp.verdicts() == ["B - A = +0.031 AP [+0.000, +0.222] (coco), p = 0.425: "
-                              "no significant difference at the 5% level"]
+    assert cmp.verdicts() == [
+        "B - A = +0.031 AP [+0.000, +0.222] (coco), p = 0.425: no significant difference at the 5% level"
+    ]
     doc = (Path(__file__).resolve().parents[2] / "docs" / "statistics.md").read_text()
     assert cmp.verdicts()[0] in doc
 
 
 def _custom_protocols():
     from deteval.protocol import PRESETS, apply_overrides
+
     return {
         "coco-maxdets-5-50": apply_overrides(PRESETS["coco"], {"max_dets": [5, 50]}),
         "coco-pycocotools-300": apply_overrides(PRESETS["coco-pycocotools"], {"max_dets": [1, 10, 300]}),
@@ -325,9 +372,13 @@ def test_custom_protocols_bit_for_bit_and_replicated(name):
 
 def test_summary_terms_are_the_summaries():
     from deteval.summary import SUMMARY_TERMS
+
     gt, dt = _data(5)
-    for p in [deteval.get_protocol("coco"), deteval.get_protocol("coco-pycocotools"),
-              *_custom_protocols().values()]:
+    for p in [
+        deteval.get_protocol("coco"),
+        deteval.get_protocol("coco-pycocotools"),
+        *_custom_protocols().values(),
+    ]:
         if p.is_single_threshold:
             continue
         result = score(match(gt, dt, p), gt, p)
@@ -337,6 +388,7 @@ def test_summary_terms_are_the_summaries():
 
 def test_no_module_level_state_for_workers():
     import deteval.stats as stats
+
     assert not hasattr(stats, "_SHARED")
     gt, dt = _data(4)
     p = deteval.get_protocol("coco")
@@ -351,9 +403,15 @@ def test_protocols_the_resampling_does_not_reproduce_are_refused():
     import deteval
     from deteval.stats import resample_metrics
 
-    gt = deteval.load_ground_truth({"images": [{"id": 1}], "categories": [{"id": 1, "name": "a"}],
-                                    "annotations": [{"id": 1, "image_id": 1, "category_id": 1,
-                                                     "bbox": [0, 0, 9, 9], "area": 81, "iscrowd": 0}]})
+    gt = deteval.load_ground_truth(
+        {
+            "images": [{"id": 1}],
+            "categories": [{"id": 1, "name": "a"}],
+            "annotations": [
+                {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 9, 9], "area": 81, "iscrowd": 0}
+            ],
+        }
+    )
     dt = deteval.load_detections([{"image_id": 1, "category_id": 1, "bbox": [0, 0, 9, 9], "score": 0.9}], gt)
     p = deteval.get_protocol("ultralytics")
     with pytest.raises(ConfigError, match="ultralytics.*not supported by the resampling"):

@@ -18,34 +18,52 @@ from tests.reference.slow_decomposition import confused
 
 # Generated data trigger input warnings (box encodings, classes without ground truth) through the
 # API; they are incidental here (tests/unit/test_api.py checks the warnings themselves).
-pytestmark = [pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
-              pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
+    pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(annotations, detections, categories=("a", "b")):
-    gt = load_ground_truth({"images": [{"id": 1, "width": 200, "height": 200}],
-                            "categories": [{"id": i + 1, "name": n} for i, n in enumerate(categories)],
-                            "annotations": [{"id": i + 1, "image_id": 1, "area": b[2] * b[3], "iscrowd": 0,
-                                             "category_id": c, "bbox": b, **extra}
-                                            for i, (c, b, extra) in enumerate(annotations)]})
-    dt = load_detections([{"image_id": 1, "category_id": c, "bbox": b, "score": s}
-                          for c, b, s in detections], gt)
+    gt = load_ground_truth(
+        {
+            "images": [{"id": 1, "width": 200, "height": 200}],
+            "categories": [{"id": i + 1, "name": n} for i, n in enumerate(categories)],
+            "annotations": [
+                {
+                    "id": i + 1,
+                    "image_id": 1,
+                    "area": b[2] * b[3],
+                    "iscrowd": 0,
+                    "category_id": c,
+                    "bbox": b,
+                    **extra,
+                }
+                for i, (c, b, extra) in enumerate(annotations)
+            ],
+        }
+    )
+    dt = load_detections(
+        [{"image_id": 1, "category_id": c, "bbox": b, "score": s} for c, b, s in detections], gt
+    )
     return gt, dt
 
 
-@pytest.mark.parametrize(("det", "kind"), [
-    ((2, [0, 0, 10, 10], 0.9), "cls"),      # right box, wrong class
-    ((1, [0, 0, 10, 3], 0.9), "loc"),       # right class, IoU 0.3
-    ((2, [0, 0, 10, 3], 0.9), "both"),      # wrong class, IoU 0.3
-    ((1, [100, 100, 10, 10], 0.9), "bkg"),  # nothing there
-])
+@pytest.mark.parametrize(
+    ("det", "kind"),
+    [
+        ((2, [0, 0, 10, 10], 0.9), "cls"),  # right box, wrong class
+        ((1, [0, 0, 10, 3], 0.9), "loc"),  # right class, IoU 0.3
+        ((2, [0, 0, 10, 3], 0.9), "both"),  # wrong class, IoU 0.3
+        ((1, [100, 100, 10, 10], 0.9), "bkg"),  # nothing there
+    ],
+)
 def test_each_error_type(det, kind):
     gt, dt = _load([(1, [0, 0, 10, 10], {})], [det])
     e = tide_errors(gt, dt)
-    assert e.counts == {k: int(k == kind) + int(k == "miss" and kind in ("both", "bkg"))
-                        for k in MAIN_ERRORS}
+    assert e.counts == {k: int(k == kind) + int(k == "miss" and kind in ("both", "bkg")) for k in MAIN_ERRORS}
     assert e.ap == 0.0
     if kind in ("cls", "loc"):  # the oracle turns it into the one true positive: AP 1
         assert e.main[kind] == 1.0 and e.main["miss"] == 0.0
@@ -65,8 +83,10 @@ def test_duplicate():
 
 
 def test_crowd_region_swallows_detections():
-    gt, dt = _load([(1, [0, 0, 10, 10], {}), (1, [50, 50, 100, 100], {"iscrowd": 1})],
-                   [(1, [0, 0, 10, 10], 0.9), (1, [60, 60, 10, 10], 0.95)])
+    gt, dt = _load(
+        [(1, [0, 0, 10, 10], {}), (1, [50, 50, 100, 100], {"iscrowd": 1})],
+        [(1, [0, 0, 10, 10], 0.9), (1, [60, 60, 10, 10], 0.95)],
+    )
     e = tide_errors(gt, dt)
     assert e.ap == 1.0  # the detection inside the crowd is ignored
     assert e.counts["bkg"] == 1  # but still gets an error type, as in tidecv
@@ -102,6 +122,7 @@ def test_config_errors():
 
 # --- fixtures/coco: the numbers docs/analysis.md quotes --------------------------------------
 
+
 def _fixture_doc():
     gt = load_ground_truth(ROOT / "fixtures" / "coco" / "gt.json")
     dt = load_detections(ROOT / "fixtures" / "coco" / "dt.json", gt)
@@ -114,20 +135,45 @@ def test_fixture_numbers_quoted_in_docs():
     assert round(e["ap"], 4) == 0.4328
     assert round(e["ap_50_95"], 4) == 0.3462
     assert {k: round(v, 4) for k, v in e["main"].items()} == {
-        "cls": 0.0, "loc": 0.0, "both": 0.0, "dupe": 0.0, "bkg": 0.2339, "miss": 0.1443}
+        "cls": 0.0,
+        "loc": 0.0,
+        "both": 0.0,
+        "dupe": 0.0,
+        "bkg": 0.2339,
+        "miss": 0.1443,
+    }
     assert {k: round(v, 4) for k, v in e["special"].items()} == {"false_pos": 0.0672, "false_neg": 0.1443}
     protocol_mode = tide_errors(gt, dt, "coco", mode="protocol")
     assert round(protocol_mode.ap, 4) == 0.5771
     assert round(protocol_mode.main["bkg"], 4) == 0.0896 and round(protocol_mode.main["miss"], 4) == 0.2885
     d = doc["decomposition"]
     assert [(c["name"], c["AP_D"] and round(c["AP_D"], 4)) for c in d["per_class"]] == [
-        ("person", 0.7313), ("dog", 1.0), ("cat", 0.0), ("bird", None)]
+        ("person", 0.7313),
+        ("dog", 1.0),
+        ("cat", 0.0),
+        ("bird", None),
+    ]
     assert round(d["mean"]["AP_D"], 4) == 0.5771 and round(d["mean"]["AP_CgL"], 4) == 0.6667
-    assert doc["confusion"]["matrix"] == [[5, 0, 0, 0, 0], [0, 2, 0, 0, 0], [0, 0, 0, 0, 1],
-                                          [0, 0, 0, 0, 0], [5, 0, 0, 1, 0]]
+    assert doc["confusion"]["matrix"] == [
+        [5, 0, 0, 0, 0],
+        [0, 2, 0, 0, 0],
+        [0, 0, 0, 0, 1],
+        [0, 0, 0, 0, 0],
+        [5, 0, 0, 1, 0],
+    ]
     text = (ROOT / "docs" / "analysis.md").read_text()
-    for number in ("0.4328", "0.3462", "0.2339", "0.1443", "0.0672", "0.5771", "0.0896", "0.2885",
-                   "0.7313", "0.6667"):
+    for number in (
+        "0.4328",
+        "0.3462",
+        "0.2339",
+        "0.1443",
+        "0.0672",
+        "0.5771",
+        "0.0896",
+        "0.2885",
+        "0.7313",
+        "0.6667",
+    ):
         assert number in text, number
 
 
