@@ -46,8 +46,8 @@ from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
 from deteval.memory import memory_limit
 from deteval.protocol import PRESETS, Protocol
 from deteval.ranking import AP_METHODS, AVERAGES, rank_report
-from deteval.stats import bootstrap, compare_detectors, metrics_ci_dict, per_class_ci_list
 from deteval.sharding import effective_workers
+from deteval.stats import bootstrap, compare_detectors, metrics_ci_dict, per_class_ci_list
 
 __all__ = ["main"]
 
@@ -488,7 +488,8 @@ def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def _refuse_overwrite(args: argparse.Namespace, log: ReadLog | None = None) -> None:
     """Refuse outputs that are inputs: before loading (by the paths given), and again with ``log``,
-    every file and folder loading actually read (protocol files and their ``extends:`` included)."""
+    every file and folder loading actually read (protocol files and their ``extends:`` included).
+    """
     dts = args.dt if isinstance(args.dt, list) else [args.dt]
     given = {
         "--gt": args.gt,
@@ -992,7 +993,8 @@ def _sigterm_raises() -> Iterator[None]:
 
 def _silence_stdout() -> None:
     """Point stdout's file descriptor at /dev/null, so that the interpreter's final flush of what
-    is still buffered cannot fail again (the Python docs' recipe for SIGPIPE)."""
+    is still buffered cannot fail again (the Python docs' recipe for SIGPIPE).
+    """
     with contextlib.suppress(OSError, ValueError, AttributeError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

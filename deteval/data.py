@@ -104,7 +104,7 @@ class FederatedLabels:
         *,
         n_class: int,
     ) -> np.ndarray:
-        """bool (n,): whether each (image, category) is one of the pairs."""
+        """Bool (n,): whether each (image, category) is one of the pairs."""
         known = np.unique(pair_image.astype(np.int64) * n_class + pair_category)
         return np.isin(image.astype(np.int64) * n_class + category, known)
 

@@ -60,7 +60,7 @@ class MatchTable:
 
 
 def outside_area_ranges(area: np.ndarray, protocol: Protocol) -> np.ndarray:
-    """bool (n_area, n): area outside each range; bounds inclusive at both ends (pycocotools)."""
+    """Bool (n_area, n): area outside each range; bounds inclusive at both ends (pycocotools)."""
     lo = np.array([a[1] for a in protocol.area_ranges])[:, None]
     hi = np.array([a[2] for a in protocol.area_ranges])[:, None]
     return (area[None, :] < lo) | (area[None, :] > hi)
@@ -108,7 +108,8 @@ def pair_iou(
     masks: PreparedMasks | None,
 ) -> np.ndarray:
     """IoU of aligned pairs: masks when ``masks`` is given (``iou_type="segm"``), OKS for
-    ``iou_type="keypoints"``, else boxes."""
+    ``iou_type="keypoints"``, else boxes.
+    """
     if protocol.iou_type == "keypoints":
         if len(gt_rows) == 0:  # no candidate pair (e.g. no detections: then dt.keypoints is None)
             return np.zeros(0, dtype=np.float64)

@@ -86,7 +86,7 @@ def match_coco(
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
 ) -> MatchResult:
-    """pycocotools' greedy matching (``COCOeval.evaluateImg``) for all groups and lanes.
+    """Pycocotools' greedy matching (``COCOeval.evaluateImg``) for all groups and lanes.
 
     Parameters
     ----------

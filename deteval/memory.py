@@ -50,7 +50,8 @@ def format_bytes(n: float) -> str:
 
 def available_bytes() -> int | None:
     """Bytes this run may still allocate: the :func:`memory_limit` in force, else the kernel's
-    ``MemAvailable`` estimate (None where there is no ``/proc/meminfo``)."""
+    ``MemAvailable`` estimate (None where there is no ``/proc/meminfo``).
+    """
     limit = _LIMIT.get()
     if limit is not None:
         return limit

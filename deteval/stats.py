@@ -588,7 +588,8 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
 
 def _suffix_max(values: np.ndarray, start: np.ndarray, end: np.ndarray, is_valid: np.ndarray) -> np.ndarray:
     """:func:`~deteval.accumulate.suffix_max_at` for non-negative ``values`` that already carry one
-    spare element at the end (``end`` may equal ``len(values) - 1``): no copies of ``values``."""
+    spare element at the end (``end`` may equal ``len(values) - 1``): no copies of ``values``.
+    """
     n, n_r = start.shape
     bounds = np.empty((n, n_r + 1), dtype=np.int64)
     bounds[:, :n_r] = start

@@ -314,7 +314,8 @@ def configured_terms(protocol: Protocol) -> tuple:
 
 def pycocotools_summary(acc: Accumulated, protocol: Protocol) -> dict:
     """``COCOeval.summarize`` literally: its 12 stats by name (see :func:`pycocotools_terms`), or
-    its ten keypoint stats for ``iou_type: keypoints``."""
+    its ten keypoint stats for ``iou_type: keypoints``.
+    """
     if protocol.iou_type == "keypoints":
         return pycocotools_keypoint_summary(acc, protocol)
     return {t.name: t.value(acc, protocol) for t in pycocotools_terms(protocol)}

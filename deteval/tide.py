@@ -202,7 +202,7 @@ def tide_ap(
 
 
 def _mean_included(ap: np.ndarray) -> float:
-    """tidecv's ``get_mAP``: the plain mean over the included classes (NaN if none)."""
+    """Tidecv's ``get_mAP``: the plain mean over the included classes (NaN if none)."""
     values = ap[~np.isnan(ap)]
     return float(sum(values.tolist()) / len(values)) if len(values) else float("nan")
 
@@ -239,7 +239,7 @@ def _kept_tidecv(dt: Detections, max_dets: int | None) -> np.ndarray:
 def _tidecv_match(
     gt: GroundTruth, dt: Detections, det_rows: np.ndarray, thresholds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """tidecv's greedy matching at each threshold: (is_tp, is_ignored, det_gt), each (n_thr, n_kept).
+    """Tidecv's greedy matching at each threshold: (is_tp, is_ignored, det_gt), each (n_thr, n_kept).
 
     Notes
     -----
@@ -621,7 +621,7 @@ def _tidecv_ap_fn(
     *,
     fixed_order: bool,
 ) -> tuple[np.ndarray, float]:
-    """tidecv's AP of one scenario: (per class, mean). ``fixed_order``: errors before TPs on ties.
+    """Tidecv's AP of one scenario: (per class, mean). ``fixed_order``: errors before TPs on ties.
 
     tidecv pushes data points image by image in score order (the first run), but
     ``TIDERun.fix_errors`` pushes every error first and the true positives after.

@@ -44,7 +44,8 @@ def _ru_maxrss_mib() -> float:
 
 def _peak_rss_mib() -> float:
     """This process's own peak RSS in MiB: ``VmHWM`` (the high-water mark of the address
-    space created by ``execve``), falling back to ``ru_maxrss`` where /proc is missing."""
+    space created by ``execve``), falling back to ``ru_maxrss`` where /proc is missing.
+    """
     try:
         with open("/proc/self/status") as f:
             for line in f:
@@ -134,7 +135,7 @@ def _accepts_kwarg(func, name: str) -> bool:
 
 
 def _metrics_to_stats(metrics: dict) -> list:
-    """deteval's metrics dict -> pycocotools' 12 stats (NaN -> -1)."""
+    """Deteval's metrics dict -> pycocotools' 12 stats (NaN -> -1)."""
     out = []
     for name in METRIC_NAMES:
         value = metrics.get(name)

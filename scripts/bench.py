@@ -165,7 +165,8 @@ def dataset_files(cache: Path, n_images: int, seed: int) -> DatasetFiles:
 class Shapes:
     """Ragged set of star polygons: vertex i of shape j is
     (cx[j] + sx[j] * rad[i] * cos(theta[i]), cy[j] + sy[j] * rad[i] * sin(theta[i]))
-    for i in start[j]:start[j+1]."""
+    for i in start[j]:start[j+1].
+    """
 
     start: np.ndarray
     theta: np.ndarray
@@ -306,7 +307,8 @@ def _images(rng: np.random.Generator, n: int) -> dict:
 
 def _category_weights(rng: np.random.Generator) -> np.ndarray:
     """COCO-like long-tailed class frequencies: person weighted so that ~30% of objects are
-    people (several classes share an image), the other 79 a power law in random order."""
+    people (several classes share an image), the other 79 a power law in random order.
+    """
     rest = (1.0 + rng.permutation(len(COCO_CATEGORIES) - 1)) ** -0.9
     rest = 0.54 * rest / rest.sum()
     return np.concatenate([[0.46], rest])
@@ -429,7 +431,8 @@ def _scores(
     rng: np.random.Generator, kind: np.ndarray, iou: np.ndarray, src_box: np.ndarray, dup_of: np.ndarray
 ) -> np.ndarray:
     """Scores in [0.05, 1) that rise with IoU; duplicates below their TP (25% tie with it exactly);
-    rounded to 4 decimals, so equal scores also occur across and within images."""
+    rounded to 4 decimals, so equal scores also occur across and within images.
+    """
     n_tp, n_dup = int((kind == 0).sum()), int((kind == 1).sum())
     small = (src_box[:n_tp, 2] * src_box[:n_tp, 3]) < SIZE_EDGES[0]
     tp = _sigmoid(8.0 * (iou[:n_tp] - 0.6) + 1.2 - 0.8 * small + rng.normal(0, 1.1, n_tp))
@@ -607,7 +610,8 @@ def _gt_stats(gt: dict) -> list:
 
 def _tie_share(dt: list) -> tuple:
     """Share of detections whose score equals another one's in the same (image, class),
-    and the number of distinct scores."""
+    and the number of distinct scores.
+    """
     keys = np.array([(d["image_id"], d["category_id"], d["score"]) for d in dt])
     _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
     return float((counts[inverse.ravel()] > 1).mean()), len(np.unique(keys[:, 2]))
@@ -733,7 +737,8 @@ def contention_note(runs: list) -> str | None:
 
     One child runs at a time and adds ~1 to the load average by itself; clearly more than
     that means someone else was busy and the timings are inflated (the JSON keeps each
-    child's CPU time, ``cpu_s``, which suffers less)."""
+    child's CPU time, ``cpu_s``, which suffers less).
+    """
     loads = [r[k] for r in runs for k in ("loadavg_before", "loadavg_after") if r.get(k) is not None]
     if not loads or max(loads) < 1.6:
         return None
@@ -816,7 +821,8 @@ def _max_abs_diff(a: list, b: list) -> float:
 
 def agreement(rows: list) -> list:
     """Per (size, iou_type): each tool's stats against the reference (pycocotools if it ran,
-    else deteval). Tools that must match exactly are marked so."""
+    else deteval). Tools that must match exactly are marked so.
+    """
     out = []
     for key in dict.fromkeys((r["size"], r["iou_type"]) for r in rows):
         group = [r for r in rows if (r["size"], r["iou_type"]) == key]
@@ -1008,7 +1014,7 @@ def format_header(facts: dict, args: argparse.Namespace) -> str:
 
 
 def _csv(kind, allowed: tuple | None = None):
-    """argparse type: comma-separated list, each item converted and checked."""
+    """Argparse type: comma-separated list, each item converted and checked."""
 
     def parse(text: str) -> list:
         items = [kind(t.strip()) for t in text.split(",") if t.strip()]

@@ -42,7 +42,8 @@ _REPAIR_HINT = (
 @dataclass(frozen=True, eq=False)
 class ExactMasks:
     """Per record: shapely geometry (None for RLE rows), exact area and xyxy bounds (NaN for
-    RLE rows)."""
+    RLE rows).
+    """
 
     geometry: np.ndarray
     area: np.ndarray

@@ -173,7 +173,7 @@ def raster_pair_iou(
     gt_rows: np.ndarray,
     is_crowd: np.ndarray,
 ) -> np.ndarray:
-    """pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs, one call per image."""
+    """Pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs, one call per image."""
     n = len(det_rows)
     iou = np.zeros(n)
     # Masks whose extents (polygon vertices, RLE pixels), widened by 2 px, do not overlap share

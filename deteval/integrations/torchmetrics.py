@@ -85,7 +85,7 @@ def _vector(values: np.ndarray, dtype: str = "float32") -> Any:
 
 
 def _array(values: np.ndarray) -> Any:
-    """pycocotools' float64 array (-1 where undefined), as a tensor when torch is installed."""
+    """Pycocotools' float64 array (-1 where undefined), as a tensor when torch is installed."""
     values = np.where(np.isnan(values), -1.0, values)
     torch = _torch()
     return values if torch is None else torch.from_numpy(values)
@@ -184,7 +184,7 @@ class MeanAveragePrecision:
             self._micro.update([_one_class(p) for p in preds], [_one_class(t) for t in target])
 
     def _with_areas(self, item: Mapping) -> Mapping:
-        """torchmetrics' rule: an ``area`` that is absent or <= 0 is computed (box or mask)."""
+        """Torchmetrics' rule: an ``area`` that is absent or <= 0 is computed (box or mask)."""
         if not isinstance(item, Mapping) or "area" not in item:
             return item
         from deteval.evaluator import _to_numpy
@@ -207,7 +207,7 @@ class MeanAveragePrecision:
         return {**item, "area": np.where(missing, computed, area)}
 
     def compute(self) -> dict:
-        """torchmetrics' result dict (tensors with torch installed, else floats / numpy arrays)."""
+        """Torchmetrics' result dict (tensors with torch installed, else floats / numpy arrays)."""
         macro = self._macro.compute()
         head = self._micro.compute() if self._micro is not None else macro
         out: dict = {}
@@ -231,7 +231,7 @@ class MeanAveragePrecision:
         return out
 
     def _per_class(self, result: EvalResult) -> tuple:
-        """pycocotools' stats[0] and stats[8] of each class evaluated alone."""
+        """Pycocotools' stats[0] and stats[8] of each class evaluated alone."""
         max_dets = list(self.max_detection_thresholds)
         n_class = len(result.category_ids)
         if 100 in max_dets:

@@ -223,7 +223,7 @@ class COCOeval:
     def _summarize_one(
         self, ap: bool, iou_thr: float | None = None, area: str = "all", max_dets: int = 100
     ) -> tuple[float, str]:
-        """pycocotools' ``_summarize``, operation by operation (its line and its value)."""
+        """Pycocotools' ``_summarize``, operation by operation (its line and its value)."""
         p = self.params
         i_str = " {:<18} {} @[ IoU={:<9} | area={:>6s} | maxDets={:>3d} ] = {:0.3f}"
         title = "Average Precision" if ap else "Average Recall"
@@ -358,10 +358,11 @@ class COCOeval:
 
     @property
     def evalImgs(self) -> list:  # noqa: N802 - pycocotools' name
-        """pycocotools' ``evalImgs``: for each category, area range and image (in that nesting),
+        """Pycocotools' ``evalImgs``: for each category, area range and image (in that nesting),
         None when the image has neither ground truth nor detections of the category, else a
         dict with ``image_id, category_id, aRng, maxDet, dtIds, gtIds, dtMatches, gtMatches,
-        dtScores, gtIgnore, dtIgnore`` (matches hold the other side's id, 0 for none)."""
+        dtScores, gtIgnore, dtIgnore`` (matches hold the other side's id, 0 for none).
+        """
         if self._evalImgs is None:
             if self._inputs is None:
                 self.evaluate()
@@ -439,5 +440,5 @@ class COCOeval:
 
     @staticmethod
     def _gt_ignored(ground_truth: Any, protocol: Any) -> np.ndarray:
-        """pycocotools' ``_ignore`` per area range: ``ignore`` (= iscrowd) or area outside."""
+        """Pycocotools' ``_ignore`` per area range: ``ignore`` (= iscrowd) or area outside."""
         return ground_truth_flags(ground_truth, protocol)[0]

@@ -33,7 +33,7 @@ def assert_array_within_one_step(actual, expected, what):
 
 
 def stat_names(max_dets=(1, 10, 100)):
-    """deteval's metric names for pycocotools' 12 stats.
+    """Deteval's metric names for pycocotools' 12 stats.
 
     stats[6..8] are AR at max_dets[0], [1], [2]: deteval names them after the configured
     values (``AR1``, ``AR10``, ``AR300`` for max_dets (1, 10, 300)).
@@ -44,8 +44,9 @@ def stat_names(max_dets=(1, 10, 100)):
 
 
 def assert_stats_exact(metrics, stats, what, *, max_dets=(1, 10, 100)):
-    """deteval ``metrics`` dict == the 12 pycocotools ``stats`` exactly (NaN <-> -1)."""
-    assert stats is not None and len(stats) == 12
+    """Deteval ``metrics`` dict == the 12 pycocotools ``stats`` exactly (NaN <-> -1)."""
+    assert stats is not None
+    assert len(stats) == 12
     lines = []
     missing = sorted(set(stat_names(max_dets)) - set(metrics))
     assert not missing, f"{what}: metrics lack {missing}; found {sorted(metrics)}"

@@ -298,7 +298,7 @@ class _Builder:
         self.add_dt(image_id, cat, [x, y, w, h])
 
     def many_detections(self, image_id, cat, width, height, n):
-        """n detections on one image + class around a few GTs (crosses maxDets=100)."""
+        """N detections on one image + class around a few GTs (crosses maxDets=100)."""
         rng = self.rng
         anchors = []
         for _ in range(rng.randint(1, 5)):

@@ -99,7 +99,7 @@ def counts_from_string(s):
 
 
 def _uncompressed(rle):
-    """pycocotools RLE -> COCO's uncompressed form {"size": [h, w], "counts": [...]}."""
+    """Pycocotools RLE -> COCO's uncompressed form {"size": [h, w], "counts": [...]}."""
     return {"size": list(rle["size"]), "counts": counts_from_string(rle["counts"])}
 
 

@@ -76,11 +76,14 @@ def test_pooling_does_not_modify_inputs_and_keeps_counts():
     dt = load_detections(dt_list, gt)
     before = (gt.category.copy(), dt.category.copy(), dt.order.copy())
     pooled_gt, pooled_dt = pool_categories(gt, dt)
-    assert np.array_equal(gt.category, before[0]) and np.array_equal(dt.category, before[1])
+    assert np.array_equal(gt.category, before[0])
+    assert np.array_equal(dt.category, before[1])
     assert np.array_equal(dt.order, before[2])
-    assert len(pooled_gt) == len(gt) and len(pooled_dt) == len(dt)
+    assert len(pooled_gt) == len(gt)
+    assert len(pooled_dt) == len(dt)
     assert sorted(pooled_gt.annotation_id.tolist()) == sorted(gt.annotation_id.tolist())
-    assert set(pooled_gt.category.tolist()) <= {0} and set(pooled_dt.category.tolist()) <= {0}
+    assert set(pooled_gt.category.tolist()) <= {0}
+    assert set(pooled_dt.category.tolist()) <= {0}
 
 
 def test_pooling_changes_the_number_when_classes_are_confused():

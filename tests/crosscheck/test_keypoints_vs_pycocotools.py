@@ -107,4 +107,5 @@ def test_drop_in_cocoeval_keypoints(seed):
     ours.accumulate()
     text = ours.summarize()
     assert ours.stats.tolist() == ref.stats.tolist()
-    assert len(text.splitlines()) == 10 and "maxDets= 20" in text
+    assert len(text.splitlines()) == 10
+    assert "maxDets= 20" in text

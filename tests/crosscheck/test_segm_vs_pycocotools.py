@@ -170,7 +170,7 @@ def test_results_without_bbox_take_the_mask_area():
 
 
 @pytest.mark.parametrize(
-    "thresholds, max_dets",
+    ("thresholds", "max_dets"),
     [((0.3, 0.5, 0.7), (1, 10, 100)), ((0.5,), (1, 2, 3)), (tuple(np.linspace(0.5, 0.95, 10)), (1, 5, 300))],
 )
 def test_custom_thresholds_and_max_dets(thresholds, max_dets):

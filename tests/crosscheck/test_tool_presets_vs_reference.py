@@ -148,12 +148,11 @@ def test_detectron2_voc_equals_voc_eval_over_ten_thresholds(seed):
 
 
 @pytest.mark.parametrize(
-    "a, b", [("coco", "ultralytics"), ("voc2010", "openimages"), ("voc2007", "detectron2-voc")]
+    ("a", "b"), [("coco", "ultralytics"), ("voc2010", "openimages"), ("voc2007", "detectron2-voc")]
 )
 def test_explain_walk_adds_up_to_the_total(a, b):
     gt, dt = _coco(_dataset(3, group_rate=0.3))
     walk = explain(gt, dt, a, b)
     assert sum(s.change for s in walk.steps) == pytest.approx(walk.total, abs=1e-12)
-    assert walk.steps and walk.end == pytest.approx(
-        np.nanmean([c["AP"] for c in evaluate(gt, dt, b).per_class]), abs=1e-12
-    )
+    assert walk.steps
+    assert walk.end == pytest.approx(np.nanmean([c["AP"] for c in evaluate(gt, dt, b).per_class]), abs=1e-12)

@@ -118,7 +118,8 @@ def _same(a, b):
 
 def test_generated_buggy_datasets_exercise_both_bugs():
     """On the id-0 / ignore-field datasets each bug alone changes some results, and
-    pycocotools differs from the fixed evaluation on those datasets only."""
+    pycocotools differs from the fixed evaluation on those datasets only.
+    """
     ignore_bug_matters = id_zero_bug_matters = pycocotools_differs = 0
     for name in BUGGY_DATASETS:
         gt, dt = dataset(name)
@@ -180,7 +181,8 @@ def test_annotation_id_zero_hand_derived():
     assert expected_pr == 0.9999999999999998
 
     ref = run_pycocotools(gt, dt)
-    assert ref.stats[0] == 0.0 and ref.stats[8] == 0.0  # AP, AR100
+    assert ref.stats[0] == 0.0
+    assert ref.stats[8] == 0.0
     assert np.all(ref.precision[:, :, 0, 0, 2] == 0.0)
 
     parity = deteval.evaluate(gt, dt, protocol=PARITY)
@@ -198,7 +200,8 @@ def test_annotation_id_zero_hand_derived():
 
 def test_annotation_id_zero_matched_detection_outside_area_range_is_ignored():
     """pycocotools: a detection "unmatched" (id-0 GT) whose own area is outside the range is
-    ignored there, not a false positive; the GT is small, the detection medium."""
+    ignored there, not a false positive; the GT is small, the detection medium.
+    """
     gt, dt = _one_image(
         [_box_ann(0, [0, 0, 30, 30]), _box_ann(5, [100, 100, 20, 20])],
         [_det([0, 0, 33, 33], 0.9), _det([100, 100, 20, 20], 0.8)],
@@ -364,7 +367,7 @@ def test_experiment(name):
 
 
 def test_experiment_max_dets_without_100_has_undefined_ap():
-    """pycocotools' summarize() hard-codes maxDets=100 for stats[0]: -1 with (1, 10, 300)."""
+    """Pycocotools' summarize() hard-codes maxDets=100 for stats[0]: -1 with (1, 10, 300)."""
     gt, dt = EXPERIMENTS["max_dets_1_10_300"][0]()
     ref = run_pycocotools(gt, dt, max_dets=(1, 10, 300))
     assert ref.stats[0] == -1

@@ -192,7 +192,8 @@ def _recall_three_tenths() -> VocDataset:
 
 def test_recall_exactly_three_tenths_under_each_grid(tmp_path):
     """Recall 0.3 reached at precision 1: the k/10 grid counts it, np.arange's 0.30000000000000004
-    does not."""
+    does not.
+    """
     data = _recall_three_tenths()
     for preset in ("voc2007", "voc2007-pyfrcnn"):
         want = slow_voc.evaluate_dataset(data.image_ids, data.objects, data.detections, ["car"], preset)[
@@ -280,5 +281,6 @@ def test_class_without_positives_is_undefined(tmp_path):
     data = _one_class({"a": [((1, 1, 50, 50), True)]}, [("a", 0.9, (1, 1, 50, 50))])
     root, results = write_voc(tmp_path, data)
     result = deteval.evaluate(root, results, protocol="voc2010")
-    assert math.isnan(result.per_class[0]["AP"]) and result.per_class[0]["num_gt"] == 0
+    assert math.isnan(result.per_class[0]["AP"])
+    assert result.per_class[0]["num_gt"] == 0
     assert math.isnan(result.metrics["mAP"])

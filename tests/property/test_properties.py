@@ -187,7 +187,8 @@ def test_box_iou_is_symmetric_and_bounded(a, b):
 def test_box_iou_is_symmetric_and_non_negative_for_any_floats(a, b):
     ab = box_iou(a, b)
     np.testing.assert_array_equal(ab, box_iou(b, a).T)
-    assert np.all(ab >= 0.0) and np.all(np.isfinite(ab))
+    assert np.all(ab >= 0.0)
+    assert np.all(np.isfinite(ab))
 
 
 @SETTINGS
@@ -215,7 +216,7 @@ def test_box_iou_equals_pycocotools_bbiou_bit_for_bit(d, g, data):
 
 
 @pytest.mark.parametrize(
-    "box, expected",
+    ("box", "expected"),
     [
         ([0.1, 0.1, 0.2, 0.2], 1.0000000000000004),
         ([15.0, 0.0, 1.1, 1.0], 1.0000000000000024),
@@ -273,7 +274,8 @@ def test_perfect_detections_equal_pycocotools_value(data):
         for name in ("AR100", "ARs", "ARm", "ARl"):
             assert np.isnan(result.metrics[name]) or result.metrics[name] == 1.0
     if gt["annotations"]:
-        assert not np.isnan(ref.stats[0]) and ref.stats[0] != -1
+        assert not np.isnan(ref.stats[0])
+        assert ref.stats[0] != -1
 
 
 def _assert_same_result(a, b):

@@ -17,7 +17,8 @@ from tests.crosscheck.generate import generate
 
 def confused(seed, **kwargs):
     """A generated dataset plus cross-class confusions: relabelled detections, and copies of
-    detections under another class (several detections on one object, of several classes)."""
+    detections under another class (several detections on one object, of several classes).
+    """
     gt, dt = generate(seed, **kwargs)
     rng = random.Random(seed + 12345)
     cats = [c["id"] for c in gt["categories"]]
@@ -37,7 +38,7 @@ def confused(seed, **kwargs):
 
 
 def _iou(d, g, crowd=False):
-    """pycocotools bbIou on xywh."""
+    """Pycocotools bbIou on xywh."""
     dx, dy, dw, dh = d
     gx, gy, gw, gh = g
     iw = min(dw + dx, gw + gx) - max(dx, gx)
@@ -51,7 +52,8 @@ def _iou(d, g, crowd=False):
 
 def max_iou_assignment(gt_dict, dt_list):
     """Per detection: (IoU_d, class of the max-IoU GT or None), over non-crowd GTs of its image
-    (any class); ties: the first GT in file order."""
+    (any class); ties: the first GT in file order.
+    """
     by_image = {}
     for ann in gt_dict["annotations"]:
         if not ann.get("iscrowd", 0):

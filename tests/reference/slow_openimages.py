@@ -24,7 +24,7 @@ import numpy as np
 
 
 def bbox_overlaps(b1, b2, mode="iou"):
-    """mmdet's ``bbox_overlaps`` (continuous, no +1): IoU, or ``iof`` = intersection / area(b1)."""
+    """Mmdet's ``bbox_overlaps`` (continuous, no +1): IoU, or ``iof`` = intersection / area(b1)."""
     b1 = np.asarray(b1, dtype=np.float64).reshape(-1, 4)
     b2 = np.asarray(b2, dtype=np.float64).reshape(-1, 4)
     out = np.zeros((len(b1), len(b2)), dtype=np.float64)
@@ -107,7 +107,7 @@ def tpfp_openimages(det_bboxes, gt_bboxes, gt_is_group_of, iou_thr=0.5, ioa_thr=
 
 
 def average_precision_area(recalls, precisions):
-    """mmdet's ``average_precision(..., mode="area")`` for one scale (float32 result, as mmdet stores it)."""
+    """Mmdet's ``average_precision(..., mode="area")`` for one scale (float32 result, as mmdet stores it)."""
     ap = np.zeros(1, dtype=np.float32)
     mrec = np.hstack(([0.0], recalls, [1.0]))
     mpre = np.hstack(([0.0], precisions, [0.0]))

@@ -37,7 +37,7 @@ SECTION1 = "TTFFFTTFFT"
 
 
 @pytest.mark.parametrize(
-    "protocol, expected",
+    ("protocol", "expected"),
     [
         (VOC2007_NUMPY_GRID, 0.7532467532),
         (VOC2007, 0.7532467532),
@@ -58,7 +58,7 @@ def test_section1_all_point_by_hand():
 
 
 @pytest.mark.parametrize(
-    "protocol, expected",
+    ("protocol", "expected"),
     [
         (VOC2007_NUMPY_GRID, 0.5454545455),  # 6 points at precision 1, of 11
         (VOC2010, 0.5),
@@ -79,8 +79,10 @@ def test_101_point_precision_and_scores_arrays():
     acc = run("TF", 2, COCO50, scores=[0.9, 0.8])
     precision, scores = acc.precision[0, :, 0, 0, 0], acc.scores[0, :, 0, 0, 0]
     assert precision.shape == (101,)
-    assert np.all(precision[:51] == 1 / (1 + np.spacing(1))) and np.all(precision[51:] == 0)
-    assert np.all(scores[:51] == 0.9) and np.all(scores[51:] == 0)
+    assert np.all(precision[:51] == 1 / (1 + np.spacing(1)))
+    assert np.all(precision[51:] == 0)
+    assert np.all(scores[:51] == 0.9)
+    assert np.all(scores[51:] == 0)
 
 
 def test_class_without_ground_truth_is_nan_everywhere():
@@ -93,7 +95,8 @@ def test_class_without_ground_truth_is_nan_everywhere():
 def test_no_detections_gives_zero_ap_and_recall():
     for protocol in (VOC2007, VOC2010, COCO50):
         acc = run("", 3, protocol)
-        assert acc.ap[0, 0, 0, 0] == 0.0 and acc.recall[0, 0, 0, 0] == 0.0
+        assert acc.ap[0, 0, 0, 0] == 0.0
+        assert acc.recall[0, 0, 0, 0] == 0.0
 
 
 def test_ignored_detections_count_as_neither_tp_nor_fp():

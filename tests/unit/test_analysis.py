@@ -24,15 +24,19 @@ def test_pr_curve_is_known_answers_section_1(coco_result):
     expected_r = [0.2, 0.4, 0.4, 0.4, 0.4, 0.6, 0.8, 0.8, 0.8, 1.0]
     np.testing.assert_allclose(curve.precision, expected_p)
     np.testing.assert_allclose(curve.recall, expected_r)
-    assert curve.n_positive == 5 and curve.is_tp.sum() == 5
+    assert curve.n_positive == 5
+    assert curve.is_tp.sum() == 5
 
 
 def test_at_confidence_counts(coco_result):
     rows = {r["name"]: r for r in at_confidence(coco_result, 0.75, iou_threshold=0.5)}
     # person: scores .95 .90 .85 .80 .75 -> TP TP FP FP FP
     assert (rows["person"]["tp"], rows["person"]["fp"], rows["person"]["fn"]) == (2, 3, 3)
-    assert rows["person"]["precision"] == 0.4 and rows["person"]["recall"] == 0.4
-    assert rows["cat"]["tp"] == 0 and np.isnan(rows["cat"]["precision"]) and rows["cat"]["recall"] == 0
+    assert rows["person"]["precision"] == 0.4
+    assert rows["person"]["recall"] == 0.4
+    assert rows["cat"]["tp"] == 0
+    assert np.isnan(rows["cat"]["precision"])
+    assert rows["cat"]["recall"] == 0
     assert np.isnan(rows["bird"]["recall"])  # no ground truth
 
 
@@ -51,7 +55,8 @@ def test_matching_rule_shows_in_matches(coco_result):
 
 def test_best_f1(coco_result):
     best = best_f1(coco_result, 1, iou_threshold=0.5)
-    assert best["threshold"] == 0.65 and best["f1"] == pytest.approx(2 / 3)
+    assert best["threshold"] == 0.65
+    assert best["f1"] == pytest.approx(2 / 3)
 
 
 def test_unknown_lane_is_a_clear_error(coco_result):
@@ -93,7 +98,8 @@ def test_cli_confidence_and_matches(tmp_path, capsys):
     assert "detections with score >= 0.7 at IoU 0.5" in text
     lines = out.read_text().splitlines()
     assert lines[0] == "detection,image_id,category_id,category,score,outcome,gt_annotation_id"
-    assert lines[1] == "0,1,1,person,0.95,tp,1" and len(lines) == 14
+    assert lines[1] == "0,1,1,person,0.95,tp,1"
+    assert len(lines) == 14
     code = main(
         [
             "evaluate",
@@ -106,4 +112,5 @@ def test_cli_confidence_and_matches(tmp_path, capsys):
             "-q",
         ]
     )
-    assert code == 3 and "refusing to overwrite" in capsys.readouterr().err
+    assert code == 3
+    assert "refusing to overwrite" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """The front door (deteval.api): paths, dicts and values give one result; protocols by name,
-YAML file or value; warnings emitted with the right category and stacklevel, kept in the result."""
+YAML file or value; warnings emitted with the right category and stacklevel, kept in the result.
+"""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def _same(a: deteval.EvalResult, b: deteval.EvalResult) -> None:
     )
     np.testing.assert_array_equal(a.precision, b.precision)
     np.testing.assert_array_equal(a.recall, b.recall)
-    assert a.warnings == b.warnings and a.notes == b.notes
+    assert a.warnings == b.warnings
+    assert a.notes == b.notes
 
 
 @pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")
@@ -55,8 +57,10 @@ def test_path_dict_and_values_give_equal_results():
 
 def test_package_exports_the_front_door():
     assert deteval.evaluate is api.evaluate
-    assert deteval.compare is api.compare and deteval.explain is api.explain
-    assert deteval.validate is api.validate and deteval.resolve_protocol is api.resolve_protocol
+    assert deteval.compare is api.compare
+    assert deteval.explain is api.explain
+    assert deteval.validate is api.validate
+    assert deteval.resolve_protocol is api.resolve_protocol
 
 
 def test_resolve_protocol_by_name_yaml_path_and_value(tmp_path):
@@ -66,7 +70,9 @@ def test_resolve_protocol_by_name_yaml_path_and_value(tmp_path):
     path.write_text("extends: voc2010\niou_thresholds: [0.3]\n")
     for spelled in (str(path), path):
         p = api.resolve_protocol(spelled)
-        assert p.iou_thresholds == (0.3,) and p.ap_method == "all_point" and p.name == "loose"
+        assert p.iou_thresholds == (0.3,)
+        assert p.ap_method == "all_point"
+        assert p.name == "loose"
     with pytest.raises(ConfigError):
         api.resolve_protocol("no-such-preset")
 
@@ -83,9 +89,11 @@ def test_evaluate_warns_input_warning_at_the_callers_line():
     with pytest.warns(InputWarning, match="zero area") as record:
         result = api.evaluate(ZERO_WIDTH_GT, ONE_DT, "voc2010")
     found = [w for w in record if issubclass(w.category, InputWarning)]
-    assert len(found) == 1 and found[0].filename == __file__  # stacklevel: the caller, not deteval
+    assert len(found) == 1
+    assert found[0].filename == __file__
     # still in the value and in its JSON entry, exactly as before
-    assert len(result.warnings) == 1 and "zero area" in result.warnings[0]
+    assert len(result.warnings) == 1
+    assert "zero area" in result.warnings[0]
     assert result.to_dict()["warnings"] == list(result.warnings)
 
 
@@ -94,7 +102,8 @@ def test_undefined_class_is_an_undefined_metric_warning_and_a_note():
         result = api.evaluate(GT, DT, "voc2010")
     assert all(w.filename == __file__ for w in record)
     assert not any(issubclass(w.category, InputWarning) for w in record)
-    assert result.notes and BIRD in result.notes[0]
+    assert result.notes
+    assert BIRD in result.notes[0]
     assert result.to_dict()["notes"] == list(result.notes)
 
 
@@ -114,7 +123,8 @@ def test_one_error_names_every_message_of_the_batch():
         with pytest.raises(InputWarning) as info:
             api.load_inputs(gt, ONE_DT)
     assert len(info.value.messages) == 2
-    assert "zero area" in str(info.value) and "iscrowd" in str(info.value)
+    assert "zero area" in str(info.value)
+    assert "iscrowd" in str(info.value)
 
 
 def test_values_below_the_api_do_not_warn():
@@ -131,7 +141,8 @@ def test_compare_warns_and_keeps_results_as_before():
     with pytest.warns(UndefinedMetricWarning, match=BIRD) as record:
         c = api.compare(str(GT), str(DT), ["voc2007", "voc2010"])
     assert all(w.filename == __file__ for w in record)
-    assert [r.protocol.name for r in c.results] == ["voc2007", "voc2010"] and c.n_matchings == 1
+    assert [r.protocol.name for r in c.results] == ["voc2007", "voc2010"]
+    assert c.n_matchings == 1
     assert all(r.warnings == () for r in c.results)  # the inputs' warnings are not per result
 
 
@@ -172,6 +183,9 @@ def test_validate_counts_and_warns():
     with pytest.warns(InputWarning, match="zero area"):
         found = api.validate(ZERO_WIDTH_GT, ONE_DT, protocols=["coco"])
     doc = found.to_dict()
-    assert doc["valid"] and doc["gt"]["objects"] == 2 and doc["dt"]["detections"] == 1
-    assert doc["warnings"] == list(found.warnings) and len(found.warnings) == 1
+    assert doc["valid"]
+    assert doc["gt"]["objects"] == 2
+    assert doc["dt"]["detections"] == 1
+    assert doc["warnings"] == list(found.warnings)
+    assert len(found.warnings) == 1
     assert api.validate(str(GT)).dt is None

@@ -443,16 +443,19 @@ def test_broken_file_through_cli(capsys, name):
     doc = json.loads(out)
     if case.warning is not None:
         assert any(case.warning in w for w in doc["warnings"]), doc["warnings"]
-        assert "deteval: warning: " in err and case.warning in err
+        assert "deteval: warning: " in err
+        assert case.warning in err
         # --strict turns the warning into an error, with nothing on stdout
         code, out, err = evaluate_json(capsys, *case.inputs(), *case.extra, "--strict")
         assert (code, out) == (3, "")
-        assert "--strict" in err and case.warning in err
+        assert "--strict" in err
+        assert case.warning in err
 
 
 def test_self_intersecting_polygon_is_scored_by_default(capsys):
     """Refused only under invalid_polygons=error: raster IoU (the coco default, pycocotools) takes it
-    as is, exact IoU fills it even-odd (the default) or repairs it (make_valid)."""
+    as is, exact IoU fills it even-odd (the default) or repairs it (make_valid).
+    """
     gt, dt = BROKEN / "coco" / "segm_gt.json", BROKEN / "coco" / "segm_dt_self_intersecting.json"
     for extra in (
         (),
@@ -590,7 +593,8 @@ def test_ignore_field_is_honoured_and_parity_mode_overwrites_it(capsys):
 def test_class_without_gt_is_null_with_a_reason(capsys):
     doc = _metrics(capsys, GOOD_GT, GOOD_DT)
     bird = [c for c in doc["results"][0]["per_class"] if c["name"] == "bird"][0]
-    assert bird["AP"] is None and bird["num_gt"] == 0
+    assert bird["AP"] is None
+    assert bird["num_gt"] == 0
     # The protocol defines it (COCO: undefined, left out of the mean): a note, not a warning,
     # so --strict does not refuse a split where a listed class has no object.
     assert any("no ground truth" in n and "bird" in n for n in doc["notes"])
@@ -606,10 +610,12 @@ def test_missing_area_from_box_uses_w_times_h(capsys):
 
 def test_many_unknown_images_name_the_first_five_and_count(capsys):
     code, out, err = evaluate_json(capsys, GOOD_GT, BROKEN / "coco" / "dt_unknown_image.json")
-    assert code == 3 and out == ""
+    assert code == 3
+    assert out == ""
     shown = [f"image_id={i}" for i in range(99, 104)]
     assert all(s in err for s in shown)
-    assert "image_id=104" not in err and "image_id=105" not in err
+    assert "image_id=104" not in err
+    assert "image_id=105" not in err
 
 
 def test_max_dets_warning_is_counted_in_json_and_strict_refuses(capsys):
@@ -623,7 +629,8 @@ def test_max_dets_warning_is_counted_in_json_and_strict_refuses(capsys):
 
 def test_warnings_are_silenced_by_quiet_but_kept_in_json(capsys):
     code, out, err = evaluate_json(capsys, GOOD_GT, BROKEN / "coco" / "dt_zero_size.json", "-q")
-    assert code == 0 and err == ""
+    assert code == 0
+    assert err == ""
     assert any("zero width" in w for w in json.loads(out)["warnings"])
 
 
@@ -642,13 +649,14 @@ def test_callers_lists_and_dicts_are_never_mutated(protocol):
     del gt["annotations"][1]["iscrowd"]  # pycocotools would add it; deteval must not
     before_gt, before_dt = copy.deepcopy(gt), copy.deepcopy(dt)
     deteval.evaluate(gt, dt, protocol)
-    assert gt == before_gt and dt == before_dt
+    assert gt == before_gt
+    assert dt == before_dt
     # dict order and identity of the records untouched too
     assert [list(r) for r in dt] == [list(r) for r in before_dt]
 
 
 @pytest.mark.parametrize(
-    "where, change, field_name",
+    ("where", "change", "field_name"),
     [
         ("dt", lambda gt, dt: dt[2].update(score=float("nan")), "`score` is not a finite number"),
         ("dt", lambda gt, dt: dt[2].update(bbox=[1, 2, float("nan"), 4]), "`bbox` has a value that is not"),
@@ -687,7 +695,7 @@ def test_numpy_scalars_from_the_api_are_accepted():
 
 
 @pytest.mark.parametrize(
-    "change, message",
+    ("change", "message"),
     [
         (lambda gt: gt["annotations"].append(7), "annotation #8 (in `annotations`): is not a JSON object"),
         (lambda gt: gt.update(images={"id": 1}), "`images` is not an array"),
@@ -717,22 +725,25 @@ def test_many_non_objects_give_count_and_first_five():
         load_coco_dt(dt, load_coco_gt(gt))
     text = str(info.value)
     assert "6 detections: is not a JSON object" in text
-    assert "#4 (in the results list) 2.5 (number)" in text and "and 1 more" in text
+    assert "#4 (in the results list) 2.5 (number)" in text
+    assert "and 1 more" in text
 
 
 def test_huge_and_deeply_nested_json_are_input_errors(tmp_path, capsys):
     deep = tmp_path / "deep.json"
     deep.write_text('{"a": ' * 900 + "1" + "}" * 900)
     code, out, err = evaluate_json(capsys, deep, GOOD_DT)
-    assert (code, out) == (3, "") and "deep.json" in err
+    assert (code, out) == (3, "")
+    assert "deep.json" in err
     nested = tmp_path / "nested.json"
     nested.write_text("[" * 950 + '{"k\\": ": 1}' + "]" * 950)
     code, out, err = evaluate_json(capsys, GOOD_GT, nested)
-    assert (code, out) == (3, "") and "nested.json" in err
+    assert (code, out) == (3, "")
+    assert "nested.json" in err
 
 
 @pytest.mark.parametrize(
-    "content, message",
+    ("content", "message"),
     [
         (b"", "invalid JSON"),
         (b"\xff\xfe\x00garbage", "invalid JSON"),
@@ -744,14 +755,17 @@ def test_unreadable_json_is_an_input_error(tmp_path, capsys, content, message):
     path.write_bytes(content)
     code, out, err = evaluate_json(capsys, GOOD_GT, path)
     assert (code, out) == (3, "")
-    assert str(path) in err and message in err
+    assert str(path) in err
+    assert message in err
 
 
 def test_missing_input_file(tmp_path, capsys):
     code, out, err = evaluate_json(capsys, tmp_path / "nope.json", GOOD_DT)
-    assert (code, out) == (3, "") and "nope.json: file not found" in err
+    assert (code, out) == (3, "")
+    assert "nope.json: file not found" in err
     code, out, err = evaluate_json(capsys, GOOD_GT, tmp_path / "nope.json")
-    assert (code, out) == (3, "") and "nope.json: file not found" in err
+    assert (code, out) == (3, "")
+    assert "nope.json: file not found" in err
 
 
 # -- VOC roots (fixtures/broken/voc/<case>/: Annotations/, ImageSets/Main/test.txt, results/) ---
@@ -855,7 +869,9 @@ def test_broken_voc_root_through_cli(capsys, name):
     code, out, err = run(capsys, *voc_argv(name, *case.extra))
     assert code == case.exit, err
     if case.exit == 3:
-        assert out == "" and err.startswith("deteval: error: ") and err.count("\n") == 1
+        assert out == ""
+        assert err.startswith("deteval: error: ")
+        assert err.count("\n") == 1
         for text in case.message:
             assert text in err, f"{text!r} not in {err!r}"
         return
@@ -864,7 +880,8 @@ def test_broken_voc_root_through_cli(capsys, name):
         assert any(case.warning in w for w in doc["warnings"]), doc["warnings"]
         assert case.warning in err
         code, out, err = run(capsys, *voc_argv(name, *case.extra, "--strict"))
-        assert (code, out) == (3, "") and case.warning in err
+        assert (code, out) == (3, "")
+        assert case.warning in err
 
 
 def test_every_broken_voc_root_is_a_case():
@@ -913,7 +930,8 @@ def test_image_set_path_never_opens_the_trap_file(capsys, monkeypatch):
 
 def test_external_entity_content_never_reaches_the_output(capsys):
     code, out, err = run(capsys, *voc_argv("xml_external_entity"))
-    assert code == 3 and "root:" not in err  # nothing of /etc/passwd
+    assert code == 3
+    assert "root:" not in err
 
 
 def test_class_names_that_are_paths_stay_inert(capsys):
@@ -1004,7 +1022,9 @@ def test_broken_yolo_dataset_through_cli(capsys, name):
     case = YOLO_CASES[name]
     code, out, err = run(capsys, *yolo_argv(name, *case.extra))
     assert code == case.exit, err
-    assert out == "" and err.startswith("deteval: error: ") and err.count("\n") == 1
+    assert out == ""
+    assert err.startswith("deteval: error: ")
+    assert err.count("\n") == 1
     for text in case.message:
         assert text in err, f"{text!r} not in {err!r}"
     assert not Path("/tmp/deteval-pwned").exists()
@@ -1024,7 +1044,9 @@ def test_yolo_yaml_alias_bomb_is_refused_quickly():
     argv = [sys.executable, "-m", "deteval", "evaluate", "--gt", str(root), "--dt", str(root / "predictions")]
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert "anchors and aliases" in proc.stderr
-    assert proc.returncode == 3 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.returncode == 3
+    assert proc.stdout == ""
+    assert "Traceback" not in proc.stderr
 
 
 def test_yolo_layout_flag_reads_confidence_second(capsys, tmp_path):
@@ -1040,4 +1062,5 @@ def test_yolo_layout_flag_reads_confidence_second(capsys, tmp_path):
     swapped = _metrics(capsys, root, root / "predictions", "--yolo-layout", "cls conf cx cy w h")
     assert swapped["results"][0]["metrics"] == good["results"][0]["metrics"]
     code, out, err = evaluate_json(capsys, GOOD_GT, GOOD_DT, "--yolo-layout", "cls conf cx cy w h")
-    assert (code, out) == (3, "") and "--yolo-layout: only for YOLO predictions" in err
+    assert (code, out) == (3, "")
+    assert "--yolo-layout: only for YOLO predictions" in err

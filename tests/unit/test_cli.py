@@ -55,15 +55,19 @@ def _commands() -> list[str]:
 @pytest.mark.parametrize("command", _commands())
 def test_help_of_every_command_has_an_example(capsys, command):
     code, out, err = run(capsys, command, "--help")
-    assert code == 0 and err == ""
-    assert "example" in out and f"deteval {command}" in out
+    assert code == 0
+    assert err == ""
+    assert "example" in out
+    assert f"deteval {command}" in out
 
 
 def test_top_level_help_and_version(capsys):
     code, out, _ = run(capsys, "--help")
-    assert code == 0 and "example" in out
+    assert code == 0
+    assert "example" in out
     code, out, _ = run(capsys, "--version")
-    assert code == 0 and out.startswith("deteval ")
+    assert code == 0
+    assert out.startswith("deteval ")
 
 
 @pytest.mark.parametrize(
@@ -94,14 +98,16 @@ def test_format_json_keeps_stdout_pure_json_without_nan(capsys):
 
 def test_quiet_silences_stderr(capsys):
     code, out, err = evaluate(capsys, "--format", "json", "-q")
-    assert code == 0 and err == ""
+    assert code == 0
+    assert err == ""
     assert json.loads(out)["notes"]  # still in the result
 
 
 @pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json"])
 def test_every_format_exits_0(capsys, fmt):
     code, out, _ = evaluate(capsys, "--format", fmt)
-    assert code == 0 and out
+    assert code == 0
+    assert out
 
 
 # -- validate --------------------------------------------------------------------------------
@@ -109,7 +115,8 @@ def test_every_format_exits_0(capsys, fmt):
 
 def test_validate_reports_what_it_found(capsys):
     code, out, err = run(capsys, "validate", "--gt", GOOD_GT, "--dt", GOOD_DT)
-    assert code == 0 and err == ""
+    assert code == 0
+    assert err == ""
     assert "5 images, 4 categories, 8 objects" in out
     assert "13 detections on 5 of 5 images" in out
     assert "categories without objects: ['bird']" in out
@@ -119,8 +126,11 @@ def test_validate_reports_what_it_found(capsys):
 def test_validate_ground_truth_only_as_json(capsys):
     code, out, _ = run(capsys, "validate", "--gt", GOOD_GT, "--format", "json")
     doc = json.loads(out)
-    assert code == 0 and doc["valid"] is True and doc["dt"] is None
-    assert doc["gt"]["objects"] == 8 and doc["gt"]["categories_without_objects"] == ["bird"]
+    assert code == 0
+    assert doc["valid"] is True
+    assert doc["dt"] is None
+    assert doc["gt"]["objects"] == 8
+    assert doc["gt"]["categories_without_objects"] == ["bird"]
 
 
 def test_validate_lists_warnings_and_strict_refuses(capsys):
@@ -153,7 +163,8 @@ def test_validate_scores_nothing_but_finds_every_error(capsys):
 
 def test_validate_honours_the_protocol(capsys):
     """A segm-only record is fine for a segm evaluation, an error for bbox (the default); for segm,
-    validate checks the masks as evaluate does (this ground truth has none)."""
+    validate checks the masks as evaluate does (this ground truth has none).
+    """
     dt = BROKEN / "coco" / "dt_segmentation_only.json"
     assert_input_error(run(capsys, "validate", "--gt", GOOD_GT, "--dt", dt), "no `bbox`")
     segm = ("--gt", GOOD_GT, "--dt", dt, "--iou-type", "segm")
@@ -170,7 +181,7 @@ def test_validate_honours_the_protocol(capsys):
 
 
 @pytest.mark.parametrize(
-    "dt, warning",
+    ("dt", "warning"),
     [
         ("dt_empty.json", "no detections"),
         ("dt_zero_size.json", "zero width or height"),
@@ -181,7 +192,8 @@ def test_validate_honours_the_protocol(capsys):
 )
 def test_strict_makes_warnings_errors(capsys, dt, warning):
     code, out, err = evaluate(capsys, "--format", "json", dt=BROKEN / "coco" / dt)
-    assert code == 0 and any(warning in w for w in json.loads(out)["warnings"])
+    assert code == 0
+    assert any(warning in w for w in json.loads(out)["warnings"])
     assert warning in err
     assert_input_error(evaluate(capsys, "--strict", dt=BROKEN / "coco" / dt), "--strict", warning)
 
@@ -196,7 +208,9 @@ def test_strict_on_clean_input_is_silent(capsys, tmp_path):
     code, out, err = evaluate(
         capsys, "--strict", "--format", "json", gt=tmp_path / "gt.json", dt=tmp_path / "dt.json"
     )
-    assert code == 0 and err == "" and json.loads(out)["warnings"] == []
+    assert code == 0
+    assert err == ""
+    assert json.loads(out)["warnings"] == []
 
 
 # -- security --------------------------------------------------------------------------------
@@ -259,7 +273,8 @@ def test_unwritable_output_is_an_error_not_a_traceback(capsys, tmp_path):
 def test_output_file_holds_the_json(capsys, tmp_path):
     out_path = tmp_path / "result.json"
     code, out, _ = evaluate(capsys, "--output", out_path, "--format", "json", "-q")
-    assert code == 0 and json.loads(out_path.read_text()) == json.loads(out)
+    assert code == 0
+    assert json.loads(out_path.read_text()) == json.loads(out)
 
 
 def test_yaml_python_tag_is_refused_and_nothing_runs(capsys, tmp_path):
@@ -284,7 +299,7 @@ def test_set_value_with_python_tag_is_refused(capsys, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name, needles",
+    ("name", "needles"),
     [
         ("protocol_duplicate_key.yaml", ("protocol_duplicate_key.yaml", "max_dets", "duplicate key")),
         (
@@ -314,8 +329,10 @@ def test_yaml_alias_bomb_is_refused_quickly():
     ]
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert "anchors and aliases" in proc.stderr
-    assert proc.returncode == 3 and proc.stdout == ""
-    assert "protocol_billion_laughs.yaml" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 3
+    assert proc.stdout == ""
+    assert "protocol_billion_laughs.yaml" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 # -- determinism -----------------------------------------------------------------------------
@@ -396,8 +413,10 @@ def test_entry_point_never_prints_a_traceback_on_broken_files(tmp_path):
             text=True,
             timeout=120,
         )
-        assert proc.returncode == 3 and proc.stdout == ""
-        assert "Traceback" not in proc.stderr and dt in proc.stderr
+        assert proc.returncode == 3
+        assert proc.stdout == ""
+        assert "Traceback" not in proc.stderr
+        assert dt in proc.stderr
 
 
 # -- docs/errors.md: every `console` example gives the exit code and message it shows ---------
@@ -411,13 +430,14 @@ def _console_examples() -> list:
     out = []
     for block in re.findall(r"```console\n(.*?)```", text, flags=re.S):
         lines = block.strip().splitlines()
-        assert lines[0].startswith("$ deteval ") and lines[-1].startswith("[exit ")
+        assert lines[0].startswith("$ deteval ")
+        assert lines[-1].startswith("[exit ")
         argv = shlex.split(lines[0][len("$ deteval ") :])
         out.append(pytest.param(argv, "\n".join(lines[1:-1]), int(lines[-1][6:-1]), id=" ".join(argv)[:70]))
     return out
 
 
-@pytest.mark.parametrize("argv, stderr, exit_code", _console_examples())
+@pytest.mark.parametrize(("argv", "stderr", "exit_code"), _console_examples())
 def test_errors_doc_examples_are_true(capsys, monkeypatch, argv, stderr, exit_code):
     monkeypatch.chdir(ROOT)
     code, out, err = run(capsys, *argv)
@@ -459,7 +479,9 @@ def test_strict_error_names_every_input_warning(capsys, tmp_path, command):
     assert (code, out) == (3, "")
     lines = err.splitlines()
     assert lines[0] == "deteval: error: --strict: input warnings are errors:"
-    assert len(lines) == 3 and "`iscrowd`" in lines[1] and "zero area" in lines[2]
+    assert len(lines) == 3
+    assert "`iscrowd`" in lines[1]
+    assert "zero area" in lines[2]
 
 
 def test_each_warning_is_printed_once_even_under_several_protocols(capsys, tmp_path):
@@ -480,7 +502,8 @@ def test_each_warning_is_printed_once_even_under_several_protocols(capsys, tmp_p
     )
     assert code == 0
     printed = [line for line in err.splitlines() if line.startswith("deteval: warning: ")]
-    assert len(printed) == 2 and len(json.loads(out)["warnings"]) == 2
+    assert len(printed) == 2
+    assert len(json.loads(out)["warnings"]) == 2
 
 
 # -- papercuts ---------------------------------------------------------------------------------
@@ -503,7 +526,9 @@ def test_compare_no_per_class_keeps_only_the_mean_row(capsys):
         code, full, _ = run(capsys, *common, "--format", fmt)
         code2, short, _ = run(capsys, *common, "--format", fmt, "--no-per-class")
         assert code == code2 == 0
-        assert "person" in full and "person" not in short and "mean" in short
+        assert "person" in full
+        assert "person" not in short
+        assert "mean" in short
 
 
 def test_a_configured_summary_line_names_its_threshold_and_area(capsys):
@@ -523,9 +548,10 @@ def test_a_configured_summary_line_names_its_threshold_and_area(capsys):
 
 
 def test_options_are_never_abbreviated(capsys):
-    """argparse would read --iou as --iou-type: every parser refuses prefixes."""
+    """Argparse would read --iou as --iou-type: every parser refuses prefixes."""
     code, _, err = evaluate(capsys, "--iou", "segm")
-    assert code == 2 and "unrecognized arguments: --iou" in err
+    assert code == 2
+    assert "unrecognized arguments: --iou" in err
     code, _, err = run(capsys, "validate", "--gt", GOOD_GT, "--form", "json")
     assert code == 2
 
@@ -537,7 +563,8 @@ def test_protocols_lists_every_field_that_decides_numbers(capsys):
     assert code == 0
     for key in display_fields():
         assert f"    {key}: " in out
-    assert "    mask_iou: raster" in out and "    invalid_polygons: even_odd" in out
+    assert "    mask_iou: raster" in out
+    assert "    invalid_polygons: even_odd" in out
 
 
 def test_progress_bar_reaches_the_end_through_every_stage(monkeypatch):

@@ -54,32 +54,42 @@ def test_analyze_selectors_give_only_the_parts_asked_for(capsys):
     code, out, _ = _run(["analyze", "--gt", GT, "--dt", DT, "--confusion", "--format", "json", "-q"], capsys)
     assert code == 0
     doc = json.loads(out)
-    assert "confusion" in doc and "errors" not in doc and "decomposition" not in doc
+    assert "confusion" in doc
+    assert "errors" not in doc
+    assert "decomposition" not in doc
 
 
 def test_analyze_table_and_markdown(capsys):
     code, out, _ = _run(["analyze", "--gt", GT, "--dt", DT, "-q"], capsys)
     assert code == 0
     assert out.startswith("TIDE errors (mode tidecv")
-    assert "AP decomposition at IoU 0.5" in out and "Confusion matrix at IoU 0.5" in out
+    assert "AP decomposition at IoU 0.5" in out
+    assert "Confusion matrix at IoU 0.5" in out
     code, out, _ = _run(["analyze", "--gt", GT, "--dt", DT, "--format", "markdown", "--errors", "-q"], capsys)
-    assert code == 0 and out.startswith("**TIDE errors") and "| person |" in out
+    assert code == 0
+    assert out.startswith("**TIDE errors")
+    assert "| person |" in out
 
 
 def test_analyze_output_file_and_refusal_to_overwrite_an_input(tmp_path, capsys):
     out_file = tmp_path / "analysis.json"
     code, _, _ = _run(["analyze", "--gt", GT, "--dt", DT, "--output", str(out_file), "-q"], capsys)
-    assert code == 0 and json.loads(out_file.read_text())["deteval_version"]
+    assert code == 0
+    assert json.loads(out_file.read_text())["deteval_version"]
     code, out, err = _run(["analyze", "--gt", GT, "--dt", DT, "--output", DT], capsys)
-    assert code == 3 and out == "" and "dt.json" in err
+    assert code == 3
+    assert out == ""
+    assert "dt.json" in err
 
 
 def test_analyze_bad_input_names_the_file(capsys):
     code, out, err = _run(
         ["analyze", "--gt", GT, "--dt", str(ROOT / "fixtures/broken/coco/dt_unknown_image.json")], capsys
     )
-    assert code == 3 and out == ""
-    assert "dt_unknown_image.json" in err and "Traceback" not in err
+    assert code == 3
+    assert out == ""
+    assert "dt_unknown_image.json" in err
+    assert "Traceback" not in err
 
 
 def test_rank_raw_against_binarized_on_the_fixture(capsys):
@@ -111,10 +121,12 @@ def test_rank_raw_against_binarized_on_the_fixture(capsys):
 
 def test_rank_table_and_csv(capsys):
     code, out, err = _run(["rank", "--labels", LABELS, "--scores", SCORES], capsys)
-    assert code == 0 and out.startswith("ranking: 2 samples, 4 labels, 3 positives (average=macro")
+    assert code == 0
+    assert out.startswith("ranking: 2 samples, 4 labels, 3 positives (average=macro")
     assert "deteval: note: 2 labels without positive samples" in err  # macro: columns 0 and 1
     code, out, _ = _run(["rank", "--labels", LABELS, "--scores", SCORES, "--format", "csv", "-q"], capsys)
-    assert code == 0 and out.splitlines()[0] == "scope,metric,value"
+    assert code == 0
+    assert out.splitlines()[0] == "scope,metric,value"
 
 
 def test_rank_at_k_and_methods(capsys):
@@ -137,14 +149,17 @@ def test_rank_at_k_and_methods(capsys):
     )
     assert code == 0
     doc = json.loads(out)
-    assert doc["options"]["method"] == "11_point" and doc["at_k"]["k"] == 2
+    assert doc["options"]["method"] == "11_point"
+    assert doc["at_k"]["k"] == 2
 
 
 def test_rank_mismatched_shapes_exit_3(tmp_path, capsys):
     bad = tmp_path / "scores.csv"
     bad.write_text("0.1,0.2\n0.3,0.4\n")
     code, out, err = _run(["rank", "--labels", LABELS, "--scores", str(bad)], capsys)
-    assert code == 3 and out == "" and "shape" in err
+    assert code == 3
+    assert out == ""
+    assert "shape" in err
 
 
 def test_rank_usage_errors_exit_2(capsys):

@@ -62,7 +62,8 @@ def test_two_detectors_equal_two_single_runs(second_detector, capsys):
         mine = [e for e in doc["results"] if e["detector"] == name]
         assert [e["metrics"] for e in mine] == [e["metrics"] for e in single["results"]]
         assert [e["per_class"] for e in mine] == [e["per_class"] for e in single["results"]]
-    assert "bootstrap" not in doc and "comparisons" not in doc
+    assert "bootstrap" not in doc
+    assert "comparisons" not in doc
 
 
 def test_names_and_the_difference_column(second_detector, capsys):
@@ -136,12 +137,14 @@ def test_identical_detectors_differ_by_zero_with_p_one(tmp_path, capsys):
         capsys,
     )
     (comparison,) = doc["comparisons"]
-    assert comparison["difference"] == 0.0 and comparison["p_value"] == 1.0
+    assert comparison["difference"] == 0.0
+    assert comparison["p_value"] == 1.0
 
 
 def test_one_detector_with_bootstrap_gets_intervals_only(capsys):
     doc = _json(["evaluate", "--gt", GT, "--dt", DT, "--protocol", "voc2010", "--bootstrap", "20"], capsys)
-    assert doc["comparisons"] == [] and doc["results"][0]["metrics_ci"]["mAP"] is not None
+    assert doc["comparisons"] == []
+    assert doc["results"][0]["metrics_ci"]["mAP"] is not None
 
 
 def test_text_markdown_csv_outputs(second_detector, capsys):
@@ -161,7 +164,8 @@ def test_text_markdown_csv_outputs(second_detector, capsys):
     ]
     assert main(base) == 0
     text = capsys.readouterr().out
-    assert "bootstrap: 20 resamples" in text and "no significant difference" in text
+    assert "bootstrap: 20 resamples" in text
+    assert "no significant difference" in text
     assert main([*base, "--format", "markdown"]) == 0
     assert capsys.readouterr().out.startswith("**protocol voc2010")
     assert main([*base, "--format", "csv"]) == 0

@@ -16,7 +16,8 @@ FIELDS = ("image", "category", "box", "score", "order", "has_box")
 def _same(a, b):
     for field in FIELDS:
         assert np.array_equal(getattr(a, field), getattr(b, field)), field
-    assert a.warnings == b.warnings and a.segmentation == b.segmentation
+    assert a.warnings == b.warnings
+    assert a.segmentation == b.segmentation
 
 
 @pytest.mark.parametrize("seed", range(15))
@@ -78,8 +79,10 @@ GT_FIELDS = (
 def _same_gt(a, b):
     for field in GT_FIELDS:
         assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=True), field
-    assert a.image_name == b.image_name and a.category_name == b.category_name
-    assert a.warnings == b.warnings and a.source == b.source
+    assert a.image_name == b.image_name
+    assert a.category_name == b.category_name
+    assert a.warnings == b.warnings
+    assert a.source == b.source
     assert tuple(a.segmentation) == tuple(b.segmentation)
 
 
@@ -130,7 +133,7 @@ def test_ground_truth_duplicate_key_takes_the_full_path(tmp_path):
 
 
 def test_integers_beyond_int64_take_the_full_path(tmp_path):
-    """msgspec reads integers up to 2**64; the fast paths bound them so the full loader names it."""
+    """Msgspec reads integers up to 2**64; the fast paths bound them so the full loader names it."""
     from deteval.io.coco import _fast_ground_truth
 
     gt_dict = json.loads((FIXTURES / "gt.json").read_text())

@@ -221,9 +221,11 @@ def test_csv_table_is_wide_and_exact(data):
     comparison = compare(*data, ["voc2007", "voc2010"])
     rows = list(csv.reader(io.StringIO(format_compare_csv(comparison.results))))
     assert rows[0] == ["class", "category_id", "voc2007", "voc2010"]
-    assert rows[1][:2] == ["person", "1"] and float(rows[1][2]) == pytest.approx(PERSON["voc2007"], abs=1e-10)
+    assert rows[1][:2] == ["person", "1"]
+    assert float(rows[1][2]) == pytest.approx(PERSON["voc2007"], abs=1e-10)
     assert rows[4] == ["bird", "4", "", ""]
-    assert rows[5][:2] == ["mean", ""] and float(rows[5][3]) == pytest.approx(MEAN["voc2010"], abs=1e-10)
+    assert rows[5][:2] == ["mean", ""]
+    assert float(rows[5][3]) == pytest.approx(MEAN["voc2010"], abs=1e-10)
 
 
 def test_duplicate_names_get_distinct_labels_and_csv_escapes_formulas(data):
@@ -250,7 +252,8 @@ def test_explain_matching_rule_example_is_attributed_to_matching():
     step = e.steps[0]
     assert step.changes == (("matching", "voc", "coco"),)
     assert (e.start, e.end) == (0.5, 1.0)
-    assert step.change == 0.5 and step.class_changes == (("dog", 0.5),)
+    assert step.change == 0.5
+    assert step.class_changes == (("dog", 0.5),)
     assert e.summary_line() == "voc2010 -> voc2010-coco-matching: matching rule +0.5000 (total +0.5000)"
 
 
@@ -285,7 +288,8 @@ def test_explain_fixture_voc2007_to_coco(data):
     assert [n for n, _ in matching.class_changes] == ["dog"]
     assert matching.change == pytest.approx((1 - 51 / 101) / 3, abs=1e-9)
     assert steps["IoU thresholds"].class_changes[0][0] == "dog"
-    assert not steps["summary"].affects_measure and steps["summary"].change == 0.0
+    assert not steps["summary"].affects_measure
+    assert steps["summary"].change == 0.0
     assert e.start == pytest.approx(MEAN["voc2007"], abs=1e-9)
     assert e.end == pytest.approx(MEAN["coco"], abs=1e-9)
     assert e.summary_line() == (
@@ -304,7 +308,7 @@ def test_explain_voc2007_to_voc2010_is_interpolation_only(data):
 
 
 @pytest.mark.parametrize(
-    "a,b",
+    ("a", "b"),
     list(
         itertools.permutations(
             ["voc2007", "voc2010-pyfrcnn", "coco", "coco-pycocotools", "coco50", "voc2007-continuous"], 2
@@ -328,12 +332,13 @@ def test_steps_add_up_and_follow_the_documented_order(a, b, data):
 
 def test_explain_same_protocol_has_no_steps(data):
     e = explain(*data, "coco", "coco")
-    assert e.steps == () and e.total == 0.0
+    assert e.steps == ()
+    assert e.total == 0.0
     assert e.summary_line() == "coco -> coco: no change (total +0.0000)"
 
 
 def test_explain_walks_through_invalid_summary_combinations(data):
-    """coco -> coco50 passes through max_dets=(100,) with summary pycocotools (not scorable as is)."""
+    """Coco -> coco50 passes through max_dets=(100,) with summary pycocotools (not scorable as is)."""
     e = explain(*data, "coco", "coco50")
     assert "max_dets" in [s.name for s in e.steps]
     assert sum(s.change for s in e.steps) == pytest.approx(e.total, abs=1e-12)
@@ -366,7 +371,8 @@ def test_fields_outside_the_order_get_their_own_step(data, monkeypatch):
 def test_explanation_dict_is_json_and_complete(data):
     e = explain(*data, "voc2010", "coco")
     doc = json.loads(json.dumps(e.to_dict(), allow_nan=False))
-    assert doc["from"] == "voc2010" and doc["to"] == "coco"
+    assert doc["from"] == "voc2010"
+    assert doc["to"] == "coco"
     assert doc["order"][:4] == ["interpolation", "IoU comparison", "box convention", "matching rule"]
     matching = next(s for s in doc["steps"] if s["step"] == "matching rule")
     assert matching["fields"] == [{"field": "matching", "from": "voc", "to": "coco"}]
@@ -522,7 +528,8 @@ def test_cli_compare_markdown_and_csv(capsys):
 
 def test_cli_compare_needs_two_protocols(capsys):
     code, out, err = run_cli(["compare", "--gt", GT, "--dt", DT, "--protocol", "coco"], capsys)
-    assert code == 2 and out == ""
+    assert code == 2
+    assert out == ""
     assert "expected at least two --protocol or two --dt, found 1 protocol" in err
 
 
@@ -532,13 +539,15 @@ def test_cli_compare_bad_protocol_exits_3(capsys, tmp_path):
     code, out, err = run_cli(
         ["compare", "--gt", GT, "--dt", DT, "--protocol", "coco", "--protocol", bad], capsys
     )
-    assert code == 3 and out == ""
+    assert code == 3
+    assert out == ""
     assert f"{bad}: matching: expected one of 'coco', 'voc', 'ultralytics', found the string 'pascal'" in err
 
 
 def test_cli_compare_help_has_an_example(capsys):
     code, out, _ = run_cli(["compare", "--help"], capsys)
-    assert code == 0 and "--protocol voc2007 --protocol voc2010 --explain" in out
+    assert code == 0
+    assert "--protocol voc2007 --protocol voc2010 --explain" in out
 
 
 def test_docs_compare_example_is_the_real_output(capsys):

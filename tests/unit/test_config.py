@@ -194,7 +194,8 @@ def test_same_max_dets_or_configured_parent_does_not_switch(tmp_path):
 def test_set_overrides_follow_the_same_rule():
     p = apply_overrides(PRESETS["coco"], {"max_dets": [1, 10, 300]})
     assert p.summary == "configured"
-    assert "--set max_dets=[1, 10, 300]" in p.source and "because max_dets changed" in p.source
+    assert "--set max_dets=[1, 10, 300]" in p.source
+    assert "because max_dets changed" in p.source
     assert apply_overrides(PRESETS["coco"], {}) is PRESETS["coco"]
 
 
@@ -411,7 +412,8 @@ def test_alias_bomb_is_refused_quickly(tmp_path):
     start = time.perf_counter()
     message = error_of("\n".join(lines) + "\n", tmp_path)
     assert time.perf_counter() - start < 5
-    assert "anchors and aliases" in message and "are not allowed" in message
+    assert "anchors and aliases" in message
+    assert "are not allowed" in message
 
 
 def test_deeply_nested_yaml_is_an_error_not_a_crash(tmp_path):
@@ -519,7 +521,8 @@ def test_cli_bad_config_exits_3_with_message(tmp_path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text("extends: coco\nmax_dets: [1, 10.5]\n")
     code, out, err = run_cli(["evaluate", "--gt", FIXTURE_GT, "--dt", FIXTURE_DT, "--protocol", path], capsys)
-    assert code == 3 and out == ""
+    assert code == 3
+    assert out == ""
     assert f"deteval: error: {path}: max_dets[1]: expected a positive integer, found 10.5" in err
 
 
@@ -595,4 +598,5 @@ def test_cli_protocols_yaml_output_loads_back(tmp_path, capsys):
 
 def test_cli_protocols_unknown_name_exits_3(capsys):
     code, _, err = run_cli(["protocols", "voc2099"], capsys)
-    assert code == 3 and "unknown protocol 'voc2099'" in err
+    assert code == 3
+    assert "unknown protocol 'voc2099'" in err

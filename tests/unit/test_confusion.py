@@ -38,7 +38,8 @@ def test_invariants(seed):
     kept = dt.score >= 0.3
     assert m[:, :n].sum() == kept.sum() - result.n_dropped
     assert m[n, n] == 0
-    assert result.labels[-1] == "background" and len(result.labels) == n + 1
+    assert result.labels[-1] == "background"
+    assert len(result.labels) == n + 1
 
 
 def test_greedy_pairs_equals_sequential_rule():
@@ -57,8 +58,9 @@ def test_greedy_pairs_equals_sequential_rule():
 
 
 def test_hand_derived():
-    """cat GT and dog GT; a 'dog' box on the cat, a 'dog' box on the dog (lower IoU), a cat
-    box nowhere, a dog box inside a dog crowd region (dropped)."""
+    """Cat GT and dog GT; a 'dog' box on the cat, a 'dog' box on the dog (lower IoU), a cat
+    box nowhere, a dog box inside a dog crowd region (dropped).
+    """
     gt_dict = {
         "images": [{"id": 1}],
         "categories": [{"id": 1, "name": "cat"}, {"id": 2, "name": "dog"}],

@@ -98,7 +98,8 @@ def test_hand_derived_confusion_and_localization():
     assert a.curves["precision_L"].tolist() == [1.0, 1.0, 0.5]
     assert a.curves["recall_L"].tolist() == [1.0, 2.0, 2.0]
     assert a.curves["recall_CgL"].tolist() == [1.0, 0.5, 0.5]
-    assert b.n_gt == 0 and math.isnan(b.ap["AP_D"])
+    assert b.n_gt == 0
+    assert math.isnan(b.ap["AP_D"])
     assert b.curves["precision_CgL"].tolist() == [0.0]  # localized, on an object of class a
     assert result.mean["AP_D"] == a.ap["AP_D"] == 1.0
     doc = result.to_dict()

@@ -304,7 +304,8 @@ def test_reset_and_empty():
     )
     assert ev.compute().metrics["AP50"] == pytest.approx(1.0)
     ev.reset()
-    assert ev.n_images == 0 and np.isnan(ev.compute().metrics["AP"])
+    assert ev.n_images == 0
+    assert np.isnan(ev.compute().metrics["AP"])
 
 
 def _bad(update_kwargs, message, **options):
@@ -318,7 +319,7 @@ def _bad(update_kwargs, message, **options):
 
 
 @pytest.mark.parametrize(
-    "make, message, options",
+    ("make", "message", "options"),
     [
         (
             lambda p, t: ([p, {**p, "boxes": [[0, 0, float("nan"), 5]]}], [t, t]),
@@ -451,7 +452,8 @@ def test_torchmetrics_adapter_micro_and_options():
         [{"boxes": [[0, 0, 10, 10], [20, 20, 30, 30]], "labels": [1, 0], "area": [0, 0]}],
     )
     out = metric.compute()
-    assert float(out["map"]) == 1.0 and float(out["map_75"]) == -1.0
+    assert float(out["map"]) == 1.0
+    assert float(out["map_75"]) == -1.0
     assert float(out["map_per_class"]) == -1.0
     assert out["precision"].shape == (1, 101, 1, 4, 3)
     with pytest.raises(ConfigError, match="rec_thresholds"):

@@ -25,7 +25,8 @@ def test_known_answers_section_2():
     d2 = np.array([[15.0, 0.0, 100.0, 100.0]])
     gts = np.array([[0.0, 0.0, 100.0, 100.0], [40.0, 0.0, 100.0, 100.0]])
     iou = box_iou(d2, gts)[0]
-    assert iou[0] == 8500 / 11500 and round(iou[0], 3) == 0.739
+    assert iou[0] == 8500 / 11500
+    assert round(iou[0], 3) == 0.739
     assert iou[1] == 0.6
 
 

@@ -114,7 +114,8 @@ def test_output_over_a_hard_link_of_an_input_is_refused(capsys, tmp_path):
     dt.write_bytes(GOOD_DT.read_bytes())
     os.link(dt, tmp_path / "out.json")
     code, out, err = run(capsys, "evaluate", "--gt", GOOD_GT, "--dt", dt, "--output", tmp_path / "out.json")
-    assert (code, out) == (3, "") and "hard link" in err
+    assert (code, out) == (3, "")
+    assert "hard link" in err
     assert dt.read_bytes() == GOOD_DT.read_bytes()
 
 
@@ -130,7 +131,8 @@ def test_output_over_a_protocol_file_or_its_parent_is_refused(capsys, tmp_path):
             capsys, "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "--protocol", child, option, target
         )
         assert (code, out) == (3, ""), err
-        assert option in err and "refusing to overwrite it" in err
+        assert option in err
+        assert "refusing to overwrite it" in err
     assert parent.read_text() == before
 
 
@@ -140,7 +142,8 @@ def test_new_output_inside_the_dt_folder_is_refused(capsys):
     code, out, err = run(
         capsys, "evaluate", "--gt", voc, "--dt", voc / "results", "--protocol", "voc2007", "--output", target
     )
-    assert (code, out) == (3, "") and "is inside the --" in err
+    assert (code, out) == (3, "")
+    assert "is inside the --" in err
     assert not target.exists()
 
 
@@ -213,7 +216,9 @@ def test_sigterm_during_a_large_matches_write_leaves_no_partial_file(tmp_path):
     if proc.returncode == 0:
         pytest.skip("the run finished before the signal")
     assert proc.returncode == 143, err
-    assert err.strip().count("\n") == 0 and "terminated" in err and "Traceback" not in err
+    assert err.strip().count("\n") == 0
+    assert "terminated" in err
+    assert "Traceback" not in err
     assert not target.exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
@@ -250,7 +255,9 @@ def test_sigint_exits_130_with_one_line(tmp_path):
     if proc.returncode == 0:
         pytest.skip("the run finished before the signal")
     assert proc.returncode == 130, err
-    assert "interrupted" in err and "Traceback" not in err and err.strip().count("\n") == 0
+    assert "interrupted" in err
+    assert "Traceback" not in err
+    assert err.strip().count("\n") == 0
 
 
 def test_two_concurrent_runs_on_one_output_leave_one_complete_json(tmp_path):
@@ -298,7 +305,8 @@ def test_stdout_full_disk_exit_3_one_line():
             timeout=120,
         )
     assert proc.returncode == 3
-    assert proc.stderr.startswith("deteval: error: cannot write to stdout") and proc.stderr.count("\n") == 1
+    assert proc.stderr.startswith("deteval: error: cannot write to stdout")
+    assert proc.stderr.count("\n") == 1
 
 
 def test_closed_stdout_exits_quietly(tmp_path):
@@ -327,7 +335,8 @@ def test_closed_stdout_exits_quietly(tmp_path):
     proc.stdout = None  # communicate() reads stderr only
     err = proc.communicate(timeout=120)[1].decode()
     assert proc.returncode in (0, 141), err  # 0: everything fit in the pipe before it closed
-    assert "Traceback" not in err and "Exception ignored" not in err
+    assert "Traceback" not in err
+    assert "Exception ignored" not in err
 
 
 # -- workers ---------------------------------------------------------------------------------
@@ -385,14 +394,16 @@ def test_a_killed_worker_is_a_clear_error_within_seconds(tmp_path):
         pytest.skip("the workers had finished before the kill")
     assert proc.returncode == 3, err
     assert time.time() - killed_at < 20
-    assert "worker process" in err and "ended without a result" in err and "Traceback" not in err
+    assert "worker process" in err
+    assert "ended without a result" in err
+    assert "Traceback" not in err
 
 
 # -- JSON ------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "raw, message",
+    ("raw", "message"),
     [
         (b'[{"score" : 0.1, "score" : 0.2}]', "duplicate key 'score'"),
         (b'{"a"\n:1, "a"\t: 2}', "duplicate key 'a'"),
@@ -417,12 +428,14 @@ def test_a_string_with_a_spaced_colon_is_no_duplicate():
 )
 def test_broken_json_files_through_the_cli(capsys, name):
     code, out, err = run(capsys, "evaluate", "--gt", GOOD_GT, "--dt", HARD / name)
-    assert (code, out) == (3, "") and err.count("\n") == 1
+    assert (code, out) == (3, "")
+    assert err.count("\n") == 1
 
 
 def test_deep_info_in_ground_truth(capsys):
     code, out, err = run(capsys, "evaluate", "--gt", HARD / "gt_deep_info.json", "--dt", GOOD_DT)
-    assert (code, out) == (3, "") and "nested more than 100 levels" in err
+    assert (code, out) == (3, "")
+    assert "nested more than 100 levels" in err
 
 
 # -- special files and sizes -----------------------------------------------------------------
@@ -441,7 +454,8 @@ def test_protocol_symlinked_to_dev_zero_is_refused(capsys, tmp_path):
     link = tmp_path / "p.yaml"
     link.symlink_to("/dev/zero")
     code, out, err = run(capsys, "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "--protocol", link)
-    assert (code, out) == (3, "") and "character device" in err
+    assert (code, out) == (3, "")
+    assert "character device" in err
 
 
 def test_reads_are_capped(tmp_path):
@@ -496,7 +510,8 @@ def test_yolo_overflow_and_class_id_beyond_int64(capsys):
         root = HARD / "yolo" / case
         code, out, err = run(capsys, "evaluate", "--gt", root, "--dt", root / "predictions")
         assert (code, out) == (3, ""), err
-        assert message in err and err.count("\n") == 1
+        assert message in err
+        assert err.count("\n") == 1
 
 
 # -- corrupt RLE -----------------------------------------------------------------------------
@@ -546,7 +561,8 @@ def test_dangling_and_looping_links_in_annotations_are_errors(capsys, tmp_path):
     (root / "Annotations" / "loop.xml").symlink_to(root / "Annotations" / "loop.xml")
     code, out, err = run(capsys, "evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007")
     assert (code, out) == (3, "")
-    assert "2 symbolic link(s) that lead to no file" in err and "'dangling.xml'" in err
+    assert "2 symbolic link(s) that lead to no file" in err
+    assert "'dangling.xml'" in err
 
 
 # -- terminal safety -------------------------------------------------------------------------
@@ -561,7 +577,8 @@ def test_printable_escapes_controls_and_keeps_text():
 def test_class_names_with_escape_sequences_never_reach_the_terminal_raw(capsys):
     code, out, err = run(capsys, "evaluate", "--gt", HARD / "gt_escape_names.json", "--dt", GOOD_DT)
     assert code == 0, err
-    assert "\x1b" not in out and "\x1b" not in err
+    assert "\x1b" not in out
+    assert "\x1b" not in err
     assert "\\x1b[2J" in out
 
 
@@ -591,13 +608,15 @@ def _voc_root(tmp_path: Path, xml: bytes) -> Path:
 
 
 @pytest.mark.parametrize(
-    "encoding, message", [("klingon", "unknown encoding"), ("shift_jis", "multi-byte encodings")]
+    ("encoding", "message"), [("klingon", "unknown encoding"), ("shift_jis", "multi-byte encodings")]
 )
 def test_voc_xml_with_an_unreadable_declared_encoding(capsys, tmp_path, encoding, message):
     xml = f'<?xml version="1.0" encoding="{encoding}"?><annotation/>'.encode()
     root = _voc_root(tmp_path, xml)
     code, out, err = run(capsys, "evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007")
-    assert (code, out) == (3, "") and message in err and "save it as UTF-8" in err
+    assert (code, out) == (3, "")
+    assert message in err
+    assert "save it as UTF-8" in err
 
 
 @pytest.mark.parametrize(
@@ -617,4 +636,5 @@ def test_voc_object_with_a_repeated_child_is_an_error(capsys, tmp_path, extra):
     root = _voc_root(tmp_path, xml)
     code, out, err = run(capsys, "evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007")
     assert (code, out) == (3, "")
-    assert "object #0" in err and "more than once" in err
+    assert "object #0" in err
+    assert "more than once" in err

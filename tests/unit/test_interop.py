@@ -41,8 +41,10 @@ def test_drop_in_equals_pycocotools_and_prints_its_summary(capsys):
     assert capsys.readouterr().out == ""  # evaluate and accumulate print nothing
     text = ours.summarize()
     assert capsys.readouterr().out == printed.getvalue() == text + "\n"
-    assert len(ours.evalImgs) and len(ours.ious)
-    assert coco_gt.dataset == original_gt and coco_dt.dataset == original_dt  # never modified
+    assert len(ours.evalImgs)
+    assert len(ours.ious)
+    assert coco_gt.dataset == original_gt
+    assert coco_dt.dataset == original_dt
     assert ours.stats.tolist() == ref.stats.tolist()
     for key in ("precision", "recall", "scores"):
         assert np.array_equal(ours.eval[key], ref.eval[key])

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
 
 
 def oks_twin(gt_kp, gt_box, gt_area, dt_kp, sigmas):
-    """pycocotools' computeOks for one pair, written plainly (its operations, in its order)."""
+    """Pycocotools' computeOks for one pair, written plainly (its operations, in its order)."""
     g = np.asarray(gt_kp, dtype=float).ravel()
     d = np.asarray(dt_kp, dtype=float).ravel()
     xg, yg, vg = g[0::3], g[1::3], g[2::3]
@@ -91,7 +91,7 @@ def _gt(**change):
 
 
 @pytest.mark.parametrize(
-    "change, message",
+    ("change", "message"),
     [
         (
             {"keypoints": [1, 2, 3, 4]},
@@ -144,7 +144,8 @@ def test_keypoint_result_without_bbox_gets_the_keypoints_extent():
     dt = load_coco_dt(
         [{"image_id": 1, "category_id": 1, "score": 0.5, "keypoints": [20, 20, 1, 30, 35, 1, 5, 0, 0]}], gt
     )
-    assert dt.box.tolist() == [[5.0, 0.0, 25.0, 35.0]] and not dt.has_box[0]
+    assert dt.box.tolist() == [[5.0, 0.0, 25.0, 35.0]]
+    assert not dt.has_box[0]
 
 
 def test_keypoints_evaluation_needs_keypoints_and_the_right_sigma_count():
@@ -181,7 +182,8 @@ def test_lvis_protocol_on_plain_coco_ground_truth_is_refused():
 def test_federated_labels_load_as_index_pairs_and_unknown_ids_are_errors():
     gt, _ = generate_lvis(2)
     loaded = load_coco_gt(gt)
-    assert loaded.category_frequency is not None and set(loaded.category_frequency) <= {"r", "c", "f"}
+    assert loaded.category_frequency is not None
+    assert set(loaded.category_frequency) <= {"r", "c", "f"}
     n_neg = sum(len(i["neg_category_ids"]) for i in gt["images"])
     assert len(loaded.federated.neg_image) == n_neg
     bad = {**gt, "images": [{**gt["images"][0], "neg_category_ids": [999]}] + gt["images"][1:]}
@@ -213,7 +215,8 @@ def test_docs_keypoints_example_is_what_notes_derive():
         ROOT / "fixtures/keypoints/dt.json",
         str(ROOT / "fixtures/keypoints/three.yaml"),
     )
-    assert result.metrics["AP"] == 0.9999999999999998 and result.metrics["AR"] == 1.0
+    assert result.metrics["AP"] == 0.9999999999999998
+    assert result.metrics["AR"] == 1.0
     assert math.isnan(result.metrics["APl"])
     assert result.table.det_is_ignored.sum(axis=1).tolist() == [1] * 20 + [2] * 10  # all, medium | large
 
@@ -224,9 +227,8 @@ def test_docs_lvis_example_is_what_notes_derive(capsys):
     gt, dt = ROOT / "fixtures/lvis/gt.json", ROOT / "fixtures/lvis/dt.json"
     lvis_result = deteval.evaluate(gt, dt, "lvis")
     coco_result = deteval.evaluate(gt, dt, "coco")
-    assert lvis_result.metrics["AP"] == pytest.approx(1.0) and lvis_result.metrics["APr"] == pytest.approx(
-        1.0
-    )
+    assert lvis_result.metrics["AP"] == pytest.approx(1.0)
+    assert lvis_result.metrics["APr"] == pytest.approx(1.0)
     assert math.isnan(lvis_result.metrics["APc"])
     assert round(coco_result.metrics["AP"], 4) == 0.6667
     assert (
@@ -259,4 +261,5 @@ def test_keypoints_without_any_detection_score_zero_not_a_traceback():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = evaluate(gt, [], "coco-keypoints")
-    assert result.metrics["AP"] == 0.0 and result.metrics["AR"] == 0.0
+    assert result.metrics["AP"] == 0.0
+    assert result.metrics["AR"] == 0.0

@@ -47,7 +47,7 @@ def exact(det, gt, crowd=None):
 
 
 @pytest.mark.parametrize(
-    "det, gt, expected",
+    ("det", "gt", "expected"),
     [
         ([rect(0, 0, 10, 10)], [rect(0, 0, 10, 10)], 1.0),
         ([rect(5, 0, 15, 10)], [rect(0, 0, 10, 10)], 50 / 150),
@@ -63,7 +63,7 @@ def test_squares(det, gt, expected):
 
 
 @pytest.mark.parametrize(
-    "det, gt, expected",
+    ("det", "gt", "expected"),
     [
         ([[0, 0, 10, 0, 0, 10]], [rect(0, 0, 10, 10)], 0.5),  # half of the square
         ([[0, 0, 10, 0, 0, 10]], [[10, 0, 10, 10, 0, 10]], 0.0),  # the other half
@@ -83,7 +83,7 @@ FRAME = [rect(0, 0, 10, 2), rect(0, 8, 10, 10), rect(0, 0, 2, 10), rect(8, 0, 10
 
 
 @pytest.mark.parametrize(
-    "det, expected",
+    ("det", "expected"),
     [
         ([rect(0, 0, 10, 10)], 64 / 100),  # the ring inside the full square
         ([rect(2, 2, 8, 8)], 0.0),  # exactly the hole
@@ -97,7 +97,7 @@ def test_rings_with_holes(det, expected):
 
 
 @pytest.mark.parametrize(
-    "det, gt, expected",
+    ("det", "gt", "expected"),
     [
         ([rect(0, 0, 10, 10), rect(20, 0, 30, 10)], [rect(0, 0, 10, 10)], 0.5),
         ([rect(0, 0, 10, 10), rect(20, 0, 30, 10)], [rect(0, 0, 30, 10)], 200 / 300),
@@ -116,7 +116,7 @@ def test_multi_part_polygons_are_unions(det, gt, expected):
 
 
 @pytest.mark.parametrize(
-    "det, expected",
+    ("det", "expected"),
     [
         ([rect(10, 10, 20, 20)], 1.0),  # inside the crowd region
         ([rect(95, 10, 105, 20)], 0.5),  # half inside: intersection / detection area
@@ -288,7 +288,7 @@ def one_image(gt_segs, det_segs, *, width=200, height=200, det_boxes=None, crowd
 
 
 def test_detection_area_is_decided_per_record():
-    """bbox -> w * h (pycocotools' loadRes); no bbox -> the mask's area (exact or pixels)."""
+    """Bbox -> w * h (pycocotools' loadRes); no bbox -> the mask's area (exact or pixels)."""
     tri = [[10, 10, 60, 10, 10, 60]]
     rle = mask_utils.merge(mask_utils.frPyObjects(tri, 100, 100))
     compressed = {"size": [100, 100], "counts": rle["counts"].decode()}
@@ -328,7 +328,8 @@ def test_pruned_pairs_could_not_have_matched():
     pruned = pair_mask_iou(prepared, gt_rows, det_rows, crowd, EXACT.replace(iou_thresholds=(0.3, 0.5)))
     differs = full != pruned
     assert (full > 0).sum() > differs.sum() > 0
-    assert (pruned[differs] == 0).all() and (full[differs] < 0.3).all()
+    assert (pruned[differs] == 0).all()
+    assert (full[differs] < 0.3).all()
     np.testing.assert_array_equal(full[full >= 0.3], pruned[full >= 0.3])
 
 
@@ -357,7 +358,8 @@ def test_compare_mask_modes_on_pixel_aligned_rectangles_changes_nothing():
         det_boxes=[[0, 0, 10, 7], [30, 30, 40, 18], [31, 30, 39, 20]],
     )
     comparison = compare_mask_modes(gt, dt)
-    assert comparison.n_changed == 0 and comparison.n_matches_changed == 0
+    assert comparison.n_changed == 0
+    assert comparison.n_matches_changed == 0
     assert all(d == 0 or math.isnan(d) for d in comparison.metric_difference.values())
 
 
@@ -518,7 +520,7 @@ def evaluate_gt(segmentation, protocol=EXACT, **kwargs):
 
 
 @pytest.mark.parametrize(
-    "segmentation, message",
+    ("segmentation", "message"),
     [
         ("polygon", r"`segmentation` is neither a polygon list nor an RLE object; expected polygons"),
         ([], r"`segmentation` is an empty polygon list; expected at least one polygon"),
@@ -575,7 +577,7 @@ def test_invalid_segmentations_name_the_record(segmentation, message):
 
 
 @pytest.mark.parametrize(
-    "segmentation, message",
+    ("segmentation", "message"),
     [
         (
             [[0, 0, 10, 10, 10, 0, 0, 10]],
@@ -601,7 +603,8 @@ def test_self_intersection_is_accepted_when_repair_is_asked_for():
     result = evaluate_gt(
         [[0, 0, 10, 10, 10, 0, 0, 10]], protocol=EXACT.replace(invalid_polygons="make_valid")
     )
-    assert result.metrics["AP50"] > 0.99 and result.metrics["AP75"] == 0  # IoU 0.5 exactly
+    assert result.metrics["AP50"] > 0.99
+    assert result.metrics["AP75"] == 0
     result = evaluate_gt([[0, 0, 10, 10, 10, 0, 0, 10]], protocol=RASTER)
     assert not math.isnan(result.metrics["AP"])
 
@@ -612,7 +615,9 @@ def test_many_bad_records_give_the_count_and_the_first_five():
     text = str(info.value)
     assert text.startswith("<ground truth>: 8 annotations: a polygon has an odd number of coordinates")
     assert "#0 (id=7, image_id=3) part 0: [0, 0, 10, 0, 0, 10, 5]" in text
-    assert "#4 (id=11, image_id=3)" in text and "#5 (" not in text and text.endswith("; and 3 more")
+    assert "#4 (id=11, image_id=3)" in text
+    assert "#5 (" not in text
+    assert text.endswith("; and 3 more")
 
 
 def test_missing_segmentation_on_a_record():
@@ -775,7 +780,8 @@ def test_fixture_answers():
     ra = deteval.evaluate(gt, dt, protocol=RASTER).metrics
     assert (round(ex["AP"], 12), round(ex["APm"], 12), round(ex["APs"], 12)) == (0.95, 0.9, 1.0)
     assert (round(ra["AP"], 12), round(ra["APm"], 12), round(ra["APs"], 12)) == (0.9, 0.8, 1.0)
-    assert math.isnan(ex["APl"]) and math.isnan(ra["APl"])
+    assert math.isnan(ex["APl"])
+    assert math.isnan(ra["APl"])
     from tests.crosscheck.test_segm_vs_pycocotools import run_pycocotools_segm
 
     expected = run_pycocotools_segm(json.loads(Path(gt).read_text()), json.loads(Path(dt).read_text()))

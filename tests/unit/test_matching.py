@@ -10,7 +10,7 @@ THRESHOLDS = np.linspace(0.5, 0.95, 10)
 
 
 def slow_coco(groups, thresholds, gt_ignored, reusable, unmatchable, det_out):
-    """pycocotools' evaluateImg loop, verbatim in spirit, per group and lane."""
+    """Pycocotools' evaluateImg loop, verbatim in spirit, per group and lane."""
     n_area = gt_ignored.shape[0]
     n_det = sum(len(g["dets"]) for g in groups)
     tp = np.zeros((n_area, len(thresholds), n_det), bool)
@@ -180,9 +180,11 @@ def test_coco_prefers_best_untaken_gt_voc_does_not():
         gt_is_ignored=none,
         det_is_out_of_range=none,
     )
-    assert coco.match_det.tolist() == [0, 1] and coco.match_gt.tolist() == [0, 1]
+    assert coco.match_det.tolist() == [0, 1]
+    assert coco.match_gt.tolist() == [0, 1]
     assert coco.det_is_tp.tolist() == [[True, True]]
-    assert voc.match_det.tolist() == [0, 1] and voc.match_gt.tolist() == [0, 0]
+    assert voc.match_det.tolist() == [0, 1]
+    assert voc.match_gt.tolist() == [0, 0]
     assert voc.det_is_tp.tolist() == [[True, False]]
 
 

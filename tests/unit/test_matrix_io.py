@@ -52,7 +52,7 @@ def test_pickle_bearing_npy_is_refused_before_loading(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name, text, message",
+    ("name", "text", "message"),
     [
         (
             "s.csv",

@@ -71,7 +71,7 @@ def test_all_group_of_keeps_three():
 
 
 @pytest.mark.parametrize(
-    "group, tp, fp, n",
+    ("group", "tp", "fp", "n"),
     [
         ([True, False], [0, 1, 0, 1], [1, 0, 1, 0], 4),
         ([False, False], None, None, 6),
@@ -84,7 +84,8 @@ def test_the_twin_gives_mmdetections_known_answers(group, tp, fp, n):
     )
     assert kept.shape[0] == n == out_tp.shape[1]
     if tp is not None:
-        assert out_tp[0].tolist() == tp and out_fp[0].tolist() == fp
+        assert out_tp[0].tolist() == tp
+        assert out_fp[0].tolist() == fp
 
 
 def test_group_of_is_ignored_by_other_protocols():

@@ -1,6 +1,7 @@
 """deteval.plot: each figure builds from fixture results with the right curves, bars, cells and
 labels; SVG bytes repeat exactly; 1,000 classes give a readable top-k figure; without matplotlib
-the package says how to install it."""
+the package says how to install it.
+"""
 
 from __future__ import annotations
 
@@ -95,7 +96,8 @@ def test_pr_curves_panels_and_curves(coco):
     )
     assert _labels(fig.axes[3]) == ["IoU 0.5 interpolated", "IoU 0.75 interpolated"]  # cat: no detection
     assert _labels(fig.axes[4]) == []  # bird: no ground truth, nothing to draw
-    assert fig.legends and "IoU 0.5 raw" in [t.get_text() for t in fig.legends[0].get_texts()]
+    assert fig.legends
+    assert "IoU 0.5 raw" in [t.get_text() for t in fig.legends[0].get_texts()]
 
 
 def test_pr_curves_options(coco):
@@ -117,7 +119,8 @@ def test_pr_curves_options(coco):
 def test_interpolated_curves_are_the_protocols_numbers(coco, voc):
     # 101-point: the mean curve is the mean of the precision array, i.e. AP50
     rec, prec = mean_interpolated_curve(coco, 0, 0)
-    assert len(rec) == 101 and np.mean(prec) == pytest.approx(coco.metrics["AP50"], abs=1e-12)
+    assert len(rec) == 101
+    assert np.mean(prec) == pytest.approx(coco.metrics["AP50"], abs=1e-12)
     # all-point: the area under each class's envelope is its AP
     from deteval.analysis import pr_curve
 
@@ -133,7 +136,8 @@ def test_f1_curves_mark_best_f1(coco):
     assert [ax.get_title() for ax in fig.axes][:2] == ["all classes (pooled counts)", "person"]
     best = best_f1(coco, 1, iou_threshold=0.5)
     (marker,) = [line for line in fig.axes[1].get_lines() if line.get_label() == "best F1"]
-    assert marker.get_xdata()[0] == best["threshold"] and marker.get_ydata()[0] == pytest.approx(best["f1"])
+    assert marker.get_xdata()[0] == best["threshold"]
+    assert marker.get_ydata()[0] == pytest.approx(best["f1"])
     assert _labels(fig.axes[1]) == ["precision", "recall", "F1", "best F1"]
 
 
@@ -147,18 +151,21 @@ def test_per_class_ap_bars_sorted_with_gt(coco):
         "bird",
     ]  # AP desc, n/a last
     texts = [t.get_text() for t in ax.texts]
-    assert "0.731  (5 GT)" in texts and "n/a  (0 GT)" in texts
+    assert "0.731  (5 GT)" in texts
+    assert "n/a  (0 GT)" in texts
 
 
 def test_thousand_classes_top_k_is_readable(big):
     fig = per_class_ap(big, top_k=30)
     ax = fig.axes[0]
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert len(ax.patches) == 31 and labels[-1] == "others (970 classes)"
+    assert len(ax.patches) == 31
+    assert labels[-1] == "others (970 classes)"
     ap = sorted((c["AP"] for c in big.per_class), reverse=True)
     assert ax.patches[0].get_width() == pytest.approx(ap[0])
     width, height = fig.get_size_inches()
-    assert height < 12 and width < 10  # 31 rows of ~0.26 inch: labels do not overlap
+    assert height < 12
+    assert width < 10
     curves = pr_curves(big)
     assert len(curves.axes) == 1 + 12  # the mean and the 12 classes with the most ground truth
     assert len(figure_bytes(curves, "png")) < 600_000
@@ -183,7 +190,9 @@ def test_reduce_confusion_keeps_totals():
     rng = np.random.default_rng(0)
     m = rng.integers(0, 5, size=(41, 41))
     small, labels = reduce_confusion(m, [f"c{i}" for i in range(40)] + ["background"], top_k=7)
-    assert small.shape == (9, 9) and small.sum() == m.sum() and labels[-1] == "background"
+    assert small.shape == (9, 9)
+    assert small.sum() == m.sum()
+    assert labels[-1] == "background"
     assert small[-1].sum() == m[-1].sum()  # background row kept as is
 
 
@@ -195,7 +204,8 @@ def test_error_breakdown_and_decomposition(analysis):
     assert len(fig.axes) == 2 * 3  # person, dog, cat have ground truth
     assert _labels(fig.axes[0]) == ["D", "L", "C|L"]
     fig = decomposition_curves(analysis, category_id=2)
-    assert len(fig.axes) == 2 and fig.axes[0].get_title(loc="left").startswith("dog")
+    assert len(fig.axes) == 2
+    assert fig.axes[0].get_title(loc="left").startswith("dog")
     with pytest.raises(ConfigError, match="decomposition_curves: category_id"):
         decomposition_curves(analysis, category_id=99)
 
@@ -205,7 +215,9 @@ def test_explain_waterfall(inputs):
     fig = explain_waterfall(explanation)
     ax = fig.axes[0]
     ticks = [t.get_text() for t in ax.get_xticklabels()]
-    assert ticks[0] == "voc2007" and ticks[-1] == "coco" and len(ticks) == len(explanation.steps) + 2
+    assert ticks[0] == "voc2007"
+    assert ticks[-1] == "coco"
+    assert len(ticks) == len(explanation.steps) + 2
     assert len(ax.patches) == len(explanation.steps) + 2
     tops = [p.get_y() + p.get_height() for p in ax.patches]
     assert tops[:2] == pytest.approx([explanation.start, explanation.end])  # A and B are drawn first
@@ -249,7 +261,8 @@ def test_nasty_class_names_draw():
     result = deteval.evaluate(gt, dt, "coco")
     fig = per_class_ap(result)
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert "$x^2$ math" in labels and "tab\\x09here\\x07bell" in labels  # no mathtext, controls visible
+    assert "$x^2$ math" in labels
+    assert "tab\\x09here\\x07bell" in labels
     assert figure_bytes(fig, "svg") == figure_bytes(per_class_ap(result), "svg")
 
 

@@ -42,7 +42,8 @@ FINGERPRINTS = {
 def test_the_presets_are_the_files_in_display_order():
     assert preset_names() == tuple(FINGERPRINTS)
     assert sorted(p.stem for p in PRESET_FILES.glob("*.yaml")) == sorted(FINGERPRINTS)
-    assert list(PRESETS) == list(FINGERPRINTS) and len(PRESETS) == len(FINGERPRINTS)
+    assert list(PRESETS) == list(FINGERPRINTS)
+    assert len(PRESETS) == len(FINGERPRINTS)
 
 
 @pytest.mark.parametrize("name", list(FINGERPRINTS))
@@ -74,7 +75,8 @@ def test_removing_a_file_removes_the_preset(tmp_path, monkeypatch):
     shutil.copytree(PRESET_FILES, folder)
     (folder / "voc2012.yaml").unlink()
     monkeypatch.setattr(protocol_yaml, "PRESET_DIR", folder)
-    assert "voc2012" not in preset_names() and "voc2012" not in PRESETS
+    assert "voc2012" not in preset_names()
+    assert "voc2012" not in PRESETS
     with pytest.raises(ConfigError, match=r"unknown protocol 'voc2012'; expected a preset name \(coco, "):
         get_protocol("voc2012")
     with pytest.raises(ConfigError, match=r"<string>: extends: expected a preset name .*found 'voc2012'"):

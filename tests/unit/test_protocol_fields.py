@@ -46,7 +46,8 @@ def test_every_preset_field_is_in_the_table(name):
 def test_a_sparse_field_away_from_its_default_is_shown_and_hashed():
     coco = PRESETS["coco"]
     grouped = coco.replace(group_of="openimages")
-    assert "group_of" not in coco.to_dict() and grouped.to_dict()["group_of"] == "openimages"
+    assert "group_of" not in coco.to_dict()
+    assert grouped.to_dict()["group_of"] == "openimages"
     assert grouped.fingerprint() != coco.fingerprint()
     assert coco.replace(group_of="none").fingerprint() == coco.fingerprint()
 
@@ -64,7 +65,8 @@ def test_keypoint_and_lvis_fields_are_sparse(changes):
     coco = PRESETS["coco"]
     changed = coco.replace(**changes)
     key = next(iter(changes))
-    assert key not in coco.to_dict() and key in changed.to_dict()
+    assert key not in coco.to_dict()
+    assert key in changed.to_dict()
     assert changed.fingerprint() != coco.fingerprint()
     assert coco.replace(**{key: FIELDS[key].default}).fingerprint() == coco.fingerprint()
 
@@ -81,7 +83,8 @@ def test_keypoint_sigmas_and_class_budget_are_checked():
 def test_every_field_has_a_doc_line_a_stage_and_a_step(key):
     spec = FIELDS[key]
     assert spec.name == key
-    assert spec.doc and "\n" not in spec.doc
+    assert spec.doc
+    assert "\n" not in spec.doc
     assert spec.stage in ("match", "accumulate", "describe")
     assert (spec.step is None) == (spec.stage == "describe")
     assert spec.step is None or spec.step in EXPLAIN_STEPS
@@ -119,13 +122,14 @@ def test_python_construction_normalizes_like_a_file():
         area_ranges={"all": [0, 1e10], "tiny": [0, 64]},
         summary="configured",
     )
-    assert p.iou_thresholds == (0.5, 0.75) and p.max_dets == (1, 100)
+    assert p.iou_thresholds == (0.5, 0.75)
+    assert p.max_dets == (1, 100)
     assert p.area_ranges == (("all", 0.0, 1e10), ("tiny", 0.0, 64.0))
     assert hash(p) == hash(get_protocol("coco").replace(**{f: getattr(p, f) for f in field_names()}))
 
 
 @pytest.mark.parametrize(
-    "changes, message",
+    ("changes", "message"),
     [
         (
             {"iou_thresholds": (0.5, 1.5)},

@@ -74,7 +74,7 @@ RANKED_LISTS = {
 }
 
 
-@pytest.mark.parametrize("relevance, expected", RANKED_LISTS.items())
+@pytest.mark.parametrize(("relevance", "expected"), RANKED_LISTS.items())
 def test_twenty_four_ranked_lists(relevance, expected):
     labels = [int(c) for c in relevance]
     scores = [0.99, 0.98, 0.97, 0.96, 0.95, 0.94, 0.93, 0.92, 0.91]
@@ -306,7 +306,7 @@ def test_inputs_are_not_modified():
 
 
 @pytest.mark.parametrize(
-    "call, error, message",
+    ("call", "error", "message"),
     [
         (
             lambda: average_precision([0, 1], [0.1, np.nan]),
@@ -429,10 +429,13 @@ def test_rank_report_multilabel():
     assert any("without positive" in w for w in doc["warnings"])
     json.dumps(doc, allow_nan=False)
     table = format_rank_table(doc)
-    assert "P@2" in table and "AP binarized (>= 0.5)" in table and "warning:" in table
+    assert "P@2" in table
+    assert "AP binarized (>= 0.5)" in table
+    assert "warning:" in table
     csv = format_rank_csv(doc).splitlines()
     assert csv[0] == "scope,metric,value"
-    assert "all,ROC_AUC," in csv and "label=1,AP,0.0" in csv
+    assert "all,ROC_AUC," in csv
+    assert "label=1,AP,0.0" in csv
 
 
 def test_rank_report_does_not_leak_warnings():
@@ -458,7 +461,7 @@ def test_every_doc_python_block_has_its_output():
     assert len(_doc_examples()) == text.count("```python") > 0
 
 
-@pytest.mark.parametrize("code, expected", _doc_examples())
+@pytest.mark.parametrize(("code", "expected"), _doc_examples())
 def test_doc_example(code, expected, monkeypatch):
     monkeypatch.chdir(ROOT)
     buffer = io.StringIO()

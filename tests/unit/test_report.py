@@ -1,5 +1,6 @@
 """Renderers on their own (deteval.report): table, Markdown, CSV and JSON of small results built by
-the front door on fixtures/coco; Markdown escaping of `|` and CSV escaping of formula cells."""
+the front door on fixtures/coco; Markdown escaping of `|` and CSV escaping of formula cells.
+"""
 
 from __future__ import annotations
 
@@ -38,14 +39,16 @@ def test_table_lists_protocol_metrics_and_classes(results):
     assert text.startswith("protocol voc2010 [")
     assert "  mAP = 0.4095" in text  # fixtures/coco/NOTES.md
     assert "Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] =" in text
-    assert text.count("id  class") == 2 and "person" in text
+    assert text.count("id  class") == 2
+    assert "person" in text
     assert "id  class" not in report.format_table(results, per_class=False)
     assert text.endswith("\n")
 
 
 def test_markdown_has_one_section_per_protocol(results):
     md = report.format_markdown(results)
-    assert md.count("### ") == 2 and "| mAP | 0.4095 |" in md
+    assert md.count("### ") == 2
+    assert "| mAP | 0.4095 |" in md
     assert "| id | class | AP | num_gt | num_det |" in md
 
 
@@ -53,7 +56,8 @@ def test_markdown_escapes_pipes_in_names(results):
     md = report.format_markdown([_renamed(results[0], "a|b\nc")])
     assert "| a\\|b c |" in md
     table = report.format_compare_markdown([_renamed(results[0], "x|y"), _renamed(results[1], "x|y")])
-    assert "x\\|y" in table and "x|y |" not in table
+    assert "x\\|y" in table
+    assert "x|y |" not in table
 
 
 def test_csv_is_long_format_and_parses(results):
@@ -61,7 +65,8 @@ def test_csv_is_long_format_and_parses(results):
     assert rows[0] == ["protocol", "kind", "name", "category_id", "value", "num_gt", "num_det"]
     assert ["voc2010", "metric", "mAP"] == rows[1][:3]
     bird = [r for r in rows if r[2] == "bird"]
-    assert bird and all(r[4] == "" for r in bird)  # undefined AP: an empty cell, not "nan"
+    assert bird
+    assert all(r[4] == "" for r in bird)
 
 
 @pytest.mark.parametrize("name", ["=HYPERLINK(1)", "+1", "-1", "@SUM(A1)", "\tx"])
@@ -71,7 +76,8 @@ def test_csv_escapes_formula_cells(results, name):
         report.format_compare_csv([_renamed(results[0], name), _renamed(results[1], name)]),
     ):
         cells = [cell for row in csv.reader(io.StringIO(text, newline="")) for cell in row]
-        assert "'" + name in cells and name not in cells
+        assert "'" + name in cells
+        assert name not in cells
 
 
 def test_json_document_is_the_contract(results):
@@ -80,7 +86,8 @@ def test_json_document_is_the_contract(results):
     back = json.loads(text)
     assert set(back) == {"deteval_version", "inputs", "results", "warnings", "notes"}
     assert [r["protocol"] for r in back["results"]] == ["voc2010", "coco"]
-    assert back["warnings"] == ["w1"] and len(back["notes"]) == 1  # the same note once
+    assert back["warnings"] == ["w1"]
+    assert len(back["notes"]) == 1
     bird = [c for c in back["results"][0]["per_class"] if c["name"] == "bird"][0]
     assert bird["AP"] is None  # NaN -> null
     assert "NaN" not in text
@@ -90,12 +97,15 @@ def test_confidence_and_matches_renderers(results):
     voc = results[0]
     rows = api.at_confidence(voc, 0.7)
     table = report.format_confidence_table(voc, rows, 0.7)
-    assert "voc2010: detections with score >= 0.7 at IoU 0.5" in table and "precision" in table
+    assert "voc2010: detections with score >= 0.7 at IoU 0.5" in table
+    assert "precision" in table
     entry = report.confidence_json(voc, rows, 0.7)
-    assert entry["threshold"] == 0.7 and entry["iou_threshold"] == 0.5
+    assert entry["threshold"] == 0.7
+    assert entry["iou_threshold"] == 0.5
     json.dumps(entry, allow_nan=False)
     lines = list(csv.reader(io.StringIO(report.format_matches_csv(voc, api.matches(voc)))))
-    assert lines[0][0] == "detection" and len(lines) == 1 + len(voc.table.det_score)
+    assert lines[0][0] == "detection"
+    assert len(lines) == 1 + len(voc.table.det_score)
 
 
 def test_explanation_text_and_markdown():
@@ -103,17 +113,18 @@ def test_explanation_text_and_markdown():
         comparison = api.compare(GT, DT, ["voc2007", "voc2010"])
     e = api.explain(GT, DT, comparison.results[0].protocol, comparison.results[1].protocol)
     text = report.format_explanation(e)
-    assert text.startswith("voc2007 -> voc2010: mAP ") and text.rstrip().endswith(e.summary_line())
+    assert text.startswith("voc2007 -> voc2010: mAP ")
+    assert text.rstrip().endswith(e.summary_line())
     md = report.format_explanation_markdown(e)
-    assert md.startswith("**voc2007 → voc2010**") and "| step | change |" in md
+    assert md.startswith("**voc2007 → voc2010**")
+    assert "| step | change |" in md
 
 
 def test_validation_and_protocol_listing():
     found = api.validate(GT)
     text = report.format_validation(found.to_dict())
-    assert text.startswith(f"ground truth: {GT} (coco)") and text.endswith(
-        "OK: the ground truth can be scored\n"
-    )
+    assert text.startswith(f"ground truth: {GT} (coco)")
+    assert text.endswith("OK: the ground truth can be scored\n")
     listed = {"voc2007": api.resolve_protocol("voc2007")}
     assert report.format_protocols(listed).startswith("voc2007 [")
     assert "    ap_method: 11_point\n" in report.format_protocols(listed)

@@ -105,7 +105,8 @@ def test_a_worker_error_reaches_the_caller(monkeypatch):
         match(gt, dt, p)
     with pytest.raises(deteval.InputError, match=r"image\(s\) refused") as two:
         match_sharded(gt, dt, p, workers=3)
-    assert "1 image(s)" in str(two.value) and "3 image(s)" in str(one.value)
+    assert "1 image(s)" in str(two.value)
+    assert "3 image(s)" in str(one.value)
 
 
 def test_mask_input_errors_are_found_before_forking():

@@ -44,7 +44,8 @@ def _data(seed, max_images=25, max_classes=5):
 
 def replicate(gt: GroundTruth, dt: Detections, w: np.ndarray) -> tuple:
     """The explicit dataset of a resample: image i repeated w[i] times, copies adjacent in image
-    order, each annotation and result line repeated in place."""
+    order, each annotation and result line repeated in place.
+    """
     w = np.asarray(w, dtype=np.int64)
     first_copy = np.cumsum(w) - w  # new index of copy 0 of each image
     img_src = np.repeat(np.arange(gt.n_images), w)
@@ -130,7 +131,8 @@ def test_weighted_equals_explicit_replication(protocol, seed):
 
 def _tied_data():
     """Within-image ties of mixed outcome, ties across images, a crowd, an empty image and a
-    class without ground truth."""
+    class without ground truth.
+    """
     images = [{"id": i, "width": 100, "height": 100} for i in range(1, 6)]
     cats = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "nogt"}]
     anns = []
@@ -209,19 +211,23 @@ def test_n_zero_gives_point_numbers_and_no_intervals():
     result = deteval.evaluate(gt, dt, "coco")
     boot = bootstrap(gt, {"A": result}, n=0)
     det = boot.results[0]
-    assert det.metrics_ci == {} and det.per_class_ci == ()
+    assert det.metrics_ci == {}
+    assert det.per_class_ci == ()
     assert det.to_dict()["metrics"] == result.to_dict()["metrics"]
     assert "metrics_ci" not in det.to_dict()
     assert det.samples.metrics.shape == (0, 12)
     cmp = compare_detectors(gt, {"A": dt, "B": dt}, "coco", n=0)
-    assert cmp.comparisons[0].to_dict()["ci"] is None and cmp.comparisons[0].p_value is None
+    assert cmp.comparisons[0].to_dict()["ci"] is None
+    assert cmp.comparisons[0].p_value is None
 
 
 def test_identical_detectors_difference_zero_p_one():
     gt, dt = _data(2)
     cmp = compare_detectors(gt, {"A": dt, "B": dt}, "coco50", n=50, seed=1)
     (c,) = cmp.comparisons
-    assert c.difference == 0.0 and c.ci.as_list() == [0.0, 0.0] and c.p_value == 1.0
+    assert c.difference == 0.0
+    assert c.ci.as_list() == [0.0, 0.0]
+    assert c.p_value == 1.0
     assert "no significant difference" in c.verdict
 
 
@@ -236,7 +242,8 @@ def test_intervals_contain_the_point_estimate_and_json_pieces():
             assert iv.lo <= value <= iv.hi, name
     d = result_ci_dict(result.to_dict(), det)
     assert set(d["metrics_ci"]) == set(result.metrics)
-    assert len(d["per_class"]) == gt.n_classes and all("AP_ci" in c for c in d["per_class"])
+    assert len(d["per_class"]) == gt.n_classes
+    assert all("AP_ci" in c for c in d["per_class"])
     assert d["metrics_ci"] == metrics_ci_dict(det)
     assert [c["AP_ci"] for c in d["per_class"]] == per_class_ci_list(det)
     assert bootstrap_settings_dict(boot.settings) == {"n": 100, "seed": 0, "ci": 0.95, "method": "percentile"}
@@ -248,7 +255,8 @@ def test_undefined_values_are_counted_and_null():
     boot = bootstrap(gt, {"A": deteval.evaluate(gt, dt, "voc2010")}, n=60, seed=0)
     det = boot.results[0]
     nogt = det.per_class_ci[2]
-    assert nogt.as_list() is None and nogt.n_undefined == 60
+    assert nogt.as_list() is None
+    assert nogt.n_undefined == 60
     assert per_class_ci_list(det)[2] is None
     # image 5 has no ground truth: a resample of only image 5 copies leaves everything undefined
     r = resample_metrics(det.result.table, gt, "voc2010", np.array([[0, 0, 0, 0, 5]]))
@@ -257,7 +265,8 @@ def test_undefined_values_are_counted_and_null():
 
 def test_percentile_interval_over_defined_values():
     iv = percentile_interval(np.array([np.nan, 1.0, 2.0, 3.0, np.nan]), ci=0.5)
-    assert iv.as_list() == [1.5, 2.5] and iv.n_undefined == 2
+    assert iv.as_list() == [1.5, 2.5]
+    assert iv.n_undefined == 2
     assert percentile_interval(np.array([np.nan]), ci=0.9).as_list() is None
 
 
@@ -265,12 +274,14 @@ def test_paired_difference_p_value():
     a = np.array([0.50, 0.52, 0.48, 0.51])
     b = a + np.array([0.10, 0.11, 0.09, 0.10])
     d, iv, p, n = paired_difference(a, b, 0.5, 0.6, ci=0.95)
-    assert d == pytest.approx(0.1) and n == 4 and p == pytest.approx(1 / 5)
+    assert d == pytest.approx(0.1)
+    assert n == 4
+    assert p == pytest.approx(1 / 5)
     assert iv.lo > 0
 
 
 @pytest.mark.parametrize(
-    "kwargs, message",
+    ("kwargs", "message"),
     [
         ({"n": -1}, "n (number of resamples) must be an integer >= 0, found -1"),
         ({"ci": 1.0}, "ci (confidence level) must be a number in (0, 1), e.g. 0.95; found 1.0"),
@@ -311,8 +322,11 @@ def test_comparison_dicts_contract():
     cmp = compare_detectors(gt, {"A": dt, "B": worse}, "voc2010", n=40, seed=2)
     (entry,) = comparison_dicts(cmp.comparisons)
     assert set(entry) == {"a", "b", "protocol", "metric", "difference", "ci", "p_value"}
-    assert entry["a"] == "A" and entry["b"] == "B" and entry["metric"] == "mAP"
-    assert entry["protocol"] == "voc2010" and 0 < entry["p_value"] <= 1
+    assert entry["a"] == "A"
+    assert entry["b"] == "B"
+    assert entry["metric"] == "mAP"
+    assert entry["protocol"] == "voc2010"
+    assert 0 < entry["p_value"] <= 1
     assert cmp.to_dict()["comparisons"] == [entry]
 
 
@@ -330,7 +344,8 @@ def test_worked_example_of_the_docs():
     )
     cmp = compare_detectors(gt, {"A": a, "B": b}, "coco", n=300, seed=0)
     ra, rb = cmp.bootstrap.results
-    assert round(ra.result.metrics["AP"], 3) == 0.462 and round(rb.result.metrics["AP"], 3) == 0.493
+    assert round(ra.result.metrics["AP"], 3) == 0.462
+    assert round(rb.result.metrics["AP"], 3) == 0.493
     assert [round(x, 3) for x in ra.metrics_ci["AP"].as_list()] == [0.255, 0.791]
     assert [round(x, 3) for x in rb.metrics_ci["AP"].as_list()] == [0.33, 0.88]
     assert cmp.verdicts() == [
@@ -396,7 +411,8 @@ def test_no_module_level_state_for_workers():
     weights = bootstrap_weights(gt.n_images, n=7, seed=1)
     one = resample_metrics(table, gt, p, weights)
     three = resample_metrics(table, gt, p, weights, workers=3, chunk_size=2)
-    assert _same(one.metrics, three.metrics) and _same(one.per_class_ap, three.per_class_ap)
+    assert _same(one.metrics, three.metrics)
+    assert _same(one.per_class_ap, three.per_class_ap)
 
 
 def test_protocols_the_resampling_does_not_reproduce_are_refused():

@@ -66,7 +66,8 @@ def test_each_error_type(det, kind):
     assert e.counts == {k: int(k == kind) + int(k == "miss" and kind in ("both", "bkg")) for k in MAIN_ERRORS}
     assert e.ap == 0.0
     if kind in ("cls", "loc"):  # the oracle turns it into the one true positive: AP 1
-        assert e.main[kind] == 1.0 and e.main["miss"] == 0.0
+        assert e.main[kind] == 1.0
+        assert e.main["miss"] == 0.0
     else:
         assert e.main[kind] == 0.0
         # Fixing the miss leaves no positives; the class that still has a detection scores 0
@@ -145,7 +146,8 @@ def test_fixture_numbers_quoted_in_docs():
     assert {k: round(v, 4) for k, v in e["special"].items()} == {"false_pos": 0.0672, "false_neg": 0.1443}
     protocol_mode = tide_errors(gt, dt, "coco", mode="protocol")
     assert round(protocol_mode.ap, 4) == 0.5771
-    assert round(protocol_mode.main["bkg"], 4) == 0.0896 and round(protocol_mode.main["miss"], 4) == 0.2885
+    assert round(protocol_mode.main["bkg"], 4) == 0.0896
+    assert round(protocol_mode.main["miss"], 4) == 0.2885
     d = doc["decomposition"]
     assert [(c["name"], c["AP_D"] and round(c["AP_D"], 4)) for c in d["per_class"]] == [
         ("person", 0.7313),
@@ -153,7 +155,8 @@ def test_fixture_numbers_quoted_in_docs():
         ("cat", 0.0),
         ("bird", None),
     ]
-    assert round(d["mean"]["AP_D"], 4) == 0.5771 and round(d["mean"]["AP_CgL"], 4) == 0.6667
+    assert round(d["mean"]["AP_D"], 4) == 0.5771
+    assert round(d["mean"]["AP_CgL"], 4) == 0.6667
     assert doc["confusion"]["matrix"] == [
         [5, 0, 0, 0, 0],
         [0, 2, 0, 0, 0],
@@ -180,7 +183,8 @@ def test_fixture_numbers_quoted_in_docs():
 def test_renderers():
     _, _, doc = _fixture_doc()
     table = format_analysis_table(doc)
-    assert "TIDE errors (mode tidecv" in table and "background" in table
+    assert "TIDE errors (mode tidecv" in table
+    assert "background" in table
     md = format_analysis_markdown(doc)
     assert "| person | 5 | 0 | 0 | 0 | 0 |" in md
     only = analyze(*_fixture_doc()[:2], errors=False, decompose=False).to_dict()

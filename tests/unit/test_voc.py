@@ -110,11 +110,12 @@ def test_known_answers_one_ranked_list(tmp_path):
     assert _evaluate(tmp_path, data, "coco50").per_class[0]["AP"] == pytest.approx(0.7312588402, abs=1e-10)
     result = _evaluate(tmp_path, data, "voc2007-pyfrcnn")
     assert result.per_class[0]["AP"] == pytest.approx(0.7532467532, abs=1e-10)
-    assert result.per_class[0]["num_gt"] == 5 and result.per_class[0]["num_det"] == 10
+    assert result.per_class[0]["num_gt"] == 5
+    assert result.per_class[0]["num_det"] == 10
 
 
 @pytest.mark.parametrize(
-    "outcomes, n_gt, voc2007, voc2010, coco101",
+    ("outcomes", "n_gt", "voc2007", "voc2010", "coco101"),
     [
         ("1101001010", 10, 0.4271284271, 0.3876984127, 0.3937608047),
         ("1111111", 10, 0.6363636364, 0.7, 0.6930693069),
@@ -132,7 +133,7 @@ def test_known_answers_more_lists(tmp_path, outcomes, n_gt, voc2007, voc2010, co
 
 
 @pytest.mark.parametrize(
-    "outcomes, n_gt, matlab_grid",
+    ("outcomes", "n_gt", "matlab_grid"),
     [
         ("1101001010", 10, 0.4271284271),  # recall exactly 0.3 misses 0.30000000000000004, as in the table
         (
@@ -145,7 +146,8 @@ def test_known_answers_more_lists(tmp_path, outcomes, n_gt, voc2007, voc2010, co
 )
 def test_voc2007_preset_on_the_known_lists(tmp_path, outcomes, n_gt, matlab_grid):
     """voc2007 uses MATLAB's 0:0.1:1 (eleven_point_grid: matlab_colon): it differs from the table
-    above (numpy's grid) where a recall lands exactly on 0.7 (see docs/voc.md, "The 11-point grid")."""
+    above (numpy's grid) where a recall lands exactly on 0.7 (see docs/voc.md, "The 11-point grid").
+    """
     data = _ranked_list(outcomes, n_gt)
     assert _evaluate(tmp_path, data, "voc2007").per_class[0]["AP"] == pytest.approx(matlab_grid, abs=1e-10)
 
@@ -234,7 +236,8 @@ def test_fixture_through_the_cli(capsys):
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
     assert [r["metrics"]["mAP"] for r in doc["results"]] == pytest.approx([0.8101010101, 0.8074074074])
-    assert doc["inputs"]["images"] == 3 and doc["inputs"]["gt_objects"] == 8
+    assert doc["inputs"]["images"] == 3
+    assert doc["inputs"]["gt_objects"] == 8
     assert doc["inputs"]["detections"] == 11
 
 
@@ -252,19 +255,25 @@ def test_fixture_table_output(capsys):
         ]
     )
     out = capsys.readouterr().out
-    assert code == 0 and "0.8101" in out and "car" in out and "0.7636" in out
+    assert code == 0
+    assert "0.8101" in out
+    assert "car" in out
+    assert "0.7636" in out
 
 
 def test_yolo_fixture_answers():
     gt = load_ground_truth(FIXTURES / "yolo")
     assert gt.image_name == ("a.png", "b.png")
-    assert gt.image_width.tolist() == [128, 64] and gt.image_height.tolist() == [64, 32]
+    assert gt.image_width.tolist() == [128, 64]
+    assert gt.image_height.tolist() == [64, 32]
     assert gt.box.tolist() == [[48, 16, 32, 32], [24, 8, 16, 16], [16, 8, 32, 16], [40, 8, 16, 16]]
-    assert gt.category_id.tolist() == [0, 1] and gt.category_name == ("cat", "dog")
+    assert gt.category_id.tolist() == [0, 1]
+    assert gt.category_name == ("cat", "dog")
     dt = load_detections(FIXTURES / "yolo" / "predictions", gt)
     assert dt.box[2].tolist() == [88, 40, 16, 16]
     voc2010 = deteval.evaluate(gt, dt, "voc2010")
-    assert [c["AP"] for c in voc2010.per_class] == [1.0, 0.25] and voc2010.metrics["mAP"] == 0.625
+    assert [c["AP"] for c in voc2010.per_class] == [1.0, 0.25]
+    assert voc2010.metrics["mAP"] == 0.625
     voc2007 = deteval.evaluate(gt, dt, "voc2007")
     assert voc2007.metrics["mAP"] == pytest.approx(0.6363636364, abs=1e-10)
     coco = deteval.evaluate(FIXTURES / "yolo", FIXTURES / "yolo" / "predictions", "coco")
@@ -288,17 +297,22 @@ def test_voc_ground_truth_columns(tmp_path):
         split=["b", "c", "a"],
     )
     gt = load_voc_gt(root, split="test")
-    assert gt.image_id.tolist() == [0, 1, 2] and gt.image_name == ("b", "c", "a")
+    assert gt.image_id.tolist() == [0, 1, 2]
+    assert gt.image_name == ("b", "c", "a")
     assert gt.image_width.tolist() == [100, 640, 100]
-    assert gt.category_id.tolist() == [1, 2] and gt.category_name == ("car", "dog")
+    assert gt.category_id.tolist() == [1, 2]
+    assert gt.category_name == ("car", "dog")
     assert gt.box_format == "xyxy"
     assert gt.box.tolist() == [[5, 6, 50.5, 60], [1, 2, 3, 4], [10, 20, 30, 40]]
-    assert gt.image.tolist() == [0, 0, 2] and gt.category.tolist() == [1, 0, 0]
+    assert gt.image.tolist() == [0, 0, 2]
+    assert gt.category.tolist() == [1, 0, 0]
     assert gt.area.tolist() == [45.5 * 54, 4, 400]
     assert gt.is_difficult.tolist() == [True, False, False]
-    assert not gt.is_crowd.any() and not gt.is_ignore.any()
+    assert not gt.is_crowd.any()
+    assert not gt.is_ignore.any()
     assert gt.annotation_id.tolist() == [1, 2, 3]
-    assert gt.source == str(root) and gt.warnings == ()
+    assert gt.source == str(root)
+    assert gt.warnings == ()
     every = load_voc_gt(root)  # no split: every XML, sorted by file name
     assert every.image_name == ("a", "b", "c")
 
@@ -306,7 +320,8 @@ def test_voc_ground_truth_columns(tmp_path):
 def test_voc_given_classes(tmp_path):
     root = _simple_root(tmp_path)
     gt = load_voc_gt(root, classes=["dog", "car", "bird"])
-    assert gt.category_name == ("dog", "car", "bird") and gt.category_id.tolist() == [1, 2, 3]
+    assert gt.category_name == ("dog", "car", "bird")
+    assert gt.category_id.tolist() == [1, 2, 3]
     gt = load_voc_gt(root, classes=["car"])
     assert len(gt) == 2
     assert gt.warnings == (f"{root}: 1 objects of classes not in the class list were left out: dog",)
@@ -323,7 +338,8 @@ def test_voc_person_layout_parts_are_not_objects(tmp_path):
     )
     root = _voc_root(tmp_path, {"a": _ann(_obj("person", (1, 1, 50, 90), extra=part))})
     gt = load_voc_gt(root)
-    assert gt.category_name == ("person",) and gt.box.tolist() == [[1, 1, 50, 90]]
+    assert gt.category_name == ("person",)
+    assert gt.box.tolist() == [[1, 1, 50, 90]]
 
 
 def test_voc_detections_columns_and_order(tmp_path):
@@ -332,16 +348,20 @@ def test_voc_detections_columns_and_order(tmp_path):
     _write(root / "results" / "comp4_det_test_dog.txt", "a 0.5 5 5 50 50\n\na 0.7 1 1 2 2\n")
     _write(root / "results" / "comp4_det_test_car.txt", "b 0.25 2 2 20 20.5\n")
     dt = load_voc_dt(root / "results", gt)
-    assert dt.box_format == "xyxy" and dt.has_box.all()
+    assert dt.box_format == "xyxy"
+    assert dt.has_box.all()
     # classes in GT category order (car, dog), lines in file order
-    assert dt.category.tolist() == [0, 1, 1] and dt.image.tolist() == [1, 0, 0]
-    assert dt.score.tolist() == [0.25, 0.5, 0.7] and dt.order.tolist() == [0, 1, 2]
+    assert dt.category.tolist() == [0, 1, 1]
+    assert dt.image.tolist() == [1, 0, 0]
+    assert dt.score.tolist() == [0.25, 0.5, 0.7]
+    assert dt.order.tolist() == [0, 1, 2]
     assert dt.box.tolist()[0] == [2, 2, 20, 20.5]
-    assert dt.warnings == () and dt.source == str(root / "results")
+    assert dt.warnings == ()
+    assert dt.source == str(root / "results")
 
 
 @pytest.mark.parametrize(
-    "files, classes, prefix",
+    ("files", "classes", "prefix"),
     [
         (["comp4_det_test_car.txt", "comp4_det_test_racecar.txt"], ["car", "racecar"], "comp4_det_test_"),
         (["comp4_det_test_racecar.txt"], ["car", "racecar"], "comp4_det_test_"),
@@ -420,7 +440,8 @@ def test_coco_ground_truth_with_difficult_flags_under_voc(tmp_path):
         {"image_id": 1, "category_id": 1, "bbox": [50, 50, 10, 10], "score": 0.8},
     ]
     voc = deteval.evaluate(gt, dt, "voc2010")
-    assert voc.per_class[0]["AP"] == 1.0 and voc.per_class[0]["num_gt"] == 1
+    assert voc.per_class[0]["AP"] == 1.0
+    assert voc.per_class[0]["num_gt"] == 1
 
 
 # ------------------------------------------------------------------------------------------
@@ -472,8 +493,10 @@ def test_dtd_and_entities_are_refused(tmp_path, kind):
     with pytest.raises(InputError) as excinfo:
         load_voc_gt(root)
     message = _message(excinfo)
-    assert "refused a DOCTYPE declaration" in message and "a.xml:" in message
-    assert "TOP-SECRET" not in message and "lollol" not in message
+    assert "refused a DOCTYPE declaration" in message
+    assert "a.xml:" in message
+    assert "TOP-SECRET" not in message
+    assert "lollol" not in message
 
 
 def test_undefined_entity_is_malformed_xml(tmp_path):
@@ -524,7 +547,7 @@ def test_error_root_element(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "obj, found",
+    ("obj", "found"),
     [
         ("<object><difficult>0</difficult><bndbox/></object>", "no <name>"),
         ("<object><name> </name></object>", "an empty <name>"),
@@ -556,7 +579,8 @@ def test_error_many_bad_objects_are_counted(tmp_path):
         load_voc_gt(root)
     message = _message(excinfo)
     assert message.startswith("7 objects: object without a usable name")
-    assert "object #4 (name='car')" in message and "object #5" not in message
+    assert "object #4 (name='car')" in message
+    assert "object #5" not in message
     assert message.endswith("; and 2 more")
 
 
@@ -593,7 +617,8 @@ def test_warning_coordinates_outside_the_image(tmp_path):
         tmp_path, {"a": _ann(_obj(box=(1, 1, 101, 10)), _obj(box=(-1, 1, 5, 5)), _obj(box=(1, 1, 100, 100)))}
     )
     gt = load_voc_gt(root)
-    assert len(gt) == 3 and len(gt.warnings) == 1
+    assert len(gt) == 3
+    assert len(gt.warnings) == 1
     assert gt.warnings[0].startswith(
         f"{root}: 2 objects extend outside their image (coordinate < 0 or "
         f"beyond <size>), kept as the devkit keeps them: "
@@ -728,7 +753,8 @@ def test_error_unknown_image_ids_are_counted(tmp_path, voc_gt):
         load_voc_dt(folder, voc_gt)
     message = _message(excinfo)
     assert message.startswith("7 lines: image id not in the ground truth; expected an image of ")
-    assert f"{folder / 'comp4_det_test_car.txt'}:2: 'x0'" in message and message.endswith("; and 2 more")
+    assert f"{folder / 'comp4_det_test_car.txt'}:2: 'x0'" in message
+    assert message.endswith("; and 2 more")
 
 
 def test_error_unknown_image_id_through_evaluate(tmp_path):
@@ -862,7 +888,7 @@ def _jpeg(width: int, height: int, orientation: int | None = None) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "name, data, size",
+    ("name", "data", "size"),
     [
         ("a.png", _png(7, 5), (7, 5)),
         ("a.jpg", _jpeg(640, 480), (640, 480)),
@@ -895,9 +921,11 @@ def _yolo(tmp_path, *, yaml_text="names: [cat, dog]\nval: images/val\n", labels=
 def test_yolo_ground_truth(tmp_path):
     root = _yolo(tmp_path, labels={"a.txt": "0 0.5 0.5 0.2 0.4\n1 0.25 0.5 0.5 1\n"})
     gt = load_yolo_gt(root)
-    assert gt.image_name == ("a.png", "b.png") and gt.box_format == "xywh"
+    assert gt.image_name == ("a.png", "b.png")
+    assert gt.box_format == "xywh"
     assert gt.box.tolist() == [[40, 15, 20, 20], [0, 0, 50, 50]]
-    assert gt.area.tolist() == [400, 2500] and gt.category.tolist() == [0, 1]
+    assert gt.area.tolist() == [400, 2500]
+    assert gt.category.tolist() == [0, 1]
     assert gt.source == str(root / "data.yaml")
     assert load_yolo_gt(root / "data.yaml").box.tolist() == gt.box.tolist()
 
@@ -908,12 +936,14 @@ def test_yolo_names_as_mapping_and_labels_next_to_images(tmp_path):
     _write(root / "pics" / "x.png", _png(10, 10))
     _write(root / "pics" / "x.txt", "3 0.5 0.5 1 1\n")
     gt = load_yolo_gt(root)
-    assert gt.category_id.tolist() == [1, 3] and gt.category_name == ("bus", "car")
-    assert gt.category.tolist() == [1] and gt.box.tolist() == [[0, 0, 10, 10]]
+    assert gt.category_id.tolist() == [1, 3]
+    assert gt.category_name == ("bus", "car")
+    assert gt.category.tolist() == [1]
+    assert gt.box.tolist() == [[0, 0, 10, 10]]
 
 
 @pytest.mark.parametrize(
-    "yaml_text, message",
+    ("yaml_text", "message"),
     [
         ("val: images/val\n", "no `names`; expected `names: [class0, class1, ...]`"),
         ("names: cat\nval: images/val\n", "`names` is a str; expected a list or a mapping id -> name"),
@@ -930,7 +960,8 @@ def test_yolo_yaml_errors(tmp_path, yaml_text, message):
     root = _yolo(tmp_path, yaml_text=yaml_text)
     with pytest.raises(InputError) as excinfo:
         load_yolo_gt(root)
-    assert message in _message(excinfo) and "data.yaml" in _message(excinfo)
+    assert message in _message(excinfo)
+    assert "data.yaml" in _message(excinfo)
 
 
 def test_yolo_folder_without_yaml(tmp_path):
@@ -939,7 +970,7 @@ def test_yolo_folder_without_yaml(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "label, message",
+    ("label", "message"),
     [
         (
             "0 0.5 0.5 0.2\n",
@@ -1017,11 +1048,14 @@ def test_yolo_predictions(tmp_path, yolo_gt):
     )
     dt = load_yolo_dt(folder, yolo_gt)
     assert dt.box.tolist() == [[40, 15, 20, 20], [40, 15, 20, 20], [0, 0, 20, 10]]
-    assert dt.score.tolist() == [0.9, 0.1, 0.8] and dt.image.tolist() == [0, 0, 1]
-    assert dt.category.tolist() == [0, 1, 1] and dt.order.tolist() == [0, 1, 2]
+    assert dt.score.tolist() == [0.9, 0.1, 0.8]
+    assert dt.image.tolist() == [0, 0, 1]
+    assert dt.category.tolist() == [0, 1, 1]
+    assert dt.order.tolist() == [0, 1, 2]
     other = _results(tmp_path / "o", {"a.txt": "0 0.9 0.5 0.5 0.2 0.4\n"})
     dt = load_yolo_dt(other, yolo_gt, layout="cls conf cx cy w h")
-    assert dt.score.tolist() == [0.9] and dt.box.tolist() == [[40, 15, 20, 20]]
+    assert dt.score.tolist() == [0.9]
+    assert dt.box.tolist() == [[40, 15, 20, 20]]
 
 
 def test_yolo_predictions_without_confidence_are_ambiguous(tmp_path, yolo_gt):
@@ -1037,7 +1071,7 @@ def test_yolo_predictions_without_confidence_are_ambiguous(tmp_path, yolo_gt):
 
 
 @pytest.mark.parametrize(
-    "files, message",
+    ("files", "message"),
     [
         ({"a.txt": "0 0.5 0.5 0.2 0.4 0.9 7\n"}, "a.txt:1: wrong number of columns; expected 6 columns"),
         (
@@ -1118,7 +1152,7 @@ def test_error_result_folder_not_found(tmp_path, voc_gt):
 
 
 @pytest.mark.parametrize(
-    "yaml_text, message",
+    ("yaml_text", "message"),
     [
         ("names: [cat]\npath: 3\nval: images/val\n", "`path` is a int; expected a folder path"),
         ("names: [cat]\nval: images/val\nsizes: [1, 2]\n", "`sizes` must be a file path, found [1, 2]"),
@@ -1146,4 +1180,5 @@ def test_voc_result_files_against_coco_ground_truth(tmp_path):
     }
     folder = _results(tmp_path, {"comp4_det_test_cat.txt": "000009 0.9 0 0 10 10\n000005 0.8 0 0 5 5\n"})
     result = deteval.evaluate(gt, folder, "voc2010-continuous")
-    assert result.per_class[0]["AP"] == 1.0 and result.per_class[0]["num_det"] == 2
+    assert result.per_class[0]["AP"] == 1.0
+    assert result.per_class[0]["num_det"] == 2
