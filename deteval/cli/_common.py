@@ -1,0 +1,206 @@
+"""Pieces every command shares: exit codes, loading with warnings recorded, outputs, progress."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator
+
+from deteval import api
+from deteval.errors import (
+    ConfigError,
+    DetevalError,
+    DetevalWarning,
+    InputWarning,
+    UndefinedMetricWarning,
+    printable,
+)
+from deteval.io.output import ReadLog, check_output, write_atomic
+from deteval.protocol import Protocol
+from deteval.sharding import effective_workers
+
+EXIT_OK, EXIT_USAGE, EXIT_INPUT = 0, 2, 3
+
+
+EXIT_INTERRUPTED, EXIT_BROKEN_PIPE, EXIT_TERMINATED = 130, 141, 143
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, found {text}")
+    return value
+
+
+def _size(text: str) -> int:
+    units = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    number, unit = text.upper().rstrip("IB"), ""
+    if number[-1:] in units:
+        number, unit = number[:-1], number[-1]
+    try:
+        value = float(number) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 8G or 512M, found {text}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive size, found {text}")
+    return int(value)
+
+
+def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(option, path) of every file this run will write."""
+    return [
+        (option, path)
+        for option, path in (("--output", args.output), ("--matches", getattr(args, "matches", None)))
+        if path
+    ]
+
+
+def _refuse_overwrite(args: argparse.Namespace, log: ReadLog | None = None) -> None:
+    """Refuse outputs that are inputs: before loading (by the paths given), and again with ``log``,
+    every file and folder loading actually read (protocol files and their ``extends:`` included).
+    """
+    dts = args.dt if isinstance(args.dt, list) else [args.dt]
+    given = {
+        "--gt": args.gt,
+        **{("--dt" if len(dts) == 1 else f"--dt #{i + 1}"): d for i, d in enumerate(dts)},
+    }
+    for option, path in _outputs(args):
+        check_output(path, given, option=option)
+        if log is not None:
+            check_output(path, log, option=option)
+
+
+class _Progress:
+    """Stage progress on stderr (tqdm), off with -q or when stderr is not a terminal.
+
+    ``stage(label)`` marks the previous stage done and names the one starting now, so the bar
+    shows what is running (``matching coco``) while it runs; ``finish()`` completes the last
+    stage: the bar ends at 100%.
+    """
+
+    def __init__(self, total: int, quiet: bool):
+        self.bar = None
+        self.running = False
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm  # lazy on purpose: only for a progress bar on a terminal
+
+            self.bar = tqdm(total=total, file=sys.stderr, leave=False, unit="stage")
+
+    def stage(self, label: str) -> None:
+        if self.bar is not None:
+            if self.running:
+                self.bar.update(1)
+            self.bar.set_description(label)
+            self.bar.refresh()
+        self.running = True
+
+    def finish(self) -> None:
+        if self.bar is not None and self.running:
+            self.bar.update(1)
+        self.running = False
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _protocols(args: argparse.Namespace) -> list[Protocol]:
+    return api.resolve_protocols(
+        args.protocol, overrides=args.overrides, iou_type=args.iou_type, mask_iou=args.mask_iou
+    )
+
+
+def _input_options(args: argparse.Namespace) -> dict:
+    return {
+        "split": args.split,
+        "area_from_box": args.area_from_box,
+        "drop_unknown_categories": args.drop_unknown_categories,
+        "yolo_layout": args.yolo_layout,
+        "category_map": args.category_map,
+        "allow_large_drop": args.allow_large_drop,
+        "classes": args.classes,
+        "result_prefix": args.result_prefix,
+    }
+
+
+@contextlib.contextmanager
+def _warnings_of(args: argparse.Namespace) -> Iterator[list]:
+    """Record deteval's warnings (printed at the end); ``--strict`` makes InputWarning an error.
+
+    Other warnings (a stray numpy RuntimeWarning) are recorded too and printed as notes.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if args.strict:
+            warnings.simplefilter("error", InputWarning)
+        yield caught
+
+
+def _strict(exc: InputWarning, stage: str, error: type = ConfigError) -> DetevalError:
+    return error(f"--strict: {stage}warnings are errors:\n  " + "\n  ".join(exc.messages))
+
+
+def _load(args: argparse.Namespace, protocols: list[Protocol], dt: str | None = None) -> api.Inputs:
+    """Load --gt and one detections input (default: the first --dt)."""
+    if dt is None:
+        dt = args.dt[0] if isinstance(args.dt, list) else args.dt
+    try:
+        return api.load_inputs(args.gt, dt, protocols=protocols, **_input_options(args))
+    except InputWarning as exc:
+        raise _strict(exc, "input ") from None
+
+
+def _print_warnings(args: argparse.Namespace, caught: list) -> None:
+    """Each warning once on stderr (unless -q): input warnings, then notes.
+
+    A warning that is not deteval's (a stray numpy RuntimeWarning, say) is a note naming its
+    category; it never reaches stderr raw.
+    """
+    if not args.quiet:
+        for category, label in ((InputWarning, "warning"), (UndefinedMetricWarning, "note")):
+            for text in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, category)):
+                print(f"deteval: {label}: {printable(text)}", file=sys.stderr)
+        others = (
+            f"{w.category.__name__}: {w.message}"
+            for w in caught
+            if not issubclass(w.category, DetevalWarning)
+        )
+        for text in dict.fromkeys(others):
+            print(f"deteval: note: {printable(text)}", file=sys.stderr)
+
+
+def _write(path: str, text: str, option: str, log: ReadLog | None) -> None:
+    """Write an output file atomically, never over an input (see :mod:`deteval.io.output`)."""
+    write_atomic(path, text, option=option, inputs=log)
+
+
+def _note_workers(args: argparse.Namespace) -> None:
+    """``--workers`` above the usable CPUs is capped (:func:`deteval.sharding.effective_workers`)."""
+    used = effective_workers(args.workers)
+    if used < args.workers and not args.quiet:
+        print(
+            f"deteval: note: --workers {args.workers}: using {used}, the CPUs this process may "
+            f"use (more processes would not be faster)",
+            file=sys.stderr,
+        )
+
+
+def _out(text: str) -> None:
+    """Write report text on stdout, terminal-safe (:func:`deteval.errors.printable`)."""
+    sys.stdout.write(printable(text, keep_newlines=True))
+
+
+def _finish(args: argparse.Namespace, text: str, caught: list, log: ReadLog | None) -> None:
+    """Write ``--output``; print warnings and notes on stderr (unless -q)."""
+    if args.output:
+        _write(args.output, text + "\n", "--output", log)
+    _print_warnings(args, caught)

@@ -1,0 +1,399 @@
+"""The argparse parser of every command (options, help, examples)."""
+
+from __future__ import annotations
+
+import argparse
+
+from deteval._version import __version__
+from deteval.cli._common import _non_negative_int, _positive_int, _size
+from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
+from deteval.ranking import AP_METHODS, AVERAGES
+
+_EVALUATE_EXAMPLE = """examples:
+  deteval evaluate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
+  deteval evaluate --gt gt.json --dt dt.json --protocol coco --protocol coco50 --format markdown
+  deteval evaluate --gt fixtures/voc --dt fixtures/voc/results --protocol voc2007
+  deteval evaluate --gt gt.json --dt dt.json --protocol voc2010 --set iou_thresholds=[0.3]
+"""
+
+
+def _add_input_options(p: argparse.ArgumentParser) -> None:
+    """How inputs are read: shared by evaluate, compare and validate."""
+    p.add_argument("--split", help="VOC image set (ImageSets/Main/<split>.txt)")
+    p.add_argument(
+        "--area-from-box",
+        action="store_true",
+        help="COCO GT without `area`: use w*h of the box (with a warning) instead of failing",
+    )
+    p.add_argument(
+        "--drop-unknown-categories",
+        action="store_true",
+        help="drop detections of categories not in the GT (a warning with their share) instead "
+        "of failing; refused above 10%% of the detections (see --allow-large-drop)",
+    )
+    p.add_argument(
+        "--allow-large-drop",
+        action="store_true",
+        help="with --drop-unknown-categories: drop any share of the detections",
+    )
+    p.add_argument(
+        "--category-map",
+        metavar="index0|index1|FILE",
+        help="detection category ids are 0-based (index0) or 1-based (index1) indices of the "
+        "GT categories in id order, or FILE (YAML/JSON) maps detection id -> GT id or name",
+    )
+    p.add_argument(
+        "--classes",
+        metavar="FILE|voc",
+        help="VOC class list: a file with one class name per line, or voc (the 20 PASCAL "
+        "classes); listed classes without objects are scored with no ground truth",
+    )
+    p.add_argument(
+        "--result-prefix",
+        metavar="PREFIX",
+        help="VOC result file prefix, e.g. comp4_det_test_ (default: detected)",
+    )
+    p.add_argument("--strict", action="store_true", help="turn input warnings into errors (exit 3)")
+    p.add_argument(
+        "--yolo-layout",
+        choices=_YOLO_LAYOUTS,
+        metavar="LAYOUT",
+        help="column order of YOLO prediction rows: 'cls cx cy w h conf' (Ultralytics, the "
+        "default) or 'cls conf cx cy w h'",
+    )
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gt", required=True, help="ground truth: COCO JSON, VOC root, or YOLO dataset")
+    p.add_argument(
+        "--dt",
+        required=True,
+        action="append",
+        metavar="DT",
+        help="detections: COCO results JSON, VOC result folder, or YOLO prediction folder; "
+        "repeat for several detectors side by side (differences to the first)",
+    )
+    p.add_argument(
+        "--name",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="a name per --dt, in the same order (default: the file names)",
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="N bootstrap resamples of the images: intervals for every metric and per-class "
+        "AP; with several --dt also the paired difference to the first, its interval "
+        "and p-value (docs/statistics.md)",
+    )
+    p.add_argument(
+        "--seed",
+        type=_non_negative_int,
+        default=0,
+        metavar="S",
+        help="seed of the resampling (default 0; the same seed gives the same numbers)",
+    )
+    p.add_argument(
+        "--ci",
+        type=float,
+        default=0.95,
+        metavar="LEVEL",
+        help="confidence level of the intervals (default 0.95)",
+    )
+    p.add_argument(
+        "--protocol",
+        action="append",
+        default=None,
+        metavar="NAME_OR_YAML",
+        help="preset name or YAML file; repeat for several (default: coco)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        dest="overrides",
+        help="override a protocol field for this run, VALUE in YAML syntax "
+        "(e.g. iou_thresholds=[0.3], box_convention=continuous)",
+    )
+    p.add_argument(
+        "--iou-type", choices=["bbox", "segm", "keypoints"], help="shorthand for --set iou_type=..."
+    )
+    p.add_argument("--mask-iou", choices=["exact", "raster"], help="shorthand for --set mask_iou=...")
+    p.add_argument("--output", help="also write the JSON result to this file")
+    p.add_argument(
+        "--format",
+        choices=["table", "markdown", "csv", "json"],
+        default="table",
+        help="what to print on stdout (default: table)",
+    )
+    p.add_argument("--no-per-class", action="store_true", help="omit the per-class table")
+    _add_input_options(p)
+    p.add_argument(
+        "--compare-mask-modes",
+        action="store_true",
+        help="segm: also score with the other mask IoU (exact vs raster) and report "
+        "per-metric differences and how many matches changed",
+    )
+    p.add_argument(
+        "--confidence",
+        type=float,
+        metavar="T",
+        help="also report per-class precision/recall/F1 of the detections scoring >= T "
+        "(at IoU 0.5, or the protocol's first threshold)",
+    )
+    p.add_argument(
+        "--matches",
+        metavar="FILE.csv",
+        help="write every scored detection with its outcome (tp/fp/ignored) and the "
+        "ground truth it matched (first protocol, IoU 0.5 or its first threshold)",
+    )
+    p.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="match image shards in N processes and merge (same numbers; default 1)",
+    )
+    p.add_argument(
+        "--memory-limit",
+        type=_size,
+        metavar="SIZE",
+        help="refuse runs whose big arrays would need more than SIZE bytes (e.g. 8G, 512M); "
+        "default: the memory available (MemAvailable)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="deteval",
+        allow_abbrev=False,
+        description="Score object detectors: COCO, PASCAL VOC and custom protocols, equal to the reference tools.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_EVALUATE_EXAMPLE,
+    )
+    parser.add_argument("--version", action="version", version=f"deteval {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    ev = sub.add_parser(
+        "evaluate",
+        help="score detections under one or more protocols",
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_EVALUATE_EXAMPLE,
+        description="Score detections against ground truth.",
+    )
+    _add_common(ev)
+    pr = sub.add_parser(
+        "protocols",
+        help="list the preset protocols and their fields",
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  deteval protocols\n  deteval protocols --format json\n",
+    )
+    pr.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME_OR_YAML",
+        help="show these presets or YAML files, resolved (default: every preset)",
+    )
+    pr.add_argument(
+        "--format",
+        choices=["table", "json", "yaml"],
+        default="table",
+        help="yaml: complete protocol files, a starting point for your own",
+    )
+    co = sub.add_parser(
+        "compare",
+        help="score under several protocols side by side (and explain why they differ)",
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_COMPARE_EXAMPLE,
+        description="Score one dataset under several protocols (one matching per distinct "
+        "matching setting) and print classes x protocols. --explain walks "
+        "from each protocol to the next one field group at a time and "
+        "attributes the change of the headline to each (docs/protocols.md).",
+    )
+    _add_common(co)
+    co.add_argument(
+        "--explain",
+        action="store_true",
+        help="attribute the difference between consecutive protocols to their fields",
+    )
+    va = sub.add_parser(
+        "validate",
+        help="check inputs without scoring and print what was found",
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_VALIDATE_EXAMPLE,
+        description="Load and check ground truth (and detections) as `evaluate` would, "
+        "without scoring. Exit 0: they can be scored (warnings listed); "
+        "exit 3: they cannot (the error names file, record and field).",
+    )
+    va.add_argument("--gt", required=True, help="ground truth: COCO JSON, VOC root, or YOLO dataset")
+    va.add_argument(
+        "--dt", help="detections (optional): COCO results JSON, VOC result folder, or YOLO prediction folder"
+    )
+    va.add_argument(
+        "--protocol",
+        action="append",
+        default=None,
+        metavar="NAME_OR_YAML",
+        help="check against these protocols' needs (boxes, max_dets); default: coco",
+    )
+    va.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        dest="overrides",
+        help="override a protocol field, as evaluate does (e.g. invalid_polygons=error)",
+    )
+    va.add_argument(
+        "--iou-type", choices=["bbox", "segm", "keypoints"], help="shorthand for the protocol's iou_type"
+    )
+    va.add_argument("--mask-iou", choices=["exact", "raster"], help="shorthand for --set mask_iou=...")
+    _add_input_options(va)
+    va.add_argument(
+        "--format",
+        choices=["table", "json"],
+        default="table",
+        help="what to print on stdout (default: table)",
+    )
+    _add_analyze(sub)
+    _add_rank(sub)
+    return parser
+
+
+_ANALYZE_EXAMPLE = """examples:
+  deteval analyze --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
+  deteval analyze --gt gt.json --dt dt.json --errors --format json --output analysis.json
+  deteval analyze --gt gt.json --dt dt.json --confusion --confidence 0.3 --iou 0.5
+"""
+
+
+def _add_analyze(sub: argparse._SubParsersAction) -> None:
+    an = sub.add_parser(
+        "analyze",
+        help="why the number is what it is: TIDE errors, AP decomposition, confusion matrix",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_ANALYZE_EXAMPLE,
+        description="TIDE error types (tidecv's numbers by default), the decomposition "
+        "AP = localization x classification given localization, and the "
+        "confusion matrix (docs/analysis.md). No selector: all three.",
+    )
+    an.add_argument("--gt", required=True, help="ground truth: COCO JSON, VOC root, or YOLO dataset")
+    an.add_argument(
+        "--dt",
+        required=True,
+        help="detections: COCO results JSON, VOC result folder, or YOLO prediction folder",
+    )
+    an.add_argument(
+        "--protocol",
+        default="coco",
+        metavar="NAME_OR_YAML",
+        help="protocol for the decomposition, the confusion matrix's ignore rules and "
+        "--tide-mode protocol (default: coco)",
+    )
+    an.add_argument("--errors", action="store_true", help="TIDE error types (dAP per error type)")
+    an.add_argument(
+        "--decompose", action="store_true", help="AP = localization x classification|localization"
+    )
+    an.add_argument("--confusion", action="store_true", help="confusion matrix")
+    an.add_argument(
+        "--confidence",
+        type=float,
+        default=0.5,
+        metavar="C",
+        help="score cut of the confusion matrix (default 0.5)",
+    )
+    an.add_argument(
+        "--iou",
+        type=float,
+        default=0.5,
+        metavar="T",
+        help="IoU threshold of all three parts (TIDE's foreground threshold; default 0.5)",
+    )
+    an.add_argument(
+        "--tide-mode",
+        choices=["tidecv", "protocol"],
+        default="tidecv",
+        help="tidecv: the tidecv package's numbers; protocol: the same error types under "
+        "--protocol's matching and interpolation",
+    )
+    an.add_argument(
+        "--format",
+        choices=["table", "markdown", "json"],
+        default="table",
+        help="what to print on stdout (default: table)",
+    )
+    an.add_argument("--output", help="also write the JSON document to this file")
+    _add_input_options(an)
+    an.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr")
+
+
+_RANK_EXAMPLE = """examples:
+  deteval rank --labels labels.npy --scores scores.npy
+  deteval rank --labels labels.csv --scores scores.csv --average micro --binarize 0.5
+  deteval rank --labels y.txt --scores s.txt --method 11_point --k 10 --format json
+"""
+
+
+def _add_rank(sub: argparse._SubParsersAction) -> None:
+    ra = sub.add_parser(
+        "rank",
+        help="average precision of scores (scikit-learn exact), AP@K, raw vs binarized",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_RANK_EXAMPLE,
+        description="Ranking metrics of scores against 0/1 labels: one row per sample, "
+        "one column per label (.npy, .csv or whitespace .txt). "
+        "docs/ranking.md defines every number.",
+    )
+    ra.add_argument("--labels", required=True, metavar="FILE", help="0/1 labels (.npy, .csv, .txt)")
+    ra.add_argument("--scores", required=True, metavar="FILE", help="scores of the same shape")
+    ra.add_argument(
+        "--average",
+        choices=[a for a in AVERAGES if a],
+        default="macro",
+        help="how labels are combined (scikit-learn's meanings; default macro)",
+    )
+    ra.add_argument(
+        "--method",
+        choices=AP_METHODS,
+        default="step",
+        help="step: scikit-learn's AP; all_point / 11_point / 101_point: the detection "
+        "protocols' interpolations (default step)",
+    )
+    ra.add_argument("--k", type=_positive_int, metavar="K", help="also P@K, R@K, AP@K and nDCG@K")
+    ra.add_argument(
+        "--binarize",
+        type=float,
+        metavar="T",
+        help="also AP of the predictions thresholded at >= T, beside the raw AP",
+    )
+    ra.add_argument(
+        "--format",
+        choices=["table", "json", "csv"],
+        default="table",
+        help="what to print on stdout (default: table)",
+    )
+    ra.add_argument("--output", help="also write the JSON document to this file")
+    ra.add_argument("-q", "--quiet", action="store_true", help="no warnings on stderr")
+
+
+_COMPARE_EXAMPLE = """examples:
+  deteval compare --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json \\
+      --protocol voc2007 --protocol voc2010 --protocol coco
+  deteval compare --gt gt.json --dt dt.json --protocol voc2007 --protocol voc2010 --explain
+  deteval compare --gt gt.json --dt dt.json --protocol coco --protocol my-coco.yaml --format markdown
+"""
+
+
+_VALIDATE_EXAMPLE = """examples:
+  deteval validate --gt fixtures/coco/gt.json
+  deteval validate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json --format json
+  deteval validate --gt gt.json --dt dt.json --strict      # warnings are errors (exit 3)
+"""

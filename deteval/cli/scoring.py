@@ -1,0 +1,294 @@
+"""``deteval evaluate | compare | validate | protocols``, and several detectors side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from deteval import api, report
+from deteval.cli._common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    _finish,
+    _input_options,
+    _load,
+    _note_workers,
+    _out,
+    _Progress,
+    _protocols,
+    _refuse_overwrite,
+    _strict,
+    _warnings_of,
+    _write,
+)
+from deteval.errors import (
+    ConfigError,
+    InputError,
+    InputWarning,
+)
+from deteval.evaluate import check_protocol
+from deteval.io.output import ReadLog, recording_reads
+from deteval.protocol import PRESETS, Protocol
+from deteval.stats import bootstrap, compare_detectors, metrics_ci_dict, per_class_ci_list
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    _note_workers(args)
+    _refuse_overwrite(args)
+    note = ""
+    if args.protocol is None:  # a VOC root is scored under its year's protocol, or refused
+        name, note = api.default_protocol(args.gt)
+        args.protocol = [name]
+    with recording_reads() as log:
+        protocols = _protocols(args)
+    if len(args.dt) > 1 or args.bootstrap:
+        return _detectors(args, protocols, log)
+    progress = _Progress(1 + 2 * len(protocols), args.quiet)  # loading, then matching + scoring each
+    with _warnings_of(args) as caught:
+        try:
+            progress.stage("loading")
+            with recording_reads(log):
+                inputs = _load(args, protocols)
+            _refuse_overwrite(args, log)
+            try:
+                results = api.evaluate_inputs(
+                    inputs, protocols, workers=args.workers, progress=progress.stage
+                )
+            except InputWarning as exc:
+                raise _strict(exc, "") from None
+            progress.finish()
+        finally:
+            progress.close()
+    doc = report.to_json(results, inputs=inputs.summary(), warnings=inputs.warnings)
+    confidence_rows = []
+    if args.confidence is not None:
+        for result, entry in zip(results, doc["results"]):
+            confidence_rows.append(api.at_confidence(result, args.confidence))
+            entry["at_confidence"] = report.confidence_json(result, confidence_rows[-1], args.confidence)
+    mask_reports = []
+    if args.compare_mask_modes:
+        for result, entry in zip(results, doc["results"]):
+            comparison = api.compare_mask_modes(inputs.gt, inputs.dt, result.protocol)
+            entry["mask_mode_comparison"] = report.mask_mode_json(comparison)
+            mask_reports.append(report.format_mask_mode_comparison(result.protocol, comparison))
+    if args.matches:
+        _write(args.matches, report.format_matches_csv(results[0], api.matches(results[0])), "--matches", log)
+    text = report.dumps(doc)
+    _finish(args, text, caught, log)
+    if note and not args.quiet:
+        print(f"deteval: note: {note}", file=sys.stderr)
+    per_class = not args.no_per_class
+    if args.format == "json":
+        _out(text + "\n")
+    elif args.format == "markdown":
+        _out(report.format_markdown(results, per_class=per_class))
+    elif args.format == "csv":
+        _out(report.format_csv(results))
+    else:
+        _out(report.format_table(results, per_class=per_class))
+        for result, rows in zip(results, confidence_rows):
+            _out(report.format_confidence_table(result, rows, args.confidence))
+        for text_block in mask_reports:
+            _out(text_block)
+    return EXIT_OK
+
+
+def _validate(args: argparse.Namespace) -> int:
+    """``deteval validate``: load and check the inputs, print what was found, score nothing."""
+    protocols = _protocols(args)
+    with _warnings_of(args):
+        try:
+            found = api.validate(args.gt, args.dt, protocols=protocols, **_input_options(args))
+        except InputWarning as exc:
+            raise _strict(exc, "input ", InputError) from None
+    if args.format == "json":
+        _out(report.dumps(found.to_dict()) + "\n")
+    else:
+        _out(report.format_validation(found.to_dict()))
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    """``deteval compare``: several protocols side by side, optionally explained."""
+    _note_workers(args)
+    _refuse_overwrite(args)
+    with recording_reads() as log:
+        protocols = _protocols(args)
+    if len(args.dt) > 1 or args.bootstrap:
+        return _detectors(args, protocols, log)
+    if len(protocols) < 2:
+        print(
+            "deteval compare: error: expected at least two --protocol or two --dt, found "
+            f"{len(protocols)} protocol and 1 detector; e.g. --protocol voc2007 --protocol coco",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    for protocol in protocols:
+        check_protocol(protocol)
+    progress = _Progress(2 + (len(protocols) - 1 if args.explain else 0), args.quiet)
+    with _warnings_of(args) as caught:
+        try:
+            progress.stage("loading")
+            with recording_reads(log):
+                inputs = _load(args, protocols)
+            _refuse_overwrite(args, log)
+            progress.stage("matching and scoring")
+            cache = api.MatchCache(inputs.gt, inputs.dt, workers=args.workers)
+            try:
+                comparison = api.compare(
+                    inputs.gt, inputs.dt, protocols, cache=cache, inputs=inputs.summary()
+                )
+            except InputWarning as exc:
+                raise _strict(exc, "") from None
+            explanations = []
+            if args.explain:
+                for a, b in zip(protocols, protocols[1:], strict=False):
+                    progress.stage(f"explaining {a.name} -> {b.name}")
+                    explanations.append(api.explain(inputs.gt, inputs.dt, a, b, cache=cache))
+            progress.finish()
+        finally:
+            progress.close()
+    results = list(comparison.results)
+    doc = report.compare_json(
+        results,
+        inputs=inputs.summary(),
+        warnings=inputs.warnings,
+        matching_groups=comparison.matching_groups,
+        explanations=explanations,
+    )
+    text = report.dumps(doc)
+    _finish(args, text, caught, log)
+    groups = comparison.matching_groups
+    per_class = not args.no_per_class
+    if args.format == "json":
+        _out(text + "\n")
+    elif args.format == "markdown":
+        parts = [report.format_compare_markdown(results, matching_groups=groups, per_class=per_class)]
+        parts += [report.format_explanation_markdown(e) for e in explanations]
+        _out("\n".join(parts))
+    elif args.format == "csv":
+        _out(report.format_compare_csv(results, per_class=per_class))
+        if explanations and not args.quiet:
+            print(
+                "deteval: note: --explain is not part of the CSV; use --format json or table", file=sys.stderr
+            )
+    else:
+        parts = [report.format_compare_table(results, matching_groups=groups, per_class=per_class)]
+        parts += [report.format_explanation(e) for e in explanations]
+        _out("\n".join(parts))
+    return EXIT_OK
+
+
+def _list_protocols(args: argparse.Namespace) -> int:
+    listed = {n: api.resolve_protocol(n) for n in (args.names or list(PRESETS))}
+    if args.format == "json":
+        _out(json.dumps(report.protocols_json(listed), indent=2) + "\n")
+    elif args.format == "yaml":
+        _out(report.format_protocols_yaml(listed))
+    else:
+        _out(report.format_protocols(listed))
+    return EXIT_OK
+
+
+def _detector_names(args: argparse.Namespace) -> list[str]:
+    """--name values, or each --dt's file name (its path where two file names are equal)."""
+    if args.name:
+        if len(args.name) != len(args.dt):
+            raise ConfigError(
+                f"--name: {len(args.name)} names for {len(args.dt)} --dt; expected one per --dt"
+            )
+        names = list(args.name)
+    else:
+        names = [os.path.basename(os.path.normpath(d)) for d in args.dt]
+        if len(set(names)) < len(names):
+            names = list(args.dt)
+    if len(set(names)) < len(names):
+        raise ConfigError(f"--name: detector names must differ, found {names}")
+    return names
+
+
+def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog) -> int:
+    """Several detectors (and/or --bootstrap): one table, differences to the first, intervals."""
+    for option in ("confidence", "matches", "compare_mask_modes", "explain"):
+        if getattr(args, option, None):
+            raise ConfigError(
+                f"--{option.replace('_', '-')}: not available with several --dt or "
+                f"--bootstrap; run it on one detector"
+            )
+    for protocol in protocols:
+        check_protocol(protocol)
+    names = _detector_names(args)
+    with _warnings_of(args) as caught:
+        with recording_reads(log):
+            loaded = [_load(args, protocols, dt) for dt in args.dt]
+        _refuse_overwrite(args, log)
+        gt = loaded[0].gt
+        try:
+            results = [api.evaluate_inputs(inputs, protocols, workers=args.workers) for inputs in loaded]
+        except InputWarning as exc:
+            raise _strict(exc, "") from None
+    intervals, comparisons, settings = None, [], None
+    if args.bootstrap:
+        intervals = [[{} for _ in protocols] for _ in names]
+        for p, protocol in enumerate(protocols):
+            if len(names) > 1:
+                found = compare_detectors(
+                    gt,
+                    {n: r[p].table for n, r in zip(names, results)},
+                    protocol,
+                    n=args.bootstrap,
+                    seed=args.seed,
+                    ci=args.ci,
+                    workers=args.workers,
+                )
+                comparisons += [{**c.to_dict(), "verdict": c.verdict} for c in found.comparisons]
+                boot = found.bootstrap
+            else:
+                boot = bootstrap(
+                    gt,
+                    {names[0]: results[0][p]},
+                    n=args.bootstrap,
+                    seed=args.seed,
+                    ci=args.ci,
+                    workers=args.workers,
+                )
+            settings = boot.settings.to_dict()
+            for d, name in enumerate(names):
+                detector = boot.get(name, protocol.name)
+                intervals[d][p] = {
+                    "metrics_ci": metrics_ci_dict(detector),
+                    "per_class_ci": per_class_ci_list(detector),
+                }
+    summaries = [inputs.summary() for inputs in loaded]
+    inputs_doc = {
+        "gt": args.gt,
+        "dt": list(args.dt),
+        "detectors": names,
+        "images": gt.n_images,
+        "gt_objects": len(gt),
+        "detections": [s["detections"] for s in summaries],
+    }
+    warnings_seen = list(dict.fromkeys(w for inputs in loaded for w in inputs.warnings))
+    doc = report.detectors_json(
+        names,
+        results,
+        inputs=inputs_doc,
+        warnings=warnings_seen,
+        intervals=intervals,
+        comparisons=comparisons,
+        bootstrap=settings,
+    )
+    text = report.dumps(doc)
+    _finish(args, text, caught, log)
+    per_class = not args.no_per_class
+    if args.format == "json":
+        _out(text + "\n")
+    elif args.format == "markdown":
+        _out(report.format_detectors_markdown(doc, per_class=per_class))
+    elif args.format == "csv":
+        _out(report.format_detectors_csv(doc))
+    else:
+        _out(report.format_detectors_table(doc, per_class=per_class))
+    return EXIT_OK
