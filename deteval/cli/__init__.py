@@ -31,7 +31,7 @@ from deteval.cli._common import (
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
-from deteval.cli.analysis import _analyze, _rank
+from deteval.cli.analysis import _analyze, _pictures, _rank
 from deteval.cli.parser import build_parser
 from deteval.cli.scoring import _compare, _evaluate, _list_protocols, _validate
 from deteval.errors import DetevalError, printable
@@ -51,6 +51,8 @@ _COMMANDS = {
     "validate": _validate,
     "analyze": _analyze,
     "rank": _rank,
+    "plot": _pictures,
+    "report": _pictures,
 }
 
 

@@ -12,14 +12,15 @@ from deteval.cli._common import (
     _finish,
     _load,
     _out,
+    _print_warnings,
+    _protocols,
     _refuse_overwrite,
     _warnings_of,
     _write,
 )
+from deteval.cli.scoring import resample, score_detectors
 from deteval.diagnose import analyze
-from deteval.errors import (
-    printable,
-)
+from deteval.errors import ConfigError, printable
 from deteval.io.matrix import read_labels_and_scores
 from deteval.io.output import check_output, recording_reads
 from deteval.ranking import rank_report
@@ -91,4 +92,58 @@ def _rank(args: argparse.Namespace) -> int:
         _out(report.format_rank_csv(doc) + "\n")
     else:
         _out(report.format_rank_table(doc, warnings=False) + "\n")
+    return EXIT_OK
+
+
+def _labelled(names: list[str], results: list) -> dict:
+    """Label -> EvalResult for the figures: the detector, the protocol, or both when several."""
+    n_protocols = len(results[0])
+    out = {}
+    for name, per_protocol in zip(names, results):
+        for result in per_protocol:
+            if len(names) == 1:
+                label = result.protocol.name if n_protocols > 1 else name
+            else:
+                label = name if n_protocols == 1 else f"{name} / {result.protocol.name}"
+            out[label] = result
+    return out
+
+
+def _pictures(args: argparse.Namespace) -> int:
+    """``deteval plot`` / ``deteval report``: figures of the run, or one self-contained HTML file."""
+    from deteval import plot  # the optional extra, only when asked (a clear error without matplotlib)
+
+    for option in ("confidence", "matches", "compare_mask_modes"):
+        if getattr(args, option, None):
+            raise ConfigError(
+                f"--{option.replace('_', '-')}: not part of `deteval {args.command}`; use deteval evaluate"
+            )
+    with recording_reads() as log:
+        protocols = _protocols(args)
+    dts = {f"--dt #{i + 1}": d for i, d in enumerate(args.dt)}
+    check_output(args.out, {"--gt": args.gt, **dts}, option="--out")
+    with _warnings_of(args) as caught:
+        names, loaded, results = score_detectors(args, protocols, log)
+        check_output(args.out, log, option="--out")
+        first = loaded[0]
+        analysis = analyze(first.gt, first.dt, protocols[0]) if args.analyze else None
+        explanations = [api.explain(first.gt, first.dt, a, b) for a, b in zip(protocols, protocols[1:])]
+    boot = resample(args, first.gt, names, results)[3][0] if args.bootstrap else None
+    figures = _labelled(names, results)
+    extras = {"analysis": analysis, "explanation": explanations if args.explain else None, "bootstrap": boot}
+    if args.command == "plot":
+        written = plot.plot_all(
+            figures, out_dir=args.out, formats=tuple(args.plot_format or ("png", "svg")), **extras
+        )
+        summary = f"wrote {len(written)} files to {args.out}"
+    else:
+        path = plot.write_report(figures, out=args.out, title=args.title, **extras)
+        summary = f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)"
+    if args.output:
+        inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}
+        doc = report.detectors_json(names, results, inputs=inputs_doc)
+        _finish(args, report.dumps(doc), caught, log)
+    else:
+        _print_warnings(args, caught)
+    _out(summary + "\n")
     return EXIT_OK

@@ -265,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_analyze(sub)
     _add_rank(sub)
+    _add_pictures(sub)
     return parser
 
 
@@ -397,3 +398,58 @@ _VALIDATE_EXAMPLE = """examples:
   deteval validate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json --format json
   deteval validate --gt gt.json --dt dt.json --strict      # warnings are errors (exit 3)
 """
+
+
+_PLOT_EXAMPLE = """examples:
+  deteval plot --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json --out figures/
+  deteval plot --gt gt.json --dt a.json --dt b.json --protocol coco --analyze --bootstrap 200 --out figures/
+"""
+
+_REPORT_EXAMPLE = """examples:
+  deteval report --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json --out report.html
+  deteval report --gt gt.json --dt a.json --dt b.json --protocol coco --protocol voc2010 \\
+      --explain --analyze --bootstrap 200 --out report.html
+"""
+
+
+def _add_pictures(sub: argparse._SubParsersAction) -> None:
+    """``deteval plot`` and ``deteval report`` (the ``plot`` extra: matplotlib)."""
+    for name, example, what in (
+        ("plot", _PLOT_EXAMPLE, "write every figure of the run (PNG and SVG) into a folder"),
+        ("report", _REPORT_EXAMPLE, "write one self-contained HTML report of the run"),
+    ):
+        p = sub.add_parser(
+            name,
+            help=what,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            epilog=example,
+            description=what[0].upper() + what[1:] + ' (needs the plot extra: pip install "deteval[plot]"; '
+            "docs/plots.md). Several --dt and --protocol are shown side by side.",
+            allow_abbrev=False,
+        )
+        _add_common(p)
+        p.add_argument(
+            "--out",
+            required=True,
+            metavar="DIR" if name == "plot" else "FILE.html",
+            help="the folder of figures" if name == "plot" else "the HTML file",
+        )
+        p.add_argument(
+            "--analyze",
+            action="store_true",
+            help="add TIDE errors, the decomposition and the confusion matrix (first detector, first protocol)",
+        )
+        p.add_argument(
+            "--explain",
+            action="store_true",
+            help="add the explain walk between consecutive protocols (first detector)",
+        )
+        p.add_argument("--title", help="the report's title")
+        if name == "plot":
+            p.add_argument(
+                "--plot-format",
+                action="append",
+                choices=["png", "svg"],
+                default=None,
+                help="image formats (repeat; default both)",
+            )

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
 from deteval import api, report
 from deteval.cli._common import (
@@ -23,12 +24,13 @@ from deteval.cli._common import (
     _warnings_of,
     _write,
 )
+from deteval.data import GroundTruth
 from deteval.errors import (
     ConfigError,
     InputError,
     InputWarning,
 )
-from deteval.evaluate import check_protocol
+from deteval.evaluate import EvalResult, check_protocol
 from deteval.io.output import ReadLog, recording_reads
 from deteval.protocol import PRESETS, Protocol
 from deteval.stats import bootstrap, compare_detectors, metrics_ci_dict, per_class_ci_list
@@ -209,6 +211,60 @@ def _detector_names(args: argparse.Namespace) -> list[str]:
     return names
 
 
+def score_detectors(
+    args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
+) -> tuple[list[str], list[api.Inputs], list[tuple[EvalResult, ...]]]:
+    """Load every ``--dt`` (recording what is read) and score each under every protocol.
+
+    Call inside :func:`_warnings_of`. Returns the detector names, the loaded inputs and, per
+    detector, its results in protocol order.
+    """
+    for protocol in protocols:
+        check_protocol(protocol)
+    names = _detector_names(args)
+    with recording_reads(log):
+        loaded = [_load(args, protocols, dt) for dt in args.dt]
+    _refuse_overwrite(args, log)
+    try:
+        results = [api.evaluate_inputs(inputs, protocols, workers=args.workers) for inputs in loaded]
+    except InputWarning as exc:
+        raise _strict(exc, "") from None
+    return names, loaded, results
+
+
+def resample(
+    args: argparse.Namespace, gt: GroundTruth, names: list[str], results: list[tuple[EvalResult, ...]]
+) -> tuple[list[list[dict]], list[dict], dict, list[Any]]:
+    """``--bootstrap``: per detector and protocol the intervals, the paired comparisons with the
+    first detector, the settings, and the bootstrap values (one per protocol, for the report).
+    """
+    n_protocols = len(results[0])
+    intervals: list[list[dict]] = [[{} for _ in range(n_protocols)] for _ in names]
+    comparisons: list[dict] = []
+    settings: dict = {}
+    values: list[Any] = []
+    for p in range(n_protocols):
+        protocol = results[0][p].protocol
+        options = {"n": args.bootstrap, "seed": args.seed, "ci": args.ci, "workers": args.workers}
+        if len(names) > 1:
+            tables = {n: r[p].table for n, r in zip(names, results)}
+            found = compare_detectors(gt, tables, protocol, **options)
+            comparisons += [{**c.to_dict(), "verdict": c.verdict} for c in found.comparisons]
+            boot = found.bootstrap
+            values.append(found)
+        else:
+            boot = bootstrap(gt, {names[0]: results[0][p]}, **options)
+            values.append(boot)
+        settings = boot.settings.to_dict()
+        for d, name in enumerate(names):
+            detector = boot.get(name, protocol.name)
+            intervals[d][p] = {
+                "metrics_ci": metrics_ci_dict(detector),
+                "per_class_ci": per_class_ci_list(detector),
+            }
+    return intervals, comparisons, settings, values
+
+
 def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog) -> int:
     """Several detectors (and/or --bootstrap): one table, differences to the first, intervals."""
     for option in ("confidence", "matches", "compare_mask_modes", "explain"):
@@ -217,50 +273,12 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
                 f"--{option.replace('_', '-')}: not available with several --dt or "
                 f"--bootstrap; run it on one detector"
             )
-    for protocol in protocols:
-        check_protocol(protocol)
-    names = _detector_names(args)
     with _warnings_of(args) as caught:
-        with recording_reads(log):
-            loaded = [_load(args, protocols, dt) for dt in args.dt]
-        _refuse_overwrite(args, log)
-        gt = loaded[0].gt
-        try:
-            results = [api.evaluate_inputs(inputs, protocols, workers=args.workers) for inputs in loaded]
-        except InputWarning as exc:
-            raise _strict(exc, "") from None
+        names, loaded, results = score_detectors(args, protocols, log)
+    gt = loaded[0].gt
     intervals, comparisons, settings = None, [], None
     if args.bootstrap:
-        intervals = [[{} for _ in protocols] for _ in names]
-        for p, protocol in enumerate(protocols):
-            if len(names) > 1:
-                found = compare_detectors(
-                    gt,
-                    {n: r[p].table for n, r in zip(names, results)},
-                    protocol,
-                    n=args.bootstrap,
-                    seed=args.seed,
-                    ci=args.ci,
-                    workers=args.workers,
-                )
-                comparisons += [{**c.to_dict(), "verdict": c.verdict} for c in found.comparisons]
-                boot = found.bootstrap
-            else:
-                boot = bootstrap(
-                    gt,
-                    {names[0]: results[0][p]},
-                    n=args.bootstrap,
-                    seed=args.seed,
-                    ci=args.ci,
-                    workers=args.workers,
-                )
-            settings = boot.settings.to_dict()
-            for d, name in enumerate(names):
-                detector = boot.get(name, protocol.name)
-                intervals[d][p] = {
-                    "metrics_ci": metrics_ci_dict(detector),
-                    "per_class_ci": per_class_ci_list(detector),
-                }
+        intervals, comparisons, settings, _ = resample(args, gt, names, results)
     summaries = [inputs.summary() for inputs in loaded]
     inputs_doc = {
         "gt": args.gt,
