@@ -40,11 +40,11 @@ _MAGIC = (
 
 
 def not_json_text(raw: bytes) -> str | None:
-    """What ``raw`` is when it cannot be UTF-8 JSON text (compressed, UTF-16/32), else None.
+    r"""What ``raw`` is when it cannot be UTF-8 JSON text (compressed, UTF-16/32), else None.
 
     Examples
     --------
-    >>> not_json_text(b"\\x1f\\x8b\\x08\\x00")
+    >>> not_json_text(b"\x1f\x8b\x08\x00")
     'gzip-compressed; expected JSON text: decompress it first (gunzip)'
     >>> not_json_text('[1]'.encode('utf-16-le'))
     'UTF-16 text (no BOM); expected UTF-8: save it as UTF-8'
@@ -61,17 +61,17 @@ def not_json_text(raw: bytes) -> str | None:
 
 
 def count_raw_keys(raw: bytes) -> int:
-    """An upper bound of the object keys in the JSON text ``raw``, exact for ordinary files.
+    r"""An upper bound of the object keys in the JSON text ``raw``, exact for ordinary files.
 
     Every key is a string followed by optional whitespace and ``:``; outside strings a ``"``
     cannot occur, so counting ``"`` + whitespace + ``:`` counts every key once, plus any such text
-    inside a string value (``"a\\" : b"``). With the keys actually parsed (duplicates collapse
+    inside a string value (``"a\" : b"``). With the keys actually parsed (duplicates collapse
     into one), a smaller parsed count means a duplicate key or such a string -- either way the
     exact check runs. ``"score" : 0.1`` is counted like ``"score": 0.1``.
 
     Examples
     --------
-    >>> count_raw_keys(b'{"a": 1, "b" : 2, "c"\\n:3}')
+    >>> count_raw_keys(b'{"a": 1, "b" : 2, "c"\n:3}')
     3
     """
     return raw.count(b'":') + len(_SPACED_KEY.findall(raw))

@@ -665,7 +665,7 @@ def voc_year(root: str | os.PathLike) -> int | None:
 def load_voc_dt(
     folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | None = None, unknown_category: str = "error"
 ) -> Detections:
-    """Read a folder of VOC per-class result files against ``gt``.
+    r"""Read a folder of VOC per-class result files against ``gt``.
 
     Parameters
     ----------
@@ -700,7 +700,7 @@ def load_voc_dt(
     >>> _ = (root / "Annotations" / "a.xml").write_text("<annotation><object><name>cat</name>"
     ...     "<difficult>0</difficult><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>10</xmax>"
     ...     "<ymax>10</ymax></bndbox></object></annotation>")
-    >>> _ = (root / "comp4_det_test_cat.txt").write_text("a 0.9 1 1 10 10\\n")
+    >>> _ = (root / "comp4_det_test_cat.txt").write_text("a 0.9 1 1 10 10\n")
     >>> dt = load_voc_dt(root, load_voc_gt(root))
     >>> dt.score.tolist(), dt.box.tolist()
     ([0.9], [[1.0, 1.0, 10.0, 10.0]])

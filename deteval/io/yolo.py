@@ -127,7 +127,7 @@ def _jpeg_size(f: BinaryIO) -> tuple[int, int] | None:
 
 
 def image_size(path: str | os.PathLike) -> tuple[int, int] | None:
-    """(width, height) read from a PNG, JPEG, GIF or BMP header; None for other files.
+    r"""(width, height) read from a PNG, JPEG, GIF or BMP header; None for other files.
 
     JPEG sizes are as displayed: an EXIF orientation of 5-8 (rotated by 90 degrees) swaps them,
     as OpenCV's ``imread`` and Ultralytics' ``exif_size`` do.
@@ -135,7 +135,7 @@ def image_size(path: str | os.PathLike) -> tuple[int, int] | None:
     Examples
     --------
     >>> import tempfile, struct, zlib
-    >>> png = (b"\\x89PNG\\r\\n\\x1a\\n" + struct.pack(">I", 13) + b"IHDR"
+    >>> png = (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR"
     ...        + struct.pack(">IIBBBBB", 640, 480, 8, 2, 0, 0, 0))
     >>> with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as f:
     ...     _ = f.write(png)
@@ -292,7 +292,7 @@ def _class_column(rows: list, column: int, path: str, class_ids: np.ndarray) -> 
 def load_yolo_gt(
     source: str | os.PathLike, *, split: str = "val", sizes: str | os.PathLike | None = None
 ) -> GroundTruth:
-    """Read a YOLO (Ultralytics) dataset's labels for one split.
+    r"""Read a YOLO (Ultralytics) dataset's labels for one split.
 
     Parameters
     ----------
@@ -324,8 +324,8 @@ def load_yolo_gt(
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> (root / "images" / "val").mkdir(parents=True); (root / "labels" / "val").mkdir(parents=True)
     >>> _ = (root / "images" / "val" / "a.gif").write_bytes(b"GIF89a" + bytes([200, 0, 100, 0]))
-    >>> _ = (root / "labels" / "val" / "a.txt").write_text("0 0.5 0.5 0.5 0.2\\n")
-    >>> _ = (root / "data.yaml").write_text("names: [cat]\\nval: images/val\\n")
+    >>> _ = (root / "labels" / "val" / "a.txt").write_text("0 0.5 0.5 0.5 0.2\n")
+    >>> _ = (root / "data.yaml").write_text("names: [cat]\nval: images/val\n")
     >>> load_yolo_gt(root).box.tolist()
     [[50.0, 40.0, 100.0, 20.0]]
     """
