@@ -211,10 +211,12 @@ class GroundTruth:
 
     @property
     def n_images(self) -> int:
+        """The number of images (rows of the image table)."""
         return len(self.image_id)
 
     @property
     def n_classes(self) -> int:
+        """The number of categories (rows of the category table)."""
         return len(self.category_id)
 
     def __len__(self) -> int:

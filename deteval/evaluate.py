@@ -107,8 +107,10 @@ def pair_iou(
     protocol: Protocol,
     masks: PreparedMasks | None,
 ) -> np.ndarray:
-    """IoU of aligned pairs: masks when ``masks`` is given (``iou_type="segm"``), OKS for
-    ``iou_type="keypoints"``, else boxes.
+    """IoU of aligned pairs.
+
+    Masks when ``masks`` is given (``iou_type="segm"``), OKS for ``iou_type="keypoints"``, else
+    boxes.
     """
     if protocol.iou_type == "keypoints":
         if len(gt_rows) == 0:  # no candidate pair (e.g. no detections: then dt.keypoints is None)

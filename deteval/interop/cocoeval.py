@@ -304,9 +304,9 @@ class COCOeval:
 
     @property
     def ious(self) -> dict:
-        """``{(imgId, catId): (D, G) array}`` as pycocotools' ``computeIoU``, for every image and
-        category of ``params`` (``[]`` when either side is empty).
+        """``{(imgId, catId): (D, G) array}`` as pycocotools' ``computeIoU``.
 
+        One entry for every image and category of ``params`` (``[]`` when either side is empty).
         D: the image's detections of the category by decreasing score (stable), at most
         ``maxDets[-1]``; G: its ground truths in file order. With ``useCats = 0`` the key's
         category is -1.
@@ -358,7 +358,8 @@ class COCOeval:
 
     @property
     def evalImgs(self) -> list:  # noqa: N802 - pycocotools' name
-        """Pycocotools' ``evalImgs``: for each category, area range and image (in that nesting),
+        """Pycocotools' ``evalImgs``: for each category, area range and image (in that nesting).
+
         None when the image has neither ground truth nor detections of the category, else a
         dict with ``image_id, category_id, aRng, maxDet, dtIds, gtIds, dtMatches, gtMatches,
         dtScores, gtIgnore, dtIgnore`` (matches hold the other side's id, 0 for none).

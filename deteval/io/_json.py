@@ -1,5 +1,7 @@
-"""Strict JSON reading: fast (orjson), but refusing NaN/Infinity tokens, duplicate keys, documents
-nested deeper than :data:`MAX_DEPTH`, and files that are not UTF-8 JSON at all (gzip, UTF-16).
+"""Strict JSON reading.
+
+Fast (orjson), but refusing NaN/Infinity tokens, duplicate keys, documents nested deeper than
+:data:`MAX_DEPTH`, and files that are not UTF-8 JSON at all (gzip, UTF-16).
 """
 
 from __future__ import annotations
@@ -97,8 +99,10 @@ def _too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
 
 
 def loads_strict(raw: bytes, where: str) -> Any:
-    """Parse ``raw``; reject NaN/Infinity tokens, duplicate keys inside an object, nesting deeper
-    than :data:`MAX_DEPTH`, and compressed or UTF-16 files (named as such).
+    """Parse ``raw`` strictly.
+
+    Reject NaN/Infinity tokens, duplicate keys inside an object, nesting deeper than
+    :data:`MAX_DEPTH`, and compressed or UTF-16 files (named as such).
 
     The duplicate-key check is structural: a count of the keys in the text (:func:`count_raw_keys`,
     whitespace before the colon included) against the parsed keys; only when the counts differ

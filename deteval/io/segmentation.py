@@ -238,6 +238,7 @@ class CheckedMasks:
 
     @property
     def n_parts(self) -> np.ndarray:
+        """The number of parts of each record (int)."""
         return np.diff(self.part_start)
 
 
@@ -414,7 +415,7 @@ def _parse_polygons(
 
 
 def _has_three_distinct(points: np.ndarray, point_start: np.ndarray) -> np.ndarray:
-    """Per part (each with >= 3 points): does it have at least 3 distinct points?
+    """Per part (each with >= 3 points): whether it has at least 3 distinct points.
 
     Examples
     --------
@@ -625,8 +626,9 @@ def _compressed_run_sums_batched(strings: list, batch_chars: int = 1 << 23) -> n
 
 
 def _compressed_run_sums(strings: list) -> np.ndarray:
-    """The sum of the decoded run lengths of each compressed counts string (int64), -1 when a run
-    has more than 7 groups; all strings decoded at once in numpy.
+    """The sum of the decoded run lengths of each compressed counts string (int64).
+
+    -1 when a run has more than 7 groups; all strings are decoded at once in numpy.
 
     The strings passed :func:`_check_compressed` (valid characters, no run cut by the end).
     Decoding follows ``maskApi.c`` ``rleFrString`` exactly: 5-bit groups low first, bit 0x20

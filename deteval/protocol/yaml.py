@@ -296,8 +296,10 @@ IOU_TYPE_PARAMS_PRESETS = {"keypoints": "coco-keypoints", "bbox": "coco", "segm"
 
 
 def _iou_type_rule(parent: Protocol, changes: dict) -> str | None:
-    """Take pycocotools' area ranges and max_dets of the new iou_type when a switch to or from
-    keypoints leaves them at the other type's values (and the same change does not set them).
+    """Take pycocotools' area ranges and max_dets of the new iou_type on a keypoints switch.
+
+    This applies when a switch to or from keypoints leaves them at the other type's values (and
+    the same change does not set them).
 
     Returns the note to record in ``source`` (None when nothing was switched).
     """
