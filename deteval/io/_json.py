@@ -9,10 +9,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from types import ModuleType
 from typing import Any
 
 from deteval.errors import InputError, shorten
 
+_orjson: ModuleType | None
 try:  # orjson parses COCO-sized files 2-3x faster than the standard library
     import orjson as _orjson
 except ImportError:  # pragma: no cover - orjson is a declared dependency
