@@ -205,8 +205,9 @@ def line_of(raw: bytes | str, offset: int) -> int:
     4
     """
     head = raw[:offset]
-    newline, cr = ("\n", "\r") if isinstance(head, str) else (b"\n", b"\r")
-    return head.count(newline) + head.count(cr) - head.count(cr + newline) + 1
+    if isinstance(head, str):
+        return head.count("\n") + head.count("\r") - head.count("\r\n") + 1
+    return head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
 
 
 def split_lines(text: str) -> list[str]:

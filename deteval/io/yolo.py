@@ -72,6 +72,7 @@ _LABEL_ROW = "`class cx cy w h` (normalized)"
 
 def _exif_orientation(tiff: bytes) -> int:
     """EXIF orientation tag (0x0112) of IFD0 in a TIFF blob; 1 when absent or unreadable."""
+    order: Literal["little", "big"]
     if tiff[:2] == b"II":
         order = "little"
     elif tiff[:2] == b"MM":
