@@ -704,6 +704,60 @@ def voc_year(root: str | os.PathLike) -> int | None:
     return int(years[-1]) if years else None
 
 
+def _result_file_notes(
+    folder: str, gt: GroundTruth, files: dict[str, str], txt: list[str], prefix: str, *, unknown_category: str
+) -> list[str]:
+    """Check the result files found against the classes of ``gt``; the warnings to give.
+
+    Raises
+    ------
+    InputError
+        No result file of any class; result files of classes not in ``gt`` (unless dropped).
+    """
+    classes = list(gt.category_name)
+    by_class = {c: prefix + c + ".txt" for c in classes}
+    wanted = set(by_class.values())
+    warnings: list[str] = []
+    if not txt:
+        warnings.append(
+            f"{folder}: no result files (<prefix><class>.txt): every class with ground truth gets AP 0"
+        )
+    elif not wanted & set(txt):
+        raise InputError(
+            f"{folder}: no result file for any class; expected "
+            f"{prefix or '<prefix>'}<class>.txt with a class of {gt.source} "
+            f"({names_note(classes)}), found {names_note(txt)}"
+        )
+    else:
+        unknown = [n for n in txt if n.startswith(prefix) and n not in wanted]
+        if unknown:
+            if unknown_category != "drop":
+                raise InputError(
+                    f"{folder}: {len(unknown)} result files of classes not in the ground "
+                    f"truth: {names_note(unknown)}; expected {prefix}<class>.txt with a "
+                    f"class of {gt.source} ({names_note(classes)}); a class the detector "
+                    f"knows but this subset has no object of: pass the class list "
+                    f"(--classes FILE|voc, classes=...) and it is scored with no ground "
+                    f"truth, as the devkit does"
+                )
+            warnings.append(
+                f"{folder}: left out {len(unknown)} result files of classes not in the "
+                f"ground truth: {names_note(unknown)}"
+            )
+        others = [n for n in txt if not n.startswith(prefix)]
+        if others:
+            warnings.append(
+                f"{folder}: {len(others)} .txt files not read (not {prefix}<class>.txt): {names_note(others)}"
+            )
+        absent = [c for c in classes if by_class[c] not in files]
+        if absent:
+            warnings.append(
+                f"{folder}: {len(absent)} classes have no result file "
+                f"({prefix}<class>.txt), so no detections: {names_note(absent)}"
+            )
+    return warnings
+
+
 def load_voc_dt(
     folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | None = None, unknown_category: str = "error"
 ) -> Detections:
@@ -753,45 +807,7 @@ def load_voc_dt(
     classes = list(gt.category_name)
     files, txt, prefix = _result_files(folder, classes, prefix)
     by_class = {c: prefix + c + ".txt" for c in classes}
-    wanted = set(by_class.values())
-    warnings: list[str] = []
-    if not txt:
-        warnings.append(
-            f"{folder}: no result files (<prefix><class>.txt): every class with ground truth gets AP 0"
-        )
-    elif not wanted & set(txt):
-        raise InputError(
-            f"{folder}: no result file for any class; expected "
-            f"{prefix or '<prefix>'}<class>.txt with a class of {gt.source} "
-            f"({names_note(classes)}), found {names_note(txt)}"
-        )
-    else:
-        unknown = [n for n in txt if n.startswith(prefix) and n not in wanted]
-        if unknown:
-            if unknown_category != "drop":
-                raise InputError(
-                    f"{folder}: {len(unknown)} result files of classes not in the ground "
-                    f"truth: {names_note(unknown)}; expected {prefix}<class>.txt with a "
-                    f"class of {gt.source} ({names_note(classes)}); a class the detector "
-                    f"knows but this subset has no object of: pass the class list "
-                    f"(--classes FILE|voc, classes=...) and it is scored with no ground "
-                    f"truth, as the devkit does"
-                )
-            warnings.append(
-                f"{folder}: left out {len(unknown)} result files of classes not in the "
-                f"ground truth: {names_note(unknown)}"
-            )
-        others = [n for n in txt if not n.startswith(prefix)]
-        if others:
-            warnings.append(
-                f"{folder}: {len(others)} .txt files not read (not {prefix}<class>.txt): {names_note(others)}"
-            )
-        absent = [c for c in classes if by_class[c] not in files]
-        if absent:
-            warnings.append(
-                f"{folder}: {len(absent)} classes have no result file "
-                f"({prefix}<class>.txt), so no detections: {names_note(absent)}"
-            )
+    warnings = _result_file_notes(folder, gt, files, txt, prefix, unknown_category=unknown_category)
 
     parts_image, parts_category, parts_box, parts_score = [], [], [], []
     wrong_columns: list[tuple[str, str]] = []
