@@ -13,6 +13,7 @@ import math
 import os
 import stat
 from collections.abc import Iterable, Sequence
+from typing import NoReturn
 
 import numpy as np
 
@@ -238,7 +239,7 @@ def read_text(path: str, *, what: str, limit: int = MAX_BYTES["text"]) -> str:
 
 def fail_records(
     problem: str, expected: str, hits: Sequence[tuple[str, str]], *, kind: str = "lines"
-) -> None:
+) -> NoReturn:
     """Raise one InputError for records with the same defect (:func:`deteval.errors.records_error`).
 
     Parameters
