@@ -722,8 +722,10 @@ def _over_max_dets(gt: GroundTruth, dt: Detections, protocol: Protocol) -> int:
 
 
 def _has_masks(segmentation: Any) -> bool:
-    """Whether every record has a polygon or RLE: validate then checks them as scoring would
-    (corrupt RLE included); records without one are reported by the evaluation itself.
+    """Whether every record has a polygon or RLE.
+
+    When it has, validate checks them as scoring would (corrupt RLE included); records without one
+    are reported by the evaluation itself.
     """
     return segmentation is not None and len(segmentation) > 0 and all(s is not None for s in segmentation)
 

@@ -12,6 +12,7 @@ lossy round trip (``x + (x2 - x)`` is not always ``x2`` in floating point).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ def boxes_as(box: np.ndarray, box_format: str, target: str) -> np.ndarray:
     return out
 
 
-def _freeze(value: object, names: tuple) -> None:
+def _freeze(value: Any, names: tuple) -> None:
     """Check ``box_format`` and make the named array fields contiguous and read-only."""
     box_format = value.box_format
     if box_format not in _BOX_FORMATS:
@@ -211,10 +212,12 @@ class GroundTruth:
 
     @property
     def n_images(self) -> int:
+        """The number of images (rows of the image table)."""
         return len(self.image_id)
 
     @property
     def n_classes(self) -> int:
+        """The number of categories (rows of the category table)."""
         return len(self.category_id)
 
     def __len__(self) -> int:

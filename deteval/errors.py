@@ -51,7 +51,7 @@ class ConfigError(DetevalError, ValueError):
 
 
 class DetevalWarning(UserWarning):
-    """Base class of deteval's warnings.
+    r"""Base class of deteval's warnings.
 
     One warning carries one message. When a warnings filter turns a batch of them into an error,
     :mod:`deteval.api` raises one instance carrying every message of the batch (``messages``), so
@@ -60,7 +60,7 @@ class DetevalWarning(UserWarning):
     Examples
     --------
     >>> str(InputWarning("a", "b")), InputWarning("a", "b").messages
-    ('a\\nb', ('a', 'b'))
+    ('a\nb', ('a', 'b'))
     """
 
     @property

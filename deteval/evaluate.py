@@ -9,11 +9,12 @@ door's (:mod:`deteval.api`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
 from deteval.accumulate import accumulate
-from deteval.data import Detections, GroundTruth, boxes_as
+from deteval.data import Detections, FederatedLabels, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
 from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
@@ -107,18 +108,28 @@ def pair_iou(
     protocol: Protocol,
     masks: PreparedMasks | None,
 ) -> np.ndarray:
-    """IoU of aligned pairs: masks when ``masks`` is given (``iou_type="segm"``), OKS for
-    ``iou_type="keypoints"``, else boxes.
+    """IoU of aligned pairs.
+
+    Masks when ``masks`` is given (``iou_type="segm"``), OKS for ``iou_type="keypoints"``, else
+    boxes.
     """
     if protocol.iou_type == "keypoints":
         if len(gt_rows) == 0:  # no candidate pair (e.g. no detections: then dt.keypoints is None)
             return np.zeros(0, dtype=np.float64)
+        gt_keypoints, det_keypoints = gt.keypoints, dt.keypoints
+        if gt_keypoints is None or det_keypoints is None:
+            raise InputError(
+                f"{gt.source} / {dt.source}: pairs to score by OKS, but "
+                f"{'the ground truth' if gt_keypoints is None else 'the detections'} have no "
+                f"`keypoints`; expected `keypoints` [x1, y1, v1, ...] on both sides for iou_type "
+                f"'keypoints'"
+            )
         gt_box = boxes_as(gt.box, gt.box_format, "xywh")[gt_rows]
         return pair_oks(
-            gt.keypoints[gt_rows],
+            gt_keypoints[gt_rows],
             gt_box,
             gt.area[gt_rows],
-            dt.keypoints[det_rows],
+            det_keypoints[det_rows],
             sigmas=keypoint_sigmas(protocol.keypoint_sigmas),
         )
     if masks is not None:
@@ -163,26 +174,7 @@ def match(
         ``masks`` prepared from other ground truth or detections.
     """
     protocol = resolve_protocol(protocol)
-    if protocol.iou_type == "bbox":
-        from deteval.io.coco import require_boxes
-
-        require_boxes(dt)
-        masks = None
-    elif protocol.iou_type == "keypoints":
-        from deteval.io.coco import require_keypoints
-
-        require_keypoints(
-            gt, dt, n_sigmas=None if protocol.keypoint_sigmas is None else len(protocol.keypoint_sigmas)
-        )
-        masks = None
-    elif masks is None:
-        masks = prepare_masks(gt, dt, protocol)
-    elif not masks.is_for(gt, dt):
-        raise ConfigError(
-            "match: `masks` were prepared from other ground truth or detections; "
-            "expected prepare_masks(gt, dt, protocol) of the objects being matched, "
-            f"found masks of {masks.gt.source!r} / {masks.dt.source!r}"
-        )
+    masks = _checked_masks(gt, dt, protocol, masks)
     n_class = gt.n_classes
     n_area = len(protocol.area_ranges)
     if images is None:
@@ -218,9 +210,9 @@ def match(
     pair_det, pair_gt = candidate_pairs(det_key_kept, gt_groups)
     # Group-of pairs (group_of: openimages) are scored by intersection over the detection's
     # area: the crowd overlap of pycocotools, so one IoU call computes both.
-    is_group_s = (
-        gt.is_group_of[gt_rows] if protocol.group_of == "openimages" else np.zeros(len(gt_rows), bool)
-    )
+    # GroundTruth.__post_init__ fills a missing is_group_of with False: never None on an instance.
+    is_group_of = cast(np.ndarray, gt.is_group_of)
+    is_group_s = is_group_of[gt_rows] if protocol.group_of == "openimages" else np.zeros(len(gt_rows), bool)
     pair_is_group = is_group_s[pair_gt]
     pair_ious = pair_iou(
         gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt] | pair_is_group, protocol, masks
@@ -237,7 +229,7 @@ def match(
     if protocol.federated_labels == "lvis":
         # lvis-api: an unmatched detection of a class not exhaustively annotated on its image is
         # ignored (at every threshold where it is unmatched), like one outside the area range.
-        labels = gt.federated
+        labels = _federated_labels(gt, protocol)
         det_out = (
             det_out
             | labels.has_pair(
@@ -314,6 +306,59 @@ def match(
     )
 
 
+def _checked_masks(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, masks: PreparedMasks | None
+) -> PreparedMasks | None:
+    """Check the inputs carry what ``protocol.iou_type`` scores; the masks to use (segm only).
+
+    Raises
+    ------
+    InputError
+        Detections without boxes (``bbox``), records without keypoints (``keypoints``).
+    ConfigError
+        ``masks`` prepared from other ground truth or detections.
+    """
+    if protocol.iou_type == "bbox":
+        from deteval.io.coco import require_boxes
+
+        require_boxes(dt)
+        return None
+    if protocol.iou_type == "keypoints":
+        from deteval.io.coco import require_keypoints
+
+        require_keypoints(
+            gt, dt, n_sigmas=None if protocol.keypoint_sigmas is None else len(protocol.keypoint_sigmas)
+        )
+        return None
+    if masks is None:
+        return prepare_masks(gt, dt, protocol)
+    if not masks.is_for(gt, dt):
+        raise ConfigError(
+            "match: `masks` were prepared from other ground truth or detections; "
+            "expected prepare_masks(gt, dt, protocol) of the objects being matched, "
+            f"found masks of {masks.gt.source!r} / {masks.dt.source!r}"
+        )
+    return masks
+
+
+def _federated_labels(gt: GroundTruth, protocol: Protocol) -> FederatedLabels:
+    """The federated labels of ``gt``, which ``federated_labels: lvis`` needs.
+
+    Raises
+    ------
+    InputError
+        Ground truth without LVIS' federated labels.
+    """
+    labels = gt.federated
+    if labels is None:
+        raise InputError(
+            f"{gt.source}: protocol {protocol.name!r} scores LVIS' federated labels, but no "
+            f"image has `neg_category_ids` / `not_exhaustive_category_ids`; expected LVIS "
+            f"ground truth (or a protocol with federated_labels: ignore)"
+        )
+    return labels
+
+
 def _rank_in(key: np.ndarray, dt: Detections) -> np.ndarray:
     """Rank of each detection among those of its ``key`` by score, ties in file order (row order)."""
     groups = group_rows(key, -dt.score, dt.order)
@@ -348,13 +393,7 @@ def _dataset_wide_selection(
         image_key = np.where(is_kept, dt.image.astype(np.int64), -1)
         image_rank = _rank_in(image_key, dt)
     if protocol.federated_labels == "lvis":
-        labels = gt.federated
-        if labels is None:
-            raise InputError(
-                f"{gt.source}: protocol {protocol.name!r} scores LVIS' federated labels, but no "
-                f"image has `neg_category_ids` / `not_exhaustive_category_ids`; expected LVIS "
-                f"ground truth (or a protocol with federated_labels: ignore)"
-            )
+        labels = _federated_labels(gt, protocol)
         n_class = gt.n_classes
         is_annotated = labels.has_pair(gt.image, gt.category, dt.image, dt.category, n_class=n_class)
         is_negative = labels.has_pair(
@@ -546,7 +585,7 @@ def score(
         )
     notes.extend(_parity_warnings(gt, protocol))
     notes.extend(_federated_warnings(gt, protocol))
-    if table.n_over_max_dets:
+    if table.n_over_max_dets and protocol.max_dets is not None:  # only a cap leaves some out
         scope = "image" if protocol.max_dets_scope == "image" else "image and class"
         notes.append(
             f"{table.n_over_max_dets} detections beyond max_dets={max(protocol.max_dets)} "

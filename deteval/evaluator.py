@@ -472,7 +472,22 @@ class Evaluator:
             raise InputError(
                 f"{where}: no `{missing[0]}`; expected keys {needed} (found {sorted(map(str, item))})"
             )
-        labels = _to_numpy(item["labels"])
+        labels = self._read_labels(item["labels"], where)
+        n = len(labels)
+        out: dict = {"labels": labels}
+        if "boxes" in item or not segm:
+            out["boxes"] = self._read_boxes(item["boxes"], n, where)
+        if is_pred:
+            out["scores"] = self._read_vector(item["scores"], n, where, "scores", "confidences")
+        else:
+            out.update(self._read_target_extras(item, n, where))
+        if segm:
+            out["masks"] = self._read_masks(item["masks"], n, where)
+        return out
+
+    def _read_labels(self, value: Any, where: str) -> np.ndarray:
+        """One image's ``labels`` as int64 class ids, checked against ``class_ids`` when given."""
+        labels = _to_numpy(value)
         if labels.size == 0:
             labels = labels.reshape(-1)
         if labels.ndim != 1:
@@ -496,31 +511,27 @@ class Evaluator:
                     f"{sorted(set(labels[unknown].tolist()))[:5]} at positions "
                     f"{unknown[:5].tolist()}; expected one of {self._class_ids.tolist()[:20]}"
                 )
-        out: dict = {"labels": labels}
-        if "boxes" in item or not segm:
-            out["boxes"] = self._read_boxes(item["boxes"], n, where)
-        if is_pred:
-            out["scores"] = self._read_vector(item["scores"], n, where, "scores", "confidences")
-        else:
-            if "iscrowd" in item:
-                crowd = self._read_vector(item["iscrowd"], n, where, "iscrowd", "0 or 1 flags")
-                bad = np.flatnonzero((crowd != 0) & (crowd != 1))
-                if len(bad):
-                    raise InputError(
-                        f"{where}: `iscrowd` at position {int(bad[0])} is {crowd[bad[0]]:g}; expected 0 or 1"
-                    )
-                out["iscrowd"] = crowd.astype(bool)
-            if "area" in item:
-                area = self._read_vector(item["area"], n, where, "area", "areas in pixels")
-                bad = np.flatnonzero(area < 0)
-                if len(bad):
-                    raise InputError(
-                        f"{where}: `area` at position {int(bad[0])} is {area[bad[0]]:g}; "
-                        f"expected a number >= 0"
-                    )
-                out["area"] = area
-        if segm:
-            out["masks"] = self._read_masks(item["masks"], n, where)
+        return labels
+
+    def _read_target_extras(self, item: Mapping, n: int, where: str) -> dict:
+        """A target's optional ``iscrowd`` (bool) and ``area`` (float64) columns, when given."""
+        out: dict = {}
+        if "iscrowd" in item:
+            crowd = self._read_vector(item["iscrowd"], n, where, "iscrowd", "0 or 1 flags")
+            bad = np.flatnonzero((crowd != 0) & (crowd != 1))
+            if len(bad):
+                raise InputError(
+                    f"{where}: `iscrowd` at position {int(bad[0])} is {crowd[bad[0]]:g}; expected 0 or 1"
+                )
+            out["iscrowd"] = crowd.astype(bool)
+        if "area" in item:
+            area = self._read_vector(item["area"], n, where, "area", "areas in pixels")
+            bad = np.flatnonzero(area < 0)
+            if len(bad):
+                raise InputError(
+                    f"{where}: `area` at position {int(bad[0])} is {area[bad[0]]:g}; expected a number >= 0"
+                )
+            out["area"] = area
         return out
 
     def _read_vector(self, value: Any, n: int, where: str, field: str, what: str) -> np.ndarray:
@@ -635,8 +646,9 @@ class Evaluator:
         native = "xywh" if self._box_format == "xywh" else "xyxy"
         segm = sizes is not None
 
-        gt_masks = [m for g in gts for m in g["masks"][1:]] if segm else None
-        dt_masks = [m for d in dts for m in d["masks"][1:]] if segm else None
+        # Without masks (boxes only) the lists stay empty and the records carry no segmentation.
+        gt_masks = [m for g in gts for m in g["masks"][1:]] if segm else []
+        dt_masks = [m for d in dts for m in d["masks"][1:]] if segm else []
         if all("boxes" in g for g in gts):
             gt_box = np.concatenate([g["boxes"] for g in gts]).reshape(-1, 4)
         else:
@@ -651,8 +663,8 @@ class Evaluator:
         gt_crowd = np.concatenate([g.get("iscrowd", np.zeros(len(g["labels"]), bool)) for g in gts])
         gt_image = np.repeat(img_rank, gt_count)
         gt_category = np.searchsorted(category_id, gt_labels)
-        height = sizes[img_order, 0] if segm else np.full(n_img, np.nan)
-        width = sizes[img_order, 1] if segm else np.full(n_img, np.nan)
+        height = sizes[img_order, 0] if sizes is not None else np.full(n_img, np.nan)
+        width = sizes[img_order, 1] if sizes is not None else np.full(n_img, np.nan)
         gt = GroundTruth(
             image_id=image_ids[img_order],
             image_name=tuple(str(i) for i in image_ids[img_order]),

@@ -168,9 +168,9 @@ def match_coco(
     # Outcomes: only candidate detections can differ from "FP, or ignored if out of range".
     n_lane = n_area * n_thr
     lane_area = np.repeat(np.arange(n_area), n_thr)
-    cand_gt = cand_gt.reshape(n_lane, len(candidates))
-    is_matched = cand_gt >= 0
-    safe_gt = np.where(is_matched, cand_gt, 0)
+    lane_gt = cand_gt.reshape(n_lane, len(candidates))
+    is_matched = lane_gt >= 0
+    safe_gt = np.where(is_matched, lane_gt, 0)
     hit_ignored = is_matched & gt_is_ignored[lane_area[:, None], safe_gt]
     counts_as_match = is_matched & ~gt_is_unmatchable[safe_gt]
     cand_out = det_is_out_of_range[:, candidates][lane_area]
@@ -184,7 +184,7 @@ def match_coco(
         det_is_ignored=det_is_ignored,
         match_lane=match_lane,
         match_det=candidates[match_cand],
-        match_gt=cand_gt[match_lane, match_cand],
+        match_gt=lane_gt[match_lane, match_cand],
     )
 
 

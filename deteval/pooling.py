@@ -7,6 +7,8 @@ field: ``evaluate(*pool_categories(gt, dt), protocol)`` equals pycocotools' ``CO
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from deteval.data import Detections, GroundTruth
@@ -86,7 +88,8 @@ def pool_categories(
         segmentation=gt_segm,
         source=gt.source,
         warnings=gt.warnings,
-        is_group_of=gt.is_group_of[gt_rows],
+        # GroundTruth.__post_init__ fills a missing is_group_of with False: never None on an instance.
+        is_group_of=cast(np.ndarray, gt.is_group_of)[gt_rows],
     )
     # New tie order: (category, file order); rows stay where they are.
     tie_rank = np.empty(len(dt), dtype=np.int64)

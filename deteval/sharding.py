@@ -20,6 +20,7 @@ import os
 import signal
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from typing import cast
 
 import numpy as np
 
@@ -141,7 +142,8 @@ def _run_in_processes(job: ShardJob, shards: list) -> list:
         outcomes: list = [None] * len(receivers)
         pending = {receiver: k for k, receiver in enumerate(receivers)}
         while pending:
-            for receiver in wait(list(pending)):
+            for ready in wait(list(pending)):
+                receiver = cast(Connection, ready)  # wait() returns some of the pipes it was given
                 k = pending.pop(receiver)
                 try:
                     outcomes[k] = receiver.recv()

@@ -313,8 +313,10 @@ def configured_terms(protocol: Protocol) -> tuple:
 
 
 def pycocotools_summary(acc: Accumulated, protocol: Protocol) -> dict:
-    """``COCOeval.summarize`` literally: its 12 stats by name (see :func:`pycocotools_terms`), or
-    its ten keypoint stats for ``iou_type: keypoints``.
+    """``COCOeval.summarize`` literally.
+
+    Its 12 stats by name (see :func:`pycocotools_terms`), or its ten keypoint stats for
+    ``iou_type: keypoints``.
     """
     if protocol.iou_type == "keypoints":
         return pycocotools_keypoint_summary(acc, protocol)

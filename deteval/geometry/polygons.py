@@ -41,8 +41,9 @@ _REPAIR_HINT = (
 
 @dataclass(frozen=True, eq=False)
 class ExactMasks:
-    """Per record: shapely geometry (None for RLE rows), exact area and xyxy bounds (NaN for
-    RLE rows).
+    """Per record: shapely geometry, exact area and xyxy bounds.
+
+    RLE rows have no geometry (None) and NaN area and bounds.
     """
 
     geometry: np.ndarray
@@ -63,7 +64,7 @@ def _polygonal(geometry: Any) -> list:
 
 
 def _crossing_parity(points: np.ndarray, ring: np.ndarray) -> np.ndarray:
-    """Per point: does a ray to +x cross the closed ``ring`` an odd number of times?
+    """Per point: whether a ray to +x crosses the closed ``ring`` an odd number of times.
 
     The half-open rule (an edge counts when exactly one end lies strictly above the ray) makes
     a ray through a vertex count once, as every even-odd scanline fill does.

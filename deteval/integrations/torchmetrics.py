@@ -63,8 +63,8 @@ def _torch() -> Any:
 
 def _scalar(value: float) -> Any:
     torch = _torch()
-    value = np.float32(-1.0 if value != value else value)  # torchmetrics' dtype: float32
-    return float(value) if torch is None else torch.tensor(value, dtype=torch.float32)
+    value32 = np.float32(-1.0 if value != value else value)  # torchmetrics' dtype: float32
+    return float(value32) if torch is None else torch.tensor(value32, dtype=torch.float32)
 
 
 def _vector(values: np.ndarray, dtype: str = "float32") -> Any:

@@ -60,7 +60,7 @@ class Params:
         self.iouThrs = np.linspace(0.5, 0.95, int(np.round((0.95 - 0.5) / 0.05)) + 1, endpoint=True)
         self.recThrs = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1, endpoint=True)
         self.maxDets = [1, 10, 100]
-        self.areaRng = [[0**2, 1e5**2], [0**2, 32**2], [32**2, 96**2], [96**2, 1e5**2]]
+        self.areaRng: list[list[float]] = [[0**2, 1e5**2], [0**2, 32**2], [32**2, 96**2], [96**2, 1e5**2]]
         self.areaRngLbl = ["all", "small", "medium", "large"]
         self.useCats = 1
         self.iouType = iouType
@@ -190,7 +190,7 @@ class COCOeval:
         """Fill ``eval`` with pycocotools' arrays (-1 where undefined)."""
         if self.result is None:
             self.evaluate()
-        r = self.result
+        r, _ = self._state()
         rec_thrs = np.asarray(self.params.recThrs if p is None else p.recThrs, dtype=np.float64)
         precision, recall, scores = r.precision, r.recall, r.scores
         if not np.array_equal(rec_thrs, COCO_RECALL_THRESHOLDS):
@@ -291,10 +291,22 @@ class COCOeval:
     def __str__(self) -> str:
         return self.summarize()
 
+    def _state(self) -> tuple[EvalResult, tuple]:
+        """The result and the inputs (gt, detections, result ids, protocol) of :meth:`evaluate`.
+
+        Raises
+        ------
+        ConfigError
+            :meth:`evaluate` has not run (the public steps run it first when needed).
+        """
+        if self.result is None or self._inputs is None:
+            raise ConfigError("COCOeval: no evaluation yet; expected evaluate() to run first, found none")
+        return self.result, self._inputs
+
     # -- pycocotools' per-image structures, built on first access ------------------------------
     def _groups(self) -> tuple:
         """Per (image, category) key: ground-truth rows in file order, detection rows by score."""
-        ground_truth, detections, _, _ = self._inputs
+        ground_truth, detections, _, _ = self._state()[1]
         gt_key = ground_truth.image.astype(np.int64) * ground_truth.n_classes + ground_truth.category
         det_key = detections.image.astype(np.int64) * ground_truth.n_classes + detections.category
         gt_rows = np.lexsort((np.arange(len(ground_truth)), gt_key))
@@ -304,9 +316,9 @@ class COCOeval:
 
     @property
     def ious(self) -> dict:
-        """``{(imgId, catId): (D, G) array}`` as pycocotools' ``computeIoU``, for every image and
-        category of ``params`` (``[]`` when either side is empty).
+        """``{(imgId, catId): (D, G) array}`` as pycocotools' ``computeIoU``.
 
+        One entry for every image and category of ``params`` (``[]`` when either side is empty).
         D: the image's detections of the category by decreasing score (stable), at most
         ``maxDets[-1]``; G: its ground truths in file order. With ``useCats = 0`` the key's
         category is -1.
@@ -318,15 +330,16 @@ class COCOeval:
         return self._ious
 
     def _compute_ious(self) -> dict:
-        ground_truth, detections, _, protocol = self._inputs
+        ground_truth, detections, _, protocol = self._state()[1]
         gt_key, gt_rows, det_key, det_rows = self._groups()
         n_class = ground_truth.n_classes
         cat_ids = np.asarray(ground_truth.category_id)
         img_ids = np.asarray(ground_truth.image_id)
         max_det = self.params.maxDets[-1]
         keys = np.unique(np.r_[gt_key, det_key])
-        gt_bounds = np.searchsorted(gt_key[gt_rows], np.r_[keys, np.iinfo(np.int64).max], side="left")
-        det_bounds = np.searchsorted(det_key[det_rows], np.r_[keys, np.iinfo(np.int64).max], side="left")
+        key_ends = np.append(keys, np.iinfo(np.int64).max)  # each key, then past the last one
+        gt_bounds = np.searchsorted(gt_key[gt_rows], key_ends, side="left")
+        det_bounds = np.searchsorted(det_key[det_rows], key_ends, side="left")
         g_of = [gt_rows[gt_bounds[i] : gt_bounds[i + 1]] for i in range(len(keys))]
         d_of = [det_rows[det_bounds[i] : det_bounds[i + 1]][:max_det] for i in range(len(keys))]
         pair_g = np.concatenate(
@@ -358,7 +371,8 @@ class COCOeval:
 
     @property
     def evalImgs(self) -> list:  # noqa: N802 - pycocotools' name
-        """Pycocotools' ``evalImgs``: for each category, area range and image (in that nesting),
+        """Pycocotools' ``evalImgs``: for each category, area range and image (in that nesting).
+
         None when the image has neither ground truth nor detections of the category, else a
         dict with ``image_id, category_id, aRng, maxDet, dtIds, gtIds, dtMatches, gtMatches,
         dtScores, gtIgnore, dtIgnore`` (matches hold the other side's id, 0 for none).
@@ -370,8 +384,8 @@ class COCOeval:
         return self._evalImgs
 
     def _compute_eval_imgs(self) -> list:
-        ground_truth, detections, det_ids, protocol = self._inputs
-        table = self.result.table
+        result, (ground_truth, detections, det_ids, protocol) = self._state()
+        table = result.table
         p = self.params
         n_thr, n_area = len(protocol.iou_thresholds), len(protocol.area_ranges)
         max_det = p.maxDets[-1]

@@ -20,7 +20,7 @@ __all__ = ["load_ground_truth", "load_detections", "load_coco_gt", "load_coco_dt
 
 
 def gt_format(source: Any) -> str:
-    """ "coco", "voc" or "yolo" for a ground-truth source."""
+    """The format of a ground-truth source: "coco", "voc" or "yolo"."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if os.path.isdir(path):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -51,7 +51,9 @@ class Problems:
         self.kind = kind
         self.label = label
 
-    def fail(self, indices: Sequence[int], problem: str, expected: str, found: Callable[[int], Any]) -> None:
+    def fail(
+        self, indices: Sequence[int] | np.ndarray, problem: str, expected: str, found: Callable[[int], Any]
+    ) -> NoReturn:
         """Raise :func:`deteval.errors.records_error` for the records at ``indices``."""
         indices = list(indices)
         if len(indices) == 1:

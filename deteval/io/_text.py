@@ -13,6 +13,7 @@ import math
 import os
 import stat
 from collections.abc import Iterable, Sequence
+from typing import NoReturn
 
 import numpy as np
 
@@ -205,8 +206,9 @@ def line_of(raw: bytes | str, offset: int) -> int:
     4
     """
     head = raw[:offset]
-    newline, cr = ("\n", "\r") if isinstance(head, str) else (b"\n", b"\r")
-    return head.count(newline) + head.count(cr) - head.count(cr + newline) + 1
+    if isinstance(head, str):
+        return head.count("\n") + head.count("\r") - head.count("\r\n") + 1
+    return head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
 
 
 def split_lines(text: str) -> list[str]:
@@ -237,7 +239,7 @@ def read_text(path: str, *, what: str, limit: int = MAX_BYTES["text"]) -> str:
 
 def fail_records(
     problem: str, expected: str, hits: Sequence[tuple[str, str]], *, kind: str = "lines"
-) -> None:
+) -> NoReturn:
     """Raise one InputError for records with the same defect (:func:`deteval.errors.records_error`).
 
     Parameters

@@ -13,13 +13,13 @@ __all__ = ["find_alias"]
 
 
 def find_alias(node: yaml.Node | None) -> yaml.Node | None:
-    """The first node reached twice in a composed YAML document (an alias), or None.
+    r"""The first node reached twice in a composed YAML document (an alias), or None.
 
     Examples
     --------
-    >>> find_alias(yaml.compose("a: &x [1]\\nb: *x", Loader=yaml.SafeLoader)).start_mark.line
+    >>> find_alias(yaml.compose("a: &x [1]\nb: *x", Loader=yaml.SafeLoader)).start_mark.line
     0
-    >>> find_alias(yaml.compose("a: [1]\\nb: [1]", Loader=yaml.SafeLoader)) is None
+    >>> find_alias(yaml.compose("a: [1]\nb: [1]", Loader=yaml.SafeLoader)) is None
     True
     """
     seen: set = set()

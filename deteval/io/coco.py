@@ -9,15 +9,17 @@ from __future__ import annotations
 import itertools
 import operator
 import os
-from collections.abc import Sequence
-from typing import Annotated, Any
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, cast
 
 import numpy as np
 
 try:  # decodes typed records straight into objects: the fast path for box results
     import msgspec as _msgspec
+
+    _HAS_MSGSPEC = True
 except ImportError:  # pragma: no cover - msgspec is a declared dependency
-    _msgspec = None
+    _HAS_MSGSPEC = False
 
 from deteval.data import Detections, FederatedLabels, GroundTruth
 from deteval.errors import ConfigError, InputError
@@ -76,6 +78,11 @@ def _check_list_of_objects(value: Any, where: str, what: str, field: str) -> lis
     return value
 
 
+def _value_at(records: list, key: str) -> Callable[[int], Any]:
+    """``i -> records[i][key]``: the value a message shows for record ``i``."""
+    return lambda i: records[i][key]
+
+
 def _duplicates(ids: np.ndarray) -> list[tuple[int, int, int]]:
     """(id, first position, second position) of repeated ids."""
     order = np.argsort(ids, kind="stable")
@@ -126,21 +133,7 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     data, where = _source(source, name or "<ground truth>", _fast_ground_truth)
     if isinstance(data, GroundTruth):
         return data
-    if not isinstance(data, dict):
-        raise InputError(
-            f"{where}: expected a COCO instances object with images, annotations and "
-            f"categories, found a JSON {json_type(data)}"
-            + (" (this looks like a results file: pass it as detections)" if isinstance(data, list) else "")
-        )
-    for key in ("images", "annotations", "categories"):
-        if key not in data:
-            raise InputError(
-                f"{where}: missing `{key}`; expected a COCO instances object with "
-                f"images, annotations and categories, found keys {sorted(data)[:10]}"
-            )
-    images = _check_list_of_objects(data["images"], where, "image", "`images`")
-    categories = _check_list_of_objects(data["categories"], where, "category", "`categories`")
-    anns = _check_list_of_objects(data["annotations"], where, "annotation", "`annotations`")
+    images, categories, anns = _instances_lists(data, where)
 
     lenient = not isinstance(source, (str, os.PathLike))  # parsed objects: 3.0 from arr.tolist()
     meta = _images_and_categories(images, categories, where, integral_floats=lenient)
@@ -194,25 +187,55 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     num_keypoints = None
     if keypoints is not None:
         num_keypoints = _num_keypoints(anns, keypoints, ann_problems, where, warnings)
-    return _assemble_gt(
-        meta,
-        ann_ids,
-        ann_image,
-        ann_category,
-        box,
-        area,
-        is_crowd,
-        is_difficult,
-        is_ignore,
-        segmentation,
-        where,
-        warnings,
-        ann_problems=ann_problems,
-        anns=anns,
-        is_group_of=is_group_of,
-        keypoints=keypoints,
-        num_keypoints=num_keypoints,
+    # With ``ann_problems`` an unknown image or category id raises: the value is never None.
+    return cast(
+        GroundTruth,
+        _assemble_gt(
+            meta,
+            ann_ids,
+            ann_image,
+            ann_category,
+            box,
+            area,
+            is_crowd,
+            is_difficult,
+            is_ignore,
+            segmentation,
+            where,
+            warnings,
+            ann_problems=ann_problems,
+            anns=anns,
+            is_group_of=is_group_of,
+            keypoints=keypoints,
+            num_keypoints=num_keypoints,
+        ),
     )
+
+
+def _instances_lists(data: Any, where: str) -> tuple[list, list, list]:
+    """The ``images``, ``categories`` and ``annotations`` lists of a COCO instances object.
+
+    Raises
+    ------
+    InputError
+        ``data`` is not an object, misses one of the three keys, or one is not a list of objects.
+    """
+    if not isinstance(data, dict):
+        raise InputError(
+            f"{where}: expected a COCO instances object with images, annotations and "
+            f"categories, found a JSON {json_type(data)}"
+            + (" (this looks like a results file: pass it as detections)" if isinstance(data, list) else "")
+        )
+    for key in ("images", "annotations", "categories"):
+        if key not in data:
+            raise InputError(
+                f"{where}: missing `{key}`; expected a COCO instances object with "
+                f"images, annotations and categories, found keys {sorted(data)[:10]}"
+            )
+    images = _check_list_of_objects(data["images"], where, "image", "`images`")
+    categories = _check_list_of_objects(data["categories"], where, "category", "`categories`")
+    anns = _check_list_of_objects(data["annotations"], where, "annotation", "`annotations`")
+    return images, categories, anns
 
 
 def _group_of_column(anns: list, problems: Problems) -> np.ndarray:
@@ -338,7 +361,7 @@ def _images_and_categories(
         negative = np.flatnonzero(size < 0)
         if len(negative):
             img_problems.fail(
-                negative, f"`{key}` is negative", "a size in pixels >= 0", lambda i, key=key: images[i][key]
+                negative, f"`{key}` is negative", "a size in pixels >= 0", _value_at(images, key)
             )
     file_names = [str(r.get("file_name", plain(r.get("id")))) for r in images]
 
@@ -416,7 +439,7 @@ def _federated_labels(
                 bad,
                 f"`{key}` is not a list of integers",
                 "a list of category ids",
-                lambda i, values=values: values[i],
+                values.__getitem__,
             )
         counts = np.array([len(v) for v in values], dtype=np.int64)
         owner = np.repeat(np.array([r["id"] for r in images], dtype=np.int64), counts)
@@ -429,7 +452,7 @@ def _federated_labels(
                 sorted(set(at.tolist())),
                 f"`{key}` names a category not in `categories`",
                 "ids of listed categories",
-                lambda i, values=values: values[i],
+                values.__getitem__,
             )
         pairs += [_index_of(owner, image_ids), category]
     return FederatedLabels(
@@ -462,29 +485,30 @@ def _assemble_gt(
 ) -> GroundTruth | None:
     """Map annotation ids to image/category indices and build the value.
 
-    Without ``ann_problems`` (the fast path) an unknown id returns None instead of raising.
+    Without ``ann_problems`` and ``anns`` (the fast path) an unknown id returns None instead of
+    raising.
     """
     image = _index_of(ann_image, meta["image_id"])
     unknown = np.flatnonzero(image < 0)
     if len(unknown):
-        if ann_problems is None:
+        if ann_problems is None or anns is None:
             return None
         ann_problems.fail(
             unknown,
             "`image_id` is not in `images`",
             "the id of a listed image",
-            lambda i: anns[i]["image_id"],
+            _value_at(anns, "image_id"),
         )
     category = _index_of(ann_category, meta["category_id"])
     unknown = np.flatnonzero(category < 0)
     if len(unknown):
-        if ann_problems is None:
+        if ann_problems is None or anns is None:
             return None
         ann_problems.fail(
             unknown,
             "`category_id` is not in `categories`",
             "the id of a listed category",
-            lambda i: anns[i]["category_id"],
+            _value_at(anns, "category_id"),
         )
     zero = int(((area == 0) | (box[:, 2] == 0) | (box[:, 3] == 0)).sum())
     if zero:
@@ -749,7 +773,7 @@ def _box_warnings(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: st
     return out + _encoding_suspicions(box, image, gt, where)
 
 
-if _msgspec is not None:
+if _HAS_MSGSPEC:
     #: A JSON integer that fits int64; a larger one sends the file to the full loader.
     _Int64 = Annotated[int, _msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
 
@@ -787,7 +811,7 @@ def _fast_box_results(
     record, which also rules out duplicate keys), finite numbers, non-negative sizes, known
     images and categories. Anything else returns None and the full loader names the problem.
     """
-    if _msgspec is None:
+    if not _HAS_MSGSPEC:
         return None
     records = _decode_or_none(raw, _BOX_RESULTS)
     if records is None:
@@ -835,8 +859,9 @@ class RawSegmentations(Sequence):
     a COCO instances file. Items decode on access (``None`` where a record has none).
     """
 
-    def __init__(self, raws: list):
+    def __init__(self, raws: list, loads: Callable[[bytes], Any]):
         self._raws = raws
+        self._loads = loads
 
     def __len__(self) -> int:
         return len(self._raws)
@@ -845,10 +870,10 @@ class RawSegmentations(Sequence):
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
         raw = self._raws[index]
-        return None if raw is None else _orjson.loads(bytes(raw))
+        return None if raw is None else self._loads(bytes(raw))
 
 
-if _msgspec is not None:
+if _HAS_MSGSPEC:
 
     class _Annotation(_msgspec.Struct, forbid_unknown_fields=True):
         """A COCO annotation's fields, typed strictly; segmentation left undecoded."""
@@ -859,9 +884,9 @@ if _msgspec is not None:
         bbox: tuple[float, float, float, float]
         area: float
         iscrowd: _Int64
-        segmentation: _msgspec.Raw = _msgspec.UNSET
-        ignore: _Int64 = _msgspec.UNSET
-        difficult: _Int64 = _msgspec.UNSET
+        segmentation: _msgspec.Raw | _msgspec.UnsetType = _msgspec.UNSET
+        ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+        difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
 
     class _Instances(_msgspec.Struct, forbid_unknown_fields=True):
         images: list[dict]
@@ -881,7 +906,7 @@ def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
     non-negative bbox and area and an ``iscrowd`` of 0 or 1, unique annotation ids, known image
     and category ids. Images and categories go through the same checks as the full path.
     """
-    if _msgspec is None or _orjson is None:
+    if not _HAS_MSGSPEC or _orjson is None:
         return None
     data = _decode_or_none(raw, _INSTANCES)
     if data is None:
@@ -939,7 +964,7 @@ def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
         crowd.astype(bool),
         difficult.astype(bool),
         ignore.astype(bool),
-        RawSegmentations(segm),
+        RawSegmentations(segm, _orjson.loads),
         path,
         [],
         ann_problems=None,

@@ -182,7 +182,7 @@ def _where_npy(index: tuple) -> str:
 def read_matrix(
     path: str | os.PathLike, *, what: str = "scores", max_bytes: int = MAX_BYTES, max_cells: int = MAX_CELLS
 ) -> np.ndarray:
-    """Read a matrix of finite numbers.
+    r"""Read a matrix of finite numbers.
 
     Parameters
     ----------
@@ -207,7 +207,7 @@ def read_matrix(
     --------
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "y.csv").write_text("cat,dog\\n1,0\\n0,1\\n")
+    >>> _ = (folder / "y.csv").write_text("cat,dog\n1,0\n0,1\n")
     >>> read_matrix(folder / "y.csv", what="labels")
     array([[1, 0],
            [0, 1]], dtype=int8)

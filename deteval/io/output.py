@@ -193,7 +193,7 @@ def write_atomic(
     option: str = "--output",
     inputs: ReadLog | Mapping[str, Any] | Iterable[Any] | None = None,
 ) -> None:
-    """Write ``data`` to ``path`` completely or not at all.
+    r"""Write ``data`` to ``path`` completely or not at all.
 
     The data goes to a temporary file in the same folder, which is flushed, fsynced and then
     atomically renamed over ``path`` (``os.replace``). On any failure -- including
@@ -220,9 +220,9 @@ def write_atomic(
     --------
     >>> import tempfile, pathlib
     >>> target = pathlib.Path(tempfile.mkdtemp()) / "out.json"
-    >>> write_atomic(target, '{"ok": true}\\n')
+    >>> write_atomic(target, '{"ok": true}\n')
     >>> target.read_text(), sorted(p.name for p in target.parent.iterdir())
-    ('{"ok": true}\\n', ['out.json'])
+    ('{"ok": true}\n', ['out.json'])
     """
     if inputs is not None:
         check_output(path, inputs, option=option)

@@ -23,7 +23,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from pycocotools import mask as mask_utils
@@ -98,7 +98,7 @@ def fail_records(
     expected: str,
     found: Callable[[int], str],
     hint: str = "",
-) -> None:
+) -> NoReturn:
     """Raise one InputError naming the first five records (by row) with ``problem``.
 
     The message reads ``<file>: <record> (<ids>): <problem>; expected <...>,
@@ -238,6 +238,7 @@ class CheckedMasks:
 
     @property
     def n_parts(self) -> np.ndarray:
+        """The number of parts of each record (int)."""
         return np.diff(self.part_start)
 
 
@@ -414,7 +415,7 @@ def _parse_polygons(
 
 
 def _has_three_distinct(points: np.ndarray, point_start: np.ndarray) -> np.ndarray:
-    """Per part (each with >= 3 points): does it have at least 3 distinct points?
+    """Per part (each with >= 3 points): whether it has at least 3 distinct points.
 
     Examples
     --------
@@ -453,6 +454,34 @@ def _parse_rles(src: SegmentationSource, rle_rows: np.ndarray) -> tuple:
     out: list = [None] * len(values)
     if not len(rle_rows):
         return tuple(out)
+    sizes, list_rows, string_rows = _rle_sizes_and_kinds(src, rle_rows)
+    total_of = sizes[:, 0] * sizes[:, 1]
+    if list_rows:
+        _check_list_counts(src, list_rows, sizes, total_of)
+        for r in list_rows:
+            out[r] = {
+                "size": [int(sizes[r, 0]), int(sizes[r, 1])],
+                "counts": [int(x) for x in values[r]["counts"]],
+            }
+    if string_rows:
+        encoded = _check_string_counts(src, string_rows, sizes, total_of)
+        for r, e in zip(string_rows, encoded, strict=True):
+            out[r] = {"size": [int(sizes[r, 0]), int(sizes[r, 1])], "counts": e}
+    _check_rle_sizes(src, rle_rows, sizes)
+    return tuple(out)
+
+
+def _rle_sizes_and_kinds(src: SegmentationSource, rle_rows: np.ndarray) -> tuple[np.ndarray, list, list]:
+    """Check each RLE's keys, ``size`` and ``counts`` type.
+
+    Returns
+    -------
+    sizes : int64 (n_records, 2)
+        ``[height, width]`` of the RLE rows (0 elsewhere).
+    list_rows, string_rows : list of int
+        The RLE rows with uncompressed (list) and compressed (string) ``counts``.
+    """
+    values = src.values
     bad_keys, bad_size, bad_counts = [], [], []
     sizes = np.zeros((len(values), 2), dtype=np.int64)
     list_rows, string_rows = [], []
@@ -504,95 +533,99 @@ def _parse_rles(src: SegmentationSource, rle_rows: np.ndarray) -> tuple:
             "a list of run lengths or pycocotools' compressed string",
             lambda r: _show(values[r]["counts"]),
         )
-    total_of = sizes[:, 0] * sizes[:, 1]
-    if list_rows:
-        rows = np.array(list_rows)
-        count_lists = [values[r]["counts"] for r in list_rows]
-        flat = list(itertools.chain.from_iterable(count_lists))
-        lengths = np.fromiter(map(len, count_lists), np.int64, len(count_lists))
-        owner = np.repeat(np.arange(len(rows)), lengths)
-        if not set(map(type, flat)) <= {int}:
-            bad = [
-                r
-                for r, c in zip(list_rows, count_lists, strict=True)
-                if not all(type(x) is int or isinstance(x, np.integer) for x in c)
-            ]
-            if bad:
-                fail_records(
-                    src,
-                    bad,
-                    "RLE `counts` has a value that is not an integer",
-                    "non-negative integer run lengths",
-                    lambda r: _show(values[r]["counts"]),
-                )
-        try:
-            counts = np.array(flat, dtype=np.float64)
-        except OverflowError:
-            counts = np.array([_as_float(x) for x in flat], dtype=np.float64)
-        negative = np.unique(owner[(counts < 0) | (counts >= 2**32)])
-        if len(negative):
+    return sizes, list_rows, string_rows
+
+
+def _check_list_counts(
+    src: SegmentationSource, list_rows: list, sizes: np.ndarray, total_of: np.ndarray
+) -> None:
+    """Uncompressed ``counts``: integers in [0, 2**32) adding up to ``height * width``."""
+    values = src.values
+    rows = np.array(list_rows)
+    count_lists = [values[r]["counts"] for r in list_rows]
+    flat = list(itertools.chain.from_iterable(count_lists))
+    lengths = np.fromiter(map(len, count_lists), np.int64, len(count_lists))
+    owner = np.repeat(np.arange(len(rows)), lengths)
+    if not set(map(type, flat)) <= {int}:
+        bad = [
+            r
+            for r, c in zip(list_rows, count_lists, strict=True)
+            if not all(type(x) is int or isinstance(x, np.integer) for x in c)
+        ]
+        if bad:
             fail_records(
                 src,
-                rows[negative],
-                "RLE `counts` has a negative or too large run length",
-                "run lengths in [0, 2**32)",
+                bad,
+                "RLE `counts` has a value that is not an integer",
+                "non-negative integer run lengths",
                 lambda r: _show(values[r]["counts"]),
             )
-        sums = np.bincount(owner, weights=counts, minlength=len(rows))
-        wrong = np.flatnonzero(sums != total_of[rows])
-        if len(wrong):
-            sums_of = dict(zip(rows[wrong].tolist(), sums[wrong].tolist(), strict=True))
-            fail_records(
-                src,
-                rows[wrong],
-                "RLE run lengths do not add up to height * width",
-                "counts summing to size[0] * size[1]",
-                lambda r: f"a sum of {int(sums_of[r])} for size {sizes[r].tolist()}",
-            )
-        for r in list_rows:
-            out[r] = {
-                "size": [int(sizes[r, 0]), int(sizes[r, 1])],
-                "counts": [int(x) for x in values[r]["counts"]],
-            }
-    if string_rows:
-        rows = np.array(string_rows)
-        encoded = [
-            c.encode("utf-8") if isinstance(c, str) else bytes(c)
-            for c in (values[r]["counts"] for r in string_rows)
-        ]
-        problem = _check_compressed(encoded)
-        problem[(problem == 2) & (total_of[rows] == 0)] = 0  # "" is a fine 0 x 0 mask
-        bad = np.flatnonzero(problem != 0)
-        if len(bad):
-            what = {1: "a character outside '0'..'o'", 2: "a string that ends inside a run (or is empty)"}
-            code_of = dict(zip(rows[bad].tolist(), problem[bad].tolist(), strict=True))
-            fail_records(
-                src,
-                rows[bad],
-                "compressed RLE `counts` is not pycocotools' encoding",
-                "the string of pycocotools.mask.encode",
-                lambda r: f"{what[code_of[r]]}: {_show(values[r]['counts'])}",
-            )
-        sums = _compressed_run_sums_batched(encoded)
-        wrong = np.flatnonzero(sums != total_of[rows])
-        if len(wrong):
-            sums_of = dict(zip(rows[wrong].tolist(), sums[wrong].tolist(), strict=True))
-            fail_records(
-                src,
-                rows[wrong],
-                "compressed RLE runs do not add up to height * width "
-                "(pycocotools would read or write past the mask)",
-                "counts (decoded) summing to size[0] * size[1]",
-                lambda r: (
-                    "a sum of "
-                    + ("runs longer than 2**35" if sums_of[r] < 0 else str(sums_of[r]))
-                    + f" for size {sizes[r].tolist()}"
-                ),
-            )
-        for r, e in zip(string_rows, encoded, strict=True):
-            out[r] = {"size": [int(sizes[r, 0]), int(sizes[r, 1])], "counts": e}
-    _check_rle_sizes(src, rle_rows, sizes)
-    return tuple(out)
+    try:
+        counts = np.array(flat, dtype=np.float64)
+    except OverflowError:
+        counts = np.array([_as_float(x) for x in flat], dtype=np.float64)
+    negative = np.unique(owner[(counts < 0) | (counts >= 2**32)])
+    if len(negative):
+        fail_records(
+            src,
+            rows[negative],
+            "RLE `counts` has a negative or too large run length",
+            "run lengths in [0, 2**32)",
+            lambda r: _show(values[r]["counts"]),
+        )
+    sums = np.bincount(owner, weights=counts, minlength=len(rows))
+    wrong = np.flatnonzero(sums != total_of[rows])
+    if len(wrong):
+        sums_of = dict(zip(rows[wrong].tolist(), sums[wrong].tolist(), strict=True))
+        fail_records(
+            src,
+            rows[wrong],
+            "RLE run lengths do not add up to height * width",
+            "counts summing to size[0] * size[1]",
+            lambda r: f"a sum of {int(sums_of[r])} for size {sizes[r].tolist()}",
+        )
+
+
+def _check_string_counts(
+    src: SegmentationSource, string_rows: list, sizes: np.ndarray, total_of: np.ndarray
+) -> list[bytes]:
+    """Compressed ``counts``: pycocotools' encoding, decoding to ``height * width``; as bytes."""
+    values = src.values
+    rows = np.array(string_rows)
+    encoded = [
+        c.encode("utf-8") if isinstance(c, str) else bytes(c)
+        for c in (values[r]["counts"] for r in string_rows)
+    ]
+    problem = _check_compressed(encoded)
+    problem[(problem == 2) & (total_of[rows] == 0)] = 0  # "" is a fine 0 x 0 mask
+    bad = np.flatnonzero(problem != 0)
+    if len(bad):
+        what = {1: "a character outside '0'..'o'", 2: "a string that ends inside a run (or is empty)"}
+        code_of = dict(zip(rows[bad].tolist(), problem[bad].tolist(), strict=True))
+        fail_records(
+            src,
+            rows[bad],
+            "compressed RLE `counts` is not pycocotools' encoding",
+            "the string of pycocotools.mask.encode",
+            lambda r: f"{what[code_of[r]]}: {_show(values[r]['counts'])}",
+        )
+    sums = _compressed_run_sums_batched(encoded)
+    wrong = np.flatnonzero(sums != total_of[rows])
+    if len(wrong):
+        sums_of = dict(zip(rows[wrong].tolist(), sums[wrong].tolist(), strict=True))
+        fail_records(
+            src,
+            rows[wrong],
+            "compressed RLE runs do not add up to height * width "
+            "(pycocotools would read or write past the mask)",
+            "counts (decoded) summing to size[0] * size[1]",
+            lambda r: (
+                "a sum of "
+                + ("runs longer than 2**35" if sums_of[r] < 0 else str(sums_of[r]))
+                + f" for size {sizes[r].tolist()}"
+            ),
+        )
+    return encoded
 
 
 def _check_rle_sizes(src: SegmentationSource, rle_rows: np.ndarray, sizes: np.ndarray) -> None:
@@ -625,8 +658,9 @@ def _compressed_run_sums_batched(strings: list, batch_chars: int = 1 << 23) -> n
 
 
 def _compressed_run_sums(strings: list) -> np.ndarray:
-    """The sum of the decoded run lengths of each compressed counts string (int64), -1 when a run
-    has more than 7 groups; all strings decoded at once in numpy.
+    """The sum of the decoded run lengths of each compressed counts string (int64).
+
+    -1 when a run has more than 7 groups; all strings are decoded at once in numpy.
 
     The strings passed :func:`_check_compressed` (valid characters, no run cut by the end).
     Decoding follows ``maskApi.c`` ``rleFrString`` exactly: 5-bit groups low first, bit 0x20

@@ -24,7 +24,7 @@ import re
 import xml.etree.ElementTree as ET
 import xml.parsers.expat as expat
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -315,107 +315,18 @@ def load_voc_gt(
     (('a',), ('cat',), [[1.0, 2.0, 10.0, 20.0]])
     """
     root = os.fspath(root)
-    warnings: list[str] = []
-    ann_dir = os.path.join(root, "Annotations")
-    if not os.path.isdir(ann_dir):
-        raise InputError(
-            f"{root}: no Annotations/ folder; expected a PASCAL VOC root "
-            f"(Annotations/*.xml, ImageSets/Main/<split>.txt)"
-        )
-    if split is not None:
-        ids, split_path = _read_split(root, split)
-        paths = [safe_child(ann_dir, i + ".xml", what="image id", where=split_path) for i in ids]
-        missing = [(split_path, shorten(i)) for i, p in zip(ids, paths, strict=True) if not os.path.isfile(p)]
-        if missing:
-            fail_records(
-                "image without an annotation file",
-                f"Annotations/<id>.xml for every id of {split_path}",
-                missing,
-                kind="image ids",
-            )
-    else:
-        files = list_files(ann_dir, what="VOC annotation files")
-        names = sorted(n for n in files if n.endswith(".xml"))
-        ids = [n[:-4] for n in names]
-        paths = [files[n] for n in names]
-        warnings.extend(_split_note(root, ids))
-
-    image_width = np.full(len(ids), np.nan)
-    image_height = np.full(len(ids), np.nan)
-    obj_image: list[int] = []
-    obj_name: list[str] = []
-    obj_box: list[tuple] = []
-    obj_difficult: list[bool] = []
-    obj_where: list[str] = []
-    bad_fields: list[tuple[str, str]] = []
-    no_difficult: list[str] = []
-    no_size: list[str] = []
-    for i, path in enumerate(paths):
-        root_el, lines = parse_xml(read_bytes(path, what=_ANNOTATION, limit=MAX_BYTES["xml"]), path)
-        if root_el.tag != "annotation":
-            raise InputError(
-                f"{path}:{lines.get(root_el, 1)}: root element is <{root_el.tag}>; "
-                f"expected <annotation> ({_ANNOTATION})"
-            )
-        size = root_el.find("size")
-        width, height = _number(_text(size, "width")), _number(_text(size, "height"))
-        if width is None or height is None or width <= 0 or height <= 0:
-            no_size.append(path)
-        else:
-            image_width[i], image_height[i] = width, height
-        for k, obj in enumerate(root_el.findall("object")):
-            line = lines.get(obj, 0)
-            name = _text(obj, "name")
-            where = f"{path}:{line}: object #{k} (name={shorten(name or '')})"
-            if not name:
-                bad_fields.append((where, "no <name>" if name is None else "an empty <name>"))
-                continue
-            repeated = [f"<{t}>" for t in _ONCE if len(obj.findall(t)) > 1]
-            box_el = obj.find("bndbox")
-            if box_el is not None:
-                repeated += [f"<bndbox><{t}>" for t in _CORNERS if len(box_el.findall(t)) > 1]
-            if repeated:  # the devkit would read the first and ignore the rest: refused, not guessed
-                bad_fields.append(
-                    (
-                        where,
-                        f"{', '.join(repeated)} more than once (one object per "
-                        f"<object>: write another <object> for another box)",
-                    )
-                )
-                continue
-            if box_el is None:
-                bad_fields.append((where, "no <bndbox>"))
-                continue
-            texts = [_text(box_el, t) for t in ("xmin", "ymin", "xmax", "ymax")]
-            coords = [_number(t) for t in texts]
-            if any(c is None for c in coords):
-                shown = ", ".join(
-                    f"{t}={'missing' if x is None else shorten(x)}"
-                    for t, x in zip(("xmin", "ymin", "xmax", "ymax"), texts, strict=True)
-                )
-                bad_fields.append((where, f"<bndbox> {shown}"))
-                continue
-            difficult_text = _text(obj, "difficult")
-            if difficult_text is None:
-                no_difficult.append(path)
-                difficult = False
-            elif difficult_text in ("0", "1"):
-                difficult = difficult_text == "1"
-            else:
-                bad_fields.append((where, f"<difficult>{shorten(difficult_text)}</difficult>"))
-                continue
-            obj_image.append(i)
-            obj_name.append(name)
-            obj_box.append(tuple(coords))
-            obj_difficult.append(difficult)
-            obj_where.append(where)
-    if bad_fields:
+    ids, paths, warnings = _annotation_paths(root, split)
+    objects = _read_annotations(paths)
+    if objects.bad_fields:
         fail_records(
             "object without a usable name, bndbox or difficult flag",
             "<name>, <bndbox> with four finite numbers <xmin> <ymin> <xmax> <ymax>, and <difficult> 0 or 1",
-            bad_fields,
+            objects.bad_fields,
             kind="objects",
         )
+    image_width, image_height = objects.image_width, objects.image_height
+    obj_image, obj_name, obj_box = objects.image, objects.name, objects.box
+    obj_difficult, obj_where = objects.is_difficult, objects.where
 
     box = np.array(obj_box, dtype=np.float64).reshape(len(obj_box), 4)
     inverted = np.flatnonzero((box[:, 0] > box[:, 2]) | (box[:, 1] > box[:, 3]))
@@ -433,23 +344,7 @@ def load_voc_gt(
         class_names = _check_classes(classes, root)
     class_index = {c: k for k, c in enumerate(class_names)}
     keep = np.array([n in class_index for n in obj_name], dtype=bool)
-    if not keep.all():
-        other = sorted({n for n, kept in zip(obj_name, keep, strict=True) if not kept})
-        warnings.append(
-            f"{root}: {int((~keep).sum())} objects of classes not in the class list were "
-            f"left out: {names_note(other)}"
-        )
-    if no_difficult:
-        files = sorted(set(no_difficult))
-        warnings.append(
-            f"{root}: {len(no_difficult)} objects in {len(files)} files have no "
-            f"<difficult>: read as 0 (not difficult); files: {names_note(files)}"
-        )
-    if no_size:
-        warnings.append(
-            f"{root}: {len(no_size)} images without a positive <size> width and height "
-            f"(size unknown, boxes not checked against it): {names_note(no_size)}"
-        )
+    warnings += _object_warnings(root, objects, keep)
     image = np.array(obj_image, dtype=np.int64)
     width, height = image_width[image], image_height[image]
     outside = np.flatnonzero((box[:, 0] < 0) | (box[:, 1] < 0) | (box[:, 2] > width) | (box[:, 3] > height))
@@ -486,6 +381,149 @@ def load_voc_gt(
     )
 
 
+def _annotation_paths(root: str, split: str | None) -> tuple[list[str], list[str], list[str]]:
+    """The image ids, their annotation files and a note on the image sets (no ``split`` only).
+
+    Raises
+    ------
+    InputError
+        No ``Annotations/`` folder; ids of the image set without an annotation file.
+    """
+    ann_dir = os.path.join(root, "Annotations")
+    if not os.path.isdir(ann_dir):
+        raise InputError(
+            f"{root}: no Annotations/ folder; expected a PASCAL VOC root "
+            f"(Annotations/*.xml, ImageSets/Main/<split>.txt)"
+        )
+    if split is not None:
+        ids, split_path = _read_split(root, split)
+        paths = [safe_child(ann_dir, i + ".xml", what="image id", where=split_path) for i in ids]
+        missing = [(split_path, shorten(i)) for i, p in zip(ids, paths, strict=True) if not os.path.isfile(p)]
+        if missing:
+            fail_records(
+                "image without an annotation file",
+                f"Annotations/<id>.xml for every id of {split_path}",
+                missing,
+                kind="image ids",
+            )
+        return ids, paths, []
+    files = list_files(ann_dir, what="VOC annotation files")
+    names = sorted(n for n in files if n.endswith(".xml"))
+    ids = [n[:-4] for n in names]
+    return ids, [files[n] for n in names], _split_note(root, ids)
+
+
+@dataclass
+class _Objects:
+    """The objects read from a list of annotation files (built by :func:`_read_annotations`)."""
+
+    image_width: np.ndarray
+    image_height: np.ndarray
+    image: list[int] = field(default_factory=list)
+    name: list[str] = field(default_factory=list)
+    box: list[tuple] = field(default_factory=list)
+    is_difficult: list[bool] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
+    bad_fields: list[tuple[str, str]] = field(default_factory=list)
+    no_difficult: list[str] = field(default_factory=list)
+    no_size: list[str] = field(default_factory=list)
+
+
+def _read_annotations(paths: list[str]) -> _Objects:
+    """Read every annotation file: image sizes, usable objects and the defects found.
+
+    Raises
+    ------
+    InputError
+        Malformed XML, or a root element other than ``<annotation>``.
+    """
+    objects = _Objects(image_width=np.full(len(paths), np.nan), image_height=np.full(len(paths), np.nan))
+    for i, path in enumerate(paths):
+        root_el, lines = parse_xml(read_bytes(path, what=_ANNOTATION, limit=MAX_BYTES["xml"]), path)
+        if root_el.tag != "annotation":
+            raise InputError(
+                f"{path}:{lines.get(root_el, 1)}: root element is <{root_el.tag}>; "
+                f"expected <annotation> ({_ANNOTATION})"
+            )
+        size = root_el.find("size")
+        width, height = _number(_text(size, "width")), _number(_text(size, "height"))
+        if width is None or height is None or width <= 0 or height <= 0:
+            objects.no_size.append(path)
+        else:
+            objects.image_width[i], objects.image_height[i] = width, height
+        for k, obj in enumerate(root_el.findall("object")):
+            name = _text(obj, "name")
+            where = f"{path}:{lines.get(obj, 0)}: object #{k} (name={shorten(name or '')})"
+            fields = _object_fields(obj, name)
+            if isinstance(fields, str):
+                objects.bad_fields.append((where, fields))
+                continue
+            name, coords, difficult = fields
+            if difficult is None:
+                objects.no_difficult.append(path)
+            objects.image.append(i)
+            objects.name.append(name)
+            objects.box.append(coords)
+            objects.is_difficult.append(bool(difficult))
+            objects.where.append(where)
+    return objects
+
+
+def _object_fields(obj: ET.Element, name: str | None) -> str | tuple[str, tuple, bool | None]:
+    """The name, box and difficult flag (None when absent) of one ``<object>``, or what is wrong."""
+    if not name:
+        return "no <name>" if name is None else "an empty <name>"
+    repeated = [f"<{t}>" for t in _ONCE if len(obj.findall(t)) > 1]
+    box_el = obj.find("bndbox")
+    if box_el is not None:
+        repeated += [f"<bndbox><{t}>" for t in _CORNERS if len(box_el.findall(t)) > 1]
+    if repeated:  # the devkit would read the first and ignore the rest: refused, not guessed
+        return (
+            f"{', '.join(repeated)} more than once (one object per "
+            f"<object>: write another <object> for another box)"
+        )
+    if box_el is None:
+        return "no <bndbox>"
+    texts = [_text(box_el, t) for t in ("xmin", "ymin", "xmax", "ymax")]
+    coords = [_number(t) for t in texts]
+    if any(c is None for c in coords):
+        shown = ", ".join(
+            f"{t}={'missing' if x is None else shorten(x)}"
+            for t, x in zip(("xmin", "ymin", "xmax", "ymax"), texts, strict=True)
+        )
+        return f"<bndbox> {shown}"
+    difficult_text = _text(obj, "difficult")
+    if difficult_text is None:
+        return name, tuple(coords), None
+    if difficult_text in ("0", "1"):
+        return name, tuple(coords), difficult_text == "1"
+    return f"<difficult>{shorten(difficult_text)}</difficult>"
+
+
+def _object_warnings(root: str, objects: _Objects, keep: np.ndarray) -> list[str]:
+    """Counted warnings: objects of unlisted classes, without ``<difficult>``, images without a size."""
+    warnings = []
+    if not keep.all():
+        other = sorted({n for n, kept in zip(objects.name, keep, strict=True) if not kept})
+        warnings.append(
+            f"{root}: {int((~keep).sum())} objects of classes not in the class list were "
+            f"left out: {names_note(other)}"
+        )
+    no_difficult = objects.no_difficult
+    if no_difficult:
+        files = sorted(set(no_difficult))
+        warnings.append(
+            f"{root}: {len(no_difficult)} objects in {len(files)} files have no "
+            f"<difficult>: read as 0 (not difficult); files: {names_note(files)}"
+        )
+    if objects.no_size:
+        warnings.append(
+            f"{root}: {len(objects.no_size)} images without a positive <size> width and height "
+            f"(size unknown, boxes not checked against it): {names_note(objects.no_size)}"
+        )
+    return warnings
+
+
 def _padding_hint(value: str, gt: GroundTruth) -> str:
     hint = explain_miss(value, gt)
     return f" ({hint})" if hint else ""
@@ -500,8 +538,12 @@ def _check_classes(classes: Sequence[str], where: str) -> tuple:
         return VOC_CLASSES
     if isinstance(classes, str) or not all(isinstance(c, str) and c for c in classes):
         raise InputError(f"{where}: classes must be a list of non-empty strings, found {classes!r:.80}")
-    seen: set = set()
-    dup = [c for c in classes if c in seen or seen.add(c)]
+    seen: set[str] = set()
+    dup = []  # every repeat, in order
+    for c in classes:
+        if c in seen:
+            dup.append(c)
+        seen.add(c)
     if dup:
         raise InputError(f"{where}: classes listed twice: {dup[:5]}; expected each class once")
     return tuple(classes)
@@ -662,54 +704,17 @@ def voc_year(root: str | os.PathLike) -> int | None:
     return int(years[-1]) if years else None
 
 
-def load_voc_dt(
-    folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | None = None, unknown_category: str = "error"
-) -> Detections:
-    """Read a folder of VOC per-class result files against ``gt``.
-
-    Parameters
-    ----------
-    folder : str or os.PathLike
-        Files ``<prefix><class>.txt`` (e.g. ``comp4_det_test_car.txt``), one detection per line:
-        ``image_id score x1 y1 x2 y2`` (1-based inclusive pixel corners, as the devkit writes).
-    gt : GroundTruth
-        Classes are matched by name; image ids by image name (VOC id), else file-name stem,
-        compared as text as the devkit does (``1`` is not ``000001``; no numeric fallback).
-    prefix : str, optional
-        File name prefix; detected from the file names and class names when not given.
-    unknown_category : {"error", "drop"}
-        A file ``<prefix><name>.txt`` whose name is not a class of ``gt``: refuse (default), or
-        leave it out with a counted warning.
-
-    Returns
-    -------
-    Detections
-        ``box_format="xyxy"``; ``order`` = position in the files read in class order, line by
-        line (the devkit's stable sort breaks score ties by it).
+def _result_file_notes(
+    folder: str, gt: GroundTruth, files: dict[str, str], txt: list[str], prefix: str, *, unknown_category: str
+) -> list[str]:
+    """Check the result files found against the classes of ``gt``; the warnings to give.
 
     Raises
     ------
     InputError
-        Wrong column count or non-numbers (``file:line``), image ids not in the ground truth,
-        ``x1 > x2`` or ``y1 > y2``, result files of unknown classes.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "Annotations").mkdir()
-    >>> _ = (root / "Annotations" / "a.xml").write_text("<annotation><object><name>cat</name>"
-    ...     "<difficult>0</difficult><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>10</xmax>"
-    ...     "<ymax>10</ymax></bndbox></object></annotation>")
-    >>> _ = (root / "comp4_det_test_cat.txt").write_text("a 0.9 1 1 10 10\\n")
-    >>> dt = load_voc_dt(root, load_voc_gt(root))
-    >>> dt.score.tolist(), dt.box.tolist()
-    ([0.9], [[1.0, 1.0, 10.0, 10.0]])
+        No result file of any class; result files of classes not in ``gt`` (unless dropped).
     """
-    folder = os.fspath(folder)
-    if unknown_category not in ("error", "drop"):
-        raise ValueError(f"unknown_category must be 'error' or 'drop', found {unknown_category!r}")
     classes = list(gt.category_name)
-    files, txt, prefix = _result_files(folder, classes, prefix)
     by_class = {c: prefix + c + ".txt" for c in classes}
     wanted = set(by_class.values())
     warnings: list[str] = []
@@ -750,6 +755,59 @@ def load_voc_dt(
                 f"{folder}: {len(absent)} classes have no result file "
                 f"({prefix}<class>.txt), so no detections: {names_note(absent)}"
             )
+    return warnings
+
+
+def load_voc_dt(
+    folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | None = None, unknown_category: str = "error"
+) -> Detections:
+    r"""Read a folder of VOC per-class result files against ``gt``.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        Files ``<prefix><class>.txt`` (e.g. ``comp4_det_test_car.txt``), one detection per line:
+        ``image_id score x1 y1 x2 y2`` (1-based inclusive pixel corners, as the devkit writes).
+    gt : GroundTruth
+        Classes are matched by name; image ids by image name (VOC id), else file-name stem,
+        compared as text as the devkit does (``1`` is not ``000001``; no numeric fallback).
+    prefix : str, optional
+        File name prefix; detected from the file names and class names when not given.
+    unknown_category : {"error", "drop"}
+        A file ``<prefix><name>.txt`` whose name is not a class of ``gt``: refuse (default), or
+        leave it out with a counted warning.
+
+    Returns
+    -------
+    Detections
+        ``box_format="xyxy"``; ``order`` = position in the files read in class order, line by
+        line (the devkit's stable sort breaks score ties by it).
+
+    Raises
+    ------
+    InputError
+        Wrong column count or non-numbers (``file:line``), image ids not in the ground truth,
+        ``x1 > x2`` or ``y1 > y2``, result files of unknown classes.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "Annotations").mkdir()
+    >>> _ = (root / "Annotations" / "a.xml").write_text("<annotation><object><name>cat</name>"
+    ...     "<difficult>0</difficult><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>10</xmax>"
+    ...     "<ymax>10</ymax></bndbox></object></annotation>")
+    >>> _ = (root / "comp4_det_test_cat.txt").write_text("a 0.9 1 1 10 10\n")
+    >>> dt = load_voc_dt(root, load_voc_gt(root))
+    >>> dt.score.tolist(), dt.box.tolist()
+    ([0.9], [[1.0, 1.0, 10.0, 10.0]])
+    """
+    folder = os.fspath(folder)
+    if unknown_category not in ("error", "drop"):
+        raise ValueError(f"unknown_category must be 'error' or 'drop', found {unknown_category!r}")
+    classes = list(gt.category_name)
+    files, txt, prefix = _result_files(folder, classes, prefix)
+    by_class = {c: prefix + c + ".txt" for c in classes}
+    warnings = _result_file_notes(folder, gt, files, txt, prefix, unknown_category=unknown_category)
 
     parts_image, parts_category, parts_box, parts_score = [], [], [], []
     wrong_columns: list[tuple[str, str]] = []

@@ -24,7 +24,7 @@ Boxes are converted once to absolute pixels ``[x, y, w, h]`` (``box_format="xywh
 from __future__ import annotations
 
 import os
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 import yaml
@@ -72,6 +72,7 @@ _LABEL_ROW = "`class cx cy w h` (normalized)"
 
 def _exif_orientation(tiff: bytes) -> int:
     """EXIF orientation tag (0x0112) of IFD0 in a TIFF blob; 1 when absent or unreadable."""
+    order: Literal["little", "big"]
     if tiff[:2] == b"II":
         order = "little"
     elif tiff[:2] == b"MM":
@@ -127,7 +128,7 @@ def _jpeg_size(f: BinaryIO) -> tuple[int, int] | None:
 
 
 def image_size(path: str | os.PathLike) -> tuple[int, int] | None:
-    """(width, height) read from a PNG, JPEG, GIF or BMP header; None for other files.
+    r"""(width, height) read from a PNG, JPEG, GIF or BMP header; None for other files.
 
     JPEG sizes are as displayed: an EXIF orientation of 5-8 (rotated by 90 degrees) swaps them,
     as OpenCV's ``imread`` and Ultralytics' ``exif_size`` do.
@@ -135,7 +136,7 @@ def image_size(path: str | os.PathLike) -> tuple[int, int] | None:
     Examples
     --------
     >>> import tempfile, struct, zlib
-    >>> png = (b"\\x89PNG\\r\\n\\x1a\\n" + struct.pack(">I", 13) + b"IHDR"
+    >>> png = (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR"
     ...        + struct.pack(">IIBBBBB", 640, 480, 8, 2, 0, 0, 0))
     >>> with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as f:
     ...     _ = f.write(png)
@@ -292,7 +293,7 @@ def _class_column(rows: list, column: int, path: str, class_ids: np.ndarray) -> 
 def load_yolo_gt(
     source: str | os.PathLike, *, split: str = "val", sizes: str | os.PathLike | None = None
 ) -> GroundTruth:
-    """Read a YOLO (Ultralytics) dataset's labels for one split.
+    r"""Read a YOLO (Ultralytics) dataset's labels for one split.
 
     Parameters
     ----------
@@ -324,8 +325,8 @@ def load_yolo_gt(
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> (root / "images" / "val").mkdir(parents=True); (root / "labels" / "val").mkdir(parents=True)
     >>> _ = (root / "images" / "val" / "a.gif").write_bytes(b"GIF89a" + bytes([200, 0, 100, 0]))
-    >>> _ = (root / "labels" / "val" / "a.txt").write_text("0 0.5 0.5 0.5 0.2\\n")
-    >>> _ = (root / "data.yaml").write_text("names: [cat]\\nval: images/val\\n")
+    >>> _ = (root / "labels" / "val" / "a.txt").write_text("0 0.5 0.5 0.5 0.2\n")
+    >>> _ = (root / "data.yaml").write_text("names: [cat]\nval: images/val\n")
     >>> load_yolo_gt(root).box.tolist()
     [[50.0, 40.0, 100.0, 20.0]]
     """
@@ -333,63 +334,23 @@ def load_yolo_gt(
     data = _read_yaml(yaml_path)
     class_ids, class_names = _class_names(data, yaml_path)
     base = os.path.dirname(os.path.abspath(yaml_path))
-    root = data.get("path")
-    if root is not None and not isinstance(root, str):
-        raise InputError(f"{yaml_path}: `path` is a {type(root).__name__}; expected a folder path")
-    root = os.path.join(base, root) if root else base
-    images_rel = data.get(split)
-    if not isinstance(images_rel, str):
-        raise InputError(
-            f"{yaml_path}: `{split}` is "
-            f"{'missing' if images_rel is None else type(images_rel).__name__}; "
-            f"expected the images folder of the split, relative to `path`"
-        )
-    image_folder = os.path.join(root, images_rel)
-    if not os.path.isdir(image_folder):
-        raise InputError(
-            f"{yaml_path}: `{split}: {images_rel}` is not a folder ({image_folder}); "
-            f"expected the images folder (lists of image paths are not supported)"
-        )
-    files = list_files(image_folder, what="YOLO images")
-    names = sorted(n for n in files if n.lower().endswith(IMAGE_EXTENSIONS))
-    stems: dict[str, str] = {}
-    for n in names:
-        if _stem(n) in stems:
-            raise InputError(
-                f"{image_folder}: images {stems[_stem(n)]} and {n} share the stem "
-                f"{_stem(n)!r}; expected one image per label file name"
-            )
-        stems[_stem(n)] = n
-
+    image_folder = _split_image_folder(data, yaml_path, base, split)
+    files, names = _split_images(image_folder)
     if sizes is None and data.get("sizes") is not None:
         if not isinstance(data["sizes"], str):
             raise InputError(f"{yaml_path}: `sizes` must be a file path, found {data['sizes']!r}")
         sizes = os.path.join(base, data["sizes"])
     given = _read_sizes(os.fspath(sizes)) if sizes is not None else {}
-    width = np.full(len(names), np.nan)
-    height = np.full(len(names), np.nan)
-    unknown = []
-    for i, n in enumerate(names):
-        size = given.get(n) or given.get(_stem(n))
-        if size is None:
-            try:
-                size = image_size(files[n])
-            except OSError as exc:
-                raise InputError(f"{files[n]}: cannot read ({exc.strerror}); expected an image") from None
-        if size is None or size[0] <= 0 or size[1] <= 0:
-            unknown.append(n)
-        else:
-            width[i], height[i] = size
-    if unknown:
-        raise InputError(
-            f"{image_folder}: {len(unknown)} images of unknown size: "
-            f"{names_note(unknown)}; expected PNG, JPEG, GIF or BMP headers, or a sizes "
-            f"file (`sizes: sizes.txt` in data.yaml, lines `<file name> <width> <height>`)"
-        )
+    width, height = _split_image_sizes(image_folder, files, names, given)
 
     label_folder = _label_folder(image_folder)
     labels = list_files(label_folder, what="YOLO label files") if os.path.isdir(label_folder) else {}
-    parts_image, parts_class, parts_box, wrong, outside, unknown_class = [], [], [], [], [], []
+    parts_image: list[np.ndarray] = []
+    parts_class: list[np.ndarray] = []
+    parts_box: list[np.ndarray] = []
+    wrong: list[tuple[str, str]] = []
+    outside: list[tuple[str, str]] = []
+    unknown_class: list[tuple[str, str]] = []
     for i, n in enumerate(names):
         label = labels.get(_stem(n) + ".txt")
         if label is None:
@@ -444,6 +405,82 @@ def load_yolo_gt(
     )
 
 
+def _split_image_folder(data: dict, yaml_path: str, base: str, split: str) -> str:
+    """The images folder of ``split``: ``path`` (relative to the YAML file) joined with ``<split>``.
+
+    Raises
+    ------
+    InputError
+        ``path`` or ``<split>`` is not a string, or the folder does not exist.
+    """
+    root = data.get("path")
+    if root is not None and not isinstance(root, str):
+        raise InputError(f"{yaml_path}: `path` is a {type(root).__name__}; expected a folder path")
+    root = os.path.join(base, root) if root else base
+    images_rel = data.get(split)
+    if not isinstance(images_rel, str):
+        raise InputError(
+            f"{yaml_path}: `{split}` is "
+            f"{'missing' if images_rel is None else type(images_rel).__name__}; "
+            f"expected the images folder of the split, relative to `path`"
+        )
+    image_folder = os.path.join(root, images_rel)
+    if not os.path.isdir(image_folder):
+        raise InputError(
+            f"{yaml_path}: `{split}: {images_rel}` is not a folder ({image_folder}); "
+            f"expected the images folder (lists of image paths are not supported)"
+        )
+    return image_folder
+
+
+def _split_images(image_folder: str) -> tuple[dict[str, str], list[str]]:
+    """(file name -> path, sorted image file names) of a split, refusing two images of one stem."""
+    files = list_files(image_folder, what="YOLO images")
+    names = sorted(n for n in files if n.lower().endswith(IMAGE_EXTENSIONS))
+    stems: dict[str, str] = {}
+    for n in names:
+        if _stem(n) in stems:
+            raise InputError(
+                f"{image_folder}: images {stems[_stem(n)]} and {n} share the stem "
+                f"{_stem(n)!r}; expected one image per label file name"
+            )
+        stems[_stem(n)] = n
+    return files, names
+
+
+def _split_image_sizes(
+    image_folder: str, files: dict[str, str], names: list[str], given: dict[str, tuple[float, float]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Width and height (float64) of each image: from the sizes file ``given``, else its header.
+
+    Raises
+    ------
+    InputError
+        An unreadable image, or images whose size is neither given nor in a known header.
+    """
+    width = np.full(len(names), np.nan)
+    height = np.full(len(names), np.nan)
+    unknown = []
+    for i, n in enumerate(names):
+        size = given.get(n) or given.get(_stem(n))
+        if size is None:
+            try:
+                size = image_size(files[n])
+            except OSError as exc:
+                raise InputError(f"{files[n]}: cannot read ({exc.strerror}); expected an image") from None
+        if size is None or size[0] <= 0 or size[1] <= 0:
+            unknown.append(n)
+        else:
+            width[i], height[i] = size
+    if unknown:
+        raise InputError(
+            f"{image_folder}: {len(unknown)} images of unknown size: "
+            f"{names_note(unknown)}; expected PNG, JPEG, GIF or BMP headers, or a sizes "
+            f"file (`sizes: sizes.txt` in data.yaml, lines `<file name> <width> <height>`)"
+        )
+    return width, height
+
+
 def _to_pixels(xywhn: np.ndarray, width: float, height: float) -> np.ndarray:
     """Normalized ``cx cy w h`` -> absolute ``[x, y, w, h]``."""
     out = np.empty_like(xywhn)
@@ -457,6 +494,42 @@ def _to_pixels(xywhn: np.ndarray, width: float, height: float) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # Predictions
 # --------------------------------------------------------------------------------------------
+
+
+def _refuse_prediction_rows(
+    layout: str,
+    *,
+    ambiguous: list[tuple[str, str]],
+    wrong: list[tuple[str, str]],
+    negative: list[tuple[str, str]],
+    overflow: list[tuple[str, str]],
+) -> None:
+    """Raise for the first kind of defective prediction rows found (``(file:line, row)`` each).
+
+    Raises
+    ------
+    InputError
+        Rows of 5 columns (no confidence, or a layout that cannot be told), of another wrong
+        column count, with a negative width or height, or whose box overflows in pixels.
+    """
+    if ambiguous:
+        fail_records(
+            "5 columns: no confidence column, or a layout deteval cannot tell",
+            "6 columns in a stated layout: `cls cx cy w h conf` (Ultralytics "
+            "save_txt=True, save_conf=True; the default) or `cls conf cx cy w h` "
+            "(layout='cls conf cx cy w h')",
+            ambiguous,
+        )
+    if wrong:
+        fail_records("wrong number of columns", f"6 columns `{layout}`", wrong)
+    if negative:
+        fail_records("negative width or height", "w >= 0 and h >= 0", negative)
+    if overflow:
+        fail_records(
+            "a box that is not finite in pixels (the numbers overflow once scaled by the image size)",
+            "normalized cx cy w h of a box in the image (about 0 to 1)",
+            overflow,
+        )
 
 
 def load_yolo_dt(
@@ -516,8 +589,15 @@ def load_yolo_dt(
         )
     cmap = read_category_map(category_map)
     conf_column, box_columns = (5, slice(1, 5)) if layout == LAYOUTS[0] else (1, slice(2, 6))
-    parts_image, parts_class, parts_box, parts_score, row_labels = [], [], [], [], []
-    ambiguous, wrong, negative, overflow = [], [], [], []
+    parts_image: list[np.ndarray] = []
+    parts_class: list[np.ndarray] = []
+    parts_box: list[np.ndarray] = []
+    parts_score: list[np.ndarray] = []
+    row_labels: list[tuple[str, str]] = []
+    ambiguous: list[tuple[str, str]] = []
+    wrong: list[tuple[str, str]] = []
+    negative: list[tuple[str, str]] = []
+    overflow: list[tuple[str, str]] = []
     for n in txt:
         path = files[n]
         i = index[n[:-4]]
@@ -543,24 +623,7 @@ def load_yolo_dt(
             for j in np.flatnonzero(~np.isfinite(parts_box[-1]).all(axis=1))
         )
         parts_score.append(score)
-    if ambiguous:
-        fail_records(
-            "5 columns: no confidence column, or a layout deteval cannot tell",
-            "6 columns in a stated layout: `cls cx cy w h conf` (Ultralytics "
-            "save_txt=True, save_conf=True; the default) or `cls conf cx cy w h` "
-            "(layout='cls conf cx cy w h')",
-            ambiguous,
-        )
-    if wrong:
-        fail_records("wrong number of columns", f"6 columns `{layout}`", wrong)
-    if negative:
-        fail_records("negative width or height", "w >= 0 and h >= 0", negative)
-    if overflow:
-        fail_records(
-            "a box that is not finite in pixels (the numbers overflow once scaled by the image size)",
-            "normalized cx cy w h of a box in the image (about 0 to 1)",
-            overflow,
-        )
+    _refuse_prediction_rows(layout, ambiguous=ambiguous, wrong=wrong, negative=negative, overflow=overflow)
     class_ids = np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64)
 
     def fail(indices: np.ndarray, problem: str, expected: str) -> None:

@@ -325,6 +325,7 @@ class FieldSpec:
 
     @property
     def has_default(self) -> bool:
+        """Whether the field has a default value (else it must be given)."""
         return self.default is not _NO_DEFAULT
 
     def validate(self, value: Any, where: str) -> Any:

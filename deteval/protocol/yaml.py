@@ -117,7 +117,7 @@ _SafeLoader.add_implicit_resolver(
 
 
 def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
-    """Parse one YAML document with safe loading, refusing duplicate keys and non-plain tags.
+    r"""Parse one YAML document with safe loading, refusing duplicate keys and non-plain tags.
 
     Parameters
     ----------
@@ -139,7 +139,7 @@ def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
     --------
     >>> parse_yaml("area_ranges: {all: [0, 1e10]}")
     {'area_ranges': {'all': [0, 10000000000.0]}}
-    >>> parse_yaml("a: 1\\na: 2", filename="x.yaml")
+    >>> parse_yaml("a: 1\na: 2", filename="x.yaml")
     Traceback (most recent call last):
     ...
     deteval.errors.ConfigError: x.yaml: a: duplicate key (lines 1 and 2); expected each key once
@@ -296,8 +296,10 @@ IOU_TYPE_PARAMS_PRESETS = {"keypoints": "coco-keypoints", "bbox": "coco", "segm"
 
 
 def _iou_type_rule(parent: Protocol, changes: dict) -> str | None:
-    """Take pycocotools' area ranges and max_dets of the new iou_type when a switch to or from
-    keypoints leaves them at the other type's values (and the same change does not set them).
+    """Take pycocotools' area ranges and max_dets of the new iou_type on a keypoints switch.
+
+    This applies when a switch to or from keypoints leaves them at the other type's values (and
+    the same change does not set them).
 
     Returns the note to record in ``source`` (None when nothing was switched).
     """
@@ -465,7 +467,7 @@ def _load(path: Path, *, chain: tuple = (), referrer: str | None = None) -> Prot
 
 
 def load_protocol_file(path: str | os.PathLike) -> Protocol:
-    """Load a YAML protocol file (``extends: PRESET`` plus fields, or a complete protocol).
+    r"""Load a YAML protocol file (``extends: PRESET`` plus fields, or a complete protocol).
 
     Parameters
     ----------
@@ -486,7 +488,7 @@ def load_protocol_file(path: str | os.PathLike) -> Protocol:
     --------
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "coco300.yaml").write_text("extends: coco\\nmax_dets: [1, 10, 300]\\n")
+    >>> _ = (d / "coco300.yaml").write_text("extends: coco\nmax_dets: [1, 10, 300]\n")
     >>> p = load_protocol_file(d / "coco300.yaml")
     >>> p.name, p.max_dets, p.summary
     ('coco300', (1, 10, 300), 'configured')
@@ -497,9 +499,9 @@ def load_protocol_file(path: str | os.PathLike) -> Protocol:
 def load_protocol_text(
     text: str, *, filename: str = "<string>", base_dir: str | os.PathLike | None = None
 ) -> Protocol:
-    """Like :func:`load_protocol_file`, from YAML text.
+    r"""Like :func:`load_protocol_file`, from YAML text.
 
-    >>> load_protocol_text("extends: voc2007\\niou_comparison: '>'", filename="strict.yaml").iou_comparison
+    >>> load_protocol_text("extends: voc2007\niou_comparison: '>'", filename="strict.yaml").iou_comparison
     '>'
     """
     return protocol_from_mapping(parse_yaml(text, filename=filename), where=filename, base_dir=base_dir)
