@@ -107,12 +107,12 @@ def new_figure(width: float, height: float) -> Any:
 
 
 def safe_label(text: Any, *, limit: int = _MAX_LABEL) -> str:
-    """A user string made safe for a figure: control characters shown as ``\\xNN``, long names cut.
+    r"""A user string made safe for a figure: control characters shown as ``\xNN``, long names cut.
 
     Examples
     --------
-    >>> safe_label("a\\x07b")
-    'a\\\\x07b'
+    >>> safe_label("a\x07b")
+    'a\\x07b'
     >>> safe_label("x" * 50, limit=10)
     'xxxxxxxxx…'
     """
