@@ -15,9 +15,12 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deteval.errors import ConfigError, DetevalError
+
+if TYPE_CHECKING:  # matplotlib is optional at run time (the 'plot' extra)
+    from matplotlib.typing import RcKeyType
 
 __all__ = [
     "PlotDependencyError",
@@ -39,7 +42,7 @@ FORMATS = ("png", "svg")
 #: Every figure is built and saved under these settings (no global state is changed):
 #: DejaVu Sans (shipped with matplotlib, so no system font decides the output), no mathtext
 #: (a class named ``$x$`` stays ``$x$``), and a fixed SVG hash salt so SVG bytes repeat.
-RC = {
+RC: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 9.0,
     "axes.titlesize": 10.0,
