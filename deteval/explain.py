@@ -216,7 +216,7 @@ def class_mean_ap(result: EvalResult) -> float:
     For a single-threshold protocol this *is* its ``mAP``; for a COCO-style protocol it is its
     ``AP`` (up to float rounding) whenever the summary's maxDets is the largest.
     """
-    return mean_defined([c["AP"] for c in result.per_class])
+    return mean_defined(np.array([c["AP"] for c in result.per_class], dtype=np.float64))
 
 
 def _headline(result: EvalResult) -> tuple[str, float]:
