@@ -80,7 +80,7 @@ def require_matplotlib() -> None:
         matplotlib cannot be imported.
     """
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # noqa: F401 - imported only to learn whether it is installed
     except ImportError as exc:
         raise PlotDependencyError(
             "deteval.plot: the figures and the HTML report need matplotlib (the 'plot' extra); "
