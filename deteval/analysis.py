@@ -186,9 +186,19 @@ def at_confidence(
     return out
 
 
-def best_f1(result: EvalResult, category_id: int, **lane: object) -> dict:
-    """The confidence threshold that maximises F1 for a class (ties: the highest threshold)."""
-    curve = pr_curve(result, category_id, **lane)  # type: ignore[arg-type]
+def best_f1(
+    result: EvalResult,
+    category_id: int,
+    *,
+    iou_threshold: float | None = None,
+    area: str | None = None,
+    max_dets: int | None = None,
+) -> dict:
+    """The confidence threshold that maximises F1 for a class (ties: the highest threshold).
+
+    ``iou_threshold``, ``area`` and ``max_dets`` choose the lane as in :func:`pr_curve`.
+    """
+    curve = pr_curve(result, category_id, iou_threshold=iou_threshold, area=area, max_dets=max_dets)
     if not curve.n_positive or not len(curve.score):
         return {
             "threshold": float("nan"),
@@ -222,6 +232,12 @@ def matches(result: EvalResult, *, iou_threshold: float | None = None, area: str
         an ignored GT -- crowd, difficult, out of the area range -- is named too).
     """
     lane, _ = _lane(result, iou_threshold, area)
+    image_ids, annotation_ids = result.image_ids, result.annotation_ids
+    if image_ids is None or annotation_ids is None:
+        raise ConfigError(
+            "matches: result: expected the image and annotation ids of its ground truth (as "
+            "deteval.evaluate sets them), found a result without them"
+        )
     table = result.table
     gt_of = np.full(len(table.det_score), -1, dtype=np.int64)
     in_lane = table.match_lane == lane
@@ -236,11 +252,11 @@ def matches(result: EvalResult, *, iou_threshold: float | None = None, area: str
         out.append(
             {
                 "detection": int(table.det_order[row]),
-                "image_id": int(result.image_ids[table.det_image[row]]),
+                "image_id": int(image_ids[table.det_image[row]]),
                 "category_id": int(result.category_ids[table.det_class[row]]),
                 "score": float(table.det_score[row]),
                 "outcome": outcome,
-                "gt_annotation_id": None if gt_row < 0 else int(result.annotation_ids[gt_row]),
+                "gt_annotation_id": None if gt_row < 0 else int(annotation_ids[gt_row]),
             }
         )
     return out

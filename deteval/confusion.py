@@ -196,7 +196,10 @@ def confusion_matrix(
     ignored = np.flatnonzero(is_ignored)
     is_dropped = np.zeros(len(kept), dtype=bool)
     if len(ignored):
-        key = lambda image, category: image.astype(np.int64) * n_class + category  # noqa: E731
+
+        def key(image: np.ndarray, category: np.ndarray) -> np.ndarray:
+            return image.astype(np.int64) * n_class + category
+
         i_det, _, _ = pairs_with(
             ignored,
             key(gt.image[ignored], gt.category[ignored]),

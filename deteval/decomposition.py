@@ -1,4 +1,4 @@
-"""The AP decomposition: is a class's precision lost to localization or to classification?
+"""The AP decomposition: whether a class's precision is lost to localization or to classification.
 
 Definitions (for one class ``c``, an IoU threshold ``t`` and a confidence cut ``delta``: only
 detections with ``score >= delta`` count). Every detection ``d`` is assigned, independently of
@@ -77,6 +77,7 @@ class ClassDecomposition:
     ap: dict
 
     def to_dict(self) -> dict:
+        """One entry of the decomposition's ``"per_class"`` list (NaN -> null)."""
         return {
             "category_id": self.category_id,
             "name": self.name,

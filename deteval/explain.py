@@ -143,6 +143,7 @@ class Comparison:
 
     @property
     def n_matchings(self) -> int:
+        """How many matchings the protocols needed (one per group of shared matching)."""
         return len(self.matching_groups)
 
 
@@ -215,7 +216,7 @@ def class_mean_ap(result: EvalResult) -> float:
     For a single-threshold protocol this *is* its ``mAP``; for a COCO-style protocol it is its
     ``AP`` (up to float rounding) whenever the summary's maxDets is the largest.
     """
-    return mean_defined([c["AP"] for c in result.per_class])
+    return mean_defined(np.array([c["AP"] for c in result.per_class], dtype=np.float64))
 
 
 def _headline(result: EvalResult) -> tuple[str, float]:
@@ -252,6 +253,7 @@ class ExplainStep:
     affects_measure: bool = True
 
     def to_dict(self) -> dict:
+        """One entry of an explanation's ``"steps"`` list (non-finite numbers -> null)."""
         return {
             "step": self.name,
             "fields": [
@@ -314,6 +316,7 @@ class Explanation:
 
     @property
     def total(self) -> float:
+        """The whole difference, ``end - start``."""
         return self.end - self.start
 
     def summary_line(self, digits: int = 4) -> str:
@@ -329,6 +332,7 @@ class Explanation:
         return f"{self.a.name} -> {self.b.name}: {body} ({tail})"
 
     def to_dict(self) -> dict:
+        """One entry of the ``"explanations"`` list of ``deteval compare --output`` (non-finite -> null)."""
         return {
             "from": self.a.name,
             "to": self.b.name,

@@ -258,7 +258,8 @@ def compare_table(results: Sequence[EvalResult], *, per_class: bool = True) -> d
         ``{"columns": [{"label", "protocol", "protocol_hash", "metric"}], "rows": [{"category_id",
         "name", "values"}]}``; values are floats, NaN where undefined.
     """
-    columns, getters = [], []
+    columns: list[dict] = []
+    getters: list[tuple[EvalResult, int | None, str]] = []  # (result, threshold index or None: all, metric)
     for r, label in zip(results, _unique_labels(results), strict=False):
         base = {"protocol": r.protocol.name, "protocol_hash": r.protocol.fingerprint()}
         if "mAP" in r.metrics:
@@ -642,8 +643,9 @@ def format_protocols(protocols: Mapping[str, Protocol]) -> str:
         for key in display_fields():
             # Sparse fields (group_of, the LVIS ones...) are in to_dict only away from their default.
             value = fields[key] if key in fields else getattr(p, key)
-            value = "null" if value is None else value
-            if key == "iou_thresholds" and len(value) > 3:
+            if value is None:
+                value = "null"
+            elif key == "iou_thresholds" and len(value) > 3:
                 how = (
                     "np.linspace"
                     if value == [float(t) for t in np.linspace(value[0], value[-1], len(value))]

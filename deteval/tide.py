@@ -26,6 +26,7 @@ missed object removed from the ground truth).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -334,6 +335,7 @@ def _outcome_protocol(gt: GroundTruth, dt: Detections, protocol: Protocol) -> _O
     det_gt[table.match_det[lane0]] = table.match_gt[lane0]
     det_gt = np.where(is_tp, det_gt, -1)
     is_ignored_gt = ground_truth_flags(gt, protocol)[0][0]
+    tie_keys: tuple[np.ndarray, ...]
     if protocol.score_order == "image_major":
         tie_keys = (table.det_image, table.det_rank)
     else:
@@ -413,6 +415,160 @@ def _classify(
     return code, target
 
 
+#: A pair IoU function: (GT rows, detection rows) -> IoU of each pair.
+PairIou = Callable[[np.ndarray, np.ndarray], np.ndarray]
+#: AP of one scenario: (class, score, is_tp, keep, n_positive, outcome, *, fixed_order) -> (per class, mean).
+ApFn = Callable[..., tuple[np.ndarray, float]]
+
+
+def _check_tide_options(mode: str, foreground: float, background: float) -> None:
+    """Refuse an unknown mode or a threshold outside [0, 1].
+
+    Raises
+    ------
+    ConfigError
+        Unknown ``mode``, or ``foreground`` / ``background`` outside [0, 1].
+    """
+    if mode not in MODES:
+        raise ConfigError(f"tide_errors: mode must be one of {list(MODES)}, found {mode!r}")
+    for name, value in (("foreground", foreground), ("background", background)):
+        if not (0.0 <= value <= 1.0):
+            raise ConfigError(f"tide_errors: {name} threshold must be in [0, 1], found {value!r}")
+
+
+def _setup_tidecv(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: str | Protocol | None,
+    foreground: float,
+    max_dets: int | None,
+) -> tuple[_Outcome, PairIou, ApFn]:
+    """``mode="tidecv"``: tidecv's outcome, its box IoU and its AP.
+
+    Raises
+    ------
+    ConfigError
+        ``protocol`` given with ``iou_type="segm"`` (tidecv scores boxes only).
+    """
+    if protocol is not None and resolve_protocol(protocol).iou_type == "segm":
+        raise ConfigError(
+            "tide_errors: mode='tidecv' scores boxes only; use mode='protocol' for iou_type='segm'"
+        )
+    out = _outcome_tidecv(gt, dt, foreground, max_dets)
+    det_box = boxes_as(dt.box, dt.box_format, "xywh")
+    gt_box = boxes_as(gt.box, gt.box_format, "xywh")
+
+    def pair_iou_fn(g: np.ndarray, d: np.ndarray) -> np.ndarray:
+        return pair_box_iou(det_box[d], gt_box[g], np.zeros(len(g), bool))
+
+    return out, pair_iou_fn, _tidecv_ap_fn
+
+
+def _setup_protocol(
+    gt: GroundTruth, dt: Detections, protocol: str | Protocol | None, foreground: float
+) -> tuple[_Outcome, PairIou, ApFn]:
+    """``mode="protocol"``: the protocol's outcome at the single IoU ``foreground``, its IoU and AP.
+
+    Raises
+    ------
+    ConfigError
+        No protocol given.
+    """
+    if protocol is None:
+        raise ConfigError(
+            "tide_errors: mode='protocol' needs a protocol (a preset name, a "
+            "YAML file or a Protocol), found None"
+        )
+    eff = _single_lane(resolve_protocol(protocol), foreground)
+    out = _outcome_protocol(gt, dt, eff)
+    masks = prepare_masks(gt, dt, eff) if eff.iou_type == "segm" else None
+
+    def pair_iou_fn(g: np.ndarray, d: np.ndarray) -> np.ndarray:
+        return protocol_pair_iou(gt, dt, g, d, np.zeros(len(g), bool), eff, masks)
+
+    return out, pair_iou_fn, _protocol_ap_fn(eff)
+
+
+def _best_fixable(
+    code: np.ndarray,
+    target: np.ndarray,
+    score: np.ndarray,
+    is_used: np.ndarray,
+    tie_keys: tuple,
+    *,
+    n_gt: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """TIDE's BestGTMatch: (is_best per kept detection, is_usable per GT row).
+
+    Among loc / cls errors on an untaken GT, the highest score (first on ties) is the one a fix
+    turns into a true positive; the GT is then "usable" (not missed).
+    """
+    is_fixable = ((code == _CODE["loc"]) | (code == _CODE["cls"])) & (target >= 0)
+    is_fixable[is_fixable] = ~is_used[target[is_fixable]]
+    cand = np.flatnonzero(is_fixable)
+    cand = cand[np.lexsort(tuple(k[cand] for k in reversed(tie_keys)) + (-score[cand], target[cand]))]
+    first = np.r_[True, target[cand][1:] != target[cand][:-1]] if len(cand) else np.zeros(0, bool)
+    is_best = np.zeros(len(code), dtype=bool)
+    is_best[cand[first]] = True
+    is_usable = np.zeros(n_gt, dtype=bool)
+    is_usable[target[cand]] = True
+    return is_best, is_usable
+
+
+def _fixed_scenario(
+    kind: str,
+    *,
+    det_class: np.ndarray,
+    was_tp: np.ndarray,
+    present: np.ndarray,
+    n_positive: np.ndarray,
+    missed_per_class: np.ndarray,
+    code: np.ndarray,
+    target: np.ndarray,
+    is_best: np.ndarray,
+    gt_category: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(class, is_tp, keep, n_positive) of the data with the errors of ``kind`` fixed.
+
+    ``miss``: the missed ground truth no longer counts; otherwise the errors of ``kind`` are
+    dropped, except (``cls`` / ``loc``) the best one per GT, which becomes a true positive (of
+    the GT's class for ``cls``).
+    """
+    cls, keep, is_tp, npos = det_class, present, was_tp, n_positive
+    if kind == "miss":
+        npos = n_positive - missed_per_class
+    else:
+        is_kind = code == _CODE[kind]
+        keep = present & ~is_kind
+        if kind in ("cls", "loc"):
+            is_fixed = is_kind & is_best
+            keep = keep | is_fixed
+            is_tp = was_tp | is_fixed
+            if kind == "cls":
+                cls = np.where(is_fixed, gt_category[np.maximum(target, 0)], det_class)
+    return cls, is_tp, keep, npos
+
+
+def _tidecv_ap_by_threshold(
+    gt: GroundTruth,
+    dt: Detections,
+    out: _Outcome,
+    det_class: np.ndarray,
+    score: np.ndarray,
+    n_positive: np.ndarray,
+) -> dict:
+    """TIDE's AP (mean over classes) at each of ``TIDE_COCO_THRESHOLDS``."""
+    by_threshold = {}
+    thresholds = np.array(TIDE_COCO_THRESHOLDS)
+    is_tp_t, is_ignored_t, _ = _tidecv_match(gt, dt, out.det_rows, thresholds)
+    for i, t in enumerate(TIDE_COCO_THRESHOLDS):
+        keep = ~is_ignored_t[i]
+        by_threshold[t] = _tidecv_ap_fn(
+            det_class, score, is_tp_t[i], keep, n_positive, out, fixed_order=False
+        )[1]
+    return by_threshold
+
+
 def tide_errors(
     gt: GroundTruth,
     dt: Detections,
@@ -477,41 +633,13 @@ def tide_errors(
     >>> e.counts["cls"], e.ap, e.main["cls"]
     (1, 0.0, 1.0)
     """
-    if mode not in MODES:
-        raise ConfigError(f"tide_errors: mode must be one of {list(MODES)}, found {mode!r}")
-    for name, value in (("foreground", foreground), ("background", background)):
-        if not (0.0 <= value <= 1.0):
-            raise ConfigError(f"tide_errors: {name} threshold must be in [0, 1], found {value!r}")
+    _check_tide_options(mode, foreground, background)
     n_class = gt.n_classes
     by_threshold: dict = {}
     if mode == "tidecv":
-        if protocol is not None and resolve_protocol(protocol).iou_type == "segm":
-            raise ConfigError(
-                "tide_errors: mode='tidecv' scores boxes only; use mode='protocol' for iou_type='segm'"
-            )
-        out = _outcome_tidecv(gt, dt, foreground, max_dets)
-        det_box = boxes_as(dt.box, dt.box_format, "xywh")
-        gt_box = boxes_as(gt.box, gt.box_format, "xywh")
-
-        def pair_iou_fn(g: np.ndarray, d: np.ndarray) -> np.ndarray:
-            return pair_box_iou(det_box[d], gt_box[g], np.zeros(len(g), bool))
-
-        ap_fn = _tidecv_ap_fn
-        eff = None
+        out, pair_iou_fn, ap_fn = _setup_tidecv(gt, dt, protocol, foreground, max_dets)
     else:
-        if protocol is None:
-            raise ConfigError(
-                "tide_errors: mode='protocol' needs a protocol (a preset name, a "
-                "YAML file or a Protocol), found None"
-            )
-        eff = _single_lane(resolve_protocol(protocol), foreground)
-        out = _outcome_protocol(gt, dt, eff)
-        masks = prepare_masks(gt, dt, eff) if eff.iou_type == "segm" else None
-
-        def pair_iou_fn(g: np.ndarray, d: np.ndarray) -> np.ndarray:
-            return protocol_pair_iou(gt, dt, g, d, np.zeros(len(g), bool), eff, masks)
-
-        ap_fn = _protocol_ap_fn(eff)
+        out, pair_iou_fn, ap_fn = _setup_protocol(gt, dt, protocol, foreground)
 
     code, target = _classify(gt, dt, out, pair_iou_fn, foreground=foreground, background=background)
     rows = out.det_rows
@@ -530,17 +658,7 @@ def tide_errors(
     is_used = np.zeros(len(gt), dtype=bool)
     is_used[out.det_gt[out.is_tp]] = True
 
-    # BestGTMatch: among loc / cls errors on an untaken GT, the highest score (first on ties)
-    # is the one a fix turns into a true positive; the GT is then "usable" (not missed).
-    is_fixable = ((code == _CODE["loc"]) | (code == _CODE["cls"])) & (target >= 0)
-    is_fixable[is_fixable] = ~is_used[target[is_fixable]]
-    cand = np.flatnonzero(is_fixable)
-    cand = cand[np.lexsort(tuple(k[cand] for k in reversed(out.tie_keys)) + (-score[cand], target[cand]))]
-    first = np.r_[True, target[cand][1:] != target[cand][:-1]] if len(cand) else np.zeros(0, bool)
-    is_best = np.zeros(len(rows), dtype=bool)
-    is_best[cand[first]] = True
-    is_usable = np.zeros(len(gt), dtype=bool)
-    is_usable[target[cand]] = True
+    is_best, is_usable = _best_fixable(code, target, score, is_used, out.tie_keys, n_gt=len(gt))
     is_missed = out.gt_is_counted & ~is_used & ~is_usable
     missed_per_class = np.bincount(gt.category[is_missed], minlength=n_class)
     unused_per_class = np.bincount(gt.category[out.gt_is_counted & ~is_used], minlength=n_class)
@@ -550,26 +668,23 @@ def tide_errors(
     base = ap_fn(det_class, score, was_tp, present, n_positive, out, fixed_order=False)
     ap = base[1]
 
-    def fixed(kind: str) -> tuple:
-        cls, keep, is_tp, npos = det_class, present, was_tp, n_positive
-        if kind == "miss":
-            npos = n_positive - missed_per_class
-        else:
-            is_kind = code == _CODE[kind]
-            keep = present & ~is_kind
-            if kind in ("cls", "loc"):
-                is_fixed = is_kind & is_best
-                keep = keep | is_fixed
-                is_tp = was_tp | is_fixed
-                if kind == "cls":
-                    cls = np.where(is_fixed, gt.category[np.maximum(target, 0)], det_class)
-        return ap_fn(cls, score, is_tp, keep, npos, out, fixed_order=True)
-
     main, class_main = {}, {}
     for kind in MAIN_ERRORS:
-        per_class, value = fixed(kind)
-        main[kind] = max(value - ap, 0.0)
-        class_main[kind] = np.maximum(per_class - base[0], 0.0)
+        cls, is_tp, keep, npos = _fixed_scenario(
+            kind,
+            det_class=det_class,
+            was_tp=was_tp,
+            present=present,
+            n_positive=n_positive,
+            missed_per_class=missed_per_class,
+            code=code,
+            target=target,
+            is_best=is_best,
+            gt_category=gt.category,
+        )
+        fixed_class_ap, fixed_ap = ap_fn(cls, score, is_tp, keep, npos, out, fixed_order=True)
+        main[kind] = max(fixed_ap - ap, 0.0)
+        class_main[kind] = np.maximum(fixed_class_ap - base[0], 0.0)
     fp_scores = np.where(was_tp, 1.0, 0.0)
     fp_class, fp_value = ap_fn(det_class, fp_scores, was_tp, present, n_positive, out, fixed_order=True)
     fn_class, fn_value = ap_fn(
@@ -591,13 +706,7 @@ def tide_errors(
         for k in range(n_class)
     )
     if mode == "tidecv" and ap_range:
-        thresholds = np.array(TIDE_COCO_THRESHOLDS)
-        is_tp_t, is_ignored_t, _ = _tidecv_match(gt, dt, rows, thresholds)
-        for i, t in enumerate(TIDE_COCO_THRESHOLDS):
-            keep = ~is_ignored_t[i]
-            by_threshold[t] = _tidecv_ap_fn(
-                det_class, score, is_tp_t[i], keep, n_positive, out, fixed_order=False
-            )[1]
+        by_threshold = _tidecv_ap_by_threshold(gt, dt, out, det_class, score, n_positive)
     return TideErrors(
         main=main,
         special=special,

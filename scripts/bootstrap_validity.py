@@ -60,7 +60,9 @@ def make_ground_truth(rng: np.random.Generator, n_images: int) -> GroundTruth:
 
 
 def make_detections(rng: np.random.Generator, gt: GroundTruth, quality: float) -> Detections:
-    """Each object found with probability ``quality`` (box jittered by ~10%, score higher for
+    """Detections of a simulated detector of the given quality.
+
+    Each object found with probability ``quality`` (box jittered by ~10%, score higher for
     better boxes); Poisson(0.8) false positives per image with lower scores.
     """
     found = rng.random(len(gt)) < quality

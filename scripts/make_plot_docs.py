@@ -1,5 +1,7 @@
-"""Regenerate the pictures of docs/plots.md: run each Python block of the page, save its `fig` as
-the PNG named by the image line that follows it, and screenshot the report in headless Chromium.
+"""Regenerate the pictures of docs/plots.md.
+
+Run each Python block of the page, save its `fig` as the PNG named by the image line that follows
+it, and screenshot the report in headless Chromium.
 
     python scripts/make_plot_docs.py      # from the repository root
 """

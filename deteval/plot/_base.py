@@ -15,9 +15,12 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deteval.errors import ConfigError, DetevalError
+
+if TYPE_CHECKING:  # matplotlib is optional at run time (the 'plot' extra)
+    from matplotlib.typing import RcKeyType
 
 __all__ = [
     "PlotDependencyError",
@@ -39,7 +42,7 @@ FORMATS = ("png", "svg")
 #: Every figure is built and saved under these settings (no global state is changed):
 #: DejaVu Sans (shipped with matplotlib, so no system font decides the output), no mathtext
 #: (a class named ``$x$`` stays ``$x$``), and a fixed SVG hash salt so SVG bytes repeat.
-RC = {
+RC: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 9.0,
     "axes.titlesize": 10.0,
@@ -77,7 +80,7 @@ def require_matplotlib() -> None:
         matplotlib cannot be imported.
     """
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib  # noqa: F401 - imported only to learn whether it is installed
     except ImportError as exc:
         raise PlotDependencyError(
             "deteval.plot: the figures and the HTML report need matplotlib (the 'plot' extra); "
@@ -107,12 +110,12 @@ def new_figure(width: float, height: float) -> Any:
 
 
 def safe_label(text: Any, *, limit: int = _MAX_LABEL) -> str:
-    """A user string made safe for a figure: control characters shown as ``\\xNN``, long names cut.
+    r"""A user string made safe for a figure: control characters shown as ``\xNN``, long names cut.
 
     Examples
     --------
-    >>> safe_label("a\\x07b")
-    'a\\\\x07b'
+    >>> safe_label("a\x07b")
+    'a\\x07b'
     >>> safe_label("x" * 50, limit=10)
     'xxxxxxxxx…'
     """

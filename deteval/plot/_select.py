@@ -107,6 +107,7 @@ def named_results(results: Any, *, where: str) -> list[tuple[str, EvalResult]]:
     ConfigError
         No result, or something that is not an EvalResult.
     """
+    items: list[tuple[str | None, Any]]
     if isinstance(results, EvalResult):
         items = [(None, results)]
     elif isinstance(results, Mapping):
@@ -127,7 +128,8 @@ def named_results(results: Any, *, where: str) -> list[tuple[str, EvalResult]]:
                 f"EvalResult, found {type(r).__name__}"
             )
     sources = {str(r.inputs.get("dt", "")) for _, r in items}
-    out, seen = [], {}
+    out: list[tuple[str, EvalResult]] = []
+    seen: dict[str, int] = {}
     for label, r in items:
         if label is None:
             label = r.protocol.name

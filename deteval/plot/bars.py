@@ -225,7 +225,9 @@ def explain_waterfall(explanation: Any) -> Any:
     """
     doc = _explain_doc(explanation)
     steps = doc["steps"]
-    start, end = doc.get("start"), doc.get("end")
+    # JSON values: a number, or None / NaN when undefined (each use is behind is_undefined)
+    start: Any = doc.get("start")
+    end: Any = doc.get("end")
     values = [v for v in [start, end, *(s.get("value") for s in steps)] if not is_undefined(v)]
     lo = min(values) if values else 0.0
     hi = max(values) if values else 1.0
@@ -325,28 +327,9 @@ def forest(bootstrap_doc: Any, *, metrics: Sequence[str] | None = None) -> Any:
     comparisons = doc.get("comparisons", [])
     settings = doc.get("bootstrap", {})
     if metrics is None:
-        metrics = []
-        for r in results:
-            for m in r.get("metrics_ci", {}) or r.get("metrics", {}):
-                if m not in metrics:
-                    metrics.append(m)
+        metrics = _forest_default_metrics(results)
     protocols = {r.get("protocol") for r in results}
-    rows = []
-    for m in metrics:
-        for r in results:
-            if m not in r.get("metrics", {}):
-                continue
-            name = safe_label(r.get("detector", "?"), limit=28)
-            if len(protocols) > 1:
-                name += f" ({safe_label(r.get('protocol'), limit=20)})"
-            rows.append(
-                (f"{m}  {name}", r["metrics"][m], (r.get("metrics_ci") or {}).get(m), results.index(r), m)
-            )
-    if not rows:
-        raise ConfigError(
-            f"forest: metrics: expected metrics of the document "
-            f"{sorted({m for r in results for m in r.get('metrics', {})})}, found {list(metrics)}"
-        )
+    rows = _forest_interval_rows(results, metrics, several_protocols=len(protocols) > 1)
     n_panels = 2 if comparisons else 1
     height = _BAR * (len(rows) + (len(comparisons) + 2 if comparisons else 0)) + 1.6
     with style():
@@ -369,16 +352,7 @@ def forest(bootstrap_doc: Any, *, metrics: Sequence[str] | None = None) -> Any:
         )
         if comparisons:
             cx = fig.add_subplot(grid_spec[1, 0])
-            crows = [
-                (
-                    f"{safe_label(c['b'], limit=20)} - {safe_label(c['a'], limit=20)}  {c['metric']}"
-                    + (f" ({safe_label(c['protocol'], limit=16)})" if len(protocols) > 1 else ""),
-                    c.get("difference"),
-                    c.get("ci"),
-                    c.get("p_value"),
-                )
-                for c in comparisons
-            ]
+            crows = _forest_difference_rows(comparisons, several_protocols=len(protocols) > 1)
             _forest_rows(
                 cx,
                 [r[:3] for r in crows],
@@ -389,6 +363,57 @@ def forest(bootstrap_doc: Any, *, metrics: Sequence[str] | None = None) -> Any:
             cx.set_xlabel("paired difference B - A (0: no difference)")
             cx.set_title("Paired differences", loc="left")
     return fig
+
+
+def _forest_default_metrics(results: list) -> list:
+    """Every metric with an interval (else every metric) of the results, in first-seen order."""
+    metrics: list = []
+    for r in results:
+        for m in r.get("metrics_ci", {}) or r.get("metrics", {}):
+            if m not in metrics:
+                metrics.append(m)
+    return metrics
+
+
+def _forest_interval_rows(results: list, metrics: Sequence[str], *, several_protocols: bool) -> list:
+    """One (label, point, interval, result index, metric) row per metric and result that has it.
+
+    Raises
+    ------
+    ConfigError
+        When no result has any of ``metrics``.
+    """
+    rows = []
+    for m in metrics:
+        for r in results:
+            if m not in r.get("metrics", {}):
+                continue
+            name = safe_label(r.get("detector", "?"), limit=28)
+            if several_protocols:
+                name += f" ({safe_label(r.get('protocol'), limit=20)})"
+            rows.append(
+                (f"{m}  {name}", r["metrics"][m], (r.get("metrics_ci") or {}).get(m), results.index(r), m)
+            )
+    if not rows:
+        raise ConfigError(
+            f"forest: metrics: expected metrics of the document "
+            f"{sorted({m for r in results for m in r.get('metrics', {})})}, found {list(metrics)}"
+        )
+    return rows
+
+
+def _forest_difference_rows(comparisons: list, *, several_protocols: bool) -> list:
+    """One (label, difference, interval, p-value) row per paired comparison."""
+    return [
+        (
+            f"{safe_label(c['b'], limit=20)} - {safe_label(c['a'], limit=20)}  {c['metric']}"
+            + (f" ({safe_label(c['protocol'], limit=16)})" if several_protocols else ""),
+            c.get("difference"),
+            c.get("ci"),
+            c.get("p_value"),
+        )
+        for c in comparisons
+    ]
 
 
 def _forest_rows(ax: Any, rows: list, *, colors: Sequence[int], notes: Sequence[str] = ()) -> None:

@@ -92,6 +92,110 @@ def _threshold_label(t: float) -> str:
     return f"IoU {round(t, 4):g}"
 
 
+def _draw_mean_panel(
+    ax: Any,
+    result: EvalResult,
+    *,
+    thresholds: Sequence[float],
+    t_index: Sequence[int],
+    colors: Sequence[str],
+    a: int,
+    handles: dict,
+) -> list[str]:
+    """Draw the mean interpolated curve per threshold on ``ax``; return the panel's notes.
+
+    The first line of each label is recorded in ``handles`` (the figure's legend).
+    """
+    notes = []
+    ax.set_title("all classes (mean)", fontweight="bold")
+    for t, ti, color in zip(thresholds, t_index, colors):
+        rec, prec = mean_interpolated_curve(result, ti, a)
+        label = f"{_threshold_label(t)} mean interpolated"
+        (line,) = ax.plot(rec, prec, color=color, lw=2.0, drawstyle="steps-pre", label=label)
+        handles.setdefault(label, line)
+        notes.append(f"AP{round(t * 100, 2):g} {fmt(mean_defined(result.ap[ti, :, a, -1]))}")
+    return notes
+
+
+def _draw_class_panel(
+    ax: Any,
+    result: EvalResult,
+    k: int,
+    *,
+    thresholds: Sequence[float],
+    t_index: Sequence[int],
+    colors: Sequence[str],
+    area: str,
+    a: int,
+    raw: bool,
+    interpolated: bool,
+    rec_thr: np.ndarray | None,
+    operating_points: Sequence[float],
+    points: dict,
+    handles: dict,
+) -> list[str]:
+    """Draw class ``k``'s raw and interpolated curves and operating points on ``ax``; return the notes.
+
+    ``rec_thr`` is the protocol's recall grid (None: all-point AP, drawn as the envelope). The
+    first line of each label is recorded in ``handles`` (the figure's legend).
+    """
+    notes = []
+    info = result.per_class[k]
+    ax.set_title(f"{safe_label(info['name'])}")
+    for t, ti, color in zip(thresholds, t_index, colors):
+        curve = pr_curve(result, result.category_ids[k], iou_threshold=t, area=area)
+        if raw and curve.n_positive and len(curve.recall):
+            label = f"{_threshold_label(t)} raw"
+            (line,) = ax.plot(
+                curve.recall,
+                curve.precision,
+                color=color,
+                lw=0.9,
+                alpha=0.55,
+                ls="--",
+                label=label,
+            )
+            handles.setdefault(label, line)
+        if interpolated and curve.n_positive:
+            if rec_thr is not None:
+                rec, prec = rec_thr, result.precision[ti, :, k, a, -1]
+            else:
+                rec, prec = envelope(curve)
+            label = f"{_threshold_label(t)} interpolated"
+            (line,) = ax.plot(rec, prec, color=color, lw=1.6, drawstyle="steps-pre", label=label)
+            handles.setdefault(label, line)
+        for j, c in enumerate(operating_points):
+            row = points[(c, t)][k]
+            if np.isfinite(row["precision"]) and np.isfinite(row["recall"]):
+                label = f"conf >= {c:g} ({_threshold_label(t)})"
+                (line,) = ax.plot(
+                    [row["recall"]],
+                    [row["precision"]],
+                    ls="none",
+                    marker=_MARKERS[j % len(_MARKERS)],
+                    ms=6,
+                    mfc="white",
+                    mec=color,
+                    mew=1.5,
+                    label=label,
+                    clip_on=False,
+                )
+                handles.setdefault(label, line)
+        notes.append(f"AP{round(t * 100, 2):g} {fmt(result.ap[ti, k, a, -1])}")
+    notes.append(f"{info['num_gt']} GT, {info['num_det']} det")
+    if not info["num_gt"]:
+        ax.text(
+            0.5,
+            0.55,
+            "no ground truth:\nAP undefined",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            color="0.4",
+        )
+    return notes
+
+
 def pr_curves(
     result: EvalResult,
     *,
@@ -177,70 +281,27 @@ def pr_curves(
             ax.set_xlabel("recall")
             if i % columns == 0:
                 ax.set_ylabel("precision")
-            notes = []
             if panel == "mean":
-                ax.set_title("all classes (mean)", fontweight="bold")
-                for t, ti, color in zip(thresholds, t_index, colors):
-                    rec, prec = mean_interpolated_curve(result, ti, a)
-                    label = f"{_threshold_label(t)} mean interpolated"
-                    (line,) = ax.plot(rec, prec, color=color, lw=2.0, drawstyle="steps-pre", label=label)
-                    handles.setdefault(label, line)
-                    notes.append(f"AP{round(t * 100, 2):g} {fmt(mean_defined(result.ap[ti, :, a, -1]))}")
+                notes = _draw_mean_panel(
+                    ax, result, thresholds=thresholds, t_index=t_index, colors=colors, a=a, handles=handles
+                )
             else:
-                k = panel
-                info = result.per_class[k]
-                ax.set_title(f"{safe_label(info['name'])}")
-                for t, ti, color in zip(thresholds, t_index, colors):
-                    curve = pr_curve(result, result.category_ids[k], iou_threshold=t, area=area)
-                    if raw and curve.n_positive and len(curve.recall):
-                        label = f"{_threshold_label(t)} raw"
-                        (line,) = ax.plot(
-                            curve.recall,
-                            curve.precision,
-                            color=color,
-                            lw=0.9,
-                            alpha=0.55,
-                            ls="--",
-                            label=label,
-                        )
-                        handles.setdefault(label, line)
-                    if interpolated and curve.n_positive:
-                        if is_grid:
-                            rec, prec = rec_thr, result.precision[ti, :, k, a, -1]
-                        else:
-                            rec, prec = envelope(curve)
-                        label = f"{_threshold_label(t)} interpolated"
-                        (line,) = ax.plot(rec, prec, color=color, lw=1.6, drawstyle="steps-pre", label=label)
-                        handles.setdefault(label, line)
-                    for j, c in enumerate(operating_points):
-                        row = points[(c, t)][k]
-                        if np.isfinite(row["precision"]) and np.isfinite(row["recall"]):
-                            label = f"conf >= {c:g} ({_threshold_label(t)})"
-                            (line,) = ax.plot(
-                                [row["recall"]],
-                                [row["precision"]],
-                                ls="none",
-                                marker=_MARKERS[j % len(_MARKERS)],
-                                ms=6,
-                                mfc="white",
-                                mec=color,
-                                mew=1.5,
-                                label=label,
-                                clip_on=False,
-                            )
-                            handles.setdefault(label, line)
-                    notes.append(f"AP{round(t * 100, 2):g} {fmt(result.ap[ti, k, a, -1])}")
-                notes.append(f"{info['num_gt']} GT, {info['num_det']} det")
-                if not info["num_gt"]:
-                    ax.text(
-                        0.5,
-                        0.55,
-                        "no ground truth:\nAP undefined",
-                        ha="center",
-                        va="center",
-                        transform=ax.transAxes,
-                        color="0.4",
-                    )
+                notes = _draw_class_panel(
+                    ax,
+                    result,
+                    panel,
+                    thresholds=thresholds,
+                    t_index=t_index,
+                    colors=colors,
+                    area=area,
+                    a=a,
+                    raw=raw,
+                    interpolated=interpolated,
+                    rec_thr=rec_thr if is_grid else None,
+                    operating_points=operating_points,
+                    points=points,
+                    handles=handles,
+                )
             ax.text(
                 0.03,
                 0.03,

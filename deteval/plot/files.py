@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -103,19 +104,19 @@ def figure_specs(
             f"{prefix}-pr_curves",
             f"Precision/recall curves: {label}",
             "results",
-            lambda r=result: pr_curves(r, max_classes=max_classes),
+            partial(pr_curves, result, max_classes=max_classes),
         )
         add(
             f"{prefix}-f1_curves",
             f"Precision, recall and F1 by confidence: {label}",
             "results",
-            lambda r=result: f1_curves(r, max_classes=max_classes),
+            partial(f1_curves, result, max_classes=max_classes),
         )
         add(
             f"{prefix}-per_class_ap",
             f"Per-class AP: {label}",
             "results",
-            lambda r=result: per_class_ap(r, top_k=top_k),
+            partial(per_class_ap, result, top_k=top_k),
         )
     for exp in _as_list(explanation):
         doc = as_document(exp, what="explanation")
@@ -123,29 +124,29 @@ def figure_specs(
             f"explain-{doc.get('from', 'A')}-{doc.get('to', 'B')}",
             f"Why {doc.get('from')} and {doc.get('to')} differ",
             "explain",
-            lambda d=doc: explain_waterfall(d),
+            partial(explain_waterfall, doc),
         )
     if analysis is not None:
         doc = as_document(analysis, what="analysis")
         if "errors" in doc:
-            add("errors", "TIDE error breakdown", "errors", lambda d=doc["errors"]: error_breakdown(d))
+            add("errors", "TIDE error breakdown", "errors", partial(error_breakdown, doc["errors"]))
         if "confusion" in doc:
             add(
                 "confusion",
                 "Confusion matrix",
                 "errors",
-                lambda d=doc["confusion"]: confusion_matrix(d, top_k=top_k),
+                partial(confusion_matrix, doc["confusion"], top_k=top_k),
             )
         if "decomposition" in doc:
             add(
                 "decomposition",
                 "AP decomposition factor curves",
                 "errors",
-                lambda d=doc["decomposition"]: decomposition_curves(d),
+                partial(decomposition_curves, doc["decomposition"]),
             )
     if bootstrap is not None:
         doc = as_document(bootstrap, what="bootstrap")
-        add("intervals", "Bootstrap intervals", "intervals", lambda d=doc: forest(d))
+        add("intervals", "Bootstrap intervals", "intervals", partial(forest, doc))
     return specs
 
 

@@ -1,10 +1,10 @@
-"""One self-contained HTML report of a run: what ``deteval report ... --out report.html`` writes.
+r"""One self-contained HTML report of a run: what ``deteval report ... --out report.html`` writes.
 
 The file needs nothing but a browser: figures are inline base64 PNG, the style sheet and a small
 script (table sorting, an image check, a self-test) are inline, no font or script is fetched.
 Every number comes from the values' ``to_dict()`` documents (the JSON the CLI writes) and every
 figure from :mod:`deteval.plot`, so the report never computes a number another way. Every user
-string (class names, paths, protocol names) is escaped, control characters shown as ``\\xNN``.
+string (class names, paths, protocol names) is escaped, control characters shown as ``\xNN``.
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 def escape(value: Any) -> str:
-    """Text safe inside HTML elements and quoted attributes.
+    r"""Text safe inside HTML elements and quoted attributes.
 
-    Control characters (which HTML forbids) are shown as ``\\xNN``.
+    Control characters (which HTML forbids) are shown as ``\xNN``.
 
     Examples
     --------
-    >>> escape('<script>alert("1")</script> & \\x07')
-    '&lt;script&gt;alert(&quot;1&quot;)&lt;/script&gt; &amp; \\\\x07'
+    >>> escape('<script>alert("1")</script> & \x07')
+    '&lt;script&gt;alert(&quot;1&quot;)&lt;/script&gt; &amp; \\x07'
     """
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
     return html.escape(text, quote=True)

@@ -70,9 +70,11 @@ def test_report_renders_offline_sorts_and_decodes(report, tmp_path):
     dom = run.stdout
     body = re.search(r"<body[^>]*>", dom).group(0)
     n_images = int(re.search(r'data-images="(\d+)"', body).group(1))
-    assert n_images == 2 * 3 + 1 + 3 + 1 and 'data-images-ok="true"' in body, body
+    assert n_images == 2 * 3 + 1 + 3 + 1, body
+    assert 'data-images-ok="true"' in body, body
     selftest = re.search(r'<output id="selftest"[^>]*>', dom).group(0)
-    assert 'data-result="pass"' in selftest and 'data-rows="40"' in selftest, selftest
+    assert 'data-result="pass"' in selftest, selftest
+    assert 'data-rows="40"' in selftest, selftest
     console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
     assert console == [], console
     # nothing was fetched: every src / href in the rendered DOM is inline or a fragment

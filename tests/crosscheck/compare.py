@@ -89,6 +89,7 @@ def assert_same_reference(a, b, what):
                 f"{what}: {field} differs at {len(bad)} places, first {index}: {x[index]!r} vs {y[index]!r}"
             )
     if a.stats is None or b.stats is None:
-        assert a.stats is None and b.stats is None, what
+        assert a.stats is None, what
+        assert b.stats is None, what
     else:
         assert np.array_equal(a.stats, b.stats), f"{what}: stats {a.stats} != {b.stats}"

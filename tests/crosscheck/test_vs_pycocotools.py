@@ -117,8 +117,9 @@ def _same(a, b):
 
 
 def test_generated_buggy_datasets_exercise_both_bugs():
-    """On the id-0 / ignore-field datasets each bug alone changes some results, and
-    pycocotools differs from the fixed evaluation on those datasets only.
+    """On the id-0 / ignore-field datasets each bug alone changes some results.
+
+    And pycocotools differs from the fixed evaluation on those datasets only.
     """
     ignore_bug_matters = id_zero_bug_matters = pycocotools_differs = 0
     for name in BUGGY_DATASETS:
@@ -199,8 +200,9 @@ def test_annotation_id_zero_hand_derived():
 
 
 def test_annotation_id_zero_matched_detection_outside_area_range_is_ignored():
-    """pycocotools: a detection "unmatched" (id-0 GT) whose own area is outside the range is
-    ignored there, not a false positive; the GT is small, the detection medium.
+    """An "unmatched" (id-0 GT) detection whose own area is out of range: pycocotools ignores it.
+
+    It is not a false positive there; the GT is small, the detection medium.
     """
     gt, dt = _one_image(
         [_box_ann(0, [0, 0, 30, 30]), _box_ann(5, [100, 100, 20, 20])],

@@ -191,8 +191,9 @@ def _recall_three_tenths() -> VocDataset:
 
 
 def test_recall_exactly_three_tenths_under_each_grid(tmp_path):
-    """Recall 0.3 reached at precision 1: the k/10 grid counts it, np.arange's 0.30000000000000004
-    does not.
+    """Recall 0.3 reached at precision 1.
+
+    The k/10 grid counts it, np.arange's 0.30000000000000004 does not.
     """
     data = _recall_three_tenths()
     for preset in ("voc2007", "voc2007-pyfrcnn"):

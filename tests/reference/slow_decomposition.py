@@ -16,8 +16,10 @@ from tests.crosscheck.generate import generate
 
 
 def confused(seed, **kwargs):
-    """A generated dataset plus cross-class confusions: relabelled detections, and copies of
-    detections under another class (several detections on one object, of several classes).
+    """A generated dataset plus cross-class confusions.
+
+    Relabelled detections, and copies of detections under another class (several detections on
+    one object, of several classes).
     """
     gt, dt = generate(seed, **kwargs)
     rng = random.Random(seed + 12345)
@@ -51,8 +53,9 @@ def _iou(d, g, crowd=False):
 
 
 def max_iou_assignment(gt_dict, dt_list):
-    """Per detection: (IoU_d, class of the max-IoU GT or None), over non-crowd GTs of its image
-    (any class); ties: the first GT in file order.
+    """Per detection: (IoU_d, class of the max-IoU GT or None).
+
+    Over the non-crowd GTs of its image (any class); ties: the first GT in file order.
     """
     by_image = {}
     for ann in gt_dict["annotations"]:

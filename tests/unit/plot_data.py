@@ -15,8 +15,10 @@ NASTY = [
 
 
 def synthetic(n_classes: int, *, n_images: int | None = None, seed: int = 0, nasty: bool = True) -> tuple:
-    """(gt dict, detections list): every class has ground truth; detections are jittered
-    copies of it (true positives, at varying quality), duplicates and background boxes.
+    """(gt dict, detections list) of a synthetic dataset.
+
+    Every class has ground truth; detections are jittered copies of it (true positives, at
+    varying quality), duplicates and background boxes.
     """
     rng = np.random.default_rng(seed)
     n_images = n_images or max(20, n_classes // 2)

@@ -1,5 +1,7 @@
-"""The front door (deteval.api): paths, dicts and values give one result; protocols by name,
-YAML file or value; warnings emitted with the right category and stacklevel, kept in the result.
+"""The front door (deteval.api).
+
+Paths, dicts and values give one result; protocols by name, YAML file or value; warnings emitted
+with the right category and stacklevel, kept in the result.
 """
 
 from __future__ import annotations

@@ -453,8 +453,10 @@ def test_broken_file_through_cli(capsys, name):
 
 
 def test_self_intersecting_polygon_is_scored_by_default(capsys):
-    """Refused only under invalid_polygons=error: raster IoU (the coco default, pycocotools) takes it
-    as is, exact IoU fills it even-odd (the default) or repairs it (make_valid).
+    """Refused only under invalid_polygons=error.
+
+    Raster IoU (the coco default, pycocotools) takes it as is, exact IoU fills it even-odd (the
+    default) or repairs it (make_valid).
     """
     gt, dt = BROKEN / "coco" / "segm_gt.json", BROKEN / "coco" / "segm_dt_self_intersecting.json"
     for extra in (

@@ -162,8 +162,9 @@ def test_validate_scores_nothing_but_finds_every_error(capsys):
 
 
 def test_validate_honours_the_protocol(capsys):
-    """A segm-only record is fine for a segm evaluation, an error for bbox (the default); for segm,
-    validate checks the masks as evaluate does (this ground truth has none).
+    """A segm-only record is fine for a segm evaluation, an error for bbox (the default).
+
+    For segm, validate checks the masks as evaluate does (this ground truth has none).
     """
     dt = BROKEN / "coco" / "dt_segmentation_only.json"
     assert_input_error(run(capsys, "validate", "--gt", GOOD_GT, "--dt", dt), "no `bbox`")

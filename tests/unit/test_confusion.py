@@ -58,8 +58,10 @@ def test_greedy_pairs_equals_sequential_rule():
 
 
 def test_hand_derived():
-    """Cat GT and dog GT; a 'dog' box on the cat, a 'dog' box on the dog (lower IoU), a cat
-    box nowhere, a dog box inside a dog crowd region (dropped).
+    """Cat GT and dog GT, with four detections.
+
+    A 'dog' box on the cat, a 'dog' box on the dog (lower IoU), a cat box nowhere, a dog box
+    inside a dog crowd region (dropped).
     """
     gt_dict = {
         "images": [{"id": 1}],

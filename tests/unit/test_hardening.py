@@ -1,5 +1,7 @@
-"""Hostile inputs and faults: outputs never destroy inputs nor are half-written; special files,
-overflowing numbers, corrupt RLE, deep or odd JSON, signals, closed pipes, dead workers.
+"""Hostile inputs and faults: outputs never destroy inputs nor are half-written.
+
+Special files, overflowing numbers, corrupt RLE, deep or odd JSON, signals, closed pipes, dead
+workers.
 
 Real files, real signals and real processes: no mocks.
 """

@@ -1,5 +1,7 @@
-"""The HTML report: one self-contained file, every user string escaped, no network reference,
-within its size budget, written atomically.
+"""The HTML report.
+
+One self-contained file, every user string escaped, no network reference, within its size budget,
+written atomically.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
-"""deteval.plot: each figure builds from fixture results with the right curves, bars, cells and
-labels; SVG bytes repeat exactly; 1,000 classes give a readable top-k figure; without matplotlib
-the package says how to install it.
+"""deteval.plot figures.
+
+Each figure builds from fixture results with the right curves, bars, cells and labels; SVG bytes
+repeat exactly; 1,000 classes give a readable top-k figure; without matplotlib the package says
+how to install it.
 """
 
 from __future__ import annotations

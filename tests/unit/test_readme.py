@@ -1,5 +1,7 @@
-"""Every example in the README and docs/ runs: `deteval ...` lines through the CLI, Python blocks
-through exec (from the repository root, as a reader would run them).
+"""Every example in the README and docs/ runs.
+
+`deteval ...` lines through the CLI, Python blocks through exec (from the repository root, as a
+reader would run them).
 """
 
 import os

@@ -1,5 +1,7 @@
-"""Renderers on their own (deteval.report): table, Markdown, CSV and JSON of small results built by
-the front door on fixtures/coco; Markdown escaping of `|` and CSV escaping of formula cells.
+"""Renderers on their own (deteval.report).
+
+Table, Markdown, CSV and JSON of small results built by the front door on fixtures/coco; Markdown
+escaping of `|` and CSV escaping of formula cells.
 """
 
 from __future__ import annotations

@@ -145,8 +145,10 @@ def test_known_answers_more_lists(tmp_path, outcomes, n_gt, voc2007, voc2010, co
     ],
 )
 def test_voc2007_preset_on_the_known_lists(tmp_path, outcomes, n_gt, matlab_grid):
-    """voc2007 uses MATLAB's 0:0.1:1 (eleven_point_grid: matlab_colon): it differs from the table
-    above (numpy's grid) where a recall lands exactly on 0.7 (see docs/voc.md, "The 11-point grid").
+    """voc2007 uses MATLAB's 0:0.1:1 (eleven_point_grid: matlab_colon).
+
+    It differs from the table above (numpy's grid) where a recall lands exactly on 0.7 (see
+    docs/voc.md, "The 11-point grid").
     """
     data = _ranked_list(outcomes, n_gt)
     assert _evaluate(tmp_path, data, "voc2007").per_class[0]["AP"] == pytest.approx(matlab_grid, abs=1e-10)
