@@ -248,6 +248,10 @@ class _Curve:
 
     items: _Source
     item_first: np.ndarray  # (n_items,) first item of the item's segment
+    item_seg: np.ndarray  # (n_items,) segment of each item
+    seg_key: np.ndarray  # (n_items,) float64 -segment: the real part of the envelope scan's keys
+    seg_head: np.ndarray  # first item of each non-empty segment
+    seg_last: np.ndarray  # (n_seg,) last item of each segment, -1 when empty
     seg_bounds: np.ndarray  # (n_seg + 1,) item offsets of the segments
     area_items: tuple  # per area: (lo, hi) items of its lanes
     counted: tuple  # per area: _Source of the entries counted in its first lane
@@ -403,6 +407,10 @@ def _curve(
     return _Curve(
         items=_Source.of(entry_img[item_pos], entry_rep[item_pos]),
         item_first=seg_bounds[item_seg],
+        item_seg=item_seg,
+        seg_key=-item_seg.astype(np.float64),
+        seg_head=seg_bounds[:-1][np.diff(seg_bounds) > 0],
+        seg_last=np.where(np.diff(seg_bounds) > 0, seg_bounds[1:] - 1, -1),
         seg_bounds=seg_bounds,
         area_items=tuple(area_items),
         counted=tuple(counted),
@@ -482,17 +490,6 @@ def _cumsum0(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _min_tp_for_recall_w(npos: np.ndarray, rec_thr: np.ndarray) -> np.ndarray:
-    """Smallest j with ``j / npos >= thr`` (the float division of accumulate), (..., n_r) int64."""
-    n = npos[..., None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        j = np.ceil(rec_thr * n)
-        j = np.where((j - 1) / n >= rec_thr, j - 1, j)
-        j = np.where(j / n < rec_thr, j + 1, j)
-    big = np.iinfo(np.int64).max // 4
-    return np.where(n > 0, j, big).astype(np.int64)
-
-
 def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> tuple:
     """Interpolated precision (or all-point AP) and final TP counts of one curve for a chunk.
 
@@ -562,41 +559,89 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
             n_class,
         )
         return ap.reshape(B, n_area, n_thr, n_class), n_tp_out
-    del tp
     rec_thr = recall_thresholds(p)
-    n_r = len(rec_thr)
-    # pycocotools: inds = searchsorted(rc, recThrs, "left"): the first item whose weighted TP
-    # count reaches the smallest count j with j / npos >= thr (at least 1: the first TP).
-    target = np.maximum(_min_tp_for_recall_w(npos, rec_thr), 1)[:, seg_col]  # (B, n_seg, n_r)
-    is_reached = target <= n_tp[:, :, None]
-    end = np.arange(B)[:, None] * n_items + bounds[None, 1:]  # (B, n_seg)
-    if n_items:
-        # The item reaching count j of its segment: an inverse of the cumulative counts, the
-        # flat item index repeated by its weight (zero-weight items never reached).
-        inverse = np.repeat(np.arange(B * n_items), item_w.ravel())
-        offset = (np.cumsum(n_tp.ravel()) - n_tp.ravel()).reshape(B, n_seg, 1)
-        look = np.where(is_reached, offset + target - 1, 0)
-        start = np.where(is_reached, np.take(inverse, look) if len(inverse) else 0, end[:, :, None])
-    else:
-        start = np.broadcast_to(end[:, :, None], target.shape)
-    # Zero-weight items need no masking: one never starts a piece (a reached count starts at a
-    # weighted TP) and its precision is at most that of the weighted item before it.
-    q = _suffix_max(pr_buf, start.reshape(B * n_seg, n_r), end.ravel(), is_reached.reshape(B * n_seg, n_r))
+    q = _interpolated_precision(cur, pr, tp, npos, seg_col, rec_thr)
     # Classes without positives are left as they are: every reader masks them (is_defined).
-    return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp_out
+    return q.reshape(B, n_area, n_thr, n_class, len(rec_thr)), n_tp_out
 
 
-def _suffix_max(values: np.ndarray, start: np.ndarray, end: np.ndarray, is_valid: np.ndarray) -> np.ndarray:
-    """:func:`~deteval.accumulate.suffix_max_at` for non-negative ``values`` that already carry one
-    spare element at the end (``end`` may equal ``len(values) - 1``): no copies of ``values``.
+def _interpolated_precision(
+    cur: _Curve,
+    pr: np.ndarray,
+    tp: np.ndarray,
+    npos: np.ndarray,
+    seg_col: np.ndarray,
+    rec_thr: np.ndarray,
+) -> np.ndarray:
+    """Precision envelope at the recall thresholds, (B, n_seg, n_r), without per-threshold searches.
+
+    pycocotools reads, for each threshold ``r``, the suffix maximum of precision from the first
+    entry whose recall ``tp / npos`` reaches ``r``: that entry is a true positive (the first one
+    for ``r = 0``), so the envelope is a suffix maximum over the true-positive items of each
+    segment, and the thresholds an item is the first to reach are those in ``(k(prev), k(item)]``
+    with ``k = #{r : thr_r <= tp / npos}`` (the same float division: ``j / npos`` is monotone in
+    ``j``). Every envelope value is repeated by its number of thresholds, each segment followed
+    by its unreached thresholds (precision 0): one ``repeat`` writes the (segment, threshold)
+    table in order.
     """
-    n, n_r = start.shape
-    bounds = np.empty((n, n_r + 1), dtype=np.int64)
-    bounds[:, :n_r] = start
-    bounds[:, n_r] = end
-    pieces = np.maximum.reduceat(values, bounds.ravel()).reshape(n, n_r + 1)[:, :n_r]
-    pieces *= is_valid
-    return np.maximum.accumulate(pieces[:, ::-1], axis=1)[:, ::-1]
+    B, n_items = pr.shape
+    n_seg, n_r = len(cur.seg_last), len(rec_thr)
+    q = np.zeros((B, n_seg, n_r))
+    if not n_items:
+        return q
+    table, start = _thresholds_table(npos, rec_thr)
+    k = np.take(start, seg_col[cur.item_seg], axis=1)
+    k += tp
+    k = np.take(table, k)
+    step = np.empty_like(k)
+    step[:, 0] = k[:, 0]
+    np.subtract(k[:, 1:], k[:, :-1], out=step[:, 1:])
+    step[:, cur.seg_head] = k[:, cur.seg_head]
+    k_last = np.where(cur.seg_last >= 0, np.take(k, cur.seg_last, axis=1), 0)
+    env = _segment_suffix_max(pr, cur.seg_key)
+    q[np.arange(n_r) < k_last[:, :, None]] = np.repeat(env.ravel(), step.ravel())
+    return q
+
+
+def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
+    """How many recall thresholds each weighted TP count reaches, per resample and column of npos.
+
+    Parameters
+    ----------
+    npos : int64 (B, n_col)
+
+    Returns
+    -------
+    (table, start)
+        ``table[start[b, c] + j]`` (``0 <= j <= npos[b, c]``) is ``#{r : thr_r <= j / npos}``
+        (the float division of the reference tools), 0 for ``j == 0`` (nothing reached before
+        the first true positive). A segment's weighted TP count never exceeds its positives,
+        so an item's count is a lookup: this table has ``sum(npos) + n_col`` entries per
+        resample instead of one search per item.
+    """
+    sizes = npos.ravel() + 1
+    start = np.cumsum(sizes) - sizes
+    j = np.arange(int(sizes.sum())) - np.repeat(start, sizes)
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 where npos == 0: set to 0 below
+        rc = j / np.repeat(sizes - 1, sizes)
+    table = np.searchsorted(rec_thr, rc, "right")
+    table[j == 0] = 0
+    return table, start.reshape(npos.shape)
+
+
+def _segment_suffix_max(values: np.ndarray, seg_key: np.ndarray) -> np.ndarray:
+    """Suffix maximum of ``values`` (B, n) within each segment (items sorted by segment).
+
+    One forward ``maximum.accumulate`` per row over complex keys ``(-segment) + 1j * value``
+    laid out backwards: numpy orders complex numbers lexicographically, so the scan restarts at
+    each segment and the imaginary parts are the exact maxima (no arithmetic on the values).
+    """
+    B, n = values.shape
+    z = np.empty((B, n), dtype=np.complex128)
+    z.real = seg_key[::-1]
+    z.imag = values[:, ::-1]
+    np.maximum.accumulate(z, axis=1, out=z)
+    return np.ascontiguousarray(z.imag[:, ::-1])
 
 
 def _all_point_w(
