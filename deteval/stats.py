@@ -105,6 +105,7 @@ class BootstrapSettings:
         _check_settings(self.n, self.seed, self.ci, self.method)
 
     def to_dict(self) -> dict:
+        """The JSON ``"bootstrap"`` object: ``{"n", "seed", "ci", "method"}``."""
         return {"n": self.n, "seed": self.seed, "ci": self.ci, "method": self.method}
 
 
@@ -237,8 +238,10 @@ class _Source:
 
 @dataclass(frozen=True, eq=False)
 class _Curve:
-    """The true positives of the ranking at one ``max_dets`` value, all lanes, and how to count
-    the entries ranked up to each of them (everything that does not depend on the weights).
+    """The true positives of the ranking at one ``max_dets`` value and how to count them.
+
+    All lanes, and how to count the entries ranked up to each of them (everything that does
+    not depend on the weights).
 
     Items are the true positives sorted by (lane, class, rank): segment ``lane * n_class + class``.
     The entries ranked from the start of an item's class up to the item, counted in its lane
@@ -266,9 +269,10 @@ class _Curve:
 
 @dataclass(frozen=True, eq=False)
 class _RecallOnly:
-    """Counts per (segment, image), for weighted sums ``n[seg] = sum(count * w[img])``: the true
-    positives of one (area, ``max_dets``) per (threshold, class) (final recall only), or the
-    counted ground truth per (class, area).
+    """Counts per (segment, image), for weighted sums ``n[seg] = sum(count * w[img])``.
+
+    The true positives of one (area, ``max_dets``) per (threshold, class) (final recall only),
+    or the counted ground truth per (class, area).
     """
 
     img: np.ndarray  # (n_pairs,) sorted by segment t * n_class + class
@@ -676,8 +680,9 @@ def _all_point_w(
 
 
 def _mean_defined_rows(values: np.ndarray, is_defined: np.ndarray) -> np.ndarray:
-    """:func:`~deteval.summary.mean_defined` of each resample: values (B, ..., n_class), classes
-    defined (B, n_class) -> (B,).
+    """:func:`~deteval.summary.mean_defined` of each resample.
+
+    Values (B, ..., n_class), classes defined (B, n_class) -> (B,).
 
     Resamples with the same defined classes are averaged together: the defined values of a
     row, in C order, are one contiguous row, and numpy's pairwise sum of a contiguous row is
@@ -698,19 +703,27 @@ def _mean_defined_rows(values: np.ndarray, is_defined: np.ndarray) -> np.ndarray
     return out
 
 
-def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
-    """Headline metrics and per-class AP of each resample of a chunk (w: int64 (B, n_img))."""
-    p = plan.protocol
+def _weighted_counts(source: _RecallOnly, w: np.ndarray) -> np.ndarray:
+    """int64 (B, n_seg): ``sum(count * w[img])`` per segment of ``source``.
+
+    Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers).
+    """
+    c = _cumsum0(np.take(w, source.img, axis=1) * source.count)
+    return np.take(c, source.bounds[1:], axis=1) - np.take(c, source.bounds[:-1], axis=1)
+
+
+def _curves_and_recalls(plan: _Plan, w: np.ndarray, npos: np.ndarray) -> tuple:
+    """Precision (or all-point AP) per curve and final recall per (area, max_dets) of a chunk.
+
+    Returns
+    -------
+    (values, recall)
+        values: max_dets index -> the first output of :func:`_curve_chunk`; recall: (area,
+        max_dets index) -> float64 (B, n_thr, n_class), NaN where the class has no positives.
+    """
     n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
     B = w.shape[0]
-    npos = np.zeros((B, n_class * n_area), dtype=np.int64)
-    if len(plan.positives.img):
-        # Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers).
-        c = _cumsum0(np.take(w, plan.positives.img, axis=1) * plan.positives.count)
-        npos = np.take(c, plan.positives.bounds[1:], axis=1) - np.take(c, plan.positives.bounds[:-1], axis=1)
-    is_defined = npos.reshape(B, n_class, n_area) > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        npos_at = npos.reshape(B, n_class, n_area).transpose(0, 2, 1).astype(np.float64)  # (B, A, K)
+    npos_at = npos.reshape(B, n_class, n_area).transpose(0, 2, 1).astype(np.float64)  # (B, A, K)
     values, recall = {}, {}
     for mi, cur in plan.curves.items():
         values[mi], n_tp = _curve_chunk(plan, cur, w, npos)
@@ -722,27 +735,51 @@ def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
     for (a, mi), ro in plan.recall_only.items():
         n_tp = np.zeros((B, n_thr * n_class), dtype=np.int64)
         if len(ro.img):
-            c = _cumsum0(np.take(w, ro.img, axis=1) * ro.count)
-            n_tp = c[:, ro.bounds[1:]] - c[:, ro.bounds[:-1]]
+            n_tp = _weighted_counts(ro, w)
         with np.errstate(divide="ignore", invalid="ignore"):
             r = n_tp.reshape(B, n_thr, n_class) / npos_at[:, a][:, None, :]
         recall[a, mi] = np.where(npos_at[:, a][:, None, :] > 0, r, np.nan)
-    point_sampled = p.ap_method != "all_point"
+    return values, recall
+
+
+def _ap_of_values(protocol: Protocol, values: dict) -> dict:
+    """AP per (area, threshold, class) where it is not a mean of sampled points (11-point, all-point)."""
     ap = {}
     for mi, v in values.items():
-        if p.ap_method == "11_point":
+        if protocol.ap_method == "11_point":
             ap[mi] = np.cumsum(v / 11.0, axis=-1)[..., -1]  # the devkit's ap = ap + p / 11
-        elif not point_sampled:
+        elif protocol.ap_method == "all_point":
             ap[mi] = v
+    return ap
+
+
+def _per_class_ap(plan: _Plan, values: dict, ap: dict, is_defined: np.ndarray) -> np.ndarray:
+    """float64 (B, n_class): class_ap, area 0 at the largest max_dets (NaN: no positives)."""
     top = max(values)
-    if p.ap_method == "101_point":
+    B = is_defined.shape[0]
+    if plan.protocol.ap_method == "101_point":
         # class_ap: the mean over (threshold, recall point) of area 0 at the largest max_dets.
         per_class = np.mean(
-            np.ascontiguousarray(values[top][:, 0].transpose(0, 2, 1, 3)).reshape(B, n_class, -1), axis=-1
+            np.ascontiguousarray(values[top][:, 0].transpose(0, 2, 1, 3)).reshape(B, plan.n_class, -1),
+            axis=-1,
         )
     else:
         per_class = np.mean(np.ascontiguousarray(ap[top][:, 0].transpose(0, 2, 1)), axis=-1)
     per_class[~is_defined[:, :, 0]] = np.nan
+    return per_class
+
+
+def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
+    """Headline metrics and per-class AP of each resample of a chunk (w: int64 (B, n_img))."""
+    p = plan.protocol
+    B = w.shape[0]
+    npos = np.zeros((B, plan.n_class * plan.n_area), dtype=np.int64)
+    if len(plan.positives.img):
+        npos = _weighted_counts(plan.positives, w)
+    is_defined = npos.reshape(B, plan.n_class, plan.n_area) > 0
+    values, recall = _curves_and_recalls(plan, w, npos)
+    ap = _ap_of_values(p, values)
+    per_class = _per_class_ap(plan, values, ap, is_defined)
     if p.is_single_threshold:
         return ("mAP",), _mean_defined_rows(per_class, ~np.isnan(per_class))[:, None], per_class
     metrics = np.full((B, len(plan.terms)), np.nan)
@@ -753,7 +790,7 @@ def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
         t, a, mi = where
         if term.kind == "AR":
             x = recall[a, mi]  # (B, T, K)
-        elif point_sampled:
+        elif p.ap_method != "all_point":
             x = values[mi][:, a][:, t].transpose(0, 1, 3, 2)  # (B, T', R, K)
         else:
             x = ap[mi][:, a][:, t]  # (B, T', K)
@@ -957,6 +994,7 @@ class Interval:
         return None if self.lo is None else [self.lo, self.hi]
 
     def to_dict(self) -> dict:
+        """``{"ci": [lo, hi] or None, "n_undefined": int}``."""
         return {"ci": self.as_list(), "n_undefined": self.n_undefined}
 
 
@@ -1008,6 +1046,7 @@ class DetectorBootstrap:
 
     @property
     def protocol(self) -> str:
+        """Name of the protocol the result was scored under."""
         return self.result.protocol.name
 
     def to_dict(self) -> dict:
@@ -1017,11 +1056,14 @@ class DetectorBootstrap:
 
 @dataclass(frozen=True, eq=False)
 class BootstrapResult:
+    """Intervals of every resampled detector and the weights of the resamples (n, n_images)."""
+
     settings: BootstrapSettings
     results: tuple
     weights: np.ndarray = field(repr=False)
 
     def get(self, name: str, protocol: str | None = None) -> DetectorBootstrap:
+        """The bootstrap of detector ``name`` (under ``protocol`` when several were resampled)."""
         for r in self.results:
             if r.name == name and (protocol is None or r.protocol == protocol):
                 return r
@@ -1032,6 +1074,7 @@ class BootstrapResult:
         )
 
     def to_dict(self) -> dict:
+        """``{"bootstrap": settings, "results": [...]}`` (the JSON document's pieces)."""
         return {
             "bootstrap": bootstrap_settings_dict(self.settings),
             "results": [r.to_dict() for r in self.results],
@@ -1202,6 +1245,7 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
+        """The plain-language line of :func:`verdict`."""
         return verdict(self)
 
     def to_dict(self) -> dict:
@@ -1282,9 +1326,11 @@ class ComparisonResult:
     comparisons: tuple
 
     def verdicts(self) -> list:
+        """One :func:`verdict` line per comparison."""
         return [c.verdict for c in self.comparisons]
 
     def to_dict(self) -> dict:
+        """``{"bootstrap", "results", "comparisons"}`` (the JSON document)."""
         return {
             "bootstrap": bootstrap_settings_dict(self.bootstrap.settings),
             "results": [r.to_dict() for r in self.bootstrap.results],

@@ -43,8 +43,10 @@ def _data(seed, max_images=25, max_classes=5):
 
 
 def replicate(gt: GroundTruth, dt: Detections, w: np.ndarray) -> tuple:
-    """The explicit dataset of a resample: image i repeated w[i] times, copies adjacent in image
-    order, each annotation and result line repeated in place.
+    """The explicit dataset of a resample.
+
+    Image i repeated w[i] times, copies adjacent in image order, each annotation and result
+    line repeated in place.
     """
     w = np.asarray(w, dtype=np.int64)
     first_copy = np.cumsum(w) - w  # new index of copy 0 of each image
@@ -130,8 +132,10 @@ def test_weighted_equals_explicit_replication(protocol, seed):
 
 
 def _tied_data():
-    """Within-image ties of mixed outcome, ties across images, a crowd, an empty image and a
-    class without ground truth.
+    """Tied data for the replication tests.
+
+    Within-image ties of mixed outcome, ties across images, a crowd, an empty image and a class
+    without ground truth.
     """
     images = [{"id": i, "width": 100, "height": 100} for i in range(1, 6)]
     cats = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "nogt"}]
