@@ -252,7 +252,7 @@ class _Curve:
     items: _Source
     item_first: np.ndarray  # (n_items,) first item of the item's segment
     item_seg: np.ndarray  # (n_items,) segment of each item
-    seg_key: np.ndarray  # (n_items,) float64 -segment: the real part of the envelope scan's keys
+    seg_key_rev: np.ndarray  # (n_items,) float64 segment keys of the envelope scan, backwards
     seg_head: np.ndarray  # first item of each non-empty segment
     seg_last: np.ndarray  # (n_seg,) last item of each segment, -1 when empty
     seg_bounds: np.ndarray  # (n_seg + 1,) item offsets of the segments
@@ -412,7 +412,7 @@ def _curve(
         items=_Source.of(entry_img[item_pos], entry_rep[item_pos]),
         item_first=seg_bounds[item_seg],
         item_seg=item_seg,
-        seg_key=-item_seg.astype(np.float64),
+        seg_key_rev=-item_seg[::-1].astype(np.float64),
         seg_head=seg_bounds[:-1][np.diff(seg_bounds) > 0],
         seg_last=np.where(np.diff(seg_bounds) > 0, seg_bounds[1:] - 1, -1),
         seg_bounds=seg_bounds,
@@ -535,16 +535,21 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     if len(cur.fix_items):
         cc = _cumsum0(cur.corr.weights(w) * cur.corr_sign)
         ranked[:, cur.fix_items] -= np.take(cc, cur.fix_hi, axis=1) - np.take(cc, cur.fix_lo, axis=1)
-    # tp + fp == ranked exactly (integers), so these are the reference formulas' floats. One
-    # spare element at the end: the suffix maximum reads one past the last item.
-    pr_buf = np.zeros(B * n_items + 1)
-    pr = pr_buf[:-1].reshape(B, n_items)
+    # tp + fp == ranked exactly (integers), so these are the reference formulas' floats. For the
+    # sampled envelopes precision is written straight into the imaginary parts of the suffix
+    # maximum's keys (see _segment_suffix_max), laid out backwards.
+    if p.ap_method == "all_point":
+        z = np.empty((0, 0), dtype=np.complex128)  # no envelope scan
+        pr = np.empty((B, n_items))
+    else:
+        z = np.empty((B, n_items), dtype=np.complex128)
+        z.real = cur.seg_key_rev
+        pr = z.imag[:, ::-1]
     if p.ap_method == "101_point":
         np.add(ranked, np.spacing(1), out=pr)  # pycocotools: tp / (fp + tp + eps)
-        np.divide(tp, pr, out=pr)
     else:
         np.maximum(ranked, np.finfo(np.float64).eps, out=pr)  # devkit_precision: tp / max(tp + fp, eps)
-        np.divide(tp, pr, out=pr)
+    np.divide(tp, pr, out=pr)
     del ranked
     seg = np.arange(n_seg)
     seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)  # column of npos
@@ -564,6 +569,7 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
         )
         return ap.reshape(B, n_area, n_thr, n_class), n_tp_out
     rec_thr = recall_thresholds(p)
+    np.maximum.accumulate(z, axis=1, out=z)  # pr now holds the envelope (suffix maxima)
     q = _interpolated_precision(cur, pr, tp, npos, seg_col, rec_thr)
     # Classes without positives are left as they are: every reader masks them (is_defined).
     return q.reshape(B, n_area, n_thr, n_class, len(rec_thr)), n_tp_out
@@ -571,7 +577,7 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
 
 def _interpolated_precision(
     cur: _Curve,
-    pr: np.ndarray,
+    env: np.ndarray,
     tp: np.ndarray,
     npos: np.ndarray,
     seg_col: np.ndarray,
@@ -587,8 +593,14 @@ def _interpolated_precision(
     ``j``). Every envelope value is repeated by its number of thresholds, each segment followed
     by its unreached thresholds (precision 0): one ``repeat`` writes the (segment, threshold)
     table in order.
+
+    ``env`` (B, n_items) holds the suffix maxima of precision within each segment. The caller
+    gets them from one forward ``maximum.accumulate`` per row over complex keys
+    ``-segment + 1j * precision`` laid out backwards: numpy orders complex numbers
+    lexicographically, so the scan restarts at each segment and the imaginary parts are the
+    exact maxima (no arithmetic on the values).
     """
-    B, n_items = pr.shape
+    B, n_items = env.shape
     n_seg, n_r = len(cur.seg_last), len(rec_thr)
     q = np.zeros((B, n_seg, n_r))
     if not n_items:
@@ -602,7 +614,6 @@ def _interpolated_precision(
     np.subtract(k[:, 1:], k[:, :-1], out=step[:, 1:])
     step[:, cur.seg_head] = k[:, cur.seg_head]
     k_last = np.where(cur.seg_last >= 0, np.take(k, cur.seg_last, axis=1), 0)
-    env = _segment_suffix_max(pr, cur.seg_key)
     q[np.arange(n_r) < k_last[:, :, None]] = np.repeat(env.ravel(), step.ravel())
     return q
 
@@ -631,21 +642,6 @@ def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
     table = np.searchsorted(rec_thr, rc, "right")
     table[j == 0] = 0
     return table, start.reshape(npos.shape)
-
-
-def _segment_suffix_max(values: np.ndarray, seg_key: np.ndarray) -> np.ndarray:
-    """Suffix maximum of ``values`` (B, n) within each segment (items sorted by segment).
-
-    One forward ``maximum.accumulate`` per row over complex keys ``(-segment) + 1j * value``
-    laid out backwards: numpy orders complex numbers lexicographically, so the scan restarts at
-    each segment and the imaginary parts are the exact maxima (no arithmetic on the values).
-    """
-    B, n = values.shape
-    z = np.empty((B, n), dtype=np.complex128)
-    z.real = seg_key[::-1]
-    z.imag = values[:, ::-1]
-    np.maximum.accumulate(z, axis=1, out=z)
-    return np.ascontiguousarray(z.imag[:, ::-1])
 
 
 def _all_point_w(
