@@ -436,3 +436,19 @@ def test_protocols_the_resampling_does_not_reproduce_are_refused():
     p = deteval.get_protocol("ultralytics")
     with pytest.raises(ConfigError, match="ultralytics.*not supported by the resampling"):
         resample_metrics(deteval.match(gt, dt, p), gt, p, np.ones((2, 1), dtype=np.int64))
+
+
+@pytest.mark.parametrize("grid", [np.linspace(0.0, 1.0, 101), np.arange(0, 1.1, 0.1)])
+def test_thresholds_table_is_a_search_per_count(grid):
+    from deteval.stats import _thresholds_table
+
+    npos = np.array([[0, 1, 7, 100, 333], [3, 0, 130, 41, 1000]], dtype=np.int64)
+    table, start = _thresholds_table(npos, grid)
+    for b in range(npos.shape[0]):
+        for c in range(npos.shape[1]):
+            n = npos[b, c]
+            j = np.arange(n + 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                expected = np.searchsorted(grid, j / n, "right")
+            expected[0] = 0
+            np.testing.assert_array_equal(table[start[b, c] : start[b, c] + n + 1], expected)
