@@ -105,6 +105,7 @@ class BootstrapSettings:
         _check_settings(self.n, self.seed, self.ci, self.method)
 
     def to_dict(self) -> dict:
+        """The JSON ``"bootstrap"`` object: ``{"n", "seed", "ci", "method"}``."""
         return {"n": self.n, "seed": self.seed, "ci": self.ci, "method": self.method}
 
 
@@ -237,8 +238,10 @@ class _Source:
 
 @dataclass(frozen=True, eq=False)
 class _Curve:
-    """The true positives of the ranking at one ``max_dets`` value, all lanes, and how to count
-    the entries ranked up to each of them (everything that does not depend on the weights).
+    """The true positives of the ranking at one ``max_dets`` value and how to count them.
+
+    All lanes, and how to count the entries ranked up to each of them (everything that does
+    not depend on the weights).
 
     Items are the true positives sorted by (lane, class, rank): segment ``lane * n_class + class``.
     The entries ranked from the start of an item's class up to the item, counted in its lane
@@ -248,6 +251,10 @@ class _Curve:
 
     items: _Source
     item_first: np.ndarray  # (n_items,) first item of the item's segment
+    item_seg: np.ndarray  # (n_items,) segment of each item
+    seg_key_rev: np.ndarray  # (n_items,) float64 segment keys of the envelope scan, backwards
+    seg_head: np.ndarray  # first item of each non-empty segment
+    seg_last: np.ndarray  # (n_seg,) last item of each segment, -1 when empty
     seg_bounds: np.ndarray  # (n_seg + 1,) item offsets of the segments
     area_items: tuple  # per area: (lo, hi) items of its lanes
     counted: tuple  # per area: _Source of the entries counted in its first lane
@@ -262,9 +269,10 @@ class _Curve:
 
 @dataclass(frozen=True, eq=False)
 class _RecallOnly:
-    """Counts per (segment, image), for weighted sums ``n[seg] = sum(count * w[img])``: the true
-    positives of one (area, ``max_dets``) per (threshold, class) (final recall only), or the
-    counted ground truth per (class, area).
+    """Counts per (segment, image), for weighted sums ``n[seg] = sum(count * w[img])``.
+
+    The true positives of one (area, ``max_dets``) per (threshold, class) (final recall only),
+    or the counted ground truth per (class, area).
     """
 
     img: np.ndarray  # (n_pairs,) sorted by segment t * n_class + class
@@ -403,6 +411,10 @@ def _curve(
     return _Curve(
         items=_Source.of(entry_img[item_pos], entry_rep[item_pos]),
         item_first=seg_bounds[item_seg],
+        item_seg=item_seg,
+        seg_key_rev=-item_seg[::-1].astype(np.float64),
+        seg_head=seg_bounds[:-1][np.diff(seg_bounds) > 0],
+        seg_last=np.where(np.diff(seg_bounds) > 0, seg_bounds[1:] - 1, -1),
         seg_bounds=seg_bounds,
         area_items=tuple(area_items),
         counted=tuple(counted),
@@ -482,17 +494,6 @@ def _cumsum0(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def _min_tp_for_recall_w(npos: np.ndarray, rec_thr: np.ndarray) -> np.ndarray:
-    """Smallest j with ``j / npos >= thr`` (the float division of accumulate), (..., n_r) int64."""
-    n = npos[..., None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        j = np.ceil(rec_thr * n)
-        j = np.where((j - 1) / n >= rec_thr, j - 1, j)
-        j = np.where(j / n < rec_thr, j + 1, j)
-    big = np.iinfo(np.int64).max // 4
-    return np.where(n > 0, j, big).astype(np.int64)
-
-
 def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> tuple:
     """Interpolated precision (or all-point AP) and final TP counts of one curve for a chunk.
 
@@ -534,16 +535,21 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     if len(cur.fix_items):
         cc = _cumsum0(cur.corr.weights(w) * cur.corr_sign)
         ranked[:, cur.fix_items] -= np.take(cc, cur.fix_hi, axis=1) - np.take(cc, cur.fix_lo, axis=1)
-    # tp + fp == ranked exactly (integers), so these are the reference formulas' floats. One
-    # spare element at the end: the suffix maximum reads one past the last item.
-    pr_buf = np.zeros(B * n_items + 1)
-    pr = pr_buf[:-1].reshape(B, n_items)
+    # tp + fp == ranked exactly (integers), so these are the reference formulas' floats. For the
+    # sampled envelopes precision is written straight into the imaginary parts of the suffix
+    # maximum's keys (see _segment_suffix_max), laid out backwards.
+    if p.ap_method == "all_point":
+        z = np.empty((0, 0), dtype=np.complex128)  # no envelope scan
+        pr = np.empty((B, n_items))
+    else:
+        z = np.empty((B, n_items), dtype=np.complex128)
+        z.real = cur.seg_key_rev
+        pr = z.imag[:, ::-1]
     if p.ap_method == "101_point":
         np.add(ranked, np.spacing(1), out=pr)  # pycocotools: tp / (fp + tp + eps)
-        np.divide(tp, pr, out=pr)
     else:
         np.maximum(ranked, np.finfo(np.float64).eps, out=pr)  # devkit_precision: tp / max(tp + fp, eps)
-        np.divide(tp, pr, out=pr)
+    np.divide(tp, pr, out=pr)
     del ranked
     seg = np.arange(n_seg)
     seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)  # column of npos
@@ -562,41 +568,80 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
             n_class,
         )
         return ap.reshape(B, n_area, n_thr, n_class), n_tp_out
-    del tp
     rec_thr = recall_thresholds(p)
-    n_r = len(rec_thr)
-    # pycocotools: inds = searchsorted(rc, recThrs, "left"): the first item whose weighted TP
-    # count reaches the smallest count j with j / npos >= thr (at least 1: the first TP).
-    target = np.maximum(_min_tp_for_recall_w(npos, rec_thr), 1)[:, seg_col]  # (B, n_seg, n_r)
-    is_reached = target <= n_tp[:, :, None]
-    end = np.arange(B)[:, None] * n_items + bounds[None, 1:]  # (B, n_seg)
-    if n_items:
-        # The item reaching count j of its segment: an inverse of the cumulative counts, the
-        # flat item index repeated by its weight (zero-weight items never reached).
-        inverse = np.repeat(np.arange(B * n_items), item_w.ravel())
-        offset = (np.cumsum(n_tp.ravel()) - n_tp.ravel()).reshape(B, n_seg, 1)
-        look = np.where(is_reached, offset + target - 1, 0)
-        start = np.where(is_reached, np.take(inverse, look) if len(inverse) else 0, end[:, :, None])
-    else:
-        start = np.broadcast_to(end[:, :, None], target.shape)
-    # Zero-weight items need no masking: one never starts a piece (a reached count starts at a
-    # weighted TP) and its precision is at most that of the weighted item before it.
-    q = _suffix_max(pr_buf, start.reshape(B * n_seg, n_r), end.ravel(), is_reached.reshape(B * n_seg, n_r))
+    np.maximum.accumulate(z, axis=1, out=z)  # pr now holds the envelope (suffix maxima)
+    q = _interpolated_precision(cur, pr, tp, npos, seg_col, rec_thr)
     # Classes without positives are left as they are: every reader masks them (is_defined).
-    return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp_out
+    return q.reshape(B, n_area, n_thr, n_class, len(rec_thr)), n_tp_out
 
 
-def _suffix_max(values: np.ndarray, start: np.ndarray, end: np.ndarray, is_valid: np.ndarray) -> np.ndarray:
-    """:func:`~deteval.accumulate.suffix_max_at` for non-negative ``values`` that already carry one
-    spare element at the end (``end`` may equal ``len(values) - 1``): no copies of ``values``.
+def _interpolated_precision(
+    cur: _Curve,
+    env: np.ndarray,
+    tp: np.ndarray,
+    npos: np.ndarray,
+    seg_col: np.ndarray,
+    rec_thr: np.ndarray,
+) -> np.ndarray:
+    """Precision envelope at the recall thresholds, (B, n_seg, n_r), without per-threshold searches.
+
+    pycocotools reads, for each threshold ``r``, the suffix maximum of precision from the first
+    entry whose recall ``tp / npos`` reaches ``r``: that entry is a true positive (the first one
+    for ``r = 0``), so the envelope is a suffix maximum over the true-positive items of each
+    segment, and the thresholds an item is the first to reach are those in ``(k(prev), k(item)]``
+    with ``k = #{r : thr_r <= tp / npos}`` (the same float division: ``j / npos`` is monotone in
+    ``j``). Every envelope value is repeated by its number of thresholds, each segment followed
+    by its unreached thresholds (precision 0): one ``repeat`` writes the (segment, threshold)
+    table in order.
+
+    ``env`` (B, n_items) holds the suffix maxima of precision within each segment. The caller
+    gets them from one forward ``maximum.accumulate`` per row over complex keys
+    ``-segment + 1j * precision`` laid out backwards: numpy orders complex numbers
+    lexicographically, so the scan restarts at each segment and the imaginary parts are the
+    exact maxima (no arithmetic on the values).
     """
-    n, n_r = start.shape
-    bounds = np.empty((n, n_r + 1), dtype=np.int64)
-    bounds[:, :n_r] = start
-    bounds[:, n_r] = end
-    pieces = np.maximum.reduceat(values, bounds.ravel()).reshape(n, n_r + 1)[:, :n_r]
-    pieces *= is_valid
-    return np.maximum.accumulate(pieces[:, ::-1], axis=1)[:, ::-1]
+    B, n_items = env.shape
+    n_seg, n_r = len(cur.seg_last), len(rec_thr)
+    q = np.zeros((B, n_seg, n_r))
+    if not n_items:
+        return q
+    table, start = _thresholds_table(npos, rec_thr)
+    k = np.take(start, seg_col[cur.item_seg], axis=1)
+    k += tp
+    k = np.take(table, k)
+    step = np.empty_like(k)
+    step[:, 0] = k[:, 0]
+    np.subtract(k[:, 1:], k[:, :-1], out=step[:, 1:])
+    step[:, cur.seg_head] = k[:, cur.seg_head]
+    k_last = np.where(cur.seg_last >= 0, np.take(k, cur.seg_last, axis=1), 0)
+    q[np.arange(n_r) < k_last[:, :, None]] = np.repeat(env.ravel(), step.ravel())
+    return q
+
+
+def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
+    """How many recall thresholds each weighted TP count reaches, per resample and column of npos.
+
+    Parameters
+    ----------
+    npos : int64 (B, n_col)
+
+    Returns
+    -------
+    (table, start)
+        ``table[start[b, c] + j]`` (``0 <= j <= npos[b, c]``) is ``#{r : thr_r <= j / npos}``
+        (the float division of the reference tools), 0 for ``j == 0`` (nothing reached before
+        the first true positive). A segment's weighted TP count never exceeds its positives,
+        so an item's count is a lookup: this table has ``sum(npos) + n_col`` entries per
+        resample instead of one search per item.
+    """
+    sizes = npos.ravel() + 1
+    start = np.cumsum(sizes) - sizes
+    j = np.arange(int(sizes.sum())) - np.repeat(start, sizes)
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 where npos == 0: set to 0 below
+        rc = j / np.repeat(sizes - 1, sizes)
+    table = np.searchsorted(rec_thr, rc, "right")
+    table[j == 0] = 0
+    return table, start.reshape(npos.shape)
 
 
 def _all_point_w(
@@ -631,8 +676,9 @@ def _all_point_w(
 
 
 def _mean_defined_rows(values: np.ndarray, is_defined: np.ndarray) -> np.ndarray:
-    """:func:`~deteval.summary.mean_defined` of each resample: values (B, ..., n_class), classes
-    defined (B, n_class) -> (B,).
+    """:func:`~deteval.summary.mean_defined` of each resample.
+
+    Values (B, ..., n_class), classes defined (B, n_class) -> (B,).
 
     Resamples with the same defined classes are averaged together: the defined values of a
     row, in C order, are one contiguous row, and numpy's pairwise sum of a contiguous row is
@@ -653,19 +699,27 @@ def _mean_defined_rows(values: np.ndarray, is_defined: np.ndarray) -> np.ndarray
     return out
 
 
-def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
-    """Headline metrics and per-class AP of each resample of a chunk (w: int64 (B, n_img))."""
-    p = plan.protocol
+def _weighted_counts(source: _RecallOnly, w: np.ndarray) -> np.ndarray:
+    """int64 (B, n_seg): ``sum(count * w[img])`` per segment of ``source``.
+
+    Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers).
+    """
+    c = _cumsum0(np.take(w, source.img, axis=1) * source.count)
+    return np.take(c, source.bounds[1:], axis=1) - np.take(c, source.bounds[:-1], axis=1)
+
+
+def _curves_and_recalls(plan: _Plan, w: np.ndarray, npos: np.ndarray) -> tuple:
+    """Precision (or all-point AP) per curve and final recall per (area, max_dets) of a chunk.
+
+    Returns
+    -------
+    (values, recall)
+        values: max_dets index -> the first output of :func:`_curve_chunk`; recall: (area,
+        max_dets index) -> float64 (B, n_thr, n_class), NaN where the class has no positives.
+    """
     n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
     B = w.shape[0]
-    npos = np.zeros((B, n_class * n_area), dtype=np.int64)
-    if len(plan.positives.img):
-        # Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers).
-        c = _cumsum0(np.take(w, plan.positives.img, axis=1) * plan.positives.count)
-        npos = np.take(c, plan.positives.bounds[1:], axis=1) - np.take(c, plan.positives.bounds[:-1], axis=1)
-    is_defined = npos.reshape(B, n_class, n_area) > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        npos_at = npos.reshape(B, n_class, n_area).transpose(0, 2, 1).astype(np.float64)  # (B, A, K)
+    npos_at = npos.reshape(B, n_class, n_area).transpose(0, 2, 1).astype(np.float64)  # (B, A, K)
     values, recall = {}, {}
     for mi, cur in plan.curves.items():
         values[mi], n_tp = _curve_chunk(plan, cur, w, npos)
@@ -677,27 +731,51 @@ def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
     for (a, mi), ro in plan.recall_only.items():
         n_tp = np.zeros((B, n_thr * n_class), dtype=np.int64)
         if len(ro.img):
-            c = _cumsum0(np.take(w, ro.img, axis=1) * ro.count)
-            n_tp = c[:, ro.bounds[1:]] - c[:, ro.bounds[:-1]]
+            n_tp = _weighted_counts(ro, w)
         with np.errstate(divide="ignore", invalid="ignore"):
             r = n_tp.reshape(B, n_thr, n_class) / npos_at[:, a][:, None, :]
         recall[a, mi] = np.where(npos_at[:, a][:, None, :] > 0, r, np.nan)
-    point_sampled = p.ap_method != "all_point"
+    return values, recall
+
+
+def _ap_of_values(protocol: Protocol, values: dict) -> dict:
+    """AP per (area, threshold, class) where it is not a mean of sampled points (11-point, all-point)."""
     ap = {}
     for mi, v in values.items():
-        if p.ap_method == "11_point":
+        if protocol.ap_method == "11_point":
             ap[mi] = np.cumsum(v / 11.0, axis=-1)[..., -1]  # the devkit's ap = ap + p / 11
-        elif not point_sampled:
+        elif protocol.ap_method == "all_point":
             ap[mi] = v
+    return ap
+
+
+def _per_class_ap(plan: _Plan, values: dict, ap: dict, is_defined: np.ndarray) -> np.ndarray:
+    """float64 (B, n_class): class_ap, area 0 at the largest max_dets (NaN: no positives)."""
     top = max(values)
-    if p.ap_method == "101_point":
+    B = is_defined.shape[0]
+    if plan.protocol.ap_method == "101_point":
         # class_ap: the mean over (threshold, recall point) of area 0 at the largest max_dets.
         per_class = np.mean(
-            np.ascontiguousarray(values[top][:, 0].transpose(0, 2, 1, 3)).reshape(B, n_class, -1), axis=-1
+            np.ascontiguousarray(values[top][:, 0].transpose(0, 2, 1, 3)).reshape(B, plan.n_class, -1),
+            axis=-1,
         )
     else:
         per_class = np.mean(np.ascontiguousarray(ap[top][:, 0].transpose(0, 2, 1)), axis=-1)
     per_class[~is_defined[:, :, 0]] = np.nan
+    return per_class
+
+
+def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
+    """Headline metrics and per-class AP of each resample of a chunk (w: int64 (B, n_img))."""
+    p = plan.protocol
+    B = w.shape[0]
+    npos = np.zeros((B, plan.n_class * plan.n_area), dtype=np.int64)
+    if len(plan.positives.img):
+        npos = _weighted_counts(plan.positives, w)
+    is_defined = npos.reshape(B, plan.n_class, plan.n_area) > 0
+    values, recall = _curves_and_recalls(plan, w, npos)
+    ap = _ap_of_values(p, values)
+    per_class = _per_class_ap(plan, values, ap, is_defined)
     if p.is_single_threshold:
         return ("mAP",), _mean_defined_rows(per_class, ~np.isnan(per_class))[:, None], per_class
     metrics = np.full((B, len(plan.terms)), np.nan)
@@ -708,7 +786,7 @@ def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
         t, a, mi = where
         if term.kind == "AR":
             x = recall[a, mi]  # (B, T, K)
-        elif point_sampled:
+        elif p.ap_method != "all_point":
             x = values[mi][:, a][:, t].transpose(0, 1, 3, 2)  # (B, T', R, K)
         else:
             x = ap[mi][:, a][:, t]  # (B, T', K)
@@ -912,6 +990,7 @@ class Interval:
         return None if self.lo is None else [self.lo, self.hi]
 
     def to_dict(self) -> dict:
+        """``{"ci": [lo, hi] or None, "n_undefined": int}``."""
         return {"ci": self.as_list(), "n_undefined": self.n_undefined}
 
 
@@ -963,6 +1042,7 @@ class DetectorBootstrap:
 
     @property
     def protocol(self) -> str:
+        """Name of the protocol the result was scored under."""
         return self.result.protocol.name
 
     def to_dict(self) -> dict:
@@ -972,11 +1052,14 @@ class DetectorBootstrap:
 
 @dataclass(frozen=True, eq=False)
 class BootstrapResult:
+    """Intervals of every resampled detector and the weights of the resamples (n, n_images)."""
+
     settings: BootstrapSettings
     results: tuple
     weights: np.ndarray = field(repr=False)
 
     def get(self, name: str, protocol: str | None = None) -> DetectorBootstrap:
+        """The bootstrap of detector ``name`` (under ``protocol`` when several were resampled)."""
         for r in self.results:
             if r.name == name and (protocol is None or r.protocol == protocol):
                 return r
@@ -987,6 +1070,7 @@ class BootstrapResult:
         )
 
     def to_dict(self) -> dict:
+        """``{"bootstrap": settings, "results": [...]}`` (the JSON document's pieces)."""
         return {
             "bootstrap": bootstrap_settings_dict(self.settings),
             "results": [r.to_dict() for r in self.results],
@@ -1157,6 +1241,7 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
+        """The plain-language line of :func:`verdict`."""
         return verdict(self)
 
     def to_dict(self) -> dict:
@@ -1237,9 +1322,11 @@ class ComparisonResult:
     comparisons: tuple
 
     def verdicts(self) -> list:
+        """One :func:`verdict` line per comparison."""
         return [c.verdict for c in self.comparisons]
 
     def to_dict(self) -> dict:
+        """``{"bootstrap", "results", "comparisons"}`` (the JSON document)."""
         return {
             "bootstrap": bootstrap_settings_dict(self.bootstrap.settings),
             "results": [r.to_dict() for r in self.bootstrap.results],

@@ -43,8 +43,10 @@ def _data(seed, max_images=25, max_classes=5):
 
 
 def replicate(gt: GroundTruth, dt: Detections, w: np.ndarray) -> tuple:
-    """The explicit dataset of a resample: image i repeated w[i] times, copies adjacent in image
-    order, each annotation and result line repeated in place.
+    """The explicit dataset of a resample.
+
+    Image i repeated w[i] times, copies adjacent in image order, each annotation and result
+    line repeated in place.
     """
     w = np.asarray(w, dtype=np.int64)
     first_copy = np.cumsum(w) - w  # new index of copy 0 of each image
@@ -130,8 +132,10 @@ def test_weighted_equals_explicit_replication(protocol, seed):
 
 
 def _tied_data():
-    """Within-image ties of mixed outcome, ties across images, a crowd, an empty image and a
-    class without ground truth.
+    """Tied data for the replication tests.
+
+    Within-image ties of mixed outcome, ties across images, a crowd, an empty image and a class
+    without ground truth.
     """
     images = [{"id": i, "width": 100, "height": 100} for i in range(1, 6)]
     cats = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}, {"id": 3, "name": "nogt"}]
@@ -432,3 +436,19 @@ def test_protocols_the_resampling_does_not_reproduce_are_refused():
     p = deteval.get_protocol("ultralytics")
     with pytest.raises(ConfigError, match="ultralytics.*not supported by the resampling"):
         resample_metrics(deteval.match(gt, dt, p), gt, p, np.ones((2, 1), dtype=np.int64))
+
+
+@pytest.mark.parametrize("grid", [np.linspace(0.0, 1.0, 101), np.arange(0, 1.1, 0.1)])
+def test_thresholds_table_is_a_search_per_count(grid):
+    from deteval.stats import _thresholds_table
+
+    npos = np.array([[0, 1, 7, 100, 333], [3, 0, 130, 41, 1000]], dtype=np.int64)
+    table, start = _thresholds_table(npos, grid)
+    for b in range(npos.shape[0]):
+        for c in range(npos.shape[1]):
+            n = npos[b, c]
+            j = np.arange(n + 1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                expected = np.searchsorted(grid, j / n, "right")
+            expected[0] = 0
+            np.testing.assert_array_equal(table[start[b, c] : start[b, c] + n + 1], expected)
