@@ -19,6 +19,7 @@ from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
 from deteval.grouping import candidate_pairs, group_rows, rank_in_group
 from deteval.matching import match_coco, match_group_of, match_ultralytics, match_voc
+from deteval.memory import require_match
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.summary import class_ap, headline_metrics, none_if_nan
 
@@ -204,6 +205,7 @@ def match(
     det_key_kept = det_groups.key[keep]
     det_rank = det_rank_all[keep]
     n_over = 0 if cap is None else int((det_rank_all >= cap).sum())
+    require_match(n_area, len(protocol.iou_thresholds), len(det_rows))
 
     gt_key = gt.image[gt_sel].astype(np.int64) * n_class + gt.category[gt_sel]
     gt_groups = group_rows(gt_key)
