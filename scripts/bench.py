@@ -787,7 +787,7 @@ def _median(values: list) -> float | None:
 
 def summarize(runs: list) -> list:
     """Median timings per (size, iou_type, label), first successful stats, and every error."""
-    groups = {}
+    groups: dict[tuple, list] = {}
     for rec in runs:
         groups.setdefault((rec["size"], rec["iou_type"], rec["label"]), []).append(rec)
     rows = []
@@ -1025,7 +1025,9 @@ def _csv(kind, allowed: tuple | None = None):
         items = [kind(t.strip()) for t in text.split(",") if t.strip()]
         bad = [i for i in items if allowed is not None and i not in allowed]
         if bad:
-            raise argparse.ArgumentTypeError(f"unknown {bad}; choose from {', '.join(map(str, allowed))}")
+            raise argparse.ArgumentTypeError(
+                f"unknown {bad}; choose from {', '.join(map(str, allowed or ()))}"
+            )
         return items
 
     return parse
