@@ -169,6 +169,7 @@ def _deteval_call(deteval, args: argparse.Namespace, protocol, kwargs: dict) -> 
     gt = deteval.load_ground_truth(args.gt)
     dt = deteval.load_detections(args.dt, gt)
     t1 = time.perf_counter()
+    args.load_peak_rss_mib = _peak_rss_mib()  # scripts/scale.py: loading's share of the peak
     result = deteval.evaluate(gt, dt, protocol=protocol, **kwargs)
     return t1 - t0, time.perf_counter() - t1, result
 
@@ -197,6 +198,7 @@ def _run_deteval(args: argparse.Namespace) -> dict:
         "stats": _metrics_to_stats(result.metrics),
         "metrics": {k: None if v != v else float(v) for k, v in result.metrics.items()},
         "n_det_scored": int(len(result.table.det_score)),
+        "load_peak_rss_mib": getattr(args, "load_peak_rss_mib", None),
         "notes": notes,
     }
 

@@ -224,7 +224,7 @@ def table(records: list) -> str:
     """Markdown table of the runs."""
     head = (
         "| classes | images | det/img | detections | GT | protocol | scored | load s | eval s | total s "
-        "| peak RSS GiB | MiB per M det | AP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| peak RSS GiB (after load) | MiB per M det | AP |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     lines = [head]
     for r in records:
@@ -235,11 +235,13 @@ def table(records: list) -> str:
             )
             continue
         peak = r["peak_rss_mib"]
+        after_load = r.get("load_peak_rss_mib")
+        loaded = "" if after_load is None else f" ({after_load / 1024:.2f})"
         ap = r["metrics"].get("AP")
         lines.append(
             f"| {r['classes']:,} | {r['images']:,} | {r['dets']} | {r['n_det']:,} | {r['n_gt']:,} | "
             f"{r['protocol']} | {r['n_det_scored']:,} | {r['load_s']:.1f} | {r['eval_s']:.1f} | "
-            f"{r['total_s']:.1f} | {peak / 1024:.2f} | {peak / (r['n_det'] / 1e6):.0f} | "
+            f"{r['total_s']:.1f} | {peak / 1024:.2f}{loaded} | {peak / (r['n_det'] / 1e6):.0f} | "
             f"{'-' if ap is None else f'{ap:.4f}'} |"
         )
     return "\n".join(lines)
