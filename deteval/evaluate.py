@@ -205,7 +205,6 @@ def match(
     det_key_kept = det_groups.key[keep]
     det_rank = det_rank_all[keep]
     n_over = 0 if cap is None else int((det_rank_all >= cap).sum())
-    require_match(n_area, len(protocol.iou_thresholds), len(det_rows))
 
     gt_key = gt.image[gt_sel].astype(np.int64) * n_class + gt.category[gt_sel]
     gt_groups = group_rows(gt_key)
@@ -218,6 +217,7 @@ def match(
     )
 
     pair_det, pair_gt = candidate_pairs(det_key_kept, gt_groups)
+    require_match(n_area, len(protocol.iou_thresholds), len(det_rows))
     # Group-of pairs (group_of: openimages) are scored by intersection over the detection's
     # area: the crowd overlap of pycocotools, so one IoU call computes both.
     is_group_s = (
