@@ -20,6 +20,7 @@ from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
 from deteval.grouping import candidate_pairs, group_rows, rank_in_group
 from deteval.matching import match_coco, match_group_of, match_ultralytics, match_voc
+from deteval.memory import require_match
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.summary import class_ap, headline_metrics, none_if_nan
 
@@ -208,6 +209,7 @@ def match(
     )
 
     pair_det, pair_gt = candidate_pairs(det_key_kept, gt_groups)
+    require_match(n_area, len(protocol.iou_thresholds), len(det_rows))
     # Group-of pairs (group_of: openimages) are scored by intersection over the detection's
     # area: the crowd overlap of pycocotools, so one IoU call computes both.
     # GroundTruth.__post_init__ fills a missing is_group_of with False: never None on an instance.

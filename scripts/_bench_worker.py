@@ -1,4 +1,4 @@
-"""Time one evaluation tool on one dataset, in a fresh process.
+r"""Time one evaluation tool on one dataset, in a fresh process.
 
 ``scripts/bench.py`` starts this script once per tool and repetition, so that
 every measurement pays its own imports, JSON parsing and memory growth, and so
@@ -43,8 +43,10 @@ def _ru_maxrss_mib() -> float:
 
 
 def _peak_rss_mib() -> float:
-    """This process's own peak RSS in MiB: ``VmHWM`` (the high-water mark of the address
-    space created by ``execve``), falling back to ``ru_maxrss`` where /proc is missing.
+    """Peak RSS of this process in MiB.
+
+    ``VmHWM`` (the high-water mark of the address space created by ``execve``), falling back to
+    ``ru_maxrss`` where /proc is missing.
     """
     try:
         with open("/proc/self/status") as f:
@@ -116,8 +118,13 @@ def _run_fcoco(args: argparse.Namespace) -> dict:
     return {"import_s": t1 - t0, "load_s": load_s, "eval_s": eval_s, "stats": stats}
 
 
-def _deteval_protocol(deteval, iou_type: str, mask_iou: str | None):
-    """The protocol deteval is benchmarked with: "coco", or its segm variant."""
+def _deteval_protocol(deteval, iou_type: str, mask_iou: str | None, name: str | None = None):
+    """Name the protocol deteval is benchmarked with.
+
+    ``name`` (``--protocol``, scripts/scale.py), else "coco", or its segm variant.
+    """
+    if name is not None:
+        return name
     if iou_type == "bbox":
         return "coco"
     return deteval.get_protocol("coco").replace(iou_type="segm", mask_iou=mask_iou or "raster")
@@ -162,6 +169,7 @@ def _deteval_call(deteval, args: argparse.Namespace, protocol, kwargs: dict) -> 
     gt = deteval.load_ground_truth(args.gt)
     dt = deteval.load_detections(args.dt, gt)
     t1 = time.perf_counter()
+    args.load_peak_rss_mib = _peak_rss_mib()  # scripts/scale.py: loading's share of the peak
     result = deteval.evaluate(gt, dt, protocol=protocol, **kwargs)
     return t1 - t0, time.perf_counter() - t1, result
 
@@ -172,20 +180,25 @@ def _run_deteval(args: argparse.Namespace) -> dict:
     import deteval
 
     t1 = time.perf_counter()
-    protocol = _deteval_protocol(deteval, args.iou_type, args.mask_iou)
+    from deteval.memory import memory_limit
+
+    protocol = _deteval_protocol(deteval, args.iou_type, args.mask_iou, args.protocol)
     kwargs, notes = {}, []
     if args.workers is not None:
         if _accepts_kwarg(deteval.evaluate, "workers"):
             kwargs["workers"] = args.workers
         else:
             notes.append("deteval.evaluate has no 'workers' argument; ran without it")
-    with _quiet_stdout():
+    with _quiet_stdout(), memory_limit(args.memory_limit):
         load_s, eval_s, result = _deteval_call(deteval, args, protocol, kwargs)
     return {
         "import_s": t1 - t0,
         "load_s": load_s,
         "eval_s": eval_s,
         "stats": _metrics_to_stats(result.metrics),
+        "metrics": {k: None if v != v else float(v) for k, v in result.metrics.items()},
+        "n_det_scored": int(len(result.table.det_score)),
+        "load_peak_rss_mib": getattr(args, "load_peak_rss_mib", None),
         "notes": notes,
     }
 
@@ -202,7 +215,7 @@ def _versions() -> dict:
     """Installed versions of the benchmarked packages (deteval from the repo if not installed)."""
     from importlib import metadata
 
-    out = {}
+    out: dict[str, str | None] = {}
     for dist in VERSION_DISTS:
         try:
             out[dist] = metadata.version(dist)
@@ -227,6 +240,10 @@ def _parse_args(argv: list | None) -> argparse.Namespace:
     parser.add_argument("--iou-type", choices=("bbox", "segm"), default="bbox")
     parser.add_argument("--mask-iou", choices=("raster", "exact"), default=None)
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--protocol", default=None, help="deteval: a preset name (default: coco)")
+    parser.add_argument(
+        "--memory-limit", type=int, default=None, help="deteval: bytes, as the CLI's --memory-limit"
+    )
     parser.add_argument(
         "--deteval-call",
         choices=("split", "paths"),

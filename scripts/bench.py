@@ -1,4 +1,4 @@
-"""Benchmark deteval against pycocotools and faster-coco-eval on COCO-like data.
+r"""Benchmark deteval against pycocotools and faster-coco-eval on COCO-like data.
 
 The script generates seeded, COCO-shaped datasets (80 COCO categories with their
 real ids, ~7.3 objects per image with a long tail, ~1% crowd, COCO's object-size
@@ -163,8 +163,9 @@ def dataset_files(cache: Path, n_images: int, seed: int) -> DatasetFiles:
 
 @dataclasses.dataclass(frozen=True)
 class Shapes:
-    """Ragged set of star polygons: vertex i of shape j is
-    (cx[j] + sx[j] * rad[i] * cos(theta[i]), cy[j] + sy[j] * rad[i] * sin(theta[i]))
+    """Ragged set of star polygons.
+
+    Vertex i of shape j is (cx[j] + sx[j] * rad[i] * cos(theta[i]), cy[j] + sy[j] * rad[i] * sin(theta[i]))
     for i in start[j]:start[j+1].
     """
 
@@ -306,8 +307,9 @@ def _images(rng: np.random.Generator, n: int) -> dict:
 
 
 def _category_weights(rng: np.random.Generator) -> np.ndarray:
-    """COCO-like long-tailed class frequencies: person weighted so that ~30% of objects are
-    people (several classes share an image), the other 79 a power law in random order.
+    """COCO-like long-tailed class frequencies.
+
+    Person weighted so that ~30% of objects are people (several classes share an image), the other 79 a power law in random order.
     """
     rest = (1.0 + rng.permutation(len(COCO_CATEGORIES) - 1)) ** -0.9
     rest = 0.54 * rest / rest.sum()
@@ -430,8 +432,9 @@ KIND_NAMES = ("true_positive", "duplicate", "wrong_class", "background")
 def _scores(
     rng: np.random.Generator, kind: np.ndarray, iou: np.ndarray, src_box: np.ndarray, dup_of: np.ndarray
 ) -> np.ndarray:
-    """Scores in [0.05, 1) that rise with IoU; duplicates below their TP (25% tie with it exactly);
-    rounded to 4 decimals, so equal scores also occur across and within images.
+    """Scores in [0.05, 1) that rise with IoU.
+
+    Duplicates below their TP (25% tie with it exactly); rounded to 4 decimals, so equal scores also occur across and within images.
     """
     n_tp, n_dup = int((kind == 0).sum()), int((kind == 1).sum())
     small = (src_box[:n_tp, 2] * src_box[:n_tp, 3]) < SIZE_EDGES[0]
@@ -609,8 +612,9 @@ def _gt_stats(gt: dict) -> list:
 
 
 def _tie_share(dt: list) -> tuple:
-    """Share of detections whose score equals another one's in the same (image, class),
-    and the number of distinct scores.
+    """Share of detections whose score equals another one's in the same (image, class).
+
+    Also the number of distinct scores.
     """
     keys = np.array([(d["image_id"], d["category_id"], d["score"]) for d in dt])
     _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
@@ -783,7 +787,7 @@ def _median(values: list) -> float | None:
 
 def summarize(runs: list) -> list:
     """Median timings per (size, iou_type, label), first successful stats, and every error."""
-    groups = {}
+    groups: dict[tuple, list] = {}
     for rec in runs:
         groups.setdefault((rec["size"], rec["iou_type"], rec["label"]), []).append(rec)
     rows = []
@@ -820,8 +824,9 @@ def _max_abs_diff(a: list, b: list) -> float:
 
 
 def agreement(rows: list) -> list:
-    """Per (size, iou_type): each tool's stats against the reference (pycocotools if it ran,
-    else deteval). Tools that must match exactly are marked so.
+    """Per (size, iou_type): each tool's stats against the reference.
+
+    The reference is pycocotools if it ran, else deteval. Tools that must match exactly are marked so.
     """
     out = []
     for key in dict.fromkeys((r["size"], r["iou_type"]) for r in rows):
@@ -1020,7 +1025,9 @@ def _csv(kind, allowed: tuple | None = None):
         items = [kind(t.strip()) for t in text.split(",") if t.strip()]
         bad = [i for i in items if allowed is not None and i not in allowed]
         if bad:
-            raise argparse.ArgumentTypeError(f"unknown {bad}; choose from {', '.join(map(str, allowed))}")
+            raise argparse.ArgumentTypeError(
+                f"unknown {bad}; choose from {', '.join(map(str, allowed or ()))}"
+            )
         return items
 
     return parse

@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import gzip
 import io
 import json
 import math
+import shutil
 import signal
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
+import pycocotools.mask as mask_utils
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -132,7 +136,8 @@ def check_contract(code: int, out: str, err: str) -> dict | None:
     assert "Traceback" not in err
     if code == 3:
         assert out == "", "stdout must be empty on exit 3"
-        assert err.startswith("deteval: error: ") and err.strip(), err
+        assert err.startswith("deteval: error: "), err
+        assert err.strip(), err
         return None
     return json.loads(out, parse_constant=lambda token: pytest.fail(f"{token} token in stdout"))
 
@@ -433,6 +438,313 @@ def test_fuzzed_voc_inputs_are_scored_or_refused(case):
                 ]
             )
             doc = check_contract(code, out, err)
+            event(f"{protocol}: exit {code}")
+            if doc is not None:
+                assert all(np.isfinite(v) for v in doc["results"][0]["metrics"].values() if v is not None)
+
+
+# -- Hostile bytes: duplicate keys, deep nesting, odd encodings, overflowing numbers ----------
+#
+# Each example below either scores or exits 3 with a message that names the offending file; it
+# never lets a traceback, a hang or a numpy warning (pytest turns warnings into errors, and
+# stderr is checked for them) reach the user. These are bounded (HOSTILE) to keep the file
+# well under a minute.
+
+HOSTILE = settings(FUZZ, max_examples=60)
+
+HUGE_NUMBERS = st.sampled_from(
+    [
+        "1e400",
+        "-1e400",
+        "1e308",
+        "1.7976931348623157e308",
+        "4.9e-324",
+        "1e-400",
+        "123456789012345678901234567890",
+        "18446744073709551616",
+        "9223372036854775808",
+        "-9223372036854775809",
+        "9223372036854775807",
+        "2147483648",
+        "1" + "0" * 400,
+        "0." + "0" * 400 + "1",
+    ]
+)
+
+
+def check_refusal_names(code: int, err: str, *names: str) -> None:
+    """Exit 3 must say which file (any of ``names``); no numpy warning on stderr either way."""
+    assert "Warning:" not in err, err
+    if code == 3:
+        assert any(name in err for name in names), (names, err)
+
+
+def _dump(value) -> str:
+    return json.dumps(value, separators=(", ", ": "), allow_nan=True)
+
+
+@st.composite
+def hostile_json_case(draw):
+    """(gt bytes, dt bytes, kind): one hostile change to the fixture's COCO text."""
+    which = draw(st.sampled_from(["gt", "dt"]))
+    kind = draw(st.sampled_from(["duplicate_key", "deep", "encoding", "number", "number"]))
+    gt, dt = copy.deepcopy(GT), copy.deepcopy(DT)
+    records = gt["annotations"] if which == "gt" else dt
+    i = draw(st.integers(0, len(records) - 1))
+    key = draw(st.sampled_from(["bbox", "score", "image_id", "category_id", "id", "area"]))
+    marker = "__HOSTILE__"
+    if kind == "duplicate_key":
+        # `"key" : value` before the real `"key": value`, spaces before the colon; Python's json
+        # keeps the last one, as deteval must if it accepts the file at all.
+        first = draw(st.sampled_from(["[1, 2, 3, 4]", "0.5", "7", '"x"', "null", "[]"]))
+        spaces = " " * draw(st.integers(1, 3))
+        records[i] = {marker: None, **records[i]}
+        replacement = f'"{key}"{spaces}: {first}'
+    elif kind == "deep":
+        depth = draw(st.sampled_from([50, 1_000, 100_000]))
+        records[i][key] = marker
+        replacement = "[" * depth + "1" + "]" * depth
+    elif kind == "number":
+        if key == "bbox" and isinstance(records[i].get("bbox"), list):
+            records[i]["bbox"][draw(st.integers(0, 3))] = marker
+        else:
+            records[i][key] = marker
+        replacement = draw(HUGE_NUMBERS)
+    else:
+        replacement = None
+    texts = {"gt": _dump(gt), "dt": _dump(dt)}
+    if kind == "duplicate_key":
+        texts[which] = texts[which].replace(f'"{marker}": null', replacement or "")
+    elif replacement is not None:
+        texts[which] = texts[which].replace(f'"{marker}"', replacement)
+    raw = {name: text.encode() for name, text in texts.items()}
+    if kind == "encoding":
+        codec = draw(st.sampled_from(["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig", "gzip"]))
+        raw[which] = gzip.compress(raw[which]) if codec == "gzip" else texts[which].encode(codec)
+        kind = f"encoding {codec}"
+    return raw["gt"], raw["dt"], f"{kind} {which}[{i}].{key}"
+
+
+def _parsed(raw: bytes):
+    """What Python's json makes of the bytes (the reference's reader), or None."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
+@HOSTILE
+@given(case=hostile_json_case())
+def test_hostile_json_bytes_are_scored_or_refused(case):
+    gt_raw, dt_raw, kind = case
+    with tempfile.TemporaryDirectory() as tmp:
+        gt_path, dt_path = Path(tmp) / "gt.json", Path(tmp) / "dt.json"
+        gt_path.write_bytes(gt_raw)
+        dt_path.write_bytes(dt_raw)
+        argv = ["evaluate", "--gt", gt_path, "--dt", dt_path, "--format", "json"]
+        code, out, err = run_cli([*argv, "--protocol", "coco-pycocotools"])
+    doc = check_contract(code, out, err)
+    check_refusal_names(code, err, "gt.json", "dt.json")
+    event(f"{kind.split(' ')[0]}: exit {code}")
+    if doc is None or not all(any(t in w for t in REFERENCE_TAKES) for w in doc["warnings"]):
+        return
+    gt, dt = _parsed(gt_raw), _parsed(dt_raw)
+    if gt is None or dt is None:
+        return  # scored bytes Python's json cannot read (e.g. UTF-16): no reference to compare
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reference = run_pycocotools(gt, dt)
+    except Exception:  # noqa: BLE001 - the reference refusing an input is not deteval's failure
+        event("pycocotools refused")
+        return
+    event("cross-checked against pycocotools")
+    metrics = doc["results"][0]["metrics"]
+    for name, stat in zip(STATS, reference.stats, strict=True):
+        assert _same(metrics[name], stat), (name, metrics[name], stat, kind)
+
+
+# -- Corrupt compressed RLE counts -----------------------------------------------------------
+
+SEGM_GT = json.loads((ROOT / "fixtures" / "segm" / "gt.json").read_text())
+SEGM_DT = json.loads((ROOT / "fixtures" / "segm" / "dt.json").read_text())
+
+
+def _as_rle(record: dict, height: int, width: int) -> dict:
+    """The record with its polygons as one compressed RLE (counts as a str)."""
+    rles = mask_utils.frPyObjects(record["segmentation"], height, width)
+    rle = mask_utils.merge(rles) if isinstance(rles, list) else rles
+    return {**record, "segmentation": {"size": [height, width], "counts": rle["counts"].decode()}}
+
+
+@st.composite
+def corrupt_rle_case(draw):
+    size = {img["id"]: (img["height"], img["width"]) for img in SEGM_GT["images"]}
+    gt = copy.deepcopy(SEGM_GT)
+    dt = [_as_rle(r, *size[r["image_id"]]) for r in SEGM_DT]
+    gt["annotations"] = [_as_rle(a, *size[a["image_id"]]) for a in gt["annotations"]]
+    which = draw(st.sampled_from(["gt", "dt"]))
+    records = gt["annotations"] if which == "gt" else dt
+    i = draw(st.integers(0, len(records) - 1))
+    seg = records[i]["segmentation"]
+    counts = seg["counts"]
+    how = draw(
+        st.sampled_from(
+            ["none", "truncate", "garbage", "overflow", "append", "empty", "type", "size", "size_overflow"]
+        )
+    )
+    cut = draw(st.integers(0, max(len(counts) - 1, 0)))
+    if how == "none":  # the valid RLE: scored
+        pass
+    elif how == "truncate":
+        seg["counts"] = counts[:cut]
+    elif how == "garbage":
+        seg["counts"] = (
+            counts[:cut] + draw(st.sampled_from(["\x00", " ", "é", "\x7f", "\\", "\x1f"])) + counts[cut:]
+        )
+    elif how == "overflow":  # continuation characters: a run length far beyond int64
+        seg["counts"] = counts[:cut] + "_" * draw(st.sampled_from([5, 13, 40, 1000])) + "?" + counts[cut:]
+    elif how == "append":
+        seg["counts"] = counts + draw(st.sampled_from(["1", "O", "oo", "~~~~~~~~~~~~~1"]))
+    elif how == "empty":
+        seg["counts"] = ""
+    elif how == "type":
+        seg["counts"] = draw(st.sampled_from([None, 5, [1e400], ["1"], {"a": 1}, [-1, 5], [2**70]]))
+    elif how == "size":
+        seg["size"] = draw(st.sampled_from([[0, 0], [-1, 100], [100], [1e9, 1e9], ["100", "100"], None]))
+    else:
+        seg["size"] = [2**40, 2**40]
+    return gt, dt, f"{how} {which}[{i}]"
+
+
+@HOSTILE
+@given(case=corrupt_rle_case())
+def test_corrupt_rle_counts_are_scored_or_refused(case):
+    gt, dt, kind = case
+    with tempfile.TemporaryDirectory() as tmp:
+        gt_path, dt_path = Path(tmp) / "gt.json", Path(tmp) / "dt.json"
+        gt_path.write_bytes(_serialize(gt))
+        dt_path.write_bytes(_serialize(dt))
+        for mask_iou in ("raster", "exact"):
+            code, out, err = run_cli(
+                ["evaluate", "--gt", gt_path, "--dt", dt_path, "--iou-type", "segm", "--mask-iou", mask_iou]
+                + ["--format", "json"]
+            )
+            check_contract(code, out, err)
+            check_refusal_names(code, err, "gt.json", "dt.json")
+            event(f"{kind.split(' ')[0]} {mask_iou}: exit {code}")
+
+
+# -- VOC XML: repeated children, odd encodings -------------------------------------------------
+
+XML_CHILD = st.sampled_from(["name", "bndbox", "size", "difficult", "xmin", "ymax", "width", "object"])
+XML_ENCODINGS = st.sampled_from(
+    [
+        ("utf-8", "UTF-8"),
+        ("utf-8-sig", "UTF-8"),
+        ("latin-1", "ISO-8859-1"),
+        ("latin-1", "UTF-8"),  # declared UTF-8, written Latin-1: invalid bytes
+        ("utf-16", "UTF-16"),
+        ("utf-16-le", "UTF-16"),
+        ("utf-16", "UTF-8"),
+        ("utf-8", "x-no-such-encoding"),
+        ("cp1252", "windows-1252"),
+        ("utf-32", "UTF-32"),
+    ]
+)
+
+
+@st.composite
+def voc_xml_case(draw):
+    xml = dict(VOC_XML)
+    name = draw(st.sampled_from(sorted(xml)))
+    text = xml[name]
+    for _ in range(draw(st.integers(0, 2))):
+        tag = draw(XML_CHILD)
+        start, end = text.find(f"<{tag}>"), text.find(f"</{tag}>")
+        if 0 <= start < end:
+            element = text[start : end + len(tag) + 3]
+            variant = element.replace(">10<", ">30<").replace(">cat<", ">dog<")
+            text = (
+                text[:start]
+                + element
+                + draw(st.sampled_from([variant, element]))
+                + text[end + len(tag) + 3 :]
+            )
+    codec, declared = draw(XML_ENCODINGS)
+    if draw(st.booleans()):
+        text = text.replace("<name>cat</name>", "<name>caté</name>", 1)
+    declaration = draw(st.sampled_from([True, True, False]))
+    head = f'<?xml version="1.0" encoding="{declared}"?>\n' if declaration else ""
+    try:
+        raw = (head + text).encode(codec)
+    except UnicodeEncodeError:
+        raw = (head + text).encode("utf-8")
+    return xml, name, raw, f"{codec}/{declared if declaration else '-'}"
+
+
+@HOSTILE
+@given(case=voc_xml_case())
+def test_voc_xml_repeated_children_and_encodings_are_scored_or_refused(case):
+    xml, name, raw, kind = case
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for sub in ("Annotations", "ImageSets/Main", "results"):
+            (root / sub).mkdir(parents=True)
+        for other, text in xml.items():
+            (root / "Annotations" / f"{other}.xml").write_bytes(text.encode())
+        (root / "Annotations" / f"{name}.xml").write_bytes(raw)
+        for cls, text in VOC_RESULTS.items():
+            (root / "results" / f"comp4_det_test_{cls}.txt").write_text(text)
+        (root / "ImageSets" / "Main" / "test.txt").write_text("000001\n000002\n")
+        code, out, err = run_cli(
+            ["evaluate", "--gt", root, "--dt", root / "results", "--split", "test", "--protocol", "voc2007"]
+            + ["--format", "json"]
+        )
+    check_contract(code, out, err)
+    check_refusal_names(code, err, f"{name}.xml")
+    event(f"{kind}: exit {code}")
+
+
+# -- YOLO rows with overflowing values ---------------------------------------------------------
+
+YOLO = ROOT / "fixtures" / "yolo"
+
+
+@st.composite
+def yolo_case(draw):
+    where = draw(
+        st.sampled_from(["labels/val/a.txt", "labels/val/b.txt", "predictions/a.txt", "predictions/b.txt"])
+    )
+    lines = (YOLO / where).read_text().splitlines()
+    row = draw(st.integers(0, len(lines) - 1))
+    parts = lines[row].split()
+    col = draw(st.integers(0, len(parts) - 1))
+    parts[col] = draw(
+        st.one_of(
+            HUGE_NUMBERS,
+            st.sampled_from(["nan", "inf", "-inf", "-0", "0x10", "1_000", "1e-320", "+1", "١", "2e9"]),
+        )
+    )
+    lines[row] = " ".join(parts)
+    return where, "\n".join(lines) + "\n"
+
+
+@HOSTILE
+@given(case=yolo_case())
+def test_yolo_rows_with_overflowing_values_are_scored_or_refused(case):
+    where, text = case
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "yolo"
+        shutil.copytree(YOLO, root)
+        (root / where).write_text(text)
+        for protocol in ("ultralytics", "coco"):
+            code, out, err = run_cli(
+                ["evaluate", "--gt", root, "--dt", root / "predictions", "--format", "json"]
+                + ["--protocol", protocol]
+            )
+            doc = check_contract(code, out, err)
+            check_refusal_names(code, err, Path(where).name)
             event(f"{protocol}: exit {code}")
             if doc is not None:
                 assert all(np.isfinite(v) for v in doc["results"][0]["metrics"].values() if v is not None)

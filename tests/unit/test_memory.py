@@ -1,0 +1,186 @@
+"""Memory estimates refuse, before allocating, the runs whose big arrays would not fit.
+
+Each refusal is triggered on small inputs with a ``--memory-limit`` (``memory_limit`` in the
+API) just below its estimate and just above the estimates checked before it, so every test
+shows one refusal: exit 3 with the message (what, how much, what to do) and no traceback on
+the CLI, :class:`~deteval.errors.ConfigError` from the API.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import deteval
+from deteval.cli import main
+from deteval.errors import ConfigError
+from deteval.memory import (
+    BYTES_PER_PAIR,
+    available_bytes,
+    format_bytes,
+    match_bytes,
+    memory_limit,
+    require,
+    require_match,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD_GT = ROOT / "fixtures" / "coco" / "gt.json"
+GOOD_DT = ROOT / "fixtures" / "coco" / "dt.json"
+N_DET_FIXTURE = 13  # fixtures/coco/dt.json: 13 detections, all within max_dets
+PRECISION_FIXTURE = 2 * 8 * 10 * 101 * 4 * 4 * 3  # T x R x K x A x M, precision and scores
+
+
+def run(capsys, *argv) -> tuple[int, str]:
+    code = main([str(a) for a in argv])
+    _, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, err
+
+
+def crowded_image(tmp_path: Path, n_gt: int = 300, n_det: int = 100) -> tuple[Path, Path]:
+    """One image, one class, ``n_gt`` objects and ``n_det`` detections: n_gt x n_det pairs."""
+    rng = np.random.default_rng(0)
+    xy = rng.uniform(0, 600, (n_gt + n_det, 2)).round(2).tolist()
+    gt = {
+        "images": [{"id": 1, "width": 640, "height": 640}],
+        "categories": [{"id": 1, "name": "thing"}],
+        "annotations": [
+            {"id": k + 1, "image_id": 1, "category_id": 1, "bbox": [x, y, 30, 30], "area": 900, "iscrowd": 0}
+            for k, (x, y) in enumerate(xy[:n_gt])
+        ],
+    }
+    dt = [
+        {"image_id": 1, "category_id": 1, "bbox": [x, y, 30, 30], "score": round(0.01 + k / (2 * n_det), 4)}
+        for k, (x, y) in enumerate(xy[n_gt:])
+    ]
+    gt_path, dt_path = tmp_path / "crowded_gt.json", tmp_path / "crowded_dt.json"
+    gt_path.write_text(json.dumps(gt))
+    dt_path.write_text(json.dumps(dt))
+    return gt_path, dt_path
+
+
+# --- the estimates --------------------------------------------------------------------------
+
+
+def test_match_bytes_grows_with_lanes_and_detections():
+    assert match_bytes(4, 10, 0) == 0
+    assert match_bytes(4, 10, 2000) == 2 * match_bytes(4, 10, 1000)
+    assert match_bytes(4, 20, 1000) > match_bytes(4, 10, 1000) > match_bytes(1, 10, 1000)
+    # At least the two bool flags the table keeps per (lane, detection).
+    assert match_bytes(4, 10, 1000) >= 2 * 4 * 10 * 1000
+
+
+def test_require_passes_under_the_limit_and_without_a_limit():
+    with memory_limit(2**20):
+        require(2**20, what="x", hint="y")  # equal to the limit: fits
+        require_match(4, 10, 10)
+        assert available_bytes() == 2**20
+    with memory_limit(None):
+        limit = available_bytes()
+    assert limit is None or limit > 0
+
+
+def test_require_match_message_says_what_how_much_and_what_to_do():
+    with memory_limit(10_000), pytest.raises(ConfigError) as info:
+        require_match(4, 1000, 50)
+    message = str(info.value)
+    assert "4 area ranges x 1000 IoU thresholds x 50 detections" in message
+    assert format_bytes(match_bytes(4, 1000, 50)) in message
+    assert "9.8 KiB available (--memory-limit)" in message
+    for advice in ("fewer IoU thresholds or area ranges", "--workers", "--memory-limit"):
+        assert advice in message
+
+
+def test_memory_limit_is_restored_after_the_block():
+    with memory_limit(123):
+        with memory_limit(456):
+            assert available_bytes() == 456
+        assert available_bytes() == 123
+
+
+# --- each refusal, on the CLI and in the API --------------------------------------------------
+
+
+def test_lanes_x_detections_refused_by_the_cli(capsys):
+    needed = match_bytes(4, 10, N_DET_FIXTURE)
+    code, err = run(capsys, "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "--memory-limit", needed - 1)
+    assert code == 3
+    assert "the lanes x detections outcome arrays of matching" in err
+    assert f"4 area ranges x 10 IoU thresholds x {N_DET_FIXTURE} detections" in err
+    assert f"need {format_bytes(needed)}" in err
+    assert "--workers" in err
+
+
+@pytest.mark.filterwarnings("ignore::deteval.UndefinedMetricWarning")  # the fixture's 'bird'
+def test_lanes_x_detections_refused_by_the_api():
+    needed = match_bytes(4, 10, N_DET_FIXTURE)
+    with memory_limit(needed - 1), pytest.raises(ConfigError, match="lanes x detections"):
+        deteval.evaluate(str(GOOD_GT), str(GOOD_DT), "coco")
+    with memory_limit(max(needed, PRECISION_FIXTURE)):
+        assert deteval.evaluate(str(GOOD_GT), str(GOOD_DT), "coco").metrics["AP"] >= 0
+
+
+def test_more_thresholds_need_more_for_the_same_detections(capsys):
+    """A protocol with 100 IoU thresholds is refused where the default 10 are accepted."""
+    limit = match_bytes(4, 10, N_DET_FIXTURE) + 1
+    thresholds = "[" + ",".join(f"{0.5 + 0.004 * k:.3f}" for k in range(100)) + "]"
+    code, err = run(
+        capsys,
+        "evaluate",
+        "--gt",
+        GOOD_GT,
+        "--dt",
+        GOOD_DT,
+        "--set",
+        f"iou_thresholds={thresholds}",
+        "--memory-limit",
+        limit,
+    )
+    assert code == 3
+    assert "4 area ranges x 100 IoU thresholds" in err
+
+
+def test_candidate_pairs_refused_by_the_cli(capsys, tmp_path):
+    gt, dt = crowded_image(tmp_path)
+    pairs = 300 * 100 * BYTES_PER_PAIR
+    limit = pairs - 1
+    # candidate pairs are checked first (then the lanes x detections arrays)
+    code, err = run(capsys, "evaluate", "--gt", gt, "--dt", dt, "--memory-limit", limit)
+    assert code == 3
+    assert "30000 candidate (detection, ground truth) pairs" in err
+    assert f"need {format_bytes(pairs)}" in err
+
+
+def test_candidate_pairs_refused_by_the_api(tmp_path):
+    gt, dt = crowded_image(tmp_path)
+    with memory_limit(300 * 100 * BYTES_PER_PAIR - 1), pytest.raises(ConfigError, match="candidate"):
+        deteval.evaluate(str(gt), str(dt), "coco")
+
+
+def test_precision_arrays_refused_by_the_cli(capsys):
+    limit = PRECISION_FIXTURE - 1
+    assert match_bytes(4, 10, N_DET_FIXTURE) < limit
+    code, err = run(capsys, "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "--memory-limit", limit)
+    assert code == 3
+    assert "the precision and score arrays (10 x 101 x 4 x 4 x 3" in err
+    assert f"need {format_bytes(PRECISION_FIXTURE)}" in err
+
+
+def test_precision_arrays_refused_by_the_api():
+    with memory_limit(PRECISION_FIXTURE - 1), pytest.raises(ConfigError, match="precision and score"):
+        deteval.evaluate(str(GOOD_GT), str(GOOD_DT), "coco")
+
+
+def test_enough_memory_scores_as_without_a_limit(capsys):
+    code, _ = run(capsys, "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "--memory-limit", "1G")
+    assert code == 0
+
+
+def test_bad_memory_limit_is_a_usage_error(capsys):
+    code = main(["evaluate", "--gt", str(GOOD_GT), "--dt", str(GOOD_DT), "--memory-limit", "lots"])
+    assert code == 2
+    assert "expected a size such as 8G or 512M, found lots" in capsys.readouterr().err
