@@ -81,8 +81,10 @@ def _sigterm_raises() -> Iterator[None]:
 
 
 def _silence_stdout() -> None:
-    """Point stdout's file descriptor at /dev/null, so that the interpreter's final flush of what
-    is still buffered cannot fail again (the Python docs' recipe for SIGPIPE).
+    """Point stdout's file descriptor at /dev/null.
+
+    The interpreter's final flush of what is still buffered then cannot fail again (the Python
+    docs' recipe for SIGPIPE).
     """
     with contextlib.suppress(OSError, ValueError, AttributeError):
         devnull = os.open(os.devnull, os.O_WRONLY)

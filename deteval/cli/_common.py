@@ -6,9 +6,11 @@ import argparse
 import contextlib
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from deteval import api
+from deteval.data import Detections
 from deteval.errors import (
     ConfigError,
     DetevalError,
@@ -65,8 +67,10 @@ def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def _refuse_overwrite(args: argparse.Namespace, log: ReadLog | None = None) -> None:
-    """Refuse outputs that are inputs: before loading (by the paths given), and again with ``log``,
-    every file and folder loading actually read (protocol files and their ``extends:`` included).
+    """Refuse outputs that are inputs.
+
+    Before loading by the paths given, and again with ``log``: every file and folder loading
+    actually read (protocol files and their ``extends:`` included).
     """
     dts = args.dt if isinstance(args.dt, list) else [args.dt]
     given = {
@@ -178,7 +182,7 @@ def _print_warnings(args: argparse.Namespace, caught: list) -> None:
             print(f"deteval: note: {printable(text)}", file=sys.stderr)
 
 
-def _write(path: str, text: str, option: str, log: ReadLog | None) -> None:
+def _write(path: str, text: str, option: str, log: ReadLog | Mapping[str, Any] | None) -> None:
     """Write an output file atomically, never over an input (see :mod:`deteval.io.output`)."""
     write_atomic(path, text, option=option, inputs=log)
 
@@ -204,3 +208,10 @@ def _finish(args: argparse.Namespace, text: str, caught: list, log: ReadLog | No
     if args.output:
         _write(args.output, text + "\n", "--output", log)
     _print_warnings(args, caught)
+
+
+def _detections(inputs: api.Inputs) -> Detections:
+    """The detections of loaded inputs (every command here loads some: a ConfigError otherwise)."""
+    if inputs.dt is None:
+        raise ConfigError("expected detections (--dt), found none")
+    return inputs.dt

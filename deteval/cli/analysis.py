@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from deteval import api, report
 from deteval._version import __version__
 from deteval.cli._common import (
     EXIT_OK,
+    _detections,
     _finish,
     _load,
     _out,
@@ -38,7 +40,7 @@ def _analyze(args: argparse.Namespace) -> int:
         _refuse_overwrite(args, log)
         found = analyze(
             inputs.gt,
-            inputs.dt,
+            _detections(inputs),
             protocol,
             errors=parts[0],
             decompose=parts[1],
@@ -126,11 +128,17 @@ def _pictures(args: argparse.Namespace) -> int:
         names, loaded, results = score_detectors(args, protocols, log)
         check_output(args.out, log, option="--out")
         first = loaded[0]
-        analysis = analyze(first.gt, first.dt, protocols[0]) if args.analyze else None
-        explanations = [api.explain(first.gt, first.dt, a, b) for a, b in zip(protocols, protocols[1:])]
+        analysis = analyze(first.gt, _detections(first), protocols[0]) if args.analyze else None
+        explanations = [
+            api.explain(first.gt, _detections(first), a, b) for a, b in zip(protocols, protocols[1:])
+        ]
     boot = resample(args, first.gt, names, results)[3][0] if args.bootstrap else None
     figures = _labelled(names, results)
-    extras = {"analysis": analysis, "explanation": explanations if args.explain else None, "bootstrap": boot}
+    extras: dict[str, Any] = {
+        "analysis": analysis,
+        "explanation": explanations if args.explain else None,
+        "bootstrap": boot,
+    }
     if args.command == "plot":
         written = plot.plot_all(
             figures, out_dir=args.out, formats=tuple(args.plot_format or ("png", "svg")), **extras

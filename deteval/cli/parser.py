@@ -169,6 +169,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``deteval`` parser with every command (tests build it to check usage errors)."""
     parser = argparse.ArgumentParser(
         prog="deteval",
         allow_abbrev=False,

@@ -12,6 +12,7 @@ from deteval import api, report
 from deteval.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
+    _detections,
     _finish,
     _input_options,
     _load,
@@ -64,17 +65,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         finally:
             progress.close()
     doc = report.to_json(results, inputs=inputs.summary(), warnings=inputs.warnings)
-    confidence_rows = []
-    if args.confidence is not None:
-        for result, entry in zip(results, doc["results"]):
-            confidence_rows.append(api.at_confidence(result, args.confidence))
-            entry["at_confidence"] = report.confidence_json(result, confidence_rows[-1], args.confidence)
-    mask_reports = []
-    if args.compare_mask_modes:
-        for result, entry in zip(results, doc["results"]):
-            comparison = api.compare_mask_modes(inputs.gt, inputs.dt, result.protocol)
-            entry["mask_mode_comparison"] = report.mask_mode_json(comparison)
-            mask_reports.append(report.format_mask_mode_comparison(result.protocol, comparison))
+    confidence_rows, mask_reports = _evaluate_extras(args, inputs, results, doc)
     if args.matches:
         _write(args.matches, report.format_matches_csv(results[0], api.matches(results[0])), "--matches", log)
     text = report.dumps(doc)
@@ -95,6 +86,24 @@ def _evaluate(args: argparse.Namespace) -> int:
         for text_block in mask_reports:
             _out(text_block)
     return EXIT_OK
+
+
+def _evaluate_extras(
+    args: argparse.Namespace, inputs: api.Inputs, results: tuple, doc: dict
+) -> tuple[list, list]:
+    """``--confidence`` rows and ``--compare-mask-modes`` reports, each also placed in ``doc``."""
+    confidence_rows = []
+    if args.confidence is not None:
+        for result, entry in zip(results, doc["results"]):
+            confidence_rows.append(api.at_confidence(result, args.confidence))
+            entry["at_confidence"] = report.confidence_json(result, confidence_rows[-1], args.confidence)
+    mask_reports = []
+    if args.compare_mask_modes:
+        for result, entry in zip(results, doc["results"]):
+            comparison = api.compare_mask_modes(inputs.gt, _detections(inputs), result.protocol)
+            entry["mask_mode_comparison"] = report.mask_mode_json(comparison)
+            mask_reports.append(report.format_mask_mode_comparison(result.protocol, comparison))
+    return confidence_rows, mask_reports
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -137,7 +146,7 @@ def _compare(args: argparse.Namespace) -> int:
                 inputs = _load(args, protocols)
             _refuse_overwrite(args, log)
             progress.stage("matching and scoring")
-            cache = api.MatchCache(inputs.gt, inputs.dt, workers=args.workers)
+            cache = api.MatchCache(inputs.gt, _detections(inputs), workers=args.workers)
             try:
                 comparison = api.compare(
                     inputs.gt, inputs.dt, protocols, cache=cache, inputs=inputs.summary()
@@ -235,8 +244,10 @@ def score_detectors(
 def resample(
     args: argparse.Namespace, gt: GroundTruth, names: list[str], results: list[tuple[EvalResult, ...]]
 ) -> tuple[list[list[dict]], list[dict], dict, list[Any]]:
-    """``--bootstrap``: per detector and protocol the intervals, the paired comparisons with the
-    first detector, the settings, and the bootstrap values (one per protocol, for the report).
+    """``--bootstrap``: intervals, paired comparisons, settings and bootstrap values.
+
+    Per detector and protocol the intervals; the paired comparisons with the first detector; the
+    settings; and the bootstrap values (one per protocol, for the report).
     """
     n_protocols = len(results[0])
     intervals: list[list[dict]] = [[{} for _ in range(n_protocols)] for _ in names]
@@ -276,7 +287,9 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
     with _warnings_of(args) as caught:
         names, loaded, results = score_detectors(args, protocols, log)
     gt = loaded[0].gt
-    intervals, comparisons, settings = None, [], None
+    intervals: list | None = None
+    comparisons: list[dict] = []
+    settings: dict | None = None
     if args.bootstrap:
         intervals, comparisons, settings, _ = resample(args, gt, names, results)
     summaries = [inputs.summary() for inputs in loaded]
