@@ -188,6 +188,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Score detections against ground truth.",
     )
     _add_common(ev)
+    ev.add_argument(
+        "--scheduler",
+        metavar="dask|dask://ADDRESS",
+        help="--dt is a folder or glob of COCO result shard files: load and match each shard in a Dask "
+        "task (a local cluster, or the scheduler at ADDRESS) and score once (the dask extra; "
+        "docs/training-loop.md)",
+    )
     pr = sub.add_parser(
         "protocols",
         help="list the preset protocols and their fields",

@@ -48,6 +48,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         protocols = _protocols(args)
     if len(args.dt) > 1 or args.bootstrap:
         return _detectors(args, protocols, log)
+    if getattr(args, "scheduler", None):
+        return _evaluate_shards(args, protocols, log)
     progress = _Progress(1 + 2 * len(protocols), args.quiet)  # loading, then matching + scoring each
     with _warnings_of(args) as caught:
         try:
@@ -85,6 +87,29 @@ def _evaluate(args: argparse.Namespace) -> int:
             _out(report.format_confidence_table(result, rows, args.confidence))
         for text_block in mask_reports:
             _out(text_block)
+    return EXIT_OK
+
+
+def _evaluate_shards(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog) -> int:
+    """``evaluate --scheduler dask[://ADDRESS]``: shard files matched in Dask tasks, scored once."""
+    if not (args.scheduler == "dask" or args.scheduler.startswith("dask://")):
+        raise ConfigError(f"--scheduler: expected dask or dask://ADDRESS, found {args.scheduler!r}")
+    from deteval.integrations.dask import evaluate_shards  # the dask extra, only when asked
+
+    with _warnings_of(args) as caught:
+        results = tuple(evaluate_shards(args.gt, args.dt[0], p, scheduler=args.scheduler) for p in protocols)
+    doc = report.to_json(results, inputs=results[0].inputs)
+    text = report.dumps(doc)
+    _finish(args, text, caught, log)
+    per_class = not args.no_per_class
+    if args.format == "json":
+        _out(text + "\n")
+    elif args.format == "markdown":
+        _out(report.format_markdown(results, per_class=per_class))
+    elif args.format == "csv":
+        _out(report.format_csv(results))
+    else:
+        _out(report.format_table(results, per_class=per_class))
     return EXIT_OK
 
 

@@ -2,6 +2,7 @@
 
 import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -67,3 +68,30 @@ def test_no_shards_is_an_input_error(tmp_path, client):
         evaluate_shards(
             {"images": [], "annotations": [], "categories": []}, str(tmp_path / "*.json"), scheduler=client
         )
+
+
+def test_cli_scheduler_dask_equals_one_process(tmp_path, capsys):
+    """``deteval evaluate --scheduler dask`` over a folder of shard files prints one process's JSON."""
+    import json
+
+    from deteval.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    gt = str(root / "fixtures/coco/gt.json")
+    dets = json.loads((root / "fixtures/coco/dt.json").read_text())
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "part-0.json").write_text(json.dumps(dets[:6]))
+    (shards / "part-1.json").write_text(json.dumps(dets[6:]))
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps(dets))
+    assert main(["evaluate", "--gt", gt, "--dt", str(whole), "--format", "json", "-q"]) == 0
+    expected = json.loads(capsys.readouterr().out)
+    assert (
+        main(["evaluate", "--gt", gt, "--dt", str(shards), "--scheduler", "dask", "--format", "json", "-q"])
+        == 0
+    )
+    got = json.loads(capsys.readouterr().out)
+    assert [r["metrics"] for r in got["results"]] == [r["metrics"] for r in expected["results"]]
+    assert [r["per_class"] for r in got["results"]] == [r["per_class"] for r in expected["results"]]
+    assert main(["evaluate", "--gt", gt, "--dt", str(shards), "--scheduler", "spark"]) == 3
