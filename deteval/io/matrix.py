@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from deteval.errors import InputError
+from deteval.io._text import read_bytes
 
 __all__ = ["MAX_BYTES", "MAX_CELLS", "read_matrix", "read_labels", "read_scores", "read_labels_and_scores"]
 
@@ -70,8 +71,11 @@ def _check_size(path: str, max_bytes: int) -> None:
 
 
 def _read_npy(path: str, max_cells: int) -> np.ndarray:
+    # Through read_bytes: special files refused, the size capped on what is read, the file
+    # recorded as an input (so no output can be written over it).
+    raw = read_bytes(path, what="a .npy matrix", limit=MAX_BYTES)
     try:
-        with open(path, "rb") as f:
+        with io.BytesIO(raw) as f:
             version = np.lib.format.read_magic(f)
             if version == (1, 0):
                 shape, _, dtype = np.lib.format.read_array_header_1_0(f)
@@ -91,7 +95,7 @@ def _read_npy(path: str, max_cells: int) -> np.ndarray:
     if int(np.prod(shape)) > max_cells:
         raise InputError(f"{path}: {int(np.prod(shape))} cells; expected at most {max_cells} (max_cells)")
     try:
-        array = np.load(path, allow_pickle=False)
+        array = np.load(io.BytesIO(raw), allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
         raise InputError(f"{path}: cannot load the .npy data ({exc})") from None
     return np.asarray(array, dtype=np.float64)
@@ -123,8 +127,7 @@ def _bad_row(path: str, lines: list[str], first: int, delimiter: str | None, n_c
 
 def _read_text(path: str, delimiter: str | None, max_cells: int) -> tuple[np.ndarray, int]:
     """Matrix and the 0-based line index of its first row."""
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = read_bytes(path, what="a text matrix (.csv / .txt)", limit=MAX_BYTES)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -128,3 +128,25 @@ def test_size_caps_and_missing(tmp_path):
         read_scores(tmp_path / "nothere.csv")
     with pytest.raises(InputError, match="what: expected 'scores' or 'labels'"):
         read_matrix(path, what="boxes")
+
+
+def test_special_files_are_refused_before_reading(tmp_path):
+    """A FIFO with no writer would block forever: refused up front, no hang."""
+    import os
+
+    fifo = tmp_path / "labels.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="labels.csv"):
+        read_matrix(str(fifo))
+
+
+def test_rank_output_over_an_input_is_refused(tmp_path, capsys):
+    from deteval.cli import main
+
+    labels = tmp_path / "y.csv"
+    scores = tmp_path / "s.csv"
+    labels.write_text("0\n1\n")
+    scores.write_text("0.2\n0.9\n")
+    before = scores.read_bytes()
+    assert main(["rank", "--labels", str(labels), "--scores", str(scores), "--output", str(scores)]) == 3
+    assert scores.read_bytes() == before
