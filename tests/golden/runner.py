@@ -8,7 +8,8 @@ import os
 import shlex
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
+
 GOLDEN = Path(__file__).resolve().parent / "outputs"
 
 

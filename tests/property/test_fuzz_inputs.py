@@ -34,13 +34,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from deteval.cli import main
+from tests import ROOT
 from tests.reference.run_pycocotools import run_pycocotools
 
 # Generated data has classes without ground truth and degenerate boxes: the API's
 # UndefinedMetricWarning / InputWarning are incidental here (tests/unit/test_api.py checks them).
 pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
 
-ROOT = Path(__file__).resolve().parents[2]
+
 GT = json.loads((ROOT / "fixtures" / "coco" / "gt.json").read_text())
 DT = json.loads((ROOT / "fixtures" / "coco" / "dt.json").read_text())
 

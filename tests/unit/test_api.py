@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,8 +15,8 @@ import pytest
 import deteval
 from deteval import api
 from deteval.errors import ConfigError, InputWarning, UndefinedMetricWarning
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 GT = ROOT / "fixtures" / "coco" / "gt.json"
 DT = ROOT / "fixtures" / "coco" / "dt.json"
 BIRD = "1 class has no ground truth"  # fixtures/coco: 'bird' has no ground truth

@@ -26,8 +26,8 @@ import deteval
 from deteval.cli import main
 from deteval.errors import InputError
 from deteval.io import load_coco_dt, load_coco_gt
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 GOOD_GT = ROOT / "fixtures" / "coco" / "gt.json"
 GOOD_DT = ROOT / "fixtures" / "coco" / "dt.json"
 BROKEN = ROOT / "fixtures" / "broken"

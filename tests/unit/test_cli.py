@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from deteval.cli import build_parser, main
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 GOOD_GT = ROOT / "fixtures" / "coco" / "gt.json"
 GOOD_DT = ROOT / "fixtures" / "coco" / "dt.json"
 BROKEN = ROOT / "fixtures" / "broken"

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from deteval.cli import main
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 GT, DT = str(ROOT / "fixtures/coco/gt.json"), str(ROOT / "fixtures/coco/dt.json")
 LABELS, SCORES = str(ROOT / "fixtures/ranking/labels.csv"), str(ROOT / "fixtures/ranking/scores.csv")
 

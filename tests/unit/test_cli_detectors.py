@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from deteval.cli import main
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 GT, DT = str(ROOT / "fixtures/coco/gt.json"), str(ROOT / "fixtures/coco/dt.json")
 
 

@@ -12,7 +12,8 @@ from deteval.cli import main
 
 pytest.importorskip("matplotlib")
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
+
 GT, DT = str(ROOT / "fixtures/coco/gt.json"), str(ROOT / "fixtures/coco/dt.json")
 
 

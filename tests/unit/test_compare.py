@@ -33,6 +33,7 @@ from deteval.report import (
     format_explanation,
     format_explanation_markdown,
 )
+from tests import ROOT
 
 # fixtures/coco has a class without ground truth ('bird'): the API says so with an
 # UndefinedMetricWarning on every call; incidental here (tests/unit/test_api.py checks it).
@@ -40,7 +41,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricW
 
 # deteval exports the function `explain`, which shadows the module as an attribute.
 explain_module = importlib.import_module("deteval.explain")
-ROOT = Path(__file__).resolve().parents[2]
+
 GT = str(ROOT / "fixtures" / "coco" / "gt.json")
 DT = str(ROOT / "fixtures" / "coco" / "dt.json")
 

@@ -25,12 +25,13 @@ from deteval.protocol import (
     parse_yaml,
     parse_yaml_value,
 )
+from tests import ROOT
 
 # fixtures/coco has a class without ground truth ('bird'): the API notes it with an
 # UndefinedMetricWarning on every call; incidental here.
 pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")
 
-ROOT = Path(__file__).resolve().parents[2]
+
 PRESET_FILES = ROOT / "deteval" / "protocol" / "presets"
 EXAMPLES = ROOT / "configs" / "examples"
 FIXTURE_GT = ROOT / "fixtures" / "coco" / "gt.json"

@@ -29,8 +29,8 @@ from deteval.io._json import loads_strict
 from deteval.io._text import line_of, read_bytes
 from deteval.io.output import check_output, recording_reads, write_atomic
 from deteval.sharding import effective_workers, usable_cpus
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 GOOD_GT = ROOT / "fixtures" / "coco" / "gt.json"
 GOOD_DT = ROOT / "fixtures" / "coco" / "dt.json"
 HARD = ROOT / "fixtures" / "broken" / "hardening"

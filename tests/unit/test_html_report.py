@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html.parser
 import re
-from pathlib import Path
 
 import pytest
 
@@ -29,7 +28,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
+
 BUDGET = 5 * 1024 * 1024
 
 

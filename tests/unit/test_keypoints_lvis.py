@@ -206,7 +206,7 @@ def test_lvis_matches_across_shards():
     assert one.metrics == two.metrics
 
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+from tests import ROOT  # noqa: E402 (the docs examples below use it)
 
 
 def test_docs_keypoints_example_is_what_notes_derive():

@@ -26,8 +26,8 @@ from deteval.memory import (
     require,
     require_match,
 )
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 GOOD_GT = ROOT / "fixtures" / "coco" / "gt.json"
 GOOD_DT = ROOT / "fixtures" / "coco" / "dt.json"
 N_DET_FIXTURE = 13  # fixtures/coco/dt.json: 13 detections, all within max_dets

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,6 +36,7 @@ from deteval.plot import (  # noqa: E402
 from deteval.plot.curves import envelope, mean_interpolated_curve  # noqa: E402
 from deteval.plot.matrix import reduce_confusion  # noqa: E402
 from deteval.stats import compare_detectors  # noqa: E402
+from tests import ROOT
 from tests.unit.plot_data import synthetic  # noqa: E402
 
 # The fixtures have a class without ground truth (a note through the API); incidental here.
@@ -45,7 +45,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
+
 COCO = ROOT / "fixtures" / "coco"
 VOC = ROOT / "fixtures" / "voc"
 

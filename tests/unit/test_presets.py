@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 from deteval.errors import ConfigError
 from deteval.protocol import PRESETS, get_protocol, load_protocol_file, load_protocol_text, preset_names
 from deteval.protocol import yaml as protocol_yaml
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PRESET_FILES = ROOT / "deteval" / "protocol" / "presets"
 
 #: What each preset computes, as the CLI command `protocols` shows it. A change here is a change of

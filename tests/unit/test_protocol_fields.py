@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import typing
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +25,7 @@ from deteval.protocol import (
     protocol_table_markdown,
 )
 from deteval.protocol import spec as protocol_spec
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests import ROOT
 
 
 def test_the_table_and_the_dataclass_have_the_same_fields_in_the_same_order():

@@ -8,7 +8,6 @@ import itertools
 import json
 import re
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,9 +28,7 @@ from deteval.ranking import (
 )
 from deteval.ranking._common import _recall_grid
 from deteval.report import format_rank_csv, format_rank_table
-
-ROOT = Path(__file__).resolve().parents[2]
-
+from tests import ROOT
 
 # ---------------------------------------------------------------------------------------------
 # Worked numbers

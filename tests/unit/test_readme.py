@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from deteval.cli import main
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 

@@ -20,8 +20,8 @@ from deteval.errors import ConfigError, InputError, InputWarning
 from deteval.io import load_coco_dt, load_coco_gt, load_ground_truth
 from deteval.io.category_map import read_category_map
 from deteval.io.voc import load_voc_dt, load_voc_gt, read_class_list
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "fixtures" / "real"
 YOLO = REAL / "yolo_numeric"
 COCO = REAL / "coco_index"

@@ -10,14 +10,13 @@ import csv
 import dataclasses
 import io
 import json
-from pathlib import Path
 
 import pytest
 
 from deteval import api, report
 from deteval.errors import UndefinedMetricWarning
+from tests import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 GT = str(ROOT / "fixtures" / "coco" / "gt.json")
 DT = str(ROOT / "fixtures" / "coco" / "dt.json")
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -14,6 +13,7 @@ from deteval.io import load_detections, load_ground_truth
 from deteval.protocol import get_protocol
 from deteval.report import format_analysis_markdown, format_analysis_table
 from deteval.tide import MAIN_ERRORS, tide_errors
+from tests import ROOT
 from tests.reference.slow_decomposition import confused
 
 # Generated data trigger input warnings (box encodings, classes without ground truth) through the
@@ -22,8 +22,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
     pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
 ]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(annotations, detections, categories=("a", "b")):

@@ -1,0 +1,29 @@
+"""Fixtures every suite may use: the repository root and an in-process CLI runner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests import ROOT
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    """The repository root (fixtures/, docs/, README.md)."""
+    return ROOT
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """Run ``deteval ARGS...`` in-process; returns (exit code, stdout, stderr)."""
+    from deteval.cli import main
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
