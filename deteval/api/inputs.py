@@ -1,0 +1,267 @@
+"""Inputs for the front door: paths, parsed JSON or values -> checked ground truth and detections.
+
+:func:`load_inputs` loads ground truth and detections as ``deteval evaluate`` does (each loader
+option refused where it does not apply) and warns what loading noticed; :class:`Inputs` holds them.
+:func:`refuse_overwrite` keeps an ``--output`` off the inputs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from deteval.api._emit import _emit
+from deteval.data import Detections, GroundTruth
+from deteval.errors import ConfigError, InputWarning
+from deteval.io import gt_format, load_detections, load_ground_truth
+from deteval.io.category_map import read_category_map
+from deteval.io.coco import require_boxes
+from deteval.io.voc import read_class_list, with_result_classes
+from deteval.protocol import Protocol
+
+
+def refuse_overwrite(output: str, sources: dict) -> None:
+    """Refuse an ``--output`` that is an input, a link to one, or an existing file in an input folder.
+
+    Parameters
+    ----------
+    output : str
+    sources : dict
+        Option name (``"gt"``, ``"dt"``) -> the path given, or None.
+
+    Raises
+    ------
+    ConfigError
+    """
+    out = os.path.realpath(output)
+    for name, source in sources.items():
+        if not source:
+            continue
+        real = os.path.realpath(source)
+        is_same = real == out or (
+            os.path.exists(out) and os.path.exists(real) and os.path.samefile(real, out)
+        )
+        if is_same:
+            raise ConfigError(f"--output {output}: is the --{name} input; refusing to overwrite it")
+        if os.path.isdir(real) and os.path.isfile(out) and os.path.commonpath([real, out]) == real:
+            raise ConfigError(
+                f"--output {output}: is a file inside the --{name} folder {source}; "
+                f"refusing to overwrite what may be an input (choose a path outside it)"
+            )
+
+
+def _as_gt(gt: Any, **options: Any) -> GroundTruth:
+    return gt if isinstance(gt, GroundTruth) else load_ground_truth(gt, **options)
+
+
+def _as_dt(dt: Any, gt: GroundTruth, **options: Any) -> Detections:
+    return dt if isinstance(dt, Detections) else load_detections(dt, gt, **options)
+
+
+@dataclass(frozen=True, eq=False)
+class Inputs:
+    """Ground truth and (optionally) detections, loaded and checked.
+
+    Attributes
+    ----------
+    gt : GroundTruth
+    dt : Detections or None
+    gt_name, dt_name : str or None
+        The sources as the user named them (the ``inputs`` of the JSON output).
+    """
+
+    gt: GroundTruth
+    dt: Detections | None
+    gt_name: Any = None
+    dt_name: Any = None
+
+    @property
+    def warnings(self) -> tuple:
+        """What loading noticed: the ground truth's warnings, then the detections'."""
+        return tuple(self.gt.warnings) + (tuple(self.dt.warnings) if self.dt is not None else ())
+
+    def summary(self) -> dict:
+        """``{"gt", "dt", "images", "gt_objects", "detections"}`` (the JSON ``inputs``)."""
+        return {
+            "gt": self.gt_name,
+            "dt": self.dt_name,
+            "images": self.gt.n_images,
+            "gt_objects": len(self.gt),
+            "detections": len(self.dt) if self.dt is not None else 0,
+        }
+
+
+def _is_voc_results(kind: str, dt: Any) -> bool:
+    """A folder of detections that is read as VOC result files (any ground truth but YOLO)."""
+    return kind != "yolo" and isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)
+
+
+def _dt_options(
+    kind: str,
+    gt: Any,
+    dt: Any,
+    *,
+    drop_unknown_categories: bool,
+    allow_large_drop: bool,
+    category_map: Any,
+    result_prefix: str | None,
+    yolo_layout: str | None,
+) -> dict:
+    """The loader options of the detection options, each refused where it does not apply."""
+    is_voc_results = _is_voc_results(kind, dt)
+    dt_options: dict[str, Any] = {}
+    if allow_large_drop and not drop_unknown_categories:
+        raise ConfigError(
+            "--allow-large-drop: only with --drop-unknown-categories (it lifts the 10% cap "
+            "on what that drops)"
+        )
+    if drop_unknown_categories:
+        dt_options["unknown_category"] = "drop"
+        if allow_large_drop and not is_voc_results:
+            dt_options["max_drop"] = 1.0
+    if category_map is not None:
+        if is_voc_results:
+            raise ConfigError(
+                "--category-map: VOC result files name their class by file name; expected "
+                "a COCO results JSON or YOLO predictions"
+            )
+        dt_options["category_map"] = read_category_map(category_map)
+    if result_prefix is not None:
+        if not is_voc_results:
+            raise ConfigError(
+                f"--result-prefix: only for a folder of VOC result files, but --dt {dt} is not one"
+            )
+        dt_options["prefix"] = result_prefix
+    if yolo_layout:
+        if kind != "yolo" or not (isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)):
+            raise ConfigError(
+                f"--yolo-layout: only for YOLO predictions (a folder of txt files with a "
+                f"YOLO --gt), but --gt {gt} is {kind}"
+            )
+        dt_options["layout"] = yolo_layout
+    return dt_options
+
+
+def _load_inputs(
+    gt: Any,
+    dt: Any = None,
+    *,
+    split: str | None = None,
+    area_from_box: bool = False,
+    drop_unknown_categories: bool = False,
+    yolo_layout: str | None = None,
+    protocols: Sequence[Protocol] = (),
+    category_map: Any = None,
+    allow_large_drop: bool = False,
+    classes: Any = None,
+    result_prefix: str | None = None,
+) -> Inputs:
+    """:func:`load_inputs` without warning (its callers emit what they return)."""
+    kind = gt_format(gt)
+    gt_options: dict[str, Any] = {}
+    if split:
+        if kind != "voc":
+            raise ConfigError(f"--split {split}: only for a VOC root, but --gt {gt} is {kind}")
+        gt_options["split"] = split
+    if classes is not None:
+        if kind != "voc":
+            raise ConfigError(f"--classes: only for a VOC root, but --gt {gt} is {kind}")
+        gt_options["classes"] = read_class_list(classes)
+    if area_from_box:
+        if kind != "coco":
+            raise ConfigError("--area-from-box: only for COCO ground truth")
+        gt_options["area_missing"] = "box"
+    ground_truth = _as_gt(gt, **gt_options)
+    if dt is None:
+        return Inputs(ground_truth, None, gt, None)
+    dt_options = _dt_options(
+        kind,
+        gt,
+        dt,
+        drop_unknown_categories=drop_unknown_categories,
+        allow_large_drop=allow_large_drop,
+        category_map=category_map,
+        result_prefix=result_prefix,
+        yolo_layout=yolo_layout,
+    )
+    if kind == "voc" and classes is None and _is_voc_results(kind, dt) and not isinstance(gt, GroundTruth):
+        ground_truth = with_result_classes(ground_truth, dt, prefix=result_prefix)
+    detections = _as_dt(dt, ground_truth, **dt_options)
+    if any(p.iou_type == "bbox" for p in protocols):
+        require_boxes(detections)
+    return Inputs(ground_truth, detections, gt, dt)
+
+
+def load_inputs(
+    gt: Any,
+    dt: Any = None,
+    *,
+    split: str | None = None,
+    area_from_box: bool = False,
+    drop_unknown_categories: bool = False,
+    yolo_layout: str | None = None,
+    protocols: Sequence[Protocol] = (),
+    category_map: Any = None,
+    allow_large_drop: bool = False,
+    classes: Any = None,
+    result_prefix: str | None = None,
+) -> Inputs:
+    """Load ground truth and detections as ``deteval evaluate`` does, and warn what was noticed.
+
+    Parameters
+    ----------
+    gt : str, os.PathLike, dict or GroundTruth
+        COCO JSON (path or parsed), VOC root or YOLO dataset.
+    dt : str, os.PathLike, list or Detections, optional
+        COCO results JSON, VOC result folder or YOLO prediction folder.
+    split : str, optional
+        VOC image set (``ImageSets/Main/<split>.txt``); VOC only.
+    area_from_box : bool
+        COCO ground truth without ``area``: use ``w * h`` of the box (with a warning).
+    drop_unknown_categories : bool
+        Drop detections of categories not in the ground truth (a warning with their share)
+        instead of failing; refused above 10% of the detections unless ``allow_large_drop``.
+    yolo_layout : str, optional
+        Column order of YOLO prediction rows (``"cls cx cy w h conf"`` or ``"cls conf cx cy w h"``).
+    protocols : sequence of Protocol
+        When one scores boxes, every detection must have one.
+    category_map : {"index0", "index1"}, mapping or path, optional
+        How detection category ids name ground-truth categories (COCO results, YOLO
+        predictions; see docs/inputs.md).
+    allow_large_drop : bool
+        With ``drop_unknown_categories``: drop any share (COCO results, YOLO predictions).
+    classes : "voc", path or sequence of str, optional
+        VOC class list (category ids 1..K in its order); result files of other classes are errors.
+    result_prefix : str, optional
+        VOC result file prefix (``comp4_det_test_``); default: detected from the file names.
+
+    Returns
+    -------
+    Inputs
+
+    Warns
+    -----
+    InputWarning
+        Each of ``Inputs.warnings``.
+
+    Raises
+    ------
+    InputError, ConfigError
+    """
+    inputs = _load_inputs(
+        gt,
+        dt,
+        split=split,
+        area_from_box=area_from_box,
+        drop_unknown_categories=drop_unknown_categories,
+        yolo_layout=yolo_layout,
+        protocols=protocols,
+        category_map=category_map,
+        allow_large_drop=allow_large_drop,
+        classes=classes,
+        result_prefix=result_prefix,
+    )
+    _emit(inputs.warnings, InputWarning, stacklevel=2)
+    return inputs
