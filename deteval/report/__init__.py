@@ -1,0 +1,85 @@
+"""Every text renderer: results, comparisons, explanations, validation, protocols -> text or JSON.
+
+Pure functions returning strings or dicts; printing (and writing files) is the CLI's job.
+Every renderer is importable from here (``from deteval.report import format_table``); they live
+in submodules by command:
+
+- :mod:`deteval.report.results`: ``evaluate``'s JSON document, table, Markdown, CSV and its
+  analysis outputs (confidence tables, mask modes, ``--matches``);
+- :mod:`deteval.report.compare`: ``compare``'s side-by-side table and ``--explain``;
+- :mod:`deteval.report.detectors`: several detectors side by side, bootstrap intervals;
+- :mod:`deteval.report.analyze`: ``analyze`` (TIDE errors, AP decomposition, confusion);
+- :mod:`deteval.report.rank`: ``rank``;
+- :mod:`deteval.report.protocols`: ``validate`` and ``protocols``;
+- ``deteval.report._format``: the cells they share (numbers, Markdown escaping, CSV-safe cells).
+
+``__all__`` is the module's list as it was; the ``analyze``, ``rank`` and several-detectors
+renderers, importable from here outside it as before, are re-exported as ``X as X``.
+"""
+
+from __future__ import annotations
+
+from deteval.report._format import csv_safe
+from deteval.report.analyze import analysis_json as analysis_json
+from deteval.report.analyze import format_analysis_markdown as format_analysis_markdown
+from deteval.report.analyze import format_analysis_table as format_analysis_table
+from deteval.report.compare import (
+    compare_json,
+    compare_table,
+    format_compare_csv,
+    format_compare_markdown,
+    format_compare_table,
+    format_explanation,
+    format_explanation_markdown,
+)
+from deteval.report.detectors import detectors_json as detectors_json
+from deteval.report.detectors import format_detectors_csv as format_detectors_csv
+from deteval.report.detectors import format_detectors_markdown as format_detectors_markdown
+from deteval.report.detectors import format_detectors_table as format_detectors_table
+from deteval.report.protocols import (
+    format_protocols,
+    format_protocols_yaml,
+    format_validation,
+    protocols_json,
+)
+from deteval.report.rank import format_rank_csv as format_rank_csv
+from deteval.report.rank import format_rank_table as format_rank_table
+from deteval.report.results import (
+    confidence_json,
+    describe_protocol,
+    dumps,
+    format_confidence_table,
+    format_csv,
+    format_markdown,
+    format_mask_mode_comparison,
+    format_matches_csv,
+    format_table,
+    mask_mode_json,
+    to_json,
+)
+
+__all__ = [
+    "to_json",
+    "dumps",
+    "format_table",
+    "format_markdown",
+    "format_csv",
+    "csv_safe",
+    "describe_protocol",
+    "compare_table",
+    "format_compare_table",
+    "format_compare_markdown",
+    "format_compare_csv",
+    "compare_json",
+    "format_confidence_table",
+    "confidence_json",
+    "format_mask_mode_comparison",
+    "mask_mode_json",
+    "format_matches_csv",
+    "format_explanation",
+    "format_explanation_markdown",
+    "format_validation",
+    "format_protocols",
+    "protocols_json",
+    "format_protocols_yaml",
+]

@@ -1,0 +1,300 @@
+"""Renderers of evaluation results: the JSON document, table, Markdown, CSV, analysis outputs.
+
+What ``deteval evaluate`` prints: :func:`to_json` (the JSON contract), :func:`format_table`,
+:func:`format_markdown`, :func:`format_csv`, and the per-result analysis outputs (confidence
+tables, exact vs raster mask modes, ``--matches`` CSV).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from deteval._version import __version__
+from deteval.evaluate import EvalResult
+from deteval.report._format import _csv_number, _fmt, _md_escape, csv_safe
+from deteval.summary import AREA_ABBREVIATIONS, threshold_label
+from deteval.summary import none_if_nan as _none_if_nan
+
+__all__ = [
+    "to_json",
+    "dumps",
+    "describe_protocol",
+    "format_table",
+    "format_markdown",
+    "format_csv",
+    "format_confidence_table",
+    "format_mask_mode_comparison",
+    "confidence_json",
+    "mask_mode_json",
+    "format_matches_csv",
+]
+
+
+_COCO_LINES = {
+    "AP": ("Average Precision", "all", "all"),
+    "AP50": ("Average Precision", "0.50", "all"),
+    "AP75": ("Average Precision", "0.75", "all"),
+    "APs": ("Average Precision", "all", "small"),
+    "APm": ("Average Precision", "all", "medium"),
+    "APl": ("Average Precision", "all", "large"),
+    "ARs": ("Average Recall", "all", "small"),
+    "ARm": ("Average Recall", "all", "medium"),
+    "ARl": ("Average Recall", "all", "large"),
+}
+
+
+def to_json(
+    results: Sequence[EvalResult], *, inputs: dict | None = None, warnings: Sequence[str] = ()
+) -> dict:
+    """The CLI's JSON document (the contract in README.md); undefined values are ``null``."""
+    first = results[0] if results else None
+    doc = {
+        "deteval_version": __version__,
+        "inputs": dict(inputs if inputs is not None else (first.inputs if first else {})),
+        "results": [r.to_dict() for r in results],
+    }
+    all_warnings = list(warnings) + [w for r in results for w in r.warnings]
+    doc["warnings"] = list(dict.fromkeys(all_warnings))
+    doc["notes"] = list(dict.fromkeys(n for r in results for n in r.notes))
+    return doc
+
+
+def dumps(doc: Any) -> str:
+    """A JSON document as the CLI writes it: indented, NaN refused (undefined is ``null``)."""
+    return json.dumps(doc, indent=2, allow_nan=False)
+
+
+def describe_protocol(result: EvalResult) -> str:
+    """One line: the protocol, its source, and the fields that decide its numbers."""
+    p = result.protocol
+    thresholds = p.iou_thresholds
+    thr = (
+        f"{thresholds[0]:.2f}:{thresholds[-1]:.2f} ({len(thresholds)})"
+        if len(thresholds) > 3
+        else ",".join(f"{t:g}" for t in thresholds)
+    )
+    areas = ",".join(p.area_names)
+    return (
+        f"protocol {p.name} [{p.fingerprint()}]: {p.source}\n"
+        f"  iou_type={p.iou_type} iou={thr} {p.iou_comparison} matching={p.matching} "
+        f"boxes={p.box_convention} ap={p.ap_method} areas={areas} max_dets={p.max_dets} "
+        f"difficult={p.difficult} crowd={p.crowd}"
+    )
+
+
+def _metric_lines(result: EvalResult) -> list[str]:
+    p = result.protocol
+    lines = []
+    if "mAP" in result.metrics:
+        return [f"  mAP = {_fmt(result.metrics['mAP'], 4)}"]
+    thresholds = p.iou_thresholds
+    all_thr = f"{thresholds[0]:.2f}:{thresholds[-1]:.2f}"
+    top = max(p.max_dets) if p.max_dets else "all"
+    first_area = p.area_names[0]
+    by_label = {threshold_label(t): f"{t:.2f}" for t in thresholds}
+    area_of = {AREA_ABBREVIATIONS.get(a, "_" + a): a for a in p.area_names}
+    for name, value in result.metrics.items():
+        suffix = name[2:]
+        if name.startswith("AR") and suffix.isdigit():
+            title, iou, area, md = "Average Recall", all_thr, first_area, suffix
+        else:
+            if p.summary == "pycocotools" and name in _COCO_LINES:
+                title, iou, area = _COCO_LINES[name]
+            else:  # configured summaries: AP<threshold>, AP<area>, AR<area> of this protocol
+                title = "Average Precision" if name.startswith("AP") else "Average Recall"
+                iou = by_label.get(suffix, "all") if title.startswith("Average Precision") else "all"
+                area = area_of.get(suffix, first_area)
+            iou = all_thr if iou == "all" else iou
+            md = "100" if (name == "AP" and p.summary == "pycocotools") else str(top)
+            if p.summary == "pycocotools" and name != "AP" and p.max_dets:
+                md = str(p.max_dets[2])
+        kind = "(AP)" if title.startswith("Average Precision") else "(AR)"
+        lines.append(
+            f"  {title:<18} {kind} @[ IoU={iou:<9} | area={area:>6s} | maxDets={md:>3s} ] "
+            f"= {_fmt(value)}   {name}"
+        )
+    return lines
+
+
+def _per_class_rows(result: EvalResult) -> list[list[str]]:
+    return [
+        [str(c["category_id"]), c["name"], _fmt(c["AP"], 4), str(c["num_gt"]), str(c["num_det"])]
+        for c in result.per_class
+    ]
+
+
+def _text_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    out = [line, "  ".join("-" * w for w in widths)]
+    for r in rows:
+        out.append("  ".join(v.rjust(w) if i != 1 else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths))))
+    return out
+
+
+def format_table(results: Sequence[EvalResult], *, per_class: bool = True) -> str:
+    """A readable report: per protocol, its fields, headline metrics and per-class AP."""
+    blocks = []
+    for r in results:
+        lines = [describe_protocol(r), ""]
+        lines += _metric_lines(r)
+        if per_class:
+            lines += ["", *_text_table(["id", "class", "AP", "num_gt", "num_det"], _per_class_rows(r))]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def format_markdown(results: Sequence[EvalResult], *, per_class: bool = True) -> str:
+    """Markdown: a metrics table per protocol and a per-class table."""
+    out = []
+    for r in results:
+        out.append(f"### {r.protocol.name} `{r.protocol.fingerprint()}`\n\n{r.protocol.source}\n")
+        out.append("| metric | value |\n|---|---|")
+        out += [f"| {k} | {_fmt(v, 4)} |" for k, v in r.metrics.items()]
+        if per_class:
+            out.append("\n| id | class | AP | num_gt | num_det |\n|---|---|---|---|---|")
+            out += [f"| {a} | {_md_escape(b)} | {c} | {d} | {e} |" for a, b, c, d, e in _per_class_rows(r)]
+        out.append("")
+    return "\n".join(out)
+
+
+def format_csv(results: Sequence[EvalResult]) -> str:
+    """Long-format CSV: protocol, scope (metric or class), name, value, num_gt, num_det."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["protocol", "kind", "name", "category_id", "value", "num_gt", "num_det"])
+    for r in results:
+        for k, v in r.metrics.items():
+            writer.writerow([csv_safe(r.protocol.name), "metric", k, "", _csv_number(v), "", ""])
+        for c in r.per_class:
+            writer.writerow(
+                [
+                    csv_safe(r.protocol.name),
+                    "class",
+                    csv_safe(c["name"]),
+                    c["category_id"],
+                    _csv_number(c["AP"]),
+                    c["num_gt"],
+                    c["num_det"],
+                ]
+            )
+    return buf.getvalue()
+
+
+def format_confidence_table(result: EvalResult, rows: list, threshold: float) -> str:
+    """Per-class precision/recall/F1 of the detections scoring >= ``threshold`` (a text table)."""
+    thresholds = result.protocol.iou_thresholds
+    iou = 0.5 if 0.5 in thresholds else thresholds[0]
+    body = [
+        [
+            str(r["category_id"]),
+            r["name"],
+            str(r["tp"]),
+            str(r["fp"]),
+            str(r["fn"]),
+            _fmt(r["precision"], 4),
+            _fmt(r["recall"], 4),
+            _fmt(r["f1"], 4),
+        ]
+        for r in rows
+    ]
+    lines = [
+        f"\n{result.protocol.name}: detections with score >= {threshold:g} at IoU {iou:g}",
+        "",
+        *_text_table(["id", "class", "tp", "fp", "fn", "precision", "recall", "F1"], body),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def format_mask_mode_comparison(protocol: Any, comparison: Any) -> str:
+    """Exact vs raster mask IoU: metric differences and how many outcomes changed (text)."""
+    rows = [
+        [
+            name,
+            _fmt(comparison.exact.metrics[name], 4),
+            _fmt(comparison.raster.metrics[name], 4),
+            _signed(diff),
+        ]
+        for name, diff in comparison.metric_difference.items()
+    ]
+    thresholds = ", ".join(
+        f"{t:g}: {n}" for t, n in zip(protocol.iou_thresholds, comparison.changed_by_threshold) if n
+    )
+    lines = [
+        f"\n{protocol.name}: exact polygon IoU vs raster (pycocotools) IoU",
+        "",
+        *_text_table(["metric", "exact", "raster", "exact-raster"], rows),
+        "",
+        f"outcomes changed: {comparison.n_changed} of {comparison.n_outcomes} (lane x detection); "
+        f"matches changed: {comparison.n_matches_changed}; detections affected: "
+        f"{comparison.n_detections_changed}",
+        f"changed per IoU threshold (area all): {thresholds or 'none'}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _signed(value: float) -> str:
+    return "n/a" if value != value else f"{value:+.4f}"
+
+
+# --------------------------------------------------------------------------------------------
+# Analysis outputs: confidence tables, mask modes, matches
+# --------------------------------------------------------------------------------------------
+
+
+def _default_iou(result: EvalResult) -> float:
+    thresholds = result.protocol.iou_thresholds
+    return 0.5 if 0.5 in thresholds else thresholds[0]
+
+
+def confidence_json(result: EvalResult, rows: list, threshold: float) -> dict:
+    """The ``at_confidence`` entry of a result in the JSON document (NaN -> null)."""
+    return {
+        "threshold": threshold,
+        "iou_threshold": _default_iou(result),
+        "per_class": [
+            {k: (_none_if_nan(v) if k in ("precision", "recall", "f1") else v) for k, v in row.items()}
+            for row in rows
+        ],
+    }
+
+
+def mask_mode_json(comparison: Any) -> dict:
+    """The ``mask_mode_comparison`` entry of a result in the JSON document (NaN -> null)."""
+    return {
+        "metric_difference_exact_minus_raster": {
+            k: _none_if_nan(v) for k, v in comparison.metric_difference.items()
+        },
+        "n_outcomes": comparison.n_outcomes,
+        "n_changed": comparison.n_changed,
+        "n_matches_changed": comparison.n_matches_changed,
+        "n_detections_changed": comparison.n_detections_changed,
+        "changed_by_threshold": [int(v) for v in comparison.changed_by_threshold],
+    }
+
+
+def format_matches_csv(result: EvalResult, rows: Sequence[Mapping]) -> str:
+    """``--matches``: one CSV row per scored detection (:func:`deteval.analysis.matches`)."""
+    names = dict(zip(result.category_ids, result.category_names))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(
+        ["detection", "image_id", "category_id", "category", "score", "outcome", "gt_annotation_id"]
+    )
+    for m in rows:
+        writer.writerow(
+            [
+                m["detection"],
+                m["image_id"],
+                m["category_id"],
+                csv_safe(names[m["category_id"]]),
+                repr(m["score"]),
+                m["outcome"],
+                "" if m["gt_annotation_id"] is None else m["gt_annotation_id"],
+            ]
+        )
+    return buf.getvalue()
