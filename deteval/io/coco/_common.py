@@ -1,0 +1,78 @@
+"""Record helpers shared by the COCO readers.
+
+Where a source comes from (a path read once, or parsed objects), lists of JSON objects,
+duplicate ids, and the position of ids in a sorted table.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from deteval.errors import InputError
+from deteval.io._json import loads_strict
+from deteval.io._records import Problems, json_type
+from deteval.io._text import MAX_BYTES, read_bytes
+
+
+def _source(source: Any, default_name: str, fast_path: Any) -> tuple[Any, str]:
+    """(parsed data, name for messages); a file is read once and offered to ``fast_path`` first.
+
+    ``fast_path(raw, path)`` returns the finished value, or None to parse and check in full.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        raw = read_bytes(path, what="a JSON file", limit=MAX_BYTES["json"])
+        fast = fast_path(raw, path)
+        if fast is not None:
+            return fast, path
+        return loads_strict(raw, path), path
+    return source, default_name
+
+
+def _check_list_of_objects(value: Any, where: str, what: str, field: str) -> list:
+    """``value`` must be a list of JSON objects; ``field`` names it in messages."""
+    if not isinstance(value, list):
+        raise InputError(
+            f"{where}: {field} is not an array; expected a JSON array of {what} "
+            f"objects, found {json_type(value)}"
+        )
+    bad = [i for i, r in enumerate(value) if not isinstance(r, dict)]
+    if bad:
+        Problems(where, what, lambda i: f"in {field}").fail(
+            bad, "is not a JSON object", f"an object with the {what}'s fields", lambda i: value[i]
+        )
+    return value
+
+
+def _value_at(records: list, key: str) -> Callable[[int], Any]:
+    """``i -> records[i][key]``: the value a message shows for record ``i``."""
+    return lambda i: records[i][key]
+
+
+def _duplicates(ids: np.ndarray) -> list[tuple[int, int, int]]:
+    """(id, first position, second position) of repeated ids."""
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+    return [(int(sorted_ids[d]), int(order[d]), int(order[d + 1])) for d in dup]
+
+
+def _refuse_duplicates(ids: np.ndarray, where: str, what: str) -> None:
+    dups = _duplicates(ids)
+    if dups:
+        shown = "; ".join(f"id {i} at {what} #{a} and #{b}" for i, a, b in dups[:5])
+        more = f"; and {len(dups) - 5} more" if len(dups) > 5 else ""
+        raise InputError(f"{where}: duplicate {what} ids: {shown}{more}; expected each id once")
+
+
+def _index_of(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """Index of each value in ``sorted_ids``; -1 where absent."""
+    if len(sorted_ids) == 0:
+        return np.full(len(values), -1, dtype=np.int64)
+    pos = np.searchsorted(sorted_ids, values)
+    pos_clipped = np.minimum(pos, len(sorted_ids) - 1)
+    return np.where(sorted_ids[pos_clipped] == values, pos_clipped, -1).astype(np.int64)

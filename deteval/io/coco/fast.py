@@ -1,0 +1,237 @@
+"""Fast paths: plain COCO files decoded by msgspec straight into columns.
+
+A file that fits (known keys only, clean values) is read here; anything else returns None and
+the full readers (:mod:`deteval.io.coco.ground_truth`, :mod:`deteval.io.coco.results`) name
+the problem. Ground-truth segmentations are kept raw (:class:`RawSegmentations`) until read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
+
+import numpy as np
+
+try:  # decodes typed records straight into objects: the fast path for box results
+    import msgspec as _msgspec
+
+    _HAS_MSGSPEC = True
+except ImportError:  # pragma: no cover - msgspec is a declared dependency
+    _HAS_MSGSPEC = False
+
+from deteval.data import Detections, GroundTruth
+from deteval.errors import ConfigError, InputError
+from deteval.io._json import _count_keys, _orjson, count_raw_keys
+from deteval.io.category_map import CategoryMap, map_categories
+from deteval.io.coco._common import _duplicates
+from deteval.io.coco.instances import _assemble_gt, _images_and_categories
+from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
+from deteval.io.identity import join_ids
+
+if _HAS_MSGSPEC:
+    #: A JSON integer that fits int64; a larger one sends the file to the full loader.
+    _Int64 = Annotated[int, _msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+    class _BoxResult(_msgspec.Struct, forbid_unknown_fields=True):
+        """The four fields of a COCO box result, typed strictly (no bool ids, no float ids)."""
+
+        image_id: _Int64
+        category_id: _Int64
+        bbox: tuple[float, float, float, float]
+        score: float
+
+    _BOX_RESULTS = _msgspec.json.Decoder(list[_BoxResult])
+
+
+def _decode_or_none(raw: bytes, decoder: Any) -> Any:
+    """The decoded value, or None when the file does not fit the fast path.
+
+    The fast-path structs refuse unknown fields, so a file that cannot fit (results with a
+    ``segmentation``, say) is given up at its first record, not after decoding all of it.
+    """
+    try:
+        return decoder.decode(raw)
+    except (_msgspec.DecodeError, _msgspec.ValidationError, RecursionError):
+        return None  # the full path names the problem (RecursionError: nested too deeply)
+
+
+def _fast_box_results(
+    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
+) -> Detections | None:
+    """Decode a plain box-results file straight into columns, or None to take the full path.
+
+    msgspec decodes typed records about twice as fast as building dicts, and its strict types
+    refuse what deteval refuses (strings, floats or booleans as ids, NaN tokens). Only a clean
+    file is taken here: every record exactly these four keys (a raw count of keys against 4 per
+    record, which also rules out duplicate keys), finite numbers, non-negative sizes, known
+    images and categories. Anything else returns None and the full loader names the problem.
+    """
+    if not _HAS_MSGSPEC:
+        return None
+    records = _decode_or_none(raw, _BOX_RESULTS)
+    if records is None:
+        return None
+    n = len(records)
+    if n == 0 or count_raw_keys(raw) != 4 * n:
+        return None
+    image_ids = np.fromiter(map(_get_image_id, records), dtype=np.int64, count=n)
+    category_ids = np.fromiter(map(_get_category_id, records), dtype=np.int64, count=n)
+    score = np.fromiter(map(_get_score, records), dtype=np.float64, count=n)
+    box = np.fromiter(
+        itertools.chain.from_iterable(map(_get_bbox, records)), dtype=np.float64, count=4 * n
+    ).reshape(n, 4)
+    image = join_ids(image_ids, gt)
+    try:
+        category = map_categories(category_ids, gt, cmap)
+    except ConfigError:
+        return None  # the full path raises it again
+    if (
+        not (np.isfinite(box).all() and np.isfinite(score).all())
+        or (box[:, 2:] < 0).any()
+        or (image < 0).any()
+        or (category < 0).any()
+    ):
+        return None
+    warnings = _index_suspicion(category_ids, gt, cmap, path) + _box_warnings(box, image, gt, path)
+    return Detections(
+        image=image,
+        category=category,
+        box=box,
+        score=score,
+        order=np.arange(n, dtype=np.int64),
+        has_box=np.ones(n, dtype=bool),
+        box_format="xywh",
+        segmentation=None,
+        source=path,
+        warnings=tuple(warnings),
+    )
+
+
+class RawSegmentations(Sequence):
+    """Annotation segmentations kept as raw JSON until a segm evaluation reads them.
+
+    A box evaluation never needs the polygons, and parsing them is most of the cost of reading
+    a COCO instances file. Items decode on access (``None`` where a record has none).
+    """
+
+    def __init__(self, raws: list, loads: Callable[[bytes], Any]):
+        self._raws = raws
+        self._loads = loads
+
+    def __len__(self) -> int:
+        return len(self._raws)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        raw = self._raws[index]
+        return None if raw is None else self._loads(bytes(raw))
+
+
+if _HAS_MSGSPEC:
+
+    class _Annotation(_msgspec.Struct, forbid_unknown_fields=True):
+        """A COCO annotation's fields, typed strictly; segmentation left undecoded."""
+
+        id: _Int64
+        image_id: _Int64
+        category_id: _Int64
+        bbox: tuple[float, float, float, float]
+        area: float
+        iscrowd: _Int64
+        segmentation: _msgspec.Raw | _msgspec.UnsetType = _msgspec.UNSET
+        ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+        difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+
+    class _Instances(_msgspec.Struct, forbid_unknown_fields=True):
+        images: list[dict]
+        annotations: list[_Annotation]
+        categories: list[dict]
+        info: Any = _msgspec.UNSET
+        licenses: Any = _msgspec.UNSET
+
+    _INSTANCES = _msgspec.json.Decoder(_Instances)
+
+
+def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
+    """Read a plain COCO instances file without parsing its polygons, or None for the full path.
+
+    Taken only when nothing needs a message: known keys only (a raw count of keys against the
+    decoded ones, which also rules out duplicate keys), every annotation with a finite
+    non-negative bbox and area and an ``iscrowd`` of 0 or 1, unique annotation ids, known image
+    and category ids. Images and categories go through the same checks as the full path.
+    """
+    if not _HAS_MSGSPEC or _orjson is None:
+        return None
+    data = _decode_or_none(raw, _INSTANCES)
+    if data is None:
+        return None
+    anns = data.annotations
+    n = len(anns)
+    segm = [a.segmentation if a.segmentation is not _msgspec.UNSET else None for a in anns]
+    n_rle = sum(1 for r in segm if r is not None and memoryview(r)[:1] == b"{")
+    keys = (
+        3
+        + (data.info is not _msgspec.UNSET)
+        + (data.licenses is not _msgspec.UNSET)
+        + _count_keys(data.images)
+        + _count_keys(data.categories)
+        + 6 * n
+        + sum(r is not None for r in segm)
+        + 2 * n_rle
+        + sum(a.ignore is not _msgspec.UNSET for a in anns)
+        + sum(a.difficult is not _msgspec.UNSET for a in anns)
+    )
+    for extra in (data.info, data.licenses):
+        if extra is not _msgspec.UNSET:
+            keys += _count_keys(extra)
+    if count_raw_keys(raw) != keys:
+        return None
+    ann_ids = np.fromiter(map(_get_id, anns), dtype=np.int64, count=n)
+    box = np.fromiter(
+        itertools.chain.from_iterable(map(_get_bbox, anns)), dtype=np.float64, count=4 * n
+    ).reshape(n, 4)
+    area = np.fromiter(map(_get_area, anns), dtype=np.float64, count=n)
+    crowd = np.fromiter(map(_get_iscrowd, anns), dtype=np.int64, count=n)
+    ignore = np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in anns), np.int64, n)
+    difficult = np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in anns), np.int64, n)
+    flags_ok = all(((f == 0) | (f == 1)).all() for f in (crowd, ignore, difficult))
+    if (
+        not flags_ok
+        or not np.isfinite(box).all()
+        or not np.isfinite(area).all()
+        or (box[:, 2:] < 0).any()
+        or (area < 0).any()
+        or _duplicates(ann_ids)
+    ):
+        return None
+    try:
+        meta = _images_and_categories(data.images, data.categories, path)
+    except InputError:
+        return None  # the full path raises it again, with the same message
+    return _assemble_gt(
+        meta,
+        ann_ids,
+        np.fromiter(map(_get_image_id, anns), np.int64, n),
+        np.fromiter(map(_get_category_id, anns), np.int64, n),
+        box,
+        area,
+        crowd.astype(bool),
+        difficult.astype(bool),
+        ignore.astype(bool),
+        RawSegmentations(segm, _orjson.loads),
+        path,
+        [],
+        ann_problems=None,
+    )
+
+
+_get_id = operator.attrgetter("id")
+_get_area = operator.attrgetter("area")
+_get_iscrowd = operator.attrgetter("iscrowd")
+_get_image_id = operator.attrgetter("image_id")
+_get_category_id = operator.attrgetter("category_id")
+_get_score = operator.attrgetter("score")
+_get_bbox = operator.attrgetter("bbox")

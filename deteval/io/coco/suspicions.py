@@ -1,0 +1,79 @@
+"""Counted warnings about accepted COCO results: degenerate boxes, suspicious encodings.
+
+Shared by the full results reader (:mod:`deteval.io.coco.results`) and the fast path
+(:mod:`deteval.io.coco.fast`), so both warn alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deteval.data import GroundTruth
+from deteval.io.category_map import CategoryMap
+
+
+def _index_suspicion(
+    category_ids: np.ndarray, gt: GroundTruth, cmap: CategoryMap | None, where: str
+) -> list[str]:
+    """Warn when results against a YOLO ground truth may be 1-based class indices.
+
+    A YOLO dataset's categories are its class indices 0..K-1. Ultralytics' ``predictions.json``
+    writes the index (older releases) or the index + 1 (newer ones, outside COCO). Ids in 1..K
+    whose largest is K are refused as unknown (and recognised); when neither 0 nor K occurs the
+    two readings cannot be told apart, so deteval says so.
+    """
+    k = gt.n_classes
+    if (
+        cmap is not None
+        or gt.has_image_ids
+        or not len(category_ids)
+        or k < 2
+        or not np.array_equal(gt.category_id, np.arange(k))
+    ):
+        return []
+    if category_ids.min() >= 1:
+        return [
+            f"{where}: no detection has category_id 0 (the YOLO class indices are 0..{k - 1}): "
+            f"if these are Ultralytics predictions written as index + 1, the classes are shifted "
+            f"by one -- pass --category-map index1 (category_map='index1'); index0 states the "
+            f"ids as they are"
+        ]
+    return []
+
+
+def _box_warnings(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: str) -> list[str]:
+    """Counted warnings about accepted boxes: degenerate ones, suspicious encodings."""
+    out = []
+    degenerate = int(((box[:, 2] == 0) | (box[:, 3] == 0)).sum())
+    if degenerate:
+        out.append(
+            f"{where}: {degenerate} detections with a zero width or height: scored as "
+            f"pycocotools does (they match nothing)"
+        )
+    return out + _encoding_suspicions(box, image, gt, where)
+
+
+def _encoding_suspicions(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: str) -> list[str]:
+    """Warn when boxes look like another encoding (normalized, or xyxy given as xywh)."""
+    if len(box) < 10:
+        return []
+    out = []
+    width = gt.image_width[image]
+    height = gt.image_height[image]
+    known = np.isfinite(width) & np.isfinite(height)
+    if known.any() and np.nanmedian(width[known]) > 2 and (box <= 1.0).all():
+        out.append(
+            f"{where}: every box coordinate is <= 1 while images are "
+            f"{int(np.nanmedian(width[known]))} px wide: are the boxes normalized? "
+            f"COCO results are absolute pixels [x, y, w, h]"
+        )
+    if known.any():
+        overflow = (box[known, 0] + box[known, 2] > 1.05 * width[known] + 1) | (
+            box[known, 1] + box[known, 3] > 1.05 * height[known] + 1
+        )
+        if overflow.mean() > 0.25:
+            out.append(
+                f"{where}: {int(overflow.sum())} of {int(known.sum())} boxes extend past the "
+                f"image by more than 5%: are they [x1, y1, x2, y2] given as [x, y, w, h]?"
+            )
+    return out
