@@ -1,0 +1,266 @@
+"""Reading what ``Evaluator.update`` is given: per-image dicts checked and turned into columns.
+
+Each image's ``labels``, ``boxes``, ``scores``, ``iscrowd``, ``area`` and ``masks`` (numpy arrays,
+lists or torch tensors) are validated -- shapes, dtypes, finite values, box sizes, labels within
+``class_ids`` -- and returned as float64 / int64 arrays (masks RLE-encoded). Every error names
+the batch, the side (``preds`` / ``targets``), the image and the field. The batch's image ids
+(given, or numbered in update order) are settled here too.
+
+The methods live on :class:`_InputReader`, a mixin of :class:`~deteval.evaluator.Evaluator`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from deteval.errors import InputError
+
+_BOX_LAYOUT = {"xyxy": "[x1, y1, x2, y2]", "xywh": "[x, y, w, h]", "cxcywh": "[cx, cy, w, h]"}
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    """A numpy array of ``value``; tensors through ``.detach().cpu().numpy()`` (no torch import)."""
+    if all(hasattr(value, name) for name in ("detach", "cpu", "numpy")):
+        value = value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def _shape(array: np.ndarray) -> str:
+    return "(" + ", ".join(str(n) for n in array.shape) + (",)" if array.ndim == 1 else ")")
+
+
+class _InputReader:
+    """``Evaluator.update``'s reading and checking of one batch's per-image dicts (a mixin)."""
+
+    _box_format: str
+    _class_ids: np.ndarray | None
+    _id_mode: str | None
+    _n_images: int
+    _image_ids: set
+
+    def _where(self, batch: int, side: str, index: int, image_id: int) -> str:
+        return f"Evaluator.update: batch {batch}, {side}[{index}] (image_id={image_id})"
+
+    def _batch_image_ids(self, preds: Sequence, targets: Sequence, batch: int) -> np.ndarray:
+        """The batch's image ids: given by every target, or numbered on from the images seen."""
+        for side, items in (("targets", targets), ("preds", preds)):
+            for i, item in enumerate(items):
+                if not isinstance(item, Mapping):
+                    raise InputError(
+                        f"Evaluator.update: batch {batch}, {side}[{i}]: expected a dict of "
+                        f"arrays (boxes, labels, ...), found {type(item).__name__}"
+                    )
+        has_id = ["image_id" in t for t in targets]
+        mode = "given" if any(has_id) else "auto"
+        if any(has_id) and not all(has_id):
+            missing = has_id.index(False)
+            raise InputError(
+                f"Evaluator.update: batch {batch}, targets[{missing}]: no `image_id` while "
+                f"other targets of the batch have one; expected an image_id on every target "
+                f"or on none"
+            )
+        if self._id_mode is not None and mode != self._id_mode:
+            raise InputError(
+                f"Evaluator.update: batch {batch}: targets {'with' if mode == 'given' else 'without'} "
+                f"`image_id`, earlier batches {'without' if mode == 'given' else 'with'}; expected "
+                f"image ids on every image or on none (then images are numbered in update order)"
+            )
+        if mode == "auto":
+            self._id_mode = "auto"
+            return np.arange(self._n_images, self._n_images + len(targets), dtype=np.int64)
+        ids = []
+        for i, t in enumerate(targets):
+            value = _to_numpy(t["image_id"]).reshape(-1)
+            if value.size != 1 or not np.issubdtype(value.dtype, np.integer):
+                raise InputError(
+                    f"Evaluator.update: batch {batch}, targets[{i}]: `image_id` is not one "
+                    f"integer; expected an int, found {value.tolist()[:5]}"
+                )
+            pred_id = preds[i].get("image_id")
+            if pred_id is not None and _to_numpy(pred_id).reshape(-1).tolist() != value.tolist():
+                raise InputError(
+                    f"Evaluator.update: batch {batch}, preds[{i}]: `image_id` "
+                    f"{_to_numpy(pred_id).reshape(-1).tolist()} differs from targets[{i}]'s "
+                    f"{value.tolist()}; expected the same image"
+                )
+            ids.append(int(value[0]))
+        seen: set = set()
+        for i, image_id in enumerate(ids):
+            if image_id in self._image_ids or image_id in seen:
+                raise InputError(
+                    f"Evaluator.update: batch {batch}, targets[{i}]: image_id {image_id} was "
+                    f"already given; expected each image once (its objects would count twice)"
+                )
+            seen.add(image_id)
+        self._id_mode = "given"
+        return np.array(ids, dtype=np.int64)
+
+    def _read_image(
+        self, item: Mapping, batch: int, index: int, image_id: int, side: str, segm: bool
+    ) -> dict:
+        """Validated columns of one image's dict (float64 boxes in the stored format)."""
+        where = self._where(batch, side, index, image_id)
+        is_pred = side == "preds"
+        needed = ["labels"] + (["scores"] if is_pred else []) + (["masks"] if segm else ["boxes"])
+        missing = [k for k in needed if k not in item]
+        if missing:
+            raise InputError(
+                f"{where}: no `{missing[0]}`; expected keys {needed} (found {sorted(map(str, item))})"
+            )
+        labels = self._read_labels(item["labels"], where)
+        n = len(labels)
+        out: dict = {"labels": labels}
+        if "boxes" in item or not segm:
+            out["boxes"] = self._read_boxes(item["boxes"], n, where)
+        if is_pred:
+            out["scores"] = self._read_vector(item["scores"], n, where, "scores", "confidences")
+        else:
+            out.update(self._read_target_extras(item, n, where))
+        if segm:
+            out["masks"] = self._read_masks(item["masks"], n, where)
+        return out
+
+    def _read_labels(self, value: Any, where: str) -> np.ndarray:
+        """One image's ``labels`` as int64 class ids, checked against ``class_ids`` when given."""
+        labels = _to_numpy(value)
+        if labels.size == 0:
+            labels = labels.reshape(-1)
+        if labels.ndim != 1:
+            raise InputError(f"{where}: `labels` has shape {_shape(labels)}; expected (n,)")
+        n = len(labels)
+        if n and not np.issubdtype(labels.dtype, np.integer):
+            ok = (
+                np.issubdtype(labels.dtype, np.floating)
+                and np.isfinite(labels).all()
+                and (labels == np.round(labels)).all()
+            )
+            if not ok:
+                bad = labels.tolist()[:5]
+                raise InputError(f"{where}: `labels` are not integers; expected class ids, found {bad}")
+        labels = labels.astype(np.int64)
+        if self._class_ids is not None and n:
+            unknown = np.flatnonzero(~np.isin(labels, self._class_ids))
+            if len(unknown):
+                raise InputError(
+                    f"{where}: `labels` has {len(unknown)} value(s) not in class_ids, e.g. "
+                    f"{sorted(set(labels[unknown].tolist()))[:5]} at positions "
+                    f"{unknown[:5].tolist()}; expected one of {self._class_ids.tolist()[:20]}"
+                )
+        return labels
+
+    def _read_target_extras(self, item: Mapping, n: int, where: str) -> dict:
+        """A target's optional ``iscrowd`` (bool) and ``area`` (float64) columns, when given."""
+        out: dict = {}
+        if "iscrowd" in item:
+            crowd = self._read_vector(item["iscrowd"], n, where, "iscrowd", "0 or 1 flags")
+            bad = np.flatnonzero((crowd != 0) & (crowd != 1))
+            if len(bad):
+                raise InputError(
+                    f"{where}: `iscrowd` at position {int(bad[0])} is {crowd[bad[0]]:g}; expected 0 or 1"
+                )
+            out["iscrowd"] = crowd.astype(bool)
+        if "area" in item:
+            area = self._read_vector(item["area"], n, where, "area", "areas in pixels")
+            bad = np.flatnonzero(area < 0)
+            if len(bad):
+                raise InputError(
+                    f"{where}: `area` at position {int(bad[0])} is {area[bad[0]]:g}; expected a number >= 0"
+                )
+            out["area"] = area
+        return out
+
+    def _read_vector(self, value: Any, n: int, where: str, field: str, what: str) -> np.ndarray:
+        array = _to_numpy(value)
+        if array.ndim == 0 or (array.size == 0 and n == 0):
+            array = array.reshape(-1)
+        if array.shape != (n,):
+            raise InputError(
+                f"{where}: `{field}` has shape {_shape(array)}; expected ({n},) {what}, one per label"
+            )
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+            raise InputError(f"{where}: `{field}` has dtype {array.dtype}; expected numbers")
+        array = array.astype(np.float64)
+        bad = np.flatnonzero(~np.isfinite(array))
+        if len(bad):
+            raise InputError(
+                f"{where}: `{field}` at position {int(bad[0])} is {array[bad[0]]}; "
+                f"expected finite {what} ({len(bad)} such value(s))"
+            )
+        return array
+
+    def _read_boxes(self, value: Any, n: int, where: str) -> np.ndarray:
+        layout = _BOX_LAYOUT[self._box_format]
+        box = _to_numpy(value)
+        if box.size == 0 and n == 0:
+            box = box.reshape(0, 4)
+        if box.shape != (n, 4):
+            raise InputError(
+                f"{where}: `boxes` has shape {_shape(box)}; expected ({n}, 4) "
+                f"{layout} (box_format={self._box_format!r}), one per label"
+            )
+        if not np.issubdtype(box.dtype, np.number):
+            raise InputError(f"{where}: `boxes` has dtype {box.dtype}; expected numbers")
+        box = box.astype(np.float64)
+        bad = np.flatnonzero(~np.isfinite(box).all(axis=1))
+        if len(bad):
+            raise InputError(
+                f"{where}: `boxes` row {int(bad[0])} is {box[bad[0]].tolist()}; expected "
+                f"finite numbers {layout} ({len(bad)} such row(s))"
+            )
+        if self._box_format == "xyxy":
+            size = box[:, 2:] - box[:, :2]
+            expected = "x2 >= x1 and y2 >= y1"
+        else:
+            size = box[:, 2:]
+            expected = "w >= 0 and h >= 0"
+        bad = np.flatnonzero((size < 0).any(axis=1))
+        if len(bad):
+            raise InputError(
+                f"{where}: `boxes` row {int(bad[0])} {box[bad[0]].tolist()} has a negative "
+                f"width or height; expected {expected} ({len(bad)} such row(s))"
+            )
+        if self._box_format == "cxcywh":
+            half = box[:, 2:] / 2
+            box = np.concatenate([box[:, :2] - half, box[:, :2] + half], axis=1)
+        return box
+
+    def _read_masks(self, value: Any, n: int, where: str) -> list:
+        """RLE dicts (pycocotools.mask.encode) of bool (n, height, width) masks."""
+        from pycocotools import mask as mask_utils
+
+        masks = _to_numpy(value)
+        if masks.ndim != 3 or len(masks) != n:
+            raise InputError(
+                f"{where}: `masks` has shape {_shape(masks)}; expected ({n}, height, width) "
+                f"binary masks, one per label"
+            )
+        if masks.dtype != bool:
+            if not np.issubdtype(masks.dtype, np.number) or not np.isin(masks, (0, 1)).all():
+                raise InputError(
+                    f"{where}: `masks` has values other than 0 and 1 (dtype {masks.dtype}); "
+                    f"expected binary masks"
+                )
+        if n == 0:
+            return [masks.shape[1:]]
+        encoded = mask_utils.encode(np.asfortranarray(masks.transpose(1, 2, 0).astype(np.uint8)))
+        return [masks.shape[1:]] + [
+            {"size": [int(r["size"][0]), int(r["size"][1])], "counts": r["counts"]} for r in encoded
+        ]
+
+    def _image_sizes(self, gts: list, dts: list, batch: int, image_ids: np.ndarray) -> np.ndarray:
+        """(n_img, 2) height, width of each image from its masks (targets and preds must agree)."""
+        sizes = np.full((len(gts), 2), np.nan)
+        for i, (g, d) in enumerate(zip(gts, dts)):
+            g_size, d_size = g["masks"][0], d["masks"][0]
+            if tuple(g_size) != tuple(d_size) and len(g["masks"]) > 1 and len(d["masks"]) > 1:
+                raise InputError(
+                    f"{self._where(batch, 'preds', i, int(image_ids[i]))}: `masks` are "
+                    f"{d_size[0]}x{d_size[1]}; expected the size of targets[{i}]'s masks, "
+                    f"{g_size[0]}x{g_size[1]}"
+                )
+            size = g_size if len(g["masks"]) > 1 or len(d["masks"]) == 1 else d_size
+            sizes[i] = size
+        return sizes
