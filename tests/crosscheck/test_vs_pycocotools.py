@@ -8,7 +8,7 @@ Three oracles meet here:
   for deteval's default ``coco`` protocol, where pycocotools' two bugs are fixed;
 * deteval itself.
 
-What "equal" means (DESIGN.md, section 3): the 12 summary stats exactly (``==``, NaN in
+What "equal" means (README, "COCO parity"): the 12 summary stats exactly (``==``, NaN in
 deteval where pycocotools has -1) and the full precision / recall / scores arrays within
 one float step.
 
@@ -249,7 +249,7 @@ def test_ignore_field_hand_derived():
 
 
 def test_known_answers_matching_rules_disagree():
-    """KNOWN_ANSWERS.md section 2: COCO matching gives d1 -> A and d2 -> B, both TP at 0.5."""
+    """docs/known-answers.md section 2: COCO matching gives d1 -> A and d2 -> B, both TP at 0.5."""
     gt, dt = _one_image(
         [_box_ann(1, [0, 0, 100, 100]), _box_ann(2, [40, 0, 100, 100])],
         [_det([0, 0, 100, 100], 0.9), _det([15, 0, 100, 100], 0.8)],

@@ -32,7 +32,7 @@ def run(outcomes: str, n_gt: int, protocol, *, scores=None, ignored: str | None 
     )
 
 
-# KNOWN_ANSWERS section 1: 5 GT, outcomes TP TP FP FP FP TP TP FP FP TP
+# docs/known-answers.md section 1: 5 GT, outcomes TP TP FP FP FP TP TP FP FP TP
 SECTION1 = "TTFFFTTFFT"
 
 

@@ -41,7 +41,7 @@ def test_at_confidence_counts(coco_result):
 
 
 def test_matching_rule_shows_in_matches(coco_result):
-    # KNOWN_ANSWERS section 2: at IoU 0.6 COCO matches d2 to B; at 0.65 it is a false positive.
+    # docs/known-answers.md section 2: at IoU 0.6 COCO matches d2 to B; at 0.65 it is a false positive.
     dog = [m for m in matches(coco_result, iou_threshold=0.6) if m["category_id"] == 2]
     assert [(m["outcome"], m["gt_annotation_id"]) for m in dog] == [("tp", 6), ("tp", 7)]
     dog = [m for m in matches(coco_result, iou_threshold=0.65) if m["category_id"] == 2]

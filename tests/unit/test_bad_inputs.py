@@ -1,4 +1,4 @@
-"""Every row of BAD_INPUTS.md, fed through the CLI (``deteval.cli.main``) from fixtures/broken/.
+"""Every row of docs/errors.md, fed through the CLI (``deteval.cli.main``) from fixtures/broken/.
 
 For an error the contract is: exit code 3, nothing on stdout, and a message on stderr naming the
 file, the record and the field (many records with one defect: the count and the first five).
@@ -6,7 +6,7 @@ For a warning: exit 0, the warning in the result JSON under ``warnings`` and on 
 3 under ``--strict``. No case may let an exception other than ``DetevalError`` out of ``main``
 (that would be a traceback for the user).
 
-The table ``CASES`` is the map from BAD_INPUTS.md rows to broken files; docs/errors.md shows
+The table ``CASES`` is the map from docs/errors.md rows to broken files; docs/errors.md shows
 the same table to users.
 """
 
@@ -49,7 +49,7 @@ def evaluate_json(capsys, gt, dt, *extra) -> tuple[int, str, str]:
 class Case:
     """One deliberately broken file and what deteval must do with it."""
 
-    row: str  # the BAD_INPUTS.md row
+    row: str  # the docs/errors.md row
     file: str  # under fixtures/broken/coco/
     exit: int  # 3: error; 0: accepted (with ``warning`` if given)
     message: tuple = ()  # substrings of the error (or warning) message

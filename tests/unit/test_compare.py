@@ -45,12 +45,12 @@ explain_module = importlib.import_module("deteval.explain")
 GT = str(ROOT / "fixtures" / "coco" / "gt.json")
 DT = str(ROOT / "fixtures" / "coco" / "dt.json")
 
-# fixtures/coco/NOTES.md (hand-derived from KNOWN_ANSWERS.md sections 1 and 2)
+# fixtures/coco/NOTES.md (hand-derived from docs/known-answers.md sections 1 and 2)
 PERSON = {"voc2007": 0.7532467532, "voc2010": 0.7285714286, "coco": 0.7312588402}
 DOG = {"voc2007": 0.5454545455, "voc2010": 0.5, "coco": 0.6534653465}
 MEAN = {"voc2007": 0.4329004329, "voc2010": 0.4095238095, "coco": (0.7312588402 + 0.6534653465 + 0) / 3}
 
-# KNOWN_ANSWERS.md section 2 alone: one image, one class, two GTs, two detections.
+# docs/known-answers.md section 2 alone: one image, one class, two GTs, two detections.
 SECTION2_GT = {
     "images": [{"id": 1, "width": 640, "height": 480}],
     "categories": [{"id": 1, "name": "dog"}],
@@ -245,7 +245,7 @@ def test_duplicate_names_get_distinct_labels_and_csv_escapes_formulas(data):
 
 
 def test_explain_matching_rule_example_is_attributed_to_matching():
-    """KNOWN_ANSWERS section 2: COCO matching finds d2 -> B, VOC calls it a false positive."""
+    """docs/known-answers.md section 2: COCO matching finds d2 -> B, VOC calls it a false positive."""
     a = get_protocol("voc2010")
     b = a.replace(name="voc2010-coco-matching", matching="coco")
     e = explain(SECTION2_GT, SECTION2_DT, a, b)

@@ -70,7 +70,7 @@ def test_squares(det, gt, expected):
         ([[0, 0, 10, 0, 0, 10]], [[0, 0, 10, 0, 0, 10]], 1.0),
         ([[0, 0, 10, 0, 0, 10]], [[0, 0, 5, 0, 0, 5]], 12.5 / 50),  # similar, half the size
         ([[0, 0, 10, 0, 0, 10]], [[0, 0, 10, 0, 10, 10]], 25 / 75),  # crossing halves: 1/4 of 100
-        ([[10, 10, 60, 10, 10, 60]], [rect(0, 0, 100, 100)], 1250 / 10000),  # KNOWN_ANSWERS 4
+        ([[10, 10, 60, 10, 10, 60]], [rect(0, 0, 100, 100)], 1250 / 10000),  # docs/known-answers.md section 4
     ],
 )
 def test_triangles(det, gt, expected):
@@ -128,7 +128,7 @@ def test_crowd_iou_is_intersection_over_detection_area(det, expected):
 
 
 def test_known_answer_triangle_exact_1250_raster_1225():
-    """KNOWN_ANSWERS 4: the triangle (10,10), (60,10), (10,60) on a 100 x 100 image."""
+    """docs/known-answers.md section 4: the triangle (10,10), (60,10), (10,60) on a 100 x 100 image."""
     triangle = [[10, 10, 60, 10, 10, 60]]
     full = [rect(0, 0, 100, 100)]
     assert exact(triangle, full) == 1250 / 10000

@@ -153,7 +153,7 @@ def test_fast_voc_matcher_equals_slow_twin(seed, strict):
 
 
 def test_coco_prefers_best_untaken_gt_voc_does_not():
-    # KNOWN_ANSWERS section 2: d1 -> A; d2 overlaps A (0.739, taken) and B (0.6).
+    # docs/known-answers.md section 2: d1 -> A; d2 overlaps A (0.739, taken) and B (0.6).
     det_key = np.array([0, 0])
     pair_det, pair_gt = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
     pair_iou = np.array([1.0, 0.6, 8500 / 11500, 0.6])

@@ -1,6 +1,6 @@
 """PASCAL VOC and YOLO inputs: known answers through files, fixtures, every error message, safe XML.
 
-Known answers come from ``shared/KNOWN_ANSWERS.md`` sections 1 and 2, written as VOC XML and
+Known answers come from docs/known-answers.md sections 1 and 2, written as VOC XML and
 result files and scored through the whole pipeline (loader, matching, accumulation).
 """
 
@@ -98,7 +98,7 @@ def _message(excinfo) -> str:
 
 
 # ------------------------------------------------------------------------------------------
-# KNOWN_ANSWERS.md section 1: one ranked list, three protocols
+# docs/known-answers.md section 1: one ranked list, three protocols
 # ------------------------------------------------------------------------------------------
 
 
@@ -155,7 +155,7 @@ def test_voc2007_preset_on_the_known_lists(tmp_path, outcomes, n_gt, matlab_grid
 
 
 # ------------------------------------------------------------------------------------------
-# KNOWN_ANSWERS.md section 2: matching rules disagree
+# docs/known-answers.md section 2: matching rules disagree
 # ------------------------------------------------------------------------------------------
 
 

@@ -1,6 +1,6 @@
 """COCO instances JSON (ground truth) and COCO results JSON (detections).
 
-Loading validates everything once (see ``shared/BAD_INPUTS.md``); the values returned are
+Loading validates everything once (see docs/errors.md); the values returned are
 frozen and the caller's lists and dicts are never modified.
 
 The readers, by concern (each imports only those listed before it):
