@@ -1,0 +1,294 @@
+"""VOC detections: a folder of per-class result files ``<prefix><class>.txt``.
+
+One detection per line: ``image_id score x1 y1 x2 y2`` (``comp4_det_test_car.txt`` in the
+devkit, or just ``car.txt``). Image ids are joined to the ground truth as text, as the devkit
+does; the classes come from the ground truth (plus PASCAL classes found only in result files,
+see :func:`with_result_classes`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from deteval.data import Detections, GroundTruth
+from deteval.errors import InputError
+from deteval.io._text import (
+    fail_records,
+    list_files,
+    names_note,
+    parse_floats,
+    read_text,
+    shorten,
+    split_rows,
+)
+from deteval.io.identity import explain_miss, join_voc_ids
+from deteval.io.voc.annotations import _fmt
+from deteval.io.voc.classes import VOC_CLASSES
+
+__all__ = ["load_voc_dt", "detect_prefix", "with_result_classes"]
+
+
+def detect_prefix(file_names: Sequence[str], class_names: Sequence[str]) -> str:
+    """The common prefix of per-class result files ``<prefix><class>.txt``.
+
+    The prefix that explains the most files wins; when several explain the same files (a class
+    name ends another one, ``car`` / ``racecar``) the shortest prefix is taken.
+
+    Raises
+    ------
+    InputError
+        When two different prefixes explain different files equally well (two runs in one
+        folder); pass ``prefix`` then.
+
+    Examples
+    --------
+    >>> detect_prefix(["comp4_det_test_car.txt", "comp4_det_test_racecar.txt"], ["car", "racecar"])
+    'comp4_det_test_'
+    >>> detect_prefix(["car.txt", "dog.txt", "notes.md"], ["car", "dog"])
+    ''
+    """
+    explained: dict[str, set] = {}
+    for name in file_names:
+        if not name.endswith(".txt"):
+            continue
+        stem = name[:-4]
+        for c in class_names:
+            if stem.endswith(c):
+                explained.setdefault(stem[: -len(c)], set()).add(name)
+    if not explained:
+        return ""
+    best = max(len(v) for v in explained.values())
+    top = sorted((p for p, v in explained.items() if len(v) == best), key=len)
+    if any(explained[p] != explained[top[0]] for p in top[1:]):
+        raise InputError(
+            f"result files with different prefixes explain {best} files each: "
+            f"{[p for p in top[:5]]}; expected one prefix <prefix><class>.txt "
+            f"(pass --result-prefix PREFIX / prefix=... to choose)"
+        )
+    return top[0]
+
+
+def _result_files(
+    folder: str, classes: Sequence[str], prefix: str | None
+) -> tuple[dict[str, str], list[str], str]:
+    """(file name -> path, sorted .txt names, prefix) of a result folder."""
+    files = list_files(folder, what="a folder of VOC result files <prefix><class>.txt")
+    txt = sorted(n for n in files if n.endswith(".txt"))
+    return files, txt, detect_prefix(txt, classes) if prefix is None else prefix
+
+
+def with_result_classes(
+    gt: GroundTruth, folder: str | os.PathLike, *, prefix: str | None = None
+) -> GroundTruth:
+    """``gt`` with the PASCAL classes that have a result file but no object in this subset.
+
+    The devkit scores every class of its fixed list; a subset of the data (a few images, one
+    split) may have no object of some class that the detector still reports. Without a class
+    list, deteval adds such classes when every class of the ground truth and of the result
+    files is a PASCAL class: they have no ground truth (AP undefined, left out of mAP) and a
+    warning names them. Any other result file name stays an error (a typo), and ``--classes``
+    makes the list explicit.
+
+    Returns
+    -------
+    GroundTruth
+        ``gt`` itself when nothing is added; otherwise categories sorted by name (ids 1..K, the
+        order ``load_voc_gt`` gives without a class list).
+    """
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        return gt
+    _, txt, prefix = _result_files(folder, gt.category_name, prefix)
+    known = set(gt.category_name)
+    extra = sorted({n[len(prefix) : -4] for n in txt if n.startswith(prefix)} - known)
+    if not extra or not known <= set(VOC_CLASSES) or not set(extra) <= set(VOC_CLASSES):
+        return gt
+    names = tuple(sorted(known | set(extra)))
+    new_index = np.array([names.index(c) for c in gt.category_name], dtype=np.int64)
+    files = ", ".join(f"{prefix}{c}.txt" for c in extra[:5]) + (" ..." if len(extra) > 5 else "")
+    note = (
+        f"{folder}: {len(extra)} PASCAL classes have result files but no object in {gt.source}: "
+        f"{', '.join(extra[:5])} ({files}); scored as the devkit does, with no ground truth: AP "
+        f"undefined, left out of mAP (--classes FILE|voc states the class list)"
+    )
+    return replace(
+        gt,
+        category_id=np.arange(1, len(names) + 1, dtype=np.int64),
+        category_name=names,
+        category=new_index[gt.category],
+        warnings=tuple(gt.warnings) + (note,),
+    )
+
+
+def _result_file_notes(
+    folder: str, gt: GroundTruth, files: dict[str, str], txt: list[str], prefix: str, *, unknown_category: str
+) -> list[str]:
+    """Check the result files found against the classes of ``gt``; the warnings to give.
+
+    Raises
+    ------
+    InputError
+        No result file of any class; result files of classes not in ``gt`` (unless dropped).
+    """
+    classes = list(gt.category_name)
+    by_class = {c: prefix + c + ".txt" for c in classes}
+    wanted = set(by_class.values())
+    warnings: list[str] = []
+    if not txt:
+        warnings.append(
+            f"{folder}: no result files (<prefix><class>.txt): every class with ground truth gets AP 0"
+        )
+    elif not wanted & set(txt):
+        raise InputError(
+            f"{folder}: no result file for any class; expected "
+            f"{prefix or '<prefix>'}<class>.txt with a class of {gt.source} "
+            f"({names_note(classes)}), found {names_note(txt)}"
+        )
+    else:
+        unknown = [n for n in txt if n.startswith(prefix) and n not in wanted]
+        if unknown:
+            if unknown_category != "drop":
+                raise InputError(
+                    f"{folder}: {len(unknown)} result files of classes not in the ground "
+                    f"truth: {names_note(unknown)}; expected {prefix}<class>.txt with a "
+                    f"class of {gt.source} ({names_note(classes)}); a class the detector "
+                    f"knows but this subset has no object of: pass the class list "
+                    f"(--classes FILE|voc, classes=...) and it is scored with no ground "
+                    f"truth, as the devkit does"
+                )
+            warnings.append(
+                f"{folder}: left out {len(unknown)} result files of classes not in the "
+                f"ground truth: {names_note(unknown)}"
+            )
+        others = [n for n in txt if not n.startswith(prefix)]
+        if others:
+            warnings.append(
+                f"{folder}: {len(others)} .txt files not read (not {prefix}<class>.txt): {names_note(others)}"
+            )
+        absent = [c for c in classes if by_class[c] not in files]
+        if absent:
+            warnings.append(
+                f"{folder}: {len(absent)} classes have no result file "
+                f"({prefix}<class>.txt), so no detections: {names_note(absent)}"
+            )
+    return warnings
+
+
+def load_voc_dt(
+    folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | None = None, unknown_category: str = "error"
+) -> Detections:
+    r"""Read a folder of VOC per-class result files against ``gt``.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        Files ``<prefix><class>.txt`` (e.g. ``comp4_det_test_car.txt``), one detection per line:
+        ``image_id score x1 y1 x2 y2`` (1-based inclusive pixel corners, as the devkit writes).
+    gt : GroundTruth
+        Classes are matched by name; image ids by image name (VOC id), else file-name stem,
+        compared as text as the devkit does (``1`` is not ``000001``; no numeric fallback).
+    prefix : str, optional
+        File name prefix; detected from the file names and class names when not given.
+    unknown_category : {"error", "drop"}
+        A file ``<prefix><name>.txt`` whose name is not a class of ``gt``: refuse (default), or
+        leave it out with a counted warning.
+
+    Returns
+    -------
+    Detections
+        ``box_format="xyxy"``; ``order`` = position in the files read in class order, line by
+        line (the devkit's stable sort breaks score ties by it).
+
+    Raises
+    ------
+    InputError
+        Wrong column count or non-numbers (``file:line``), image ids not in the ground truth,
+        ``x1 > x2`` or ``y1 > y2``, result files of unknown classes.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from deteval.io.voc import load_voc_gt
+    >>> root = pathlib.Path(tempfile.mkdtemp()); (root / "Annotations").mkdir()
+    >>> _ = (root / "Annotations" / "a.xml").write_text("<annotation><object><name>cat</name>"
+    ...     "<difficult>0</difficult><bndbox><xmin>1</xmin><ymin>1</ymin><xmax>10</xmax>"
+    ...     "<ymax>10</ymax></bndbox></object></annotation>")
+    >>> _ = (root / "comp4_det_test_cat.txt").write_text("a 0.9 1 1 10 10\n")
+    >>> dt = load_voc_dt(root, load_voc_gt(root))
+    >>> dt.score.tolist(), dt.box.tolist()
+    ([0.9], [[1.0, 1.0, 10.0, 10.0]])
+    """
+    folder = os.fspath(folder)
+    if unknown_category not in ("error", "drop"):
+        raise ValueError(f"unknown_category must be 'error' or 'drop', found {unknown_category!r}")
+    classes = list(gt.category_name)
+    files, txt, prefix = _result_files(folder, classes, prefix)
+    by_class = {c: prefix + c + ".txt" for c in classes}
+    warnings = _result_file_notes(folder, gt, files, txt, prefix, unknown_category=unknown_category)
+
+    parts_image, parts_category, parts_box, parts_score = [], [], [], []
+    wrong_columns: list[tuple[str, str]] = []
+    unknown_ids: list[tuple[str, str]] = []
+    inverted: list[tuple[str, str]] = []
+    for k, c in enumerate(classes):
+        name = by_class[c]
+        if name not in files:
+            continue
+        path = files[name]
+        rows = split_rows(read_text(path, what="VOC result lines `image_id score x1 y1 x2 y2`"))
+        wrong = [
+            (f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f), 80)}") for n, f in rows if len(f) != 6
+        ]
+        if wrong:
+            wrong_columns.extend(wrong)
+            continue
+        numbers = parse_floats(rows, slice(1, 6), path, "score x1 y1 x2 y2")
+        index = join_voc_ids([f[0] for _, f in rows], gt)
+        unknown_ids.extend(
+            (f"{path}:{n}", shorten(f[0]) + _padding_hint(f[0], gt))
+            for (n, f), i in zip(rows, index, strict=True)
+            if i < 0
+        )
+        box = numbers[:, 1:5]
+        bad = np.flatnonzero((box[:, 0] > box[:, 2]) | (box[:, 1] > box[:, 3]))
+        inverted.extend((f"{path}:{rows[j][0]}", f"[{_fmt(box[j])}]") for j in bad)
+        parts_image.append(index)
+        parts_category.append(np.full(len(rows), k, dtype=np.int64))
+        parts_box.append(box)
+        parts_score.append(numbers[:, 0])
+    if wrong_columns:
+        fail_records("wrong number of columns", "6 columns `image_id score x1 y1 x2 y2`", wrong_columns)
+    if unknown_ids:
+        fail_records("image id not in the ground truth", f"an image of {gt.source}", unknown_ids)
+    if inverted:
+        fail_records("x1 > x2 or y1 > y2 (negative width or height)", "x1 <= x2 and y1 <= y2", inverted)
+    image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
+    box = np.concatenate(parts_box) if parts_box else np.zeros((0, 4))
+    if len(box) >= 10:
+        known = np.isfinite(gt.image_width[image])
+        if known.any() and np.median(gt.image_width[image][known]) > 2 and (box <= 1.0).all():
+            warnings.append(
+                f"{folder}: every box coordinate is <= 1 while images are "
+                f"{int(np.median(gt.image_width[image][known]))} px wide: are the boxes "
+                f"normalized? VOC result files hold pixel corners x1 y1 x2 y2"
+            )
+    return Detections(
+        image=image,
+        category=np.concatenate(parts_category) if parts_category else np.zeros(0, dtype=np.int64),
+        box=box,
+        score=np.concatenate(parts_score) if parts_score else np.zeros(0),
+        order=np.arange(len(image), dtype=np.int64),
+        has_box=np.ones(len(image), dtype=bool),
+        box_format="xyxy",
+        source=folder,
+        warnings=tuple(warnings),
+    )
+
+
+def _padding_hint(value: str, gt: GroundTruth) -> str:
+    hint = explain_miss(value, gt)
+    return f" ({hint})" if hint else ""
