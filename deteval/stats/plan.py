@@ -1,0 +1,311 @@
+"""What a weighted re-accumulation needs of one (detector, protocol), computed once.
+
+Everything that does not depend on the weights of the resamples: the ranked true positives of
+each curve, where their weights come from (ties expanded under ``score_order: image_major``),
+the counted ground truth per image, and which (area, ``max_dets``) the headline metrics read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from deteval.accumulate import recall_thresholds
+from deteval.data import GroundTruth
+from deteval.evaluate import MatchTable, ground_truth_flags, ranking_order
+from deteval.protocol import Protocol
+from deteval.summary import SUMMARY_TERMS, summary_indices
+
+
+def _positives_per_image(gt: GroundTruth, protocol: Protocol) -> np.ndarray:
+    """int64 (n_img, n_class, n_area): counted ground truth, as :func:`evaluate.match` counts it."""
+    is_ignored, _, _ = ground_truth_flags(gt, protocol)
+    n_area = len(protocol.area_ranges)
+    key = gt.image.astype(np.int64) * gt.n_classes + gt.category
+    out = np.zeros((gt.n_images, gt.n_classes, n_area), dtype=np.int64)
+    for a in range(n_area):
+        counted = ~is_ignored[a]
+        out[:, :, a] = np.bincount(key[counted], minlength=gt.n_images * gt.n_classes).reshape(
+            gt.n_images, gt.n_classes
+        )
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Source:
+    """Where the weights of a list of ranked entries come from.
+
+    Entry ``i`` weighs ``w[img[i]]``, except the entries ``rep_at`` of expanded ties (see
+    :func:`_expand_ties`), which weigh 1 when ``w[img] > rep`` and 0 otherwise.
+    """
+
+    img: np.ndarray  # (n,) int64
+    rep_at: np.ndarray  # (n_rep,) int64 entries of expanded ties
+    rep: np.ndarray  # (n_rep,) int64 their repetition index
+
+    @classmethod
+    def of(cls, img: np.ndarray, rep: np.ndarray) -> _Source:
+        at = np.flatnonzero(rep >= 0)
+        return cls(img=np.asarray(img, dtype=np.int64), rep_at=at, rep=rep[at].astype(np.int64))
+
+    def __len__(self) -> int:
+        return len(self.img)
+
+    def weights(self, w: np.ndarray) -> np.ndarray:
+        """int64 (B, n): the entries' weights in each resample of ``w`` (B, n_img)."""
+        out = np.take(w, self.img, axis=1)
+        if len(self.rep_at):
+            out[:, self.rep_at] = np.take(w, self.img[self.rep_at], axis=1) > self.rep
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Curve:
+    """The true positives of the ranking at one ``max_dets`` value and how to count them.
+
+    All lanes, and how to count the entries ranked up to each of them (everything that does
+    not depend on the weights).
+
+    Items are the true positives sorted by (lane, class, rank): segment ``lane * n_class + class``.
+    The entries ranked from the start of an item's class up to the item, counted in its lane
+    (neither ignored), are the entries counted in the first lane of its area (a cumulative sum
+    per area) corrected by the few entries whose ignore flag differs in the item's lane.
+    """
+
+    items: _Source
+    item_first: np.ndarray  # (n_items,) first item of the item's segment
+    item_seg: np.ndarray  # (n_items,) segment of each item
+    seg_key_rev: np.ndarray  # (n_items,) float64 segment keys of the envelope scan, backwards
+    seg_head: np.ndarray  # first item of each non-empty segment
+    seg_last: np.ndarray  # (n_seg,) last item of each segment, -1 when empty
+    seg_bounds: np.ndarray  # (n_seg + 1,) item offsets of the segments
+    area_items: tuple  # per area: (lo, hi) items of its lanes
+    counted: tuple  # per area: _Source of the entries counted in its first lane
+    item_counted: np.ndarray  # (n_items,) counted entries of its area ranked up to the item
+    item_counted_start: np.ndarray  # (n_items,) ... ranked before the item's class starts
+    corr: _Source  # entries counted differently in some lane than in its area's first
+    corr_sign: np.ndarray  # (n_corr,) +1: not counted in that lane; -1: counted only there
+    fix_items: np.ndarray  # items with corrections in their range
+    fix_hi: np.ndarray  # correction offsets [lo, hi) of each of them
+    fix_lo: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class _RecallOnly:
+    """Counts per (segment, image), for weighted sums ``n[seg] = sum(count * w[img])``.
+
+    The true positives of one (area, ``max_dets``) per (threshold, class) (final recall only),
+    or the counted ground truth per (class, area).
+    """
+
+    img: np.ndarray  # (n_pairs,) sorted by segment t * n_class + class
+    count: np.ndarray  # (n_pairs,)
+    bounds: np.ndarray  # (n_thr * n_class + 1,)
+
+
+@dataclass(frozen=True, eq=False)
+class _Plan:
+    """Everything about one (detector, protocol) that does not depend on the weights."""
+
+    protocol: Protocol
+    n_class: int
+    n_thr: int
+    n_area: int
+    positives: _RecallOnly  # counted GT per (class * n_area + area, image)
+    curves: dict  # max_dets index -> _Curve (precision needed there)
+    recall_only: dict  # (area, max_dets index) -> _RecallOnly (only final recall needed)
+    terms: tuple  # SummaryTerm of the headline metrics (empty: mAP)
+
+    @property
+    def size(self) -> int:
+        """Cells of work per resample (bounds a chunk's memory)."""
+        n_r = max(len(recall_thresholds(self.protocol)), 1)
+        cells = [
+            2 * len(c.items) + sum(len(s) for s in c.counted) + len(c.corr) + n_r * (len(c.seg_bounds) - 1)
+            for c in self.curves.values()
+        ]
+        return max(sum(cells) + sum(len(r.img) for r in self.recall_only.values()), 1)
+
+
+def _needs(protocol: Protocol) -> tuple:
+    """(terms, max_dets indices whose precision is read, (area, max_dets) pairs whose recall is read).
+
+    Only what the headline metrics and per-class AP read is computed: per-class AP reads area
+    0 at the largest ``max_dets``; each summary term one area at one ``max_dets``.
+    """
+    n_m = len(protocol.max_dets) if protocol.max_dets is not None else 1
+    precision_m, recall_am = {n_m - 1}, set()
+    terms: tuple = ()
+    if not protocol.is_single_threshold:
+        terms = SUMMARY_TERMS[protocol.summary](protocol)
+        for term in terms:
+            where = summary_indices(
+                protocol, iou_threshold=term.iou_threshold, area=term.area, max_det=term.max_det
+            )
+            if where is None:
+                continue
+            if term.kind == "AP":
+                precision_m.add(where[2])
+            else:
+                recall_am.add((where[1], where[2]))
+    return terms, tuple(sorted(precision_m)), tuple(sorted(recall_am))
+
+
+def _expand_ties(rows: np.ndarray, table: MatchTable, protocol: Protocol, max_weight: np.ndarray) -> tuple:
+    """Entries of the weighted ranking: (row, repetition) with within-image ties expanded.
+
+    Under ``score_order: image_major`` the copies of an image interleave its tied detections
+    (copy 1's block, then copy 2's ...): a block of ``s`` tied rows of one image becomes
+    ``max_weight[image]`` repetitions of the block, repetition ``j`` weighing 1 when the image
+    is drawn more than ``j`` times. Every other row is one entry weighing ``w``.
+    """
+    n = len(rows)
+    if n == 0 or protocol.score_order != "image_major":
+        return rows, np.full(n, -1, dtype=np.int64)
+    cls, img, sc = table.det_class[rows], table.det_image[rows], table.det_score[rows]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (cls[1:] != cls[:-1]) | (img[1:] != img[:-1]) | (sc[1:] != sc[:-1])
+    first = np.flatnonzero(new)
+    size = np.diff(np.append(first, n))
+    reps = max_weight[img[first]]
+    expand = (size > 1) & (reps > 1)
+    if not expand.any():
+        return rows, np.full(n, -1, dtype=np.int64)
+    out_size = np.where(expand, size * reps, size)
+    block = np.repeat(np.arange(len(first)), out_size)
+    e = np.arange(out_size.sum()) - np.repeat(np.cumsum(out_size) - out_size, out_size)
+    s = size[block]
+    entry_row = rows[first[block] + e % s]
+    entry_rep = np.where(expand[block], e // s, -1)
+    return entry_row, entry_rep.astype(np.int64)
+
+
+def _curve(
+    table: MatchTable,
+    rows: np.ndarray,
+    protocol: Protocol,
+    n_class: int,
+    max_weight: np.ndarray,
+    tp_all: np.ndarray,
+    ign_all: np.ndarray,
+) -> _Curve:
+    n_thr = len(protocol.iou_thresholds)
+    n_area = len(protocol.area_ranges)
+    n_lane = n_thr * n_area
+    entry_row, entry_rep = _expand_ties(rows, table, protocol, max_weight)
+    n_e = len(entry_row)
+    entry_img = table.det_image[entry_row].astype(np.int64)
+    entry_cls = table.det_class[entry_row].astype(np.int64)
+    seg_start = np.searchsorted(entry_cls, np.arange(n_class))  # first entry of each class
+    is_tp = tp_all[:, entry_row]
+    is_ign = ign_all[:, entry_row]
+    item_lane, item_pos = np.divmod(np.flatnonzero(is_tp), max(n_e, 1))
+    item_cls = entry_cls[item_pos]
+    item_seg = item_lane * n_class + item_cls
+    seg_bounds = np.searchsorted(item_seg, np.arange(n_lane * n_class + 1))
+    lane_bounds = np.searchsorted(item_lane, np.arange(0, n_lane + 1, n_thr))
+    item_counted = np.empty(len(item_pos), dtype=np.int64)
+    item_counted_start = np.empty(len(item_pos), dtype=np.int64)
+    counted, area_items, corr_lane, corr_pos, corr_sign = [], [], [], [], []
+    for a in range(n_area):
+        base = is_ign[a * n_thr]
+        positions = np.flatnonzero(~base)
+        counted.append(_Source.of(entry_img[positions], entry_rep[positions]))
+        lo, hi = int(lane_bounds[a]), int(lane_bounds[a + 1])
+        area_items.append((lo, hi))
+        item_counted[lo:hi] = np.searchsorted(positions, item_pos[lo:hi], "right")
+        item_counted_start[lo:hi] = np.searchsorted(positions, seg_start[item_cls[lo:hi]], "left")
+        for t in range(n_thr):
+            lane = a * n_thr + t
+            plus = np.flatnonzero(is_ign[lane] & ~base)
+            minus = np.flatnonzero(base & ~is_ign[lane])
+            pos = np.concatenate([plus, minus])
+            order = np.argsort(pos, kind="stable")
+            corr_pos.append(pos[order])
+            corr_sign.append(
+                np.concatenate([np.ones(len(plus), np.int64), -np.ones(len(minus), np.int64)])[order]
+            )
+            corr_lane.append(np.full(len(pos), lane, dtype=np.int64))
+    corr_pos_a = np.concatenate(corr_pos).astype(np.int64)
+    corr_key = np.concatenate(corr_lane) * (n_e + 1) + corr_pos_a
+    fix_hi = np.searchsorted(corr_key, item_lane * (n_e + 1) + item_pos, "right")
+    fix_lo = np.searchsorted(corr_key, item_lane * (n_e + 1) + seg_start[item_cls], "left")
+    fix_items = np.flatnonzero(fix_hi > fix_lo)
+    return _Curve(
+        items=_Source.of(entry_img[item_pos], entry_rep[item_pos]),
+        item_first=seg_bounds[item_seg],
+        item_seg=item_seg,
+        seg_key_rev=-item_seg[::-1].astype(np.float64),
+        seg_head=seg_bounds[:-1][np.diff(seg_bounds) > 0],
+        seg_last=np.where(np.diff(seg_bounds) > 0, seg_bounds[1:] - 1, -1),
+        seg_bounds=seg_bounds,
+        area_items=tuple(area_items),
+        counted=tuple(counted),
+        item_counted=item_counted,
+        item_counted_start=item_counted_start,
+        corr=_Source.of(entry_img[corr_pos_a], entry_rep[corr_pos_a]),
+        corr_sign=np.concatenate(corr_sign),
+        fix_items=fix_items,
+        fix_hi=fix_hi[fix_items],
+        fix_lo=fix_lo[fix_items],
+    )
+
+
+def _recall_only(
+    table: MatchTable,
+    tp_all: np.ndarray,
+    area: int,
+    max_det: int | None,
+    n_thr: int,
+    n_class: int,
+    n_images: int,
+) -> _RecallOnly:
+    keep = np.ones(len(table.det_rank), bool) if max_det is None else table.det_rank < max_det
+    t, row = np.nonzero(tp_all[area * n_thr : (area + 1) * n_thr] & keep[None, :])
+    key = (t * n_class + table.det_class[row]) * n_images + table.det_image[row]
+    pairs, count = np.unique(key, return_counts=True)
+    seg, img = np.divmod(pairs, max(n_images, 1))
+    return _RecallOnly(
+        img=img.astype(np.int64),
+        count=count.astype(np.int64),
+        bounds=np.searchsorted(seg, np.arange(n_thr * n_class + 1)),
+    )
+
+
+def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np.ndarray) -> _Plan:
+    n_class = gt.n_classes
+    n_thr = len(protocol.iou_thresholds)
+    n_area = len(protocol.area_ranges)
+    max_dets = protocol.max_dets if protocol.max_dets is not None else (None,)
+    terms, precision_m, recall_am = _needs(protocol)
+    ranking = ranking_order(table, protocol)
+    tp_all = np.asarray(table.det_is_tp, dtype=bool)
+    ign_all = np.asarray(table.det_is_ignored, dtype=bool) & ~tp_all
+    curves = {}
+    for mi in precision_m:
+        max_det = max_dets[mi]
+        rows = ranking if max_det is None else ranking[table.det_rank[ranking] < max_det]
+        curves[mi] = _curve(table, rows, protocol, n_class, max_weight, tp_all, ign_all)
+    recall_only = {
+        (a, mi): _recall_only(table, tp_all, a, max_dets[mi], n_thr, n_class, gt.n_images)
+        for a, mi in recall_am
+        if mi not in curves
+    }
+    positives = _positives_per_image(gt, protocol).reshape(gt.n_images, n_class * n_area)
+    col, img = np.nonzero(positives.T)
+    positives_sparse = _RecallOnly(
+        img=img.astype(np.int64),
+        count=positives[img, col],
+        bounds=np.searchsorted(col, np.arange(n_class * n_area + 1)),
+    )
+    return _Plan(
+        protocol=protocol,
+        n_class=n_class,
+        n_thr=n_thr,
+        n_area=n_area,
+        positives=positives_sparse,
+        curves=curves,
+        recall_only=recall_only,
+        terms=terms,
+    )

@@ -1,0 +1,322 @@
+"""Weighted re-accumulation of a chunk of resamples: precision, recall, AP and the metrics.
+
+Given a :class:`~deteval.stats.plan._Plan` and the image weights ``w`` (B, n_img) of a chunk
+of resamples, every count is an exact integer sum of weights, so with all weights 1 the numbers
+are those of :func:`~deteval.evaluate.score`, bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deteval.accumulate import recall_thresholds
+from deteval.protocol import Protocol
+from deteval.stats.plan import _Curve, _Plan, _RecallOnly
+from deteval.summary import summary_indices
+
+
+def _cumsum0(values: np.ndarray) -> np.ndarray:
+    """Cumulative sums along axis 1 with a leading 0 column: (B, n) -> (B, n + 1), exact for ints."""
+    out = np.zeros((values.shape[0], values.shape[1] + 1), dtype=values.dtype)
+    np.cumsum(values, axis=1, out=out[:, 1:])
+    return out
+
+
+def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> tuple:
+    """Interpolated precision (or all-point AP) and final TP counts of one curve for a chunk.
+
+    Parameters
+    ----------
+    w : int64 (B, n_img)
+    npos : int64 (B, n_class * n_area)
+
+    Returns
+    -------
+    (values, n_tp)
+        values: float64 (B, n_area, n_thr, n_class, n_r) precision at the recall thresholds
+        (NaN where undefined), or (B, n_area, n_thr, n_class) all-point AP; n_tp: int64
+        (B, n_area, n_thr, n_class) weighted true positives.
+    """
+    p = plan.protocol
+    n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
+    n_seg = n_area * n_thr * n_class
+    B = w.shape[0]
+    n_items = len(cur.items)
+    bounds = cur.seg_bounds
+    # Weighted TP count at each item (from its segment's start) and per segment.
+    item_w = cur.items.weights(w)
+    tp_cum = _cumsum0(item_w)
+    tp = tp_cum[:, 1:] - np.take(tp_cum, cur.item_first, axis=1)
+    n_tp = np.take(tp_cum, bounds[1:], axis=1) - np.take(tp_cum, bounds[:-1], axis=1)
+    del tp_cum
+    # Weighted entries counted (TP + FP) from the class start through each item.
+    ranked = np.empty((B, n_items), dtype=np.int64)
+    for a, (lo, hi) in enumerate(cur.area_items):
+        if hi > lo:
+            c = _cumsum0(cur.counted[a].weights(w))
+            np.subtract(
+                np.take(c, cur.item_counted[lo:hi], axis=1),
+                np.take(c, cur.item_counted_start[lo:hi], axis=1),
+                out=ranked[:, lo:hi],
+            )
+            del c
+    if len(cur.fix_items):
+        cc = _cumsum0(cur.corr.weights(w) * cur.corr_sign)
+        ranked[:, cur.fix_items] -= np.take(cc, cur.fix_hi, axis=1) - np.take(cc, cur.fix_lo, axis=1)
+    # tp + fp == ranked exactly (integers), so these are the reference formulas' floats. For the
+    # sampled envelopes precision is written straight into the imaginary parts of the suffix
+    # maximum's keys (see _segment_suffix_max), laid out backwards.
+    if p.ap_method == "all_point":
+        z = np.empty((0, 0), dtype=np.complex128)  # no envelope scan
+        pr = np.empty((B, n_items))
+    else:
+        z = np.empty((B, n_items), dtype=np.complex128)
+        z.real = cur.seg_key_rev
+        pr = z.imag[:, ::-1]
+    if p.ap_method == "101_point":
+        np.add(ranked, np.spacing(1), out=pr)  # pycocotools: tp / (fp + tp + eps)
+    else:
+        np.maximum(ranked, np.finfo(np.float64).eps, out=pr)  # devkit_precision: tp / max(tp + fp, eps)
+    np.divide(tp, pr, out=pr)
+    del ranked
+    seg = np.arange(n_seg)
+    seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)  # column of npos
+    seg_npos = npos[:, seg_col]  # (B, n_seg)
+    n_tp_out = n_tp.reshape(B, n_area, n_thr, n_class)
+    if p.ap_method == "all_point":
+        pr[item_w == 0] = 0.0
+        item_seg = np.repeat(seg, np.diff(bounds))
+        ap = _all_point_w(
+            tp.astype(np.float64).T,
+            pr.T,
+            item_seg,
+            bounds,
+            seg_npos.astype(np.float64),
+            n_area * n_thr,
+            n_class,
+        )
+        return ap.reshape(B, n_area, n_thr, n_class), n_tp_out
+    rec_thr = recall_thresholds(p)
+    np.maximum.accumulate(z, axis=1, out=z)  # pr now holds the envelope (suffix maxima)
+    q = _interpolated_precision(cur, pr, tp, npos, seg_col, rec_thr)
+    # Classes without positives are left as they are: every reader masks them (is_defined).
+    return q.reshape(B, n_area, n_thr, n_class, len(rec_thr)), n_tp_out
+
+
+def _interpolated_precision(
+    cur: _Curve,
+    env: np.ndarray,
+    tp: np.ndarray,
+    npos: np.ndarray,
+    seg_col: np.ndarray,
+    rec_thr: np.ndarray,
+) -> np.ndarray:
+    """Precision envelope at the recall thresholds, (B, n_seg, n_r), without per-threshold searches.
+
+    pycocotools reads, for each threshold ``r``, the suffix maximum of precision from the first
+    entry whose recall ``tp / npos`` reaches ``r``: that entry is a true positive (the first one
+    for ``r = 0``), so the envelope is a suffix maximum over the true-positive items of each
+    segment, and the thresholds an item is the first to reach are those in ``(k(prev), k(item)]``
+    with ``k = #{r : thr_r <= tp / npos}`` (the same float division: ``j / npos`` is monotone in
+    ``j``). Every envelope value is repeated by its number of thresholds, each segment followed
+    by its unreached thresholds (precision 0): one ``repeat`` writes the (segment, threshold)
+    table in order.
+
+    ``env`` (B, n_items) holds the suffix maxima of precision within each segment. The caller
+    gets them from one forward ``maximum.accumulate`` per row over complex keys
+    ``-segment + 1j * precision`` laid out backwards: numpy orders complex numbers
+    lexicographically, so the scan restarts at each segment and the imaginary parts are the
+    exact maxima (no arithmetic on the values).
+    """
+    B, n_items = env.shape
+    n_seg, n_r = len(cur.seg_last), len(rec_thr)
+    q = np.zeros((B, n_seg, n_r))
+    if not n_items:
+        return q
+    table, start = _thresholds_table(npos, rec_thr)
+    k = np.take(start, seg_col[cur.item_seg], axis=1)
+    k += tp
+    k = np.take(table, k)
+    step = np.empty_like(k)
+    step[:, 0] = k[:, 0]
+    np.subtract(k[:, 1:], k[:, :-1], out=step[:, 1:])
+    step[:, cur.seg_head] = k[:, cur.seg_head]
+    k_last = np.where(cur.seg_last >= 0, np.take(k, cur.seg_last, axis=1), 0)
+    q[np.arange(n_r) < k_last[:, :, None]] = np.repeat(env.ravel(), step.ravel())
+    return q
+
+
+def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
+    """How many recall thresholds each weighted TP count reaches, per resample and column of npos.
+
+    Parameters
+    ----------
+    npos : int64 (B, n_col)
+
+    Returns
+    -------
+    (table, start)
+        ``table[start[b, c] + j]`` (``0 <= j <= npos[b, c]``) is ``#{r : thr_r <= j / npos}``
+        (the float division of the reference tools), 0 for ``j == 0`` (nothing reached before
+        the first true positive). A segment's weighted TP count never exceeds its positives,
+        so an item's count is a lookup: this table has ``sum(npos) + n_col`` entries per
+        resample instead of one search per item.
+    """
+    sizes = npos.ravel() + 1
+    start = np.cumsum(sizes) - sizes
+    j = np.arange(int(sizes.sum())) - np.repeat(start, sizes)
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 where npos == 0: set to 0 below
+        rc = j / np.repeat(sizes - 1, sizes)
+    table = np.searchsorted(rec_thr, rc, "right")
+    table[j == 0] = 0
+    return table, start.reshape(npos.shape)
+
+
+def _all_point_w(
+    tp_f: np.ndarray,
+    pr: np.ndarray,
+    seg: np.ndarray,
+    seg_bounds: np.ndarray,
+    seg_npos: np.ndarray,
+    n_lane: int,
+    n_class: int,
+) -> np.ndarray:
+    """VOC2010+ all-point AP per resample, lane and class (the terms of ``VOCap.m``)."""
+    B = tp_f.shape[1]
+    ap = np.full((B, n_lane * n_class), np.nan)
+    for s in range(n_lane * n_class):
+        npos = seg_npos[:, s]
+        defined = npos > 0
+        lo, hi = seg_bounds[s], seg_bounds[s + 1]
+        if hi == lo:
+            ap[defined, s] = 0.0
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rec = (tp_f[lo:hi] / npos).T  # (B, n)
+        env = np.maximum.accumulate(pr[lo:hi][::-1], axis=0)[::-1].T  # (B, n)
+        prev = np.concatenate([np.zeros((B, 1)), rec[:, :-1]], axis=1)
+        # C order: a sum along contiguous rows is numpy's pairwise sum, as in _all_point_ap.
+        terms = np.ascontiguousarray((rec - prev) * env)
+        with_tail = np.concatenate([terms, np.zeros((B, 1))], axis=1)
+        total = np.where(rec[:, -1] != 1.0, np.sum(with_tail, axis=1), np.sum(terms, axis=1))
+        ap[defined, s] = total[defined]
+    return ap.reshape(B, n_lane, n_class)
+
+
+def _mean_defined_rows(values: np.ndarray, is_defined: np.ndarray) -> np.ndarray:
+    """:func:`~deteval.summary.mean_defined` of each resample.
+
+    Values (B, ..., n_class), classes defined (B, n_class) -> (B,).
+
+    Resamples with the same defined classes are averaged together: the defined values of a
+    row, in C order, are one contiguous row, and numpy's pairwise sum of a contiguous row is
+    that of the 1-D array, so every mean is bit-identical to ``mean_defined``.
+    """
+    B = values.shape[0]
+    out = np.full(B, np.nan)
+    if B == 0:
+        return out
+    patterns, group = np.unique(is_defined, axis=0, return_inverse=True)
+    group = group.ravel()
+    for g, pattern in enumerate(patterns):
+        if not pattern.any():
+            continue
+        rows = np.flatnonzero(group == g)
+        sel = values[rows] if pattern.all() else values[rows][..., pattern]
+        out[rows] = np.mean(np.ascontiguousarray(sel).reshape(len(rows), -1), axis=1)
+    return out
+
+
+def _weighted_counts(source: _RecallOnly, w: np.ndarray) -> np.ndarray:
+    """int64 (B, n_seg): ``sum(count * w[img])`` per segment of ``source``.
+
+    Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers).
+    """
+    c = _cumsum0(np.take(w, source.img, axis=1) * source.count)
+    return np.take(c, source.bounds[1:], axis=1) - np.take(c, source.bounds[:-1], axis=1)
+
+
+def _curves_and_recalls(plan: _Plan, w: np.ndarray, npos: np.ndarray) -> tuple:
+    """Precision (or all-point AP) per curve and final recall per (area, max_dets) of a chunk.
+
+    Returns
+    -------
+    (values, recall)
+        values: max_dets index -> the first output of :func:`_curve_chunk`; recall: (area,
+        max_dets index) -> float64 (B, n_thr, n_class), NaN where the class has no positives.
+    """
+    n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
+    B = w.shape[0]
+    npos_at = npos.reshape(B, n_class, n_area).transpose(0, 2, 1).astype(np.float64)  # (B, A, K)
+    values, recall = {}, {}
+    for mi, cur in plan.curves.items():
+        values[mi], n_tp = _curve_chunk(plan, cur, w, npos)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = n_tp / npos_at[:, :, None, :]
+        r = np.where(npos_at[:, :, None, :] > 0, r, np.nan)
+        for a in range(n_area):
+            recall[a, mi] = r[:, a]  # (B, T, K)
+    for (a, mi), ro in plan.recall_only.items():
+        n_tp = np.zeros((B, n_thr * n_class), dtype=np.int64)
+        if len(ro.img):
+            n_tp = _weighted_counts(ro, w)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = n_tp.reshape(B, n_thr, n_class) / npos_at[:, a][:, None, :]
+        recall[a, mi] = np.where(npos_at[:, a][:, None, :] > 0, r, np.nan)
+    return values, recall
+
+
+def _ap_of_values(protocol: Protocol, values: dict) -> dict:
+    """AP per (area, threshold, class) where it is not a mean of sampled points (11-point, all-point)."""
+    ap = {}
+    for mi, v in values.items():
+        if protocol.ap_method == "11_point":
+            ap[mi] = np.cumsum(v / 11.0, axis=-1)[..., -1]  # the devkit's ap = ap + p / 11
+        elif protocol.ap_method == "all_point":
+            ap[mi] = v
+    return ap
+
+
+def _per_class_ap(plan: _Plan, values: dict, ap: dict, is_defined: np.ndarray) -> np.ndarray:
+    """float64 (B, n_class): class_ap, area 0 at the largest max_dets (NaN: no positives)."""
+    top = max(values)
+    B = is_defined.shape[0]
+    if plan.protocol.ap_method == "101_point":
+        # class_ap: the mean over (threshold, recall point) of area 0 at the largest max_dets.
+        per_class = np.mean(
+            np.ascontiguousarray(values[top][:, 0].transpose(0, 2, 1, 3)).reshape(B, plan.n_class, -1),
+            axis=-1,
+        )
+    else:
+        per_class = np.mean(np.ascontiguousarray(ap[top][:, 0].transpose(0, 2, 1)), axis=-1)
+    per_class[~is_defined[:, :, 0]] = np.nan
+    return per_class
+
+
+def _chunk_metrics(plan: _Plan, w: np.ndarray) -> tuple:
+    """Headline metrics and per-class AP of each resample of a chunk (w: int64 (B, n_img))."""
+    p = plan.protocol
+    B = w.shape[0]
+    npos = np.zeros((B, plan.n_class * plan.n_area), dtype=np.int64)
+    if len(plan.positives.img):
+        npos = _weighted_counts(plan.positives, w)
+    is_defined = npos.reshape(B, plan.n_class, plan.n_area) > 0
+    values, recall = _curves_and_recalls(plan, w, npos)
+    ap = _ap_of_values(p, values)
+    per_class = _per_class_ap(plan, values, ap, is_defined)
+    if p.is_single_threshold:
+        return ("mAP",), _mean_defined_rows(per_class, ~np.isnan(per_class))[:, None], per_class
+    metrics = np.full((B, len(plan.terms)), np.nan)
+    for j, term in enumerate(plan.terms):
+        where = summary_indices(p, iou_threshold=term.iou_threshold, area=term.area, max_det=term.max_det)
+        if where is None:
+            continue
+        t, a, mi = where
+        if term.kind == "AR":
+            x = recall[a, mi]  # (B, T, K)
+        elif p.ap_method != "all_point":
+            x = values[mi][:, a][:, t].transpose(0, 1, 3, 2)  # (B, T', R, K)
+        else:
+            x = ap[mi][:, a][:, t]  # (B, T', K)
+        metrics[:, j] = _mean_defined_rows(x, is_defined[:, :, a])
+    return tuple(t.name for t in plan.terms), metrics, per_class
