@@ -5,91 +5,31 @@ script (table sorting, an image check, a self-test) are inline, no font or scrip
 Every number comes from the values' ``to_dict()`` documents (the JSON the CLI writes) and every
 figure from :mod:`deteval.plot`, so the report never computes a number another way. Every user
 string (class names, paths, protocol names) is escaped, control characters shown as ``\xNN``.
+
+This module assembles the document and its figure sections; the cells and :func:`escape` live in
+``deteval.plot._html_format``, the table-only sections in ``deteval.plot._html_tables``, the
+inline style sheet and script in ``deteval.plot._html_assets``.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import json
-import math
 import os
-import re
 import struct
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from deteval._version import __version__
 from deteval.plot._base import as_document, atomic_write, figure_bytes
+from deteval.plot._html_assets import _CSS, _JS
+from deteval.plot._html_format import _num, _num_cell, _table, _text_cell, escape
+from deteval.plot._html_tables import _class_section, _inputs_section, _metrics_section, _notes_section
 from deteval.plot._select import named_results
 from deteval.plot.files import FigureSpec, figure_specs
 from deteval.stats import Comparison, Interval, verdict
 
 __all__ = ["render_report", "write_report", "escape"]
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-
-
-def escape(value: Any) -> str:
-    r"""Text safe inside HTML elements and quoted attributes.
-
-    Control characters (which HTML forbids) are shown as ``\xNN``.
-
-    Examples
-    --------
-    >>> escape('<script>alert("1")</script> & \x07')
-    '&lt;script&gt;alert(&quot;1&quot;)&lt;/script&gt; &amp; \\x07'
-    """
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
-    return html.escape(text, quote=True)
-
-
-def _undefined(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _num(value: Any, digits: int = 3, *, sign: bool = False) -> str:
-    if _undefined(value):
-        return "n/a"
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return escape(value)
-    if isinstance(value, int):
-        return str(value)
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-
-
-def _num_cell(value: Any, digits: int = 3, *, sign: bool = False) -> str:
-    """A numeric table cell; ``data-v`` is the sort key (absent for n/a, which sorts last)."""
-    if _undefined(value):
-        return '<td class="num na">n/a</td>'
-    return f'<td class="num" data-v="{float(value)!r}">{_num(value, digits, sign=sign)}</td>'
-
-
-def _text_cell(value: Any) -> str:
-    return f'<td data-v="{escape(value)}">{escape(value)}</td>'
-
-
-def _table(
-    header: Sequence[tuple[str, str]],
-    rows: Sequence[str],
-    *,
-    table_id: str | None = None,
-    sortable: bool = True,
-    caption: str | None = None,
-) -> str:
-    """``header``: (escaped label, "num" | "text"); ``rows``: ready ``<tr>`` markup."""
-    attrs = f' id="{table_id}"' if table_id else ""
-    cls = "data sortable" if sortable else "data"
-    head = "".join(
-        f'<th data-type="{kind}" scope="col"' + (' tabindex="0"' if sortable else "") + f">{label}</th>"
-        for label, kind in header
-    )
-    cap = f"<caption>{caption}</caption>" if caption else ""
-    return (
-        f'<div class="scroll"><table class="{cls}"{attrs}>{cap}<thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
-    )
 
 
 def _png_size(data: bytes) -> tuple[int, int]:
@@ -108,146 +48,9 @@ def _figure(spec: FigureSpec) -> str:
     )
 
 
-def _field_text(key: str, value: Any) -> str:
-    if key == "area_ranges" and isinstance(value, dict):
-        return ", ".join(f"{n} [{lo:g}, {hi:g}]" for n, (lo, hi) in value.items())
-    if key == "iou_thresholds" and isinstance(value, list):
-        if len(value) > 3:
-            return f"{value[0]:.2f}:{value[-1]:.2f} ({len(value)} thresholds)"
-        return ", ".join(f"{t:g}" for t in value)
-    if value is None:
-        return "null"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
-    return str(value)
-
-
 # ------------------------------------------------------------------------------------------
 # Sections
 # ------------------------------------------------------------------------------------------
-
-
-def _inputs_section(named: list, docs: list) -> tuple[str, str]:
-    """(inputs section, protocol fields section)."""
-    rows = []
-    for (label, result), doc in zip(named, docs):
-        inputs = result.inputs
-        rows.append(
-            "<tr>"
-            + _text_cell(label)
-            + _text_cell(inputs.get("gt", ""))
-            + _text_cell(inputs.get("dt", ""))
-            + "".join(_num_cell(inputs.get(k)) for k in ("images", "gt_objects", "detections"))
-            + _text_cell(doc["protocol"])
-            + "</tr>"
-        )
-    header = [
-        ("result", "text"),
-        ("ground truth", "text"),
-        ("detections", "text"),
-        ("images", "num"),
-        ("GT objects", "num"),
-        ("detections", "num"),
-        ("protocol", "text"),
-    ]
-    body = _table(header, rows, sortable=False)
-
-    protocols: dict = {}
-    for (_, result), doc in zip(named, docs):
-        protocols.setdefault((doc["protocol"], doc["protocol_hash"]), (result.protocol, doc))
-    columns = list(protocols.values())
-    head = [("field", "text")] + [(f"{escape(doc['protocol'])}", "text") for _, doc in columns]
-    field_rows = []
-    fingerprints = [doc["protocol_hash"] for _, doc in columns]
-    field_rows.append(
-        '<tr class="fingerprint"><th scope="row">fingerprint</th>'
-        + "".join(f"<td><code>{escape(h)}</code></td>" for h in fingerprints)
-        + "</tr>"
-    )
-    keys = list(columns[0][1]["config"])
-    for key in keys:
-        values = [_field_text(key, doc["config"].get(key)) for _, doc in columns]
-        differs = len(set(values)) > 1
-        field_rows.append(
-            f'<tr{" class=differs" if differs else ""}><th scope="row">{escape(key)}</th>'
-            + "".join(f"<td>{escape(v)}</td>" for v in values)
-            + "</tr>"
-        )
-    note = (
-        '<p class="hint">Highlighted rows differ between protocols. The fingerprint hashes the fields '
-        "that change numbers.</p>"
-        if len(columns) > 1
-        else ""
-    )
-    protocol_table = _table(head, field_rows, sortable=False)
-    return (
-        f'<section id="inputs"><h2>Inputs</h2>{body}</section>',
-        f'<section id="protocols"><h2>Protocols: resolved fields</h2>{protocol_table}{note}</section>',
-    )
-
-
-def _metrics_section(named: list, docs: list) -> str:
-    names: list = []
-    for doc in docs:
-        for m in doc["metrics"]:
-            if m not in names:
-                names.append(m)
-    rows = []
-    for m in names:
-        rows.append(
-            f'<tr><th scope="row">{escape(m)}</th>'
-            + "".join(
-                _num_cell(doc["metrics"].get(m)) if m in doc["metrics"] else '<td class="na">–</td>'
-                for doc in docs
-            )
-            + "</tr>"
-        )
-    header = [("metric", "text")] + [(escape(label), "num") for label, _ in named]
-    return (
-        f'<section id="metrics"><h2>Headline metrics</h2>{_table(header, rows, sortable=False)}'
-        '<p class="hint">n/a: undefined (no ground truth counted); – : not reported by that '
-        "protocol.</p></section>"
-    )
-
-
-def _class_section(named: list, docs: list) -> str:
-    classes: dict = {}
-    for doc in docs:
-        for c in doc["per_class"]:
-            classes.setdefault(c["category_id"], c["name"])
-    by_result = [{c["category_id"]: c for c in doc["per_class"]} for doc in docs]
-    ids = list(classes)
-    columns: list = []  # (header, kind, values)
-    for kind, key in (("GT", "num_gt"), ("detections", "num_det")):
-        lists = [[rows.get(i, {}).get(key) for i in ids] for rows in by_result]
-        distinct = []
-        for values in lists:
-            if values not in distinct:
-                distinct.append(values)
-        if len(distinct) == 1:
-            columns.append((kind, distinct[0]))
-        else:
-            columns += [(f"{kind} · {label}", values) for (label, _), values in zip(named, lists)]
-    for (label, _), rows in zip(named, by_result):
-        columns.append(
-            ("AP" if len(named) == 1 else f"AP · {label}", [rows.get(i, {}).get("AP") for i in ids])
-        )
-    header = [("id", "num"), ("class", "text")] + [(escape(h), "num") for h, _ in columns]
-    body = []
-    for j, cid in enumerate(ids):
-        body.append(
-            "<tr>"
-            + _num_cell(cid)
-            + _text_cell(classes[cid])
-            + "".join(_num_cell(values[j]) for _, values in columns)
-            + "</tr>"
-        )
-    return (
-        f'<section id="classes"><h2>Per-class results <span class="count">{len(ids)} classes</span></h2>'
-        '<p class="hint">Click a column header to sort (numbers numerically, n/a always last; '
-        "click again to reverse).</p>"
-        f"{_table(header, body, table_id='class-table')}</section>"
-    )
 
 
 def _explain_section(explanations: list, specs: list) -> str:
@@ -418,148 +221,6 @@ def _intervals_section(doc: dict, specs: list) -> str:
             parts.append(_figure(spec))
     parts.append("</section>")
     return "".join(parts)
-
-
-def _notes_section(named: list, docs: list) -> str:
-    items = []
-    for (label, _), doc in zip(named, docs):
-        for kind in ("warnings", "notes"):
-            for text in doc.get(kind, []):
-                items.append(f"<li><b>{escape(label)}</b> ({kind[:-1]}): {escape(text)}</li>")
-    if not items:
-        return ""
-    return (
-        f'<section id="notes"><h2>Warnings and notes</h2><ul>{"".join(dict.fromkeys(items))}</ul></section>'
-    )
-
-
-_CSS = """
-:root{--fg:#1d2330;--muted:#5b6475;--line:#dde2ea;--bg:#f6f7f9;--card:#fff;--accent:#2c5fab;--hl:#fff4d6}
-*{box-sizing:border-box}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif;
-color:var(--fg);background:var(--bg)}
-header{background:#1f3358;color:#fff;padding:22px 32px 16px}
-header h1{margin:0 0 4px;font-size:24px;font-weight:600;overflow-wrap:anywhere}
-header p{margin:0;color:#c9d4e8}
-nav{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid var(--line);padding:8px 32px}
-nav a{color:var(--accent);text-decoration:none;margin-right:18px;font-weight:500}
-main{padding:8px 32px 40px;max-width:1400px}
-section{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:4px 20px 16px;margin:18px 0}
-h2{font-size:18px;margin:14px 0 10px}h3{font-size:15px;margin:16px 0 8px}
-.count{font-size:13px;font-weight:400;color:var(--muted);margin-left:6px}
-.scroll{overflow-x:auto;max-width:100%}
-table.data{border-collapse:collapse;font-size:13px;margin:6px 0}
-table.data th,table.data td{border-bottom:1px solid var(--line);padding:4px 10px;text-align:left;vertical-align:top}
-table.data thead th{background:#eef1f6;position:sticky;top:0;white-space:nowrap}
-table.data td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-table.data td.na{color:#9aa2b1}
-table.data th[data-type=num]{text-align:right}
-.cols{display:flex;flex-wrap:wrap;gap:0 18px;align-items:flex-start}
-.cols>section{flex:1 1 340px;min-width:0}
-.cols>#metrics{flex:0 1 auto}
-table.data tbody tr:hover{background:#f3f6fb}
-table.sortable thead th{cursor:pointer;user-select:none}
-table.sortable thead th::after{content:" \\2195";color:#9aa2b1;font-size:11px}
-table.sortable thead th[aria-sort=ascending]::after{content:" \\25B2";color:var(--accent)}
-table.sortable thead th[aria-sort=descending]::after{content:" \\25BC";color:var(--accent)}
-#class-table{min-width:480px}
-#classes .scroll{max-height:640px;overflow-y:auto}
-tr.differs{background:var(--hl)}tr.total td{font-weight:600}
-figure{margin:14px 0;max-width:100%}
-figure img{max-width:100%;height:auto;border:1px solid var(--line);border-radius:4px;background:#fff}
-figcaption{color:var(--muted);font-size:12px;margin-top:4px}
-.hint{color:var(--muted);font-size:12.5px;margin:4px 0}
-code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
-details{margin:8px 0}summary{cursor:pointer;color:var(--accent)}
-ul.verdicts{padding-left:18px}
-footer{color:var(--muted);font-size:12px;padding:0 32px 30px}
-"""
-
-_JS = r"""
-(function () {
-  "use strict";
-  function isMissing(cell) { return !cell || !cell.hasAttribute("data-v"); }
-  function sortTable(table, col, dir) {
-    var body = table.tBodies[0];
-    var rows = Array.prototype.slice.call(body.rows);
-    var numeric = table.tHead.rows[0].cells[col].getAttribute("data-type") === "num";
-    var index = new Map();
-    rows.forEach(function (r, i) { index.set(r, i); });
-    rows.sort(function (a, b) {
-      var x = a.cells[col], y = b.cells[col];
-      var mx = isMissing(x), my = isMissing(y);
-      if (mx || my) { return mx === my ? index.get(a) - index.get(b) : (mx ? 1 : -1); }
-      var vx = x.getAttribute("data-v"), vy = y.getAttribute("data-v");
-      var c = numeric ? parseFloat(vx) - parseFloat(vy) : vx.localeCompare(vy);
-      return c === 0 ? index.get(a) - index.get(b) : dir * c;
-    });
-    rows.forEach(function (r) { body.appendChild(r); });
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
-      if (i === col) { th.setAttribute("aria-sort", dir > 0 ? "ascending" : "descending"); }
-      else { th.removeAttribute("aria-sort"); }
-    });
-  }
-  function onHeader(table, col, th) {
-    var current = th.getAttribute("aria-sort");
-    var first = th.getAttribute("data-type") === "num" ? -1 : 1;
-    var dir = current === null ? first : (current === "ascending" ? -1 : 1);
-    sortTable(table, col, dir);
-  }
-  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
-    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, col) {
-      th.addEventListener("click", function () { onHeader(table, col, th); });
-      th.addEventListener("keydown", function (e) {
-        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); onHeader(table, col, th); }
-      });
-    });
-  });
-  function column(table, col) {
-    return Array.prototype.map.call(table.tBodies[0].rows, function (r) {
-      var c = r.cells[col]; return isMissing(c) ? null : c.getAttribute("data-v");
-    });
-  }
-  function ordered(values, numeric, dir) {
-    var seenMissing = false;
-    for (var i = 0; i < values.length; i++) {
-      if (values[i] === null) { seenMissing = true; continue; }
-      if (seenMissing) { return "a value after n/a"; }
-      if (i > 0 && values[i - 1] !== null) {
-        var c = numeric ? parseFloat(values[i]) - parseFloat(values[i - 1]) : values[i].localeCompare(values[i - 1]);
-        if (dir * c < 0) { return "out of order at row " + i; }
-      }
-    }
-    return "";
-  }
-  function selftest() {
-    var out = document.getElementById("selftest");
-    var table = document.getElementById("class-table");
-    var problems = [];
-    var ths = table.tHead.rows[0].cells, ap = -1, name = -1;
-    for (var i = 0; i < ths.length; i++) {
-      if (ap < 0 && /^AP/.test(ths[i].textContent)) { ap = i; }
-      if (name < 0 && ths[i].textContent === "class") { name = i; }
-    }
-    ths[ap].click();
-    var p = ordered(column(table, ap), true, -1); if (p) { problems.push("AP descending: " + p); }
-    if (ths[ap].getAttribute("aria-sort") !== "descending") { problems.push("AP first click not descending"); }
-    ths[ap].click();
-    p = ordered(column(table, ap), true, 1); if (p) { problems.push("AP ascending: " + p); }
-    ths[name].click();
-    p = ordered(column(table, name), false, 1); if (p) { problems.push("class ascending: " + p); }
-    ths[0].click(); ths[0].click();
-    p = ordered(column(table, 0), true, 1); if (p) { problems.push("id ascending: " + p); }
-    out.setAttribute("data-result", problems.length ? "fail: " + problems.join("; ") : "pass");
-    out.setAttribute("data-rows", String(table.tBodies[0].rows.length));
-  }
-  window.addEventListener("load", function () {
-    var images = Array.prototype.slice.call(document.images);
-    var ok = images.every(function (img) { return img.complete && img.naturalWidth > 0; });
-    document.body.setAttribute("data-images", String(images.length));
-    document.body.setAttribute("data-images-ok", ok ? "true" : "false");
-    if (location.hash === "#selftest") { selftest(); }
-  });
-})();
-"""
 
 
 def render_report(
