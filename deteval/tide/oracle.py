@@ -1,0 +1,135 @@
+"""TIDE's error types and its oracle: classify each detection, then fix the errors of one type.
+
+:func:`_classify` gives each kept detection its error code (``_CODE``) and, for ``loc`` /
+``cls``, the ground truth it points at; :func:`_best_fixable` and :func:`_fixed_scenario` apply
+TIDE's oracle.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deteval.data import Detections, GroundTruth
+from deteval.grouping import candidate_pairs, group_rows
+from deteval.tide.outcome import _Outcome
+from deteval.tide.result import _CODE
+
+
+def _segment_max_and_first(
+    values: np.ndarray, seg_start: np.ndarray, n_pair: int, pair_gt: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per detection (segment of pairs): max of ``values`` and the GT of its first occurrence.
+
+    ``np.argmax`` semantics over the image's ground-truth row: entries that do not qualify are
+    0, so a row whose max is 0 points at its first ground truth.
+    """
+    best = np.maximum.reduceat(values, seg_start)
+    seg_of_pair = np.repeat(np.arange(len(seg_start)), np.diff(np.append(seg_start, n_pair)))
+    position = np.where(values == best[seg_of_pair], np.arange(n_pair), n_pair)
+    first = np.minimum.reduceat(position, seg_start)
+    return best, pair_gt[first]
+
+
+def _classify(
+    gt: GroundTruth, dt: Detections, out: _Outcome, pair_iou_fn, *, foreground: float, background: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Error code of each kept detection (``_CODE``) and its target GT row (loc / cls), else -1."""
+    n_kept = len(out.det_rows)
+    code = np.full(n_kept, _CODE["tp"], dtype=np.int64)
+    target = np.full(n_kept, -1, dtype=np.int64)
+    wrong = np.flatnonzero(~out.is_tp)
+    if len(wrong) == 0:
+        return code, target
+    counted = np.flatnonzero(out.gt_is_counted)
+    gt_groups = group_rows(gt.image[counted].astype(np.int64))  # stable: file order in an image
+    gt_rows = counted[gt_groups.order]
+    det_rows = out.det_rows[wrong]
+    pair_det, pair_gt = candidate_pairs(dt.image[det_rows].astype(np.int64), gt_groups)
+    has_gt = np.bincount(pair_det, minlength=len(wrong)) > 0
+    code[wrong[~has_gt]] = _CODE["bkg"]
+    if len(pair_det) == 0:
+        return code, target
+    p_gt = gt_rows[pair_gt]
+    iou = pair_iou_fn(p_gt, det_rows[pair_det])
+    is_same = gt.category[p_gt] == dt.category[det_rows[pair_det]]
+    is_used = np.zeros(len(gt), dtype=bool)
+    is_used[out.det_gt[out.is_tp]] = True
+    seg_start = np.flatnonzero(np.r_[True, pair_det[1:] != pair_det[:-1]])
+    dets = pair_det[seg_start]
+    n_pair = len(pair_det)
+    same_max, same_gt = _segment_max_and_first(np.where(is_same, iou, 0.0), seg_start, n_pair, p_gt)
+    other_max, other_gt = _segment_max_and_first(np.where(is_same, 0.0, iou), seg_start, n_pair, p_gt)
+    used_max = np.maximum.reduceat(np.where(is_same & is_used[p_gt], iou, 0.0), seg_start)
+    any_max = np.maximum.reduceat(iou, seg_start)
+    is_loc = (background <= same_max) & (same_max <= foreground)
+    is_cls = ~is_loc & (other_max >= foreground)
+    is_dupe = ~is_loc & ~is_cls & (used_max >= foreground)
+    is_bkg = ~is_loc & ~is_cls & ~is_dupe & (any_max <= background)
+    c = np.select(
+        [is_loc, is_cls, is_dupe, is_bkg],
+        [_CODE["loc"], _CODE["cls"], _CODE["dupe"], _CODE["bkg"]],
+        _CODE["both"],
+    )
+    code[wrong[dets]] = c
+    target[wrong[dets]] = np.select([is_loc, is_cls], [same_gt, other_gt], -1)
+    return code, target
+
+
+def _best_fixable(
+    code: np.ndarray,
+    target: np.ndarray,
+    score: np.ndarray,
+    is_used: np.ndarray,
+    tie_keys: tuple,
+    *,
+    n_gt: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """TIDE's BestGTMatch: (is_best per kept detection, is_usable per GT row).
+
+    Among loc / cls errors on an untaken GT, the highest score (first on ties) is the one a fix
+    turns into a true positive; the GT is then "usable" (not missed).
+    """
+    is_fixable = ((code == _CODE["loc"]) | (code == _CODE["cls"])) & (target >= 0)
+    is_fixable[is_fixable] = ~is_used[target[is_fixable]]
+    cand = np.flatnonzero(is_fixable)
+    cand = cand[np.lexsort(tuple(k[cand] for k in reversed(tie_keys)) + (-score[cand], target[cand]))]
+    first = np.r_[True, target[cand][1:] != target[cand][:-1]] if len(cand) else np.zeros(0, bool)
+    is_best = np.zeros(len(code), dtype=bool)
+    is_best[cand[first]] = True
+    is_usable = np.zeros(n_gt, dtype=bool)
+    is_usable[target[cand]] = True
+    return is_best, is_usable
+
+
+def _fixed_scenario(
+    kind: str,
+    *,
+    det_class: np.ndarray,
+    was_tp: np.ndarray,
+    present: np.ndarray,
+    n_positive: np.ndarray,
+    missed_per_class: np.ndarray,
+    code: np.ndarray,
+    target: np.ndarray,
+    is_best: np.ndarray,
+    gt_category: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(class, is_tp, keep, n_positive) of the data with the errors of ``kind`` fixed.
+
+    ``miss``: the missed ground truth no longer counts; otherwise the errors of ``kind`` are
+    dropped, except (``cls`` / ``loc``) the best one per GT, which becomes a true positive (of
+    the GT's class for ``cls``).
+    """
+    cls, keep, is_tp, npos = det_class, present, was_tp, n_positive
+    if kind == "miss":
+        npos = n_positive - missed_per_class
+    else:
+        is_kind = code == _CODE[kind]
+        keep = present & ~is_kind
+        if kind in ("cls", "loc"):
+            is_fixed = is_kind & is_best
+            keep = keep | is_fixed
+            is_tp = was_tp | is_fixed
+            if kind == "cls":
+                cls = np.where(is_fixed, gt_category[np.maximum(target, 0)], det_class)
+    return cls, is_tp, keep, npos
