@@ -1,0 +1,112 @@
+"""Raw segmentation values -> :class:`CheckedMasks`, the canonical columns of a collection.
+
+:func:`parse_masks` sorts each record into polygon, RLE or error, has the polygons
+(:mod:`~deteval.io.segmentation.polygons`) and RLEs (:mod:`~deteval.io.segmentation.rle`)
+checked, and gathers vertices, part offsets, canonical RLE dicts and extents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pycocotools import mask as mask_utils
+
+from deteval.io.segmentation.polygons import _parse_polygons
+from deteval.io.segmentation.rle import _parse_rles
+from deteval.io.segmentation.sources import POLYGON, RLE, SegmentationSource, _show, fail_records
+
+__all__ = ["CheckedMasks", "parse_masks"]
+
+
+@dataclass(frozen=True, eq=False)
+class CheckedMasks:
+    """Canonical masks of every record of a collection.
+
+    kind : int8 (n,)
+        ``POLYGON`` or ``RLE``.
+    part_start : int64 (n + 1,)
+        Polygon parts of record r are ``part_start[r]:part_start[r + 1]`` (none for RLE rows).
+    point_start : int64 (n_part + 1,)
+        Vertices of part p are ``points[point_start[p]:point_start[p + 1]]``.
+    points : float64 (n_point, 2)
+    rle : tuple
+        Per record: None for polygons, else ``{"size": [h, w], "counts": bytes | list}``
+        (validated; compressed counts as bytes).
+    bounds : float64 (n, 4)
+        xyxy extent of each record's polygon vertices, or of its RLE's pixels.
+    """
+
+    kind: np.ndarray
+    part_start: np.ndarray
+    point_start: np.ndarray
+    points: np.ndarray
+    rle: tuple
+    bounds: np.ndarray
+
+    @property
+    def n_parts(self) -> np.ndarray:
+        """The number of parts of each record (int)."""
+        return np.diff(self.part_start)
+
+
+def parse_masks(src: SegmentationSource) -> CheckedMasks:
+    """Validate every record's segmentation and build the canonical columns."""
+    values = src.values
+    n = len(values)
+    codes = {list: 0, tuple: 0, dict: 1, type(None): 2}
+    code = np.fromiter((codes.get(type(v), 3) for v in values), dtype=np.int8, count=n)
+    if (code == 2).any():
+        fail_records(
+            src,
+            np.flatnonzero(code == 2),
+            "no `segmentation` (iou_type 'segm' needs a mask for every record)",
+            "polygons [[x1, y1, x2, y2, ...], ...] or an RLE {size, counts}",
+            lambda r: "nothing",
+        )
+    if (code == 3).any():
+        fail_records(
+            src,
+            np.flatnonzero(code == 3),
+            "`segmentation` is neither a polygon list nor an RLE object",
+            "polygons [[x1, y1, x2, y2, ...], ...] or an RLE {size, counts}",
+            lambda r: _show(values[r]),
+        )
+    poly_rows = np.flatnonzero(code == 0)
+    n_parts = np.zeros(n, dtype=np.int64)
+    n_parts[poly_rows] = np.fromiter((len(values[r]) for r in poly_rows), np.int64, len(poly_rows))
+    empty = poly_rows[n_parts[poly_rows] == 0]
+    if len(empty):
+        fail_records(
+            src,
+            empty,
+            "`segmentation` is an empty polygon list",
+            "at least one polygon [x1, y1, x2, y2, x3, y3, ...]",
+            lambda r: "[]",
+        )
+    part_start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(n_parts, out=part_start[1:])
+    point_start, points = _parse_polygons(src, poly_rows, n_parts, part_start)
+    rle = _parse_rles(src, np.flatnonzero(code == 1))
+    kind = np.where(code == 1, RLE, POLYGON).astype(np.int8)
+    bounds = np.full((n, 4), np.nan)
+    if len(points):
+        lo = np.minimum.reduceat(points, point_start[:-1], axis=0)
+        hi = np.maximum.reduceat(points, point_start[:-1], axis=0)
+        has_parts = np.flatnonzero(n_parts > 0)
+        first_part = part_start[has_parts]
+        bounds[has_parts, :2] = np.minimum.reduceat(lo, first_part, axis=0)
+        bounds[has_parts, 2:] = np.maximum.reduceat(hi, first_part, axis=0)
+    rle_rows = np.flatnonzero(code == 1)
+    if len(rle_rows):
+        compressed = [
+            rle[r]
+            if not isinstance(rle[r]["counts"], list)
+            else mask_utils.frPyObjects([rle[r]], *rle[r]["size"])[0]
+            for r in rle_rows.tolist()
+        ]
+        box = np.asarray(mask_utils.toBbox(compressed), dtype=np.float64).reshape(-1, 4)
+        bounds[rle_rows] = np.c_[box[:, :2], box[:, :2] + box[:, 2:]]
+    return CheckedMasks(
+        kind=kind, part_start=part_start, point_start=point_start, points=points, rle=rle, bounds=bounds
+    )
