@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from deteval import api, report
@@ -74,19 +75,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     _finish(args, text, caught, log)
     if note and not args.quiet:
         print(f"deteval: note: {note}", file=sys.stderr)
-    per_class = not args.no_per_class
-    if args.format == "json":
-        _out(text + "\n")
-    elif args.format == "markdown":
-        _out(report.format_markdown(results, per_class=per_class))
-    elif args.format == "csv":
-        _out(report.format_csv(results))
-    else:
-        _out(report.format_table(results, per_class=per_class))
-        for result, rows in zip(results, confidence_rows):
-            _out(report.format_confidence_table(result, rows, args.confidence))
-        for text_block in mask_reports:
-            _out(text_block)
+    blocks = [
+        report.format_confidence_table(r, rows, args.confidence) for r, rows in zip(results, confidence_rows)
+    ]
+    _print_results(args, text, results, [*blocks, *mask_reports])
     return EXIT_OK
 
 
@@ -101,6 +93,12 @@ def _evaluate_shards(args: argparse.Namespace, protocols: list[Protocol], log: R
     doc = report.to_json(results, inputs=results[0].inputs)
     text = report.dumps(doc)
     _finish(args, text, caught, log)
+    _print_results(args, text, results)
+    return EXIT_OK
+
+
+def _print_results(args: argparse.Namespace, text: str, results: tuple, blocks: Sequence[str] = ()) -> None:
+    """Print ``evaluate``'s results in ``--format`` (``blocks``: extra text after the table)."""
     per_class = not args.no_per_class
     if args.format == "json":
         _out(text + "\n")
@@ -110,7 +108,8 @@ def _evaluate_shards(args: argparse.Namespace, protocols: list[Protocol], log: R
         _out(report.format_csv(results))
     else:
         _out(report.format_table(results, per_class=per_class))
-    return EXIT_OK
+        for block in blocks:
+            _out(block)
 
 
 def _evaluate_extras(
