@@ -18,6 +18,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import cast
@@ -125,20 +126,25 @@ def _match_shard(job: ShardJob, images: np.ndarray, conn: Connection) -> None:
     conn.close()
 
 
-def _run_in_processes(job: ShardJob, shards: list) -> list:
-    """One forked process per shard; the tables in shard order (the first error re-raised)."""
+def run_forked(target: Callable, job: object, parts: Sequence, *, what: str, expected: str) -> list:
+    """Run ``target(job, part, conn)`` in one forked process per part; the outcomes in part order.
+
+    Each worker sends ``(kind, value)`` through ``conn``; ``("error", exception)`` is re-raised
+    here (the first one, in part order). Every pipe is waited on at once, so a worker that dies
+    (killed, out of memory) is reported at once as ``DetevalError`` naming ``what`` and
+    ``expected``, not after the parts before it have finished. Used by :func:`match_sharded`
+    and the bootstrap (:mod:`deteval.stats`).
+    """
     context = mp.get_context("fork")
     workers, receivers = [], []
     try:
-        for images in shards:
+        for part in parts:
             receiver, sender = context.Pipe(duplex=False)
-            worker = context.Process(target=_match_shard, args=(job, images, sender), daemon=True)
+            worker = context.Process(target=target, args=(job, part, sender), daemon=True)
             worker.start()
             sender.close()  # the child holds its own end: EOF here if it dies without sending
             workers.append(worker)
             receivers.append(receiver)
-        # Wait on every pipe at once: a worker that dies (killed, out of memory) closes its end
-        # and is noticed at once, not after the shards before it have finished.
         outcomes: list = [None] * len(receivers)
         pending = {receiver: k for k, receiver in enumerate(receivers)}
         while pending:
@@ -151,9 +157,9 @@ def _run_in_processes(job: ShardJob, shards: list) -> list:
                     worker = workers[k]
                     worker.join(timeout=5)
                     raise DetevalError(
-                        f"a matching worker process (pid {worker.pid}) ended without a "
-                        f"result (exit code {worker.exitcode}); expected one table per "
-                        f"shard; run with workers=1 to see the failure in-process"
+                        f"{what} process (pid {worker.pid}) ended without a "
+                        f"result (exit code {worker.exitcode}); expected {expected}; "
+                        f"run with workers=1 to see the failure in-process"
                     ) from None
         for worker in workers:
             worker.join()
@@ -168,6 +174,11 @@ def _run_in_processes(job: ShardJob, shards: list) -> list:
         if kind == "error":
             raise value
     return [value for _, value in outcomes]
+
+
+def _run_in_processes(job: ShardJob, shards: list) -> list:
+    """One forked process per shard; the tables in shard order (the first error re-raised)."""
+    return run_forked(_match_shard, job, shards, what="a matching worker", expected="one table per shard")
 
 
 def match_sharded(

@@ -14,9 +14,10 @@ from multiprocessing.connection import Connection
 import numpy as np
 
 from deteval.data import GroundTruth
-from deteval.errors import ConfigError, DetevalError, InputError
+from deteval.errors import ConfigError, InputError
 from deteval.evaluate import MatchTable
 from deteval.protocol import Protocol, resolve_protocol
+from deteval.sharding import run_forked
 from deteval.stats.plan import _Plan, _plan
 from deteval.stats.weighted import _chunk_metrics
 from deteval.summary import SUMMARY_TERMS
@@ -80,8 +81,9 @@ def _run_chunks(job: _ResampleJob, lo: int, hi: int) -> tuple:
     return names, np.concatenate(metrics), np.concatenate(per_class)
 
 
-def _resample_part(job: _ResampleJob, lo: int, hi: int, conn: Connection) -> None:
+def _resample_part(job: _ResampleJob, part: tuple[int, int], conn: Connection) -> None:
     """Worker target: score resamples [lo, hi) and send back ``("part", ...)`` or ``("error", e)``."""
+    lo, hi = part
     try:
         outcome: tuple = ("part", _run_chunks(job, lo, hi))
     except Exception as error:  # re-raised by the parent
@@ -92,40 +94,9 @@ def _resample_part(job: _ResampleJob, lo: int, hi: int, conn: Connection) -> Non
 
 def _run_in_processes(job: _ResampleJob, parts: list) -> list:
     """One forked process per part of the resamples; their outcomes in order (first error raised)."""
-    context = mp.get_context("fork")
-    workers, receivers = [], []
-    try:
-        for lo, hi in parts:
-            receiver, sender = context.Pipe(duplex=False)
-            worker = context.Process(target=_resample_part, args=(job, lo, hi, sender), daemon=True)
-            worker.start()
-            sender.close()  # the child holds its own end: EOF here if it dies without sending
-            workers.append(worker)
-            receivers.append(receiver)
-        outcomes = []
-        for worker, receiver in zip(workers, receivers):
-            try:
-                outcomes.append(receiver.recv())
-            except EOFError:
-                worker.join()
-                raise DetevalError(
-                    f"a bootstrap worker process (pid {worker.pid}) ended without a "
-                    f"result (exit code {worker.exitcode}); expected the scores of its "
-                    f"resamples; run with workers=1 to see the failure in-process"
-                ) from None
-        for worker in workers:
-            worker.join()
-    finally:
-        for worker in workers:
-            if worker.is_alive():
-                worker.terminate()
-                worker.join()
-        for receiver in receivers:
-            receiver.close()
-    for kind, value in outcomes:
-        if kind == "error":
-            raise value
-    return [value for _, value in outcomes]
+    return run_forked(
+        _resample_part, job, parts, what="a bootstrap worker", expected="the scores of its resamples"
+    )
 
 
 def _default_chunk(plan: _Plan) -> int:
