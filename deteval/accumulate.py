@@ -363,7 +363,9 @@ def _point_sampled(
     n_fp_so_far = _fp_before_each_tp(
         ranked.is_tp, ranked.is_ignored, tp_lane, tp_pos, ranked.class_start[tp_class]
     )
-    precision_at_tp = precision_of(n_tp_so_far.astype(float), n_fp_so_far.astype(float))
+    # One trailing 0 so that an empty piece of suffix_max_at reads a valid element (padded once,
+    # not once per lane: the array has one value per true positive of every lane).
+    precision_at_tp = np.append(precision_of(n_tp_so_far.astype(float), n_fp_so_far.astype(float)), 0.0)
     n_tp = np.bincount(segment_key, minlength=n_lane * n_class).reshape(n_lane, n_class)
     tp_first = (np.cumsum(n_tp.ravel()) - n_tp.ravel()).reshape(n_lane, n_class)
     has_dets = ranked.class_end > ranked.class_start
@@ -431,17 +433,17 @@ def _fp_before_each_tp(
     return out
 
 
-def suffix_max_at(values: np.ndarray, start: np.ndarray, end: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """max(values[start[k, r] : end[k]]) for each k and r (0 where not ``valid``).
+def suffix_max_at(padded: np.ndarray, start: np.ndarray, end: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """max(padded[start[k, r] : end[k]]) for each k and r (0 where not ``valid``).
 
-    ``start`` is non-decreasing along r. One ``maximum.reduceat`` over the pieces
-    [start[k, r], start[k, r + 1]) and a suffix maximum over r: a max is exact, so these are the
-    values of pycocotools' backwards envelope.
+    ``padded`` is the values followed by one extra element (any value: it is only read for
+    empty pieces, which ``valid`` masks). ``start`` is non-decreasing along r. One
+    ``maximum.reduceat`` over the pieces [start[k, r], start[k, r + 1]) and a suffix maximum
+    over r: a max is exact, so these are the values of pycocotools' backwards envelope.
     """
     n_class, n_r = start.shape
-    if len(values) == 0:
+    if len(padded) <= 1:
         return np.zeros((n_class, n_r))
-    padded = np.append(values, 0.0)
     bounds = np.concatenate([start, end[:, None]], axis=1)
     pieces = np.maximum.reduceat(padded, bounds.ravel()).reshape(n_class, n_r + 1)[:, :n_r]
     pieces = np.where(valid, pieces, 0.0)
