@@ -18,7 +18,7 @@ from deteval.data import Detections, FederatedLabels, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
 from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
-from deteval.grouping import candidate_pairs, group_rows, rank_in_group
+from deteval.grouping import candidate_pairs, group_rows, lexsort, rank_in_group
 from deteval.matching import match_coco, match_group_of, match_ultralytics, match_voc
 from deteval.memory import require_match
 from deteval.protocol import Protocol, resolve_protocol
@@ -444,8 +444,8 @@ def ranking_order(table: MatchTable, protocol: Protocol) -> np.ndarray:
     sorts a class's result file stably: ties go by file order.
     """
     if protocol.score_order == "image_major":
-        return np.lexsort((table.det_rank, table.det_image, -table.det_score, table.det_class))
-    return np.lexsort((table.det_order, -table.det_score, table.det_class))
+        return lexsort((table.det_rank, table.det_image, -table.det_score, table.det_class))
+    return lexsort((table.det_order, -table.det_score, table.det_class))
 
 
 @dataclass(frozen=True, eq=False)
