@@ -69,7 +69,9 @@ def test_a_tied_tp_and_fp_are_one_threshold_under_the_tie_rule():
     # The FP written first: both rules read precision 1/2.
     assert _one_class([False, True], [0.9, 0.9], 2, _protocol("step", "ranked")).ap[0, 0, 0, 0] == 0.25
     # all_point and 101-point follow the same points.
-    assert _one_class([True, False], [0.9, 0.9], 2, _protocol("all_point", "threshold")).ap[0, 0, 0, 0] == 0.25
+    assert (
+        _one_class([True, False], [0.9, 0.9], 2, _protocol("all_point", "threshold")).ap[0, 0, 0, 0] == 0.25
+    )
     coco = _one_class([True, False], [0.9, 0.9], 2, _protocol("101_point", "threshold"))
     assert coco.ap[0, 0, 0, 0] == pytest.approx(0.5 * 51 / 101, abs=1e-12)
     assert coco.scores[0, :51, 0, 0, 0].tolist() == [0.9] * 51
@@ -95,17 +97,23 @@ def test_step_of_a_class_without_tp_is_zero_and_without_gt_undefined():
         np.array([[3], [0]]),
         _protocol("step", "threshold"),
     )
-    assert acc.ap[0, 0, 0, 0] == 0.0 and acc.recall[0, 0, 0, 0] == 0.0
-    assert np.isnan(acc.ap[0, 1, 0, 0]) and np.isnan(acc.recall[0, 1, 0, 0])
+    assert acc.ap[0, 0, 0, 0] == 0.0
+    assert acc.recall[0, 0, 0, 0] == 0.0
+    assert np.isnan(acc.ap[0, 1, 0, 0])
+    assert np.isnan(acc.recall[0, 1, 0, 0])
 
 
 def test_shared_helpers():
-    assert tie_group_end(np.array([[True, False, True], [False, False, True]])).tolist() == [[0, 2, 2], [2, 2, 2]]
+    assert tie_group_end(np.array([[True, False, True], [False, False, True]])).tolist() == [
+        [0, 2, 2],
+        [2, 2, 2],
+    ]
     assert step_ap_sum(np.array([0.5, 1.0, 1.0]), np.array([1.0, 0.5, 1.0]), np.array([0, 2])).tolist() == [
         0.75,
         1.0,
     ]
-    assert "step" in AP_METHODS and len(recall_grid("step")) == 0
+    assert "step" in AP_METHODS
+    assert len(recall_grid("step")) == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,11 +239,19 @@ def test_accumulate_equals_its_slow_twin(method, ties, seed):
                 for t in range(2):
                     lane = a * 2 + t
                     ap, recall, precision, scores = _twin_ap(
-                        is_tp[lane, rows], is_ignored[lane, rows], score[rows], n_positive[k, a], method, ties, rec_thr
+                        is_tp[lane, rows],
+                        is_ignored[lane, rows],
+                        score[rows],
+                        n_positive[k, a],
+                        method,
+                        ties,
+                        rec_thr,
                     )
                     where = f"{method}/{ties} seed {seed} class {k} area {a} thr {t} max_dets {max_det}"
                     np.testing.assert_allclose(acc.ap[t, k, a, m], ap, rtol=0, atol=1e-12, err_msg=where)
-                    np.testing.assert_allclose(acc.recall[t, k, a, m], recall, rtol=0, atol=1e-15, err_msg=where)
+                    np.testing.assert_allclose(
+                        acc.recall[t, k, a, m], recall, rtol=0, atol=1e-15, err_msg=where
+                    )
                     if len(rec_thr):
                         np.testing.assert_array_equal(acc.precision[t, :, k, a, m], precision, err_msg=where)
                         np.testing.assert_array_equal(acc.scores[t, :, k, a, m], scores, err_msg=where)
@@ -279,19 +295,26 @@ def test_without_ties_score_ties_changes_nothing(seed, method, n_det, max_dets):
 
 def test_fields_are_sparse_and_keep_every_fingerprint():
     coco = get_protocol("coco")
-    assert FIELDS["score_ties"].is_sparse and FIELDS["score_ties"].default == "ranked"
-    assert coco.score_ties == "ranked" and "score_ties" not in coco.to_dict()
+    assert FIELDS["score_ties"].is_sparse
+    assert FIELDS["score_ties"].default == "ranked"
+    assert coco.score_ties == "ranked"
+    assert "score_ties" not in coco.to_dict()
     assert coco.replace(score_ties="ranked").fingerprint() == coco.fingerprint()
     changed = coco.replace(score_ties="threshold")
-    assert changed.fingerprint() != coco.fingerprint() and changed.to_dict()["score_ties"] == "threshold"
+    assert changed.fingerprint() != coco.fingerprint()
+    assert changed.to_dict()["score_ties"] == "threshold"
     assert coco.replace(ap_method="step").fingerprint() != coco.fingerprint()
-    assert FIELDS["score_ties"].stage == "accumulate" and FIELDS["score_ties"].step == "ties/score order"
+    assert FIELDS["score_ties"].stage == "accumulate"
+    assert FIELDS["score_ties"].step == "ties/score order"
 
 
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"score_ties": "average"}, "score_ties: expected one of 'ranked', 'threshold', found the string 'average'"),
+        (
+            {"score_ties": "average"},
+            "score_ties: expected one of 'ranked', 'threshold', found the string 'average'",
+        ),
         ({"ap_method": "steps"}, "ap_method: expected one of .*'step', found the string 'steps'"),
     ],
 )
@@ -373,7 +396,8 @@ def _ranking_md_yaml() -> str:
 
 def test_the_docs_yaml_extends_coco_with_the_new_fields():
     protocol = load_protocol_text(_ranking_md_yaml())
-    assert protocol.ap_method == "step" and protocol.score_ties == "threshold"
+    assert protocol.ap_method == "step"
+    assert protocol.score_ties == "threshold"
     assert protocol.iou_thresholds == get_protocol("coco").iou_thresholds
 
 
@@ -381,24 +405,44 @@ def test_the_docs_yaml_extends_coco_with_the_new_fields():
 def test_cli_evaluates_the_docs_yaml(tmp_path, capsys):
     path = tmp_path / "coco-step.yaml"
     path.write_text(_ranking_md_yaml(), encoding="utf-8")
-    code = main(["evaluate", "--gt", str(GT), "--dt", str(DT), "--protocol", str(path), "--format", "json", "-q"])
+    code = main(
+        ["evaluate", "--gt", str(GT), "--dt", str(DT), "--protocol", str(path), "--format", "json", "-q"]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     result = json.loads(out)["results"][0]
-    assert result["config"]["ap_method"] == "step" and result["config"]["score_ties"] == "threshold"
+    assert result["config"]["ap_method"] == "step"
+    assert result["config"]["score_ties"] == "threshold"
     expected = deteval.evaluate(str(GT), str(DT), load_protocol_text(_ranking_md_yaml()))
     assert result["metrics"]["AP"] == pytest.approx(expected.metrics["AP"], abs=0)
-    code = main(["evaluate", "--gt", str(GT), "--dt", str(DT), "--protocol", "coco", "--set", "score_ties=ties"])
+    code = main(
+        ["evaluate", "--gt", str(GT), "--dt", str(DT), "--protocol", "coco", "--set", "score_ties=ties"]
+    )
     out, err = capsys.readouterr()
-    assert code == 3 and "score_ties: expected one of 'ranked', 'threshold'" in err
+    assert code == 3
+    assert "score_ties: expected one of 'ranked', 'threshold'" in err
 
 
 @pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")
 def test_compare_explain_on_fixtures_shows_the_fields(tmp_path, capsys):
     path = tmp_path / "coco-step.yaml"
     path.write_text(_ranking_md_yaml(), encoding="utf-8")
-    code = main(["compare", "--gt", str(GT), "--dt", str(DT), "--protocol", "coco", "--protocol", str(path), "--explain"])
+    code = main(
+        [
+            "compare",
+            "--gt",
+            str(GT),
+            "--dt",
+            str(DT),
+            "--protocol",
+            "coco",
+            "--protocol",
+            str(path),
+            "--explain",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "interpolation" in out and "ap_method: 101_point -> step" in out
+    assert "interpolation" in out
+    assert "ap_method: 101_point -> step" in out
     assert "score_ties: ranked -> threshold" in out
