@@ -379,7 +379,7 @@ def optional_fields() -> dict:
     """Fields a complete protocol file may leave out, with the value they then take.
 
     >>> list(optional_fields())[:3]
-    ['eleven_point_grid', 'mask_iou', 'invalid_polygons']
+    ['eleven_point_grid', 'score_ties', 'mask_iou']
     """
     return {k: s.default for k, s in FIELDS.items() if s.has_default and s.stage != "describe"}
 
