@@ -3,7 +3,12 @@
 :func:`accumulate` is the entry point: it picks the function of the protocol's ``ap_method`` from
 :data:`AP_METHODS` and runs it once per ``max_dets`` value. The point-sampled methods
 (``101_point``, ``11_point``) share the machinery that works on true-positive positions only
-(precision peaks at true positives); ``all_point`` follows the devkit's full curve.
+(precision peaks at true positives); ``all_point`` follows the devkit's full curve; ``step`` sums
+``(R_n - R_{n-1}) * P_n`` without interpolation (scikit-learn's ``average_precision_score``).
+
+``score_ties: threshold`` is a flag through all of them: the ranked list's tied groups (a
+class's detections of equal score) are found once per ``max_dets`` value (:func:`tie_group_end`),
+and each method reads precision and recall only at the end of a group.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from deteval.grouping import rank_in_group
 from deteval.memory import require
 from deteval.protocol import COCO_RECALL_THRESHOLDS, Protocol
 
-__all__ = ["Accumulated", "accumulate", "recall_thresholds", "AP_METHODS"]
+__all__ = ["Accumulated", "accumulate", "recall_thresholds", "AP_METHODS", "tie_group_end", "step_ap_sum"]
 
 
 def recall_grid(ap_method: str, eleven_point_grid: str = "matlab_colon") -> np.ndarray:
@@ -93,7 +98,8 @@ class _Ranked:
     """The detections kept under one ``max_dets`` value, in ranking order, grouped by class.
 
     ``is_tp`` / ``is_ignored`` are (n_lane, n) with lane = area * n_iou_thr + threshold;
-    ``class_start`` / ``class_end`` bound each class's segment of the ranked list.
+    ``class_start`` / ``class_end`` bound each class's segment of the ranked list. ``tie_end``
+    (``score_ties: threshold`` only): for each position, the last position of its tied group.
     """
 
     is_tp: np.ndarray
@@ -102,6 +108,7 @@ class _Ranked:
     scores: np.ndarray
     class_start: np.ndarray
     class_end: np.ndarray
+    tie_end: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -154,7 +161,9 @@ def accumulate(
     -----
     ``101_point`` is pycocotools' ``COCOeval.accumulate`` operation by operation;
     ``11_point`` and ``all_point`` follow the VOC devkit (see :func:`ap_101_point`,
-    :func:`ap_11_point`, :func:`ap_all_point`).
+    :func:`ap_11_point`, :func:`ap_all_point`); ``step`` is scikit-learn's
+    ``average_precision_score`` (:func:`ap_step`). Under ``score_ties: threshold`` every method
+    reads precision and recall only at the end of each tied group (:func:`tie_group_end`).
 
     Examples
     --------
@@ -202,13 +211,15 @@ def accumulate(
         rows = ranking if keep is None else ranking[keep]
         ranked_class = det_class[rows]
         bounds = np.searchsorted(ranked_class, np.arange(n_class + 1))
+        ranked_scores = det_score[rows]
         ranked = _Ranked(
             is_tp=all_is_tp if keep is None else np.compress(keep, all_is_tp, axis=1),
             is_ignored=all_is_ignored if keep is None else np.compress(keep, all_is_ignored, axis=1),
             det_class=ranked_class,
-            scores=det_score[rows],
+            scores=ranked_scores,
             class_start=bounds[:-1],
             class_end=bounds[1:],
+            tie_end=_tie_end_of(ranked_scores, ranked_class) if protocol.score_ties == "threshold" else None,
         )
         out = _Output(
             precision=precision[..., m], recall=recall[..., m], scores=scores[..., m], ap=ap[..., m]
@@ -263,14 +274,18 @@ def ap_all_point(
     """VOC2010+: area under the precision envelope at every recall change (``VOCap.m``).
 
     Fills ``recall`` and ``ap``; there are no recall points, so ``precision`` and ``scores``
-    have an empty R axis.
+    have an empty R axis. Under ``score_ties: threshold`` the curve has one point per tied
+    group (its end) instead of one per detection.
     """
     n_class, n_area = n_positive.shape
     is_fp = ~ranked.is_tp & ~ranked.is_ignored
+    is_end = _is_tie_end(ranked)
     for k in range(n_class):
         segment = slice(ranked.class_start[k], ranked.class_end[k])
         n_tp = np.cumsum(ranked.is_tp[:, segment], axis=1).astype(float)
         n_fp = np.cumsum(is_fp[:, segment], axis=1).astype(float)
+        if is_end is not None:  # score_ties: threshold: the curve's points are the tied groups' ends
+            n_tp, n_fp = n_tp[:, is_end[segment]], n_fp[:, is_end[segment]]
         for a in range(n_area):
             n_pos = n_positive[k, a]
             if n_pos == 0:
@@ -298,10 +313,13 @@ def ap_trapezoid_101(
     ``trapezoid(interp(linspace(0, 1, 101), mrec, mpre), x)``. A class with ground truth and no
     detection has AP 0 (Ultralytics skips it and leaves its zero). Ultralytics has no ignored
     detections; ignored ones (crowd, difficult under other settings) are left out of the curve.
+    Under ``score_ties: threshold`` the curve has one point per tied group that keeps a
+    detection (its last kept one).
     """
     n_class, n_area = n_positive.shape
     x = np.linspace(0, 1, 101)
     is_kept = ~ranked.is_ignored
+    is_end = _is_tie_end(ranked)
     for k in range(n_class):
         segment = slice(ranked.class_start[k], ranked.class_end[k])
         for a in range(n_area):
@@ -316,12 +334,82 @@ def ap_trapezoid_101(
                     continue
                 tpc = np.cumsum(tp)
                 fpc = np.cumsum(1 - tp)
+                if is_end is not None:  # score_ties: threshold: one point per tied group (kept rows)
+                    tpc, fpc = _at_kept_group_ends(is_end[segment], is_kept[lane, segment], tpc, fpc)
                 recall = tpc / (n_pos + 1e-16)
                 precision = tpc / (tpc + fpc)
                 mrec = np.concatenate(([0.0], recall, [1.0]))
                 mpre = np.flip(np.maximum.accumulate(np.flip(np.concatenate(([1.0], precision, [0.0])))))
                 out.recall[t, k, a] = recall[-1]
                 out.ap[t, k, a] = float(_trapezoid(np.interp(x, mrec, mpre), x))
+
+
+def ap_step(
+    ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int, out: _Output
+) -> None:
+    """No interpolation: AP = sum over thresholds of ``(R_n - R_{n-1}) * P_n`` (scikit-learn).
+
+    Fills ``recall`` and ``ap``; the R axis is empty, as for ``all_point``: the AP is the exact
+    area under the step curve, not a mean of sampled points (the curve itself:
+    :func:`deteval.analysis.pr_curve`).
+
+    Notes
+    -----
+    scikit-learn's ``average_precision_score`` with one threshold per distinct score; with
+    ``score_ties: ranked`` (the default) every detection is its own threshold instead (ties in
+    ``score_order``). Precision is ``tp / (tp + fp)``; recall is ``tp / n_positive``, so ground
+    truths that no detection found count (scikit-learn's recall denominator is the positives
+    in ``y_true``). Only thresholds that add a true positive move recall; their precision is
+    read after every detection of the threshold, as :func:`step_ap_sum` sums them. Ignored
+    detections are neither true nor false positives. A class with ground truth and no true
+    positive has AP 0; without ground truth, NaN.
+    """
+    n_class, n_area = n_positive.shape
+    n_lane, n = ranked.is_tp.shape
+    flat_tp = np.flatnonzero(ranked.is_tp)
+    tp_lane, tp_pos = np.divmod(flat_tp, max(n, 1))
+    tp_class = ranked.det_class[tp_pos]
+    segment_key = tp_lane * n_class + tp_class
+    n_tp_so_far = rank_in_group(segment_key) + 1
+    count_pos = tp_pos
+    if ranked.tie_end is not None:
+        n_tp_so_far, count_pos = _counts_at_tie_end(ranked.tie_end, tp_lane, tp_pos, n_tp_so_far)
+    # One threshold per distinct (lane, position where the counts are read): every TP under
+    # `ranked`, the last TP of each tied group under `threshold`.
+    point_key = tp_lane * max(n, 1) + count_pos
+    is_point = np.ones(len(point_key), dtype=bool)
+    is_point[:-1] = point_key[1:] != point_key[:-1]
+    n_fp_so_far = _fp_before_each_tp(
+        ranked.is_ignored,
+        tp_lane[is_point],
+        count_pos[is_point],
+        ranked.class_start[tp_class[is_point]],
+        n_tp_so_far[is_point],
+        n_iou_thr,
+    )
+    n_tp_at = n_tp_so_far[is_point].astype(float)
+    key_at = segment_key[is_point]
+    lane_at = tp_lane[is_point]
+    n_pos_at = n_positive[tp_class[is_point], lane_at // max(n_iou_thr, 1)]
+    with np.errstate(divide="ignore", invalid="ignore"):  # a TP always has a counted GT
+        recall_at = n_tp_at / n_pos_at
+    precision_at = n_tp_at / (n_tp_at + n_fp_so_far)
+    is_start = np.ones(len(key_at), dtype=bool)
+    is_start[1:] = key_at[1:] != key_at[:-1]
+    starts = np.flatnonzero(is_start)
+    ap = np.zeros(n_lane * n_class)
+    if len(starts):
+        ap[key_at[starts]] = step_ap_sum(recall_at, precision_at, starts)
+    n_tp = np.bincount(segment_key, minlength=n_lane * n_class)
+    ap, n_tp = ap.reshape(n_lane, n_class), n_tp.reshape(n_lane, n_class)
+    for a in range(n_area):
+        n_pos = n_positive[:, a]
+        is_defined = n_pos > 0
+        for t in range(n_iou_thr):
+            lane = a * n_iou_thr + t
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out.recall[t, :, a] = np.where(is_defined, n_tp[lane] / n_pos, np.nan)
+            out.ap[t, :, a] = np.where(is_defined, ap[lane], np.nan)
 
 
 #: Ultralytics calls ``np.trapz``, renamed ``np.trapezoid`` in numpy 2 (the same sum).
@@ -334,7 +422,100 @@ AP_METHODS: Mapping[str, Callable[..., None]] = {
     "11_point": ap_11_point,
     "all_point": ap_all_point,
     "trapezoid_101": ap_trapezoid_101,
+    "step": ap_step,
 }
+
+
+# --------------------------------------------------------------------------------------------
+# Tied scores (score_ties: threshold) and the step sum: shared with deteval.ranking
+# --------------------------------------------------------------------------------------------
+
+
+def tie_group_end(is_end: np.ndarray) -> np.ndarray:
+    """For each position, the index of the last position of its tied group (along the last axis).
+
+    Parameters
+    ----------
+    is_end : bool (..., n)
+        True where a group of tied scores ends (the last position must be True).
+
+    Returns
+    -------
+    int64 (..., n)
+
+    Examples
+    --------
+    >>> tie_group_end(np.array([False, True, True, False, False, True])).tolist()
+    [1, 1, 2, 5, 5, 5]
+    """
+    n = is_end.shape[-1]
+    idx = np.where(is_end, np.arange(n), n - 1)
+    return np.flip(np.minimum.accumulate(np.flip(idx, axis=-1), axis=-1), axis=-1)
+
+
+def step_ap_sum(recall: np.ndarray, precision: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Sum of ``(R_n - R_{n-1}) * P_n`` over each segment of thresholds (``R_{-1} = 0``).
+
+    scikit-learn's ``average_precision_score`` for each segment (one binary problem or one
+    detection curve), thresholds in decreasing score order.
+
+    Parameters
+    ----------
+    recall, precision : float64 (n_thresholds,)
+        At each threshold, segments one after another.
+    starts : int64 (n_segments,)
+        Index of each segment's first threshold (increasing; every segment non-empty).
+
+    Examples
+    --------
+    >>> step_ap_sum(np.array([.5, .5, 1.]), np.array([1., .5, 2 / 3]), np.array([0])).round(6).tolist()
+    [0.833333]
+    """
+    previous = np.empty_like(recall)
+    previous[1:] = recall[:-1]
+    previous[starts] = 0.0
+    return np.add.reduceat((recall - previous) * precision, starts)
+
+
+def _tie_end_of(scores: np.ndarray, det_class: np.ndarray) -> np.ndarray:
+    """:func:`tie_group_end` of a ranked list: a group is a class's run of equal (float64) scores."""
+    n = len(scores)
+    is_end = np.ones(n, dtype=bool)
+    if n > 1:
+        np.not_equal(scores[1:], scores[:-1], out=is_end[:-1])
+        is_end[:-1] |= det_class[1:] != det_class[:-1]
+    return tie_group_end(is_end)
+
+
+def _is_tie_end(ranked: _Ranked) -> np.ndarray | None:
+    """Whether each ranked position ends its tied group (None under ``score_ties: ranked``)."""
+    if ranked.tie_end is None:
+        return None
+    return ranked.tie_end == np.arange(len(ranked.tie_end))
+
+
+def _counts_at_tie_end(
+    tie_end: np.ndarray, tp_lane: np.ndarray, tp_pos: np.ndarray, n_tp_so_far: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each TP (in lane, position order): the TP count and the position at its group's end.
+
+    The TPs of one lane and tied group are adjacent in that order, and their count at the
+    group's end is the count of the group's last TP.
+    """
+    end_pos = tie_end[tp_pos]
+    key = tp_lane * len(tie_end) + end_pos
+    last = np.searchsorted(key, key, side="right") - 1
+    return n_tp_so_far[last], end_pos
+
+
+def _at_kept_group_ends(
+    is_end: np.ndarray, is_kept: np.ndarray, *counts: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """``counts`` (one value per kept row) read only at each tied group's last kept row."""
+    group = np.cumsum(np.concatenate(([True], is_end[:-1])))[is_kept]
+    is_last = np.ones(len(group), dtype=bool)
+    is_last[:-1] = group[1:] != group[:-1]
+    return tuple(c[is_last] for c in counts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -369,8 +550,11 @@ def _point_sampled(
     tp_class = ranked.det_class[tp_pos]
     segment_key = tp_lane * n_class + tp_class
     n_tp_so_far = rank_in_group(segment_key) + 1
+    count_pos = tp_pos
+    if ranked.tie_end is not None:  # score_ties: threshold: counts at the end of the TP's tied group
+        n_tp_so_far, count_pos = _counts_at_tie_end(ranked.tie_end, tp_lane, tp_pos, n_tp_so_far)
     n_fp_so_far = _fp_before_each_tp(
-        ranked.is_ignored, tp_lane, tp_pos, ranked.class_start[tp_class], n_tp_so_far, n_iou_thr
+        ranked.is_ignored, tp_lane, count_pos, ranked.class_start[tp_class], n_tp_so_far, n_iou_thr
     )
     # One trailing 0 so that an empty piece of suffix_max_at reads a valid element (padded once,
     # not once per lane: the array has one value per true positive of every lane).

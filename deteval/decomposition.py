@@ -268,6 +268,11 @@ def decompose(
             f"decompose: protocol {protocol.name!r} uses ap_method {protocol.ap_method}; the "
             f"decomposition's APs support 101_point, 11_point and all_point"
         )
+    if protocol.score_ties != "ranked":  # the decomposition's curves rank detections one by one
+        raise ConfigError(
+            f"decompose: protocol {protocol.name!r}: score_ties: expected 'ranked', found "
+            f"{protocol.score_ties!r}"
+        )
     iou, gt_class = max_iou_assignment(gt, dt, protocol)
     is_loc = (iou >= iou_threshold) & (gt_class >= 0)
     n_class = gt.n_classes

@@ -2,8 +2,8 @@
 
 :func:`compare` scores one dataset under several protocols with **one matching per distinct
 matching setting**: protocols that differ only in how matched detections are accumulated
-(``ap_method``, ``eleven_point_grid``, ``score_order``, ``summary``; and ``max_dets`` below the
-same largest cap) share one :class:`~deteval.evaluate.MatchTable`.
+(``ap_method``, ``eleven_point_grid``, ``score_order``, ``score_ties``, ``summary``; and
+``max_dets`` below the same largest cap) share one :class:`~deteval.evaluate.MatchTable`.
 
 :func:`explain` walks from protocol A to protocol B changing one group of fields at a time, in
 the fixed order of :data:`WALK_ORDER`, and reports how much each step moves a common number, so

@@ -195,11 +195,12 @@ FIELDS: Mapping[str, FieldSpec] = _table(
     ),
     FieldSpec(
         "ap_method",
-        ("101_point", "11_point", "all_point", "trapezoid_101"),
+        ("101_point", "11_point", "all_point", "trapezoid_101", "step"),
         "accumulate",
         "interpolation",
         "COCO's 101 recall points, VOC2007's 11 points, VOC2010+'s area under "
-        "the envelope, or Ultralytics' trapezoid over the envelope at 101 points",
+        "the envelope, Ultralytics' trapezoid over the envelope at 101 points, or `step`: "
+        "no interpolation, sum of (R_n - R_n-1) * P_n (scikit-learn's average_precision_score)",
     ),
     FieldSpec(
         "eleven_point_grid",
@@ -245,6 +246,17 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         "accumulate",
         "ties/score order",
         "ties in the ranking: image-id order then rank (pycocotools), or file order (devkit)",
+    ),
+    FieldSpec(
+        "score_ties",
+        ("ranked", "threshold"),
+        "accumulate",
+        "ties/score order",
+        "ranked: each detection is its own threshold (in `score_order`); threshold: a class's "
+        "detections of equal score form one threshold, precision and recall read at its end "
+        "(scikit-learn's rule)",
+        default="ranked",
+        is_sparse=True,
     ),
     FieldSpec(
         "gt_ignore_field",
@@ -367,7 +379,7 @@ def optional_fields() -> dict:
     """Fields a complete protocol file may leave out, with the value they then take.
 
     >>> list(optional_fields())[:3]
-    ['eleven_point_grid', 'mask_iou', 'invalid_polygons']
+    ['eleven_point_grid', 'score_ties', 'mask_iou']
     """
     return {k: s.default for k, s in FIELDS.items() if s.has_default and s.stage != "describe"}
 

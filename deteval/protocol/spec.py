@@ -75,11 +75,12 @@ IouType = Literal["bbox", "segm", "keypoints"]
 IouComparison = Literal[">=", ">"]
 Matching = Literal["coco", "voc", "ultralytics"]
 BoxConvention = Literal["continuous", "pixel_inclusive"]
-ApMethod = Literal["101_point", "11_point", "all_point", "trapezoid_101"]
+ApMethod = Literal["101_point", "11_point", "all_point", "trapezoid_101", "step"]
 ElevenPointGrid = Literal["matlab_colon", "decimal", "numpy_arange"]
 Difficult = Literal["ignore", "count"]
 Crowd = Literal["ignore_reusable", "none"]
 ScoreOrder = Literal["image_major", "file"]
+ScoreTies = Literal["ranked", "threshold"]
 GtIgnoreField = Literal["honour", "iscrowd"]
 GtIdZero = Literal["matchable", "unmatchable"]
 Summary = Literal["pycocotools", "configured", "ultralytics", "lvis"]
@@ -126,11 +127,13 @@ class Protocol:
         its best detection; score plays no part (Ultralytics' ``match_predictions``).
     box_convention : {"continuous", "pixel_inclusive"}
         See :mod:`deteval.geometry`.
-    ap_method : {"101_point", "11_point", "all_point", "trapezoid_101"}
+    ap_method : {"101_point", "11_point", "all_point", "trapezoid_101", "step"}
         COCO's 101 recall thresholds (precision = tp / (tp + fp + eps)); VOC2007's 11 points;
         VOC2010+'s area under the precision envelope; ``trapezoid_101``: Ultralytics'
         ``compute_ap``, ``np.trapezoid`` of the envelope (starting at precision 1) interpolated
-        at ``np.linspace(0, 1, 101)``.
+        at ``np.linspace(0, 1, 101)``; ``step``: no interpolation, the sum over thresholds of
+        ``(R_n - R_{n-1}) * P_n`` (scikit-learn's ``average_precision_score``; no recall points,
+        so ``precision`` and ``scores`` have an empty R axis, as for ``all_point``).
     eleven_point_grid : {"matlab_colon", "decimal", "numpy_arange"}
         11-point recall grid. ``matlab_colon``: the devkit's ``0:0.1:1``, which MATLAB builds
         from both ends (``a + k*d`` for the first half, ``b - (n-k)*d`` for the second), so the
@@ -153,6 +156,11 @@ class Protocol:
     score_order : {"image_major", "file"}
         Tie rule of the global ranking: pycocotools concatenates per-image lists in image-id
         order then sorts stably; the devkit sorts the class's result file stably.
+    score_ties : {"ranked", "threshold"}
+        ``ranked``: every detection is a threshold of its own, tied scores in the order of
+        ``score_order`` (pycocotools, the devkits). ``threshold``: a class's detections of equal
+        score (``np.float64`` equality) form one threshold; precision and recall are read only
+        at the end of each tied group (scikit-learn's rule), under every ``ap_method``.
     gt_ignore_field : {"honour", "iscrowd"}
         ``iscrowd`` reproduces pycocotools, which overwrites an annotation's ``ignore`` with its
         ``iscrowd`` (a bug); ``honour`` keeps ``ignore or iscrowd``.
@@ -229,6 +237,7 @@ class Protocol:
     difficult: Difficult
     crowd: Crowd
     score_order: ScoreOrder
+    score_ties: ScoreTies = FIELDS["score_ties"].default
     gt_ignore_field: GtIgnoreField
     gt_id_zero: GtIdZero
     summary: Summary

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from deteval.accumulate import recall_grid
+from deteval.accumulate import recall_grid, step_ap_sum, tie_group_end
 from deteval.errors import ConfigError, InputError, UndefinedMetricWarning
 
 #: Values of ``average`` (scikit-learn's meanings).
@@ -182,9 +182,7 @@ def _rank_rows(truth: np.ndarray, scores: np.ndarray, weights: np.ndarray | None
 
 def _block_end_index(is_end: np.ndarray) -> np.ndarray:
     """For each position, the index of the last position of its tied block."""
-    n = is_end.shape[1]
-    idx = np.where(is_end, np.arange(n), n - 1)
-    return np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
+    return tie_group_end(is_end)
 
 
 def _block_start_index(is_end: np.ndarray) -> np.ndarray:
@@ -198,7 +196,11 @@ def _block_start_index(is_end: np.ndarray) -> np.ndarray:
 
 
 def _step_ap(ranked: _Ranked) -> np.ndarray:
-    """scikit-learn's AP per row: sum over thresholds of (R_n - R_{n-1}) * P_n."""
+    """scikit-learn's AP per row: sum over thresholds of (R_n - R_{n-1}) * P_n.
+
+    The sum is :func:`deteval.accumulate.step_ap_sum`, which ``ap_method: step`` of the
+    detection protocols uses too.
+    """
     m = ranked.tps.shape[0]
     tps = ranked.tps[ranked.is_end]  # row-major: thresholds of row 0, then row 1, ...
     fps = ranked.fps[ranked.is_end]
@@ -210,11 +212,7 @@ def _step_ap(ranked: _Ranked) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(ps != 0, tps / ps, 0.0)
         recall = np.where(total != 0, tps / total, 1.0)
-    previous = np.empty_like(recall)
-    previous[1:] = recall[:-1]
-    previous[starts] = 0.0
-    ap = np.add.reduceat((recall - previous) * precision, starts)
-    return np.maximum(ap, 0.0)
+    return np.maximum(step_ap_sum(recall, precision, starts), 0.0)
 
 
 def _interpolated_ap(ranked: _Ranked, method: str, grid: str) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import Any
 
 from deteval._version import __version__
 from deteval.evaluate import EvalResult
+from deteval.protocol import FIELDS
 from deteval.report._format import _csv_number, _fmt, _md_escape, csv_safe
 from deteval.summary import AREA_ABBREVIATIONS, threshold_label
 from deteval.summary import none_if_nan as _none_if_nan
@@ -83,6 +84,7 @@ def describe_protocol(result: EvalResult) -> str:
         f"  iou_type={p.iou_type} iou={thr} {p.iou_comparison} matching={p.matching} "
         f"boxes={p.box_convention} ap={p.ap_method} areas={areas} max_dets={p.max_dets} "
         f"difficult={p.difficult} crowd={p.crowd}"
+        + (f" score_ties={p.score_ties}" if p.score_ties != FIELDS["score_ties"].default else "")
     )
 
 

@@ -46,6 +46,11 @@ class ResampledMetrics:
 
 def _check_supported(protocol: Protocol) -> None:
     """Refuse protocols whose accumulation the weighted re-accumulation does not reproduce."""
+    if protocol.score_ties != "ranked":  # the weighted curves rank detections one by one
+        raise ConfigError(
+            f"bootstrap: protocol {protocol.name!r}: score_ties: expected 'ranked' (the resampling "
+            f"ranks tied detections one by one), found {protocol.score_ties!r}"
+        )
     if (
         protocol.summary not in SUMMARY_TERMS
         or protocol.iou_type == "keypoints"

@@ -160,6 +160,7 @@ def test_unknown_field_in_replace():
 def test_optional_fields_come_from_the_table():
     assert optional_fields() == {
         "eleven_point_grid": "matlab_colon",
+        "score_ties": "ranked",
         "mask_iou": "exact",
         "invalid_polygons": "even_odd",
         "group_of": "none",
@@ -181,6 +182,7 @@ def test_explain_constants_are_derived_from_the_table():
         "ap_method",
         "eleven_point_grid",
         "score_order",
+        "score_ties",
         "summary",
     )
     assert [step for step, _ in WALK_ORDER] == list(EXPLAIN_STEPS[:-1])
