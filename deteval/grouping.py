@@ -116,12 +116,11 @@ def rank_in_group(sorted_key: np.ndarray) -> np.ndarray:
     n = len(sorted_key)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    position = np.arange(n)
     is_first = np.empty(n, dtype=bool)
     is_first[0] = True
-    is_first[1:] = sorted_key[1:] != sorted_key[:-1]
-    first = np.maximum.accumulate(np.where(is_first, position, 0))
-    return position - first
+    np.not_equal(sorted_key[1:], sorted_key[:-1], out=is_first[1:])
+    starts = np.flatnonzero(is_first)
+    return np.arange(n) - np.repeat(starts, np.diff(starts, append=n))
 
 
 def candidate_pairs(det_key: np.ndarray, gt_groups: Groups) -> tuple[np.ndarray, np.ndarray]:
