@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from typing import cast
 
 import numpy as np
 
@@ -93,22 +95,98 @@ class Accumulated:
     ap: np.ndarray
 
 
+class _Lanes:
+    """The lanes x detections outcomes of all detections, in ranking order, with cached events.
+
+    Shared by the ``max_dets`` values: each keeps a subset of the positions, and the sparse
+    events (true positives, positions where a lane's ignored flag differs from its area's first
+    lane) are found once here and filtered per subset.
+    """
+
+    def __init__(self, is_tp: np.ndarray, is_ignored: np.ndarray, n_iou_thr: int):
+        self.is_tp = is_tp
+        self.is_ignored = is_ignored
+        self.n_iou_thr = max(n_iou_thr, 1)
+        self._tp: tuple[np.ndarray, np.ndarray] | None = None
+        self._differs: dict[int, np.ndarray] = {}
+
+    def tp_events(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lane, position) of every true positive, sorted by lane then position."""
+        if self._tp is None:
+            n = self.is_tp.shape[1]
+            lane, pos = np.divmod(np.flatnonzero(self.is_tp), max(n, 1))
+            self._tp = (lane, pos)
+        return self._tp
+
+    def differs(self, lane: int) -> np.ndarray:
+        """Positions where ``lane``'s ignored flag differs from its area's first lane (sorted)."""
+        if lane not in self._differs:
+            base = lane - lane % self.n_iou_thr
+            self._differs[lane] = np.flatnonzero(self.is_ignored[lane] ^ self.is_ignored[base])
+        return self._differs[lane]
+
+
 @dataclass(frozen=True)
 class _Ranked:
     """The detections kept under one ``max_dets`` value, in ranking order, grouped by class.
 
-    ``is_tp`` / ``is_ignored`` are (n_lane, n) with lane = area * n_iou_thr + threshold;
-    ``class_start`` / ``class_end`` bound each class's segment of the ranked list. ``tie_end``
-    (``score_ties: threshold`` only): for each position, the last position of its tied group.
+    ``lanes`` holds all detections; ``keep`` (None: all) the positions this ``max_dets`` keeps.
+    ``is_tp`` / ``is_ignored`` are the kept positions' (n_lane, n) outcomes with lane =
+    area * n_iou_thr + threshold, built on first use (the point-sampled methods work on sparse
+    events instead); ``class_start`` / ``class_end`` bound each class's segment of the ranked
+    list. ``tie_end`` (``score_ties: threshold`` only): for each position, the last position of
+    its tied group.
     """
 
-    is_tp: np.ndarray
-    is_ignored: np.ndarray
+    lanes: _Lanes
+    keep: np.ndarray | None
     det_class: np.ndarray
     scores: np.ndarray
     class_start: np.ndarray
     class_end: np.ndarray
     tie_end: np.ndarray | None = None
+
+    @cached_property
+    def is_tp(self) -> np.ndarray:
+        """True positives of the kept positions, bool (n_lane, n)."""
+        return self.kept(self.lanes.is_tp)
+
+    @cached_property
+    def is_ignored(self) -> np.ndarray:
+        """Ignored detections of the kept positions, bool (n_lane, n)."""
+        return self.kept(self.lanes.is_ignored)
+
+    @property
+    def n_lane(self) -> int:
+        """Number of lanes (area ranges x IoU thresholds)."""
+        return int(self.lanes.is_tp.shape[0])
+
+    @property
+    def n(self) -> int:
+        """Number of kept detections."""
+        return len(self.det_class)
+
+    @cached_property
+    def new_position(self) -> np.ndarray | None:
+        """Position among the kept detections of each position of ``lanes`` (None: the same)."""
+        return None if self.keep is None else np.cumsum(self.keep) - 1
+
+    def kept(self, rows: np.ndarray) -> np.ndarray:
+        """The kept positions (last axis) of ``rows``."""
+        return rows if self.keep is None else np.compress(self.keep, rows, axis=-1)
+
+    def kept_events(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of the sorted full ``positions`` are kept, and their kept positions."""
+        if self.keep is None:
+            return np.ones(len(positions), dtype=bool), positions
+        is_kept = self.keep[positions]
+        return is_kept, cast(np.ndarray, self.new_position)[positions[is_kept]]
+
+    def tp_events(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lane, kept position) of every kept true positive, sorted by lane then position."""
+        lane, pos = self.lanes.tp_events()
+        is_kept, kept_pos = self.kept_events(pos)
+        return (lane if self.keep is None else lane[is_kept]), kept_pos
 
 
 @dataclass(frozen=True)
@@ -199,10 +277,9 @@ def accumulate(
     ap = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)
     ap_method = AP_METHODS[protocol.ap_method]
     # The lanes x detections arrays are gathered into ranking order once; each max_dets value
-    # then keeps a subset of them in the same order (a sequential compress, several times cheaper
-    # than a random gather), or all of them when no detection ranks beyond it.
-    all_is_tp = np.take(det_is_tp, ranking, axis=1)
-    all_is_ignored = np.take(det_is_ignored, ranking, axis=1)
+    # then keeps a subset of the positions (all of them when no detection ranks beyond it) and
+    # works on the sparse events of the shared arrays, filtered to its subset.
+    lanes = _Lanes(np.take(det_is_tp, ranking, axis=1), np.take(det_is_ignored, ranking, axis=1), n_iou_thr)
     ranked_rank = det_rank[ranking]
     for m, max_det in enumerate(max_dets):
         keep = None if max_det is None else ranked_rank < max_det
@@ -213,8 +290,8 @@ def accumulate(
         bounds = np.searchsorted(ranked_class, np.arange(n_class + 1))
         ranked_scores = det_score[rows]
         ranked = _Ranked(
-            is_tp=all_is_tp if keep is None else np.compress(keep, all_is_tp, axis=1),
-            is_ignored=all_is_ignored if keep is None else np.compress(keep, all_is_ignored, axis=1),
+            lanes=lanes,
+            keep=keep,
             det_class=ranked_class,
             scores=ranked_scores,
             class_start=bounds[:-1],
@@ -365,9 +442,8 @@ def ap_step(
     positive has AP 0; without ground truth, NaN.
     """
     n_class, n_area = n_positive.shape
-    n_lane, n = ranked.is_tp.shape
-    flat_tp = np.flatnonzero(ranked.is_tp)
-    tp_lane, tp_pos = np.divmod(flat_tp, max(n, 1))
+    n_lane, n = ranked.n_lane, ranked.n
+    tp_lane, tp_pos = ranked.tp_events()
     tp_class = ranked.det_class[tp_pos]
     segment_key = tp_lane * n_class + tp_class
     n_tp_so_far = rank_in_group(segment_key) + 1
@@ -380,7 +456,7 @@ def ap_step(
     is_point = np.ones(len(point_key), dtype=bool)
     is_point[:-1] = point_key[1:] != point_key[:-1]
     n_fp_so_far = _fp_before_each_tp(
-        ranked.is_ignored,
+        ranked,
         tp_lane[is_point],
         count_pos[is_point],
         ranked.class_start[tp_class[is_point]],
@@ -540,13 +616,12 @@ def _point_sampled(
         without positives), for the method's AP.
     """
     n_class, n_area = n_positive.shape
-    n_lane, n = ranked.is_tp.shape
+    n_lane, n = ranked.n_lane, ranked.n
     n_recall_thr = len(rec_thr)
     ranked_scores = np.append(ranked.scores, 0.0)
     # Precision peaks at true positives, so only TP positions are needed: for the j-th TP of
     # its (lane, class) at rank `tp_pos`, tp = j and fp = the FPs counted since the class began.
-    flat_tp = np.flatnonzero(ranked.is_tp)
-    tp_lane, tp_pos = np.divmod(flat_tp, max(n, 1))
+    tp_lane, tp_pos = ranked.tp_events()
     tp_class = ranked.det_class[tp_pos]
     segment_key = tp_lane * n_class + tp_class
     n_tp_so_far = rank_in_group(segment_key) + 1
@@ -554,7 +629,7 @@ def _point_sampled(
     if ranked.tie_end is not None:  # score_ties: threshold: counts at the end of the TP's tied group
         n_tp_so_far, count_pos = _counts_at_tie_end(ranked.tie_end, tp_lane, tp_pos, n_tp_so_far)
     n_fp_so_far = _fp_before_each_tp(
-        ranked.is_ignored, tp_lane, count_pos, ranked.class_start[tp_class], n_tp_so_far, n_iou_thr
+        ranked, tp_lane, count_pos, ranked.class_start[tp_class], n_tp_so_far, n_iou_thr
     )
     # One trailing 0 so that an empty piece of suffix_max_at reads a valid element (padded once,
     # not once per lane: the array has one value per true positive of every lane).
@@ -602,7 +677,7 @@ def _point_sampled(
 
 
 def _fp_before_each_tp(
-    is_ignored: np.ndarray,
+    ranked: _Ranked,
     tp_lane: np.ndarray,
     tp_pos: np.ndarray,
     tp_seg_start: np.ndarray,
@@ -615,25 +690,28 @@ def _fp_before_each_tp(
     detections there minus the TPs (``n_tp_so_far``) minus the ignored ones. The ignored counts
     come from one prefix sum per area range (its first lane) plus, for the area's other lanes,
     the few positions where their ignored flags differ (matches to ignored ground truth at some
-    thresholds only): a prefix sum per lane would cost 40 full passes for COCO.
+    thresholds only), found once for every ``max_dets`` value: a prefix sum per lane would cost
+    40 full passes for COCO.
     """
-    n_lane, n = is_ignored.shape
+    lanes = ranked.lanes
+    n_lane, n = ranked.n_lane, ranked.n
     out = np.empty(len(tp_pos), dtype=np.int64)
     base_before = np.zeros(n + 1, dtype=np.int64)
     lane_bounds = np.searchsorted(tp_lane, np.arange(n_lane + 1))
     for lane in range(n_lane):
         base_lane = lane - lane % n_iou_thr
         if lane == base_lane:  # the area's first lane: its own prefix sum, the others' base
-            np.cumsum(is_ignored[base_lane], out=base_before[1:])
+            np.cumsum(ranked.kept(lanes.is_ignored[base_lane]), out=base_before[1:])
         lo, hi = lane_bounds[lane], lane_bounds[lane + 1]
         if lo == hi:
             continue
         pos, start = tp_pos[lo:hi], tp_seg_start[lo:hi]
         ignored = base_before[pos + 1] - base_before[start]
         if lane != base_lane:
-            differs = np.flatnonzero(is_ignored[lane] ^ is_ignored[base_lane])
+            differs_full = lanes.differs(lane)
+            is_kept, differs = ranked.kept_events(differs_full)
             if len(differs):
-                sign = np.where(is_ignored[lane, differs], 1, -1)
+                sign = np.where(lanes.is_ignored[lane, differs_full[is_kept]], 1, -1)
                 before = np.concatenate(([0], np.cumsum(sign)))
                 ignored += before[np.searchsorted(differs, pos + 1)] - before[np.searchsorted(differs, start)]
         out[lo:hi] = (pos - start + 1) - n_tp_so_far[lo:hi] - ignored
