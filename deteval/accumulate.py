@@ -96,34 +96,73 @@ class Accumulated:
 
 
 class _Lanes:
-    """The lanes x detections outcomes of all detections, in ranking order, with cached events.
+    """The lanes x detections outcomes of all ranked detections, with cached sparse events.
 
-    Shared by the ``max_dets`` values: each keeps a subset of the positions, and the sparse
+    Shared by the ``max_dets`` values: each keeps a subset of the ranked positions. The sparse
     events (true positives, positions where a lane's ignored flag differs from its area's first
-    lane) are found once here and filtered per subset.
+    lane) are found once, in the match table's order, and placed at their ranked positions; the
+    dense (lanes x ranked detections) arrays are only gathered for the methods that read them.
     """
 
-    def __init__(self, is_tp: np.ndarray, is_ignored: np.ndarray, n_iou_thr: int):
-        self.is_tp = is_tp
-        self.is_ignored = is_ignored
+    def __init__(
+        self, det_is_tp: np.ndarray, det_is_ignored: np.ndarray, ranking: np.ndarray, n_iou_thr: int
+    ):
+        self.det_is_tp = det_is_tp
+        self.det_is_ignored = det_is_ignored
+        self.ranking = ranking
         self.n_iou_thr = max(n_iou_thr, 1)
+        self.n_lane = int(det_is_tp.shape[0])
+        self.n = len(ranking)
+        self.position = np.full(det_is_tp.shape[1], -1, dtype=np.int64)
+        self.position[ranking] = np.arange(self.n)
         self._tp: tuple[np.ndarray, np.ndarray] | None = None
         self._differs: dict[int, np.ndarray] = {}
+        self._base: dict[int, np.ndarray] = {}
+
+    @cached_property
+    def is_tp(self) -> np.ndarray:
+        """True positives, bool (n_lane, n) in ranking order."""
+        return np.take(self.det_is_tp, self.ranking, axis=1)
+
+    @cached_property
+    def is_ignored(self) -> np.ndarray:
+        """Ignored detections, bool (n_lane, n) in ranking order."""
+        return np.take(self.det_is_ignored, self.ranking, axis=1)
+
+    def _ranked_positions(self, rows: np.ndarray) -> np.ndarray:
+        """Sorted ranked positions of table ``rows`` (rows outside the ranking left out)."""
+        pos = self.position[rows]
+        return np.sort(pos[pos >= 0])
 
     def tp_events(self) -> tuple[np.ndarray, np.ndarray]:
-        """(lane, position) of every true positive, sorted by lane then position."""
+        """(lane, ranked position) of every true positive, sorted by lane then position."""
         if self._tp is None:
-            n = self.is_tp.shape[1]
-            lane, pos = np.divmod(np.flatnonzero(self.is_tp), max(n, 1))
-            self._tp = (lane, pos)
+            n_det = self.det_is_tp.shape[1]
+            lane, row = np.divmod(np.flatnonzero(self.det_is_tp), max(n_det, 1))
+            pos = self.position[row]
+            key = lane[pos >= 0] * max(self.n, 1) + pos[pos >= 0]
+            key.sort()  # (lane, position) pairs are distinct
+            lane_sorted, pos_sorted = np.divmod(key, max(self.n, 1))
+            self._tp = (lane_sorted, pos_sorted)
         return self._tp
 
+    def base_row(self, lane: int) -> np.ndarray:
+        """Ignored flags of an area's first ``lane`` in ranking order, bool (n,)."""
+        if lane not in self._base:
+            self._base[lane] = self.det_is_ignored[lane][self.ranking]
+        return self._base[lane]
+
     def differs(self, lane: int) -> np.ndarray:
-        """Positions where ``lane``'s ignored flag differs from its area's first lane (sorted)."""
+        """Ranked positions where ``lane``'s ignored flag differs from its area's first lane (sorted)."""
         if lane not in self._differs:
             base = lane - lane % self.n_iou_thr
-            self._differs[lane] = np.flatnonzero(self.is_ignored[lane] ^ self.is_ignored[base])
+            rows = np.flatnonzero(self.det_is_ignored[lane] ^ self.det_is_ignored[base])
+            self._differs[lane] = self._ranked_positions(rows)
         return self._differs[lane]
+
+    def ignored_at(self, lane: int, positions: np.ndarray) -> np.ndarray:
+        """Ignored flags of ``lane`` at ranked ``positions``."""
+        return self.det_is_ignored[lane, self.ranking[positions]]
 
 
 @dataclass(frozen=True)
@@ -159,7 +198,7 @@ class _Ranked:
     @property
     def n_lane(self) -> int:
         """Number of lanes (area ranges x IoU thresholds)."""
-        return int(self.lanes.is_tp.shape[0])
+        return self.lanes.n_lane
 
     @property
     def n(self) -> int:
@@ -276,10 +315,10 @@ def accumulate(
     recall = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)
     ap = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)
     ap_method = AP_METHODS[protocol.ap_method]
-    # The lanes x detections arrays are gathered into ranking order once; each max_dets value
-    # then keeps a subset of the positions (all of them when no detection ranks beyond it) and
-    # works on the sparse events of the shared arrays, filtered to its subset.
-    lanes = _Lanes(np.take(det_is_tp, ranking, axis=1), np.take(det_is_ignored, ranking, axis=1), n_iou_thr)
+    # The sparse events of the lanes x detections arrays are found once, at their ranked
+    # positions; each max_dets value keeps a subset of the positions (all of them when no
+    # detection ranks beyond it) and filters the shared events to it.
+    lanes = _Lanes(det_is_tp, det_is_ignored, ranking, n_iou_thr)
     ranked_rank = det_rank[ranking]
     for m, max_det in enumerate(max_dets):
         keep = None if max_det is None else ranked_rank < max_det
@@ -701,7 +740,7 @@ def _fp_before_each_tp(
     for lane in range(n_lane):
         base_lane = lane - lane % n_iou_thr
         if lane == base_lane:  # the area's first lane: its own prefix sum, the others' base
-            np.cumsum(ranked.kept(lanes.is_ignored[base_lane]), out=base_before[1:])
+            np.cumsum(ranked.kept(lanes.base_row(base_lane)), out=base_before[1:])
         lo, hi = lane_bounds[lane], lane_bounds[lane + 1]
         if lo == hi:
             continue
@@ -711,7 +750,7 @@ def _fp_before_each_tp(
             differs_full = lanes.differs(lane)
             is_kept, differs = ranked.kept_events(differs_full)
             if len(differs):
-                sign = np.where(lanes.is_ignored[lane, differs_full[is_kept]], 1, -1)
+                sign = np.where(lanes.ignored_at(lane, differs_full[is_kept]), 1, -1)
                 before = np.concatenate(([0], np.cumsum(sign)))
                 ignored += before[np.searchsorted(differs, pos + 1)] - before[np.searchsorted(differs, start)]
         out[lo:hi] = (pos - start + 1) - n_tp_so_far[lo:hi] - ignored
