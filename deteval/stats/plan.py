@@ -59,6 +59,13 @@ class _Source:
             out[:, self.rep_at] = np.take(w, self.img[self.rep_at], axis=1) > self.rep
         return out
 
+    def row_weights(self, w_row: np.ndarray) -> np.ndarray:
+        """int64 (n,): the entries' weights in one resample, ``w_row`` (n_img,) or longer."""
+        out = np.take(w_row, self.img)
+        if len(self.rep_at):
+            out[self.rep_at] = np.take(w_row, self.img[self.rep_at]) > self.rep
+        return out
+
 
 @dataclass(frozen=True, eq=False)
 class _Curve:
@@ -67,28 +74,37 @@ class _Curve:
     All lanes, and how to count the entries ranked up to each of them (everything that does
     not depend on the weights).
 
-    Items are the true positives sorted by (lane, class, rank): segment ``lane * n_class + class``.
+    Items are the true positives sorted by (lane, class, rank): segment ``lane * n_class + class``,
+    each segment closed by one *virtual* item (weight 0: its image is the extra column
+    ``n_img`` of the weights, always 0) that stands for the recall thresholds no true positive
+    reaches. Every segment thus has at least one item, its last one virtual, and the
+    weighted TP count at the virtual item is the segment's total.
+
     The entries ranked from the start of an item's class up to the item, counted in its lane
     (neither ignored), are the entries counted in the first lane of its area (a cumulative sum
-    per area) corrected by the few entries whose ignore flag differs in the item's lane.
+    per area) corrected by the few entries whose ignore flag differs in the item's lane (a
+    cumulative sum over the corrections of every lane, read at the item and at its class start).
     """
 
     items: _Source
-    item_first: np.ndarray  # (n_items,) first item of the item's segment
-    item_seg: np.ndarray  # (n_items,) segment of each item
+    seg_len: np.ndarray  # (n_seg,) items of each segment (>= 1, the virtual one included)
+    seg_head: np.ndarray  # (n_seg,) first item of each segment
+    virtual: np.ndarray  # (n_seg,) the virtual (last) item of each segment
+    is_virtual: np.ndarray  # (n_items,) bool
     seg_key_rev: np.ndarray  # (n_items,) float64 segment keys of the envelope scan, backwards
-    seg_head: np.ndarray  # first item of each non-empty segment
-    seg_last: np.ndarray  # (n_seg,) last item of each segment, -1 when empty
-    seg_bounds: np.ndarray  # (n_seg + 1,) item offsets of the segments
     area_items: tuple  # per area: (lo, hi) items of its lanes
     counted: tuple  # per area: _Source of the entries counted in its first lane
     item_counted: np.ndarray  # (n_items,) counted entries of its area ranked up to the item
-    item_counted_start: np.ndarray  # (n_items,) ... ranked before the item's class starts
+    seg_counted_start: np.ndarray  # (n_seg,) ... ranked before the segment's class starts
     corr: _Source  # entries counted differently in some lane than in its area's first
     corr_sign: np.ndarray  # (n_corr,) +1: not counted in that lane; -1: counted only there
-    fix_items: np.ndarray  # items with corrections in their range
-    fix_hi: np.ndarray  # correction offsets [lo, hi) of each of them
-    fix_lo: np.ndarray
+    item_fix_hi: np.ndarray  # (n_items,) corrections of the item's lane ranked up to the item
+    seg_fix_lo: np.ndarray  # (n_seg,) ... before the segment's class starts
+
+    @property
+    def n_real(self) -> int:
+        """Items that are true positives (not virtual)."""
+        return len(self.items) - len(self.virtual)
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,10 +137,7 @@ class _Plan:
     def size(self) -> int:
         """Cells of work per resample (bounds a chunk's memory)."""
         n_r = max(len(recall_thresholds(self.protocol)), 1)
-        cells = [
-            2 * len(c.items) + sum(len(s) for s in c.counted) + len(c.corr) + n_r * (len(c.seg_bounds) - 1)
-            for c in self.curves.values()
-        ]
+        cells = [2 * n_r * len(c.seg_len) for c in self.curves.values()]
         return max(sum(cells) + sum(len(r.img) for r in self.recall_only.values()), 1)
 
 
@@ -186,6 +199,7 @@ def _curve(
     rows: np.ndarray,
     protocol: Protocol,
     n_class: int,
+    n_images: int,
     max_weight: np.ndarray,
     tp_all: np.ndarray,
     ign_all: np.ndarray,
@@ -201,12 +215,27 @@ def _curve(
     is_tp = tp_all[:, entry_row]
     is_ign = ign_all[:, entry_row]
     item_lane, item_pos = np.divmod(np.flatnonzero(is_tp), max(n_e, 1))
-    item_cls = entry_cls[item_pos]
+    # One virtual item closing each segment: the class start as its position (any valid
+    # position: its precision and reach are overwritten), the extra image n_img (weight 0).
+    n_seg = n_lane * n_class
+    v_lane, v_cls = np.divmod(np.arange(n_seg), n_class)
+    by_seg = np.argsort(
+        np.concatenate([item_lane * n_class + entry_cls[item_pos], v_lane * n_class + v_cls]), kind="stable"
+    )
+    is_virtual = by_seg >= len(item_pos)
+    item_lane = np.concatenate([item_lane, v_lane])[by_seg]
+    item_cls = np.concatenate([entry_cls[item_pos], v_cls])[by_seg]
+    item_pos = np.concatenate([item_pos, seg_start[v_cls]])[by_seg]
+    real_pos = np.where(is_virtual, n_e, item_pos)  # n_e: the padding entry below
+    item_img = np.where(is_virtual, n_images, np.append(entry_img, 0)[real_pos])
+    item_rep = np.where(is_virtual, -1, np.append(entry_rep, -1)[real_pos])
     item_seg = item_lane * n_class + item_cls
-    seg_bounds = np.searchsorted(item_seg, np.arange(n_lane * n_class + 1))
+    seg_bounds = np.searchsorted(item_seg, np.arange(n_seg + 1))
     lane_bounds = np.searchsorted(item_lane, np.arange(0, n_lane + 1, n_thr))
+    seg_area = np.arange(n_seg) // (n_thr * n_class)
+    seg_class_start = seg_start[v_cls]
     item_counted = np.empty(len(item_pos), dtype=np.int64)
-    item_counted_start = np.empty(len(item_pos), dtype=np.int64)
+    seg_counted_start = np.empty(n_seg, dtype=np.int64)
     counted, area_items, corr_lane, corr_pos, corr_sign = [], [], [], [], []
     for a in range(n_area):
         base = is_ign[a * n_thr]
@@ -215,7 +244,8 @@ def _curve(
         lo, hi = int(lane_bounds[a]), int(lane_bounds[a + 1])
         area_items.append((lo, hi))
         item_counted[lo:hi] = np.searchsorted(positions, item_pos[lo:hi], "right")
-        item_counted_start[lo:hi] = np.searchsorted(positions, seg_start[item_cls[lo:hi]], "left")
+        in_area = seg_area == a
+        seg_counted_start[in_area] = np.searchsorted(positions, seg_class_start[in_area], "left")
         for t in range(n_thr):
             lane = a * n_thr + t
             plus = np.flatnonzero(is_ign[lane] & ~base)
@@ -229,26 +259,21 @@ def _curve(
             corr_lane.append(np.full(len(pos), lane, dtype=np.int64))
     corr_pos_a = np.concatenate(corr_pos).astype(np.int64)
     corr_key = np.concatenate(corr_lane) * (n_e + 1) + corr_pos_a
-    fix_hi = np.searchsorted(corr_key, item_lane * (n_e + 1) + item_pos, "right")
-    fix_lo = np.searchsorted(corr_key, item_lane * (n_e + 1) + seg_start[item_cls], "left")
-    fix_items = np.flatnonzero(fix_hi > fix_lo)
     return _Curve(
-        items=_Source.of(entry_img[item_pos], entry_rep[item_pos]),
-        item_first=seg_bounds[item_seg],
-        item_seg=item_seg,
+        items=_Source.of(item_img, item_rep),
+        seg_len=np.diff(seg_bounds),
+        seg_head=seg_bounds[:-1],
+        virtual=seg_bounds[1:] - 1,
+        is_virtual=is_virtual,
         seg_key_rev=-item_seg[::-1].astype(np.float64),
-        seg_head=seg_bounds[:-1][np.diff(seg_bounds) > 0],
-        seg_last=np.where(np.diff(seg_bounds) > 0, seg_bounds[1:] - 1, -1),
-        seg_bounds=seg_bounds,
         area_items=tuple(area_items),
         counted=tuple(counted),
         item_counted=item_counted,
-        item_counted_start=item_counted_start,
+        seg_counted_start=seg_counted_start,
         corr=_Source.of(entry_img[corr_pos_a], entry_rep[corr_pos_a]),
         corr_sign=np.concatenate(corr_sign),
-        fix_items=fix_items,
-        fix_hi=fix_hi[fix_items],
-        fix_lo=fix_lo[fix_items],
+        item_fix_hi=np.searchsorted(corr_key, item_lane * (n_e + 1) + item_pos, "right"),
+        seg_fix_lo=np.searchsorted(corr_key, v_lane * (n_e + 1) + seg_class_start, "left"),
     )
 
 
@@ -286,7 +311,7 @@ def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np
     for mi in precision_m:
         max_det = max_dets[mi]
         rows = ranking if max_det is None else ranking[table.det_rank[ranking] < max_det]
-        curves[mi] = _curve(table, rows, protocol, n_class, max_weight, tp_all, ign_all)
+        curves[mi] = _curve(table, rows, protocol, n_class, gt.n_images, max_weight, tp_all, ign_all)
     recall_only = {
         (a, mi): _recall_only(table, tp_all, a, max_dets[mi], n_thr, n_class, gt.n_images)
         for a, mi in recall_am

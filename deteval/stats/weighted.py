@@ -25,6 +25,10 @@ def _cumsum0(values: np.ndarray) -> np.ndarray:
 def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> tuple:
     """Interpolated precision (or all-point AP) and final TP counts of one curve for a chunk.
 
+    The resamples are scored one at a time on 1-D arrays (:func:`_curve_row`): numpy's
+    cumulative sums and scans run along one contiguous row at their best speed, and a row's
+    arrays stay in cache.
+
     Parameters
     ----------
     w : int64 (B, n_img)
@@ -34,116 +38,125 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     -------
     (values, n_tp)
         values: float64 (B, n_area, n_thr, n_class, n_r) precision at the recall thresholds
-        (NaN where undefined), or (B, n_area, n_thr, n_class) all-point AP; n_tp: int64
-        (B, n_area, n_thr, n_class) weighted true positives.
+        (0 where no true positive reaches them, NaN nowhere), or (B, n_area, n_thr, n_class)
+        all-point AP; n_tp: int64 (B, n_area, n_thr, n_class) weighted true positives.
     """
     p = plan.protocol
     n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
     n_seg = n_area * n_thr * n_class
-    B = w.shape[0]
-    n_items = len(cur.items)
-    bounds = cur.seg_bounds
-    # Weighted TP count at each item (from its segment's start) and per segment.
-    item_w = cur.items.weights(w)
-    tp_cum = _cumsum0(item_w)
-    tp = tp_cum[:, 1:] - np.take(tp_cum, cur.item_first, axis=1)
-    n_tp = np.take(tp_cum, bounds[1:], axis=1) - np.take(tp_cum, bounds[:-1], axis=1)
-    del tp_cum
-    # Weighted entries counted (TP + FP) from the class start through each item.
-    ranked = np.empty((B, n_items), dtype=np.int64)
-    for a, (lo, hi) in enumerate(cur.area_items):
-        if hi > lo:
-            c = _cumsum0(cur.counted[a].weights(w))
-            np.subtract(
-                np.take(c, cur.item_counted[lo:hi], axis=1),
-                np.take(c, cur.item_counted_start[lo:hi], axis=1),
-                out=ranked[:, lo:hi],
-            )
-            del c
-    if len(cur.fix_items):
-        cc = _cumsum0(cur.corr.weights(w) * cur.corr_sign)
-        ranked[:, cur.fix_items] -= np.take(cc, cur.fix_hi, axis=1) - np.take(cc, cur.fix_lo, axis=1)
-    # tp + fp == ranked exactly (integers), so these are the reference formulas' floats. For the
-    # sampled envelopes precision is written straight into the imaginary parts of the suffix
-    # maximum's keys (see _segment_suffix_max), laid out backwards.
+    B, n_img = w.shape
+    seg = np.arange(n_seg)
+    seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)  # column of npos
+    n_tp = np.empty((B, n_seg), dtype=np.int64)
+    w_row = np.zeros(n_img + 1, dtype=np.int64)  # the extra image n_img (virtual items) weighs 0
     if p.ap_method == "all_point":
-        z = np.empty((0, 0), dtype=np.complex128)  # no envelope scan
-        pr = np.empty((B, n_items))
-    else:
-        z = np.empty((B, n_items), dtype=np.complex128)
-        z.real = cur.seg_key_rev
-        pr = z.imag[:, ::-1]
+        n_real = cur.n_real
+        tp_all, pr_all = np.empty((n_real, B)), np.empty((n_real, B))
+        for b in range(B):
+            w_row[:n_img] = w[b]
+            tp, pr = _tp_and_precision(p, cur, w_row, np.empty(len(cur.items)))
+            n_tp[b] = np.take(tp, cur.virtual)
+            real = ~cur.is_virtual
+            tp_all[:, b] = tp[real]
+            pr_all[:, b] = np.where(cur.items.row_weights(w_row)[real] == 0, 0.0, pr[real])
+        real_bounds = np.append(0, np.cumsum(cur.seg_len - 1))
+        item_seg = np.repeat(seg, cur.seg_len - 1)
+        ap = _all_point_w(
+            tp_all,
+            pr_all,
+            item_seg,
+            real_bounds,
+            npos[:, seg_col].astype(np.float64),
+            n_area * n_thr,
+            n_class,
+        )
+        return ap.reshape(B, n_area, n_thr, n_class), n_tp.reshape(B, n_area, n_thr, n_class)
+    rec_thr = recall_thresholds(p)
+    n_r = len(rec_thr)
+    table, start = _thresholds_table(npos, rec_thr)
+    q = np.empty((B, n_seg * n_r))
+    for b in range(B):
+        w_row[:n_img] = w[b]
+        q[b], n_tp[b] = _curve_row(p, cur, w_row, table, start[b, seg_col], n_r)
+    # Classes without positives are left at 0: every reader masks them (is_defined).
+    return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp.reshape(B, n_area, n_thr, n_class)
+
+
+def _tp_and_precision(p: Protocol, cur: _Curve, w_row: np.ndarray, pr: np.ndarray) -> tuple:
+    """Weighted TP count and precision at every item of one resample (``pr`` receives precision).
+
+    The TP count is a cumulative sum over the items less its value before the segment; the
+    entries counted (TP + FP) from the class start through an item are a cumulative sum over
+    the area's counted entries read at the item, less the corrections of its lane read the
+    same way, less their values at the class start (one constant per segment). ``tp + fp ==
+    ranked`` exactly (integers), so the precision is the reference formula's float.
+    """
+    tp = _cumsum0_row(cur.items.row_weights(w_row))
+    ranked = np.empty(len(cur.items), dtype=np.int64)
+    seg_base = np.empty(len(cur.seg_len), dtype=np.int64)
+    n_seg_area = len(cur.seg_len) // len(cur.area_items)
+    for a, (lo, hi) in enumerate(cur.area_items):
+        c = _cumsum0_row(cur.counted[a].row_weights(w_row))
+        np.take(c, cur.item_counted[lo:hi], out=ranked[lo:hi])
+        segs = slice(a * n_seg_area, (a + 1) * n_seg_area)
+        np.take(c, cur.seg_counted_start[segs], out=seg_base[segs])
+    if len(cur.corr):
+        cc = _cumsum0_row(cur.corr.row_weights(w_row) * cur.corr_sign)
+        ranked -= np.take(cc, cur.item_fix_hi)
+        seg_base -= np.take(cc, cur.seg_fix_lo)
+    ranked -= np.repeat(seg_base, cur.seg_len)
+    tp_item = tp[1:] - np.repeat(np.take(tp, cur.seg_head), cur.seg_len)
     if p.ap_method == "101_point":
         np.add(ranked, np.spacing(1), out=pr)  # pycocotools: tp / (fp + tp + eps)
     else:
         np.maximum(ranked, np.finfo(np.float64).eps, out=pr)  # devkit_precision: tp / max(tp + fp, eps)
-    np.divide(tp, pr, out=pr)
-    del ranked
-    seg = np.arange(n_seg)
-    seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)  # column of npos
-    seg_npos = npos[:, seg_col]  # (B, n_seg)
-    n_tp_out = n_tp.reshape(B, n_area, n_thr, n_class)
-    if p.ap_method == "all_point":
-        pr[item_w == 0] = 0.0
-        item_seg = np.repeat(seg, np.diff(bounds))
-        ap = _all_point_w(
-            tp.astype(np.float64).T,
-            pr.T,
-            item_seg,
-            bounds,
-            seg_npos.astype(np.float64),
-            n_area * n_thr,
-            n_class,
-        )
-        return ap.reshape(B, n_area, n_thr, n_class), n_tp_out
-    rec_thr = recall_thresholds(p)
-    np.maximum.accumulate(z, axis=1, out=z)  # pr now holds the envelope (suffix maxima)
-    q = _interpolated_precision(cur, pr, tp, npos, seg_col, rec_thr)
-    # Classes without positives are left as they are: every reader masks them (is_defined).
-    return q.reshape(B, n_area, n_thr, n_class, len(rec_thr)), n_tp_out
+    np.divide(tp_item, pr, out=pr)
+    return tp_item, pr
 
 
-def _interpolated_precision(
-    cur: _Curve,
-    env: np.ndarray,
-    tp: np.ndarray,
-    npos: np.ndarray,
-    seg_col: np.ndarray,
-    rec_thr: np.ndarray,
-) -> np.ndarray:
-    """Precision envelope at the recall thresholds, (B, n_seg, n_r), without per-threshold searches.
+def _cumsum0_row(values: np.ndarray) -> np.ndarray:
+    """Cumulative sum with a leading 0: (n,) -> (n + 1,), exact for ints."""
+    out = np.empty(len(values) + 1, dtype=values.dtype)
+    out[0] = 0
+    np.cumsum(values, out=out[1:])
+    return out
+
+
+def _curve_row(
+    p: Protocol, cur: _Curve, w_row: np.ndarray, table: np.ndarray, start: np.ndarray, n_r: int
+) -> tuple:
+    """Precision at the recall thresholds (n_seg * n_r,) and TP count per segment of one resample.
 
     pycocotools reads, for each threshold ``r``, the suffix maximum of precision from the first
     entry whose recall ``tp / npos`` reaches ``r``: that entry is a true positive (the first one
     for ``r = 0``), so the envelope is a suffix maximum over the true-positive items of each
     segment, and the thresholds an item is the first to reach are those in ``(k(prev), k(item)]``
     with ``k = #{r : thr_r <= tp / npos}`` (the same float division: ``j / npos`` is monotone in
-    ``j``). Every envelope value is repeated by its number of thresholds, each segment followed
-    by its unreached thresholds (precision 0): one ``repeat`` writes the (segment, threshold)
-    table in order.
+    ``j``; ``k`` is a lookup in ``table``, see :func:`_thresholds_table`). The virtual item
+    closing each segment has precision 0 and reaches every threshold (``k = n_r``), so each
+    segment's steps sum to ``n_r`` and one ``repeat`` of the envelope by the steps writes the
+    whole (segment, threshold) table in order, the unreached thresholds at 0.
 
-    ``env`` (B, n_items) holds the suffix maxima of precision within each segment. The caller
-    gets them from one forward ``maximum.accumulate`` per row over complex keys
-    ``-segment + 1j * precision`` laid out backwards: numpy orders complex numbers
-    lexicographically, so the scan restarts at each segment and the imaginary parts are the
-    exact maxima (no arithmetic on the values).
+    The envelope is one forward ``maximum.accumulate`` over complex keys ``-segment + 1j *
+    precision`` laid out backwards: numpy orders complex numbers lexicographically, so the scan
+    restarts at each segment and the imaginary parts are the exact maxima (no arithmetic on
+    the values).
     """
-    B, n_items = env.shape
-    n_seg, n_r = len(cur.seg_last), len(rec_thr)
-    q = np.zeros((B, n_seg, n_r))
-    if not n_items:
-        return q
-    table, start = _thresholds_table(npos, rec_thr)
-    k = np.take(start, seg_col[cur.item_seg], axis=1)
+    z = np.empty(len(cur.items), dtype=np.complex128)
+    z.real = cur.seg_key_rev
+    pr = z.imag[::-1]
+    tp, _ = _tp_and_precision(p, cur, w_row, pr)
+    pr[cur.virtual] = 0.0
+    np.maximum.accumulate(z, out=z)  # pr now holds the envelope (suffix maxima)
+    k = np.repeat(start, cur.seg_len)
     k += tp
     k = np.take(table, k)
+    k[cur.virtual] = n_r
     step = np.empty_like(k)
-    step[:, 0] = k[:, 0]
-    np.subtract(k[:, 1:], k[:, :-1], out=step[:, 1:])
-    step[:, cur.seg_head] = k[:, cur.seg_head]
-    k_last = np.where(cur.seg_last >= 0, np.take(k, cur.seg_last, axis=1), 0)
-    q[np.arange(n_r) < k_last[:, :, None]] = np.repeat(env.ravel(), step.ravel())
-    return q
+    step[0] = k[0]
+    np.subtract(k[1:], k[:-1], out=step[1:])
+    step[cur.seg_head] = np.take(k, cur.seg_head)
+    return np.repeat(pr, step), np.take(tp, cur.virtual)
 
 
 def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
