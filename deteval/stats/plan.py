@@ -33,38 +33,63 @@ def _positives_per_image(gt: GroundTruth, protocol: Protocol) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class _Source:
-    """Where the weights of a list of ranked entries come from.
+class _WeightLayout:
+    """Where every entry's weight is read in one resample's weight table (:meth:`table`).
 
-    Entry ``i`` weighs ``w[img[i]]``, except the entries ``rep_at`` of expanded ties (see
-    :func:`_expand_ties`), which weigh 1 when ``w[img] > rep`` and 0 otherwise.
+    The table holds the image weights ``w`` (n_img,), a 0 (the weight of virtual items, image
+    ``n_img``), then for each image that may be drawn more than once (``tie_img``) the 0/1
+    weights ``w[img] > rep`` of its repetitions ``rep < n_rep``: an entry of an expanded tie
+    (see :func:`_expand_ties`) reads its 0/1 there, every other entry reads its image's
+    weight, so the weights of any list of entries are one ``take``.
     """
 
-    img: np.ndarray  # (n,) int64
-    rep_at: np.ndarray  # (n_rep,) int64 entries of expanded ties
-    rep: np.ndarray  # (n_rep,) int64 their repetition index
+    n_images: int
+    tie_img: np.ndarray  # (n_tie,) images with max_weight > 1
+    tie_slot: np.ndarray  # (n_images + 1,) row of each image in the 0/1 block (-1: none)
+    n_rep: int
 
     @classmethod
-    def of(cls, img: np.ndarray, rep: np.ndarray) -> _Source:
-        at = np.flatnonzero(rep >= 0)
-        return cls(img=np.asarray(img, dtype=np.int64), rep_at=at, rep=rep[at].astype(np.int64))
+    def of(cls, max_weight: np.ndarray) -> _WeightLayout:
+        n = len(max_weight)
+        tie_img = np.flatnonzero(max_weight > 1)
+        tie_slot = np.full(n + 1, -1, dtype=np.int64)
+        tie_slot[tie_img] = np.arange(len(tie_img))
+        return cls(n, tie_img, tie_slot, int(max(max_weight.max(initial=1), 1)))
+
+    def key(self, img: np.ndarray, rep: np.ndarray) -> np.ndarray:
+        """Positions (intp) in the table of entries (image, repetition; -1: not expanded)."""
+        img = np.asarray(img, dtype=np.intp)
+        block = self.n_images + 1 + self.tie_slot[img] * self.n_rep + rep
+        return np.where(rep < 0, img, block).astype(np.intp)
+
+    def table(self, w_row: np.ndarray) -> np.ndarray:
+        """int64 weight table of one resample, ``w_row`` (n_img,) int64."""
+        n, n_tie = self.n_images, len(self.tie_img)
+        out = np.empty(n + 1 + n_tie * self.n_rep, dtype=np.int64)
+        out[:n] = w_row
+        out[n] = 0
+        np.greater(
+            w_row[self.tie_img][:, None], np.arange(self.n_rep), out=out[n + 1 :].reshape(n_tie, self.n_rep)
+        )
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Source:
+    """Where the weights of a list of ranked entries come from: ``table[key]`` (see _WeightLayout)."""
+
+    key: np.ndarray  # (n,) intp
+
+    @classmethod
+    def of(cls, img: np.ndarray, rep: np.ndarray, layout: _WeightLayout) -> _Source:
+        return cls(key=layout.key(img, rep))
 
     def __len__(self) -> int:
-        return len(self.img)
+        return len(self.key)
 
-    def weights(self, w: np.ndarray) -> np.ndarray:
-        """int64 (B, n): the entries' weights in each resample of ``w`` (B, n_img)."""
-        out = np.take(w, self.img, axis=1)
-        if len(self.rep_at):
-            out[:, self.rep_at] = np.take(w, self.img[self.rep_at], axis=1) > self.rep
-        return out
-
-    def row_weights(self, w_row: np.ndarray) -> np.ndarray:
-        """int64 (n,): the entries' weights in one resample, ``w_row`` (n_img,) or longer."""
-        out = np.take(w_row, self.img)
-        if len(self.rep_at):
-            out[self.rep_at] = np.take(w_row, self.img[self.rep_at]) > self.rep
-        return out
+    def take(self, table: np.ndarray) -> np.ndarray:
+        """int64 (n,): the entries' weights in the resample of the weight ``table``."""
+        return np.take(table, self.key)
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,6 +153,7 @@ class _Plan:
     n_class: int
     n_thr: int
     n_area: int
+    layout: _WeightLayout  # the weight table of a resample
     positives: _RecallOnly  # counted GT per (class * n_area + area, image)
     curves: dict  # max_dets index -> _Curve (precision needed there)
     recall_only: dict  # (area, max_dets index) -> _RecallOnly (only final recall needed)
@@ -199,7 +225,7 @@ def _curve(
     rows: np.ndarray,
     protocol: Protocol,
     n_class: int,
-    n_images: int,
+    layout: _WeightLayout,
     max_weight: np.ndarray,
     tp_all: np.ndarray,
     ign_all: np.ndarray,
@@ -207,6 +233,7 @@ def _curve(
     n_thr = len(protocol.iou_thresholds)
     n_area = len(protocol.area_ranges)
     n_lane = n_thr * n_area
+    n_images = layout.n_images
     entry_row, entry_rep = _expand_ties(rows, table, protocol, max_weight)
     n_e = len(entry_row)
     entry_img = table.det_image[entry_row].astype(np.int64)
@@ -240,7 +267,7 @@ def _curve(
     for a in range(n_area):
         base = is_ign[a * n_thr]
         positions = np.flatnonzero(~base)
-        counted.append(_Source.of(entry_img[positions], entry_rep[positions]))
+        counted.append(_Source.of(entry_img[positions], entry_rep[positions], layout))
         lo, hi = int(lane_bounds[a]), int(lane_bounds[a + 1])
         area_items.append((lo, hi))
         item_counted[lo:hi] = np.searchsorted(positions, item_pos[lo:hi], "right")
@@ -260,7 +287,7 @@ def _curve(
     corr_pos_a = np.concatenate(corr_pos).astype(np.int64)
     corr_key = np.concatenate(corr_lane) * (n_e + 1) + corr_pos_a
     return _Curve(
-        items=_Source.of(item_img, item_rep),
+        items=_Source.of(item_img, item_rep, layout),
         seg_len=np.diff(seg_bounds),
         seg_head=seg_bounds[:-1],
         virtual=seg_bounds[1:] - 1,
@@ -270,7 +297,7 @@ def _curve(
         counted=tuple(counted),
         item_counted=item_counted,
         seg_counted_start=seg_counted_start,
-        corr=_Source.of(entry_img[corr_pos_a], entry_rep[corr_pos_a]),
+        corr=_Source.of(entry_img[corr_pos_a], entry_rep[corr_pos_a], layout),
         corr_sign=np.concatenate(corr_sign),
         item_fix_hi=np.searchsorted(corr_key, item_lane * (n_e + 1) + item_pos, "right"),
         seg_fix_lo=np.searchsorted(corr_key, v_lane * (n_e + 1) + seg_class_start, "left"),
@@ -307,11 +334,12 @@ def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np
     ranking = ranking_order(table, protocol)
     tp_all = np.asarray(table.det_is_tp, dtype=bool)
     ign_all = np.asarray(table.det_is_ignored, dtype=bool) & ~tp_all
+    layout = _WeightLayout.of(max_weight)
     curves = {}
     for mi in precision_m:
         max_det = max_dets[mi]
         rows = ranking if max_det is None else ranking[table.det_rank[ranking] < max_det]
-        curves[mi] = _curve(table, rows, protocol, n_class, gt.n_images, max_weight, tp_all, ign_all)
+        curves[mi] = _curve(table, rows, protocol, n_class, layout, max_weight, tp_all, ign_all)
     recall_only = {
         (a, mi): _recall_only(table, tp_all, a, max_dets[mi], n_thr, n_class, gt.n_images)
         for a, mi in recall_am
@@ -329,6 +357,7 @@ def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np
         n_class=n_class,
         n_thr=n_thr,
         n_area=n_area,
+        layout=layout,
         positives=positives_sparse,
         curves=curves,
         recall_only=recall_only,

@@ -44,21 +44,20 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     p = plan.protocol
     n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
     n_seg = n_area * n_thr * n_class
-    B, n_img = w.shape
+    B = w.shape[0]
     seg = np.arange(n_seg)
     seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)  # column of npos
     n_tp = np.empty((B, n_seg), dtype=np.int64)
-    w_row = np.zeros(n_img + 1, dtype=np.int64)  # the extra image n_img (virtual items) weighs 0
     if p.ap_method == "all_point":
         n_real = cur.n_real
         tp_all, pr_all = np.empty((n_real, B)), np.empty((n_real, B))
         for b in range(B):
-            w_row[:n_img] = w[b]
-            tp, pr = _tp_and_precision(p, cur, w_row, np.empty(len(cur.items)))
+            tab = plan.layout.table(w[b])
+            tp, pr = _tp_and_precision(p, cur, tab, np.empty(len(cur.items)))
             n_tp[b] = np.take(tp, cur.virtual)
             real = ~cur.is_virtual
             tp_all[:, b] = tp[real]
-            pr_all[:, b] = np.where(cur.items.row_weights(w_row)[real] == 0, 0.0, pr[real])
+            pr_all[:, b] = np.where(cur.items.take(tab)[real] == 0, 0.0, pr[real])
         real_bounds = np.append(0, np.cumsum(cur.seg_len - 1))
         item_seg = np.repeat(seg, cur.seg_len - 1)
         ap = _all_point_w(
@@ -76,13 +75,12 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     table, start = _thresholds_table(npos, rec_thr)
     q = np.empty((B, n_seg * n_r))
     for b in range(B):
-        w_row[:n_img] = w[b]
-        q[b], n_tp[b] = _curve_row(p, cur, w_row, table, start[b, seg_col], n_r)
+        q[b], n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], n_r)
     # Classes without positives are left at 0: every reader masks them (is_defined).
     return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp.reshape(B, n_area, n_thr, n_class)
 
 
-def _tp_and_precision(p: Protocol, cur: _Curve, w_row: np.ndarray, pr: np.ndarray) -> tuple:
+def _tp_and_precision(p: Protocol, cur: _Curve, tab: np.ndarray, pr: np.ndarray) -> tuple:
     """Weighted TP count and precision at every item of one resample (``pr`` receives precision).
 
     The TP count is a cumulative sum over the items less its value before the segment; the
@@ -91,17 +89,17 @@ def _tp_and_precision(p: Protocol, cur: _Curve, w_row: np.ndarray, pr: np.ndarra
     same way, less their values at the class start (one constant per segment). ``tp + fp ==
     ranked`` exactly (integers), so the precision is the reference formula's float.
     """
-    tp = _cumsum0_row(cur.items.row_weights(w_row))
+    tp = _cumsum0_row(cur.items.take(tab))
     ranked = np.empty(len(cur.items), dtype=np.int64)
     seg_base = np.empty(len(cur.seg_len), dtype=np.int64)
     n_seg_area = len(cur.seg_len) // len(cur.area_items)
     for a, (lo, hi) in enumerate(cur.area_items):
-        c = _cumsum0_row(cur.counted[a].row_weights(w_row))
+        c = _cumsum0_row(cur.counted[a].take(tab))
         np.take(c, cur.item_counted[lo:hi], out=ranked[lo:hi])
         segs = slice(a * n_seg_area, (a + 1) * n_seg_area)
         np.take(c, cur.seg_counted_start[segs], out=seg_base[segs])
     if len(cur.corr):
-        cc = _cumsum0_row(cur.corr.row_weights(w_row) * cur.corr_sign)
+        cc = _cumsum0_row(cur.corr.take(tab) * cur.corr_sign)
         ranked -= np.take(cc, cur.item_fix_hi)
         seg_base -= np.take(cc, cur.seg_fix_lo)
     ranked -= np.repeat(seg_base, cur.seg_len)
@@ -123,7 +121,7 @@ def _cumsum0_row(values: np.ndarray) -> np.ndarray:
 
 
 def _curve_row(
-    p: Protocol, cur: _Curve, w_row: np.ndarray, table: np.ndarray, start: np.ndarray, n_r: int
+    p: Protocol, cur: _Curve, tab: np.ndarray, table: np.ndarray, start: np.ndarray, n_r: int
 ) -> tuple:
     """Precision at the recall thresholds (n_seg * n_r,) and TP count per segment of one resample.
 
@@ -145,7 +143,7 @@ def _curve_row(
     z = np.empty(len(cur.items), dtype=np.complex128)
     z.real = cur.seg_key_rev
     pr = z.imag[::-1]
-    tp, _ = _tp_and_precision(p, cur, w_row, pr)
+    tp, _ = _tp_and_precision(p, cur, tab, pr)
     pr[cur.virtual] = 0.0
     np.maximum.accumulate(z, out=z)  # pr now holds the envelope (suffix maxima)
     k = np.repeat(start, cur.seg_len)
@@ -172,16 +170,31 @@ def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
         ``table[start[b, c] + j]`` (``0 <= j <= npos[b, c]``) is ``#{r : thr_r <= j / npos}``
         (the float division of the reference tools), 0 for ``j == 0`` (nothing reached before
         the first true positive). A segment's weighted TP count never exceeds its positives,
-        so an item's count is a lookup: this table has ``sum(npos) + n_col`` entries per
-        resample instead of one search per item.
+        so an item's count is a lookup.
+
+    Notes
+    -----
+    Built from each threshold's first count ``b_r = min{j >= 1 : thr_r <= j / n}``: ``j / n``
+    is monotone in ``j`` and within one rounding of the exact quotient, so ``b_r`` is one of
+    the four counts from ``ceil(thr_r * n) - 2``, each tested with the reference's float
+    division. The table is then a cumulative count of the ``b_r`` of each column (a column
+    has ``n + 2`` slots, the last one counting the thresholds no ``j`` reaches).
     """
-    sizes = npos.ravel() + 1
+    n = npos.ravel()
+    sizes = n + 2
     start = np.cumsum(sizes) - sizes
-    j = np.arange(int(sizes.sum())) - np.repeat(start, sizes)
-    with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 where npos == 0: set to 0 below
-        rc = j / np.repeat(sizes - 1, sizes)
-    table = np.searchsorted(rec_thr, rc, "right")
-    table[j == 0] = 0
+    n_col, n_r = len(n), len(rec_thr)
+    nf = n.astype(np.float64)[:, None]
+    first = np.maximum(np.ceil(rec_thr[None, :] * nf) - 2, 0).astype(np.int64)
+    reach = first.copy()
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 where npos == 0: reaches nothing
+        for d in range(3):
+            reach += (first + d) / nf < rec_thr  # NaN < thr is False: b stays at 0 -> 1 below
+    np.clip(reach, 1, n[:, None] + 1, out=reach)
+    reach += start[:, None]
+    hist = np.bincount(reach.ravel(), minlength=int(sizes.sum()))
+    table = np.cumsum(hist)
+    table -= np.repeat(np.arange(n_col, dtype=np.int64) * n_r, sizes)
     return table, start.reshape(npos.shape)
 
 
