@@ -117,7 +117,9 @@ class _Curve:
     virtual: np.ndarray  # (n_seg,) the virtual (last) item of each segment
     is_virtual: np.ndarray  # (n_items,) bool
     seg_key_rev: np.ndarray  # (n_items,) float64 segment keys of the envelope scan, backwards
+    reach_base: np.ndarray  # (n_items,) segment * n_r, virtual items (segment + 1) * n_r
     area_items: tuple  # per area: (lo, hi) items of its lanes
+    blocks: tuple  # (area, s0, s1, lo, hi): whole segments [s0, s1) of one area, items [lo, hi)
     counted: tuple  # per area: _Source of the entries counted in its first lane
     item_counted: np.ndarray  # (n_items,) counted entries of its area ranked up to the item
     seg_counted_start: np.ndarray  # (n_seg,) ... ranked before the segment's class starts
@@ -220,6 +222,26 @@ def _expand_ties(rows: np.ndarray, table: MatchTable, protocol: Protocol, max_we
     return entry_row, entry_rep.astype(np.int64)
 
 
+#: Items per block of a resample's re-accumulation: a block's arrays stay in a core's cache.
+_BLOCK_ITEMS = 16384
+
+
+def _blocks(seg_bounds: np.ndarray, n_area: int) -> tuple:
+    """Consecutive segments grouped into blocks of about ``_BLOCK_ITEMS`` items, one area each."""
+    n_seg = len(seg_bounds) - 1
+    per_area = n_seg // max(n_area, 1)
+    out = []
+    for a in range(n_area):
+        s_lo, s_hi = a * per_area, (a + 1) * per_area
+        if s_hi == s_lo:
+            continue
+        block = (seg_bounds[s_lo:s_hi] - seg_bounds[s_lo]) // _BLOCK_ITEMS
+        firsts = s_lo + np.flatnonzero(np.diff(block, prepend=-1))
+        for s0, s1 in zip(firsts.tolist(), [*firsts[1:].tolist(), s_hi]):
+            out.append((a, s0, s1, int(seg_bounds[s0]), int(seg_bounds[s1])))
+    return tuple(out)
+
+
 def _curve(
     table: MatchTable,
     rows: np.ndarray,
@@ -293,7 +315,9 @@ def _curve(
         virtual=seg_bounds[1:] - 1,
         is_virtual=is_virtual,
         seg_key_rev=-item_seg[::-1].astype(np.float64),
+        reach_base=(item_seg + is_virtual) * len(recall_thresholds(protocol)),
         area_items=tuple(area_items),
+        blocks=_blocks(seg_bounds, n_area),
         counted=tuple(counted),
         item_counted=item_counted,
         seg_counted_start=seg_counted_start,

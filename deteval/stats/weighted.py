@@ -74,8 +74,10 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     n_r = len(rec_thr)
     table, start = _thresholds_table(npos, rec_thr)
     q = np.empty((B, n_seg * n_r))
+    z = np.empty(len(cur.items), dtype=np.complex128)  # the envelope scan's keys, see _curve_row
+    z.real = cur.seg_key_rev
     for b in range(B):
-        q[b], n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], n_r)
+        n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], z, q[b])
     # Classes without positives are left at 0: every reader masks them (is_defined).
     return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp.reshape(B, n_area, n_thr, n_class)
 
@@ -121,40 +123,76 @@ def _cumsum0_row(values: np.ndarray) -> np.ndarray:
 
 
 def _curve_row(
-    p: Protocol, cur: _Curve, tab: np.ndarray, table: np.ndarray, start: np.ndarray, n_r: int
-) -> tuple:
-    """Precision at the recall thresholds (n_seg * n_r,) and TP count per segment of one resample.
+    p: Protocol,
+    cur: _Curve,
+    tab: np.ndarray,
+    table: np.ndarray,
+    start: np.ndarray,
+    z: np.ndarray,
+    out: np.ndarray,
+) -> np.ndarray:
+    """Precision at the recall thresholds of one resample into ``out`` (n_seg * n_r,); TP per segment.
 
     pycocotools reads, for each threshold ``r``, the suffix maximum of precision from the first
     entry whose recall ``tp / npos`` reaches ``r``: that entry is a true positive (the first one
     for ``r = 0``), so the envelope is a suffix maximum over the true-positive items of each
-    segment, and the thresholds an item is the first to reach are those in ``(k(prev), k(item)]``
-    with ``k = #{r : thr_r <= tp / npos}`` (the same float division: ``j / npos`` is monotone in
-    ``j``; ``k`` is a lookup in ``table``, see :func:`_thresholds_table`). The virtual item
-    closing each segment has precision 0 and reaches every threshold (``k = n_r``), so each
-    segment's steps sum to ``n_r`` and one ``repeat`` of the envelope by the steps writes the
-    whole (segment, threshold) table in order, the unreached thresholds at 0.
+    segment, read at the first item with ``k > r``, ``k = #{r : thr_r <= tp / npos}`` (the
+    same float division: ``j / npos`` is monotone in ``j``; ``k`` is a lookup in ``table``,
+    see :func:`_thresholds_table`). The virtual item closing each segment has precision 0 and
+    reaches every threshold (``k = n_r``): with the key ``segment * n_r + k`` (non-decreasing
+    over the items), the first item reaching the cell ``segment * n_r + r`` of the (segment,
+    threshold) table is the number of items whose key is ``<=`` that cell, one ``bincount``
+    and one cumulative sum, the unreached thresholds reading a virtual item's 0.
 
     The envelope is one forward ``maximum.accumulate`` over complex keys ``-segment + 1j *
-    precision`` laid out backwards: numpy orders complex numbers lexicographically, so the scan
+    precision`` laid out backwards in ``z`` (its real parts set once by the caller: the scan
+    leaves them as they are): numpy orders complex numbers lexicographically, so the scan
     restarts at each segment and the imaginary parts are the exact maxima (no arithmetic on
     the values).
+
+    Everything per item is done block by block (whole segments of one area, see
+    ``_Curve.blocks``): every cumulative quantity restarts at a segment, so a block is
+    self-contained, and its arrays stay in cache.
     """
-    z = np.empty(len(cur.items), dtype=np.complex128)
-    z.real = cur.seg_key_rev
-    pr = z.imag[::-1]
-    tp, _ = _tp_and_precision(p, cur, tab, pr)
-    pr[cur.virtual] = 0.0
-    np.maximum.accumulate(z, out=z)  # pr now holds the envelope (suffix maxima)
-    k = np.repeat(start, cur.seg_len)
-    k += tp
-    k = np.take(table, k)
-    k[cur.virtual] = n_r
-    step = np.empty_like(k)
-    step[0] = k[0]
-    np.subtract(k[1:], k[:-1], out=step[1:])
-    step[cur.seg_head] = np.take(k, cur.seg_head)
-    return np.repeat(pr, step), np.take(tp, cur.virtual)
+    n, n_r = len(cur.items), len(out) // len(cur.seg_len)
+    c_area = [_cumsum0_row(s.take(tab)) for s in cur.counted]
+    cc = _cumsum0_row(cur.corr.take(tab) * cur.corr_sign) if len(cur.corr) else None
+    n_tp = np.empty(len(cur.seg_len), dtype=np.int64)
+    zf = z.view(np.float64)
+    eps = np.spacing(1) if p.ap_method == "101_point" else np.finfo(np.float64).eps
+    for a, s0, s1, lo, hi in cur.blocks:
+        seg_len, items = cur.seg_len[s0:s1], slice(lo, hi)
+        tp = _cumsum0_row(np.take(tab, cur.items.key[items]))
+        tp_item = tp[1:] - np.repeat(np.take(tp, cur.seg_head[s0:s1] - lo), seg_len)
+        ranked = np.take(c_area[a], cur.item_counted[items])
+        seg_base = np.take(c_area[a], cur.seg_counted_start[s0:s1])
+        if cc is not None:
+            ranked -= np.take(cc, cur.item_fix_hi[items])
+            seg_base -= np.take(cc, cur.seg_fix_lo[s0:s1])
+        ranked -= np.repeat(seg_base, seg_len)
+        zb = z[n - hi : n - lo]
+        pr = zb.imag[::-1]
+        if p.ap_method == "101_point":
+            np.add(ranked, eps, out=pr)  # pycocotools: tp / (fp + tp + eps)
+        else:
+            np.maximum(ranked, eps, out=pr)  # devkit_precision: tp / max(tp + fp, eps)
+        np.divide(tp_item, pr, out=pr)
+        virtual = cur.virtual[s0:s1] - lo
+        pr[virtual] = 0.0
+        np.maximum.accumulate(zb, out=zb)  # pr now holds the envelope (suffix maxima)
+        key = np.repeat(start[s0:s1], seg_len)
+        key += tp_item
+        key = np.take(table, key)
+        key[virtual] = 0
+        key += cur.reach_base[items]
+        cells = out[s0 * n_r : s1 * n_r]
+        first = np.cumsum(np.bincount(key - s0 * n_r, minlength=len(cells) + 1)[: len(cells)])
+        # Item lo + i's envelope is the imaginary part of z[n - 1 - lo - i]: float 2 (n - lo) - 1 - 2 i.
+        first *= -2
+        first += 2 * (n - lo) - 1
+        np.take(zf, first, out=cells, mode="clip")
+        n_tp[s0:s1] = np.take(tp_item, virtual)
+    return n_tp
 
 
 def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
