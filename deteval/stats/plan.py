@@ -117,7 +117,7 @@ class _Curve:
     virtual: np.ndarray  # (n_seg,) the virtual (last) item of each segment
     is_virtual: np.ndarray  # (n_items,) bool
     seg_key_rev: np.ndarray  # (n_items,) float64 segment keys of the envelope scan, backwards
-    reach_base: np.ndarray  # (n_items,) segment * n_r, virtual items (segment + 1) * n_r
+    reach_base: np.ndarray  # (n_items,) segment * n_r (virtual: segment + 1), from the block's first
     area_items: tuple  # per area: (lo, hi) items of its lanes
     blocks: tuple  # (area, s0, s1, lo, hi): whole segments [s0, s1) of one area, items [lo, hi)
     counted: tuple  # per area: _Source of the entries counted in its first lane
@@ -223,7 +223,7 @@ def _expand_ties(rows: np.ndarray, table: MatchTable, protocol: Protocol, max_we
 
 
 #: Items per block of a resample's re-accumulation: a block's arrays stay in a core's cache.
-_BLOCK_ITEMS = 16384
+_BLOCK_ITEMS = 65536
 
 
 def _blocks(seg_bounds: np.ndarray, n_area: int) -> tuple:
@@ -240,6 +240,14 @@ def _blocks(seg_bounds: np.ndarray, n_area: int) -> tuple:
         for s0, s1 in zip(firsts.tolist(), [*firsts[1:].tolist(), s_hi]):
             out.append((a, s0, s1, int(seg_bounds[s0]), int(seg_bounds[s1])))
     return tuple(out)
+
+
+def _reach_base(seg: np.ndarray, seg_bounds: np.ndarray, blocks: tuple, n_r: int) -> np.ndarray:
+    """Each item's ``segment * n_r``, segments counted from its block's first one."""
+    out = seg.astype(np.int64)
+    for _, s0, _, lo, hi in blocks:
+        out[lo:hi] -= s0
+    return out * n_r
 
 
 def _curve(
@@ -308,6 +316,7 @@ def _curve(
             corr_lane.append(np.full(len(pos), lane, dtype=np.int64))
     corr_pos_a = np.concatenate(corr_pos).astype(np.int64)
     corr_key = np.concatenate(corr_lane) * (n_e + 1) + corr_pos_a
+    blocks = _blocks(seg_bounds, n_area)
     return _Curve(
         items=_Source.of(item_img, item_rep, layout),
         seg_len=np.diff(seg_bounds),
@@ -315,9 +324,9 @@ def _curve(
         virtual=seg_bounds[1:] - 1,
         is_virtual=is_virtual,
         seg_key_rev=-item_seg[::-1].astype(np.float64),
-        reach_base=(item_seg + is_virtual) * len(recall_thresholds(protocol)),
+        reach_base=_reach_base(item_seg + is_virtual, seg_bounds, blocks, len(recall_thresholds(protocol))),
         area_items=tuple(area_items),
-        blocks=_blocks(seg_bounds, n_area),
+        blocks=blocks,
         counted=tuple(counted),
         item_counted=item_counted,
         seg_counted_start=seg_counted_start,

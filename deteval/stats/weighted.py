@@ -158,7 +158,6 @@ def _curve_row(
     c_area = [_cumsum0_row(s.take(tab)) for s in cur.counted]
     cc = _cumsum0_row(cur.corr.take(tab) * cur.corr_sign) if len(cur.corr) else None
     n_tp = np.empty(len(cur.seg_len), dtype=np.int64)
-    zf = z.view(np.float64)
     eps = np.spacing(1) if p.ap_method == "101_point" else np.finfo(np.float64).eps
     for a, s0, s1, lo, hi in cur.blocks:
         seg_len, items = cur.seg_len[s0:s1], slice(lo, hi)
@@ -184,13 +183,10 @@ def _curve_row(
         key += tp_item
         key = np.take(table, key)
         key[virtual] = 0
-        key += cur.reach_base[items]
+        key += cur.reach_base[items]  # segment * n_r from the block's first segment
         cells = out[s0 * n_r : s1 * n_r]
-        first = np.cumsum(np.bincount(key - s0 * n_r, minlength=len(cells) + 1)[: len(cells)])
-        # Item lo + i's envelope is the imaginary part of z[n - 1 - lo - i]: float 2 (n - lo) - 1 - 2 i.
-        first *= -2
-        first += 2 * (n - lo) - 1
-        np.take(zf, first, out=cells, mode="clip")
+        first = np.cumsum(np.bincount(key, minlength=len(cells) + 1)[: len(cells)])
+        np.take(np.ascontiguousarray(pr), first, out=cells, mode="clip")
         n_tp[s0:s1] = np.take(tp_item, virtual)
     return n_tp
 
