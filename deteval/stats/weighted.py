@@ -276,6 +276,8 @@ def _mean_defined_rows(values: np.ndarray, is_defined: np.ndarray) -> np.ndarray
     out = np.full(B, np.nan)
     if B == 0:
         return out
+    if is_defined.all():  # the common case: one contiguous row per resample, no grouping
+        return np.mean(np.ascontiguousarray(values).reshape(B, -1), axis=1)
     patterns, group = np.unique(is_defined, axis=0, return_inverse=True)
     group = group.ravel()
     for g, pattern in enumerate(patterns):
