@@ -116,8 +116,6 @@ class _Curve:
     seg_head: np.ndarray  # (n_seg,) first item of each segment
     virtual: np.ndarray  # (n_seg,) the virtual (last) item of each segment
     is_virtual: np.ndarray  # (n_items,) bool
-    seg_key_rev: np.ndarray  # (n_items,) float64 segment keys of the envelope scan, backwards
-    reach_base: np.ndarray  # (n_items,) segment * n_r (virtual: segment + 1), from the block's first
     area_items: tuple  # per area: (lo, hi) items of its lanes
     blocks: tuple  # (area, s0, s1, lo, hi): whole segments [s0, s1) of one area, items [lo, hi)
     counted: tuple  # per area: _Source of the entries counted in its first lane
@@ -242,14 +240,6 @@ def _blocks(seg_bounds: np.ndarray, n_area: int) -> tuple:
     return tuple(out)
 
 
-def _reach_base(seg: np.ndarray, seg_bounds: np.ndarray, blocks: tuple, n_r: int) -> np.ndarray:
-    """Each item's ``segment * n_r``, segments counted from its block's first one."""
-    out = seg.astype(np.int64)
-    for _, s0, _, lo, hi in blocks:
-        out[lo:hi] -= s0
-    return out * n_r
-
-
 def _curve(
     table: MatchTable,
     rows: np.ndarray,
@@ -323,8 +313,6 @@ def _curve(
         seg_head=seg_bounds[:-1],
         virtual=seg_bounds[1:] - 1,
         is_virtual=is_virtual,
-        seg_key_rev=-item_seg[::-1].astype(np.float64),
-        reach_base=_reach_base(item_seg + is_virtual, seg_bounds, blocks, len(recall_thresholds(protocol))),
         area_items=tuple(area_items),
         blocks=blocks,
         counted=tuple(counted),

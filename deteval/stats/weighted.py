@@ -74,10 +74,8 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     n_r = len(rec_thr)
     table, start = _thresholds_table(npos, rec_thr)
     q = np.empty((B, n_seg * n_r))
-    z = np.empty(len(cur.items), dtype=np.complex128)  # the envelope scan's keys, see _curve_row
-    z.real = cur.seg_key_rev
     for b in range(B):
-        n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], z, q[b])
+        n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], q[b])
     # Classes without positives are left at 0: every reader masks them (is_defined).
     return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp.reshape(B, n_area, n_thr, n_class)
 
@@ -128,7 +126,6 @@ def _curve_row(
     tab: np.ndarray,
     table: np.ndarray,
     start: np.ndarray,
-    z: np.ndarray,
     out: np.ndarray,
 ) -> np.ndarray:
     """Precision at the recall thresholds of one resample into ``out`` (n_seg * n_r,); TP per segment.
@@ -145,45 +142,56 @@ def _curve_row(
     and one cumulative sum, the unreached thresholds reading a virtual item's 0.
 
     The envelope is one forward ``maximum.accumulate`` over complex keys ``-segment + 1j *
-    precision`` laid out backwards in ``z`` (its real parts set once by the caller: the scan
-    leaves them as they are): numpy orders complex numbers lexicographically, so the scan
+    precision`` laid out backwards: numpy orders complex numbers lexicographically, so the scan
     restarts at each segment and the imaginary parts are the exact maxima (no arithmetic on
     the values).
 
     Everything per item is done block by block (whole segments of one area, see
     ``_Curve.blocks``): every cumulative quantity restarts at a segment, so a block is
-    self-contained, and its arrays stay in cache.
+    self-contained, and its arrays stay in cache. In each block only the items that weigh
+    something in this resample are kept (about half of them: images not drawn, unused copies
+    of tied detections); the numbers are those of all items (see the comment in the loop).
     """
-    n, n_r = len(cur.items), len(out) // len(cur.seg_len)
+    n_r = len(out) // len(cur.seg_len)
     c_area = [_cumsum0_row(s.take(tab)) for s in cur.counted]
     cc = _cumsum0_row(cur.corr.take(tab) * cur.corr_sign) if len(cur.corr) else None
     n_tp = np.empty(len(cur.seg_len), dtype=np.int64)
     eps = np.spacing(1) if p.ap_method == "101_point" else np.finfo(np.float64).eps
     for a, s0, s1, lo, hi in cur.blocks:
-        seg_len, items = cur.seg_len[s0:s1], slice(lo, hi)
-        tp = _cumsum0_row(np.take(tab, cur.items.key[items]))
-        tp_item = tp[1:] - np.repeat(np.take(tp, cur.seg_head[s0:s1] - lo), seg_len)
-        ranked = np.take(c_area[a], cur.item_counted[items])
+        # The items weighing 0 in this resample (images not drawn, unused copies of ties) are
+        # dropped: each repeats its predecessor's TP count with a larger (or equal) count of
+        # entries, so its precision is dominated and it reaches no new threshold. The virtual
+        # items stay (each segment keeps its last item).
+        weight = np.take(tab, cur.items.key[lo:hi])
+        live = weight != 0
+        live[cur.virtual[s0:s1] - lo] = True
+        keep = np.flatnonzero(live)
+        heads = np.searchsorted(keep, cur.seg_head[s0:s1] - lo)
+        seg_len = np.diff(heads, append=len(keep))
+        virtual = heads + seg_len - 1
+        tp = _cumsum0_row(np.take(weight, keep))
+        tp_item = tp[1:] - np.repeat(np.take(tp, heads), seg_len)
+        ranked = np.take(c_area[a], np.take(cur.item_counted[lo:hi], keep))
         seg_base = np.take(c_area[a], cur.seg_counted_start[s0:s1])
         if cc is not None:
-            ranked -= np.take(cc, cur.item_fix_hi[items])
+            ranked -= np.take(cc, np.take(cur.item_fix_hi[lo:hi], keep))
             seg_base -= np.take(cc, cur.seg_fix_lo[s0:s1])
         ranked -= np.repeat(seg_base, seg_len)
-        zb = z[n - hi : n - lo]
-        pr = zb.imag[::-1]
+        z = np.empty(len(keep), dtype=np.complex128)
+        z.real = np.repeat(np.arange(s0 - s1 + 1, 1, dtype=np.float64), seg_len[::-1])  # -segment
+        pr = z.imag[::-1]
         if p.ap_method == "101_point":
             np.add(ranked, eps, out=pr)  # pycocotools: tp / (fp + tp + eps)
         else:
             np.maximum(ranked, eps, out=pr)  # devkit_precision: tp / max(tp + fp, eps)
         np.divide(tp_item, pr, out=pr)
-        virtual = cur.virtual[s0:s1] - lo
         pr[virtual] = 0.0
-        np.maximum.accumulate(zb, out=zb)  # pr now holds the envelope (suffix maxima)
+        np.maximum.accumulate(z, out=z)  # pr now holds the envelope (suffix maxima)
         key = np.repeat(start[s0:s1], seg_len)
         key += tp_item
         key = np.take(table, key)
-        key[virtual] = 0
-        key += cur.reach_base[items]  # segment * n_r from the block's first segment
+        key[virtual] = n_r
+        key += np.repeat(np.arange(0, (s1 - s0) * n_r, n_r), seg_len)  # segment * n_r in the block
         cells = out[s0 * n_r : s1 * n_r]
         first = np.cumsum(np.bincount(key, minlength=len(cells) + 1)[: len(cells)])
         np.take(np.ascontiguousarray(pr), first, out=cells, mode="clip")
