@@ -100,9 +100,8 @@ class _Curve:
     not depend on the weights).
 
     Items are the true positives sorted by (lane, class, rank): segment ``lane * n_class + class``,
-    each segment closed by one *virtual* item (weight 0: its image is the extra column
-    ``n_img`` of the weights, always 0) that stands for the recall thresholds no true positive
-    reaches. Every segment thus has at least one item, its last one virtual, and the
+    each segment closed by one *virtual* item (weight 0: it reads slot ``n_img`` of the weight
+    table, always 0) that stands for the recall thresholds no true positive reaches. Every segment thus has at least one item, its last one virtual, and the
     weighted TP count at the virtual item is the segment's total.
 
     The entries ranked from the start of an item's class up to the item, counted in its lane
