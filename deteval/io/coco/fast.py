@@ -70,10 +70,12 @@ def _decode_or_none(raw: bytes, decoder: Any) -> Any:
 
     The fast-path structs refuse unknown fields, so a file that cannot fit (results with a
     ``segmentation``, say) is given up at its first record, not after decoding all of it.
+    msgspec raises UnicodeDecodeError for an unknown key that is not UTF-8: that, too, is for
+    the full path to name.
     """
     try:
         return decoder.decode(raw)
-    except (_msgspec.DecodeError, _msgspec.ValidationError, RecursionError):
+    except (_msgspec.DecodeError, _msgspec.ValidationError, RecursionError, UnicodeDecodeError):
         return None  # the full path names the problem (RecursionError: nested too deeply)
 
 
