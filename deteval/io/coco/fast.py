@@ -88,12 +88,13 @@ def _fast_box_results(
     (:func:`_msgspec_box_columns`); both read only the plain shape and give the same columns bit
     for bit. The columns then pass one set of checks (:func:`_box_detections`).
     """
+    return _box_detections(_box_columns(raw), path=path, gt=gt, cmap=cmap)
+
+
+def _box_columns(raw: bytes) -> BoxColumns | None:
+    """The columns of a plain box-results file (compiled parser, else msgspec), or None."""
     columns = _compiled_box_columns(raw) if _colparse is not None else None
-    if columns is None:
-        columns = _msgspec_box_columns(raw)
-    if columns is None:
-        return None
-    return _box_detections(*columns, path=path, gt=gt, cmap=cmap)
+    return columns if columns is not None else _msgspec_box_columns(raw)
 
 
 #: Bytes of the shortest record the compiled parser accepts, with its comma:
@@ -152,20 +153,20 @@ def _msgspec_box_columns(raw: bytes) -> BoxColumns | None:
 
 
 def _box_detections(
-    image_ids: np.ndarray,
-    category_ids: np.ndarray,
-    box: np.ndarray,
-    score: np.ndarray,
-    *,
-    path: str,
-    gt: GroundTruth,
-    cmap: CategoryMap | None,
+    columns: BoxColumns | None, *, path: str, gt: GroundTruth, cmap: CategoryMap | None
 ) -> Detections | None:
     """Box-result columns checked and joined to ``gt``, or None when anything needs a message.
 
     Taken only when nothing needs a message: finite numbers, non-negative sizes, known images and
-    categories. Anything else returns None and the full loader names the problem.
+    categories. Anything else returns None and the full loader names the problem. The id columns
+    are let go once joined (pass ``columns`` as a temporary, as :func:`_fast_box_results` does),
+    so that they are not held while the warnings are computed: 16 bytes per detection less at the
+    peak of loading.
     """
+    if columns is None:
+        return None
+    image_ids, category_ids, box, score = columns
+    del columns
     n = len(image_ids)
     image = join_ids(image_ids, gt)
     try:
@@ -179,7 +180,9 @@ def _box_detections(
         or (category < 0).any()
     ):
         return None
-    warnings = _index_suspicion(category_ids, gt, cmap, path) + _box_warnings(box, image, gt, path)
+    warnings = _index_suspicion(category_ids, gt, cmap, path)
+    del image_ids, category_ids
+    warnings += _box_warnings(box, image, gt, path)
     return Detections(
         image=image,
         category=category,
