@@ -230,7 +230,9 @@ def load_voc_dt(
     by_class = {c: prefix + c + ".txt" for c in classes}
     warnings = _result_file_notes(folder, gt, files, txt, prefix, unknown_category=unknown_category)
 
-    parts_image, parts_category, parts_box, parts_score = [], [], [], []
+    parts_category, parts_box, parts_score = [], [], []
+    parts_ids: list[list[str]] = []
+    parts_where: list[tuple[str, list[int]]] = []
     wrong_columns: list[tuple[str, str]] = []
     unknown_ids: list[tuple[str, str]] = []
     inverted: list[tuple[str, str]] = []
@@ -247,19 +249,24 @@ def load_voc_dt(
             wrong_columns.extend(wrong)
             continue
         numbers = parse_floats(rows, slice(1, 6), path, "score x1 y1 x2 y2")
-        index = join_voc_ids([f[0] for _, f in rows], gt)
-        unknown_ids.extend(
-            (f"{path}:{n}", shorten(f[0]) + _padding_hint(f[0], gt))
-            for (n, f), i in zip(rows, index, strict=True)
-            if i < 0
-        )
         box = numbers[:, 1:5]
         bad = np.flatnonzero((box[:, 0] > box[:, 2]) | (box[:, 1] > box[:, 3]))
         inverted.extend((f"{path}:{rows[j][0]}", f"[{_fmt(box[j])}]") for j in bad)
-        parts_image.append(index)
+        parts_ids.append([f[0] for _, f in rows])
+        parts_where.append((path, [n for n, _ in rows]))
         parts_category.append(np.full(len(rows), k, dtype=np.int64))
         parts_box.append(box)
         parts_score.append(numbers[:, 0])
+    # One join for every file: building the ground truth's name lookup is the cost (per class
+    # file it was most of the time of reading VOC results), looking ids up is cheap.
+    joined = join_voc_ids([v for ids in parts_ids for v in ids], gt)
+    parts_image = np.split(joined, np.cumsum([len(ids) for ids in parts_ids])[:-1]) if parts_ids else []
+    for (path, lines), ids, index in zip(parts_where, parts_ids, parts_image):
+        unknown_ids.extend(
+            (f"{path}:{n}", shorten(v) + _padding_hint(v, gt))
+            for n, v, i in zip(lines, ids, index, strict=True)
+            if i < 0
+        )
     if wrong_columns:
         fail_records("wrong number of columns", "6 columns `image_id score x1 y1 x2 y2`", wrong_columns)
     if unknown_ids:
