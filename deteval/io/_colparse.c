@@ -117,38 +117,44 @@ static int slow_double(const char *start, const char *stop, double *out) {
     return OK;
 }
 
-/* A JSON number as a finite double (see the header for the rounding and for ``-0``). */
-static int parse_double(Cursor *c, double *out) {
+/* Grammars of numbers: JSON's, or the plain decimals Python's float() reads in text files. */
+#define JSON_NUMBER 0
+#define TEXT_NUMBER 1 /* also a leading '+', leading zeros, "1." and ".5"; -0 is -0.0 */
+
+/* A number as a finite double (see the header for the rounding and for ``-0`` in JSON). */
+static int parse_double(Cursor *c, double *out, int grammar) {
     const char *start = c->p, *p = c->p, *end = c->end;
-    int negative = 0, is_integer = 1;
+    int negative = 0, is_integer = 1, digits = 0;
     uint64_t mantissa = 0;
-    int significant = 0;   /* significant digits in the mantissa (leading zeros excluded) */
+    int significant = 0;   /* digits in the mantissa (leading zeros excluded); 20: too many */
     int64_t exponent = 0;  /* decimal exponent applying to the mantissa */
-    if (p < end && *p == '-') {
-        negative = 1;
+    if (p < end && (*p == '-' || (grammar == TEXT_NUMBER && *p == '+'))) {
+        negative = *p == '-';
         p++;
     }
-    if (p >= end || !is_digit(*p)) return REFUSE;
-    if (*p == '0') {
-        p++;
-        if (p < end && is_digit(*p)) return REFUSE; /* leading zero */
-    } else {
-        while (p < end && is_digit(*p)) {
-            if (significant < 19) {
-                mantissa = mantissa * 10 + (uint64_t)(*p - '0');
-                significant++;
-            } else {
-                exponent++;
-                significant = 20; /* too many digits: slow path */
-            }
-            p++;
+    if (grammar == JSON_NUMBER) {
+        if (p >= end || !is_digit(*p)) return REFUSE;
+        if (*p == '0' && p + 1 < end && is_digit(p[1])) return REFUSE; /* leading zero */
+    }
+    while (p < end && is_digit(*p)) {
+        digits++;
+        if (mantissa == 0 && *p == '0') {
+            /* a leading zero adds nothing */
+        } else if (significant < 19) {
+            mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+            significant++;
+        } else {
+            exponent++;
+            significant = 20;
         }
+        p++;
     }
     if (p < end && *p == '.') {
         is_integer = 0;
         p++;
-        if (p >= end || !is_digit(*p)) return REFUSE;
+        if (grammar == JSON_NUMBER && (p >= end || !is_digit(*p))) return REFUSE;
         while (p < end && is_digit(*p)) {
+            digits++;
             if (mantissa == 0 && *p == '0') {
                 exponent--; /* leading zero of the fraction */
             } else if (significant < 19) {
@@ -161,6 +167,7 @@ static int parse_double(Cursor *c, double *out) {
             p++;
         }
     }
+    if (digits == 0) return REFUSE;
     if (p < end && (*p == 'e' || *p == 'E')) {
         is_integer = 0;
         p++;
@@ -179,9 +186,9 @@ static int parse_double(Cursor *c, double *out) {
     }
     c->p = p;
     double value;
-    if (mantissa == 0 && significant <= 19) {
-        /* every digit is zero: msgspec reads an integer -0 as the integer 0 */
-        value = (negative && !is_integer) ? -0.0 : 0.0;
+    if (mantissa == 0 && significant < 20) {
+        /* every digit is zero; msgspec reads a JSON integer -0 as the integer 0 */
+        value = (negative && !(grammar == JSON_NUMBER && is_integer)) ? -0.0 : 0.0;
     } else if (COLPARSE_FAST_FLOATS && significant <= 19 && mantissa <= ((uint64_t)1 << 53) &&
                exponent >= -22 && exponent <= 22) {
         value = (double)mantissa;
@@ -190,9 +197,8 @@ static int parse_double(Cursor *c, double *out) {
     } else {
         int status = slow_double(start, p, &value);
         if (status != OK) return status;
-        if (is_integer && value == 0.0) value = 0.0;
     }
-    if (!isfinite(value)) return REFUSE; /* 1e400: msgspec refuses it as out of range */
+    if (!isfinite(value)) return REFUSE; /* 1e400: msgspec refuses it, text files too */
     *out = value;
     return OK;
 }
@@ -257,14 +263,14 @@ static int parse_record(Cursor *c, int64_t *image_id, int64_t *category_id, doub
             status = parse_int64(c, category_id);
             break;
         case KEY_SCORE:
-            status = parse_double(c, score);
+            status = parse_double(c, score, JSON_NUMBER);
             break;
         default: /* KEY_BBOX */
             if (expect(c, '[') != OK) return REFUSE;
             for (int j = 0; j < 4; j++) {
                 if (j > 0 && expect(c, ',') != OK) return REFUSE;
                 skip_ws(c);
-                status = parse_double(c, &bbox[j]);
+                status = parse_double(c, &bbox[j], JSON_NUMBER);
                 if (status != OK) return status;
             }
             status = expect(c, ']');
@@ -338,8 +344,140 @@ done:
     return result;
 }
 
+/* ---- whitespace-separated text rows: VOC result lines, YOLO prediction rows ---- */
+
+#define FIRST_TEXT 0 /* VOC: the first field is an image id, kept as text */
+#define FIRST_INT 1  /* YOLO: the first field is a class id, written as an integer */
+
+static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
+static inline int is_line_end(const Cursor *c) { return c->p >= c->end || *c->p == '\n' || *c->p == '\r'; }
+static inline int ends_field(const Cursor *c) { return is_line_end(c) || is_blank(*c->p); }
+
+/* A class id as Python's int(float(token)) reads it, written as str(int) writes it, exactly:
+ * no sign but '-', no leading zero, no -0, below 2**53 in magnitude. */
+static int parse_class_id(Cursor *c, int64_t *out) {
+    const char *p = c->p;
+    int negative = 0, digits = 0;
+    int64_t value = 0;
+    if (p < c->end && *p == '-') {
+        negative = 1;
+        p++;
+    }
+    if (p >= c->end || !is_digit(*p) || (*p == '0' && (negative || (p + 1 < c->end && is_digit(p[1])))))
+        return REFUSE;
+    while (p < c->end && is_digit(*p)) {
+        if (++digits > 15) return REFUSE;
+        value = value * 10 + (*p - '0');
+        p++;
+    }
+    c->p = p;
+    *out = negative ? -value : value;
+    return OK;
+}
+
+/* Rows of six whitespace-separated fields, the first by ``first`` and then five numbers. ASCII
+ * only (anything else, e.g. a non-breaking space, is for the Python reader to judge); a line ends at
+ * \n, \r\n or \r, as deteval.io._text.split_lines counts lines; blank lines are skipped. */
+static int parse_text_rows(Cursor *c, int first, Py_ssize_t capacity, PyObject *ids, int64_t *class_ids,
+                           double *numbers, int64_t *lines, Py_ssize_t *n_rows) {
+    Py_ssize_t n = 0;
+    int64_t line = 1;
+    if (c->end - c->p >= 3 && memcmp(c->p, "\xef\xbb\xbf", 3) == 0) c->p += 3; /* read as utf-8-sig */
+    while (c->p < c->end) {
+        while (c->p < c->end && is_blank(*c->p)) c->p++;
+        if (!is_line_end(c)) {
+            if (n >= capacity) return REFUSE;
+            const char *token = c->p;
+            if (first == FIRST_TEXT) {
+                while (!ends_field(c)) {
+                    if (*c->p <= ' ' || *c->p > '~') return REFUSE;
+                    c->p++;
+                }
+                PyObject *id = PyUnicode_DecodeASCII(token, c->p - token, NULL);
+                if (id == NULL) return ERROR;
+                int failed = PyList_Append(ids, id);
+                Py_DECREF(id);
+                if (failed) return ERROR;
+            } else if (parse_class_id(c, &class_ids[n]) != OK || !ends_field(c)) {
+                return REFUSE;
+            }
+            for (int j = 0; j < 5; j++) {
+                if (is_line_end(c) || !is_blank(*c->p)) return REFUSE;
+                while (c->p < c->end && is_blank(*c->p)) c->p++;
+                int status = parse_double(c, &numbers[5 * n + j], TEXT_NUMBER);
+                if (status != OK) return status;
+                if (!ends_field(c)) return REFUSE;
+            }
+            while (c->p < c->end && is_blank(*c->p)) c->p++;
+            if (!is_line_end(c)) return REFUSE; /* a seventh field, or another byte */
+            lines[n++] = line;
+        }
+        if (c->p < c->end) {
+            if (*c->p == '\r' && c->p + 1 < c->end && c->p[1] == '\n') c->p++;
+            c->p++;
+            line++;
+        }
+    }
+    *n_rows = n;
+    return OK;
+}
+
+PyDoc_STRVAR(text_rows_doc,
+             "text_rows(raw, first_is_text, class_ids, numbers, lines, /)\n--\n\n"
+             "Parse rows of six whitespace-separated fields: an id, then five numbers.\n\n"
+             "``first_is_text``: the ids are returned as a list of str (VOC image ids); otherwise they\n"
+             "are integers written into the int64 buffer ``class_ids`` (YOLO class ids) and the row\n"
+             "count is returned. ``numbers`` (float64, 5 per row) receives the numbers as float()\n"
+             "reads them, ``lines`` (int64) each row's 1-based line number. None when any line is\n"
+             "not exactly that (or the buffers are too small): the Python reader decides then.");
+
+static PyObject *text_rows(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *class_obj, *numbers_obj, *lines_obj;
+    int first_is_text;
+    if (!PyArg_ParseTuple(args, "OpOOO:text_rows", &raw_obj, &first_is_text, &class_obj, &numbers_obj,
+                          &lines_obj))
+        return NULL;
+    Py_buffer raw;
+    Column cols[3];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL, *ids = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    if (get_column(numbers_obj, 'f', &cols[0]) != OK || get_column(lines_obj, 'i', &cols[1]) != OK) goto done;
+    Py_ssize_t capacity = cols[0].view.len / 40;
+    if (cols[1].view.len / 8 < capacity) capacity = cols[1].view.len / 8;
+    int64_t *class_ids = NULL;
+    if (first_is_text) {
+        ids = PyList_New(0);
+        if (ids == NULL) goto done;
+    } else {
+        if (get_column(class_obj, 'i', &cols[2]) != OK) goto done;
+        if (cols[2].view.len / 8 < capacity) capacity = cols[2].view.len / 8;
+        class_ids = (int64_t *)cols[2].view.buf;
+    }
+    Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
+    Py_ssize_t n = 0;
+    int status = parse_text_rows(&c, first_is_text ? FIRST_TEXT : FIRST_INT, capacity, ids, class_ids,
+                                 (double *)cols[0].view.buf, (int64_t *)cols[1].view.buf, &n);
+    if (status == ERROR) goto done;
+    if (status != OK) {
+        result = Py_NewRef(Py_None);
+    } else if (first_is_text) {
+        result = Py_NewRef(ids);
+    } else {
+        result = PyLong_FromSsize_t(n);
+    }
+done:
+    Py_XDECREF(ids);
+    for (int i = 0; i < 3; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&raw);
+    return result;
+}
+
 static PyMethodDef colparse_methods[] = {
     {"box_results", box_results, METH_VARARGS, box_results_doc},
+    {"text_rows", text_rows, METH_VARARGS, text_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 

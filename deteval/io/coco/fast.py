@@ -127,6 +127,57 @@ def _compiled_box_columns(raw: bytes) -> BoxColumns | None:
     return image_ids, category_ids, box.reshape(n, 4), score
 
 
+#: Bytes of the shortest row of six fields with its line break (``a 1 1 1 1 1\n``).
+_MIN_ROW_BYTES = 12
+
+
+def _compiled_text_rows(raw: bytes, *, first_is_text: bool) -> tuple[Any, np.ndarray, np.ndarray] | None:
+    """Rows of six whitespace-separated fields (VOC result lines, YOLO prediction rows), or None.
+
+    Parameters
+    ----------
+    raw : bytes
+        The file's bytes.
+    first_is_text : bool
+        The first field is an image id kept as text (VOC), else an integer class id (YOLO).
+
+    Returns
+    -------
+    (first, numbers, lines) or None
+        ``first``: list of str, or int64 (n,); ``numbers``: float64 (n, 5), the other fields as
+        ``float()`` reads them; ``lines``: int64 (n,), 1-based line numbers as
+        :func:`deteval.io._text.split_lines` counts them (blank lines skipped). None without the
+        extension or when any line is not plain (another field count, a value that is not a
+        plain finite decimal, a class id not written as ``str(int)`` writes it, a byte that is
+        not ASCII): the Python reader reads such files and names their problems.
+    """
+    if _colparse is None:
+        return None
+    capacity = len(raw) // _MIN_ROW_BYTES + 1
+    class_ids = None if first_is_text else np.empty(capacity, dtype=np.int64)
+    numbers = np.empty(5 * capacity, dtype=np.float64)
+    lines = np.empty(capacity, dtype=np.int64)
+    result = _colparse.text_rows(raw, first_is_text, class_ids, numbers, lines)
+    if result is None:
+        return None
+    n = len(result) if isinstance(result, list) else result
+    for column, size in ((numbers, 5 * n), (lines, n)):
+        column.resize(size, refcheck=False)  # in place: no view of these arrays exists yet
+    if class_ids is not None:
+        class_ids.resize(n, refcheck=False)
+    return (result if class_ids is None else class_ids), numbers.reshape(n, 5), lines
+
+
+def _compiled_voc_rows(raw: bytes) -> tuple[list[str], np.ndarray, np.ndarray] | None:
+    """VOC result lines ``image_id score x1 y1 x2 y2``: (ids, numbers (n, 5), lines), or None."""
+    return _compiled_text_rows(raw, first_is_text=True)
+
+
+def _compiled_yolo_rows(raw: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """YOLO prediction rows ``cls`` + 5 numbers: (class ids int64, numbers (n, 5), lines), or None."""
+    return _compiled_text_rows(raw, first_is_text=False)
+
+
 def _msgspec_box_columns(raw: bytes) -> BoxColumns | None:
     """A plain box-results file's columns decoded by msgspec, or None when it is not plain.
 

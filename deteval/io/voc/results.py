@@ -21,15 +21,19 @@ from deteval.io._text import (
     list_files,
     names_note,
     parse_floats,
+    read_bytes,
     read_text,
     shorten,
     split_rows,
 )
+from deteval.io.coco.fast import _compiled_voc_rows
 from deteval.io.identity import explain_miss, join_voc_ids
 from deteval.io.voc.annotations import _fmt
 from deteval.io.voc.classes import VOC_CLASSES
 
 __all__ = ["load_voc_dt", "detect_prefix", "with_result_classes"]
+
+_WHAT = "VOC result lines `image_id score x1 y1 x2 y2`"
 
 
 def detect_prefix(file_names: Sequence[str], class_names: Sequence[str]) -> str:
@@ -232,7 +236,7 @@ def load_voc_dt(
 
     parts_category, parts_box, parts_score = [], [], []
     parts_ids: list[list[str]] = []
-    parts_where: list[tuple[str, list[int]]] = []
+    parts_where: list[tuple[str, np.ndarray]] = []
     wrong_columns: list[tuple[str, str]] = []
     unknown_ids: list[tuple[str, str]] = []
     inverted: list[tuple[str, str]] = []
@@ -241,20 +245,30 @@ def load_voc_dt(
         if name not in files:
             continue
         path = files[name]
-        rows = split_rows(read_text(path, what="VOC result lines `image_id score x1 y1 x2 y2`"))
-        wrong = [
-            (f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f), 80)}") for n, f in rows if len(f) != 6
-        ]
-        if wrong:
-            wrong_columns.extend(wrong)
-            continue
-        numbers = parse_floats(rows, slice(1, 6), path, "score x1 y1 x2 y2")
+        # The compiled reader takes plain files (six fields a line, plain decimals, ASCII); it
+        # gives what the Python reader below gives, which reads -- and names the problems of --
+        # every other file.
+        compiled = _compiled_voc_rows(read_bytes(path, what=_WHAT))
+        if compiled is not None:
+            ids, numbers, lines = compiled
+        else:
+            rows = split_rows(read_text(path, what=_WHAT))
+            wrong = [
+                (f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f), 80)}")
+                for n, f in rows
+                if len(f) != 6
+            ]
+            if wrong:
+                wrong_columns.extend(wrong)
+                continue
+            numbers = parse_floats(rows, slice(1, 6), path, "score x1 y1 x2 y2")
+            ids, lines = [f[0] for _, f in rows], np.array([n for n, _ in rows], dtype=np.int64)
         box = numbers[:, 1:5]
         bad = np.flatnonzero((box[:, 0] > box[:, 2]) | (box[:, 1] > box[:, 3]))
-        inverted.extend((f"{path}:{rows[j][0]}", f"[{_fmt(box[j])}]") for j in bad)
-        parts_ids.append([f[0] for _, f in rows])
-        parts_where.append((path, [n for n, _ in rows]))
-        parts_category.append(np.full(len(rows), k, dtype=np.int64))
+        inverted.extend((f"{path}:{lines[j]}", f"[{_fmt(box[j])}]") for j in bad)
+        parts_ids.append(ids)
+        parts_where.append((path, lines))
+        parts_category.append(np.full(len(ids), k, dtype=np.int64))
         parts_box.append(box)
         parts_score.append(numbers[:, 0])
     # One join for every file: building the ground truth's name lookup is the cost (per class
