@@ -9,8 +9,10 @@ missing extension is a failure.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -346,3 +348,233 @@ def test_generated_datasets_read_the_same(tmp_path):
         if dt_list:
             assert assert_twins(json.dumps(dt_list).encode()) is not None
             assert assert_twins(json.dumps(dt_list, indent=2).encode()) is not None
+
+
+# ---- VOC result lines and YOLO prediction rows (text_rows) ----
+
+VOC_ROOT = ROOT / "fixtures" / "voc"
+YOLO_ROOT = ROOT / "fixtures" / "yolo"
+
+
+def _python_rows(raw: bytes, first_is_text: bool):
+    """The Python reader's reading of a plain file: (first column, numbers (n, 5), line numbers)."""
+    from deteval.io._text import parse_floats, split_rows
+    from deteval.io.yolo import _class_ids
+
+    rows = split_rows(raw.decode("utf-8-sig"))
+    numbers = parse_floats(rows, slice(1, 6), "f.txt", "numbers")
+    first = [f[0] for _, f in rows] if first_is_text else _class_ids(rows, 0, "f.txt")
+    return first, numbers, np.array([n for n, _ in rows], dtype=np.int64)
+
+
+def assert_text_twins(raw: bytes, first_is_text: bool) -> None:
+    compiled = fast._compiled_text_rows(raw, first_is_text=first_is_text)
+    assert compiled is not None, raw
+    first, numbers, lines = _python_rows(raw, first_is_text)
+    if first_is_text:
+        assert compiled[0] == first
+    else:
+        assert np.array_equal(compiled[0], first)
+    assert compiled[1].shape == numbers.shape
+    assert np.array_equal(compiled[1].view(np.int64), numbers.view(np.int64))
+    assert np.array_equal(compiled[2], lines)
+
+
+TEXT_NUMBERS = [n for n in NUMBERS if n != "1e-400" and n != "-1e-400"] + [
+    "1e-400",
+    "+1.5",
+    "1.",
+    ".5",
+    "-.5",
+    "007",
+    "-007.50",
+    "00000000000000000000001",
+    "0.000",
+    "-0",
+]
+
+
+@needs_extension
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("number", TEXT_NUMBERS)
+def test_text_numbers_are_bit_identical(number):
+    line = f"img {number} {number} {number} {number} {number}\n"
+    assert_text_twins(line.encode(), True)
+    assert_text_twins(f"3 {number} 1 2 3 {number}".encode(), False)
+
+
+@needs_extension
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "\n\n",
+        "a 1 2 3 4 5",
+        "\ufeffa 1 2 3 4 5\n",
+        "a 1 2 3 4 5\r\nb 1 2 3 4 5\r\n",
+        "a 1 2 3 4 5\rb 1 2 3 4 5\r\r\nc 1 2 3 4 5",
+        "  a\t1  2\t\t3 4 5   \n\n\n   \t\nb 1 2 3 4 5",
+        "x.y-z_1 0.25 1e2 2E-3 3 4\n",
+    ],
+)
+def test_text_layouts(text):
+    assert_text_twins(text.encode(), True)
+    classes = itertools.cycle(["0", "-12", "7", "3"])
+    yolo = re.sub(
+        r"(^|[\r\n])([ \t\ufeff]*)[A-Za-z][^ \t\r\n]*",
+        lambda m: m.group(1) + m.group(2) + next(classes),
+        text,
+    )
+    assert_text_twins(yolo.encode(), False)
+
+
+HOSTILE_TEXT = {
+    "five fields": "a 1 2 3 4",
+    "seven fields": "a 1 2 3 4 5 6",
+    "nan": "a nan 2 3 4 5",
+    "inf": "a inf 2 3 4 5",
+    "overflow": "a 1e400 2 3 4 5",
+    "underscore": "a 1_0 2 3 4 5",
+    "hex": "a 0x1 2 3 4 5",
+    "trailing letter": "a 1x 2 3 4 5",
+    "lone dot": "a . 2 3 4 5",
+    "empty exponent": "a 1e 2 3 4 5",
+    "form feed": "a 1\x0c2 3 4 5",
+    "vertical tab": "a 1 2 3 4 5\x0b",
+    "non-ASCII id": "é 1 2 3 4 5",
+    "non-breaking space": "a\u00a01 2 3 4 5",
+    "NUL": "a 1 2 3 4 5\x00",
+    "comma separated": "a,1,2,3,4,5",
+}
+HOSTILE_CLASS = ["3.0", "03", "-0", "+3", "1e0", "9007199254740993", "a", "1234567890123456"]
+
+
+@needs_extension
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("name", sorted(HOSTILE_TEXT))
+def test_hostile_text_is_refused(name):
+    raw = HOSTILE_TEXT[name].encode()
+    assert fast._compiled_text_rows(raw, first_is_text=True) is None
+    assert fast._compiled_text_rows(raw.replace(b"a", b"3", 1), first_is_text=False) is None
+
+
+@needs_extension
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("cls", HOSTILE_CLASS)
+def test_class_ids_not_written_as_integers_are_refused(cls):
+    assert fast._compiled_text_rows(f"{cls} 1 2 3 4 5".encode(), first_is_text=False) is None
+
+
+def _dt_outcome(load):
+    try:
+        dt = load()
+    except DetevalError as exc:
+        return type(exc).__name__, str(exc)
+    fields = ("image", "category", "box", "score", "order", "has_box")
+    return tuple(_bits(np.asarray(getattr(dt, f))).tobytes() for f in fields) + (dt.warnings, dt.box_format)
+
+
+def _same_with_and_without(monkeypatch, load):
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    with_extension = _dt_outcome(load)
+    monkeypatch.setattr(fast, "_colparse", None)
+    assert _dt_outcome(load) == with_extension
+    return with_extension
+
+
+@needs_extension
+def test_voc_and_yolo_fixtures_take_the_compiled_path(monkeypatch):
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    for path in [
+        *(VOC_ROOT / "results").glob("*.txt"),
+        *(ROOT / "fixtures" / "real" / "VOC2007" / "results").glob("*.txt"),
+    ]:
+        assert fast._compiled_voc_rows(path.read_bytes()) is not None, path
+    for path in (YOLO_ROOT / "predictions").glob("*.txt"):
+        assert fast._compiled_yolo_rows(path.read_bytes()) is not None, path
+
+
+VOC_MUTATIONS = {
+    "plain": None,
+    **{name: text.replace("a", "000001", 1) for name, text in HOSTILE_TEXT.items()},
+    "unknown id": "000009 0.5 1 1 5 5",
+    "padded id": "1 0.5 1 1 5 5",
+    "inverted box": "000001 0.5 10 1 5 5",
+    "signs and dots": "000002 +.5 1. 01 5 5.0e0",
+    "CRLF and blanks": "\r\n000001 0.5 1 1 5 5\r\n\r\n",
+    "BOM": "\ufeff000001 0.5 1 1 5 5",
+    "not UTF-8": b"000001 0.5 1 1 5 5 \xff",
+}
+
+
+@needs_extension
+@pytest.mark.parametrize("name", sorted(VOC_MUTATIONS))
+def test_voc_loader_behaves_as_without_the_extension(tmp_path, monkeypatch, name):
+    import shutil
+
+    from deteval.io.voc import load_voc_dt, load_voc_gt
+
+    gt = load_voc_gt(VOC_ROOT)
+    folder = tmp_path / "results"
+    shutil.copytree(VOC_ROOT / "results", folder)
+    line = VOC_MUTATIONS[name]
+    if line is not None:
+        target = folder / "comp4_det_test_dog.txt"
+        extra = line if isinstance(line, bytes) else line.encode()
+        target.write_bytes(target.read_bytes() + extra + b"\n")
+    _same_with_and_without(monkeypatch, lambda: load_voc_dt(folder, gt))
+
+
+YOLO_MUTATIONS = {
+    "plain": None,
+    **{name: text.replace("a", "1", 1) for name, text in HOSTILE_TEXT.items()},
+    **{f"class {cls}": f"{cls} 0.5 0.5 0.1 0.1 0.9" for cls in HOSTILE_CLASS},
+    "unknown class": "7 0.5 0.5 0.1 0.1 0.9",
+    "negative width": "1 0.5 0.5 -0.1 0.1 0.9",
+    "overflowing box": "1 0.5 0.5 1e308 0.1 0.9",
+    "signs and dots": "1 +.5 .5 0.10 1. 9e-1",
+}
+
+
+@needs_extension
+@pytest.mark.parametrize("layout", ["cls cx cy w h conf", "cls conf cx cy w h"])
+@pytest.mark.parametrize("name", sorted(YOLO_MUTATIONS))
+def test_yolo_loader_behaves_as_without_the_extension(tmp_path, monkeypatch, name, layout):
+    import shutil
+
+    from deteval.io.yolo import load_yolo_dt, load_yolo_gt
+
+    gt = load_yolo_gt(YOLO_ROOT / "data.yaml")
+    folder = tmp_path / "predictions"
+    shutil.copytree(YOLO_ROOT / "predictions", folder)
+    line = YOLO_MUTATIONS[name]
+    if line is not None:
+        target = folder / "b.txt"
+        target.write_bytes(target.read_bytes() + line.encode() + b"\n")
+    _same_with_and_without(monkeypatch, lambda: load_yolo_dt(folder, gt, layout=layout))
+    _same_with_and_without(
+        monkeypatch, lambda: load_yolo_dt(folder, gt, layout=layout, unknown_category="drop", max_drop=0.5)
+    )
+
+
+@needs_extension
+def test_generated_text_files_read_the_same(monkeypatch):
+    rng = np.random.default_rng(0)
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    for _ in range(20):
+        n = int(rng.integers(1, 50))
+        values = rng.standard_normal((n, 5)) * 10.0 ** rng.integers(-30, 30, (n, 5))
+        spelled = [
+            [f"{v:.{int(rng.integers(1, 20))}g}" if rng.random() < 0.5 else repr(float(v)) for v in row]
+            for row in values
+        ]
+        gaps = [" ", "\t", "  ", " \t "]
+        voc = "\n".join(
+            gaps[int(rng.integers(4))].join([f"img{j}", *row])
+            + gaps[int(rng.integers(4))] * int(rng.integers(2))
+            for j, row in enumerate(spelled)
+        )
+        assert_text_twins(voc.encode(), True)
+        yolo = "\r\n".join(" ".join([str(int(rng.integers(-5, 100))), *row]) for row in spelled)
+        assert_text_twins(yolo.encode(), False)
