@@ -36,12 +36,14 @@ from deteval.io._text import (
     list_files,
     names_note,
     parse_floats,
+    read_bytes,
     read_text,
     shorten,
     split_rows,
 )
 from deteval.io._yaml import find_alias
 from deteval.io.category_map import MAX_DROP, read_category_map, resolve_categories
+from deteval.io.coco.fast import _compiled_yolo_rows
 
 __all__ = ["load_yolo_gt", "load_yolo_dt", "image_size", "IMAGE_EXTENSIONS", "LAYOUTS"]
 
@@ -593,21 +595,41 @@ def load_yolo_dt(
     parts_class: list[np.ndarray] = []
     parts_box: list[np.ndarray] = []
     parts_score: list[np.ndarray] = []
-    row_labels: list[tuple[str, str]] = []
+    parts_label: list[tuple[str, Any, Any]] = []  # (path, line numbers, class id texts) per file
     ambiguous: list[tuple[str, str]] = []
     wrong: list[tuple[str, str]] = []
     negative: list[tuple[str, str]] = []
     overflow: list[tuple[str, str]] = []
+    what = f"YOLO prediction rows `{layout}`"
     for n in txt:
         path = files[n]
         i = index[n[:-4]]
-        rows = split_rows(read_text(path, what=f"YOLO prediction rows `{layout}`"))
+        width, height = gt.image_width[i], gt.image_height[i]
+        # The compiled reader takes plain files (six fields a row, canonical integer class ids,
+        # plain decimals, ASCII) and gives what the Python reader below gives; a file it refuses,
+        # or whose boxes need a message (which quotes the row), is read by the Python reader.
+        compiled = _compiled_yolo_rows(read_bytes(path, what=what))
+        if compiled is not None:
+            class_ids, numbers, lines = compiled
+            if ambiguous or wrong:
+                continue
+            xywhn = numbers[:, box_columns.start - 1 : box_columns.stop - 1]
+            with np.errstate(over="ignore", invalid="ignore"):
+                box = _to_pixels(xywhn, width, height)
+            if not ((xywhn[:, 2:] < 0).any() or not np.isfinite(box).all()):
+                parts_label.append((path, lines, class_ids))
+                parts_image.append(np.full(len(lines), i, dtype=np.int64))
+                parts_class.append(class_ids)
+                parts_box.append(box)
+                parts_score.append(numbers[:, conf_column - 1])
+                continue
+        rows = split_rows(read_text(path, what=what))
         ambiguous.extend((f"{path}:{r}", " ".join(f)) for r, f in rows if len(f) == 5)
         wrong.extend((f"{path}:{r}", f"{len(f)} columns") for r, f in rows if len(f) not in (5, 6))
         if ambiguous or wrong:
             continue
         class_ids = _class_ids(rows, 0, path)
-        row_labels.extend((f"{path}:{r}", f[0]) for r, f in rows)
+        parts_label.append((path, [r for r, _ in rows], [f[0] for _, f in rows]))
         xywhn = parse_floats(rows, box_columns, path, "cx cy w h")
         score = parse_floats(rows, slice(conf_column, conf_column + 1), path, "conf")[:, 0]
         negative.extend(
@@ -617,7 +639,7 @@ def load_yolo_dt(
         parts_image.append(np.full(len(rows), i, dtype=np.int64))
         parts_class.append(class_ids)
         with np.errstate(over="ignore", invalid="ignore"):
-            parts_box.append(_to_pixels(xywhn, gt.image_width[i], gt.image_height[i]))
+            parts_box.append(_to_pixels(xywhn, width, height))
         overflow.extend(
             (f"{path}:{rows[j][0]}", " ".join(rows[j][1]))
             for j in np.flatnonzero(~np.isfinite(parts_box[-1]).all(axis=1))
@@ -629,6 +651,11 @@ def load_yolo_dt(
     def fail(indices: np.ndarray, problem: str, expected: str) -> None:
         problem = problem.replace("`category_id` is not a category of", "class id not in")
         problem = problem.replace("`category_id`", "class id")
+        row_labels = [
+            (f"{path}:{line}", str(text))
+            for path, lines, texts in parts_label
+            for line, text in zip(lines, texts, strict=True)
+        ]
         fail_records(problem, expected, [row_labels[j] for j in indices])
 
     category, keep, warnings = resolve_categories(

@@ -33,31 +33,63 @@ def _positives_per_image(gt: GroundTruth, protocol: Protocol) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class _Source:
-    """Where the weights of a list of ranked entries come from.
+class _WeightLayout:
+    """Where every entry's weight is read in one resample's weight table (:meth:`table`).
 
-    Entry ``i`` weighs ``w[img[i]]``, except the entries ``rep_at`` of expanded ties (see
-    :func:`_expand_ties`), which weigh 1 when ``w[img] > rep`` and 0 otherwise.
+    The table holds the image weights ``w`` (n_img,), a 0 (the weight of virtual items, image
+    ``n_img``), then for each image that may be drawn more than once (``tie_img``) the 0/1
+    weights ``w[img] > rep`` of its repetitions ``rep < n_rep``: an entry of an expanded tie
+    (see :func:`_expand_ties`) reads its 0/1 there, every other entry reads its image's
+    weight, so the weights of any list of entries are one ``take``.
     """
 
-    img: np.ndarray  # (n,) int64
-    rep_at: np.ndarray  # (n_rep,) int64 entries of expanded ties
-    rep: np.ndarray  # (n_rep,) int64 their repetition index
+    n_images: int
+    tie_img: np.ndarray  # (n_tie,) images with max_weight > 1
+    tie_slot: np.ndarray  # (n_images + 1,) row of each image in the 0/1 block (-1: none)
+    n_rep: int
 
     @classmethod
-    def of(cls, img: np.ndarray, rep: np.ndarray) -> _Source:
-        at = np.flatnonzero(rep >= 0)
-        return cls(img=np.asarray(img, dtype=np.int64), rep_at=at, rep=rep[at].astype(np.int64))
+    def of(cls, max_weight: np.ndarray) -> _WeightLayout:
+        n = len(max_weight)
+        tie_img = np.flatnonzero(max_weight > 1)
+        tie_slot = np.full(n + 1, -1, dtype=np.int64)
+        tie_slot[tie_img] = np.arange(len(tie_img))
+        return cls(n, tie_img, tie_slot, int(max(max_weight.max(initial=1), 1)))
+
+    def key(self, img: np.ndarray, rep: np.ndarray) -> np.ndarray:
+        """Positions (intp) in the table of entries (image, repetition; -1: not expanded)."""
+        img = np.asarray(img, dtype=np.intp)
+        block = self.n_images + 1 + self.tie_slot[img] * self.n_rep + rep
+        return np.where(rep < 0, img, block).astype(np.intp)
+
+    def table(self, w_row: np.ndarray) -> np.ndarray:
+        """int64 weight table of one resample, ``w_row`` (n_img,) int64."""
+        n, n_tie = self.n_images, len(self.tie_img)
+        out = np.empty(n + 1 + n_tie * self.n_rep, dtype=np.int64)
+        out[:n] = w_row
+        out[n] = 0
+        np.greater(
+            w_row[self.tie_img][:, None], np.arange(self.n_rep), out=out[n + 1 :].reshape(n_tie, self.n_rep)
+        )
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Source:
+    """Where the weights of a list of ranked entries come from: ``table[key]`` (see _WeightLayout)."""
+
+    key: np.ndarray  # (n,) intp
+
+    @classmethod
+    def of(cls, img: np.ndarray, rep: np.ndarray, layout: _WeightLayout) -> _Source:
+        return cls(key=layout.key(img, rep))
 
     def __len__(self) -> int:
-        return len(self.img)
+        return len(self.key)
 
-    def weights(self, w: np.ndarray) -> np.ndarray:
-        """int64 (B, n): the entries' weights in each resample of ``w`` (B, n_img)."""
-        out = np.take(w, self.img, axis=1)
-        if len(self.rep_at):
-            out[:, self.rep_at] = np.take(w, self.img[self.rep_at], axis=1) > self.rep
-        return out
+    def take(self, table: np.ndarray) -> np.ndarray:
+        """int64 (n,): the entries' weights in the resample of the weight ``table``."""
+        return np.take(table, self.key)
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,28 +99,36 @@ class _Curve:
     All lanes, and how to count the entries ranked up to each of them (everything that does
     not depend on the weights).
 
-    Items are the true positives sorted by (lane, class, rank): segment ``lane * n_class + class``.
+    Items are the true positives sorted by (lane, class, rank): segment ``lane * n_class + class``,
+    each segment closed by one *virtual* item (weight 0: it reads slot ``n_img`` of the weight
+    table, always 0) that stands for the recall thresholds no true positive reaches. Every segment thus has at least one item, its last one virtual, and the
+    weighted TP count at the virtual item is the segment's total.
+
     The entries ranked from the start of an item's class up to the item, counted in its lane
     (neither ignored), are the entries counted in the first lane of its area (a cumulative sum
-    per area) corrected by the few entries whose ignore flag differs in the item's lane.
+    per area) corrected by the few entries whose ignore flag differs in the item's lane (a
+    cumulative sum over the corrections of every lane, read at the item and at its class start).
     """
 
     items: _Source
-    item_first: np.ndarray  # (n_items,) first item of the item's segment
-    item_seg: np.ndarray  # (n_items,) segment of each item
-    seg_key_rev: np.ndarray  # (n_items,) float64 segment keys of the envelope scan, backwards
-    seg_head: np.ndarray  # first item of each non-empty segment
-    seg_last: np.ndarray  # (n_seg,) last item of each segment, -1 when empty
-    seg_bounds: np.ndarray  # (n_seg + 1,) item offsets of the segments
+    seg_len: np.ndarray  # (n_seg,) items of each segment (>= 1, the virtual one included)
+    seg_head: np.ndarray  # (n_seg,) first item of each segment
+    virtual: np.ndarray  # (n_seg,) the virtual (last) item of each segment
+    is_virtual: np.ndarray  # (n_items,) bool
     area_items: tuple  # per area: (lo, hi) items of its lanes
+    blocks: tuple  # (area, s0, s1, lo, hi): whole segments [s0, s1) of one area, items [lo, hi)
     counted: tuple  # per area: _Source of the entries counted in its first lane
     item_counted: np.ndarray  # (n_items,) counted entries of its area ranked up to the item
-    item_counted_start: np.ndarray  # (n_items,) ... ranked before the item's class starts
+    seg_counted_start: np.ndarray  # (n_seg,) ... ranked before the segment's class starts
     corr: _Source  # entries counted differently in some lane than in its area's first
     corr_sign: np.ndarray  # (n_corr,) +1: not counted in that lane; -1: counted only there
-    fix_items: np.ndarray  # items with corrections in their range
-    fix_hi: np.ndarray  # correction offsets [lo, hi) of each of them
-    fix_lo: np.ndarray
+    item_fix_hi: np.ndarray  # (n_items,) corrections of the item's lane ranked up to the item
+    seg_fix_lo: np.ndarray  # (n_seg,) ... before the segment's class starts
+
+    @property
+    def n_real(self) -> int:
+        """Items that are true positives (not virtual)."""
+        return len(self.items) - len(self.virtual)
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,6 +152,7 @@ class _Plan:
     n_class: int
     n_thr: int
     n_area: int
+    layout: _WeightLayout  # the weight table of a resample
     positives: _RecallOnly  # counted GT per (class * n_area + area, image)
     curves: dict  # max_dets index -> _Curve (precision needed there)
     recall_only: dict  # (area, max_dets index) -> _RecallOnly (only final recall needed)
@@ -121,10 +162,7 @@ class _Plan:
     def size(self) -> int:
         """Cells of work per resample (bounds a chunk's memory)."""
         n_r = max(len(recall_thresholds(self.protocol)), 1)
-        cells = [
-            2 * len(c.items) + sum(len(s) for s in c.counted) + len(c.corr) + n_r * (len(c.seg_bounds) - 1)
-            for c in self.curves.values()
-        ]
+        cells = [2 * n_r * len(c.seg_len) for c in self.curves.values()]
         return max(sum(cells) + sum(len(r.img) for r in self.recall_only.values()), 1)
 
 
@@ -181,11 +219,32 @@ def _expand_ties(rows: np.ndarray, table: MatchTable, protocol: Protocol, max_we
     return entry_row, entry_rep.astype(np.int64)
 
 
+#: Items per block of a resample's re-accumulation: a block's arrays stay in a core's cache.
+_BLOCK_ITEMS = 65536
+
+
+def _blocks(seg_bounds: np.ndarray, n_area: int) -> tuple:
+    """Consecutive segments grouped into blocks of about ``_BLOCK_ITEMS`` items, one area each."""
+    n_seg = len(seg_bounds) - 1
+    per_area = n_seg // max(n_area, 1)
+    out = []
+    for a in range(n_area):
+        s_lo, s_hi = a * per_area, (a + 1) * per_area
+        if s_hi == s_lo:
+            continue
+        block = (seg_bounds[s_lo:s_hi] - seg_bounds[s_lo]) // _BLOCK_ITEMS
+        firsts = s_lo + np.flatnonzero(np.diff(block, prepend=-1))
+        for s0, s1 in zip(firsts.tolist(), [*firsts[1:].tolist(), s_hi]):
+            out.append((a, s0, s1, int(seg_bounds[s0]), int(seg_bounds[s1])))
+    return tuple(out)
+
+
 def _curve(
     table: MatchTable,
     rows: np.ndarray,
     protocol: Protocol,
     n_class: int,
+    layout: _WeightLayout,
     max_weight: np.ndarray,
     tp_all: np.ndarray,
     ign_all: np.ndarray,
@@ -193,6 +252,7 @@ def _curve(
     n_thr = len(protocol.iou_thresholds)
     n_area = len(protocol.area_ranges)
     n_lane = n_thr * n_area
+    n_images = layout.n_images
     entry_row, entry_rep = _expand_ties(rows, table, protocol, max_weight)
     n_e = len(entry_row)
     entry_img = table.det_image[entry_row].astype(np.int64)
@@ -201,21 +261,37 @@ def _curve(
     is_tp = tp_all[:, entry_row]
     is_ign = ign_all[:, entry_row]
     item_lane, item_pos = np.divmod(np.flatnonzero(is_tp), max(n_e, 1))
-    item_cls = entry_cls[item_pos]
+    # One virtual item closing each segment: the class start as its position (any valid
+    # position: its precision and reach are overwritten), the extra image n_img (weight 0).
+    n_seg = n_lane * n_class
+    v_lane, v_cls = np.divmod(np.arange(n_seg), n_class)
+    by_seg = np.argsort(
+        np.concatenate([item_lane * n_class + entry_cls[item_pos], v_lane * n_class + v_cls]), kind="stable"
+    )
+    is_virtual = by_seg >= len(item_pos)
+    item_lane = np.concatenate([item_lane, v_lane])[by_seg]
+    item_cls = np.concatenate([entry_cls[item_pos], v_cls])[by_seg]
+    item_pos = np.concatenate([item_pos, seg_start[v_cls]])[by_seg]
+    real_pos = np.where(is_virtual, n_e, item_pos)  # n_e: the padding entry below
+    item_img = np.where(is_virtual, n_images, np.append(entry_img, 0)[real_pos])
+    item_rep = np.where(is_virtual, -1, np.append(entry_rep, -1)[real_pos])
     item_seg = item_lane * n_class + item_cls
-    seg_bounds = np.searchsorted(item_seg, np.arange(n_lane * n_class + 1))
+    seg_bounds = np.searchsorted(item_seg, np.arange(n_seg + 1))
     lane_bounds = np.searchsorted(item_lane, np.arange(0, n_lane + 1, n_thr))
+    seg_area = np.arange(n_seg) // (n_thr * n_class)
+    seg_class_start = seg_start[v_cls]
     item_counted = np.empty(len(item_pos), dtype=np.int64)
-    item_counted_start = np.empty(len(item_pos), dtype=np.int64)
+    seg_counted_start = np.empty(n_seg, dtype=np.int64)
     counted, area_items, corr_lane, corr_pos, corr_sign = [], [], [], [], []
     for a in range(n_area):
         base = is_ign[a * n_thr]
         positions = np.flatnonzero(~base)
-        counted.append(_Source.of(entry_img[positions], entry_rep[positions]))
+        counted.append(_Source.of(entry_img[positions], entry_rep[positions], layout))
         lo, hi = int(lane_bounds[a]), int(lane_bounds[a + 1])
         area_items.append((lo, hi))
         item_counted[lo:hi] = np.searchsorted(positions, item_pos[lo:hi], "right")
-        item_counted_start[lo:hi] = np.searchsorted(positions, seg_start[item_cls[lo:hi]], "left")
+        in_area = seg_area == a
+        seg_counted_start[in_area] = np.searchsorted(positions, seg_class_start[in_area], "left")
         for t in range(n_thr):
             lane = a * n_thr + t
             plus = np.flatnonzero(is_ign[lane] & ~base)
@@ -229,26 +305,22 @@ def _curve(
             corr_lane.append(np.full(len(pos), lane, dtype=np.int64))
     corr_pos_a = np.concatenate(corr_pos).astype(np.int64)
     corr_key = np.concatenate(corr_lane) * (n_e + 1) + corr_pos_a
-    fix_hi = np.searchsorted(corr_key, item_lane * (n_e + 1) + item_pos, "right")
-    fix_lo = np.searchsorted(corr_key, item_lane * (n_e + 1) + seg_start[item_cls], "left")
-    fix_items = np.flatnonzero(fix_hi > fix_lo)
+    blocks = _blocks(seg_bounds, n_area)
     return _Curve(
-        items=_Source.of(entry_img[item_pos], entry_rep[item_pos]),
-        item_first=seg_bounds[item_seg],
-        item_seg=item_seg,
-        seg_key_rev=-item_seg[::-1].astype(np.float64),
-        seg_head=seg_bounds[:-1][np.diff(seg_bounds) > 0],
-        seg_last=np.where(np.diff(seg_bounds) > 0, seg_bounds[1:] - 1, -1),
-        seg_bounds=seg_bounds,
+        items=_Source.of(item_img, item_rep, layout),
+        seg_len=np.diff(seg_bounds),
+        seg_head=seg_bounds[:-1],
+        virtual=seg_bounds[1:] - 1,
+        is_virtual=is_virtual,
         area_items=tuple(area_items),
+        blocks=blocks,
         counted=tuple(counted),
         item_counted=item_counted,
-        item_counted_start=item_counted_start,
-        corr=_Source.of(entry_img[corr_pos_a], entry_rep[corr_pos_a]),
+        seg_counted_start=seg_counted_start,
+        corr=_Source.of(entry_img[corr_pos_a], entry_rep[corr_pos_a], layout),
         corr_sign=np.concatenate(corr_sign),
-        fix_items=fix_items,
-        fix_hi=fix_hi[fix_items],
-        fix_lo=fix_lo[fix_items],
+        item_fix_hi=np.searchsorted(corr_key, item_lane * (n_e + 1) + item_pos, "right"),
+        seg_fix_lo=np.searchsorted(corr_key, v_lane * (n_e + 1) + seg_class_start, "left"),
     )
 
 
@@ -282,11 +354,12 @@ def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np
     ranking = ranking_order(table, protocol)
     tp_all = np.asarray(table.det_is_tp, dtype=bool)
     ign_all = np.asarray(table.det_is_ignored, dtype=bool) & ~tp_all
+    layout = _WeightLayout.of(max_weight)
     curves = {}
     for mi in precision_m:
         max_det = max_dets[mi]
         rows = ranking if max_det is None else ranking[table.det_rank[ranking] < max_det]
-        curves[mi] = _curve(table, rows, protocol, n_class, max_weight, tp_all, ign_all)
+        curves[mi] = _curve(table, rows, protocol, n_class, layout, max_weight, tp_all, ign_all)
     recall_only = {
         (a, mi): _recall_only(table, tp_all, a, max_dets[mi], n_thr, n_class, gt.n_images)
         for a, mi in recall_am
@@ -304,6 +377,7 @@ def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np
         n_class=n_class,
         n_thr=n_thr,
         n_area=n_area,
+        layout=layout,
         positives=positives_sparse,
         curves=curves,
         recall_only=recall_only,

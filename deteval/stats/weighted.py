@@ -25,6 +25,10 @@ def _cumsum0(values: np.ndarray) -> np.ndarray:
 def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> tuple:
     """Interpolated precision (or all-point AP) and final TP counts of one curve for a chunk.
 
+    The resamples are scored one at a time on 1-D arrays (:func:`_curve_row`): numpy's
+    cumulative sums and scans run along one contiguous row at their best speed, and a row's
+    arrays stay in cache.
+
     Parameters
     ----------
     w : int64 (B, n_img)
@@ -34,116 +38,165 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     -------
     (values, n_tp)
         values: float64 (B, n_area, n_thr, n_class, n_r) precision at the recall thresholds
-        (NaN where undefined), or (B, n_area, n_thr, n_class) all-point AP; n_tp: int64
-        (B, n_area, n_thr, n_class) weighted true positives.
+        (0 where no true positive reaches them, NaN nowhere), or (B, n_area, n_thr, n_class)
+        all-point AP; n_tp: int64 (B, n_area, n_thr, n_class) weighted true positives.
     """
     p = plan.protocol
     n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
     n_seg = n_area * n_thr * n_class
     B = w.shape[0]
-    n_items = len(cur.items)
-    bounds = cur.seg_bounds
-    # Weighted TP count at each item (from its segment's start) and per segment.
-    item_w = cur.items.weights(w)
-    tp_cum = _cumsum0(item_w)
-    tp = tp_cum[:, 1:] - np.take(tp_cum, cur.item_first, axis=1)
-    n_tp = np.take(tp_cum, bounds[1:], axis=1) - np.take(tp_cum, bounds[:-1], axis=1)
-    del tp_cum
-    # Weighted entries counted (TP + FP) from the class start through each item.
-    ranked = np.empty((B, n_items), dtype=np.int64)
-    for a, (lo, hi) in enumerate(cur.area_items):
-        if hi > lo:
-            c = _cumsum0(cur.counted[a].weights(w))
-            np.subtract(
-                np.take(c, cur.item_counted[lo:hi], axis=1),
-                np.take(c, cur.item_counted_start[lo:hi], axis=1),
-                out=ranked[:, lo:hi],
-            )
-            del c
-    if len(cur.fix_items):
-        cc = _cumsum0(cur.corr.weights(w) * cur.corr_sign)
-        ranked[:, cur.fix_items] -= np.take(cc, cur.fix_hi, axis=1) - np.take(cc, cur.fix_lo, axis=1)
-    # tp + fp == ranked exactly (integers), so these are the reference formulas' floats. For the
-    # sampled envelopes precision is written straight into the imaginary parts of the suffix
-    # maximum's keys (see _segment_suffix_max), laid out backwards.
+    seg = np.arange(n_seg)
+    seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)  # column of npos
+    n_tp = np.empty((B, n_seg), dtype=np.int64)
     if p.ap_method == "all_point":
-        z = np.empty((0, 0), dtype=np.complex128)  # no envelope scan
-        pr = np.empty((B, n_items))
-    else:
-        z = np.empty((B, n_items), dtype=np.complex128)
-        z.real = cur.seg_key_rev
-        pr = z.imag[:, ::-1]
+        n_real = cur.n_real
+        tp_all, pr_all = np.empty((n_real, B)), np.empty((n_real, B))
+        for b in range(B):
+            tab = plan.layout.table(w[b])
+            tp, pr = _tp_and_precision(p, cur, tab, np.empty(len(cur.items)))
+            n_tp[b] = np.take(tp, cur.virtual)
+            real = ~cur.is_virtual
+            tp_all[:, b] = tp[real]
+            pr_all[:, b] = np.where(cur.items.take(tab)[real] == 0, 0.0, pr[real])
+        real_bounds = np.append(0, np.cumsum(cur.seg_len - 1))
+        item_seg = np.repeat(seg, cur.seg_len - 1)
+        ap = _all_point_w(
+            tp_all,
+            pr_all,
+            item_seg,
+            real_bounds,
+            npos[:, seg_col].astype(np.float64),
+            n_area * n_thr,
+            n_class,
+        )
+        return ap.reshape(B, n_area, n_thr, n_class), n_tp.reshape(B, n_area, n_thr, n_class)
+    rec_thr = recall_thresholds(p)
+    n_r = len(rec_thr)
+    table, start = _thresholds_table(npos, rec_thr)
+    q = np.empty((B, n_seg * n_r))
+    for b in range(B):
+        n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], q[b])
+    # Classes without positives are left at 0: every reader masks them (is_defined).
+    return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp.reshape(B, n_area, n_thr, n_class)
+
+
+def _tp_and_precision(p: Protocol, cur: _Curve, tab: np.ndarray, pr: np.ndarray) -> tuple:
+    """Weighted TP count and precision at every item of one resample (``pr`` receives precision).
+
+    The TP count is a cumulative sum over the items less its value before the segment; the
+    entries counted (TP + FP) from the class start through an item are a cumulative sum over
+    the area's counted entries read at the item, less the corrections of its lane read the
+    same way, less their values at the class start (one constant per segment). ``tp + fp ==
+    ranked`` exactly (integers), so the precision is the reference formula's float.
+    """
+    tp = _cumsum0_row(cur.items.take(tab))
+    ranked = np.empty(len(cur.items), dtype=np.int64)
+    seg_base = np.empty(len(cur.seg_len), dtype=np.int64)
+    n_seg_area = len(cur.seg_len) // len(cur.area_items)
+    for a, (lo, hi) in enumerate(cur.area_items):
+        c = _cumsum0_row(cur.counted[a].take(tab))
+        np.take(c, cur.item_counted[lo:hi], out=ranked[lo:hi])
+        segs = slice(a * n_seg_area, (a + 1) * n_seg_area)
+        np.take(c, cur.seg_counted_start[segs], out=seg_base[segs])
+    if len(cur.corr):
+        cc = _cumsum0_row(cur.corr.take(tab) * cur.corr_sign)
+        ranked -= np.take(cc, cur.item_fix_hi)
+        seg_base -= np.take(cc, cur.seg_fix_lo)
+    ranked -= np.repeat(seg_base, cur.seg_len)
+    tp_item = tp[1:] - np.repeat(np.take(tp, cur.seg_head), cur.seg_len)
     if p.ap_method == "101_point":
         np.add(ranked, np.spacing(1), out=pr)  # pycocotools: tp / (fp + tp + eps)
     else:
         np.maximum(ranked, np.finfo(np.float64).eps, out=pr)  # devkit_precision: tp / max(tp + fp, eps)
-    np.divide(tp, pr, out=pr)
-    del ranked
-    seg = np.arange(n_seg)
-    seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)  # column of npos
-    seg_npos = npos[:, seg_col]  # (B, n_seg)
-    n_tp_out = n_tp.reshape(B, n_area, n_thr, n_class)
-    if p.ap_method == "all_point":
-        pr[item_w == 0] = 0.0
-        item_seg = np.repeat(seg, np.diff(bounds))
-        ap = _all_point_w(
-            tp.astype(np.float64).T,
-            pr.T,
-            item_seg,
-            bounds,
-            seg_npos.astype(np.float64),
-            n_area * n_thr,
-            n_class,
-        )
-        return ap.reshape(B, n_area, n_thr, n_class), n_tp_out
-    rec_thr = recall_thresholds(p)
-    np.maximum.accumulate(z, axis=1, out=z)  # pr now holds the envelope (suffix maxima)
-    q = _interpolated_precision(cur, pr, tp, npos, seg_col, rec_thr)
-    # Classes without positives are left as they are: every reader masks them (is_defined).
-    return q.reshape(B, n_area, n_thr, n_class, len(rec_thr)), n_tp_out
+    np.divide(tp_item, pr, out=pr)
+    return tp_item, pr
 
 
-def _interpolated_precision(
+def _cumsum0_row(values: np.ndarray) -> np.ndarray:
+    """Cumulative sum with a leading 0: (n,) -> (n + 1,), exact for ints."""
+    out = np.empty(len(values) + 1, dtype=values.dtype)
+    out[0] = 0
+    np.cumsum(values, out=out[1:])
+    return out
+
+
+def _curve_row(
+    p: Protocol,
     cur: _Curve,
-    env: np.ndarray,
-    tp: np.ndarray,
-    npos: np.ndarray,
-    seg_col: np.ndarray,
-    rec_thr: np.ndarray,
+    tab: np.ndarray,
+    table: np.ndarray,
+    start: np.ndarray,
+    out: np.ndarray,
 ) -> np.ndarray:
-    """Precision envelope at the recall thresholds, (B, n_seg, n_r), without per-threshold searches.
+    """Precision at the recall thresholds of one resample into ``out`` (n_seg * n_r,); TP per segment.
 
     pycocotools reads, for each threshold ``r``, the suffix maximum of precision from the first
     entry whose recall ``tp / npos`` reaches ``r``: that entry is a true positive (the first one
     for ``r = 0``), so the envelope is a suffix maximum over the true-positive items of each
-    segment, and the thresholds an item is the first to reach are those in ``(k(prev), k(item)]``
-    with ``k = #{r : thr_r <= tp / npos}`` (the same float division: ``j / npos`` is monotone in
-    ``j``). Every envelope value is repeated by its number of thresholds, each segment followed
-    by its unreached thresholds (precision 0): one ``repeat`` writes the (segment, threshold)
-    table in order.
+    segment, read at the first item with ``k > r``, ``k = #{r : thr_r <= tp / npos}`` (the
+    same float division: ``j / npos`` is monotone in ``j``; ``k`` is a lookup in ``table``,
+    see :func:`_thresholds_table`). The virtual item closing each segment has precision 0 and
+    reaches every threshold (``k = n_r``): with the key ``segment * n_r + k`` (non-decreasing
+    over the items), the first item reaching the cell ``segment * n_r + r`` of the (segment,
+    threshold) table is the number of items whose key is ``<=`` that cell, one ``bincount``
+    and one cumulative sum, the unreached thresholds reading a virtual item's 0.
 
-    ``env`` (B, n_items) holds the suffix maxima of precision within each segment. The caller
-    gets them from one forward ``maximum.accumulate`` per row over complex keys
-    ``-segment + 1j * precision`` laid out backwards: numpy orders complex numbers
-    lexicographically, so the scan restarts at each segment and the imaginary parts are the
-    exact maxima (no arithmetic on the values).
+    The envelope is one forward ``maximum.accumulate`` over complex keys ``-segment + 1j *
+    precision`` laid out backwards: numpy orders complex numbers lexicographically, so the scan
+    restarts at each segment and the imaginary parts are the exact maxima (no arithmetic on
+    the values).
+
+    Everything per item is done block by block (whole segments of one area, see
+    ``_Curve.blocks``): every cumulative quantity restarts at a segment, so a block is
+    self-contained, and its arrays stay in cache. In each block only the items that weigh
+    something in this resample are kept (about half of them: images not drawn, unused copies
+    of tied detections); the numbers are those of all items (see the comment in the loop).
     """
-    B, n_items = env.shape
-    n_seg, n_r = len(cur.seg_last), len(rec_thr)
-    q = np.zeros((B, n_seg, n_r))
-    if not n_items:
-        return q
-    table, start = _thresholds_table(npos, rec_thr)
-    k = np.take(start, seg_col[cur.item_seg], axis=1)
-    k += tp
-    k = np.take(table, k)
-    step = np.empty_like(k)
-    step[:, 0] = k[:, 0]
-    np.subtract(k[:, 1:], k[:, :-1], out=step[:, 1:])
-    step[:, cur.seg_head] = k[:, cur.seg_head]
-    k_last = np.where(cur.seg_last >= 0, np.take(k, cur.seg_last, axis=1), 0)
-    q[np.arange(n_r) < k_last[:, :, None]] = np.repeat(env.ravel(), step.ravel())
-    return q
+    n_r = len(out) // len(cur.seg_len)
+    c_area = [_cumsum0_row(s.take(tab)) for s in cur.counted]
+    cc = _cumsum0_row(cur.corr.take(tab) * cur.corr_sign) if len(cur.corr) else None
+    n_tp = np.empty(len(cur.seg_len), dtype=np.int64)
+    eps = np.spacing(1) if p.ap_method == "101_point" else np.finfo(np.float64).eps
+    for a, s0, s1, lo, hi in cur.blocks:
+        # The items weighing 0 in this resample (images not drawn, unused copies of ties) are
+        # dropped: each repeats its predecessor's TP count with a larger (or equal) count of
+        # entries, so its precision is dominated and it reaches no new threshold. The virtual
+        # items stay (each segment keeps its last item).
+        weight = np.take(tab, cur.items.key[lo:hi])
+        live = weight != 0
+        live[cur.virtual[s0:s1] - lo] = True
+        keep = np.flatnonzero(live)
+        heads = np.searchsorted(keep, cur.seg_head[s0:s1] - lo)
+        seg_len = np.diff(heads, append=len(keep))
+        virtual = heads + seg_len - 1
+        tp = _cumsum0_row(np.take(weight, keep))
+        tp_item = tp[1:] - np.repeat(np.take(tp, heads), seg_len)
+        ranked = np.take(c_area[a], np.take(cur.item_counted[lo:hi], keep))
+        seg_base = np.take(c_area[a], cur.seg_counted_start[s0:s1])
+        if cc is not None:
+            ranked -= np.take(cc, np.take(cur.item_fix_hi[lo:hi], keep))
+            seg_base -= np.take(cc, cur.seg_fix_lo[s0:s1])
+        ranked -= np.repeat(seg_base, seg_len)
+        z = np.empty(len(keep), dtype=np.complex128)
+        z.real = np.repeat(np.arange(s0 - s1 + 1, 1, dtype=np.float64), seg_len[::-1])  # -segment
+        pr = z.imag[::-1]
+        if p.ap_method == "101_point":
+            np.add(ranked, eps, out=pr)  # pycocotools: tp / (fp + tp + eps)
+        else:
+            np.maximum(ranked, eps, out=pr)  # devkit_precision: tp / max(tp + fp, eps)
+        np.divide(tp_item, pr, out=pr)
+        pr[virtual] = 0.0
+        np.maximum.accumulate(z, out=z)  # pr now holds the envelope (suffix maxima)
+        key = np.repeat(start[s0:s1], seg_len)
+        key += tp_item
+        key = np.take(table, key)
+        key[virtual] = n_r
+        key += np.repeat(np.arange(0, (s1 - s0) * n_r, n_r), seg_len)  # segment * n_r in the block
+        cells = out[s0 * n_r : s1 * n_r]
+        first = np.cumsum(np.bincount(key, minlength=len(cells) + 1)[: len(cells)])
+        np.take(np.ascontiguousarray(pr), first, out=cells, mode="clip")
+        n_tp[s0:s1] = np.take(tp_item, virtual)
+    return n_tp
 
 
 def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
@@ -159,16 +212,31 @@ def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
         ``table[start[b, c] + j]`` (``0 <= j <= npos[b, c]``) is ``#{r : thr_r <= j / npos}``
         (the float division of the reference tools), 0 for ``j == 0`` (nothing reached before
         the first true positive). A segment's weighted TP count never exceeds its positives,
-        so an item's count is a lookup: this table has ``sum(npos) + n_col`` entries per
-        resample instead of one search per item.
+        so an item's count is a lookup.
+
+    Notes
+    -----
+    Built from each threshold's first count ``b_r = min{j >= 1 : thr_r <= j / n}``: ``j / n``
+    is monotone in ``j`` and within one rounding of the exact quotient, so ``b_r`` is one of
+    the four counts from ``ceil(thr_r * n) - 2``, each tested with the reference's float
+    division. The table is then a cumulative count of the ``b_r`` of each column (a column
+    has ``n + 2`` slots, the last one counting the thresholds no ``j`` reaches).
     """
-    sizes = npos.ravel() + 1
+    n = npos.ravel()
+    sizes = n + 2
     start = np.cumsum(sizes) - sizes
-    j = np.arange(int(sizes.sum())) - np.repeat(start, sizes)
-    with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 where npos == 0: set to 0 below
-        rc = j / np.repeat(sizes - 1, sizes)
-    table = np.searchsorted(rec_thr, rc, "right")
-    table[j == 0] = 0
+    n_col, n_r = len(n), len(rec_thr)
+    nf = n.astype(np.float64)[:, None]
+    first = np.maximum(np.ceil(rec_thr[None, :] * nf) - 2, 0).astype(np.int64)
+    reach = first.copy()
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 where npos == 0: reaches nothing
+        for d in range(3):
+            reach += (first + d) / nf < rec_thr  # NaN < thr is False: b stays at 0 -> 1 below
+    np.clip(reach, 1, n[:, None] + 1, out=reach)
+    reach += start[:, None]
+    hist = np.bincount(reach.ravel(), minlength=int(sizes.sum()))
+    table = np.cumsum(hist)
+    table -= np.repeat(np.arange(n_col, dtype=np.int64) * n_r, sizes)
     return table, start.reshape(npos.shape)
 
 
@@ -216,6 +284,8 @@ def _mean_defined_rows(values: np.ndarray, is_defined: np.ndarray) -> np.ndarray
     out = np.full(B, np.nan)
     if B == 0:
         return out
+    if is_defined.all():  # the common case: one contiguous row per resample, no grouping
+        return np.mean(np.ascontiguousarray(values).reshape(B, -1), axis=1)
     patterns, group = np.unique(is_defined, axis=0, return_inverse=True)
     group = group.ravel()
     for g, pattern in enumerate(patterns):

@@ -452,3 +452,41 @@ def test_thresholds_table_is_a_search_per_count(grid):
                 expected = np.searchsorted(grid, j / n, "right")
             expected[0] = 0
             np.testing.assert_array_equal(table[start[b, c] : start[b, c] + n + 1], expected)
+
+
+@pytest.mark.parametrize("grid", [np.linspace(0.0, 1.0, 101), np.arange(0, 1.1, 0.1), np.linspace(0, 1, 11)])
+def test_thresholds_table_for_every_count(grid):
+    # Each threshold's first count is found among four candidates around ceil(thr * n): checked
+    # here against one search per count for every n up to 600 and a few large ones.
+    from deteval.stats import _thresholds_table
+
+    npos = np.concatenate([np.arange(601), [997, 4096, 10_007, 123_457, 1_000_003]])[None, :]
+    table, start = _thresholds_table(npos, grid)
+    for c, n in enumerate(npos[0]):
+        j = np.arange(n + 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            expected = np.searchsorted(grid, j / n, "right")
+        expected[0] = 0
+        np.testing.assert_array_equal(table[start[0, c] : start[0, c] + n + 1], expected)
+
+
+@pytest.mark.parametrize("protocol", ["coco", "coco-pycocotools", "voc2007"])
+@pytest.mark.parametrize("block_items", [1, 7, 40])
+def test_blocks_of_any_size_give_the_same_numbers(protocol, block_items, monkeypatch):
+    # A resample is re-accumulated block by block (whole segments); the generated data fit in
+    # one block at the default size, so small blocks exercise the splits, ties included.
+    import deteval.stats.plan as plan_module
+
+    p = deteval.get_protocol(protocol)
+    weights = np.array([[1, 1, 1, 1, 1], [3, 0, 2, 1, 0], [0, 4, 0, 0, 1], [2, 2, 0, 1, 0]])
+    for gt, dt, w in (
+        (*_tied_data(), weights),
+        (*_data(1), bootstrap_weights(_data(1)[0].n_images, n=6, seed=2)),
+    ):
+        table = match(gt, dt, p)
+        ref = resample_metrics(table, gt, p, w)
+        monkeypatch.setattr(plan_module, "_BLOCK_ITEMS", block_items)
+        other = resample_metrics(table, gt, p, w)
+        monkeypatch.undo()
+        assert _same(ref.metrics, other.metrics)
+        assert _same(ref.per_class_ap, other.per_class_ap)

@@ -1,15 +1,21 @@
-"""Fast paths: plain COCO files decoded by msgspec straight into columns.
+"""Fast paths: plain COCO files decoded straight into columns.
 
 A file that fits (known keys only, clean values) is read here; anything else returns None and
 the full readers (:mod:`deteval.io.coco.ground_truth`, :mod:`deteval.io.coco.results`) name
 the problem. Ground-truth segmentations are kept raw (:class:`RawSegmentations`) until read.
+
+Box results are parsed by the optional C extension :mod:`deteval.io._colparse` when it was built
+(``setup.py``; ``DETEVAL_NO_EXTENSION=1`` turns it off), else decoded by msgspec: the two give the
+same columns bit for bit, and both hand anything unusual to the full loader.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
+import os
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Annotated, Any
 
 import numpy as np
@@ -29,6 +35,20 @@ from deteval.io.coco._common import _duplicates
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
+
+#: The columns of a box-results file: image_id, category_id (int64), bbox (n, 4), score (float64).
+BoxColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+#: Set (to anything but empty or ``0``) when Python starts, ``DETEVAL_NO_EXTENSION`` makes deteval
+#: ignore its compiled parser and use the msgspec/numpy path, which gives the same numbers.
+NO_EXTENSION = os.environ.get("DETEVAL_NO_EXTENSION", "") not in ("", "0")
+
+_colparse: ModuleType | None = None
+if not NO_EXTENSION:
+    try:  # the optional C extension (setup.py); a build without a C compiler has none
+        from deteval.io import _colparse
+    except ImportError:  # pragma: no cover - depends on the build
+        _colparse = None
 
 if _HAS_MSGSPEC:
     #: A JSON integer that fits int64; a larger one sends the file to the full loader.
@@ -50,10 +70,12 @@ def _decode_or_none(raw: bytes, decoder: Any) -> Any:
 
     The fast-path structs refuse unknown fields, so a file that cannot fit (results with a
     ``segmentation``, say) is given up at its first record, not after decoding all of it.
+    msgspec raises UnicodeDecodeError for an unknown key that is not UTF-8: that, too, is for
+    the full path to name.
     """
     try:
         return decoder.decode(raw)
-    except (_msgspec.DecodeError, _msgspec.ValidationError, RecursionError):
+    except (_msgspec.DecodeError, _msgspec.ValidationError, RecursionError, UnicodeDecodeError):
         return None  # the full path names the problem (RecursionError: nested too deeply)
 
 
@@ -62,11 +84,107 @@ def _fast_box_results(
 ) -> Detections | None:
     """Decode a plain box-results file straight into columns, or None to take the full path.
 
+    The compiled parser (:func:`_compiled_box_columns`) is tried first, then msgspec
+    (:func:`_msgspec_box_columns`); both read only the plain shape and give the same columns bit
+    for bit. The columns then pass one set of checks (:func:`_box_detections`).
+    """
+    return _box_detections(_box_columns(raw), path=path, gt=gt, cmap=cmap)
+
+
+def _box_columns(raw: bytes) -> BoxColumns | None:
+    """The columns of a plain box-results file (compiled parser, else msgspec), or None."""
+    columns = _compiled_box_columns(raw) if _colparse is not None else None
+    return columns if columns is not None else _msgspec_box_columns(raw)
+
+
+#: Bytes of the shortest record the compiled parser accepts, with its comma:
+#: ``{"image_id":0,"category_id":0,"bbox":[0,0,0,0],"score":0},``. A file of ``n`` records has at
+#: least ``58 * n + 1`` bytes, which bounds the columns to allocate.
+_MIN_RECORD_BYTES = 58
+
+
+def _compiled_box_columns(raw: bytes) -> BoxColumns | None:
+    """A plain box-results file's columns read by the C extension, or None when it is not plain.
+
+    The columns are allocated for the most records the file's size allows (untouched memory is
+    never resident) and shrunk in place to the records read. None when the extension is not
+    available, or when the file is anything but a non-empty array of records with exactly the four
+    keys and plain JSON numbers (ids integers within int64, floats finite): the msgspec path and
+    then the full loader decide about such files.
+    """
+    if _colparse is None:
+        return None
+    capacity = len(raw) // _MIN_RECORD_BYTES + 1
+    image_ids = np.empty(capacity, dtype=np.int64)
+    category_ids = np.empty(capacity, dtype=np.int64)
+    box = np.empty(4 * capacity, dtype=np.float64)
+    score = np.empty(capacity, dtype=np.float64)
+    n = _colparse.box_results(raw, image_ids, category_ids, box, score)
+    if not n:
+        return None
+    for column, size in ((image_ids, n), (category_ids, n), (box, 4 * n), (score, n)):
+        column.resize(size, refcheck=False)  # in place: no view of these arrays exists yet
+    return image_ids, category_ids, box.reshape(n, 4), score
+
+
+#: Bytes of the shortest row of six fields with its line break (``a 1 1 1 1 1\n``).
+_MIN_ROW_BYTES = 12
+
+
+def _compiled_text_rows(raw: bytes, *, first_is_text: bool) -> tuple[Any, np.ndarray, np.ndarray] | None:
+    """Rows of six whitespace-separated fields (VOC result lines, YOLO prediction rows), or None.
+
+    Parameters
+    ----------
+    raw : bytes
+        The file's bytes.
+    first_is_text : bool
+        The first field is an image id kept as text (VOC), else an integer class id (YOLO).
+
+    Returns
+    -------
+    (first, numbers, lines) or None
+        ``first``: list of str, or int64 (n,); ``numbers``: float64 (n, 5), the other fields as
+        ``float()`` reads them; ``lines``: int64 (n,), 1-based line numbers as
+        :func:`deteval.io._text.split_lines` counts them (blank lines skipped). None without the
+        extension or when any line is not plain (another field count, a value that is not a
+        plain finite decimal, a class id not written as ``str(int)`` writes it, a byte that is
+        not ASCII): the Python reader reads such files and names their problems.
+    """
+    if _colparse is None:
+        return None
+    capacity = len(raw) // _MIN_ROW_BYTES + 1
+    class_ids = None if first_is_text else np.empty(capacity, dtype=np.int64)
+    numbers = np.empty(5 * capacity, dtype=np.float64)
+    lines = np.empty(capacity, dtype=np.int64)
+    result = _colparse.text_rows(raw, first_is_text, class_ids, numbers, lines)
+    if result is None:
+        return None
+    n = len(result) if isinstance(result, list) else result
+    for column, size in ((numbers, 5 * n), (lines, n)):
+        column.resize(size, refcheck=False)  # in place: no view of these arrays exists yet
+    if class_ids is not None:
+        class_ids.resize(n, refcheck=False)
+    return (result if class_ids is None else class_ids), numbers.reshape(n, 5), lines
+
+
+def _compiled_voc_rows(raw: bytes) -> tuple[list[str], np.ndarray, np.ndarray] | None:
+    """VOC result lines ``image_id score x1 y1 x2 y2``: (ids, numbers (n, 5), lines), or None."""
+    return _compiled_text_rows(raw, first_is_text=True)
+
+
+def _compiled_yolo_rows(raw: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """YOLO prediction rows ``cls`` + 5 numbers: (class ids int64, numbers (n, 5), lines), or None."""
+    return _compiled_text_rows(raw, first_is_text=False)
+
+
+def _msgspec_box_columns(raw: bytes) -> BoxColumns | None:
+    """A plain box-results file's columns decoded by msgspec, or None when it is not plain.
+
     msgspec decodes typed records about twice as fast as building dicts, and its strict types
     refuse what deteval refuses (strings, floats or booleans as ids, NaN tokens). Only a clean
-    file is taken here: every record exactly these four keys (a raw count of keys against 4 per
-    record, which also rules out duplicate keys), finite numbers, non-negative sizes, known
-    images and categories. Anything else returns None and the full loader names the problem.
+    file is taken: every record exactly these four keys (a raw count of keys against 4 per record,
+    which also rules out duplicate keys). This is the twin the compiled parser is tested against.
     """
     if not _HAS_MSGSPEC:
         return None
@@ -82,6 +200,25 @@ def _fast_box_results(
     box = np.fromiter(
         itertools.chain.from_iterable(map(_get_bbox, records)), dtype=np.float64, count=4 * n
     ).reshape(n, 4)
+    return image_ids, category_ids, box, score
+
+
+def _box_detections(
+    columns: BoxColumns | None, *, path: str, gt: GroundTruth, cmap: CategoryMap | None
+) -> Detections | None:
+    """Box-result columns checked and joined to ``gt``, or None when anything needs a message.
+
+    Taken only when nothing needs a message: finite numbers, non-negative sizes, known images and
+    categories. Anything else returns None and the full loader names the problem. The id columns
+    are let go once joined (pass ``columns`` as a temporary, as :func:`_fast_box_results` does),
+    so that they are not held while the warnings are computed: 16 bytes per detection less at the
+    peak of loading.
+    """
+    if columns is None:
+        return None
+    image_ids, category_ids, box, score = columns
+    del columns
+    n = len(image_ids)
     image = join_ids(image_ids, gt)
     try:
         category = map_categories(category_ids, gt, cmap)
@@ -94,7 +231,9 @@ def _fast_box_results(
         or (category < 0).any()
     ):
         return None
-    warnings = _index_suspicion(category_ids, gt, cmap, path) + _box_warnings(box, image, gt, path)
+    warnings = _index_suspicion(category_ids, gt, cmap, path)
+    del image_ids, category_ids
+    warnings += _box_warnings(box, image, gt, path)
     return Detections(
         image=image,
         category=category,

@@ -21,15 +21,19 @@ from deteval.io._text import (
     list_files,
     names_note,
     parse_floats,
+    read_bytes,
     read_text,
     shorten,
     split_rows,
 )
+from deteval.io.coco.fast import _compiled_voc_rows
 from deteval.io.identity import explain_miss, join_voc_ids
 from deteval.io.voc.annotations import _fmt
 from deteval.io.voc.classes import VOC_CLASSES
 
 __all__ = ["load_voc_dt", "detect_prefix", "with_result_classes"]
+
+_WHAT = "VOC result lines `image_id score x1 y1 x2 y2`"
 
 
 def detect_prefix(file_names: Sequence[str], class_names: Sequence[str]) -> str:
@@ -230,7 +234,9 @@ def load_voc_dt(
     by_class = {c: prefix + c + ".txt" for c in classes}
     warnings = _result_file_notes(folder, gt, files, txt, prefix, unknown_category=unknown_category)
 
-    parts_image, parts_category, parts_box, parts_score = [], [], [], []
+    parts_category, parts_box, parts_score = [], [], []
+    parts_ids: list[list[str]] = []
+    parts_where: list[tuple[str, np.ndarray]] = []
     wrong_columns: list[tuple[str, str]] = []
     unknown_ids: list[tuple[str, str]] = []
     inverted: list[tuple[str, str]] = []
@@ -239,27 +245,42 @@ def load_voc_dt(
         if name not in files:
             continue
         path = files[name]
-        rows = split_rows(read_text(path, what="VOC result lines `image_id score x1 y1 x2 y2`"))
-        wrong = [
-            (f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f), 80)}") for n, f in rows if len(f) != 6
-        ]
-        if wrong:
-            wrong_columns.extend(wrong)
-            continue
-        numbers = parse_floats(rows, slice(1, 6), path, "score x1 y1 x2 y2")
-        index = join_voc_ids([f[0] for _, f in rows], gt)
-        unknown_ids.extend(
-            (f"{path}:{n}", shorten(f[0]) + _padding_hint(f[0], gt))
-            for (n, f), i in zip(rows, index, strict=True)
-            if i < 0
-        )
+        # The compiled reader takes plain files (six fields a line, plain decimals, ASCII); it
+        # gives what the Python reader below gives, which reads -- and names the problems of --
+        # every other file.
+        compiled = _compiled_voc_rows(read_bytes(path, what=_WHAT))
+        if compiled is not None:
+            ids, numbers, lines = compiled
+        else:
+            rows = split_rows(read_text(path, what=_WHAT))
+            wrong = [
+                (f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f), 80)}")
+                for n, f in rows
+                if len(f) != 6
+            ]
+            if wrong:
+                wrong_columns.extend(wrong)
+                continue
+            numbers = parse_floats(rows, slice(1, 6), path, "score x1 y1 x2 y2")
+            ids, lines = [f[0] for _, f in rows], np.array([n for n, _ in rows], dtype=np.int64)
         box = numbers[:, 1:5]
         bad = np.flatnonzero((box[:, 0] > box[:, 2]) | (box[:, 1] > box[:, 3]))
-        inverted.extend((f"{path}:{rows[j][0]}", f"[{_fmt(box[j])}]") for j in bad)
-        parts_image.append(index)
-        parts_category.append(np.full(len(rows), k, dtype=np.int64))
+        inverted.extend((f"{path}:{lines[j]}", f"[{_fmt(box[j])}]") for j in bad)
+        parts_ids.append(ids)
+        parts_where.append((path, lines))
+        parts_category.append(np.full(len(ids), k, dtype=np.int64))
         parts_box.append(box)
         parts_score.append(numbers[:, 0])
+    # One join for every file: building the ground truth's name lookup is the cost (per class
+    # file it was most of the time of reading VOC results), looking ids up is cheap.
+    joined = join_voc_ids([v for ids in parts_ids for v in ids], gt)
+    parts_image = np.split(joined, np.cumsum([len(ids) for ids in parts_ids])[:-1]) if parts_ids else []
+    for (path, lines), ids, index in zip(parts_where, parts_ids, parts_image):
+        unknown_ids.extend(
+            (f"{path}:{n}", shorten(v) + _padding_hint(v, gt))
+            for n, v, i in zip(lines, ids, index, strict=True)
+            if i < 0
+        )
     if wrong_columns:
         fail_records("wrong number of columns", "6 columns `image_id score x1 y1 x2 y2`", wrong_columns)
     if unknown_ids:

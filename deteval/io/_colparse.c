@@ -1,0 +1,492 @@
+/*
+ * deteval.io._colparse: COCO box-results JSON parsed straight into columns.
+ *
+ * One pass over the bytes of a file that is exactly
+ *     [{"image_id": <int>, "category_id": <int>, "bbox": [<num>, <num>, <num>, <num>], "score": <num>}, ...]
+ * (the four keys in any order, each once, JSON whitespace anywhere JSON allows it), writing into
+ * caller-owned int64 / float64 buffers. No Python object is made per record and nothing is validated
+ * beyond the shape: anything else (another key, a missing or repeated key, a string, bool, null, nested
+ * value, an escaped key, a non-integer id, an id outside int64, a number outside JSON's grammar or that
+ * overflows a double, trailing text) makes the function return None, and the caller takes its other
+ * paths, which name the problem. What is accepted is a subset of what the msgspec fast path accepts,
+ * with bit-identical numbers:
+ *
+ * - ids: exact int64; ``-0`` is 0.
+ * - floats: the correctly rounded double of the decimal text, as Python's float() and msgspec give.
+ *   A token with at most 19 significant digits whose mantissa fits 2**53 and whose decimal exponent is
+ *   within [-22, 22] is computed as one IEEE multiplication or division of two exact doubles (Clinger's
+ *   fast path: exact operands, one correctly rounded operation), when the compiler evaluates doubles in
+ *   double precision (FLT_EVAL_METHOD == 0); every other token goes to PyOS_string_to_double, Python's
+ *   own correctly rounded, locale-independent conversion (the one float() uses).
+ * - an integer token in a float field (``"score": 1``) is read as msgspec reads it, as an integer first:
+ *   ``-0`` gives +0.0 (``-0.0`` and ``-0e0`` give -0.0).
+ *
+ * Plain C and the CPython API only (no numpy headers): building needs a C compiler and nothing else.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+#define COLPARSE_FAST_FLOATS 1
+#else
+#define COLPARSE_FAST_FLOATS 0
+#endif
+
+/* Outcome of a parsing step. */
+#define OK 0
+#define REFUSE -1 /* not the plain shape: return None */
+#define ERROR -2  /* a Python exception is set */
+
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+typedef struct {
+    const char *p;
+    const char *end;
+} Cursor;
+
+static inline int is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+static inline void skip_ws(Cursor *c) {
+    while (c->p < c->end && is_ws(*c->p)) c->p++;
+}
+
+static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Consume ``ch`` after optional whitespace. */
+static inline int expect(Cursor *c, char ch) {
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ch) {
+        c->p++;
+        return OK;
+    }
+    return REFUSE;
+}
+
+/* A JSON integer (no fraction, no exponent) that fits int64. */
+static int parse_int64(Cursor *c, int64_t *out) {
+    const char *p = c->p, *end = c->end;
+    int negative = 0;
+    uint64_t value = 0;
+    if (p < end && *p == '-') {
+        negative = 1;
+        p++;
+    }
+    if (p >= end || !is_digit(*p)) return REFUSE;
+    if (*p == '0') {
+        p++;
+    } else {
+        while (p < end && is_digit(*p)) {
+            uint64_t digit = (uint64_t)(*p - '0');
+            if (value > (UINT64_MAX - digit) / 10) return REFUSE;
+            value = value * 10 + digit;
+            p++;
+        }
+    }
+    if (p < end && (*p == '.' || *p == 'e' || *p == 'E' || is_digit(*p))) return REFUSE; /* 1.0, 1e2, 01 */
+    if (negative) {
+        if (value > (uint64_t)INT64_MAX + 1) return REFUSE;
+        *out = value == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)value;
+    } else {
+        if (value > (uint64_t)INT64_MAX) return REFUSE;
+        *out = (int64_t)value;
+    }
+    c->p = p;
+    return OK;
+}
+
+/* The correctly rounded double of the text [start, stop) by Python's own conversion. */
+static int slow_double(const char *start, const char *stop, double *out) {
+    char small[64];
+    size_t len = (size_t)(stop - start);
+    char *buf = len < sizeof small ? small : (char *)PyMem_Malloc(len + 1);
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        return ERROR;
+    }
+    memcpy(buf, start, len);
+    buf[len] = '\0';
+    double value = PyOS_string_to_double(buf, NULL, NULL);
+    if (buf != small) PyMem_Free(buf);
+    if (value == -1.0 && PyErr_Occurred()) return ERROR;
+    *out = value;
+    return OK;
+}
+
+/* Grammars of numbers: JSON's, or the plain decimals Python's float() reads in text files. */
+#define JSON_NUMBER 0
+#define TEXT_NUMBER 1 /* also a leading '+', leading zeros, "1." and ".5"; -0 is -0.0 */
+
+/* A number as a finite double (see the header for the rounding and for ``-0`` in JSON). */
+static int parse_double(Cursor *c, double *out, int grammar) {
+    const char *start = c->p, *p = c->p, *end = c->end;
+    int negative = 0, is_integer = 1, digits = 0;
+    uint64_t mantissa = 0;
+    int significant = 0;   /* digits in the mantissa (leading zeros excluded); 20: too many */
+    int64_t exponent = 0;  /* decimal exponent applying to the mantissa */
+    if (p < end && (*p == '-' || (grammar == TEXT_NUMBER && *p == '+'))) {
+        negative = *p == '-';
+        p++;
+    }
+    if (grammar == JSON_NUMBER) {
+        if (p >= end || !is_digit(*p)) return REFUSE;
+        if (*p == '0' && p + 1 < end && is_digit(p[1])) return REFUSE; /* leading zero */
+    }
+    while (p < end && is_digit(*p)) {
+        digits++;
+        if (mantissa == 0 && *p == '0') {
+            /* a leading zero adds nothing */
+        } else if (significant < 19) {
+            mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+            significant++;
+        } else {
+            exponent++;
+            significant = 20;
+        }
+        p++;
+    }
+    if (p < end && *p == '.') {
+        is_integer = 0;
+        p++;
+        if (grammar == JSON_NUMBER && (p >= end || !is_digit(*p))) return REFUSE;
+        while (p < end && is_digit(*p)) {
+            digits++;
+            if (mantissa == 0 && *p == '0') {
+                exponent--; /* leading zero of the fraction */
+            } else if (significant < 19) {
+                mantissa = mantissa * 10 + (uint64_t)(*p - '0');
+                significant++;
+                exponent--;
+            } else {
+                significant = 20;
+            }
+            p++;
+        }
+    }
+    if (digits == 0) return REFUSE;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        is_integer = 0;
+        p++;
+        int exp_negative = 0;
+        int64_t exp_value = 0;
+        if (p < end && (*p == '+' || *p == '-')) {
+            exp_negative = *p == '-';
+            p++;
+        }
+        if (p >= end || !is_digit(*p)) return REFUSE;
+        while (p < end && is_digit(*p)) {
+            if (exp_value < 100000000) exp_value = exp_value * 10 + (*p - '0');
+            p++;
+        }
+        exponent += exp_negative ? -exp_value : exp_value;
+    }
+    c->p = p;
+    double value;
+    if (mantissa == 0 && significant < 20) {
+        /* every digit is zero; msgspec reads a JSON integer -0 as the integer 0 */
+        value = (negative && !(grammar == JSON_NUMBER && is_integer)) ? -0.0 : 0.0;
+    } else if (COLPARSE_FAST_FLOATS && significant <= 19 && mantissa <= ((uint64_t)1 << 53) &&
+               exponent >= -22 && exponent <= 22) {
+        value = (double)mantissa;
+        value = exponent < 0 ? value / POW10[-exponent] : value * POW10[exponent];
+        if (negative) value = -value;
+    } else {
+        int status = slow_double(start, p, &value);
+        if (status != OK) return status;
+    }
+    if (!isfinite(value)) return REFUSE; /* 1e400: msgspec refuses it, text files too */
+    *out = value;
+    return OK;
+}
+
+enum { KEY_IMAGE_ID, KEY_CATEGORY_ID, KEY_BBOX, KEY_SCORE, N_KEYS };
+
+static const char *const KEYS[N_KEYS] = {"image_id\"", "category_id\"", "bbox\"", "score\""};
+
+/* One of the four keys, byte for byte (an escaped or unknown key is refused). */
+static int parse_key(Cursor *c) {
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != '"') return REFUSE;
+    c->p++;
+    size_t left = (size_t)(c->end - c->p);
+    for (int k = 0; k < N_KEYS; k++) {
+        size_t len = strlen(KEYS[k]);
+        if (left >= len && memcmp(c->p, KEYS[k], len) == 0) {
+            c->p += len;
+            return k;
+        }
+    }
+    return REFUSE;
+}
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Column;
+
+/* ``obj`` as a writable C-contiguous buffer of 8-byte items of the given kind ('i' int, 'f' float). */
+static int get_column(PyObject *obj, char kind, Column *col) {
+    if (PyObject_GetBuffer(obj, &col->view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return ERROR;
+    col->held = 1;
+    const char *fmt = col->view.format ? col->view.format : "B";
+    if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
+    int ok = col->view.itemsize == 8 && fmt[1] == '\0' &&
+             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd');
+    if (!ok) {
+        PyErr_SetString(PyExc_TypeError,
+                        kind == 'i' ? "expected a writable contiguous int64 buffer"
+                                    : "expected a writable contiguous float64 buffer");
+        return ERROR;
+    }
+    return OK;
+}
+
+static int parse_record(Cursor *c, int64_t *image_id, int64_t *category_id, double *bbox, double *score) {
+    int seen = 0, status;
+    if (expect(c, '{') != OK) return REFUSE;
+    for (int i = 0; i < N_KEYS; i++) {
+        int key = parse_key(c);
+        if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
+        seen |= 1 << key;
+        if (expect(c, ':') != OK) return REFUSE;
+        skip_ws(c);
+        switch (key) {
+        case KEY_IMAGE_ID:
+            status = parse_int64(c, image_id);
+            break;
+        case KEY_CATEGORY_ID:
+            status = parse_int64(c, category_id);
+            break;
+        case KEY_SCORE:
+            status = parse_double(c, score, JSON_NUMBER);
+            break;
+        default: /* KEY_BBOX */
+            if (expect(c, '[') != OK) return REFUSE;
+            for (int j = 0; j < 4; j++) {
+                if (j > 0 && expect(c, ',') != OK) return REFUSE;
+                skip_ws(c);
+                status = parse_double(c, &bbox[j], JSON_NUMBER);
+                if (status != OK) return status;
+            }
+            status = expect(c, ']');
+        }
+        if (status != OK) return status;
+        if (expect(c, i + 1 < N_KEYS ? ',' : '}') != OK) return REFUSE;
+    }
+    return OK;
+}
+
+PyDoc_STRVAR(box_results_doc,
+             "box_results(raw, image_id, category_id, bbox, score, /)\n--\n\n"
+             "Parse the COCO box-results JSON ``raw`` into the given columns.\n\n"
+             "``image_id`` and ``category_id`` are writable int64 buffers, ``bbox`` a float64 buffer of\n"
+             "4 values per record, ``score`` a float64 buffer. Returns the number of records written,\n"
+             "or None when ``raw`` is not exactly a non-empty array of plain box records or holds more\n"
+             "records than the buffers do (nothing is checked beyond the shape).");
+
+static PyObject *box_results(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOOO:box_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3]))
+        return NULL;
+    Py_buffer raw;
+    Column cols[4];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    static const char kinds[4] = {'i', 'i', 'f', 'f'};
+    for (int i = 0; i < 4; i++) {
+        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+    }
+    Py_ssize_t capacity = cols[0].view.len / 8;
+    if (cols[1].view.len / 8 < capacity) capacity = cols[1].view.len / 8;
+    if (cols[2].view.len / 32 < capacity) capacity = cols[2].view.len / 32;
+    if (cols[3].view.len / 8 < capacity) capacity = cols[3].view.len / 8;
+    int64_t *image_id = (int64_t *)cols[0].view.buf, *category_id = (int64_t *)cols[1].view.buf;
+    double *bbox = (double *)cols[2].view.buf, *score = (double *)cols[3].view.buf;
+
+    Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
+    Py_ssize_t n = 0;
+    int status = expect(&c, '[');
+    if (status == OK) {
+        for (;;) {
+            if (n >= capacity) {
+                status = REFUSE;
+                break;
+            }
+            status = parse_record(&c, &image_id[n], &category_id[n], &bbox[4 * n], &score[n]);
+            if (status != OK) break;
+            n++;
+            skip_ws(&c);
+            if (c.p < c.end && *c.p == ',') {
+                c.p++;
+                continue;
+            }
+            status = expect(&c, ']');
+            break;
+        }
+    }
+    if (status == OK) {
+        skip_ws(&c);
+        if (c.p != c.end) status = REFUSE; /* trailing text */
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? PyLong_FromSsize_t(n) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 4; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&raw);
+    return result;
+}
+
+/* ---- whitespace-separated text rows: VOC result lines, YOLO prediction rows ---- */
+
+#define FIRST_TEXT 0 /* VOC: the first field is an image id, kept as text */
+#define FIRST_INT 1  /* YOLO: the first field is a class id, written as an integer */
+
+static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
+static inline int is_line_end(const Cursor *c) { return c->p >= c->end || *c->p == '\n' || *c->p == '\r'; }
+static inline int ends_field(const Cursor *c) { return is_line_end(c) || is_blank(*c->p); }
+
+/* A class id as Python's int(float(token)) reads it, written as str(int) writes it, exactly:
+ * no sign but '-', no leading zero, no -0, below 2**53 in magnitude. */
+static int parse_class_id(Cursor *c, int64_t *out) {
+    const char *p = c->p;
+    int negative = 0, digits = 0;
+    int64_t value = 0;
+    if (p < c->end && *p == '-') {
+        negative = 1;
+        p++;
+    }
+    if (p >= c->end || !is_digit(*p) || (*p == '0' && (negative || (p + 1 < c->end && is_digit(p[1])))))
+        return REFUSE;
+    while (p < c->end && is_digit(*p)) {
+        if (++digits > 15) return REFUSE;
+        value = value * 10 + (*p - '0');
+        p++;
+    }
+    c->p = p;
+    *out = negative ? -value : value;
+    return OK;
+}
+
+/* Rows of six whitespace-separated fields, the first by ``first`` and then five numbers. ASCII
+ * only (anything else, e.g. a non-breaking space, is for the Python reader to judge); a line ends at
+ * \n, \r\n or \r, as deteval.io._text.split_lines counts lines; blank lines are skipped. */
+static int parse_text_rows(Cursor *c, int first, Py_ssize_t capacity, PyObject *ids, int64_t *class_ids,
+                           double *numbers, int64_t *lines, Py_ssize_t *n_rows) {
+    Py_ssize_t n = 0;
+    int64_t line = 1;
+    if (c->end - c->p >= 3 && memcmp(c->p, "\xef\xbb\xbf", 3) == 0) c->p += 3; /* read as utf-8-sig */
+    while (c->p < c->end) {
+        while (c->p < c->end && is_blank(*c->p)) c->p++;
+        if (!is_line_end(c)) {
+            if (n >= capacity) return REFUSE;
+            const char *token = c->p;
+            if (first == FIRST_TEXT) {
+                while (!ends_field(c)) {
+                    if (*c->p <= ' ' || *c->p > '~') return REFUSE;
+                    c->p++;
+                }
+                PyObject *id = PyUnicode_DecodeASCII(token, c->p - token, NULL);
+                if (id == NULL) return ERROR;
+                int failed = PyList_Append(ids, id);
+                Py_DECREF(id);
+                if (failed) return ERROR;
+            } else if (parse_class_id(c, &class_ids[n]) != OK || !ends_field(c)) {
+                return REFUSE;
+            }
+            for (int j = 0; j < 5; j++) {
+                if (is_line_end(c) || !is_blank(*c->p)) return REFUSE;
+                while (c->p < c->end && is_blank(*c->p)) c->p++;
+                int status = parse_double(c, &numbers[5 * n + j], TEXT_NUMBER);
+                if (status != OK) return status;
+                if (!ends_field(c)) return REFUSE;
+            }
+            while (c->p < c->end && is_blank(*c->p)) c->p++;
+            if (!is_line_end(c)) return REFUSE; /* a seventh field, or another byte */
+            lines[n++] = line;
+        }
+        if (c->p < c->end) {
+            if (*c->p == '\r' && c->p + 1 < c->end && c->p[1] == '\n') c->p++;
+            c->p++;
+            line++;
+        }
+    }
+    *n_rows = n;
+    return OK;
+}
+
+PyDoc_STRVAR(text_rows_doc,
+             "text_rows(raw, first_is_text, class_ids, numbers, lines, /)\n--\n\n"
+             "Parse rows of six whitespace-separated fields: an id, then five numbers.\n\n"
+             "``first_is_text``: the ids are returned as a list of str (VOC image ids); otherwise they\n"
+             "are integers written into the int64 buffer ``class_ids`` (YOLO class ids) and the row\n"
+             "count is returned. ``numbers`` (float64, 5 per row) receives the numbers as float()\n"
+             "reads them, ``lines`` (int64) each row's 1-based line number. None when any line is\n"
+             "not exactly that (or the buffers are too small): the Python reader decides then.");
+
+static PyObject *text_rows(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *class_obj, *numbers_obj, *lines_obj;
+    int first_is_text;
+    if (!PyArg_ParseTuple(args, "OpOOO:text_rows", &raw_obj, &first_is_text, &class_obj, &numbers_obj,
+                          &lines_obj))
+        return NULL;
+    Py_buffer raw;
+    Column cols[3];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL, *ids = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    if (get_column(numbers_obj, 'f', &cols[0]) != OK || get_column(lines_obj, 'i', &cols[1]) != OK) goto done;
+    Py_ssize_t capacity = cols[0].view.len / 40;
+    if (cols[1].view.len / 8 < capacity) capacity = cols[1].view.len / 8;
+    int64_t *class_ids = NULL;
+    if (first_is_text) {
+        ids = PyList_New(0);
+        if (ids == NULL) goto done;
+    } else {
+        if (get_column(class_obj, 'i', &cols[2]) != OK) goto done;
+        if (cols[2].view.len / 8 < capacity) capacity = cols[2].view.len / 8;
+        class_ids = (int64_t *)cols[2].view.buf;
+    }
+    Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
+    Py_ssize_t n = 0;
+    int status = parse_text_rows(&c, first_is_text ? FIRST_TEXT : FIRST_INT, capacity, ids, class_ids,
+                                 (double *)cols[0].view.buf, (int64_t *)cols[1].view.buf, &n);
+    if (status == ERROR) goto done;
+    if (status != OK) {
+        result = Py_NewRef(Py_None);
+    } else if (first_is_text) {
+        result = Py_NewRef(ids);
+    } else {
+        result = PyLong_FromSsize_t(n);
+    }
+done:
+    Py_XDECREF(ids);
+    for (int i = 0; i < 3; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&raw);
+    return result;
+}
+
+static PyMethodDef colparse_methods[] = {
+    {"box_results", box_results, METH_VARARGS, box_results_doc},
+    {"text_rows", text_rows, METH_VARARGS, text_rows_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef colparse_module = {
+    PyModuleDef_HEAD_INIT,
+    "deteval.io._colparse",
+    "COCO box-results JSON parsed straight into columns (optional; deteval.io.coco.fast has the twin).",
+    -1,
+    colparse_methods,
+};
+
+PyMODINIT_FUNC PyInit__colparse(void) { return PyModule_Create(&colparse_module); }
