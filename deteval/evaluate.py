@@ -460,8 +460,25 @@ def ranking_order(table: MatchTable, protocol: Protocol) -> np.ndarray:
     sorts a class's result file stably: ties go by file order.
     """
     if protocol.score_order == "image_major":
+        if _in_image_class_rank_order(table):
+            # Within a class the rows already come by (image, rank): a stable sort by (class,
+            # -score) leaves ties in that order, which is the order the full key gives.
+            return lexsort((-table.det_score, table.det_class))
         return lexsort((table.det_rank, table.det_image, -table.det_score, table.det_class))
     return lexsort((table.det_order, -table.det_score, table.det_class))
+
+
+def _in_image_class_rank_order(table: MatchTable) -> bool:
+    """Whether the table's rows are sorted by (image, class, rank), as one :func:`match` makes them."""
+    image, cls, rank = table.det_image, table.det_class, table.det_rank
+    if len(image) < 2:
+        return True
+    d_image = np.diff(image)
+    d_class = np.diff(cls)
+    return bool(
+        (d_image >= 0).all()
+        and ((d_image > 0) | (d_class > 0) | ((d_class == 0) & (np.diff(rank) > 0))).all()
+    )
 
 
 @dataclass(frozen=True, eq=False)
