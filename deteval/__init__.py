@@ -8,7 +8,8 @@ here.
 ['coco', 'coco-pycocotools', 'coco50', 'coco-exact-masks']
 """
 
-from deteval._version import __version__
+from typing import TYPE_CHECKING, Any
+
 from deteval.api import (
     Inputs,
     Validation,
@@ -30,10 +31,21 @@ from deteval.errors import (
     UndefinedMetricWarning,
 )
 from deteval.evaluate import EvalResult, check_protocol, match, merge_match_tables, score
-from deteval.evaluator import Evaluator
 from deteval.io import load_detections, load_ground_truth
 from deteval.protocol import PRESETS, Protocol, get_protocol, load_protocol_file
-from deteval.stats import bootstrap, compare_detectors
+
+if TYPE_CHECKING:  # loaded on first use (see __getattr__): most runs never need them
+    from deteval._version import __version__
+    from deteval.evaluator import Evaluator
+    from deteval.stats import bootstrap, compare_detectors
+
+#: Public names whose modules load on first access, so ``import deteval`` stays short.
+_LAZY = {
+    "__version__": "deteval._version",
+    "Evaluator": "deteval.evaluator",
+    "bootstrap": "deteval.stats",
+    "compare_detectors": "deteval.stats",
+}
 
 __all__ = [
     "evaluate",
@@ -69,3 +81,18 @@ __all__ = [
     "UndefinedMetricWarning",
     "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load the few public names that are not needed by most runs on first access."""
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'deteval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from typing import cast
 
 import numpy as np
 
@@ -93,22 +95,137 @@ class Accumulated:
     ap: np.ndarray
 
 
+class _Lanes:
+    """The lanes x detections outcomes of all ranked detections, with cached sparse events.
+
+    Shared by the ``max_dets`` values: each keeps a subset of the ranked positions. The sparse
+    events (true positives, positions where a lane's ignored flag differs from its area's first
+    lane) are found once, in the match table's order, and placed at their ranked positions; the
+    dense (lanes x ranked detections) arrays are only gathered for the methods that read them.
+    """
+
+    def __init__(
+        self, det_is_tp: np.ndarray, det_is_ignored: np.ndarray, ranking: np.ndarray, n_iou_thr: int
+    ):
+        self.det_is_tp = det_is_tp
+        self.det_is_ignored = det_is_ignored
+        self.ranking = ranking
+        self.n_iou_thr = max(n_iou_thr, 1)
+        self.n_lane = int(det_is_tp.shape[0])
+        self.n = len(ranking)
+        self.position = np.full(det_is_tp.shape[1], -1, dtype=np.int64)
+        self.position[ranking] = np.arange(self.n)
+        self._tp: tuple[np.ndarray, np.ndarray] | None = None
+        self._differs: dict[int, np.ndarray] = {}
+        self._base: dict[int, np.ndarray] = {}
+
+    @cached_property
+    def is_tp(self) -> np.ndarray:
+        """True positives, bool (n_lane, n) in ranking order."""
+        return np.take(self.det_is_tp, self.ranking, axis=1)
+
+    @cached_property
+    def is_ignored(self) -> np.ndarray:
+        """Ignored detections, bool (n_lane, n) in ranking order."""
+        return np.take(self.det_is_ignored, self.ranking, axis=1)
+
+    def _ranked_positions(self, rows: np.ndarray) -> np.ndarray:
+        """Sorted ranked positions of table ``rows`` (rows outside the ranking left out)."""
+        pos = self.position[rows]
+        return np.sort(pos[pos >= 0])
+
+    def tp_events(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lane, ranked position) of every true positive, sorted by lane then position."""
+        if self._tp is None:
+            n_det = self.det_is_tp.shape[1]
+            lane, row = np.divmod(np.flatnonzero(self.det_is_tp), max(n_det, 1))
+            pos = self.position[row]
+            key = lane[pos >= 0] * max(self.n, 1) + pos[pos >= 0]
+            key.sort()  # (lane, position) pairs are distinct
+            lane_sorted, pos_sorted = np.divmod(key, max(self.n, 1))
+            self._tp = (lane_sorted, pos_sorted)
+        return self._tp
+
+    def base_row(self, lane: int) -> np.ndarray:
+        """Ignored flags of an area's first ``lane`` in ranking order, bool (n,)."""
+        if lane not in self._base:
+            self._base[lane] = self.det_is_ignored[lane][self.ranking]
+        return self._base[lane]
+
+    def differs(self, lane: int) -> np.ndarray:
+        """Ranked positions where ``lane``'s ignored flag differs from its area's first lane (sorted)."""
+        if lane not in self._differs:
+            base = lane - lane % self.n_iou_thr
+            rows = np.flatnonzero(self.det_is_ignored[lane] ^ self.det_is_ignored[base])
+            self._differs[lane] = self._ranked_positions(rows)
+        return self._differs[lane]
+
+    def ignored_at(self, lane: int, positions: np.ndarray) -> np.ndarray:
+        """Ignored flags of ``lane`` at ranked ``positions``."""
+        return self.det_is_ignored[lane, self.ranking[positions]]
+
+
 @dataclass(frozen=True)
 class _Ranked:
     """The detections kept under one ``max_dets`` value, in ranking order, grouped by class.
 
-    ``is_tp`` / ``is_ignored`` are (n_lane, n) with lane = area * n_iou_thr + threshold;
-    ``class_start`` / ``class_end`` bound each class's segment of the ranked list. ``tie_end``
-    (``score_ties: threshold`` only): for each position, the last position of its tied group.
+    ``lanes`` holds all detections; ``keep`` (None: all) the positions this ``max_dets`` keeps.
+    ``is_tp`` / ``is_ignored`` are the kept positions' (n_lane, n) outcomes with lane =
+    area * n_iou_thr + threshold, built on first use (the point-sampled methods work on sparse
+    events instead); ``class_start`` / ``class_end`` bound each class's segment of the ranked
+    list. ``tie_end`` (``score_ties: threshold`` only): for each position, the last position of
+    its tied group.
     """
 
-    is_tp: np.ndarray
-    is_ignored: np.ndarray
+    lanes: _Lanes
+    keep: np.ndarray | None
     det_class: np.ndarray
     scores: np.ndarray
     class_start: np.ndarray
     class_end: np.ndarray
     tie_end: np.ndarray | None = None
+
+    @cached_property
+    def is_tp(self) -> np.ndarray:
+        """True positives of the kept positions, bool (n_lane, n)."""
+        return self.kept(self.lanes.is_tp)
+
+    @cached_property
+    def is_ignored(self) -> np.ndarray:
+        """Ignored detections of the kept positions, bool (n_lane, n)."""
+        return self.kept(self.lanes.is_ignored)
+
+    @property
+    def n_lane(self) -> int:
+        """Number of lanes (area ranges x IoU thresholds)."""
+        return self.lanes.n_lane
+
+    @property
+    def n(self) -> int:
+        """Number of kept detections."""
+        return len(self.det_class)
+
+    @cached_property
+    def new_position(self) -> np.ndarray | None:
+        """Position among the kept detections of each position of ``lanes`` (None: the same)."""
+        return None if self.keep is None else np.cumsum(self.keep) - 1
+
+    def kept(self, rows: np.ndarray) -> np.ndarray:
+        """The kept positions (last axis) of ``rows``."""
+        return rows if self.keep is None else np.compress(self.keep, rows, axis=-1)
+
+    def kept_events(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of the sorted full ``positions`` are kept, and their kept positions."""
+        if self.keep is None:
+            return np.ones(len(positions), dtype=bool), positions
+        is_kept = self.keep[positions]
+        return is_kept, cast(np.ndarray, self.new_position)[positions[is_kept]]
+
+    def tp_events(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lane, kept position) of every kept true positive, sorted by lane then position."""
+        lane, pos = self.lanes.tp_events()
+        is_kept, kept_pos = self.kept_events(pos)
+        return (lane if self.keep is None else lane[is_kept]), kept_pos
 
 
 @dataclass(frozen=True)
@@ -198,14 +315,22 @@ def accumulate(
     recall = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)
     ap = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)
     ap_method = AP_METHODS[protocol.ap_method]
+    # The sparse events of the lanes x detections arrays are found once, at their ranked
+    # positions; each max_dets value keeps a subset of the positions (all of them when no
+    # detection ranks beyond it) and filters the shared events to it.
+    lanes = _Lanes(det_is_tp, det_is_ignored, ranking, n_iou_thr)
+    ranked_rank = det_rank[ranking]
     for m, max_det in enumerate(max_dets):
-        rows = ranking if max_det is None else ranking[det_rank[ranking] < max_det]
+        keep = None if max_det is None else ranked_rank < max_det
+        if keep is not None and keep.all():
+            keep = None
+        rows = ranking if keep is None else ranking[keep]
         ranked_class = det_class[rows]
         bounds = np.searchsorted(ranked_class, np.arange(n_class + 1))
         ranked_scores = det_score[rows]
         ranked = _Ranked(
-            is_tp=np.take(det_is_tp, rows, axis=1),
-            is_ignored=np.take(det_is_ignored, rows, axis=1),
+            lanes=lanes,
+            keep=keep,
             det_class=ranked_class,
             scores=ranked_scores,
             class_start=bounds[:-1],
@@ -356,9 +481,8 @@ def ap_step(
     positive has AP 0; without ground truth, NaN.
     """
     n_class, n_area = n_positive.shape
-    n_lane, n = ranked.is_tp.shape
-    flat_tp = np.flatnonzero(ranked.is_tp)
-    tp_lane, tp_pos = np.divmod(flat_tp, max(n, 1))
+    n_lane, n = ranked.n_lane, ranked.n
+    tp_lane, tp_pos = ranked.tp_events()
     tp_class = ranked.det_class[tp_pos]
     segment_key = tp_lane * n_class + tp_class
     n_tp_so_far = rank_in_group(segment_key) + 1
@@ -371,11 +495,12 @@ def ap_step(
     is_point = np.ones(len(point_key), dtype=bool)
     is_point[:-1] = point_key[1:] != point_key[:-1]
     n_fp_so_far = _fp_before_each_tp(
-        ranked.is_tp,
-        ranked.is_ignored,
+        ranked,
         tp_lane[is_point],
         count_pos[is_point],
         ranked.class_start[tp_class[is_point]],
+        n_tp_so_far[is_point],
+        n_iou_thr,
     )
     n_tp_at = n_tp_so_far[is_point].astype(float)
     key_at = segment_key[is_point]
@@ -530,13 +655,12 @@ def _point_sampled(
         without positives), for the method's AP.
     """
     n_class, n_area = n_positive.shape
-    n_lane, n = ranked.is_tp.shape
+    n_lane, n = ranked.n_lane, ranked.n
     n_recall_thr = len(rec_thr)
     ranked_scores = np.append(ranked.scores, 0.0)
     # Precision peaks at true positives, so only TP positions are needed: for the j-th TP of
     # its (lane, class) at rank `tp_pos`, tp = j and fp = the FPs counted since the class began.
-    flat_tp = np.flatnonzero(ranked.is_tp)
-    tp_lane, tp_pos = np.divmod(flat_tp, max(n, 1))
+    tp_lane, tp_pos = ranked.tp_events()
     tp_class = ranked.det_class[tp_pos]
     segment_key = tp_lane * n_class + tp_class
     n_tp_so_far = rank_in_group(segment_key) + 1
@@ -544,9 +668,11 @@ def _point_sampled(
     if ranked.tie_end is not None:  # score_ties: threshold: counts at the end of the TP's tied group
         n_tp_so_far, count_pos = _counts_at_tie_end(ranked.tie_end, tp_lane, tp_pos, n_tp_so_far)
     n_fp_so_far = _fp_before_each_tp(
-        ranked.is_tp, ranked.is_ignored, tp_lane, count_pos, ranked.class_start[tp_class]
+        ranked, tp_lane, count_pos, ranked.class_start[tp_class], n_tp_so_far, n_iou_thr
     )
-    precision_at_tp = precision_of(n_tp_so_far.astype(float), n_fp_so_far.astype(float))
+    # One trailing 0 so that an empty piece of suffix_max_at reads a valid element (padded once,
+    # not once per lane: the array has one value per true positive of every lane).
+    precision_at_tp = np.append(precision_of(n_tp_so_far.astype(float), n_fp_so_far.astype(float)), 0.0)
     n_tp = np.bincount(segment_key, minlength=n_lane * n_class).reshape(n_lane, n_class)
     tp_first = (np.cumsum(n_tp.ravel()) - n_tp.ravel()).reshape(n_lane, n_class)
     has_dets = ranked.class_end > ranked.class_start
@@ -556,75 +682,92 @@ def _point_sampled(
         is_defined = n_pos > 0
         tp_needed = _min_tp_for_recall(n_pos, rec_thr)  # (n_class, n_recall_thr)
         target = np.maximum(tp_needed, 1)
-        for t in range(n_iou_thr):
-            lane = a * n_iou_thr + t
-            with np.errstate(divide="ignore", invalid="ignore"):
-                final_recall = n_tp[lane] / n_pos
-            out.recall[t, :, a] = np.where(is_defined, np.where(has_dets, final_recall, 0.0), np.nan)
-            # pycocotools: idx = searchsorted(rc, thr, "left"); recall >= thr <=> tp >= tp_needed.
-            has_target = target <= n_tp[lane][:, None]
-            first = tp_first[lane][:, None] + target - 1
-            end = tp_first[lane] + n_tp[lane]
-            interpolated = suffix_max_at(
-                precision_at_tp, np.where(has_target, first, end[:, None]), end, has_target
-            )
-            is_reached = has_target | ((tp_needed == 0) & has_dets[:, None])
-            # The rank where recall first reaches the threshold: the target TP, or the first
-            # ranked detection when the threshold is 0 (searchsorted(rc, 0) == 0).
-            from_tp = has_target & (tp_needed > 0)
-            if len(tp_pos):
-                pos = np.where(
-                    from_tp, tp_pos[np.minimum(first, len(tp_pos) - 1)], ranked.class_start[:, None]
-                )
-            else:
-                pos = np.broadcast_to(ranked.class_start[:, None], first.shape)
-            score_at_recall = np.where(is_reached, ranked_scores[np.minimum(pos, n)], 0.0)
-            interpolated = np.where(is_defined[:, None], interpolated, np.nan)
-            out.precision[t, :, :, a] = interpolated.T
-            out.scores[t, :, :, a] = np.where(is_defined[:, None], score_at_recall, np.nan).T
-            precision_at_recall[t, a] = interpolated
+        # All IoU thresholds of the area at once: arrays are (threshold, class, recall point).
+        lanes = slice(a * n_iou_thr, (a + 1) * n_iou_thr)
+        n_tp_a, tp_first_a = n_tp[lanes], tp_first[lanes]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            final_recall = n_tp_a / n_pos
+        out.recall[:, :, a] = np.where(is_defined, np.where(has_dets, final_recall, 0.0), np.nan)
+        # pycocotools: idx = searchsorted(rc, thr, "left"); recall >= thr <=> tp >= tp_needed.
+        has_target = target <= n_tp_a[:, :, None]
+        first = tp_first_a[:, :, None] + target - 1
+        end = tp_first_a + n_tp_a
+        interpolated = suffix_max_at(
+            precision_at_tp,
+            np.where(has_target, first, end[:, :, None]).reshape(-1, n_recall_thr),
+            end.reshape(-1),
+            has_target.reshape(-1, n_recall_thr),
+        ).reshape(has_target.shape)
+        is_reached = has_target | ((tp_needed == 0) & has_dets[:, None])
+        # The rank where recall first reaches the threshold: the target TP, or the first
+        # ranked detection when the threshold is 0 (searchsorted(rc, 0) == 0).
+        from_tp = has_target & (tp_needed > 0)
+        class_start = ranked.class_start[:, None]
+        if len(tp_pos):
+            pos = np.where(from_tp, tp_pos[np.minimum(first, len(tp_pos) - 1)], class_start)
+        else:
+            pos = np.broadcast_to(class_start, first.shape)
+        score_at_recall = np.where(is_reached, ranked_scores[np.minimum(pos, n)], 0.0)
+        interpolated = np.where(is_defined[:, None], interpolated, np.nan)
+        out.precision[:, :, :, a] = interpolated.transpose(0, 2, 1)
+        out.scores[:, :, :, a] = np.where(is_defined[:, None], score_at_recall, np.nan).transpose(0, 2, 1)
+        precision_at_recall[:, a] = interpolated
     return precision_at_recall
 
 
 def _fp_before_each_tp(
-    is_tp: np.ndarray,
-    is_ignored: np.ndarray,
+    ranked: _Ranked,
     tp_lane: np.ndarray,
     tp_pos: np.ndarray,
     tp_seg_start: np.ndarray,
+    n_tp_so_far: np.ndarray,
+    n_iou_thr: int,
 ) -> np.ndarray:
     """False positives from the start of each TP's class segment up to the TP, lane by lane.
 
-    One lane at a time with a reused buffer: the (lanes x detections) cumulative sum would be
-    a large fresh array whose page faults cost more than the sum itself.
+    A detection is a TP, an FP or ignored (never two), so the FPs in [start, pos] are the
+    detections there minus the TPs (``n_tp_so_far``) minus the ignored ones. The ignored counts
+    come from one prefix sum per area range (its first lane) plus, for the area's other lanes,
+    the few positions where their ignored flags differ (matches to ignored ground truth at some
+    thresholds only), found once for every ``max_dets`` value: a prefix sum per lane would cost
+    40 full passes for COCO.
     """
-    n_lane, n = is_tp.shape
+    lanes = ranked.lanes
+    n_lane, n = ranked.n_lane, ranked.n
     out = np.empty(len(tp_pos), dtype=np.int64)
-    fp_before = np.zeros(n + 1, dtype=np.int64)
-    is_fp = np.empty(n, dtype=bool)
+    base_before = np.zeros(n + 1, dtype=np.int64)
     lane_bounds = np.searchsorted(tp_lane, np.arange(n_lane + 1))
     for lane in range(n_lane):
+        base_lane = lane - lane % n_iou_thr
+        if lane == base_lane:  # the area's first lane: its own prefix sum, the others' base
+            np.cumsum(ranked.kept(lanes.base_row(base_lane)), out=base_before[1:])
         lo, hi = lane_bounds[lane], lane_bounds[lane + 1]
         if lo == hi:
             continue
-        np.logical_or(is_tp[lane], is_ignored[lane], out=is_fp)
-        np.logical_not(is_fp, out=is_fp)
-        np.cumsum(is_fp, out=fp_before[1:])
-        out[lo:hi] = fp_before[tp_pos[lo:hi] + 1] - fp_before[tp_seg_start[lo:hi]]
+        pos, start = tp_pos[lo:hi], tp_seg_start[lo:hi]
+        ignored = base_before[pos + 1] - base_before[start]
+        if lane != base_lane:
+            differs_full = lanes.differs(lane)
+            is_kept, differs = ranked.kept_events(differs_full)
+            if len(differs):
+                sign = np.where(lanes.ignored_at(lane, differs_full[is_kept]), 1, -1)
+                before = np.concatenate(([0], np.cumsum(sign)))
+                ignored += before[np.searchsorted(differs, pos + 1)] - before[np.searchsorted(differs, start)]
+        out[lo:hi] = (pos - start + 1) - n_tp_so_far[lo:hi] - ignored
     return out
 
 
-def suffix_max_at(values: np.ndarray, start: np.ndarray, end: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """max(values[start[k, r] : end[k]]) for each k and r (0 where not ``valid``).
+def suffix_max_at(padded: np.ndarray, start: np.ndarray, end: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """max(padded[start[k, r] : end[k]]) for each k and r (0 where not ``valid``).
 
-    ``start`` is non-decreasing along r. One ``maximum.reduceat`` over the pieces
-    [start[k, r], start[k, r + 1]) and a suffix maximum over r: a max is exact, so these are the
-    values of pycocotools' backwards envelope.
+    ``padded`` is the values followed by one extra element (any value: it is only read for
+    empty pieces, which ``valid`` masks). ``start`` is non-decreasing along r. One
+    ``maximum.reduceat`` over the pieces [start[k, r], start[k, r + 1]) and a suffix maximum
+    over r: a max is exact, so these are the values of pycocotools' backwards envelope.
     """
     n_class, n_r = start.shape
-    if len(values) == 0:
+    if len(padded) <= 1:
         return np.zeros((n_class, n_r))
-    padded = np.append(values, 0.0)
     bounds = np.concatenate([start, end[:, None]], axis=1)
     pieces = np.maximum.reduceat(padded, bounds.ravel()).reshape(n_class, n_r + 1)[:, :n_r]
     pieces = np.where(valid, pieces, 0.0)

@@ -18,7 +18,7 @@ from deteval.data import Detections, FederatedLabels, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
 from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
-from deteval.grouping import candidate_pairs, group_rows, rank_in_group
+from deteval.grouping import candidate_pairs, group_rows, lexsort, rank_in_group
 from deteval.matching import match_coco, match_group_of, match_ultralytics, match_voc
 from deteval.memory import require_match
 from deteval.protocol import Protocol, resolve_protocol
@@ -136,9 +136,25 @@ def pair_iou(
     if masks is not None:
         return pair_mask_iou(masks, gt_rows, det_rows, gt_is_crowd, protocol)
     native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
-    det_box = boxes_as(dt.box, dt.box_format, native)[det_rows]
-    gt_box = boxes_as(gt.box, gt.box_format, native)[gt_rows]
-    return pair_box_iou(det_box, gt_box, gt_is_crowd, box_format=native, convention=protocol.box_convention)
+    det_box = boxes_as(dt.box, dt.box_format, native)
+    gt_box = boxes_as(gt.box, gt.box_format, native)
+    # In chunks of pairs: the temporaries stay small and are reused instead of page-faulting
+    # fresh memory for millions of pairs (the IoU is elementwise, so the values are the same).
+    iou = np.empty(len(det_rows))
+    for lo in range(0, len(det_rows), _IOU_CHUNK):
+        hi = lo + _IOU_CHUNK
+        iou[lo:hi] = pair_box_iou(
+            det_box[det_rows[lo:hi]],
+            gt_box[gt_rows[lo:hi]],
+            gt_is_crowd[lo:hi],
+            box_format=native,
+            convention=protocol.box_convention,
+        )
+    return iou
+
+
+#: Pairs per call of the box IoU (see :func:`pair_iou`).
+_IOU_CHUNK = 1 << 16
 
 
 def match(
@@ -444,8 +460,25 @@ def ranking_order(table: MatchTable, protocol: Protocol) -> np.ndarray:
     sorts a class's result file stably: ties go by file order.
     """
     if protocol.score_order == "image_major":
-        return np.lexsort((table.det_rank, table.det_image, -table.det_score, table.det_class))
-    return np.lexsort((table.det_order, -table.det_score, table.det_class))
+        if _in_image_class_rank_order(table):
+            # Within a class the rows already come by (image, rank): a stable sort by (class,
+            # -score) leaves ties in that order, which is the order the full key gives.
+            return lexsort((-table.det_score, table.det_class))
+        return lexsort((table.det_rank, table.det_image, -table.det_score, table.det_class))
+    return lexsort((table.det_order, -table.det_score, table.det_class))
+
+
+def _in_image_class_rank_order(table: MatchTable) -> bool:
+    """Whether the table's rows are sorted by (image, class, rank), as one :func:`match` makes them."""
+    image, cls, rank = table.det_image, table.det_class, table.det_rank
+    if len(image) < 2:
+        return True
+    d_image = np.diff(image)
+    d_class = np.diff(cls)
+    return bool(
+        (d_image >= 0).all()
+        and ((d_image > 0) | (d_class > 0) | ((d_class == 0) & (np.diff(rank) > 0))).all()
+    )
 
 
 @dataclass(frozen=True, eq=False)

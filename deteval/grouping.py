@@ -13,7 +13,7 @@ import numpy as np
 
 from deteval.memory import BYTES_PER_PAIR, require
 
-__all__ = ["Groups", "group_rows", "rank_in_group", "candidate_pairs"]
+__all__ = ["Groups", "group_rows", "rank_in_group", "candidate_pairs", "lexsort"]
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,63 @@ def group_rows(key: np.ndarray, *sort_keys: np.ndarray) -> Groups:
     ([1, 3, 0, 2], [1, 1, 2, 2])
     """
     keys = tuple(reversed(sort_keys)) + (key,)
-    order = np.lexsort(keys) if sort_keys else np.argsort(key, kind="stable")
+    order = lexsort(keys)
     return Groups(order=order, key=key[order])
+
+
+def lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``np.lexsort(keys)`` (the last key sorts first; stable), computed by radix passes.
+
+    Each key becomes a dense non-negative integer code (an integer key minus its minimum; a
+    float key its rank among the distinct values, so -0.0 and 0.0 tie as they do in
+    ``np.lexsort``, and NaN sorts last); the codes combine into one integer of at most 63 bits,
+    sorted by stable 16-bit passes (numpy sorts 16-bit integers by radix). A least significant
+    key already in order is dropped: the stable passes keep the input order among ties. Keys
+    whose codes do not fit 63 bits go to ``np.lexsort``. The result is the same permutation.
+
+    Examples
+    --------
+    >>> keys = (np.array([0.5, -0.0, 0.0, 0.5]), np.array([1, 0, 0, 1]))
+    >>> lexsort(keys).tolist() == np.lexsort(keys).tolist()
+    True
+    """
+    n = len(keys[-1])
+    keys = tuple(np.asarray(k) for k in keys)
+    while len(keys) > 1 and _is_non_decreasing(keys[0]):
+        keys = keys[1:]
+    if n <= 1 or (len(keys) == 1 and _is_non_decreasing(keys[0])):
+        return np.arange(n, dtype=np.intp)
+    code = np.zeros(n, dtype=np.uint64)
+    bits = 0
+    for k in reversed(keys):  # most significant first
+        digits, size = _dense_code(k)
+        bits += max(int(size - 1).bit_length(), 0)
+        if bits > 63:
+            return np.lexsort(keys)
+        code = code * np.uint64(size) + digits
+    order = np.arange(n, dtype=np.intp)
+    for shift in range(0, max(bits, 1), 16):
+        digit = ((code[order] >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+    return order
+
+
+def _is_non_decreasing(key: np.ndarray) -> bool:
+    """Whether ``key`` is sorted (NaN anywhere: not known to be)."""
+    if len(key) < 2:
+        return True
+    with np.errstate(invalid="ignore"):
+        return bool((key[1:] >= key[:-1]).all())
+
+
+def _dense_code(key: np.ndarray) -> tuple[np.ndarray, int]:
+    """(uint64 codes in key order, number of codes) of one sort key."""
+    if key.dtype.kind in "iub" and len(key):
+        low, high = int(key.min()), int(key.max())
+        if high - low < 2**62:
+            return (key.astype(np.int64) - low).astype(np.uint64), high - low + 1
+    values, inverse = np.unique(key, return_inverse=True)
+    return inverse.astype(np.uint64), max(len(values), 1)
 
 
 def rank_in_group(sorted_key: np.ndarray) -> np.ndarray:
@@ -61,12 +116,11 @@ def rank_in_group(sorted_key: np.ndarray) -> np.ndarray:
     n = len(sorted_key)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    position = np.arange(n)
     is_first = np.empty(n, dtype=bool)
     is_first[0] = True
-    is_first[1:] = sorted_key[1:] != sorted_key[:-1]
-    first = np.maximum.accumulate(np.where(is_first, position, 0))
-    return position - first
+    np.not_equal(sorted_key[1:], sorted_key[:-1], out=is_first[1:])
+    starts = np.flatnonzero(is_first)
+    return np.arange(n) - np.repeat(starts, np.diff(starts, append=n))
 
 
 def candidate_pairs(det_key: np.ndarray, gt_groups: Groups) -> tuple[np.ndarray, np.ndarray]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deteval.grouping import rank_in_group
+from deteval.grouping import lexsort, rank_in_group
 
 __all__ = [
     "MatchResult",
@@ -64,14 +64,6 @@ def _all_unmatched(n_area: int, n_thr: int, n_det: int, det_is_out_of_range: np.
     )
 
 
-def _round_of(pair_det: np.ndarray, det_key: np.ndarray) -> np.ndarray:
-    """Round index of each pair: rank of its detection among the group's detections that have pairs."""
-    dets = np.unique(pair_det)  # ascending = (group, rank) order
-    det_round = np.zeros(len(det_key), dtype=np.int64)
-    det_round[dets] = rank_in_group(det_key[dets])
-    return det_round[pair_det]
-
-
 def match_coco(
     pair_det: np.ndarray,
     pair_gt: np.ndarray,
@@ -92,7 +84,8 @@ def match_coco(
     ----------
     pair_det, pair_gt : int64 (n_pair,)
         Candidate pairs; detections are rows sorted by (group, score rank), ground truths rows
-        sorted by (group, file order).
+        sorted by (group, file order). Expected in :func:`~deteval.grouping.candidate_pairs`'
+        order (by detection, then ground truth); other orders are sorted into it first.
     pair_iou : float64 (n_pair,)
     det_key : int64 (n_det,)
         Group of each detection row (non-decreasing).
@@ -133,10 +126,24 @@ def match_coco(
     lowest = thresholds.min()
     keep = pair_iou > lowest if strict else pair_iou >= lowest
     pair_det, pair_gt, pair_iou = pair_det[keep], pair_gt[keep], pair_iou[keep]
-    candidates = np.unique(pair_det)  # only these can match; the rest are FP or out of range
-    pair_cand = np.searchsorted(candidates, pair_det)
-    pair_round = _round_of(pair_det, det_key)
-    order = np.lexsort((pair_gt, pair_iou, pair_det, pair_round))
+    pair_key = pair_det * max(n_gt, 1) + pair_gt
+    if len(pair_key) > 1 and not (pair_key[1:] > pair_key[:-1]).all():  # not candidate_pairs' order
+        by_det = np.argsort(pair_key, kind="stable")
+        pair_det, pair_gt, pair_iou = pair_det[by_det], pair_gt[by_det], pair_iou[by_det]
+    # Pairs are detection-major (pair_det non-decreasing), so runs of equal pair_det give the
+    # candidates (the only detections that can match; the rest are FP or out of range) and
+    # each pair's candidate index without a sort.
+    is_new_det = np.empty(len(pair_det), dtype=bool)
+    is_new_det[:1] = True
+    np.not_equal(pair_det[1:], pair_det[:-1], out=is_new_det[1:])
+    candidates = pair_det[is_new_det]
+    pair_cand = np.cumsum(is_new_det) - 1
+    cand_round = np.zeros(len(det_key), dtype=np.int64)
+    cand_round[candidates] = rank_in_group(det_key[candidates])  # rank among the group's candidates
+    pair_round = cand_round[pair_det]
+    # Within one detection the pairs are in ground-truth row order, so a stable sort by
+    # (round, detection, IoU) leaves equal-IoU pairs in ground-truth order.
+    order = lexsort((pair_iou, pair_cand, pair_round))
     pair_cand, pair_gt, pair_iou, pair_round = (
         pair_cand[order],
         pair_gt[order],
@@ -167,24 +174,26 @@ def match_coco(
 
     # Outcomes: only candidate detections can differ from "FP, or ignored if out of range".
     n_lane = n_area * n_thr
-    lane_area = np.repeat(np.arange(n_area), n_thr)
-    lane_gt = cand_gt.reshape(n_lane, len(candidates))
+    n_cand = len(candidates)
+    lane_gt = cand_gt.reshape(n_lane, n_cand)
     is_matched = lane_gt >= 0
-    safe_gt = np.where(is_matched, lane_gt, 0)
-    hit_ignored = is_matched & gt_is_ignored[lane_area[:, None], safe_gt]
+    safe_gt = np.maximum(lane_gt, 0)
+    hit_ignored = is_matched & np.repeat(gt_is_ignored, n_thr, axis=0)[np.arange(n_lane)[:, None], safe_gt]
     counts_as_match = is_matched & ~gt_is_unmatchable[safe_gt]
-    cand_out = det_is_out_of_range[:, candidates][lane_area]
-    det_is_ignored = det_is_out_of_range[lane_area]
-    det_is_ignored[:, candidates] = hit_ignored | (~counts_as_match & cand_out)
+    cand_out = np.repeat(det_is_out_of_range[:, candidates], n_thr, axis=0)
+    cand_ignored = hit_ignored | (~counts_as_match & cand_out)
+    det_is_ignored = np.repeat(det_is_out_of_range, n_thr, axis=0)
+    det_is_ignored[:, candidates] = cand_ignored
     det_is_tp = np.zeros((n_lane, n_det), dtype=bool)
-    det_is_tp[:, candidates] = counts_as_match & ~det_is_ignored[:, candidates]
-    match_lane, match_cand = np.nonzero(is_matched)
+    det_is_tp[:, candidates] = counts_as_match & ~cand_ignored
+    flat = np.flatnonzero(is_matched)
+    match_lane, match_cand = np.divmod(flat, max(n_cand, 1))
     return MatchResult(
         det_is_tp=det_is_tp,
         det_is_ignored=det_is_ignored,
         match_lane=match_lane,
         match_det=candidates[match_cand],
-        match_gt=lane_gt[match_lane, match_cand],
+        match_gt=lane_gt.ravel()[flat],
     )
 
 
