@@ -30,6 +30,51 @@ typedef struct {
     int32_t lane;
 } pending_match;
 
+/* The matches as found, detection-major: detection d's are pending[det_end[d - 1]:det_end[d]]. */
+typedef struct {
+    pending_match *pending;
+    Py_ssize_t n_pending;
+    Py_ssize_t *det_end;
+    Py_ssize_t *lane_count;
+} found_matches;
+
+static void
+free_found(found_matches *found)
+{
+    free(found->pending);
+    free(found->det_end);
+    free(found->lane_count);
+    found->pending = NULL;
+    found->det_end = NULL;
+    found->lane_count = NULL;
+}
+
+/* Write the matches lane-major (stable: detections ascending) as three int64 rows of n_pending:
+ * lanes, detections, ground truths. */
+static void
+scatter_lane_major(found_matches *found, Py_ssize_t n_det, Py_ssize_t n_lane, int64_t *dest)
+{
+    const Py_ssize_t n = found->n_pending;
+    Py_ssize_t *next = found->lane_count;
+    Py_ssize_t offset = 0, lane, d, i, begin = 0;
+    for (lane = 0; lane < n_lane; lane++) {
+        Py_ssize_t c = next[lane];
+        next[lane] = offset;
+        offset += c;
+    }
+    for (d = 0; d < n_det; d++) {
+        const Py_ssize_t end = found->det_end[d];
+        for (i = begin; i < end; i++) {
+            const pending_match m = found->pending[i];
+            const Py_ssize_t at = next[m.lane]++;
+            dest[at] = m.lane;
+            dest[n + at] = d;
+            dest[2 * n + at] = m.gt;
+        }
+        begin = end;
+    }
+}
+
 /* Every buffer is a flat C-contiguous block; check its byte length. */
 static int
 has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
@@ -39,8 +84,8 @@ has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
 
 /*
  * The matching itself, without the GIL. Returns 0 on success, 1 when the inputs break an
- * assumption (fall back to numpy), -1 when out of memory. On success *out_matches holds the
- * matches lane-major (lane, det, gt), *out_count their number.
+ * assumption (fall back to numpy), -1 when out of memory. On success *found holds the matches
+ * (the caller frees it with free_found).
  */
 static int
 run_match(
@@ -48,11 +93,11 @@ run_match(
     Py_ssize_t n_det, const int64_t *det_key, Py_ssize_t n_thr, const double *thresholds,
     Py_ssize_t n_area, Py_ssize_t n_gt, const char *gt_is_ignored, const char *gt_is_reusable,
     const char *gt_is_unmatchable, const char *det_is_out_of_range, int strict,
-    char *det_is_tp, char *det_is_ignored, int64_t **out_matches, Py_ssize_t *out_count)
+    char *det_is_tp, char *det_is_ignored, found_matches *found)
 {
     const Py_ssize_t n_lane = n_area * n_thr;
     Py_ssize_t *det_start = NULL, *pair_order = NULL, *kept = NULL, *lane_count = NULL;
-    int64_t *gt_group = NULL, *result = NULL;
+    int64_t *gt_group = NULL;
     char *is_taken = NULL;
     pending_match *pending = NULL;
     Py_ssize_t n_pending = 0, cap_pending = 0, max_kept = 0;
@@ -60,8 +105,10 @@ run_match(
     double lowest;
     Py_ssize_t i, d, k;
 
-    *out_matches = NULL;
-    *out_count = 0;
+    found->pending = NULL;
+    found->n_pending = 0;
+    found->det_end = NULL;
+    found->lane_count = NULL;
     for (d = 1; d < n_det; d++) {
         if (det_key[d] < det_key[d - 1]) {
             return 1;
@@ -201,32 +248,13 @@ run_match(
         det_start[d] = n_pending;
     }
 
-    /* Matches were found detection-major; scatter them lane-major (stable: detections ascending). */
-    result = malloc(3 * ((size_t)n_pending + 1) * sizeof(int64_t));
-    if (result == NULL) {
-        goto done;
-    }
-    {
-        Py_ssize_t offset = 0, lane, begin = 0;
-        for (lane = 0; lane < n_lane; lane++) {
-            Py_ssize_t c = lane_count[lane];
-            lane_count[lane] = offset;
-            offset += c;
-        }
-        for (d = 0; d < n_det; d++) {
-            Py_ssize_t end = det_start[d];
-            for (i = begin; i < end; i++) {
-                Py_ssize_t at = lane_count[pending[i].lane]++;
-                result[at] = pending[i].lane;
-                result[n_pending + at] = d;
-                result[2 * n_pending + at] = pending[i].gt;
-            }
-            begin = end;
-        }
-    }
-    *out_matches = result;
-    *out_count = n_pending;
-    result = NULL;
+    found->pending = pending;
+    found->n_pending = n_pending;
+    found->det_end = det_start;
+    found->lane_count = lane_count;
+    pending = NULL;
+    det_start = NULL;
+    lane_count = NULL;
     status = 0;
 done:
     free(det_start);
@@ -236,7 +264,6 @@ done:
     free(is_taken);
     free(lane_count);
     free(pending);
-    free(result);
     return status;
 }
 
@@ -259,7 +286,7 @@ cmatch_match_coco(PyObject *self, PyObject *args)
         gt_is_unmatchable, det_is_out_of_range, det_is_tp, det_is_ignored;
     Py_ssize_t n_area, n_gt, n_pair, n_det, n_thr, n_lane, n_match = 0;
     int strict, status;
-    int64_t *matches = NULL;
+    found_matches found = {NULL, 0, NULL, NULL};
     PyObject *out = NULL;
 
     (void)self;
@@ -288,12 +315,18 @@ cmatch_match_coco(PyObject *self, PyObject *args)
         status = run_match(n_pair, pair_det.buf, pair_gt.buf, pair_iou.buf, n_det, det_key.buf,
                            n_thr, thresholds.buf, n_area, n_gt, gt_is_ignored.buf,
                            gt_is_reusable.buf, gt_is_unmatchable.buf, det_is_out_of_range.buf,
-                           strict, det_is_tp.buf, det_is_ignored.buf, &matches, &n_match);
+                           strict, det_is_tp.buf, det_is_ignored.buf, &found);
         Py_END_ALLOW_THREADS
     }
     if (status == 0) {
-        out = PyByteArray_FromStringAndSize((const char *)matches,
-                                            (Py_ssize_t)(3 * n_match * sizeof(int64_t)));
+        n_match = found.n_pending;
+        out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(3 * n_match * sizeof(int64_t)));
+        if (out != NULL) {
+            int64_t *dest = (int64_t *)PyByteArray_AS_STRING(out);
+            Py_BEGIN_ALLOW_THREADS
+            scatter_lane_major(&found, n_det, n_lane, dest);
+            Py_END_ALLOW_THREADS
+        }
     }
     else if (status == 1) {
         out = Py_NewRef(Py_None);
@@ -301,7 +334,7 @@ cmatch_match_coco(PyObject *self, PyObject *args)
     else {
         PyErr_NoMemory();
     }
-    free(matches);
+    free_found(&found);
     PyBuffer_Release(&pair_det);
     PyBuffer_Release(&pair_gt);
     PyBuffer_Release(&pair_iou);
