@@ -349,8 +349,179 @@ cmatch_match_coco(PyObject *self, PyObject *args)
     return out;
 }
 
+/*
+ * The PASCAL VOC devkit's matching (deteval.matching._match_voc_numpy): each detection looks only
+ * at the GT it overlaps most (IoU > 0; the lowest GT row on ties); per lane, if that IoU passes
+ * the threshold, an ignored GT makes the detection ignored, and otherwise the first detection
+ * (in row order) to claim the GT is a TP and the later ones FPs. No group assumption: claims are
+ * per (lane, GT) in row order, as the numpy code's np.unique over np.nonzero.
+ */
+static int
+voc_passes(double iou, double thr, int strict)
+{
+    return strict ? iou > thr : iou >= thr;
+}
+
+/* Best GT of every detection with an overlap; returns the number of such detections (their rows
+ * ascending in *with_best), or -1 when out of memory, -2 when a row is out of range. */
+static Py_ssize_t
+voc_best(Py_ssize_t n_pair, const int64_t *pair_det, const int64_t *pair_gt, const double *pair_iou,
+         Py_ssize_t n_det, Py_ssize_t n_gt, int64_t *best_gt, double *best_iou,
+         Py_ssize_t *with_best)
+{
+    Py_ssize_t i, d, n = 0;
+    for (d = 0; d < n_det; d++) {
+        best_gt[d] = -1;
+    }
+    for (i = 0; i < n_pair; i++) {
+        const int64_t dd = pair_det[i], g = pair_gt[i];
+        const double iou = pair_iou[i];
+        if (dd < 0 || dd >= n_det || g < 0 || g >= n_gt) {
+            return -2;
+        }
+        if (!(iou > 0)) {
+            continue;
+        }
+        if (best_gt[dd] < 0 || iou > best_iou[dd] || (iou == best_iou[dd] && g < best_gt[dd])) {
+            best_gt[dd] = g;
+            best_iou[dd] = iou;
+        }
+    }
+    for (d = 0; d < n_det; d++) {
+        if (best_gt[d] >= 0) {
+            with_best[n++] = d;
+        }
+    }
+    return n;
+}
+
+PyDoc_STRVAR(match_voc_doc,
+"match_voc(pair_det, pair_gt, pair_iou, thresholds, gt_is_ignored, det_is_out_of_range,\n"
+"          n_area, n_det, n_gt, strict, det_is_tp, det_is_ignored)\n"
+"--\n\n"
+"The VOC devkit's matching of all groups and lanes (see deteval.matching.match_voc).\n\n"
+"pair_det, pair_gt: int64; pair_iou, thresholds: float64 (finite thresholds); the masks: bool.\n"
+"det_is_tp (zeros) and det_is_ignored (the out-of-range mask per lane) are (n_lane, n_det)\n"
+"bool buffers filled in place. Returns (match_lane, match_det, match_gt) as one bytearray of\n"
+"3 * n_match int64, or None when the inputs break the kernel's assumptions.");
+
+static PyObject *
+cmatch_match_voc(PyObject *self, PyObject *args)
+{
+    Py_buffer pair_det, pair_gt, pair_iou, thresholds, gt_is_ignored, det_is_out_of_range, det_is_tp,
+        det_is_ignored;
+    Py_ssize_t n_area, n_det, n_gt, n_pair, n_thr, n_lane, n_best = 0, n_match = 0;
+    int strict, fits;
+    int64_t *best_gt = NULL;
+    double *best_iou = NULL;
+    Py_ssize_t *with_best = NULL;
+    int64_t *claimed = NULL;
+    PyObject *out = NULL;
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*nnnpw*w*:match_voc", &pair_det, &pair_gt, &pair_iou,
+                          &thresholds, &gt_is_ignored, &det_is_out_of_range, &n_area, &n_det,
+                          &n_gt, &strict, &det_is_tp, &det_is_ignored)) {
+        return NULL;
+    }
+    n_pair = pair_det.len / 8;
+    n_thr = thresholds.len / 8;
+    n_lane = n_area * n_thr;
+    fits = n_area >= 1 && n_thr >= 1 && n_gt >= 1 && n_pair >= 1 && n_det >= 1
+           && has_items(&pair_det, n_pair, 8) && has_items(&pair_gt, n_pair, 8)
+           && has_items(&pair_iou, n_pair, 8) && has_items(&thresholds, n_thr, 8)
+           && has_items(&gt_is_ignored, n_area * n_gt, 1)
+           && has_items(&det_is_out_of_range, n_area * n_det, 1)
+           && has_items(&det_is_tp, n_lane * n_det, 1)
+           && has_items(&det_is_ignored, n_lane * n_det, 1);
+    if (fits) {
+        best_gt = malloc((size_t)n_det * sizeof(int64_t));
+        best_iou = malloc((size_t)n_det * sizeof(double));
+        with_best = malloc((size_t)n_det * sizeof(Py_ssize_t));
+        claimed = malloc((size_t)n_gt * sizeof(int64_t));
+        if (best_gt == NULL || best_iou == NULL || with_best == NULL || claimed == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        n_best = voc_best(n_pair, pair_det.buf, pair_gt.buf, pair_iou.buf, n_det, n_gt, best_gt,
+                          best_iou, with_best);
+        if (n_best >= 0) {
+            const double *thr = thresholds.buf;
+            Py_ssize_t lane, j;
+            for (lane = 0; lane < n_lane; lane++) {
+                for (j = 0; j < n_best; j++) {
+                    n_match += voc_passes(best_iou[with_best[j]], thr[lane % n_thr], strict);
+                }
+            }
+        }
+        Py_END_ALLOW_THREADS
+        fits = n_best >= 0;
+    }
+    if (!fits) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(3 * n_match * sizeof(int64_t)));
+    if (out == NULL) {
+        goto done;
+    }
+    {
+        int64_t *dest = (int64_t *)PyByteArray_AS_STRING(out);
+        const double *thr = thresholds.buf;
+        const char *ignored = gt_is_ignored.buf, *det_out = det_is_out_of_range.buf;
+        char *tp = det_is_tp.buf, *ign = det_is_ignored.buf;
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t lane, j, at = 0, g;
+        (void)det_out; /* unmatched detections keep the out-of-range mask already in ign */
+        for (g = 0; g < n_gt; g++) {
+            claimed[g] = -1;
+        }
+        for (lane = 0; lane < n_lane; lane++) {
+            const Py_ssize_t a = lane / n_thr;
+            for (j = 0; j < n_best; j++) {
+                const Py_ssize_t d = with_best[j];
+                const int64_t b = best_gt[d];
+                if (!voc_passes(best_iou[d], thr[lane % n_thr], strict)) {
+                    continue;
+                }
+                if (ignored[a * n_gt + b]) {
+                    ign[lane * n_det + d] = 1;
+                }
+                else {
+                    ign[lane * n_det + d] = 0;
+                    if (claimed[b] != lane) {
+                        claimed[b] = lane;
+                        tp[lane * n_det + d] = 1;
+                    }
+                }
+                dest[at] = lane;
+                dest[n_match + at] = d;
+                dest[2 * n_match + at] = b;
+                at++;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+done:
+    free(best_gt);
+    free(best_iou);
+    free(with_best);
+    free(claimed);
+    PyBuffer_Release(&pair_det);
+    PyBuffer_Release(&pair_gt);
+    PyBuffer_Release(&pair_iou);
+    PyBuffer_Release(&thresholds);
+    PyBuffer_Release(&gt_is_ignored);
+    PyBuffer_Release(&det_is_out_of_range);
+    PyBuffer_Release(&det_is_tp);
+    PyBuffer_Release(&det_is_ignored);
+    return out;
+}
+
 static PyMethodDef cmatch_methods[] = {
     {"match_coco", cmatch_match_coco, METH_VARARGS, match_coco_doc},
+    {"match_voc", cmatch_match_voc, METH_VARARGS, match_voc_doc},
     {NULL, NULL, 0, NULL},
 };
 

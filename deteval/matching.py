@@ -9,9 +9,10 @@ rounds is the largest number of overlapping detections in one group.
 
 A slow, plainly written twin lives in ``tests/reference`` and the tests compare the two.
 
-``match_coco`` runs a compiled kernel (``deteval/_cmatch.c``, built by ``pip install .`` where a C
-compiler is available) when it is importable and not disabled by ``DETEVAL_NO_EXTENSION=1``; the
-numpy code here is its twin, used otherwise, and the tests check that the two agree bit for bit.
+``match_coco`` and ``match_voc`` run a compiled kernel (``deteval/_cmatch.c``, built by
+``pip install .`` where a C compiler is available) when it is importable and not disabled by
+``DETEVAL_NO_EXTENSION=1``; the numpy code here is its twin, used otherwise, and the tests check
+that the two agree bit for bit.
 """
 
 from __future__ import annotations
@@ -349,7 +350,113 @@ def match_voc(
     Returns
     -------
     MatchResult
+
+    Notes
+    -----
+    The compiled kernel, when present, computes the same with the same comparisons; it declines
+    (and the numpy code runs) on other dtypes or shapes and on thresholds that are not > -inf.
     """
+    compiled = _match_voc_compiled(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        n_det=n_det,
+        n_gt=n_gt,
+        iou_thresholds=iou_thresholds,
+        gt_is_ignored=gt_is_ignored,
+        det_is_out_of_range=det_is_out_of_range,
+        strict=strict,
+    )
+    if compiled is not None:
+        return compiled
+    return _match_voc_numpy(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        n_det=n_det,
+        n_gt=n_gt,
+        iou_thresholds=iou_thresholds,
+        gt_is_ignored=gt_is_ignored,
+        det_is_out_of_range=det_is_out_of_range,
+        strict=strict,
+    )
+
+
+def _match_voc_compiled(
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    pair_iou: np.ndarray,
+    *,
+    n_det: int,
+    n_gt: int,
+    iou_thresholds: np.ndarray,
+    gt_is_ignored: np.ndarray,
+    det_is_out_of_range: np.ndarray,
+    strict: bool = False,
+) -> MatchResult | None:
+    """:func:`match_voc` by the compiled kernel, or None where the kernel does not apply."""
+    if _cmatch is None or n_gt == 0 or n_det == 0 or len(pair_det) == 0:
+        return None
+    thresholds = np.asarray(iou_thresholds, dtype=np.float64)
+    n_pair = len(pair_det)
+    n_area = gt_is_ignored.shape[0] if gt_is_ignored.ndim == 2 else 0
+    if not (
+        pair_det.dtype.kind in "iu"
+        and pair_gt.dtype.kind in "iu"
+        and pair_iou.dtype.kind == "f"
+        and pair_iou.dtype.itemsize <= 8
+        and gt_is_ignored.dtype == det_is_out_of_range.dtype == np.bool_
+        and pair_det.shape == pair_gt.shape == pair_iou.shape == (n_pair,)
+        and gt_is_ignored.shape == (n_area, n_gt)
+        and det_is_out_of_range.shape == (n_area, n_det)
+        and thresholds.ndim == 1
+        and len(thresholds) > 0
+        and bool(np.all(thresholds > -np.inf))  # -inf (and NaN) would pass detections without a GT
+    ):
+        return None
+    lane_area = np.repeat(np.arange(n_area), len(thresholds))
+    det_is_tp = np.zeros((len(lane_area), n_det), dtype=bool)
+    det_is_ignored = det_is_out_of_range[lane_area]  # a new array; unmatched detections keep it
+    contiguous = np.ascontiguousarray
+    found = _cmatch.match_voc(
+        contiguous(pair_det, dtype=np.int64),
+        contiguous(pair_gt, dtype=np.int64),
+        contiguous(pair_iou, dtype=np.float64),
+        contiguous(thresholds),
+        contiguous(gt_is_ignored),
+        contiguous(det_is_out_of_range),
+        n_area,
+        n_det,
+        n_gt,
+        bool(strict),
+        det_is_tp,
+        det_is_ignored,
+    )
+    if found is None:
+        return None
+    match_lane, match_det, match_gt = np.frombuffer(found, dtype=np.int64).reshape(3, -1)
+    return MatchResult(
+        det_is_tp=det_is_tp,
+        det_is_ignored=det_is_ignored,
+        match_lane=match_lane,
+        match_det=match_det,
+        match_gt=match_gt,
+    )
+
+
+def _match_voc_numpy(
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    pair_iou: np.ndarray,
+    *,
+    n_det: int,
+    n_gt: int,
+    iou_thresholds: np.ndarray,
+    gt_is_ignored: np.ndarray,
+    det_is_out_of_range: np.ndarray,
+    strict: bool = False,
+) -> MatchResult:
+    """:func:`match_voc` in numpy: the compiled kernel's twin."""
     n_area = gt_is_ignored.shape[0]
     thresholds = np.asarray(iou_thresholds, dtype=np.float64)
     n_thr = len(thresholds)

@@ -1,7 +1,8 @@
-"""The compiled COCO matching kernel (``deteval/_cmatch.c``) against its numpy twin, bit for bit.
+"""The compiled matching kernels (``deteval/_cmatch.c``) against their numpy twins, bit for bit.
 
-``match_coco`` runs the kernel when it was built and ``DETEVAL_NO_EXTENSION`` is not set; the
-numpy code (``_match_coco_numpy``) is the reference. Every field of the ``MatchResult`` must be
+``match_coco`` and ``match_voc`` run the kernels when they were built and
+``DETEVAL_NO_EXTENSION`` is not set; the numpy code (``_match_coco_numpy``,
+``_match_voc_numpy``) is the reference. Every field of the ``MatchResult`` must be
 identical (values, dtype, shape) on generated problems (ties, crowds, ignored GTs, id-0 GTs,
 empty groups, strict and non-strict, one and many thresholds, several area ranges), on the
 arguments ``evaluate`` passes on the cross-check datasets and the fixtures, and under a
@@ -27,6 +28,7 @@ from deteval import matching
 from deteval.protocol import get_protocol
 from tests import ROOT
 from tests.crosscheck.generate import generate
+from tests.crosscheck.generate_voc import generate_voc, write_voc
 from tests.unit.test_matching import pairs_of, random_problem
 
 needs_kernel = pytest.mark.skipif(
@@ -299,6 +301,112 @@ def test_kernel_equals_numpy_on_fixtures(gt, dt, protocol, twin_spy):
         protocol = get_protocol(protocol).replace(name="segm", iou_type="segm")
     deteval.evaluate(str(fixtures / gt), str(fixtures / dt), protocol)
     assert twin_spy
+
+
+# --------------------------------------------------------------------------------------
+# VOC
+# --------------------------------------------------------------------------------------
+
+
+def both_voc(*args, **options) -> tuple[matching.MatchResult, matching.MatchResult | None]:
+    return matching._match_voc_numpy(*args, **options), matching._match_voc_compiled(*args, **options)
+
+
+def voc_options(options: dict) -> dict:
+    """The COCO problem's arguments that ``match_voc`` takes."""
+    return dict(
+        n_det=len(options["det_key"]),
+        n_gt=options["n_gt"],
+        gt_is_ignored=options["gt_is_ignored"],
+        det_is_out_of_range=options["det_is_out_of_range"],
+    )
+
+
+VOC_THRESHOLD_SETS = {**THRESHOLD_SETS, "zero": np.array([0.0, 0.5])}
+
+
+@needs_kernel
+@pytest.mark.parametrize("seed", range(200))
+def test_voc_kernel_equals_numpy_on_random_groups(seed):
+    args, options = problem(seed, n_area=1 + seed % 4)
+    for thresholds in VOC_THRESHOLD_SETS.values():
+        for strict in (False, True):
+            kw = dict(voc_options(options), iou_thresholds=thresholds, strict=strict)
+            expected, found = both_voc(*args, **kw)
+            if len(args[0]) == 0 or options["n_gt"] == 0:
+                assert found is None
+                continue
+            assert_identical(expected, found)
+            assert_identical(expected, matching.match_voc(*args, **kw))
+
+
+@needs_kernel
+@pytest.mark.parametrize("seed", range(60))
+def test_voc_kernel_equals_numpy_on_crowded_groups(seed):
+    args, options = crowded_problem(seed)
+    shuffle = np.random.default_rng(seed).permutation(len(args[0]))  # pairs in any order
+    for case in (args, tuple(a[shuffle] for a in args)):
+        for thresholds in VOC_THRESHOLD_SETS.values():
+            for strict in (False, True):
+                kw = dict(voc_options(options), iou_thresholds=thresholds, strict=strict)
+                assert_identical(*both_voc(*case, **kw))
+
+
+@needs_kernel
+def test_voc_kernel_declines_inputs_outside_its_assumptions():
+    args, options = crowded_problem(5)
+    base = dict(voc_options(options), iou_thresholds=COCO_THRESHOLDS)
+    pair_det, pair_gt, pair_iou = args
+    cases = [
+        (args, dict(base, iou_thresholds=np.array([-np.inf, 0.5]))),  # passes detections without a GT
+        (args, dict(base, iou_thresholds=np.array([np.nan]))),
+        ((pair_det, pair_gt, pair_iou.astype(np.longdouble)), base),
+        (args, dict(base, gt_is_ignored=base["gt_is_ignored"].astype(np.int8))),
+        ((pair_det, pair_gt + 1000, pair_iou), base),  # GT rows out of range
+    ]
+    for case_args, case_options in cases:
+        assert matching._match_voc_compiled(*case_args, **case_options) is None
+
+
+@needs_kernel
+@settings(max_examples=300, deadline=None)
+@given(matching_problems())
+def test_voc_kernel_equals_numpy_property(case):
+    args, options = case
+    kw = dict(voc_options(options), iou_thresholds=options["iou_thresholds"], strict=options["strict"])
+    assert_identical(matching._match_voc_numpy(*args, **kw), matching.match_voc(*args, **kw))
+
+
+@pytest.fixture
+def voc_twin_spy(monkeypatch):
+    """Replace evaluate's match_voc by one that checks kernel == numpy on every call."""
+    calls = []
+
+    def checked(*args, **options):
+        expected, found = both_voc(*args, **options)
+        if len(args[0]) and options["n_gt"] and options["n_det"]:
+            assert_identical(expected, found)
+            calls.append(len(args[0]))
+        return expected
+
+    monkeypatch.setattr(EVALUATE_MODULE, "match_voc", checked)
+    return calls
+
+
+@needs_kernel
+@pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
+@pytest.mark.parametrize("seed", range(8))
+def test_voc_kernel_equals_numpy_on_crosscheck_datasets(seed, tmp_path, voc_twin_spy):
+    root, results = write_voc(tmp_path, generate_voc(seed))
+    for preset in ("voc2007", "voc2010", "voc2007-pyfrcnn", "voc2010-pyfrcnn"):
+        deteval.evaluate(root, results, protocol=preset)
+    gt, dt = generate(seed)
+    deteval.evaluate(
+        gt,
+        dt,
+        get_protocol("voc2010").replace(name="voc-areas", area_ranges=_protocols()["coco"].area_ranges),
+    )
+    assert voc_twin_spy
 
 
 # --------------------------------------------------------------------------------------
