@@ -1,8 +1,9 @@
-"""Build of the optional C extension; every other piece of metadata is in pyproject.toml.
+"""Build of the optional C extensions; every other piece of metadata is in pyproject.toml.
 
 ``deteval.io._colparse`` (plain C and the CPython API, no other build dependency) parses COCO
-box-results files into columns. It is optional: when no C compiler is available the build of the
-extension fails quietly and deteval uses its pure-Python/numpy path, which gives the same numbers.
+box-results files into columns; ``deteval._cmatch`` runs the greedy COCO and VOC matching. Both are
+optional: when no C compiler is available their build
+fails quietly and deteval uses its pure-Python/numpy path, which gives the same numbers.
 """
 
 from setuptools import Extension, setup
@@ -13,6 +14,11 @@ setup(
             "deteval.io._colparse",
             sources=["deteval/io/_colparse.c"],
             optional=True,
-        )
+        ),
+        Extension(
+            "deteval._cmatch",
+            sources=["deteval/_cmatch.c"],
+            optional=True,
+        ),
     ]
 )

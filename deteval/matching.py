@@ -8,6 +8,11 @@ Only detections with at least one candidate ground truth take part in rounds, so
 rounds is the largest number of overlapping detections in one group.
 
 A slow, plainly written twin lives in ``tests/reference`` and the tests compare the two.
+
+``match_coco`` and ``match_voc`` run a compiled kernel (``deteval/_cmatch.c``, built by
+``pip install .`` where a C compiler is available) when it is importable and not disabled by
+``DETEVAL_NO_EXTENSION=1``; the numpy code here is its twin, used otherwise, and the tests check
+that the two agree bit for bit.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from deteval._speedups import load
 from deteval.grouping import lexsort, rank_in_group
 
 __all__ = [
@@ -29,6 +35,9 @@ __all__ = [
 
 #: pycocotools compares IoU against ``min(t, 1 - 1e-10)`` so that t = 1.0 can still match.
 COCO_MAX_THRESHOLD = 1 - 1e-10
+
+#: The compiled matching kernel, or None (not built, or ``DETEVAL_NO_EXTENSION=1``).
+_cmatch = load("deteval._cmatch")
 
 
 @dataclass(frozen=True)
@@ -113,7 +122,127 @@ def match_coco(
     >= the best so far (starting at the threshold), stopping at the first ignored GT once a
     non-ignored one matched. That is the lexicographic maximum of (is non-ignored, IoU, file
     position) over available GTs at or above the threshold, which is what a round computes.
+
+    The compiled kernel, when present, walks each group's detections in rank order instead of
+    rounds, with the same comparisons; it declines (and the numpy code runs) on inputs outside
+    its assumptions (other dtypes or shapes, detection keys not sorted, a ground truth paired
+    with detections of two groups).
     """
+    compiled = _match_coco_compiled(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        det_key=det_key,
+        n_gt=n_gt,
+        iou_thresholds=iou_thresholds,
+        gt_is_ignored=gt_is_ignored,
+        gt_is_reusable=gt_is_reusable,
+        gt_is_unmatchable=gt_is_unmatchable,
+        det_is_out_of_range=det_is_out_of_range,
+        strict=strict,
+    )
+    if compiled is not None:
+        return compiled
+    return _match_coco_numpy(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        det_key=det_key,
+        n_gt=n_gt,
+        iou_thresholds=iou_thresholds,
+        gt_is_ignored=gt_is_ignored,
+        gt_is_reusable=gt_is_reusable,
+        gt_is_unmatchable=gt_is_unmatchable,
+        det_is_out_of_range=det_is_out_of_range,
+        strict=strict,
+    )
+
+
+def _match_coco_compiled(
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    pair_iou: np.ndarray,
+    *,
+    det_key: np.ndarray,
+    n_gt: int,
+    iou_thresholds: np.ndarray,
+    gt_is_ignored: np.ndarray,
+    gt_is_reusable: np.ndarray,
+    gt_is_unmatchable: np.ndarray,
+    det_is_out_of_range: np.ndarray,
+    strict: bool = False,
+) -> MatchResult | None:
+    """:func:`match_coco` by the compiled kernel, or None where the kernel does not apply."""
+    if _cmatch is None or n_gt == 0 or len(pair_det) == 0 or len(iou_thresholds) == 0:
+        return None
+    n_pair, n_det = len(pair_det), len(det_key)
+    n_area = gt_is_ignored.shape[0] if gt_is_ignored.ndim == 2 else 0
+    masks = (gt_is_ignored, gt_is_reusable, gt_is_unmatchable, det_is_out_of_range)
+    if not (
+        pair_det.dtype == np.int64
+        and pair_gt.dtype.kind in "iu"
+        and det_key.dtype.kind in "iu"
+        and pair_iou.dtype.kind == "f"
+        and pair_iou.dtype.itemsize <= 8
+        and all(mask.dtype == np.bool_ for mask in masks)
+        and pair_det.shape == pair_gt.shape == pair_iou.shape == (n_pair,)
+        and det_key.shape == (n_det,)
+        and gt_is_ignored.shape == (n_area, n_gt)
+        and gt_is_reusable.shape == gt_is_unmatchable.shape == (n_gt,)
+        and det_is_out_of_range.shape == (n_area, n_det)
+    ):
+        return None
+    thresholds = np.asarray(iou_thresholds, dtype=np.float64)
+    if not strict:
+        thresholds = np.minimum(thresholds, COCO_MAX_THRESHOLD)
+    n_thr = len(thresholds)
+    lane_area = np.repeat(np.arange(n_area), n_thr)
+    det_is_tp = np.zeros((n_area * n_thr, n_det), dtype=bool)
+    det_is_ignored = det_is_out_of_range[lane_area]  # a new array; unmatched detections keep it
+    contiguous = np.ascontiguousarray
+    found = _cmatch.match_coco(
+        contiguous(pair_det),
+        contiguous(pair_gt, dtype=np.int64),
+        contiguous(pair_iou, dtype=np.float64),
+        contiguous(det_key, dtype=np.int64),
+        contiguous(thresholds),
+        contiguous(gt_is_ignored),
+        contiguous(gt_is_reusable),
+        contiguous(gt_is_unmatchable),
+        contiguous(det_is_out_of_range),
+        n_area,
+        n_gt,
+        bool(strict),
+        det_is_tp,
+        det_is_ignored,
+    )
+    if found is None:
+        return None
+    match_lane, match_det, match_gt = np.frombuffer(found, dtype=np.int64).reshape(3, -1)
+    return MatchResult(
+        det_is_tp=det_is_tp,
+        det_is_ignored=det_is_ignored,
+        match_lane=match_lane,
+        match_det=match_det,
+        match_gt=match_gt,
+    )
+
+
+def _match_coco_numpy(
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    pair_iou: np.ndarray,
+    *,
+    det_key: np.ndarray,
+    n_gt: int,
+    iou_thresholds: np.ndarray,
+    gt_is_ignored: np.ndarray,
+    gt_is_reusable: np.ndarray,
+    gt_is_unmatchable: np.ndarray,
+    det_is_out_of_range: np.ndarray,
+    strict: bool = False,
+) -> MatchResult:
+    """:func:`match_coco` in numpy (a vectorized round per detection rank): the kernel's twin."""
     n_area = gt_is_ignored.shape[0]
     n_thr = len(iou_thresholds)
     n_det = len(det_key)
@@ -230,7 +359,113 @@ def match_voc(
     Returns
     -------
     MatchResult
+
+    Notes
+    -----
+    The compiled kernel, when present, computes the same with the same comparisons; it declines
+    (and the numpy code runs) on other dtypes or shapes and on thresholds that are not > -inf.
     """
+    compiled = _match_voc_compiled(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        n_det=n_det,
+        n_gt=n_gt,
+        iou_thresholds=iou_thresholds,
+        gt_is_ignored=gt_is_ignored,
+        det_is_out_of_range=det_is_out_of_range,
+        strict=strict,
+    )
+    if compiled is not None:
+        return compiled
+    return _match_voc_numpy(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        n_det=n_det,
+        n_gt=n_gt,
+        iou_thresholds=iou_thresholds,
+        gt_is_ignored=gt_is_ignored,
+        det_is_out_of_range=det_is_out_of_range,
+        strict=strict,
+    )
+
+
+def _match_voc_compiled(
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    pair_iou: np.ndarray,
+    *,
+    n_det: int,
+    n_gt: int,
+    iou_thresholds: np.ndarray,
+    gt_is_ignored: np.ndarray,
+    det_is_out_of_range: np.ndarray,
+    strict: bool = False,
+) -> MatchResult | None:
+    """:func:`match_voc` by the compiled kernel, or None where the kernel does not apply."""
+    if _cmatch is None or n_gt == 0 or n_det == 0 or len(pair_det) == 0:
+        return None
+    thresholds = np.asarray(iou_thresholds, dtype=np.float64)
+    n_pair = len(pair_det)
+    n_area = gt_is_ignored.shape[0] if gt_is_ignored.ndim == 2 else 0
+    if not (
+        pair_det.dtype.kind in "iu"
+        and pair_gt.dtype.kind in "iu"
+        and pair_iou.dtype.kind == "f"
+        and pair_iou.dtype.itemsize <= 8
+        and gt_is_ignored.dtype == det_is_out_of_range.dtype == np.bool_
+        and pair_det.shape == pair_gt.shape == pair_iou.shape == (n_pair,)
+        and gt_is_ignored.shape == (n_area, n_gt)
+        and det_is_out_of_range.shape == (n_area, n_det)
+        and thresholds.ndim == 1
+        and len(thresholds) > 0
+        and bool(np.all(thresholds > -np.inf))  # -inf (and NaN) would pass detections without a GT
+    ):
+        return None
+    lane_area = np.repeat(np.arange(n_area), len(thresholds))
+    det_is_tp = np.zeros((len(lane_area), n_det), dtype=bool)
+    det_is_ignored = det_is_out_of_range[lane_area]  # a new array; unmatched detections keep it
+    contiguous = np.ascontiguousarray
+    found = _cmatch.match_voc(
+        contiguous(pair_det, dtype=np.int64),
+        contiguous(pair_gt, dtype=np.int64),
+        contiguous(pair_iou, dtype=np.float64),
+        contiguous(thresholds),
+        contiguous(gt_is_ignored),
+        contiguous(det_is_out_of_range),
+        n_area,
+        n_det,
+        n_gt,
+        bool(strict),
+        det_is_tp,
+        det_is_ignored,
+    )
+    if found is None:
+        return None
+    match_lane, match_det, match_gt = np.frombuffer(found, dtype=np.int64).reshape(3, -1)
+    return MatchResult(
+        det_is_tp=det_is_tp,
+        det_is_ignored=det_is_ignored,
+        match_lane=match_lane,
+        match_det=match_det,
+        match_gt=match_gt,
+    )
+
+
+def _match_voc_numpy(
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    pair_iou: np.ndarray,
+    *,
+    n_det: int,
+    n_gt: int,
+    iou_thresholds: np.ndarray,
+    gt_is_ignored: np.ndarray,
+    det_is_out_of_range: np.ndarray,
+    strict: bool = False,
+) -> MatchResult:
+    """:func:`match_voc` in numpy: the compiled kernel's twin."""
     n_area = gt_is_ignored.shape[0]
     thresholds = np.asarray(iou_thresholds, dtype=np.float64)
     n_thr = len(thresholds)

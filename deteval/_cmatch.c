@@ -1,0 +1,544 @@
+/*
+ * deteval._cmatch: a compiled kernel for pycocotools' greedy matching.
+ *
+ * The compiled twin of deteval.matching._match_coco_numpy (the pure numpy code stays the
+ * reference: the tests compare the two bit for bit). Built from this file alone with a C
+ * compiler and the Python headers: arrays come in through the buffer protocol, already
+ * C-contiguous and of the right dtype (the Python wrapper in deteval/matching.py sees to that),
+ * so no numpy headers are needed at build time.
+ *
+ * The rule, per group of (image, class), per detection in rank order (= row order), per lane
+ * (area range a, IoU threshold t; lane = a * n_thr + t): among the detection's candidate pairs
+ * whose IoU passes the lane's threshold and whose GT is available (not taken in this lane, or
+ * reusable), pick the lexicographic maximum of (GT not ignored, IoU, GT row). A non-reusable
+ * picked GT is taken for the later detections of the lane. This is what one "round" of the numpy
+ * code computes for every group at once.
+ *
+ * The kernel returns None (and the wrapper runs the numpy code) whenever its assumptions do not
+ * hold, so the two can never disagree: lengths that do not fit, rows out of range, detection keys
+ * not non-decreasing, or a GT paired with detections of two different groups (then the numpy
+ * code's round order and the row order could differ).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t gt;
+    int32_t lane;
+} pending_match;
+
+/* The matches as found, detection-major: detection d's are pending[det_end[d - 1]:det_end[d]]. */
+typedef struct {
+    pending_match *pending;
+    Py_ssize_t n_pending;
+    Py_ssize_t *det_end;
+    Py_ssize_t *lane_count;
+} found_matches;
+
+static void
+free_found(found_matches *found)
+{
+    free(found->pending);
+    free(found->det_end);
+    free(found->lane_count);
+    found->pending = NULL;
+    found->det_end = NULL;
+    found->lane_count = NULL;
+}
+
+/* Write the matches lane-major (stable: detections ascending) as three int64 rows of n_pending:
+ * lanes, detections, ground truths. */
+static void
+scatter_lane_major(found_matches *found, Py_ssize_t n_det, Py_ssize_t n_lane, int64_t *dest)
+{
+    const Py_ssize_t n = found->n_pending;
+    Py_ssize_t *next = found->lane_count;
+    Py_ssize_t offset = 0, lane, d, i, begin = 0;
+    for (lane = 0; lane < n_lane; lane++) {
+        Py_ssize_t c = next[lane];
+        next[lane] = offset;
+        offset += c;
+    }
+    for (d = 0; d < n_det; d++) {
+        const Py_ssize_t end = found->det_end[d];
+        for (i = begin; i < end; i++) {
+            const pending_match m = found->pending[i];
+            const Py_ssize_t at = next[m.lane]++;
+            dest[at] = m.lane;
+            dest[n + at] = d;
+            dest[2 * n + at] = m.gt;
+        }
+        begin = end;
+    }
+}
+
+/* Every buffer is a flat C-contiguous block; check its byte length. */
+static int
+has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
+{
+    return view->len == count * itemsize;
+}
+
+/*
+ * The matching itself, without the GIL. Returns 0 on success, 1 when the inputs break an
+ * assumption (fall back to numpy), -1 when out of memory. On success *found holds the matches
+ * (the caller frees it with free_found).
+ */
+static int
+run_match(
+    Py_ssize_t n_pair, const int64_t *pair_det, const int64_t *pair_gt, const double *pair_iou,
+    Py_ssize_t n_det, const int64_t *det_key, Py_ssize_t n_thr, const double *thresholds,
+    Py_ssize_t n_area, Py_ssize_t n_gt, const char *gt_is_ignored, const char *gt_is_reusable,
+    const char *gt_is_unmatchable, const char *det_is_out_of_range, int strict,
+    char *det_is_tp, char *det_is_ignored, found_matches *found)
+{
+    const Py_ssize_t n_lane = n_area * n_thr;
+    Py_ssize_t *det_start = NULL, *pair_order = NULL, *kept = NULL, *lane_count = NULL;
+    int64_t *gt_group = NULL;
+    char *is_taken = NULL;
+    pending_match *pending = NULL;
+    Py_ssize_t n_pending = 0, cap_pending = 0, max_kept = 0;
+    int status = -1;
+    double lowest;
+    Py_ssize_t i, d, k;
+
+    found->pending = NULL;
+    found->n_pending = 0;
+    found->det_end = NULL;
+    found->lane_count = NULL;
+    for (d = 1; d < n_det; d++) {
+        if (det_key[d] < det_key[d - 1]) {
+            return 1;
+        }
+    }
+    /* Group the pairs by detection (counting sort, stable) and check the rows. */
+    det_start = calloc((size_t)n_det + 1, sizeof(Py_ssize_t));
+    gt_group = malloc(((size_t)n_gt + 1) * sizeof(int64_t));
+    char *gt_seen = calloc((size_t)n_gt + 1, 1);
+    if (det_start == NULL || gt_group == NULL || gt_seen == NULL) {
+        free(gt_seen);
+        goto done;
+    }
+    for (i = 0; i < n_pair; i++) {
+        int64_t dd = pair_det[i], gg = pair_gt[i];
+        if (dd < 0 || dd >= n_det || gg < 0 || gg >= n_gt) {
+            free(gt_seen);
+            status = 1;
+            goto done;
+        }
+        if (!gt_seen[gg]) {
+            gt_seen[gg] = 1;
+            gt_group[gg] = det_key[dd];
+        }
+        else if (gt_group[gg] != det_key[dd]) {
+            free(gt_seen);
+            status = 1;
+            goto done;
+        }
+        det_start[dd + 1]++;
+    }
+    free(gt_seen);
+    for (d = 0; d < n_det; d++) {
+        if (det_start[d + 1] > max_kept) {
+            max_kept = det_start[d + 1];
+        }
+        det_start[d + 1] += det_start[d];
+    }
+    pair_order = malloc(((size_t)n_pair + 1) * sizeof(Py_ssize_t));
+    kept = malloc(((size_t)max_kept + 1) * sizeof(Py_ssize_t));
+    is_taken = calloc((size_t)n_gt * (size_t)n_lane + 1, 1);
+    lane_count = calloc((size_t)n_lane + 1, sizeof(Py_ssize_t));
+    if (pair_order == NULL || kept == NULL || is_taken == NULL || lane_count == NULL) {
+        goto done;
+    }
+    {
+        Py_ssize_t *fill = malloc(((size_t)n_det + 1) * sizeof(Py_ssize_t));
+        if (fill == NULL) {
+            goto done;
+        }
+        memcpy(fill, det_start, (size_t)n_det * sizeof(Py_ssize_t));
+        for (i = 0; i < n_pair; i++) {
+            pair_order[fill[pair_det[i]]++] = i;
+        }
+        free(fill);
+    }
+    lowest = thresholds[0];
+    for (k = 1; k < n_thr; k++) {
+        /* np.min: a NaN threshold makes the minimum NaN, and then no pair is kept. */
+        if (thresholds[k] < lowest || thresholds[k] != thresholds[k]) {
+            lowest = thresholds[k];
+        }
+        if (lowest != lowest) {
+            break;
+        }
+    }
+
+    for (d = 0; d < n_det; d++) {
+        Py_ssize_t n_kept = 0, a, t;
+        /* The detection's pairs that can pass the lowest threshold (the numpy code's `keep`). */
+        for (i = det_start[d]; i < det_start[d + 1]; i++) {
+            double iou = pair_iou[pair_order[i]];
+            if (strict ? iou > lowest : iou >= lowest) {
+                kept[n_kept++] = pair_order[i];
+            }
+        }
+        for (a = 0; n_kept > 0 && a < n_area; a++) {
+            const char *ignored = gt_is_ignored + a * n_gt;
+            for (t = 0; t < n_thr; t++) {
+                const Py_ssize_t lane = a * n_thr + t;
+                const double thr = thresholds[t];
+                int best_priority = 0;
+                double best_iou = 0.0;
+                int64_t best_gt = -1;
+                for (i = 0; i < n_kept; i++) {
+                    const Py_ssize_t p = kept[i];
+                    const double iou = pair_iou[p];
+                    const int64_t g = pair_gt[p];
+                    int priority;
+                    if (!(strict ? iou > thr : iou >= thr)) {
+                        continue;
+                    }
+                    if (is_taken[g * n_lane + lane] && !gt_is_reusable[g]) {
+                        continue;
+                    }
+                    priority = ignored[g] ? 1 : 2;
+                    /* Lexicographic maximum of (priority, IoU, GT row); the later pair on a full
+                     * tie, as the numpy code's stable sort + maximum of the position. */
+                    if (priority > best_priority
+                        || (priority == best_priority
+                            && (iou > best_iou || (iou == best_iou && g >= best_gt)))) {
+                        best_priority = priority;
+                        best_iou = iou;
+                        best_gt = g;
+                    }
+                }
+                if (best_priority == 0) {
+                    continue; /* unmatched: FP, or ignored if out of range (already filled in) */
+                }
+                if (!gt_is_reusable[best_gt]) {
+                    is_taken[best_gt * n_lane + lane] = 1;
+                }
+                {
+                    const int hit_ignored = ignored[best_gt] != 0;
+                    const int counts_as_match = !gt_is_unmatchable[best_gt];
+                    const int is_ignored =
+                        hit_ignored || (!counts_as_match && det_is_out_of_range[a * n_det + d]);
+                    det_is_ignored[lane * n_det + d] = (char)is_ignored;
+                    det_is_tp[lane * n_det + d] = (char)(counts_as_match && !is_ignored);
+                }
+                if (n_pending == cap_pending) {
+                    Py_ssize_t new_cap = cap_pending ? 2 * cap_pending : 1024;
+                    pending_match *grown = realloc(pending, (size_t)new_cap * sizeof(pending_match));
+                    if (grown == NULL) {
+                        goto done;
+                    }
+                    pending = grown;
+                    cap_pending = new_cap;
+                }
+                pending[n_pending].gt = best_gt;
+                pending[n_pending].lane = (int32_t)lane;
+                n_pending++;
+                lane_count[lane]++;
+            }
+        }
+        /* Where this detection's matches end (det_start[d] is not read again). */
+        det_start[d] = n_pending;
+    }
+
+    found->pending = pending;
+    found->n_pending = n_pending;
+    found->det_end = det_start;
+    found->lane_count = lane_count;
+    pending = NULL;
+    det_start = NULL;
+    lane_count = NULL;
+    status = 0;
+done:
+    free(det_start);
+    free(gt_group);
+    free(pair_order);
+    free(kept);
+    free(is_taken);
+    free(lane_count);
+    free(pending);
+    return status;
+}
+
+PyDoc_STRVAR(match_coco_doc,
+"match_coco(pair_det, pair_gt, pair_iou, det_key, thresholds, gt_is_ignored, gt_is_reusable,\n"
+"           gt_is_unmatchable, det_is_out_of_range, n_area, n_gt, strict, det_is_tp,\n"
+"           det_is_ignored)\n"
+"--\n\n"
+"Greedy COCO matching of all groups and lanes (see deteval.matching.match_coco).\n\n"
+"pair_det, pair_gt, det_key: int64; pair_iou, thresholds: float64 (thresholds already capped\n"
+"at 1 - 1e-10 unless strict); the masks: bool. det_is_tp (zeros) and det_is_ignored (the\n"
+"out-of-range mask per lane) are (n_lane, n_det) bool buffers filled in place. Returns\n"
+"(match_lane, match_det, match_gt) as one bytearray of 3 * n_match int64, or None when the\n"
+"inputs break the kernel's assumptions (then use the numpy code).");
+
+static PyObject *
+cmatch_match_coco(PyObject *self, PyObject *args)
+{
+    Py_buffer pair_det, pair_gt, pair_iou, det_key, thresholds, gt_is_ignored, gt_is_reusable,
+        gt_is_unmatchable, det_is_out_of_range, det_is_tp, det_is_ignored;
+    Py_ssize_t n_area, n_gt, n_pair, n_det, n_thr, n_lane, n_match = 0;
+    int strict, status;
+    found_matches found = {NULL, 0, NULL, NULL};
+    PyObject *out = NULL;
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnpw*w*:match_coco", &pair_det, &pair_gt,
+                          &pair_iou, &det_key, &thresholds, &gt_is_ignored, &gt_is_reusable,
+                          &gt_is_unmatchable, &det_is_out_of_range, &n_area, &n_gt, &strict,
+                          &det_is_tp, &det_is_ignored)) {
+        return NULL;
+    }
+    n_pair = pair_det.len / 8;
+    n_det = det_key.len / 8;
+    n_thr = thresholds.len / 8;
+    n_lane = n_area * n_thr;
+    if (n_area < 1 || n_thr < 1 || n_gt < 1 || n_pair < 1 || n_lane > INT32_MAX
+        || !has_items(&pair_det, n_pair, 8) || !has_items(&pair_gt, n_pair, 8)
+        || !has_items(&pair_iou, n_pair, 8) || !has_items(&det_key, n_det, 8)
+        || !has_items(&thresholds, n_thr, 8) || !has_items(&gt_is_ignored, n_area * n_gt, 1)
+        || !has_items(&gt_is_reusable, n_gt, 1) || !has_items(&gt_is_unmatchable, n_gt, 1)
+        || !has_items(&det_is_out_of_range, n_area * n_det, 1)
+        || !has_items(&det_is_tp, n_lane * n_det, 1)
+        || !has_items(&det_is_ignored, n_lane * n_det, 1)) {
+        status = 1;
+    }
+    else {
+        Py_BEGIN_ALLOW_THREADS
+        status = run_match(n_pair, pair_det.buf, pair_gt.buf, pair_iou.buf, n_det, det_key.buf,
+                           n_thr, thresholds.buf, n_area, n_gt, gt_is_ignored.buf,
+                           gt_is_reusable.buf, gt_is_unmatchable.buf, det_is_out_of_range.buf,
+                           strict, det_is_tp.buf, det_is_ignored.buf, &found);
+        Py_END_ALLOW_THREADS
+    }
+    if (status == 0) {
+        n_match = found.n_pending;
+        out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(3 * n_match * sizeof(int64_t)));
+        if (out != NULL) {
+            int64_t *dest = (int64_t *)PyByteArray_AS_STRING(out);
+            Py_BEGIN_ALLOW_THREADS
+            scatter_lane_major(&found, n_det, n_lane, dest);
+            Py_END_ALLOW_THREADS
+        }
+    }
+    else if (status == 1) {
+        out = Py_NewRef(Py_None);
+    }
+    else {
+        PyErr_NoMemory();
+    }
+    free_found(&found);
+    PyBuffer_Release(&pair_det);
+    PyBuffer_Release(&pair_gt);
+    PyBuffer_Release(&pair_iou);
+    PyBuffer_Release(&det_key);
+    PyBuffer_Release(&thresholds);
+    PyBuffer_Release(&gt_is_ignored);
+    PyBuffer_Release(&gt_is_reusable);
+    PyBuffer_Release(&gt_is_unmatchable);
+    PyBuffer_Release(&det_is_out_of_range);
+    PyBuffer_Release(&det_is_tp);
+    PyBuffer_Release(&det_is_ignored);
+    return out;
+}
+
+/*
+ * The PASCAL VOC devkit's matching (deteval.matching._match_voc_numpy): each detection looks only
+ * at the GT it overlaps most (IoU > 0; the lowest GT row on ties); per lane, if that IoU passes
+ * the threshold, an ignored GT makes the detection ignored, and otherwise the first detection
+ * (in row order) to claim the GT is a TP and the later ones FPs. No group assumption: claims are
+ * per (lane, GT) in row order, as the numpy code's np.unique over np.nonzero.
+ */
+static int
+voc_passes(double iou, double thr, int strict)
+{
+    return strict ? iou > thr : iou >= thr;
+}
+
+/* Best GT of every detection with an overlap; returns the number of such detections (their rows
+ * ascending in *with_best), or -1 when out of memory, -2 when a row is out of range. */
+static Py_ssize_t
+voc_best(Py_ssize_t n_pair, const int64_t *pair_det, const int64_t *pair_gt, const double *pair_iou,
+         Py_ssize_t n_det, Py_ssize_t n_gt, int64_t *best_gt, double *best_iou,
+         Py_ssize_t *with_best)
+{
+    Py_ssize_t i, d, n = 0;
+    for (d = 0; d < n_det; d++) {
+        best_gt[d] = -1;
+    }
+    for (i = 0; i < n_pair; i++) {
+        const int64_t dd = pair_det[i], g = pair_gt[i];
+        const double iou = pair_iou[i];
+        if (dd < 0 || dd >= n_det || g < 0 || g >= n_gt) {
+            return -2;
+        }
+        if (!(iou > 0)) {
+            continue;
+        }
+        if (best_gt[dd] < 0 || iou > best_iou[dd] || (iou == best_iou[dd] && g < best_gt[dd])) {
+            best_gt[dd] = g;
+            best_iou[dd] = iou;
+        }
+    }
+    for (d = 0; d < n_det; d++) {
+        if (best_gt[d] >= 0) {
+            with_best[n++] = d;
+        }
+    }
+    return n;
+}
+
+PyDoc_STRVAR(match_voc_doc,
+"match_voc(pair_det, pair_gt, pair_iou, thresholds, gt_is_ignored, det_is_out_of_range,\n"
+"          n_area, n_det, n_gt, strict, det_is_tp, det_is_ignored)\n"
+"--\n\n"
+"The VOC devkit's matching of all groups and lanes (see deteval.matching.match_voc).\n\n"
+"pair_det, pair_gt: int64; pair_iou, thresholds: float64 (finite thresholds); the masks: bool.\n"
+"det_is_tp (zeros) and det_is_ignored (the out-of-range mask per lane) are (n_lane, n_det)\n"
+"bool buffers filled in place. Returns (match_lane, match_det, match_gt) as one bytearray of\n"
+"3 * n_match int64, or None when the inputs break the kernel's assumptions.");
+
+static PyObject *
+cmatch_match_voc(PyObject *self, PyObject *args)
+{
+    Py_buffer pair_det, pair_gt, pair_iou, thresholds, gt_is_ignored, det_is_out_of_range, det_is_tp,
+        det_is_ignored;
+    Py_ssize_t n_area, n_det, n_gt, n_pair, n_thr, n_lane, n_best = 0, n_match = 0;
+    int strict, fits;
+    int64_t *best_gt = NULL;
+    double *best_iou = NULL;
+    Py_ssize_t *with_best = NULL;
+    int64_t *claimed = NULL;
+    PyObject *out = NULL;
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*nnnpw*w*:match_voc", &pair_det, &pair_gt, &pair_iou,
+                          &thresholds, &gt_is_ignored, &det_is_out_of_range, &n_area, &n_det,
+                          &n_gt, &strict, &det_is_tp, &det_is_ignored)) {
+        return NULL;
+    }
+    n_pair = pair_det.len / 8;
+    n_thr = thresholds.len / 8;
+    n_lane = n_area * n_thr;
+    fits = n_area >= 1 && n_thr >= 1 && n_gt >= 1 && n_pair >= 1 && n_det >= 1
+           && has_items(&pair_det, n_pair, 8) && has_items(&pair_gt, n_pair, 8)
+           && has_items(&pair_iou, n_pair, 8) && has_items(&thresholds, n_thr, 8)
+           && has_items(&gt_is_ignored, n_area * n_gt, 1)
+           && has_items(&det_is_out_of_range, n_area * n_det, 1)
+           && has_items(&det_is_tp, n_lane * n_det, 1)
+           && has_items(&det_is_ignored, n_lane * n_det, 1);
+    if (fits) {
+        best_gt = malloc((size_t)n_det * sizeof(int64_t));
+        best_iou = malloc((size_t)n_det * sizeof(double));
+        with_best = malloc((size_t)n_det * sizeof(Py_ssize_t));
+        claimed = malloc((size_t)n_gt * sizeof(int64_t));
+        if (best_gt == NULL || best_iou == NULL || with_best == NULL || claimed == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        n_best = voc_best(n_pair, pair_det.buf, pair_gt.buf, pair_iou.buf, n_det, n_gt, best_gt,
+                          best_iou, with_best);
+        if (n_best >= 0) {
+            const double *thr = thresholds.buf;
+            Py_ssize_t lane, j;
+            for (lane = 0; lane < n_lane; lane++) {
+                for (j = 0; j < n_best; j++) {
+                    n_match += voc_passes(best_iou[with_best[j]], thr[lane % n_thr], strict);
+                }
+            }
+        }
+        Py_END_ALLOW_THREADS
+        fits = n_best >= 0;
+    }
+    if (!fits) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(3 * n_match * sizeof(int64_t)));
+    if (out == NULL) {
+        goto done;
+    }
+    {
+        int64_t *dest = (int64_t *)PyByteArray_AS_STRING(out);
+        const double *thr = thresholds.buf;
+        const char *ignored = gt_is_ignored.buf, *det_out = det_is_out_of_range.buf;
+        char *tp = det_is_tp.buf, *ign = det_is_ignored.buf;
+        Py_BEGIN_ALLOW_THREADS
+        Py_ssize_t lane, j, at = 0, g;
+        (void)det_out; /* unmatched detections keep the out-of-range mask already in ign */
+        for (g = 0; g < n_gt; g++) {
+            claimed[g] = -1;
+        }
+        for (lane = 0; lane < n_lane; lane++) {
+            const Py_ssize_t a = lane / n_thr;
+            for (j = 0; j < n_best; j++) {
+                const Py_ssize_t d = with_best[j];
+                const int64_t b = best_gt[d];
+                if (!voc_passes(best_iou[d], thr[lane % n_thr], strict)) {
+                    continue;
+                }
+                if (ignored[a * n_gt + b]) {
+                    ign[lane * n_det + d] = 1;
+                }
+                else {
+                    ign[lane * n_det + d] = 0;
+                    if (claimed[b] != lane) {
+                        claimed[b] = lane;
+                        tp[lane * n_det + d] = 1;
+                    }
+                }
+                dest[at] = lane;
+                dest[n_match + at] = d;
+                dest[2 * n_match + at] = b;
+                at++;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+done:
+    free(best_gt);
+    free(best_iou);
+    free(with_best);
+    free(claimed);
+    PyBuffer_Release(&pair_det);
+    PyBuffer_Release(&pair_gt);
+    PyBuffer_Release(&pair_iou);
+    PyBuffer_Release(&thresholds);
+    PyBuffer_Release(&gt_is_ignored);
+    PyBuffer_Release(&det_is_out_of_range);
+    PyBuffer_Release(&det_is_tp);
+    PyBuffer_Release(&det_is_ignored);
+    return out;
+}
+
+static PyMethodDef cmatch_methods[] = {
+    {"match_coco", cmatch_match_coco, METH_VARARGS, match_coco_doc},
+    {"match_voc", cmatch_match_voc, METH_VARARGS, match_voc_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef cmatch_module = {
+    PyModuleDef_HEAD_INIT,
+    "deteval._cmatch",
+    "Compiled greedy matching kernels; the numpy code in deteval.matching is their twin.",
+    -1,
+    cmatch_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__cmatch(void)
+{
+    return PyModule_Create(&cmatch_module);
+}

@@ -1,0 +1,429 @@
+"""The compiled matching kernels (``deteval/_cmatch.c``) against their numpy twins, bit for bit.
+
+``match_coco`` and ``match_voc`` run the kernels when they were built and
+``DETEVAL_NO_EXTENSION`` is not set; the numpy code (``_match_coco_numpy``,
+``_match_voc_numpy``) is the reference. Every field of the ``MatchResult`` must be
+identical (values, dtype, shape) on generated problems (ties, crowds, ignored GTs, id-0 GTs,
+empty groups, strict and non-strict, one and many thresholds, several area ranges), on the
+arguments ``evaluate`` passes on the cross-check datasets and the fixtures, and under a
+hypothesis property. Without the extension the comparisons are skipped; with
+``DETEVAL_REQUIRE_EXTENSION=1`` (CI, after ``pip install .``) its absence is a failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import deteval
+from deteval import matching
+from deteval.protocol import get_protocol
+from tests import ROOT
+from tests.crosscheck.generate import generate
+from tests.crosscheck.generate_voc import generate_voc, write_voc
+from tests.unit.test_matching import pairs_of, random_problem
+
+needs_kernel = pytest.mark.skipif(
+    matching._cmatch is None,
+    reason="deteval._cmatch is not built (pip install . with a C compiler) or DETEVAL_NO_EXTENSION=1",
+)
+
+COCO_THRESHOLDS = np.linspace(0.5, 0.95, 10)
+THRESHOLD_SETS = {
+    "coco": COCO_THRESHOLDS,
+    "one": np.array([0.5]),
+    "one-at-1": np.array([1.0]),
+    "unsorted": np.array([0.75, 0.5, 0.9]),
+}
+#: The module (``deteval.evaluate`` the attribute is the function of the same name).
+EVALUATE_MODULE = importlib.import_module("deteval.evaluate")
+FIELDS = [field.name for field in dataclasses.fields(matching.MatchResult)]
+
+
+def assert_identical(expected: matching.MatchResult, found: matching.MatchResult | None) -> None:
+    assert found is not None
+    for name in FIELDS:
+        want, got = getattr(expected, name), getattr(found, name)
+        assert got.dtype == want.dtype, name
+        assert got.shape == want.shape, name
+        assert np.array_equal(got, want), name
+
+
+def both(*args, **options) -> tuple[matching.MatchResult, matching.MatchResult | None]:
+    return matching._match_coco_numpy(*args, **options), matching._match_coco_compiled(*args, **options)
+
+
+def problem(seed: int, n_area: int) -> tuple[tuple, dict]:
+    """``random_problem`` of test_matching, with ``n_area`` area ranges."""
+    groups, det_key, gt_key, gt_ignored, reusable, unmatchable, _ = random_problem(seed)
+    rng = np.random.default_rng(10_000 + seed)
+    gt_ignored = np.concatenate([gt_ignored, rng.random((max(n_area - 2, 0), len(gt_key))) < 0.3])[:n_area]
+    gt_ignored[:, reusable] = True
+    det_out = rng.random((n_area, len(det_key))) < 0.3
+    args = pairs_of(groups, det_key, gt_key)
+    options = dict(
+        det_key=det_key,
+        n_gt=len(gt_key),
+        gt_is_ignored=gt_ignored,
+        gt_is_reusable=reusable,
+        gt_is_unmatchable=unmatchable,
+        det_is_out_of_range=det_out,
+    )
+    return args, options
+
+
+# --------------------------------------------------------------------------------------
+# Generated problems
+# --------------------------------------------------------------------------------------
+
+
+@needs_kernel
+@pytest.mark.parametrize("seed", range(200))
+def test_kernel_equals_numpy_on_random_groups(seed):
+    args, options = problem(seed, n_area=1 + seed % 4)
+    for thresholds in THRESHOLD_SETS.values():
+        for strict in (False, True):
+            expected, found = both(*args, **options, iou_thresholds=thresholds, strict=strict)
+            if len(args[0]) == 0 or options["n_gt"] == 0:
+                assert found is None  # nothing to match: the numpy code's shortcut answers
+                continue
+            assert_identical(expected, found)
+            assert_identical(
+                expected, matching.match_coco(*args, **options, iou_thresholds=thresholds, strict=strict)
+            )
+
+
+def crowded_problem(seed: int) -> tuple[tuple, dict]:
+    """Few groups, many detections and GTs each, IoUs from a handful of values (many ties)."""
+    rng = np.random.default_rng(seed)
+    n_group = int(rng.integers(1, 4))
+    det_key = np.sort(rng.integers(0, n_group, int(rng.integers(1, 150))))
+    gt_key = np.sort(rng.integers(0, n_group, int(rng.integers(1, 40))))
+    pair_det, pair_gt = np.nonzero(det_key[:, None] == gt_key[None, :])
+    values = np.array([0.0, 0.5, 0.5000000000000001, 0.7, 0.75, 0.95, 1 - 1e-10, 1.0])
+    pair_iou = rng.choice(values, len(pair_det))
+    n_area = int(rng.integers(1, 4))
+    reusable = rng.random(len(gt_key)) < 0.15
+    gt_ignored = rng.random((n_area, len(gt_key))) < 0.25
+    gt_ignored[:, reusable] = True
+    options = dict(
+        det_key=det_key,
+        n_gt=len(gt_key),
+        gt_is_ignored=gt_ignored,
+        gt_is_reusable=reusable,
+        gt_is_unmatchable=rng.random(len(gt_key)) < 0.1,
+        det_is_out_of_range=rng.random((n_area, len(det_key))) < 0.3,
+    )
+    return (pair_det.astype(np.int64), pair_gt.astype(np.int64), pair_iou), options
+
+
+@needs_kernel
+@pytest.mark.parametrize("seed", range(60))
+def test_kernel_equals_numpy_on_crowded_groups(seed):
+    args, options = crowded_problem(seed)
+    for thresholds in THRESHOLD_SETS.values():
+        for strict in (False, True):
+            assert_identical(*both(*args, **options, iou_thresholds=thresholds, strict=strict))
+
+
+@needs_kernel
+def test_kernel_pairs_in_any_order():
+    # The kernel groups the pairs by detection itself; the numpy code sorts them.
+    args, options = crowded_problem(7)
+    shuffle = np.random.default_rng(0).permutation(len(args[0]))
+    shuffled = tuple(a[shuffle] for a in args)
+    assert_identical(*both(*shuffled, **options, iou_thresholds=COCO_THRESHOLDS))
+
+
+@needs_kernel
+def test_kernel_declines_inputs_outside_its_assumptions():
+    args, options = crowded_problem(3)
+    base = dict(options, iou_thresholds=COCO_THRESHOLDS)
+    pair_det, pair_gt, pair_iou = args
+    # Detection keys not sorted: the numpy code's rounds are not the row order.
+    unsorted = dict(base, det_key=base["det_key"][::-1].copy())
+    # A GT paired with detections of two groups.
+    two_groups = dict(base, det_key=np.arange(len(base["det_key"]), dtype=np.int64))
+    # Other dtypes than the kernel's.
+    cases = [
+        (args, unsorted),
+        (args, two_groups),
+        ((pair_det.astype(np.int32), pair_gt, pair_iou), base),
+        ((pair_det, pair_gt, pair_iou.astype(np.longdouble)), base),
+        (args, dict(base, gt_is_reusable=base["gt_is_reusable"].astype(np.int8))),
+        ((pair_det, pair_gt + 1000, pair_iou), base),  # GT rows out of range
+    ]
+    for case_args, case_options in cases:
+        assert matching._match_coco_compiled(*case_args, **case_options) is None
+    # match_coco then answers with the numpy code.
+    assert_identical(matching._match_coco_numpy(*args, **unsorted), matching.match_coco(*args, **unsorted))
+    assert_identical(
+        matching._match_coco_numpy(*args, **two_groups), matching.match_coco(*args, **two_groups)
+    )
+
+
+@needs_kernel
+def test_kernel_does_not_mutate_inputs():
+    args, options = crowded_problem(11)
+    copies = [a.copy() for a in args], {k: np.copy(v) for k, v in options.items()}
+    matching._match_coco_compiled(*args, **options, iou_thresholds=COCO_THRESHOLDS)
+    for before, after in zip(copies[0], args, strict=True):
+        assert np.array_equal(before, after)
+    for key, before in copies[1].items():
+        assert np.array_equal(before, options[key])
+
+
+# --------------------------------------------------------------------------------------
+# Hypothesis
+# --------------------------------------------------------------------------------------
+
+IOU_VALUES = (0.0, 0.3, 0.5, 0.55, 0.7, 0.75, 0.8999999999999999, 0.9, 0.95, 1 - 1e-10, 1.0)
+
+
+@st.composite
+def matching_problems(draw):
+    sizes = draw(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 5)), min_size=1, max_size=6))
+    det_key = np.repeat(np.arange(len(sizes)), [d for d, _ in sizes]).astype(np.int64)
+    gt_key = np.repeat(np.arange(len(sizes)), [g for _, g in sizes]).astype(np.int64)
+    pair_det, pair_gt = np.nonzero(det_key[:, None] == gt_key[None, :])
+    n_pair, n_det, n_gt = len(pair_det), len(det_key), len(gt_key)
+    pair_iou = np.array(draw(st.lists(st.sampled_from(IOU_VALUES), min_size=n_pair, max_size=n_pair)))
+    n_area = draw(st.integers(1, 3))
+
+    def mask(shape):
+        flat = draw(st.lists(st.booleans(), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
+        return np.array(flat, dtype=bool).reshape(shape)
+
+    reusable = mask((n_gt,))
+    gt_ignored = mask((n_area, n_gt)) | reusable[None, :]
+    thresholds = np.array(draw(st.lists(st.sampled_from(IOU_VALUES[1:]), min_size=1, max_size=4)))
+    args = (pair_det.astype(np.int64), pair_gt.astype(np.int64), pair_iou.astype(np.float64))
+    options = dict(
+        det_key=det_key,
+        n_gt=n_gt,
+        iou_thresholds=thresholds,
+        gt_is_ignored=gt_ignored,
+        gt_is_reusable=reusable,
+        gt_is_unmatchable=mask((n_gt,)),
+        det_is_out_of_range=mask((n_area, n_det)),
+        strict=draw(st.booleans()),
+    )
+    return args, options
+
+
+@needs_kernel
+@settings(max_examples=300, deadline=None)
+@given(matching_problems())
+def test_kernel_equals_numpy_property(case):
+    args, options = case
+    expected = matching._match_coco_numpy(*args, **options)
+    assert_identical(expected, matching.match_coco(*args, **options))
+
+
+# --------------------------------------------------------------------------------------
+# What evaluate passes: cross-check datasets and fixtures
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def twin_spy(monkeypatch):
+    """Replace evaluate's match_coco by one that checks kernel == numpy on every call."""
+    calls = []
+
+    def checked(*args, **options):
+        expected, found = both(*args, **options)
+        if len(args[0]) and options["n_gt"]:
+            assert_identical(expected, found)
+            calls.append(len(args[0]))
+        return expected
+
+    monkeypatch.setattr(EVALUATE_MODULE, "match_coco", checked)
+    return calls
+
+
+def _protocols():
+    coco = get_protocol("coco")
+    return {
+        "coco": coco,
+        "coco-pycocotools": get_protocol("coco-pycocotools"),
+        "strict": coco.replace(name="strict", iou_comparison=">"),
+        "one-threshold": coco.replace(name="one", iou_thresholds=[0.5]),
+        "at-one": coco.replace(name="at-one", iou_thresholds=[0.9, 1.0]),
+        "max-dets": coco.replace(name="max-dets", max_dets=[1, 2, 5]),
+    }
+
+
+DATASETS = {
+    **{f"small-{s}": dict(seed=s) for s in range(12)},
+    **{
+        f"id0-ignore-{s}": dict(seed=s, with_id_zero=True, with_ignore_fields=True) for s in range(3000, 3006)
+    },
+    "medium": dict(seed=1001, max_images=150, max_classes=30),
+    "many-dets": dict(seed=2100, max_images=5, max_classes=3, force_many_dets=True),
+}
+
+
+@needs_kernel
+@pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
+@pytest.mark.parametrize("dataset", sorted(DATASETS))
+def test_kernel_equals_numpy_on_crosscheck_datasets(dataset, twin_spy):
+    gt, dt = generate(**DATASETS[dataset])
+    for protocol in _protocols().values():
+        deteval.evaluate(gt, dt, protocol)
+    assert twin_spy or not dt
+
+
+@needs_kernel
+@pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
+@pytest.mark.parametrize(
+    ("gt", "dt", "protocol"),
+    [
+        ("coco/gt.json", "coco/dt.json", "coco"),
+        ("coco/gt.json", "coco/dt_b.json", "coco-pycocotools"),
+        ("lvis/gt.json", "lvis/dt.json", "lvis"),
+        ("segm/gt.json", "segm/dt.json", "coco"),
+        ("keypoints/gt.json", "keypoints/dt.json", "keypoints/three.yaml"),
+    ],
+)
+def test_kernel_equals_numpy_on_fixtures(gt, dt, protocol, twin_spy):
+    fixtures = ROOT / "fixtures"
+    if protocol.endswith(".yaml"):
+        protocol = str(fixtures / protocol)
+    elif gt.startswith("segm"):
+        protocol = get_protocol(protocol).replace(name="segm", iou_type="segm")
+    deteval.evaluate(str(fixtures / gt), str(fixtures / dt), protocol)
+    assert twin_spy
+
+
+# --------------------------------------------------------------------------------------
+# VOC
+# --------------------------------------------------------------------------------------
+
+
+def both_voc(*args, **options) -> tuple[matching.MatchResult, matching.MatchResult | None]:
+    return matching._match_voc_numpy(*args, **options), matching._match_voc_compiled(*args, **options)
+
+
+def voc_options(options: dict) -> dict:
+    """The COCO problem's arguments that ``match_voc`` takes."""
+    return dict(
+        n_det=len(options["det_key"]),
+        n_gt=options["n_gt"],
+        gt_is_ignored=options["gt_is_ignored"],
+        det_is_out_of_range=options["det_is_out_of_range"],
+    )
+
+
+VOC_THRESHOLD_SETS = {**THRESHOLD_SETS, "zero": np.array([0.0, 0.5])}
+
+
+@needs_kernel
+@pytest.mark.parametrize("seed", range(200))
+def test_voc_kernel_equals_numpy_on_random_groups(seed):
+    args, options = problem(seed, n_area=1 + seed % 4)
+    for thresholds in VOC_THRESHOLD_SETS.values():
+        for strict in (False, True):
+            kw = dict(voc_options(options), iou_thresholds=thresholds, strict=strict)
+            expected, found = both_voc(*args, **kw)
+            if len(args[0]) == 0 or options["n_gt"] == 0:
+                assert found is None
+                continue
+            assert_identical(expected, found)
+            assert_identical(expected, matching.match_voc(*args, **kw))
+
+
+@needs_kernel
+@pytest.mark.parametrize("seed", range(60))
+def test_voc_kernel_equals_numpy_on_crowded_groups(seed):
+    args, options = crowded_problem(seed)
+    shuffle = np.random.default_rng(seed).permutation(len(args[0]))  # pairs in any order
+    for case in (args, tuple(a[shuffle] for a in args)):
+        for thresholds in VOC_THRESHOLD_SETS.values():
+            for strict in (False, True):
+                kw = dict(voc_options(options), iou_thresholds=thresholds, strict=strict)
+                assert_identical(*both_voc(*case, **kw))
+
+
+@needs_kernel
+def test_voc_kernel_declines_inputs_outside_its_assumptions():
+    args, options = crowded_problem(5)
+    base = dict(voc_options(options), iou_thresholds=COCO_THRESHOLDS)
+    pair_det, pair_gt, pair_iou = args
+    cases = [
+        (args, dict(base, iou_thresholds=np.array([-np.inf, 0.5]))),  # passes detections without a GT
+        (args, dict(base, iou_thresholds=np.array([np.nan]))),
+        ((pair_det, pair_gt, pair_iou.astype(np.longdouble)), base),
+        (args, dict(base, gt_is_ignored=base["gt_is_ignored"].astype(np.int8))),
+        ((pair_det, pair_gt + 1000, pair_iou), base),  # GT rows out of range
+    ]
+    for case_args, case_options in cases:
+        assert matching._match_voc_compiled(*case_args, **case_options) is None
+
+
+@needs_kernel
+@settings(max_examples=300, deadline=None)
+@given(matching_problems())
+def test_voc_kernel_equals_numpy_property(case):
+    args, options = case
+    kw = dict(voc_options(options), iou_thresholds=options["iou_thresholds"], strict=options["strict"])
+    assert_identical(matching._match_voc_numpy(*args, **kw), matching.match_voc(*args, **kw))
+
+
+@pytest.fixture
+def voc_twin_spy(monkeypatch):
+    """Replace evaluate's match_voc by one that checks kernel == numpy on every call."""
+    calls = []
+
+    def checked(*args, **options):
+        expected, found = both_voc(*args, **options)
+        if len(args[0]) and options["n_gt"] and options["n_det"]:
+            assert_identical(expected, found)
+            calls.append(len(args[0]))
+        return expected
+
+    monkeypatch.setattr(EVALUATE_MODULE, "match_voc", checked)
+    return calls
+
+
+@needs_kernel
+@pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
+@pytest.mark.parametrize("seed", range(8))
+def test_voc_kernel_equals_numpy_on_crosscheck_datasets(seed, tmp_path, voc_twin_spy):
+    root, results = write_voc(tmp_path, generate_voc(seed))
+    for preset in ("voc2007", "voc2010", "voc2007-pyfrcnn", "voc2010-pyfrcnn"):
+        deteval.evaluate(root, results, protocol=preset)
+    gt, dt = generate(seed)
+    deteval.evaluate(
+        gt,
+        dt,
+        get_protocol("voc2010").replace(name="voc-areas", area_ranges=_protocols()["coco"].area_ranges),
+    )
+    assert voc_twin_spy
+
+
+# --------------------------------------------------------------------------------------
+# Loading
+# --------------------------------------------------------------------------------------
+
+
+def test_extension_is_built_when_required():
+    if os.environ.get("DETEVAL_REQUIRE_EXTENSION") != "1":
+        pytest.skip("set DETEVAL_REQUIRE_EXTENSION=1 to require the compiled kernel (CI after pip install .)")
+    assert matching._cmatch is not None, (
+        "DETEVAL_REQUIRE_EXTENSION=1 but deteval._cmatch is not loaded: not built, or DETEVAL_NO_EXTENSION is set"
+    )
+
+
+def test_no_extension_env_disables_the_kernel():
+    code = "import deteval.matching as m, deteval._speedups as s; print(m._cmatch is None, s.is_disabled())"
+    env = dict(os.environ, DETEVAL_NO_EXTENSION="1", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
