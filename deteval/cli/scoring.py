@@ -34,8 +34,8 @@ from deteval.errors import (
 )
 from deteval.evaluate import EvalResult, check_protocol
 from deteval.io.output import ReadLog, recording_reads
-from deteval.protocol import PRESETS, Protocol
 from deteval.pooling import ground_truth_for
+from deteval.protocol import PRESETS, Protocol
 from deteval.stats import bootstrap, compare_detectors, metrics_ci_dict, per_class_ci_list
 
 

@@ -109,7 +109,9 @@ def test_segm_raster_equals_pycocotools_use_cats_0(seed):
 
 @pytest.mark.parametrize("seed", KEYPOINT_SEEDS)
 def test_keypoints_pool_like_boxes(seed):
-    """pycocotools cannot be the oracle here: its ``computeOks`` reads ``self._gts[imgId, catId]``
+    """Keypoints pool as boxes do; pycocotools cannot be the oracle.
+
+    Its ``computeOks`` reads ``self._gts[imgId, catId]``
     with ``catId = -1`` under ``useCats = 0`` and so finds no pair at all. deteval pools keypoints
     exactly as boxes; on one-category data pooling changes nothing but the category's name.
     """
