@@ -41,6 +41,8 @@ from deteval.grouping import candidate_pairs, group_rows
 from deteval.protocol import Protocol, resolve_protocol
 
 __all__ = [
+    "ImagePairs",
+    "image_pairs",
     "Decomposition",
     "ClassDecomposition",
     "decompose",
@@ -84,7 +86,7 @@ class ClassDecomposition:
             **{k: _json(v) for k, v in self.ap.items()},
             "curve": {
                 "confidence": self.confidence.tolist(),
-                **{k: [_json(x) for x in self.curves[k].tolist()] for k in CURVE_NAMES},
+                **{k: _json_list(self.curves[k]) for k in CURVE_NAMES},
             },
         }
 
@@ -118,7 +120,101 @@ def _json(value: float) -> float | None:
     return None if value != value else float(value)
 
 
-def max_iou_assignment(gt: GroundTruth, dt: Detections, protocol: Protocol) -> tuple[np.ndarray, np.ndarray]:
+def _json_list(values: np.ndarray) -> list:
+    """``[_json(x) for x in values]``, a loop over the NaN entries only."""
+    out = values.tolist()
+    for i in np.flatnonzero(np.isnan(values)).tolist():
+        out[i] = None
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class ImagePairs:
+    """Every (detection, ground truth) pair of one image, any class, with its box IoU.
+
+    Computed once by :func:`image_pairs` and shared by the parts of
+    :func:`deteval.diagnose.analyze` (TIDE's error classes, the decomposition's largest IoU, the
+    confusion matrix), which each select the pairs they need: the IoU of a pair does not depend
+    on which other pairs are computed, so the numbers are those of computing them separately.
+
+    Attributes
+    ----------
+    pair_det, pair_gt : int64 (n_pair,)
+        Detection and ground-truth rows; detection-major in row order, then ground truths in
+        file order.
+    iou : float64 (n_pair,)
+        Plain box IoU (no crowd rule) in ``convention``.
+    convention : {"continuous", "pixel_inclusive"}
+    n_det, n_gt : int
+    """
+
+    pair_det: np.ndarray
+    pair_gt: np.ndarray
+    iou: np.ndarray
+    convention: str
+    n_det: int
+    n_gt: int
+
+    def select(self, det_rows: np.ndarray, is_gt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs of the detections ``det_rows`` with the ground truths where ``is_gt``.
+
+        Returns
+        -------
+        pair_det : int64
+            Position in ``det_rows``, in that order (detection-major).
+        pair_gt : int64
+            Ground-truth row, in file order within a detection.
+        iou : float64
+        """
+        position = np.full(self.n_det, -1, dtype=np.int64)
+        position[det_rows] = np.arange(len(det_rows))
+        at = position[self.pair_det]
+        keep = np.flatnonzero((at >= 0) & is_gt[self.pair_gt])
+        at = at[keep]
+        if len(at) > 1 and (at[1:] < at[:-1]).any():
+            keep = keep[np.argsort(at, kind="stable")]
+            at = position[self.pair_det[keep]]
+        return at, self.pair_gt[keep], self.iou[keep]
+
+
+def image_pairs(gt: GroundTruth, dt: Detections, *, convention: str = "continuous") -> ImagePairs:
+    """Every same-image (detection, ground truth) pair and its box IoU (see :class:`ImagePairs`).
+
+    Examples
+    --------
+    >>> from deteval.io import load_detections, load_ground_truth
+    >>> g = load_ground_truth({"images": [{"id": 1}], "categories": [{"id": 1}],
+    ...     "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0}]})
+    >>> d = load_detections([{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 5], "score": .9}], g)
+    >>> image_pairs(g, d).iou.tolist()
+    [0.5]
+    """
+    gt_groups = group_rows(gt.image.astype(np.int64))  # stable: file order in an image
+    pair_det, sorted_gt = candidate_pairs(dt.image.astype(np.int64), gt_groups)
+    pair_gt = gt_groups.order[sorted_gt]
+    native = "xywh" if convention == "continuous" else "xyxy"
+    iou = pair_box_iou(
+        boxes_as(dt.box, dt.box_format, native)[pair_det],
+        boxes_as(gt.box, gt.box_format, native)[pair_gt],
+        np.zeros(len(pair_det), bool),
+        box_format=native,
+        convention=convention,
+    )
+    return ImagePairs(pair_det, pair_gt, iou, convention, len(dt), len(gt))
+
+
+def _first_max(pair_det: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per run of equal ``pair_det`` (detection-major pairs): the index of its first maximum."""
+    n = len(pair_det)
+    start = np.flatnonzero(np.r_[True, pair_det[1:] != pair_det[:-1]])
+    best = np.maximum.reduceat(values, start)
+    run = np.repeat(np.arange(len(start)), np.diff(np.append(start, n)))
+    return np.minimum.reduceat(np.where(values == best[run], np.arange(n), n), start)
+
+
+def max_iou_assignment(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, *, pairs: ImagePairs | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Each detection's largest IoU with a counted ground truth of its image, and that GT's class.
 
     Parameters
@@ -127,6 +223,9 @@ def max_iou_assignment(gt: GroundTruth, dt: Detections, protocol: Protocol) -> t
     dt : Detections
     protocol : Protocol
         Its box convention and its ignored ground truths (first area range) apply.
+    pairs : ImagePairs, optional
+        The image pairs of ``gt`` and ``dt`` (:func:`image_pairs`), to reuse their IoUs; computed
+        here when not given or in another box convention.
 
     Returns
     -------
@@ -138,36 +237,32 @@ def max_iou_assignment(gt: GroundTruth, dt: Detections, protocol: Protocol) -> t
     """
     if protocol.iou_type != "bbox":
         raise ConfigError(
-            f"decomposition: iou_type {protocol.iou_type!r} is not available (the "
-            f"segm factor PR_S|C,L needs mask IoU against the masks' tight boxes); "
-            f"use iou_type 'bbox'"
+            f"max_iou_assignment: iou_type {protocol.iou_type!r}: box IoU only; "
+            f"decompose() handles 'segm' (with the masks' tight boxes)"
         )
-    counted = np.flatnonzero(~ground_truth_flags(gt, protocol)[0][0])
-    gt_groups = group_rows(gt.image[counted].astype(np.int64))
-    gt_rows = counted[gt_groups.order]
-    pair_det, pair_gt = candidate_pairs(dt.image.astype(np.int64), gt_groups)
+    return _max_assignment(gt, dt, protocol, pairs)[:2]
+
+
+def _max_assignment(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, pairs: ImagePairs | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(largest IoU, its GT's class, its GT row) per detection; -1 class and row where none."""
+    if pairs is None or pairs.convention != protocol.box_convention:
+        pairs = image_pairs(gt, dt, convention=protocol.box_convention)
+    is_counted = ~ground_truth_flags(gt, protocol)[0][0]
+    pair_det, p_gt, pair_iou = pairs.select(np.arange(len(dt)), is_counted)
     iou = np.zeros(len(dt))
     gt_class = np.full(len(dt), -1, dtype=np.int64)
+    gt_row = np.full(len(dt), -1, dtype=np.int64)
     if len(pair_det) == 0:
-        return iou, gt_class
-    native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
-    det_box = boxes_as(dt.box, dt.box_format, native)
-    gt_box = boxes_as(gt.box, gt.box_format, native)
-    p_gt = gt_rows[pair_gt]
-    pair_iou = pair_box_iou(
-        det_box[pair_det],
-        gt_box[p_gt],
-        np.zeros(len(pair_det), bool),
-        box_format=native,
-        convention=protocol.box_convention,
-    )
+        return iou, gt_class, gt_row
     # Pairs are detection-major, ground truths in file order: the first maximum is the argmax.
-    order = np.lexsort((np.arange(len(pair_det)), -pair_iou, pair_det))
-    first = order[np.r_[True, pair_det[order][1:] != pair_det[order][:-1]]]
+    first = _first_max(pair_det, pair_iou)
     iou[pair_det[first]] = pair_iou[first]
     has_overlap = pair_iou[first] > 0
+    gt_row[pair_det[first][has_overlap]] = p_gt[first][has_overlap]
     gt_class[pair_det[first][has_overlap]] = gt.category[p_gt[first][has_overlap]]
-    return iou, gt_class
+    return iou, gt_class, gt_row
 
 
 def interpolated_ap(recall: np.ndarray, precision: np.ndarray, protocol: Protocol) -> float:
@@ -223,6 +318,7 @@ def decompose(
     *,
     iou_threshold: float = 0.5,
     variant: str = "max_iou",
+    pairs: ImagePairs | None = None,
 ) -> Decomposition:
     """Decompose each class's precision and recall into localization and classification.
 
@@ -237,6 +333,8 @@ def decompose(
         ``t``.
     variant : {"max_iou"}
         The definition above (the only one implemented).
+    pairs : ImagePairs, optional
+        :func:`image_pairs` of ``gt`` and ``dt``, shared with other analyses (same numbers).
 
     Returns
     -------
@@ -268,7 +366,13 @@ def decompose(
             f"decompose: protocol {protocol.name!r} uses ap_method {protocol.ap_method}; the "
             f"decomposition's APs support 101_point, 11_point and all_point"
         )
-    iou, gt_class = max_iou_assignment(gt, dt, protocol)
+    if protocol.iou_type != "bbox":
+        raise ConfigError(
+            f"decomposition: iou_type {protocol.iou_type!r} is not available (the "
+            f"segm factor PR_S|C,L needs mask IoU against the masks' tight boxes); "
+            f"use iou_type 'bbox'"
+        )
+    iou, gt_class, _ = _max_assignment(gt, dt, protocol, pairs)
     is_loc = (iou >= iou_threshold) & (gt_class >= 0)
     n_class = gt.n_classes
     n_gt = np.bincount(gt.category[~ground_truth_flags(gt, protocol)[0][0]], minlength=n_class)

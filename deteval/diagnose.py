@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from deteval.confusion import ConfusionMatrix, confusion_matrix
 from deteval.data import Detections, GroundTruth
-from deteval.decomposition import Decomposition
+from deteval.decomposition import Decomposition, image_pairs
 from deteval.decomposition import decompose as decompose_classes
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.tide import TideErrors, tide_errors
@@ -82,12 +82,19 @@ def analyze(
     ['confusion', 'decomposition', 'errors']
     """
     protocol = resolve_protocol(protocol)
+    # The box IoU of every same-image pair, measured once for the three parts (each selects
+    # the pairs it needs; the same numbers as measuring them separately).
+    pairs = image_pairs(gt, dt, convention=protocol.box_convention) if protocol.iou_type == "bbox" else None
     return AnalysisResult(
-        errors=tide_errors(gt, dt, protocol, mode=tide_mode, foreground=iou, background=background)
+        errors=tide_errors(
+            gt, dt, protocol, mode=tide_mode, foreground=iou, background=background, pairs=pairs
+        )
         if errors
         else None,
-        decomposition=decompose_classes(gt, dt, protocol, iou_threshold=iou) if decompose else None,
-        confusion=confusion_matrix(gt, dt, protocol, iou_threshold=iou, confidence=confidence)
+        decomposition=decompose_classes(gt, dt, protocol, iou_threshold=iou, pairs=pairs)
+        if decompose
+        else None,
+        confusion=confusion_matrix(gt, dt, protocol, iou_threshold=iou, confidence=confidence, pairs=pairs)
         if confusion
         else None,
     )
