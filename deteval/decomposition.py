@@ -24,6 +24,21 @@ undefined: NaN in arrays, ``null`` in JSON, and the point is left out of the AP.
 
 Confidences: every distinct score of a detection that can move one of the class's counts (its
 predicted class is ``c``, or it is localized on a ground truth of class ``c``), descending.
+
+Masks (``iou_type="segm"``): a third factor, segmentation given class and localization. The
+assignment and localization use the *box* IoU of the masks' tight boxes (each mask's extent as
+written: a polygon's vertex bounds, an RLE's ``toBbox``), so ``L`` and ``C|L`` are the box
+factors of the masks. A detection localized on a ground truth of its own class is then
+*segmented* if the mask IoU (the protocol's ``mask_iou``, raster or exact) with *that* ground
+truth is ``>= t``, and
+
+* ``P_S|C,L = R_S|C,L = #{c_d = c, localized, c*_d = c, segmented} / #{c_d = c, localized,
+  c*_d = c}``;
+* ``D`` counts the segmented detections: ``P_D = #{c_d = c, localized, c*_d = c, segmented} /
+  #{c_d = c}``, so ``P_D = P_L * P_C|L * P_S|C,L`` and ``R_D = R_L * R_C|L * R_S|C,L`` at every
+  point. This ``D`` nests the mask test inside the box assignment (a decision: the factorisation
+  holds exactly); it is not "largest mask IoU over all ground truths", which a detection can pass
+  on another object than the one its box found.
 """
 
 from __future__ import annotations
@@ -36,7 +51,7 @@ from deteval.accumulate import recall_thresholds
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
 from deteval.evaluate import ground_truth_flags
-from deteval.geometry import pair_box_iou
+from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.grouping import candidate_pairs, group_rows
 from deteval.protocol import Protocol, resolve_protocol
 
@@ -48,10 +63,14 @@ __all__ = [
     "decompose",
     "max_iou_assignment",
     "interpolated_ap",
+    "mask_boxes",
     "CURVE_NAMES",
+    "SEGM_CURVE_NAMES",
 ]
 
 CURVE_NAMES = ("precision_D", "recall_D", "precision_L", "recall_L", "precision_CgL", "recall_CgL")
+#: The third factor's curves, present for ``iou_type="segm"`` only.
+SEGM_CURVE_NAMES = ("precision_SgCL", "recall_SgCL")
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,9 +85,11 @@ class ClassDecomposition:
     confidence : float64 (n_conf,)
         Descending.
     curves : dict
-        ``CURVE_NAMES`` -> float64 (n_conf,), NaN where undefined.
+        ``CURVE_NAMES`` (and ``SEGM_CURVE_NAMES`` for masks) -> float64 (n_conf,), NaN where
+        undefined.
     ap : dict
-        ``{"AP_D", "AP_L", "AP_CgL"}`` -> float (NaN for a class without ground truth).
+        ``{"AP_D", "AP_L", "AP_CgL"}`` (and ``"AP_SgCL"`` for masks) -> float (NaN for a class
+        without ground truth).
     """
 
     category_id: int
@@ -86,7 +107,7 @@ class ClassDecomposition:
             **{k: _json(v) for k, v in self.ap.items()},
             "curve": {
                 "confidence": self.confidence.tolist(),
-                **{k: _json_list(self.curves[k]) for k in CURVE_NAMES},
+                **{k: _json_list(self.curves[k]) for k in CURVE_NAMES + SEGM_CURVE_NAMES if k in self.curves},
             },
         }
 
@@ -100,7 +121,8 @@ class Decomposition:
     iou_threshold : float
     per_class : tuple of ClassDecomposition
     mean : dict
-        ``{"AP_D", "AP_L", "AP_CgL"}``: mean of the per-class APs over classes with ground truth.
+        ``{"AP_D", "AP_L", "AP_CgL"}`` (and ``"AP_SgCL"`` for masks): mean of the per-class APs
+        over classes with ground truth.
     """
 
     iou_threshold: float
@@ -177,8 +199,13 @@ class ImagePairs:
         return at, self.pair_gt[keep], self.iou[keep]
 
 
-def image_pairs(gt: GroundTruth, dt: Detections, *, convention: str = "continuous") -> ImagePairs:
+def image_pairs(
+    gt: GroundTruth, dt: Detections, *, convention: str = "continuous", boxes: tuple | None = None
+) -> ImagePairs:
     """Every same-image (detection, ground truth) pair and its box IoU (see :class:`ImagePairs`).
+
+    ``boxes``: ``(gt_box, det_box, box_format)`` to measure instead of ``gt.box`` / ``dt.box``
+    (the masks' tight boxes, :func:`mask_boxes`).
 
     Examples
     --------
@@ -193,14 +220,27 @@ def image_pairs(gt: GroundTruth, dt: Detections, *, convention: str = "continuou
     pair_det, sorted_gt = candidate_pairs(dt.image.astype(np.int64), gt_groups)
     pair_gt = gt_groups.order[sorted_gt]
     native = "xywh" if convention == "continuous" else "xyxy"
+    gt_box, det_box, box_format = boxes or (gt.box, dt.box, None)
     iou = pair_box_iou(
-        boxes_as(dt.box, dt.box_format, native)[pair_det],
-        boxes_as(gt.box, gt.box_format, native)[pair_gt],
+        boxes_as(det_box, box_format or dt.box_format, native)[pair_det],
+        boxes_as(gt_box, box_format or gt.box_format, native)[pair_gt],
         np.zeros(len(pair_det), bool),
         box_format=native,
         convention=convention,
     )
     return ImagePairs(pair_det, pair_gt, iou, convention, len(dt), len(gt))
+
+
+def mask_boxes(masks: PreparedMasks) -> tuple[np.ndarray, np.ndarray]:
+    """The tight boxes (xyxy) of the ground-truth and detection masks; empty masks: a zero box.
+
+    The extent of each mask as parsed: a polygon's vertices' bounds, an RLE's
+    ``pycocotools.mask.toBbox``.
+    """
+    return (
+        np.nan_to_num(masks.gt_masks.masks.bounds, nan=0.0),
+        np.nan_to_num(masks.det_masks.masks.bounds, nan=0.0),
+    )
 
 
 def _first_max(pair_det: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -320,7 +360,7 @@ def decompose(
     variant: str = "max_iou",
     pairs: ImagePairs | None = None,
 ) -> Decomposition:
-    """Decompose each class's precision and recall into localization and classification.
+    """Decompose each class's precision and recall into localization and classification (and segmentation).
 
     Parameters
     ----------
@@ -343,7 +383,13 @@ def decompose(
     Raises
     ------
     ConfigError
-        ``iou_type="segm"`` (not available), an unknown variant, or ``t`` outside [0, 1].
+        ``iou_type="keypoints"``, an unknown variant, or ``t`` outside [0, 1].
+
+    Notes
+    -----
+    ``iou_type="segm"`` adds the factor ``S|C,L`` (module docstring): curves
+    ``precision_SgCL`` / ``recall_SgCL`` and ``AP_SgCL``, and ``D`` is then the masks'.
+    ``pairs`` is not used there (the boxes are the masks').
 
     Examples
     --------
@@ -366,14 +412,29 @@ def decompose(
             f"decompose: protocol {protocol.name!r} uses ap_method {protocol.ap_method}; the "
             f"decomposition's APs support 101_point, 11_point and all_point"
         )
-    if protocol.iou_type != "bbox":
+    if protocol.iou_type not in ("bbox", "segm"):
         raise ConfigError(
-            f"decomposition: iou_type {protocol.iou_type!r} is not available (the "
-            f"segm factor PR_S|C,L needs mask IoU against the masks' tight boxes); "
-            f"use iou_type 'bbox'"
+            f"decomposition: iou_type {protocol.iou_type!r} is not available; use iou_type 'bbox' or 'segm'"
         )
-    iou, gt_class, _ = _max_assignment(gt, dt, protocol, pairs)
+    is_segm = protocol.iou_type == "segm"
+    if is_segm:  # localization by the masks' tight boxes (module docstring)
+        masks = prepare_masks(gt, dt, protocol)
+        pairs = image_pairs(gt, dt, convention=protocol.box_convention, boxes=(*mask_boxes(masks), "xyxy"))
+    iou, gt_class, gt_row = _max_assignment(gt, dt, protocol, pairs)
     is_loc = (iou >= iou_threshold) & (gt_class >= 0)
+    is_seg = np.zeros(len(dt), dtype=bool)
+    if is_segm:
+        # The third factor: the mask IoU with the ground truth the box found, for the detections
+        # localized on an object of their own class (pruned relative to t in exact mode).
+        rows = np.flatnonzero(is_loc & (gt_class == dt.category))
+        seg_iou = pair_mask_iou(
+            masks,
+            gt_row[rows],
+            rows,
+            np.zeros(len(rows), bool),
+            protocol.replace(iou_thresholds=(iou_threshold,)),
+        )
+        is_seg[rows] = seg_iou >= iou_threshold
     n_class = gt.n_classes
     n_gt = np.bincount(gt.category[~ground_truth_flags(gt, protocol)[0][0]], minlength=n_class)
     # Each detection enters its predicted class, and (if localized elsewhere) its GT's class.
@@ -388,31 +449,40 @@ def decompose(
     is_pred_loc = is_pred & is_loc[entry_det]
     is_true_loc = is_loc[entry_det] & (gt_class[entry_det] == entry_class)
     is_ok = is_pred_loc & is_true_loc
+    is_ok_seg = is_ok & is_seg[entry_det]
+    ap_names = ("AP_D", "AP_L", "AP_CgL", "AP_SgCL") if is_segm else ("AP_D", "AP_L", "AP_CgL")
     bounds = np.searchsorted(entry_class, np.arange(n_class + 1))
     per_class = []
     for k in range(n_class):
         lo, hi = bounds[k], bounds[k + 1]
         s = score[lo:hi]
         last = np.flatnonzero(np.r_[s[1:] != s[:-1], True]) if hi > lo else np.zeros(0, np.int64)
-        n_pred, n_pred_loc, n_ok, n_true_loc = (
-            np.cumsum(x[lo:hi])[last].astype(np.float64) for x in (is_pred, is_pred_loc, is_ok, is_true_loc)
+        n_pred, n_pred_loc, n_ok, n_true_loc, n_ok_seg = (
+            np.cumsum(x[lo:hi])[last].astype(np.float64)
+            for x in (is_pred, is_pred_loc, is_ok, is_true_loc, is_ok_seg)
         )
         n_pos = np.full(len(last), float(n_gt[k]))
+        n_found = n_ok_seg if is_segm else n_ok  # the numerator of D
         curves = {
-            "precision_D": _ratio(n_ok, n_pred),
-            "recall_D": _ratio(n_ok, n_pos),
+            "precision_D": _ratio(n_found, n_pred),
+            "recall_D": _ratio(n_found, n_pos),
             "precision_L": _ratio(n_pred_loc, n_pred),
             "recall_L": _ratio(n_true_loc, n_pos),
             "precision_CgL": _ratio(n_ok, n_pred_loc),
             "recall_CgL": _ratio(n_ok, n_true_loc),
         }
+        if is_segm:
+            # The precision and the recall side share this factor's counts: both are the
+            # fraction of the localized, rightly classified detections whose mask matches.
+            curves["precision_SgCL"] = _ratio(n_ok_seg, n_ok)
+            curves["recall_SgCL"] = _ratio(n_ok_seg, n_ok)
         if n_gt[k] > 0:
             ap = {
                 name: interpolated_ap(curves[f"recall_{name[3:]}"], curves[f"precision_{name[3:]}"], protocol)
-                for name in ("AP_D", "AP_L", "AP_CgL")
+                for name in ap_names
             }
         else:
-            ap = dict.fromkeys(("AP_D", "AP_L", "AP_CgL"), float("nan"))
+            ap = dict.fromkeys(ap_names, float("nan"))
         per_class.append(
             ClassDecomposition(
                 category_id=int(gt.category_id[k]),
@@ -424,7 +494,7 @@ def decompose(
             )
         )
     mean = {}
-    for name in ("AP_D", "AP_L", "AP_CgL"):
+    for name in ap_names:
         values = np.array([c.ap[name] for c in per_class if c.n_gt > 0])
         mean[name] = float(np.mean(values)) if len(values) else float("nan")
     return Decomposition(iou_threshold=float(iou_threshold), per_class=tuple(per_class), mean=mean)

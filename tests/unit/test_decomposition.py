@@ -134,11 +134,11 @@ def test_interpolated_ap_equals_accumulate_on_ranked_lists(preset, seed):
     assert interpolated_ap(recall, precision, protocol) == pytest.approx(float(acc.ap[0, 0, 0, 0]), abs=1e-12)
 
 
-def test_segm_is_refused_with_a_config_error():
+def test_keypoints_and_bad_options_are_refused_with_a_config_error():
     gt_dict, dt_list = confused(1)
     gt, dt = _load(gt_dict, dt_list)
-    with pytest.raises(ConfigError, match="iou_type 'segm' is not available"):
-        decompose(gt, dt, get_protocol("coco").replace(iou_type="segm"))
+    with pytest.raises(ConfigError, match="iou_type 'keypoints' is not available"):
+        decompose(gt, dt, get_protocol("coco-keypoints"))
     with pytest.raises(ConfigError, match="variant must be 'max_iou', found 'matched'"):
         decompose(gt, dt, variant="matched")
     with pytest.raises(ConfigError, match="iou_threshold must be in"):
