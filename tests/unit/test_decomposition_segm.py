@@ -60,7 +60,7 @@ def _rle(segmentation, height, width):
 
 
 def _tight_box(segmentation, height, width):
-    """Xywh extent of the mask as written: polygon vertices' bounds, or the RLE's toBbox."""
+    """The xywh extent of the mask as written: polygon vertices' bounds, or the RLE's toBbox."""
     if isinstance(segmentation, list):
         xs = [v for part in segmentation for v in part[0::2]]
         ys = [v for part in segmentation for v in part[1::2]]
@@ -71,7 +71,7 @@ def _tight_box(segmentation, height, width):
 
 
 def _box_iou(d, g):
-    """Pycocotools' bbIou on xywh boxes, operation by operation."""
+    """The bbIou of pycocotools on xywh boxes, operation by operation."""
     iw = min(d[2] + d[0], g[2] + g[0]) - max(d[0], g[0])
     ih = min(d[3] + d[1], g[3] + g[1]) - max(d[1], g[1])
     if iw <= 0 or ih <= 0:
