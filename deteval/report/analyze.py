@@ -133,20 +133,12 @@ def _analysis_sections(doc: dict) -> list:
         out.append((title, header, rows))
     if "decomposition" in doc:
         d = doc["decomposition"]
-        title = f"AP decomposition at IoU {d['iou_threshold']:g} (D = L x C|L)"
-        header = ["class", "AP_D", "AP_L", "AP_CgL"]
-        rows = [
-            [c["name"], _analysis_num(c["AP_D"]), _analysis_num(c["AP_L"]), _analysis_num(c["AP_CgL"])]
-            for c in d["per_class"]
-        ]
-        rows.append(
-            [
-                "mean",
-                _analysis_num(d["mean"]["AP_D"]),
-                _analysis_num(d["mean"]["AP_L"]),
-                _analysis_num(d["mean"]["AP_CgL"]),
-            ]
-        )
+        names = [k for k in ("AP_D", "AP_L", "AP_CgL", "AP_SgCL") if k in d["mean"]]
+        product = " x ".join(n[3:].replace("CgL", "C|L").replace("SgCL", "S|C,L") for n in names[1:])
+        title = f"AP decomposition at IoU {d['iou_threshold']:g} (D = {product})"
+        header = ["class", *names]
+        rows = [[c["name"], *(_analysis_num(c[n]) for n in names)] for c in d["per_class"]]
+        rows.append(["mean", *(_analysis_num(d["mean"][n]) for n in names)])
         out.append((title, header, rows))
     if "confusion" in doc:
         c = doc["confusion"]
