@@ -37,6 +37,7 @@ from deteval.errors import ConfigError
 from deteval.evaluate import ground_truth_flags
 from deteval.geometry import pair_box_iou
 from deteval.grouping import candidate_pairs, group_rows
+from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 
 __all__ = ["ConfusionMatrix", "confusion_matrix", "greedy_pairs"]
@@ -156,6 +157,9 @@ def confusion_matrix(
         )
     if not (0.0 <= iou_threshold <= 1.0):
         raise ConfigError(f"confusion_matrix: iou_threshold must be in [0, 1], found {iou_threshold!r}")
+    pooled_gt, dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class
+    if pooled_gt is not gt:
+        gt, pairs = pooled_gt, None  # pairs of the unpooled values: ground-truth rows moved
     n_class = gt.n_classes
     is_ignored_all, is_reusable, _ = ground_truth_flags(gt, protocol)
     is_ignored = is_ignored_all[0]

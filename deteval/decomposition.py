@@ -53,6 +53,7 @@ from deteval.errors import ConfigError
 from deteval.evaluate import ground_truth_flags
 from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.grouping import candidate_pairs, group_rows
+from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 
 __all__ = [
@@ -416,6 +417,9 @@ def decompose(
         raise ConfigError(
             f"decomposition: iou_type {protocol.iou_type!r} is not available; use iou_type 'bbox' or 'segm'"
         )
+    pooled_gt, dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class
+    if pooled_gt is not gt:
+        gt, pairs = pooled_gt, None  # pairs of the unpooled values: ground-truth rows moved
     is_segm = protocol.iou_type == "segm"
     if is_segm:  # localization by the masks' tight boxes (module docstring)
         masks = prepare_masks(gt, dt, protocol)

@@ -12,6 +12,7 @@ from deteval.confusion import ConfusionMatrix, confusion_matrix
 from deteval.data import Detections, GroundTruth
 from deteval.decomposition import Decomposition, image_pairs
 from deteval.decomposition import decompose as decompose_classes
+from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.tide import TideErrors, tide_errors
 
@@ -82,6 +83,7 @@ def analyze(
     ['confusion', 'decomposition', 'errors']
     """
     protocol = resolve_protocol(protocol)
+    gt, dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class for all three parts
     # The box IoU of every same-image pair, measured once for the three parts (each selects
     # the pairs it needs; the same numbers as measuring them separately).
     pairs = image_pairs(gt, dt, convention=protocol.box_convention) if protocol.iou_type == "bbox" else None

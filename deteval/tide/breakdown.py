@@ -16,6 +16,7 @@ from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
 from deteval.evaluate import pair_iou as protocol_pair_iou
 from deteval.geometry import pair_box_iou, prepare_masks
+from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.tide.ap import _protocol_ap_fn, _tidecv_ap_fn
 from deteval.tide.oracle import _best_fixable, _classify, _fixed_scenario
@@ -199,6 +200,10 @@ def tide_errors(
         out, pair_iou_fn, ap_fn, lanes = _setup_tidecv(gt, dt, protocol, foreground, max_dets, ap_thresholds)
         convention = "continuous"
     else:
+        if protocol is not None:  # class_agnostic: one class
+            pooled_gt, dt = pooled_for(gt, dt, resolve_protocol(protocol))
+            if pooled_gt is not gt:
+                gt, pairs, n_class = pooled_gt, None, 1  # pairs of the unpooled values: rows moved
         out, pair_iou_fn, ap_fn = _setup_protocol(gt, dt, protocol, foreground)
         eff = resolve_protocol(cast(Protocol, protocol))
         convention = eff.box_convention if eff.iou_type == "bbox" else ""

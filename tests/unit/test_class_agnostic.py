@@ -191,3 +191,14 @@ def test_compare_explain_attributes_it_to_the_matching_rule():
 def test_the_evaluator_refuses_it():
     with pytest.raises(ConfigError, match="class_agnostic: true, which the Evaluator does not support"):
         deteval.Evaluator(agnostic())
+
+
+def test_analyze_pools_all_three_parts():
+    gt = load_ground_truth(CONFUSED_GT)
+    dt = load_detections(CONFUSED_DT, gt)
+    found = deteval.diagnose.analyze(gt, dt, agnostic(), tide_mode="protocol")
+    assert [c["name"] for c in found.errors.per_class] == ["all classes"]
+    assert found.errors.ap == pytest.approx(1.0)
+    assert found.decomposition.mean["AP_D"] == pytest.approx(1.0)
+    assert found.confusion.labels == ("all classes", "background")
+    assert found.confusion.matrix.tolist() == [[1, 0], [0, 0]]
