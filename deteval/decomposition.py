@@ -50,10 +50,10 @@ import numpy as np
 from deteval.accumulate import recall_thresholds
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
-from deteval.evaluate import ground_truth_flags
+from deteval.evaluate import ground_truth_flags, match
 from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.grouping import candidate_pairs, group_rows
-from deteval.pooling import pooled_for
+from deteval.pooling import pool_categories, pooled_for, pooled_rows
 from deteval.protocol import Protocol, resolve_protocol
 
 __all__ = [
@@ -65,10 +65,14 @@ __all__ = [
     "max_iou_assignment",
     "interpolated_ap",
     "mask_boxes",
+    "matched_assignment",
     "CURVE_NAMES",
     "SEGM_CURVE_NAMES",
+    "VARIANTS",
 ]
 
+#: The decomposition's variants: the documented one (largest IoU) and the protocol's matching.
+VARIANTS = ("max_iou", "matched")
 CURVE_NAMES = ("precision_D", "recall_D", "precision_L", "recall_L", "precision_CgL", "recall_CgL")
 #: The third factor's curves, present for ``iou_type="segm"`` only.
 SEGM_CURVE_NAMES = ("precision_SgCL", "recall_SgCL")
@@ -306,6 +310,56 @@ def _max_assignment(
     return iou, gt_class, gt_row
 
 
+def matched_assignment(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, *, iou_threshold: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``matched`` variant: localization by the protocol's own one-to-one matching.
+
+    The protocol's matching rule, crowd and ignore rules, box convention and IoU comparison, at
+    the single threshold ``t``, on its first area range, without ``max_dets``, run with every
+    class pooled (``class_agnostic``), so that a detection can be matched to an object of
+    another class: it is *localized* if matched, and ``c*_d`` is its object's class. Unlike the
+    largest IoU, one object localizes one detection at most (duplicates are not localized).
+    Detections the matching ignores (on a crowd region, outside the area range) take no part.
+
+    Returns
+    -------
+    is_loc : bool (n_det,)
+    gt_class : int64 (n_det,)
+        Class index of the matched object; -1 where unmatched.
+    is_kept : bool (n_det,)
+        False for the detections the matching ignores.
+    """
+    if protocol.federated_labels == "lvis":
+        raise ConfigError(
+            f"decompose: variant 'matched' pools the classes, which LVIS' federated labels of "
+            f"protocol {protocol.name!r} cannot; use variant 'max_iou'"
+        )
+    lane = protocol.replace(
+        class_agnostic=True,
+        iou_thresholds=(float(iou_threshold),),
+        area_ranges=(protocol.area_ranges[0],),
+        max_dets=None,
+        max_dets_per_class=None,
+    )
+    pooled_gt, pooled_dt = pool_categories(gt, dt)
+    table = match(pooled_gt, pooled_dt, lane)
+    # Table rows -> detection rows: the pooled detections' tie rank is a permutation.
+    det_row = np.argsort(pooled_dt.order)[table.det_order]
+    gt_row = pooled_rows(gt)
+    is_loc = np.zeros(len(dt), dtype=bool)
+    is_loc[det_row] = table.det_is_tp[0]
+    is_kept = np.ones(len(dt), dtype=bool)
+    is_kept[det_row] = ~table.det_is_ignored[0]
+    gt_class = np.full(len(dt), -1, dtype=np.int64)
+    lane0 = table.match_lane == 0
+    matched_det = det_row[table.match_det[lane0]]
+    matched_class = gt.category[gt_row[table.match_gt[lane0]]]
+    tp = is_loc[matched_det]
+    gt_class[matched_det[tp]] = matched_class[tp]
+    return is_loc, gt_class, is_kept
+
+
 def interpolated_ap(recall: np.ndarray, precision: np.ndarray, protocol: Protocol) -> float:
     """AP of a sequence of (recall, precision) points under the protocol's ``ap_method``.
 
@@ -372,8 +426,9 @@ def decompose(
         its matching does not (the assignment is by largest IoU, see the module docstring).
     iou_threshold : float
         ``t``.
-    variant : {"max_iou"}
-        The definition above (the only one implemented).
+    variant : {"max_iou", "matched"}
+        ``max_iou``: the definition above. ``matched``: the protocol's own one-to-one matching
+        instead of the largest IoU (see :func:`matched_assignment`); boxes only.
     pairs : ImagePairs, optional
         :func:`image_pairs` of ``gt`` and ``dt``, shared with other analyses (same numbers).
 
@@ -402,9 +457,12 @@ def decompose(
     >>> a = decompose(g, d).per_class[0]
     >>> a.curves["recall_L"].tolist(), a.curves["recall_CgL"].tolist(), a.curves["recall_D"].tolist()
     ([1.0, 2.0], [1.0, 0.5], [1.0, 1.0])
+    >>> m = decompose(g, d, variant="matched").per_class[0]  # one-to-one: the b box is not localized
+    >>> m.confidence.tolist(), m.curves["recall_L"].tolist(), m.curves["recall_D"].tolist()
+    ([0.9], [1.0], [1.0])
     """
-    if variant != "max_iou":
-        raise ConfigError(f"decompose: variant must be 'max_iou', found {variant!r}")
+    if variant not in VARIANTS:
+        raise ConfigError(f"decompose: variant must be one of {list(VARIANTS)}, found {variant!r}")
     if not (0.0 <= iou_threshold <= 1.0):
         raise ConfigError(f"decompose: iou_threshold must be in [0, 1], found {iou_threshold!r}")
     protocol = resolve_protocol(protocol)
@@ -421,6 +479,14 @@ def decompose(
     if pooled_gt is not gt:
         gt, pairs = pooled_gt, None  # pairs of the unpooled values: ground-truth rows moved
     is_segm = protocol.iou_type == "segm"
+    if variant == "matched":
+        if is_segm:
+            raise ConfigError(
+                "decompose: variant 'matched' decomposes boxes only (the protocol's matching of "
+                "masks already localizes by mask IoU); use variant 'max_iou' for iou_type 'segm'"
+            )
+        is_loc, gt_class, is_kept = matched_assignment(gt, dt, protocol, iou_threshold=iou_threshold)
+        return _decomposition(gt, dt, protocol, iou_threshold, is_loc, gt_class, None, is_kept)
     if is_segm:  # localization by the masks' tight boxes (module docstring)
         masks = prepare_masks(gt, dt, protocol)
         pairs = image_pairs(gt, dt, convention=protocol.box_convention, boxes=(*mask_boxes(masks), "xyxy"))
@@ -439,13 +505,35 @@ def decompose(
             protocol.replace(iou_thresholds=(iou_threshold,)),
         )
         is_seg[rows] = seg_iou >= iou_threshold
+    return _decomposition(
+        gt, dt, protocol, iou_threshold, is_loc, gt_class, is_seg if is_segm else None, np.ones(len(dt), bool)
+    )
+
+
+def _decomposition(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    iou_threshold: float,
+    is_loc: np.ndarray,
+    gt_class: np.ndarray,
+    is_seg: np.ndarray | None,
+    is_kept: np.ndarray,
+) -> Decomposition:
+    """The curves and APs from each detection's localization, true class (and mask test).
+
+    ``is_seg`` None: boxes (no third factor); ``is_kept``: the detections that count at all.
+    """
+    is_segm = is_seg is not None
+    if is_seg is None:
+        is_seg = np.zeros(len(dt), dtype=bool)
     n_class = gt.n_classes
     n_gt = np.bincount(gt.category[~ground_truth_flags(gt, protocol)[0][0]], minlength=n_class)
     # Each detection enters its predicted class, and (if localized elsewhere) its GT's class.
-    det_rows = np.arange(len(dt))
-    extra = np.flatnonzero(is_loc & (gt_class != dt.category))
+    det_rows = np.flatnonzero(is_kept)
+    extra = np.flatnonzero(is_kept & is_loc & (gt_class != dt.category))
     entry_det = np.concatenate([det_rows, extra])
-    entry_class = np.concatenate([dt.category, gt_class[extra]])
+    entry_class = np.concatenate([dt.category[det_rows], gt_class[extra]])
     order = np.lexsort((-dt.score[entry_det], entry_class))
     entry_det, entry_class = entry_det[order], entry_class[order]
     score = dt.score[entry_det]

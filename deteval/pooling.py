@@ -24,6 +24,7 @@ __all__ = [
     "pooled_for",
     "ground_truth_for",
     "is_pooled",
+    "pooled_rows",
     "POOLED_CATEGORY_ID",
     "POOLED_CATEGORY_NAME",
 ]
@@ -117,7 +118,7 @@ def pool_ground_truth(
     >>> pool_ground_truth(g).annotation_id.tolist()
     [8, 7]
     """
-    gt_rows = np.lexsort((np.arange(len(gt)), gt.category))
+    gt_rows = pooled_rows(gt)
     gt_segm = None if gt.segmentation is None else tuple(gt.segmentation[i] for i in gt_rows)
     return GroundTruth(
         image_id=gt.image_id,
@@ -145,6 +146,21 @@ def pool_ground_truth(
         # federated (LVIS) labels and category frequencies name categories: none is left.
         has_image_ids=gt.has_image_ids,
     )
+
+
+def pooled_rows(gt: GroundTruth) -> np.ndarray:
+    """Row ``i`` of :func:`pool_ground_truth`'s result is row ``pooled_rows(gt)[i]`` of ``gt``.
+
+    Examples
+    --------
+    >>> from deteval.io import load_ground_truth
+    >>> g = load_ground_truth({"images": [{"id": 1}], "categories": [{"id": 1}, {"id": 2}],
+    ...     "annotations": [{"id": i, "image_id": 1, "category_id": c, "bbox": [0, 0, 1, 1],
+    ...                      "area": 1, "iscrowd": 0} for i, c in ((7, 2), (8, 1))]})
+    >>> pooled_rows(g).tolist()
+    [1, 0]
+    """
+    return np.lexsort((np.arange(len(gt)), gt.category))
 
 
 def is_pooled(gt: GroundTruth) -> bool:
