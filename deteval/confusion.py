@@ -32,10 +32,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as
+from deteval.decomposition import ImagePairs
 from deteval.errors import ConfigError
 from deteval.evaluate import ground_truth_flags
 from deteval.geometry import pair_box_iou
 from deteval.grouping import candidate_pairs, group_rows
+from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 
 __all__ = ["ConfusionMatrix", "confusion_matrix", "greedy_pairs"]
@@ -113,6 +115,7 @@ def confusion_matrix(
     *,
     iou_threshold: float = 0.5,
     confidence: float = 0.0,
+    pairs: ImagePairs | None = None,
 ) -> ConfusionMatrix:
     """The confusion matrix (module docstring: the rule) at ``iou_threshold`` and ``confidence``.
 
@@ -125,6 +128,9 @@ def confusion_matrix(
         comparison apply; its matching does not.
     iou_threshold : float
     confidence : float
+    pairs : ImagePairs, optional
+        :func:`deteval.decomposition.image_pairs` of ``gt`` and ``dt`` in the protocol's box
+        convention, to reuse their IoUs (the same numbers); computed here when not given.
 
     Returns
     -------
@@ -151,6 +157,9 @@ def confusion_matrix(
         )
     if not (0.0 <= iou_threshold <= 1.0):
         raise ConfigError(f"confusion_matrix: iou_threshold must be in [0, 1], found {iou_threshold!r}")
+    pooled_gt, dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class
+    if pooled_gt is not gt:
+        gt, pairs = pooled_gt, None  # pairs of the unpooled values: ground-truth rows moved
     n_class = gt.n_classes
     is_ignored_all, is_reusable, _ = ground_truth_flags(gt, protocol)
     is_ignored = is_ignored_all[0]
@@ -178,9 +187,14 @@ def confusion_matrix(
         return p_det[ok], rows[p_gt[ok]], iou[ok]
 
     counted = np.flatnonzero(~is_ignored)
-    p_det, p_gt, p_iou = pairs_with(
-        counted, gt.image[counted].astype(np.int64), dt.image[kept].astype(np.int64), crowd=False
-    )
+    if pairs is not None and pairs.convention == protocol.box_convention:
+        p_det, p_gt, p_iou = pairs.select(kept, ~is_ignored)
+        ok = passes(p_iou)
+        p_det, p_gt, p_iou = p_det[ok], p_gt[ok], p_iou[ok]
+    else:
+        p_det, p_gt, p_iou = pairs_with(
+            counted, gt.image[counted].astype(np.int64), dt.image[kept].astype(np.int64), crowd=False
+        )
     order = np.lexsort((p_gt, dt.order[kept[p_det]], -dt.score[kept[p_det]], -p_iou))
     p_det, p_gt = p_det[order], p_gt[order]
     chosen = greedy_pairs(p_det, p_gt, len(kept), len(gt))

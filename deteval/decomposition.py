@@ -24,6 +24,21 @@ undefined: NaN in arrays, ``null`` in JSON, and the point is left out of the AP.
 
 Confidences: every distinct score of a detection that can move one of the class's counts (its
 predicted class is ``c``, or it is localized on a ground truth of class ``c``), descending.
+
+Masks (``iou_type="segm"``): a third factor, segmentation given class and localization. The
+assignment and localization use the *box* IoU of the masks' tight boxes (each mask's extent as
+written: a polygon's vertex bounds, an RLE's ``toBbox``), so ``L`` and ``C|L`` are the box
+factors of the masks. A detection localized on a ground truth of its own class is then
+*segmented* if the mask IoU (the protocol's ``mask_iou``, raster or exact) with *that* ground
+truth is ``>= t``, and
+
+* ``P_S|C,L = R_S|C,L = #{c_d = c, localized, c*_d = c, segmented} / #{c_d = c, localized,
+  c*_d = c}``;
+* ``D`` counts the segmented detections: ``P_D = #{c_d = c, localized, c*_d = c, segmented} /
+  #{c_d = c}``, so ``P_D = P_L * P_C|L * P_S|C,L`` and ``R_D = R_L * R_C|L * R_S|C,L`` at every
+  point. This ``D`` nests the mask test inside the box assignment (a decision: the factorisation
+  holds exactly); it is not "largest mask IoU over all ground truths", which a detection can pass
+  on another object than the one its box found.
 """
 
 from __future__ import annotations
@@ -35,21 +50,32 @@ import numpy as np
 from deteval.accumulate import recall_thresholds
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
-from deteval.evaluate import ground_truth_flags
-from deteval.geometry import pair_box_iou
+from deteval.evaluate import ground_truth_flags, match
+from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.grouping import candidate_pairs, group_rows
+from deteval.pooling import pool_categories, pooled_for, pooled_rows
 from deteval.protocol import Protocol, resolve_protocol
 
 __all__ = [
+    "ImagePairs",
+    "image_pairs",
     "Decomposition",
     "ClassDecomposition",
     "decompose",
     "max_iou_assignment",
     "interpolated_ap",
+    "mask_boxes",
+    "matched_assignment",
     "CURVE_NAMES",
+    "SEGM_CURVE_NAMES",
+    "VARIANTS",
 ]
 
+#: The decomposition's variants: the documented one (largest IoU) and the protocol's matching.
+VARIANTS = ("max_iou", "matched")
 CURVE_NAMES = ("precision_D", "recall_D", "precision_L", "recall_L", "precision_CgL", "recall_CgL")
+#: The third factor's curves, present for ``iou_type="segm"`` only.
+SEGM_CURVE_NAMES = ("precision_SgCL", "recall_SgCL")
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,9 +90,11 @@ class ClassDecomposition:
     confidence : float64 (n_conf,)
         Descending.
     curves : dict
-        ``CURVE_NAMES`` -> float64 (n_conf,), NaN where undefined.
+        ``CURVE_NAMES`` (and ``SEGM_CURVE_NAMES`` for masks) -> float64 (n_conf,), NaN where
+        undefined.
     ap : dict
-        ``{"AP_D", "AP_L", "AP_CgL"}`` -> float (NaN for a class without ground truth).
+        ``{"AP_D", "AP_L", "AP_CgL"}`` (and ``"AP_SgCL"`` for masks) -> float (NaN for a class
+        without ground truth).
     """
 
     category_id: int
@@ -84,7 +112,7 @@ class ClassDecomposition:
             **{k: _json(v) for k, v in self.ap.items()},
             "curve": {
                 "confidence": self.confidence.tolist(),
-                **{k: [_json(x) for x in self.curves[k].tolist()] for k in CURVE_NAMES},
+                **{k: _json_list(self.curves[k]) for k in CURVE_NAMES + SEGM_CURVE_NAMES if k in self.curves},
             },
         }
 
@@ -98,7 +126,8 @@ class Decomposition:
     iou_threshold : float
     per_class : tuple of ClassDecomposition
     mean : dict
-        ``{"AP_D", "AP_L", "AP_CgL"}``: mean of the per-class APs over classes with ground truth.
+        ``{"AP_D", "AP_L", "AP_CgL"}`` (and ``"AP_SgCL"`` for masks): mean of the per-class APs
+        over classes with ground truth.
     """
 
     iou_threshold: float
@@ -118,7 +147,119 @@ def _json(value: float) -> float | None:
     return None if value != value else float(value)
 
 
-def max_iou_assignment(gt: GroundTruth, dt: Detections, protocol: Protocol) -> tuple[np.ndarray, np.ndarray]:
+def _json_list(values: np.ndarray) -> list:
+    """``[_json(x) for x in values]``, a loop over the NaN entries only."""
+    out = values.tolist()
+    for i in np.flatnonzero(np.isnan(values)).tolist():
+        out[i] = None
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class ImagePairs:
+    """Every (detection, ground truth) pair of one image, any class, with its box IoU.
+
+    Computed once by :func:`image_pairs` and shared by the parts of
+    :func:`deteval.diagnose.analyze` (TIDE's error classes, the decomposition's largest IoU, the
+    confusion matrix), which each select the pairs they need: the IoU of a pair does not depend
+    on which other pairs are computed, so the numbers are those of computing them separately.
+
+    Attributes
+    ----------
+    pair_det, pair_gt : int64 (n_pair,)
+        Detection and ground-truth rows; detection-major in row order, then ground truths in
+        file order.
+    iou : float64 (n_pair,)
+        Plain box IoU (no crowd rule) in ``convention``.
+    convention : {"continuous", "pixel_inclusive"}
+    n_det, n_gt : int
+    """
+
+    pair_det: np.ndarray
+    pair_gt: np.ndarray
+    iou: np.ndarray
+    convention: str
+    n_det: int
+    n_gt: int
+
+    def select(self, det_rows: np.ndarray, is_gt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The pairs of the detections ``det_rows`` with the ground truths where ``is_gt``.
+
+        Returns
+        -------
+        pair_det : int64
+            Position in ``det_rows``, in that order (detection-major).
+        pair_gt : int64
+            Ground-truth row, in file order within a detection.
+        iou : float64
+        """
+        position = np.full(self.n_det, -1, dtype=np.int64)
+        position[det_rows] = np.arange(len(det_rows))
+        at = position[self.pair_det]
+        keep = np.flatnonzero((at >= 0) & is_gt[self.pair_gt])
+        at = at[keep]
+        if len(at) > 1 and (at[1:] < at[:-1]).any():
+            keep = keep[np.argsort(at, kind="stable")]
+            at = position[self.pair_det[keep]]
+        return at, self.pair_gt[keep], self.iou[keep]
+
+
+def image_pairs(
+    gt: GroundTruth, dt: Detections, *, convention: str = "continuous", boxes: tuple | None = None
+) -> ImagePairs:
+    """Every same-image (detection, ground truth) pair and its box IoU (see :class:`ImagePairs`).
+
+    ``boxes``: ``(gt_box, det_box, box_format)`` to measure instead of ``gt.box`` / ``dt.box``
+    (the masks' tight boxes, :func:`mask_boxes`).
+
+    Examples
+    --------
+    >>> from deteval.io import load_detections, load_ground_truth
+    >>> g = load_ground_truth({"images": [{"id": 1}], "categories": [{"id": 1}],
+    ...     "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0}]})
+    >>> d = load_detections([{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 5], "score": .9}], g)
+    >>> image_pairs(g, d).iou.tolist()
+    [0.5]
+    """
+    gt_groups = group_rows(gt.image.astype(np.int64))  # stable: file order in an image
+    pair_det, sorted_gt = candidate_pairs(dt.image.astype(np.int64), gt_groups)
+    pair_gt = gt_groups.order[sorted_gt]
+    native = "xywh" if convention == "continuous" else "xyxy"
+    gt_box, det_box, box_format = boxes or (gt.box, dt.box, None)
+    iou = pair_box_iou(
+        boxes_as(det_box, box_format or dt.box_format, native)[pair_det],
+        boxes_as(gt_box, box_format or gt.box_format, native)[pair_gt],
+        np.zeros(len(pair_det), bool),
+        box_format=native,
+        convention=convention,
+    )
+    return ImagePairs(pair_det, pair_gt, iou, convention, len(dt), len(gt))
+
+
+def mask_boxes(masks: PreparedMasks) -> tuple[np.ndarray, np.ndarray]:
+    """The tight boxes (xyxy) of the ground-truth and detection masks; empty masks: a zero box.
+
+    The extent of each mask as parsed: a polygon's vertices' bounds, an RLE's
+    ``pycocotools.mask.toBbox``.
+    """
+    return (
+        np.nan_to_num(masks.gt_masks.masks.bounds, nan=0.0),
+        np.nan_to_num(masks.det_masks.masks.bounds, nan=0.0),
+    )
+
+
+def _first_max(pair_det: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per run of equal ``pair_det`` (detection-major pairs): the index of its first maximum."""
+    n = len(pair_det)
+    start = np.flatnonzero(np.r_[True, pair_det[1:] != pair_det[:-1]])
+    best = np.maximum.reduceat(values, start)
+    run = np.repeat(np.arange(len(start)), np.diff(np.append(start, n)))
+    return np.minimum.reduceat(np.where(values == best[run], np.arange(n), n), start)
+
+
+def max_iou_assignment(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, *, pairs: ImagePairs | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Each detection's largest IoU with a counted ground truth of its image, and that GT's class.
 
     Parameters
@@ -127,6 +268,9 @@ def max_iou_assignment(gt: GroundTruth, dt: Detections, protocol: Protocol) -> t
     dt : Detections
     protocol : Protocol
         Its box convention and its ignored ground truths (first area range) apply.
+    pairs : ImagePairs, optional
+        The image pairs of ``gt`` and ``dt`` (:func:`image_pairs`), to reuse their IoUs; computed
+        here when not given or in another box convention.
 
     Returns
     -------
@@ -138,36 +282,82 @@ def max_iou_assignment(gt: GroundTruth, dt: Detections, protocol: Protocol) -> t
     """
     if protocol.iou_type != "bbox":
         raise ConfigError(
-            f"decomposition: iou_type {protocol.iou_type!r} is not available (the "
-            f"segm factor PR_S|C,L needs mask IoU against the masks' tight boxes); "
-            f"use iou_type 'bbox'"
+            f"max_iou_assignment: iou_type {protocol.iou_type!r}: box IoU only; "
+            f"decompose() handles 'segm' (with the masks' tight boxes)"
         )
-    counted = np.flatnonzero(~ground_truth_flags(gt, protocol)[0][0])
-    gt_groups = group_rows(gt.image[counted].astype(np.int64))
-    gt_rows = counted[gt_groups.order]
-    pair_det, pair_gt = candidate_pairs(dt.image.astype(np.int64), gt_groups)
+    return _max_assignment(gt, dt, protocol, pairs)[:2]
+
+
+def _max_assignment(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, pairs: ImagePairs | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(largest IoU, its GT's class, its GT row) per detection; -1 class and row where none."""
+    if pairs is None or pairs.convention != protocol.box_convention:
+        pairs = image_pairs(gt, dt, convention=protocol.box_convention)
+    is_counted = ~ground_truth_flags(gt, protocol)[0][0]
+    pair_det, p_gt, pair_iou = pairs.select(np.arange(len(dt)), is_counted)
     iou = np.zeros(len(dt))
     gt_class = np.full(len(dt), -1, dtype=np.int64)
+    gt_row = np.full(len(dt), -1, dtype=np.int64)
     if len(pair_det) == 0:
-        return iou, gt_class
-    native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
-    det_box = boxes_as(dt.box, dt.box_format, native)
-    gt_box = boxes_as(gt.box, gt.box_format, native)
-    p_gt = gt_rows[pair_gt]
-    pair_iou = pair_box_iou(
-        det_box[pair_det],
-        gt_box[p_gt],
-        np.zeros(len(pair_det), bool),
-        box_format=native,
-        convention=protocol.box_convention,
-    )
+        return iou, gt_class, gt_row
     # Pairs are detection-major, ground truths in file order: the first maximum is the argmax.
-    order = np.lexsort((np.arange(len(pair_det)), -pair_iou, pair_det))
-    first = order[np.r_[True, pair_det[order][1:] != pair_det[order][:-1]]]
+    first = _first_max(pair_det, pair_iou)
     iou[pair_det[first]] = pair_iou[first]
     has_overlap = pair_iou[first] > 0
+    gt_row[pair_det[first][has_overlap]] = p_gt[first][has_overlap]
     gt_class[pair_det[first][has_overlap]] = gt.category[p_gt[first][has_overlap]]
-    return iou, gt_class
+    return iou, gt_class, gt_row
+
+
+def matched_assignment(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, *, iou_threshold: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``matched`` variant: localization by the protocol's own one-to-one matching.
+
+    The protocol's matching rule, crowd and ignore rules, box convention and IoU comparison, at
+    the single threshold ``t``, on its first area range, without ``max_dets``, run with every
+    class pooled (``class_agnostic``), so that a detection can be matched to an object of
+    another class: it is *localized* if matched, and ``c*_d`` is its object's class. Unlike the
+    largest IoU, one object localizes one detection at most (duplicates are not localized).
+    Detections the matching ignores (on a crowd region, outside the area range) take no part.
+
+    Returns
+    -------
+    is_loc : bool (n_det,)
+    gt_class : int64 (n_det,)
+        Class index of the matched object; -1 where unmatched.
+    is_kept : bool (n_det,)
+        False for the detections the matching ignores.
+    """
+    if protocol.federated_labels == "lvis":
+        raise ConfigError(
+            f"decompose: variant 'matched' pools the classes, which LVIS' federated labels of "
+            f"protocol {protocol.name!r} cannot; use variant 'max_iou'"
+        )
+    lane = protocol.replace(
+        class_agnostic=True,
+        iou_thresholds=(float(iou_threshold),),
+        area_ranges=(protocol.area_ranges[0],),
+        max_dets=None,
+        max_dets_per_class=None,
+    )
+    pooled_gt, pooled_dt = pool_categories(gt, dt)
+    table = match(pooled_gt, pooled_dt, lane)
+    # Table rows -> detection rows: the pooled detections' tie rank is a permutation.
+    det_row = np.argsort(pooled_dt.order)[table.det_order]
+    gt_row = pooled_rows(gt)
+    is_loc = np.zeros(len(dt), dtype=bool)
+    is_loc[det_row] = table.det_is_tp[0]
+    is_kept = np.ones(len(dt), dtype=bool)
+    is_kept[det_row] = ~table.det_is_ignored[0]
+    gt_class = np.full(len(dt), -1, dtype=np.int64)
+    lane0 = table.match_lane == 0
+    matched_det = det_row[table.match_det[lane0]]
+    matched_class = gt.category[gt_row[table.match_gt[lane0]]]
+    tp = is_loc[matched_det]
+    gt_class[matched_det[tp]] = matched_class[tp]
+    return is_loc, gt_class, is_kept
 
 
 def interpolated_ap(recall: np.ndarray, precision: np.ndarray, protocol: Protocol) -> float:
@@ -223,8 +413,9 @@ def decompose(
     *,
     iou_threshold: float = 0.5,
     variant: str = "max_iou",
+    pairs: ImagePairs | None = None,
 ) -> Decomposition:
-    """Decompose each class's precision and recall into localization and classification.
+    """Decompose each class's precision and recall into localization and classification (and segmentation).
 
     Parameters
     ----------
@@ -235,8 +426,11 @@ def decompose(
         its matching does not (the assignment is by largest IoU, see the module docstring).
     iou_threshold : float
         ``t``.
-    variant : {"max_iou"}
-        The definition above (the only one implemented).
+    variant : {"max_iou", "matched"}
+        ``max_iou``: the definition above. ``matched``: the protocol's own one-to-one matching
+        instead of the largest IoU (see :func:`matched_assignment`); boxes only.
+    pairs : ImagePairs, optional
+        :func:`image_pairs` of ``gt`` and ``dt``, shared with other analyses (same numbers).
 
     Returns
     -------
@@ -245,7 +439,13 @@ def decompose(
     Raises
     ------
     ConfigError
-        ``iou_type="segm"`` (not available), an unknown variant, or ``t`` outside [0, 1].
+        ``iou_type="keypoints"``, an unknown variant, or ``t`` outside [0, 1].
+
+    Notes
+    -----
+    ``iou_type="segm"`` adds the factor ``S|C,L`` (module docstring): curves
+    ``precision_SgCL`` / ``recall_SgCL`` and ``AP_SgCL``, and ``D`` is then the masks'.
+    ``pairs`` is not used there (the boxes are the masks').
 
     Examples
     --------
@@ -257,9 +457,12 @@ def decompose(
     >>> a = decompose(g, d).per_class[0]
     >>> a.curves["recall_L"].tolist(), a.curves["recall_CgL"].tolist(), a.curves["recall_D"].tolist()
     ([1.0, 2.0], [1.0, 0.5], [1.0, 1.0])
+    >>> m = decompose(g, d, variant="matched").per_class[0]  # one-to-one: the b box is not localized
+    >>> m.confidence.tolist(), m.curves["recall_L"].tolist(), m.curves["recall_D"].tolist()
+    ([0.9], [1.0], [1.0])
     """
-    if variant != "max_iou":
-        raise ConfigError(f"decompose: variant must be 'max_iou', found {variant!r}")
+    if variant not in VARIANTS:
+        raise ConfigError(f"decompose: variant must be one of {list(VARIANTS)}, found {variant!r}")
     if not (0.0 <= iou_threshold <= 1.0):
         raise ConfigError(f"decompose: iou_threshold must be in [0, 1], found {iou_threshold!r}")
     protocol = resolve_protocol(protocol)
@@ -273,15 +476,69 @@ def decompose(
             f"decompose: protocol {protocol.name!r}: score_ties: expected 'ranked', found "
             f"{protocol.score_ties!r}"
         )
-    iou, gt_class = max_iou_assignment(gt, dt, protocol)
+    if protocol.iou_type not in ("bbox", "segm"):
+        raise ConfigError(
+            f"decomposition: iou_type {protocol.iou_type!r} is not available; use iou_type 'bbox' or 'segm'"
+        )
+    pooled_gt, dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class
+    if pooled_gt is not gt:
+        gt, pairs = pooled_gt, None  # pairs of the unpooled values: ground-truth rows moved
+    is_segm = protocol.iou_type == "segm"
+    if variant == "matched":
+        if is_segm:
+            raise ConfigError(
+                "decompose: variant 'matched' decomposes boxes only (the protocol's matching of "
+                "masks already localizes by mask IoU); use variant 'max_iou' for iou_type 'segm'"
+            )
+        is_loc, gt_class, is_kept = matched_assignment(gt, dt, protocol, iou_threshold=iou_threshold)
+        return _decomposition(gt, dt, protocol, iou_threshold, is_loc, gt_class, None, is_kept)
+    if is_segm:  # localization by the masks' tight boxes (module docstring)
+        masks = prepare_masks(gt, dt, protocol)
+        pairs = image_pairs(gt, dt, convention=protocol.box_convention, boxes=(*mask_boxes(masks), "xyxy"))
+    iou, gt_class, gt_row = _max_assignment(gt, dt, protocol, pairs)
     is_loc = (iou >= iou_threshold) & (gt_class >= 0)
+    is_seg = np.zeros(len(dt), dtype=bool)
+    if is_segm:
+        # The third factor: the mask IoU with the ground truth the box found, for the detections
+        # localized on an object of their own class (pruned relative to t in exact mode).
+        rows = np.flatnonzero(is_loc & (gt_class == dt.category))
+        seg_iou = pair_mask_iou(
+            masks,
+            gt_row[rows],
+            rows,
+            np.zeros(len(rows), bool),
+            protocol.replace(iou_thresholds=(iou_threshold,)),
+        )
+        is_seg[rows] = seg_iou >= iou_threshold
+    return _decomposition(
+        gt, dt, protocol, iou_threshold, is_loc, gt_class, is_seg if is_segm else None, np.ones(len(dt), bool)
+    )
+
+
+def _decomposition(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    iou_threshold: float,
+    is_loc: np.ndarray,
+    gt_class: np.ndarray,
+    is_seg: np.ndarray | None,
+    is_kept: np.ndarray,
+) -> Decomposition:
+    """The curves and APs from each detection's localization, true class (and mask test).
+
+    ``is_seg`` None: boxes (no third factor); ``is_kept``: the detections that count at all.
+    """
+    is_segm = is_seg is not None
+    if is_seg is None:
+        is_seg = np.zeros(len(dt), dtype=bool)
     n_class = gt.n_classes
     n_gt = np.bincount(gt.category[~ground_truth_flags(gt, protocol)[0][0]], minlength=n_class)
     # Each detection enters its predicted class, and (if localized elsewhere) its GT's class.
-    det_rows = np.arange(len(dt))
-    extra = np.flatnonzero(is_loc & (gt_class != dt.category))
+    det_rows = np.flatnonzero(is_kept)
+    extra = np.flatnonzero(is_kept & is_loc & (gt_class != dt.category))
     entry_det = np.concatenate([det_rows, extra])
-    entry_class = np.concatenate([dt.category, gt_class[extra]])
+    entry_class = np.concatenate([dt.category[det_rows], gt_class[extra]])
     order = np.lexsort((-dt.score[entry_det], entry_class))
     entry_det, entry_class = entry_det[order], entry_class[order]
     score = dt.score[entry_det]
@@ -289,31 +546,40 @@ def decompose(
     is_pred_loc = is_pred & is_loc[entry_det]
     is_true_loc = is_loc[entry_det] & (gt_class[entry_det] == entry_class)
     is_ok = is_pred_loc & is_true_loc
+    is_ok_seg = is_ok & is_seg[entry_det]
+    ap_names = ("AP_D", "AP_L", "AP_CgL", "AP_SgCL") if is_segm else ("AP_D", "AP_L", "AP_CgL")
     bounds = np.searchsorted(entry_class, np.arange(n_class + 1))
     per_class = []
     for k in range(n_class):
         lo, hi = bounds[k], bounds[k + 1]
         s = score[lo:hi]
         last = np.flatnonzero(np.r_[s[1:] != s[:-1], True]) if hi > lo else np.zeros(0, np.int64)
-        n_pred, n_pred_loc, n_ok, n_true_loc = (
-            np.cumsum(x[lo:hi])[last].astype(np.float64) for x in (is_pred, is_pred_loc, is_ok, is_true_loc)
+        n_pred, n_pred_loc, n_ok, n_true_loc, n_ok_seg = (
+            np.cumsum(x[lo:hi])[last].astype(np.float64)
+            for x in (is_pred, is_pred_loc, is_ok, is_true_loc, is_ok_seg)
         )
         n_pos = np.full(len(last), float(n_gt[k]))
+        n_found = n_ok_seg if is_segm else n_ok  # the numerator of D
         curves = {
-            "precision_D": _ratio(n_ok, n_pred),
-            "recall_D": _ratio(n_ok, n_pos),
+            "precision_D": _ratio(n_found, n_pred),
+            "recall_D": _ratio(n_found, n_pos),
             "precision_L": _ratio(n_pred_loc, n_pred),
             "recall_L": _ratio(n_true_loc, n_pos),
             "precision_CgL": _ratio(n_ok, n_pred_loc),
             "recall_CgL": _ratio(n_ok, n_true_loc),
         }
+        if is_segm:
+            # The precision and the recall side share this factor's counts: both are the
+            # fraction of the localized, rightly classified detections whose mask matches.
+            curves["precision_SgCL"] = _ratio(n_ok_seg, n_ok)
+            curves["recall_SgCL"] = _ratio(n_ok_seg, n_ok)
         if n_gt[k] > 0:
             ap = {
                 name: interpolated_ap(curves[f"recall_{name[3:]}"], curves[f"precision_{name[3:]}"], protocol)
-                for name in ("AP_D", "AP_L", "AP_CgL")
+                for name in ap_names
             }
         else:
-            ap = dict.fromkeys(("AP_D", "AP_L", "AP_CgL"), float("nan"))
+            ap = dict.fromkeys(ap_names, float("nan"))
         per_class.append(
             ClassDecomposition(
                 category_id=int(gt.category_id[k]),
@@ -325,7 +591,7 @@ def decompose(
             )
         )
     mean = {}
-    for name in ("AP_D", "AP_L", "AP_CgL"):
+    for name in ap_names:
         values = np.array([c.ap[name] for c in per_class if c.n_gt > 0])
         mean[name] = float(np.mean(values)) if len(values) else float("nan")
     return Decomposition(iou_threshold=float(iou_threshold), per_class=tuple(per_class), mean=mean)

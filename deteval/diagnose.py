@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from deteval.confusion import ConfusionMatrix, confusion_matrix
 from deteval.data import Detections, GroundTruth
-from deteval.decomposition import Decomposition
+from deteval.decomposition import Decomposition, image_pairs
 from deteval.decomposition import decompose as decompose_classes
+from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.tide import TideErrors, tide_errors
 
@@ -20,19 +21,29 @@ __all__ = ["AnalysisResult", "analyze"]
 
 @dataclass(frozen=True, eq=False)
 class AnalysisResult:
-    """What :func:`analyze` found; a part is None when it was not asked for."""
+    """What :func:`analyze` found; a part is None when it was not asked for.
+
+    ``decomposition_matched``: the decomposition's ``matched`` variant (the protocol's one-to-one
+    matching), beside the documented one, only when asked for.
+    """
 
     errors: TideErrors | None
     decomposition: Decomposition | None
     confusion: ConfusionMatrix | None
+    decomposition_matched: Decomposition | None = None
 
     def to_dict(self) -> dict:
-        """``{"errors": ..., "decomposition": ..., "confusion": ...}`` (the parts asked for)."""
+        """``{"errors": ..., "decomposition": ..., "confusion": ...}`` (the parts asked for).
+
+        ``"decomposition_matched"`` follows ``"decomposition"`` when it was asked for.
+        """
         out = {}
         if self.errors is not None:
             out["errors"] = self.errors.to_dict()
         if self.decomposition is not None:
             out["decomposition"] = self.decomposition.to_dict()
+        if self.decomposition_matched is not None:
+            out["decomposition_matched"] = self.decomposition_matched.to_dict()
         if self.confusion is not None:
             out["confusion"] = self.confusion.to_dict()
         return out
@@ -50,6 +61,7 @@ def analyze(
     iou: float = 0.5,
     tide_mode: str = "tidecv",
     background: float = 0.1,
+    decompose_matched: bool = False,
 ) -> AnalysisResult:
     """TIDE error types, the AP decomposition and the confusion matrix of one detector.
 
@@ -67,6 +79,8 @@ def analyze(
     tide_mode : {"tidecv", "protocol"}
     background : float
         TIDE's background threshold.
+    decompose_matched : bool
+        Also the decomposition's ``matched`` variant (:func:`deteval.decomposition.matched_assignment`).
 
     Returns
     -------
@@ -82,12 +96,23 @@ def analyze(
     ['confusion', 'decomposition', 'errors']
     """
     protocol = resolve_protocol(protocol)
+    gt, dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class for all three parts
+    # The box IoU of every same-image pair, measured once for the three parts (each selects
+    # the pairs it needs; the same numbers as measuring them separately).
+    pairs = image_pairs(gt, dt, convention=protocol.box_convention) if protocol.iou_type == "bbox" else None
     return AnalysisResult(
-        errors=tide_errors(gt, dt, protocol, mode=tide_mode, foreground=iou, background=background)
+        errors=tide_errors(
+            gt, dt, protocol, mode=tide_mode, foreground=iou, background=background, pairs=pairs
+        )
         if errors
         else None,
-        decomposition=decompose_classes(gt, dt, protocol, iou_threshold=iou) if decompose else None,
-        confusion=confusion_matrix(gt, dt, protocol, iou_threshold=iou, confidence=confidence)
+        decomposition=decompose_classes(gt, dt, protocol, iou_threshold=iou, pairs=pairs)
+        if decompose
+        else None,
+        confusion=confusion_matrix(gt, dt, protocol, iou_threshold=iou, confidence=confidence, pairs=pairs)
         if confusion
+        else None,
+        decomposition_matched=decompose_classes(gt, dt, protocol, iou_threshold=iou, variant="matched")
+        if decompose_matched
         else None,
     )

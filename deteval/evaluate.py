@@ -21,6 +21,7 @@ from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
 from deteval.grouping import candidate_pairs, group_rows, lexsort, rank_in_group
 from deteval.matching import match_coco, match_group_of, match_ultralytics, match_voc
 from deteval.memory import require_match
+from deteval.pooling import ground_truth_for, pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.summary import class_ap, headline_metrics, none_if_nan
 
@@ -178,12 +179,16 @@ def match(
     masks : PreparedMasks, optional
         ``iou_type="segm"`` only: the masks of ``gt`` and ``dt`` from
         :func:`deteval.geometry.prepare_masks`, to parse and validate them once for several
-        calls (shards, protocols); built here when not given. Ignored for ``"bbox"``.
+        calls (shards, protocols); built here when not given. Ignored for ``"bbox"``. Under
+        ``class_agnostic`` pass masks prepared from the pooled values
+        (:func:`deteval.pooling.pooled_for`); masks of the unpooled ones are prepared again.
 
     Returns
     -------
     MatchTable
-        Plain arrays (picklable): ground-truth rows refer to the whole ``gt``.
+        Plain arrays (picklable): ground-truth rows refer to the whole ``gt`` (to the pooled
+        ``gt`` under ``class_agnostic``: :func:`deteval.pooling.ground_truth_for`, the ground
+        truth :func:`score` reads the table with).
 
     Raises
     ------
@@ -191,6 +196,11 @@ def match(
         ``masks`` prepared from other ground truth or detections.
     """
     protocol = resolve_protocol(protocol)
+    pooled_gt, pooled_dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class, useCats=0
+    if pooled_gt is not gt:
+        if masks is not None and masks.is_for(gt, dt):
+            masks = None  # prepared from the unpooled values: their ground-truth rows moved
+        gt, dt = pooled_gt, pooled_dt
     masks = _checked_masks(gt, dt, protocol, masks)
     n_class = gt.n_classes
     n_area = len(protocol.area_ranges)
@@ -583,7 +593,12 @@ def score(
     warnings: tuple = (),
     inputs: dict | None = None,
 ) -> EvalResult:
-    """Accumulate a :class:`MatchTable` into an :class:`EvalResult`."""
+    """Accumulate a :class:`MatchTable` into an :class:`EvalResult`.
+
+    Under ``class_agnostic`` the result has the one pooled class of
+    :func:`deteval.pooling.ground_truth_for` (``gt`` may be given pooled or not).
+    """
+    gt = ground_truth_for(gt, protocol)
     ranking = ranking_order(table, protocol)
     acc = accumulate(
         table.det_is_tp,
@@ -671,4 +686,10 @@ def check_protocol(protocol: Protocol) -> None:
             f"protocol {protocol.name!r}: summary 'pycocotools' needs three max_dets "
             f"(it reads max_dets[0..2]), found {protocol.max_dets}; "
             f"set summary: configured"
+        )
+    if protocol.class_agnostic and (protocol.federated_labels == "lvis" or protocol.summary == "lvis"):
+        raise ConfigError(
+            f"protocol {protocol.name!r}: class_agnostic pools every category into one, but "
+            f"LVIS' federated labels and frequency groups name categories; expected "
+            f"federated_labels: ignore and a summary other than 'lvis' (or class_agnostic: false)"
         )

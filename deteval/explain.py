@@ -458,11 +458,13 @@ def explain(
             continue
         result = scored(current)
         new_value, new_classes = class_mean_ap(result), per_class(result)
+        # class_agnostic changes the classes themselves: no per-class moves across that step.
         moved = tuple(
             (names[k], float(new_classes[k] - classes[k]))
             for k in range(len(names))
-            if _moved(classes[k], new_classes[k])
+            if len(new_classes) == len(classes) and _moved(classes[k], new_classes[k])
         )
+        names = result.category_names
         steps.append(
             ExplainStep(
                 step,

@@ -1,19 +1,33 @@
 """Class-agnostic pooling: every category mapped to one, as pycocotools' ``useCats = 0``.
 
-A small transform on values (data layer only), so that the protocol layer can apply it as a
-field: ``evaluate(*pool_categories(gt, dt), protocol)`` equals pycocotools' ``COCOeval`` with
-``params.useCats = 0``.
+A small transform on values (data layer only), applied by the protocol field
+``class_agnostic: true``: ``evaluate(gt, dt, coco.replace(class_agnostic=True))`` equals
+``evaluate(*pool_categories(gt, dt), coco)`` equals pycocotools' ``COCOeval`` with
+``params.useCats = 0``. :func:`deteval.evaluate.match` and :func:`deteval.evaluate.score` apply
+it themselves (:func:`pooled_for`, :func:`ground_truth_for`), so every path that scores (the CLI,
+``compare``, the Evaluator, shards, bootstrap) pools the same way; pooling is idempotent and
+already pooled values pass through unchanged (:func:`is_pooled`), so a caller may pool once up
+front and hand the pooled values (and masks prepared from them) down.
 """
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
 from deteval.data import Detections, GroundTruth
 
-__all__ = ["pool_categories", "POOLED_CATEGORY_ID", "POOLED_CATEGORY_NAME"]
+__all__ = [
+    "pool_categories",
+    "pool_ground_truth",
+    "pooled_for",
+    "ground_truth_for",
+    "is_pooled",
+    "pooled_rows",
+    "POOLED_CATEGORY_ID",
+    "POOLED_CATEGORY_NAME",
+]
 
 #: pycocotools evaluates ``useCats = 0`` under the single category id ``-1`` (``catIds = [-1]``).
 POOLED_CATEGORY_ID = -1
@@ -67,9 +81,46 @@ def pool_categories(
     >>> pg.category_id.tolist(), pg.category.tolist(), pd.category.tolist()
     ([-1], [0], [0])
     """
-    gt_rows = np.lexsort((np.arange(len(gt)), gt.category))
+    pooled_gt = pool_ground_truth(gt, category_id=category_id, category_name=category_name)
+    # New tie order: (category, file order); rows stay where they are.
+    tie_rank = np.empty(len(dt), dtype=np.int64)
+    tie_rank[np.lexsort((dt.order, dt.category))] = np.arange(len(dt))
+    pooled_dt = Detections(
+        image=dt.image,
+        category=np.zeros(len(dt), dtype=np.int64),
+        box=dt.box,
+        score=dt.score,
+        order=tie_rank,
+        has_box=dt.has_box,
+        box_format=dt.box_format,
+        segmentation=dt.segmentation,
+        source=dt.source,
+        warnings=dt.warnings,
+        keypoints=dt.keypoints,
+    )
+    return pooled_gt, pooled_dt
+
+
+def pool_ground_truth(
+    gt: GroundTruth,
+    *,
+    category_id: int = POOLED_CATEGORY_ID,
+    category_name: str = POOLED_CATEGORY_NAME,
+) -> GroundTruth:
+    """The ground-truth half of :func:`pool_categories` (rows reordered stably by category).
+
+    Examples
+    --------
+    >>> from deteval.io import load_ground_truth
+    >>> g = load_ground_truth({"images": [{"id": 1}], "categories": [{"id": 1}, {"id": 2}],
+    ...     "annotations": [{"id": i, "image_id": 1, "category_id": c, "bbox": [0, 0, 1, 1],
+    ...                      "area": 1, "iscrowd": 0} for i, c in ((7, 2), (8, 1))]})
+    >>> pool_ground_truth(g).annotation_id.tolist()
+    [8, 7]
+    """
+    gt_rows = pooled_rows(gt)
     gt_segm = None if gt.segmentation is None else tuple(gt.segmentation[i] for i in gt_rows)
-    pooled_gt = GroundTruth(
+    return GroundTruth(
         image_id=gt.image_id,
         image_name=gt.image_name,
         image_width=gt.image_width,
@@ -90,20 +141,49 @@ def pool_categories(
         warnings=gt.warnings,
         # GroundTruth.__post_init__ fills a missing is_group_of with False: never None on an instance.
         is_group_of=cast(np.ndarray, gt.is_group_of)[gt_rows],
+        keypoints=None if gt.keypoints is None else gt.keypoints[gt_rows],
+        num_keypoints=None if gt.num_keypoints is None else gt.num_keypoints[gt_rows],
+        # federated (LVIS) labels and category frequencies name categories: none is left.
+        has_image_ids=gt.has_image_ids,
     )
-    # New tie order: (category, file order); rows stay where they are.
-    tie_rank = np.empty(len(dt), dtype=np.int64)
-    tie_rank[np.lexsort((dt.order, dt.category))] = np.arange(len(dt))
-    pooled_dt = Detections(
-        image=dt.image,
-        category=np.zeros(len(dt), dtype=np.int64),
-        box=dt.box,
-        score=dt.score,
-        order=tie_rank,
-        has_box=dt.has_box,
-        box_format=dt.box_format,
-        segmentation=dt.segmentation,
-        source=dt.source,
-        warnings=dt.warnings,
-    )
-    return pooled_gt, pooled_dt
+
+
+def pooled_rows(gt: GroundTruth) -> np.ndarray:
+    """Row ``i`` of :func:`pool_ground_truth`'s result is row ``pooled_rows(gt)[i]`` of ``gt``.
+
+    Examples
+    --------
+    >>> from deteval.io import load_ground_truth
+    >>> g = load_ground_truth({"images": [{"id": 1}], "categories": [{"id": 1}, {"id": 2}],
+    ...     "annotations": [{"id": i, "image_id": 1, "category_id": c, "bbox": [0, 0, 1, 1],
+    ...                      "area": 1, "iscrowd": 0} for i, c in ((7, 2), (8, 1))]})
+    >>> pooled_rows(g).tolist()
+    [1, 0]
+    """
+    return np.lexsort((np.arange(len(gt)), gt.category))
+
+
+def is_pooled(gt: GroundTruth) -> bool:
+    """Whether ``gt`` already has the single pooled category (pooling it again changes nothing)."""
+    return gt.n_classes == 1 and int(gt.category_id[0]) == POOLED_CATEGORY_ID
+
+
+def ground_truth_for(gt: GroundTruth, protocol: Any) -> GroundTruth:
+    """``gt`` as ``protocol`` scores it: pooled when ``protocol.class_agnostic``, else itself.
+
+    Pass this to code that reads a result's table next to its ground truth (bootstrap).
+    """
+    if getattr(protocol, "class_agnostic", False) and not is_pooled(gt):
+        return pool_ground_truth(gt)
+    return gt
+
+
+def pooled_for(gt: GroundTruth, dt: Detections, protocol: Any) -> tuple[GroundTruth, Detections]:
+    """``(gt, dt)`` as ``protocol`` scores them: pooled when ``protocol.class_agnostic``.
+
+    Values already pooled (:func:`is_pooled`) are returned unchanged, the same objects, so masks
+    prepared from them stay valid.
+    """
+    if getattr(protocol, "class_agnostic", False) and not is_pooled(gt):
+        return pool_categories(gt, dt)
+    return gt, dt

@@ -1,8 +1,8 @@
 """Time ``deteval.diagnose.analyze`` against one ``deteval.evaluate`` and against tidecv.
 
 Same seeded COCO-like data as ``scripts/bench.py`` (its generator and cache). In one process,
-after loading: ``evaluate(gt, dt, "coco")``, each part of ``analyze`` alone, the whole of
-``analyze``, and tidecv's ``TIDE.evaluate`` + errors at IoU 0.5 (``--tidecv``, slow).
+after loading: ``evaluate(gt, dt, "coco")``, each part of ``analyze`` alone, then as ``analyze``
+runs them (one pass of image-pair IoUs shared by the three), the whole of ``analyze``, and tidecv's ``TIDE.evaluate`` + errors at IoU 0.5 (``--tidecv``, slow).
 
     python scripts/bench_analyze.py --images 5000 [--tidecv]
 """
@@ -24,7 +24,7 @@ from bench import ensure_dataset  # noqa: E402
 
 import deteval  # noqa: E402
 from deteval.confusion import confusion_matrix  # noqa: E402
-from deteval.decomposition import decompose  # noqa: E402
+from deteval.decomposition import decompose, image_pairs  # noqa: E402
 from deteval.diagnose import analyze  # noqa: E402
 from deteval.tide import tide_errors  # noqa: E402
 
@@ -52,6 +52,10 @@ def main() -> None:
     timed("tide_errors (protocol mode, coco)", lambda: tide_errors(gt, dt, "coco", mode="protocol"))
     timed("decompose", lambda: decompose(gt, dt, "coco"))
     timed("confusion_matrix", lambda: confusion_matrix(gt, dt, "coco"))
+    pairs = timed("  image pairs, shared by analyze", lambda: image_pairs(gt, dt))
+    timed("  tide_errors (tidecv, shared)", lambda: tide_errors(gt, dt, pairs=pairs))
+    timed("  decompose (shared)", lambda: decompose(gt, dt, "coco", pairs=pairs))
+    timed("  confusion_matrix (shared)", lambda: confusion_matrix(gt, dt, "coco", pairs=pairs))
     timed("analyze (all three)", lambda: analyze(gt, dt, "coco"))
     if args.tidecv:
         from tidecv import TIDE

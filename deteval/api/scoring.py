@@ -22,6 +22,7 @@ from deteval.explain import compare as _compare_values
 from deteval.explain import explain as _explain_values
 from deteval.mask_modes import MaskModeComparison
 from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
+from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.sharding import match_sharded
 
@@ -81,6 +82,8 @@ def evaluate(
     check_protocol(protocol)
     gt = _as_gt(gt)
     dt = _as_dt(dt, gt, **({} if category_map is None else {"category_map": category_map}))
+    # class_agnostic: pool once here, so masks are prepared once, from the pooled values.
+    gt, dt = pooled_for(gt, dt, protocol)
     table = match_sharded(gt, dt, protocol, workers=workers)
     inputs = {
         "gt": gt.source,
@@ -131,10 +134,11 @@ def evaluate_inputs(
         check_protocol(protocol)
         if progress is not None:
             progress(f"matching {protocol.name}")
-        table = match_sharded(inputs.gt, inputs.dt, protocol, workers=workers)
+        gt, dt = pooled_for(inputs.gt, inputs.dt, protocol)  # class_agnostic: pooled once
+        table = match_sharded(gt, dt, protocol, workers=workers)
         if progress is not None:
             progress(f"scoring {protocol.name}")
-        results.append(score(table, inputs.gt, protocol, warnings=(), inputs=inputs.summary()))
+        results.append(score(table, gt, protocol, warnings=(), inputs=inputs.summary()))
     _emit_result_warnings(
         [w for r in results for w in r.warnings], [n for r in results for n in r.notes], stacklevel=2
     )

@@ -34,6 +34,7 @@ from deteval.errors import (
 )
 from deteval.evaluate import EvalResult, check_protocol
 from deteval.io.output import ReadLog, recording_reads
+from deteval.pooling import ground_truth_for
 from deteval.protocol import PRESETS, Protocol
 from deteval.stats import bootstrap, compare_detectors, metrics_ci_dict, per_class_ci_list
 
@@ -281,14 +282,15 @@ def resample(
     for p in range(n_protocols):
         protocol = results[0][p].protocol
         options = {"n": args.bootstrap, "seed": args.seed, "ci": args.ci, "workers": args.workers}
+        scored_gt = ground_truth_for(gt, protocol)  # class_agnostic: the tables' one pooled class
         if len(names) > 1:
             tables = {n: r[p].table for n, r in zip(names, results)}
-            found = compare_detectors(gt, tables, protocol, **options)
+            found = compare_detectors(scored_gt, tables, protocol, **options)
             comparisons += [{**c.to_dict(), "verdict": c.verdict} for c in found.comparisons]
             boot = found.bootstrap
             values.append(found)
         else:
-            boot = bootstrap(gt, {names[0]: results[0][p]}, **options)
+            boot = bootstrap(scored_gt, {names[0]: results[0][p]}, **options)
             values.append(boot)
         settings = boot.settings.to_dict()
         for d, name in enumerate(names):

@@ -66,6 +66,12 @@ class Evaluator(_InputReader, _BatchTables):
         if resolved.iou_type != iou_type:
             resolved = resolved.replace(iou_type=iou_type)
         check_protocol(resolved)
+        if resolved.class_agnostic:
+            raise ConfigError(
+                f"Evaluator: protocol {resolved.name!r} has class_agnostic: true, which the "
+                f"Evaluator does not support yet; expected class_agnostic: false (pool the "
+                f"labels yourself, or score the data with deteval.evaluate)"
+            )
         if box_format not in _BOX_FORMATS:
             raise ConfigError(f"Evaluator: box_format must be one of {_BOX_FORMATS}, found {box_format!r}")
         self._protocol: Protocol = resolved

@@ -68,11 +68,17 @@ class _NoDefault:
 _NO_DEFAULT: Any = _NoDefault()
 
 
-def _check_choice(key: str, value: Any, where: str) -> str:
+def _spell(choice: Any) -> str:
+    """A choice as a YAML file writes it (``true``, not ``True``)."""
+    return ("true" if choice else "false") if isinstance(choice, bool) else repr(choice)
+
+
+def _check_choice(key: str, value: Any, where: str) -> Any:
     allowed = FIELDS[key].choices or ()
-    if not isinstance(value, str) or value not in allowed:
+    # The type must match too: 1 == True, but `class_agnostic: 1` is not a YAML boolean.
+    if type(value) not in {type(a) for a in allowed} or value not in allowed:
         hint = ' (quoted: iou_comparison: ">=")' if key == "iou_comparison" else ""
-        raise _fail(where, key, f"one of {', '.join(repr(a) for a in allowed)}{hint}", value)
+        raise _fail(where, key, f"one of {', '.join(_spell(a) for a in allowed)}{hint}", value)
     return value
 
 
@@ -351,6 +357,17 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         default="ignore",
         is_sparse=True,
     ),
+    # -- class-agnostic scoring (added later: sparse, so older hashes stay) ----------------------
+    FieldSpec(
+        "class_agnostic",
+        (False, True),
+        "match",
+        "matching rule",
+        "true: every ground truth and detection pooled into one class, 'all classes' (id -1), "
+        "before matching: pycocotools' useCats=0",
+        default=False,
+        is_sparse=True,
+    ),
 )
 
 #: Allowed values of the enumerated fields (YAML key = field name).
@@ -421,10 +438,11 @@ def protocol_table_markdown() -> str:
     lines = ["| field | values | read by | explain step | description |", "|---|---|---|---|---|"]
     for key, s in FIELDS.items():
         if s.choices:
-            values = ", ".join(f"`{c}`" for c in s.choices)
+            values = ", ".join(f"`{_spell(c) if isinstance(c, bool) else c}`" for c in s.choices)
         else:
             values = "text" if s.stage == "describe" else "see description"
         if s.has_default and s.stage != "describe":
-            values += f" (default `{s.default}`)"
+            default = _spell(s.default) if isinstance(s.default, bool) else s.default
+            values += f" (default `{default}`)"
         lines.append(f"| `{key}` | {values} | {s.stage} | {s.step or '-'} | {s.doc} |")
     return "\n".join(lines) + "\n"

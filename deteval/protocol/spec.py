@@ -89,6 +89,7 @@ InvalidPolygons = Literal["even_odd", "error", "make_valid"]
 GroupOf = Literal["none", "openimages"]
 MaxDetsScope = Literal["image_class", "image"]
 FederatedLabels = Literal["ignore", "lvis"]
+ClassAgnostic = Literal[False, True]
 
 
 # --------------------------------------------------------------------------------------------
@@ -205,6 +206,12 @@ class Protocol:
         ``neg_category_ids``; an unmatched detection of a class in the image's
         ``not_exhaustive_category_ids`` is ignored, not a false positive. ``ignore``: those
         labels are not read (a counted warning says so when the ground truth has them).
+    class_agnostic : bool
+        True: before anything else, every category of the ground truth and the detections is
+        pooled into one, ``"all classes"`` with id -1 (:func:`deteval.pooling.pool_categories`),
+        exactly as pycocotools' ``params.useCats = 0``: a detection may match a ground truth of
+        any class, ``max_dets`` caps an image's detections across classes, and results have
+        one class. False (the default): classes are scored separately.
 
     Raises
     ------
@@ -248,6 +255,7 @@ class Protocol:
     max_dets_scope: MaxDetsScope = FIELDS["max_dets_scope"].default
     max_dets_per_class: int | None = FIELDS["max_dets_per_class"].default
     federated_labels: FederatedLabels = FIELDS["federated_labels"].default
+    class_agnostic: ClassAgnostic = FIELDS["class_agnostic"].default
 
     def __post_init__(self) -> None:
         name = self.name if isinstance(self.name, str) else repr(self.name)

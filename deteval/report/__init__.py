@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from deteval.report._format import csv_safe
 from deteval.report.analyze import analysis_json as analysis_json
+from deteval.report.analyze import dumps_analysis as dumps_analysis
 from deteval.report.analyze import format_analysis_markdown as format_analysis_markdown
 from deteval.report.analyze import format_analysis_table as format_analysis_table
 from deteval.report.compare import (

@@ -59,6 +59,8 @@ def format_protocols(protocols: Mapping[str, Protocol]) -> str:
             value = fields[key] if key in fields else getattr(p, key)
             if value is None:
                 value = "null"
+            elif isinstance(value, bool):  # as a YAML file writes it (class_agnostic)
+                value = "true" if value else "false"
             elif key == "iou_thresholds" and len(value) > 3:
                 how = (
                     "np.linspace"

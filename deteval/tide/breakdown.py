@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -15,11 +16,15 @@ from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
 from deteval.evaluate import pair_iou as protocol_pair_iou
 from deteval.geometry import pair_box_iou, prepare_masks
+from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.tide.ap import _protocol_ap_fn, _tidecv_ap_fn
 from deteval.tide.oracle import _best_fixable, _classify, _fixed_scenario
-from deteval.tide.outcome import _Outcome, _outcome_protocol, _outcome_tidecv, _single_lane, _tidecv_match
+from deteval.tide.outcome import _Outcome, _outcome_protocol, _outcome_tidecv, _single_lane
 from deteval.tide.result import _CODE, MAIN_ERRORS, MODES, SPECIAL_ERRORS, TIDE_COCO_THRESHOLDS, TideErrors
+
+if TYPE_CHECKING:
+    from deteval.decomposition import ImagePairs
 
 #: A pair IoU function: (GT rows, detection rows) -> IoU of each pair.
 PairIou = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -48,8 +53,12 @@ def _setup_tidecv(
     protocol: str | Protocol | None,
     foreground: float,
     max_dets: int | None,
-) -> tuple[_Outcome, PairIou, ApFn]:
-    """``mode="tidecv"``: tidecv's outcome, its box IoU and its AP.
+    ap_thresholds: tuple = (),
+) -> tuple[_Outcome, PairIou, ApFn, tuple]:
+    """``mode="tidecv"``: tidecv's outcome, its box IoU, its AP, and the matching at ``ap_thresholds``.
+
+    The outcome and the lanes of ``ap_thresholds`` (``(is_tp, is_ignored)``, one row per
+    threshold) come from one matching: its lanes are independent.
 
     Raises
     ------
@@ -60,14 +69,14 @@ def _setup_tidecv(
         raise ConfigError(
             "tide_errors: mode='tidecv' scores boxes only; use mode='protocol' for iou_type='segm'"
         )
-    out = _outcome_tidecv(gt, dt, foreground, max_dets)
+    out, lanes = _outcome_tidecv(gt, dt, foreground, max_dets, ap_thresholds)
     det_box = boxes_as(dt.box, dt.box_format, "xywh")
     gt_box = boxes_as(gt.box, gt.box_format, "xywh")
 
     def pair_iou_fn(g: np.ndarray, d: np.ndarray) -> np.ndarray:
         return pair_box_iou(det_box[d], gt_box[g], np.zeros(len(g), bool))
 
-    return out, pair_iou_fn, _tidecv_ap_fn
+    return out, pair_iou_fn, _tidecv_ap_fn, lanes
 
 
 def _setup_protocol(
@@ -96,17 +105,15 @@ def _setup_protocol(
 
 
 def _tidecv_ap_by_threshold(
-    gt: GroundTruth,
-    dt: Detections,
+    lanes: tuple,
     out: _Outcome,
     det_class: np.ndarray,
     score: np.ndarray,
     n_positive: np.ndarray,
 ) -> dict:
-    """TIDE's AP (mean over classes) at each of ``TIDE_COCO_THRESHOLDS``."""
+    """TIDE's AP (mean over classes) at each of ``TIDE_COCO_THRESHOLDS`` (``lanes``: their matching)."""
     by_threshold = {}
-    thresholds = np.array(TIDE_COCO_THRESHOLDS)
-    is_tp_t, is_ignored_t, _ = _tidecv_match(gt, dt, out.det_rows, thresholds)
+    is_tp_t, is_ignored_t = lanes
     for i, t in enumerate(TIDE_COCO_THRESHOLDS):
         keep = ~is_ignored_t[i]
         by_threshold[t] = _tidecv_ap_fn(
@@ -125,6 +132,7 @@ def tide_errors(
     background: float = 0.1,
     max_dets: int | None = 100,
     ap_range: bool = True,
+    pairs: ImagePairs | None = None,
 ) -> TideErrors:
     """TIDE's error breakdown: the dAP of each error type, overall and per class.
 
@@ -151,6 +159,10 @@ def tide_errors(
         ``mode="tidecv"``: detections kept per image (tidecv: 100).
     ap_range : bool
         ``mode="tidecv"``: also TIDE's AP at each of ``TIDE_COCO_THRESHOLDS``.
+    pairs : ImagePairs, optional
+        :func:`deteval.decomposition.image_pairs` of ``gt`` and ``dt``: their box IoUs are
+        reused where they are the ones TIDE measures (tidecv: continuous boxes; a ``bbox``
+        protocol: its box convention), for the same numbers.
 
     Returns
     -------
@@ -182,12 +194,23 @@ def tide_errors(
     _check_tide_options(mode, foreground, background)
     n_class = gt.n_classes
     by_threshold: dict = {}
+    lanes: tuple = ()
     if mode == "tidecv":
-        out, pair_iou_fn, ap_fn = _setup_tidecv(gt, dt, protocol, foreground, max_dets)
+        ap_thresholds = TIDE_COCO_THRESHOLDS if ap_range else ()
+        out, pair_iou_fn, ap_fn, lanes = _setup_tidecv(gt, dt, protocol, foreground, max_dets, ap_thresholds)
+        convention = "continuous"
     else:
+        if protocol is not None:  # class_agnostic: one class
+            pooled_gt, dt = pooled_for(gt, dt, resolve_protocol(protocol))
+            if pooled_gt is not gt:
+                gt, pairs, n_class = pooled_gt, None, 1  # pairs of the unpooled values: rows moved
         out, pair_iou_fn, ap_fn = _setup_protocol(gt, dt, protocol, foreground)
-
-    code, target = _classify(gt, dt, out, pair_iou_fn, foreground=foreground, background=background)
+        eff = resolve_protocol(cast(Protocol, protocol))
+        convention = eff.box_convention if eff.iou_type == "bbox" else ""
+    shared = pairs if pairs is not None and pairs.convention == convention else None
+    code, target = _classify(
+        gt, dt, out, pair_iou_fn, foreground=foreground, background=background, pairs=shared
+    )
     rows = out.det_rows
     det_class = dt.category[rows]
     score = dt.score[rows]
@@ -252,7 +275,7 @@ def tide_errors(
         for k in range(n_class)
     )
     if mode == "tidecv" and ap_range:
-        by_threshold = _tidecv_ap_by_threshold(gt, dt, out, det_class, score, n_positive)
+        by_threshold = _tidecv_ap_by_threshold(lanes, out, det_class, score, n_positive)
     return TideErrors(
         main=main,
         special=special,

@@ -7,6 +7,8 @@ TIDE's oracle.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from deteval.data import Detections, GroundTruth
@@ -31,26 +33,40 @@ def _segment_max_and_first(
 
 
 def _classify(
-    gt: GroundTruth, dt: Detections, out: _Outcome, pair_iou_fn, *, foreground: float, background: float
+    gt: GroundTruth,
+    dt: Detections,
+    out: _Outcome,
+    pair_iou_fn,
+    *,
+    foreground: float,
+    background: float,
+    pairs: Any = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Error code of each kept detection (``_CODE``) and its target GT row (loc / cls), else -1."""
+    """Error code of each kept detection (``_CODE``) and its target GT row (loc / cls), else -1.
+
+    ``pairs``: :class:`deteval.decomposition.ImagePairs` whose IoUs are ``pair_iou_fn``'s, to
+    select the pairs from instead of computing them (the same pairs, order and values).
+    """
     n_kept = len(out.det_rows)
     code = np.full(n_kept, _CODE["tp"], dtype=np.int64)
     target = np.full(n_kept, -1, dtype=np.int64)
     wrong = np.flatnonzero(~out.is_tp)
     if len(wrong) == 0:
         return code, target
-    counted = np.flatnonzero(out.gt_is_counted)
-    gt_groups = group_rows(gt.image[counted].astype(np.int64))  # stable: file order in an image
-    gt_rows = counted[gt_groups.order]
     det_rows = out.det_rows[wrong]
-    pair_det, pair_gt = candidate_pairs(dt.image[det_rows].astype(np.int64), gt_groups)
+    if pairs is not None:
+        pair_det, p_gt, iou = pairs.select(det_rows, out.gt_is_counted)
+    else:
+        counted = np.flatnonzero(out.gt_is_counted)
+        gt_groups = group_rows(gt.image[counted].astype(np.int64))  # stable: file order in an image
+        pair_det, pair_gt = candidate_pairs(dt.image[det_rows].astype(np.int64), gt_groups)
+        p_gt = counted[gt_groups.order][pair_gt]
     has_gt = np.bincount(pair_det, minlength=len(wrong)) > 0
     code[wrong[~has_gt]] = _CODE["bkg"]
     if len(pair_det) == 0:
         return code, target
-    p_gt = gt_rows[pair_gt]
-    iou = pair_iou_fn(p_gt, det_rows[pair_det])
+    if pairs is None:
+        iou = pair_iou_fn(p_gt, det_rows[pair_det])
     is_same = gt.category[p_gt] == dt.category[det_rows[pair_det]]
     is_used = np.zeros(len(gt), dtype=bool)
     is_used[out.det_gt[out.is_tp]] = True

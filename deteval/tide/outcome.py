@@ -105,10 +105,18 @@ def _tidecv_match(
     return is_tp, is_ignored, det_gt
 
 
-def _outcome_tidecv(gt: GroundTruth, dt: Detections, foreground: float, max_dets: int | None) -> _Outcome:
+def _outcome_tidecv(
+    gt: GroundTruth, dt: Detections, foreground: float, max_dets: int | None, more: tuple = ()
+) -> tuple[_Outcome, tuple]:
+    """Tidecv's outcome at ``foreground``, and ``(is_tp, is_ignored)`` at each of ``more``.
+
+    One matching for all thresholds (its lanes are independent: the same numbers as one
+    matching per threshold).
+    """
     det_rows = _kept_tidecv(dt, max_dets)
-    is_tp, is_ignored, det_gt = _tidecv_match(gt, dt, det_rows, np.array([foreground]))
-    return _Outcome(
+    is_tp, is_ignored, det_gt = _tidecv_match(gt, dt, det_rows, np.array([foreground, *more]))
+    lanes = (is_tp[1:], is_ignored[1:])
+    outcome = _Outcome(
         det_rows=det_rows,
         is_tp=is_tp[0],
         is_ignored=is_ignored[0],
@@ -116,6 +124,7 @@ def _outcome_tidecv(gt: GroundTruth, dt: Detections, foreground: float, max_dets
         gt_is_counted=~gt.is_crowd,
         tie_keys=(dt.image[det_rows], dt.order[det_rows]),
     )
+    return outcome, lanes
 
 
 def _single_lane(protocol: Protocol, foreground: float) -> Protocol:

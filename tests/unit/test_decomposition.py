@@ -134,12 +134,64 @@ def test_interpolated_ap_equals_accumulate_on_ranked_lists(preset, seed):
     assert interpolated_ap(recall, precision, protocol) == pytest.approx(float(acc.ap[0, 0, 0, 0]), abs=1e-12)
 
 
-def test_segm_is_refused_with_a_config_error():
+def test_keypoints_and_bad_options_are_refused_with_a_config_error():
     gt_dict, dt_list = confused(1)
     gt, dt = _load(gt_dict, dt_list)
-    with pytest.raises(ConfigError, match="iou_type 'segm' is not available"):
-        decompose(gt, dt, get_protocol("coco").replace(iou_type="segm"))
-    with pytest.raises(ConfigError, match="variant must be 'max_iou', found 'matched'"):
-        decompose(gt, dt, variant="matched")
+    with pytest.raises(ConfigError, match="iou_type 'keypoints' is not available"):
+        decompose(gt, dt, get_protocol("coco-keypoints"))
+    with pytest.raises(
+        ConfigError, match=r"variant must be one of \['max_iou', 'matched'\], found 'nearest'"
+    ):
+        decompose(gt, dt, variant="nearest")
     with pytest.raises(ConfigError, match="iou_threshold must be in"):
         decompose(gt, dt, iou_threshold=1.5)
+
+
+# -- the matched variant -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", SEEDS[:20])
+def test_matched_variant_factorises_and_localizes_each_object_once(seed):
+    gt_dict, dt_list = confused(seed, max_images=12, max_classes=5)
+    result = decompose(*_load(gt_dict, dt_list), "coco", variant="matched")
+    for c in result.per_class:
+        cv = c.curves
+        for kind in ("precision", "recall"):
+            d, loc, cgl = cv[f"{kind}_D"], cv[f"{kind}_L"], cv[f"{kind}_CgL"]
+            defined = ~np.isnan(loc) & ~np.isnan(cgl)
+            np.testing.assert_allclose(d[defined], (loc * cgl)[defined], rtol=0, atol=1e-12)
+        # One-to-one: at most one localized detection per object, so recall stays <= 1.
+        assert np.all(cv["recall_L"][~np.isnan(cv["recall_L"])] <= 1.0)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_matched_variant_on_one_class_is_the_protocols_own_count(seed):
+    """One class: the pooled matching is the protocol's, so D's last point is its recall and precision."""
+    from deteval.evaluate import match, score
+    from tests.crosscheck.generate import generate
+
+    gt_dict, dt_list = generate(seed, max_images=12, max_classes=1)
+    gt, dt = _load(gt_dict, dt_list)
+    protocol = get_protocol("coco").replace(
+        iou_thresholds=(0.5,), area_ranges=(("all", 0.0, 1e10),), max_dets=None, summary="configured"
+    )
+    c = decompose(gt, dt, protocol, variant="matched").per_class[0]
+    if c.n_gt == 0 or not len(c.confidence):
+        pytest.skip("no ground truth or no detection")
+    table = match(gt, dt, protocol)
+    result = score(table, gt, protocol)
+    n_tp = int(table.det_is_tp[0].sum())
+    n_counted = int((~table.det_is_ignored[0]).sum())
+    assert c.curves["recall_D"][-1] == n_tp / c.n_gt == pytest.approx(float(result.recall[0, 0, 0, 0]))
+    assert c.curves["precision_D"][-1] == n_tp / n_counted
+
+
+def test_matched_variant_sits_beside_the_default_in_analyze():
+    gt_dict, dt_list = confused(3)
+    from deteval.diagnose import analyze
+
+    doc = analyze(*_load(gt_dict, dt_list), "coco", decompose_matched=True).to_dict()
+    assert list(doc) == ["errors", "decomposition", "decomposition_matched", "confusion"]
+    assert doc["decomposition"] == analyze(*_load(gt_dict, dt_list), "coco").to_dict()["decomposition"]
+    with pytest.raises(ConfigError, match="variant 'matched' decomposes boxes only"):
+        decompose(*_load(gt_dict, dt_list), get_protocol("coco").replace(iou_type="segm"), variant="matched")

@@ -168,6 +168,7 @@ def test_optional_fields_come_from_the_table():
         "max_dets_scope": "image_class",
         "max_dets_per_class": None,
         "federated_labels": "ignore",
+        "class_agnostic": False,
     }
 
 
