@@ -178,9 +178,9 @@ def _check_collection(masks: CollectionMasks, protocol: Any, other: CollectionMa
         if other is not None and (other.masks.kind == RLE).any():
             rle_images = np.unique(other.source.image[other.masks.kind == RLE])
             rows = np.flatnonzero(np.isin(masks.source.image, rle_images))
-            check_rasterisable(masks.source, masks.masks, rows)
+            check_rasterisable(masks.source, masks.masks, rows, masks.raster)
     else:
-        check_rasterisable(masks.source, masks.masks)
+        check_rasterisable(masks.source, masks.masks, raster=masks.raster)
 
 
 def check_masks(gt: GroundTruth, dt: Detections | None, protocol: Any) -> None:

@@ -43,6 +43,7 @@ class RasterMasks:
         self.rle: list = [None] * n
         self.area = np.full(n, np.nan)
         self.done = np.zeros(n, dtype=bool)
+        self.extent_checked = np.zeros(n, dtype=bool)  # rows that passed _check_raster_extent
 
 
 def ensure_raster(
@@ -60,7 +61,10 @@ def ensure_raster(
     poly_rows = rows[masks.kind[rows] == POLYGON]
     if len(poly_rows):
         size = raster_image_size(src, poly_rows)
-        _check_raster_extent(src, masks, poly_rows, size)
+        unchecked = ~raster.extent_checked[poly_rows]
+        if unchecked.any():  # prepare_masks checks every record up front in raster mode
+            _check_raster_extent(src, masks, poly_rows[unchecked], size[unchecked])
+            raster.extent_checked[poly_rows] = True
         key = size[:, 0] * (MAX_PIXELS + 1) + size[:, 1]
         for k in np.unique(key):
             group = poly_rows[key == k]
@@ -84,7 +88,12 @@ def ensure_raster(
     raster.done[rows] = True
 
 
-def check_rasterisable(src: SegmentationSource, masks: CheckedMasks, rows: np.ndarray | None = None) -> None:
+def check_rasterisable(
+    src: SegmentationSource,
+    masks: CheckedMasks,
+    rows: np.ndarray | None = None,
+    raster: RasterMasks | None = None,
+) -> None:
     """Check now what rasterising the polygon records of ``masks`` would check on demand.
 
     Each polygon's image needs a usable width and height, and its vertices must lie within one
@@ -98,6 +107,9 @@ def check_rasterisable(src: SegmentationSource, masks: CheckedMasks, rows: np.nd
     masks : CheckedMasks
     rows : int64 (n,), optional
         The records to check (default: every record); RLE records are skipped.
+    raster : RasterMasks, optional
+        The collection's rasters: the checked rows are marked there, so that
+        :func:`ensure_raster` does not check them again.
 
     Raises
     ------
@@ -109,6 +121,8 @@ def check_rasterisable(src: SegmentationSource, masks: CheckedMasks, rows: np.nd
         poly_rows = np.intersect1d(poly_rows, rows)
     if len(poly_rows):
         _check_raster_extent(src, masks, poly_rows, raster_image_size(src, poly_rows))
+        if raster is not None:  # ensure_raster need not check these rows again
+            raster.extent_checked[poly_rows] = True
 
 
 def rle_areas(rles: list) -> np.ndarray:
