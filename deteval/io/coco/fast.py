@@ -269,6 +269,30 @@ class RawSegmentations(Sequence):
         return None if raw is None else self._loads(bytes(raw))
 
 
+class SpanSegmentations(Sequence):
+    """Annotation segmentations kept as byte spans of the file until a segm evaluation reads them.
+
+    What the compiled instances parser gives (:func:`_compiled_instances`): the file's bytes and,
+    per annotation, the start and stop offsets of its segmentation (-1 where it has none). Items
+    decode on access, as :class:`RawSegmentations` items do (``None`` where a record has none).
+    """
+
+    def __init__(self, raw: bytes, starts: np.ndarray, stops: np.ndarray, loads: Callable[[bytes], Any]):
+        self._raw = raw
+        self._starts = starts
+        self._stops = stops
+        self._loads = loads
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        start = int(self._starts[index])
+        return None if start < 0 else self._loads(self._raw[start : int(self._stops[index])])
+
+
 if _HAS_MSGSPEC:
 
     class _Annotation(_msgspec.Struct, forbid_unknown_fields=True):
@@ -294,16 +318,86 @@ if _HAS_MSGSPEC:
     _INSTANCES = _msgspec.json.Decoder(_Instances)
 
 
+#: The annotation columns of an instances file: id, image_id, category_id (int64), bbox (n, 4),
+#: area (float64), iscrowd, ignore, difficult (int64; 0 where absent), and the raw segmentations.
+AnnColumns = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any
+]
+
+#: Bytes of the shortest annotation the compiled parser accepts, with its comma:
+#: ``{"id":0,"image_id":0,"category_id":0,"bbox":[0,0,0,0],"area":0,"iscrowd":0},``.
+_MIN_ANNOTATION_BYTES = 76
+
+
 def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
     """Read a plain COCO instances file without parsing its polygons, or None for the full path.
 
-    Taken only when nothing needs a message: known keys only (a raw count of keys against the
-    decoded ones, which also rules out duplicate keys), every annotation with a finite
-    non-negative bbox and area and an ``iscrowd`` of 0 or 1, unique annotation ids, known image
-    and category ids. Images and categories go through the same checks as the full path.
+    The compiled parser reads the ``annotations`` array (:func:`_compiled_instances`), else
+    msgspec reads the whole document (:func:`_msgspec_instances`); both read only the plain shape
+    and give the same columns bit for bit. Then one set of checks (:func:`_ground_truth_from`).
     """
     if not _HAS_MSGSPEC or _orjson is None:
         return None
+    parts = _compiled_instances(raw) if _colparse is not None else None
+    if parts is None:
+        parts = _msgspec_instances(raw)
+    if parts is None:
+        return None
+    data, columns = parts
+    del parts
+    return _ground_truth_from(data, columns, path)
+
+
+def _rest_keys(data: Any) -> int:
+    """The object keys of a decoded :class:`_Instances` outside its annotations."""
+    keys = 3 + _count_keys(data.images) + _count_keys(data.categories)
+    for extra in (data.info, data.licenses):
+        if extra is not _msgspec.UNSET:
+            keys += 1 + _count_keys(extra)
+    return keys
+
+
+def _compiled_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
+    """An instances file read by the C extension (annotations) and msgspec (the rest), or None.
+
+    The extension parses the top-level ``annotations`` array into columns, keeping each
+    segmentation as a byte span of ``raw`` (:class:`SpanSegmentations`); msgspec decodes the rest
+    of the document with that array replaced by ``[]``, and a raw count of its keys rules out
+    duplicates there, as in :func:`_msgspec_instances`. None when the extension is not available
+    or anything is not plain: the msgspec path and then the full loader decide.
+    """
+    if _colparse is None:
+        return None
+    capacity = len(raw) // _MIN_ANNOTATION_BYTES + 1
+    ints = [np.empty(capacity, dtype=np.int64) for _ in range(8)]
+    ids, image_ids, category_ids, crowd, ignore, difficult, starts, stops = ints
+    box = np.empty(4 * capacity, dtype=np.float64)
+    area = np.empty(capacity, dtype=np.float64)
+    found = _colparse.instances(
+        raw, ids, image_ids, category_ids, box, area, crowd, ignore, difficult, starts, stops
+    )
+    if found is None:
+        return None
+    n, start, stop = found
+    rest = b"".join((raw[:start], b"[]", raw[stop:]))
+    data = _decode_or_none(rest, _INSTANCES)
+    if data is None or data.annotations or count_raw_keys(rest) != _rest_keys(data):
+        return None
+    del rest
+    for column in ints:
+        column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
+    box.resize(4 * n, refcheck=False)
+    area.resize(n, refcheck=False)
+    segm = SpanSegmentations(raw, starts, stops, _orjson.loads)  # type: ignore[union-attr]
+    return data, (ids, image_ids, category_ids, box.reshape(n, 4), area, crowd, ignore, difficult, segm)
+
+
+def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
+    """An instances file decoded by msgspec, or None when it is not plain.
+
+    Known keys only: a raw count of keys against the decoded ones, which also rules out duplicate
+    keys. This is the twin the compiled parser is tested against.
+    """
     data = _decode_or_none(raw, _INSTANCES)
     if data is None:
         return None
@@ -312,30 +406,40 @@ def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
     segm = [a.segmentation if a.segmentation is not _msgspec.UNSET else None for a in anns]
     n_rle = sum(1 for r in segm if r is not None and memoryview(r)[:1] == b"{")
     keys = (
-        3
-        + (data.info is not _msgspec.UNSET)
-        + (data.licenses is not _msgspec.UNSET)
-        + _count_keys(data.images)
-        + _count_keys(data.categories)
+        _rest_keys(data)
         + 6 * n
         + sum(r is not None for r in segm)
         + 2 * n_rle
         + sum(a.ignore is not _msgspec.UNSET for a in anns)
         + sum(a.difficult is not _msgspec.UNSET for a in anns)
     )
-    for extra in (data.info, data.licenses):
-        if extra is not _msgspec.UNSET:
-            keys += _count_keys(extra)
     if count_raw_keys(raw) != keys:
         return None
-    ann_ids = np.fromiter(map(_get_id, anns), dtype=np.int64, count=n)
-    box = np.fromiter(
-        itertools.chain.from_iterable(map(_get_bbox, anns)), dtype=np.float64, count=4 * n
-    ).reshape(n, 4)
-    area = np.fromiter(map(_get_area, anns), dtype=np.float64, count=n)
-    crowd = np.fromiter(map(_get_iscrowd, anns), dtype=np.int64, count=n)
-    ignore = np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in anns), np.int64, n)
-    difficult = np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in anns), np.int64, n)
+    columns = (
+        np.fromiter(map(_get_id, anns), dtype=np.int64, count=n),
+        np.fromiter(map(_get_image_id, anns), np.int64, n),
+        np.fromiter(map(_get_category_id, anns), np.int64, n),
+        np.fromiter(
+            itertools.chain.from_iterable(map(_get_bbox, anns)), dtype=np.float64, count=4 * n
+        ).reshape(n, 4),
+        np.fromiter(map(_get_area, anns), dtype=np.float64, count=n),
+        np.fromiter(map(_get_iscrowd, anns), dtype=np.int64, count=n),
+        np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in anns), np.int64, n),
+        np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in anns), np.int64, n),
+        RawSegmentations(segm, _orjson.loads),  # type: ignore[union-attr]
+    )
+    return data, columns
+
+
+def _ground_truth_from(data: Any, columns: AnnColumns, path: str) -> GroundTruth | None:
+    """Annotation columns checked and assembled with the images and categories, or None.
+
+    Taken only when nothing needs a message: every annotation with a finite non-negative bbox
+    and area and an ``iscrowd`` (``ignore``, ``difficult``) of 0 or 1, unique annotation ids,
+    known image and category ids. Images and categories go through the same checks as the full
+    path.
+    """
+    ann_ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm = columns
     flags_ok = all(((f == 0) | (f == 1)).all() for f in (crowd, ignore, difficult))
     if (
         not flags_ok
@@ -353,14 +457,14 @@ def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
     return _assemble_gt(
         meta,
         ann_ids,
-        np.fromiter(map(_get_image_id, anns), np.int64, n),
-        np.fromiter(map(_get_category_id, anns), np.int64, n),
+        image_ids,
+        category_ids,
         box,
         area,
         crowd.astype(bool),
         difficult.astype(bool),
         ignore.astype(bool),
-        RawSegmentations(segm, _orjson.loads),
+        segm,
         path,
         [],
         ann_problems=None,
