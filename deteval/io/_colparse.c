@@ -393,18 +393,34 @@ static int skip_value_loosely(Cursor *c) {
     return REFUSE;
 }
 
-/* A JSON number inside a segmentation: JSON's grammar, finite, an integer token at most 18 digits. */
+/* A JSON number inside a segmentation, checked and not converted: JSON's grammar, at most 18
+ * digits for an integer token, finite (only a token with an exponent is converted to check it). */
 static int check_segm_number(Cursor *c) {
-    const char *start = c->p;
-    double value;
-    int status = parse_double(c, &value, JSON_NUMBER);
-    if (status != OK) return status;
-    int digits = 0;
-    for (const char *q = start; q < c->p; q++) {
-        if (*q == '.' || *q == 'e' || *q == 'E') return OK;
-        digits += is_digit(*q);
+    const char *start = c->p, *p = c->p, *end = c->end;
+    if (p < end && *p == '-') p++;
+    if (p >= end || !is_digit(*p)) return REFUSE;
+    const char *digits = p;
+    if (*p == '0') {
+        p++;
+    } else {
+        while (p < end && is_digit(*p)) p++;
     }
-    return digits <= 18 ? OK : REFUSE;
+    if (p < end && is_digit(*p)) return REFUSE; /* leading zero */
+    int is_integer = 1;
+    if (p < end && *p == '.') {
+        is_integer = 0;
+        p++;
+        if (p >= end || !is_digit(*p)) return REFUSE;
+        while (p < end && is_digit(*p)) p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        double value;
+        c->p = start;
+        return parse_double(c, &value, JSON_NUMBER); /* refuses an overflow to infinity */
+    }
+    if ((is_integer && p - digits > 18) || p - digits > 300) return REFUSE; /* no exponent: finite below 309 digits */
+    c->p = p;
+    return OK;
 }
 
 /* An array of numbers and arrays (a polygon list, an RLE size, uncompressed counts). */
