@@ -445,10 +445,12 @@ static int check_number_array(Cursor *c, int depth) {
     }
 }
 
-/* An RLE string: printable ASCII, the only escapes ``\\`` and ``\/`` (no quote inside, so no
- * ``":`` that a raw count of keys would take for a key). */
+/* An RLE string: printable ASCII, the only escapes ``\\`` and ``\/``. No ``":`` that a raw count
+ * of keys would take for a key (deteval.io._json.count_raw_keys, which the msgspec path checks):
+ * no quote inside, and no ``:`` or space right after the opening quote. */
 static int check_counts_string(Cursor *c) {
     if (expect(c, '"') != OK) return REFUSE;
+    if (c->p < c->end && (*c->p == ':' || *c->p == ' ')) return REFUSE;
     while (c->p < c->end) {
         char ch = *c->p++;
         if (ch == '"') return OK;
