@@ -88,7 +88,23 @@ def _fast_box_results(
     (:func:`_msgspec_box_columns`); both read only the plain shape and give the same columns bit
     for bit. The columns then pass one set of checks (:func:`_box_detections`).
     """
-    return _box_detections(_box_columns(raw), path=path, gt=gt, cmap=cmap)
+    return _fast_box_results_held([raw], path, gt, cmap)
+
+
+def _fast_box_results_held(
+    held: list, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
+) -> Detections | None:
+    """:func:`_fast_box_results` on the bytes held as ``held[0]``, which it empties once parsed.
+
+    Once the columns exist they are all that is needed: the list is emptied so that the file's
+    bytes (as large as the columns) are freed before the columns are checked and the warnings
+    computed, which lowers the peak of loading. Its caller (``_source``) reads the file again
+    when this returns None after that.
+    """
+    columns = _box_columns(held[0])
+    if columns is not None:
+        held.clear()
+    return _box_detections(columns, path=path, gt=gt, cmap=cmap)
 
 
 def _box_columns(raw: bytes) -> BoxColumns | None:

@@ -59,7 +59,9 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     >>> len(gt), gt.category_name
     (1, ('cat',))
     """
-    data, where = _source(source, name or "<ground truth>", _fast_ground_truth)
+    data, where = _source(
+        source, name or "<ground truth>", lambda held, path: _fast_ground_truth(held[0], path)
+    )
     if isinstance(data, GroundTruth):
         return data
     images, categories, anns = _instances_lists(data, where)
