@@ -207,9 +207,14 @@ def _msgspec_box_columns(raw: bytes) -> BoxColumns | None:
     records = _decode_or_none(raw, _BOX_RESULTS)
     if records is None:
         return None
-    n = len(records)
-    if n == 0 or count_raw_keys(raw) != 4 * n:
+    if not records or count_raw_keys(raw) != 4 * len(records):
         return None
+    return _typed_box_columns(records)
+
+
+def _typed_box_columns(records: list) -> BoxColumns:
+    """The columns of typed box records (:class:`_BoxResult`)."""
+    n = len(records)
     image_ids = np.fromiter(map(_get_image_id, records), dtype=np.int64, count=n)
     category_ids = np.fromiter(map(_get_category_id, records), dtype=np.int64, count=n)
     score = np.fromiter(map(_get_score, records), dtype=np.float64, count=n)
@@ -217,6 +222,26 @@ def _msgspec_box_columns(raw: bytes) -> BoxColumns | None:
         itertools.chain.from_iterable(map(_get_bbox, records)), dtype=np.float64, count=4 * n
     ).reshape(n, 4)
     return image_ids, category_ids, box, score
+
+
+def _fast_box_records(
+    records: list, where: str, gt: GroundTruth, cmap: CategoryMap | None = None
+) -> Detections | None:
+    """In-memory box results (a list of dicts) straight into columns, or None for the full path.
+
+    ``msgspec.convert`` types the records strictly (:class:`_BoxResult`: exactly the four keys,
+    ``int`` ids within int64, no ``bool``, no float or numpy scalar as an id or a number, no
+    array as a bbox) at C speed; the columns then pass the checks a file's do
+    (:func:`_box_detections`). Anything it refuses -- integral floats such as ``3.0``, numpy
+    scalars, extra keys, NaN -- goes to the full loader, which reads those and names problems.
+    """
+    if not _HAS_MSGSPEC or not records:
+        return None
+    try:
+        typed = _msgspec.convert(records, list[_BoxResult])
+    except (_msgspec.ValidationError, RecursionError):
+        return None  # the full path reads or names it
+    return _box_detections(_typed_box_columns(typed), path=where, gt=gt, cmap=cmap)
 
 
 def _box_detections(
@@ -450,12 +475,25 @@ def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
 def _ground_truth_from(data: Any, columns: AnnColumns, path: str) -> GroundTruth | None:
     """Annotation columns checked and assembled with the images and categories, or None.
 
-    Taken only when nothing needs a message: every annotation with a finite non-negative bbox
-    and area and an ``iscrowd`` (``ignore``, ``difficult``) of 0 or 1, unique annotation ids,
-    known image and category ids. Images and categories go through the same checks as the full
-    path.
+    Taken only when nothing needs a message (:func:`_checked_annotations`). Images and
+    categories go through the same checks as the full path.
     """
-    ann_ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm = columns
+    if not _checked_annotations(columns):
+        return None
+    try:
+        meta = _images_and_categories(data.images, data.categories, path)
+    except InputError:
+        return None  # the full path raises it again, with the same message
+    return _assemble_columns(meta, columns, path)
+
+
+def _checked_annotations(columns: AnnColumns) -> bool:
+    """True when nothing needs a message about these annotation columns.
+
+    Every annotation with a finite non-negative bbox and area and an ``iscrowd`` (``ignore``,
+    ``difficult``) of 0 or 1; unique annotation ids.
+    """
+    ann_ids, _, _, box, area, crowd, ignore, difficult, _ = columns
     flags_ok = all(((f == 0) | (f == 1)).all() for f in (crowd, ignore, difficult))
     if (
         not flags_ok
@@ -465,11 +503,13 @@ def _ground_truth_from(data: Any, columns: AnnColumns, path: str) -> GroundTruth
         or (area < 0).any()
         or _duplicates(ann_ids)
     ):
-        return None
-    try:
-        meta = _images_and_categories(data.images, data.categories, path)
-    except InputError:
-        return None  # the full path raises it again, with the same message
+        return False
+    return True
+
+
+def _assemble_columns(meta: dict, columns: AnnColumns, path: str) -> GroundTruth | None:
+    """The GroundTruth of checked columns; None when an image or category id is unknown."""
+    ann_ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm = columns
     return _assemble_gt(
         meta,
         ann_ids,
@@ -485,6 +525,56 @@ def _ground_truth_from(data: Any, columns: AnnColumns, path: str) -> GroundTruth
         [],
         ann_problems=None,
     )
+
+
+if _HAS_MSGSPEC:
+
+    class _AnnotationObject(_msgspec.Struct, forbid_unknown_fields=True):
+        """An in-memory COCO annotation's fields, typed as :class:`_Annotation` types a file's."""
+
+        id: _Int64
+        image_id: _Int64
+        category_id: _Int64
+        bbox: tuple[float, float, float, float]
+        area: float
+        iscrowd: _Int64
+        segmentation: Any = _msgspec.UNSET
+        ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+        difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+
+
+def _fast_annotations(meta: dict, anns: list, where: str) -> GroundTruth | None:
+    """In-memory annotations (a list of dicts) straight into columns, or None for the full path.
+
+    ``msgspec.convert`` types them strictly (:class:`_AnnotationObject`: known keys only, the six
+    COCO keys present, ``int`` ids and flags, no ``bool``, no float or numpy scalar where an
+    integer goes); the columns then pass the checks a file's do. The segmentations are the
+    caller's objects, as the full loader keeps them. ``meta`` is the checked images and
+    categories (``_images_and_categories``). Anything refused goes to the full loader.
+    """
+    if not _HAS_MSGSPEC or not anns:
+        return None
+    try:
+        typed = _msgspec.convert(anns, list[_AnnotationObject])
+    except (_msgspec.ValidationError, RecursionError):
+        return None  # the full path reads or names it
+    n = len(typed)
+    columns = (
+        np.fromiter(map(_get_id, typed), dtype=np.int64, count=n),
+        np.fromiter(map(_get_image_id, typed), np.int64, n),
+        np.fromiter(map(_get_category_id, typed), np.int64, n),
+        np.fromiter(
+            itertools.chain.from_iterable(map(_get_bbox, typed)), dtype=np.float64, count=4 * n
+        ).reshape(n, 4),
+        np.fromiter(map(_get_area, typed), dtype=np.float64, count=n),
+        np.fromiter(map(_get_iscrowd, typed), dtype=np.int64, count=n),
+        np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in typed), np.int64, n),
+        np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in typed), np.int64, n),
+        tuple(r.get("segmentation") for r in anns),
+    )
+    if not _checked_annotations(columns):
+        return None
+    return _assemble_columns(meta, columns, where)
 
 
 _get_id = operator.attrgetter("id")
