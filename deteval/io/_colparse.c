@@ -820,10 +820,208 @@ done:
     return result;
 }
 
+/* ---- in-memory records: lists of dicts (json.load output, a training loop's records) ---- */
+
+/* Interned keys, made once. */
+static PyObject *KEY_OBJ[16];
+static const char *const KEY_NAMES[] = {"image_id", "category_id", "bbox", "score", "id", "area", "iscrowd",
+                                        "segmentation", "ignore", "difficult", NULL};
+enum { K_IMAGE_ID, K_CATEGORY_ID, K_BBOX, K_SCORE, K_ID, K_AREA, K_ISCROWD, K_SEGMENTATION, K_IGNORE, K_DIFFICULT };
+
+static int intern_keys(void) {
+    for (int k = 0; KEY_NAMES[k] != NULL; k++) {
+        if (KEY_OBJ[k] != NULL) continue;
+        KEY_OBJ[k] = PyUnicode_InternFromString(KEY_NAMES[k]);
+        if (KEY_OBJ[k] == NULL) return ERROR;
+    }
+    return OK;
+}
+
+/* ``record[key]``, borrowed; REFUSE when absent. */
+static int get_field(PyObject *record, int key, PyObject **out) {
+    *out = PyDict_GetItemWithError(record, KEY_OBJ[key]);
+    if (*out == NULL) return PyErr_Occurred() ? ERROR : REFUSE;
+    return OK;
+}
+
+/* An exact ``int`` within int64 (no bool, no float, no numpy scalar: those are for the full path). */
+static int object_int64(PyObject *value, int64_t *out) {
+    if (!PyLong_CheckExact(value)) return REFUSE;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow) return REFUSE;
+    if (v == -1 && PyErr_Occurred()) return ERROR;
+    *out = (int64_t)v;
+    return OK;
+}
+
+/* An exact ``float``, or an exact ``int`` as the correctly rounded double (as float() reads it). */
+static int object_double(PyObject *value, double *out) {
+    if (PyFloat_CheckExact(value)) {
+        *out = PyFloat_AS_DOUBLE(value);
+        return OK;
+    }
+    if (!PyLong_CheckExact(value)) return REFUSE;
+    double v = PyLong_AsDouble(value);
+    if (v == -1.0 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return ERROR;
+        PyErr_Clear(); /* larger than a double: the full path names it */
+        return REFUSE;
+    }
+    *out = v;
+    return OK;
+}
+
+/* A list or tuple of exactly 4 numbers (exact float or int). */
+static int object_box(PyObject *value, double *out) {
+    if (!(PyList_CheckExact(value) || PyTuple_CheckExact(value)) || PySequence_Fast_GET_SIZE(value) != 4)
+        return REFUSE;
+    PyObject **items = PySequence_Fast_ITEMS(value);
+    for (int j = 0; j < 4; j++) {
+        int status = object_double(items[j], &out[j]);
+        if (status != OK) return status;
+    }
+    return OK;
+}
+
+PyDoc_STRVAR(box_records_doc,
+             "box_records(records, image_id, category_id, bbox, score, /)\n--\n\n"
+             "Read the list ``records`` of box-result dicts into the given columns (as box_results).\n\n"
+             "Returns the record count, or None unless every record is an exact ``dict`` with exactly the\n"
+             "keys image_id, category_id, bbox, score: ids exact ``int`` within int64, a bbox list or\n"
+             "tuple of 4 numbers, numbers exact ``float`` or ``int`` (no bool, no numpy scalar).");
+
+static PyObject *box_records(PyObject *self, PyObject *args) {
+    PyObject *records, *objs[4];
+    if (!PyArg_ParseTuple(args, "O!OOOO:box_records", &PyList_Type, &records, &objs[0], &objs[1], &objs[2],
+                          &objs[3]))
+        return NULL;
+    if (intern_keys() != OK) return NULL;
+    Column cols[4];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    static const char kinds[4] = {'i', 'i', 'f', 'f'};
+    for (int i = 0; i < 4; i++) {
+        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    int status = n > 0 ? OK : REFUSE;
+    if (cols[0].view.len / 8 < n || cols[1].view.len / 8 < n || cols[2].view.len / 32 < n ||
+        cols[3].view.len / 8 < n)
+        status = REFUSE;
+    int64_t *image_id = (int64_t *)cols[0].view.buf, *category_id = (int64_t *)cols[1].view.buf;
+    double *bbox = (double *)cols[2].view.buf, *score = (double *)cols[3].view.buf;
+    for (Py_ssize_t i = 0; status == OK && i < n; i++) {
+        PyObject *record = PyList_GET_ITEM(records, i), *value;
+        if (!PyDict_CheckExact(record) || PyDict_GET_SIZE(record) != 4) {
+            status = REFUSE;
+            break;
+        }
+        if ((status = get_field(record, K_IMAGE_ID, &value)) != OK) break;
+        if ((status = object_int64(value, &image_id[i])) != OK) break;
+        if ((status = get_field(record, K_CATEGORY_ID, &value)) != OK) break;
+        if ((status = object_int64(value, &category_id[i])) != OK) break;
+        if ((status = get_field(record, K_BBOX, &value)) != OK) break;
+        if ((status = object_box(value, &bbox[4 * i])) != OK) break;
+        if ((status = get_field(record, K_SCORE, &value)) != OK) break;
+        status = object_double(value, &score[i]);
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? PyLong_FromSsize_t(n) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 4; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    return result;
+}
+
+PyDoc_STRVAR(annotation_records_doc,
+             "annotation_records(records, id, image_id, category_id, bbox, area, iscrowd, ignore, difficult, /)\n"
+             "--\n\n"
+             "Read the list ``records`` of COCO annotation dicts into the given columns (as instances).\n\n"
+             "Returns the record count, or None unless every record is an exact ``dict`` whose keys are\n"
+             "id, image_id, category_id, bbox, area, iscrowd and any of segmentation, ignore, difficult:\n"
+             "ids and flags exact ``int`` within int64, a bbox list or tuple of 4 numbers, numbers exact\n"
+             "``float`` or ``int``. Segmentations are not read (the caller keeps the objects).");
+
+static PyObject *annotation_records(PyObject *self, PyObject *args) {
+    PyObject *records, *objs[8];
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOO:annotation_records", &PyList_Type, &records, &objs[0], &objs[1],
+                          &objs[2], &objs[3], &objs[4], &objs[5], &objs[6], &objs[7]))
+        return NULL;
+    if (intern_keys() != OK) return NULL;
+    Column cols[8];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    /* id, image_id, category_id, bbox, area, iscrowd, ignore, difficult */
+    static const char kinds[8] = {'i', 'i', 'i', 'f', 'f', 'i', 'i', 'i'};
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    int status = n > 0 ? OK : REFUSE;
+    for (int i = 0; i < 8; i++) {
+        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        if (cols[i].view.len / (i == 3 ? 32 : 8) < n) status = REFUSE;
+    }
+    int64_t *id = (int64_t *)cols[0].view.buf, *image_id = (int64_t *)cols[1].view.buf;
+    int64_t *category_id = (int64_t *)cols[2].view.buf, *iscrowd = (int64_t *)cols[5].view.buf;
+    int64_t *ignore = (int64_t *)cols[6].view.buf, *difficult = (int64_t *)cols[7].view.buf;
+    double *bbox = (double *)cols[3].view.buf, *area = (double *)cols[4].view.buf;
+    for (Py_ssize_t i = 0; status == OK && i < n; i++) {
+        PyObject *record = PyList_GET_ITEM(records, i), *value;
+        if (!PyDict_CheckExact(record)) {
+            status = REFUSE;
+            break;
+        }
+        if ((status = get_field(record, K_ID, &value)) != OK) break;
+        if ((status = object_int64(value, &id[i])) != OK) break;
+        if ((status = get_field(record, K_IMAGE_ID, &value)) != OK) break;
+        if ((status = object_int64(value, &image_id[i])) != OK) break;
+        if ((status = get_field(record, K_CATEGORY_ID, &value)) != OK) break;
+        if ((status = object_int64(value, &category_id[i])) != OK) break;
+        if ((status = get_field(record, K_BBOX, &value)) != OK) break;
+        if ((status = object_box(value, &bbox[4 * i])) != OK) break;
+        if ((status = get_field(record, K_AREA, &value)) != OK) break;
+        if ((status = object_double(value, &area[i])) != OK) break;
+        if ((status = get_field(record, K_ISCROWD, &value)) != OK) break;
+        if ((status = object_int64(value, &iscrowd[i])) != OK) break;
+        Py_ssize_t keys = 6;
+        status = get_field(record, K_SEGMENTATION, &value);
+        if (status == ERROR) break;
+        keys += status == OK;
+        ignore[i] = 0;
+        difficult[i] = 0;
+        status = get_field(record, K_IGNORE, &value);
+        if (status == OK) {
+            keys++;
+            status = object_int64(value, &ignore[i]);
+            if (status != OK) break;
+        } else if (status == ERROR) {
+            break;
+        }
+        status = get_field(record, K_DIFFICULT, &value);
+        if (status == OK) {
+            keys++;
+            status = object_int64(value, &difficult[i]);
+            if (status != OK) break;
+        } else if (status == ERROR) {
+            break;
+        }
+        status = PyDict_GET_SIZE(record) == keys ? OK : REFUSE; /* no other key */
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? PyLong_FromSsize_t(n) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 8; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    return result;
+}
+
 static PyMethodDef colparse_methods[] = {
     {"box_results", box_results, METH_VARARGS, box_results_doc},
     {"text_rows", text_rows, METH_VARARGS, text_rows_doc},
     {"instances", instances, METH_VARARGS, instances_doc},
+    {"box_records", box_records, METH_VARARGS, box_records_doc},
+    {"annotation_records", annotation_records, METH_VARARGS, annotation_records_doc},
     {NULL, NULL, 0, NULL},
 };
 

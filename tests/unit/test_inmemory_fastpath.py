@@ -265,3 +265,105 @@ def test_area_option_loads_alike(monkeypatch, area_missing):
     assert_gt_alike(monkeypatch, data, area_missing=area_missing)
     data["annotations"][0].pop("area")
     assert_gt_alike(monkeypatch, data, area_missing=area_missing)
+
+
+try:
+    from deteval.io import _colparse
+except ImportError:  # not built: the twin tests of the compiled readers skip
+    _colparse = None
+
+needs_extension = pytest.mark.skipif(_colparse is None, reason="the C extension is not built")
+
+
+def _assert_column_twins(c_cols, py_cols) -> None:
+    """The compiled reader's columns equal msgspec's bit for bit; it may refuse more, never less."""
+    if py_cols is None:
+        assert c_cols is None, "the compiled reader accepted records msgspec refuses"
+        return
+    if c_cols is None:
+        return
+    for c_col, py_col in zip(c_cols, py_cols):
+        if isinstance(py_col, np.ndarray):
+            assert c_col.dtype == py_col.dtype
+            assert c_col.shape == py_col.shape
+            assert _bits(c_col) == _bits(py_col)
+        else:
+            assert all(a is b for a, b in zip(c_col, py_col, strict=True))
+
+
+@needs_extension
+@pytest.mark.parametrize("name", sorted(DT_CHANGES))
+def test_compiled_box_records_are_twins(monkeypatch, name):
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    records = _dt_edit(DT_CHANGES[name])()
+    c_cols = fast._compiled_box_records(records)
+    _assert_column_twins(c_cols, fast._msgspec_box_records(records))
+    if name not in OLD_PATH or name in ("NaN score", "inf bbox", "negative width", "unknown image"):
+        assert c_cols is not None
+
+
+@needs_extension
+@pytest.mark.parametrize("name", sorted(GT_CHANGES))
+def test_compiled_annotation_records_are_twins(monkeypatch, name):
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    data = _gt_fixture()
+    GT_CHANGES[name](data)
+    anns = data["annotations"]
+    _assert_column_twins(fast._compiled_annotation_records(anns), fast._msgspec_annotation_records(anns))
+
+
+@needs_extension
+@pytest.mark.parametrize("seed", range(10))
+def test_compiled_readers_on_generated_data(monkeypatch, seed):
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    gt_dict, dt_list = generate(seed) if seed % 2 else generate_segm(seed)
+    c_anns = fast._compiled_annotation_records(gt_dict["annotations"])
+    assert c_anns is not None or not gt_dict["annotations"]
+    _assert_column_twins(c_anns, fast._msgspec_annotation_records(gt_dict["annotations"]))
+    c_dets = fast._compiled_box_records(dt_list)
+    _assert_column_twins(c_dets, fast._msgspec_box_records(dt_list))
+    if seed % 2 and dt_list:
+        assert c_dets is not None
+
+
+@needs_extension
+@pytest.mark.parametrize(
+    "value",
+    [
+        0,
+        -0.0,
+        1,
+        2**53 + 1,
+        2**63 - 1,
+        -(2**63),
+        2**64,
+        2**70 + 1,
+        10**400,
+        1e308,
+        5e-324,
+        True,
+        np.float64(1),
+    ],
+    ids=repr,
+)
+def test_compiled_numbers_are_bit_identical(monkeypatch, value):
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    for field in ("score", "bbox"):
+        record = {"image_id": 1, "category_id": 2, "bbox": [1, 2, 3, 4], "score": 0.5}
+        record[field] = [value, 0, 1, 1] if field == "bbox" else value
+        _assert_column_twins(fast._compiled_box_records([record]), fast._msgspec_box_records([record]))
+    record = {"image_id": value, "category_id": 2, "bbox": [1, 2, 3, 4], "score": 0.5}
+    _assert_column_twins(fast._compiled_box_records([record]), fast._msgspec_box_records([record]))
+
+
+@needs_extension
+def test_compiled_readers_refuse_other_containers(monkeypatch):
+    from collections import OrderedDict
+
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    record = {"image_id": 1, "category_id": 2, "bbox": [1, 2, 3, 4], "score": 0.5}
+    assert fast._compiled_box_records([record]) is not None
+    assert fast._compiled_box_records([OrderedDict(record)]) is None
+    assert fast._compiled_box_records((record,)) is None  # type: ignore[arg-type]
+    assert fast._compiled_box_records([]) is None
+    assert fast._compiled_box_records([{**record, 1: 2}]) is None

@@ -229,11 +229,42 @@ def _fast_box_records(
 ) -> Detections | None:
     """In-memory box results (a list of dicts) straight into columns, or None for the full path.
 
-    ``msgspec.convert`` types the records strictly (:class:`_BoxResult`: exactly the four keys,
-    ``int`` ids within int64, no ``bool``, no float or numpy scalar as an id or a number, no
-    array as a bbox) at C speed; the columns then pass the checks a file's do
-    (:func:`_box_detections`). Anything it refuses -- integral floats such as ``3.0``, numpy
-    scalars, extra keys, NaN -- goes to the full loader, which reads those and names problems.
+    Read by the compiled extension (:func:`_compiled_box_records`), else typed by
+    ``msgspec.convert`` (:func:`_msgspec_box_records`); both take only plain records and give the
+    same columns bit for bit, which then pass the checks a file's do (:func:`_box_detections`).
+    Anything refused -- integral floats such as ``3.0``, numpy scalars, extra keys -- goes to the
+    full loader, which reads those and names problems.
+    """
+    columns = _compiled_box_records(records) if _colparse is not None else None
+    if columns is None:
+        columns = _msgspec_box_records(records)
+    return _box_detections(columns, path=where, gt=gt, cmap=cmap)
+
+
+def _compiled_box_records(records: list) -> BoxColumns | None:
+    """The columns of plain in-memory box records read by the C extension, or None.
+
+    Plain: a non-empty list of exact ``dict`` with exactly the four keys, ``int`` ids within
+    int64 (no ``bool``), a bbox list or tuple of four numbers, numbers exact ``float`` or ``int``.
+    """
+    if _colparse is None or type(records) is not list or not records:
+        return None
+    n = len(records)
+    image_ids = np.empty(n, dtype=np.int64)
+    category_ids = np.empty(n, dtype=np.int64)
+    box = np.empty((n, 4), dtype=np.float64)
+    score = np.empty(n, dtype=np.float64)
+    if _colparse.box_records(records, image_ids, category_ids, box, score) is None:
+        return None
+    return image_ids, category_ids, box, score
+
+
+def _msgspec_box_records(records: list) -> BoxColumns | None:
+    """The columns of plain in-memory box records typed by ``msgspec.convert``, or None.
+
+    :class:`_BoxResult` is strict: exactly the four keys, ``int`` ids within int64, no ``bool``,
+    no float or numpy scalar as an id, no numpy scalar or array as a number. The twin the compiled
+    reader is tested against.
     """
     if not _HAS_MSGSPEC or not records:
         return None
@@ -241,7 +272,7 @@ def _fast_box_records(
         typed = _msgspec.convert(records, list[_BoxResult])
     except (_msgspec.ValidationError, RecursionError):
         return None  # the full path reads or names it
-    return _box_detections(_typed_box_columns(typed), path=where, gt=gt, cmap=cmap)
+    return _typed_box_columns(typed)
 
 
 def _box_detections(
@@ -546,11 +577,44 @@ if _HAS_MSGSPEC:
 def _fast_annotations(meta: dict, anns: list, where: str) -> GroundTruth | None:
     """In-memory annotations (a list of dicts) straight into columns, or None for the full path.
 
-    ``msgspec.convert`` types them strictly (:class:`_AnnotationObject`: known keys only, the six
-    COCO keys present, ``int`` ids and flags, no ``bool``, no float or numpy scalar where an
-    integer goes); the columns then pass the checks a file's do. The segmentations are the
-    caller's objects, as the full loader keeps them. ``meta`` is the checked images and
-    categories (``_images_and_categories``). Anything refused goes to the full loader.
+    Read by the compiled extension (:func:`_compiled_annotation_records`), else typed by
+    ``msgspec.convert`` (:func:`_msgspec_annotation_records`): known keys only, the six COCO keys
+    present, ``int`` ids and flags (no ``bool``, no float or numpy scalar where an integer
+    goes). The columns then pass the checks a file's do. The segmentations are the caller's
+    objects, as the full loader keeps them. ``meta`` is the checked images and categories
+    (``_images_and_categories``). Anything refused goes to the full loader.
+    """
+    columns = _compiled_annotation_records(anns) if _colparse is not None else None
+    if columns is None:
+        columns = _msgspec_annotation_records(anns)
+    if columns is None or not _checked_annotations(columns):
+        return None
+    return _assemble_columns(meta, columns, where)
+
+
+def _compiled_annotation_records(anns: list) -> AnnColumns | None:
+    """The columns of plain in-memory annotations read by the C extension, or None."""
+    if _colparse is None or type(anns) is not list or not anns:
+        return None
+    n = len(anns)
+    ints = [np.empty(n, dtype=np.int64) for _ in range(6)]
+    ids, image_ids, category_ids, crowd, ignore, difficult = ints
+    box = np.empty((n, 4), dtype=np.float64)
+    area = np.empty(n, dtype=np.float64)
+    found = _colparse.annotation_records(
+        anns, ids, image_ids, category_ids, box, area, crowd, ignore, difficult
+    )
+    if found is None:
+        return None
+    segm = tuple(r.get("segmentation") for r in anns)
+    return ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm
+
+
+def _msgspec_annotation_records(anns: list) -> AnnColumns | None:
+    """The columns of plain in-memory annotations typed by ``msgspec.convert``, or None.
+
+    :class:`_AnnotationObject` types them as :class:`_Annotation` types a file's. The twin the
+    compiled reader is tested against.
     """
     if not _HAS_MSGSPEC or not anns:
         return None
@@ -559,7 +623,7 @@ def _fast_annotations(meta: dict, anns: list, where: str) -> GroundTruth | None:
     except (_msgspec.ValidationError, RecursionError):
         return None  # the full path reads or names it
     n = len(typed)
-    columns = (
+    return (
         np.fromiter(map(_get_id, typed), dtype=np.int64, count=n),
         np.fromiter(map(_get_image_id, typed), np.int64, n),
         np.fromiter(map(_get_category_id, typed), np.int64, n),
@@ -572,9 +636,6 @@ def _fast_annotations(meta: dict, anns: list, where: str) -> GroundTruth | None:
         np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in typed), np.int64, n),
         tuple(r.get("segmentation") for r in anns),
     )
-    if not _checked_annotations(columns):
-        return None
-    return _assemble_columns(meta, columns, where)
 
 
 _get_id = operator.attrgetter("id")
