@@ -365,3 +365,29 @@ def test_span_segmentations_decode_on_access():
     assert segm[0] == PLAIN["annotations"][0].get("segmentation")
     assert segm[-1] == PLAIN["annotations"][-1].get("segmentation")
     assert segm[:2] == tuple(a.get("segmentation") for a in PLAIN["annotations"][:2])
+
+
+@pytest.mark.usefixtures("compiled")
+def test_results_bytes_are_let_go_and_read_again_for_a_message(tmp_path, monkeypatch):
+    """Once a results file's columns exist its bytes are freed; a message needs a second read."""
+    from deteval.io.coco import _common, load_coco_dt
+
+    gt = load_coco_gt(GT_PATH)
+    image = int(gt.image_id[0])
+    record = {"image_id": image, "category_id": int(gt.category_id[0]), "bbox": [1, 2, 3, 4], "score": 0.5}
+    reads = []
+    real_read = _common.read_bytes
+    monkeypatch.setattr(_common, "read_bytes", lambda *a, **k: reads.append(a[0]) or real_read(*a, **k))
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([record] * 3))
+    assert len(load_coco_dt(good, gt).score) == 3
+    assert len(reads) == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([record, {**record, "image_id": 987654321}]))
+    with pytest.raises(DetevalError, match="987654321") as compiled_error:
+        load_coco_dt(bad, gt)
+    assert len(reads) == 3
+    monkeypatch.setattr(fast, "_colparse", None)
+    with pytest.raises(DetevalError) as msgspec_error:
+        load_coco_dt(bad, gt)
+    assert str(compiled_error.value) == str(msgspec_error.value)
