@@ -49,6 +49,11 @@ if not NO_EXTENSION:
         from deteval.io import _colparse
     except ImportError:  # pragma: no cover - depends on the build
         _colparse = None
+    #: A build older than this module (in place, before ``build_ext`` was run again) lacks some
+    #: readers: it is ignored as a whole, and the msgspec paths give the same values.
+    _READERS = ("box_results", "text_rows", "instances", "box_records", "annotation_records")
+    if _colparse is not None and not all(hasattr(_colparse, name) for name in _READERS):
+        _colparse = None  # pragma: no cover - depends on the build
 
 if _HAS_MSGSPEC:
     #: A JSON integer that fits int64; a larger one sends the file to the full loader.
