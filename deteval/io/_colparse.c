@@ -344,6 +344,351 @@ done:
     return result;
 }
 
+/* ---- COCO instances: the top-level ``annotations`` array into columns ---- */
+
+/* Deepest nesting skipped outside the annotations array (msgspec checks those bytes afterwards). */
+#define MAX_SKIP_DEPTH 64
+/* Deepest nesting inside a segmentation: a polygon list is 2 levels, an RLE object 2 (its size). */
+#define MAX_SEGM_DEPTH 4
+
+/* Skip a JSON string (the cursor on its opening quote) by structure only: quotes and escapes. */
+static int skip_string_loosely(Cursor *c) {
+    c->p++;
+    while (c->p < c->end) {
+        char ch = *c->p++;
+        if (ch == '"') return OK;
+        if (ch == '\\') {
+            if (c->p >= c->end) return REFUSE;
+            c->p++;
+        }
+    }
+    return REFUSE;
+}
+
+/* Skip one JSON value by structure only (strings, brackets; scalars to the next delimiter). Exact
+ * on valid JSON; on anything else the bytes left for msgspec make it refuse the document. */
+static int skip_value_loosely(Cursor *c) {
+    skip_ws(c);
+    if (c->p >= c->end) return REFUSE;
+    if (*c->p == '"') return skip_string_loosely(c);
+    if (*c->p != '{' && *c->p != '[') {
+        const char *start = c->p;
+        while (c->p < c->end && !is_ws(*c->p) && *c->p != ',' && *c->p != '}' && *c->p != ']') c->p++;
+        return c->p > start ? OK : REFUSE;
+    }
+    int depth = 0;
+    while (c->p < c->end) {
+        char ch = *c->p;
+        if (ch == '"') {
+            if (skip_string_loosely(c) != OK) return REFUSE;
+            continue;
+        }
+        c->p++;
+        if (ch == '{' || ch == '[') {
+            if (++depth > MAX_SKIP_DEPTH) return REFUSE;
+        } else if (ch == '}' || ch == ']') {
+            if (--depth == 0) return OK;
+        }
+    }
+    return REFUSE;
+}
+
+/* A JSON number inside a segmentation, checked and not converted: JSON's grammar, at most 18
+ * digits for an integer token, finite (only a token with an exponent is converted to check it). */
+static int check_segm_number(Cursor *c) {
+    const char *start = c->p, *p = c->p, *end = c->end;
+    if (p < end && *p == '-') p++;
+    if (p >= end || !is_digit(*p)) return REFUSE;
+    const char *digits = p;
+    if (*p == '0') {
+        p++;
+    } else {
+        while (p < end && is_digit(*p)) p++;
+    }
+    if (p < end && is_digit(*p)) return REFUSE; /* leading zero */
+    int is_integer = 1;
+    if (p < end && *p == '.') {
+        is_integer = 0;
+        p++;
+        if (p >= end || !is_digit(*p)) return REFUSE;
+        while (p < end && is_digit(*p)) p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        double value;
+        c->p = start;
+        return parse_double(c, &value, JSON_NUMBER); /* refuses an overflow to infinity */
+    }
+    if ((is_integer && p - digits > 18) || p - digits > 300) return REFUSE; /* no exponent: finite below 309 digits */
+    c->p = p;
+    return OK;
+}
+
+/* An array of numbers and arrays (a polygon list, an RLE size, uncompressed counts). */
+static int check_number_array(Cursor *c, int depth) {
+    if (depth > MAX_SEGM_DEPTH || expect(c, '[') != OK) return REFUSE;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ']') {
+        c->p++;
+        return OK;
+    }
+    for (;;) {
+        skip_ws(c);
+        if (c->p >= c->end) return REFUSE;
+        int status = *c->p == '[' ? check_number_array(c, depth + 1) : check_segm_number(c);
+        if (status != OK) return status;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        return expect(c, ']');
+    }
+}
+
+/* An RLE string: printable ASCII, the only escapes ``\\`` and ``\/``. No ``":`` that a raw count
+ * of keys would take for a key (deteval.io._json.count_raw_keys, which the msgspec path checks):
+ * no quote inside, and no ``:`` or space right after the opening quote. */
+static int check_counts_string(Cursor *c) {
+    if (expect(c, '"') != OK) return REFUSE;
+    if (c->p < c->end && (*c->p == ':' || *c->p == ' ')) return REFUSE;
+    while (c->p < c->end) {
+        char ch = *c->p++;
+        if (ch == '"') return OK;
+        if (ch < 0x20 || ch > 0x7e) return REFUSE;
+        if (ch == '\\') {
+            if (c->p >= c->end || (*c->p != '\\' && *c->p != '/')) return REFUSE;
+            c->p++;
+        }
+    }
+    return REFUSE;
+}
+
+/* A segmentation: a polygon list (numbers and arrays), or an RLE object with exactly ``size`` (an
+ * array) and ``counts`` (a string or an array). Anything else (null, another key, a nested
+ * object, a non-ASCII byte, an escaped quote) is refused: the msgspec path decides about it. */
+static int check_segmentation(Cursor *c) {
+    skip_ws(c);
+    if (c->p >= c->end) return REFUSE;
+    if (*c->p == '[') return check_number_array(c, 1);
+    if (*c->p != '{') return REFUSE;
+    c->p++;
+    int seen = 0;
+    for (int i = 0; i < 2; i++) {
+        if (expect(c, '"') != OK) return REFUSE;
+        int key;
+        if (c->end - c->p >= 5 && memcmp(c->p, "size\"", 5) == 0) {
+            key = 1;
+            c->p += 5;
+        } else if (c->end - c->p >= 7 && memcmp(c->p, "counts\"", 7) == 0) {
+            key = 2;
+            c->p += 7;
+        } else {
+            return REFUSE;
+        }
+        if ((seen & key) || expect(c, ':') != OK) return REFUSE;
+        seen |= key;
+        skip_ws(c);
+        int status;
+        if (key == 1 || (c->p < c->end && *c->p == '['))
+            status = check_number_array(c, 2);
+        else
+            status = check_counts_string(c);
+        if (status != OK) return status;
+        if (expect(c, i == 0 ? ',' : '}') != OK) return REFUSE;
+    }
+    return OK;
+}
+
+enum { A_ID, A_IMAGE_ID, A_CATEGORY_ID, A_BBOX, A_AREA, A_ISCROWD, A_SEGMENTATION, A_IGNORE, A_DIFFICULT, N_ANN_KEYS };
+
+static const char *const ANN_KEYS[N_ANN_KEYS] = {"id\"",   "image_id\"",     "category_id\"",
+                                                 "bbox\"", "area\"",         "iscrowd\"",
+                                                 "segmentation\"", "ignore\"", "difficult\""};
+
+/* The six keys every annotation has. */
+#define ANN_REQUIRED ((1 << A_ID) | (1 << A_IMAGE_ID) | (1 << A_CATEGORY_ID) | (1 << A_BBOX) | (1 << A_AREA) | (1 << A_ISCROWD))
+
+typedef struct {
+    int64_t *id, *image_id, *category_id, *iscrowd, *ignore, *difficult, *segm_start, *segm_end;
+    double *bbox, *area;
+} AnnColumns;
+
+static int parse_ann_key(Cursor *c) {
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != '"') return REFUSE;
+    c->p++;
+    size_t left = (size_t)(c->end - c->p);
+    for (int k = 0; k < N_ANN_KEYS; k++) {
+        size_t len = strlen(ANN_KEYS[k]);
+        if (left >= len && memcmp(c->p, ANN_KEYS[k], len) == 0) {
+            c->p += len;
+            return k;
+        }
+    }
+    return REFUSE;
+}
+
+/* One annotation record into row ``i`` of the columns; ``base`` is the start of the file. */
+static int parse_annotation(Cursor *c, const char *base, AnnColumns *cols, Py_ssize_t i) {
+    int seen = 0, status;
+    if (expect(c, '{') != OK) return REFUSE;
+    cols->ignore[i] = 0;
+    cols->difficult[i] = 0;
+    cols->segm_start[i] = -1;
+    cols->segm_end[i] = -1;
+    for (;;) {
+        int key = parse_ann_key(c);
+        if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
+        seen |= 1 << key;
+        if (expect(c, ':') != OK) return REFUSE;
+        skip_ws(c);
+        switch (key) {
+        case A_ID:
+            status = parse_int64(c, &cols->id[i]);
+            break;
+        case A_IMAGE_ID:
+            status = parse_int64(c, &cols->image_id[i]);
+            break;
+        case A_CATEGORY_ID:
+            status = parse_int64(c, &cols->category_id[i]);
+            break;
+        case A_ISCROWD:
+            status = parse_int64(c, &cols->iscrowd[i]);
+            break;
+        case A_IGNORE:
+            status = parse_int64(c, &cols->ignore[i]);
+            break;
+        case A_DIFFICULT:
+            status = parse_int64(c, &cols->difficult[i]);
+            break;
+        case A_AREA:
+            status = parse_double(c, &cols->area[i], JSON_NUMBER);
+            break;
+        case A_SEGMENTATION:
+            cols->segm_start[i] = c->p - base;
+            status = check_segmentation(c);
+            cols->segm_end[i] = c->p - base;
+            break;
+        default: /* A_BBOX */
+            if (expect(c, '[') != OK) return REFUSE;
+            for (int j = 0; j < 4; j++) {
+                if (j > 0 && expect(c, ',') != OK) return REFUSE;
+                skip_ws(c);
+                status = parse_double(c, &cols->bbox[4 * i + j], JSON_NUMBER);
+                if (status != OK) return status;
+            }
+            status = expect(c, ']');
+        }
+        if (status != OK) return status;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (expect(c, '}') != OK) return REFUSE;
+        return (seen & ANN_REQUIRED) == ANN_REQUIRED ? OK : REFUSE;
+    }
+}
+
+/* The annotations array (the cursor on it) into the columns; its record count in ``n_out``. */
+static int parse_annotations(Cursor *c, const char *base, AnnColumns *cols, Py_ssize_t capacity,
+                             Py_ssize_t *n_out) {
+    Py_ssize_t n = 0;
+    if (expect(c, '[') != OK) return REFUSE;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ']') {
+        c->p++;
+        *n_out = 0;
+        return OK;
+    }
+    for (;;) {
+        if (n >= capacity) return REFUSE;
+        int status = parse_annotation(c, base, cols, n);
+        if (status != OK) return status;
+        n++;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (expect(c, ']') != OK) return REFUSE;
+        *n_out = n;
+        return OK;
+    }
+}
+
+PyDoc_STRVAR(instances_doc,
+             "instances(raw, id, image_id, category_id, bbox, area, iscrowd, ignore, difficult,\n"
+             "          segm_start, segm_end, /)\n--\n\n"
+             "Parse the ``annotations`` array of the COCO instances JSON object ``raw`` into columns.\n\n"
+             "Every column is a writable int64 buffer but ``bbox`` (float64, 4 per record) and ``area``\n"
+             "(float64). ``ignore`` and ``difficult`` are 0 where absent; ``segm_start``/``segm_end`` are\n"
+             "the byte offsets of each raw segmentation in ``raw`` (-1 where absent). Returns\n"
+             "``(n, start, stop)``: the record count and the array's byte span (the caller decodes the\n"
+             "rest of the document with the span replaced by ``[]``), or None when the top level is not\n"
+             "an object, has no plain ``annotations`` key, or any annotation is not plain (the only\n"
+             "keys id, image_id, category_id, bbox, area, iscrowd, segmentation, ignore, difficult,\n"
+             "the first six present, each once; integer ids and flags within int64; finite numbers;\n"
+             "a segmentation that is a polygon list or an RLE object {size, counts}).");
+
+static PyObject *instances(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *objs[10];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO:instances", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9]))
+        return NULL;
+    Py_buffer raw;
+    Column cols[10];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    /* id, image_id, category_id, bbox, area, iscrowd, ignore, difficult, segm_start, segm_end */
+    static const char kinds[10] = {'i', 'i', 'i', 'f', 'f', 'i', 'i', 'i', 'i', 'i'};
+    Py_ssize_t capacity = PY_SSIZE_T_MAX;
+    for (int i = 0; i < 10; i++) {
+        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        Py_ssize_t rows = cols[i].view.len / (i == 3 ? 32 : 8);
+        if (rows < capacity) capacity = rows;
+    }
+    AnnColumns ann = {
+        (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[2].view.buf,
+        (int64_t *)cols[5].view.buf, (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf,
+        (int64_t *)cols[8].view.buf, (int64_t *)cols[9].view.buf, (double *)cols[3].view.buf,
+        (double *)cols[4].view.buf,
+    };
+    const char *base = (const char *)raw.buf;
+    Cursor c = {base, base + raw.len};
+    Py_ssize_t n = 0, start = -1, stop = -1;
+    int status = expect(&c, '{');
+    while (status == OK) {
+        skip_ws(&c);
+        if (c.p >= c.end || *c.p != '"') {
+            status = REFUSE;
+            break;
+        }
+        int is_annotations = c.end - c.p >= 13 && memcmp(c.p, "\"annotations\"", 13) == 0;
+        if (skip_string_loosely(&c) != OK || expect(&c, ':') != OK) {
+            status = REFUSE;
+            break;
+        }
+        if (is_annotations) {
+            skip_ws(&c);
+            start = c.p - base;
+            status = parse_annotations(&c, base, &ann, capacity, &n);
+            stop = c.p - base;
+            break; /* what follows is msgspec's to check, with the rest of the document */
+        }
+        if (skip_value_loosely(&c) != OK || expect(&c, ',') != OK) status = REFUSE;
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? Py_BuildValue("nnn", n, start, stop) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 10; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&raw);
+    return result;
+}
+
 /* ---- whitespace-separated text rows: VOC result lines, YOLO prediction rows ---- */
 
 #define FIRST_TEXT 0 /* VOC: the first field is an image id, kept as text */
@@ -475,9 +820,208 @@ done:
     return result;
 }
 
+/* ---- in-memory records: lists of dicts (json.load output, a training loop's records) ---- */
+
+/* Interned keys, made once. */
+static PyObject *KEY_OBJ[16];
+static const char *const KEY_NAMES[] = {"image_id", "category_id", "bbox", "score", "id", "area", "iscrowd",
+                                        "segmentation", "ignore", "difficult", NULL};
+enum { K_IMAGE_ID, K_CATEGORY_ID, K_BBOX, K_SCORE, K_ID, K_AREA, K_ISCROWD, K_SEGMENTATION, K_IGNORE, K_DIFFICULT };
+
+static int intern_keys(void) {
+    for (int k = 0; KEY_NAMES[k] != NULL; k++) {
+        if (KEY_OBJ[k] != NULL) continue;
+        KEY_OBJ[k] = PyUnicode_InternFromString(KEY_NAMES[k]);
+        if (KEY_OBJ[k] == NULL) return ERROR;
+    }
+    return OK;
+}
+
+/* ``record[key]``, borrowed; REFUSE when absent. */
+static int get_field(PyObject *record, int key, PyObject **out) {
+    *out = PyDict_GetItemWithError(record, KEY_OBJ[key]);
+    if (*out == NULL) return PyErr_Occurred() ? ERROR : REFUSE;
+    return OK;
+}
+
+/* An exact ``int`` within int64 (no bool, no float, no numpy scalar: those are for the full path). */
+static int object_int64(PyObject *value, int64_t *out) {
+    if (!PyLong_CheckExact(value)) return REFUSE;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow) return REFUSE;
+    if (v == -1 && PyErr_Occurred()) return ERROR;
+    *out = (int64_t)v;
+    return OK;
+}
+
+/* An exact ``float``, or an exact ``int`` as the correctly rounded double (as float() reads it). */
+static int object_double(PyObject *value, double *out) {
+    if (PyFloat_CheckExact(value)) {
+        *out = PyFloat_AS_DOUBLE(value);
+        return OK;
+    }
+    if (!PyLong_CheckExact(value)) return REFUSE;
+    double v = PyLong_AsDouble(value);
+    if (v == -1.0 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return ERROR;
+        PyErr_Clear(); /* larger than a double: the full path names it */
+        return REFUSE;
+    }
+    *out = v;
+    return OK;
+}
+
+/* A list or tuple of exactly 4 numbers (exact float or int). */
+static int object_box(PyObject *value, double *out) {
+    if (!(PyList_CheckExact(value) || PyTuple_CheckExact(value)) || PySequence_Fast_GET_SIZE(value) != 4)
+        return REFUSE;
+    PyObject **items = PySequence_Fast_ITEMS(value);
+    for (int j = 0; j < 4; j++) {
+        int status = object_double(items[j], &out[j]);
+        if (status != OK) return status;
+    }
+    return OK;
+}
+
+PyDoc_STRVAR(box_records_doc,
+             "box_records(records, image_id, category_id, bbox, score, /)\n--\n\n"
+             "Read the list ``records`` of box-result dicts into the given columns (as box_results).\n\n"
+             "Returns the record count, or None unless every record is an exact ``dict`` with exactly the\n"
+             "keys image_id, category_id, bbox, score: ids exact ``int`` within int64, a bbox list or\n"
+             "tuple of 4 numbers, numbers exact ``float`` or ``int`` (no bool, no numpy scalar).");
+
+static PyObject *box_records(PyObject *self, PyObject *args) {
+    PyObject *records, *objs[4];
+    if (!PyArg_ParseTuple(args, "O!OOOO:box_records", &PyList_Type, &records, &objs[0], &objs[1], &objs[2],
+                          &objs[3]))
+        return NULL;
+    if (intern_keys() != OK) return NULL;
+    Column cols[4];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    static const char kinds[4] = {'i', 'i', 'f', 'f'};
+    for (int i = 0; i < 4; i++) {
+        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    int status = n > 0 ? OK : REFUSE;
+    if (cols[0].view.len / 8 < n || cols[1].view.len / 8 < n || cols[2].view.len / 32 < n ||
+        cols[3].view.len / 8 < n)
+        status = REFUSE;
+    int64_t *image_id = (int64_t *)cols[0].view.buf, *category_id = (int64_t *)cols[1].view.buf;
+    double *bbox = (double *)cols[2].view.buf, *score = (double *)cols[3].view.buf;
+    for (Py_ssize_t i = 0; status == OK && i < n; i++) {
+        PyObject *record = PyList_GET_ITEM(records, i), *value;
+        if (!PyDict_CheckExact(record) || PyDict_GET_SIZE(record) != 4) {
+            status = REFUSE;
+            break;
+        }
+        if ((status = get_field(record, K_IMAGE_ID, &value)) != OK) break;
+        if ((status = object_int64(value, &image_id[i])) != OK) break;
+        if ((status = get_field(record, K_CATEGORY_ID, &value)) != OK) break;
+        if ((status = object_int64(value, &category_id[i])) != OK) break;
+        if ((status = get_field(record, K_BBOX, &value)) != OK) break;
+        if ((status = object_box(value, &bbox[4 * i])) != OK) break;
+        if ((status = get_field(record, K_SCORE, &value)) != OK) break;
+        status = object_double(value, &score[i]);
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? PyLong_FromSsize_t(n) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 4; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    return result;
+}
+
+PyDoc_STRVAR(annotation_records_doc,
+             "annotation_records(records, id, image_id, category_id, bbox, area, iscrowd, ignore, difficult, /)\n"
+             "--\n\n"
+             "Read the list ``records`` of COCO annotation dicts into the given columns (as instances).\n\n"
+             "Returns the record count, or None unless every record is an exact ``dict`` whose keys are\n"
+             "id, image_id, category_id, bbox, area, iscrowd and any of segmentation, ignore, difficult:\n"
+             "ids and flags exact ``int`` within int64, a bbox list or tuple of 4 numbers, numbers exact\n"
+             "``float`` or ``int``. Segmentations are not read (the caller keeps the objects).");
+
+static PyObject *annotation_records(PyObject *self, PyObject *args) {
+    PyObject *records, *objs[8];
+    if (!PyArg_ParseTuple(args, "O!OOOOOOOO:annotation_records", &PyList_Type, &records, &objs[0], &objs[1],
+                          &objs[2], &objs[3], &objs[4], &objs[5], &objs[6], &objs[7]))
+        return NULL;
+    if (intern_keys() != OK) return NULL;
+    Column cols[8];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    /* id, image_id, category_id, bbox, area, iscrowd, ignore, difficult */
+    static const char kinds[8] = {'i', 'i', 'i', 'f', 'f', 'i', 'i', 'i'};
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    int status = n > 0 ? OK : REFUSE;
+    for (int i = 0; i < 8; i++) {
+        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        if (cols[i].view.len / (i == 3 ? 32 : 8) < n) status = REFUSE;
+    }
+    int64_t *id = (int64_t *)cols[0].view.buf, *image_id = (int64_t *)cols[1].view.buf;
+    int64_t *category_id = (int64_t *)cols[2].view.buf, *iscrowd = (int64_t *)cols[5].view.buf;
+    int64_t *ignore = (int64_t *)cols[6].view.buf, *difficult = (int64_t *)cols[7].view.buf;
+    double *bbox = (double *)cols[3].view.buf, *area = (double *)cols[4].view.buf;
+    for (Py_ssize_t i = 0; status == OK && i < n; i++) {
+        PyObject *record = PyList_GET_ITEM(records, i), *value;
+        if (!PyDict_CheckExact(record)) {
+            status = REFUSE;
+            break;
+        }
+        if ((status = get_field(record, K_ID, &value)) != OK) break;
+        if ((status = object_int64(value, &id[i])) != OK) break;
+        if ((status = get_field(record, K_IMAGE_ID, &value)) != OK) break;
+        if ((status = object_int64(value, &image_id[i])) != OK) break;
+        if ((status = get_field(record, K_CATEGORY_ID, &value)) != OK) break;
+        if ((status = object_int64(value, &category_id[i])) != OK) break;
+        if ((status = get_field(record, K_BBOX, &value)) != OK) break;
+        if ((status = object_box(value, &bbox[4 * i])) != OK) break;
+        if ((status = get_field(record, K_AREA, &value)) != OK) break;
+        if ((status = object_double(value, &area[i])) != OK) break;
+        if ((status = get_field(record, K_ISCROWD, &value)) != OK) break;
+        if ((status = object_int64(value, &iscrowd[i])) != OK) break;
+        Py_ssize_t keys = 6;
+        status = get_field(record, K_SEGMENTATION, &value);
+        if (status == ERROR) break;
+        keys += status == OK;
+        ignore[i] = 0;
+        difficult[i] = 0;
+        status = get_field(record, K_IGNORE, &value);
+        if (status == OK) {
+            keys++;
+            status = object_int64(value, &ignore[i]);
+            if (status != OK) break;
+        } else if (status == ERROR) {
+            break;
+        }
+        status = get_field(record, K_DIFFICULT, &value);
+        if (status == OK) {
+            keys++;
+            status = object_int64(value, &difficult[i]);
+            if (status != OK) break;
+        } else if (status == ERROR) {
+            break;
+        }
+        status = PyDict_GET_SIZE(record) == keys ? OK : REFUSE; /* no other key */
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? PyLong_FromSsize_t(n) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 8; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    return result;
+}
+
 static PyMethodDef colparse_methods[] = {
     {"box_results", box_results, METH_VARARGS, box_results_doc},
     {"text_rows", text_rows, METH_VARARGS, text_rows_doc},
+    {"instances", instances, METH_VARARGS, instances_doc},
+    {"box_records", box_records, METH_VARARGS, box_records_doc},
+    {"annotation_records", annotation_records, METH_VARARGS, annotation_records_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,3 +7,36 @@ def box_results(raw: bytes, image_id: Any, category_id: Any, bbox: Any, score: A
 
 def text_rows(raw: bytes, first_is_text: bool, class_ids: Any, numbers: Any, lines: Any, /) -> Any:
     """Parse rows ``id n n n n n`` into the buffers: the ids (list) or the row count, or None."""
+
+def instances(
+    raw: bytes,
+    id: Any,
+    image_id: Any,
+    category_id: Any,
+    bbox: Any,
+    area: Any,
+    iscrowd: Any,
+    ignore: Any,
+    difficult: Any,
+    segm_start: Any,
+    segm_end: Any,
+    /,
+) -> tuple[int, int, int] | None:
+    """Parse an instances file's ``annotations`` into the buffers: (count, start, stop) of the array, or None."""
+
+def box_records(records: list, image_id: Any, category_id: Any, bbox: Any, score: Any, /) -> int | None:
+    """Read a list of plain box-result dicts into the buffers: the record count, or None."""
+
+def annotation_records(
+    records: list,
+    id: Any,
+    image_id: Any,
+    category_id: Any,
+    bbox: Any,
+    area: Any,
+    iscrowd: Any,
+    ignore: Any,
+    difficult: Any,
+    /,
+) -> int | None:
+    """Read a list of plain COCO annotation dicts into the buffers: the record count, or None."""

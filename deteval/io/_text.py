@@ -182,7 +182,9 @@ def read_bytes(path: str, *, what: str, limit: int = MAX_BYTES["text"], error: t
         chunks, total = [], 0
         try:
             while total <= limit:
-                chunk = f.read(min(_CHUNK, limit + 1 - total))
+                # the size the file reports in one read (then one more byte to see the end): a
+                # single chunk, which the join below returns without copying it
+                chunk = f.read(min(max(_CHUNK, st.st_size + 1 - total), limit + 1 - total))
                 if not chunk:
                     break
                 chunks.append(chunk)

@@ -179,3 +179,82 @@ def test_text_rows_equal_the_python_reader(case):
         assert np.array_equal(compiled[0], python[0])
     assert np.array_equal(compiled[1].view(np.int64), python[1].view(np.int64))
     assert np.array_equal(compiled[2], python[2])
+
+
+ANN_KEYS = ("id", "image_id", "category_id", "bbox", "area", "iscrowd")
+rle_counts = st.text(alphabet=[chr(c) for c in range(0x20, 0x7F)], max_size=12).map(
+    lambda s: '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+)
+polygon = st.lists(st.lists(number_text, max_size=6), max_size=3).map(
+    lambda rings: "[" + ",".join("[" + ", ".join(ring) + "]" for ring in rings) + "]"
+)
+rle = st.builds(
+    lambda h, w, counts, size_first: (
+        f'{{"size": [{h}, {w}], "counts": {counts}}}'
+        if size_first
+        else f'{{"counts": {counts}, "size": [{h}, {w}]}}'
+    ),
+    int_text,
+    int_text,
+    st.one_of(rle_counts, st.lists(int_text, max_size=5).map(lambda c: "[" + ",".join(c) + "]")),
+    st.booleans(),
+)
+segmentation = st.one_of(
+    polygon, rle, st.sampled_from(["null", "[[1, 2], {}]", "[[[[[1]]]]]", '"x"', "[NaN]"])
+)
+
+
+@st.composite
+def annotation(draw):
+    values = {
+        "id": draw(int_text),
+        "image_id": draw(st.sampled_from(["1", "2", "3", "1.0", "true"])),
+        "category_id": draw(st.sampled_from(["1", "2", "-0"])),
+        "bbox": "[" + ",".join(draw(WS) + draw(number_text) + draw(WS) for _ in range(4)) + "]",
+        "area": draw(number_text),
+        "iscrowd": draw(st.sampled_from(["0", "1", "2", "-0", "0.0"])),
+    }
+    for key in draw(st.sets(st.sampled_from(["segmentation", "ignore", "difficult"]))):
+        values[key] = draw(segmentation) if key == "segmentation" else draw(st.sampled_from(["0", "1", "5"]))
+    order = draw(st.permutations(list(values)))
+    parts = [f'{draw(WS)}"{key}"{draw(WS)}:{draw(WS)}{values[key]}{draw(WS)}' for key in order]
+    return "{" + ",".join(parts) + "}"
+
+
+@st.composite
+def instances_file(draw):
+    anns = draw(st.lists(annotation(), max_size=5))
+    parts = {
+        "images": '[{"id": 1, "width": 64, "height": 48}, {"id": 2, "file_name": "b\\"c.jpg"}, {"id": 3}]',
+        "categories": '[{"id": 1, "name": "\\u00e9t\\u00e9"}, {"id": 2, "name": "x"}]',
+        "annotations": "[" + ",".join(draw(WS) + a + draw(WS) for a in anns) + "]",
+    }
+    if draw(st.booleans()):
+        parts["info"] = '{"year": 2024, "note": "a\\": b"}'
+    order = draw(st.permutations(list(parts)))
+    body = ",".join(f'{draw(WS)}"{key}"{draw(WS)}:{draw(WS)}{parts[key]}' for key in order)
+    return (draw(WS) + "{" + body + "}" + draw(WS)).encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances_file())
+def test_compiled_instances_equal_msgspec_instances(raw):
+    saved = fast._colparse
+    fast._colparse = _colparse
+    try:
+        c_parts = fast._compiled_instances(raw)
+    finally:
+        fast._colparse = saved
+    py_parts = fast._msgspec_instances(raw)
+    if py_parts is None:
+        assert c_parts is None
+        return
+    if c_parts is None:  # stricter than msgspec on purpose (e.g. an RLE counts string opening with ':')
+        return
+    for c_col, py_col in zip(c_parts[1][:8], py_parts[1][:8]):
+        assert c_col.dtype == py_col.dtype
+        assert c_col.shape == py_col.shape
+        assert np.array_equal(_bits(c_col), _bits(py_col))
+    assert list(c_parts[1][8]) == list(py_parts[1][8])
+    assert c_parts[0].images == py_parts[0].images
+    assert c_parts[0].categories == py_parts[0].categories

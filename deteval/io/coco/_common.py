@@ -21,14 +21,20 @@ from deteval.io._text import MAX_BYTES, read_bytes
 def _source(source: Any, default_name: str, fast_path: Any) -> tuple[Any, str]:
     """(parsed data, name for messages); a file is read once and offered to ``fast_path`` first.
 
-    ``fast_path(raw, path)`` returns the finished value, or None to parse and check in full.
+    ``fast_path(held, path)`` gets the file's bytes as the one item of the list ``held`` and
+    returns the finished value, or None to parse and check in full. It may empty ``held`` once it
+    holds what it needs (the columns of a results file), so that the bytes are freed before the
+    columns are checked: if it then returns None (something needs a message), the file is read
+    again for the full path.
     """
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        raw = read_bytes(path, what="a JSON file", limit=MAX_BYTES["json"])
-        fast = fast_path(raw, path)
+        held = [read_bytes(path, what="a JSON file", limit=MAX_BYTES["json"])]
+        fast = fast_path(held, path)
         if fast is not None:
             return fast, path
+        raw = held[0] if held else read_bytes(path, what="a JSON file", limit=MAX_BYTES["json"])
+        del held
         return loads_strict(raw, path), path
     return source, default_name
 

@@ -49,6 +49,11 @@ if not NO_EXTENSION:
         from deteval.io import _colparse
     except ImportError:  # pragma: no cover - depends on the build
         _colparse = None
+    #: A build older than this module (in place, before ``build_ext`` was run again) lacks some
+    #: readers: it is ignored as a whole, and the msgspec paths give the same values.
+    _READERS = ("box_results", "text_rows", "instances", "box_records", "annotation_records")
+    if _colparse is not None and not all(hasattr(_colparse, name) for name in _READERS):
+        _colparse = None  # pragma: no cover - depends on the build
 
 if _HAS_MSGSPEC:
     #: A JSON integer that fits int64; a larger one sends the file to the full loader.
@@ -88,7 +93,23 @@ def _fast_box_results(
     (:func:`_msgspec_box_columns`); both read only the plain shape and give the same columns bit
     for bit. The columns then pass one set of checks (:func:`_box_detections`).
     """
-    return _box_detections(_box_columns(raw), path=path, gt=gt, cmap=cmap)
+    return _fast_box_results_held([raw], path, gt, cmap)
+
+
+def _fast_box_results_held(
+    held: list, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
+) -> Detections | None:
+    """:func:`_fast_box_results` on the bytes held as ``held[0]``, which it empties once parsed.
+
+    Once the columns exist they are all that is needed: the list is emptied so that the file's
+    bytes (as large as the columns) are freed before the columns are checked and the warnings
+    computed, which lowers the peak of loading. Its caller (``_source``) reads the file again
+    when this returns None after that.
+    """
+    columns = _box_columns(held[0])
+    if columns is not None:
+        held.clear()
+    return _box_detections(columns, path=path, gt=gt, cmap=cmap)
 
 
 def _box_columns(raw: bytes) -> BoxColumns | None:
@@ -191,9 +212,14 @@ def _msgspec_box_columns(raw: bytes) -> BoxColumns | None:
     records = _decode_or_none(raw, _BOX_RESULTS)
     if records is None:
         return None
-    n = len(records)
-    if n == 0 or count_raw_keys(raw) != 4 * n:
+    if not records or count_raw_keys(raw) != 4 * len(records):
         return None
+    return _typed_box_columns(records)
+
+
+def _typed_box_columns(records: list) -> BoxColumns:
+    """The columns of typed box records (:class:`_BoxResult`)."""
+    n = len(records)
     image_ids = np.fromiter(map(_get_image_id, records), dtype=np.int64, count=n)
     category_ids = np.fromiter(map(_get_category_id, records), dtype=np.int64, count=n)
     score = np.fromiter(map(_get_score, records), dtype=np.float64, count=n)
@@ -201,6 +227,57 @@ def _msgspec_box_columns(raw: bytes) -> BoxColumns | None:
         itertools.chain.from_iterable(map(_get_bbox, records)), dtype=np.float64, count=4 * n
     ).reshape(n, 4)
     return image_ids, category_ids, box, score
+
+
+def _fast_box_records(
+    records: list, where: str, gt: GroundTruth, cmap: CategoryMap | None = None
+) -> Detections | None:
+    """In-memory box results (a list of dicts) straight into columns, or None for the full path.
+
+    Read by the compiled extension (:func:`_compiled_box_records`), else typed by
+    ``msgspec.convert`` (:func:`_msgspec_box_records`); both take only plain records and give the
+    same columns bit for bit, which then pass the checks a file's do (:func:`_box_detections`).
+    Anything refused -- integral floats such as ``3.0``, numpy scalars, extra keys -- goes to the
+    full loader, which reads those and names problems.
+    """
+    columns = _compiled_box_records(records) if _colparse is not None else None
+    if columns is None:
+        columns = _msgspec_box_records(records)
+    return _box_detections(columns, path=where, gt=gt, cmap=cmap)
+
+
+def _compiled_box_records(records: list) -> BoxColumns | None:
+    """The columns of plain in-memory box records read by the C extension, or None.
+
+    Plain: a non-empty list of exact ``dict`` with exactly the four keys, ``int`` ids within
+    int64 (no ``bool``), a bbox list or tuple of four numbers, numbers exact ``float`` or ``int``.
+    """
+    if _colparse is None or type(records) is not list or not records:
+        return None
+    n = len(records)
+    image_ids = np.empty(n, dtype=np.int64)
+    category_ids = np.empty(n, dtype=np.int64)
+    box = np.empty((n, 4), dtype=np.float64)
+    score = np.empty(n, dtype=np.float64)
+    if _colparse.box_records(records, image_ids, category_ids, box, score) is None:
+        return None
+    return image_ids, category_ids, box, score
+
+
+def _msgspec_box_records(records: list) -> BoxColumns | None:
+    """The columns of plain in-memory box records typed by ``msgspec.convert``, or None.
+
+    :class:`_BoxResult` is strict: exactly the four keys, ``int`` ids within int64, no ``bool``,
+    no float or numpy scalar as an id, no numpy scalar or array as a number. The twin the compiled
+    reader is tested against.
+    """
+    if not _HAS_MSGSPEC or not records:
+        return None
+    try:
+        typed = _msgspec.convert(records, list[_BoxResult])
+    except (_msgspec.ValidationError, RecursionError):
+        return None  # the full path reads or names it
+    return _typed_box_columns(typed)
 
 
 def _box_detections(
@@ -269,6 +346,30 @@ class RawSegmentations(Sequence):
         return None if raw is None else self._loads(bytes(raw))
 
 
+class SpanSegmentations(Sequence):
+    """Annotation segmentations kept as byte spans of the file until a segm evaluation reads them.
+
+    What the compiled instances parser gives (:func:`_compiled_instances`): the file's bytes and,
+    per annotation, the start and stop offsets of its segmentation (-1 where it has none). Items
+    decode on access, as :class:`RawSegmentations` items do (``None`` where a record has none).
+    """
+
+    def __init__(self, raw: bytes, starts: np.ndarray, stops: np.ndarray, loads: Callable[[bytes], Any]):
+        self._raw = raw
+        self._starts = starts
+        self._stops = stops
+        self._loads = loads
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        start = int(self._starts[index])
+        return None if start < 0 else self._loads(self._raw[start : int(self._stops[index])])
+
+
 if _HAS_MSGSPEC:
 
     class _Annotation(_msgspec.Struct, forbid_unknown_fields=True):
@@ -294,16 +395,86 @@ if _HAS_MSGSPEC:
     _INSTANCES = _msgspec.json.Decoder(_Instances)
 
 
+#: The annotation columns of an instances file: id, image_id, category_id (int64), bbox (n, 4),
+#: area (float64), iscrowd, ignore, difficult (int64; 0 where absent), and the raw segmentations.
+AnnColumns = tuple[
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any
+]
+
+#: Bytes of the shortest annotation the compiled parser accepts, with its comma:
+#: ``{"id":0,"image_id":0,"category_id":0,"bbox":[0,0,0,0],"area":0,"iscrowd":0},``.
+_MIN_ANNOTATION_BYTES = 76
+
+
 def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
     """Read a plain COCO instances file without parsing its polygons, or None for the full path.
 
-    Taken only when nothing needs a message: known keys only (a raw count of keys against the
-    decoded ones, which also rules out duplicate keys), every annotation with a finite
-    non-negative bbox and area and an ``iscrowd`` of 0 or 1, unique annotation ids, known image
-    and category ids. Images and categories go through the same checks as the full path.
+    The compiled parser reads the ``annotations`` array (:func:`_compiled_instances`), else
+    msgspec reads the whole document (:func:`_msgspec_instances`); both read only the plain shape
+    and give the same columns bit for bit. Then one set of checks (:func:`_ground_truth_from`).
     """
     if not _HAS_MSGSPEC or _orjson is None:
         return None
+    parts = _compiled_instances(raw) if _colparse is not None else None
+    if parts is None:
+        parts = _msgspec_instances(raw)
+    if parts is None:
+        return None
+    data, columns = parts
+    del parts
+    return _ground_truth_from(data, columns, path)
+
+
+def _rest_keys(data: Any) -> int:
+    """The object keys of a decoded :class:`_Instances` outside its annotations."""
+    keys = 3 + _count_keys(data.images) + _count_keys(data.categories)
+    for extra in (data.info, data.licenses):
+        if extra is not _msgspec.UNSET:
+            keys += 1 + _count_keys(extra)
+    return keys
+
+
+def _compiled_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
+    """An instances file read by the C extension (annotations) and msgspec (the rest), or None.
+
+    The extension parses the top-level ``annotations`` array into columns, keeping each
+    segmentation as a byte span of ``raw`` (:class:`SpanSegmentations`); msgspec decodes the rest
+    of the document with that array replaced by ``[]``, and a raw count of its keys rules out
+    duplicates there, as in :func:`_msgspec_instances`. None when the extension is not available
+    or anything is not plain: the msgspec path and then the full loader decide.
+    """
+    if _colparse is None:
+        return None
+    capacity = len(raw) // _MIN_ANNOTATION_BYTES + 1
+    ints = [np.empty(capacity, dtype=np.int64) for _ in range(8)]
+    ids, image_ids, category_ids, crowd, ignore, difficult, starts, stops = ints
+    box = np.empty(4 * capacity, dtype=np.float64)
+    area = np.empty(capacity, dtype=np.float64)
+    found = _colparse.instances(
+        raw, ids, image_ids, category_ids, box, area, crowd, ignore, difficult, starts, stops
+    )
+    if found is None:
+        return None
+    n, start, stop = found
+    rest = b"".join((raw[:start], b"[]", raw[stop:]))
+    data = _decode_or_none(rest, _INSTANCES)
+    if data is None or data.annotations or count_raw_keys(rest) != _rest_keys(data):
+        return None
+    del rest
+    for column in ints:
+        column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
+    box.resize(4 * n, refcheck=False)
+    area.resize(n, refcheck=False)
+    segm = SpanSegmentations(raw, starts, stops, _orjson.loads)  # type: ignore[union-attr]
+    return data, (ids, image_ids, category_ids, box.reshape(n, 4), area, crowd, ignore, difficult, segm)
+
+
+def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
+    """An instances file decoded by msgspec, or None when it is not plain.
+
+    Known keys only: a raw count of keys against the decoded ones, which also rules out duplicate
+    keys. This is the twin the compiled parser is tested against.
+    """
     data = _decode_or_none(raw, _INSTANCES)
     if data is None:
         return None
@@ -312,30 +483,53 @@ def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
     segm = [a.segmentation if a.segmentation is not _msgspec.UNSET else None for a in anns]
     n_rle = sum(1 for r in segm if r is not None and memoryview(r)[:1] == b"{")
     keys = (
-        3
-        + (data.info is not _msgspec.UNSET)
-        + (data.licenses is not _msgspec.UNSET)
-        + _count_keys(data.images)
-        + _count_keys(data.categories)
+        _rest_keys(data)
         + 6 * n
         + sum(r is not None for r in segm)
         + 2 * n_rle
         + sum(a.ignore is not _msgspec.UNSET for a in anns)
         + sum(a.difficult is not _msgspec.UNSET for a in anns)
     )
-    for extra in (data.info, data.licenses):
-        if extra is not _msgspec.UNSET:
-            keys += _count_keys(extra)
     if count_raw_keys(raw) != keys:
         return None
-    ann_ids = np.fromiter(map(_get_id, anns), dtype=np.int64, count=n)
-    box = np.fromiter(
-        itertools.chain.from_iterable(map(_get_bbox, anns)), dtype=np.float64, count=4 * n
-    ).reshape(n, 4)
-    area = np.fromiter(map(_get_area, anns), dtype=np.float64, count=n)
-    crowd = np.fromiter(map(_get_iscrowd, anns), dtype=np.int64, count=n)
-    ignore = np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in anns), np.int64, n)
-    difficult = np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in anns), np.int64, n)
+    columns = (
+        np.fromiter(map(_get_id, anns), dtype=np.int64, count=n),
+        np.fromiter(map(_get_image_id, anns), np.int64, n),
+        np.fromiter(map(_get_category_id, anns), np.int64, n),
+        np.fromiter(
+            itertools.chain.from_iterable(map(_get_bbox, anns)), dtype=np.float64, count=4 * n
+        ).reshape(n, 4),
+        np.fromiter(map(_get_area, anns), dtype=np.float64, count=n),
+        np.fromiter(map(_get_iscrowd, anns), dtype=np.int64, count=n),
+        np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in anns), np.int64, n),
+        np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in anns), np.int64, n),
+        RawSegmentations(segm, _orjson.loads),  # type: ignore[union-attr]
+    )
+    return data, columns
+
+
+def _ground_truth_from(data: Any, columns: AnnColumns, path: str) -> GroundTruth | None:
+    """Annotation columns checked and assembled with the images and categories, or None.
+
+    Taken only when nothing needs a message (:func:`_checked_annotations`). Images and
+    categories go through the same checks as the full path.
+    """
+    if not _checked_annotations(columns):
+        return None
+    try:
+        meta = _images_and_categories(data.images, data.categories, path)
+    except InputError:
+        return None  # the full path raises it again, with the same message
+    return _assemble_columns(meta, columns, path)
+
+
+def _checked_annotations(columns: AnnColumns) -> bool:
+    """True when nothing needs a message about these annotation columns.
+
+    Every annotation with a finite non-negative bbox and area and an ``iscrowd`` (``ignore``,
+    ``difficult``) of 0 or 1; unique annotation ids.
+    """
+    ann_ids, _, _, box, area, crowd, ignore, difficult, _ = columns
     flags_ok = all(((f == 0) | (f == 1)).all() for f in (crowd, ignore, difficult))
     if (
         not flags_ok
@@ -345,25 +539,107 @@ def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
         or (area < 0).any()
         or _duplicates(ann_ids)
     ):
-        return None
-    try:
-        meta = _images_and_categories(data.images, data.categories, path)
-    except InputError:
-        return None  # the full path raises it again, with the same message
+        return False
+    return True
+
+
+def _assemble_columns(meta: dict, columns: AnnColumns, path: str) -> GroundTruth | None:
+    """The GroundTruth of checked columns; None when an image or category id is unknown."""
+    ann_ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm = columns
     return _assemble_gt(
         meta,
         ann_ids,
-        np.fromiter(map(_get_image_id, anns), np.int64, n),
-        np.fromiter(map(_get_category_id, anns), np.int64, n),
+        image_ids,
+        category_ids,
         box,
         area,
         crowd.astype(bool),
         difficult.astype(bool),
         ignore.astype(bool),
-        RawSegmentations(segm, _orjson.loads),
+        segm,
         path,
         [],
         ann_problems=None,
+    )
+
+
+if _HAS_MSGSPEC:
+
+    class _AnnotationObject(_msgspec.Struct, forbid_unknown_fields=True):
+        """An in-memory COCO annotation's fields, typed as :class:`_Annotation` types a file's."""
+
+        id: _Int64
+        image_id: _Int64
+        category_id: _Int64
+        bbox: tuple[float, float, float, float]
+        area: float
+        iscrowd: _Int64
+        segmentation: Any = _msgspec.UNSET
+        ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+        difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+
+
+def _fast_annotations(meta: dict, anns: list, where: str) -> GroundTruth | None:
+    """In-memory annotations (a list of dicts) straight into columns, or None for the full path.
+
+    Read by the compiled extension (:func:`_compiled_annotation_records`), else typed by
+    ``msgspec.convert`` (:func:`_msgspec_annotation_records`): known keys only, the six COCO keys
+    present, ``int`` ids and flags (no ``bool``, no float or numpy scalar where an integer
+    goes). The columns then pass the checks a file's do. The segmentations are the caller's
+    objects, as the full loader keeps them. ``meta`` is the checked images and categories
+    (``_images_and_categories``). Anything refused goes to the full loader.
+    """
+    columns = _compiled_annotation_records(anns) if _colparse is not None else None
+    if columns is None:
+        columns = _msgspec_annotation_records(anns)
+    if columns is None or not _checked_annotations(columns):
+        return None
+    return _assemble_columns(meta, columns, where)
+
+
+def _compiled_annotation_records(anns: list) -> AnnColumns | None:
+    """The columns of plain in-memory annotations read by the C extension, or None."""
+    if _colparse is None or type(anns) is not list or not anns:
+        return None
+    n = len(anns)
+    ints = [np.empty(n, dtype=np.int64) for _ in range(6)]
+    ids, image_ids, category_ids, crowd, ignore, difficult = ints
+    box = np.empty((n, 4), dtype=np.float64)
+    area = np.empty(n, dtype=np.float64)
+    found = _colparse.annotation_records(
+        anns, ids, image_ids, category_ids, box, area, crowd, ignore, difficult
+    )
+    if found is None:
+        return None
+    segm = tuple(r.get("segmentation") for r in anns)
+    return ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm
+
+
+def _msgspec_annotation_records(anns: list) -> AnnColumns | None:
+    """The columns of plain in-memory annotations typed by ``msgspec.convert``, or None.
+
+    :class:`_AnnotationObject` types them as :class:`_Annotation` types a file's. The twin the
+    compiled reader is tested against.
+    """
+    if not _HAS_MSGSPEC or not anns:
+        return None
+    try:
+        typed = _msgspec.convert(anns, list[_AnnotationObject])
+    except (_msgspec.ValidationError, RecursionError):
+        return None  # the full path reads or names it
+    n = len(typed)
+    return (
+        np.fromiter(map(_get_id, typed), dtype=np.int64, count=n),
+        np.fromiter(map(_get_image_id, typed), np.int64, n),
+        np.fromiter(map(_get_category_id, typed), np.int64, n),
+        np.fromiter(
+            itertools.chain.from_iterable(map(_get_bbox, typed)), dtype=np.float64, count=4 * n
+        ).reshape(n, 4),
+        np.fromiter(map(_get_area, typed), dtype=np.float64, count=n),
+        np.fromiter(map(_get_iscrowd, typed), dtype=np.int64, count=n),
+        np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in typed), np.int64, n),
+        np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in typed), np.int64, n),
+        tuple(r.get("segmentation") for r in anns),
     )
 
 

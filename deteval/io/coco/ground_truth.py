@@ -23,7 +23,7 @@ from deteval.io._records import (
     number_column,
 )
 from deteval.io.coco._common import _check_list_of_objects, _refuse_duplicates, _source
-from deteval.io.coco.fast import _fast_ground_truth
+from deteval.io.coco.fast import _fast_annotations, _fast_ground_truth
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
 from deteval.io.coco.keypoints import _num_keypoints, keypoint_column
 
@@ -59,13 +59,19 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     >>> len(gt), gt.category_name
     (1, ('cat',))
     """
-    data, where = _source(source, name or "<ground truth>", _fast_ground_truth)
+    data, where = _source(
+        source, name or "<ground truth>", lambda held, path: _fast_ground_truth(held[0], path)
+    )
     if isinstance(data, GroundTruth):
         return data
     images, categories, anns = _instances_lists(data, where)
 
     lenient = not isinstance(source, (str, os.PathLike))  # parsed objects: 3.0 from arr.tolist()
     meta = _images_and_categories(images, categories, where, integral_floats=lenient)
+    if lenient:  # in-memory annotations: typed at C speed when plain
+        fast = _fast_annotations(meta, anns, where)
+        if fast is not None:
+            return fast
 
     def ann_label(i: int) -> str:
         r = anns[i]

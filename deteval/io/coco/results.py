@@ -26,7 +26,7 @@ from deteval.io._records import (
 )
 from deteval.io.category_map import MAX_DROP, read_category_map, resolve_categories
 from deteval.io.coco._common import _check_list_of_objects, _source
-from deteval.io.coco.fast import _fast_box_results
+from deteval.io.coco.fast import _fast_box_records, _fast_box_results_held
 from deteval.io.coco.keypoints import keypoint_column, keypoint_extent
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import AMBIGUOUS, UNKNOWN, explain_miss, join_ids, join_names
@@ -87,10 +87,14 @@ def load_coco_dt(
     """
     cmap = read_category_map(category_map)
     data, where = _source(
-        source, name or "<detections>", lambda raw, path: _fast_box_results(raw, path, gt, cmap)
+        source, name or "<detections>", lambda held, path: _fast_box_results_held(held, path, gt, cmap)
     )
     if isinstance(data, Detections):
         return data
+    if type(data) is list:  # in-memory records: typed at C speed when plain
+        fast = _fast_box_records(data, where, gt, cmap)
+        if fast is not None:
+            return fast
     if isinstance(data, dict) and "annotations" in data:
         raise InputError(
             f"{where}: expected a COCO results list [{{image_id, category_id, bbox, "

@@ -41,10 +41,18 @@ def _index_suspicion(
     return []
 
 
+#: Detections per slice when the warnings are counted: the temporaries stay a few MiB whatever
+#: the number of detections.
+_CHUNK = 1 << 16
+
+
 def _box_warnings(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: str) -> list[str]:
     """Counted warnings about accepted boxes: degenerate ones, suspicious encodings."""
     out = []
-    degenerate = int(((box[:, 2] == 0) | (box[:, 3] == 0)).sum())
+    degenerate = sum(
+        int(np.count_nonzero((part[:, 2] == 0) | (part[:, 3] == 0)))
+        for part in (box[i : i + _CHUNK] for i in range(0, len(box), _CHUNK))
+    )
     if degenerate:
         out.append(
             f"{where}: {degenerate} detections with a zero width or height: scored as "
@@ -54,26 +62,42 @@ def _box_warnings(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: st
 
 
 def _encoding_suspicions(box: np.ndarray, image: np.ndarray, gt: GroundTruth, where: str) -> list[str]:
-    """Warn when boxes look like another encoding (normalized, or xyxy given as xywh)."""
+    """Warn when boxes look like another encoding (normalized, or xyxy given as xywh).
+
+    Counted slice by slice against per-image limits, so that no per-detection copy of the image
+    sizes is made: images of unknown size (NaN) compare False and count as neither known nor
+    overflowing. The median image width (over detections, as the message says) is computed only
+    when every coordinate is <= 1.
+    """
     if len(box) < 10:
         return []
     out = []
-    width = gt.image_width[image]
-    height = gt.image_height[image]
-    known = np.isfinite(width) & np.isfinite(height)
-    if known.any() and np.nanmedian(width[known]) > 2 and (box <= 1.0).all():
-        out.append(
-            f"{where}: every box coordinate is <= 1 while images are "
-            f"{int(np.nanmedian(width[known]))} px wide: are the boxes normalized? "
-            f"COCO results are absolute pixels [x, y, w, h]"
-        )
-    if known.any():
-        overflow = (box[known, 0] + box[known, 2] > 1.05 * width[known] + 1) | (
-            box[known, 1] + box[known, 3] > 1.05 * height[known] + 1
-        )
-        if overflow.mean() > 0.25:
+    known_image = np.isfinite(gt.image_width) & np.isfinite(gt.image_height)
+    n_known = int(np.bincount(image, minlength=len(known_image))[known_image].sum())
+    if not n_known:
+        return []
+    if box.max() <= 1.0:
+        width = gt.image_width[image]
+        median = np.nanmedian(width[np.isfinite(width) & np.isfinite(gt.image_height[image])])
+        if median > 2:
             out.append(
-                f"{where}: {int(overflow.sum())} of {int(known.sum())} boxes extend past the "
-                f"image by more than 5%: are they [x1, y1, x2, y2] given as [x, y, w, h]?"
+                f"{where}: every box coordinate is <= 1 while images are "
+                f"{int(median)} px wide: are the boxes normalized? "
+                f"COCO results are absolute pixels [x, y, w, h]"
             )
+    right_limit = np.where(known_image, 1.05 * gt.image_width + 1, np.nan)
+    bottom_limit = np.where(known_image, 1.05 * gt.image_height + 1, np.nan)
+    overflow = 0
+    for i in range(0, len(box), _CHUNK):
+        part, at = box[i : i + _CHUNK], image[i : i + _CHUNK]
+        overflow += int(
+            np.count_nonzero(
+                (part[:, 0] + part[:, 2] > right_limit[at]) | (part[:, 1] + part[:, 3] > bottom_limit[at])
+            )
+        )
+    if overflow / n_known > 0.25:
+        out.append(
+            f"{where}: {overflow} of {n_known} boxes extend past the "
+            f"image by more than 5%: are they [x1, y1, x2, y2] given as [x, y, w, h]?"
+        )
     return out

@@ -1,0 +1,393 @@
+"""The compiled instances parser (deteval.io._colparse.instances) against its twin, the msgspec path.
+
+Where the C extension was built, a COCO instances file read by it (annotations) and msgspec (the
+rest of the document) must give the same columns bit for bit, the same images and categories and
+the same segmentations as msgspec alone; it must refuse anything msgspec's strict structs refuse;
+and ``load_coco_gt`` must return the same GroundTruth, or raise the same error, with and without
+the extension. Without the extension these tests skip (``test_colparse.py`` fails then in CI).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from deteval.errors import DetevalError
+from deteval.io.coco import fast, load_coco_gt
+from tests import ROOT
+from tests.crosscheck.generate import generate
+from tests.crosscheck.generate_segm import generate_segm
+
+try:
+    from deteval.io import _colparse
+except ImportError:  # not built: the twin tests skip
+    _colparse = None
+
+pytestmark = pytest.mark.skipif(_colparse is None, reason="the C extension is not built")
+
+GT_PATH = ROOT / "fixtures" / "coco" / "gt.json"
+GT_FIELDS = (
+    "image_id",
+    "image_width",
+    "image_height",
+    "category_id",
+    "annotation_id",
+    "image",
+    "category",
+    "box",
+    "area",
+    "is_crowd",
+    "is_difficult",
+    "is_ignore",
+)
+
+
+@pytest.fixture
+def compiled(monkeypatch):
+    """The compiled path switched on, whatever DETEVAL_NO_EXTENSION said at import."""
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+
+
+def _bits(column: np.ndarray) -> np.ndarray:
+    return column.view(np.int64) if column.dtype == np.float64 else column
+
+
+def assert_twins(raw: bytes) -> tuple | None:
+    """Both paths on ``raw``: the same parts bit for bit, or the compiled one None.
+
+    The compiled parser may refuse more than msgspec, never less. Returns the compiled parts.
+    """
+    c_parts = fast._compiled_instances(raw)
+    py_parts = fast._msgspec_instances(raw)
+    if py_parts is None:
+        assert c_parts is None, "the compiled parser accepted a file msgspec refuses"
+        return None
+    if c_parts is None:
+        return None
+    c_data, c_cols = c_parts
+    py_data, py_cols = py_parts
+    assert c_data.images == py_data.images
+    assert c_data.categories == py_data.categories
+    assert c_data.info == py_data.info
+    assert c_data.licenses == py_data.licenses
+    for c_col, py_col in zip(c_cols[:8], py_cols[:8]):
+        assert c_col.dtype == py_col.dtype
+        assert c_col.shape == py_col.shape
+        assert c_col.flags.c_contiguous
+        assert np.array_equal(_bits(c_col), _bits(py_col))
+    assert len(c_cols[8]) == len(py_cols[8])
+    assert list(c_cols[8]) == list(py_cols[8])
+    assert c_cols[8][:] == py_cols[8][:]
+    return c_parts
+
+
+def _outcome(path) -> tuple:
+    """What ``load_coco_gt`` makes of ``path``: the error, or every field bit for bit."""
+    try:
+        gt = load_coco_gt(path)
+    except DetevalError as exc:
+        return type(exc).__name__, str(exc)
+    fields = tuple(_bits(np.asarray(getattr(gt, f))).tobytes() for f in GT_FIELDS)
+    return (*fields, gt.image_name, gt.category_name, gt.warnings, gt.source, tuple(gt.segmentation))
+
+
+def assert_loads_alike(tmp_path, monkeypatch, raw: bytes) -> tuple:
+    path = tmp_path / "gt.json"
+    path.write_bytes(raw)
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    with_extension = _outcome(path)
+    monkeypatch.setattr(fast, "_colparse", None)
+    assert _outcome(path) == with_extension
+    return with_extension
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in [*ROOT.joinpath("fixtures").rglob("*.json"), *ROOT.joinpath("tests").rglob("*.json")]),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_every_json_file_in_the_repository_reads_the_same(path):
+    assert_twins(path.read_bytes())
+
+
+@pytest.mark.usefixtures("compiled")
+def test_plain_fixture_is_read_by_the_compiled_path():
+    parts = assert_twins(GT_PATH.read_bytes())
+    assert parts is not None
+    assert isinstance(parts[1][8], fast.SpanSegmentations)
+
+
+def _rle_dataset(seed: int) -> dict:
+    """Ground truth with compressed RLE (counts with backslashes), uncompressed RLE and polygons."""
+    from pycocotools import mask as mask_utils
+
+    rng = np.random.default_rng(seed)
+    images = [{"id": i, "width": 64, "height": 48, "file_name": f'ïmg "{i}" \\ \u2603.jpg'} for i in (1, 2)]
+    categories = [{"id": 1, "name": "caté\tgory"}, {"id": 7, "name": '\u00e9\\"x', "supercategory": "s"}]
+    anns = []
+    for k in range(30):
+        m = np.asfortranarray((rng.random((48, 64)) < 0.3).astype(np.uint8))
+        rle = mask_utils.encode(m)
+        rle["counts"] = rle["counts"].decode("ascii")
+        if k % 3 == 1:
+            flat = m.flatten(order="F")
+            change = np.flatnonzero(np.diff(flat)) + 1
+            runs = np.diff(np.concatenate([[0], change, [flat.size]]))
+            counts = ([0] if flat[0] else []) + runs.tolist()
+            segm: object = {"counts": counts, "size": [48, 64]}
+        elif k % 3 == 2:
+            segm = [rng.uniform(0, 40, 8).round(2).tolist(), rng.uniform(0, 40, 6).tolist()]
+        else:
+            segm = rle
+        ann = {
+            "segmentation": segm,
+            "area": float(m.sum()),
+            "iscrowd": int(k % 5 == 0),
+            "image_id": int(k % 2 + 1),
+            "bbox": [float(v) for v in rng.uniform(0, 30, 4).round(3)],
+            "category_id": 1 if k % 4 else 7,
+            "id": 1000 - k,
+        }
+        if k % 7 == 3:
+            ann["ignore"] = 1
+        if k % 6 == 2:
+            ann["difficult"] = 0
+        if k % 11 == 4:
+            del ann["segmentation"]
+        anns.append(dict(sorted(ann.items(), key=lambda kv: (hash(kv[0]) + k) % 13)))
+    return {
+        "info": {"year": 2024, "x": [{"y": "z"}]},
+        "images": images,
+        "licenses": [],
+        "annotations": anns,
+        "categories": categories,
+    }
+
+
+def _generated() -> list[tuple[str, bytes]]:
+    files = []
+    for seed in range(8):
+        gt, _ = generate(seed) if seed % 2 else generate_segm(seed)
+        files.append((f"generated {seed}", json.dumps(gt).encode()))
+        files.append((f"generated {seed} compact", json.dumps(gt, separators=(",", ":")).encode()))
+    for seed in range(3):
+        rle = _rle_dataset(seed)
+        files.append((f"rle {seed}", json.dumps(rle).encode()))
+        files.append((f"rle {seed} utf-8", json.dumps(rle, ensure_ascii=False, indent=1).encode()))
+    spaced = json.dumps(_rle_dataset(9), indent="\t").replace('":', '"  :\r\n').encode()
+    files.append(("whitespace before colons", spaced))
+    return files
+
+
+GENERATED = _generated()
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("name", [n for n, _ in GENERATED])
+def test_generated_files_are_read_by_both_alike(name):
+    raw = dict(GENERATED)[name]
+    parts = assert_twins(raw)
+    if fast._msgspec_instances(raw) is not None:
+        assert parts is not None, "a plain generated file should take the compiled path"
+
+
+@pytest.mark.parametrize("name", [n for n, _ in GENERATED[-4:]])
+def test_generated_files_load_alike(tmp_path, monkeypatch, name):
+    outcome = assert_loads_alike(tmp_path, monkeypatch, dict(GENERATED)[name])
+    assert outcome[0] != "InputError"
+
+
+PLAIN = json.loads(GT_PATH.read_text())
+
+
+def _edit(change) -> bytes:
+    data = json.loads(json.dumps(PLAIN))
+    text = change(data)
+    return (text if isinstance(text, str) else json.dumps(data)).encode("utf-8", "surrogateescape")
+
+
+def _text(old: str, new: str):
+    return lambda d: json.dumps(d).replace(old, new, 1)
+
+
+ANN0 = PLAIN["annotations"][0]
+IMG0 = PLAIN["images"][0]["id"]
+HOSTILE = {
+    "duplicate key in an annotation": _text('"iscrowd": 0', '"iscrowd": 0, "iscrowd": 0'),
+    "duplicate id key": _text(f'"id": {ANN0["id"]}', f'"id": {ANN0["id"]}, "id": {ANN0["id"]}'),
+    "unknown key": lambda d: d["annotations"][0].update(extra=1),
+    "is_group_of": lambda d: d["annotations"][0].update(is_group_of=1),
+    "keypoints": lambda d: d["annotations"][0].update(keypoints=[1, 2, 2], num_keypoints=1),
+    "missing area": lambda d: d["annotations"][0].pop("area"),
+    "missing iscrowd": lambda d: d["annotations"][0].pop("iscrowd"),
+    "bool id": lambda d: d["annotations"][0].update(id=True),
+    "bool iscrowd": lambda d: d["annotations"][0].update(iscrowd=False),
+    "float id": lambda d: d["annotations"][0].update(id=3.0),
+    "float image id": lambda d: d["annotations"][0].update(image_id=1.5),
+    "string category": lambda d: d["annotations"][0].update(category_id="1"),
+    "id above int64": lambda d: d["annotations"][0].update(id=2**63),
+    "iscrowd 2": lambda d: d["annotations"][0].update(iscrowd=2),
+    "ignore 5": lambda d: d["annotations"][0].update(ignore=5),
+    "difficult -1": lambda d: d["annotations"][0].update(difficult=-1),
+    "negative area": lambda d: d["annotations"][0].update(area=-1),
+    "negative width": lambda d: d["annotations"][0].update(bbox=[0, 0, -1, 1]),
+    "bbox of 3": lambda d: d["annotations"][0].update(bbox=[0, 0, 1]),
+    "null bbox": lambda d: d["annotations"][0].update(bbox=None),
+    "unknown image": lambda d: d["annotations"][0].update(image_id=123456),
+    "unknown category": lambda d: d["annotations"][0].update(category_id=123456),
+    "duplicate annotation id": lambda d: d["annotations"].append(dict(d["annotations"][0])),
+    "NaN area": _text('"area": ', '"area": NaN, "x": '),
+    "NaN bbox": lambda d: json.dumps(d).replace('"bbox": [', '"bbox": [NaN, ', 1).replace(", NaN", "", 0),
+    "Infinity in polygon": _text('"segmentation": [[', '"segmentation": [[Infinity, '),
+    "overflow in polygon": _text('"segmentation": [[', '"segmentation": [[1e400, '),
+    "huge integer in polygon": _text(
+        '"segmentation": [[', '"segmentation": [[123456789012345678901234567890, '
+    ),
+    "leading zero in polygon": _text('"segmentation": [[', '"segmentation": [[01, '),
+    "string in polygon": _text('"segmentation": [[', '"segmentation": [["a", '),
+    "object in polygon": _text('"segmentation": [[', '"segmentation": [[{"a": 1}], ['),
+    "null segmentation": lambda d: d["annotations"][0].update(segmentation=None),
+    "number segmentation": lambda d: d["annotations"][0].update(segmentation=5),
+    "string segmentation": lambda d: d["annotations"][0].update(segmentation="x"),
+    "empty segmentation": lambda d: d["annotations"][0].update(segmentation=[]),
+    "empty polygon": lambda d: d["annotations"][0].update(segmentation=[[]]),
+    "rle extra key": lambda d: d["annotations"][0].update(
+        segmentation={"size": [2, 2], "counts": "04", "x": 1}
+    ),
+    "rle one key": lambda d: d["annotations"][0].update(segmentation={"counts": "04"}),
+    "rle other keys": lambda d: d["annotations"][0].update(segmentation={"a": [2, 2], "b": "04"}),
+    "rle duplicate key": _text(
+        '"segmentation": [[', '"segmentation": {"counts": "1", "counts": "2"}, "z": [['
+    ),
+    "rle quote in counts": lambda d: d["annotations"][0].update(
+        segmentation={"size": [2, 2], "counts": 'a":b'}
+    ),
+    "rle counts starting with a colon": lambda d: d["annotations"][0].update(
+        segmentation={"size": [2, 2], "counts": ":3"}
+    ),
+    "rle counts starting with a space": lambda d: d["annotations"][0].update(
+        segmentation={"size": [2, 2], "counts": " :3"}
+    ),
+    "rle non-ascii counts": lambda d: d["annotations"][0].update(
+        segmentation={"size": [2, 2], "counts": "é"}
+    ),
+    "rle unicode escape": lambda d: d["annotations"][0].update(
+        segmentation={"size": [2, 2], "counts": "\u0001"}
+    ),
+    "rle backslash": lambda d: d["annotations"][0].update(segmentation={"size": [2, 2], "counts": "a\\b/c"}),
+    "rle newline escape": lambda d: d["annotations"][0].update(
+        segmentation={"size": [2, 2], "counts": "a\nb"}
+    ),
+    "rle nested object": lambda d: d["annotations"][0].update(segmentation={"size": {"h": 2}, "counts": "0"}),
+    "nested deeper": lambda d: d["annotations"][0].update(segmentation=[[[[[[[[1]]]]]]]]),
+    "nested very deep": lambda d: d["annotations"][0].update(segmentation=json.loads("[" * 200 + "]" * 200)),
+    "escaped key": _text('"iscrowd"', '"\\u0069scrowd"'),
+    "escaped annotations key": _text('"annotations"', '"\\u0061nnotations"'),
+    "second annotations key": lambda d: json.dumps(d)[:-1] + ', "annotations": []}',
+    "second annotations key first": lambda d: '{"annotations": [], ' + json.dumps(d)[1:],
+    "annotations not a list": lambda d: d.update(annotations={"a": 1}),
+    "annotations null": lambda d: d.update(annotations=None),
+    "no annotations": lambda d: d.pop("annotations"),
+    "empty annotations": lambda d: d.update(annotations=[]),
+    "unknown top-level key": lambda d: d.update(extra=[{"a": 1}]),
+    "duplicate images key": lambda d: json.dumps(d)[:-1] + ', "images": []}',
+    "image with duplicate key": _text(f'"id": {IMG0}', f'"id": 0, "id": {IMG0}'),
+    "key-like string in a name": lambda d: d["categories"][0].update(name='x": 1'),
+    "annotations first": lambda d: json.dumps({"annotations": d.pop("annotations"), **d}),
+    "trailing comma": lambda d: json.dumps(d).replace("]}]", "]},]", 1),
+    "trailing garbage": lambda d: json.dumps(d) + " x",
+    "top-level list": lambda d: json.dumps([d]),
+    "bad utf-8 name": lambda d: json.dumps(d, ensure_ascii=False).replace('"name": "', '"name": "\udcff', 1),
+    "BOM": lambda d: "\ufeff" + json.dumps(d),
+}
+
+
+def _hostile_files() -> dict[str, bytes]:
+    files = {name: _edit(change) for name, change in HOSTILE.items()}
+    plain = json.dumps(PLAIN).encode()
+    for cut in range(1, len(plain), max(1, len(plain) // 40)):
+        files[f"truncated at {cut}"] = plain[:cut]
+    files["empty file"] = b""
+    return files
+
+
+HOSTILE_FILES = _hostile_files()
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("name", sorted(HOSTILE_FILES))
+def test_hostile_files_are_twins(name):
+    assert_twins(HOSTILE_FILES[name])
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_FILES))
+def test_loader_behaves_as_without_the_extension(tmp_path, monkeypatch, name):
+    assert_loads_alike(tmp_path, monkeypatch, HOSTILE_FILES[name])
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize(
+    "name",
+    [
+        "duplicate key in an annotation",
+        "unknown key",
+        "bool id",
+        "float id",
+        "NaN area",
+        "nested deeper",
+        "escaped key",
+        "second annotations key",
+        "rle quote in counts",
+        "null segmentation",
+    ],
+)
+def test_the_compiled_parser_refuses_what_is_not_plain(name):
+    assert fast._compiled_instances(HOSTILE_FILES[name]) is None
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize(
+    "name", ["annotations first", "rle backslash", "empty segmentation", "empty annotations"]
+)
+def test_the_compiled_parser_takes_plain_variants(name):
+    assert assert_twins(HOSTILE_FILES[name]) is not None
+
+
+@pytest.mark.usefixtures("compiled")
+def test_span_segmentations_decode_on_access():
+    parts = fast._compiled_instances(GT_PATH.read_bytes())
+    assert parts is not None
+    segm = parts[1][8]
+    assert len(segm) == len(PLAIN["annotations"])
+    assert segm[0] == PLAIN["annotations"][0].get("segmentation")
+    assert segm[-1] == PLAIN["annotations"][-1].get("segmentation")
+    assert segm[:2] == tuple(a.get("segmentation") for a in PLAIN["annotations"][:2])
+
+
+@pytest.mark.usefixtures("compiled")
+def test_results_bytes_are_let_go_and_read_again_for_a_message(tmp_path, monkeypatch):
+    """Once a results file's columns exist its bytes are freed; a message needs a second read."""
+    from deteval.io.coco import _common, load_coco_dt
+
+    gt = load_coco_gt(GT_PATH)
+    image = int(gt.image_id[0])
+    record = {"image_id": image, "category_id": int(gt.category_id[0]), "bbox": [1, 2, 3, 4], "score": 0.5}
+    reads = []
+    real_read = _common.read_bytes
+    monkeypatch.setattr(_common, "read_bytes", lambda *a, **k: reads.append(a[0]) or real_read(*a, **k))
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([record] * 3))
+    assert len(load_coco_dt(good, gt).score) == 3
+    assert len(reads) == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([record, {**record, "image_id": 987654321}]))
+    with pytest.raises(DetevalError, match="987654321") as compiled_error:
+        load_coco_dt(bad, gt)
+    assert len(reads) == 3
+    monkeypatch.setattr(fast, "_colparse", None)
+    with pytest.raises(DetevalError) as msgspec_error:
+        load_coco_dt(bad, gt)
+    assert str(compiled_error.value) == str(msgspec_error.value)
