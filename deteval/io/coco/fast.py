@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import operator
-import os
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Annotated, Any
@@ -27,6 +26,7 @@ try:  # decodes typed records straight into objects: the fast path for box resul
 except ImportError:  # pragma: no cover - msgspec is a declared dependency
     _HAS_MSGSPEC = False
 
+from deteval import _speedups
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputError
 from deteval.io._json import _count_keys, _orjson, count_raw_keys
@@ -41,19 +41,15 @@ BoxColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 #: Set (to anything but empty or ``0``) when Python starts, ``DETEVAL_NO_EXTENSION`` makes deteval
 #: ignore its compiled parser and use the msgspec/numpy path, which gives the same numbers.
-NO_EXTENSION = os.environ.get("DETEVAL_NO_EXTENSION", "") not in ("", "0")
+NO_EXTENSION = _speedups.is_disabled()
 
-_colparse: ModuleType | None = None
-if not NO_EXTENSION:
-    try:  # the optional C extension (setup.py); a build without a C compiler has none
-        from deteval.io import _colparse
-    except ImportError:  # pragma: no cover - depends on the build
-        _colparse = None
-    #: A build older than this module (in place, before ``build_ext`` was run again) lacks some
-    #: readers: it is ignored as a whole, and the msgspec paths give the same values.
-    _READERS = ("box_results", "text_rows", "instances", "box_records", "annotation_records")
-    if _colparse is not None and not all(hasattr(_colparse, name) for name in _READERS):
-        _colparse = None  # pragma: no cover - depends on the build
+#: The optional C extension (setup.py), or None (not built, or disabled).
+_colparse: ModuleType | None = _speedups.load("deteval.io._colparse")
+#: A build older than this module (in place, before ``build_ext`` was run again) lacks some
+#: readers: it is ignored as a whole, and the msgspec paths give the same values.
+_READERS = ("box_results", "text_rows", "instances", "box_records", "annotation_records")
+if _colparse is not None and not all(hasattr(_colparse, name) for name in _READERS):
+    _colparse = None  # pragma: no cover - depends on the build
 
 if _HAS_MSGSPEC:
     #: A JSON integer that fits int64; a larger one sends the file to the full loader.
