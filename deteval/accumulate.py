@@ -782,13 +782,28 @@ def devkit_precision(n_tp: np.ndarray, n_fp: np.ndarray) -> np.ndarray:
 def _min_tp_for_recall(n_pos: np.ndarray, rec_thr: np.ndarray) -> np.ndarray:
     """Smallest tp count j with ``j / n_pos >= thr`` for each class and threshold.
 
-    Computed with the same float division as the recall values, so it is exact; classes without
-    positives get an unreachable count.
+    Computed with the same float division as the recall values, so it is exact: the answer is
+    within two of ``ceil(thr * n_pos)`` (both roundings are within one unit in the last place), so
+    those four candidates are tried, smallest last. ``n_pos + 1`` where no count reaches the
+    threshold; classes without positives get an unreachable count.
+
+    Examples
+    --------
+    >>> _min_tp_for_recall(np.array([3, 0]), np.array([0.0, 0.34, 1.0])).tolist()[0]
+    [0, 2, 3]
     """
     out = np.full((len(n_pos), len(rec_thr)), np.iinfo(np.int64).max // 4, dtype=np.int64)
-    for n in np.unique(n_pos[n_pos > 0]):
-        ratios = np.arange(n + 1) / n
-        out[n_pos == n] = np.searchsorted(ratios, rec_thr, side="left")
+    has = n_pos > 0
+    n = n_pos[has].astype(np.float64)[:, None]
+    thr = np.asarray(rec_thr, dtype=np.float64)[None, :]
+    base = np.ceil(thr * n)
+    best = np.broadcast_to(n + 1, base.shape).copy()
+    for step in (1.0, 0.0, -1.0, -2.0):
+        count = base + step
+        with np.errstate(invalid="ignore"):
+            reaches = (count >= 0) & (count <= n) & (count / n >= thr)
+        best = np.where(reaches, count, best)
+    out[has] = best.astype(np.int64)
     return out
 
 
