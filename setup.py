@@ -1,7 +1,8 @@
 """Build of the optional C extensions; every other piece of metadata is in pyproject.toml.
 
 ``deteval.io._colparse`` (plain C and the CPython API, no other build dependency) parses COCO
-box-results files into columns; ``deteval._cmatch`` runs the greedy COCO and VOC matching. Both are
+box-results files into columns; ``deteval._cmatch`` runs the greedy COCO and VOC matching; ``deteval._csort`` sorts groups by
+score. All are
 optional: when no C compiler is available their build
 fails quietly and deteval uses its pure-Python/numpy path, which gives the same numbers.
 """
@@ -18,6 +19,11 @@ setup(
         Extension(
             "deteval._cmatch",
             sources=["deteval/_cmatch.c"],
+            optional=True,
+        ),
+        Extension(
+            "deteval._csort",
+            sources=["deteval/_csort.c"],
             optional=True,
         ),
     ]

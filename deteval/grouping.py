@@ -8,12 +8,17 @@ their offsets, never with a Python loop per group.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
+from deteval import _speedups
 from deteval.memory import BYTES_PER_PAIR, require
 
 __all__ = ["Groups", "group_rows", "rank_in_group", "candidate_pairs", "lexsort"]
+
+#: The compiled run sort (``deteval._csort``), or None (not built, or DETEVAL_NO_EXTENSION=1).
+_csort = _speedups.load("deteval._csort")
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,11 @@ def lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
     key already in order is dropped: the stable passes keep the input order among ties. Keys
     whose codes do not fit 63 bits go to ``np.lexsort``. The result is the same permutation.
 
+    When the optional compiled module ``deteval._csort`` is built, a least significant float key
+    under integer keys (a score inside groups) is not ranked: the rows are sorted by the integer
+    keys, then each run of equal integer keys by the float, stably, in C. The numpy passes are its
+    twin (same permutation; tests/property/test_grouping_sorts.py).
+
     Examples
     --------
     >>> keys = (np.array([0.5, -0.0, 0.0, 0.5]), np.array([1, 0, 0, 1]))
@@ -74,19 +84,71 @@ def lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
         keys = keys[1:]
     if n <= 1 or (len(keys) == 1 and _is_non_decreasing(keys[0])):
         return np.arange(n, dtype=np.intp)
-    code = np.zeros(n, dtype=np.uint64)
+    if _csort is not None and len(keys) > 1 and keys[0].dtype.kind == "f":
+        order = _by_groups_then_float(_csort, keys[1:], keys[0])
+        if order is not None:
+            return order
+    packed = _packed_code(keys)
+    if packed is None:
+        return np.lexsort(keys)
+    return _radix_order(packed[0], packed[1])
+
+
+def _packed_code(keys: tuple[np.ndarray, ...]) -> tuple[np.ndarray, int, int] | None:
+    """The keys' dense codes combined into one uint64 per row, the bits used, the codes possible.
+
+    The most significant key takes the highest digits; None when they need more than 63 bits.
+    """
+    code = np.zeros(len(keys[-1]), dtype=np.uint64)
     bits = 0
+    n_codes = 1
     for k in reversed(keys):  # most significant first
         digits, size = _dense_code(k)
         bits += max(int(size - 1).bit_length(), 0)
         if bits > 63:
-            return np.lexsort(keys)
+            return None
         code = code * np.uint64(size) + digits
-    order = np.arange(n, dtype=np.intp)
+        n_codes *= size
+    return code, bits, n_codes
+
+
+def _radix_order(code: np.ndarray, bits: int) -> np.ndarray:
+    """Stable sort of ``code`` by 16-bit passes (least significant first)."""
+    order = np.arange(len(code), dtype=np.intp)
     for shift in range(0, max(bits, 1), 16):
         digit = ((code[order] >> np.uint64(shift)) & np.uint64(0xFFFF)).astype(np.uint16)
         order = order[np.argsort(digit, kind="stable")]
     return order
+
+
+#: Mean run length above which the compiled run sort is not used (see _by_groups_then_float).
+_LONG_RUN = 256
+
+
+def _by_groups_then_float(
+    kernel: ModuleType, group_keys: tuple[np.ndarray, ...], value: np.ndarray
+) -> np.ndarray | None:
+    """Rows by the integer ``group_keys``, then by ascending ``value`` within each group, stably.
+
+    The compiled run sort wins on many short runs (detections of one image and class); for few
+    long runs (a class of the whole dataset) the numpy passes are faster, so None is returned
+    then, as when the keys do not suit it.
+    """
+    if not all(k.dtype.kind in "iub" for k in group_keys):
+        return None
+    packed = _packed_code(group_keys)
+    if packed is None:
+        return None
+    code, bits, n_codes = packed
+    if n_codes * _LONG_RUN < len(code):  # runs are long on average: the numpy passes are faster
+        return None
+    order = _radix_order(code, bits).astype(np.int64)
+    run_key = code[order].view(np.int64)
+    # Ascending value = descending -value; the kernel keeps equal values (and NaNs, last) in order.
+    descending = np.ascontiguousarray(-value.astype(np.float64, copy=False))
+    if kernel.sort_runs_by_score(order, run_key, descending) is None:
+        return None
+    return order.astype(np.intp, copy=False)
 
 
 def _is_non_decreasing(key: np.ndarray) -> bool:

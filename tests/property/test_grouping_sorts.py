@@ -8,13 +8,16 @@ must equal ``np.lexsort`` (stable, last key first) and a plain rank count on eve
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from deteval import grouping
 from deteval.grouping import lexsort, rank_in_group
 
 FLOATS = st.sampled_from([0.0, -0.0, 0.5, -0.5, 1.0, np.inf, -np.inf, np.nan, 1e-300, 0.1 + 0.2])
@@ -68,3 +71,49 @@ def test_import_deteval_loads_only_what_scoring_needs():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+_csort = grouping._csort
+
+
+@st.composite
+def grouped_scores(draw):
+    n = draw(st.integers(0, 300))
+    n_groups = draw(st.integers(1, 60))
+    group = np.array(draw(st.lists(st.integers(0, n_groups - 1), min_size=n, max_size=n)), dtype=np.int64)
+    score = np.array(draw(st.lists(FLOATS, min_size=n, max_size=n)), dtype=np.float64)
+    return score, group
+
+
+@pytest.mark.skipif(_csort is None, reason="deteval._csort is not built (pip install . with a C compiler)")
+@settings(max_examples=400, deadline=None)
+@given(grouped_scores(), st.booleans())
+def test_compiled_run_sort_equals_the_numpy_passes(data, negate):
+    score, group = data
+    keys = (-score if negate else score, group, group // 7)
+    try:
+        compiled = lexsort(keys)
+        grouping._csort = None
+        twin = lexsort(keys)
+    finally:
+        grouping._csort = _csort
+    assert compiled.tolist() == twin.tolist() == np.lexsort(keys).tolist()
+
+
+def test_compiled_run_sort_is_there_when_required():
+    if os.environ.get("DETEVAL_REQUIRE_EXTENSION") == "1":
+        assert _csort is not None, "DETEVAL_REQUIRE_EXTENSION=1 but deteval._csort is not built"
+
+
+@pytest.mark.skipif(_csort is None, reason="deteval._csort is not built (pip install . with a C compiler)")
+@pytest.mark.parametrize("run_length", [1, 5, 24, 25, 100, 5000])
+def test_compiled_run_sort_on_long_runs(run_length):
+    rng = np.random.default_rng(run_length)
+    n = 20_000
+    group = np.arange(n) // run_length
+    score = rng.choice(np.array([0.0, -0.0, 0.25, 0.5, 1.0, np.nan, np.inf, -np.inf]), n)
+    fresh = rng.random(n) < 0.5
+    score[fresh] = np.round(rng.random(int(fresh.sum())), 2)
+    order = np.arange(n, dtype=np.int64)
+    assert _csort.sort_runs_by_score(order, group.astype(np.int64), score) is True
+    assert order.tolist() == np.lexsort((-score, group)).tolist()
