@@ -40,7 +40,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--images", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cache", type=Path, default=Path(".bench-cache"))
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/deteval-bench"))
     parser.add_argument("--tidecv", action="store_true")
     args = parser.parse_args()
     files = ensure_dataset(args.cache, args.images, args.seed, lambda *a: None)
