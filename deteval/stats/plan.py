@@ -8,6 +8,7 @@ the counted ground truth per image, and which (area, ``max_dets``) the headline 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -129,6 +130,49 @@ class _Curve:
     def n_real(self) -> int:
         """Items that are true positives (not virtual)."""
         return len(self.items) - len(self.virtual)
+
+    @cached_property
+    def flat(self) -> _FlatCurve:
+        """The arrays the compiled kernel (``deteval._cboot``) reads, built on first use."""
+        return _FlatCurve.of(self)
+
+
+@dataclass(frozen=True, eq=False)
+class _FlatCurve:
+    """A :class:`_Curve` as ``deteval._cboot.curve_row`` reads it: contiguous int64 arrays.
+
+    The counted entries of every area are concatenated (``counted_bounds``: where each area's
+    start); ``iwork`` / ``fwork`` are the sizes of the kernel's int64 / float64 work buffers (the
+    cumulative sums of the counted entries of every area and of the corrections, each with a
+    leading 0, then one segment's live items).
+    """
+
+    arrays: tuple  # key, seg_len, item_counted, seg_counted_start, counted_key, counted_bounds,
+    # corr_key, corr_sign, item_fix_hi, seg_fix_lo
+    iwork: int
+    fwork: int
+
+    @classmethod
+    def of(cls, cur: _Curve) -> _FlatCurve:
+        def i64(x: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(x, dtype=np.int64)
+
+        counted = [s.key for s in cur.counted]
+        bounds = np.cumsum([0, *(len(k) for k in counted)])
+        arrays = (
+            i64(cur.items.key),
+            i64(cur.seg_len),
+            i64(cur.item_counted),
+            i64(cur.seg_counted_start),
+            i64(np.concatenate(counted) if counted else np.zeros(0)),
+            i64(bounds),
+            i64(cur.corr.key),
+            i64(cur.corr_sign),
+            i64(cur.item_fix_hi),
+            i64(cur.seg_fix_lo),
+        )
+        longest = int(cur.seg_len.max(initial=1))
+        return cls(arrays, int(bounds[-1]) + len(counted) + len(cur.corr) + 1 + longest, longest)
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from deteval import _speedups
 from deteval.accumulate import recall_thresholds
 from deteval.protocol import Protocol
 from deteval.stats.plan import _Curve, _Plan, _RecallOnly
 from deteval.summary import summary_indices
+
+#: The compiled twin of :func:`_curve_row` (``deteval/_cboot.c``), None when not built or disabled
+#: (``DETEVAL_NO_EXTENSION=1``): the numbers are the same bit for bit either way.
+_cboot = _speedups.load("_cboot")
 
 
 def _cumsum0(values: np.ndarray) -> np.ndarray:
@@ -74,8 +79,18 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     n_r = len(rec_thr)
     table, start = _thresholds_table(npos, rec_thr)
     q = np.empty((B, n_seg * n_r))
-    for b in range(B):
-        n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], q[b])
+    if _cboot is not None and n_r:
+        flat = cur.flat
+        iwork, fwork = np.empty(flat.iwork, dtype=np.int64), np.empty(flat.fwork)
+        devkit = p.ap_method != "101_point"
+        eps = float(np.spacing(1) if not devkit else np.finfo(np.float64).eps)
+        for b in range(B):
+            tab = plan.layout.table(w[b])
+            st = np.ascontiguousarray(start[b, seg_col], dtype=np.int64)
+            _cboot.curve_row(tab, *flat.arrays, table, st, q[b], n_tp[b], iwork, fwork, n_r, devkit, eps)
+    else:
+        for b in range(B):
+            n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], q[b])
     # Classes without positives are left at 0: every reader masks them (is_defined).
     return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp.reshape(B, n_area, n_thr, n_class)
 
