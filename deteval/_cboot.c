@@ -23,24 +23,28 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct {
     Py_buffer view;
     int held;
 } Arr;
 
-/* ``obj`` as a C-contiguous 1-D buffer of 8-byte items: 'i' int64, 'f' float64. */
+/* ``obj`` as a C-contiguous 1-D buffer: 'i' int64, 'j' int32, 'f' float64. */
 static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
     int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(obj, &a->view, flags) < 0) return -1;
     a->held = 1;
     const char *fmt = a->view.format ? a->view.format : "B";
     if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
-    int ok = a->view.itemsize == 8 && a->view.ndim <= 1 && fmt[0] != '\0' && fmt[1] == '\0' &&
-             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd');
+    int ok = a->view.ndim <= 1 && fmt[0] != '\0' && fmt[1] == '\0';
+    if (kind == 'i') ok = ok && a->view.itemsize == 8 && (fmt[0] == 'l' || fmt[0] == 'q');
+    else if (kind == 'j') ok = ok && a->view.itemsize == 4 && (fmt[0] == 'i' || fmt[0] == 'l');
+    else ok = ok && a->view.itemsize == 8 && fmt[0] == 'd';
     if (!ok) {
-        PyErr_SetString(PyExc_TypeError, kind == 'i' ? "_cboot: expected a contiguous 1-D int64 buffer"
-                                                     : "_cboot: expected a contiguous 1-D float64 buffer");
+        PyErr_SetString(PyExc_TypeError, kind == 'i'   ? "_cboot: expected a contiguous 1-D int64 buffer"
+                                         : kind == 'j' ? "_cboot: expected a contiguous 1-D int32 buffer"
+                                                       : "_cboot: expected a contiguous 1-D float64 buffer");
         return -1;
     }
     return 0;
@@ -55,17 +59,19 @@ static PyObject *bad_index(const char *what) {
 
 /* The kernel proper; returns NULL with an exception set on inconsistent inputs. */
 static PyObject *run(Arr *A, Py_ssize_t n_r, int devkit, double eps) {
-    const int64_t *tab = A[0].view.buf, *key = A[1].view.buf, *seg_len = A[2].view.buf;
-    const int64_t *item_counted = A[3].view.buf, *seg_counted_start = A[4].view.buf;
-    const int64_t *counted_key = A[5].view.buf, *counted_bounds = A[6].view.buf;
-    const int64_t *corr_key = A[7].view.buf, *corr_sign = A[8].view.buf;
-    const int64_t *item_fix_hi = A[9].view.buf, *seg_fix_lo = A[10].view.buf;
+    const int64_t *tab = A[0].view.buf, *seg_len = A[2].view.buf;
+    const int32_t *key = A[1].view.buf, *item_counted = A[3].view.buf;
+    const int64_t *seg_counted_start = A[4].view.buf;
+    const int32_t *counted_key = A[5].view.buf;
+    const int64_t *counted_bounds = A[6].view.buf;
+    const int32_t *corr_key = A[7].view.buf, *corr_sign = A[8].view.buf, *item_fix_hi = A[9].view.buf;
+    const int64_t *seg_fix_lo = A[10].view.buf;
     const int64_t *table = A[11].view.buf, *start = A[12].view.buf;
     double *out = A[13].view.buf;
     int64_t *n_tp = A[14].view.buf, *iwork = A[15].view.buf;
     double *fwork = A[16].view.buf;
     Py_ssize_t n[N_ARRS];
-    for (int i = 0; i < N_ARRS; i++) n[i] = A[i].view.len / 8;
+    for (int i = 0; i < N_ARRS; i++) n[i] = A[i].view.len / A[i].view.itemsize;
     const Py_ssize_t n_tab = n[0], n_items = n[1], n_seg = n[2], n_counted = n[5], n_bounds = n[6];
     const Py_ssize_t n_corr = n[7], n_table = n[11];
     const Py_ssize_t n_area = n_bounds - 1;
@@ -81,10 +87,10 @@ static PyObject *run(Arr *A, Py_ssize_t n_r, int devkit, double eps) {
     }
     if (total != n_items) return bad_index("segment lengths");
     /* iwork: cumulative counted weights of every area (each with a leading 0), of the corrections
-       (leading 0), then the thresholds reached by the live items of a segment. */
+       (leading 0), then a segment's histogram of the thresholds its live items reach (n_r + 1). */
     const Py_ssize_t c_size = n_counted + n_area, cc_size = n_corr + 1;
-    if (n[15] < c_size + cc_size + max_len || n[16] < max_len) return bad_index("work buffer size");
-    int64_t *c_all = iwork, *cc = iwork + c_size, *reach = iwork + c_size + cc_size;
+    if (n[15] < c_size + cc_size + n_r + 1 || n[16] < max_len) return bad_index("work buffer size");
+    int64_t *c_all = iwork, *cc = iwork + c_size, *hist = iwork + c_size + cc_size;
     double *pr = fwork;
 
     for (Py_ssize_t a = 0; a < n_area; a++) {
@@ -105,7 +111,7 @@ static PyObject *run(Arr *A, Py_ssize_t n_r, int devkit, double eps) {
         for (Py_ssize_t j = 0; j < n_corr; j++) {
             int64_t k = corr_key[j];
             if ((uint64_t)k >= (uint64_t)n_tab) return bad_index("correction entry");
-            acc += tab[k] * corr_sign[j];
+            acc += tab[k] * (int64_t)corr_sign[j];
             cc[j + 1] = acc;
         }
     }
@@ -124,12 +130,16 @@ static PyObject *run(Arr *A, Py_ssize_t n_r, int devkit, double eps) {
         const int64_t st = start[s];
         const Py_ssize_t last = head + (Py_ssize_t)seg_len[s] - 1; /* the virtual item */
         int64_t tp = 0;
-        Py_ssize_t m = 0; /* live items of the segment */
+        Py_ssize_t m = 0; /* live items of the segment so far */
+        memset(hist, 0, (size_t)(n_r + 1) * sizeof(int64_t));
+        /* Branch-free over the items: one that weighs 0 (image not drawn, unused copy of a tie) is
+           computed, then overwritten by the next live item and not counted in hist (it repeats its
+           predecessor's TP count with at least as many entries: dominated, reaches nothing new;
+           the numpy twin drops it, see _curve_row). */
         for (Py_ssize_t i = head; i < last; i++) {
             int64_t k = key[i];
             if ((uint64_t)k >= (uint64_t)n_tab) return bad_index("item");
             int64_t w = tab[k];
-            if (w == 0) continue; /* dominated, reaches nothing new (see _curve_row) */
             tp += w;
             int64_t ic = item_counted[i], fh = item_fix_hi[i];
             if ((uint64_t)ic > (uint64_t)c_n || (uint64_t)fh > (uint64_t)n_corr) return bad_index("item count");
@@ -144,22 +154,28 @@ static PyObject *run(Arr *A, Py_ssize_t n_r, int devkit, double eps) {
             pr[m] = (double)tp / d;
             int64_t t = st + tp;
             if ((uint64_t)t >= (uint64_t)n_table) return bad_index("thresholds table");
-            reach[m] = table[t];
-            m++;
+            int64_t reach = table[t]; /* thresholds reached: #{r : thr_r <= tp / npos} */
+            if ((uint64_t)reach > (uint64_t)n_r) return bad_index("thresholds reached");
+            int live = w != 0;
+            hist[reach] += live;
+            m += live;
         }
         pr[m] = 0.0; /* the virtual item: precision 0, reaches every threshold */
-        reach[m] = (int64_t)n_r;
         n_tp[s] = tp;
-        /* Envelope (suffix maximum) and the cells: cell r reads the first item with reach > r. */
-        double *cells = out + s * n_r;
-        double env = pr[m];
-        int64_t hi_r = n_r;
+        /* Envelope: suffix maximum within the segment (the values are compared and copied only). */
+        double env = 0.0;
         for (Py_ssize_t j = m; j >= 0; j--) {
-            if (pr[j] > env) env = pr[j];
-            int64_t lo_r = j > 0 ? reach[j - 1] : 0;
-            if (lo_r < 0 || lo_r > hi_r) return bad_index("thresholds reached");
-            for (int64_t r = lo_r; r < hi_r; r++) cells[r] = env;
-            if (lo_r < hi_r) hi_r = lo_r;
+            double v = pr[j];
+            env = v > env ? v : env;
+            pr[j] = env;
+        }
+        /* Cell r reads the first live item reaching more than r thresholds: the number of live
+           items reaching at most r (reach is non-decreasing), the virtual item if none. */
+        double *cells = out + s * n_r;
+        int64_t first = 0;
+        for (Py_ssize_t r = 0; r < n_r; r++) {
+            first += hist[r];
+            cells[r] = pr[first];
         }
         head = last + 1;
     }
@@ -183,7 +199,7 @@ static PyObject *curve_row(PyObject *self, PyObject *args) {
                           &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11],
                           &objs[12], &objs[13], &objs[14], &objs[15], &objs[16], &n_r, &devkit, &eps))
         return NULL;
-    static const char kinds[N_ARRS] = "iiiiiiiiiiiiifiif";
+    static const char kinds[N_ARRS] = "ijijijijjjiiifiif";
     Arr arrs[N_ARRS];
     PyObject *result = NULL;
     int i;

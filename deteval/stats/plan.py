@@ -132,19 +132,21 @@ class _Curve:
         return len(self.items) - len(self.virtual)
 
     @cached_property
-    def flat(self) -> _FlatCurve:
+    def flat(self) -> _FlatCurve | None:
         """The arrays the compiled kernel (``deteval._cboot``) reads, built on first use."""
         return _FlatCurve.of(self)
 
 
 @dataclass(frozen=True, eq=False)
 class _FlatCurve:
-    """A :class:`_Curve` as ``deteval._cboot.curve_row`` reads it: contiguous int64 arrays.
+    """A :class:`_Curve` as ``deteval._cboot.curve_row`` reads it: contiguous arrays.
 
+    Per item and per entry, int32 (half the memory traffic of a resample); per segment, int64.
     The counted entries of every area are concatenated (``counted_bounds``: where each area's
     start); ``iwork`` / ``fwork`` are the sizes of the kernel's int64 / float64 work buffers (the
     cumulative sums of the counted entries of every area and of the corrections, each with a
-    leading 0, then one segment's live items).
+    leading 0; the caller adds ``n_r + 1`` for a histogram of thresholds), then one segment's
+    items). None (:meth:`of`) when an index does not fit int32.
     """
 
     arrays: tuple  # key, seg_len, item_counted, seg_counted_start, counted_key, counted_bounds,
@@ -153,26 +155,32 @@ class _FlatCurve:
     fwork: int
 
     @classmethod
-    def of(cls, cur: _Curve) -> _FlatCurve:
+    def of(cls, cur: _Curve) -> _FlatCurve | None:
+        counted = [s.key for s in cur.counted]
+        bounds = np.cumsum([0, *(len(k) for k in counted)])
+        if max(len(cur.items), int(bounds[-1]), len(cur.corr)) >= 2**31 - 2:
+            return None  # pragma: no cover - billions of entries; the numpy path takes them
+
+        def i32(x: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(x, dtype=np.int32)
+
         def i64(x: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(x, dtype=np.int64)
 
-        counted = [s.key for s in cur.counted]
-        bounds = np.cumsum([0, *(len(k) for k in counted)])
         arrays = (
-            i64(cur.items.key),
+            i32(cur.items.key),
             i64(cur.seg_len),
-            i64(cur.item_counted),
+            i32(cur.item_counted),
             i64(cur.seg_counted_start),
-            i64(np.concatenate(counted) if counted else np.zeros(0)),
+            i32(np.concatenate(counted) if counted else np.zeros(0)),
             i64(bounds),
-            i64(cur.corr.key),
-            i64(cur.corr_sign),
-            i64(cur.item_fix_hi),
+            i32(cur.corr.key),
+            i32(cur.corr_sign),
+            i32(cur.item_fix_hi),
             i64(cur.seg_fix_lo),
         )
         longest = int(cur.seg_len.max(initial=1))
-        return cls(arrays, int(bounds[-1]) + len(counted) + len(cur.corr) + 1 + longest, longest)
+        return cls(arrays, int(bounds[-1]) + len(counted) + len(cur.corr) + 1, longest)
 
 
 @dataclass(frozen=True, eq=False)

@@ -79,15 +79,16 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     n_r = len(rec_thr)
     table, start = _thresholds_table(npos, rec_thr)
     q = np.empty((B, n_seg * n_r))
-    if _cboot is not None and n_r:
-        flat = cur.flat
-        iwork, fwork = np.empty(flat.iwork, dtype=np.int64), np.empty(flat.fwork)
+    kernel = _cboot
+    flat = cur.flat if kernel is not None and n_r else None
+    if kernel is not None and flat is not None:
+        iwork, fwork = np.empty(flat.iwork + n_r + 1, dtype=np.int64), np.empty(flat.fwork)
         devkit = p.ap_method != "101_point"
         eps = float(np.spacing(1) if not devkit else np.finfo(np.float64).eps)
         for b in range(B):
             tab = plan.layout.table(w[b])
             st = np.ascontiguousarray(start[b, seg_col], dtype=np.int64)
-            _cboot.curve_row(tab, *flat.arrays, table, st, q[b], n_tp[b], iwork, fwork, n_r, devkit, eps)
+            kernel.curve_row(tab, *flat.arrays, table, st, q[b], n_tp[b], iwork, fwork, n_r, devkit, eps)
     else:
         for b in range(B):
             n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], q[b])
