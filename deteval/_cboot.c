@@ -22,6 +22,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -215,8 +216,72 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(thresholds_table_doc,
+             "thresholds_table(npos, rec_thr, table, /)\n"
+             "--\n\n"
+             "Fill table (sum(npos + 2) int64) with, for each column n of npos in turn (n + 2 slots), the\n"
+             "number of recall thresholds each TP count j reaches, #{r : thr_r <= j / n}. The compiled\n"
+             "twin of deteval.stats.weighted._thresholds_table (see there; the same float operations).");
+
+static PyObject *thresholds_table(PyObject *self, PyObject *args) {
+    PyObject *objs[3];
+    if (!PyArg_ParseTuple(args, "OOO:thresholds_table", &objs[0], &objs[1], &objs[2])) return NULL;
+    static const char kinds[3] = "ifi";
+    Arr arrs[3];
+    PyObject *result = NULL;
+    int i;
+    for (i = 0; i < 3; i++) arrs[i].held = 0;
+    for (i = 0; i < 3; i++) {
+        if (get_arr(objs[i], kinds[i], i == 2, &arrs[i]) < 0) goto done;
+    }
+    {
+        const int64_t *npos = arrs[0].view.buf;
+        const double *thr = arrs[1].view.buf;
+        int64_t *table = arrs[2].view.buf;
+        const Py_ssize_t n_col = arrs[0].view.len / 8, n_r = arrs[1].view.len / 8, n_table = arrs[2].view.len / 8;
+        Py_ssize_t size = 0;
+        for (Py_ssize_t c = 0; c < n_col; c++) {
+            if (npos[c] < 0 || npos[c] > ((int64_t)1 << 52)) {
+                PyErr_SetString(PyExc_ValueError, "_cboot.thresholds_table: npos out of range");
+                goto done;
+            }
+            size += (Py_ssize_t)npos[c] + 2;
+        }
+        if (size != n_table) {
+            PyErr_SetString(PyExc_ValueError, "_cboot.thresholds_table: table size is not sum(npos + 2)");
+            goto done;
+        }
+        memset(table, 0, (size_t)n_table * sizeof(int64_t));
+        int64_t *col = table;
+        for (Py_ssize_t c = 0; c < n_col; c++) {
+            const int64_t n = npos[c];
+            const double nf = (double)n;
+            /* first count reaching thr_r, among the four from ceil(thr_r * n) - 2 (0 / 0 when n == 0
+               is NaN: not below thr, so the count stays 0, then 1 by the clip) */
+            for (Py_ssize_t r = 0; r < n_r; r++) {
+                double x = ceil(thr[r] * nf) - 2.0;
+                int64_t first = (int64_t)(x > 0.0 ? x : 0.0), reach = first;
+                for (int d = 0; d < 3; d++) reach += (double)(first + d) / nf < thr[r];
+                if (reach < 1) reach = 1;
+                if (reach > n + 1) reach = n + 1;
+                col[reach] += 1;
+            }
+            for (int64_t j = 1; j < n + 2; j++) col[j] += col[j - 1];
+            col += n + 2;
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (i = 0; i < 3; i++) {
+        if (arrs[i].held) PyBuffer_Release(&arrs[i].view);
+    }
+    return result;
+}
+
 static PyMethodDef cboot_methods[] = {
     {"curve_row", curve_row, METH_VARARGS, curve_row_doc},
+    {"thresholds_table", thresholds_table, METH_VARARGS, thresholds_table_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -236,11 +236,18 @@ def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
     is monotone in ``j`` and within one rounding of the exact quotient, so ``b_r`` is one of
     the four counts from ``ceil(thr_r * n) - 2``, each tested with the reference's float
     division. The table is then a cumulative count of the ``b_r`` of each column (a column
-    has ``n + 2`` slots, the last one counting the thresholds no ``j`` reaches).
+    has ``n + 2`` slots, the last one counting the thresholds no ``j`` reaches). The compiled
+    ``deteval._cboot.thresholds_table`` does the same when it is built.
     """
     n = npos.ravel()
     sizes = n + 2
     start = np.cumsum(sizes) - sizes
+    if _cboot is not None:  # the compiled twin of the lines below: the same float operations
+        table = np.empty(int(sizes.sum()), dtype=np.int64)
+        _cboot.thresholds_table(
+            np.ascontiguousarray(n, dtype=np.int64), np.ascontiguousarray(rec_thr, dtype=np.float64), table
+        )
+        return table, start.reshape(npos.shape)
     n_col, n_r = len(n), len(rec_thr)
     nf = n.astype(np.float64)[:, None]
     first = np.maximum(np.ceil(rec_thr[None, :] * nf) - 2, 0).astype(np.int64)
