@@ -21,7 +21,13 @@ PACKAGE = Path(__file__).resolve().parents[2] / "deteval"
 #: Lowest first. A module name matches an entry equal to it or inside it (``deteval.io`` covers
 #: ``deteval.io.coco``).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("deteval._version", "deteval._speedups", "deteval.errors", "deteval.memory", "deteval.integrations.distributed"),
+    (
+        "deteval._version",
+        "deteval._speedups",
+        "deteval.errors",
+        "deteval.memory",
+        "deteval.integrations.distributed",
+    ),
     ("deteval.data",),
     ("deteval.pooling",),
     ("deteval.io",),
