@@ -279,9 +279,65 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(weighted_counts_doc,
+             "weighted_counts(w, n_img, img, count, bounds, out, /)\n"
+             "--\n\n"
+             "out[b * n_seg + s] = sum(count[j] * w[b * n_img + img[j]] for j in [bounds[s], bounds[s + 1]))\n"
+             "for every resample b (exact int64 sums). The compiled twin of\n"
+             "deteval.stats.weighted._weighted_counts.");
+
+static PyObject *weighted_counts(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    Py_ssize_t n_img;
+    if (!PyArg_ParseTuple(args, "OnOOOO:weighted_counts", &objs[0], &n_img, &objs[1], &objs[2], &objs[3], &objs[4]))
+        return NULL;
+    static const char kinds[5] = "iiiii";
+    Arr arrs[5];
+    PyObject *result = NULL;
+    int i;
+    for (i = 0; i < 5; i++) arrs[i].held = 0;
+    for (i = 0; i < 5; i++) {
+        if (get_arr(objs[i], kinds[i], i == 4, &arrs[i]) < 0) goto done;
+    }
+    {
+        const int64_t *w = arrs[0].view.buf, *img = arrs[1].view.buf, *count = arrs[2].view.buf;
+        const int64_t *bounds = arrs[3].view.buf;
+        int64_t *out = arrs[4].view.buf;
+        const Py_ssize_t n_w = arrs[0].view.len / 8, n_pairs = arrs[1].view.len / 8;
+        const Py_ssize_t n_seg = arrs[3].view.len / 8 - 1, n_out = arrs[4].view.len / 8;
+        const Py_ssize_t B = n_img > 0 ? n_w / n_img : 0;
+        int ok = n_img >= 0 && n_seg >= 0 && arrs[2].view.len / 8 == n_pairs && B * n_img == n_w &&
+                 n_out == B * n_seg && (n_seg < 0 || n_img > 0 || n_w == 0);
+        for (Py_ssize_t s = 0; ok && s < n_seg; s++)
+            ok = bounds[s] >= 0 && bounds[s] <= bounds[s + 1] && bounds[s + 1] <= n_pairs;
+        for (Py_ssize_t j = 0; ok && j < n_pairs; j++) ok = img[j] >= 0 && img[j] < n_img;
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError, "_cboot.weighted_counts: out of range (inconsistent inputs)");
+            goto done;
+        }
+        for (Py_ssize_t b = 0; b < B; b++) {
+            const int64_t *wb = w + b * n_img;
+            int64_t *ob = out + b * n_seg;
+            for (Py_ssize_t s = 0; s < n_seg; s++) {
+                int64_t acc = 0;
+                for (int64_t j = bounds[s]; j < bounds[s + 1]; j++) acc += count[j] * wb[img[j]];
+                ob[s] = acc;
+            }
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (i = 0; i < 5; i++) {
+        if (arrs[i].held) PyBuffer_Release(&arrs[i].view);
+    }
+    return result;
+}
+
 static PyMethodDef cboot_methods[] = {
     {"curve_row", curve_row, METH_VARARGS, curve_row_doc},
     {"thresholds_table", thresholds_table, METH_VARARGS, thresholds_table_doc},
+    {"weighted_counts", weighted_counts, METH_VARARGS, weighted_counts_doc},
     {NULL, NULL, 0, NULL},
 };
 

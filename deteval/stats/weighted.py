@@ -323,8 +323,21 @@ def _mean_defined_rows(values: np.ndarray, is_defined: np.ndarray) -> np.ndarray
 def _weighted_counts(source: _RecallOnly, w: np.ndarray) -> np.ndarray:
     """int64 (B, n_seg): ``sum(count * w[img])`` per segment of ``source``.
 
-    Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers).
+    Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers). The
+    compiled ``deteval._cboot.weighted_counts`` gives the same integers when it is built.
     """
+    if _cboot is not None and w.shape[1] > 0:
+        B, n_img = w.shape
+        out = np.empty((B, len(source.bounds) - 1), dtype=np.int64)
+        _cboot.weighted_counts(
+            np.ascontiguousarray(w, dtype=np.int64).ravel(),
+            n_img,
+            np.ascontiguousarray(source.img, dtype=np.int64),
+            np.ascontiguousarray(source.count, dtype=np.int64),
+            np.ascontiguousarray(source.bounds, dtype=np.int64),
+            out.reshape(-1),
+        )
+        return out
     c = _cumsum0(np.take(w, source.img, axis=1) * source.count)
     return np.take(c, source.bounds[1:], axis=1) - np.take(c, source.bounds[:-1], axis=1)
 

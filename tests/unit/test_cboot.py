@@ -202,6 +202,26 @@ def test_thresholds_table_twin(grid, monkeypatch):
 
 
 @needs_kernel
+@pytest.mark.parametrize("seed", range(3))
+def test_weighted_counts_twin(seed, monkeypatch):
+    from deteval.stats.plan import _RecallOnly
+
+    rng = np.random.default_rng(seed)
+    n_img, n_pairs = 50, 300
+    bounds = np.sort(rng.integers(0, n_pairs + 1, 21))
+    bounds[0], bounds[-1] = 0, n_pairs  # some segments empty
+    source = _RecallOnly(
+        img=rng.integers(0, n_img, n_pairs), count=rng.integers(1, 5, n_pairs), bounds=bounds.astype(np.int64)
+    )
+    w = rng.integers(0, 4, (7, n_img))
+    compiled = weighted._weighted_counts(source, w)
+    monkeypatch.setattr(weighted, "_cboot", None)
+    twin = weighted._weighted_counts(source, w)
+    assert compiled.dtype == twin.dtype
+    np.testing.assert_array_equal(compiled, twin)
+
+
+@needs_kernel
 def test_inconsistent_inputs_are_refused_not_read():
     """Indices outside the arrays raise ValueError (the kernel never reads out of bounds)."""
     gt, dt = _nasty(1)
@@ -243,5 +263,10 @@ def test_inconsistent_inputs_are_refused_not_read():
         call(flat.arrays, tab=tab[:1])
     with pytest.raises(TypeError, match="int32"):
         call((flat.arrays[0].astype(np.int64), *flat.arrays[1:]))
+    z = np.zeros(3, np.int64)
+    with pytest.raises(ValueError, match="out of range"):  # image 3 of 3
+        weighted._cboot.weighted_counts(
+            z, 3, np.array([3]), np.array([1]), np.array([0, 1]), np.empty(1, np.int64)
+        )
     with pytest.raises(ValueError, match="npos"):
         weighted._cboot.thresholds_table(np.array([-1]), np.linspace(0, 1, 3), np.empty(1, np.int64))
