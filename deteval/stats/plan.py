@@ -143,10 +143,9 @@ class _FlatCurve:
 
     Per item and per entry, int32 (half the memory traffic of a resample); per segment, int64.
     The counted entries of every area are concatenated (``counted_bounds``: where each area's
-    start); ``iwork`` / ``fwork`` are the sizes of the kernel's int64 / float64 work buffers (the
-    cumulative sums of the counted entries of every area and of the corrections, each with a
-    leading 0; the caller adds ``n_r + 1`` for a histogram of thresholds), then one segment's
-    items). None (:meth:`of`) when an index does not fit int32.
+    start). ``iwork`` and ``fwork`` size the kernel's work buffers: int64, the cumulative sums of
+    the counted entries of every area and of the corrections, each with a leading 0 (the caller
+    adds ``n_r + 1`` for a histogram of the thresholds reached); float64, one segment's items.
     """
 
     arrays: tuple  # key, seg_len, item_counted, seg_counted_start, counted_key, counted_bounds,
@@ -156,27 +155,37 @@ class _FlatCurve:
 
     @classmethod
     def of(cls, cur: _Curve) -> _FlatCurve | None:
+        """The flat arrays of ``cur``; None when a per-item index does not fit int32."""
         counted = [s.key for s in cur.counted]
         bounds = np.cumsum([0, *(len(k) for k in counted)])
-        if max(len(cur.items), int(bounds[-1]), len(cur.corr)) >= 2**31 - 2:
+        all_counted = np.concatenate(counted) if counted else np.zeros(0, dtype=np.int64)
+        per_item = (
+            cur.items.key,
+            cur.item_counted,
+            all_counted,
+            cur.corr.key,
+            cur.corr_sign,
+            cur.item_fix_hi,
+        )
+        if any(len(x) and (x.max() >= 2**31 or x.min() < -(2**31)) for x in per_item):
             return None  # pragma: no cover - billions of entries; the numpy path takes them
-
-        def i32(x: np.ndarray) -> np.ndarray:
-            return np.ascontiguousarray(x, dtype=np.int32)
+        key, item_counted, counted_key, corr_key, corr_sign, item_fix_hi = (
+            np.ascontiguousarray(x, dtype=np.int32) for x in per_item
+        )
 
         def i64(x: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(x, dtype=np.int64)
 
         arrays = (
-            i32(cur.items.key),
+            key,
             i64(cur.seg_len),
-            i32(cur.item_counted),
+            item_counted,
             i64(cur.seg_counted_start),
-            i32(np.concatenate(counted) if counted else np.zeros(0)),
+            counted_key,
             i64(bounds),
-            i32(cur.corr.key),
-            i32(cur.corr_sign),
-            i32(cur.item_fix_hi),
+            corr_key,
+            corr_sign,
+            item_fix_hi,
             i64(cur.seg_fix_lo),
         )
         longest = int(cur.seg_len.max(initial=1))

@@ -15,8 +15,9 @@ from deteval.protocol import Protocol
 from deteval.stats.plan import _Curve, _Plan, _RecallOnly
 from deteval.summary import summary_indices
 
-#: The compiled twin of :func:`_curve_row` (``deteval/_cboot.c``), None when not built or disabled
-#: (``DETEVAL_NO_EXTENSION=1``): the numbers are the same bit for bit either way.
+#: The compiled twin (``deteval/_cboot.c``) of :func:`_curve_row`, :func:`_thresholds_table` and
+#: :func:`_weighted_counts`; None when not built or disabled (``DETEVAL_NO_EXTENSION=1``). The
+#: numbers are the same bit for bit either way (tests/unit/test_cboot.py).
 _cboot = _speedups.load("_cboot")
 
 
