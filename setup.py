@@ -2,10 +2,12 @@
 
 ``deteval.io._colparse`` (plain C and the CPython API, no other build dependency) parses COCO
 box-results files into columns; ``deteval._cmatch`` runs the greedy COCO and VOC matching; ``deteval._csort`` sorts groups by
-score. All are
+score; ``deteval._cboot`` re-accumulates bootstrap resamples. All are
 optional: when no C compiler is available their build
 fails quietly and deteval uses its pure-Python/numpy path, which gives the same numbers.
 """
+
+import sys
 
 from setuptools import Extension, setup
 
@@ -24,6 +26,15 @@ setup(
         Extension(
             "deteval._csort",
             sources=["deteval/_csort.c"],
+            optional=True,
+        ),
+        Extension(
+            "deteval._cboot",
+            sources=["deteval/_cboot.c"],
+            # the kernel repeats numpy's float operations in order: no contraction into FMA
+            extra_compile_args=[]
+            if sys.platform == "win32"
+            else ["-O2", "-fno-fast-math", "-ffp-contract=off"],
             optional=True,
         ),
     ]

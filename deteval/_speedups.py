@@ -15,17 +15,17 @@ import importlib
 import os
 from types import ModuleType
 
-__all__ = ["ENV_DISABLE", "is_disabled", "load"]
+__all__ = ["ENV_DISABLE", "DISABLED", "is_disabled", "load"]
 
 #: The environment variable that disables every compiled extension ("1"; "" or "0" keep them).
 ENV_DISABLE = "DETEVAL_NO_EXTENSION"
 
-_DISABLED = os.environ.get(ENV_DISABLE, "").strip() not in ("", "0")
+DISABLED = os.environ.get(ENV_DISABLE, "").strip() not in ("", "0")
 
 
 def is_disabled() -> bool:
     """Whether ``DETEVAL_NO_EXTENSION`` disabled the compiled extensions (at import time)."""
-    return _DISABLED
+    return DISABLED
 
 
 def load(name: str) -> ModuleType | None:
@@ -42,7 +42,7 @@ def load(name: str) -> ModuleType | None:
         ``None`` when ``DETEVAL_NO_EXTENSION`` is set or the module was not built (a source
         checkout, or an install where no C compiler was available).
     """
-    if _DISABLED:
+    if DISABLED:
         return None
     try:
         return importlib.import_module(name)

@@ -8,6 +8,7 @@ the counted ground truth per image, and which (area, ``max_dets``) the headline 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -129,6 +130,66 @@ class _Curve:
     def n_real(self) -> int:
         """Items that are true positives (not virtual)."""
         return len(self.items) - len(self.virtual)
+
+    @cached_property
+    def flat(self) -> _FlatCurve | None:
+        """The arrays the compiled kernel (``deteval._cboot``) reads, built on first use."""
+        return _FlatCurve.of(self)
+
+
+@dataclass(frozen=True, eq=False)
+class _FlatCurve:
+    """A :class:`_Curve` as ``deteval._cboot.curve_row`` reads it: contiguous arrays.
+
+    Per item and per entry, int32 (half the memory traffic of a resample); per segment, int64.
+    The counted entries of every area are concatenated (``counted_bounds``: where each area's
+    start). ``iwork`` and ``fwork`` size the kernel's work buffers: int64, the cumulative sums of
+    the counted entries of every area and of the corrections, each with a leading 0 (the caller
+    adds ``n_r + 1`` for a histogram of the thresholds reached); float64, one segment's items.
+    """
+
+    arrays: tuple  # key, seg_len, item_counted, seg_counted_start, counted_key, counted_bounds,
+    # corr_key, corr_sign, item_fix_hi, seg_fix_lo
+    iwork: int
+    fwork: int
+
+    @classmethod
+    def of(cls, cur: _Curve) -> _FlatCurve | None:
+        """The flat arrays of ``cur``; None when a per-item index does not fit int32."""
+        counted = [s.key for s in cur.counted]
+        bounds = np.cumsum([0, *(len(k) for k in counted)])
+        all_counted = np.concatenate(counted) if counted else np.zeros(0, dtype=np.int64)
+        per_item = (
+            cur.items.key,
+            cur.item_counted,
+            all_counted,
+            cur.corr.key,
+            cur.corr_sign,
+            cur.item_fix_hi,
+        )
+        if any(len(x) and (x.max() >= 2**31 or x.min() < -(2**31)) for x in per_item):
+            return None  # pragma: no cover - billions of entries; the numpy path takes them
+        key, item_counted, counted_key, corr_key, corr_sign, item_fix_hi = (
+            np.ascontiguousarray(x, dtype=np.int32) for x in per_item
+        )
+
+        def i64(x: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(x, dtype=np.int64)
+
+        arrays = (
+            key,
+            i64(cur.seg_len),
+            item_counted,
+            i64(cur.seg_counted_start),
+            counted_key,
+            i64(bounds),
+            corr_key,
+            corr_sign,
+            item_fix_hi,
+            i64(cur.seg_fix_lo),
+        )
+        longest = int(cur.seg_len.max(initial=1))
+        return cls(arrays, int(bounds[-1]) + len(counted) + len(cur.corr) + 1, longest)
 
 
 @dataclass(frozen=True, eq=False)

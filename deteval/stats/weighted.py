@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from deteval import _speedups
 from deteval.accumulate import recall_thresholds
 from deteval.protocol import Protocol
 from deteval.stats.plan import _Curve, _Plan, _RecallOnly
 from deteval.summary import summary_indices
+
+#: The compiled twin (``deteval/_cboot.c``) of :func:`_curve_row`, :func:`_thresholds_table` and
+#: :func:`_weighted_counts`; None when not built or disabled (``DETEVAL_NO_EXTENSION=1``). The
+#: numbers are the same bit for bit either way (tests/unit/test_cboot.py).
+_cboot = _speedups.load("deteval._cboot")
 
 
 def _cumsum0(values: np.ndarray) -> np.ndarray:
@@ -74,8 +80,19 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     n_r = len(rec_thr)
     table, start = _thresholds_table(npos, rec_thr)
     q = np.empty((B, n_seg * n_r))
-    for b in range(B):
-        n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], q[b])
+    kernel = _cboot
+    flat = cur.flat if kernel is not None and n_r else None
+    if kernel is not None and flat is not None:
+        iwork, fwork = np.empty(flat.iwork + n_r + 1, dtype=np.int64), np.empty(flat.fwork)
+        devkit = p.ap_method != "101_point"
+        eps = float(np.spacing(1) if not devkit else np.finfo(np.float64).eps)
+        for b in range(B):
+            tab = plan.layout.table(w[b])
+            st = np.ascontiguousarray(start[b, seg_col], dtype=np.int64)
+            kernel.curve_row(tab, *flat.arrays, table, st, q[b], n_tp[b], iwork, fwork, n_r, devkit, eps)
+    else:
+        for b in range(B):
+            n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], q[b])
     # Classes without positives are left at 0: every reader masks them (is_defined).
     return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp.reshape(B, n_area, n_thr, n_class)
 
@@ -220,11 +237,18 @@ def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
     is monotone in ``j`` and within one rounding of the exact quotient, so ``b_r`` is one of
     the four counts from ``ceil(thr_r * n) - 2``, each tested with the reference's float
     division. The table is then a cumulative count of the ``b_r`` of each column (a column
-    has ``n + 2`` slots, the last one counting the thresholds no ``j`` reaches).
+    has ``n + 2`` slots, the last one counting the thresholds no ``j`` reaches). The compiled
+    ``deteval._cboot.thresholds_table`` does the same when it is built.
     """
     n = npos.ravel()
     sizes = n + 2
     start = np.cumsum(sizes) - sizes
+    if _cboot is not None:  # the compiled twin of the lines below: the same float operations
+        table = np.empty(int(sizes.sum()), dtype=np.int64)
+        _cboot.thresholds_table(
+            np.ascontiguousarray(n, dtype=np.int64), np.ascontiguousarray(rec_thr, dtype=np.float64), table
+        )
+        return table, start.reshape(npos.shape)
     n_col, n_r = len(n), len(rec_thr)
     nf = n.astype(np.float64)[:, None]
     first = np.maximum(np.ceil(rec_thr[None, :] * nf) - 2, 0).astype(np.int64)
@@ -300,8 +324,21 @@ def _mean_defined_rows(values: np.ndarray, is_defined: np.ndarray) -> np.ndarray
 def _weighted_counts(source: _RecallOnly, w: np.ndarray) -> np.ndarray:
     """int64 (B, n_seg): ``sum(count * w[img])`` per segment of ``source``.
 
-    Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers).
+    Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers). The
+    compiled ``deteval._cboot.weighted_counts`` gives the same integers when it is built.
     """
+    if _cboot is not None and w.shape[1] > 0:
+        B, n_img = w.shape
+        out = np.empty((B, len(source.bounds) - 1), dtype=np.int64)
+        _cboot.weighted_counts(
+            np.ascontiguousarray(w, dtype=np.int64).ravel(),
+            n_img,
+            np.ascontiguousarray(source.img, dtype=np.int64),
+            np.ascontiguousarray(source.count, dtype=np.int64),
+            np.ascontiguousarray(source.bounds, dtype=np.int64),
+            out.reshape(-1),
+        )
+        return out
     c = _cumsum0(np.take(w, source.img, axis=1) * source.count)
     return np.take(c, source.bounds[1:], axis=1) - np.take(c, source.bounds[:-1], axis=1)
 
