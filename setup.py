@@ -20,5 +20,6 @@ setup(
             sources=["deteval/_cmatch.c"],
             optional=True,
         ),
+        Extension("deteval._cacc", sources=["deteval/_cacc.c"], optional=True),
     ]
 )
