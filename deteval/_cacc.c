@@ -36,12 +36,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One detection, in table order: its lanes' TP and ignored flags, its rank and score. */
+/* One detection, in table order: its lanes' TP and ignored flags, and its class (high bits)
+ * with one bit per max_dets value that keeps it (low 8 bits). */
 typedef struct {
     uint64_t tp;
     uint64_t ignored;
-    int64_t rank;
-    double score;
+    int64_t class_keep;
 } det_record;
 
 /* The walk's state for one max_dets value within one class segment. */
@@ -53,6 +53,17 @@ typedef struct {
     int64_t tp[64];         /* TPs so far */
     Py_ssize_t next_r[64];  /* the first recall point whose target TP has not been seen */
 } walk_state;
+
+/* The shapes and outputs shared by the walk's steps. */
+typedef struct {
+    Py_ssize_t n_lane, n_md, n_area, n_thr, n_class, n_r, n_word;
+    int devkit;
+    const int64_t *n_positive, *tp_needed;
+    double *piece, *piece_score;
+    /* outputs: precision and scores (n_thr, n_r, n_class, n_area, n_md), recall (n_thr,
+     * n_class, n_area, n_md), and the precision again as (n_md, n_thr, n_area, n_class, n_r) */
+    double *precision, *scores, *recall, *precision_for_ap;
+} walk_shape;
 
 static uint64_t byte_spread[256];
 
@@ -127,251 +138,337 @@ target_index(int64_t need)
     return need > 1 ? need - 1 : 0;
 }
 
+/* One kept detection of class k for max_dets value m: update the counts, and at its TPs the
+ * precision pieces and the scores of the recall points first reached there. */
+static inline void
+walk_detection(const walk_shape *w, walk_state *s, Py_ssize_t m, Py_ssize_t k,
+               const det_record *det, const double *score)
+{
+    const double eps = 2.220446049250313e-16; /* np.spacing(1) == np.finfo(np.float64).eps */
+    uint64_t bits = det->tp;
+    Py_ssize_t i;
+    if (s->count == 0) {
+        s->first_score = *score;
+    }
+    s->count++;
+    for (i = 0; i < w->n_word; i++) {
+        s->small[i] += byte_spread[(det->ignored >> (8 * i)) & 0xff];
+    }
+    while (bits) {
+        const int lane = lowest_bit(bits);
+        const int64_t j = s->tp[lane]++;
+        const int64_t n_tp = j + 1;
+        const int64_t n_ignored =
+            s->ignored[lane] + (int64_t)((s->small[lane >> 3] >> (8 * (lane & 7))) & 0xff);
+        const double tp_f = (double)n_tp;
+        const double fp_f = (double)(s->count - n_tp - n_ignored);
+        const int64_t *need = w->tp_needed + ((Py_ssize_t)(lane / w->n_thr) * w->n_class + k) * w->n_r;
+        const size_t at = ((size_t)m * w->n_lane + lane) * w->n_r;
+        double *lane_piece = w->piece + at;
+        Py_ssize_t q = s->next_r[lane];
+        double value;
+        bits &= bits - 1;
+        if (w->devkit) {
+            const double sum = tp_f + fp_f;
+            value = tp_f / (sum >= eps ? sum : eps);
+        }
+        else {
+            value = tp_f / (fp_f + tp_f + eps);
+        }
+        if (q < w->n_r && target_index(need[q]) <= j) {
+            double *lane_score = w->piece_score + at;
+            while (q < w->n_r && target_index(need[q]) <= j) {
+                lane_piece[q] = value;
+                lane_score[q] = *score;
+                q++;
+            }
+            s->next_r[lane] = q;
+        }
+        else if (q > 0 && value > lane_piece[q - 1]) {
+            lane_piece[q - 1] = value;
+        }
+    }
+    if (s->count % 255 == 0) {
+        flush_small(s, w->n_word);
+    }
+}
+
+/* Class k's outputs for every max_dets value and lane (classes without positives: not written). */
+static void
+finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
+{
+    const Py_ssize_t n_r = w->n_r, n_md = w->n_md, n_area = w->n_area, n_class = w->n_class;
+    Py_ssize_t m, L, r;
+    for (m = 0; m < n_md; m++) {
+        const walk_state *s = &state[m];
+        const int has_dets = s->count > 0;
+        for (L = 0; L < w->n_lane; L++) {
+            const Py_ssize_t a = L / w->n_thr, t = L % w->n_thr;
+            const int64_t n_pos = w->n_positive[k * n_area + a];
+            const int64_t n_tp = s->tp[L];
+            const int64_t *need = w->tp_needed + (a * n_class + k) * n_r;
+            const double *lane_piece = w->piece + ((size_t)m * w->n_lane + L) * n_r;
+            const double *lane_score = w->piece_score + ((size_t)m * w->n_lane + L) * n_r;
+            double *for_ap = w->precision_for_ap + (((m * w->n_thr + t) * n_area + a) * n_class + k) * n_r;
+            /* [t, r, k, a, m]: consecutive r are n_class * n_area * n_md apart */
+            const Py_ssize_t step = n_class * n_area * n_md;
+            const Py_ssize_t first = ((t * n_r * n_class + k) * n_area + a) * n_md + m;
+            double run = 0.0;
+            if (n_pos <= 0) {
+                continue;
+            }
+            w->recall[((t * n_class + k) * n_area + a) * n_md + m] =
+                has_dets ? (double)n_tp / (double)n_pos : 0.0;
+            for (r = n_r - 1; r >= 0; r--) {
+                const int64_t target = need[r] > 1 ? need[r] : 1;
+                const int has_target = target <= n_tp;
+                const double value = has_target ? lane_piece[r] : 0.0;
+                double score;
+                if (r == n_r - 1 || value > run) {
+                    run = value;
+                }
+                if (has_target && need[r] > 0) {
+                    score = lane_score[r];
+                }
+                else if (has_target || (need[r] == 0 && has_dets)) {
+                    score = s->first_score;
+                }
+                else {
+                    score = 0.0;
+                }
+                for_ap[r] = run;
+                w->precision[first + r * step] = run;
+                w->scores[first + r * step] = score;
+            }
+        }
+    }
+}
+
+/* 1 in each byte of x that is not 0, else 0. */
+static inline uint64_t
+nonzero_bytes(uint64_t x)
+{
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
+    return ((((x & low7) + low7) | x) >> 7) & 0x0101010101010101ULL;
+}
+
+/* OR the bool rows (n_lane, n_det) at detections [lo, lo + n) into one bit per lane of out[0:n]
+ * (out zeroed by the caller). Eight lanes by eight detections at a time on little-endian
+ * machines: the eight 0/1 bytes of a lane shifted by its place in the group and ORed give, in
+ * byte b, the group's bits of detection b. */
+static void
+pack_lanes(const unsigned char *rows, Py_ssize_t n_det, Py_ssize_t n_lane, Py_ssize_t lo,
+           Py_ssize_t n, uint64_t *out)
+{
+    const uint16_t probe = 1;
+    const int little_endian = *(const unsigned char *)&probe == 1;
+    Py_ssize_t group, L, d = 0;
+    if (little_endian) {
+        for (group = 0; group < n_lane; group += 8) {
+            const Py_ssize_t end = group + 8 < n_lane ? group + 8 : n_lane;
+            for (d = 0; d + 8 <= n; d += 8) {
+                uint64_t y = 0;
+                int b;
+                for (L = group; L < end; L++) {
+                    uint64_t x;
+                    memcpy(&x, rows + L * n_det + lo + d, 8);
+                    y |= nonzero_bytes(x) << (L - group);
+                }
+                for (b = 0; b < 8; b++) {
+                    out[d + b] |= ((y >> (8 * b)) & 0xff) << group;
+                }
+            }
+        }
+    }
+    for (L = 0; L < n_lane; L++) {
+        const unsigned char *row = rows + L * n_det + lo;
+        Py_ssize_t i;
+        for (i = d; i < n; i++) {
+            out[i] |= (uint64_t)(row[i] != 0) << L;
+        }
+    }
+}
+
 /*
  * The accumulation itself, without the GIL. Returns 0 on success, 1 when the inputs break an
  * assumption (fall back to numpy), -1 when out of memory.
  */
 static int
 run_accumulate(
-    const char *det_is_tp, const char *det_is_ignored, Py_ssize_t n_det, Py_ssize_t n_lane,
+    walk_shape *w, const char *det_is_tp, const char *det_is_ignored, Py_ssize_t n_det,
     const int64_t *ranking, Py_ssize_t n_ranked, const int64_t *det_rank, const int64_t *det_class,
-    const double *det_score, const int64_t *n_positive, const int64_t *tp_needed,
-    const int64_t *max_dets, Py_ssize_t n_md, Py_ssize_t n_area, Py_ssize_t n_thr,
-    Py_ssize_t n_class, Py_ssize_t n_r, int devkit, double *precision, double *scores,
-    double *recall)
+    const double *det_score, const int64_t *max_dets)
 {
-    const Py_ssize_t n_word = (n_lane + 7) / 8;
-    const double eps = 2.220446049250313e-16; /* np.spacing(1) == np.finfo(np.float64).eps */
+    const Py_ssize_t n_lane = w->n_lane, n_md = w->n_md, n_r = w->n_r, n_class = w->n_class;
+    const Py_ssize_t block = 1024;
     det_record *rec = NULL;
-    Py_ssize_t *seg = NULL;
     walk_state *state = NULL;
-    double *piece = NULL, *piece_score = NULL;
+    uint64_t *tp_block = NULL, *ignored_block = NULL;
     int status = -1;
-    Py_ssize_t p, d, k, m, L, r;
+    Py_ssize_t p, d, k, m, r, lo;
 
-    /* Checks: rows in range, classes in range and grouped in increasing order, sorted needs. */
-    for (p = 0; p < n_ranked; p++) {
-        const int64_t row = ranking[p];
-        if (row < 0 || row >= n_det) {
-            return 1;
-        }
-        if (det_class[row] < 0 || det_class[row] >= n_class) {
-            return 1;
-        }
-        if (p > 0 && det_class[row] < det_class[ranking[p - 1]]) {
-            return 1;
-        }
-    }
-    for (d = 0; d < n_area * n_class; d++) {
-        const int64_t *need = tp_needed + d * n_r;
+    /* Needed counts must not decrease along the recall points (a sorted grid). */
+    for (d = 0; d < w->n_area * n_class; d++) {
+        const int64_t *need = w->tp_needed + d * n_r;
         for (r = 0; r < n_r; r++) {
             if (need[r] < 0 || (r > 0 && need[r] < need[r - 1])) {
                 return 1;
             }
         }
     }
-
     rec = malloc(((size_t)n_det + 1) * sizeof(det_record));
-    seg = malloc(((size_t)n_class + 1) * sizeof(Py_ssize_t));
     state = malloc(((size_t)n_md + 1) * sizeof(walk_state));
-    piece = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
-    piece_score = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
-    if (rec == NULL || seg == NULL || state == NULL || piece == NULL || piece_score == NULL) {
+    w->piece = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
+    w->piece_score = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
+    tp_block = malloc((size_t)block * sizeof(uint64_t));
+    ignored_block = malloc((size_t)block * sizeof(uint64_t));
+    if (rec == NULL || state == NULL || w->piece == NULL || w->piece_score == NULL
+        || tp_block == NULL || ignored_block == NULL) {
         goto done;
     }
 
-    /* Pack the lanes' flags in table order, a block of detections at a time (rows read in order). */
-    {
-        const Py_ssize_t block = 2048;
-        Py_ssize_t lo;
-        for (lo = 0; lo < n_det; lo += block) {
-            const Py_ssize_t hi = lo + block < n_det ? lo + block : n_det;
-            for (d = lo; d < hi; d++) {
-                rec[d].tp = 0;
-                rec[d].ignored = 0;
-                rec[d].rank = det_rank[d];
-                rec[d].score = det_score[d];
+    /* Pack the lanes' flags in table order, a block of detections at a time (each lane's row
+     * read in order), with each detection's class and kept-by bits. */
+    for (lo = 0; lo < n_det; lo += block) {
+        const Py_ssize_t n = lo + block < n_det ? block : n_det - lo;
+        memset(tp_block, 0, (size_t)n * sizeof(uint64_t));
+        memset(ignored_block, 0, (size_t)n * sizeof(uint64_t));
+        pack_lanes((const unsigned char *)det_is_tp, n_det, n_lane, lo, n, tp_block);
+        pack_lanes((const unsigned char *)det_is_ignored, n_det, n_lane, lo, n, ignored_block);
+        for (d = 0; d < n; d++) {
+            const int64_t c = det_class[lo + d], rank = det_rank[lo + d];
+            int64_t keep = 0;
+            for (m = 0; m < n_md; m++) {
+                keep |= (int64_t)(rank < max_dets[m]) << m;
             }
-            for (L = 0; L < n_lane; L++) {
-                const char *tp_row = det_is_tp + L * n_det;
-                const char *ig_row = det_is_ignored + L * n_det;
-                for (d = lo; d < hi; d++) {
-                    rec[d].tp |= (uint64_t)(tp_row[d] != 0) << L;
-                    rec[d].ignored |= (uint64_t)(ig_row[d] != 0) << L;
-                }
-            }
-        }
-    }
-    /* Class segments of the ranking. */
-    {
-        Py_ssize_t at = 0;
-        for (k = 0; k <= n_class; k++) {
-            while (at < n_ranked && det_class[ranking[at]] < k) {
-                at++;
-            }
-            seg[k] = at;
+            rec[lo + d].tp = tp_block[d];
+            rec[lo + d].ignored = ignored_block[d];
+            rec[lo + d].class_keep = (c >= 0 && c < n_class) ? (c << 8) | keep : -1;
         }
     }
 
-    for (k = 0; k < n_class; k++) {
+    /* One walk of the ranking: class segments in increasing class order. */
+    k = 0;
+    for (m = 0; m < n_md; m++) {
+        reset_state(&state[m], n_lane);
+    }
+    for (p = 0; p < n_ranked; p++) {
+        const int64_t row = ranking[p];
+        const det_record *det;
+        int64_t c, keep;
+#if defined(__GNUC__) || defined(__clang__)
+        if (p + 16 < n_ranked) {
+            const int64_t ahead = ranking[p + 16];
+            if (ahead >= 0 && ahead < n_det) {
+                __builtin_prefetch(&rec[ahead]);
+            }
+        }
+#endif
+        if (row < 0 || row >= n_det) {
+            status = 1;
+            goto done;
+        }
+        det = &rec[row];
+        if (det->class_keep < 0) {
+            status = 1;
+            goto done;
+        }
+        c = det->class_keep >> 8;
+        keep = det->class_keep & 0xff;
+        if (c < k) {
+            status = 1;
+            goto done;
+        }
+        while (k < c) {
+            finish_class(w, state, k);
+            for (m = 0; m < n_md; m++) {
+                reset_state(&state[m], n_lane);
+            }
+            k++;
+        }
+        for (m = 0; keep; m++, keep >>= 1) {
+            if (keep & 1) {
+                walk_detection(w, &state[m], m, k, det, &det_score[row]);
+            }
+        }
+    }
+    for (; k < n_class; k++) {
+        finish_class(w, state, k);
         for (m = 0; m < n_md; m++) {
             reset_state(&state[m], n_lane);
-        }
-        for (p = seg[k]; p < seg[k + 1]; p++) {
-            const det_record *det = &rec[ranking[p]];
-            for (m = 0; m < n_md; m++) {
-                walk_state *s = &state[m];
-                uint64_t bits;
-                Py_ssize_t w;
-                if (det->rank >= max_dets[m]) {
-                    continue;
-                }
-                if (s->count == 0) {
-                    s->first_score = det->score;
-                }
-                s->count++;
-                for (w = 0; w < n_word; w++) {
-                    s->small[w] += byte_spread[(det->ignored >> (8 * w)) & 0xff];
-                }
-                bits = det->tp;
-                while (bits) {
-                    const int lane = lowest_bit(bits);
-                    const int64_t j = s->tp[lane]++;
-                    const int64_t n_tp = j + 1;
-                    const int64_t n_ignored =
-                        s->ignored[lane]
-                        + (int64_t)((s->small[lane >> 3] >> (8 * (lane & 7))) & 0xff);
-                    const double tp_f = (double)n_tp;
-                    const double fp_f = (double)(s->count - n_tp - n_ignored);
-                    double value;
-                    const int64_t *need =
-                        tp_needed + ((Py_ssize_t)(lane / n_thr) * n_class + k) * n_r;
-                    double *lane_piece = piece + ((size_t)m * n_lane + lane) * n_r;
-                    Py_ssize_t q = s->next_r[lane];
-                    bits &= bits - 1;
-                    if (devkit) {
-                        const double sum = tp_f + fp_f;
-                        value = tp_f / (sum >= eps ? sum : eps);
-                    }
-                    else {
-                        value = tp_f / (fp_f + tp_f + eps);
-                    }
-                    if (q < n_r && target_index(need[q]) <= j) {
-                        double *lane_score = piece_score + ((size_t)m * n_lane + lane) * n_r;
-                        while (q < n_r && target_index(need[q]) <= j) {
-                            lane_piece[q] = value;
-                            lane_score[q] = det->score;
-                            q++;
-                        }
-                        s->next_r[lane] = q;
-                    }
-                    else if (q > 0 && value > lane_piece[q - 1]) {
-                        lane_piece[q - 1] = value;
-                    }
-                }
-                if (s->count % 255 == 0) {
-                    flush_small(s, n_word);
-                }
-            }
-        }
-        /* The class's outputs for every max_dets value and lane. */
-        for (m = 0; m < n_md; m++) {
-            const walk_state *s = &state[m];
-            const int has_dets = s->count > 0;
-            for (L = 0; L < n_lane; L++) {
-                const Py_ssize_t a = L / n_thr, t = L % n_thr;
-                const int64_t n_pos = n_positive[k * n_area + a];
-                const int64_t n_tp = s->tp[L];
-                const int64_t *need = tp_needed + (a * n_class + k) * n_r;
-                const double *lane_piece = piece + ((size_t)m * n_lane + L) * n_r;
-                const double *lane_score = piece_score + ((size_t)m * n_lane + L) * n_r;
-                /* (m, t, a, k, r) and (m, t, a, k) */
-                const Py_ssize_t cell = ((m * n_thr + t) * n_area + a) * n_class + k;
-                double *out_precision = precision + cell * n_r;
-                double *out_scores = scores + cell * n_r;
-                double run = 0.0;
-                if (n_pos <= 0) {
-                    continue;
-                }
-                recall[cell] = has_dets ? (double)n_tp / (double)n_pos : 0.0;
-                for (r = n_r - 1; r >= 0; r--) {
-                    const int64_t target = need[r] > 1 ? need[r] : 1;
-                    const int has_target = target <= n_tp;
-                    const double value = has_target ? lane_piece[r] : 0.0;
-                    if (r == n_r - 1 || value > run) {
-                        run = value;
-                    }
-                    out_precision[r] = run;
-                    if (has_target && need[r] > 0) {
-                        out_scores[r] = lane_score[r];
-                    }
-                    else if (has_target || (need[r] == 0 && has_dets)) {
-                        out_scores[r] = s->first_score;
-                    }
-                    else {
-                        out_scores[r] = 0.0;
-                    }
-                }
-            }
         }
     }
     status = 0;
 done:
     free(rec);
-    free(seg);
     free(state);
-    free(piece);
-    free(piece_score);
+    free(w->piece);
+    free(w->piece_score);
+    free(tp_block);
+    free(ignored_block);
+    w->piece = NULL;
+    w->piece_score = NULL;
     return status;
 }
 
 PyDoc_STRVAR(accumulate_doc,
 "accumulate(det_is_tp, det_is_ignored, ranking, det_rank, det_class, det_score, n_positive,\n"
-"           tp_needed, max_dets, n_area, n_thr, n_class, devkit, precision, scores, recall)\n"
+"           tp_needed, max_dets, n_area, n_thr, n_class, devkit, precision, scores, recall,\n"
+"           precision_for_ap)\n"
 "--\n\n"
 "The point-sampled accumulation of every max_dets value (see deteval.accumulate).\n\n"
 "det_is_tp, det_is_ignored: bool (n_area * n_thr, n_det); ranking, det_rank, det_class:\n"
 "int64; det_score: float64 (n_det,); n_positive: int64 (n_class, n_area); tp_needed: int64\n"
-"(n_area, n_class, n_r); max_dets: int64 (n_md,). precision and scores (n_md, n_thr, n_area,\n"
-"n_class, n_r) and recall (n_md, n_thr, n_area, n_class), float64, are filled in place where\n"
-"a class has positives. Returns True, or None when the inputs break the kernel's assumptions.");
+"(n_area, n_class, n_r); max_dets: int64 (n_md <= 8,). Filled in place where a class has\n"
+"positives (float64): precision and scores (n_thr, n_r, n_class, n_area, n_md), recall (n_thr,\n"
+"n_class, n_area, n_md), precision_for_ap (n_md, n_thr, n_area, n_class, n_r). Returns True,\n"
+"or None when the inputs break the kernel's assumptions.");
 
 static PyObject *
 cacc_accumulate(PyObject *self, PyObject *args)
 {
     Py_buffer det_is_tp, det_is_ignored, ranking, det_rank, det_class, det_score, n_positive,
-        tp_needed, max_dets, precision, scores, recall;
-    Py_ssize_t n_area, n_thr, n_class, n_det, n_lane, n_ranked, n_md, n_r;
-    int devkit, fits, status = 1;
+        tp_needed, max_dets, precision, scores, recall, precision_for_ap;
+    Py_ssize_t n_det, n_ranked, n_cell;
+    walk_shape w;
+    int fits, status = 1;
     PyObject *out = NULL;
 
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnpw*w*w*:accumulate", &det_is_tp,
+    memset(&w, 0, sizeof(w));
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnpw*w*w*w*:accumulate", &det_is_tp,
                           &det_is_ignored, &ranking, &det_rank, &det_class, &det_score,
-                          &n_positive, &tp_needed, &max_dets, &n_area, &n_thr, &n_class, &devkit,
-                          &precision, &scores, &recall)) {
+                          &n_positive, &tp_needed, &max_dets, &w.n_area, &w.n_thr, &w.n_class,
+                          &w.devkit, &precision, &scores, &recall, &precision_for_ap)) {
         return NULL;
     }
     n_det = det_score.len / 8;
-    n_lane = n_area * n_thr;
     n_ranked = ranking.len / 8;
-    n_md = max_dets.len / 8;
-    n_r = (n_area * n_class > 0) ? tp_needed.len / 8 / (n_area * n_class) : 0;
-    fits = n_area >= 1 && n_thr >= 1 && n_class >= 1 && n_lane <= 64 && n_md >= 1 && n_r >= 1
-           && has_items(&det_score, n_det, 8) && has_items(&det_is_tp, n_lane * n_det, 1)
-           && has_items(&det_is_ignored, n_lane * n_det, 1) && has_items(&ranking, n_ranked, 8)
+    w.n_lane = w.n_area * w.n_thr;
+    w.n_md = max_dets.len / 8;
+    w.n_r = (w.n_area >= 1 && w.n_class >= 1) ? tp_needed.len / 8 / (w.n_area * w.n_class) : 0;
+    w.n_word = (w.n_lane + 7) / 8;
+    n_cell = w.n_md * w.n_lane * w.n_class;
+    fits = w.n_area >= 1 && w.n_thr >= 1 && w.n_class >= 1 && w.n_lane <= 64 && w.n_md >= 1
+           && w.n_md <= 8 && w.n_r >= 1 && w.n_class < ((int64_t)1 << 54)
+           && has_items(&det_score, n_det, 8) && has_items(&det_is_tp, w.n_lane * n_det, 1)
+           && has_items(&det_is_ignored, w.n_lane * n_det, 1) && has_items(&ranking, n_ranked, 8)
            && has_items(&det_rank, n_det, 8) && has_items(&det_class, n_det, 8)
-           && has_items(&n_positive, n_class * n_area, 8)
-           && has_items(&tp_needed, n_area * n_class * n_r, 8) && has_items(&max_dets, n_md, 8)
-           && has_items(&precision, n_md * n_lane * n_class * n_r, 8)
-           && has_items(&scores, n_md * n_lane * n_class * n_r, 8)
-           && has_items(&recall, n_md * n_lane * n_class, 8);
+           && has_items(&n_positive, w.n_class * w.n_area, 8)
+           && has_items(&tp_needed, w.n_area * w.n_class * w.n_r, 8)
+           && has_items(&max_dets, w.n_md, 8) && has_items(&precision, n_cell * w.n_r, 8)
+           && has_items(&scores, n_cell * w.n_r, 8) && has_items(&recall, n_cell, 8)
+           && has_items(&precision_for_ap, n_cell * w.n_r, 8);
     if (fits) {
+        w.n_positive = n_positive.buf;
+        w.tp_needed = tp_needed.buf;
+        w.precision = precision.buf;
+        w.scores = scores.buf;
+        w.recall = recall.buf;
+        w.precision_for_ap = precision_for_ap.buf;
         Py_BEGIN_ALLOW_THREADS
-        status = run_accumulate(det_is_tp.buf, det_is_ignored.buf, n_det, n_lane, ranking.buf,
-                                n_ranked, det_rank.buf, det_class.buf, det_score.buf,
-                                n_positive.buf, tp_needed.buf, max_dets.buf, n_md, n_area, n_thr,
-                                n_class, n_r, devkit, precision.buf, scores.buf, recall.buf);
+        status = run_accumulate(&w, det_is_tp.buf, det_is_ignored.buf, n_det, ranking.buf, n_ranked,
+                                det_rank.buf, det_class.buf, det_score.buf, max_dets.buf);
         Py_END_ALLOW_THREADS
     }
     if (status < 0) {
@@ -392,6 +489,7 @@ cacc_accumulate(PyObject *self, PyObject *args)
     PyBuffer_Release(&precision);
     PyBuffer_Release(&scores);
     PyBuffer_Release(&recall);
+    PyBuffer_Release(&precision_for_ap);
     return out;
 }
 

@@ -422,6 +422,7 @@ def _accumulate_compiled(
         and n_area >= 1
         and n_r >= 1
         and n_area * n_thr <= 64
+        and n_md <= 8
         and all(isinstance(m, (int, np.integer)) and -_NO_LIMIT <= m <= _NO_LIMIT for m in limits)
         and isinstance(det_is_tp, np.ndarray)
         and isinstance(det_is_ignored, np.ndarray)
@@ -439,9 +440,11 @@ def _accumulate_compiled(
     ):
         return None
     tp_needed = np.stack([_min_tp_for_recall(n_positive[:, a], rec_thr) for a in range(n_area)])
+    precision = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
+    scores = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
+    recall = np.full((n_thr, n_class, n_area, n_md), np.nan)
+    # The precision again, laid out as _point_sampled returns it, for the same AP reduction.
     precision_at_recall = np.full((n_md, n_thr, n_area, n_class, n_r), np.nan)
-    scores_at_recall = np.full((n_md, n_thr, n_area, n_class, n_r), np.nan)
-    final_recall = np.full((n_md, n_thr, n_area, n_class), np.nan)
     contiguous = np.ascontiguousarray
     done = _cacc.accumulate(
         contiguous(det_is_tp),
@@ -457,19 +460,15 @@ def _accumulate_compiled(
         n_thr,
         n_class,
         ap_of is _eleven_point_ap,
+        precision,
+        scores,
+        recall,
         precision_at_recall,
-        scores_at_recall,
-        final_recall,
     )
     if done is None:
         return None
-    # (max_dets, threshold, area, class, recall point) -> the Accumulated layouts.
-    return Accumulated(
-        precision=precision_at_recall.transpose(1, 4, 3, 2, 0).copy(),
-        recall=final_recall.transpose(1, 3, 2, 0).copy(),
-        scores=scores_at_recall.transpose(1, 4, 3, 2, 0).copy(),
-        ap=np.stack([ap_of(precision_at_recall[m]) for m in range(n_md)], axis=-1),
-    )
+    ap = np.stack([ap_of(precision_at_recall[m]) for m in range(n_md)], axis=-1)
+    return Accumulated(precision=precision, recall=recall, scores=scores, ap=ap)
 
 
 # --------------------------------------------------------------------------------------------
