@@ -198,21 +198,21 @@ static void
 finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
 {
     const Py_ssize_t n_r = w->n_r, n_md = w->n_md, n_area = w->n_area, n_class = w->n_class;
-    Py_ssize_t m, L, r;
+    const Py_ssize_t n_thr = w->n_thr;
+    Py_ssize_t m, L, r, t, a;
+    /* Per max_dets value and lane: the envelope into precision_for_ap, the scores in place of
+     * piece_score. */
     for (m = 0; m < n_md; m++) {
         const walk_state *s = &state[m];
         const int has_dets = s->count > 0;
         for (L = 0; L < w->n_lane; L++) {
-            const Py_ssize_t a = L / w->n_thr, t = L % w->n_thr;
+            const Py_ssize_t a = L / n_thr, t = L % n_thr;
             const int64_t n_pos = w->n_positive[k * n_area + a];
             const int64_t n_tp = s->tp[L];
             const int64_t *need = w->tp_needed + (a * n_class + k) * n_r;
             const double *lane_piece = w->piece + ((size_t)m * w->n_lane + L) * n_r;
-            const double *lane_score = w->piece_score + ((size_t)m * w->n_lane + L) * n_r;
-            double *for_ap = w->precision_for_ap + (((m * w->n_thr + t) * n_area + a) * n_class + k) * n_r;
-            /* [t, r, k, a, m]: consecutive r are n_class * n_area * n_md apart */
-            const Py_ssize_t step = n_class * n_area * n_md;
-            const Py_ssize_t first = ((t * n_r * n_class + k) * n_area + a) * n_md + m;
+            double *lane_score = w->piece_score + ((size_t)m * w->n_lane + L) * n_r;
+            double *for_ap = w->precision_for_ap + (((m * n_thr + t) * n_area + a) * n_class + k) * n_r;
             double run = 0.0;
             if (n_pos <= 0) {
                 continue;
@@ -223,22 +223,31 @@ finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
                 const int64_t target = need[r] > 1 ? need[r] : 1;
                 const int has_target = target <= n_tp;
                 const double value = has_target ? lane_piece[r] : 0.0;
-                double score;
                 if (r == n_r - 1 || value > run) {
                     run = value;
                 }
-                if (has_target && need[r] > 0) {
-                    score = lane_score[r];
-                }
-                else if (has_target || (need[r] == 0 && has_dets)) {
-                    score = s->first_score;
-                }
-                else {
-                    score = 0.0;
-                }
                 for_ap[r] = run;
-                w->precision[first + r * step] = run;
-                w->scores[first + r * step] = score;
+                if (!(has_target && need[r] > 0)) {
+                    lane_score[r] = (has_target || (need[r] == 0 && has_dets)) ? s->first_score : 0.0;
+                }
+            }
+        }
+    }
+    /* The (n_thr, n_r, n_class, n_area, n_md) outputs: (area, max_dets) blocks are contiguous. */
+    for (t = 0; t < n_thr; t++) {
+        for (r = 0; r < n_r; r++) {
+            const Py_ssize_t first = ((t * n_r + r) * n_class + k) * n_area * n_md;
+            for (a = 0; a < n_area; a++) {
+                const Py_ssize_t L = a * n_thr + t;
+                if (w->n_positive[k * n_area + a] <= 0) {
+                    continue;
+                }
+                for (m = 0; m < n_md; m++) {
+                    w->precision[first + a * n_md + m] =
+                        w->precision_for_ap[(((m * n_thr + t) * n_area + a) * n_class + k) * n_r + r];
+                    w->scores[first + a * n_md + m] =
+                        w->piece_score[((size_t)m * w->n_lane + L) * n_r + r];
+                }
             }
         }
     }
