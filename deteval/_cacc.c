@@ -313,6 +313,7 @@ run_accumulate(
     det_record *rec = NULL;
     walk_state *state = NULL;
     uint64_t *tp_block = NULL, *ignored_block = NULL;
+    det_record *ranked = NULL;
     int status = -1;
     Py_ssize_t p, d, k, m, r, lo;
 
@@ -331,7 +332,8 @@ run_accumulate(
     w->piece_score = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
     tp_block = malloc((size_t)block * sizeof(uint64_t));
     ignored_block = malloc((size_t)block * sizeof(uint64_t));
-    if (rec == NULL || state == NULL || w->piece == NULL || w->piece_score == NULL
+    ranked = malloc((size_t)block * sizeof(det_record));
+    if (ranked == NULL || rec == NULL || state == NULL || w->piece == NULL || w->piece_score == NULL
         || tp_block == NULL || ignored_block == NULL) {
         goto done;
     }
@@ -361,43 +363,36 @@ run_accumulate(
     for (m = 0; m < n_md; m++) {
         reset_state(&state[m], n_lane);
     }
-    for (p = 0; p < n_ranked; p++) {
-        const int64_t row = ranking[p];
-        const det_record *det;
-        int64_t c, keep;
-#if defined(__GNUC__) || defined(__clang__)
-        if (p + 16 < n_ranked) {
-            const int64_t ahead = ranking[p + 16];
-            if (ahead >= 0 && ahead < n_det) {
-                __builtin_prefetch(&rec[ahead]);
+    for (lo = 0; lo < n_ranked; lo += block) {
+        const Py_ssize_t n = lo + block < n_ranked ? block : n_ranked - lo;
+        /* Gather a block of ranked detections first: independent loads, overlapped. */
+        for (p = 0; p < n; p++) {
+            const int64_t row = ranking[lo + p];
+            if (row < 0 || row >= n_det) {
+                status = 1;
+                goto done;
             }
+            ranked[p] = rec[row];
         }
-#endif
-        if (row < 0 || row >= n_det) {
-            status = 1;
-            goto done;
-        }
-        det = &rec[row];
-        if (det->class_keep < 0) {
-            status = 1;
-            goto done;
-        }
-        c = det->class_keep >> 8;
-        keep = det->class_keep & 0xff;
-        if (c < k) {
-            status = 1;
-            goto done;
-        }
-        while (k < c) {
-            finish_class(w, state, k);
-            for (m = 0; m < n_md; m++) {
-                reset_state(&state[m], n_lane);
+        for (p = 0; p < n; p++) {
+            const det_record *det = &ranked[p];
+            const int64_t c = det->class_keep >> 8;
+            int64_t keep = det->class_keep & 0xff;
+            if (det->class_keep < 0 || c < k) {
+                status = 1;
+                goto done;
             }
-            k++;
-        }
-        for (m = 0; keep; m++, keep >>= 1) {
-            if (keep & 1) {
-                walk_detection(w, &state[m], m, k, det, &det_score[row]);
+            while (k < c) {
+                finish_class(w, state, k);
+                for (m = 0; m < n_md; m++) {
+                    reset_state(&state[m], n_lane);
+                }
+                k++;
+            }
+            for (m = 0; keep; m++, keep >>= 1) {
+                if (keep & 1) {
+                    walk_detection(w, &state[m], m, k, det, &det_score[ranking[lo + p]]);
+                }
             }
         }
     }
@@ -415,6 +410,7 @@ done:
     free(w->piece_score);
     free(tp_block);
     free(ignored_block);
+    free(ranked);
     w->piece = NULL;
     w->piece_score = NULL;
     return status;
