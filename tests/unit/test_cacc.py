@@ -91,7 +91,9 @@ def random_table(seed: int, n_area: int, n_thr: int):
     n_class = int(rng.integers(1, 7))
     n_lane = n_area * n_thr
     det_class = rng.integers(0, n_class, n_det).astype(np.int64)
-    det_score = rng.choice(np.array([0.9, 0.5, 0.5, 0.25, 0.1]), n_det) if seed % 3 == 0 else rng.random(n_det)
+    det_score = (
+        rng.choice(np.array([0.9, 0.5, 0.5, 0.25, 0.1]), n_det) if seed % 3 == 0 else rng.random(n_det)
+    )
     det_rank = rng.integers(0, 12, n_det).astype(np.int64)
     outcome = rng.integers(0, 3, (n_lane, n_det))  # 0 FP, 1 TP, 2 ignored
     # Thresholds of one area: a TP at a higher threshold is a TP at the lower ones (mostly).
@@ -138,18 +140,21 @@ def test_kernel_declines_what_it_does_not_handle():
     table = random_table(5, 4, 10)
     det_is_tp, det_is_ignored, det_score, det_class, det_rank, ranking, n_positive = table
     rec_thr = acc_module.recall_thresholds(protocol)
-    unsorted = np.array([0.5, 0.1, 0.9])
+
+    def changed(index: int, value: np.ndarray) -> tuple:
+        return (*table[:index], value, *table[index + 1 :])
+
     cases = [
         (table, protocol.replace(name="tie", score_ties="threshold"), rec_thr),
         (table, get_protocol("voc2010"), rec_thr),
-        (table, protocol, unsorted),  # needed counts decrease along the recall points
+        (table, protocol, np.array([0.5, 0.1, 0.9])),  # needed counts decrease along the recall points
         (table, protocol, np.array([np.nan, 0.5])),
         (table, protocol, np.zeros(0)),
-        ((det_is_tp, det_is_ignored, det_score, det_class, det_rank, ranking[::-1].copy(), n_positive), protocol, rec_thr),
-        ((det_is_tp, det_is_ignored, det_score.astype(np.float32), det_class, det_rank, ranking, n_positive), protocol, rec_thr),
-        ((det_is_tp.astype(np.int8), det_is_ignored, det_score, det_class, det_rank, ranking, n_positive), protocol, rec_thr),
-        ((det_is_tp, det_is_ignored, det_score, det_class + 100, det_rank, ranking, n_positive), protocol, rec_thr),
-        ((det_is_tp, det_is_ignored, det_score, det_class, det_rank, ranking + 10_000, n_positive), protocol, rec_thr),
+        (changed(5, ranking[::-1].copy()), protocol, rec_thr),  # classes not in increasing order
+        (changed(2, det_score.astype(np.float32)), protocol, rec_thr),
+        (changed(0, det_is_tp.astype(np.int8)), protocol, rec_thr),
+        (changed(3, det_class + 100), protocol, rec_thr),  # classes out of range
+        (changed(5, ranking + 10_000), protocol, rec_thr),  # rows out of range
     ]
     for args, case_protocol, grid in cases:
         assert acc_module._accumulate_compiled(*args, case_protocol, grid) is None
@@ -187,8 +192,12 @@ def tables(draw):
         draw(st.lists(st.integers(0, 2), min_size=n_det * n_area * n_thr, max_size=n_det * n_area * n_thr)),
         dtype=np.int64,
     ).reshape(n_area * n_thr, n_det)
-    det_class = np.array(draw(st.lists(st.integers(0, n_class - 1), min_size=n_det, max_size=n_det)), np.int64)
-    det_score = np.array(draw(st.lists(st.sampled_from([0.1, 0.5, 0.7, 0.9]), min_size=n_det, max_size=n_det)))
+    det_class = np.array(
+        draw(st.lists(st.integers(0, n_class - 1), min_size=n_det, max_size=n_det)), np.int64
+    )
+    det_score = np.array(
+        draw(st.lists(st.sampled_from([0.1, 0.5, 0.7, 0.9]), min_size=n_det, max_size=n_det))
+    )
     det_rank = np.array(draw(st.lists(st.integers(0, 4), min_size=n_det, max_size=n_det)), np.int64)
     n_positive = np.array(
         draw(st.lists(st.integers(0, 6), min_size=n_class * n_area, max_size=n_class * n_area)), np.int64
