@@ -26,9 +26,9 @@
  * counts are kept as bytes in 64-bit words (SWAR), flushed every 255 detections.
  *
  * The kernel returns None (and the caller runs the numpy code) whenever its assumptions do not
- * hold: more than 64 lanes, lengths that do not fit, rows or classes out of range, classes not
- * grouped in increasing order along the ranking, needed counts that decrease along the recall
- * points (an unsorted grid).
+ * hold: more than 64 lanes or 8 max_dets values, lengths that do not fit, rows or classes out
+ * of range, a row ranked twice, classes not grouped in increasing order along the ranking,
+ * needed counts that decrease along the recall points (an unsorted grid).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -162,7 +162,8 @@ walk_detection(const walk_shape *w, walk_state *s, Py_ssize_t m, Py_ssize_t k,
             s->ignored[lane] + (int64_t)((s->small[lane >> 3] >> (8 * (lane & 7))) & 0xff);
         const double tp_f = (double)n_tp;
         const double fp_f = (double)(s->count - n_tp - n_ignored);
-        const int64_t *need = w->tp_needed + ((Py_ssize_t)(lane / w->n_thr) * w->n_class + k) * w->n_r;
+        const Py_ssize_t area = lane / w->n_thr;
+        const int64_t *need = w->tp_needed + (area * w->n_class + k) * w->n_r;
         const size_t at = ((size_t)m * w->n_lane + lane) * w->n_r;
         double *lane_piece = w->piece + at;
         Py_ssize_t q = s->next_r[lane];
@@ -212,7 +213,8 @@ finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
             const int64_t *need = w->tp_needed + (a * n_class + k) * n_r;
             const double *lane_piece = w->piece + ((size_t)m * w->n_lane + L) * n_r;
             double *lane_score = w->piece_score + ((size_t)m * w->n_lane + L) * n_r;
-            double *for_ap = w->precision_for_ap + (((m * n_thr + t) * n_area + a) * n_class + k) * n_r;
+            double *for_ap =
+                w->precision_for_ap + (((m * n_thr + t) * n_area + a) * n_class + k) * n_r;
             double run = 0.0;
             if (n_pos <= 0) {
                 continue;
@@ -228,7 +230,8 @@ finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
                 }
                 for_ap[r] = run;
                 if (!(has_target && need[r] > 0)) {
-                    lane_score[r] = (has_target || (need[r] == 0 && has_dets)) ? s->first_score : 0.0;
+                    const int reached = has_target || (need[r] == 0 && has_dets);
+                    lane_score[r] = reached ? s->first_score : 0.0;
                 }
             }
         }
@@ -243,8 +246,8 @@ finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
                     continue;
                 }
                 for (m = 0; m < n_md; m++) {
-                    w->precision[first + a * n_md + m] =
-                        w->precision_for_ap[(((m * n_thr + t) * n_area + a) * n_class + k) * n_r + r];
+                    const Py_ssize_t cell = ((m * n_thr + t) * n_area + a) * n_class + k;
+                    w->precision[first + a * n_md + m] = w->precision_for_ap[cell * n_r + r];
                     w->scores[first + a * n_md + m] =
                         w->piece_score[((size_t)m * w->n_lane + L) * n_r + r];
                 }
@@ -314,6 +317,7 @@ run_accumulate(
     walk_state *state = NULL;
     uint64_t *tp_block = NULL, *ignored_block = NULL;
     det_record *ranked = NULL;
+    unsigned char *seen = NULL;
     int status = -1;
     Py_ssize_t p, d, k, m, r, lo;
 
@@ -333,8 +337,9 @@ run_accumulate(
     tp_block = malloc((size_t)block * sizeof(uint64_t));
     ignored_block = malloc((size_t)block * sizeof(uint64_t));
     ranked = malloc((size_t)block * sizeof(det_record));
-    if (ranked == NULL || rec == NULL || state == NULL || w->piece == NULL || w->piece_score == NULL
-        || tp_block == NULL || ignored_block == NULL) {
+    seen = calloc((size_t)n_det / 8 + 1, 1);
+    if (ranked == NULL || seen == NULL || rec == NULL || state == NULL || w->piece == NULL
+        || w->piece_score == NULL || tp_block == NULL || ignored_block == NULL) {
         goto done;
     }
 
@@ -368,10 +373,11 @@ run_accumulate(
         /* Gather a block of ranked detections first: independent loads, overlapped. */
         for (p = 0; p < n; p++) {
             const int64_t row = ranking[lo + p];
-            if (row < 0 || row >= n_det) {
+            if (row < 0 || row >= n_det || (seen[row >> 3] & (1u << (row & 7)))) {
                 status = 1;
                 goto done;
             }
+            seen[row >> 3] |= (unsigned char)(1u << (row & 7));
             ranked[p] = rec[row];
         }
         for (p = 0; p < n; p++) {
@@ -411,6 +417,7 @@ done:
     free(tp_block);
     free(ignored_block);
     free(ranked);
+    free(seen);
     w->piece = NULL;
     w->piece_score = NULL;
     return status;

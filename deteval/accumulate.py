@@ -9,6 +9,10 @@
 ``score_ties: threshold`` is a flag through all of them: the ranked list's tied groups (a
 class's detections of equal score) are found once per ``max_dets`` value (:func:`tie_group_end`),
 and each method reads precision and recall only at the end of a group.
+
+``101_point`` and ``11_point`` under ``score_ties: ranked`` run a compiled kernel
+(``deteval/_cacc.c``) when it was built; the numpy code stays as its twin, with the same values
+bit for bit (:func:`_accumulate_compiled`).
 """
 
 from __future__ import annotations

@@ -100,7 +100,8 @@ def random_table(seed: int, n_area: int, n_thr: int):
     det_is_tp = outcome == 1
     det_is_ignored = outcome == 2
     det_is_ignored[:, rng.random(n_det) < 0.2] = True
-    det_is_tp &= ~det_is_ignored
+    if seed % 7:  # a detection is a TP, an FP or ignored; every 7th table breaks that (same formula)
+        det_is_tp &= ~det_is_ignored
     ranking = np.lexsort((-det_score, det_class)).astype(np.int64)
     n_positive = rng.integers(0, 30, (n_class, n_area)).astype(np.int64)
     n_positive[rng.random((n_class, n_area)) < 0.15] = 0
@@ -155,6 +156,7 @@ def test_kernel_declines_what_it_does_not_handle():
         (changed(0, det_is_tp.astype(np.int8)), protocol, rec_thr),
         (changed(3, det_class + 100), protocol, rec_thr),  # classes out of range
         (changed(5, ranking + 10_000), protocol, rec_thr),  # rows out of range
+        (changed(5, np.sort(np.concatenate([ranking[:1], ranking]))), protocol, rec_thr),  # a row twice
     ]
     for args, case_protocol, grid in cases:
         assert acc_module._accumulate_compiled(*args, case_protocol, grid) is None
