@@ -105,14 +105,9 @@ flush_small(walk_state *s, Py_ssize_t n_word)
 }
 
 static void
-reset_state(walk_state *s, Py_ssize_t n_lane)
+reset_state(walk_state *s)
 {
-    s->count = 0;
-    s->first_score = 0.0;
-    memset(s->small, 0, sizeof(s->small));
-    memset(s->ignored, 0, (size_t)n_lane * sizeof(int64_t));
-    memset(s->tp, 0, (size_t)n_lane * sizeof(int64_t));
-    memset(s->next_r, 0, (size_t)n_lane * sizeof(Py_ssize_t));
+    memset(s, 0, sizeof(*s)); /* first_score 0.0 */
 }
 
 /* Index of the lowest set bit of a non-zero word. */
@@ -366,7 +361,7 @@ run_accumulate(
     /* One walk of the ranking: class segments in increasing class order. */
     k = 0;
     for (m = 0; m < n_md; m++) {
-        reset_state(&state[m], n_lane);
+        reset_state(&state[m]);
     }
     for (lo = 0; lo < n_ranked; lo += block) {
         const Py_ssize_t n = lo + block < n_ranked ? block : n_ranked - lo;
@@ -391,7 +386,7 @@ run_accumulate(
             while (k < c) {
                 finish_class(w, state, k);
                 for (m = 0; m < n_md; m++) {
-                    reset_state(&state[m], n_lane);
+                    reset_state(&state[m]);
                 }
                 k++;
             }
@@ -405,7 +400,7 @@ run_accumulate(
     for (; k < n_class; k++) {
         finish_class(w, state, k);
         for (m = 0; m < n_md; m++) {
-            reset_state(&state[m], n_lane);
+            reset_state(&state[m]);
         }
     }
     status = 0;
