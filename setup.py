@@ -1,10 +1,11 @@
 """Build of the optional C extensions; every other piece of metadata is in pyproject.toml.
 
-``deteval.io._colparse`` (plain C and the CPython API, no other build dependency) parses COCO
-box-results files into columns; ``deteval._cmatch`` runs the greedy COCO and VOC matching; ``deteval._csort`` sorts groups by
-score; ``deteval._cboot`` re-accumulates bootstrap resamples. All are
-optional: when no C compiler is available their build
-fails quietly and deteval uses its pure-Python/numpy path, which gives the same numbers.
+Plain C and the CPython API, no other build dependency: ``deteval.io._colparse`` parses COCO
+results and instances files and VOC/YOLO rows into columns; ``deteval._csort`` sorts groups by
+score; ``deteval._cmatch`` runs the greedy COCO and VOC matching; ``deteval._cacc`` accumulates
+the point-sampled curves; ``deteval._cboot`` re-accumulates bootstrap resamples. All are optional:
+when no C compiler is available their build fails quietly and deteval uses the pure-Python/numpy
+twins, which give the same numbers bit for bit.
 """
 
 import sys
@@ -37,5 +38,6 @@ setup(
             else ["-O2", "-fno-fast-math", "-ffp-contract=off"],
             optional=True,
         ),
+        Extension("deteval._cacc", sources=["deteval/_cacc.c"], optional=True),
     ]
 )

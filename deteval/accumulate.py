@@ -9,6 +9,10 @@
 ``score_ties: threshold`` is a flag through all of them: the ranked list's tied groups (a
 class's detections of equal score) are found once per ``max_dets`` value (:func:`tie_group_end`),
 and each method reads precision and recall only at the end of a group.
+
+``101_point`` and ``11_point`` under ``score_ties: ranked`` run a compiled kernel
+(``deteval/_cacc.c``) when it was built; the numpy code stays as its twin, with the same values
+bit for bit (:func:`_accumulate_compiled`).
 """
 
 from __future__ import annotations
@@ -20,11 +24,16 @@ from typing import cast
 
 import numpy as np
 
+from deteval._speedups import load
 from deteval.grouping import rank_in_group
 from deteval.memory import require
 from deteval.protocol import COCO_RECALL_THRESHOLDS, Protocol
 
 __all__ = ["Accumulated", "accumulate", "recall_thresholds", "AP_METHODS", "tie_group_end", "step_ap_sum"]
+
+#: The compiled point-sampled accumulation (``deteval/_cacc.c``), or None (not built, or
+#: ``DETEVAL_NO_EXTENSION=1``): then the numpy code of :func:`_point_sampled`, its twin, runs.
+_cacc = load("deteval._cacc")
 
 
 def recall_grid(ap_method: str, eleven_point_grid: str = "matlab_colon") -> np.ndarray:
@@ -310,6 +319,32 @@ def accumulate(
         hint="use fewer IoU thresholds, recall points, area ranges or max_dets, or fewer classes "
         "(or a larger --memory-limit on a machine that has it)",
     )
+    compiled = _accumulate_compiled(
+        det_is_tp, det_is_ignored, det_score, det_class, det_rank, ranking, n_positive, protocol, rec_thr
+    )
+    if compiled is not None:
+        return compiled
+    return _accumulate_numpy(
+        det_is_tp, det_is_ignored, det_score, det_class, det_rank, ranking, n_positive, protocol, rec_thr
+    )
+
+
+def _accumulate_numpy(
+    det_is_tp: np.ndarray,
+    det_is_ignored: np.ndarray,
+    det_score: np.ndarray,
+    det_class: np.ndarray,
+    det_rank: np.ndarray,
+    ranking: np.ndarray,
+    n_positive: np.ndarray,
+    protocol: Protocol,
+    rec_thr: np.ndarray,
+) -> Accumulated:
+    """:func:`accumulate` by the numpy code of the protocol's ``ap_method`` (the reference)."""
+    n_class, n_area = n_positive.shape
+    n_iou_thr = len(protocol.iou_thresholds)
+    max_dets = protocol.max_dets if protocol.max_dets is not None else (None,)
+    shape = (n_iou_thr, len(rec_thr), n_class, n_area, len(max_dets))
     precision = np.full(shape, np.nan)
     scores = np.full(shape, np.nan)
     recall = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)
@@ -344,6 +379,102 @@ def accumulate(
     return Accumulated(precision=precision, recall=recall, scores=scores, ap=ap)
 
 
+#: The largest ``max_dets`` value the kernel takes (``None`` is passed as this: no limit).
+_NO_LIMIT = np.iinfo(np.int64).max
+
+
+def _is_int_array(values: np.ndarray, ndim: int) -> bool:
+    """Whether ``values`` is an integer array of ``ndim`` dimensions that int64 holds exactly."""
+    return (
+        isinstance(values, np.ndarray)
+        and values.ndim == ndim
+        and values.dtype.kind in "iu"
+        and (values.dtype.kind == "i" or values.dtype.itemsize < 8)
+    )
+
+
+def _accumulate_compiled(
+    det_is_tp: np.ndarray,
+    det_is_ignored: np.ndarray,
+    det_score: np.ndarray,
+    det_class: np.ndarray,
+    det_rank: np.ndarray,
+    ranking: np.ndarray,
+    n_positive: np.ndarray,
+    protocol: Protocol,
+    rec_thr: np.ndarray,
+) -> Accumulated | None:
+    """:func:`accumulate` by the compiled kernel, or None where it does not apply.
+
+    The kernel (``deteval/_cacc.c``) fills the precision, scores and recall of ``101_point``
+    and ``11_point`` under ``score_ties: ranked`` for every ``max_dets`` value in one walk of
+    the ranking, with the same float64 operations as :func:`_point_sampled`; the AP is then
+    taken from its precision by the same numpy expressions (:func:`_mean_ap`,
+    :func:`_eleven_point_ap`) on an array of the same layout, so every value is identical.
+    """
+    ap_of = _COMPILED_AP.get(protocol.ap_method)
+    if _cacc is None or ap_of is None or protocol.score_ties != "ranked":
+        return None
+    n_class, n_area = n_positive.shape
+    n_thr, n_r = len(protocol.iou_thresholds), len(rec_thr)
+    max_dets = protocol.max_dets if protocol.max_dets is not None else (None,)
+    n_md, n_det = len(max_dets), len(det_score)
+    limits = [_NO_LIMIT if m is None else m for m in max_dets]
+    if not (
+        n_thr >= 1
+        and n_class >= 1
+        and n_area >= 1
+        and n_r >= 1
+        and n_area * n_thr <= 64
+        and n_md <= 8
+        and all(isinstance(m, (int, np.integer)) and -_NO_LIMIT <= m <= _NO_LIMIT for m in limits)
+        and isinstance(det_is_tp, np.ndarray)
+        and isinstance(det_is_ignored, np.ndarray)
+        and isinstance(det_score, np.ndarray)
+        and det_is_tp.dtype == np.bool_
+        and det_is_ignored.dtype == np.bool_
+        and det_is_tp.shape == det_is_ignored.shape == (n_area * n_thr, n_det)
+        and det_score.dtype == np.float64
+        and det_score.shape == (n_det,)
+        and _is_int_array(det_class, 1)
+        and _is_int_array(det_rank, 1)
+        and _is_int_array(ranking, 1)
+        and _is_int_array(n_positive, 2)
+        and det_class.shape == det_rank.shape == (n_det,)
+    ):
+        return None
+    tp_needed = np.stack([_min_tp_for_recall(n_positive[:, a], rec_thr) for a in range(n_area)])
+    precision = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
+    scores = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
+    recall = np.full((n_thr, n_class, n_area, n_md), np.nan)
+    # The precision again, laid out as _point_sampled returns it, for the same AP reduction.
+    precision_at_recall = np.full((n_md, n_thr, n_area, n_class, n_r), np.nan)
+    contiguous = np.ascontiguousarray
+    done = _cacc.accumulate(
+        contiguous(det_is_tp),
+        contiguous(det_is_ignored),
+        contiguous(ranking, dtype=np.int64),
+        contiguous(det_rank, dtype=np.int64),
+        contiguous(det_class, dtype=np.int64),
+        contiguous(det_score),
+        contiguous(n_positive, dtype=np.int64),
+        contiguous(tp_needed, dtype=np.int64),
+        np.array(limits, dtype=np.int64),
+        n_area,
+        n_thr,
+        n_class,
+        ap_of is _eleven_point_ap,
+        precision,
+        scores,
+        recall,
+        precision_at_recall,
+    )
+    if done is None:
+        return None
+    ap = np.stack([ap_of(precision_at_recall[m]) for m in range(n_md)], axis=-1)
+    return Accumulated(precision=precision, recall=recall, scores=scores, ap=ap)
+
+
 # --------------------------------------------------------------------------------------------
 # One function per ap_method
 # --------------------------------------------------------------------------------------------
@@ -366,7 +497,12 @@ def ap_101_point(
         return n_tp / (n_fp + n_tp + np.spacing(1))
 
     precision_at_recall = _point_sampled(ranked, n_positive, rec_thr, n_iou_thr, out, coco_precision)
-    out.ap[...] = np.mean(precision_at_recall, axis=-1).transpose(0, 2, 1)
+    out.ap[...] = _mean_ap(precision_at_recall)
+
+
+def _mean_ap(precision_at_recall: np.ndarray) -> np.ndarray:
+    """COCO's AP, ``np.mean`` over the recall points: (thr, area, class, R) -> (thr, class, area)."""
+    return np.mean(precision_at_recall, axis=-1).transpose(0, 2, 1)
 
 
 def ap_11_point(
@@ -381,7 +517,19 @@ def ap_11_point(
     was counted yet (the Python port's ``np.maximum(tp + fp, eps)``).
     """
     precision_at_recall = _point_sampled(ranked, n_positive, rec_thr, n_iou_thr, out, devkit_precision)
-    out.ap[...] = np.cumsum(precision_at_recall / 11.0, axis=-1)[..., -1].transpose(0, 2, 1)
+    out.ap[...] = _eleven_point_ap(precision_at_recall)
+
+
+def _eleven_point_ap(precision_at_recall: np.ndarray) -> np.ndarray:
+    """The devkit's ``ap = ap + p / 11``: (thr, area, class, R) -> (thr, class, area)."""
+    return np.cumsum(precision_at_recall / 11.0, axis=-1)[..., -1].transpose(0, 2, 1)
+
+
+#: The point-sampled methods the compiled kernel runs, and the AP of their precision array.
+_COMPILED_AP: Mapping[str, Callable[[np.ndarray], np.ndarray]] = {
+    "101_point": _mean_ap,
+    "11_point": _eleven_point_ap,
+}
 
 
 def ap_all_point(

@@ -1,0 +1,525 @@
+/*
+ * deteval._cacc: a compiled kernel for the point-sampled accumulation (101_point, 11_point).
+ *
+ * The compiled twin of deteval.accumulate._point_sampled (the numpy code stays the reference:
+ * tests/unit/test_cacc.py compares the two bit for bit). Built from this file alone with a C
+ * compiler and the Python headers: arrays come in through the buffer protocol, already
+ * C-contiguous and of the right dtype (the Python wrapper in deteval/accumulate.py sees to
+ * that), so no numpy headers are needed at build time.
+ *
+ * What it computes, per max_dets value m, lane L (area a = L / n_thr, threshold t = L % n_thr)
+ * and class k: walk the class's segment of the ranking, keeping the detections whose det_rank
+ * is below the max_dets value; count kept detections, true positives and ignored ones; at the
+ * j-th true positive the false positives so far are (kept - tp - ignored) and the precision is
+ * tp / (fp + tp + eps) (COCO) or tp / max(tp + fp, eps) (devkit), the same float64 operations
+ * in the same order as numpy. For each recall point r, the TP count needed (tp_needed, from
+ * deteval.accumulate._min_tp_for_recall) gives the first TP index reaching it; the output
+ * precision is the maximum of the precisions from there on (the numpy code's maximum.reduceat
+ * pieces plus suffix maximum, recomputed as pieces here: a max is exact), the score is that
+ * TP's score (the class's first kept detection when 0 TPs are needed), 0 beyond the last
+ * reached point; recall = tp / n_positive. Classes without positives are not written (the
+ * caller fills NaN).
+ *
+ * Speed: the (lanes x detections) bool tables are packed once, in table order, into one
+ * 64-bit word of TP flags and one of ignored flags per detection (each lane's row read
+ * sequentially), so that the walk reads one small record per ranked position; the ignored
+ * counts are kept as bytes in 64-bit words (SWAR), flushed every 255 detections.
+ *
+ * The kernel returns None (and the caller runs the numpy code) whenever its assumptions do not
+ * hold: more than 64 lanes or 8 max_dets values, lengths that do not fit, rows or classes out
+ * of range, a row ranked twice, classes not grouped in increasing order along the ranking,
+ * needed counts that decrease along the recall points (an unsorted grid).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One detection, in table order: its lanes' TP and ignored flags, and its class (high bits)
+ * with one bit per max_dets value that keeps it (low 8 bits). */
+typedef struct {
+    uint64_t tp;
+    uint64_t ignored;
+    int64_t class_keep;
+} det_record;
+
+/* The walk's state for one max_dets value within one class segment. */
+typedef struct {
+    int64_t count;          /* kept detections so far */
+    double first_score;     /* score of the first kept detection */
+    uint64_t small[8];      /* ignored counts of lanes 8w..8w+7, one byte each */
+    int64_t ignored[64];    /* flushed ignored counts */
+    int64_t tp[64];         /* TPs so far */
+    Py_ssize_t next_r[64];  /* the first recall point whose target TP has not been seen */
+} walk_state;
+
+/* The shapes and outputs shared by the walk's steps. */
+typedef struct {
+    Py_ssize_t n_lane, n_md, n_area, n_thr, n_class, n_r, n_word;
+    int devkit;
+    const int64_t *n_positive, *tp_needed;
+    double *piece, *piece_score;
+    /* outputs: precision and scores (n_thr, n_r, n_class, n_area, n_md), recall (n_thr,
+     * n_class, n_area, n_md), and the precision again as (n_md, n_thr, n_area, n_class, n_r) */
+    double *precision, *scores, *recall, *precision_for_ap;
+} walk_shape;
+
+static uint64_t byte_spread[256];
+
+static void
+init_byte_spread(void)
+{
+    int v, b;
+    for (v = 0; v < 256; v++) {
+        uint64_t w = 0;
+        for (b = 0; b < 8; b++) {
+            if (v & (1 << b)) {
+                w |= (uint64_t)1 << (8 * b);
+            }
+        }
+        byte_spread[v] = w;
+    }
+}
+
+static int
+has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
+{
+    return view->len == count * itemsize;
+}
+
+static void
+flush_small(walk_state *s, Py_ssize_t n_word)
+{
+    Py_ssize_t w;
+    int b;
+    for (w = 0; w < n_word; w++) {
+        const uint64_t v = s->small[w];
+        if (v) {
+            for (b = 0; b < 8; b++) {
+                s->ignored[8 * w + b] += (int64_t)((v >> (8 * b)) & 0xff);
+            }
+        }
+        s->small[w] = 0;
+    }
+}
+
+static void
+reset_state(walk_state *s)
+{
+    memset(s, 0, sizeof(*s)); /* first_score 0.0 */
+}
+
+/* Index of the lowest set bit of a non-zero word. */
+static inline int
+lowest_bit(uint64_t bits)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(bits);
+#else
+    int i = 0;
+    while (!(bits & 1)) {
+        bits >>= 1;
+        i++;
+    }
+    return i;
+#endif
+}
+
+/* max(need, 1) - 1: the index of the TP where recall first reaches the point. */
+static inline int64_t
+target_index(int64_t need)
+{
+    return need > 1 ? need - 1 : 0;
+}
+
+/* One kept detection of class k for max_dets value m: update the counts, and at its TPs the
+ * precision pieces and the scores of the recall points first reached there. */
+static inline void
+walk_detection(const walk_shape *w, walk_state *s, Py_ssize_t m, Py_ssize_t k,
+               const det_record *det, const double *score)
+{
+    const double eps = 2.220446049250313e-16; /* np.spacing(1) == np.finfo(np.float64).eps */
+    uint64_t bits = det->tp;
+    Py_ssize_t i;
+    if (s->count == 0) {
+        s->first_score = *score;
+    }
+    s->count++;
+    for (i = 0; i < w->n_word; i++) {
+        s->small[i] += byte_spread[(det->ignored >> (8 * i)) & 0xff];
+    }
+    while (bits) {
+        const int lane = lowest_bit(bits);
+        const int64_t j = s->tp[lane]++;
+        const int64_t n_tp = j + 1;
+        const int64_t n_ignored =
+            s->ignored[lane] + (int64_t)((s->small[lane >> 3] >> (8 * (lane & 7))) & 0xff);
+        const double tp_f = (double)n_tp;
+        const double fp_f = (double)(s->count - n_tp - n_ignored);
+        const Py_ssize_t area = lane / w->n_thr;
+        const int64_t *need = w->tp_needed + (area * w->n_class + k) * w->n_r;
+        const size_t at = ((size_t)m * w->n_lane + lane) * w->n_r;
+        double *lane_piece = w->piece + at;
+        Py_ssize_t q = s->next_r[lane];
+        double value;
+        bits &= bits - 1;
+        if (w->devkit) {
+            const double sum = tp_f + fp_f;
+            value = tp_f / (sum >= eps ? sum : eps);
+        }
+        else {
+            value = tp_f / (fp_f + tp_f + eps);
+        }
+        if (q < w->n_r && target_index(need[q]) <= j) {
+            double *lane_score = w->piece_score + at;
+            while (q < w->n_r && target_index(need[q]) <= j) {
+                lane_piece[q] = value;
+                lane_score[q] = *score;
+                q++;
+            }
+            s->next_r[lane] = q;
+        }
+        else if (q > 0 && value > lane_piece[q - 1]) {
+            lane_piece[q - 1] = value;
+        }
+    }
+    if (s->count % 255 == 0) {
+        flush_small(s, w->n_word);
+    }
+}
+
+/* Class k's outputs for every max_dets value and lane (classes without positives: not written). */
+static void
+finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
+{
+    const Py_ssize_t n_r = w->n_r, n_md = w->n_md, n_area = w->n_area, n_class = w->n_class;
+    const Py_ssize_t n_thr = w->n_thr;
+    Py_ssize_t m, L, r, t, a;
+    /* Per max_dets value and lane: the envelope into precision_for_ap, the scores in place of
+     * piece_score. */
+    for (m = 0; m < n_md; m++) {
+        const walk_state *s = &state[m];
+        const int has_dets = s->count > 0;
+        for (L = 0; L < w->n_lane; L++) {
+            const Py_ssize_t a = L / n_thr, t = L % n_thr;
+            const int64_t n_pos = w->n_positive[k * n_area + a];
+            const int64_t n_tp = s->tp[L];
+            const int64_t *need = w->tp_needed + (a * n_class + k) * n_r;
+            const double *lane_piece = w->piece + ((size_t)m * w->n_lane + L) * n_r;
+            double *lane_score = w->piece_score + ((size_t)m * w->n_lane + L) * n_r;
+            double *for_ap =
+                w->precision_for_ap + (((m * n_thr + t) * n_area + a) * n_class + k) * n_r;
+            double run = 0.0;
+            if (n_pos <= 0) {
+                continue;
+            }
+            w->recall[((t * n_class + k) * n_area + a) * n_md + m] =
+                has_dets ? (double)n_tp / (double)n_pos : 0.0;
+            for (r = n_r - 1; r >= 0; r--) {
+                const int64_t target = need[r] > 1 ? need[r] : 1;
+                const int has_target = target <= n_tp;
+                const double value = has_target ? lane_piece[r] : 0.0;
+                if (r == n_r - 1 || value > run) {
+                    run = value;
+                }
+                for_ap[r] = run;
+                if (!(has_target && need[r] > 0)) {
+                    const int reached = has_target || (need[r] == 0 && has_dets);
+                    lane_score[r] = reached ? s->first_score : 0.0;
+                }
+            }
+        }
+    }
+    /* The (n_thr, n_r, n_class, n_area, n_md) outputs: (area, max_dets) blocks are contiguous. */
+    for (t = 0; t < n_thr; t++) {
+        for (r = 0; r < n_r; r++) {
+            const Py_ssize_t first = ((t * n_r + r) * n_class + k) * n_area * n_md;
+            for (a = 0; a < n_area; a++) {
+                const Py_ssize_t L = a * n_thr + t;
+                if (w->n_positive[k * n_area + a] <= 0) {
+                    continue;
+                }
+                for (m = 0; m < n_md; m++) {
+                    const Py_ssize_t cell = ((m * n_thr + t) * n_area + a) * n_class + k;
+                    w->precision[first + a * n_md + m] = w->precision_for_ap[cell * n_r + r];
+                    w->scores[first + a * n_md + m] =
+                        w->piece_score[((size_t)m * w->n_lane + L) * n_r + r];
+                }
+            }
+        }
+    }
+}
+
+/* 1 in each byte of x that is not 0, else 0. */
+static inline uint64_t
+nonzero_bytes(uint64_t x)
+{
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
+    return ((((x & low7) + low7) | x) >> 7) & 0x0101010101010101ULL;
+}
+
+/* OR the bool rows (n_lane, n_det) at detections [lo, lo + n) into one bit per lane of out[0:n]
+ * (out zeroed by the caller). Eight lanes by eight detections at a time on little-endian
+ * machines: the eight 0/1 bytes of a lane shifted by its place in the group and ORed give, in
+ * byte b, the group's bits of detection b. */
+static void
+pack_lanes(const unsigned char *rows, Py_ssize_t n_det, Py_ssize_t n_lane, Py_ssize_t lo,
+           Py_ssize_t n, uint64_t *out)
+{
+    const uint16_t probe = 1;
+    const int little_endian = *(const unsigned char *)&probe == 1;
+    Py_ssize_t group, L, d = 0;
+    if (little_endian) {
+        for (group = 0; group < n_lane; group += 8) {
+            const Py_ssize_t end = group + 8 < n_lane ? group + 8 : n_lane;
+            for (d = 0; d + 8 <= n; d += 8) {
+                uint64_t y = 0;
+                int b;
+                for (L = group; L < end; L++) {
+                    uint64_t x;
+                    memcpy(&x, rows + L * n_det + lo + d, 8);
+                    y |= nonzero_bytes(x) << (L - group);
+                }
+                for (b = 0; b < 8; b++) {
+                    out[d + b] |= ((y >> (8 * b)) & 0xff) << group;
+                }
+            }
+        }
+    }
+    for (L = 0; L < n_lane; L++) {
+        const unsigned char *row = rows + L * n_det + lo;
+        Py_ssize_t i;
+        for (i = d; i < n; i++) {
+            out[i] |= (uint64_t)(row[i] != 0) << L;
+        }
+    }
+}
+
+/*
+ * The accumulation itself, without the GIL. Returns 0 on success, 1 when the inputs break an
+ * assumption (fall back to numpy), -1 when out of memory.
+ */
+static int
+run_accumulate(
+    walk_shape *w, const char *det_is_tp, const char *det_is_ignored, Py_ssize_t n_det,
+    const int64_t *ranking, Py_ssize_t n_ranked, const int64_t *det_rank, const int64_t *det_class,
+    const double *det_score, const int64_t *max_dets)
+{
+    const Py_ssize_t n_lane = w->n_lane, n_md = w->n_md, n_r = w->n_r, n_class = w->n_class;
+    const Py_ssize_t block = 1024;
+    det_record *rec = NULL;
+    walk_state *state = NULL;
+    uint64_t *tp_block = NULL, *ignored_block = NULL;
+    det_record *ranked = NULL;
+    unsigned char *seen = NULL;
+    int status = -1;
+    Py_ssize_t p, d, k, m, r, lo;
+
+    /* Needed counts must not decrease along the recall points (a sorted grid). */
+    for (d = 0; d < w->n_area * n_class; d++) {
+        const int64_t *need = w->tp_needed + d * n_r;
+        for (r = 0; r < n_r; r++) {
+            if (need[r] < 0 || (r > 0 && need[r] < need[r - 1])) {
+                return 1;
+            }
+        }
+    }
+    rec = malloc(((size_t)n_det + 1) * sizeof(det_record));
+    state = malloc(((size_t)n_md + 1) * sizeof(walk_state));
+    w->piece = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
+    w->piece_score = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
+    tp_block = malloc((size_t)block * sizeof(uint64_t));
+    ignored_block = malloc((size_t)block * sizeof(uint64_t));
+    ranked = malloc((size_t)block * sizeof(det_record));
+    seen = calloc((size_t)n_det / 8 + 1, 1);
+    if (ranked == NULL || seen == NULL || rec == NULL || state == NULL || w->piece == NULL
+        || w->piece_score == NULL || tp_block == NULL || ignored_block == NULL) {
+        goto done;
+    }
+
+    /* Pack the lanes' flags in table order, a block of detections at a time (each lane's row
+     * read in order), with each detection's class and kept-by bits. */
+    for (lo = 0; lo < n_det; lo += block) {
+        const Py_ssize_t n = lo + block < n_det ? block : n_det - lo;
+        memset(tp_block, 0, (size_t)n * sizeof(uint64_t));
+        memset(ignored_block, 0, (size_t)n * sizeof(uint64_t));
+        pack_lanes((const unsigned char *)det_is_tp, n_det, n_lane, lo, n, tp_block);
+        pack_lanes((const unsigned char *)det_is_ignored, n_det, n_lane, lo, n, ignored_block);
+        for (d = 0; d < n; d++) {
+            const int64_t c = det_class[lo + d], rank = det_rank[lo + d];
+            int64_t keep = 0;
+            for (m = 0; m < n_md; m++) {
+                keep |= (int64_t)(rank < max_dets[m]) << m;
+            }
+            rec[lo + d].tp = tp_block[d];
+            rec[lo + d].ignored = ignored_block[d];
+            rec[lo + d].class_keep = (c >= 0 && c < n_class) ? (c << 8) | keep : -1;
+        }
+    }
+
+    /* One walk of the ranking: class segments in increasing class order. */
+    k = 0;
+    for (m = 0; m < n_md; m++) {
+        reset_state(&state[m]);
+    }
+    for (lo = 0; lo < n_ranked; lo += block) {
+        const Py_ssize_t n = lo + block < n_ranked ? block : n_ranked - lo;
+        /* Gather a block of ranked detections first: independent loads, overlapped. */
+        for (p = 0; p < n; p++) {
+            const int64_t row = ranking[lo + p];
+            if (row < 0 || row >= n_det || (seen[row >> 3] & (1u << (row & 7)))) {
+                status = 1;
+                goto done;
+            }
+            seen[row >> 3] |= (unsigned char)(1u << (row & 7));
+            ranked[p] = rec[row];
+        }
+        for (p = 0; p < n; p++) {
+            const det_record *det = &ranked[p];
+            const int64_t c = det->class_keep >> 8;
+            int64_t keep = det->class_keep & 0xff;
+            if (det->class_keep < 0 || c < k) {
+                status = 1;
+                goto done;
+            }
+            while (k < c) {
+                finish_class(w, state, k);
+                for (m = 0; m < n_md; m++) {
+                    reset_state(&state[m]);
+                }
+                k++;
+            }
+            for (m = 0; keep; m++, keep >>= 1) {
+                if (keep & 1) {
+                    walk_detection(w, &state[m], m, k, det, &det_score[ranking[lo + p]]);
+                }
+            }
+        }
+    }
+    for (; k < n_class; k++) {
+        finish_class(w, state, k);
+        for (m = 0; m < n_md; m++) {
+            reset_state(&state[m]);
+        }
+    }
+    status = 0;
+done:
+    free(rec);
+    free(state);
+    free(w->piece);
+    free(w->piece_score);
+    free(tp_block);
+    free(ignored_block);
+    free(ranked);
+    free(seen);
+    w->piece = NULL;
+    w->piece_score = NULL;
+    return status;
+}
+
+PyDoc_STRVAR(accumulate_doc,
+"accumulate(det_is_tp, det_is_ignored, ranking, det_rank, det_class, det_score, n_positive,\n"
+"           tp_needed, max_dets, n_area, n_thr, n_class, devkit, precision, scores, recall,\n"
+"           precision_for_ap)\n"
+"--\n\n"
+"The point-sampled accumulation of every max_dets value (see deteval.accumulate).\n\n"
+"det_is_tp, det_is_ignored: bool (n_area * n_thr, n_det); ranking, det_rank, det_class:\n"
+"int64; det_score: float64 (n_det,); n_positive: int64 (n_class, n_area); tp_needed: int64\n"
+"(n_area, n_class, n_r); max_dets: int64 (n_md <= 8,). Filled in place where a class has\n"
+"positives (float64): precision and scores (n_thr, n_r, n_class, n_area, n_md), recall (n_thr,\n"
+"n_class, n_area, n_md), precision_for_ap (n_md, n_thr, n_area, n_class, n_r). Returns True,\n"
+"or None when the inputs break the kernel's assumptions.");
+
+static PyObject *
+cacc_accumulate(PyObject *self, PyObject *args)
+{
+    Py_buffer det_is_tp, det_is_ignored, ranking, det_rank, det_class, det_score, n_positive,
+        tp_needed, max_dets, precision, scores, recall, precision_for_ap;
+    Py_ssize_t n_det, n_ranked, n_cell;
+    walk_shape w;
+    int fits, status = 1;
+    PyObject *out = NULL;
+
+    (void)self;
+    memset(&w, 0, sizeof(w));
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnpw*w*w*w*:accumulate", &det_is_tp,
+                          &det_is_ignored, &ranking, &det_rank, &det_class, &det_score,
+                          &n_positive, &tp_needed, &max_dets, &w.n_area, &w.n_thr, &w.n_class,
+                          &w.devkit, &precision, &scores, &recall, &precision_for_ap)) {
+        return NULL;
+    }
+    n_det = det_score.len / 8;
+    n_ranked = ranking.len / 8;
+    w.n_lane = w.n_area * w.n_thr;
+    w.n_md = max_dets.len / 8;
+    w.n_r = (w.n_area >= 1 && w.n_class >= 1) ? tp_needed.len / 8 / (w.n_area * w.n_class) : 0;
+    w.n_word = (w.n_lane + 7) / 8;
+    n_cell = w.n_md * w.n_lane * w.n_class;
+    fits = w.n_area >= 1 && w.n_thr >= 1 && w.n_class >= 1 && w.n_lane <= 64 && w.n_md >= 1
+           && w.n_md <= 8 && w.n_r >= 1 && w.n_class < ((int64_t)1 << 54)
+           && has_items(&det_score, n_det, 8) && has_items(&det_is_tp, w.n_lane * n_det, 1)
+           && has_items(&det_is_ignored, w.n_lane * n_det, 1) && has_items(&ranking, n_ranked, 8)
+           && has_items(&det_rank, n_det, 8) && has_items(&det_class, n_det, 8)
+           && has_items(&n_positive, w.n_class * w.n_area, 8)
+           && has_items(&tp_needed, w.n_area * w.n_class * w.n_r, 8)
+           && has_items(&max_dets, w.n_md, 8) && has_items(&precision, n_cell * w.n_r, 8)
+           && has_items(&scores, n_cell * w.n_r, 8) && has_items(&recall, n_cell, 8)
+           && has_items(&precision_for_ap, n_cell * w.n_r, 8);
+    if (fits) {
+        w.n_positive = n_positive.buf;
+        w.tp_needed = tp_needed.buf;
+        w.precision = precision.buf;
+        w.scores = scores.buf;
+        w.recall = recall.buf;
+        w.precision_for_ap = precision_for_ap.buf;
+        Py_BEGIN_ALLOW_THREADS
+        status = run_accumulate(&w, det_is_tp.buf, det_is_ignored.buf, n_det, ranking.buf, n_ranked,
+                                det_rank.buf, det_class.buf, det_score.buf, max_dets.buf);
+        Py_END_ALLOW_THREADS
+    }
+    if (status < 0) {
+        PyErr_NoMemory();
+    }
+    else {
+        out = Py_NewRef(status == 0 ? Py_True : Py_None);
+    }
+    PyBuffer_Release(&det_is_tp);
+    PyBuffer_Release(&det_is_ignored);
+    PyBuffer_Release(&ranking);
+    PyBuffer_Release(&det_rank);
+    PyBuffer_Release(&det_class);
+    PyBuffer_Release(&det_score);
+    PyBuffer_Release(&n_positive);
+    PyBuffer_Release(&tp_needed);
+    PyBuffer_Release(&max_dets);
+    PyBuffer_Release(&precision);
+    PyBuffer_Release(&scores);
+    PyBuffer_Release(&recall);
+    PyBuffer_Release(&precision_for_ap);
+    return out;
+}
+
+static PyMethodDef cacc_methods[] = {
+    {"accumulate", cacc_accumulate, METH_VARARGS, accumulate_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef cacc_module = {
+    PyModuleDef_HEAD_INIT,
+    "deteval._cacc",
+    "Compiled point-sampled accumulation; the numpy code in deteval.accumulate is its twin.",
+    -1,
+    cacc_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__cacc(void)
+{
+    init_byte_spread();
+    return PyModule_Create(&cacc_module);
+}
