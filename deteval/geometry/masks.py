@@ -37,13 +37,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as
-from deteval.geometry.polygons import ExactMasks, build_exact_masks, exact_pair_iou
 from deteval.geometry.raster import RasterMasks, check_rasterisable, mask_pixel_area, raster_pair_iou
+
+if TYPE_CHECKING:  # the exact geometry (shapely) loads on first use: box runs never need it
+    from deteval.geometry.polygons import ExactMasks
 from deteval.io.segmentation import (
     POLYGON,
     RLE,
@@ -99,6 +101,8 @@ class CollectionMasks:
             What to do with self-intersecting polygons (see ``Protocol.invalid_polygons``).
         """
         if invalid_polygons not in self._exact:
+            from deteval.geometry.polygons import build_exact_masks
+
             self._exact[invalid_polygons] = build_exact_masks(self.source, self.masks, invalid_polygons)
         return self._exact[invalid_polygons]
 
@@ -228,6 +232,8 @@ def _pair_iou(
         return raster_pair_iou(
             det.source, det.masks, det.raster, gt.source, gt.masks, gt.raster, det_rows, gt_rows, is_crowd
         )
+    from deteval.geometry.polygons import exact_pair_iou
+
     dx, gx = det.exact(invalid_polygons), gt.exact(invalid_polygons)
     iou = np.zeros(len(gt_rows))
     both_polygons = (gt.masks.kind[gt_rows] == POLYGON) & (det.masks.kind[det_rows] == POLYGON)
