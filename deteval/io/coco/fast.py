@@ -6,7 +6,9 @@ the problem. Ground-truth segmentations are kept raw (:class:`RawSegmentations`)
 
 Box results are parsed by the optional C extension :mod:`deteval.io._colparse` when it was built
 (``setup.py``; ``DETEVAL_NO_EXTENSION=1`` turns it off), else decoded by msgspec: the two give the
-same columns bit for bit, and both hand anything unusual to the full loader.
+same columns bit for bit, and both hand anything unusual to the full loader. Segm results of plain
+polygon lists are read by the extension alone (:func:`_fast_segm_results`: no twin, every other
+file takes the full loader, which gives the same values).
 """
 
 from __future__ import annotations
