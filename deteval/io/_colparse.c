@@ -689,6 +689,191 @@ done:
     return result;
 }
 
+/* ---- COCO segm results: polygon lists read into flat columns ---- */
+
+/* A polygon coordinate: parse_double's JSON number, but an integer token of at most 18 digits
+ * (orjson, which decodes a record's polygons on access, reads such integers exactly). */
+static int parse_coordinate(Cursor *c, double *out) {
+    const char *p = c->p, *end = c->end;
+    if (p < end && *p == '-') p++;
+    const char *digits = p;
+    while (p < end && is_digit(*p)) p++;
+    if (p - digits > 18 && !(p < end && (*p == '.' || *p == 'e' || *p == 'E'))) return REFUSE;
+    return parse_double(c, out, JSON_NUMBER);
+}
+
+typedef struct {
+    int64_t *image_id, *category_id, *segm_start, *segm_stop, *n_parts, *part_len;
+    double *bbox, *score, *coords;
+    Py_ssize_t cap_records, cap_parts, cap_coords;
+    Py_ssize_t n, n_part, n_coord;
+} SegmColumns;
+
+/* ``[[x, y, ...], ...]``: at least one part, each at least one number (lengths are checked by
+ * the caller, which names odd and short parts as today's path does). */
+static int parse_polygon_list(Cursor *c, SegmColumns *s, int64_t *parts_out) {
+    int64_t parts = 0;
+    if (expect(c, '[') != OK) return REFUSE;
+    for (;;) {
+        if (expect(c, '[') != OK) return REFUSE; /* an empty list, a number, an object: refused */
+        if (s->n_part >= s->cap_parts) return REFUSE;
+        int64_t len = 0;
+        for (;;) {
+            if (s->n_coord >= s->cap_coords) return REFUSE;
+            skip_ws(c);
+            int status = parse_coordinate(c, &s->coords[s->n_coord]);
+            if (status != OK) return status;
+            s->n_coord++;
+            len++;
+            skip_ws(c);
+            if (c->p < c->end && *c->p == ',') {
+                c->p++;
+                continue;
+            }
+            if (expect(c, ']') != OK) return REFUSE;
+            break;
+        }
+        s->part_len[s->n_part++] = len;
+        parts++;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (expect(c, ']') != OK) return REFUSE;
+        *parts_out = parts;
+        return OK;
+    }
+}
+
+enum { S_IMAGE_ID, S_CATEGORY_ID, S_BBOX, S_SCORE, S_SEGMENTATION, N_SEGM_KEYS };
+
+static const char *const SEGM_KEYS[N_SEGM_KEYS] = {"image_id\"", "category_id\"", "bbox\"", "score\"",
+                                                   "segmentation\""};
+
+static int parse_segm_record(Cursor *c, const char *base, SegmColumns *s) {
+    Py_ssize_t i = s->n;
+    int seen = 0, status;
+    if (expect(c, '{') != OK) return REFUSE;
+    for (int k = 0; k < N_SEGM_KEYS; k++) {
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != '"') return REFUSE;
+        c->p++;
+        int key = -1;
+        size_t left = (size_t)(c->end - c->p);
+        for (int j = 0; j < N_SEGM_KEYS; j++) {
+            size_t len = strlen(SEGM_KEYS[j]);
+            if (left >= len && memcmp(c->p, SEGM_KEYS[j], len) == 0) {
+                c->p += len;
+                key = j;
+                break;
+            }
+        }
+        if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
+        seen |= 1 << key;
+        if (expect(c, ':') != OK) return REFUSE;
+        skip_ws(c);
+        switch (key) {
+        case S_IMAGE_ID:
+            status = parse_int64(c, &s->image_id[i]);
+            break;
+        case S_CATEGORY_ID:
+            status = parse_int64(c, &s->category_id[i]);
+            break;
+        case S_SCORE:
+            status = parse_double(c, &s->score[i], JSON_NUMBER);
+            break;
+        case S_BBOX:
+            if (expect(c, '[') != OK) return REFUSE;
+            for (int j = 0; j < 4; j++) {
+                if (j > 0 && expect(c, ',') != OK) return REFUSE;
+                skip_ws(c);
+                status = parse_double(c, &s->bbox[4 * i + j], JSON_NUMBER);
+                if (status != OK) return status;
+            }
+            status = expect(c, ']');
+            break;
+        default: /* S_SEGMENTATION */
+            s->segm_start[i] = c->p - base;
+            status = parse_polygon_list(c, s, &s->n_parts[i]);
+            s->segm_stop[i] = c->p - base;
+        }
+        if (status != OK) return status;
+        if (expect(c, k + 1 < N_SEGM_KEYS ? ',' : '}') != OK) return REFUSE;
+    }
+    return OK;
+}
+
+PyDoc_STRVAR(segm_results_doc,
+             "segm_results(raw, image_id, category_id, bbox, score, segm_start, segm_stop, n_parts,\n"
+             "             part_len, coords, /)\n--\n\n"
+             "Parse COCO segm-results JSON whose records have exactly image_id, category_id, bbox,\n"
+             "score and a polygon-list segmentation into the given columns.\n\n"
+             "Per record: ``image_id``, ``category_id`` (int64), ``bbox`` (float64, 4 per record),\n"
+             "``score`` (float64), ``segm_start``/``segm_stop`` (int64 byte span of the segmentation in\n"
+             "``raw``), ``n_parts`` (int64 polygon count); per polygon ``part_len`` (int64 number count);\n"
+             "``coords`` (float64) every coordinate in order. Returns ``(n, n_part, n_coord)``, or None\n"
+             "when ``raw`` is anything else (an RLE, an empty list or polygon, a deeper nesting, a\n"
+             "non-number, a non-finite number, an integer coordinate of more than 18 digits, another\n"
+             "key) or holds more than the buffers do.");
+
+static PyObject *segm_results(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *objs[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO:segm_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8]))
+        return NULL;
+    Py_buffer raw;
+    Column cols[9];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    /* image_id, category_id, bbox, score, segm_start, segm_stop, n_parts, part_len, coords */
+    static const char kinds[9] = {'i', 'i', 'f', 'f', 'i', 'i', 'i', 'i', 'f'};
+    Py_ssize_t capacity = PY_SSIZE_T_MAX;
+    for (int i = 0; i < 9; i++) {
+        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        Py_ssize_t rows = cols[i].view.len / (i == 2 ? 32 : 8);
+        if (i < 7 && rows < capacity) capacity = rows;
+    }
+    SegmColumns s = {
+        (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[4].view.buf,
+        (int64_t *)cols[5].view.buf, (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf,
+        (double *)cols[2].view.buf,  (double *)cols[3].view.buf,  (double *)cols[8].view.buf,
+        capacity, cols[7].view.len / 8, cols[8].view.len / 8, 0, 0, 0,
+    };
+    const char *base = (const char *)raw.buf;
+    Cursor c = {base, base + raw.len};
+    int status = expect(&c, '[');
+    while (status == OK) {
+        if (s.n >= s.cap_records) {
+            status = REFUSE;
+            break;
+        }
+        status = parse_segm_record(&c, base, &s);
+        if (status != OK) break;
+        s.n++;
+        skip_ws(&c);
+        if (c.p < c.end && *c.p == ',') {
+            c.p++;
+            continue;
+        }
+        status = expect(&c, ']');
+        if (status == OK) {
+            skip_ws(&c);
+            if (c.p != c.end) status = REFUSE; /* trailing text */
+        }
+        break;
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? Py_BuildValue("nnn", s.n, s.n_part, s.n_coord) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 9; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&raw);
+    return result;
+}
+
 /* ---- whitespace-separated text rows: VOC result lines, YOLO prediction rows ---- */
 
 #define FIRST_TEXT 0 /* VOC: the first field is an image id, kept as text */
@@ -1022,6 +1207,7 @@ static PyMethodDef colparse_methods[] = {
     {"instances", instances, METH_VARARGS, instances_doc},
     {"box_records", box_records, METH_VARARGS, box_records_doc},
     {"annotation_records", annotation_records, METH_VARARGS, annotation_records_doc},
+    {"segm_results", segm_results, METH_VARARGS, segm_results_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -40,3 +40,18 @@ def annotation_records(
     /,
 ) -> int | None:
     """Read a list of plain COCO annotation dicts into the buffers: the record count, or None."""
+
+def segm_results(
+    raw: bytes,
+    image_id: Any,
+    category_id: Any,
+    bbox: Any,
+    score: Any,
+    segm_start: Any,
+    segm_stop: Any,
+    n_parts: Any,
+    part_len: Any,
+    coords: Any,
+    /,
+) -> tuple[int, int, int] | None:
+    """Parse COCO polygon segm-results JSON into the buffers: (records, polygons, numbers), or None."""

@@ -6,7 +6,9 @@ the problem. Ground-truth segmentations are kept raw (:class:`RawSegmentations`)
 
 Box results are parsed by the optional C extension :mod:`deteval.io._colparse` when it was built
 (``setup.py``; ``DETEVAL_NO_EXTENSION=1`` turns it off), else decoded by msgspec: the two give the
-same columns bit for bit, and both hand anything unusual to the full loader.
+same columns bit for bit, and both hand anything unusual to the full loader. Segm results of plain
+polygon lists are read by the extension alone (:func:`_fast_segm_results`: no twin, every other
+file takes the full loader, which gives the same values).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from deteval.io.coco._common import _duplicates
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
+from deteval.io.segmentation.sources import PolygonSegmentations
 
 #: The columns of a box-results file: image_id, category_id (int64), bbox (n, 4), score (float64).
 BoxColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -47,7 +50,7 @@ NO_EXTENSION = _speedups.is_disabled()
 _colparse: ModuleType | None = _speedups.load("deteval.io._colparse")
 #: A build older than this module (in place, before ``build_ext`` was run again) lacks some
 #: readers: it is ignored as a whole, and the msgspec paths give the same values.
-_READERS = ("box_results", "text_rows", "instances", "box_records", "annotation_records")
+_READERS = ("box_results", "text_rows", "instances", "box_records", "annotation_records", "segm_results")
 if _colparse is not None and not all(hasattr(_colparse, name) for name in _READERS):
     _colparse = None  # pragma: no cover - depends on the build
 
@@ -103,8 +106,9 @@ def _fast_box_results_held(
     when this returns None after that.
     """
     columns = _box_columns(held[0])
-    if columns is not None:
-        held.clear()
+    if columns is None:
+        return _fast_segm_results(held[0], path, gt, cmap)
+    held.clear()
     return _box_detections(columns, path=path, gt=gt, cmap=cmap)
 
 
@@ -142,6 +146,65 @@ def _compiled_box_columns(raw: bytes) -> BoxColumns | None:
     for column, size in ((image_ids, n), (category_ids, n), (box, 4 * n), (score, n)):
         column.resize(size, refcheck=False)  # in place: no view of these arrays exists yet
     return image_ids, category_ids, box.reshape(n, 4), score
+
+
+#: Bytes of the shortest segm record the compiled parser accepts, with its comma:
+#: ``{"image_id":0,"category_id":0,"bbox":[0,0,0,0],"score":0,"segmentation":[[0]]},``; a polygon
+#: takes at least 4 bytes (``[0],``), a coordinate 2 (``0,``).
+_MIN_SEGM_RECORD_BYTES = 79
+
+
+def _fast_segm_results(
+    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
+) -> Detections | None:
+    """A plain segm-results file (polygon lists) read by the C extension, or None for the full path.
+
+    The records' polygons are parsed into flat columns (:class:`PolygonSegmentations`, which
+    decodes a record's list with orjson when it is read, as the full loader decodes it) that the
+    segm evaluation checks as arrays. The other columns pass the checks of a box file's.
+    """
+    parsed = _compiled_segm_columns(raw)
+    if parsed is None:
+        return None
+    columns, segmentation = parsed
+    del parsed
+    return _box_detections(columns, path=path, gt=gt, cmap=cmap, segmentation=segmentation)
+
+
+def _compiled_segm_columns(raw: bytes) -> tuple[BoxColumns, PolygonSegmentations] | None:
+    """The columns and polygons of a plain segm-results file read by the C extension, or None.
+
+    Plain: a non-empty array of records with exactly ``image_id``, ``category_id``, ``bbox``,
+    ``score`` and a ``segmentation`` that is a non-empty list of non-empty lists of JSON numbers
+    (finite; integers of at most 18 digits). Anything else -- RLE, no bbox, ``[]``, a deeper
+    nesting -- is for the full loader. Odd or short polygons are taken: the checks of
+    :func:`deteval.io.segmentation.parse_masks` find them and name them as the full path does.
+    """
+    if _colparse is None or _orjson is None:
+        return None
+    capacity = len(raw) // _MIN_SEGM_RECORD_BYTES + 1
+    image_ids = np.empty(capacity, dtype=np.int64)
+    category_ids = np.empty(capacity, dtype=np.int64)
+    box = np.empty(4 * capacity, dtype=np.float64)
+    score = np.empty(capacity, dtype=np.float64)
+    starts = np.empty(capacity, dtype=np.int64)
+    stops = np.empty(capacity, dtype=np.int64)
+    n_parts = np.empty(capacity, dtype=np.int64)
+    part_len = np.empty(len(raw) // 4 + 1, dtype=np.int64)
+    coords = np.empty(len(raw) // 2 + 1, dtype=np.float64)
+    found = _colparse.segm_results(
+        raw, image_ids, category_ids, box, score, starts, stops, n_parts, part_len, coords
+    )
+    if found is None:
+        return None
+    n, n_part, n_coord = found
+    for column in (image_ids, category_ids, score, starts, stops, n_parts):
+        column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
+    box.resize(4 * n, refcheck=False)
+    part_len.resize(n_part, refcheck=False)
+    coords.resize(n_coord, refcheck=False)
+    segmentation = PolygonSegmentations(raw, starts, stops, (n_parts, part_len, coords), _orjson.loads)
+    return (image_ids, category_ids, box.reshape(n, 4), score), segmentation
 
 
 #: Bytes of the shortest row of six fields with its line break (``a 1 1 1 1 1\n``).
@@ -277,7 +340,12 @@ def _msgspec_box_records(records: list) -> BoxColumns | None:
 
 
 def _box_detections(
-    columns: BoxColumns | None, *, path: str, gt: GroundTruth, cmap: CategoryMap | None
+    columns: BoxColumns | None,
+    *,
+    path: str,
+    gt: GroundTruth,
+    cmap: CategoryMap | None,
+    segmentation: PolygonSegmentations | None = None,
 ) -> Detections | None:
     """Box-result columns checked and joined to ``gt``, or None when anything needs a message.
 
@@ -315,7 +383,7 @@ def _box_detections(
         order=np.arange(n, dtype=np.int64),
         has_box=np.ones(n, dtype=bool),
         box_format="xywh",
-        segmentation=None,
+        segmentation=segmentation,  # type: ignore[arg-type]  # a lazy sequence, read as a tuple
         source=path,
         warnings=tuple(warnings),
     )

@@ -7,14 +7,21 @@ checked, and gathers vertices, part offsets, canonical RLE dicts and extents.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from deteval.io.segmentation.polygons import _parse_polygons
+from deteval.io.segmentation.polygons import _flat_polygons, _parse_polygons
 from deteval.io.segmentation.rle import _parse_rles
-from deteval.io.segmentation.sources import POLYGON, RLE, SegmentationSource, _show, fail_records
+from deteval.io.segmentation.sources import (
+    POLYGON,
+    RLE,
+    PolygonSegmentations,
+    SegmentationSource,
+    _show,
+    fail_records,
+)
 
 __all__ = ["CheckedMasks", "parse_masks"]
 
@@ -51,8 +58,18 @@ class CheckedMasks:
 
 
 def parse_masks(src: SegmentationSource) -> CheckedMasks:
-    """Validate every record's segmentation and build the canonical columns."""
-    values = src.values
+    """Validate every record's segmentation and build the canonical columns.
+
+    Polygons already parsed into flat columns (:class:`PolygonSegmentations`) are checked as
+    arrays; when any needs a message, the records are decoded and checked as any others are, so
+    the values and messages are the same either way.
+    """
+    if isinstance(src.values, PolygonSegmentations):
+        masks = _flat_polygon_masks(src.values)
+        if masks is not None:
+            return masks
+        src = replace(src, values=tuple(src.values))
+    values = src.values if isinstance(src.values, tuple) else tuple(src.values)
     n = len(values)
     codes = {list: 0, tuple: 0, dict: 1, type(None): 2}
     code = np.fromiter((codes.get(type(v), 3) for v in values), dtype=np.int8, count=n)
@@ -89,14 +106,7 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
     point_start, points = _parse_polygons(src, poly_rows, n_parts, part_start)
     rle = _parse_rles(src, np.flatnonzero(code == 1))
     kind = np.where(code == 1, RLE, POLYGON).astype(np.int8)
-    bounds = np.full((n, 4), np.nan)
-    if len(points):
-        lo = np.minimum.reduceat(points, point_start[:-1], axis=0)
-        hi = np.maximum.reduceat(points, point_start[:-1], axis=0)
-        has_parts = np.flatnonzero(n_parts > 0)
-        first_part = part_start[has_parts]
-        bounds[has_parts, :2] = np.minimum.reduceat(lo, first_part, axis=0)
-        bounds[has_parts, 2:] = np.maximum.reduceat(hi, first_part, axis=0)
+    bounds = _polygon_bounds(n_parts, part_start, point_start, points)
     rle_rows = np.flatnonzero(code == 1)
     if len(rle_rows):
         compressed = [
@@ -109,4 +119,39 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
         bounds[rle_rows] = np.c_[box[:, :2], box[:, :2] + box[:, 2:]]
     return CheckedMasks(
         kind=kind, part_start=part_start, point_start=point_start, points=points, rle=rle, bounds=bounds
+    )
+
+
+def _polygon_bounds(
+    n_parts: np.ndarray, part_start: np.ndarray, point_start: np.ndarray, points: np.ndarray
+) -> np.ndarray:
+    """(n, 4) xyxy extent of each record's polygon vertices (NaN for records without parts)."""
+    bounds = np.full((len(n_parts), 4), np.nan)
+    if len(points):
+        lo = np.minimum.reduceat(points, point_start[:-1], axis=0)
+        hi = np.maximum.reduceat(points, point_start[:-1], axis=0)
+        has_parts = np.flatnonzero(n_parts > 0)
+        first_part = part_start[has_parts]
+        bounds[has_parts, :2] = np.minimum.reduceat(lo, first_part, axis=0)
+        bounds[has_parts, 2:] = np.maximum.reduceat(hi, first_part, axis=0)
+    return bounds
+
+
+def _flat_polygon_masks(values: PolygonSegmentations) -> CheckedMasks | None:
+    """The masks of records that are all polygons given as flat columns, or None for a message."""
+    checked = _flat_polygons(values.part_len, values.coords)
+    if checked is None:
+        return None
+    point_start, points = checked
+    n = len(values)
+    n_parts = values.n_parts
+    part_start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(n_parts, out=part_start[1:])
+    return CheckedMasks(
+        kind=np.full(n, POLYGON, dtype=np.int8),
+        part_start=part_start,
+        point_start=point_start,
+        points=points,
+        rle=(None,) * n,
+        bounds=_polygon_bounds(n_parts, part_start, point_start, points),
     )

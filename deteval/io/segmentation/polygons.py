@@ -118,6 +118,37 @@ def _parse_polygons(
     return point_start, points
 
 
+def _flat_polygons(part_len: np.ndarray, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(point_start, points) of polygons given as flat columns, or None when any needs a message.
+
+    The checks of :func:`_parse_polygons` on numbers already parsed (``part_len``: numbers per
+    part; ``coords``: every number in order): an even count of at least 6 numbers per part, finite
+    coordinates within :data:`MAX_COORDINATE`, 3 distinct points. On any failure the caller
+    decodes the records and :func:`_parse_polygons` names the problem, so every message is the one
+    the decoded records give.
+
+    Examples
+    --------
+    >>> point_start, points = _flat_polygons(np.array([6]), np.array([0.0, 0, 1, 0, 0, 1]))
+    >>> point_start.tolist(), points.shape
+    ([0, 3], (3, 2))
+    >>> _flat_polygons(np.array([4]), np.array([0.0, 0, 1, 1])) is None
+    True
+    """
+    if ((part_len % 2 == 1) | (part_len < 6)).any():
+        return None
+    with np.errstate(invalid="ignore"):
+        if not (np.abs(coords) <= MAX_COORDINATE).all():  # also false for NaN
+            return None
+    coord_start = np.zeros(len(part_len) + 1, dtype=np.int64)
+    np.cumsum(part_len, out=coord_start[1:])
+    points = coords.reshape(-1, 2)
+    point_start = coord_start // 2
+    if not _has_three_distinct(points, point_start).all():
+        return None
+    return point_start, points
+
+
 def _has_three_distinct(points: np.ndarray, point_start: np.ndarray) -> np.ndarray:
     """Per part (each with >= 3 points): whether it has at least 3 distinct points.
 

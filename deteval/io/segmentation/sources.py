@@ -11,7 +11,7 @@ kinds (:data:`POLYGON`, :data:`RLE`) are defined here too.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -27,6 +27,7 @@ __all__ = [
     "RLE",
     "N_SHOWN",
     "SegmentationSource",
+    "PolygonSegmentations",
     "fail_records",
     "ground_truth_source",
     "detection_source",
@@ -48,11 +49,48 @@ POLYGON, RLE = 0, 1
 N_SHOWN = 5
 
 
+class PolygonSegmentations(Sequence):
+    """Polygon segmentations read into flat columns by a compiled parser; items decode on access.
+
+    What the compiled segm-results reader gives (``deteval.io.coco.fast``): the file's bytes and
+    each record's byte span (items are decoded from it, as the full loader decodes them), and the
+    polygons already as numbers: ``n_parts`` (int64, per record, each >= 1), ``part_len`` (int64,
+    numbers per part, each >= 1) and ``coords`` (float64, every number in order, finite).
+    :func:`~deteval.io.segmentation.parse_masks` checks these arrays instead of the decoded lists.
+    """
+
+    def __init__(
+        self,
+        raw: bytes,
+        starts: np.ndarray,
+        stops: np.ndarray,
+        columns: tuple[np.ndarray, np.ndarray, np.ndarray],
+        loads: Callable[[bytes], Any],
+    ):
+        self._raw = raw
+        self._starts = starts
+        self._stops = stops
+        self.n_parts, self.part_len, self.coords = columns
+        self._loads = loads
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        return self._loads(self._raw[int(self._starts[index]) : int(self._stops[index])])
+
+
 @dataclass(frozen=True, eq=False)
 class SegmentationSource:
-    """The raw segmentation values of one collection, and how to name its records."""
+    """The raw segmentation values of one collection, and how to name its records.
 
-    values: tuple
+    ``values`` is a tuple, or a :class:`PolygonSegmentations` whose flat columns
+    :func:`~deteval.io.segmentation.parse_masks` reads without decoding the records.
+    """
+
+    values: Sequence
     where: str
     kind: str  # "annotation" / "detection"
     number: np.ndarray  # record number in its file, per row
@@ -150,7 +188,8 @@ def detection_source(dt: Detections, gt: GroundTruth) -> SegmentationSource:
             f"expected polygons or RLE, found boxes only (evaluate boxes with "
             f"iou_type 'bbox')"
         )
-    values = tuple(dt.segmentation) if dt.segmentation is not None else ()
+    segm = dt.segmentation
+    values = segm if isinstance(segm, PolygonSegmentations) else tuple(segm) if segm is not None else ()
     return SegmentationSource(
         values=values,
         where=dt.source,
