@@ -67,6 +67,20 @@ def pair_box_iou(
     """
     if convention not in BOX_CONVENTIONS:
         raise ValueError(f"convention must be one of {BOX_CONVENTIONS}, found {convention!r}")
+    if len(det_box) > _PAIR_CHUNK:
+        # In chunks: the temporaries stay small and are reused instead of page-faulting fresh
+        # memory for millions of pairs (elementwise, so the values are the same).
+        iou = np.empty(len(det_box))
+        for lo in range(0, len(det_box), _PAIR_CHUNK):
+            hi = lo + _PAIR_CHUNK
+            iou[lo:hi] = pair_box_iou(
+                det_box[lo:hi],
+                gt_box[lo:hi],
+                gt_is_crowd[lo:hi],
+                box_format=box_format,
+                convention=convention,
+            )
+        return iou
     d = boxes_as(
         np.asarray(det_box, dtype=np.float64), box_format, "xywh" if convention == "continuous" else "xyxy"
     )
@@ -92,6 +106,10 @@ def pair_box_iou(
                 np.ldexp(1.0, shift),
             )[0]
     return iou
+
+
+#: Pairs per chunk of :func:`pair_box_iou`.
+_PAIR_CHUNK = 1 << 16
 
 
 def _pair_iou(
