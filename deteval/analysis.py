@@ -243,20 +243,30 @@ def matches(result: EvalResult, *, iou_threshold: float | None = None, area: str
     in_lane = table.match_lane == lane
     gt_of[table.match_det[in_lane]] = table.match_gt[in_lane]
     order = np.argsort(table.det_order, kind="stable")
-    out = []
-    for row in order:
-        outcome = (
-            "tp" if table.det_is_tp[lane, row] else ("ignored" if table.det_is_ignored[lane, row] else "fp")
-        )
-        gt_row = gt_of[row]
-        out.append(
-            {
-                "detection": int(table.det_order[row]),
-                "image_id": int(image_ids[table.det_image[row]]),
-                "category_id": int(result.category_ids[table.det_class[row]]),
-                "score": float(table.det_score[row]),
-                "outcome": outcome,
-                "gt_annotation_id": None if gt_row < 0 else int(annotation_ids[gt_row]),
-            }
-        )
-    return out
+    # Columns first (numpy), then one dict per detection from plain Python values.
+    outcome = np.where(table.det_is_tp[lane, order], 0, np.where(table.det_is_ignored[lane, order], 1, 2))
+    gt_row = gt_of[order]
+    annotation = np.full(len(gt_row), -1, dtype=np.int64)
+    annotation[gt_row >= 0] = np.asarray(annotation_ids)[gt_row[gt_row >= 0]]
+    columns = zip(
+        table.det_order[order].tolist(),
+        np.asarray(image_ids)[table.det_image[order]].tolist(),
+        np.asarray(result.category_ids)[table.det_class[order]].tolist(),
+        table.det_score[order].tolist(),
+        outcome.tolist(),
+        (gt_row >= 0).tolist(),
+        annotation.tolist(),
+        strict=True,
+    )
+    words = ("tp", "ignored", "fp")
+    return [
+        {
+            "detection": d,
+            "image_id": i,
+            "category_id": c,
+            "score": s,
+            "outcome": words[o],
+            "gt_annotation_id": a if has_gt else None,
+        }
+        for d, i, c, s, o, has_gt, a in columns
+    ]

@@ -281,22 +281,21 @@ def mask_mode_json(comparison: Any) -> dict:
 
 def format_matches_csv(result: EvalResult, rows: Sequence[Mapping]) -> str:
     """``--matches``: one CSV row per scored detection (:func:`deteval.analysis.matches`)."""
-    names = dict(zip(result.category_ids, result.category_names))
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(
         ["detection", "image_id", "category_id", "category", "score", "outcome", "gt_annotation_id"]
     )
-    for m in rows:
-        writer.writerow(
-            [
-                m["detection"],
-                m["image_id"],
-                m["category_id"],
-                csv_safe(names[m["category_id"]]),
-                repr(m["score"]),
-                m["outcome"],
-                "" if m["gt_annotation_id"] is None else m["gt_annotation_id"],
-            ]
-        )
+    # The name is the one field csv quoting can touch: encode it once per category; the other
+    # fields (integers, repr of floats, fixed words) never need quoting.
+    name_field = {}
+    for category_id, name in zip(result.category_ids, result.category_names):
+        one = io.StringIO()
+        csv.writer(one, lineterminator="").writerow([csv_safe(name)])
+        name_field[category_id] = one.getvalue()
+    buf.writelines(
+        f"{m['detection']},{m['image_id']},{m['category_id']},{name_field[m['category_id']]},"
+        f"{m['score']!r},{m['outcome']},{'' if m['gt_annotation_id'] is None else m['gt_annotation_id']}\n"
+        for m in rows
+    )
     return buf.getvalue()
