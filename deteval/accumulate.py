@@ -830,36 +830,33 @@ def _point_sampled(
         is_defined = n_pos > 0
         tp_needed = _min_tp_for_recall(n_pos, rec_thr)  # (n_class, n_recall_thr)
         target = np.maximum(tp_needed, 1)
-        # All IoU thresholds of the area at once: arrays are (threshold, class, recall point).
-        lanes = slice(a * n_iou_thr, (a + 1) * n_iou_thr)
-        n_tp_a, tp_first_a = n_tp[lanes], tp_first[lanes]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            final_recall = n_tp_a / n_pos
-        out.recall[:, :, a] = np.where(is_defined, np.where(has_dets, final_recall, 0.0), np.nan)
-        # pycocotools: idx = searchsorted(rc, thr, "left"); recall >= thr <=> tp >= tp_needed.
-        has_target = target <= n_tp_a[:, :, None]
-        first = tp_first_a[:, :, None] + target - 1
-        end = tp_first_a + n_tp_a
-        interpolated = suffix_max_at(
-            precision_at_tp,
-            np.where(has_target, first, end[:, :, None]).reshape(-1, n_recall_thr),
-            end.reshape(-1),
-            has_target.reshape(-1, n_recall_thr),
-        ).reshape(has_target.shape)
-        is_reached = has_target | ((tp_needed == 0) & has_dets[:, None])
-        # The rank where recall first reaches the threshold: the target TP, or the first
-        # ranked detection when the threshold is 0 (searchsorted(rc, 0) == 0).
-        from_tp = has_target & (tp_needed > 0)
-        class_start = ranked.class_start[:, None]
-        if len(tp_pos):
-            pos = np.where(from_tp, tp_pos[np.minimum(first, len(tp_pos) - 1)], class_start)
-        else:
-            pos = np.broadcast_to(class_start, first.shape)
-        score_at_recall = np.where(is_reached, ranked_scores[np.minimum(pos, n)], 0.0)
-        interpolated = np.where(is_defined[:, None], interpolated, np.nan)
-        out.precision[:, :, :, a] = interpolated.transpose(0, 2, 1)
-        out.scores[:, :, :, a] = np.where(is_defined[:, None], score_at_recall, np.nan).transpose(0, 2, 1)
-        precision_at_recall[:, a] = interpolated
+        for t in range(n_iou_thr):
+            lane = a * n_iou_thr + t
+            with np.errstate(divide="ignore", invalid="ignore"):
+                final_recall = n_tp[lane] / n_pos
+            out.recall[t, :, a] = np.where(is_defined, np.where(has_dets, final_recall, 0.0), np.nan)
+            # pycocotools: idx = searchsorted(rc, thr, "left"); recall >= thr <=> tp >= tp_needed.
+            has_target = target <= n_tp[lane][:, None]
+            first = tp_first[lane][:, None] + target - 1
+            end = tp_first[lane] + n_tp[lane]
+            interpolated = suffix_max_at(
+                precision_at_tp, np.where(has_target, first, end[:, None]), end, has_target
+            )
+            is_reached = has_target | ((tp_needed == 0) & has_dets[:, None])
+            # The rank where recall first reaches the threshold: the target TP, or the first
+            # ranked detection when the threshold is 0 (searchsorted(rc, 0) == 0).
+            from_tp = has_target & (tp_needed > 0)
+            if len(tp_pos):
+                pos = np.where(
+                    from_tp, tp_pos[np.minimum(first, len(tp_pos) - 1)], ranked.class_start[:, None]
+                )
+            else:
+                pos = np.broadcast_to(ranked.class_start[:, None], first.shape)
+            score_at_recall = np.where(is_reached, ranked_scores[np.minimum(pos, n)], 0.0)
+            interpolated = np.where(is_defined[:, None], interpolated, np.nan)
+            out.precision[t, :, :, a] = interpolated.T
+            out.scores[t, :, :, a] = np.where(is_defined[:, None], score_at_recall, np.nan).T
+            precision_at_recall[t, a] = interpolated
     return precision_at_recall
 
 
