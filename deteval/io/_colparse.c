@@ -207,20 +207,34 @@ enum { KEY_IMAGE_ID, KEY_CATEGORY_ID, KEY_BBOX, KEY_SCORE, N_KEYS };
 
 static const char *const KEYS[N_KEYS] = {"image_id\"", "category_id\"", "bbox\"", "score\""};
 
-/* One of the four keys, byte for byte (an escaped or unknown key is refused). */
-static int parse_key(Cursor *c) {
+/* The index of the key at the cursor among ``keys`` (each written with its closing quote), byte
+ * for byte; an escaped or unknown key is refused. Used by every record parser below. */
+static int match_key(Cursor *c, const char *const *keys, int n_keys) {
     skip_ws(c);
     if (c->p >= c->end || *c->p != '"') return REFUSE;
     c->p++;
     size_t left = (size_t)(c->end - c->p);
-    for (int k = 0; k < N_KEYS; k++) {
-        size_t len = strlen(KEYS[k]);
-        if (left >= len && memcmp(c->p, KEYS[k], len) == 0) {
+    for (int k = 0; k < n_keys; k++) {
+        size_t len = strlen(keys[k]);
+        if (left >= len && memcmp(c->p, keys[k], len) == 0) {
             c->p += len;
             return k;
         }
     }
     return REFUSE;
+}
+
+/* A JSON array of exactly four numbers into ``out[0:4]``. */
+static int parse_box(Cursor *c, double *out) {
+    int status;
+    if (expect(c, '[') != OK) return REFUSE;
+    for (int j = 0; j < 4; j++) {
+        if (j > 0 && expect(c, ',') != OK) return REFUSE;
+        skip_ws(c);
+        status = parse_double(c, &out[j], JSON_NUMBER);
+        if (status != OK) return status;
+    }
+    return expect(c, ']');
 }
 
 typedef struct {
@@ -250,7 +264,7 @@ static int parse_record(Cursor *c, int64_t *image_id, int64_t *category_id, doub
     int seen = 0, status;
     if (expect(c, '{') != OK) return REFUSE;
     for (int i = 0; i < N_KEYS; i++) {
-        int key = parse_key(c);
+        int key = match_key(c, KEYS, N_KEYS);
         if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
         seen |= 1 << key;
         if (expect(c, ':') != OK) return REFUSE;
@@ -266,14 +280,7 @@ static int parse_record(Cursor *c, int64_t *image_id, int64_t *category_id, doub
             status = parse_double(c, score, JSON_NUMBER);
             break;
         default: /* KEY_BBOX */
-            if (expect(c, '[') != OK) return REFUSE;
-            for (int j = 0; j < 4; j++) {
-                if (j > 0 && expect(c, ',') != OK) return REFUSE;
-                skip_ws(c);
-                status = parse_double(c, &bbox[j], JSON_NUMBER);
-                if (status != OK) return status;
-            }
-            status = expect(c, ']');
+            status = parse_box(c, bbox);
         }
         if (status != OK) return status;
         if (expect(c, i + 1 < N_KEYS ? ',' : '}') != OK) return REFUSE;
@@ -513,21 +520,6 @@ typedef struct {
     double *bbox, *area;
 } AnnColumns;
 
-static int parse_ann_key(Cursor *c) {
-    skip_ws(c);
-    if (c->p >= c->end || *c->p != '"') return REFUSE;
-    c->p++;
-    size_t left = (size_t)(c->end - c->p);
-    for (int k = 0; k < N_ANN_KEYS; k++) {
-        size_t len = strlen(ANN_KEYS[k]);
-        if (left >= len && memcmp(c->p, ANN_KEYS[k], len) == 0) {
-            c->p += len;
-            return k;
-        }
-    }
-    return REFUSE;
-}
-
 /* One annotation record into row ``i`` of the columns; ``base`` is the start of the file. */
 static int parse_annotation(Cursor *c, const char *base, AnnColumns *cols, Py_ssize_t i) {
     int seen = 0, status;
@@ -537,7 +529,7 @@ static int parse_annotation(Cursor *c, const char *base, AnnColumns *cols, Py_ss
     cols->segm_start[i] = -1;
     cols->segm_end[i] = -1;
     for (;;) {
-        int key = parse_ann_key(c);
+        int key = match_key(c, ANN_KEYS, N_ANN_KEYS);
         if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
         seen |= 1 << key;
         if (expect(c, ':') != OK) return REFUSE;
@@ -570,14 +562,7 @@ static int parse_annotation(Cursor *c, const char *base, AnnColumns *cols, Py_ss
             cols->segm_end[i] = c->p - base;
             break;
         default: /* A_BBOX */
-            if (expect(c, '[') != OK) return REFUSE;
-            for (int j = 0; j < 4; j++) {
-                if (j > 0 && expect(c, ',') != OK) return REFUSE;
-                skip_ws(c);
-                status = parse_double(c, &cols->bbox[4 * i + j], JSON_NUMBER);
-                if (status != OK) return status;
-            }
-            status = expect(c, ']');
+            status = parse_box(c, &cols->bbox[4 * i]);
         }
         if (status != OK) return status;
         skip_ws(c);
@@ -756,19 +741,7 @@ static int parse_segm_record(Cursor *c, const char *base, SegmColumns *s) {
     int seen = 0, status;
     if (expect(c, '{') != OK) return REFUSE;
     for (int k = 0; k < N_SEGM_KEYS; k++) {
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != '"') return REFUSE;
-        c->p++;
-        int key = -1;
-        size_t left = (size_t)(c->end - c->p);
-        for (int j = 0; j < N_SEGM_KEYS; j++) {
-            size_t len = strlen(SEGM_KEYS[j]);
-            if (left >= len && memcmp(c->p, SEGM_KEYS[j], len) == 0) {
-                c->p += len;
-                key = j;
-                break;
-            }
-        }
+        int key = match_key(c, SEGM_KEYS, N_SEGM_KEYS);
         if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
         seen |= 1 << key;
         if (expect(c, ':') != OK) return REFUSE;
@@ -784,14 +757,7 @@ static int parse_segm_record(Cursor *c, const char *base, SegmColumns *s) {
             status = parse_double(c, &s->score[i], JSON_NUMBER);
             break;
         case S_BBOX:
-            if (expect(c, '[') != OK) return REFUSE;
-            for (int j = 0; j < 4; j++) {
-                if (j > 0 && expect(c, ',') != OK) return REFUSE;
-                skip_ws(c);
-                status = parse_double(c, &s->bbox[4 * i + j], JSON_NUMBER);
-                if (status != OK) return status;
-            }
-            status = expect(c, ']');
+            status = parse_box(c, &s->bbox[4 * i]);
             break;
         default: /* S_SEGMENTATION */
             s->segm_start[i] = c->p - base;
