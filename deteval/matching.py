@@ -158,6 +158,32 @@ def match_coco(
     )
 
 
+def _kernel_outputs(det_is_out_of_range: np.ndarray, n_thr: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (lanes x detections) arrays a matching kernel fills.
+
+    No true positive yet, and each lane's out-of-range flags (a new array; unmatched detections
+    keep them).
+    """
+    n_area, n_det = det_is_out_of_range.shape
+    return np.zeros((n_area * n_thr, n_det), dtype=bool), np.repeat(det_is_out_of_range, n_thr, axis=0)
+
+
+def _kernel_result(
+    found: bytearray | None, det_is_tp: np.ndarray, det_is_ignored: np.ndarray
+) -> MatchResult | None:
+    """The kernel's matches (lane-major int64 rows: lanes, detections, ground truths) as a result."""
+    if found is None:
+        return None
+    match_lane, match_det, match_gt = np.frombuffer(found, dtype=np.int64).reshape(3, -1)
+    return MatchResult(
+        det_is_tp=det_is_tp,
+        det_is_ignored=det_is_ignored,
+        match_lane=match_lane,
+        match_det=match_det,
+        match_gt=match_gt,
+    )
+
+
 def _match_coco_compiled(
     pair_det: np.ndarray,
     pair_gt: np.ndarray,
@@ -195,10 +221,7 @@ def _match_coco_compiled(
     thresholds = np.asarray(iou_thresholds, dtype=np.float64)
     if not strict:
         thresholds = np.minimum(thresholds, COCO_MAX_THRESHOLD)
-    n_thr = len(thresholds)
-    lane_area = np.repeat(np.arange(n_area), n_thr)
-    det_is_tp = np.zeros((n_area * n_thr, n_det), dtype=bool)
-    det_is_ignored = det_is_out_of_range[lane_area]  # a new array; unmatched detections keep it
+    det_is_tp, det_is_ignored = _kernel_outputs(det_is_out_of_range, len(thresholds))
     contiguous = np.ascontiguousarray
     found = _cmatch.match_coco(
         contiguous(pair_det),
@@ -216,16 +239,7 @@ def _match_coco_compiled(
         det_is_tp,
         det_is_ignored,
     )
-    if found is None:
-        return None
-    match_lane, match_det, match_gt = np.frombuffer(found, dtype=np.int64).reshape(3, -1)
-    return MatchResult(
-        det_is_tp=det_is_tp,
-        det_is_ignored=det_is_ignored,
-        match_lane=match_lane,
-        match_det=match_det,
-        match_gt=match_gt,
-    )
+    return _kernel_result(found, det_is_tp, det_is_ignored)
 
 
 def _match_coco_numpy(
@@ -423,9 +437,7 @@ def _match_voc_compiled(
         and bool(np.all(thresholds > -np.inf))  # -inf (and NaN) would pass detections without a GT
     ):
         return None
-    lane_area = np.repeat(np.arange(n_area), len(thresholds))
-    det_is_tp = np.zeros((len(lane_area), n_det), dtype=bool)
-    det_is_ignored = det_is_out_of_range[lane_area]  # a new array; unmatched detections keep it
+    det_is_tp, det_is_ignored = _kernel_outputs(det_is_out_of_range, len(thresholds))
     contiguous = np.ascontiguousarray
     found = _cmatch.match_voc(
         contiguous(pair_det, dtype=np.int64),
@@ -441,16 +453,7 @@ def _match_voc_compiled(
         det_is_tp,
         det_is_ignored,
     )
-    if found is None:
-        return None
-    match_lane, match_det, match_gt = np.frombuffer(found, dtype=np.int64).reshape(3, -1)
-    return MatchResult(
-        det_is_tp=det_is_tp,
-        det_is_ignored=det_is_ignored,
-        match_lane=match_lane,
-        match_det=match_det,
-        match_gt=match_gt,
-    )
+    return _kernel_result(found, det_is_tp, det_is_ignored)
 
 
 def _match_voc_numpy(
