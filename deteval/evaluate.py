@@ -137,25 +137,15 @@ def pair_iou(
     if masks is not None:
         return pair_mask_iou(masks, gt_rows, det_rows, gt_is_crowd, protocol)
     native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
-    det_box = boxes_as(dt.box, dt.box_format, native)
-    gt_box = boxes_as(gt.box, gt.box_format, native)
-    # In chunks of pairs: the temporaries stay small and are reused instead of page-faulting
-    # fresh memory for millions of pairs (the IoU is elementwise, so the values are the same).
-    iou = np.empty(len(det_rows))
-    for lo in range(0, len(det_rows), _IOU_CHUNK):
-        hi = lo + _IOU_CHUNK
-        iou[lo:hi] = pair_box_iou(
-            det_box[det_rows[lo:hi]],
-            gt_box[gt_rows[lo:hi]],
-            gt_is_crowd[lo:hi],
-            box_format=native,
-            convention=protocol.box_convention,
-        )
-    return iou
-
-
-#: Pairs per call of the box IoU (see :func:`pair_iou`).
-_IOU_CHUNK = 1 << 16
+    return pair_box_iou(
+        boxes_as(dt.box, dt.box_format, native),
+        boxes_as(gt.box, gt.box_format, native),
+        gt_is_crowd,
+        box_format=native,
+        convention=protocol.box_convention,
+        det_rows=det_rows,
+        gt_rows=gt_rows,
+    )
 
 
 def match(

@@ -29,17 +29,23 @@ def pair_box_iou(
     *,
     box_format: str = "xywh",
     convention: str = "continuous",
+    det_rows: np.ndarray | None = None,
+    gt_rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """IoU of aligned pairs: row ``i`` of ``det_box`` against row ``i`` of ``gt_box``.
 
     Parameters
     ----------
     det_box, gt_box : float64 (n_pair, 4)
-        Boxes in ``box_format`` ("xywh" or "xyxy").
+        Boxes in ``box_format`` ("xywh" or "xyxy"); with ``det_rows`` / ``gt_rows``, the boxes
+        the pairs index (any number of rows each).
     gt_is_crowd : bool (n_pair,)
         Crowd ground truth: the overlap is intersection / detection area.
     box_format : {"xywh", "xyxy"}
     convention : {"continuous", "pixel_inclusive"}
+    det_rows, gt_rows : int (n_pair,), optional
+        Pair ``i`` is ``det_box[det_rows[i]]`` against ``gt_box[gt_rows[i]]``; the boxes are
+        gathered chunk by chunk, never for all pairs at once.
 
     Returns
     -------
@@ -67,20 +73,10 @@ def pair_box_iou(
     """
     if convention not in BOX_CONVENTIONS:
         raise ValueError(f"convention must be one of {BOX_CONVENTIONS}, found {convention!r}")
-    if len(det_box) > _PAIR_CHUNK:
-        # In chunks: the temporaries stay small and are reused instead of page-faulting fresh
-        # memory for millions of pairs (elementwise, so the values are the same).
-        iou = np.empty(len(det_box))
-        for lo in range(0, len(det_box), _PAIR_CHUNK):
-            hi = lo + _PAIR_CHUNK
-            iou[lo:hi] = pair_box_iou(
-                det_box[lo:hi],
-                gt_box[lo:hi],
-                gt_is_crowd[lo:hi],
-                box_format=box_format,
-                convention=convention,
-            )
-        return iou
+    if (det_rows is None) != (gt_rows is None):
+        raise ValueError("pair_box_iou: give det_rows and gt_rows together, or neither")
+    if det_rows is not None or len(det_box) > _PAIR_CHUNK:
+        return _in_chunks(det_box, gt_box, gt_is_crowd, det_rows, gt_rows, box_format, convention)
     d = boxes_as(
         np.asarray(det_box, dtype=np.float64), box_format, "xywh" if convention == "continuous" else "xyxy"
     )
@@ -110,6 +106,31 @@ def pair_box_iou(
 
 #: Pairs per chunk of :func:`pair_box_iou`.
 _PAIR_CHUNK = 1 << 16
+
+
+def _in_chunks(
+    det_box: np.ndarray,
+    gt_box: np.ndarray,
+    gt_is_crowd: np.ndarray,
+    det_rows: np.ndarray | None,
+    gt_rows: np.ndarray | None,
+    box_format: str,
+    convention: str,
+) -> np.ndarray:
+    """:func:`pair_box_iou` chunk by chunk (gathering the boxes of ``*_rows`` per chunk).
+
+    The temporaries stay small and are reused instead of page-faulting fresh memory for millions
+    of pairs; the IoU is elementwise, so the values are the same.
+    """
+    det_box, gt_box = np.asarray(det_box), np.asarray(gt_box)
+    n_pair = len(gt_is_crowd)
+    iou = np.empty(n_pair)
+    for lo in range(0, n_pair, _PAIR_CHUNK):
+        hi = lo + _PAIR_CHUNK
+        d = det_box[lo:hi] if det_rows is None else det_box[det_rows[lo:hi]]
+        g = gt_box[lo:hi] if gt_rows is None else gt_box[gt_rows[lo:hi]]
+        iou[lo:hi] = pair_box_iou(d, g, gt_is_crowd[lo:hi], box_format=box_format, convention=convention)
+    return iou
 
 
 def _pair_iou(

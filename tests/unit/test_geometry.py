@@ -66,3 +66,34 @@ def test_pair_and_matrix_agree():
 def test_unknown_convention_is_refused():
     with pytest.raises(ValueError, match="convention must be one of"):
         pair_box_iou(np.zeros((1, 4)), np.zeros((1, 4)), np.zeros(1, bool), convention="half")
+
+
+@pytest.mark.parametrize("convention", ["continuous", "pixel_inclusive"])
+def test_pair_box_iou_in_chunks_and_by_rows_equals_one_call(convention):
+    """More pairs than one chunk, given as boxes or as rows into boxes: the same values bit for bit."""
+    rng = np.random.default_rng(3)
+    det = np.c_[rng.random((500, 2)) * 50, rng.random((500, 2)) * 30 + 1]
+    gt = np.c_[rng.random((400, 2)) * 50, rng.random((400, 2)) * 30 + 1]
+    n = (1 << 16) * 2 + 123
+    det_rows, gt_rows = rng.integers(0, 500, n), rng.integers(0, 400, n)
+    crowd = rng.random(n) < 0.1
+    gathered = pair_box_iou(det[det_rows], gt[gt_rows], crowd, convention=convention)
+    by_rows = pair_box_iou(det, gt, crowd, convention=convention, det_rows=det_rows, gt_rows=gt_rows)
+    one_call = np.concatenate(
+        [
+            pair_box_iou(
+                det[det_rows[i : i + 1000]],
+                gt[gt_rows[i : i + 1000]],
+                crowd[i : i + 1000],
+                convention=convention,
+            )
+            for i in range(0, n, 1000)
+        ]
+    )
+    assert (
+        gathered.view(np.int64).tolist()
+        == by_rows.view(np.int64).tolist()
+        == one_call.view(np.int64).tolist()
+    )
+    with pytest.raises(ValueError, match="together"):
+        pair_box_iou(det, gt, crowd, det_rows=det_rows)
