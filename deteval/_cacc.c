@@ -61,8 +61,8 @@ typedef struct {
     const int64_t *n_positive, *tp_needed;
     double *piece, *piece_score;
     /* outputs: precision and scores (n_thr, n_r, n_class, n_area, n_md), recall (n_thr,
-     * n_class, n_area, n_md), and the precision again as (n_md, n_thr, n_area, n_class, n_r) */
-    double *precision, *scores, *recall, *precision_for_ap;
+     * n_class, n_area, n_md) */
+    double *precision, *scores, *recall;
 } walk_shape;
 
 static uint64_t byte_spread[256];
@@ -189,14 +189,18 @@ walk_detection(const walk_shape *w, walk_state *s, Py_ssize_t m, Py_ssize_t k,
     }
 }
 
-/* Class k's outputs for every max_dets value and lane (classes without positives: not written). */
+/* Class k's outputs for every max_dets value and lane (classes without positives: not written).
+ * The envelope is written over the pieces (in place: piece r is read before it is written), so
+ * that no (max_dets x thresholds x areas x classes x recall points) array besides the outputs
+ * is needed: the caller takes the AP from the precision output, one max_dets value and
+ * threshold at a time. */
 static void
 finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
 {
     const Py_ssize_t n_r = w->n_r, n_md = w->n_md, n_area = w->n_area, n_class = w->n_class;
     const Py_ssize_t n_thr = w->n_thr;
     Py_ssize_t m, L, r, t, a;
-    /* Per max_dets value and lane: the envelope into precision_for_ap, the scores in place of
+    /* Per max_dets value and lane: the envelope in place of piece, the scores in place of
      * piece_score. */
     for (m = 0; m < n_md; m++) {
         const walk_state *s = &state[m];
@@ -206,10 +210,8 @@ finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
             const int64_t n_pos = w->n_positive[k * n_area + a];
             const int64_t n_tp = s->tp[L];
             const int64_t *need = w->tp_needed + (a * n_class + k) * n_r;
-            const double *lane_piece = w->piece + ((size_t)m * w->n_lane + L) * n_r;
+            double *lane_piece = w->piece + ((size_t)m * w->n_lane + L) * n_r;
             double *lane_score = w->piece_score + ((size_t)m * w->n_lane + L) * n_r;
-            double *for_ap =
-                w->precision_for_ap + (((m * n_thr + t) * n_area + a) * n_class + k) * n_r;
             double run = 0.0;
             if (n_pos <= 0) {
                 continue;
@@ -223,7 +225,7 @@ finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
                 if (r == n_r - 1 || value > run) {
                     run = value;
                 }
-                for_ap[r] = run;
+                lane_piece[r] = run;
                 if (!(has_target && need[r] > 0)) {
                     const int reached = has_target || (need[r] == 0 && has_dets);
                     lane_score[r] = reached ? s->first_score : 0.0;
@@ -241,10 +243,9 @@ finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
                     continue;
                 }
                 for (m = 0; m < n_md; m++) {
-                    const Py_ssize_t cell = ((m * n_thr + t) * n_area + a) * n_class + k;
-                    w->precision[first + a * n_md + m] = w->precision_for_ap[cell * n_r + r];
-                    w->scores[first + a * n_md + m] =
-                        w->piece_score[((size_t)m * w->n_lane + L) * n_r + r];
+                    const size_t at = ((size_t)m * w->n_lane + L) * n_r + r;
+                    w->precision[first + a * n_md + m] = w->piece[at];
+                    w->scores[first + a * n_md + m] = w->piece_score[at];
                 }
             }
         }
@@ -420,22 +421,20 @@ done:
 
 PyDoc_STRVAR(accumulate_doc,
 "accumulate(det_is_tp, det_is_ignored, ranking, det_rank, det_class, det_score, n_positive,\n"
-"           tp_needed, max_dets, n_area, n_thr, n_class, devkit, precision, scores, recall,\n"
-"           precision_for_ap)\n"
+"           tp_needed, max_dets, n_area, n_thr, n_class, devkit, precision, scores, recall)\n"
 "--\n\n"
 "The point-sampled accumulation of every max_dets value (see deteval.accumulate).\n\n"
 "det_is_tp, det_is_ignored: bool (n_area * n_thr, n_det); ranking, det_rank, det_class:\n"
 "int64; det_score: float64 (n_det,); n_positive: int64 (n_class, n_area); tp_needed: int64\n"
 "(n_area, n_class, n_r); max_dets: int64 (n_md <= 8,). Filled in place where a class has\n"
 "positives (float64): precision and scores (n_thr, n_r, n_class, n_area, n_md), recall (n_thr,\n"
-"n_class, n_area, n_md), precision_for_ap (n_md, n_thr, n_area, n_class, n_r). Returns True,\n"
-"or None when the inputs break the kernel's assumptions.");
+"n_class, n_area, n_md). Returns True, or None when the inputs break the kernel's assumptions.");
 
 static PyObject *
 cacc_accumulate(PyObject *self, PyObject *args)
 {
     Py_buffer det_is_tp, det_is_ignored, ranking, det_rank, det_class, det_score, n_positive,
-        tp_needed, max_dets, precision, scores, recall, precision_for_ap;
+        tp_needed, max_dets, precision, scores, recall;
     Py_ssize_t n_det, n_ranked, n_cell;
     walk_shape w;
     int fits, status = 1;
@@ -443,10 +442,10 @@ cacc_accumulate(PyObject *self, PyObject *args)
 
     (void)self;
     memset(&w, 0, sizeof(w));
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnpw*w*w*w*:accumulate", &det_is_tp,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnpw*w*w*:accumulate", &det_is_tp,
                           &det_is_ignored, &ranking, &det_rank, &det_class, &det_score,
                           &n_positive, &tp_needed, &max_dets, &w.n_area, &w.n_thr, &w.n_class,
-                          &w.devkit, &precision, &scores, &recall, &precision_for_ap)) {
+                          &w.devkit, &precision, &scores, &recall)) {
         return NULL;
     }
     n_det = det_score.len / 8;
@@ -464,15 +463,13 @@ cacc_accumulate(PyObject *self, PyObject *args)
            && has_items(&n_positive, w.n_class * w.n_area, 8)
            && has_items(&tp_needed, w.n_area * w.n_class * w.n_r, 8)
            && has_items(&max_dets, w.n_md, 8) && has_items(&precision, n_cell * w.n_r, 8)
-           && has_items(&scores, n_cell * w.n_r, 8) && has_items(&recall, n_cell, 8)
-           && has_items(&precision_for_ap, n_cell * w.n_r, 8);
+           && has_items(&scores, n_cell * w.n_r, 8) && has_items(&recall, n_cell, 8);
     if (fits) {
         w.n_positive = n_positive.buf;
         w.tp_needed = tp_needed.buf;
         w.precision = precision.buf;
         w.scores = scores.buf;
         w.recall = recall.buf;
-        w.precision_for_ap = precision_for_ap.buf;
         Py_BEGIN_ALLOW_THREADS
         status = run_accumulate(&w, det_is_tp.buf, det_is_ignored.buf, n_det, ranking.buf, n_ranked,
                                 det_rank.buf, det_class.buf, det_score.buf, max_dets.buf);
@@ -496,7 +493,6 @@ cacc_accumulate(PyObject *self, PyObject *args)
     PyBuffer_Release(&precision);
     PyBuffer_Release(&scores);
     PyBuffer_Release(&recall);
-    PyBuffer_Release(&precision_for_ap);
     return out;
 }
 

@@ -447,8 +447,6 @@ def _accumulate_compiled(
     precision = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
     scores = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
     recall = np.full((n_thr, n_class, n_area, n_md), np.nan)
-    # The precision again, laid out as _point_sampled returns it, for the same AP reduction.
-    precision_at_recall = np.full((n_md, n_thr, n_area, n_class, n_r), np.nan)
     contiguous = np.ascontiguousarray
     done = _cacc.accumulate(
         contiguous(det_is_tp),
@@ -467,11 +465,18 @@ def _accumulate_compiled(
         precision,
         scores,
         recall,
-        precision_at_recall,
     )
     if done is None:
         return None
-    ap = np.stack([ap_of(precision_at_recall[m]) for m in range(n_md)], axis=-1)
+    # The AP by the numpy code's reduction, on the precision laid out as _point_sampled returns
+    # it (thresholds, areas, classes, recall points), one max_dets value and threshold at a time:
+    # each row's reduction reads only that row, so the values are the same as on the whole
+    # array, and the copy is 1 / (n_md * n_thr) of the precision array, not all of it again.
+    ap = np.empty((n_thr, n_class, n_area, n_md))
+    for m in range(n_md):
+        for t in range(n_thr):
+            at_recall = contiguous(precision[t, :, :, :, m].transpose(2, 1, 0))  # (area, class, R)
+            ap[t, :, :, m] = ap_of(at_recall[None])[0]
     return Accumulated(precision=precision, recall=recall, scores=scores, ap=ap)
 
 

@@ -195,24 +195,15 @@ def match(
     n_class = gt.n_classes
     n_area = len(protocol.area_ranges)
     if images is None:
-        det_sel = np.arange(len(dt))
+        det_sel = None
         gt_sel = np.arange(len(gt))
     else:
         images = np.asarray(images, dtype=bool)
         det_sel = np.flatnonzero(images[dt.image])
         gt_sel = np.flatnonzero(images[gt.image])
-    det_sel, image_rank = _dataset_wide_selection(gt, dt, protocol, det_sel)
-    det_key = dt.image[det_sel].astype(np.int64) * n_class + dt.category[det_sel]
-    det_groups = group_rows(det_key, -dt.score[det_sel], dt.order[det_sel])
-    det_rank_all = rank_in_group(det_groups.key)
-    if image_rank is not None:  # max_dets_scope "image": the rank among all the image's results
-        det_rank_all = image_rank[det_sel[det_groups.order]]
-    cap = None if protocol.max_dets is None else max(protocol.max_dets)
-    keep = slice(None) if cap is None else det_rank_all < cap
-    det_rows = det_sel[det_groups.order[keep]]
-    det_key_kept = det_groups.key[keep]
-    det_rank = det_rank_all[keep]
-    n_over = 0 if cap is None else int((det_rank_all >= cap).sum())
+    # In a function of its own, so that its sorting arrays (keys, orders, ranks of every
+    # detection before the max_dets cap) are freed before pairs, IoUs and matches are made.
+    det_rows, det_key_kept, det_rank, n_over, n_det_per_class = _kept_detections(gt, dt, protocol, det_sel)
 
     gt_key = gt.image[gt_sel].astype(np.int64) * n_class + gt.category[gt_sel]
     gt_groups = group_rows(gt_key)
@@ -242,6 +233,7 @@ def match(
             pair_gt[~pair_is_group],
             pair_ious[~pair_is_group],
         )
+    del pair_is_group
 
     det_out = outside_area_ranges(_det_area(dt, det_rows, protocol, masks), protocol)
     if protocol.federated_labels == "lvis":
@@ -298,10 +290,16 @@ def match(
             det_is_out_of_range=det_out,
             strict=strict,
         )
+    del pair_det, pair_gt, pair_ious  # freed before the table's columns are made
     if protocol.group_of == "openimages":
         result = match_group_of(
             result, *group_pairs, iou_thresholds=thresholds, gt_is_ignored=is_ignored_s, strict=strict
         )
+    del group_pairs
+    # Ground-truth rows of the whole `gt`, written over the matcher's rows of the sorted ground
+    # truth: the result's arrays are this call's own, and the compiled matcher's three match
+    # arrays share one buffer that a new array would keep alive beside it.
+    result.match_gt[...] = gt_rows[result.match_gt]
 
     n_positive = np.zeros((n_class, n_area), dtype=np.int64)
     for a in range(n_area):
@@ -315,13 +313,58 @@ def match(
         det_order=dt.order[det_rows],
         match_lane=result.match_lane,
         match_det=result.match_det,
-        match_gt=gt_rows[result.match_gt],
+        match_gt=result.match_gt,
         det_is_tp=result.det_is_tp,
         det_is_ignored=result.det_is_ignored,
         n_positive=n_positive,
-        n_det_per_class=np.bincount(dt.category[det_sel], minlength=n_class),
+        n_det_per_class=n_det_per_class,
         n_over_max_dets=n_over,
     )
+
+
+def _kept_detections(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, det_sel: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
+    """The detections :func:`match` scores, sorted by (image, class, rank), within ``max_dets``.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections
+    protocol : Protocol
+    det_sel : int64 (n_sel,) or None
+        Rows of the shard's detections; None for all of them.
+
+    Returns
+    -------
+    det_rows : (n_kept,)
+        Rows of ``dt``, in (image, class, rank) order.
+    det_key : int64 (n_kept,)
+        Their group (``image * n_class + class``), non-decreasing.
+    det_rank : int64 (n_kept,)
+        Their rank in their group (in their image under ``max_dets_scope: image``).
+    n_over : int
+        Detections beyond ``max(max_dets)``.
+    n_det_per_class : int64 (n_class,)
+        Every selected detection of each class (before ``max_dets``).
+    """
+    n_class = gt.n_classes
+    det_sel, image_rank = _dataset_wide_selection(
+        gt, dt, protocol, np.arange(len(dt)) if det_sel is None else det_sel
+    )
+    n_det_per_class = np.bincount(dt.category[det_sel], minlength=n_class)
+    det_key = dt.image[det_sel].astype(np.int64) * n_class + dt.category[det_sel]
+    det_groups = group_rows(det_key, -dt.score[det_sel], dt.order[det_sel])
+    del det_key
+    det_rank_all = rank_in_group(det_groups.key)
+    if image_rank is not None:  # max_dets_scope "image": the rank among all the image's results
+        det_rank_all = image_rank[det_sel[det_groups.order]]
+    cap = None if protocol.max_dets is None else max(protocol.max_dets)
+    if cap is None:
+        return det_sel[det_groups.order], det_groups.key, det_rank_all, 0, n_det_per_class
+    keep = det_rank_all < cap
+    n_over = len(keep) - int(np.count_nonzero(keep))
+    return det_sel[det_groups.order[keep]], det_groups.key[keep], det_rank_all[keep], n_over, n_det_per_class
 
 
 def _checked_masks(

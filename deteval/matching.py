@@ -295,7 +295,9 @@ def _match_coco_numpy(
     )
     n_round = int(pair_round[-1]) + 1 if len(pair_round) else 0
     round_bounds = np.searchsorted(pair_round, np.arange(n_round + 1))
-    cand_gt = np.full((n_area, n_thr, len(candidates)), -1, dtype=np.int64)
+    # Ground-truth rows fit int32 in practice: half the memory of this (lanes x candidates) array.
+    gt_dtype = np.int32 if n_gt <= np.iinfo(np.int32).max else np.int64
+    cand_gt = np.full((n_area, n_thr, len(candidates)), -1, dtype=gt_dtype)
     is_taken = np.zeros((n_area, n_thr, n_gt), dtype=bool)
     priority_of_gt = 1 + (~gt_is_ignored).astype(np.int64)  # (n_area, n_gt): 2 non-ignored, 1 ignored
 
@@ -316,27 +318,37 @@ def _match_coco_numpy(
         is_taken[a_idx, t_idx, chosen_gt[a_idx, t_idx, s_idx]] = True
 
     # Outcomes: only candidate detections can differ from "FP, or ignored if out of range".
+    # One lane at a time, so that no (lanes x candidates) temporary exists besides cand_gt.
     n_lane = n_area * n_thr
     n_cand = len(candidates)
     lane_gt = cand_gt.reshape(n_lane, n_cand)
-    is_matched = lane_gt >= 0
-    safe_gt = np.maximum(lane_gt, 0)
-    hit_ignored = is_matched & np.repeat(gt_is_ignored, n_thr, axis=0)[np.arange(n_lane)[:, None], safe_gt]
-    counts_as_match = is_matched & ~gt_is_unmatchable[safe_gt]
-    cand_out = np.repeat(det_is_out_of_range[:, candidates], n_thr, axis=0)
-    cand_ignored = hit_ignored | (~counts_as_match & cand_out)
     det_is_ignored = np.repeat(det_is_out_of_range, n_thr, axis=0)
-    det_is_ignored[:, candidates] = cand_ignored
     det_is_tp = np.zeros((n_lane, n_det), dtype=bool)
-    det_is_tp[:, candidates] = counts_as_match & ~cand_ignored
-    flat = np.flatnonzero(is_matched)
-    match_lane, match_cand = np.divmod(flat, max(n_cand, 1))
+    n_match_of_lane = np.count_nonzero(lane_gt >= 0, axis=1)
+    lane_end = np.cumsum(n_match_of_lane)
+    match_lane = np.repeat(np.arange(n_lane, dtype=np.int64), n_match_of_lane)
+    match_det = np.empty(len(match_lane), dtype=np.int64)
+    match_gt = np.empty(len(match_lane), dtype=np.int64)
+    for lane in range(n_lane):
+        a = lane // n_thr
+        row = lane_gt[lane]
+        is_matched = row >= 0
+        safe_gt = np.maximum(row, 0)
+        hit_ignored = is_matched & gt_is_ignored[a, safe_gt]
+        counts_as_match = is_matched & ~gt_is_unmatchable[safe_gt]
+        cand_ignored = hit_ignored | (~counts_as_match & det_is_out_of_range[a, candidates])
+        det_is_ignored[lane, candidates] = cand_ignored
+        det_is_tp[lane, candidates] = counts_as_match & ~cand_ignored
+        matched = np.flatnonzero(is_matched)  # candidates ascending: detections ascending
+        lo = lane_end[lane] - len(matched)
+        match_det[lo : lane_end[lane]] = candidates[matched]
+        match_gt[lo : lane_end[lane]] = row[matched]
     return MatchResult(
         det_is_tp=det_is_tp,
         det_is_ignored=det_is_ignored,
         match_lane=match_lane,
-        match_det=candidates[match_cand],
-        match_gt=lane_gt.ravel()[flat],
+        match_det=match_det,
+        match_gt=match_gt,
     )
 
 
