@@ -39,5 +39,11 @@ setup(
             optional=True,
         ),
         Extension("deteval._cacc", sources=["deteval/_cacc.c"], optional=True),
+        Extension(
+            "deteval._ctide",
+            sources=["deteval/_ctide.c"],
+            extra_compile_args=[] if sys.platform == "win32" else ["-O2", "-fno-fast-math", "-ffp-contract=off"],
+            optional=True,
+        ),
     ]
 )
