@@ -42,7 +42,9 @@ setup(
         Extension(
             "deteval._ctide",
             sources=["deteval/_ctide.c"],
-            extra_compile_args=[] if sys.platform == "win32" else ["-O2", "-fno-fast-math", "-ffp-contract=off"],
+            extra_compile_args=[]
+            if sys.platform == "win32"
+            else ["-O2", "-fno-fast-math", "-ffp-contract=off"],
             optional=True,
         ),
     ]

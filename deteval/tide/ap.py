@@ -75,7 +75,9 @@ def tide_ap(
     return out
 
 
-def _tide_points(cls: np.ndarray, is_tp: np.ndarray, n_positive: np.ndarray, is_included: np.ndarray) -> np.ndarray:
+def _tide_points(
+    cls: np.ndarray, is_tp: np.ndarray, n_positive: np.ndarray, is_included: np.ndarray
+) -> np.ndarray:
     """TIDE's 101 recall-point values per class (rows of zeros where no positives or not included).
 
     ``cls`` and ``is_tp``: the points in ranking order (classes increasing). Runs the compiled

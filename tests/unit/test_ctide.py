@@ -57,7 +57,7 @@ def test_kernel_equals_numpy_on_random_rankings(seed):
 
 @needs_kernel
 @pytest.mark.parametrize(
-    "cls, is_tp, n_positive",
+    ("cls", "is_tp", "n_positive"),
     [
         ([], [], [3, 0]),  # no points at all
         ([0], [True], [1]),  # one TP, one positive: every recall point reached
@@ -68,7 +68,9 @@ def test_kernel_equals_numpy_on_random_rankings(seed):
 )
 def test_kernel_equals_numpy_on_edge_cases(cls, is_tp, n_positive):
     n_positive = np.array(n_positive, dtype=np.int64)
-    assert_same(np.array(cls, dtype=np.int64), np.array(is_tp, dtype=bool), n_positive, np.ones(len(n_positive), bool))
+    assert_same(
+        np.array(cls, dtype=np.int64), np.array(is_tp, dtype=bool), n_positive, np.ones(len(n_positive), bool)
+    )
 
 
 @needs_kernel
@@ -87,7 +89,7 @@ def test_kernel_equals_numpy_property(points, n_positive, is_included):
 
 @needs_kernel
 @pytest.mark.parametrize(
-    "cls, npos, message",
+    ("cls", "npos", "message"),
     [
         ([1, 0], [1, 1], "increasing order"),
         ([0, 2], [1, 1], "out of range"),
