@@ -44,6 +44,7 @@ truth is ``>= t``, and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -52,7 +53,7 @@ from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
 from deteval.evaluate import ground_truth_flags, match
 from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare_masks
-from deteval.grouping import candidate_pairs, group_rows
+from deteval.grouping import candidate_pairs, group_rows, lexsort
 from deteval.pooling import pool_categories, pooled_for, pooled_rows
 from deteval.protocol import Protocol, resolve_protocol
 
@@ -183,7 +184,7 @@ class ImagePairs:
     n_gt: int
 
     def select(self, det_rows: np.ndarray, is_gt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The pairs of the detections ``det_rows`` with the ground truths where ``is_gt``.
+        """The pairs of the detections ``det_rows`` (distinct rows) with the ground truths where ``is_gt``.
 
         Returns
         -------
@@ -193,15 +194,22 @@ class ImagePairs:
             Ground-truth row, in file order within a detection.
         iou : float64
         """
-        position = np.full(self.n_det, -1, dtype=np.int64)
-        position[det_rows] = np.arange(len(det_rows))
-        at = position[self.pair_det]
-        keep = np.flatnonzero((at >= 0) & is_gt[self.pair_gt])
-        at = at[keep]
-        if len(at) > 1 and (at[1:] < at[:-1]).any():
-            keep = keep[np.argsort(at, kind="stable")]
-            at = position[self.pair_det[keep]]
-        return at, self.pair_gt[keep], self.iou[keep]
+        det_rows = np.asarray(det_rows, dtype=np.int64)
+        start = self._run_start[det_rows]
+        length = self._run_start[det_rows + 1] - start
+        # each detection's run of pairs in turn (the pairs are detection-major): no sort needed
+        offset = np.cumsum(length) - length
+        index = np.arange(int(length.sum()), dtype=np.int64) + np.repeat(start - offset, length)
+        at = np.repeat(np.arange(len(det_rows), dtype=np.int64), length)
+        is_kept = is_gt[self.pair_gt[index]]
+        if not is_kept.all():
+            index, at = index[is_kept], at[is_kept]
+        return at, self.pair_gt[index], self.iou[index]
+
+    @cached_property
+    def _run_start(self) -> np.ndarray:
+        """Where each detection's run of pairs starts (``n_det + 1`` entries, the last the end)."""
+        return np.searchsorted(self.pair_det, np.arange(self.n_det + 1))
 
 
 def image_pairs(
@@ -227,11 +235,13 @@ def image_pairs(
     native = "xywh" if convention == "continuous" else "xyxy"
     gt_box, det_box, box_format = boxes or (gt.box, dt.box, None)
     iou = pair_box_iou(
-        boxes_as(det_box, box_format or dt.box_format, native)[pair_det],
-        boxes_as(gt_box, box_format or gt.box_format, native)[pair_gt],
+        boxes_as(det_box, box_format or dt.box_format, native),
+        boxes_as(gt_box, box_format or gt.box_format, native),
         np.zeros(len(pair_det), bool),
         box_format=native,
         convention=convention,
+        det_rows=pair_det,
+        gt_rows=pair_gt,
     )
     return ImagePairs(pair_det, pair_gt, iou, convention, len(dt), len(gt))
 
@@ -539,7 +549,7 @@ def _decomposition(
     extra = np.flatnonzero(is_kept & is_loc & (gt_class != dt.category))
     entry_det = np.concatenate([det_rows, extra])
     entry_class = np.concatenate([dt.category[det_rows], gt_class[extra]])
-    order = np.lexsort((-dt.score[entry_det], entry_class))
+    order = lexsort((-dt.score[entry_det], entry_class))
     entry_det, entry_class = entry_det[order], entry_class[order]
     score = dt.score[entry_det]
     is_pred = dt.category[entry_det] == entry_class

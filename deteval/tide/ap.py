@@ -10,6 +10,7 @@ import numpy as np
 
 from deteval._speedups import load
 from deteval.accumulate import accumulate
+from deteval.grouping import lexsort
 from deteval.protocol import Protocol
 from deteval.summary import mean_defined
 from deteval.tide.outcome import _Outcome
@@ -67,7 +68,7 @@ def tide_ap(
     if is_included is None:
         is_included = (n_positive > 0) | (np.bincount(point_class, minlength=n_class) > 0)
     if order is None:
-        order = np.lexsort(tuple(reversed(tie_keys)) + (-point_score, point_class))
+        order = lexsort(tuple(reversed(tie_keys)) + (-point_score, point_class))
     y = _tide_points(point_class[order], point_is_tp[order], n_positive, is_included)
     out = np.full(n_class, np.nan)
     for k in np.flatnonzero(is_included).tolist():
@@ -175,7 +176,7 @@ def _protocol_ap_fn(protocol: Protocol):
     ) -> tuple[np.ndarray, float]:
         rows = np.flatnonzero(keep)
         tie = tuple(k[rows] for k in out.tie_keys)
-        ranking = np.lexsort(tuple(reversed(tie)) + (-score[rows], cls[rows]))
+        ranking = lexsort(tuple(reversed(tie)) + (-score[rows], cls[rows]))
         n = len(rows)
         acc = accumulate(
             is_tp[rows][None, :],
