@@ -40,8 +40,8 @@ setup(
         ),
         Extension("deteval._cacc", sources=["deteval/_cacc.c"], optional=True),
         Extension(
-            "deteval._ctide",
-            sources=["deteval/_ctide.c"],
+            "deteval._canalyze",
+            sources=["deteval/_canalyze.c"],
             extra_compile_args=[]
             if sys.platform == "win32"
             else ["-O2", "-fno-fast-math", "-ffp-contract=off"],

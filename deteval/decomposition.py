@@ -48,6 +48,7 @@ from functools import cached_property
 
 import numpy as np
 
+from deteval._speedups import load
 from deteval.accumulate import recall_thresholds
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
@@ -56,6 +57,8 @@ from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare
 from deteval.grouping import candidate_pairs, group_rows, lexsort
 from deteval.pooling import pool_categories, pooled_for, pooled_rows
 from deteval.protocol import Protocol, resolve_protocol
+
+_canalyze = load("deteval._canalyze")
 
 __all__ = [
     "ImagePairs",
@@ -259,7 +262,22 @@ def mask_boxes(masks: PreparedMasks) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _first_max(pair_det: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per run of equal ``pair_det`` (detection-major pairs): the index of its first maximum."""
+    """Per run of equal ``pair_det`` (detection-major pairs): the index of its first maximum.
+
+    The compiled kernel ``deteval._canalyze`` runs it when built; :func:`_first_max_numpy` is its
+    bit-for-bit twin (and takes NaN values, which the kernel does not order as numpy does).
+    """
+    if _canalyze is None or len(pair_det) == 0 or np.isnan(values).any():
+        return _first_max_numpy(pair_det, values)
+    out = np.empty(len(pair_det), dtype=np.int64)
+    n_run = _canalyze.run_first_max(
+        np.ascontiguousarray(pair_det, dtype=np.int64), np.ascontiguousarray(values, dtype=np.float64), out
+    )
+    return out[:n_run]
+
+
+def _first_max_numpy(pair_det: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The numpy twin of :func:`_first_max` (``maximum.reduceat``, then the first position equal)."""
     n = len(pair_det)
     start = np.flatnonzero(np.r_[True, pair_det[1:] != pair_det[:-1]])
     best = np.maximum.reduceat(values, start)

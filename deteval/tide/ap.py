@@ -15,7 +15,7 @@ from deteval.protocol import Protocol
 from deteval.summary import mean_defined
 from deteval.tide.outcome import _Outcome
 
-_ctide = load("deteval._ctide")
+_canalyze = load("deteval._canalyze")
 
 
 def tide_ap(
@@ -82,12 +82,12 @@ def _tide_points(
     """TIDE's 101 recall-point values per class (rows of zeros where no positives or not included).
 
     ``cls`` and ``is_tp``: the points in ranking order (classes increasing). Runs the compiled
-    kernel ``deteval._ctide`` when built, else this numpy code (its twin, bit for bit).
+    kernel ``deteval._canalyze`` when built, else this numpy code (its twin, bit for bit).
     """
-    if _ctide is None:
+    if _canalyze is None:
         return _tide_points_numpy(cls, is_tp, n_positive, is_included)
     y = np.zeros((len(n_positive), 101))
-    _ctide.tide_points(
+    _canalyze.tide_points(
         np.ascontiguousarray(cls, dtype=np.int64),
         np.ascontiguousarray(is_tp, dtype=bool),
         np.ascontiguousarray(n_positive, dtype=np.int64),
@@ -100,7 +100,7 @@ def _tide_points(
 def _tide_points_numpy(
     cls: np.ndarray, is_tp: np.ndarray, n_positive: np.ndarray, is_included: np.ndarray
 ) -> np.ndarray:
-    """The numpy twin of the ``deteval._ctide`` kernel: :func:`_tide_points`, class by class."""
+    """The numpy twin of the ``deteval._canalyze`` kernel: :func:`_tide_points`, class by class."""
     n_class = len(n_positive)
     y = np.zeros((n_class, 101))
     bounds = np.searchsorted(cls, np.arange(n_class + 1))

@@ -11,10 +11,72 @@ from typing import Any
 
 import numpy as np
 
+from deteval._speedups import load
 from deteval.data import Detections, GroundTruth
 from deteval.grouping import candidate_pairs, group_rows
 from deteval.tide.outcome import _Outcome
 from deteval.tide.result import _CODE
+
+_canalyze = load("deteval._canalyze")
+
+
+def _pair_maxima(
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    iou: np.ndarray,
+    det_class: np.ndarray,
+    gt_class: np.ndarray,
+    gt_is_used: np.ndarray,
+) -> tuple[np.ndarray, tuple, tuple]:
+    """Per detection with pairs: the IoU maxima TIDE's error tests read.
+
+    ``pair_det`` (non-decreasing) indexes ``det_class``; ``pair_gt`` indexes ``gt_class`` and
+    ``gt_is_used``. Returns the detections (runs of ``pair_det``), the maxima over the ground
+    truths of the same class, of the other classes, of the used ones of the same class and of
+    all (``(same, other, used, any)``; a pair outside the set counts as 0), and the ground truth
+    of the first pair reaching the first two (``np.argmax`` semantics: a run whose max is 0
+    points at its first pair). The compiled kernel ``deteval._canalyze`` runs it when built
+    (``_pair_maxima_numpy`` is its bit-for-bit twin; NaN IoUs go to the twin).
+    """
+    if _canalyze is None or len(pair_det) == 0 or np.isnan(iou).any():
+        return _pair_maxima_numpy(pair_det, pair_gt, iou, det_class, gt_class, gt_is_used)
+    pair_det = np.ascontiguousarray(pair_det, dtype=np.int64)
+    n_max = int(pair_det[-1]) + 1  # runs <= detections
+    out_max = np.empty((min(n_max, len(pair_det)), 4))
+    out_first = np.empty((len(out_max), 2), dtype=np.int64)
+    n_run = _canalyze.pair_maxima(
+        pair_det,
+        np.ascontiguousarray(pair_gt, dtype=np.int64),
+        np.ascontiguousarray(iou, dtype=np.float64),
+        np.ascontiguousarray(det_class, dtype=np.int64),
+        np.ascontiguousarray(gt_class, dtype=np.int64),
+        np.ascontiguousarray(gt_is_used, dtype=bool),
+        out_max,
+        out_first,
+    )
+    dets = pair_det[np.flatnonzero(np.r_[True, pair_det[1:] != pair_det[:-1]])]
+    maxima = out_max[:n_run].T
+    firsts = out_first[:n_run].T
+    return dets, tuple(maxima), tuple(firsts)
+
+
+def _pair_maxima_numpy(
+    pair_det: np.ndarray,
+    pair_gt: np.ndarray,
+    iou: np.ndarray,
+    det_class: np.ndarray,
+    gt_class: np.ndarray,
+    gt_is_used: np.ndarray,
+) -> tuple[np.ndarray, tuple, tuple]:
+    """The numpy twin of :func:`_pair_maxima` (``maximum.reduceat`` per run of ``pair_det``)."""
+    is_same = gt_class[pair_gt] == det_class[pair_det]
+    seg_start = np.flatnonzero(np.r_[True, pair_det[1:] != pair_det[:-1]])
+    n_pair = len(pair_det)
+    same_max, same_gt = _segment_max_and_first(np.where(is_same, iou, 0.0), seg_start, n_pair, pair_gt)
+    other_max, other_gt = _segment_max_and_first(np.where(is_same, 0.0, iou), seg_start, n_pair, pair_gt)
+    used_max = np.maximum.reduceat(np.where(is_same & gt_is_used[pair_gt], iou, 0.0), seg_start)
+    any_max = np.maximum.reduceat(iou, seg_start)
+    return pair_det[seg_start], (same_max, other_max, used_max, any_max), (same_gt, other_gt)
 
 
 def _segment_max_and_first(
@@ -67,16 +129,11 @@ def _classify(
         return code, target
     if pairs is None:
         iou = pair_iou_fn(p_gt, det_rows[pair_det])
-    is_same = gt.category[p_gt] == dt.category[det_rows[pair_det]]
     is_used = np.zeros(len(gt), dtype=bool)
     is_used[out.det_gt[out.is_tp]] = True
-    seg_start = np.flatnonzero(np.r_[True, pair_det[1:] != pair_det[:-1]])
-    dets = pair_det[seg_start]
-    n_pair = len(pair_det)
-    same_max, same_gt = _segment_max_and_first(np.where(is_same, iou, 0.0), seg_start, n_pair, p_gt)
-    other_max, other_gt = _segment_max_and_first(np.where(is_same, 0.0, iou), seg_start, n_pair, p_gt)
-    used_max = np.maximum.reduceat(np.where(is_same & is_used[p_gt], iou, 0.0), seg_start)
-    any_max = np.maximum.reduceat(iou, seg_start)
+    dets, maxima, firsts = _pair_maxima(pair_det, p_gt, iou, dt.category[det_rows], gt.category, is_used)
+    same_max, other_max, used_max, any_max = maxima
+    same_gt, other_gt = firsts
     is_loc = (background <= same_max) & (same_max <= foreground)
     is_cls = ~is_loc & (other_max >= foreground)
     is_dupe = ~is_loc & ~is_cls & (used_max >= foreground)
