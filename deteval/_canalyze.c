@@ -14,14 +14,15 @@
  * numpy's, in the same order, on the same operands: (double)x / 100.0, (double)j / (double)npos,
  * (double)t / ((double)t + (double)f); the envelope only compares.
  *
- * pair_maxima: per detection (a run of its image pairs), the largest IoU with a ground truth of its
- * own class and the first pair reaching it, the same with the other classes, the largest with a
- * used ground truth of its class and the largest overall: TIDE's error tests; twin of
+ * pair_maxima: per detection (a run of its image pairs, the ground truths that count), the largest
+ * IoU with a ground truth of its own class and the first pair reaching it, the same with the other
+ * classes, the largest with a used ground truth of its class and the largest overall: TIDE's error
+ * tests; twin of
  * deteval.tide.oracle._pair_maxima_numpy (numpy's maximum.reduceat over values zeroed outside the
  * set, then the first position equal to the maximum). Only comparisons and copies of floats.
  *
- * run_first_max: per run of equal pair_det, the index of the first maximum of values; twin of
- * deteval.decomposition._first_max_numpy.
+ * run_first_max: per detection (a run of its image pairs, the ground truths in a mask), the index
+ * of the first maximum of values; twin of deteval.decomposition._first_max_numpy.
  *
  * Plain C and the CPython API only (arrays come as buffers; no numpy headers needed to build).
  * Every index read from an input is checked against the array it reads.
@@ -153,20 +154,6 @@ done:
     return result;
 }
 
-/* Runs of equal values in the non-decreasing int64 array ``key``: writes the start of each run
- * (n_run + 1 entries, the last n) into start, returns n_run, or -1 when key decreases. */
-static Py_ssize_t run_starts(const int64_t *key, Py_ssize_t n, Py_ssize_t *start) {
-    Py_ssize_t n_run = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (i == 0 || key[i] != key[i - 1]) {
-            if (i > 0 && key[i] < key[i - 1]) return -1;
-            start[n_run++] = i;
-        }
-    }
-    start[n_run] = n;
-    return n_run;
-}
-
 static void release(Arr *arrs, int n) {
     for (int i = 0; i < n; i++) {
         if (arrs[i].held) PyBuffer_Release(&arrs[i].view);
@@ -182,151 +169,159 @@ static int get_all(PyObject **objs, const char *kinds, const int *writable, int 
 }
 
 PyDoc_STRVAR(pair_maxima_doc,
-             "pair_maxima(pair_det, pair_gt, iou, det_class, gt_class, gt_is_used, out_max, out_first, /)\n"
+             "pair_maxima(run_start, pair_gt, iou, rows, det_class, gt_class, gt_is_counted, gt_is_used,\n"
+             "            out_max, out_first, out_has, /)\n"
              "--\n\n"
-             "Per run of equal pair_det (non-decreasing; n_run runs): out_max[4 * r + m] and, for m < 2,\n"
-             "out_first[2 * r + m] = pair_gt of the first pair reaching it, for m = 0 same class, 1 other\n"
-             "class, 2 same class and used ground truth, 3 any (a value outside the set counts as 0).\n"
-             "det_class is indexed by pair_det, gt_class and gt_is_used by pair_gt. Returns n_run.\n"
-             "The compiled twin of deteval.tide.oracle._pair_maxima_numpy.");
+             "For each j, the pairs run_start[rows[j]] .. run_start[rows[j] + 1] - 1 whose ground truth\n"
+             "counts: out_has[j] whether there is one; out_max[4 * j + m] and, for m < 2, out_first[2 * j\n"
+             "+ m] = pair_gt of the first pair reaching it, for m = 0 same class as det_class[j], 1 other\n"
+             "class, 2 same class and used ground truth, 3 any (a value outside the set counts as 0);\n"
+             "0 and -1 without pairs. The compiled twin of deteval.tide.oracle._pair_maxima_numpy.");
 
 static PyObject *pair_maxima(PyObject *self, PyObject *args) {
-    PyObject *objs[8];
-    if (!PyArg_ParseTuple(args, "OOOOOOOO:pair_maxima", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
-                          &objs[5], &objs[6], &objs[7]))
+    PyObject *objs[11];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO:pair_maxima", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10]))
         return NULL;
-    static const int writable[8] = {0, 0, 0, 0, 0, 0, 1, 1};
-    Arr arrs[8];
+    static const int writable[11] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
+    Arr arrs[11];
     PyObject *result = NULL;
-    Py_ssize_t *start = NULL;
-    if (get_all(objs, "iifiibfi", writable, 8, arrs) < 0) goto done;
+    if (get_all(objs, "iifiiibbfib", writable, 11, arrs) < 0) goto done;
     {
-        const int64_t *pair_det = arrs[0].view.buf, *pair_gt = arrs[1].view.buf;
+        const int64_t *run_start = arrs[0].view.buf, *pair_gt = arrs[1].view.buf;
         const double *iou = arrs[2].view.buf;
-        const int64_t *det_class = arrs[3].view.buf, *gt_class = arrs[4].view.buf;
-        const char *gt_is_used = arrs[5].view.buf;
-        double *out_max = arrs[6].view.buf;
-        int64_t *out_first = arrs[7].view.buf;
-        const Py_ssize_t n = arrs[0].view.len / 8, n_det = arrs[3].view.len / 8, n_gt = arrs[4].view.len / 8;
-        if (arrs[1].view.len / 8 != n || arrs[2].view.len / 8 != n || arrs[5].view.len != n_gt) {
+        const int64_t *rows = arrs[3].view.buf, *det_class = arrs[4].view.buf, *gt_class = arrs[5].view.buf;
+        const char *gt_is_counted = arrs[6].view.buf, *gt_is_used = arrs[7].view.buf;
+        double *out_max = arrs[8].view.buf;
+        int64_t *out_first = arrs[9].view.buf;
+        char *out_has = arrs[10].view.buf;
+        const Py_ssize_t n_run = arrs[0].view.len / 8 - 1, n_pair = arrs[1].view.len / 8;
+        const Py_ssize_t n_rows = arrs[3].view.len / 8, n_gt = arrs[5].view.len / 8;
+        if (n_run < 0 || arrs[2].view.len / 8 != n_pair || arrs[4].view.len / 8 != n_rows ||
+            arrs[6].view.len != n_gt || arrs[7].view.len != n_gt || arrs[8].view.len / 8 != 4 * n_rows ||
+            arrs[9].view.len / 8 != 2 * n_rows || arrs[10].view.len != n_rows) {
             PyErr_SetString(PyExc_ValueError, "_canalyze.pair_maxima: array lengths do not agree");
             goto done;
         }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (pair_det[i] < 0 || pair_det[i] >= n_det || pair_gt[i] < 0 || pair_gt[i] >= n_gt) {
-                PyErr_SetString(PyExc_ValueError, "_canalyze.pair_maxima: a pair's row is out of range");
+        for (Py_ssize_t r = 0; r < n_run; r++) {
+            if (run_start[r] < 0 || run_start[r] > run_start[r + 1] || run_start[r + 1] > n_pair) {
+                PyErr_SetString(PyExc_ValueError, "_canalyze.pair_maxima: run_start out of range or decreasing");
                 goto done;
             }
         }
-        start = malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-        if (start == NULL) {
-            PyErr_NoMemory();
-            goto done;
+        for (Py_ssize_t i = 0; i < n_pair; i++) {
+            if (pair_gt[i] < 0 || pair_gt[i] >= n_gt) {
+                PyErr_SetString(PyExc_ValueError, "_canalyze.pair_maxima: a pair's ground truth is out of range");
+                goto done;
+            }
         }
-        const Py_ssize_t n_run = run_starts(pair_det, n, start);
-        if (n_run < 0) {
-            PyErr_SetString(PyExc_ValueError, "_canalyze.pair_maxima: pair_det is not non-decreasing");
-            goto done;
-        }
-        if (arrs[6].view.len / 8 < 4 * n_run || arrs[7].view.len / 8 < 2 * n_run) {
-            PyErr_SetString(PyExc_ValueError, "_canalyze.pair_maxima: outputs too short");
-            goto done;
-        }
-        for (Py_ssize_t r = 0; r < n_run; r++) {
-            const Py_ssize_t lo = start[r], hi = start[r + 1];
-            const int64_t cls = det_class[pair_det[lo]];
+        for (Py_ssize_t j = 0; j < n_rows; j++) {
+            if (rows[j] < 0 || rows[j] >= n_run) {
+                PyErr_SetString(PyExc_ValueError, "_canalyze.pair_maxima: a row is out of range");
+                goto done;
+            }
+            const int64_t cls = det_class[j];
             double same = 0.0, other = 0.0, used = 0.0, any = 0.0;
-            Py_ssize_t same_at = lo, other_at = lo;
+            int64_t same_gt = -1, other_gt = -1;
             int first = 1;
-            for (Py_ssize_t i = lo; i < hi; i++) {
+            for (int64_t i = run_start[rows[j]]; i < run_start[rows[j] + 1]; i++) {
+                const int64_t g = pair_gt[i];
+                if (!gt_is_counted[g]) continue;
                 const double v = iou[i];
-                const int is_same = gt_class[pair_gt[i]] == cls;
+                const int is_same = gt_class[g] == cls;
                 const double vs = is_same ? v : 0.0, vo = is_same ? 0.0 : v;
-                const double vu = is_same && gt_is_used[pair_gt[i]] ? v : 0.0;
+                const double vu = is_same && gt_is_used[g] ? v : 0.0;
                 if (first) {
                     same = vs;
                     other = vo;
                     used = vu;
                     any = v;
+                    same_gt = other_gt = g;
                     first = 0;
                     continue;
                 }
                 if (vs > same) {
                     same = vs;
-                    same_at = i;
+                    same_gt = g;
                 }
                 if (vo > other) {
                     other = vo;
-                    other_at = i;
+                    other_gt = g;
                 }
                 if (vu > used) used = vu;
                 if (v > any) any = v;
             }
-            out_max[4 * r] = same;
-            out_max[4 * r + 1] = other;
-            out_max[4 * r + 2] = used;
-            out_max[4 * r + 3] = any;
-            out_first[2 * r] = pair_gt[same_at];
-            out_first[2 * r + 1] = pair_gt[other_at];
+            out_has[j] = !first;
+            out_max[4 * j] = same;
+            out_max[4 * j + 1] = other;
+            out_max[4 * j + 2] = used;
+            out_max[4 * j + 3] = any;
+            out_first[2 * j] = same_gt;
+            out_first[2 * j + 1] = other_gt;
         }
-        result = PyLong_FromSsize_t(n_run);
+        result = Py_None;
+        Py_INCREF(result);
     }
 done:
-    free(start);
-    release(arrs, 8);
+    release(arrs, 11);
     return result;
 }
 
 PyDoc_STRVAR(run_first_max_doc,
-             "run_first_max(key, values, out, /)\n"
+             "run_first_max(run_start, pair_gt, values, rows, gt_mask, out, /)\n"
              "--\n\n"
-             "Per run of equal key (non-decreasing int64), the index of the first maximum of values,\n"
-             "into out (at least n_run entries). Returns n_run. The compiled twin of\n"
-             "deteval.decomposition._first_max_numpy.");
+             "For each j, among the pairs run_start[rows[j]] .. run_start[rows[j] + 1] - 1 whose ground\n"
+             "truth is in gt_mask, the index of the first maximum of values into out[j] (-1 when none).\n"
+             "The compiled twin of deteval.decomposition._first_max_numpy.");
 
 static PyObject *run_first_max(PyObject *self, PyObject *args) {
-    PyObject *objs[3];
-    if (!PyArg_ParseTuple(args, "OOO:run_first_max", &objs[0], &objs[1], &objs[2])) return NULL;
-    static const int writable[3] = {0, 0, 1};
-    Arr arrs[3];
+    PyObject *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOO:run_first_max", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5]))
+        return NULL;
+    static const int writable[6] = {0, 0, 0, 0, 0, 1};
+    Arr arrs[6];
     PyObject *result = NULL;
-    Py_ssize_t *start = NULL;
-    if (get_all(objs, "ifi", writable, 3, arrs) < 0) goto done;
+    if (get_all(objs, "iifibi", writable, 6, arrs) < 0) goto done;
     {
-        const int64_t *key = arrs[0].view.buf;
-        const double *values = arrs[1].view.buf;
-        int64_t *out = arrs[2].view.buf;
-        const Py_ssize_t n = arrs[0].view.len / 8;
-        if (arrs[1].view.len / 8 != n) {
+        const int64_t *run_start = arrs[0].view.buf, *pair_gt = arrs[1].view.buf, *rows = arrs[3].view.buf;
+        const double *values = arrs[2].view.buf;
+        const char *gt_mask = arrs[4].view.buf;
+        int64_t *out = arrs[5].view.buf;
+        const Py_ssize_t n_run = arrs[0].view.len / 8 - 1, n_pair = arrs[1].view.len / 8;
+        const Py_ssize_t n_rows = arrs[3].view.len / 8, n_gt = arrs[4].view.len;
+        if (n_run < 0 || arrs[2].view.len / 8 != n_pair || arrs[5].view.len / 8 != n_rows) {
             PyErr_SetString(PyExc_ValueError, "_canalyze.run_first_max: array lengths do not agree");
             goto done;
         }
-        start = malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-        if (start == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        const Py_ssize_t n_run = run_starts(key, n, start);
-        if (n_run < 0) {
-            PyErr_SetString(PyExc_ValueError, "_canalyze.run_first_max: key is not non-decreasing");
-            goto done;
-        }
-        if (arrs[2].view.len / 8 < n_run) {
-            PyErr_SetString(PyExc_ValueError, "_canalyze.run_first_max: output too short");
-            goto done;
-        }
         for (Py_ssize_t r = 0; r < n_run; r++) {
-            Py_ssize_t best = start[r];
-            for (Py_ssize_t i = start[r] + 1; i < start[r + 1]; i++) {
-                if (values[i] > values[best]) best = i;
+            if (run_start[r] < 0 || run_start[r] > run_start[r + 1] || run_start[r + 1] > n_pair) {
+                PyErr_SetString(PyExc_ValueError, "_canalyze.run_first_max: run_start out of range or decreasing");
+                goto done;
             }
-            out[r] = best;
         }
-        result = PyLong_FromSsize_t(n_run);
+        for (Py_ssize_t i = 0; i < n_pair; i++) {
+            if (pair_gt[i] < 0 || pair_gt[i] >= n_gt) {
+                PyErr_SetString(PyExc_ValueError, "_canalyze.run_first_max: a pair's ground truth is out of range");
+                goto done;
+            }
+        }
+        for (Py_ssize_t j = 0; j < n_rows; j++) {
+            if (rows[j] < 0 || rows[j] >= n_run) {
+                PyErr_SetString(PyExc_ValueError, "_canalyze.run_first_max: a row is out of range");
+                goto done;
+            }
+            int64_t best = -1;
+            for (int64_t i = run_start[rows[j]]; i < run_start[rows[j] + 1]; i++) {
+                if (gt_mask[pair_gt[i]] && (best < 0 || values[i] > values[best])) best = i;
+            }
+            out[j] = best;
+        }
+        result = Py_None;
+        Py_INCREF(result);
     }
 done:
-    free(start);
-    release(arrs, 3);
+    release(arrs, 6);
     return result;
 }
 

@@ -62,6 +62,7 @@ _canalyze = load("deteval._canalyze")
 
 __all__ = [
     "ImagePairs",
+    "run_index",
     "image_pairs",
     "Decomposition",
     "ClassDecomposition",
@@ -177,6 +178,8 @@ class ImagePairs:
         Plain box IoU (no crowd rule) in ``convention``.
     convention : {"continuous", "pixel_inclusive"}
     n_det, n_gt : int
+    run_start : int64 (n_det + 1,)
+        Where each detection's pairs start (computed on first use); the last entry is ``n_pair``.
     """
 
     pair_det: np.ndarray
@@ -197,22 +200,34 @@ class ImagePairs:
             Ground-truth row, in file order within a detection.
         iou : float64
         """
-        det_rows = np.asarray(det_rows, dtype=np.int64)
-        start = self._run_start[det_rows]
-        length = self._run_start[det_rows + 1] - start
-        # each detection's run of pairs in turn (the pairs are detection-major): no sort needed
-        offset = np.cumsum(length) - length
-        index = np.arange(int(length.sum()), dtype=np.int64) + np.repeat(start - offset, length)
-        at = np.repeat(np.arange(len(det_rows), dtype=np.int64), length)
+        index, at = run_index(self.run_start, det_rows)
         is_kept = is_gt[self.pair_gt[index]]
         if not is_kept.all():
             index, at = index[is_kept], at[is_kept]
         return at, self.pair_gt[index], self.iou[index]
 
     @cached_property
-    def _run_start(self) -> np.ndarray:
+    def run_start(self) -> np.ndarray:
         """Where each detection's run of pairs starts (``n_det + 1`` entries, the last the end)."""
         return np.searchsorted(self.pair_det, np.arange(self.n_det + 1))
+
+
+def run_index(run_start: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of the runs ``rows`` in turn: (pair index, position in ``rows``), without a sort.
+
+    ``run_start``: where each run starts (one more entry than runs, the last the end).
+
+    Examples
+    --------
+    >>> [a.tolist() for a in run_index(np.array([0, 2, 2, 5]), np.array([2, 0]))]
+    [[2, 3, 4, 0, 1], [0, 0, 0, 1, 1]]
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    start = run_start[rows]
+    length = run_start[rows + 1] - start
+    offset = np.cumsum(length) - length
+    index = np.arange(int(length.sum()), dtype=np.int64) + np.repeat(start - offset, length)
+    return index, np.repeat(np.arange(len(rows), dtype=np.int64), length)
 
 
 def image_pairs(
@@ -261,28 +276,44 @@ def mask_boxes(masks: PreparedMasks) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
-def _first_max(pair_det: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per run of equal ``pair_det`` (detection-major pairs): the index of its first maximum.
+def _first_max(pairs: ImagePairs, rows: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
+    """Per detection of ``rows``: the index (into ``pairs``) of its first largest IoU, -1 if none.
 
-    The compiled kernel ``deteval._canalyze`` runs it when built; :func:`_first_max_numpy` is its
-    bit-for-bit twin (and takes NaN values, which the kernel does not order as numpy does).
+    Among the detection's pairs with a ground truth in ``gt_mask``, in pair order (file order of
+    the ground truths). The compiled kernel ``deteval._canalyze`` runs it when built;
+    :func:`_first_max_numpy` is its bit-for-bit twin (and takes NaN IoUs, which the kernel does
+    not order as numpy does).
     """
-    if _canalyze is None or len(pair_det) == 0 or np.isnan(values).any():
-        return _first_max_numpy(pair_det, values)
-    out = np.empty(len(pair_det), dtype=np.int64)
-    n_run = _canalyze.run_first_max(
-        np.ascontiguousarray(pair_det, dtype=np.int64), np.ascontiguousarray(values, dtype=np.float64), out
+    if _canalyze is None or np.isnan(pairs.iou).any():
+        return _first_max_numpy(pairs, rows, gt_mask)
+    out = np.empty(len(rows), dtype=np.int64)
+    _canalyze.run_first_max(
+        pairs.run_start,
+        pairs.pair_gt,
+        pairs.iou,
+        np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(gt_mask, dtype=bool),
+        out,
     )
-    return out[:n_run]
+    return out
 
 
-def _first_max_numpy(pair_det: np.ndarray, values: np.ndarray) -> np.ndarray:
+def _first_max_numpy(pairs: ImagePairs, rows: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
     """The numpy twin of :func:`_first_max` (``maximum.reduceat``, then the first position equal)."""
-    n = len(pair_det)
-    start = np.flatnonzero(np.r_[True, pair_det[1:] != pair_det[:-1]])
+    index, at = run_index(pairs.run_start, rows)
+    keep = gt_mask[pairs.pair_gt[index]]
+    index, at = index[keep], at[keep]
+    out = np.full(len(rows), -1, dtype=np.int64)
+    if len(index) == 0:
+        return out
+    values = pairs.iou[index]
+    n = len(at)
+    start = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
     best = np.maximum.reduceat(values, start)
     run = np.repeat(np.arange(len(start)), np.diff(np.append(start, n)))
-    return np.minimum.reduceat(np.where(values == best[run], np.arange(n), n), start)
+    first = np.minimum.reduceat(np.where(values == best[run], np.arange(n), n), start)
+    out[at[start]] = index[first]
+    return out
 
 
 def max_iou_assignment(
@@ -323,18 +354,13 @@ def _max_assignment(
     if pairs is None or pairs.convention != protocol.box_convention:
         pairs = image_pairs(gt, dt, convention=protocol.box_convention)
     is_counted = ~ground_truth_flags(gt, protocol)[0][0]
-    pair_det, p_gt, pair_iou = pairs.select(np.arange(len(dt)), is_counted)
-    iou = np.zeros(len(dt))
-    gt_class = np.full(len(dt), -1, dtype=np.int64)
-    gt_row = np.full(len(dt), -1, dtype=np.int64)
-    if len(pair_det) == 0:
-        return iou, gt_class, gt_row
-    # Pairs are detection-major, ground truths in file order: the first maximum is the argmax.
-    first = _first_max(pair_det, pair_iou)
-    iou[pair_det[first]] = pair_iou[first]
-    has_overlap = pair_iou[first] > 0
-    gt_row[pair_det[first][has_overlap]] = p_gt[first][has_overlap]
-    gt_class[pair_det[first][has_overlap]] = gt.category[p_gt[first][has_overlap]]
+    if len(pairs.iou) == 0:
+        return np.zeros(len(dt)), np.full(len(dt), -1, dtype=np.int64), np.full(len(dt), -1, dtype=np.int64)
+    first = _first_max(pairs, np.arange(len(dt)), is_counted)
+    has_pair = first >= 0
+    iou = np.where(has_pair, pairs.iou[first], 0.0)
+    gt_row = np.where(has_pair & (iou > 0), pairs.pair_gt[first], -1)
+    gt_class = np.where(gt_row >= 0, gt.category[gt_row], -1).astype(np.int64)
     return iou, gt_class, gt_row
 
 

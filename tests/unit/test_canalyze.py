@@ -17,7 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from deteval import decomposition
 from deteval.tide import ap as ap_module
+from deteval.tide import oracle
 
 needs_kernel = pytest.mark.skipif(
     ap_module._canalyze is None,
@@ -125,52 +127,51 @@ def test_kernel_refuses_wrong_dtypes_and_lengths():
 
 
 def random_pairs(seed: int):
-    """Detection-major pairs with repeated IoU values, zeros, classes and used ground truths."""
+    """Detection-major image pairs with repeated IoU values, zeros, classes, uncounted and used GTs."""
     rng = np.random.default_rng(seed)
     n_det = int(rng.integers(1, 60))
     n_gt = int(rng.integers(1, 30))
     n_class = int(rng.integers(1, 5))
     per_det = rng.integers(0, 6, n_det)
-    per_det[0] = max(per_det[0], 1)  # callers never pass zero pairs
     pair_det = np.repeat(np.arange(n_det), per_det).astype(np.int64)
     pair_gt = rng.integers(0, n_gt, len(pair_det)).astype(np.int64)
-    iou = (
-        rng.choice(np.array([0.0, 0.1, 0.5, 0.5, 0.7, 1.0]), len(pair_det))
-        if seed % 2
-        else rng.random(len(pair_det))
-    )
+    if seed % 2:
+        iou = rng.choice(np.array([0.0, 0.1, 0.5, 0.5, 0.7, 1.0]), len(pair_det))
+    else:
+        iou = rng.random(len(pair_det))
     iou[rng.random(len(iou)) < 0.2] = 0.0
-    det_class = rng.integers(0, n_class, n_det).astype(np.int64)
+    pairs = decomposition.ImagePairs(pair_det, pair_gt, iou, "continuous", n_det, n_gt)
+    rows = rng.permutation(n_det)[: int(rng.integers(0, n_det + 1))].astype(np.int64)
+    det_class = rng.integers(0, n_class, len(rows)).astype(np.int64)
     gt_class = rng.integers(0, n_class, n_gt).astype(np.int64)
+    gt_is_counted = rng.random(n_gt) < 0.8
     gt_is_used = rng.random(n_gt) < 0.4
-    return pair_det, pair_gt, iou, det_class, gt_class, gt_is_used
+    return pairs, rows, det_class, gt_class, gt_is_counted, gt_is_used
 
 
-def assert_same_maxima(*pairs):
-    from deteval.tide import oracle
-
-    want = oracle._pair_maxima_numpy(*pairs)
-    got = oracle._pair_maxima(*pairs)
+def assert_same_maxima(pairs, rows, det_class, gt_class, gt_is_counted, gt_is_used):
+    args = (pairs.run_start, pairs.pair_gt, pairs.iou, rows, det_class, gt_class, gt_is_counted, gt_is_used)
+    want = oracle._pair_maxima_numpy(*args)
+    got = oracle._pair_maxima(*args)
     assert np.array_equal(got[0], want[0])
     for g, w in zip(got[1] + got[2], want[1] + want[2], strict=True):
         assert g.dtype == w.dtype
         assert np.array_equal(np.ascontiguousarray(g).view(np.int64), np.ascontiguousarray(w).view(np.int64))
 
 
-def assert_same_first_max(pair_det, values):
-    from deteval import decomposition
-
-    want = decomposition._first_max_numpy(pair_det, values)
-    got = decomposition._first_max(pair_det, values)
+def assert_same_first_max(pairs, rows, gt_mask):
+    want = decomposition._first_max_numpy(pairs, rows, gt_mask)
+    got = decomposition._first_max(pairs, rows, gt_mask)
     assert np.array_equal(got, want)
 
 
 @needs_kernel
 @pytest.mark.parametrize("seed", range(150))
 def test_pair_kernels_equal_numpy_on_random_pairs(seed):
-    pairs = random_pairs(seed)
-    assert_same_maxima(*pairs)
-    assert_same_first_max(pairs[0], pairs[2])
+    pairs, rows, det_class, gt_class, gt_is_counted, gt_is_used = random_pairs(seed)
+    assert_same_maxima(pairs, rows, det_class, gt_class, gt_is_counted, gt_is_used)
+    assert_same_first_max(pairs, rows, gt_is_counted)
+    assert_same_first_max(pairs, np.arange(pairs.n_det), np.ones(pairs.n_gt, bool))
 
 
 @needs_kernel
@@ -184,33 +185,48 @@ def test_pair_kernels_equal_numpy_on_random_pairs(seed):
 )
 def test_pair_kernels_on_ties_and_zeros(iou, gt_class):
     n = len(iou)
-    pairs = (
-        np.zeros(n, np.int64),
-        np.arange(n, dtype=np.int64),
-        np.array(iou),
-        np.zeros(1, np.int64),
-        np.array(gt_class, dtype=np.int64),
-        np.array([True] * n),
+    pairs = decomposition.ImagePairs(np.zeros(n, np.int64), np.arange(n), np.array(iou), "continuous", 1, n)
+    rows = np.zeros(1, np.int64)
+    assert_same_maxima(
+        pairs, rows, np.zeros(1, np.int64), np.array(gt_class), np.ones(n, bool), np.ones(n, bool)
     )
-    assert_same_maxima(*pairs)
-    assert_same_first_max(pairs[0], pairs[2])
+    assert_same_first_max(pairs, rows, np.ones(n, bool))
 
 
 @needs_kernel
 def test_pair_kernels_refuse_inconsistent_inputs():
-    det = np.array([1, 0], dtype=np.int64)
-    with pytest.raises(ValueError, match="non-decreasing"):
-        ap_module._canalyze.run_first_max(det, np.zeros(2), np.zeros(2, np.int64))
-    with pytest.raises(ValueError, match="out of range"):
+    run_start = np.array([0, 2], np.int64)
+    with pytest.raises(ValueError, match="row is out of range"):
+        ap_module._canalyze.run_first_max(
+            run_start,
+            np.zeros(2, np.int64),
+            np.zeros(2),
+            np.array([1], np.int64),
+            np.ones(1, bool),
+            np.zeros(1, np.int64),
+        )
+    with pytest.raises(ValueError, match="decreasing"):
+        ap_module._canalyze.run_first_max(
+            np.array([0, 3], np.int64),
+            np.zeros(2, np.int64),
+            np.zeros(2),
+            np.zeros(1, np.int64),
+            np.ones(1, bool),
+            np.zeros(1, np.int64),
+        )
+    with pytest.raises(ValueError, match="ground truth is out of range"):
         ap_module._canalyze.pair_maxima(
-            np.array([0, 0], np.int64),
+            run_start,
             np.array([0, 5], np.int64),
             np.zeros(2),
             np.zeros(1, np.int64),
+            np.zeros(1, np.int64),
             np.zeros(2, np.int64),
+            np.ones(2, bool),
             np.zeros(2, bool),
             np.zeros((1, 4)),
             np.zeros((1, 2), np.int64),
+            np.zeros(1, bool),
         )
 
 
