@@ -109,15 +109,20 @@ class ClassDecomposition:
     curves: dict
     ap: dict
 
-    def to_dict(self) -> dict:
-        """One entry of the decomposition's ``"per_class"`` list (NaN -> null)."""
+    def to_dict(self, *, arrays: bool = False) -> dict:
+        """One entry of the decomposition's ``"per_class"`` list (NaN -> null).
+
+        ``arrays``: the curves as float64 arrays (NaN kept), not lists (see
+        :meth:`Decomposition.to_dict`).
+        """
+        names = [k for k in CURVE_NAMES + SEGM_CURVE_NAMES if k in self.curves]
         return {
             "category_id": self.category_id,
             "name": self.name,
             **{k: _json(v) for k, v in self.ap.items()},
             "curve": {
-                "confidence": self.confidence.tolist(),
-                **{k: _json_list(self.curves[k]) for k in CURVE_NAMES + SEGM_CURVE_NAMES if k in self.curves},
+                "confidence": self.confidence if arrays else self.confidence.tolist(),
+                **{k: self.curves[k] if arrays else _json_list(self.curves[k]) for k in names},
             },
         }
 
@@ -139,11 +144,15 @@ class Decomposition:
     per_class: tuple
     mean: dict
 
-    def to_dict(self) -> dict:
-        """The ``"decomposition"`` piece of ``deteval analyze --output`` (NaN -> null)."""
+    def to_dict(self, *, arrays: bool = False) -> dict:
+        """The ``"decomposition"`` piece of ``deteval analyze --output`` (NaN -> null).
+
+        ``arrays``: the curves as float64 arrays (NaN kept) instead of lists, for
+        :func:`deteval.report.dumps_analysis`, which writes them as it writes the lists.
+        """
         return {
             "iou_threshold": self.iou_threshold,
-            "per_class": [c.to_dict() for c in self.per_class],
+            "per_class": [c.to_dict(arrays=arrays) for c in self.per_class],
             "mean": {k: _json(v) for k, v in self.mean.items()},
         }
 

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import orjson
 
 from deteval._version import __version__
@@ -80,8 +81,30 @@ def _numbers(value: list, inner: str) -> str | None:
     return text[1:-1].replace(",", "," + inner)
 
 
+def _array_numbers(value: np.ndarray, inner: str) -> str:
+    """A 1-D array's items as :func:`_numbers` writes its ``tolist()`` with NaN as None.
+
+    Raises
+    ------
+    ValueError
+        An infinity (as ``json.dumps(..., allow_nan=False)`` refuses it).
+    """
+    if value.dtype.kind == "f" and np.isinf(value).any():
+        raise ValueError("Out of range float values are not JSON compliant")
+    text = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY).decode()  # NaN: null
+    if "e" in text or "0.0000" in text:
+        text = _NOT_REPR.sub(_repr_item, text)
+    return text[1:-1].replace(",", "," + inner)
+
+
 def _encode(value: Any, level: int, out: list) -> None:
-    if isinstance(value, dict) and value:
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "fiu":
+        if len(value) == 0:
+            out.append("[]")
+            return
+        inner = "\n" + "  " * (level + 1)
+        out.append("[" + inner + _array_numbers(value, inner) + "\n" + "  " * level + "]")
+    elif isinstance(value, dict) and value:
         inner = "\n" + "  " * (level + 1)
         out.append("{")
         for i, (key, item) in enumerate(value.items()):
@@ -108,7 +131,9 @@ def dumps_analysis(doc: dict) -> str:
 
     The standard library encodes an indented document in Python, value by value; the
     decomposition's curves are most of an ``analyze`` document (hundreds of thousands of
-    numbers at 5,000 images), so lists of plain numbers are joined in one step here.
+    numbers at 5,000 images), so lists of plain numbers are joined in one step here. A 1-D
+    numeric array (``AnalysisResult.to_dict(arrays=True)``) is written as its ``tolist()`` with
+    NaN as None would be.
 
     Examples
     --------

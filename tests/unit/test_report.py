@@ -184,3 +184,28 @@ def test_dumps_analysis_refuses_nan_and_infinity(bad):
 
     with pytest.raises(ValueError, match="JSON compliant"):
         dumps_analysis({"values": [0.5, bad, None]})
+
+
+def test_dumps_analysis_writes_arrays_as_their_lists_with_nan_as_null():
+    import numpy as np
+
+    from deteval.report.analyze import dumps_analysis
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.random(50), rng.random(20) * 1e-5, [np.nan, 0.0, -0.0, 1e16, 1.0]])
+    as_list = [None if v != v else v for v in values.tolist()]
+    doc = {"curve": {"a": values, "b": np.arange(4), "c": np.zeros(0)}}
+    want = {"curve": {"a": as_list, "b": [0, 1, 2, 3], "c": []}}
+    assert dumps_analysis(doc) == json.dumps(want, indent=2, allow_nan=False)
+    with pytest.raises(ValueError, match="JSON compliant"):
+        dumps_analysis({"a": np.array([0.5, np.inf])})
+
+
+def test_analysis_to_dict_arrays_dumps_like_the_lists():
+    from deteval.diagnose import analyze
+    from deteval.io import load_detections, load_ground_truth
+    from deteval.report.analyze import dumps_analysis
+
+    gt = load_ground_truth(GT)
+    result = analyze(gt, load_detections(DT, gt), "coco")
+    assert dumps_analysis(result.to_dict(arrays=True)) == json.dumps(result.to_dict(), indent=2, allow_nan=False)
