@@ -128,7 +128,10 @@ def _outcome_tidecv(
         is_ignored=is_ignored[0],
         det_gt=det_gt[0],
         gt_is_counted=~gt.is_crowd,
-        tie_keys=(dt.image[det_rows], dt.order[det_rows]),
+        # tidecv orders equal (class, score) by image, then file order; the kept rows are sorted
+        # by (image, -score, file order), so among equal scores their positions are in that order
+        # already, and every ranking here is a stable sort of positions: no tie key is needed.
+        tie_keys=(),
     )
     return outcome, lanes
 
