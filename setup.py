@@ -39,5 +39,21 @@ setup(
             optional=True,
         ),
         Extension("deteval._cacc", sources=["deteval/_cacc.c"], optional=True),
+        Extension(
+            "deteval.geometry._cbox",
+            sources=["deteval/geometry/_cbox.c"],
+            extra_compile_args=[]
+            if sys.platform == "win32"
+            else ["-O2", "-fno-fast-math", "-ffp-contract=off"],
+            optional=True,
+        ),
+        Extension(
+            "deteval._canalyze",
+            sources=["deteval/_canalyze.c"],
+            extra_compile_args=[]
+            if sys.platform == "win32"
+            else ["-O2", "-fno-fast-math", "-ffp-contract=off"],
+            optional=True,
+        ),
     ]
 )

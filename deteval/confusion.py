@@ -36,7 +36,7 @@ from deteval.decomposition import ImagePairs
 from deteval.errors import ConfigError
 from deteval.evaluate import ground_truth_flags
 from deteval.geometry import pair_box_iou
-from deteval.grouping import candidate_pairs, group_rows
+from deteval.grouping import candidate_pairs, group_rows, lexsort
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 
@@ -195,7 +195,7 @@ def confusion_matrix(
         p_det, p_gt, p_iou = pairs_with(
             counted, gt.image[counted].astype(np.int64), dt.image[kept].astype(np.int64), crowd=False
         )
-    order = np.lexsort((p_gt, dt.order[kept[p_det]], -dt.score[kept[p_det]], -p_iou))
+    order = lexsort((p_gt, dt.order[kept[p_det]], -dt.score[kept[p_det]], -p_iou))
     p_det, p_gt = p_det[order], p_gt[order]
     chosen = greedy_pairs(p_det, p_gt, len(kept), len(gt))
     matrix = np.zeros((n_class + 1, n_class + 1), dtype=np.int64)

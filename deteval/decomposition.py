@@ -44,20 +44,25 @@ truth is ``>= t``, and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
+from deteval._speedups import load
 from deteval.accumulate import recall_thresholds
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
 from deteval.evaluate import ground_truth_flags, match
 from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare_masks
-from deteval.grouping import candidate_pairs, group_rows
+from deteval.grouping import candidate_pairs, group_rows, lexsort
 from deteval.pooling import pool_categories, pooled_for, pooled_rows
 from deteval.protocol import Protocol, resolve_protocol
 
+_canalyze = load("deteval._canalyze")
+
 __all__ = [
     "ImagePairs",
+    "run_index",
     "image_pairs",
     "Decomposition",
     "ClassDecomposition",
@@ -104,15 +109,20 @@ class ClassDecomposition:
     curves: dict
     ap: dict
 
-    def to_dict(self) -> dict:
-        """One entry of the decomposition's ``"per_class"`` list (NaN -> null)."""
+    def to_dict(self, *, arrays: bool = False) -> dict:
+        """One entry of the decomposition's ``"per_class"`` list (NaN -> null).
+
+        ``arrays``: the curves as float64 arrays (NaN kept), not lists (see
+        :meth:`Decomposition.to_dict`).
+        """
+        names = [k for k in CURVE_NAMES + SEGM_CURVE_NAMES if k in self.curves]
         return {
             "category_id": self.category_id,
             "name": self.name,
             **{k: _json(v) for k, v in self.ap.items()},
             "curve": {
-                "confidence": self.confidence.tolist(),
-                **{k: _json_list(self.curves[k]) for k in CURVE_NAMES + SEGM_CURVE_NAMES if k in self.curves},
+                "confidence": self.confidence if arrays else self.confidence.tolist(),
+                **{k: self.curves[k] if arrays else _json_list(self.curves[k]) for k in names},
             },
         }
 
@@ -134,11 +144,15 @@ class Decomposition:
     per_class: tuple
     mean: dict
 
-    def to_dict(self) -> dict:
-        """The ``"decomposition"`` piece of ``deteval analyze --output`` (NaN -> null)."""
+    def to_dict(self, *, arrays: bool = False) -> dict:
+        """The ``"decomposition"`` piece of ``deteval analyze --output`` (NaN -> null).
+
+        ``arrays``: the curves as float64 arrays (NaN kept) instead of lists, for
+        :func:`deteval.report.dumps_analysis`, which writes them as it writes the lists.
+        """
         return {
             "iou_threshold": self.iou_threshold,
-            "per_class": [c.to_dict() for c in self.per_class],
+            "per_class": [c.to_dict(arrays=arrays) for c in self.per_class],
             "mean": {k: _json(v) for k, v in self.mean.items()},
         }
 
@@ -173,6 +187,8 @@ class ImagePairs:
         Plain box IoU (no crowd rule) in ``convention``.
     convention : {"continuous", "pixel_inclusive"}
     n_det, n_gt : int
+    run_start : int64 (n_det + 1,)
+        Where each detection's pairs start (computed on first use); the last entry is ``n_pair``.
     """
 
     pair_det: np.ndarray
@@ -183,7 +199,7 @@ class ImagePairs:
     n_gt: int
 
     def select(self, det_rows: np.ndarray, is_gt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The pairs of the detections ``det_rows`` with the ground truths where ``is_gt``.
+        """The pairs of the detections ``det_rows`` (distinct rows) with the ground truths where ``is_gt``.
 
         Returns
         -------
@@ -193,15 +209,34 @@ class ImagePairs:
             Ground-truth row, in file order within a detection.
         iou : float64
         """
-        position = np.full(self.n_det, -1, dtype=np.int64)
-        position[det_rows] = np.arange(len(det_rows))
-        at = position[self.pair_det]
-        keep = np.flatnonzero((at >= 0) & is_gt[self.pair_gt])
-        at = at[keep]
-        if len(at) > 1 and (at[1:] < at[:-1]).any():
-            keep = keep[np.argsort(at, kind="stable")]
-            at = position[self.pair_det[keep]]
-        return at, self.pair_gt[keep], self.iou[keep]
+        index, at = run_index(self.run_start, det_rows)
+        is_kept = is_gt[self.pair_gt[index]]
+        if not is_kept.all():
+            index, at = index[is_kept], at[is_kept]
+        return at, self.pair_gt[index], self.iou[index]
+
+    @cached_property
+    def run_start(self) -> np.ndarray:
+        """Where each detection's run of pairs starts (``n_det + 1`` entries, the last the end)."""
+        return np.searchsorted(self.pair_det, np.arange(self.n_det + 1))
+
+
+def run_index(run_start: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of the runs ``rows`` in turn: (pair index, position in ``rows``), without a sort.
+
+    ``run_start``: where each run starts (one more entry than runs, the last the end).
+
+    Examples
+    --------
+    >>> [a.tolist() for a in run_index(np.array([0, 2, 2, 5]), np.array([2, 0]))]
+    [[2, 3, 4, 0, 1], [0, 0, 0, 1, 1]]
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    start = run_start[rows]
+    length = run_start[rows + 1] - start
+    offset = np.cumsum(length) - length
+    index = np.arange(int(length.sum()), dtype=np.int64) + np.repeat(start - offset, length)
+    return index, np.repeat(np.arange(len(rows), dtype=np.int64), length)
 
 
 def image_pairs(
@@ -227,11 +262,13 @@ def image_pairs(
     native = "xywh" if convention == "continuous" else "xyxy"
     gt_box, det_box, box_format = boxes or (gt.box, dt.box, None)
     iou = pair_box_iou(
-        boxes_as(det_box, box_format or dt.box_format, native)[pair_det],
-        boxes_as(gt_box, box_format or gt.box_format, native)[pair_gt],
+        boxes_as(det_box, box_format or dt.box_format, native),
+        boxes_as(gt_box, box_format or gt.box_format, native),
         np.zeros(len(pair_det), bool),
         box_format=native,
         convention=convention,
+        det_rows=pair_det,
+        gt_rows=pair_gt,
     )
     return ImagePairs(pair_det, pair_gt, iou, convention, len(dt), len(gt))
 
@@ -248,13 +285,44 @@ def mask_boxes(masks: PreparedMasks) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
-def _first_max(pair_det: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per run of equal ``pair_det`` (detection-major pairs): the index of its first maximum."""
-    n = len(pair_det)
-    start = np.flatnonzero(np.r_[True, pair_det[1:] != pair_det[:-1]])
+def _first_max(pairs: ImagePairs, rows: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
+    """Per detection of ``rows``: the index (into ``pairs``) of its first largest IoU, -1 if none.
+
+    Among the detection's pairs with a ground truth in ``gt_mask``, in pair order (file order of
+    the ground truths). The compiled kernel ``deteval._canalyze`` runs it when built;
+    :func:`_first_max_numpy` is its bit-for-bit twin (and takes NaN IoUs, which the kernel does
+    not order as numpy does).
+    """
+    if _canalyze is None or np.isnan(pairs.iou).any():
+        return _first_max_numpy(pairs, rows, gt_mask)
+    out = np.empty(len(rows), dtype=np.int64)
+    _canalyze.run_first_max(
+        pairs.run_start,
+        pairs.pair_gt,
+        pairs.iou,
+        np.ascontiguousarray(rows, dtype=np.int64),
+        np.ascontiguousarray(gt_mask, dtype=bool),
+        out,
+    )
+    return out
+
+
+def _first_max_numpy(pairs: ImagePairs, rows: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
+    """The numpy twin of :func:`_first_max` (``maximum.reduceat``, then the first position equal)."""
+    index, at = run_index(pairs.run_start, rows)
+    keep = gt_mask[pairs.pair_gt[index]]
+    index, at = index[keep], at[keep]
+    out = np.full(len(rows), -1, dtype=np.int64)
+    if len(index) == 0:
+        return out
+    values = pairs.iou[index]
+    n = len(at)
+    start = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
     best = np.maximum.reduceat(values, start)
     run = np.repeat(np.arange(len(start)), np.diff(np.append(start, n)))
-    return np.minimum.reduceat(np.where(values == best[run], np.arange(n), n), start)
+    first = np.minimum.reduceat(np.where(values == best[run], np.arange(n), n), start)
+    out[at[start]] = index[first]
+    return out
 
 
 def max_iou_assignment(
@@ -295,18 +363,13 @@ def _max_assignment(
     if pairs is None or pairs.convention != protocol.box_convention:
         pairs = image_pairs(gt, dt, convention=protocol.box_convention)
     is_counted = ~ground_truth_flags(gt, protocol)[0][0]
-    pair_det, p_gt, pair_iou = pairs.select(np.arange(len(dt)), is_counted)
-    iou = np.zeros(len(dt))
-    gt_class = np.full(len(dt), -1, dtype=np.int64)
-    gt_row = np.full(len(dt), -1, dtype=np.int64)
-    if len(pair_det) == 0:
-        return iou, gt_class, gt_row
-    # Pairs are detection-major, ground truths in file order: the first maximum is the argmax.
-    first = _first_max(pair_det, pair_iou)
-    iou[pair_det[first]] = pair_iou[first]
-    has_overlap = pair_iou[first] > 0
-    gt_row[pair_det[first][has_overlap]] = p_gt[first][has_overlap]
-    gt_class[pair_det[first][has_overlap]] = gt.category[p_gt[first][has_overlap]]
+    if len(pairs.iou) == 0:
+        return np.zeros(len(dt)), np.full(len(dt), -1, dtype=np.int64), np.full(len(dt), -1, dtype=np.int64)
+    first = _first_max(pairs, np.arange(len(dt)), is_counted)
+    has_pair = first >= 0
+    iou = np.where(has_pair, pairs.iou[first], 0.0)
+    gt_row = np.where(has_pair & (iou > 0), pairs.pair_gt[first], -1)
+    gt_class = np.where(gt_row >= 0, gt.category[gt_row], -1).astype(np.int64)
     return iou, gt_class, gt_row
 
 
@@ -539,7 +602,7 @@ def _decomposition(
     extra = np.flatnonzero(is_kept & is_loc & (gt_class != dt.category))
     entry_det = np.concatenate([det_rows, extra])
     entry_class = np.concatenate([dt.category[det_rows], gt_class[extra]])
-    order = np.lexsort((-dt.score[entry_det], entry_class))
+    order = lexsort((-dt.score[entry_det], entry_class))
     entry_det, entry_class = entry_det[order], entry_class[order]
     score = dt.score[entry_det]
     is_pred = dt.category[entry_det] == entry_class

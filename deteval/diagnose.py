@@ -32,18 +32,20 @@ class AnalysisResult:
     confusion: ConfusionMatrix | None
     decomposition_matched: Decomposition | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self, *, arrays: bool = False) -> dict:
         """``{"errors": ..., "decomposition": ..., "confusion": ...}`` (the parts asked for).
 
         ``"decomposition_matched"`` follows ``"decomposition"`` when it was asked for.
+        ``arrays``: the decomposition's curves as float64 arrays (NaN kept) instead of lists,
+        for :func:`deteval.report.dumps_analysis`, which writes them as the lists would be.
         """
         out = {}
         if self.errors is not None:
             out["errors"] = self.errors.to_dict()
         if self.decomposition is not None:
-            out["decomposition"] = self.decomposition.to_dict()
+            out["decomposition"] = self.decomposition.to_dict(arrays=arrays)
         if self.decomposition_matched is not None:
-            out["decomposition_matched"] = self.decomposition_matched.to_dict()
+            out["decomposition_matched"] = self.decomposition_matched.to_dict(arrays=arrays)
         if self.confusion is not None:
             out["confusion"] = self.confusion.to_dict()
         return out

@@ -50,7 +50,7 @@ def _analyze(args: argparse.Namespace) -> int:
             tide_mode=args.tide_mode,
         )
     doc = report.analysis_json(
-        found.to_dict(), protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings
+        found.to_dict(arrays=True), protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings
     )
     text = report.dumps_analysis(doc)  # report.dumps byte for byte, faster on the curves
     _finish(args, text, caught, log)

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from deteval._speedups import load
 from deteval.accumulate import accumulate
+from deteval.grouping import lexsort
 from deteval.protocol import Protocol
 from deteval.summary import mean_defined
 from deteval.tide.outcome import _Outcome
+
+_canalyze = load("deteval._canalyze")
 
 
 def tide_ap(
@@ -64,21 +68,51 @@ def tide_ap(
     if is_included is None:
         is_included = (n_positive > 0) | (np.bincount(point_class, minlength=n_class) > 0)
     if order is None:
-        order = np.lexsort(tuple(reversed(tie_keys)) + (-point_score, point_class))
-    cls = point_class[order]
-    is_tp = point_is_tp[order]
+        order = lexsort(tuple(reversed(tie_keys)) + (-point_score, point_class))
+    y = _tide_points(point_class[order], point_is_tp[order], n_positive, is_included)
+    out = np.full(n_class, np.nan)
+    for k in np.flatnonzero(is_included).tolist():
+        out[k] = sum(y[k].tolist()) / 101  # tidecv: sum(y_range) / len(y_range)
+    return out
+
+
+def _tide_points(
+    cls: np.ndarray, is_tp: np.ndarray, n_positive: np.ndarray, is_included: np.ndarray
+) -> np.ndarray:
+    """TIDE's 101 recall-point values per class (rows of zeros where no positives or not included).
+
+    ``cls`` and ``is_tp``: the points in ranking order (classes increasing). Runs the compiled
+    kernel ``deteval._canalyze`` when built, else this numpy code (its twin, bit for bit).
+    """
+    if _canalyze is None:
+        return _tide_points_numpy(cls, is_tp, n_positive, is_included)
+    y = np.zeros((len(n_positive), 101))
+    _canalyze.tide_points(
+        np.ascontiguousarray(cls, dtype=np.int64),
+        np.ascontiguousarray(is_tp, dtype=bool),
+        np.ascontiguousarray(n_positive, dtype=np.int64),
+        np.ascontiguousarray(is_included, dtype=bool),
+        y,
+    )
+    return y
+
+
+def _tide_points_numpy(
+    cls: np.ndarray, is_tp: np.ndarray, n_positive: np.ndarray, is_included: np.ndarray
+) -> np.ndarray:
+    """The numpy twin of the ``deteval._canalyze`` kernel: :func:`_tide_points`, class by class."""
+    n_class = len(n_positive)
+    y = np.zeros((n_class, 101))
     bounds = np.searchsorted(cls, np.arange(n_class + 1))
     tp_cum = np.cumsum(is_tp)
     fp_cum = np.cumsum(~is_tp)
     recall_points = np.arange(101) / 100
-    out = np.full(n_class, np.nan)
-    for k in np.flatnonzero(is_included):
+    for k in np.flatnonzero(is_included & (n_positive > 0)).tolist():
         npos = int(n_positive[k])
-        if npos == 0:
-            out[k] = 0.0
-            continue
         lo, hi = bounds[k], bounds[k + 1]
         tp_pos = lo + np.flatnonzero(is_tp[lo:hi])
+        if len(tp_pos) == 0:
+            continue
         base_tp = tp_cum[lo - 1] if lo > 0 else 0
         base_fp = fp_cum[lo - 1] if lo > 0 else 0
         t = (tp_cum[tp_pos] - base_tp).astype(np.float64)
@@ -88,11 +122,8 @@ def tide_ap(
         j_min = np.searchsorted(np.arange(npos + 1) / npos, recall_points, side="left")
         target = np.maximum(j_min, 1)
         reached = target <= len(tp_pos)
-        y = np.where(
-            reached, envelope[np.minimum(target, max(len(tp_pos), 1)) - 1] if len(tp_pos) else 0.0, 0.0
-        )
-        out[k] = sum(y.tolist()) / 101  # tidecv: sum(y_range) / len(y_range)
-    return out
+        y[k] = np.where(reached, envelope[np.minimum(target, len(tp_pos)) - 1], 0.0)
+    return y
 
 
 def _mean_included(ap: np.ndarray) -> float:
@@ -145,7 +176,7 @@ def _protocol_ap_fn(protocol: Protocol):
     ) -> tuple[np.ndarray, float]:
         rows = np.flatnonzero(keep)
         tie = tuple(k[rows] for k in out.tie_keys)
-        ranking = np.lexsort(tuple(reversed(tie)) + (-score[rows], cls[rows]))
+        ranking = lexsort(tuple(reversed(tie)) + (-score[rows], cls[rows]))
         n = len(rows)
         acc = accumulate(
             is_tp[rows][None, :],

@@ -16,6 +16,7 @@ from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
 from deteval.evaluate import pair_iou as protocol_pair_iou
 from deteval.geometry import pair_box_iou, prepare_masks
+from deteval.grouping import lexsort
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.tide.ap import _protocol_ap_fn, _tidecv_ap_fn
@@ -220,8 +221,8 @@ def tide_errors(
             out,
             det_class=det_class,
             det_score=score,
-            order_first=np.lexsort(ties + (-score, det_class)),
-            order_fixed=np.lexsort(ties + (out.is_tp, -score, det_class)),
+            order_first=lexsort(ties + (-score, det_class)),
+            order_fixed=lexsort(ties + (out.is_tp, -score, det_class)),
         )
     n_positive = np.bincount(gt.category[out.gt_is_counted], minlength=n_class)
     is_used = np.zeros(len(gt), dtype=bool)

@@ -11,10 +11,90 @@ from typing import Any
 
 import numpy as np
 
+from deteval._speedups import load
 from deteval.data import Detections, GroundTruth
+from deteval.decomposition import run_index
 from deteval.grouping import candidate_pairs, group_rows
 from deteval.tide.outcome import _Outcome
 from deteval.tide.result import _CODE
+
+_canalyze = load("deteval._canalyze")
+
+
+def _pair_maxima(
+    run_start: np.ndarray,
+    pair_gt: np.ndarray,
+    iou: np.ndarray,
+    rows: np.ndarray,
+    det_class: np.ndarray,
+    gt_class: np.ndarray,
+    gt_is_counted: np.ndarray,
+    gt_is_used: np.ndarray,
+) -> tuple[np.ndarray, tuple, tuple]:
+    """Per detection: whether it has pairs, and the IoU maxima TIDE's error tests read.
+
+    Detection ``j`` has the pairs ``run_start[rows[j]]`` to ``run_start[rows[j] + 1] - 1`` whose
+    ground truth counts (``pair_gt`` indexes ``gt_class``, ``gt_is_counted``, ``gt_is_used``) and
+    the class ``det_class[j]``. Returns ``has`` (bool), the maxima over the ground truths of the
+    same class, of the other classes, of the used ones of the same class and of all (``(same,
+    other, used, any)``; a pair outside the set counts as 0) and the ground truth of the first
+    pair reaching the first two (``np.argmax`` semantics: a detection whose max is 0 points at
+    its first pair); 0 and -1 without pairs. The compiled kernel ``deteval._canalyze`` runs it
+    when built (``_pair_maxima_numpy`` is its bit-for-bit twin; NaN IoUs go to the twin).
+    """
+    args = (run_start, pair_gt, iou, rows, det_class, gt_class, gt_is_counted, gt_is_used)
+    if _canalyze is None or np.isnan(iou).any():
+        return _pair_maxima_numpy(*args)
+    n = len(rows)
+    out_max = np.empty((n, 4))
+    out_first = np.empty((n, 2), dtype=np.int64)
+    has = np.empty(n, dtype=bool)
+    _canalyze.pair_maxima(
+        *(np.ascontiguousarray(a, dtype=np.int64) for a in (run_start, pair_gt)),
+        np.ascontiguousarray(iou, dtype=np.float64),
+        *(np.ascontiguousarray(a, dtype=np.int64) for a in (rows, det_class, gt_class)),
+        *(np.ascontiguousarray(a, dtype=bool) for a in (gt_is_counted, gt_is_used)),
+        out_max,
+        out_first,
+        has,
+    )
+    return has, tuple(out_max.T), tuple(out_first.T)
+
+
+def _pair_maxima_numpy(
+    run_start: np.ndarray,
+    pair_gt: np.ndarray,
+    iou: np.ndarray,
+    rows: np.ndarray,
+    det_class: np.ndarray,
+    gt_class: np.ndarray,
+    gt_is_counted: np.ndarray,
+    gt_is_used: np.ndarray,
+) -> tuple[np.ndarray, tuple, tuple]:
+    """The numpy twin of :func:`_pair_maxima` (``maximum.reduceat`` per detection's pairs)."""
+    n = len(rows)
+    index, at = run_index(run_start, rows)
+    keep = gt_is_counted[pair_gt[index]]
+    index, at = index[keep], at[keep]
+    has = np.bincount(at, minlength=n) > 0
+    maxima = tuple(np.zeros(n) for _ in range(4))
+    firsts = tuple(np.full(n, -1, dtype=np.int64) for _ in range(2))
+    if len(index) == 0:
+        return has, maxima, firsts
+    p_gt, values = pair_gt[index], iou[index]
+    is_same = gt_class[p_gt] == det_class[at]
+    seg_start = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
+    n_pair = len(at)
+    dets = at[seg_start]
+    same_max, same_gt = _segment_max_and_first(np.where(is_same, values, 0.0), seg_start, n_pair, p_gt)
+    other_max, other_gt = _segment_max_and_first(np.where(is_same, 0.0, values), seg_start, n_pair, p_gt)
+    used_max = np.maximum.reduceat(np.where(is_same & gt_is_used[p_gt], values, 0.0), seg_start)
+    any_max = np.maximum.reduceat(values, seg_start)
+    for out, value in zip(
+        maxima + firsts, (same_max, other_max, used_max, any_max, same_gt, other_gt), strict=True
+    ):
+        out[dets] = value
+    return has, maxima, firsts
 
 
 def _segment_max_and_first(
@@ -54,29 +134,25 @@ def _classify(
     if len(wrong) == 0:
         return code, target
     det_rows = out.det_rows[wrong]
+    is_used = np.zeros(len(gt), dtype=bool)
+    is_used[out.det_gt[out.is_tp]] = True
     if pairs is not None:
-        pair_det, p_gt, iou = pairs.select(det_rows, out.gt_is_counted)
+        run_start, pair_gt, iou, rows = pairs.run_start, pairs.pair_gt, pairs.iou, det_rows
     else:
         counted = np.flatnonzero(out.gt_is_counted)
         gt_groups = group_rows(gt.image[counted].astype(np.int64))  # stable: file order in an image
-        pair_det, pair_gt = candidate_pairs(dt.image[det_rows].astype(np.int64), gt_groups)
-        p_gt = counted[gt_groups.order][pair_gt]
-    has_gt = np.bincount(pair_det, minlength=len(wrong)) > 0
-    code[wrong[~has_gt]] = _CODE["bkg"]
-    if len(pair_det) == 0:
-        return code, target
-    if pairs is None:
-        iou = pair_iou_fn(p_gt, det_rows[pair_det])
-    is_same = gt.category[p_gt] == dt.category[det_rows[pair_det]]
-    is_used = np.zeros(len(gt), dtype=bool)
-    is_used[out.det_gt[out.is_tp]] = True
-    seg_start = np.flatnonzero(np.r_[True, pair_det[1:] != pair_det[:-1]])
-    dets = pair_det[seg_start]
-    n_pair = len(pair_det)
-    same_max, same_gt = _segment_max_and_first(np.where(is_same, iou, 0.0), seg_start, n_pair, p_gt)
-    other_max, other_gt = _segment_max_and_first(np.where(is_same, 0.0, iou), seg_start, n_pair, p_gt)
-    used_max = np.maximum.reduceat(np.where(is_same & is_used[p_gt], iou, 0.0), seg_start)
-    any_max = np.maximum.reduceat(iou, seg_start)
+        pair_det, sorted_gt = candidate_pairs(dt.image[det_rows].astype(np.int64), gt_groups)
+        pair_gt = counted[gt_groups.order][sorted_gt]
+        iou = pair_iou_fn(pair_gt, det_rows[pair_det]) if len(pair_det) else np.zeros(0)
+        run_start = np.searchsorted(pair_det, np.arange(len(wrong) + 1))
+        rows = np.arange(len(wrong))
+    has, maxima, firsts = _pair_maxima(
+        run_start, pair_gt, iou, rows, dt.category[det_rows], gt.category, out.gt_is_counted, is_used
+    )
+    code[wrong[~has]] = _CODE["bkg"]
+    dets = np.flatnonzero(has)
+    same_max, other_max, used_max, any_max = (m[dets] for m in maxima)
+    same_gt, other_gt = (f[dets] for f in firsts)
     is_loc = (background <= same_max) & (same_max <= foreground)
     is_cls = ~is_loc & (other_max >= foreground)
     is_dupe = ~is_loc & ~is_cls & (used_max >= foreground)

@@ -73,7 +73,11 @@ def _tidecv_match(
     det_box = boxes_as(dt.box, dt.box_format, "xywh")
     gt_box = boxes_as(gt.box, gt.box_format, "xywh")
     pair_iou = pair_box_iou(
-        det_box[det_rows[by_group[pair_det]]], gt_box[gt_rows[pair_gt]], np.zeros(len(pair_det), bool)
+        det_box,
+        gt_box,
+        np.zeros(len(pair_det), bool),
+        det_rows=det_rows[by_group[pair_det]],
+        gt_rows=gt_rows[pair_gt],
     )
     result = match_coco(
         pair_det,
@@ -98,7 +102,9 @@ def _tidecv_match(
         crowd_groups = group_rows(crowd_key)
         c_det, c_gt = candidate_pairs(det_key, crowd_groups)
         crowd_rows = crowd[crowd_groups.order]
-        c_iou = pair_box_iou(det_box[det_rows[c_det]], gt_box[crowd_rows[c_gt]], np.ones(len(c_det), bool))
+        c_iou = pair_box_iou(
+            det_box, gt_box, np.ones(len(c_det), bool), det_rows=det_rows[c_det], gt_rows=crowd_rows[c_gt]
+        )
         best = np.zeros(n_kept)
         np.maximum.at(best, c_det, c_iou)
         is_ignored = (best[None, :] > thresholds[:, None]) & ~is_tp
@@ -122,7 +128,10 @@ def _outcome_tidecv(
         is_ignored=is_ignored[0],
         det_gt=det_gt[0],
         gt_is_counted=~gt.is_crowd,
-        tie_keys=(dt.image[det_rows], dt.order[det_rows]),
+        # tidecv orders equal (class, score) by image, then file order; the kept rows are sorted
+        # by (image, -score, file order), so among equal scores their positions are in that order
+        # already, and every ranking here is a stable sort of positions: no tie key is needed.
+        tie_keys=(),
     )
     return outcome, lanes
 

@@ -122,3 +122,14 @@ def test_tide_equals_tidecv_on_fixture_coco():
     dt_list = json.loads((FIXTURES / "coco" / "dt.json").read_text())
     ours = _check(gt_dict, dt_list, "fixtures/coco")
     assert np.isfinite(ours.ap)
+
+
+@pytest.mark.parametrize("seed", range(600, 620))
+def test_tide_equals_tidecv_when_most_scores_tie(seed):
+    """Scores on a grid of four values: tidecv's order among equal scores (image, then file order) decides."""
+    gt_dict, dt_list = confused(seed=seed, max_images=30, max_classes=6)
+    for det in dt_list:
+        det["score"] = round(det["score"] * 3) / 3
+    if not gt_dict["annotations"]:
+        pytest.skip("tidecv divides by zero classes")
+    _check(gt_dict, dt_list, f"ties-{seed}")

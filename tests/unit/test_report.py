@@ -131,3 +131,81 @@ def test_validation_and_protocol_listing():
     assert "    ap_method: 11_point\n" in report.format_protocols(listed)
     assert report.protocols_json(listed)["voc2007"]["protocol_hash"] == listed["voc2007"].fingerprint()
     assert report.format_protocols_yaml(listed).startswith("# voc2007 [")
+
+
+# --------------------------------------------------------------------------------------------
+# dumps_analysis: the analyze document is json.dumps(indent=2) byte for byte
+
+
+def _float_lists():
+    from hypothesis import strategies as st
+
+    item = st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.floats(min_value=-1e-3, max_value=1e-3),  # where orjson writes 0.0000x, repr 1e-05
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.none(),
+    )
+    return st.lists(item, max_size=40)
+
+
+def test_dumps_analysis_equals_json_dumps_on_number_lists():
+    from hypothesis import given, settings
+
+    from deteval.report.analyze import dumps_analysis
+
+    @settings(max_examples=300, deadline=None)
+    @given(_float_lists(), _float_lists())
+    def check(a, b):
+        doc = {"curve": a, "nested": [{"x": b, "name": "n"}], "empty": []}
+        assert dumps_analysis(doc) == json.dumps(doc, indent=2, allow_nan=False)
+
+    check()
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1e-05, -3.5e-07, 0.0001, 9.999999999999999e-05, 10.00001, 100.000002, 1e16, 1.5e300, -0.0, 5e-324],
+        [0.5, None, 2, 2**65],  # an integer beyond 64 bits: the standard library writes it
+        [True, 1.0],  # not plain numbers: item by item
+    ],
+)
+def test_dumps_analysis_formats_like_the_standard_library(values):
+    from deteval.report.analyze import dumps_analysis
+
+    doc = {"values": values}
+    assert dumps_analysis(doc) == json.dumps(doc, indent=2, allow_nan=False)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_dumps_analysis_refuses_nan_and_infinity(bad):
+    from deteval.report.analyze import dumps_analysis
+
+    with pytest.raises(ValueError, match="JSON compliant"):
+        dumps_analysis({"values": [0.5, bad, None]})
+
+
+def test_dumps_analysis_writes_arrays_as_their_lists_with_nan_as_null():
+    import numpy as np
+
+    from deteval.report.analyze import dumps_analysis
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.random(50), rng.random(20) * 1e-5, [np.nan, 0.0, -0.0, 1e16, 1.0]])
+    as_list = [None if v != v else v for v in values.tolist()]
+    doc = {"curve": {"a": values, "b": np.arange(4), "c": np.zeros(0)}}
+    want = {"curve": {"a": as_list, "b": [0, 1, 2, 3], "c": []}}
+    assert dumps_analysis(doc) == json.dumps(want, indent=2, allow_nan=False)
+    with pytest.raises(ValueError, match="JSON compliant"):
+        dumps_analysis({"a": np.array([0.5, np.inf])})
+
+
+def test_analysis_to_dict_arrays_dumps_like_the_lists():
+    from deteval.diagnose import analyze
+    from deteval.io import load_detections, load_ground_truth
+    from deteval.report.analyze import dumps_analysis
+
+    gt = load_ground_truth(GT)
+    result = analyze(gt, load_detections(DT, gt), "coco")
+    assert dumps_analysis(result.to_dict(arrays=True)) == json.dumps(result.to_dict(), indent=2, allow_nan=False)
