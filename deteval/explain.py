@@ -21,6 +21,7 @@ already applied); it is fixed and documented so the same pair always reads the s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -286,6 +287,24 @@ class MatchCache:
         for protocol in sorted(protocols, key=n_lanes, reverse=True):
             self.table(protocol)
 
+    def score_key(self, protocol: Protocol) -> str:
+        """Protocols with the same score key get the same result here, but for their names.
+
+        The same table (:meth:`key`) and the same fields but ``name`` and ``source``. The fields
+        of :data:`GT_RULE_FIELDS` are left out too where the ground truth triggers none of the
+        pycocotools bugs they reproduce (no annotation id 0, no ``ignore: 1`` outside crowd
+        regions): then they change neither the table nor any warning. The name stays in where
+        the ground truth has LVIS federated labels: the warning about them names the protocol.
+        """
+        gt = self.gt
+        left_out = set(_DESCRIPTIVE)
+        if gt.federated is not None:
+            left_out.discard("name")
+        if not (gt.annotation_id == 0).any() and not (gt.is_ignore & ~gt.is_crowd).any():
+            left_out.update(GT_RULE_FIELDS)
+        fields = {k: v for k, v in protocol.to_dict().items() if k not in left_out}
+        return json.dumps([self.key(protocol), fields], sort_keys=True)
+
     def result(self, protocol: Protocol, *, inputs: dict | None = None, warnings: tuple = ()) -> EvalResult:
         """Score ``protocol`` from its (maybe shared) match table."""
         return score(self.table(protocol), self.gt, protocol, warnings=warnings, inputs=inputs)
@@ -372,11 +391,39 @@ def compare(
             "detections": len(cache.dt),
         }
     cache.prepare(resolved)
-    results = tuple(cache.result(p, inputs=inputs, warnings=warnings) for p in resolved)
+    scored: dict[str, EvalResult] = {}
+    results = []
+    for p in resolved:
+        score_key = cache.score_key(p)
+        twin = scored.get(score_key)
+        if twin is None:
+            scored[score_key] = result = cache.result(p, inputs=inputs, warnings=warnings)
+        else:
+            result = _renamed(twin, p)
+        results.append(result)
     groups: dict[str, list[int]] = {}
     for i, p in enumerate(resolved):
         groups.setdefault(cache.key(p), []).append(i)
-    return Comparison(results=results, matching_groups=tuple(tuple(g) for g in groups.values()))
+    return Comparison(results=tuple(results), matching_groups=tuple(tuple(g) for g in groups.values()))
+
+
+def _renamed(result: EvalResult, protocol: Protocol) -> EvalResult:
+    """``result`` (of a protocol with the same :meth:`MatchCache.score_key`) as ``protocol``'s.
+
+    Its own copies of the arrays, metrics and per-class rows; the match table is shared, as
+    protocols sharing a matching always share it.
+    """
+    return dataclasses.replace(
+        result,
+        protocol=protocol,
+        metrics=dict(result.metrics),
+        per_class=[dict(row) for row in result.per_class],
+        precision=result.precision.copy(),
+        recall=result.recall.copy(),
+        scores=result.scores.copy(),
+        ap=result.ap.copy(),
+        inputs=dict(result.inputs),
+    )
 
 
 # ------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from deteval.evaluate import match, merge_match_tables, score
 from deteval.explain import MatchCache, compare, matching_key, restrict_lanes
 from deteval.io import load_detections, load_ground_truth
 from deteval.protocol import PRESETS
+from tests import ROOT
 from tests.crosscheck.generate import generate
 
 # The API warns about what the generated data has (classes without ground truth, detections over
@@ -249,3 +250,41 @@ def test_six_presets_need_three_matchings_on_plain_ground_truth(monkeypatch):
     # coco50 has its own table (restricted), coco-pycocotools shares coco's
     assert comparison.matching_groups == ((0, 5), (1,), (2, 3), (4,))
     assert comparison.results[5].table is comparison.results[0].table
+
+
+def test_twins_are_scored_once_and_get_their_own_arrays(monkeypatch):
+    gt, dt = load(1)
+    calls = []
+
+    def counting_score(table, gt, protocol, **kwargs):
+        calls.append(protocol.name)
+        return score(table, gt, protocol, **kwargs)
+
+    monkeypatch.setattr(explain_module, "score", counting_score)
+    renamed = COCO.replace(name="coco-copy", source="the same rules")
+    comparison = compare(gt, dt, [COCO, PRESETS["coco-pycocotools"], renamed, PRESETS["coco50"]])
+    assert calls == ["coco", "coco50"]
+    coco, pycoco, copy, _ = comparison.results
+    assert [pycoco.protocol.name, copy.protocol.name] == ["coco-pycocotools", "coco-copy"]
+    for twin in (pycoco, copy):
+        assert_same_result(twin, score(match(gt, dt, twin.protocol), gt, twin.protocol))
+        for name in ("precision", "recall", "scores", "ap"):
+            assert not np.shares_memory(getattr(twin, name), getattr(coco, name))
+        assert twin.per_class is not coco.per_class
+        assert twin.metrics is not coco.metrics
+    assert twin.to_dict()["protocol"] == "coco-copy"
+
+
+def test_no_twins_where_a_warning_tells_them_apart():
+    """LVIS federated labels: coco's warning names the protocol, so a renamed copy is scored again."""
+    gt = load_ground_truth(str(ROOT / "fixtures" / "lvis" / "gt.json"))
+    dt = load_detections(str(ROOT / "fixtures" / "lvis" / "dt.json"), gt)
+    renamed = COCO.replace(name="coco-copy")
+    comparison = compare(gt, dt, [COCO, renamed])
+    assert any("'coco-copy'" in w for w in comparison.results[1].warnings)
+    for result in comparison.results:
+        assert_same_result(result, score(match(gt, dt, result.protocol), gt, result.protocol))
+    for options in ({"with_id_zero": True}, {"with_ignore_fields": True}):
+        gt, dt = load(3, **options)
+        cache = MatchCache(gt, dt)
+        assert cache.score_key(COCO) != cache.score_key(PRESETS["coco-pycocotools"])
