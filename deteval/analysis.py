@@ -15,7 +15,16 @@ import numpy as np
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult
 
-__all__ = ["PRCurve", "pr_curve", "at_confidence", "matches", "best_f1"]
+__all__ = [
+    "PRCurve",
+    "pr_curve",
+    "at_confidence",
+    "matches",
+    "MatchColumns",
+    "match_columns",
+    "OUTCOME_WORDS",
+    "best_f1",
+]
 
 
 def _lane(result: EvalResult, iou_threshold: float | None, area: str | None) -> tuple[int, int]:
@@ -220,6 +229,82 @@ def best_f1(
     }
 
 
+#: The words of :attr:`MatchColumns.outcome`'s codes.
+OUTCOME_WORDS = ("tp", "ignored", "fp")
+
+
+@dataclass(frozen=True, eq=False)
+class MatchColumns:
+    """Every scored detection with its outcome, as columns (what :func:`matches` lists as rows).
+
+    Attributes
+    ----------
+    detection : int64 (n_det,)
+        The record's index in the detections input, increasing (input order).
+    image_row, class_index : int64 (n_det,)
+        Rows of the result's ``image_ids`` and ``category_ids`` / ``category_names``.
+    score : float64 (n_det,)
+    outcome : int8 (n_det,)
+        Index into :data:`OUTCOME_WORDS`: 0 tp, 1 ignored, 2 fp.
+    gt_row : int64 (n_det,)
+        Row of the result's ``annotation_ids`` the detection matched; meaningful where
+        ``has_gt`` (a match to an ignored GT -- crowd, difficult, out of the area range -- counts).
+    has_gt : bool (n_det,)
+    """
+
+    detection: np.ndarray
+    image_row: np.ndarray
+    class_index: np.ndarray
+    score: np.ndarray
+    outcome: np.ndarray
+    gt_row: np.ndarray
+    has_gt: np.ndarray
+
+
+def match_columns(
+    result: EvalResult, *, iou_threshold: float | None = None, area: str | None = None
+) -> MatchColumns:
+    """:func:`matches` as columns, with no Python object per detection.
+
+    ``iou_threshold`` and ``area`` choose the lane as in :func:`pr_curve` (default: IoU 0.5 when
+    the protocol has it, else its first threshold; the first area range).
+
+    Examples
+    --------
+    >>> import deteval
+    >>> gt = {"images": [{"id": 7}], "categories": [{"id": 3, "name": "cat"}],
+    ...       "annotations": [{"id": 9, "image_id": 7, "category_id": 3, "bbox": [0, 0, 10, 10],
+    ...                        "area": 100, "iscrowd": 0}]}
+    >>> dt = [{"image_id": 7, "category_id": 3, "bbox": [0, 0, 10, 10], "score": 0.5},
+    ...       {"image_id": 7, "category_id": 3, "bbox": [50, 50, 10, 10], "score": 0.9}]
+    >>> c = match_columns(deteval.evaluate(gt, dt, "voc2010"))
+    >>> c.detection.tolist(), [OUTCOME_WORDS[o] for o in c.outcome], c.has_gt.tolist()
+    ([0, 1], ['tp', 'fp'], [True, False])
+    """
+    lane, _ = _lane(result, iou_threshold, area)
+    if result.image_ids is None or result.annotation_ids is None:
+        raise ConfigError(
+            "matches: result: expected the image and annotation ids of its ground truth (as "
+            "deteval.evaluate sets them), found a result without them"
+        )
+    table = result.table
+    gt_of = np.full(len(table.det_score), -1, dtype=np.int64)
+    in_lane = table.match_lane == lane
+    gt_of[table.match_det[in_lane]] = table.match_gt[in_lane]
+    order = np.argsort(table.det_order, kind="stable")
+    outcome = np.where(table.det_is_tp[lane, order], 0, np.where(table.det_is_ignored[lane, order], 1, 2))
+    gt_row = gt_of[order]
+    return MatchColumns(
+        detection=table.det_order[order].astype(np.int64, copy=False),
+        image_row=table.det_image[order].astype(np.int64, copy=False),
+        class_index=table.det_class[order].astype(np.int64, copy=False),
+        score=table.det_score[order].astype(np.float64, copy=False),
+        outcome=outcome.astype(np.int8),
+        gt_row=gt_row,
+        has_gt=gt_row >= 0,
+    )
+
+
 def matches(result: EvalResult, *, iou_threshold: float | None = None, area: str | None = None) -> list[dict]:
     """Every scored detection with its outcome and the ground truth it matched.
 
@@ -230,43 +315,33 @@ def matches(result: EvalResult, *, iou_threshold: float | None = None, area: str
         ``detection`` is the record's index in the detections input, ``outcome`` one of
         ``tp``, ``fp``, ``ignored``; ``gt_annotation_id`` is None when nothing matched (a match to
         an ignored GT -- crowd, difficult, out of the area range -- is named too).
+        :func:`match_columns` gives the same as columns.
     """
-    lane, _ = _lane(result, iou_threshold, area)
-    image_ids, annotation_ids = result.image_ids, result.annotation_ids
-    if image_ids is None or annotation_ids is None:
-        raise ConfigError(
-            "matches: result: expected the image and annotation ids of its ground truth (as "
-            "deteval.evaluate sets them), found a result without them"
-        )
-    table = result.table
-    gt_of = np.full(len(table.det_score), -1, dtype=np.int64)
-    in_lane = table.match_lane == lane
-    gt_of[table.match_det[in_lane]] = table.match_gt[in_lane]
-    order = np.argsort(table.det_order, kind="stable")
-    # Columns first (numpy), then one dict per detection from plain Python values.
-    outcome = np.where(table.det_is_tp[lane, order], 0, np.where(table.det_is_ignored[lane, order], 1, 2))
-    gt_row = gt_of[order]
-    annotation = np.full(len(gt_row), -1, dtype=np.int64)
-    annotation[gt_row >= 0] = np.asarray(annotation_ids)[gt_row[gt_row >= 0]]
+    return match_rows(result, match_columns(result, iou_threshold=iou_threshold, area=area))
+
+
+def match_rows(result: EvalResult, c: MatchColumns) -> list[dict]:
+    """The rows of :func:`matches` from its columns (``c``, of ``result``)."""
+    annotation = np.full(len(c.gt_row), -1, dtype=np.int64)
+    annotation[c.has_gt] = np.asarray(result.annotation_ids)[c.gt_row[c.has_gt]]
     columns = zip(
-        table.det_order[order].tolist(),
-        np.asarray(image_ids)[table.det_image[order]].tolist(),
-        np.asarray(result.category_ids)[table.det_class[order]].tolist(),
-        table.det_score[order].tolist(),
-        outcome.tolist(),
-        (gt_row >= 0).tolist(),
+        c.detection.tolist(),
+        np.asarray(result.image_ids)[c.image_row].tolist(),
+        np.asarray(result.category_ids)[c.class_index].tolist(),
+        c.score.tolist(),
+        c.outcome.tolist(),
+        c.has_gt.tolist(),
         annotation.tolist(),
         strict=True,
     )
-    words = ("tp", "ignored", "fp")
     return [
         {
             "detection": d,
             "image_id": i,
-            "category_id": c,
+            "category_id": k,
             "score": s,
-            "outcome": words[o],
+            "outcome": OUTCOME_WORDS[o],
             "gt_annotation_id": a if has_gt else None,
         }
-        for d, i, c, s, o, has_gt, a in columns
+        for d, i, k, s, o, has_gt, a in columns
     ]

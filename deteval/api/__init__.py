@@ -23,7 +23,7 @@ The front door is a package, one module per concern, all re-exported here:
 
 from __future__ import annotations
 
-from deteval.analysis import at_confidence, matches
+from deteval.analysis import at_confidence, match_columns, matches
 from deteval.api.inputs import Inputs, load_inputs, refuse_overwrite
 from deteval.api.protocols import default_protocol, parse_overrides, resolve_protocols
 from deteval.api.scoring import compare, compare_mask_modes, evaluate, evaluate_inputs, explain
@@ -48,6 +48,7 @@ __all__ = [
     "compare_mask_modes",
     "at_confidence",
     "matches",
+    "match_columns",
     "MatchCache",
     "Comparison",
     "Explanation",

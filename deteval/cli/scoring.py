@@ -71,7 +71,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     doc = report.to_json(results, inputs=inputs.summary(), warnings=inputs.warnings)
     confidence_rows, mask_reports = _evaluate_extras(args, inputs, results, doc)
     if args.matches:
-        _write(args.matches, report.format_matches_csv(results[0], api.matches(results[0])), "--matches", log)
+        _write(
+            args.matches,
+            report.format_matches_csv(results[0], api.match_columns(results[0])),
+            "--matches",
+            log,
+        )
     text = report.dumps(doc)
     _finish(args, text, caught, log)
     if note and not args.quiet:
