@@ -15,13 +15,11 @@ state is involved.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -30,6 +28,9 @@ from deteval.errors import DetevalError
 from deteval.evaluate import MatchTable, match, merge_match_tables
 from deteval.geometry import PreparedMasks, prepare_masks
 from deteval.protocol import Protocol
+
+if TYPE_CHECKING:  # multiprocessing is imported when shards run, not with deteval
+    from multiprocessing.connection import Connection
 
 __all__ = ["image_shards", "match_sharded", "ShardJob", "usable_cpus", "effective_workers"]
 
@@ -135,6 +136,9 @@ def run_forked(target: Callable, job: object, parts: Sequence, *, what: str, exp
     ``expected``, not after the parts before it have finished. Used by :func:`match_sharded`
     and the bootstrap (:mod:`deteval.stats`).
     """
+    import multiprocessing as mp
+    from multiprocessing.connection import Connection, wait
+
     context = mp.get_context("fork")
     workers, receivers = [], []
     try:
@@ -220,6 +224,8 @@ def match_sharded(
     workers = effective_workers(workers)
     if workers <= 1 or gt.n_images < 2:
         return match(gt, dt, protocol, masks=masks)
+    import multiprocessing as mp
+
     if "fork" not in mp.get_all_start_methods():  # pragma: no cover - Windows/macOS spawn
         return match(gt, dt, protocol, masks=masks)
     if protocol.iou_type == "segm" and masks is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import importlib
 import os
 import signal
 import sys
@@ -31,9 +32,7 @@ from deteval.cli._common import (
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
-from deteval.cli.analysis import _analyze, _pictures, _rank
 from deteval.cli.parser import build_parser
-from deteval.cli.scoring import _compare, _evaluate, _list_protocols, _validate
 from deteval.errors import DetevalError, printable
 from deteval.memory import memory_limit
 
@@ -44,15 +43,17 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised like Ctrl-C so that every ``finally`` and temporary-file cleanup runs."""
 
 
+#: Command -> (module, handler): a handler's module is imported when its command runs, so that
+#: ``deteval evaluate`` does not import the analysis, statistics and ranking code.
 _COMMANDS = {
-    "evaluate": _evaluate,
-    "protocols": _list_protocols,
-    "compare": _compare,
-    "validate": _validate,
-    "analyze": _analyze,
-    "rank": _rank,
-    "plot": _pictures,
-    "report": _pictures,
+    "evaluate": ("deteval.cli.scoring", "_evaluate"),
+    "protocols": ("deteval.cli.scoring", "_list_protocols"),
+    "compare": ("deteval.cli.scoring", "_compare"),
+    "validate": ("deteval.cli.scoring", "_validate"),
+    "analyze": ("deteval.cli.analysis", "_analyze"),
+    "rank": ("deteval.cli.analysis", "_rank"),
+    "plot": ("deteval.cli.analysis", "_pictures"),
+    "report": ("deteval.cli.analysis", "_pictures"),
 }
 
 
@@ -106,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     try:
         with _sigterm_raises(), memory_limit(getattr(args, "memory_limit", None)):
-            code = _COMMANDS[args.command](args)
+            module, handler = _COMMANDS[args.command]
+            code = getattr(importlib.import_module(module), handler)(args)
             if code is not None:
                 sys.stdout.flush()  # inside the handlers: a closed or full stdout fails here
     except DetevalError as exc:

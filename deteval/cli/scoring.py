@@ -36,7 +36,6 @@ from deteval.evaluate import EvalResult, check_protocol
 from deteval.io.output import ReadLog, recording_reads
 from deteval.pooling import ground_truth_for
 from deteval.protocol import PRESETS, Protocol
-from deteval.stats import bootstrap, compare_detectors, metrics_ci_dict, per_class_ci_list
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -279,6 +278,8 @@ def resample(
     Per detector and protocol the intervals; the paired comparisons with the first detector; the
     settings; and the bootstrap values (one per protocol, for the report).
     """
+    from deteval.stats import bootstrap, compare_detectors, metrics_ci_dict, per_class_ci_list
+
     n_protocols = len(results[0])
     intervals: list[list[dict]] = [[{} for _ in range(n_protocols)] for _ in names]
     comparisons: list[dict] = []

@@ -22,7 +22,6 @@ re-exported here, so ``from deteval.protocol.spec import ...`` works for every n
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -330,4 +329,6 @@ class Protocol:
         if fields["invalid_polygons"] == "even_odd":
             fields["invalid_polygons"] = "error"
         blob = json.dumps(fields, sort_keys=True).encode()
+        import hashlib  # only when a fingerprint is asked for
+
         return hashlib.sha256(blob).hexdigest()[:12]

@@ -38,7 +38,6 @@ both are re-exported here.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import importlib.resources
 import os
@@ -90,6 +89,8 @@ def _check_field(key: str, value: Any, where: str) -> Any:
 
 
 def _unknown_key_error(where: str, key: Any, allowed: tuple) -> ConfigError:
+    import difflib  # only to suggest a name in an error message
+
     close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return ConfigError(f"{where}: {key}: unknown key{hint}; expected one of {', '.join(allowed)}")
@@ -263,6 +264,8 @@ def _resolve_parent(value: Any, *, where: str, base_dir: Any, chain: tuple) -> P
             path = Path(base_dir if base_dir is not None else ".") / path
         return _load(path, chain=chain, referrer=f"{where}: extends")
     if value not in names:
+        import difflib  # only to suggest a name in an error message
+
         close = difflib.get_close_matches(value, list(names), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(

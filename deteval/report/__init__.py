@@ -14,16 +14,16 @@ in submodules by command:
 - ``deteval.report._format``: the cells they share (numbers, Markdown escaping, CSV-safe cells).
 
 ``__all__`` is the module's list as it was; the ``analyze``, ``rank`` and several-detectors
-renderers, importable from here outside it as before, are re-exported as ``X as X``.
+renderers are importable from here outside it as before, loaded on first use (their submodules
+import the analysis and statistics code, which ``deteval evaluate`` does not need).
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from deteval.report._format import csv_safe
-from deteval.report.analyze import analysis_json as analysis_json
-from deteval.report.analyze import dumps_analysis as dumps_analysis
-from deteval.report.analyze import format_analysis_markdown as format_analysis_markdown
-from deteval.report.analyze import format_analysis_table as format_analysis_table
 from deteval.report.compare import (
     compare_json,
     compare_table,
@@ -33,18 +33,12 @@ from deteval.report.compare import (
     format_explanation,
     format_explanation_markdown,
 )
-from deteval.report.detectors import detectors_json as detectors_json
-from deteval.report.detectors import format_detectors_csv as format_detectors_csv
-from deteval.report.detectors import format_detectors_markdown as format_detectors_markdown
-from deteval.report.detectors import format_detectors_table as format_detectors_table
 from deteval.report.protocols import (
     format_protocols,
     format_protocols_yaml,
     format_validation,
     protocols_json,
 )
-from deteval.report.rank import format_rank_csv as format_rank_csv
-from deteval.report.rank import format_rank_table as format_rank_table
 from deteval.report.results import (
     confidence_json,
     describe_protocol,
@@ -58,6 +52,42 @@ from deteval.report.results import (
     mask_mode_json,
     to_json,
 )
+
+#: Renderers loaded on first use: name -> submodule.
+_LAZY = {
+    **dict.fromkeys(
+        ("analysis_json", "dumps_analysis", "format_analysis_markdown", "format_analysis_table"),
+        "deteval.report.analyze",
+    ),
+    **dict.fromkeys(
+        ("detectors_json", "format_detectors_csv", "format_detectors_markdown", "format_detectors_table"),
+        "deteval.report.detectors",
+    ),
+    **dict.fromkeys(("format_rank_csv", "format_rank_table"), "deteval.report.rank"),
+}
+
+if TYPE_CHECKING:
+    from deteval.report.analyze import analysis_json as analysis_json
+    from deteval.report.analyze import dumps_analysis as dumps_analysis
+    from deteval.report.analyze import format_analysis_markdown as format_analysis_markdown
+    from deteval.report.analyze import format_analysis_table as format_analysis_table
+    from deteval.report.detectors import detectors_json as detectors_json
+    from deteval.report.detectors import format_detectors_csv as format_detectors_csv
+    from deteval.report.detectors import format_detectors_markdown as format_detectors_markdown
+    from deteval.report.detectors import format_detectors_table as format_detectors_table
+    from deteval.report.rank import format_rank_csv as format_rank_csv
+    from deteval.report.rank import format_rank_table as format_rank_table
+
+
+def __getattr__(name: str) -> Any:
+    """A renderer of :data:`_LAZY`, imported from its submodule on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "to_json",

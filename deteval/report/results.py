@@ -104,19 +104,22 @@ def _metric_lines(result: EvalResult) -> list[str]:
     area_of = {AREA_ABBREVIATIONS.get(a, "_" + a): a for a in p.area_names}
     for name, value in result.metrics.items():
         suffix = name[2:]
-        if name.startswith("AR") and suffix.isdigit():
+        is_cap = suffix.isdigit() and (p.max_dets is None or int(suffix) in p.max_dets)
+        if name.startswith("AR") and is_cap:  # AR1, AR10, AR100 (keypoints' AR50: IoU .50)
             title, iou, area, md = "Average Recall", all_thr, first_area, suffix
         else:
             if p.summary == "pycocotools" and name in _COCO_LINES:
                 title, iou, area = _COCO_LINES[name]
             else:  # configured summaries: AP<threshold>, AP<area>, AR<area> of this protocol
                 title = "Average Precision" if name.startswith("AP") else "Average Recall"
-                iou = by_label.get(suffix, "all") if title.startswith("Average Precision") else "all"
+                iou = by_label.get(suffix, "all")
                 area = area_of.get(suffix, first_area)
             iou = all_thr if iou == "all" else iou
-            md = "100" if (name == "AP" and p.summary == "pycocotools") else str(top)
-            if p.summary == "pycocotools" and name != "AP" and p.max_dets:
-                md = str(p.max_dets[2])
+            md = str(top)
+            if p.summary == "pycocotools" and p.max_dets:
+                # pycocotools' summarize: every line but the AR@maxDets ones at maxDets[2]
+                # (keypoints: a single value, 20)
+                md = str(p.max_dets[2] if len(p.max_dets) > 2 else max(p.max_dets))
         kind = "(AP)" if title.startswith("Average Precision") else "(AR)"
         lines.append(
             f"  {title:<18} {kind} @[ IoU={iou:<9} | area={area:>6s} | maxDets={md:>3s} ] "

@@ -263,3 +263,30 @@ def test_keypoints_without_any_detection_score_zero_not_a_traceback():
         result = evaluate(gt, [], "coco-keypoints")
     assert result.metrics["AP"] == 0.0
     assert result.metrics["AR"] == 0.0
+
+
+def test_keypoints_table_labels_are_pycocotools_summary_lines(capsys):
+    """The text table of a keypoints run prints pycocotools' summarize labels (maxDets=20, AR50 at IoU .50)."""
+    import contextlib
+    import io
+    import json
+    import re
+
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+
+    from deteval.cli import main
+    from tests import ROOT
+
+    gt_path, dt_path = ROOT / "fixtures/keypoints/gt.json", ROOT / "fixtures/keypoints/dt.json"
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        coco = COCO(str(gt_path))
+        run = COCOeval(coco, coco.loadRes(json.loads(dt_path.read_text())), "keypoints")
+        run.params.kpt_oks_sigmas = np.array([0.1, 0.1, 0.1])  # three.yaml's sigmas
+        run.evaluate()
+        run.accumulate()
+        run.summarize()
+    want = re.findall(r"\((?:AP|AR)\) @\[.*?\]", printed.getvalue())
+    protocol = str(ROOT / "fixtures/keypoints/three.yaml")
+    assert main(["evaluate", "--gt", str(gt_path), "--dt", str(dt_path), "--protocol", protocol]) == 0
+    assert re.findall(r"\((?:AP|AR)\) @\[.*?\]", capsys.readouterr().out) == want
