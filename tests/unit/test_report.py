@@ -208,4 +208,6 @@ def test_analysis_to_dict_arrays_dumps_like_the_lists():
 
     gt = load_ground_truth(GT)
     result = analyze(gt, load_detections(DT, gt), "coco")
-    assert dumps_analysis(result.to_dict(arrays=True)) == json.dumps(result.to_dict(), indent=2, allow_nan=False)
+    assert dumps_analysis(result.to_dict(arrays=True)) == json.dumps(
+        result.to_dict(), indent=2, allow_nan=False
+    )
