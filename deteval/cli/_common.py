@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import warnings
 from collections.abc import Iterator, Mapping
@@ -20,6 +21,7 @@ from deteval.errors import (
     printable,
 )
 from deteval.io.output import ReadLog, check_output, write_atomic
+from deteval.memory import LARGE_INPUT_BYTES, map_large_allocations
 from deteval.protocol import Protocol
 from deteval.sharding import effective_workers
 
@@ -157,10 +159,27 @@ def _load(args: argparse.Namespace, protocols: list[Protocol], dt: str | None = 
     """Load --gt and one detections input (default: the first --dt)."""
     if dt is None:
         dt = args.dt[0] if isinstance(args.dt, list) else args.dt
+    if _input_bytes(args.gt, dt) > LARGE_INPUT_BYTES:
+        map_large_allocations()  # freed large arrays go back to the system: a lower peak
     try:
         return api.load_inputs(args.gt, dt, protocols=protocols, **_input_options(args))
     except InputWarning as exc:
         raise _strict(exc, "input ") from None
+
+
+def _input_bytes(*paths: object) -> int:
+    """Bytes on disk of the input files and folders' files (0 for what is not a path or missing)."""
+    total = 0
+    for path in paths:
+        if not isinstance(path, (str, os.PathLike)):
+            continue
+        with contextlib.suppress(OSError):
+            if os.path.isdir(path):
+                with os.scandir(path) as entries:
+                    total += sum(e.stat().st_size for e in entries if e.is_file())
+            else:
+                total += os.stat(path).st_size
+    return total
 
 
 def _print_warnings(args: argparse.Namespace, caught: list) -> None:
