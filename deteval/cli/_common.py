@@ -173,6 +173,7 @@ def _input_bytes(*paths: object) -> int:
     for path in paths:
         if not isinstance(path, (str, os.PathLike)):
             continue
+        path = os.fsdecode(path)
         with contextlib.suppress(OSError):
             if os.path.isdir(path):
                 with os.scandir(path) as entries:
