@@ -391,3 +391,63 @@ def test_results_bytes_are_let_go_and_read_again_for_a_message(tmp_path, monkeyp
     with pytest.raises(DetevalError) as msgspec_error:
         load_coco_dt(bad, gt)
     assert str(compiled_error.value) == str(msgspec_error.value)
+
+
+# --------------------------------------------------------------------------------------
+# A ground truth read from a file keeps its segmentations on disk
+
+
+def _segm_copy(tmp_path):
+    path = tmp_path / "gt.json"
+    path.write_bytes((ROOT / "fixtures" / "segm" / "gt.json").read_bytes())
+    return path
+
+
+@pytest.mark.usefixtures("compiled")
+def test_ground_truth_from_a_file_does_not_keep_its_bytes_and_scores_the_same(tmp_path):
+    import deteval
+    from deteval.protocol import get_protocol
+
+    path = _segm_copy(tmp_path)
+    gt = load_coco_gt(str(path))
+    assert isinstance(gt.segmentation, fast.SpanSegmentations)
+    assert gt.segmentation._raw is None  # dropped after parsing: read again when a segm run needs it
+    in_memory = load_coco_gt(json.loads(path.read_text()))
+    dt = str(ROOT / "fixtures" / "segm" / "dt.json")
+    for name in ("coco", "coco-exact-masks"):
+        protocol = get_protocol(name).replace(iou_type="segm")
+        got = deteval.evaluate(gt, deteval.load_detections(dt, gt), protocol)
+        want = deteval.evaluate(in_memory, deteval.load_detections(dt, in_memory), protocol)
+        assert json.dumps(got.metrics) == json.dumps(want.metrics)  # NaN where NaN
+        assert np.array_equal(got.precision, want.precision, equal_nan=True)
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("change", ["same size", "longer", "deleted"])
+def test_a_ground_truth_file_changed_after_loading_is_refused_not_misread(tmp_path, change):
+    path = _segm_copy(tmp_path)
+    gt = load_coco_gt(str(path))
+    raw = path.read_bytes()
+    first = raw.index(b'"segmentation"')
+    digit = raw.index(b"1", first)  # a coordinate of the first polygon
+    if change == "same size":
+        path.write_bytes(raw[:digit] + b"2" + raw[digit + 1 :])
+    elif change == "longer":
+        path.write_bytes(raw + b" ")
+    else:
+        path.unlink()
+    message = "changed since the ground truth was loaded" if change != "deleted" else "file not found"
+    with pytest.raises(DetevalError, match=message):
+        gt.segmentation[0]
+
+
+@pytest.mark.usefixtures("compiled")
+def test_a_pickled_ground_truth_carries_its_segmentations(tmp_path):
+    import pickle
+
+    path = _segm_copy(tmp_path)
+    gt = load_coco_gt(str(path))
+    copy = pickle.loads(pickle.dumps(gt))
+    want = [gt.segmentation[i] for i in range(len(gt))]
+    path.unlink()
+    assert [copy.segmentation[i] for i in range(len(copy))] == want

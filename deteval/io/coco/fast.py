@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import zlib
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Annotated, Any
@@ -32,6 +33,7 @@ from deteval import _speedups
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputError
 from deteval.io._json import _count_keys, _orjson, count_raw_keys
+from deteval.io._text import MAX_BYTES, read_bytes
 from deteval.io.category_map import CategoryMap, map_categories
 from deteval.io.coco._common import _duplicates
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
@@ -416,13 +418,40 @@ class SpanSegmentations(Sequence):
     What the compiled instances parser gives (:func:`_compiled_instances`): the file's bytes and,
     per annotation, the start and stop offsets of its segmentation (-1 where it has none). Items
     decode on access, as :class:`RawSegmentations` items do (``None`` where a record has none).
+
+    A ground truth read from a file does not keep the file's bytes (:meth:`keep_on_disk`: a box
+    evaluation never reads them, and they are most of the file): the first item read reads the
+    file again, and refuses it unless it is the same bytes (size and CRC-32 of what was parsed).
+    A pickled copy carries the bytes.
     """
 
     def __init__(self, raw: bytes, starts: np.ndarray, stops: np.ndarray, loads: Callable[[bytes], Any]):
-        self._raw = raw
+        self._raw: bytes | None = raw
         self._starts = starts
         self._stops = stops
         self._loads = loads
+        self._origin: tuple[str, int, int] | None = None  # (path, size, CRC-32) when on disk
+
+    def keep_on_disk(self, path: str) -> None:
+        """Drop the bytes; read them again from ``path`` (which they were read from) when needed."""
+        raw = self._raw
+        if raw is not None:
+            self._origin = (path, len(raw), zlib.crc32(raw))
+            self._raw = None
+
+    def _bytes(self) -> bytes:
+        if self._raw is None:
+            assert self._origin is not None  # the constructor sets the bytes; only keep_on_disk drops them
+            path, size, crc = self._origin
+            raw = read_bytes(path, what="the COCO ground truth it was loaded from", limit=MAX_BYTES["json"])
+            if len(raw) != size or zlib.crc32(raw) != crc:
+                raise InputError(
+                    f"{path}: changed since the ground truth was loaded from it (its segmentations "
+                    f"are read from the file when first needed); expected the same file, found "
+                    f"{len(raw)} bytes that differ: load the ground truth again"
+                )
+            self._raw = raw
+        return self._raw
 
     def __len__(self) -> int:
         return len(self._starts)
@@ -431,7 +460,13 @@ class SpanSegmentations(Sequence):
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
         start = int(self._starts[index])
-        return None if start < 0 else self._loads(self._raw[start : int(self._stops[index])])
+        return None if start < 0 else self._loads(self._bytes()[start : int(self._stops[index])])
+
+    def __getstate__(self) -> dict:
+        """Pickled with the bytes: a copy never depends on the file."""
+        state = self.__dict__.copy()
+        state["_raw"], state["_origin"] = self._bytes(), None
+        return state
 
 
 if _HAS_MSGSPEC:
@@ -486,7 +521,11 @@ def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
         return None
     data, columns = parts
     del parts
-    return _ground_truth_from(data, columns, path)
+    segmentation = columns[8]
+    gt = _ground_truth_from(data, columns, path)
+    if isinstance(segmentation, SpanSegmentations):
+        segmentation.keep_on_disk(path)  # the file's bytes are not kept (a box evaluation never reads them)
+    return gt
 
 
 def _rest_keys(data: Any) -> int:
