@@ -842,8 +842,37 @@ done:
 
 /* ---- whitespace-separated text rows: VOC result lines, YOLO prediction rows ---- */
 
-#define FIRST_TEXT 0 /* VOC: the first field is an image id, kept as text */
-#define FIRST_INT 1  /* YOLO: the first field is a class id, written as an integer */
+#define FIRST_TEXT 0   /* VOC: the first field is an image id, kept as text */
+#define FIRST_INT 1    /* YOLO: the first field is a class id, written as an integer */
+#define FIRST_LOOKUP 2 /* VOC: the first field is an image id, looked up in a KeyTable */
+
+/* Image ids sorted as bytes (Python's bytes order): key k is blob[start[k]:start[k + 1]], naming the
+ * image index[k]. Looked up by binary search: no Python object per row. */
+typedef struct {
+    const char *blob;
+    const int64_t *start;
+    const int64_t *index;
+    Py_ssize_t n;
+} KeyTable;
+
+/* The index of the key equal to [token, token + len), or -1. */
+static int64_t lookup_key(const KeyTable *t, const char *token, Py_ssize_t len) {
+    Py_ssize_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        Py_ssize_t key_len = (Py_ssize_t)(t->start[mid + 1] - t->start[mid]);
+        Py_ssize_t common = key_len < len ? key_len : len;
+        int cmp = memcmp(t->blob + t->start[mid], token, (size_t)common);
+        if (cmp == 0) cmp = key_len < len ? -1 : key_len > len ? 1 : 0;
+        if (cmp == 0) return t->index[mid];
+        if (cmp < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return -1;
+}
 
 static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
 static inline int is_line_end(const Cursor *c) { return c->p >= c->end || *c->p == '\n' || *c->p == '\r'; }
@@ -874,8 +903,8 @@ static int parse_class_id(Cursor *c, int64_t *out) {
 /* Rows of six whitespace-separated fields, the first by ``first`` and then five numbers. ASCII
  * only (anything else, e.g. a non-breaking space, is for the Python reader to judge); a line ends at
  * \n, \r\n or \r, as deteval.io._text.split_lines counts lines; blank lines are skipped. */
-static int parse_text_rows(Cursor *c, int first, Py_ssize_t capacity, PyObject *ids, int64_t *class_ids,
-                           double *numbers, int64_t *lines, Py_ssize_t *n_rows) {
+static int parse_text_rows(Cursor *c, int first, const KeyTable *table, Py_ssize_t capacity, PyObject *ids,
+                           int64_t *class_ids, double *numbers, int64_t *lines, Py_ssize_t *n_rows) {
     Py_ssize_t n = 0;
     int64_t line = 1;
     if (c->end - c->p >= 3 && memcmp(c->p, "\xef\xbb\xbf", 3) == 0) c->p += 3; /* read as utf-8-sig */
@@ -884,7 +913,13 @@ static int parse_text_rows(Cursor *c, int first, Py_ssize_t capacity, PyObject *
         if (!is_line_end(c)) {
             if (n >= capacity) return REFUSE;
             const char *token = c->p;
-            if (first == FIRST_TEXT) {
+            if (first == FIRST_LOOKUP) {
+                while (!ends_field(c)) {
+                    if (*c->p <= ' ' || *c->p > '~') return REFUSE;
+                    c->p++;
+                }
+                class_ids[n] = lookup_key(table, token, c->p - token);
+            } else if (first == FIRST_TEXT) {
                 while (!ends_field(c)) {
                     if (*c->p <= ' ' || *c->p > '~') return REFUSE;
                     c->p++;
@@ -952,7 +987,7 @@ static PyObject *text_rows(PyObject *self, PyObject *args) {
     }
     Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
     Py_ssize_t n = 0;
-    int status = parse_text_rows(&c, first_is_text ? FIRST_TEXT : FIRST_INT, capacity, ids, class_ids,
+    int status = parse_text_rows(&c, first_is_text ? FIRST_TEXT : FIRST_INT, NULL, capacity, ids, class_ids,
                                  (double *)cols[0].view.buf, (int64_t *)cols[1].view.buf, &n);
     if (status == ERROR) goto done;
     if (status != OK) {
@@ -969,6 +1004,230 @@ done:
     }
     PyBuffer_Release(&raw);
     return result;
+}
+
+/* ``obj`` as a read-only C-contiguous buffer of 8-byte items of the given kind ('i' int, 'f' float). */
+static int get_input_column(PyObject *obj, char kind, Column *col) {
+    if (PyObject_GetBuffer(obj, &col->view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return ERROR;
+    col->held = 1;
+    const char *fmt = col->view.format ? col->view.format : "B";
+    if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
+    int ok = col->view.itemsize == 8 && fmt[1] == '\0' &&
+             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd');
+    if (!ok) {
+        PyErr_SetString(PyExc_TypeError, kind == 'i' ? "expected a contiguous int64 buffer"
+                                                     : "expected a contiguous float64 buffer");
+        return ERROR;
+    }
+    return OK;
+}
+
+PyDoc_STRVAR(voc_rows_doc,
+             "voc_rows(raw, keys, key_start, key_index, image, numbers, lines, /)\n--\n\n"
+             "Parse VOC result lines ``image_id score x1 y1 x2 y2`` (the grammar of text_rows), looking\n"
+             "each image id up among the keys instead of returning it as text.\n\n"
+             "``keys`` (bytes) holds the image ids sorted as bytes, key k being\n"
+             "``keys[key_start[k]:key_start[k + 1]]`` and naming the image ``key_index[k]`` (int64\n"
+             "buffers). ``image`` (int64) receives each row's image index, -1 for an id that is no key;\n"
+             "``numbers`` and ``lines`` as in text_rows. Returns the row count, or None as text_rows does.");
+
+static PyObject *voc_rows(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *keys_obj, *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOOOO:voc_rows", &raw_obj, &keys_obj, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4]))
+        return NULL;
+    Py_buffer raw, keys;
+    Column cols[5];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(keys_obj, &keys, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&raw);
+        return NULL;
+    }
+    if (get_input_column(objs[0], 'i', &cols[0]) != OK || get_input_column(objs[1], 'i', &cols[1]) != OK ||
+        get_column(objs[2], 'i', &cols[2]) != OK || get_column(objs[3], 'f', &cols[3]) != OK ||
+        get_column(objs[4], 'i', &cols[4]) != OK)
+        goto done;
+    Py_ssize_t n_keys = cols[1].view.len / 8;
+    const int64_t *start = (const int64_t *)cols[0].view.buf;
+    if (cols[0].view.len / 8 != n_keys + 1 || start[0] != 0 || start[n_keys] != (int64_t)keys.len) {
+        PyErr_SetString(PyExc_ValueError, "key_start must hold len(key_index) + 1 offsets into keys");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n_keys; k++) {
+        if (start[k + 1] < start[k]) {
+            PyErr_SetString(PyExc_ValueError, "key_start must not decrease");
+            goto done;
+        }
+    }
+    KeyTable table = {(const char *)keys.buf, start, (const int64_t *)cols[1].view.buf, n_keys};
+    Py_ssize_t capacity = cols[2].view.len / 8;
+    if (cols[3].view.len / 40 < capacity) capacity = cols[3].view.len / 40;
+    if (cols[4].view.len / 8 < capacity) capacity = cols[4].view.len / 8;
+    Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
+    Py_ssize_t n = 0;
+    int status = parse_text_rows(&c, FIRST_LOOKUP, &table, capacity, NULL, (int64_t *)cols[2].view.buf,
+                                 (double *)cols[3].view.buf, (int64_t *)cols[4].view.buf, &n);
+    if (status == ERROR) goto done;
+    result = status == OK ? PyLong_FromSsize_t(n) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 5; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&raw);
+    return result;
+}
+
+/* ---- YOLO prediction files: every file of a folder read and parsed in one call ---- */
+
+#ifndef _WIN32
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+
+/* The os.stat_result fields, in its order, that yolo_files returns per file. */
+#define STAT_FIELDS 10
+
+/* A bytearray grown by doubling (its size is the capacity; shrunk to the used size at the end). */
+static int reserve(PyObject *array, Py_ssize_t bytes) {
+    Py_ssize_t size = PyByteArray_GET_SIZE(array);
+    if (bytes <= size) return OK;
+    Py_ssize_t target = size < 1024 ? 1024 : size;
+    while (target < bytes) {
+        if (target > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return ERROR;
+        }
+        target *= 2;
+    }
+    return PyByteArray_Resize(array, target) == 0 ? OK : ERROR;
+}
+
+/* The whole regular file ``path`` (at most ``limit`` bytes) into ``buf``, as deteval.io._text.read_bytes
+ * reads it (opened non-blocking, refused unless a regular file); its fstat fields into ``fields``.
+ * REFUSE on anything that read_bytes would report: the caller's Python reader names it. */
+static int read_whole(const char *path, int64_t limit, char **buf, Py_ssize_t *cap, Py_ssize_t *len,
+                      int64_t *fields) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return REFUSE;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (int64_t)st.st_size > limit) {
+        close(fd);
+        return REFUSE;
+    }
+    Py_ssize_t total = 0;
+    for (;;) {
+        Py_ssize_t want = (Py_ssize_t)st.st_size + 1 - total;
+        if (want < 65536) want = 65536;
+        if (total + want > *cap) {
+            char *grown = (char *)PyMem_Realloc(*buf, (size_t)(total + want));
+            if (grown == NULL) {
+                close(fd);
+                PyErr_NoMemory();
+                return ERROR;
+            }
+            *buf = grown;
+            *cap = total + want;
+        }
+        ssize_t got = read(fd, *buf + total, (size_t)(*cap - total));
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            close(fd);
+            return REFUSE;
+        }
+        if (got == 0) break;
+        total += got;
+        if ((int64_t)total > limit) {
+            close(fd);
+            return REFUSE;
+        }
+    }
+    close(fd);
+    const int64_t values[STAT_FIELDS] = {
+        (int64_t)st.st_mode, (int64_t)st.st_ino,   (int64_t)st.st_dev,   (int64_t)st.st_nlink,
+        (int64_t)st.st_uid,  (int64_t)st.st_gid,   (int64_t)st.st_size,  (int64_t)st.st_atime,
+        (int64_t)st.st_mtime, (int64_t)st.st_ctime,
+    };
+    memcpy(fields, values, sizeof values);
+    *len = total;
+    return OK;
+}
+#endif
+
+PyDoc_STRVAR(yolo_files_doc,
+             "yolo_files(paths, limit, /)\n--\n\n"
+             "Read and parse every YOLO prediction file of ``paths`` (a list), in order.\n\n"
+             "Rows as text_rows reads them with an integer class id first. Returns the bytearrays\n"
+             "(class_ids int64, numbers float64 5 per row, lines int64, counts int64 rows per file,\n"
+             "stats int64 10 per file: the os.stat_result fields of the opened file), or None when any\n"
+             "file cannot be opened or read, is not a regular file, holds more than ``limit`` bytes or\n"
+             "a line that is not plain (the Python reader decides then). POSIX only: None elsewhere.");
+
+static PyObject *yolo_files(PyObject *self, PyObject *args) {
+    PyObject *paths;
+    long long limit;
+    if (!PyArg_ParseTuple(args, "O!L:yolo_files", &PyList_Type, &paths, &limit)) return NULL;
+#ifdef _WIN32
+    Py_RETURN_NONE;
+#else
+    Py_ssize_t n_files = PyList_GET_SIZE(paths);
+    PyObject *out[5] = {NULL, NULL, NULL, NULL, NULL}; /* class_ids, numbers, lines, counts, stats */
+    PyObject *result = NULL;
+    char *buf = NULL;
+    Py_ssize_t cap = 0, n = 0;
+    int status = OK;
+    for (int i = 0; i < 5; i++) {
+        out[i] = PyByteArray_FromStringAndSize(NULL, 0);
+        if (out[i] == NULL) goto done;
+    }
+    if (reserve(out[3], 8 * n_files) != OK || reserve(out[4], 8 * STAT_FIELDS * n_files) != OK) goto done;
+    for (Py_ssize_t f = 0; status == OK && f < n_files; f++) {
+        PyObject *encoded = NULL;
+        if (!PyUnicode_FSConverter(PyList_GET_ITEM(paths, f), &encoded)) {
+            if (!PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_TypeError)) goto done;
+            PyErr_Clear(); /* an embedded NUL, not a path: the Python reader names it */
+            status = REFUSE;
+            break;
+        }
+        Py_ssize_t len = 0;
+        int64_t *fields = (int64_t *)PyByteArray_AS_STRING(out[4]) + STAT_FIELDS * f;
+        status = read_whole(PyBytes_AS_STRING(encoded), limit, &buf, &cap, &len, fields);
+        Py_DECREF(encoded);
+        if (status != OK) break;
+        Py_ssize_t rows = len / 12 + 1; /* the shortest row, `a 1 1 1 1 1\n`, is 12 bytes */
+        if (reserve(out[0], 8 * (n + rows)) != OK || reserve(out[1], 40 * (n + rows)) != OK ||
+            reserve(out[2], 8 * (n + rows)) != OK)
+            goto done;
+        Cursor c = {buf, buf + len};
+        Py_ssize_t got = 0;
+        status = parse_text_rows(&c, FIRST_INT, NULL, rows, NULL, (int64_t *)PyByteArray_AS_STRING(out[0]) + n,
+                                 (double *)PyByteArray_AS_STRING(out[1]) + 5 * n,
+                                 (int64_t *)PyByteArray_AS_STRING(out[2]) + n, &got);
+        if (status != OK) break;
+        ((int64_t *)PyByteArray_AS_STRING(out[3]))[f] = (int64_t)got;
+        n += got;
+    }
+    if (status == ERROR) goto done;
+    if (status != OK) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (PyByteArray_Resize(out[0], 8 * n) != 0 || PyByteArray_Resize(out[1], 40 * n) != 0 ||
+        PyByteArray_Resize(out[2], 8 * n) != 0 || PyByteArray_Resize(out[3], 8 * n_files) != 0 ||
+        PyByteArray_Resize(out[4], 8 * STAT_FIELDS * n_files) != 0)
+        goto done;
+    result = PyTuple_Pack(5, out[0], out[1], out[2], out[3], out[4]);
+done:
+    PyMem_Free(buf);
+    for (int i = 0; i < 5; i++) Py_XDECREF(out[i]);
+    return result;
+#endif
 }
 
 /* ---- in-memory records: lists of dicts (json.load output, a training loop's records) ---- */
@@ -1170,6 +1429,8 @@ done:
 static PyMethodDef colparse_methods[] = {
     {"box_results", box_results, METH_VARARGS, box_results_doc},
     {"text_rows", text_rows, METH_VARARGS, text_rows_doc},
+    {"voc_rows", voc_rows, METH_VARARGS, voc_rows_doc},
+    {"yolo_files", yolo_files, METH_VARARGS, yolo_files_doc},
     {"instances", instances, METH_VARARGS, instances_doc},
     {"box_records", box_records, METH_VARARGS, box_records_doc},
     {"annotation_records", annotation_records, METH_VARARGS, annotation_records_doc},

@@ -55,3 +55,13 @@ def segm_results(
     /,
 ) -> tuple[int, int, int] | None:
     """Parse COCO polygon segm-results JSON into the buffers: (records, polygons, numbers), or None."""
+
+def voc_rows(
+    raw: bytes, keys: bytes, key_start: Any, key_index: Any, image: Any, numbers: Any, lines: Any, /
+) -> int | None:
+    """Parse VOC result lines, looking each image id up among the sorted keys: the row count, or None."""
+
+def yolo_files(
+    paths: list[str], limit: int, /
+) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray] | None:
+    """Read and parse every YOLO prediction file of ``paths``: (class ids, numbers, lines, counts, stats), or None."""

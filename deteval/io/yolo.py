@@ -24,14 +24,17 @@ Boxes are converted once to absolute pixels ``[x, y, w, h]`` (``box_format="xywh
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, BinaryIO, Literal
 
 import numpy as np
 import yaml
 
+from deteval import _speedups
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError
 from deteval.io._text import (
+    MAX_BYTES,
     fail_records,
     list_files,
     names_note,
@@ -44,6 +47,11 @@ from deteval.io._text import (
 from deteval.io._yaml import find_alias
 from deteval.io.category_map import MAX_DROP, read_category_map, resolve_categories
 from deteval.io.coco.fast import _compiled_yolo_rows
+from deteval.io.output import note_read
+
+_colparse = _speedups.load("deteval.io._colparse")
+if _colparse is not None and not hasattr(_colparse, "yolo_files"):
+    _colparse = None  # pragma: no cover - an extension built from older sources
 
 __all__ = ["load_yolo_gt", "load_yolo_dt", "image_size", "IMAGE_EXTENSIONS", "LAYOUTS"]
 
@@ -590,6 +598,107 @@ def load_yolo_dt(
             kind="files",
         )
     cmap = read_category_map(category_map)
+    paths = [files[n] for n in txt]
+    image_of_file = np.array([index[n[:-4]] for n in txt], dtype=np.int64)
+    compiled = _compiled_predictions(paths, image_of_file, gt, layout)
+    if compiled is not None:
+        image, class_ids, box, score, row_labels = compiled
+    else:
+        image, class_ids, box, score, row_labels = _read_predictions(paths, image_of_file, gt, layout)
+
+    def fail(indices: np.ndarray, problem: str, expected: str) -> None:
+        problem = problem.replace("`category_id` is not a category of", "class id not in")
+        problem = problem.replace("`category_id`", "class id")
+        labels = row_labels()
+        fail_records(problem, expected, [labels[j] for j in indices])
+
+    category, keep, warnings = resolve_categories(
+        class_ids,
+        gt,
+        category_map=cmap,
+        unknown_category=unknown_category,
+        max_drop=max_drop,
+        where=folder,
+        fail=fail,
+        noun="predictions",
+    )
+    if not txt:
+        warnings.append(
+            f"{folder}: no prediction files (<image stem>.txt): every class with ground truth gets AP 0"
+        )
+    others = [n for n in files if not n.endswith(".txt")]
+    if others:
+        warnings.append(f"{folder}: {len(others)} files not read (not .txt): {names_note(sorted(others))}")
+    result = Detections(
+        image=image,
+        category=np.maximum(category, 0),
+        box=box,
+        score=score,
+        order=np.arange(len(image), dtype=np.int64),
+        has_box=np.ones(len(image), dtype=bool),
+        box_format="xywh",
+        source=folder,
+        warnings=tuple(warnings),
+    )
+    return result.take(keep) if keep is not None else result
+
+
+#: What :func:`_read_predictions` and :func:`_compiled_predictions` give: image index, class id,
+#: pixel box ``[x, y, w, h]`` and score of every row, and a function giving ``(file:line, class
+#: id text)`` of every row (for the messages about class ids).
+_Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Callable[[], list[tuple[str, str]]]]
+
+
+def _compiled_predictions(
+    paths: list[str], image_of_file: np.ndarray, gt: GroundTruth, layout: str
+) -> _Rows | None:
+    """Every prediction file read and parsed by one call of the compiled reader, or None.
+
+    The twin of :func:`_read_predictions` for plain files: the same rows, bit for bit. None
+    without the extension, or when any file is not plain (see ``_colparse.yolo_files``) or any
+    row has a negative width or height or a box that is not finite in pixels: the Python reader
+    then reads every file and names the problems.
+    """
+    if _colparse is None or not paths:
+        return None
+    found = _colparse.yolo_files(paths, MAX_BYTES["text"])
+    if found is None:
+        return None
+    raw_class, raw_numbers, raw_lines, raw_counts, raw_stats = found
+    class_ids = np.frombuffer(raw_class, dtype=np.int64)
+    numbers = np.frombuffer(raw_numbers, dtype=np.float64).reshape(-1, 5)
+    lines = np.frombuffer(raw_lines, dtype=np.int64)
+    counts = np.frombuffer(raw_counts, dtype=np.int64)
+    for path, fields in zip(
+        paths, np.frombuffer(raw_stats, dtype=np.int64).reshape(-1, 10).tolist(), strict=True
+    ):
+        note_read(path, os.stat_result(fields))
+    file_of_row = np.repeat(np.arange(len(paths)), counts)
+    image = image_of_file[file_of_row]
+    xywhn = numbers[:, 0:4] if layout == LAYOUTS[0] else numbers[:, 1:5]
+    with np.errstate(over="ignore", invalid="ignore"):
+        box = _to_pixels(xywhn, gt.image_width[image], gt.image_height[image])
+    if (xywhn[:, 2:] < 0).any() or not np.isfinite(box).all():
+        return None
+    score = numbers[:, 4] if layout == LAYOUTS[0] else numbers[:, 0]
+
+    def row_labels() -> list[tuple[str, str]]:
+        return [
+            (f"{paths[f]}:{line}", str(c))
+            for f, line, c in zip(file_of_row.tolist(), lines.tolist(), class_ids.tolist(), strict=True)
+        ]
+
+    return image, class_ids, box, np.ascontiguousarray(score), row_labels
+
+
+def _read_predictions(paths: list[str], image_of_file: np.ndarray, gt: GroundTruth, layout: str) -> _Rows:
+    """Every prediction file read file by file (the twin of :func:`_compiled_predictions`).
+
+    Raises
+    ------
+    InputError
+        Rows of 5 columns or another wrong count, negative sizes, boxes that overflow, non-numbers.
+    """
     conf_column, box_columns = (5, slice(1, 5)) if layout == LAYOUTS[0] else (1, slice(2, 6))
     parts_image: list[np.ndarray] = []
     parts_class: list[np.ndarray] = []
@@ -601,9 +710,7 @@ def load_yolo_dt(
     negative: list[tuple[str, str]] = []
     overflow: list[tuple[str, str]] = []
     what = f"YOLO prediction rows `{layout}`"
-    for n in txt:
-        path = files[n]
-        i = index[n[:-4]]
+    for path, i in zip(paths, image_of_file.tolist(), strict=True):
         width, height = gt.image_width[i], gt.image_height[i]
         # The compiled reader takes plain files (six fields a row, canonical integer class ids,
         # plain decimals, ASCII) and gives what the Python reader below gives; a file it refuses,
@@ -648,43 +755,17 @@ def load_yolo_dt(
     _refuse_prediction_rows(layout, ambiguous=ambiguous, wrong=wrong, negative=negative, overflow=overflow)
     class_ids = np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64)
 
-    def fail(indices: np.ndarray, problem: str, expected: str) -> None:
-        problem = problem.replace("`category_id` is not a category of", "class id not in")
-        problem = problem.replace("`category_id`", "class id")
-        row_labels = [
+    def row_labels() -> list[tuple[str, str]]:
+        return [
             (f"{path}:{line}", str(text))
             for path, lines, texts in parts_label
             for line, text in zip(lines, texts, strict=True)
         ]
-        fail_records(problem, expected, [row_labels[j] for j in indices])
 
-    category, keep, warnings = resolve_categories(
+    return (
+        np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64),
         class_ids,
-        gt,
-        category_map=cmap,
-        unknown_category=unknown_category,
-        max_drop=max_drop,
-        where=folder,
-        fail=fail,
-        noun="predictions",
+        np.concatenate(parts_box) if parts_box else np.zeros((0, 4)),
+        np.concatenate(parts_score) if parts_score else np.zeros(0),
+        row_labels,
     )
-    if not txt:
-        warnings.append(
-            f"{folder}: no prediction files (<image stem>.txt): every class with ground truth gets AP 0"
-        )
-    others = [n for n in files if not n.endswith(".txt")]
-    if others:
-        warnings.append(f"{folder}: {len(others)} files not read (not .txt): {names_note(sorted(others))}")
-    image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
-    result = Detections(
-        image=image,
-        category=np.maximum(category, 0),
-        box=np.concatenate(parts_box) if parts_box else np.zeros((0, 4)),
-        score=np.concatenate(parts_score) if parts_score else np.zeros(0),
-        order=np.arange(len(image), dtype=np.int64),
-        has_box=np.ones(len(image), dtype=bool),
-        box_format="xywh",
-        source=folder,
-        warnings=tuple(warnings),
-    )
-    return result.take(keep) if keep is not None else result
