@@ -846,32 +846,34 @@ done:
 #define FIRST_INT 1    /* YOLO: the first field is a class id, written as an integer */
 #define FIRST_LOOKUP 2 /* VOC: the first field is an image id, looked up in a KeyTable */
 
-/* Image ids sorted as bytes (Python's bytes order): key k is blob[start[k]:start[k + 1]], naming the
- * image index[k]. Looked up by binary search: no Python object per row. */
+/* Image ids as a hash table: key k is blob[start[k]:start[k + 1]] and names the image index[k]; slots
+ * (a power of two of them, -1 when empty) hold key numbers, placed by FNV-1a and linear probing.
+ * Looked up without a Python object per row. */
 typedef struct {
     const char *blob;
     const int64_t *start;
     const int64_t *index;
-    Py_ssize_t n;
+    const int64_t *slots;
+    uint64_t mask;
 } KeyTable;
+
+static inline uint64_t fnv1a(const char *p, Py_ssize_t len) {
+    uint64_t h = 14695981039346656037ULL;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
 
 /* The index of the key equal to [token, token + len), or -1. */
 static int64_t lookup_key(const KeyTable *t, const char *token, Py_ssize_t len) {
-    Py_ssize_t lo = 0, hi = t->n;
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        Py_ssize_t key_len = (Py_ssize_t)(t->start[mid + 1] - t->start[mid]);
-        Py_ssize_t common = key_len < len ? key_len : len;
-        int cmp = memcmp(t->blob + t->start[mid], token, (size_t)common);
-        if (cmp == 0) cmp = key_len < len ? -1 : key_len > len ? 1 : 0;
-        if (cmp == 0) return t->index[mid];
-        if (cmp < 0) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
+    for (uint64_t s = fnv1a(token, len) & t->mask;; s = (s + 1) & t->mask) {
+        int64_t k = t->slots[s];
+        if (k < 0) return -1;
+        if (t->start[k + 1] - t->start[k] == len && memcmp(t->blob + t->start[k], token, (size_t)len) == 0)
+            return t->index[k];
     }
-    return -1;
 }
 
 static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
@@ -1022,22 +1024,78 @@ static int get_input_column(PyObject *obj, char kind, Column *col) {
     return OK;
 }
 
+/* Check the key columns of a table: ``start`` holds n + 1 offsets into ``keys``, not decreasing. */
+static int check_keys(const Py_buffer *keys, const Column *start_col, Py_ssize_t n_keys) {
+    const int64_t *start = (const int64_t *)start_col->view.buf;
+    if (start_col->view.len / 8 != n_keys + 1 || start[0] != 0 || start[n_keys] != (int64_t)keys->len) {
+        PyErr_SetString(PyExc_ValueError, "key_start must hold n + 1 offsets into keys");
+        return ERROR;
+    }
+    for (Py_ssize_t k = 0; k < n_keys; k++) {
+        if (start[k + 1] < start[k]) {
+            PyErr_SetString(PyExc_ValueError, "key_start must not decrease");
+            return ERROR;
+        }
+    }
+    return OK;
+}
+
+PyDoc_STRVAR(key_slots_doc,
+             "key_slots(keys, key_start, /)\n--\n\n"
+             "The hash slots of the distinct byte strings ``keys[key_start[k]:key_start[k + 1]]``.\n\n"
+             "Returns a bytearray of int64 slots (a power of two of them, at least twice the keys):\n"
+             "each holds a key number or -1, placed by FNV-1a and linear probing, for voc_rows.\n"
+             "ValueError when the offsets are not n + 1 non-decreasing offsets into ``keys``.");
+
+static PyObject *key_slots(PyObject *self, PyObject *args) {
+    PyObject *keys_obj, *start_obj;
+    if (!PyArg_ParseTuple(args, "OO:key_slots", &keys_obj, &start_obj)) return NULL;
+    Py_buffer keys;
+    Column start_col;
+    memset(&start_col, 0, sizeof start_col);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(keys_obj, &keys, PyBUF_SIMPLE) < 0) return NULL;
+    if (get_input_column(start_obj, 'i', &start_col) != OK) goto done;
+    Py_ssize_t n_keys = start_col.view.len / 8 - 1;
+    if (n_keys < 0 || check_keys(&keys, &start_col, n_keys) != OK) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "key_start must hold n + 1 offsets into keys");
+        goto done;
+    }
+    Py_ssize_t n_slots = 8;
+    while (n_slots < 2 * n_keys) n_slots *= 2;
+    result = PyByteArray_FromStringAndSize(NULL, 8 * n_slots);
+    if (result == NULL) goto done;
+    int64_t *slots = (int64_t *)PyByteArray_AS_STRING(result);
+    for (Py_ssize_t s = 0; s < n_slots; s++) slots[s] = -1;
+    const int64_t *start = (const int64_t *)start_col.view.buf;
+    uint64_t mask = (uint64_t)n_slots - 1;
+    for (Py_ssize_t k = 0; k < n_keys; k++) {
+        uint64_t s = fnv1a((const char *)keys.buf + start[k], (Py_ssize_t)(start[k + 1] - start[k])) & mask;
+        while (slots[s] >= 0) s = (s + 1) & mask;
+        slots[s] = k;
+    }
+done:
+    if (start_col.held) PyBuffer_Release(&start_col.view);
+    PyBuffer_Release(&keys);
+    return result;
+}
+
 PyDoc_STRVAR(voc_rows_doc,
-             "voc_rows(raw, keys, key_start, key_index, image, numbers, lines, /)\n--\n\n"
+             "voc_rows(raw, keys, key_start, key_index, slots, image, numbers, lines, /)\n--\n\n"
              "Parse VOC result lines ``image_id score x1 y1 x2 y2`` (the grammar of text_rows), looking\n"
              "each image id up among the keys instead of returning it as text.\n\n"
-             "``keys`` (bytes) holds the image ids sorted as bytes, key k being\n"
-             "``keys[key_start[k]:key_start[k + 1]]`` and naming the image ``key_index[k]`` (int64\n"
-             "buffers). ``image`` (int64) receives each row's image index, -1 for an id that is no key;\n"
-             "``numbers`` and ``lines`` as in text_rows. Returns the row count, or None as text_rows does.");
+             "Key k is ``keys[key_start[k]:key_start[k + 1]]`` (distinct byte strings) and names the\n"
+             "image ``key_index[k]``; ``slots`` is key_slots(keys, key_start). ``image`` (int64) receives\n"
+             "each row's image index, -1 for an id that is no key; ``numbers`` and ``lines`` as in\n"
+             "text_rows. Returns the row count, or None as text_rows does.");
 
 static PyObject *voc_rows(PyObject *self, PyObject *args) {
-    PyObject *raw_obj, *keys_obj, *objs[5];
-    if (!PyArg_ParseTuple(args, "OOOOOOO:voc_rows", &raw_obj, &keys_obj, &objs[0], &objs[1], &objs[2],
-                          &objs[3], &objs[4]))
+    PyObject *raw_obj, *keys_obj, *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:voc_rows", &raw_obj, &keys_obj, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4], &objs[5]))
         return NULL;
     Py_buffer raw, keys;
-    Column cols[5];
+    Column cols[6]; /* key_start, key_index, slots, image, numbers, lines */
     memset(cols, 0, sizeof cols);
     PyObject *result = NULL;
     if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
@@ -1046,33 +1104,35 @@ static PyObject *voc_rows(PyObject *self, PyObject *args) {
         return NULL;
     }
     if (get_input_column(objs[0], 'i', &cols[0]) != OK || get_input_column(objs[1], 'i', &cols[1]) != OK ||
-        get_column(objs[2], 'i', &cols[2]) != OK || get_column(objs[3], 'f', &cols[3]) != OK ||
-        get_column(objs[4], 'i', &cols[4]) != OK)
+        get_input_column(objs[2], 'i', &cols[2]) != OK || get_column(objs[3], 'i', &cols[3]) != OK ||
+        get_column(objs[4], 'f', &cols[4]) != OK || get_column(objs[5], 'i', &cols[5]) != OK)
         goto done;
-    Py_ssize_t n_keys = cols[1].view.len / 8;
-    const int64_t *start = (const int64_t *)cols[0].view.buf;
-    if (cols[0].view.len / 8 != n_keys + 1 || start[0] != 0 || start[n_keys] != (int64_t)keys.len) {
-        PyErr_SetString(PyExc_ValueError, "key_start must hold len(key_index) + 1 offsets into keys");
+    Py_ssize_t n_keys = cols[1].view.len / 8, n_slots = cols[2].view.len / 8;
+    if (check_keys(&keys, &cols[0], n_keys) != OK) goto done;
+    const int64_t *slots = (const int64_t *)cols[2].view.buf;
+    int slots_ok = n_slots >= 2 * n_keys && n_slots >= 1 && (n_slots & (n_slots - 1)) == 0;
+    Py_ssize_t empty = 0; /* at least one: every probe ends */
+    for (Py_ssize_t s = 0; slots_ok && s < n_slots; s++) {
+        slots_ok = slots[s] >= -1 && slots[s] < n_keys;
+        empty += slots[s] == -1;
+    }
+    if (!slots_ok || empty == 0) {
+        PyErr_SetString(PyExc_ValueError, "slots must be key_slots(keys, key_start)");
         goto done;
     }
-    for (Py_ssize_t k = 0; k < n_keys; k++) {
-        if (start[k + 1] < start[k]) {
-            PyErr_SetString(PyExc_ValueError, "key_start must not decrease");
-            goto done;
-        }
-    }
-    KeyTable table = {(const char *)keys.buf, start, (const int64_t *)cols[1].view.buf, n_keys};
-    Py_ssize_t capacity = cols[2].view.len / 8;
-    if (cols[3].view.len / 40 < capacity) capacity = cols[3].view.len / 40;
-    if (cols[4].view.len / 8 < capacity) capacity = cols[4].view.len / 8;
+    KeyTable table = {(const char *)keys.buf, (const int64_t *)cols[0].view.buf,
+                      (const int64_t *)cols[1].view.buf, slots, (uint64_t)n_slots - 1};
+    Py_ssize_t capacity = cols[3].view.len / 8;
+    if (cols[4].view.len / 40 < capacity) capacity = cols[4].view.len / 40;
+    if (cols[5].view.len / 8 < capacity) capacity = cols[5].view.len / 8;
     Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
     Py_ssize_t n = 0;
-    int status = parse_text_rows(&c, FIRST_LOOKUP, &table, capacity, NULL, (int64_t *)cols[2].view.buf,
-                                 (double *)cols[3].view.buf, (int64_t *)cols[4].view.buf, &n);
+    int status = parse_text_rows(&c, FIRST_LOOKUP, &table, capacity, NULL, (int64_t *)cols[3].view.buf,
+                                 (double *)cols[4].view.buf, (int64_t *)cols[5].view.buf, &n);
     if (status == ERROR) goto done;
     result = status == OK ? PyLong_FromSsize_t(n) : Py_NewRef(Py_None);
 done:
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
     }
     PyBuffer_Release(&keys);
@@ -1429,6 +1489,7 @@ done:
 static PyMethodDef colparse_methods[] = {
     {"box_results", box_results, METH_VARARGS, box_results_doc},
     {"text_rows", text_rows, METH_VARARGS, text_rows_doc},
+    {"key_slots", key_slots, METH_VARARGS, key_slots_doc},
     {"voc_rows", voc_rows, METH_VARARGS, voc_rows_doc},
     {"yolo_files", yolo_files, METH_VARARGS, yolo_files_doc},
     {"instances", instances, METH_VARARGS, instances_doc},

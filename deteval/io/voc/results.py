@@ -43,9 +43,9 @@ if _colparse is not None and not hasattr(_colparse, "voc_rows"):
 #: Bytes of the shortest row of six fields with its line break (``a 1 1 1 1 1\n``).
 _MIN_ROW_BYTES = 12
 
-#: The image ids of a ground truth as the compiled reader looks them up: the ids sorted as bytes
-#: (concatenated), their offsets (n + 1) and the image index each names.
-_IdTable = tuple[bytes, np.ndarray, np.ndarray]
+#: The image ids of a ground truth as the compiled reader looks them up: the ids (ASCII bytes,
+#: concatenated), their offsets (n + 1), the image index each names, and their hash slots.
+_IdTable = tuple[bytes, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _id_table(gt: GroundTruth) -> _IdTable | None:
@@ -57,14 +57,14 @@ def _id_table(gt: GroundTruth) -> _IdTable | None:
     if _colparse is None:
         return None
     names = [str(n) for n in gt.image_name]
-    candidates = list(dict.fromkeys(names + [stem(n) for n in names]))
-    found = join_voc_ids(candidates, gt).tolist()
-    keys = sorted(
-        (v.encode("ascii"), i) for v, i in zip(candidates, found, strict=True) if i >= 0 and v.isascii()
-    )
+    candidates = [v for v in dict.fromkeys(names + [stem(n) for n in names]) if v.isascii()]
+    found = join_voc_ids(candidates, gt)
+    keys = [v.encode("ascii") for v, i in zip(candidates, found.tolist(), strict=True) if i >= 0]
     start = np.zeros(len(keys) + 1, dtype=np.int64)
-    np.cumsum([len(k) for k, _ in keys], out=start[1:])
-    return b"".join(k for k, _ in keys), start, np.array([i for _, i in keys], dtype=np.int64)
+    np.cumsum([len(k) for k in keys], out=start[1:])
+    blob = b"".join(keys)
+    slots = np.frombuffer(_colparse.key_slots(blob, start), dtype=np.int64)
+    return blob, start, found[found >= 0], slots
 
 
 def _compiled_voc_indexed(raw: bytes, table: _IdTable) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -342,8 +342,10 @@ def load_voc_dt(
         parts_score.append(numbers[:, 0])
     # One join for the files read with their ids as text: building the ground truth's name lookup
     # is the cost (per class file it was most of the time of reading VOC results).
-    joined = join_voc_ids([v for *_, ids in parts_ids for v in ids], gt)
-    split = np.split(joined, np.cumsum([len(ids) for *_, ids in parts_ids])[:-1]) if parts_ids else []
+    joined = join_voc_ids([v for *_, ids in parts_ids for v in ids], gt) if parts_ids else None
+    split = (
+        np.split(joined, np.cumsum([len(ids) for *_, ids in parts_ids])[:-1]) if joined is not None else []
+    )
     for (part, path, lines, ids), index in zip(parts_ids, split, strict=True):
         parts_image[part] = index
         unknown_ids.extend(
@@ -363,9 +365,9 @@ def load_voc_dt(
         else np.zeros(0, dtype=np.int64)
     )
     box = np.concatenate(parts_box) if parts_box else np.zeros((0, 4))
-    if len(box) >= 10:
+    if len(box) >= 10 and (box <= 1.0).all():  # first: np.median's first call imports numpy.ma
         known = np.isfinite(gt.image_width[image])
-        if known.any() and np.median(gt.image_width[image][known]) > 2 and (box <= 1.0).all():
+        if known.any() and np.median(gt.image_width[image][known]) > 2:
             warnings.append(
                 f"{folder}: every box coordinate is <= 1 while images are "
                 f"{int(np.median(gt.image_width[image][known]))} px wide: are the boxes "
