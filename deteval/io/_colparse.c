@@ -1257,33 +1257,74 @@ static int read_whole(const char *path, int64_t limit, char **buf, Py_ssize_t *c
 }
 #endif
 
+/* Normalized ``cx cy w h`` of ``rows`` rows (5 numbers a row from ``numbers + offset``) into pixel boxes
+ * ``[x, y, w, h]`` and the score (the number at ``score_at``), operation by operation as yolo.py's
+ * _to_pixels does them in numpy: x = (cx - w / 2) * width. The volatile half keeps a compiler from
+ * fusing the subtraction and a multiplication by 0.5 into one FMA (a subnormal w would round apart).
+ * REFUSE when a width or height is negative or a box not finite (the Python reader names them). */
+static int yolo_boxes(const double *numbers, Py_ssize_t rows, int offset, int score_at, double width,
+                      double height, double *box, double *score) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const double *v = numbers + 5 * r + offset;
+        if (v[2] < 0 || v[3] < 0) return REFUSE;
+        volatile double half_w = v[2] / 2, half_h = v[3] / 2;
+        double x = (v[0] - half_w) * width, y = (v[1] - half_h) * height;
+        double w = v[2] * width, h = v[3] * height;
+        if (!isfinite(x) || !isfinite(y) || !isfinite(w) || !isfinite(h)) return REFUSE;
+        box[4 * r] = x;
+        box[4 * r + 1] = y;
+        box[4 * r + 2] = w;
+        box[4 * r + 3] = h;
+        score[r] = numbers[5 * r + score_at];
+    }
+    return OK;
+}
+
 PyDoc_STRVAR(yolo_files_doc,
-             "yolo_files(paths, limit, /)\n--\n\n"
+             "yolo_files(paths, limit, width, height, conf_first, /)\n--\n\n"
              "Read and parse every YOLO prediction file of ``paths`` (a list), in order.\n\n"
-             "Rows as text_rows reads them with an integer class id first. Returns the bytearrays\n"
-             "(class_ids int64, numbers float64 5 per row, lines int64, counts int64 rows per file,\n"
-             "stats int64 10 per file: the os.stat_result fields of the opened file), or None when any\n"
-             "file cannot be opened or read, is not a regular file, holds more than ``limit`` bytes or\n"
-             "a line that is not plain (the Python reader decides then). POSIX only: None elsewhere.");
+             "Rows as text_rows reads them with an integer class id first, then ``cx cy w h conf`` (or\n"
+             "``conf cx cy w h`` when ``conf_first``), normalized: boxes are scaled by the file's image\n"
+             "``width[f]`` and ``height[f]`` (float64 buffers, one per file) as yolo.py's _to_pixels does.\n"
+             "Returns the bytearrays (class_ids int64, box float64 [x, y, w, h] per row, score float64,\n"
+             "lines int64, counts int64 rows per file, stats int64 10 per file: the os.stat_result\n"
+             "fields of the opened file), or None when any file cannot be opened or read, is not a\n"
+             "regular file, holds more than ``limit`` bytes or a line that is not plain, or a row has a\n"
+             "negative width or height or a box that is not finite in pixels (the Python reader decides\n"
+             "then). POSIX only: None elsewhere.");
 
 static PyObject *yolo_files(PyObject *self, PyObject *args) {
-    PyObject *paths;
+    PyObject *paths, *width_obj, *height_obj;
     long long limit;
-    if (!PyArg_ParseTuple(args, "O!L:yolo_files", &PyList_Type, &paths, &limit)) return NULL;
+    int conf_first;
+    if (!PyArg_ParseTuple(args, "O!LOOp:yolo_files", &PyList_Type, &paths, &limit, &width_obj, &height_obj,
+                          &conf_first))
+        return NULL;
 #ifdef _WIN32
     Py_RETURN_NONE;
 #else
     Py_ssize_t n_files = PyList_GET_SIZE(paths);
-    PyObject *out[5] = {NULL, NULL, NULL, NULL, NULL}; /* class_ids, numbers, lines, counts, stats */
+    /* class_ids, box, score, lines, counts, stats */
+    PyObject *out[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     PyObject *result = NULL;
+    Column sizes[2];
+    memset(sizes, 0, sizeof sizes);
     char *buf = NULL;
-    Py_ssize_t cap = 0, n = 0;
+    double *numbers = NULL;
+    Py_ssize_t cap = 0, numbers_cap = 0, n = 0;
     int status = OK;
-    for (int i = 0; i < 5; i++) {
+    if (get_input_column(width_obj, 'f', &sizes[0]) != OK || get_input_column(height_obj, 'f', &sizes[1]) != OK)
+        goto done;
+    if (sizes[0].view.len / 8 != n_files || sizes[1].view.len / 8 != n_files) {
+        PyErr_SetString(PyExc_ValueError, "width and height must hold one value per path");
+        goto done;
+    }
+    const double *width = (const double *)sizes[0].view.buf, *height = (const double *)sizes[1].view.buf;
+    for (int i = 0; i < 6; i++) {
         out[i] = PyByteArray_FromStringAndSize(NULL, 0);
         if (out[i] == NULL) goto done;
     }
-    if (reserve(out[3], 8 * n_files) != OK || reserve(out[4], 8 * STAT_FIELDS * n_files) != OK) goto done;
+    if (reserve(out[4], 8 * n_files) != OK || reserve(out[5], 8 * STAT_FIELDS * n_files) != OK) goto done;
     for (Py_ssize_t f = 0; status == OK && f < n_files; f++) {
         PyObject *encoded = NULL;
         if (!PyUnicode_FSConverter(PyList_GET_ITEM(paths, f), &encoded)) {
@@ -1293,21 +1334,33 @@ static PyObject *yolo_files(PyObject *self, PyObject *args) {
             break;
         }
         Py_ssize_t len = 0;
-        int64_t *fields = (int64_t *)PyByteArray_AS_STRING(out[4]) + STAT_FIELDS * f;
+        int64_t *fields = (int64_t *)PyByteArray_AS_STRING(out[5]) + STAT_FIELDS * f;
         status = read_whole(PyBytes_AS_STRING(encoded), limit, &buf, &cap, &len, fields);
         Py_DECREF(encoded);
         if (status != OK) break;
         Py_ssize_t rows = len / 12 + 1; /* the shortest row, `a 1 1 1 1 1\n`, is 12 bytes */
-        if (reserve(out[0], 8 * (n + rows)) != OK || reserve(out[1], 40 * (n + rows)) != OK ||
-            reserve(out[2], 8 * (n + rows)) != OK)
+        if (reserve(out[0], 8 * (n + rows)) != OK || reserve(out[1], 32 * (n + rows)) != OK ||
+            reserve(out[2], 8 * (n + rows)) != OK || reserve(out[3], 8 * (n + rows)) != OK)
             goto done;
+        if (rows > numbers_cap) {
+            double *grown = (double *)PyMem_Realloc(numbers, (size_t)rows * 5 * sizeof(double));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            numbers = grown;
+            numbers_cap = rows;
+        }
         Cursor c = {buf, buf + len};
         Py_ssize_t got = 0;
         status = parse_text_rows(&c, FIRST_INT, NULL, rows, NULL, (int64_t *)PyByteArray_AS_STRING(out[0]) + n,
-                                 (double *)PyByteArray_AS_STRING(out[1]) + 5 * n,
-                                 (int64_t *)PyByteArray_AS_STRING(out[2]) + n, &got);
+                                 numbers, (int64_t *)PyByteArray_AS_STRING(out[3]) + n, &got);
         if (status != OK) break;
-        ((int64_t *)PyByteArray_AS_STRING(out[3]))[f] = (int64_t)got;
+        status = yolo_boxes(numbers, got, conf_first ? 1 : 0, conf_first ? 0 : 4, width[f], height[f],
+                            (double *)PyByteArray_AS_STRING(out[1]) + 4 * n,
+                            (double *)PyByteArray_AS_STRING(out[2]) + n);
+        if (status != OK) break;
+        ((int64_t *)PyByteArray_AS_STRING(out[4]))[f] = (int64_t)got;
         n += got;
     }
     if (status == ERROR) goto done;
@@ -1315,14 +1368,18 @@ static PyObject *yolo_files(PyObject *self, PyObject *args) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (PyByteArray_Resize(out[0], 8 * n) != 0 || PyByteArray_Resize(out[1], 40 * n) != 0 ||
-        PyByteArray_Resize(out[2], 8 * n) != 0 || PyByteArray_Resize(out[3], 8 * n_files) != 0 ||
-        PyByteArray_Resize(out[4], 8 * STAT_FIELDS * n_files) != 0)
+    if (PyByteArray_Resize(out[0], 8 * n) != 0 || PyByteArray_Resize(out[1], 32 * n) != 0 ||
+        PyByteArray_Resize(out[2], 8 * n) != 0 || PyByteArray_Resize(out[3], 8 * n) != 0 ||
+        PyByteArray_Resize(out[4], 8 * n_files) != 0 || PyByteArray_Resize(out[5], 8 * STAT_FIELDS * n_files) != 0)
         goto done;
-    result = PyTuple_Pack(5, out[0], out[1], out[2], out[3], out[4]);
+    result = PyTuple_Pack(6, out[0], out[1], out[2], out[3], out[4], out[5]);
 done:
+    PyMem_Free(numbers);
     PyMem_Free(buf);
-    for (int i = 0; i < 5; i++) Py_XDECREF(out[i]);
+    for (int i = 0; i < 2; i++) {
+        if (sizes[i].held) PyBuffer_Release(&sizes[i].view);
+    }
+    for (int i = 0; i < 6; i++) Py_XDECREF(out[i]);
     return result;
 #endif
 }

@@ -56,12 +56,23 @@ def segm_results(
 ) -> tuple[int, int, int] | None:
     """Parse COCO polygon segm-results JSON into the buffers: (records, polygons, numbers), or None."""
 
+def key_slots(keys: bytes, key_start: Any, /) -> bytearray:
+    """The hash slots (int64, -1 when empty) of the distinct byte strings ``keys[key_start[k]:key_start[k + 1]]``."""
+
 def voc_rows(
-    raw: bytes, keys: bytes, key_start: Any, key_index: Any, image: Any, numbers: Any, lines: Any, /
+    raw: bytes,
+    keys: bytes,
+    key_start: Any,
+    key_index: Any,
+    slots: Any,
+    image: Any,
+    numbers: Any,
+    lines: Any,
+    /,
 ) -> int | None:
-    """Parse VOC result lines, looking each image id up among the sorted keys: the row count, or None."""
+    """Parse VOC result lines, looking each image id up among the keys: the row count, or None."""
 
 def yolo_files(
-    paths: list[str], limit: int, /
-) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray] | None:
-    """Read and parse every YOLO prediction file of ``paths``: (class ids, numbers, lines, counts, stats), or None."""
+    paths: list[str], limit: int, width: Any, height: Any, conf_first: bool, /
+) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray, bytearray] | None:
+    """Read and parse every YOLO prediction file: (class ids, boxes, scores, lines, counts, stats), or None."""

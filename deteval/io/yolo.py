@@ -663,36 +663,38 @@ def _compiled_predictions(
     """
     if _colparse is None or not paths:
         return None
-    found = _colparse.yolo_files(paths, MAX_BYTES["text"])
+    found = _colparse.yolo_files(
+        paths,
+        MAX_BYTES["text"],
+        gt.image_width[image_of_file],
+        gt.image_height[image_of_file],
+        layout != LAYOUTS[0],
+    )
     if found is None:
         return None
-    raw_class, raw_numbers, raw_lines, raw_counts, raw_stats = found
-    class_ids = np.frombuffer(raw_class, dtype=np.int64)
-    numbers = np.frombuffer(raw_numbers, dtype=np.float64).reshape(-1, 5)
-    lines = np.frombuffer(raw_lines, dtype=np.int64)
-    counts = np.frombuffer(raw_counts, dtype=np.int64)
+    raw_class, raw_box, raw_score, raw_lines, raw_counts, raw_stats = found
     for path, fields in zip(
         paths, np.frombuffer(raw_stats, dtype=np.int64).reshape(-1, 10).tolist(), strict=True
     ):
         note_read(path, os.stat_result(fields))
-    file_of_row = np.repeat(np.arange(len(paths)), counts)
+    class_ids = np.frombuffer(raw_class, dtype=np.int64)
+    lines = np.frombuffer(raw_lines, dtype=np.int64)
+    counts = np.frombuffer(raw_counts, dtype=np.int64)
     image = np.repeat(image_of_file, counts)
-    xywhn = numbers[:, 0:4] if layout == LAYOUTS[0] else numbers[:, 1:5]
-    width = np.repeat(gt.image_width[image_of_file], counts)
-    height = np.repeat(gt.image_height[image_of_file], counts)
-    with np.errstate(over="ignore", invalid="ignore"):
-        box = _to_pixels(xywhn, width, height)
-    if (xywhn[:, 2:] < 0).any() or not np.isfinite(box).all():
-        return None
-    score = numbers[:, 4] if layout == LAYOUTS[0] else numbers[:, 0]
 
     def row_labels() -> list[tuple[str, str]]:
         return [
             (f"{paths[f]}:{line}", str(c))
-            for f, line, c in zip(file_of_row.tolist(), lines.tolist(), class_ids.tolist(), strict=True)
+            for f, line, c in zip(
+                np.repeat(np.arange(len(paths)), counts).tolist(),
+                lines.tolist(),
+                class_ids.tolist(),
+                strict=True,
+            )
         ]
 
-    return image, class_ids, box, np.ascontiguousarray(score), row_labels
+    box = np.frombuffer(raw_box, dtype=np.float64).reshape(-1, 4)
+    return image, class_ids, box, np.frombuffer(raw_score, dtype=np.float64), row_labels
 
 
 def _read_predictions(paths: list[str], image_of_file: np.ndarray, gt: GroundTruth, layout: str) -> _Rows:
