@@ -939,11 +939,12 @@ static int parse_text_number(Cursor *c, double *out) {
     return parse_double(c, out, TEXT_NUMBER);
 }
 
-/* Rows of six whitespace-separated fields, the first by ``first`` and then five numbers. ASCII
+/* Rows of whitespace-separated fields, the first by ``first`` and then ``n_numbers`` numbers (written
+ * 5 a row into ``numbers``: VOC and YOLO prediction rows have 5, YOLO label rows 4). ASCII
  * only (anything else, e.g. a non-breaking space, is for the Python reader to judge); a line ends at
  * \n, \r\n or \r, as deteval.io._text.split_lines counts lines; blank lines are skipped. */
-static int parse_text_rows(Cursor *c, int first, const KeyTable *table, Py_ssize_t capacity, PyObject *ids,
-                           int64_t *class_ids, double *numbers, int64_t *lines, Py_ssize_t *n_rows) {
+static int parse_text_rows(Cursor *c, int first, const KeyTable *table, int n_numbers, Py_ssize_t capacity,
+                           PyObject *ids, int64_t *class_ids, double *numbers, int64_t *lines, Py_ssize_t *n_rows) {
     Py_ssize_t n = 0;
     int64_t line = 1;
     if (c->end - c->p >= 3 && memcmp(c->p, "\xef\xbb\xbf", 3) == 0) c->p += 3; /* read as utf-8-sig */
@@ -971,7 +972,7 @@ static int parse_text_rows(Cursor *c, int first, const KeyTable *table, Py_ssize
             } else if (parse_class_id(c, &class_ids[n]) != OK || !ends_field(c)) {
                 return REFUSE;
             }
-            for (int j = 0; j < 5; j++) {
+            for (int j = 0; j < n_numbers; j++) {
                 if (is_line_end(c) || !is_blank(*c->p)) return REFUSE;
                 while (c->p < c->end && is_blank(*c->p)) c->p++;
                 int status = parse_text_number(c, &numbers[5 * n + j]);
@@ -979,7 +980,7 @@ static int parse_text_rows(Cursor *c, int first, const KeyTable *table, Py_ssize
                 if (!ends_field(c)) return REFUSE;
             }
             while (c->p < c->end && is_blank(*c->p)) c->p++;
-            if (!is_line_end(c)) return REFUSE; /* a seventh field, or another byte */
+            if (!is_line_end(c)) return REFUSE; /* one field more, or another byte */
             lines[n++] = line;
         }
         if (c->p < c->end) {
@@ -1026,7 +1027,7 @@ static PyObject *text_rows(PyObject *self, PyObject *args) {
     }
     Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
     Py_ssize_t n = 0;
-    int status = parse_text_rows(&c, first_is_text ? FIRST_TEXT : FIRST_INT, NULL, capacity, ids, class_ids,
+    int status = parse_text_rows(&c, first_is_text ? FIRST_TEXT : FIRST_INT, NULL, 5, capacity, ids, class_ids,
                                  (double *)cols[0].view.buf, (int64_t *)cols[1].view.buf, &n);
     if (status == ERROR) goto done;
     if (status != OK) {
@@ -1164,7 +1165,7 @@ static PyObject *voc_rows(PyObject *self, PyObject *args) {
     if (cols[5].view.len / 8 < capacity) capacity = cols[5].view.len / 8;
     Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
     Py_ssize_t n = 0;
-    int status = parse_text_rows(&c, FIRST_LOOKUP, &table, capacity, NULL, (int64_t *)cols[3].view.buf,
+    int status = parse_text_rows(&c, FIRST_LOOKUP, &table, 5, capacity, NULL, (int64_t *)cols[3].view.buf,
                                  (double *)cols[4].view.buf, (int64_t *)cols[5].view.buf, &n);
     if (status == ERROR) goto done;
     result = status == OK ? PyLong_FromSsize_t(n) : Py_NewRef(Py_None);
@@ -1261,12 +1262,15 @@ static int read_whole(const char *path, int64_t limit, char **buf, Py_ssize_t *c
  * ``[x, y, w, h]`` and the score (the number at ``score_at``), operation by operation as yolo.py's
  * _to_pixels does them in numpy: x = (cx - w / 2) * width. The volatile half keeps a compiler from
  * fusing the subtraction and a multiplication by 0.5 into one FMA (a subnormal w would round apart).
- * REFUSE when a width or height is negative or a box not finite (the Python reader names them). */
+ * REFUSE when a width or height is negative or a box not finite (the Python reader names them); for
+ * label rows (``score`` NULL), also when a number is outside [0, 1]. */
 static int yolo_boxes(const double *numbers, Py_ssize_t rows, int offset, int score_at, double width,
                       double height, double *box, double *score) {
     for (Py_ssize_t r = 0; r < rows; r++) {
         const double *v = numbers + 5 * r + offset;
         if (v[2] < 0 || v[3] < 0) return REFUSE;
+        if (score == NULL && (v[0] < 0 || v[0] > 1 || v[1] < 0 || v[1] > 1 || v[2] > 1 || v[3] > 1))
+            return REFUSE;
         volatile double half_w = v[2] / 2, half_h = v[3] / 2;
         double x = (v[0] - half_w) * width, y = (v[1] - half_h) * height;
         double w = v[2] * width, h = v[3] * height;
@@ -1275,16 +1279,17 @@ static int yolo_boxes(const double *numbers, Py_ssize_t rows, int offset, int sc
         box[4 * r + 1] = y;
         box[4 * r + 2] = w;
         box[4 * r + 3] = h;
-        score[r] = numbers[5 * r + score_at];
+        if (score != NULL) score[r] = numbers[5 * r + score_at];
     }
     return OK;
 }
 
 PyDoc_STRVAR(yolo_files_doc,
-             "yolo_files(paths, limit, width, height, conf_first, /)\n--\n\n"
-             "Read and parse every YOLO prediction file of ``paths`` (a list), in order.\n\n"
-             "Rows as text_rows reads them with an integer class id first, then ``cx cy w h conf`` (or\n"
-             "``conf cx cy w h`` when ``conf_first``), normalized: boxes are scaled by the file's image\n"
+             "yolo_files(paths, limit, width, height, layout, /)\n--\n\n"
+             "Read and parse every YOLO prediction (or label) file of ``paths`` (a list), in order.\n\n"
+             "Rows as text_rows reads them with an integer class id first, then by ``layout``: 0\n"
+             "``cx cy w h conf``, 1 ``conf cx cy w h``, 2 ``cx cy w h`` (labels: no score, every number\n"
+             "in [0, 1]), normalized: boxes are scaled by the file's image\n"
              "``width[f]`` and ``height[f]`` (float64 buffers, one per file) as yolo.py's _to_pixels does.\n"
              "Returns the bytearrays (class_ids int64, box float64 [x, y, w, h] per row, score float64,\n"
              "lines int64, counts int64 rows per file, stats int64 10 per file: the os.stat_result\n"
@@ -1296,10 +1301,15 @@ PyDoc_STRVAR(yolo_files_doc,
 static PyObject *yolo_files(PyObject *self, PyObject *args) {
     PyObject *paths, *width_obj, *height_obj;
     long long limit;
-    int conf_first;
-    if (!PyArg_ParseTuple(args, "O!LOOp:yolo_files", &PyList_Type, &paths, &limit, &width_obj, &height_obj,
-                          &conf_first))
+    int layout;
+    if (!PyArg_ParseTuple(args, "O!LOOi:yolo_files", &PyList_Type, &paths, &limit, &width_obj, &height_obj,
+                          &layout))
         return NULL;
+    if (layout < 0 || layout > 2) {
+        PyErr_SetString(PyExc_ValueError, "layout must be 0, 1 or 2");
+        return NULL;
+    }
+    int labels = layout == 2;
 #ifdef _WIN32
     Py_RETURN_NONE;
 #else
@@ -1338,9 +1348,10 @@ static PyObject *yolo_files(PyObject *self, PyObject *args) {
         status = read_whole(PyBytes_AS_STRING(encoded), limit, &buf, &cap, &len, fields);
         Py_DECREF(encoded);
         if (status != OK) break;
-        Py_ssize_t rows = len / 12 + 1; /* the shortest row, `a 1 1 1 1 1\n`, is 12 bytes */
+        /* the shortest row, `0 1 1 1 1 1\n`, is 12 bytes (a label row, `0 1 1 1 1\n`, 10) */
+        Py_ssize_t rows = len / (labels ? 10 : 12) + 1;
         if (reserve(out[0], 8 * (n + rows)) != OK || reserve(out[1], 32 * (n + rows)) != OK ||
-            reserve(out[2], 8 * (n + rows)) != OK || reserve(out[3], 8 * (n + rows)) != OK)
+            (!labels && reserve(out[2], 8 * (n + rows)) != OK) || reserve(out[3], 8 * (n + rows)) != OK)
             goto done;
         if (rows > numbers_cap) {
             double *grown = (double *)PyMem_Realloc(numbers, (size_t)rows * 5 * sizeof(double));
@@ -1353,12 +1364,12 @@ static PyObject *yolo_files(PyObject *self, PyObject *args) {
         }
         Cursor c = {buf, buf + len};
         Py_ssize_t got = 0;
-        status = parse_text_rows(&c, FIRST_INT, NULL, rows, NULL, (int64_t *)PyByteArray_AS_STRING(out[0]) + n,
+        status = parse_text_rows(&c, FIRST_INT, NULL, labels ? 4 : 5, rows, NULL, (int64_t *)PyByteArray_AS_STRING(out[0]) + n,
                                  numbers, (int64_t *)PyByteArray_AS_STRING(out[3]) + n, &got);
         if (status != OK) break;
-        status = yolo_boxes(numbers, got, conf_first ? 1 : 0, conf_first ? 0 : 4, width[f], height[f],
+        status = yolo_boxes(numbers, got, layout == 1 ? 1 : 0, layout == 1 ? 0 : 4, width[f], height[f],
                             (double *)PyByteArray_AS_STRING(out[1]) + 4 * n,
-                            (double *)PyByteArray_AS_STRING(out[2]) + n);
+                            labels ? NULL : (double *)PyByteArray_AS_STRING(out[2]) + n);
         if (status != OK) break;
         ((int64_t *)PyByteArray_AS_STRING(out[4]))[f] = (int64_t)got;
         n += got;
@@ -1369,7 +1380,7 @@ static PyObject *yolo_files(PyObject *self, PyObject *args) {
         goto done;
     }
     if (PyByteArray_Resize(out[0], 8 * n) != 0 || PyByteArray_Resize(out[1], 32 * n) != 0 ||
-        PyByteArray_Resize(out[2], 8 * n) != 0 || PyByteArray_Resize(out[3], 8 * n) != 0 ||
+        PyByteArray_Resize(out[2], labels ? 0 : 8 * n) != 0 || PyByteArray_Resize(out[3], 8 * n) != 0 ||
         PyByteArray_Resize(out[4], 8 * n_files) != 0 || PyByteArray_Resize(out[5], 8 * STAT_FIELDS * n_files) != 0)
         goto done;
     result = PyTuple_Pack(6, out[0], out[1], out[2], out[3], out[4], out[5]);

@@ -73,6 +73,6 @@ def voc_rows(
     """Parse VOC result lines, looking each image id up among the keys: the row count, or None."""
 
 def yolo_files(
-    paths: list[str], limit: int, width: Any, height: Any, conf_first: bool, /
+    paths: list[str], limit: int, width: Any, height: Any, layout: int, /
 ) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray, bytearray] | None:
-    """Read and parse every YOLO prediction file: (class ids, boxes, scores, lines, counts, stats), or None."""
+    """Read and parse every YOLO prediction (layout 0, 1) or label (2) file: (class ids, boxes, scores, lines, counts, stats), or None."""

@@ -73,6 +73,8 @@ IMAGE_EXTENSIONS = (
 #: Column layouts of prediction rows.
 LAYOUTS = ("cls cx cy w h conf", "cls conf cx cy w h")
 _LABEL_ROW = "`class cx cy w h` (normalized)"
+#: ``_colparse.yolo_files``' layout of label rows (0 and 1 are the prediction layouts of LAYOUTS).
+_LABEL_LAYOUT = 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -355,16 +357,101 @@ def load_yolo_gt(
 
     label_folder = _label_folder(image_folder)
     labels = list_files(label_folder, what="YOLO label files") if os.path.isdir(label_folder) else {}
+    with_labels = [(i, labels.get(_stem(n) + ".txt")) for i, n in enumerate(names)]
+    label_paths = [path for _, path in with_labels if path is not None]
+    image_of_file = np.array([i for i, path in with_labels if path is not None], dtype=np.int64)
+    read = _compiled_labels(label_paths, image_of_file, width, height, class_ids)
+    if read is None:
+        read = _read_labels(label_paths, image_of_file, width, height, (class_ids, class_names), yaml_path)
+    image, category, box = read
+    n_gt = len(image)
+    return GroundTruth(
+        image_id=np.arange(len(names), dtype=np.int64),
+        image_name=tuple(names),
+        image_width=width,
+        image_height=height,
+        category_id=class_ids,
+        category_name=class_names,
+        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64),
+        image=image,
+        category=category,
+        box=box,
+        area=box[:, 2] * box[:, 3],
+        is_crowd=np.zeros(n_gt, dtype=bool),
+        is_difficult=np.zeros(n_gt, dtype=bool),
+        is_ignore=np.zeros(n_gt, dtype=bool),
+        box_format="xywh",
+        source=yaml_path,
+        has_image_ids=False,
+    )
+
+
+def _compiled_labels(
+    label_paths: list[str],
+    image_of_file: np.ndarray,
+    width: np.ndarray,
+    height: np.ndarray,
+    class_ids: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Every label file read and parsed by one call of the compiled reader, or None.
+
+    The twin of :func:`_read_labels` for plain files: (image index, category index, pixel box)
+    of every row, bit for bit. None without the extension, or when a file is not plain (see
+    ``_colparse.yolo_files``: five fields a row, canonical integer class ids, numbers in [0, 1]),
+    or a class id is not in ``names``: :func:`_read_labels` then reads every file and names the
+    problems.
+    """
+    if _colparse is None or not label_paths:
+        return None
+    found = _colparse.yolo_files(
+        label_paths, MAX_BYTES["text"], width[image_of_file], height[image_of_file], _LABEL_LAYOUT
+    )
+    if found is None:
+        return None
+    raw_class, raw_box, _, _, raw_counts, raw_stats = found
+    for path, fields in zip(
+        label_paths, np.frombuffer(raw_stats, dtype=np.int64).reshape(-1, 10).tolist(), strict=True
+    ):
+        note_read(path, os.stat_result(fields))
+    ids = np.frombuffer(raw_class, dtype=np.int64)
+    if not len(class_ids):
+        return (
+            None
+            if len(ids)
+            else (ids.copy(), ids.copy(), np.frombuffer(raw_box, dtype=np.float64).reshape(-1, 4))
+        )
+    index = np.minimum(np.searchsorted(class_ids, ids), len(class_ids) - 1)
+    if not (class_ids[index] == ids).all():
+        return None
+    image = np.repeat(image_of_file, np.frombuffer(raw_counts, dtype=np.int64))
+    return image, index.astype(np.int64, copy=False), np.frombuffer(raw_box, dtype=np.float64).reshape(-1, 4)
+
+
+def _read_labels(
+    label_paths: list[str],
+    image_of_file: np.ndarray,
+    width: np.ndarray,
+    height: np.ndarray,
+    classes: tuple[np.ndarray, tuple],
+    yaml_path: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(image index, category index, pixel box) of every label row, file by file.
+
+    The twin of :func:`_compiled_labels`, and the reader that names the problems.
+
+    Raises
+    ------
+    InputError
+        Wrong column counts, class ids not in ``names``, coordinates outside [0, 1], non-numbers.
+    """
+    class_ids, class_names = classes
     parts_image: list[np.ndarray] = []
     parts_class: list[np.ndarray] = []
     parts_box: list[np.ndarray] = []
     wrong: list[tuple[str, str]] = []
     outside: list[tuple[str, str]] = []
     unknown_class: list[tuple[str, str]] = []
-    for i, n in enumerate(names):
-        label = labels.get(_stem(n) + ".txt")
-        if label is None:
-            continue
+    for label, i in zip(label_paths, image_of_file.tolist(), strict=True):
         rows = split_rows(read_text(label, what=f"YOLO label rows {_LABEL_ROW}"))
         bad = [
             (f"{label}:{r}", f"{len(f)} columns" + (" (a segmentation polygon?)" if len(f) > 5 else ""))
@@ -393,26 +480,7 @@ def load_yolo_gt(
         fail_records("coordinate outside [0, 1]", "normalized cx cy w h in [0, 1]", outside)
     image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
     box = np.concatenate(parts_box) if parts_box else np.zeros((0, 4))
-    n_gt = len(image)
-    return GroundTruth(
-        image_id=np.arange(len(names), dtype=np.int64),
-        image_name=tuple(names),
-        image_width=width,
-        image_height=height,
-        category_id=class_ids,
-        category_name=class_names,
-        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64),
-        image=image,
-        category=np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64),
-        box=box,
-        area=box[:, 2] * box[:, 3],
-        is_crowd=np.zeros(n_gt, dtype=bool),
-        is_difficult=np.zeros(n_gt, dtype=bool),
-        is_ignore=np.zeros(n_gt, dtype=bool),
-        box_format="xywh",
-        source=yaml_path,
-        has_image_ids=False,
-    )
+    return image, np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64), box
 
 
 def _split_image_folder(data: dict, yaml_path: str, base: str, split: str) -> str:
@@ -668,7 +736,7 @@ def _compiled_predictions(
         MAX_BYTES["text"],
         gt.image_width[image_of_file],
         gt.image_height[image_of_file],
-        layout != LAYOUTS[0],
+        LAYOUTS.index(layout),
     )
     if found is None:
         return None

@@ -309,28 +309,26 @@ def test_yolo_files_refuses_what_read_bytes_reports(tmp_path):
     plain = tmp_path / "a.txt"
     plain.write_text("0 0.5 0.5 0.1 0.1 0.9\n")
     size = np.ones(1)
-    assert _colparse.yolo_files([str(plain)], 1 << 20, size, size, False) is not None
-    assert _colparse.yolo_files([str(tmp_path / "missing.txt")], 1 << 20, size, size, False) is None
-    assert _colparse.yolo_files([str(tmp_path)], 1 << 20, size, size, False) is None  # a folder
-    assert _colparse.yolo_files([str(plain)], 5, size, size, False) is None  # over the limit
-    assert _colparse.yolo_files([str(plain) + "\0x"], 1 << 20, size, size, False) is None
+    assert _colparse.yolo_files([str(plain)], 1 << 20, size, size, 0) is not None
+    assert _colparse.yolo_files([str(tmp_path / "missing.txt")], 1 << 20, size, size, 0) is None
+    assert _colparse.yolo_files([str(tmp_path)], 1 << 20, size, size, 0) is None  # a folder
+    assert _colparse.yolo_files([str(plain)], 5, size, size, 0) is None  # over the limit
+    assert _colparse.yolo_files([str(plain) + "\0x"], 1 << 20, size, size, 0) is None
     if hasattr(os, "mkfifo"):
         fifo = tmp_path / "fifo.txt"
         os.mkfifo(fifo)
-        assert _colparse.yolo_files([str(fifo)], 1 << 20, size, size, False) is None  # does not block
+        assert _colparse.yolo_files([str(fifo)], 1 << 20, size, size, 0) is None  # does not block
     with pytest.raises(ValueError, match="one value per path"):
-        _colparse.yolo_files([str(plain)], 1 << 20, np.ones(2), size, False)
+        _colparse.yolo_files([str(plain)], 1 << 20, np.ones(2), size, 0)
     with pytest.raises(TypeError):
-        _colparse.yolo_files((str(plain),), 1 << 20, size, size, False)
+        _colparse.yolo_files((str(plain),), 1 << 20, size, size, 0)
 
 
 def test_yolo_files_columns(tmp_path):
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text("2 0.5 0.25 0.5 0.5 0.75\n\n1 0 0 1 1 0.5")
     b.write_text("")
-    found = _colparse.yolo_files(
-        [str(a), str(b)], 1 << 20, np.array([100.0, 7.0]), np.array([40.0, 7.0]), False
-    )
+    found = _colparse.yolo_files([str(a), str(b)], 1 << 20, np.array([100.0, 7.0]), np.array([40.0, 7.0]), 0)
     class_ids, box, score, lines, counts, stats = (np.frombuffer(x, t) for x, t in zip(found, "qddqqq"))
     assert class_ids.tolist() == [2, 1]
     assert lines.tolist() == [1, 3]
@@ -346,7 +344,7 @@ def test_yolo_files_columns(tmp_path):
 def test_yolo_files_refuses_class_ids_not_written_as_integers(tmp_path, cls):
     path = tmp_path / "a.txt"
     path.write_text(f"{cls} 0.5 0.5 0.1 0.1 0.9\n")
-    assert _colparse.yolo_files([str(path)], 1 << 20, np.ones(1), np.ones(1), False) is None
+    assert _colparse.yolo_files([str(path)], 1 << 20, np.ones(1), np.ones(1), 0) is None
 
 
 # --------------------------------------------------------------------------------------------
@@ -381,3 +379,103 @@ def test_text_numbers_read_as_float_reads_them(number):
         pytest.fail(f"refused {number!r}")
     expected = np.array([float(number), float(number), 1.0, float(number), 2.0])
     assert np.array_equal(found[1][0].view(np.int64), expected.view(np.int64))
+
+
+# --------------------------------------------------------------------------------------------
+# YOLO ground truth: label files
+# --------------------------------------------------------------------------------------------
+
+LABEL_MUTATIONS = {
+    "plain": None,
+    "class 1.0": "1.0 0.5 0.5 0.1 0.1",
+    "class 01": "01 0.5 0.5 0.1 0.1",
+    "unknown class": "7 0.5 0.5 0.1 0.1",
+    "negative class": "-1 0.5 0.5 0.1 0.1",
+    "outside": "0 1.5 0.5 0.1 0.1",
+    "negative size": "0 0.5 0.5 -0.1 0.1",
+    "six columns": "0 0.5 0.5 0.1 0.1 0.9",
+    "polygon": "0 0.1 0.1 0.2 0.2 0.3 0.3",
+    "four columns": "0 0.5 0.5 0.1",
+    "signs and dots": "0 +.5 .5 0.10 1.",
+    "exponent": "0 5e-1 0.5 0.1 0.1",
+    "nan": "0 nan 0.5 0.1 0.1",
+    "not a number": "0 x 0.5 0.1 0.1",
+    "not UTF-8": b"0 0.5 0.5 0.1 0.1 \xff",
+    "CRLF and blanks": "\r\n0 0.5 0.5 0.1 0.1\r\n\r\n",
+    "subnormal": "0 0.5 0.5 1e-310 3e-320",
+    "many digits": "0 0.12345678901234567890 0.5 0.1 0.1",
+    "zeros and ones": "1 0 1 1 0",
+    "negative zero": "0 -0 0.5 -0.0 0.1",
+}
+
+
+def _gt_outcome(load):
+    try:
+        gt = load()
+    except DetevalError as exc:
+        return type(exc).__name__, str(exc)
+    out = []
+    for name in ("image", "category", "box", "area", "image_width", "image_height", "annotation_id"):
+        column = np.asarray(getattr(gt, name))
+        out.append((column.dtype.str, column.shape, _bits(column).tobytes()))
+    return (*out, gt.image_name, gt.category_name, gt.warnings)
+
+
+@pytest.mark.parametrize("name", sorted(LABEL_MUTATIONS))
+def test_yolo_labels_are_read_the_same_every_way(tmp_path, monkeypatch, name):
+    root = tmp_path / "yolo"
+    shutil.copytree(YOLO_ROOT, root)
+    line = LABEL_MUTATIONS[name]
+    if line is not None:
+        target = root / "labels" / "val" / "b.txt"
+        extra = line if isinstance(line, bytes) else line.encode()
+        target.write_bytes(target.read_bytes() + extra + b"\n")
+    outcomes = {}
+    for way in WAYS:
+        _use(monkeypatch, way)
+        outcomes[way] = _gt_outcome(lambda: load_yolo_gt(root))
+    assert outcomes["whole"] == outcomes["python"] == outcomes["per-file"]
+
+
+def test_yolo_labels_take_the_whole_load_reader(monkeypatch):
+    _use(monkeypatch, "whole")
+    gt = load_yolo_gt(YOLO_ROOT)
+    found = yolo._compiled_labels(
+        [str(p) for p in sorted((YOLO_ROOT / "labels" / "val").glob("*.txt"))],
+        np.arange(2),
+        gt.image_width,
+        gt.image_height,
+        gt.category_id,
+    )
+    assert found is not None
+    assert np.array_equal(found[2], gt.box)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_generated_yolo_labels_read_the_same(tmp_path, monkeypatch, seed):
+    rng = np.random.default_rng(seed)
+    root = _generated_yolo(tmp_path, rng, int(rng.integers(1, 60)))
+    shutil.copytree(root / "predictions", root / "labels" / "val")
+    for path in (root / "labels" / "val").glob("*.txt"):  # drop the confidence column
+        path.write_text("".join(" ".join(line.split()[:5]) + "\n" for line in path.read_text().splitlines()))
+    outcomes = {}
+    for way in WAYS:
+        _use(monkeypatch, way)
+        outcomes[way] = _gt_outcome(lambda: load_yolo_gt(root))
+    assert outcomes["whole"] == outcomes["python"] == outcomes["per-file"]
+    assert outcomes["whole"][0] != "InputError"
+
+
+def test_yolo_files_label_layout(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("1 0.5 0.5 0.5 0.5\n0 0 0 0 0\n")
+    found = _colparse.yolo_files([str(path)], 1 << 20, np.array([10.0]), np.array([20.0]), 2)
+    assert found is not None
+    assert np.frombuffer(found[1]).reshape(-1, 4).tolist() == [[2.5, 5.0, 5.0, 10.0], [0.0, 0.0, 0.0, 0.0]]
+    assert len(found[2]) == 0  # no scores
+    path.write_text("1 0.5 0.5 0.5 1.5\n")  # outside [0, 1]
+    assert _colparse.yolo_files([str(path)], 1 << 20, np.ones(1), np.ones(1), 2) is None
+    path.write_text("1 0.5 0.5 0.5 0.5 0.9\n")  # a prediction row
+    assert _colparse.yolo_files([str(path)], 1 << 20, np.ones(1), np.ones(1), 2) is None
+    with pytest.raises(ValueError, match="layout"):
+        _colparse.yolo_files([str(path)], 1 << 20, np.ones(1), np.ones(1), 3)
