@@ -19,6 +19,12 @@ rows ``class cx cy w h conf`` (or ``class conf cx cy w h`` with ``layout=``), no
 
 Boxes are converted once to absolute pixels ``[x, y, w, h]`` (``box_format="xywh"``):
 ``x = (cx - w / 2) * width``, ``w = w * width``; ``area = w * h`` in pixels.
+
+With the optional C extension built, all the label files of a split (or prediction files of a
+folder) are read, parsed and converted by one compiled call (``_colparse.yolo_files``), with no
+Python work per file but the read log; a folder with anything it does not take (a row that
+is not plain, a value a message must name) is read file by file by the Python reader, its twin,
+which gives the same values bit for bit and names the problems.
 """
 
 from __future__ import annotations

@@ -4,6 +4,11 @@ One detection per line: ``image_id score x1 y1 x2 y2`` (``comp4_det_test_car.txt
 devkit, or just ``car.txt``). Image ids are joined to the ground truth as text, as the devkit
 does; the classes come from the ground truth (plus PASCAL classes found only in result files,
 see :func:`with_result_classes`).
+
+With the optional C extension built, the ids are looked up in a hash table of the ground
+truth's image names and stems made once per load (``_colparse.key_slots`` / ``voc_rows``), with
+no Python string per line; a file with an id that names no image, or a line that is not plain,
+is read again by the readers that keep the ids as text (the twin, which names the problems).
 """
 
 from __future__ import annotations
