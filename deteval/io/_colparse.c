@@ -842,8 +842,39 @@ done:
 
 /* ---- whitespace-separated text rows: VOC result lines, YOLO prediction rows ---- */
 
-#define FIRST_TEXT 0 /* VOC: the first field is an image id, kept as text */
-#define FIRST_INT 1  /* YOLO: the first field is a class id, written as an integer */
+#define FIRST_TEXT 0   /* VOC: the first field is an image id, kept as text */
+#define FIRST_INT 1    /* YOLO: the first field is a class id, written as an integer */
+#define FIRST_LOOKUP 2 /* VOC: the first field is an image id, looked up in a KeyTable */
+
+/* Image ids as a hash table: key k is blob[start[k]:start[k + 1]] and names the image index[k]; slots
+ * (a power of two of them, -1 when empty) hold key numbers, placed by FNV-1a and linear probing.
+ * Looked up without a Python object per row. */
+typedef struct {
+    const char *blob;
+    const int64_t *start;
+    const int64_t *index;
+    const int64_t *slots;
+    uint64_t mask;
+} KeyTable;
+
+static inline uint64_t fnv1a(const char *p, Py_ssize_t len) {
+    uint64_t h = 14695981039346656037ULL;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* The index of the key equal to [token, token + len), or -1. */
+static int64_t lookup_key(const KeyTable *t, const char *token, Py_ssize_t len) {
+    for (uint64_t s = fnv1a(token, len) & t->mask;; s = (s + 1) & t->mask) {
+        int64_t k = t->slots[s];
+        if (k < 0) return -1;
+        if (t->start[k + 1] - t->start[k] == len && memcmp(t->blob + t->start[k], token, (size_t)len) == 0)
+            return t->index[k];
+    }
+}
 
 static inline int is_blank(char c) { return c == ' ' || c == '\t'; }
 static inline int is_line_end(const Cursor *c) { return c->p >= c->end || *c->p == '\n' || *c->p == '\r'; }
@@ -871,11 +902,49 @@ static int parse_class_id(Cursor *c, int64_t *out) {
     return OK;
 }
 
-/* Rows of six whitespace-separated fields, the first by ``first`` and then five numbers. ASCII
+/* A number of a text row as parse_double(c, out, TEXT_NUMBER) reads it, bit for bit, by a shorter
+ * path for the common spelling: an optional sign, at most 19 digits with an optional '.', no
+ * exponent, a mantissa within 2**53 (Clinger's fast path: one correctly rounded division of two
+ * exact doubles). Anything else is read again by parse_double. */
+static int parse_text_number(Cursor *c, double *out) {
+#if COLPARSE_FAST_FLOATS
+    const char *p = c->p, *end = c->end;
+    int negative = 0, digits = 0, fraction = 0;
+    uint64_t mantissa = 0;
+    if (p < end && (*p == '-' || *p == '+')) {
+        negative = *p == '-';
+        p++;
+    }
+    while (p < end && is_digit(*p)) {
+        mantissa = mantissa * 10 + (uint64_t)(*p++ - '0');
+        digits++;
+    }
+    if (p < end && *p == '.') {
+        p++;
+        while (p < end && is_digit(*p)) {
+            mantissa = mantissa * 10 + (uint64_t)(*p++ - '0');
+            digits++;
+            fraction++;
+        }
+    }
+    if (digits > 0 && digits <= 19 && mantissa <= ((uint64_t)1 << 53) && fraction <= 22 &&
+        !(p < end && (*p == 'e' || *p == 'E'))) {
+        double value = (double)mantissa;
+        if (fraction > 0) value = value / POW10[fraction];
+        *out = negative ? -value : value;
+        c->p = p;
+        return OK;
+    }
+#endif
+    return parse_double(c, out, TEXT_NUMBER);
+}
+
+/* Rows of whitespace-separated fields, the first by ``first`` and then ``n_numbers`` numbers (written
+ * 5 a row into ``numbers``: VOC and YOLO prediction rows have 5, YOLO label rows 4). ASCII
  * only (anything else, e.g. a non-breaking space, is for the Python reader to judge); a line ends at
  * \n, \r\n or \r, as deteval.io._text.split_lines counts lines; blank lines are skipped. */
-static int parse_text_rows(Cursor *c, int first, Py_ssize_t capacity, PyObject *ids, int64_t *class_ids,
-                           double *numbers, int64_t *lines, Py_ssize_t *n_rows) {
+static int parse_text_rows(Cursor *c, int first, const KeyTable *table, int n_numbers, Py_ssize_t capacity,
+                           PyObject *ids, int64_t *class_ids, double *numbers, int64_t *lines, Py_ssize_t *n_rows) {
     Py_ssize_t n = 0;
     int64_t line = 1;
     if (c->end - c->p >= 3 && memcmp(c->p, "\xef\xbb\xbf", 3) == 0) c->p += 3; /* read as utf-8-sig */
@@ -884,7 +953,13 @@ static int parse_text_rows(Cursor *c, int first, Py_ssize_t capacity, PyObject *
         if (!is_line_end(c)) {
             if (n >= capacity) return REFUSE;
             const char *token = c->p;
-            if (first == FIRST_TEXT) {
+            if (first == FIRST_LOOKUP) {
+                while (!ends_field(c)) {
+                    if (*c->p <= ' ' || *c->p > '~') return REFUSE;
+                    c->p++;
+                }
+                class_ids[n] = lookup_key(table, token, c->p - token);
+            } else if (first == FIRST_TEXT) {
                 while (!ends_field(c)) {
                     if (*c->p <= ' ' || *c->p > '~') return REFUSE;
                     c->p++;
@@ -897,15 +972,15 @@ static int parse_text_rows(Cursor *c, int first, Py_ssize_t capacity, PyObject *
             } else if (parse_class_id(c, &class_ids[n]) != OK || !ends_field(c)) {
                 return REFUSE;
             }
-            for (int j = 0; j < 5; j++) {
+            for (int j = 0; j < n_numbers; j++) {
                 if (is_line_end(c) || !is_blank(*c->p)) return REFUSE;
                 while (c->p < c->end && is_blank(*c->p)) c->p++;
-                int status = parse_double(c, &numbers[5 * n + j], TEXT_NUMBER);
+                int status = parse_text_number(c, &numbers[5 * n + j]);
                 if (status != OK) return status;
                 if (!ends_field(c)) return REFUSE;
             }
             while (c->p < c->end && is_blank(*c->p)) c->p++;
-            if (!is_line_end(c)) return REFUSE; /* a seventh field, or another byte */
+            if (!is_line_end(c)) return REFUSE; /* one field more, or another byte */
             lines[n++] = line;
         }
         if (c->p < c->end) {
@@ -952,7 +1027,7 @@ static PyObject *text_rows(PyObject *self, PyObject *args) {
     }
     Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
     Py_ssize_t n = 0;
-    int status = parse_text_rows(&c, first_is_text ? FIRST_TEXT : FIRST_INT, capacity, ids, class_ids,
+    int status = parse_text_rows(&c, first_is_text ? FIRST_TEXT : FIRST_INT, NULL, 5, capacity, ids, class_ids,
                                  (double *)cols[0].view.buf, (int64_t *)cols[1].view.buf, &n);
     if (status == ERROR) goto done;
     if (status != OK) {
@@ -969,6 +1044,355 @@ done:
     }
     PyBuffer_Release(&raw);
     return result;
+}
+
+/* ``obj`` as a read-only C-contiguous buffer of 8-byte items of the given kind ('i' int, 'f' float). */
+static int get_input_column(PyObject *obj, char kind, Column *col) {
+    if (PyObject_GetBuffer(obj, &col->view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return ERROR;
+    col->held = 1;
+    const char *fmt = col->view.format ? col->view.format : "B";
+    if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
+    int ok = col->view.itemsize == 8 && fmt[1] == '\0' &&
+             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd');
+    if (!ok) {
+        PyErr_SetString(PyExc_TypeError, kind == 'i' ? "expected a contiguous int64 buffer"
+                                                     : "expected a contiguous float64 buffer");
+        return ERROR;
+    }
+    return OK;
+}
+
+/* Check the key columns of a table: ``start`` holds n + 1 offsets into ``keys``, not decreasing. */
+static int check_keys(const Py_buffer *keys, const Column *start_col, Py_ssize_t n_keys) {
+    const int64_t *start = (const int64_t *)start_col->view.buf;
+    if (start_col->view.len / 8 != n_keys + 1 || start[0] != 0 || start[n_keys] != (int64_t)keys->len) {
+        PyErr_SetString(PyExc_ValueError, "key_start must hold n + 1 offsets into keys");
+        return ERROR;
+    }
+    for (Py_ssize_t k = 0; k < n_keys; k++) {
+        if (start[k + 1] < start[k]) {
+            PyErr_SetString(PyExc_ValueError, "key_start must not decrease");
+            return ERROR;
+        }
+    }
+    return OK;
+}
+
+PyDoc_STRVAR(key_slots_doc,
+             "key_slots(keys, key_start, /)\n--\n\n"
+             "The hash slots of the distinct byte strings ``keys[key_start[k]:key_start[k + 1]]``.\n\n"
+             "Returns a bytearray of int64 slots (a power of two of them, at least twice the keys):\n"
+             "each holds a key number or -1, placed by FNV-1a and linear probing, for voc_rows.\n"
+             "ValueError when the offsets are not n + 1 non-decreasing offsets into ``keys``.");
+
+static PyObject *key_slots(PyObject *self, PyObject *args) {
+    PyObject *keys_obj, *start_obj;
+    if (!PyArg_ParseTuple(args, "OO:key_slots", &keys_obj, &start_obj)) return NULL;
+    Py_buffer keys;
+    Column start_col;
+    memset(&start_col, 0, sizeof start_col);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(keys_obj, &keys, PyBUF_SIMPLE) < 0) return NULL;
+    if (get_input_column(start_obj, 'i', &start_col) != OK) goto done;
+    Py_ssize_t n_keys = start_col.view.len / 8 - 1;
+    if (n_keys < 0 || check_keys(&keys, &start_col, n_keys) != OK) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "key_start must hold n + 1 offsets into keys");
+        goto done;
+    }
+    Py_ssize_t n_slots = 8;
+    while (n_slots < 2 * n_keys) n_slots *= 2;
+    result = PyByteArray_FromStringAndSize(NULL, 8 * n_slots);
+    if (result == NULL) goto done;
+    int64_t *slots = (int64_t *)PyByteArray_AS_STRING(result);
+    for (Py_ssize_t s = 0; s < n_slots; s++) slots[s] = -1;
+    const int64_t *start = (const int64_t *)start_col.view.buf;
+    uint64_t mask = (uint64_t)n_slots - 1;
+    for (Py_ssize_t k = 0; k < n_keys; k++) {
+        uint64_t s = fnv1a((const char *)keys.buf + start[k], (Py_ssize_t)(start[k + 1] - start[k])) & mask;
+        while (slots[s] >= 0) s = (s + 1) & mask;
+        slots[s] = k;
+    }
+done:
+    if (start_col.held) PyBuffer_Release(&start_col.view);
+    PyBuffer_Release(&keys);
+    return result;
+}
+
+PyDoc_STRVAR(voc_rows_doc,
+             "voc_rows(raw, keys, key_start, key_index, slots, image, numbers, lines, /)\n--\n\n"
+             "Parse VOC result lines ``image_id score x1 y1 x2 y2`` (the grammar of text_rows), looking\n"
+             "each image id up among the keys instead of returning it as text.\n\n"
+             "Key k is ``keys[key_start[k]:key_start[k + 1]]`` (distinct byte strings) and names the\n"
+             "image ``key_index[k]``; ``slots`` is key_slots(keys, key_start). ``image`` (int64) receives\n"
+             "each row's image index, -1 for an id that is no key; ``numbers`` and ``lines`` as in\n"
+             "text_rows. Returns the row count, or None as text_rows does.");
+
+static PyObject *voc_rows(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *keys_obj, *objs[6];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:voc_rows", &raw_obj, &keys_obj, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4], &objs[5]))
+        return NULL;
+    Py_buffer raw, keys;
+    Column cols[6]; /* key_start, key_index, slots, image, numbers, lines */
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(keys_obj, &keys, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&raw);
+        return NULL;
+    }
+    if (get_input_column(objs[0], 'i', &cols[0]) != OK || get_input_column(objs[1], 'i', &cols[1]) != OK ||
+        get_input_column(objs[2], 'i', &cols[2]) != OK || get_column(objs[3], 'i', &cols[3]) != OK ||
+        get_column(objs[4], 'f', &cols[4]) != OK || get_column(objs[5], 'i', &cols[5]) != OK)
+        goto done;
+    Py_ssize_t n_keys = cols[1].view.len / 8, n_slots = cols[2].view.len / 8;
+    if (check_keys(&keys, &cols[0], n_keys) != OK) goto done;
+    const int64_t *slots = (const int64_t *)cols[2].view.buf;
+    int slots_ok = n_slots >= 2 * n_keys && n_slots >= 1 && (n_slots & (n_slots - 1)) == 0;
+    Py_ssize_t empty = 0; /* at least one: every probe ends */
+    for (Py_ssize_t s = 0; slots_ok && s < n_slots; s++) {
+        slots_ok = slots[s] >= -1 && slots[s] < n_keys;
+        empty += slots[s] == -1;
+    }
+    if (!slots_ok || empty == 0) {
+        PyErr_SetString(PyExc_ValueError, "slots must be key_slots(keys, key_start)");
+        goto done;
+    }
+    KeyTable table = {(const char *)keys.buf, (const int64_t *)cols[0].view.buf,
+                      (const int64_t *)cols[1].view.buf, slots, (uint64_t)n_slots - 1};
+    Py_ssize_t capacity = cols[3].view.len / 8;
+    if (cols[4].view.len / 40 < capacity) capacity = cols[4].view.len / 40;
+    if (cols[5].view.len / 8 < capacity) capacity = cols[5].view.len / 8;
+    Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
+    Py_ssize_t n = 0;
+    int status = parse_text_rows(&c, FIRST_LOOKUP, &table, 5, capacity, NULL, (int64_t *)cols[3].view.buf,
+                                 (double *)cols[4].view.buf, (int64_t *)cols[5].view.buf, &n);
+    if (status == ERROR) goto done;
+    result = status == OK ? PyLong_FromSsize_t(n) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 6; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&raw);
+    return result;
+}
+
+/* ---- YOLO prediction files: every file of a folder read and parsed in one call ---- */
+
+#ifndef _WIN32
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+
+/* The os.stat_result fields, in its order, that yolo_files returns per file. */
+#define STAT_FIELDS 10
+
+/* A bytearray grown by doubling (its size is the capacity; shrunk to the used size at the end). */
+static int reserve(PyObject *array, Py_ssize_t bytes) {
+    Py_ssize_t size = PyByteArray_GET_SIZE(array);
+    if (bytes <= size) return OK;
+    Py_ssize_t target = size < 1024 ? 1024 : size;
+    while (target < bytes) {
+        if (target > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return ERROR;
+        }
+        target *= 2;
+    }
+    return PyByteArray_Resize(array, target) == 0 ? OK : ERROR;
+}
+
+/* The whole regular file ``path`` (at most ``limit`` bytes) into ``buf``, as deteval.io._text.read_bytes
+ * reads it (opened non-blocking, refused unless a regular file); its fstat fields into ``fields``.
+ * REFUSE on anything that read_bytes would report: the caller's Python reader names it. */
+static int read_whole(const char *path, int64_t limit, char **buf, Py_ssize_t *cap, Py_ssize_t *len,
+                      int64_t *fields) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return REFUSE;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (int64_t)st.st_size > limit) {
+        close(fd);
+        return REFUSE;
+    }
+    Py_ssize_t total = 0;
+    for (;;) {
+        Py_ssize_t want = (Py_ssize_t)st.st_size + 1 - total;
+        if (want < 65536) want = 65536;
+        if (total + want > *cap) {
+            char *grown = (char *)PyMem_Realloc(*buf, (size_t)(total + want));
+            if (grown == NULL) {
+                close(fd);
+                PyErr_NoMemory();
+                return ERROR;
+            }
+            *buf = grown;
+            *cap = total + want;
+        }
+        ssize_t got = read(fd, *buf + total, (size_t)(*cap - total));
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            close(fd);
+            return REFUSE;
+        }
+        if (got == 0) break;
+        total += got;
+        if ((int64_t)total > limit) {
+            close(fd);
+            return REFUSE;
+        }
+    }
+    close(fd);
+    const int64_t values[STAT_FIELDS] = {
+        (int64_t)st.st_mode, (int64_t)st.st_ino,   (int64_t)st.st_dev,   (int64_t)st.st_nlink,
+        (int64_t)st.st_uid,  (int64_t)st.st_gid,   (int64_t)st.st_size,  (int64_t)st.st_atime,
+        (int64_t)st.st_mtime, (int64_t)st.st_ctime,
+    };
+    memcpy(fields, values, sizeof values);
+    *len = total;
+    return OK;
+}
+#endif
+
+/* Normalized ``cx cy w h`` of ``rows`` rows (5 numbers a row from ``numbers + offset``) into pixel boxes
+ * ``[x, y, w, h]`` and the score (the number at ``score_at``), operation by operation as yolo.py's
+ * _to_pixels does them in numpy: x = (cx - w / 2) * width. The volatile half keeps a compiler from
+ * fusing the subtraction and a multiplication by 0.5 into one FMA (a subnormal w would round apart).
+ * REFUSE when a width or height is negative or a box not finite (the Python reader names them); for
+ * label rows (``score`` NULL), also when a number is outside [0, 1]. */
+static int yolo_boxes(const double *numbers, Py_ssize_t rows, int offset, int score_at, double width,
+                      double height, double *box, double *score) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const double *v = numbers + 5 * r + offset;
+        if (v[2] < 0 || v[3] < 0) return REFUSE;
+        if (score == NULL && (v[0] < 0 || v[0] > 1 || v[1] < 0 || v[1] > 1 || v[2] > 1 || v[3] > 1))
+            return REFUSE;
+        volatile double half_w = v[2] / 2, half_h = v[3] / 2;
+        double x = (v[0] - half_w) * width, y = (v[1] - half_h) * height;
+        double w = v[2] * width, h = v[3] * height;
+        if (!isfinite(x) || !isfinite(y) || !isfinite(w) || !isfinite(h)) return REFUSE;
+        box[4 * r] = x;
+        box[4 * r + 1] = y;
+        box[4 * r + 2] = w;
+        box[4 * r + 3] = h;
+        if (score != NULL) score[r] = numbers[5 * r + score_at];
+    }
+    return OK;
+}
+
+PyDoc_STRVAR(yolo_files_doc,
+             "yolo_files(paths, limit, width, height, layout, /)\n--\n\n"
+             "Read and parse every YOLO prediction (or label) file of ``paths`` (a list), in order.\n\n"
+             "Rows as text_rows reads them with an integer class id first, then by ``layout``: 0\n"
+             "``cx cy w h conf``, 1 ``conf cx cy w h``, 2 ``cx cy w h`` (labels: no score, every number\n"
+             "in [0, 1]), normalized: boxes are scaled by the file's image\n"
+             "``width[f]`` and ``height[f]`` (float64 buffers, one per file) as yolo.py's _to_pixels does.\n"
+             "Returns the bytearrays (class_ids int64, box float64 [x, y, w, h] per row, score float64,\n"
+             "lines int64, counts int64 rows per file, stats int64 10 per file: the os.stat_result\n"
+             "fields of the opened file), or None when any file cannot be opened or read, is not a\n"
+             "regular file, holds more than ``limit`` bytes or a line that is not plain, or a row has a\n"
+             "negative width or height or a box that is not finite in pixels (the Python reader decides\n"
+             "then). POSIX only: None elsewhere.");
+
+static PyObject *yolo_files(PyObject *self, PyObject *args) {
+    PyObject *paths, *width_obj, *height_obj;
+    long long limit;
+    int layout;
+    if (!PyArg_ParseTuple(args, "O!LOOi:yolo_files", &PyList_Type, &paths, &limit, &width_obj, &height_obj,
+                          &layout))
+        return NULL;
+    if (layout < 0 || layout > 2) {
+        PyErr_SetString(PyExc_ValueError, "layout must be 0, 1 or 2");
+        return NULL;
+    }
+    int labels = layout == 2;
+#ifdef _WIN32
+    Py_RETURN_NONE;
+#else
+    Py_ssize_t n_files = PyList_GET_SIZE(paths);
+    /* class_ids, box, score, lines, counts, stats */
+    PyObject *out[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    PyObject *result = NULL;
+    Column sizes[2];
+    memset(sizes, 0, sizeof sizes);
+    char *buf = NULL;
+    double *numbers = NULL;
+    Py_ssize_t cap = 0, numbers_cap = 0, n = 0;
+    int status = OK;
+    if (get_input_column(width_obj, 'f', &sizes[0]) != OK || get_input_column(height_obj, 'f', &sizes[1]) != OK)
+        goto done;
+    if (sizes[0].view.len / 8 != n_files || sizes[1].view.len / 8 != n_files) {
+        PyErr_SetString(PyExc_ValueError, "width and height must hold one value per path");
+        goto done;
+    }
+    const double *width = (const double *)sizes[0].view.buf, *height = (const double *)sizes[1].view.buf;
+    for (int i = 0; i < 6; i++) {
+        out[i] = PyByteArray_FromStringAndSize(NULL, 0);
+        if (out[i] == NULL) goto done;
+    }
+    if (reserve(out[4], 8 * n_files) != OK || reserve(out[5], 8 * STAT_FIELDS * n_files) != OK) goto done;
+    for (Py_ssize_t f = 0; status == OK && f < n_files; f++) {
+        PyObject *encoded = NULL;
+        if (!PyUnicode_FSConverter(PyList_GET_ITEM(paths, f), &encoded)) {
+            if (!PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_TypeError)) goto done;
+            PyErr_Clear(); /* an embedded NUL, not a path: the Python reader names it */
+            status = REFUSE;
+            break;
+        }
+        Py_ssize_t len = 0;
+        int64_t *fields = (int64_t *)PyByteArray_AS_STRING(out[5]) + STAT_FIELDS * f;
+        status = read_whole(PyBytes_AS_STRING(encoded), limit, &buf, &cap, &len, fields);
+        Py_DECREF(encoded);
+        if (status != OK) break;
+        /* the shortest row, `0 1 1 1 1 1\n`, is 12 bytes (a label row, `0 1 1 1 1\n`, 10) */
+        Py_ssize_t rows = len / (labels ? 10 : 12) + 1;
+        if (reserve(out[0], 8 * (n + rows)) != OK || reserve(out[1], 32 * (n + rows)) != OK ||
+            (!labels && reserve(out[2], 8 * (n + rows)) != OK) || reserve(out[3], 8 * (n + rows)) != OK)
+            goto done;
+        if (rows > numbers_cap) {
+            double *grown = (double *)PyMem_Realloc(numbers, (size_t)rows * 5 * sizeof(double));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            numbers = grown;
+            numbers_cap = rows;
+        }
+        Cursor c = {buf, buf + len};
+        Py_ssize_t got = 0;
+        status = parse_text_rows(&c, FIRST_INT, NULL, labels ? 4 : 5, rows, NULL, (int64_t *)PyByteArray_AS_STRING(out[0]) + n,
+                                 numbers, (int64_t *)PyByteArray_AS_STRING(out[3]) + n, &got);
+        if (status != OK) break;
+        status = yolo_boxes(numbers, got, layout == 1 ? 1 : 0, layout == 1 ? 0 : 4, width[f], height[f],
+                            (double *)PyByteArray_AS_STRING(out[1]) + 4 * n,
+                            labels ? NULL : (double *)PyByteArray_AS_STRING(out[2]) + n);
+        if (status != OK) break;
+        ((int64_t *)PyByteArray_AS_STRING(out[4]))[f] = (int64_t)got;
+        n += got;
+    }
+    if (status == ERROR) goto done;
+    if (status != OK) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (PyByteArray_Resize(out[0], 8 * n) != 0 || PyByteArray_Resize(out[1], 32 * n) != 0 ||
+        PyByteArray_Resize(out[2], labels ? 0 : 8 * n) != 0 || PyByteArray_Resize(out[3], 8 * n) != 0 ||
+        PyByteArray_Resize(out[4], 8 * n_files) != 0 || PyByteArray_Resize(out[5], 8 * STAT_FIELDS * n_files) != 0)
+        goto done;
+    result = PyTuple_Pack(6, out[0], out[1], out[2], out[3], out[4], out[5]);
+done:
+    PyMem_Free(numbers);
+    PyMem_Free(buf);
+    for (int i = 0; i < 2; i++) {
+        if (sizes[i].held) PyBuffer_Release(&sizes[i].view);
+    }
+    for (int i = 0; i < 6; i++) Py_XDECREF(out[i]);
+    return result;
+#endif
 }
 
 /* ---- in-memory records: lists of dicts (json.load output, a training loop's records) ---- */
@@ -1170,6 +1594,9 @@ done:
 static PyMethodDef colparse_methods[] = {
     {"box_results", box_results, METH_VARARGS, box_results_doc},
     {"text_rows", text_rows, METH_VARARGS, text_rows_doc},
+    {"key_slots", key_slots, METH_VARARGS, key_slots_doc},
+    {"voc_rows", voc_rows, METH_VARARGS, voc_rows_doc},
+    {"yolo_files", yolo_files, METH_VARARGS, yolo_files_doc},
     {"instances", instances, METH_VARARGS, instances_doc},
     {"box_records", box_records, METH_VARARGS, box_records_doc},
     {"annotation_records", annotation_records, METH_VARARGS, annotation_records_doc},

@@ -55,3 +55,24 @@ def segm_results(
     /,
 ) -> tuple[int, int, int] | None:
     """Parse COCO polygon segm-results JSON into the buffers: (records, polygons, numbers), or None."""
+
+def key_slots(keys: bytes, key_start: Any, /) -> bytearray:
+    """The hash slots (int64, -1 when empty) of the distinct byte strings ``keys[key_start[k]:key_start[k + 1]]``."""
+
+def voc_rows(
+    raw: bytes,
+    keys: bytes,
+    key_start: Any,
+    key_index: Any,
+    slots: Any,
+    image: Any,
+    numbers: Any,
+    lines: Any,
+    /,
+) -> int | None:
+    """Parse VOC result lines, looking each image id up among the keys: the row count, or None."""
+
+def yolo_files(
+    paths: list[str], limit: int, width: Any, height: Any, layout: int, /
+) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray, bytearray] | None:
+    """Read and parse every YOLO prediction (layout 0, 1) or label (2) file: (class ids, boxes, scores, lines, counts, stats), or None."""

@@ -19,19 +19,28 @@ rows ``class cx cy w h conf`` (or ``class conf cx cy w h`` with ``layout=``), no
 
 Boxes are converted once to absolute pixels ``[x, y, w, h]`` (``box_format="xywh"``):
 ``x = (cx - w / 2) * width``, ``w = w * width``; ``area = w * h`` in pixels.
+
+With the optional C extension built, all the label files of a split (or prediction files of a
+folder) are read, parsed and converted by one compiled call (``_colparse.yolo_files``), with no
+Python work per file but the read log; a folder with anything it does not take (a row that
+is not plain, a value a message must name) is read file by file by the Python reader, its twin,
+which gives the same values bit for bit and names the problems.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, BinaryIO, Literal
 
 import numpy as np
 import yaml
 
+from deteval import _speedups
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError
 from deteval.io._text import (
+    MAX_BYTES,
     fail_records,
     list_files,
     names_note,
@@ -44,6 +53,11 @@ from deteval.io._text import (
 from deteval.io._yaml import find_alias
 from deteval.io.category_map import MAX_DROP, read_category_map, resolve_categories
 from deteval.io.coco.fast import _compiled_yolo_rows
+from deteval.io.output import note_read
+
+_colparse = _speedups.load("deteval.io._colparse")
+if _colparse is not None and not hasattr(_colparse, "yolo_files"):
+    _colparse = None  # pragma: no cover - an extension built from older sources
 
 __all__ = ["load_yolo_gt", "load_yolo_dt", "image_size", "IMAGE_EXTENSIONS", "LAYOUTS"]
 
@@ -65,6 +79,8 @@ IMAGE_EXTENSIONS = (
 #: Column layouts of prediction rows.
 LAYOUTS = ("cls cx cy w h conf", "cls conf cx cy w h")
 _LABEL_ROW = "`class cx cy w h` (normalized)"
+#: ``_colparse.yolo_files``' layout of label rows (0 and 1 are the prediction layouts of LAYOUTS).
+_LABEL_LAYOUT = 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -347,16 +363,101 @@ def load_yolo_gt(
 
     label_folder = _label_folder(image_folder)
     labels = list_files(label_folder, what="YOLO label files") if os.path.isdir(label_folder) else {}
+    with_labels = [(i, labels.get(_stem(n) + ".txt")) for i, n in enumerate(names)]
+    label_paths = [path for _, path in with_labels if path is not None]
+    image_of_file = np.array([i for i, path in with_labels if path is not None], dtype=np.int64)
+    read = _compiled_labels(label_paths, image_of_file, width, height, class_ids)
+    if read is None:
+        read = _read_labels(label_paths, image_of_file, width, height, (class_ids, class_names), yaml_path)
+    image, category, box = read
+    n_gt = len(image)
+    return GroundTruth(
+        image_id=np.arange(len(names), dtype=np.int64),
+        image_name=tuple(names),
+        image_width=width,
+        image_height=height,
+        category_id=class_ids,
+        category_name=class_names,
+        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64),
+        image=image,
+        category=category,
+        box=box,
+        area=box[:, 2] * box[:, 3],
+        is_crowd=np.zeros(n_gt, dtype=bool),
+        is_difficult=np.zeros(n_gt, dtype=bool),
+        is_ignore=np.zeros(n_gt, dtype=bool),
+        box_format="xywh",
+        source=yaml_path,
+        has_image_ids=False,
+    )
+
+
+def _compiled_labels(
+    label_paths: list[str],
+    image_of_file: np.ndarray,
+    width: np.ndarray,
+    height: np.ndarray,
+    class_ids: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Every label file read and parsed by one call of the compiled reader, or None.
+
+    The twin of :func:`_read_labels` for plain files: (image index, category index, pixel box)
+    of every row, bit for bit. None without the extension, or when a file is not plain (see
+    ``_colparse.yolo_files``: five fields a row, canonical integer class ids, numbers in [0, 1]),
+    or a class id is not in ``names``: :func:`_read_labels` then reads every file and names the
+    problems.
+    """
+    if _colparse is None or not label_paths:
+        return None
+    found = _colparse.yolo_files(
+        label_paths, MAX_BYTES["text"], width[image_of_file], height[image_of_file], _LABEL_LAYOUT
+    )
+    if found is None:
+        return None
+    raw_class, raw_box, _, _, raw_counts, raw_stats = found
+    for path, fields in zip(
+        label_paths, np.frombuffer(raw_stats, dtype=np.int64).reshape(-1, 10).tolist(), strict=True
+    ):
+        note_read(path, os.stat_result(fields))
+    ids = np.frombuffer(raw_class, dtype=np.int64)
+    if not len(class_ids):
+        return (
+            None
+            if len(ids)
+            else (ids.copy(), ids.copy(), np.frombuffer(raw_box, dtype=np.float64).reshape(-1, 4))
+        )
+    index = np.minimum(np.searchsorted(class_ids, ids), len(class_ids) - 1)
+    if not (class_ids[index] == ids).all():
+        return None
+    image = np.repeat(image_of_file, np.frombuffer(raw_counts, dtype=np.int64))
+    return image, index.astype(np.int64, copy=False), np.frombuffer(raw_box, dtype=np.float64).reshape(-1, 4)
+
+
+def _read_labels(
+    label_paths: list[str],
+    image_of_file: np.ndarray,
+    width: np.ndarray,
+    height: np.ndarray,
+    classes: tuple[np.ndarray, tuple],
+    yaml_path: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(image index, category index, pixel box) of every label row, file by file.
+
+    The twin of :func:`_compiled_labels`, and the reader that names the problems.
+
+    Raises
+    ------
+    InputError
+        Wrong column counts, class ids not in ``names``, coordinates outside [0, 1], non-numbers.
+    """
+    class_ids, class_names = classes
     parts_image: list[np.ndarray] = []
     parts_class: list[np.ndarray] = []
     parts_box: list[np.ndarray] = []
     wrong: list[tuple[str, str]] = []
     outside: list[tuple[str, str]] = []
     unknown_class: list[tuple[str, str]] = []
-    for i, n in enumerate(names):
-        label = labels.get(_stem(n) + ".txt")
-        if label is None:
-            continue
+    for label, i in zip(label_paths, image_of_file.tolist(), strict=True):
         rows = split_rows(read_text(label, what=f"YOLO label rows {_LABEL_ROW}"))
         bad = [
             (f"{label}:{r}", f"{len(f)} columns" + (" (a segmentation polygon?)" if len(f) > 5 else ""))
@@ -385,26 +486,7 @@ def load_yolo_gt(
         fail_records("coordinate outside [0, 1]", "normalized cx cy w h in [0, 1]", outside)
     image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
     box = np.concatenate(parts_box) if parts_box else np.zeros((0, 4))
-    n_gt = len(image)
-    return GroundTruth(
-        image_id=np.arange(len(names), dtype=np.int64),
-        image_name=tuple(names),
-        image_width=width,
-        image_height=height,
-        category_id=class_ids,
-        category_name=class_names,
-        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64),
-        image=image,
-        category=np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64),
-        box=box,
-        area=box[:, 2] * box[:, 3],
-        is_crowd=np.zeros(n_gt, dtype=bool),
-        is_difficult=np.zeros(n_gt, dtype=bool),
-        is_ignore=np.zeros(n_gt, dtype=bool),
-        box_format="xywh",
-        source=yaml_path,
-        has_image_ids=False,
-    )
+    return image, np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64), box
 
 
 def _split_image_folder(data: dict, yaml_path: str, base: str, split: str) -> str:
@@ -485,11 +567,13 @@ def _split_image_sizes(
 
 def _to_pixels(xywhn: np.ndarray, width: float, height: float) -> np.ndarray:
     """Normalized ``cx cy w h`` -> absolute ``[x, y, w, h]``."""
-    out = np.empty_like(xywhn)
-    out[:, 0] = (xywhn[:, 0] - xywhn[:, 2] / 2) * width
-    out[:, 1] = (xywhn[:, 1] - xywhn[:, 3] / 2) * height
-    out[:, 2] = xywhn[:, 2] * width
-    out[:, 3] = xywhn[:, 3] * height
+    out = np.empty((len(xywhn), 4))
+    half = np.empty(len(xywhn))  # one scratch column: (c - size / 2) * scale, operation by operation
+    for j, scale in ((0, width), (1, height)):
+        np.divide(xywhn[:, j + 2], 2, out=half)
+        np.subtract(xywhn[:, j], half, out=half)
+        np.multiply(half, scale, out=out[:, j])
+        np.multiply(xywhn[:, j + 2], scale, out=out[:, j + 2])
     return out
 
 
@@ -590,6 +674,111 @@ def load_yolo_dt(
             kind="files",
         )
     cmap = read_category_map(category_map)
+    paths = [files[n] for n in txt]
+    image_of_file = np.array([index[n[:-4]] for n in txt], dtype=np.int64)
+    compiled = _compiled_predictions(paths, image_of_file, gt, layout)
+    if compiled is not None:
+        image, class_ids, box, score, row_labels = compiled
+    else:
+        image, class_ids, box, score, row_labels = _read_predictions(paths, image_of_file, gt, layout)
+
+    def fail(indices: np.ndarray, problem: str, expected: str) -> None:
+        problem = problem.replace("`category_id` is not a category of", "class id not in")
+        problem = problem.replace("`category_id`", "class id")
+        labels = row_labels()
+        fail_records(problem, expected, [labels[j] for j in indices])
+
+    category, keep, warnings = resolve_categories(
+        class_ids,
+        gt,
+        category_map=cmap,
+        unknown_category=unknown_category,
+        max_drop=max_drop,
+        where=folder,
+        fail=fail,
+        noun="predictions",
+    )
+    if not txt:
+        warnings.append(
+            f"{folder}: no prediction files (<image stem>.txt): every class with ground truth gets AP 0"
+        )
+    others = [n for n in files if not n.endswith(".txt")]
+    if others:
+        warnings.append(f"{folder}: {len(others)} files not read (not .txt): {names_note(sorted(others))}")
+    result = Detections(
+        image=image,
+        category=np.maximum(category, 0),
+        box=box,
+        score=score,
+        order=np.arange(len(image), dtype=np.int64),
+        has_box=np.ones(len(image), dtype=bool),
+        box_format="xywh",
+        source=folder,
+        warnings=tuple(warnings),
+    )
+    return result.take(keep) if keep is not None else result
+
+
+#: What :func:`_read_predictions` and :func:`_compiled_predictions` give: image index, class id,
+#: pixel box ``[x, y, w, h]`` and score of every row, and a function giving ``(file:line, class
+#: id text)`` of every row (for the messages about class ids).
+_Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Callable[[], list[tuple[str, str]]]]
+
+
+def _compiled_predictions(
+    paths: list[str], image_of_file: np.ndarray, gt: GroundTruth, layout: str
+) -> _Rows | None:
+    """Every prediction file read and parsed by one call of the compiled reader, or None.
+
+    The twin of :func:`_read_predictions` for plain files: the same rows, bit for bit. None
+    without the extension, or when any file is not plain (see ``_colparse.yolo_files``) or any
+    row has a negative width or height or a box that is not finite in pixels: the Python reader
+    then reads every file and names the problems.
+    """
+    if _colparse is None or not paths:
+        return None
+    found = _colparse.yolo_files(
+        paths,
+        MAX_BYTES["text"],
+        gt.image_width[image_of_file],
+        gt.image_height[image_of_file],
+        LAYOUTS.index(layout),
+    )
+    if found is None:
+        return None
+    raw_class, raw_box, raw_score, raw_lines, raw_counts, raw_stats = found
+    for path, fields in zip(
+        paths, np.frombuffer(raw_stats, dtype=np.int64).reshape(-1, 10).tolist(), strict=True
+    ):
+        note_read(path, os.stat_result(fields))
+    class_ids = np.frombuffer(raw_class, dtype=np.int64)
+    lines = np.frombuffer(raw_lines, dtype=np.int64)
+    counts = np.frombuffer(raw_counts, dtype=np.int64)
+    image = np.repeat(image_of_file, counts)
+
+    def row_labels() -> list[tuple[str, str]]:
+        return [
+            (f"{paths[f]}:{line}", str(c))
+            for f, line, c in zip(
+                np.repeat(np.arange(len(paths)), counts).tolist(),
+                lines.tolist(),
+                class_ids.tolist(),
+                strict=True,
+            )
+        ]
+
+    box = np.frombuffer(raw_box, dtype=np.float64).reshape(-1, 4)
+    return image, class_ids, box, np.frombuffer(raw_score, dtype=np.float64), row_labels
+
+
+def _read_predictions(paths: list[str], image_of_file: np.ndarray, gt: GroundTruth, layout: str) -> _Rows:
+    """Every prediction file read file by file (the twin of :func:`_compiled_predictions`).
+
+    Raises
+    ------
+    InputError
+        Rows of 5 columns or another wrong count, negative sizes, boxes that overflow, non-numbers.
+    """
     conf_column, box_columns = (5, slice(1, 5)) if layout == LAYOUTS[0] else (1, slice(2, 6))
     parts_image: list[np.ndarray] = []
     parts_class: list[np.ndarray] = []
@@ -601,9 +790,7 @@ def load_yolo_dt(
     negative: list[tuple[str, str]] = []
     overflow: list[tuple[str, str]] = []
     what = f"YOLO prediction rows `{layout}`"
-    for n in txt:
-        path = files[n]
-        i = index[n[:-4]]
+    for path, i in zip(paths, image_of_file.tolist(), strict=True):
         width, height = gt.image_width[i], gt.image_height[i]
         # The compiled reader takes plain files (six fields a row, canonical integer class ids,
         # plain decimals, ASCII) and gives what the Python reader below gives; a file it refuses,
@@ -648,43 +835,17 @@ def load_yolo_dt(
     _refuse_prediction_rows(layout, ambiguous=ambiguous, wrong=wrong, negative=negative, overflow=overflow)
     class_ids = np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64)
 
-    def fail(indices: np.ndarray, problem: str, expected: str) -> None:
-        problem = problem.replace("`category_id` is not a category of", "class id not in")
-        problem = problem.replace("`category_id`", "class id")
-        row_labels = [
+    def row_labels() -> list[tuple[str, str]]:
+        return [
             (f"{path}:{line}", str(text))
             for path, lines, texts in parts_label
             for line, text in zip(lines, texts, strict=True)
         ]
-        fail_records(problem, expected, [row_labels[j] for j in indices])
 
-    category, keep, warnings = resolve_categories(
+    return (
+        np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64),
         class_ids,
-        gt,
-        category_map=cmap,
-        unknown_category=unknown_category,
-        max_drop=max_drop,
-        where=folder,
-        fail=fail,
-        noun="predictions",
+        np.concatenate(parts_box) if parts_box else np.zeros((0, 4)),
+        np.concatenate(parts_score) if parts_score else np.zeros(0),
+        row_labels,
     )
-    if not txt:
-        warnings.append(
-            f"{folder}: no prediction files (<image stem>.txt): every class with ground truth gets AP 0"
-        )
-    others = [n for n in files if not n.endswith(".txt")]
-    if others:
-        warnings.append(f"{folder}: {len(others)} files not read (not .txt): {names_note(sorted(others))}")
-    image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
-    result = Detections(
-        image=image,
-        category=np.maximum(category, 0),
-        box=np.concatenate(parts_box) if parts_box else np.zeros((0, 4)),
-        score=np.concatenate(parts_score) if parts_score else np.zeros(0),
-        order=np.arange(len(image), dtype=np.int64),
-        has_box=np.ones(len(image), dtype=bool),
-        box_format="xywh",
-        source=folder,
-        warnings=tuple(warnings),
-    )
-    return result.take(keep) if keep is not None else result

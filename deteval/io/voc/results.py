@@ -4,6 +4,11 @@ One detection per line: ``image_id score x1 y1 x2 y2`` (``comp4_det_test_car.txt
 devkit, or just ``car.txt``). Image ids are joined to the ground truth as text, as the devkit
 does; the classes come from the ground truth (plus PASCAL classes found only in result files,
 see :func:`with_result_classes`).
+
+With the optional C extension built, the ids are looked up in a hash table of the ground
+truth's image names and stems made once per load (``_colparse.key_slots`` / ``voc_rows``), with
+no Python string per line; a file with an id that names no image, or a line that is not plain,
+is read again by the readers that keep the ids as text (the twin, which names the problems).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from deteval import _speedups
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError
 from deteval.io._text import (
@@ -27,13 +33,63 @@ from deteval.io._text import (
     split_rows,
 )
 from deteval.io.coco.fast import _compiled_voc_rows
-from deteval.io.identity import explain_miss, join_voc_ids
+from deteval.io.identity import explain_miss, join_voc_ids, stem
 from deteval.io.voc.annotations import _fmt
 from deteval.io.voc.classes import VOC_CLASSES
 
 __all__ = ["load_voc_dt", "detect_prefix", "with_result_classes"]
 
 _WHAT = "VOC result lines `image_id score x1 y1 x2 y2`"
+
+_colparse = _speedups.load("deteval.io._colparse")
+if _colparse is not None and not hasattr(_colparse, "voc_rows"):
+    _colparse = None  # pragma: no cover - an extension built from older sources
+
+#: Bytes of the shortest row of six fields with its line break (``a 1 1 1 1 1\n``).
+_MIN_ROW_BYTES = 12
+
+#: The image ids of a ground truth as the compiled reader looks them up: the ids (ASCII bytes,
+#: concatenated), their offsets (n + 1), the image index each names, and their hash slots.
+_IdTable = tuple[bytes, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _id_table(gt: GroundTruth) -> _IdTable | None:
+    """Every text that names an image of ``gt`` (its name or stem), as :func:`join_voc_ids` joins them.
+
+    None without the compiled reader. Only ASCII texts are kept: the compiled reader reads ASCII
+    ids only (others go to the Python reader).
+    """
+    if _colparse is None:
+        return None
+    names = [str(n) for n in gt.image_name]
+    candidates = [v for v in dict.fromkeys(names + [stem(n) for n in names]) if v.isascii()]
+    found = join_voc_ids(candidates, gt)
+    keys = [v.encode("ascii") for v, i in zip(candidates, found.tolist(), strict=True) if i >= 0]
+    start = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in keys], out=start[1:])
+    blob = b"".join(keys)
+    slots = np.frombuffer(_colparse.key_slots(blob, start), dtype=np.int64)
+    return blob, start, found[found >= 0], slots
+
+
+def _compiled_voc_indexed(raw: bytes, table: _IdTable) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """VOC result lines with their image ids looked up: (image index, numbers (n, 5), lines), or None.
+
+    The image index is -1 for an id that names no image. None when a line is not plain (the
+    grammar of :func:`deteval.io.coco.fast._compiled_text_rows`): the Python reader decides.
+    """
+    if _colparse is None:
+        return None
+    capacity = len(raw) // _MIN_ROW_BYTES + 1
+    image = np.empty(capacity, dtype=np.int64)
+    numbers = np.empty(5 * capacity, dtype=np.float64)
+    lines = np.empty(capacity, dtype=np.int64)
+    n = _colparse.voc_rows(raw, *table, image, numbers, lines)
+    if n is None:
+        return None
+    for column, size in ((image, n), (numbers, 5 * n), (lines, n)):
+        column.resize(size, refcheck=False)  # in place: no view of these arrays exists yet
+    return image, numbers.reshape(n, 5), lines
 
 
 def detect_prefix(file_names: Sequence[str], class_names: Sequence[str]) -> str:
@@ -182,6 +238,34 @@ def _result_file_notes(
     return warnings
 
 
+def _file_rows(
+    path: str, table: _IdTable | None
+) -> tuple[np.ndarray | None, list[str] | None, np.ndarray, np.ndarray, list[tuple[str, str]]]:
+    """One result file: (image index or None, ids as text or None, numbers (n, 5), lines, wrong rows).
+
+    Either the image index (every id names an image) or the ids as text is given; ``wrong``
+    lists the lines of another column count (``file:line``, what was found), and the other
+    values are empty then.
+    """
+    raw = read_bytes(path, what=_WHAT)
+    # The compiled readers take plain files (six fields a line, plain decimals, ASCII) and give
+    # what the Python reader below gives, which reads -- and names the problems of -- every
+    # other file. The first also looks the ids up; a file with an id that names no image is read
+    # again for the ids as text (the message quotes them).
+    indexed = _compiled_voc_indexed(raw, table) if table is not None else None
+    if indexed is not None and (indexed[0] >= 0).all():
+        return indexed[0], None, indexed[1], indexed[2], []
+    compiled = _compiled_voc_rows(raw)
+    if compiled is not None:
+        return None, *compiled, []
+    rows = split_rows(read_text(path, what=_WHAT))
+    wrong = [(f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f), 80)}") for n, f in rows if len(f) != 6]
+    if wrong:
+        return None, None, np.zeros((0, 5)), np.zeros(0, dtype=np.int64), wrong
+    numbers = parse_floats(rows, slice(1, 6), path, "score x1 y1 x2 y2")
+    return None, [f[0] for _, f in rows], numbers, np.array([n for n, _ in rows], dtype=np.int64), []
+
+
 def load_voc_dt(
     folder: str | os.PathLike, gt: GroundTruth, *, prefix: str | None = None, unknown_category: str = "error"
 ) -> Detections:
@@ -235,47 +319,40 @@ def load_voc_dt(
     warnings = _result_file_notes(folder, gt, files, txt, prefix, unknown_category=unknown_category)
 
     parts_category, parts_box, parts_score = [], [], []
-    parts_ids: list[list[str]] = []
-    parts_where: list[tuple[str, np.ndarray]] = []
+    parts_image: list[np.ndarray | None] = []  # None: joined from the ids below
+    parts_ids: list[tuple[int, str, np.ndarray, list[str]]] = []  # (part, path, lines, ids)
     wrong_columns: list[tuple[str, str]] = []
     unknown_ids: list[tuple[str, str]] = []
     inverted: list[tuple[str, str]] = []
+    table = _id_table(gt) if any(by_class[c] in files for c in classes) else None
     for k, c in enumerate(classes):
         name = by_class[c]
         if name not in files:
             continue
         path = files[name]
-        # The compiled reader takes plain files (six fields a line, plain decimals, ASCII); it
-        # gives what the Python reader below gives, which reads -- and names the problems of --
-        # every other file.
-        compiled = _compiled_voc_rows(read_bytes(path, what=_WHAT))
-        if compiled is not None:
-            ids, numbers, lines = compiled
-        else:
-            rows = split_rows(read_text(path, what=_WHAT))
-            wrong = [
-                (f"{path}:{n}", f"{len(f)} columns {shorten(' '.join(f), 80)}")
-                for n, f in rows
-                if len(f) != 6
-            ]
-            if wrong:
-                wrong_columns.extend(wrong)
-                continue
-            numbers = parse_floats(rows, slice(1, 6), path, "score x1 y1 x2 y2")
-            ids, lines = [f[0] for _, f in rows], np.array([n for n, _ in rows], dtype=np.int64)
+        image, ids, numbers, lines, wrong = _file_rows(path, table)
+        if wrong:
+            wrong_columns.extend(wrong)
+            continue
         box = numbers[:, 1:5]
         bad = np.flatnonzero((box[:, 0] > box[:, 2]) | (box[:, 1] > box[:, 3]))
         inverted.extend((f"{path}:{lines[j]}", f"[{_fmt(box[j])}]") for j in bad)
-        parts_ids.append(ids)
-        parts_where.append((path, lines))
-        parts_category.append(np.full(len(ids), k, dtype=np.int64))
+        if ids is None:
+            parts_image.append(image)
+        else:
+            parts_ids.append((len(parts_image), path, lines, ids))
+            parts_image.append(None)
+        parts_category.append(np.full(len(lines), k, dtype=np.int64))
         parts_box.append(box)
         parts_score.append(numbers[:, 0])
-    # One join for every file: building the ground truth's name lookup is the cost (per class
-    # file it was most of the time of reading VOC results), looking ids up is cheap.
-    joined = join_voc_ids([v for ids in parts_ids for v in ids], gt)
-    parts_image = np.split(joined, np.cumsum([len(ids) for ids in parts_ids])[:-1]) if parts_ids else []
-    for (path, lines), ids, index in zip(parts_where, parts_ids, parts_image):
+    # One join for the files read with their ids as text: building the ground truth's name lookup
+    # is the cost (per class file it was most of the time of reading VOC results).
+    joined = join_voc_ids([v for *_, ids in parts_ids for v in ids], gt) if parts_ids else None
+    split = (
+        np.split(joined, np.cumsum([len(ids) for *_, ids in parts_ids])[:-1]) if joined is not None else []
+    )
+    for (part, path, lines, ids), index in zip(parts_ids, split, strict=True):
+        parts_image[part] = index
         unknown_ids.extend(
             (f"{path}:{n}", shorten(v) + _padding_hint(v, gt))
             for n, v, i in zip(lines, ids, index, strict=True)
@@ -287,11 +364,15 @@ def load_voc_dt(
         fail_records("image id not in the ground truth", f"an image of {gt.source}", unknown_ids)
     if inverted:
         fail_records("x1 > x2 or y1 > y2 (negative width or height)", "x1 <= x2 and y1 <= y2", inverted)
-    image = np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64)
+    image = (
+        np.concatenate([p for p in parts_image if p is not None])
+        if parts_image
+        else np.zeros(0, dtype=np.int64)
+    )
     box = np.concatenate(parts_box) if parts_box else np.zeros((0, 4))
-    if len(box) >= 10:
+    if len(box) >= 10 and (box <= 1.0).all():  # first: np.median's first call imports numpy.ma
         known = np.isfinite(gt.image_width[image])
-        if known.any() and np.median(gt.image_width[image][known]) > 2 and (box <= 1.0).all():
+        if known.any() and np.median(gt.image_width[image][known]) > 2:
             warnings.append(
                 f"{folder}: every box coordinate is <= 1 while images are "
                 f"{int(np.median(gt.image_width[image][known]))} px wide: are the boxes "
