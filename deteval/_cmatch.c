@@ -75,6 +75,46 @@ scatter_lane_major(found_matches *found, Py_ssize_t n_det, Py_ssize_t n_lane, in
     }
 }
 
+/* Lane flags are packed detection-major, eight lanes a byte: lane L of detection d is bit L % 8
+ * of byte d * lane_bytes + L / 8 (numpy's packbits with bitorder="little" along the lanes). */
+static Py_ssize_t
+lane_bytes(Py_ssize_t n_lane)
+{
+    return (n_lane + 7) / 8;
+}
+
+static void
+set_lane(unsigned char *flags, Py_ssize_t n_byte, Py_ssize_t d, Py_ssize_t lane, int value)
+{
+    unsigned char *byte = flags + d * n_byte + (lane >> 3);
+    const unsigned char bit = (unsigned char)(1u << (lane & 7));
+    if (value) {
+        *byte |= bit;
+    }
+    else {
+        *byte &= (unsigned char)~bit;
+    }
+}
+
+/* The ignored flags before matching: each area's out-of-range mask over its n_thr lanes. */
+static void
+set_out_of_range(const char *det_is_out_of_range, Py_ssize_t n_area, Py_ssize_t n_thr,
+                 Py_ssize_t n_det, unsigned char *ignored)
+{
+    const Py_ssize_t n_byte = lane_bytes(n_area * n_thr);
+    Py_ssize_t a, d, t;
+    for (a = 0; a < n_area; a++) {
+        const char *out = det_is_out_of_range + a * n_det;
+        for (d = 0; d < n_det; d++) {
+            if (out[d]) {
+                for (t = 0; t < n_thr; t++) {
+                    set_lane(ignored, n_byte, d, a * n_thr + t, 1);
+                }
+            }
+        }
+    }
+}
+
 /* Every buffer is a flat C-contiguous block; check its byte length. */
 static int
 has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
@@ -93,9 +133,9 @@ run_match(
     Py_ssize_t n_det, const int64_t *det_key, Py_ssize_t n_thr, const double *thresholds,
     Py_ssize_t n_area, Py_ssize_t n_gt, const char *gt_is_ignored, const char *gt_is_reusable,
     const char *gt_is_unmatchable, const char *det_is_out_of_range, int strict,
-    char *det_is_tp, char *det_is_ignored, found_matches *found)
+    unsigned char *det_is_tp, unsigned char *det_is_ignored, found_matches *found)
 {
-    const Py_ssize_t n_lane = n_area * n_thr;
+    const Py_ssize_t n_lane = n_area * n_thr, n_byte = lane_bytes(n_lane);
     Py_ssize_t *det_start = NULL, *pair_order = NULL, *kept = NULL, *lane_count = NULL;
     int64_t *gt_group = NULL;
     char *is_taken = NULL;
@@ -236,8 +276,8 @@ run_match(
                     const int counts_as_match = !gt_is_unmatchable[best_gt];
                     const int is_ignored =
                         hit_ignored || (!counts_as_match && det_is_out_of_range[a * n_det + d]);
-                    det_is_ignored[lane * n_det + d] = (char)is_ignored;
-                    det_is_tp[lane * n_det + d] = (char)(counts_as_match && !is_ignored);
+                    set_lane(det_is_ignored, n_byte, d, lane, is_ignored);
+                    set_lane(det_is_tp, n_byte, d, lane, counts_as_match && !is_ignored);
                 }
                 if (n_pending == cap_pending) {
                     Py_ssize_t new_cap = cap_pending ? 2 * cap_pending : 1024;
@@ -282,8 +322,9 @@ PyDoc_STRVAR(match_coco_doc,
 "--\n\n"
 "Greedy COCO matching of all groups and lanes (see deteval.matching.match_coco).\n\n"
 "pair_det, pair_gt, det_key: int64; pair_iou, thresholds: float64 (thresholds already capped\n"
-"at 1 - 1e-10 unless strict); the masks: bool. det_is_tp (zeros) and det_is_ignored (the\n"
-"out-of-range mask per lane) are (n_lane, n_det) bool buffers filled in place. Returns\n"
+"at 1 - 1e-10 unless strict); the masks: bool. det_is_tp and det_is_ignored (zeros) are\n"
+"uint8 (n_det, ceil(n_lane / 8)) buffers of packed lane flags (bit L % 8 of byte L / 8) filled\n"
+"in place (the ignored ones start as each lane's out-of-range mask). Returns\n"
 "(match_lane, match_det, match_gt) as one bytearray of 3 * n_match int64, or None when the\n"
 "inputs break the kernel's assumptions (then use the numpy code).");
 
@@ -315,12 +356,13 @@ cmatch_match_coco(PyObject *self, PyObject *args)
         || !has_items(&thresholds, n_thr, 8) || !has_items(&gt_is_ignored, n_area * n_gt, 1)
         || !has_items(&gt_is_reusable, n_gt, 1) || !has_items(&gt_is_unmatchable, n_gt, 1)
         || !has_items(&det_is_out_of_range, n_area * n_det, 1)
-        || !has_items(&det_is_tp, n_lane * n_det, 1)
-        || !has_items(&det_is_ignored, n_lane * n_det, 1)) {
+        || !has_items(&det_is_tp, lane_bytes(n_lane) * n_det, 1)
+        || !has_items(&det_is_ignored, lane_bytes(n_lane) * n_det, 1)) {
         status = 1;
     }
     else {
         Py_BEGIN_ALLOW_THREADS
+        set_out_of_range(det_is_out_of_range.buf, n_area, n_thr, n_det, det_is_ignored.buf);
         status = run_match(n_pair, pair_det.buf, pair_gt.buf, pair_iou.buf, n_det, det_key.buf,
                            n_thr, thresholds.buf, n_area, n_gt, gt_is_ignored.buf,
                            gt_is_reusable.buf, gt_is_unmatchable.buf, det_is_out_of_range.buf,
@@ -410,8 +452,9 @@ PyDoc_STRVAR(match_voc_doc,
 "--\n\n"
 "The VOC devkit's matching of all groups and lanes (see deteval.matching.match_voc).\n\n"
 "pair_det, pair_gt: int64; pair_iou, thresholds: float64 (finite thresholds); the masks: bool.\n"
-"det_is_tp (zeros) and det_is_ignored (the out-of-range mask per lane) are (n_lane, n_det)\n"
-"bool buffers filled in place. Returns (match_lane, match_det, match_gt) as one bytearray of\n"
+"det_is_tp and det_is_ignored (zeros) are uint8 (n_det, ceil(n_lane / 8)) buffers of packed\n"
+"lane flags filled in place (the ignored ones start as each lane's out-of-range mask). Returns\n"
+"(match_lane, match_det, match_gt) as one bytearray of\n"
 "3 * n_match int64, or None when the inputs break the kernel's assumptions.");
 
 static PyObject *
@@ -441,8 +484,8 @@ cmatch_match_voc(PyObject *self, PyObject *args)
            && has_items(&pair_iou, n_pair, 8) && has_items(&thresholds, n_thr, 8)
            && has_items(&gt_is_ignored, n_area * n_gt, 1)
            && has_items(&det_is_out_of_range, n_area * n_det, 1)
-           && has_items(&det_is_tp, n_lane * n_det, 1)
-           && has_items(&det_is_ignored, n_lane * n_det, 1);
+           && has_items(&det_is_tp, lane_bytes(n_lane) * n_det, 1)
+           && has_items(&det_is_ignored, lane_bytes(n_lane) * n_det, 1);
     if (fits) {
         best_gt = malloc((size_t)n_det * sizeof(int64_t));
         best_iou = malloc((size_t)n_det * sizeof(double));
@@ -479,10 +522,12 @@ cmatch_match_voc(PyObject *self, PyObject *args)
         int64_t *dest = (int64_t *)PyByteArray_AS_STRING(out);
         const double *thr = thresholds.buf;
         const char *ignored = gt_is_ignored.buf, *det_out = det_is_out_of_range.buf;
-        char *tp = det_is_tp.buf, *ign = det_is_ignored.buf;
+        unsigned char *tp = det_is_tp.buf, *ign = det_is_ignored.buf;
+        const Py_ssize_t n_byte = lane_bytes(n_lane);
         Py_BEGIN_ALLOW_THREADS
         Py_ssize_t lane, j, at = 0, g;
-        (void)det_out; /* unmatched detections keep the out-of-range mask already in ign */
+        /* unmatched detections keep the out-of-range mask */
+        set_out_of_range(det_out, n_area, n_thr, n_det, ign);
         for (g = 0; g < n_gt; g++) {
             claimed[g] = -1;
         }
@@ -495,13 +540,13 @@ cmatch_match_voc(PyObject *self, PyObject *args)
                     continue;
                 }
                 if (ignored[a * n_gt + b]) {
-                    ign[lane * n_det + d] = 1;
+                    set_lane(ign, n_byte, d, lane, 1);
                 }
                 else {
-                    ign[lane * n_det + d] = 0;
+                    set_lane(ign, n_byte, d, lane, 0);
                     if (claimed[b] != lane) {
                         claimed[b] = lane;
-                        tp[lane * n_det + d] = 1;
+                        set_lane(tp, n_byte, d, lane, 1);
                     }
                 }
                 dest[at] = lane;

@@ -19,7 +19,7 @@ from deteval.errors import ConfigError, InputError
 from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
 from deteval.grouping import candidate_pairs, group_rows, lexsort, rank_in_group
-from deteval.matching import match_coco, match_group_of, match_ultralytics, match_voc
+from deteval.matching import LaneFlags, match_coco, match_group_of, match_ultralytics, match_voc
 from deteval.memory import require_match
 from deteval.pooling import ground_truth_for, pooled_for
 from deteval.protocol import Protocol, resolve_protocol
@@ -39,7 +39,12 @@ class MatchTable:
     match_lane, match_det, match_gt : int64 (n_match,)
         Who matched whom: lane (area * n_iou_thr + threshold), detection (row of this table)
         and ground-truth annotation (row of the GroundTruth), matches to ignored GTs included.
-    det_is_tp, det_is_ignored : bool (n_lane, n_det)
+    tp, ignored : LaneFlags (n_lane x n_det)
+        True positives and ignored detections per lane, packed eight lanes a byte
+        (``tp.bits``: uint8 (n_det, ceil(n_lane / 8))). :meth:`lane_is_tp` /
+        :meth:`lane_is_ignored` read one lane; :attr:`det_is_tp` / :attr:`det_is_ignored`
+        unpack the whole bool (n_lane, n_det) tables (new arrays, n_lane bytes per detection
+        each: read lanes where that is enough).
     n_positive : int64 (n_class, n_area)
     n_det_per_class : int64 (n_class,)
         All detections of each class given as input (before ``max_dets``).
@@ -55,11 +60,34 @@ class MatchTable:
     match_lane: np.ndarray
     match_det: np.ndarray
     match_gt: np.ndarray
-    det_is_tp: np.ndarray
-    det_is_ignored: np.ndarray
+    tp: LaneFlags
+    ignored: LaneFlags
     n_positive: np.ndarray
     n_det_per_class: np.ndarray
     n_over_max_dets: int
+
+    @property
+    def n_lane(self) -> int:
+        """Number of lanes (area ranges x IoU thresholds)."""
+        return self.tp.n_lane
+
+    @property
+    def det_is_tp(self) -> np.ndarray:
+        """Bool (n_lane, n_det): true positives, unpacked (allocates; see :meth:`lane_is_tp`)."""
+        return self.tp.unpack()
+
+    @property
+    def det_is_ignored(self) -> np.ndarray:
+        """Bool (n_lane, n_det): ignored detections, unpacked (allocates; see :meth:`lane_is_ignored`)."""
+        return self.ignored.unpack()
+
+    def lane_is_tp(self, lane: int) -> np.ndarray:
+        """Bool (n_det,): the true positives of one lane."""
+        return self.tp.lane(lane)
+
+    def lane_is_ignored(self, lane: int) -> np.ndarray:
+        """Bool (n_det,): the ignored detections of one lane."""
+        return self.ignored.lane(lane)
 
 
 def outside_area_ranges(area: np.ndarray, protocol: Protocol) -> np.ndarray:
@@ -314,8 +342,8 @@ def match(
         match_lane=result.match_lane,
         match_det=result.match_det,
         match_gt=result.match_gt,
-        det_is_tp=result.det_is_tp,
-        det_is_ignored=result.det_is_ignored,
+        tp=result.tp,
+        ignored=result.ignored,
         n_positive=n_positive,
         n_det_per_class=n_det_per_class,
         n_over_max_dets=n_over,
@@ -485,8 +513,8 @@ def merge_match_tables(tables: list) -> MatchTable:
         match_lane=cat([t.match_lane for t in tables]),
         match_det=cat([t.match_det + offset for t, offset in zip(tables, offsets)]),
         match_gt=cat([t.match_gt for t in tables]),
-        det_is_tp=cat([t.det_is_tp for t in tables], axis=1),
-        det_is_ignored=cat([t.det_is_ignored for t in tables], axis=1),
+        tp=LaneFlags.concatenate([t.tp for t in tables]),
+        ignored=LaneFlags.concatenate([t.ignored for t in tables]),
         n_positive=sum(t.n_positive for t in tables),
         n_det_per_class=sum(t.n_det_per_class for t in tables),
         n_over_max_dets=sum(t.n_over_max_dets for t in tables),
@@ -634,8 +662,8 @@ def score(
     gt = ground_truth_for(gt, protocol)
     ranking = ranking_order(table, protocol)
     acc = accumulate(
-        table.det_is_tp,
-        table.det_is_ignored,
+        table.tp,
+        table.ignored,
         table.det_score,
         table.det_class,
         table.det_rank,
