@@ -40,6 +40,7 @@ from deteval.evaluate import (
     match,
     score,
 )
+from deteval.matching import lane_dtype
 from deteval.protocol import EXPLAIN_STEPS, FIELD_CHOICES, FIELDS, Protocol, field_names
 from deteval.sharding import match_sharded
 from deteval.summary import mean_defined
@@ -161,7 +162,7 @@ def restrict_lanes(table: MatchTable, lanes: np.ndarray, areas: np.ndarray) -> M
         det_image=table.det_image,
         det_rank=table.det_rank,
         det_order=table.det_order,
-        match_lane=match_lane[is_kept],
+        match_lane=match_lane[is_kept].astype(lane_dtype(len(lanes)), copy=False),
         match_det=table.match_det[is_kept],
         match_gt=table.match_gt[is_kept],
         tp=table.tp.select(lanes),

@@ -28,6 +28,8 @@ from deteval.grouping import lexsort, rank_in_group
 __all__ = [
     "LaneFlags",
     "MatchResult",
+    "lane_dtype",
+    "row_dtype",
     "match_coco",
     "match_voc",
     "match_ultralytics",
@@ -165,6 +167,27 @@ class LaneFlags:
         return LaneFlags(bits=np.concatenate([p.bits for p in parts]), n_lane=n_lane)
 
 
+def lane_dtype(n_lane: int) -> np.dtype:
+    """The narrowest signed integer holding lanes ``0 .. n_lane - 1`` (int8 for COCO's 40)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if n_lane <= np.iinfo(dtype).max + 1:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
+
+
+def row_dtype(n_row: int) -> np.dtype:
+    """Int32 for rows ``0 .. n_row - 1`` when they fit, else int64."""
+    return np.dtype(np.int32 if n_row <= np.iinfo(np.int32).max + 1 else np.int64)
+
+
+def narrow_rows(values: np.ndarray) -> np.ndarray:
+    """Non-negative row indices as int32 when their largest fits (``values`` itself when already)."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "iu" or values.dtype.itemsize <= 4:
+        return values
+    return values.astype(row_dtype(int(values.max()) + 1 if len(values) else 0), copy=False)
+
+
 def lane_bytes(n_lane: int) -> int:
     """Bytes per detection of packed lane flags (eight lanes a byte)."""
     return (n_lane + 7) // 8
@@ -225,6 +248,7 @@ def match_coco(
     gt_is_unmatchable: np.ndarray,
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
+    narrow: bool = False,
 ) -> MatchResult:
     """Pycocotools' greedy matching (``COCOeval.evaluateImg``) for all groups and lanes.
 
@@ -249,6 +273,10 @@ def match_coco(
         Unmatched detections outside the area range are ignored.
     strict : bool
         Compare ``iou > t`` instead of ``iou >= min(t, 1 - 1e-10)``.
+    narrow : bool
+        The compiled kernel may return the matches narrow: ``match_det`` / ``match_gt`` int32,
+        ``match_lane`` int8 (int16 beyond 128 lanes) -- for callers whose rows fit, to save the
+        int64 copies (:func:`deteval.evaluate.match`); the numpy code returns int64 regardless.
 
     Returns
     -------
@@ -279,6 +307,7 @@ def match_coco(
         gt_is_unmatchable=gt_is_unmatchable,
         det_is_out_of_range=det_is_out_of_range,
         strict=strict,
+        narrow=narrow,
     )
     if compiled is not None:
         return compiled
@@ -307,10 +336,21 @@ def _kernel_outputs(det_is_out_of_range: np.ndarray, n_thr: int) -> tuple[LaneFl
     return LaneFlags.zeros(n_area * n_thr, n_det), LaneFlags.zeros(n_area * n_thr, n_det)
 
 
-def _kernel_result(found: bytearray | None, tp: LaneFlags, ignored: LaneFlags) -> MatchResult | None:
-    """The kernel's matches (lane-major int64 rows: lanes, detections, ground truths) as a result."""
+def _kernel_result(
+    found: bytearray | None, tp: LaneFlags, ignored: LaneFlags, *, narrow: bool
+) -> MatchResult | None:
+    """The kernel's matches as a result (views of its one buffer).
+
+    Lane-major int64 rows (lanes, detections, ground truths), or ``narrow``: int32 rows of
+    detections and ground truths, then the lanes as :func:`lane_dtype` (int8 or int16).
+    """
     if found is None:
         return None
+    if narrow:
+        n = len(found) // (8 + lane_dtype(tp.n_lane).itemsize)
+        rows: np.ndarray = np.frombuffer(found, dtype=np.int32, count=2 * n).reshape(2, n)
+        lanes: np.ndarray = np.frombuffer(found, dtype=lane_dtype(tp.n_lane), offset=8 * n)
+        return MatchResult(tp=tp, ignored=ignored, match_lane=lanes, match_det=rows[0], match_gt=rows[1])
     match_lane, match_det, match_gt = np.frombuffer(found, dtype=np.int64).reshape(3, -1)
     return MatchResult(
         tp=tp,
@@ -334,6 +374,7 @@ def _match_coco_compiled(
     gt_is_unmatchable: np.ndarray,
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
+    narrow: bool = False,
 ) -> MatchResult | None:
     """:func:`match_coco` by the compiled kernel, or None where the kernel does not apply."""
     if _cmatch is None or n_gt == 0 or len(pair_det) == 0 or len(iou_thresholds) == 0:
@@ -375,8 +416,9 @@ def _match_coco_compiled(
         bool(strict),
         tp.bits,
         ignored.bits,
+        bool(narrow),
     )
-    return _kernel_result(found, tp, ignored)
+    return _kernel_result(found, tp, ignored, narrow=narrow)
 
 
 def _match_coco_numpy(
@@ -500,6 +542,7 @@ def match_voc(
     gt_is_ignored: np.ndarray,
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
+    narrow: bool = False,
 ) -> MatchResult:
     """The PASCAL VOC devkit's matching (``VOCevalDet.m``) for all groups and lanes.
 
@@ -518,6 +561,8 @@ def match_voc(
     det_is_out_of_range : bool (n_area, n_det)
     strict : bool
         ``iou > t`` (py-faster-rcnn) instead of ``iou >= t`` (devkit).
+    narrow : bool
+        As in :func:`match_coco`.
 
     Returns
     -------
@@ -538,6 +583,7 @@ def match_voc(
         gt_is_ignored=gt_is_ignored,
         det_is_out_of_range=det_is_out_of_range,
         strict=strict,
+        narrow=narrow,
     )
     if compiled is not None:
         return compiled
@@ -565,6 +611,7 @@ def _match_voc_compiled(
     gt_is_ignored: np.ndarray,
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
+    narrow: bool = False,
 ) -> MatchResult | None:
     """:func:`match_voc` by the compiled kernel, or None where the kernel does not apply."""
     if _cmatch is None or n_gt == 0 or n_det == 0 or len(pair_det) == 0:
@@ -601,8 +648,9 @@ def _match_voc_compiled(
         bool(strict),
         tp.bits,
         ignored.bits,
+        bool(narrow),
     )
-    return _kernel_result(found, tp, ignored)
+    return _kernel_result(found, tp, ignored, narrow=narrow)
 
 
 def _match_voc_numpy(

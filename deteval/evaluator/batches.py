@@ -232,7 +232,7 @@ class _BatchTables:
                     det_order=t.det_order + det_offset,
                     match_lane=t.match_lane,
                     match_det=t.match_det,
-                    match_gt=t.match_gt + gt_offset,
+                    match_gt=t.match_gt.astype(np.int64) + gt_offset,  # merge narrows it again
                     tp=t.tp,
                     ignored=t.ignored,
                     n_positive=n_positive,
