@@ -20,9 +20,9 @@
  * reached point; recall = tp / n_positive. Classes without positives are not written (the
  * caller fills NaN).
  *
- * Speed: the (lanes x detections) bool tables are packed once, in table order, into one
- * 64-bit word of TP flags and one of ignored flags per detection (each lane's row read
- * sequentially), so that the walk reads one small record per ranked position; the ignored
+ * Speed: the lanes' flags come packed, eight lanes a byte per detection (deteval.matching's
+ * LaneFlags); each detection's are read once, in table order, into one 64-bit word of TP flags
+ * and one of ignored flags, so that the walk reads one small record per ranked position; the ignored
  * counts are kept as bytes in 64-bit words (SWAR), flushed every 255 detections.
  *
  * The kernel returns None (and the caller runs the numpy code) whenever its assumptions do not
@@ -252,49 +252,17 @@ finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
     }
 }
 
-/* 1 in each byte of x that is not 0, else 0. */
+/* A detection's packed lane flags (n_byte <= 8 bytes, lane L in bit L % 8 of byte L / 8) as one
+ * word with lane L in bit L. */
 static inline uint64_t
-nonzero_bytes(uint64_t x)
+load_lanes(const unsigned char *flags, Py_ssize_t n_byte)
 {
-    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fULL;
-    return ((((x & low7) + low7) | x) >> 7) & 0x0101010101010101ULL;
-}
-
-/* OR the bool rows (n_lane, n_det) at detections [lo, lo + n) into one bit per lane of out[0:n]
- * (out zeroed by the caller). Eight lanes by eight detections at a time on little-endian
- * machines: the eight 0/1 bytes of a lane shifted by its place in the group and ORed give, in
- * byte b, the group's bits of detection b. */
-static void
-pack_lanes(const unsigned char *rows, Py_ssize_t n_det, Py_ssize_t n_lane, Py_ssize_t lo,
-           Py_ssize_t n, uint64_t *out)
-{
-    const uint16_t probe = 1;
-    const int little_endian = *(const unsigned char *)&probe == 1;
-    Py_ssize_t group, L, d = 0;
-    if (little_endian) {
-        for (group = 0; group < n_lane; group += 8) {
-            const Py_ssize_t end = group + 8 < n_lane ? group + 8 : n_lane;
-            for (d = 0; d + 8 <= n; d += 8) {
-                uint64_t y = 0;
-                int b;
-                for (L = group; L < end; L++) {
-                    uint64_t x;
-                    memcpy(&x, rows + L * n_det + lo + d, 8);
-                    y |= nonzero_bytes(x) << (L - group);
-                }
-                for (b = 0; b < 8; b++) {
-                    out[d + b] |= ((y >> (8 * b)) & 0xff) << group;
-                }
-            }
-        }
+    uint64_t x = 0;
+    Py_ssize_t j;
+    for (j = 0; j < n_byte; j++) {
+        x |= (uint64_t)flags[j] << (8 * j);
     }
-    for (L = 0; L < n_lane; L++) {
-        const unsigned char *row = rows + L * n_det + lo;
-        Py_ssize_t i;
-        for (i = d; i < n; i++) {
-            out[i] |= (uint64_t)(row[i] != 0) << L;
-        }
-    }
+    return x;
 }
 
 /*
@@ -303,15 +271,15 @@ pack_lanes(const unsigned char *rows, Py_ssize_t n_det, Py_ssize_t n_lane, Py_ss
  */
 static int
 run_accumulate(
-    walk_shape *w, const char *det_is_tp, const char *det_is_ignored, Py_ssize_t n_det,
+    walk_shape *w, const unsigned char *det_is_tp, const unsigned char *det_is_ignored, Py_ssize_t n_det,
     const int64_t *ranking, Py_ssize_t n_ranked, const int64_t *det_rank, const int64_t *det_class,
     const double *det_score, const int64_t *max_dets)
 {
     const Py_ssize_t n_lane = w->n_lane, n_md = w->n_md, n_r = w->n_r, n_class = w->n_class;
+    const Py_ssize_t n_byte = (n_lane + 7) / 8;
     const Py_ssize_t block = 1024;
     det_record *rec = NULL;
     walk_state *state = NULL;
-    uint64_t *tp_block = NULL, *ignored_block = NULL;
     det_record *ranked = NULL;
     unsigned char *seen = NULL;
     int status = -1;
@@ -330,33 +298,24 @@ run_accumulate(
     state = malloc(((size_t)n_md + 1) * sizeof(walk_state));
     w->piece = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
     w->piece_score = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
-    tp_block = malloc((size_t)block * sizeof(uint64_t));
-    ignored_block = malloc((size_t)block * sizeof(uint64_t));
     ranked = malloc((size_t)block * sizeof(det_record));
     seen = calloc((size_t)n_det / 8 + 1, 1);
     if (ranked == NULL || seen == NULL || rec == NULL || state == NULL || w->piece == NULL
-        || w->piece_score == NULL || tp_block == NULL || ignored_block == NULL) {
+        || w->piece_score == NULL) {
         goto done;
     }
 
-    /* Pack the lanes' flags in table order, a block of detections at a time (each lane's row
-     * read in order), with each detection's class and kept-by bits. */
-    for (lo = 0; lo < n_det; lo += block) {
-        const Py_ssize_t n = lo + block < n_det ? block : n_det - lo;
-        memset(tp_block, 0, (size_t)n * sizeof(uint64_t));
-        memset(ignored_block, 0, (size_t)n * sizeof(uint64_t));
-        pack_lanes((const unsigned char *)det_is_tp, n_det, n_lane, lo, n, tp_block);
-        pack_lanes((const unsigned char *)det_is_ignored, n_det, n_lane, lo, n, ignored_block);
-        for (d = 0; d < n; d++) {
-            const int64_t c = det_class[lo + d], rank = det_rank[lo + d];
-            int64_t keep = 0;
-            for (m = 0; m < n_md; m++) {
-                keep |= (int64_t)(rank < max_dets[m]) << m;
-            }
-            rec[lo + d].tp = tp_block[d];
-            rec[lo + d].ignored = ignored_block[d];
-            rec[lo + d].class_keep = (c >= 0 && c < n_class) ? (c << 8) | keep : -1;
+    /* Each detection's record in table order: its packed lanes' flags as words, its class and
+     * kept-by bits. */
+    for (d = 0; d < n_det; d++) {
+        const int64_t c = det_class[d], rank = det_rank[d];
+        int64_t keep = 0;
+        for (m = 0; m < n_md; m++) {
+            keep |= (int64_t)(rank < max_dets[m]) << m;
         }
+        rec[d].tp = load_lanes(det_is_tp + d * n_byte, n_byte);
+        rec[d].ignored = load_lanes(det_is_ignored + d * n_byte, n_byte);
+        rec[d].class_keep = (c >= 0 && c < n_class) ? (c << 8) | keep : -1;
     }
 
     /* One walk of the ranking: class segments in increasing class order. */
@@ -410,8 +369,6 @@ done:
     free(state);
     free(w->piece);
     free(w->piece_score);
-    free(tp_block);
-    free(ignored_block);
     free(ranked);
     free(seen);
     w->piece = NULL;
@@ -424,7 +381,8 @@ PyDoc_STRVAR(accumulate_doc,
 "           tp_needed, max_dets, n_area, n_thr, n_class, devkit, precision, scores, recall)\n"
 "--\n\n"
 "The point-sampled accumulation of every max_dets value (see deteval.accumulate).\n\n"
-"det_is_tp, det_is_ignored: bool (n_area * n_thr, n_det); ranking, det_rank, det_class:\n"
+"det_is_tp, det_is_ignored: uint8 (n_det, ceil(n_lane / 8)), the lanes' flags packed (lane L\n"
+"in bit L % 8 of byte L / 8, n_lane = n_area * n_thr); ranking, det_rank, det_class:\n"
 "int64; det_score: float64 (n_det,); n_positive: int64 (n_class, n_area); tp_needed: int64\n"
 "(n_area, n_class, n_r); max_dets: int64 (n_md <= 8,). Filled in place where a class has\n"
 "positives (float64): precision and scores (n_thr, n_r, n_class, n_area, n_md), recall (n_thr,\n"
@@ -457,8 +415,8 @@ cacc_accumulate(PyObject *self, PyObject *args)
     n_cell = w.n_md * w.n_lane * w.n_class;
     fits = w.n_area >= 1 && w.n_thr >= 1 && w.n_class >= 1 && w.n_lane <= 64 && w.n_md >= 1
            && w.n_md <= 8 && w.n_r >= 1 && w.n_class < ((int64_t)1 << 54)
-           && has_items(&det_score, n_det, 8) && has_items(&det_is_tp, w.n_lane * n_det, 1)
-           && has_items(&det_is_ignored, w.n_lane * n_det, 1) && has_items(&ranking, n_ranked, 8)
+           && has_items(&det_score, n_det, 8) && has_items(&det_is_tp, w.n_word * n_det, 1)
+           && has_items(&det_is_ignored, w.n_word * n_det, 1) && has_items(&ranking, n_ranked, 8)
            && has_items(&det_rank, n_det, 8) && has_items(&det_class, n_det, 8)
            && has_items(&n_positive, w.n_class * w.n_area, 8)
            && has_items(&tp_needed, w.n_area * w.n_class * w.n_r, 8)
@@ -471,7 +429,8 @@ cacc_accumulate(PyObject *self, PyObject *args)
         w.scores = scores.buf;
         w.recall = recall.buf;
         Py_BEGIN_ALLOW_THREADS
-        status = run_accumulate(&w, det_is_tp.buf, det_is_ignored.buf, n_det, ranking.buf, n_ranked,
+        status = run_accumulate(&w, (const unsigned char *)det_is_tp.buf,
+                                (const unsigned char *)det_is_ignored.buf, n_det, ranking.buf, n_ranked,
                                 det_rank.buf, det_class.buf, det_score.buf, max_dets.buf);
         Py_END_ALLOW_THREADS
     }

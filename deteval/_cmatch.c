@@ -48,12 +48,53 @@ free_found(found_matches *found)
     found->lane_count = NULL;
 }
 
-/* Write the matches lane-major (stable: detections ascending) as three int64 rows of n_pending:
- * lanes, detections, ground truths. */
-static void
-scatter_lane_major(found_matches *found, Py_ssize_t n_det, Py_ssize_t n_lane, int64_t *dest)
+/* How the matches are written: three int64 rows (lanes, detections, ground truths), or narrow:
+ * detections and ground truths as int32 rows, then lanes as int8 (n_lane <= 128) or int16. */
+typedef struct {
+    int narrow;
+    char *dest;
+    Py_ssize_t n;
+} match_rows;
+
+static Py_ssize_t
+lane_size(Py_ssize_t n_lane)
 {
-    const Py_ssize_t n = found->n_pending;
+    return n_lane <= 128 ? 1 : 2;
+}
+
+/* Bytes of n matches in the layout; narrow needs n_lane <= 32768 (checked by the caller). */
+static Py_ssize_t
+rows_bytes(int narrow, Py_ssize_t n, Py_ssize_t n_lane)
+{
+    return narrow ? n * (8 + lane_size(n_lane)) : 3 * n * 8;
+}
+
+static void
+put_match(const match_rows *rows, Py_ssize_t n_lane, Py_ssize_t at, int64_t lane, int64_t d, int64_t g)
+{
+    if (rows->narrow) {
+        int32_t *det = (int32_t *)rows->dest, *gt = det + rows->n;
+        det[at] = (int32_t)d;
+        gt[at] = (int32_t)g;
+        if (lane_size(n_lane) == 1) {
+            ((int8_t *)(gt + rows->n))[at] = (int8_t)lane;
+        }
+        else {
+            ((int16_t *)(gt + rows->n))[at] = (int16_t)lane;
+        }
+    }
+    else {
+        int64_t *dest = (int64_t *)rows->dest;
+        dest[at] = lane;
+        dest[rows->n + at] = d;
+        dest[2 * rows->n + at] = g;
+    }
+}
+
+/* Write the matches lane-major (stable: detections ascending) in the rows' layout. */
+static void
+scatter_lane_major(found_matches *found, Py_ssize_t n_det, Py_ssize_t n_lane, const match_rows *rows)
+{
     Py_ssize_t *next = found->lane_count;
     Py_ssize_t offset = 0, lane, d, i, begin = 0;
     for (lane = 0; lane < n_lane; lane++) {
@@ -67,11 +108,49 @@ scatter_lane_major(found_matches *found, Py_ssize_t n_det, Py_ssize_t n_lane, in
             const pending_match m = found->pending[i];
             const int64_t lane = m % n_lane;
             const Py_ssize_t at = next[lane]++;
-            dest[at] = lane;
-            dest[n + at] = d;
-            dest[2 * n + at] = m / n_lane;
+            put_match(rows, n_lane, at, lane, d, m / n_lane);
         }
         begin = end;
+    }
+}
+
+/* Lane flags are packed detection-major, eight lanes a byte: lane L of detection d is bit L % 8
+ * of byte d * lane_bytes + L / 8 (numpy's packbits with bitorder="little" along the lanes). */
+static Py_ssize_t
+lane_bytes(Py_ssize_t n_lane)
+{
+    return (n_lane + 7) / 8;
+}
+
+static void
+set_lane(unsigned char *flags, Py_ssize_t n_byte, Py_ssize_t d, Py_ssize_t lane, int value)
+{
+    unsigned char *byte = flags + d * n_byte + (lane >> 3);
+    const unsigned char bit = (unsigned char)(1u << (lane & 7));
+    if (value) {
+        *byte |= bit;
+    }
+    else {
+        *byte &= (unsigned char)~bit;
+    }
+}
+
+/* The ignored flags before matching: each area's out-of-range mask over its n_thr lanes. */
+static void
+set_out_of_range(const char *det_is_out_of_range, Py_ssize_t n_area, Py_ssize_t n_thr,
+                 Py_ssize_t n_det, unsigned char *ignored)
+{
+    const Py_ssize_t n_byte = lane_bytes(n_area * n_thr);
+    Py_ssize_t a, d, t;
+    for (a = 0; a < n_area; a++) {
+        const char *out = det_is_out_of_range + a * n_det;
+        for (d = 0; d < n_det; d++) {
+            if (out[d]) {
+                for (t = 0; t < n_thr; t++) {
+                    set_lane(ignored, n_byte, d, a * n_thr + t, 1);
+                }
+            }
+        }
     }
 }
 
@@ -93,9 +172,9 @@ run_match(
     Py_ssize_t n_det, const int64_t *det_key, Py_ssize_t n_thr, const double *thresholds,
     Py_ssize_t n_area, Py_ssize_t n_gt, const char *gt_is_ignored, const char *gt_is_reusable,
     const char *gt_is_unmatchable, const char *det_is_out_of_range, int strict,
-    char *det_is_tp, char *det_is_ignored, found_matches *found)
+    unsigned char *det_is_tp, unsigned char *det_is_ignored, found_matches *found)
 {
-    const Py_ssize_t n_lane = n_area * n_thr;
+    const Py_ssize_t n_lane = n_area * n_thr, n_byte = lane_bytes(n_lane);
     Py_ssize_t *det_start = NULL, *pair_order = NULL, *kept = NULL, *lane_count = NULL;
     int64_t *gt_group = NULL;
     char *is_taken = NULL;
@@ -236,8 +315,8 @@ run_match(
                     const int counts_as_match = !gt_is_unmatchable[best_gt];
                     const int is_ignored =
                         hit_ignored || (!counts_as_match && det_is_out_of_range[a * n_det + d]);
-                    det_is_ignored[lane * n_det + d] = (char)is_ignored;
-                    det_is_tp[lane * n_det + d] = (char)(counts_as_match && !is_ignored);
+                    set_lane(det_is_ignored, n_byte, d, lane, is_ignored);
+                    set_lane(det_is_tp, n_byte, d, lane, counts_as_match && !is_ignored);
                 }
                 if (n_pending == cap_pending) {
                     Py_ssize_t new_cap = cap_pending ? 2 * cap_pending : 1024;
@@ -278,13 +357,15 @@ done:
 PyDoc_STRVAR(match_coco_doc,
 "match_coco(pair_det, pair_gt, pair_iou, det_key, thresholds, gt_is_ignored, gt_is_reusable,\n"
 "           gt_is_unmatchable, det_is_out_of_range, n_area, n_gt, strict, det_is_tp,\n"
-"           det_is_ignored)\n"
+"           det_is_ignored, narrow)\n"
 "--\n\n"
 "Greedy COCO matching of all groups and lanes (see deteval.matching.match_coco).\n\n"
 "pair_det, pair_gt, det_key: int64; pair_iou, thresholds: float64 (thresholds already capped\n"
-"at 1 - 1e-10 unless strict); the masks: bool. det_is_tp (zeros) and det_is_ignored (the\n"
-"out-of-range mask per lane) are (n_lane, n_det) bool buffers filled in place. Returns\n"
-"(match_lane, match_det, match_gt) as one bytearray of 3 * n_match int64, or None when the\n"
+"at 1 - 1e-10 unless strict); the masks: bool. det_is_tp and det_is_ignored (zeros) are\n"
+"uint8 (n_det, ceil(n_lane / 8)) buffers of packed lane flags (bit L % 8 of byte L / 8) filled\n"
+"in place (the ignored ones start as each lane's out-of-range mask). Returns the matches as\n"
+"one bytearray: (match_lane, match_det, match_gt) as 3 * n_match int64, or with narrow\n"
+"(match_det, match_gt) as int32 then match_lane as int8 (n_lane <= 128) or int16; None when the\n"
 "inputs break the kernel's assumptions (then use the numpy code).");
 
 static PyObject *
@@ -293,15 +374,15 @@ cmatch_match_coco(PyObject *self, PyObject *args)
     Py_buffer pair_det, pair_gt, pair_iou, det_key, thresholds, gt_is_ignored, gt_is_reusable,
         gt_is_unmatchable, det_is_out_of_range, det_is_tp, det_is_ignored;
     Py_ssize_t n_area, n_gt, n_pair, n_det, n_thr, n_lane, n_match = 0;
-    int strict, status;
+    int strict, narrow, status;
     found_matches found = {NULL, 0, NULL, NULL};
     PyObject *out = NULL;
 
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnpw*w*:match_coco", &pair_det, &pair_gt,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnpw*w*p:match_coco", &pair_det, &pair_gt,
                           &pair_iou, &det_key, &thresholds, &gt_is_ignored, &gt_is_reusable,
                           &gt_is_unmatchable, &det_is_out_of_range, &n_area, &n_gt, &strict,
-                          &det_is_tp, &det_is_ignored)) {
+                          &det_is_tp, &det_is_ignored, &narrow)) {
         return NULL;
     }
     n_pair = pair_det.len / 8;
@@ -309,18 +390,20 @@ cmatch_match_coco(PyObject *self, PyObject *args)
     n_thr = thresholds.len / 8;
     n_lane = n_area * n_thr;
     if (n_area < 1 || n_thr < 1 || n_gt < 1 || n_pair < 1 || n_lane > INT32_MAX
+        || (narrow && (n_lane > 32768 || n_det > INT32_MAX || n_gt > INT32_MAX))
         || n_gt > PY_SSIZE_T_MAX / n_lane
         || !has_items(&pair_det, n_pair, 8) || !has_items(&pair_gt, n_pair, 8)
         || !has_items(&pair_iou, n_pair, 8) || !has_items(&det_key, n_det, 8)
         || !has_items(&thresholds, n_thr, 8) || !has_items(&gt_is_ignored, n_area * n_gt, 1)
         || !has_items(&gt_is_reusable, n_gt, 1) || !has_items(&gt_is_unmatchable, n_gt, 1)
         || !has_items(&det_is_out_of_range, n_area * n_det, 1)
-        || !has_items(&det_is_tp, n_lane * n_det, 1)
-        || !has_items(&det_is_ignored, n_lane * n_det, 1)) {
+        || !has_items(&det_is_tp, lane_bytes(n_lane) * n_det, 1)
+        || !has_items(&det_is_ignored, lane_bytes(n_lane) * n_det, 1)) {
         status = 1;
     }
     else {
         Py_BEGIN_ALLOW_THREADS
+        set_out_of_range(det_is_out_of_range.buf, n_area, n_thr, n_det, det_is_ignored.buf);
         status = run_match(n_pair, pair_det.buf, pair_gt.buf, pair_iou.buf, n_det, det_key.buf,
                            n_thr, thresholds.buf, n_area, n_gt, gt_is_ignored.buf,
                            gt_is_reusable.buf, gt_is_unmatchable.buf, det_is_out_of_range.buf,
@@ -329,11 +412,11 @@ cmatch_match_coco(PyObject *self, PyObject *args)
     }
     if (status == 0) {
         n_match = found.n_pending;
-        out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(3 * n_match * sizeof(int64_t)));
+        out = PyByteArray_FromStringAndSize(NULL, rows_bytes(narrow, n_match, n_lane));
         if (out != NULL) {
-            int64_t *dest = (int64_t *)PyByteArray_AS_STRING(out);
+            match_rows rows = {narrow, PyByteArray_AS_STRING(out), n_match};
             Py_BEGIN_ALLOW_THREADS
-            scatter_lane_major(&found, n_det, n_lane, dest);
+            scatter_lane_major(&found, n_det, n_lane, &rows);
             Py_END_ALLOW_THREADS
         }
     }
@@ -406,13 +489,14 @@ voc_best(Py_ssize_t n_pair, const int64_t *pair_det, const int64_t *pair_gt, con
 
 PyDoc_STRVAR(match_voc_doc,
 "match_voc(pair_det, pair_gt, pair_iou, thresholds, gt_is_ignored, det_is_out_of_range,\n"
-"          n_area, n_det, n_gt, strict, det_is_tp, det_is_ignored)\n"
+"          n_area, n_det, n_gt, strict, det_is_tp, det_is_ignored, narrow)\n"
 "--\n\n"
 "The VOC devkit's matching of all groups and lanes (see deteval.matching.match_voc).\n\n"
 "pair_det, pair_gt: int64; pair_iou, thresholds: float64 (finite thresholds); the masks: bool.\n"
-"det_is_tp (zeros) and det_is_ignored (the out-of-range mask per lane) are (n_lane, n_det)\n"
-"bool buffers filled in place. Returns (match_lane, match_det, match_gt) as one bytearray of\n"
-"3 * n_match int64, or None when the inputs break the kernel's assumptions.");
+"det_is_tp and det_is_ignored (zeros) are uint8 (n_det, ceil(n_lane / 8)) buffers of packed\n"
+"lane flags filled in place (the ignored ones start as each lane's out-of-range mask). Returns\n"
+"the matches as one bytearray in match_coco's layout (narrow or not), or None when the inputs\n"
+"break the kernel's assumptions.");
 
 static PyObject *
 cmatch_match_voc(PyObject *self, PyObject *args)
@@ -420,7 +504,7 @@ cmatch_match_voc(PyObject *self, PyObject *args)
     Py_buffer pair_det, pair_gt, pair_iou, thresholds, gt_is_ignored, det_is_out_of_range, det_is_tp,
         det_is_ignored;
     Py_ssize_t n_area, n_det, n_gt, n_pair, n_thr, n_lane, n_best = 0, n_match = 0;
-    int strict, fits;
+    int strict, narrow, fits;
     int64_t *best_gt = NULL;
     double *best_iou = NULL;
     Py_ssize_t *with_best = NULL;
@@ -428,21 +512,22 @@ cmatch_match_voc(PyObject *self, PyObject *args)
     PyObject *out = NULL;
 
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*nnnpw*w*:match_voc", &pair_det, &pair_gt, &pair_iou,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*nnnpw*w*p:match_voc", &pair_det, &pair_gt, &pair_iou,
                           &thresholds, &gt_is_ignored, &det_is_out_of_range, &n_area, &n_det,
-                          &n_gt, &strict, &det_is_tp, &det_is_ignored)) {
+                          &n_gt, &strict, &det_is_tp, &det_is_ignored, &narrow)) {
         return NULL;
     }
     n_pair = pair_det.len / 8;
     n_thr = thresholds.len / 8;
     n_lane = n_area * n_thr;
     fits = n_area >= 1 && n_thr >= 1 && n_gt >= 1 && n_pair >= 1 && n_det >= 1
+           && (!narrow || (n_lane <= 32768 && n_det <= INT32_MAX && n_gt <= INT32_MAX))
            && has_items(&pair_det, n_pair, 8) && has_items(&pair_gt, n_pair, 8)
            && has_items(&pair_iou, n_pair, 8) && has_items(&thresholds, n_thr, 8)
            && has_items(&gt_is_ignored, n_area * n_gt, 1)
            && has_items(&det_is_out_of_range, n_area * n_det, 1)
-           && has_items(&det_is_tp, n_lane * n_det, 1)
-           && has_items(&det_is_ignored, n_lane * n_det, 1);
+           && has_items(&det_is_tp, lane_bytes(n_lane) * n_det, 1)
+           && has_items(&det_is_ignored, lane_bytes(n_lane) * n_det, 1);
     if (fits) {
         best_gt = malloc((size_t)n_det * sizeof(int64_t));
         best_iou = malloc((size_t)n_det * sizeof(double));
@@ -471,18 +556,20 @@ cmatch_match_voc(PyObject *self, PyObject *args)
         out = Py_NewRef(Py_None);
         goto done;
     }
-    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(3 * n_match * sizeof(int64_t)));
+    out = PyByteArray_FromStringAndSize(NULL, rows_bytes(narrow, n_match, n_lane));
     if (out == NULL) {
         goto done;
     }
     {
-        int64_t *dest = (int64_t *)PyByteArray_AS_STRING(out);
+        const match_rows rows = {narrow, PyByteArray_AS_STRING(out), n_match};
         const double *thr = thresholds.buf;
         const char *ignored = gt_is_ignored.buf, *det_out = det_is_out_of_range.buf;
-        char *tp = det_is_tp.buf, *ign = det_is_ignored.buf;
+        unsigned char *tp = det_is_tp.buf, *ign = det_is_ignored.buf;
+        const Py_ssize_t n_byte = lane_bytes(n_lane);
         Py_BEGIN_ALLOW_THREADS
         Py_ssize_t lane, j, at = 0, g;
-        (void)det_out; /* unmatched detections keep the out-of-range mask already in ign */
+        /* unmatched detections keep the out-of-range mask */
+        set_out_of_range(det_out, n_area, n_thr, n_det, ign);
         for (g = 0; g < n_gt; g++) {
             claimed[g] = -1;
         }
@@ -495,18 +582,16 @@ cmatch_match_voc(PyObject *self, PyObject *args)
                     continue;
                 }
                 if (ignored[a * n_gt + b]) {
-                    ign[lane * n_det + d] = 1;
+                    set_lane(ign, n_byte, d, lane, 1);
                 }
                 else {
-                    ign[lane * n_det + d] = 0;
+                    set_lane(ign, n_byte, d, lane, 0);
                     if (claimed[b] != lane) {
                         claimed[b] = lane;
-                        tp[lane * n_det + d] = 1;
+                        set_lane(tp, n_byte, d, lane, 1);
                     }
                 }
-                dest[at] = lane;
-                dest[n_match + at] = d;
-                dest[2 * n_match + at] = b;
+                put_match(&rows, n_lane, at, lane, d, b);
                 at++;
             }
         }

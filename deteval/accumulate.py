@@ -26,6 +26,7 @@ import numpy as np
 
 from deteval._speedups import load
 from deteval.grouping import rank_in_group
+from deteval.matching import LaneFlags
 from deteval.memory import require
 from deteval.protocol import COCO_RECALL_THRESHOLDS, Protocol
 
@@ -248,8 +249,8 @@ class _Output:
 
 
 def accumulate(
-    det_is_tp: np.ndarray,
-    det_is_ignored: np.ndarray,
+    det_is_tp: LaneFlags | np.ndarray,
+    det_is_ignored: LaneFlags | np.ndarray,
     det_score: np.ndarray,
     det_class: np.ndarray,
     det_rank: np.ndarray,
@@ -263,8 +264,10 @@ def accumulate(
 
     Parameters
     ----------
-    det_is_tp, det_is_ignored : bool (n_area * n_iou_thr, n_det)
-        Outcome per lane (lane = area * n_iou_thr + threshold).
+    det_is_tp, det_is_ignored : LaneFlags or bool (n_area * n_iou_thr, n_det)
+        Outcome per lane (lane = area * n_iou_thr + threshold), packed
+        (:class:`~deteval.matching.LaneFlags`, as a match table holds them: the compiled
+        kernel reads them as they are) or as bool tables.
     det_score : float64 (n_det,)
     det_class : int64 (n_det,)
     det_rank : int64 (n_det,)
@@ -329,9 +332,29 @@ def accumulate(
     )
 
 
+def _as_bool(flags: LaneFlags | np.ndarray) -> np.ndarray:
+    """Lane flags as the bool (n_lane, n_det) table the numpy code reads (unpacked when packed)."""
+    return flags.unpack() if isinstance(flags, LaneFlags) else flags
+
+
+def _as_packed(flags: LaneFlags | np.ndarray, n_lane: int, n_det: int) -> np.ndarray | None:
+    """The packed bits of lane flags, uint8 (n_det, ceil(n_lane / 8)), or None when not of that shape."""
+    if not isinstance(flags, LaneFlags):
+        if not (isinstance(flags, np.ndarray) and flags.dtype == np.bool_ and flags.shape == (n_lane, n_det)):
+            return None
+        flags = LaneFlags.pack(flags)
+    if (
+        flags.n_lane != n_lane
+        or flags.bits.dtype != np.uint8
+        or flags.bits.shape != (n_det, (n_lane + 7) // 8)
+    ):
+        return None
+    return np.ascontiguousarray(flags.bits)
+
+
 def _accumulate_numpy(
-    det_is_tp: np.ndarray,
-    det_is_ignored: np.ndarray,
+    det_is_tp: LaneFlags | np.ndarray,
+    det_is_ignored: LaneFlags | np.ndarray,
     det_score: np.ndarray,
     det_class: np.ndarray,
     det_rank: np.ndarray,
@@ -353,7 +376,7 @@ def _accumulate_numpy(
     # The sparse events of the lanes x detections arrays are found once, at their ranked
     # positions; each max_dets value keeps a subset of the positions (all of them when no
     # detection ranks beyond it) and filters the shared events to it.
-    lanes = _Lanes(det_is_tp, det_is_ignored, ranking, n_iou_thr)
+    lanes = _Lanes(_as_bool(det_is_tp), _as_bool(det_is_ignored), ranking, n_iou_thr)
     ranked_rank = det_rank[ranking]
     for m, max_det in enumerate(max_dets):
         keep = None if max_det is None else ranked_rank < max_det
@@ -394,8 +417,8 @@ def _is_int_array(values: np.ndarray, ndim: int) -> bool:
 
 
 def _accumulate_compiled(
-    det_is_tp: np.ndarray,
-    det_is_ignored: np.ndarray,
+    det_is_tp: LaneFlags | np.ndarray,
+    det_is_ignored: LaneFlags | np.ndarray,
     det_score: np.ndarray,
     det_class: np.ndarray,
     det_rank: np.ndarray,
@@ -428,12 +451,7 @@ def _accumulate_compiled(
         and n_area * n_thr <= 64
         and n_md <= 8
         and all(isinstance(m, (int, np.integer)) and -_NO_LIMIT <= m <= _NO_LIMIT for m in limits)
-        and isinstance(det_is_tp, np.ndarray)
-        and isinstance(det_is_ignored, np.ndarray)
         and isinstance(det_score, np.ndarray)
-        and det_is_tp.dtype == np.bool_
-        and det_is_ignored.dtype == np.bool_
-        and det_is_tp.shape == det_is_ignored.shape == (n_area * n_thr, n_det)
         and det_score.dtype == np.float64
         and det_score.shape == (n_det,)
         and _is_int_array(det_class, 1)
@@ -443,14 +461,18 @@ def _accumulate_compiled(
         and det_class.shape == det_rank.shape == (n_det,)
     ):
         return None
+    tp_bits = _as_packed(det_is_tp, n_area * n_thr, n_det)
+    ignored_bits = _as_packed(det_is_ignored, n_area * n_thr, n_det)
+    if tp_bits is None or ignored_bits is None:
+        return None
     tp_needed = np.stack([_min_tp_for_recall(n_positive[:, a], rec_thr) for a in range(n_area)])
     precision = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
     scores = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
     recall = np.full((n_thr, n_class, n_area, n_md), np.nan)
     contiguous = np.ascontiguousarray
     done = _cacc.accumulate(
-        contiguous(det_is_tp),
-        contiguous(det_is_ignored),
+        tp_bits,
+        ignored_bits,
         contiguous(ranking, dtype=np.int64),
         contiguous(det_rank, dtype=np.int64),
         contiguous(det_class, dtype=np.int64),

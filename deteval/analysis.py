@@ -118,8 +118,8 @@ def pr_curve(
     k = _class_index(result, category_id)
     rows = _ranked_rows(result, k, max_dets)
     table = result.table
-    is_tp = table.det_is_tp[lane, rows]
-    is_ignored = table.det_is_ignored[lane, rows]
+    is_tp = table.lane_is_tp(lane)[rows]
+    is_ignored = table.lane_is_ignored(lane)[rows]
     tp = np.cumsum(is_tp).astype(float)
     fp = np.cumsum(~is_tp & ~is_ignored).astype(float)
     n_positive = int(table.n_positive[k, a])
@@ -172,12 +172,13 @@ def at_confidence(
     lane, a = _lane(result, iou_threshold, area)
     table = result.table
     ranking = _ranking_of(result)  # once, not per class
+    lane_tp, lane_ignored = table.lane_is_tp(lane), table.lane_is_ignored(lane)
     out = []
     for k, category_id in enumerate(result.category_ids):
         rows = _ranked_rows(result, k, max_dets, ranking)
         kept = rows[table.det_score[rows] >= threshold]
-        tp = int(table.det_is_tp[lane, kept].sum())
-        fp = int((~table.det_is_tp[lane, kept] & ~table.det_is_ignored[lane, kept]).sum())
+        tp = int(lane_tp[kept].sum())
+        fp = int((~lane_tp[kept] & ~lane_ignored[kept]).sum())
         n_positive = int(table.n_positive[k, a])
         precision, recall, f1 = _prf(tp, fp, n_positive)
         out.append(
@@ -292,7 +293,7 @@ def match_columns(
     in_lane = table.match_lane == lane
     gt_of[table.match_det[in_lane]] = table.match_gt[in_lane]
     order = np.argsort(table.det_order, kind="stable")
-    outcome = np.where(table.det_is_tp[lane, order], 0, np.where(table.det_is_ignored[lane, order], 1, 2))
+    outcome = np.where(table.lane_is_tp(lane)[order], 0, np.where(table.lane_is_ignored(lane)[order], 1, 2))
     gt_row = gt_of[order]
     return MatchColumns(
         detection=table.det_order[order].astype(np.int64, copy=False),

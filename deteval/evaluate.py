@@ -19,7 +19,16 @@ from deteval.errors import ConfigError, InputError
 from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
 from deteval.grouping import candidate_pairs, group_rows, lexsort, rank_in_group
-from deteval.matching import match_coco, match_group_of, match_ultralytics, match_voc
+from deteval.matching import (
+    LaneFlags,
+    lane_dtype,
+    match_coco,
+    match_group_of,
+    match_ultralytics,
+    match_voc,
+    narrow_rows,
+    row_dtype,
+)
 from deteval.memory import require_match
 from deteval.pooling import ground_truth_for, pooled_for
 from deteval.protocol import Protocol, resolve_protocol
@@ -36,10 +45,17 @@ class MatchTable:
     ----------
     det_score, det_class, det_image, det_rank, det_order : (n_det,)
         Kept detections (within ``max_dets``), in (image, class, rank) order.
-    match_lane, match_det, match_gt : int64 (n_match,)
+    match_lane, match_det, match_gt : (n_match,)
         Who matched whom: lane (area * n_iou_thr + threshold), detection (row of this table)
         and ground-truth annotation (row of the GroundTruth), matches to ignored GTs included.
-    det_is_tp, det_is_ignored : bool (n_lane, n_det)
+        Narrow integers: lanes int8 (int16 beyond 128 lanes), rows int32 (int64 beyond 2**31
+        rows); compute keys from them in int64 (``astype(np.int64)``), not in their dtype.
+    tp, ignored : LaneFlags (n_lane x n_det)
+        True positives and ignored detections per lane, packed eight lanes a byte
+        (``tp.bits``: uint8 (n_det, ceil(n_lane / 8))). :meth:`lane_is_tp` /
+        :meth:`lane_is_ignored` read one lane; :attr:`det_is_tp` / :attr:`det_is_ignored`
+        unpack the whole bool (n_lane, n_det) tables (new arrays, n_lane bytes per detection
+        each: read lanes where that is enough).
     n_positive : int64 (n_class, n_area)
     n_det_per_class : int64 (n_class,)
         All detections of each class given as input (before ``max_dets``).
@@ -55,11 +71,34 @@ class MatchTable:
     match_lane: np.ndarray
     match_det: np.ndarray
     match_gt: np.ndarray
-    det_is_tp: np.ndarray
-    det_is_ignored: np.ndarray
+    tp: LaneFlags
+    ignored: LaneFlags
     n_positive: np.ndarray
     n_det_per_class: np.ndarray
     n_over_max_dets: int
+
+    @property
+    def n_lane(self) -> int:
+        """Number of lanes (area ranges x IoU thresholds)."""
+        return self.tp.n_lane
+
+    @property
+    def det_is_tp(self) -> np.ndarray:
+        """Bool (n_lane, n_det): true positives, unpacked (allocates; see :meth:`lane_is_tp`)."""
+        return self.tp.unpack()
+
+    @property
+    def det_is_ignored(self) -> np.ndarray:
+        """Bool (n_lane, n_det): ignored detections, unpacked (allocates; see :meth:`lane_is_ignored`)."""
+        return self.ignored.unpack()
+
+    def lane_is_tp(self, lane: int) -> np.ndarray:
+        """Bool (n_det,): the true positives of one lane."""
+        return self.tp.lane(lane)
+
+    def lane_is_ignored(self, lane: int) -> np.ndarray:
+        """Bool (n_det,): the ignored detections of one lane."""
+        return self.ignored.lane(lane)
 
 
 def outside_area_ranges(area: np.ndarray, protocol: Protocol) -> np.ndarray:
@@ -252,6 +291,14 @@ def match(
         )
     thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
     strict = protocol.iou_comparison == ">"
+    n_lane = n_area * len(thresholds)
+    # Matches as int32 rows and int8 lanes straight from the compiled matchers where they fit
+    # (ground-truth rows of the whole `gt`: they are written over the sorted rows below).
+    narrow = (
+        lane_dtype(n_lane).itemsize <= 2
+        and row_dtype(len(det_rows)) == np.int32
+        and row_dtype(len(gt)) == np.int32
+    )
     if protocol.matching == "ultralytics":
         result = match_ultralytics(
             pair_det,
@@ -277,6 +324,7 @@ def match(
             gt_is_unmatchable=is_unmatchable_s,
             det_is_out_of_range=det_out,
             strict=strict,
+            narrow=narrow,
         )
     else:
         result = match_voc(
@@ -289,6 +337,7 @@ def match(
             gt_is_ignored=is_ignored_s,
             det_is_out_of_range=det_out,
             strict=strict,
+            narrow=narrow,
         )
     del pair_det, pair_gt, pair_ious  # freed before the table's columns are made
     if protocol.group_of == "openimages":
@@ -301,6 +350,11 @@ def match(
     # arrays share one buffer that a new array would keep alive beside it.
     result.match_gt[...] = gt_rows[result.match_gt]
 
+    match_lane = result.match_lane.astype(lane_dtype(n_lane), copy=False)
+    match_det = result.match_det.astype(row_dtype(len(det_rows)), copy=False)
+    match_gt = result.match_gt.astype(row_dtype(len(gt)), copy=False)
+    tp, ignored = result.tp, result.ignored
+    del result  # the matcher's int64 rows, freed before the detection columns are made
     n_positive = np.zeros((n_class, n_area), dtype=np.int64)
     for a in range(n_area):
         counted = gt_sel[~is_ignored[a, gt_sel]]
@@ -311,11 +365,11 @@ def match(
         det_image=dt.image[det_rows],
         det_rank=det_rank,
         det_order=dt.order[det_rows],
-        match_lane=result.match_lane,
-        match_det=result.match_det,
-        match_gt=result.match_gt,
-        det_is_tp=result.det_is_tp,
-        det_is_ignored=result.det_is_ignored,
+        match_lane=match_lane,
+        match_det=match_det,
+        match_gt=match_gt,
+        tp=tp,
+        ignored=ignored,
         n_positive=n_positive,
         n_det_per_class=n_det_per_class,
         n_over_max_dets=n_over,
@@ -483,14 +537,25 @@ def merge_match_tables(tables: list) -> MatchTable:
         det_rank=cat([t.det_rank for t in tables]),
         det_order=cat([t.det_order for t in tables]),
         match_lane=cat([t.match_lane for t in tables]),
-        match_det=cat([t.match_det + offset for t, offset in zip(tables, offsets)]),
-        match_gt=cat([t.match_gt for t in tables]),
-        det_is_tp=cat([t.det_is_tp for t in tables], axis=1),
-        det_is_ignored=cat([t.det_is_ignored for t in tables], axis=1),
+        match_det=_shifted_rows([t.match_det for t in tables], offsets, sum(sizes)),
+        match_gt=narrow_rows(cat([t.match_gt for t in tables])),
+        tp=LaneFlags.concatenate([t.tp for t in tables]),
+        ignored=LaneFlags.concatenate([t.ignored for t in tables]),
         n_positive=sum(t.n_positive for t in tables),
         n_det_per_class=sum(t.n_det_per_class for t in tables),
         n_over_max_dets=sum(t.n_over_max_dets for t in tables),
     )
+
+
+def _shifted_rows(parts: list, offsets: np.ndarray, n_row: int) -> np.ndarray:
+    """The parts' rows, each shifted by its offset, in one array of the narrowest row dtype."""
+    out = np.empty(sum(len(p) for p in parts), dtype=row_dtype(n_row))
+    at = 0
+    for part, offset in zip(parts, offsets, strict=True):
+        out[at : at + len(part)] = part
+        out[at : at + len(part)] += int(offset)
+        at += len(part)
+    return out
 
 
 def ranking_order(table: MatchTable, protocol: Protocol) -> np.ndarray:
@@ -634,8 +699,8 @@ def score(
     gt = ground_truth_for(gt, protocol)
     ranking = ranking_order(table, protocol)
     acc = accumulate(
-        table.det_is_tp,
-        table.det_is_ignored,
+        table.tp,
+        table.ignored,
         table.det_score,
         table.det_class,
         table.det_rank,

@@ -40,6 +40,7 @@ from deteval.evaluate import (
     match,
     score,
 )
+from deteval.matching import lane_dtype
 from deteval.protocol import EXPLAIN_STEPS, FIELD_CHOICES, FIELDS, Protocol, field_names
 from deteval.sharding import match_sharded
 from deteval.summary import mean_defined
@@ -146,7 +147,7 @@ def restrict_lanes(table: MatchTable, lanes: np.ndarray, areas: np.ndarray) -> M
         ``lanes`` not strictly increasing or outside the table.
     """
     lanes = np.asarray(lanes, dtype=np.int64)
-    n_lane = table.det_is_tp.shape[0]
+    n_lane = table.n_lane
     if len(lanes) and (lanes[0] < 0 or lanes[-1] >= n_lane or (np.diff(lanes) <= 0).any()):
         raise ConfigError(
             f"restrict_lanes: expected strictly increasing lanes in [0, {n_lane}), found {lanes.tolist()}"
@@ -161,11 +162,11 @@ def restrict_lanes(table: MatchTable, lanes: np.ndarray, areas: np.ndarray) -> M
         det_image=table.det_image,
         det_rank=table.det_rank,
         det_order=table.det_order,
-        match_lane=match_lane[is_kept],
+        match_lane=match_lane[is_kept].astype(lane_dtype(len(lanes)), copy=False),
         match_det=table.match_det[is_kept],
         match_gt=table.match_gt[is_kept],
-        det_is_tp=table.det_is_tp[lanes],
-        det_is_ignored=table.det_is_ignored[lanes],
+        tp=table.tp.select(lanes),
+        ignored=table.ignored.select(lanes),
         n_positive=table.n_positive[:, np.asarray(areas, dtype=np.int64)],
         n_det_per_class=table.n_det_per_class,
         n_over_max_dets=table.n_over_max_dets,

@@ -22,10 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from deteval._speedups import load
+from deteval.errors import ConfigError
 from deteval.grouping import lexsort, rank_in_group
 
 __all__ = [
+    "LaneFlags",
     "MatchResult",
+    "lane_dtype",
+    "row_dtype",
     "match_coco",
     "match_voc",
     "match_ultralytics",
@@ -40,33 +44,191 @@ COCO_MAX_THRESHOLD = 1 - 1e-10
 _cmatch = load("deteval._cmatch")
 
 
+@dataclass(frozen=True, eq=False)
+class LaneFlags:
+    """One flag per (lane, detection), packed eight lanes to a byte.
+
+    Attributes
+    ----------
+    bits : uint8 (n_det, ceil(n_lane / 8))
+        Detection-major: lane ``l`` of detection ``d`` is bit ``l % 8`` of ``bits[d, l // 8]``
+        (``np.packbits(..., bitorder="little")`` along the lanes). A detection's lanes are one
+        small record, which the compiled accumulation reads as one 64-bit word.
+    n_lane : int
+
+    Notes
+    -----
+    COCO's 40 lanes (4 area ranges x 10 IoU thresholds) take 5 bytes per detection and flag
+    instead of 40 as a bool table. :meth:`lane` reads one lane; :meth:`unpack` allocates the
+    whole bool (n_lane, n_det) table.
+
+    Examples
+    --------
+    >>> flags = LaneFlags.pack(np.array([[True, False, True], [False, False, True]]))
+    >>> flags.bits.ravel().tolist(), flags.lane(1).tolist()
+    ([1, 0, 3], [False, False, True])
+    """
+
+    bits: np.ndarray
+    n_lane: int
+
+    @classmethod
+    def pack(cls, flags: np.ndarray) -> LaneFlags:
+        """Pack a bool (n_lane, n_det) table."""
+        flags = np.asarray(flags, dtype=bool)
+        bits = np.ascontiguousarray(np.packbits(flags, axis=0, bitorder="little").T)
+        return cls(bits=bits, n_lane=int(flags.shape[0]))
+
+    @classmethod
+    def zeros(cls, n_lane: int, n_det: int) -> LaneFlags:
+        """No flag set."""
+        return cls(bits=np.zeros((n_det, lane_bytes(n_lane)), dtype=np.uint8), n_lane=n_lane)
+
+    @classmethod
+    def by_area(cls, det_flags: np.ndarray, n_thr: int) -> LaneFlags:
+        """Each area's (n_area, n_det) flags repeated over its ``n_thr`` lanes (lane = a * n_thr + t).
+
+        Built a byte of lanes at a time, without the (n_lane, n_det) table.
+        """
+        n_area, n_det = det_flags.shape
+        n_lane = n_area * n_thr
+        n_byte = lane_bytes(n_lane)
+        out = np.zeros((n_byte, n_det), dtype=np.uint8)
+        for a in range(n_area):
+            row = np.ascontiguousarray(det_flags[a], dtype=bool).view(np.uint8)
+            lanes = ((1 << n_thr) - 1) << (a * n_thr)
+            for j in range(n_byte):
+                mask = (lanes >> (8 * j)) & 0xFF
+                if mask:
+                    out[j] |= row * np.uint8(mask)
+        return cls(bits=np.ascontiguousarray(out.T), n_lane=n_lane)
+
+    def __len__(self) -> int:
+        return int(self.bits.shape[0])
+
+    def __eq__(self, other: object) -> bool:
+        """The same lanes with the same flags."""
+        if not isinstance(other, LaneFlags):
+            return NotImplemented
+        return self.n_lane == other.n_lane and np.array_equal(self.bits, other.bits)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable arrays inside
+
+    def lane(self, lane: int) -> np.ndarray:
+        """Bool (n_det,): the flags of one lane."""
+        if not 0 <= lane < self.n_lane:
+            raise ConfigError(f"LaneFlags.lane: expected a lane in [0, {self.n_lane}), found {lane}")
+        return (self.bits[:, lane >> 3] & np.uint8(1 << (lane & 7))) != 0
+
+    def unpack(self) -> np.ndarray:
+        """Bool (n_lane, n_det): the whole table (a new array of n_lane * n_det bytes)."""
+        return np.unpackbits(self.bits.T, axis=0, count=self.n_lane, bitorder="little").view(bool)
+
+    def take(self, rows: np.ndarray) -> LaneFlags:
+        """The flags of detection ``rows`` (an index or bool mask)."""
+        return LaneFlags(bits=self.bits[rows], n_lane=self.n_lane)
+
+    def select(self, lanes: np.ndarray) -> LaneFlags:
+        """The flags of ``lanes`` (int, in the new lane order)."""
+        lanes = np.asarray(lanes, dtype=np.int64)
+        n_det, n_new = len(self), len(lanes)
+        if self.n_lane <= 64 and n_new <= 64:
+            words = self.words()
+            new = np.zeros(n_det, dtype=np.uint64)
+            j = 0
+            while j < n_new:  # runs of consecutive lanes move as one shifted mask
+                k = j + 1
+                while k < n_new and lanes[k] == lanes[k - 1] + 1:
+                    k += 1
+                run = ((words >> np.uint64(lanes[j])) & np.uint64((1 << (k - j)) - 1)) << np.uint64(j)
+                new |= run
+                j = k
+            n_byte = lane_bytes(n_new)
+            bits = np.ascontiguousarray(new.astype("<u8").view(np.uint8).reshape(n_det, 8)[:, :n_byte])
+            return LaneFlags(bits=bits, n_lane=n_new)
+        return LaneFlags.pack(self.unpack()[lanes])
+
+    def words(self) -> np.ndarray:
+        """Uint64 (n_det,): each detection's lanes as one word, lane ``l`` in bit ``l`` (n_lane <= 64)."""
+        if self.n_lane > 64:
+            raise ConfigError(f"LaneFlags.words: expected at most 64 lanes, found {self.n_lane}")
+        padded = np.zeros((len(self), 8), dtype=np.uint8)
+        padded[:, : self.bits.shape[1]] = self.bits
+        return padded.view("<u8").ravel().astype(np.uint64, copy=False)
+
+    @staticmethod
+    def concatenate(parts: list) -> LaneFlags:
+        """The flags of several tables' detections, one after the other (same lanes)."""
+        n_lane = parts[0].n_lane
+        if any(p.n_lane != n_lane for p in parts):
+            raise ConfigError(
+                f"LaneFlags.concatenate: expected the same lanes, found {[p.n_lane for p in parts]} lanes"
+            )
+        return LaneFlags(bits=np.concatenate([p.bits for p in parts]), n_lane=n_lane)
+
+
+def lane_dtype(n_lane: int) -> np.dtype:
+    """The narrowest signed integer holding lanes ``0 .. n_lane - 1`` (int8 for COCO's 40)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if n_lane <= np.iinfo(dtype).max + 1:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
+
+
+def row_dtype(n_row: int) -> np.dtype:
+    """Int32 for rows ``0 .. n_row - 1`` when they fit, else int64."""
+    return np.dtype(np.int32 if n_row <= np.iinfo(np.int32).max + 1 else np.int64)
+
+
+def narrow_rows(values: np.ndarray) -> np.ndarray:
+    """Non-negative row indices as int32 when their largest fits (``values`` itself when already)."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "iu" or values.dtype.itemsize <= 4:
+        return values
+    return values.astype(row_dtype(int(values.max()) + 1 if len(values) else 0), copy=False)
+
+
+def lane_bytes(n_lane: int) -> int:
+    """Bytes per detection of packed lane flags (eight lanes a byte)."""
+    return (n_lane + 7) // 8
+
+
 @dataclass(frozen=True)
 class MatchResult:
     """Outcome of matching, per lane (area range a, IoU threshold t: lane = a * n_iou_thr + t).
 
     Attributes
     ----------
-    det_is_tp, det_is_ignored : bool (n_lane, n_det)
-        A detection that is neither is a false positive.
+    tp, ignored : LaneFlags (n_lane x n_det)
+        True positives and ignored detections; a detection that is neither is a false positive.
     match_lane, match_det, match_gt : int64 (n_match,)
         Every (lane, detection, ground truth) match, sorted by lane then detection; a match to an
         ignored GT (crowd, difficult, outside the area range) is listed too.
     """
 
-    det_is_tp: np.ndarray
-    det_is_ignored: np.ndarray
+    tp: LaneFlags
+    ignored: LaneFlags
     match_lane: np.ndarray
     match_det: np.ndarray
     match_gt: np.ndarray
 
+    @property
+    def det_is_tp(self) -> np.ndarray:
+        """Bool (n_lane, n_det), unpacked from :attr:`tp` (allocates)."""
+        return self.tp.unpack()
+
+    @property
+    def det_is_ignored(self) -> np.ndarray:
+        """Bool (n_lane, n_det), unpacked from :attr:`ignored` (allocates)."""
+        return self.ignored.unpack()
+
 
 def _all_unmatched(n_area: int, n_thr: int, n_det: int, det_is_out_of_range: np.ndarray) -> MatchResult:
     """No candidate pairs: every detection is a FP, or ignored outside the area range."""
-    lane_area = np.repeat(np.arange(n_area), n_thr)
     empty = np.zeros(0, dtype=np.int64)
     return MatchResult(
-        det_is_tp=np.zeros((n_area * n_thr, n_det), dtype=bool),
-        det_is_ignored=det_is_out_of_range[lane_area].copy(),
+        tp=LaneFlags.zeros(n_area * n_thr, n_det),
+        ignored=LaneFlags.by_area(det_is_out_of_range, n_thr),
         match_lane=empty,
         match_det=empty,
         match_gt=empty,
@@ -86,6 +248,7 @@ def match_coco(
     gt_is_unmatchable: np.ndarray,
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
+    narrow: bool = False,
 ) -> MatchResult:
     """Pycocotools' greedy matching (``COCOeval.evaluateImg``) for all groups and lanes.
 
@@ -110,6 +273,10 @@ def match_coco(
         Unmatched detections outside the area range are ignored.
     strict : bool
         Compare ``iou > t`` instead of ``iou >= min(t, 1 - 1e-10)``.
+    narrow : bool
+        The compiled kernel may return the matches narrow: ``match_det`` / ``match_gt`` int32,
+        ``match_lane`` int8 (int16 beyond 128 lanes) -- for callers whose rows fit, to save the
+        int64 copies (:func:`deteval.evaluate.match`); the numpy code returns int64 regardless.
 
     Returns
     -------
@@ -140,6 +307,7 @@ def match_coco(
         gt_is_unmatchable=gt_is_unmatchable,
         det_is_out_of_range=det_is_out_of_range,
         strict=strict,
+        narrow=narrow,
     )
     if compiled is not None:
         return compiled
@@ -158,26 +326,35 @@ def match_coco(
     )
 
 
-def _kernel_outputs(det_is_out_of_range: np.ndarray, n_thr: int) -> tuple[np.ndarray, np.ndarray]:
-    """The (lanes x detections) arrays a matching kernel fills.
+def _kernel_outputs(det_is_out_of_range: np.ndarray, n_thr: int) -> tuple[LaneFlags, LaneFlags]:
+    """The packed (lanes x detections) flags a matching kernel fills, all clear.
 
-    No true positive yet, and each lane's out-of-range flags (a new array; unmatched detections
-    keep them).
+    The kernel sets each lane's out-of-range flags in the ignored ones itself (unmatched
+    detections keep them).
     """
     n_area, n_det = det_is_out_of_range.shape
-    return np.zeros((n_area * n_thr, n_det), dtype=bool), np.repeat(det_is_out_of_range, n_thr, axis=0)
+    return LaneFlags.zeros(n_area * n_thr, n_det), LaneFlags.zeros(n_area * n_thr, n_det)
 
 
 def _kernel_result(
-    found: bytearray | None, det_is_tp: np.ndarray, det_is_ignored: np.ndarray
+    found: bytearray | None, tp: LaneFlags, ignored: LaneFlags, *, narrow: bool
 ) -> MatchResult | None:
-    """The kernel's matches (lane-major int64 rows: lanes, detections, ground truths) as a result."""
+    """The kernel's matches as a result (views of its one buffer).
+
+    Lane-major int64 rows (lanes, detections, ground truths), or ``narrow``: int32 rows of
+    detections and ground truths, then the lanes as :func:`lane_dtype` (int8 or int16).
+    """
     if found is None:
         return None
+    if narrow:
+        n = len(found) // (8 + lane_dtype(tp.n_lane).itemsize)
+        rows: np.ndarray = np.frombuffer(found, dtype=np.int32, count=2 * n).reshape(2, n)
+        lanes: np.ndarray = np.frombuffer(found, dtype=lane_dtype(tp.n_lane), offset=8 * n)
+        return MatchResult(tp=tp, ignored=ignored, match_lane=lanes, match_det=rows[0], match_gt=rows[1])
     match_lane, match_det, match_gt = np.frombuffer(found, dtype=np.int64).reshape(3, -1)
     return MatchResult(
-        det_is_tp=det_is_tp,
-        det_is_ignored=det_is_ignored,
+        tp=tp,
+        ignored=ignored,
         match_lane=match_lane,
         match_det=match_det,
         match_gt=match_gt,
@@ -197,6 +374,7 @@ def _match_coco_compiled(
     gt_is_unmatchable: np.ndarray,
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
+    narrow: bool = False,
 ) -> MatchResult | None:
     """:func:`match_coco` by the compiled kernel, or None where the kernel does not apply."""
     if _cmatch is None or n_gt == 0 or len(pair_det) == 0 or len(iou_thresholds) == 0:
@@ -221,7 +399,7 @@ def _match_coco_compiled(
     thresholds = np.asarray(iou_thresholds, dtype=np.float64)
     if not strict:
         thresholds = np.minimum(thresholds, COCO_MAX_THRESHOLD)
-    det_is_tp, det_is_ignored = _kernel_outputs(det_is_out_of_range, len(thresholds))
+    tp, ignored = _kernel_outputs(det_is_out_of_range, len(thresholds))
     contiguous = np.ascontiguousarray
     found = _cmatch.match_coco(
         contiguous(pair_det),
@@ -236,10 +414,11 @@ def _match_coco_compiled(
         n_area,
         n_gt,
         bool(strict),
-        det_is_tp,
-        det_is_ignored,
+        tp.bits,
+        ignored.bits,
+        bool(narrow),
     )
-    return _kernel_result(found, det_is_tp, det_is_ignored)
+    return _kernel_result(found, tp, ignored, narrow=narrow)
 
 
 def _match_coco_numpy(
@@ -344,8 +523,8 @@ def _match_coco_numpy(
         match_det[lo : lane_end[lane]] = candidates[matched]
         match_gt[lo : lane_end[lane]] = row[matched]
     return MatchResult(
-        det_is_tp=det_is_tp,
-        det_is_ignored=det_is_ignored,
+        tp=LaneFlags.pack(det_is_tp),
+        ignored=LaneFlags.pack(det_is_ignored),
         match_lane=match_lane,
         match_det=match_det,
         match_gt=match_gt,
@@ -363,6 +542,7 @@ def match_voc(
     gt_is_ignored: np.ndarray,
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
+    narrow: bool = False,
 ) -> MatchResult:
     """The PASCAL VOC devkit's matching (``VOCevalDet.m``) for all groups and lanes.
 
@@ -381,6 +561,8 @@ def match_voc(
     det_is_out_of_range : bool (n_area, n_det)
     strict : bool
         ``iou > t`` (py-faster-rcnn) instead of ``iou >= t`` (devkit).
+    narrow : bool
+        As in :func:`match_coco`.
 
     Returns
     -------
@@ -401,6 +583,7 @@ def match_voc(
         gt_is_ignored=gt_is_ignored,
         det_is_out_of_range=det_is_out_of_range,
         strict=strict,
+        narrow=narrow,
     )
     if compiled is not None:
         return compiled
@@ -428,6 +611,7 @@ def _match_voc_compiled(
     gt_is_ignored: np.ndarray,
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
+    narrow: bool = False,
 ) -> MatchResult | None:
     """:func:`match_voc` by the compiled kernel, or None where the kernel does not apply."""
     if _cmatch is None or n_gt == 0 or n_det == 0 or len(pair_det) == 0:
@@ -449,7 +633,7 @@ def _match_voc_compiled(
         and bool(np.all(thresholds > -np.inf))  # -inf (and NaN) would pass detections without a GT
     ):
         return None
-    det_is_tp, det_is_ignored = _kernel_outputs(det_is_out_of_range, len(thresholds))
+    tp, ignored = _kernel_outputs(det_is_out_of_range, len(thresholds))
     contiguous = np.ascontiguousarray
     found = _cmatch.match_voc(
         contiguous(pair_det, dtype=np.int64),
@@ -462,10 +646,11 @@ def _match_voc_compiled(
         n_det,
         n_gt,
         bool(strict),
-        det_is_tp,
-        det_is_ignored,
+        tp.bits,
+        ignored.bits,
+        bool(narrow),
     )
-    return _kernel_result(found, det_is_tp, det_is_ignored)
+    return _kernel_result(found, tp, ignored, narrow=narrow)
 
 
 def _match_voc_numpy(
@@ -514,8 +699,8 @@ def _match_voc_numpy(
     det_is_ignored = hit_ignored | (~passes & det_is_out_of_range[lane_area])
     match_lane, match_det = np.nonzero(passes)
     return MatchResult(
-        det_is_tp=det_is_tp,
-        det_is_ignored=det_is_ignored,
+        tp=LaneFlags.pack(det_is_tp),
+        ignored=LaneFlags.pack(det_is_ignored),
         match_lane=match_lane,
         match_det=match_det,
         match_gt=best_gt[match_det],
@@ -606,8 +791,8 @@ def match_ultralytics(
     match_lane, match_det, match_gt = np.concatenate(lanes), np.concatenate(dets), np.concatenate(gts)
     order = np.lexsort((match_det, match_lane))
     return MatchResult(
-        det_is_tp=det_is_tp,
-        det_is_ignored=det_is_ignored,
+        tp=LaneFlags.pack(det_is_tp),
+        ignored=LaneFlags.pack(det_is_ignored),
         match_lane=match_lane[order],
         match_det=match_det[order],
         match_gt=match_gt[order],
@@ -660,7 +845,7 @@ def match_group_of(
     false positive of score 0 per unmatched group-of box (last in the ranking, it moves AP only
     when real detections score 0).
     """
-    n_lane, n_det = stage_one.det_is_tp.shape
+    n_lane = stage_one.tp.n_lane
     thresholds = np.asarray(iou_thresholds, dtype=np.float64)
     n_thr = len(thresholds)
     if len(pair_det) == 0:
@@ -673,13 +858,12 @@ def match_group_of(
     lane_thr = np.tile(thresholds, n_lane // n_thr)
     lane_area = np.repeat(np.arange(n_lane // n_thr), n_thr)
     passes = best_ioa[None, :] > lane_thr[:, None] if strict else best_ioa[None, :] >= lane_thr[:, None]
-    is_left = ~stage_one.det_is_tp[:, best_det] & ~stage_one.det_is_ignored[:, best_det]
+    det_is_tp, det_is_ignored = stage_one.det_is_tp, stage_one.det_is_ignored  # new arrays
+    is_left = ~det_is_tp[:, best_det] & ~det_is_ignored[:, best_det]
     absorbed = passes & is_left  # (n_lane, n_best)
     lane_idx, k = np.nonzero(absorbed)  # lanes, then detections in rank order
     key = lane_idx * (int(best_gt.max()) + 1) + best_gt[k]
     _, first_claim = np.unique(key, return_index=True)
-    det_is_tp = stage_one.det_is_tp.copy()
-    det_is_ignored = stage_one.det_is_ignored.copy()
     det_is_ignored[lane_idx, best_det[k]] = True
     rep_lane, rep_det, rep_gt = lane_idx[first_claim], best_det[k[first_claim]], best_gt[k[first_claim]]
     is_counted = ~gt_is_ignored[lane_area[rep_lane], rep_gt]
@@ -690,8 +874,8 @@ def match_group_of(
     match_gt = np.concatenate([stage_one.match_gt, best_gt[k]])
     resort = np.lexsort((match_det, match_lane))
     return MatchResult(
-        det_is_tp=det_is_tp,
-        det_is_ignored=det_is_ignored,
+        tp=LaneFlags.pack(det_is_tp),
+        ignored=LaneFlags.pack(det_is_ignored),
         match_lane=match_lane[resort],
         match_det=match_det[resort],
         match_gt=match_gt[resort],

@@ -196,8 +196,8 @@ class COCOeval:
         if not np.array_equal(rec_thrs, COCO_RECALL_THRESHOLDS):
             table, protocol = r.table, r.protocol
             acc = accumulate_outcomes(
-                table.det_is_tp,
-                table.det_is_ignored,
+                table.tp,
+                table.ignored,
                 table.det_score,
                 table.det_class,
                 table.det_rank,
@@ -402,7 +402,8 @@ class COCOeval:
         sorted_gt_key = gt_key[gt_rows]
         # Who matched whom per lane: GT annotation id per (lane, table row), table row per (lane, GT row).
         ann_ids = np.asarray(ground_truth.annotation_id)
-        det_match = np.zeros(table.det_is_tp.shape, dtype=np.float64)
+        det_match = np.zeros((table.n_lane, len(table.det_score)), dtype=np.float64)
+        det_is_ignored = table.det_is_ignored  # unpacked once, read per image below
         det_match[table.match_lane, table.match_det] = ann_ids[table.match_gt]
         table_det_id = det_ids[np.asarray(table.det_order)]
         gt_match = np.zeros((n_area * n_thr, len(ground_truth)), dtype=np.float64)
@@ -447,7 +448,7 @@ class COCOeval:
                             "gtMatches": gt_match[np.ix_(lanes, g)],
                             "dtScores": table.det_score[d].tolist(),
                             "gtIgnore": gt_ignored[a, g].astype(np.int64),
-                            "dtIgnore": table.det_is_ignored[np.ix_(lanes, d)],
+                            "dtIgnore": det_is_ignored[np.ix_(lanes, d)],
                         }
                     )
         return out

@@ -153,7 +153,7 @@ def _outcome_protocol(gt: GroundTruth, dt: Detections, protocol: Protocol) -> _O
     rank = rank_in_group(groups.key)
     cap = None if protocol.max_dets is None else max(protocol.max_dets)
     det_rows = groups.order if cap is None else groups.order[rank < cap]
-    is_tp = table.det_is_tp[0]
+    is_tp = table.lane_is_tp(0)
     det_gt = np.full(len(det_rows), -1, dtype=np.int64)
     lane0 = table.match_lane == 0
     det_gt[table.match_det[lane0]] = table.match_gt[lane0]
@@ -167,7 +167,7 @@ def _outcome_protocol(gt: GroundTruth, dt: Detections, protocol: Protocol) -> _O
     return _Outcome(
         det_rows=det_rows,
         is_tp=is_tp,
-        is_ignored=table.det_is_ignored[0],
+        is_ignored=table.lane_is_ignored(0),
         det_gt=det_gt,
         gt_is_counted=~is_ignored_gt,
         tie_keys=tie_keys,

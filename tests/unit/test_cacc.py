@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import deteval
 from deteval import accumulate as acc_module
+from deteval.matching import LaneFlags
 from deteval.protocol import get_protocol
 from tests import ROOT
 from tests.crosscheck.generate import generate
@@ -116,6 +117,22 @@ def test_kernel_equals_numpy_on_random_tables(seed):
         n_area = len(protocol.area_ranges) if protocol.area_ranges else 1
         table = random_table(seed, n_area, len(protocol.iou_thresholds))
         assert_identical(*both(*table, protocol=protocol))
+
+
+@needs_kernel
+@pytest.mark.parametrize("seed", range(40))
+def test_kernel_reads_packed_lanes_as_the_bool_tables(seed):
+    """A match table's LaneFlags go to the kernel as they are: the numpy code on the bool tables agrees."""
+    for name in ("coco", "coco50", "voc2007", "coco-11"):
+        protocol = PROTOCOLS[name]
+        n_area = len(protocol.area_ranges) if protocol.area_ranges else 1
+        det_is_tp, det_is_ignored, *rest = random_table(seed, n_area, len(protocol.iou_thresholds))
+        rec_thr = acc_module.recall_thresholds(protocol)
+        expected = acc_module._accumulate_numpy(det_is_tp, det_is_ignored, *rest, protocol, rec_thr)
+        tp, ignored = LaneFlags.pack(det_is_tp), LaneFlags.pack(det_is_ignored)
+        assert_identical(expected, acc_module._accumulate_compiled(tp, ignored, *rest, protocol, rec_thr))
+        assert_identical(expected, acc_module._accumulate_numpy(tp, ignored, *rest, protocol, rec_thr))
+        assert_identical(expected, acc_module.accumulate(tp, ignored, *rest, protocol))
 
 
 @needs_kernel

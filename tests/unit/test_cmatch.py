@@ -52,9 +52,23 @@ def assert_identical(expected: matching.MatchResult, found: matching.MatchResult
     assert found is not None
     for name in FIELDS:
         want, got = getattr(expected, name), getattr(found, name)
+        if isinstance(want, matching.LaneFlags):  # packed lanes: the same lanes and bytes
+            assert got.n_lane == want.n_lane, name
+            want, got = want.bits, got.bits
         assert got.dtype == want.dtype, name
         assert got.shape == want.shape, name
         assert np.array_equal(got, want), name
+
+
+def assert_narrow(expected: matching.MatchResult, found: matching.MatchResult | None) -> None:
+    """``found`` (the kernel's narrow matches) holds ``expected``'s values as int32 rows, int8/16 lanes."""
+    assert found is not None
+    assert found.tp == expected.tp
+    assert found.ignored == expected.ignored
+    assert found.match_det.dtype == found.match_gt.dtype == np.int32
+    assert found.match_lane.dtype == matching.lane_dtype(expected.tp.n_lane)
+    for name in ("match_lane", "match_det", "match_gt"):
+        assert np.array_equal(getattr(found, name).astype(np.int64), getattr(expected, name)), name
 
 
 def both(*args, **options) -> tuple[matching.MatchResult, matching.MatchResult | None]:
@@ -96,6 +110,10 @@ def test_kernel_equals_numpy_on_random_groups(seed):
                 assert found is None  # nothing to match: the numpy code's shortcut answers
                 continue
             assert_identical(expected, found)
+            narrow = matching._match_coco_compiled(
+                *args, **options, iou_thresholds=thresholds, strict=strict, narrow=True
+            )
+            assert_narrow(expected, narrow)
             assert_identical(
                 expected, matching.match_coco(*args, **options, iou_thresholds=thresholds, strict=strict)
             )
@@ -226,6 +244,9 @@ def test_kernel_equals_numpy_property(case):
     args, options = case
     expected = matching._match_coco_numpy(*args, **options)
     assert_identical(expected, matching.match_coco(*args, **options))
+    narrow = matching._match_coco_compiled(*args, **options, narrow=True)
+    if narrow is not None:
+        assert_narrow(expected, narrow)
 
 
 # --------------------------------------------------------------------------------------
@@ -239,9 +260,12 @@ def twin_spy(monkeypatch):
     calls = []
 
     def checked(*args, **options):
+        narrow = options.pop("narrow", False)
         expected, found = both(*args, **options)
         if len(args[0]) and options["n_gt"]:
             assert_identical(expected, found)
+            if narrow:  # what evaluate asks for where the rows fit
+                assert_narrow(expected, matching._match_coco_compiled(*args, **options, narrow=True))
             calls.append(len(args[0]))
         return expected
 
@@ -326,6 +350,23 @@ VOC_THRESHOLD_SETS = {**THRESHOLD_SETS, "zero": np.array([0.0, 0.5])}
 
 
 @needs_kernel
+@pytest.mark.parametrize("seed", range(10))
+def test_narrow_matches_with_more_than_128_lanes(seed):
+    """13 area ranges x 10 thresholds: int16 lanes in the narrow layout, the same values."""
+    args, options = problem(seed, n_area=13)
+    if len(args[0]) == 0 or options["n_gt"] == 0:
+        return
+    kw = dict(options, iou_thresholds=COCO_THRESHOLDS)
+    expected = matching._match_coco_numpy(*args, **kw)
+    assert expected.tp.n_lane == 130
+    assert_narrow(expected, matching._match_coco_compiled(*args, **kw, narrow=True))
+    vkw = dict(voc_options(options), iou_thresholds=COCO_THRESHOLDS)
+    assert_narrow(
+        matching._match_voc_numpy(*args, **vkw), matching._match_voc_compiled(*args, **vkw, narrow=True)
+    )
+
+
+@needs_kernel
 @pytest.mark.parametrize("seed", range(200))
 def test_voc_kernel_equals_numpy_on_random_groups(seed):
     args, options = problem(seed, n_area=1 + seed % 4)
@@ -338,6 +379,7 @@ def test_voc_kernel_equals_numpy_on_random_groups(seed):
                 continue
             assert_identical(expected, found)
             assert_identical(expected, matching.match_voc(*args, **kw))
+            assert_narrow(expected, matching._match_voc_compiled(*args, **kw, narrow=True))
 
 
 @needs_kernel
@@ -374,7 +416,11 @@ def test_voc_kernel_declines_inputs_outside_its_assumptions():
 def test_voc_kernel_equals_numpy_property(case):
     args, options = case
     kw = dict(voc_options(options), iou_thresholds=options["iou_thresholds"], strict=options["strict"])
-    assert_identical(matching._match_voc_numpy(*args, **kw), matching.match_voc(*args, **kw))
+    expected = matching._match_voc_numpy(*args, **kw)
+    assert_identical(expected, matching.match_voc(*args, **kw))
+    narrow = matching._match_voc_compiled(*args, **kw, narrow=True)
+    if narrow is not None:
+        assert_narrow(expected, narrow)
 
 
 @pytest.fixture
@@ -383,9 +429,12 @@ def voc_twin_spy(monkeypatch):
     calls = []
 
     def checked(*args, **options):
+        narrow = options.pop("narrow", False)
         expected, found = both_voc(*args, **options)
         if len(args[0]) and options["n_gt"] and options["n_det"]:
             assert_identical(expected, found)
+            if narrow:
+                assert_narrow(expected, matching._match_voc_compiled(*args, **options, narrow=True))
             calls.append(len(args[0]))
         return expected
 
