@@ -44,6 +44,7 @@ class ReadLog:
 
     files: dict = field(default_factory=dict)
     folders: dict = field(default_factory=dict)
+    _real_dirs: dict = field(default_factory=dict, repr=False, compare=False)
 
     def add_file(self, path: str | os.PathLike, stat: os.stat_result | None = None) -> None:
         """Record ``path`` as read (``stat``: of the opened file, else looked up)."""
@@ -53,9 +54,26 @@ class ReadLog:
         """Record ``path`` as an input folder."""
         self._add(self.folders, path, None)
 
-    @staticmethod
-    def _add(into: dict, path: str | os.PathLike, stat: os.stat_result | None) -> None:
-        real = os.path.realpath(path)
+    def _realpath(self, path: str | os.PathLike) -> str:
+        """``os.path.realpath(path)``, resolving each folder once (a YOLO folder has 10,000 files).
+
+        The folder's resolved path joined with the name is the file's, unless the name is itself
+        a symbolic link (one ``lstat``) or the path has a ``..``: then the whole path is resolved.
+        """
+        text = os.fspath(path)
+        if ".." in text:  # abspath would take "link/.." lexically, realpath through the link
+            return os.path.realpath(path)
+        folder, name = os.path.split(os.path.abspath(text))
+        real_folder = self._real_dirs.get(folder)
+        if real_folder is None:
+            real_folder = self._real_dirs[folder] = os.path.realpath(folder)
+        candidate = os.path.join(real_folder, name)
+        if name in ("", ".", "..") or os.path.islink(candidate):
+            return os.path.realpath(path)
+        return candidate
+
+    def _add(self, into: dict, path: str | os.PathLike, stat: os.stat_result | None) -> None:
+        real = self._realpath(path)
         if stat is None:
             try:
                 stat = os.stat(real)

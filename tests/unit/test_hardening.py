@@ -640,3 +640,39 @@ def test_voc_object_with_a_repeated_child_is_an_error(capsys, tmp_path, extra):
     assert (code, out) == (3, "")
     assert "object #0" in err
     assert "more than once" in err
+
+
+def test_read_log_resolves_paths_as_realpath_does(tmp_path, monkeypatch):
+    """ReadLog resolves each folder once; every path still resolves as os.path.realpath does.
+
+    Symbolic links to files and folders, relative links, '..' through a link, '.', missing files.
+    """
+    import os
+
+    from deteval.io.output import ReadLog
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f.txt").write_text("x")
+    (tmp_path / "o" / "deep").mkdir(parents=True)
+    (tmp_path / "o" / "a").mkdir()
+    (tmp_path / "o" / "a" / "f.txt").write_text("y")
+    os.symlink(tmp_path / "a", tmp_path / "link")
+    os.symlink(tmp_path / "a" / "f.txt", tmp_path / "a" / "g.txt")
+    os.symlink("../a/f.txt", tmp_path / "a" / "rel.txt")
+    os.symlink(tmp_path / "o" / "deep", tmp_path / "x")
+    monkeypatch.chdir(tmp_path)
+    log = ReadLog()
+    paths = [
+        tmp_path / "a" / "f.txt",
+        tmp_path / "link" / "f.txt",
+        tmp_path / "a" / "g.txt",
+        "a/f.txt",
+        "link/../a/f.txt",
+        "x/../a/f.txt",
+        "a/rel.txt",
+        tmp_path / "a" / ".",
+        "a/missing",
+        "./a//f.txt",
+    ]
+    for path in paths * 2:  # the second round from the cached folders
+        assert log._realpath(path) == os.path.realpath(path), path
