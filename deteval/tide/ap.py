@@ -68,7 +68,7 @@ def tide_ap(
     if is_included is None:
         is_included = (n_positive > 0) | (np.bincount(point_class, minlength=n_class) > 0)
     if order is None:
-        order = lexsort(tuple(reversed(tie_keys)) + (-point_score, point_class))
+        order = ranking(point_class, point_score, tie_keys)
     y = _tide_points(point_class[order], point_is_tp[order], n_positive, is_included)
     out = np.full(n_class, np.nan)
     for k in np.flatnonzero(is_included).tolist():
@@ -126,6 +126,25 @@ def _tide_points_numpy(
     return y
 
 
+def ranking(
+    point_class: np.ndarray, point_score: np.ndarray, tie_keys: tuple = (), *, base: np.ndarray | None = None
+) -> np.ndarray:
+    """``lexsort(reversed(tie_keys) + (-point_score, point_class))``, the float key sorted first.
+
+    The points are ranked by (class, descending score) (``base``: that ranking, when known), then
+    only runs of equal (class, score) are ordered by ``tie_keys`` (a stable sort by integer run
+    number and the keys): the same permutation without ranking the scores among themselves under
+    the tie keys. Scores are finite (the loaders refuse others), so equal means ``==``, as in
+    ``lexsort``.
+    """
+    order = lexsort((-point_score, point_class)) if base is None else base
+    if not tie_keys or len(order) < 2:
+        return order
+    c, s = point_class[order], point_score[order]
+    run = np.cumsum(np.r_[False, (c[1:] != c[:-1]) | (s[1:] != s[:-1])])
+    return order[lexsort(tuple(reversed([k[order] for k in tie_keys])) + (run,))]
+
+
 def _mean_included(ap: np.ndarray) -> float:
     """Tidecv's ``get_mAP``: the plain mean over the included classes (NaN if none)."""
     values = ap[~np.isnan(ap)]
@@ -176,7 +195,7 @@ def _protocol_ap_fn(protocol: Protocol):
     ) -> tuple[np.ndarray, float]:
         rows = np.flatnonzero(keep)
         tie = tuple(k[rows] for k in out.tie_keys)
-        ranking = lexsort(tuple(reversed(tie)) + (-score[rows], cls[rows]))
+        order = ranking(cls[rows], score[rows], tie)
         n = len(rows)
         acc = accumulate(
             is_tp[rows][None, :],
@@ -184,7 +203,7 @@ def _protocol_ap_fn(protocol: Protocol):
             score[rows],
             cls[rows],
             np.zeros(n, np.int64),
-            ranking,
+            order,
             np.asarray(npos, np.int64)[:, None],
             protocol.replace(max_dets=None),
         )

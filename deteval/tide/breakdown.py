@@ -16,10 +16,9 @@ from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
 from deteval.evaluate import pair_iou as protocol_pair_iou
 from deteval.geometry import pair_box_iou, prepare_masks
-from deteval.grouping import lexsort
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
-from deteval.tide.ap import _protocol_ap_fn, _tidecv_ap_fn
+from deteval.tide.ap import _protocol_ap_fn, _tidecv_ap_fn, ranking
 from deteval.tide.oracle import _best_fixable, _classify, _fixed_scenario
 from deteval.tide.outcome import _Outcome, _outcome_protocol, _outcome_tidecv, _single_lane
 from deteval.tide.result import _CODE, MAIN_ERRORS, MODES, SPECIAL_ERRORS, TIDE_COCO_THRESHOLDS, TideErrors
@@ -216,13 +215,13 @@ def tide_errors(
     det_class = dt.category[rows]
     score = dt.score[rows]
     if mode == "tidecv":
-        ties = tuple(reversed(out.tie_keys))
+        by_score = ranking(det_class, score)
         out = replace(
             out,
             det_class=det_class,
             det_score=score,
-            order_first=lexsort(ties + (-score, det_class)),
-            order_fixed=lexsort(ties + (out.is_tp, -score, det_class)),
+            order_first=ranking(det_class, score, out.tie_keys, base=by_score),
+            order_fixed=ranking(det_class, score, (out.is_tp, *out.tie_keys), base=by_score),
         )
     n_positive = np.bincount(gt.category[out.gt_is_counted], minlength=n_class)
     is_used = np.zeros(len(gt), dtype=bool)
