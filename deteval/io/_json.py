@@ -128,7 +128,7 @@ def loads_strict(raw: bytes, where: str) -> Any:
         except RecursionError:
             raise _too_deep_error(where) from None
         except _orjson.JSONDecodeError as exc:
-            if "recursion" in str(exc).lower():
+            if any(word in str(exc).lower() for word in ("recursion", "depth limit")):  # orjson < / >= 3.10
                 raise _too_deep_error(where) from None
             raise InputError(f"{where}: invalid JSON: {_describe(exc, raw)}") from None
     else:  # pragma: no cover
