@@ -59,6 +59,20 @@ static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
     return 0;
 }
 
+static void release(Arr *arrs, int n) {
+    for (int i = 0; i < n; i++) {
+        if (arrs[i].held) PyBuffer_Release(&arrs[i].view);
+    }
+}
+
+static int get_all(PyObject **objs, const char *kinds, const int *writable, int n, Arr *arrs) {
+    for (int i = 0; i < n; i++) arrs[i].held = 0;
+    for (int i = 0; i < n; i++) {
+        if (get_arr(objs[i], kinds[i], writable[i], &arrs[i]) < 0) return -1;
+    }
+    return 0;
+}
+
 /* One class: its points [lo, hi) of the ranking, its positives, its 101 values into y. */
 static void one_class(const char *is_tp, Py_ssize_t lo, Py_ssize_t hi, int64_t npos, double *envelope,
                       double *y) {
@@ -98,15 +112,11 @@ static PyObject *tide_points(PyObject *self, PyObject *args) {
     PyObject *objs[5];
     if (!PyArg_ParseTuple(args, "OOOOO:tide_points", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4]))
         return NULL;
-    static const char kinds[5] = "ibibf";
+    static const int writable[5] = {0, 0, 0, 0, 1};
     Arr arrs[5];
     PyObject *result = NULL;
     double *envelope = NULL;
-    int i;
-    for (i = 0; i < 5; i++) arrs[i].held = 0;
-    for (i = 0; i < 5; i++) {
-        if (get_arr(objs[i], kinds[i], i == 4, &arrs[i]) < 0) goto done;
-    }
+    if (get_all(objs, "ibibf", writable, 5, arrs) < 0) goto done;
     {
         const int64_t *cls = arrs[0].view.buf, *npos = arrs[2].view.buf;
         const char *is_tp = arrs[1].view.buf, *included = arrs[3].view.buf;
@@ -148,24 +158,8 @@ static PyObject *tide_points(PyObject *self, PyObject *args) {
     Py_INCREF(result);
 done:
     free(envelope);
-    for (i = 0; i < 5; i++) {
-        if (arrs[i].held) PyBuffer_Release(&arrs[i].view);
-    }
+    release(arrs, 5);
     return result;
-}
-
-static void release(Arr *arrs, int n) {
-    for (int i = 0; i < n; i++) {
-        if (arrs[i].held) PyBuffer_Release(&arrs[i].view);
-    }
-}
-
-static int get_all(PyObject **objs, const char *kinds, const int *writable, int n, Arr *arrs) {
-    for (int i = 0; i < n; i++) arrs[i].held = 0;
-    for (int i = 0; i < n; i++) {
-        if (get_arr(objs[i], kinds[i], writable[i], &arrs[i]) < 0) return -1;
-    }
-    return 0;
 }
 
 PyDoc_STRVAR(pair_maxima_doc,

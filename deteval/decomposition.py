@@ -63,6 +63,7 @@ _canalyze = load("deteval._canalyze")
 __all__ = [
     "ImagePairs",
     "run_index",
+    "segment_first_max",
     "image_pairs",
     "Decomposition",
     "ClassDecomposition",
@@ -209,10 +210,7 @@ class ImagePairs:
             Ground-truth row, in file order within a detection.
         iou : float64
         """
-        index, at = run_index(self.run_start, det_rows)
-        is_kept = is_gt[self.pair_gt[index]]
-        if not is_kept.all():
-            index, at = index[is_kept], at[is_kept]
+        index, at = run_index(self.run_start, det_rows, self.pair_gt, is_gt)
         return at, self.pair_gt[index], self.iou[index]
 
     @cached_property
@@ -221,22 +219,50 @@ class ImagePairs:
         return np.searchsorted(self.pair_det, np.arange(self.n_det + 1))
 
 
-def run_index(run_start: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs of the runs ``rows`` in turn: (pair index, position in ``rows``), without a sort.
+def run_index(
+    run_start: np.ndarray, rows: np.ndarray, pair_gt: np.ndarray, gt_mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of the runs ``rows`` in turn whose ground truth is in ``gt_mask``, without a sort.
 
-    ``run_start``: where each run starts (one more entry than runs, the last the end).
+    ``run_start``: where each run starts (one more entry than runs, the last the end);
+    ``pair_gt``: each pair's ground-truth row. Returns (pair index, position in ``rows``).
 
     Examples
     --------
-    >>> [a.tolist() for a in run_index(np.array([0, 2, 2, 5]), np.array([2, 0]))]
+    >>> gt = np.array([0, 1, 0, 1, 1])
+    >>> [a.tolist() for a in run_index(np.array([0, 2, 2, 5]), np.array([2, 0]), gt, np.array([True, True]))]
     [[2, 3, 4, 0, 1], [0, 0, 0, 1, 1]]
+    >>> [a.tolist() for a in run_index(np.array([0, 2, 2, 5]), np.array([2, 0]), gt, np.array([True, False]))]
+    [[2, 0], [0, 1]]
     """
     rows = np.asarray(rows, dtype=np.int64)
     start = run_start[rows]
     length = run_start[rows + 1] - start
     offset = np.cumsum(length) - length
     index = np.arange(int(length.sum()), dtype=np.int64) + np.repeat(start - offset, length)
-    return index, np.repeat(np.arange(len(rows), dtype=np.int64), length)
+    at = np.repeat(np.arange(len(rows), dtype=np.int64), length)
+    is_kept = gt_mask[pair_gt[index]]
+    if not is_kept.all():
+        index, at = index[is_kept], at[is_kept]
+    return index, at
+
+
+def segment_first_max(values: np.ndarray, seg_start: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per segment (starting at ``seg_start``): the max of ``values`` and the index of its first occurrence.
+
+    ``np.argmax`` semantics within each segment, by ``maximum.reduceat`` and the first position
+    equal to it.
+
+    Examples
+    --------
+    >>> [a.tolist() for a in segment_first_max(np.array([0.2, 0.5, 0.5, 0.0, 0.0]), np.array([0, 3]))]
+    [[0.5, 0.0], [1, 3]]
+    """
+    n = len(values)
+    best = np.maximum.reduceat(values, seg_start)
+    seg_of = np.repeat(np.arange(len(seg_start)), np.diff(np.append(seg_start, n)))
+    first = np.minimum.reduceat(np.where(values == best[seg_of], np.arange(n), n), seg_start)
+    return best, first
 
 
 def image_pairs(
@@ -309,19 +335,12 @@ def _first_max(pairs: ImagePairs, rows: np.ndarray, gt_mask: np.ndarray) -> np.n
 
 def _first_max_numpy(pairs: ImagePairs, rows: np.ndarray, gt_mask: np.ndarray) -> np.ndarray:
     """The numpy twin of :func:`_first_max` (``maximum.reduceat``, then the first position equal)."""
-    index, at = run_index(pairs.run_start, rows)
-    keep = gt_mask[pairs.pair_gt[index]]
-    index, at = index[keep], at[keep]
+    index, at = run_index(pairs.run_start, rows, pairs.pair_gt, gt_mask)
     out = np.full(len(rows), -1, dtype=np.int64)
     if len(index) == 0:
         return out
-    values = pairs.iou[index]
-    n = len(at)
     start = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
-    best = np.maximum.reduceat(values, start)
-    run = np.repeat(np.arange(len(start)), np.diff(np.append(start, n)))
-    first = np.minimum.reduceat(np.where(values == best[run], np.arange(n), n), start)
-    out[at[start]] = index[first]
+    out[at[start]] = index[segment_first_max(pairs.iou[index], start)[1]]
     return out
 
 

@@ -60,6 +60,13 @@ def _repr_item(match: re.Match) -> str:
     return repr(float(match.group()))
 
 
+def _orjson_items(text: str, inner: str) -> str:
+    """The items of orjson's array ``text`` as ``json.dumps`` writes them, separated by ``"," + inner``."""
+    if "e" in text or "0.0000" in text:
+        text = _NOT_REPR.sub(_repr_item, text)
+    return text[1:-1].replace(",", "," + inner)
+
+
 def _numbers(value: list, inner: str) -> str | None:
     """The items of a list of plain numbers / None, as ``json.dumps`` indents them; else None.
 
@@ -76,9 +83,7 @@ def _numbers(value: list, inner: str) -> str | None:
         text = ""
     if not text or text.count("null") != value.count(None):
         return json.dumps(value, allow_nan=False)[1:-1].replace(", ", "," + inner)
-    if "e" in text or "0.0000" in text:
-        text = _NOT_REPR.sub(_repr_item, text)
-    return text[1:-1].replace(",", "," + inner)
+    return _orjson_items(text, inner)
 
 
 def _array_numbers(value: np.ndarray, inner: str) -> str:
@@ -91,10 +96,7 @@ def _array_numbers(value: np.ndarray, inner: str) -> str:
     """
     if value.dtype.kind == "f" and np.isinf(value).any():
         raise ValueError("Out of range float values are not JSON compliant")
-    text = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY).decode()  # NaN: null
-    if "e" in text or "0.0000" in text:
-        text = _NOT_REPR.sub(_repr_item, text)
-    return text[1:-1].replace(",", "," + inner)
+    return _orjson_items(orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY).decode(), inner)  # NaN: null
 
 
 def _encode(value: Any, level: int, out: list) -> None:

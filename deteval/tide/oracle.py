@@ -13,7 +13,7 @@ import numpy as np
 
 from deteval._speedups import load
 from deteval.data import Detections, GroundTruth
-from deteval.decomposition import run_index
+from deteval.decomposition import run_index, segment_first_max
 from deteval.grouping import candidate_pairs, group_rows
 from deteval.tide.outcome import _Outcome
 from deteval.tide.result import _CODE
@@ -73,9 +73,7 @@ def _pair_maxima_numpy(
 ) -> tuple[np.ndarray, tuple, tuple]:
     """The numpy twin of :func:`_pair_maxima` (``maximum.reduceat`` per detection's pairs)."""
     n = len(rows)
-    index, at = run_index(run_start, rows)
-    keep = gt_is_counted[pair_gt[index]]
-    index, at = index[keep], at[keep]
+    index, at = run_index(run_start, rows, pair_gt, gt_is_counted)
     has = np.bincount(at, minlength=n) > 0
     maxima = tuple(np.zeros(n) for _ in range(4))
     firsts = tuple(np.full(n, -1, dtype=np.int64) for _ in range(2))
@@ -84,10 +82,11 @@ def _pair_maxima_numpy(
     p_gt, values = pair_gt[index], iou[index]
     is_same = gt_class[p_gt] == det_class[at]
     seg_start = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
-    n_pair = len(at)
     dets = at[seg_start]
-    same_max, same_gt = _segment_max_and_first(np.where(is_same, values, 0.0), seg_start, n_pair, p_gt)
-    other_max, other_gt = _segment_max_and_first(np.where(is_same, 0.0, values), seg_start, n_pair, p_gt)
+    # np.argmax semantics: a detection whose max is 0 points at its first ground truth
+    same_max, same_first = segment_first_max(np.where(is_same, values, 0.0), seg_start)
+    other_max, other_first = segment_first_max(np.where(is_same, 0.0, values), seg_start)
+    same_gt, other_gt = p_gt[same_first], p_gt[other_first]
     used_max = np.maximum.reduceat(np.where(is_same & gt_is_used[p_gt], values, 0.0), seg_start)
     any_max = np.maximum.reduceat(values, seg_start)
     for out, value in zip(
@@ -95,21 +94,6 @@ def _pair_maxima_numpy(
     ):
         out[dets] = value
     return has, maxima, firsts
-
-
-def _segment_max_and_first(
-    values: np.ndarray, seg_start: np.ndarray, n_pair: int, pair_gt: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per detection (segment of pairs): max of ``values`` and the GT of its first occurrence.
-
-    ``np.argmax`` semantics over the image's ground-truth row: entries that do not qualify are
-    0, so a row whose max is 0 points at its first ground truth.
-    """
-    best = np.maximum.reduceat(values, seg_start)
-    seg_of_pair = np.repeat(np.arange(len(seg_start)), np.diff(np.append(seg_start, n_pair)))
-    position = np.where(values == best[seg_of_pair], np.arange(n_pair), n_pair)
-    first = np.minimum.reduceat(position, seg_start)
-    return best, pair_gt[first]
 
 
 def _classify(
