@@ -88,6 +88,10 @@ def lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
         order = _by_groups_then_float(_csort, keys[1:], keys[0])
         if order is not None:
             return order
+    if len(keys) > 1:
+        order = _few_long_groups(keys[-1], keys[:-1])
+        if order is not None:
+            return order
     packed = _packed_code(keys)
     if packed is None:
         return np.lexsort(keys)
@@ -149,6 +153,47 @@ def _by_groups_then_float(
     if kernel.sort_runs_by_score(order, run_key, descending) is None:
         return None
     return order.astype(np.intp, copy=False)
+
+
+#: Most distinct values of a leading integer key that :func:`_few_long_groups` sorts run by run.
+_FEW_GROUPS = 1 << 16
+
+
+def _few_long_groups(
+    group: np.ndarray, inner: tuple[np.ndarray, ...], *, min_run: int = _LONG_RUN
+) -> np.ndarray | None:
+    """``np.lexsort(inner + (group,))`` for a leading integer key of few values with long runs.
+
+    The rows are sorted by ``group`` (a stable 16-bit radix pass), then each group's rows by the
+    other keys with ``np.lexsort`` of that group alone: the same permutation, since a stable
+    lexicographic sort is the groups in order, each sorted by the rest. The working set is one
+    permutation and a 16-bit code per row plus one group's keys, where packing every key into
+    one code (ranking the float keys) takes several arrays of the whole length -- the ranking of
+    all detections by (class, score) is this case. None when ``group`` is not such a key (an
+    integer key of at most ``_FEW_GROUPS`` values and ``min_run`` rows a value on average).
+    """
+    n = len(group)
+    if group.dtype.kind not in "iub" or n == 0:
+        return None
+    low, high = int(group.min()), int(group.max())
+    n_codes = high - low + 1
+    if n_codes > _FEW_GROUPS or n_codes * min_run > n:
+        return None
+    if group.dtype.kind == "b":
+        group = group.view(np.uint8)
+    work = np.uint64 if group.dtype.kind == "u" else np.int64  # group - low exactly, no wrap
+    code = np.empty(n, dtype=np.uint16)
+    np.subtract(group, work(low), out=code, dtype=work, casting="unsafe")  # in [0, n_codes)
+    order = np.argsort(code, kind="stable")
+    ends = np.cumsum(np.bincount(code, minlength=n_codes))
+    del code
+    start = 0
+    for end in ends.tolist():
+        if end - start > 1:
+            rows = order[start:end]
+            order[start:end] = rows[np.lexsort(tuple(k[rows] for k in inner))]
+        start = end
+    return order
 
 
 def _is_non_decreasing(key: np.ndarray) -> bool:

@@ -49,6 +49,38 @@ def test_lexsort_is_numpy_lexsort(keys):
     assert lexsort(keys).tolist() == np.lexsort(keys).tolist()
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    key_sets(), st.integers(0, 2**32 - 1), st.sampled_from([np.int64, np.int8, np.uint8, np.uint64, np.bool_])
+)
+def test_few_long_groups_is_numpy_lexsort(inner, seed, dtype):
+    """The run-by-run path (a leading key of few values, each a long run) on short inputs too."""
+    n = len(inner[0])
+    values = np.random.default_rng(seed).integers(0, 2 if dtype is np.bool_ else 4, n)
+    group = (values - 2 if dtype in (np.int64, np.int8) else values).astype(dtype)
+    order = grouping._few_long_groups(group, inner, min_run=0)
+    if n == 0:
+        assert order is None
+        return
+    assert order is not None
+    assert order.tolist() == np.lexsort(inner + (group,)).tolist()
+
+
+def test_ranking_by_class_then_score_takes_the_run_path():
+    """Few classes, long runs: the (class, -score) ranking of all detections, as np.lexsort."""
+    rng = np.random.default_rng(3)
+    n = 50_000
+    cls = rng.integers(0, 7, n)
+    score = -np.round(rng.random(n), 2)
+    score[::97] = -0.0
+    score[::89] = np.nan
+    score[::83] = 0.0
+    order = np.arange(n)[::-1].copy()
+    for keys in ((score, cls), (order, score, cls), (score, cls.astype(np.int8))):
+        assert grouping._few_long_groups(keys[-1], keys[:-1]) is not None
+        assert (lexsort(keys) == np.lexsort(keys)).all()
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, 6), max_size=60))
 def test_rank_in_group_counts_within_runs(values):
