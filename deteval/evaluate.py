@@ -18,7 +18,13 @@ from deteval.data import Detections, FederatedLabels, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
 from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
-from deteval.grouping import Groups, candidate_pairs, group_rows, lexsort, rank_in_group
+from deteval.grouping import (
+    Groups,
+    by_group_then_descending,
+    candidate_pairs,
+    group_rows,
+    rank_in_group,
+)
 from deteval.matching import (
     LaneFlags,
     lane_dtype,
@@ -726,22 +732,36 @@ def ranking_order(table: MatchTable, protocol: Protocol) -> np.ndarray:
         if _in_image_class_rank_order(table):
             # Within a class the rows already come by (image, rank): a stable sort by (class,
             # -score) leaves ties in that order, which is the order the full key gives.
-            return lexsort((-table.det_score, table.det_class))
-        return lexsort((table.det_rank, table.det_image, -table.det_score, table.det_class))
-    return lexsort((table.det_order, -table.det_score, table.det_class))
+            return by_group_then_descending(table.det_class, table.det_score)
+        return by_group_then_descending(table.det_class, table.det_score, (table.det_rank, table.det_image))
+    return by_group_then_descending(table.det_class, table.det_score, (table.det_order,))
 
 
 def _in_image_class_rank_order(table: MatchTable) -> bool:
-    """Whether the table's rows are sorted by (image, class, rank), as one :func:`match` makes them."""
+    """Whether the table's rows are sorted by (image, class, rank), as one :func:`match` makes them.
+
+    Compared a block of rows at a time with comparisons of neighbours (bool arrays of one block;
+    no differences of the whole columns).
+    """
     image, cls, rank = table.det_image, table.det_class, table.det_rank
-    if len(image) < 2:
-        return True
-    d_image = np.diff(image)
-    d_class = np.diff(cls)
-    return bool(
-        (d_image >= 0).all()
-        and ((d_image > 0) | (d_class > 0) | ((d_class == 0) & (np.diff(rank) > 0))).all()
-    )
+    n = len(image)
+    for start in range(0, max(n - 1, 0), _ORDER_CHECK_BLOCK):
+        a = slice(start, min(start + _ORDER_CHECK_BLOCK, n - 1))  # rows compared with the next
+        b = slice(a.start + 1, a.stop + 1)
+        same_image = image[b] == image[a]
+        same_class = cls[b] == cls[a]
+        in_order = (
+            (image[b] > image[a])
+            | (same_image & (cls[b] > cls[a]))
+            | (same_image & same_class & (rank[b] > rank[a]))
+        )
+        if not in_order.all():
+            return False
+    return True
+
+
+#: Rows compared at a time by :func:`_in_image_class_rank_order`.
+_ORDER_CHECK_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True, eq=False)
