@@ -265,6 +265,27 @@ load_lanes(const unsigned char *flags, Py_ssize_t n_byte)
     return x;
 }
 
+/* A detection's record: its packed lanes' flags as words, its class and kept-by bits (a class
+ * outside [0, n_class): -1). Made as the ranking is walked, from the table's columns: no record
+ * array of every detection (24 bytes each) is kept. */
+static inline det_record
+record_of(int64_t row, const unsigned char *det_is_tp, const unsigned char *det_is_ignored,
+          Py_ssize_t n_byte, const int64_t *det_class, const int64_t *det_rank,
+          const int64_t *max_dets, Py_ssize_t n_md, Py_ssize_t n_class)
+{
+    det_record out;
+    const int64_t c = det_class[row], rank = det_rank[row];
+    int64_t keep = 0;
+    Py_ssize_t m;
+    for (m = 0; m < n_md; m++) {
+        keep |= (int64_t)(rank < max_dets[m]) << m;
+    }
+    out.tp = load_lanes(det_is_tp + row * n_byte, n_byte);
+    out.ignored = load_lanes(det_is_ignored + row * n_byte, n_byte);
+    out.class_keep = (c >= 0 && c < n_class) ? (c << 8) | keep : -1;
+    return out;
+}
+
 /*
  * The accumulation itself, without the GIL. Returns 0 on success, 1 when the inputs break an
  * assumption (fall back to numpy), -1 when out of memory.
@@ -278,7 +299,6 @@ run_accumulate(
     const Py_ssize_t n_lane = w->n_lane, n_md = w->n_md, n_r = w->n_r, n_class = w->n_class;
     const Py_ssize_t n_byte = (n_lane + 7) / 8;
     const Py_ssize_t block = 1024;
-    det_record *rec = NULL;
     walk_state *state = NULL;
     det_record *ranked = NULL;
     unsigned char *seen = NULL;
@@ -294,28 +314,14 @@ run_accumulate(
             }
         }
     }
-    rec = malloc(((size_t)n_det + 1) * sizeof(det_record));
     state = malloc(((size_t)n_md + 1) * sizeof(walk_state));
     w->piece = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
     w->piece_score = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
     ranked = malloc((size_t)block * sizeof(det_record));
     seen = calloc((size_t)n_det / 8 + 1, 1);
-    if (ranked == NULL || seen == NULL || rec == NULL || state == NULL || w->piece == NULL
+    if (ranked == NULL || seen == NULL || state == NULL || w->piece == NULL
         || w->piece_score == NULL) {
         goto done;
-    }
-
-    /* Each detection's record in table order: its packed lanes' flags as words, its class and
-     * kept-by bits. */
-    for (d = 0; d < n_det; d++) {
-        const int64_t c = det_class[d], rank = det_rank[d];
-        int64_t keep = 0;
-        for (m = 0; m < n_md; m++) {
-            keep |= (int64_t)(rank < max_dets[m]) << m;
-        }
-        rec[d].tp = load_lanes(det_is_tp + d * n_byte, n_byte);
-        rec[d].ignored = load_lanes(det_is_ignored + d * n_byte, n_byte);
-        rec[d].class_keep = (c >= 0 && c < n_class) ? (c << 8) | keep : -1;
     }
 
     /* One walk of the ranking: class segments in increasing class order. */
@@ -333,7 +339,8 @@ run_accumulate(
                 goto done;
             }
             seen[row >> 3] |= (unsigned char)(1u << (row & 7));
-            ranked[p] = rec[row];
+            ranked[p] = record_of(row, det_is_tp, det_is_ignored, n_byte, det_class, det_rank, max_dets,
+                                  n_md, n_class);
         }
         for (p = 0; p < n; p++) {
             const det_record *det = &ranked[p];
@@ -365,7 +372,6 @@ run_accumulate(
     }
     status = 0;
 done:
-    free(rec);
     free(state);
     free(w->piece);
     free(w->piece_score);

@@ -108,7 +108,18 @@ sort_runs_by_score(PyObject *self, PyObject *args)
                 goto done;
             }
         }
-        tmp = (int64_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+        {
+            /* The merge buffer holds the longest run, not every row. */
+            Py_ssize_t longest = 1;
+            for (i = 1; i <= n; i++) {
+                if (i == n || key[i] != key[start]) {
+                    longest = i - start > longest ? i - start : longest;
+                    start = i;
+                }
+            }
+            start = 0;
+            tmp = (int64_t *)malloc((size_t)longest * sizeof(int64_t));
+        }
         if (tmp == NULL) {
             PyErr_NoMemory();
             goto done;
@@ -132,10 +143,93 @@ done:
     return result;
 }
 
+/* The group code of row i: group[i] - low, from int32 or int64 values. */
+static inline int64_t
+group_code(const void *group, Py_ssize_t itemsize, Py_ssize_t i, int64_t low)
+{
+    return (itemsize == 4 ? (int64_t)((const int32_t *)group)[i] : ((const int64_t *)group)[i]) - low;
+}
+
+static PyObject *
+order_by_group_then_score(PyObject *self, PyObject *args)
+{
+    Py_buffer order_view, group_view, score_view;
+    long long low_ll;
+    Py_ssize_t n_codes, itemsize;
+    PyObject *result = NULL;
+    Py_ssize_t *start = NULL;
+    int64_t *tmp = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "w*y*nLny*", &order_view, &group_view, &itemsize, &low_ll, &n_codes,
+                          &score_view)) {
+        return NULL;
+    }
+    {
+        const int64_t low = (int64_t)low_ll;
+        const Py_ssize_t n = order_view.len / (Py_ssize_t)sizeof(int64_t);
+        int64_t *order = (int64_t *)order_view.buf;
+        const double *score = (const double *)score_view.buf;
+        Py_ssize_t i, k, longest = 1;
+        int fits = (itemsize == 4 || itemsize == 8) && n_codes >= 1
+                   && order_view.len == n * (Py_ssize_t)sizeof(int64_t)
+                   && group_view.len == n * itemsize
+                   && score_view.len == n * (Py_ssize_t)sizeof(double);
+        for (i = 0; fits && i < n; i++) {
+            const int64_t c = group_code(group_view.buf, itemsize, i, low);
+            fits = c >= 0 && c < n_codes;
+        }
+        if (!fits) {
+            result = Py_NewRef(Py_None); /* the wrapper runs the numpy path */
+            goto done;
+        }
+        start = (Py_ssize_t *)calloc((size_t)n_codes + 1, sizeof(Py_ssize_t));
+        if (start == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        /* A stable counting sort by group, then each group's rows by descending score. */
+        for (i = 0; i < n; i++) {
+            start[group_code(group_view.buf, itemsize, i, low) + 1]++;
+        }
+        for (k = 0; k < n_codes; k++) {
+            longest = start[k + 1] > longest ? start[k + 1] : longest;
+            start[k + 1] += start[k];
+        }
+        tmp = (int64_t *)malloc((size_t)longest * sizeof(int64_t));
+        if (tmp == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        for (i = 0; i < n; i++) {
+            order[start[group_code(group_view.buf, itemsize, i, low)]++] = i;
+        }
+        /* start[k] is now the end of group k (the start of group k + 1). */
+        for (k = 0; k < n_codes; k++) {
+            const Py_ssize_t first = k == 0 ? 0 : start[k - 1];
+            sort_run(order + first, start[k] - first, score, tmp);
+        }
+        Py_END_ALLOW_THREADS
+        result = Py_NewRef(Py_True);
+    }
+done:
+    free(start);
+    free(tmp);
+    PyBuffer_Release(&order_view);
+    PyBuffer_Release(&group_view);
+    PyBuffer_Release(&score_view);
+    return result;
+}
+
 static PyMethodDef csort_methods[] = {
     {"sort_runs_by_score", sort_runs_by_score, METH_VARARGS,
      "sort_runs_by_score(order, key, score): in each run of equal key[i] (key is aligned with "
      "order), sort order stably by descending score[order[i]], NaN last; True, or None when the "
+     "buffers do not fit (order is then unchanged)."},
+    {"order_by_group_then_score", order_by_group_then_score, METH_VARARGS,
+     "order_by_group_then_score(order, group, itemsize, low, n_codes, score): fill order (int64, "
+     "n) with np.lexsort((-score, group)): rows by group (int32 or int64 values in [low, low + "
+     "n_codes)), then by descending score, NaN last, ties in row order. True, or None when the "
      "buffers do not fit (order is then unchanged)."},
     {NULL, NULL, 0, NULL},
 };

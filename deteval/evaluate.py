@@ -18,7 +18,13 @@ from deteval.data import Detections, FederatedLabels, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
 from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
-from deteval.grouping import candidate_pairs, group_rows, lexsort, rank_in_group
+from deteval.grouping import (
+    Groups,
+    by_group_then_descending,
+    candidate_pairs,
+    group_rows,
+    rank_in_group,
+)
 from deteval.matching import (
     LaneFlags,
     lane_dtype,
@@ -246,115 +252,64 @@ def match(
 
     gt_key = gt.image[gt_sel].astype(np.int64) * n_class + gt.category[gt_sel]
     gt_groups = group_rows(gt_key)
+    del gt_key
     gt_rows = gt_sel[gt_groups.order]
     is_ignored, is_reusable, is_unmatchable = ground_truth_flags(gt, protocol)
-    is_ignored_s, is_reusable_s, is_unmatchable_s = (
-        is_ignored[:, gt_rows],
-        is_reusable[gt_rows],
-        is_unmatchable[gt_rows],
-    )
-
-    pair_det, pair_gt = candidate_pairs(det_key_kept, gt_groups)
     require_match(n_area, len(protocol.iou_thresholds), len(det_rows))
-    # Group-of pairs (group_of: openimages) are scored by intersection over the detection's
-    # area: the crowd overlap of pycocotools, so one IoU call computes both.
+    thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
+    n_lane = n_area * len(thresholds)
+    n_det = len(det_rows)
     # GroundTruth.__post_init__ fills a missing is_group_of with False: never None on an instance.
     is_group_of = cast(np.ndarray, gt.is_group_of)
-    is_group_s = is_group_of[gt_rows] if protocol.group_of == "openimages" else np.zeros(len(gt_rows), bool)
-    pair_is_group = is_group_s[pair_gt]
-    pair_ious = pair_iou(
-        gt, dt, gt_rows[pair_gt], det_rows[pair_det], is_reusable_s[pair_gt] | pair_is_group, protocol, masks
+    sorted_gt = _SortedTruth(
+        groups=gt_groups,
+        rows=gt_rows,
+        is_ignored=is_ignored[:, gt_rows],
+        is_reusable=is_reusable[gt_rows],
+        is_unmatchable=is_unmatchable[gt_rows],
+        is_group=is_group_of[gt_rows] if protocol.group_of == "openimages" else np.zeros(len(gt_rows), bool),
+        labels=_federated_labels(gt, protocol) if protocol.federated_labels == "lvis" else None,
+        n_all=len(gt),
     )
-    group_pairs = (pair_det[pair_is_group], pair_gt[pair_is_group], pair_ious[pair_is_group])
-    if pair_is_group.any():
-        pair_det, pair_gt, pair_ious = (
-            pair_det[~pair_is_group],
-            pair_gt[~pair_is_group],
-            pair_ious[~pair_is_group],
-        )
-    del pair_is_group
-
-    det_out = outside_area_ranges(_det_area(dt, det_rows, protocol, masks), protocol)
-    if protocol.federated_labels == "lvis":
-        # lvis-api: an unmatched detection of a class not exhaustively annotated on its image is
-        # ignored (at every threshold where it is unmatched), like one outside the area range.
-        labels = _federated_labels(gt, protocol)
-        det_out = (
-            det_out
-            | labels.has_pair(
-                labels.not_exhaustive_image,
-                labels.not_exhaustive_category,
-                dt.image[det_rows],
-                dt.category[det_rows],
-                n_class=n_class,
-            )[None, :]
-        )
-    thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
-    strict = protocol.iou_comparison == ">"
-    n_lane = n_area * len(thresholds)
     # Matches as int32 rows and int8 lanes straight from the compiled matchers where they fit
     # (ground-truth rows of the whole `gt`: they are written over the sorted rows below).
     narrow = (
-        lane_dtype(n_lane).itemsize <= 2
-        and row_dtype(len(det_rows)) == np.int32
-        and row_dtype(len(gt)) == np.int32
+        lane_dtype(n_lane).itemsize <= 2 and row_dtype(n_det) == np.int32 and row_dtype(len(gt)) == np.int32
     )
-    if protocol.matching == "ultralytics":
-        result = match_ultralytics(
-            pair_det,
-            pair_gt,
-            pair_ious,
-            n_det=len(det_rows),
-            n_gt=len(gt_rows),
-            iou_thresholds=thresholds,
-            gt_is_ignored=is_ignored_s,
-            det_is_out_of_range=det_out,
-            strict=strict,
+    bounds = _chunk_bounds(det_key_kept, n_class, _MATCH_CHUNK)
+    if len(bounds) == 2:  # one chunk: its outcome is the table's
+        tp, ignored, part = _match_chunk(
+            gt, dt, protocol, masks, det_rows, det_key_kept, sorted_gt, thresholds, narrow
         )
-    elif protocol.matching == "coco":
-        result = match_coco(
-            pair_det,
-            pair_gt,
-            pair_ious,
-            det_key=det_key_kept,
-            n_gt=len(gt_rows),
-            iou_thresholds=thresholds,
-            gt_is_ignored=is_ignored_s,
-            gt_is_reusable=is_reusable_s,
-            gt_is_unmatchable=is_unmatchable_s,
-            det_is_out_of_range=det_out,
-            strict=strict,
-            narrow=narrow,
-        )
+        del det_key_kept
+        match_lane, match_det, match_gt = _table_rows([part], n_lane, n_det, len(gt))
     else:
-        result = match_voc(
-            pair_det,
-            pair_gt,
-            pair_ious,
-            n_det=len(det_rows),
-            n_gt=len(gt_rows),
-            iou_thresholds=thresholds,
-            gt_is_ignored=is_ignored_s,
-            det_is_out_of_range=det_out,
-            strict=strict,
-            narrow=narrow,
-        )
-    del pair_det, pair_gt, pair_ious  # freed before the table's columns are made
-    if protocol.group_of == "openimages":
-        result = match_group_of(
-            result, *group_pairs, iou_thresholds=thresholds, gt_is_ignored=is_ignored_s, strict=strict
-        )
-    del group_pairs
-    # Ground-truth rows of the whole `gt`, written over the matcher's rows of the sorted ground
-    # truth: the result's arrays are this call's own, and the compiled matcher's three match
-    # arrays share one buffer that a new array would keep alive beside it.
-    result.match_gt[...] = gt_rows[result.match_gt]
-
-    match_lane = result.match_lane.astype(lane_dtype(n_lane), copy=False)
-    match_det = result.match_det.astype(row_dtype(len(det_rows)), copy=False)
-    match_gt = result.match_gt.astype(row_dtype(len(gt)), copy=False)
-    tp, ignored = result.tp, result.ignored
-    del result  # the matcher's int64 rows, freed before the detection columns are made
+        # Image shards of the sorted detections, matched one at a time: the pairs, IoUs and the
+        # matcher's working set exist for one shard only (a bounded working set); the flags go
+        # into the table's arrays, the matches are laid out lane-major at the end, so the table
+        # is the one a single pass makes (tests/unit/test_match_chunks.py).
+        tp, ignored = LaneFlags.zeros(n_lane, n_det), LaneFlags.zeros(n_lane, n_det)
+        parts = []
+        for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+            part_tp, part_ignored, part = _match_chunk(
+                gt,
+                dt,
+                protocol,
+                masks,
+                det_rows[start:stop],
+                det_key_kept[start:stop],
+                sorted_gt,
+                thresholds,
+                narrow,
+                det_offset=int(start),
+            )
+            tp.bits[start:stop] = part_tp.bits
+            ignored.bits[start:stop] = part_ignored.bits
+            parts.append(part)
+            del part_tp, part_ignored, part
+        del det_key_kept
+        match_lane, match_det, match_gt = _table_rows(parts, n_lane, n_det, len(gt))
+        del parts
     n_positive = np.zeros((n_class, n_area), dtype=np.int64)
     for a in range(n_area):
         counted = gt_sel[~is_ignored[a, gt_sel]]
@@ -374,6 +329,212 @@ def match(
         n_det_per_class=n_det_per_class,
         n_over_max_dets=n_over,
     )
+
+
+#: Detections matched in one pass of :func:`match` (whole images): beyond, the sorted detections
+#: are matched in image shards of about this many, so the pairs, IoUs and the matcher's working
+#: set stay bounded (about 30 MiB at COCO's shape) whatever the dataset's size.
+_MATCH_CHUNK = 1 << 18
+
+
+@dataclass(frozen=True, eq=False)
+class _SortedTruth:
+    """The ground truth as :func:`_match_chunk` reads it: sorted by (image, class), with its flags."""
+
+    groups: Groups
+    rows: np.ndarray  # rows of the (pooled) ground truth, in sorted order
+    is_ignored: np.ndarray  # bool (n_area, n_sorted)
+    is_reusable: np.ndarray
+    is_unmatchable: np.ndarray
+    is_group: np.ndarray  # group-of boxes matched in Open Images' second stage
+    labels: FederatedLabels | None  # federated_labels: lvis
+    n_all: int  # rows of the whole ground truth (the dtype of match_gt)
+
+
+@dataclass(eq=False)
+class _ChunkMatches:
+    """One shard's matches, lane-major, with rows of the table; a column is dropped once laid out."""
+
+    columns: list  # [match_lane, match_det, match_gt]
+
+
+def _chunk_bounds(det_key: np.ndarray, n_class: int, size: int) -> np.ndarray:
+    """Starts of shards of about ``size`` sorted detections, each made of whole images, and the end."""
+    n = len(det_key)
+    if n <= size:
+        return np.array([0, n], dtype=np.int64)
+    image = det_key[::size] // n_class  # the image at every size-th row: its first row starts a shard
+    starts = np.searchsorted(det_key, image * n_class, side="left")
+    return np.unique(np.concatenate([starts, [n]])).astype(np.int64)
+
+
+def _match_chunk(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    masks: PreparedMasks | None,
+    det_rows: np.ndarray,
+    det_key: np.ndarray,
+    truth: _SortedTruth,
+    thresholds: np.ndarray,
+    narrow: bool,
+    *,
+    det_offset: int | None = None,
+) -> tuple[LaneFlags, LaneFlags, _ChunkMatches]:
+    """Match whole images' detections (rows of ``dt`` sorted by (image, class, rank)).
+
+    Returns the packed true-positive and ignored flags and the matches.
+
+    ``det_offset`` is given for a shard of a larger table: the matches are then copied out of the
+    matcher's buffer, a column each, with detection rows of the table (shard row + offset).
+    """
+    n_class = gt.n_classes
+    n_area = truth.is_ignored.shape[0]
+    n_lane = n_area * len(thresholds)
+    strict = protocol.iou_comparison == ">"
+    pair_det, pair_gt = candidate_pairs(det_key, truth.groups)
+    # Group-of pairs (group_of: openimages) are scored by intersection over the detection's
+    # area: the crowd overlap of pycocotools, so one IoU call computes both.
+    pair_is_group = truth.is_group[pair_gt]
+    pair_ious = pair_iou(
+        gt,
+        dt,
+        truth.rows[pair_gt],
+        det_rows[pair_det],
+        truth.is_reusable[pair_gt] | pair_is_group,
+        protocol,
+        masks,
+    )
+    group_pairs = (pair_det[pair_is_group], pair_gt[pair_is_group], pair_ious[pair_is_group])
+    if pair_is_group.any():
+        pair_det, pair_gt, pair_ious = (
+            pair_det[~pair_is_group],
+            pair_gt[~pair_is_group],
+            pair_ious[~pair_is_group],
+        )
+    del pair_is_group
+
+    det_out = outside_area_ranges(_det_area(dt, det_rows, protocol, masks), protocol)
+    if truth.labels is not None:
+        # lvis-api: an unmatched detection of a class not exhaustively annotated on its image is
+        # ignored (at every threshold where it is unmatched), like one outside the area range.
+        labels = truth.labels
+        det_out = (
+            det_out
+            | labels.has_pair(
+                labels.not_exhaustive_image,
+                labels.not_exhaustive_category,
+                dt.image[det_rows],
+                dt.category[det_rows],
+                n_class=n_class,
+            )[None, :]
+        )
+    n_gt = len(truth.rows)
+    if protocol.matching == "ultralytics":
+        result = match_ultralytics(
+            pair_det,
+            pair_gt,
+            pair_ious,
+            n_det=len(det_rows),
+            n_gt=n_gt,
+            iou_thresholds=thresholds,
+            gt_is_ignored=truth.is_ignored,
+            det_is_out_of_range=det_out,
+            strict=strict,
+        )
+    elif protocol.matching == "coco":
+        result = match_coco(
+            pair_det,
+            pair_gt,
+            pair_ious,
+            det_key=det_key,
+            n_gt=n_gt,
+            iou_thresholds=thresholds,
+            gt_is_ignored=truth.is_ignored,
+            gt_is_reusable=truth.is_reusable,
+            gt_is_unmatchable=truth.is_unmatchable,
+            det_is_out_of_range=det_out,
+            strict=strict,
+            narrow=narrow,
+        )
+    else:
+        result = match_voc(
+            pair_det,
+            pair_gt,
+            pair_ious,
+            n_det=len(det_rows),
+            n_gt=n_gt,
+            iou_thresholds=thresholds,
+            gt_is_ignored=truth.is_ignored,
+            det_is_out_of_range=det_out,
+            strict=strict,
+            narrow=narrow,
+        )
+    del pair_det, pair_gt, pair_ious, det_out  # freed before the table's columns are made
+    if protocol.group_of == "openimages":
+        result = match_group_of(
+            result,
+            *group_pairs,
+            iou_thresholds=thresholds,
+            gt_is_ignored=truth.is_ignored,
+            strict=strict,
+        )
+    del group_pairs
+    if det_offset is None:
+        # Ground-truth rows of the whole `gt`, written over the matcher's rows of the sorted
+        # ground truth: the result's arrays are this call's own, and the compiled matcher's
+        # three match arrays share one buffer that a new array would keep alive beside it.
+        result.match_gt[...] = truth.rows[result.match_gt]
+        columns = [
+            result.match_lane.astype(lane_dtype(n_lane), copy=False),
+            result.match_det.astype(row_dtype(len(det_rows)), copy=False),
+            result.match_gt.astype(row_dtype(truth.n_all), copy=False),
+        ]
+    else:  # separate arrays, so that each column is freed once the table's is laid out
+        match_det = result.match_det.astype(row_dtype(det_offset + len(det_rows)))
+        match_det += det_offset
+        columns = [
+            result.match_lane.astype(lane_dtype(n_lane)),
+            match_det,
+            truth.rows[result.match_gt].astype(row_dtype(truth.n_all), copy=False),
+        ]
+    return result.tp, result.ignored, _ChunkMatches(columns)
+
+
+def _table_rows(parts: list, n_lane: int, n_det: int, n_gt: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The shards' matches as the table's (match_lane, match_det, match_gt), sorted by (lane, detection).
+
+    Each shard's matches are sorted by lane, then detection, and the shards come in detection
+    order: lane by lane, the shards' runs follow each other. The columns are laid out one at a
+    time, each shard's column dropped once copied (the peak is one column, not the table).
+    """
+    if len(parts) == 1:
+        lanes, dets, gts = parts[0].columns
+        return lanes, dets, gts
+    counts = []
+    for part in parts:
+        lane = part.columns[0]
+        if len(lane) > 1 and (np.diff(lane.astype(np.int16)) < 0).any():  # pragma: no cover - matchers sort
+            by_lane = np.argsort(lane, kind="stable")
+            part.columns = [column[by_lane] for column in part.columns]
+        counts.append(np.bincount(part.columns[0].astype(np.int64), minlength=n_lane))
+    counts_arr = np.array(counts, dtype=np.int64).reshape(len(parts), n_lane)
+    first_in_part = np.cumsum(counts_arr, axis=1) - counts_arr
+    out = []
+    for k, dtype in enumerate((lane_dtype(n_lane), row_dtype(n_det), row_dtype(n_gt))):
+        column = np.empty(int(counts_arr.sum()), dtype=dtype)
+        at = 0
+        for lane in range(n_lane):
+            for p, part in enumerate(parts):
+                size = int(counts_arr[p, lane])
+                if size:
+                    first = int(first_in_part[p, lane])
+                    column[at : at + size] = part.columns[k][first : first + size]
+                    at += size
+        for part in parts:
+            part.columns[k] = None
+        out.append(column)
+    return out[0], out[1], out[2]
 
 
 def _kept_detections(
@@ -571,22 +732,36 @@ def ranking_order(table: MatchTable, protocol: Protocol) -> np.ndarray:
         if _in_image_class_rank_order(table):
             # Within a class the rows already come by (image, rank): a stable sort by (class,
             # -score) leaves ties in that order, which is the order the full key gives.
-            return lexsort((-table.det_score, table.det_class))
-        return lexsort((table.det_rank, table.det_image, -table.det_score, table.det_class))
-    return lexsort((table.det_order, -table.det_score, table.det_class))
+            return by_group_then_descending(table.det_class, table.det_score)
+        return by_group_then_descending(table.det_class, table.det_score, (table.det_rank, table.det_image))
+    return by_group_then_descending(table.det_class, table.det_score, (table.det_order,))
 
 
 def _in_image_class_rank_order(table: MatchTable) -> bool:
-    """Whether the table's rows are sorted by (image, class, rank), as one :func:`match` makes them."""
+    """Whether the table's rows are sorted by (image, class, rank), as one :func:`match` makes them.
+
+    Compared a block of rows at a time with comparisons of neighbours (bool arrays of one block;
+    no differences of the whole columns).
+    """
     image, cls, rank = table.det_image, table.det_class, table.det_rank
-    if len(image) < 2:
-        return True
-    d_image = np.diff(image)
-    d_class = np.diff(cls)
-    return bool(
-        (d_image >= 0).all()
-        and ((d_image > 0) | (d_class > 0) | ((d_class == 0) & (np.diff(rank) > 0))).all()
-    )
+    n = len(image)
+    for start in range(0, max(n - 1, 0), _ORDER_CHECK_BLOCK):
+        a = slice(start, min(start + _ORDER_CHECK_BLOCK, n - 1))  # rows compared with the next
+        b = slice(a.start + 1, a.stop + 1)
+        same_image = image[b] == image[a]
+        same_class = cls[b] == cls[a]
+        in_order = (
+            (image[b] > image[a])
+            | (same_image & (cls[b] > cls[a]))
+            | (same_image & same_class & (rank[b] > rank[a]))
+        )
+        if not in_order.all():
+            return False
+    return True
+
+
+#: Rows compared at a time by :func:`_in_image_class_rank_order`.
+_ORDER_CHECK_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True, eq=False)

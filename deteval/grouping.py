@@ -15,7 +15,7 @@ import numpy as np
 from deteval import _speedups
 from deteval.memory import BYTES_PER_PAIR, require
 
-__all__ = ["Groups", "group_rows", "rank_in_group", "candidate_pairs", "lexsort"]
+__all__ = ["Groups", "group_rows", "rank_in_group", "candidate_pairs", "lexsort", "by_group_then_descending"]
 
 #: The compiled run sort (``deteval._csort``), or None (not built, or DETEVAL_NO_EXTENSION=1).
 _csort = _speedups.load("deteval._csort")
@@ -88,10 +88,51 @@ def lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
         order = _by_groups_then_float(_csort, keys[1:], keys[0])
         if order is not None:
             return order
+    if len(keys) > 1:
+        order = _few_long_groups(keys[-1], keys[:-1])
+        if order is not None:
+            return order
     packed = _packed_code(keys)
     if packed is None:
         return np.lexsort(keys)
     return _radix_order(packed[0], packed[1])
+
+
+def by_group_then_descending(
+    group: np.ndarray, score: np.ndarray, ties: tuple[np.ndarray, ...] = ()
+) -> np.ndarray:
+    """``lexsort(ties + (-score, group))``: rows by group, then by descending score, then by ``ties``.
+
+    The ranking of detections (class, then score; ``ties`` as :func:`lexsort` takes keys, least
+    significant first). The same permutation as :func:`lexsort`, made without a negated copy of
+    ``score`` or a code per row where it can be: the compiled kernel (``deteval._csort``, a
+    counting sort by group then a stable merge sort of each group by score) when there are no
+    ``ties``; else, for a few long groups, each group's rows sorted alone
+    (:func:`_few_long_groups`).
+
+    Examples
+    --------
+    >>> group, score = np.array([1, 0, 1, 0]), np.array([0.2, 0.5, 0.9, 0.5])
+    >>> by_group_then_descending(group, score).tolist()
+    [1, 3, 2, 0]
+    """
+    n = len(group)
+    if n == 0:
+        return np.arange(0, dtype=np.intp)
+    if not ties and _csort is not None and group.dtype in (np.int32, np.int64) and score.dtype == np.float64:
+        low, high = int(group.min()), int(group.max())
+        if high - low <= max(n, 1 << 16):
+            filled = np.empty(n, dtype=np.int64)
+            group_c, score_c = np.ascontiguousarray(group), np.ascontiguousarray(score)
+            done = _csort.order_by_group_then_score(
+                filled, group_c, group_c.dtype.itemsize, low, high - low + 1, score_c
+            )
+            if done is not None:
+                return filled.astype(np.intp, copy=False)
+    by_runs = _few_long_groups(group, tuple(ties) + (score,), negate_last=True)
+    if by_runs is not None:
+        return by_runs
+    return lexsort(tuple(ties) + (-score, group))
 
 
 def _packed_code(keys: tuple[np.ndarray, ...]) -> tuple[np.ndarray, int, int] | None:
@@ -149,6 +190,51 @@ def _by_groups_then_float(
     if kernel.sort_runs_by_score(order, run_key, descending) is None:
         return None
     return order.astype(np.intp, copy=False)
+
+
+#: Most distinct values of a leading integer key that :func:`_few_long_groups` sorts run by run.
+_FEW_GROUPS = 1 << 16
+
+
+def _few_long_groups(
+    group: np.ndarray, inner: tuple[np.ndarray, ...], *, min_run: int = _LONG_RUN, negate_last: bool = False
+) -> np.ndarray | None:
+    """``np.lexsort(inner + (group,))`` for a leading integer key of few values with long runs.
+
+    The rows are sorted by ``group`` (a stable 16-bit radix pass), then each group's rows by the
+    other keys with ``np.lexsort`` of that group alone: the same permutation, since a stable
+    lexicographic sort is the groups in order, each sorted by the rest. The working set is one
+    permutation and a 16-bit code per row plus one group's keys, where packing every key into
+    one code (ranking the float keys) takes several arrays of the whole length -- the ranking of
+    all detections by (class, score) is this case. None when ``group`` is not such a key (an
+    integer key of at most ``_FEW_GROUPS`` values and ``min_run`` rows a value on average).
+    ``negate_last``: the most significant inner key sorts descending (negated one group at a time).
+    """
+    n = len(group)
+    if group.dtype.kind not in "iub" or n == 0:
+        return None
+    low, high = int(group.min()), int(group.max())
+    n_codes = high - low + 1
+    if n_codes > _FEW_GROUPS or n_codes * min_run > n:
+        return None
+    if group.dtype.kind == "b":
+        group = group.view(np.uint8)
+    work = np.uint64 if group.dtype.kind == "u" else np.int64  # group - low exactly, no wrap
+    code = np.empty(n, dtype=np.uint16)
+    np.subtract(group, work(low), out=code, dtype=work, casting="unsafe")  # in [0, n_codes)
+    order = np.argsort(code, kind="stable")
+    ends = np.cumsum(np.bincount(code, minlength=n_codes))
+    del code
+    start = 0
+    for end in ends.tolist():
+        if end - start > 1:
+            rows = order[start:end]
+            keys = [k[rows] for k in inner]
+            if negate_last:
+                keys[-1] = -keys[-1]
+            order[start:end] = rows[np.lexsort(tuple(keys))]
+        start = end
+    return order
 
 
 def _is_non_decreasing(key: np.ndarray) -> bool:

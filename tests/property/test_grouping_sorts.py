@@ -49,6 +49,74 @@ def test_lexsort_is_numpy_lexsort(keys):
     assert lexsort(keys).tolist() == np.lexsort(keys).tolist()
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    key_sets(), st.integers(0, 2**32 - 1), st.sampled_from([np.int64, np.int8, np.uint8, np.uint64, np.bool_])
+)
+def test_few_long_groups_is_numpy_lexsort(inner, seed, dtype):
+    """The run-by-run path (a leading key of few values, each a long run) on short inputs too."""
+    n = len(inner[0])
+    values = np.random.default_rng(seed).integers(0, 2 if dtype is np.bool_ else 4, n)
+    group = (values - 2 if dtype in (np.int64, np.int8) else values).astype(dtype)
+    order = grouping._few_long_groups(group, inner, min_run=0)
+    if n == 0:
+        assert order is None
+        return
+    assert order is not None
+    assert order.tolist() == np.lexsort(inner + (group,)).tolist()
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(-3, 3), FLOATS, st.integers(0, 2)), max_size=60),
+    st.sampled_from([np.int64, np.int32]),
+    st.booleans(),
+)
+def test_by_group_then_descending_is_lexsort(rows, dtype, with_ties):
+    """Compiled counting sort, run-by-run numpy path and plain lexsort: one permutation."""
+    group = np.array([r[0] for r in rows], dtype=dtype)
+    score = np.array([r[1] for r in rows], dtype=np.float64)
+    ties = (np.array([r[2] for r in rows], dtype=np.int64),) if with_ties else ()
+    expected = np.lexsort(ties + (-score, group)).tolist()
+    assert grouping.by_group_then_descending(group, score, ties).tolist() == expected
+    if len(rows):
+        by_runs = grouping._few_long_groups(group, ties + (score,), min_run=0, negate_last=True)
+        assert by_runs is not None
+        assert by_runs.tolist() == expected
+    if _csort is not None and not with_ties and len(rows):
+        order = np.empty(len(rows), dtype=np.int64)
+        low = int(group.min())
+        assert _csort.order_by_group_then_score(order, group, group.dtype.itemsize, low, 7, score)
+        assert order.tolist() == expected
+
+
+def test_the_counting_sort_declines_what_it_cannot_read():
+    if _csort is None:
+        pytest.skip("deteval._csort not built")
+    group, score = np.array([0, 5, 1]), np.array([0.1, 0.2, 0.3])
+    order = np.full(3, -1, dtype=np.int64)
+    assert _csort.order_by_group_then_score(order, group, 8, 0, 5, score) is None  # 5 is out of range
+    assert _csort.order_by_group_then_score(order, group, 8, 0, 6, score[:2]) is None  # lengths differ
+    assert _csort.order_by_group_then_score(order, group, 2, 0, 6, score) is None  # itemsize
+    assert order.tolist() == [-1, -1, -1]
+    assert grouping.by_group_then_descending(group, score).tolist() == [0, 2, 1]
+
+
+def test_ranking_by_class_then_score_takes_the_run_path():
+    """Few classes, long runs: the (class, -score) ranking of all detections, as np.lexsort."""
+    rng = np.random.default_rng(3)
+    n = 50_000
+    cls = rng.integers(0, 7, n)
+    score = -np.round(rng.random(n), 2)
+    score[::97] = -0.0
+    score[::89] = np.nan
+    score[::83] = 0.0
+    order = np.arange(n)[::-1].copy()
+    for keys in ((score, cls), (order, score, cls), (score, cls.astype(np.int8))):
+        assert grouping._few_long_groups(keys[-1], keys[:-1]) is not None
+        assert (lexsort(keys) == np.lexsort(keys)).all()
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(0, 6), max_size=60))
 def test_rank_in_group_counts_within_runs(values):
