@@ -56,9 +56,7 @@ def _index_column(value: Any, source: str, name: str, *, allow_wide: bool) -> np
     if array.size == 0:
         return np.zeros(0, dtype=np.int32)
     if array.dtype.kind not in "iub":
-        raise InputError(
-            f"{source}: Detections.{name} must hold integer indices; found dtype {array.dtype}"
-        )
+        raise InputError(f"{source}: Detections.{name} must hold integer indices; found dtype {array.dtype}")
     dtype = index_dtype(array)
     if dtype != np.int32 and not allow_wide:
         raise InputError(
