@@ -18,7 +18,16 @@ import numpy as np
 
 from deteval.errors import InputError
 
-__all__ = ["GroundTruth", "Detections", "FederatedLabels", "boxes_as", "index_dtype"]
+__all__ = [
+    "GroundTruth",
+    "Detections",
+    "FederatedLabels",
+    "boxes_as",
+    "index_dtype",
+    "index_column_of",
+    "order_column",
+    "shifted_index",
+]
 
 _BOX_FORMATS = ("xywh", "xyxy")
 _INT32 = np.iinfo(np.int32)
@@ -40,6 +49,37 @@ def index_dtype(values: np.ndarray) -> np.dtype:
         return np.dtype(np.int32)
     low, high = int(values.min()), int(values.max())
     return np.dtype(np.int32 if _INT32.min <= low and high <= _INT32.max else np.int64)
+
+
+def order_column(n: int) -> np.ndarray:
+    """``0 .. n - 1`` as a ``Detections.order`` column: int32 (int64 beyond 2**31 rows).
+
+    Examples
+    --------
+    >>> order_column(3)
+    array([0, 1, 2], dtype=int32)
+    """
+    return np.arange(n, dtype=np.int32 if n <= _INT32.max + 1 else np.int64)
+
+
+def shifted_index(values: np.ndarray, offset: int) -> np.ndarray:
+    """``values + offset`` (values >= 0), int32 when the sums fit, else int64 (never wrapped).
+
+    Examples
+    --------
+    >>> shifted_index(np.array([0, 1], np.int32), 2**31 - 2).dtype
+    dtype('int64')
+    """
+    offset = int(offset)
+    high = int(values.max()) + offset if values.size else offset
+    if values.dtype == np.int32 and _INT32.min <= offset and high <= _INT32.max:
+        return values + np.int32(offset)
+    return index_column_of(values.astype(np.int64) + offset)
+
+
+def index_column_of(values: np.ndarray) -> np.ndarray:
+    """Integer ``values`` in :func:`index_dtype` (a copy only when the dtype changes)."""
+    return values.astype(index_dtype(values), copy=False)
 
 
 def _index_column(value: Any, source: str, name: str, *, allow_wide: bool) -> np.ndarray:
