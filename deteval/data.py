@@ -67,8 +67,9 @@ def shifted_index(values: np.ndarray, offset: int) -> np.ndarray:
 
     Examples
     --------
-    >>> shifted_index(np.array([0, 1], np.int32), 2**31 - 2).dtype
-    dtype('int64')
+    >>> small = np.array([0, 1], np.int32)
+    >>> shifted_index(small, 2**31 - 2).dtype, shifted_index(small, 2**31 - 1).dtype
+    (dtype('int32'), dtype('int64'))
     """
     offset = int(offset)
     high = int(values.max()) + offset if values.size else offset

@@ -192,3 +192,31 @@ def test_detections_keep_int32_columns_and_refuse_what_does_not_fit():
         has_box=np.zeros(0, bool),
     )
     assert empty.image.dtype == empty.order.dtype == np.int32
+
+
+@pytest.mark.parametrize("name", ["coco50", "voc2007", "coco"])
+def test_readers_take_int32_and_int64_table_columns_alike(small, name):
+    """``det_rank`` (and every index column) int32 or int64: the same numbers from every reader."""
+    import dataclasses
+
+    from deteval.analysis import match_columns, pr_curve
+
+    gt, dt = small
+    protocol = get_protocol(name)
+    table = match(gt, dt, protocol)
+    columns = ("det_class", "det_image", "det_rank", "det_order")
+    tables = [
+        dataclasses.replace(table, **{c: getattr(table, c).astype(dtype) for c in columns})
+        for dtype in (np.int32, np.int64)
+    ]
+    results = [score(t, gt, protocol) for t in tables]
+    _same(results[0].metrics, results[1].metrics)
+    assert np.array_equal(results[0].precision, results[1].precision, equal_nan=True)
+    curves = [pr_curve(r, gt.category_id[0]) for r in results]
+    assert np.array_equal(curves[0].precision, curves[1].precision, equal_nan=True)
+    found = [match_columns(r) for r in results]
+    assert all(
+        np.array_equal(a, b) for a, b in zip(dataclasses.astuple(found[0]), dataclasses.astuple(found[1]))
+    )
+    boots = [bootstrap(gt, {"A": r}, n=10, seed=1).results[0].samples.metrics for r in results]
+    assert np.array_equal(boots[0], boots[1], equal_nan=True)
