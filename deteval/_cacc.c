@@ -88,6 +88,23 @@ has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
     return view->len == count * itemsize;
 }
 
+/* The width (4: int32, 8: int64) of an index column of `count` items, or 0 when it is neither. */
+static int
+index_width(const Py_buffer *view, Py_ssize_t count)
+{
+    if (count == 0) {
+        return view->len == 0 ? 8 : 0;
+    }
+    return view->len == count * 4 ? 4 : (view->len == count * 8 ? 8 : 0);
+}
+
+/* Item i of an int32 (width 4) or int64 (width 8) column. */
+static inline int64_t
+index_at(const void *column, int width, Py_ssize_t i)
+{
+    return width == 4 ? (int64_t)((const int32_t *)column)[i] : ((const int64_t *)column)[i];
+}
+
 static void
 flush_small(walk_state *s, Py_ssize_t n_word)
 {
@@ -270,11 +287,11 @@ load_lanes(const unsigned char *flags, Py_ssize_t n_byte)
  * array of every detection (24 bytes each) is kept. */
 static inline det_record
 record_of(int64_t row, const unsigned char *det_is_tp, const unsigned char *det_is_ignored,
-          Py_ssize_t n_byte, const int64_t *det_class, const int64_t *det_rank,
-          const int64_t *max_dets, Py_ssize_t n_md, Py_ssize_t n_class)
+          Py_ssize_t n_byte, const void *det_class, int class_width, const void *det_rank,
+          int rank_width, const int64_t *max_dets, Py_ssize_t n_md, Py_ssize_t n_class)
 {
     det_record out;
-    const int64_t c = det_class[row], rank = det_rank[row];
+    const int64_t c = index_at(det_class, class_width, row), rank = index_at(det_rank, rank_width, row);
     int64_t keep = 0;
     Py_ssize_t m;
     for (m = 0; m < n_md; m++) {
@@ -293,8 +310,8 @@ record_of(int64_t row, const unsigned char *det_is_tp, const unsigned char *det_
 static int
 run_accumulate(
     walk_shape *w, const unsigned char *det_is_tp, const unsigned char *det_is_ignored, Py_ssize_t n_det,
-    const int64_t *ranking, Py_ssize_t n_ranked, const int64_t *det_rank, const int64_t *det_class,
-    const double *det_score, const int64_t *max_dets)
+    const int64_t *ranking, Py_ssize_t n_ranked, const void *det_rank, int rank_width,
+    const void *det_class, int class_width, const double *det_score, const int64_t *max_dets)
 {
     const Py_ssize_t n_lane = w->n_lane, n_md = w->n_md, n_r = w->n_r, n_class = w->n_class;
     const Py_ssize_t n_byte = (n_lane + 7) / 8;
@@ -339,8 +356,8 @@ run_accumulate(
                 goto done;
             }
             seen[row >> 3] |= (unsigned char)(1u << (row & 7));
-            ranked[p] = record_of(row, det_is_tp, det_is_ignored, n_byte, det_class, det_rank, max_dets,
-                                  n_md, n_class);
+            ranked[p] = record_of(row, det_is_tp, det_is_ignored, n_byte, det_class, class_width,
+                                  det_rank, rank_width, max_dets, n_md, n_class);
         }
         for (p = 0; p < n; p++) {
             const det_record *det = &ranked[p];
@@ -388,11 +405,11 @@ PyDoc_STRVAR(accumulate_doc,
 "--\n\n"
 "The point-sampled accumulation of every max_dets value (see deteval.accumulate).\n\n"
 "det_is_tp, det_is_ignored: uint8 (n_det, ceil(n_lane / 8)), the lanes' flags packed (lane L\n"
-"in bit L % 8 of byte L / 8, n_lane = n_area * n_thr); ranking, det_rank, det_class:\n"
-"int64; det_score: float64 (n_det,); n_positive: int64 (n_class, n_area); tp_needed: int64\n"
-"(n_area, n_class, n_r); max_dets: int64 (n_md <= 8,). Filled in place where a class has\n"
-"positives (float64): precision and scores (n_thr, n_r, n_class, n_area, n_md), recall (n_thr,\n"
-"n_class, n_area, n_md). Returns True, or None when the inputs break the kernel's assumptions.");
+"in bit L % 8 of byte L / 8, n_lane = n_area * n_thr); ranking: int64; det_rank, det_class:\n"
+"int32 or int64 (each its own); det_score: float64 (n_det,); n_positive: int64 (n_class,\n"
+"n_area); tp_needed: int64 (n_area, n_class, n_r); max_dets: int64 (n_md <= 8,). Filled in\n"
+"place where a class has positives (float64): precision and scores (n_thr, n_r, n_class,\n"
+"n_area, n_md), recall (n_thr, n_class, n_area, n_md). Returns True, or None when the inputs break the kernel's assumptions.");
 
 static PyObject *
 cacc_accumulate(PyObject *self, PyObject *args)
@@ -401,7 +418,7 @@ cacc_accumulate(PyObject *self, PyObject *args)
         tp_needed, max_dets, precision, scores, recall;
     Py_ssize_t n_det, n_ranked, n_cell;
     walk_shape w;
-    int fits, status = 1;
+    int fits, rank_width, class_width, status = 1;
     PyObject *out = NULL;
 
     (void)self;
@@ -419,11 +436,13 @@ cacc_accumulate(PyObject *self, PyObject *args)
     w.n_r = (w.n_area >= 1 && w.n_class >= 1) ? tp_needed.len / 8 / (w.n_area * w.n_class) : 0;
     w.n_word = (w.n_lane + 7) / 8;
     n_cell = w.n_md * w.n_lane * w.n_class;
+    rank_width = index_width(&det_rank, n_det);
+    class_width = index_width(&det_class, n_det);
     fits = w.n_area >= 1 && w.n_thr >= 1 && w.n_class >= 1 && w.n_lane <= 64 && w.n_md >= 1
            && w.n_md <= 8 && w.n_r >= 1 && w.n_class < ((int64_t)1 << 54)
            && has_items(&det_score, n_det, 8) && has_items(&det_is_tp, w.n_word * n_det, 1)
            && has_items(&det_is_ignored, w.n_word * n_det, 1) && has_items(&ranking, n_ranked, 8)
-           && has_items(&det_rank, n_det, 8) && has_items(&det_class, n_det, 8)
+           && rank_width != 0 && class_width != 0
            && has_items(&n_positive, w.n_class * w.n_area, 8)
            && has_items(&tp_needed, w.n_area * w.n_class * w.n_r, 8)
            && has_items(&max_dets, w.n_md, 8) && has_items(&precision, n_cell * w.n_r, 8)
@@ -437,7 +456,8 @@ cacc_accumulate(PyObject *self, PyObject *args)
         Py_BEGIN_ALLOW_THREADS
         status = run_accumulate(&w, (const unsigned char *)det_is_tp.buf,
                                 (const unsigned char *)det_is_ignored.buf, n_det, ranking.buf, n_ranked,
-                                det_rank.buf, det_class.buf, det_score.buf, max_dets.buf);
+                                det_rank.buf, rank_width, det_class.buf, class_width, det_score.buf,
+                                max_dets.buf);
         Py_END_ALLOW_THREADS
     }
     if (status < 0) {

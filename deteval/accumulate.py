@@ -269,8 +269,8 @@ def accumulate(
         (:class:`~deteval.matching.LaneFlags`, as a match table holds them: the compiled
         kernel reads them as they are) or as bool tables.
     det_score : float64 (n_det,)
-    det_class : int64 (n_det,)
-    det_rank : int64 (n_det,)
+    det_class : int32 or int64 (n_det,)
+    det_rank : int32 or int64 (n_det,)
         Rank of each detection within its (image, class) group (for ``max_dets``).
     ranking : int64 (n_det,)
         Detection rows in global ranking order, already grouped by class (the protocol's tie
@@ -384,7 +384,7 @@ def _accumulate_numpy(
             keep = None
         rows = ranking if keep is None else ranking[keep]
         ranked_class = det_class[rows]
-        bounds = np.searchsorted(ranked_class, np.arange(n_class + 1))
+        bounds = np.searchsorted(ranked_class, _class_bounds(n_class, ranked_class.dtype))
         ranked_scores = det_score[rows]
         ranked = _Ranked(
             lanes=lanes,
@@ -402,6 +402,13 @@ def _accumulate_numpy(
     return Accumulated(precision=precision, recall=recall, scores=scores, ap=ap)
 
 
+def _class_bounds(n_class: int, dtype: np.dtype) -> np.ndarray:
+    """``0 .. n_class`` in ``dtype`` where it fits (searchsorted then reads the classes uncopied)."""
+    if np.dtype(dtype).kind in "iu" and n_class <= np.iinfo(dtype).max:
+        return np.arange(n_class + 1, dtype=dtype)
+    return np.arange(n_class + 1)
+
+
 #: The largest ``max_dets`` value the kernel takes (``None`` is passed as this: no limit).
 _NO_LIMIT = np.iinfo(np.int64).max
 
@@ -414,6 +421,12 @@ def _is_int_array(values: np.ndarray, ndim: int) -> bool:
         and values.dtype.kind in "iu"
         and (values.dtype.kind == "i" or values.dtype.itemsize < 8)
     )
+
+
+def _index_buffer(values: np.ndarray) -> np.ndarray:
+    """``values`` as the kernel reads an index column: int32 or int64, C-contiguous (no copy when so)."""
+    dtype = values.dtype if values.dtype in (np.int32, np.int64) else np.int64
+    return np.ascontiguousarray(values, dtype=dtype)
 
 
 def _accumulate_compiled(
@@ -474,8 +487,8 @@ def _accumulate_compiled(
         tp_bits,
         ignored_bits,
         contiguous(ranking, dtype=np.int64),
-        contiguous(det_rank, dtype=np.int64),
-        contiguous(det_class, dtype=np.int64),
+        _index_buffer(det_rank),
+        _index_buffer(det_class),
         contiguous(det_score),
         contiguous(n_positive, dtype=np.int64),
         contiguous(tp_needed, dtype=np.int64),

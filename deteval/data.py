@@ -16,9 +16,95 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["GroundTruth", "Detections", "FederatedLabels", "boxes_as"]
+from deteval.errors import InputError
+
+__all__ = [
+    "GroundTruth",
+    "Detections",
+    "FederatedLabels",
+    "boxes_as",
+    "index_dtype",
+    "index_column_of",
+    "order_column",
+    "shifted_index",
+]
 
 _BOX_FORMATS = ("xywh", "xyxy")
+_INT32 = np.iinfo(np.int32)
+
+
+def index_dtype(values: np.ndarray) -> np.dtype:
+    """Int32 when every value of the integer array ``values`` fits it, else int64.
+
+    The detections' index columns are int32 (4 bytes a row where int64 took 8); arithmetic on
+    them that can leave that range (``image * n_class + category``, row offsets) widens first
+    with ``astype(np.int64)``.
+
+    Examples
+    --------
+    >>> index_dtype(np.array([0, 5])), index_dtype(np.array([2**31]))
+    (dtype('int32'), dtype('int64'))
+    """
+    if np.can_cast(values.dtype, np.int32) or values.size == 0:
+        return np.dtype(np.int32)
+    low, high = int(values.min()), int(values.max())
+    return np.dtype(np.int32 if _INT32.min <= low and high <= _INT32.max else np.int64)
+
+
+def order_column(n: int) -> np.ndarray:
+    """``0 .. n - 1`` as a ``Detections.order`` column: int32 (int64 beyond 2**31 rows).
+
+    Examples
+    --------
+    >>> order_column(3)
+    array([0, 1, 2], dtype=int32)
+    """
+    return np.arange(n, dtype=np.int32 if n <= _INT32.max + 1 else np.int64)
+
+
+def shifted_index(values: np.ndarray, offset: int) -> np.ndarray:
+    """``values + offset`` (values >= 0), int32 when the sums fit, else int64 (never wrapped).
+
+    Examples
+    --------
+    >>> small = np.array([0, 1], np.int32)
+    >>> shifted_index(small, 2**31 - 2).dtype, shifted_index(small, 2**31 - 1).dtype
+    (dtype('int32'), dtype('int64'))
+    """
+    offset = int(offset)
+    high = int(values.max()) + offset if values.size else offset
+    if values.dtype == np.int32 and _INT32.min <= offset and high <= _INT32.max:
+        return values + np.int32(offset)
+    return index_column_of(values.astype(np.int64) + offset)
+
+
+def index_column_of(values: np.ndarray) -> np.ndarray:
+    """Integer ``values`` in :func:`index_dtype` (a copy only when the dtype changes)."""
+    return values.astype(index_dtype(values), copy=False)
+
+
+def _index_column(value: Any, source: str, name: str, *, allow_wide: bool) -> np.ndarray:
+    """``value`` as an int32 column (int64 when ``allow_wide`` and a value needs it).
+
+    Raises
+    ------
+    InputError
+        Not integers, or (without ``allow_wide``) a value outside int32.
+    """
+    array = np.asarray(value)
+    if array.dtype == np.int32:
+        return array
+    if array.size == 0:
+        return np.zeros(0, dtype=np.int32)
+    if array.dtype.kind not in "iub":
+        raise InputError(f"{source}: Detections.{name} must hold integer indices; found dtype {array.dtype}")
+    dtype = index_dtype(array)
+    if dtype != np.int32 and not allow_wide:
+        raise InputError(
+            f"{source}: Detections.{name} must fit int32 (indices below 2**31); found values "
+            f"from {int(array.min())} to {int(array.max())}"
+        )
+    return array.astype(dtype)
 
 
 def boxes_as(box: np.ndarray, box_format: str, target: str) -> np.ndarray:
@@ -230,14 +316,17 @@ class Detections:
 
     Parameters
     ----------
-    image, category : int64 (n_det,)
-        Index into the ground truth's images and categories.
+    image, category : int32 (n_det,)
+        Index into the ground truth's images and categories. Any integer array is accepted and
+        stored as int32 (an :class:`~deteval.errors.InputError` when a value does not fit):
+        compute keys such as ``image * n_class + category`` in int64 (``astype(np.int64)``).
     box : float64 (n_det, 4)
         In ``box_format``.
     score : float64 (n_det,)
         Confidence; only the order matters.
-    order : int64 (n_det,)
-        Position of each detection in its source (file order), the tie rule of the devkits.
+    order : int32 (n_det,)
+        Position of each detection in its source (file order), the tie rule of the devkits;
+        int64 only when a value is beyond int32 (:func:`index_dtype`).
     has_box : bool (n_det,)
         Whether the record carried a bbox (pycocotools takes a result's area from it).
     segmentation : tuple or None
@@ -260,6 +349,9 @@ class Detections:
     keypoints: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        for name, allow_wide in (("image", False), ("category", False), ("order", True)):
+            column = _index_column(getattr(self, name), self.source, name, allow_wide=allow_wide)
+            object.__setattr__(self, name, column)
         _freeze(self, ("image", "category", "box", "score", "order", "has_box"))
         _freeze_optional(self, ("keypoints",))
 

@@ -50,7 +50,10 @@ class MatchTable:
     Attributes
     ----------
     det_score, det_class, det_image, det_rank, det_order : (n_det,)
-        Kept detections (within ``max_dets``), in (image, class, rank) order.
+        Kept detections (within ``max_dets``), in (image, class, rank) order. ``det_score``
+        float64; ``det_class``, ``det_image`` int32 (as in :class:`~deteval.data.Detections`);
+        ``det_rank``, ``det_order`` int32 (int64 beyond 2**31 rows). Compute keys from them in
+        int64 (``image.astype(np.int64) * n_class + cls``), not in their dtype.
     match_lane, match_det, match_gt : (n_match,)
         Who matched whom: lane (area * n_iou_thr + threshold), detection (row of this table)
         and ground-truth annotation (row of the GroundTruth), matches to ignored GTs included.
@@ -556,7 +559,7 @@ def _kept_detections(
         Rows of ``dt``, in (image, class, rank) order.
     det_key : int64 (n_kept,)
         Their group (``image * n_class + class``), non-decreasing.
-    det_rank : int64 (n_kept,)
+    det_rank : int32 (n_kept,), int64 beyond 2**31 rows
         Their rank in their group (in their image under ``max_dets_scope: image``).
     n_over : int
         Detections beyond ``max(max_dets)``.
@@ -574,6 +577,7 @@ def _kept_detections(
     det_rank_all = rank_in_group(det_groups.key)
     if image_rank is not None:  # max_dets_scope "image": the rank among all the image's results
         det_rank_all = image_rank[det_sel[det_groups.order]]
+    det_rank_all = det_rank_all.astype(row_dtype(len(dt)), copy=False)  # ranks < rows: int32
     cap = None if protocol.max_dets is None else max(protocol.max_dets)
     if cap is None:
         return det_sel[det_groups.order], det_groups.key, det_rank_all, 0, n_det_per_class
@@ -638,7 +642,7 @@ def _federated_labels(gt: GroundTruth, protocol: Protocol) -> FederatedLabels:
 def _rank_in(key: np.ndarray, dt: Detections) -> np.ndarray:
     """Rank of each detection among those of its ``key`` by score, ties in file order (row order)."""
     groups = group_rows(key, -dt.score, dt.order)
-    rank = np.empty(len(dt), dtype=np.int64)
+    rank = np.empty(len(dt), dtype=row_dtype(len(dt)))
     rank[groups.order] = rank_in_group(groups.key)
     return rank
 

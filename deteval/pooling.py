@@ -83,11 +83,11 @@ def pool_categories(
     """
     pooled_gt = pool_ground_truth(gt, category_id=category_id, category_name=category_name)
     # New tie order: (category, file order); rows stay where they are.
-    tie_rank = np.empty(len(dt), dtype=np.int64)
+    tie_rank = np.empty(len(dt), dtype=np.int32 if len(dt) <= 2**31 else np.int64)
     tie_rank[np.lexsort((dt.order, dt.category))] = np.arange(len(dt))
     pooled_dt = Detections(
         image=dt.image,
-        category=np.zeros(len(dt), dtype=np.int64),
+        category=np.zeros(len(dt), dtype=np.int32),
         box=dt.box,
         score=dt.score,
         order=tie_rank,

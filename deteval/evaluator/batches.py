@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deteval.data import Detections, GroundTruth, boxes_as
+from deteval.data import Detections, GroundTruth, boxes_as, index_column_of, shifted_index
 from deteval.evaluate import MatchTable, match, merge_match_tables
+from deteval.matching import row_dtype
 from deteval.protocol import Protocol
 
 _SOURCE = "<Evaluator>"
@@ -216,8 +217,9 @@ class _BatchTables:
         tables, gt_image, gt_category = [], [], []
         gt_offset = det_offset = 0
         for b in batches:
-            img_map = np.searchsorted(image_id, b.image_id)
-            cat_map = np.searchsorted(category_id, b.category_id)
+            # Index maps in the table's int32 (int64 only beyond it), so the columns stay narrow.
+            img_map = index_column_of(np.searchsorted(image_id, b.image_id))
+            cat_map = index_column_of(np.searchsorted(category_id, b.category_id))
             t = b.table
             n_positive = np.zeros((n_class, t.n_positive.shape[1]), dtype=np.int64)
             n_positive[cat_map] = t.n_positive
@@ -229,7 +231,7 @@ class _BatchTables:
                     det_class=cat_map[t.det_class],
                     det_image=img_map[t.det_image],
                     det_rank=t.det_rank,
-                    det_order=t.det_order + det_offset,
+                    det_order=shifted_index(t.det_order, det_offset),
                     match_lane=t.match_lane,
                     match_det=t.match_det,
                     match_gt=t.match_gt.astype(np.int64) + gt_offset,  # merge narrows it again
@@ -275,7 +277,7 @@ def _canonical(table: MatchTable) -> MatchTable:
     order = np.lexsort((table.det_rank, table.det_class, table.det_image))
     if len(order) and (order == np.arange(len(order))).all():
         return table
-    new_row = np.empty_like(order)
+    new_row = np.empty(len(order), dtype=row_dtype(len(order)))
     new_row[order] = np.arange(len(order))
     match_det = new_row[table.match_det]
     m_order = np.lexsort((match_det, table.match_lane))

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from deteval.data import Detections, GroundTruth
+from deteval.data import Detections, GroundTruth, shifted_index
 from deteval.errors import ConfigError, InputError
 from deteval.evaluate import EvalResult, check_protocol, match, merge_match_tables, score
 from deteval.io import load_detections, load_ground_truth
@@ -91,7 +91,7 @@ def _concat(parts: Sequence, offsets: Sequence) -> Detections:
         category=cat([p.category for p in parts]),
         box=cat([p.box for p in parts]).reshape(-1, 4),
         score=cat([p.score for p in parts]),
-        order=cat([p.order + off for p, off in zip(parts, offsets)]),
+        order=cat([shifted_index(p.order, off) for p, off in zip(parts, offsets)]),
         has_box=cat([p.has_box for p in parts]),
         box_format=parts[0].box_format,
         segmentation=segmentation,

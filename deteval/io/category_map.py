@@ -192,11 +192,11 @@ def _as_int(value: Any) -> int | None:
 def _by_index(det_ids: np.ndarray, gt: GroundTruth, base: int) -> np.ndarray:
     position = det_ids - base
     known = (position >= 0) & (position < gt.n_classes)
-    return np.where(known, position, -1).astype(np.int64)
+    return np.where(known, position, -1).astype(np.int32)
 
 
 def map_categories(det_ids: np.ndarray, gt: GroundTruth, category_map: CategoryMap | None) -> np.ndarray:
-    """Ground-truth category index of each detection category id; -1 where it names none.
+    """Ground-truth category index (int32, as ``Detections.category``) of each id; -1 where it names none.
 
     Parameters
     ----------
@@ -250,14 +250,14 @@ def map_categories(det_ids: np.ndarray, gt: GroundTruth, category_map: CategoryM
                 )
             targets[j] = index
     position = _index_of(det_ids, keys)
-    return np.where(position >= 0, targets[np.maximum(position, 0)], -1).astype(np.int64)
+    return np.where(position >= 0, targets[np.maximum(position, 0)], -1).astype(np.int32)
 
 
 def _index_of(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
     if len(sorted_ids) == 0:
-        return np.full(len(values), -1, dtype=np.int64)
+        return np.full(len(values), -1, dtype=np.int32)
     pos = np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)
-    return np.where(sorted_ids[pos] == values, pos, -1).astype(np.int64)
+    return np.where(sorted_ids[pos] == values, pos, -1).astype(np.int32)
 
 
 def _ids(gt: GroundTruth, limit: int = 8) -> str:
@@ -334,7 +334,7 @@ def resolve_categories(
 
     Returns
     -------
-    category : int64 (n_det,)
+    category : int32 (n_det,)
         -1 for the dropped ones.
     keep : int64 array or None
         Indices of the kept detections; None when all are kept.

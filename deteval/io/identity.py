@@ -76,9 +76,9 @@ def _is_digits(text: str) -> bool:
 def _index_of(values: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     """Position of each value in ``sorted_keys``; -1 where absent."""
     if len(sorted_keys) == 0:
-        return np.full(len(values), UNKNOWN, dtype=np.int64)
+        return np.full(len(values), UNKNOWN, dtype=np.int32)
     pos = np.minimum(np.searchsorted(sorted_keys, values), len(sorted_keys) - 1)
-    return np.where(sorted_keys[pos] == values, pos, UNKNOWN).astype(np.int64)
+    return np.where(sorted_keys[pos] == values, pos, UNKNOWN).astype(np.int32)  # Detections.image's dtype
 
 
 def join_ids(ids: np.ndarray, gt: GroundTruth) -> np.ndarray:
@@ -94,7 +94,8 @@ def join_ids(ids: np.ndarray, gt: GroundTruth) -> np.ndarray:
 
     Returns
     -------
-    int64 (n_det,)
+    int32 (n_det,)
+        The dtype of ``Detections.image``, so that no int64 copy is made first.
 
     Examples
     --------
@@ -120,7 +121,7 @@ def join_ids(ids: np.ndarray, gt: GroundTruth) -> np.ndarray:
     unique_keys, first = np.unique(keys, return_index=True)
     pos = _index_of(ids, unique_keys)
     found = pos >= 0
-    out = np.full(len(ids), UNKNOWN, dtype=np.int64)
+    out = np.full(len(ids), UNKNOWN, dtype=np.int32)
     out[found] = np.where(repeated[first[pos[found]]], AMBIGUOUS, images[first[pos[found]]])
     return out
 
@@ -137,7 +138,7 @@ def join_names(values: Sequence[Any], gt: GroundTruth) -> np.ndarray:
     >>> join_names(["a", "a.jpg", 10, "10", "b"], _named(["a.jpg", "10.jpg"])).tolist()
     [0, 0, 1, 1, -1]
     """
-    out = np.full(len(values), UNKNOWN, dtype=np.int64)
+    out = np.full(len(values), UNKNOWN, dtype=np.int32)
     is_text = np.fromiter((isinstance(v, str) for v in values), dtype=bool, count=len(values))
     if (~is_text).any():
         numbers = np.array([v for v, t in zip(values, is_text, strict=True) if not t], dtype=np.int64)

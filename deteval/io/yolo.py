@@ -37,7 +37,7 @@ import numpy as np
 import yaml
 
 from deteval import _speedups
-from deteval.data import Detections, GroundTruth
+from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import InputError
 from deteval.io._text import (
     MAX_BYTES,
@@ -675,7 +675,7 @@ def load_yolo_dt(
         )
     cmap = read_category_map(category_map)
     paths = [files[n] for n in txt]
-    image_of_file = np.array([index[n[:-4]] for n in txt], dtype=np.int64)
+    image_of_file = np.array([index[n[:-4]] for n in txt], dtype=np.int32)  # Detections.image's dtype
     compiled = _compiled_predictions(paths, image_of_file, gt, layout)
     if compiled is not None:
         image, class_ids, box, score, row_labels = compiled
@@ -710,7 +710,7 @@ def load_yolo_dt(
         category=np.maximum(category, 0),
         box=box,
         score=score,
-        order=np.arange(len(image), dtype=np.int64),
+        order=order_column(len(image)),
         has_box=np.ones(len(image), dtype=bool),
         box_format="xywh",
         source=folder,
@@ -805,7 +805,7 @@ def _read_predictions(paths: list[str], image_of_file: np.ndarray, gt: GroundTru
                 box = _to_pixels(xywhn, width, height)
             if not ((xywhn[:, 2:] < 0).any() or not np.isfinite(box).all()):
                 parts_label.append((path, lines, class_ids))
-                parts_image.append(np.full(len(lines), i, dtype=np.int64))
+                parts_image.append(np.full(len(lines), i, dtype=np.int32))
                 parts_class.append(class_ids)
                 parts_box.append(box)
                 parts_score.append(numbers[:, conf_column - 1])
@@ -823,7 +823,7 @@ def _read_predictions(paths: list[str], image_of_file: np.ndarray, gt: GroundTru
             (f"{path}:{rows[j][0]}", " ".join(rows[j][1]))
             for j in np.flatnonzero((xywhn[:, 2] < 0) | (xywhn[:, 3] < 0))
         )
-        parts_image.append(np.full(len(rows), i, dtype=np.int64))
+        parts_image.append(np.full(len(rows), i, dtype=np.int32))
         parts_class.append(class_ids)
         with np.errstate(over="ignore", invalid="ignore"):
             parts_box.append(_to_pixels(xywhn, width, height))
@@ -843,7 +843,7 @@ def _read_predictions(paths: list[str], image_of_file: np.ndarray, gt: GroundTru
         ]
 
     return (
-        np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int64),
+        np.concatenate(parts_image) if parts_image else np.zeros(0, dtype=np.int32),
         class_ids,
         np.concatenate(parts_box) if parts_box else np.zeros((0, 4)),
         np.concatenate(parts_score) if parts_score else np.zeros(0),

@@ -16,7 +16,7 @@ from deteval.data import GroundTruth
 from deteval.errors import ConfigError, InputError
 from deteval.evaluate import EvalResult
 from deteval.stats.intervals import percentile_interval
-from deteval.stats.plan import _positives_per_image
+from deteval.stats.plan import positives_per_class
 from deteval.stats.resample import ResampledMetrics, resample_metrics
 from deteval.stats.settings import BootstrapSettings, _check_settings, bootstrap_weights
 
@@ -107,7 +107,7 @@ def _check_same_gt(result: EvalResult, gt: GroundTruth, name: str) -> None:
         and tuple(result.category_ids) == tuple(int(c) for c in gt.category_id)
     )
     if same:
-        expected = _positives_per_image(gt, result.protocol).sum(axis=0)
+        expected = positives_per_class(gt, result.protocol)
         same = np.array_equal(expected, result.table.n_positive)
     if not same:
         raise InputError(

@@ -19,18 +19,37 @@ from deteval.protocol import Protocol
 from deteval.summary import SUMMARY_TERMS, summary_indices
 
 
-def _positives_per_image(gt: GroundTruth, protocol: Protocol) -> np.ndarray:
-    """int64 (n_img, n_class, n_area): counted ground truth, as :func:`evaluate.match` counts it."""
+def positives_per_class(gt: GroundTruth, protocol: Protocol) -> np.ndarray:
+    """int64 (n_class, n_area): counted ground truth, as :func:`evaluate.match` counts it."""
     is_ignored, _, _ = ground_truth_flags(gt, protocol)
     n_area = len(protocol.area_ranges)
-    key = gt.image.astype(np.int64) * gt.n_classes + gt.category
-    out = np.zeros((gt.n_images, gt.n_classes, n_area), dtype=np.int64)
+    out = np.zeros((gt.n_classes, n_area), dtype=np.int64)
+    for a in range(n_area):
+        out[:, a] = np.bincount(gt.category[~is_ignored[a]], minlength=gt.n_classes)
+    return out
+
+
+def _positives_per_image(gt: GroundTruth, protocol: Protocol) -> _RecallOnly:
+    """Counted ground truth per (class * n_area + area, image): the non-zero counts only.
+
+    Sparse: a dense (n_img, n_class, n_area) table would take 8 bytes per image and class
+    (17 GB for 100,000 images of 22,000 categories). Keys are int64: ``column * n_img + image``.
+    """
+    is_ignored, _, _ = ground_truth_flags(gt, protocol)
+    n_area = len(protocol.area_ranges)
+    n_images = max(gt.n_images, 1)
+    keys = []
     for a in range(n_area):
         counted = ~is_ignored[a]
-        out[:, :, a] = np.bincount(key[counted], minlength=gt.n_images * gt.n_classes).reshape(
-            gt.n_images, gt.n_classes
-        )
-    return out
+        column = gt.category[counted].astype(np.int64) * n_area + a
+        keys.append(column * n_images + gt.image[counted])
+    pairs, count = np.unique(np.concatenate(keys), return_counts=True)
+    column, img = np.divmod(pairs, n_images)
+    return _RecallOnly(
+        img=img.astype(np.int64),
+        count=count.astype(np.int64),
+        bounds=np.searchsorted(column, np.arange(gt.n_classes * n_area + 1)),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -396,7 +415,7 @@ def _recall_only(
 ) -> _RecallOnly:
     keep = np.ones(len(table.det_rank), bool) if max_det is None else table.det_rank < max_det
     t, row = np.nonzero(tp_all[area * n_thr : (area + 1) * n_thr] & keep[None, :])
-    key = (t * n_class + table.det_class[row]) * n_images + table.det_image[row]
+    key = (t * n_class + table.det_class[row].astype(np.int64)) * n_images + table.det_image[row]
     pairs, count = np.unique(key, return_counts=True)
     seg, img = np.divmod(pairs, max(n_images, 1))
     return _RecallOnly(
@@ -426,20 +445,13 @@ def _plan(table: MatchTable, gt: GroundTruth, protocol: Protocol, max_weight: np
         for a, mi in recall_am
         if mi not in curves
     }
-    positives = _positives_per_image(gt, protocol).reshape(gt.n_images, n_class * n_area)
-    col, img = np.nonzero(positives.T)
-    positives_sparse = _RecallOnly(
-        img=img.astype(np.int64),
-        count=positives[img, col],
-        bounds=np.searchsorted(col, np.arange(n_class * n_area + 1)),
-    )
     return _Plan(
         protocol=protocol,
         n_class=n_class,
         n_thr=n_thr,
         n_area=n_area,
         layout=layout,
-        positives=positives_sparse,
+        positives=_positives_per_image(gt, protocol),
         curves=curves,
         recall_only=recall_only,
         terms=terms,

@@ -91,11 +91,12 @@ def random_table(seed: int, n_area: int, n_thr: int):
     n_det = int(rng.integers(0, 300))
     n_class = int(rng.integers(1, 7))
     n_lane = n_area * n_thr
-    det_class = rng.integers(0, n_class, n_det).astype(np.int64)
+    # Index columns as match tables hold them (int32) or wide (int64): the kernel reads both.
+    det_class = rng.integers(0, n_class, n_det).astype((np.int32, np.int64)[seed % 2])
     det_score = (
         rng.choice(np.array([0.9, 0.5, 0.5, 0.25, 0.1]), n_det) if seed % 3 == 0 else rng.random(n_det)
     )
-    det_rank = rng.integers(0, 12, n_det).astype(np.int64)
+    det_rank = rng.integers(0, 12, n_det).astype((np.int32, np.int64)[seed // 2 % 2])
     outcome = rng.integers(0, 3, (n_lane, n_det))  # 0 FP, 1 TP, 2 ignored
     # Thresholds of one area: a TP at a higher threshold is a TP at the lower ones (mostly).
     det_is_tp = outcome == 1
@@ -177,6 +178,31 @@ def test_kernel_declines_what_it_does_not_handle():
     ]
     for args, case_protocol, grid in cases:
         assert acc_module._accumulate_compiled(*args, case_protocol, grid) is None
+
+
+@needs_kernel
+@pytest.mark.parametrize("seed", range(8))
+def test_kernel_reads_int32_and_int64_index_columns_alike(seed):
+    protocol = PROTOCOLS["max-dets"]
+    det_is_tp, det_is_ignored, det_score, det_class, det_rank, ranking, n_positive = random_table(seed, 4, 10)
+    rec_thr = acc_module.recall_thresholds(protocol)
+    expected = acc_module._accumulate_numpy(
+        det_is_tp, det_is_ignored, det_score, det_class, det_rank, ranking, n_positive, protocol, rec_thr
+    )
+    for class_dtype in (np.int32, np.int64, np.uint16):
+        for rank_dtype in (np.int32, np.int64, np.int16):
+            found = acc_module._accumulate_compiled(
+                det_is_tp,
+                det_is_ignored,
+                det_score,
+                det_class.astype(class_dtype),
+                det_rank.astype(rank_dtype),
+                ranking,
+                n_positive,
+                protocol,
+                rec_thr,
+            )
+            assert_identical(expected, found)
 
 
 @needs_kernel

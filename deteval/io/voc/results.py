@@ -20,7 +20,7 @@ from dataclasses import replace
 import numpy as np
 
 from deteval import _speedups
-from deteval.data import Detections, GroundTruth
+from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import InputError
 from deteval.io._text import (
     fail_records,
@@ -342,7 +342,7 @@ def load_voc_dt(
         else:
             parts_ids.append((len(parts_image), path, lines, ids))
             parts_image.append(None)
-        parts_category.append(np.full(len(lines), k, dtype=np.int64))
+        parts_category.append(np.full(len(lines), k, dtype=np.int32))
         parts_box.append(box)
         parts_score.append(numbers[:, 0])
     # One join for the files read with their ids as text: building the ground truth's name lookup
@@ -380,10 +380,10 @@ def load_voc_dt(
             )
     return Detections(
         image=image,
-        category=np.concatenate(parts_category) if parts_category else np.zeros(0, dtype=np.int64),
+        category=np.concatenate(parts_category) if parts_category else np.zeros(0, dtype=np.int32),
         box=box,
         score=np.concatenate(parts_score) if parts_score else np.zeros(0),
-        order=np.arange(len(image), dtype=np.int64),
+        order=order_column(len(image)),
         has_box=np.ones(len(image), dtype=bool),
         box_format="xyxy",
         source=folder,
