@@ -310,7 +310,7 @@ record_of(int64_t row, const unsigned char *det_is_tp, const unsigned char *det_
 static int
 run_accumulate(
     walk_shape *w, const unsigned char *det_is_tp, const unsigned char *det_is_ignored, Py_ssize_t n_det,
-    const int64_t *ranking, Py_ssize_t n_ranked, const void *det_rank, int rank_width,
+    const void *ranking, int ranking_width, Py_ssize_t n_ranked, const void *det_rank, int rank_width,
     const void *det_class, int class_width, const double *det_score, const int64_t *max_dets)
 {
     const Py_ssize_t n_lane = w->n_lane, n_md = w->n_md, n_r = w->n_r, n_class = w->n_class;
@@ -350,7 +350,7 @@ run_accumulate(
         const Py_ssize_t n = lo + block < n_ranked ? block : n_ranked - lo;
         /* Gather a block of ranked detections first: independent loads, overlapped. */
         for (p = 0; p < n; p++) {
-            const int64_t row = ranking[lo + p];
+            const int64_t row = index_at(ranking, ranking_width, lo + p);
             if (row < 0 || row >= n_det || (seen[row >> 3] & (1u << (row & 7)))) {
                 status = 1;
                 goto done;
@@ -376,7 +376,7 @@ run_accumulate(
             }
             for (m = 0; keep; m++, keep >>= 1) {
                 if (keep & 1) {
-                    walk_detection(w, &state[m], m, k, det, &det_score[ranking[lo + p]]);
+                    walk_detection(w, &state[m], m, k, det, &det_score[index_at(ranking, ranking_width, lo + p)]);
                 }
             }
         }
@@ -401,12 +401,13 @@ done:
 
 PyDoc_STRVAR(accumulate_doc,
 "accumulate(det_is_tp, det_is_ignored, ranking, det_rank, det_class, det_score, n_positive,\n"
-"           tp_needed, max_dets, n_area, n_thr, n_class, devkit, precision, scores, recall)\n"
+"           tp_needed, max_dets, n_area, n_thr, n_class, devkit, precision, scores, recall,\n"
+"           ranking_width)\n"
 "--\n\n"
 "The point-sampled accumulation of every max_dets value (see deteval.accumulate).\n\n"
 "det_is_tp, det_is_ignored: uint8 (n_det, ceil(n_lane / 8)), the lanes' flags packed (lane L\n"
-"in bit L % 8 of byte L / 8, n_lane = n_area * n_thr); ranking: int64; det_rank, det_class:\n"
-"int32 or int64 (each its own); det_score: float64 (n_det,); n_positive: int64 (n_class,\n"
+"in bit L % 8 of byte L / 8, n_lane = n_area * n_thr); ranking (ranking_width bytes an item),\n"
+"det_rank, det_class: int32 or int64 (each its own); det_score: float64 (n_det,); n_positive: int64 (n_class,\n"
 "n_area); tp_needed: int64 (n_area, n_class, n_r); max_dets: int64 (n_md <= 8,). Filled in\n"
 "place where a class has positives (float64): precision and scores (n_thr, n_r, n_class,\n"
 "n_area, n_md), recall (n_thr, n_class, n_area, n_md). Returns True, or None when the inputs break the kernel's assumptions.");
@@ -418,19 +419,19 @@ cacc_accumulate(PyObject *self, PyObject *args)
         tp_needed, max_dets, precision, scores, recall;
     Py_ssize_t n_det, n_ranked, n_cell;
     walk_shape w;
-    int fits, rank_width, class_width, status = 1;
+    int fits, rank_width, class_width, ranking_width = 8, status = 1;
     PyObject *out = NULL;
 
     (void)self;
     memset(&w, 0, sizeof(w));
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnpw*w*w*:accumulate", &det_is_tp,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnpw*w*w*|i:accumulate", &det_is_tp,
                           &det_is_ignored, &ranking, &det_rank, &det_class, &det_score,
                           &n_positive, &tp_needed, &max_dets, &w.n_area, &w.n_thr, &w.n_class,
-                          &w.devkit, &precision, &scores, &recall)) {
+                          &w.devkit, &precision, &scores, &recall, &ranking_width)) {
         return NULL;
     }
     n_det = det_score.len / 8;
-    n_ranked = ranking.len / 8;
+    n_ranked = (ranking_width == 4 || ranking_width == 8) ? ranking.len / ranking_width : 0;
     w.n_lane = w.n_area * w.n_thr;
     w.n_md = max_dets.len / 8;
     w.n_r = (w.n_area >= 1 && w.n_class >= 1) ? tp_needed.len / 8 / (w.n_area * w.n_class) : 0;
@@ -441,7 +442,8 @@ cacc_accumulate(PyObject *self, PyObject *args)
     fits = w.n_area >= 1 && w.n_thr >= 1 && w.n_class >= 1 && w.n_lane <= 64 && w.n_md >= 1
            && w.n_md <= 8 && w.n_r >= 1 && w.n_class < ((int64_t)1 << 54)
            && has_items(&det_score, n_det, 8) && has_items(&det_is_tp, w.n_word * n_det, 1)
-           && has_items(&det_is_ignored, w.n_word * n_det, 1) && has_items(&ranking, n_ranked, 8)
+           && has_items(&det_is_ignored, w.n_word * n_det, 1) && (ranking_width == 4 || ranking_width == 8)
+           && has_items(&ranking, n_ranked, ranking_width)
            && rank_width != 0 && class_width != 0
            && has_items(&n_positive, w.n_class * w.n_area, 8)
            && has_items(&tp_needed, w.n_area * w.n_class * w.n_r, 8)
@@ -455,7 +457,7 @@ cacc_accumulate(PyObject *self, PyObject *args)
         w.recall = recall.buf;
         Py_BEGIN_ALLOW_THREADS
         status = run_accumulate(&w, (const unsigned char *)det_is_tp.buf,
-                                (const unsigned char *)det_is_ignored.buf, n_det, ranking.buf, n_ranked,
+                                (const unsigned char *)det_is_ignored.buf, n_det, ranking.buf, ranking_width, n_ranked,
                                 det_rank.buf, rank_width, det_class.buf, class_width, det_score.buf,
                                 max_dets.buf);
         Py_END_ALLOW_THREADS

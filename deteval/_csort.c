@@ -31,52 +31,55 @@ goes_before(double a, double b)
     return a > b;
 }
 
-/* Stable sort of rows[0:n] by descending score[rows[i]]; tmp holds n items. */
-static void
-sort_run(int64_t *rows, Py_ssize_t n, const double *score, int64_t *tmp)
-{
-    Py_ssize_t i, j;
-    if (n < 2) {
-        return;
-    }
-    if (n <= 24) { /* insertion sort: stable, and the common case (a group of one image) */
-        for (i = 1; i < n; i++) {
-            const int64_t row = rows[i];
-            const double s = score[row];
-            j = i - 1;
-            while (j >= 0 && goes_before(s, score[rows[j]])) {
-                rows[j + 1] = rows[j];
-                j--;
-            }
-            rows[j + 1] = row;
-        }
-        return;
-    }
-    {
-        const Py_ssize_t half = n / 2;
-        Py_ssize_t a = 0, b = half, k = 0;
-        sort_run(rows, half, score, tmp);
-        sort_run(rows + half, n - half, score, tmp);
-        if (!goes_before(score[rows[half]], score[rows[half - 1]])) {
-            return; /* already in order */
-        }
-        while (a < half && b < n) {
-            /* take from the right only when strictly before: stable */
-            if (goes_before(score[rows[b]], score[rows[a]])) {
-                tmp[k++] = rows[b++];
-            } else {
-                tmp[k++] = rows[a++];
-            }
-        }
-        while (a < half) {
-            tmp[k++] = rows[a++];
-        }
-        while (b < n) {
-            tmp[k++] = rows[b++];
-        }
-        memcpy(rows, tmp, (size_t)n * sizeof(int64_t));
-    }
+/* Stable sort of rows[0:n] by descending score[rows[i]]; tmp holds n items. Rows of TYPE. */
+#define DEFINE_SORT_RUN(NAME, TYPE)                                                             \
+static void NAME(TYPE *rows, Py_ssize_t n, const double *score, TYPE *tmp)                          \
+{                                                                                                   \
+    Py_ssize_t i, j;                                                                                \
+    if (n < 2) {                                                                                    \
+        return;                                                                                     \
+    }                                                                                               \
+    if (n <= 24) { /* insertion sort: stable, and the common case (a group of one image) */         \
+        for (i = 1; i < n; i++) {                                                                   \
+            const TYPE row = rows[i];                                                               \
+            const double s = score[row];                                                            \
+            j = i - 1;                                                                              \
+            while (j >= 0 && goes_before(s, score[rows[j]])) {                                      \
+                rows[j + 1] = rows[j];                                                              \
+                j--;                                                                                \
+            }                                                                                       \
+            rows[j + 1] = row;                                                                      \
+        }                                                                                           \
+        return;                                                                                     \
+    }                                                                                               \
+    {                                                                                               \
+        const Py_ssize_t half = n / 2;                                                              \
+        Py_ssize_t a = 0, b = half, k = 0;                                                          \
+        NAME(rows, half, score, tmp);                                                               \
+        NAME(rows + half, n - half, score, tmp);                                                    \
+        if (!goes_before(score[rows[half]], score[rows[half - 1]])) {                               \
+            return; /* already in order */                                                          \
+        }                                                                                           \
+        while (a < half && b < n) {                                                                 \
+            /* take from the right only when strictly before: stable */                             \
+            if (goes_before(score[rows[b]], score[rows[a]])) {                                      \
+                tmp[k++] = rows[b++];                                                               \
+            } else {                                                                                \
+                tmp[k++] = rows[a++];                                                               \
+            }                                                                                       \
+        }                                                                                           \
+        while (a < half) {                                                                          \
+            tmp[k++] = rows[a++];                                                                   \
+        }                                                                                           \
+        while (b < n) {                                                                             \
+            tmp[k++] = rows[b++];                                                                   \
+        }                                                                                           \
+        memcpy(rows, tmp, (size_t)n * sizeof(TYPE));                                                \
+    }                                                                                               \
 }
+
+DEFINE_SORT_RUN(sort_run, int64_t)
+DEFINE_SORT_RUN(sort_run32, int32_t)
 
 static PyObject *
 sort_runs_by_score(PyObject *self, PyObject *args)
@@ -158,7 +161,7 @@ order_by_group_then_score(PyObject *self, PyObject *args)
     Py_ssize_t n_codes, itemsize;
     PyObject *result = NULL;
     Py_ssize_t *start = NULL;
-    int64_t *tmp = NULL;
+    void *tmp = NULL;
     (void)self;
     if (!PyArg_ParseTuple(args, "w*y*nLny*", &order_view, &group_view, &itemsize, &low_ll, &n_codes,
                           &score_view)) {
@@ -166,12 +169,13 @@ order_by_group_then_score(PyObject *self, PyObject *args)
     }
     {
         const int64_t low = (int64_t)low_ll;
-        const Py_ssize_t n = order_view.len / (Py_ssize_t)sizeof(int64_t);
-        int64_t *order = (int64_t *)order_view.buf;
+        const Py_ssize_t n = score_view.len / (Py_ssize_t)sizeof(double);
         const double *score = (const double *)score_view.buf;
+        /* The order is written as int32 (n < 2**31) or int64 rows. */
+        const int narrow = n > 0 && order_view.len == n * 4 && n <= INT32_MAX;
+        const Py_ssize_t width = narrow ? 4 : 8;
         Py_ssize_t i, k, longest = 1;
-        int fits = (itemsize == 4 || itemsize == 8) && n_codes >= 1
-                   && order_view.len == n * (Py_ssize_t)sizeof(int64_t)
+        int fits = (itemsize == 4 || itemsize == 8) && n_codes >= 1 && order_view.len == n * width
                    && group_view.len == n * itemsize
                    && score_view.len == n * (Py_ssize_t)sizeof(double);
         for (i = 0; fits && i < n; i++) {
@@ -195,19 +199,30 @@ order_by_group_then_score(PyObject *self, PyObject *args)
             longest = start[k + 1] > longest ? start[k + 1] : longest;
             start[k + 1] += start[k];
         }
-        tmp = (int64_t *)malloc((size_t)longest * sizeof(int64_t));
+        tmp = malloc((size_t)longest * (size_t)width);
         if (tmp == NULL) {
             PyErr_NoMemory();
             goto done;
         }
         Py_BEGIN_ALLOW_THREADS
         for (i = 0; i < n; i++) {
-            order[start[group_code(group_view.buf, itemsize, i, low)]++] = i;
+            const Py_ssize_t at = start[group_code(group_view.buf, itemsize, i, low)]++;
+            if (narrow) {
+                ((int32_t *)order_view.buf)[at] = (int32_t)i;
+            }
+            else {
+                ((int64_t *)order_view.buf)[at] = i;
+            }
         }
         /* start[k] is now the end of group k (the start of group k + 1). */
         for (k = 0; k < n_codes; k++) {
             const Py_ssize_t first = k == 0 ? 0 : start[k - 1];
-            sort_run(order + first, start[k] - first, score, tmp);
+            if (narrow) {
+                sort_run32((int32_t *)order_view.buf + first, start[k] - first, score, tmp);
+            }
+            else {
+                sort_run((int64_t *)order_view.buf + first, start[k] - first, score, tmp);
+            }
         }
         Py_END_ALLOW_THREADS
         result = Py_NewRef(Py_True);
@@ -227,8 +242,8 @@ static PyMethodDef csort_methods[] = {
      "order), sort order stably by descending score[order[i]], NaN last; True, or None when the "
      "buffers do not fit (order is then unchanged)."},
     {"order_by_group_then_score", order_by_group_then_score, METH_VARARGS,
-     "order_by_group_then_score(order, group, itemsize, low, n_codes, score): fill order (int64, "
-     "n) with np.lexsort((-score, group)): rows by group (int32 or int64 values in [low, low + "
+     "order_by_group_then_score(order, group, itemsize, low, n_codes, score): fill order (int32 "
+     "or int64, n) with np.lexsort((-score, group)): rows by group (int32 or int64 values in [low, low + "
      "n_codes)), then by descending score, NaN last, ties in row order. True, or None when the "
      "buffers do not fit (order is then unchanged)."},
     {NULL, NULL, 0, NULL},

@@ -483,10 +483,11 @@ def _accumulate_compiled(
     scores = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
     recall = np.full((n_thr, n_class, n_area, n_md), np.nan)
     contiguous = np.ascontiguousarray
+    ranking_buffer = _index_buffer(ranking)
     done = _cacc.accumulate(
         tp_bits,
         ignored_bits,
-        contiguous(ranking, dtype=np.int64),
+        ranking_buffer,
         _index_buffer(det_rank),
         _index_buffer(det_class),
         contiguous(det_score),
@@ -500,6 +501,7 @@ def _accumulate_compiled(
         precision,
         scores,
         recall,
+        ranking_buffer.dtype.itemsize,
     )
     if done is None:
         return None

@@ -104,7 +104,8 @@ def by_group_then_descending(
     """``lexsort(ties + (-score, group))``: rows by group, then by descending score, then by ``ties``.
 
     The ranking of detections (class, then score; ``ties`` as :func:`lexsort` takes keys, least
-    significant first). The same permutation as :func:`lexsort`, made without a negated copy of
+    significant first). The same permutation as :func:`lexsort` (int32 from the compiled kernel
+    below 2**31 rows, else intp), made without a negated copy of
     ``score`` or a code per row where it can be: the compiled kernel (``deteval._csort``, a
     counting sort by group then a stable merge sort of each group by score) when there are no
     ``ties``; else, for a few long groups, each group's rows sorted alone
@@ -122,13 +123,13 @@ def by_group_then_descending(
     if not ties and _csort is not None and group.dtype in (np.int32, np.int64) and score.dtype == np.float64:
         low, high = int(group.min()), int(group.max())
         if high - low <= max(n, 1 << 16):
-            filled = np.empty(n, dtype=np.int64)
+            filled = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
             group_c, score_c = np.ascontiguousarray(group), np.ascontiguousarray(score)
             done = _csort.order_by_group_then_score(
                 filled, group_c, group_c.dtype.itemsize, low, high - low + 1, score_c
             )
             if done is not None:
-                return filled.astype(np.intp, copy=False)
+                return filled
     by_runs = _few_long_groups(group, tuple(ties) + (score,), negate_last=True)
     if by_runs is not None:
         return by_runs
