@@ -570,20 +570,30 @@ def _kept_detections(
     det_sel, image_rank = _dataset_wide_selection(
         gt, dt, protocol, np.arange(len(dt)) if det_sel is None else det_sel
     )
-    n_det_per_class = np.bincount(dt.category[det_sel], minlength=n_class)
-    det_key = dt.image[det_sel].astype(np.int64) * n_class + dt.category[det_sel]
-    det_groups = group_rows(det_key, -dt.score[det_sel], dt.order[det_sel])
+    if len(det_sel) == len(dt):  # every detection, in row order: the columns themselves, no copies
+        image, category, det_score, det_order = dt.image, dt.category, dt.score, dt.order
+    else:
+        image, category = dt.image[det_sel], dt.category[det_sel]
+        det_score, det_order = dt.score[det_sel], dt.order[det_sel]
+    n_det_per_class = np.bincount(category, minlength=n_class)
+    det_key = np.multiply(image, n_class, dtype=np.int64)
+    det_key += category
+    del image, category
+    # Rows by (image, class), then descending score, then file order (lexsort's result).
+    order = by_group_then_descending(det_key, det_score, (det_order,))
+    del det_score, det_order
+    sorted_key = det_key[order]
     del det_key
-    det_rank_all = rank_in_group(det_groups.key)
+    det_rank_all = rank_in_group(sorted_key)
     if image_rank is not None:  # max_dets_scope "image": the rank among all the image's results
-        det_rank_all = image_rank[det_sel[det_groups.order]]
+        det_rank_all = image_rank[det_sel[order]]
     det_rank_all = det_rank_all.astype(row_dtype(len(dt)), copy=False)  # ranks < rows: int32
     cap = None if protocol.max_dets is None else max(protocol.max_dets)
     if cap is None:
-        return det_sel[det_groups.order], det_groups.key, det_rank_all, 0, n_det_per_class
+        return det_sel[order], sorted_key, det_rank_all, 0, n_det_per_class
     keep = det_rank_all < cap
     n_over = len(keep) - int(np.count_nonzero(keep))
-    return det_sel[det_groups.order[keep]], det_groups.key[keep], det_rank_all[keep], n_over, n_det_per_class
+    return det_sel[order[keep]], sorted_key[keep], det_rank_all[keep], n_over, n_det_per_class
 
 
 def _checked_masks(

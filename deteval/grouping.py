@@ -120,9 +120,12 @@ def by_group_then_descending(
     n = len(group)
     if n == 0:
         return np.arange(0, dtype=np.intp)
+    ties = tuple(ties)
+    while ties and _is_non_decreasing(ties[0]):  # as lexsort: a sorted least key orders nothing
+        ties = ties[1:]
     if not ties and _csort is not None and group.dtype in (np.int32, np.int64) and score.dtype == np.float64:
         low, high = int(group.min()), int(group.max())
-        if high - low <= max(n, 1 << 16):
+        if high - low <= 4 * n + (1 << 16):  # the counting sort's table: a few bytes per row at most
             filled = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
             group_c, score_c = np.ascontiguousarray(group), np.ascontiguousarray(score)
             done = _csort.order_by_group_then_score(
