@@ -163,7 +163,7 @@ def _compiled_box_columns(raw: bytes) -> BoxColumns | None:
 
 #: Bytes read at a time when a results file is streamed (:func:`_stream_box_results`): the working
 #: set of loading, whatever the file's size.
-_STREAM_CHUNK = 16 << 20
+_STREAM_CHUNK = 4 << 20
 
 #: dtype of the index columns (``image``, ``category``, ``order``) the streamed reader writes.
 _INDEX = np.int64
