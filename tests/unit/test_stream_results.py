@@ -446,3 +446,30 @@ def test_the_file_is_never_held_whole(gt, tmp_path, monkeypatch):
     assert len(fast._stream_box_results(str(path), gt, chunk_size=4096)) == 2000
     assert max(sizes) <= 4096
     assert len(sizes) > 10
+
+
+# --------------------------------------------------------------------------------------
+# Index columns: int32 on every path
+
+
+def test_fast_and_full_paths_give_equal_int32_index_columns(gt, tmp_path, monkeypatch):
+    """Streamed, whole-file fast and full loader: equal columns (values), int32 index columns."""
+    records = [
+        {"image_id": 1 + i % N_IMAGES, "category_id": CATEGORIES[i % 4], "bbox": [i, 2, 3, 4], "score": i / 7}
+        for i in range(100)
+    ]
+    path = tmp_path / "dt.json"
+    path.write_text(json.dumps(records))
+    streamed = load_coco_dt(path, gt)
+    monkeypatch.setattr(results, "_stream_box_results", lambda *a, **k: None)
+    whole = load_coco_dt(path, gt)
+    monkeypatch.setattr(results, "_fast_box_results_held", lambda *a, **k: None)
+    full = load_coco_dt(path, gt)
+    in_memory = load_coco_dt(records, gt)
+    for dt in (streamed, whole, full, in_memory):
+        for name in ("image", "category", "order"):
+            assert getattr(dt, name).dtype == np.int32, name
+        for name in ("image", "category", "order", "box", "score", "has_box"):
+            assert np.array_equal(getattr(dt, name), getattr(full, name)), name
+    assert fast._index_dtype(2**31 - 1) == np.int32
+    assert fast._index_dtype(2**31) == np.int64

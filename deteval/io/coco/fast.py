@@ -165,8 +165,14 @@ def _compiled_box_columns(raw: bytes) -> BoxColumns | None:
 #: set of loading, whatever the file's size.
 _STREAM_CHUNK = 4 << 20
 
-#: dtype of the index columns (``image``, ``category``, ``order``) the streamed reader writes.
-_INDEX = np.int64
+
+
+def _index_dtype(n: int) -> type:
+    """The dtype of the index columns (``image``, ``category``, ``order``) of ``n`` detections.
+
+    int32 (4 bytes per detection and column less than int64), int64 from 2**31 rows on.
+    """
+    return np.int32 if n < 2**31 else np.int64
 
 
 def _stream_box_results(
@@ -275,8 +281,8 @@ class _BoxParts:
         self.gt, self.cmap = gt, cmap
         self.n = 0
         self.min_category: int | None = None
-        self.image = np.empty(capacity, dtype=_INDEX)
-        self.category = np.empty(capacity, dtype=_INDEX)
+        self.image = np.empty(capacity, dtype=_index_dtype(capacity))
+        self.category = np.empty(capacity, dtype=_index_dtype(capacity))
         self.box = np.empty(4 * capacity, dtype=np.float64)
         self.score = np.empty(capacity, dtype=np.float64)
         # against image names, the image ids are joined once at the end (join_ids reads the names)
@@ -580,14 +586,15 @@ def _box_result(
     warnings: list[str],
     segmentation: PolygonSegmentations | None = None,
 ) -> Detections:
-    """The Detections of checked columns (file order; every record has a bbox)."""
+    """The Detections of checked columns (file order; every record has a bbox; int32 indices)."""
     n = len(image)
+    index = _index_dtype(n)
     return Detections(
-        image=image,
-        category=category,
+        image=image.astype(index, copy=False),
+        category=category.astype(index, copy=False),
         box=box,
         score=score,
-        order=np.arange(n, dtype=np.int64),
+        order=np.arange(n, dtype=index),
         has_box=np.ones(n, dtype=bool),
         box_format="xywh",
         segmentation=segmentation,  # type: ignore[arg-type]  # a lazy sequence, read as a tuple

@@ -26,7 +26,12 @@ from deteval.io._records import (
 )
 from deteval.io.category_map import MAX_DROP, CategoryMap, read_category_map, resolve_categories
 from deteval.io.coco._common import _check_list_of_objects, _source
-from deteval.io.coco.fast import _fast_box_records, _fast_box_results_held, _stream_box_results
+from deteval.io.coco.fast import (
+    _fast_box_records,
+    _fast_box_results_held,
+    _index_dtype,
+    _stream_box_results,
+)
 from deteval.io.coco.keypoints import keypoint_column, keypoint_extent
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import AMBIGUOUS, UNKNOWN, explain_miss, join_ids, join_names
@@ -159,12 +164,13 @@ def load_coco_dt(
     warnings.extend(_index_suspicion(category_ids, gt, cmap, where))
     warnings.extend(_box_warnings(box[~box_missing], image[~box_missing], gt, where))
     segmentation = tuple(r.get("segmentation") for r in dets) if has_segm.any() else None
+    index = _index_dtype(len(dets))
     result = Detections(
-        image=image,
-        category=np.maximum(category, 0),
+        image=image.astype(index),
+        category=np.maximum(category, 0).astype(index),
         box=box,
         score=score,
-        order=np.arange(len(dets), dtype=np.int64),
+        order=np.arange(len(dets), dtype=index),
         has_box=~box_missing,
         box_format="xywh",
         segmentation=segmentation,
