@@ -166,7 +166,6 @@ def _compiled_box_columns(raw: bytes) -> BoxColumns | None:
 _STREAM_CHUNK = 4 << 20
 
 
-
 def _index_dtype(n: int) -> type:
     """The dtype of the index columns (``image``, ``category``, ``order``) of ``n`` detections.
 
@@ -278,11 +277,12 @@ class _BoxParts:
 
     def __init__(self, size: int, gt: GroundTruth, cmap: CategoryMap | None):
         capacity = size // _MIN_RECORD_BYTES + 1
+        index: Any = _index_dtype(capacity)
         self.gt, self.cmap = gt, cmap
         self.n = 0
         self.min_category: int | None = None
-        self.image = np.empty(capacity, dtype=_index_dtype(capacity))
-        self.category = np.empty(capacity, dtype=_index_dtype(capacity))
+        self.image: np.ndarray = np.empty(capacity, dtype=index)
+        self.category: np.ndarray = np.empty(capacity, dtype=index)
         self.box = np.empty(4 * capacity, dtype=np.float64)
         self.score = np.empty(capacity, dtype=np.float64)
         # against image names, the image ids are joined once at the end (join_ids reads the names)
