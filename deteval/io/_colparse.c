@@ -288,18 +288,53 @@ static int parse_record(Cursor *c, int64_t *image_id, int64_t *category_id, doub
     return OK;
 }
 
-PyDoc_STRVAR(box_results_doc,
-             "box_results(raw, image_id, category_id, bbox, score, /)\n--\n\n"
-             "Parse the COCO box-results JSON ``raw`` into the given columns.\n\n"
-             "``image_id`` and ``category_id`` are writable int64 buffers, ``bbox`` a float64 buffer of\n"
-             "4 values per record, ``score`` a float64 buffer. Returns the number of records written,\n"
-             "or None when ``raw`` is not exactly a non-empty array of plain box records or holds more\n"
-             "records than the buffers do (nothing is checked beyond the shape).");
+/* The records of ``c`` into the columns from index 0, at most ``capacity`` of them; ``*n`` is set to the
+ * count read. A whole file (``first`` and ``last``) is ``[`` record (``,`` record)* ``]`` with nothing but
+ * whitespace after. A part of a file cut after a record's closing ``}`` (see box_results_part) is the same
+ * grammar cut there: a first part starts with ``[`` and its first record; a later part starts with ``,``
+ * (or, the last part, with ``]``); a part that is not the last ends with a record. Concatenated, the parts
+ * are read exactly as the whole file is: no token crosses a cut (a ``}`` is a token of its own). */
+static int parse_box_array(Cursor *c, int first, int last, Py_ssize_t capacity, int64_t *image_id,
+                           int64_t *category_id, double *bbox, double *score, Py_ssize_t *n_out) {
+    Py_ssize_t n = 0;
+    int status = OK;
+    if (first) {
+        status = expect(c, '[');
+        if (status == OK && capacity < 1) status = REFUSE;
+        if (status == OK) status = parse_record(c, &image_id[0], &category_id[0], &bbox[0], &score[0]);
+        if (status == OK) n = 1;
+    }
+    while (status == OK) {
+        skip_ws(c);
+        if (c->p >= c->end) {
+            if (last) status = REFUSE; /* no closing ] */
+            break;
+        }
+        if (*c->p == ',') {
+            c->p++;
+            if (n >= capacity) {
+                status = REFUSE;
+                break;
+            }
+            status = parse_record(c, &image_id[n], &category_id[n], &bbox[4 * n], &score[n]);
+            if (status == OK) n++;
+            continue;
+        }
+        if (!last || *c->p != ']') {
+            status = REFUSE;
+            break;
+        }
+        c->p++;
+        skip_ws(c);
+        if (c->p != c->end) status = REFUSE; /* trailing text */
+        break;
+    }
+    *n_out = n;
+    return status;
+}
 
-static PyObject *box_results(PyObject *self, PyObject *args) {
-    PyObject *raw_obj, *objs[4];
-    if (!PyArg_ParseTuple(args, "OOOOO:box_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3]))
-        return NULL;
+/* Shared by box_results and box_results_part: parse ``raw_obj`` into the four columns. */
+static PyObject *parse_box_columns(PyObject *raw_obj, int first, int last, PyObject *const *objs) {
     Py_buffer raw;
     Column cols[4];
     memset(cols, 0, sizeof cols);
@@ -313,34 +348,11 @@ static PyObject *box_results(PyObject *self, PyObject *args) {
     if (cols[1].view.len / 8 < capacity) capacity = cols[1].view.len / 8;
     if (cols[2].view.len / 32 < capacity) capacity = cols[2].view.len / 32;
     if (cols[3].view.len / 8 < capacity) capacity = cols[3].view.len / 8;
-    int64_t *image_id = (int64_t *)cols[0].view.buf, *category_id = (int64_t *)cols[1].view.buf;
-    double *bbox = (double *)cols[2].view.buf, *score = (double *)cols[3].view.buf;
-
     Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
     Py_ssize_t n = 0;
-    int status = expect(&c, '[');
-    if (status == OK) {
-        for (;;) {
-            if (n >= capacity) {
-                status = REFUSE;
-                break;
-            }
-            status = parse_record(&c, &image_id[n], &category_id[n], &bbox[4 * n], &score[n]);
-            if (status != OK) break;
-            n++;
-            skip_ws(&c);
-            if (c.p < c.end && *c.p == ',') {
-                c.p++;
-                continue;
-            }
-            status = expect(&c, ']');
-            break;
-        }
-    }
-    if (status == OK) {
-        skip_ws(&c);
-        if (c.p != c.end) status = REFUSE; /* trailing text */
-    }
+    int status = parse_box_array(&c, first, last, capacity, (int64_t *)cols[0].view.buf,
+                                 (int64_t *)cols[1].view.buf, (double *)cols[2].view.buf,
+                                 (double *)cols[3].view.buf, &n);
     if (status == ERROR) goto done;
     result = status == OK ? PyLong_FromSsize_t(n) : Py_NewRef(Py_None);
 done:
@@ -349,6 +361,40 @@ done:
     }
     PyBuffer_Release(&raw);
     return result;
+}
+
+PyDoc_STRVAR(box_results_doc,
+             "box_results(raw, image_id, category_id, bbox, score, /)\n--\n\n"
+             "Parse the COCO box-results JSON ``raw`` into the given columns.\n\n"
+             "``image_id`` and ``category_id`` are writable int64 buffers, ``bbox`` a float64 buffer of\n"
+             "4 values per record, ``score`` a float64 buffer. Returns the number of records written,\n"
+             "or None when ``raw`` is not exactly a non-empty array of plain box records or holds more\n"
+             "records than the buffers do (nothing is checked beyond the shape).");
+
+static PyObject *box_results(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOOO:box_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3]))
+        return NULL;
+    return parse_box_columns(raw_obj, 1, 1, objs);
+}
+
+PyDoc_STRVAR(box_results_part_doc,
+             "box_results_part(raw, first, last, image_id, category_id, bbox, score, /)\n--\n\n"
+             "Parse one part of a COCO box-results file into the given columns (as box_results).\n\n"
+             "A file read in parts is cut right after a record's closing ``}``: ``first`` (the part\n"
+             "starts the file: ``[`` and a record) and ``last`` (it ends the file: ``]`` and only\n"
+             "whitespace after) say which grammar applies; a part that is not the last must end with a\n"
+             "record, a later part starts with ``,`` (or ``]``). The parts read in order give the\n"
+             "records box_results gives on the whole file. Returns the number of records written (0\n"
+             "only for a last part holding just ``]``), or None when the part is not plain.");
+
+static PyObject *box_results_part(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *objs[4];
+    int first, last;
+    if (!PyArg_ParseTuple(args, "OppOOOO:box_results_part", &raw_obj, &first, &last, &objs[0], &objs[1],
+                          &objs[2], &objs[3]))
+        return NULL;
+    return parse_box_columns(raw_obj, first, last, objs);
 }
 
 /* ---- COCO instances: the top-level ``annotations`` array into columns ---- */
@@ -1593,6 +1639,7 @@ done:
 
 static PyMethodDef colparse_methods[] = {
     {"box_results", box_results, METH_VARARGS, box_results_doc},
+    {"box_results_part", box_results_part, METH_VARARGS, box_results_part_doc},
     {"text_rows", text_rows, METH_VARARGS, text_rows_doc},
     {"key_slots", key_slots, METH_VARARGS, key_slots_doc},
     {"voc_rows", voc_rows, METH_VARARGS, voc_rows_doc},

@@ -5,6 +5,11 @@ from typing import Any
 def box_results(raw: bytes, image_id: Any, category_id: Any, bbox: Any, score: Any, /) -> int | None:
     """Parse COCO box-results JSON into the given int64/float64 buffers: the record count, or None."""
 
+def box_results_part(
+    raw: Any, first: bool, last: bool, image_id: Any, category_id: Any, bbox: Any, score: Any, /
+) -> int | None:
+    """Parse one part of a box-results file cut after a record (``[`` first, ``]`` last): the record count, or None."""
+
 def text_rows(raw: bytes, first_is_text: bool, class_ids: Any, numbers: Any, lines: Any, /) -> Any:
     """Parse rows ``id n n n n n`` into the buffers: the ids (list) or the row count, or None."""
 

@@ -369,8 +369,11 @@ def test_span_segmentations_decode_on_access():
 
 @pytest.mark.usefixtures("compiled")
 def test_results_bytes_are_let_go_and_read_again_for_a_message(tmp_path, monkeypatch):
-    """Once a results file's columns exist its bytes are freed; a message needs a second read."""
-    from deteval.io.coco import _common, load_coco_dt
+    """Once a results file's columns exist its bytes are freed; a message needs a second read.
+
+    (The whole-file path: a plain file read by path is streamed, and never read whole.)
+    """
+    from deteval.io.coco import _common, load_coco_dt, results
 
     gt = load_coco_gt(GT_PATH)
     image = int(gt.image_id[0])
@@ -380,6 +383,9 @@ def test_results_bytes_are_let_go_and_read_again_for_a_message(tmp_path, monkeyp
     monkeypatch.setattr(_common, "read_bytes", lambda *a, **k: reads.append(a[0]) or real_read(*a, **k))
     good = tmp_path / "good.json"
     good.write_text(json.dumps([record] * 3))
+    assert len(load_coco_dt(good, gt).score) == 3
+    assert not reads  # streamed
+    monkeypatch.setattr(results, "_stream_box_results", lambda *a, **k: None)
     assert len(load_coco_dt(good, gt).score) == 3
     assert len(reads) == 1
     bad = tmp_path / "bad.json"

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import itertools
 import operator
+import os
+import stat
 import zlib
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -39,6 +41,7 @@ from deteval.io.coco._common import _duplicates
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
+from deteval.io.output import note_read
 from deteval.io.segmentation.sources import PolygonSegmentations
 
 #: The columns of a box-results file: image_id, category_id (int64), bbox (n, 4), score (float64).
@@ -52,7 +55,15 @@ NO_EXTENSION = _speedups.is_disabled()
 _colparse: ModuleType | None = _speedups.load("deteval.io._colparse")
 #: A build older than this module (in place, before ``build_ext`` was run again) lacks some
 #: readers: it is ignored as a whole, and the msgspec paths give the same values.
-_READERS = ("box_results", "text_rows", "instances", "box_records", "annotation_records", "segm_results")
+_READERS = (
+    "box_results",
+    "box_results_part",
+    "text_rows",
+    "instances",
+    "box_records",
+    "annotation_records",
+    "segm_results",
+)
 if _colparse is not None and not all(hasattr(_colparse, name) for name in _READERS):
     _colparse = None  # pragma: no cover - depends on the build
 
@@ -148,6 +159,192 @@ def _compiled_box_columns(raw: bytes) -> BoxColumns | None:
     for column, size in ((image_ids, n), (category_ids, n), (box, 4 * n), (score, n)):
         column.resize(size, refcheck=False)  # in place: no view of these arrays exists yet
     return image_ids, category_ids, box.reshape(n, 4), score
+
+
+#: Bytes read at a time when a results file is streamed (:func:`_stream_box_results`): the working
+#: set of loading, whatever the file's size.
+_STREAM_CHUNK = 4 << 20
+
+
+def _index_dtype(n: int) -> type:
+    """The dtype of the index columns (``image``, ``category``, ``order``) of ``n`` detections.
+
+    int32 (4 bytes per detection and column less than int64), int64 from 2**31 rows on.
+    """
+    return np.int32 if n < 2**31 else np.int64
+
+
+def _stream_box_results(
+    path: str, gt: GroundTruth, cmap: CategoryMap | None = None, *, chunk_size: int = _STREAM_CHUNK
+) -> Detections | None:
+    """A plain box-results file read in parts straight into checked columns, or None.
+
+    The file is read ``chunk_size`` bytes at a time into one reused buffer; each part, cut after
+    the last ``}`` read (in a plain file only a record ends with ``}``), is parsed by the C
+    extension (``box_results_part``) into the boxes and scores at their final place and into
+    part-sized id columns, which are joined to ``gt`` (image and category indices) before the
+    next part is read. So the peak of loading is the Detections' columns plus a working set of
+    a few times ``chunk_size``: neither the file's bytes nor int64 id columns of every detection
+    are held (against a ground truth without image ids -- YOLO, VOC -- the image ids are kept
+    whole and joined once at the end, as :func:`deteval.io.identity.join_ids` reads the image
+    names once per call).
+
+    Returns None -- and the caller reads the whole file as before, whose paths give the same
+    numbers, warnings and errors -- without the extension, for anything but a regular file
+    (a FIFO, ``/dev/stdin``: the whole-file reader decides about it), for a file that is not the
+    plain shape in any part, that needs a message (unknown image or category, negative size), that
+    holds no record, that cannot be read, or that changed while read (its size or modification time
+    at the end differ from the start, or more or fewer bytes than its size were read): such a file
+    is read again whole, as it then is. Nothing read is recorded as an input unless this returns
+    the detections.
+    """
+    if _colparse is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except (OSError, ValueError):  # missing, a folder, a NUL in the path: read_bytes names it
+        return None
+    try:
+        start = os.fstat(fd)
+        regular = stat.S_ISREG(start.st_mode) and start.st_size <= MAX_BYTES["json"]
+    except OSError:  # pragma: no cover - fstat of an open descriptor
+        regular = False
+    if not regular:  # a folder, FIFO, device, or too large: the whole-file reader names it
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        try:
+            if hasattr(os, "set_blocking"):
+                os.set_blocking(fd, True)
+            parts = _BoxParts(start.st_size, gt, cmap)
+            if not _read_parts(f, parts, start.st_size, chunk_size):
+                return None
+            end = os.fstat(fd)
+        except OSError:
+            return None  # read again whole: read_bytes names the problem
+    if (end.st_size, end.st_mtime_ns) != (start.st_size, start.st_mtime_ns):
+        return None
+    finished = parts.finish()
+    del parts
+    if finished is None:
+        return None
+    note_read(path, start)
+    image, category, box, score, min_category = finished
+    del finished
+    warnings = _index_suspicion(np.array([min_category]), gt, cmap, path)  # it reads the smallest id only
+    warnings += _box_warnings(box, image, gt, path)
+    return _box_result(image, category, box, score, path=path, warnings=warnings)
+
+
+def _read_parts(f: Any, parts: _BoxParts, size: int, chunk_size: int) -> bool:
+    """Read ``f`` to its end in parts cut after a ``}``, feeding each to ``parts``; False to give up.
+
+    ``size`` bytes are expected: more, or fewer at the end, give up (the file changed).
+    """
+    buf = bytearray(max(chunk_size, 1))
+    filled = total = 0
+    first = True
+    while True:
+        if filled == len(buf):  # no ``}`` in a full buffer: a long record or much whitespace
+            grown = bytearray(2 * len(buf))
+            grown[:filled] = buf
+            buf = grown
+        with memoryview(buf) as view:
+            got = f.readinto(view[filled:])
+            if not got:
+                return total == size and parts.feed(view[:filled], first=first, last=True)
+            total += got
+            filled += got
+            if total > size:
+                return False
+            cut = buf.rfind(b"}", 0, filled) + 1
+            if not cut:
+                continue
+            if not parts.feed(view[:cut], first=first, last=False):
+                return False
+            first = False
+            rest = bytes(view[cut:filled])
+        buf[: len(rest)] = rest
+        filled = len(rest)
+
+
+class _BoxParts:
+    """The columns of a box-results file filled part by part (:func:`_stream_box_results`).
+
+    Capacity for the most records the file's size allows (untouched memory is never resident),
+    shrunk in place by :meth:`finish`. Each part's ids are joined and checked as it is parsed.
+    """
+
+    def __init__(self, size: int, gt: GroundTruth, cmap: CategoryMap | None):
+        capacity = size // _MIN_RECORD_BYTES + 1
+        index: Any = _index_dtype(capacity)
+        self.gt, self.cmap = gt, cmap
+        self.n = 0
+        self.min_category: int | None = None
+        self.image: np.ndarray = np.empty(capacity, dtype=index)
+        self.category: np.ndarray = np.empty(capacity, dtype=index)
+        self.box = np.empty(4 * capacity, dtype=np.float64)
+        self.score = np.empty(capacity, dtype=np.float64)
+        # against image names, the image ids are joined once at the end (join_ids reads the names)
+        self.image_ids = None if gt.has_image_ids else np.empty(capacity, dtype=np.int64)
+        self.part_image_ids = np.empty(0, dtype=np.int64)
+        self.part_category_ids = np.empty(0, dtype=np.int64)
+
+    def feed(self, raw: Any, *, first: bool, last: bool) -> bool:
+        """Parse, join and check one part (a buffer); False when it is not plain or needs a message."""
+        assert _colparse is not None  # _stream_box_results checks it before making parts
+        most = len(raw) // _MIN_RECORD_BYTES + 1
+        if len(self.part_category_ids) < most:
+            self.part_image_ids = np.empty(most, dtype=np.int64)
+            self.part_category_ids = np.empty(most, dtype=np.int64)
+        n = self.n
+        image_ids = self.part_image_ids if self.image_ids is None else self.image_ids[n:]
+        count = _colparse.box_results_part(
+            raw, first, last, image_ids, self.part_category_ids, self.box[4 * n :], self.score[n:]
+        )
+        if count is None:
+            return False
+        if not count:
+            return True
+        stop = n + count
+        category_ids = self.part_category_ids[:count]
+        box = self.box[4 * n : 4 * stop].reshape(count, 4)
+        if not (np.isfinite(box).all() and np.isfinite(self.score[n:stop]).all()) or (box[:, 2:] < 0).any():
+            return False
+        try:
+            category = map_categories(category_ids, self.gt, self.cmap)
+        except ConfigError:
+            return False  # the full path raises it again
+        if (category < 0).any():
+            return False
+        self.category[n:stop] = category
+        if self.image_ids is None:
+            image = join_ids(self.part_image_ids[:count], self.gt)
+            if (image < 0).any():
+                return False
+            self.image[n:stop] = image
+        smallest = int(category_ids.min())
+        self.min_category = smallest if self.min_category is None else min(self.min_category, smallest)
+        self.n = stop
+        return True
+
+    def finish(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int] | None:
+        """(image, category, box (n, 4), score, smallest category id), or None when none was read."""
+        n = self.n
+        if not n or self.min_category is None:
+            return None
+        if self.image_ids is not None:
+            image = join_ids(self.image_ids[:n], self.gt)
+            self.image_ids = None
+            if (image < 0).any():
+                return None
+            self.image[:n] = image
+            del image
+        self.part_image_ids = self.part_category_ids = np.empty(0, dtype=np.int64)
+        image, category, box, score = self.image, self.category, self.box, self.score
+        for column, size in ((image, n), (category, n), (box, 4 * n), (score, n)):
+            column.resize(size, refcheck=False)  # in place: the parts' views are gone
+        return image, category, box.reshape(n, 4), score, self.min_category
 
 
 #: Bytes of the shortest segm record the compiled parser accepts, with its comma:
@@ -361,7 +558,6 @@ def _box_detections(
         return None
     image_ids, category_ids, box, score = columns
     del columns
-    n = len(image_ids)
     image = join_ids(image_ids, gt)
     try:
         category = map_categories(category_ids, gt, cmap)
@@ -377,12 +573,28 @@ def _box_detections(
     warnings = _index_suspicion(category_ids, gt, cmap, path)
     del image_ids, category_ids
     warnings += _box_warnings(box, image, gt, path)
+    return _box_result(image, category, box, score, path=path, warnings=warnings, segmentation=segmentation)
+
+
+def _box_result(
+    image: np.ndarray,
+    category: np.ndarray,
+    box: np.ndarray,
+    score: np.ndarray,
+    *,
+    path: str,
+    warnings: list[str],
+    segmentation: PolygonSegmentations | None = None,
+) -> Detections:
+    """The Detections of checked columns (file order; every record has a bbox; int32 indices)."""
+    n = len(image)
+    index = _index_dtype(n)
     return Detections(
-        image=image,
-        category=category,
+        image=image.astype(index, copy=False),
+        category=category.astype(index, copy=False),
         box=box,
         score=score,
-        order=np.arange(n, dtype=np.int64),
+        order=np.arange(n, dtype=index),
         has_box=np.ones(n, dtype=bool),
         box_format="xywh",
         segmentation=segmentation,  # type: ignore[arg-type]  # a lazy sequence, read as a tuple

@@ -24,9 +24,14 @@ from deteval.io._records import (
     number_column,
     plain,
 )
-from deteval.io.category_map import MAX_DROP, read_category_map, resolve_categories
+from deteval.io.category_map import MAX_DROP, CategoryMap, read_category_map, resolve_categories
 from deteval.io.coco._common import _check_list_of_objects, _source
-from deteval.io.coco.fast import _fast_box_records, _fast_box_results_held
+from deteval.io.coco.fast import (
+    _fast_box_records,
+    _fast_box_results_held,
+    _index_dtype,
+    _stream_box_results,
+)
 from deteval.io.coco.keypoints import keypoint_column, keypoint_extent
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import AMBIGUOUS, UNKNOWN, explain_miss, join_ids, join_names
@@ -86,9 +91,7 @@ def load_coco_dt(
     [0]
     """
     cmap = read_category_map(category_map)
-    data, where = _source(
-        source, name or "<detections>", lambda held, path: _fast_box_results_held(held, path, gt, cmap)
-    )
+    data, where = _read_results(source, name or "<detections>", gt, cmap)
     if isinstance(data, Detections):
         return data
     if type(data) is list:  # in-memory records: typed at C speed when plain
@@ -161,12 +164,13 @@ def load_coco_dt(
     warnings.extend(_index_suspicion(category_ids, gt, cmap, where))
     warnings.extend(_box_warnings(box[~box_missing], image[~box_missing], gt, where))
     segmentation = tuple(r.get("segmentation") for r in dets) if has_segm.any() else None
+    index = _index_dtype(len(dets))
     result = Detections(
-        image=image,
-        category=np.maximum(category, 0),
+        image=image.astype(index),
+        category=np.maximum(category, 0).astype(index),
         box=box,
         score=score,
-        order=np.arange(len(dets), dtype=np.int64),
+        order=np.arange(len(dets), dtype=index),
         has_box=~box_missing,
         box_format="xywh",
         segmentation=segmentation,
@@ -175,6 +179,19 @@ def load_coco_dt(
         keypoints=keypoints,
     )
     return result.take(keep) if keep is not None else result
+
+
+def _read_results(source: Any, name: str, gt: GroundTruth, cmap: CategoryMap | None) -> tuple[Any, str]:
+    """(Detections, or the parsed data for the full checks; the name for messages).
+
+    A path to a plain box-results file is streamed into columns (:func:`_stream_box_results`);
+    any other file is read whole and offered to the whole-file fast paths, then parsed.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        streamed = _stream_box_results(os.fspath(source), gt, cmap)
+        if streamed is not None:
+            return streamed, streamed.source
+    return _source(source, name, lambda held, path: _fast_box_results_held(held, path, gt, cmap))
 
 
 def _join_images(dets: list, gt: GroundTruth, problems: Problems, *, integral_floats: bool) -> np.ndarray:
