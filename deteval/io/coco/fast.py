@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - msgspec is a declared dependency
     _HAS_MSGSPEC = False
 
 from deteval import _speedups
-from deteval.data import Detections, GroundTruth
+from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError, InputError
 from deteval.io._json import _count_keys, _orjson, count_raw_keys
 from deteval.io._text import MAX_BYTES, read_bytes
@@ -594,7 +594,7 @@ def _box_result(
         category=category.astype(index, copy=False),
         box=box,
         score=score,
-        order=np.arange(n, dtype=index),
+        order=order_column(n),
         has_box=np.ones(n, dtype=bool),
         box_format="xywh",
         segmentation=segmentation,  # type: ignore[arg-type]  # a lazy sequence, read as a tuple

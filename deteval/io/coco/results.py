@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from deteval.data import Detections, GroundTruth
+from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import InputError
 from deteval.io._records import (
     MISSING,
@@ -170,7 +170,7 @@ def load_coco_dt(
         category=np.maximum(category, 0).astype(index),
         box=box,
         score=score,
-        order=np.arange(len(dets), dtype=index),
+        order=order_column(len(dets)),
         has_box=~box_missing,
         box_format="xywh",
         segmentation=segmentation,
