@@ -264,7 +264,7 @@ def match(
     n_det = len(det_rows)
     # GroundTruth.__post_init__ fills a missing is_group_of with False: never None on an instance.
     is_group_of = cast(np.ndarray, gt.is_group_of)
-    sorted_gt = _SortedTruth(
+    sorted_truth = _SortedTruth(
         groups=gt_groups,
         rows=gt_rows,
         is_ignored=is_ignored[:, gt_rows],
@@ -282,7 +282,7 @@ def match(
     bounds = _chunk_bounds(det_key_kept, n_class, _MATCH_CHUNK)
     if len(bounds) == 2:  # one chunk: its outcome is the table's
         tp, ignored, part = _match_chunk(
-            gt, dt, protocol, masks, det_rows, det_key_kept, sorted_gt, thresholds, narrow
+            gt, dt, protocol, masks, det_rows, det_key_kept, sorted_truth, thresholds, narrow
         )
         del det_key_kept
         match_lane, match_det, match_gt = _table_rows([part], n_lane, n_det, len(gt))
@@ -301,7 +301,7 @@ def match(
                 masks,
                 det_rows[start:stop],
                 det_key_kept[start:stop],
-                sorted_gt,
+                sorted_truth,
                 thresholds,
                 narrow,
                 det_offset=int(start),
@@ -313,6 +313,7 @@ def match(
         del det_key_kept
         match_lane, match_det, match_gt = _table_rows(parts, n_lane, n_det, len(gt))
         del parts
+    del sorted_truth, gt_groups, gt_rows  # freed before the table's detection columns are made
     n_positive = np.zeros((n_class, n_area), dtype=np.int64)
     for a in range(n_area):
         counted = gt_sel[~is_ignored[a, gt_sel]]
@@ -589,11 +590,14 @@ def _kept_detections(
         det_rank_all = image_rank[det_sel[order]]
     det_rank_all = det_rank_all.astype(row_dtype(len(dt)), copy=False)  # ranks < rows: int32
     cap = None if protocol.max_dets is None else max(protocol.max_dets)
+    # Rows of dt: the order itself when every detection was selected (int32 from the compiled
+    # sort, no int64 copy), else the selected rows it orders.
+    rows_of = (lambda o: o) if len(det_sel) == len(dt) else (lambda o: det_sel[o])
     if cap is None:
-        return det_sel[order], sorted_key, det_rank_all, 0, n_det_per_class
+        return rows_of(order), sorted_key, det_rank_all, 0, n_det_per_class
     keep = det_rank_all < cap
     n_over = len(keep) - int(np.count_nonzero(keep))
-    return det_sel[order[keep]], sorted_key[keep], det_rank_all[keep], n_over, n_det_per_class
+    return rows_of(order[keep]), sorted_key[keep], det_rank_all[keep], n_over, n_det_per_class
 
 
 def _checked_masks(
