@@ -639,8 +639,10 @@ class SpanSegmentations(Sequence):
 
     def __init__(self, raw: bytes, starts: np.ndarray, stops: np.ndarray, loads: Callable[[bytes], Any]):
         self._raw: bytes | None = raw
-        self._starts = starts
-        self._stops = stops
+        # Offsets into the file: int32 below 2 GiB (they stay while the ground truth does).
+        offsets = np.int32 if len(raw) < 2**31 else np.int64
+        self._starts = starts.astype(offsets, copy=False)
+        self._stops = stops.astype(offsets, copy=False)
         self._loads = loads
         self._origin: tuple[str, int, int] | None = None  # (path, size, CRC-32) when on disk
 
