@@ -27,7 +27,15 @@ from typing import Any
 
 from deteval.errors import ConfigError
 
-__all__ = ["ReadLog", "recording_reads", "note_read", "note_folder", "check_output", "write_atomic"]
+__all__ = [
+    "ReadLog",
+    "recording_reads",
+    "note_read",
+    "note_reads",
+    "note_folder",
+    "check_output",
+    "write_atomic",
+]
 
 
 @dataclass
@@ -113,6 +121,22 @@ def note_read(path: str | os.PathLike, stat: os.stat_result | None = None) -> No
     """Called by every reader: ``path`` was read (no-op outside :func:`recording_reads`)."""
     for log in _ACTIVE.get():
         log.add_file(path, stat)
+
+
+def note_reads(paths: list, stats: bytes) -> None:
+    """:func:`note_read` of many files whose ``os.stat`` fields the compiled reader gave.
+
+    ``stats``: ten int64 a file (``os.stat_result``'s first ten fields). Nothing is built when no
+    :func:`recording_reads` block is active (a library call outside the CLI).
+    """
+    logs = _ACTIVE.get()
+    if not logs:
+        return
+    rows = memoryview(stats).cast("q").tolist()
+    for i, path in enumerate(paths):
+        stat = os.stat_result(rows[10 * i : 10 * i + 10])
+        for log in logs:
+            log.add_file(path, stat)
 
 
 def note_folder(path: str | os.PathLike) -> None:

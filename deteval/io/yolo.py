@@ -53,7 +53,7 @@ from deteval.io._text import (
 from deteval.io._yaml import find_alias
 from deteval.io.category_map import MAX_DROP, read_category_map, resolve_categories
 from deteval.io.coco.fast import _compiled_yolo_rows
-from deteval.io.output import note_read
+from deteval.io.output import note_reads
 
 _colparse = _speedups.load("deteval.io._colparse")
 if _colparse is not None and not hasattr(_colparse, "yolo_files"):
@@ -415,10 +415,7 @@ def _compiled_labels(
     if found is None:
         return None
     raw_class, raw_box, _, _, raw_counts, raw_stats = found
-    for path, fields in zip(
-        label_paths, np.frombuffer(raw_stats, dtype=np.int64).reshape(-1, 10).tolist(), strict=True
-    ):
-        note_read(path, os.stat_result(fields))
+    note_reads(label_paths, raw_stats)
     ids = np.frombuffer(raw_class, dtype=np.int64)
     if not len(class_ids):
         return (
@@ -747,10 +744,7 @@ def _compiled_predictions(
     if found is None:
         return None
     raw_class, raw_box, raw_score, raw_lines, raw_counts, raw_stats = found
-    for path, fields in zip(
-        paths, np.frombuffer(raw_stats, dtype=np.int64).reshape(-1, 10).tolist(), strict=True
-    ):
-        note_read(path, os.stat_result(fields))
+    note_reads(paths, raw_stats)
     class_ids = np.frombuffer(raw_class, dtype=np.int64)
     lines = np.frombuffer(raw_lines, dtype=np.int64)
     counts = np.frombuffer(raw_counts, dtype=np.int64)
