@@ -272,7 +272,6 @@ def match(
         is_unmatchable=is_unmatchable[gt_rows],
         is_group=is_group_of[gt_rows] if protocol.group_of == "openimages" else np.zeros(len(gt_rows), bool),
         labels=_federated_labels(gt, protocol) if protocol.federated_labels == "lvis" else None,
-        n_all=len(gt),
     )
     # Matches as int32 rows and int8 lanes straight from the compiled matchers where they fit
     # (ground-truth rows of the whole `gt`: they are written over the sorted rows below).
@@ -281,11 +280,10 @@ def match(
     )
     bounds = _chunk_bounds(det_key_kept, n_class, _MATCH_CHUNK)
     if len(bounds) == 2:  # one chunk: its outcome is the table's
-        tp, ignored, part = _match_chunk(
+        tp, ignored, (match_lane, match_det, match_gt) = _match_chunk(
             gt, dt, protocol, masks, det_rows, det_key_kept, sorted_truth, thresholds, narrow
         )
         del det_key_kept
-        match_lane, match_det, match_gt = _table_rows([part], n_lane, n_det, len(gt))
     else:
         # Image shards of the sorted detections, matched one at a time: the pairs, IoUs and the
         # matcher's working set exist for one shard only (a bounded working set); the flags go
@@ -352,14 +350,6 @@ class _SortedTruth:
     is_unmatchable: np.ndarray
     is_group: np.ndarray  # group-of boxes matched in Open Images' second stage
     labels: FederatedLabels | None  # federated_labels: lvis
-    n_all: int  # rows of the whole ground truth (the dtype of match_gt)
-
-
-@dataclass(eq=False)
-class _ChunkMatches:
-    """One shard's matches, lane-major, with rows of the table; a column is dropped once laid out."""
-
-    columns: list  # [match_lane, match_det, match_gt]
 
 
 def _chunk_bounds(det_key: np.ndarray, n_class: int, size: int) -> np.ndarray:
@@ -384,10 +374,11 @@ def _match_chunk(
     narrow: bool,
     *,
     det_offset: int | None = None,
-) -> tuple[LaneFlags, LaneFlags, _ChunkMatches]:
+) -> tuple[LaneFlags, LaneFlags, list]:
     """Match whole images' detections (rows of ``dt`` sorted by (image, class, rank)).
 
-    Returns the packed true-positive and ignored flags and the matches.
+    Returns the packed true-positive and ignored flags and the matches, ``[match_lane, match_det,
+    match_gt]`` sorted by (lane, detection) as every matcher sorts them.
 
     ``det_offset`` is given for a shard of a larger table: the matches are then copied out of the
     matcher's buffer, a column each, with detection rows of the table (shard row + offset).
@@ -492,7 +483,7 @@ def _match_chunk(
         columns = [
             result.match_lane.astype(lane_dtype(n_lane), copy=False),
             result.match_det.astype(row_dtype(len(det_rows)), copy=False),
-            result.match_gt.astype(row_dtype(truth.n_all), copy=False),
+            result.match_gt.astype(row_dtype(len(gt)), copy=False),
         ]
     else:  # separate arrays, so that each column is freed once the table's is laid out
         match_det = result.match_det.astype(row_dtype(det_offset + len(det_rows)))
@@ -500,9 +491,9 @@ def _match_chunk(
         columns = [
             result.match_lane.astype(lane_dtype(n_lane)),
             match_det,
-            truth.rows[result.match_gt].astype(row_dtype(truth.n_all), copy=False),
+            truth.rows[result.match_gt].astype(row_dtype(len(gt)), copy=False),
         ]
-    return result.tp, result.ignored, _ChunkMatches(columns)
+    return result.tp, result.ignored, columns
 
 
 def _table_rows(parts: list, n_lane: int, n_det: int, n_gt: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -512,16 +503,7 @@ def _table_rows(parts: list, n_lane: int, n_det: int, n_gt: int) -> tuple[np.nda
     order: lane by lane, the shards' runs follow each other. The columns are laid out one at a
     time, each shard's column dropped once copied (the peak is one column, not the table).
     """
-    if len(parts) == 1:
-        lanes, dets, gts = parts[0].columns
-        return lanes, dets, gts
-    counts = []
-    for part in parts:
-        lane = part.columns[0]
-        if len(lane) > 1 and (np.diff(lane.astype(np.int16)) < 0).any():  # pragma: no cover - matchers sort
-            by_lane = np.argsort(lane, kind="stable")
-            part.columns = [column[by_lane] for column in part.columns]
-        counts.append(np.bincount(part.columns[0].astype(np.int64), minlength=n_lane))
+    counts = [np.bincount(part[0].astype(np.int64), minlength=n_lane) for part in parts]
     counts_arr = np.array(counts, dtype=np.int64).reshape(len(parts), n_lane)
     first_in_part = np.cumsum(counts_arr, axis=1) - counts_arr
     out = []
@@ -533,10 +515,10 @@ def _table_rows(parts: list, n_lane: int, n_det: int, n_gt: int) -> tuple[np.nda
                 size = int(counts_arr[p, lane])
                 if size:
                     first = int(first_in_part[p, lane])
-                    column[at : at + size] = part.columns[k][first : first + size]
+                    column[at : at + size] = part[k][first : first + size]
                     at += size
         for part in parts:
-            part.columns[k] = None
+            part[k] = None
         out.append(column)
     return out[0], out[1], out[2]
 
@@ -571,7 +553,8 @@ def _kept_detections(
     det_sel, image_rank = _dataset_wide_selection(
         gt, dt, protocol, np.arange(len(dt)) if det_sel is None else det_sel
     )
-    if len(det_sel) == len(dt):  # every detection, in row order: the columns themselves, no copies
+    every = len(det_sel) == len(dt)  # every detection, in row order (det_sel is then an arange)
+    if every:  # the columns themselves, no copies
         image, category, det_score, det_order = dt.image, dt.category, dt.score, dt.order
     else:
         image, category = dt.image[det_sel], dt.category[det_sel]
@@ -585,19 +568,20 @@ def _kept_detections(
     del det_score, det_order
     sorted_key = det_key[order]
     del det_key
-    det_rank_all = rank_in_group(sorted_key)
-    if image_rank is not None:  # max_dets_scope "image": the rank among all the image's results
-        det_rank_all = image_rank[det_sel[order]]
-    det_rank_all = det_rank_all.astype(row_dtype(len(dt)), copy=False)  # ranks < rows: int32
-    cap = None if protocol.max_dets is None else max(protocol.max_dets)
     # Rows of dt: the order itself when every detection was selected (int32 from the compiled
     # sort, no int64 copy), else the selected rows it orders.
-    rows_of = (lambda o: o) if len(det_sel) == len(dt) else (lambda o: det_sel[o])
+    det_rows = order if every else det_sel[order]
+    del order
+    det_rank_all = rank_in_group(sorted_key)
+    if image_rank is not None:  # max_dets_scope "image": the rank among all the image's results
+        det_rank_all = image_rank[det_rows]
+    det_rank_all = det_rank_all.astype(row_dtype(len(dt)), copy=False)  # ranks < rows: int32
+    cap = None if protocol.max_dets is None else max(protocol.max_dets)
     if cap is None:
-        return rows_of(order), sorted_key, det_rank_all, 0, n_det_per_class
+        return det_rows, sorted_key, det_rank_all, 0, n_det_per_class
     keep = det_rank_all < cap
     n_over = len(keep) - int(np.count_nonzero(keep))
-    return rows_of(order[keep]), sorted_key[keep], det_rank_all[keep], n_over, n_det_per_class
+    return det_rows[keep], sorted_key[keep], det_rank_all[keep], n_over, n_det_per_class
 
 
 def _checked_masks(
