@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests import ROOT
+
+# Ultralytics (a test oracle) writes its settings file under the user's config folder when it is first
+# imported: point it at a folder of this run, so the suite touches nothing of the machine outside it.
+os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="deteval-yolo-config-"))
+os.environ.setdefault("YOLO_OFFLINE", "1")
 
 
 @pytest.fixture
