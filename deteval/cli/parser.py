@@ -168,6 +168,55 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
 
 
+#: The optional compiled extensions setup.py builds; each has a numpy twin (docs/benchmarks.md).
+COMPILED_EXTENSIONS = (
+    "deteval.io._colparse",
+    "deteval._cmatch",
+    "deteval._csort",
+    "deteval._cboot",
+    "deteval._cacc",
+    "deteval.geometry._cbox",
+    "deteval._canalyze",
+)
+
+
+def version_text() -> str:
+    """``deteval --version``: the version, where it runs from, and the compiled extensions' state.
+
+    Each extension is ``active``, ``disabled`` (``DETEVAL_NO_EXTENSION=1``) or ``not built`` (a
+    source tree imported without ``pip install``, or no C compiler at install time: the numpy
+    twins give the same numbers, slower).
+    """
+    import os
+
+    import deteval
+    from deteval import _speedups
+
+    states = []
+    for name in COMPILED_EXTENSIONS:
+        short = name.rsplit(".", 1)[1]
+        if _speedups.is_disabled():
+            state = "disabled"
+        else:
+            state = "active" if _speedups.load(name) is not None else "not built"
+        states.append(f"  {short}: {state}")
+    where = os.path.dirname(os.path.abspath(deteval.__file__))
+    return f"deteval {__version__} ({where})\ncompiled extensions:\n" + "\n".join(states)
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print :func:`version_text` and exit (the extensions load only when asked)."""
+
+    def __init__(self, option_strings: list, dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        import sys
+
+        parser._print_message(version_text() + "\n", sys.stdout)
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``deteval`` parser with every command (tests build it to check usage errors)."""
     parser = argparse.ArgumentParser(
@@ -177,7 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=_EVALUATE_EXAMPLE,
     )
-    parser.add_argument("--version", action="version", version=f"deteval {__version__}")
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        help="the version, and which compiled extensions this process runs (the rest: numpy twins)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ev = sub.add_parser(
         "evaluate",
@@ -200,7 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="list the preset protocols and their fields",
         allow_abbrev=False,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  deteval protocols\n  deteval protocols --format json\n",
+        epilog="example:\n  deteval protocols --list\n  deteval protocols voc2007\n  deteval protocols --format json\n",
+    )
+    pr.add_argument(
+        "--list",
+        action="store_true",
+        help="one line a protocol: name, fingerprint and source (no fields)",
     )
     pr.add_argument(
         "names",

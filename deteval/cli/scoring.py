@@ -223,7 +223,11 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _list_protocols(args: argparse.Namespace) -> int:
     listed = {n: api.resolve_protocol(n) for n in (args.names or list(PRESETS))}
-    if args.format == "json":
+    if args.list:
+        if args.format != "table":
+            raise ConfigError("--list: a table of names; --format json and yaml list every field")
+        _out(report.format_protocol_list(listed))
+    elif args.format == "json":
         _out(json.dumps(report.protocols_json(listed), indent=2) + "\n")
     elif args.format == "yaml":
         _out(report.format_protocols_yaml(listed))

@@ -264,13 +264,9 @@ def _resolve_parent(value: Any, *, where: str, base_dir: Any, chain: tuple) -> P
             path = Path(base_dir if base_dir is not None else ".") / path
         return _load(path, chain=chain, referrer=f"{where}: extends")
     if value not in names:
-        import difflib  # only to suggest a name in an error message
-
-        close = difflib.get_close_matches(value, list(names), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(
             f"{where}: extends: expected a preset name ({', '.join(names)}) or a path "
-            f"ending in .yaml, found {value!r}{hint}"
+            f"ending in .yaml, found {value!r}{_preset_hint(value, names)}"
         )
     return _preset(value, where=where, chain=chain)
 
@@ -441,7 +437,33 @@ def get_protocol(name: str | Protocol) -> Protocol:
         return _load_preset(os.fspath(PRESET_DIR), name)
     raise ConfigError(
         f"unknown protocol {name!r}; expected a preset name ({', '.join(names)}) or a YAML file"
+        f"{_preset_hint(name, names)}"
     )
+
+
+def _preset_hint(name: object, names: tuple | list) -> str:
+    """`` (did you mean 'voc2007'?)`` for a near miss of a preset name, else ``""``.
+
+    Near misses are what people type: another case (``VOC2007``), a two-digit year (``voc07``,
+    ``voc12``), a missing or extra hyphen, a typo (``coc``, ``ultralytic``).
+
+    >>> _preset_hint("voc07", ["coco", "voc2007", "voc2010"])
+    " (did you mean 'voc2007'?)"
+    >>> _preset_hint("zzz", ["coco"])
+    ''
+    """
+    import difflib  # only to suggest a name in an error message
+    import re
+
+    if not isinstance(name, str):
+        return ""
+    wanted = name.strip().lower().replace("_", "-")
+    wanted = re.sub(r"^voc(\d\d)(?=$|-)", r"voc20\1", wanted)
+    for candidate in names:
+        if candidate == wanted or candidate.replace("-", "") == wanted.replace("-", ""):
+            return f" (did you mean {candidate!r}?)"
+    close = difflib.get_close_matches(wanted, list(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 @functools.lru_cache(maxsize=64)

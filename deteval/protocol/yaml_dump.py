@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from deteval.protocol.fields import FIELDS
 from deteval.protocol.spec import Protocol
 
 __all__ = ["dump_protocol"]
@@ -32,7 +33,7 @@ def dump_protocol(protocol: Protocol) -> str:
     True
     """
     data: dict[str, Any] = {}
-    for key, value in protocol.to_dict().items():
+    for key, value in _every_field(protocol).items():
         if key == "iou_thresholds" and len(value) > 2:
             spaced = [float(t) for t in np.linspace(value[0], value[-1], len(value), endpoint=True)]
             if spaced == list(value):
@@ -41,3 +42,20 @@ def dump_protocol(protocol: Protocol) -> str:
     return yaml.dump(
         data, Dumper=yaml.SafeDumper, sort_keys=False, default_flow_style=None, width=100, allow_unicode=True
     )
+
+
+def _every_field(protocol: Protocol) -> dict[str, Any]:
+    """Every field of ``protocol`` as a plain YAML value, the sparse ones at their default included.
+
+    :meth:`Protocol.to_dict` leaves a sparse field at its default out (so fingerprints of older
+    releases stay valid); a file meant as a complete starting point writes it, so a reader sees
+    every choice the protocol makes.
+    """
+    listed = protocol.to_dict()
+    data: dict[str, Any] = {}
+    for key in FIELDS:
+        value = listed[key] if key in listed else getattr(protocol, key)
+        if isinstance(value, tuple):
+            value = [list(v) if isinstance(v, tuple) else v for v in value]
+        data[key] = value
+    return data

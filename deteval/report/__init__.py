@@ -34,6 +34,7 @@ from deteval.report.compare import (
     format_explanation_markdown,
 )
 from deteval.report.protocols import (
+    format_protocol_list,
     format_protocols,
     format_protocols_yaml,
     format_validation,
@@ -110,6 +111,7 @@ __all__ = [
     "format_explanation",
     "format_explanation_markdown",
     "format_validation",
+    "format_protocol_list",
     "format_protocols",
     "protocols_json",
     "format_protocols_yaml",

@@ -72,6 +72,12 @@ def format_protocols(protocols: Mapping[str, Protocol]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+def format_protocol_list(protocols: Mapping[str, Protocol]) -> str:
+    """``deteval protocols --list``: one line a protocol (name, fingerprint, source), aligned."""
+    width = max((len(n) for n in protocols), default=0)
+    return "".join(f"{n:<{width}}  [{p.fingerprint()}]  {p.source}\n" for n, p in protocols.items())
+
+
 def protocols_json(protocols: Mapping[str, Protocol]) -> dict:
     """``deteval protocols --format json``: name -> resolved fields and ``protocol_hash``."""
     return {n: {**p.to_dict(), "protocol_hash": p.fingerprint()} for n, p in protocols.items()}
