@@ -105,3 +105,32 @@ def test_version_says_which_extensions_run():
         assert f"  {short}: " in out
     off = _version({"DETEVAL_NO_EXTENSION": "1"})
     assert off.count(": disabled") == len(COMPILED_EXTENSIONS)
+
+
+_THREE_CALLS = """
+import deteval
+deteval.evaluate({gt!r}, {dt!r})
+deteval.evaluate({gt!r}, {dt!r})
+deteval.evaluate({gt!r}, {dt!r})
+"""
+
+
+@pytest.mark.parametrize(("flags", "shown"), [([], 1), (["-W", "always"], 3), (["-W", "ignore"], 0)])
+def test_the_api_warns_once_per_process_and_cause(flags, shown):
+    """The fixture's class 'bird' has no ground truth: the note is shown once, from three call lines."""
+    script = _THREE_CALLS.format(gt=GT, dt=DT)
+    done = subprocess.run([sys.executable, *flags, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stderr.count("UndefinedMetricWarning: 1 class has no ground truth") == shown
+
+
+def test_strict_still_refuses_every_time():
+    import warnings
+
+    import deteval
+    from deteval.errors import UndefinedMetricWarning
+
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UndefinedMetricWarning)
+            with pytest.raises(UndefinedMetricWarning, match="bird"):
+                deteval.evaluate(GT, DT)
