@@ -23,7 +23,7 @@ from deteval.cli._common import (
 from deteval.cli.scoring import resample, score_detectors
 from deteval.diagnose import analyze
 from deteval.errors import ConfigError, printable
-from deteval.io.matrix import read_labels_and_scores
+from deteval.io.matrix import read_rank_inputs
 from deteval.io.output import check_output, recording_reads
 from deteval.ranking import rank_report
 
@@ -68,7 +68,7 @@ def _rank(args: argparse.Namespace) -> int:
     given = {"--labels": args.labels, "--scores": args.scores}
     if args.output:
         check_output(args.output, given, option="--output")
-    labels, scores = read_labels_and_scores(args.labels, args.scores)
+    labels, scores, names = read_rank_inputs(args.labels, args.scores, id_column=args.id_column)
     doc = {
         "deteval_version": __version__,
         **rank_report(
@@ -80,6 +80,7 @@ def _rank(args: argparse.Namespace) -> int:
             binarize=args.binarize,
             labels_name=args.labels,
             scores_name=args.scores,
+            label_names=names,
         ),
     }
     text = report.dumps(doc)

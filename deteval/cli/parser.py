@@ -434,6 +434,12 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
         help="step: scikit-learn's AP; all_point / 11_point / 101_point: the detection "
         "protocols' interpolations (default step)",
     )
+    ra.add_argument(
+        "--id-column",
+        metavar="NAME_OR_NUMBER",
+        help="a column of row ids in both text files (its header name or 1-based number): set aside, "
+        "and checked to list the same rows in the same order in both files",
+    )
     ra.add_argument("--k", type=_positive_int, metavar="K", help="also P@K, R@K, AP@K and nDCG@K")
     ra.add_argument(
         "--binarize",

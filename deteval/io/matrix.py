@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import io
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,17 @@ import numpy as np
 from deteval.errors import InputError
 from deteval.io._text import read_bytes
 
-__all__ = ["MAX_BYTES", "MAX_CELLS", "read_matrix", "read_labels", "read_scores", "read_labels_and_scores"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_CELLS",
+    "NamedMatrix",
+    "read_matrix",
+    "read_named_matrix",
+    "read_labels",
+    "read_scores",
+    "read_labels_and_scores",
+    "read_rank_inputs",
+]
 
 #: Largest file read (bytes).
 MAX_BYTES = 2 * 1024**3
@@ -125,8 +136,44 @@ def _bad_row(path: str, lines: list[str], first: int, delimiter: str | None, n_c
     return _fail(path, "", "cannot be read as a matrix of numbers")
 
 
-def _read_text(path: str, delimiter: str | None, max_cells: int) -> tuple[np.ndarray, int]:
-    """Matrix and the 0-based line index of its first row."""
+def _drop_column(
+    path: str, lines: list[str], delimiter: str | None, id_column: str
+) -> tuple[list[str], list[str]]:
+    """``lines`` without the id column (a header name, or a 1-based position), and the ids it held."""
+    head = _split(lines[0], delimiter)
+    if id_column in head:
+        j = head.index(id_column)
+        has_header = True
+    elif id_column.isdigit() and 1 <= int(id_column) <= len(head):
+        j = int(id_column) - 1
+        others = [c for k, c in enumerate(head) if k != j]
+        has_header = bool(others) and not any(_is_number(c) for c in others)
+    else:
+        raise _fail(
+            path,
+            "line 1: ",
+            f"no column named {id_column!r} (--id-column); expected a header name "
+            f"({', '.join(repr(c[:40]) for c in head[:20])}) or a column number from 1 to {len(head)}",
+        )
+    kept, ids = [], []
+    glue = delimiter if delimiter else " "
+    for i, line in enumerate(lines):
+        if not line.strip():
+            kept.append(line)
+            continue
+        cells = _split(line, delimiter)
+        if j >= len(cells):
+            raise _fail(path, f"line {i + 1}: ", f"{len(cells)} columns; expected an id in column {j + 1}")
+        if i > 0 or not has_header:
+            ids.append(cells[j])
+        kept.append(glue.join(cells[:j] + cells[j + 1 :]))
+    return kept, ids
+
+
+def _read_text(
+    path: str, delimiter: str | None, max_cells: int, id_column: str | None = None
+) -> tuple[np.ndarray, int, list[str] | None, list[str] | None]:
+    """Matrix, the 0-based line index of its first row, the header's names and the row ids."""
     raw = read_bytes(path, what="a text matrix (.csv / .txt)", limit=MAX_BYTES)
     try:
         text = raw.decode("utf-8-sig")
@@ -138,6 +185,9 @@ def _read_text(path: str, delimiter: str | None, max_cells: int) -> tuple[np.nda
         lines.pop()
     if not lines:
         raise _fail(path, "", "empty; expected rows of numbers")
+    ids = None
+    if id_column is not None:
+        lines, ids = _drop_column(path, lines, delimiter, id_column)
     head = _split(lines[0], delimiter)
     numeric = [_is_number(c) for c in head]
     first = 0
@@ -153,6 +203,13 @@ def _read_text(path: str, delimiter: str | None, max_cells: int) -> tuple[np.nda
     if first >= len(lines):
         raise _fail(path, "", "a header and no rows; expected rows of numbers")
     n_columns = len(_split(lines[first], delimiter))
+    if first and len(head) != n_columns:
+        raise _fail(
+            path,
+            "line 1: ",
+            f"a header of {len(head)} names over rows of {n_columns} columns; expected one name a "
+            "column (names hold no comma and no quote)",
+        )
     if (len(lines) - first) * n_columns > max_cells:
         raise _fail(
             path,
@@ -171,7 +228,7 @@ def _read_text(path: str, delimiter: str | None, max_cells: int) -> tuple[np.nda
         raise _bad_row(path, lines, first, delimiter, n_columns) from None
     if matrix.shape[0] != len(lines) - first:  # NumPy skipped blank lines
         raise _bad_row(path, lines, first, delimiter, n_columns)
-    return matrix, first
+    return matrix, first, (head if first else None), ids
 
 
 def _where_text(index: tuple, first: int) -> str:
@@ -182,29 +239,29 @@ def _where_npy(index: tuple) -> str:
     return "element [" + ", ".join(str(int(i)) for i in index) + "]: "
 
 
+@dataclass(frozen=True)
+class NamedMatrix:
+    """A matrix read from a file, with its column names and row ids when the file gives them.
+
+    Attributes
+    ----------
+    values : ndarray of shape (n,) or (n, n_columns)
+        As :func:`read_matrix` returns it.
+    names : tuple of str or None
+        The header's names of the value columns (a text file whose first line is names only).
+    ids : tuple of str or None
+        The id column's cells, one a row (``id_column`` given).
+    """
+
+    values: np.ndarray
+    names: tuple[str, ...] | None = None
+    ids: tuple[str, ...] | None = None
+
+
 def read_matrix(
     path: str | os.PathLike, *, what: str = "scores", max_bytes: int = MAX_BYTES, max_cells: int = MAX_CELLS
 ) -> np.ndarray:
-    r"""Read a matrix of finite numbers.
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-        ``.npy``, ``.csv``, ``.txt`` (also ``.tsv``, ``.dat``).
-    what : {"scores", "labels"}, default "scores"
-        ``labels`` also requires every value to be 0 or 1 and returns int8.
-    max_bytes, max_cells : int
-        Size caps, checked before reading.
-
-    Returns
-    -------
-    ndarray of shape (n,) or (n, n_columns)
-        float64 scores, or int8 labels. A single text column reads as shape ``(n,)``.
-
-    Raises
-    ------
-    InputError
-        A missing, oversized or malformed file; a non-finite value; a label not in {0, 1}.
+    r"""Read a matrix of finite numbers (:func:`read_named_matrix` without the names).
 
     Examples
     --------
@@ -215,6 +272,51 @@ def read_matrix(
     array([[1, 0],
            [0, 1]], dtype=int8)
     """
+    return read_named_matrix(path, what=what, max_bytes=max_bytes, max_cells=max_cells).values
+
+
+def read_named_matrix(
+    path: str | os.PathLike,
+    *,
+    what: str = "scores",
+    id_column: str | None = None,
+    max_bytes: int = MAX_BYTES,
+    max_cells: int = MAX_CELLS,
+) -> NamedMatrix:
+    r"""Read a matrix of finite numbers.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        ``.npy``, ``.csv``, ``.txt`` (also ``.tsv``, ``.dat``).
+    what : {"scores", "labels"}, default "scores"
+        ``labels`` also requires every value to be 0 or 1 and returns int8.
+    id_column : str, optional
+        A column of row ids to set aside (text files): its header name, or its 1-based number.
+        Its cells may be any text; they are returned as ``ids``.
+    max_bytes, max_cells : int
+        Size caps, checked before reading.
+
+    Returns
+    -------
+    NamedMatrix
+        ``values``: float64 scores, or int8 labels, of shape ``(n, n_columns)`` (a single text
+        column reads as shape ``(n,)``); ``names``: the header's names; ``ids``: the id column.
+
+    Raises
+    ------
+    InputError
+        A missing, oversized or malformed file; a non-finite value; a label not in {0, 1}.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "y.csv").write_text("image,cat,dog\nA,1,0\nB,0,1\n")
+    >>> m = read_named_matrix(folder / "y.csv", what="labels", id_column="image")
+    >>> m.values.tolist(), m.names, m.ids
+    ([[1, 0], [0, 1]], ('cat', 'dog'), ('A', 'B'))
+    """
     path = os.fspath(path)
     if what not in ("scores", "labels"):
         raise InputError(f"what: expected 'scores' or 'labels', found {what!r}")
@@ -222,13 +324,16 @@ def read_matrix(
     if extension != ".npy" and extension not in _TEXT_DELIMITERS:
         raise InputError(f"{path}: unknown extension {extension!r}; expected .npy, .csv, .txt, .tsv or .dat")
     _check_size(path, max_bytes)
+    names = ids = None
     if extension == ".npy":
+        if id_column is not None:
+            raise InputError(f"{path}: --id-column {id_column!r}: a .npy file has no columns of text")
         matrix = _read_npy(path, max_cells)
         if matrix.size == 0:
             raise InputError(f"{path}: shape {matrix.shape} holds no value; expected at least one row")
         where = _where_npy
     else:
-        matrix, first = _read_text(path, _TEXT_DELIMITERS[extension], max_cells)
+        matrix, first, names, ids = _read_text(path, _TEXT_DELIMITERS[extension], max_cells, id_column)
 
         def where(index: tuple) -> str:
             return _where_text(index if len(index) == 2 else (index[0], 0), first)
@@ -251,7 +356,7 @@ def read_matrix(
         matrix = matrix.astype(np.int8)
     if extension != ".npy" and matrix.shape[1] == 1:
         matrix = matrix[:, 0]
-    return matrix
+    return NamedMatrix(matrix, None if names is None else tuple(names), None if ids is None else tuple(ids))
 
 
 def read_labels(path: str | os.PathLike, **options: Any) -> np.ndarray:
@@ -274,12 +379,45 @@ def read_labels_and_scores(
     InputError
         Either file is bad, or the shapes differ (the message gives both).
     """
-    labels = read_labels(labels_path, **options)
-    scores = read_scores(scores_path, **options)
+    labels, scores, _ = read_rank_inputs(labels_path, scores_path, **options)
+    return labels, scores
+
+
+def read_rank_inputs(
+    labels_path: str | os.PathLike, scores_path: str | os.PathLike, **options: Any
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...] | None]:
+    """Labels, scores and the label columns' names (from either file's header), checked to agree.
+
+    ``options`` go to :func:`read_named_matrix` (``id_column`` for both files). The two files must
+    have the same shape, the same header names where both have a header, and the same row ids where
+    an id column is set aside: a row order or column order that differs between the two files would
+    pair each score with another item's label, silently.
+
+    Raises
+    ------
+    InputError
+        Either file is bad, or the two disagree (the message names the first difference).
+    """
+    named_labels = read_named_matrix(labels_path, what="labels", **options)
+    named_scores = read_named_matrix(scores_path, what="scores", **options)
+    labels, scores = named_labels.values, named_scores.values
+    for kind, a, b in (
+        ("header names", named_labels.names, named_scores.names),
+        ("row ids", named_labels.ids, named_scores.ids),
+    ):
+        if a is not None and b is not None and a != b:
+            k = next(i for i in range(min(len(a), len(b)) + 1) if i == min(len(a), len(b)) or a[i] != b[i])
+            shown_a = repr(a[k]) if k < len(a) else "nothing"
+            shown_b = repr(b[k]) if k < len(b) else "nothing"
+            raise InputError(
+                f"{os.fspath(labels_path)} and {os.fspath(scores_path)}: the {kind} differ at "
+                f"position {k + 1} ({shown_a} vs {shown_b}); expected the same {kind} in the same order"
+            )
+    names = named_labels.names if named_labels.names is not None else named_scores.names
     if labels.shape != scores.shape:
         raise InputError(
             f"{os.fspath(labels_path)}: labels of shape {labels.shape} (rows x columns) "
             f"differ from {os.fspath(scores_path)}: scores of shape {scores.shape}; "
             f"expected one label per score"
         )
-    return labels, scores
+    return labels, scores, names

@@ -137,6 +137,7 @@ def rank_report(
     sample_weight: Any = None,
     labels_name: str | None = None,
     scores_name: str | None = None,
+    label_names: Any = None,
 ) -> dict:
     """Everything ``deteval rank`` prints, as one JSON-ready dict.
 
@@ -156,6 +157,8 @@ def rank_report(
         when it is None).
     labels_name, scores_name : str, optional
         Where the arrays came from (file names), copied into ``inputs``.
+    label_names : sequence of str, optional
+        A name for each label column (a CSV header): ``per_label`` rows carry it as ``name``.
 
     Returns
     -------
@@ -198,8 +201,19 @@ def rank_report(
             )
             auc = roc_auc(truth, scores, average=None, sample_weight=sample_weight)
             n_pos = truth.sum(axis=0)
+            if label_names is not None and len(label_names) != scores.shape[1]:
+                raise ConfigError(
+                    f"label_names: {len(label_names)} names for {scores.shape[1]} label columns; "
+                    "expected one name a column"
+                )
             per_label = [
-                {"label": j, "AP": _plain(ap[j]), "ROC_AUC": _plain(auc[j]), "n_positives": int(n_pos[j])}
+                {
+                    "label": j,
+                    "name": None if label_names is None else str(label_names[j]),
+                    "AP": _plain(ap[j]),
+                    "ROC_AUC": _plain(auc[j]),
+                    "n_positives": int(n_pos[j]),
+                }
                 for j in range(scores.shape[1])
             ]
         at_k = None

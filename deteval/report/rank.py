@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from deteval.errors import printable
+from deteval.report._format import csv_safe
+
 __all__ = [
     "format_rank_table",
     "format_rank_csv",
@@ -59,12 +62,14 @@ def format_rank_table(doc: dict, *, warnings: bool = True) -> str:
         for name, value in rows
     ]
     if doc["per_label"]:
+        shown = [printable(str(_label_of(row))) for row in doc["per_label"]]
+        width = max(5, *(len(text) for text in shown))
         lines.append("")
-        lines.append(f"{'label':>5}  {'AP':>6}  {'ROC_AUC':>7}  {'positives':>9}")
+        lines.append(f"{'label':>{width}}  {'AP':>6}  {'ROC_AUC':>7}  {'positives':>9}")
         lines += [
-            f"{row['label']:>5}  {_rank_cell(row['AP']):>6}  {_rank_cell(row['ROC_AUC']):>7}  "
+            f"{text:>{width}}  {_rank_cell(row['AP']):>6}  {_rank_cell(row['ROC_AUC']):>7}  "
             f"{row['n_positives']:>9}"
-            for row in doc["per_label"]
+            for text, row in zip(shown, doc["per_label"])
         ]
     if warnings:
         lines += [f"warning: {message}" for message in doc["warnings"]]
@@ -95,7 +100,19 @@ def format_rank_csv(doc: dict) -> str:
     if doc["binarized"]:
         rows += [f"binarized,{name},{text(value)}" for name, value in doc["binarized"].items()]
     for row in doc["per_label"]:
-        rows += [
-            f"label={row['label']},{name},{text(row[name])}" for name in ("AP", "ROC_AUC", "n_positives")
-        ]
+        scope = _csv_cell(f"label={_label_of(row)}")
+        rows += [f"{scope},{name},{text(row[name])}" for name in ("AP", "ROC_AUC", "n_positives")]
     return "\n".join(rows)
+
+
+def _label_of(row: dict) -> Any:
+    """A per-label row's name (its CSV header's), else its column index."""
+    return row["name"] if row.get("name") is not None else row["label"]
+
+
+def _csv_cell(text: str) -> str:
+    """One CSV cell: formula-safe, quoted where it holds a comma, a quote or a line break."""
+    text = str(csv_safe(text))
+    if any(c in text for c in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text

@@ -134,3 +134,60 @@ def test_strict_still_refuses_every_time():
             warnings.simplefilter("error", UndefinedMetricWarning)
             with pytest.raises(UndefinedMetricWarning, match="bird"):
                 deteval.evaluate(GT, DT)
+
+
+def _rank_files(tmp_path, labels: str, scores: str) -> tuple[str, str]:
+    (tmp_path / "labels.csv").write_text(labels)
+    (tmp_path / "scores.csv").write_text(scores)
+    return str(tmp_path / "labels.csv"), str(tmp_path / "scores.csv")
+
+
+def test_rank_shows_the_header_names(run_cli, tmp_path):
+    labels, scores = _rank_files(tmp_path, "cat,dog\n1,0\n0,1\n1,1\n", "cat,dog\n0.9,0.1\n0.2,0.8\n0.7,0.6\n")
+    code, out, _ = run_cli("rank", "--labels", labels, "--scores", scores)
+    assert code == 0
+    rows = out.splitlines()[-2:]
+    assert [row.split()[0] for row in rows] == ["cat", "dog"]
+    code, out, _ = run_cli("rank", "--labels", labels, "--scores", scores, "--format", "csv")
+    assert "label=cat,AP,1.0" in out.splitlines()
+    code, out, _ = run_cli("rank", "--labels", labels, "--scores", scores, "--format", "json")
+    import json
+
+    assert [row["name"] for row in json.loads(out)["per_label"]] == ["cat", "dog"]
+
+
+@pytest.mark.parametrize("id_column", ["image", "1"])
+def test_rank_sets_an_id_column_aside(run_cli, tmp_path, id_column):
+    labels, scores = _rank_files(
+        tmp_path, "image,cat,dog\nA,1,0\nB,0,1\nC,1,1\n", "image,cat,dog\nA,0.9,0.1\nB,0.2,0.8\nC,0.7,0.6\n"
+    )
+    code, out, err = run_cli("rank", "--labels", labels, "--scores", scores, "--id-column", id_column)
+    assert (code, err) == (0, "")
+    assert "ranking: 3 samples, 2 labels, 4 positives" in out
+
+
+def test_rank_refuses_rows_in_another_order(run_cli, tmp_path):
+    labels, scores = _rank_files(
+        tmp_path, "image,cat,dog\nA,1,0\nB,0,1\nC,1,1\n", "image,cat,dog\nA,0.9,0.1\nC,0.7,0.6\nB,0.2,0.8\n"
+    )
+    code, out, err = run_cli("rank", "--labels", labels, "--scores", scores, "--id-column", "image")
+    assert (code, out) == (3, "")
+    assert "the row ids differ at position 2 ('B' vs 'C')" in err
+
+
+def test_rank_refuses_columns_in_another_order(run_cli, tmp_path):
+    labels, scores = _rank_files(tmp_path, "cat,dog\n1,0\n0,1\n", "dog,cat\n0.1,0.9\n0.8,0.2\n")
+    code, out, err = run_cli("rank", "--labels", labels, "--scores", scores)
+    assert (code, out) == (3, "")
+    assert "the header names differ at position 1 ('cat' vs 'dog')" in err
+
+
+def test_rank_refuses_an_unknown_id_column_and_a_short_header(run_cli, tmp_path):
+    labels, scores = _rank_files(tmp_path, "image,cat\nA,1\nB,0\n", "image,cat\nA,0.9\nB,0.2\n")
+    code, _, err = run_cli("rank", "--labels", labels, "--scores", scores, "--id-column", "img")
+    assert code == 3
+    assert "no column named 'img' (--id-column); expected a header name ('image', 'cat')" in err
+    labels, scores = _rank_files(tmp_path, "cat\n1,0\n0,1\n", "cat\n0.9,0.1\n0.2,0.8\n")
+    code, _, err = run_cli("rank", "--labels", labels, "--scores", scores)
+    assert code == 3
+    assert "a header of 1 names over rows of 2 columns" in err

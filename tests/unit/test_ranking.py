@@ -421,7 +421,7 @@ def test_rank_report_multilabel():
         "n_labels": 4,
         "n_positives": 5,
     }
-    assert doc["per_label"][1] == {"label": 1, "AP": 0.0, "ROC_AUC": None, "n_positives": 0}
+    assert doc["per_label"][1] == {"label": 1, "name": None, "AP": 0.0, "ROC_AUC": None, "n_positives": 0}
     assert doc["metrics"]["ROC_AUC"] is None  # one label has a single class: macro AUC undefined
     assert any("without positive" in w for w in doc["warnings"])
     json.dumps(doc, allow_nan=False)
