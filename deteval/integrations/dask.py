@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import logging
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -111,6 +112,12 @@ def _split(dt: Detections, image_bucket: np.ndarray, n_buckets: int) -> list:
     return [dt.take(np.flatnonzero(bucket == b)) for b in range(n_buckets)]
 
 
+def _quiet_worker_logs() -> None:
+    """In a worker of deteval's own temporary cluster: log only what is critical."""
+    for name in ("distributed", "distributed.worker", "distributed.core", "distributed.comm"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def _client(scheduler: Any) -> tuple:
     """(client, close) for ``scheduler``: "dask", "dask://ADDRESS" or a distributed Client."""
     if not isinstance(scheduler, str):
@@ -132,8 +139,12 @@ def _client(scheduler: Any) -> tuple:
 
             return default_client(), None
         except ValueError:  # no client yet: a local cluster for this call
-            cluster = LocalCluster(processes=True, dashboard_address=None)
+            # The temporary cluster is this call's own: its workers' log lines (a heartbeat that
+            # fails while the cluster shuts down, with a traceback) are not the user's business. A
+            # task's error still reaches the caller, raised by the future that ran it.
+            cluster = LocalCluster(processes=True, dashboard_address=None, silence_logs=logging.CRITICAL)
             client = Client(cluster)
+            client.run(_quiet_worker_logs)
 
             def close() -> None:
                 client.close()

@@ -191,3 +191,19 @@ def test_rank_refuses_an_unknown_id_column_and_a_short_header(run_cli, tmp_path)
     code, _, err = run_cli("rank", "--labels", labels, "--scores", scores)
     assert code == 3
     assert "a header of 1 names over rows of 2 columns" in err
+
+
+def test_the_temporary_dask_cluster_keeps_its_workers_quiet():
+    """A heartbeat that fails while deteval's own cluster shuts down printed a traceback under -q."""
+    pytest.importorskip("distributed")
+    import logging
+
+    from deteval.integrations.dask import _client
+
+    client, close = _client("dask")
+    try:
+        levels = client.run(lambda: logging.getLogger("distributed.worker").getEffectiveLevel())
+    finally:
+        close()
+    assert levels
+    assert set(levels.values()) == {logging.CRITICAL}

@@ -56,7 +56,23 @@ def test_documented_command_runs(line, capsys):
 @pytest.mark.parametrize("block", _python_blocks())
 @pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")  # a reader sees them; here: it runs
 def test_documented_python_runs(block):
-    exec(compile(block, "<doc>", "exec"), {"__name__": "__doc__"})
+    # as a reader's script runs it: a block guarded by `if __name__ == "__main__":` runs its main()
+    exec(compile(block, "<doc>", "exec"), {"__name__": "__main__"})
+
+
+def test_the_dask_example_runs_saved_as_a_script(tmp_path):
+    """Worker processes import the script: the docs' example must run as a file, not only in exec."""
+    pytest.importorskip("distributed")
+    import subprocess
+    import sys
+
+    block = next(b for b in _blocks(ROOT / "docs" / "training-loop.md", "python") if "LocalCluster" in b)
+    script = tmp_path / "shards.py"
+    script.write_text(block)
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_readme_starts_with_the_two_commands():
