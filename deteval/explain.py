@@ -578,9 +578,32 @@ class Explanation:
         }
 
 
+#: Fields that only matter for some IoU types (each field's doc in the field table says so).
+_ONLY_FOR_IOU_TYPES = {
+    "mask_iou": ("segm",),
+    "invalid_polygons": ("segm",),
+    "keypoint_sigmas": ("keypoints",),
+}
+
+
+def _inapplicable(a: Protocol, b: Protocol) -> tuple[str, ...]:
+    """Fields that differ but cannot matter: both protocols score an IoU type they do not apply to."""
+    if a.iou_type != b.iou_type:
+        return ()
+    return tuple(
+        f
+        for f, types in _ONLY_FOR_IOU_TYPES.items()
+        if a.iou_type not in types and getattr(a, f) != getattr(b, f)
+    )
+
+
 def _walk_steps(a: Protocol, b: Protocol) -> list[tuple[str, tuple]]:
-    """(step name, fields that differ) in walk order; fields nobody names get their own step."""
-    names = set(field_names())
+    """(step name, fields that differ) in walk order; fields nobody names get their own step.
+
+    Fields that do not apply to the IoU type both protocols score (``mask_iou`` of two box
+    protocols) make no step: :func:`explain` names them in a note instead.
+    """
+    names = set(field_names()) - set(_inapplicable(a, b))
     named = {f for _, fields in WALK_ORDER + (_LAST_STEP,) for f in fields}
     steps = []
     for step, fields in WALK_ORDER:
@@ -588,7 +611,7 @@ def _walk_steps(a: Protocol, b: Protocol) -> list[tuple[str, tuple]]:
         if differ:
             steps.append((step, differ))
     for f in field_names():
-        if f not in named and f not in _DESCRIPTIVE and getattr(a, f) != getattr(b, f):
+        if f in names and f not in named and f not in _DESCRIPTIVE and getattr(a, f) != getattr(b, f):
             steps.append((f, (f,)))
     if a.summary != b.summary:
         steps.append(_LAST_STEP)
@@ -706,6 +729,11 @@ def explain(
         notes.append(
             "* summary decides which numbers are the headlines (and pycocotools' AP at "
             "maxDets=100), not the compared number: it cannot move it"
+        )
+    skipped = _inapplicable(a, b)
+    if skipped:
+        notes.append(
+            f"not a step: {', '.join(skipped)} (differ, but do not apply to iou_type {a.iou_type})"
         )
     if not all(math.isfinite(s.change) for s in steps):
         notes.append("the compared number is undefined (no class has ground truth) at some step")

@@ -16,6 +16,7 @@ from deteval.data import Detections, GroundTruth
 from deteval.evaluate import EvalResult, check_protocol, score
 from deteval.geometry import prepare_masks
 from deteval.io import load_detections, load_ground_truth
+from deteval.io.segmentation.sources import RLE
 from deteval.protocol import resolve_protocol
 from deteval.sharding import match_sharded
 
@@ -44,6 +45,12 @@ class MaskModeComparison:
         Detections whose status differs in at least one lane.
     changed_by_threshold : int64 (n_iou_thr,)
         Outcomes whose status differs in the first area range ("all"), per IoU threshold.
+    n_gt_rle, n_det_rle : int
+        Ground-truth and detection masks given as RLE. An RLE is a raster already: both modes
+        measure a pair with an RLE side by pycocotools' raster IoU, so only polygon-polygon pairs
+        can change.
+    n_gt_masks, n_det_masks : int
+        Every ground-truth and detection mask.
     """
 
     exact: EvalResult
@@ -54,6 +61,10 @@ class MaskModeComparison:
     n_matches_changed: int
     n_detections_changed: int
     changed_by_threshold: np.ndarray
+    n_gt_rle: int = 0
+    n_det_rle: int = 0
+    n_gt_masks: int = 0
+    n_det_masks: int = 0
 
 
 def _matched_gt(table: Any) -> np.ndarray:
@@ -144,4 +155,8 @@ def compare_mask_modes(gt: Any, dt: Any, protocol: Any = "coco", *, workers: int
         n_matches_changed=int(matches_changed.sum()),
         n_detections_changed=int(changed.any(axis=0).sum()),
         changed_by_threshold=by_threshold,
+        n_gt_rle=int(np.count_nonzero(masks.gt_masks.masks.kind == RLE)),
+        n_det_rle=int(np.count_nonzero(masks.det_masks.masks.kind == RLE)),
+        n_gt_masks=len(masks.gt_masks.masks.kind),
+        n_det_masks=len(masks.det_masks.masks.kind),
     )

@@ -242,6 +242,12 @@ def format_mask_mode_comparison(protocol: Any, comparison: Any) -> str:
         f"{comparison.n_detections_changed}",
         f"changed per IoU threshold (area all): {thresholds or 'none'}",
     ]
+    if comparison.n_gt_rle or comparison.n_det_rle:
+        lines.append(
+            f"RLE masks are rasters in both modes (only polygon-polygon pairs can change): "
+            f"{comparison.n_gt_rle} of {comparison.n_gt_masks} ground-truth masks, "
+            f"{comparison.n_det_rle} of {comparison.n_det_masks} detection masks"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -282,6 +288,8 @@ def mask_mode_json(comparison: Any) -> dict:
         "n_matches_changed": comparison.n_matches_changed,
         "n_detections_changed": comparison.n_detections_changed,
         "changed_by_threshold": [int(v) for v in comparison.changed_by_threshold],
+        "n_gt_rle": comparison.n_gt_rle,
+        "n_det_rle": comparison.n_det_rle,
     }
 
 

@@ -207,3 +207,64 @@ def test_the_temporary_dask_cluster_keeps_its_workers_quiet():
         close()
     assert levels
     assert set(levels.values()) == {logging.CRITICAL}
+
+
+def test_compare_mask_modes_says_rle_masks_stay_rasters(run_cli, tmp_path):
+    """On RLE detections '0 changed' said nothing of why: the RLE masks are rasters in both modes."""
+    import json
+
+    import numpy as np
+    from pycocotools import mask as mask_utils
+
+    gt = json.loads((ROOT / "fixtures" / "segm" / "gt.json").read_text())
+    dt = json.loads((ROOT / "fixtures" / "segm" / "dt.json").read_text())
+    sizes = {im["id"]: (im["height"], im["width"]) for im in gt["images"]}
+    for record in dt:
+        h, w = sizes[record["image_id"]]
+        rles = mask_utils.frPyObjects(record["segmentation"], h, w)
+        rle = mask_utils.merge(rles)
+        record["segmentation"] = {"size": rle["size"], "counts": rle["counts"].decode()}
+    path = tmp_path / "dt_rle.json"
+    path.write_text(json.dumps(dt))
+    from deteval.mask_modes import compare_mask_modes
+
+    c = compare_mask_modes(str(ROOT / "fixtures" / "segm" / "gt.json"), str(path))
+    assert (c.n_det_rle, c.n_det_masks, c.n_gt_rle, c.n_gt_masks) == (
+        len(dt),
+        len(dt),
+        1,
+        len(gt["annotations"]),
+    )
+    assert c.n_changed == 0
+    assert np.all(c.changed_by_threshold == 0)
+    code, out, _ = run_cli(
+        "evaluate", "--gt", str(ROOT / "fixtures" / "segm" / "gt.json"), "--dt", str(path),
+        "--iou-type", "segm", "--compare-mask-modes", "--no-per-class",
+    )  # fmt: skip
+    assert code == 0
+    assert "RLE masks are rasters in both modes (only polygon-polygon pairs can change): 1 of " in out
+    assert f"{len(dt)} of {len(dt)} detection masks" in out
+
+
+def test_explain_lists_no_mask_step_for_boxes(run_cli):
+    """voc2010 -> coco on boxes listed 'IoU type/masks' (mask_iou) as a step of the walk."""
+    code, out, _ = run_cli(
+        "compare", "--gt", GT, "--dt", DT, "--protocol", "voc2010", "--protocol", "coco", "--explain"
+    )
+    assert code == 0
+    steps = [
+        line.split("  ")[0] for line in out.splitlines() if line.startswith(("IoU type", "interpolation"))
+    ]
+    assert steps == ["interpolation"]
+    assert "note: not a step: mask_iou (differ, but do not apply to iou_type bbox)" in out
+    from deteval.api import explain
+
+    e = explain(GT, DT, "voc2010", "coco")
+    assert "IoU type/masks" not in [s.name for s in e.steps]
+    segm = str(ROOT / "fixtures" / "segm" / "gt.json"), str(ROOT / "fixtures" / "segm" / "dt.json")
+    code, out, _ = run_cli(
+        "compare", "--gt", segm[0], "--dt", segm[1], "--iou-type", "segm",
+        "--protocol", "voc2010", "--protocol", "coco", "--explain",
+    )  # fmt: skip
+    assert code == 0
+    assert any(line.startswith("IoU type/masks") for line in out.splitlines())
