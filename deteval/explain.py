@@ -732,9 +732,7 @@ def explain(
         )
     skipped = _inapplicable(a, b)
     if skipped:
-        notes.append(
-            f"not a step: {', '.join(skipped)} (differ, but do not apply to iou_type {a.iou_type})"
-        )
+        notes.append(f"not a step: {', '.join(skipped)} (differ, but do not apply to iou_type {a.iou_type})")
     if not all(math.isfinite(s.change) for s in steps):
         notes.append("the compared number is undefined (no class has ground truth) at some step")
     return Explanation(
