@@ -1,0 +1,113 @@
+"""The two Ultralytics presets and the two fields that tell them apart (gt_ties, curve_end)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from deteval.api import evaluate, explain
+from deteval.cli import main
+from deteval.errors import ConfigError
+from deteval.protocol import get_protocol, load_protocol_text
+from tests.crosscheck.test_tool_presets_vs_reference import _coco, _dataset
+
+
+def _one_class(anns, dts):
+    gt = {
+        "images": [{"id": 1}],
+        "categories": [{"id": 1, "name": "a"}],
+        "annotations": [
+            {"id": i + 1, "image_id": 1, "category_id": 1, "bbox": b, "area": b[2] * b[3], "iscrowd": 0}
+            for i, b in enumerate(anns)
+        ],
+    }
+    dt = [{"image_id": 1, "category_id": 1, "bbox": b, "score": s} for b, s in dts]
+    return gt, dt
+
+
+def test_the_presets_differ_in_exactly_the_two_fields_and_name_their_releases():
+    new, old = get_protocol("ultralytics"), get_protocol("ultralytics-8.3")
+    differ = {k for k, v in new.to_dict().items() if old.to_dict().get(k) != v}
+    assert differ == {"name", "source", "matching", "gt_ties", "curve_end"}
+    assert (new.matching, new.gt_ties, new.curve_end) == ("coco", "first", "drop")
+    assert (old.matching, old.gt_ties, old.curve_end) == ("ultralytics", "last", "slope")
+    assert "8.4.176" in new.source and "8.3.x to 8.4.36" in old.source
+
+
+def test_gt_ties_first_takes_the_first_of_two_equally_overlapped_labels():
+    # The first detection overlaps both labels at IoU 0.6; the second only the second label
+    # (IoU 0.818). Taking the first label (np.argmax, Ultralytics 8.4.176+) leaves the second
+    # label to the second detection; taking the last (pycocotools) leaves it nothing.
+    gt, dt = _one_class([[0, 0, 10, 10], [5, 0, 10, 10]], [([2.5, 0, 10, 10], 0.9), ([6, 0, 10, 10], 0.8)])
+    first = get_protocol("ultralytics").replace(name="u", curve_end="slope", iou_thresholds=[0.5])
+    last = first.replace(gt_ties="last")
+    assert evaluate(gt, dt, first).recall[0, 0, 0, 0] == 1.0
+    assert evaluate(gt, dt, last).recall[0, 0, 0, 0] == 0.5
+
+
+def test_curve_end_drop_is_zero_past_the_last_recall_point():
+    # Two labels, one found at precision 1: recall [0.5], precision [1.0].
+    gt, dt = _one_class([[0, 0, 10, 10], [50, 50, 10, 10]], [([0, 0, 10, 10], 0.9)])
+    new = evaluate(gt, dt, "ultralytics").ap[0, 0, 0, 0]
+    old = evaluate(gt, dt, "ultralytics-8.3").ap[0, 0, 0, 0]
+    # slope: 0.5 under precision 1, then a line down to 0 at recall 1 (0.25 more).
+    assert old == pytest.approx(0.75, abs=1e-12)
+    # drop: np.interp reads 0 at recall 0.5 itself, so the last trapezoid (0.49..0.5) is halved.
+    assert new == pytest.approx(0.495, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"gt_ties": "first", "matching": "voc"}, "gt_ties 'first' is read by matching: coco only"),
+        ({"curve_end": "drop", "ap_method": "101_point"}, "curve_end 'drop' is read by ap_method: trapezoid_101"),
+    ],
+)
+def test_a_field_that_would_change_nothing_is_refused(fields, message):
+    gt, dt = _one_class([[0, 0, 10, 10]], [([0, 0, 10, 10], 0.9)])
+    protocol = get_protocol("ultralytics").replace(name="x", **fields)
+    with pytest.raises(ConfigError, match=message):
+        evaluate(gt, dt, protocol)
+
+
+def test_the_releases_between_the_two_changes_are_one_field_away():
+    between = load_protocol_text("extends: ultralytics-8.3\ncurve_end: drop\n", filename="ultralytics-8.4.37.yaml")
+    assert (between.matching, between.curve_end) == ("ultralytics", "drop")
+
+
+def _crowded(seed: int):
+    """_dataset's images plus a crowded one: overlapping labels, where the two matchings differ."""
+    rng = np.random.default_rng(seed)
+    images = _dataset(seed)
+    xy = rng.normal(100, 15, (30, 2))
+    gt_boxes = np.concatenate([xy, xy + 40], axis=1)
+    dets = np.repeat(gt_boxes, 2, axis=0) + rng.normal(0, 4, (60, 4))
+    scores = rng.permutation(60) / 60 * 0.5 + 0.995  # above every score of _dataset: distinct
+    images.append((gt_boxes, np.zeros(30, np.int64), np.zeros(30, bool), dets, scores, np.zeros(60, np.int64)))
+    return _coco(images)
+
+
+def test_explain_walks_from_8_3_to_the_current_release_field_by_field():
+    gt, dt = _crowded(3)
+    walk = explain(gt, dt, "ultralytics-8.3", "ultralytics")
+    steps = {s.name: {f for f, _, _ in s.changes} for s in walk.steps}
+    assert steps == {"interpolation": {"curve_end"}, "matching rule": {"matching", "gt_ties"}}
+    assert [s.name for s in walk.steps] == ["interpolation", "matching rule"]
+    assert all(s.change != 0 for s in walk.steps)
+    assert sum(s.change for s in walk.steps) == pytest.approx(walk.total, abs=1e-12)
+    assert walk.end == pytest.approx(np.nanmean(evaluate(gt, dt, "ultralytics").ap[:, :, 0, -1]), abs=1e-12)
+
+
+def test_cli_compare_explain_names_both_steps(tmp_path, capsys):
+    gt, dt = _crowded(3)
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    (tmp_path / "dt.json").write_text(json.dumps(dt))
+    argv = ["compare", "--gt", tmp_path / "gt.json", "--dt", tmp_path / "dt.json"]
+    argv += ["--protocol", "ultralytics-8.3", "--protocol", "ultralytics", "--explain"]
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "interpolation" in out and "matching rule" in out
+    assert "curve_end" in out and "gt_ties" in out
