@@ -111,3 +111,62 @@ def test_cli_compare_explain_names_both_steps(tmp_path, capsys):
     assert code == 0
     assert "interpolation" in out and "matching rule" in out
     assert "curve_end" in out and "gt_ties" in out
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_gt_ties_first_is_last_on_reversed_ground_truth(seed):
+    """gt_ties="first" (numpy) equals the default rule (compiled, when built) on each group's
+    ground truths in reverse file order: the lexicographic max of (non-ignored, IoU, -position)."""
+    from deteval.matching import match_coco
+    from tests.unit.test_matching import THRESHOLDS, pairs_of, random_problem
+
+    _, det_key, gt_key, gt_ignored, reusable, unmatchable, det_out = problem = random_problem(seed)
+    pair_det, pair_gt, pair_iou = pairs_of(problem[0], det_key, gt_key)
+    # Reverse the GT rows within each group (gt_key is sorted): new row of each old row.
+    new_row = np.arange(len(gt_key))
+    for key in np.unique(gt_key):
+        rows = np.flatnonzero(gt_key == key)
+        new_row[rows] = rows[::-1]
+    old_row = np.argsort(new_row)
+
+    def run(pair_gt_rows, ignored, reuse, unmatch, gt_ties):
+        return match_coco(
+            pair_det,
+            pair_gt_rows,
+            pair_iou,
+            det_key=det_key,
+            n_gt=len(gt_key),
+            iou_thresholds=THRESHOLDS,
+            gt_is_ignored=ignored,
+            gt_is_reusable=reuse,
+            gt_is_unmatchable=unmatch,
+            det_is_out_of_range=det_out,
+            gt_ties=gt_ties,
+        )
+
+    first = run(pair_gt, gt_ignored, reusable, unmatchable, "first")
+    last = run(new_row[pair_gt], gt_ignored[:, old_row], reusable[old_row], unmatchable[old_row], "last")
+    assert np.array_equal(first.det_is_tp, last.det_is_tp)
+    assert np.array_equal(first.det_is_ignored, last.det_is_ignored)
+    assert np.array_equal(first.match_lane, last.match_lane)
+    assert np.array_equal(first.match_det, last.match_det)
+    assert np.array_equal(first.match_gt, old_row[last.match_gt])
+
+
+def test_gt_ties_refuses_an_unknown_rule():
+    from deteval.matching import match_coco
+
+    with pytest.raises(ValueError, match="gt_ties"):
+        match_coco(
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0),
+            det_key=np.zeros(0, np.int64),
+            n_gt=0,
+            iou_thresholds=np.array([0.5]),
+            gt_is_ignored=np.zeros((1, 0), bool),
+            gt_is_reusable=np.zeros(0, bool),
+            gt_is_unmatchable=np.zeros(0, bool),
+            det_is_out_of_range=np.zeros((1, 0), bool),
+            gt_ties="middle",
+        )
