@@ -308,25 +308,23 @@ def match_coco(
     numpy code.
     """
     if gt_ties not in ("last", "first"):
-        raise ValueError(f"gt_ties: expected 'last' or 'first', found {gt_ties!r}")
-    compiled = (
-        None
-        if gt_ties == "first"
-        else _match_coco_compiled(
-        pair_det,
-        pair_gt,
-        pair_iou,
-        det_key=det_key,
-        n_gt=n_gt,
-        iou_thresholds=iou_thresholds,
-        gt_is_ignored=gt_is_ignored,
-        gt_is_reusable=gt_is_reusable,
-        gt_is_unmatchable=gt_is_unmatchable,
-        det_is_out_of_range=det_is_out_of_range,
-        strict=strict,
-        narrow=narrow,
+        raise ConfigError(f"gt_ties: expected one of 'last', 'first', found {gt_ties!r}")
+    compiled = None
+    if gt_ties == "last":  # the kernel keeps the last GT of equal IoU only
+        compiled = _match_coco_compiled(
+            pair_det,
+            pair_gt,
+            pair_iou,
+            det_key=det_key,
+            n_gt=n_gt,
+            iou_thresholds=iou_thresholds,
+            gt_is_ignored=gt_is_ignored,
+            gt_is_reusable=gt_is_reusable,
+            gt_is_unmatchable=gt_is_unmatchable,
+            det_is_out_of_range=det_is_out_of_range,
+            strict=strict,
+            narrow=narrow,
         )
-    )
     if compiled is not None:
         return compiled
     return _match_coco_numpy(

@@ -29,7 +29,9 @@ from deteval.api import evaluate
 from deteval.protocol import get_protocol
 
 torch = pytest.importorskip("torch", reason="the installed-ultralytics cross-check needs torch")
-ultralytics = pytest.importorskip("ultralytics", reason="the installed-ultralytics cross-check needs ultralytics")
+ultralytics = pytest.importorskip(
+    "ultralytics", reason="the installed-ultralytics cross-check needs ultralytics"
+)
 
 from ultralytics.models.yolo.detect.val import DetectionValidator  # noqa: E402
 from ultralytics.utils.metrics import DetMetrics  # noqa: E402
@@ -68,7 +70,7 @@ def dataset(seed: int, n_image: int, *, grid: float = 8.0):
     """
     rng = np.random.default_rng(seed)
     images = []
-    for i in range(n_image):
+    for _ in range(n_image):
         kind = rng.random()
         if kind < 0.06:  # empty image
             gt, gc = np.zeros((0, 4)), np.zeros(0, np.int64)
@@ -138,10 +140,16 @@ def ultralytics_metrics(images, *, float32_iou: bool) -> DetMetrics:
         pred_cls = torch.from_numpy(pc.astype(np.float32))
         true_cls = torch.from_numpy(gc.astype(np.float32))
         if float32_iou:  # the validator's path: box_iou in float32
-            preds = {"bboxes": torch.from_numpy(pb), "cls": pred_cls, "conf": torch.from_numpy(ps.astype(np.float32))}
+            preds = {
+                "bboxes": torch.from_numpy(pb),
+                "cls": pred_cls,
+                "conf": torch.from_numpy(ps.astype(np.float32)),
+            }
             tp = validator._process_batch(preds, {"bboxes": torch.from_numpy(gt), "cls": true_cls})["tp"]
         elif len(gc) and len(pc):
-            tp = validator.match_predictions(pred_cls, true_cls, torch.from_numpy(iou64(gt, pb))).cpu().numpy()
+            tp = (
+                validator.match_predictions(pred_cls, true_cls, torch.from_numpy(iou64(gt, pb))).cpu().numpy()
+            )
         else:
             tp = np.zeros((len(pc), validator.niou), dtype=bool)
         metrics.update_stats(
@@ -186,7 +194,12 @@ def _coco(images):
         {
             "image_id": rows[k][0] + 1,
             "category_id": int(rows[k][3]) + 1,
-            "bbox": [rows[k][1][0], rows[k][1][1], rows[k][1][2] - rows[k][1][0], rows[k][1][3] - rows[k][1][1]],
+            "bbox": [
+                rows[k][1][0],
+                rows[k][1][1],
+                rows[k][1][2] - rows[k][1][0],
+                rows[k][1][3] - rows[k][1][1],
+            ],
             "score": float(rows[k][2]),
         }
         for k in ranked
@@ -205,7 +218,8 @@ def _check(images, metrics: DetMetrics, *, atol: float) -> None:
     theirs_classes = metrics.box.ap_class_index  # classes with labels, ascending
     labelled = sorted({int(c) for _, gc, *_ in images for c in gc})
     assert list(theirs_classes) == labelled
-    assert NO_PRED_CLASS in labelled and NO_GT_CLASS not in labelled
+    assert NO_PRED_CLASS in labelled
+    assert NO_GT_CLASS not in labelled
     ours_ap = result.ap[:, :, 0, -1].T  # (class, threshold)
     assert np.isnan(ours_ap[NO_GT_CLASS]).all()  # no labels: no AP (Ultralytics leaves it out)
     # Per-class AP at every IoU threshold.
