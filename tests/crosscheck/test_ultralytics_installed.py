@@ -273,3 +273,26 @@ def test_the_8_3_preset_differs_from_the_installed_release():
     gt, dt = _coco(images)
     old = evaluate(gt, dt, "ultralytics-8.3").metrics
     assert abs(old["mAP50-95"] - metrics.box.map) > 1e-3
+
+
+def test_a_tiny_pair_at_exactly_a_threshold_is_a_deliberate_difference():
+    """Ultralytics' ``+ 1e-7`` in the union (float32) moves a tiny pair at IoU 0.5 below 0.5.
+
+    A 1/4-pixel label and a prediction covering half of it: IoU exactly 0.5 in float64 (a match
+    at 0.5 for deteval, as for pycocotools), 0.4999992 for Ultralytics' ``box_iou``.
+    """
+    images = [
+        (
+            np.array([[0, 0, 0.25, 0.25]]),
+            np.array([0]),
+            np.array([[0, 0, 0.25, 0.125]]),
+            np.array([0.5]),
+            np.array([0]),
+        )
+    ]
+    theirs = ultralytics_metrics(images, float32_iou=True)
+    float64 = ultralytics_metrics(images, float32_iou=False)
+    gt, dt = _coco(images)
+    ours = evaluate(gt, dt, "ultralytics").ap[0, 0, 0, -1]
+    assert theirs.box.all_ap[0, 0] == 0.0
+    assert float64.box.all_ap[0, 0] == ours == pytest.approx(0.995, abs=1e-12)
