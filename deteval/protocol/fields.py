@@ -190,7 +190,8 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         "match",
         "matching rule",
         "coco: best still-unmatched GT, crowd reusable; voc: argmax over all GTs, taken -> FP; "
-        "ultralytics: each detection's best GT, then each GT's best detection, by IoU alone",
+        "ultralytics: each detection's best GT, then each GT's best detection, by IoU alone "
+        "(Ultralytics before 8.4.176; from 8.4.176: coco with gt_ties: first)",
     ),
     FieldSpec(
         "box_convention",

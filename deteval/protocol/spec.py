@@ -123,10 +123,12 @@ class Protocol:
         COCO matching); ``>``: the Python VOC port of py-faster-rcnn / detectron2.
     matching : {"coco", "voc", "ultralytics"}
         ``coco``: best still-unmatched GT at or above the threshold, non-ignored first, ties to
-        the later GT, crowd reusable. ``voc``: the GT with the highest IoU over all GTs (first
-        on ties); if it is taken the detection is a false positive. ``ultralytics``: the pairs
-        at or above the threshold sorted by IoU, each detection keeps its best GT, then each GT
-        its best detection; score plays no part (Ultralytics' ``match_predictions``).
+        the later GT (``gt_ties``), crowd reusable. ``voc``: the GT with the highest IoU over all
+        GTs (first on ties); if it is taken the detection is a false positive. ``ultralytics``:
+        the pairs at or above the threshold sorted by IoU, each detection keeps its best GT, then
+        each GT the first (highest-scored) of the detections that kept it; the others are false
+        positives (Ultralytics' ``match_predictions`` before 8.4.176; from 8.4.176 it is
+        ``coco`` with ``gt_ties: first``).
     box_convention : {"continuous", "pixel_inclusive"}
         See :mod:`deteval.geometry`.
     ap_method : {"101_point", "11_point", "all_point", "trapezoid_101", "step"}
