@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from deteval.analysis import OUTCOME_WORDS, match_columns
 from deteval.api import evaluate
 from deteval.protocol import get_protocol
 
@@ -166,6 +167,15 @@ def ultralytics_metrics(images, *, float32_iou: bool) -> DetMetrics:
     return metrics
 
 
+def _ranked(images) -> np.ndarray:
+    """``ap_per_class``' own ``np.argsort(-conf)`` of the predictions in image order.
+
+    Not stable: it decides the order of tied scores, so deteval reads the predictions in this order.
+    """
+    conf = np.concatenate([ps for *_, ps, _ in images] + [np.zeros(0)]).astype(np.float32)
+    return np.argsort(-conf)
+
+
 def _coco(images):
     """COCO dicts of the images, the predictions in the order Ultralytics ranks them.
 
@@ -188,8 +198,6 @@ def _coco(images):
                 }
             )
     rows = [(i, b, s, c) for i, (_, _, pb, ps, pc) in enumerate(images) for b, s, c in zip(pb, ps, pc)]
-    conf = np.array([s for _, _, s, _ in rows], dtype=np.float32)
-    ranked = np.argsort(-conf)  # ap_per_class' own call (not stable: it decides the ties)
     dts = [
         {
             "image_id": rows[k][0] + 1,
@@ -202,7 +210,7 @@ def _coco(images):
             ],
             "score": float(rows[k][2]),
         }
-        for k in ranked
+        for k in _ranked(images)
     ]
     gt = {
         "images": [{"id": i + 1} for i in range(len(images))],
@@ -231,6 +239,14 @@ def _check(images, metrics: DetMetrics, *, atol: float) -> None:
     n_tp = np.stack([stats["tp"][stats["pred_cls"] == c].sum(0) for c in range(N_CLASS)])
     their_recall = n_tp[labelled] / (n_label[labelled][:, None] + 1e-16)
     np.testing.assert_allclose(result.recall[:, labelled, 0, -1].T, their_recall, rtol=0, atol=atol)
+    # Every prediction's outcome at every threshold: deteval's matching is Ultralytics' tp table.
+    their_tp = stats["tp"][_ranked(images)]  # in the order the predictions were written
+    for t, threshold in enumerate(get_protocol("ultralytics").iou_thresholds):
+        columns = match_columns(result, iou_threshold=threshold)
+        ours_tp = np.zeros(len(their_tp), dtype=bool)
+        ours_tp[columns.detection] = columns.outcome == OUTCOME_WORDS.index("tp")
+        assert len(columns.detection) == len(their_tp)
+        np.testing.assert_array_equal(ours_tp, their_tp[:, t])
     assert result.metrics["mAP50"] == pytest.approx(metrics.box.map50, abs=atol, rel=0)
     assert result.metrics["mAP50-95"] == pytest.approx(metrics.box.map, abs=atol, rel=0)
 
