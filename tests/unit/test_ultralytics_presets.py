@@ -181,3 +181,11 @@ def test_gt_ties_refuses_an_unknown_rule():
             det_is_out_of_range=np.zeros((1, 0), bool),
             gt_ties="middle",
         )
+
+
+def test_sharded_matching_gives_the_same_numbers():
+    gt, dt = _crowded(5)
+    one = evaluate(gt, dt, "ultralytics")
+    two = evaluate(gt, dt, "ultralytics", workers=2)
+    np.testing.assert_array_equal(one.ap, two.ap)
+    assert one.metrics == two.metrics
