@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import cast
 
 import numpy as np
@@ -373,6 +373,8 @@ def _accumulate_numpy(
     recall = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)
     ap = np.full((n_iou_thr, n_class, n_area, len(max_dets)), np.nan)
     ap_method = AP_METHODS[protocol.ap_method]
+    if protocol.curve_end != "slope":  # read by trapezoid_101 only (check_protocol refuses others)
+        ap_method = partial(ap_method, curve_end=protocol.curve_end)
     # The sparse events of the lanes x detections arrays are found once, at their ranked
     # positions; each max_dets value keeps a subset of the positions (all of them when no
     # detection ranks beyond it) and filters the shared events to it.
@@ -604,18 +606,29 @@ def ap_all_point(
 
 
 def ap_trapezoid_101(
-    ranked: _Ranked, n_positive: np.ndarray, rec_thr: np.ndarray, n_iou_thr: int, out: _Output
+    ranked: _Ranked,
+    n_positive: np.ndarray,
+    rec_thr: np.ndarray,
+    n_iou_thr: int,
+    out: _Output,
+    *,
+    curve_end: str = "slope",
 ) -> None:
     """Ultralytics: trapezoid of the precision envelope at 101 recall points (``compute_ap``).
 
     Fills ``recall`` and ``ap``; the R axis is empty (the AP is not a mean of sampled points).
+    ``curve_end`` is the protocol field: how the envelope ends after the last recall point.
 
     Notes
     -----
-    ``ultralytics/utils/metrics.py``, ``ap_per_class`` and ``compute_ap`` (method "interp"),
-    operation by operation: ``recall = tpc / (n_l + 1e-16)``, ``precision = tpc / (tpc + fpc)``;
-    ``mrec = [0, recall, 1]``, ``mpre = [1, precision, 0]`` (the envelope starts at precision 1,
-    unlike VOC's 0), ``mpre = flip(maximum.accumulate(flip(mpre)))``, then
+    ``ultralytics/utils/metrics.py``, ``ap_per_class`` and ``compute_ap``, operation by
+    operation: ``recall = tpc / (n_l + 1e-16)``, ``precision = tpc / (tpc + fpc)``; under
+    ``curve_end: slope`` (before 8.4, method "interp") ``mrec = [0, recall, 1]``, ``mpre = [1,
+    precision, 0]``, so the envelope falls linearly to 0 at recall 1; under ``drop`` (8.4 and
+    later) ``mrec = [0, recall, recall[-1], 1]``, ``mpre = [1, precision, 0, 0]``, so it is 0
+    past the last recall point (``np.interp`` reads the later of the two equal ``mrec`` values,
+    so precision at exactly ``recall[-1]`` is 0 too). The envelope starts at precision 1, unlike
+    VOC's 0: ``mpre = flip(maximum.accumulate(flip(mpre)))``, then
     ``trapezoid(interp(linspace(0, 1, 101), mrec, mpre), x)``. A class with ground truth and no
     detection has AP 0 (Ultralytics skips it and leaves its zero). Ultralytics has no ignored
     detections; ignored ones (crowd, difficult under other settings) are left out of the curve.
@@ -644,8 +657,13 @@ def ap_trapezoid_101(
                     tpc, fpc = _at_kept_group_ends(is_end[segment], is_kept[lane, segment], tpc, fpc)
                 recall = tpc / (n_pos + 1e-16)
                 precision = tpc / (tpc + fpc)
-                mrec = np.concatenate(([0.0], recall, [1.0]))
-                mpre = np.flip(np.maximum.accumulate(np.flip(np.concatenate(([1.0], precision, [0.0])))))
+                if curve_end == "drop":
+                    mrec = np.concatenate(([0.0], recall, [recall[-1]], [1.0]))
+                    mpre = np.concatenate(([1.0], precision, [0.0], [0.0]))
+                else:
+                    mrec = np.concatenate(([0.0], recall, [1.0]))
+                    mpre = np.concatenate(([1.0], precision, [0.0]))
+                mpre = np.flip(np.maximum.accumulate(np.flip(mpre)))
                 out.recall[t, k, a] = recall[-1]
                 out.ap[t, k, a] = float(_trapezoid(np.interp(x, mrec, mpre), x))
 

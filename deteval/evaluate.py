@@ -451,6 +451,7 @@ def _match_chunk(
             det_is_out_of_range=det_out,
             strict=strict,
             narrow=narrow,
+            gt_ties=protocol.gt_ties,
         )
     else:
         result = match_voc(
@@ -949,7 +950,9 @@ def check_protocol(protocol: Protocol) -> None:
     """Refuse protocol combinations that cannot be scored (before any work is done).
 
     pycocotools' summary reads ``max_dets[0..2]``, so ``summary: pycocotools`` needs three (its
-    keypoint summary reads maxDets=20 by value and needs none).
+    keypoint summary reads maxDets=20 by value and needs none). ``gt_ties`` other than ``last``
+    needs ``matching: coco`` and ``curve_end`` other than ``slope`` needs ``ap_method:
+    trapezoid_101`` (the only code that reads them: elsewhere they would change nothing).
     """
     if (
         protocol.summary == "pycocotools"
@@ -961,6 +964,17 @@ def check_protocol(protocol: Protocol) -> None:
             f"protocol {protocol.name!r}: summary 'pycocotools' needs three max_dets "
             f"(it reads max_dets[0..2]), found {protocol.max_dets}; "
             f"set summary: configured"
+        )
+    if protocol.gt_ties != "last" and protocol.matching != "coco":
+        raise ConfigError(
+            f"protocol {protocol.name!r}: gt_ties {protocol.gt_ties!r} is read by matching: coco "
+            f"only, found matching {protocol.matching!r}; expected gt_ties: last (or matching: coco)"
+        )
+    if protocol.curve_end != "slope" and protocol.ap_method != "trapezoid_101":
+        raise ConfigError(
+            f"protocol {protocol.name!r}: curve_end {protocol.curve_end!r} is read by ap_method: "
+            f"trapezoid_101 only, found ap_method {protocol.ap_method!r}; expected curve_end: slope "
+            f"(or ap_method: trapezoid_101)"
         )
     if protocol.class_agnostic and (protocol.federated_labels == "lvis" or protocol.summary == "lvis"):
         raise ConfigError(

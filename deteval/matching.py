@@ -249,6 +249,7 @@ def match_coco(
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
     narrow: bool = False,
+    gt_ties: str = "last",
 ) -> MatchResult:
     """Pycocotools' greedy matching (``COCOeval.evaluateImg``) for all groups and lanes.
 
@@ -277,6 +278,10 @@ def match_coco(
         The compiled kernel may return the matches narrow: ``match_det`` / ``match_gt`` int32,
         ``match_lane`` int8 (int16 beyond 128 lanes) -- for callers whose rows fit, to save the
         int64 copies (:func:`deteval.evaluate.match`); the numpy code returns int64 regardless.
+    gt_ties : {"last", "first"}
+        Of the available ground truths with the highest IoU, take the last in file order
+        (pycocotools) or the first (``np.argmax``: Ultralytics 8.4 and later; the protocol field
+        ``gt_ties``).
 
     Returns
     -------
@@ -290,25 +295,36 @@ def match_coco(
     non-ignored one matched. That is the lexicographic maximum of (is non-ignored, IoU, file
     position) over available GTs at or above the threshold, which is what a round computes.
 
+    Under ``gt_ties="first"`` the last element of that maximum is the *negated* file position:
+    Ultralytics 8.4's ``BaseValidator.match_predictions`` walks the detections of an image in
+    its NMS order and gives each ``k = available.argmax(0)``, the unclaimed label of highest IoU
+    (the first on ties), a true positive where that IoU is ``>=`` the threshold; per class (it
+    zeroes the IoU across classes) that is this matching with no ignored GT.
+
     The compiled kernel, when present, walks each group's detections in rank order instead of
     rounds, with the same comparisons; it declines (and the numpy code runs) on inputs outside
     its assumptions (other dtypes or shapes, detection keys not sorted, a ground truth paired
-    with detections of two groups).
+    with detections of two groups). It implements ``gt_ties="last"`` only: ``"first"`` runs the
+    numpy code.
     """
-    compiled = _match_coco_compiled(
-        pair_det,
-        pair_gt,
-        pair_iou,
-        det_key=det_key,
-        n_gt=n_gt,
-        iou_thresholds=iou_thresholds,
-        gt_is_ignored=gt_is_ignored,
-        gt_is_reusable=gt_is_reusable,
-        gt_is_unmatchable=gt_is_unmatchable,
-        det_is_out_of_range=det_is_out_of_range,
-        strict=strict,
-        narrow=narrow,
-    )
+    if gt_ties not in ("last", "first"):
+        raise ConfigError(f"gt_ties: expected one of 'last', 'first', found {gt_ties!r}")
+    compiled = None
+    if gt_ties == "last":  # the kernel keeps the last GT of equal IoU only
+        compiled = _match_coco_compiled(
+            pair_det,
+            pair_gt,
+            pair_iou,
+            det_key=det_key,
+            n_gt=n_gt,
+            iou_thresholds=iou_thresholds,
+            gt_is_ignored=gt_is_ignored,
+            gt_is_reusable=gt_is_reusable,
+            gt_is_unmatchable=gt_is_unmatchable,
+            det_is_out_of_range=det_is_out_of_range,
+            strict=strict,
+            narrow=narrow,
+        )
     if compiled is not None:
         return compiled
     return _match_coco_numpy(
@@ -323,6 +339,7 @@ def match_coco(
         gt_is_unmatchable=gt_is_unmatchable,
         det_is_out_of_range=det_is_out_of_range,
         strict=strict,
+        gt_ties=gt_ties,
     )
 
 
@@ -434,6 +451,7 @@ def _match_coco_numpy(
     gt_is_unmatchable: np.ndarray,
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
+    gt_ties: str = "last",
 ) -> MatchResult:
     """:func:`match_coco` in numpy (a vectorized round per detection rank): the kernel's twin."""
     n_area = gt_is_ignored.shape[0]
@@ -464,8 +482,12 @@ def _match_coco_numpy(
     cand_round[candidates] = rank_in_group(det_key[candidates])  # rank among the group's candidates
     pair_round = cand_round[pair_det]
     # Within one detection the pairs are in ground-truth row order, so a stable sort by
-    # (round, detection, IoU) leaves equal-IoU pairs in ground-truth order.
-    order = lexsort((pair_iou, pair_cand, pair_round))
+    # (round, detection, IoU) leaves equal-IoU pairs in ground-truth order; gt_ties="first"
+    # sorts them in reverse ground-truth order, so that the last of them is the first GT.
+    if gt_ties == "first":
+        order = lexsort((-pair_gt, pair_iou, pair_cand, pair_round))
+    else:
+        order = lexsort((pair_iou, pair_cand, pair_round))
     pair_cand, pair_gt, pair_iou, pair_round = (
         pair_cand[order],
         pair_gt[order],

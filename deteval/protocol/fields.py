@@ -190,7 +190,8 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         "match",
         "matching rule",
         "coco: best still-unmatched GT, crowd reusable; voc: argmax over all GTs, taken -> FP; "
-        "ultralytics: each detection's best GT, then each GT's best detection, by IoU alone",
+        "ultralytics: each detection's best GT, then each GT's best detection, by IoU alone "
+        "(Ultralytics before 8.4.176; from 8.4.176: coco with gt_ties: first)",
     ),
     FieldSpec(
         "box_convention",
@@ -355,6 +356,27 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         "lvis: score a class on an image only if it is annotated or negative there, and ignore "
         "unmatched detections of not-exhaustive classes (lvis-api); ignore: labels not read",
         default="ignore",
+        is_sparse=True,
+    ),
+    # -- Ultralytics 8.4 (added later: sparse, so older hashes stay) ----------------------------
+    FieldSpec(
+        "gt_ties",
+        ("last", "first"),
+        "match",
+        "matching rule",
+        "coco matching only: of the available ground truths with the highest IoU, the last in "
+        "file order (pycocotools) or the first (np.argmax: Ultralytics 8.4 and later)",
+        default="last",
+        is_sparse=True,
+    ),
+    FieldSpec(
+        "curve_end",
+        ("slope", "drop"),
+        "accumulate",
+        "interpolation",
+        "trapezoid_101 only: after the last recall point the precision envelope falls linearly to "
+        "0 at recall 1 (slope: Ultralytics before 8.4) or is 0 at once (drop: 8.4 and later)",
+        default="slope",
         is_sparse=True,
     ),
     # -- class-agnostic scoring (added later: sparse, so older hashes stay) ----------------------

@@ -89,6 +89,8 @@ GroupOf = Literal["none", "openimages"]
 MaxDetsScope = Literal["image_class", "image"]
 FederatedLabels = Literal["ignore", "lvis"]
 ClassAgnostic = Literal[False, True]
+GtTies = Literal["last", "first"]
+CurveEnd = Literal["slope", "drop"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -121,10 +123,12 @@ class Protocol:
         COCO matching); ``>``: the Python VOC port of py-faster-rcnn / detectron2.
     matching : {"coco", "voc", "ultralytics"}
         ``coco``: best still-unmatched GT at or above the threshold, non-ignored first, ties to
-        the later GT, crowd reusable. ``voc``: the GT with the highest IoU over all GTs (first
-        on ties); if it is taken the detection is a false positive. ``ultralytics``: the pairs
-        at or above the threshold sorted by IoU, each detection keeps its best GT, then each GT
-        its best detection; score plays no part (Ultralytics' ``match_predictions``).
+        the later GT (``gt_ties``), crowd reusable. ``voc``: the GT with the highest IoU over all
+        GTs (first on ties); if it is taken the detection is a false positive. ``ultralytics``:
+        the pairs at or above the threshold sorted by IoU, each detection keeps its best GT, then
+        each GT the first (highest-scored) of the detections that kept it; the others are false
+        positives (Ultralytics' ``match_predictions`` before 8.4.176; from 8.4.176 it is
+        ``coco`` with ``gt_ties: first``).
     box_convention : {"continuous", "pixel_inclusive"}
         See :mod:`deteval.geometry`.
     ap_method : {"101_point", "11_point", "all_point", "trapezoid_101", "step"}
@@ -205,6 +209,17 @@ class Protocol:
         ``neg_category_ids``; an unmatched detection of a class in the image's
         ``not_exhaustive_category_ids`` is ignored, not a false positive. ``ignore``: those
         labels are not read (a counted warning says so when the ground truth has them).
+    gt_ties : {"last", "first"}
+        ``matching: coco`` only: which ground truth a detection takes when several available
+        ones share the highest IoU: the last in file order (pycocotools, whose scan keeps a GT
+        whose IoU is ``>=`` the best so far) or the first (``np.argmax``: Ultralytics 8.4 and
+        later, ``BaseValidator.match_predictions``).
+    curve_end : {"slope", "drop"}
+        ``ap_method: trapezoid_101`` only: how the precision envelope ends after the last recall
+        point. ``slope``: ``mrec = [0, recall, 1]``, ``mpre = [1, precision, 0]``, so it falls
+        linearly to 0 at recall 1 (Ultralytics before 8.4); ``drop``: ``mrec = [0, recall,
+        recall[-1], 1]``, ``mpre = [1, precision, 0, 0]``, so it is 0 right after the last
+        recall point (Ultralytics 8.4 and later, ``compute_ap``).
     class_agnostic : bool
         True: before anything else, every category of the ground truth and the detections is
         pooled into one, ``"all classes"`` with id -1 (:func:`deteval.pooling.pool_categories`),
@@ -254,6 +269,8 @@ class Protocol:
     max_dets_scope: MaxDetsScope = FIELDS["max_dets_scope"].default
     max_dets_per_class: int | None = FIELDS["max_dets_per_class"].default
     federated_labels: FederatedLabels = FIELDS["federated_labels"].default
+    gt_ties: GtTies = FIELDS["gt_ties"].default
+    curve_end: CurveEnd = FIELDS["curve_end"].default
     class_agnostic: ClassAgnostic = FIELDS["class_agnostic"].default
 
     def __post_init__(self) -> None:

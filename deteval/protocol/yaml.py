@@ -395,6 +395,7 @@ DISPLAY_ORDER = (
     "voc2010-continuous",
     "openimages",
     "ultralytics",
+    "ultralytics-8.3",
     "detectron2-voc",
     "coco-keypoints",
     "lvis",

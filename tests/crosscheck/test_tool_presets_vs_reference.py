@@ -1,4 +1,8 @@
-"""openimages, ultralytics and detectron2-voc against their plain twins on generated datasets."""
+"""openimages, ultralytics-8.3 and detectron2-voc against their plain twins on generated datasets.
+
+(The current ``ultralytics`` preset is checked against the installed package itself:
+tests/crosscheck/test_ultralytics_installed.py.)
+"""
 
 from __future__ import annotations
 
@@ -101,11 +105,11 @@ def test_openimages_equals_mmdetections_tpfp_openimages(seed):
 
 
 @pytest.mark.parametrize("seed", range(25))
-def test_ultralytics_equals_its_validation_map(seed):
+def test_ultralytics_8_3_equals_its_validation_map(seed):
     images = _dataset(seed)
     gt, dt = _coco(images)
-    result = evaluate(gt, dt, "ultralytics")
-    iouv = get_protocol("ultralytics").iou_thresholds
+    result = evaluate(gt, dt, "ultralytics-8.3")
+    iouv = get_protocol("ultralytics-8.3").iou_thresholds
     ref = slow_ultralytics.validate([(gb, gc, db, sc, dc) for gb, gc, _, db, sc, dc in images], iouv)
     ours = np.array([c["AP"] for c in result.per_class])
     defined = ours[~np.isnan(ours)]

@@ -1,4 +1,10 @@
-"""Slow, plainly written twin of Ultralytics' validation mAP (mAP50, mAP50-95).
+"""Slow, plainly written twin of Ultralytics' validation mAP (mAP50, mAP50-95) before 8.4.37.
+
+The rules of Ultralytics 8.3.x to 8.4.36, which preset ``ultralytics-8.3`` reproduces (8.4.37
+changed how ``compute_ap`` ends the curve, 8.4.176 ``match_predictions``; the current rules are
+checked against the installed package in tests/crosscheck/test_ultralytics_installed.py). The
+two functions it follows are unchanged from these commits to the last 8.3 release (8.3.253) and
+8.4.0, read from their wheels.
 
 Re-typed on numpy from ultralytics/ultralytics: ``BaseValidator.match_predictions``
 (``ultralytics/engine/validator.py``, commit 126010219904ff72c17b71b90f16999ace808ff9, the

@@ -30,7 +30,10 @@ FINGERPRINTS = {
     "voc2007-continuous": "38120bb5938e",
     "voc2010-continuous": "276e9e132324",
     "openimages": "958ab2c28696",
-    "ultralytics": "8d92ccca3ba0",
+    # ultralytics follows the release pip installs (8.4.176+ rules since the unreleased version, CHANGELOG);
+    # ultralytics-8.3 carries the earlier ultralytics fingerprint: the same computation.
+    "ultralytics": "8438125ca56b",
+    "ultralytics-8.3": "8d92ccca3ba0",
     "detectron2-voc": "1054244cef83",
     "coco-keypoints": "077754158734",
     "lvis": "8b1c453566f3",

@@ -168,6 +168,8 @@ def test_optional_fields_come_from_the_table():
         "max_dets_scope": "image_class",
         "max_dets_per_class": None,
         "federated_labels": "ignore",
+        "gt_ties": "last",
+        "curve_end": "slope",
         "class_agnostic": False,
     }
 
@@ -185,11 +187,13 @@ def test_explain_constants_are_derived_from_the_table():
         "score_order",
         "score_ties",
         "summary",
+        "curve_end",
     )
     assert [step for step, _ in WALK_ORDER] == list(EXPLAIN_STEPS[:-1])
     named = [f for _, fields in WALK_ORDER for f in fields]
     assert sorted(named + ["summary"]) == sorted(display_fields())
-    assert dict(WALK_ORDER)["interpolation"] == ("ap_method", "eleven_point_grid")
+    assert dict(WALK_ORDER)["interpolation"] == ("ap_method", "eleven_point_grid", "curve_end")
+    assert dict(WALK_ORDER)["matching rule"] == ("matching", "gt_ties", "class_agnostic")
 
 
 def test_docs_table_is_the_rendered_field_table():
