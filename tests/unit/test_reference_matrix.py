@@ -19,7 +19,7 @@ PAGE = ROOT / "docs" / "references.md"
 
 def _rows() -> list[list[str]]:
     text = PAGE.read_text()
-    table = text.split("## The matrix", 1)[1]
+    table = text.split("## The matrix", 1)[1].split("\n## ", 1)[0]
     rows = []
     for line in table.splitlines():
         if not line.startswith("| ") or line.startswith("| preset") or line.startswith("|---"):
