@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -145,6 +147,43 @@ def test_an_open_descriptor_path_is_written_in_place(tmp_path):
         write_output(f"/proc/self/fd/{f.fileno()}", "in place\n")
     assert (target.read_text(), target.stat().st_ino) == ("in place\n", inode)
     assert leftovers(tmp_path) == []
+
+
+def test_a_fifo_whose_reader_goes_away_is_an_error(tmp_path):
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+
+    def reader() -> None:
+        with open(fifo, "rb") as f:
+            f.read(10)
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    with pytest.raises(ConfigError, match=r"cannot write \(Broken pipe\); the output is incomplete"):
+        write_output(fifo, b"x" * (8 << 20))
+    thread.join(timeout=30)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_a_link_to_the_processs_stdout_writes_into_it(tmp_path):
+    """``--output`` naming a link to ``/proc/self/fd/1`` (what ``/dev/stdout`` is): the JSON on stdout."""
+    link = tmp_path / "stdout"
+    link.symlink_to("/proc/self/fd/1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "deteval", "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "--format", "json"]
+        + ["-q", "--output", link],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout[: len(proc.stdout) // 2], proc.stdout[len(proc.stdout) // 2 :]
+    assert first == second  # --output, then the printed JSON
+    assert json.loads(first)["results"]
+    assert link.is_symlink()
+    assert os.readlink(link) == "/proc/self/fd/1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["stdout"]
 
 
 # -- symbolic links ----------------------------------------------------------------------------
