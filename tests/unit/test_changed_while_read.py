@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from deteval.io.coco import fast
 from deteval.io.coco.ground_truth import load_coco_gt
 from deteval.io.coco.results import load_coco_dt
 from deteval.io.yolo import load_yolo_dt, load_yolo_gt
+from tests import ROOT
 
 N_IMAGES, PER_IMAGE = 20, 50
 
@@ -314,3 +316,24 @@ def test_yolo_folder_under_concurrent_rewrites(tmp_path):
     )
     assert mixed == 0, f"{mixed} loads mixed two versions"
     assert changed > 0
+
+
+@pytest.mark.parametrize("changed", ["results/comp4_det_test_dog.txt", "Annotations/000001.xml"])
+def test_voc_files_changed_while_read_through_the_cli(tmp_path, monkeypatch, capsys, changed):
+    """A VOC result file or annotation rewritten while read: exit 3 naming it."""
+    root = tmp_path / "voc"
+    shutil.copytree(ROOT / "fixtures" / "voc", root)
+    target = root / changed
+    assert target.exists()
+    original = _text._read_chunks
+
+    def chunks(f, size, limit):
+        if os.path.samefile(f"/proc/self/fd/{f.fileno()}", target):
+            rewrite_in_place(target, target.read_bytes() + b"\n")
+        return original(f, size, limit)
+
+    monkeypatch.setattr(_text, "_read_chunks", chunks)
+    code = main(["evaluate", "--gt", str(root), "--dt", str(root / "results"), "--protocol", "voc2007", "-q"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (3, ""), err
+    assert err.startswith(f"deteval: error: {target}: changed while read"), err
