@@ -316,7 +316,6 @@ def write_output(
     >>> write_output(folder / "latest.json", '{"ok": true}\n')
     >>> (folder / "latest.json").is_symlink(), (folder / "runs" / "7.json").read_text()
     (True, '{"ok": true}\n')
-    >>> write_output(os.devnull, "nothing\n")  # a device: written, not replaced
     """
     if inputs is not None:
         check_output(path, inputs, option=option)
