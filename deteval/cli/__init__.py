@@ -5,8 +5,9 @@ the values to :mod:`deteval.report` and writes the text. The only module that pr
 Exit codes: 0 ok, 2 usage, 3 invalid input or config (or stdout/an output file cannot be
 written), 130 interrupted (Ctrl-C), 141 stdout closed early (``deteval ... | head``), 143
 terminated (SIGTERM). Interrupted or failed runs leave no partial output file: every file is
-written atomically (:func:`deteval.io.output.write_atomic`), and never over a file or into a
-folder the run read (:func:`deteval.io.output.check_output`).
+written by :func:`deteval.io.output.write_output` (atomically, or directly into a device or
+FIFO), and never over a file or into a folder the run read
+(:func:`deteval.io.output.check_output`).
 
 Warnings: the API emits :class:`~deteval.errors.InputWarning` and
 :class:`~deteval.errors.UndefinedMetricWarning`; the CLI records them and prints each once at the

@@ -20,7 +20,7 @@ from deteval.errors import (
     UndefinedMetricWarning,
     printable,
 )
-from deteval.io.output import ReadLog, check_output, write_atomic
+from deteval.io.output import ReadLog, check_output, write_output
 from deteval.memory import LARGE_INPUT_BYTES, map_large_allocations
 from deteval.protocol import Protocol
 from deteval.sharding import effective_workers
@@ -203,8 +203,8 @@ def _print_warnings(args: argparse.Namespace, caught: list) -> None:
 
 
 def _write(path: str, text: str, option: str, log: ReadLog | Mapping[str, Any] | None) -> None:
-    """Write an output file atomically, never over an input (see :mod:`deteval.io.output`)."""
-    write_atomic(path, text, option=option, inputs=log)
+    """Write an output file, never over an input (:func:`deteval.io.output.write_output`)."""
+    write_output(path, text, option=option, inputs=log)
 
 
 def _note_workers(args: argparse.Namespace) -> None:

@@ -41,6 +41,7 @@ from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import InputError
 from deteval.io._text import (
     MAX_BYTES,
+    changed_error,
     fail_records,
     list_files,
     names_note,
@@ -392,6 +393,17 @@ def load_yolo_gt(
     )
 
 
+def _compiled_files(
+    paths: list[str], width: np.ndarray, height: np.ndarray, layout: int, *, what: str
+) -> Any:
+    """``_colparse.yolo_files`` of ``paths``; a file that changed while it read it is an InputError."""
+    assert _colparse is not None  # the callers check it
+    try:
+        return _colparse.yolo_files(paths, MAX_BYTES["text"], width, height, layout)
+    except OSError as exc:  # ESTALE: see deteval.io._text.check_unchanged
+        raise changed_error(os.fsdecode(exc.filename), what=what) from None
+
+
 def _compiled_labels(
     label_paths: list[str],
     image_of_file: np.ndarray,
@@ -409,8 +421,12 @@ def _compiled_labels(
     """
     if _colparse is None or not label_paths:
         return None
-    found = _colparse.yolo_files(
-        label_paths, MAX_BYTES["text"], width[image_of_file], height[image_of_file], _LABEL_LAYOUT
+    found = _compiled_files(
+        label_paths,
+        width[image_of_file],
+        height[image_of_file],
+        _LABEL_LAYOUT,
+        what=f"YOLO label rows {_LABEL_ROW}",
     )
     if found is None:
         return None
@@ -734,12 +750,12 @@ def _compiled_predictions(
     """
     if _colparse is None or not paths:
         return None
-    found = _colparse.yolo_files(
+    found = _compiled_files(
         paths,
-        MAX_BYTES["text"],
         gt.image_width[image_of_file],
         gt.image_height[image_of_file],
         LAYOUTS.index(layout),
+        what=f"YOLO prediction rows `{layout}`",
     )
     if found is None:
         return None

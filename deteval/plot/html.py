@@ -324,9 +324,10 @@ def write_report(
     results : EvalResult, sequence or mapping label -> EvalResult
         Several detectors and / or protocols are shown side by side (a mapping names them).
     out : path
-        The HTML file. Rendered completely in memory first, then written atomically (a
-        temporary file beside it, fsynced, renamed over it): if anything fails, ``out`` is
-        left as it was.
+        The HTML file. Rendered completely in memory first, then written by
+        :func:`deteval.io.output.write_output`: atomically (a temporary file beside it -- or
+        beside the target of a symbolic link -- fsynced, renamed over it; if anything fails,
+        ``out`` is left as it was), or directly into a device or FIFO.
     analysis : AnalysisResult or dict, optional
         :func:`deteval.diagnose.analyze` 's value or document: TIDE errors, confusion matrix,
         decomposition.

@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ from deteval.errors import ConfigError, InputError, printable
 from deteval.geometry.boxes import pair_box_iou
 from deteval.io._json import loads_strict
 from deteval.io._text import line_of, read_bytes
-from deteval.io.output import check_output, recording_reads, write_atomic
+from deteval.io.output import check_output, recording_reads, write_output
 from deteval.sharding import effective_workers, usable_cpus
 from tests import ROOT
 
@@ -44,7 +45,7 @@ def run(capsys, *argv) -> tuple[int, str, str]:
 
 
 def cli(*argv, **kwargs) -> subprocess.CompletedProcess:
-    """The CLI in a real process (signals, pipes, /dev/full)."""
+    """The CLI in a real process (signals, pipes, a full device)."""
     return subprocess.run(
         [sys.executable, "-m", "deteval", *map(str, argv)],
         cwd=ROOT,
@@ -162,7 +163,7 @@ def test_check_output_uses_what_was_read(tmp_path):
 # -- atomic writes ---------------------------------------------------------------------------
 
 
-def test_write_atomic_failure_leaves_the_target_and_no_temporary(tmp_path):
+def test_write_output_failure_leaves_the_target_and_no_temporary(tmp_path):
     target = tmp_path / "out.json"
     target.write_text("old\n")
 
@@ -174,18 +175,36 @@ def test_write_atomic_failure_leaves_the_target_and_no_temporary(tmp_path):
             raise Boom
 
     with pytest.raises(Boom):
-        write_atomic(target, Exploding("new"))
+        write_output(target, Exploding("new"))
     assert target.read_text() == "old\n"
-    write_atomic(target, "new\n")
+    write_output(target, "new\n")
     assert target.read_text() == "new\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
 
 
+def char_device(path: Path, numbers: tuple[int, int]) -> Path:
+    """A character device node made in the test's folder (never the machine's /dev), checked.
+
+    ``(1, 3)``: null, ``(1, 5)``: zero, ``(1, 7)``: full.
+    """
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(*numbers))
+    except PermissionError:
+        pytest.skip("making device nodes needs root (CAP_MKNOD)")
+    st = os.lstat(path)
+    assert stat.S_ISCHR(st.st_mode)
+    assert (os.major(st.st_rdev), os.minor(st.st_rdev)) == numbers
+    return path
+
+
 def test_full_disk_output_is_an_error_and_the_target_is_untouched(tmp_path):
-    if not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full")
-    with pytest.raises(ConfigError, match="cannot write"):
-        write_atomic("/dev/full/x.json", "x")
+    full = char_device(tmp_path / "full", (1, 7))
+    with pytest.raises(ConfigError, match=r"cannot write \(No space left on device\)"):
+        write_output(full, "x")
+    with pytest.raises(ConfigError, match=r"cannot write \(Not a directory\)"):
+        write_output(full / "x.json", "x")
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
 
 
 def test_sigterm_during_a_large_matches_write_leaves_no_partial_file(tmp_path):
@@ -294,14 +313,14 @@ def test_two_concurrent_runs_on_one_output_leave_one_complete_json(tmp_path):
 # -- signals and pipes -----------------------------------------------------------------------
 
 
-def test_stdout_full_disk_exit_3_one_line():
-    if not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full")
-    with open("/dev/full", "w") as full:
+def test_stdout_full_disk_exit_3_one_line(tmp_path):
+    full = char_device(tmp_path / "full", (1, 7))
+    with open(full, "w") as stdout:
+        assert stat.S_ISCHR(os.fstat(stdout.fileno()).st_mode)
         proc = subprocess.run(
             [sys.executable, "-m", "deteval", "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "-q"],
             cwd=ROOT,
-            stdout=full,
+            stdout=stdout,
             stderr=subprocess.PIPE,
             text=True,
             timeout=120,
@@ -454,7 +473,7 @@ def test_fifo_without_writer_is_refused_at_once(tmp_path):
 
 def test_protocol_symlinked_to_dev_zero_is_refused(capsys, tmp_path):
     link = tmp_path / "p.yaml"
-    link.symlink_to("/dev/zero")
+    link.symlink_to(char_device(tmp_path / "zero", (1, 5)))
     code, out, err = run(capsys, "evaluate", "--gt", GOOD_GT, "--dt", GOOD_DT, "--protocol", link)
     assert (code, out) == (3, "")
     assert "character device" in err
