@@ -16,7 +16,7 @@ from deteval.api._emit import _emit
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
 from deteval.io import gt_format, load_detections, load_ground_truth
-from deteval.io.category_map import read_category_map
+from deteval.io.category_map import MAX_DROP, read_category_map, refuse_off_ground_truth
 from deteval.io.coco import require_boxes
 from deteval.io.voc import read_class_list, with_result_classes
 from deteval.protocol import Protocol
@@ -112,10 +112,11 @@ def _dt_options(
     """The loader options of the detection options, each refused where it does not apply."""
     is_voc_results = _is_voc_results(kind, dt)
     dt_options: dict[str, Any] = {}
-    if allow_large_drop and not drop_unknown_categories:
+    if allow_large_drop and not drop_unknown_categories and category_map is None:
         raise ConfigError(
             "--allow-large-drop: only with --drop-unknown-categories (it lifts the 10% cap "
-            "on what that drops)"
+            "on what that drops) or --category-map (it lifts the 10% cap on detections the "
+            "map puts on categories without ground-truth objects)"
         )
     if drop_unknown_categories:
         dt_options["unknown_category"] = "drop"
@@ -189,6 +190,14 @@ def _load_inputs(
     if kind == "voc" and classes is None and _is_voc_results(kind, dt) and not isinstance(gt, GroundTruth):
         ground_truth = with_result_classes(ground_truth, dt, prefix=result_prefix)
     detections = _as_dt(dt, ground_truth, **dt_options)
+    if not isinstance(dt, Detections):
+        refuse_off_ground_truth(
+            detections.category,
+            ground_truth,
+            dt_options.get("category_map"),
+            where=str(detections.source),
+            max_share=1.0 if allow_large_drop else MAX_DROP,
+        )
     if any(p.iou_type == "bbox" for p in protocols):
         require_boxes(detections)
     return Inputs(ground_truth, detections, gt, dt)
