@@ -43,6 +43,8 @@ __all__ = [
     "COCO80",
     "coco91_table",
     "refuse_off_ground_truth",
+    "readings_of",
+    "describe_reading",
 ]
 
 #: Largest share of detections ``unknown_category="drop"`` drops without ``max_drop=1``.
@@ -57,22 +59,86 @@ BUILTIN_MAPS = ("index0", "index1", "coco91")
 #: ``categories[].id`` of COCO's ``instances_*.json``: 1..90, ten ids unused). Public COCO data,
 #: written out; tests/unit/test_guard_inputs.py checks it against the published lists.
 COCO80 = (
-    (1, "person"), (2, "bicycle"), (3, "car"), (4, "motorcycle"), (5, "airplane"), (6, "bus"),
-    (7, "train"), (8, "truck"), (9, "boat"), (10, "traffic light"), (11, "fire hydrant"),
-    (13, "stop sign"), (14, "parking meter"), (15, "bench"), (16, "bird"), (17, "cat"),
-    (18, "dog"), (19, "horse"), (20, "sheep"), (21, "cow"), (22, "elephant"), (23, "bear"),
-    (24, "zebra"), (25, "giraffe"), (27, "backpack"), (28, "umbrella"), (31, "handbag"),
-    (32, "tie"), (33, "suitcase"), (34, "frisbee"), (35, "skis"), (36, "snowboard"),
-    (37, "sports ball"), (38, "kite"), (39, "baseball bat"), (40, "baseball glove"),
-    (41, "skateboard"), (42, "surfboard"), (43, "tennis racket"), (44, "bottle"),
-    (46, "wine glass"), (47, "cup"), (48, "fork"), (49, "knife"), (50, "spoon"), (51, "bowl"),
-    (52, "banana"), (53, "apple"), (54, "sandwich"), (55, "orange"), (56, "broccoli"),
-    (57, "carrot"), (58, "hot dog"), (59, "pizza"), (60, "donut"), (61, "cake"), (62, "chair"),
-    (63, "couch"), (64, "potted plant"), (65, "bed"), (67, "dining table"), (70, "toilet"),
-    (72, "tv"), (73, "laptop"), (74, "mouse"), (75, "remote"), (76, "keyboard"),
-    (77, "cell phone"), (78, "microwave"), (79, "oven"), (80, "toaster"), (81, "sink"),
-    (82, "refrigerator"), (84, "book"), (85, "clock"), (86, "vase"), (87, "scissors"),
-    (88, "teddy bear"), (89, "hair drier"), (90, "toothbrush"),
+    (1, "person"),
+    (2, "bicycle"),
+    (3, "car"),
+    (4, "motorcycle"),
+    (5, "airplane"),
+    (6, "bus"),
+    (7, "train"),
+    (8, "truck"),
+    (9, "boat"),
+    (10, "traffic light"),
+    (11, "fire hydrant"),
+    (13, "stop sign"),
+    (14, "parking meter"),
+    (15, "bench"),
+    (16, "bird"),
+    (17, "cat"),
+    (18, "dog"),
+    (19, "horse"),
+    (20, "sheep"),
+    (21, "cow"),
+    (22, "elephant"),
+    (23, "bear"),
+    (24, "zebra"),
+    (25, "giraffe"),
+    (27, "backpack"),
+    (28, "umbrella"),
+    (31, "handbag"),
+    (32, "tie"),
+    (33, "suitcase"),
+    (34, "frisbee"),
+    (35, "skis"),
+    (36, "snowboard"),
+    (37, "sports ball"),
+    (38, "kite"),
+    (39, "baseball bat"),
+    (40, "baseball glove"),
+    (41, "skateboard"),
+    (42, "surfboard"),
+    (43, "tennis racket"),
+    (44, "bottle"),
+    (46, "wine glass"),
+    (47, "cup"),
+    (48, "fork"),
+    (49, "knife"),
+    (50, "spoon"),
+    (51, "bowl"),
+    (52, "banana"),
+    (53, "apple"),
+    (54, "sandwich"),
+    (55, "orange"),
+    (56, "broccoli"),
+    (57, "carrot"),
+    (58, "hot dog"),
+    (59, "pizza"),
+    (60, "donut"),
+    (61, "cake"),
+    (62, "chair"),
+    (63, "couch"),
+    (64, "potted plant"),
+    (65, "bed"),
+    (67, "dining table"),
+    (70, "toilet"),
+    (72, "tv"),
+    (73, "laptop"),
+    (74, "mouse"),
+    (75, "remote"),
+    (76, "keyboard"),
+    (77, "cell phone"),
+    (78, "microwave"),
+    (79, "oven"),
+    (80, "toaster"),
+    (81, "sink"),
+    (82, "refrigerator"),
+    (84, "book"),
+    (85, "clock"),
+    (86, "vase"),
+    (87, "scissors"),
+    (88, "teddy bear"),
+    (89, "hair drier"),
+    (90, "toothbrush"),
 )
 #: The 91-style ids of :data:`COCO80`, in its order (increasing).
 COCO91_IDS = np.array([i for i, _ in COCO80], dtype=np.int64)
@@ -400,7 +466,7 @@ def _names(gt: GroundTruth, limit: int = 8) -> str:
     return f"[{shown}{', ...' if gt.n_classes > limit else ''}]"
 
 
-def _readings(det_ids: np.ndarray, gt: GroundTruth) -> list[tuple[str, np.ndarray]]:
+def readings_of(det_ids: np.ndarray, gt: GroundTruth) -> list[tuple[str, np.ndarray]]:
     """The built-in readings of ``det_ids`` that name a ground-truth category for every id.
 
     ``(name, category index of each id)`` for ``"ids"`` (the ids as ground-truth ids), ``"index0"``,
@@ -424,11 +490,12 @@ def _readings(det_ids: np.ndarray, gt: GroundTruth) -> list[tuple[str, np.ndarra
 
 
 def _with_objects(gt: GroundTruth) -> np.ndarray:
-    """bool (n_class,): which categories have at least one ground-truth object."""
+    """Bool (n_class,): which categories have at least one ground-truth object."""
     return np.bincount(gt.category, minlength=gt.n_classes)[: gt.n_classes] > 0
 
 
-def _describe(name: str, category: np.ndarray, on: np.ndarray) -> str:
+def describe_reading(name: str, category: np.ndarray, on: np.ndarray) -> str:
+    """``--category-map NAME: n of N on categories with objects`` (``on``: bool per category)."""
     n_on = int(on[category].sum())
     label = "the ids as ground-truth ids" if name == "ids" else f"--category-map {name}"
     return f"{label}: {n_on} of {len(category)} on categories with objects"
@@ -459,7 +526,7 @@ def index_hint(det_ids: np.ndarray, gt: GroundTruth) -> str:
         return ""
     k = gt.n_classes
     low, high = int(unique[0]), int(unique[-1])
-    readings = [(n, c) for n, c in _readings(det_ids, gt) if n != "ids"]
+    readings = [(n, c) for n, c in readings_of(det_ids, gt) if n != "ids"]
     index_readings = [
         (n, c)
         for n, c in readings
@@ -471,12 +538,14 @@ def index_hint(det_ids: np.ndarray, gt: GroundTruth) -> str:
         listed = sorted(coco + index_readings, key=lambda r: -int(on[r[1]].sum()))
         return (
             f"the detection category ids ({low}..{high}) fit several readings; candidates: "
-            + "; ".join(_describe(n, c, on) for n, c in listed)
+            + "; ".join(describe_reading(n, c, on) for n, c in listed)
             + " -- pass the one the model's output uses (--category-map NAME, category_map='NAME')"
         )
     if coco:
-        side = "COCO's 91-style ids (1..90 with gaps)" if _coco_direction(gt) == "80" else (
-            "0-based indices of COCO's 80 classes"
+        side = (
+            "COCO's 91-style ids (1..90 with gaps)"
+            if _coco_direction(gt) == "80"
+            else ("0-based indices of COCO's 80 classes")
         )
         return (
             f"the detection category ids ({low}..{high}) look like {side}, and the {k} ground-truth "
@@ -638,7 +707,7 @@ def refuse_off_ground_truth(
         return
     raw = _raw_ids(np.asarray(category, dtype=np.int64), gt, category_map)
     current = "ids" if category_map is None else category_map.kind
-    others = [] if raw is None else [(name, c) for name, c in _readings(raw, gt) if name != current]
+    others = [] if raw is None else [(name, c) for name, c in readings_of(raw, gt) if name != current]
     others.sort(key=lambda r: -int(on[r[1]].sum()))
     if category_map is None and not any((~on[c]).sum() / n <= max_share for _, c in others):
         return
@@ -646,12 +715,14 @@ def refuse_off_ground_truth(
     worst = np.argsort(-counts, kind="stable")[: min(8, int((counts > 0).sum()))]
     per_class = ", ".join(f"{gt.category_name[k]!r} {int(counts[k])}" for k in worst)
     reading = (
-        "read as ground-truth category ids" if category_map is None else f"read through {category_map.source}"
+        "read as ground-truth category ids"
+        if category_map is None
+        else f"read through {category_map.source}"
         if category_map.kind == "table"
         else f"read through --category-map {category_map.kind}"
     )
     candidates = (
-        "; candidates: " + "; ".join(_describe(name, c, on) for name, c in others)
+        "; candidates: " + "; ".join(describe_reading(name, c, on) for name, c in others)
         if others
         else "; check the map (the model's class order against the ground truth's)"
     )
