@@ -59,8 +59,27 @@ def _as_gt(gt: Any, **options: Any) -> GroundTruth:
     return gt if isinstance(gt, GroundTruth) else load_ground_truth(gt, **options)
 
 
-def _as_dt(dt: Any, gt: GroundTruth, **options: Any) -> Detections:
-    return dt if isinstance(dt, Detections) else load_detections(dt, gt, **options)
+def _as_dt(dt: Any, gt: GroundTruth, *, allow_large_drop: bool = False, **options: Any) -> Detections:
+    """``dt`` loaded against ``gt`` (a folder looked into), refused when its ids are misread.
+
+    Detections given as :class:`Detections` are taken as they are. Loaded ones are refused when
+    their category ids, as read (``category_map``), put more than :data:`MAX_DROP` of them on
+    categories without ground-truth objects (:func:`refuse_off_ground_truth`; ``allow_large_drop``
+    lifts the cap).
+    """
+    if isinstance(dt, Detections):
+        return dt
+    if options.get("category_map") is not None:
+        options["category_map"] = read_category_map(options["category_map"])
+    detections = load_detections(dt, gt, **options)
+    refuse_off_ground_truth(
+        detections.category,
+        gt,
+        options.get("category_map"),
+        where=str(detections.source),
+        max_share=1.0 if allow_large_drop else MAX_DROP,
+    )
+    return detections
 
 
 @dataclass(frozen=True, eq=False)
@@ -231,15 +250,8 @@ def _load_inputs(
         is_voc_results = located is not None and located.kind == "voc"
         if kind == "voc" and classes is None and is_voc_results and not isinstance(gt, GroundTruth):
             ground_truth = with_result_classes(ground_truth, dt, prefix=result_prefix)
-        detections = _as_dt(located.path if located is not None else dt, ground_truth, **dt_options)
-        if not isinstance(dt, Detections):
-            refuse_off_ground_truth(
-                detections.category,
-                ground_truth,
-                dt_options.get("category_map"),
-                where=str(detections.source),
-                max_share=1.0 if allow_large_drop else MAX_DROP,
-            )
+        source = located.path if located is not None else dt
+        detections = _as_dt(source, ground_truth, allow_large_drop=allow_large_drop, **dt_options)
         return ground_truth, detections, located
 
     ground_truth, detections, located = with_detections(ground_truth)

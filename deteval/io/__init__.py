@@ -128,7 +128,8 @@ def _txt_kind(folder: str, txt: list[str], gt: GroundTruth, gt_kind: str) -> str
 def _has_txt(folder: str) -> bool:
     """Whether ``folder`` holds a .txt file (``labels/`` of an Ultralytics run)."""
     try:
-        return any(e.name.endswith(".txt") and e.is_file() for e in os.scandir(folder))
+        with os.scandir(folder) as entries:
+            return any(e.name.endswith(".txt") and e.is_file() for e in entries)
     except OSError:
         return False
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 import deteval
 from deteval.cli import main
-from deteval.errors import ConfigError
+from deteval.errors import ConfigError, InputError
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 PUBLISHED = yaml.safe_load((DATA / "coco80.yaml").read_text())
@@ -484,3 +485,77 @@ def test_voc_split_chosen_for_coco_results_too(tmp_path, capsys):
     doc = json.loads(out)
     assert doc["inputs"]["split"] == "test"
     assert doc["results"][0]["metrics"]["mAP"] == pytest.approx(0.5, abs=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
+# fixtures/real (answers in fixtures/real/ANSWERS.md) and other traps of the same kind
+# --------------------------------------------------------------------------------------------
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+
+
+@pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")  # 76 COCO classes absent
+def test_python_api_guards_like_the_cli():
+    """deteval.evaluate looks into folders and refuses misread ids as `deteval evaluate` does."""
+    gt, run = REAL / "yolo_coco80", REAL / "ultralytics_run" / "val"
+    with pytest.raises(InputError, match="candidates: --category-map coco91: 5 of 5"):
+        deteval.evaluate(gt, run / "predictions.json", "coco50")
+    from_folder = deteval.evaluate(gt, run, "coco50")  # labels/: the dataset's own indices
+    from_json = deteval.evaluate(gt, run / "predictions.json", "coco50", category_map="coco91")
+    assert [c["num_det"] for c in from_folder.per_class] == [c["num_det"] for c in from_json.per_class]
+    np.testing.assert_array_equal(  # nan (no ground truth) == nan
+        [c["AP"] for c in from_folder.per_class], [c["AP"] for c in from_json.per_class]
+    )
+    assert from_folder.metrics["mAP"] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_real_yolo_txt_against_coco_json_answer():
+    result = deteval.evaluate(
+        REAL / "coco_index" / "gt.json", REAL / "coco_index" / "labels", "voc2010", category_map="index0"
+    )
+    assert result.metrics["mAP"] == pytest.approx(2.5 / 3, abs=1e-12)
+
+
+def test_real_voc_splits_answer(capsys):
+    argv = ["evaluate", "--gt", REAL / "voc_splits", "--dt", REAL / "voc_splits" / "results"]
+    code, out, err = _run([*argv, "--protocol", "voc2010", "--format", "json", "-q"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["results"][0]["metrics"]["mAP"] == pytest.approx(0.75, abs=1e-12)
+
+
+def test_run_folder_labels_without_confidence_reads_predictions_json(tmp_path, capsys):
+    """`save_txt=True` without `save_conf=True` writes 5 columns: predictions.json has the scores."""
+    root = _yolo_dataset(tmp_path / "ds", ["cat", "dog"], PETS)
+    run = _run_folder(tmp_path / "val", labels=False, predictions=True)
+    (run / "labels").mkdir()
+    for stem, rows in PET_ROWS.items():
+        (run / "labels" / f"{stem}.txt").write_text("".join(r.rsplit(" ", 1)[0] + "\n" for r in rows))
+    code, out, err = _run(
+        ["evaluate", "--gt", root, "--dt", run, "--protocol", "voc2010", "-q", "--format", "json"], capsys
+    )
+    assert code == 0, err
+    assert _per_class(out) == PET_AP
+    assert json.loads(out)["inputs"]["dt_read"] == str(run / "predictions.json")
+
+
+def test_yolo_prediction_file_of_a_stem_two_images_share(tmp_path, capsys):
+    """COCO file names in two folders with one stem: a.txt cannot say which image it is."""
+    gt = _coco_gt(ids=(0, 1))
+    gt["images"].append({"id": 11, "file_name": "other/000001.png", "width": 100, "height": 100})
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    dt = _txt_predictions(tmp_path / "labels")
+    code, out, err = _run(
+        ["evaluate", "--gt", tmp_path / "gt.json", "--dt", dt, "-q", "--protocol", "voc2010"], capsys
+    )
+    assert (code, out) == (3, "")
+    assert "prediction file whose stem names several images of the ground truth" in err
+    assert "'val/000001.jpg', 'other/000001.png'" in err
+
+
+def test_txt_folder_that_is_neither_yolo_nor_voc_against_coco_json(tmp_path, capsys):
+    (tmp_path / "gt.json").write_text(json.dumps(_coco_gt()))
+    (tmp_path / "dt").mkdir()
+    (tmp_path / "dt" / "notes.txt").write_text("0 0.5 0.5 0.1 0.1 0.9\n")
+    code, out, err = _run(["evaluate", "--gt", tmp_path / "gt.json", "--dt", tmp_path / "dt", "-q"], capsys)
+    assert (code, out) == (3, "")
+    assert "txt files that cannot be told apart: none named <image stem>.txt" in err
