@@ -489,9 +489,24 @@ def readings_of(det_ids: np.ndarray, gt: GroundTruth) -> list[tuple[str, np.ndar
     return out
 
 
+#: Rows per slice when categories are counted: the temporaries stay small whatever the count.
+_CHUNK = 1 << 16
+
+
+def _category_counts(category: np.ndarray, n_classes: int) -> np.ndarray:
+    """How many of ``category`` (indices, any int dtype) fall in each class: int64 (n_classes,).
+
+    Counted slice by slice: ``np.bincount`` casts its input to intp, a copy 8 bytes an element.
+    """
+    counts = np.zeros(n_classes, dtype=np.int64)
+    for i in range(0, len(category), _CHUNK):
+        counts += np.bincount(category[i : i + _CHUNK], minlength=n_classes)[:n_classes]
+    return counts
+
+
 def _with_objects(gt: GroundTruth) -> np.ndarray:
-    """Bool (n_class,): which categories have at least one ground-truth object."""
-    return np.bincount(gt.category, minlength=gt.n_classes)[: gt.n_classes] > 0
+    """Which categories have at least one ground-truth object: bool (n_class,)."""
+    return _category_counts(gt.category, gt.n_classes) > 0
 
 
 def describe_reading(name: str, category: np.ndarray, on: np.ndarray) -> str:
@@ -701,10 +716,10 @@ def refuse_off_ground_truth(
     if not n or not gt.n_classes:
         return
     on = _with_objects(gt)
-    off = ~on[category]
-    n_off = int(off.sum())
+    n_off = int(_category_counts(category, gt.n_classes)[~on].sum())
     if n_off / n <= max_share:
         return
+    off = ~on[category]
     raw = _raw_ids(np.asarray(category, dtype=np.int64), gt, category_map)
     current = "ids" if category_map is None else category_map.kind
     others = [] if raw is None else [(name, c) for name, c in readings_of(raw, gt) if name != current]

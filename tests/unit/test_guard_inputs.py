@@ -559,3 +559,15 @@ def test_txt_folder_that_is_neither_yolo_nor_voc_against_coco_json(tmp_path, cap
     code, out, err = _run(["evaluate", "--gt", tmp_path / "gt.json", "--dt", tmp_path / "dt", "-q"], capsys)
     assert (code, out) == (3, "")
     assert "txt files that cannot be told apart: none named <image stem>.txt" in err
+
+
+def test_a_refused_reading_is_accepted_when_stated_with_allow_large_drop(coco_named_yolo, capsys):
+    root, predictions = coco_named_yolo
+    argv = ["--gt", root, "--dt", predictions, "--protocol", "coco50", "--category-map", "index1"]
+    code, out, err = _run(["validate", *argv], capsys)  # validate refuses what evaluate refuses
+    assert (code, out) == (3, "")
+    assert "are read through --category-map index1 onto categories without ground-truth objects" in err
+    code, out, err = _run(["evaluate", *argv, "--allow-large-drop", "-q", "--format", "json"], capsys)
+    assert code == 0, err
+    scored = {c["name"]: c["AP"] for c in json.loads(out)["results"][0]["per_class"] if c["AP"] is not None}
+    assert scored == pytest.approx({"person": 1.0, "car": 1.0, "dog": 0.0, "chair": 0.0}, abs=1e-12)
