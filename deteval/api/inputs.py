@@ -289,9 +289,11 @@ def load_inputs(
     gt : str, os.PathLike, dict or GroundTruth
         COCO JSON (path or parsed), VOC root or YOLO dataset.
     dt : str, os.PathLike, list or Detections, optional
-        COCO results JSON, VOC result folder or YOLO prediction folder.
+        COCO results JSON, VOC result folder or YOLO prediction folder; a tool's output folder
+        is looked into (:func:`deteval.io.locate_predictions`).
     split : str, optional
-        VOC image set (``ImageSets/Main/<split>.txt``); VOC only.
+        VOC image set (``ImageSets/Main/<split>.txt``); VOC only. Without it, a root with
+        several image sets is scored on the one the detections' images fit, or refused.
     area_from_box : bool
         COCO ground truth without ``area``: use ``w * h`` of the box (with a warning).
     drop_unknown_categories : bool
@@ -301,11 +303,13 @@ def load_inputs(
         Column order of YOLO prediction rows (``"cls cx cy w h conf"`` or ``"cls conf cx cy w h"``).
     protocols : sequence of Protocol
         When one scores boxes, every detection must have one.
-    category_map : {"index0", "index1"}, mapping or path, optional
+    category_map : {"index0", "index1", "coco91"}, mapping or path, optional
         How detection category ids name ground-truth categories (COCO results, YOLO
         predictions; see docs/inputs.md).
     allow_large_drop : bool
-        With ``drop_unknown_categories``: drop any share (COCO results, YOLO predictions).
+        With ``drop_unknown_categories``: drop any share (COCO results, YOLO predictions). With
+        ``category_map``: accept a map that puts more than 10% of the detections on categories
+        without ground-truth objects.
     classes : "voc", path or sequence of str, optional
         VOC class list (category ids 1..K in its order); result files of other classes are errors.
     result_prefix : str, optional

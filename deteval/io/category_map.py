@@ -8,7 +8,14 @@ ids look like 0- or 1-based indices of the ground-truth categories in id order),
 
 * ``"index0"``: detection id ``k`` is the ``k``-th ground-truth category in id order (0-based);
 * ``"index1"``: the same, 1-based (newer Ultralytics ``predictions.json`` on a non-COCO dataset);
+* ``"coco91"``: COCO's 91-style ids against a ground truth of contiguous ids (a YOLO dataset with
+  COCO's names: Ultralytics ``predictions.json`` of COCO-named data), or the 0-based index of
+  COCO's 80 against COCO's own ids (:data:`COCO80`, :func:`coco91_table`);
 * a mapping, or a YAML / JSON file of one: ``{detection id: ground-truth id or name}``.
+
+A reading that puts more than ``MAX_DROP`` of the detections on categories without ground-truth
+objects (which can only be false positives) is refused by :func:`refuse_off_ground_truth`, with
+the count per category and the built-in readings that do better.
 
 Detections of categories the ground truth does not have are an error; ``unknown_category=
 "drop"`` drops them with a warning that says how many and what that does to the number, and

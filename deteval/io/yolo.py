@@ -638,13 +638,15 @@ def load_yolo_dt(
     folder : str or os.PathLike
         One txt file per image (images without a file have no detections).
     gt : GroundTruth
-        Images are matched by file-name stem, classes by id; sizes convert the boxes.
+        Images are matched by file-name stem (of ``file_name`` for COCO JSON), classes by id;
+        sizes convert the boxes. Against categories whose ids are not 0..K-1 (COCO JSON, VOC)
+        the class indices need ``category_map``.
     layout : {"cls cx cy w h conf", "cls conf cx cy w h"}
         Column order of the 6-column rows (Ultralytics ``save_conf=True`` writes the first).
     unknown_category : {"error", "drop"}
         Rows whose class id is not in the ground truth: refuse, or drop with a warning giving
         their share (at most ``max_drop`` of the rows).
-    category_map : {"index0", "index1"}, mapping, path or CategoryMap, optional
+    category_map : {"index0", "index1", "coco91"}, mapping, path or CategoryMap, optional
         How the rows' class ids name ground-truth categories (:mod:`deteval.io.category_map`);
         default: they are the ground truth's category ids.
     max_drop : float
@@ -659,7 +661,9 @@ def load_yolo_dt(
     ------
     InputError
         Rows without a confidence column (5 columns: which layout?), other column counts,
-        files of unknown images, unknown class ids, negative sizes, non-numbers (``file:line``).
+        files of unknown images or of a stem several images share, unknown class ids, class
+        indices against other category ids without ``category_map`` (the readings listed),
+        negative sizes, non-numbers (``file:line``).
     """
     folder = os.fspath(folder)
     if layout not in LAYOUTS:

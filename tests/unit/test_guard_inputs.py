@@ -571,3 +571,14 @@ def test_a_refused_reading_is_accepted_when_stated_with_allow_large_drop(coco_na
     assert code == 0, err
     scored = {c["name"]: c["AP"] for c in json.loads(out)["results"][0]["per_class"] if c["AP"] is not None}
     assert scored == pytest.approx({"person": 1.0, "car": 1.0, "dog": 0.0, "chair": 0.0}, abs=1e-12)
+
+
+def test_voc_txt_that_is_no_image_set_is_not_a_candidate(tmp_path, capsys):
+    root = _voc_root(tmp_path / "VOC2007", FOUR_SPLITS)
+    (root / "ImageSets" / "Main" / "README.txt").write_text("made with a script, see the wiki\n")
+    results = _voc_results(tmp_path / "results", ["000005"])
+    code, out, err = _run(
+        ["evaluate", "--gt", root, "--dt", results, "--protocol", "voc2010", "--format", "json", "-q"], capsys
+    )
+    assert code == 0, err
+    assert json.loads(out)["inputs"]["split"] == "test"

@@ -129,7 +129,8 @@ def _split_note(root: str, ids: list[str]) -> list[str]:
 def image_sets(root: str | os.PathLike) -> dict[str, list[str]]:
     """The detection image sets of ``ImageSets/Main`` (split name -> image ids); {} without it.
 
-    Class files (``<class>_<split>.txt``, for classification) are not image sets.
+    Class files (``<class>_<split>.txt``, for classification) are not image sets, nor are txt
+    files that are not one plain image id per line, each once (``--split`` names their problem).
     """
     folder = os.path.join(os.fspath(root), "ImageSets", "Main")
     if not os.path.isdir(folder):
@@ -137,7 +138,13 @@ def image_sets(root: str | os.PathLike) -> dict[str, list[str]]:
     names = sorted(
         n[:-4] for n in list_files(folder, what="image sets") if n.endswith(".txt") and "_" not in n
     )
-    return {name: _read_split(os.fspath(root), name)[0] for name in names}
+    sets = {}
+    for name in names:
+        try:
+            sets[name] = _read_split(os.fspath(root), name)[0]
+        except InputError:  # not a list of image ids (a README.txt, say): no image set
+            continue
+    return sets
 
 
 def choose_split(root: str | os.PathLike, image_ids: Sequence[str]) -> str | None:
