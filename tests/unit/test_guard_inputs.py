@@ -582,3 +582,32 @@ def test_voc_txt_that_is_no_image_set_is_not_a_candidate(tmp_path, capsys):
     )
     assert code == 0, err
     assert json.loads(out)["inputs"]["split"] == "test"
+
+
+def test_voc_result_folder_against_coco_json(tmp_path, capsys):
+    """Images by file stem, classes by the file name; 1-based inclusive corners as the devkit's."""
+    (tmp_path / "gt.json").write_text(json.dumps(_coco_gt()))
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "comp4_det_test_cat.txt").write_text("000001 0.9 16 16 35 35\n000002 0.8 66 66 85 85\n")
+    code, out, err = _run(
+        [
+            "evaluate",
+            "--gt",
+            tmp_path / "gt.json",
+            "--dt",
+            results,
+            "-q",
+            "--format",
+            "json",
+            "--protocol",
+            "voc2010",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    assert _per_class(out) == PET_AP
+    code, out, err = _run(
+        ["validate", "--gt", tmp_path / "gt.json", "--dt", results, "--protocol", "voc2010"], capsys
+    )
+    assert code == 0, err
