@@ -611,3 +611,47 @@ def test_voc_result_folder_against_coco_json(tmp_path, capsys):
         ["validate", "--gt", tmp_path / "gt.json", "--dt", results, "--protocol", "voc2010"], capsys
     )
     assert code == 0, err
+
+
+def test_coco80_indices_against_coco_ids_read_with_coco91(tmp_path, capsys):
+    """The other direction: a COCO-trained model's 0-based indices (person 0, car 2, dog 16) against
+    COCO's own ids (person 1, car 3, dog 18); index0 cannot read dog 16 (3 categories).
+    """
+    gt = REAL / "coco_index" / "gt.json"
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    (labels / "a.txt").write_text("0 0.2 0.3 0.2 0.4 0.9\n2 0.7 0.7 0.4 0.2 0.6\n")
+    (labels / "b.txt").write_text("0 0.7 0.3 0.2 0.4 0.8\n2 0.7 0.7 0.4 0.2 0.7\n16 0.25 0.75 0.3 0.3 0.5\n")
+    code, out, err = _run(["evaluate", "--gt", gt, "--dt", labels, "-q", "--protocol", "voc2010"], capsys)
+    assert (code, out) == (3, "")
+    assert "candidates: --category-map coco91: 5 of 5 on categories with objects; expected" in err
+    code, out, err = _run(
+        [
+            "evaluate",
+            "--gt",
+            gt,
+            "--dt",
+            labels,
+            "-q",
+            "--protocol",
+            "voc2010",
+            "--format",
+            "json",
+            "--category-map",
+            "coco91",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    assert json.loads(out)["results"][0]["metrics"]["mAP"] == pytest.approx(2.5 / 3, abs=1e-12)
+    records = [
+        {"image_id": 1, "category_id": 0, "bbox": [10, 10, 20, 40], "score": 0.9},
+        {"image_id": 2, "category_id": 16, "bbox": [10, 60, 30, 30], "score": 0.5},
+    ]
+    (tmp_path / "dt.json").write_text(json.dumps(records))
+    code, out, err = _run(
+        ["evaluate", "--gt", gt, "--dt", tmp_path / "dt.json", "-q", "--protocol", "voc2010"], capsys
+    )
+    assert (code, out) == (3, "")
+    assert "look like 0-based indices of COCO's 80 classes" in err
+    assert "pass --category-map coco91" in err
