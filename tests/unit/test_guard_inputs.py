@@ -614,8 +614,9 @@ def test_voc_result_folder_against_coco_json(tmp_path, capsys):
 
 
 def test_coco80_indices_against_coco_ids_read_with_coco91(tmp_path, capsys):
-    """The other direction: a COCO-trained model's 0-based indices (person 0, car 2, dog 16) against
-    COCO's own ids (person 1, car 3, dog 18); index0 cannot read dog 16 (3 categories).
+    """COCO-80 indices (person 0, car 2, dog 16) against COCO's ids (person 1, car 3, dog 18).
+
+    The other direction of the table; index0 cannot read dog 16 (3 categories).
     """
     gt = REAL / "coco_index" / "gt.json"
     labels = tmp_path / "labels"
