@@ -34,13 +34,15 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--allow-large-drop",
         action="store_true",
-        help="with --drop-unknown-categories: drop any share of the detections",
+        help="with --drop-unknown-categories: drop any share of the detections; with "
+        "--category-map: accept any share mapped onto categories without ground truth",
     )
     p.add_argument(
         "--category-map",
-        metavar="index0|index1|FILE",
+        metavar="index0|index1|coco91|FILE",
         help="detection category ids are 0-based (index0) or 1-based (index1) indices of the "
-        "GT categories in id order, or FILE (YAML/JSON) maps detection id -> GT id or name",
+        "GT categories in id order, COCO's 91-style ids against its 80 classes or back (coco91), "
+        "or FILE (YAML/JSON) maps detection id -> GT id or name",
     )
     p.add_argument(
         "--classes",

@@ -18,7 +18,7 @@ import pytest
 
 import deteval
 from deteval.cli import main
-from deteval.errors import InputError, InputWarning
+from deteval.errors import InputError
 from deteval.io import load_detections, load_ground_truth
 from deteval.io.voc import detect_prefix, load_voc_dt, load_voc_gt, parse_xml
 from deteval.io.yolo import image_size, load_yolo_dt, load_yolo_gt
@@ -796,16 +796,12 @@ def test_result_file_of_an_unknown_class(tmp_path, voc_gt):
     assert any("left out 1 result files of classes not in the ground truth" in w for w in dt.warnings)
 
 
-def test_no_result_files_is_a_warning_and_ap_zero(tmp_path):
+def test_no_result_files_is_an_error_naming_where_it_looked(tmp_path):
+    """A folder with nothing to score used to give AP 0 for every class, exit 0 (docs/inputs.md)."""
     root = _simple_root(tmp_path)
     folder = _results(tmp_path, {"notes.md": "nothing"})
-    with pytest.warns(InputWarning, match="no result files"):
-        result = deteval.evaluate(root, folder, "voc2010")
-    assert [c["AP"] for c in result.per_class] == [0.0, 0.0]
-    assert any(
-        "no result files (<prefix><class>.txt): every class with ground truth gets AP 0" in w
-        for w in result.warnings
-    )
+    with pytest.raises(InputError, match=r"res: no predictions found; looked for .* found notes\.md"):
+        deteval.evaluate(root, folder, "voc2010")
 
 
 def test_error_txt_files_but_none_for_a_class(tmp_path, voc_gt):
