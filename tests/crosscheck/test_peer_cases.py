@@ -31,6 +31,7 @@ PEERS = Path(__file__).resolve().parents[1] / "data" / "peers"
 FCE = PEERS / "faster_coco_eval"
 FCE_CASES = json.loads((FCE / "cases.json").read_text())
 ODM = json.loads((PEERS / "object_detection_metrics" / "readme_sample.json").read_text())
+COCOAPI = json.loads((PEERS / "cocoapi" / "val2014_fake_eval_res.json").read_text())
 
 #: pycocotools' summary names of deteval's CLI metrics (the twelve stats).
 CLI_METRIC = {
@@ -106,7 +107,7 @@ def _run(coco_eval_class, coco_module, case: dict):
 
 
 def summary_value(precision: np.ndarray, recall: np.ndarray, params, definition: list) -> float:
-    """pycocotools' ``_summarize`` of one key (``-1`` marks undefined), from the eval arrays."""
+    """Pycocotools' ``_summarize`` of one key (``-1`` marks undefined), from the eval arrays."""
     is_ap, iou, area, max_dets = definition
     a = list(params.areaRngLbl).index(area)
     m = list(params.maxDets).index(max_dets)
@@ -126,14 +127,16 @@ def _values(evaluator, case: dict) -> dict:
     definitions = FCE_CASES["definitions"][case["definitions"]]
     e = evaluator.eval
     return {
-        key: summary_value(np.asarray(e["precision"]), np.asarray(e["recall"]), evaluator.params, definitions[key])
+        key: summary_value(
+            np.asarray(e["precision"]), np.asarray(e["recall"]), evaluator.params, definitions[key]
+        )
         for key in case["expected"]
     }
 
 
 @pytest.fixture(scope="module")
 def pycocotools_runs() -> dict:
-    """pycocotools on every case, once (the segm cases take seconds)."""
+    """Pycocotools on every case, once (the segm cases take seconds)."""
     return {case["name"]: _run(ReferenceCOCOeval, COCO, case) for case in FCE_CASES["cases"]}
 
 
@@ -162,9 +165,13 @@ def test_faster_coco_eval_case_drop_in_equals_pycocotools(case, pycocotools_runs
     "case", [c for c in FCE_CASES["cases"] if c["area_ranges"] is None], ids=lambda c: c["name"]
 )
 def test_faster_coco_eval_case_cli(case, preset, tmp_path, capsys):
-    """The CLI on the same files (these data have no annotation id 0 and no ``ignore`` field,
-    so ``coco``'s two fixed pycocotools bugs do not show)."""
+    """The CLI on the same files, under both COCO presets.
+
+    These data have no annotation id 0 and no ``ignore`` field, so ``coco``'s two fixed
+    pycocotools bugs do not show.
+    """
     gt, dt = _inputs(case)
+    assert all(a["id"] != 0 and "ignore" not in a for a in gt["annotations"])
     (tmp_path / "gt.json").write_text(json.dumps(gt))
     (tmp_path / "dt.json").write_text(json.dumps(dt))
     argv = ["evaluate", "--gt", tmp_path / "gt.json", "--dt", tmp_path / "dt.json", "--protocol", preset]
@@ -172,9 +179,10 @@ def test_faster_coco_eval_case_cli(case, preset, tmp_path, capsys):
     assert main([str(a) for a in argv]) == 0
     metrics = json.loads(capsys.readouterr().out)["results"][0]["metrics"]
     values = {key: -1.0 if metrics[name] is None else metrics[name] for key, name in CLI_METRIC.items()}
-    _check_expected({k: v for k, v in values.items() if k in case["expected"]}, {**case, "expected": {
-        k: v for k, v in case["expected"].items() if k in CLI_METRIC
-    }})
+    _check_expected(
+        {k: v for k, v in values.items() if k in case["expected"]},
+        {**case, "expected": {k: v for k, v in case["expected"].items() if k in CLI_METRIC}},
+    )
 
 
 @pytest.mark.parametrize(
@@ -219,7 +227,7 @@ def test_faster_coco_eval_case_faster_coco_eval(case, pycocotools_runs):
 @pytest.mark.filterwarnings("ignore:hotcoco. area range bounds differ from default:UserWarning")
 @pytest.mark.parametrize("case", FCE_CASES["cases"], ids=CASE_IDS)
 def test_faster_coco_eval_case_hotcoco(case, pycocotools_runs):
-    """hotcoco claims pycocotools' numbers bit for bit: its arrays against pycocotools'."""
+    """Hotcoco claims pycocotools' numbers bit for bit: its arrays against pycocotools'."""
     hotcoco = pytest.importorskip("hotcoco", reason="hotcoco is not installed (pip install hotcoco)")
     gt, dt = _inputs(case)
     with contextlib.redirect_stdout(io.StringIO()):
@@ -237,17 +245,55 @@ def test_faster_coco_eval_case_hotcoco(case, pycocotools_runs):
     _check_expected(_values(evaluator, case), case)
 
 
+# -- cocoapi: the evaluation demo's flow and its published summaries ----------------------------
+
+
+@pytest.mark.parametrize("case", COCOAPI["cases"], ids=lambda c: c["name"])
+def test_cocoapi_demo_flow(case, capsys):
+    """pycocoEvalDemo: loadRes the fake results, params.imgIds = the first 100 sorted ids."""
+    gt = _data(COCOAPI["gt"])
+    dt = _data(case["dt"])
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco_gt = COCO()
+        coco_gt.dataset = gt
+        coco_gt.createIndex()
+        coco_dt = coco_gt.loadRes(dt)
+    image_ids = sorted(coco_gt.getImgIds())[0:100]
+    printed = {}
+    for name, coco_eval_class in (("pycocotools", ReferenceCOCOeval), ("deteval", DropInCOCOeval)):
+        evaluator = coco_eval_class(coco_gt, coco_dt, case["iou_type"])
+        evaluator.params.imgIds = image_ids
+        with contextlib.redirect_stdout(io.StringIO()):
+            evaluator.evaluate()
+            evaluator.accumulate()
+        capsys.readouterr()
+        evaluator.summarize()
+        printed[name] = capsys.readouterr().out
+        values = [float(line.rsplit("=", 1)[1]) for line in printed[name].splitlines()]
+        assert values == list(case["expected"].values()), name
+    assert printed["deteval"] == printed["pycocotools"]
+
+
 # -- Object-Detection-Metrics: the README's sample ------------------------------------------------
 
 
 def _odm_coco() -> tuple[dict, list]:
     names = sorted(ODM["groundtruths"])
-    images = [{"id": i + 1, "file_name": f"{n}.jpg", "width": 200, "height": 200} for i, n in enumerate(names)]
+    images = [
+        {"id": i + 1, "file_name": f"{n}.jpg", "width": 200, "height": 200} for i, n in enumerate(names)
+    ]
     anns, dets = [], []
     for i, name in enumerate(names):
         for _, x, y, w, h in ODM["groundtruths"][name]:
             anns.append(
-                {"id": len(anns) + 1, "image_id": i + 1, "category_id": 1, "bbox": [x, y, w, h], "area": w * h, "iscrowd": 0}
+                {
+                    "id": len(anns) + 1,
+                    "image_id": i + 1,
+                    "category_id": 1,
+                    "bbox": [x, y, w, h],
+                    "area": w * h,
+                    "iscrowd": 0,
+                }
             )
         for _, score, x, y, w, h in ODM["detections"][name]:
             dets.append({"image_id": i + 1, "category_id": 1, "bbox": [x, y, w, h], "score": score})
@@ -260,10 +306,14 @@ def test_object_detection_metrics_sample_is_as_published():
     assert (len(gt["annotations"]), len(dt)) == (15, 24)  # the README's counts
 
 
-@pytest.mark.parametrize(("preset", "key"), [("voc2010", "ap_all_point_percent"), ("voc2007", "ap_11_point_percent")])
+@pytest.mark.parametrize(
+    ("preset", "key"), [("voc2010", "ap_all_point_percent"), ("voc2007", "ap_11_point_percent")]
+)
 def test_object_detection_metrics_sample_api(preset, key):
-    """ODM: +1 pixel box areas, TP at IoU >= the threshold (the VOC devkit's rules): the VOC
-    presets at the README's threshold, 0.3."""
+    """ODM's rules are the VOC devkit's: the VOC presets at the README's threshold, 0.3.
+
+    +1 pixel box areas, a TP at IoU >= the threshold.
+    """
     gt, dt = _odm_coco()
     expected = ODM["expected"]["person"]
     ground_truth = deteval.load_ground_truth(gt)
