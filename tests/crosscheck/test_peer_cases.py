@@ -335,3 +335,72 @@ def test_object_detection_metrics_sample_cli(tmp_path, capsys):
     assert main([str(a) for a in argv]) == 0
     metrics = json.loads(capsys.readouterr().out)["results"][0]["metrics"]
     assert round(100 * metrics["mAP"], 2) == ODM["expected"]["map_all_point_percent"]
+
+
+# -- chainercv: calc_detection_voc_prec_rec's cases ------------------------------------------------
+
+CHAINERCV = json.loads((PEERS / "chainercv" / "eval_detection_voc_prec_rec.json").read_text())
+
+
+def _chainercv_coco(case: dict) -> tuple[dict, list]:
+    """Chainercv's (y_min, x_min, y_max, x_max) boxes as COCO [x, y, w, h]; labels l -> id l + 1."""
+    n_labels = 1 + max(max(labels, default=0) for labels in case["gt_labels"] + case["pred_labels"])
+    images, anns, dets = [], [], []
+    difficults = case.get("gt_difficults") or [[False] * len(b) for b in case["gt_bboxes"]]
+    for i, (boxes, labels, difficult) in enumerate(
+        zip(case["gt_bboxes"], case["gt_labels"], difficults, strict=True)
+    ):
+        images.append({"id": i + 1, "width": 10, "height": 10})
+        for (y1, x1, y2, x2), label, is_difficult in zip(boxes, labels, difficult, strict=True):
+            box = [x1, y1, x2 - x1, y2 - y1]
+            anns.append(
+                {
+                    "id": len(anns) + 1,
+                    "image_id": i + 1,
+                    "category_id": label + 1,
+                    "bbox": box,
+                    "area": box[2] * box[3],
+                    "iscrowd": 0,
+                    "difficult": int(is_difficult),
+                }
+            )
+    for i, (boxes, labels, scores) in enumerate(
+        zip(case["pred_bboxes"], case["pred_labels"], case["pred_scores"], strict=True)
+    ):
+        for (y1, x1, y2, x2), label, score in zip(boxes, labels, scores, strict=True):
+            dets.append(
+                {
+                    "image_id": i + 1,
+                    "category_id": label + 1,
+                    "bbox": [x1, y1, x2 - x1, y2 - y1],
+                    "score": score,
+                }
+            )
+    categories = [{"id": k + 1, "name": f"label{k}"} for k in range(n_labels)]
+    return {"images": images, "annotations": anns, "categories": categories}, dets
+
+
+def _as_expected(values: list | None) -> list | None:
+    return None if values is None else [float("nan") if v == "nan" else float(v) for v in values]
+
+
+@pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")  # labels without objects
+@pytest.mark.parametrize("case", CHAINERCV["cases"], ids=lambda c: c["name"])
+def test_chainercv_prec_rec(case):
+    """``voc2010-continuous`` (continuous areas, TP at IoU >= the threshold) at the case's threshold."""
+    gt, dt = _chainercv_coco(case)
+    ground_truth = deteval.load_ground_truth(gt)
+    protocol = deteval.get_protocol("voc2010-continuous").replace(iou_thresholds=(case["iou_thresh"],))
+    result = deteval.evaluate(ground_truth, deteval.load_detections(dt, ground_truth), protocol=protocol)
+    for label, (prec, rec) in enumerate(zip(case["prec"], case["rec"], strict=True)):
+        curve = pr_curve(result, label + 1, iou_threshold=case["iou_thresh"])
+        if prec is None:  # chainercv: no prediction and no object of the label
+            assert len(curve.precision) == 0
+            assert curve.n_positive == 0
+            continue
+        np.testing.assert_array_equal(curve.precision, _as_expected(prec))
+        if rec is None:  # chainercv: no (non-difficult) object: recall undefined
+            assert curve.n_positive == 0
+            assert np.isnan(curve.recall).all()
+        else:
+            np.testing.assert_array_equal(curve.recall, _as_expected(rec))
