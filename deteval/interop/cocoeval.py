@@ -15,7 +15,10 @@ masks), with the attributes scripts read:
   ``(imgId, catId)``), with pycocotools' structure, built on first access;
 * ``params.useCats = 0`` (class-agnostic: :func:`deteval.pooling.pool_categories`), custom
   ``params.iouThrs``, ``recThrs``, ``maxDets``, ``areaRng``, ``imgIds``, ``catIds``;
-* ``cocoDt`` from ``COCO.loadRes`` of box or mask-only results (numpy boxes included).
+* ``cocoDt`` from ``COCO.loadRes`` of box, mask or keypoint results (numpy boxes included);
+  a result's size range follows the ``area`` loadRes wrote (:func:`result_areas`: the first
+  record decides between box ``w * h``, mask pixel count and keypoint extent, as in
+  pycocotools).
 
 Differences, on purpose: the caller's COCO objects are never modified; ``evaluate`` and
 ``accumulate`` print nothing (pycocotools prints progress and timings there, which no caller
