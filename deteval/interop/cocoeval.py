@@ -155,19 +155,25 @@ def result_areas(records: list, *, where: str = "cocoDt") -> np.ndarray:
     [3.0]
     """
     n = len(records)
-    area = np.full(n, np.nan)
-    missing = []
-    for i, record in enumerate(records):
-        value = record.get("area")
-        if value is None:
-            missing.append(i)
-            continue
-        if isinstance(value, np.ndarray) and value.size == 1:
-            value = value.reshape(()).item()
-        elif isinstance(value, np.generic):
-            value = value.item()
-        area[i] = float(value) if is_number(value) else np.nan
-    bad = [i for i in range(n) if i not in set(missing) and not (np.isfinite(area[i]) and area[i] >= 0)]
+    values = [record.get("area") for record in records]
+    missing: list[int] = []
+    if set(map(type, values)) <= {float, int}:  # plain JSON numbers (bool is not int here)
+        area = np.fromiter(values, dtype=np.float64, count=n)
+    else:
+        area = np.full(n, np.nan)
+        for i, value in enumerate(values):
+            if value is None:
+                missing.append(i)
+                continue
+            if isinstance(value, np.ndarray) and value.size == 1:
+                value = value.reshape(()).item()
+            elif isinstance(value, np.generic):
+                value = value.item()
+            area[i] = float(value) if is_number(value) else np.nan
+    is_missing = np.zeros(n, dtype=bool)
+    is_missing[missing] = True
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~is_missing & ~(np.isfinite(area) & (area >= 0))).tolist()
     if bad:
         raise records_error(
             where,
