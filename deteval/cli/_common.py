@@ -193,6 +193,15 @@ def _print_warnings(args: argparse.Namespace, caught: list) -> None:
         for category, label in ((InputWarning, "warning"), (UndefinedMetricWarning, "note")):
             for text in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, category)):
                 print(f"deteval: {label}: {printable(text)}", file=sys.stderr)
+        # deteval's other warnings (the bootstrap's BootstrapBiasWarning): warnings too.
+        known = (InputWarning, UndefinedMetricWarning)
+        rest = (
+            str(w.message)
+            for w in caught
+            if issubclass(w.category, DetevalWarning) and not issubclass(w.category, known)
+        )
+        for text in dict.fromkeys(rest):
+            print(f"deteval: warning: {printable(text)}", file=sys.stderr)
         others = (
             f"{w.category.__name__}: {w.message}"
             for w in caught

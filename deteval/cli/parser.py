@@ -106,6 +106,14 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help="confidence level of the intervals (default 0.95)",
     )
     p.add_argument(
+        "--bootstrap-method",
+        choices=["basic", "bca", "percentile"],
+        default="basic",
+        help="how the intervals are placed: basic (default: reflected about the estimate, so "
+        "corrected for AP's bias), bca (bias-corrected and accelerated) or percentile (right "
+        "only for an unbiased statistic, which AP is not); docs/statistics.md",
+    )
+    p.add_argument(
         "--protocol",
         action="append",
         default=None,

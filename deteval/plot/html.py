@@ -182,7 +182,9 @@ def _intervals_section(doc: dict, specs: list) -> str:
         for m in metrics:
             point = r.get("metrics", {}).get(m)
             ci = (r.get("metrics_ci") or {}).get(m)
+            bias = (r.get("metrics_bias") or {}).get(m)
             text = _num(point) + ("" if ci is None else f" [{_num(ci[0])}, {_num(ci[1])}]")
+            text += f" bias {bias:+.3f}" if isinstance(bias, (int, float)) and bias == bias else ""
             cells.append(f"<td class=num>{text}</td>")
         rows.append(
             "<tr>"
@@ -195,7 +197,9 @@ def _intervals_section(doc: dict, specs: list) -> str:
     level = settings.get("ci")
     parts = [
         f'<section id="intervals"><h2>Uncertainty: bootstrap over images</h2>'
-        f'<p class="hint">{_num(level * 100 if level is not None else None, 0)}% percentile intervals, '
+        f'<p class="hint">{_num(level * 100 if level is not None else None, 0)}% '
+        f"{escape(settings.get('method', 'percentile'))} intervals (bias: the resampled values' mean "
+        f"minus the estimate), "
         f"{escape(settings.get('n', '?'))} resamples, seed {escape(settings.get('seed', '?'))}.</p>",
         _table(header, rows, sortable=False),
     ]
