@@ -199,7 +199,6 @@ def version_text() -> str:
     """
     import os
 
-    import deteval
     from deteval import _speedups
 
     states = []
@@ -210,7 +209,7 @@ def version_text() -> str:
         else:
             state = "active" if _speedups.load(name) is not None else "not built"
         states.append(f"  {short}: {state}")
-    where = os.path.dirname(os.path.abspath(deteval.__file__))
+    where = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package: deteval/cli/..
     return f"deteval {__version__} ({where})\ncompiled extensions:\n" + "\n".join(states)
 
 
