@@ -94,7 +94,7 @@ class MeanAveragePrecision(Metric):
 
     is_differentiable: bool = False
     higher_is_better: bool | None = True
-    full_state_update: bool = True
+    full_state_update: bool = False
     plot_lower_bound: float = 0.0
     plot_upper_bound: float = 1.0
     __jit_unused_properties__: ClassVar[list[str]] = [
