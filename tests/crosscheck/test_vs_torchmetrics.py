@@ -78,8 +78,10 @@ def _boxes(xywh: list, box_format: str, dtype) -> torch.Tensor:
     return torch.tensor(b, dtype=dtype)
 
 
-def coco_batches(gt: dict, dt: list, rng: random.Random, *, box_format="xywh", dtype=torch.float32, masks=False):
-    """torchmetrics' per-image dicts of COCO data, in random batches (images in file order)."""
+def coco_batches(
+    gt: dict, dt: list, rng: random.Random, *, box_format="xywh", dtype=torch.float32, masks=False
+):
+    """Torchmetrics' per-image dicts of COCO data, in random batches (images in file order)."""
     images = gt["images"]
     by_image_gt: dict = {im["id"]: [] for im in images}
     by_image_dt: dict = {im["id"]: [] for im in images}
@@ -105,7 +107,9 @@ def coco_batches(gt: dict, dt: list, rng: random.Random, *, box_format="xywh", d
         if masks:
             target["masks"] = _masks([_ann_rle(a, h, w) for a in anns], h, w)
             pred["masks"] = _masks([_ann_rle(d, h, w) for d in dets], h, w)
-            target["boxes"] = _boxes([mask_utils.toBbox(_ann_rle(a, h, w)).tolist() for a in anns], box_format, dtype)
+            target["boxes"] = _boxes(
+                [mask_utils.toBbox(_ann_rle(a, h, w)).tolist() for a in anns], box_format, dtype
+            )
             pred["boxes"] = _boxes(
                 [d["bbox"] if "bbox" in d else mask_utils.toBbox(_ann_rle(d, h, w)).tolist() for d in dets],
                 box_format,
@@ -186,7 +190,11 @@ def _item(boxes, labels, scores=None, **extra):
     return out
 
 
-EMPTY_PRED = {"boxes": torch.zeros((0,)), "scores": torch.zeros((0,)), "labels": torch.zeros((0,), dtype=torch.int64)}
+EMPTY_PRED = {
+    "boxes": torch.zeros((0,)),
+    "scores": torch.zeros((0,)),
+    "labels": torch.zeros((0,), dtype=torch.int64),
+}
 EMPTY_TARGET = {"boxes": torch.zeros((0,)), "labels": torch.zeros((0,), dtype=torch.int64)}
 
 EDGE_CASES = {

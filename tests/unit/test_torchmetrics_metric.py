@@ -89,7 +89,13 @@ def test_default_thresholds_are_torchmetrics_float32_values():
     assert metric.iou_thresholds == torch.linspace(0.5, 0.95, 10).tolist()
     assert metric.rec_thresholds == torch.linspace(0.0, 1.00, 101).tolist()
     assert metric.iou_thresholds[1] == 0.550000011920929
-    for start, stop, num in ((0.5, 0.95, 10), (0.0, 1.0, 101), (0.0, 1.0, 11), (0.1, 0.9, 7), (0.25, 0.75, 3)):
+    for start, stop, num in (
+        (0.5, 0.95, 10),
+        (0.0, 1.0, 101),
+        (0.0, 1.0, 11),
+        (0.1, 0.9, 7),
+        (0.25, 0.75, 3),
+    ):
         assert list(float32_linspace(start, stop, num)) == torch.linspace(start, stop, num).tolist()
 
 
@@ -104,7 +110,7 @@ def test_upstream_box_format_assertions():
 
 
 def test_upstream_max_detection_thresholds_by_backend():
-    """pycocotools reads ``map`` at 100 detections (-1 here), faster-coco-eval at the largest."""
+    """Pycocotools reads ``map`` at 100 detections (-1 here), faster-coco-eval at the largest."""
     case = PEER["upstream_assertions"][1]
     for backend in ("pycocotools", "faster_coco_eval"):
         metric = MeanAveragePrecision(backend=backend, **case["options"])
@@ -126,10 +132,16 @@ def test_upstream_extended_summary_shapes():
 
 
 def test_upstream_segm_empty_ground_truth_masks():
-    """torchmetrics' test_segm_iou_empty_gt_mask: ``(0,)`` masks on the target side, -1 everywhere."""
+    """Torchmetrics' test_segm_iou_empty_gt_mask: ``(0,)`` masks on the target side, -1 everywhere."""
     metric = MeanAveragePrecision(iou_type="segm")
     metric.update(
-        [{"masks": torch.zeros((1, 10, 10), dtype=torch.bool), "scores": torch.tensor([0.5]), "labels": torch.tensor([4])}],
+        [
+            {
+                "masks": torch.zeros((1, 10, 10), dtype=torch.bool),
+                "scores": torch.tensor([0.5]),
+                "labels": torch.tensor([4]),
+            }
+        ],
         [{"masks": torch.tensor([]), "labels": torch.tensor([], dtype=torch.int32)}],
     )
     out = metric.compute()
@@ -166,7 +178,9 @@ def test_to_device_and_metric_collection():
     (p1, t1), (p2, t2) = batches()
     metric = MeanAveragePrecision().to("cpu")
     assert metric.device.type == "cpu"
-    collection = MetricCollection({"deteval": MeanAveragePrecision(), "micro": MeanAveragePrecision(average="micro")})
+    collection = MetricCollection(
+        {"deteval": MeanAveragePrecision(), "micro": MeanAveragePrecision(average="micro")}
+    )
     for preds, target in ((p1, t1), (p2, t2)):
         metric.update(preds, target)
         collection.update(preds, target)
@@ -201,23 +215,33 @@ def test_merge_state_equals_one_metric_fed_both():
 
 
 def test_states_are_list_states_gathered_per_image():
-    """torchmetrics syncs list states element by element: one tensor per image in every state."""
+    """Torchmetrics syncs list states element by element: one tensor per image in every state."""
     metric = MeanAveragePrecision(iou_type=("bbox", "segm"))
     masks = torch.zeros((1, 4, 5), dtype=torch.bool)
     masks[0, 1:3, 1:4] = True
     metric.update(
-        [{"boxes": torch.tensor([[1.0, 1, 4, 3]]), "masks": masks, "scores": torch.tensor([0.5]), "labels": torch.tensor([1])}],
+        [
+            {
+                "boxes": torch.tensor([[1.0, 1, 4, 3]]),
+                "masks": masks,
+                "scores": torch.tensor([0.5]),
+                "labels": torch.tensor([1]),
+            }
+        ],
         [{"boxes": torch.tensor([[1.0, 1, 4, 3]]), "masks": masks, "labels": torch.tensor([1])}],
     )
     for name, reduce in metric._reductions.items():
         assert reduce is None
-        assert isinstance(getattr(metric, name), list) and len(getattr(metric, name)) == 1, name
+        assert isinstance(getattr(metric, name), list), name
+        assert len(getattr(metric, name)) == 1, name
         assert isinstance(getattr(metric, name)[0], torch.Tensor)
     assert metric.compute()["segm_map"].item() == 1.0
 
 
 def test_bad_options_are_config_errors():
-    with pytest.raises(ConfigError, match="`backend` must be one of 'pycocotools', 'faster_coco_eval', found 'detectron2'"):
+    with pytest.raises(
+        ConfigError, match="`backend` must be one of 'pycocotools', 'faster_coco_eval', found 'detectron2'"
+    ):
         MeanAveragePrecision(backend="detectron2")
     with pytest.raises(ConfigError, match="`iou_type` must be 'bbox', 'segm' or a tuple"):
         MeanAveragePrecision(iou_type="keypoints")
@@ -235,7 +259,11 @@ def test_bad_options_are_config_errors():
 
 def test_bad_inputs_name_the_image_and_field():
     metric = MeanAveragePrecision()
-    good = {"boxes": torch.tensor([[0.0, 0, 1, 1]]), "scores": torch.tensor([0.5]), "labels": torch.tensor([0])}
+    good = {
+        "boxes": torch.tensor([[0.0, 0, 1, 1]]),
+        "scores": torch.tensor([0.5]),
+        "labels": torch.tensor([0]),
+    }
     target = {"boxes": torch.tensor([[0.0, 0, 1, 1]]), "labels": torch.tensor([0])}
     with pytest.raises(InputError, match=r"`preds` has 1 images and `target` 2"):
         metric.update([good], [target, target])
@@ -284,7 +312,9 @@ m.update([{"boxes": [[258.0, 41.0, 606.0, 285.0]], "scores": [0.536], "labels": 
 out = m.compute()
 print(round(out["map"], 4), out["map_50"], out["classes"], "torch" in sys.modules)
 """
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=False
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0.6", "1.0", "0", "False"]
 
@@ -295,4 +325,5 @@ def test_compute_before_update_warns_like_torchmetrics():
         warnings.simplefilter("always")
         out = metric.compute()
     assert any("before the ``update``" in str(w.message) for w in caught)
-    assert out["map"].item() == -1.0 and "map_per_class" not in out
+    assert out["map"].item() == -1.0
+    assert "map_per_class" not in out

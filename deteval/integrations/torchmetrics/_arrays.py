@@ -13,7 +13,7 @@ __all__ = ["ArrayMeanAveragePrecision"]
 
 
 def _plain(value: Any) -> Any:
-    """torchmetrics squeezes one-element results: here a Python float (int for ``classes``)."""
+    """Torchmetrics squeezes one-element results: here a Python float (int for ``classes``)."""
     if isinstance(value, np.ndarray) and value.size == 1:
         return value.reshape(-1)[0].item()
     if isinstance(value, dict):
@@ -80,7 +80,7 @@ class ArrayMeanAveragePrecision:
             self._images["gt"].append(gt)
 
     def compute(self) -> dict:
-        """torchmetrics' result dict with numpy values (one-element results as Python numbers)."""
+        """Torchmetrics' result dict with numpy values (one-element results as Python numbers)."""
         dt, gt = self._images["dt"], self._images["gt"]
 
         def column(images: list, name: str) -> list:

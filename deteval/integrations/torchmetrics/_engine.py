@@ -202,12 +202,12 @@ def to_xywh(boxes: np.ndarray, box_format: str) -> np.ndarray:
 
 
 def encode_masks(masks: np.ndarray) -> list[Rle]:
-    """pycocotools' compressed RLE of binary (n, height, width) masks (none for shape ``(0,)``).
+    """Pycocotools' compressed RLE of binary (n, height, width) masks (none for shape ``(0,)``).
 
     Examples
     --------
     >>> encode_masks(np.array([[[0, 1], [1, 1]]]))
-    [((2, 2), b'12')]
+    [((2, 2), b'13')]
     >>> encode_masks(np.zeros((0,)))
     []
     """
@@ -291,7 +291,7 @@ def _coco_dataset(side: _Side, categories: list[int], settings: Settings, *, mic
 
 
 def _run(gt: dict, dt: dict, iou_type: str, settings: Settings, cat_ids: list[int] | None = None) -> COCOeval:
-    """evaluate / accumulate / summarize with torchmetrics' parameters (float64 copies of its lists)."""
+    """Evaluate / accumulate / summarize with torchmetrics' parameters (float64 copies of its lists)."""
     if iou_type == "segm":
         gt, dt = _as_segm_datasets(gt, dt)
     evaluation = COCOeval(gt, dt, iou_type)
@@ -375,7 +375,10 @@ _AREA_AR_KEYS = ("mar_small", "mar_medium", "mar_large")
 
 def _stat_dict(stats: Sequence[float], prefix: str, settings: Settings) -> dict:
     names = [*_STAT_KEYS, *(f"mar_{m}" for m in settings.max_dets), *_AREA_AR_KEYS]
-    return {f"{prefix}{name}": np.array([value], dtype=np.float32) for name, value in zip(names, stats, strict=True)}
+    return {
+        f"{prefix}{name}": np.array([value], dtype=np.float32)
+        for name, value in zip(names, stats, strict=True)
+    }
 
 
 def compute_map(
@@ -391,7 +394,7 @@ def compute_map(
     dt_masks: Sequence[Sequence[Rle]],
     dt_scores: Sequence[np.ndarray],
 ) -> dict[str, Any]:
-    """torchmetrics' ``compute()`` dict, as numpy values (shapes and dtypes as its tensors).
+    """Torchmetrics' ``compute()`` dict, as numpy values (shapes and dtypes as its tensors).
 
     Parameters
     ----------
@@ -441,7 +444,7 @@ def compute_map(
             out.update(_stat_dict([-1.0] * 12, prefix, settings))
             continue
         evaluation = _run(gt, dt, iou_type, settings)
-        out.update(_stat_dict(evaluation.stats, prefix, settings))
+        out.update(_stat_dict(evaluation.stats.tolist(), prefix, settings))
         if settings.extended_summary:
             out[f"{prefix}ious"] = {
                 key: (np.asarray(value, dtype=np.float32) if isinstance(value, np.ndarray) else value)
@@ -462,9 +465,11 @@ def compute_map(
 
 
 def check_batch(preds: Sequence[Any], target: Sequence[Any], settings: Settings) -> None:
-    """torchmetrics' input checks, with deteval's messages (the image and the field named)."""
+    """Torchmetrics' input checks, with deteval's messages (the image and the field named)."""
     if isinstance(preds, dict) or not isinstance(preds, Sequence):
-        raise InputError(f"MeanAveragePrecision.update: `preds` must be a list of dicts, found {type(preds).__name__}")
+        raise InputError(
+            f"MeanAveragePrecision.update: `preds` must be a list of dicts, found {type(preds).__name__}"
+        )
     if isinstance(target, dict) or not isinstance(target, Sequence):
         raise InputError(
             f"MeanAveragePrecision.update: `target` must be a list of dicts, found {type(target).__name__}"
@@ -481,7 +486,9 @@ def check_batch(preds: Sequence[Any], target: Sequence[Any], settings: Settings)
     ):
         for i, item in enumerate(items):
             if not isinstance(item, dict):
-                raise InputError(f"MeanAveragePrecision.update: {side}[{i}] must be a dict, found {type(item).__name__}")
+                raise InputError(
+                    f"MeanAveragePrecision.update: {side}[{i}] must be a dict, found {type(item).__name__}"
+                )
             missing = [k for k in needed if k not in item]
             if missing:
                 raise InputError(
@@ -527,50 +534,69 @@ def read_image(item: dict, side: str, index: int, settings: Settings) -> dict[st
     if labels.size == 0:
         labels = labels.reshape(0).astype(np.int64)
     if labels.ndim != 1 or labels.dtype.kind not in "iu":
-        raise InputError(f"{where}: `labels` has shape {labels.shape} and dtype {labels.dtype}; expected (n,) integers")
+        raise InputError(
+            f"{where}: `labels` has shape {labels.shape} and dtype {labels.dtype}; expected (n,) integers"
+        )
     n = len(labels)
     out: dict[str, Any] = {"labels": labels}
     if "bbox" in settings.iou_types:
-        boxes = _array(item["boxes"])
-        if boxes.size == 0:
-            boxes = boxes.reshape(0, 4)
-        if boxes.ndim != 2 or boxes.shape != (n, 4) or not np.issubdtype(boxes.dtype, np.number):
-            raise InputError(f"{where}: `boxes` has shape {boxes.shape}; expected ({n}, 4) numbers, one row per label")
-        if not np.isfinite(boxes).all():
-            raise InputError(f"{where}: `boxes` holds NaN or inf; expected finite coordinates")
-        out["boxes"] = to_xywh(boxes, settings.box_format)
+        out["boxes"] = _read_boxes(item["boxes"], n, where, settings.box_format)
     if "segm" in settings.iou_types:
-        masks = _array(item["masks"])
-        if masks.size == 0 and n == 0:
-            out["masks"] = []
-        elif masks.ndim != 3 or len(masks) != n:
-            raise InputError(
-                f"{where}: `masks` has shape {masks.shape}; expected ({n}, height, width) binary masks, "
-                f"one per label (or shape (0,) for none)"
-            )
-        elif not (masks.dtype == bool or np.isin(masks, (0, 1)).all()):
-            raise InputError(f"{where}: `masks` has values other than 0 and 1; expected binary masks")
-        else:
-            out["masks"] = encode_masks(masks)
+        out["masks"] = _read_masks(item["masks"], n, where)
     if side == "preds":
-        scores = _array(item["scores"])
-        if scores.size == 0:
-            scores = scores.reshape(0).astype(np.float32)
-        if scores.shape != (n,) or scores.dtype.kind != "f":
-            raise InputError(f"{where}: `scores` has shape {scores.shape} and dtype {scores.dtype}; expected ({n},) floats")
-        if not np.isfinite(scores).all():
-            raise InputError(f"{where}: `scores` holds NaN or inf; expected finite scores")
-        out["scores"] = scores
+        out["scores"] = _read_scores(item["scores"], n, where)
         return out
     for name in ("iscrowd", "area"):
         value = _array(item[name]) if name in item else np.zeros(n, dtype=labels.dtype)
         if value.size == 0:
             value = value.reshape(0)
         if value.shape != (n,) or value.dtype.kind not in "biuf":
-            raise InputError(f"{where}: `{name}` has shape {value.shape}; expected ({n},) numbers, one per label")
+            raise InputError(
+                f"{where}: `{name}` has shape {value.shape}; expected ({n},) numbers, one per label"
+            )
         out[name] = value
     if not np.isin(out["iscrowd"], (0, 1)).all():
         raise InputError(f"{where}: `iscrowd` holds values other than 0 and 1; expected 0 or 1 per label")
     if not np.isfinite(out["area"].astype(np.float64)).all():
         raise InputError(f"{where}: `area` holds NaN or inf; expected finite areas (or 0: computed)")
     return out
+
+
+def _read_boxes(value: Any, n: int, where: str, box_format: str) -> np.ndarray:
+    boxes = _array(value)
+    if boxes.size == 0:
+        boxes = boxes.reshape(0, 4)
+    if boxes.shape != (n, 4) or boxes.dtype.kind not in "iuf":
+        raise InputError(
+            f"{where}: `boxes` has shape {boxes.shape}; expected ({n}, 4) numbers, one row per label"
+        )
+    if not np.isfinite(boxes).all():
+        raise InputError(f"{where}: `boxes` holds NaN or inf; expected finite coordinates")
+    return to_xywh(boxes, box_format)
+
+
+def _read_masks(value: Any, n: int, where: str) -> list[Rle]:
+    masks = _array(value)
+    if masks.size == 0 and n == 0:
+        return []
+    if masks.ndim != 3 or len(masks) != n:
+        raise InputError(
+            f"{where}: `masks` has shape {masks.shape}; expected ({n}, height, width) binary masks, "
+            f"one per label (or shape (0,) for none)"
+        )
+    if not (masks.dtype == bool or np.isin(masks, (0, 1)).all()):
+        raise InputError(f"{where}: `masks` has values other than 0 and 1; expected binary masks")
+    return encode_masks(masks)
+
+
+def _read_scores(value: Any, n: int, where: str) -> np.ndarray:
+    scores = _array(value)
+    if scores.size == 0:
+        scores = scores.reshape(0).astype(np.float32)
+    if scores.shape != (n,) or scores.dtype.kind != "f":
+        raise InputError(
+            f"{where}: `scores` has shape {scores.shape} and dtype {scores.dtype}; expected ({n},) floats"
+        )
+    if not np.isfinite(scores).all():
+        raise InputError(f"{where}: `scores` holds NaN or inf; expected finite scores")
+    return scores

@@ -47,7 +47,7 @@ def _unpack_masks(counts: torch.Tensor, shapes: torch.Tensor) -> list:
 
 
 def _to_tensor(value: Any) -> Any:
-    """torchmetrics' output types: numpy arrays become tensors (in dicts too); ``[]`` stays."""
+    """Torchmetrics' output types: numpy arrays become tensors (in dicts too); ``[]`` stays."""
     if isinstance(value, np.ndarray):
         return torch.from_numpy(np.ascontiguousarray(value))
     if isinstance(value, dict):
@@ -179,7 +179,7 @@ class MeanAveragePrecision(Metric):
             keep("groundtruth_area", gt["area"])
 
     def compute(self) -> dict:
-        """torchmetrics' result dict: float32 tensors, -1 where undefined (see the class doc)."""
+        """Torchmetrics' result dict: float32 tensors, -1 where undefined (see the class doc)."""
 
         def arrays(states: list[torch.Tensor]) -> list[np.ndarray]:
             return [t.detach().cpu().numpy() for t in states]
