@@ -275,6 +275,10 @@ def test_bad_inputs_name_the_image_and_field():
         metric.update([{**good, "scores": torch.tensor([0.5, 0.4])}], [target])
     with pytest.raises(InputError, match=r"preds\[0\]: `boxes` holds NaN or inf"):
         metric.update([{**good, "boxes": torch.tensor([[0.0, 0, float("nan"), 1]])}], [target])
+    with pytest.raises(
+        InputError, match=r"target\[0\]: `boxes` row 0 is \[5.0, 5.0, 1.0, 1.0\], a negative width"
+    ):
+        metric.update([good], [{**target, "boxes": torch.tensor([[5.0, 5, 1, 1]])}])
     with pytest.raises(InputError, match=r"target\[0\]: `iscrowd` holds values other than 0 and 1"):
         metric.update([good], [{**target, "iscrowd": torch.tensor([2])}])
     with pytest.raises(InputError, match=r"preds\[0\]: `masks` has shape \(1, 4\)"):

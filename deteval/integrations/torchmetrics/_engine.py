@@ -572,7 +572,16 @@ def _read_boxes(value: Any, n: int, where: str, box_format: str) -> np.ndarray:
         )
     if not np.isfinite(boxes).all():
         raise InputError(f"{where}: `boxes` holds NaN or inf; expected finite coordinates")
-    return to_xywh(boxes, box_format)
+    xywh = to_xywh(boxes, box_format)
+    negative = np.flatnonzero((xywh[:, 2] < 0) | (xywh[:, 3] < 0))
+    if len(negative):
+        row = negative[0]
+        raise InputError(
+            f"{where}: `boxes` row {row} is {boxes[row].tolist()}, a negative width or height as "
+            f"box_format={box_format!r} ({len(negative)} such row(s)); expected {box_format} boxes "
+            f"(torchmetrics would score them silently)"
+        )
+    return xywh
 
 
 def _read_masks(value: Any, n: int, where: str) -> list[Rle]:
