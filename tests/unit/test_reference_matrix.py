@@ -45,7 +45,10 @@ def test_every_preset_has_a_row(preset):
     assert preset in named, f"docs/references.md: no row for the preset {preset!r}"
 
 
-@pytest.mark.parametrize("integration", ["deteval.interop.COCOeval", "deteval analyze"])
+@pytest.mark.parametrize(
+    "integration",
+    ["deteval.interop.COCOeval", "deteval analyze", "deteval.integrations.torchmetrics.MeanAveragePrecision"],
+)
 def test_every_integration_has_a_row(integration):
     assert any(integration in row[0] for row in _rows())
 
