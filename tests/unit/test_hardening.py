@@ -584,6 +584,104 @@ def test_class_names_with_escape_sequences_never_reach_the_terminal_raw(capsys):
     assert "\\x1b[2J" in out
 
 
+_HOSTILE_NAME = "ca\nt\rX\x1b[2J\tY\u2028Z\u2029W\x85V"
+_HOSTILE_SHOWN = "ca\\x0at\\x0dX\\x1b[2J\\x09Y\\u2028Z\\u2029W\\x85V"
+
+
+def _named_inputs(folder: Path, name: str) -> tuple[Path, Path, Path]:
+    """A COCO ground truth whose first class is called ``name``, and two detection files."""
+    folder.mkdir()
+    gt = {
+        "images": [{"id": 1, "width": 100, "height": 100, "file_name": "a.jpg"}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 10, 10], "area": 100, "iscrowd": 0},
+            {"id": 2, "image_id": 1, "category_id": 2, "bbox": [50, 50, 10, 10], "area": 100, "iscrowd": 0},
+        ],
+        "categories": [{"id": 1, "name": name}, {"id": 2, "name": "dog"}, {"id": 3, "name": name + "!"}],
+    }
+    paths = (folder / "gt.json", folder / "dt.json", folder / "dt2.json")
+    paths[0].write_text(json.dumps(gt))
+    paths[1].write_text(
+        json.dumps(
+            [
+                {"image_id": 1, "category_id": 1, "bbox": [1, 1, 10, 10], "score": 0.9},
+                {"image_id": 1, "category_id": 2, "bbox": [50, 50, 10, 11], "score": 0.8},
+                {"image_id": 1, "category_id": 1, "bbox": [52, 50, 10, 11], "score": 0.7},
+            ]
+        )
+    )
+    paths[2].write_text(json.dumps([{"image_id": 1, "category_id": 1, "bbox": [1, 1, 10, 13], "score": 0.9}]))
+    return paths
+
+
+_TABLE_COMMANDS = {
+    "evaluate": lambda gt, dt, dt2: ["evaluate", "--gt", gt, "--dt", dt],
+    "evaluate, two detectors": lambda gt, dt, dt2: ["evaluate", "--gt", gt, "--dt", dt, "--dt", dt2],
+    "evaluate --confidence": lambda gt, dt, dt2: ["evaluate", "--gt", gt, "--dt", dt, "--confidence", "0.5"],
+    "evaluate --bootstrap": lambda gt, dt, dt2: ["evaluate", "--gt", gt, "--dt", dt, "--bootstrap", "5"],
+    "compare": lambda gt, dt, dt2: ["compare", "--gt", gt, "--dt", dt, "--protocol", "coco", "--protocol", "voc2007"],
+    "compare --explain": lambda gt, dt, dt2: [
+        *("compare", "--gt", gt, "--dt", dt, "--protocol", "coco", "--protocol", "voc2007", "--explain")
+    ],
+    "analyze": lambda gt, dt, dt2: ["analyze", "--gt", gt, "--dt", dt],
+    "validate": lambda gt, dt, dt2: ["validate", "--gt", gt, "--dt", dt],
+}
+
+
+@pytest.mark.parametrize("command", list(_TABLE_COMMANDS))
+def test_class_names_with_line_breaks_make_no_fake_rows_in_tables(capsys, tmp_path, command):
+    """A real COCO file whose class name holds ``\n \r ESC \t U+2028 U+2029 NEL``: every text
+    table has exactly the lines it has with a plain name, and shows the name escaped."""
+    plain = _TABLE_COMMANDS[command](*_named_inputs(tmp_path / "plain", "cat"))
+    hostile = _TABLE_COMMANDS[command](*_named_inputs(tmp_path / "hostile", _HOSTILE_NAME))
+    code, expected, err = run(capsys, *plain)
+    assert code == 0, err
+    code, out, err = run(capsys, *hostile)
+    assert code == 0, err
+    assert len(out.split("\n")) == len(expected.split("\n")), out
+    assert len(out.splitlines()) == len(expected.splitlines()), out
+    for raw in "\r\x1b\t\u2028\u2029\x85":
+        assert raw not in out and raw not in err
+    if command != "validate":  # validate counts classes and names none
+        assert _HOSTILE_SHOWN in out
+
+
+def test_detector_names_with_line_breaks_make_no_fake_rows(capsys, tmp_path):
+    gt, dt, dt2 = _named_inputs(tmp_path / "in", "cat")
+    base = ["evaluate", "--gt", gt, "--dt", dt, "--dt", dt2]
+    code, expected, err = run(capsys, *base, "--name", "a", "--name", "b")
+    assert code == 0, err
+    code, out, err = run(capsys, *base, "--name", "a\nb\u2028c", "--name", "b")
+    assert code == 0, err
+    assert len(out.splitlines()) == len(expected.splitlines()), out
+    assert "a\\x0ab\\u2028c" in out
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare", "evaluate --confidence"])
+def test_protocol_names_with_line_breaks_make_no_fake_rows(capsys, tmp_path, command):
+    gt, dt, _ = _named_inputs(tmp_path / "in", "cat")
+    outputs = []
+    for name in ("mine", "my\\nproto\\u2028x"):  # YAML escapes: a real newline and U+2028
+        protocol = tmp_path / f"{len(outputs)}.yaml"
+        protocol.write_text(f'extends: coco\nname: "{name}"\n')
+        argv = ["--gt", gt, "--dt", dt, "--protocol", protocol]
+        argv = {
+            "evaluate": ["evaluate", *argv],
+            "compare": ["compare", *argv, "--protocol", "voc2007", "--explain"],
+            "evaluate --confidence": ["evaluate", *argv, "--confidence", "0.5"],
+        }[command]
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        outputs.append(out)
+    assert len(outputs[1].splitlines()) == len(outputs[0].splitlines()), outputs[1]
+    assert "my\\x0aproto\\u2028x" in outputs[1]
+
+
+def test_printable_escapes_unicode_line_separators():
+    assert printable("a\u2028b\u2029c") == "a\\u2028b\\u2029c"
+    assert printable("a\u2028b\nc", keep_newlines=True) == "a\\u2028b\nc"
+
+
 # -- API ---------------------------------------------------------------------------------------
 
 
