@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import math
 import contextlib
+import math
 import os
 import sys
 import warnings

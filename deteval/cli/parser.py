@@ -42,7 +42,9 @@ class _FloatOption:
             self.expected = "a finite number" + (f" ({hint})" if hint else "")
         else:
             brackets = "()" if is_open else "[]"
-            self.expected = f"a number in {brackets[0]}{low:g}, {high:g}{brackets[1]}" + (f", {hint}" if hint else "")
+            self.expected = f"a number in {brackets[0]}{low:g}, {high:g}{brackets[1]}" + (
+                f", {hint}" if hint else ""
+            )
         self.__name__ = "number"
 
     def __call__(self, text: str) -> float:

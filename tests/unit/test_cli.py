@@ -642,13 +642,22 @@ _FLOAT_FLAGS = _float_flags()
 
 def test_the_float_flags_are_all_found():
     flags = {(c, f) for c, f, _ in _FLOAT_FLAGS}
-    assert {("evaluate", "--confidence"), ("evaluate", "--ci"), ("analyze", "--iou"), ("rank", "--binarize")} <= flags
+    assert {
+        ("evaluate", "--confidence"),
+        ("evaluate", "--ci"),
+        ("analyze", "--iou"),
+        ("rank", "--binarize"),
+    } <= flags
     assert len(flags) >= 10
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999", "NaN", "-1e999"])
-@pytest.mark.parametrize(("command", "flag", "required"), _FLOAT_FLAGS, ids=[f"{c} {f}" for c, f, _ in _FLOAT_FLAGS])
-def test_float_flags_refuse_nan_and_infinity_as_usage_errors(capsys, tmp_path, command, flag, required, value):
+@pytest.mark.parametrize(
+    ("command", "flag", "required"), _FLOAT_FLAGS, ids=[f"{c} {f}" for c, f, _ in _FLOAT_FLAGS]
+)
+def test_float_flags_refuse_nan_and_infinity_as_usage_errors(
+    capsys, tmp_path, command, flag, required, value
+):
     argv = [command, *(x for r in required for x in (r, str(tmp_path / "missing"))), f"{flag}={value}"]
     code = main(argv)
     out, err = capsys.readouterr()
@@ -657,13 +666,17 @@ def test_float_flags_refuse_nan_and_infinity_as_usage_errors(capsys, tmp_path, c
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"deteval {command}: error: argument {flag}: expected ")
-    assert "number" in last and value in last
+    assert "number" in last
+    assert value in last
 
 
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["evaluate", "--confidence", "nan"], "argument --confidence: expected a finite number (a score), found nan"),
+        (
+            ["evaluate", "--confidence", "nan"],
+            "argument --confidence: expected a finite number (a score), found nan",
+        ),
         (["evaluate", "--ci", "inf"], "argument --ci: expected a number in (0, 1), e.g. 0.95, found inf"),
         (["analyze", "--iou", "1.5"], "argument --iou: expected a number in [0, 1], found 1.5"),
         (["analyze", "--iou=-1e999"], "argument --iou: expected a number in [0, 1], found -1e999"),

@@ -619,7 +619,17 @@ _TABLE_COMMANDS = {
     "evaluate, two detectors": lambda gt, dt, dt2: ["evaluate", "--gt", gt, "--dt", dt, "--dt", dt2],
     "evaluate --confidence": lambda gt, dt, dt2: ["evaluate", "--gt", gt, "--dt", dt, "--confidence", "0.5"],
     "evaluate --bootstrap": lambda gt, dt, dt2: ["evaluate", "--gt", gt, "--dt", dt, "--bootstrap", "5"],
-    "compare": lambda gt, dt, dt2: ["compare", "--gt", gt, "--dt", dt, "--protocol", "coco", "--protocol", "voc2007"],
+    "compare": lambda gt, dt, dt2: [
+        "compare",
+        "--gt",
+        gt,
+        "--dt",
+        dt,
+        "--protocol",
+        "coco",
+        "--protocol",
+        "voc2007",
+    ],
     "compare --explain": lambda gt, dt, dt2: [
         *("compare", "--gt", gt, "--dt", dt, "--protocol", "coco", "--protocol", "voc2007", "--explain")
     ],
@@ -630,8 +640,10 @@ _TABLE_COMMANDS = {
 
 @pytest.mark.parametrize("command", list(_TABLE_COMMANDS))
 def test_class_names_with_line_breaks_make_no_fake_rows_in_tables(capsys, tmp_path, command):
-    """A real COCO file whose class name holds ``\n \r ESC \t U+2028 U+2029 NEL``: every text
-    table has exactly the lines it has with a plain name, and shows the name escaped."""
+    """A real COCO file whose class name holds line breaks, CR, ESC, tab, U+2028, U+2029, NEL.
+
+    Every text table has exactly the lines it has with a plain name, and shows the name escaped.
+    """
     plain = _TABLE_COMMANDS[command](*_named_inputs(tmp_path / "plain", "cat"))
     hostile = _TABLE_COMMANDS[command](*_named_inputs(tmp_path / "hostile", _HOSTILE_NAME))
     code, expected, err = run(capsys, *plain)
@@ -641,7 +653,8 @@ def test_class_names_with_line_breaks_make_no_fake_rows_in_tables(capsys, tmp_pa
     assert len(out.split("\n")) == len(expected.split("\n")), out
     assert len(out.splitlines()) == len(expected.splitlines()), out
     for raw in "\r\x1b\t\u2028\u2029\x85":
-        assert raw not in out and raw not in err
+        assert raw not in out
+        assert raw not in err
     if command != "validate":  # validate counts classes and names none
         assert _HOSTILE_SHOWN in out
 
