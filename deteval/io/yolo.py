@@ -242,6 +242,12 @@ def _class_names(data: dict, path: str) -> tuple[np.ndarray, tuple]:
         raise InputError(
             f"{path}: `names` entry {bad[0][0]!r}: {bad[0][1]!r}; expected integer ids >= 0 and string names"
         )
+    too_large = [k for k, _ in items if k >= 2**63]  # YAML integers are unbounded; ids are int64
+    if too_large:
+        raise InputError(
+            f"{path}: `names` key {too_large[0]} does not fit a 64-bit class id; expected class ids "
+            f"0 .. {2**63 - 1} (the class indices of the label files, usually 0 .. nc-1): renumber `names`"
+        )
     if "nc" in data and data["nc"] != len(items):
         raise InputError(
             f"{path}: `nc` is {data['nc']!r} but `names` has {len(items)} entries; expected them to agree"

@@ -1184,3 +1184,21 @@ def test_voc_result_files_against_coco_ground_truth(tmp_path):
     result = deteval.evaluate(gt, folder, "voc2010-continuous")
     assert result.per_class[0]["AP"] == 1.0
     assert result.per_class[0]["num_det"] == 2
+
+
+@pytest.mark.parametrize("key", ["99999999999999999999", "9223372036854775808", "0x8000000000000000"])
+def test_yolo_names_key_beyond_int64_is_an_input_error(tmp_path, capsys, key):
+    """The user's data.yaml: ``names: {99999999999999999999: cat}`` was an OverflowError traceback."""
+    from deteval.cli import main
+
+    root = _yolo(tmp_path, yaml_text=f"names:\n  0: cat\n  {key}: dog\nval: images/val\n")
+    code = main(["evaluate", "--gt", str(root), "--dt", str(root / "labels" / "val")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert code == 3, err
+    value = int(key, 0)
+    assert err.strip() == (
+        f"deteval: error: {root / 'data.yaml'}: `names` key {value} does not fit a 64-bit class id; "
+        f"expected class ids 0 .. {2**63 - 1} (the class indices of the label files, usually "
+        f"0 .. nc-1): renumber `names`"
+    )
