@@ -567,6 +567,84 @@ def test_dangling_and_looping_links_in_annotations_are_errors(capsys, tmp_path):
     assert "'dangling.xml'" in err
 
 
+# Characters str.splitlines breaks on that are not line ends in a \n-separated file.
+_NOT_LINE_ENDS = ["\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+def _copy_fixture(tmp_path: Path, name: str) -> Path:
+    import shutil
+
+    root = tmp_path / name
+    shutil.copytree(ROOT / "fixtures" / name, root)
+    return root
+
+
+def _voc_results_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    root = _copy_fixture(tmp_path, "voc")
+    path = root / "results" / "comp4_det_test_car.txt"
+    path.write_text(f"000001 0.95 10 10 59 49{sep}\n{sep}\n000001 0.9{sep}10 10 59 49\n000001 0.5 10 10 59\n")
+    argv = ["evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007"]
+    return argv, f"{path}:4: wrong number of columns"
+
+
+def _voc_image_set_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    root = _copy_fixture(tmp_path, "voc")
+    path = root / "ImageSets" / "Main" / "test.txt"
+    path.write_text(f"000001{sep}\n{sep}\n000002\n000001\n000003\n")
+    argv = ["evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007", "--split", "test"]
+    return argv, f"{path}:4: image id listed twice"
+
+
+def _voc_class_list_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    root = _copy_fixture(tmp_path, "voc")
+    path = tmp_path / "classes.txt"
+    path.write_text(f"car{sep}\n{sep}\ndog\ncar\nperson\n")
+    argv = ["evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007", "--classes", path]
+    return argv, f"{path}:4: class 'car' listed twice (also line 1)"
+
+
+def _yolo_labels_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    root = _copy_fixture(tmp_path, "yolo")
+    path = root / "labels" / "val" / "a.txt"
+    path.write_text(f"0 0.5 0.5 0.25 0.5{sep}\n{sep}\n1{sep}0.25 0.25 0.125 0.25\n0 0.5 0.5 0.1\n")
+    return ["evaluate", "--gt", root, "--dt", root / "predictions"], f"{path}:4: wrong number of columns"
+
+
+def _yolo_predictions_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    root = _copy_fixture(tmp_path, "yolo")
+    path = root / "predictions" / "a.txt"
+    path.write_text(f"0 0.5 0.5 0.25 0.5 0.9{sep}\n{sep}\n1{sep}0.25 0.25 0.125 0.25 0.6\n0 0.5 0.5 0.1 0.3\n")
+    return ["evaluate", "--gt", root, "--dt", root / "predictions"], f"{path}:4: 5 columns: "
+
+
+def _rank_labels_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    labels, scores = tmp_path / "labels.txt", tmp_path / "scores.txt"
+    labels.write_text(f"0{sep}\n1\n0\nx\n")
+    scores.write_text("0.1\n0.2\n0.3\n0.4\n")
+    return ["rank", "--labels", labels, "--scores", scores], f"{labels}: line 4, column 1: 'x' is not a number"
+
+
+_TEXT_READERS = {
+    "VOC results": _voc_results_case,
+    "VOC image set": _voc_image_set_case,
+    "VOC class list": _voc_class_list_case,
+    "YOLO labels": _yolo_labels_case,
+    "YOLO predictions": _yolo_predictions_case,
+    "rank labels": _rank_labels_case,
+}
+
+
+@pytest.mark.parametrize("sep", _NOT_LINE_ENDS, ids=[f"U+{ord(c):04X}" for c in _NOT_LINE_ENDS])
+@pytest.mark.parametrize("reader", list(_TEXT_READERS))
+def test_text_readers_name_the_true_line_past_a_form_feed(capsys, tmp_path, reader, sep):
+    """A form feed, vertical tab, \x1c-\x1e, NEL, U+2028/U+2029 inside a \n-separated file does
+    not start a line: every text reader's error names the line an editor shows (line 4 here)."""
+    argv, expected = _TEXT_READERS[reader](tmp_path, sep)
+    code, out, err = run(capsys, *argv)
+    assert code == 3, err
+    assert expected in err
+
+
 # -- terminal safety -------------------------------------------------------------------------
 
 
