@@ -613,7 +613,9 @@ def _yolo_labels_case(tmp_path: Path, sep: str) -> tuple[list, str]:
 def _yolo_predictions_case(tmp_path: Path, sep: str) -> tuple[list, str]:
     root = _copy_fixture(tmp_path, "yolo")
     path = root / "predictions" / "a.txt"
-    path.write_text(f"0 0.5 0.5 0.25 0.5 0.9{sep}\n{sep}\n1{sep}0.25 0.25 0.125 0.25 0.6\n0 0.5 0.5 0.1 0.3\n")
+    path.write_text(
+        f"0 0.5 0.5 0.25 0.5 0.9{sep}\n{sep}\n1{sep}0.25 0.25 0.125 0.25 0.6\n0 0.5 0.5 0.1 0.3\n"
+    )
     return ["evaluate", "--gt", root, "--dt", root / "predictions"], f"{path}:4: 5 columns: "
 
 
@@ -621,7 +623,13 @@ def _rank_labels_case(tmp_path: Path, sep: str) -> tuple[list, str]:
     labels, scores = tmp_path / "labels.txt", tmp_path / "scores.txt"
     labels.write_text(f"0{sep}\n1\n0\nx\n")
     scores.write_text("0.1\n0.2\n0.3\n0.4\n")
-    return ["rank", "--labels", labels, "--scores", scores], f"{labels}: line 4, column 1: 'x' is not a number"
+    return [
+        "rank",
+        "--labels",
+        labels,
+        "--scores",
+        scores,
+    ], f"{labels}: line 4, column 1: 'x' is not a number"
 
 
 _TEXT_READERS = {
@@ -637,8 +645,10 @@ _TEXT_READERS = {
 @pytest.mark.parametrize("sep", _NOT_LINE_ENDS, ids=[f"U+{ord(c):04X}" for c in _NOT_LINE_ENDS])
 @pytest.mark.parametrize("reader", list(_TEXT_READERS))
 def test_text_readers_name_the_true_line_past_a_form_feed(capsys, tmp_path, reader, sep):
-    """A form feed, vertical tab, \x1c-\x1e, NEL, U+2028/U+2029 inside a \n-separated file does
-    not start a line: every text reader's error names the line an editor shows (line 4 here)."""
+    """A form feed (and the other breaks of str.splitlines) does not start a line.
+
+    Every text reader's error names the line an editor shows (line 4 here).
+    """
     argv, expected = _TEXT_READERS[reader](tmp_path, sep)
     code, out, err = run(capsys, *argv)
     assert code == 3, err
