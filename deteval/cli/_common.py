@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 import warnings
@@ -54,8 +55,8 @@ def _size(text: str) -> int:
         value = float(number) * units[unit]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a size such as 8G or 512M, found {text}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive size, found {text}")
+    if not 0 < value < math.inf:  # nan, inf and 1e999 (an infinity): not a size, not a traceback
+        raise argparse.ArgumentTypeError(f"expected a positive finite size such as 8G or 512M, found {text}")
     return int(value)
 
 

@@ -12,7 +12,7 @@ import orjson
 
 from deteval._version import __version__
 from deteval.protocol import Protocol
-from deteval.report._format import _md_escape
+from deteval.report._format import _cells, _md_escape
 from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS
 
 __all__ = [
@@ -204,6 +204,7 @@ def format_analysis_table(doc: dict) -> str:
     """Plain-text tables of an :meth:`AnalysisResult.to_dict` document."""
     blocks = []
     for title, header, rows in _analysis_sections(doc):
+        header, rows = _cells(header), [_cells(r) for r in rows]
         widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
         lines = [
             title,
