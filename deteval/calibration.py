@@ -53,15 +53,12 @@ def _checked_bins(bins: int | tuple | list, n_features: int) -> tuple[int, ...]:
         isinstance(b, (int, np.integer)) and not isinstance(b, bool) and b >= 1 for b in counts
     ):
         raise ConfigError(
-            f"calibration bins: expected a positive integer or one per feature ({n_features}), "
-            f"found {bins!r}"
+            f"calibration bins: expected a positive integer or one per feature ({n_features}), found {bins!r}"
         )
     return tuple(int(b) for b in counts)
 
 
-def binned_calibration_error(
-    x: np.ndarray, is_correct: np.ndarray, *, bins: int | tuple = 10
-) -> dict:
+def binned_calibration_error(x: np.ndarray, is_correct: np.ndarray, *, bins: int | tuple = 10) -> dict:
     """D-ECE of samples with their features, and the binning behind it.
 
     Parameters
@@ -175,7 +172,12 @@ class Calibration:
                 )
             ],
             "per_class": [
-                {"category_id": c["category_id"], "name": c["name"], "n_det": c["n_det"], "D-ECE": _nan_none(c["D-ECE"])}
+                {
+                    "category_id": c["category_id"],
+                    "name": c["name"],
+                    "n_det": c["n_det"],
+                    "D-ECE": _nan_none(c["D-ECE"]),
+                }
                 for c in self.per_class
             ],
         }
@@ -255,9 +257,12 @@ def calibration(
     0.4
     """
     features = tuple(features)
-    if not features or features[0] != "confidence" or len(set(features)) != len(features) or not set(
-        features
-    ) <= set(FEATURES):
+    if (
+        not features
+        or features[0] != "confidence"
+        or len(set(features)) != len(features)
+        or not set(features) <= set(FEATURES)
+    ):
         raise ConfigError(
             f"calibration features: expected 'confidence' followed by any of cx, cy, w, h (each "
             f"once), found {list(features)}"

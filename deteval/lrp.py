@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deteval.analysis import _class_index, _lane, _ranked_rows, _ranking_of
+from deteval.analysis import _lane, _ranked_rows, _ranking_of
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult, ground_truth_flags, pair_iou

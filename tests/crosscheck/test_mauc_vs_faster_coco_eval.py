@@ -13,11 +13,10 @@ import copy
 import io
 import math
 
+import numpy as np
 import pytest
 
 import deteval
-import numpy as np
-
 from deteval.accumulate import recall_thresholds
 from deteval.analysis import _flattened_auc, pr_auc
 from tests.crosscheck.generate import generate
@@ -27,7 +26,9 @@ from faster_coco_eval import COCO, COCOeval_faster  # noqa: E402
 
 DATASETS = {f"small-{s}": dict(seed=s) for s in range(0, 30)}
 DATASETS.update({f"medium-{s}": dict(seed=s, max_images=40, max_classes=8) for s in range(1000, 1003)})
-DATASETS.update({f"many-dets-{s}": dict(seed=s, max_images=4, max_classes=3, force_many_dets=True) for s in (2100, 2101)})
+DATASETS.update(
+    {f"many-dets-{s}": dict(seed=s, max_images=4, max_classes=3, force_many_dets=True) for s in (2100, 2101)}
+)
 
 
 @pytest.mark.parametrize("name", sorted(DATASETS))

@@ -45,7 +45,9 @@ def test_hand_derived_confidence_bins() -> None:
     assert c.per_class[1]["D-ECE"] == pytest.approx(0.35, abs=1e-15)
     rel = c.to_dict()["reliability"]
     assert [r["count"] for r in rel] == [0, 0, 0, 1, 1, 1, 0, 0, 0, 1]
-    assert rel[9]["precision"] == 1.0 and rel[3]["precision"] == 0.0 and rel[0]["precision"] is None
+    assert rel[9]["precision"] == 1.0
+    assert rel[3]["precision"] == 0.0
+    assert rel[0]["precision"] is None
 
 
 def test_hand_derived_two_bins_pool_the_errors() -> None:
@@ -89,7 +91,12 @@ def test_box_features_need_image_sizes() -> None:
 
 @pytest.mark.parametrize(
     ("features", "bins"),
-    [(("cx", "confidence"), 10), (("confidence", "cx", "cx"), 10), (("confidence",), 0), (("confidence",), (3, 3))],
+    [
+        (("cx", "confidence"), 10),
+        (("confidence", "cx", "cx"), 10),
+        (("confidence",), 0),
+        (("confidence",), (3, 3)),
+    ],
 )
 def test_bad_options_are_refused(features: tuple, bins: object) -> None:
     with pytest.raises(ConfigError, match="calibration"):
@@ -126,14 +133,18 @@ def test_binned_error_equals_netcal(ece_class, seed: int, features: tuple, bins)
     x[rng.random((n, len(features))) < 0.2] = rng.choice([0.0, 0.1, 0.3, 0.5, 0.7, 1.0])  # edges
     y = rng.random(n) < x[:, 0]
     ours = binned_calibration_error(x, y, bins=bins)["d_ece"]
-    theirs = ece_class(list(bins) if isinstance(bins, tuple) else bins, detection=True).measure(x, y.astype(int))
+    theirs = ece_class(list(bins) if isinstance(bins, tuple) else bins, detection=True).measure(
+        x, y.astype(int)
+    )
     assert ours == pytest.approx(theirs, abs=1e-12)
 
 
 @pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning")
 @pytest.mark.parametrize("seed", [1, 2, 3, 5, 8, 1000, 1001])
 @pytest.mark.parametrize(("features", "bins"), BINNINGS)
-def test_calibration_equals_netcal_on_generated_detections(ece_class, seed: int, features: tuple, bins) -> None:  # noqa: ANN001
+def test_calibration_equals_netcal_on_generated_detections(
+    ece_class, seed: int, features: tuple, bins
+) -> None:  # noqa: ANN001
     gt, dt = generate(seed, max_images=30, max_classes=6)
     if not dt:
         pytest.skip("no detections for this seed")
