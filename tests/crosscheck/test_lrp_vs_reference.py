@@ -13,9 +13,9 @@ import math
 import pytest
 
 import deteval
-from deteval.lrp import optimal_lrp, tp_ious
+from deteval.lrp import mean_tp_iou, optimal_lrp, tp_ious
 from tests.crosscheck.generate import generate
-from tests.reference.slow_lrp import slow_optimal_lrp
+from tests.reference.slow_lrp import slow_mean_tp_iou, slow_optimal_lrp
 
 DATASETS = {f"small-{s}": dict(seed=s) for s in range(0, 40)}
 DATASETS.update({f"medium-{s}": dict(seed=s, max_images=40, max_classes=8) for s in range(1000, 1004)})
@@ -56,3 +56,20 @@ def test_optimal_lrp_matches_the_twin(name: str, tau: float) -> None:
     assert _same(ours.moLRP, float(sum(values) / len(values)) if values else math.nan) or math.isclose(
         ours.moLRP, sum(values) / len(values), rel_tol=0, abs_tol=1e-15
     )
+
+
+@pytest.mark.parametrize("iou", [0.5, 0.75])
+@pytest.mark.parametrize("name", sorted(DATASETS)[:20])
+def test_mean_tp_iou_matches_the_twin(name: str, iou: float) -> None:
+    gt, dt = generate(**DATASETS[name])
+    if not dt:
+        pytest.skip("the generator made no detection for this seed")
+    g = deteval.load_ground_truth(gt)
+    d = deteval.load_detections(dt, g)
+    result = deteval.evaluate(g, d, "coco")
+    ours = mean_tp_iou(result, tp_ious(result, g, d, iou_threshold=iou))
+    theirs = slow_mean_tp_iou(gt, dt, iou_threshold=iou)
+    for row in ours:
+        n_tp, mean = theirs[row["category_id"]]
+        assert row["n_tp"] == n_tp
+        assert _same(row["mean_tp_iou"], mean) or math.isclose(row["mean_tp_iou"], mean, abs_tol=1e-15)

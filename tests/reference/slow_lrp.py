@@ -113,3 +113,14 @@ def slow_optimal_lrp(gt: dict, dt: list, *, tau: float = 0.5, max_det: int = 100
             "threshold": ranked[j][0],
         }
     return out
+
+
+def slow_mean_tp_iou(gt: dict, dt: list, *, iou_threshold: float = 0.5, max_det: int = 100) -> dict:
+    """``{category_id: (n_tp, mean IoU of the true positives or NaN)}`` under pycocotools' matching."""
+    ev = _evaluated(gt, dt, iou_threshold, max_det)
+    out = {}
+    for k, cat_id in enumerate(ev.params.catIds):
+        ranked, _ = _ranked_outcomes(ev, k)
+        ious = [item[2] for item in ranked if item[1] == "tp"]
+        out[cat_id] = (len(ious), sum(ious) / len(ious) if ious else math.nan)
+    return out
