@@ -55,11 +55,43 @@ def _checked_bins(bins: int | tuple | list, n_features: int) -> tuple[int, ...]:
         raise ConfigError(
             f"calibration bins: expected a positive integer or one per feature ({n_features}), found {bins!r}"
         )
+    if max(counts) > 10**6 or int(np.prod([float(b) for b in counts])) >= 2**62:
+        raise ConfigError(
+            f"calibration bins: expected at most 1,000,000 bins per feature and fewer than 2**62 "
+            f"bins in all, found {list(counts)}"
+        )
     return tuple(int(b) for b in counts)
 
 
+def _bin_keys(x: np.ndarray, counts: tuple) -> tuple[np.ndarray, np.ndarray, list]:
+    """(clipped x, flat bin key int64 (n,), edges) of samples under netcal's binning."""
+    x = np.clip(x, _EPS, 1.0 - _EPS)  # netcal: every sample inside the binning scheme
+    edges = [np.linspace(0.0, 1.0, b + 1) for b in counts]
+    key = np.zeros(len(x), dtype=np.int64)
+    for j, e in enumerate(edges):
+        i = np.clip(np.searchsorted(e, x[:, j], side="right") - 1, 0, len(e) - 2)
+        key = key * counts[j] + i  # C order (the last feature fastest), as numpy.ravel_multi_index
+    return x, key, edges
+
+
+def _runs(keys: tuple, is_correct: np.ndarray, confidence: np.ndarray) -> tuple:
+    """Occupied bins: (first row of each run in sorted order, count, correct, confidence sums)."""
+    order = np.lexsort(keys[::-1])  # the first key is the primary one
+    change = np.zeros(len(order), dtype=bool)
+    if len(order):
+        change[0] = True
+        for key in keys:
+            k = key[order]
+            change[1:] |= k[1:] != k[:-1]
+    starts = np.flatnonzero(change)
+    count = np.diff(np.append(starts, len(order))).astype(np.float64)
+    correct = np.add.reduceat(is_correct[order].astype(np.float64), starts) if len(order) else count
+    conf = np.add.reduceat(confidence[order], starts) if len(order) else count
+    return order[starts], count, correct, conf
+
+
 def binned_calibration_error(x: np.ndarray, is_correct: np.ndarray, *, bins: int | tuple = 10) -> dict:
-    """D-ECE of samples with their features, and the binning behind it.
+    """D-ECE of samples with their features, and the occupied bins behind it.
 
     Parameters
     ----------
@@ -73,46 +105,46 @@ def binned_calibration_error(x: np.ndarray, is_correct: np.ndarray, *, bins: int
     -------
     dict
         ``d_ece`` (NaN without samples), ``edges`` (one float64 array per feature), and per
-        bin of the joint binning (C order, shape ``bins``): ``count``, ``precision`` and
-        ``confidence`` (NaN where empty) as flat float64 arrays.
+        occupied bin of the joint binning (ascending flat index, C order of the shape ``bins``):
+        ``bin`` int64 flat index, ``count``, ``precision`` and ``confidence`` (float64).
+        Only occupied bins are listed: a 5-feature binning of 20 bins each has 3.2 million.
 
     Examples
     --------
     >>> out = binned_calibration_error(np.array([[0.9], [0.9], [0.2]]), np.array([True, False, False]), bins=2)
     >>> round(out["d_ece"], 6)  # (2/3) |0.5 - 0.9| + (1/3) |0 - 0.2|
     0.333333
+    >>> out["bin"].tolist(), out["count"].tolist()
+    ([0, 1], [1.0, 2.0])
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 1:
         x = x[:, None]
     counts = _checked_bins(bins, x.shape[1])
-    x = np.clip(x, _EPS, 1.0 - _EPS)  # netcal: every sample inside the binning scheme
-    edges = [np.linspace(0.0, 1.0, b + 1) for b in counts]
-    index = []
-    for j, e in enumerate(edges):
-        i = np.searchsorted(e, x[:, j], side="right") - 1
-        index.append(np.clip(i, 0, len(e) - 2))
-    n_bin = int(np.prod(counts))
-    flat = np.ravel_multi_index(tuple(index), counts) if len(x) else np.zeros(0, dtype=np.intp)
-    count = np.bincount(flat, minlength=n_bin).astype(np.float64)
-    correct = np.bincount(flat, weights=np.asarray(is_correct, dtype=np.float64), minlength=n_bin)
-    confidence = np.bincount(flat, weights=x[:, 0], minlength=n_bin)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        precision = correct / count
-        mean_confidence = confidence / count
-    filled = count > 0
-    d_ece = (
-        float(np.sum(np.abs(precision[filled] - mean_confidence[filled]) * (count[filled] / len(x))))
-        if len(x)
-        else float("nan")
-    )
+    x, key, edges = _bin_keys(x, counts)
+    first, count, correct, conf = _runs((key,), np.asarray(is_correct, dtype=bool), x[:, 0])
+    precision, confidence = correct / np.maximum(count, 1), conf / np.maximum(count, 1)
+    d_ece = float(np.sum(np.abs(precision - confidence) * (count / len(x)))) if len(x) else float("nan")
     return {
         "d_ece": d_ece,
         "edges": edges,
+        "bin": key[first],
         "count": count,
         "precision": precision,
-        "confidence": mean_confidence,
+        "confidence": confidence,
     }
+
+
+def _class_d_ece(
+    key: np.ndarray, classes: np.ndarray, is_correct: np.ndarray, conf: np.ndarray, n_class: int
+) -> np.ndarray:
+    """D-ECE of each class's samples (NaN for a class without one), one sort for all classes."""
+    first, count, correct, conf_sum = _runs((classes, key), is_correct, conf)
+    term = np.abs(correct / np.maximum(count, 1) - conf_sum / np.maximum(count, 1)) * count
+    run_class = classes[first]
+    n = np.bincount(classes, minlength=n_class).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, np.bincount(run_class, weights=term, minlength=n_class) / n, np.nan)
 
 
 @dataclass(frozen=True, eq=False)
@@ -299,12 +331,11 @@ def calibration(
     is_correct = table.lane_is_tp(lane)[kept]
     overall = binned_calibration_error(x, is_correct, bins=counts)
     # The reliability curve: the confidence axis, every other feature summed over.
-    shape = counts
-    count = overall["count"].reshape(shape)
-    axes = tuple(range(1, len(shape)))
-    n = count.sum(axis=axes) if axes else count
-    correct = (np.nan_to_num(overall["precision"]).reshape(shape) * count).sum(axis=axes)
-    conf_sum = (np.nan_to_num(overall["confidence"]).reshape(shape) * count).sum(axis=axes)
+    n_conf = counts[0]
+    conf_bin = overall["bin"] // (int(np.prod(counts[1:])) if len(counts) > 1 else 1)
+    n = np.bincount(conf_bin, weights=overall["count"], minlength=n_conf)
+    correct = np.bincount(conf_bin, weights=overall["precision"] * overall["count"], minlength=n_conf)
+    conf_sum = np.bincount(conf_bin, weights=overall["confidence"] * overall["count"], minlength=n_conf)
     with np.errstate(invalid="ignore", divide="ignore"):
         reliability = {
             "lo": overall["edges"][0][:-1],
@@ -313,18 +344,19 @@ def calibration(
             "confidence": conf_sum / n,
             "precision": correct / n,
         }
-    classes = table.det_class[kept]
-    per_class = []
-    for k, category_id in enumerate(result.category_ids):
-        mine = classes == k
-        per_class.append(
-            {
-                "category_id": category_id,
-                "name": result.category_names[k],
-                "n_det": int(mine.sum()),
-                "D-ECE": binned_calibration_error(x[mine], is_correct[mine], bins=counts)["d_ece"],
-            }
-        )
+    classes = table.det_class[kept].astype(np.int64)
+    clipped, key, _ = _bin_keys(x, counts)
+    by_class = _class_d_ece(key, classes, is_correct, clipped[:, 0], len(result.category_ids))
+    n_det = np.bincount(classes, minlength=len(result.category_ids))
+    per_class = [
+        {
+            "category_id": category_id,
+            "name": result.category_names[k],
+            "n_det": int(n_det[k]),
+            "D-ECE": float(by_class[k]),
+        }
+        for k, category_id in enumerate(result.category_ids)
+    ]
     return Calibration(
         d_ece=overall["d_ece"],
         per_class=per_class,

@@ -70,7 +70,8 @@ def test_box_position_bins_split_by_place() -> None:
 
 def test_value_on_an_inner_edge_goes_up() -> None:
     out = binned_calibration_error(np.array([[0.5]]), np.array([True]), bins=2)
-    assert out["count"].tolist() == [0.0, 1.0]
+    assert out["bin"].tolist() == [1]
+    assert out["count"].tolist() == [1.0]
 
 
 def test_scores_outside_unit_interval_are_refused() -> None:
