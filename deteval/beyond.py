@@ -17,7 +17,7 @@ from deteval.calibration import Calibration
 from deteval.calibration import calibration as calibrate
 from deteval.data import Detections, GroundTruth
 from deteval.evaluate import EvalResult, match, score
-from deteval.lrp import OptimalLRP, mean_tp_iou, optimal_lrp, tp_ious
+from deteval.lrp import OptimalLRP, check_tau, mean_tp_iou, optimal_lrp, tp_ious
 from deteval.protocol import Protocol, resolve_protocol
 
 __all__ = ["BeyondAP", "beyond_ap"]
@@ -126,6 +126,8 @@ def beyond_ap(
     ['lrp', 'mean_tp_iou']
     """
     protocol = resolve_protocol(protocol)
+    if lrp:
+        check_tau(lrp_tau)  # before scoring at it
     results: dict = {}
 
     def at(threshold: float | None) -> EvalResult:

@@ -135,7 +135,6 @@ def mean_tp_iou(result: EvalResult, ious: np.ndarray, *, max_dets: int | None = 
     >>> mean_tp_iou(r, tp_ious(r, g, d))[0]["mean_tp_iou"]
     0.8
     """
-    table = result.table
     ranking = _ranking_of(result)
     out = []
     for k, category_id in enumerate(result.category_ids):
@@ -150,7 +149,6 @@ def mean_tp_iou(result: EvalResult, ious: np.ndarray, *, max_dets: int | None = 
                 "mean_tp_iou": float(values.mean()) if len(values) else float("nan"),
             }
         )
-    del table
     return out
 
 
@@ -194,6 +192,12 @@ class OptimalLRP:
                 for c in self.per_class
             ],
         }
+
+
+def check_tau(tau: float) -> None:
+    """Refuse an LRP ``tau`` outside [0, 1) (its ``1 - tau`` divides)."""
+    if not 0 <= tau < 1:
+        raise ConfigError(f"LRP tau: expected an IoU threshold in [0, 1), found {tau!r}")
 
 
 def lrp_curve(is_tp: np.ndarray, is_fp: np.ndarray, iou: np.ndarray, n_positive: int, tau: float) -> dict:
@@ -276,8 +280,7 @@ def optimal_lrp(
     >>> round(row["oLRP"], 6), round(row["oLRP_loc"], 6), row["threshold"]  # (0.2 / 0.5) / 1
     (0.4, 0.2, 0.9)
     """
-    if not tau < 1:
-        raise ConfigError(f"LRP tau: expected an IoU threshold below 1, found {tau!r}")
+    check_tau(tau)
     lane, a = _lane(result, tau, area)
     table = result.table
     area_name = result.protocol.area_names[a]

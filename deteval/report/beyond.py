@@ -22,7 +22,7 @@ def beyond_sections(doc: dict) -> list:
     if "lrp" in doc:
         lrp = doc["lrp"]
         title = (
-            f"Optimal LRP at tau {lrp['tau']:g} (area {lrp['area']}, maxDets {lrp['max_dets']}): "
+            f"Optimal LRP at tau {lrp['tau']:g} (area {lrp['area']}, maxDets {lrp['max_dets'] or 'all'}): "
             f"moLRP {_num(lrp['moLRP'])}"
         )
         header = ["class", "oLRP", "loc", "FP", "FN", "threshold"]

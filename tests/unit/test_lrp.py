@@ -87,7 +87,7 @@ def test_tau_is_a_lane() -> None:
     assert at_75["threshold"] == 0.7
     with pytest.raises(ConfigError, match="not one of the protocol's thresholds"):
         optimal_lrp(r, tp_ious(r, g, d), tau=0.42)
-    with pytest.raises(ConfigError, match="below 1"):
+    with pytest.raises(ConfigError, match=r"in \[0, 1\)"):
         optimal_lrp(r, tp_ious(r, g, d), tau=1.0)
 
 
@@ -156,7 +156,7 @@ def test_analyze_beyond_parts_table(capsys) -> None:  # noqa: ANN001
         (["--calibration-bins", "x"], "--calibration-bins: expected a positive integer"),
         (["--calibration-bins", "0"], "calibration bins: expected a positive integer"),
         (["--calibration-features", "cx"], "calibration features: expected 'confidence' followed by"),
-        (["--lrp-tau", "1"], "LRP tau: expected an IoU threshold below 1"),
+        (["--lrp-tau", "1"], "LRP tau: expected an IoU threshold in [0, 1)"),
     ],
 )
 def test_analyze_beyond_bad_options(capsys, extra: list, message: str) -> None:  # noqa: ANN001
