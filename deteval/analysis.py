@@ -374,6 +374,9 @@ def pr_auc(result: EvalResult) -> dict:
     * a (class, area) without ground truth (pycocotools' precision -1) has area -1 and is left
       out of ``mAUC``, the plain mean of the others (0 when there is none).
 
+    A protocol whose AP is not read off a grid of recall thresholds (``ap_method`` ``all_point``,
+    ``trapezoid_101``: no such precision array) has no mAUC: every value NaN.
+
     Returns
     -------
     dict
@@ -397,6 +400,8 @@ def pr_auc(result: EvalResult) -> dict:
     precision = np.nan_to_num(result.precision[0], nan=-1.0)  # (R, K, A, M), pycocotools' -1
     n_class, n_area = precision.shape[1], precision.shape[2]
     auc = np.full((n_class, n_area), np.nan)
+    if precision.shape[0] < 2:  # no recall grid to integrate over
+        return {"iou_threshold": float(result.protocol.iou_thresholds[0]), "auc": auc, "mAUC": float("nan")}
     kept = []
     for k in range(n_class):
         for a in range(n_area):

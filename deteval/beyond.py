@@ -65,7 +65,7 @@ class BeyondAP:
             a = self.auc
             out["mAUC"] = {
                 "iou_threshold": a["iou_threshold"],
-                "value": a["mAUC"],
+                "value": _nan_none(a["mAUC"]),
                 "per_class": [
                     {
                         "category_id": category_id,

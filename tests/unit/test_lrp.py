@@ -174,3 +174,12 @@ def test_analyze_calibration_refuses_scores_beyond_one(tmp_path, capsys) -> None
     code, _, err = _run(["analyze", "--gt", str(gt), "--dt", str(dt), "-q", "--calibration"], capsys)
     assert code == 3
     assert "expected confidences in [0, 1], found 7.0" in err
+
+
+@pytest.mark.parametrize("protocol", ["ultralytics", "openimages"])
+def test_mauc_undefined_without_a_recall_grid(protocol: str) -> None:
+    from deteval.analysis import pr_auc
+
+    found = pr_auc(deteval.evaluate(FIXTURE_GT, FIXTURE_DT, protocol))
+    assert math.isnan(found["mAUC"])
+    assert all(math.isnan(v) for v in found["auc"].ravel())
