@@ -406,7 +406,7 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
         type=float,
         default=0.5,
         metavar="T",
-        help="IoU threshold of all three parts (TIDE's foreground threshold; default 0.5)",
+        help="IoU threshold of the parts (TIDE's foreground threshold, --calibration, --tp-iou; default 0.5)",
     )
     an.add_argument(
         "--tide-mode",
