@@ -32,7 +32,8 @@ def _analyze(args: argparse.Namespace) -> int:
     """``deteval analyze``: TIDE errors, the decomposition and the confusion matrix."""
     _refuse_overwrite(args)
     selected = (args.errors, args.decompose, args.confusion)
-    parts = selected if any(selected) else (True, True, True)
+    beyond = {"calibration": args.calibration, "lrp": args.lrp, "tp_iou": args.tp_iou, "mauc": args.mauc}
+    parts = selected if any(selected) or any(beyond.values()) else (True, True, True)
     with _warnings_of(args) as caught:
         with recording_reads() as log:
             protocol = api.resolve_protocol(args.protocol)
@@ -48,6 +49,7 @@ def _analyze(args: argparse.Namespace) -> int:
             confidence=args.confidence,
             iou=args.iou,
             tide_mode=args.tide_mode,
+            beyond=_beyond_options(args, beyond),
         )
     doc = report.analysis_json(
         found.to_dict(arrays=True), protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings
@@ -61,6 +63,26 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         _out(report.format_analysis_table(doc))
     return EXIT_OK
+
+
+def _beyond_options(args: argparse.Namespace, parts: dict) -> dict | None:
+    """The keyword arguments of :func:`deteval.beyond.beyond_ap`, or None when no part is asked for."""
+    if not any(parts.values()):
+        return None
+    features = tuple(f.strip() for f in args.calibration_features.split(","))
+    try:
+        counts = [int(b) for b in args.calibration_bins.split(",")]
+    except ValueError:
+        raise ConfigError(
+            f"--calibration-bins: expected a positive integer or a comma-separated list of them, "
+            f"found {args.calibration_bins!r}"
+        ) from None
+    return {
+        **parts,
+        "calibration_features": features,
+        "calibration_bins": counts[0] if len(counts) == 1 else tuple(counts),
+        "lrp_tau": args.lrp_tau,
+    }
 
 
 def _rank(args: argparse.Namespace) -> int:

@@ -406,6 +406,7 @@ _ANALYZE_EXAMPLE = """examples:
   deteval analyze --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
   deteval analyze --gt gt.json --dt dt.json --errors --format json --output analysis.json
   deteval analyze --gt gt.json --dt dt.json --confusion --confidence 0.3 --iou 0.5
+  deteval analyze --gt gt.json --dt dt.json --calibration --lrp --tp-iou --mauc
 """
 
 
@@ -438,6 +439,27 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
     )
     an.add_argument("--confusion", action="store_true", help="confusion matrix")
     an.add_argument(
+        "--calibration", action="store_true", help="D-ECE of the confidences and the reliability curve"
+    )
+    an.add_argument("--lrp", action="store_true", help="optimal LRP, its components and thresholds")
+    an.add_argument("--tp-iou", action="store_true", help="mean IoU of the true positives per class")
+    an.add_argument("--mauc", action="store_true", help="faster-coco-eval's precision/recall AUC")
+    an.add_argument(
+        "--calibration-features",
+        default="confidence",
+        metavar="F,...",
+        help="what D-ECE bins on: confidence, then any of cx,cy,w,h (default: confidence)",
+    )
+    an.add_argument(
+        "--calibration-bins",
+        default="10",
+        metavar="N[,N...]",
+        help="equal-width bins, one count or one per feature (default 10)",
+    )
+    an.add_argument(
+        "--lrp-tau", type=float, default=0.5, metavar="T", help="LRP's IoU threshold (default 0.5)"
+    )
+    an.add_argument(
         "--confidence",
         type=_SCORE,
         default=0.5,
@@ -449,7 +471,7 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
         type=_IOU,
         default=0.5,
         metavar="T",
-        help="IoU threshold of all three parts (TIDE's foreground threshold; default 0.5)",
+        help="IoU threshold of the parts (TIDE's foreground threshold, --calibration, --tp-iou; default 0.5)",
     )
     an.add_argument(
         "--tide-mode",

@@ -13,6 +13,7 @@ import orjson
 from deteval._version import __version__
 from deteval.protocol import Protocol
 from deteval.report._format import _cells, _md_escape
+from deteval.report.beyond import beyond_sections
 from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS
 
 __all__ = [
@@ -197,7 +198,7 @@ def _analysis_sections(doc: dict) -> list:
         header = ["", *c["labels"]]
         rows = [[label, *(str(v) for v in row)] for label, row in zip(c["labels"], c["matrix"])]
         out.append((title, header, rows))
-    return out
+    return out + beyond_sections(doc)
 
 
 def format_analysis_table(doc: dict) -> str:
