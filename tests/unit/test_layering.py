@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("deteval.grouping",),
     ("deteval.matching",),
     ("deteval.accumulate",),
-    ("deteval.summary",),
+    ("deteval.summary", "deteval.operating_points"),
     ("deteval.evaluate",),
     ("deteval.sharding",),
     (
