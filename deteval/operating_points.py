@@ -69,7 +69,7 @@ def _best(score: np.ndarray, is_tp: np.ndarray, is_fp: np.ndarray, n_positive: i
 def ultralytics_smooth(y: np.ndarray, f: float = 0.05) -> np.ndarray:
     """Ultralytics' ``utils/metrics.py`` ``smooth``: a box filter of width ``f`` of the length.
 
-    >>> ultralytics_smooth(np.array([0.0, 0.0, 3.0, 0.0, 0.0]), 0.3).tolist()
+    >>> ultralytics_smooth(np.array([0.0, 0.0, 3.0, 0.0, 0.0]), 0.4).tolist()
     [0.0, 1.0, 1.0, 1.0, 0.0]
     """
     nf = round(len(y) * f * 2) // 2 + 1  # number of filter elements (odd)

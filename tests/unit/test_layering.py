@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deteval.decomposition",
         "deteval.confusion",
         "deteval.diagnose",
+        "deteval.slices",
     ),
     ("deteval.plot",),
     ("deteval.report",),
