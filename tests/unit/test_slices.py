@@ -133,3 +133,18 @@ def test_bad_slices_and_side_files_are_refused(tmp_path):
     wrong.write_text("[1, 2]")
     with pytest.raises(InputError, match=r"d.json: record #0: expected an object, found integer"):
         read_image_attributes(str(wrong))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lvis_slices_keep_their_images_federated_labels(seed):
+    from tests.crosscheck.generate_lvis import generate_lvis
+
+    gt, dt = generate_lvis(seed, n_images=12)
+    for k, image in enumerate(gt["images"]):
+        image["half"] = "first" if k < 6 else "second"
+    for s in evaluate_slices(gt, dt, "lvis", ["half"]):
+        ids = np.sort([i["id"] for i in gt["images"]])[s.is_image]
+        sub_gt, sub_dt = _subset_files(gt, dt, set(ids.tolist()))
+        expected = deteval.evaluate(sub_gt, sub_dt, "lvis")
+        assert _same(s.result.metrics, expected.metrics), (seed, s.value)
+        assert _same(s.result.per_class, expected.per_class), (seed, s.value)
