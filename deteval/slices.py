@@ -157,8 +157,8 @@ def image_values(gt: GroundTruth, key: str, attributes: ImageAttributes | None =
         pixels = np.asarray(gt.image_width, np.float64) * np.asarray(gt.image_height, np.float64)
         out: list = [None] * gt.n_images
         for name, lo, hi in IMAGE_SIZE_BUCKETS:
-            for i in np.flatnonzero((pixels >= lo) & (pixels < hi)):
-                out[i] = name
+            for row in np.flatnonzero((pixels >= lo) & (pixels < hi)).tolist():
+                out[row] = name
         return out
     if key == "has_crowd":
         has = np.zeros(gt.n_images, bool)

@@ -59,7 +59,8 @@ def format_per_class_metrics(result: EvalResult) -> str:
                 *(_fmt(p.get(k), 4) for k in ("confidence", "precision", "recall", "f1")),
             ]
         )
-    lines = [f"\n{result.protocol.name}: per-class metrics", "", *_text_table(header, rows), ""]
+    table = [line.rstrip() for line in _text_table(header, rows)]
+    lines = [f"\n{result.protocol.name}: per-class metrics", "", *table, ""]
     lines += format_operating_points(result)
     return "\n".join(lines) + "\n"
 

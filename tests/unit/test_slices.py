@@ -148,3 +148,73 @@ def test_lvis_slices_keep_their_images_federated_labels(seed):
         expected = deteval.evaluate(sub_gt, sub_dt, "lvis")
         assert _same(s.result.metrics, expected.metrics), (seed, s.value)
         assert _same(s.result.per_class, expected.per_class), (seed, s.value)
+
+
+def test_docs_outputs_are_what_the_cli_prints(capsys, monkeypatch):
+    """docs/slices.md: each shown output is the end of what its command prints."""
+    import re
+    import shlex
+
+    from deteval.cli import main
+    from tests import ROOT
+
+    monkeypatch.chdir(ROOT)
+    text = (ROOT / "docs" / "slices.md").read_text(encoding="utf-8")
+    pairs = re.findall(r"```bash\n(deteval [^\n]*)\n```\n\n```\n(.*?)```", text, flags=re.S)
+    assert len(pairs) == 2
+    for command, shown in pairs:
+        assert main(shlex.split(command)[1:]) == 0
+        printed = capsys.readouterr().out
+        assert printed.rstrip("\n").endswith(shown.rstrip("\n")), command
+
+
+def _cli(capsys, *argv):
+    from deteval.cli import main
+
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_json_has_slices_and_refuses_misuse(capsys, monkeypatch, tmp_path):
+    from tests import ROOT
+
+    monkeypatch.chdir(ROOT)
+    base = ["evaluate", "--gt", "fixtures/coco/gt.json", "--dt", "fixtures/coco/dt.json", "-q"]
+    code, out, _ = _cli(
+        capsys, *base, "--format", "json", "--slice", "image_size", "--slice", "has_crowd=false"
+    )
+    assert code == 0
+    entry = json.loads(out)["results"][0]
+    assert [(s["key"], s["value"], s["images"]) for s in entry["slices"]] == [
+        ("image_size", "medium", 5),
+        ("has_crowd", "false", 5),
+    ]
+    assert entry["slices"][0]["metrics"] == entry["metrics"]  # every image is in the slice
+    code, _, err = _cli(capsys, *base, "--slice", "weather")
+    assert code == 3
+    assert "--slice weather: no image has attribute 'weather'" in err
+    code, _, err = _cli(capsys, *base, "--image-attributes", "fixtures/coco/image_attributes.csv")
+    assert code == 3
+    assert "--image-attributes: expected --slice KEY" in err
+    code, _, err = _cli(capsys, *base, "--dt", "fixtures/coco/dt.json", "--slice", "image_size")
+    assert code == 3
+    assert "--slice: score one detector without --bootstrap and --scheduler; found 2 --dt" in err
+    missing = tmp_path / "none.csv"
+    code, _, err = _cli(capsys, *base, "--slice", "camera", "--image-attributes", str(missing))
+    assert code == 3
+    assert f"{missing}: file not found" in err
+
+
+def test_cli_per_class_metrics_table(capsys, monkeypatch):
+    from tests import ROOT
+
+    monkeypatch.chdir(ROOT)
+    code, out, _ = _cli(
+        capsys,
+        *["evaluate", "--gt", "fixtures/yolo", "--dt", "fixtures/yolo/predictions", "-q"],
+        *["--protocol", "ultralytics", "--per-class-metrics"],
+    )
+    assert code == 0
+    assert "ultralytics: per-class metrics" in out
+    assert "  Ultralytics P 0.5833  R 0.7500  (max mean F1 0.6500 at confidence 0.0000)" in out
