@@ -51,19 +51,53 @@ def _point(confidence: float, tp: float, fp: float, n_positive: float) -> dict:
 
 
 def _best(score: np.ndarray, is_tp: np.ndarray, is_fp: np.ndarray, n_positive: int) -> dict:
-    """The best-F1 point of detections ranked by descending ``score``."""
+    """The best-F1 point of detections ranked by descending ``score`` (ties in any order)."""
     if n_positive == 0:
         return _point(float("nan"), 0, 0, 0)
     if len(score) == 0:
         return _point(float("nan"), 0, 0, n_positive)
     tp = np.cumsum(is_tp, dtype=np.int64)
     fp = np.cumsum(is_fp, dtype=np.int64)
-    # Only the last detection of a run of equal scores is a reachable threshold.
+    # Only the last detection of a run of equal scores is a reachable threshold (the counts
+    # there do not depend on the order within the run).
     last = np.flatnonzero(np.r_[score[1:] != score[:-1], True])
     tp, fp = tp[last], fp[last]
     f1 = 2 * tp / (2 * tp + fp + (n_positive - tp))
     i = int(np.argmax(f1))  # the first maximum: the highest confidence
     return _point(score[last[i]], int(tp[i]), int(fp[i]), n_positive)
+
+
+def _best_per_class(
+    score: np.ndarray, is_tp: np.ndarray, is_fp: np.ndarray, bounds: np.ndarray, n_positive: np.ndarray
+) -> list:
+    """:func:`_best` of each class's rows ``bounds[k]:bounds[k + 1]``, in one pass over all rows."""
+    n_class = len(n_positive)
+    tp = np.cumsum(is_tp, dtype=np.int64)
+    fp = np.cumsum(is_fp, dtype=np.int64)
+    n = len(score)
+    is_end = np.zeros(n, dtype=bool)
+    if n:
+        is_end[:-1] = score[1:] != score[:-1]
+        is_end[bounds[1:] - 1] = True  # each class's last row (classes without rows: overwritten below)
+        is_end[n - 1] = True
+    last = np.flatnonzero(is_end)
+    cls_of = np.searchsorted(bounds, last, side="right") - 1
+    before = np.r_[0, tp][bounds[:-1]], np.r_[0, fp][bounds[:-1]]  # counts before each class
+    tp_at = tp[last] - before[0][cls_of]
+    fp_at = fp[last] - before[1][cls_of]
+    npos = n_positive[cls_of]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = 2 * tp_at / (2 * tp_at + fp_at + (npos - tp_at))
+    first = np.searchsorted(cls_of, np.arange(n_class))
+    stop = np.searchsorted(cls_of, np.arange(n_class), side="right")
+    out = []
+    for k in range(n_class):
+        if n_positive[k] == 0 or first[k] == stop[k]:
+            out.append(_point(float("nan"), 0, 0, int(n_positive[k])))
+            continue
+        i = first[k] + int(np.argmax(f1[first[k] : stop[k]]))  # the first maximum: the highest confidence
+        out.append(_point(score[last[i]], int(tp_at[i]), int(fp_at[i]), int(n_positive[k])))
+    return out
 
 
 def ultralytics_smooth(y: np.ndarray, f: float = 0.05) -> np.ndarray:
@@ -102,9 +136,10 @@ def _ultralytics(score: np.ndarray, is_tp: np.ndarray, det_class: np.ndarray, n_
         }
     p_curve = np.zeros((len(classes), 1000))
     r_curve = np.zeros((len(classes), 1000))
+    bounds = np.searchsorted(det_class, np.arange(len(n_positive) + 1))  # rows grouped by class
     for ci, k in enumerate(classes):
-        mine = det_class == k
-        if not mine.any():
+        mine = slice(bounds[k], bounds[k + 1])
+        if bounds[k] == bounds[k + 1]:
             continue
         tp = is_tp[mine].astype(np.int64)
         tpc = tp.cumsum(0)
@@ -172,16 +207,14 @@ def best_f1_points(
     n_positive = np.asarray(n_positive, dtype=np.int64)
     n_class = len(category_ids)
     bounds = np.searchsorted(cls, np.arange(n_class + 1))  # the ranking is grouped by class
-    per_class = []
-    for k in range(n_class):
-        rows = slice(bounds[k], bounds[k + 1])
-        point = _best(score[rows], is_tp[rows], is_fp[rows], int(n_positive[k]))
-        per_class.append({"category_id": int(category_ids[k]), "name": category_names[k], **point})
+    points = _best_per_class(score, is_tp, is_fp, bounds, n_positive)
+    per_class = [
+        {"category_id": int(category_ids[k]), "name": category_names[k], **points[k]} for k in range(n_class)
+    ]
     counted = n_positive[cls] > 0
-    order = np.argsort(-score[counted], kind="stable")
-    overall = _best(
-        score[counted][order], is_tp[counted][order], is_fp[counted][order], int(n_positive.sum())
-    )
+    counted_score = score[counted]
+    order = np.argsort(counted_score)[::-1]  # descending; the order of ties does not matter here
+    overall = _best(counted_score[order], is_tp[counted][order], is_fp[counted][order], int(n_positive.sum()))
     out = {
         "iou_threshold": float(protocol.iou_thresholds[default_iou_index(protocol)]),
         "per_class": per_class,
