@@ -7,8 +7,9 @@ truth's ``images``; :func:`read_image_attributes` from a side file that maps eac
 
 * CSV: a header row with an ``image_id`` or ``file_name`` column and one column per
   attribute; values are the cells' text (an empty cell: no value);
-* JSON: an object ``{"<image_id or file_name>": {"attribute": value, ...}, ...}``, or an array
-  of objects each with ``image_id`` or ``file_name`` and the attributes.
+* JSON: an object ``{"<image_id or file_name>": {"attribute": value, ...}, ...}`` (a key of
+  digits names an image id and a name: VOC ids such as ``"000001"``), or an array of objects
+  each with ``image_id`` or ``file_name`` and the attributes.
 """
 
 from __future__ import annotations
@@ -181,8 +182,10 @@ def _from_json(data: Any, path: str) -> ImageAttributes:
             where = f"{path}: image {shorten(name)}"
             if not isinstance(values, dict):
                 raise InputError(f"{where}: expected an object of attributes, found {json_type(values)}")
-            kind, key = ("image_id", int(name)) if name.lstrip("-").isdigit() else ("file_name", name)
-            _add(tables, kind, key, dict(values), where)
+            # A key of digits names an image id or a name (VOC ids such as "000001"): both.
+            if name.lstrip("-").isdigit():
+                _add(tables, "image_id", int(name), dict(values), where)
+            _add(tables, "file_name", name, dict(values), where)
     elif isinstance(data, list):
         for i, record in enumerate(data):
             where = f"{path}: record #{i}"

@@ -218,3 +218,25 @@ def test_cli_per_class_metrics_table(capsys, monkeypatch):
     assert code == 0
     assert "ultralytics: per-class metrics" in out
     assert "  Ultralytics P 0.5833  R 0.7500  (max mean F1 0.6500 at confidence 0.0000)" in out
+
+
+def test_yolo_and_voc_images_are_named_by_file_name_or_id(tmp_path, capsys, monkeypatch):
+    from tests import ROOT
+
+    monkeypatch.chdir(ROOT)
+    side = tmp_path / "yolo.csv"
+    side.write_text("file_name,light\na.png,day\nb.png,night\n")
+    slices = evaluate_slices(
+        "fixtures/yolo", "fixtures/yolo/predictions", "coco", ["light"], image_attributes_file=side
+    )
+    assert [(s.value, s.n_images) for s in slices] == [("day", 1), ("night", 1)]
+    voc = tmp_path / "voc.json"
+    voc.write_text(json.dumps({"000001": {"view": "front"}, "000002": {"view": "rear"}}))
+    slices = evaluate_slices(
+        "fixtures/voc", "fixtures/voc/results", "voc2007", ["view"], image_attributes_file=voc
+    )
+    assert [s.value for s in slices] == ["front", "rear", None]  # VOC ids are names: "000001"
+    extra = tmp_path / "e.csv"
+    extra.write_text("image_id,camera\n1,x,y\n")
+    with pytest.raises(InputError, match=r"e.csv: line 2: more cells than the header's 2; expected 2"):
+        read_image_attributes(str(extra))
