@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from deteval.evaluate import EvalResult
-from deteval.report._format import _fmt
+from deteval.report._format import _cells, _fmt
 from deteval.report.results import _text_table
 from deteval.slices import SliceResult
 
@@ -93,6 +93,7 @@ def format_slices_table(result: EvalResult, slices: Sequence[SliceResult]) -> st
                 *(_fmt(s.result.metrics.get(n), 4) for n in names),
             ]
         )
+    header, rows = _cells(header), [_cells(r) for r in rows]  # attribute values: terminal-safe
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     table = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
     table.append("  ".join("-" * w for w in widths))

@@ -240,3 +240,15 @@ def test_yolo_and_voc_images_are_named_by_file_name_or_id(tmp_path, capsys, monk
     extra.write_text("image_id,camera\n1,x,y\n")
     with pytest.raises(InputError, match=r"e.csv: line 2: more cells than the header's 2; expected 2"):
         read_image_attributes(str(extra))
+
+
+def test_slice_values_are_terminal_safe_in_the_table():
+    from deteval.report import format_slices_table
+
+    gt, dt = _with_attributes(2)
+    for image in gt["images"]:
+        image["site"] = "a\x1b[2J\nfake row"
+    result = deteval.evaluate(gt, dt, "voc2010")
+    text = format_slices_table(result, evaluate_slices(gt, dt, "voc2010", ["site"]))
+    assert "\x1b" not in text
+    assert "\nfake row" not in text
