@@ -20,7 +20,7 @@ _BASE_KEYS = ("category_id", "name", "AP", "num_gt", "num_det")
 
 
 def format_operating_points(result: EvalResult) -> list[str]:
-    """The overall best-F1 lines: micro F1 at one confidence, and Ultralytics' P and R."""
+    """The overall best-F1 line: micro F1 at one confidence (Ultralytics' P and R: the headline table)."""
     points = result.best_f1
     if not points:
         return []
@@ -31,13 +31,7 @@ def format_operating_points(result: EvalResult) -> list[str]:
         f"F1 {_fmt(o['f1'], 4)} at confidence {_fmt(o['confidence'], 4)} "
         f"(P {_fmt(o['precision'], 4)}, R {_fmt(o['recall'], 4)})"
     )
-    u = points.get("ultralytics")
-    if u is not None:
-        lines.append(
-            f"  Ultralytics P {_fmt(u['precision'], 4)}  R {_fmt(u['recall'], 4)}  "
-            f"(max mean F1 {_fmt(u['f1'], 4)} at confidence {_fmt(u['confidence'], 4)})"
-        )
-    return lines
+    return lines  # Ultralytics' P and R: in the headline table (report.results)
 
 
 def format_per_class_metrics(result: EvalResult) -> str:

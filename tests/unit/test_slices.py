@@ -161,7 +161,7 @@ def test_docs_outputs_are_what_the_cli_prints(capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     text = (ROOT / "docs" / "slices.md").read_text(encoding="utf-8")
     pairs = re.findall(r"```bash\n(deteval [^\n]*)\n```\n\n```\n(.*?)```", text, flags=re.S)
-    assert len(pairs) == 2
+    assert len(pairs) == 3
     for command, shown in pairs:
         assert main(shlex.split(command)[1:]) == 0
         printed = capsys.readouterr().out
@@ -217,7 +217,10 @@ def test_cli_per_class_metrics_table(capsys, monkeypatch):
     )
     assert code == 0
     assert "ultralytics: per-class metrics" in out
-    assert "  Ultralytics P 0.5833  R 0.7500  (max mean F1 0.6500 at confidence 0.0000)" in out
+    assert (
+        "  P = 0.5833  R = 0.7500  (Ultralytics: mean over classes at the max mean F1, confidence 0.0000)"
+        in out
+    )
 
 
 def test_yolo_and_voc_images_are_named_by_file_name_or_id(tmp_path, capsys, monkeypatch):
