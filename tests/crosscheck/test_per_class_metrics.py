@@ -75,3 +75,16 @@ def test_rows_are_named_after_the_protocols_max_dets():
     row = deteval.evaluate(gt, dt, protocol).per_class[0]
     assert {"AR1", "AR20", "AR300"} <= set(row)
     assert "AR100" not in row
+
+
+@pytest.mark.parametrize("seed", [2, 9, 2100])
+def test_per_class_rows_at_other_max_dets_equal_pycocotools(seed):
+    gt, dt = generate(seed=seed, force_many_dets=seed >= 2100, max_images=5 if seed >= 2100 else 20)
+    ev = run_pycocotools(gt, dt, max_dets=(1, 5, 300))
+    protocol = deteval.protocol.get_protocol("coco-pycocotools").replace(name="md", max_dets=(1, 5, 300))
+    rows = deteval.evaluate(gt, dt, protocol).to_dict()["per_class"]
+    names = {"AR1": "AR1", "AR5": "AR10", "AR300": "AR100"}  # ROWS' maxDets indices 0, 1, 2
+    for k, row in enumerate(rows):
+        for name in ("AP50", "AP75", "APs", "APm", "APl", "ARs", "ARm", "ARl", *names):
+            expected = pycocotools_class_value(ev, names.get(name, name), k)
+            assert row[name] == (None if expected == -1 else expected), (seed, row["name"], name)
