@@ -36,9 +36,10 @@ from deteval.matching import (
     row_dtype,
 )
 from deteval.memory import require_match
+from deteval.operating_points import best_f1_points, default_iou_index
 from deteval.pooling import ground_truth_for, pooled_for
 from deteval.protocol import Protocol, resolve_protocol
-from deteval.summary import class_ap, headline_metrics, none_if_nan
+from deteval.summary import class_ap, class_metrics, headline_metrics, none_if_nan
 
 __all__ = ["EvalResult", "MatchTable", "match", "score", "merge_match_tables"]
 
@@ -780,7 +781,10 @@ class EvalResult:
     metrics : dict
         Headline numbers (``AP``, ``AP50``, ... or ``mAP``); NaN where undefined.
     per_class : list of dict
-        ``{category_id, name, AP, num_gt, num_det}``; AP NaN for a class without ground truth.
+        ``{category_id, name, AP, num_gt, num_det}`` then the class's value of each headline
+        term (``AP50``, ``AP75``, ``APs`` ... ``AR1``, ``AR10``, ``AR100`` ...:
+        :func:`deteval.summary.per_class_terms`); NaN where undefined (a class without ground
+        truth).
     precision, scores : float64 (n_iou_thr, n_recall_thr, n_class, n_area, n_max_dets)
         pycocotools' axis order (T x R x K x A x M); NaN where pycocotools stores -1.
     recall : float64 (n_iou_thr, n_class, n_area, n_max_dets)
@@ -796,6 +800,9 @@ class EvalResult:
     inputs : dict
     image_ids, annotation_ids : int64 arrays
         The ground truth's image ids and annotation ids (to name matches).
+    best_f1 : dict
+        Best-F1 operating points per class and overall
+        (:func:`deteval.operating_points.best_f1_points`); NaN where undefined.
     """
 
     protocol: Protocol
@@ -813,6 +820,7 @@ class EvalResult:
     inputs: dict = field(default_factory=dict)
     image_ids: np.ndarray | None = None
     annotation_ids: np.ndarray | None = None
+    best_f1: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """One entry of the JSON contract's ``results`` (NaN -> None)."""
@@ -822,10 +830,22 @@ class EvalResult:
             "protocol_hash": self.protocol.fingerprint(),
             "config": self.protocol.to_dict(),
             "metrics": {k: none_if_nan(v) for k, v in self.metrics.items()},
-            "per_class": [{**c, "AP": none_if_nan(c["AP"])} for c in self.per_class],
+            "per_class": [{k: _json_value(v) for k, v in c.items()} for c in self.per_class],
+            "best_f1": _json_value(self.best_f1),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
         }
+
+
+def _json_value(value: object) -> object:
+    """``value`` with every float NaN (nested in dicts and lists) as None (JSON ``null``)."""
+    if isinstance(value, float):
+        return none_if_nan(value)
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    return value
 
 
 def _parity_warnings(gt: GroundTruth, protocol: Protocol) -> list:
@@ -900,9 +920,22 @@ def score(
             "AP": float(per_class_ap[k]),
             "num_gt": int(table.n_positive[k, 0]),
             "num_det": int(table.n_det_per_class[k]),
+            **class_metrics(acc, protocol, k),
         }
         for k in range(gt.n_classes)
     ]
+    default_lane = default_iou_index(protocol)  # first area range
+    best_f1 = best_f1_points(
+        table.lane_is_tp(default_lane),
+        table.lane_is_ignored(default_lane),
+        table.det_score,
+        table.det_class,
+        ranking,
+        table.n_positive[:, 0],
+        tuple(int(c) for c in gt.category_id),
+        tuple(gt.category_name),
+        protocol,
+    )
     notes = list(warnings)
     info = []
     undefined = [gt.category_name[k] for k in range(gt.n_classes) if table.n_positive[k, 0] == 0]
@@ -943,6 +976,7 @@ def score(
         table=table,
         image_ids=gt.image_id,
         annotation_ids=gt.annotation_id,
+        best_f1=best_f1,
         warnings=tuple(notes),
         notes=tuple(info),
         inputs=dict(inputs or {}),

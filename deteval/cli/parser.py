@@ -236,6 +236,31 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
 
 
+def _add_diagnostics(p: argparse.ArgumentParser) -> None:
+    """``evaluate``'s per-class metrics and slices (docs/slices.md)."""
+    p.add_argument(
+        "--per-class-metrics",
+        action="store_true",
+        help="also print every per-class metric (AP50, AP75, APs ... AR1, AR10, AR100 ...) with "
+        "each class's best-F1 confidence, and the overall best-F1 points",
+    )
+    p.add_argument(
+        "--slice",
+        action="append",
+        default=[],
+        metavar="KEY[=VALUE]",
+        help="also score subsets of the images: one per value of the image attribute KEY (a field "
+        "of the ground truth's image records, of --image-attributes, or built in: image_size, "
+        "has_crowd), or only the images with KEY=VALUE; repeat for several",
+    )
+    p.add_argument(
+        "--image-attributes",
+        metavar="FILE",
+        help="CSV or JSON file of image attributes for --slice (image_id or file_name, then one "
+        "column per attribute)",
+    )
+
+
 #: The optional compiled extensions setup.py builds; each has a numpy twin (docs/benchmarks.md).
 COMPILED_EXTENSIONS = (
     "deteval.io._colparse",
@@ -315,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
         "task (a local cluster, or the scheduler at ADDRESS) and score once (the dask extra; "
         "docs/training-loop.md)",
     )
+    _add_diagnostics(ev)
     pr = sub.add_parser(
         "protocols",
         help="list the preset protocols and their fields",

@@ -48,6 +48,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         args.protocol = [name]
     with recording_reads() as log:
         protocols = _protocols(args)
+    if len(args.dt) > 1 or args.bootstrap or getattr(args, "scheduler", None):
+        _refuse_diagnostics(args)
     if len(args.dt) > 1 or args.bootstrap:
         return _detectors(args, protocols, log)
     if getattr(args, "scheduler", None):
@@ -70,6 +72,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             progress.close()
     doc = report.to_json(results, inputs=inputs.summary(), warnings=inputs.warnings)
     confidence_rows, mask_reports = _evaluate_extras(args, inputs, results, doc)
+    with recording_reads(log):
+        diagnostics = _evaluate_diagnostics(args, inputs, results, doc)
     if args.matches:
         _write(
             args.matches,
@@ -84,8 +88,48 @@ def _evaluate(args: argparse.Namespace) -> int:
     blocks = [
         report.format_confidence_table(r, rows, args.confidence) for r, rows in zip(results, confidence_rows)
     ]
-    _print_results(args, text, results, [*blocks, *mask_reports])
+    _print_results(args, text, results, [*blocks, *mask_reports, *diagnostics])
     return EXIT_OK
+
+
+def _refuse_diagnostics(args: argparse.Namespace) -> None:
+    """``--per-class-metrics``, ``--slice``: one detector, no --bootstrap, no --scheduler."""
+    used = [
+        name
+        for name, value in (
+            ("--per-class-metrics", args.per_class_metrics),
+            ("--slice", args.slice),
+            ("--image-attributes", args.image_attributes),
+        )
+        if value
+    ]
+    if used:
+        raise ConfigError(
+            f"{', '.join(used)}: score one detector without --bootstrap and --scheduler; found "
+            f"{len(args.dt)} --dt{', --bootstrap' if args.bootstrap else ''}"
+            f"{', --scheduler' if getattr(args, 'scheduler', None) else ''}"
+        )
+
+
+def _evaluate_diagnostics(args: argparse.Namespace, inputs: api.Inputs, results: tuple, doc: dict) -> list:
+    """``--per-class-metrics`` and ``--slice`` text blocks; slices also placed in ``doc``."""
+    blocks = []
+    if args.per_class_metrics:
+        blocks += [report.format_per_class_metrics(r) for r in results]
+    if args.image_attributes and not args.slice:
+        raise ConfigError("--image-attributes: expected --slice KEY to slice by them, found no --slice")
+    if args.slice:
+        from deteval.slices import parse_slice, slice_results
+
+        specs = [parse_slice(s) for s in args.slice]
+        attributes = api.image_attributes(args.gt, args.image_attributes, slices=specs)
+        for result, entry in zip(results, doc["results"]):
+            slices = slice_results(
+                inputs.gt, _detections(inputs), result.protocol, specs, attributes=attributes
+            )
+            entry["slices"] = report.slices_json(slices)
+            blocks.append(report.format_slices_table(result, slices))
+    return blocks
 
 
 def _evaluate_shards(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog) -> int:

@@ -129,6 +129,17 @@ def _metric_lines(result: EvalResult) -> list[str]:
     return lines
 
 
+def _ultralytics_line(result: EvalResult) -> list[str]:
+    """``summary: ultralytics``: the P and R ``yolo val`` prints (``best_f1["ultralytics"]``)."""
+    point = result.best_f1.get("ultralytics")
+    if point is None:
+        return []
+    return [
+        f"  P = {_fmt(point['precision'], 4)}  R = {_fmt(point['recall'], 4)}  (Ultralytics: mean over "
+        f"classes at the max mean F1, confidence {_fmt(point['confidence'], 4)})"
+    ]
+
+
 def _per_class_rows(result: EvalResult) -> list[list[str]]:
     return [
         [str(c["category_id"]), c["name"], _fmt(c["AP"], 4), str(c["num_gt"]), str(c["num_det"])]
@@ -152,6 +163,7 @@ def format_table(results: Sequence[EvalResult], *, per_class: bool = True) -> st
     for r in results:
         lines = [describe_protocol(r), ""]
         lines += _metric_lines(r)
+        lines += _ultralytics_line(r)
         if per_class:
             lines += ["", *_text_table(["id", "class", "AP", "num_gt", "num_det"], _per_class_rows(r))]
         blocks.append("\n".join(lines))

@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("deteval.grouping",),
     ("deteval.matching",),
     ("deteval.accumulate",),
-    ("deteval.summary",),
+    ("deteval.summary", "deteval.operating_points"),
     ("deteval.evaluate",),
     ("deteval.sharding",),
     (
@@ -52,6 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deteval.lrp",
         "deteval.beyond",
         "deteval.diagnose",
+        "deteval.slices",
     ),
     ("deteval.plot",),
     ("deteval.report",),
