@@ -157,9 +157,16 @@ def _analysis_sections(doc: dict) -> list:
     out = []
     if "errors" in doc:
         e = doc["errors"]
+        # Which AP this is: tidecv's own rules differ from evaluate's (docs/analysis.md lists them).
+        whose = (
+            "tidecv's rules, not evaluate's: a class without ground truth counts 0, 100 detections an image"
+            if e["mode"] == "tidecv"
+            else f"{doc.get('protocol', {}).get('name', 'the protocol')}'s AP at IoU {e['thresholds']['foreground']:g}"
+        )
         title = (
             f"TIDE errors (mode {e['mode']}, foreground {e['thresholds']['foreground']:g}, "
-            f"background {e['thresholds']['background']:g}): AP {_analysis_num(e['ap'])}, dAP per type"
+            f"background {e['thresholds']['background']:g}): AP {_analysis_num(e['ap'])} ({whose}), "
+            "dAP per type"
         )
         header = ["", *MAIN_ERRORS, *SPECIAL_ERRORS]
         rows = [
