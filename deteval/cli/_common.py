@@ -119,6 +119,23 @@ class _Progress:
             self.bar.close()
 
 
+def _default_protocol(args: argparse.Namespace) -> None:
+    """No --protocol: score under the input's default (:func:`deteval.api.protocol_choice`).
+
+    The note saying which and why is printed with the warnings (not with -q) and recorded in the
+    JSON ``inputs`` (:func:`_inputs_record`); a VOC root without a year is refused here.
+    """
+    if args.protocol is None:
+        name, args.protocol_note = api.protocol_choice(args.gt)
+        args.protocol = [name]
+
+
+def _inputs_record(args: argparse.Namespace, summary: dict) -> dict:
+    """The JSON ``inputs``: what was read, and ``default_protocol`` when none was given."""
+    note = getattr(args, "protocol_note", "")
+    return {**summary, "default_protocol": {"name": args.protocol[0], "note": note}} if note else summary
+
+
 def _protocols(args: argparse.Namespace) -> list[Protocol]:
     return api.resolve_protocols(
         args.protocol, overrides=args.overrides, iou_type=args.iou_type, mask_iou=args.mask_iou
@@ -190,6 +207,8 @@ def _print_warnings(args: argparse.Namespace, caught: list) -> None:
     category; it never reaches stderr raw.
     """
     if not args.quiet:
+        if getattr(args, "protocol_note", ""):
+            print(f"deteval: note: {printable(args.protocol_note)}", file=sys.stderr)
         for category, label in ((InputWarning, "warning"), (UndefinedMetricWarning, "note")):
             for text in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, category)):
                 print(f"deteval: {label}: {printable(text)}", file=sys.stderr)

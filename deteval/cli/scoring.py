@@ -13,9 +13,11 @@ from deteval import api, report
 from deteval.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
+    _default_protocol,
     _detections,
     _finish,
     _input_options,
+    _inputs_record,
     _load,
     _note_workers,
     _out,
@@ -41,10 +43,7 @@ from deteval.protocol import PRESETS, Protocol
 def _evaluate(args: argparse.Namespace) -> int:
     _note_workers(args)
     _refuse_overwrite(args)
-    note = ""
-    if args.protocol is None:  # a VOC root is scored under its year's protocol, or refused
-        name, note = api.default_protocol(args.gt)
-        args.protocol = [name]
+    _default_protocol(args)
     with recording_reads() as log:
         protocols = _protocols(args)
     if len(args.dt) > 1 or args.bootstrap:
@@ -67,7 +66,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             progress.finish()
         finally:
             progress.close()
-    doc = report.to_json(results, inputs=inputs.summary(), warnings=inputs.warnings)
+    doc = report.to_json(results, inputs=_inputs_record(args, inputs.summary()), warnings=inputs.warnings)
     confidence_rows, mask_reports = _evaluate_extras(args, inputs, results, doc)
     if args.matches:
         _write(
@@ -78,8 +77,6 @@ def _evaluate(args: argparse.Namespace) -> int:
         )
     text = report.dumps(doc)
     _finish(args, text, caught, log)
-    if note and not args.quiet:
-        print(f"deteval: note: {note}", file=sys.stderr)
     blocks = [
         report.format_confidence_table(r, rows, args.confidence) for r, rows in zip(results, confidence_rows)
     ]
@@ -95,7 +92,7 @@ def _evaluate_shards(args: argparse.Namespace, protocols: list[Protocol], log: R
 
     with _warnings_of(args) as caught:
         results = tuple(evaluate_shards(args.gt, args.dt[0], p, scheduler=args.scheduler) for p in protocols)
-    doc = report.to_json(results, inputs=results[0].inputs)
+    doc = report.to_json(results, inputs=_inputs_record(args, results[0].inputs))
     text = report.dumps(doc)
     _finish(args, text, caught, log)
     _print_results(args, text, results)
@@ -154,6 +151,7 @@ def _compare(args: argparse.Namespace) -> int:
     """``deteval compare``: several protocols side by side, optionally explained."""
     _note_workers(args)
     _refuse_overwrite(args)
+    _default_protocol(args)
     with recording_reads() as log:
         protocols = _protocols(args)
     if len(args.dt) > 1 or args.bootstrap:
@@ -193,7 +191,7 @@ def _compare(args: argparse.Namespace) -> int:
     results = list(comparison.results)
     doc = report.compare_json(
         results,
-        inputs=inputs.summary(),
+        inputs=_inputs_record(args, inputs.summary()),
         warnings=inputs.warnings,
         matching_groups=comparison.matching_groups,
         explanations=explanations,
@@ -341,7 +339,7 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
     doc = report.detectors_json(
         names,
         results,
-        inputs=inputs_doc,
+        inputs=_inputs_record(args, inputs_doc),
         warnings=warnings_seen,
         intervals=intervals,
         comparisons=comparisons,

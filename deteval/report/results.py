@@ -94,7 +94,7 @@ def _headline_terms(p: Protocol) -> dict[str, tuple[str, float | None, str, int 
     if p.summary == "ultralytics":
         return {"mAP50": ("AP", p.iou_thresholds[0], first, top), "mAP50-95": ("AP", None, first, top)}
     out = {}
-    names = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
+    names: tuple[str, ...] = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
     if p.summary == "lvis":
         label = "all" if top is None else top
         names = ("AP", "AP50", "AP75", "APs", "APm", "APl", "APr", "APc", "APf")
