@@ -10,6 +10,7 @@ from deteval import api, report
 from deteval._version import __version__
 from deteval.cli._common import (
     EXIT_OK,
+    EXIT_USAGE,
     _default_protocol,
     _detections,
     _finish,
@@ -126,6 +127,13 @@ def _pictures(args: argparse.Namespace) -> int:
     _default_protocol(args)
     with recording_reads() as log:
         protocols = _protocols(args)
+    if args.explain and len(protocols) < 2:  # the walk goes from one protocol to the next
+        print(
+            f"deteval {args.command}: error: --explain walks from each protocol to the next: expected "
+            f"at least two --protocol, found 1; e.g. --protocol voc2007 --protocol coco",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     dts = {f"--dt #{i + 1}": d for i, d in enumerate(args.dt)}
     check_output(args.out, {"--gt": args.gt, **dts}, option="--out")
     with _warnings_of(args) as caught:
