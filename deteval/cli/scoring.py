@@ -59,7 +59,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             _refuse_overwrite(args, log)
             try:
                 results = api.evaluate_inputs(
-                    inputs, protocols, workers=args.workers, progress=progress.stage
+                    inputs, protocols, workers=args.workers, progress=progress.stage, advance=progress.advance
                 )
             except InputWarning as exc:
                 raise _strict(exc, "") from None
