@@ -50,9 +50,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         return _detectors(args, protocols, log)
     if getattr(args, "scheduler", None):
         return _evaluate_shards(args, protocols, log)
-    progress = _Progress(1 + 2 * len(protocols), args.quiet)  # loading, then matching + scoring each
-    with _warnings_of(args) as caught:
-        try:
+    # loading, matching + scoring each protocol, then the results (extras, --matches, JSON)
+    progress = _Progress(2 + 2 * len(protocols), args.quiet)
+    try:
+        with _warnings_of(args) as caught:
             progress.stage("loading")
             with recording_reads(log):
                 inputs = _load(args, protocols)
@@ -63,19 +64,20 @@ def _evaluate(args: argparse.Namespace) -> int:
                 )
             except InputWarning as exc:
                 raise _strict(exc, "") from None
-            progress.finish()
-        finally:
-            progress.close()
-    doc = report.to_json(results, inputs=_inputs_record(args, inputs.summary()), warnings=inputs.warnings)
-    confidence_rows, mask_reports = _evaluate_extras(args, inputs, results, doc)
-    if args.matches:
-        _write(
-            args.matches,
-            report.format_matches_csv(results[0], api.match_columns(results[0])),
-            "--matches",
-            log,
-        )
-    text = report.dumps(doc)
+        progress.stage("writing the results")
+        doc = report.to_json(results, inputs=_inputs_record(args, inputs.summary()), warnings=inputs.warnings)
+        confidence_rows, mask_reports = _evaluate_extras(args, inputs, results, doc)
+        if args.matches:
+            _write(
+                args.matches,
+                report.format_matches_csv(results[0], api.match_columns(results[0])),
+                "--matches",
+                log,
+            )
+        text = report.dumps(doc)
+        progress.finish()
+    finally:
+        progress.close()
     _finish(args, text, caught, log)
     blocks = [
         report.format_confidence_table(r, rows, args.confidence) for r, rows in zip(results, confidence_rows)

@@ -619,5 +619,12 @@ def test_progress_bar_reaches_the_end_through_every_stage(monkeypatch):
         == 0
     )
     bar = bars[0]
-    assert bar.n == bar.total == 5 * cli._common._Progress.STEPS  # STEPS units a stage
-    assert bar.labels == ["loading", "matching coco", "scoring coco", "matching voc2007", "scoring voc2007"]
+    assert bar.n == bar.total == 6 * cli._common._Progress.STEPS  # STEPS units a stage
+    assert bar.labels == [
+        "loading",
+        "matching coco",
+        "scoring coco",
+        "matching voc2007",
+        "scoring voc2007",
+        "writing the results",
+    ]

@@ -89,14 +89,14 @@ def test_a_segm_run_advances_inside_the_matching_stage(tmp_path, monkeypatch, ca
     code, out, err = _run(monkeypatch, capsys, terminal, argv)
     assert code == 0
     inside = [
-        (done, total) for label, done, total in advances if label and label.startswith("matching coco (2/3)")
+        (done, total) for label, done, total in advances if label and label.startswith("matching coco (2/4)")
     ]
     assert len(inside) >= 8  # whole images matched in parts: pairs, mask IoUs, greedy matching
     dones = [done for done, _ in inside]
     assert dones == sorted(set(dones))
     assert inside[-1][0] == inside[-1][1] == 48
     # the bar on the terminal showed several positions inside the stage
-    shown = set(re.findall(r"matching coco \(2/3\): +(\d+)%", err))
+    shown = set(re.findall(r"matching coco \(2/4\): +(\d+)%", err))
     assert len(shown) >= 4, err
     # the same numbers as without a terminal (the parts make the one-pass table)
     code, plain, plain_err = _run(monkeypatch, capsys, io.StringIO(), argv)
