@@ -13,7 +13,7 @@ import orjson
 from deteval._version import __version__
 from deteval.protocol import Protocol
 from deteval.report._format import _md_escape
-from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS
+from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS, whose_ap
 
 __all__ = [
     "analysis_json",
@@ -157,12 +157,7 @@ def _analysis_sections(doc: dict) -> list:
     out = []
     if "errors" in doc:
         e = doc["errors"]
-        # Which AP this is: tidecv's own rules differ from evaluate's (docs/analysis.md lists them).
-        whose = (
-            "tidecv's rules, not evaluate's: a class without ground truth counts 0, 100 detections an image"
-            if e["mode"] == "tidecv"
-            else f"{doc.get('protocol', {}).get('name', 'the protocol')}'s AP at IoU {e['thresholds']['foreground']:g}"
-        )
+        whose = whose_ap(e, doc.get("protocol", {}).get("name"))  # tidecv's AP is not evaluate's
         title = (
             f"TIDE errors (mode {e['mode']}, foreground {e['thresholds']['foreground']:g}, "
             f"background {e['thresholds']['background']:g}): AP {_analysis_num(e['ap'])} ({whose}), "

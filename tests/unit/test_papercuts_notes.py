@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+import deteval
 from tests import ROOT
 
 FIX = ROOT / "fixtures"
@@ -98,3 +99,20 @@ def test_several_detectors_and_compare_choose_the_same_way(run_cli):
     assert code == 3
     assert out == ""
     assert "a VOC root and no --protocol; expected one of --protocol voc2007" in err
+
+
+def test_the_html_report_says_whose_tide_ap_it_shows(tmp_path):
+    pytest.importorskip("matplotlib")
+    from deteval.diagnose import analyze
+    from deteval.plot import write_report
+
+    gt = deteval.load_ground_truth(GT)
+    dt = deteval.load_detections(DT, gt)
+    result = deteval.evaluate(gt, dt, "coco")
+    out = write_report(
+        result, out=tmp_path / "r.html", analysis=analyze(gt, dt, "coco", decompose=False, confusion=False)
+    )
+    html = out.read_text(encoding="utf-8")
+    assert (
+        "AP 0.433 (tidecv&#x27;s rules, not evaluate&#x27;s: a class without ground truth counts 0" in html
+    )
