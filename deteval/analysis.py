@@ -81,7 +81,8 @@ class PRCurve:
     Attributes
     ----------
     score, precision, recall : float64 (n_det,)
-        After each ranked detection; ignored detections repeat the previous point.
+        After each ranked detection; ignored detections repeat the previous point. Precision
+        is NaN until something is retrieved (chainercv's rule), recall NaN without ground truth.
     is_tp, is_ignored : bool (n_det,)
     n_positive : int
     """
@@ -104,6 +105,20 @@ def pr_curve(
 ) -> PRCurve:
     """Precision and recall after each ranked detection of a class.
 
+    Returns
+    -------
+    PRCurve
+        ``precision = tp / (tp + fp)`` and ``recall = tp / n_positive`` after each detection
+        (ignored detections count as neither); precision is NaN where nothing is retrieved
+        yet (``tp + fp == 0``: only ignored detections so far), recall is NaN for a class
+        without ground truth.
+
+    Notes
+    -----
+    The undefined precision follows chainercv's ``calc_detection_voc_prec_rec``, whose
+    documented rule is that an element of ``prec[l]`` is NaN where ``fp + tp`` is 0 (and
+    :func:`at_confidence`: precision NaN when no detection is kept). It was 0 before.
+
     Examples
     --------
     >>> import deteval, warnings
@@ -124,7 +139,7 @@ def pr_curve(
     fp = np.cumsum(~is_tp & ~is_ignored).astype(float)
     n_positive = int(table.n_positive[k, a])
     with np.errstate(invalid="ignore", divide="ignore"):
-        precision = np.where(tp + fp > 0, tp / np.maximum(tp + fp, 1), 0.0)
+        precision = np.where(tp + fp > 0, tp / np.maximum(tp + fp, 1), np.nan)
         recall = tp / n_positive if n_positive else np.full(len(tp), np.nan)
     return PRCurve(
         score=table.det_score[rows],

@@ -334,6 +334,10 @@ class Detections:
     warnings : tuple of str
     keypoints : float64 (n_det, n_keypoints, 3) or None
         COCO keypoint results (x, y, score-or-visibility); NaN rows for records without them.
+    area : float64 (n_det,) or None
+        Each result's own area for the size ranges, when the caller fixes it (the drop-in
+        ``COCOeval`` passes the ``area`` pycocotools' ``loadRes`` wrote); None: derived from
+        the result (the box's ``w * h``, or the mask's area for a mask without a bbox).
     """
 
     image: np.ndarray
@@ -347,13 +351,14 @@ class Detections:
     source: str = "<detections>"
     warnings: tuple = field(default=())
     keypoints: np.ndarray | None = None
+    area: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, allow_wide in (("image", False), ("category", False), ("order", True)):
             column = _index_column(getattr(self, name), self.source, name, allow_wide=allow_wide)
             object.__setattr__(self, name, column)
         _freeze(self, ("image", "category", "box", "score", "order", "has_box"))
-        _freeze_optional(self, ("keypoints",))
+        _freeze_optional(self, ("keypoints", "area"))
 
     def __len__(self) -> int:
         return len(self.image)
@@ -373,4 +378,5 @@ class Detections:
             source=self.source,
             warnings=self.warnings,
             keypoints=None if self.keypoints is None else self.keypoints[index],
+            area=None if self.area is None else self.area[index],
         )

@@ -39,6 +39,19 @@ truth is ``>= t``, and
   point. This ``D`` nests the mask test inside the box assignment (a decision: the factorisation
   holds exactly); it is not "largest mask IoU over all ground truths", which a detection can pass
   on another object than the one its box found.
+
+Scalar summaries. ``AP_D`` and ``AP_L`` are the APs of the D and L curves (the protocol's
+interpolation). The conditional factors are ratios of APs, ``AP_CgL = AP_D / AP_L`` (masks:
+``AP_CgL = AP_LC / AP_L`` and ``AP_SgCL = AP_D / AP_LC``, ``AP_LC`` the AP of the box curve
+"localized and rightly classified", ``P_L * P_C|L`` against ``R_L * R_C|L``), so that ``AP_D =
+AP_L * AP_CgL (* AP_SgCL)``: the share of the localization AP that classification keeps. They
+are not the APs of the ``C|L`` / ``S|C,L`` curves: those curves start at 1 with precision 1
+whenever the class's most confident localized detection is rightly classified, and an
+interpolated envelope is then 1 whatever follows (1.0 for every class of a detector with 7%
+class confusion). Since ``P_D <= P_L`` and ``R_D <= R_L`` at every point, ``AP_D <= AP_L``
+(likewise ``AP_D <= AP_LC <= AP_L``) and the factors lie in [0, 1]; where the denominator is 0
+(nothing of the class localized) the factor is undefined: NaN, ``null`` in JSON. The curves
+themselves are unchanged.
 """
 
 from __future__ import annotations
@@ -100,7 +113,10 @@ class ClassDecomposition:
         undefined.
     ap : dict
         ``{"AP_D", "AP_L", "AP_CgL"}`` (and ``"AP_SgCL"`` for masks) -> float (NaN for a class
-        without ground truth).
+        without ground truth). ``AP_D`` and ``AP_L`` are the APs of the D and L curves;
+        ``AP_CgL = AP_D / AP_L`` (masks: ``AP_LC / AP_L`` and ``AP_SgCL = AP_D / AP_LC``, with
+        ``AP_LC`` the AP of the box curve "localized and rightly classified"), NaN where the
+        denominator is 0; so ``AP_D = AP_L * AP_CgL (* AP_SgCL)``. See the module docstring.
     """
 
     category_id: int
@@ -137,8 +153,10 @@ class Decomposition:
     iou_threshold : float
     per_class : tuple of ClassDecomposition
     mean : dict
-        ``{"AP_D", "AP_L", "AP_CgL"}`` (and ``"AP_SgCL"`` for masks): mean of the per-class APs
-        over classes with ground truth.
+        ``{"AP_D", "AP_L", "AP_CgL"}`` (and ``"AP_SgCL"`` for masks): ``AP_D`` and ``AP_L`` are
+        means of the per-class APs over classes with ground truth; the conditional factors are
+        ratios of those means (``mean AP_CgL = mean AP_D / mean AP_L``), not means of ratios,
+        so the mean factors as each class does.
     """
 
     iou_threshold: float
@@ -656,10 +674,11 @@ def _decomposition(
             curves["precision_SgCL"] = _ratio(n_ok_seg, n_ok)
             curves["recall_SgCL"] = _ratio(n_ok_seg, n_ok)
         if n_gt[k] > 0:
-            ap = {
-                name: interpolated_ap(curves[f"recall_{name[3:]}"], curves[f"precision_{name[3:]}"], protocol)
-                for name in ap_names
-            }
+            ap_d = interpolated_ap(curves["recall_D"], curves["precision_D"], protocol)
+            ap_l = interpolated_ap(curves["recall_L"], curves["precision_L"], protocol)
+            # AP of the box curve "localized and rightly classified" (D's own for boxes).
+            ap_lc = interpolated_ap(_ratio(n_ok, n_pos), _ratio(n_ok, n_pred), protocol) if is_segm else ap_d
+            ap = _factored(ap_d, ap_l, ap_lc, is_segm)
         else:
             ap = dict.fromkeys(ap_names, float("nan"))
         per_class.append(
@@ -672,8 +691,32 @@ def _decomposition(
                 ap=ap,
             )
         )
-    mean = {}
-    for name in ap_names:
-        values = np.array([c.ap[name] for c in per_class if c.n_gt > 0])
-        mean[name] = float(np.mean(values)) if len(values) else float("nan")
+    counted = [c for c in per_class if c.n_gt > 0]
+    if counted:
+        mean_d, mean_l = (float(np.mean([c.ap[name] for c in counted])) for name in ("AP_D", "AP_L"))
+        mean_lc = float(np.mean([c.ap["AP_L"] * c.ap["AP_CgL"] if c.ap["AP_L"] else 0.0 for c in counted]))
+        mean = _factored(mean_d, mean_l, mean_lc if is_segm else mean_d, is_segm)
+    else:
+        mean = dict.fromkeys(ap_names, float("nan"))
     return Decomposition(iou_threshold=float(iou_threshold), per_class=tuple(per_class), mean=mean)
+
+
+def _quotient(a: float, b: float) -> float:
+    """``a / b``, NaN when ``b`` is 0 (nothing to condition on) or either is NaN."""
+    return a / b if b > 0 else float("nan")
+
+
+def _factored(ap_d: float, ap_l: float, ap_lc: float, is_segm: bool) -> dict:
+    """The scalar summaries: ``AP_D``, ``AP_L`` and the conditional factors as ratios of APs.
+
+    ``AP_CgL = AP_LC / AP_L`` and (masks) ``AP_SgCL = AP_D / AP_LC``, where ``AP_LC`` is the AP
+    of the box curve "localized and rightly classified" (``AP_D`` itself for boxes), so
+    ``AP_D = AP_L * AP_CgL (* AP_SgCL)`` up to rounding (1e-15). A factor whose denominator is 0
+    (nothing localized, or nothing localized on its class) is undefined: NaN. The AP of a
+    conditional curve is not used: it starts at 1 with precision 1 whenever the most confident
+    localized detection is rightly classified, and its envelope then stays at 1.
+    """
+    out = {"AP_D": ap_d, "AP_L": ap_l, "AP_CgL": _quotient(ap_lc, ap_l)}
+    if is_segm:
+        out["AP_SgCL"] = _quotient(ap_d, ap_lc)
+    return out

@@ -141,8 +141,11 @@ def _det_area(
 ) -> np.ndarray:
     """Detection area for size ranges: ``w * h`` of the box (pycocotools' loadRes).
 
-    ``masks`` is given exactly when ``iou_type`` is ``"segm"`` (see :func:`match`).
+    ``dt.area``, when given, wins (the drop-in COCOeval's ``loadRes`` areas). ``masks`` is given
+    exactly when ``iou_type`` is ``"segm"`` (see :func:`match`).
     """
+    if dt.area is not None:
+        return np.asarray(dt.area[rows], dtype=np.float64)
     if masks is not None:
         return detection_areas(masks, rows, protocol)
     box = boxes_as(dt.box[rows], dt.box_format, "xywh")

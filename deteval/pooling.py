@@ -97,6 +97,7 @@ def pool_categories(
         source=dt.source,
         warnings=dt.warnings,
         keypoints=dt.keypoints,
+        area=dt.area,
     )
     return pooled_gt, pooled_dt
 

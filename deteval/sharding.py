@@ -112,19 +112,37 @@ class ShardJob:
 
 
 def _match_shard(job: ShardJob, images: np.ndarray, conn: Connection) -> None:
-    """Worker target: match one shard and send back ``("table", MatchTable)`` or ``("error", e)``.
-
-    The parent handles Ctrl-C and SIGTERM (and then ends its workers): a worker ignores Ctrl-C
-    and dies silently of SIGTERM instead of inheriting the parent's handlers.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    """Worker target: match one shard and send back ``("table", MatchTable)`` or ``("error", e)``."""
     try:
         outcome: tuple = ("table", match(job.gt, job.dt, job.protocol, images=images, masks=job.masks))
     except Exception as error:  # re-raised by the parent, as multiprocessing.Pool.map does
         outcome = ("error", error)
     conn.send(outcome)
     conn.close()
+
+
+#: The signals the parent alone handles (blocked around each fork, see :func:`run_forked`).
+_PARENT_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _worker_main(target: Callable, job: object, part: object, conn: Connection) -> None:
+    """Every worker's entry: signals are the parent's business, and a worker never prints.
+
+    A worker ignores Ctrl-C (the terminal sends it to the whole process group: the parent
+    handles it and ends its workers) and dies of SIGTERM silently (the parent's
+    ``terminate()``), instead of inheriting the parent's handlers and printing a traceback. The
+    signals were blocked by the parent before the fork and are unblocked only once these
+    dispositions are set, so no signal finds the inherited handlers. Anything escaping
+    ``target`` (the parent gone while sending) ends the worker at once without a word: the
+    parent reports a worker that ended without a result.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENT_SIGNALS)
+    try:
+        target(job, part, conn)
+    except BaseException:  # noqa: BLE001 - a worker never prints; the parent reports its end
+        os._exit(1)
 
 
 def run_forked(target: Callable, job: object, parts: Sequence, *, what: str, expected: str) -> list:
@@ -135,6 +153,10 @@ def run_forked(target: Callable, job: object, parts: Sequence, *, what: str, exp
     (killed, out of memory) is reported at once as ``DetevalError`` naming ``what`` and
     ``expected``, not after the parts before it have finished. Used by :func:`match_sharded`
     and the bootstrap (:mod:`deteval.stats`).
+
+    Signals: only this process reports. Ctrl-C or SIGTERM here (``KeyboardInterrupt`` or the
+    CLI's SIGTERM exception) ends every worker, silently, and propagates; workers ignore Ctrl-C,
+    die silently of SIGTERM and never print (:func:`_worker_main`).
     """
     import multiprocessing as mp
     from multiprocessing.connection import Connection, wait
@@ -144,8 +166,12 @@ def run_forked(target: Callable, job: object, parts: Sequence, *, what: str, exp
     try:
         for part in parts:
             receiver, sender = context.Pipe(duplex=False)
-            worker = context.Process(target=target, args=(job, part, sender), daemon=True)
-            worker.start()
+            worker = context.Process(target=_worker_main, args=(target, job, part, sender), daemon=True)
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _PARENT_SIGNALS)
+            try:  # the child starts with them blocked: none reaches it before its own dispositions
+                worker.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             sender.close()  # the child holds its own end: EOF here if it dies without sending
             workers.append(worker)
             receivers.append(receiver)

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from deteval.api._emit import _emit
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
-from deteval.io import gt_format, load_detections, load_ground_truth
-from deteval.io.category_map import read_category_map
+from deteval.io import PredictionSource, gt_format, load_detections, load_ground_truth, locate_predictions
+from deteval.io.category_map import MAX_DROP, read_category_map, refuse_off_ground_truth
 from deteval.io.coco import require_boxes
 from deteval.io.voc import read_class_list, with_result_classes
+from deteval.io.voc.annotations import choose_split
 from deteval.protocol import Protocol
 
 
@@ -56,8 +59,27 @@ def _as_gt(gt: Any, **options: Any) -> GroundTruth:
     return gt if isinstance(gt, GroundTruth) else load_ground_truth(gt, **options)
 
 
-def _as_dt(dt: Any, gt: GroundTruth, **options: Any) -> Detections:
-    return dt if isinstance(dt, Detections) else load_detections(dt, gt, **options)
+def _as_dt(dt: Any, gt: GroundTruth, *, allow_large_drop: bool = False, **options: Any) -> Detections:
+    """``dt`` loaded against ``gt`` (a folder looked into), refused when its ids are misread.
+
+    Detections given as :class:`Detections` are taken as they are. Loaded ones are refused when
+    their category ids, as read (``category_map``), put more than :data:`MAX_DROP` of them on
+    categories without ground-truth objects (:func:`refuse_off_ground_truth`; ``allow_large_drop``
+    lifts the cap).
+    """
+    if isinstance(dt, Detections):
+        return dt
+    if options.get("category_map") is not None:
+        options["category_map"] = read_category_map(options["category_map"])
+    detections = load_detections(dt, gt, **options)
+    refuse_off_ground_truth(
+        detections.category,
+        gt,
+        options.get("category_map"),
+        where=str(detections.source),
+        max_share=1.0 if allow_large_drop else MAX_DROP,
+    )
+    return detections
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,12 +92,19 @@ class Inputs:
     dt : Detections or None
     gt_name, dt_name : str or None
         The sources as the user named them (the ``inputs`` of the JSON output).
+    dt_read : str or None
+        The file or folder read when ``dt_name`` is a folder that holds it (an Ultralytics run
+        folder's ``labels/`` or ``predictions.json``, say); None when it is ``dt_name`` itself.
+    split : str or None
+        The VOC image set chosen by the detections' image ids when none was given.
     """
 
     gt: GroundTruth
     dt: Detections | None
     gt_name: Any = None
     dt_name: Any = None
+    dt_read: str | None = None
+    split: str | None = None
 
     @property
     def warnings(self) -> tuple:
@@ -83,25 +112,30 @@ class Inputs:
         return tuple(self.gt.warnings) + (tuple(self.dt.warnings) if self.dt is not None else ())
 
     def summary(self) -> dict:
-        """``{"gt", "dt", "images", "gt_objects", "detections"}`` (the JSON ``inputs``)."""
-        return {
+        """``{"gt", "dt", "images", "gt_objects", "detections"}`` (the JSON ``inputs``).
+
+        Plus ``"dt_read"`` when the detections were found inside the ``dt`` folder, and
+        ``"split"`` when the VOC image set was chosen by the detections' image ids.
+        """
+        out = {
             "gt": self.gt_name,
             "dt": self.dt_name,
             "images": self.gt.n_images,
             "gt_objects": len(self.gt),
             "detections": len(self.dt) if self.dt is not None else 0,
         }
-
-
-def _is_voc_results(kind: str, dt: Any) -> bool:
-    """A folder of detections that is read as VOC result files (any ground truth but YOLO)."""
-    return kind != "yolo" and isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)
+        if self.dt_read is not None:
+            out["dt_read"] = self.dt_read
+        if self.split is not None:
+            out["split"] = self.split
+        return out
 
 
 def _dt_options(
     kind: str,
     gt: Any,
     dt: Any,
+    located: PredictionSource | None,
     *,
     drop_unknown_categories: bool,
     allow_large_drop: bool,
@@ -110,12 +144,13 @@ def _dt_options(
     yolo_layout: str | None,
 ) -> dict:
     """The loader options of the detection options, each refused where it does not apply."""
-    is_voc_results = _is_voc_results(kind, dt)
+    is_voc_results = located is not None and located.kind == "voc"
     dt_options: dict[str, Any] = {}
-    if allow_large_drop and not drop_unknown_categories:
+    if allow_large_drop and not drop_unknown_categories and category_map is None:
         raise ConfigError(
             "--allow-large-drop: only with --drop-unknown-categories (it lifts the 10% cap "
-            "on what that drops)"
+            "on what that drops) or --category-map (it lifts the 10% cap on detections the "
+            "map puts on categories without ground-truth objects)"
         )
     if drop_unknown_categories:
         dt_options["unknown_category"] = "drop"
@@ -135,13 +170,45 @@ def _dt_options(
             )
         dt_options["prefix"] = result_prefix
     if yolo_layout:
-        if kind != "yolo" or not (isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt)):
+        if located is None or located.kind != "yolo":
             raise ConfigError(
-                f"--yolo-layout: only for YOLO predictions (a folder of txt files with a "
-                f"YOLO --gt), but --gt {gt} is {kind}"
+                f"--yolo-layout: only for YOLO predictions (a folder of <image stem>.txt "
+                f"files), but --dt {dt} is not one (--gt {gt} is {kind})"
             )
         dt_options["layout"] = yolo_layout
     return dt_options
+
+
+def _gt_options(kind: str, gt: Any, *, split: str | None, classes: Any, area_from_box: bool) -> dict:
+    """The loader options of the ground-truth options, each refused where it does not apply."""
+    gt_options: dict[str, Any] = {}
+    if split:
+        if kind != "voc":
+            raise ConfigError(f"--split {split}: only for a VOC root, but --gt {gt} is {kind}")
+        gt_options["split"] = split
+    if classes is not None:
+        if kind != "voc":
+            raise ConfigError(f"--classes: only for a VOC root, but --gt {gt} is {kind}")
+        gt_options["classes"] = read_class_list(classes)
+    if area_from_box:
+        if kind != "coco":
+            raise ConfigError("--area-from-box: only for COCO ground truth")
+        gt_options["area_missing"] = "box"
+    return gt_options
+
+
+def _split_of(gt: Any, ground_truth: GroundTruth, detections: Detections) -> tuple[str | None, str]:
+    """The image set a VOC root read whole is for, by the detections' images, and the note saying so."""
+    # every Annotations/*.xml was read: the detections' images say which image set they are for
+    named = [str(ground_truth.image_name[i]) for i in np.unique(detections.image)]
+    chosen = choose_split(gt, named)
+    if chosen is None:
+        return None, ""
+    return chosen, (
+        f"{gt}: no split given: the detections' {len(named)} images are all in "
+        f"ImageSets/Main/{chosen}.txt and in no other image set that fits: scored on the "
+        f"split {chosen!r} (pass --split {chosen} to state it)"
+    )
 
 
 def _load_inputs(
@@ -160,38 +227,45 @@ def _load_inputs(
 ) -> Inputs:
     """:func:`load_inputs` without warning (its callers emit what they return)."""
     kind = gt_format(gt)
-    gt_options: dict[str, Any] = {}
-    if split:
-        if kind != "voc":
-            raise ConfigError(f"--split {split}: only for a VOC root, but --gt {gt} is {kind}")
-        gt_options["split"] = split
-    if classes is not None:
-        if kind != "voc":
-            raise ConfigError(f"--classes: only for a VOC root, but --gt {gt} is {kind}")
-        gt_options["classes"] = read_class_list(classes)
-    if area_from_box:
-        if kind != "coco":
-            raise ConfigError("--area-from-box: only for COCO ground truth")
-        gt_options["area_missing"] = "box"
+    gt_options = _gt_options(kind, gt, split=split, classes=classes, area_from_box=area_from_box)
     ground_truth = _as_gt(gt, **gt_options)
     if dt is None:
         return Inputs(ground_truth, None, gt, None)
-    dt_options = _dt_options(
-        kind,
-        gt,
-        dt,
-        drop_unknown_categories=drop_unknown_categories,
-        allow_large_drop=allow_large_drop,
-        category_map=category_map,
-        result_prefix=result_prefix,
-        yolo_layout=yolo_layout,
-    )
-    if kind == "voc" and classes is None and _is_voc_results(kind, dt) and not isinstance(gt, GroundTruth):
-        ground_truth = with_result_classes(ground_truth, dt, prefix=result_prefix)
-    detections = _as_dt(dt, ground_truth, **dt_options)
+
+    def with_detections(ground_truth: GroundTruth) -> tuple[GroundTruth, Detections, PredictionSource | None]:
+        located = None
+        if isinstance(dt, (str, os.PathLike)) and os.path.isdir(dt):
+            located = locate_predictions(dt, ground_truth)
+        dt_options = _dt_options(
+            kind,
+            gt,
+            dt,
+            located,
+            drop_unknown_categories=drop_unknown_categories,
+            allow_large_drop=allow_large_drop,
+            category_map=category_map,
+            result_prefix=result_prefix,
+            yolo_layout=yolo_layout,
+        )
+        is_voc_results = located is not None and located.kind == "voc"
+        if kind == "voc" and classes is None and is_voc_results and not isinstance(gt, GroundTruth):
+            ground_truth = with_result_classes(ground_truth, dt, prefix=result_prefix)
+        source = located.path if located is not None else dt
+        detections = _as_dt(source, ground_truth, allow_large_drop=allow_large_drop, **dt_options)
+        return ground_truth, detections, located
+
+    ground_truth, detections, located = with_detections(ground_truth)
+    chosen = None
+    if kind == "voc" and not split and not isinstance(gt, GroundTruth):
+        chosen, note = _split_of(gt, ground_truth, detections)
+        if chosen is not None:
+            ground_truth = _as_gt(gt, **gt_options, split=chosen)
+            ground_truth = replace(ground_truth, warnings=(*ground_truth.warnings, note))
+            ground_truth, detections, located = with_detections(ground_truth)
     if any(p.iou_type == "bbox" for p in protocols):
         require_boxes(detections)
-    return Inputs(ground_truth, detections, gt, dt)
+    dt_read = located.path if located is not None and located.path != os.fspath(dt) else None
+    return Inputs(ground_truth, detections, gt, dt, dt_read=dt_read, split=chosen)
 
 
 def load_inputs(
@@ -215,9 +289,11 @@ def load_inputs(
     gt : str, os.PathLike, dict or GroundTruth
         COCO JSON (path or parsed), VOC root or YOLO dataset.
     dt : str, os.PathLike, list or Detections, optional
-        COCO results JSON, VOC result folder or YOLO prediction folder.
+        COCO results JSON, VOC result folder or YOLO prediction folder; a tool's output folder
+        is looked into (:func:`deteval.io.locate_predictions`).
     split : str, optional
-        VOC image set (``ImageSets/Main/<split>.txt``); VOC only.
+        VOC image set (``ImageSets/Main/<split>.txt``); VOC only. Without it, a root with
+        several image sets is scored on the one the detections' images fit, or refused.
     area_from_box : bool
         COCO ground truth without ``area``: use ``w * h`` of the box (with a warning).
     drop_unknown_categories : bool
@@ -227,11 +303,13 @@ def load_inputs(
         Column order of YOLO prediction rows (``"cls cx cy w h conf"`` or ``"cls conf cx cy w h"``).
     protocols : sequence of Protocol
         When one scores boxes, every detection must have one.
-    category_map : {"index0", "index1"}, mapping or path, optional
+    category_map : {"index0", "index1", "coco91"}, mapping or path, optional
         How detection category ids name ground-truth categories (COCO results, YOLO
         predictions; see docs/inputs.md).
     allow_large_drop : bool
-        With ``drop_unknown_categories``: drop any share (COCO results, YOLO predictions).
+        With ``drop_unknown_categories``: drop any share (COCO results, YOLO predictions). With
+        ``category_map``: accept a map that puts more than 10% of the detections on categories
+        without ground-truth objects.
     classes : "voc", path or sequence of str, optional
         VOC class list (category ids 1..K in its order); result files of other classes are errors.
     result_prefix : str, optional

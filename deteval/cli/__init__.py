@@ -5,8 +5,9 @@ the values to :mod:`deteval.report` and writes the text. The only module that pr
 Exit codes: 0 ok, 2 usage, 3 invalid input or config (or stdout/an output file cannot be
 written), 130 interrupted (Ctrl-C), 141 stdout closed early (``deteval ... | head``), 143
 terminated (SIGTERM). Interrupted or failed runs leave no partial output file: every file is
-written atomically (:func:`deteval.io.output.write_atomic`), and never over a file or into a
-folder the run read (:func:`deteval.io.output.check_output`).
+written by :func:`deteval.io.output.write_output` (atomically, or directly into a device or
+FIFO), and never over a file or into a folder the run read
+(:func:`deteval.io.output.check_output`).
 
 Warnings: the API emits :class:`~deteval.errors.InputWarning` and
 :class:`~deteval.errors.UndefinedMetricWarning`; the CLI records them and prints each once at the
@@ -34,7 +35,7 @@ from deteval.cli._common import (
 )
 from deteval.cli.parser import build_parser
 from deteval.errors import DetevalError, printable
-from deteval.memory import memory_limit
+from deteval.memory import memory_limit, out_of_memory_message
 
 __all__ = ["main"]
 
@@ -113,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sys.stdout.flush()  # inside the handlers: a closed or full stdout fails here
     except DetevalError as exc:
         print(f"deteval: error: {printable(str(exc), keep_newlines=True)}", file=sys.stderr)
+        return EXIT_INPUT
+    except MemoryError as exc:  # an allocation no estimate of deteval.memory covered
+        print(f"deteval: error: {printable(out_of_memory_message(exc))}", file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:  # `deteval ... | head`: the reader has what it wanted
         _silence_stdout()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 import warnings
@@ -20,7 +21,7 @@ from deteval.errors import (
     UndefinedMetricWarning,
     printable,
 )
-from deteval.io.output import ReadLog, check_output, write_atomic
+from deteval.io.output import ReadLog, check_output, write_output
 from deteval.memory import LARGE_INPUT_BYTES, map_large_allocations
 from deteval.protocol import Protocol
 from deteval.sharding import effective_workers
@@ -54,8 +55,8 @@ def _size(text: str) -> int:
         value = float(number) * units[unit]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a size such as 8G or 512M, found {text}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive size, found {text}")
+    if not 0 < value < math.inf:  # nan, inf and 1e999 (an infinity): not a size, not a traceback
+        raise argparse.ArgumentTypeError(f"expected a positive finite size such as 8G or 512M, found {text}")
     return int(value)
 
 
@@ -233,6 +234,15 @@ def _print_warnings(args: argparse.Namespace, caught: list) -> None:
         for category, label in ((InputWarning, "warning"), (UndefinedMetricWarning, "note")):
             for text in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, category)):
                 print(f"deteval: {label}: {printable(text)}", file=sys.stderr)
+        # deteval's other warnings (the bootstrap's BootstrapBiasWarning): warnings too.
+        known = (InputWarning, UndefinedMetricWarning)
+        rest = (
+            str(w.message)
+            for w in caught
+            if issubclass(w.category, DetevalWarning) and not issubclass(w.category, known)
+        )
+        for text in dict.fromkeys(rest):
+            print(f"deteval: warning: {printable(text)}", file=sys.stderr)
         others = (
             f"{w.category.__name__}: {w.message}"
             for w in caught
@@ -243,8 +253,8 @@ def _print_warnings(args: argparse.Namespace, caught: list) -> None:
 
 
 def _write(path: str, text: str, option: str, log: ReadLog | Mapping[str, Any] | None) -> None:
-    """Write an output file atomically, never over an input (see :mod:`deteval.io.output`)."""
-    write_atomic(path, text, option=option, inputs=log)
+    """Write an output file, never over an input (:func:`deteval.io.output.write_output`)."""
+    write_output(path, text, option=option, inputs=log)
 
 
 def _note_workers(args: argparse.Namespace) -> None:

@@ -144,7 +144,9 @@ def _pictures(args: argparse.Namespace) -> int:
         explanations = [
             api.explain(first.gt, _detections(first), a, b) for a, b in zip(protocols, protocols[1:])
         ]
-    boot = resample(args, first.gt, names, results)[3][0] if args.bootstrap else None
+    with _warnings_of(args) as boot_caught:  # the bootstrap's BootstrapBiasWarning, printed below
+        boot = resample(args, first.gt, names, results)[3][0] if args.bootstrap else None
+    caught.extend(boot_caught)
     figures = _labelled(names, results)
     extras: dict[str, Any] = {
         "analysis": analysis,

@@ -3,11 +3,69 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from deteval._version import __version__
 from deteval.cli._common import _non_negative_int, _positive_int, _size
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
 from deteval.ranking import AP_METHODS, AVERAGES
+
+
+class _FloatOption:
+    """An argparse ``type`` for a float flag: a finite number, in a range when given.
+
+    ``float()`` alone takes ``nan``, ``inf`` and ``1e999`` (infinity): such a value went on to
+    a traceback (a JSON document cannot hold it) or a refusal far from the flag. Here it is a
+    usage error naming the flag and what it takes (exit 2).
+
+    Examples
+    --------
+    >>> _FloatOption(0, 1)("0.5"), _FloatOption()("-3")
+    (0.5, -3.0)
+    >>> _FloatOption(0, 1)("nan")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected a number in [0, 1], found nan
+    """
+
+    is_float_option = True  # tests find every float flag of the parser by this mark
+
+    def __init__(
+        self,
+        low: float | None = None,
+        high: float | None = None,
+        *,
+        is_open: bool = False,
+        hint: str = "",
+    ) -> None:
+        self.low, self.high, self.is_open = low, high, is_open
+        if low is None:
+            self.expected = "a finite number" + (f" ({hint})" if hint else "")
+        else:
+            brackets = "()" if is_open else "[]"
+            self.expected = f"a number in {brackets[0]}{low:g}, {high:g}{brackets[1]}" + (
+                f", {hint}" if hint else ""
+            )
+        self.__name__ = "number"
+
+    def __call__(self, text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        is_in = math.isfinite(value)
+        if is_in and self.low is not None and self.high is not None:
+            is_in = self.low < value < self.high if self.is_open else self.low <= value <= self.high
+        if not is_in:
+            raise argparse.ArgumentTypeError(f"expected {self.expected}, found {text}")
+        return value
+
+
+#: a score cut: any finite number (scores are not limited to [0, 1])
+_SCORE = _FloatOption(hint="a score")
+#: a confidence level of bootstrap intervals
+_LEVEL = _FloatOption(0, 1, is_open=True, hint="e.g. 0.95")
+#: an IoU threshold
+_IOU = _FloatOption(0, 1)
 
 _EVALUATE_EXAMPLE = """examples:
   deteval evaluate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
@@ -34,13 +92,15 @@ def _add_input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--allow-large-drop",
         action="store_true",
-        help="with --drop-unknown-categories: drop any share of the detections",
+        help="with --drop-unknown-categories: drop any share of the detections; with "
+        "--category-map: accept any share mapped onto categories without ground truth",
     )
     p.add_argument(
         "--category-map",
-        metavar="index0|index1|FILE",
+        metavar="index0|index1|coco91|FILE",
         help="detection category ids are 0-based (index0) or 1-based (index1) indices of the "
-        "GT categories in id order, or FILE (YAML/JSON) maps detection id -> GT id or name",
+        "GT categories in id order, COCO's 91-style ids against its 80 classes or back (coco91), "
+        "or FILE (YAML/JSON) maps detection id -> GT id or name",
     )
     p.add_argument(
         "--classes",
@@ -98,10 +158,18 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--ci",
-        type=float,
+        type=_LEVEL,
         default=0.95,
         metavar="LEVEL",
         help="confidence level of the intervals (default 0.95)",
+    )
+    p.add_argument(
+        "--bootstrap-method",
+        choices=["basic", "bca", "percentile"],
+        default="basic",
+        help="how the intervals are placed: basic (default: reflected about the estimate, so "
+        "corrected for AP's bias), bca (bias-corrected and accelerated) or percentile (right "
+        "only for an unbiased statistic, which AP is not); docs/statistics.md",
     )
     p.add_argument(
         "--protocol",
@@ -140,7 +208,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--confidence",
-        type=float,
+        type=_SCORE,
         metavar="T",
         help="also report per-class precision/recall/F1 of the detections scoring >= T "
         "(at IoU 0.5, or the protocol's first threshold)",
@@ -189,7 +257,6 @@ def version_text() -> str:
     """
     import os
 
-    import deteval
     from deteval import _speedups
 
     states = []
@@ -200,7 +267,7 @@ def version_text() -> str:
         else:
             state = "active" if _speedups.load(name) is not None else "not built"
         states.append(f"  {short}: {state}")
-    where = os.path.dirname(os.path.abspath(deteval.__file__))
+    where = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package: deteval/cli/..
     return f"deteval {__version__} ({where})\ncompiled extensions:\n" + "\n".join(states)
 
 
@@ -372,14 +439,14 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
     an.add_argument("--confusion", action="store_true", help="confusion matrix")
     an.add_argument(
         "--confidence",
-        type=float,
+        type=_SCORE,
         default=0.5,
         metavar="C",
         help="score cut of the confusion matrix (default 0.5)",
     )
     an.add_argument(
         "--iou",
-        type=float,
+        type=_IOU,
         default=0.5,
         metavar="T",
         help="IoU threshold of all three parts (TIDE's foreground threshold; default 0.5)",
@@ -443,7 +510,7 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
     ra.add_argument("--k", type=_positive_int, metavar="K", help="also P@K, R@K, AP@K and nDCG@K")
     ra.add_argument(
         "--binarize",
-        type=float,
+        type=_SCORE,
         metavar="T",
         help="also AP of the predictions thresholded at >= T, beside the raw AP",
     )

@@ -31,6 +31,7 @@ from deteval.cli._common import (
 from deteval.data import GroundTruth
 from deteval.errors import (
     ConfigError,
+    DetevalWarning,
     InputError,
     InputWarning,
 )
@@ -282,34 +283,83 @@ def resample(
     Per detector and protocol the intervals; the paired comparisons with the first detector; the
     settings; and the bootstrap values (one per protocol, for the report).
     """
-    from deteval.stats import bootstrap, compare_detectors, metrics_ci_dict, per_class_ci_list
+    from deteval.stats import (
+        bootstrap,
+        bootstrap_rows,
+        compare_detectors,
+        metrics_bias_dict,
+        metrics_ci_dict,
+        per_class_bias_list,
+        per_class_ci_list,
+    )
 
     n_protocols = len(results[0])
     intervals: list[list[dict]] = [[{} for _ in range(n_protocols)] for _ in names]
     comparisons: list[dict] = []
     settings: dict = {}
     values: list[Any] = []
-    for p in range(n_protocols):
-        protocol = results[0][p].protocol
-        options = {"n": args.bootstrap, "seed": args.seed, "ci": args.ci, "workers": args.workers}
-        scored_gt = ground_truth_for(gt, protocol)  # class_agnostic: the tables' one pooled class
-        if len(names) > 1:
-            tables = {n: r[p].table for n, r in zip(names, results)}
-            found = compare_detectors(scored_gt, tables, protocol, **options)
-            comparisons += [{**c.to_dict(), "verdict": c.verdict} for c in found.comparisons]
-            boot = found.bootstrap
-            values.append(found)
-        else:
-            boot = bootstrap(scored_gt, {names[0]: results[0][p]}, **options)
-            values.append(boot)
-        settings = boot.settings.to_dict()
-        for d, name in enumerate(names):
-            detector = boot.get(name, protocol.name)
-            intervals[d][p] = {
-                "metrics_ci": metrics_ci_dict(detector),
-                "per_class_ci": per_class_ci_list(detector),
+    method = args.bootstrap_method
+    rows = bootstrap_rows(gt.n_images, n=args.bootstrap, method=method)
+    bar = _ResampleBar(rows * len(names) * n_protocols, args.quiet)
+    try:
+        for p in range(n_protocols):
+            protocol = results[0][p].protocol
+            options = {
+                "n": args.bootstrap,
+                "seed": args.seed,
+                "ci": args.ci,
+                "method": method,
+                "workers": args.workers,
             }
+            scored_gt = ground_truth_for(gt, protocol)  # class_agnostic: the tables' one pooled class
+            bar.describe(f"resampling {protocol.name}")
+            if len(names) > 1:
+                tables = {n: r[p].table for n, r in zip(names, results)}
+                found = compare_detectors(scored_gt, tables, protocol, progress=bar.update, **options)
+                comparisons += [{**c.to_dict(), "verdict": c.verdict} for c in found.comparisons]
+                boot = found.bootstrap
+                values.append(found)
+            else:
+                boot = bootstrap(scored_gt, {names[0]: results[0][p]}, progress=bar.update, **options)
+                values.append(boot)
+            settings = boot.settings.to_dict()
+            for d, name in enumerate(names):
+                detector = boot.get(name, protocol.name)
+                intervals[d][p] = {
+                    "metrics_ci": metrics_ci_dict(detector),
+                    "per_class_ci": per_class_ci_list(detector),
+                    "metrics_bias": metrics_bias_dict(detector),
+                    "per_class_bias": per_class_bias_list(detector),
+                }
+    finally:
+        bar.close()
     return intervals, comparisons, settings, values
+
+
+class _ResampleBar:
+    """The resampling's progress on stderr (tqdm, one step per re-accumulation).
+
+    Off with -q or when stderr is not a terminal, as the stage bar (``_Progress``).
+    """
+
+    def __init__(self, total: int, quiet: bool):
+        self.bar = None
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm  # lazy on purpose: only for a progress bar on a terminal
+
+            self.bar = tqdm(total=total, file=sys.stderr, leave=False, unit="resample")
+
+    def describe(self, label: str) -> None:
+        if self.bar is not None:
+            self.bar.set_description(label)
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog) -> int:
@@ -326,8 +376,12 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
     intervals: list | None = None
     comparisons: list[dict] = []
     settings: dict | None = None
+    boot_warnings: list[str] = []
     if args.bootstrap:
-        intervals, comparisons, settings, _ = resample(args, gt, names, results)
+        with _warnings_of(args) as boot_caught:  # BootstrapBiasWarning: in the document and on stderr
+            intervals, comparisons, settings, _ = resample(args, gt, names, results)
+        caught.extend(boot_caught)
+        boot_warnings = [str(w.message) for w in boot_caught if issubclass(w.category, DetevalWarning)]
     summaries = [inputs.summary() for inputs in loaded]
     inputs_doc = {
         "gt": args.gt,
@@ -338,6 +392,7 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
         "detections": [s["detections"] for s in summaries],
     }
     warnings_seen = list(dict.fromkeys(w for inputs in loaded for w in inputs.warnings))
+    warnings_seen += boot_warnings
     doc = report.detectors_json(
         names,
         results,

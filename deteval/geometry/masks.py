@@ -51,6 +51,7 @@ from deteval.io.segmentation import (
     RLE,
     CheckedMasks,
     SegmentationSource,
+    check_group_sizes,
     detection_source,
     ground_truth_source,
     parse_masks,
@@ -167,7 +168,41 @@ def prepare_masks(gt: GroundTruth, dt: Detections, protocol: Any) -> PreparedMas
     )
     _check_collection(prepared.gt_masks, protocol, prepared.det_masks)
     _check_collection(prepared.det_masks, protocol, prepared.gt_masks)
+    gm, dm = prepared.gt_masks, prepared.det_masks
+    check_group_sizes(
+        dm.source,
+        dm.masks,
+        gm.source,
+        gm.masks,
+        _compared_group(gt, dt, protocol),
+        _group(gt, gt.image, gt.category),
+    )
     return prepared
+
+
+def _group(gt: GroundTruth, image: np.ndarray, category: np.ndarray) -> np.ndarray:
+    """int64 (n,): the (image, class) group of each row, the unit of pycocotools' IoUs."""
+    return image.astype(np.int64) * gt.n_classes + category.astype(np.int64)
+
+
+def _compared_group(gt: GroundTruth, dt: Detections, protocol: Any) -> np.ndarray:
+    """Each detection's group, or -1 beyond ``max(max_dets)`` (never compared).
+
+    pycocotools' ``computeIoU`` keeps a group's first ``maxDets[-1]`` by score, stable in file
+    order, before any IoU; per image under ``max_dets_scope: image``.
+    """
+    group = _group(gt, dt.image, dt.category)
+    max_dets = getattr(protocol, "max_dets", None)
+    if not max_dets or not len(group):
+        return group
+    capped = np.asarray(dt.image, dtype=np.int64) if protocol.max_dets_scope == "image" else group
+    order = np.lexsort((np.asarray(dt.order), -np.asarray(dt.score), capped))
+    sorted_group = capped[order]
+    starts = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
+    rank = np.arange(len(group)) - np.repeat(starts, np.diff(np.r_[starts, len(group)]))
+    out = group.copy()
+    out[order[rank >= max(max_dets)]] = -1
+    return out
 
 
 def _check_collection(masks: CollectionMasks, protocol: Any, other: CollectionMasks | None) -> None:

@@ -17,6 +17,7 @@ from deteval.io.segmentation import (
     RLE,
     CheckedMasks,
     SegmentationSource,
+    check_pair_sizes,
     fail_records,
     raster_image_size,
 )
@@ -187,7 +188,12 @@ def raster_pair_iou(
     gt_rows: np.ndarray,
     is_crowd: np.ndarray,
 ) -> np.ndarray:
-    """Pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs, one call per image."""
+    """Pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs, one call per image.
+
+    A pair of masks of different sizes (pycocotools: IoU -1) is refused first
+    (:func:`~deteval.io.segmentation.check_pair_sizes`).
+    """
+    check_pair_sizes(det_src, det, gt_src, gt, det_rows, gt_rows)
     n = len(det_rows)
     iou = np.zeros(n)
     # Masks whose extents (polygon vertices, RLE pixels), widened by 2 px, do not overlap share

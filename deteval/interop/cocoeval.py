@@ -15,7 +15,10 @@ masks), with the attributes scripts read:
   ``(imgId, catId)``), with pycocotools' structure, built on first access;
 * ``params.useCats = 0`` (class-agnostic: :func:`deteval.pooling.pool_categories`), custom
   ``params.iouThrs``, ``recThrs``, ``maxDets``, ``areaRng``, ``imgIds``, ``catIds``;
-* ``cocoDt`` from ``COCO.loadRes`` of box or mask-only results (numpy boxes included).
+* ``cocoDt`` from ``COCO.loadRes`` of box, mask or keypoint results (numpy boxes included);
+  a result's size range follows the ``area`` loadRes wrote (:func:`result_areas`: the first
+  record decides between box ``w * h``, mask pixel count and keypoint extent, as in
+  pycocotools).
 
 Differences, on purpose: the caller's COCO objects are never modified; ``evaluate`` and
 ``accumulate`` print nothing (pycocotools prints progress and timings there, which no caller
@@ -24,13 +27,14 @@ parses).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from typing import Any
 
 import numpy as np
 
 from deteval.accumulate import accumulate as accumulate_outcomes
-from deteval.errors import ConfigError
+from deteval.errors import ConfigError, describe, is_number, records_error
 from deteval.evaluate import (
     EvalResult,
     check_protocol,
@@ -42,6 +46,7 @@ from deteval.evaluate import (
 )
 from deteval.geometry import prepare_masks
 from deteval.geometry.keypoints import COCO_KEYPOINT_SIGMAS
+from deteval.geometry.raster import rle_areas
 from deteval.io import load_coco_dt, load_coco_gt
 from deteval.pooling import pool_categories
 from deteval.protocol import COCO_RECALL_THRESHOLDS, get_protocol
@@ -86,6 +91,157 @@ def _plain_detection(d: dict) -> dict:
         elif isinstance(value, np.generic):
             out[key] = value.item()
     return out
+
+
+def _loadres_branch(first: dict) -> str:
+    """Which branch of pycocotools' ``COCO.loadRes`` the FIRST result record selects."""
+    if "bbox" in first and not _is_empty_box(first["bbox"]):
+        return "bbox"
+    if "segmentation" in first:
+        return "segmentation"
+    if "keypoints" in first:
+        return "keypoints"
+    return "none"
+
+
+def _is_empty_box(box: Any) -> bool:
+    return isinstance(box, (list, tuple)) and len(box) == 0
+
+
+def result_areas(records: list, *, where: str = "cocoDt") -> np.ndarray:
+    """The ``area`` pycocotools' ``COCOeval`` reads for each result (size ranges).
+
+    Parameters
+    ----------
+    records : list of dict
+        ``cocoDt.dataset["annotations"]``, all of them (the branch depends on the first).
+    where : str
+        Names the source in messages.
+
+    Returns
+    -------
+    float64 (n_records,)
+        The record's own ``area`` (``COCO.loadRes`` always writes one); a record without it
+        gets the area ``loadRes`` would have written.
+
+    Raises
+    ------
+    InputError
+        An ``area`` that is not a finite number >= 0; a record without ``area`` whose area
+        ``loadRes`` could not compute (it would fail there too).
+
+    Notes
+    -----
+    pycocotools' ``loadRes`` picks ONE branch for all records from the FIRST record: a
+    non-empty ``bbox`` -> every area is ``w * h`` (masks kept as they are); else a
+    ``segmentation`` -> every area is ``maskUtils.area`` of the (compressed RLE) mask, even
+    for records that carry a bbox; else ``keypoints`` -> every area is the extent
+    ``(max x - min x) * (max y - min y)`` of all the keypoints (unlabelled (0, 0) points
+    included). Reproduced here on purpose (a pycocotools quirk): deteval's own loaders decide
+    record by record.
+
+    Examples
+    --------
+    >>> rle = {"size": [4, 4], "counts": "02>"}  # 2 pixels in a 4 x 4 image
+    >>> result_areas([{"segmentation": rle}, {"segmentation": rle, "bbox": [0, 0, 4, 4]}]).tolist()
+    [2.0, 2.0]
+    >>> result_areas([{"bbox": [0, 0, 4, 4], "segmentation": rle}, {"segmentation": rle}]).tolist()
+    Traceback (most recent call last):
+    ...
+    deteval.errors.InputError: ...
+    >>> result_areas([{"bbox": [0, 0, 4, 4], "segmentation": rle}]).tolist()
+    [16.0]
+    >>> result_areas([{"bbox": [0, 0, 4, 4], "area": 3}]).tolist()
+    [3.0]
+    """
+    n = len(records)
+    values = [record.get("area") for record in records]
+    missing: list[int] = []
+    if set(map(type, values)) <= {float, int}:  # plain JSON numbers (bool is not int here)
+        area = np.fromiter(values, dtype=np.float64, count=n)
+    else:
+        area = np.full(n, np.nan)
+        for i, value in enumerate(values):
+            if value is None:
+                missing.append(i)
+                continue
+            if isinstance(value, np.ndarray) and value.size == 1:
+                value = value.reshape(()).item()
+            elif isinstance(value, np.generic):
+                value = value.item()
+            area[i] = float(value) if is_number(value) else np.nan
+    is_missing = np.zeros(n, dtype=bool)
+    is_missing[missing] = True
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~is_missing & ~(np.isfinite(area) & (area >= 0))).tolist()
+    if bad:
+        raise records_error(
+            where,
+            "result `area` is not a finite number >= 0",
+            "the area COCO.loadRes writes (a number >= 0)",
+            [(f"result #{i}", describe(records[i].get("area"))) for i in bad[:5]],
+            noun="results",
+            n_records=len(bad),
+        )
+    if missing:
+        area[missing] = _derived_areas(
+            [records[i] for i in missing], missing, _loadres_branch(records[0]), where
+        )
+    return area
+
+
+def _derived_areas(records: list, numbers: list, branch: str, where: str) -> np.ndarray:
+    """``loadRes``' area of records that carry none, by the branch of the first record."""
+    out = np.zeros(len(records))
+    bad: list[tuple[str, str]] = []
+    for k, (record, number) in enumerate(zip(records, numbers, strict=True)):
+        if branch == "bbox" and _has_box(record):
+            out[k] = float(record["bbox"][2]) * float(record["bbox"][3])
+        elif branch == "segmentation" and _is_compressed_rle(record.get("segmentation")):
+            seg = record["segmentation"]
+            counts = seg["counts"].encode() if isinstance(seg["counts"], str) else seg["counts"]
+            out[k] = rle_areas([{"size": list(seg["size"]), "counts": counts}])[0]
+        elif branch == "keypoints" and _has_keypoints(record):
+            points = np.asarray(record["keypoints"], dtype=np.float64)
+            x, y = points[0::3], points[1::3]
+            out[k] = (x.max() - x.min()) * (y.max() - y.min())
+        else:
+            bad.append(
+                (
+                    f"result #{number}",
+                    describe({key: record.get(key) for key in ("bbox", "segmentation", "keypoints")}),
+                )
+            )
+    if bad:
+        expected = {
+            "bbox": "a bbox [x, y, w, h] (the first result has one)",
+            "segmentation": "a compressed RLE segmentation (the first result has no bbox)",
+            "keypoints": "keypoints (the first result has neither bbox nor segmentation)",
+        }.get(branch, "a bbox, a segmentation or keypoints in the first result")
+        raise records_error(
+            where,
+            "result without `area` whose area pycocotools' COCO.loadRes cannot compute "
+            "(it fails on such a record)",
+            f"an `area`, or {expected}",
+            bad[:5],
+            noun="results",
+            n_records=len(bad),
+        )
+    return out
+
+
+def _has_box(record: dict) -> bool:
+    box = record.get("bbox")
+    return box is not None and len(box) == 4 and all(is_number(v) for v in np.asarray(box).tolist())
+
+
+def _is_compressed_rle(seg: Any) -> bool:
+    return isinstance(seg, dict) and "size" in seg and isinstance(seg.get("counts"), (str, bytes))
+
+
+def _has_keypoints(record: dict) -> bool:
+    points = record.get("keypoints")
+    return points is not None and len(points) >= 3 and len(points) % 3 == 0
 
 
 class COCOeval:
@@ -148,13 +304,14 @@ class COCOeval:
         gt["annotations"] = [
             a for a in gt["annotations"] if a["image_id"] in img_ids and a["category_id"] in cat_ids
         ]
-        dets = [
-            _plain_detection(d)
-            for d in _dataset(self.cocoDt)["annotations"]
-            if d["image_id"] in img_ids and d["category_id"] in cat_ids
-        ]
+        all_dets = _dataset(self.cocoDt)["annotations"]
+        kept = [i for i, d in enumerate(all_dets) if d["image_id"] in img_ids and d["category_id"] in cat_ids]
+        dets = [_plain_detection(all_dets[i]) for i in kept]
         ground_truth = load_coco_gt(gt, name="cocoGt")
         detections = load_coco_dt(dets, ground_truth, name="cocoDt")
+        # pycocotools' size ranges read each result's ``area`` (loadRes' branch, see result_areas)
+        areas = result_areas(all_dets)[np.asarray(kept, dtype=np.int64)] if all_dets else np.zeros(0)
+        detections = dataclasses.replace(detections, area=areas[np.asarray(detections.order)])
         record_ids = np.array([d.get("id", i + 1) for i, d in enumerate(dets)], dtype=np.int64)
         row_ids = record_ids[np.asarray(detections.order)]
         if not p.useCats:

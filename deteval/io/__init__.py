@@ -5,18 +5,47 @@
 * a COCO JSON path, or the parsed dict / list;
 * a VOC root (a folder with ``Annotations/``) and a folder of per-class result files;
 * a YOLO dataset (a folder or ``data.yaml`` with ``names``) and a folder of prediction txt files.
+
+A folder of detections is looked into by :func:`locate_predictions`: the files themselves
+(``<image stem>.txt`` or ``<prefix><class>.txt``), ``labels/`` (Ultralytics ``save_txt``),
+``predictions.json`` (Ultralytics ``save_json``), ``coco_instances_results.json`` (detectron2)
+and ``*.bbox.json`` / ``*.segm.json`` (mmdetection). Several candidates are chosen between by
+the evidence or refused with the list; a folder with none is an error naming where it looked.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError
+from deteval.io._text import list_files, names_note
 from deteval.io.coco import load_coco_dt, load_coco_gt
+from deteval.io.identity import stem
 
-__all__ = ["load_ground_truth", "load_detections", "load_coco_gt", "load_coco_dt", "gt_format"]
+__all__ = [
+    "load_ground_truth",
+    "load_detections",
+    "load_coco_gt",
+    "load_coco_dt",
+    "gt_format",
+    "locate_predictions",
+    "PredictionSource",
+    "RESULT_JSON_NAMES",
+]
+
+#: COCO results files a tool writes into its output folder: Ultralytics ``save_json``, detectron2's
+#: ``COCOEvaluator``.
+RESULT_JSON_NAMES = ("predictions.json", "coco_instances_results.json")
+#: mmdetection's ``format_results`` suffixes (``<prefix>.bbox.json``, ``<prefix>.segm.json``).
+RESULT_JSON_SUFFIXES = (".bbox.json", ".segm.json")
+_LOOKED_FOR = (
+    "<image stem>.txt (YOLO) or <prefix><class>.txt (VOC) files, labels/ (Ultralytics save_txt), "
+    "predictions.json (Ultralytics save_json), coco_instances_results.json (detectron2), "
+    "*.bbox.json / *.segm.json (mmdetection)"
+)
 
 
 def gt_format(source: Any) -> str:
@@ -51,16 +80,166 @@ def load_ground_truth(source: Any, **options: Any) -> GroundTruth:
     return load_coco_gt(source, **options)
 
 
+@dataclass(frozen=True)
+class PredictionSource:
+    """Where the detections of a ``--dt`` are read, and as what.
+
+    Attributes
+    ----------
+    kind : {"coco", "yolo", "voc"}
+        COCO results JSON, YOLO prediction txt files, VOC per-class result files.
+    path : str
+        The file or folder read.
+    reason : str
+        Why it was chosen among several candidates ("" when it was the only one).
+    """
+
+    kind: str
+    path: str
+    reason: str = ""
+
+
+def _txt_kind(folder: str, txt: list[str], gt: GroundTruth, gt_kind: str) -> str:
+    """What the txt files directly in a folder are: "yolo" or "voc" (refused when not told)."""
+    if gt_kind == "yolo":
+        return "yolo"
+    if gt_kind == "voc":
+        return "voc"
+    stems = {stem(str(n)) for n in gt.image_name}
+    is_image = [n[:-4] in stems for n in txt]
+    is_class = [any(n.endswith(c + ".txt") for c in gt.category_name) for n in txt]
+    if all(is_image) and not any(is_class):
+        return "yolo"
+    if any(is_class) and not any(is_image):
+        return "voc"
+    raise InputError(
+        f"{folder}: txt files that cannot be told apart: "
+        + (
+            f"{sum(is_image)} named as images of {gt.source} (<image stem>.txt, YOLO predictions) "
+            f"and {sum(is_class)} named as its classes (<prefix><class>.txt, VOC results)"
+            if any(is_image) or any(is_class)
+            else "none named <image stem>.txt after an image of the ground truth (YOLO predictions) "
+            "or <prefix><class>.txt after one of its classes (VOC results)"
+        )
+        + f"; expected one kind in the folder, found {names_note(sorted(txt))}"
+    )
+
+
+def _has_txt(folder: str) -> bool:
+    """Whether ``folder`` holds a .txt file (``labels/`` of an Ultralytics run)."""
+    try:
+        with os.scandir(folder) as entries:
+            return any(e.name.endswith(".txt") and e.is_file() for e in entries)
+    except OSError:
+        return False
+
+
+def _rows_lack_confidence(folder: str) -> bool:
+    """Whether the first row of the first non-empty txt file of ``folder`` has 5 columns.
+
+    Ultralytics ``save_txt=True`` without ``save_conf=True`` writes ``cls cx cy w h``: no score.
+    """
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".txt"):
+            continue
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            continue
+        with open(path, "rb") as f:
+            head = f.read(4096)
+        for line in head.splitlines():
+            if line.split():
+                return len(line.split()) == 5
+    return False
+
+
+def locate_predictions(source: str | os.PathLike, gt: GroundTruth) -> PredictionSource:
+    """Where the detections of ``source`` are: a file as given; in a folder, looked for.
+
+    A folder holds one of: the prediction files themselves (YOLO ``<image stem>.txt``, VOC
+    ``<prefix><class>.txt``), ``labels/`` (Ultralytics ``save_txt``), ``predictions.json``
+    (Ultralytics ``save_json``), ``coco_instances_results.json`` (detectron2), ``*.bbox.json`` or
+    ``*.segm.json`` (mmdetection). An Ultralytics run folder with both ``labels/`` and
+    ``predictions.json`` (the same predictions) is read from ``labels/`` against a YOLO dataset
+    (the dataset's own class indices; unless its rows have no confidence column) and from
+    ``predictions.json`` otherwise. Any other set of several candidates is refused.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+    gt : GroundTruth
+
+    Returns
+    -------
+    PredictionSource
+
+    Raises
+    ------
+    InputError
+        A folder with no candidate (naming where it looked and what it found), or with several
+        that the evidence does not decide between (listing them).
+    """
+    path = os.fspath(source)
+    if not os.path.isdir(path):
+        return PredictionSource("coco", path)
+    gt_kind = _gt_kind(gt)
+    files = list_files(path, what=f"a folder of predictions ({_LOOKED_FOR})")
+    txt = sorted(n for n in files if n.endswith(".txt"))
+    candidates = []
+    if txt:
+        candidates.append(PredictionSource(_txt_kind(path, txt, gt, gt_kind), path))
+    labels = os.path.join(path, "labels")
+    if os.path.isdir(labels) and _has_txt(labels):
+        candidates.append(PredictionSource("yolo", labels))
+    json_files = sorted(n for n in files if n in RESULT_JSON_NAMES or n.endswith(RESULT_JSON_SUFFIXES))
+    candidates += [PredictionSource("coco", files[n]) for n in json_files]
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        found = sorted(os.listdir(path))
+        raise InputError(
+            f"{path}: no predictions found; looked for {_LOOKED_FOR} in this folder; found "
+            + (names_note(found) if found else "an empty folder")
+            + "; expected one of them (or pass the file itself as --dt)"
+        )
+    ultralytics = [c for c in candidates if c.path in (labels, os.path.join(path, "predictions.json"))]
+    if len(ultralytics) == 2 == len(candidates):
+        lacks_conf = _rows_lack_confidence(labels)
+        chosen = ultralytics[0] if gt_kind == "yolo" and not lacks_conf else ultralytics[1]
+        if chosen is ultralytics[0]:
+            why = "the YOLO dataset's own class indices"
+        elif lacks_conf:
+            why = "the labels/ rows have no confidence column"
+        else:
+            why = "its ids name the ground truth's images and categories"
+        reason = (
+            f"an Ultralytics run folder: labels/ and predictions.json hold the same predictions; "
+            f"read {os.path.basename(chosen.path)} ({why})"
+        )
+        return PredictionSource(chosen.kind, chosen.path, reason)
+    listed = ", ".join(f"{c.path} ({c.kind})" for c in candidates)
+    raise InputError(
+        f"{path}: several sets of predictions: {listed}; expected one (pass the file or folder "
+        f"to score as --dt)"
+    )
+
+
 def load_detections(source: Any, gt: GroundTruth, **options: Any) -> Detections:
-    """Load detections: COCO results JSON, VOC per-class result files, or YOLO predictions."""
+    """Load detections: COCO results JSON, VOC per-class result files, or YOLO predictions.
+
+    A folder is looked into by :func:`locate_predictions`.
+    """
     if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
-        if _gt_kind(gt) == "yolo":
+        located = locate_predictions(source, gt)
+        if located.kind == "yolo":
             from deteval.io.yolo import load_yolo_dt
 
-            return load_yolo_dt(source, gt, **options)
-        from deteval.io.voc import load_voc_dt
+            return load_yolo_dt(located.path, gt, **options)
+        if located.kind == "voc":
+            from deteval.io.voc import load_voc_dt
 
-        return load_voc_dt(source, gt, **options)
+            return load_voc_dt(located.path, gt, **options)
+        return load_coco_dt(located.path, gt, **options)
     return load_coco_dt(source, gt, **options)
 
 

@@ -1253,9 +1253,22 @@ static int reserve(PyObject *array, Py_ssize_t bytes) {
     return PyByteArray_Resize(array, target) == 0 ? OK : ERROR;
 }
 
+#ifdef __APPLE__
+#define MTIME(s) ((s)->st_mtimespec)
+#else
+#define MTIME(s) ((s)->st_mtim)
+#endif
+
+/* The same size, modification time, inode and device (deteval.io._text.file_state). */
+static int same_state(const struct stat *a, const struct stat *b) {
+    return a->st_size == b->st_size && MTIME(a).tv_sec == MTIME(b).tv_sec && MTIME(a).tv_nsec == MTIME(b).tv_nsec &&
+           a->st_ino == b->st_ino && a->st_dev == b->st_dev;
+}
+
 /* The whole regular file ``path`` (at most ``limit`` bytes) into ``buf``, as deteval.io._text.read_bytes
  * reads it (opened non-blocking, refused unless a regular file); its fstat fields into ``fields``.
- * REFUSE on anything that read_bytes would report: the caller's Python reader names it. */
+ * REFUSE on anything that read_bytes would report: the caller's Python reader names it; ERROR with
+ * OSError(ESTALE, ..., path) set when the file changed while read. */
 static int read_whole(const char *path, int64_t limit, char **buf, Py_ssize_t *cap, Py_ssize_t *len,
                       int64_t *fields) {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -1292,7 +1305,17 @@ static int read_whole(const char *path, int64_t limit, char **buf, Py_ssize_t *c
             return REFUSE;
         }
     }
+    /* changed while read (rewritten in place, or another file renamed over the path, as
+     * deteval.io._text.check_unchanged tells): OSError(ESTALE, ..., path), which yolo.py reports */
+    struct stat after, now;
+    int changed = fstat(fd, &after) != 0 || stat(path, &now) != 0 || !same_state(&st, &after) ||
+                  !same_state(&st, &now) || (st.st_size > 0 && (int64_t)total != (int64_t)st.st_size);
     close(fd);
+    if (changed) {
+        errno = ESTALE;
+        PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+        return ERROR;
+    }
     const int64_t values[STAT_FIELDS] = {
         (int64_t)st.st_mode, (int64_t)st.st_ino,   (int64_t)st.st_dev,   (int64_t)st.st_nlink,
         (int64_t)st.st_uid,  (int64_t)st.st_gid,   (int64_t)st.st_size,  (int64_t)st.st_atime,
@@ -1342,7 +1365,8 @@ PyDoc_STRVAR(yolo_files_doc,
              "fields of the opened file), or None when any file cannot be opened or read, is not a\n"
              "regular file, holds more than ``limit`` bytes or a line that is not plain, or a row has a\n"
              "negative width or height or a box that is not finite in pixels (the Python reader decides\n"
-             "then). POSIX only: None elsewhere.");
+             "then). OSError (errno ESTALE, the file name) when a file changed while read (its size,\n"
+             "modification time, inode or device differ after the read). POSIX only: None elsewhere.");
 
 static PyObject *yolo_files(PyObject *self, PyObject *args) {
     PyObject *paths, *width_obj, *height_obj;

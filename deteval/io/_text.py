@@ -13,7 +13,7 @@ import math
 import os
 import stat
 from collections.abc import Iterable, Sequence
-from typing import NoReturn
+from typing import BinaryIO, NoReturn
 
 import numpy as np
 
@@ -28,6 +28,9 @@ __all__ = [
     "safe_child",
     "read_bytes",
     "read_text",
+    "check_unchanged",
+    "changed_error",
+    "file_state",
     "fail_records",
     "shorten",
     "split_rows",
@@ -142,18 +145,84 @@ def _kind_of(mode: int) -> str:
     return "not a regular file"
 
 
+def file_state(st: os.stat_result) -> tuple[int, int, int, int]:
+    """What says a file changed: size, modification time (ns), inode and device."""
+    return st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
+
+
+def check_unchanged(
+    path: str,
+    before: os.stat_result,
+    fd: int,
+    n_read: int | None,
+    *,
+    what: str,
+    error: type = InputError,
+) -> None:
+    """Raise unless the file ``path``, read through ``fd``, is as it was before the read.
+
+    ``before`` is ``os.fstat(fd)`` taken before reading. The open file (``os.fstat(fd)``: a
+    rewrite in place) and the path (``os.stat(path)``: a new file renamed over it, or removed)
+    must both still show its size, modification time, inode and device, and ``n_read`` bytes
+    read (None: not counted) must be its size -- unless it reports a size of 0, as files of
+    ``/proc`` do.
+
+    Raises
+    ------
+    InputError (or ``error``)
+        The file changed while it was read: what was read may mix two versions.
+    """
+    try:
+        after, now = os.fstat(fd), os.stat(path)
+        changed = file_state(after) != file_state(before) or file_state(now) != file_state(before)
+    except OSError:  # removed, or a folder on the way renamed: not the file that was opened
+        changed = True
+    if n_read is not None and before.st_size and n_read != before.st_size:
+        changed = True
+    if changed:
+        raise changed_error(path, what=what, error=error)
+
+
+def changed_error(path: str, *, what: str, error: type = InputError) -> Exception:
+    """The error of a file that changed while read (:func:`check_unchanged`)."""
+    return error(
+        f"{path}: changed while read (its size, modification time or inode differ before and "
+        f"after reading: what was read may mix two versions); expected {what} that stays the "
+        f"same while deteval reads it: wait until the program writing it is done, or copy it first"
+    )
+
+
+def _read_chunks(f: BinaryIO, size: int, limit: int) -> tuple[list[bytes], int]:
+    """The chunks of ``f`` up to its end or ``limit + 1`` bytes, and their total length.
+
+    ``size``: the size the file reports, read in one chunk (then one more byte to see the end):
+    a single chunk, which the caller's join returns without copying it.
+    """
+    chunks, total = [], 0
+    while total <= limit:
+        chunk = f.read(min(max(_CHUNK, size + 1 - total), limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return chunks, total
+
+
 def read_bytes(path: str, *, what: str, limit: int = MAX_BYTES["text"], error: type = InputError) -> bytes:
     """The contents of the regular file ``path``, at most ``limit`` bytes; else an error naming it.
 
     Special files are refused before anything is read (a FIFO with no writer would block
     forever, ``/dev/zero`` never ends; a symbolic link to one is the same), and at most
-    ``limit + 1`` bytes are ever read (a file growing while read is refused too). The file is
+    ``limit + 1`` bytes are ever read (a file growing while read is refused too). A file that
+    changes while it is read -- rewritten in place, or replaced by another renamed over it -- is
+    refused (:func:`check_unchanged`): what was read could mix two versions. The file is
     recorded as an input (:func:`deteval.io.output.note_read`).
 
     Raises
     ------
     InputError (or ``error``)
-        File missing, a folder or special file, unreadable, or larger than ``limit``.
+        File missing, a folder or special file, unreadable, larger than ``limit``, or changed
+        while read.
 
     Examples
     --------
@@ -179,20 +248,13 @@ def read_bytes(path: str, *, what: str, limit: int = MAX_BYTES["text"], error: t
             raise error(f"{path}: {st.st_size} bytes; expected {what} of at most {limit} bytes")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        chunks, total = [], 0
         try:
-            while total <= limit:
-                # the size the file reports in one read (then one more byte to see the end): a
-                # single chunk, which the join below returns without copying it
-                chunk = f.read(min(max(_CHUNK, st.st_size + 1 - total), limit + 1 - total))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                total += len(chunk)
+            chunks, total = _read_chunks(f, st.st_size, limit)
         except OSError as exc:
             raise error(f"{path}: cannot read ({exc.strerror}); expected {what}") from None
         if total > limit:
             raise error(f"{path}: more than {limit} bytes; expected {what} of at most {limit} bytes")
+        check_unchanged(path, st, fd, total, what=what, error=error)
     note_read(path, st)
     return b"".join(chunks)
 

@@ -8,7 +8,14 @@ ids look like 0- or 1-based indices of the ground-truth categories in id order),
 
 * ``"index0"``: detection id ``k`` is the ``k``-th ground-truth category in id order (0-based);
 * ``"index1"``: the same, 1-based (newer Ultralytics ``predictions.json`` on a non-COCO dataset);
+* ``"coco91"``: COCO's 91-style ids against a ground truth of contiguous ids (a YOLO dataset with
+  COCO's names: Ultralytics ``predictions.json`` of COCO-named data), or the 0-based index of
+  COCO's 80 against COCO's own ids (:data:`COCO80`, :func:`coco91_table`);
 * a mapping, or a YAML / JSON file of one: ``{detection id: ground-truth id or name}``.
+
+A reading that puts more than ``MAX_DROP`` of the detections on categories without ground-truth
+objects (which can only be false positives) is refused by :func:`refuse_off_ground_truth`, with
+the count per category and the built-in readings that do better.
 
 Detections of categories the ground truth does not have are an error; ``unknown_category=
 "drop"`` drops them with a warning that says how many and what that does to the number, and
@@ -39,12 +46,111 @@ __all__ = [
     "resolve_categories",
     "MAX_DROP",
     "INDEX_MAPS",
+    "BUILTIN_MAPS",
+    "COCO80",
+    "coco91_table",
+    "refuse_off_ground_truth",
+    "readings_of",
+    "describe_reading",
 ]
 
 #: Largest share of detections ``unknown_category="drop"`` drops without ``max_drop=1``.
 MAX_DROP = 0.10
-#: The built-in maps.
+#: The built-in maps that read ids as positions of the ground truth's categories in id order.
 INDEX_MAPS = ("index0", "index1")
+#: Every built-in map (``--category-map`` values that are not files).
+BUILTIN_MAPS = ("index0", "index1", "coco91")
+
+#: COCO's 80 detection classes in their contiguous order (0..79: Ultralytics' ``coco.yaml``,
+#: detectron2's and torchvision's label order without the gaps), each with its 91-style id (the
+#: ``categories[].id`` of COCO's ``instances_*.json``: 1..90, ten ids unused). Public COCO data,
+#: written out; tests/unit/test_guard_inputs.py checks it against the published lists.
+COCO80 = (
+    (1, "person"),
+    (2, "bicycle"),
+    (3, "car"),
+    (4, "motorcycle"),
+    (5, "airplane"),
+    (6, "bus"),
+    (7, "train"),
+    (8, "truck"),
+    (9, "boat"),
+    (10, "traffic light"),
+    (11, "fire hydrant"),
+    (13, "stop sign"),
+    (14, "parking meter"),
+    (15, "bench"),
+    (16, "bird"),
+    (17, "cat"),
+    (18, "dog"),
+    (19, "horse"),
+    (20, "sheep"),
+    (21, "cow"),
+    (22, "elephant"),
+    (23, "bear"),
+    (24, "zebra"),
+    (25, "giraffe"),
+    (27, "backpack"),
+    (28, "umbrella"),
+    (31, "handbag"),
+    (32, "tie"),
+    (33, "suitcase"),
+    (34, "frisbee"),
+    (35, "skis"),
+    (36, "snowboard"),
+    (37, "sports ball"),
+    (38, "kite"),
+    (39, "baseball bat"),
+    (40, "baseball glove"),
+    (41, "skateboard"),
+    (42, "surfboard"),
+    (43, "tennis racket"),
+    (44, "bottle"),
+    (46, "wine glass"),
+    (47, "cup"),
+    (48, "fork"),
+    (49, "knife"),
+    (50, "spoon"),
+    (51, "bowl"),
+    (52, "banana"),
+    (53, "apple"),
+    (54, "sandwich"),
+    (55, "orange"),
+    (56, "broccoli"),
+    (57, "carrot"),
+    (58, "hot dog"),
+    (59, "pizza"),
+    (60, "donut"),
+    (61, "cake"),
+    (62, "chair"),
+    (63, "couch"),
+    (64, "potted plant"),
+    (65, "bed"),
+    (67, "dining table"),
+    (70, "toilet"),
+    (72, "tv"),
+    (73, "laptop"),
+    (74, "mouse"),
+    (75, "remote"),
+    (76, "keyboard"),
+    (77, "cell phone"),
+    (78, "microwave"),
+    (79, "oven"),
+    (80, "toaster"),
+    (81, "sink"),
+    (82, "refrigerator"),
+    (84, "book"),
+    (85, "clock"),
+    (86, "vase"),
+    (87, "scissors"),
+    (88, "teddy bear"),
+    (89, "hair drier"),
+    (90, "toothbrush"),
+)
+#: The 91-style ids of :data:`COCO80`, in its order (increasing).
+COCO91_IDS = np.array([i for i, _ in COCO80], dtype=np.int64)
+#: The names of :data:`COCO80`, in its order.
+COCO80_NAMES = tuple(n for _, n in COCO80)
 
 
 @dataclass(frozen=True)
@@ -53,7 +159,7 @@ class CategoryMap:
 
     Attributes
     ----------
-    kind : {"index0", "index1", "table"}
+    kind : {"index0", "index1", "coco91", "table"}
     table : dict
         ``"table"``: detection id (int) -> ground-truth id (int) or name (str).
     lines : dict
@@ -69,7 +175,7 @@ class CategoryMap:
 
 
 def read_category_map(spec: str | os.PathLike | Mapping | CategoryMap | None) -> CategoryMap | None:
-    """A :class:`CategoryMap` from ``"index0"``, ``"index1"``, a mapping, or a YAML / JSON file.
+    """A :class:`CategoryMap` from ``"index0"``, ``"index1"``, ``"coco91"``, a mapping, or a YAML / JSON file.
 
     Parameters
     ----------
@@ -98,12 +204,12 @@ def read_category_map(spec: str | os.PathLike | Mapping | CategoryMap | None) ->
     if isinstance(spec, Mapping):
         return _table(list(spec.items()), {}, "category_map")
     path = os.fspath(spec)
-    if path in INDEX_MAPS:
+    if path in BUILTIN_MAPS:
         return CategoryMap(kind=path)
     if not os.path.exists(path):
         raise ConfigError(
-            f"--category-map {path}: not {' or '.join(INDEX_MAPS)} and no such file; "
-            f"expected index0, index1 or a YAML/JSON file `detection id: ground-truth "
+            f"--category-map {path}: not {', '.join(BUILTIN_MAPS)} and no such file; "
+            f"expected index0, index1, coco91 or a YAML/JSON file `detection id: ground-truth "
             f"id or name`"
         )
     text = read_text(path, what="a category map (YAML or JSON: detection id -> ground-truth id or name)")
@@ -158,6 +264,11 @@ def _table(items: Sequence[tuple], lines: dict, source: str) -> CategoryMap:
             raise ConfigError(
                 f"{where}: key {shorten(key)} is not a detection category id; expected an "
                 f"integer (the id or class index the detections carry)"
+            )
+        if not -(2**63) <= number < 2**63:  # the detections' ids are int64: no such id
+            raise ConfigError(
+                f"{where}: key {number} does not fit a 64-bit category id; expected a detection "
+                f"category id (the id or class index the detections carry) within +-2**63"
             )
         target = _as_int(value) if not isinstance(value, str) else value
         if target is None or (isinstance(target, str) and not target):
@@ -224,6 +335,10 @@ def map_categories(det_ids: np.ndarray, gt: GroundTruth, category_map: CategoryM
         return _index_of(det_ids, gt.category_id)
     if category_map.kind in INDEX_MAPS:
         return _by_index(det_ids, gt, INDEX_MAPS.index(category_map.kind))
+    if category_map.kind == "coco91":
+        keys, targets = coco91_table(gt)
+        position = _index_of(det_ids, keys)
+        return np.where(position >= 0, targets[np.maximum(position, 0)], -1).astype(np.int32)
     names: dict[str, list[int]] = {}
     for k, name in enumerate(gt.category_name):
         names.setdefault(name, []).append(k)
@@ -251,6 +366,77 @@ def map_categories(det_ids: np.ndarray, gt: GroundTruth, category_map: CategoryM
             targets[j] = index
     position = _index_of(det_ids, keys)
     return np.where(position >= 0, targets[np.maximum(position, 0)], -1).astype(np.int32)
+
+
+def _coco_direction(gt: GroundTruth) -> str | None:
+    """Which side of COCO's 80 <-> 91 table the ground truth is on: "80", "91" or None.
+
+    "80": its ids are contiguous (0..K-1 or 1..K: a YOLO dataset, a converted COCO file), so the
+    detections carry 91-style ids. "91": its categories are COCO's names at their 91-style ids
+    (COCO's own ``instances_*.json``, or a subset of it), so the detections carry the contiguous
+    0-based index of the 80 (a model's output before the id conversion). None: neither.
+    """
+    k = gt.n_classes
+    if not k:
+        return None
+    if np.array_equal(gt.category_id, np.arange(k)) or np.array_equal(gt.category_id, np.arange(1, k + 1)):
+        return "80"
+    by_name = {name: i for i, name in COCO80}
+    if all(by_name.get(name) == int(i) for i, name in zip(gt.category_id, gt.category_name, strict=True)):
+        return "91"
+    return None
+
+
+def _has_coco_names(gt: GroundTruth) -> bool:
+    """Every ground-truth category is named as one of COCO's 80, each name once."""
+    names = set(COCO80_NAMES)
+    return len(set(gt.category_name)) == gt.n_classes and all(n in names for n in gt.category_name)
+
+
+def coco91_table(gt: GroundTruth) -> tuple[np.ndarray, np.ndarray]:
+    """The ``coco91`` map for ``gt``: sorted detection ids and the ground-truth category index of each.
+
+    A ground truth with contiguous ids (0..K-1 or 1..K) takes COCO's 91-style ids: by name when
+    its categories are named as COCO's, else by position when it has exactly 80 (COCO's order).
+    A ground truth of COCO's names at their 91-style ids takes the contiguous 0-based index of
+    the 80 (the other direction). Ids of COCO classes the ground truth does not list map to none.
+
+    Raises
+    ------
+    ConfigError
+        A ground truth on neither side (say 20 classes of other names).
+
+    Examples
+    --------
+    >>> from deteval.io.identity import _named
+    >>> gt = _with_categories(_named(["a"]), [0, 1, 2], ["person", "car", "dog"])
+    >>> keys, targets = coco91_table(gt)
+    >>> dict(zip(keys.tolist(), targets.tolist()))
+    {1: 0, 3: 1, 18: 2}
+    >>> gt91 = _with_categories(_named(["a"]), [1, 3, 18], ["person", "car", "dog"])
+    >>> dict(zip(*(a.tolist() for a in coco91_table(gt91))))
+    {0: 0, 2: 1, 16: 2}
+    """
+    side = _coco_direction(gt)
+    position = {name: k for k, name in enumerate(gt.category_name)}
+    if side == "80" and _has_coco_names(gt):
+        pairs = [(i, position[name]) for i, name in COCO80 if name in position]
+    elif side == "80" and gt.n_classes == len(COCO80):
+        pairs = [(i, k) for k, (i, _) in enumerate(COCO80)]
+    elif side == "91":
+        pairs = [(k, position[name]) for k, name in enumerate(COCO80_NAMES) if name in position]
+    else:
+        raise ConfigError(
+            f"--category-map coco91: the categories of {gt.source} ({_names(gt)}, ids {_ids(gt)}) are "
+            f"neither contiguous (ids 0..K-1 or 1..K, COCO's names or its 80 classes in order) nor "
+            f"COCO's names at their 91-style ids; expected a ground truth on one side of COCO's "
+            f"80 <-> 91 table, or a map file"
+        )
+    pairs.sort()
+    return (
+        np.array([p[0] for p in pairs], dtype=np.int64),
+        np.array([p[1] for p in pairs], dtype=np.int64),
+    )
 
 
 def _index_of(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
@@ -282,17 +468,77 @@ def _ids(gt: GroundTruth, limit: int = 8) -> str:
     return f"[{shown}{', ...' if gt.n_classes > limit else ''}]"
 
 
+def _listed(values: np.ndarray, limit: int = 8) -> str:
+    shown = ", ".join(str(int(v)) for v in values[:limit])
+    return f"[{shown}{', ...' if len(values) > limit else ''}]"
+
+
 def _names(gt: GroundTruth, limit: int = 8) -> str:
     shown = ", ".join(gt.category_name[:limit])
     return f"[{shown}{', ...' if gt.n_classes > limit else ''}]"
 
 
+def readings_of(det_ids: np.ndarray, gt: GroundTruth) -> list[tuple[str, np.ndarray]]:
+    """The built-in readings of ``det_ids`` that name a ground-truth category for every id.
+
+    ``(name, category index of each id)`` for ``"ids"`` (the ids as ground-truth ids), ``"index0"``,
+    ``"index1"`` and ``"coco91"`` (when the ground truth is on one side of COCO's table and the
+    ids fit the other side).
+    """
+    out = []
+    for name in ("ids", *BUILTIN_MAPS):
+        if name == "coco91":
+            side = _coco_direction(gt)
+            if side is None or (side == "80" and not _has_coco_names(gt) and gt.n_classes != len(COCO80)):
+                continue
+            # the ids must fit the other side of the table (91-style ids, or 0..79)
+            other = COCO91_IDS if side == "80" else np.arange(len(COCO80))
+            if not np.isin(det_ids, other).all():
+                continue
+        category = map_categories(det_ids, gt, None if name == "ids" else CategoryMap(kind=name))
+        if len(category) and (category >= 0).all():
+            out.append((name, category))
+    return out
+
+
+#: Rows per slice when categories are counted: the temporaries stay small whatever the count.
+_CHUNK = 1 << 16
+
+
+def _category_counts(category: np.ndarray, n_classes: int) -> np.ndarray:
+    """How many of ``category`` (indices, any int dtype) fall in each class: int64 (n_classes,).
+
+    Counted slice by slice: ``np.bincount`` casts its input to intp, a copy 8 bytes an element.
+    """
+    counts = np.zeros(n_classes, dtype=np.int64)
+    for i in range(0, len(category), _CHUNK):
+        counts += np.bincount(category[i : i + _CHUNK], minlength=n_classes)[:n_classes]
+    return counts
+
+
+def _with_objects(gt: GroundTruth) -> np.ndarray:
+    """Which categories have at least one ground-truth object: bool (n_class,)."""
+    return _category_counts(gt.category, gt.n_classes) > 0
+
+
+def describe_reading(name: str, category: np.ndarray, on: np.ndarray) -> str:
+    """``--category-map NAME: n of N on categories with objects`` (``on``: bool per category)."""
+    n_on = int(on[category].sum())
+    label = "the ids as ground-truth ids" if name == "ids" else f"--category-map {name}"
+    return f"{label}: {n_on} of {len(category)} on categories with objects"
+
+
 def index_hint(det_ids: np.ndarray, gt: GroundTruth) -> str:
-    """A hint when detection ids look like class indices of the ground truth, else "".
+    """A hint when detection ids look like class indices or COCO's 91-style ids, else "".
 
     The ids "look like" 0-based (1-based) indices when every one of them is in 0..K-1 (1..K)
     for the K ground-truth categories, and the ground-truth ids are not simply 0..K-1 (1..K)
-    themselves -- then ids and indices would agree and nothing would be wrong.
+    themselves -- then ids and indices would agree and nothing would be wrong. They look like
+    COCO's 91-style ids when they all are such ids and the ground truth has contiguous ids and
+    COCO's names (an Ultralytics ``predictions.json`` of a COCO-named YOLO dataset); or like the
+    contiguous 0-based index of COCO's 80 when the ground truth is COCO's own (91-style ids).
+    When several readings fit, each is listed with how many detections it puts on categories
+    that have ground-truth objects.
 
     Examples
     --------
@@ -301,23 +547,47 @@ def index_hint(det_ids: np.ndarray, gt: GroundTruth) -> str:
     >>> index_hint(np.array([0, 1, 2]), gt)[:78]
     'the detection category ids (0..2) look like 0-based indices of the 3 ground-tr'
     """
-    det_ids = np.unique(np.asarray(det_ids, dtype=np.int64))
-    if not len(det_ids) or not gt.n_classes:
+    det_ids = np.asarray(det_ids, dtype=np.int64).reshape(-1)
+    unique = np.unique(det_ids)
+    if not len(unique) or not gt.n_classes:
         return ""
     k = gt.n_classes
-    low, high = int(det_ids[0]), int(det_ids[-1])
-    for base, name in ((0, "index0"), (1, "index1")):
-        if (
-            low >= base
-            and high <= k - 1 + base
-            and not np.array_equal(gt.category_id, np.arange(base, k + base))
-        ):
-            return (
-                f"the detection category ids ({low}..{high}) look like {base}-based indices of "
-                f"the {k} ground-truth categories in id order (ids {_ids(gt)}), not their ids: "
-                f"pass --category-map {name} (category_map='{name}') to score them as indices, or "
-                f"a file mapping detection id -> ground-truth id or name"
-            )
+    low, high = int(unique[0]), int(unique[-1])
+    readings = [(n, c) for n, c in readings_of(det_ids, gt) if n != "ids"]
+    index_readings = [
+        (n, c)
+        for n, c in readings
+        if n in INDEX_MAPS and not np.array_equal(gt.category_id, np.arange(k) + INDEX_MAPS.index(n))
+    ]
+    coco = [(n, c) for n, c in readings if n == "coco91"]
+    if coco and index_readings:
+        on = _with_objects(gt)
+        listed = sorted(coco + index_readings, key=lambda r: -int(on[r[1]].sum()))
+        return (
+            f"the detection category ids ({low}..{high}) fit several readings; candidates: "
+            + "; ".join(describe_reading(n, c, on) for n, c in listed)
+            + " -- pass the one the model's output uses (--category-map NAME, category_map='NAME')"
+        )
+    if coco:
+        side = (
+            "COCO's 91-style ids (1..90 with gaps)"
+            if _coco_direction(gt) == "80"
+            else ("0-based indices of COCO's 80 classes")
+        )
+        return (
+            f"the detection category ids ({low}..{high}) look like {side}, and the {k} ground-truth "
+            f"categories (ids {_ids(gt)}, {_names(gt)}) are on the other side of COCO's 80 <-> 91 "
+            f"table: pass --category-map coco91 (category_map='coco91') to score them by COCO's "
+            f"names, or a file mapping detection id -> ground-truth id or name"
+        )
+    for name, _ in index_readings:
+        base = INDEX_MAPS.index(name)
+        return (
+            f"the detection category ids ({low}..{high}) look like {base}-based indices of "
+            f"the {k} ground-truth categories in id order (ids {_ids(gt)}), not their ids: "
+            f"pass --category-map {name} (category_map='{name}') to score them as indices, or "
+            f"a file mapping detection id -> ground-truth id or name"
+        )
     return ""
 
 
@@ -369,11 +639,14 @@ def resolve_categories(
         expected = f"a category id of {gt.source} {_ids(gt)}"
     else:
         problem = f"`category_id` is not mapped to a category by {category_map.source}"
-        expected = (
-            f"an id the map covers ({category_map.kind}: 0..{gt.n_classes - 1 + INDEX_MAPS.index(category_map.kind)})"
-            if category_map.kind in INDEX_MAPS
-            else f"an id listed in {category_map.source}"
-        )
+        if category_map.kind in INDEX_MAPS:
+            base = INDEX_MAPS.index(category_map.kind)
+            expected = f"an id the map covers ({category_map.kind}: {base}..{gt.n_classes - 1 + base})"
+        elif category_map.kind == "coco91":
+            keys, _ = coco91_table(gt)
+            expected = f"an id the map covers (coco91 for {gt.source}: {_listed(keys)})"
+        else:
+            expected = f"an id listed in {category_map.source}"
     if unknown_category != "drop":
         fail(unknown, problem + (f" ({hint})" if hint else ""), expected)
     n, total = len(unknown), len(det_ids)
@@ -402,3 +675,94 @@ def resolve_categories(
 def _with_categories(gt: GroundTruth, ids: Sequence[int], names: Sequence[str]) -> GroundTruth:
     """``gt`` with other categories and no objects (for examples and tests)."""
     return replace(gt, category_id=np.array(ids, dtype=np.int64), category_name=tuple(names))
+
+
+def _raw_ids(category: np.ndarray, gt: GroundTruth, category_map: CategoryMap | None) -> np.ndarray | None:
+    """The detection ids that ``category_map`` reads as ``category`` (None when not invertible)."""
+    if category_map is None:
+        return gt.category_id[category]
+    if category_map.kind in INDEX_MAPS:
+        return category.astype(np.int64) + INDEX_MAPS.index(category_map.kind)
+    if category_map.kind == "coco91":
+        keys, targets = coco91_table(gt)
+        inverse = np.full(gt.n_classes, -1, dtype=np.int64)
+        inverse[targets] = keys
+        return inverse[category]
+    return None
+
+
+def refuse_off_ground_truth(
+    category: np.ndarray,
+    gt: GroundTruth,
+    category_map: CategoryMap | None,
+    *,
+    where: str,
+    max_share: float = MAX_DROP,
+) -> None:
+    """Refuse detections read onto categories without ground-truth objects beyond ``max_share``.
+
+    Such detections can only be false positives, so a reading of the ids that puts many of them
+    there scores the model near zero: under a map (``category_map``), more than ``max_share``
+    (:data:`MAX_DROP`, the cap on dropping) is refused with the count per category and the
+    built-in readings that do better. Read as ground-truth ids (no map), it is refused only when
+    a built-in reading puts at most ``max_share`` there (the evidence of a numbering mistake);
+    otherwise the ids stand as written.
+
+    Parameters
+    ----------
+    category : int (n_det,)
+        Ground-truth category index of each detection (``Detections.category``).
+    gt : GroundTruth
+    category_map : CategoryMap or None
+        The reading that gave ``category``.
+    where : str
+        The detections' source, for the message.
+    max_share : float
+        Largest share accepted (1 accepts any).
+
+    Raises
+    ------
+    InputError
+    """
+    n = len(category)
+    if not n or not gt.n_classes:
+        return
+    on = _with_objects(gt)
+    n_off = int(_category_counts(category, gt.n_classes)[~on].sum())
+    if n_off / n <= max_share:
+        return
+    off = ~on[category]
+    raw = _raw_ids(np.asarray(category, dtype=np.int64), gt, category_map)
+    current = "ids" if category_map is None else category_map.kind
+    others = [] if raw is None else [(name, c) for name, c in readings_of(raw, gt) if name != current]
+    others.sort(key=lambda r: -int(on[r[1]].sum()))
+    if category_map is None and not any((~on[c]).sum() / n <= max_share for _, c in others):
+        return
+    counts = np.bincount(category[off], minlength=gt.n_classes)
+    worst = np.argsort(-counts, kind="stable")[: min(8, int((counts > 0).sum()))]
+    per_class = ", ".join(f"{gt.category_name[k]!r} {int(counts[k])}" for k in worst)
+    reading = (
+        "read as ground-truth category ids"
+        if category_map is None
+        else f"read through {category_map.source}"
+        if category_map.kind == "table"
+        else f"read through --category-map {category_map.kind}"
+    )
+    candidates = (
+        "; candidates: " + "; ".join(describe_reading(name, c, on) for name, c in others)
+        if others
+        else "; check the map (the model's class order against the ground truth's)"
+    )
+    raise InputError(
+        f"{where}: {n_off} of {n} detections ({n_off / n:.1%}) are {reading} onto categories "
+        f"without ground-truth objects ({per_class}): they can only be false positives, and more "
+        f"than {max_share:.0%} is almost always a numbering mistake"
+        + candidates
+        + "; expected detections mostly on categories with objects ("
+        + (
+            "--allow-large-drop / allow_large_drop=True scores them anyway)"
+            if category_map is not None
+            else "to score the ids as written anyway, state them in a --category-map file and "
+            "pass --allow-large-drop)"
+        )
+    )

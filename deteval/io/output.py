@@ -9,10 +9,14 @@ Two mechanisms, used by every file deteval writes (``--output``, ``--matches``, 
   one of them -- compared by device and inode as well as by resolved name, so a hard link or a
   symbolic link to an input is caught -- or that lies inside an input folder (a result file
   written into the ``--dt`` folder would be read as detections next time).
-* **Atomic writes.** :func:`write_atomic` writes to a temporary file in the target's folder,
-  flushes and fsyncs it, then ``os.replace`` s it over the target. On any failure (a full disk,
-  an exception, Ctrl-C or SIGTERM turned into an exception) the temporary file is removed and the
-  target is untouched; two runs writing the same path leave the complete output of one of them.
+* **One writer** (:func:`write_output`). A regular file or a new path -- through any symbolic
+  links: the final target is written -- is written atomically: a temporary file in the target's
+  folder, flushed and fsynced, then ``os.replace`` d over the target; on any failure (a full
+  disk, an exception, Ctrl-C or SIGTERM turned into an exception) the temporary file is removed
+  and the target is untouched, and two runs writing the same path leave the complete output of
+  one of them. A link stays a link. A path that exists and is not a regular file (a device, a
+  FIFO, ``/dev/stdout``) is opened and written directly, never replaced, with every write and
+  close error reported (a full device is an error, not a success).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import re
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -34,7 +40,8 @@ __all__ = [
     "note_reads",
     "note_folder",
     "check_output",
-    "write_atomic",
+    "write_output",
+    "names_open_descriptor",
 ]
 
 
@@ -228,20 +235,62 @@ def check_output(
             )
 
 
-def write_atomic(
+#: An open descriptor named as a path (what ``/dev/stdout``, ``/dev/fd/N`` and ``/proc/self/fd/N``
+#: lead to): ``/proc/<pid>/fd/N`` or ``/proc/<pid>/task/<tid>/fd/N``, once ``/proc/self`` is resolved.
+_FD_ENTRY = re.compile(r"/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd/\d+")
+
+#: Bytes handed to one ``os.write`` (it may write less; the rest follows).
+_WRITE_CHUNK = 1 << 24
+
+
+def names_open_descriptor(path: str | os.PathLike) -> bool:
+    """True when ``path``, its symbolic links followed, is an open descriptor's entry in /proc.
+
+    Such a path (``/dev/stdout``, ``/dev/fd/1``, ``/proc/self/fd/3``) names a file that is already
+    open -- a pipe, a terminal, or a regular file a shell redirected into -- not a place where a
+    file could be replaced.
+
+    Examples
+    --------
+    >>> names_open_descriptor("/proc/self/fd/1"), names_open_descriptor("out.json")
+    (True, False)
+    """
+    current = os.path.abspath(os.fspath(path))
+    for _ in range(40):  # the most links the kernel follows in one path (ELOOP beyond)
+        current = os.path.join(os.path.realpath(os.path.dirname(current)), os.path.basename(current))
+        if _FD_ENTRY.fullmatch(current):
+            return True
+        try:
+            target = os.readlink(current)
+        except OSError:  # not a link, or not there
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current), target))
+    return False
+
+
+def write_output(
     path: str | os.PathLike,
     data: str | bytes,
     *,
     option: str = "--output",
     inputs: ReadLog | Mapping[str, Any] | Iterable[Any] | None = None,
 ) -> None:
-    r"""Write ``data`` to ``path`` completely or not at all.
+    r"""Write ``data`` to ``path``: the one writer of every file deteval writes.
 
-    The data goes to a temporary file in the same folder, which is flushed, fsynced and then
-    atomically renamed over ``path`` (``os.replace``). On any failure -- including
-    ``KeyboardInterrupt`` -- the temporary file is removed and ``path`` is untouched. Text is
-    written as UTF-8 with no newline translation. A new file gets the permissions a plain
-    ``open(path, "w")`` would give it; an existing file keeps its mode.
+    * A regular file, a new path, or a symbolic link to either (dangling included): the final
+      target (links resolved) is written atomically -- a temporary file in the target's own
+      folder, flushed, fsynced, then renamed over the target (``os.replace``). A link stays a
+      link and points at the new content. On any failure, ``KeyboardInterrupt`` included, the
+      temporary file is removed and the target is untouched. A new file gets the permissions a
+      plain ``open(path, "w")`` would give it; an existing file keeps its mode (and, where
+      allowed, its owner).
+    * A path that exists and is not a regular file -- a character device (``/dev/null``), a FIFO,
+      a terminal -- or that names an open descriptor (``/dev/stdout``, ``/proc/self/fd/N``) is
+      opened for writing and written directly: never renamed over, never unlinked. A FIFO
+      waits for its reader, as a shell's ``>`` does.
+
+    Text is written as UTF-8 with no newline translation. Errors of the open, of every write
+    and of the close (a full device: ENOSPC, a reader gone: EPIPE) are reported.
 
     Parameters
     ----------
@@ -250,52 +299,105 @@ def write_atomic(
     option : str
         The option that named ``path`` (for messages).
     inputs : ReadLog, mapping or iterable of paths, optional
-        When given, :func:`check_output` runs first.
+        When given, :func:`check_output` runs first (on the resolved target).
 
     Raises
     ------
     ConfigError
-        ``path`` is an input, or cannot be written (the message says why: no such folder, no
-        space left, permission denied).
+        ``path`` is an input, a folder, or cannot be written (the message names ``path`` and
+        says why: no such folder, no space left on the device, permission denied).
 
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> target = pathlib.Path(tempfile.mkdtemp()) / "out.json"
-    >>> write_atomic(target, '{"ok": true}\n')
-    >>> target.read_text(), sorted(p.name for p in target.parent.iterdir())
-    ('{"ok": true}\n', ['out.json'])
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> (folder / "runs").mkdir()
+    >>> (folder / "latest.json").symlink_to(folder / "runs" / "7.json")
+    >>> write_output(folder / "latest.json", '{"ok": true}\n')
+    >>> (folder / "latest.json").is_symlink(), (folder / "runs" / "7.json").read_text()
+    (True, '{"ok": true}\n')
     """
     if inputs is not None:
         check_output(path, inputs, option=option)
     shown = os.fspath(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    folder = os.path.dirname(os.path.abspath(shown))
-    if os.path.isdir(shown):
-        raise ConfigError(f"{option} {shown}: cannot write (is a folder); expected a file path")
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(shown)}.", suffix=".tmp")
+        st: os.stat_result | None = os.stat(shown)
+    except FileNotFoundError:  # a new file, or a dangling link: its target is created
+        st = None
+    except OSError as exc:  # a path through a file (ENOTDIR), a loop of links, no permission
+        raise _cannot_write(option, shown, exc, "expected a writable file path") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise ConfigError(f"{option} {shown}: cannot write (is a folder); expected a file path")
+    if (st is not None and not stat.S_ISREG(st.st_mode)) or names_open_descriptor(shown):
+        _write_directly(shown, payload, option)
+    else:
+        _replace_atomically(os.path.realpath(shown), payload, shown, option, st)
+
+
+def _cannot_write(option: str, shown: str, exc: OSError, expected: str) -> ConfigError:
+    return ConfigError(f"{option} {shown}: cannot write ({exc.strerror or exc}); {expected}")
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:  # os.write may write less than asked
+        written = os.write(fd, view[:_WRITE_CHUNK])
+        view = view[written:]
+
+
+def _write_directly(shown: str, payload: bytes, option: str) -> None:
+    """Open the existing special file ``shown`` for writing and write ``payload`` into it."""
+    try:
+        fd = os.open(
+            shown, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+        )
     except OSError as exc:
-        raise ConfigError(
-            f"{option} {shown}: cannot write ({exc.strerror}); expected a writable "
-            f"file path in an existing folder"
+        raise _cannot_write(option, shown, exc, "expected a writable file path") from None
+    try:
+        _write_all(fd, payload)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise _cannot_write(
+            option, shown, exc, f"the output is incomplete (expected room for {len(payload)} bytes)"
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        os.close(fd)  # a network file system may report a failed write only here
+    except OSError as exc:
+        raise _cannot_write(option, shown, exc, "the output may be incomplete") from None
+
+
+def _replace_atomically(
+    target: str, payload: bytes, shown: str, option: str, existing: os.stat_result | None
+) -> None:
+    """Write ``payload`` to a temporary file beside ``target`` (a resolved path), then rename it."""
+    folder, name = os.path.split(target)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _cannot_write(
+            option, shown, exc, "expected a writable file path in an existing folder"
         ) from None
     try:
         try:
-            with os.fdopen(fd, "wb") as f:
-                view = memoryview(payload)
-                while view:  # os.write may write less than asked
-                    written = f.write(view[: 1 << 24])
-                    view = view[written:]
-                f.flush()
+            with os.fdopen(fd, "wb", buffering=0) as f:
+                _write_all(f.fileno(), payload)
                 os.fsync(f.fileno())
-            os.chmod(tmp, _mode_for(shown))
-            os.replace(tmp, shown)
+                os.fchmod(f.fileno(), _mode_for(existing))
+                if existing is not None:
+                    with contextlib.suppress(OSError):  # keeping another user's file needs root
+                        os.fchown(f.fileno(), existing.st_uid, existing.st_gid)
+            os.replace(tmp, target)
         except OSError as exc:
-            raise ConfigError(
-                f"{option} {shown}: cannot write ({exc.strerror}); nothing was written "
-                f"(expected a writable file path with space for {len(payload)} "
-                f"bytes)"
+            raise _cannot_write(
+                option,
+                shown,
+                exc,
+                f"nothing was written (expected a writable file path with space for {len(payload)} bytes)",
             ) from None
     except BaseException:
         with contextlib.suppress(OSError):
@@ -303,11 +405,10 @@ def write_atomic(
         raise
 
 
-def _mode_for(path: str) -> int:
-    """The mode of the existing ``path``, else what ``open(path, "w")`` gives (0o666 & ~umask)."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+def _mode_for(existing: os.stat_result | None) -> int:
+    """The mode of the file replaced, else what ``open(path, "w")`` gives (0o666 & ~umask)."""
+    if existing is not None:
+        return existing.st_mode & 0o7777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask

@@ -41,6 +41,7 @@ from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import InputError
 from deteval.io._text import (
     MAX_BYTES,
+    changed_error,
     fail_records,
     list_files,
     names_note,
@@ -51,8 +52,15 @@ from deteval.io._text import (
     split_rows,
 )
 from deteval.io._yaml import find_alias
-from deteval.io.category_map import MAX_DROP, read_category_map, resolve_categories
+from deteval.io.category_map import (
+    MAX_DROP,
+    describe_reading,
+    read_category_map,
+    readings_of,
+    resolve_categories,
+)
 from deteval.io.coco.fast import _compiled_yolo_rows
+from deteval.io.identity import stem
 from deteval.io.output import note_reads
 
 _colparse = _speedups.load("deteval.io._colparse")
@@ -242,6 +250,12 @@ def _class_names(data: dict, path: str) -> tuple[np.ndarray, tuple]:
         raise InputError(
             f"{path}: `names` entry {bad[0][0]!r}: {bad[0][1]!r}; expected integer ids >= 0 and string names"
         )
+    too_large = [k for k, _ in items if k >= 2**63]  # YAML integers are unbounded; ids are int64
+    if too_large:
+        raise InputError(
+            f"{path}: `names` key {too_large[0]} does not fit a 64-bit class id; expected class ids "
+            f"0 .. {2**63 - 1} (the class indices of the label files, usually 0 .. nc-1): renumber `names`"
+        )
     if "nc" in data and data["nc"] != len(items):
         raise InputError(
             f"{path}: `nc` is {data['nc']!r} but `names` has {len(items)} entries; expected them to agree"
@@ -281,21 +295,35 @@ def _stem(name: str) -> str:
 
 
 def _class_ids(rows: list, column: int, path: str) -> np.ndarray:
-    """Each row's class id (an integer, possibly written ``3.0``)."""
+    """Each row's class id (an integer, possibly written ``3.0``).
+
+    An integer's text is read as that integer (``9007199254740993`` is not rounded to a float's
+    ``2**53``, as the compiled reader reads it); other text through ``float`` (``3.0``, ``3e0``).
+    """
     out = np.empty(len(rows), dtype=np.int64)
-    bad = []
+    bad, too_large = [], []
     for j, (n, f) in enumerate(rows):
+        value: int | None
         try:
-            value = float(f[column])
+            value = int(f[column])
         except ValueError:
-            value = float("nan")
-        if not value.is_integer() or abs(value) >= 2**63:  # 1e20 does not fit an int64 id
+            try:
+                number = float(f[column])
+            except ValueError:
+                number = float("nan")
+            value = int(number) if number.is_integer() else None
+        if value is None:
             bad.append((f"{path}:{n}", shorten(f[column])))
             out[j] = -1
+        elif not -(2**63) <= value < 2**63:  # 1e20 does not fit an int64 id
+            too_large.append((f"{path}:{n}", shorten(f[column])))
+            out[j] = -1
         else:
-            out[j] = int(value)
+            out[j] = value
     if bad:
         fail_records("class id is not an integer", "an integer class id (within +-2**63)", bad)
+    if too_large:
+        fail_records("class id beyond 64 bits", "an integer class id (within +-2**63)", too_large)
     return out
 
 
@@ -392,6 +420,17 @@ def load_yolo_gt(
     )
 
 
+def _compiled_files(
+    paths: list[str], width: np.ndarray, height: np.ndarray, layout: int, *, what: str
+) -> Any:
+    """``_colparse.yolo_files`` of ``paths``; a file that changed while it read it is an InputError."""
+    assert _colparse is not None  # the callers check it
+    try:
+        return _colparse.yolo_files(paths, MAX_BYTES["text"], width, height, layout)
+    except OSError as exc:  # ESTALE: see deteval.io._text.check_unchanged
+        raise changed_error(os.fsdecode(exc.filename), what=what) from None
+
+
 def _compiled_labels(
     label_paths: list[str],
     image_of_file: np.ndarray,
@@ -409,8 +448,12 @@ def _compiled_labels(
     """
     if _colparse is None or not label_paths:
         return None
-    found = _colparse.yolo_files(
-        label_paths, MAX_BYTES["text"], width[image_of_file], height[image_of_file], _LABEL_LAYOUT
+    found = _compiled_files(
+        label_paths,
+        width[image_of_file],
+        height[image_of_file],
+        _LABEL_LAYOUT,
+        what=f"YOLO label rows {_LABEL_ROW}",
     )
     if found is None:
         return None
@@ -631,13 +674,15 @@ def load_yolo_dt(
     folder : str or os.PathLike
         One txt file per image (images without a file have no detections).
     gt : GroundTruth
-        Images are matched by file-name stem, classes by id; sizes convert the boxes.
+        Images are matched by file-name stem (of ``file_name`` for COCO JSON), classes by id;
+        sizes convert the boxes. Against categories whose ids are not 0..K-1 (COCO JSON, VOC)
+        the class indices need ``category_map``.
     layout : {"cls cx cy w h conf", "cls conf cx cy w h"}
         Column order of the 6-column rows (Ultralytics ``save_conf=True`` writes the first).
     unknown_category : {"error", "drop"}
         Rows whose class id is not in the ground truth: refuse, or drop with a warning giving
         their share (at most ``max_drop`` of the rows).
-    category_map : {"index0", "index1"}, mapping, path or CategoryMap, optional
+    category_map : {"index0", "index1", "coco91"}, mapping, path or CategoryMap, optional
         How the rows' class ids name ground-truth categories (:mod:`deteval.io.category_map`);
         default: they are the ground truth's category ids.
     max_drop : float
@@ -652,7 +697,9 @@ def load_yolo_dt(
     ------
     InputError
         Rows without a confidence column (5 columns: which layout?), other column counts,
-        files of unknown images, unknown class ids, negative sizes, non-numbers (``file:line``).
+        files of unknown images or of a stem several images share, unknown class ids, class
+        indices against other category ids without ``category_map`` (the readings listed),
+        negative sizes, non-numbers (``file:line``).
     """
     folder = os.fspath(folder)
     if layout not in LAYOUTS:
@@ -660,7 +707,7 @@ def load_yolo_dt(
     if unknown_category not in ("error", "drop"):
         raise ValueError(f"unknown_category must be 'error' or 'drop', found {unknown_category!r}")
     files = list_files(folder, what="a folder of YOLO prediction files <image stem>.txt")
-    index = {_stem(str(n)): i for i, n in enumerate(gt.image_name)}
+    index, twice = _stem_index(gt)
     txt = sorted((n for n in files if n.endswith(".txt")), key=lambda n: index.get(n[:-4], -1))
     unknown_files = [n for n in txt if n[:-4] not in index]
     if unknown_files:
@@ -670,7 +717,18 @@ def load_yolo_dt(
             [(os.path.join(folder, n), shorten(n[:-4])) for n in unknown_files],
             kind="files",
         )
+    ambiguous = [n for n in txt if n[:-4] in twice]
+    if ambiguous:
+        fail_records(
+            "prediction file whose stem names several images of the ground truth "
+            f"({', '.join(repr(x) for x in twice[ambiguous[0][:-4]][:3])})",
+            f"<image stem>.txt of one image of {gt.source} (file stems unique in the ground truth)",
+            [(os.path.join(folder, n), shorten(n[:-4])) for n in ambiguous],
+            kind="files",
+        )
     cmap = read_category_map(category_map)
+    if cmap is None and not np.array_equal(gt.category_id, np.arange(gt.n_classes)):
+        _refuse_unmapped_indices(folder, files, txt, gt)
     paths = [files[n] for n in txt]
     image_of_file = np.array([index[n[:-4]] for n in txt], dtype=np.int32)  # Detections.image's dtype
     compiled = _compiled_predictions(paths, image_of_file, gt, layout)
@@ -716,6 +774,48 @@ def load_yolo_dt(
     return result.take(keep) if keep is not None else result
 
 
+def _stem_index(gt: GroundTruth) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Image index of each file stem of ``gt`` (``val/000001.jpg`` -> ``000001``), and shared stems.
+
+    The second dict maps each stem that several images share to their names.
+    """
+    index: dict[str, int] = {}
+    names: dict[str, list[str]] = {}
+    for i, name in enumerate(gt.image_name):
+        key = stem(str(name))
+        names.setdefault(key, []).append(str(name))
+        index.setdefault(key, i)
+    return index, {k: v for k, v in names.items() if len(v) > 1}
+
+
+def _refuse_unmapped_indices(folder: str, files: dict, txt: list[str], gt: GroundTruth) -> None:
+    """Refuse class indices against categories whose ids are not 0..K-1, listing the readings.
+
+    A YOLO prediction file's class is the model's 0-based class index. Against a YOLO dataset
+    the categories are those indices; against a COCO JSON (or VOC) ground truth with other ids,
+    an index read as an id lands on the wrong category or none, so the reading must be stated.
+    """
+    texts = [read_text(files[n], what="YOLO prediction rows") for n in txt]
+    class_ids = [_class_ids(split_rows(t), 0, files[n]) for n, t in zip(txt, texts, strict=True)]
+    ids = np.concatenate(class_ids) if class_ids else np.zeros(0, dtype=np.int64)
+    if not len(ids):
+        return
+    readings = [(name, c) for name, c in readings_of(ids, gt) if name != "ids"]
+    on = np.bincount(gt.category, minlength=gt.n_classes)[: gt.n_classes] > 0
+    listed = (
+        "candidates: " + "; ".join(describe_reading(name, c, on) for name, c in readings)
+        if readings
+        else f"no built-in reading maps every index ({int(ids.min())}..{int(ids.max())})"
+    )
+    raise InputError(
+        f"{folder}: YOLO prediction files hold class indices (0-based), and the categories of "
+        f"{gt.source} have other ids ({', '.join(str(int(i)) for i in gt.category_id[:8])}"
+        f"{', ...' if gt.n_classes > 8 else ''}): which category an index names must be stated; "
+        f"{listed}; expected --category-map NAME (category_map='NAME'), or a file mapping class "
+        f"index -> ground-truth id or name"
+    )
+
+
 #: What :func:`_read_predictions` and :func:`_compiled_predictions` give: image index, class id,
 #: pixel box ``[x, y, w, h]`` and score of every row, and a function giving ``(file:line, class
 #: id text)`` of every row (for the messages about class ids).
@@ -734,12 +834,12 @@ def _compiled_predictions(
     """
     if _colparse is None or not paths:
         return None
-    found = _colparse.yolo_files(
+    found = _compiled_files(
         paths,
-        MAX_BYTES["text"],
         gt.image_width[image_of_file],
         gt.image_height[image_of_file],
         LAYOUTS.index(layout),
+        what=f"YOLO prediction rows `{layout}`",
     )
     if found is None:
         return None

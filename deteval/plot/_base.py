@@ -11,13 +11,13 @@ import io
 import math
 import os
 import re
-import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deteval.errors import ConfigError, DetevalError
+from deteval.io.output import write_output
 
 if TYPE_CHECKING:  # matplotlib is optional at run time (the 'plot' extra)
     from matplotlib.typing import RcKeyType
@@ -174,34 +174,13 @@ def figure_bytes(figure: Any, fmt_name: str) -> bytes:
     return buffer.getvalue()
 
 
-def _file_mode(path: Path) -> int:
-    """The mode a new file gets (0o666 less the umask), or the mode of the file being replaced."""
-    try:
-        return path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
-
-
 def atomic_write(path: os.PathLike | str, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename.
+    """Write ``data`` to ``path`` with deteval's one writer (:func:`deteval.io.output.write_output`).
 
-    The temporary file is flushed and fsynced before :func:`os.replace`, so ``path`` holds
-    either its old content or all of ``data``, never a part; the temporary file is removed if
-    anything fails.
+    A regular file or a new path (symbolic links followed) is written through a temporary file
+    in the target's folder, fsynced, then renamed over it, so it holds either its old content or
+    all of ``data``, never a part; a device or FIFO is written directly. Errors (a full disk)
+    are a ConfigError naming ``path``.
     """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), _file_mode(path))
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return path
+    write_output(path, data, option="deteval.plot:")
+    return Path(path)

@@ -338,7 +338,7 @@ def forest(bootstrap_doc: Any, *, metrics: Sequence[str] | None = None) -> Any:
             for i in range(1, len(rows)):
                 if rows[i][4] != rows[i - 1][4]:
                     ax.axhline(len(rows) - i - 0.5, color="0.8", lw=0.8)
-        ax.set_xlabel("value (point estimate and percentile interval)")
+        ax.set_xlabel(f"value (point estimate and {settings.get('method', 'percentile')} interval)")
         level = settings.get("ci")
         ax.set_title(
             f"Bootstrap intervals ({fmt(level * 100 if level is not None else None, 0)}%, "

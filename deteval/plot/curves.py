@@ -50,7 +50,8 @@ def envelope(curve: PRCurve) -> tuple[np.ndarray, np.ndarray]:
     """
     recall = np.concatenate([[0.0], curve.recall, [1.0]])
     precision = np.concatenate([[0.0], curve.precision, [0.0]])
-    precision = np.maximum.accumulate(precision[::-1])[::-1]
+    # fmax: a raw precision that is NaN (nothing retrieved yet) takes the envelope's value there
+    precision = np.fmax.accumulate(precision[::-1])[::-1]
     return recall, precision
 
 

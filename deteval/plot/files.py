@@ -181,8 +181,9 @@ def plot_all(
     Returns
     -------
     list of Path
-        The files written, in figure order then format order. Each is written atomically (a
-        temporary file in ``out_dir``, fsynced, renamed over the target).
+        The files written, in figure order then format order. Each is written by
+        :func:`deteval.io.output.write_output`: atomically (a temporary file beside the target,
+        fsynced, renamed over it; a symbolic link is followed), or directly into a device or FIFO.
 
     Raises
     ------

@@ -186,7 +186,9 @@ def _intervals_section(doc: dict, specs: list) -> str:
         for m in metrics:
             point = r.get("metrics", {}).get(m)
             ci = (r.get("metrics_ci") or {}).get(m)
+            bias = (r.get("metrics_bias") or {}).get(m)
             text = _num(point) + ("" if ci is None else f" [{_num(ci[0])}, {_num(ci[1])}]")
+            text += f" bias {bias:+.3f}" if isinstance(bias, (int, float)) and bias == bias else ""
             cells.append(f"<td class=num>{text}</td>")
         rows.append(
             "<tr>"
@@ -199,7 +201,9 @@ def _intervals_section(doc: dict, specs: list) -> str:
     level = settings.get("ci")
     parts = [
         f'<section id="intervals"><h2>Uncertainty: bootstrap over images</h2>'
-        f'<p class="hint">{_num(level * 100 if level is not None else None, 0)}% percentile intervals, '
+        f'<p class="hint">{_num(level * 100 if level is not None else None, 0)}% '
+        f"{escape(settings.get('method', 'percentile'))} intervals (bias: the resampled values' mean "
+        f"minus the estimate), "
         f"{escape(settings.get('n', '?'))} resamples, seed {escape(settings.get('seed', '?'))}.</p>",
         _table(header, rows, sortable=False),
     ]
@@ -328,9 +332,10 @@ def write_report(
     results : EvalResult, sequence or mapping label -> EvalResult
         Several detectors and / or protocols are shown side by side (a mapping names them).
     out : path
-        The HTML file. Rendered completely in memory first, then written atomically (a
-        temporary file beside it, fsynced, renamed over it): if anything fails, ``out`` is
-        left as it was.
+        The HTML file. Rendered completely in memory first, then written by
+        :func:`deteval.io.output.write_output`: atomically (a temporary file beside it -- or
+        beside the target of a symbolic link -- fsynced, renamed over it; if anything fails,
+        ``out`` is left as it was), or directly into a device or FIFO.
     analysis : AnalysisResult or dict, optional
         :func:`deteval.diagnose.analyze` 's value or document: TIDE errors, confusion matrix,
         decomposition.

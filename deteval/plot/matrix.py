@@ -184,12 +184,13 @@ def decomposition_curves(decomp_doc: Any, category_id: int | None = None, *, max
     -------
     matplotlib.figure.Figure
         Two axes per class (precision factors, recall factors), lines labelled ``D``, ``L``,
-        ``C|L``; titles carry the class's AP_D, AP_L and AP_C|L.
+        ``C|L``; titles carry the class's AP_D, AP_L and AP_C|L (``AP_CgL = AP_D / AP_L``, so
+        ``AP_D = AP_L x AP_C|L``; not the AP of the C|L curve).
 
     Examples
     --------
-    >>> doc = {"iou_threshold": .5, "mean": {"AP_D": .5, "AP_L": .6, "AP_CgL": .8}, "per_class": [
-    ...     {"category_id": 1, "name": "cat", "AP_D": .5, "AP_L": .6, "AP_CgL": .8, "curve": {
+    >>> doc = {"iou_threshold": .5, "mean": {"AP_D": .5, "AP_L": .625, "AP_CgL": .8}, "per_class": [
+    ...     {"category_id": 1, "name": "cat", "AP_D": .5, "AP_L": .625, "AP_CgL": .8, "curve": {
     ...      "confidence": [.9, .5], "precision_D": [1., .5], "recall_D": [.5, .5], "precision_L": [1., 1.],
     ...      "recall_L": [.5, 1.], "precision_CgL": [1., .5], "recall_CgL": [1., .5]}}]}
     >>> fig = decomposition_curves(doc)
@@ -240,7 +241,7 @@ def decomposition_curves(decomp_doc: Any, category_id: int | None = None, *, max
                 if j == 0:
                     ax.set_title(
                         f"{safe_label(c['name'])}: AP_D {fmt(c.get('AP_D'))}, "
-                        f"AP_L {fmt(c.get('AP_L'))}, AP_C|L {fmt(c.get('AP_CgL'))}",
+                        f"AP_L {fmt(c.get('AP_L'))}, AP_C|L = AP_D / AP_L {fmt(c.get('AP_CgL'))}",
                         loc="left",
                         fontsize=9,
                     )

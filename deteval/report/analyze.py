@@ -12,7 +12,7 @@ import orjson
 
 from deteval._version import __version__
 from deteval.protocol import Protocol
-from deteval.report._format import _md_escape
+from deteval.report._format import _cells, _md_escape
 from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS, whose_ap
 
 __all__ = [
@@ -184,8 +184,8 @@ def _analysis_sections(doc: dict) -> list:
     if "decomposition" in doc:
         d = doc["decomposition"]
         names = [k for k in ("AP_D", "AP_L", "AP_CgL", "AP_SgCL") if k in d["mean"]]
-        product = " x ".join(n[3:].replace("CgL", "C|L").replace("SgCL", "S|C,L") for n in names[1:])
-        title = f"AP decomposition at IoU {d['iou_threshold']:g} (D = {product})"
+        # The scalar factors multiply to AP_D (AP_CgL = AP_D / AP_L: docs/analysis.md).
+        title = f"AP decomposition at IoU {d['iou_threshold']:g} (AP_D = {' x '.join(names[1:])})"
         header = ["class", *names]
         rows = [[c["name"], *(_analysis_num(c[n]) for n in names)] for c in d["per_class"]]
         rows.append(["mean", *(_analysis_num(d["mean"][n]) for n in names)])
@@ -206,6 +206,7 @@ def format_analysis_table(doc: dict) -> str:
     """Plain-text tables of an :meth:`AnalysisResult.to_dict` document."""
     blocks = []
     for title, header, rows in _analysis_sections(doc):
+        header, rows = _cells(header), [_cells(r) for r in rows]
         widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
         lines = [
             title,

@@ -7,8 +7,9 @@ import io
 from collections.abc import Sequence
 
 from deteval._version import __version__
+from deteval.errors import printable
 from deteval.evaluate import EvalResult
-from deteval.report._format import _csv_number, _fmt, _md_escape, csv_safe
+from deteval.report._format import _cells, _csv_number, _fmt, _md_escape, csv_safe
 
 __all__ = [
     "detectors_json",
@@ -24,6 +25,11 @@ __all__ = [
 
 def _interval_text(interval: Sequence | None) -> str:
     return "" if interval is None else f" [{_fmt(interval[0], 4)}, {_fmt(interval[1], 4)}]"
+
+
+def _bias_text(bias: float | None) -> str:
+    """The bootstrap bias beside an estimate (mean resampled value - estimate)."""
+    return "" if bias is None else f" bias {bias:+.4f}"
 
 
 def detectors_json(
@@ -47,7 +53,9 @@ def detectors_json(
         ``gt``, ``dt`` (one path per detector), ``detectors``, ``images``, ``gt_objects``,
         ``detections`` (one count per detector).
     intervals : per detector, per protocol: ``{"metrics_ci": ..., "per_class_ci": [...]}``, optional
-        Bootstrap intervals: each result gains ``metrics_ci`` and each class ``AP_ci``.
+        Bootstrap intervals: each result gains ``metrics_ci`` and each class ``AP_ci``; with
+        ``"metrics_bias"`` / ``"per_class_bias"`` also ``metrics_bias`` and each class
+        ``AP_bias`` (the bootstrap bias beside each estimate).
     comparisons : list of dict
         ``{"a", "b", "protocol", "metric", "difference", "ci", "p_value"}`` entries.
     bootstrap : dict, optional
@@ -58,9 +66,15 @@ def detectors_json(
         for p, result in enumerate(per_protocol):
             entry = {"detector": name, **result.to_dict()}
             if intervals is not None:
-                entry["metrics_ci"] = intervals[d][p]["metrics_ci"]
-                for row, ci in zip(entry["per_class"], intervals[d][p]["per_class_ci"]):
+                found = intervals[d][p]
+                entry["metrics_ci"] = found["metrics_ci"]
+                if "metrics_bias" in found:
+                    entry["metrics_bias"] = found["metrics_bias"]
+                biases = found.get("per_class_bias") or [None] * len(entry["per_class"])
+                for row, ci, bias in zip(entry["per_class"], found["per_class_ci"], biases):
                     row["AP_ci"] = ci
+                    if "metrics_bias" in found:
+                        row["AP_bias"] = bias
             entries.append(entry)
     doc = {"deteval_version": __version__, "inputs": dict(inputs), "results": entries}
     if bootstrap is not None:
@@ -96,7 +110,8 @@ def _detector_tables(doc: dict, *, per_class: bool) -> tuple[list, list[str]]:
             row = [metric]
             for e in entries:
                 ci = e.get("metrics_ci", {}).get(metric)
-                row.append(_fmt(e["metrics"][metric], 4) + _interval_text(ci))
+                bias = e.get("metrics_bias", {}).get(metric)
+                row.append(_fmt(e["metrics"][metric], 4) + _interval_text(ci) + _bias_text(bias))
             for e in entries[1:]:
                 value = e["metrics"][metric]
                 diff = "n/a" if value is None or base is None else f"{value - base:+.4f}"
@@ -105,20 +120,22 @@ def _detector_tables(doc: dict, *, per_class: bool) -> tuple[list, list[str]]:
                     diff += _interval_text(comparison["ci"]) + f" p={comparison['p_value']:.3g}"
                 row.append(diff)
             rows.append(row)
-        title = f"protocol {protocol} [{first['protocol_hash']}]"
+        title = f"protocol {printable(protocol)} [{first['protocol_hash']}]"
         tables.append((title, header, rows))
         if per_class:
             class_rows = [
                 [
                     c["name"],
                     *(
-                        _fmt(e["per_class"][k]["AP"], 4) + _interval_text(e["per_class"][k].get("AP_ci"))
+                        _fmt(e["per_class"][k]["AP"], 4)
+                        + _interval_text(e["per_class"][k].get("AP_ci"))
+                        + _bias_text(e["per_class"][k].get("AP_bias"))
                         for e in entries
                     ),
                 ]
                 for k, c in enumerate(first["per_class"])
             ]
-            tables.append((f"{protocol}: AP per class", ["class", *names], class_rows))
+            tables.append((f"{printable(protocol)}: AP per class", ["class", *names], class_rows))
     closing = []
     if "bootstrap" in doc:
         b = doc["bootstrap"]
@@ -126,15 +143,16 @@ def _detector_tables(doc: dict, *, per_class: bool) -> tuple[list, list[str]]:
             f"bootstrap: {b['n']} resamples of the images (seed {b['seed']}), "
             f"{b['method']} intervals at {b['ci']:g}"
         )
-        closing += [c["verdict"] for c in doc.get("comparisons", []) if c.get("verdict")]
+        closing += [printable(c["verdict"]) for c in doc.get("comparisons", []) if c.get("verdict")]
     return tables, closing
 
 
 def format_detectors_table(doc: dict, *, per_class: bool = True) -> str:
     """Detectors side by side: per protocol, metrics x detectors, differences to the first.
 
-    With bootstrap intervals each value shows ``[lo, hi]``, and each difference its interval and
-    p-value (for the metric the comparison was made on).
+    With bootstrap intervals each value shows ``[lo, hi]`` and the bootstrap bias (``bias
+    +0.0052``: the resampled values' mean minus the estimate), and each difference its interval
+    and p-value (for the metric the comparison was made on).
     """
     tables, closing = _detector_tables(doc, per_class=per_class)
     blocks = ["\n".join([title, *_plain_table(header, rows)]) for title, header, rows in tables]
@@ -142,6 +160,7 @@ def format_detectors_table(doc: dict, *, per_class: bool = True) -> str:
 
 
 def _plain_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    header, rows = _cells(header), [_cells(r) for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
     out = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
     out.append("  ".join("-" * w for w in widths))
@@ -167,17 +186,22 @@ def format_detectors_markdown(doc: dict, *, per_class: bool = True) -> str:
 
 
 def format_detectors_csv(doc: dict) -> str:
-    """``detector,protocol,metric,value,ci_lo,ci_hi`` rows (headline metrics and per-class AP)."""
+    """``detector,protocol,class,metric,value,ci_lo,ci_hi,bias`` rows (headline metrics, per-class AP).
+
+    ``bias``: the bootstrap bias beside the estimate (empty without ``--bootstrap``).
+    """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["detector", "protocol", "class", "metric", "value", "ci_lo", "ci_hi"])
+    writer.writerow(["detector", "protocol", "class", "metric", "value", "ci_lo", "ci_hi", "bias"])
     for e in doc["results"]:
         for metric, value in e["metrics"].items():
             ci = e.get("metrics_ci", {}).get(metric) or ["", ""]
-            writer.writerow([csv_safe(e["detector"]), e["protocol"], "", metric, _csv_number(value), *ci])
+            bias = _csv_number(e.get("metrics_bias", {}).get(metric))
+            writer.writerow(
+                [csv_safe(e["detector"]), e["protocol"], "", metric, _csv_number(value), *ci, bias]
+            )
         for c in e["per_class"]:
             ci = c.get("AP_ci") or ["", ""]
-            writer.writerow(
-                [csv_safe(e["detector"]), e["protocol"], csv_safe(c["name"]), "AP", _csv_number(c["AP"]), *ci]
-            )
+            row = [csv_safe(e["detector"]), e["protocol"], csv_safe(c["name"]), "AP", _csv_number(c["AP"])]
+            writer.writerow([*row, *ci, _csv_number(c.get("AP_bias"))])
     return buffer.getvalue()

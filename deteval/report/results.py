@@ -17,9 +17,10 @@ import numpy as np
 
 from deteval._version import __version__
 from deteval.analysis import OUTCOME_WORDS, MatchColumns, match_rows
+from deteval.errors import printable
 from deteval.evaluate import EvalResult
 from deteval.protocol import FIELDS, Protocol
-from deteval.report._format import _csv_number, _fmt, _md_escape, csv_safe
+from deteval.report._format import _cells, _csv_number, _fmt, _md_escape, csv_safe
 from deteval.summary import SUMMARY_TERMS
 from deteval.summary import none_if_nan as _none_if_nan
 
@@ -70,7 +71,7 @@ def describe_protocol(result: EvalResult) -> str:
     )
     areas = ",".join(p.area_names)
     return (
-        f"protocol {p.name} [{p.fingerprint()}]: {p.source}\n"
+        f"protocol {printable(p.name)} [{p.fingerprint()}]: {printable(p.source)}\n"
         f"  iou_type={p.iou_type} iou={thr} {p.iou_comparison} matching={p.matching} "
         f"boxes={p.box_convention} ap={p.ap_method} areas={areas} max_dets={p.max_dets} "
         f"difficult={p.difficult} crowd={p.crowd}"
@@ -135,6 +136,7 @@ def _per_class_rows(result: EvalResult) -> list[list[str]]:
 
 
 def _text_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    header, rows = _cells(header), [_cells(r) for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
     out = [line, "  ".join("-" * w for w in widths)]
@@ -210,7 +212,7 @@ def format_confidence_table(result: EvalResult, rows: list, threshold: float) ->
         for r in rows
     ]
     lines = [
-        f"\n{result.protocol.name}: detections with score >= {threshold:g} at IoU {iou:g}",
+        f"\n{printable(result.protocol.name)}: detections with score >= {threshold:g} at IoU {iou:g}",
         "",
         *_text_table(["id", "class", "tp", "fp", "fn", "precision", "recall", "F1"], body),
     ]
@@ -232,7 +234,7 @@ def format_mask_mode_comparison(protocol: Any, comparison: Any) -> str:
         f"{t:g}: {n}" for t, n in zip(protocol.iou_thresholds, comparison.changed_by_threshold) if n
     )
     lines = [
-        f"\n{protocol.name}: exact polygon IoU vs raster (pycocotools) IoU",
+        f"\n{printable(protocol.name)}: exact polygon IoU vs raster (pycocotools) IoU",
         "",
         *_text_table(["metric", "exact", "raster", "exact-raster"], rows),
         "",

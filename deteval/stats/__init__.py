@@ -30,7 +30,8 @@ The package's modules, lowest first (each imports only those above it):
 - :mod:`~deteval.stats.plan`: what the re-accumulation needs of one detector, computed once;
 - :mod:`~deteval.stats.weighted`: the weighted re-accumulation of a chunk of resamples;
 - :mod:`~deteval.stats.resample`: :func:`resample_metrics` (chunks, worker processes);
-- :mod:`~deteval.stats.intervals`: :class:`Interval`, :func:`percentile_interval`;
+- :mod:`~deteval.stats.intervals`: :class:`Interval`, :func:`interval` (basic, BCa, percentile),
+  :func:`bootstrap_bias`, :class:`BootstrapBiasWarning`;
 - :mod:`~deteval.stats.detector_bootstrap`: :func:`bootstrap` and its JSON pieces;
 - :mod:`~deteval.stats.comparison`: :func:`compare_detectors`, :func:`paired_difference`,
   :func:`verdict`.
@@ -52,30 +53,52 @@ from deteval.stats.detector_bootstrap import (
     BootstrapResult,
     DetectorBootstrap,
     bootstrap,
+    bootstrap_rows,
     bootstrap_settings_dict,
+    metrics_bias_dict,
     metrics_ci_dict,
+    per_class_bias_list,
     per_class_ci_list,
     result_ci_dict,
 )
-from deteval.stats.intervals import Interval, percentile_interval
+from deteval.stats.intervals import (
+    BootstrapBiasWarning,
+    Interval,
+    acceleration,
+    basic_interval,
+    bca_interval,
+    bootstrap_bias,
+    interval,
+    percentile_interval,
+)
 from deteval.stats.resample import ResampledMetrics, resample_metrics
-from deteval.stats.settings import BootstrapSettings, bootstrap_weights
+from deteval.stats.settings import BootstrapSettings, bootstrap_weights, jackknife_weights
 from deteval.stats.weighted import _thresholds_table  # noqa: F401  (tests/unit/test_stats.py)
 
 __all__ = [
     "BootstrapSettings",
     "Interval",
+    "BootstrapBiasWarning",
     "ResampledMetrics",
     "DetectorBootstrap",
     "BootstrapResult",
     "Comparison",
     "ComparisonResult",
     "bootstrap_weights",
+    "jackknife_weights",
+    "bootstrap_rows",
     "resample_metrics",
     "bootstrap",
     "compare_detectors",
     "paired_difference",
     "percentile_interval",
+    "basic_interval",
+    "bca_interval",
+    "acceleration",
+    "interval",
+    "bootstrap_bias",
+    "metrics_bias_dict",
+    "per_class_bias_list",
     "metrics_ci_dict",
     "per_class_ci_list",
     "result_ci_dict",

@@ -1,12 +1,13 @@
 """Paired comparison of detectors: is B better than A on this ground truth.
 
 The differences ``B - A`` are taken over the same resamples (paired bootstrap over images), with
-a percentile interval, a two-sided p-value and a plain-language verdict.
+an interval (the bootstrap's method: basic by default), a two-sided p-value and a plain-language
+verdict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,7 @@ from deteval.stats.detector_bootstrap import (
     bootstrap,
     bootstrap_settings_dict,
 )
-from deteval.stats.intervals import Interval, percentile_interval
+from deteval.stats.intervals import Interval, interval
 from deteval.stats.resample import _check_table
 from deteval.stats.settings import BootstrapSettings, _check_settings
 
@@ -41,7 +42,7 @@ class Comparison:
     difference : float or None
         Point difference ``metric(B) - metric(A)`` (None if undefined).
     ci : Interval
-        Percentile interval of the bootstrap differences.
+        Interval of the difference from the bootstrap differences (the bootstrap's method).
     p_value : float or None
         Two-sided paired-bootstrap p-value (see :func:`paired_difference`); None when
         ``n == 0`` or undefined.
@@ -80,9 +81,21 @@ class Comparison:
 
 
 def paired_difference(
-    samples_a: np.ndarray, samples_b: np.ndarray, point_a: float, point_b: float, *, ci: float = 0.95
+    samples_a: np.ndarray,
+    samples_b: np.ndarray,
+    point_a: float,
+    point_b: float,
+    *,
+    ci: float = 0.95,
+    method: str = "basic",
+    jackknife_a: np.ndarray | None = None,
+    jackknife_b: np.ndarray | None = None,
 ) -> tuple:
     """Interval and two-sided p-value of ``B - A`` from paired bootstrap samples.
+
+    The interval is ``method``'s (:func:`~deteval.stats.intervals.interval`) on the differences,
+    around the observed difference; BCa's acceleration comes from the paired jackknife
+    differences ``jackknife_b - jackknife_a`` when given.
 
     Returns
     -------
@@ -99,14 +112,19 @@ def paired_difference(
     """
     diff = np.asarray(samples_b, dtype=np.float64) - np.asarray(samples_a, dtype=np.float64)
     d = float(point_b) - float(point_a)
-    interval = percentile_interval(diff, ci=ci)
+    jackknife = None
+    if jackknife_a is not None and jackknife_b is not None:
+        jackknife = np.asarray(jackknife_b, dtype=np.float64) - np.asarray(jackknife_a, dtype=np.float64)
+    found = interval(diff, d, ci=ci, method=method, jackknife=jackknife, bounds=(-1.0, 1.0))
+    if found.lo is None and d != d:  # an undefined difference: the resampled values' own interval
+        found = interval(diff, d, ci=ci, method="percentile")
     defined = diff[~np.isnan(diff)]
     if d != d:
-        return None, interval, None, int(defined.size)
+        return None, found, None, int(defined.size)
     if defined.size == 0:
-        return d, interval, None, 0
+        return d, found, None, 0
     extreme = int(np.count_nonzero(np.abs(defined - d) >= abs(d)))
-    return d, interval, (1.0 + extreme) / (1.0 + defined.size), int(defined.size)
+    return d, found, (1.0 + extreme) / (1.0 + defined.size), int(defined.size)
 
 
 def verdict(comparison: Comparison) -> str:
@@ -164,11 +182,12 @@ def compare_detectors(
     n: int = 1000,
     seed: int = 0,
     ci: float = 0.95,
-    method: str = "percentile",
+    method: str = "basic",
     test: str = "bootstrap",
     metric: str | None = None,
     workers: int = 1,
     chunk_size: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> ComparisonResult:
     """Is detector B better than A on this ground truth? Paired bootstrap over images.
 
@@ -179,8 +198,8 @@ def compare_detectors(
         Two or more detectors (insertion order: the first is A; each later one is compared with
         it as B).
     protocol : Protocol or str
-    n, seed, ci, method, workers, chunk_size
-        As in :func:`bootstrap`.
+    n, seed, ci, method, workers, chunk_size, progress
+        As in :func:`bootstrap` (basic by default: the difference's interval too).
     test : {"bootstrap"}
         The paired bootstrap (see docs/statistics.md for why not a permutation test).
     metric : str, optional
@@ -226,16 +245,25 @@ def compare_detectors(
                 f"found {type(dt).__name__}"
             )
         results[str(name)] = score(table, gt, protocol)
-    boot = bootstrap(
-        gt, results, n=n, seed=seed, ci=ci, method=method, workers=workers, chunk_size=chunk_size
-    )
     metric = metric or ("mAP" if protocol.is_single_threshold else "AP")
-    first = boot.results[0]
-    if metric not in first.result.metrics:
+    first_result = next(iter(results.values()))
+    if metric not in first_result.metrics:  # before resampling: a typo costs nothing
         raise ConfigError(
             f"compare_detectors: metric {metric!r} is not reported by protocol "
-            f"{protocol.name!r}; expected one of {list(first.result.metrics)}"
+            f"{protocol.name!r}; expected one of {list(first_result.metrics)}"
         )
+    boot = bootstrap(
+        gt,
+        results,
+        n=n,
+        seed=seed,
+        ci=ci,
+        method=method,
+        workers=workers,
+        chunk_size=chunk_size,
+        progress=progress,
+    )
+    first = boot.results[0]
     comparisons = []
     for other in boot.results[1:]:
         comparisons.append(_compare(first, other, metric, boot.settings))
@@ -247,18 +275,27 @@ def _compare(
 ) -> Comparison:
     j = a.samples.metric_names.index(metric)
     point_a, point_b = a.result.metrics[metric], b.result.metrics[metric]
-    d, interval, p, n_def = paired_difference(
-        a.samples.metrics[:, j], b.samples.metrics[:, j], point_a, point_b, ci=settings.ci
+    jack_a = None if a.jackknife is None else a.jackknife.metrics[:, j]
+    jack_b = None if b.jackknife is None else b.jackknife.metrics[:, j]
+    d, found, p, n_def = paired_difference(
+        a.samples.metrics[:, j],
+        b.samples.metrics[:, j],
+        point_a,
+        point_b,
+        ci=settings.ci,
+        method=settings.method,
+        jackknife_a=jack_a,
+        jackknife_b=jack_b,
     )
     if settings.n == 0:
-        interval, p = Interval(None, None, 0), None
+        found, p = Interval(None, None, 0), None
     return Comparison(
         a=a.name,
         b=b.name,
         protocol=a.protocol,
         metric=metric,
         difference=d,
-        ci=interval,
+        ci=found,
         p_value=p,
         level=settings.ci,
         n=n_def,

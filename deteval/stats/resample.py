@@ -8,6 +8,7 @@ forked worker processes; the numbers are identical for any chunk size and number
 from __future__ import annotations
 
 import multiprocessing as mp
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -75,14 +76,16 @@ class _ResampleJob:
     chunk_size: int
 
 
-def _run_chunks(job: _ResampleJob, lo: int, hi: int) -> tuple:
-    """Metrics and per-class AP of resamples [lo, hi), chunk by chunk."""
+def _run_chunks(job: _ResampleJob, lo: int, hi: int, progress: Callable[[int], None] | None = None) -> tuple:
+    """Metrics and per-class AP of resamples [lo, hi), chunk by chunk (``progress(n)`` after each)."""
     names, metrics, per_class = (), [], []
     for start in range(lo, hi, job.chunk_size):
         stop = min(start + job.chunk_size, hi)
         names, m, c = _chunk_metrics(job.plan, np.ascontiguousarray(job.weights[start:stop]))
         metrics.append(m)
         per_class.append(c)
+        if progress is not None:
+            progress(stop - start)
     return names, np.concatenate(metrics), np.concatenate(per_class)
 
 
@@ -117,6 +120,7 @@ def resample_metrics(
     workers: int = 1,
     chunk_size: int | None = None,
     max_weight: np.ndarray | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> ResampledMetrics:
     """Score a matched detector on every weighted resample of the images.
 
@@ -135,6 +139,9 @@ def resample_metrics(
     max_weight : int (n_images,), optional
         Per-image upper bound of the weights used to lay out tied detections (computed from
         ``weights`` by default); any bound gives identical numbers.
+    progress : callable, optional
+        Called with the number of resamples just scored: after each chunk in this process;
+        with ``workers > 1`` once, when the workers are done.
 
     Returns
     -------
@@ -188,11 +195,13 @@ def resample_metrics(
     if workers and workers > 1 and n_b > 1 and "fork" in mp.get_all_start_methods():
         bounds = np.linspace(0, n_b, min(workers, n_b) + 1).astype(int)
         parts = _run_in_processes(job, list(zip(bounds[:-1].tolist(), bounds[1:].tolist())))
+        if progress is not None:
+            progress(n_b)
         names = parts[0][0]
         return ResampledMetrics(
             names, np.concatenate([m for _, m, _ in parts]), np.concatenate([c for _, _, c in parts])
         )
-    names, metrics, per_class = _run_chunks(job, 0, n_b)
+    names, metrics, per_class = _run_chunks(job, 0, n_b, progress)
     return ResampledMetrics(names, metrics, per_class)
 
 

@@ -14,7 +14,10 @@ import numpy as np
 
 from deteval.errors import ConfigError
 
-_METHODS = ("percentile",)
+#: Interval methods (docs/statistics.md): basic (the default), BCa, percentile.
+_METHODS = ("basic", "bca", "percentile")
+#: Groups of images of the jackknife that gives BCa its acceleration (each image alone below this).
+JACKKNIFE_GROUPS = 100
 
 
 @dataclass(frozen=True)
@@ -28,13 +31,14 @@ class BootstrapSettings:
     seed : int
     ci : float
         Confidence level of the intervals, in (0, 1).
-    method : {"percentile"}
+    method : {"basic", "bca", "percentile"}
+        How intervals are placed (docs/statistics.md); basic by default.
     """
 
     n: int = 1000
     seed: int = 0
     ci: float = 0.95
-    method: str = "percentile"
+    method: str = "basic"
 
     def __post_init__(self) -> None:
         _check_settings(self.n, self.seed, self.ci, self.method)
@@ -55,8 +59,7 @@ def _check_settings(n: Any, seed: Any, ci: Any, method: Any) -> None:
         )
     if method not in _METHODS:
         raise ConfigError(
-            f"bootstrap: method must be one of {list(_METHODS)}, found {method!r} "
-            f"(BCa is not offered: see docs/statistics.md)"
+            f"bootstrap: method must be one of {list(_METHODS)}, found {method!r} (docs/statistics.md)"
         )
 
 
@@ -87,3 +90,30 @@ def bootstrap_weights(n_images: int, *, n: int, seed: int) -> np.ndarray:
         return np.zeros((n, 0), dtype=np.int64)
     rng = np.random.default_rng(seed)
     return rng.multinomial(n_images, np.full(n_images, 1.0 / n_images), size=n).astype(np.int64)
+
+
+def jackknife_weights(n_images: int, *, seed: int, groups: int = JACKKNIFE_GROUPS) -> np.ndarray:
+    """Image weights of the grouped jackknife that gives BCa its acceleration.
+
+    The images are split into ``min(groups, n_images)`` groups of near-equal size (a random
+    partition from ``np.random.default_rng([seed, 1])``, independent of the resamples' draws);
+    row ``g`` weighs every image 1 except those of group ``g`` (0). With ``n_images <= groups``
+    each group is one image: the ordinary jackknife.
+
+    Returns
+    -------
+    int64 (n_groups, n_images)
+
+    Examples
+    --------
+    >>> jackknife_weights(3, seed=0).sum(axis=1).tolist()
+    [2, 2, 2]
+    >>> jackknife_weights(1000, seed=0).shape
+    (100, 1000)
+    """
+    n_groups = min(int(groups), int(n_images))
+    if n_groups == 0:
+        return np.zeros((0, n_images), dtype=np.int64)
+    group = np.empty(n_images, dtype=np.int64)
+    group[np.random.default_rng([seed, 1]).permutation(n_images)] = np.arange(n_images) % n_groups
+    return (group[None, :] != np.arange(n_groups)[:, None]).astype(np.int64)

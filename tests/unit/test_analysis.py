@@ -114,3 +114,33 @@ def test_cli_confidence_and_matches(tmp_path, capsys):
     )
     assert code == 3
     assert "refusing to overwrite" in capsys.readouterr().err
+
+
+def test_pr_curve_precision_is_nan_where_nothing_is_retrieved():
+    """Precision is NaN where tp + fp is 0 (chainercv's calc_detection_voc_prec_rec rule).
+
+    The top detection lies on a crowd region (ignored: neither true nor false positive), so
+    after it nothing is retrieved yet; the second finds the one object.
+    """
+    gt = {
+        "images": [{"id": 1, "width": 100, "height": 100}],
+        "categories": [{"id": 1, "name": "a"}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0},
+            {"id": 2, "image_id": 1, "category_id": 1, "bbox": [50, 50, 20, 20], "area": 400, "iscrowd": 1},
+        ],
+    }
+    dt = [
+        {"image_id": 1, "category_id": 1, "bbox": [50, 50, 20, 20], "score": 0.9},
+        {"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 0.8},
+    ]
+    curve = pr_curve(deteval.evaluate(gt, dt, "coco"), 1, iou_threshold=0.5)
+    assert curve.is_ignored.tolist() == [True, False]
+    assert np.isnan(curve.precision[0])
+    assert curve.precision[1:].tolist() == [1.0]
+    assert curve.recall.tolist() == [0.0, 1.0]
+    pytest.importorskip("matplotlib")
+    from deteval.plot.curves import envelope
+
+    # the devkit's envelope over the defined points: NaN takes the best precision after it
+    assert [v.tolist() for v in envelope(curve)] == [[0.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0]]

@@ -826,7 +826,9 @@ VOC_CASES = {
         0,
         warning="1 PASCAL classes have result files but no object in",
     ),
-    "no_result_files": VocCase("no result files", 0, warning="no result files"),
+    "no_result_files": VocCase(
+        "no result files", 3, ("no_result_files/results: no predictions found", "found README")
+    ),
     "xml_billion_laughs": VocCase(
         "XML with DTD entity tricks (billion laughs)",
         3,

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import deteval
+import deteval.diagnose
 from deteval import api
 from deteval.cli import main
 from deteval.errors import ConfigError

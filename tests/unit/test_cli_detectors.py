@@ -113,12 +113,13 @@ def test_bootstrap_json_contract_and_determinism(second_detector, capsys):
         "3",
     ]
     doc = _json(argv, capsys)
-    assert doc["bootstrap"] == {"n": 50, "seed": 3, "ci": 0.95, "method": "percentile"}
+    assert doc["bootstrap"] == {"n": 50, "seed": 3, "ci": 0.95, "method": "basic"}
     for entry in doc["results"]:
         assert set(entry["metrics_ci"]) == set(entry["metrics"])
+        assert set(entry["metrics_bias"]) == set(entry["metrics"])
         lo, hi = entry["metrics_ci"]["AP"]
         assert lo <= entry["metrics"]["AP"] <= hi
-        assert all("AP_ci" in c for c in entry["per_class"])
+        assert all("AP_ci" in c and "AP_bias" in c for c in entry["per_class"])
     (comparison,) = doc["comparisons"]
     assert {"a", "b", "protocol", "metric", "difference", "ci", "p_value"} <= set(comparison)
     assert (comparison["a"], comparison["b"], comparison["metric"]) == ("A", "B", "AP")
@@ -127,6 +128,19 @@ def test_bootstrap_json_contract_and_determinism(second_detector, capsys):
     assert 0.0 < comparison["p_value"] <= 1.0
     assert _json(argv, capsys) == doc  # the same seed gives the same document
     assert _json([*argv, "--workers", "2"], capsys) == doc  # and so does any number of workers
+
+
+def test_bootstrap_method_percentile_is_kept_by_name(capsys):
+    argv = ["evaluate", "--gt", GT, "--dt", DT, "--protocol", "voc2010", "--bootstrap", "40"]
+    basic = _json(argv, capsys)
+    percentile = _json([*argv, "--bootstrap-method", "percentile"], capsys)
+    assert (basic["bootstrap"]["method"], percentile["bootstrap"]["method"]) == ("basic", "percentile")
+    # Same resamples (same seed), so the same bias; the intervals are placed differently.
+    assert basic["results"][0]["metrics_bias"] == percentile["results"][0]["metrics_bias"]
+    samples = (basic["results"][0]["metrics_ci"]["mAP"], percentile["results"][0]["metrics_ci"]["mAP"])
+    assert all(ci is not None for ci in samples)
+    assert main([*argv, "--bootstrap-method", "studentized"]) == 2
+    assert "invalid choice: 'studentized'" in capsys.readouterr().err
 
 
 def test_identical_detectors_differ_by_zero_with_p_one(tmp_path, capsys):
@@ -169,7 +183,7 @@ def test_text_markdown_csv_outputs(second_detector, capsys):
     assert main([*base, "--format", "markdown"]) == 0
     assert capsys.readouterr().out.startswith("**protocol voc2010")
     assert main([*base, "--format", "csv"]) == 0
-    assert capsys.readouterr().out.splitlines()[0] == "detector,protocol,class,metric,value,ci_lo,ci_hi"
+    assert capsys.readouterr().out.splitlines()[0] == "detector,protocol,class,metric,value,ci_lo,ci_hi,bias"
 
 
 def test_usage_errors(second_detector, capsys):

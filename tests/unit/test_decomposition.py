@@ -195,3 +195,82 @@ def test_matched_variant_sits_beside_the_default_in_analyze():
     assert doc["decomposition"] == analyze(*_load(gt_dict, dt_list), "coco").to_dict()["decomposition"]
     with pytest.raises(ConfigError, match="variant 'matched' decomposes boxes only"):
         decompose(*_load(gt_dict, dt_list), get_protocol("coco").replace(iou_type="segm"), variant="matched")
+
+
+# --- the scalar summaries: AP_CgL = AP_D / AP_L, so that AP_D = AP_L * AP_CgL exactly ----------
+
+
+def _confused_detector(n_per_class=40, swap_every=3, top=3):
+    """Two classes, one object an image, one exact box on every object, scores descending.
+
+    Each class's ``top`` most confident detections carry the right label; below them every
+    ``swap_every``-th detection is called the other class. The C|L curves then start at 1 with
+    precision 1, so an AP of the C|L curve's envelope is 1 whatever the confusion below.
+    """
+    images, annotations, dets = [], [], []
+    for i in range(2 * n_per_class):
+        cls = 1 + i % 2
+        images.append({"id": i + 1})
+        annotations.append(
+            {
+                "id": i + 1,
+                "image_id": i + 1,
+                "category_id": cls,
+                "bbox": [0, 0, 10, 10],
+                "area": 100,
+                "iscrowd": 0,
+            }
+        )
+        rank = i // 2
+        called = cls if rank < top or rank % swap_every else 3 - cls
+        dets.append({"image_id": i + 1, "category_id": called, "bbox": [0, 0, 10, 10], "score": 1 - i / 1000})
+    gt_dict = {"images": images, "categories": [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]}
+    gt_dict["annotations"] = annotations
+    return gt_dict, dets
+
+
+@pytest.mark.parametrize("preset", ["coco", "voc2007", "voc2010"])
+def test_class_confusion_lowers_ap_cgl_and_the_summaries_factor(preset):
+    result = decompose(*_load(*_confused_detector()), preset)
+    for c in result.per_class:
+        assert c.ap["AP_L"] == pytest.approx(1.0, abs=0.02)  # every box is on an object
+        assert c.ap["AP_D"] < 0.9  # a third of the labels below the top 3 are wrong
+        assert c.ap["AP_CgL"] < 0.9, c.ap  # the old envelope summary gave 1.0 here
+        assert abs(c.ap["AP_D"] - c.ap["AP_L"] * c.ap["AP_CgL"]) <= 1e-12
+    m = result.mean
+    assert abs(m["AP_D"] - m["AP_L"] * m["AP_CgL"]) <= 1e-12
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_summaries_factor_exactly_on_generated_confusions(seed):
+    gt_dict, dt_list = confused(seed, max_images=12, max_classes=5)
+    result = decompose(*_load(gt_dict, dt_list), "coco")
+    for c in [*result.per_class, result]:
+        ap = c.ap if hasattr(c, "ap") else c.mean
+        if math.isnan(ap["AP_D"]):
+            assert math.isnan(ap["AP_CgL"])
+            continue
+        assert ap["AP_D"] <= ap["AP_L"]
+        if ap["AP_L"] == 0:  # nothing localized: classification given localization is undefined
+            assert ap["AP_D"] == 0
+            assert math.isnan(ap["AP_CgL"])
+        else:
+            assert 0 <= ap["AP_CgL"] <= 1
+            assert abs(ap["AP_D"] - ap["AP_L"] * ap["AP_CgL"]) <= 1e-12
+
+
+def test_nothing_localized_leaves_ap_cgl_undefined():
+    gt_dict = {
+        "images": [{"id": 1}],
+        "categories": [{"id": 1, "name": "a"}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "area": 100, "iscrowd": 0}
+        ],
+    }
+    dt_list = [{"image_id": 1, "category_id": 1, "bbox": [50, 50, 10, 10], "score": 0.9}]
+    result = decompose(*_load(gt_dict, dt_list), "coco")
+    c = result.per_class[0]
+    assert (c.ap["AP_D"], c.ap["AP_L"]) == (0.0, 0.0)
+    assert math.isnan(c.ap["AP_CgL"])
+    assert math.isnan(result.mean["AP_CgL"])
+    assert result.to_dict()["per_class"][0]["AP_CgL"] is None

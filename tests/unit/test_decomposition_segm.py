@@ -156,10 +156,35 @@ def test_equals_slow_twin(seed, t):
                 err_msg=f"{seed} {c.category_id} {name}",
             )
         if c.n_gt:
-            for name in ("D", "L", "CgL", "SgCL"):
-                assert c.ap[f"AP_{name}"] == interpolated_ap(
+            ap = {
+                name: interpolated_ap(
                     np.array(slow[f"recall_{name}"]), np.array(slow[f"precision_{name}"]), RASTER
                 )
+                for name in ("D", "L")
+            }
+            assert (c.ap["AP_D"], c.ap["AP_L"]) == (ap["D"], ap["L"])
+            # AP_LC: the box curve "localized and rightly classified", L * C|L (0 where P_L is 0).
+            lc = [
+                np.nan_to_num(np.array(slow[f"{k}_L"], float) * np.array(slow[f"{k}_CgL"], float), nan=0.0)
+                for k in ("recall", "precision")
+            ]
+            lc = [
+                np.where(np.isnan(np.array(slow[f"{k}_L"], float)), np.nan, x)
+                for k, x in zip(("recall", "precision"), lc)
+            ]
+            # The recall as the count's own quotient (k / n_gt): the product of the two factors can
+            # be an ulp off, and an ulp moves a 101-point recall threshold.
+            lc[0] = np.round(lc[0] * c.n_gt) / c.n_gt
+            ap_lc = interpolated_ap(*lc, RASTER)
+            if ap["L"] == 0:
+                assert math.isnan(c.ap["AP_CgL"])
+            else:
+                assert c.ap["AP_CgL"] == pytest.approx(ap_lc / ap["L"], rel=0, abs=1e-12)
+            if ap_lc == 0:
+                assert math.isnan(c.ap["AP_SgCL"])
+            else:
+                assert c.ap["AP_SgCL"] == pytest.approx(ap["D"] / ap_lc, rel=0, abs=1e-12)
+                assert abs(c.ap["AP_D"] - c.ap["AP_L"] * c.ap["AP_CgL"] * c.ap["AP_SgCL"]) <= 1e-12
 
 
 @pytest.mark.parametrize("protocol", [RASTER, EXACT], ids=["raster", "exact"])

@@ -55,6 +55,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("deteval.api", "deteval.evaluator"),
     ("deteval.integrations",),
     ("deteval.interop",),
+    # torchmetrics' MeanAveragePrecision writes COCO datasets and scores them with the drop-in
+    # COCOeval, as torchmetrics does with pycocotools'.
+    ("deteval.integrations.torchmetrics",),
     ("deteval.cli",),
     ("deteval", "deteval.__main__"),
 )

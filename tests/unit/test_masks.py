@@ -563,11 +563,6 @@ def evaluate_gt(segmentation, protocol=EXACT, **kwargs):
             r"not pycocotools' encoding.*a string that ends inside a run "
             r"\(or is empty\)",
         ),
-        (
-            {"size": [50, 100], "counts": [5000]},
-            r"RLE `size` differs from its image's \[height, width\]; "
-            r".*found \[50, 100\] for an image of \[100, 100\]",
-        ),
     ],
 )
 def test_invalid_segmentations_name_the_record(segmentation, message):

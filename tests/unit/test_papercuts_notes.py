@@ -113,6 +113,4 @@ def test_the_html_report_says_whose_tide_ap_it_shows(tmp_path):
         result, out=tmp_path / "r.html", analysis=analyze(gt, dt, "coco", decompose=False, confusion=False)
     )
     html = out.read_text(encoding="utf-8")
-    assert (
-        "AP 0.433 (tidecv&#x27;s rules, not evaluate&#x27;s: a class without ground truth counts 0" in html
-    )
+    assert "AP 0.433 (tidecv&#x27;s rules, not evaluate&#x27;s: a class without ground truth counts 0" in html

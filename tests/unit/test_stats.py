@@ -11,6 +11,7 @@ from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputError
 from deteval.evaluate import match, score
 from deteval.stats import (
+    BootstrapBiasWarning,
     bootstrap,
     bootstrap_settings_dict,
     bootstrap_weights,
@@ -250,13 +251,16 @@ def test_intervals_contain_the_point_estimate_and_json_pieces():
     assert all("AP_ci" in c for c in d["per_class"])
     assert d["metrics_ci"] == metrics_ci_dict(det)
     assert [c["AP_ci"] for c in d["per_class"]] == per_class_ci_list(det)
-    assert bootstrap_settings_dict(boot.settings) == {"n": 100, "seed": 0, "ci": 0.95, "method": "percentile"}
+    assert bootstrap_settings_dict(boot.settings) == {"n": 100, "seed": 0, "ci": 0.95, "method": "basic"}
+    assert set(d["metrics_bias"]) == set(result.metrics)
+    assert all("AP_bias" in c for c in d["per_class"])
     json.dumps(boot.to_dict(), allow_nan=False)
 
 
 def test_undefined_values_are_counted_and_null():
     gt, dt = _tied_data()
-    boot = bootstrap(gt, {"A": deteval.evaluate(gt, dt, "voc2010")}, n=60, seed=0)
+    with pytest.warns(BootstrapBiasWarning, match="mAP 0.5141 \\(98.3% of the resamples above it"):
+        boot = bootstrap(gt, {"A": deteval.evaluate(gt, dt, "voc2010")}, n=60, seed=0)
     det = boot.results[0]
     nogt = det.per_class_ci[2]
     assert nogt.as_list() is None
@@ -290,7 +294,10 @@ def test_paired_difference_p_value():
         ({"n": -1}, "n (number of resamples) must be an integer >= 0, found -1"),
         ({"ci": 1.0}, "ci (confidence level) must be a number in (0, 1), e.g. 0.95; found 1.0"),
         ({"ci": 0}, "found 0"),
-        ({"method": "bca"}, "method must be one of ['percentile'], found 'bca'"),
+        (
+            {"method": "studentized"},
+            "method must be one of ['basic', 'bca', 'percentile'], found 'studentized'",
+        ),
         ({"seed": -3}, "seed must be an integer >= 0, found -3"),
     ],
 )
@@ -301,6 +308,9 @@ def test_bad_settings(kwargs, message):
     assert message in str(e.value)
 
 
+@pytest.mark.filterwarnings(
+    "ignore::deteval.stats.intervals.BootstrapBiasWarning"
+)  # 5 resamples of tiny data
 def test_detectors_of_a_different_ground_truth_are_refused():
     gt, dt = _data(0)
     other_gt, other_dt = _data(1)
@@ -350,10 +360,11 @@ def test_worked_example_of_the_docs():
     ra, rb = cmp.bootstrap.results
     assert round(ra.result.metrics["AP"], 3) == 0.462
     assert round(rb.result.metrics["AP"], 3) == 0.493
-    assert [round(x, 3) for x in ra.metrics_ci["AP"].as_list()] == [0.255, 0.791]
-    assert [round(x, 3) for x in rb.metrics_ci["AP"].as_list()] == [0.33, 0.88]
+    assert [round(x, 3) for x in ra.metrics_ci["AP"].as_list()] == [0.132, 0.668]
+    assert [round(x, 3) for x in rb.metrics_ci["AP"].as_list()] == [0.106, 0.656]
+    assert (round(ra.metrics_bias["AP"], 3), round(rb.metrics_bias["AP"], 3)) == (0.052, 0.072)
     assert cmp.verdicts() == [
-        "B - A = +0.031 AP [+0.000, +0.222] (coco), p = 0.425: no significant difference at the 5% level"
+        "B - A = +0.031 AP [-0.160, +0.062] (coco), p = 0.425: no significant difference at the 5% level"
     ]
     doc = (Path(__file__).resolve().parents[2] / "docs" / "statistics.md").read_text()
     assert cmp.verdicts()[0] in doc

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from deteval.data import Detections
-from deteval.errors import DetevalError
+from deteval.errors import DetevalError, InputError
 from deteval.io.category_map import _with_categories
 from deteval.io.coco import fast, load_coco_dt, load_coco_gt, results
 from deteval.io.identity import _named
@@ -386,8 +386,8 @@ def test_without_the_extension_nothing_streams(gt, tmp_path, monkeypatch):
 # A file that changes while it is read
 
 
-def test_a_file_changed_while_read_is_read_again_whole(gt, tmp_path, monkeypatch):
-    """Appended to while streamed: the parts are dropped, the file is read again whole (as it then is)."""
+def test_a_file_changed_while_read_is_an_error(gt, tmp_path, monkeypatch):
+    """Appended to while streamed: an error naming the file (its parts may mix two versions)."""
     path = tmp_path / "dt.json"
     path.write_text(json.dumps(PLAIN))
     grown = json.dumps(PLAIN * 2)
@@ -399,16 +399,20 @@ def test_a_file_changed_while_read_is_read_again_whole(gt, tmp_path, monkeypatch
         return real_feed(self, raw, first=first, last=last)
 
     monkeypatch.setattr(fast._BoxParts, "feed", feed)
-    assert fast._stream_box_results(str(path), gt, chunk_size=100) is None
+    with pytest.raises(InputError, match=f"^{path}: changed while read"):
+        fast._stream_box_results(str(path), gt, chunk_size=100)
     monkeypatch.setattr(fast._BoxParts, "feed", real_feed)
-    assert len(load_coco_dt(path, gt)) == 2 * len(PLAIN)
+    assert len(load_coco_dt(path, gt)) == 2 * len(PLAIN)  # once the writer is done, it loads
 
 
 @pytest.mark.parametrize("size_change", [-1, 1])
-def test_more_or_fewer_bytes_than_the_size_give_up(gt, size_change):
+def test_more_or_fewer_bytes_than_the_size_are_counted(gt, size_change):
+    """Reading stops past the size, or at the end: the count differs from it (check_unchanged refuses)."""
     raw = json.dumps(PLAIN).encode()
     parts = fast._BoxParts(len(raw), gt, None)
-    assert not fast._read_parts(_Trickle(raw, [50]), parts, len(raw) + size_change, 64)
+    n_read = fast._read_parts(_Trickle(raw, [50]), parts, len(raw) + size_change, 64)
+    assert n_read is not None
+    assert n_read != len(raw) + size_change
 
 
 def test_a_long_run_of_whitespace_grows_the_buffer(gt):

@@ -18,7 +18,7 @@ import pytest
 
 import deteval
 from deteval.cli import main
-from deteval.errors import InputError, InputWarning
+from deteval.errors import InputError
 from deteval.io import load_detections, load_ground_truth
 from deteval.io.voc import detect_prefix, load_voc_dt, load_voc_gt, parse_xml
 from deteval.io.yolo import image_size, load_yolo_dt, load_yolo_gt
@@ -796,16 +796,12 @@ def test_result_file_of_an_unknown_class(tmp_path, voc_gt):
     assert any("left out 1 result files of classes not in the ground truth" in w for w in dt.warnings)
 
 
-def test_no_result_files_is_a_warning_and_ap_zero(tmp_path):
+def test_no_result_files_is_an_error_naming_where_it_looked(tmp_path):
+    """A folder with nothing to score used to give AP 0 for every class, exit 0 (docs/inputs.md)."""
     root = _simple_root(tmp_path)
     folder = _results(tmp_path, {"notes.md": "nothing"})
-    with pytest.warns(InputWarning, match="no result files"):
-        result = deteval.evaluate(root, folder, "voc2010")
-    assert [c["AP"] for c in result.per_class] == [0.0, 0.0]
-    assert any(
-        "no result files (<prefix><class>.txt): every class with ground truth gets AP 0" in w
-        for w in result.warnings
-    )
+    with pytest.raises(InputError, match=r"res: no predictions found; looked for .* found notes\.md"):
+        deteval.evaluate(root, folder, "voc2010")
 
 
 def test_error_txt_files_but_none_for_a_class(tmp_path, voc_gt):
@@ -1184,3 +1180,63 @@ def test_voc_result_files_against_coco_ground_truth(tmp_path):
     result = deteval.evaluate(gt, folder, "voc2010-continuous")
     assert result.per_class[0]["AP"] == 1.0
     assert result.per_class[0]["num_det"] == 2
+
+
+@pytest.mark.parametrize("key", ["99999999999999999999", "9223372036854775808", "0x8000000000000000"])
+def test_yolo_names_key_beyond_int64_is_an_input_error(tmp_path, capsys, key):
+    """The user's data.yaml: ``names: {99999999999999999999: cat}`` was an OverflowError traceback."""
+    from deteval.cli import main
+
+    root = _yolo(tmp_path, yaml_text=f"names:\n  0: cat\n  {key}: dog\nval: images/val\n")
+    code = main(["evaluate", "--gt", str(root), "--dt", str(root / "labels" / "val")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert code == 3, err
+    value = int(key, 0)
+    assert err.strip() == (
+        f"deteval: error: {root / 'data.yaml'}: `names` key {value} does not fit a 64-bit class id; "
+        f"expected class ids 0 .. {2**63 - 1} (the class indices of the label files, usually "
+        f"0 .. nc-1): renumber `names`"
+    )
+
+
+@pytest.mark.parametrize("no_extension", ["0", "1"])
+def test_yolo_class_ids_above_2_53_are_read_exactly(tmp_path, no_extension):
+    """A class id of 2**53 + 1 is not a float: read as the integer written, in both readers."""
+    import subprocess
+    import sys
+
+    big = 2**53 + 1
+    root = _yolo(
+        tmp_path,
+        yaml_text=f"names:\n  0: cat\n  {big}: dog\nval: images/val\n",
+        labels={"a.txt": f"0 0.5 0.5 0.2 0.4\n{big} 0.25 0.5 0.5 1\n", "b.txt": f"{big} 0.5 0.5 1 1\n"},
+    )
+    script = (
+        "import sys, json; from deteval.io import load_ground_truth; "
+        "gt = load_ground_truth(sys.argv[1]); "
+        "print(json.dumps([gt.category_id.tolist(), gt.category.tolist()]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(root)],
+        env={
+            **os.environ,
+            "DETEVAL_NO_EXTENSION": no_extension,
+            "PYTHONPATH": str(Path(__file__).parents[2]),
+        },
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [[0, big], [0, 1, 1]]
+
+
+def test_yolo_label_class_id_beyond_int64_says_so(tmp_path):
+    root = _yolo(
+        tmp_path, labels={"a.txt": "99999999999999999999 0.5 0.5 0.2 0.4\n", "b.txt": "1 0.5 0.5 1 1\n"}
+    )
+    with pytest.raises(InputError) as excinfo:
+        load_yolo_gt(root)
+    assert "a.txt:1: class id beyond 64 bits; expected an integer class id (within +-2**63)" in _message(
+        excinfo
+    )

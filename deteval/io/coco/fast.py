@@ -35,7 +35,7 @@ from deteval import _speedups
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError, InputError
 from deteval.io._json import _count_keys, _orjson, count_raw_keys
-from deteval.io._text import MAX_BYTES, read_bytes
+from deteval.io._text import MAX_BYTES, check_unchanged, read_bytes
 from deteval.io.category_map import CategoryMap, map_categories
 from deteval.io.coco._common import _duplicates
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
@@ -193,10 +193,15 @@ def _stream_box_results(
     numbers, warnings and errors -- without the extension, for anything but a regular file
     (a FIFO, ``/dev/stdin``: the whole-file reader decides about it), for a file that is not the
     plain shape in any part, that needs a message (unknown image or category, negative size), that
-    holds no record, that cannot be read, or that changed while read (its size or modification time
-    at the end differ from the start, or more or fewer bytes than its size were read): such a file
-    is read again whole, as it then is. Nothing read is recorded as an input unless this returns
-    the detections.
+    holds no record, or that cannot be read. Nothing read is recorded as an input unless this
+    returns the detections.
+
+    Raises
+    ------
+    InputError
+        The file changed while read (:func:`~deteval.io._text.check_unchanged`: the open file or
+        the path show another size, modification time, inode or device at the end than at the
+        start, or more or fewer bytes than its size were read): its parts may mix two versions.
     """
     if _colparse is None:
         return None
@@ -217,12 +222,13 @@ def _stream_box_results(
             if hasattr(os, "set_blocking"):
                 os.set_blocking(fd, True)
             parts = _BoxParts(start.st_size, gt, cmap)
-            if not _read_parts(f, parts, start.st_size, chunk_size):
-                return None
-            end = os.fstat(fd)
+            n_read = _read_parts(f, parts, start.st_size, chunk_size)
         except OSError:
             return None  # read again whole: read_bytes names the problem
-    if (end.st_size, end.st_mtime_ns) != (start.st_size, start.st_mtime_ns):
+        # a file that changed is an error even when a part was not plain: those parts may mix
+        # two versions, and so would a whole read that starts again now
+        check_unchanged(path, start, fd, n_read, what="a results file")
+    if n_read is None:
         return None
     finished = parts.finish()
     del parts
@@ -236,10 +242,12 @@ def _stream_box_results(
     return _box_result(image, category, box, score, path=path, warnings=warnings)
 
 
-def _read_parts(f: Any, parts: _BoxParts, size: int, chunk_size: int) -> bool:
-    """Read ``f`` to its end in parts cut after a ``}``, feeding each to ``parts``; False to give up.
+def _read_parts(f: Any, parts: _BoxParts, size: int, chunk_size: int) -> int | None:
+    """Read ``f`` to its end in parts cut after a ``}``, feeding each to ``parts``.
 
-    ``size`` bytes are expected: more, or fewer at the end, give up (the file changed).
+    Returns the number of bytes read, or None to give up when a part is not plain (the caller
+    reads the file whole). ``size`` bytes are expected: reading stops past them (the file grew
+    while read: the caller's :func:`~deteval.io._text.check_unchanged` names it).
     """
     buf = bytearray(max(chunk_size, 1))
     filled = total = 0
@@ -252,16 +260,18 @@ def _read_parts(f: Any, parts: _BoxParts, size: int, chunk_size: int) -> bool:
         with memoryview(buf) as view:
             got = f.readinto(view[filled:])
             if not got:
-                return total == size and parts.feed(view[:filled], first=first, last=True)
+                if total != size:
+                    return total
+                return total if parts.feed(view[:filled], first=first, last=True) else None
             total += got
             filled += got
             if total > size:
-                return False
+                return total
             cut = buf.rfind(b"}", 0, filled) + 1
             if not cut:
                 continue
             if not parts.feed(view[:cut], first=first, last=False):
-                return False
+                return None
             first = False
             rest = bytes(view[cut:filled])
         buf[: len(rest)] = rest

@@ -26,6 +26,7 @@ name is re-exported here.
 from __future__ import annotations
 
 from deteval.io.segmentation.parsing import CheckedMasks, parse_masks
+from deteval.io.segmentation.rle import check_group_sizes, check_pair_sizes, mask_sizes
 from deteval.io.segmentation.sources import (
     MAX_COORDINATE,
     MAX_PIXELS,
@@ -54,4 +55,7 @@ __all__ = [
     "values_source",
     "parse_masks",
     "raster_image_size",
+    "check_group_sizes",
+    "check_pair_sizes",
+    "mask_sizes",
 ]

@@ -1,7 +1,8 @@
 """RLE segmentations: keys, sizes and counts (uncompressed lists and pycocotools' strings) checked.
 
-An RLE is ``{"size": [h, w], "counts": ...}``; its runs must add up to ``h * w`` and its size be
-its image's, or pycocotools reads or writes past the mask. Compressed counts strings are checked
+An RLE is ``{"size": [h, w], "counts": ...}``; its runs must add up to ``h * w``, or pycocotools
+reads or writes past the mask. Its size need not be its image's: only the two masks of a pair
+must agree (:func:`check_pair_sizes`, what pycocotools can score). Compressed counts strings are checked
 and their runs summed in numpy, without pycocotools. Used by
 :func:`~deteval.io.segmentation.parsing.parse_masks`.
 """
@@ -9,10 +10,20 @@ and their runs summed in numpy, without pycocotools. Used by
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 
-from deteval.io.segmentation.sources import MAX_PIXELS, SegmentationSource, _as_float, _show, fail_records
+from deteval.errors import InputError
+from deteval.io.segmentation.sources import (
+    MAX_PIXELS,
+    N_SHOWN,
+    RLE,
+    SegmentationSource,
+    _as_float,
+    _show,
+    fail_records,
+)
 
 
 def _parse_rles(src: SegmentationSource, rle_rows: np.ndarray) -> tuple:
@@ -34,7 +45,6 @@ def _parse_rles(src: SegmentationSource, rle_rows: np.ndarray) -> tuple:
         encoded = _check_string_counts(src, string_rows, sizes, total_of)
         for r, e in zip(string_rows, encoded, strict=True):
             out[r] = {"size": [int(sizes[r, 0]), int(sizes[r, 1])], "counts": e}
-    _check_rle_sizes(src, rle_rows, sizes)
     return tuple(out)
 
 
@@ -195,19 +205,168 @@ def _check_string_counts(
     return encoded
 
 
-def _check_rle_sizes(src: SegmentationSource, rle_rows: np.ndarray, sizes: np.ndarray) -> None:
-    """An RLE must have its image's size (pycocotools silently gives IoU -1 otherwise)."""
-    image_size = src.image_size[src.image[rle_rows]]
-    known = np.isfinite(image_size).all(axis=1)
-    wrong = rle_rows[known & (image_size != sizes[rle_rows]).any(axis=1)]
+def mask_sizes(src: SegmentationSource, masks: Any, rows: np.ndarray) -> np.ndarray:
+    """(n, 2) float64: the ``[height, width]`` pycocotools gives each row's mask.
+
+    An RLE (compressed or not) keeps its own ``size``; a polygon is rasterised at its image's
+    ``[height, width]`` (NaN where the image has no size).
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    out = src.image_size[src.image[rows]].astype(np.float64)
+    for i in np.flatnonzero(masks.kind[rows] == RLE).tolist():
+        out[i] = masks.rle[int(rows[i])]["size"]
+    return out
+
+
+def check_pair_sizes(
+    det_src: SegmentationSource,
+    det_masks: Any,
+    gt_src: SegmentationSource,
+    gt_masks: Any,
+    det_rows: np.ndarray,
+    gt_rows: np.ndarray,
+) -> None:
+    """Refuse the (detection, ground truth) mask pairs of different sizes.
+
+    Parameters
+    ----------
+    det_src, gt_src : SegmentationSource
+    det_masks, gt_masks : CheckedMasks
+    det_rows, gt_rows : int64 (n_pair,)
+        The pairs whose IoU is about to be computed.
+
+    Raises
+    ------
+    InputError
+        Naming the first five pairs (both records, both sizes) and their count.
+
+    Notes
+    -----
+    pycocotools never compares a mask with its image: it rasterises a polygon at the image's
+    ``[height, width]``, keeps an RLE at its own ``size``, and ``maskUtils.iou`` gives a pair
+    of masks of different sizes IoU -1: the pair can never match, and nothing is said. So a
+    10 x 10 RLE on a 640 x 640 image is fine when its partners are 10 x 10 too; only the pairs
+    pycocotools cannot score are refused (polygon pairs always share their image's size).
+    """
+    det_rows = np.asarray(det_rows, dtype=np.int64)
+    gt_rows = np.asarray(gt_rows, dtype=np.int64)
+    has_rle = np.flatnonzero((det_masks.kind[det_rows] == RLE) | (gt_masks.kind[gt_rows] == RLE))
+    if not len(has_rle):
+        return
+    d_unique, d_index = np.unique(det_rows[has_rle], return_inverse=True)
+    g_unique, g_index = np.unique(gt_rows[has_rle], return_inverse=True)
+    d_size = mask_sizes(det_src, det_masks, d_unique)[d_index]
+    g_size = mask_sizes(gt_src, gt_masks, g_unique)[g_index]
+    wrong = has_rle[(d_size != g_size).any(axis=1)]
     if len(wrong):
-        fail_records(
-            src,
-            wrong,
-            "RLE `size` differs from its image's [height, width]",
-            "the image's size (pycocotools would give every pair IoU -1)",
-            lambda r: f"{sizes[r].tolist()} for an image of {[int(v) for v in src.image_size[src.image[r]]]}",
+        _refuse_pairs(det_src, det_masks, gt_src, gt_masks, det_rows[wrong], gt_rows[wrong], len(wrong))
+
+
+def check_group_sizes(
+    det_src: SegmentationSource,
+    det_masks: Any,
+    gt_src: SegmentationSource,
+    gt_masks: Any,
+    det_group: np.ndarray,
+    gt_group: np.ndarray,
+) -> None:
+    """:func:`check_pair_sizes` for every (detection, ground truth) pair of the same group.
+
+    Parameters
+    ----------
+    det_src, gt_src : SegmentationSource
+    det_masks, gt_masks : CheckedMasks
+    det_group : int64 (n_det,)
+        The group of each detection (image and class), -1 for a detection never compared
+        (beyond ``max_dets`` in its group: pycocotools drops it before any IoU).
+    gt_group : int64 (n_gt,)
+        The group of each ground truth.
+
+    Raises
+    ------
+    InputError
+        As :func:`check_pair_sizes`, counting every mismatched pair.
+
+    Notes
+    -----
+    All masks of a group lie in one image, so all its polygons share a size: a group holds a
+    pair of different sizes exactly when it has both detections and ground truth and more than
+    one size among them (one of the two differing masks is then an RLE).
+    """
+    det_group = np.asarray(det_group, dtype=np.int64)
+    gt_group = np.asarray(gt_group, dtype=np.int64)
+    if not ((det_masks.kind == RLE).any() or (gt_masks.kind == RLE).any()):
+        return
+    both = np.intersect1d(det_group[det_group >= 0], gt_group)
+    d_rows = np.flatnonzero(np.isin(det_group, both))
+    g_rows = np.flatnonzero(np.isin(gt_group, both))
+    if not len(d_rows):
+        return
+    # a polygon of an image without a size: -1 (refused before by the rasterisation checks)
+    sizes = np.nan_to_num(
+        np.r_[mask_sizes(det_src, det_masks, d_rows), mask_sizes(gt_src, gt_masks, g_rows)], nan=-1.0
+    )
+    key = np.r_[det_group[d_rows], gt_group[g_rows]]
+    order = np.argsort(key, kind="stable")
+    starts = np.flatnonzero(np.r_[True, key[order][1:] != key[order][:-1]])
+    low = np.minimum.reduceat(sizes[order], starts, axis=0)
+    high = np.maximum.reduceat(sizes[order], starts, axis=0)
+    bad_groups = key[order][starts][(low != high).any(axis=1)]
+    if not len(bad_groups):
+        return
+    pairs_d: list[int] = []
+    pairs_g: list[int] = []
+    total = 0
+    d_size, g_size = sizes[: len(d_rows)], sizes[len(d_rows) :]
+    for group in bad_groups.tolist():
+        d_in, g_in = np.flatnonzero(det_group[d_rows] == group), np.flatnonzero(gt_group[g_rows] == group)
+        differs = (d_size[d_in][:, None, :] != g_size[g_in][None, :, :]).any(axis=2)
+        total += int(differs.sum())
+        for i, j in zip(*np.nonzero(differs), strict=True):
+            if len(pairs_d) < N_SHOWN:
+                pairs_d.append(int(d_rows[d_in[i]]))
+                pairs_g.append(int(g_rows[g_in[j]]))
+    _refuse_pairs(det_src, det_masks, gt_src, gt_masks, np.array(pairs_d), np.array(pairs_g), total)
+
+
+def _refuse_pairs(
+    det_src: SegmentationSource,
+    det_masks: Any,
+    gt_src: SegmentationSource,
+    gt_masks: Any,
+    det_rows: np.ndarray,
+    gt_rows: np.ndarray,
+    total: int,
+) -> None:
+    """Raise the InputError of mask pairs of different sizes (the first five shown)."""
+
+    def size_of(src: SegmentationSource, masks: Any, row: int) -> str:
+        size = mask_sizes(src, masks, np.array([row]))[0]
+        shown = [int(v) if np.isfinite(v) else None for v in size]
+        return f"{shown} (its RLE `size`)" if masks.kind[row] == RLE else f"{shown} (its image's, a polygon)"
+
+    def pair(k: int) -> tuple[str, str]:
+        d, g = int(det_rows[k]), int(gt_rows[k])
+        name = (
+            f"{det_src.where}: {det_src.kind} #{int(det_src.number[d])} ({det_src.label(d)}) and "
+            f"{gt_src.where}: {gt_src.kind} #{int(gt_src.number[g])} ({gt_src.label(g)})"
         )
+        return name, f"{size_of(det_src, det_masks, d)} and {size_of(gt_src, gt_masks, g)}"
+
+    problem = "the two masks of a pair have different sizes"
+    expected = (
+        "one [height, width] for both (an RLE has its `size`; a polygon is rasterised at its "
+        "image's height and width); pycocotools gives such a pair IoU -1, so it never matches, "
+        "without a word"
+    )
+    if total == 1:
+        name, found = pair(0)
+        raise InputError(f"{name}: {problem}; expected {expected}, found {found}")
+    shown = "; ".join(
+        f"{name}: {found}" for name, found in (pair(k) for k in range(min(N_SHOWN, len(det_rows))))
+    )
+    more = f"; and {total - N_SHOWN} more" if total > N_SHOWN else ""
+    raise InputError(f"{total} mask pairs: {problem}; expected {expected}; found {shown}{more}")
 
 
 _MAX_GROUPS = 7  # 35 bits per run: more than any mask of MAX_PIXELS needs

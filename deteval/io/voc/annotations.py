@@ -126,6 +126,76 @@ def _split_note(root: str, ids: list[str]) -> list[str]:
     ]
 
 
+def image_sets(root: str | os.PathLike) -> dict[str, list[str]]:
+    """The detection image sets of ``ImageSets/Main`` (split name -> image ids); {} without it.
+
+    Class files (``<class>_<split>.txt``, for classification) are not image sets, nor are txt
+    files that are not one plain image id per line, each once (``--split`` names their problem).
+    """
+    folder = os.path.join(os.fspath(root), "ImageSets", "Main")
+    if not os.path.isdir(folder):
+        return {}
+    names = sorted(
+        n[:-4] for n in list_files(folder, what="image sets") if n.endswith(".txt") and "_" not in n
+    )
+    sets = {}
+    for name in names:
+        try:
+            sets[name] = _read_split(os.fspath(root), name)[0]
+        except InputError:  # not a list of image ids (a README.txt, say): no image set
+            continue
+    return sets
+
+
+def choose_split(root: str | os.PathLike, image_ids: Sequence[str]) -> str | None:
+    """The image set of a root read without a split, chosen by the detections' image ids.
+
+    None when the root has at most one image set, or one that lists every annotation file (then
+    scoring every file is scoring that set). Otherwise the one set that holds every image id the
+    detections name; when several do, the one that lists exactly those ids.
+
+    Parameters
+    ----------
+    root : str or os.PathLike
+    image_ids : sequence of str
+        The VOC ids of the images the detections name.
+
+    Returns
+    -------
+    str or None
+
+    Raises
+    ------
+    InputError
+        Several image sets and no single one chosen by the ids: the sets, and which fit.
+    """
+    root = os.fspath(root)
+    sets = image_sets(root)
+    if len(sets) < 2:
+        return None
+    annotations = list_files(os.path.join(root, "Annotations"), what="VOC annotation files")
+    annotated = {n[:-4] for n in annotations if n.endswith(".xml")}
+    if any(set(ids) == annotated for ids in sets.values()):
+        return None
+    wanted = set(image_ids)
+    fit = [name for name, ids in sets.items() if wanted <= set(ids)]
+    if len(fit) == 1:
+        return fit[0]
+    exact = [name for name in fit if set(sets[name]) == wanted]
+    if len(exact) == 1:
+        return exact[0]
+    listed = ", ".join(f"{name} ({len(ids)} images)" for name, ids in sets.items())
+    if fit:
+        found = f"the detections' {len(wanted)} image ids are in each of {fit}"
+    else:
+        found = f"the detections' {len(wanted)} image ids are in no single one of them"
+    raise InputError(
+        f"{root}: no split given, and ImageSets/Main has several image sets: {listed}; {found}; "
+        f"expected --split NAME (split='NAME'): scoring every Annotations/*.xml scores images "
+        f"the detections were not made for"
+    )
+
+
 def load_voc_gt(
     root: str | os.PathLike, *, split: str | None = None, classes: Sequence[str] | None = None
 ) -> GroundTruth:

@@ -1,0 +1,139 @@
+"""SIGTERM and Ctrl-C while worker processes run: the parent reports once, workers never print.
+
+The real CLI in a real process, real signals, real forked workers (matching shards and bootstrap
+resamples).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deteval.sharding import usable_cpus
+from tests import ROOT
+
+pytestmark = pytest.mark.skipif(usable_cpus() < 2, reason="one CPU: no worker processes")
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> tuple[Path, Path]:
+    """4,000 images, 10 objects and 60 detections each: matching in workers takes a while."""
+    folder = tmp_path_factory.mktemp("workers")
+    rng = np.random.default_rng(0)
+    n_images, n_gt, n_dt = 4000, 10, 60
+    gt_xy, dt_xy = rng.uniform(0, 500, (n_images * n_gt, 2)), rng.uniform(0, 500, (n_images * n_dt, 2))
+    scores = rng.random(n_images * n_dt)
+    anns = ",".join(
+        f'{{"id":{k + 1},"image_id":{k // n_gt + 1},"category_id":{1 + k % 3},'
+        f'"bbox":[{x:.2f},{y:.2f},40,40],"area":1600,"iscrowd":0}}'
+        for k, (x, y) in enumerate(gt_xy.tolist())
+    )
+    images = ",".join(f'{{"id":{i + 1},"width":640,"height":640}}' for i in range(n_images))
+    cats = ",".join(f'{{"id":{c},"name":"c{c}"}}' for c in (1, 2, 3))
+    gt, dt = folder / "gt.json", folder / "dt.json"
+    gt.write_text(f'{{"images":[{images}],"annotations":[{anns}],"categories":[{cats}]}}')
+    dt.write_text(
+        "["
+        + ",".join(
+            f'{{"image_id":{k // n_dt + 1},"category_id":{1 + k % 3},"bbox":[{x:.2f},{y:.2f},40,40],"score":{s:.6f}}}'
+            for k, ((x, y), s) in enumerate(zip(dt_xy.tolist(), scores.tolist()))
+        )
+        + "]"
+    )
+    return gt, dt
+
+
+def workers_of(pid: int) -> set[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    try:
+        return {int(c) for c in path.read_text().split()}
+    except OSError:  # the process has ended
+        return set()
+
+
+def start(argv: list, *, new_session: bool = False) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "deteval", *map(str, argv)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=new_session,
+        # a background job starts with SIGINT ignored and Python keeps ignoring it: give the
+        # child the default, as a terminal does
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def signal_while_workers_run(
+    proc: subprocess.Popen, signum: int, *, generation: int, group: bool = False
+) -> tuple[str, str]:
+    """Send ``signum`` while the ``generation``-th set of workers runs (1: matching, 2: bootstrap)."""
+    seen: set[int] = set()
+    deadline = time.time() + 90
+    for _ in range(generation):
+        while time.time() < deadline and proc.poll() is None and not workers_of(proc.pid) - seen:
+            time.sleep(0.01)
+        current = workers_of(proc.pid) - seen
+        seen |= current
+    time.sleep(0.1)  # past the fork: the workers are busy
+    if proc.poll() is not None or not workers_of(proc.pid) & seen:
+        proc.kill()
+        proc.communicate()
+        pytest.fail("the workers were not running when the signal was due: make the run bigger")
+    if group:  # Ctrl-C in a terminal: the whole foreground process group gets SIGINT
+        os.killpg(proc.pid, signum)
+    else:
+        proc.send_signal(signum)
+    return proc.communicate(timeout=120)
+
+
+#: (extra arguments, which set of workers gets the signal)
+BOOTSTRAP = (["--workers", 2, "--bootstrap", 1000, "--protocol", "coco", "-q"], 2)
+MATCHING = (["--workers", 2, "--protocol", "coco", "-q"], 1)
+
+
+@pytest.mark.parametrize(
+    ("extra", "signum", "group", "code", "message"),
+    [
+        pytest.param(
+            BOOTSTRAP, signal.SIGTERM, False, 143, "deteval: terminated (SIGTERM)", id="bootstrap-SIGTERM"
+        ),
+        pytest.param(
+            BOOTSTRAP, signal.SIGINT, False, 130, "deteval: interrupted (Ctrl-C)", id="bootstrap-SIGINT"
+        ),
+        pytest.param(
+            BOOTSTRAP, signal.SIGINT, True, 130, "deteval: interrupted (Ctrl-C)", id="bootstrap-Ctrl-C-group"
+        ),
+        pytest.param(
+            BOOTSTRAP,
+            signal.SIGTERM,
+            True,
+            143,
+            "deteval: terminated (SIGTERM)",
+            id="bootstrap-SIGTERM-group",
+        ),
+        pytest.param(
+            MATCHING, signal.SIGTERM, False, 143, "deteval: terminated (SIGTERM)", id="matching-SIGTERM"
+        ),
+        pytest.param(
+            MATCHING, signal.SIGINT, True, 130, "deteval: interrupted (Ctrl-C)", id="matching-Ctrl-C-group"
+        ),
+    ],
+)
+def test_a_signal_during_workers_is_one_line_from_the_parent(inputs, extra, signum, group, code, message):
+    gt, dt = inputs
+    proc = start(["evaluate", "--gt", gt, "--dt", dt, *extra[0]], new_session=group)
+    out, err = signal_while_workers_run(proc, signum, generation=extra[1], group=group)
+    assert "Traceback" not in err, err
+    assert proc.returncode == code, err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(message), err
+    assert out == ""
