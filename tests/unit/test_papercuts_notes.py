@@ -101,6 +101,7 @@ def test_several_detectors_and_compare_choose_the_same_way(run_cli):
     assert "a VOC root and no --protocol; expected one of --protocol voc2007" in err
 
 
+@pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")  # bird: no ground truth
 def test_the_html_report_says_whose_tide_ap_it_shows(tmp_path):
     pytest.importorskip("matplotlib")
     from deteval.diagnose import analyze
