@@ -8,6 +8,7 @@ door's (:mod:`deteval.api`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -207,6 +208,7 @@ def match(
     *,
     images: np.ndarray | None = None,
     masks: PreparedMasks | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MatchTable:
     """Match detections to ground truth under ``protocol`` (no accumulation).
 
@@ -224,6 +226,10 @@ def match(
         calls (shards, protocols); built here when not given. Ignored for ``"bbox"``. Under
         ``class_agnostic`` pass masks prepared from the pooled values
         (:func:`deteval.pooling.pooled_for`); masks of the unpooled ones are prepared again.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each part of the matching (pairs, their IoUs
+        and the greedy matching of whole images; about 16 parts): ``done`` of ``total`` kept
+        detections are matched. The table is the same with or without it.
 
     Returns
     -------
@@ -282,12 +288,17 @@ def match(
     narrow = (
         lane_dtype(n_lane).itemsize <= 2 and row_dtype(n_det) == np.int32 and row_dtype(len(gt)) == np.int32
     )
-    bounds = _chunk_bounds(det_key_kept, n_class, _MATCH_CHUNK)
+    # With a progress callback, parts of about n_det / 16 detections, so that it moves inside
+    # the stage (the parts' table is the one-pass table).
+    chunk = _MATCH_CHUNK if progress is None else min(_MATCH_CHUNK, max(1, -(-len(det_rows) // 16)))
+    bounds = _chunk_bounds(det_key_kept, n_class, chunk)
     if len(bounds) == 2:  # one chunk: its outcome is the table's
         tp, ignored, (match_lane, match_det, match_gt) = _match_chunk(
             gt, dt, protocol, masks, det_rows, det_key_kept, sorted_truth, thresholds, narrow
         )
         del det_key_kept
+        if progress is not None:
+            progress(n_det, n_det)
     else:
         # Image shards of the sorted detections, matched one at a time: the pairs, IoUs and the
         # matcher's working set exist for one shard only (a bounded working set); the flags go
@@ -312,6 +323,8 @@ def match(
             ignored.bits[start:stop] = part_ignored.bits
             parts.append(part)
             del part_tp, part_ignored, part
+            if progress is not None:
+                progress(int(stop), n_det)
         del det_key_kept
         match_lane, match_det, match_gt = _table_rows(parts, n_lane, n_det, len(gt))
         del parts

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from deteval.analysis import at_confidence, match_columns, matches
 from deteval.api.inputs import Inputs, load_inputs, refuse_overwrite
-from deteval.api.protocols import default_protocol, parse_overrides, resolve_protocols
+from deteval.api.protocols import default_protocol, parse_overrides, protocol_choice, resolve_protocols
 from deteval.api.scoring import compare, compare_mask_modes, evaluate, evaluate_inputs, explain
 from deteval.api.slicing import evaluate_slices, image_attributes
 from deteval.api.validation import Validation, validate
@@ -36,6 +36,7 @@ __all__ = [
     "resolve_protocol",
     "resolve_protocols",
     "default_protocol",
+    "protocol_choice",
     "parse_overrides",
     "refuse_overwrite",
     "Inputs",

@@ -10,8 +10,11 @@ from deteval import api, report
 from deteval._version import __version__
 from deteval.cli._common import (
     EXIT_OK,
+    EXIT_USAGE,
+    _default_protocol,
     _detections,
     _finish,
+    _inputs_record,
     _load,
     _out,
     _print_warnings,
@@ -143,8 +146,16 @@ def _pictures(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"--{option.replace('_', '-')}: not part of `deteval {args.command}`; use deteval evaluate"
             )
+    _default_protocol(args)
     with recording_reads() as log:
         protocols = _protocols(args)
+    if args.explain and len(protocols) < 2:  # the walk goes from one protocol to the next
+        print(
+            f"deteval {args.command}: error: --explain walks from each protocol to the next: expected "
+            f"at least two --protocol, found 1; e.g. --protocol voc2007 --protocol coco",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     dts = {f"--dt #{i + 1}": d for i, d in enumerate(args.dt)}
     check_output(args.out, {"--gt": args.gt, **dts}, option="--out")
     with _warnings_of(args) as caught:
@@ -174,7 +185,7 @@ def _pictures(args: argparse.Namespace) -> int:
         summary = f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)"
     if args.output:
         inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}
-        doc = report.detectors_json(names, results, inputs=inputs_doc)
+        doc = report.detectors_json(names, results, inputs=_inputs_record(args, inputs_doc))
         _finish(args, report.dumps(doc), caught, log)
     else:
         _print_warnings(args, caught)

@@ -14,7 +14,7 @@ from deteval._version import __version__
 from deteval.protocol import Protocol
 from deteval.report._format import _cells, _md_escape
 from deteval.report.beyond import beyond_sections
-from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS
+from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS, whose_ap
 
 __all__ = [
     "analysis_json",
@@ -158,9 +158,11 @@ def _analysis_sections(doc: dict) -> list:
     out = []
     if "errors" in doc:
         e = doc["errors"]
+        whose = whose_ap(e, doc.get("protocol", {}).get("name"))  # tidecv's AP is not evaluate's
         title = (
             f"TIDE errors (mode {e['mode']}, foreground {e['thresholds']['foreground']:g}, "
-            f"background {e['thresholds']['background']:g}): AP {_analysis_num(e['ap'])}, dAP per type"
+            f"background {e['thresholds']['background']:g}): AP {_analysis_num(e['ap'])} ({whose}), "
+            "dAP per type"
         )
         header = ["", *MAIN_ERRORS, *SPECIAL_ERRORS]
         rows = [

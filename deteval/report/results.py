@@ -19,9 +19,9 @@ from deteval._version import __version__
 from deteval.analysis import OUTCOME_WORDS, MatchColumns, match_rows
 from deteval.errors import printable
 from deteval.evaluate import EvalResult
-from deteval.protocol import FIELDS
+from deteval.protocol import FIELDS, Protocol
 from deteval.report._format import _cells, _csv_number, _fmt, _md_escape, csv_safe
-from deteval.summary import AREA_ABBREVIATIONS, threshold_label
+from deteval.summary import SUMMARY_TERMS
 from deteval.summary import none_if_nan as _none_if_nan
 
 __all__ = [
@@ -37,19 +37,6 @@ __all__ = [
     "mask_mode_json",
     "format_matches_csv",
 ]
-
-
-_COCO_LINES = {
-    "AP": ("Average Precision", "all", "all"),
-    "AP50": ("Average Precision", "0.50", "all"),
-    "AP75": ("Average Precision", "0.75", "all"),
-    "APs": ("Average Precision", "all", "small"),
-    "APm": ("Average Precision", "all", "medium"),
-    "APl": ("Average Precision", "all", "large"),
-    "ARs": ("Average Recall", "all", "small"),
-    "ARm": ("Average Recall", "all", "medium"),
-    "ARl": ("Average Recall", "all", "large"),
-}
 
 
 def to_json(
@@ -92,38 +79,50 @@ def describe_protocol(result: EvalResult) -> str:
     )
 
 
+def _headline_terms(p: Protocol) -> dict[str, tuple[str, float | None, str, int | None]]:
+    """Each headline metric's (kind, IoU threshold or None for all, area, max_det) as it is computed.
+
+    pycocotools' and configured summaries by their terms (:mod:`deteval.summary`); keypoints'
+    ``_summarizeKps`` at maxDets 20; lvis-api's numbers at the largest ``max_dets``, the area rows
+    by name (APr/APc/APf: a frequency group of classes, all areas); Ultralytics' ``mAP50`` at the
+    first threshold and ``mAP50-95`` over all of them.
+    """
+    areas = {"s": "small", "m": "medium", "l": "large"}
+    top = p.max_dets[-1] if p.max_dets else None
+    first = p.area_names[0]
+    if p.summary in SUMMARY_TERMS and not (p.summary == "pycocotools" and p.iou_type == "keypoints"):
+        return {t.name: (t.kind, t.iou_threshold, t.area, t.max_det) for t in SUMMARY_TERMS[p.summary](p)}
+    if p.summary == "ultralytics":
+        return {"mAP50": ("AP", p.iou_thresholds[0], first, top), "mAP50-95": ("AP", None, first, top)}
+    out = {}
+    names: tuple[str, ...] = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
+    if p.summary == "lvis":
+        label = "all" if top is None else top
+        names = ("AP", "AP50", "AP75", "APs", "APm", "APl", "APr", "APc", "APf")
+        names += tuple(f"AR{a}@{label}" for a in ("", "s", "m", "l"))
+    for name in names:
+        base = name.partition("@")[0]
+        threshold = {"50": 0.5, "75": 0.75}.get(base[2:])
+        area = areas.get(base[2:], "all")
+        out[name] = (base[:2], threshold, area, top if p.summary == "lvis" else 20)
+    return out
+
+
 def _metric_lines(result: EvalResult) -> list[str]:
     p = result.protocol
-    lines = []
     if "mAP" in result.metrics:
         return [f"  mAP = {_fmt(result.metrics['mAP'], 4)}"]
     thresholds = p.iou_thresholds
     all_thr = f"{thresholds[0]:.2f}:{thresholds[-1]:.2f}"
-    top = max(p.max_dets) if p.max_dets else "all"
-    first_area = p.area_names[0]
-    by_label = {threshold_label(t): f"{t:.2f}" for t in thresholds}
-    area_of = {AREA_ABBREVIATIONS.get(a, "_" + a): a for a in p.area_names}
+    terms = _headline_terms(p)
+    lines = []
     for name, value in result.metrics.items():
-        suffix = name[2:]
-        is_cap = suffix.isdigit() and (p.max_dets is None or int(suffix) in p.max_dets)
-        if name.startswith("AR") and is_cap:  # AR1, AR10, AR100 (keypoints' AR50: IoU .50)
-            title, iou, area, md = "Average Recall", all_thr, first_area, suffix
-        else:
-            if p.summary == "pycocotools" and name in _COCO_LINES:
-                title, iou, area = _COCO_LINES[name]
-            else:  # configured summaries: AP<threshold>, AP<area>, AR<area> of this protocol
-                title = "Average Precision" if name.startswith("AP") else "Average Recall"
-                iou = by_label.get(suffix, "all")
-                area = area_of.get(suffix, first_area)
-            iou = all_thr if iou == "all" else iou
-            md = str(top)
-            if p.summary == "pycocotools" and p.max_dets:
-                # pycocotools' summarize: every line but the AR@maxDets ones at maxDets[2]
-                # (keypoints: a single value, 20)
-                md = str(p.max_dets[2] if len(p.max_dets) > 2 else max(p.max_dets))
-        kind = "(AP)" if title.startswith("Average Precision") else "(AR)"
+        kind, threshold, area, max_det = terms[name]
+        title = "Average Precision" if kind == "AP" else "Average Recall"
+        iou = all_thr if threshold is None else f"{threshold:.2f}"
+        md = "all" if max_det is None else str(max_det)
         lines.append(
-            f"  {title:<18} {kind} @[ IoU={iou:<9} | area={area:>6s} | maxDets={md:>3s} ] "
+            f"  {title:<18} ({kind}) @[ IoU={iou:<9} | area={area:>6s} | maxDets={md:>3s} ] "
             f"= {_fmt(value)}   {name}"
         )
     return lines
