@@ -483,7 +483,7 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
         help="equal-width bins, one count or one per feature (default 10)",
     )
     an.add_argument(
-        "--lrp-tau", type=float, default=0.5, metavar="T", help="LRP's IoU threshold (default 0.5)"
+        "--lrp-tau", type=_IOU, default=0.5, metavar="T", help="LRP's IoU threshold (default 0.5)"
     )
     an.add_argument(
         "--confidence",
