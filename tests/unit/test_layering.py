@@ -49,6 +49,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deteval.decomposition",
         "deteval.confusion",
         "deteval.diagnose",
+        "deteval.per_image",
     ),
     ("deteval.plot",),
     ("deteval.report",),
