@@ -9,7 +9,7 @@ door's (:mod:`deteval.api`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -796,6 +796,13 @@ class EvalResult:
     inputs : dict
     image_ids, annotation_ids : int64 arrays
         The ground truth's image ids and annotation ids (to name matches).
+    per_image : PerImage or None
+        Per-image diagnostics (:func:`deteval.per_image.per_image`), on request only
+        (``deteval.evaluate(..., per_image=True)``, ``--per-image``): None otherwise, so an
+        ordinary run does not pay for them.
+    matches : ExplainedMatches or None
+        Every detection and missed object explained (:func:`deteval.per_image.explained_matches`),
+        on request only (``deteval.evaluate(..., matches=True)``, ``--matches``).
     """
 
     protocol: Protocol
@@ -813,10 +820,12 @@ class EvalResult:
     inputs: dict = field(default_factory=dict)
     image_ids: np.ndarray | None = None
     annotation_ids: np.ndarray | None = None
+    per_image: Any = None
+    matches: Any = None
 
     def to_dict(self) -> dict:
-        """One entry of the JSON contract's ``results`` (NaN -> None)."""
-        return {
+        """One entry of the JSON contract's ``results`` (NaN -> None); ``per_image`` / ``matches`` when computed."""
+        out = {
             "protocol": self.protocol.name,
             "iou_type": self.protocol.iou_type,
             "protocol_hash": self.protocol.fingerprint(),
@@ -826,6 +835,11 @@ class EvalResult:
             "warnings": list(self.warnings),
             "notes": list(self.notes),
         }
+        if self.per_image is not None:
+            out["per_image"] = self.per_image.to_dict()
+        if self.matches is not None:
+            out["matches"] = self.matches.to_dict(self)
+        return out
 
 
 def _parity_warnings(gt: GroundTruth, protocol: Protocol) -> list:

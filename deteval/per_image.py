@@ -43,6 +43,7 @@ from deteval.geometry import prepare_masks
 from deteval.grouping import candidate_pairs, group_rows
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol
+from deteval.summary import threshold_label
 from deteval.tide.oracle import _best_fixable, _classify
 from deteval.tide.outcome import _Outcome, _single_lane
 from deteval.tide.result import _CODE, MAIN_ERRORS
@@ -56,6 +57,8 @@ __all__ = [
     "MATCH_OUTCOME_WORDS",
     "TIDE_BACKGROUND",
     "AP_GAIN_MAX_ROWS",
+    "MATCH_COLUMNS_BEFORE",
+    "MATCH_COLUMNS_AFTER",
 ]
 
 #: TIDE's background threshold (tidecv's default), used for the error types here.
@@ -509,6 +512,8 @@ class ExplainedMatches:
         ``tp`` (0) where a detection matched it at that threshold, ``fn`` (3) otherwise.
     missed_is_miss : bool (n_missed,)
         TIDE's ``miss``; False where a ``loc`` or ``cls`` error points at it (TIDE charges that).
+    best_gt_class, missed_image_row, missed_class_index : int64
+        The class of ``best_gt_row`` (-1 where none); the image and class of each missed object.
     """
 
     columns: MatchColumns
@@ -524,6 +529,93 @@ class ExplainedMatches:
     missed_box: np.ndarray
     missed_outcome_by_threshold: np.ndarray
     missed_is_miss: np.ndarray
+    best_gt_class: np.ndarray
+    missed_image_row: np.ndarray
+    missed_class_index: np.ndarray
+
+    def outcome_columns(self) -> list[str]:
+        """``outcome_50``, ``outcome_55``, ...: one per IoU threshold (:func:`threshold_label`)."""
+        return [f"outcome_{threshold_label(t)}" for t in self.iou_thresholds]
+
+    def column_names(self) -> list[str]:
+        """The ``--matches`` columns: the seven of before, then the explaining ones."""
+        return [*MATCH_COLUMNS_BEFORE, "x", "y", "w", "h", *self.outcome_columns(), *MATCH_COLUMNS_AFTER]
+
+    def rows(self, result: EvalResult) -> list[dict]:
+        """One dict per detection (input order), then one per missed object (file order).
+
+        Keys: :meth:`column_names`; ``None`` for an empty field (a missed object's detection and
+        score, an unmatched detection's ``iou`` and ``gt_annotation_id``, ...).
+        """
+        image_ids = np.asarray(result.image_ids).tolist()
+        category_ids = list(result.category_ids)
+        annotation_ids = np.asarray(result.annotation_ids).tolist()
+        outcome_names = self.outcome_columns()
+        c = self.columns
+
+        def number(value: float) -> float | None:
+            return None if value != value else value
+
+        out = []
+        for j in range(len(c.detection)):
+            row = {
+                "detection": int(c.detection[j]),
+                "image_id": image_ids[c.image_row[j]],
+                "category_id": category_ids[c.class_index[j]],
+                "category": result.category_names[c.class_index[j]],
+                "score": float(c.score[j]),
+                "outcome": OUTCOME_WORDS[c.outcome[j]],
+                "gt_annotation_id": annotation_ids[c.gt_row[j]] if c.has_gt[j] else None,
+            }
+            row.update(zip("xywh", (number(v) for v in self.box[j].tolist()), strict=True))
+            row.update(
+                (name, MATCH_OUTCOME_WORDS[o])
+                for name, o in zip(outcome_names, self.outcome_by_threshold[:, j].tolist(), strict=True)
+            )
+            best = int(self.best_gt_row[j])
+            row["iou"] = number(float(self.iou[j]))
+            row["best_iou"] = number(float(self.best_iou[j]))
+            row["best_gt"] = annotation_ids[best] if best >= 0 else None
+            row["best_gt_category"] = category_ids[self.best_gt_class[j]] if best >= 0 else None
+            row["error"] = ERROR_WORDS[self.error[j]]
+            out.append(row)
+        for j, g in enumerate(self.missed_gt_row.tolist()):
+            k = int(self.missed_class_index[j])
+            row = {
+                "detection": None,
+                "image_id": image_ids[self.missed_image_row[j]],
+                "category_id": category_ids[k],
+                "category": result.category_names[k],
+                "score": None,
+                "outcome": "fn",
+                "gt_annotation_id": annotation_ids[g],
+            }
+            row.update(zip("xywh", (number(v) for v in self.missed_box[j].tolist()), strict=True))
+            row.update(
+                (name, MATCH_OUTCOME_WORDS[o])
+                for name, o in zip(outcome_names, self.missed_outcome_by_threshold[:, j].tolist(), strict=True)
+            )
+            row.update(
+                iou=None, best_iou=None, best_gt=None, best_gt_category=None,
+                error="miss" if self.missed_is_miss[j] else "",
+            )
+            out.append(row)
+        return out
+
+    def to_dict(self, result: EvalResult) -> dict:
+        """The ``matches`` entry of a result in the JSON document."""
+        return {
+            "iou_threshold": self.iou_threshold,
+            "iou_thresholds": list(self.iou_thresholds),
+            "columns": self.column_names(),
+            "rows": self.rows(result),
+        }
+
+
+#: The ``--matches`` columns of before, first and in their order (users' scripts read them).
+MATCH_COLUMNS_BEFORE = ("detection", "image_id", "category_id", "category", "score", "outcome", "gt_annotation_id")
+#: The explaining columns after the box and the per-threshold outcomes.
+MATCH_COLUMNS_AFTER = ("iou", "best_iou", "best_gt", "best_gt_category", "error")
 
 
 def explained_matches(
@@ -613,6 +705,9 @@ def explained_matches(
         missed_box=missed_box,
         missed_outcome_by_threshold=np.where(is_found[:, missed], 0, 3).astype(np.int8),
         missed_is_miss=tide.is_missed[missed],
+        best_gt_class=np.where(best_gt >= 0, gt.category[np.maximum(best_gt, 0)], -1).astype(np.int64),
+        missed_image_row=gt.image[missed].astype(np.int64),
+        missed_class_index=gt.category[missed].astype(np.int64),
     )
 
 

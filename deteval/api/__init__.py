@@ -28,6 +28,7 @@ from deteval.api.inputs import Inputs, load_inputs, refuse_overwrite
 from deteval.api.protocols import default_protocol, parse_overrides, resolve_protocols
 from deteval.api.scoring import compare, compare_mask_modes, evaluate, evaluate_inputs, explain
 from deteval.api.validation import Validation, validate
+from deteval.per_image import ExplainedMatches, PerImage, explained_matches, per_image
 from deteval.explain import Comparison, Explanation, MatchCache
 from deteval.protocol import resolve_protocol
 
@@ -49,6 +50,10 @@ __all__ = [
     "at_confidence",
     "matches",
     "match_columns",
+    "per_image",
+    "PerImage",
+    "explained_matches",
+    "ExplainedMatches",
     "MatchCache",
     "Comparison",
     "Explanation",

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deteval import api, report
+from deteval.cli.diagnostics import _write_diagnostics
 from deteval.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -70,13 +71,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             progress.close()
     doc = report.to_json(results, inputs=inputs.summary(), warnings=inputs.warnings)
     confidence_rows, mask_reports = _evaluate_extras(args, inputs, results, doc)
-    if args.matches:
-        _write(
-            args.matches,
-            report.format_matches_csv(results[0], api.match_columns(results[0])),
-            "--matches",
-            log,
-        )
+    _write_diagnostics(args, inputs, results, doc, log)  # --matches, --per-image
     text = report.dumps(doc)
     _finish(args, text, caught, log)
     if note and not args.quiet:
@@ -364,7 +359,7 @@ class _ResampleBar:
 
 def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog) -> int:
     """Several detectors (and/or --bootstrap): one table, differences to the first, intervals."""
-    for option in ("confidence", "matches", "compare_mask_modes", "explain"):
+    for option in ("confidence", "matches", "per_image", "compare_mask_modes", "explain"):
         if getattr(args, option, None):
             raise ConfigError(
                 f"--{option.replace('_', '-')}: not available with several --dt or "

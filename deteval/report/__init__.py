@@ -10,6 +10,7 @@ in submodules by command:
 - :mod:`deteval.report.detectors`: several detectors side by side, bootstrap intervals;
 - :mod:`deteval.report.analyze`: ``analyze`` (TIDE errors, AP decomposition, confusion);
 - :mod:`deteval.report.rank`: ``rank``;
+- :mod:`deteval.report.diagnostics`: ``evaluate``'s ``--per-image`` and explained ``--matches`` CSV;
 - :mod:`deteval.report.protocols`: ``validate`` and ``protocols``;
 - ``deteval.report._format``: the cells they share (numbers, Markdown escaping, CSV-safe cells).
 
@@ -65,6 +66,7 @@ _LAZY = {
         "deteval.report.detectors",
     ),
     **dict.fromkeys(("format_rank_csv", "format_rank_table"), "deteval.report.rank"),
+    **dict.fromkeys(("format_per_image_csv", "format_explained_matches_csv"), "deteval.report.diagnostics"),
 }
 
 if TYPE_CHECKING:
@@ -73,6 +75,8 @@ if TYPE_CHECKING:
     from deteval.report.analyze import format_analysis_markdown as format_analysis_markdown
     from deteval.report.analyze import format_analysis_table as format_analysis_table
     from deteval.report.detectors import detectors_json as detectors_json
+    from deteval.report.diagnostics import format_explained_matches_csv as format_explained_matches_csv
+    from deteval.report.diagnostics import format_per_image_csv as format_per_image_csv
     from deteval.report.detectors import format_detectors_csv as format_detectors_csv
     from deteval.report.detectors import format_detectors_markdown as format_detectors_markdown
     from deteval.report.detectors import format_detectors_table as format_detectors_table
