@@ -167,7 +167,9 @@ def _checked_values(result: EvalResult, gt: GroundTruth, dt: Detections) -> tupl
     gt, dt = pooled_for(gt, dt, result.protocol)
     table = result.table
     same_images = result.image_ids is not None and np.array_equal(result.image_ids, gt.image_id)
-    same_objects = result.annotation_ids is not None and np.array_equal(result.annotation_ids, gt.annotation_id)
+    same_objects = result.annotation_ids is not None and np.array_equal(
+        result.annotation_ids, gt.annotation_id
+    )
     orders = np.asarray(dt.order)
     if not (same_images and same_objects and len(table.det_order) <= len(dt)) or (
         len(table.det_order) and (int(table.det_order.max()) > int(orders.max(initial=-1)))
@@ -430,12 +432,31 @@ def _ap_gain(
     chunk_end = np.cumsum(pair_size[todo])
     start = 0
     while start < len(todo):
-        stop = max(start + 1, int(np.searchsorted(chunk_end, chunk_end[start] - pair_size[todo[start]] + _GAIN_CHUNK_ROWS, "right")))
+        stop = max(
+            start + 1,
+            int(
+                np.searchsorted(
+                    chunk_end, chunk_end[start] - pair_size[todo[start]] + _GAIN_CHUNK_ROWS, "right"
+                )
+            ),
+        )
         part = todo[start:stop]
-        delta[part] = _fixed_class_ap(
-            table, ranking, class_start, is_tp, is_ignored, is_fp, n_positive,
-            pair_image[part], pair_class[part], n_missed_of[part], class_ap,
-        ) - base[pair_class[part]]
+        delta[part] = (
+            _fixed_class_ap(
+                table,
+                ranking,
+                class_start,
+                is_tp,
+                is_ignored,
+                is_fp,
+                n_positive,
+                pair_image[part],
+                pair_class[part],
+                n_missed_of[part],
+                class_ap,
+            )
+            - base[pair_class[part]]
+        )
         start = stop
     delta = np.where(np.isnan(delta), 0.0, delta)  # a class without ground truth stays undefined
     gain[is_computed] = (np.bincount(pair_image, weights=delta, minlength=n_img) / n_defined)[is_computed]
@@ -500,9 +521,11 @@ class ExplainedMatches:
         where nothing matched.
     best_iou : float64 (n_det,)
         Unmatched detections: the largest IoU with any ground truth of the image, any class and
-        any flag; NaN for matched detections and images without ground truth.
+        any flag (crowd regions: the protocol's crowd overlap); NaN for matched detections and
+        images without ground truth.
     best_gt_row : int64 (n_det,)
-        The ground truth of ``best_iou`` (first on ties, in file order), -1 where none.
+        The ground truth of ``best_iou`` (first on ties, in file order); -1 where there is none
+        or ``best_iou`` is 0 (it overlaps nothing).
     error : int8 (n_det,)
         Index into :data:`ERROR_WORDS`: the TIDE error type of a false positive.
     missed_gt_row : int64 (n_missed,)
@@ -593,10 +616,15 @@ class ExplainedMatches:
             row.update(zip("xywh", (number(v) for v in self.missed_box[j].tolist()), strict=True))
             row.update(
                 (name, MATCH_OUTCOME_WORDS[o])
-                for name, o in zip(outcome_names, self.missed_outcome_by_threshold[:, j].tolist(), strict=True)
+                for name, o in zip(
+                    outcome_names, self.missed_outcome_by_threshold[:, j].tolist(), strict=True
+                )
             )
             row.update(
-                iou=None, best_iou=None, best_gt=None, best_gt_category=None,
+                iou=None,
+                best_iou=None,
+                best_gt=None,
+                best_gt_category=None,
                 error="miss" if self.missed_is_miss[j] else "",
             )
             out.append(row)
@@ -613,7 +641,15 @@ class ExplainedMatches:
 
 
 #: The ``--matches`` columns of before, first and in their order (users' scripts read them).
-MATCH_COLUMNS_BEFORE = ("detection", "image_id", "category_id", "category", "score", "outcome", "gt_annotation_id")
+MATCH_COLUMNS_BEFORE = (
+    "detection",
+    "image_id",
+    "category_id",
+    "category",
+    "score",
+    "outcome",
+    "gt_annotation_id",
+)
 #: The explaining columns after the box and the per-threshold outcomes.
 MATCH_COLUMNS_AFTER = ("iou", "best_iou", "best_gt", "best_gt_category", "error")
 
@@ -736,5 +772,6 @@ def _best_overlap(
     by = np.lexsort((np.arange(len(pair_det)), -values, pair_det))
     first = by[np.r_[True, pair_det[by][1:] != pair_det[by][:-1]]]
     best[which[pair_det[first]]] = values[first]
-    best_gt[which[pair_det[first]]] = pair_gt[first]
+    overlaps = first[values[first] > 0]  # no overlap names no object
+    best_gt[which[pair_det[overlaps]]] = pair_gt[overlaps]
     return best, best_gt

@@ -28,8 +28,8 @@ from deteval.api.inputs import Inputs, load_inputs, refuse_overwrite
 from deteval.api.protocols import default_protocol, parse_overrides, resolve_protocols
 from deteval.api.scoring import compare, compare_mask_modes, evaluate, evaluate_inputs, explain
 from deteval.api.validation import Validation, validate
-from deteval.per_image import ExplainedMatches, PerImage, explained_matches, per_image
 from deteval.explain import Comparison, Explanation, MatchCache
+from deteval.per_image import ExplainedMatches, PerImage, explained_matches, per_image
 from deteval.protocol import resolve_protocol
 
 __all__ = [

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from deteval import api, report
-from deteval.cli.diagnostics import _write_diagnostics
 from deteval.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -25,8 +24,8 @@ from deteval.cli._common import (
     _refuse_overwrite,
     _strict,
     _warnings_of,
-    _write,
 )
+from deteval.cli.diagnostics import _write_diagnostics
 from deteval.data import GroundTruth
 from deteval.errors import (
     ConfigError,

@@ -75,11 +75,11 @@ if TYPE_CHECKING:
     from deteval.report.analyze import format_analysis_markdown as format_analysis_markdown
     from deteval.report.analyze import format_analysis_table as format_analysis_table
     from deteval.report.detectors import detectors_json as detectors_json
-    from deteval.report.diagnostics import format_explained_matches_csv as format_explained_matches_csv
-    from deteval.report.diagnostics import format_per_image_csv as format_per_image_csv
     from deteval.report.detectors import format_detectors_csv as format_detectors_csv
     from deteval.report.detectors import format_detectors_markdown as format_detectors_markdown
     from deteval.report.detectors import format_detectors_table as format_detectors_table
+    from deteval.report.diagnostics import format_explained_matches_csv as format_explained_matches_csv
+    from deteval.report.diagnostics import format_per_image_csv as format_per_image_csv
     from deteval.report.rank import format_rank_csv as format_rank_csv
     from deteval.report.rank import format_rank_table as format_rank_table
 

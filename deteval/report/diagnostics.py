@@ -53,10 +53,7 @@ def format_per_image_csv(results: Sequence[EvalResult], per_images: Sequence[Per
         name = csv_safe(result.protocol.name)
         for row in p.rows():
             writer.writerow(
-                [
-                    name if key == "protocol" else _cell(key, row[key])
-                    for key in PER_IMAGE_COLUMNS
-                ]
+                [name if key == "protocol" else _cell(key, row[key]) for key in PER_IMAGE_COLUMNS]
             )
     return buf.getvalue()
 
@@ -145,8 +142,14 @@ def format_explained_matches_csv(result: EvalResult, m: ExplainedMatches) -> str
         (outcome_words, c.outcome.astype(np.int64)),
         _with_empty(annotation_ids, np.maximum(c.gt_row, 0), ~c.has_gt),
         *explaining(
-            m.box, m.outcome_by_threshold, m.iou, m.best_iou, m.best_gt_row, m.best_gt_class,
-            ERROR_WORDS, m.error.astype(np.int64),
+            m.box,
+            m.outcome_by_threshold,
+            m.iou,
+            m.best_iou,
+            m.best_gt_row,
+            m.best_gt_class,
+            ERROR_WORDS,
+            m.error.astype(np.int64),
         ),
     ]
     no_value = np.full(n_miss, np.nan)
@@ -158,8 +161,14 @@ def format_explained_matches_csv(result: EvalResult, m: ExplainedMatches) -> str
         (outcome_words, np.full(n_miss, MATCH_OUTCOME_WORDS.index("fn"), dtype=np.int64)),
         (annotation_ids, m.missed_gt_row),
         *explaining(
-            m.missed_box, m.missed_outcome_by_threshold, no_value, no_value,
-            np.full(n_miss, -1), np.full(n_miss, -1), ("", "miss"), m.missed_is_miss.astype(np.int64),
+            m.missed_box,
+            m.missed_outcome_by_threshold,
+            no_value,
+            no_value,
+            np.full(n_miss, -1),
+            np.full(n_miss, -1),
+            ("", "miss"),
+            m.missed_is_miss.astype(np.int64),
         ),
     ]
     header = ",".join(m.column_names()) + "\n"

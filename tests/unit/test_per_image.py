@@ -88,7 +88,12 @@ def _fixed_input(gt_dict, results, result, gt, dt, image_row, threshold):
     for g in m.missed_gt_row[gt.image[m.missed_gt_row] == image_row].tolist():
         ann = gt_dict["annotations"][g]
         fixed.append(
-            {"image_id": ann["image_id"], "category_id": ann["category_id"], "bbox": ann["bbox"], "score": 2.0}
+            {
+                "image_id": ann["image_id"],
+                "category_id": ann["category_id"],
+                "bbox": ann["bbox"],
+                "score": 2.0,
+            }
         )
     return fixed
 
@@ -162,7 +167,18 @@ def test_matches_csv_keeps_the_old_columns_first_and_adds_rows_for_missed_object
     old = "detection,image_id,category_id,category,score,outcome,gt_annotation_id".split(",")
     assert header[: len(old)] == old
     labels = ["outcome_" + x for x in ("50", "55", "60", "65", "70", "75", "80", "85", "90", "95")]
-    assert header[len(old) :] == ["x", "y", "w", "h", *labels, "iou", "best_iou", "best_gt", "best_gt_category", "error"]
+    assert header[len(old) :] == [
+        "x",
+        "y",
+        "w",
+        "h",
+        *labels,
+        "iou",
+        "best_iou",
+        "best_gt",
+        "best_gt_category",
+        "error",
+    ]
     # the old columns' text is the old writer's, line by line, for the detections
     result = _evaluate(str(gt_path), str(dt_path), "coco")
     before = format_matches_csv(result, match_columns(result)).splitlines()
@@ -171,13 +187,15 @@ def test_matches_csv_keeps_the_old_columns_first_and_adds_rows_for_missed_object
     detections = [r for r in rows if r["outcome"] != "fn"]
     missed = [r for r in rows if r["outcome"] == "fn"]
     assert len(detections) == len(before) - 1
-    assert missed and all(r["detection"] == "" and r["score"] == "" and r["gt_annotation_id"] for r in missed)
+    assert missed
+    assert all(r["detection"] == "" and r["score"] == "" and r["gt_annotation_id"] for r in missed)
     assert {r["outcome_50"] for r in missed} == {"fn"}
     for r in detections:
         assert r["outcome_50"] == r["outcome"]
         assert set(r[k] for k in labels) <= set(MATCH_OUTCOME_WORDS[:3])
         if r["gt_annotation_id"]:
-            assert r["iou"] and not r["best_iou"]
+            assert r["iou"]
+            assert not r["best_iou"]
         else:
             assert not r["iou"]
         assert (r["error"] != "") == (r["outcome"] == "fp")
@@ -192,12 +210,27 @@ def test_per_image_cli_csv_and_json(tmp_path, capsys):
     capsys.readouterr()
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
     assert list(rows[0]) == [
-        "protocol", "rank", "image_id", "file_name", "tp", "fp", "fn", "ignored", "f1",
-        "cls", "loc", "both", "dupe", "bkg", "miss", "ap_gain",
+        "protocol",
+        "rank",
+        "image_id",
+        "file_name",
+        "tp",
+        "fp",
+        "fn",
+        "ignored",
+        "f1",
+        "cls",
+        "loc",
+        "both",
+        "dupe",
+        "bkg",
+        "miss",
+        "ap_gain",
     ]
     doc = json.loads(doc_path.read_text())
     entry = doc["results"][0]["per_image"]
-    assert entry["confidence"] == 0.7 and entry["iou_threshold"] == 0.5
+    assert entry["confidence"] == 0.7
+    assert entry["iou_threshold"] == 0.5
     per_class = doc["results"][0]["at_confidence"]["per_class"]
     for key in ("tp", "fp", "fn"):
         assert sum(int(r[key]) for r in rows) == sum(r[key] for r in per_class)
@@ -224,9 +257,25 @@ def test_python_on_request():
         warnings.simplefilter("ignore", deteval.DetevalWarning)
         plain = deteval.evaluate(gt_path, dt_path, "coco")
         asked = deteval.evaluate(gt_path, dt_path, "coco", per_image=True, matches=True)
-    assert plain.per_image is None and plain.matches is None
-    assert "per_image" not in plain.to_dict() and "matches" not in plain.to_dict()
+    assert plain.per_image is None
+    assert plain.matches is None
+    assert "per_image" not in plain.to_dict()
+    assert "matches" not in plain.to_dict()
     d = asked.to_dict()
     assert d["per_image"]["images"][0]["rank"] == 1
     assert d["matches"]["rows"][0]["detection"] == 0
     assert d["metrics"] == plain.to_dict()["metrics"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("protocol", ["coco", "voc2007"])
+def test_explained_csv_from_byte_tables_is_the_row_writers_text(seed, protocol):
+    from deteval.report import format_explained_matches_csv
+    from deteval.report.diagnostics import _explained_rows_csv
+
+    _, _, gt, dt = _values(seed)
+    result = _evaluate(gt, dt, protocol)
+    m = explained_matches(result, gt, dt)
+    assert format_explained_matches_csv(result, m) == _explained_rows_csv(result, m)
+    # no overlap names no object
+    assert np.all(m.best_gt_row[m.best_iou == 0] == -1)
