@@ -279,3 +279,53 @@ def test_explained_csv_from_byte_tables_is_the_row_writers_text(seed, protocol):
     assert format_explained_matches_csv(result, m) == _explained_rows_csv(result, m)
     # no overlap names no object
     assert np.all(m.best_gt_row[m.best_iou == 0] == -1)
+
+
+@pytest.mark.parametrize(
+    ("gt_name", "dt_name", "protocol"),
+    [
+        ("segm/gt.json", "segm/dt.json", deteval.get_protocol("coco").replace(iou_type="segm")),
+        ("coco/gt.json", "coco/dt.json", deteval.get_protocol("coco").replace(class_agnostic=True)),
+    ],
+    ids=["segm", "class-agnostic"],
+)
+def test_masks_and_pooled_classes(gt_name, dt_name, protocol):
+    gt = load_ground_truth(str(FX / gt_name))
+    dt = load_detections(str(FX / dt_name), gt)
+    result = _evaluate(gt, dt, protocol)
+    p = per_image(result, gt, dt, confidence=0.5)
+    per_class = at_confidence(result, 0.5)
+    for key in ("tp", "fp", "fn"):
+        assert int(getattr(p, key).sum()) == sum(row[key] for row in per_class), key
+    m = explained_matches(result, gt, dt)
+    assert len(m.columns.detection) == len(result.table.det_score)
+    assert np.all(m.iou[m.columns.outcome == 0] >= m.iou_threshold)
+
+
+def test_values_the_result_was_not_scored_from_are_refused():
+    _, _, gt, dt = _values(0)
+    _, _, other_gt, other_dt = _values(1)
+    result = _evaluate(gt, dt, "coco")
+    with pytest.raises(deteval.ConfigError, match="expected the ground truth and detections the result"):
+        per_image(result, other_gt, other_dt)
+    with pytest.raises(deteval.ConfigError, match="expected the ground truth and detections the result"):
+        explained_matches(result, other_gt, other_dt)
+
+
+def test_per_image_with_several_detectors_is_refused(tmp_path, capsys):
+    gt_path, dt_path = str(FX / "coco" / "gt.json"), str(FX / "coco" / "dt.json")
+    argv = [
+        "evaluate",
+        "--gt",
+        gt_path,
+        "--dt",
+        dt_path,
+        "--dt",
+        dt_path,
+        "-q",
+        "--per-image",
+        str(tmp_path / "x.csv"),
+    ]
+    assert main(argv) == 3
+    assert "--per-image: not available with several --dt" in capsys.readouterr().err
+    assert not (tmp_path / "x.csv").exists()
