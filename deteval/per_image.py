@@ -41,6 +41,7 @@ from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult, ground_truth_flags, pair_iou, ranking_order
 from deteval.geometry import prepare_masks
 from deteval.grouping import candidate_pairs, group_rows
+from deteval.matching import LaneFlags
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol
 from deteval.summary import threshold_label
@@ -70,9 +71,10 @@ ERROR_WORDS = ("", "cls", "loc", "both", "dupe", "bkg")
 #: missed ground truth's row).
 MATCH_OUTCOME_WORDS = (*OUTCOME_WORDS, "fn")
 #: Ranked rows :func:`per_image` accumulates at most for ``ap_gain`` (the sum, over the images
-#: it computes, of the sizes of the classes each image has errors in); beyond, the images with
-#: the most errors come first and the others get NaN.
-AP_GAIN_MAX_ROWS = 50_000_000
+#: it computes, of the sizes of the classes each image has errors in: their detections down to
+#: the last true positive, ignored ones left out); beyond, the images with the most errors
+#: (each weighted by 1 / the objects of its class) come first and the others get NaN.
+AP_GAIN_MAX_ROWS = 20_000_000
 #: Ranked rows accumulated in one call.
 _GAIN_CHUNK_ROWS = 1 << 21
 
@@ -385,10 +387,9 @@ def _ap_gain(
     if len(ranked_class) > 1 and np.any(ranked_class[1:] < ranked_class[:-1]):
         keep_order = np.argsort(ranked_class, kind="stable")
         ranking, ranked_class = ranking[keep_order], ranked_class[keep_order]
-    class_start = np.r_[0, np.cumsum(np.bincount(ranked_class, minlength=n_class))]
 
     def class_ap(tp: np.ndarray, ignored: np.ndarray, score, cls, rank, n_pos: np.ndarray) -> np.ndarray:
-        acc = accumulate(tp[None, :], ignored[None, :], score, cls, rank, np.arange(len(cls)), n_pos, eff)
+        acc = accumulate(_one_lane(tp), _one_lane(ignored), score, cls, rank, np.arange(len(cls)), n_pos, eff)
         return acc.ap[0, :, 0, -1]
 
     base = class_ap(
@@ -401,6 +402,17 @@ def _ap_gain(
     )
     is_defined = ~np.isnan(base)
     n_defined = int(is_defined.sum())
+    # The rows a fixed class's AP reads: ignored detections leave every curve unchanged, and
+    # (except for the trapezoid, whose last point ends the curve) so do the false positives
+    # ranked after the class's last true positive and its ties; fixing neither moves that one.
+    shorter = ~is_ignored[ranking]
+    if eff.ap_method != "trapezoid_101":
+        last_tp_score = np.full(n_class, np.inf)
+        tp_ranked = is_tp[ranking]
+        np.minimum.at(last_tp_score, ranked_class[tp_ranked], table.det_score[ranking][tp_ranked])
+        shorter &= table.det_score[ranking] >= last_tp_score[ranked_class]
+    ranking, ranked_class = ranking[shorter], ranked_class[shorter]
+    class_start = np.r_[0, np.cumsum(np.bincount(ranked_class, minlength=n_class))]
     ap = float(base[is_defined].mean()) if n_defined else float("nan")
     gain = np.zeros(n_img)
     if n_defined == 0:
@@ -420,7 +432,8 @@ def _ap_gain(
     pair_image, pair_class = keys // n_class, keys % n_class
     pair_size = class_start[pair_class + 1] - class_start[pair_class] + n_missed_of
     # Images by their errors (most first), whole images within the budget of ranked rows.
-    n_errors = np.bincount(pair_image, weights=n_fp_of[has_error] + n_missed_of, minlength=n_img)
+    weight = 1.0 / np.maximum(n_positive[pair_class, 0], 1)  # an error weighs more in a small class
+    n_errors = np.bincount(pair_image, weights=(n_fp_of[has_error] + n_missed_of) * weight, minlength=n_img)
     image_rows = np.bincount(pair_image, weights=pair_size, minlength=n_img)
     by_errors = np.lexsort((np.arange(n_img), -n_errors))
     within = np.cumsum(image_rows[by_errors]) <= max_rows
@@ -428,6 +441,15 @@ def _ap_gain(
     is_computed[by_errors[within]] = True
     gain[~is_computed] = np.nan
     todo = np.flatnonzero(is_computed[pair_image])
+    # The ranked columns, contiguous by class: each pair's class is a slice of them.
+    ranked = _RankedColumns(
+        is_tp=is_tp[ranking],
+        is_ignored=is_ignored[ranking],
+        is_fp=is_fp[ranking],
+        image=table.det_image[ranking].astype(np.int64),
+        score=table.det_score[ranking],
+        rank=table.det_rank[ranking].astype(np.int64),
+    )
     delta = np.zeros(len(keys))
     chunk_end = np.cumsum(pair_size[todo])
     start = 0
@@ -441,62 +463,71 @@ def _ap_gain(
             ),
         )
         part = todo[start:stop]
-        delta[part] = (
-            _fixed_class_ap(
-                table,
-                ranking,
-                class_start,
-                is_tp,
-                is_ignored,
-                is_fp,
-                n_positive,
-                pair_image[part],
-                pair_class[part],
-                n_missed_of[part],
-                class_ap,
-            )
-            - base[pair_class[part]]
-        )
+        fixed = _fixed_class_ap(ranked, class_start, pair_image[part], pair_class[part], n_missed_of[part])
+        delta[part] = class_ap(*fixed, n_positive[pair_class[part]]) - base[pair_class[part]]
         start = stop
     delta = np.where(np.isnan(delta), 0.0, delta)  # a class without ground truth stays undefined
     gain[is_computed] = (np.bincount(pair_image, weights=delta, minlength=n_img) / n_defined)[is_computed]
     return ap, gain
 
 
+def _one_lane(flags: np.ndarray) -> LaneFlags:
+    """Bool (n,) as the packed flags of one lane (bit 0 of one byte a row)."""
+    return LaneFlags(bits=flags.astype(np.uint8).reshape(-1, 1), n_lane=1)
+
+
+@dataclass(frozen=True, eq=False)
+class _RankedColumns:
+    """The detections of the ranked lists at one lane, by class then rank (rows of the ranking)."""
+
+    is_tp: np.ndarray
+    is_ignored: np.ndarray
+    is_fp: np.ndarray
+    image: np.ndarray
+    score: np.ndarray
+    rank: np.ndarray
+
+
 def _fixed_class_ap(
-    table,
-    ranking: np.ndarray,
+    ranked: _RankedColumns,
     class_start: np.ndarray,
-    is_tp: np.ndarray,
-    is_ignored: np.ndarray,
-    is_fp: np.ndarray,
-    n_positive: np.ndarray,
     pair_image: np.ndarray,
     pair_class: np.ndarray,
     n_missed: np.ndarray,
-    class_ap,
-) -> np.ndarray:
-    """AP of each (image, class) pair's class with the image fixed: one accumulation, a class per pair."""
+) -> tuple:
+    """The ranked lists of each (image, class) pair's class with the image fixed, one class a pair.
+
+    ``(is_tp, is_ignored, score, class, rank)`` in ranking order: per pair, its found objects
+    first (true positives scored +inf), then its class's list with the image's false positives
+    marked ignored (an ignored detection leaves the curve as if removed). Slices are copied
+    whole (``np.concatenate``): no gather per row.
+    """
     n_pair = len(pair_image)
-    seg_start = class_start[pair_class]
-    seg_len = class_start[pair_class + 1] - seg_start
-    total = int(seg_len.sum())
-    pair_of = np.repeat(np.arange(n_pair), seg_len)
-    offset = np.cumsum(seg_len) - seg_len
-    rows = ranking[np.arange(total) - np.repeat(offset - seg_start, seg_len)]
-    keep = ~(is_fp[rows] & (table.det_image[rows] == pair_image[pair_of]))
-    rows, pair_of = rows[keep], pair_of[keep]
-    new_pair = np.repeat(np.arange(n_pair), n_missed)
-    n_new = len(new_pair)
-    cls = np.concatenate([new_pair, pair_of])
-    order = np.argsort(cls, kind="stable")  # per pair: the found objects first, then the ranked list
-    return class_ap(
-        np.concatenate([np.ones(n_new, bool), is_tp[rows]])[order],
-        np.concatenate([np.zeros(n_new, bool), is_ignored[rows]])[order],
-        np.concatenate([np.full(n_new, np.inf), table.det_score[rows]])[order],
-        cls[order],
-        np.concatenate([np.zeros(n_new, np.int64), table.det_rank[rows].astype(np.int64)])[order],
-        n_positive[pair_class],
+    lo, hi = class_start[pair_class].tolist(), class_start[pair_class + 1].tolist()
+    missed = n_missed.tolist()
+    most = max(missed, default=0)
+    ones, zeros = np.ones(most, bool), np.zeros(most, bool)
+    tops, zero_ranks = np.full(most, np.inf), np.zeros(most, np.int64)
+
+    def laid_out(column: np.ndarray, top: np.ndarray) -> np.ndarray:
+        pieces = []
+        for a, b, m in zip(lo, hi, missed, strict=True):
+            pieces.append(top[:m])
+            pieces.append(column[a:b])
+        return np.concatenate(pieces) if pieces else column[:0]
+
+    size = np.asarray(hi) - np.asarray(lo) + n_missed if n_pair else np.zeros(0, np.int64)
+    pair_of = np.repeat(np.arange(n_pair), size)
+    image_of = laid_out(ranked.image, np.full(most, -1, np.int64))
+    is_ignored = laid_out(ranked.is_ignored, zeros) | (
+        laid_out(ranked.is_fp, zeros) & (image_of == pair_image[pair_of])
+    )
+    return (
+        laid_out(ranked.is_tp, ones),
+        is_ignored,
+        laid_out(ranked.score, tops),
+        pair_of,
+        laid_out(ranked.rank, zero_ranks),
     )
 
 
