@@ -494,7 +494,7 @@ def _fixed_class_ap(
     pair_image: np.ndarray,
     pair_class: np.ndarray,
     n_missed: np.ndarray,
-) -> tuple:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The ranked lists of each (image, class) pair's class with the image fixed, one class a pair.
 
     ``(is_tp, is_ignored, score, class, rank)`` in ranking order: per pair, its found objects
