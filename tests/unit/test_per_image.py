@@ -329,3 +329,20 @@ def test_per_image_with_several_detectors_is_refused(tmp_path, capsys):
     assert main(argv) == 3
     assert "--per-image: not available with several --dt" in capsys.readouterr().err
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_matches_json_has_the_csv_rows(tmp_path, capsys):
+    out = tmp_path / "m.csv"
+    gt_path, dt_path = str(FX / "coco" / "gt.json"), str(FX / "coco" / "dt.json")
+    argv = ["evaluate", "--gt", gt_path, "--dt", dt_path, "-q", "--protocol", "voc2010", "--protocol", "coco"]
+    assert main([*argv, "--matches", str(out), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    entry = doc["results"][0]["matches"]  # the first protocol's, as the CSV
+    assert "matches" not in doc["results"][1]
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert entry["columns"] == list(rows[0])
+    assert len(entry["rows"]) == len(rows)
+    for as_json, as_csv in zip(entry["rows"], rows, strict=True):
+        for key, value in as_csv.items():
+            expected = as_json[key]
+            assert value == ("" if expected is None else str(expected)), key
