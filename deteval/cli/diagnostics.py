@@ -6,6 +6,7 @@ import argparse
 
 from deteval import api, report
 from deteval.cli._common import _detections, _write
+from deteval.errors import ConfigError
 from deteval.io.output import ReadLog
 
 
@@ -17,6 +18,10 @@ def _write_diagnostics(
     ``doc``'s results get ``matches`` / ``per_image`` entries (the JSON of ``--format json`` and
     ``--output``) only when the option is given: ordinary runs compute neither.
     """
+    if getattr(args, "per_image_iou", None) is not None and not getattr(args, "per_image", None):
+        raise ConfigError(
+            f"--per-image-iou {args.per_image_iou:g}: expected --per-image FILE.csv with it, found none"
+        )
     if args.matches:
         explained = api.explained_matches(results[0], inputs.gt, _detections(inputs))
         doc["results"][0]["matches"] = explained.to_dict(results[0])

@@ -346,3 +346,9 @@ def test_matches_json_has_the_csv_rows(tmp_path, capsys):
         for key, value in as_csv.items():
             expected = as_json[key]
             assert value == ("" if expected is None else str(expected)), key
+
+
+def test_per_image_iou_alone_is_refused(capsys):
+    gt_path, dt_path = str(FX / "coco" / "gt.json"), str(FX / "coco" / "dt.json")
+    assert main(["evaluate", "--gt", gt_path, "--dt", dt_path, "-q", "--per-image-iou", "0.75"]) == 3
+    assert "--per-image-iou 0.75: expected --per-image FILE.csv with it" in capsys.readouterr().err
