@@ -104,7 +104,7 @@ GAIN_SEEDS = (0, 1, 2, 3, 4, 6, 7, 8, 9, 10)
 
 
 @pytest.mark.parametrize("seed", GAIN_SEEDS)
-@pytest.mark.parametrize("protocol", ["coco", "voc2010", "voc2007"])
+@pytest.mark.parametrize("protocol", ["coco", "voc2010", "voc2007", "ultralytics", "ultralytics-8.3"])
 def test_ap_gain_is_the_gain_of_fixing_the_image_in_the_input(seed, protocol):
     gt_dict, results, gt, dt = _values(seed)
     result = _evaluate(gt, dt, protocol)
