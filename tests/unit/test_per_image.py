@@ -352,3 +352,11 @@ def test_per_image_iou_alone_is_refused(capsys):
     gt_path, dt_path = str(FX / "coco" / "gt.json"), str(FX / "coco" / "dt.json")
     assert main(["evaluate", "--gt", gt_path, "--dt", dt_path, "-q", "--per-image-iou", "0.75"]) == 3
     assert "--per-image-iou 0.75: expected --per-image FILE.csv with it" in capsys.readouterr().err
+
+
+def test_per_image_never_overwrites_an_input(capsys):
+    gt_path, dt_path = str(FX / "coco" / "gt.json"), str(FX / "coco" / "dt.json")
+    before = (FX / "coco" / "dt.json").read_bytes()
+    assert main(["evaluate", "--gt", gt_path, "--dt", dt_path, "-q", "--per-image", dt_path]) == 3
+    assert "refusing to overwrite" in capsys.readouterr().err
+    assert (FX / "coco" / "dt.json").read_bytes() == before
