@@ -228,7 +228,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--per-image-iou",
-        type=float,
+        type=_IOU,
         metavar="T",
         help="the IoU threshold of --per-image (one of the protocol's; default 0.5 or its first)",
     )
