@@ -167,28 +167,39 @@ def _none_if_nan(value: float) -> float | None:
 def _checked_values(result: EvalResult, gt: GroundTruth, dt: Detections) -> tuple[GroundTruth, Detections]:
     """The (pooled, under ``class_agnostic``) values ``result`` was scored from, or an error."""
     gt, dt = pooled_for(gt, dt, result.protocol)
-    table = result.table
     same_images = result.image_ids is not None and np.array_equal(result.image_ids, gt.image_id)
     same_objects = result.annotation_ids is not None and np.array_equal(
         result.annotation_ids, gt.annotation_id
     )
-    orders = np.asarray(dt.order)
-    if not (same_images and same_objects and len(table.det_order) <= len(dt)) or (
-        len(table.det_order) and (int(table.det_order.max()) > int(orders.max(initial=-1)))
-    ):
-        raise ConfigError(
-            f"per-image diagnostics: gt {gt.source!r} / dt {dt.source!r}: expected the ground truth "
-            f"and detections the result was scored from, found other values (images, annotations "
-            f"or detections differ)"
-        )
+    if not (same_images and same_objects):
+        raise _other_values(gt, dt, "images or annotations")
     return gt, dt
 
 
-def _table_det_rows(table_order: np.ndarray, dt: Detections) -> np.ndarray:
-    """Rows of ``dt`` of the table's detections (matched by their ``order``)."""
+def _other_values(gt: GroundTruth, dt: Detections, what: str) -> ConfigError:
+    return ConfigError(
+        f"per-image diagnostics: gt {gt.source!r} / dt {dt.source!r}: expected the ground truth and "
+        f"detections the result was scored from, found other values ({what} differ)"
+    )
+
+
+def _table_det_rows(result: EvalResult, gt: GroundTruth, dt: Detections) -> np.ndarray:
+    """Rows of ``dt`` of the table's detections (matched by their ``order``), checked."""
+    table = result.table
+    if len(table.det_order) == 0:
+        return np.zeros(0, dtype=np.int64)
     by_order = np.argsort(dt.order, kind="stable")
-    at = np.searchsorted(dt.order[by_order], table_order)
-    return by_order[np.minimum(at, len(by_order) - 1)] if len(by_order) else np.zeros(0, np.int64)
+    at = np.searchsorted(dt.order[by_order], table.det_order)
+    rows = by_order[np.minimum(at, len(by_order) - 1)] if len(by_order) else at
+    if not (
+        len(by_order)
+        and np.array_equal(dt.order[rows], table.det_order)
+        and np.array_equal(dt.image[rows], table.det_image)
+        and np.array_equal(dt.category[rows], table.det_class)
+        and np.array_equal(dt.score[rows], table.det_score)
+    ):
+        raise _other_values(gt, dt, "detections")
+    return rows
 
 
 def _pair_iou_fn(gt: GroundTruth, dt: Detections, protocol: Protocol):
@@ -240,9 +251,7 @@ def _tide(
         gt_is_counted=gt_is_counted,
         tie_keys=tie_keys,
     )
-    code, target = _classify(
-        gt, dt, out, lambda g, d: pair_iou_fn(g, d), foreground=threshold, background=TIDE_BACKGROUND
-    )
+    code, target = _classify(gt, dt, out, pair_iou_fn, foreground=threshold, background=TIDE_BACKGROUND)
     is_used = np.zeros(len(gt), dtype=bool)
     is_used[det_gt[is_tp]] = True
     _, is_usable = _best_fixable(code, target, table.det_score[selected], is_used, tie_keys, n_gt=len(gt))
@@ -324,7 +333,7 @@ def per_image(
         f1 = np.where(denominator > 0, 2 * tp / np.maximum(denominator, 1), np.nan)
 
     eff = _single_lane(protocol, threshold)
-    det_rows = _table_det_rows(table.det_order, dt)
+    det_rows = _table_det_rows(result, gt, dt)
     rows = np.flatnonzero(selected)
     tide = _tide(gt, dt, result, lane, threshold, det_rows, rows, gt_is_counted, _pair_iou_fn(gt, dt, eff))
     errors = {}
@@ -723,7 +732,7 @@ def explained_matches(
     table = result.table
     columns = match_columns(result, iou_threshold=threshold)
     order = np.argsort(table.det_order, kind="stable")  # match_columns' order: input order
-    det_rows = _table_det_rows(table.det_order, dt)[order]
+    det_rows = _table_det_rows(result, gt, dt)[order]
     box = boxes_as(dt.box, dt.box_format, "xywh")[det_rows].astype(np.float64)
     box[~dt.has_box[det_rows]] = np.nan
     outcome = np.empty((n_thr, len(order)), dtype=np.int8)
@@ -744,9 +753,8 @@ def explained_matches(
         iou[matched] = iou_fn(g, det_rows[matched], is_crowd_like[g])
     best_iou, best_gt = _best_overlap(gt, dt, det_rows, ~columns.has_gt, is_crowd_like, iou_fn)
     gt_is_counted = ~is_ignored_gt[a]
-    everything = np.ones(len(table.det_score), dtype=bool)
-    all_rows = _table_det_rows(table.det_order, dt)
-    tide = _tide(gt, dt, result, lane, threshold, all_rows, np.flatnonzero(everything), gt_is_counted, iou_fn)
+    all_rows = _table_det_rows(result, gt, dt)
+    tide = _tide(gt, dt, result, lane, threshold, all_rows, np.arange(len(all_rows)), gt_is_counted, iou_fn)
     code = tide.code[order]
     is_fp = columns.outcome == 2
     error = np.where(is_fp, code, 0).astype(np.int8)  # _CODE: 0 tp, then ERROR_WORDS' order

@@ -310,6 +310,11 @@ def test_values_the_result_was_not_scored_from_are_refused():
         per_image(result, other_gt, other_dt)
     with pytest.raises(deteval.ConfigError, match="expected the ground truth and detections the result"):
         explained_matches(result, other_gt, other_dt)
+    fewer = dt.take(np.arange(1, len(dt)))  # the same ground truth, other detections
+    with pytest.raises(deteval.ConfigError, match=r"found other values \(detections differ\)"):
+        per_image(result, gt, fewer)
+    with pytest.raises(deteval.ConfigError, match=r"found other values \(detections differ\)"):
+        explained_matches(result, gt, fewer)
 
 
 def test_per_image_with_several_detectors_is_refused(tmp_path, capsys):
