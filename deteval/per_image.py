@@ -72,8 +72,8 @@ ERROR_WORDS = ("", "cls", "loc", "both", "dupe", "bkg")
 MATCH_OUTCOME_WORDS = (*OUTCOME_WORDS, "fn")
 #: Ranked rows :func:`per_image` accumulates at most for ``ap_gain`` (the sum, over the images
 #: it computes, of the sizes of the classes each image has errors in: their detections down to
-#: the last true positive, ignored ones left out); beyond, the images with the most errors
-#: (each weighted by 1 / the objects of its class) come first and the others get NaN.
+#: the last true positive, ignored ones left out); beyond, the images of the largest estimated
+#: gain (:func:`_fp_cost`, and 1 / n_positive a missed object) come first, the others get NaN.
 AP_GAIN_MAX_ROWS = 20_000_000
 #: Ranked rows accumulated in one call.
 _GAIN_CHUNK_ROWS = 1 << 21
@@ -415,6 +415,9 @@ def _ap_gain(
     # (except for the trapezoid, whose last point ends the curve) so do the false positives
     # ranked after the class's last true positive and its ties; fixing neither moves that one.
     shorter = ~is_ignored[ranking]
+    fp_cost = _fp_cost(is_tp[ranking][shorter], ranked_class[shorter], n_positive[:, 0])
+    cost_of = np.zeros(len(is_tp))
+    cost_of[ranking[shorter]] = fp_cost
     if eff.ap_method != "trapezoid_101":
         last_tp_score = np.full(n_class, np.inf)
         tp_ranked = is_tp[ranking]
@@ -440,9 +443,13 @@ def _ap_gain(
     keys, n_missed_of = keys[has_error], n_missed_of[has_error]
     pair_image, pair_class = keys // n_class, keys % n_class
     pair_size = class_start[pair_class + 1] - class_start[pair_class] + n_missed_of
-    # Images by their errors (most first), whole images within the budget of ranked rows.
-    weight = 1.0 / np.maximum(n_positive[pair_class, 0], 1)  # an error weighs more in a small class
-    n_errors = np.bincount(pair_image, weights=(n_fp_of[has_error] + n_missed_of) * weight, minlength=n_img)
+    # Images by an estimate of their gain (largest first), whole images within the budget of
+    # ranked rows: each missed object 1 / n_positive, each false positive :func:`_fp_cost`.
+    n_errors = np.bincount(
+        table.det_image[is_fp].astype(np.int64), weights=cost_of[is_fp], minlength=n_img
+    ) + np.bincount(
+        pair_image, weights=n_missed_of / np.maximum(n_positive[pair_class, 0], 1), minlength=n_img
+    )
     image_rows = np.bincount(pair_image, weights=pair_size, minlength=n_img)
     by_errors = np.lexsort((np.arange(n_img), -n_errors))
     within = np.cumsum(image_rows[by_errors]) <= max_rows
@@ -478,6 +485,27 @@ def _ap_gain(
     delta = np.where(np.isnan(delta), 0.0, delta)  # a class without ground truth stays undefined
     gain[is_computed] = (np.bincount(pair_image, weights=delta, minlength=n_img) / n_defined)[is_computed]
     return ap, gain
+
+
+def _fp_cost(is_tp: np.ndarray, det_class: np.ndarray, n_positive: np.ndarray) -> np.ndarray:
+    """First-order AP cost of each ranked detection were it a false positive removed.
+
+    Removing a false positive at position ``r`` of its class raises the precision at each later
+    true positive ``j`` (``tp_j`` true positives in ``n_j`` rows) by about ``tp_j / n_j**2``;
+    each counts ``1 / n_positive`` in the AP. Only the ordering of images uses it.
+    """
+    n = len(is_tp)
+    if n == 0:
+        return np.zeros(0)
+    start = np.r_[0, np.cumsum(np.bincount(det_class, minlength=len(n_positive)))]
+    position = np.arange(n) - start[det_class] + 1
+    tp_cum = np.cumsum(is_tp)
+    tp_before_class = np.r_[0, tp_cum][start[det_class]]
+    tp_in_class = tp_cum - tp_before_class
+    term = np.where(is_tp, tp_in_class / position.astype(np.float64) ** 2, 0.0)
+    suffix = np.cumsum(term[::-1])[::-1]  # sum from each row to the end of everything
+    class_end = np.r_[suffix, 0.0][start[det_class + 1]]  # the sum after the class's last row
+    return (suffix - class_end) / np.maximum(n_positive[det_class], 1)
 
 
 def _one_lane(flags: np.ndarray) -> LaneFlags:

@@ -365,3 +365,22 @@ def test_per_image_never_overwrites_an_input(capsys):
     assert main(["evaluate", "--gt", gt_path, "--dt", dt_path, "-q", "--per-image", dt_path]) == 3
     assert "refusing to overwrite" in capsys.readouterr().err
     assert (FX / "coco" / "dt.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_partial_budget_computes_the_top_images_first(seed):
+    gt_dict, results = generate(seed, n_images=40, n_classes=4)
+    gt = load_ground_truth(gt_dict)
+    dt = load_detections(results, gt)
+    result = _evaluate(gt, dt, "coco")
+    full = per_image(result, gt, dt)
+    has_errors = (full.fp + full.fn) > 0
+    for budget in (2**k for k in range(6, 24)):
+        part = per_image(result, gt, dt, max_rows=budget)
+        computed = ~np.isnan(part.ap_gain) & has_errors
+        if computed.sum() >= has_errors.sum() / 2:  # half the budget's worth: the top 3 are in
+            assert set(full.ranking()[:3].tolist()) <= set(np.flatnonzero(~np.isnan(part.ap_gain)).tolist())
+            assert part.ranking()[:3].tolist() == full.ranking()[:3].tolist()
+            break
+    else:
+        pytest.fail("no budget computed half the images")
