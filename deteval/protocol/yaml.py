@@ -400,6 +400,8 @@ DISPLAY_ORDER = (
     "coco-keypoints",
     "lvis",
     "lvis-fixed-ap",
+    "crowdpose",
+    "coco-boundary",
 )
 
 

@@ -41,8 +41,9 @@ def generate_crowdpose(seed: int, *, n_images: int = 8, with_bbox: bool = False)
             cx, cy = centre[0] + rng.normal() * spread, centre[1] + rng.normal() * spread
             w, h = rng.uniform(20, 160), rng.uniform(40, 260)
             kp = []
+            is_occluded = rng.random() < 0.12  # labelled keypoints, none visible: ignored
             for _ in range(N_KEYPOINTS):
-                v = int(rng.choice([0, 1, 2], p=[0.25, 0.25, 0.5]))
+                v = int(rng.choice([0, 1, 2], p=[0.5, 0.5, 0.0] if is_occluded else [0.25, 0.25, 0.5]))
                 x, y = cx + rng.normal() * w / 4, cy + rng.normal() * h / 4
                 if v == 0:
                     x = y = 0.0

@@ -24,7 +24,12 @@ xtcocotools = pytest.importorskip("xtcocotools")
 from xtcocotools.coco import COCO  # noqa: E402
 from xtcocotools.cocoeval import COCOeval  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning"),
+    # xtcocotools' COCOeval.split opens the ground-truth file without closing it.
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.filterwarnings("ignore::ResourceWarning"),
+]
 
 STATS = ("AP", "AP50", "AP75", "AR", "AR50", "AR75", "AP(E)", "AP(M)", "AP(H)")
 SIGMAS = np.array([0.79, 0.79, 0.72, 0.72, 0.62, 0.62, 1.07, 1.07, 0.87, 0.87, 0.89, 0.89, 0.79, 0.79]) / 10.0
@@ -60,8 +65,9 @@ def test_crowdpose_equal_xtcocotools(seed, tmp_path):
         else:
             assert value == expected, f"seed {seed}: {stat}: deteval {value!r}, xtcocotools {expected!r}"
     for key in ("precision", "recall", "scores"):
-        expected = ref.full[key]
-        assert_array_within_one_step(getattr(result, key), np.where(expected == -1, np.nan, expected))
+        # xtcocotools keeps setKpParams' three area rows; every stat reads "all", the first.
+        expected = ref.full[key][..., :1, :]
+        assert_array_within_one_step(getattr(result, key), expected, f"seed {seed}: {key}")
 
 
 def test_generated_data_covers_the_cases():
