@@ -22,6 +22,7 @@ its default C++ ``toBoundary`` is meant to agree) and combines the IoUs the same
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from pycocotools import mask as mask_utils
@@ -72,7 +73,11 @@ def mask_boundary(mask: np.ndarray, d: int) -> np.ndarray:
 def boundary_rle(rle: dict, ratio: float) -> dict:
     """The compressed RLE of the boundary band of a pycocotools RLE mask."""
     h, w = (int(v) for v in rle["size"])
-    mask = mask_utils.decode(rle).astype(bool)
+    with warnings.catch_warnings():
+        # pycocotools 2.0.x's decode passes copy=False to an __array__ of its own that numpy 2
+        # warns about; the pixels are right.
+        warnings.filterwarnings("ignore", message="__array__ implementation", category=DeprecationWarning)
+        mask = mask_utils.decode(rle).astype(bool)
     band = mask_boundary(mask, dilation_pixels(h, w, ratio))
     return mask_utils.encode(np.asfortranarray(band.astype(np.uint8)))
 
