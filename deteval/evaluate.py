@@ -569,7 +569,11 @@ def _kept_detections(
     """
     n_class = gt.n_classes
     det_sel = np.arange(len(dt)) if det_sel is None else det_sel
-    if protocol.iou_type == "keypoints" and protocol.empty_keypoint_detections == "drop" and dt.keypoints is not None:
+    if (
+        protocol.iou_type == "keypoints"
+        and protocol.empty_keypoint_detections == "drop"
+        and dt.keypoints is not None
+    ):
         # xtcocotools' _prepare: a result none of whose keypoints has a score > 0 is dropped.
         det_sel = det_sel[(dt.keypoints[det_sel, :, 2] > 0).any(axis=1)]
     det_sel, image_rank = _dataset_wide_selection(gt, dt, protocol, det_sel)

@@ -371,7 +371,7 @@ def crowd_band_ap(precision: np.ndarray) -> float:
 
 
 def crowdpose_summary(acc: Accumulated, protocol: Protocol, *, band_precision: tuple | None = None) -> dict:
-    """xtcocotools' ``COCOeval(..., "keypoints_crowd").summarize``: nine stats.
+    """Xtcocotools' ``COCOeval(..., "keypoints_crowd").summarize``: nine stats.
 
     AP, AP50, AP75, AR, AR50, AR75 at maxDets=20 (by value, as ``_summarizeKps_crowd``),
     then AP(E), AP(M), AP(H) from ``band_precision``: the precision arrays of the images in

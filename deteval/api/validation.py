@@ -114,7 +114,9 @@ def validate(
     }
     # The mask checks evaluation runs (deteval.geometry.prepare_masks), once per distinct mask
     # setting of the segm protocols: validate refuses exactly what evaluate refuses.
-    mask_settings = {(p.mask_iou, p.invalid_polygons): p for p in resolved if p.iou_type in ("segm", "boundary")}
+    mask_settings = {
+        (p.mask_iou, p.invalid_polygons): p for p in resolved if p.iou_type in ("segm", "boundary")
+    }
     for p in mask_settings.values():
         check_masks(ground_truth, detections, p)
     found = list(ground_truth.warnings)

@@ -52,7 +52,9 @@ def _erode_axis(mask: np.ndarray, d: int, axis: int) -> np.ndarray:
     idx = np.arange(n)
     lo, hi = idx - d, idx + d + 1
     inside = (lo >= 0) & (hi <= n)
-    count = np.take(background, np.clip(hi, 0, n), axis=axis) - np.take(background, np.clip(lo, 0, n), axis=axis)
+    count = np.take(background, np.clip(hi, 0, n), axis=axis) - np.take(
+        background, np.clip(lo, 0, n), axis=axis
+    )
     shape = [1, 1]
     shape[axis] = n
     return (count == 0) & inside.reshape(shape)

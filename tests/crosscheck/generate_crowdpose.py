@@ -25,7 +25,9 @@ def generate_crowdpose(seed: int, *, n_images: int = 8, with_bbox: bool = False)
             "width": 640,
             "height": 480,
             "file_name": f"{i}.jpg",
-            "crowdIndex": float(rng.choice(crowd_values)) if rng.random() < 0.5 else round(float(rng.random()), 3),
+            "crowdIndex": float(rng.choice(crowd_values))
+            if rng.random() < 0.5
+            else round(float(rng.random()), 3),
         }
         for i in rng.choice(np.arange(1, 10 * n_images), n_images, replace=False)
     ]
@@ -80,7 +82,12 @@ def generate_crowdpose(seed: int, *, n_images: int = 8, with_bbox: bool = False)
             if with_bbox:
                 x0, y0 = xy.min(axis=0)
                 x1, y1 = xy.max(axis=0)
-                record["bbox"] = [round(float(x0), 2), round(float(y0), 2), round(float(x1 - x0), 2), round(float(y1 - y0), 2)]
+                record["bbox"] = [
+                    round(float(x0), 2),
+                    round(float(y0), 2),
+                    round(float(x1 - x0), 2),
+                    round(float(y1 - y0), 2),
+                ]
             dets.append(record)
     order = rng.permutation(len(dets))
     gt = {"images": images, "annotations": anns, "categories": [{"id": 1, "name": "person"}]}

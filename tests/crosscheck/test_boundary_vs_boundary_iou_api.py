@@ -67,7 +67,9 @@ class BoundaryCOCOeval(COCOeval):
             return mask_ious
         boundary_ious = np.array(
             mask_utils.iou(
-                [_boundary(d["segmentation"]) for d in dt], [_boundary(g["segmentation"]) for g in gt], iscrowd
+                [_boundary(d["segmentation"]) for d in dt],
+                [_boundary(g["segmentation"]) for g in gt],
+                iscrowd,
             )
         )
         crowd = np.array(iscrowd)

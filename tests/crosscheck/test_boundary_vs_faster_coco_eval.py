@@ -83,8 +83,19 @@ def generate_boundary(seed: int) -> tuple[dict, list]:
                     else:
                         d = _shape(rng, h, w)
                     if d.any():
-                        score = float(rng.choice([0.5, 0.25])) if rng.random() < 0.2 else round(float(rng.random()), 4)
-                        dets.append({"image_id": image["id"], "category_id": cat, "segmentation": _rle(d), "score": score})
+                        score = (
+                            float(rng.choice([0.5, 0.25]))
+                            if rng.random() < 0.2
+                            else round(float(rng.random()), 4)
+                        )
+                        dets.append(
+                            {
+                                "image_id": image["id"],
+                                "category_id": cat,
+                                "segmentation": _rle(d),
+                                "score": score,
+                            }
+                        )
     categories = [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
     return {"images": images, "annotations": anns, "categories": categories}, dets
 
@@ -103,7 +114,7 @@ def run_faster_coco_eval(gt: dict, dt: list):
 
 
 def deteval_ious(gt: dict, dt: list, image_id: int, category_id: int) -> np.ndarray:
-    """deteval's pair values of one (image, class), rows as faster-coco-eval orders them."""
+    """Deteval's pair values of one (image, class), rows as faster-coco-eval orders them."""
     protocol = deteval.get_protocol("coco-boundary")
     g = deteval.load_ground_truth(gt)
     d = deteval.load_detections(dt, g)
@@ -141,7 +152,9 @@ def check_equal(name: str, gt: dict, dt: list) -> None:
             assert value == pytest.approx(expected, abs=1e-12), f"{name}: {stat}"
     for key in ("precision", "recall"):
         expected = np.where(ref.eval[key] == -1, np.nan, ref.eval[key])
-        np.testing.assert_allclose(getattr(result, key), expected, rtol=0, atol=1e-12, err_msg=f"{name}: {key}")
+        np.testing.assert_allclose(
+            getattr(result, key), expected, rtol=0, atol=1e-12, err_msg=f"{name}: {key}"
+        )
 
 
 @pytest.mark.parametrize("seed", range(12))

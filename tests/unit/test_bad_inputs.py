@@ -305,7 +305,12 @@ CASES = {
         "CrowdPose `crowdIndex` missing, a string, or NaN",
         "gt_crowdindex_string.json",
         3,
-        ("gt_crowdindex_string.json", "image #1 (id=2)", "`crowdIndex` is not a finite number", "found '0.5' (string)"),
+        (
+            "gt_crowdindex_string.json",
+            "image #1 (id=2)",
+            "`crowdIndex` is not a finite number",
+            "found '0.5' (string)",
+        ),
     ),
     "gt-crowdindex-nan": Case(  # NaN is not JSON: the parser refuses it, naming its line and column
         "CrowdPose `crowdIndex` missing, a string, or NaN",
