@@ -29,8 +29,8 @@ from deteval.protocol import get_protocol, preset_names
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_crowdpose import generate_crowdpose
 from tests.crosscheck.generate_keypoints import generate_keypoints
-from tests.crosscheck.generate_segm import RESULT_STYLES, generate_segm
 from tests.crosscheck.generate_lvis import generate_lvis
+from tests.crosscheck.generate_segm import RESULT_STYLES, generate_segm
 
 PRESETS = preset_names()
 SEEDS = (3, 11, 29, 47, 58)
