@@ -121,11 +121,16 @@ def _metric_lines(result: EvalResult) -> list[str]:
                 # (keypoints: a single value, 20)
                 md = str(p.max_dets[2] if len(p.max_dets) > 2 else max(p.max_dets))
         kind = "(AP)" if title.startswith("Average Precision") else "(AR)"
+        # xtcocotools' keypoints_crowd lines name the crowd-index band: "type=  easy"
+        where = f"type={_CROWD_BANDS[name]:>6s}" if name in _CROWD_BANDS else f"area={area:>6s}"
         lines.append(
-            f"  {title:<18} {kind} @[ IoU={iou:<9} | area={area:>6s} | maxDets={md:>3s} ] "
-            f"= {_fmt(value)}   {name}"
+            f"  {title:<18} {kind} @[ IoU={iou:<9} | {where} | maxDets={md:>3s} ] = {_fmt(value)}   {name}"
         )
     return lines
+
+
+#: ``summary: crowdpose``'s band metrics and the band names xtcocotools prints.
+_CROWD_BANDS = {"AP(E)": "easy", "AP(M)": "medium", "AP(H)": "hard"}
 
 
 def _per_class_rows(result: EvalResult) -> list[list[str]]:
