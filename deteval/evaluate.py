@@ -912,7 +912,8 @@ def score(
     per_class_ap = np.array(
         [class_ap(acc.precision, acc.ap, protocol, k) for k in range(gt.n_classes)], dtype=np.float64
     )
-    band_precision = _crowd_band_precision(table, gt, protocol) if protocol.summary == "crowdpose" else None
+    is_crowd_summary = protocol.summary == "crowdpose" and not protocol.is_single_threshold
+    band_precision = _crowd_band_precision(table, gt, protocol) if is_crowd_summary else None
     metrics = headline_metrics(
         acc, per_class_ap, protocol, category_frequency=gt.category_frequency, band_precision=band_precision
     )
