@@ -16,6 +16,7 @@ from deteval.api import (
     compare,
     evaluate,
     evaluate_inputs,
+    evaluate_slices,
     explain,
     load_inputs,
     resolve_protocol,
@@ -49,6 +50,7 @@ _LAZY = {
 
 __all__ = [
     "evaluate",
+    "evaluate_slices",
     "Evaluator",
     "bootstrap",
     "compare_detectors",

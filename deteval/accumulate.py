@@ -27,7 +27,7 @@ import numpy as np
 from deteval._speedups import load
 from deteval.grouping import rank_in_group
 from deteval.matching import LaneFlags
-from deteval.memory import require
+from deteval.memory import precision_bytes, require
 from deteval.protocol import COCO_RECALL_THRESHOLDS, Protocol
 
 __all__ = ["Accumulated", "accumulate", "recall_thresholds", "AP_METHODS", "tie_group_end", "step_ap_sum"]
@@ -316,7 +316,7 @@ def accumulate(
     n_recall_thr = len(rec_thr)
     shape = (n_iou_thr, n_recall_thr, n_class, n_area, len(max_dets))
     require(
-        2 * 8 * float(np.prod(shape, dtype=np.float64)),
+        precision_bytes(shape),
         what=f"the precision and score arrays ({' x '.join(map(str, shape))}: thresholds x recall "
         f"points x classes x area ranges x max_dets, float64)",
         hint="use fewer IoU thresholds, recall points, area ranges or max_dets, or fewer classes "

@@ -24,6 +24,7 @@ __all__ = [
     "match_columns",
     "OUTCOME_WORDS",
     "best_f1",
+    "pr_auc",
 ]
 
 
@@ -361,3 +362,70 @@ def match_rows(result: EvalResult, c: MatchColumns) -> list[dict]:
         }
         for d, i, k, s, o, has_gt, a in columns
     ]
+
+
+def _flattened_auc(recall_thr: np.ndarray, step: np.ndarray, precision: np.ndarray) -> float:
+    """faster-coco-eval's ``calc_auc`` of one flattened precision list (see :func:`pr_auc`)."""
+    flat = np.asarray(precision, dtype=np.longdouble)
+    envelope = np.maximum.accumulate(flat[::-1])[::-1]
+    terms = np.where(step != 0, step * envelope[1 : len(recall_thr)], 0)
+    return round(float(np.cumsum(terms)[-1]) if len(terms) else 0.0, 15)
+
+
+def pr_auc(result: EvalResult) -> dict:
+    """Area under the interpolated precision/recall curve per class and area range; their mean.
+
+    faster-coco-eval's ``mAUC`` (``COCOeval_faster.compute_mAUC`` and its C++ ``calc_auc``,
+    ``MiXaiLL76/faster_coco_eval``, ``faster_coco_eval/core/faster_eval_api.py`` and
+    ``csrc/faster_eval_api/coco_eval/cocoeval.cpp``, commit 33ab609), reproduced with its quirks:
+
+    * the curve is the first IoU threshold's, of each class and area range, and its precision
+      list is that (recall, max_dets) block flattened (``precision[0, :, k, a, :].ravel()``,
+      ``n_recall_thr * n_max_dets`` values, recall major), made non-increasing from the right;
+    * the area is ``sum_i (r_i - r_{i-1}) * p_i`` over ``i = 1 .. n_recall_thr - 1`` with ``r``
+      the recall thresholds and ``p_i`` the ``i``-th value of that flattened list (so with
+      several ``max_dets`` the list's ``i``-th value is not recall ``r_i``'s), in long double,
+      rounded to 15 decimals;
+    * a (class, area) without ground truth (pycocotools' precision -1) has area -1 and is left
+      out of ``mAUC``, the plain mean of the others (0 when there is none).
+
+    A protocol whose AP is not read off a grid of recall thresholds (``ap_method`` ``all_point``,
+    ``trapezoid_101``: no such precision array) has no mAUC: every value NaN.
+
+    Returns
+    -------
+    dict
+        ``iou_threshold``; ``auc``: float64 (n_class, n_area), NaN without ground truth;
+        ``mAUC``: float.
+
+    Examples
+    --------
+    >>> import deteval
+    >>> gt = {"images": [{"id": 1}], "categories": [{"id": 1, "name": "a"}],
+    ...       "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10],
+    ...                        "area": 100, "iscrowd": 0}]}
+    >>> r = deteval.evaluate(gt, [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 10, 10], "score": 1}], "coco")
+    >>> pr_auc(r)["mAUC"]  # all four COCO area ranges: 'all' and 'small' 1.0, the others absent
+    1.0
+    """
+    from deteval.accumulate import recall_thresholds
+
+    recall_thr = np.asarray(recall_thresholds(result.protocol), dtype=np.longdouble)
+    step = recall_thr[1:] - recall_thr[:-1]  # long double, as the C++ reference
+    precision = np.nan_to_num(result.precision[0], nan=-1.0)  # (R, K, A, M), pycocotools' -1
+    n_class, n_area = precision.shape[1], precision.shape[2]
+    auc = np.full((n_class, n_area), np.nan)
+    if precision.shape[0] < 2:  # no recall grid to integrate over
+        return {"iou_threshold": float(result.protocol.iou_thresholds[0]), "auc": auc, "mAUC": float("nan")}
+    kept = []
+    for k in range(n_class):
+        for a in range(n_area):
+            value = _flattened_auc(recall_thr, step, precision[:, k, a, :].ravel())
+            if value != -1:
+                auc[k, a] = value
+                kept.append(value)
+    return {
+        "iou_threshold": float(result.protocol.iou_thresholds[0]),
+        "auc": auc,
+        "mAUC": sum(kept) / len(kept) if kept else 0.0,
+    }

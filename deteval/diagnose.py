@@ -1,5 +1,8 @@
 """``analyze``: why the number is what it is (TIDE errors, the AP decomposition, confusion).
 
+Beyond AP, when asked for: the calibration of the confidences (D-ECE), optimal LRP, the mean
+IoU of the true positives and faster-coco-eval's precision/recall AUC (:mod:`deteval.beyond`).
+
 Values in, values out; :func:`deteval.report.format_analysis_table` and
 :func:`deteval.report.format_analysis_markdown` render the ``to_dict()`` document.
 """
@@ -8,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from deteval.beyond import BeyondAP, beyond_ap
 from deteval.confusion import ConfusionMatrix, confusion_matrix
 from deteval.data import Detections, GroundTruth
 from deteval.decomposition import Decomposition, image_pairs
@@ -31,6 +35,7 @@ class AnalysisResult:
     decomposition: Decomposition | None
     confusion: ConfusionMatrix | None
     decomposition_matched: Decomposition | None = None
+    beyond: BeyondAP | None = None
 
     def to_dict(self, *, arrays: bool = False) -> dict:
         """``{"errors": ..., "decomposition": ..., "confusion": ...}`` (the parts asked for).
@@ -48,6 +53,8 @@ class AnalysisResult:
             out["decomposition_matched"] = self.decomposition_matched.to_dict(arrays=arrays)
         if self.confusion is not None:
             out["confusion"] = self.confusion.to_dict()
+        if self.beyond is not None:
+            out.update(self.beyond.to_dict())
         return out
 
 
@@ -64,6 +71,7 @@ def analyze(
     tide_mode: str = "tidecv",
     background: float = 0.1,
     decompose_matched: bool = False,
+    beyond: dict | None = None,
 ) -> AnalysisResult:
     """TIDE error types, the AP decomposition and the confusion matrix of one detector.
 
@@ -83,6 +91,9 @@ def analyze(
         TIDE's background threshold.
     decompose_matched : bool
         Also the decomposition's ``matched`` variant (:func:`deteval.decomposition.matched_assignment`).
+    beyond : dict, optional
+        Keyword arguments of :func:`deteval.beyond.beyond_ap` (which of calibration, LRP, mean
+        true-positive IoU and mAUC, and their options); its ``iou`` is this ``iou``. None: none.
 
     Returns
     -------
@@ -117,4 +128,5 @@ def analyze(
         decomposition_matched=decompose_classes(gt, dt, protocol, iou_threshold=iou, variant="matched")
         if decompose_matched
         else None,
+        beyond=beyond_ap(gt, dt, protocol, iou=iou, **beyond) if beyond else None,
     )

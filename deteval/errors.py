@@ -100,7 +100,9 @@ def is_number(value: Any) -> bool:
 
 _C0_C1 = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)]}
 _KEEP_LINES = {k: v for k, v in _C0_C1.items() if k != 0x0A}
-_BIDI = {c: f"\\u{c:04x}" for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+# the bidi embeddings / overrides / isolates, and the Unicode line and paragraph separators (a
+# terminal or an editor may break the line there: a fake row in a table)
+_BIDI = {c: f"\\u{c:04x}" for c in [0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
 
 
 def printable(text: str, *, keep_newlines: bool = False) -> str:
@@ -109,9 +111,10 @@ def printable(text: str, *, keep_newlines: bool = False) -> str:
     Every text deteval prints (tables, markdown, notes, warnings, errors) passes through here,
     so a class name or file name holding ``ESC [ 2 J`` (clear screen), a carriage return or a
     bidirectional override cannot rewrite what the user sees. C0 and C1 controls (``\x00`` to
-    ``\x1f``, ``\x7f`` to ``\x9f``) and the bidi embedding/override/isolate characters are
-    escaped; everything else is kept (accents, CJK). ``keep_newlines`` keeps ``\n`` (whole
-    reports); else it is escaped too (one-line messages).
+    ``\x1f``, ``\x7f`` to ``\x9f``), the bidi embedding/override/isolate characters and the
+    Unicode line / paragraph separators (U+2028, U+2029) are escaped; everything else is kept
+    (accents, CJK). ``keep_newlines`` keeps ``\n`` (whole reports); else it is escaped too
+    (one-line messages, and every cell of a text table: a class name's newline is not a row).
 
     Examples
     --------
@@ -120,7 +123,7 @@ def printable(text: str, *, keep_newlines: bool = False) -> str:
     >>> printable("chien\nchat", keep_newlines=True), printable("été")
     ('chien\nchat', 'été')
     """
-    if text.isprintable() and "\u2028" not in text:
+    if text.isprintable():
         return text
     return text.translate(_KEEP_LINES if keep_newlines else _C0_C1).translate(_BIDI)
 

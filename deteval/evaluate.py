@@ -8,6 +8,7 @@ door's (:mod:`deteval.api`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import cast
 
@@ -36,9 +37,10 @@ from deteval.matching import (
     row_dtype,
 )
 from deteval.memory import require_match
+from deteval.operating_points import best_f1_points, default_iou_index
 from deteval.pooling import ground_truth_for, pooled_for
 from deteval.protocol import Protocol, resolve_protocol
-from deteval.summary import CROWD_INDEX_BANDS, class_ap, headline_metrics, none_if_nan
+from deteval.summary import CROWD_INDEX_BANDS, class_ap, class_metrics, headline_metrics, none_if_nan
 
 __all__ = ["EvalResult", "MatchTable", "match", "score", "merge_match_tables"]
 
@@ -220,6 +222,7 @@ def match(
     *,
     images: np.ndarray | None = None,
     masks: PreparedMasks | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MatchTable:
     """Match detections to ground truth under ``protocol`` (no accumulation).
 
@@ -237,6 +240,10 @@ def match(
         calls (shards, protocols); built here when not given. Ignored for ``"bbox"``. Under
         ``class_agnostic`` pass masks prepared from the pooled values
         (:func:`deteval.pooling.pooled_for`); masks of the unpooled ones are prepared again.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each part of the matching (pairs, their IoUs
+        and the greedy matching of whole images; about 16 parts): ``done`` of ``total`` kept
+        detections are matched. The table is the same with or without it.
 
     Returns
     -------
@@ -295,12 +302,17 @@ def match(
     narrow = (
         lane_dtype(n_lane).itemsize <= 2 and row_dtype(n_det) == np.int32 and row_dtype(len(gt)) == np.int32
     )
-    bounds = _chunk_bounds(det_key_kept, n_class, _MATCH_CHUNK)
+    # With a progress callback, parts of about n_det / 16 detections, so that it moves inside
+    # the stage (the parts' table is the one-pass table).
+    chunk = _MATCH_CHUNK if progress is None else min(_MATCH_CHUNK, max(1, -(-len(det_rows) // 16)))
+    bounds = _chunk_bounds(det_key_kept, n_class, chunk)
     if len(bounds) == 2:  # one chunk: its outcome is the table's
         tp, ignored, (match_lane, match_det, match_gt) = _match_chunk(
             gt, dt, protocol, masks, det_rows, det_key_kept, sorted_truth, thresholds, narrow
         )
         del det_key_kept
+        if progress is not None:
+            progress(n_det, n_det)
     else:
         # Image shards of the sorted detections, matched one at a time: the pairs, IoUs and the
         # matcher's working set exist for one shard only (a bounded working set); the flags go
@@ -325,6 +337,8 @@ def match(
             ignored.bits[start:stop] = part_ignored.bits
             parts.append(part)
             del part_tp, part_ignored, part
+            if progress is not None:
+                progress(int(stop), n_det)
         del det_key_kept
         match_lane, match_det, match_gt = _table_rows(parts, n_lane, n_det, len(gt))
         del parts
@@ -800,7 +814,10 @@ class EvalResult:
     metrics : dict
         Headline numbers (``AP``, ``AP50``, ... or ``mAP``); NaN where undefined.
     per_class : list of dict
-        ``{category_id, name, AP, num_gt, num_det}``; AP NaN for a class without ground truth.
+        ``{category_id, name, AP, num_gt, num_det}`` then the class's value of each headline
+        term (``AP50``, ``AP75``, ``APs`` ... ``AR1``, ``AR10``, ``AR100`` ...:
+        :func:`deteval.summary.per_class_terms`); NaN where undefined (a class without ground
+        truth).
     precision, scores : float64 (n_iou_thr, n_recall_thr, n_class, n_area, n_max_dets)
         pycocotools' axis order (T x R x K x A x M); NaN where pycocotools stores -1.
     recall : float64 (n_iou_thr, n_class, n_area, n_max_dets)
@@ -816,6 +833,9 @@ class EvalResult:
     inputs : dict
     image_ids, annotation_ids : int64 arrays
         The ground truth's image ids and annotation ids (to name matches).
+    best_f1 : dict
+        Best-F1 operating points per class and overall
+        (:func:`deteval.operating_points.best_f1_points`); NaN where undefined.
     """
 
     protocol: Protocol
@@ -833,6 +853,7 @@ class EvalResult:
     inputs: dict = field(default_factory=dict)
     image_ids: np.ndarray | None = None
     annotation_ids: np.ndarray | None = None
+    best_f1: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """One entry of the JSON contract's ``results`` (NaN -> None)."""
@@ -842,10 +863,22 @@ class EvalResult:
             "protocol_hash": self.protocol.fingerprint(),
             "config": self.protocol.to_dict(),
             "metrics": {k: none_if_nan(v) for k, v in self.metrics.items()},
-            "per_class": [{**c, "AP": none_if_nan(c["AP"])} for c in self.per_class],
+            "per_class": [{k: _json_value(v) for k, v in c.items()} for c in self.per_class],
+            "best_f1": _json_value(self.best_f1),
             "warnings": list(self.warnings),
             "notes": list(self.notes),
         }
+
+
+def _json_value(value: object) -> object:
+    """``value`` with every float NaN (nested in dicts and lists) as None (JSON ``null``)."""
+    if isinstance(value, float):
+        return none_if_nan(value)
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    return value
 
 
 def _parity_warnings(gt: GroundTruth, protocol: Protocol) -> list:
@@ -924,9 +957,22 @@ def score(
             "AP": float(per_class_ap[k]),
             "num_gt": int(table.n_positive[k, 0]),
             "num_det": int(table.n_det_per_class[k]),
+            **class_metrics(acc, protocol, k),
         }
         for k in range(gt.n_classes)
     ]
+    default_lane = default_iou_index(protocol)  # first area range
+    best_f1 = best_f1_points(
+        table.lane_is_tp(default_lane),
+        table.lane_is_ignored(default_lane),
+        table.det_score,
+        table.det_class,
+        ranking,
+        table.n_positive[:, 0],
+        tuple(int(c) for c in gt.category_id),
+        tuple(gt.category_name),
+        protocol,
+    )
     notes = list(warnings)
     info = []
     undefined = [gt.category_name[k] for k in range(gt.n_classes) if table.n_positive[k, 0] == 0]
@@ -967,6 +1013,7 @@ def score(
         table=table,
         image_ids=gt.image_id,
         annotation_ids=gt.annotation_id,
+        best_f1=best_f1,
         warnings=tuple(notes),
         notes=tuple(info),
         inputs=dict(inputs or {}),

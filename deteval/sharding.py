@@ -218,6 +218,7 @@ def match_sharded(
     *,
     workers: int = 1,
     masks: PreparedMasks | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> MatchTable:
     """:func:`~deteval.evaluate.match` over image shards in ``workers`` processes (fork), merged.
 
@@ -234,6 +235,9 @@ def match_sharded(
     masks : PreparedMasks, optional
         ``iou_type="segm"``: masks prepared from ``gt`` and ``dt``; else they are prepared
         here, once, before forking (invalid input is reported once, by the parent).
+    progress : callable, optional
+        ``progress(done, total)`` as the in-process matching advances (see
+        :func:`~deteval.evaluate.match`); with worker processes, once, when all are merged.
 
     Returns
     -------
@@ -249,12 +253,15 @@ def match_sharded(
     """
     workers = effective_workers(workers)
     if workers <= 1 or gt.n_images < 2:
-        return match(gt, dt, protocol, masks=masks)
+        return match(gt, dt, protocol, masks=masks, progress=progress)
     import multiprocessing as mp
 
     if "fork" not in mp.get_all_start_methods():  # pragma: no cover - Windows/macOS spawn
-        return match(gt, dt, protocol, masks=masks)
+        return match(gt, dt, protocol, masks=masks, progress=progress)
     if protocol.iou_type in ("segm", "boundary") and masks is None:
         masks = prepare_masks(gt, dt, protocol)  # parse and validate once; the workers inherit it
     job = ShardJob(gt=gt, dt=dt, protocol=protocol, masks=masks)
-    return merge_match_tables(_run_in_processes(job, image_shards(gt, workers)))
+    table = merge_match_tables(_run_in_processes(job, image_shards(gt, workers)))
+    if progress is not None:
+        progress(len(dt), len(dt))
+    return table

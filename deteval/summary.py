@@ -32,6 +32,8 @@ __all__ = [
     "pycocotools_terms",
     "configured_terms",
     "SUMMARY_TERMS",
+    "per_class_terms",
+    "class_metrics",
 ]
 
 #: Short names of the area ranges in metric names (``APs``, ``ARl``); other names give ``AP_<name>``.
@@ -426,3 +428,44 @@ def headline_metrics(
     if protocol.summary == "crowdpose":
         return crowdpose_summary(acc, protocol, band_precision=band_precision)
     return SUMMARIES[protocol.summary](acc, protocol)
+
+
+def per_class_terms(protocol: Protocol) -> tuple:
+    """The headline terms computed for each class too (the ``per_class`` rows' extra keys).
+
+    pycocotools' terms under ``summary: pycocotools`` (box and mask scoring), else
+    :func:`configured_terms`; without the overall ``AP`` term (a class's ``AP`` is
+    :func:`class_ap`, at the largest ``max_dets``).
+
+    >>> from deteval.protocol import get_protocol
+    >>> [t.name for t in per_class_terms(get_protocol("coco"))]
+    ['AP50', 'AP75', 'APs', 'APm', 'APl', 'AR1', 'AR10', 'AR100', 'ARs', 'ARm', 'ARl']
+    """
+    if protocol.summary == "pycocotools" and protocol.iou_type != "keypoints":
+        terms = pycocotools_terms(protocol)
+    else:
+        terms = configured_terms(protocol)
+    return tuple(t for t in terms if t.name != "AP")
+
+
+def class_metrics(acc: Accumulated, protocol: Protocol, k: int) -> dict:
+    """Class ``k``'s value of each of :func:`per_class_terms` (NaN where undefined).
+
+    Each is the term's mean restricted to class ``k``: pycocotools' ``summarize`` on
+    ``precision[t, :, k, a, m]`` (or ``recall[t, k, a, m]``), the -1 entries left out.
+
+    Examples
+    --------
+    >>> from deteval.protocol import get_protocol
+    >>> acc = Accumulated(precision=np.ones((10, 101, 2, 4, 3)), recall=np.full((10, 2, 4, 3), 0.5),
+    ...                   scores=np.ones((10, 101, 2, 4, 3)), ap=np.ones((10, 2, 4, 3)))
+    >>> class_metrics(acc, get_protocol("coco"), 1)["AR100"]
+    0.5
+    """
+    one = Accumulated(
+        precision=acc.precision[:, :, k : k + 1],
+        recall=acc.recall[:, k : k + 1],
+        scores=acc.scores[:, :, k : k + 1],
+        ap=acc.ap[:, k : k + 1],
+    )
+    return {t.name: t.value(one, protocol) for t in per_class_terms(protocol)}

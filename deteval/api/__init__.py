@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from deteval.analysis import at_confidence, match_columns, matches
 from deteval.api.inputs import Inputs, load_inputs, refuse_overwrite
-from deteval.api.protocols import default_protocol, parse_overrides, resolve_protocols
+from deteval.api.protocols import default_protocol, parse_overrides, protocol_choice, resolve_protocols
 from deteval.api.scoring import compare, compare_mask_modes, evaluate, evaluate_inputs, explain
+from deteval.api.slicing import evaluate_slices, image_attributes
 from deteval.api.validation import Validation, validate
 from deteval.explain import Comparison, Explanation, MatchCache
 from deteval.protocol import resolve_protocol
@@ -35,6 +36,7 @@ __all__ = [
     "resolve_protocol",
     "resolve_protocols",
     "default_protocol",
+    "protocol_choice",
     "parse_overrides",
     "refuse_overwrite",
     "Inputs",
@@ -49,6 +51,8 @@ __all__ = [
     "at_confidence",
     "matches",
     "match_columns",
+    "evaluate_slices",
+    "image_attributes",
     "MatchCache",
     "Comparison",
     "Explanation",

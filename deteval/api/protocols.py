@@ -2,7 +2,8 @@
 
 :func:`resolve_protocols` resolves preset names, YAML paths and :class:`~deteval.protocol.Protocol`
 values and applies the same ``FIELD=VALUE`` overrides (:func:`parse_overrides`) to all;
-:func:`default_protocol` says which protocol an input is scored under when none is given.
+:func:`protocol_choice` says which protocol an input is scored under when none is given, and why
+(:func:`default_protocol`: the same, with a note only where it is not ``coco``).
 """
 
 from __future__ import annotations
@@ -68,13 +69,10 @@ def resolve_protocols(
 
 
 def default_protocol(gt: Any) -> tuple[str, str]:
-    """The protocol to score ``gt`` under when none is given, and a note saying why.
+    """The protocol to score ``gt`` under when none is given, and a note when it is not ``coco``.
 
-    COCO and YOLO ground truth: ``coco`` (no note). A VOC root: the protocol of its year, read
-    from its path as py-faster-rcnn does (``use_07_metric = year < 2010``): ``VOC2007`` ->
-    ``voc2007`` (11-point), ``VOC2010``..``VOC2012`` -> ``voc2010`` (all-point), with a note.
-    A VOC root whose path names no year is refused: the three candidates differ by several
-    points and none is a safe guess.
+    :func:`protocol_choice` with its note kept only for a VOC root (the API's warning): COCO
+    and YOLO ground truth are scored under ``coco``, the documented default, without a warning.
 
     Parameters
     ----------
@@ -95,20 +93,67 @@ def default_protocol(gt: Any) -> tuple[str, str]:
     >>> default_protocol({"images": [], "annotations": [], "categories": []})
     ('coco', '')
     """
+    name, note = protocol_choice(gt)
     source = gt.source if isinstance(gt, GroundTruth) else gt
-    if not isinstance(source, (str, os.PathLike)) or not os.path.isdir(source) or gt_format(source) != "voc":
-        return "coco", ""
+    is_voc = isinstance(source, (str, os.PathLike)) and os.path.isdir(source) and gt_format(source) == "voc"
+    return name, note if is_voc else ""
+
+
+def protocol_choice(gt: Any) -> tuple[str, str]:
+    """The protocol to score ``gt`` under when none is given, and one sentence saying why.
+
+    COCO and YOLO ground truth: ``coco`` (the default; for a YOLO dataset the note names
+    ``ultralytics``, Ultralytics' own numbers). A VOC root: the protocol of its year, read from
+    its path as py-faster-rcnn does (``use_07_metric = year < 2010``): ``VOC2007`` -> ``voc2007``
+    (11-point), ``VOC2010``..``VOC2012`` -> ``voc2010`` (all-point). A VOC root whose path names
+    no year is refused: the three candidates differ by several points and none is a safe guess.
+    The CLI prints the note for every input kind (not with -q) and records it in the JSON
+    ``inputs`` as ``default_protocol``.
+
+    Parameters
+    ----------
+    gt : str, os.PathLike, dict or GroundTruth
+
+    Returns
+    -------
+    (name, note) : (str, str)
+
+    Raises
+    ------
+    ConfigError
+        A VOC root without a year in its path.
+
+    Examples
+    --------
+    >>> protocol_choice({"images": [], "annotations": [], "categories": []})[1]
+    'COCO ground truth and no protocol given: scored under coco (the default: pycocotools COCOeval, two plain bugs fixed)'
+    """
+    source = gt.source if isinstance(gt, GroundTruth) else gt
+    if not isinstance(source, (str, os.PathLike)):
+        return "coco", "COCO ground truth and no protocol given: scored under coco " + _COCO_WHY
+    path = os.fspath(source)
+    kind = gt_format(source)
+    if kind == "yolo":
+        return "coco", (
+            f"--gt {path}: a YOLO dataset and no --protocol: scored under coco (the default; "
+            f"--protocol ultralytics gives Ultralytics' own numbers)"
+        )
+    if kind == "coco":
+        return "coco", f"--gt {path}: COCO JSON ground truth and no --protocol: scored under coco {_COCO_WHY}"
     year = voc_year(source)
     if year is None:
         raise ConfigError(
-            f"--gt {os.fspath(source)}: a VOC root and no --protocol; expected one of "
+            f"--gt {path}: a VOC root and no --protocol; expected one of "
             f"--protocol voc2007 (VOC2007 test: the devkit's 11-point AP), voc2010 "
             f"(VOC2010-2012: all-point AP) or coco (the folder's path names no VOC<year> "
             f"to choose by)"
         )
     name = "voc2007" if year < 2010 else "voc2010"
     return name, (
-        f"--gt {os.fspath(source)}: a VOC{year} root and no --protocol: scored under {name} "
+        f"--gt {path}: a VOC{year} root and no --protocol: scored under {name} "
         f"(the devkit's metric for {year}: {'11-point' if year < 2010 else 'all-point'} AP); "
         f"pass --protocol to choose another"
     )
+
+
+_COCO_WHY = "(the default: pycocotools COCOeval, two plain bugs fixed)"

@@ -103,6 +103,7 @@ def evaluate_inputs(
     *,
     workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    advance: Callable[[int, int], None] | None = None,
 ) -> tuple[EvalResult, ...]:
     """Score loaded inputs under each protocol (``deteval evaluate``).
 
@@ -117,6 +118,9 @@ def evaluate_inputs(
     progress : callable, optional
         Called with a label as each stage starts: ``"matching NAME"``, then ``"scoring NAME"``,
         per protocol (the CLI's progress bar).
+    advance : callable, optional
+        Called as ``advance(done, total)`` inside each matching stage, as whole images are
+        matched (:func:`deteval.evaluate.match`'s ``progress``).
 
     Returns
     -------
@@ -135,7 +139,7 @@ def evaluate_inputs(
         if progress is not None:
             progress(f"matching {protocol.name}")
         gt, dt = pooled_for(inputs.gt, inputs.dt, protocol)  # class_agnostic: pooled once
-        table = match_sharded(gt, dt, protocol, workers=workers)
+        table = match_sharded(gt, dt, protocol, workers=workers, progress=advance)
         if progress is not None:
             progress(f"scoring {protocol.name}")
         results.append(score(table, gt, protocol, warnings=(), inputs=inputs.summary()))

@@ -35,7 +35,7 @@ from deteval.cli._common import (
 )
 from deteval.cli.parser import build_parser
 from deteval.errors import DetevalError, printable
-from deteval.memory import memory_limit
+from deteval.memory import memory_limit, out_of_memory_message
 
 __all__ = ["main"]
 
@@ -114,6 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sys.stdout.flush()  # inside the handlers: a closed or full stdout fails here
     except DetevalError as exc:
         print(f"deteval: error: {printable(str(exc), keep_newlines=True)}", file=sys.stderr)
+        return EXIT_INPUT
+    except MemoryError as exc:  # an allocation no estimate of deteval.memory covered
+        print(f"deteval: error: {printable(out_of_memory_message(exc))}", file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:  # `deteval ... | head`: the reader has what it wanted
         _silence_stdout()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 import warnings
@@ -54,8 +55,8 @@ def _size(text: str) -> int:
         value = float(number) * units[unit]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a size such as 8G or 512M, found {text}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive size, found {text}")
+    if not 0 < value < math.inf:  # nan, inf and 1e999 (an infinity): not a size, not a traceback
+        raise argparse.ArgumentTypeError(f"expected a positive finite size such as 8G or 512M, found {text}")
     return int(value)
 
 
@@ -89,34 +90,72 @@ class _Progress:
     """Stage progress on stderr (tqdm), off with -q or when stderr is not a terminal.
 
     ``stage(label)`` marks the previous stage done and names the one starting now, so the bar
-    shows what is running (``matching coco``) while it runs; ``finish()`` completes the last
-    stage: the bar ends at 100%.
+    shows what is running (``matching coco``) while it runs; ``advance(done, total)`` moves it
+    inside the running stage (the matching reports it as whole images are matched: pairs, mask
+    IoUs, greedy matching); ``finish()`` completes the last stage: the bar ends at 100%.
     """
+
+    STEPS = 100  # bar units per stage, for the advances inside one
 
     def __init__(self, total: int, quiet: bool):
         self.bar = None
         self.running = False
+        self.done = 0  # stages completed
         if not quiet and sys.stderr.isatty():
             from tqdm import tqdm  # lazy on purpose: only for a progress bar on a terminal
 
-            self.bar = tqdm(total=total, file=sys.stderr, leave=False, unit="stage")
+            self.bar = tqdm(
+                total=total * self.STEPS, file=sys.stderr, leave=False, bar_format="{l_bar}{bar}| [{elapsed}]"
+            )
+            self.total = total
+
+    def _move_to(self, position: int) -> None:
+        if self.bar is not None and position > self.bar.n:
+            self.bar.update(position - self.bar.n)
 
     def stage(self, label: str) -> None:
+        if self.running:
+            self.done += 1
         if self.bar is not None:
-            if self.running:
-                self.bar.update(1)
-            self.bar.set_description(label)
+            self._move_to(self.done * self.STEPS)
+            self.bar.set_description(
+                f"{label} ({min(self.done + 1, self.total)}/{self.total})", refresh=False
+            )
             self.bar.refresh()
         self.running = True
 
+    def advance(self, done: int, total: int) -> None:
+        """Inside the running stage: ``done`` of ``total`` units of its work are done."""
+        if self.bar is not None and self.running and total > 0:
+            self._move_to(self.done * self.STEPS + min(self.STEPS, self.STEPS * done // total))
+            self.bar.refresh()
+
     def finish(self) -> None:
-        if self.bar is not None and self.running:
-            self.bar.update(1)
+        if self.running:
+            self.done += 1
+            self._move_to(self.done * self.STEPS)
         self.running = False
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _default_protocol(args: argparse.Namespace) -> None:
+    """No --protocol: score under the input's default (:func:`deteval.api.protocol_choice`).
+
+    The note saying which and why is printed with the warnings (not with -q) and recorded in the
+    JSON ``inputs`` (:func:`_inputs_record`); a VOC root without a year is refused here.
+    """
+    if args.protocol is None:
+        name, args.protocol_note = api.protocol_choice(args.gt)
+        args.protocol = [name]
+
+
+def _inputs_record(args: argparse.Namespace, summary: dict) -> dict:
+    """The JSON ``inputs``: what was read, and ``default_protocol`` when none was given."""
+    note = getattr(args, "protocol_note", "")
+    return {**summary, "default_protocol": {"name": args.protocol[0], "note": note}} if note else summary
 
 
 def _protocols(args: argparse.Namespace) -> list[Protocol]:
@@ -190,6 +229,8 @@ def _print_warnings(args: argparse.Namespace, caught: list) -> None:
     category; it never reaches stderr raw.
     """
     if not args.quiet:
+        if getattr(args, "protocol_note", ""):
+            print(f"deteval: note: {printable(args.protocol_note)}", file=sys.stderr)
         for category, label in ((InputWarning, "warning"), (UndefinedMetricWarning, "note")):
             for text in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, category)):
                 print(f"deteval: {label}: {printable(text)}", file=sys.stderr)

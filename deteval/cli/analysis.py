@@ -10,8 +10,11 @@ from deteval import api, report
 from deteval._version import __version__
 from deteval.cli._common import (
     EXIT_OK,
+    EXIT_USAGE,
+    _default_protocol,
     _detections,
     _finish,
+    _inputs_record,
     _load,
     _out,
     _print_warnings,
@@ -32,7 +35,8 @@ def _analyze(args: argparse.Namespace) -> int:
     """``deteval analyze``: TIDE errors, the decomposition and the confusion matrix."""
     _refuse_overwrite(args)
     selected = (args.errors, args.decompose, args.confusion)
-    parts = selected if any(selected) else (True, True, True)
+    beyond = {"calibration": args.calibration, "lrp": args.lrp, "tp_iou": args.tp_iou, "mauc": args.mauc}
+    parts = selected if any(selected) or any(beyond.values()) else (True, True, True)
     with _warnings_of(args) as caught:
         with recording_reads() as log:
             protocol = api.resolve_protocol(args.protocol)
@@ -48,6 +52,7 @@ def _analyze(args: argparse.Namespace) -> int:
             confidence=args.confidence,
             iou=args.iou,
             tide_mode=args.tide_mode,
+            beyond=_beyond_options(args, beyond),
         )
     doc = report.analysis_json(
         found.to_dict(arrays=True), protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings
@@ -61,6 +66,26 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         _out(report.format_analysis_table(doc))
     return EXIT_OK
+
+
+def _beyond_options(args: argparse.Namespace, parts: dict) -> dict | None:
+    """The keyword arguments of :func:`deteval.beyond.beyond_ap`, or None when no part is asked for."""
+    if not any(parts.values()):
+        return None
+    features = tuple(f.strip() for f in args.calibration_features.split(","))
+    try:
+        counts = [int(b) for b in args.calibration_bins.split(",")]
+    except ValueError:
+        raise ConfigError(
+            f"--calibration-bins: expected a positive integer or a comma-separated list of them, "
+            f"found {args.calibration_bins!r}"
+        ) from None
+    return {
+        **parts,
+        "calibration_features": features,
+        "calibration_bins": counts[0] if len(counts) == 1 else tuple(counts),
+        "lrp_tau": args.lrp_tau,
+    }
 
 
 def _rank(args: argparse.Namespace) -> int:
@@ -121,8 +146,16 @@ def _pictures(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"--{option.replace('_', '-')}: not part of `deteval {args.command}`; use deteval evaluate"
             )
+    _default_protocol(args)
     with recording_reads() as log:
         protocols = _protocols(args)
+    if args.explain and len(protocols) < 2:  # the walk goes from one protocol to the next
+        print(
+            f"deteval {args.command}: error: --explain walks from each protocol to the next: expected "
+            f"at least two --protocol, found 1; e.g. --protocol voc2007 --protocol coco",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     dts = {f"--dt #{i + 1}": d for i, d in enumerate(args.dt)}
     check_output(args.out, {"--gt": args.gt, **dts}, option="--out")
     with _warnings_of(args) as caught:
@@ -152,7 +185,7 @@ def _pictures(args: argparse.Namespace) -> int:
         summary = f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)"
     if args.output:
         inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}
-        doc = report.detectors_json(names, results, inputs=inputs_doc)
+        doc = report.detectors_json(names, results, inputs=_inputs_record(args, inputs_doc))
         _finish(args, report.dumps(doc), caught, log)
     else:
         _print_warnings(args, caught)

@@ -3,12 +3,70 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from deteval._version import __version__
 from deteval.cli._common import _non_negative_int, _positive_int, _size
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
 from deteval.protocol.fields import FIELD_CHOICES
 from deteval.ranking import AP_METHODS, AVERAGES
+
+
+class _FloatOption:
+    """An argparse ``type`` for a float flag: a finite number, in a range when given.
+
+    ``float()`` alone takes ``nan``, ``inf`` and ``1e999`` (infinity): such a value went on to
+    a traceback (a JSON document cannot hold it) or a refusal far from the flag. Here it is a
+    usage error naming the flag and what it takes (exit 2).
+
+    Examples
+    --------
+    >>> _FloatOption(0, 1)("0.5"), _FloatOption()("-3")
+    (0.5, -3.0)
+    >>> _FloatOption(0, 1)("nan")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: expected a number in [0, 1], found nan
+    """
+
+    is_float_option = True  # tests find every float flag of the parser by this mark
+
+    def __init__(
+        self,
+        low: float | None = None,
+        high: float | None = None,
+        *,
+        is_open: bool = False,
+        hint: str = "",
+    ) -> None:
+        self.low, self.high, self.is_open = low, high, is_open
+        if low is None:
+            self.expected = "a finite number" + (f" ({hint})" if hint else "")
+        else:
+            brackets = "()" if is_open else "[]"
+            self.expected = f"a number in {brackets[0]}{low:g}, {high:g}{brackets[1]}" + (
+                f", {hint}" if hint else ""
+            )
+        self.__name__ = "number"
+
+    def __call__(self, text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        is_in = math.isfinite(value)
+        if is_in and self.low is not None and self.high is not None:
+            is_in = self.low < value < self.high if self.is_open else self.low <= value <= self.high
+        if not is_in:
+            raise argparse.ArgumentTypeError(f"expected {self.expected}, found {text}")
+        return value
+
+
+#: a score cut: any finite number (scores are not limited to [0, 1])
+_SCORE = _FloatOption(hint="a score")
+#: a confidence level of bootstrap intervals
+_LEVEL = _FloatOption(0, 1, is_open=True, hint="e.g. 0.95")
+#: an IoU threshold
+_IOU = _FloatOption(0, 1)
 
 _EVALUATE_EXAMPLE = """examples:
   deteval evaluate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
@@ -101,7 +159,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--ci",
-        type=float,
+        type=_LEVEL,
         default=0.95,
         metavar="LEVEL",
         help="confidence level of the intervals (default 0.95)",
@@ -151,7 +209,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--confidence",
-        type=float,
+        type=_SCORE,
         metavar="T",
         help="also report per-class precision/recall/F1 of the detections scoring >= T "
         "(at IoU 0.5, or the protocol's first threshold)",
@@ -179,6 +237,31 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
 
 
+def _add_diagnostics(p: argparse.ArgumentParser) -> None:
+    """``evaluate``'s per-class metrics and slices (docs/slices.md)."""
+    p.add_argument(
+        "--per-class-metrics",
+        action="store_true",
+        help="also print every per-class metric (AP50, AP75, APs ... AR1, AR10, AR100 ...) with "
+        "each class's best-F1 confidence, and the overall best-F1 points",
+    )
+    p.add_argument(
+        "--slice",
+        action="append",
+        default=[],
+        metavar="KEY[=VALUE]",
+        help="also score subsets of the images: one per value of the image attribute KEY (a field "
+        "of the ground truth's image records, of --image-attributes, or built in: image_size, "
+        "has_crowd), or only the images with KEY=VALUE; repeat for several",
+    )
+    p.add_argument(
+        "--image-attributes",
+        metavar="FILE",
+        help="CSV or JSON file of image attributes for --slice (image_id or file_name, then one "
+        "column per attribute)",
+    )
+
+
 #: The optional compiled extensions setup.py builds; each has a numpy twin (docs/benchmarks.md).
 COMPILED_EXTENSIONS = (
     "deteval.io._colparse",
@@ -200,7 +283,6 @@ def version_text() -> str:
     """
     import os
 
-    import deteval
     from deteval import _speedups
 
     states = []
@@ -211,7 +293,7 @@ def version_text() -> str:
         else:
             state = "active" if _speedups.load(name) is not None else "not built"
         states.append(f"  {short}: {state}")
-    where = os.path.dirname(os.path.abspath(deteval.__file__))
+    where = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package: deteval/cli/..
     return f"deteval {__version__} ({where})\ncompiled extensions:\n" + "\n".join(states)
 
 
@@ -259,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
         "task (a local cluster, or the scheduler at ADDRESS) and score once (the dask extra; "
         "docs/training-loop.md)",
     )
+    _add_diagnostics(ev)
     pr = sub.add_parser(
         "protocols",
         help="list the preset protocols and their fields",
@@ -350,6 +433,7 @@ _ANALYZE_EXAMPLE = """examples:
   deteval analyze --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
   deteval analyze --gt gt.json --dt dt.json --errors --format json --output analysis.json
   deteval analyze --gt gt.json --dt dt.json --confusion --confidence 0.3 --iou 0.5
+  deteval analyze --gt gt.json --dt dt.json --calibration --lrp --tp-iou --mauc
 """
 
 
@@ -382,18 +466,39 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
     )
     an.add_argument("--confusion", action="store_true", help="confusion matrix")
     an.add_argument(
+        "--calibration", action="store_true", help="D-ECE of the confidences and the reliability curve"
+    )
+    an.add_argument("--lrp", action="store_true", help="optimal LRP, its components and thresholds")
+    an.add_argument("--tp-iou", action="store_true", help="mean IoU of the true positives per class")
+    an.add_argument("--mauc", action="store_true", help="faster-coco-eval's precision/recall AUC")
+    an.add_argument(
+        "--calibration-features",
+        default="confidence",
+        metavar="F,...",
+        help="what D-ECE bins on: confidence, then any of cx,cy,w,h (default: confidence)",
+    )
+    an.add_argument(
+        "--calibration-bins",
+        default="10",
+        metavar="N[,N...]",
+        help="equal-width bins, one count or one per feature (default 10)",
+    )
+    an.add_argument(
+        "--lrp-tau", type=float, default=0.5, metavar="T", help="LRP's IoU threshold (default 0.5)"
+    )
+    an.add_argument(
         "--confidence",
-        type=float,
+        type=_SCORE,
         default=0.5,
         metavar="C",
         help="score cut of the confusion matrix (default 0.5)",
     )
     an.add_argument(
         "--iou",
-        type=float,
+        type=_IOU,
         default=0.5,
         metavar="T",
-        help="IoU threshold of all three parts (TIDE's foreground threshold; default 0.5)",
+        help="IoU threshold of the parts (TIDE's foreground threshold, --calibration, --tp-iou; default 0.5)",
     )
     an.add_argument(
         "--tide-mode",
@@ -454,7 +559,7 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
     ra.add_argument("--k", type=_positive_int, metavar="K", help="also P@K, R@K, AP@K and nDCG@K")
     ra.add_argument(
         "--binarize",
-        type=float,
+        type=_SCORE,
         metavar="T",
         help="also AP of the predictions thresholded at >= T, beside the raw AP",
     )

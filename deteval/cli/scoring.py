@@ -13,9 +13,11 @@ from deteval import api, report
 from deteval.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
+    _default_protocol,
     _detections,
     _finish,
     _input_options,
+    _inputs_record,
     _load,
     _note_workers,
     _out,
@@ -42,50 +44,91 @@ from deteval.protocol import PRESETS, Protocol
 def _evaluate(args: argparse.Namespace) -> int:
     _note_workers(args)
     _refuse_overwrite(args)
-    note = ""
-    if args.protocol is None:  # a VOC root is scored under its year's protocol, or refused
-        name, note = api.default_protocol(args.gt)
-        args.protocol = [name]
+    _default_protocol(args)
     with recording_reads() as log:
         protocols = _protocols(args)
+    if len(args.dt) > 1 or args.bootstrap or getattr(args, "scheduler", None):
+        _refuse_diagnostics(args)
     if len(args.dt) > 1 or args.bootstrap:
         return _detectors(args, protocols, log)
     if getattr(args, "scheduler", None):
         return _evaluate_shards(args, protocols, log)
-    progress = _Progress(1 + 2 * len(protocols), args.quiet)  # loading, then matching + scoring each
-    with _warnings_of(args) as caught:
-        try:
+    # loading, matching + scoring each protocol, then the results (extras, --matches, JSON)
+    progress = _Progress(2 + 2 * len(protocols), args.quiet)
+    try:
+        with _warnings_of(args) as caught:
             progress.stage("loading")
             with recording_reads(log):
                 inputs = _load(args, protocols)
             _refuse_overwrite(args, log)
             try:
                 results = api.evaluate_inputs(
-                    inputs, protocols, workers=args.workers, progress=progress.stage
+                    inputs, protocols, workers=args.workers, progress=progress.stage, advance=progress.advance
                 )
             except InputWarning as exc:
                 raise _strict(exc, "") from None
-            progress.finish()
-        finally:
-            progress.close()
-    doc = report.to_json(results, inputs=inputs.summary(), warnings=inputs.warnings)
-    confidence_rows, mask_reports = _evaluate_extras(args, inputs, results, doc)
-    if args.matches:
-        _write(
-            args.matches,
-            report.format_matches_csv(results[0], api.match_columns(results[0])),
-            "--matches",
-            log,
-        )
-    text = report.dumps(doc)
+        progress.stage("writing the results")
+        doc = report.to_json(results, inputs=_inputs_record(args, inputs.summary()), warnings=inputs.warnings)
+        confidence_rows, mask_reports = _evaluate_extras(args, inputs, results, doc)
+        with recording_reads(log):
+            diagnostics = _evaluate_diagnostics(args, inputs, results, doc)
+        if args.matches:
+            _write(
+                args.matches,
+                report.format_matches_csv(results[0], api.match_columns(results[0])),
+                "--matches",
+                log,
+            )
+        text = report.dumps(doc)
+        progress.finish()
+    finally:
+        progress.close()
     _finish(args, text, caught, log)
-    if note and not args.quiet:
-        print(f"deteval: note: {note}", file=sys.stderr)
     blocks = [
         report.format_confidence_table(r, rows, args.confidence) for r, rows in zip(results, confidence_rows)
     ]
-    _print_results(args, text, results, [*blocks, *mask_reports])
+    _print_results(args, text, results, [*blocks, *mask_reports, *diagnostics])
     return EXIT_OK
+
+
+def _refuse_diagnostics(args: argparse.Namespace) -> None:
+    """``--per-class-metrics``, ``--slice``: one detector, no --bootstrap, no --scheduler."""
+    used = [
+        name
+        for name, value in (
+            ("--per-class-metrics", args.per_class_metrics),
+            ("--slice", args.slice),
+            ("--image-attributes", args.image_attributes),
+        )
+        if value
+    ]
+    if used:
+        raise ConfigError(
+            f"{', '.join(used)}: score one detector without --bootstrap and --scheduler; found "
+            f"{len(args.dt)} --dt{', --bootstrap' if args.bootstrap else ''}"
+            f"{', --scheduler' if getattr(args, 'scheduler', None) else ''}"
+        )
+
+
+def _evaluate_diagnostics(args: argparse.Namespace, inputs: api.Inputs, results: tuple, doc: dict) -> list:
+    """``--per-class-metrics`` and ``--slice`` text blocks; slices also placed in ``doc``."""
+    blocks = []
+    if args.per_class_metrics:
+        blocks += [report.format_per_class_metrics(r) for r in results]
+    if args.image_attributes and not args.slice:
+        raise ConfigError("--image-attributes: expected --slice KEY to slice by them, found no --slice")
+    if args.slice:
+        from deteval.slices import parse_slice, slice_results
+
+        specs = [parse_slice(s) for s in args.slice]
+        attributes = api.image_attributes(args.gt, args.image_attributes, slices=specs)
+        for result, entry in zip(results, doc["results"]):
+            slices = slice_results(
+                inputs.gt, _detections(inputs), result.protocol, specs, attributes=attributes
+            )
+            entry["slices"] = report.slices_json(slices)
+            blocks.append(report.format_slices_table(result, slices))
+    return blocks
 
 
 def _evaluate_shards(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog) -> int:
@@ -96,7 +139,7 @@ def _evaluate_shards(args: argparse.Namespace, protocols: list[Protocol], log: R
 
     with _warnings_of(args) as caught:
         results = tuple(evaluate_shards(args.gt, args.dt[0], p, scheduler=args.scheduler) for p in protocols)
-    doc = report.to_json(results, inputs=results[0].inputs)
+    doc = report.to_json(results, inputs=_inputs_record(args, results[0].inputs))
     text = report.dumps(doc)
     _finish(args, text, caught, log)
     _print_results(args, text, results)
@@ -155,6 +198,7 @@ def _compare(args: argparse.Namespace) -> int:
     """``deteval compare``: several protocols side by side, optionally explained."""
     _note_workers(args)
     _refuse_overwrite(args)
+    _default_protocol(args)
     with recording_reads() as log:
         protocols = _protocols(args)
     if len(args.dt) > 1 or args.bootstrap:
@@ -194,7 +238,7 @@ def _compare(args: argparse.Namespace) -> int:
     results = list(comparison.results)
     doc = report.compare_json(
         results,
-        inputs=inputs.summary(),
+        inputs=_inputs_record(args, inputs.summary()),
         warnings=inputs.warnings,
         matching_groups=comparison.matching_groups,
         explanations=explanations,
@@ -396,7 +440,7 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
     doc = report.detectors_json(
         names,
         results,
-        inputs=inputs_doc,
+        inputs=_inputs_record(args, inputs_doc),
         warnings=warnings_seen,
         intervals=intervals,
         comparisons=comparisons,

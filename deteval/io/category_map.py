@@ -265,6 +265,11 @@ def _table(items: Sequence[tuple], lines: dict, source: str) -> CategoryMap:
                 f"{where}: key {shorten(key)} is not a detection category id; expected an "
                 f"integer (the id or class index the detections carry)"
             )
+        if not -(2**63) <= number < 2**63:  # the detections' ids are int64: no such id
+            raise ConfigError(
+                f"{where}: key {number} does not fit a 64-bit category id; expected a detection "
+                f"category id (the id or class index the detections carry) within +-2**63"
+            )
         target = _as_int(value) if not isinstance(value, str) else value
         if target is None or (isinstance(target, str) and not target):
             raise ConfigError(

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from deteval.errors import InputError
-from deteval.io._text import read_bytes
+from deteval.io._text import line_of, read_bytes, split_lines
 
 __all__ = [
     "MAX_BYTES",
@@ -178,9 +178,9 @@ def _read_text(
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
+        line = line_of(raw, exc.start)
         raise _fail(path, f"line {line}: ", "bytes that are not UTF-8; expected UTF-8 text") from None
-    lines = text.splitlines()
+    lines = split_lines(text)  # as an editor counts them (str.splitlines also breaks at \f, U+2028 ...)
     while lines and not lines[-1].strip():
         lines.pop()
     if not lines:

@@ -250,6 +250,12 @@ def _class_names(data: dict, path: str) -> tuple[np.ndarray, tuple]:
         raise InputError(
             f"{path}: `names` entry {bad[0][0]!r}: {bad[0][1]!r}; expected integer ids >= 0 and string names"
         )
+    too_large = [k for k, _ in items if k >= 2**63]  # YAML integers are unbounded; ids are int64
+    if too_large:
+        raise InputError(
+            f"{path}: `names` key {too_large[0]} does not fit a 64-bit class id; expected class ids "
+            f"0 .. {2**63 - 1} (the class indices of the label files, usually 0 .. nc-1): renumber `names`"
+        )
     if "nc" in data and data["nc"] != len(items):
         raise InputError(
             f"{path}: `nc` is {data['nc']!r} but `names` has {len(items)} entries; expected them to agree"
@@ -289,21 +295,35 @@ def _stem(name: str) -> str:
 
 
 def _class_ids(rows: list, column: int, path: str) -> np.ndarray:
-    """Each row's class id (an integer, possibly written ``3.0``)."""
+    """Each row's class id (an integer, possibly written ``3.0``).
+
+    An integer's text is read as that integer (``9007199254740993`` is not rounded to a float's
+    ``2**53``, as the compiled reader reads it); other text through ``float`` (``3.0``, ``3e0``).
+    """
     out = np.empty(len(rows), dtype=np.int64)
-    bad = []
+    bad, too_large = [], []
     for j, (n, f) in enumerate(rows):
+        value: int | None
         try:
-            value = float(f[column])
+            value = int(f[column])
         except ValueError:
-            value = float("nan")
-        if not value.is_integer() or abs(value) >= 2**63:  # 1e20 does not fit an int64 id
+            try:
+                number = float(f[column])
+            except ValueError:
+                number = float("nan")
+            value = int(number) if number.is_integer() else None
+        if value is None:
             bad.append((f"{path}:{n}", shorten(f[column])))
             out[j] = -1
+        elif not -(2**63) <= value < 2**63:  # 1e20 does not fit an int64 id
+            too_large.append((f"{path}:{n}", shorten(f[column])))
+            out[j] = -1
         else:
-            out[j] = int(value)
+            out[j] = value
     if bad:
         fail_records("class id is not an integer", "an integer class id (within +-2**63)", bad)
+    if too_large:
+        fail_records("class id beyond 64 bits", "an integer class id (within +-2**63)", too_large)
     return out
 
 

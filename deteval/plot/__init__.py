@@ -24,6 +24,7 @@ from deteval.plot.curves import f1_curves, pr_curves  # noqa: E402 - after the m
 from deteval.plot.files import plot_all  # noqa: E402 - after the matplotlib check
 from deteval.plot.html import render_report, write_report  # noqa: E402 - after the matplotlib check
 from deteval.plot.matrix import confusion_matrix, decomposition_curves  # noqa: E402 - after the matplotlib check
+from deteval.plot.reliability import reliability_diagram  # noqa: E402 - after the matplotlib check
 
 __all__ = [
     "PlotDependencyError",
@@ -33,6 +34,7 @@ __all__ = [
     "confusion_matrix",
     "error_breakdown",
     "decomposition_curves",
+    "reliability_diagram",
     "explain_waterfall",
     "forest",
     "figure_bytes",

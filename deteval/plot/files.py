@@ -27,7 +27,10 @@ class FigureSpec:
     Attributes
     ----------
     name : str
-        File stem, unique within a run (``coco-pr_curves``).
+        File stem, unique within a run: the figure kind (``pr_curves``, ``f1_curves``,
+        ``per_class_ap``, ``explain``, ``errors``, ``confusion``, ``decomposition``,
+        ``intervals``), followed by ``-<label>`` (per-result figures) or
+        ``-<from>-<to>`` (explain) only when the run has several.
     caption : str
         What it shows (plain text, user strings unescaped).
     section : str
@@ -98,30 +101,35 @@ def figure_specs(
             stem = f"{stem}-{used[stem]}"
         specs.append(FigureSpec(stem, caption, section, build))
 
+    # Stable names (scripts collect them): the figure kind alone, its result's label after it
+    # only when there are several (docs/plots.md lists the names).
+    def per_result(kind: str, label: str) -> str:
+        return kind if len(named) == 1 else f"{kind}-{slug(label)}"
+
     for label, result in named:
-        prefix = slug(label)
         add(
-            f"{prefix}-pr_curves",
+            per_result("pr_curves", label),
             f"Precision/recall curves: {label}",
             "results",
             partial(pr_curves, result, max_classes=max_classes),
         )
         add(
-            f"{prefix}-f1_curves",
+            per_result("f1_curves", label),
             f"Precision, recall and F1 by confidence: {label}",
             "results",
             partial(f1_curves, result, max_classes=max_classes),
         )
         add(
-            f"{prefix}-per_class_ap",
+            per_result("per_class_ap", label),
             f"Per-class AP: {label}",
             "results",
             partial(per_class_ap, result, top_k=top_k),
         )
-    for exp in _as_list(explanation):
+    explanations = _as_list(explanation)
+    for exp in explanations:
         doc = as_document(exp, what="explanation")
         add(
-            f"explain-{doc.get('from', 'A')}-{doc.get('to', 'B')}",
+            "explain" if len(explanations) == 1 else f"explain-{doc.get('from', 'A')}-{doc.get('to', 'B')}",
             f"Why {doc.get('from')} and {doc.get('to')} differ",
             "explain",
             partial(explain_waterfall, doc),
@@ -188,7 +196,7 @@ def plot_all(
     >>> r = deteval.evaluate("fixtures/coco/gt.json", "fixtures/coco/dt.json", "voc2010")
     >>> with tempfile.TemporaryDirectory() as d:
     ...     [p.name for p in plot_all(r, out_dir=d, formats=["svg"])]
-    ['voc2010-pr_curves.svg', 'voc2010-f1_curves.svg', 'voc2010-per_class_ap.svg']
+    ['pr_curves.svg', 'f1_curves.svg', 'per_class_ap.svg']
     """
     formats = list(dict.fromkeys(formats))
     bad = [f for f in formats if f not in FORMATS]

@@ -28,6 +28,7 @@ from deteval.plot._html_tables import _class_section, _inputs_section, _metrics_
 from deteval.plot._select import named_results
 from deteval.plot.files import FigureSpec, figure_specs
 from deteval.stats import Comparison, Interval, verdict
+from deteval.tide import whose_ap
 
 __all__ = ["render_report", "write_report", "escape"]
 
@@ -102,7 +103,10 @@ def _errors_section(doc: dict, specs: list) -> str:
     if "errors" in doc:
         e = doc["errors"]
         main, special = list(e["main"]), list(e["special"])
-        parts.append(f"<h3>TIDE error types (mode {escape(e.get('mode'))}): AP {_num(e.get('ap'))}</h3>")
+        whose = escape(whose_ap(e, (doc.get("protocol") or {}).get("name")))
+        parts.append(
+            f"<h3>TIDE error types (mode {escape(e.get('mode'))}): AP {_num(e.get('ap'))} ({whose})</h3>"
+        )
         header = [("", "text")] + [(escape(k), "num") for k in main + special]
         rows = [
             '<tr><th scope="row">dAP</th>'

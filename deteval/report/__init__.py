@@ -33,6 +33,12 @@ from deteval.report.compare import (
     format_explanation,
     format_explanation_markdown,
 )
+from deteval.report.diagnostics import (
+    format_operating_points,
+    format_per_class_metrics,
+    format_slices_table,
+    slices_json,
+)
 from deteval.report.protocols import (
     format_protocol_list,
     format_protocols,
@@ -91,6 +97,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "format_per_class_metrics",
+    "format_operating_points",
+    "format_slices_table",
+    "slices_json",
     "to_json",
     "dumps",
     "format_table",

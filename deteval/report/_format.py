@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from deteval.errors import printable
+
 __all__ = [
     "csv_safe",
 ]
@@ -17,6 +19,16 @@ def _fmt(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     return f"{value:.{digits}f}"
+
+
+def _cells(row: Any) -> list[str]:
+    """A text table's row, each cell on one line and terminal-safe.
+
+    A class, detector or file name may hold a newline, a carriage return, U+2028, an escape
+    sequence: each is shown escaped (:func:`deteval.errors.printable`), before the widths are
+    measured, so a name is never a fake row nor a shifted column.
+    """
+    return [printable(str(value)) for value in row]
 
 
 def _md_escape(text: str) -> str:

@@ -12,8 +12,9 @@ import orjson
 
 from deteval._version import __version__
 from deteval.protocol import Protocol
-from deteval.report._format import _md_escape
-from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS
+from deteval.report._format import _cells, _md_escape
+from deteval.report.beyond import beyond_sections
+from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS, whose_ap
 
 __all__ = [
     "analysis_json",
@@ -157,9 +158,11 @@ def _analysis_sections(doc: dict) -> list:
     out = []
     if "errors" in doc:
         e = doc["errors"]
+        whose = whose_ap(e, doc.get("protocol", {}).get("name"))  # tidecv's AP is not evaluate's
         title = (
             f"TIDE errors (mode {e['mode']}, foreground {e['thresholds']['foreground']:g}, "
-            f"background {e['thresholds']['background']:g}): AP {_analysis_num(e['ap'])}, dAP per type"
+            f"background {e['thresholds']['background']:g}): AP {_analysis_num(e['ap'])} ({whose}), "
+            "dAP per type"
         )
         header = ["", *MAIN_ERRORS, *SPECIAL_ERRORS]
         rows = [
@@ -197,13 +200,14 @@ def _analysis_sections(doc: dict) -> list:
         header = ["", *c["labels"]]
         rows = [[label, *(str(v) for v in row)] for label, row in zip(c["labels"], c["matrix"])]
         out.append((title, header, rows))
-    return out
+    return out + beyond_sections(doc)
 
 
 def format_analysis_table(doc: dict) -> str:
     """Plain-text tables of an :meth:`AnalysisResult.to_dict` document."""
     blocks = []
     for title, header, rows in _analysis_sections(doc):
+        header, rows = _cells(header), [_cells(r) for r in rows]
         widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
         lines = [
             title,

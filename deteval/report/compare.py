@@ -12,9 +12,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from deteval.errors import printable
 from deteval.evaluate import EvalResult
 from deteval.explain import Explanation
-from deteval.report._format import _csv_number, _fmt, _md_escape, csv_safe
+from deteval.report._format import _cells, _csv_number, _fmt, _md_escape, csv_safe
 from deteval.report.results import to_json
 from deteval.summary import class_ap
 
@@ -112,16 +113,16 @@ def format_compare_table(
 ) -> str:
     """Terminal table: the protocols (name, hash, source), then classes x protocols."""
     table = compare_table(results, per_class=per_class)
-    labels = _unique_labels(results)
+    labels = [printable(x) for x in _unique_labels(results)]
     width = max(len(x) for x in labels)
     lines = [
-        f"  {label:<{width}}  [{r.protocol.fingerprint()}]  {r.protocol.source}"
+        f"  {label:<{width}}  [{r.protocol.fingerprint()}]  {printable(r.protocol.source)}"
         for label, r in zip(labels, results, strict=False)
     ]
     sharing = _sharing_line(results, matching_groups)
     head = [f"{sharing or 'protocols'}:"] + lines + [""]
-    header = ["class"] + [c["label"] for c in table["columns"]]
-    body = [[row["name"]] + [_fmt(v, 4) for v in row["values"]] for row in table["rows"]]
+    header = _cells(["class"] + [c["label"] for c in table["columns"]])
+    body = [_cells([row["name"]] + [_fmt(v, 4) for v in row["values"]]) for row in table["rows"]]
     widths = [max(len(header[i]), *(len(b[i]) for b in body)) for i in range(len(header))]
     out = [
         "  ".join(
@@ -245,11 +246,12 @@ def _explanation_rows(e: Explanation) -> list[list[str]]:
 def format_explanation(e: Explanation) -> str:
     """A plain-text table of the walk from A to B (terminal output)."""
     (na, va), (nb, vb) = e.headline_a, e.headline_b
+    a, b = printable(e.a.name), printable(e.b.name)
     head = [
-        f"{e.a.name} -> {e.b.name}: {e.measure} {_fmt_change(e.start)} -> {_fmt_change(e.end)} "
-        f"({e.a.name} {na} {_fmt_change(va)}, {e.b.name} {nb} {_fmt_change(vb)})",
-        f"compared: {e.definition}",
-    ] + [f"note: {n}" for n in e.notes]
+        f"{a} -> {b}: {e.measure} {_fmt_change(e.start)} -> {_fmt_change(e.end)} "
+        f"({a} {na} {_fmt_change(va)}, {b} {nb} {_fmt_change(vb)})",
+        f"compared: {printable(e.definition)}",
+    ] + [f"note: {printable(n)}" for n in e.notes]
     header = [
         "step",
         "change",
@@ -257,7 +259,7 @@ def format_explanation(e: Explanation) -> str:
         "fields changed",
         "classes moved",
     ]
-    rows = _explanation_rows(e)
+    rows = [_cells(r) for r in _explanation_rows(e)]
     widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
     lines = head + [""]
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)).rstrip())
@@ -272,7 +274,7 @@ def format_explanation(e: Explanation) -> str:
         ]
         lines.append("  ".join(cells).rstrip())
     lines.append("")
-    lines.append(e.summary_line())
+    lines.append(printable(e.summary_line()))
     return "\n".join(lines) + "\n"
 
 

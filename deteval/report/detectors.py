@@ -7,8 +7,9 @@ import io
 from collections.abc import Sequence
 
 from deteval._version import __version__
+from deteval.errors import printable
 from deteval.evaluate import EvalResult
-from deteval.report._format import _csv_number, _fmt, _md_escape, csv_safe
+from deteval.report._format import _cells, _csv_number, _fmt, _md_escape, csv_safe
 
 __all__ = [
     "detectors_json",
@@ -119,7 +120,7 @@ def _detector_tables(doc: dict, *, per_class: bool) -> tuple[list, list[str]]:
                     diff += _interval_text(comparison["ci"]) + f" p={comparison['p_value']:.3g}"
                 row.append(diff)
             rows.append(row)
-        title = f"protocol {protocol} [{first['protocol_hash']}]"
+        title = f"protocol {printable(protocol)} [{first['protocol_hash']}]"
         tables.append((title, header, rows))
         if per_class:
             class_rows = [
@@ -134,7 +135,7 @@ def _detector_tables(doc: dict, *, per_class: bool) -> tuple[list, list[str]]:
                 ]
                 for k, c in enumerate(first["per_class"])
             ]
-            tables.append((f"{protocol}: AP per class", ["class", *names], class_rows))
+            tables.append((f"{printable(protocol)}: AP per class", ["class", *names], class_rows))
     closing = []
     if "bootstrap" in doc:
         b = doc["bootstrap"]
@@ -142,7 +143,7 @@ def _detector_tables(doc: dict, *, per_class: bool) -> tuple[list, list[str]]:
             f"bootstrap: {b['n']} resamples of the images (seed {b['seed']}), "
             f"{b['method']} intervals at {b['ci']:g}"
         )
-        closing += [c["verdict"] for c in doc.get("comparisons", []) if c.get("verdict")]
+        closing += [printable(c["verdict"]) for c in doc.get("comparisons", []) if c.get("verdict")]
     return tables, closing
 
 
@@ -159,6 +160,7 @@ def format_detectors_table(doc: dict, *, per_class: bool = True) -> str:
 
 
 def _plain_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    header, rows = _cells(header), [_cells(r) for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
     out = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
     out.append("  ".join("-" * w for w in widths))

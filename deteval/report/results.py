@@ -17,10 +17,11 @@ import numpy as np
 
 from deteval._version import __version__
 from deteval.analysis import OUTCOME_WORDS, MatchColumns, match_rows
+from deteval.errors import printable
 from deteval.evaluate import EvalResult
-from deteval.protocol import FIELDS
-from deteval.report._format import _csv_number, _fmt, _md_escape, csv_safe
-from deteval.summary import AREA_ABBREVIATIONS, threshold_label
+from deteval.protocol import FIELDS, Protocol
+from deteval.report._format import _cells, _csv_number, _fmt, _md_escape, csv_safe
+from deteval.summary import SUMMARY_TERMS
 from deteval.summary import none_if_nan as _none_if_nan
 
 __all__ = [
@@ -36,19 +37,6 @@ __all__ = [
     "mask_mode_json",
     "format_matches_csv",
 ]
-
-
-_COCO_LINES = {
-    "AP": ("Average Precision", "all", "all"),
-    "AP50": ("Average Precision", "0.50", "all"),
-    "AP75": ("Average Precision", "0.75", "all"),
-    "APs": ("Average Precision", "all", "small"),
-    "APm": ("Average Precision", "all", "medium"),
-    "APl": ("Average Precision", "all", "large"),
-    "ARs": ("Average Recall", "all", "small"),
-    "ARm": ("Average Recall", "all", "medium"),
-    "ARl": ("Average Recall", "all", "large"),
-}
 
 
 def to_json(
@@ -83,7 +71,7 @@ def describe_protocol(result: EvalResult) -> str:
     )
     areas = ",".join(p.area_names)
     return (
-        f"protocol {p.name} [{p.fingerprint()}]: {p.source}\n"
+        f"protocol {printable(p.name)} [{p.fingerprint()}]: {printable(p.source)}\n"
         f"  iou_type={p.iou_type} iou={thr} {p.iou_comparison} matching={p.matching} "
         f"boxes={p.box_convention} ap={p.ap_method} areas={areas} max_dets={p.max_dets} "
         f"difficult={p.difficult} crowd={p.crowd}"
@@ -91,46 +79,71 @@ def describe_protocol(result: EvalResult) -> str:
     )
 
 
+def _headline_terms(p: Protocol) -> dict[str, tuple[str, float | None, str, int | None]]:
+    """Each headline metric's (kind, IoU threshold or None for all, area, max_det) as it is computed.
+
+    pycocotools' and configured summaries by their terms (:mod:`deteval.summary`); keypoints'
+    ``_summarizeKps`` at maxDets 20; lvis-api's numbers at the largest ``max_dets``, the area rows
+    by name (APr/APc/APf: a frequency group of classes, all areas); Ultralytics' ``mAP50`` at the
+    first threshold and ``mAP50-95`` over all of them.
+    """
+    areas = {"s": "small", "m": "medium", "l": "large"}
+    top = p.max_dets[-1] if p.max_dets else None
+    first = p.area_names[0]
+    if p.summary in SUMMARY_TERMS and not (p.summary == "pycocotools" and p.iou_type == "keypoints"):
+        return {t.name: (t.kind, t.iou_threshold, t.area, t.max_det) for t in SUMMARY_TERMS[p.summary](p)}
+    if p.summary == "ultralytics":
+        return {"mAP50": ("AP", p.iou_thresholds[0], first, top), "mAP50-95": ("AP", None, first, top)}
+    out = {}
+    names: tuple[str, ...] = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
+    if p.summary == "crowdpose":  # xtcocotools' _summarizeKps_crowd, every number at maxDets 20
+        names = ("AP", "AP50", "AP75", "AR", "AR50", "AR75", "AP(E)", "AP(M)", "AP(H)")
+    if p.summary == "lvis":
+        label = "all" if top is None else top
+        names = ("AP", "AP50", "AP75", "APs", "APm", "APl", "APr", "APc", "APf")
+        names += tuple(f"AR{a}@{label}" for a in ("", "s", "m", "l"))
+    for name in names:
+        base = name.partition("@")[0]
+        threshold = {"50": 0.5, "75": 0.75}.get(base[2:])
+        area = areas.get(base[2:], "all")
+        out[name] = (base[:2], threshold, area, top if p.summary == "lvis" else 20)
+    return out
+
+
 def _metric_lines(result: EvalResult) -> list[str]:
     p = result.protocol
-    lines = []
     if "mAP" in result.metrics:
         return [f"  mAP = {_fmt(result.metrics['mAP'], 4)}"]
     thresholds = p.iou_thresholds
     all_thr = f"{thresholds[0]:.2f}:{thresholds[-1]:.2f}"
-    top = max(p.max_dets) if p.max_dets else "all"
-    first_area = p.area_names[0]
-    by_label = {threshold_label(t): f"{t:.2f}" for t in thresholds}
-    area_of = {AREA_ABBREVIATIONS.get(a, "_" + a): a for a in p.area_names}
+    terms = _headline_terms(p)
+    lines = []
     for name, value in result.metrics.items():
-        suffix = name[2:]
-        is_cap = suffix.isdigit() and (p.max_dets is None or int(suffix) in p.max_dets)
-        if name.startswith("AR") and is_cap:  # AR1, AR10, AR100 (keypoints' AR50: IoU .50)
-            title, iou, area, md = "Average Recall", all_thr, first_area, suffix
-        else:
-            if p.summary == "pycocotools" and name in _COCO_LINES:
-                title, iou, area = _COCO_LINES[name]
-            else:  # configured summaries: AP<threshold>, AP<area>, AR<area> of this protocol
-                title = "Average Precision" if name.startswith("AP") else "Average Recall"
-                iou = by_label.get(suffix, "all")
-                area = area_of.get(suffix, first_area)
-            iou = all_thr if iou == "all" else iou
-            md = str(top)
-            if p.summary == "pycocotools" and p.max_dets:
-                # pycocotools' summarize: every line but the AR@maxDets ones at maxDets[2]
-                # (keypoints: a single value, 20)
-                md = str(p.max_dets[2] if len(p.max_dets) > 2 else max(p.max_dets))
-        kind = "(AP)" if title.startswith("Average Precision") else "(AR)"
+        kind, threshold, area, max_det = terms[name]
+        title = "Average Precision" if kind == "AP" else "Average Recall"
+        iou = all_thr if threshold is None else f"{threshold:.2f}"
+        md = "all" if max_det is None else str(max_det)
         # xtcocotools' keypoints_crowd lines name the crowd-index band: "type=  easy"
         where = f"type={_CROWD_BANDS[name]:>6s}" if name in _CROWD_BANDS else f"area={area:>6s}"
         lines.append(
-            f"  {title:<18} {kind} @[ IoU={iou:<9} | {where} | maxDets={md:>3s} ] = {_fmt(value)}   {name}"
+            f"  {title:<18} ({kind}) @[ IoU={iou:<9} | {where} | maxDets={md:>3s} ] = {_fmt(value)}   {name}"
         )
     return lines
 
 
 #: ``summary: crowdpose``'s band metrics and the band names xtcocotools prints.
 _CROWD_BANDS = {"AP(E)": "easy", "AP(M)": "medium", "AP(H)": "hard"}
+
+
+def _ultralytics_line(result: EvalResult) -> list[str]:
+    """``summary: ultralytics``: the P and R ``yolo val`` prints (``best_f1["ultralytics"]``)."""
+    point = result.best_f1.get("ultralytics")
+    if point is None:
+        return []
+    return [
+        f"  P = {_fmt(point['precision'], 4)}  R = {_fmt(point['recall'], 4)}  (Ultralytics: mean over "
+        f"classes at the max mean F1, confidence {_fmt(point['confidence'], 4)})"
+    ]
 
 
 def _per_class_rows(result: EvalResult) -> list[list[str]]:
@@ -141,6 +154,7 @@ def _per_class_rows(result: EvalResult) -> list[list[str]]:
 
 
 def _text_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    header, rows = _cells(header), [_cells(r) for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
     out = [line, "  ".join("-" * w for w in widths)]
@@ -155,6 +169,7 @@ def format_table(results: Sequence[EvalResult], *, per_class: bool = True) -> st
     for r in results:
         lines = [describe_protocol(r), ""]
         lines += _metric_lines(r)
+        lines += _ultralytics_line(r)
         if per_class:
             lines += ["", *_text_table(["id", "class", "AP", "num_gt", "num_det"], _per_class_rows(r))]
         blocks.append("\n".join(lines))
@@ -216,7 +231,7 @@ def format_confidence_table(result: EvalResult, rows: list, threshold: float) ->
         for r in rows
     ]
     lines = [
-        f"\n{result.protocol.name}: detections with score >= {threshold:g} at IoU {iou:g}",
+        f"\n{printable(result.protocol.name)}: detections with score >= {threshold:g} at IoU {iou:g}",
         "",
         *_text_table(["id", "class", "tp", "fp", "fn", "precision", "recall", "F1"], body),
     ]
@@ -238,7 +253,7 @@ def format_mask_mode_comparison(protocol: Any, comparison: Any) -> str:
         f"{t:g}: {n}" for t, n in zip(protocol.iou_thresholds, comparison.changed_by_threshold) if n
     )
     lines = [
-        f"\n{protocol.name}: exact polygon IoU vs raster (pycocotools) IoU",
+        f"\n{printable(protocol.name)}: exact polygon IoU vs raster (pycocotools) IoU",
         "",
         *_text_table(["metric", "exact", "raster", "exact-raster"], rows),
         "",

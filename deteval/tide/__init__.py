@@ -38,6 +38,21 @@ from __future__ import annotations
 
 from deteval.tide.ap import tide_ap
 from deteval.tide.breakdown import ApFn, PairIou, tide_errors  # noqa: F401  (ApFn, PairIou)
-from deteval.tide.result import MAIN_ERRORS, MODES, SPECIAL_ERRORS, TIDE_COCO_THRESHOLDS, TideErrors  # noqa: F401  (MODES)
+from deteval.tide.result import (  # noqa: F401  (MODES)
+    MAIN_ERRORS,
+    MODES,
+    SPECIAL_ERRORS,
+    TIDE_COCO_THRESHOLDS,
+    TideErrors,
+    whose_ap,
+)
 
-__all__ = ["TideErrors", "tide_errors", "tide_ap", "MAIN_ERRORS", "SPECIAL_ERRORS", "TIDE_COCO_THRESHOLDS"]
+__all__ = [
+    "TideErrors",
+    "tide_errors",
+    "tide_ap",
+    "whose_ap",
+    "MAIN_ERRORS",
+    "SPECIAL_ERRORS",
+    "TIDE_COCO_THRESHOLDS",
+]

@@ -207,5 +207,7 @@ def _fixed_scenario(
             keep = keep | is_fixed
             is_tp = was_tp | is_fixed
             if kind == "cls":
-                cls = np.where(is_fixed, gt_category[np.maximum(target, 0)], det_class)
+                # only the fixed ones index the ground truth (there may be none: no annotations)
+                cls = det_class.copy()
+                cls[is_fixed] = gt_category[target[is_fixed]]
     return cls, is_tp, keep, npos

@@ -79,5 +79,22 @@ class TideErrors:
         return out
 
 
+def whose_ap(errors: dict, protocol: str | None = None) -> str:
+    """Whose AP a TIDE result's ``ap`` is, in one clause (printed beside the number).
+
+    In mode ``tidecv`` it is tidecv's own AP, not ``evaluate``'s (docs/analysis.md lists every
+    rule; the two that move it most are named); in mode ``protocol`` the protocol's AP at the
+    foreground threshold.
+
+    >>> whose_ap({"mode": "protocol", "thresholds": {"foreground": 0.5}}, "coco")
+    "coco's AP at IoU 0.5"
+    """
+    if errors["mode"] == "tidecv":
+        return (
+            "tidecv's rules, not evaluate's: a class without ground truth counts 0, 100 detections an image"
+        )
+    return f"{protocol or 'the protocol'}'s AP at IoU {errors['thresholds']['foreground']:g}"
+
+
 def _json(value: float | None) -> float | None:
     return None if value is None or value != value else float(value)

@@ -26,3 +26,35 @@ def test_index_of_by_table_equals_the_binary_search():
         found = _index_of(values, ids)
         assert found.dtype == np.int32
         assert np.array_equal(found, by_search(values, ids))
+
+
+def test_category_map_key_beyond_int64_is_a_config_error(tmp_path, capsys):
+    """A category map ``{"99999999999999999999": 1}`` was an OverflowError traceback."""
+    from deteval.cli import main
+    from tests import ROOT
+
+    path = tmp_path / "map.json"
+    path.write_text('{"0": 1,\n "99999999999999999999": 2}\n')
+    gt, dt = ROOT / "fixtures" / "coco" / "gt.json", ROOT / "fixtures" / "coco" / "dt.json"
+    code = main(["evaluate", "--gt", str(gt), "--dt", str(dt), "--category-map", str(path)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert code == 3, err
+    assert err.strip() == (
+        f"deteval: error: {path}:2: key 99999999999999999999 does not fit a 64-bit category id; "
+        "expected a detection category id (the id or class index the detections carry) "
+        f"within +-2**63"
+    )
+
+
+def test_category_map_target_beyond_int64_names_the_entry(tmp_path, capsys):
+    from deteval.cli import main
+    from tests import ROOT
+
+    path = tmp_path / "map.json"
+    path.write_text('{"0": 99999999999999999999}\n')
+    gt, dt = ROOT / "fixtures" / "coco" / "gt.json", ROOT / "fixtures" / "coco" / "dt.json"
+    code = main(["evaluate", "--gt", str(gt), "--dt", str(dt), "--category-map", str(path)])
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert f"{path}:1: 0: 99999999999999999999 is not a category id of" in err

@@ -207,10 +207,17 @@ def test_strict_on_clean_input_is_silent(capsys, tmp_path):
     (tmp_path / "gt.json").write_text(json.dumps(gt))
     (tmp_path / "dt.json").write_text(json.dumps(dt))
     code, out, err = evaluate(
-        capsys, "--strict", "--format", "json", gt=tmp_path / "gt.json", dt=tmp_path / "dt.json"
+        capsys,
+        "--strict",
+        "--format",
+        "json",
+        "--protocol",
+        "coco",
+        gt=tmp_path / "gt.json",
+        dt=tmp_path / "dt.json",
     )
     assert code == 0
-    assert err == ""
+    assert err == ""  # (without --protocol: one note naming the default, tests/unit/test_papercuts_notes.py)
     assert json.loads(out)["warnings"] == []
 
 
@@ -579,8 +586,8 @@ def test_progress_bar_reaches_the_end_through_every_stage(monkeypatch):
         def update(self, k):
             self.n += k
 
-        def set_description(self, label):
-            self.labels.append(label)
+        def set_description(self, label, refresh=True):
+            self.labels.append(label.rsplit(" (", 1)[0])  # without its "(2/5)"
 
         def refresh(self):
             pass
@@ -612,5 +619,108 @@ def test_progress_bar_reaches_the_end_through_every_stage(monkeypatch):
         == 0
     )
     bar = bars[0]
-    assert bar.n == bar.total == 5
-    assert bar.labels == ["loading", "matching coco", "scoring coco", "matching voc2007", "scoring voc2007"]
+    assert bar.n == bar.total == 6 * cli._common._Progress.STEPS  # STEPS units a stage
+    assert bar.labels == [
+        "loading",
+        "matching coco",
+        "scoring coco",
+        "matching voc2007",
+        "scoring voc2007",
+        "writing the results",
+    ]
+
+
+# -- float-valued flags: NaN, infinities and overflowing literals are usage errors ---------------
+
+
+def _float_flags() -> list[tuple[str, str, list[str]]]:
+    """(command, flag, the command's required options) of every float-valued flag of the parser."""
+    import argparse
+
+    from deteval.cli.parser import build_parser
+
+    found = []
+    for action in build_parser()._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for command, sub in action.choices.items():
+            required = [a.option_strings[0] for a in sub._actions if a.required and a.option_strings]
+            for a in sub._actions:
+                if a.type is float or getattr(a.type, "is_float_option", False):
+                    found.append((command, a.option_strings[0], required))
+    return found
+
+
+_FLOAT_FLAGS = _float_flags()
+
+
+def test_the_float_flags_are_all_found():
+    flags = {(c, f) for c, f, _ in _FLOAT_FLAGS}
+    assert {
+        ("evaluate", "--confidence"),
+        ("evaluate", "--ci"),
+        ("analyze", "--iou"),
+        ("rank", "--binarize"),
+    } <= flags
+    assert len(flags) >= 10
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e999", "NaN", "-1e999"])
+@pytest.mark.parametrize(
+    ("command", "flag", "required"), _FLOAT_FLAGS, ids=[f"{c} {f}" for c, f, _ in _FLOAT_FLAGS]
+)
+def test_float_flags_refuse_nan_and_infinity_as_usage_errors(
+    capsys, tmp_path, command, flag, required, value
+):
+    argv = [command, *(x for r in required for x in (r, str(tmp_path / "missing"))), f"{flag}={value}"]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert out == ""
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"deteval {command}: error: argument {flag}: expected ")
+    assert "number" in last
+    assert value in last
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["evaluate", "--confidence", "nan"],
+            "argument --confidence: expected a finite number (a score), found nan",
+        ),
+        (["evaluate", "--ci", "inf"], "argument --ci: expected a number in (0, 1), e.g. 0.95, found inf"),
+        (["analyze", "--iou", "1.5"], "argument --iou: expected a number in [0, 1], found 1.5"),
+        (["analyze", "--iou=-1e999"], "argument --iou: expected a number in [0, 1], found -1e999"),
+        (["rank", "--binarize", "x"], "argument --binarize: expected a finite number (a score), found x"),
+    ],
+)
+def test_float_flag_messages_name_the_flag_and_the_range(capsys, argv, expected):
+    """The user's case: ``--confidence nan`` was a ValueError traceback (JSON cannot hold NaN)."""
+    inputs = ["--labels", "l", "--scores", "s"] if argv[0] == "rank" else ["--gt", "g", "--dt", "d"]
+    code = main([*argv, *inputs])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert expected in err
+
+
+@pytest.mark.parametrize("value", ["inf", "1e999", "nan", "-inf", "1e999G"])
+def test_memory_limit_refuses_nan_and_infinity_as_a_usage_error(capsys, value):
+    """``--memory-limit inf`` was an OverflowError traceback (int(inf) in the size parser)."""
+    code = main(["evaluate", "--gt", "g", "--dt", "d", f"--memory-limit={value}"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert "argument --memory-limit: expected a" in err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_confidence_nan_on_real_inputs_is_a_usage_error(capsys, value):
+    code = main(["evaluate", "--gt", str(GOOD_GT), "--dt", str(GOOD_DT), "--confidence", value])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1] == (
+        f"deteval evaluate: error: argument --confidence: expected a finite number (a score), found {value}"
+    )

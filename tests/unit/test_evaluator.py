@@ -403,7 +403,13 @@ def test_torchmetrics_adapter_equals_pycocotools():
         ],
     }
     coco_dt = [{**d, "image_id": renumber[d["image_id"]]} for d in dt]
-    metric = MeanAveragePrecision(box_format="xywh", class_metrics=True)
+    # COCO's float64 thresholds (torchmetrics' defaults are float32 values of the same grids)
+    metric = MeanAveragePrecision(
+        box_format="xywh",
+        class_metrics=True,
+        iou_thresholds=np.linspace(0.5, 0.95, 10).tolist(),
+        rec_thresholds=np.linspace(0.0, 1.0, 101).tolist(),
+    )
     for k in range(0, len(ids), 4):
         chunk = ids[k : k + 4]
         metric.update([preds[i] for i in chunk], [targets[i] for i in chunk])
@@ -457,4 +463,4 @@ def test_torchmetrics_adapter_micro_and_options():
     assert float(out["map_per_class"]) == -1.0
     assert out["precision"].shape == (1, 101, 1, 4, 3)
     with pytest.raises(ConfigError, match="rec_thresholds"):
-        MeanAveragePrecision(rec_thresholds=[0.5])
+        MeanAveragePrecision(rec_thresholds=[1.5])

@@ -586,6 +586,94 @@ def test_dangling_and_looping_links_in_annotations_are_errors(capsys, tmp_path):
     assert "'dangling.xml'" in err
 
 
+# Characters str.splitlines breaks on that are not line ends in a \n-separated file.
+_NOT_LINE_ENDS = ["\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+
+
+def _copy_fixture(tmp_path: Path, name: str) -> Path:
+    import shutil
+
+    root = tmp_path / name
+    shutil.copytree(ROOT / "fixtures" / name, root)
+    return root
+
+
+def _voc_results_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    root = _copy_fixture(tmp_path, "voc")
+    path = root / "results" / "comp4_det_test_car.txt"
+    path.write_text(f"000001 0.95 10 10 59 49{sep}\n{sep}\n000001 0.9{sep}10 10 59 49\n000001 0.5 10 10 59\n")
+    argv = ["evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007"]
+    return argv, f"{path}:4: wrong number of columns"
+
+
+def _voc_image_set_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    root = _copy_fixture(tmp_path, "voc")
+    path = root / "ImageSets" / "Main" / "test.txt"
+    path.write_text(f"000001{sep}\n{sep}\n000002\n000001\n000003\n")
+    argv = ["evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007", "--split", "test"]
+    return argv, f"{path}:4: image id listed twice"
+
+
+def _voc_class_list_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    root = _copy_fixture(tmp_path, "voc")
+    path = tmp_path / "classes.txt"
+    path.write_text(f"car{sep}\n{sep}\ndog\ncar\nperson\n")
+    argv = ["evaluate", "--gt", root, "--dt", root / "results", "--protocol", "voc2007", "--classes", path]
+    return argv, f"{path}:4: class 'car' listed twice (also line 1)"
+
+
+def _yolo_labels_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    root = _copy_fixture(tmp_path, "yolo")
+    path = root / "labels" / "val" / "a.txt"
+    path.write_text(f"0 0.5 0.5 0.25 0.5{sep}\n{sep}\n1{sep}0.25 0.25 0.125 0.25\n0 0.5 0.5 0.1\n")
+    return ["evaluate", "--gt", root, "--dt", root / "predictions"], f"{path}:4: wrong number of columns"
+
+
+def _yolo_predictions_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    root = _copy_fixture(tmp_path, "yolo")
+    path = root / "predictions" / "a.txt"
+    path.write_text(
+        f"0 0.5 0.5 0.25 0.5 0.9{sep}\n{sep}\n1{sep}0.25 0.25 0.125 0.25 0.6\n0 0.5 0.5 0.1 0.3\n"
+    )
+    return ["evaluate", "--gt", root, "--dt", root / "predictions"], f"{path}:4: 5 columns: "
+
+
+def _rank_labels_case(tmp_path: Path, sep: str) -> tuple[list, str]:
+    labels, scores = tmp_path / "labels.txt", tmp_path / "scores.txt"
+    labels.write_text(f"0{sep}\n1\n0\nx\n")
+    scores.write_text("0.1\n0.2\n0.3\n0.4\n")
+    return [
+        "rank",
+        "--labels",
+        labels,
+        "--scores",
+        scores,
+    ], f"{labels}: line 4, column 1: 'x' is not a number"
+
+
+_TEXT_READERS = {
+    "VOC results": _voc_results_case,
+    "VOC image set": _voc_image_set_case,
+    "VOC class list": _voc_class_list_case,
+    "YOLO labels": _yolo_labels_case,
+    "YOLO predictions": _yolo_predictions_case,
+    "rank labels": _rank_labels_case,
+}
+
+
+@pytest.mark.parametrize("sep", _NOT_LINE_ENDS, ids=[f"U+{ord(c):04X}" for c in _NOT_LINE_ENDS])
+@pytest.mark.parametrize("reader", list(_TEXT_READERS))
+def test_text_readers_name_the_true_line_past_a_form_feed(capsys, tmp_path, reader, sep):
+    """A form feed (and the other breaks of str.splitlines) does not start a line.
+
+    Every text reader's error names the line an editor shows (line 4 here).
+    """
+    argv, expected = _TEXT_READERS[reader](tmp_path, sep)
+    code, out, err = run(capsys, *argv)
+    assert code == 3, err
+    assert expected in err
+
+
 # -- terminal safety -------------------------------------------------------------------------
 
 
@@ -601,6 +689,117 @@ def test_class_names_with_escape_sequences_never_reach_the_terminal_raw(capsys):
     assert "\x1b" not in out
     assert "\x1b" not in err
     assert "\\x1b[2J" in out
+
+
+_HOSTILE_NAME = "ca\nt\rX\x1b[2J\tY\u2028Z\u2029W\x85V"
+_HOSTILE_SHOWN = "ca\\x0at\\x0dX\\x1b[2J\\x09Y\\u2028Z\\u2029W\\x85V"
+
+
+def _named_inputs(folder: Path, name: str) -> tuple[Path, Path, Path]:
+    """A COCO ground truth whose first class is called ``name``, and two detection files."""
+    folder.mkdir()
+    gt = {
+        "images": [{"id": 1, "width": 100, "height": 100, "file_name": "a.jpg"}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 1, 10, 10], "area": 100, "iscrowd": 0},
+            {"id": 2, "image_id": 1, "category_id": 2, "bbox": [50, 50, 10, 10], "area": 100, "iscrowd": 0},
+        ],
+        "categories": [{"id": 1, "name": name}, {"id": 2, "name": "dog"}, {"id": 3, "name": name + "!"}],
+    }
+    paths = (folder / "gt.json", folder / "dt.json", folder / "dt2.json")
+    paths[0].write_text(json.dumps(gt))
+    paths[1].write_text(
+        json.dumps(
+            [
+                {"image_id": 1, "category_id": 1, "bbox": [1, 1, 10, 10], "score": 0.9},
+                {"image_id": 1, "category_id": 2, "bbox": [50, 50, 10, 11], "score": 0.8},
+                {"image_id": 1, "category_id": 1, "bbox": [52, 50, 10, 11], "score": 0.7},
+            ]
+        )
+    )
+    paths[2].write_text(json.dumps([{"image_id": 1, "category_id": 1, "bbox": [1, 1, 10, 13], "score": 0.9}]))
+    return paths
+
+
+_TABLE_COMMANDS = {
+    "evaluate": lambda gt, dt, dt2: ["evaluate", "--gt", gt, "--dt", dt],
+    "evaluate, two detectors": lambda gt, dt, dt2: ["evaluate", "--gt", gt, "--dt", dt, "--dt", dt2],
+    "evaluate --confidence": lambda gt, dt, dt2: ["evaluate", "--gt", gt, "--dt", dt, "--confidence", "0.5"],
+    "evaluate --bootstrap": lambda gt, dt, dt2: ["evaluate", "--gt", gt, "--dt", dt, "--bootstrap", "5"],
+    "compare": lambda gt, dt, dt2: [
+        "compare",
+        "--gt",
+        gt,
+        "--dt",
+        dt,
+        "--protocol",
+        "coco",
+        "--protocol",
+        "voc2007",
+    ],
+    "compare --explain": lambda gt, dt, dt2: [
+        *("compare", "--gt", gt, "--dt", dt, "--protocol", "coco", "--protocol", "voc2007", "--explain")
+    ],
+    "analyze": lambda gt, dt, dt2: ["analyze", "--gt", gt, "--dt", dt],
+    "validate": lambda gt, dt, dt2: ["validate", "--gt", gt, "--dt", dt],
+}
+
+
+@pytest.mark.parametrize("command", list(_TABLE_COMMANDS))
+def test_class_names_with_line_breaks_make_no_fake_rows_in_tables(capsys, tmp_path, command):
+    """A real COCO file whose class name holds line breaks, CR, ESC, tab, U+2028, U+2029, NEL.
+
+    Every text table has exactly the lines it has with a plain name, and shows the name escaped.
+    """
+    plain = _TABLE_COMMANDS[command](*_named_inputs(tmp_path / "plain", "cat"))
+    hostile = _TABLE_COMMANDS[command](*_named_inputs(tmp_path / "hostile", _HOSTILE_NAME))
+    code, expected, err = run(capsys, *plain)
+    assert code == 0, err
+    code, out, err = run(capsys, *hostile)
+    assert code == 0, err
+    assert len(out.split("\n")) == len(expected.split("\n")), out
+    assert len(out.splitlines()) == len(expected.splitlines()), out
+    for raw in "\r\x1b\t\u2028\u2029\x85":
+        assert raw not in out
+        assert raw not in err
+    if command != "validate":  # validate counts classes and names none
+        assert _HOSTILE_SHOWN in out
+
+
+def test_detector_names_with_line_breaks_make_no_fake_rows(capsys, tmp_path):
+    gt, dt, dt2 = _named_inputs(tmp_path / "in", "cat")
+    base = ["evaluate", "--gt", gt, "--dt", dt, "--dt", dt2]
+    code, expected, err = run(capsys, *base, "--name", "a", "--name", "b")
+    assert code == 0, err
+    code, out, err = run(capsys, *base, "--name", "a\nb\u2028c", "--name", "b")
+    assert code == 0, err
+    assert len(out.splitlines()) == len(expected.splitlines()), out
+    assert "a\\x0ab\\u2028c" in out
+
+
+@pytest.mark.parametrize("command", ["evaluate", "compare", "evaluate --confidence"])
+def test_protocol_names_with_line_breaks_make_no_fake_rows(capsys, tmp_path, command):
+    gt, dt, _ = _named_inputs(tmp_path / "in", "cat")
+    outputs = []
+    for name in ("mine", "my\\nproto\\u2028x"):  # YAML escapes: a real newline and U+2028
+        protocol = tmp_path / f"{len(outputs)}.yaml"
+        protocol.write_text(f'extends: coco\nname: "{name}"\n')
+        argv = ["--gt", gt, "--dt", dt, "--protocol", protocol]
+        argv = {
+            "evaluate": ["evaluate", *argv],
+            "compare": ["compare", *argv, "--protocol", "voc2007", "--explain"],
+            "evaluate --confidence": ["evaluate", *argv, "--confidence", "0.5"],
+        }[command]
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        outputs.append(out)
+    assert len(outputs[1].splitlines()) == len(outputs[0].splitlines()), outputs[1]
+    assert "my\\x0aproto\\u2028x" in outputs[1]
+
+
+def test_printable_escapes_unicode_line_separators():
+    assert printable("a\u2028b\u2029c") == "a\\u2028b\\u2029c"
+    assert printable("a\u2028b\nc", keep_newlines=True) == "a\\u2028b\nc"
 
 
 # -- API ---------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("deteval.grouping",),
     ("deteval.matching",),
     ("deteval.accumulate",),
-    ("deteval.summary",),
+    ("deteval.summary", "deteval.operating_points"),
     ("deteval.evaluate",),
     ("deteval.sharding",),
     (
@@ -48,13 +48,20 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deteval.tide",
         "deteval.decomposition",
         "deteval.confusion",
+        "deteval.calibration",
+        "deteval.lrp",
+        "deteval.beyond",
         "deteval.diagnose",
+        "deteval.slices",
     ),
     ("deteval.plot",),
     ("deteval.report",),
     ("deteval.api", "deteval.evaluator"),
     ("deteval.integrations",),
     ("deteval.interop",),
+    # torchmetrics' MeanAveragePrecision writes COCO datasets and scores them with the drop-in
+    # COCOeval, as torchmetrics does with pycocotools'.
+    ("deteval.integrations.torchmetrics",),
     ("deteval.cli",),
     ("deteval", "deteval.__main__"),
 )

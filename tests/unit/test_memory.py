@@ -9,6 +9,10 @@ the CLI, :class:`~deteval.errors.ConfigError` from the API.
 from __future__ import annotations
 
 import json
+import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +35,8 @@ from tests import ROOT
 GOOD_GT = ROOT / "fixtures" / "coco" / "gt.json"
 GOOD_DT = ROOT / "fixtures" / "coco" / "dt.json"
 N_DET_FIXTURE = 13  # fixtures/coco/dt.json: 13 detections, all within max_dets
-PRECISION_FIXTURE = 2 * 8 * 10 * 101 * 4 * 4 * 3  # T x R x K x A x M, precision and scores
+# T x R x K x A x M: precision and scores, and the per-max_dets working array (precision_bytes)
+PRECISION_FIXTURE = 8 * 10 * 101 * 4 * 4 * (2 * 3 + 1)
 
 
 def run(capsys, *argv) -> tuple[int, str]:
@@ -230,3 +235,113 @@ print(made, libc.mallinfo2().hblks - before)
     assert found["0"] == ("False", 0)
     assert found["1"][0] == "True"
     assert found["1"][1] >= 5, found
+
+
+# --- the user's cases: a real address-space limit (ulimit -v), the real CLI in a subprocess ------
+
+
+def _run_under_rlimit_as(limit: int, argv: list, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m deteval *argv`` with RLIMIT_AS set to ``limit`` bytes before it starts."""
+
+    def limit_address_space() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return subprocess.run(
+        [sys.executable, "-m", "deteval", *map(str, argv)],
+        preexec_fn=limit_address_space,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "DETEVAL_NO_EXTENSION": "0"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _assert_one_line_refusal(proc, *, what: str) -> None:
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "MemoryError" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("deteval: error: ")
+    assert what in lines[0]
+
+
+def test_ten_thousand_thresholds_over_80_classes_under_a_2gib_address_space(tmp_path):
+    """The user's run: 10,000 IoU thresholds x 80 classes under ``ulimit -v 2G``.
+
+    One area range and one max_dets: it was a MemoryError traceback in the accumulation; the
+    estimate now counts its working array and is checked against the address space left.
+    """
+    rng = np.random.default_rng(0)
+    gt = {
+        "images": [{"id": i + 1, "width": 640, "height": 480} for i in range(20)],
+        "categories": [{"id": k + 1, "name": f"c{k}"} for k in range(80)],
+        "annotations": [],
+    }
+    dt = []
+    for n in range(200):
+        c, x, y = int(rng.integers(1, 81)), *rng.uniform(0, 400, 2).round(1).tolist()
+        gt["annotations"].append(
+            {
+                "id": n + 1,
+                "image_id": n // 10 + 1,
+                "category_id": c,
+                "bbox": [x, y, 50, 50],
+                "area": 2500,
+                "iscrowd": 0,
+            }
+        )
+        dt.append(
+            {"image_id": n // 10 + 1, "category_id": c, "bbox": [x + 2, y, 50, 50], "score": 0.5 + n / 1000}
+        )
+    (tmp_path / "gt.json").write_text(json.dumps(gt))
+    (tmp_path / "dt.json").write_text(json.dumps(dt))
+    thresholds = np.linspace(0.5, 0.95, 10_000).tolist()
+    (tmp_path / "p.yaml").write_text(
+        "extends: coco\nname: fine\narea_ranges: {all: [0, 1e10]}\nmax_dets: [100]\n"
+        f"iou_thresholds: {json.dumps(thresholds)}\n"
+    )
+    proc = _run_under_rlimit_as(
+        2 * 2**30, ["evaluate", "--gt", "gt.json", "--dt", "dt.json", "--protocol", "p.yaml", "-q"], tmp_path
+    )
+    _assert_one_line_refusal(proc, what="the precision and score arrays (10000 x 101 x 80 x 1 x 1")
+    assert "RLIMIT_AS" in proc.stderr
+
+
+def test_one_image_with_100000_ground_truths_under_a_3gib_address_space(tmp_path):
+    """The user's run: one image, 100,000 objects, 1,000 detections, ``voc2007``, ``ulimit -v 3G``.
+
+    It was a MemoryError traceback while building the 10**8 candidate pairs.
+    """
+    gt, dt = crowded_image(tmp_path, n_gt=100_000, n_det=1_000)
+    proc = _run_under_rlimit_as(
+        3 * 2**30, ["evaluate", "--gt", gt, "--dt", dt, "--protocol", "voc2007"], tmp_path
+    )
+    _assert_one_line_refusal(proc, what="100000000 candidate (detection, ground truth) pairs")
+    assert "RLIMIT_AS" in proc.stderr
+
+
+def test_a_memory_error_the_estimates_miss_is_the_same_one_line_refusal(tmp_path):
+    """An allocation no estimate covers (reading the input) fails: the same one-line refusal.
+
+    A JSON file that does not fit in the address space left: exit 3, not a MemoryError traceback.
+    """
+    gt, dt = crowded_image(tmp_path, n_gt=100_000, n_det=10)  # a 12 MiB ground-truth file
+    script = (
+        "import re, resource, sys\n"
+        "from deteval.cli import main\n"
+        "import deteval.cli.scoring\n"
+        "vm = int(re.search(r'VmSize:\\s+(\\d+)', open('/proc/self/status').read()).group(1)) * 1024\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + (8 << 20), resource.RLIM_INFINITY))\n"
+        f"sys.exit(main(['evaluate', '--gt', {str(gt)!r}, '--dt', {str(dt)!r}]))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    _assert_one_line_refusal(proc, what="out of memory")

@@ -45,7 +45,10 @@ def test_every_preset_has_a_row(preset):
     assert preset in named, f"docs/references.md: no row for the preset {preset!r}"
 
 
-@pytest.mark.parametrize("integration", ["deteval.interop.COCOeval", "deteval analyze"])
+@pytest.mark.parametrize(
+    "integration",
+    ["deteval.interop.COCOeval", "deteval analyze", "deteval.integrations.torchmetrics.MeanAveragePrecision"],
+)
 def test_every_integration_has_a_row(integration):
     assert any(integration in row[0] for row in _rows())
 
@@ -65,7 +68,7 @@ def test_every_named_test_exists_and_names_its_subject(row, path):
     text = file.read_text()
     subjects = _names(row[0])
     # a preset's test names the preset; an integration's test names what it drives
-    keys = [s.split(":")[0].split(".")[-1].split(" ")[-1] for s in subjects]
+    keys = [s.split(":")[0].split(".")[-1].split(" ")[-1].lstrip("-") for s in subjects]
     assert any(key in text for key in keys), f"{path} does not mention any of {subjects}"
 
 

@@ -191,3 +191,67 @@ def test_renderers():
     assert "| person | 5 | 0 | 0 | 0 | 0 |" in md
     only = analyze(*_fixture_doc()[:2], errors=False, decompose=False).to_dict()
     assert list(only) == ["confusion"]
+
+
+@pytest.mark.parametrize("no_extension", ["0", "1"])
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_analyze_cli_on_ground_truth_without_annotations(tmp_path, no_extension, fmt):
+    """A user's case: ``deteval analyze`` on a split with images and classes but no annotation.
+
+    Every detection is a background error (nothing to overlap), no ground truth is missed; in
+    tidecv mode AP is 0 (tidecv: a class with detections and no ground truth has AP 0 and counts),
+    fixing the background errors leaves nothing to score (dAP undefined). Scored and reported, exit
+    0, with and without the compiled kernels.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    gt = tmp_path / "gt.json"
+    gt.write_text(
+        json.dumps(
+            {
+                "images": [{"id": 1, "width": 100, "height": 100, "file_name": "a.jpg"}],
+                "annotations": [],
+                "categories": [{"id": 1, "name": "cat"}, {"id": 2, "name": "dog"}],
+            }
+        )
+    )
+    dt = tmp_path / "dt.json"
+    dt.write_text(
+        json.dumps(
+            [
+                {"image_id": 1, "category_id": 1, "bbox": [1, 1, 10, 10], "score": 0.9},
+                {"image_id": 1, "category_id": 2, "bbox": [5, 5, 10, 10], "score": 0.4},
+            ]
+        )
+    )
+    env = {**os.environ, "DETEVAL_NO_EXTENSION": no_extension, "PYTHONPATH": str(ROOT)}
+    run = subprocess.run(
+        [sys.executable, "-m", "deteval", "analyze", "--gt", str(gt), "--dt", str(dt), "--format", fmt],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 0, run.stderr
+    if fmt == "table":
+        lines = run.stdout.splitlines()
+        assert lines[0].startswith("TIDE errors (mode tidecv, foreground 0.5, background 0.1): AP 0.0000")
+        assert lines[3].split() == ["count", "0", "0", "0", "0", "2", "0"]
+        return
+    doc = json.loads(run.stdout)
+    errors = doc["errors"]
+    assert errors["counts"] == {"cls": 0, "loc": 0, "both": 0, "dupe": 0, "bkg": 2, "miss": 0}
+    assert errors["ap"] == 0.0
+    assert errors["main"] == {"cls": 0.0, "loc": 0.0, "both": 0.0, "dupe": 0.0, "bkg": None, "miss": 0.0}
+    assert doc["confusion"]["matrix"] == [[0, 0, 0], [0, 0, 0], [1, 0, 0]]  # the one above confidence 0.5
+
+
+def test_protocol_mode_on_ground_truth_without_annotations_is_undefined():
+    """Protocol mode scores as evaluate does: no positives, AP undefined (NaN), no traceback."""
+    gt, dt = _load([], [(1, [0, 0, 10, 10], 0.9), (2, [5, 5, 10, 10], 0.5)])
+    e = tide_errors(gt, dt, "coco", mode="protocol")
+    assert math.isnan(e.ap)
+    assert e.counts == {"cls": 0, "loc": 0, "both": 0, "dupe": 0, "bkg": 2, "miss": 0}

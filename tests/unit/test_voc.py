@@ -1180,3 +1180,63 @@ def test_voc_result_files_against_coco_ground_truth(tmp_path):
     result = deteval.evaluate(gt, folder, "voc2010-continuous")
     assert result.per_class[0]["AP"] == 1.0
     assert result.per_class[0]["num_det"] == 2
+
+
+@pytest.mark.parametrize("key", ["99999999999999999999", "9223372036854775808", "0x8000000000000000"])
+def test_yolo_names_key_beyond_int64_is_an_input_error(tmp_path, capsys, key):
+    """The user's data.yaml: ``names: {99999999999999999999: cat}`` was an OverflowError traceback."""
+    from deteval.cli import main
+
+    root = _yolo(tmp_path, yaml_text=f"names:\n  0: cat\n  {key}: dog\nval: images/val\n")
+    code = main(["evaluate", "--gt", str(root), "--dt", str(root / "labels" / "val")])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert code == 3, err
+    value = int(key, 0)
+    assert err.strip() == (
+        f"deteval: error: {root / 'data.yaml'}: `names` key {value} does not fit a 64-bit class id; "
+        f"expected class ids 0 .. {2**63 - 1} (the class indices of the label files, usually "
+        f"0 .. nc-1): renumber `names`"
+    )
+
+
+@pytest.mark.parametrize("no_extension", ["0", "1"])
+def test_yolo_class_ids_above_2_53_are_read_exactly(tmp_path, no_extension):
+    """A class id of 2**53 + 1 is not a float: read as the integer written, in both readers."""
+    import subprocess
+    import sys
+
+    big = 2**53 + 1
+    root = _yolo(
+        tmp_path,
+        yaml_text=f"names:\n  0: cat\n  {big}: dog\nval: images/val\n",
+        labels={"a.txt": f"0 0.5 0.5 0.2 0.4\n{big} 0.25 0.5 0.5 1\n", "b.txt": f"{big} 0.5 0.5 1 1\n"},
+    )
+    script = (
+        "import sys, json; from deteval.io import load_ground_truth; "
+        "gt = load_ground_truth(sys.argv[1]); "
+        "print(json.dumps([gt.category_id.tolist(), gt.category.tolist()]))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(root)],
+        env={
+            **os.environ,
+            "DETEVAL_NO_EXTENSION": no_extension,
+            "PYTHONPATH": str(Path(__file__).parents[2]),
+        },
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == [[0, big], [0, 1, 1]]
+
+
+def test_yolo_label_class_id_beyond_int64_says_so(tmp_path):
+    root = _yolo(
+        tmp_path, labels={"a.txt": "99999999999999999999 0.5 0.5 0.2 0.4\n", "b.txt": "1 0.5 0.5 1 1\n"}
+    )
+    with pytest.raises(InputError) as excinfo:
+        load_yolo_gt(root)
+    assert "a.txt:1: class id beyond 64 bits; expected an integer class id (within +-2**63)" in _message(
+        excinfo
+    )

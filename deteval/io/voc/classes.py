@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 
 from deteval.errors import ConfigError, InputError
-from deteval.io._text import is_safe_name, read_text, shorten
+from deteval.io._text import is_safe_name, read_text, shorten, split_lines
 
 __all__ = ["VOC_CLASSES", "read_class_list"]
 
@@ -79,7 +79,8 @@ def read_class_list(spec: str | os.PathLike | Sequence[str]) -> tuple[str, ...]:
         )
     names: list[str] = []
     seen: dict[str, int] = {}
-    for n, line in enumerate(read_text(path, what="a class list (one name per line)").splitlines(), 1):
+    # split_lines: lines as an editor counts them (str.splitlines also breaks at \f, \v, U+2028 ...)
+    for n, line in enumerate(split_lines(read_text(path, what="a class list (one name per line)")), 1):
         name = line.strip()
         if not name or name.startswith("#"):
             continue

@@ -1,0 +1,47 @@
+"""Tables of ``deteval analyze``'s beyond-AP parts: calibration, optimal LRP, mean TP IoU, mAUC."""
+
+from __future__ import annotations
+
+__all__ = ["beyond_sections"]
+
+
+def _num(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def beyond_sections(doc: dict) -> list:
+    """(title, header, rows) tables of the ``calibration``, ``lrp``, ``mean_tp_iou``, ``mAUC`` parts."""
+    out = []
+    if "calibration" in doc:
+        c = doc["calibration"]
+        binning = " x ".join(f"{b} {f}" for f, b in zip(c["features"], c["bins"], strict=True))
+        title = f"Calibration at IoU {c['iou_threshold']:g} (bins: {binning}): D-ECE {_num(c['D-ECE'])}"
+        rows = [[r["name"], str(r["n_det"]), _num(r["D-ECE"])] for r in c["per_class"]]
+        rows.append(["all", str(sum(r["n_det"] for r in c["per_class"])), _num(c["D-ECE"])])
+        out.append((title, ["class", "n_det", "D-ECE"], rows))
+    if "lrp" in doc:
+        lrp = doc["lrp"]
+        title = (
+            f"Optimal LRP at tau {lrp['tau']:g} (area {lrp['area']}, maxDets {lrp['max_dets'] or 'all'}): "
+            f"moLRP {_num(lrp['moLRP'])}"
+        )
+        header = ["class", "oLRP", "loc", "FP", "FN", "threshold"]
+        keys = ("oLRP", "oLRP_loc", "oLRP_FP", "oLRP_FN", "threshold")
+        rows = [[r["name"], *(_num(r[k]) for k in keys)] for r in lrp["per_class"]]
+        rows.append(["mean", *(_num(lrp[k]) for k in ("moLRP", "moLRP_loc", "moLRP_FP", "moLRP_FN")), ""])
+        out.append((title, header, rows))
+    if "mean_tp_iou" in doc:
+        m = doc["mean_tp_iou"]
+        title = f"Mean IoU of true positives at IoU {m['iou_threshold']:g} (area {m['area']})"
+        rows = [[r["name"], str(r["n_tp"]), _num(r["mean_tp_iou"])] for r in m["per_class"]]
+        rows.append(["mean", str(sum(r["n_tp"] for r in m["per_class"])), _num(m["mean"])])
+        out.append((title, ["class", "n_tp", "mean IoU"], rows))
+    if "mAUC" in doc:
+        a = doc["mAUC"]
+        areas = list(a["per_class"][0]["AUC"]) if a["per_class"] else []
+        title = (
+            f"Precision/recall AUC at IoU {a['iou_threshold']:g} (faster-coco-eval): mAUC {_num(a['value'])}"
+        )
+        rows = [[r["name"], *(_num(r["AUC"][k]) for k in areas)] for r in a["per_class"]]
+        out.append((title, ["class", *areas], rows))
+    return out
