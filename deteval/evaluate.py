@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -836,6 +836,13 @@ class EvalResult:
     best_f1 : dict
         Best-F1 operating points per class and overall
         (:func:`deteval.operating_points.best_f1_points`); NaN where undefined.
+    per_image : PerImage or None
+        Per-image diagnostics (:func:`deteval.per_image.per_image`), on request only
+        (``deteval.evaluate(..., per_image=True)``, ``--per-image``): None otherwise, so an
+        ordinary run does not pay for them.
+    matches : ExplainedMatches or None
+        Every detection and missed object explained (:func:`deteval.per_image.explained_matches`),
+        on request only (``deteval.evaluate(..., matches=True)``, ``--matches``).
     """
 
     protocol: Protocol
@@ -854,10 +861,12 @@ class EvalResult:
     image_ids: np.ndarray | None = None
     annotation_ids: np.ndarray | None = None
     best_f1: dict = field(default_factory=dict)
+    per_image: Any = None
+    matches: Any = None
 
     def to_dict(self) -> dict:
-        """One entry of the JSON contract's ``results`` (NaN -> None)."""
-        return {
+        """One entry of the JSON contract's ``results`` (NaN -> None); ``per_image`` / ``matches`` when computed."""
+        out = {
             "protocol": self.protocol.name,
             "iou_type": self.protocol.iou_type,
             "protocol_hash": self.protocol.fingerprint(),
@@ -868,6 +877,11 @@ class EvalResult:
             "warnings": list(self.warnings),
             "notes": list(self.notes),
         }
+        if self.per_image is not None:
+            out["per_image"] = self.per_image.to_dict()
+        if self.matches is not None:
+            out["matches"] = self.matches.to_dict(self)
+        return out
 
 
 def _json_value(value: object) -> object:

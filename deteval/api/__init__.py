@@ -30,6 +30,7 @@ from deteval.api.scoring import compare, compare_mask_modes, evaluate, evaluate_
 from deteval.api.slicing import evaluate_slices, image_attributes
 from deteval.api.validation import Validation, validate
 from deteval.explain import Comparison, Explanation, MatchCache
+from deteval.per_image import ExplainedMatches, PerImage, explained_matches, per_image
 from deteval.protocol import resolve_protocol
 
 __all__ = [
@@ -53,6 +54,10 @@ __all__ = [
     "match_columns",
     "evaluate_slices",
     "image_attributes",
+    "per_image",
+    "PerImage",
+    "explained_matches",
+    "ExplainedMatches",
     "MatchCache",
     "Comparison",
     "Explanation",

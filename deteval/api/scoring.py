@@ -9,6 +9,7 @@ warnings the results carry.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from deteval.api._emit import _emit, _emit_result_warnings
@@ -22,13 +23,22 @@ from deteval.explain import compare as _compare_values
 from deteval.explain import explain as _explain_values
 from deteval.mask_modes import MaskModeComparison
 from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
+from deteval.per_image import explained_matches
+from deteval.per_image import per_image as _per_image
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.sharding import match_sharded
 
 
 def evaluate(
-    gt: Any, dt: Any, protocol: str | Protocol | None = None, *, workers: int = 1, category_map: Any = None
+    gt: Any,
+    dt: Any,
+    protocol: str | Protocol | None = None,
+    *,
+    workers: int = 1,
+    category_map: Any = None,
+    per_image: bool = False,
+    matches: bool = False,
 ) -> EvalResult:
     """Score detections against ground truth under a protocol.
 
@@ -46,6 +56,10 @@ def evaluate(
     category_map : {"index0", "index1"}, mapping or path, optional
         How the detections' category ids name ground-truth categories (when ``dt`` is loaded
         here; see docs/inputs.md).
+    per_image, matches : bool
+        Also compute ``result.per_image`` (:func:`deteval.per_image.per_image`) and
+        ``result.matches`` (:func:`deteval.per_image.explained_matches`) with their defaults
+        (IoU 0.5 or the protocol's first threshold, no confidence); None when not asked.
 
     Returns
     -------
@@ -93,6 +107,12 @@ def evaluate(
         "detections": len(dt),
     }
     result = score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
+    if per_image or matches:
+        result = replace(
+            result,
+            per_image=_per_image(result, gt, dt) if per_image else None,
+            matches=explained_matches(result, gt, dt) if matches else None,
+        )
     _emit_result_warnings(result.warnings, result.notes, stacklevel=2)
     return result
 

@@ -64,7 +64,11 @@ def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
     """(option, path) of every file this run will write."""
     return [
         (option, path)
-        for option, path in (("--output", args.output), ("--matches", getattr(args, "matches", None)))
+        for option, path in (
+            ("--output", args.output),
+            ("--matches", getattr(args, "matches", None)),
+            ("--per-image", getattr(args, "per_image", None)),
+        )
         if path
     ]
 

@@ -141,7 +141,7 @@ def _pictures(args: argparse.Namespace) -> int:
     """``deteval plot`` / ``deteval report``: figures of the run, or one self-contained HTML file."""
     from deteval import plot  # the optional extra, only when asked (a clear error without matplotlib)
 
-    for option in ("confidence", "matches", "compare_mask_modes"):
+    for option in ("confidence", "matches", "per_image", "compare_mask_modes"):
         if getattr(args, option, None):
             raise ConfigError(
                 f"--{option.replace('_', '-')}: not part of `deteval {args.command}`; use deteval evaluate"

@@ -218,7 +218,20 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--matches",
         metavar="FILE.csv",
         help="write every scored detection with its outcome (tp/fp/ignored) and the "
-        "ground truth it matched (first protocol, IoU 0.5 or its first threshold)",
+        "ground truth it matched (first protocol, IoU 0.5 or its first threshold), then its box, "
+        "outcome at each threshold, IoU or best overlap, TIDE error; and every missed object (fn)",
+    )
+    p.add_argument(
+        "--per-image",
+        metavar="FILE.csv",
+        help="write per image and protocol TP/FP/FN/ignored, F1, TIDE error counts and the AP "
+        "gain of fixing the image, images ranked by that gain (also `per_image` in the JSON)",
+    )
+    p.add_argument(
+        "--per-image-iou",
+        type=_IOU,
+        metavar="T",
+        help="the IoU threshold of --per-image (one of the protocol's; default 0.5 or its first)",
     )
     p.add_argument(
         "--workers",
@@ -484,7 +497,7 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
         help="equal-width bins, one count or one per feature (default 10)",
     )
     an.add_argument(
-        "--lrp-tau", type=float, default=0.5, metavar="T", help="LRP's IoU threshold (default 0.5)"
+        "--lrp-tau", type=_IOU, default=0.5, metavar="T", help="LRP's IoU threshold (default 0.5)"
     )
     an.add_argument(
         "--confidence",

@@ -26,8 +26,8 @@ from deteval.cli._common import (
     _refuse_overwrite,
     _strict,
     _warnings_of,
-    _write,
 )
+from deteval.cli.diagnostics import _write_diagnostics
 from deteval.data import GroundTruth
 from deteval.errors import (
     ConfigError,
@@ -72,13 +72,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         confidence_rows, mask_reports = _evaluate_extras(args, inputs, results, doc)
         with recording_reads(log):
             diagnostics = _evaluate_diagnostics(args, inputs, results, doc)
-        if args.matches:
-            _write(
-                args.matches,
-                report.format_matches_csv(results[0], api.match_columns(results[0])),
-                "--matches",
-                log,
-            )
+        _write_diagnostics(args, inputs, results, doc, log)  # --matches, --per-image
         text = report.dumps(doc)
         progress.finish()
     finally:
@@ -408,7 +402,7 @@ class _ResampleBar:
 
 def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog) -> int:
     """Several detectors (and/or --bootstrap): one table, differences to the first, intervals."""
-    for option in ("confidence", "matches", "compare_mask_modes", "explain"):
+    for option in ("confidence", "matches", "per_image", "compare_mask_modes", "explain"):
         if getattr(args, option, None):
             raise ConfigError(
                 f"--{option.replace('_', '-')}: not available with several --dt or "

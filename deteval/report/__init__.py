@@ -10,6 +10,7 @@ in submodules by command:
 - :mod:`deteval.report.detectors`: several detectors side by side, bootstrap intervals;
 - :mod:`deteval.report.analyze`: ``analyze`` (TIDE errors, AP decomposition, confusion);
 - :mod:`deteval.report.rank`: ``rank``;
+- :mod:`deteval.report.per_image`: ``evaluate``'s ``--per-image`` and explained ``--matches`` CSV;
 - :mod:`deteval.report.protocols`: ``validate`` and ``protocols``;
 - ``deteval.report._format``: the cells they share (numbers, Markdown escaping, CSV-safe cells).
 
@@ -71,6 +72,7 @@ _LAZY = {
         "deteval.report.detectors",
     ),
     **dict.fromkeys(("format_rank_csv", "format_rank_table"), "deteval.report.rank"),
+    **dict.fromkeys(("format_per_image_csv", "format_explained_matches_csv"), "deteval.report.per_image"),
 }
 
 if TYPE_CHECKING:
@@ -82,6 +84,8 @@ if TYPE_CHECKING:
     from deteval.report.detectors import format_detectors_csv as format_detectors_csv
     from deteval.report.detectors import format_detectors_markdown as format_detectors_markdown
     from deteval.report.detectors import format_detectors_table as format_detectors_table
+    from deteval.report.per_image import format_explained_matches_csv as format_explained_matches_csv
+    from deteval.report.per_image import format_per_image_csv as format_per_image_csv
     from deteval.report.rank import format_rank_csv as format_rank_csv
     from deteval.report.rank import format_rank_table as format_rank_table
 

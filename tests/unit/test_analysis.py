@@ -97,9 +97,11 @@ def test_cli_confidence_and_matches(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "detections with score >= 0.7 at IoU 0.5" in text
     lines = out.read_text().splitlines()
-    assert lines[0] == "detection,image_id,category_id,category,score,outcome,gt_annotation_id"
-    assert lines[1] == "0,1,1,person,0.95,tp,1"
-    assert len(lines) == 14
+    # the columns of before first, then the explaining ones (docs/analysis.md)
+    assert lines[0].startswith("detection,image_id,category_id,category,score,outcome,gt_annotation_id,x,")
+    assert lines[1] == "0,1,1,person,0.95,tp,1,10.0,10.0,50.0,80.0,tp,1.0,,,,"
+    assert len(lines) == 16  # 13 detections, then 2 missed objects (outcome fn)
+    assert lines[-1] == ",5,3,cat,,fn,8,50.0,50.0,100.0,100.0,fn,,,,,miss"
     code = main(
         [
             "evaluate",

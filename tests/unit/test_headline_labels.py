@@ -114,6 +114,17 @@ def test_every_headline_line_is_labelled_with_what_it_is(run_cli, label, args):
     text, result = _run(run_cli, _inputs(preset) + args)
     metrics, config = result["metrics"], result["config"]
     body = [line for line in text.splitlines()[3:] if line.strip()]
+    # Ultralytics' operating point (P and R at the max mean F1) follows its two mAP lines
+    operating = [line for line in body if line.startswith("  P = ")]
+    body = [line for line in body if not line.startswith("  P = ")]
+    if result["config"]["summary"] == "ultralytics":
+        point = result["best_f1"]["ultralytics"]
+        assert operating == [
+            f"  P = {point['precision']:.4f}  R = {point['recall']:.4f}  (Ultralytics: mean over classes "
+            f"at the max mean F1, confidence {point['confidence']:.4f})"
+        ]
+    else:
+        assert operating == []
     assert len(body) == len(metrics), text
     for line, (name, value) in zip(body, metrics.items()):
         shown = "n/a" if value is None else f"{value:.3f}"

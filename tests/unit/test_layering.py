@@ -53,6 +53,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deteval.beyond",
         "deteval.diagnose",
         "deteval.slices",
+        "deteval.per_image",
     ),
     ("deteval.plot",),
     ("deteval.report",),
