@@ -241,6 +241,9 @@ class GroundTruth:
     category_frequency : tuple of str or None
         LVIS category ``frequency`` (``"r"``, ``"c"``, ``"f"``; ``""`` where a category has
         none); None when no category has one.
+    image_crowd_index : float64 (n_img,) or None
+        CrowdPose's per-image ``crowdIndex`` (``summary: crowdpose`` splits the images by it);
+        None when no image has one.
     has_image_ids : bool
         True when ``image_id`` holds the dataset's own ids (COCO), so detections name images by
         id; False when the images only have names (YOLO files, VOC ids) and ``image_id`` is the
@@ -272,6 +275,7 @@ class GroundTruth:
     federated: FederatedLabels | None = None
     category_frequency: tuple | None = None
     has_image_ids: bool = True
+    image_crowd_index: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.is_group_of is None:
@@ -294,7 +298,7 @@ class GroundTruth:
                 "is_group_of",
             ),
         )
-        _freeze_optional(self, ("keypoints", "num_keypoints"))
+        _freeze_optional(self, ("keypoints", "num_keypoints", "image_crowd_index"))
 
     @property
     def n_images(self) -> int:

@@ -9,7 +9,7 @@ door's (:mod:`deteval.api`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import numpy as np
@@ -40,7 +40,7 @@ from deteval.memory import require_match
 from deteval.operating_points import best_f1_points, default_iou_index
 from deteval.pooling import ground_truth_for, pooled_for
 from deteval.protocol import Protocol, resolve_protocol
-from deteval.summary import class_ap, class_metrics, headline_metrics, none_if_nan
+from deteval.summary import CROWD_INDEX_BANDS, class_ap, class_metrics, headline_metrics, none_if_nan
 
 __all__ = ["EvalResult", "MatchTable", "match", "score", "merge_match_tables"]
 
@@ -129,12 +129,26 @@ def ground_truth_flags(gt: GroundTruth, protocol: Protocol) -> tuple[np.ndarray,
         base |= gt.is_difficult
     if protocol.iou_type == "keypoints" and gt.num_keypoints is not None:
         base |= gt.num_keypoints == 0  # pycocotools: ignore = (num_keypoints == 0) or ignore
-    is_ignored = base[None, :] | outside_area_ranges(gt.area, protocol)
+    is_ignored = base[None, :] | outside_area_ranges(_gt_area(gt, protocol), protocol)
     if protocol.gt_id_zero == "unmatchable":
         is_unmatchable = gt.annotation_id == 0
     else:
         is_unmatchable = np.zeros(len(gt), bool)
     return is_ignored, crowd_active, is_unmatchable
+
+
+def _gt_area(gt: GroundTruth, protocol: Protocol) -> np.ndarray:
+    """The ground truth's area for OKS and the size ranges (``keypoint_area``).
+
+    Notes
+    -----
+    ``keypoint_area: box`` is xtcocotools' ``use_area=False``: ``bbox[3] * bbox[2] * 0.53``
+    (``computeOks``; its ``evaluateImg`` multiplies ``bbox[2] * bbox[3]``, the same product).
+    """
+    if protocol.iou_type != "keypoints" or protocol.keypoint_area == "area":
+        return gt.area
+    box = boxes_as(gt.box, gt.box_format, "xywh")
+    return box[:, 3] * box[:, 2] * 0.53
 
 
 def _det_area(
@@ -183,7 +197,7 @@ def pair_iou(
         return pair_oks(
             gt_keypoints[gt_rows],
             gt_box,
-            gt.area[gt_rows],
+            _gt_area(gt, protocol)[gt_rows],
             det_keypoints[det_rows],
             sigmas=keypoint_sigmas(protocol.keypoint_sigmas),
         )
@@ -568,9 +582,15 @@ def _kept_detections(
         Every selected detection of each class (before ``max_dets``).
     """
     n_class = gt.n_classes
-    det_sel, image_rank = _dataset_wide_selection(
-        gt, dt, protocol, np.arange(len(dt)) if det_sel is None else det_sel
-    )
+    det_sel = np.arange(len(dt)) if det_sel is None else det_sel
+    if (
+        protocol.iou_type == "keypoints"
+        and protocol.empty_keypoint_detections == "drop"
+        and dt.keypoints is not None
+    ):
+        # xtcocotools' _prepare: a result none of whose keypoints has a score > 0 is dropped.
+        det_sel = det_sel[(dt.keypoints[det_sel, :, 2] > 0).any(axis=1)]
+    det_sel, image_rank = _dataset_wide_selection(gt, dt, protocol, det_sel)
     every = len(det_sel) == len(dt)  # every detection, in row order (det_sel is then an arange)
     if every:  # the columns themselves, no copies
         image, category, det_score, det_order = dt.image, dt.category, dt.score, dt.order
@@ -939,7 +959,11 @@ def score(
     per_class_ap = np.array(
         [class_ap(acc.precision, acc.ap, protocol, k) for k in range(gt.n_classes)], dtype=np.float64
     )
-    metrics = headline_metrics(acc, per_class_ap, protocol, category_frequency=gt.category_frequency)
+    is_crowd_summary = protocol.summary == "crowdpose" and not protocol.is_single_threshold
+    band_precision = _crowd_band_precision(table, gt, protocol) if is_crowd_summary else None
+    metrics = headline_metrics(
+        acc, per_class_ap, protocol, category_frequency=gt.category_frequency, band_precision=band_precision
+    )
     per_class = [
         {
             "category_id": int(gt.category_id[k]),
@@ -1008,6 +1032,57 @@ def score(
         notes=tuple(info),
         inputs=dict(inputs or {}),
     )
+
+
+def _crowd_band_precision(table: MatchTable, gt: GroundTruth, protocol: Protocol) -> tuple:
+    """The precision of the images of each crowd-index band (``summary: crowdpose``).
+
+    xtcocotools evaluates each band again with ``params.imgIds`` set to its images; matching is
+    per image, so this is the table's rows of those images, accumulated on their own.
+
+    Raises
+    ------
+    InputError
+        Ground truth without CrowdPose's ``crowdIndex`` on its images.
+    """
+    if gt.image_crowd_index is None:
+        raise InputError(
+            f"{gt.source}: protocol {protocol.name!r} splits AP by CrowdPose's crowd index, but no "
+            f"image has `crowdIndex`; expected CrowdPose ground truth (a `crowdIndex` number on "
+            f"every image) or a protocol with another summary"
+        )
+    is_ignored, _, _ = ground_truth_flags(gt, protocol)
+    out = []
+    for _, lo, hi in CROWD_INDEX_BANDS:
+        is_in = (gt.image_crowd_index >= lo) & (gt.image_crowd_index < hi)
+        det_sel = np.flatnonzero(is_in[table.det_image])
+        n_positive = np.zeros_like(table.n_positive)
+        for a in range(n_positive.shape[1]):
+            counted = ~is_ignored[a] & is_in[gt.image]
+            n_positive[:, a] = np.bincount(gt.category[counted], minlength=gt.n_classes)
+        band = replace(
+            table,
+            det_score=table.det_score[det_sel],
+            det_class=table.det_class[det_sel],
+            det_image=table.det_image[det_sel],
+            det_rank=table.det_rank[det_sel],
+            det_order=table.det_order[det_sel],
+            tp=LaneFlags(bits=table.tp.bits[det_sel], n_lane=table.tp.n_lane),
+            ignored=LaneFlags(bits=table.ignored.bits[det_sel], n_lane=table.ignored.n_lane),
+            n_positive=n_positive,
+        )
+        acc = accumulate(
+            band.tp,
+            band.ignored,
+            band.det_score,
+            band.det_class,
+            band.det_rank,
+            ranking_order(band, protocol),
+            band.n_positive,
+            protocol,
+        )
+        out.append(acc.precision)
+    return tuple(out)
 
 
 def check_protocol(protocol: Protocol) -> None:

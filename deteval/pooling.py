@@ -126,6 +126,7 @@ def pool_ground_truth(
         image_name=gt.image_name,
         image_width=gt.image_width,
         image_height=gt.image_height,
+        image_crowd_index=gt.image_crowd_index,
         category_id=np.array([category_id], dtype=np.int64),
         category_name=(category_name,),
         annotation_id=gt.annotation_id[gt_rows],

@@ -258,7 +258,7 @@ def match_sharded(
 
     if "fork" not in mp.get_all_start_methods():  # pragma: no cover - Windows/macOS spawn
         return match(gt, dt, protocol, masks=masks, progress=progress)
-    if protocol.iou_type == "segm" and masks is None:
+    if protocol.iou_type in ("segm", "boundary") and masks is None:
         masks = prepare_masks(gt, dt, protocol)  # parse and validate once; the workers inherit it
     job = ShardJob(gt=gt, dt=dt, protocol=protocol, masks=masks)
     table = merge_match_tables(_run_in_processes(job, image_shards(gt, workers)))

@@ -349,17 +349,64 @@ def ultralytics_summary(acc: Accumulated, protocol: Protocol) -> dict:
     return {"mAP50": mean_defined(first), "mAP50-95": mean_defined(acc.ap[:, :, 0, -1].T)}
 
 
+#: CrowdPose's crowd-index bands (xtcocotools ``_summarizeKps_crowd``: ``get_type_result(first=0.2,
+#: second=0.8)``): easy below 0.2, medium below 0.8, hard from 0.8.
+CROWD_INDEX_BANDS = (("AP(E)", -np.inf, 0.2), ("AP(M)", 0.2, 0.8), ("AP(H)", 0.8, np.inf))
+
+
+def crowd_band_ap(precision: np.ndarray) -> float:
+    """One of xtcocotools' AP(E) / AP(M) / AP(H) from the precision of the band's images.
+
+    Notes
+    -----
+    xtcocotools' ``get_type_result``: ``round(np.mean(precision[:, :, :, 0, :]), 4)`` over the
+    *whole* array, the -1 of classes without ground truth included (not left out as
+    ``summarize`` does); reproduced on purpose. NaN (deteval's -1) when no value is defined.
+
+    >>> crowd_band_ap(np.array([0.5, 0.25, np.nan]).reshape(1, 1, 3, 1, 1))
+    -0.0833
+    """
+    values = precision[:, :, :, 0, :]
+    if np.isnan(values).all():
+        return float("nan")
+    return round(float(np.mean(np.where(np.isnan(values), -1.0, values))), 4)
+
+
+def crowdpose_summary(acc: Accumulated, protocol: Protocol, *, band_precision: tuple | None = None) -> dict:
+    """Xtcocotools' ``COCOeval(..., "keypoints_crowd").summarize``: nine stats.
+
+    AP, AP50, AP75, AR, AR50, AR75 at maxDets=20 (by value, as ``_summarizeKps_crowd``),
+    then AP(E), AP(M), AP(H) from ``band_precision``: the precision arrays of the images in
+    each :data:`CROWD_INDEX_BANDS` (NaN when not given).
+    """
+    out = {}
+    for kind, summarize in (("AP", summary_ap), ("AR", summary_ar)):
+        out[kind] = summarize(acc, protocol, max_det=20)
+        out[f"{kind}50"] = summarize(acc, protocol, max_det=20, iou_threshold=0.5)
+        out[f"{kind}75"] = summarize(acc, protocol, max_det=20, iou_threshold=0.75)
+    out = {k: out[k] for k in ("AP", "AP50", "AP75", "AR", "AR50", "AR75")}
+    for (name, _, _), precision in zip(CROWD_INDEX_BANDS, band_precision or (None,) * 3, strict=True):
+        out[name] = float("nan") if precision is None else crowd_band_ap(precision)
+    return out
+
+
 #: ``summary`` field value -> the function computing a COCO-style protocol's headline metrics.
 SUMMARIES = {
     "pycocotools": pycocotools_summary,
     "configured": configured_summary,
     "ultralytics": ultralytics_summary,
     "lvis": lvis_summary,
+    "crowdpose": crowdpose_summary,
 }
 
 
 def headline_metrics(
-    acc: Accumulated, per_class_ap: np.ndarray, protocol: Protocol, *, category_frequency: tuple | None = None
+    acc: Accumulated,
+    per_class_ap: np.ndarray,
+    protocol: Protocol,
+    *,
+    category_frequency: tuple | None = None,
+    band_precision: tuple | None = None,
 ) -> dict:
     """The result's ``metrics``: ``mAP`` for a single-threshold protocol, else its summary.
 
@@ -371,11 +418,15 @@ def headline_metrics(
     protocol : Protocol
     category_frequency : tuple of str, optional
         LVIS category frequencies (``summary: lvis`` reads them).
+    band_precision : tuple of 3 arrays, optional
+        Precision over the images of each crowd-index band (``summary: crowdpose`` reads it).
     """
     if protocol.is_single_threshold:
         return {"mAP": mean_defined(per_class_ap)}
     if protocol.summary == "lvis":
         return lvis_summary(acc, protocol, category_frequency=category_frequency)
+    if protocol.summary == "crowdpose":
+        return crowdpose_summary(acc, protocol, band_precision=band_precision)
     return SUMMARIES[protocol.summary](acc, protocol)
 
 

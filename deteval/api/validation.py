@@ -94,7 +94,7 @@ def validate(
     resolved = [resolve_protocol(p) for p in protocols]
     inputs = _load_inputs(gt, dt or None, protocols=resolved, **options)
     ground_truth, detections = inputs.gt, inputs.dt
-    if any(p.iou_type == "segm" for p in resolved):  # polygons and RLE checked as scoring would
+    if any(p.iou_type in ("segm", "boundary") for p in resolved):  # polygons and RLE checked as scoring would
         if _has_masks(ground_truth.segmentation):
             parse_masks(ground_truth_source(ground_truth))
         if detections is not None and _has_masks(detections.segmentation):
@@ -114,7 +114,9 @@ def validate(
     }
     # The mask checks evaluation runs (deteval.geometry.prepare_masks), once per distinct mask
     # setting of the segm protocols: validate refuses exactly what evaluate refuses.
-    mask_settings = {(p.mask_iou, p.invalid_polygons): p for p in resolved if p.iou_type == "segm"}
+    mask_settings = {
+        (p.mask_iou, p.invalid_polygons): p for p in resolved if p.iou_type in ("segm", "boundary")
+    }
     for p in mask_settings.values():
         check_masks(ground_truth, detections, p)
     found = list(ground_truth.warnings)

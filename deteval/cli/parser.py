@@ -8,6 +8,7 @@ import math
 from deteval._version import __version__
 from deteval.cli._common import _non_negative_int, _positive_int, _size
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
+from deteval.protocol.fields import FIELD_CHOICES
 from deteval.ranking import AP_METHODS, AVERAGES
 
 
@@ -188,7 +189,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "(e.g. iou_thresholds=[0.3], box_convention=continuous)",
     )
     p.add_argument(
-        "--iou-type", choices=["bbox", "segm", "keypoints"], help="shorthand for --set iou_type=..."
+        "--iou-type", choices=list(FIELD_CHOICES["iou_type"]), help="shorthand for --set iou_type=..."
     )
     p.add_argument("--mask-iou", choices=["exact", "raster"], help="shorthand for --set mask_iou=...")
     p.add_argument("--output", help="also write the JSON result to this file")
@@ -425,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="override a protocol field, as evaluate does (e.g. invalid_polygons=error)",
     )
     va.add_argument(
-        "--iou-type", choices=["bbox", "segm", "keypoints"], help="shorthand for the protocol's iou_type"
+        "--iou-type", choices=list(FIELD_CHOICES["iou_type"]), help="shorthand for the protocol's iou_type"
     )
     va.add_argument("--mask-iou", choices=["exact", "raster"], help="shorthand for --set mask_iou=...")
     _add_input_options(va)

@@ -205,6 +205,11 @@ def _compared_group(gt: GroundTruth, dt: Detections, protocol: Any) -> np.ndarra
     return out
 
 
+def _mask_mode(protocol: Any) -> str:
+    """``mask_iou``, or ``raster`` for ``iou_type: boundary`` (Boundary AP is on raster masks)."""
+    return "raster" if getattr(protocol, "iou_type", None) == "boundary" else protocol.mask_iou
+
+
 def _check_collection(masks: CollectionMasks, protocol: Any, other: CollectionMasks | None) -> None:
     """The per-protocol checks of one collection (see :func:`prepare_masks`).
 
@@ -212,7 +217,7 @@ def _check_collection(masks: CollectionMasks, protocol: Any, other: CollectionMa
     those in an image where ``other`` has an RLE mask (such pairs use the raster) must be
     rasterisable.
     """
-    if protocol.mask_iou == "exact":
+    if _mask_mode(protocol) == "exact":
         masks.exact(protocol.invalid_polygons)
         if other is not None and (other.masks.kind == RLE).any():
             rle_images = np.unique(other.source.image[other.masks.kind == RLE])
@@ -356,6 +361,21 @@ def pair_mask_iou(
             f"and {dm.source.where}: detection #{int(dm.source.number[d])} ({dm.source.label(d)})"
         )
 
+    if protocol.iou_type == "boundary":
+        from deteval.geometry.boundary import boundary_pair_iou
+
+        return boundary_pair_iou(
+            dm.source,
+            dm.masks,
+            dm.raster,
+            gm.source,
+            gm.masks,
+            gm.raster,
+            det_rows,
+            gt_rows,
+            is_crowd,
+            ratio=protocol.boundary_dilation_ratio,
+        )
     if protocol.mask_iou == "exact":  # ground truth first: its invalid polygons are reported first
         gm.exact(protocol.invalid_polygons)
         dm.exact(protocol.invalid_polygons)
@@ -401,14 +421,15 @@ def detection_areas(prepared: PreparedMasks, rows: np.ndarray, protocol: Any) ->
     box = boxes_as(dt.box[rows], dt.box_format, "xywh")
     area = box[:, 2] * box[:, 3]
     dm = prepared.det_masks
-    if protocol.mask_iou == "exact":
+    mode = _mask_mode(protocol)
+    if mode == "exact":
         dm.exact(protocol.invalid_polygons)  # validates every polygon, with or without a bbox
     no_box = np.flatnonzero(~np.asarray(dt.has_box)[rows])
     if not len(no_box):
         return area
     need = rows[no_box]
     is_poly = dm.masks.kind[need] == POLYGON
-    if protocol.mask_iou == "exact" and is_poly.any():
+    if mode == "exact" and is_poly.any():
         area[no_box[is_poly]] = dm.exact(protocol.invalid_polygons).area[need[is_poly]]
         no_box, need = no_box[~is_poly], need[~is_poly]
     if len(need):

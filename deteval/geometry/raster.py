@@ -45,6 +45,7 @@ class RasterMasks:
         self.area = np.full(n, np.nan)
         self.done = np.zeros(n, dtype=bool)
         self.extent_checked = np.zeros(n, dtype=bool)  # rows that passed _check_raster_extent
+        self.boundary: dict = {}  # dilation ratio -> {row: boundary RLE} (iou_type "boundary")
 
 
 def ensure_raster(

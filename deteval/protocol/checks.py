@@ -182,6 +182,12 @@ def _check_keypoint_sigmas(key: str, value: Any, where: str) -> tuple | None:
     return tuple(float(s) for s in value)
 
 
+def _check_dilation_ratio(key: str, value: Any, where: str) -> float:
+    if not _is_number(value) or not math.isfinite(value) or not 0 < value <= 1:
+        raise _fail(where, key, "a number in (0, 1] (boundary-iou-api: 0.02)", value)
+    return float(value)
+
+
 def _check_class_budget(key: str, value: Any, where: str) -> int | None:
     if value is None:
         return None

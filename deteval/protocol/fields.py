@@ -19,6 +19,7 @@ from deteval.errors import ConfigError
 from deteval.protocol.checks import (
     _check_area_ranges,
     _check_class_budget,
+    _check_dilation_ratio,
     _check_iou_thresholds,
     _check_keypoint_sigmas,
     _check_max_dets,
@@ -164,10 +165,11 @@ FIELDS: Mapping[str, FieldSpec] = _table(
     ),
     FieldSpec(
         "iou_type",
-        ("bbox", "segm", "keypoints"),
+        ("bbox", "segm", "keypoints", "boundary"),
         "match",
         "IoU type/masks",
-        "boxes, segmentation masks, or keypoints (OKS, pycocotools' computeOks)",
+        "boxes, segmentation masks, keypoints (OKS, pycocotools' computeOks), or boundary: "
+        "min(mask IoU, Boundary IoU) of raster masks (Cheng et al. 2021, boundary-iou-api)",
     ),
     FieldSpec(
         "iou_thresholds",
@@ -281,12 +283,13 @@ FIELDS: Mapping[str, FieldSpec] = _table(
     ),
     FieldSpec(
         "summary",
-        ("pycocotools", "configured", "ultralytics", "lvis"),
+        ("pycocotools", "configured", "ultralytics", "lvis", "crowdpose"),
         "accumulate",
         "summary",
         "headline metrics: COCOeval.summarize literally (its keypoint stats for keypoints), from "
         "the configured values, Ultralytics' mAP50 and mAP50-95, or lvis-api's get_results "
-        "(APr/APc/APf by frequency)",
+        "(APr/APc/APf by frequency), or xtcocotools' keypoints_crowd summary (AP, AR and AP(E/M/H) "
+        "by the images' `crowdIndex`)",
     ),
     FieldSpec(
         "mask_iou",
@@ -388,6 +391,38 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         "true: every ground truth and detection pooled into one class, 'all classes' (id -1), "
         "before matching: pycocotools' useCats=0",
         default=False,
+        is_sparse=True,
+    ),
+    # -- CrowdPose and Boundary IoU (added later: sparse, so older hashes stay) -----------------
+    FieldSpec(
+        "keypoint_area",
+        ("area", "box"),
+        "match",
+        "IoU type/masks",
+        "keypoints only: the object scale of OKS and of the GT area ranges: the GT `area` field "
+        "(pycocotools), or 0.53 * w * h of the GT box (xtcocotools use_area=False: CrowdPose)",
+        default="area",
+        is_sparse=True,
+    ),
+    FieldSpec(
+        "empty_keypoint_detections",
+        ("keep", "drop"),
+        "match",
+        "IoU type/masks",
+        "keypoints only: detections with no keypoint of score > 0 are scored (pycocotools) or "
+        "dropped before anything else (xtcocotools)",
+        default="keep",
+        is_sparse=True,
+    ),
+    FieldSpec(
+        "boundary_dilation_ratio",
+        None,
+        "match",
+        "IoU type/masks",
+        "boundary only: the boundary band's width as a fraction of the image diagonal "
+        "(dilation = max(1, round(ratio * diagonal)) pixels; boundary-iou-api: 0.02)",
+        default=0.02,
+        check=_check_dilation_ratio,
         is_sparse=True,
     ),
 )

@@ -70,7 +70,7 @@ COCO_IOU_THRESHOLDS = tuple(
 COCO_RECALL_THRESHOLDS = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1, endpoint=True)
 COCO_RECALL_THRESHOLDS.flags.writeable = False
 
-IouType = Literal["bbox", "segm", "keypoints"]
+IouType = Literal["bbox", "segm", "keypoints", "boundary"]
 IouComparison = Literal[">=", ">"]
 Matching = Literal["coco", "voc", "ultralytics"]
 BoxConvention = Literal["continuous", "pixel_inclusive"]
@@ -82,7 +82,7 @@ ScoreOrder = Literal["image_major", "file"]
 ScoreTies = Literal["ranked", "threshold"]
 GtIgnoreField = Literal["honour", "iscrowd"]
 GtIdZero = Literal["matchable", "unmatchable"]
-Summary = Literal["pycocotools", "configured", "ultralytics", "lvis"]
+Summary = Literal["pycocotools", "configured", "ultralytics", "lvis", "crowdpose"]
 MaskIou = Literal["exact", "raster"]
 InvalidPolygons = Literal["even_odd", "error", "make_valid"]
 GroupOf = Literal["none", "openimages"]
@@ -91,6 +91,8 @@ FederatedLabels = Literal["ignore", "lvis"]
 ClassAgnostic = Literal[False, True]
 GtTies = Literal["last", "first"]
 CurveEnd = Literal["slope", "drop"]
+KeypointArea = Literal["area", "box"]
+EmptyKeypointDetections = Literal["keep", "drop"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,8 +116,10 @@ class Protocol:
         Preset name, or the name given by a config.
     source : str
         One line: what this reproduces.
-    iou_type : {"bbox", "segm", "keypoints"}
-        ``keypoints`` scores COCO keypoints by OKS (pycocotools' ``computeOks``).
+    iou_type : {"bbox", "segm", "keypoints", "boundary"}
+        ``keypoints`` scores COCO keypoints by OKS (pycocotools' ``computeOks``); ``boundary``
+        scores masks by ``min(mask IoU, Boundary IoU)`` of their rasters (boundary-iou-api's
+        "Boundary AP", see :mod:`deteval.geometry.boundary`).
     iou_thresholds : tuple of float
         Matching thresholds, in order (the T axis).
     iou_comparison : {">=", ">"}
@@ -176,7 +180,9 @@ class Protocol:
         at ``max_dets[2]``; for ``keypoints`` its ten keypoint stats at maxDets=20), computed
         from the configured values, Ultralytics' ``mAP50`` (first threshold) and ``mAP50-95``
         (mean over thresholds), or lvis-api's ``get_results`` (APr/APc/APf by category
-        ``frequency``, AR at the largest ``max_dets``).
+        ``frequency``, AR at the largest ``max_dets``), or ``crowdpose``: xtcocotools'
+        ``keypoints_crowd`` summary (AP, AP50, AP75, AR, AR50, AR75 at maxDets=20, then AP(E),
+        AP(M), AP(H) over the images whose ``crowdIndex`` is < 0.2, < 0.8, or more).
     mask_iou : {"exact", "raster"}
         ``segm`` only: exact polygon geometry (shapely) or pycocotools' rasterised masks.
     invalid_polygons : {"even_odd", "error", "make_valid"}
@@ -226,6 +232,18 @@ class Protocol:
         exactly as pycocotools' ``params.useCats = 0``: a detection may match a ground truth of
         any class, ``max_dets`` caps an image's detections across classes, and results have
         one class. False (the default): classes are scored separately.
+    keypoint_area : {"area", "box"}
+        ``keypoints`` only: the scale ``s`` of OKS and the area the ground truth's size ranges
+        read: its ``area`` field (pycocotools), or ``bbox[3] * bbox[2] * 0.53`` (xtcocotools'
+        ``COCOeval(..., use_area=False)``, used for CrowdPose, whose annotations have no area).
+    empty_keypoint_detections : {"keep", "drop"}
+        ``keypoints`` only: ``drop``: a detection none of whose keypoints has a score
+        (visibility) > 0 is removed before anything else (xtcocotools' ``_prepare``);
+        ``keep``: it is scored like any other (pycocotools).
+    boundary_dilation_ratio : float
+        ``iou_type="boundary"`` only: the width ``d`` of the boundary band in pixels is
+        ``max(1, round(ratio * sqrt(height**2 + width**2)))`` of the image (boundary-iou-api's
+        ``dilation_ratio``, 0.02 by default).
 
     Raises
     ------
@@ -272,6 +290,9 @@ class Protocol:
     gt_ties: GtTies = FIELDS["gt_ties"].default
     curve_end: CurveEnd = FIELDS["curve_end"].default
     class_agnostic: ClassAgnostic = FIELDS["class_agnostic"].default
+    keypoint_area: KeypointArea = FIELDS["keypoint_area"].default
+    empty_keypoint_detections: EmptyKeypointDetections = FIELDS["empty_keypoint_detections"].default
+    boundary_dilation_ratio: float = FIELDS["boundary_dilation_ratio"].default
 
     def __post_init__(self) -> None:
         name = self.name if isinstance(self.name, str) else repr(self.name)

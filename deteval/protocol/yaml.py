@@ -126,7 +126,7 @@ def _summary_rule(parent: Protocol, changes: dict) -> str | None:
 #: Preset whose ``area_ranges`` and ``max_dets`` a protocol takes when ``--set`` / ``--iou-type``
 #: switches it to or from keypoints: pycocotools' ``Params(iouType)`` picks them the same way
 #: (``setKpParams`` / ``setDetParams``).
-IOU_TYPE_PARAMS_PRESETS = {"keypoints": "coco-keypoints", "bbox": "coco", "segm": "coco"}
+IOU_TYPE_PARAMS_PRESETS = {"keypoints": "coco-keypoints", "bbox": "coco", "segm": "coco", "boundary": "coco"}
 
 
 def _iou_type_rule(parent: Protocol, changes: dict) -> str | None:
@@ -400,6 +400,8 @@ DISPLAY_ORDER = (
     "coco-keypoints",
     "lvis",
     "lvis-fixed-ap",
+    "crowdpose",
+    "coco-boundary",
 )
 
 

@@ -96,6 +96,8 @@ def _headline_terms(p: Protocol) -> dict[str, tuple[str, float | None, str, int 
         return {"mAP50": ("AP", p.iou_thresholds[0], first, top), "mAP50-95": ("AP", None, first, top)}
     out = {}
     names: tuple[str, ...] = ("AP", "AP50", "AP75", "APm", "APl", "AR", "AR50", "AR75", "ARm", "ARl")
+    if p.summary == "crowdpose":  # xtcocotools' _summarizeKps_crowd, every number at maxDets 20
+        names = ("AP", "AP50", "AP75", "AR", "AR50", "AR75", "AP(E)", "AP(M)", "AP(H)")
     if p.summary == "lvis":
         label = "all" if top is None else top
         names = ("AP", "AP50", "AP75", "APs", "APm", "APl", "APr", "APc", "APf")
@@ -121,11 +123,16 @@ def _metric_lines(result: EvalResult) -> list[str]:
         title = "Average Precision" if kind == "AP" else "Average Recall"
         iou = all_thr if threshold is None else f"{threshold:.2f}"
         md = "all" if max_det is None else str(max_det)
+        # xtcocotools' keypoints_crowd lines name the crowd-index band: "type=  easy"
+        where = f"type={_CROWD_BANDS[name]:>6s}" if name in _CROWD_BANDS else f"area={area:>6s}"
         lines.append(
-            f"  {title:<18} ({kind}) @[ IoU={iou:<9} | area={area:>6s} | maxDets={md:>3s} ] "
-            f"= {_fmt(value)}   {name}"
+            f"  {title:<18} ({kind}) @[ IoU={iou:<9} | {where} | maxDets={md:>3s} ] = {_fmt(value)}   {name}"
         )
     return lines
+
+
+#: ``summary: crowdpose``'s band metrics and the band names xtcocotools prints.
+_CROWD_BANDS = {"AP(E)": "easy", "AP(M)": "medium", "AP(H)": "hard"}
 
 
 def _ultralytics_line(result: EvalResult) -> list[str]:

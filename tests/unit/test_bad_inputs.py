@@ -290,6 +290,34 @@ CASES = {
             "found '0' (string)",
         ),
     ),
+    "gt-crowdindex-missing": Case(
+        "CrowdPose `crowdIndex` missing, a string, or NaN",
+        "gt_crowdindex_missing.json",
+        3,
+        (
+            "gt_crowdindex_missing.json",
+            "image #2 (id=3)",
+            "no `crowdIndex` (other images have CrowdPose's crowd index)",
+            "found nothing (field missing)",
+        ),
+    ),
+    "gt-crowdindex-string": Case(
+        "CrowdPose `crowdIndex` missing, a string, or NaN",
+        "gt_crowdindex_string.json",
+        3,
+        (
+            "gt_crowdindex_string.json",
+            "image #1 (id=2)",
+            "`crowdIndex` is not a finite number",
+            "found '0.5' (string)",
+        ),
+    ),
+    "gt-crowdindex-nan": Case(  # NaN is not JSON: the parser refuses it, naming its line and column
+        "CrowdPose `crowdIndex` missing, a string, or NaN",
+        "gt_crowdindex_nan.json",
+        3,
+        ("gt_crowdindex_nan.json", "line 15 column 18", "NaN/Infinity are not JSON"),
+    ),
     "gt-iscrowd-two": Case(
         "`iscrowd` not 0/1 (2)",
         "gt_iscrowd_two.json",

@@ -145,6 +145,7 @@ def test_every_other_field_is_in_the_matching_key():
         "max_dets": (1, 10, 300),
         "keypoint_sigmas": (0.1,) * 17,
         "max_dets_per_class": 10000,
+        "boundary_dilation_ratio": 0.005,
     }
     for f in field_names():
         if f in ACCUMULATION_FIELDS:

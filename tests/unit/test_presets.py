@@ -38,6 +38,8 @@ FINGERPRINTS = {
     "coco-keypoints": "077754158734",
     "lvis": "8b1c453566f3",
     "lvis-fixed-ap": "b68a9f02e3a0",
+    "crowdpose": "f208bb84627a",
+    "coco-boundary": "3a2062915594",
 }
 
 

@@ -171,6 +171,9 @@ def test_optional_fields_come_from_the_table():
         "gt_ties": "last",
         "curve_end": "slope",
         "class_agnostic": False,
+        "keypoint_area": "area",
+        "empty_keypoint_detections": "keep",
+        "boundary_dilation_ratio": 0.02,
     }
 
 

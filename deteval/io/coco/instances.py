@@ -55,7 +55,28 @@ def _images_and_categories(
         "category_name": tuple(cat_names[i] for i in cat_order),
         "category_frequency": None if frequency is None else tuple(frequency[i] for i in cat_order),
         "federated": _federated_labels(images, img_problems, image_ids[img_order], category_ids[cat_order]),
+        "image_crowd_index": _crowd_index(images, img_problems, img_order),
     }
+
+
+def _crowd_index(images: list, problems: Problems, order: np.ndarray) -> np.ndarray | None:
+    """CrowdPose's ``crowdIndex`` per image (in id order); None when no image has one.
+
+    When some images have it, every image must (xtcocotools' ``COCOeval.split`` reads it for
+    every image), as a finite number.
+    """
+    if not any(isinstance(r, dict) and "crowdIndex" in r for r in images):
+        return None
+    values, is_missing = number_column(images, "crowdIndex", problems, default=np.nan, allow_missing=True)
+    missing = np.flatnonzero(is_missing)
+    if len(missing):
+        problems.fail(
+            missing,
+            "no `crowdIndex` (other images have CrowdPose's crowd index)",
+            "a finite number `crowdIndex` on every image (xtcocotools splits easy/medium/hard by it)",
+            lambda i: MISSING,
+        )
+    return values[order]
 
 
 #: LVIS category frequency groups (images of the training set with the class: < 10, < 100, more).
