@@ -20,9 +20,14 @@ import deteval
 from tests.crosscheck.compare import assert_array_within_one_step
 from tests.crosscheck.generate_crowdpose import generate_crowdpose
 
-xtcocotools = pytest.importorskip("xtcocotools")
-from xtcocotools.coco import COCO  # noqa: E402
-from xtcocotools.cocoeval import COCOeval  # noqa: E402
+try:
+    from xtcocotools.coco import COCO
+    from xtcocotools.cocoeval import COCOeval
+except (ImportError, ValueError) as exc:  # ValueError: a wheel built against another numpy ABI
+    pytest.skip(
+        f"xtcocotools cannot be imported ({exc}); .ci/run builds it from source against this numpy",
+        allow_module_level=True,
+    )
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning"),
