@@ -9,3 +9,6 @@ collect_ignore = (
     if any(importlib.util.find_spec(name) is None for name in ("torch", "torchmetrics"))
     else []
 )
+#: The plot extra's doctests draw with matplotlib, which the core never needs.
+if importlib.util.find_spec("matplotlib") is None:
+    collect_ignore.append("deteval/plot")

@@ -22,13 +22,15 @@ import dataclasses
 
 import numpy as np
 import pytest
-from sklearn.metrics import average_precision_score
 
 import deteval
 from deteval.io import load_detections, load_ground_truth
 from deteval.ranking import average_precision
 from deteval.ranking._common import _interpolated_ap, _rank_rows, _Ranked
 from tests.crosscheck.generate import generate
+
+average_precision_score = pytest.importorskip("sklearn.metrics").average_precision_score
+
 
 SEEDS = list(range(40)) + [1000, 1001, 1002]
 

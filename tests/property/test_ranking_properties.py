@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn import metrics as skm
 
 from deteval import ranking
 from deteval.errors import UndefinedMetricWarning
 from deteval.ranking._common import _recall_grid
+
+skm = pytest.importorskip("sklearn.metrics")
+
 
 SETTINGS = settings(max_examples=60, derandomize=True, deadline=None)
 
