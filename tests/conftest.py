@@ -34,3 +34,16 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str,
         return code, out.out, out.err
 
     return run
+
+
+#: Folders whose tests are the slow tier: cross-checks against the reference tools on generated
+#: datasets, multi-process integration runs, the browser. `pytest -m "not slow"` is the fast tier a
+#: developer runs all day; CI runs everything.
+_SLOW_FOLDERS = ("tests/crosscheck/", "tests/integration/", "tests/browser/")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test of the slow folders ``slow`` (a test elsewhere may mark itself)."""
+    for item in items:
+        if item.nodeid.startswith(_SLOW_FOLDERS):
+            item.add_marker(pytest.mark.slow)
