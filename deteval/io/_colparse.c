@@ -249,7 +249,7 @@ static int get_column(PyObject *obj, char kind, Column *col) {
     col->held = 1;
     const char *fmt = col->view.format ? col->view.format : "B";
     if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
-    int ok = col->view.itemsize == 8 && fmt[1] == '\0' &&
+    int ok = col->view.itemsize == 8 && fmt[0] != '\0' && fmt[1] == '\0' &&
              (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd');
     if (!ok) {
         PyErr_SetString(PyExc_TypeError,
@@ -1098,7 +1098,7 @@ static int get_input_column(PyObject *obj, char kind, Column *col) {
     col->held = 1;
     const char *fmt = col->view.format ? col->view.format : "B";
     if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
-    int ok = col->view.itemsize == 8 && fmt[1] == '\0' &&
+    int ok = col->view.itemsize == 8 && fmt[0] != '\0' && fmt[1] == '\0' &&
              (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd');
     if (!ok) {
         PyErr_SetString(PyExc_TypeError, kind == 'i' ? "expected a contiguous int64 buffer"
@@ -1359,7 +1359,11 @@ static PyObject *yolo_files(PyObject *self, PyObject *args) {
 #ifdef _WIN32
     Py_RETURN_NONE;
 #else
-    Py_ssize_t n_files = PyList_GET_SIZE(paths);
+    /* A tuple of the paths, holding each: a path's __fspath__ runs Python code that may change the
+     * list (the tuple keeps its length and its items alive). */
+    PyObject *path_items = PyList_AsTuple(paths);
+    if (path_items == NULL) return NULL;
+    Py_ssize_t n_files = PyTuple_GET_SIZE(path_items);
     /* class_ids, box, score, lines, counts, stats */
     PyObject *out[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     PyObject *result = NULL;
@@ -1383,7 +1387,7 @@ static PyObject *yolo_files(PyObject *self, PyObject *args) {
     if (reserve(out[4], 8 * n_files) != OK || reserve(out[5], 8 * STAT_FIELDS * n_files) != OK) goto done;
     for (Py_ssize_t f = 0; status == OK && f < n_files; f++) {
         PyObject *encoded = NULL;
-        if (!PyUnicode_FSConverter(PyList_GET_ITEM(paths, f), &encoded)) {
+        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(path_items, f), &encoded)) {
             if (!PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_TypeError)) goto done;
             PyErr_Clear(); /* an embedded NUL, not a path: the Python reader names it */
             status = REFUSE;
@@ -1437,6 +1441,7 @@ done:
         if (sizes[i].held) PyBuffer_Release(&sizes[i].view);
     }
     for (int i = 0; i < 6; i++) Py_XDECREF(out[i]);
+    Py_DECREF(path_items);
     return result;
 #endif
 }
@@ -1456,6 +1461,20 @@ static int intern_keys(void) {
         if (KEY_OBJ[k] == NULL) return ERROR;
     }
     return OK;
+}
+
+/* Whether ``record`` is an exact dict whose keys are all exact str: looking a key up in it then
+ * runs no Python code (no __eq__ or __hash__ of a str subclass), and neither does reading exact
+ * int, float, list and tuple values, so nothing can change the records while they are read. A
+ * record with any other key is REFUSEd: the twin (msgspec, then the full loader) reads it. */
+static int plain_record(PyObject *record) {
+    if (!PyDict_CheckExact(record)) return 0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(record, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key)) return 0;
+    }
+    return 1;
 }
 
 /* ``record[key]``, borrowed; REFUSE when absent. */
@@ -1520,12 +1539,16 @@ static PyObject *box_records(PyObject *self, PyObject *args) {
     if (intern_keys() != OK) return NULL;
     Column cols[4];
     memset(cols, 0, sizeof cols);
-    PyObject *result = NULL;
+    PyObject *result = NULL, *items = NULL;
     static const char kinds[4] = {'i', 'i', 'f', 'f'};
     for (int i = 0; i < 4; i++) {
         if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
     }
-    Py_ssize_t n = PyList_GET_SIZE(records);
+    /* A tuple of the records, holding each (the loop runs no Python code, see plain_record, but
+     * the compiled reader never relies on a list keeping its length or its items). */
+    items = PyList_AsTuple(records);
+    if (items == NULL) goto done;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
     int status = n > 0 ? OK : REFUSE;
     if (cols[0].view.len / 8 < n || cols[1].view.len / 8 < n || cols[2].view.len / 32 < n ||
         cols[3].view.len / 8 < n)
@@ -1533,8 +1556,8 @@ static PyObject *box_records(PyObject *self, PyObject *args) {
     int64_t *image_id = (int64_t *)cols[0].view.buf, *category_id = (int64_t *)cols[1].view.buf;
     double *bbox = (double *)cols[2].view.buf, *score = (double *)cols[3].view.buf;
     for (Py_ssize_t i = 0; status == OK && i < n; i++) {
-        PyObject *record = PyList_GET_ITEM(records, i), *value;
-        if (!PyDict_CheckExact(record) || PyDict_GET_SIZE(record) != 4) {
+        PyObject *record = PyTuple_GET_ITEM(items, i), *value;
+        if (!plain_record(record) || PyDict_GET_SIZE(record) != 4) {
             status = REFUSE;
             break;
         }
@@ -1553,6 +1576,7 @@ done:
     for (int i = 0; i < 4; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
     }
+    Py_XDECREF(items);
     return result;
 }
 
@@ -1573,10 +1597,11 @@ static PyObject *annotation_records(PyObject *self, PyObject *args) {
     if (intern_keys() != OK) return NULL;
     Column cols[8];
     memset(cols, 0, sizeof cols);
-    PyObject *result = NULL;
     /* id, image_id, category_id, bbox, area, iscrowd, ignore, difficult */
     static const char kinds[8] = {'i', 'i', 'i', 'f', 'f', 'i', 'i', 'i'};
-    Py_ssize_t n = PyList_GET_SIZE(records);
+    PyObject *result = NULL, *items = PyList_AsTuple(records); /* holds the records: see box_records */
+    if (items == NULL) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
     int status = n > 0 ? OK : REFUSE;
     for (int i = 0; i < 8; i++) {
         if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
@@ -1587,8 +1612,8 @@ static PyObject *annotation_records(PyObject *self, PyObject *args) {
     int64_t *ignore = (int64_t *)cols[6].view.buf, *difficult = (int64_t *)cols[7].view.buf;
     double *bbox = (double *)cols[3].view.buf, *area = (double *)cols[4].view.buf;
     for (Py_ssize_t i = 0; status == OK && i < n; i++) {
-        PyObject *record = PyList_GET_ITEM(records, i), *value;
-        if (!PyDict_CheckExact(record)) {
+        PyObject *record = PyTuple_GET_ITEM(items, i), *value;
+        if (!plain_record(record)) {
             status = REFUSE;
             break;
         }
@@ -1634,6 +1659,7 @@ done:
     for (int i = 0; i < 8; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
     }
+    Py_DECREF(items);
     return result;
 }
 
