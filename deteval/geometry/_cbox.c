@@ -14,9 +14,10 @@
  *   inter = iw * ih if iw > 0 and ih > 0 else 0; union = det_area if crowd else
  *   det_area + gt_area - inter; iou = inter / union if iw > 0, ih > 0 and union > 0 else 0.
  *
- * A pair with a term that is not finite (finite boxes whose sums or products overflow, near
- * 1e200) is counted and left for the caller, which recomputes everything with numpy (its rescaled
- * path); with finite terms no NaN arises, so min and max agree with numpy's. Build with
+ * A pair with a term that is not finite (a NaN or infinite coordinate, or finite boxes whose sums
+ * or products overflow, near 1e200) is counted and left for the caller, which recomputes
+ * everything with numpy (its rescaled path); min and max propagate NaN as np.minimum and
+ * np.maximum do, so a NaN coordinate always gives such a term. Build with
  * -ffp-contract=off (no fused multiply-add: dw * dh + ... must round twice as numpy does).
  *
  * Plain C and the CPython API only (arrays come as buffers; no numpy headers needed to build).
@@ -51,8 +52,11 @@ static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
     return 0;
 }
 
-static inline double min2(double a, double b) { return a < b ? a : b; }
-static inline double max2(double a, double b) { return a > b ? a : b; }
+/* np.minimum and np.maximum: a NaN operand gives NaN (a plain ``a < b ? a : b`` would drop a NaN
+ * in ``a`` and give ``b``: a box [NaN, 0, 10, 10] would overlap). The NaN term then makes the pair
+ * count as not finite, so the caller's numpy twin computes it, as it does every non-finite pair. */
+static inline double min2(double a, double b) { return (a <= b || a != a) ? a : b; }
+static inline double max2(double a, double b) { return (a >= b || a != a) ? a : b; }
 
 PyDoc_STRVAR(pair_iou_doc,
              "pair_iou(det_box, gt_box, det_rows, gt_rows, gt_is_crowd, pixel, out, /)\n"
