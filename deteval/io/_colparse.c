@@ -333,6 +333,28 @@ static int parse_box_array(Cursor *c, int first, int last, Py_ssize_t capacity, 
     return status;
 }
 
+/* ValueError when a column the parser writes shares a byte with the text it reads, a key table
+ * or another column (the same array passed twice, or views of one array): the parser would
+ * change its own input while reading it. ``cols[0 .. n_cols)`` are checked against each other
+ * and against ``inputs[0 .. n_inputs)``. */
+static int buffers_overlap(const Py_buffer *a, const Py_buffer *b) {
+    const uintptr_t a0 = (uintptr_t)a->buf, b0 = (uintptr_t)b->buf;
+    return a->len > 0 && b->len > 0 && a0 < b0 + (uintptr_t)b->len && b0 < a0 + (uintptr_t)a->len;
+}
+
+static int columns_overlap(const Column *cols, int n_cols, const Py_buffer *const *inputs, int n_inputs) {
+    for (int i = 0; i < n_cols; i++) {
+        int hit = 0;
+        for (int j = i + 1; j < n_cols && !hit; j++) hit = buffers_overlap(&cols[i].view, &cols[j].view);
+        for (int j = 0; j < n_inputs && !hit; j++) hit = buffers_overlap(&cols[i].view, inputs[j]);
+        if (hit) {
+            PyErr_SetString(PyExc_ValueError, "an output column overlaps the input or another column");
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Shared by box_results and box_results_part: parse ``raw_obj`` into the four columns. */
 static PyObject *parse_box_columns(PyObject *raw_obj, int first, int last, PyObject *const *objs) {
     Py_buffer raw;
@@ -344,6 +366,8 @@ static PyObject *parse_box_columns(PyObject *raw_obj, int first, int last, PyObj
     for (int i = 0; i < 4; i++) {
         if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
     }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, 4, inputs, 1)) goto done;
     Py_ssize_t capacity = cols[0].view.len / 8;
     if (cols[1].view.len / 8 < capacity) capacity = cols[1].view.len / 8;
     if (cols[2].view.len / 32 < capacity) capacity = cols[2].view.len / 32;
@@ -680,6 +704,8 @@ static PyObject *instances(PyObject *self, PyObject *args) {
         Py_ssize_t rows = cols[i].view.len / (i == 3 ? 32 : 8);
         if (rows < capacity) capacity = rows;
     }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, 10, inputs, 1)) goto done;
     AnnColumns ann = {
         (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[2].view.buf,
         (int64_t *)cols[5].view.buf, (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf,
@@ -847,6 +873,8 @@ static PyObject *segm_results(PyObject *self, PyObject *args) {
         Py_ssize_t rows = cols[i].view.len / (i == 2 ? 32 : 8);
         if (i < 7 && rows < capacity) capacity = rows;
     }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, 9, inputs, 1)) goto done;
     SegmColumns s = {
         (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[4].view.buf,
         (int64_t *)cols[5].view.buf, (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf,
@@ -1071,6 +1099,8 @@ static PyObject *text_rows(PyObject *self, PyObject *args) {
         if (cols[2].view.len / 8 < capacity) capacity = cols[2].view.len / 8;
         class_ids = (int64_t *)cols[2].view.buf;
     }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, 3, inputs, 1)) goto done;
     Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
     Py_ssize_t n = 0;
     int status = parse_text_rows(&c, first_is_text ? FIRST_TEXT : FIRST_INT, NULL, 5, capacity, ids, class_ids,
@@ -1191,6 +1221,8 @@ static PyObject *voc_rows(PyObject *self, PyObject *args) {
         get_input_column(objs[2], 'i', &cols[2]) != OK || get_column(objs[3], 'i', &cols[3]) != OK ||
         get_column(objs[4], 'f', &cols[4]) != OK || get_column(objs[5], 'i', &cols[5]) != OK)
         goto done;
+    const Py_buffer *inputs[5] = {&raw, &keys, &cols[0].view, &cols[1].view, &cols[2].view};
+    if (columns_overlap(cols + 3, 3, inputs, 5)) goto done;
     Py_ssize_t n_keys = cols[1].view.len / 8, n_slots = cols[2].view.len / 8;
     if (check_keys(&keys, &cols[0], n_keys) != OK) goto done;
     const int64_t *slots = (const int64_t *)cols[2].view.buf;
