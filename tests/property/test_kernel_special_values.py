@@ -85,7 +85,8 @@ def bits(a: np.ndarray) -> np.ndarray:
 
 
 def assert_same_bits(got: np.ndarray, want: np.ndarray) -> None:
-    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.dtype == want.dtype
+    assert got.shape == want.shape
     assert np.array_equal(bits(got), bits(want)), (got, want)
 
 
@@ -157,7 +158,9 @@ def matching_problems(draw):
 
     def mask(shape):
         size = int(np.prod(shape))
-        return np.array(draw(st.lists(st.booleans(), min_size=size, max_size=size)), dtype=bool).reshape(shape)
+        return np.array(draw(st.lists(st.booleans(), min_size=size, max_size=size)), dtype=bool).reshape(
+            shape
+        )
 
     reusable = mask((n_gt,))
     thresholds = np.array(draw(st.lists(IOUS, min_size=1, max_size=3)), dtype=np.float64)
@@ -190,8 +193,12 @@ def assert_same_matches(want: matching.MatchResult, got: matching.MatchResult | 
 def test_matching_kernels_equal_numpy_on_special_values(case):
     args, coco, voc = case
     with np.errstate(all="ignore"):
-        assert_same_matches(matching._match_coco_numpy(*args, **coco), matching._match_coco_compiled(*args, **coco))
-        assert_same_matches(matching._match_voc_numpy(*args, **voc), matching._match_voc_compiled(*args, **voc))
+        assert_same_matches(
+            matching._match_coco_numpy(*args, **coco), matching._match_coco_compiled(*args, **coco)
+        )
+        assert_same_matches(
+            matching._match_voc_numpy(*args, **voc), matching._match_voc_compiled(*args, **voc)
+        )
 
 
 # ---- accumulation -------------------------------------------------------------------------------
@@ -204,7 +211,9 @@ def match_tables(draw):
     n_cell = n_det * n_area * n_thr
     outcome = np.array(draw(st.lists(st.integers(0, 2), min_size=n_cell, max_size=n_cell)), np.int64)
     outcome = outcome.reshape(n_area * n_thr, n_det)
-    det_class = np.array(draw(st.lists(st.integers(0, n_class - 1), min_size=n_det, max_size=n_det)), np.int64)
+    det_class = np.array(
+        draw(st.lists(st.integers(0, n_class - 1), min_size=n_det, max_size=n_det)), np.int64
+    )
     det_score = np.array(draw(st.lists(FLOATS, min_size=n_det, max_size=n_det)), dtype=np.float64)
     det_rank = np.array(draw(st.lists(st.integers(0, 4), min_size=n_det, max_size=n_det)), np.int64)
     n_pos = n_class * n_area
@@ -218,7 +227,15 @@ def match_tables(draw):
         max_dets=draw(st.sampled_from([None, (1,), (1, 3)])),
         ap_method=draw(st.sampled_from(["101_point", "11_point"])),
     )
-    table = (outcome == 1, outcome == 2, det_score, det_class, det_rank, ranking, n_positive.reshape(n_class, n_area))
+    table = (
+        outcome == 1,
+        outcome == 2,
+        det_score,
+        det_class,
+        det_rank,
+        ranking,
+        n_positive.reshape(n_class, n_area),
+    )
     return table, protocol
 
 
@@ -300,7 +317,9 @@ def test_pair_kernels_equal_numpy_on_special_ious(case):
     assert_same_bits(got[0], want[0])
     for g, w in zip(got[1] + got[2], want[1] + want[2], strict=True):
         assert_same_bits(np.asarray(g), np.asarray(w))
-    assert_same_bits(decomposition._first_max(pairs, rows, counted), decomposition._first_max_numpy(pairs, rows, counted))
+    assert_same_bits(
+        decomposition._first_max(pairs, rows, counted), decomposition._first_max_numpy(pairs, rows, counted)
+    )
 
 
 # ---- bootstrap ----------------------------------------------------------------------------------
@@ -310,7 +329,11 @@ def test_pair_kernels_equal_numpy_on_special_ious(case):
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.integers(0, 40), min_size=1, max_size=6),
-    st.lists(st.sampled_from((-0.0, 0.0, 5e-324, 1e-310, 2.2250738585072014e-308, 0.5, 1.0)), min_size=1, max_size=8),
+    st.lists(
+        st.sampled_from((-0.0, 0.0, 5e-324, 1e-310, 2.2250738585072014e-308, 0.5, 1.0)),
+        min_size=1,
+        max_size=8,
+    ),
 )
 def test_thresholds_table_kernel_equals_numpy_on_tiny_thresholds(npos, thresholds):
     npos_a = np.array(npos, dtype=np.int64)[None, :]

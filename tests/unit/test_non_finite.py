@@ -72,7 +72,9 @@ def test_detections_refuse_a_non_finite_coordinate(value, column):
 
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
 def test_detections_refuse_a_non_finite_score(value):
-    with pytest.raises(InputError, match=r"^dets\.json: row 0: Detections\.score is not finite .*expected a finite score"):
+    with pytest.raises(
+        InputError, match=r"^dets\.json: row 0: Detections\.score is not finite .*expected a finite score"
+    ):
         detections(GT_BOX, np.array([value]))
 
 
@@ -84,7 +86,9 @@ def test_many_rows_give_the_count_and_the_first_five():
     message = str(raised.value)
     assert message.startswith("dets.json: 6 rows: Detections.box is not finite")
     assert "found row 1: [nan, 0.0, 10.0, 10.0]; row 2: " in message
-    assert "row 7: [nan" in message and "row 8" not in message and message.endswith("and 1 more")
+    assert "row 7: [nan" in message
+    assert "row 8" not in message
+    assert message.endswith("and 1 more")
 
 
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
@@ -104,7 +108,8 @@ def test_replace_and_take_check_again():
 def test_finite_extremes_signed_zeros_and_subnormals_are_accepted():
     box = np.array([[-0.0, 5e-324, 1e-310, 10.0], [1e308, 1e308, 1e308, 1e308], [-1e308, 0.0, 2.0, 2.0]])
     dt = detections(box, np.array([-0.0, 5e-324, -1e308]))
-    assert np.array_equal(dt.box, box) and len(dt) == 3
+    assert np.array_equal(dt.box, box)
+    assert len(dt) == 3
     assert len(ground_truth(box)) == 3
 
 
