@@ -106,6 +106,14 @@ outputs_overlap(const Py_buffer *const *views, int n_out, int n, const char *whe
     return 0;
 }
 
+/* Whether a buffer's items of ``size`` bytes are aligned (a view at an odd offset is not: reading
+ * it as int64 or float64 is undefined behaviour in C). */
+static int
+is_aligned(const Py_buffer *view, Py_ssize_t size)
+{
+    return size > 0 && (uintptr_t)view->buf % (uintptr_t)size == 0;
+}
+
 static int
 has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
 {
@@ -476,7 +484,11 @@ cacc_accumulate(PyObject *self, PyObject *args)
     n_cell = w.n_md * w.n_lane * w.n_class;
     rank_width = index_width(&det_rank, n_det);
     class_width = index_width(&det_class, n_det);
-    fits = w.n_area >= 1 && w.n_thr >= 1 && w.n_class >= 1 && w.n_lane <= 64 && w.n_md >= 1
+    fits = is_aligned(&det_score, 8) && is_aligned(&ranking, ranking_width == 4 ? 4 : 8)
+           && is_aligned(&det_rank, rank_width ? rank_width : 8) && is_aligned(&det_class, class_width ? class_width : 8)
+           && is_aligned(&n_positive, 8) && is_aligned(&tp_needed, 8) && is_aligned(&max_dets, 8)
+           && is_aligned(&precision, 8) && is_aligned(&scores, 8) && is_aligned(&recall, 8)
+           && w.n_area >= 1 && w.n_thr >= 1 && w.n_class >= 1 && w.n_lane <= 64 && w.n_md >= 1
            && w.n_md <= 8 && w.n_r >= 1 && w.n_class < ((int64_t)1 << 54)
            && has_items(&det_score, n_det, 8) && has_items(&det_is_tp, w.n_word * n_det, 1)
            && has_items(&det_is_ignored, w.n_word * n_det, 1) && (ranking_width == 4 || ranking_width == 8)

@@ -50,6 +50,10 @@ static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
     if (kind == 'i') ok = ok && a->view.itemsize == 8 && (fmt[0] == 'l' || fmt[0] == 'q');
     else if (kind == 'b') ok = ok && a->view.itemsize == 1 && fmt[0] == '?';
     else ok = ok && a->view.itemsize == 8 && fmt[0] == 'd';
+    if (ok && (uintptr_t)a->view.buf % (uintptr_t)a->view.itemsize != 0) {
+        PyErr_SetString(PyExc_TypeError, "_canalyze: expected an aligned buffer (not a view at an odd offset)");
+        return -1;
+    }
     if (!ok) {
         PyErr_SetString(PyExc_TypeError, kind == 'i'   ? "_canalyze: expected a contiguous int64 buffer"
                                          : kind == 'b' ? "_canalyze: expected a contiguous bool buffer"

@@ -42,6 +42,10 @@ static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
     if (kind == 'i') ok = ok && a->view.itemsize == 8 && (fmt[0] == 'l' || fmt[0] == 'q');
     else if (kind == 'j') ok = ok && a->view.itemsize == 4 && (fmt[0] == 'i' || fmt[0] == 'l');
     else ok = ok && a->view.itemsize == 8 && fmt[0] == 'd';
+    if (ok && (uintptr_t)a->view.buf % (uintptr_t)a->view.itemsize != 0) {
+        PyErr_SetString(PyExc_TypeError, "_cboot: expected an aligned buffer (not a view at an odd offset)");
+        return -1;
+    }
     if (!ok) {
         PyErr_SetString(PyExc_TypeError, kind == 'i'   ? "_cboot: expected a contiguous 1-D int64 buffer"
                                          : kind == 'j' ? "_cboot: expected a contiguous 1-D int32 buffer"

@@ -179,6 +179,14 @@ outputs_overlap(const Py_buffer *const *views, int n_out, int n, const char *whe
     return 0;
 }
 
+/* Whether a buffer's items of ``size`` bytes are aligned (a view at an odd offset is not: reading
+ * it as int64 or float64 is undefined behaviour in C). */
+static int
+is_aligned(const Py_buffer *view, Py_ssize_t size)
+{
+    return size > 0 && (uintptr_t)view->buf % (uintptr_t)size == 0;
+}
+
 static int
 has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
 {
@@ -427,7 +435,9 @@ cmatch_match_coco(PyObject *self, PyObject *args)
         goto release;
     }
     n_lane = n_area * n_thr;
-    if (n_area < 1 || n_thr < 1 || n_gt < 1 || n_pair < 1 || n_lane > INT32_MAX
+    if (!is_aligned(&pair_det, 8) || !is_aligned(&pair_gt, 8) || !is_aligned(&pair_iou, 8)
+        || !is_aligned(&det_key, 8) || !is_aligned(&thresholds, 8)
+        || n_area < 1 || n_thr < 1 || n_gt < 1 || n_pair < 1 || n_lane > INT32_MAX
         || (narrow && (n_lane > 32768 || n_det > INT32_MAX || n_gt > INT32_MAX))
         || n_gt > PY_SSIZE_T_MAX / n_lane
         || !has_items(&pair_det, n_pair, 8) || !has_items(&pair_gt, n_pair, 8)
@@ -572,7 +582,9 @@ cmatch_match_voc(PyObject *self, PyObject *args)
         goto done;
     }
     n_lane = n_area * n_thr;
-    fits = n_area >= 1 && n_thr >= 1 && n_gt >= 1 && n_pair >= 1 && n_det >= 1
+    fits = is_aligned(&pair_det, 8) && is_aligned(&pair_gt, 8) && is_aligned(&pair_iou, 8)
+           && is_aligned(&thresholds, 8)
+           && n_area >= 1 && n_thr >= 1 && n_gt >= 1 && n_pair >= 1 && n_det >= 1
            && (!narrow || (n_lane <= 32768 && n_det <= INT32_MAX && n_gt <= INT32_MAX))
            && has_items(&pair_det, n_pair, 8) && has_items(&pair_gt, n_pair, 8)
            && has_items(&pair_iou, n_pair, 8) && has_items(&thresholds, n_thr, 8)

@@ -102,6 +102,14 @@ outputs_overlap(const Py_buffer *const *views, int n_out, int n, const char *whe
     return 0;
 }
 
+/* Whether a buffer's items of ``size`` bytes are aligned (a view at an odd offset is not: reading
+ * it as int64 or float64 is undefined behaviour in C). */
+static int
+is_aligned(const Py_buffer *view, Py_ssize_t size)
+{
+    return size > 0 && (uintptr_t)view->buf % (uintptr_t)size == 0;
+}
+
 DEFINE_SORT_RUN(sort_run, int64_t)
 DEFINE_SORT_RUN(sort_run32, int32_t)
 
@@ -125,7 +133,8 @@ sort_runs_by_score(PyObject *self, PyObject *args)
         if (outputs_overlap(views, 1, 3, "_csort.sort_runs_by_score")) {
             goto done;
         }
-        if (order_view.len != n * (Py_ssize_t)sizeof(int64_t) ||
+        if (!is_aligned(&order_view, 8) || !is_aligned(&key_view, 8) || !is_aligned(&score_view, 8) ||
+            order_view.len != n * (Py_ssize_t)sizeof(int64_t) ||
             key_view.len != n * (Py_ssize_t)sizeof(int64_t) ||
             score_view.len != n_score * (Py_ssize_t)sizeof(double)) {
             result = Py_None;
@@ -208,6 +217,7 @@ order_by_group_then_score(PyObject *self, PyObject *args)
         const Py_buffer *views[3] = {&order_view, &group_view, &score_view};
         /* n_codes: the counting sort's table, a few entries per row at most (as the wrapper asks) */
         int fits = (itemsize == 4 || itemsize == 8) && n_codes >= 1 && n_codes <= 4 * n + ((Py_ssize_t)1 << 16) + 1
+                   && is_aligned(&order_view, width) && is_aligned(&group_view, itemsize) && is_aligned(&score_view, 8)
                    && order_view.len == n * width && group_view.len == n * itemsize
                    && score_view.len == n * (Py_ssize_t)sizeof(double);
         if (outputs_overlap(views, 1, 3, "_csort.order_by_group_then_score")) {

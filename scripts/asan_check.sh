@@ -4,7 +4,7 @@
 # the kernel tests and the hostile-object tests against those sanitized modules. Exits non-zero on
 # any build failure, sanitizer report or test failure.
 #
-#   scripts/asan_check.sh              # the default test selection (about 2-3 minutes on 2 cores)
+#   scripts/asan_check.sh              # the default test selection (see the end: its time)
 #   scripts/asan_check.sh tests/unit/test_cbox.py ...   # other test files
 #
 # Needs gcc (or a cc that understands -fsanitize=address,undefined) and the test dependencies.
@@ -29,7 +29,7 @@ trap 'rm -rf "$work"' EXIT
 # A copy of the sources (no built modules, no caches): the sanitized build lands in the copy only.
 tar -C "$repo" --exclude='*.so' --exclude='__pycache__' --exclude='./build' --exclude='./.git' \
     --exclude='.hypothesis' --exclude='.mypy_cache' --exclude='.ruff_cache' --exclude='.pytest_cache' \
-    -cf - setup.py pyproject.toml deteval tests fixtures docs README.md | tar -C "$work" -xf -
+    -cf - setup.py pyproject.toml deteval tests fixtures scripts docs README.md | tar -C "$work" -xf -
 
 flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -O1 -g"
 (
@@ -80,6 +80,7 @@ if [ "$#" -gt 0 ]; then
 else
     tests=(
         tests/unit/test_hostile_objects.py
+        tests/property/test_kernel_special_values.py
         tests/unit/test_cbox.py
         tests/unit/test_cmatch.py
         tests/unit/test_cacc.py
@@ -87,13 +88,13 @@ else
         tests/unit/test_canalyze.py
         tests/unit/test_colparse.py
         tests/unit/test_colparse_voc_yolo.py
-        tests/unit/test_inmemory_fastpath.py
-        tests/property/test_kernel_special_values.py
         tests/property/test_grouping_sorts.py
+        # the 5k benchmark dataset (generated first) is the one case too slow under ASan
+        --deselect "tests/unit/test_cboot.py::test_coco_like_5k[coco]"
     )
 fi
 (
     cd "$work"
-    "$python" -m pytest -q -x "${tests[@]}"
+    "$python" -m pytest -q -x --durations=8 "${tests[@]}"
 )
 echo "asan_check: passed in $(($(date +%s) - start)) s"

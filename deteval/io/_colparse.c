@@ -250,7 +250,8 @@ static int get_column(PyObject *obj, char kind, Column *col) {
     const char *fmt = col->view.format ? col->view.format : "B";
     if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
     int ok = col->view.itemsize == 8 && fmt[0] != '\0' && fmt[1] == '\0' &&
-             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd');
+             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd') &&
+             (uintptr_t)col->view.buf % 8 == 0; /* aligned: a view at an odd offset is refused */
     if (!ok) {
         PyErr_SetString(PyExc_TypeError,
                         kind == 'i' ? "expected a writable contiguous int64 buffer"
@@ -1129,7 +1130,8 @@ static int get_input_column(PyObject *obj, char kind, Column *col) {
     const char *fmt = col->view.format ? col->view.format : "B";
     if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
     int ok = col->view.itemsize == 8 && fmt[0] != '\0' && fmt[1] == '\0' &&
-             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd');
+             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd') &&
+             (uintptr_t)col->view.buf % 8 == 0; /* aligned: a view at an odd offset is refused */
     if (!ok) {
         PyErr_SetString(PyExc_TypeError, kind == 'i' ? "expected a contiguous int64 buffer"
                                                      : "expected a contiguous float64 buffer");
