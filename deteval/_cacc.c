@@ -82,6 +82,38 @@ init_byte_spread(void)
     }
 }
 
+/* Whether two buffers share a byte. An output that overlaps an input (the same array passed
+ * twice, or views of one array) would change indices after they were checked: refused. */
+static int
+views_overlap(const Py_buffer *a, const Py_buffer *b)
+{
+    const uintptr_t a0 = (uintptr_t)a->buf, b0 = (uintptr_t)b->buf;
+    return a->len > 0 && b->len > 0 && a0 < b0 + (uintptr_t)b->len && b0 < a0 + (uintptr_t)a->len;
+}
+
+/* Whether any of the first n_out views overlaps any other view of views[0 .. n) (sets ValueError). */
+static int
+outputs_overlap(const Py_buffer *const *views, int n_out, int n, const char *where)
+{
+    for (int i = 0; i < n_out; i++) {
+        for (int j = 0; j < n; j++) {
+            if (j != i && views_overlap(views[i], views[j])) {
+                PyErr_Format(PyExc_ValueError, "%s: an output buffer overlaps another buffer", where);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Whether a buffer's items of ``size`` bytes are aligned (a view at an odd offset is not: reading
+ * it as int64 or float64 is undefined behaviour in C). */
+static int
+is_aligned(const Py_buffer *view, Py_ssize_t size)
+{
+    return size > 0 && (uintptr_t)view->buf % (uintptr_t)size == 0;
+}
+
 static int
 has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
 {
@@ -430,6 +462,19 @@ cacc_accumulate(PyObject *self, PyObject *args)
                           &w.devkit, &precision, &scores, &recall, &ranking_width)) {
         return NULL;
     }
+    {
+        const Py_buffer *views[12] = {&precision, &scores, &recall, &det_is_tp, &det_is_ignored, &ranking,
+                                      &det_rank, &det_class, &det_score, &n_positive, &tp_needed, &max_dets};
+        if (outputs_overlap(views, 3, 12, "_cacc.accumulate")) {
+            goto release;
+        }
+    }
+    /* The sizes bounded before any product of them (a hostile n_area * n_class must not wrap). */
+    if (w.n_area < 1 || w.n_area > 64 || w.n_thr < 1 || w.n_thr > 64 || w.n_class < 1 ||
+        w.n_class > n_positive.len / 8 / w.n_area) {
+        out = Py_NewRef(Py_None);
+        goto release;
+    }
     n_det = det_score.len / 8;
     n_ranked = (ranking_width == 4 || ranking_width == 8) ? ranking.len / ranking_width : 0;
     w.n_lane = w.n_area * w.n_thr;
@@ -439,7 +484,11 @@ cacc_accumulate(PyObject *self, PyObject *args)
     n_cell = w.n_md * w.n_lane * w.n_class;
     rank_width = index_width(&det_rank, n_det);
     class_width = index_width(&det_class, n_det);
-    fits = w.n_area >= 1 && w.n_thr >= 1 && w.n_class >= 1 && w.n_lane <= 64 && w.n_md >= 1
+    fits = is_aligned(&det_score, 8) && is_aligned(&ranking, ranking_width == 4 ? 4 : 8)
+           && is_aligned(&det_rank, rank_width ? rank_width : 8) && is_aligned(&det_class, class_width ? class_width : 8)
+           && is_aligned(&n_positive, 8) && is_aligned(&tp_needed, 8) && is_aligned(&max_dets, 8)
+           && is_aligned(&precision, 8) && is_aligned(&scores, 8) && is_aligned(&recall, 8)
+           && w.n_area >= 1 && w.n_thr >= 1 && w.n_class >= 1 && w.n_lane <= 64 && w.n_md >= 1
            && w.n_md <= 8 && w.n_r >= 1 && w.n_class < ((int64_t)1 << 54)
            && has_items(&det_score, n_det, 8) && has_items(&det_is_tp, w.n_word * n_det, 1)
            && has_items(&det_is_ignored, w.n_word * n_det, 1) && (ranking_width == 4 || ranking_width == 8)
@@ -468,6 +517,7 @@ cacc_accumulate(PyObject *self, PyObject *args)
     else {
         out = Py_NewRef(status == 0 ? Py_True : Py_None);
     }
+release:
     PyBuffer_Release(&det_is_tp);
     PyBuffer_Release(&det_is_ignored);
     PyBuffer_Release(&ranking);

@@ -50,11 +50,37 @@ static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
     if (kind == 'i') ok = ok && a->view.itemsize == 8 && (fmt[0] == 'l' || fmt[0] == 'q');
     else if (kind == 'b') ok = ok && a->view.itemsize == 1 && fmt[0] == '?';
     else ok = ok && a->view.itemsize == 8 && fmt[0] == 'd';
+    if (ok && (uintptr_t)a->view.buf % (uintptr_t)a->view.itemsize != 0) {
+        PyErr_SetString(PyExc_TypeError, "_canalyze: expected an aligned buffer (not a view at an odd offset)");
+        return -1;
+    }
     if (!ok) {
         PyErr_SetString(PyExc_TypeError, kind == 'i'   ? "_canalyze: expected a contiguous int64 buffer"
                                          : kind == 'b' ? "_canalyze: expected a contiguous bool buffer"
                                                        : "_canalyze: expected a contiguous float64 buffer");
         return -1;
+    }
+    return 0;
+}
+
+/* Whether two held buffers share a byte. */
+static int views_overlap(const Arr *a, const Arr *b) {
+    const uintptr_t a0 = (uintptr_t)a->view.buf, b0 = (uintptr_t)b->view.buf;
+    return a->held && b->held && a->view.len > 0 && b->view.len > 0 && a0 < b0 + (uintptr_t)b->view.len &&
+           b0 < a0 + (uintptr_t)a->view.len;
+}
+
+/* ValueError when a writable buffer of arrs overlaps another one: an output that aliases an input
+ * (the same array passed twice, or views of one array) would change indices after they were
+ * checked. */
+static int outputs_overlap(const Arr *arrs, const int *writable, int n, const char *where) {
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; writable[i] && j < n; j++) {
+            if (j != i && views_overlap(&arrs[i], &arrs[j])) {
+                PyErr_Format(PyExc_ValueError, "%s: an output buffer overlaps another buffer", where);
+                return 1;
+            }
+        }
     }
     return 0;
 }
@@ -70,7 +96,7 @@ static int get_all(PyObject **objs, const char *kinds, const int *writable, int 
     for (int i = 0; i < n; i++) {
         if (get_arr(objs[i], kinds[i], writable[i], &arrs[i]) < 0) return -1;
     }
-    return 0;
+    return outputs_overlap(arrs, writable, n, "_canalyze") ? -1 : 0;
 }
 
 /* One class: its points [lo, hi) of the ranking, its positives, its 101 values into y. */

@@ -42,11 +42,37 @@ static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
     if (kind == 'i') ok = ok && a->view.itemsize == 8 && (fmt[0] == 'l' || fmt[0] == 'q');
     else if (kind == 'j') ok = ok && a->view.itemsize == 4 && (fmt[0] == 'i' || fmt[0] == 'l');
     else ok = ok && a->view.itemsize == 8 && fmt[0] == 'd';
+    if (ok && (uintptr_t)a->view.buf % (uintptr_t)a->view.itemsize != 0) {
+        PyErr_SetString(PyExc_TypeError, "_cboot: expected an aligned buffer (not a view at an odd offset)");
+        return -1;
+    }
     if (!ok) {
         PyErr_SetString(PyExc_TypeError, kind == 'i'   ? "_cboot: expected a contiguous 1-D int64 buffer"
                                          : kind == 'j' ? "_cboot: expected a contiguous 1-D int32 buffer"
                                                        : "_cboot: expected a contiguous 1-D float64 buffer");
         return -1;
+    }
+    return 0;
+}
+
+/* Whether two held buffers share a byte. */
+static int views_overlap(const Arr *a, const Arr *b) {
+    const uintptr_t a0 = (uintptr_t)a->view.buf, b0 = (uintptr_t)b->view.buf;
+    return a->held && b->held && a->view.len > 0 && b->view.len > 0 && a0 < b0 + (uintptr_t)b->view.len &&
+           b0 < a0 + (uintptr_t)a->view.len;
+}
+
+/* ValueError when a writable buffer of arrs overlaps another one: an output that aliases an input
+ * (the same array passed twice, or views of one array) would change indices after they were
+ * checked. */
+static int outputs_overlap(const Arr *arrs, const int *writable, int n, const char *where) {
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; writable[i] && j < n; j++) {
+            if (j != i && views_overlap(&arrs[i], &arrs[j])) {
+                PyErr_Format(PyExc_ValueError, "%s: an output buffer overlaps another buffer", where);
+                return 1;
+            }
+        }
     }
     return 0;
 }
@@ -76,13 +102,13 @@ static PyObject *run(Arr *A, Py_ssize_t n_r, int devkit, double eps) {
     const Py_ssize_t n_tab = n[0], n_items = n[1], n_seg = n[2], n_counted = n[5], n_bounds = n[6];
     const Py_ssize_t n_corr = n[7], n_table = n[11];
     const Py_ssize_t n_area = n_bounds - 1;
-    if (n_r < 1 || n_area < 1 || n_seg % n_area != 0 || n[3] != n_items || n[4] != n_seg ||
+    if (n_r < 1 || (n_seg > 0 && n_r > n[13] / n_seg) || n_area < 1 || n_seg % n_area != 0 || n[3] != n_items || n[4] != n_seg ||
         n[8] != n_corr || n[9] != n_items || n[10] != n_seg || n[12] != n_seg || n[13] != n_seg * n_r ||
         n[14] != n_seg || counted_bounds[0] != 0 || counted_bounds[n_area] != n_counted)
         return bad_index("array size");
     Py_ssize_t max_len = 0, total = 0;
     for (Py_ssize_t s = 0; s < n_seg; s++) {
-        if (seg_len[s] < 1) return bad_index("segment length");
+        if (seg_len[s] < 1 || seg_len[s] > n_items) return bad_index("segment length");
         if (seg_len[s] > max_len) max_len = (Py_ssize_t)seg_len[s];
         total += (Py_ssize_t)seg_len[s];
     }
@@ -208,6 +234,10 @@ static PyObject *curve_row(PyObject *self, PyObject *args) {
     for (i = 0; i < N_ARRS; i++) {
         if (get_arr(objs[i], kinds[i], i >= 13, &arrs[i]) < 0) goto done;
     }
+    {
+        static const int writable[N_ARRS] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
+        if (outputs_overlap(arrs, writable, N_ARRS, "_cboot.curve_row")) goto done;
+    }
     result = run(arrs, n_r, devkit, eps);
 done:
     for (i = 0; i < N_ARRS; i++) {
@@ -235,6 +265,10 @@ static PyObject *thresholds_table(PyObject *self, PyObject *args) {
         if (get_arr(objs[i], kinds[i], i == 2, &arrs[i]) < 0) goto done;
     }
     {
+        static const int writable[3] = {0, 0, 1};
+        if (outputs_overlap(arrs, writable, 3, "_cboot.thresholds_table")) goto done;
+    }
+    {
         const int64_t *npos = arrs[0].view.buf;
         const double *thr = arrs[1].view.buf;
         int64_t *table = arrs[2].view.buf;
@@ -260,7 +294,11 @@ static PyObject *thresholds_table(PyObject *self, PyObject *args) {
                is NaN: not below thr, so the count stays 0, then 1 by the clip) */
             for (Py_ssize_t r = 0; r < n_r; r++) {
                 double x = ceil(thr[r] * nf) - 2.0;
-                int64_t first = (int64_t)(x > 0.0 ? x : 0.0), reach = first;
+                /* clamped to [0, n + 1] before the cast (NaN: 0); a count beyond n + 1 is clipped
+                   to n + 1 below anyway, so only a threshold above 1 or infinite is affected */
+                x = x > 0.0 ? x : 0.0;
+                x = x < nf + 1.0 ? x : nf + 1.0;
+                int64_t first = (int64_t)x, reach = first;
                 for (int d = 0; d < 3; d++) reach += (double)(first + d) / nf < thr[r];
                 if (reach < 1) reach = 1;
                 if (reach > n + 1) reach = n + 1;
@@ -300,6 +338,10 @@ static PyObject *weighted_counts(PyObject *self, PyObject *args) {
         if (get_arr(objs[i], kinds[i], i == 4, &arrs[i]) < 0) goto done;
     }
     {
+        static const int writable[5] = {0, 0, 0, 0, 1};
+        if (outputs_overlap(arrs, writable, 5, "_cboot.weighted_counts")) goto done;
+    }
+    {
         const int64_t *w = arrs[0].view.buf, *img = arrs[1].view.buf, *count = arrs[2].view.buf;
         const int64_t *bounds = arrs[3].view.buf;
         int64_t *out = arrs[4].view.buf;
@@ -319,9 +361,9 @@ static PyObject *weighted_counts(PyObject *self, PyObject *args) {
             const int64_t *wb = w + b * n_img;
             int64_t *ob = out + b * n_seg;
             for (Py_ssize_t s = 0; s < n_seg; s++) {
-                int64_t acc = 0;
-                for (int64_t j = bounds[s]; j < bounds[s + 1]; j++) acc += count[j] * wb[img[j]];
-                ob[s] = acc;
+                uint64_t acc = 0; /* numpy's int64 arithmetic wraps: the same bits, no signed overflow */
+                for (int64_t j = bounds[s]; j < bounds[s + 1]; j++) acc += (uint64_t)count[j] * (uint64_t)wb[img[j]];
+                ob[s] = (int64_t)acc;
             }
         }
     }

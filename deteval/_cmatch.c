@@ -155,6 +155,38 @@ set_out_of_range(const char *det_is_out_of_range, Py_ssize_t n_area, Py_ssize_t 
 }
 
 /* Every buffer is a flat C-contiguous block; check its byte length. */
+/* Whether two buffers share a byte. An output that overlaps an input (the same array passed
+ * twice, or views of one array) would change indices after they were checked: refused. */
+static int
+views_overlap(const Py_buffer *a, const Py_buffer *b)
+{
+    const uintptr_t a0 = (uintptr_t)a->buf, b0 = (uintptr_t)b->buf;
+    return a->len > 0 && b->len > 0 && a0 < b0 + (uintptr_t)b->len && b0 < a0 + (uintptr_t)a->len;
+}
+
+/* Whether any of the first n_out views overlaps any other view of views[0 .. n) (sets ValueError). */
+static int
+outputs_overlap(const Py_buffer *const *views, int n_out, int n, const char *where)
+{
+    for (int i = 0; i < n_out; i++) {
+        for (int j = 0; j < n; j++) {
+            if (j != i && views_overlap(views[i], views[j])) {
+                PyErr_Format(PyExc_ValueError, "%s: an output buffer overlaps another buffer", where);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Whether a buffer's items of ``size`` bytes are aligned (a view at an odd offset is not: reading
+ * it as int64 or float64 is undefined behaviour in C). */
+static int
+is_aligned(const Py_buffer *view, Py_ssize_t size)
+{
+    return size > 0 && (uintptr_t)view->buf % (uintptr_t)size == 0;
+}
+
 static int
 has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
 {
@@ -385,11 +417,27 @@ cmatch_match_coco(PyObject *self, PyObject *args)
                           &det_is_tp, &det_is_ignored, &narrow)) {
         return NULL;
     }
+    {
+        const Py_buffer *views[11] = {&det_is_tp, &det_is_ignored, &pair_det, &pair_gt, &pair_iou, &det_key,
+                                      &thresholds, &gt_is_ignored, &gt_is_reusable, &gt_is_unmatchable,
+                                      &det_is_out_of_range};
+        if (outputs_overlap(views, 2, 11, "_cmatch.match_coco")) {
+            status = -2;
+            goto release;
+        }
+    }
     n_pair = pair_det.len / 8;
     n_det = det_key.len / 8;
     n_thr = thresholds.len / 8;
+    /* n_area and n_gt bounded by the buffers before any product (a hostile size must not wrap) */
+    if (n_gt < 1 || n_gt > gt_is_reusable.len || n_area < 1 || n_area > gt_is_ignored.len / n_gt) {
+        out = Py_NewRef(Py_None);
+        goto release;
+    }
     n_lane = n_area * n_thr;
-    if (n_area < 1 || n_thr < 1 || n_gt < 1 || n_pair < 1 || n_lane > INT32_MAX
+    if (!is_aligned(&pair_det, 8) || !is_aligned(&pair_gt, 8) || !is_aligned(&pair_iou, 8)
+        || !is_aligned(&det_key, 8) || !is_aligned(&thresholds, 8)
+        || n_area < 1 || n_thr < 1 || n_gt < 1 || n_pair < 1 || n_lane > INT32_MAX
         || (narrow && (n_lane > 32768 || n_det > INT32_MAX || n_gt > INT32_MAX))
         || n_gt > PY_SSIZE_T_MAX / n_lane
         || !has_items(&pair_det, n_pair, 8) || !has_items(&pair_gt, n_pair, 8)
@@ -427,6 +475,7 @@ cmatch_match_coco(PyObject *self, PyObject *args)
         PyErr_NoMemory();
     }
     free_found(&found);
+release:
     PyBuffer_Release(&pair_det);
     PyBuffer_Release(&pair_gt);
     PyBuffer_Release(&pair_iou);
@@ -517,10 +566,25 @@ cmatch_match_voc(PyObject *self, PyObject *args)
                           &n_gt, &strict, &det_is_tp, &det_is_ignored, &narrow)) {
         return NULL;
     }
+    {
+        const Py_buffer *views[8] = {&det_is_tp, &det_is_ignored, &pair_det, &pair_gt, &pair_iou, &thresholds,
+                                     &gt_is_ignored, &det_is_out_of_range};
+        if (outputs_overlap(views, 2, 8, "_cmatch.match_voc")) {
+            goto done;
+        }
+    }
     n_pair = pair_det.len / 8;
     n_thr = thresholds.len / 8;
+    /* n_area, n_gt and n_det bounded by the buffers before any product (no wrapping) */
+    if (n_gt < 1 || n_det < 1 || n_area < 1 || n_area > gt_is_ignored.len / n_gt ||
+        n_area > det_is_out_of_range.len / n_det) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
     n_lane = n_area * n_thr;
-    fits = n_area >= 1 && n_thr >= 1 && n_gt >= 1 && n_pair >= 1 && n_det >= 1
+    fits = is_aligned(&pair_det, 8) && is_aligned(&pair_gt, 8) && is_aligned(&pair_iou, 8)
+           && is_aligned(&thresholds, 8)
+           && n_area >= 1 && n_thr >= 1 && n_gt >= 1 && n_pair >= 1 && n_det >= 1
            && (!narrow || (n_lane <= 32768 && n_det <= INT32_MAX && n_gt <= INT32_MAX))
            && has_items(&pair_det, n_pair, 8) && has_items(&pair_gt, n_pair, 8)
            && has_items(&pair_iou, n_pair, 8) && has_items(&thresholds, n_thr, 8)

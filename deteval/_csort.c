@@ -78,6 +78,38 @@ static void NAME(TYPE *rows, Py_ssize_t n, const double *score, TYPE *tmp)      
     }                                                                                               \
 }
 
+/* Whether two buffers share a byte. An output that overlaps an input (the same array passed
+ * twice, or views of one array) would change indices after they were checked: refused. */
+static int
+views_overlap(const Py_buffer *a, const Py_buffer *b)
+{
+    const uintptr_t a0 = (uintptr_t)a->buf, b0 = (uintptr_t)b->buf;
+    return a->len > 0 && b->len > 0 && a0 < b0 + (uintptr_t)b->len && b0 < a0 + (uintptr_t)a->len;
+}
+
+/* Whether any of the first n_out views overlaps any other view of views[0 .. n) (sets ValueError). */
+static int
+outputs_overlap(const Py_buffer *const *views, int n_out, int n, const char *where)
+{
+    for (int i = 0; i < n_out; i++) {
+        for (int j = 0; j < n; j++) {
+            if (j != i && views_overlap(views[i], views[j])) {
+                PyErr_Format(PyExc_ValueError, "%s: an output buffer overlaps another buffer", where);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Whether a buffer's items of ``size`` bytes are aligned (a view at an odd offset is not: reading
+ * it as int64 or float64 is undefined behaviour in C). */
+static int
+is_aligned(const Py_buffer *view, Py_ssize_t size)
+{
+    return size > 0 && (uintptr_t)view->buf % (uintptr_t)size == 0;
+}
+
 DEFINE_SORT_RUN(sort_run, int64_t)
 DEFINE_SORT_RUN(sort_run32, int32_t)
 
@@ -97,7 +129,12 @@ sort_runs_by_score(PyObject *self, PyObject *args)
         const int64_t *key = (const int64_t *)key_view.buf;
         const double *score = (const double *)score_view.buf;
         Py_ssize_t start = 0, i;
-        if (order_view.len != n * (Py_ssize_t)sizeof(int64_t) ||
+        const Py_buffer *views[3] = {&order_view, &key_view, &score_view};
+        if (outputs_overlap(views, 1, 3, "_csort.sort_runs_by_score")) {
+            goto done;
+        }
+        if (!is_aligned(&order_view, 8) || !is_aligned(&key_view, 8) || !is_aligned(&score_view, 8) ||
+            order_view.len != n * (Py_ssize_t)sizeof(int64_t) ||
             key_view.len != n * (Py_ssize_t)sizeof(int64_t) ||
             score_view.len != n_score * (Py_ssize_t)sizeof(double)) {
             result = Py_None;
@@ -146,11 +183,13 @@ done:
     return result;
 }
 
-/* The group code of row i: group[i] - low, from int32 or int64 values. */
-static inline int64_t
+/* The group code of row i: group[i] - low, from int32 or int64 values (in unsigned arithmetic:
+ * a value below low gives a huge code, refused by the caller's range check, never a signed wrap). */
+static inline uint64_t
 group_code(const void *group, Py_ssize_t itemsize, Py_ssize_t i, int64_t low)
 {
-    return (itemsize == 4 ? (int64_t)((const int32_t *)group)[i] : ((const int64_t *)group)[i]) - low;
+    const int64_t g = itemsize == 4 ? (int64_t)((const int32_t *)group)[i] : ((const int64_t *)group)[i];
+    return (uint64_t)g - (uint64_t)low;
 }
 
 static PyObject *
@@ -175,12 +214,19 @@ order_by_group_then_score(PyObject *self, PyObject *args)
         const int narrow = n > 0 && order_view.len == n * 4 && n <= INT32_MAX;
         const Py_ssize_t width = narrow ? 4 : 8;
         Py_ssize_t i, k, longest = 1;
-        int fits = (itemsize == 4 || itemsize == 8) && n_codes >= 1 && order_view.len == n * width
-                   && group_view.len == n * itemsize
+        const Py_buffer *views[3] = {&order_view, &group_view, &score_view};
+        /* n_codes: the counting sort's table, a few entries per row at most (as the wrapper asks) */
+        int fits = (itemsize == 4 || itemsize == 8) && n_codes >= 1 && n_codes <= 4 * n + ((Py_ssize_t)1 << 16) + 1
+                   && is_aligned(&order_view, width) && is_aligned(&group_view, itemsize) && is_aligned(&score_view, 8)
+                   && order_view.len == n * width && group_view.len == n * itemsize
                    && score_view.len == n * (Py_ssize_t)sizeof(double);
+        if (outputs_overlap(views, 1, 3, "_csort.order_by_group_then_score")) {
+            goto done;
+        }
         for (i = 0; fits && i < n; i++) {
-            const int64_t c = group_code(group_view.buf, itemsize, i, low);
-            fits = c >= 0 && c < n_codes;
+            const int64_t g = itemsize == 4 ? (int64_t)((const int32_t *)group_view.buf)[i]
+                                            : ((const int64_t *)group_view.buf)[i];
+            fits = g >= low && group_code(group_view.buf, itemsize, i, low) < (uint64_t)n_codes;
         }
         if (!fits) {
             result = Py_NewRef(Py_None); /* the wrapper runs the numpy path */

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from deteval.errors import InputError
+from deteval.errors import InputError, records_error
 
 __all__ = [
     "GroundTruth",
@@ -30,6 +30,12 @@ __all__ = [
 ]
 
 _BOX_FORMATS = ("xywh", "xyxy")
+#: What the constructors expect instead of a NaN or an infinity (docs/inputs.md, "Non-finite values").
+_FINITE_BOX = "4 finite coordinates (NaN and infinities have no place on an image)"
+_FINITE_SCORE = (
+    "a finite score (only the order matters: map NaN to a low score, or drop the detection; "
+    "clip infinities, e.g. to +-1e300)"
+)
 _INT32 = np.iinfo(np.int32)
 
 
@@ -141,6 +147,40 @@ def _freeze(value: Any, names: tuple) -> None:
         object.__setattr__(value, name, array)
 
 
+def _refuse_not_finite(array: np.ndarray, source: str, name: str, expected: str) -> None:
+    """Raise an :class:`InputError` naming the rows of ``array`` that hold a NaN or an infinity.
+
+    One pass without a temporary in the common case: the sum of the values is finite exactly
+    when every value is, unless finite values overflow it (then the values are checked one by
+    one). Integer columns are always finite.
+
+    Examples
+    --------
+    >>> _refuse_not_finite(np.array([[0., 0., 1., 1.]]), "dt", "Detections.box", "finite numbers")
+    >>> _refuse_not_finite(np.array([[np.nan, 0., 10., 10.]]), "dt", "Detections.box", "finite numbers")
+    Traceback (most recent call last):
+    ...
+    deteval.errors.InputError: dt: row 0: Detections.box is not finite (NaN or an infinity); expected finite numbers, found [nan, 0.0, 10.0, 10.0]
+    """
+    if array.dtype.kind not in "fc":
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.sum(array)):
+            return
+    bad = np.flatnonzero(~np.isfinite(array.reshape(len(array), -1)).all(axis=1))
+    if not len(bad):
+        return  # only the sum overflowed
+    hits = [(f"row {int(i)}", str(np.asarray(array[i]).tolist())) for i in bad[:5]]
+    raise records_error(
+        source,
+        f"{name} is not finite (NaN or an infinity)",
+        expected,
+        hits,
+        noun="rows",
+        n_records=len(bad),
+    )
+
+
 def _freeze_optional(value: object, names: tuple) -> None:
     """Make the named array fields that are not None contiguous and read-only."""
     for name in names:
@@ -216,7 +256,7 @@ class GroundTruth:
     image, category : int64 (n_gt,)
         Index into the image and category arrays.
     box : float64 (n_gt, 4)
-        In ``box_format``.
+        In ``box_format``; finite (NaN and infinities are refused, see Raises).
     area : float64 (n_gt,)
         The annotation's own ``area`` field (COCO size ranges use it, even for bbox).
     is_crowd, is_difficult, is_ignore : bool (n_gt,)
@@ -249,6 +289,12 @@ class GroundTruth:
         id; False when the images only have names (YOLO files, VOC ids) and ``image_id`` is the
         position in ``image_name``: detections are then joined by name (file name, stem, or
         Ultralytics' ``int(stem)``), never by position (:mod:`deteval.io.identity`).
+
+    Raises
+    ------
+    InputError
+        A box with a NaN or an infinite coordinate: the count and the first five rows
+        (docs/inputs.md, "Non-finite values").
     """
 
     image_id: np.ndarray
@@ -299,6 +345,7 @@ class GroundTruth:
             ),
         )
         _freeze_optional(self, ("keypoints", "num_keypoints", "image_crowd_index"))
+        _refuse_not_finite(self.box, self.source, "GroundTruth.box", _FINITE_BOX)
 
     @property
     def n_images(self) -> int:
@@ -325,9 +372,10 @@ class Detections:
         stored as int32 (an :class:`~deteval.errors.InputError` when a value does not fit):
         compute keys such as ``image * n_class + category`` in int64 (``astype(np.int64)``).
     box : float64 (n_det, 4)
-        In ``box_format``.
+        In ``box_format``; finite (NaN and infinities are refused, see Raises).
     score : float64 (n_det,)
-        Confidence; only the order matters.
+        Confidence; only the order matters. Finite: NaN has no order, and an infinity would
+        reach the results (score thresholds) as a number JSON cannot hold.
     order : int32 (n_det,)
         Position of each detection in its source (file order), the tie rule of the devkits;
         int64 only when a value is beyond int32 (:func:`index_dtype`).
@@ -342,6 +390,20 @@ class Detections:
         Each result's own area for the size ranges, when the caller fixes it (the drop-in
         ``COCOeval`` passes the ``area`` pycocotools' ``loadRes`` wrote); None: derived from
         the result (the box's ``w * h``, or the mask's area for a mask without a bbox).
+
+    Raises
+    ------
+    InputError
+        A box with a NaN or an infinite coordinate, or a score that is NaN or infinite: the
+        column, the count and the first five rows (docs/inputs.md, "Non-finite values").
+
+    Examples
+    --------
+    >>> Detections(image=np.array([0]), category=np.array([0]), box=np.array([[np.nan, 0., 10., 10.]]),
+    ...            score=np.array([0.9]), order=np.array([0]), has_box=np.array([True]), source="dets")
+    Traceback (most recent call last):
+    ...
+    deteval.errors.InputError: dets: row 0: Detections.box is not finite (NaN or an infinity); expected 4 finite coordinates (NaN and infinities have no place on an image), found [nan, 0.0, 10.0, 10.0]
     """
 
     image: np.ndarray
@@ -363,6 +425,8 @@ class Detections:
             object.__setattr__(self, name, column)
         _freeze(self, ("image", "category", "box", "score", "order", "has_box"))
         _freeze_optional(self, ("keypoints", "area"))
+        _refuse_not_finite(self.box, self.source, "Detections.box", _FINITE_BOX)
+        _refuse_not_finite(self.score, self.source, "Detections.score", _FINITE_SCORE)
 
     def __len__(self) -> int:
         return len(self.image)

@@ -14,9 +14,10 @@
  *   inter = iw * ih if iw > 0 and ih > 0 else 0; union = det_area if crowd else
  *   det_area + gt_area - inter; iou = inter / union if iw > 0, ih > 0 and union > 0 else 0.
  *
- * A pair with a term that is not finite (finite boxes whose sums or products overflow, near
- * 1e200) is counted and left for the caller, which recomputes everything with numpy (its rescaled
- * path); with finite terms no NaN arises, so min and max agree with numpy's. Build with
+ * A pair with a term that is not finite (a NaN or infinite coordinate, or finite boxes whose sums
+ * or products overflow, near 1e200) is counted and left for the caller, which recomputes
+ * everything with numpy (its rescaled path); min and max propagate NaN as np.minimum and
+ * np.maximum do, so a NaN coordinate always gives such a term. Build with
  * -ffp-contract=off (no fused multiply-add: dw * dh + ... must round twice as numpy does).
  *
  * Plain C and the CPython API only (arrays come as buffers; no numpy headers needed to build).
@@ -42,6 +43,10 @@ static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
     if (kind == 'i') ok = ok && a->view.itemsize == 8 && (fmt[0] == 'l' || fmt[0] == 'q');
     else if (kind == 'b') ok = ok && a->view.itemsize == 1 && fmt[0] == '?';
     else ok = ok && a->view.itemsize == 8 && fmt[0] == 'd';
+    if (ok && (uintptr_t)a->view.buf % (uintptr_t)a->view.itemsize != 0) {
+        PyErr_SetString(PyExc_TypeError, "_cbox: expected an aligned buffer (not a view at an odd offset)");
+        return -1;
+    }
     if (!ok) {
         PyErr_SetString(PyExc_TypeError, kind == 'i'   ? "_cbox: expected a contiguous int64 buffer"
                                          : kind == 'b' ? "_cbox: expected a contiguous bool buffer"
@@ -51,8 +56,33 @@ static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
     return 0;
 }
 
-static inline double min2(double a, double b) { return a < b ? a : b; }
-static inline double max2(double a, double b) { return a > b ? a : b; }
+/* np.minimum and np.maximum: a NaN operand gives NaN (a plain ``a < b ? a : b`` would drop a NaN
+ * in ``a`` and give ``b``: a box [NaN, 0, 10, 10] would overlap). The NaN term then makes the pair
+ * count as not finite, so the caller's numpy twin computes it, as it does every non-finite pair. */
+/* Whether two held buffers share a byte. */
+static int views_overlap(const Arr *a, const Arr *b) {
+    const uintptr_t a0 = (uintptr_t)a->view.buf, b0 = (uintptr_t)b->view.buf;
+    return a->held && b->held && a->view.len > 0 && b->view.len > 0 && a0 < b0 + (uintptr_t)b->view.len &&
+           b0 < a0 + (uintptr_t)a->view.len;
+}
+
+/* ValueError when a writable buffer of arrs overlaps another one: an output that aliases an input
+ * (the same array passed twice, or views of one array) would change indices after they were
+ * checked. */
+static int outputs_overlap(const Arr *arrs, const int *writable, int n, const char *where) {
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; writable[i] && j < n; j++) {
+            if (j != i && views_overlap(&arrs[i], &arrs[j])) {
+                PyErr_Format(PyExc_ValueError, "%s: an output buffer overlaps another buffer", where);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static inline double min2(double a, double b) { return (a <= b || a != a) ? a : b; }
+static inline double max2(double a, double b) { return (a >= b || a != a) ? a : b; }
 
 PyDoc_STRVAR(pair_iou_doc,
              "pair_iou(det_box, gt_box, det_rows, gt_rows, gt_is_crowd, pixel, out, /)\n"
@@ -80,6 +110,10 @@ static PyObject *pair_iou(PyObject *self, PyObject *args) {
     }
     if (has_rows && (get_arr(objs[2], 'i', 0, &arrs[2]) < 0 || get_arr(objs[3], 'i', 0, &arrs[3]) < 0)) goto done;
     if (get_arr(objs[4], 'b', 0, &arrs[4]) < 0 || get_arr(out_obj, 'f', 1, &arrs[5]) < 0) goto done;
+    {
+        static const int writable[6] = {0, 0, 0, 0, 0, 1};
+        if (outputs_overlap(arrs, writable, 6, "_cbox.pair_iou")) goto done;
+    }
     {
         const double *det = arrs[0].view.buf, *gt = arrs[1].view.buf;
         const int64_t *det_rows = has_rows ? arrs[2].view.buf : NULL, *gt_rows = has_rows ? arrs[3].view.buf : NULL;

@@ -249,8 +249,9 @@ static int get_column(PyObject *obj, char kind, Column *col) {
     col->held = 1;
     const char *fmt = col->view.format ? col->view.format : "B";
     if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
-    int ok = col->view.itemsize == 8 && fmt[1] == '\0' &&
-             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd');
+    int ok = col->view.itemsize == 8 && fmt[0] != '\0' && fmt[1] == '\0' &&
+             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd') &&
+             (uintptr_t)col->view.buf % 8 == 0; /* aligned: a view at an odd offset is refused */
     if (!ok) {
         PyErr_SetString(PyExc_TypeError,
                         kind == 'i' ? "expected a writable contiguous int64 buffer"
@@ -333,6 +334,28 @@ static int parse_box_array(Cursor *c, int first, int last, Py_ssize_t capacity, 
     return status;
 }
 
+/* ValueError when a column the parser writes shares a byte with the text it reads, a key table
+ * or another column (the same array passed twice, or views of one array): the parser would
+ * change its own input while reading it. ``cols[0 .. n_cols)`` are checked against each other
+ * and against ``inputs[0 .. n_inputs)``. */
+static int buffers_overlap(const Py_buffer *a, const Py_buffer *b) {
+    const uintptr_t a0 = (uintptr_t)a->buf, b0 = (uintptr_t)b->buf;
+    return a->len > 0 && b->len > 0 && a0 < b0 + (uintptr_t)b->len && b0 < a0 + (uintptr_t)a->len;
+}
+
+static int columns_overlap(const Column *cols, int n_cols, const Py_buffer *const *inputs, int n_inputs) {
+    for (int i = 0; i < n_cols; i++) {
+        int hit = 0;
+        for (int j = i + 1; j < n_cols && !hit; j++) hit = buffers_overlap(&cols[i].view, &cols[j].view);
+        for (int j = 0; j < n_inputs && !hit; j++) hit = buffers_overlap(&cols[i].view, inputs[j]);
+        if (hit) {
+            PyErr_SetString(PyExc_ValueError, "an output column overlaps the input or another column");
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Shared by box_results and box_results_part: parse ``raw_obj`` into the four columns. */
 static PyObject *parse_box_columns(PyObject *raw_obj, int first, int last, PyObject *const *objs) {
     Py_buffer raw;
@@ -344,6 +367,8 @@ static PyObject *parse_box_columns(PyObject *raw_obj, int first, int last, PyObj
     for (int i = 0; i < 4; i++) {
         if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
     }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, 4, inputs, 1)) goto done;
     Py_ssize_t capacity = cols[0].view.len / 8;
     if (cols[1].view.len / 8 < capacity) capacity = cols[1].view.len / 8;
     if (cols[2].view.len / 32 < capacity) capacity = cols[2].view.len / 32;
@@ -680,6 +705,8 @@ static PyObject *instances(PyObject *self, PyObject *args) {
         Py_ssize_t rows = cols[i].view.len / (i == 3 ? 32 : 8);
         if (rows < capacity) capacity = rows;
     }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, 10, inputs, 1)) goto done;
     AnnColumns ann = {
         (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[2].view.buf,
         (int64_t *)cols[5].view.buf, (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf,
@@ -847,6 +874,8 @@ static PyObject *segm_results(PyObject *self, PyObject *args) {
         Py_ssize_t rows = cols[i].view.len / (i == 2 ? 32 : 8);
         if (i < 7 && rows < capacity) capacity = rows;
     }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, 9, inputs, 1)) goto done;
     SegmColumns s = {
         (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[4].view.buf,
         (int64_t *)cols[5].view.buf, (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf,
@@ -1071,6 +1100,8 @@ static PyObject *text_rows(PyObject *self, PyObject *args) {
         if (cols[2].view.len / 8 < capacity) capacity = cols[2].view.len / 8;
         class_ids = (int64_t *)cols[2].view.buf;
     }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, 3, inputs, 1)) goto done;
     Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
     Py_ssize_t n = 0;
     int status = parse_text_rows(&c, first_is_text ? FIRST_TEXT : FIRST_INT, NULL, 5, capacity, ids, class_ids,
@@ -1098,8 +1129,9 @@ static int get_input_column(PyObject *obj, char kind, Column *col) {
     col->held = 1;
     const char *fmt = col->view.format ? col->view.format : "B";
     if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
-    int ok = col->view.itemsize == 8 && fmt[1] == '\0' &&
-             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd');
+    int ok = col->view.itemsize == 8 && fmt[0] != '\0' && fmt[1] == '\0' &&
+             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd') &&
+             (uintptr_t)col->view.buf % 8 == 0; /* aligned: a view at an odd offset is refused */
     if (!ok) {
         PyErr_SetString(PyExc_TypeError, kind == 'i' ? "expected a contiguous int64 buffer"
                                                      : "expected a contiguous float64 buffer");
@@ -1191,6 +1223,8 @@ static PyObject *voc_rows(PyObject *self, PyObject *args) {
         get_input_column(objs[2], 'i', &cols[2]) != OK || get_column(objs[3], 'i', &cols[3]) != OK ||
         get_column(objs[4], 'f', &cols[4]) != OK || get_column(objs[5], 'i', &cols[5]) != OK)
         goto done;
+    const Py_buffer *inputs[5] = {&raw, &keys, &cols[0].view, &cols[1].view, &cols[2].view};
+    if (columns_overlap(cols + 3, 3, inputs, 5)) goto done;
     Py_ssize_t n_keys = cols[1].view.len / 8, n_slots = cols[2].view.len / 8;
     if (check_keys(&keys, &cols[0], n_keys) != OK) goto done;
     const int64_t *slots = (const int64_t *)cols[2].view.buf;
@@ -1383,7 +1417,11 @@ static PyObject *yolo_files(PyObject *self, PyObject *args) {
 #ifdef _WIN32
     Py_RETURN_NONE;
 #else
-    Py_ssize_t n_files = PyList_GET_SIZE(paths);
+    /* A tuple of the paths, holding each: a path's __fspath__ runs Python code that may change the
+     * list (the tuple keeps its length and its items alive). */
+    PyObject *path_items = PyList_AsTuple(paths);
+    if (path_items == NULL) return NULL;
+    Py_ssize_t n_files = PyTuple_GET_SIZE(path_items);
     /* class_ids, box, score, lines, counts, stats */
     PyObject *out[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
     PyObject *result = NULL;
@@ -1407,7 +1445,7 @@ static PyObject *yolo_files(PyObject *self, PyObject *args) {
     if (reserve(out[4], 8 * n_files) != OK || reserve(out[5], 8 * STAT_FIELDS * n_files) != OK) goto done;
     for (Py_ssize_t f = 0; status == OK && f < n_files; f++) {
         PyObject *encoded = NULL;
-        if (!PyUnicode_FSConverter(PyList_GET_ITEM(paths, f), &encoded)) {
+        if (!PyUnicode_FSConverter(PyTuple_GET_ITEM(path_items, f), &encoded)) {
             if (!PyErr_ExceptionMatches(PyExc_ValueError) && !PyErr_ExceptionMatches(PyExc_TypeError)) goto done;
             PyErr_Clear(); /* an embedded NUL, not a path: the Python reader names it */
             status = REFUSE;
@@ -1461,6 +1499,7 @@ done:
         if (sizes[i].held) PyBuffer_Release(&sizes[i].view);
     }
     for (int i = 0; i < 6; i++) Py_XDECREF(out[i]);
+    Py_DECREF(path_items);
     return result;
 #endif
 }
@@ -1480,6 +1519,20 @@ static int intern_keys(void) {
         if (KEY_OBJ[k] == NULL) return ERROR;
     }
     return OK;
+}
+
+/* Whether ``record`` is an exact dict whose keys are all exact str: looking a key up in it then
+ * runs no Python code (no __eq__ or __hash__ of a str subclass), and neither does reading exact
+ * int, float, list and tuple values, so nothing can change the records while they are read. A
+ * record with any other key is REFUSEd: the twin (msgspec, then the full loader) reads it. */
+static int plain_record(PyObject *record) {
+    if (!PyDict_CheckExact(record)) return 0;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(record, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key)) return 0;
+    }
+    return 1;
 }
 
 /* ``record[key]``, borrowed; REFUSE when absent. */
@@ -1544,12 +1597,16 @@ static PyObject *box_records(PyObject *self, PyObject *args) {
     if (intern_keys() != OK) return NULL;
     Column cols[4];
     memset(cols, 0, sizeof cols);
-    PyObject *result = NULL;
+    PyObject *result = NULL, *items = NULL;
     static const char kinds[4] = {'i', 'i', 'f', 'f'};
     for (int i = 0; i < 4; i++) {
         if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
     }
-    Py_ssize_t n = PyList_GET_SIZE(records);
+    /* A tuple of the records, holding each (the loop runs no Python code, see plain_record, but
+     * the compiled reader never relies on a list keeping its length or its items). */
+    items = PyList_AsTuple(records);
+    if (items == NULL) goto done;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
     int status = n > 0 ? OK : REFUSE;
     if (cols[0].view.len / 8 < n || cols[1].view.len / 8 < n || cols[2].view.len / 32 < n ||
         cols[3].view.len / 8 < n)
@@ -1557,8 +1614,8 @@ static PyObject *box_records(PyObject *self, PyObject *args) {
     int64_t *image_id = (int64_t *)cols[0].view.buf, *category_id = (int64_t *)cols[1].view.buf;
     double *bbox = (double *)cols[2].view.buf, *score = (double *)cols[3].view.buf;
     for (Py_ssize_t i = 0; status == OK && i < n; i++) {
-        PyObject *record = PyList_GET_ITEM(records, i), *value;
-        if (!PyDict_CheckExact(record) || PyDict_GET_SIZE(record) != 4) {
+        PyObject *record = PyTuple_GET_ITEM(items, i), *value;
+        if (!plain_record(record) || PyDict_GET_SIZE(record) != 4) {
             status = REFUSE;
             break;
         }
@@ -1577,6 +1634,7 @@ done:
     for (int i = 0; i < 4; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
     }
+    Py_XDECREF(items);
     return result;
 }
 
@@ -1597,10 +1655,11 @@ static PyObject *annotation_records(PyObject *self, PyObject *args) {
     if (intern_keys() != OK) return NULL;
     Column cols[8];
     memset(cols, 0, sizeof cols);
-    PyObject *result = NULL;
     /* id, image_id, category_id, bbox, area, iscrowd, ignore, difficult */
     static const char kinds[8] = {'i', 'i', 'i', 'f', 'f', 'i', 'i', 'i'};
-    Py_ssize_t n = PyList_GET_SIZE(records);
+    PyObject *result = NULL, *items = PyList_AsTuple(records); /* holds the records: see box_records */
+    if (items == NULL) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
     int status = n > 0 ? OK : REFUSE;
     for (int i = 0; i < 8; i++) {
         if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
@@ -1611,8 +1670,8 @@ static PyObject *annotation_records(PyObject *self, PyObject *args) {
     int64_t *ignore = (int64_t *)cols[6].view.buf, *difficult = (int64_t *)cols[7].view.buf;
     double *bbox = (double *)cols[3].view.buf, *area = (double *)cols[4].view.buf;
     for (Py_ssize_t i = 0; status == OK && i < n; i++) {
-        PyObject *record = PyList_GET_ITEM(records, i), *value;
-        if (!PyDict_CheckExact(record)) {
+        PyObject *record = PyTuple_GET_ITEM(items, i), *value;
+        if (!plain_record(record)) {
             status = REFUSE;
             break;
         }
@@ -1658,6 +1717,7 @@ done:
     for (int i = 0; i < 8; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
     }
+    Py_DECREF(items);
     return result;
 }
 
