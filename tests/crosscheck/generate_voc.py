@@ -87,7 +87,10 @@ def write_voc(
     (root / "ImageSets" / "Main" / f"{split}.txt").write_text("".join(f"{i}\n" for i in dataset.image_ids))
     folder = root / results
     folder.mkdir(exist_ok=True)
-    for cls, dets in dataset.detections.items():
+    # A detector that found nothing writes an empty file per class (the devkit reads one): a results
+    # folder with nothing in it is refused as "no predictions found".
+    written = dataset.detections if dataset.detections else dict.fromkeys(dataset.classes, [])
+    for cls, dets in written.items():
         (folder / f"{prefix}{cls}.txt").write_text(
             "".join(
                 f"{image_id} {_num(score)} {' '.join(_num(v) for v in box)}\n"
