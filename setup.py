@@ -12,48 +12,27 @@ import sys
 
 from setuptools import Extension, setup
 
+#: One set of flags for every extension: the kernels repeat numpy's float operations in order, so no
+#: contraction into FMA and no fast-math anywhere (MSVC: its defaults keep IEEE order).
+COMPILE_ARGS = [] if sys.platform == "win32" else ["-O2", "-fno-fast-math", "-ffp-contract=off"]
+#: The buffer checks _cacc, _cmatch and _csort share (one header, a rebuild when it changes).
+BUFFER_CHECKS = ["deteval/_buffer_checks.h"]
+
+
+def _extension(name: str, source: str, depends: list | None = None) -> Extension:
+    return Extension(
+        name, sources=[source], depends=depends or [], extra_compile_args=COMPILE_ARGS, optional=True
+    )
+
+
 setup(
     ext_modules=[
-        Extension(
-            "deteval.io._colparse",
-            sources=["deteval/io/_colparse.c"],
-            optional=True,
-        ),
-        Extension(
-            "deteval._cmatch",
-            sources=["deteval/_cmatch.c"],
-            optional=True,
-        ),
-        Extension(
-            "deteval._csort",
-            sources=["deteval/_csort.c"],
-            optional=True,
-        ),
-        Extension(
-            "deteval._cboot",
-            sources=["deteval/_cboot.c"],
-            # the kernel repeats numpy's float operations in order: no contraction into FMA
-            extra_compile_args=[]
-            if sys.platform == "win32"
-            else ["-O2", "-fno-fast-math", "-ffp-contract=off"],
-            optional=True,
-        ),
-        Extension("deteval._cacc", sources=["deteval/_cacc.c"], optional=True),
-        Extension(
-            "deteval.geometry._cbox",
-            sources=["deteval/geometry/_cbox.c"],
-            extra_compile_args=[]
-            if sys.platform == "win32"
-            else ["-O2", "-fno-fast-math", "-ffp-contract=off"],
-            optional=True,
-        ),
-        Extension(
-            "deteval._canalyze",
-            sources=["deteval/_canalyze.c"],
-            extra_compile_args=[]
-            if sys.platform == "win32"
-            else ["-O2", "-fno-fast-math", "-ffp-contract=off"],
-            optional=True,
-        ),
+        _extension("deteval.io._colparse", "deteval/io/_colparse.c"),
+        _extension("deteval._cmatch", "deteval/_cmatch.c", BUFFER_CHECKS),
+        _extension("deteval._csort", "deteval/_csort.c", BUFFER_CHECKS),
+        _extension("deteval._cboot", "deteval/_cboot.c"),
+        _extension("deteval._cacc", "deteval/_cacc.c", BUFFER_CHECKS),
+        _extension("deteval.geometry._cbox", "deteval/geometry/_cbox.c"),
+        _extension("deteval._canalyze", "deteval/_canalyze.c"),
     ]
 )
