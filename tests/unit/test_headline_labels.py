@@ -23,7 +23,7 @@ FIX = ROOT / "fixtures"
 AREAS = {"s": "small", "m": "medium", "l": "large"}
 LINE = re.compile(
     r"  Average (?P<title>Precision|Recall) +\((?P<kind>AP|AR)\) "
-    r"@\[ IoU=(?P<iou>\S+) *\| area= *(?P<area>\S+) \| maxDets= *(?P<md>\S+) \] "
+    r"@\[ IoU=(?P<iou>\S+) *\| (?:area= *(?P<area>\S+)|type= *(?P<band>\S+)) \| maxDets= *(?P<md>\S+) \] "
     r"= (?P<value>\S+)   (?P<name>\S+)"
 )
 
@@ -31,6 +31,10 @@ LINE = re.compile(
 def _inputs(name: str) -> list[str]:
     """The fixture of the IoU type (and labels) preset ``name`` scores."""
     protocol = PRESETS[name]
+    if protocol.summary == "crowdpose":
+        return ["--gt", str(FIX / "crowdpose" / "gt.json"), "--dt", str(FIX / "crowdpose" / "dt.json")]
+    if protocol.iou_type == "boundary":  # masks, measured along their contours
+        return ["--gt", str(FIX / "segm" / "gt.json"), "--dt", str(FIX / "segm" / "dt.json")]
     if protocol.iou_type == "keypoints":
         gt, dt = FIX / "keypoints" / "gt.json", FIX / "keypoints" / "dt.json"
         return ["--gt", str(gt), "--dt", str(dt), "--set", "keypoint_sigmas=[0.1, 0.1, 0.1]"]
@@ -59,6 +63,9 @@ def _expected_label(name: str, config: dict) -> tuple[str, str, str, str]:
         return "AP", f"{thresholds[0]:.2f}", first_area, top
     if name == "mAP50-95":  # Ultralytics: all_ap.mean()
         return "AP", all_iou, first_area, top
+    band = re.fullmatch(r"AP\(([EMH])\)", name)
+    if band:  # xtcocotools' CrowdPose bands: the images of an easy / medium / hard crowd index
+        return "AP", all_iou, {"E": "easy", "M": "medium", "H": "hard"}[band[1]], top
     match = re.fullmatch(r"(AP|AR)(\d*)(?:([smlrcf])|_(\w+))?(?:@(\w+))?", name)
     assert match, f"a metric name this test cannot read: {name!r}"
     kind, digits, letter, area_name, at = match.groups()
@@ -138,4 +145,4 @@ def test_every_headline_line_is_labelled_with_what_it_is(run_cli, label, args):
         assert match["value"] == shown
         kind, iou, area, md = _expected_label(name, config)
         assert (match["kind"], match["title"]) == (kind, "Precision" if kind == "AP" else "Recall"), line
-        assert (match["iou"], match["area"], match["md"]) == (iou, area, md), f"{label}: {line!r}"
+        assert (match["iou"], match["area"] or match["band"], match["md"]) == (iou, area, md), f"{label}: {line!r}"

@@ -271,9 +271,9 @@ def test_figures_and_the_report_follow_the_same_rules(tmp_path):
     figures = tmp_path / "figures"
     figures.mkdir()
     (tmp_path / "kept.svg").write_text("old")
-    (figures / "coco-pr_curves.svg").symlink_to(tmp_path / "kept.svg")
+    (figures / "pr_curves.svg").symlink_to(tmp_path / "kept.svg")
     written = plot.plot_all(result, out_dir=figures, formats=["svg"])
-    assert (figures / "coco-pr_curves.svg").is_symlink()
+    assert (figures / "pr_curves.svg").is_symlink()
     assert (tmp_path / "kept.svg").read_text().startswith("<?xml")
     assert len(written) == 3
     assert leftovers(tmp_path, figures) == []
