@@ -145,4 +145,6 @@ def test_every_headline_line_is_labelled_with_what_it_is(run_cli, label, args):
         assert match["value"] == shown
         kind, iou, area, md = _expected_label(name, config)
         assert (match["kind"], match["title"]) == (kind, "Precision" if kind == "AP" else "Recall"), line
-        assert (match["iou"], match["area"] or match["band"], match["md"]) == (iou, area, md), f"{label}: {line!r}"
+        assert (match["iou"], match["area"] or match["band"], match["md"]) == (iou, area, md), (
+            f"{label}: {line!r}"
+        )
