@@ -578,22 +578,14 @@ class Explanation:
         }
 
 
-#: Fields that only matter for some IoU types (each field's doc in the field table says so).
-_ONLY_FOR_IOU_TYPES = {
-    "mask_iou": ("segm",),
-    "invalid_polygons": ("segm",),
-    "keypoint_sigmas": ("keypoints",),
-}
-
-
 def _inapplicable(a: Protocol, b: Protocol) -> tuple[str, ...]:
     """Fields that differ but cannot matter: both protocols score an IoU type they do not apply to."""
     if a.iou_type != b.iou_type:
         return ()
     return tuple(
         f
-        for f, types in _ONLY_FOR_IOU_TYPES.items()
-        if a.iou_type not in types and getattr(a, f) != getattr(b, f)
+        for f, spec in FIELDS.items()
+        if spec.iou_types is not None and a.iou_type not in spec.iou_types and getattr(a, f) != getattr(b, f)
     )
 
 

@@ -116,6 +116,9 @@ class FieldSpec:
         A field added after results and preset hashes were pinned: at its default it is left
         out of :meth:`Protocol.to_dict` (the JSON ``config``) and of
         :meth:`Protocol.fingerprint`, so every existing protocol keeps its hash and output.
+    iou_types : tuple of str or None
+        The IoU types the field can change a number for (``mask_iou``: segm only); None: every
+        type. ``compare --explain`` makes no step of a field that applies to neither protocol.
     """
 
     name: str
@@ -126,6 +129,7 @@ class FieldSpec:
     default: Any = _NO_DEFAULT
     check: Callable[[str, Any, str], Any] | None = None
     is_sparse: bool = False
+    iou_types: tuple | None = None
 
     @property
     def has_default(self) -> bool:
@@ -298,6 +302,7 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         "IoU type/masks",
         "segm only: exact polygon geometry (shapely) or pycocotools' raster masks",
         default="exact",
+        iou_types=("segm",),
     ),
     FieldSpec(
         "invalid_polygons",
@@ -307,6 +312,7 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         "segm, exact masks: fill a self-intersecting polygon by the even-odd rule as pycocotools' "
         "rasteriser does, refuse it, or repair it with shapely.make_valid",
         default="even_odd",
+        iou_types=("segm",),
     ),
     # -- Open Images and tool presets (added later: sparse, so older hashes stay) ------------
     FieldSpec(
@@ -329,6 +335,7 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         default=None,
         check=_check_keypoint_sigmas,
         is_sparse=True,
+        iou_types=("keypoints",),
     ),
     FieldSpec(
         "max_dets_scope",
@@ -403,6 +410,7 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         "(pycocotools), or 0.53 * w * h of the GT box (xtcocotools use_area=False: CrowdPose)",
         default="area",
         is_sparse=True,
+        iou_types=("keypoints",),
     ),
     FieldSpec(
         "empty_keypoint_detections",
@@ -413,6 +421,7 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         "dropped before anything else (xtcocotools)",
         default="keep",
         is_sparse=True,
+        iou_types=("keypoints",),
     ),
     FieldSpec(
         "boundary_dilation_ratio",
@@ -424,6 +433,7 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         default=0.02,
         check=_check_dilation_ratio,
         is_sparse=True,
+        iou_types=("boundary",),
     ),
 )
 

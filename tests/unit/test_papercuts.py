@@ -268,3 +268,18 @@ def test_explain_lists_no_mask_step_for_boxes(run_cli):
     )  # fmt: skip
     assert code == 0
     assert any(line.startswith("IoU type/masks") for line in out.splitlines())
+
+
+def test_explain_takes_which_iou_types_a_field_applies_to_from_the_field_table():
+    """Every field limited to some IoU types (the field table's iou_types) makes no step for boxes."""
+    import deteval
+    from deteval.api import explain
+    from deteval.protocol import FIELDS
+
+    limited = {name: spec.iou_types for name, spec in FIELDS.items() if spec.iou_types is not None}
+    assert limited["boundary_dilation_ratio"] == ("boundary",)
+    assert limited["mask_iou"] == ("segm",)
+    b = deteval.get_protocol("coco").replace(name="wider-band", boundary_dilation_ratio=0.05)
+    e = explain(GT, DT, "coco", b)
+    assert e.steps == ()
+    assert "not a step: boundary_dilation_ratio (differ, but do not apply to iou_type bbox)" in e.notes
