@@ -58,40 +58,77 @@ def workers_of(pid: int) -> set[int]:
         return set()
 
 
-def start(argv: list, *, new_session: bool = False) -> subprocess.Popen:
+def start(argv: list, *, own_group: bool = False) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "deteval", *map(str, argv)],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=new_session,
+        # a job of its own, as a shell starts one: a new process group in the same session (a
+        # new session would orphan the group, and the kernel hangs up an orphaned group with a
+        # stopped member as soon as any member exits)
+        process_group=0 if own_group else None,
         # a background job starts with SIGINT ignored and Python keeps ignoring it: give the
         # child the default, as a terminal does
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
+def state_of(pid: int) -> str:
+    """The one-letter state in ``/proc/PID/stat`` ("" once the process is gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def send_each(pids: set[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:  # it has ended
+            pass
+
+
 def signal_while_workers_run(
     proc: subprocess.Popen, signum: int, *, generation: int, group: bool = False
 ) -> tuple[str, str]:
-    """Send ``signum`` while the ``generation``-th set of workers runs (1: matching, 2: bootstrap)."""
+    """Send ``signum`` while the ``generation``-th set of workers runs (1: matching, 2: bootstrap).
+
+    The workers are frozen with SIGSTOP the moment they are seen, the signal is sent, and they
+    are continued: the signal always finds them alive however fast the machine is (the parent
+    blocks SIGINT/SIGTERM around each fork, so a worker stopped right after its fork still gets
+    the worker dispositions before any signal is delivered).
+    """
     seen: set[int] = set()
+    current: set[int] = set()
     deadline = time.time() + 90
-    for _ in range(generation):
-        while time.time() < deadline and proc.poll() is None and not workers_of(proc.pid) - seen:
-            time.sleep(0.01)
-        current = workers_of(proc.pid) - seen
+    for round_ in range(1, generation + 1):
+        current = set()
+        while time.time() < deadline and proc.poll() is None and not current:
+            current = workers_of(proc.pid) - seen
+            if not current:
+                time.sleep(0.002)
+        send_each(current, signal.SIGSTOP)
         seen |= current
-    time.sleep(0.1)  # past the fork: the workers are busy
-    if proc.poll() is not None or not workers_of(proc.pid) & seen:
-        proc.kill()
+        if round_ < generation:  # an earlier set of workers: let it go on
+            send_each(current, signal.SIGCONT)
+    stopped: set[int] = set()
+    until = time.time() + 5  # SIGSTOP takes effect asynchronously
+    while current and time.time() < until and not stopped:
+        stopped = {pid for pid in current if state_of(pid) == "t" or state_of(pid) == "T"}
+        time.sleep(0.002)
+    if proc.poll() is not None or not stopped:
+        send_each(current | {proc.pid}, signal.SIGKILL)  # the workers too: they hold stdout open
         proc.communicate()
-        pytest.fail("the workers were not running when the signal was due: make the run bigger")
+        pytest.fail("the workers had ended before they could be frozen: make the run bigger")
     if group:  # Ctrl-C in a terminal: the whole foreground process group gets SIGINT
         os.killpg(proc.pid, signum)
     else:
         proc.send_signal(signum)
+    time.sleep(0.05)  # the parent handles its signal while its workers are still frozen
+    send_each(current, signal.SIGCONT)
     return proc.communicate(timeout=120)
 
 
@@ -130,7 +167,7 @@ MATCHING = (["--workers", 2, "--protocol", "coco", "-q"], 1)
 )
 def test_a_signal_during_workers_is_one_line_from_the_parent(inputs, extra, signum, group, code, message):
     gt, dt = inputs
-    proc = start(["evaluate", "--gt", gt, "--dt", dt, *extra[0]], new_session=group)
+    proc = start(["evaluate", "--gt", gt, "--dt", dt, *extra[0]], own_group=group)
     out, err = signal_while_workers_run(proc, signum, generation=extra[1], group=group)
     assert "Traceback" not in err, err
     assert proc.returncode == code, err
