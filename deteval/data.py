@@ -185,9 +185,11 @@ def _check_rotated(rotated: np.ndarray | None, n: int, source: str, name: str) -
     """Refuse a ``rotated`` column of the wrong shape or with non-finite corners."""
     if rotated is None:
         return
-    if rotated.shape != (n, 8):
-        raise ValueError(f"{name} must have shape ({n}, 8) (4 corners a row), found {rotated.shape}")
-    _refuse_not_finite(rotated, source, name, "8 finite corner coordinates")
+    if rotated.shape not in ((n, 5), (n, 8)):
+        raise ValueError(
+            f"{name} must have shape ({n}, 5) (cx cy w h angle) or ({n}, 8) (4 corners), found {rotated.shape}"
+        )
+    _refuse_not_finite(rotated, source, name, "finite numbers (cx cy w h angle, or 8 corner coordinates)")
 
 
 def _freeze_optional(value: object, names: tuple) -> None:
@@ -293,9 +295,10 @@ class GroundTruth:
     image_crowd_index : float64 (n_img,) or None
         CrowdPose's per-image ``crowdIndex`` (``summary: crowdpose`` splits the images by it);
         None when no image has one.
-    rotated : float64 (n, 8) or None
-        Rotated (oriented) boxes as four corners ``x1 y1 .. x4 y4`` (``iou_type: rotated``);
-        ``box`` then holds their axis-aligned envelope. None for upright boxes.
+    rotated : float64 (n, 8) or (n, 5), or None
+        Rotated (oriented) boxes (``iou_type: rotated``) in the numbers of their source: four
+        corners ``x1 y1 .. x4 y4``, or ``cx cy w h angle`` (radians); ``box`` then holds their
+        axis-aligned envelope. None for upright boxes.
     has_image_ids : bool
         True when ``image_id`` holds the dataset's own ids (COCO), so detections name images by
         id; False when the images only have names (YOLO files, VOC ids) and ``image_id`` is the
@@ -404,8 +407,8 @@ class Detections:
         Each result's own area for the size ranges, when the caller fixes it (the drop-in
         ``COCOeval`` passes the ``area`` pycocotools' ``loadRes`` wrote); None: derived from
         the result (the box's ``w * h``, or the mask's area for a mask without a bbox).
-    rotated : float64 (n_det, 8) or None
-        Rotated boxes as four corners (see :class:`GroundTruth`); ``box`` is their envelope.
+    rotated : float64 (n_det, 8) or (n_det, 5), or None
+        Rotated boxes, corners or ``xywhr`` (see :class:`GroundTruth`); ``box`` is their envelope.
 
     Raises
     ------

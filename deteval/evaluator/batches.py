@@ -18,7 +18,7 @@ import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as, index_column_of, shifted_index
 from deteval.evaluate import MatchTable, match, merge_match_tables
-from deteval.geometry.rotated import corners_from_xywhr, envelope_xyxy, polygon_area
+from deteval.geometry.rotated import rotated_area, rotated_envelope
 from deteval.matching import row_dtype
 from deteval.protocol import Protocol
 
@@ -87,7 +87,7 @@ class _BatchTables:
         if is_rotated:  # hook: rotated boxes as corners, their envelopes as the boxes
             gt_corners = self._corners([g["boxes"] for g in gts])
             dt_corners = self._corners([d["boxes"] for d in dts])
-            gt_box, dt_box = envelope_xyxy(gt_corners), envelope_xyxy(dt_corners)
+            gt_box, dt_box = rotated_envelope(gt_corners), rotated_envelope(dt_corners)
             dt_has_box = np.ones(len(dt_box), dtype=bool)
         elif all("boxes" in g for g in gts):
             gt_box = np.concatenate([g["boxes"] for g in gts]).reshape(-1, 4)
@@ -104,7 +104,7 @@ class _BatchTables:
         if is_rotated:
             given = [g.get("area") for g in gts]
             gt_area = np.concatenate(
-                [a if a is not None else polygon_area(self._corners([g["boxes"]])) for a, g in zip(given, gts, strict=True)]
+                [a if a is not None else rotated_area(self._corners([g["boxes"]])) for a, g in zip(given, gts, strict=True)]
             )
         else:
             gt_area = np.concatenate([self._areas(g, segm, native) for g in gts])
@@ -161,10 +161,9 @@ class _BatchTables:
         )
 
     def _corners(self, boxes: list) -> np.ndarray:
-        """Rotated boxes of several images as corners ``(n, 8)`` (from ``xywhr`` or ``polygon4``)."""
-        if self._box_format == "xywhr":
-            return corners_from_xywhr(np.concatenate(boxes).reshape(-1, 5))
-        return np.concatenate(boxes).reshape(-1, 8).astype(np.float64)
+        """Rotated boxes of several images as given: ``(n, 5)`` xywhr or ``(n, 8)`` corners."""
+        width = 5 if self._box_format == "xywhr" else 8
+        return np.concatenate(boxes).reshape(-1, width).astype(np.float64)
 
     @staticmethod
     def _mask_boxes(rles: list, native: str) -> np.ndarray:

@@ -35,6 +35,10 @@ __all__ = [
     "require_rotated",
     "rotated_pair_iou",
     "rotated_areas",
+    "as_corners",
+    "as_xywhr",
+    "rotated_envelope",
+    "rotated_area",
 ]
 
 #: ``rotated_iou`` field values: exact polygon geometry, or Ultralytics' ProbIoU.
@@ -420,6 +424,38 @@ def xywhr_from_corners(corners: np.ndarray) -> np.ndarray:
     return np.stack([cx, cy, w, h, theta], axis=1)
 
 
+def as_corners(rotated: np.ndarray) -> np.ndarray:
+    """A ``rotated`` column, ``(n, 8)`` corners or ``(n, 5)`` xywhr, as corners.
+
+    Examples
+    --------
+    >>> as_corners(np.array([[5.0, 5.0, 4.0, 2.0, 0.0]])).tolist()
+    [[7.0, 6.0, 7.0, 4.0, 3.0, 4.0, 3.0, 6.0]]
+    """
+    return corners_from_xywhr(rotated) if rotated.shape[1] == 5 else rotated
+
+
+def as_xywhr(rotated: np.ndarray) -> np.ndarray:
+    """A ``rotated`` column as ``xywhr``: as given, or the corners' minimum-area rectangle.
+
+    Examples
+    --------
+    >>> as_xywhr(np.array([[5.0, 5.0, 4.0, 2.0, 0.0]])).tolist()
+    [[5.0, 5.0, 4.0, 2.0, 0.0]]
+    """
+    return rotated if rotated.shape[1] == 5 else xywhr_from_corners(rotated)
+
+
+def rotated_envelope(rotated: np.ndarray) -> np.ndarray:
+    """The axis-aligned envelope ``(n, 4)`` xyxy of a ``rotated`` column (corners or xywhr)."""
+    return envelope_xyxy(as_corners(rotated))
+
+
+def rotated_area(rotated: np.ndarray) -> np.ndarray:
+    """The area of a ``rotated`` column: ``w * h`` of xywhr, the polygon's area of corners."""
+    return rotated[:, 2] * rotated[:, 3] if rotated.shape[1] == 5 else polygon_area(rotated)
+
+
 def refuse_bad_corners(corners: np.ndarray, source: str, what: str) -> None:
     """Raise an :class:`InputError` for non-finite corners (NaN, infinities).
 
@@ -485,11 +521,11 @@ def rotated_pair_iou(
                 "which has no intersection-over-area for crowd regions; expected crowd: none or "
                 "rotated_iou: polygon"
             )
-        return pair_probiou(
-            xywhr_from_corners(d), xywhr_from_corners(g), det_rows=det_rows, gt_rows=gt_rows
-        )
+        return pair_probiou(as_xywhr(d), as_xywhr(g), det_rows=det_rows, gt_rows=gt_rows)
     if protocol.rotated_box == "xywhr":
-        g, d = corners_from_xywhr(xywhr_from_corners(g)), corners_from_xywhr(xywhr_from_corners(d))
+        g, d = corners_from_xywhr(as_xywhr(g)), corners_from_xywhr(as_xywhr(d))
+    else:
+        g, d = as_corners(g), as_corners(d)
     return pair_polygon_iou(
         d,
         g,
@@ -507,8 +543,8 @@ def rotated_areas(dt: Any, rows: np.ndarray, protocol: Any) -> np.ndarray:
     The quadrilateral's area (``polygon4``) or its minimum-area rectangle's ``w * h``.
     """
     require_rotated(None, dt, protocol)
-    corners = dt.rotated[rows]
+    rotated = dt.rotated[rows]
     if protocol.rotated_box == "xywhr":
-        r = xywhr_from_corners(corners)
+        r = as_xywhr(rotated)
         return r[:, 2] * r[:, 3]
-    return polygon_area(corners)
+    return rotated_area(rotated)
