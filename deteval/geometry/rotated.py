@@ -226,9 +226,9 @@ def pair_polygon_iou(
     ----------
     det_corners, gt_corners : float64 (n_det, 8), (n_gt, 8)
         Corners ``x1 y1 .. x4 y4`` in either winding.
-    gt_is_crowd : bool (n_gt,)
-        Crowd ground truth: the overlap is the intersection over the detection's area (IoA),
-        as pycocotools does for crowd boxes.
+    gt_is_crowd : bool (n_pair,)
+        Pairs whose ground truth is a crowd region: the overlap is the intersection over the
+        detection's area (IoA), as pycocotools does for crowd boxes.
     det_rows, gt_rows : int (n_pair,)
         The pairs.
     det_source, gt_source : str
@@ -298,7 +298,7 @@ def pair_polygon_iou(
         inter[~convex] = _shapely_intersection_area(p[~convex], q[~convex])
     det_area = np.abs(_signed_area(p))
     gt_area = np.abs(_signed_area(q))
-    crowd = np.asarray(gt_is_crowd, dtype=bool)[gr]
+    crowd = np.asarray(gt_is_crowd, dtype=bool)[k]
     union = np.where(crowd, det_area, det_area + gt_area - inter)
     with np.errstate(divide="ignore", invalid="ignore"):
         iou = np.where(union > 0, inter / union, 0.0)
