@@ -43,7 +43,7 @@ RESULT_JSON_NAMES = ("predictions.json", "coco_instances_results.json")
 #: mmdetection's ``format_results`` suffixes (``<prefix>.bbox.json``, ``<prefix>.segm.json``).
 RESULT_JSON_SUFFIXES = (".bbox.json", ".segm.json")
 _LOOKED_FOR = (
-    "<image stem>.txt (YOLO) or <prefix><class>.txt (VOC) files, labels/ (Ultralytics save_txt), "
+    "<image stem>.txt (YOLO), <prefix><class>.txt (VOC) or Task1_<class>.txt (DOTA) files, labels/ (Ultralytics save_txt), "
     "predictions.json (Ultralytics save_json), coco_instances_results.json (detectron2), "
     "*.bbox.json / *.segm.json (mmdetection)"
 )
