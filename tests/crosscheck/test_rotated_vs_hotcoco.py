@@ -1,7 +1,8 @@
 """Preset ``coco-rotated`` against hotcoco 1.3's oriented boxes, ``COCOeval(gt, dt, "obb")``.
 
 The same generated ``xywhr`` boxes (hotcoco's ``obb``: cx, cy, w, h, angle in radians) are
-written as hotcoco's COCO JSON and scored by deteval's :class:`~deteval.evaluator.Evaluator`.
+written as hotcoco's COCO JSON, scored by deteval's :class:`~deteval.evaluator.Evaluator` and by
+``deteval.evaluate`` on the same JSON files (the COCO loader's ``obb`` records).
 Compared: the twelve summary numbers and the full precision array (T x R x K x A x M).
 """
 
@@ -13,6 +14,7 @@ import warnings
 import numpy as np
 import pytest
 
+import deteval
 from deteval.evaluator import Evaluator
 from tests.crosscheck.generate_rotated import CLASSES, generate_rotated
 
@@ -80,3 +82,6 @@ def test_coco_rotated_equals_hotcoco(tmp_path, seed, crowd_every):
     np.testing.assert_allclose(np.nan_to_num(stats, nan=-1.0), want, rtol=0, atol=1e-12)
     precision = np.asarray(theirs.eval["precision"])
     np.testing.assert_allclose(np.nan_to_num(ours.precision, nan=-1.0), precision, rtol=0, atol=1e-12)
+    # the same files read by deteval's COCO loader (`obb` records)
+    from_files = deteval.evaluate(str(tmp_path / "gt.json"), str(tmp_path / "dt.json"), "coco-rotated")
+    np.testing.assert_allclose(np.nan_to_num(from_files.precision, nan=-1.0), precision, rtol=0, atol=1e-12)
