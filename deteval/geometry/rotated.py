@@ -543,6 +543,8 @@ def rotated_areas(dt: Any, rows: np.ndarray, protocol: Any) -> np.ndarray:
     The quadrilateral's area (``polygon4``) or its minimum-area rectangle's ``w * h``.
     """
     require_rotated(None, dt, protocol)
+    if dt.rotated is None:  # no detections at all (an empty results list)
+        return np.zeros(len(rows), dtype=np.float64)
     rotated = dt.rotated[rows]
     if protocol.rotated_box == "xywhr":
         r = as_xywhr(rotated)
