@@ -104,7 +104,10 @@ class _BatchTables:
         if is_rotated:
             given = [g.get("area") for g in gts]
             gt_area = np.concatenate(
-                [a if a is not None else rotated_area(self._corners([g["boxes"]])) for a, g in zip(given, gts, strict=True)]
+                [
+                    a if a is not None else rotated_area(self._corners([g["boxes"]]))
+                    for a, g in zip(given, gts, strict=True)
+                ]
             )
         else:
             gt_area = np.concatenate([self._areas(g, segm, native) for g in gts])

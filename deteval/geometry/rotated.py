@@ -114,7 +114,7 @@ def is_convex(corners: np.ndarray) -> np.ndarray:
     [True, False]
     """
     t = _turns(np.asarray(corners, dtype=np.float64).reshape(-1, 4, 2))
-    return ~((t > 0).any(axis=1) & (t < 0).any(axis=1))
+    return np.asarray(~((t > 0).any(axis=1) & (t < 0).any(axis=1)))
 
 
 def _segments_cross(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:

@@ -87,7 +87,9 @@ def load_dota_gt(root: str | os.PathLike, **options: Any) -> GroundTruth:
         if not rows:
             continue
         corners.append(parse_floats(rows, slice(0, 8), path, "the 8 coordinates"))
-        bad_flag = [(f"{path}:{n}", shorten(f[9])) for n, f in rows if len(f) == 10 and f[9] not in ("0", "1")]
+        bad_flag = [
+            (f"{path}:{n}", shorten(f[9])) for n, f in rows if len(f) == 10 and f[9] not in ("0", "1")
+        ]
         if bad_flag:
             fail_records("`difficult` is not 0 or 1", "0 or 1 (or nothing: 0)", bad_flag)
         image += [i] * len(rows)
@@ -190,7 +192,9 @@ def load_dota_dt(folder: str | os.PathLike, gt: GroundTruth, **options: Any) -> 
             continue
         missing = [(f"{path}:{n}", repr(f[0])) for n, f in rows if f[0] not in images]
         if missing:
-            fail_records("image not in the ground truth", f"a label file stem of {gt.source}/labelTxt", missing)
+            fail_records(
+                "image not in the ground truth", f"a label file stem of {gt.source}/labelTxt", missing
+            )
         values = parse_floats(rows, slice(1, 10), path, "the score and 8 coordinates")
         image.append(np.array([images[f[0]] for _, f in rows], dtype=np.int64))
         category.append(np.full(len(rows), classes[name[len(TASK1_PREFIX) : -4]], dtype=np.int64))

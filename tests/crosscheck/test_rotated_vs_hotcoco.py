@@ -47,11 +47,15 @@ def _write(tmp_path, data, *, crowd_every: int = 0):
             ann_id += 1
         d, dc, ds = data.dt_xywhr[name], data.dt_class[name], data.dt_score[name]
         for box, c, s in zip(d, dc, ds, strict=True):
-            results.append({"image_id": i, "category_id": int(c) + 1, "obb": [float(v) for v in box], "score": float(s)})
+            results.append(
+                {"image_id": i, "category_id": int(c) + 1, "obb": [float(v) for v in box], "score": float(s)}
+            )
         targets.append({"boxes": g, "labels": gc + 1, "area": area, "iscrowd": crowd, "image_id": i})
         preds.append({"boxes": d, "labels": dc + 1, "scores": ds})
     cats = [{"id": k + 1, "name": c} for k, c in enumerate(CLASSES)]
-    (tmp_path / "gt.json").write_text(json.dumps({"images": images, "annotations": annotations, "categories": cats}))
+    (tmp_path / "gt.json").write_text(
+        json.dumps({"images": images, "annotations": annotations, "categories": cats})
+    )
     (tmp_path / "dt.json").write_text(json.dumps(results))
     return targets, preds
 
@@ -77,7 +81,10 @@ def test_coco_rotated_equals_hotcoco(tmp_path, seed, crowd_every):
     ev = Evaluator("coco-rotated", box_format="xywhr", class_ids=[1, 2, 3])
     ev.update(preds, targets)
     ours = ev.compute()
-    stats = [ours.metrics[k] for k in ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")]
+    stats = [
+        ours.metrics[k]
+        for k in ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
+    ]
     want = list(theirs.stats)
     np.testing.assert_allclose(np.nan_to_num(stats, nan=-1.0), want, rtol=0, atol=1e-12)
     precision = np.asarray(theirs.eval["precision"])

@@ -107,7 +107,9 @@ def test_ultralytics_obb_preset_equals_installed_ultralytics(seed):
 
 def test_probiou_equals_batch_probiou_on_hard_cases():
     rng = np.random.default_rng(7)
-    g = np.column_stack([rng.uniform(0, 100, (400, 2)), rng.uniform(0.3, 50, (400, 2)), rng.uniform(-4, 4, 400)])
+    g = np.column_stack(
+        [rng.uniform(0, 100, (400, 2)), rng.uniform(0.3, 50, (400, 2)), rng.uniform(-4, 4, 400)]
+    )
     d = g.copy()
     d[:100, 4] += 1e-7  # near-parallel
     d[100:200] = np.column_stack([g[100:200, :2], g[100:200, 3], g[100:200, 2], g[100:200, 4] + np.pi / 2])
@@ -126,7 +128,9 @@ def test_min_area_rectangle_equals_ultralytics_to_float32():
         [
             rng.uniform(0, 1000, (n, 2)),
             rng.uniform(1, 300, (n, 2)),
-            np.where(rng.random(n) < 0.3, rng.choice([0, np.pi / 2, np.pi, -np.pi / 2], n), rng.uniform(-4, 4, n)),
+            np.where(
+                rng.random(n) < 0.3, rng.choice([0, np.pi / 2, np.pi, -np.pi / 2], n), rng.uniform(-4, 4, n)
+            ),
         ]
     )
     corners = corners_from_xywhr(x)

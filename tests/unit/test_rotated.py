@@ -78,7 +78,9 @@ def test_angle_wrap_and_swapped_sides_are_the_same_rectangle():
         [30.0, 20.0, 16.0, 4.0, 0.3 - math.pi],
     ]
     for other in same:
-        assert _iou(corners_from_xywhr(np.array([other]))[0], corners_from_xywhr(box)[0]) == pytest.approx(1, abs=1e-12)
+        assert _iou(corners_from_xywhr(np.array([other]))[0], corners_from_xywhr(box)[0]) == pytest.approx(
+            1, abs=1e-12
+        )
 
 
 def test_crowd_pairs_use_the_detection_area():
@@ -110,7 +112,9 @@ def test_probiou_is_one_minus_the_hellinger_distance():
     box = np.array([[0.0, 0.0, 2.0, 2.0, 0.0]])
     # identical boxes: Bhattacharyya distance 0, clamped to eps: 1 - sqrt(1 - exp(-1e-7) + 1e-7)
     expected = 1 - math.sqrt(1 - math.exp(-1e-7) + 1e-7)
-    assert pair_probiou(box, box, det_rows=np.array([0]), gt_rows=np.array([0]))[0] == pytest.approx(expected, abs=1e-15)
+    assert pair_probiou(box, box, det_rows=np.array([0]), gt_rows=np.array([0]))[0] == pytest.approx(
+        expected, abs=1e-15
+    )
 
 
 # -- protocols ------------------------------------------------------------------------------------
@@ -125,10 +129,14 @@ def test_rotated_protocol_on_upright_input_is_refused(tmp_path):
     gt = {
         "images": [{"id": 1}],
         "categories": [{"id": 1}],
-        "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 5, 5], "area": 25, "iscrowd": 0}],
+        "annotations": [
+            {"id": 1, "image_id": 1, "category_id": 1, "bbox": [0, 0, 5, 5], "area": 25, "iscrowd": 0}
+        ],
     }
     dt = [{"image_id": 1, "category_id": 1, "bbox": [0, 0, 5, 5], "score": 0.5}]
-    with pytest.raises(InputError, match="upright boxes only.*iou_type: bbox scores the rotated boxes' envelopes"):
+    with pytest.raises(
+        InputError, match="upright boxes only.*iou_type: bbox scores the rotated boxes' envelopes"
+    ):
         deteval.evaluate(gt, dt, "coco-rotated")
 
 
@@ -139,7 +147,9 @@ def test_dota_fixture_numbers_are_the_hand_derived_ones():
     assert ap["plane"] == pytest.approx(2 / 3, abs=1e-15)
     assert ap["ship"] == 0.0
     assert result.metrics["mAP"] == pytest.approx(1 / 3, abs=1e-15)
-    envelope = deteval.evaluate(str(FIXTURE), str(FIXTURE / "results"), deteval.get_protocol("dota").replace(iou_type="bbox"))
+    envelope = deteval.evaluate(
+        str(FIXTURE), str(FIXTURE / "results"), deteval.get_protocol("dota").replace(iou_type="bbox")
+    )
     assert {c["name"]: c["AP"] for c in envelope.per_class}["ship"] == pytest.approx(1.0)
     assert envelope.metrics["mAP"] == pytest.approx(5 / 6)
 
@@ -157,7 +167,18 @@ def test_compare_explain_attributes_the_envelope_step(tmp_path, capsys):
     env = tmp_path / "env.yaml"
     env.write_text("extends: dota\nname: dota-envelope\niou_type: bbox\n")
     code = main(
-        ["compare", "--gt", str(FIXTURE), "--dt", str(FIXTURE / "results"), "--protocol", "dota", "--protocol", str(env), "--explain"]
+        [
+            "compare",
+            "--gt",
+            str(FIXTURE),
+            "--dt",
+            str(FIXTURE / "results"),
+            "--protocol",
+            "dota",
+            "--protocol",
+            str(env),
+            "--explain",
+        ]
     )
     out = capsys.readouterr().out
     assert code == 0
@@ -187,11 +208,14 @@ GOOD = "0 0 10 0 10 10 0 10 plane 0\n"
 
 
 @pytest.mark.parametrize(
-    "text, message",
+    ("text", "message"),
     [
         ("0 0 10 0 10 10 0 plane\n", r"a.txt:1: wrong number of fields; expected 9 or 10 fields"),
         ("0 0 10 0 10 10 0 10 plane 0 extra\n", r"a.txt:1: wrong number of fields"),
-        ("0 0 10 0 nan 10 0 10 plane 0\n", r"a.txt:1: a value that is not a finite number in the 8 coordinates"),
+        (
+            "0 0 10 0 nan 10 0 10 plane 0\n",
+            r"a.txt:1: a value that is not a finite number in the 8 coordinates",
+        ),
         ("0 0 10 0 10 10 0 inf plane 0\n", r"a.txt:1: a value that is not a finite number"),
         ("0 0 10 0 10 10 0 10 plane 2\n", r"a.txt:1: `difficult` is not 0 or 1"),
         (GOOD + "0 0 10 0 10\n", r"a.txt:2: wrong number of fields"),
@@ -205,10 +229,13 @@ def test_bad_label_lines_name_file_line_and_field(tmp_path, text, message):
 
 
 @pytest.mark.parametrize(
-    "text, message",
+    ("text", "message"),
     [
         ("a 0.9 0 0 10 0 10 10 0\n", r"Task1_plane.txt:1: wrong number of fields; expected 10 fields"),
-        ("a nan 0 0 10 0 10 10 0 10\n", r"Task1_plane.txt:1: a value that is not a finite number in the score"),
+        (
+            "a nan 0 0 10 0 10 10 0 10\n",
+            r"Task1_plane.txt:1: a value that is not a finite number in the score",
+        ),
         ("zz 0.9 0 0 10 0 10 10 0 10\n", r"Task1_plane.txt:1: image not in the ground truth.*'zz'"),
         (b"a 0.9 0 0 10 0 10 10 0 1\xfe\n", r"Task1_plane.txt:1: not UTF-8"),
     ],
@@ -222,7 +249,9 @@ def test_bad_result_lines_name_file_line_and_field(tmp_path, text, message):
 
 def test_result_file_of_an_unknown_class(tmp_path):
     root, res = _root(tmp_path, {"a.txt": GOOD}, {"Task1_ship.txt": "a 0.9 0 0 10 0 10 10 0 10\n"})
-    with pytest.raises(InputError, match=r"Task1_ship.txt: result file of a class the ground truth does not have.*'ship'"):
+    with pytest.raises(
+        InputError, match=r"Task1_ship.txt: result file of a class the ground truth does not have.*'ship'"
+    ):
         load_detections(str(res), load_ground_truth(str(root)))
 
 
@@ -253,7 +282,9 @@ def test_special_files_where_label_or_result_files_are_expected(tmp_path, kind):
     (root / "labelTxt" / "b.txt").unlink() if kind != "folder" else (root / "labelTxt" / "b.txt").rmdir()
     gt = load_ground_truth(str(root))
     make(res / "Task1_ship.txt")
-    with pytest.raises(InputError, match=r"Task1_ship.txt: is not a regular file; expected DOTA Task1 result lines"):
+    with pytest.raises(
+        InputError, match=r"Task1_ship.txt: is not a regular file; expected DOTA Task1 result lines"
+    ):
         load_detections(str(res), gt)
 
 
@@ -281,19 +312,42 @@ def test_evaluator_xywhr_and_polygon4_agree_with_the_files():
 
 
 def test_evaluator_rejects_wrong_widths_and_formats():
-    with pytest.raises(ConfigError, match=r"box_format must be one of \('xywhr', 'polygon4'\) for iou_type 'rotated'"):
+    with pytest.raises(
+        ConfigError, match=r"box_format must be one of \('xywhr', 'polygon4'\) for iou_type 'rotated'"
+    ):
         Evaluator("dota", box_format="xyxy")
     ev = Evaluator("ultralytics-obb", box_format="xywhr")
     with pytest.raises(InputError, match=r"`boxes` has shape \(1, 4\); expected \(1, 5\)"):
-        ev.update([{"boxes": [[0, 0, 1, 1]], "scores": [0.5], "labels": [0]}], [{"boxes": [[0, 0, 1, 1, 0]], "labels": [0]}])
+        ev.update(
+            [{"boxes": [[0, 0, 1, 1]], "scores": [0.5], "labels": [0]}],
+            [{"boxes": [[0, 0, 1, 1, 0]], "labels": [0]}],
+        )
     with pytest.raises(InputError, match="negative width or height"):
-        ev.update([{"boxes": [[0, 0, -1, 1, 0]], "scores": [0.5], "labels": [0]}], [{"boxes": [[0, 0, 1, 1, 0]], "labels": [0]}])
+        ev.update(
+            [{"boxes": [[0, 0, -1, 1, 0]], "scores": [0.5], "labels": [0]}],
+            [{"boxes": [[0, 0, 1, 1, 0]], "labels": [0]}],
+        )
     with pytest.raises(InputError, match="expected finite numbers"):
-        ev.update([{"boxes": [[0, 0, 1, 1, np.nan]], "scores": [0.5], "labels": [0]}], [{"boxes": [[0, 0, 1, 1, 0]], "labels": [0]}])
+        ev.update(
+            [{"boxes": [[0, 0, 1, 1, np.nan]], "scores": [0.5], "labels": [0]}],
+            [{"boxes": [[0, 0, 1, 1, 0]], "labels": [0]}],
+        )
 
 
 def test_result_json_names_the_rotated_fields(capsys):
-    code = main(["evaluate", "--gt", str(FIXTURE), "--dt", str(FIXTURE / "results"), "--protocol", "dota", "--format", "json"])
+    code = main(
+        [
+            "evaluate",
+            "--gt",
+            str(FIXTURE),
+            "--dt",
+            str(FIXTURE / "results"),
+            "--protocol",
+            "dota",
+            "--format",
+            "json",
+        ]
+    )
     assert code == 0
     config = json.loads(capsys.readouterr().out)["results"][0]["config"]
     assert config["iou_type"] == "rotated"

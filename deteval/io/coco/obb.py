@@ -12,13 +12,15 @@ neither can be told from the numbers.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
 from deteval.io._records import Problems
 
-__all__ = ["obb_column", "obb_envelope_xywh", "OBB_EXPECTED"]
+__all__ = ["obb_column", "obb_envelope_xywh", "boxes_of", "with_rotated", "OBB_EXPECTED"]
 
 MISSING = object()
 OBB_EXPECTED = "[cx, cy, w, h, angle]: 5 finite numbers, w >= 0 and h >= 0, angle in radians (hotcoco)"
@@ -37,9 +39,7 @@ def obb_column(records: list, problems: Problems) -> np.ndarray | None:
         A five-number ``bbox`` (ambiguous angle unit); an ``obb`` that is not 5 finite numbers or
         has a negative side; some records with an ``obb`` and others without.
     """
-    five = [
-        i for i, r in enumerate(records) if isinstance(r.get("bbox"), list) and len(r["bbox"]) == 5
-    ]
+    five = [i for i, r in enumerate(records) if isinstance(r.get("bbox"), list) and len(r["bbox"]) == 5]
     if five:
         problems.fail(
             five,
@@ -87,3 +87,15 @@ def obb_envelope_xywh(obb: np.ndarray) -> np.ndarray:
     half_w = (np.abs(obb[:, 2] * cos) + np.abs(obb[:, 3] * sin)) / 2
     half_h = (np.abs(obb[:, 2] * sin) + np.abs(obb[:, 3] * cos)) / 2
     return np.stack([obb[:, 0] - half_w, obb[:, 1] - half_h, 2 * half_w, 2 * half_h], axis=1)
+
+
+def boxes_of(rotated: np.ndarray | None, box: np.ndarray, box_missing: np.ndarray) -> tuple:
+    """The ``bbox`` column and its missing flags: the oriented boxes' envelopes when there are any."""
+    if rotated is None:
+        return box, box_missing
+    return obb_envelope_xywh(rotated), np.zeros(len(rotated), dtype=bool)
+
+
+def with_rotated(value: Any, rotated: np.ndarray | None) -> Any:
+    """``value`` (GroundTruth or Detections) with its ``rotated`` column set, when there is one."""
+    return value if rotated is None else dataclasses.replace(value, rotated=rotated)

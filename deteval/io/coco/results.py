@@ -33,7 +33,7 @@ from deteval.io.coco.fast import (
     _stream_box_results,
 )
 from deteval.io.coco.keypoints import keypoint_column, keypoint_extent
-from deteval.io.coco.obb import obb_column, obb_envelope_xywh
+from deteval.io.coco.obb import boxes_of, obb_column
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import AMBIGUOUS, UNKNOWN, explain_miss, join_ids, join_names
 
@@ -124,8 +124,7 @@ def load_coco_dt(
     score, _ = number_column(dets, "score", problems)
     rotated = obb_column(dets, problems)  # hook: oriented boxes (deteval.io.coco.obb)
     box, box_missing = box_column(dets, "bbox", problems, allow_missing=True, empty_is_missing=True)
-    if rotated is not None:  # the bbox column is the oriented boxes' envelope
-        box, box_missing = obb_envelope_xywh(rotated), np.zeros(len(dets), dtype=bool)
+    box, box_missing = boxes_of(rotated, box, box_missing)  # oriented boxes: their envelopes
     has_segm = np.fromiter(
         map(dict.__contains__, dets, itertools.repeat("segmentation")), dtype=bool, count=len(dets)
     )
