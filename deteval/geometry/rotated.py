@@ -347,7 +347,7 @@ def pair_probiou(
     --------
     >>> box = np.array([[10.0, 10.0, 4.0, 2.0, 0.3]])
     >>> round(float(pair_probiou(box, box, det_rows=np.array([0]), gt_rows=np.array([0]))[0]), 6)
-    0.999684
+    0.999553
     """
     g = np.asarray(gt_xywhr, dtype=np.float64)[np.asarray(gt_rows, dtype=np.int64)]
     d = np.asarray(det_xywhr, dtype=np.float64)[np.asarray(det_rows, dtype=np.int64)]
