@@ -78,7 +78,10 @@ def load_ground_truth(source: Any, **options: Any) -> GroundTruth:
         return load_voc_gt(source, **options)
     if kind == "yolo":
         from deteval.io.yolo import load_yolo_gt
+        from deteval.io.yolo_obb import is_yolo_obb, load_yolo_obb_gt
 
+        if is_yolo_obb(source, options.get("split", "val")):  # 9-column rows: oriented boxes
+            return load_yolo_obb_gt(source, **options)
         return load_yolo_gt(source, **options)
     if kind == "dota":
         from deteval.io.dota import load_dota_gt
@@ -243,6 +246,10 @@ def load_detections(source: Any, gt: GroundTruth, **options: Any) -> Detections:
         if located.kind == "yolo":
             from deteval.io.yolo import load_yolo_dt
 
+            if gt.rotated is not None and gt_format(gt.source) == "yolo":  # an OBB dataset's predictions
+                from deteval.io.yolo_obb import load_yolo_obb_dt
+
+                return load_yolo_obb_dt(located.path, gt, **options)
             return load_yolo_dt(located.path, gt, **options)
         if located.kind == "voc":
             from deteval.io.voc import load_voc_dt

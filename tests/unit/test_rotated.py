@@ -352,3 +352,130 @@ def test_result_json_names_the_rotated_fields(capsys):
     config = json.loads(capsys.readouterr().out)["results"][0]["config"]
     assert config["iou_type"] == "rotated"
     assert "rotated_box" not in config  # at its default: sparse (older results keep their bytes)
+
+
+# -- Ultralytics OBB txt ------------------------------------------------------------------------
+YOLO_OBB = Path(__file__).resolve().parents[2] / "fixtures" / "yolo_obb"
+
+
+def test_yolo_obb_fixture_numbers_are_the_hand_derived_ones():
+    gt = load_ground_truth(str(YOLO_OBB))
+    assert gt.rotated is not None
+    assert gt.rotated.tolist()[2] == [10.0, 50.0, 50.0, 50.0, 50.0, 70.0, 10.0, 70.0]  # x by 200, y by 100
+    np.testing.assert_allclose(gt.area, [400.0, 400.0, 800.0])
+    result = deteval.evaluate(str(YOLO_OBB), str(YOLO_OBB / "predictions"), "ultralytics-obb")
+    assert [c["AP"] for c in result.per_class] == [pytest.approx(0.995, abs=1e-12), 0.0]
+    assert result.metrics["mAP50"] == pytest.approx(0.4975, abs=1e-12)
+    assert result.metrics["mAP50-95"] == pytest.approx(0.4975, abs=1e-12)
+    dota = deteval.evaluate(str(YOLO_OBB), str(YOLO_OBB / "predictions"), "dota")
+    assert dota.metrics["mAP"] == pytest.approx(0.5, abs=1e-15)
+
+
+def _obb_dataset(tmp_path, label: bytes | str, pred: bytes | str | None = None):
+    root = tmp_path / "ds"
+    (root / "images" / "val").mkdir(parents=True)
+    (root / "labels" / "val").mkdir(parents=True)
+    (root / "images" / "val" / "a.gif").write_bytes(b"GIF89a" + bytes([100, 0, 100, 0]))
+    (root / "data.yaml").write_text("names: [plane]\nval: images/val\n")
+    (root / "labels" / "val" / "a.txt").write_bytes(label if isinstance(label, bytes) else label.encode())
+    preds = tmp_path / "preds"
+    preds.mkdir()
+    if pred is not None:
+        (preds / "a.txt").write_bytes(pred if isinstance(pred, bytes) else pred.encode())
+    return root, preds
+
+
+OBB_ROW = "0 0.1 0.1 0.3 0.1 0.3 0.3 0.1 0.3\n"
+
+
+@pytest.mark.parametrize(
+    ("label", "message"),
+    [
+        (OBB_ROW + "0 0.1 0.1 0.3 0.1 0.3 0.3 0.1\n", r"a.txt:2: wrong number of fields; expected 9 fields"),
+        (OBB_ROW + "0 0.1 0.1 0.3 0.1 0.3 0.3 0.1 nan\n", r"a.txt:2: a value that is not a finite number"),
+        (OBB_ROW + "0 0.1 0.1 1.3 0.1 0.3 0.3 0.1 0.3\n", r"a.txt:2: a coordinate outside \[0, 1\]"),
+        (OBB_ROW + "7 0.1 0.1 0.3 0.1 0.3 0.3 0.1 0.3\n", r"a.txt:2: class id not in the dataset's names"),
+        ((OBB_ROW + "0 0.1 0.1 0.3 0.1 0.3 0.3 0.1 0.\xff3\n").encode("latin-1"), r"a.txt:2: not UTF-8"),
+    ],
+)
+def test_bad_obb_label_rows_name_file_line_and_field(tmp_path, label, message):
+    root, _ = _obb_dataset(tmp_path, label)
+    with pytest.raises(InputError, match=message):
+        load_ground_truth(str(root))
+
+
+@pytest.mark.parametrize(
+    ("pred", "message"),
+    [
+        ("0 0.1 0.1 0.3 0.1 0.3 0.3 0.1 0.3\n", r"a.txt:1: wrong number of fields; expected 10 fields"),
+        ("0 0.1 0.1 0.3 0.1 0.3 0.3 0.1 0.3 inf\n", r"a.txt:1: a value that is not a finite number"),
+        ("3 0.1 0.1 0.3 0.1 0.3 0.3 0.1 0.3 0.5\n", r"a.txt:1: class id not in the dataset's names"),
+    ],
+)
+def test_bad_obb_prediction_rows(tmp_path, pred, message):
+    root, preds = _obb_dataset(tmp_path, OBB_ROW, pred)
+    gt = load_ground_truth(str(root))
+    with pytest.raises(InputError, match=message):
+        load_detections(str(preds), gt)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder"])
+def test_special_files_in_obb_prediction_folder(tmp_path, kind):
+    root, preds = _obb_dataset(tmp_path, OBB_ROW, "0 0.1 0.1 0.3 0.1 0.3 0.3 0.1 0.3 0.5\n")
+    gt = load_ground_truth(str(root))
+    path = preds / "b.txt"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        os.mknod(path, 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 3))
+    else:
+        path.mkdir()
+    with pytest.raises(
+        InputError, match=r"b.txt: is not a regular file; expected Ultralytics OBB prediction rows"
+    ):
+        load_detections(str(preds), gt)
+
+
+# -- COCO JSON obb --------------------------------------------------------------------------------
+def _coco(obb_gt, obb_dt, *, bbox=None):
+    ann = {"id": 1, "image_id": 1, "category_id": 1, "area": 200.0, "iscrowd": 0}
+    if obb_gt is not None:
+        ann["obb"] = obb_gt
+    if bbox is not None:
+        ann["bbox"] = bbox
+    gt = {"images": [{"id": 1, "width": 100, "height": 100}], "categories": [{"id": 1}], "annotations": [ann]}
+    det = {"image_id": 1, "category_id": 1, "score": 0.9, "obb": obb_dt}
+    return gt, [det]
+
+
+def test_coco_obb_is_read_with_its_envelope():
+    gt, dt = _coco([50.0, 50.0, 20.0, 10.0, math.pi / 2], [50.0, 50.0, 10.0, 20.0, 0.0])
+    g = load_ground_truth(gt)
+    np.testing.assert_allclose(g.box, [[45.0, 40.0, 10.0, 20.0]], atol=1e-12)  # turned by 90 degrees
+    result = deteval.evaluate(gt, dt, "coco-rotated")
+    assert result.metrics["AP50"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("gt_obb", "bbox", "message"),
+    [
+        ([50, 50, 20, 10], None, r"annotation #0 .*`obb` is not 5 finite numbers"),
+        ([50, 50, 20, float("nan"), 0], None, r"`obb` is not 5 finite numbers"),
+        ([50, 50, -20, 10, 0], None, r"`obb` has a negative width or height"),
+        ([50, 50, 20, 10, "0"], None, r"`obb` is not 5 finite numbers"),
+        (None, [50, 50, 20, 10, 30], r"`bbox` has 5 numbers: a rotated box whose angle unit cannot be told"),
+    ],
+)
+def test_bad_coco_obb_is_refused_naming_record_and_field(gt_obb, bbox, message):
+    gt, _ = _coco(gt_obb, [50, 50, 20, 10, 0], bbox=bbox)
+    with pytest.raises(InputError, match=message):
+        load_ground_truth(gt)
+
+
+def test_coco_obb_on_some_records_only(tmp_path):
+    gt, dt = _coco([50.0, 50.0, 20.0, 10.0, 0.0], [50.0, 50.0, 20.0, 10.0, 0.0])
+    dt.append({"image_id": 1, "category_id": 1, "score": 0.5, "bbox": [0, 0, 5, 5]})
+    path = tmp_path / "dt.json"
+    path.write_text(json.dumps(dt))
+    with pytest.raises(InputError, match=r"dt.json: detection #1 .*no `obb`, where other records have one"):
+        load_detections(str(path), load_ground_truth(gt))
