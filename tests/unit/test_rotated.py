@@ -479,3 +479,8 @@ def test_coco_obb_on_some_records_only(tmp_path):
     path.write_text(json.dumps(dt))
     with pytest.raises(InputError, match=r"dt.json: detection #1 .*no `obb`, where other records have one"):
         load_detections(str(path), load_ground_truth(gt))
+
+
+def test_coco_obb_as_numpy_arrays_in_the_python_api():
+    gt, dt = _coco(np.array([50.0, 50.0, 20.0, 10.0, 0.0]), np.array([50.0, 50.0, 20.0, 10.0, 0.0], np.float32))
+    assert deteval.evaluate(gt, dt, "coco-rotated").metrics["AP50"] == pytest.approx(1.0)

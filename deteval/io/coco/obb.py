@@ -30,6 +30,15 @@ def _is_number(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _as_list(value: Any) -> Any:
+    """A numeric array or tuple (the Python API: numpy arrays, tensors) as a list of numbers."""
+    if isinstance(value, tuple) or (hasattr(value, "__array__") and not isinstance(value, list)):
+        array = np.asarray(value)
+        if array.dtype.kind in "iuf" and array.ndim == 1:
+            return [float(v) for v in array]
+    return value
+
+
 def obb_column(records: list, problems: Problems) -> np.ndarray | None:
     """The records' ``obb`` as float64 ``(n, 5)``; None when no record has one.
 
@@ -49,7 +58,7 @@ def obb_column(records: list, problems: Problems) -> np.ndarray | None:
             "detectron2's degrees: angle_radians = -angle_degrees * pi / 180)",
             lambda i: records[i]["bbox"],
         )
-    values = [r.get("obb", MISSING) for r in records]
+    values = [_as_list(r.get("obb", MISSING)) for r in records]
     present = [i for i, v in enumerate(values) if v is not MISSING]
     if not present:
         return None
