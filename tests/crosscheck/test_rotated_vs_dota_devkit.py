@@ -63,3 +63,19 @@ def test_dota_preset_equals_the_devkit(tmp_path, seed):
         aps.append(ap)
     if aps:
         assert result.metrics["mAP"] == pytest.approx(float(np.mean(aps)), abs=1e-15)
+
+
+def test_generated_data_has_the_hard_cases():
+    """The seeds above do contain each hard case the generator promises."""
+    counts = dict.fromkeys(("zero-area", "angle 0", "angle pi/2", "angle wrap", "crowded", "difficult"), 0)
+    for seed in SEEDS:
+        data = generate_rotated(seed)
+        for name in data.image_names:
+            g = data.gt_xywhr[name]
+            counts["zero-area"] += int((g[:, 3] == 0).sum())
+            counts["angle 0"] += int((g[:, 4] == 0).sum())
+            counts["angle pi/2"] += int((g[:, 4] == np.pi / 2).sum())
+            counts["angle wrap"] += int(np.isclose(np.abs(g[:, 4]), np.pi, atol=1e-8).sum())
+            counts["crowded"] += int(len(g) >= 20)
+            counts["difficult"] += int(data.gt_difficult[name].sum())
+    assert all(counts.values()), counts

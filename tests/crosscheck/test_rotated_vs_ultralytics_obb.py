@@ -49,9 +49,7 @@ def _images(seed: int):
     for name in data.image_names:
         g = data.gt_xywhr[name].copy()
         d = data.dt_xywhr[name].copy()
-        # ProbIoU of a box with a side of 0 is NaN-free only through eps: keep sides > 0 here
-        g[:, 2:4] = np.maximum(g[:, 2:4], 0.25)
-        d[:, 2:4] = np.maximum(d[:, 2:4], 0.25)
+        # zero-area boxes kept: ProbIoU stays finite through its eps (about 0 with anything)
         s = scores[start : start + len(d)]
         start += len(d)
         by_score = np.argsort(-s)  # the validator's predictions are NMS output: by confidence

@@ -482,5 +482,7 @@ def test_coco_obb_on_some_records_only(tmp_path):
 
 
 def test_coco_obb_as_numpy_arrays_in_the_python_api():
-    gt, dt = _coco(np.array([50.0, 50.0, 20.0, 10.0, 0.0]), np.array([50.0, 50.0, 20.0, 10.0, 0.0], np.float32))
+    gt, dt = _coco(
+        np.array([50.0, 50.0, 20.0, 10.0, 0.0]), np.array([50.0, 50.0, 20.0, 10.0, 0.0], np.float32)
+    )
     assert deteval.evaluate(gt, dt, "coco-rotated").metrics["AP50"] == pytest.approx(1.0)
