@@ -486,3 +486,28 @@ def test_coco_obb_as_numpy_arrays_in_the_python_api():
         np.array([50.0, 50.0, 20.0, 10.0, 0.0]), np.array([50.0, 50.0, 20.0, 10.0, 0.0], np.float32)
     )
     assert deteval.evaluate(gt, dt, "coco-rotated").metrics["AP50"] == pytest.approx(1.0)
+
+
+def test_polygon_iou_equals_shapely_on_random_and_near_parallel_pairs():
+    shapely = pytest.importorskip("shapely")
+    rng = np.random.default_rng(11)
+    n = 1500
+    boxes = np.column_stack([rng.uniform(0, 50, (n, 2)), rng.uniform(0.5, 30, (n, 2)), rng.uniform(-4, 4, n)])
+    other = boxes + np.column_stack(
+        [rng.normal(0, 3, (n, 2)), rng.normal(0, 2, (n, 2)), rng.normal(0, 0.3, n)]
+    )
+    other[:300, 4] = boxes[:300, 4] + 1e-7  # near-parallel edges
+    other[:300, :4] = boxes[:300, :4]
+    other[:, 2:4] = np.abs(other[:, 2:4]) + 0.1
+    a, b = corners_from_xywhr(boxes), corners_from_xywhr(other)
+    rows = np.arange(n)
+    ours = pair_polygon_iou(a, b, np.zeros(n, bool), det_rows=rows, gt_rows=rows)
+    pa = shapely.polygons(a.reshape(n, 4, 2))
+    pb = shapely.polygons(b.reshape(n, 4, 2))
+    inter = shapely.area(shapely.intersection(pa, pb))
+    want = inter / (shapely.area(pa) + shapely.area(pb) - inter)
+    np.testing.assert_allclose(ours, want, rtol=0, atol=1e-9)
+    # symmetric
+    np.testing.assert_allclose(
+        ours, pair_polygon_iou(b, a, np.zeros(n, bool), det_rows=rows, gt_rows=rows), atol=1e-12
+    )
