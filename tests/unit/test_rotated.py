@@ -511,3 +511,12 @@ def test_polygon_iou_equals_shapely_on_random_and_near_parallel_pairs():
     np.testing.assert_allclose(
         ours, pair_polygon_iou(b, a, np.zeros(n, bool), det_rows=rows, gt_rows=rows), atol=1e-12
     )
+
+
+def test_plots_and_report_of_a_rotated_protocol(tmp_path):
+    pytest.importorskip("matplotlib")
+    args = ["--gt", str(FIXTURE), "--dt", str(FIXTURE / "results"), "--protocol", "dota", "-q"]
+    assert main(["plot", *args, "--out", str(tmp_path / "plots")]) == 0
+    assert (tmp_path / "plots" / "pr_curves.svg").is_file()
+    assert main(["report", *args, "--out", str(tmp_path / "run.html")]) == 0
+    assert "dota" in (tmp_path / "run.html").read_text()
