@@ -520,3 +520,18 @@ def test_plots_and_report_of_a_rotated_protocol(tmp_path):
     assert (tmp_path / "plots" / "pr_curves.svg").is_file()
     assert main(["report", *args, "--out", str(tmp_path / "run.html")]) == 0
     assert "dota" in (tmp_path / "run.html").read_text()
+
+
+def test_without_protocol_rotated_inputs_are_scored_as_their_tool_does(capsys):
+    code = main(["evaluate", "--gt", str(FIXTURE), "--dt", str(FIXTURE / "results"), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["results"][0]["protocol"] == "dota"
+    assert "a DOTA root and no --protocol: scored under dota" in err
+    code = main(
+        ["evaluate", "--gt", str(YOLO_OBB), "--dt", str(YOLO_OBB / "predictions"), "--format", "json"]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["results"][0]["protocol"] == "ultralytics-obb"
+    assert "an Ultralytics OBB dataset and no --protocol: scored under ultralytics-obb" in err
