@@ -181,6 +181,17 @@ def _refuse_not_finite(array: np.ndarray, source: str, name: str, expected: str)
     )
 
 
+def _check_rotated(rotated: np.ndarray | None, n: int, source: str, name: str) -> None:
+    """Refuse a ``rotated`` column of the wrong shape or with non-finite corners."""
+    if rotated is None:
+        return
+    if rotated.shape not in ((n, 5), (n, 8)):
+        raise ValueError(
+            f"{name} must have shape ({n}, 5) (cx cy w h angle) or ({n}, 8) (4 corners), found {rotated.shape}"
+        )
+    _refuse_not_finite(rotated, source, name, "finite numbers (cx cy w h angle, or 8 corner coordinates)")
+
+
 def _freeze_optional(value: object, names: tuple) -> None:
     """Make the named array fields that are not None contiguous and read-only."""
     for name in names:
@@ -284,6 +295,10 @@ class GroundTruth:
     image_crowd_index : float64 (n_img,) or None
         CrowdPose's per-image ``crowdIndex`` (``summary: crowdpose`` splits the images by it);
         None when no image has one.
+    rotated : float64 (n, 8) or (n, 5), or None
+        Rotated (oriented) boxes (``iou_type: rotated``) in the numbers of their source: four
+        corners ``x1 y1 .. x4 y4``, or ``cx cy w h angle`` (radians); ``box`` then holds their
+        axis-aligned envelope. None for upright boxes.
     has_image_ids : bool
         True when ``image_id`` holds the dataset's own ids (COCO), so detections name images by
         id; False when the images only have names (YOLO files, VOC ids) and ``image_id`` is the
@@ -322,6 +337,7 @@ class GroundTruth:
     category_frequency: tuple | None = None
     has_image_ids: bool = True
     image_crowd_index: np.ndarray | None = None
+    rotated: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.is_group_of is None:
@@ -344,8 +360,9 @@ class GroundTruth:
                 "is_group_of",
             ),
         )
-        _freeze_optional(self, ("keypoints", "num_keypoints", "image_crowd_index"))
+        _freeze_optional(self, ("keypoints", "num_keypoints", "image_crowd_index", "rotated"))
         _refuse_not_finite(self.box, self.source, "GroundTruth.box", _FINITE_BOX)
+        _check_rotated(self.rotated, len(self.image), self.source, "GroundTruth.rotated")
 
     @property
     def n_images(self) -> int:
@@ -390,6 +407,8 @@ class Detections:
         Each result's own area for the size ranges, when the caller fixes it (the drop-in
         ``COCOeval`` passes the ``area`` pycocotools' ``loadRes`` wrote); None: derived from
         the result (the box's ``w * h``, or the mask's area for a mask without a bbox).
+    rotated : float64 (n_det, 8) or (n_det, 5), or None
+        Rotated boxes, corners or ``xywhr`` (see :class:`GroundTruth`); ``box`` is their envelope.
 
     Raises
     ------
@@ -418,13 +437,15 @@ class Detections:
     warnings: tuple = field(default=())
     keypoints: np.ndarray | None = None
     area: np.ndarray | None = None
+    rotated: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, allow_wide in (("image", False), ("category", False), ("order", True)):
             column = _index_column(getattr(self, name), self.source, name, allow_wide=allow_wide)
             object.__setattr__(self, name, column)
         _freeze(self, ("image", "category", "box", "score", "order", "has_box"))
-        _freeze_optional(self, ("keypoints", "area"))
+        _freeze_optional(self, ("keypoints", "area", "rotated"))
+        _check_rotated(self.rotated, len(self.image), self.source, "Detections.rotated")
         _refuse_not_finite(self.box, self.source, "Detections.box", _FINITE_BOX)
         _refuse_not_finite(self.score, self.source, "Detections.score", _FINITE_SCORE)
 
@@ -447,4 +468,5 @@ class Detections:
             warnings=self.warnings,
             keypoints=None if self.keypoints is None else self.keypoints[index],
             area=None if self.area is None else self.area[index],
+            rotated=None if self.rotated is None else self.rotated[index],
         )

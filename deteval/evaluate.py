@@ -19,6 +19,7 @@ from deteval.data import Detections, FederatedLabels, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
 from deteval.geometry import PreparedMasks, detection_areas, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
+from deteval.geometry.rotated import require_rotated, rotated_areas, rotated_pair_iou
 from deteval.grouping import (
     Groups,
     by_group_then_descending,
@@ -161,6 +162,8 @@ def _det_area(
     """
     if dt.area is not None:
         return np.asarray(dt.area[rows], dtype=np.float64)
+    if protocol.iou_type == "rotated":  # hook: the rotated box's own area
+        return rotated_areas(dt, rows, protocol)
     if masks is not None:
         return detection_areas(masks, rows, protocol)
     box = boxes_as(dt.box[rows], dt.box_format, "xywh")
@@ -201,6 +204,8 @@ def pair_iou(
             det_keypoints[det_rows],
             sigmas=keypoint_sigmas(protocol.keypoint_sigmas),
         )
+    if protocol.iou_type == "rotated":  # hook: deteval.geometry.rotated
+        return rotated_pair_iou(gt, dt, gt_rows, det_rows, gt_is_crowd, protocol)
     if masks is not None:
         return pair_mask_iou(masks, gt_rows, det_rows, gt_is_crowd, protocol)
     native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
@@ -638,6 +643,9 @@ def _checked_masks(
         from deteval.io.coco import require_boxes
 
         require_boxes(dt)
+        return None
+    if protocol.iou_type == "rotated":  # hook: deteval.geometry.rotated
+        require_rotated(gt, dt, protocol)
         return None
     if protocol.iou_type == "keypoints":
         from deteval.io.coco import require_keypoints

@@ -98,6 +98,7 @@ def pool_categories(
         warnings=dt.warnings,
         keypoints=dt.keypoints,
         area=dt.area,
+        rotated=dt.rotated,
     )
     return pooled_gt, pooled_dt
 
@@ -145,6 +146,7 @@ def pool_ground_truth(
         is_group_of=cast(np.ndarray, gt.is_group_of)[gt_rows],
         keypoints=None if gt.keypoints is None else gt.keypoints[gt_rows],
         num_keypoints=None if gt.num_keypoints is None else gt.num_keypoints[gt_rows],
+        rotated=None if gt.rotated is None else gt.rotated[gt_rows],
         # federated (LVIS) labels and category frequencies name categories: none is left.
         has_image_ids=gt.has_image_ids,
     )

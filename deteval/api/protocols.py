@@ -16,6 +16,7 @@ from deteval.data import GroundTruth
 from deteval.errors import ConfigError
 from deteval.io import gt_format
 from deteval.io.voc import voc_year
+from deteval.io.yolo_obb import is_yolo_obb
 from deteval.protocol import Protocol, apply_overrides, parse_yaml_value, resolve_protocol
 
 
@@ -103,7 +104,8 @@ def protocol_choice(gt: Any) -> tuple[str, str]:
     """The protocol to score ``gt`` under when none is given, and one sentence saying why.
 
     COCO and YOLO ground truth: ``coco`` (the default; for a YOLO dataset the note names
-    ``ultralytics``, Ultralytics' own numbers). A VOC root: the protocol of its year, read from
+    ``ultralytics``, Ultralytics' own numbers). Rotated boxes: a DOTA root ``dota``, an
+    Ultralytics OBB dataset ``ultralytics-obb`` (their tools' own rules). A VOC root: the protocol of its year, read from
     its path as py-faster-rcnn does (``use_07_metric = year < 2010``): ``VOC2007`` -> ``voc2007``
     (11-point), ``VOC2010``..``VOC2012`` -> ``voc2010`` (all-point). A VOC root whose path names
     no year is refused: the three candidates differ by several points and none is a safe guess.
@@ -133,6 +135,17 @@ def protocol_choice(gt: Any) -> tuple[str, str]:
         return "coco", "COCO ground truth and no protocol given: scored under coco " + _COCO_WHY
     path = os.fspath(source)
     kind = gt_format(source)
+    if kind == "dota":  # rotated boxes: the devkit's own rules, not the envelopes under coco
+        return "dota", (
+            f"--gt {path}: a DOTA root and no --protocol: scored under dota (the DOTA devkit's "
+            f"dota_evaluation_task1); --protocol coco-rotated gives COCO-style AP over rotated IoU"
+        )
+    if kind == "yolo" and is_yolo_obb(source):
+        return "ultralytics-obb", (
+            f"--gt {path}: an Ultralytics OBB dataset and no --protocol: scored under "
+            f"ultralytics-obb (Ultralytics' OBB validation); --protocol dota or coco-rotated score "
+            f"exact polygon IoU"
+        )
     if kind == "yolo":
         return "coco", (
             f"--gt {path}: a YOLO dataset and no --protocol: scored under coco (the default; "

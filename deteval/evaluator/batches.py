@@ -18,6 +18,7 @@ import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as, index_column_of, shifted_index
 from deteval.evaluate import MatchTable, match, merge_match_tables
+from deteval.geometry.rotated import rotated_area, rotated_envelope
 from deteval.matching import row_dtype
 from deteval.protocol import Protocol
 
@@ -77,21 +78,39 @@ class _BatchTables:
         category_id = np.sort(category_id)
         native = "xywh" if self._box_format == "xywh" else "xyxy"
         segm = sizes is not None
+        is_rotated = self._box_format in ("xywhr", "polygon4")
 
         # Without masks (boxes only) the lists stay empty and the records carry no segmentation.
         gt_masks = [m for g in gts for m in g["masks"][1:]] if segm else []
         dt_masks = [m for d in dts for m in d["masks"][1:]] if segm else []
-        if all("boxes" in g for g in gts):
+        gt_corners = dt_corners = None
+        if is_rotated:  # hook: rotated boxes as corners, their envelopes as the boxes
+            gt_corners = self._corners([g["boxes"] for g in gts])
+            dt_corners = self._corners([d["boxes"] for d in dts])
+            gt_box, dt_box = rotated_envelope(gt_corners), rotated_envelope(dt_corners)
+            dt_has_box = np.ones(len(dt_box), dtype=bool)
+        elif all("boxes" in g for g in gts):
             gt_box = np.concatenate([g["boxes"] for g in gts]).reshape(-1, 4)
         else:
             gt_box = self._mask_boxes(gt_masks, native)
-        if all("boxes" in d for d in dts):
+        if is_rotated:
+            pass
+        elif all("boxes" in d for d in dts):
             dt_box = np.concatenate([d["boxes"] for d in dts]).reshape(-1, 4)
             dt_has_box = np.ones(len(dt_box), dtype=bool)
         else:
             dt_box = np.zeros((int(dt_count.sum()), 4))
             dt_has_box = np.zeros(len(dt_box), dtype=bool)
-        gt_area = np.concatenate([self._areas(g, segm, native) for g in gts])
+        if is_rotated:
+            given = [g.get("area") for g in gts]
+            gt_area = np.concatenate(
+                [
+                    a if a is not None else rotated_area(self._corners([g["boxes"]]))
+                    for a, g in zip(given, gts, strict=True)
+                ]
+            )
+        else:
+            gt_area = np.concatenate([self._areas(g, segm, native) for g in gts])
         gt_crowd = np.concatenate([g.get("iscrowd", np.zeros(len(g["labels"]), bool)) for g in gts])
         gt_image = np.repeat(img_rank, gt_count)
         gt_category = np.searchsorted(category_id, gt_labels)
@@ -115,6 +134,7 @@ class _BatchTables:
             box_format=native,
             segmentation=tuple(gt_masks) if segm else None,
             source=_SOURCE,
+            rotated=gt_corners,
         )
         dt = Detections(
             image=np.repeat(img_rank, dt_count),
@@ -126,6 +146,7 @@ class _BatchTables:
             box_format=native,
             segmentation=tuple(dt_masks) if segm else None,
             source=_SOURCE,
+            rotated=dt_corners,
         )
         table = match(gt, dt, self._protocol)
         return _Batch(
@@ -141,6 +162,11 @@ class _BatchTables:
             n_det=len(dt),
             table=table,
         )
+
+    def _corners(self, boxes: list) -> np.ndarray:
+        """Rotated boxes of several images as given: ``(n, 5)`` xywhr or ``(n, 8)`` corners."""
+        width = 5 if self._box_format == "xywhr" else 8
+        return np.concatenate(boxes).reshape(-1, width).astype(np.float64)
 
     @staticmethod
     def _mask_boxes(rles: list, native: str) -> np.ndarray:

@@ -21,6 +21,8 @@ from deteval.protocol import Protocol, resolve_protocol
 __all__ = ["Evaluator"]
 
 _BOX_FORMATS = ("xyxy", "xywh", "cxcywh")
+#: Rotated boxes (``iou_type="rotated"``): cx cy w h angle (radians), or 4 corners.
+_ROTATED_FORMATS = ("xywhr", "polygon4")
 _STATE_VERSION = 1
 
 
@@ -31,10 +33,14 @@ class Evaluator(_InputReader, _BatchTables):
     ----------
     protocol : str, Protocol or path, default "coco"
         A preset name, a protocol YAML file or a :class:`~deteval.protocol.Protocol`.
-    box_format : {"xyxy", "xywh", "cxcywh"}
-        How ``boxes`` are given (torchmetrics' default is ``"xyxy"``).
-    iou_type : {"bbox", "segm"}
-        Boxes, or ``masks`` (bool/uint8 (n, height, width) per image).
+    box_format : {"xyxy", "xywh", "cxcywh", "xywhr", "polygon4"}
+        How ``boxes`` are given (torchmetrics' default is ``"xyxy"``). Rotated boxes
+        (``iou_type="rotated"``): ``"xywhr"`` (n, 5) cx, cy, w, h, angle in radians (Ultralytics'
+        ``xywhr``, hotcoco's ``obb``), or ``"polygon4"`` (n, 8) corners x1 y1 .. x4 y4.
+    iou_type : {"bbox", "segm", "rotated"}, optional
+        Boxes, ``masks`` (bool/uint8 (n, height, width) per image), or rotated boxes. Default:
+        ``"rotated"`` under a rotated protocol (``dota``, ``ultralytics-obb``, ``coco-rotated``),
+        else ``"bbox"``.
     class_ids : sequence of int, optional
         The categories. Given: a label outside them is an error and a class without ground
         truth or detections is still listed. Default: the labels seen in targets and preds.
@@ -56,13 +62,15 @@ class Evaluator(_InputReader, _BatchTables):
         protocol: Any = "coco",
         *,
         box_format: str = "xyxy",
-        iou_type: str = "bbox",
+        iou_type: str | None = None,
         class_ids: Sequence[int] | None = None,
         class_names: Mapping[int, str] | Sequence[str] | None = None,
     ) -> None:
         resolved = resolve_protocol(protocol)
-        if iou_type not in ("bbox", "segm"):
-            raise ConfigError(f"Evaluator: iou_type must be 'bbox' or 'segm', found {iou_type!r}")
+        if iou_type is None:  # the protocol's own when it scores rotated boxes, else boxes
+            iou_type = "rotated" if resolved.iou_type == "rotated" else "bbox"
+        if iou_type not in ("bbox", "segm", "rotated"):
+            raise ConfigError(f"Evaluator: iou_type must be 'bbox', 'segm' or 'rotated', found {iou_type!r}")
         if resolved.iou_type != iou_type:
             resolved = resolved.replace(iou_type=iou_type)
         check_protocol(resolved)
@@ -72,8 +80,11 @@ class Evaluator(_InputReader, _BatchTables):
                 f"Evaluator does not support yet; expected class_agnostic: false (pool the "
                 f"labels yourself, or score the data with deteval.evaluate)"
             )
-        if box_format not in _BOX_FORMATS:
-            raise ConfigError(f"Evaluator: box_format must be one of {_BOX_FORMATS}, found {box_format!r}")
+        allowed = _ROTATED_FORMATS if iou_type == "rotated" else _BOX_FORMATS
+        if box_format not in allowed:
+            raise ConfigError(
+                f"Evaluator: box_format must be one of {allowed} for iou_type {iou_type!r}, found {box_format!r}"
+            )
         self._protocol: Protocol = resolved
         self._box_format = box_format
         self._class_ids = None if class_ids is None else self._check_class_ids(class_ids)

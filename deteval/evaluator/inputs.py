@@ -18,7 +18,14 @@ import numpy as np
 
 from deteval.errors import InputError
 
-_BOX_LAYOUT = {"xyxy": "[x1, y1, x2, y2]", "xywh": "[x, y, w, h]", "cxcywh": "[cx, cy, w, h]"}
+_BOX_LAYOUT = {
+    "xyxy": "[x1, y1, x2, y2]",
+    "xywh": "[x, y, w, h]",
+    "cxcywh": "[cx, cy, w, h]",
+    "xywhr": "[cx, cy, w, h, angle in radians]",
+    "polygon4": "[x1, y1, x2, y2, x3, y3, x4, y4]",
+}
+_BOX_WIDTH = {"xywhr": 5, "polygon4": 8}
 
 
 def _to_numpy(value: Any) -> np.ndarray:
@@ -193,12 +200,13 @@ class _InputReader:
 
     def _read_boxes(self, value: Any, n: int, where: str) -> np.ndarray:
         layout = _BOX_LAYOUT[self._box_format]
+        width = _BOX_WIDTH.get(self._box_format, 4)
         box = _to_numpy(value)
         if box.size == 0 and n == 0:
-            box = box.reshape(0, 4)
-        if box.shape != (n, 4):
+            box = box.reshape(0, width)
+        if box.shape != (n, width):
             raise InputError(
-                f"{where}: `boxes` has shape {_shape(box)}; expected ({n}, 4) "
+                f"{where}: `boxes` has shape {_shape(box)}; expected ({n}, {width}) "
                 f"{layout} (box_format={self._box_format!r}), one per label"
             )
         if not np.issubdtype(box.dtype, np.number):
@@ -210,11 +218,13 @@ class _InputReader:
                 f"{where}: `boxes` row {int(bad[0])} is {box[bad[0]].tolist()}; expected "
                 f"finite numbers {layout} ({len(bad)} such row(s))"
             )
+        if self._box_format == "polygon4":
+            return box  # corners: any quadrilateral (a self-intersecting one is refused when scored)
         if self._box_format == "xyxy":
             size = box[:, 2:] - box[:, :2]
             expected = "x2 >= x1 and y2 >= y1"
         else:
-            size = box[:, 2:]
+            size = box[:, 2:4]
             expected = "w >= 0 and h >= 0"
         bad = np.flatnonzero((size < 0).any(axis=1))
         if len(bad):

@@ -4,7 +4,8 @@
 
 * a COCO JSON path, or the parsed dict / list;
 * a VOC root (a folder with ``Annotations/``) and a folder of per-class result files;
-* a YOLO dataset (a folder or ``data.yaml`` with ``names``) and a folder of prediction txt files.
+* a YOLO dataset (a folder or ``data.yaml`` with ``names``) and a folder of prediction txt files;
+* a DOTA root (a folder with ``labelTxt/``) and a folder of ``Task1_<class>.txt`` results.
 
 A folder of detections is looked into by :func:`locate_predictions`: the files themselves
 (``<image stem>.txt`` or ``<prefix><class>.txt``), ``labels/`` (Ultralytics ``save_txt``),
@@ -42,19 +43,21 @@ RESULT_JSON_NAMES = ("predictions.json", "coco_instances_results.json")
 #: mmdetection's ``format_results`` suffixes (``<prefix>.bbox.json``, ``<prefix>.segm.json``).
 RESULT_JSON_SUFFIXES = (".bbox.json", ".segm.json")
 _LOOKED_FOR = (
-    "<image stem>.txt (YOLO) or <prefix><class>.txt (VOC) files, labels/ (Ultralytics save_txt), "
+    "<image stem>.txt (YOLO), <prefix><class>.txt (VOC) or Task1_<class>.txt (DOTA) files, labels/ (Ultralytics save_txt), "
     "predictions.json (Ultralytics save_json), coco_instances_results.json (detectron2), "
     "*.bbox.json / *.segm.json (mmdetection)"
 )
 
 
 def gt_format(source: Any) -> str:
-    """The format of a ground-truth source: "coco", "voc" or "yolo"."""
+    """The format of a ground-truth source: "coco", "voc", "yolo" or "dota" (a ``labelTxt/`` root)."""
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
         if os.path.isdir(path):
             if os.path.isdir(os.path.join(path, "Annotations")):
                 return "voc"
+            if os.path.isdir(os.path.join(path, "labelTxt")):
+                return "dota"
             if any(os.path.exists(os.path.join(path, f)) for f in ("data.yaml", "dataset.yaml")):
                 return "yolo"
             raise InputError(
@@ -75,8 +78,15 @@ def load_ground_truth(source: Any, **options: Any) -> GroundTruth:
         return load_voc_gt(source, **options)
     if kind == "yolo":
         from deteval.io.yolo import load_yolo_gt
+        from deteval.io.yolo_obb import is_yolo_obb, load_yolo_obb_gt
 
+        if is_yolo_obb(source, options.get("split", "val")):  # 9-column rows: oriented boxes
+            return load_yolo_obb_gt(source, **options)
         return load_yolo_gt(source, **options)
+    if kind == "dota":
+        from deteval.io.dota import load_dota_gt
+
+        return load_dota_gt(source, **options)
     return load_coco_gt(source, **options)
 
 
@@ -105,6 +115,8 @@ def _txt_kind(folder: str, txt: list[str], gt: GroundTruth, gt_kind: str) -> str
         return "yolo"
     if gt_kind == "voc":
         return "voc"
+    if gt_kind == "dota":
+        return "dota"
     stems = {stem(str(n)) for n in gt.image_name}
     is_image = [n[:-4] in stems for n in txt]
     is_class = [any(n.endswith(c + ".txt") for c in gt.category_name) for n in txt]
@@ -234,11 +246,19 @@ def load_detections(source: Any, gt: GroundTruth, **options: Any) -> Detections:
         if located.kind == "yolo":
             from deteval.io.yolo import load_yolo_dt
 
+            if gt.rotated is not None and gt_format(gt.source) == "yolo":  # an OBB dataset's predictions
+                from deteval.io.yolo_obb import load_yolo_obb_dt
+
+                return load_yolo_obb_dt(located.path, gt, **options)
             return load_yolo_dt(located.path, gt, **options)
         if located.kind == "voc":
             from deteval.io.voc import load_voc_dt
 
             return load_voc_dt(located.path, gt, **options)
+        if located.kind == "dota":
+            from deteval.io.dota import load_dota_dt
+
+            return load_dota_dt(located.path, gt, **options)
         return load_coco_dt(located.path, gt, **options)
     return load_coco_dt(source, gt, **options)
 

@@ -169,11 +169,12 @@ FIELDS: Mapping[str, FieldSpec] = _table(
     ),
     FieldSpec(
         "iou_type",
-        ("bbox", "segm", "keypoints", "boundary"),
+        ("bbox", "segm", "keypoints", "boundary", "rotated"),
         "match",
         "IoU type/masks",
-        "boxes, segmentation masks, keypoints (OKS, pycocotools' computeOks), or boundary: "
-        "min(mask IoU, Boundary IoU) of raster masks (Cheng et al. 2021, boundary-iou-api)",
+        "boxes, segmentation masks, keypoints (OKS, pycocotools' computeOks), boundary: "
+        "min(mask IoU, Boundary IoU) of raster masks (Cheng et al. 2021, boundary-iou-api), or "
+        "rotated (oriented) boxes: see rotated_box and rotated_iou",
     ),
     FieldSpec(
         "iou_thresholds",
@@ -434,6 +435,31 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         check=_check_dilation_ratio,
         is_sparse=True,
         iou_types=("boundary",),
+    ),
+    # -- Rotated boxes (added later: sparse, so older hashes stay) -------------------------------
+    FieldSpec(
+        "rotated_box",
+        ("polygon4", "xywhr"),
+        "match",
+        "IoU type/masks",
+        "rotated only: the shape scored: the four corners as given (polygon4: x1 y1 .. x4 y4, "
+        "the DOTA devkit), or their minimum-area rectangle cx cy w h angle (xywhr: Ultralytics' "
+        "xyxyxyxy2xywhr)",
+        default="polygon4",
+        is_sparse=True,
+        iou_types=("rotated",),
+    ),
+    FieldSpec(
+        "rotated_iou",
+        ("polygon", "probiou"),
+        "match",
+        "IoU type/masks",
+        "rotated only: exact polygon IoU (the DOTA devkit's polyiou, hotcoco's obb), or "
+        "Ultralytics' ProbIoU (batch_probiou, 1 - Hellinger distance of Gaussians; needs "
+        "rotated_box: xywhr)",
+        default="polygon",
+        is_sparse=True,
+        iou_types=("rotated",),
     ),
 )
 

@@ -70,7 +70,7 @@ COCO_IOU_THRESHOLDS = tuple(
 COCO_RECALL_THRESHOLDS = np.linspace(0.0, 1.00, int(np.round((1.00 - 0.0) / 0.01)) + 1, endpoint=True)
 COCO_RECALL_THRESHOLDS.flags.writeable = False
 
-IouType = Literal["bbox", "segm", "keypoints", "boundary"]
+IouType = Literal["bbox", "segm", "keypoints", "boundary", "rotated"]
 IouComparison = Literal[">=", ">"]
 Matching = Literal["coco", "voc", "ultralytics"]
 BoxConvention = Literal["continuous", "pixel_inclusive"]
@@ -93,6 +93,8 @@ GtTies = Literal["last", "first"]
 CurveEnd = Literal["slope", "drop"]
 KeypointArea = Literal["area", "box"]
 EmptyKeypointDetections = Literal["keep", "drop"]
+RotatedBox = Literal["polygon4", "xywhr"]
+RotatedIou = Literal["polygon", "probiou"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,6 +246,12 @@ class Protocol:
         ``iou_type="boundary"`` only: the width ``d`` of the boundary band in pixels is
         ``max(1, round(ratio * sqrt(height**2 + width**2)))`` of the image (boundary-iou-api's
         ``dilation_ratio``, 0.02 by default).
+    rotated_box : {"polygon4", "xywhr"}
+        ``iou_type="rotated"`` only: the four corners as read (the DOTA devkit), or their
+        minimum-area rectangle (Ultralytics' ``xyxyxyxy2xywhr``).
+    rotated_iou : {"polygon", "probiou"}
+        ``iou_type="rotated"`` only: exact polygon IoU, or Ultralytics' ProbIoU
+        (``batch_probiou``), which needs ``rotated_box="xywhr"``.
 
     Raises
     ------
@@ -293,6 +301,8 @@ class Protocol:
     keypoint_area: KeypointArea = FIELDS["keypoint_area"].default
     empty_keypoint_detections: EmptyKeypointDetections = FIELDS["empty_keypoint_detections"].default
     boundary_dilation_ratio: float = FIELDS["boundary_dilation_ratio"].default
+    rotated_box: RotatedBox = FIELDS["rotated_box"].default
+    rotated_iou: RotatedIou = FIELDS["rotated_iou"].default
 
     def __post_init__(self) -> None:
         name = self.name if isinstance(self.name, str) else repr(self.name)

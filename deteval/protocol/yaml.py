@@ -126,7 +126,13 @@ def _summary_rule(parent: Protocol, changes: dict) -> str | None:
 #: Preset whose ``area_ranges`` and ``max_dets`` a protocol takes when ``--set`` / ``--iou-type``
 #: switches it to or from keypoints: pycocotools' ``Params(iouType)`` picks them the same way
 #: (``setKpParams`` / ``setDetParams``).
-IOU_TYPE_PARAMS_PRESETS = {"keypoints": "coco-keypoints", "bbox": "coco", "segm": "coco", "boundary": "coco"}
+IOU_TYPE_PARAMS_PRESETS = {
+    "keypoints": "coco-keypoints",
+    "bbox": "coco",
+    "segm": "coco",
+    "boundary": "coco",
+    "rotated": "coco",
+}
 
 
 def _iou_type_rule(parent: Protocol, changes: dict) -> str | None:
@@ -402,6 +408,9 @@ DISPLAY_ORDER = (
     "lvis-fixed-ap",
     "crowdpose",
     "coco-boundary",
+    "dota",
+    "ultralytics-obb",
+    "coco-rotated",
 )
 
 

@@ -194,7 +194,8 @@ CASES = {
         (
             "dt_bbox_five_numbers.json",
             "detection #4 (image_id=2)",
-            "`bbox` does not have 4 numbers",
+            "`bbox` has 5 numbers: a rotated box whose angle unit cannot be told",
+            "as `obb` [cx, cy, w, h, angle]",
             "[500, 300, 40, 40, 1]",
         ),
     ),

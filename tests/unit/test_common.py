@@ -18,6 +18,7 @@ Documented exceptions
 from __future__ import annotations
 
 import copy
+import math
 import random
 import warnings
 
@@ -84,9 +85,33 @@ def _data(seed: int, *, distinct: bool, protocol: str = "coco"):
         gt, dt = generate_lvis(seed, n_images=6, n_categories=6)
     elif p.iou_type == "boundary":  # masks: polygons and RLE, results with a bbox
         gt, dt = generate_segm(seed, max_images=6, result_style=RESULT_STYLES[0])
+    elif p.iou_type == "rotated":  # the box data, every box turned: an `obb` per record
+        gt, dt = generate(seed, max_images=12, max_classes=4)
+        gt, dt = _with_obb(gt, dt, seed)
     else:
         gt, dt = generate(seed, max_images=12, max_classes=4)
     return gt, (_distinct_scores(dt, seed) if distinct else dt)
+
+
+def _with_obb(gt: dict, dt: list, seed: int) -> tuple:
+    """Every record with an ``obb`` (hotcoco's cx, cy, w, h, angle): its box, turned.
+
+    Angles at 0, pi/2 and at random; a detection takes its image's first angle of its class so
+    that some overlap their ground truth well.
+    """
+    rng = random.Random(seed)
+
+    def obb(record: dict, angle: float) -> dict:
+        x, y, w, h = record["bbox"]
+        return {**record, "obb": [x + w / 2, y + h / 2, w, h, angle]}
+
+    angles = [0.0, math.pi / 2, 0.3, -1.2]
+    anns = [obb(a, rng.choice(angles)) for a in gt["annotations"]]
+    first = {}
+    for a in anns:
+        first.setdefault((a["image_id"], a["category_id"]), a["obb"][4])
+    dets = [obb(d, first.get((d["image_id"], d["category_id"]), rng.choice(angles))) for d in dt]
+    return {**gt, "annotations": anns}, dets
 
 
 def _with_box_polygon(record: dict) -> dict:
@@ -98,6 +123,8 @@ def _with_box_polygon(record: dict) -> dict:
 def _moved(record: dict, dx: float, dy: float) -> dict:
     """A record with its box (and keypoints) moved by whole pixels."""
     out = {**record, "bbox": [record["bbox"][0] + dx, record["bbox"][1] + dy, *record["bbox"][2:]]}
+    if record.get("obb"):
+        out["obb"] = [record["obb"][0] + dx, record["obb"][1] + dy, *record["obb"][2:]]
     if record.get("keypoints"):
         k = list(record["keypoints"])
         out["keypoints"] = [v + (dx if i % 3 == 0 else dy if i % 3 == 1 else 0) for i, v in enumerate(k)]
@@ -159,10 +186,16 @@ def check_integer_translation(protocol: str, seed: int) -> None:
     """Moving every box by whole pixels changes no IoU and no area (both box conventions).
 
     Not a property of Boundary IoU: its band depends on the image's border (counted as outside)
-    and diagonal (the band's width), so boundary protocols are checked by the cross-checks instead.
+    and diagonal (the band's width), so boundary protocols are checked by the cross-checks instead;
+    nor, bit for bit, of rotated boxes (their corners are rounded where they lie).
     """
     if get_protocol(protocol).iou_type == "boundary":
         pytest.skip("Boundary IoU is not invariant under translation (image border and diagonal)")
+    if get_protocol(protocol).iou_type == "rotated":
+        # The generated boxes include pairs at IoU exactly 0.5 by design; turned, their corners
+        # (centre +- rotated half sides) are rounded differently once moved, so such a pair can
+        # fall on either side of the threshold: a float property, not a rule of the protocol.
+        pytest.skip("rotated corners are rounded differently when moved (pairs built at IoU exactly 0.5)")
     gt, dt = _data(seed, distinct=False, protocol=protocol)
     moved_gt = {**gt, "annotations": [_moved(a, 64, 128) for a in gt["annotations"]]}
     moved_dt = [_moved(d, 64, 128) for d in dt]
@@ -188,6 +221,7 @@ def check_perfect_detections(protocol: str, seed: int) -> None:
             "score": 1.0 - i * 1e-6,
             **({"keypoints": a["keypoints"]} if a.get("keypoints") else {}),
             **({"segmentation": a["segmentation"]} if a.get("segmentation") else {}),
+            **({"obb": a["obb"]} if a.get("obb") else {}),
         }
         for i, a in enumerate(gt["annotations"])
         if a["bbox"][2] > 0
@@ -232,6 +266,8 @@ def check_detections_of_a_class_without_gt_change_nothing_else(protocol: str, se
         extra_det["keypoints"] = [2.0, 2.0, 1.0] * (len(dt[0]["keypoints"]) // 3)
     if dt and dt[0].get("segmentation"):
         extra_det = _with_box_polygon(extra_det)
+    if dt and dt[0].get("obb"):
+        extra_det["obb"] = [3.5, 3.5, 5, 5, 0.4]
     more = [*dt, extra_det]
     base = {c["category_id"]: c["AP"] for c in _quiet_evaluate(gt, dt, protocol).per_class}
     after = {c["category_id"]: c["AP"] for c in _quiet_evaluate(extra, more, protocol).per_class}

@@ -33,6 +33,8 @@ def _inputs(name: str) -> list[str]:
     protocol = PRESETS[name]
     if protocol.summary == "crowdpose":
         return ["--gt", str(FIX / "crowdpose" / "gt.json"), "--dt", str(FIX / "crowdpose" / "dt.json")]
+    if protocol.iou_type == "rotated":  # oriented boxes: the DOTA fixture
+        return ["--gt", str(FIX / "dota"), "--dt", str(FIX / "dota" / "results")]
     if protocol.iou_type == "boundary":  # masks, measured along their contours
         return ["--gt", str(FIX / "segm" / "gt.json"), "--dt", str(FIX / "segm" / "dt.json")]
     if protocol.iou_type == "keypoints":

@@ -40,6 +40,9 @@ FINGERPRINTS = {
     "lvis-fixed-ap": "b68a9f02e3a0",
     "crowdpose": "f208bb84627a",
     "coco-boundary": "3a2062915594",
+    "dota": "c02736178f22",
+    "ultralytics-obb": "19c08794bb5b",
+    "coco-rotated": "56e7fabf1888",
 }
 
 

@@ -174,6 +174,8 @@ def test_optional_fields_come_from_the_table():
         "keypoint_area": "area",
         "empty_keypoint_detections": "keep",
         "boundary_dilation_ratio": 0.02,
+        "rotated_box": "polygon4",
+        "rotated_iou": "polygon",
     }
 
 

@@ -26,6 +26,7 @@ from deteval.io.coco._common import _check_list_of_objects, _refuse_duplicates, 
 from deteval.io.coco.fast import _fast_annotations, _fast_ground_truth
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
 from deteval.io.coco.keypoints import _num_keypoints, keypoint_column
+from deteval.io.coco.obb import boxes_of, obb_column, with_rotated
 
 
 def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "error") -> GroundTruth:
@@ -82,7 +83,9 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     _refuse_duplicates(ann_ids, where, "annotation")
     ann_image = int_column(anns, "image_id", ann_problems, integral_floats=lenient)
     ann_category = int_column(anns, "category_id", ann_problems, integral_floats=lenient)
+    rotated = obb_column(anns, ann_problems)  # hook: oriented boxes (deteval.io.coco.obb)
     box, box_missing = box_column(anns, "bbox", ann_problems, allow_missing=True)
+    box, box_missing = boxes_of(rotated, box, box_missing)  # oriented boxes: their envelopes
     if box_missing.any():
         ann_problems.fail(np.flatnonzero(box_missing), "no `bbox`", "a bbox [x, y, w, h]", lambda i: MISSING)
     negative = np.flatnonzero((box[:, 2] < 0) | (box[:, 3] < 0))
@@ -123,7 +126,7 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     if keypoints is not None:
         num_keypoints = _num_keypoints(anns, keypoints, ann_problems, where, warnings)
     # With ``ann_problems`` an unknown image or category id raises: the value is never None.
-    return cast(
+    gt = cast(
         GroundTruth,
         _assemble_gt(
             meta,
@@ -145,6 +148,7 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
             num_keypoints=num_keypoints,
         ),
     )
+    return with_rotated(gt, rotated)
 
 
 def _instances_lists(data: Any, where: str) -> tuple[list, list, list]:

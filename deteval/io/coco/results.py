@@ -33,6 +33,7 @@ from deteval.io.coco.fast import (
     _stream_box_results,
 )
 from deteval.io.coco.keypoints import keypoint_column, keypoint_extent
+from deteval.io.coco.obb import boxes_of, obb_column
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import AMBIGUOUS, UNKNOWN, explain_miss, join_ids, join_names
 
@@ -121,7 +122,9 @@ def load_coco_dt(
     image = _join_images(dets, gt, problems, integral_floats=from_objects)
     category_ids = int_column(dets, "category_id", problems, integral_floats=from_objects)
     score, _ = number_column(dets, "score", problems)
+    rotated = obb_column(dets, problems)  # hook: oriented boxes (deteval.io.coco.obb)
     box, box_missing = box_column(dets, "bbox", problems, allow_missing=True, empty_is_missing=True)
+    box, box_missing = boxes_of(rotated, box, box_missing)  # oriented boxes: their envelopes
     has_segm = np.fromiter(
         map(dict.__contains__, dets, itertools.repeat("segmentation")), dtype=bool, count=len(dets)
     )
@@ -177,6 +180,7 @@ def load_coco_dt(
         source=where,
         warnings=tuple(warnings),
         keypoints=keypoints,
+        rotated=rotated,
     )
     return result.take(keep) if keep is not None else result
 
