@@ -93,6 +93,8 @@ GtTies = Literal["last", "first"]
 CurveEnd = Literal["slope", "drop"]
 KeypointArea = Literal["area", "box"]
 EmptyKeypointDetections = Literal["keep", "drop"]
+HierarchyExpansion = Literal["none", "ground_truth", "ground_truth_and_detections"]
+ImageLevelLabels = Literal["none", "verified"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,6 +246,16 @@ class Protocol:
         ``iou_type="boundary"`` only: the width ``d`` of the boundary band in pixels is
         ``max(1, round(ratio * sqrt(height**2 + width**2)))`` of the image (boundary-iou-api's
         ``dilation_ratio``, 0.02 by default).
+    hierarchy_expansion : {"none", "ground_truth", "ground_truth_and_detections"}
+        Open Images' class hierarchy, applied to the inputs before matching
+        (:func:`deteval.openimages.apply_challenge_rules`): ground-truth boxes and positive
+        image-level labels copied to every ancestor class, negative labels to every descendant
+        (TF OD API ``oid_hierarchical_labels_expansion.py``); detections too with
+        ``ground_truth_and_detections``. Needs a hierarchy (``--hierarchy``).
+    image_level_labels : {"none", "verified"}
+        ``verified``: on each image only the classes of its verified image-level labels
+        (positive or negative) and of its boxes are scored; detections of other classes are
+        dropped (``OpenImagesChallengeEvaluator``). Needs the labels (``--image-labels``).
 
     Raises
     ------
@@ -293,6 +305,8 @@ class Protocol:
     keypoint_area: KeypointArea = FIELDS["keypoint_area"].default
     empty_keypoint_detections: EmptyKeypointDetections = FIELDS["empty_keypoint_detections"].default
     boundary_dilation_ratio: float = FIELDS["boundary_dilation_ratio"].default
+    hierarchy_expansion: HierarchyExpansion = FIELDS["hierarchy_expansion"].default
+    image_level_labels: ImageLevelLabels = FIELDS["image_level_labels"].default
 
     def __post_init__(self) -> None:
         name = self.name if isinstance(self.name, str) else repr(self.name)
