@@ -284,6 +284,10 @@ class GroundTruth:
     image_crowd_index : float64 (n_img,) or None
         CrowdPose's per-image ``crowdIndex`` (``summary: crowdpose`` splits the images by it);
         None when no image has one.
+    label_rules : tuple of str
+        Open Images label rules already applied to these values, as ``"field=value"``
+        (:func:`deteval.openimages.apply_challenge_rules`); matching under a protocol that asks
+        for them refuses ground truth without them. Empty for every other input.
     has_image_ids : bool
         True when ``image_id`` holds the dataset's own ids (COCO), so detections name images by
         id; False when the images only have names (YOLO files, VOC ids) and ``image_id`` is the
@@ -322,6 +326,7 @@ class GroundTruth:
     category_frequency: tuple | None = None
     has_image_ids: bool = True
     image_crowd_index: np.ndarray | None = None
+    label_rules: tuple = ()
 
     def __post_init__(self) -> None:
         if self.is_group_of is None:

@@ -19,13 +19,13 @@ The readers of the challenge's files are in :mod:`deteval.io.openimages`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import numpy as np
 
 from deteval.data import Detections, GroundTruth
-from deteval.errors import InputError, shorten
+from deteval.errors import ConfigError, InputError, shorten
 
 __all__ = [
     "ClassHierarchy",
@@ -33,6 +33,8 @@ __all__ = [
     "build_hierarchy",
     "apply_challenge_rules",
     "ChallengeCounts",
+    "label_rules_of",
+    "refuse_unapplied_label_rules",
 ]
 
 #: Deepest hierarchy accepted (Open Images' own is 5 levels deep).
@@ -100,6 +102,32 @@ class ChallengeCounts:
     dt_dropped_unverified: int
 
 
+def _hierarchy_node(node: Any, path: str, source: str) -> tuple[str, list]:
+    """A hierarchy node's LabelName and Subcategory list, checked."""
+    if not isinstance(node, dict):
+        raise InputError(
+            f"{source}: hierarchy node {path}: expected an object with LabelName and "
+            f"Subcategory, found {type(node).__name__}"
+        )
+    unknown = set(node) - {"LabelName", "Subcategory", "Part"}
+    if unknown:
+        raise InputError(
+            f"{source}: hierarchy node {path}: unknown key {sorted(unknown)[0]!r}; expected "
+            "LabelName and Subcategory"
+        )
+    name = node.get("LabelName")
+    if not isinstance(name, str) or not name:
+        raise InputError(
+            f"{source}: hierarchy node {path}: LabelName must be a non-empty string, found {shorten(name)}"
+        )
+    children = node.get("Subcategory", [])
+    if not isinstance(children, list):
+        raise InputError(
+            f"{source}: hierarchy node {name!r}: Subcategory must be a list, found {type(children).__name__}"
+        )
+    return name, children
+
+
 def build_hierarchy(tree: Any, source: str = "<hierarchy>") -> ClassHierarchy:
     """Read a hierarchy in Open Images' JSON shape into ancestors and descendants.
 
@@ -132,38 +160,14 @@ def build_hierarchy(tree: Any, source: str = "<hierarchy>") -> ClassHierarchy:
     ancestors: dict[str, list[str]] = {}
     descendants: dict[str, list[str]] = {}
 
-    def node_of(node: Any, path: str) -> tuple[str, list]:
-        if not isinstance(node, dict):
-            raise InputError(
-                f"{source}: hierarchy node {path}: expected an object with LabelName and "
-                f"Subcategory, found {type(node).__name__}"
-            )
-        unknown = set(node) - {"LabelName", "Subcategory", "Part"}
-        if unknown:
-            raise InputError(
-                f"{source}: hierarchy node {path}: unknown key {sorted(unknown)[0]!r}; expected "
-                "LabelName and Subcategory"
-            )
-        name = node.get("LabelName")
-        if not isinstance(name, str) or not name:
-            raise InputError(
-                f"{source}: hierarchy node {path}: LabelName must be a non-empty string, found {shorten(name)}"
-            )
-        children = node.get("Subcategory", [])
-        if not isinstance(children, list):
-            raise InputError(
-                f"{source}: hierarchy node {name!r}: Subcategory must be a list, found {type(children).__name__}"
-            )
-        return name, children
-
-    root, top = node_of(tree, "at the top")
+    root, top = _hierarchy_node(tree, "at the top", source)
     # Iterative depth-first walk: (node, its ancestors nearest first).
     stack: list[tuple[Any, tuple[str, ...], str]] = [
         (child, (), f"{root}/Subcategory[{i}]") for i, child in reversed(list(enumerate(top)))
     ]
     while stack:
         node, above, path = stack.pop()
-        name, children = node_of(node, path)
+        name, children = _hierarchy_node(node, path, source)
         if name == root or name in above:
             chain = " > ".join((root, *reversed(above), name))
             raise InputError(
@@ -198,7 +202,6 @@ def _with_categories(gt: GroundTruth, names: Sequence[str]) -> GroundTruth:
         return gt
     start = int(gt.category_id.max()) + 1 if len(gt.category_id) else 1
     ids = np.concatenate([gt.category_id, np.arange(start, start + len(missing), dtype=np.int64)])
-    from dataclasses import replace
 
     return replace(gt, category_id=ids, category_name=(*gt.category_name, *missing))
 
@@ -279,11 +282,9 @@ def apply_challenge_rules(
     ...     is_crowd=np.zeros(1, bool), is_difficult=np.zeros(1, bool),
     ...     is_ignore=np.zeros(1, bool), box_format="xyxy")
     >>> out, _, counts = apply_challenge_rules(gt, None, hierarchy=h, image_level_labels="none")
-    >>> [out.category_name[c] for c in out.category], counts.gt_added
-    (['cat', 'animal'], 1)
+    >>> [out.category_name[c] for c in out.category], counts.gt_added, out.label_rules
+    (['cat', 'animal'], 1, ('hierarchy_expansion=ground_truth_and_detections',))
     """
-    from dataclasses import replace
-
     gt_added = dt_added = dropped = 0
     if hierarchy_expansion != "none":
         if hierarchy is None:
@@ -355,9 +356,7 @@ def apply_challenge_rules(
             n_class = len(gt.category_name)
             keys = np.asarray(dt.image, dtype=np.int64) * n_class + np.asarray(dt.category, dtype=np.int64)
             gt_keys = np.asarray(gt.image, dtype=np.int64) * n_class + np.asarray(gt.category, dtype=np.int64)
-            label_keys = np.asarray(
-                [i * n_class + c for i, c in verified if c is not None], dtype=np.int64
-            )
+            label_keys = np.asarray([i * n_class + c for i, c in verified if c is not None], dtype=np.int64)
             keep = np.isin(keys, np.concatenate([gt_keys, label_keys]))
             dropped = int((~keep).sum())
             if dropped:
@@ -376,7 +375,40 @@ def apply_challenge_rules(
                     warnings=dt.warnings,
                     area=None if dt.area is None else np.asarray(dt.area)[keep],
                 )
+    gt = replace(gt, label_rules=(*gt.label_rules, *label_rules_of(hierarchy_expansion, image_level_labels)))
     return gt, dt, ChallengeCounts(gt_added, dt_added, dropped)
+
+
+def label_rules_of(hierarchy_expansion: str, image_level_labels: str) -> tuple[str, ...]:
+    """The ``GroundTruth.label_rules`` entries of these field values (none for ``"none"``)."""
+    out = []
+    if hierarchy_expansion != "none":
+        out.append(f"hierarchy_expansion={hierarchy_expansion}")
+    if image_level_labels != "none":
+        out.append(f"image_level_labels={image_level_labels}")
+    return tuple(out)
+
+
+def refuse_unapplied_label_rules(gt: GroundTruth, protocol: Any) -> None:
+    """Refuse to match under label rules that were not applied to ``gt`` (never a silent number).
+
+    Raises
+    ------
+    ConfigError
+        ``protocol`` asks for ``hierarchy_expansion`` or ``image_level_labels`` and ``gt`` does
+        not carry them in ``label_rules``.
+    """
+    wanted = label_rules_of(
+        getattr(protocol, "hierarchy_expansion", "none"), getattr(protocol, "image_level_labels", "none")
+    )
+    missing = [rule for rule in wanted if rule not in gt.label_rules]
+    if missing:
+        raise ConfigError(
+            f"protocol {protocol.name!r}: {', '.join(missing)} not applied to the ground truth "
+            f"{gt.source}; expected the inputs through deteval evaluate --image-labels FILE "
+            "--hierarchy FILE (Python: deteval.api.openimages.challenge_inputs); this command "
+            "does not apply them"
+        )
 
 
 def _verified_keys(

@@ -202,6 +202,18 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-per-class", action="store_true", help="omit the per-class table")
     _add_input_options(p)
     p.add_argument(
+        "--image-labels",
+        metavar="FILE",
+        help="Open Images verified image-level labels (ImageID,Source,LabelName,Confidence CSV, or "
+        "COCO JSON with images' pos_labels/neg_labels) for --protocol openimages-challenge",
+    )
+    p.add_argument(
+        "--hierarchy",
+        metavar="FILE",
+        help="Open Images class hierarchy JSON ({LabelName, Subcategory}) for --protocol "
+        "openimages-challenge",
+    )
+    p.add_argument(
         "--compare-mask-modes",
         action="store_true",
         help="segm: also score with the other mask IoU (exact vs raster) and report "

@@ -149,30 +149,32 @@ def score_with_deteval(tmp_path, tree, boxes, image_labels, predictions, protoco
     write_csv(tmp_path / "boxes.csv", [{**r, "Source": "xclick", "Confidence": 1} for r in boxes], BOX_HEADER)
     write_csv(tmp_path / "labels.csv", [{**r, "Source": "verification"} for r in image_labels],
               ["ImageID", "Source", "LabelName", "Confidence"])  # fmt: skip
-    write_csv(tmp_path / "sub.csv", predictions, ["ImageID", "LabelName", "Score", "XMin", "YMin", "XMax", "YMax"])
+    write_csv(
+        tmp_path / "sub.csv", predictions, ["ImageID", "LabelName", "Score", "XMin", "YMin", "XMax", "YMax"]
+    )
     (tmp_path / "hierarchy.json").write_text(json.dumps(tree))
-    proto = resolve_protocol(protocol)
-    gt, dt = load_challenge(
-        tmp_path / "boxes.csv",
-        tmp_path / "sub.csv",
-        image_labels=tmp_path / "labels.csv",
-        hierarchy=tmp_path / "hierarchy.json",
-    )
-    gt, dt = challenge_inputs(
-        gt, dt, proto, image_labels=str(tmp_path / "labels.csv"), hierarchy=str(tmp_path / "hierarchy.json")
-    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # classes without ground truth are noted, as TF logs them
-        result = evaluate(gt, dt, proto)
+        result = evaluate(
+            tmp_path / "boxes.csv",
+            tmp_path / "sub.csv",
+            protocol,
+            image_labels=tmp_path / "labels.csv",
+            hierarchy=tmp_path / "hierarchy.json",
+        )
     ap = {name: float(result.ap[0, k, 0, -1]) for k, name in enumerate(result.category_names)}
     return ap, result.metrics["mAP"]
 
 
 EXPERIMENTS = [
     pytest.param(dict(depth=1, fanout=4, shared=False, p_group=0.0, p_negative=0.0), id="flat-no-group-of"),
-    pytest.param(dict(depth=2, fanout=3, shared=False, p_group=0.3, p_negative=0.3), id="depth2-group-of-negatives"),
+    pytest.param(
+        dict(depth=2, fanout=3, shared=False, p_group=0.3, p_negative=0.3), id="depth2-group-of-negatives"
+    ),
     pytest.param(dict(depth=3, fanout=2, shared=True, p_group=0.2, p_negative=0.5), id="depth3-shared-leaf"),
-    pytest.param(dict(depth=4, fanout=2, shared=True, p_group=0.5, p_negative=0.2), id="depth4-many-group-of"),
+    pytest.param(
+        dict(depth=4, fanout=2, shared=True, p_group=0.5, p_negative=0.2), id="depth4-many-group-of"
+    ),
 ]
 
 
@@ -195,3 +197,32 @@ def test_per_class_ap_and_map_equal_the_twin(tmp_path, shape, seed):
         # sums the whole label map with zeros for NaN (numpy's pairwise blocks), deteval the
         # defined values only (pycocotools' np.mean(s[s > -1])). Equal to the last bits.
         assert m_ap == pytest.approx(ref_map, rel=4 * np.finfo(float).eps, abs=0)
+
+
+def test_values_path_equals_the_files_path(tmp_path):
+    """challenge_inputs on loaded values, then evaluate, gives the same numbers as the one call."""
+    tree, labels, boxes, image_labels, predictions = make_dataset(
+        7, depth=3, fanout=2, shared=True, p_group=0.3, p_negative=0.3
+    )
+    ap, m_ap = score_with_deteval(tmp_path, tree, boxes, image_labels, predictions)
+    protocol = resolve_protocol("openimages-challenge")
+    gt, dt = load_challenge(
+        tmp_path / "boxes.csv", tmp_path / "sub.csv", image_labels=tmp_path / "labels.csv"
+    )
+    gt, dt = challenge_inputs(
+        gt, dt, protocol, image_labels=tmp_path / "labels.csv", hierarchy=tmp_path / "hierarchy.json"
+    )
+    assert gt.label_rules == (
+        "hierarchy_expansion=ground_truth_and_detections",
+        "image_level_labels=verified",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = evaluate(gt, dt, protocol)
+    assert result.metrics["mAP"] == m_ap
+    ref_ap, _ = twin.evaluate(boxes, image_labels, predictions, labels, hierarchy=tree)
+    assert {
+        n: float(result.ap[0, k, 0, -1])
+        for k, n in enumerate(result.category_names)
+        if n in ref_ap and not np.isnan(ref_ap[n])
+    } == {n: v for n, v in ref_ap.items() if not np.isnan(v)}

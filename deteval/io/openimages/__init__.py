@@ -65,7 +65,9 @@ def _rows(path: str, what: str, required: tuple[str, ...]) -> tuple[list[str], l
     try:
         header = next(reader)
     except StopIteration:
-        raise InputError(f"{path}: empty file; expected {what} with the header {','.join(required)}") from None
+        raise InputError(
+            f"{path}: empty file; expected {what} with the header {','.join(required)}"
+        ) from None
     missing = [c for c in required if c not in header]
     if missing:
         raise InputError(
@@ -105,7 +107,11 @@ def _flag(row: dict, column: str, path: str, line: int) -> bool:
     if text not in ("0", "1"):
         raise InputError(
             f"{path}:{line}: column {column}: expected 0 or 1, found {shorten(text)}"
-            + (" (Open Images writes -1 for 'unknown'; a group-of flag must be known)" if text == "-1" else "")
+            + (
+                " (Open Images writes -1 for 'unknown'; a group-of flag must be known)"
+                if text == "-1"
+                else ""
+            )
         )
     return text == "1"
 
@@ -150,16 +156,24 @@ def read_image_labels(path: str | os.PathLike) -> ImageLevelLabels:
         labels.append(_name(row, "LabelName", path, line))
         positive.append(_flag(row, "Confidence", path, line))
         lines.append(line)
-    return ImageLevelLabels(tuple(images), tuple(labels), np.asarray(positive, bool), source=path, line=tuple(lines))
+    return ImageLevelLabels(
+        tuple(images), tuple(labels), np.asarray(positive, bool), source=path, line=tuple(lines)
+    )
 
 
 def _coco_image_labels(path: str) -> ImageLevelLabels:
-    data = loads_strict(read_bytes(path, what="a COCO JSON with pos_labels/neg_labels", limit=MAX_BYTES["json"]), path)
+    data = loads_strict(
+        read_bytes(path, what="a COCO JSON with pos_labels/neg_labels", limit=MAX_BYTES["json"]), path
+    )
     if not isinstance(data, dict) or not isinstance(data.get("images"), list):
         raise InputError(f"{path}: expected a COCO JSON object with an `images` array")
     names = {}
     for i, cat in enumerate(data.get("categories") or []):
-        if not isinstance(cat, dict) or not isinstance(cat.get("id"), int) or not isinstance(cat.get("name"), str):
+        if (
+            not isinstance(cat, dict)
+            or not isinstance(cat.get("id"), int)
+            or not isinstance(cat.get("name"), str)
+        ):
             raise InputError(f"{path}: categories[{i}]: expected an object with an integer `id` and a `name`")
         names[cat["id"]] = cat["name"]
     images, labels, positive = [], [], []
@@ -171,7 +185,9 @@ def _coco_image_labels(path: str) -> ImageLevelLabels:
             image_name = str(image.get("id"))
         for key, is_pos in (("pos_labels", True), ("neg_labels", False)):
             ids = image.get(key, [])
-            if not isinstance(ids, list) or not all(isinstance(c, int) and not isinstance(c, bool) for c in ids):
+            if not isinstance(ids, list) or not all(
+                isinstance(c, int) and not isinstance(c, bool) for c in ids
+            ):
                 raise InputError(
                     f"{path}: images[{i}] (id {shorten(image.get('id'))}): `{key}`: expected a list of "
                     f"category ids, found {shorten(ids)}"
@@ -277,9 +293,11 @@ def read_predictions(path: str | os.PathLike, gt: GroundTruth) -> Detections:
     API's ``per_image_evaluation._remove_invalid_boxes`` drops them before matching.
     """
     path = os.fspath(path)
-    text_head = _text(read_bytes(path, what="an Open Images submission CSV", limit=MAX_BYTES["text"]), path, "a CSV")
+    text_head = _text(
+        read_bytes(path, what="an Open Images submission CSV", limit=MAX_BYTES["text"]), path, "a CSV"
+    )
     first = text_head.split("\n", 1)[0].strip().split(",")
-    records: list[tuple[int, str, str, float, float, float, float, float]] = []
+    records: list[tuple[Any, ...]] = []  # (line, image, label, score, xmin, ymin, xmax, ymax)
     if all(c in first for c in KAGGLE_COLUMNS) and "LabelName" not in first:
         _, rows = _rows(path, "a submission CSV (ImageId,PredictionString)", KAGGLE_COLUMNS)
         for line, row in rows:
@@ -293,13 +311,13 @@ def read_predictions(path: str | os.PathLike, gt: GroundTruth) -> Detections:
             for k in range(0, len(cells), 6):
                 group = dict(zip(("LabelName", "Score", "XMin", "YMin", "XMax", "YMax"), cells[k : k + 6]))
                 values = [_float(group, c, path, line) for c in ("Score", "XMin", "YMin", "XMax", "YMax")]
-                records.append((line, image, group["LabelName"], *values))  # type: ignore[arg-type]
+                records.append((line, image, group["LabelName"], *values))
     else:
         _, rows = _rows(path, "a submission CSV", PREDICTION_COLUMNS)
         for line, row in rows:
             values = [_float(row, c, path, line) for c in ("Score", "XMin", "YMin", "XMax", "YMax")]
             records.append(
-                (line, _name(row, "ImageID", path, line), _name(row, "LabelName", path, line), *values)  # type: ignore[arg-type]
+                (line, _name(row, "ImageID", path, line), _name(row, "LabelName", path, line), *values)
             )
     image_index = {str(n): i for i, n in enumerate(gt.image_name)}
     category_index = {n: i for i, n in enumerate(gt.category_name)}
