@@ -171,7 +171,7 @@ def build_hierarchy(tree: Any, source: str = "<hierarchy>") -> ClassHierarchy:
         if name == root or name in above:
             chain = " > ".join((root, *reversed(above), name))
             raise InputError(
-                f"{source}: hierarchy cycle: {name!r} is its own ancestor ({shorten(chain, 200)}); "
+                f"{source}: hierarchy cycle: {name!r} is its own ancestor ({chain[:200]}); "
                 "expected a tree or a DAG of LabelName nodes"
             )
         if len(above) >= MAX_DEPTH:

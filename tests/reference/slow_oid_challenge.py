@@ -119,7 +119,9 @@ def _ioa_of_detection(det_boxes, group_boxes):
     return out
 
 
-def tp_fp_single_class(det_boxes, det_scores, gt_boxes, gt_is_group_of, iou_threshold=0.5, group_of_weight=1.0):
+def tp_fp_single_class(
+    det_boxes, det_scores, gt_boxes, gt_is_group_of, iou_threshold=0.5, group_of_weight=1.0
+):
     """``_compute_tp_fp_for_single_class`` in box mode (no difficult boxes): (scores, tp_fp_labels)."""
     det_boxes = np.asarray(det_boxes, dtype=float).reshape(-1, 4)
     det_scores = np.asarray(det_scores, dtype=float)
