@@ -379,3 +379,13 @@ def test_inputs_are_not_mutated():
     for a, b in zip(before, (gt.box, gt.category, dt.box, dt.category)):
         assert np.array_equal(a, b)
     assert gt.label_rules == ()
+
+
+@pytest.mark.parametrize("command", ["analyze", "compare"])
+def test_commands_that_do_not_apply_the_rules_refuse_them(capsys, command):
+    argv = [command, "--gt", str(FIXTURE / "boxes.csv"), "--dt", str(FIXTURE / "submission.csv"),
+            "--protocol", "openimages-challenge"]  # fmt: skip
+    if command == "compare":
+        argv += ["--protocol", "openimages"]
+    assert main(argv) == 3
+    assert "image_level_labels=verified not applied to the ground truth" in capsys.readouterr().err
