@@ -512,6 +512,20 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
         "--lrp-tau", type=_IOU, default=0.5, metavar="T", help="LRP's IoU threshold (default 0.5)"
     )
     an.add_argument(
+        "--bootstrap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --calibration / --lrp: percentile intervals of D-ECE and oLRP (overall, components, "
+        "per class) over N image resamples",
+    )
+    an.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="seed of the --bootstrap draws (default 0)"
+    )
+    an.add_argument(
+        "--ci", type=float, default=0.95, metavar="LEVEL", help="--bootstrap interval level (default 0.95)"
+    )
+    an.add_argument(
         "--confidence",
         type=_SCORE,
         default=0.5,

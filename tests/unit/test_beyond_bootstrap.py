@@ -156,3 +156,25 @@ def test_bad_method_and_missing_detections():
         beyond_intervals(result, g, d, n=10, method="bca")
     with pytest.raises(ConfigError, match=r"LRP intervals need the detections"):
         beyond_intervals(result, g, None, n=10)
+
+
+def test_cli_analyze_bootstrap_json_and_table(capsys):
+    from deteval.cli import main
+    from tests import ROOT
+
+    argv = ["analyze", "--gt", str(ROOT / "fixtures/coco/gt.json"), "--dt", str(ROOT / "fixtures/coco/dt.json"),
+            "--calibration", "--lrp", "--bootstrap", "100", "--seed", "2"]  # fmt: skip
+    assert main([*argv, "--format", "json"]) == 0
+    doc = __import__("json").loads(capsys.readouterr().out)
+    assert doc["bootstrap"] == {"n": 100, "seed": 2, "ci": 0.95, "method": "percentile"}
+    assert doc["calibration_ci"]["D-ECE"]["value"] == doc["calibration"]["D-ECE"]
+    assert doc["lrp_ci"]["moLRP"]["value"] == doc["lrp"]["moLRP"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "Bootstrap intervals (100 image resamples, 0.95 percentile, seed 2)" in text
+    assert main(["analyze", "--gt", str(ROOT / "fixtures/coco/gt.json"), "--dt", str(ROOT / "fixtures/coco/dt.json"),
+                 "--errors", "--bootstrap", "10"]) == 3  # fmt: skip
+    assert (
+        "--bootstrap: deteval analyze resamples --calibration and --lrp; found neither"
+        in capsys.readouterr().err
+    )
