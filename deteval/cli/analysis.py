@@ -93,6 +93,7 @@ def _beyond_intervals(args: argparse.Namespace, inputs: api.Inputs, protocol: Pr
         n=args.bootstrap,
         seed=args.seed,
         ci=args.ci,
+        method=args.bootstrap_method,
         calibration=args.calibration,
         lrp=args.lrp,
         iou=args.iou,

@@ -513,17 +513,28 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
     )
     an.add_argument(
         "--bootstrap",
-        type=int,
+        type=_non_negative_int,
         default=0,
         metavar="N",
-        help="with --calibration / --lrp: percentile intervals of D-ECE and oLRP (overall, components, "
-        "per class) over N image resamples",
+        help="with --calibration / --lrp: intervals of D-ECE and oLRP (overall, components, per "
+        "class) over N image resamples",
     )
     an.add_argument(
-        "--seed", type=int, default=0, metavar="S", help="seed of the --bootstrap draws (default 0)"
+        "--seed",
+        type=_non_negative_int,
+        default=0,
+        metavar="S",
+        help="seed of the --bootstrap draws (default 0)",
     )
     an.add_argument(
-        "--ci", type=float, default=0.95, metavar="LEVEL", help="--bootstrap interval level (default 0.95)"
+        "--ci", type=_LEVEL, default=0.95, metavar="LEVEL", help="--bootstrap interval level (default 0.95)"
+    )
+    an.add_argument(
+        "--bootstrap-method",
+        choices=["basic", "percentile"],
+        default="basic",
+        help="--bootstrap intervals: basic (default, reflected about the estimate: D-ECE is biased "
+        "upwards on few detections) or percentile",
     )
     an.add_argument(
         "--confidence",

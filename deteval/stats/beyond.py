@@ -279,7 +279,7 @@ def beyond_intervals(
     n: int = 1000,
     seed: int = 0,
     ci: float = 0.95,
-    method: str = "percentile",
+    method: str = "basic",
     **options: Any,
 ) -> BeyondIntervals:
     """Bootstrap intervals of D-ECE and optimal LRP (overall, components, per class).
@@ -291,8 +291,10 @@ def beyond_intervals(
         What ``result`` was scored from.
     n, seed, ci : int, int, float
         Resamples, the seed of their draws, the confidence level.
-    method : {"percentile", "basic"}
-        BCa is not offered here (its jackknife would re-run every class).
+    method : {"basic", "percentile"}
+        ``basic`` (the default of every deteval bootstrap, docs/statistics.md: reflected about
+        the value, clipped to the measure's range; D-ECE is biased upwards on few detections),
+        or ``percentile``. BCa is not offered here (its jackknife would re-run every class).
     **options
         ``calibration``, ``lrp``, ``iou``, ``lrp_tau``, ``calibration_features``,
         ``calibration_bins`` of :func:`beyond_samples`.
@@ -332,7 +334,7 @@ def beyond_differences(
     n: int = 1000,
     seed: int = 0,
     ci: float = 0.95,
-    method: str = "percentile",
+    method: str = "basic",
     **options: Any,
 ) -> BeyondIntervals:
     """Paired intervals of ``b - a`` for D-ECE and optimal LRP: both detectors on the same draws.

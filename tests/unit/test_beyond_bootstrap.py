@@ -115,7 +115,7 @@ def test_intervals_contain_the_value_and_json_shape():
     found = beyond_intervals(result, g, d, n=200, seed=3)
     doc = found.to_dict()
     assert sorted(doc) == ["bootstrap", "calibration_ci", "lrp_ci"]
-    assert doc["bootstrap"] == {"n": 200, "seed": 3, "ci": 0.95, "method": "percentile"}
+    assert doc["bootstrap"] == {"n": 200, "seed": 3, "ci": 0.95, "method": "basic"}
     d_ece = doc["calibration_ci"]["D-ECE"]
     assert d_ece["ci"][0] <= d_ece["value"] <= d_ece["ci"][1]
     mo = doc["lrp_ci"]["moLRP"]
@@ -166,12 +166,12 @@ def test_cli_analyze_bootstrap_json_and_table(capsys):
             "--calibration", "--lrp", "--bootstrap", "100", "--seed", "2"]  # fmt: skip
     assert main([*argv, "--format", "json"]) == 0
     doc = __import__("json").loads(capsys.readouterr().out)
-    assert doc["bootstrap"] == {"n": 100, "seed": 2, "ci": 0.95, "method": "percentile"}
+    assert doc["bootstrap"] == {"n": 100, "seed": 2, "ci": 0.95, "method": "basic"}
     assert doc["calibration_ci"]["D-ECE"]["value"] == doc["calibration"]["D-ECE"]
     assert doc["lrp_ci"]["moLRP"]["value"] == doc["lrp"]["moLRP"]
     assert main(argv) == 0
     text = capsys.readouterr().out
-    assert "Bootstrap intervals (100 image resamples, 0.95 percentile, seed 2)" in text
+    assert "Bootstrap intervals (100 image resamples, 0.95 basic, seed 2)" in text
     assert main(["analyze", "--gt", str(ROOT / "fixtures/coco/gt.json"), "--dt", str(ROOT / "fixtures/coco/dt.json"),
                  "--errors", "--bootstrap", "10"]) == 3  # fmt: skip
     assert (
