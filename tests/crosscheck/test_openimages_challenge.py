@@ -226,3 +226,34 @@ def test_values_path_equals_the_files_path(tmp_path):
         for k, n in enumerate(result.category_names)
         if n in ref_ap and not np.isnan(ref_ap[n])
     } == {n: v for n, v in ref_ap.items() if not np.isnan(v)}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pre_expanded_submission_with_ground_truth_expansion_only(tmp_path, seed):
+    """``hierarchy_expansion: ground_truth``: a submission already expanded is not expanded again."""
+    tree, labels, boxes, image_labels, predictions = make_dataset(
+        seed, depth=3, fanout=2, shared=True, p_group=0.3, p_negative=0.4
+    )
+    expanded = twin.expand_boxes(predictions, tree)  # what a participant submits
+    ref_ap, ref_map = twin.evaluate(
+        boxes, image_labels, expanded, labels, hierarchy=tree, expand_predictions=False
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        write_csv(tmp_path / "boxes.csv", [{**r, "Source": "x", "Confidence": 1} for r in boxes], BOX_HEADER)
+        write_csv(tmp_path / "labels.csv", image_labels, ["ImageID", "Source", "LabelName", "Confidence"])
+        write_csv(
+            tmp_path / "sub.csv", expanded, ["ImageID", "LabelName", "Score", "XMin", "YMin", "XMax", "YMax"]
+        )
+        (tmp_path / "hierarchy.json").write_text(json.dumps(tree))
+        protocol = resolve_protocol("openimages-challenge").replace(hierarchy_expansion="ground_truth")
+        result = evaluate(
+            tmp_path / "boxes.csv",
+            tmp_path / "sub.csv",
+            protocol,
+            image_labels=tmp_path / "labels.csv",
+            hierarchy=tmp_path / "hierarchy.json",
+        )
+    ours = {n: float(result.ap[0, k, 0, -1]) for k, n in enumerate(result.category_names)}
+    assert {n: v for n, v in ours.items() if v >= 0} == {n: v for n, v in ref_ap.items() if not np.isnan(v)}
+    assert result.metrics["mAP"] == pytest.approx(ref_map, rel=4 * np.finfo(float).eps, abs=0)
