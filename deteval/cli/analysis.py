@@ -31,7 +31,7 @@ from deteval.io.matrix import read_rank_inputs
 from deteval.io.output import check_output, recording_reads
 from deteval.protocol import Protocol
 from deteval.ranking import rank_report
-from deteval.stats.beyond import beyond_intervals
+from deteval.stats.beyond import beyond_differences, beyond_intervals
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -60,7 +60,7 @@ def _analyze(args: argparse.Namespace) -> int:
     doc = report.analysis_json(
         found.to_dict(arrays=True), protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings
     )
-    if args.bootstrap:
+    if args.bootstrap or args.against:
         doc.update(_beyond_intervals(args, inputs, protocol))
     text = report.dumps_analysis(doc)  # report.dumps byte for byte, faster on the curves
     _finish(args, text, caught, log)
@@ -77,6 +77,8 @@ def _beyond_intervals(args: argparse.Namespace, inputs: api.Inputs, protocol: Pr
     """``--bootstrap N`` with ``--calibration`` / ``--lrp``: their intervals (JSON keys)."""
     if not (args.calibration or args.lrp):
         raise ConfigError("--bootstrap: deteval analyze resamples --calibration and --lrp; found neither")
+    if args.against and not args.bootstrap:
+        raise ConfigError("--against: the paired differences are bootstrap intervals; expected --bootstrap N")
     thresholds = sorted({args.iou, args.lrp_tau} - set(protocol.iou_thresholds))
     scored = (
         protocol
@@ -86,22 +88,26 @@ def _beyond_intervals(args: argparse.Namespace, inputs: api.Inputs, protocol: Pr
     dt = _detections(inputs)
     result = score(match(inputs.gt, dt, scored), inputs.gt, scored)
     options = _beyond_options(args, {"calibration": args.calibration, "lrp": args.lrp}) or {}
-    found = beyond_intervals(
-        result,
-        inputs.gt,
-        dt,
-        n=args.bootstrap,
-        seed=args.seed,
-        ci=args.ci,
-        method=args.bootstrap_method,
-        calibration=args.calibration,
-        lrp=args.lrp,
-        iou=args.iou,
-        lrp_tau=args.lrp_tau,
-        calibration_features=options.get("calibration_features", ("confidence",)),
-        calibration_bins=options.get("calibration_bins", 10),
-    )
-    return found.to_dict()
+    settings = {
+        "n": args.bootstrap,
+        "seed": args.seed,
+        "ci": args.ci,
+        "method": args.bootstrap_method,
+        "calibration": args.calibration,
+        "lrp": args.lrp,
+        "iou": args.iou,
+        "lrp_tau": args.lrp_tau,
+        "calibration_features": options.get("calibration_features", ("confidence",)),
+        "calibration_bins": options.get("calibration_bins", 10),
+    }
+    out = beyond_intervals(result, inputs.gt, dt, **settings).to_dict()
+    if args.against:
+        other = _load(args, [protocol], dt=args.against)
+        against = _detections(other)
+        baseline = score(match(inputs.gt, against, scored), inputs.gt, scored)
+        paired = beyond_differences(baseline, result, inputs.gt, against, dt, **settings)
+        out["paired"] = {"dt": args.dt, "against": args.against, **paired.to_dict()}
+    return out
 
 
 def _beyond_options(args: argparse.Namespace, parts: dict) -> dict | None:

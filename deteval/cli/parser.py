@@ -530,6 +530,12 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
         "--ci", type=_LEVEL, default=0.95, metavar="LEVEL", help="--bootstrap interval level (default 0.95)"
     )
     an.add_argument(
+        "--against",
+        metavar="DT",
+        help="with --bootstrap: a second detector's detections (same format as --dt); adds the paired "
+        "differences --dt minus --against of D-ECE and oLRP, both drawn on the same images",
+    )
+    an.add_argument(
         "--bootstrap-method",
         choices=["basic", "percentile"],
         default="basic",

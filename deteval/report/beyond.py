@@ -32,6 +32,9 @@ def beyond_sections(doc: dict) -> list:
         out.append((title, header, rows))
     if "calibration_ci" in doc or "lrp_ci" in doc:
         out.append(_interval_section(doc))
+    if "paired" in doc:
+        title, header, rows = _interval_section(doc["paired"])
+        out.append((f"{title}: {doc['paired']['dt']} minus {doc['paired']['against']}", header, rows))
     if "mean_tp_iou" in doc:
         m = doc["mean_tp_iou"]
         title = f"Mean IoU of true positives at IoU {m['iou_threshold']:g} (area {m['area']})"

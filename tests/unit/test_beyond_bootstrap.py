@@ -178,3 +178,31 @@ def test_cli_analyze_bootstrap_json_and_table(capsys):
         "--bootstrap: deteval analyze resamples --calibration and --lrp; found neither"
         in capsys.readouterr().err
     )
+
+
+def test_cli_analyze_against_gives_the_paired_differences(capsys):
+    from deteval.cli import main
+    from tests import ROOT
+
+    gt_path, a_path, b_path = (str(ROOT / "fixtures/coco" / n) for n in ("gt.json", "dt.json", "dt_b.json"))
+    argv = ["analyze", "--gt", gt_path, "--dt", b_path, "--against", a_path, "--calibration", "--lrp",
+            "--bootstrap", "50", "--seed", "4"]  # fmt: skip
+    assert main([*argv, "--format", "json"]) == 0
+    doc = __import__("json").loads(capsys.readouterr().out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # bird has no ground truth (noted)
+        g = deteval.load_ground_truth(gt_path)
+        a, b = deteval.load_detections(a_path, g), deteval.load_detections(b_path, g)
+        result_a, result_b = deteval.evaluate(g, a, "coco"), deteval.evaluate(g, b, "coco")
+    expected = beyond_differences(result_a, result_b, g, a, b, n=50, seed=4).to_dict()
+    paired = doc["paired"]
+    assert (paired["dt"], paired["against"]) == (b_path, a_path)
+    assert paired["calibration_ci"] == expected["calibration_ci"]
+    assert paired["lrp_ci"] == expected["lrp_ci"]
+    assert main(argv) == 0
+    assert f"minus {a_path}" in capsys.readouterr().out
+    assert main(["analyze", "--gt", gt_path, "--dt", b_path, "--against", a_path, "--calibration"]) == 3
+    assert (
+        "--against: the paired differences are bootstrap intervals; expected --bootstrap N"
+        in capsys.readouterr().err
+    )
