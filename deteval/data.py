@@ -299,6 +299,10 @@ class GroundTruth:
         Rotated (oriented) boxes (``iou_type: rotated``) in the numbers of their source: four
         corners ``x1 y1 .. x4 y4``, or ``cx cy w h angle`` (radians); ``box`` then holds their
         axis-aligned envelope. None for upright boxes.
+    label_rules : tuple of str
+        Open Images label rules already applied to these values, as ``"field=value"``
+        (:func:`deteval.openimages.apply_challenge_rules`); matching under a protocol that asks
+        for them refuses ground truth without them. Empty for every other input.
     has_image_ids : bool
         True when ``image_id`` holds the dataset's own ids (COCO), so detections name images by
         id; False when the images only have names (YOLO files, VOC ids) and ``image_id`` is the
@@ -338,6 +342,7 @@ class GroundTruth:
     has_image_ids: bool = True
     image_crowd_index: np.ndarray | None = None
     rotated: np.ndarray | None = None
+    label_rules: tuple = ()
 
     def __post_init__(self) -> None:
         if self.is_group_of is None:

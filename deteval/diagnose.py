@@ -16,6 +16,7 @@ from deteval.confusion import ConfusionMatrix, confusion_matrix
 from deteval.data import Detections, GroundTruth
 from deteval.decomposition import Decomposition, image_pairs
 from deteval.decomposition import decompose as decompose_classes
+from deteval.openimages import refuse_unapplied_label_rules
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.tide import TideErrors, tide_errors
@@ -109,6 +110,7 @@ def analyze(
     ['confusion', 'decomposition', 'errors']
     """
     protocol = resolve_protocol(protocol)
+    refuse_unapplied_label_rules(gt, protocol)  # openimages-challenge: never the unexpanded inputs
     gt, dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class for all three parts
     # The box IoU of every same-image pair, measured once for the three parts (each selects
     # the pairs it needs; the same numbers as measuring them separately).

@@ -38,6 +38,7 @@ from deteval.matching import (
     row_dtype,
 )
 from deteval.memory import require_match
+from deteval.openimages import refuse_unapplied_label_rules
 from deteval.operating_points import best_f1_points, default_iou_index
 from deteval.pooling import ground_truth_for, pooled_for
 from deteval.protocol import Protocol, resolve_protocol
@@ -260,9 +261,12 @@ def match(
     Raises
     ------
     ConfigError
-        ``masks`` prepared from other ground truth or detections.
+        ``masks`` prepared from other ground truth or detections; a protocol with Open Images
+        label rules (``hierarchy_expansion``, ``image_level_labels``) and ground truth they
+        were not applied to (:func:`deteval.openimages.apply_challenge_rules`).
     """
     protocol = resolve_protocol(protocol)
+    refuse_unapplied_label_rules(gt, protocol)  # openimages-challenge: rules applied by the caller
     pooled_gt, pooled_dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class, useCats=0
     if pooled_gt is not gt:
         if masks is not None and masks.is_for(gt, dt):

@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 
 from deteval.api._emit import _emit
+from deteval.api.openimages import load_challenge, side_files
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
 from deteval.io import PredictionSource, gt_format, load_detections, load_ground_truth, locate_predictions
 from deteval.io.category_map import MAX_DROP, read_category_map, refuse_off_ground_truth
 from deteval.io.coco import require_boxes
+from deteval.io.openimages import is_openimages_csv
 from deteval.io.voc import read_class_list, with_result_classes
 from deteval.io.voc.annotations import choose_split
 from deteval.protocol import Protocol
@@ -97,6 +99,9 @@ class Inputs:
         folder's ``labels/`` or ``predictions.json``, say); None when it is ``dt_name`` itself.
     split : str or None
         The VOC image set chosen by the detections' image ids when none was given.
+    image_labels, hierarchy : ImageLevelLabels, ClassHierarchy or None
+        Open Images' side files (``--image-labels``, ``--hierarchy``), applied per protocol by
+        :func:`deteval.api.openimages.challenge_inputs`.
     """
 
     gt: GroundTruth
@@ -105,6 +110,8 @@ class Inputs:
     dt_name: Any = None
     dt_read: str | None = None
     split: str | None = None
+    image_labels: Any = None
+    hierarchy: Any = None
 
     @property
     def warnings(self) -> tuple:
@@ -224,13 +231,19 @@ def _load_inputs(
     allow_large_drop: bool = False,
     classes: Any = None,
     result_prefix: str | None = None,
+    image_labels: Any = None,
+    hierarchy: Any = None,
 ) -> Inputs:
     """:func:`load_inputs` without warning (its callers emit what they return)."""
+    labels, tree = side_files(image_labels, hierarchy, protocols)
+    if is_openimages_csv(gt):
+        ground_truth, detections = load_challenge(gt, dt, image_labels=labels, hierarchy=tree)
+        return Inputs(ground_truth, detections, gt, dt, image_labels=labels, hierarchy=tree)
     kind = gt_format(gt)
     gt_options = _gt_options(kind, gt, split=split, classes=classes, area_from_box=area_from_box)
     ground_truth = _as_gt(gt, **gt_options)
     if dt is None:
-        return Inputs(ground_truth, None, gt, None)
+        return Inputs(ground_truth, None, gt, None, image_labels=labels, hierarchy=tree)
 
     def with_detections(ground_truth: GroundTruth) -> tuple[GroundTruth, Detections, PredictionSource | None]:
         located = None
@@ -265,7 +278,9 @@ def _load_inputs(
     if any(p.iou_type == "bbox" for p in protocols):
         require_boxes(detections)
     dt_read = located.path if located is not None and located.path != os.fspath(dt) else None
-    return Inputs(ground_truth, detections, gt, dt, dt_read=dt_read, split=chosen)
+    return Inputs(
+        ground_truth, detections, gt, dt, dt_read=dt_read, split=chosen, image_labels=labels, hierarchy=tree
+    )
 
 
 def load_inputs(
@@ -281,6 +296,8 @@ def load_inputs(
     allow_large_drop: bool = False,
     classes: Any = None,
     result_prefix: str | None = None,
+    image_labels: Any = None,
+    hierarchy: Any = None,
 ) -> Inputs:
     """Load ground truth and detections as ``deteval evaluate`` does, and warn what was noticed.
 
@@ -314,6 +331,10 @@ def load_inputs(
         VOC class list (category ids 1..K in its order); result files of other classes are errors.
     result_prefix : str, optional
         VOC result file prefix (``comp4_det_test_``); default: detected from the file names.
+    image_labels, hierarchy : path, optional
+        Open Images' verified image-level labels (CSV, or COCO JSON with ``pos_labels`` /
+        ``neg_labels``) and class hierarchy JSON, for ``openimages-challenge`` (docs/inputs.md).
+        With ``gt`` an Open Images boxes ``.csv``, ``dt`` is a submission ``.csv``.
 
     Returns
     -------
@@ -340,6 +361,8 @@ def load_inputs(
         allow_large_drop=allow_large_drop,
         classes=classes,
         result_prefix=result_prefix,
+        image_labels=image_labels,
+        hierarchy=hierarchy,
     )
     _emit(inputs.warnings, InputWarning, stacklevel=2)
     return inputs

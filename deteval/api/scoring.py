@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from deteval.api._emit import _emit, _emit_result_warnings
 from deteval.api.inputs import Inputs, _as_dt, _as_gt
+from deteval.api.openimages import challenge_inputs, load_challenge, side_files
 from deteval.api.protocols import default_protocol
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
@@ -21,6 +22,7 @@ from deteval.evaluate import EvalResult, check_protocol, score
 from deteval.explain import Comparison, Explanation, MatchCache
 from deteval.explain import compare as _compare_values
 from deteval.explain import explain as _explain_values
+from deteval.io.openimages import is_openimages_csv
 from deteval.mask_modes import MaskModeComparison
 from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
 from deteval.per_image import explained_matches
@@ -39,6 +41,8 @@ def evaluate(
     category_map: Any = None,
     per_image: bool = False,
     matches: bool = False,
+    image_labels: Any = None,
+    hierarchy: Any = None,
 ) -> EvalResult:
     """Score detections against ground truth under a protocol.
 
@@ -60,6 +64,10 @@ def evaluate(
         Also compute ``result.per_image`` (:func:`deteval.per_image.per_image`) and
         ``result.matches`` (:func:`deteval.per_image.explained_matches`) with their defaults
         (IoU 0.5 or the protocol's first threshold, no confidence); None when not asked.
+    image_labels, hierarchy : path or value, optional
+        Open Images' verified image-level labels and class hierarchy, for protocols that read
+        them (``openimages-challenge``; :func:`deteval.api.openimages.challenge_inputs`). With
+        ``gt`` an Open Images boxes ``.csv``, ``dt`` is a submission ``.csv``.
 
     Returns
     -------
@@ -94,8 +102,12 @@ def evaluate(
             _emit([note], InputWarning, stacklevel=2)
     protocol = resolve_protocol(protocol)
     check_protocol(protocol)
+    labels, tree = side_files(image_labels, hierarchy, [protocol])
+    if is_openimages_csv(gt):
+        gt, dt = load_challenge(gt, dt, image_labels=labels, hierarchy=tree)
     gt = _as_gt(gt)
     dt = _as_dt(dt, gt, **({} if category_map is None else {"category_map": category_map}))
+    gt, dt = challenge_inputs(gt, dt, protocol, image_labels=labels, hierarchy=tree)
     # class_agnostic: pool once here, so masks are prepared once, from the pooled values.
     gt, dt = pooled_for(gt, dt, protocol)
     table = match_sharded(gt, dt, protocol, workers=workers)
@@ -158,7 +170,10 @@ def evaluate_inputs(
         check_protocol(protocol)
         if progress is not None:
             progress(f"matching {protocol.name}")
-        gt, dt = pooled_for(inputs.gt, inputs.dt, protocol)  # class_agnostic: pooled once
+        gt, dt = challenge_inputs(
+            inputs.gt, inputs.dt, protocol, image_labels=inputs.image_labels, hierarchy=inputs.hierarchy
+        )
+        gt, dt = pooled_for(gt, cast(Detections, dt), protocol)  # class_agnostic: pooled once
         table = match_sharded(gt, dt, protocol, workers=workers, progress=advance)
         if progress is not None:
             progress(f"scoring {protocol.name}")

@@ -178,6 +178,8 @@ def _input_options(args: argparse.Namespace) -> dict:
         "allow_large_drop": args.allow_large_drop,
         "classes": args.classes,
         "result_prefix": args.result_prefix,
+        "image_labels": getattr(args, "image_labels", None),
+        "hierarchy": getattr(args, "hierarchy", None),
     }
 
 

@@ -26,9 +26,12 @@ from deteval.cli._common import (
 from deteval.cli.scoring import resample, score_detectors
 from deteval.diagnose import analyze
 from deteval.errors import ConfigError, printable
+from deteval.evaluate import match, score
 from deteval.io.matrix import read_rank_inputs
 from deteval.io.output import check_output, recording_reads
+from deteval.protocol import Protocol
 from deteval.ranking import rank_report
+from deteval.stats.beyond import beyond_differences, beyond_intervals
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -57,6 +60,8 @@ def _analyze(args: argparse.Namespace) -> int:
     doc = report.analysis_json(
         found.to_dict(arrays=True), protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings
     )
+    if args.bootstrap or args.against:
+        doc.update(_beyond_intervals(args, inputs, protocol))
     text = report.dumps_analysis(doc)  # report.dumps byte for byte, faster on the curves
     _finish(args, text, caught, log)
     if args.format == "json":
@@ -66,6 +71,43 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         _out(report.format_analysis_table(doc))
     return EXIT_OK
+
+
+def _beyond_intervals(args: argparse.Namespace, inputs: api.Inputs, protocol: Protocol) -> dict:
+    """``--bootstrap N`` with ``--calibration`` / ``--lrp``: their intervals (JSON keys)."""
+    if not (args.calibration or args.lrp):
+        raise ConfigError("--bootstrap: deteval analyze resamples --calibration and --lrp; found neither")
+    if args.against and not args.bootstrap:
+        raise ConfigError("--against: the paired differences are bootstrap intervals; expected --bootstrap N")
+    thresholds = sorted({args.iou, args.lrp_tau} - set(protocol.iou_thresholds))
+    scored = (
+        protocol
+        if not thresholds
+        else protocol.replace(iou_thresholds=sorted({*protocol.iou_thresholds, *thresholds}))
+    )
+    dt = _detections(inputs)
+    result = score(match(inputs.gt, dt, scored), inputs.gt, scored)
+    options = _beyond_options(args, {"calibration": args.calibration, "lrp": args.lrp}) or {}
+    settings = {
+        "n": args.bootstrap,
+        "seed": args.seed,
+        "ci": args.ci,
+        "method": args.bootstrap_method,
+        "calibration": args.calibration,
+        "lrp": args.lrp,
+        "iou": args.iou,
+        "lrp_tau": args.lrp_tau,
+        "calibration_features": options.get("calibration_features", ("confidence",)),
+        "calibration_bins": options.get("calibration_bins", 10),
+    }
+    out = beyond_intervals(result, inputs.gt, dt, **settings).to_dict()
+    if args.against:
+        other = _load(args, [protocol], dt=args.against)
+        against = _detections(other)
+        baseline = score(match(inputs.gt, against, scored), inputs.gt, scored)
+        paired = beyond_differences(baseline, result, inputs.gt, against, dt, **settings)
+        out["paired"] = {"dt": args.dt, "against": args.against, **paired.to_dict()}
+    return out
 
 
 def _beyond_options(args: argparse.Namespace, parts: dict) -> dict | None:

@@ -202,6 +202,18 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-per-class", action="store_true", help="omit the per-class table")
     _add_input_options(p)
     p.add_argument(
+        "--image-labels",
+        metavar="FILE",
+        help="Open Images verified image-level labels (ImageID,Source,LabelName,Confidence CSV, or "
+        "COCO JSON with images' pos_labels/neg_labels) for --protocol openimages-challenge",
+    )
+    p.add_argument(
+        "--hierarchy",
+        metavar="FILE",
+        help="Open Images class hierarchy JSON ({LabelName, Subcategory}) for --protocol "
+        "openimages-challenge",
+    )
+    p.add_argument(
         "--compare-mask-modes",
         action="store_true",
         help="segm: also score with the other mask IoU (exact vs raster) and report "
@@ -498,6 +510,37 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
     )
     an.add_argument(
         "--lrp-tau", type=_IOU, default=0.5, metavar="T", help="LRP's IoU threshold (default 0.5)"
+    )
+    an.add_argument(
+        "--bootstrap",
+        type=_non_negative_int,
+        default=0,
+        metavar="N",
+        help="with --calibration / --lrp: intervals of D-ECE and oLRP (overall, components, per "
+        "class) over N image resamples",
+    )
+    an.add_argument(
+        "--seed",
+        type=_non_negative_int,
+        default=0,
+        metavar="S",
+        help="seed of the --bootstrap draws (default 0)",
+    )
+    an.add_argument(
+        "--ci", type=_LEVEL, default=0.95, metavar="LEVEL", help="--bootstrap interval level (default 0.95)"
+    )
+    an.add_argument(
+        "--against",
+        metavar="DT",
+        help="with --bootstrap: a second detector's detections (same format as --dt); adds the paired "
+        "differences --dt minus --against of D-ECE and oLRP, both drawn on the same images",
+    )
+    an.add_argument(
+        "--bootstrap-method",
+        choices=["basic", "percentile"],
+        default="basic",
+        help="--bootstrap intervals: basic (default, reflected about the estimate: D-ECE is biased "
+        "upwards on few detections) or percentile",
     )
     an.add_argument(
         "--confidence",

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deteval import api, report
+from deteval.api.openimages import refuse_label_rules
 from deteval.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -49,6 +50,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         protocols = _protocols(args)
     if len(args.dt) > 1 or args.bootstrap or getattr(args, "scheduler", None):
         _refuse_diagnostics(args)
+    if args.bootstrap or getattr(args, "scheduler", None):
+        refuse_label_rules(protocols, "--bootstrap" if args.bootstrap else "--scheduler")
     if len(args.dt) > 1 or args.bootstrap:
         return _detectors(args, protocols, log)
     if getattr(args, "scheduler", None):

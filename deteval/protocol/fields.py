@@ -461,6 +461,28 @@ FIELDS: Mapping[str, FieldSpec] = _table(
         is_sparse=True,
         iou_types=("rotated",),
     ),
+    # -- Open Images challenge labels (added later: sparse, so older hashes stay) ---------------
+    FieldSpec(
+        "hierarchy_expansion",
+        ("none", "ground_truth", "ground_truth_and_detections"),
+        "match",
+        "matching rule",
+        "Open Images: GT boxes (and positive image-level labels) copied to every ancestor class of "
+        "the --hierarchy, negative labels to every descendant; also each detection, with "
+        "ground_truth_and_detections (TF OD API oid_hierarchical_labels_expansion.py)",
+        default="none",
+        is_sparse=True,
+    ),
+    FieldSpec(
+        "image_level_labels",
+        ("none", "verified"),
+        "match",
+        "matching rule",
+        "verified: on each image only the classes of its --image-labels (positive or negative) "
+        "and of its boxes are scored; other detections are dropped (OpenImagesChallengeEvaluator)",
+        default="none",
+        is_sparse=True,
+    ),
 )
 
 #: Allowed values of the enumerated fields (YAML key = field name).

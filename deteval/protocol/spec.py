@@ -95,6 +95,8 @@ KeypointArea = Literal["area", "box"]
 EmptyKeypointDetections = Literal["keep", "drop"]
 RotatedBox = Literal["polygon4", "xywhr"]
 RotatedIou = Literal["polygon", "probiou"]
+HierarchyExpansion = Literal["none", "ground_truth", "ground_truth_and_detections"]
+ImageLevelLabels = Literal["none", "verified"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -252,6 +254,16 @@ class Protocol:
     rotated_iou : {"polygon", "probiou"}
         ``iou_type="rotated"`` only: exact polygon IoU, or Ultralytics' ProbIoU
         (``batch_probiou``), which needs ``rotated_box="xywhr"``.
+    hierarchy_expansion : {"none", "ground_truth", "ground_truth_and_detections"}
+        Open Images' class hierarchy, applied to the inputs before matching
+        (:func:`deteval.openimages.apply_challenge_rules`): ground-truth boxes and positive
+        image-level labels copied to every ancestor class, negative labels to every descendant
+        (TF OD API ``oid_hierarchical_labels_expansion.py``); detections too with
+        ``ground_truth_and_detections``. Needs a hierarchy (``--hierarchy``).
+    image_level_labels : {"none", "verified"}
+        ``verified``: on each image only the classes of its verified image-level labels
+        (positive or negative) and of its boxes are scored; detections of other classes are
+        dropped (``OpenImagesChallengeEvaluator``). Needs the labels (``--image-labels``).
 
     Raises
     ------
@@ -303,6 +315,8 @@ class Protocol:
     boundary_dilation_ratio: float = FIELDS["boundary_dilation_ratio"].default
     rotated_box: RotatedBox = FIELDS["rotated_box"].default
     rotated_iou: RotatedIou = FIELDS["rotated_iou"].default
+    hierarchy_expansion: HierarchyExpansion = FIELDS["hierarchy_expansion"].default
+    image_level_labels: ImageLevelLabels = FIELDS["image_level_labels"].default
 
     def __post_init__(self) -> None:
         name = self.name if isinstance(self.name, str) else repr(self.name)

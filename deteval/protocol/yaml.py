@@ -400,6 +400,7 @@ DISPLAY_ORDER = (
     "voc2007-continuous",
     "voc2010-continuous",
     "openimages",
+    "openimages-challenge",
     "ultralytics",
     "ultralytics-8.3",
     "detectron2-voc",

@@ -30,6 +30,11 @@ def beyond_sections(doc: dict) -> list:
         rows = [[r["name"], *(_num(r[k]) for k in keys)] for r in lrp["per_class"]]
         rows.append(["mean", *(_num(lrp[k]) for k in ("moLRP", "moLRP_loc", "moLRP_FP", "moLRP_FN")), ""])
         out.append((title, header, rows))
+    if "calibration_ci" in doc or "lrp_ci" in doc:
+        out.append(_interval_section(doc))
+    if "paired" in doc:
+        title, header, rows = _interval_section(doc["paired"])
+        out.append((f"{title}: {doc['paired']['dt']} minus {doc['paired']['against']}", header, rows))
     if "mean_tp_iou" in doc:
         m = doc["mean_tp_iou"]
         title = f"Mean IoU of true positives at IoU {m['iou_threshold']:g} (area {m['area']})"
@@ -45,3 +50,27 @@ def beyond_sections(doc: dict) -> list:
         rows = [[r["name"], *(_num(r["AUC"][k]) for k in areas)] for r in a["per_class"]]
         out.append((title, ["class", *areas], rows))
     return out
+
+
+def _interval_row(label: str, entry: dict) -> list:
+    lo, hi = entry["ci"] if entry["ci"] is not None else (None, None)
+    return [label, _num(entry["value"]), _num(lo), _num(hi), str(entry["n_undefined"])]
+
+
+def _interval_section(doc: dict) -> tuple:
+    """The ``--bootstrap`` intervals of D-ECE and optimal LRP: overall rows, then per class."""
+    b = doc["bootstrap"]
+    kind = "paired differences b - a, " if b.get("difference") else ""
+    title = (
+        f"Bootstrap intervals ({kind}{b['n']} image resamples, {b['ci']:g} {b['method']}, seed {b['seed']})"
+    )
+    rows = []
+    if "calibration_ci" in doc:
+        c = doc["calibration_ci"]
+        rows.append(_interval_row("D-ECE", c["D-ECE"]))
+        rows += [_interval_row(f"D-ECE {r['name']}", r["D-ECE"]) for r in c["per_class"]]
+    if "lrp_ci" in doc:
+        lrp = doc["lrp_ci"]
+        rows += [_interval_row(key, lrp[key]) for key in ("moLRP", "moLRP_loc", "moLRP_FP", "moLRP_FN")]
+        rows += [_interval_row(f"oLRP {r['name']}", r["oLRP"]) for r in lrp["per_class"]]
+    return (title, ["measure", "value", "lo", "hi", "undefined"], rows)

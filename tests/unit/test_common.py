@@ -26,6 +26,10 @@ import numpy as np
 import pytest
 
 from deteval.api import evaluate
+from deteval.api.openimages import needs_challenge_rules
+from deteval.data import GroundTruth
+from deteval.io import load_ground_truth
+from deteval.openimages import ImageLevelLabels
 from deteval.protocol import get_protocol, preset_names
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_crowdpose import generate_crowdpose
@@ -40,7 +44,25 @@ SEEDS = (3, 11, 29, 47, 58)
 def _quiet_evaluate(gt, dt, protocol):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return evaluate(gt, dt, protocol)
+        return evaluate(gt, dt, protocol, **_identity_label_rules(gt, protocol))
+
+
+def _identity_label_rules(gt, protocol) -> dict:
+    """``openimages-challenge``: side files under which its rules change nothing.
+
+    A flat hierarchy (every class a child of the root: no ancestors to expand to) and every class
+    verified on every image (no detection dropped), so the preset must pass every check as the
+    ``openimages`` preset does; tests/crosscheck/test_openimages_challenge.py checks the rules.
+    """
+    resolved = get_protocol(protocol) if isinstance(protocol, str) else protocol
+    if not needs_challenge_rules(resolved):
+        return {}
+    values = gt if isinstance(gt, GroundTruth) else load_ground_truth(gt)
+    names = values.category_name
+    hierarchy = {"LabelName": "__root__", "Subcategory": [{"LabelName": n} for n in names]}
+    images = tuple(str(i) for i in values.image_name for _ in names)
+    labels = ImageLevelLabels(images, tuple(names) * values.n_images, np.ones(len(images), bool))
+    return {"image_labels": labels, "hierarchy": hierarchy}
 
 
 def _numbers(result) -> dict:

@@ -40,6 +40,10 @@ def _inputs(name: str) -> list[str]:
     if protocol.iou_type == "keypoints":
         gt, dt = FIX / "keypoints" / "gt.json", FIX / "keypoints" / "dt.json"
         return ["--gt", str(gt), "--dt", str(dt), "--set", "keypoint_sigmas=[0.1, 0.1, 0.1]"]
+    if protocol.image_level_labels == "verified":  # the Open Images challenge's files and side files
+        oi = FIX / "openimages"
+        return ["--gt", str(oi / "boxes.csv"), "--dt", str(oi / "submission.csv"),
+                "--image-labels", str(oi / "labels.csv"), "--hierarchy", str(oi / "hierarchy.json")]  # fmt: skip
     if protocol.federated_labels == "lvis":
         return ["--gt", str(FIX / "lvis" / "gt.json"), "--dt", str(FIX / "lvis" / "dt.json")]
     if protocol.mask_iou == "exact" and protocol.summary == "pycocotools":  # coco-exact-masks: segm

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deteval.integrations.distributed",
     ),
     ("deteval.data",),
-    ("deteval.pooling",),
+    ("deteval.pooling", "deteval.openimages"),
     ("deteval.io",),
     ("deteval.protocol",),
     ("deteval.geometry",),

@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 
 import deteval
+from deteval.api.openimages import challenge_inputs, needs_challenge_rules
 from deteval.evaluate import MatchTable, _chunk_bounds, match
+from deteval.openimages import ImageLevelLabels
 from deteval.protocol import PRESETS
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_keypoints import generate_keypoints
@@ -55,8 +57,23 @@ def test_box_presets(monkeypatch, seed, preset):
     gt_dict, dt_list = generate(seed, max_images=12, max_classes=4, with_ignore_fields=seed % 2 == 1)
     gt = deteval.load_ground_truth(gt_dict)
     dt = deteval.load_detections(dt_list, gt)
-    whole = _both(monkeypatch, gt, dt, deteval.get_protocol(preset))
+    protocol = deteval.get_protocol(preset)
+    gt, dt = _with_label_rules(gt, dt, protocol)
+    whole = _both(monkeypatch, gt, dt, protocol)
     assert len(whole.det_score) == len(dt) - whole.n_over_max_dets
+
+
+def _with_label_rules(gt, dt, protocol):
+    """openimages-challenge: every class under one parent, verified on every image but the first."""
+    if not needs_challenge_rules(protocol):
+        return gt, dt
+    hierarchy = {"LabelName": "root", "Subcategory": [
+        {"LabelName": "parent", "Subcategory": [{"LabelName": n} for n in gt.category_name]}]}  # fmt: skip
+    images = [str(n) for n in gt.image_name[1:] for _ in gt.category_name]
+    labels = ImageLevelLabels(
+        tuple(images), tuple(gt.category_name) * (gt.n_images - 1), np.ones(len(images), bool)
+    )
+    return challenge_inputs(gt, dt, protocol, image_labels=labels, hierarchy=hierarchy)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -30,6 +30,7 @@ FINGERPRINTS = {
     "voc2007-continuous": "38120bb5938e",
     "voc2010-continuous": "276e9e132324",
     "openimages": "958ab2c28696",
+    "openimages-challenge": "7c158387a73e",
     # ultralytics follows the release pip installs (8.4.176+ rules since the unreleased version, CHANGELOG);
     # ultralytics-8.3 carries the earlier ultralytics fingerprint: the same computation.
     "ultralytics": "8438125ca56b",

@@ -173,6 +173,8 @@ def test_optional_fields_come_from_the_table():
         "class_agnostic": False,
         "keypoint_area": "area",
         "empty_keypoint_detections": "keep",
+        "hierarchy_expansion": "none",
+        "image_level_labels": "none",
         "boundary_dilation_ratio": 0.02,
         "rotated_box": "polygon4",
         "rotated_iou": "polygon",
@@ -198,7 +200,13 @@ def test_explain_constants_are_derived_from_the_table():
     named = [f for _, fields in WALK_ORDER for f in fields]
     assert sorted(named + ["summary"]) == sorted(display_fields())
     assert dict(WALK_ORDER)["interpolation"] == ("ap_method", "eleven_point_grid", "curve_end")
-    assert dict(WALK_ORDER)["matching rule"] == ("matching", "gt_ties", "class_agnostic")
+    assert dict(WALK_ORDER)["matching rule"] == (
+        "matching",
+        "gt_ties",
+        "class_agnostic",
+        "hierarchy_expansion",
+        "image_level_labels",
+    )
 
 
 def test_docs_table_is_the_rendered_field_table():
