@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -137,6 +138,37 @@ def _labelled(names: list[str], results: list) -> dict:
     return out
 
 
+def _gallery_extras(args: argparse.Namespace, names: list[str], first: api.Inputs, result: Any) -> dict:
+    """``--images`` / ``--gallery`` / ``--label-errors``: the report's error browser and candidates."""
+    out: dict[str, Any] = {}
+    label = f"{names[0]} / {result.protocol.name}" if len(names) > 1 else result.protocol.name
+    if args.images is not None or args.gallery:
+        from deteval.plot.gallery import build_gallery
+
+        folder = None
+        if args.images is not None:
+            folder = args.images or (os.path.dirname(os.path.abspath(args.gt)) if os.path.isfile(args.gt) else args.gt)
+        if args.gallery_max_bytes <= 0 or args.gallery_max_images < 1:
+            raise ConfigError(
+                "--gallery-max-bytes / --gallery-max-images: expected positive numbers, found "
+                f"{args.gallery_max_bytes:g} / {args.gallery_max_images}"
+            )
+        out["gallery"] = build_gallery(
+            result,
+            first.gt,
+            _detections(first),
+            images=folder,
+            label=label,
+            max_images=args.gallery_max_images,
+            max_bytes=int(args.gallery_max_bytes * 1e6),
+        )
+    if args.label_errors:
+        from deteval.label_errors import label_errors
+
+        out["label_errors"] = label_errors(result, first.gt, _detections(first))
+    return out
+
+
 def _pictures(args: argparse.Namespace) -> int:
     """``deteval plot`` / ``deteval report``: figures of the run, or one self-contained HTML file."""
     from deteval import plot  # the optional extra, only when asked (a clear error without matplotlib)
@@ -170,6 +202,8 @@ def _pictures(args: argparse.Namespace) -> int:
         boot = resample(args, first.gt, names, results)[3][0] if args.bootstrap else None
     caught.extend(boot_caught)
     figures = _labelled(names, results)
+    if args.command == "report":
+        extras_report = _gallery_extras(args, names, first, results[0][0])
     extras: dict[str, Any] = {
         "analysis": analysis,
         "explanation": explanations if args.explain else None,
@@ -181,7 +215,7 @@ def _pictures(args: argparse.Namespace) -> int:
         )
         summary = f"wrote {len(written)} files to {args.out}"
     else:
-        path = plot.write_report(figures, out=args.out, title=args.title, **extras)
+        path = plot.write_report(figures, out=args.out, title=args.title, **extras, **extras_report)
         summary = f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)"
     if args.output:
         inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}

@@ -613,6 +613,44 @@ _REPORT_EXAMPLE = """examples:
 """
 
 
+def _add_gallery(p: argparse.ArgumentParser) -> None:
+    """``deteval report``'s error browser and label-error candidates (docs/error-browser.md)."""
+    p.add_argument(
+        "--images",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
+        help="add the error browser with pictures: the ground truth's file names are relative to "
+        "DIR (no DIR: to the ground truth file's folder); pictures downscaled and embedded",
+    )
+    p.add_argument(
+        "--gallery",
+        action="store_true",
+        help="add the error browser without pictures (boxes on a blank canvas); implied by --images",
+    )
+    p.add_argument(
+        "--gallery-max-images",
+        type=int,
+        default=60,
+        metavar="N",
+        help="images in the error browser at most (the largest AP gains; default 60)",
+    )
+    p.add_argument(
+        "--gallery-max-bytes",
+        type=float,
+        default=8.0,
+        metavar="MB",
+        help="size of the error browser's section at most, in MB (default 8); beyond, pictures "
+        "and then images are left out, and the page says so",
+    )
+    p.add_argument(
+        "--label-errors",
+        action="store_true",
+        help="add the label-error candidates (first detector, first protocol)",
+    )
+
+
 def _add_pictures(sub: argparse._SubParsersAction) -> None:
     """``deteval plot`` and ``deteval report`` (the ``plot`` extra: matplotlib)."""
     for name, example, what in (
@@ -646,6 +684,8 @@ def _add_pictures(sub: argparse._SubParsersAction) -> None:
             help="add the explain walk between consecutive protocols (first detector)",
         )
         p.add_argument("--title", help="the report's title")
+        if name == "report":
+            _add_gallery(p)
         if name == "plot":
             p.add_argument(
                 "--plot-format",

@@ -240,6 +240,8 @@ def render_report(
     title: str | None = None,
     top_k: int = 30,
     max_classes: int = 12,
+    gallery: Any = None,
+    label_errors: Any = None,
 ) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     named = named_results(results, where="write_report")
@@ -291,6 +293,18 @@ def render_report(
         sections.append(_errors_section(analysis_doc, specs))
     if bootstrap_doc:
         sections.append(_intervals_section(bootstrap_doc, specs))
+    css, js = _CSS, _JS
+    if gallery is not None:
+        from deteval.plot.gallery import _GALLERY_CSS, _GALLERY_JS, gallery_section
+
+        nav.append(("gallery", "Error browser"))
+        sections.append(gallery_section(gallery))
+        css, js = css + _GALLERY_CSS, js + _GALLERY_JS
+    if label_errors is not None:
+        from deteval.plot.gallery import label_errors_section
+
+        nav.append(("label-errors", "Label errors"))
+        sections.append(label_errors_section(as_document(label_errors, what="label_errors")))
     notes = _notes_section(named, docs)
     if notes:
         nav.append(("notes", "Notes"))
@@ -304,13 +318,13 @@ def render_report(
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head>\n"
+        f"<title>{escape(title)}</title><style>{css}</style></head>\n"
         f"<body><header><h1>{escape(title)}</h1><p>{subtitle}</p></header>"
         f"<nav>{nav_html}</nav><main>{''.join(sections)}</main>"
         "<footer>Self-contained: figures are inline PNG, no network access is needed. "
         "Numbers are those of deteval's JSON output for the same run.</footer>"
         '<output id="selftest" hidden></output>'
-        f"<script>{_JS}</script></body></html>\n"
+        f"<script>{js}</script></body></html>\n"
     )
 
 
@@ -324,6 +338,8 @@ def write_report(
     title: str | None = None,
     top_k: int = 30,
     max_classes: int = 12,
+    gallery: Any = None,
+    label_errors: Any = None,
 ) -> Path:
     """Write one self-contained HTML report of a run.
 
@@ -346,6 +362,11 @@ def write_report(
     title : str, optional
     top_k, max_classes : int
         Bars / heatmap cells and curve panels per figure; the per-class table lists every class.
+    gallery : Gallery, optional
+        :func:`deteval.plot.gallery.build_gallery`'s value: the error browser (``#gallery``),
+        within its own byte budget.
+    label_errors : LabelErrors or dict, optional
+        :func:`deteval.label_errors.label_errors`'s value or document (``#label-errors``).
 
     Returns
     -------
@@ -368,5 +389,7 @@ def write_report(
         title=title,
         top_k=top_k,
         max_classes=max_classes,
+        gallery=gallery,
+        label_errors=label_errors,
     )
     return atomic_write(out, text.encode("utf-8"))
