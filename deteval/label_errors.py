@@ -13,7 +13,8 @@ are only read).
     is below ``background_iou`` (or whose image has none): an object nobody annotated?
 ``unfound``
     A counted ground truth that no detection matched at the chosen threshold, with the largest
-    box IoU any detection of its image reaches (any class, any score) and which detection: a
+    box IoU any detection of its image reaches (any class, any score) and which detection (none
+    named when it is 0; ``best_iou`` is null when the image has no detection): a
     ground truth no detection comes near may be a box around nothing.
 ``duplicate``
     Two ground truths of the same image and class whose boxes overlap with IoU >=
@@ -241,7 +242,8 @@ def _unfound(gt, dt, missed, gt_xywh, annotation_ids, names, where) -> list:
             by = np.lexsort((pair_det, -values, pair_gt))  # largest IoU first, then input order
             first = by[np.r_[True, pair_gt[by][1:] != pair_gt[by][:-1]]]
             best[pair_gt[first]] = values[first]
-            best_det[pair_gt[first]] = pair_det[first]
+            overlaps = first[values[first] > 0]  # no overlap names no detection
+            best_det[pair_gt[overlaps]] = pair_det[overlaps]
     out = []
     for j, g in enumerate(missed.tolist()):
         d = int(best_det[j])

@@ -37,7 +37,9 @@ def _analyze(args: argparse.Namespace) -> int:
     _refuse_overwrite(args)
     selected = (args.errors, args.decompose, args.confusion)
     beyond = {"calibration": args.calibration, "lrp": args.lrp, "tp_iou": args.tp_iou, "mauc": args.mauc}
-    parts = selected if any(selected) or any(beyond.values()) else (True, True, True)
+    wants_labels = args.label_errors is not None
+    thresholds = _label_thresholds(args.label_thresholds)
+    parts = selected if any(selected) or any(beyond.values()) or wants_labels else (True, True, True)
     with _warnings_of(args) as caught:
         with recording_reads() as log:
             protocol = api.resolve_protocol(args.protocol)
@@ -55,10 +57,23 @@ def _analyze(args: argparse.Namespace) -> int:
             tide_mode=args.tide_mode,
             beyond=_beyond_options(args, beyond),
         )
-    doc = report.analysis_json(
-        found.to_dict(arrays=True), protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings
-    )
+        parts_doc = found.to_dict(arrays=True)
+        if wants_labels:
+            from deteval.label_errors import label_errors
+
+            dt = _detections(inputs)
+            result = api.evaluate_inputs(inputs, [protocol])[0]
+            parts_doc["label_errors"] = label_errors(result, inputs.gt, dt, **thresholds).to_dict()
+    doc = report.analysis_json(parts_doc, protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings)
     text = report.dumps_analysis(doc)  # report.dumps byte for byte, faster on the curves
+    if args.label_errors:
+        label_doc = {
+            "deteval_version": __version__,
+            "inputs": inputs.summary(),
+            "protocol": doc["protocol"]["name"],
+            "label_errors": doc["label_errors"],
+        }
+        _write(args.label_errors, report.dumps(label_doc) + "\n", "--label-errors", log)
     _finish(args, text, caught, log)
     if args.format == "json":
         _out(text + "\n")
@@ -67,6 +82,26 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         _out(report.format_analysis_table(doc))
     return EXIT_OK
+
+
+def _label_thresholds(text: str) -> dict:
+    """``--label-thresholds confidence=0.6,duplicate_iou=0.95`` -> keyword arguments of label_errors."""
+    from deteval.label_errors import DEFAULT_THRESHOLDS
+
+    out: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in DEFAULT_THRESHOLDS:
+            raise ConfigError(
+                f"--label-thresholds: {item!r}: expected KEY=VALUE with KEY one of "
+                f"{', '.join(DEFAULT_THRESHOLDS)}"
+            )
+        try:
+            out[key] = float(value)
+        except ValueError:
+            raise ConfigError(f"--label-thresholds: {key}: expected a number, found {value.strip()!r}") from None
+    return out
 
 
 def _beyond_options(args: argparse.Namespace, parts: dict) -> dict | None:

@@ -485,6 +485,22 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
     an.add_argument("--tp-iou", action="store_true", help="mean IoU of the true positives per class")
     an.add_argument("--mauc", action="store_true", help="faster-coco-eval's precision/recall AUC")
     an.add_argument(
+        "--label-errors",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FILE",
+        help="label-error candidates (JSON key label_errors; docs/label-errors.md); with FILE, "
+        "also written there as JSON",
+    )
+    an.add_argument(
+        "--label-thresholds",
+        default="",
+        metavar="KEY=V,...",
+        help="--label-errors' thresholds: confidence (0.5), wrong_class_iou (0.7), background_iou "
+        "(0.1), duplicate_iou (0.9)",
+    )
+    an.add_argument(
         "--calibration-features",
         default="confidence",
         metavar="F,...",

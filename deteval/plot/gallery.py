@@ -60,6 +60,8 @@ __all__ = [
 MAX_IMAGES = 60
 #: Default byte budget of the whole gallery section (pictures, boxes, tables): 8 MB.
 MAX_BYTES = 8_000_000
+#: The smallest byte budget accepted (the section's header, filters and notes fit in it).
+MIN_BYTES = 10_000
 #: Largest image file read (bytes).
 MAX_FILE_BYTES = 64_000_000
 #: Largest picture decoded (width x height, from the file's header, before decoding).
@@ -291,7 +293,7 @@ def build_gallery(
     Raises
     ------
     ConfigError
-        A budget that is not positive, a quality outside 1-95, or ``images`` not a folder.
+        A budget that is not positive (``max_bytes``: below :data:`MIN_BYTES`), a quality outside 1-95, or ``images`` not a folder.
 
     Examples
     --------
@@ -310,6 +312,11 @@ def build_gallery(
         raise ConfigError(
             f"gallery: expected positive max_images, max_bytes and longest_side, found "
             f"{max_images}, {max_bytes}, {longest_side}"
+        )
+    if max_bytes < MIN_BYTES:
+        raise ConfigError(
+            f"gallery: max_bytes: expected at least {MIN_BYTES} (the section's header and notes), "
+            f"found {max_bytes}"
         )
     if not 1 <= quality <= 95:
         raise ConfigError(f"gallery: quality: expected 1 to 95 (JPEG), found {quality}")
@@ -787,12 +794,15 @@ def label_errors_section(doc: dict) -> str:
         elif c["kind"] == "unfound":
             what = f"ground truth {c['gt_annotation_id']} ({c['category']})"
             best = c.get("best_iou")
-            evidence = (
-                "no detection in the image"
-                if best is None
-                else f"best IoU {best:.3f}: detection {c['best_detection']} ({c['best_detection_category']}, "
-                f"score {c['best_detection_score']:.3f})"
-            )
+            if best is None:
+                evidence = "no detection in the image"
+            elif c.get("best_detection") is None:
+                evidence = f"best IoU {best:.3f}: no detection overlaps it"
+            else:
+                evidence = (
+                    f"best IoU {best:.3f}: detection {c['best_detection']} ({c['best_detection_category']}, "
+                    f"score {c['best_detection_score']:.3f})"
+                )
         else:
             what = f"ground truth {c['gt_annotation_id']} and {c['other_annotation_id']} ({c['category']})"
             evidence = f"IoU {c['iou']:.3f}"
