@@ -64,7 +64,9 @@ def _analyze(args: argparse.Namespace) -> int:
             dt = _detections(inputs)
             result = api.evaluate_inputs(inputs, [protocol])[0]
             parts_doc["label_errors"] = label_errors(result, inputs.gt, dt, **thresholds).to_dict()
-    doc = report.analysis_json(parts_doc, protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings)
+    doc = report.analysis_json(
+        parts_doc, protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings
+    )
     text = report.dumps_analysis(doc)  # report.dumps byte for byte, faster on the curves
     if args.label_errors:
         label_doc = {
@@ -100,7 +102,9 @@ def _label_thresholds(text: str) -> dict:
         try:
             out[key] = float(value)
         except ValueError:
-            raise ConfigError(f"--label-thresholds: {key}: expected a number, found {value.strip()!r}") from None
+            raise ConfigError(
+                f"--label-thresholds: {key}: expected a number, found {value.strip()!r}"
+            ) from None
     return out
 
 
@@ -182,7 +186,9 @@ def _gallery_extras(args: argparse.Namespace, names: list[str], first: api.Input
 
         folder = None
         if args.images is not None:
-            folder = args.images or (os.path.dirname(os.path.abspath(args.gt)) if os.path.isfile(args.gt) else args.gt)
+            folder = args.images or (
+                os.path.dirname(os.path.abspath(args.gt)) if os.path.isfile(args.gt) else args.gt
+            )
         if args.gallery_max_bytes <= 0 or args.gallery_max_images < 1:
             raise ConfigError(
                 "--gallery-max-bytes / --gallery-max-images: expected positive numbers, found "

@@ -241,6 +241,22 @@ def _load_picture(
         raise _Unusable(f"{path}: {exc}") from None
 
 
+def _picture_for(root: str, name: str, gt_size: tuple, options: dict) -> tuple:
+    """(picture, its size, the canvas size or None, note) of one image; never raises."""
+    try:
+        picture, picture_size, original = _load_picture(root, name, **options)
+    except _Unusable as exc:
+        return None, None, None, str(exc)
+    gw, gh = gt_size
+    if gw == gw and gh == gh and (gw, gh) != (float(original[0]), float(original[1])):
+        note = (
+            f"the picture is {original[0]} x {original[1]} pixels, the ground truth says "
+            f"{gw:g} x {gh:g}; boxes are drawn in the ground truth's pixels"
+        )
+        return picture, picture_size, None, note
+    return picture, picture_size, (float(original[0]), float(original[1])), ""
+
+
 def _number(value: float) -> float | None:
     value = float(value)
     return None if math.isnan(value) else value
@@ -348,31 +364,19 @@ def build_gallery(
         picture = picture_size = None
         note = ""
         name = gt.image_name[i] if i < len(gt.image_name) else ""
-        if root is not None:
-            if pictures_bytes > max_bytes:
-                note = "picture left out: the gallery's byte budget is spent"
-            else:
-                try:
-                    picture, picture_size, original = _load_picture(
-                        root,
-                        name,
-                        longest_side=longest_side,
-                        quality=quality,
-                        max_pixels=max_pixels,
-                        max_file_bytes=max_file_bytes,
-                    )
-                except _Unusable as exc:
-                    note = str(exc)
-                else:
-                    pictures_bytes += len(picture) * 4 // 3
-                    gw, gh = width[i], height[i]
-                    if gw == gw and gh == gh and (gw, gh) != (float(original[0]), float(original[1])):
-                        note = (
-                            f"the picture is {original[0]} x {original[1]} pixels, the ground truth "
-                            f"says {gw:g} x {gh:g}; boxes are drawn in the ground truth's pixels"
-                        )
-                    else:
-                        w, h = float(original[0]), float(original[1])
+        if root is not None and pictures_bytes > max_bytes:
+            note = "picture left out: the gallery's byte budget is spent"
+        elif root is not None:
+            options = {
+                "longest_side": longest_side,
+                "quality": quality,
+                "max_pixels": max_pixels,
+                "max_file_bytes": max_file_bytes,
+            }
+            picture, picture_size, size, note = _picture_for(root, name, (width[i], height[i]), options)
+            if picture is not None:
+                pictures_bytes += len(picture) * 4 // 3
+            w, h = size or (w, h)
         shown.append(
             GalleryImage(
                 rank=int(place[i]),
@@ -585,7 +589,7 @@ def _filters(gallery: Gallery) -> str:
     )
     return (
         '<div class="filters"><label>class <select id="gallery-class"><option value="">every class</option>'
-        f"{class_options}</select></label> <label>outcome <select id=\"gallery-outcome\">{outcome_options}"
+        f'{class_options}</select></label> <label>outcome <select id="gallery-outcome">{outcome_options}'
         '</select></label> <label>confidence ≥ <input id="gallery-confidence" type="range" min="0" max="1" '
         'step="0.01" value="0"> <output id="gallery-confidence-value">0.00</output></label> '
         f'<span class="shown" id="gallery-shown"></span></div><p class="legend">{legend}'
@@ -790,7 +794,11 @@ def label_errors_section(doc: dict) -> str:
                 evidence = f"IoU {c['iou']:.3f} with ground truth {c['gt_annotation_id']} labelled {c['gt_category']}"
             else:
                 best = c.get("best_iou")
-                evidence = "no ground truth in the image" if best is None else f"best IoU {best:.3f} with any ground truth"
+                evidence = (
+                    "no ground truth in the image"
+                    if best is None
+                    else f"best IoU {best:.3f} with any ground truth"
+                )
         elif c["kind"] == "unfound":
             what = f"ground truth {c['gt_annotation_id']} ({c['category']})"
             best = c.get("best_iou")

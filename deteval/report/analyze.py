@@ -220,7 +220,9 @@ def _label_error_section(doc: dict) -> tuple:
             evidence = f"ground truth {c['gt_annotation_id']} is {c['gt_category']}"
         elif kind == "missing_annotation":
             what, iou = f"detection {c['detection']}", _analysis_num(c["best_iou"])
-            evidence = "no ground truth near" if c["best_gt"] is None else f"nearest ground truth {c['best_gt']}"
+            evidence = (
+                "no ground truth near" if c["best_gt"] is None else f"nearest ground truth {c['best_gt']}"
+            )
         elif kind == "unfound":
             what, iou = f"ground truth {c['gt_annotation_id']}", _analysis_num(c["best_iou"])
             evidence = (

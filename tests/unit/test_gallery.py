@@ -55,15 +55,18 @@ def test_boxes_and_outcomes_of_the_fixture():
         ("det", "tp", "", "cat"),
         ("det", "fp", "bkg", "cat"),
     ]
-    assert street.boxes[2].iou == 1.0 and street.boxes[3].iou == 0.0
-    assert street.picture_size == (400, 300) and (street.width, street.height) == (400.0, 300.0)
+    assert street.boxes[2].iou == 1.0
+    assert street.boxes[3].iou == 0.0
+    assert street.picture_size == (400, 300)
+    assert (street.width, street.height) == (400.0, 300.0)
     assert street.picture[:3] == b"\xff\xd8\xff"  # JPEG
     park = g.images[2]
     assert [(b.outcome, b.error) for b in park.boxes if b.kind == "det"] == [("fp", "cls"), ("tp", "")]
     room = g.images[3]
     assert [(b.outcome, b.error) for b in room.boxes if b.kind == "det"] == [("tp", ""), ("fp", "dupe")]
     missing = g.images[1]
-    assert missing.picture is None and "missing.png: file not found" in missing.note
+    assert missing.picture is None
+    assert "missing.png: file not found" in missing.note
 
 
 def test_the_counts_are_the_per_image_counts():
@@ -80,10 +83,12 @@ def test_without_images_the_same_boxes_and_tables_without_pictures():
     gt, dt, result = _values()
     with_pictures = build_gallery(result, gt, dt, images=FIXTURE / "images")
     without = build_gallery(result, gt, dt)
-    assert not without.has_pictures and all(im.picture is None for im in without.images)
+    assert not without.has_pictures
+    assert all(im.picture is None for im in without.images)
     assert [im.boxes for im in without.images] == [im.boxes for im in with_pictures.images]
     section = gallery_section(without)
-    assert "<img" not in section and section.count('class="canvas"') == 4
+    assert "<img" not in section
+    assert section.count('class="canvas"') == 4
     assert section.count('class="image-table"') == 4
     assert "No pictures" in section
 
@@ -127,10 +132,15 @@ def _png_header(width: int, height: int) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 16)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 16))
+        + chunk(b"IEND", b"")
+    )
 
 
-@pytest.fixture()
+@pytest.fixture
 def hostile(tmp_path):
     """A copy of the fixture whose image folder holds one bad file per image name."""
     folder = tmp_path / "images"
@@ -164,7 +174,14 @@ def hostile(tmp_path):
         "images": [{"id": i + 1, "file_name": n, "width": 400, "height": 300} for i, n in enumerate(names)],
         "categories": [{"id": 1, "name": "cat"}],
         "annotations": [
-            {"id": i + 1, "image_id": i + 1, "category_id": 1, "bbox": [10, 10, 50, 50], "area": 2500, "iscrowd": 0}
+            {
+                "id": i + 1,
+                "image_id": i + 1,
+                "category_id": 1,
+                "bbox": [10, 10, 50, 50],
+                "area": 2500,
+                "iscrowd": 0,
+            }
             for i in range(len(names))
         ],
     }
@@ -173,12 +190,15 @@ def hostile(tmp_path):
 
 def test_bad_image_files_get_a_note_never_a_crash(hostile):
     folder, gt_doc, names = hostile
-    gt, dt, result = _values(gt_doc, [{"image_id": 1, "category_id": 1, "bbox": [200, 200, 10, 10], "score": 0.9}])
+    gt, dt, result = _values(
+        gt_doc, [{"image_id": 1, "category_id": 1, "bbox": [200, 200, 10, 10], "score": 0.9}]
+    )
     g = build_gallery(result, gt, dt, images=folder, max_images=50)
     notes = {im.file_name: im.note for im in g.images}
     pictures = {im.file_name: im.picture for im in g.images}
     assert set(notes) == set(names)
-    assert pictures["good.jpg"] is not None and notes["good.jpg"] == ""
+    assert pictures["good.jpg"] is not None
+    assert notes["good.jpg"] == ""
     expected = {
         "truncated.jpg": "cannot be decoded",
         "bomb.png": "refused by Pillow as a decompression bomb",
@@ -219,7 +239,8 @@ def test_user_strings_are_escaped():
     gt_doc["images"][0]["file_name"] = '"><img src=x onerror=alert(1)>.png'
     gt, dt, result = _values(gt_doc, str(FIXTURE / "dt.json"))
     section = gallery_section(build_gallery(result, gt, dt, images=FIXTURE / "images"))
-    assert "<script>" not in section and "<img src=x" not in section
+    assert "<script>" not in section
+    assert "<img src=x" not in section
     assert "&lt;script&gt;" in section
 
 
@@ -243,8 +264,10 @@ def test_cli_report_with_images_and_label_errors(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     html = out.read_text()
     section = _section(html)
-    assert section.count("<img") == 3 and "missing.png: file not found" in section
-    assert '<section id="label-errors">' in html and "wrong_class 1" in html
+    assert section.count("<img") == 3
+    assert "missing.png: file not found" in section
+    assert '<section id="label-errors">' in html
+    assert "wrong_class 1" in html
 
 
 def test_cli_images_without_a_folder_is_relative_to_the_ground_truth(tmp_path, capsys):
@@ -252,7 +275,16 @@ def test_cli_images_without_a_folder_is_relative_to_the_ground_truth(tmp_path, c
     shutil.copytree(FIXTURE / "images", data)
     shutil.copy(FIXTURE / "gt.json", data / "gt.json")
     out = tmp_path / "r.html"
-    argv = ["report", "--gt", str(data / "gt.json"), "--dt", str(FIXTURE / "dt.json"), "--out", str(out), "-q"]
+    argv = [
+        "report",
+        "--gt",
+        str(data / "gt.json"),
+        "--dt",
+        str(FIXTURE / "dt.json"),
+        "--out",
+        str(out),
+        "-q",
+    ]
     assert main([*argv, "--images"]) == 0, capsys.readouterr().err
     assert _section(out.read_text()).count("<img") == 3
     assert main([*argv, "--gallery"]) == 0
