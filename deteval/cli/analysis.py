@@ -210,6 +210,27 @@ def _gallery_extras(args: argparse.Namespace, names: list[str], first: api.Input
     return out
 
 
+def _report_analysis(args: argparse.Namespace, first: api.Inputs, protocol: Any) -> Any:
+    """``--analyze`` of plot / report: the first detector under the first protocol.
+
+    No decomposition (said on stderr) under a protocol it does not support (ultralytics'
+    trapezoid AP, ...): TIDE errors and the confusion matrix still are.
+    """
+    from deteval.decomposition import unsupported_reason
+
+    reason = unsupported_reason(protocol)
+    if reason is not None and not args.quiet:
+        print(
+            printable(
+                f"deteval {args.command}: note: --analyze: no AP decomposition under the first protocol "
+                f"({reason}); TIDE errors and the confusion matrix are shown. Put a protocol it "
+                "supports first (e.g. --protocol coco) for it"
+            ),
+            file=sys.stderr,
+        )
+    return analyze(first.gt, _detections(first), protocol, decompose=reason is None)
+
+
 def _pictures(args: argparse.Namespace) -> int:
     """``deteval plot`` / ``deteval report``: figures of the run, or one self-contained HTML file."""
     from deteval import plot  # the optional extra, only when asked (a clear error without matplotlib)
@@ -235,7 +256,7 @@ def _pictures(args: argparse.Namespace) -> int:
         names, loaded, results = score_detectors(args, protocols, log)
         check_output(args.out, log, option="--out")
         first = loaded[0]
-        analysis = analyze(first.gt, _detections(first), protocols[0]) if args.analyze else None
+        analysis = _report_analysis(args, first, protocols[0]) if args.analyze else None
         explanations = [
             api.explain(first.gt, _detections(first), a, b) for a, b in zip(protocols, protocols[1:])
         ]
@@ -256,7 +277,10 @@ def _pictures(args: argparse.Namespace) -> int:
         )
         summary = f"wrote {len(written)} files to {args.out}"
     else:
-        path = plot.write_report(figures, out=args.out, title=args.title, **extras, **extras_report)
+        subject = names[0] if len(names) > 1 else None
+        path = plot.write_report(
+            figures, out=args.out, title=args.title, subject=subject, **extras, **extras_report
+        )
         summary = f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)"
     if args.output:
         inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}
