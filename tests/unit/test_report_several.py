@@ -43,3 +43,23 @@ def test_per_class_ap_columns_come_first_and_sections_say_whose(tmp_path, capsys
         body = html[html.index(f'<section id="{section}"') :]
         body = body[: body.index("</section>")]
         assert "Detector: A (the other detectors are not analysed here)." in body, section
+
+
+@pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")  # the fixture's bird
+def test_pr_curves_of_several_results_are_overlaid(tmp_path):
+    import deteval
+    from deteval.plot import pr_overlay, write_report
+
+    gt = deteval.load_ground_truth(GT)
+    a = deteval.evaluate(gt, deteval.load_detections(DT, gt), "coco")
+    b = deteval.evaluate(gt, deteval.load_detections(DT_B, gt), "coco")
+    fig = pr_overlay({"A": a, "B": b})
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert labels == [
+        f"A: AP50 {a.metrics['AP50']:.3f}",
+        f"B: AP50 {b.metrics['AP50']:.3f}",
+    ]
+    html = write_report({"A": a, "B": b}, out=tmp_path / "r.html").read_text()
+    assert "Precision/recall of every result, overlaid" in html
+    one = write_report({"A": a}, out=tmp_path / "one.html").read_text()
+    assert "overlaid" not in one
