@@ -177,6 +177,14 @@ def _labelled(names: list[str], results: list) -> dict:
     return out
 
 
+def _default_image_folder(gt: str) -> str:
+    """``--images`` without a folder: the ground truth file's folder; a VOC root's JPEGImages."""
+    if os.path.isfile(gt):
+        return os.path.dirname(os.path.abspath(gt))
+    voc = os.path.join(gt, "JPEGImages")
+    return voc if os.path.isdir(voc) else gt
+
+
 def _gallery_extras(args: argparse.Namespace, names: list[str], first: api.Inputs, result: Any) -> dict:
     """``--images`` / ``--gallery`` / ``--label-errors``: the report's error browser and candidates."""
     out: dict[str, Any] = {}
@@ -186,9 +194,7 @@ def _gallery_extras(args: argparse.Namespace, names: list[str], first: api.Input
 
         folder = None
         if args.images is not None:
-            folder = args.images or (
-                os.path.dirname(os.path.abspath(args.gt)) if os.path.isfile(args.gt) else args.gt
-            )
+            folder = args.images or _default_image_folder(args.gt)
         if args.gallery_max_bytes <= 0 or args.gallery_max_images < 1:
             raise ConfigError(
                 "--gallery-max-bytes / --gallery-max-images: expected positive numbers, found "

@@ -66,6 +66,8 @@ MIN_BYTES = 10_000
 MAX_FILE_BYTES = 64_000_000
 #: Largest picture decoded (width x height, from the file's header, before decoding).
 MAX_PIXELS = 50_000_000
+#: Tried, in order, after a file name without an extension (VOC's image ids).
+_EXTENSIONS = (".jpg", ".jpeg", ".png", ".JPG", ".JPEG", ".PNG")
 #: Bytes kept for the section's header, filters and notes (the cards share the rest).
 _HEADER_RESERVE = 8_000
 
@@ -231,6 +233,8 @@ def _load_picture(
     root: str, name: str, *, longest_side: int, quality: int, max_pixels: int, max_file_bytes: int
 ) -> tuple[bytes, tuple, tuple]:
     path = _image_path(root, name)
+    if not os.path.splitext(name)[1] and not os.path.lexists(path):  # VOC ids: 000005 -> 000005.jpg
+        path = next((path + ext for ext in _EXTENSIONS if os.path.lexists(path + ext)), path)
     try:
         data = read_bytes(path, what="an image file", limit=max_file_bytes)
     except InputError as exc:

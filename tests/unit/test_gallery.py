@@ -309,3 +309,21 @@ def test_read_bytes_refuses_a_folder_with_a_message(tmp_path):
 
     with pytest.raises(InputError, match="is a folder, not a regular file; expected an image file"):
         read_bytes(str(tmp_path), what="an image file")
+
+
+def test_voc_ids_find_their_jpeg_in_jpegimages(tmp_path, capsys):
+    """VOC names images by id (000001): --images on a VOC root reads JPEGImages/000001.jpg."""
+    root = tmp_path / "VOC"
+    shutil.copytree(ROOT / "fixtures" / "voc" / "Annotations", root / "Annotations")
+    shutil.copytree(ROOT / "fixtures" / "voc" / "ImageSets", root / "ImageSets")
+    (root / "JPEGImages").mkdir()
+    gt = load_ground_truth(str(root))
+    for name in gt.image_name:
+        Image.new("RGB", (500, 375), (90, 90, 90)).save(root / "JPEGImages" / f"{name}.jpg")
+    out = tmp_path / "r.html"
+    results = ROOT / "fixtures" / "voc" / "results"
+    argv = ["report", "--gt", str(root), "--dt", str(results), "--protocol", "voc2007"]
+    code = main([*argv, "--images", "--out", str(out), "-q"])
+    assert code == 0, capsys.readouterr().err
+    section = _section(out.read_text())
+    assert section.count("<img") == int(re.search(r'data-cards="(\d+)"', section).group(1)) > 0
