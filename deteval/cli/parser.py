@@ -654,7 +654,7 @@ def _add_gallery(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--gallery-max-bytes",
-        type=float,
+        type=_FloatOption(0.01, 1e6, hint="MB"),
         default=8.0,
         metavar="MB",
         help="size of the error browser's section at most, in MB (default 8); beyond, pictures "
