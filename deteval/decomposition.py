@@ -506,6 +506,29 @@ def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def unsupported_reason(protocol: Protocol) -> str | None:
+    """Why :func:`decompose` refuses ``protocol`` (its error message), or None when it accepts it.
+
+    Examples
+    --------
+    >>> from deteval.protocol import resolve_protocol
+    >>> unsupported_reason(resolve_protocol("coco")) is None
+    True
+    """
+    if protocol.ap_method not in ("101_point", "11_point", "all_point"):
+        return (
+            f"decompose: protocol {protocol.name!r} uses ap_method {protocol.ap_method}; the "
+            f"decomposition's APs support 101_point, 11_point and all_point"
+        )
+    if protocol.score_ties != "ranked":  # the decomposition's curves rank detections one by one
+        return f"decompose: protocol {protocol.name!r}: score_ties: expected 'ranked', found {protocol.score_ties!r}"
+    if protocol.iou_type not in ("bbox", "segm"):
+        return (
+            f"decomposition: iou_type {protocol.iou_type!r} is not available; use iou_type 'bbox' or 'segm'"
+        )
+    return None
+
+
 def decompose(
     gt: GroundTruth,
     dt: Detections,
@@ -566,20 +589,9 @@ def decompose(
     if not (0.0 <= iou_threshold <= 1.0):
         raise ConfigError(f"decompose: iou_threshold must be in [0, 1], found {iou_threshold!r}")
     protocol = resolve_protocol(protocol)
-    if protocol.ap_method not in ("101_point", "11_point", "all_point"):
-        raise ConfigError(
-            f"decompose: protocol {protocol.name!r} uses ap_method {protocol.ap_method}; the "
-            f"decomposition's APs support 101_point, 11_point and all_point"
-        )
-    if protocol.score_ties != "ranked":  # the decomposition's curves rank detections one by one
-        raise ConfigError(
-            f"decompose: protocol {protocol.name!r}: score_ties: expected 'ranked', found "
-            f"{protocol.score_ties!r}"
-        )
-    if protocol.iou_type not in ("bbox", "segm"):
-        raise ConfigError(
-            f"decomposition: iou_type {protocol.iou_type!r} is not available; use iou_type 'bbox' or 'segm'"
-        )
+    reason = unsupported_reason(protocol)
+    if reason is not None:
+        raise ConfigError(reason)
     pooled_gt, dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class
     if pooled_gt is not gt:
         gt, pairs = pooled_gt, None  # pairs of the unpooled values: ground-truth rows moved

@@ -68,6 +68,7 @@ def _outputs(args: argparse.Namespace) -> list[tuple[str, str]]:
             ("--output", args.output),
             ("--matches", getattr(args, "matches", None)),
             ("--per-image", getattr(args, "per_image", None)),
+            ("--label-errors", getattr(args, "label_errors", None) if args.command == "analyze" else None),
         )
         if path
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -39,7 +40,9 @@ def _analyze(args: argparse.Namespace) -> int:
     _refuse_overwrite(args)
     selected = (args.errors, args.decompose, args.confusion)
     beyond = {"calibration": args.calibration, "lrp": args.lrp, "tp_iou": args.tp_iou, "mauc": args.mauc}
-    parts = selected if any(selected) or any(beyond.values()) else (True, True, True)
+    wants_labels = args.label_errors is not None
+    thresholds = _label_thresholds(args.label_thresholds)
+    parts = selected if any(selected) or any(beyond.values()) or wants_labels else (True, True, True)
     with _warnings_of(args) as caught:
         with recording_reads() as log:
             protocol = api.resolve_protocol(args.protocol)
@@ -57,12 +60,27 @@ def _analyze(args: argparse.Namespace) -> int:
             tide_mode=args.tide_mode,
             beyond=_beyond_options(args, beyond),
         )
+        parts_doc = found.to_dict(arrays=True)
+        if wants_labels:
+            from deteval.label_errors import label_errors
+
+            dt = _detections(inputs)
+            result = api.evaluate_inputs(inputs, [protocol])[0]
+            parts_doc["label_errors"] = label_errors(result, inputs.gt, dt, **thresholds).to_dict()
     doc = report.analysis_json(
-        found.to_dict(arrays=True), protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings
+        parts_doc, protocol=protocol, inputs=inputs.summary(), warnings=inputs.warnings
     )
     if args.bootstrap or args.against:
         doc.update(_beyond_intervals(args, inputs, protocol))
     text = report.dumps_analysis(doc)  # report.dumps byte for byte, faster on the curves
+    if args.label_errors:
+        label_doc = {
+            "deteval_version": __version__,
+            "inputs": inputs.summary(),
+            "protocol": doc["protocol"]["name"],
+            "label_errors": doc["label_errors"],
+        }
+        _write(args.label_errors, report.dumps(label_doc) + "\n", "--label-errors", log)
     _finish(args, text, caught, log)
     if args.format == "json":
         _out(text + "\n")
@@ -107,6 +125,28 @@ def _beyond_intervals(args: argparse.Namespace, inputs: api.Inputs, protocol: Pr
         baseline = score(match(inputs.gt, against, scored), inputs.gt, scored)
         paired = beyond_differences(baseline, result, inputs.gt, against, dt, **settings)
         out["paired"] = {"dt": args.dt, "against": args.against, **paired.to_dict()}
+    return out
+
+
+def _label_thresholds(text: str) -> dict:
+    """``--label-thresholds confidence=0.6,duplicate_iou=0.95`` -> keyword arguments of label_errors."""
+    from deteval.label_errors import DEFAULT_THRESHOLDS
+
+    out: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in DEFAULT_THRESHOLDS:
+            raise ConfigError(
+                f"--label-thresholds: {item!r}: expected KEY=VALUE with KEY one of "
+                f"{', '.join(DEFAULT_THRESHOLDS)}"
+            )
+        try:
+            out[key] = float(value)
+        except ValueError:
+            raise ConfigError(
+                f"--label-thresholds: {key}: expected a number, found {value.strip()!r}"
+            ) from None
     return out
 
 
@@ -179,6 +219,66 @@ def _labelled(names: list[str], results: list) -> dict:
     return out
 
 
+def _default_image_folder(gt: str) -> str:
+    """``--images`` without a folder: the ground truth file's folder; a VOC root's JPEGImages."""
+    if os.path.isfile(gt):
+        return os.path.dirname(os.path.abspath(gt))
+    voc = os.path.join(gt, "JPEGImages")
+    return voc if os.path.isdir(voc) else gt
+
+
+def _gallery_extras(args: argparse.Namespace, names: list[str], first: api.Inputs, result: Any) -> dict:
+    """``--images`` / ``--gallery`` / ``--label-errors``: the report's error browser and candidates."""
+    out: dict[str, Any] = {}
+    label = f"{names[0]} / {result.protocol.name}" if len(names) > 1 else result.protocol.name
+    if args.images is not None or args.gallery:
+        from deteval.plot.gallery import build_gallery
+
+        folder = None
+        if args.images is not None:
+            folder = args.images or _default_image_folder(args.gt)
+        if args.gallery_max_bytes <= 0 or args.gallery_max_images < 1:
+            raise ConfigError(
+                "--gallery-max-bytes / --gallery-max-images: expected positive numbers, found "
+                f"{args.gallery_max_bytes:g} / {args.gallery_max_images}"
+            )
+        out["gallery"] = build_gallery(
+            result,
+            first.gt,
+            _detections(first),
+            images=folder,
+            label=label,
+            max_images=args.gallery_max_images,
+            max_bytes=int(args.gallery_max_bytes * 1e6),
+        )
+    if args.label_errors:
+        from deteval.label_errors import label_errors
+
+        out["label_errors"] = label_errors(result, first.gt, _detections(first))
+    return out
+
+
+def _report_analysis(args: argparse.Namespace, first: api.Inputs, protocol: Any) -> Any:
+    """``--analyze`` of plot / report: the first detector under the first protocol.
+
+    No decomposition (said on stderr) under a protocol it does not support (ultralytics'
+    trapezoid AP, ...): TIDE errors and the confusion matrix still are.
+    """
+    from deteval.decomposition import unsupported_reason
+
+    reason = unsupported_reason(protocol)
+    if reason is not None and not args.quiet:
+        print(
+            printable(
+                f"deteval {args.command}: note: --analyze: no AP decomposition under the first protocol "
+                f"({reason}); TIDE errors and the confusion matrix are shown. Put a protocol it "
+                "supports first (e.g. --protocol coco) for it"
+            ),
+            file=sys.stderr,
+        )
+    return analyze(first.gt, _detections(first), protocol, decompose=reason is None)
+
+
 def _pictures(args: argparse.Namespace) -> int:
     """``deteval plot`` / ``deteval report``: figures of the run, or one self-contained HTML file."""
     from deteval import plot  # the optional extra, only when asked (a clear error without matplotlib)
@@ -204,7 +304,7 @@ def _pictures(args: argparse.Namespace) -> int:
         names, loaded, results = score_detectors(args, protocols, log)
         check_output(args.out, log, option="--out")
         first = loaded[0]
-        analysis = analyze(first.gt, _detections(first), protocols[0]) if args.analyze else None
+        analysis = _report_analysis(args, first, protocols[0]) if args.analyze else None
         explanations = [
             api.explain(first.gt, _detections(first), a, b) for a, b in zip(protocols, protocols[1:])
         ]
@@ -212,6 +312,8 @@ def _pictures(args: argparse.Namespace) -> int:
         boot = resample(args, first.gt, names, results)[3][0] if args.bootstrap else None
     caught.extend(boot_caught)
     figures = _labelled(names, results)
+    if args.command == "report":
+        extras_report = _gallery_extras(args, names, first, results[0][0])
     extras: dict[str, Any] = {
         "analysis": analysis,
         "explanation": explanations if args.explain else None,
@@ -223,7 +325,10 @@ def _pictures(args: argparse.Namespace) -> int:
         )
         summary = f"wrote {len(written)} files to {args.out}"
     else:
-        path = plot.write_report(figures, out=args.out, title=args.title, **extras)
+        subject = names[0] if len(names) > 1 else None
+        path = plot.write_report(
+            figures, out=args.out, title=args.title, subject=subject, **extras, **extras_report
+        )
         summary = f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)"
     if args.output:
         inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}

@@ -497,6 +497,22 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
     an.add_argument("--tp-iou", action="store_true", help="mean IoU of the true positives per class")
     an.add_argument("--mauc", action="store_true", help="faster-coco-eval's precision/recall AUC")
     an.add_argument(
+        "--label-errors",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FILE",
+        help="label-error candidates (JSON key label_errors; docs/label-errors.md); with FILE, "
+        "also written there as JSON",
+    )
+    an.add_argument(
+        "--label-thresholds",
+        default="",
+        metavar="KEY=V,...",
+        help="--label-errors' thresholds: confidence (0.5), wrong_class_iou (0.7), background_iou "
+        "(0.1), duplicate_iou (0.9)",
+    )
+    an.add_argument(
         "--calibration-features",
         default="confidence",
         metavar="F,...",
@@ -656,6 +672,44 @@ _REPORT_EXAMPLE = """examples:
 """
 
 
+def _add_gallery(p: argparse.ArgumentParser) -> None:
+    """``deteval report``'s error browser and label-error candidates (docs/error-browser.md)."""
+    p.add_argument(
+        "--images",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
+        help="add the error browser with pictures: the ground truth's file names are relative to "
+        "DIR (no DIR: to the ground truth file's folder); pictures downscaled and embedded",
+    )
+    p.add_argument(
+        "--gallery",
+        action="store_true",
+        help="add the error browser without pictures (boxes on a blank canvas); implied by --images",
+    )
+    p.add_argument(
+        "--gallery-max-images",
+        type=int,
+        default=60,
+        metavar="N",
+        help="images in the error browser at most (the largest AP gains; default 60)",
+    )
+    p.add_argument(
+        "--gallery-max-bytes",
+        type=_FloatOption(0.01, 1e6, hint="MB"),
+        default=8.0,
+        metavar="MB",
+        help="size of the error browser's section at most, in MB (default 8); beyond, pictures "
+        "and then images are left out, and the page says so",
+    )
+    p.add_argument(
+        "--label-errors",
+        action="store_true",
+        help="add the label-error candidates (first detector, first protocol)",
+    )
+
+
 def _add_pictures(sub: argparse._SubParsersAction) -> None:
     """``deteval plot`` and ``deteval report`` (the ``plot`` extra: matplotlib)."""
     for name, example, what in (
@@ -689,6 +743,8 @@ def _add_pictures(sub: argparse._SubParsersAction) -> None:
             help="add the explain walk between consecutive protocols (first detector)",
         )
         p.add_argument("--title", help="the report's title")
+        if name == "report":
+            _add_gallery(p)
         if name == "plot":
             p.add_argument(
                 "--plot-format",

@@ -240,10 +240,11 @@ def read_bytes(path: str, *, what: str, limit: int = MAX_BYTES["text"], error: t
         raise error(f"{path}: is a folder; expected {what}") from None
     except OSError as exc:
         raise error(f"{path}: cannot read ({exc.strerror}); expected {what}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # before os.fdopen, which refuses a folder (opened on Linux)
+        os.close(fd)
+        raise error(f"{path}: is {_kind_of(st.st_mode)}, not a regular file; expected {what}")
     with os.fdopen(fd, "rb", buffering=0) as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise error(f"{path}: is {_kind_of(st.st_mode)}, not a regular file; expected {what}")
         if st.st_size > limit:
             raise error(f"{path}: {st.st_size} bytes; expected {what} of at most {limit} bytes")
         if hasattr(os, "set_blocking"):

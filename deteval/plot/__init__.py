@@ -20,7 +20,7 @@ require_matplotlib()
 
 from deteval.plot._base import FORMATS, atomic_write, figure_bytes  # noqa: E402 - after the matplotlib check
 from deteval.plot.bars import error_breakdown, explain_waterfall, forest, per_class_ap  # noqa: E402 - after the matplotlib check
-from deteval.plot.curves import f1_curves, pr_curves  # noqa: E402 - after the matplotlib check
+from deteval.plot.curves import f1_curves, pr_curves, pr_overlay  # noqa: E402 - after the matplotlib check
 from deteval.plot.files import plot_all  # noqa: E402 - after the matplotlib check
 from deteval.plot.html import render_report, write_report  # noqa: E402 - after the matplotlib check
 from deteval.plot.matrix import confusion_matrix, decomposition_curves  # noqa: E402 - after the matplotlib check
@@ -30,6 +30,7 @@ __all__ = [
     "PlotDependencyError",
     "pr_curves",
     "f1_curves",
+    "pr_overlay",
     "per_class_ap",
     "confusion_matrix",
     "error_breakdown",

@@ -115,7 +115,11 @@ def _class_section(named: list, docs: list) -> str:
             classes.setdefault(c["category_id"], c["name"])
     by_result = [{c["category_id"]: c for c in doc["per_class"]} for doc in docs]
     ids = list(classes)
-    columns: list = []  # (header, kind, values)
+    # AP columns first: with several results the count columns would push them off-screen
+    columns: list = [
+        ("AP" if len(named) == 1 else f"AP · {label}", [rows.get(i, {}).get("AP") for i in ids])
+        for (label, _), rows in zip(named, by_result)
+    ]  # (header, values)
     for kind, key in (("GT", "num_gt"), ("detections", "num_det")):
         lists = [[rows.get(i, {}).get(key) for i in ids] for rows in by_result]
         distinct = []
@@ -126,10 +130,6 @@ def _class_section(named: list, docs: list) -> str:
             columns.append((kind, distinct[0]))
         else:
             columns += [(f"{kind} · {label}", values) for (label, _), values in zip(named, lists)]
-    for (label, _), rows in zip(named, by_result):
-        columns.append(
-            ("AP" if len(named) == 1 else f"AP · {label}", [rows.get(i, {}).get("AP") for i in ids])
-        )
     header = [("id", "num"), ("class", "text")] + [(escape(h), "num") for h, _ in columns]
     body = []
     for j, cid in enumerate(ids):

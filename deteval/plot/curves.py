@@ -15,7 +15,7 @@ from deteval.plot._base import fmt, new_figure, safe_label, style
 from deteval.plot._select import grid, resolve_thresholds, select_classes
 from deteval.summary import mean_defined
 
-__all__ = ["pr_curves", "f1_curves", "envelope", "mean_interpolated_curve"]
+__all__ = ["pr_curves", "f1_curves", "pr_overlay", "envelope", "mean_interpolated_curve"]
 
 _MARKERS = ("o", "s", "D", "^", "v", "P")
 _PANEL = 3.0  # inches per panel
@@ -504,4 +504,50 @@ def f1_curves(
             ncols=len(handles),
             frameon=False,
         )
+    return fig
+
+
+def pr_overlay(results: Any, *, iou_threshold: float = 0.5, area: str | None = None) -> Any:
+    """Every result's mean interpolated precision/recall curve in one axes (several detectors).
+
+    Parameters
+    ----------
+    results : mapping label -> EvalResult, or a sequence of EvalResult
+    iou_threshold : float
+        Each result's curve at its protocol's threshold nearest to it (0.5 when it has it).
+    area : str, optional
+        Area range (default: each protocol's first).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One line per result, labelled ``"<label>: AP<t> <value>"`` (the mean over classes of
+        the AP at that threshold, as the curve's area).
+    """
+    from deteval.plot._select import named_results
+
+    named = named_results(results, where="pr_overlay")
+    with style():
+        fig = new_figure(6.4, 4.6)
+        ax = fig.add_subplot(1, 1, 1)
+        for label, result in named:
+            thresholds = np.asarray(result.protocol.iou_thresholds, dtype=float)
+            ti = int(np.argmin(np.abs(thresholds - iou_threshold)))
+            area_name, a = _area_index(result, area, "pr_overlay")
+            rec, prec = mean_interpolated_curve(result, ti, a)
+            ap = mean_defined(result.ap[ti, :, a, -1])
+            ax.plot(
+                rec,
+                prec,
+                lw=1.8,
+                drawstyle="steps-pre",
+                label=f"{safe_label(label)}: AP{round(thresholds[ti] * 100, 2):g} {fmt(ap)}",
+            )
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel("recall")
+        ax.set_ylabel("precision (mean over classes, interpolated)")
+        ax.set_title("Precision/recall of every result")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="lower left", fontsize=8)
     return fig

@@ -14,7 +14,7 @@ from deteval.errors import ConfigError
 from deteval.plot._base import FORMATS, as_document, atomic_write, figure_bytes
 from deteval.plot._select import named_results
 from deteval.plot.bars import error_breakdown, explain_waterfall, forest, per_class_ap
-from deteval.plot.curves import f1_curves, pr_curves
+from deteval.plot.curves import f1_curves, pr_curves, pr_overlay
 from deteval.plot.matrix import confusion_matrix, decomposition_curves
 
 __all__ = ["FigureSpec", "figure_specs", "plot_all", "slug"]
@@ -106,6 +106,13 @@ def figure_specs(
     def per_result(kind: str, label: str) -> str:
         return kind if len(named) == 1 else f"{kind}-{slug(label)}"
 
+    if len(named) > 1:
+        add(
+            "pr_overlay",
+            "Precision/recall of every result, overlaid (mean over classes, IoU 0.5)",
+            "results",
+            partial(pr_overlay, dict(named)),
+        )
     for label, result in named:
         add(
             per_result("pr_curves", label),

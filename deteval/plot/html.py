@@ -231,6 +231,16 @@ def _intervals_section(doc: dict, specs: list) -> str:
     return "".join(parts)
 
 
+def _about(section: str, subject: str | None, doc: dict | None = None) -> str:
+    """``section`` with a line saying which detector (and protocol) it shows, after its heading."""
+    if subject is None:
+        return section
+    protocol = ((doc or {}).get("protocol") or {}).get("name")
+    text = f"Detector: {escape(subject)}" + (f", protocol {escape(protocol)}" if protocol else "")
+    end = section.index("</h2>") + len("</h2>")
+    return f'{section[:end]}<p class="hint about">{text} (the other detectors are not analysed here).</p>{section[end:]}'
+
+
 def render_report(
     results: Any,
     *,
@@ -240,6 +250,9 @@ def render_report(
     title: str | None = None,
     top_k: int = 30,
     max_classes: int = 12,
+    gallery: Any = None,
+    label_errors: Any = None,
+    subject: str | None = None,
 ) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     named = named_results(results, where="write_report")
@@ -286,11 +299,23 @@ def render_report(
     figures = "".join(_figure(s) for s in specs if s.section == "results")
     sections.append(f'<section id="figures"><h2>Figures</h2>{figures}</section>')
     if explanations:
-        sections.append(_explain_section(explanations, specs))
+        sections.append(_about(_explain_section(explanations, specs), subject))
     if analysis_doc:
-        sections.append(_errors_section(analysis_doc, specs))
+        sections.append(_about(_errors_section(analysis_doc, specs), subject, analysis_doc))
     if bootstrap_doc:
         sections.append(_intervals_section(bootstrap_doc, specs))
+    css, js = _CSS, _JS
+    if gallery is not None:
+        from deteval.plot.gallery import _GALLERY_CSS, _GALLERY_JS, gallery_section
+
+        nav.append(("gallery", "Error browser"))
+        sections.append(_about(gallery_section(gallery), subject))
+        css, js = css + _GALLERY_CSS, js + _GALLERY_JS
+    if label_errors is not None:
+        from deteval.plot.gallery import label_errors_section
+
+        nav.append(("label-errors", "Label errors"))
+        sections.append(_about(label_errors_section(as_document(label_errors, what="label_errors")), subject))
     notes = _notes_section(named, docs)
     if notes:
         nav.append(("notes", "Notes"))
@@ -304,13 +329,13 @@ def render_report(
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head>\n"
+        f"<title>{escape(title)}</title><style>{css}</style></head>\n"
         f"<body><header><h1>{escape(title)}</h1><p>{subtitle}</p></header>"
         f"<nav>{nav_html}</nav><main>{''.join(sections)}</main>"
         "<footer>Self-contained: figures are inline PNG, no network access is needed. "
         "Numbers are those of deteval's JSON output for the same run.</footer>"
         '<output id="selftest" hidden></output>'
-        f"<script>{_JS}</script></body></html>\n"
+        f"<script>{js}</script></body></html>\n"
     )
 
 
@@ -324,6 +349,9 @@ def write_report(
     title: str | None = None,
     top_k: int = 30,
     max_classes: int = 12,
+    gallery: Any = None,
+    label_errors: Any = None,
+    subject: str | None = None,
 ) -> Path:
     """Write one self-contained HTML report of a run.
 
@@ -346,6 +374,15 @@ def write_report(
     title : str, optional
     top_k, max_classes : int
         Bars / heatmap cells and curve panels per figure; the per-class table lists every class.
+    gallery : Gallery, optional
+        :func:`deteval.plot.gallery.build_gallery`'s value: the error browser (``#gallery``),
+        within its own byte budget.
+    label_errors : LabelErrors or dict, optional
+        :func:`deteval.label_errors.label_errors`'s value or document (``#label-errors``).
+    subject : str, optional
+        Which detector the analysis, explanation, gallery and label errors are of (said at the
+        top of each of those sections; ``deteval report`` passes the first ``--dt``'s name when
+        there are several).
 
     Returns
     -------
@@ -368,5 +405,8 @@ def write_report(
         title=title,
         top_k=top_k,
         max_classes=max_classes,
+        gallery=gallery,
+        label_errors=label_errors,
+        subject=subject,
     )
     return atomic_write(out, text.encode("utf-8"))

@@ -200,7 +200,42 @@ def _analysis_sections(doc: dict) -> list:
         header = ["", *c["labels"]]
         rows = [[label, *(str(v) for v in row)] for label, row in zip(c["labels"], c["matrix"])]
         out.append((title, header, rows))
+    if "label_errors" in doc:
+        out.append(_label_error_section(doc["label_errors"]))
     return out + beyond_sections(doc)
+
+
+def _label_error_section(doc: dict) -> tuple:
+    """The label-error candidates as one table (docs/label-errors.md)."""
+    counts = ", ".join(f"{k} {v}" for k, v in doc["counts"].items())
+    settings = ", ".join(f"{k} {v:g}" for k, v in doc["thresholds"].items())
+    title = f"Label-error candidates at IoU {doc['iou_threshold']:g} ({counts}; {settings})"
+    header = ["kind", "image_id", "file_name", "what", "category", "score", "iou", "evidence"]
+    rows = []
+    for c in doc["candidates"]:
+        kind = c["kind"]
+        score = _analysis_num(c.get("score")) if "score" in c else ""
+        if kind == "wrong_class":
+            what, iou = f"detection {c['detection']}", _analysis_num(c["iou"])
+            evidence = f"ground truth {c['gt_annotation_id']} is {c['gt_category']}"
+        elif kind == "missing_annotation":
+            what, iou = f"detection {c['detection']}", _analysis_num(c["best_iou"])
+            evidence = (
+                "no ground truth near" if c["best_gt"] is None else f"nearest ground truth {c['best_gt']}"
+            )
+        elif kind == "unfound":
+            what, iou = f"ground truth {c['gt_annotation_id']}", _analysis_num(c["best_iou"])
+            evidence = (
+                ("no detection in the image" if c["best_iou"] is None else "no detection overlaps it")
+                if c["best_detection"] is None
+                else f"nearest detection {c['best_detection']} ({c['best_detection_category']}, "
+                f"score {_analysis_num(c['best_detection_score'])})"
+            )
+        else:
+            what, iou = f"ground truth {c['gt_annotation_id']}", _analysis_num(c["iou"])
+            evidence = f"same object as ground truth {c['other_annotation_id']}?"
+        rows.append([kind, str(c["image_id"]), c["file_name"], what, c["category"], score, iou, evidence])
+    return title, header, rows
 
 
 def format_analysis_table(doc: dict) -> str:

@@ -70,7 +70,7 @@ def test_report_renders_offline_sorts_and_decodes(report, tmp_path):
     dom = run.stdout
     body = re.search(r"<body[^>]*>", dom).group(0)
     n_images = int(re.search(r'data-images="(\d+)"', body).group(1))
-    assert n_images == 2 * 3 + 1 + 3 + 1, body
+    assert n_images == 1 + 2 * 3 + 1 + 3 + 1, body  # overlay, 2 results x 3, waterfall, errors x 3, forest
     assert 'data-images-ok="true"' in body, body
     selftest = re.search(r'<output id="selftest"[^>]*>', dom).group(0)
     assert 'data-result="pass"' in selftest, selftest

@@ -122,7 +122,9 @@ def test_sections_and_numbers_come_from_the_documents(nasty_run):
     assert results[0].protocol.fingerprint() in text
     assert "B - A = +0.000 mAP" in text  # the stats module's verdict line
     assert explanation.summary_line().replace(">", "&gt;") in text
-    assert text.count("<img ") == 2 * 3 + 1 + 3 + 1  # 2 results x 3, waterfall, errors x 3, forest
+    assert (
+        text.count("<img ") == 1 + 2 * 3 + 1 + 3 + 1
+    )  # overlay, 2 results x 3, waterfall, errors x 3, forest
 
 
 def test_many_classes_all_listed_and_within_budget(tmp_path):

@@ -54,6 +54,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deteval.diagnose",
         "deteval.slices",
         "deteval.per_image",
+        "deteval.label_errors",
     ),
     ("deteval.plot",),
     ("deteval.report",),

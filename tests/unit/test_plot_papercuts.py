@@ -41,7 +41,7 @@ def test_several_results_add_the_label_after_the_kind(tmp_path):
     )
     assert code == 0
     expected = {f"{kind}-{p}.png" for kind in PER_RESULT for p in ("coco", "voc2010")}
-    expected |= {"explain.png", "errors.png", "confusion.png", "decomposition.png"}
+    expected |= {"pr_overlay.png", "explain.png", "errors.png", "confusion.png", "decomposition.png"}
     assert set(names) == expected
     code, names = _plot(
         tmp_path / "3",

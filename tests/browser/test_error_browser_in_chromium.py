@@ -1,0 +1,229 @@
+"""The report's error browser in headless Chromium (network off, a fresh profile each run).
+
+- boxes drawn: the fixture's street.png is a flat grey 400 x 300 picture with a true positive,
+  a false positive and a missed object at known places; the page's viewer (``#view-1``) shows it
+  at its own size in the window's top-left corner, and the screenshot's pixels at the boxes'
+  edges have the outcome colours (inside the boxes: the grey of the picture);
+- filters change what is shown: the page's ``#selftest-gallery`` sets every class x outcome
+  (and three confidences) and writes how many cards and boxes are visible; the counts are
+  checked against the same rule computed here from the gallery's values, and a few by hand;
+- nothing is fetched (Chromium's own network log has no request but the page's file), no console
+  message, every picture decodes, the file is within its budget.
+
+Skipped when ``chromium`` is not on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("PIL")
+
+from PIL import Image  # noqa: E402
+
+import deteval  # noqa: E402
+from deteval.io import load_detections, load_ground_truth  # noqa: E402
+from deteval.label_errors import label_errors  # noqa: E402
+from deteval.plot import write_report  # noqa: E402
+from deteval.plot.gallery import OUTCOME_COLOURS, build_gallery  # noqa: E402
+from tests import ROOT  # noqa: E402
+
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not on PATH (apt-get install chromium)")
+
+FIXTURE = ROOT / "fixtures" / "gallery"
+BUDGET = 200_000
+FLAGS = [
+    "--headless=new",
+    "--disable-gpu",
+    "--no-sandbox",
+    "--no-first-run",
+    "--disable-extensions",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--force-device-scale-factor=1",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+    "--enable-logging=stderr",
+    "--v=0",
+]
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
+    return subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    gt = load_ground_truth(str(FIXTURE / "gt.json"))
+    dt = load_detections(str(FIXTURE / "dt.json"), gt)
+    result = deteval.evaluate(gt, dt, "coco")
+    gallery = build_gallery(result, gt, dt, images=FIXTURE / "images", max_bytes=BUDGET)
+    out = tmp_path_factory.mktemp("gallery") / "report.html"
+    write_report(result, out=out, gallery=gallery, label_errors=label_errors(result, gt, dt))
+    return out, gallery
+
+
+def _close(pixel, colour: str, tolerance: int = 40) -> bool:
+    want = tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return all(abs(a - b) <= tolerance for a, b in zip(pixel[:3], want))
+
+
+def _edge_hits(im: Image.Image, points: list, colour: str) -> int:
+    """How many of ``points`` have ``colour`` within one pixel (a 2-pixel stroke on the edge)."""
+    hits = 0
+    for x, y in points:
+        if any(_close(im.getpixel((x + dx, y + dy)), colour) for dx in (-1, 0, 1) for dy in (-1, 0, 1)):
+            hits += 1
+    return hits
+
+
+def test_boxes_are_drawn_in_their_outcome_colours(built, tmp_path):
+    report, _ = built
+    shot = tmp_path / "view.png"
+    run = _chromium(
+        tmp_path,
+        "--window-size=800,600",
+        "--virtual-time-budget=3000",
+        f"--screenshot={shot}",
+        report.as_uri() + "#view-1",
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    im = Image.open(shot).convert("RGB")
+    # the picture: flat grey (JPEG: within a few levels) away from every box
+    for x, y in [(100, 110), (200, 250), (380, 280), (290, 195)]:
+        assert _close(im.getpixel((x, y)), "#808080", 6), (x, y, im.getpixel((x, y)))
+    # the true positive (cat, [40, 60, 120, 100]): solid green, the four edges
+    tp = [(40, y) for y in range(80, 150, 10)] + [(160, y) for y in range(80, 150, 10)]
+    tp += [(x, 160) for x in range(60, 150, 10)]
+    assert _edge_hits(im, tp, OUTCOME_COLOURS["tp"]) == len(tp)
+    # the false positive (cat, [250, 20, 80, 60]): solid red
+    fp = (
+        [(250, y) for y in range(35, 75, 5)]
+        + [(330, y) for y in range(35, 75, 5)]
+        + [(x, 80) for x in range(260, 320, 10)]
+    )
+    assert _edge_hits(im, fp, OUTCOME_COLOURS["fp"]) == len(fp)
+    # the missed dog ([240, 150, 100, 90]): dashed blue, so most (not all) points of an edge
+    fn = [(240, y) for y in range(165, 235, 3)] + [(340, y) for y in range(165, 235, 3)]
+    assert _edge_hits(im, fn, OUTCOME_COLOURS["fn"]) >= len(fn) // 2
+    # and no colour where there is no box
+    assert _edge_hits(im, [(200, y) for y in range(100, 140, 10)], OUTCOME_COLOURS["fp"]) == 0
+
+
+def _expected_counts(gallery, cls: str, outcome: str, confidence: float) -> list:
+    """The page's rule, written again: which boxes and cards a filter shows."""
+
+    def shown(b) -> bool:
+        if cls and b.category != cls:
+            return False
+        if b.score is not None and b.score < confidence:
+            return False
+        if not outcome:
+            return True
+        if outcome == "tp":
+            return b.outcome in ("tp", "found")
+        if outcome == "fp":
+            return b.outcome == "fp"
+        if outcome.startswith("fp:"):
+            return b.outcome == "fp" and b.error == outcome[3:]
+        return b.outcome == outcome
+
+    active = bool(cls or outcome or confidence > 0)
+    cards = boxes = 0
+    for im in gallery.images:
+        n = sum(shown(b) for b in im.boxes)
+        boxes += n
+        cards += 1 if (n or not active) else 0
+    return [cards, boxes]
+
+
+def test_filters_change_what_is_shown(built, tmp_path):
+    report, gallery = built
+    run = _chromium(
+        tmp_path, "--virtual-time-budget=5000", "--dump-dom", report.as_uri() + "#selftest-gallery"
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = re.search(r'<output id="gallery-selftest"[^>]*>', run.stdout).group(0)
+    assert 'data-result="done"' in out, out
+    counts = json.loads(re.search(r"data-counts=\"([^\"]*)\"", out).group(1).replace("&quot;", '"'))
+    outcomes = ["", "tp", "fp", "fp:cls", "fp:loc", "fp:both", "fp:dupe", "fp:bkg", "fn", "ignored"]
+    assert len(counts) == 3 * len(outcomes) + 2  # (every class, cat, dog) x outcomes, 0.5, 0.9
+    for key, seen in counts.items():
+        cls, outcome, confidence = key.split("|")
+        assert seen == _expected_counts(gallery, cls, outcome, float(confidence)), key
+    # by hand, from the fixture: 4 images, 11 boxes; one background FP; two missed dogs; 3 dog images
+    assert counts["||0"] == [4, 11]
+    assert counts["|fp:bkg|0"] == [1, 1]
+    assert counts["|fn|0"] == [2, 2]
+    assert counts["dog||0"] == [3, 4]
+    assert counts["|fp:loc|0"] == [0, 0]
+    assert counts["||0.9"] == [4, 7]  # the 5 ground truths stay, 2 detections score >= 0.9
+
+
+def test_no_network_no_console_message_pictures_decode(built, tmp_path):
+    report, _ = built
+    netlog = tmp_path / "net.json"
+    run = _chromium(
+        tmp_path,
+        "--virtual-time-budget=5000",
+        f"--log-net-log={netlog}",
+        "--dump-dom",
+        report.as_uri() + "#view-2",
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    dom = run.stdout
+    body = re.search(r"<body[^>]*>", dom).group(0)
+    assert 'data-images-ok="true"' in body, body
+    assert int(re.search(r'data-images="(\d+)"', body).group(1)) >= 3
+    console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
+    assert console == [], console
+    for value in re.findall(r'\s(?:src|href)="([^"]*)"', dom):
+        assert value.startswith(("data:image/png;base64,", "data:image/jpeg;base64,", "#")), value[:60]
+    # Chromium's own record of every request: none made by the page (the browser's own
+    # background requests, initiator "not an origin", are not the page's)
+    assert _page_requests(netlog) == []
+
+
+def _page_requests(netlog: Path) -> list:
+    """URLs the page asked for, from Chromium's net log (``--log-net-log``)."""
+    log = json.loads(netlog.read_text())
+    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    return [
+        e["params"]["url"]
+        for e in log["events"]
+        if e["type"] == start
+        and "url" in e.get("params", {})  # the job's start (its end has no parameters)
+        and e["params"].get("initiator") != "not an origin"
+    ]
+
+
+def test_the_network_check_sees_a_page_request(tmp_path):
+    """The check above is not vacuous: a page that loads an image over http is caught."""
+    page = tmp_path / "fetches.html"
+    page.write_text('<html><body><img src="http://example.com/x.png"></body></html>')
+    netlog = tmp_path / "net.json"
+    run = _chromium(
+        tmp_path, "--virtual-time-budget=3000", f"--log-net-log={netlog}", "--dump-dom", page.as_uri()
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert _page_requests(netlog) == ["http://example.com/x.png"]
+
+
+def test_the_report_is_within_its_budget(built):
+    report, gallery = built
+    html = report.read_text(encoding="utf-8")
+    section = re.search(r'<section id="gallery".*?</section>', html, flags=re.S).group(0)
+    assert len(section.encode()) <= BUDGET == gallery.max_bytes
+    assert f"Budget: at most {gallery.max_images} images and {BUDGET / 1e6:.2f} MB" in section
