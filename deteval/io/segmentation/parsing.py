@@ -104,18 +104,21 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
     part_start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(n_parts, out=part_start[1:])
     point_start, points = _parse_polygons(src, poly_rows, n_parts, part_start)
-    rle = _parse_rles(src, np.flatnonzero(code == 1))
+    rle, rle_boxes = _parse_rles(src, np.flatnonzero(code == 1))
     kind = np.where(code == 1, RLE, POLYGON).astype(np.int8)
     bounds = _polygon_bounds(n_parts, part_start, point_start, points)
     rle_rows = np.flatnonzero(code == 1)
     if len(rle_rows):
-        compressed = [
-            rle[r]
-            if not isinstance(rle[r]["counts"], list)
-            else mask_utils.frPyObjects([rle[r]], *rle[r]["size"])[0]
-            for r in rle_rows.tolist()
-        ]
-        box = np.asarray(mask_utils.toBbox(compressed), dtype=np.float64).reshape(-1, 4)
+        box = rle_boxes[rle_rows]
+        todo = np.flatnonzero(np.isnan(box[:, 0]))  # not given by the compiled kernel
+        if len(todo):
+            compressed = [
+                rle[r]
+                if not isinstance(rle[r]["counts"], list)
+                else mask_utils.frPyObjects([rle[r]], *rle[r]["size"])[0]
+                for r in rle_rows[todo].tolist()
+            ]
+            box[todo] = np.asarray(mask_utils.toBbox(compressed), dtype=np.float64).reshape(-1, 4)
         bounds[rle_rows] = np.c_[box[:, :2], box[:, :2] + box[:, 2:]]
     return CheckedMasks(
         kind=kind, part_start=part_start, point_start=point_start, points=points, rle=rle, bounds=bounds

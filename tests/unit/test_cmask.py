@@ -1,0 +1,126 @@
+"""The compiled RLE kernels (deteval.geometry._cmask) against their twins and pycocotools.
+
+``summarise_compressed`` must give the problem codes and run sums of the numpy twin
+(``_check_compressed`` / ``_compressed_run_sums``) on valid, corrupt and random strings, and
+the boxes and pixel counts of ``pycocotools.mask.toBbox`` / ``area`` on every valid mask.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pycocotools import mask as mask_utils
+
+from deteval.geometry.masks import segm_iou
+from deteval.errors import InputError
+from deteval.io.segmentation.rle import _check_compressed, _cmask, _compressed_run_sums, _summarise_compressed
+
+cmask = _cmask()
+needs_kernel = pytest.mark.skipif(cmask is None, reason="deteval.geometry._cmask not built")
+
+
+def kernel(strings: list, sizes: np.ndarray) -> tuple:
+    n = len(strings)
+    problem, sums = np.zeros(n, np.int8), np.zeros(n, np.int64)
+    areas, boxes = np.zeros(n), np.zeros((n, 4))
+    assert cmask is not None
+    cmask.summarise_compressed(strings, np.ascontiguousarray(sizes, np.int64), problem, sums, areas, boxes)
+    return problem, sums, areas, boxes
+
+
+def random_masks(rng: np.random.Generator, n: int) -> list:
+    """Masks of many shapes: empty, full, noise, blocks, thin lines, one pixel, wide and tall."""
+    out = []
+    for i in range(n):
+        h, w = int(rng.integers(1, 60)), int(rng.integers(1, 60))
+        kind = i % 6
+        if kind == 0:
+            m = rng.random((h, w)) < rng.random()
+        elif kind == 1:
+            m = np.zeros((h, w), bool)
+            y0, x0 = rng.integers(0, h), rng.integers(0, w)
+            m[y0 : y0 + rng.integers(1, h + 1), x0 : x0 + rng.integers(1, w + 1)] = True
+        elif kind == 2:
+            m = np.zeros((h, w), bool)
+        elif kind == 3:
+            m = np.ones((h, w), bool)
+        elif kind == 4:
+            m = np.zeros((h, w), bool)
+            m[rng.integers(0, h), rng.integers(0, w)] = True
+        else:
+            m = np.zeros((h, w), bool)
+            m[:, rng.integers(0, w)] = True
+        out.append(mask_utils.encode(np.asfortranarray(m.astype(np.uint8))))
+    return out
+
+
+@needs_kernel
+def test_valid_strings_give_the_twins_sums_and_pycocotools_boxes_and_areas():
+    rles = random_masks(np.random.default_rng(0), 600)
+    # long runs (several groups, negative deltas) on a big mask
+    big = np.zeros((3000, 2000), np.uint8)
+    big[5:2900, 100:1999] = 1
+    big[1000:1001, :] = 0
+    rles.append(mask_utils.encode(np.asfortranarray(big)))
+    strings = [r["counts"] for r in rles]
+    sizes = np.array([r["size"] for r in rles])
+    problem, sums, areas, boxes = kernel(strings, sizes)
+    assert problem.tolist() == _check_compressed(strings).tolist() == [0] * len(rles)
+    assert sums.tolist() == _compressed_run_sums(strings).tolist() == (sizes[:, 0] * sizes[:, 1]).tolist()
+    assert np.array_equal(boxes, np.asarray(mask_utils.toBbox(rles)))
+    assert np.array_equal(areas, np.array([float(mask_utils.area(r)) for r in rles]))
+
+
+@needs_kernel
+def test_corrupt_and_random_strings_give_the_twins_codes_and_sums():
+    rng = np.random.default_rng(1)
+    alphabet = np.frombuffer(bytes(range(40, 120)), np.uint8)  # inside and outside '0'..'o'
+    strings = [b"", b"0", b"0P", b"0!", b"P", b"o", b"oooooooo0", b"OOOOOOO0", b"\x00", b"0" * 50]
+    strings += [bytes(rng.choice(alphabet, rng.integers(1, 30))) for _ in range(400)]
+    low = np.frombuffer(bytes(range(48, 112)), np.uint8)  # valid characters only
+    strings += [bytes(rng.choice(low, rng.integers(1, 40))) for _ in range(400)]
+    sizes = np.ones((len(strings), 2), np.int64)
+    problem, sums, _, boxes = kernel(strings, sizes)
+    assert problem.tolist() == _check_compressed(strings).tolist()
+    fine = [s for s, p in zip(strings, problem.tolist(), strict=True) if p == 0]
+    assert len(fine) > 100
+    assert sums[problem == 0].tolist() == _compressed_run_sums(fine).tolist()
+    assert (sums == -1).any()  # runs of more than 7 groups
+    # no box where the runs do not add up to the size (here 1 x 1)
+    assert np.isnan(boxes[(problem != 0) | (sums != 1)]).all()
+
+
+@needs_kernel
+def test_the_python_entry_gives_the_kernels_values():
+    rles = random_masks(np.random.default_rng(2), 30)
+    strings = [r["counts"] for r in rles]
+    sizes = np.array([r["size"] for r in rles])
+    problem, sums, boxes = _summarise_compressed(strings, sizes)
+    assert problem.tolist() == [0] * 30
+    assert sums.tolist() == (sizes[:, 0] * sizes[:, 1]).tolist()
+    assert np.array_equal(boxes, np.asarray(mask_utils.toBbox(rles)))
+
+
+def test_kernel_refuses_wrong_buffers():
+    if cmask is None:
+        pytest.skip("deteval.geometry._cmask not built")
+    with pytest.raises(ValueError, match="buffer sizes"):
+        cmask.summarise_compressed([b"0"], np.zeros((2, 2), np.int64), *(np.zeros(1, t) for t in (np.int8, np.int64, float)), np.zeros((1, 4)))
+    with pytest.raises(TypeError, match="list of bytes"):
+        cmask.summarise_compressed(["0"], np.zeros((1, 2), np.int64), *(np.zeros(1, t) for t in (np.int8, np.int64, float)), np.zeros((1, 4)))
+    out = np.zeros(8, np.int64)
+    with pytest.raises(ValueError, match="overlaps"):
+        cmask.summarise_compressed([b"0"], np.zeros((1, 2), np.int64), np.zeros(1, np.int8), out[:1], out[:1].view(float), np.zeros((1, 4)))
+
+
+@pytest.mark.parametrize("counts", ["1P", "0P"])
+def test_a_string_ending_inside_a_run_is_refused_for_an_empty_mask_too(counts):
+    """Only the empty string is a 0 x 0 mask; pycocotools reads past the end of these."""
+    empty = {"size": [0, 0], "counts": counts}
+    with pytest.raises(InputError, match="ends inside a run"):
+        segm_iou([empty], [{"size": [0, 0], "counts": ""}], image_size=(0, 0), mask_iou="raster")
+
+
+def test_the_empty_string_is_a_0_by_0_mask():
+    empty = {"size": [0, 0], "counts": ""}
+    assert segm_iou([empty], [empty], image_size=(0, 0), mask_iou="raster").shape == (1, 1)
