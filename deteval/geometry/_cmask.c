@@ -105,44 +105,47 @@ static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint3
 }
 
 PyDoc_STRVAR(summarise_compressed_doc,
-             "summarise_compressed(strings, sizes, problem, sums, areas, boxes)\n"
+             "summarise_compressed(blob, offsets, sizes, problem, sums, areas, boxes)\n"
              "\n"
-             "For each bytes object of the list ``strings`` (compressed counts) with its int64 ``[h, w]``\n"
-             "row of ``sizes`` (n, 2): write the problem code (int8), the run sum (int64), the foreground\n"
-             "pixel count (float64) and the xywh box (float64, n x 4; NaN where not computed).");
+             "For each compressed counts string ``blob[offsets[r]:offsets[r + 1]]`` (bytes, int64 offsets\n"
+             "n + 1, non-decreasing, within the blob) with its int64 ``[h, w]`` row of ``sizes`` (n, 2):\n"
+             "write the problem code (int8), the run sum (int64), the foreground pixel count (float64)\n"
+             "and the xywh box (float64, n x 4; NaN where not computed).");
 
 static PyObject *summarise_compressed(PyObject *self, PyObject *args)
 {
-    PyObject *strings;
-    Py_buffer size_v, problem_v, sum_v, area_v, box_v;
-    if (!PyArg_ParseTuple(args, "O!y*w*w*w*w*", &PyList_Type, &strings, &size_v, &problem_v, &sum_v, &area_v,
+    Py_buffer blob_v, offset_v, size_v, problem_v, sum_v, area_v, box_v;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*w*w*w*", &blob_v, &offset_v, &size_v, &problem_v, &sum_v, &area_v,
                           &box_v))
         return NULL;
     PyObject *result = NULL;
-    const Py_ssize_t n = PyList_GET_SIZE(strings);
-    const Py_buffer *views[5] = {&problem_v, &sum_v, &area_v, &box_v, &size_v};
-    if (size_v.len != n * 16 || problem_v.len != n || sum_v.len != n * 8 || area_v.len != n * 8 ||
+    const Py_ssize_t n = problem_v.len;
+    const Py_buffer *views[7] = {&problem_v, &sum_v, &area_v, &box_v, &size_v, &offset_v, &blob_v};
+    if (offset_v.len != (n + 1) * 8 || size_v.len != n * 16 || sum_v.len != n * 8 || area_v.len != n * 8 ||
         box_v.len != n * 32) {
-        PyErr_SetString(PyExc_ValueError, "summarise_compressed: buffer sizes do not match the strings");
+        PyErr_SetString(PyExc_ValueError, "summarise_compressed: buffer sizes do not match");
         goto done;
     }
-    if (!is_aligned(&size_v, 8) || !is_aligned(&sum_v, 8) || !is_aligned(&area_v, 8) || !is_aligned(&box_v, 8)) {
-        if (n) {
-            PyErr_SetString(PyExc_ValueError, "summarise_compressed: unaligned buffer");
+    if (!is_aligned(&offset_v, 8) || (n && (!is_aligned(&size_v, 8) || !is_aligned(&sum_v, 8) ||
+                                            !is_aligned(&area_v, 8) || !is_aligned(&box_v, 8)))) {
+        PyErr_SetString(PyExc_ValueError, "summarise_compressed: unaligned buffer");
+        goto done;
+    }
+    if (outputs_overlap(views, 4, 7, "summarise_compressed")) goto done;
+    const int64_t *offsets = (const int64_t *)offset_v.buf;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        if (offsets[r] < 0 || offsets[r + 1] < offsets[r] || offsets[r + 1] > blob_v.len) {
+            PyErr_SetString(PyExc_ValueError, "summarise_compressed: offsets outside the blob or decreasing");
             goto done;
         }
     }
-    if (outputs_overlap(views, 4, 5, "summarise_compressed")) goto done;
+    const unsigned char *blob = (const unsigned char *)blob_v.buf;
     const int64_t *size = (const int64_t *)size_v.buf;
     int8_t *problem = (int8_t *)problem_v.buf;
     int64_t *sums = (int64_t *)sum_v.buf;
     double *areas = (double *)area_v.buf, *boxes = (double *)box_v.buf;
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < n; r++) {
-        PyObject *item = PyList_GET_ITEM(strings, r);
-        if (!PyBytes_Check(item)) {
-            PyErr_SetString(PyExc_TypeError, "summarise_compressed: expected a list of bytes");
-            goto done;
-        }
         const int64_t h = size[2 * r], w = size[2 * r + 1];
         BoxWalk walk = {0};
         const int want_box = h > 0 && h <= UINT32_MAX && w >= 0 && w <= UINT32_MAX;
@@ -154,8 +157,8 @@ static PyObject *summarise_compressed(PyObject *self, PyObject *args)
         }
         uint32_t area;
         int64_t sum;
-        const int code = summarise((const unsigned char *)PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item), &sum,
-                                   &area, want_box ? &walk : NULL);
+        const int code = summarise(blob + offsets[r], (Py_ssize_t)(offsets[r + 1] - offsets[r]), &sum, &area,
+                                   want_box ? &walk : NULL);
         problem[r] = (int8_t)code;
         sums[r] = sum;
         areas[r] = (double)area;
@@ -171,8 +174,11 @@ static PyObject *summarise_compressed(PyObject *self, PyObject *args)
             bb[3] = (double)(uint32_t)(walk.ye - walk.ys + 1);
         }
     }
+    Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:
+    PyBuffer_Release(&blob_v);
+    PyBuffer_Release(&offset_v);
     PyBuffer_Release(&size_v);
     PyBuffer_Release(&problem_v);
     PyBuffer_Release(&sum_v);

@@ -13,19 +13,24 @@ from pycocotools import mask as mask_utils
 
 from deteval.geometry.masks import segm_iou
 from deteval.errors import InputError
-from deteval.io.segmentation.rle import _check_compressed, _cmask, _compressed_run_sums, _summarise_compressed
+from deteval.io.segmentation.rle import (
+    _check_compressed,
+    _cmask,
+    _compressed_run_sums,
+    _summarise_compressed,
+    summarise_spans,
+)
 
 cmask = _cmask()
 needs_kernel = pytest.mark.skipif(cmask is None, reason="deteval.geometry._cmask not built")
 
 
+def offsets_of(strings: list) -> np.ndarray:
+    return np.r_[0, np.cumsum([len(s) for s in strings])].astype(np.int64)
+
+
 def kernel(strings: list, sizes: np.ndarray) -> tuple:
-    n = len(strings)
-    problem, sums = np.zeros(n, np.int8), np.zeros(n, np.int64)
-    areas, boxes = np.zeros(n), np.zeros((n, 4))
-    assert cmask is not None
-    cmask.summarise_compressed(strings, np.ascontiguousarray(sizes, np.int64), problem, sums, areas, boxes)
-    return problem, sums, areas, boxes
+    return summarise_spans(b"".join(strings), offsets_of(strings), sizes)
 
 
 def random_masks(rng: np.random.Generator, n: int) -> list:
@@ -104,13 +109,21 @@ def test_the_python_entry_gives_the_kernels_values():
 def test_kernel_refuses_wrong_buffers():
     if cmask is None:
         pytest.skip("deteval.geometry._cmask not built")
+
+    def outputs(n: int) -> list:
+        return [np.zeros(n, np.int8), np.zeros(n, np.int64), np.zeros(n), np.zeros((n, 4))]
+
+    sizes = np.zeros((1, 2), np.int64)
     with pytest.raises(ValueError, match="buffer sizes"):
-        cmask.summarise_compressed([b"0"], np.zeros((2, 2), np.int64), *(np.zeros(1, t) for t in (np.int8, np.int64, float)), np.zeros((1, 4)))
-    with pytest.raises(TypeError, match="list of bytes"):
-        cmask.summarise_compressed(["0"], np.zeros((1, 2), np.int64), *(np.zeros(1, t) for t in (np.int8, np.int64, float)), np.zeros((1, 4)))
-    out = np.zeros(8, np.int64)
+        cmask.summarise_compressed(b"0", np.array([0, 1]), np.zeros((2, 2), np.int64), *outputs(1))
+    with pytest.raises(ValueError, match="outside the blob"):
+        cmask.summarise_compressed(b"0", np.array([0, 2]), sizes, *outputs(1))
+    with pytest.raises(ValueError, match="outside the blob"):
+        cmask.summarise_compressed(b"00", np.array([1, 0]), sizes, *outputs(1))
+    out = outputs(1)
+    out[2] = out[1].view(float)
     with pytest.raises(ValueError, match="overlaps"):
-        cmask.summarise_compressed([b"0"], np.zeros((1, 2), np.int64), np.zeros(1, np.int8), out[:1], out[:1].view(float), np.zeros((1, 4)))
+        cmask.summarise_compressed(b"0", np.array([0, 1]), sizes, *out)
 
 
 @pytest.mark.parametrize("counts", ["1P", "0P"])

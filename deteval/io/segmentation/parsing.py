@@ -13,11 +13,13 @@ import numpy as np
 from pycocotools import mask as mask_utils
 
 from deteval.io.segmentation.polygons import _flat_polygons, _parse_polygons
-from deteval.io.segmentation.rle import _parse_rles
+from deteval.io.segmentation.rle import _cmask, _parse_rles, summarise_spans
 from deteval.io.segmentation.sources import (
+    MAX_PIXELS,
     POLYGON,
     RLE,
     PolygonSegmentations,
+    RleSegmentations,
     SegmentationSource,
     _show,
     fail_records,
@@ -66,6 +68,11 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
     """
     if isinstance(src.values, PolygonSegmentations):
         masks = _flat_polygon_masks(src.values)
+        if masks is not None:
+            return masks
+        src = replace(src, values=tuple(src.values))
+    if isinstance(src.values, RleSegmentations):
+        masks = _flat_rle_masks(src.values)
         if masks is not None:
             return masks
         src = replace(src, values=tuple(src.values))
@@ -157,4 +164,39 @@ def _flat_polygon_masks(values: PolygonSegmentations) -> CheckedMasks | None:
         points=points,
         rle=(None,) * n,
         bounds=_polygon_bounds(n_parts, part_start, point_start, points),
+    )
+
+
+def _flat_rle_masks(values: RleSegmentations) -> CheckedMasks | None:
+    """The masks of records that are all compressed RLEs given as flat columns, or None.
+
+    The checks of :func:`~deteval.io.segmentation.rle._parse_rles` on the columns: sizes of
+    two integers >= 0 with ``h * w <= MAX_PIXELS``, counts strings that are pycocotools'
+    encoding and add up to ``h * w`` (compiled kernel). None on any failure (the caller decodes
+    the records and the usual checks name the problem) or without the kernel.
+    """
+    if _cmask() is None:
+        return None
+    sizes = values.sizes
+    n = len(values)
+    if (sizes < 0).any() or (sizes > MAX_PIXELS).any() or (sizes[:, 0] * sizes[:, 1] > MAX_PIXELS).any():
+        return None
+    problem, sums, _, box = summarise_spans(values.blob, values.offsets, sizes)
+    if (problem != 0).any() or (sums != sizes[:, 0] * sizes[:, 1]).any():
+        return None  # "" (a 0 x 0 mask) included: the decoded path accepts it
+    todo = np.flatnonzero(np.isnan(box[:, 0]))  # height 0: pycocotools' own toBbox
+    blob, offsets = values.blob, values.offsets.tolist()
+    size_rows = sizes.tolist()
+    rle = tuple(
+        {"size": size_rows[r], "counts": blob[offsets[r] : offsets[r + 1]]} for r in range(n)
+    )
+    if len(todo):
+        box[todo] = np.asarray(mask_utils.toBbox([rle[r] for r in todo.tolist()]), np.float64).reshape(-1, 4)
+    return CheckedMasks(
+        kind=np.full(n, RLE, dtype=np.int8),
+        part_start=np.zeros(n + 1, dtype=np.int64),
+        point_start=np.zeros(1, dtype=np.int64),
+        points=np.zeros((0, 2)),
+        rle=rle,
+        bounds=np.c_[box[:, :2], box[:, :2] + box[:, 2:]],
     )

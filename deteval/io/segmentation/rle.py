@@ -225,10 +225,8 @@ def _check_string_counts(
 def _summarise_compressed(encoded: list, sizes: np.ndarray) -> tuple:
     """(problem codes, run sums or None, xywh boxes) of compressed counts strings.
 
-    The one entry to the compiled kernel ``deteval.geometry._cmask.summarise_compressed``: one
-    pass per string in C. Without it: :func:`_check_compressed` now, the sums later (None: the
+    Without the compiled kernel: :func:`_check_compressed` now, the sums later (None: the
     caller runs :func:`_compressed_run_sums_batched` on the strings that passed), boxes NaN.
-    The two give the same codes and sums (tests/unit/test_cmask.py).
 
     Parameters
     ----------
@@ -237,15 +235,65 @@ def _summarise_compressed(encoded: list, sizes: np.ndarray) -> tuple:
         ``[height, width]`` of each string's RLE.
     """
     n = len(encoded)
+    if _cmask() is None:
+        return _check_compressed(encoded), None, np.full((n, 4), np.nan)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, n), out=offsets[1:])
+    problem, sums, _, boxes = summarise_spans(b"".join(encoded), offsets, sizes)
+    return problem.astype(np.int64), sums, boxes
+
+
+def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
+    """Problem codes, run sums, pixel counts and xywh boxes of compressed counts strings.
+
+    The one entry to the compiled kernel ``deteval.geometry._cmask.summarise_compressed``
+    (one pass per string in C, no temporary per character): the codes and sums of
+    :func:`_check_compressed` and :func:`_compressed_run_sums`, the areas and boxes of
+    ``pycocotools.mask.area`` / ``toBbox`` (tests/unit/test_cmask.py checks all four).
+
+    Parameters
+    ----------
+    blob : bytes-like
+        The strings, concatenated.
+    offsets : int64 (n + 1,)
+        String r is ``blob[offsets[r]:offsets[r + 1]]``.
+    sizes : int64 (n, 2)
+        ``[height, width]`` of each string's RLE.
+
+    Returns
+    -------
+    problem : int8 (n,)
+        0 fine, 1 a character outside ``'0'..'o'``, 2 empty or ending inside a run.
+    sums : int64 (n,)
+        Sum of the runs (-1: a run of more than 7 groups); meaningful where ``problem == 0``.
+    areas : float64 (n,)
+        Pixels of the mask (meaningful where the sum is ``height * width``).
+    boxes : float64 (n, 4)
+        xywh; NaN unless ``problem == 0``, the sum is ``height * width`` and ``height > 0``.
+
+    Raises
+    ------
+    RuntimeError
+        The kernel is not loaded (check :func:`_cmask` first).
+    """
     kernel = _cmask()
     if kernel is None:
-        return _check_compressed(encoded), None, np.full((n, 4), np.nan)
+        raise RuntimeError("deteval.geometry._cmask is not loaded")
+    n = len(offsets) - 1
     problem = np.zeros(n, dtype=np.int8)
     sums = np.zeros(n, dtype=np.int64)
     areas = np.zeros(n, dtype=np.float64)
     boxes = np.zeros((n, 4), dtype=np.float64)
-    kernel.summarise_compressed(encoded, np.ascontiguousarray(sizes, dtype=np.int64), problem, sums, areas, boxes)
-    return problem.astype(np.int64), sums, boxes
+    kernel.summarise_compressed(
+        blob,
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        np.ascontiguousarray(sizes, dtype=np.int64).reshape(n, 2),
+        problem,
+        sums,
+        areas,
+        boxes,
+    )
+    return problem, sums, areas, boxes
 
 
 def _cmask() -> Any:
