@@ -187,8 +187,165 @@ done:
     return result;
 }
 
+/* The runs of one string into ``runs`` (room for one per character); returns their count. Decoding as
+ * summarise() does; a string that ends inside a run ends there (callers pass checked strings). */
+static Py_ssize_t decode_runs(const unsigned char *s, Py_ssize_t len, uint32_t *runs)
+{
+    Py_ssize_t m = 0, i = 0;
+    while (i < len) {
+        int64_t x = 0;
+        int k = 0, more = 1, c = 0;
+        while (more && i < len) {
+            c = (s[i++] - 48) & 0x3f;
+            if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
+            k++;
+            more = c & 0x20;
+        }
+        if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
+        if (m > 2) x += (int64_t)runs[m - 2];
+        runs[m++] = (uint32_t)x;
+    }
+    return m;
+}
+
+/* Every string of a blob decoded: runs (one array), first run of each string (n + 1), areas. */
+typedef struct {
+    uint32_t *runs;
+    int64_t *first;
+    uint32_t *area;
+} Decoded;
+
+static int decode_all(const unsigned char *blob, const int64_t *offsets, Py_ssize_t n, Decoded *d)
+{
+    d->runs = (uint32_t *)PyMem_RawMalloc(sizeof(uint32_t) * (size_t)(offsets[n] - offsets[0] + 1));
+    d->first = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(n + 1));
+    d->area = (uint32_t *)PyMem_RawMalloc(sizeof(uint32_t) * (size_t)(n + 1));
+    if (!d->runs || !d->first || !d->area) return -1;
+    int64_t at = 0;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        d->first[r] = at;
+        const Py_ssize_t m = decode_runs(blob + offsets[r], (Py_ssize_t)(offsets[r + 1] - offsets[r]), d->runs + at);
+        uint32_t area = 0;
+        for (Py_ssize_t j = 1; j < m; j += 2) area += d->runs[at + j];
+        d->area[r] = area;
+        at += m;
+    }
+    d->first[n] = at;
+    return 0;
+}
+
+static void free_decoded(Decoded *d)
+{
+    PyMem_RawFree(d->runs);
+    PyMem_RawFree(d->first);
+    PyMem_RawFree(d->area);
+}
+
+/* Pixels in the foreground of both run lists (odd runs are foreground), walking them together. */
+static uint64_t intersection(const uint32_t *a, Py_ssize_t na, const uint32_t *b, Py_ssize_t nb)
+{
+    uint64_t both = 0;
+    Py_ssize_t ia = 0, ib = 0;
+    uint32_t left_a = na ? a[0] : 0, left_b = nb ? b[0] : 0;
+    for (;;) {
+        while (left_a == 0 && ia + 1 < na) left_a = a[++ia];
+        while (left_b == 0 && ib + 1 < nb) left_b = b[++ib];
+        if (left_a == 0 || left_b == 0) return both;
+        const uint32_t step = left_a < left_b ? left_a : left_b;
+        if ((ia & 1) && (ib & 1)) both += step;
+        left_a -= step;
+        left_b -= step;
+    }
+}
+
+static int offsets_ok(const Py_buffer *offsets, const Py_buffer *blob, Py_ssize_t *n)
+{
+    if (offsets->len < 8 || offsets->len % 8 || !is_aligned(offsets, 8)) return 0;
+    const int64_t *o = (const int64_t *)offsets->buf;
+    *n = offsets->len / 8 - 1;
+    for (Py_ssize_t r = 0; r < *n; r++)
+        if (o[r] < 0 || o[r + 1] < o[r] || o[r + 1] > blob->len) return 0;
+    return o[0] >= 0 && o[0] <= blob->len;
+}
+
+PyDoc_STRVAR(pair_iou_doc,
+             "pair_iou(det_blob, det_offsets, gt_blob, gt_offsets, det_index, gt_index, is_crowd, out)\n"
+             "\n"
+             "pycocotools' ``mask.iou`` of aligned (detection, ground truth) pairs of compressed RLEs of\n"
+             "equal sizes: string r of a blob is ``blob[offsets[r]:offsets[r + 1]]``; pair k compares\n"
+             "detection ``det_index[k]`` with ground truth ``gt_index[k]`` (int64), ``is_crowd[k]`` (uint8:\n"
+             "intersection over the detection's area). Writes float64 ``out[k]``: 0 when the masks share\n"
+             "no pixel, else intersection / union as doubles, as pycocotools divides.");
+
+static PyObject *pair_iou(PyObject *self, PyObject *args)
+{
+    Py_buffer db, doff, gb, goff, di, gi, crowd, out;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*w*", &db, &doff, &gb, &goff, &di, &gi, &crowd, &out)) return NULL;
+    PyObject *result = NULL;
+    Decoded dd = {0}, gd = {0};
+    Py_ssize_t n_det = 0, n_gt = 0;
+    const Py_ssize_t n = out.len / 8;
+    const Py_buffer *views[8] = {&out, &db, &doff, &gb, &goff, &di, &gi, &crowd};
+    if (!offsets_ok(&doff, &db, &n_det) || !offsets_ok(&goff, &gb, &n_gt)) {
+        PyErr_SetString(PyExc_ValueError, "pair_iou: offsets outside the blob, decreasing or unaligned");
+        goto done;
+    }
+    if (out.len % 8 || di.len != n * 8 || gi.len != n * 8 || crowd.len != n ||
+        (n && (!is_aligned(&out, 8) || !is_aligned(&di, 8) || !is_aligned(&gi, 8)))) {
+        PyErr_SetString(PyExc_ValueError, "pair_iou: buffer sizes do not match or are unaligned");
+        goto done;
+    }
+    if (outputs_overlap(views, 1, 8, "pair_iou")) goto done;
+    const int64_t *det_index = (const int64_t *)di.buf, *gt_index = (const int64_t *)gi.buf;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (det_index[k] < 0 || det_index[k] >= n_det || gt_index[k] < 0 || gt_index[k] >= n_gt) {
+            PyErr_SetString(PyExc_IndexError, "pair_iou: a pair index is outside its blob's strings");
+            goto done;
+        }
+    }
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    failed = decode_all((const unsigned char *)db.buf, (const int64_t *)doff.buf, n_det, &dd) ||
+             decode_all((const unsigned char *)gb.buf, (const int64_t *)goff.buf, n_gt, &gd);
+    if (!failed) {
+        const uint8_t *is_crowd = (const uint8_t *)crowd.buf;
+        double *iou = (double *)out.buf;
+        for (Py_ssize_t k = 0; k < n; k++) {
+            const int64_t d = det_index[k], g = gt_index[k];
+            const uint64_t both = intersection(dd.runs + dd.first[d], (Py_ssize_t)(dd.first[d + 1] - dd.first[d]),
+                                               gd.runs + gd.first[g], (Py_ssize_t)(gd.first[g + 1] - gd.first[g]));
+            if (both == 0) {
+                iou[k] = 0.0;
+                continue;
+            }
+            const uint32_t inter = (uint32_t)both;
+            const uint32_t uni = is_crowd[k] ? dd.area[d] : (uint32_t)(dd.area[d] + gd.area[g] - inter);
+            iou[k] = (double)inter / (double)uni;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    free_decoded(&dd);
+    free_decoded(&gd);
+    PyBuffer_Release(&db);
+    PyBuffer_Release(&doff);
+    PyBuffer_Release(&gb);
+    PyBuffer_Release(&goff);
+    PyBuffer_Release(&di);
+    PyBuffer_Release(&gi);
+    PyBuffer_Release(&crowd);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef cmask_methods[] = {
     {"summarise_compressed", summarise_compressed, METH_VARARGS, summarise_compressed_doc},
+    {"pair_iou", pair_iou, METH_VARARGS, pair_iou_doc},
     {NULL, NULL, 0, NULL},
 };
 

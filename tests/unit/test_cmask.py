@@ -33,11 +33,11 @@ def kernel(strings: list, sizes: np.ndarray) -> tuple:
     return summarise_spans(b"".join(strings), offsets_of(strings), sizes)
 
 
-def random_masks(rng: np.random.Generator, n: int) -> list:
+def random_masks(rng: np.random.Generator, n: int, size: tuple | None = None) -> list:
     """Masks of many shapes: empty, full, noise, blocks, thin lines, one pixel, wide and tall."""
     out = []
     for i in range(n):
-        h, w = int(rng.integers(1, 60)), int(rng.integers(1, 60))
+        h, w = size or (int(rng.integers(1, 60)), int(rng.integers(1, 60)))
         kind = i % 6
         if kind == 0:
             m = rng.random((h, w)) < rng.random()
@@ -137,3 +137,30 @@ def test_a_string_ending_inside_a_run_is_refused_for_an_empty_mask_too(counts):
 def test_the_empty_string_is_a_0_by_0_mask():
     empty = {"size": [0, 0], "counts": ""}
     assert segm_iou([empty], [empty], image_size=(0, 0), mask_iou="raster").shape == (1, 1)
+
+
+@needs_kernel
+def test_pair_iou_is_pycocotools_iou_bit_for_bit():
+    from deteval.geometry.raster import RasterMasks, _compiled_pair_iou
+
+    rng = np.random.default_rng(5)
+    for _ in range(150):
+        size = (int(rng.integers(1, 50)), int(rng.integers(1, 50)))
+        det, gt = random_masks(rng, 5, size), random_masks(rng, 4, size)
+        crowd = rng.integers(0, 2, len(gt)).astype(np.uint8)
+        expected = np.asarray(mask_utils.iou(det, gt, crowd)).reshape(len(det), len(gt))
+        det_raster, gt_raster = RasterMasks(len(det)), RasterMasks(len(gt))
+        det_raster.rle, gt_raster.rle = det, gt
+        d, g = np.repeat(np.arange(len(det)), len(gt)), np.tile(np.arange(len(gt)), len(det))
+        got = _compiled_pair_iou(det_raster, gt_raster, d, g, crowd[g].astype(bool)).reshape(expected.shape)
+        assert got.tobytes() == expected.tobytes()
+
+
+def test_pair_iou_refuses_indices_outside_the_blob():
+    if cmask is None:
+        pytest.skip("deteval.geometry._cmask not built")
+    one = np.array([0, 2], np.int64)
+    with pytest.raises(IndexError, match="outside"):
+        cmask.pair_iou(b"11", one, b"11", one, np.array([1]), np.array([0]), np.zeros(1, np.uint8), np.zeros(1))
+    with pytest.raises(ValueError, match="offsets"):
+        cmask.pair_iou(b"11", np.array([0, 3]), b"11", one, np.array([0]), np.array([0]), np.zeros(1, np.uint8), np.zeros(1))

@@ -224,7 +224,8 @@ def detection_source(dt: Detections, gt: GroundTruth) -> SegmentationSource:
             f"iou_type 'bbox')"
         )
     segm = dt.segmentation
-    values = segm if isinstance(segm, PolygonSegmentations) else tuple(segm) if segm is not None else ()
+    flat = (PolygonSegmentations, RleSegmentations)
+    values = segm if isinstance(segm, flat) else tuple(segm) if segm is not None else ()
     return SegmentationSource(
         values=values,
         where=dt.source,
