@@ -127,7 +127,8 @@ def run(workload: str, folder: Path, use_pycocotools: bool) -> None:
 
         gt = deteval.load_ground_truth(str(folder / gt_name))
         dt = deteval.load_detections(str(folder / dt_name), gt)
-        protocol = deteval.get_protocol("coco").replace(iou_type=iou_type)
+        preset = "coco-keypoints" if iou_type == "keypoints" else "coco"
+        protocol = deteval.get_protocol(preset).replace(iou_type=iou_type)
         if iou_type == "segm":
             protocol = protocol.replace(mask_iou="raster")
         result = deteval.evaluate(gt, dt, protocol=protocol)

@@ -375,7 +375,7 @@ def _fast_segm_results(
     """
     parsed = _compiled_segm_columns(raw) or _compiled_rle_columns(raw)
     if parsed is None:
-        return None
+        return _fast_keypoint_results(raw, path, gt, cmap)
     columns, segmentation = parsed
     del parsed
     return _box_detections(columns, path=path, gt=gt, cmap=cmap, segmentation=segmentation)
@@ -443,7 +443,7 @@ def _compiled_rle_columns(raw: bytes) -> tuple[BoxColumns, RleSegmentations] | N
     sizes = np.empty(2 * capacity, dtype=np.int64)
     counts_start = np.empty(capacity, dtype=np.int64)
     counts_stop = np.empty(capacity, dtype=np.int64)
-    blob = bytearray(len(raw))
+    blob = np.empty(len(raw), dtype=np.uint8)  # not zeroed: only the written part is read
     found = _colparse.rle_results(
         raw, image_ids, category_ids, box, score, starts, stops, sizes, counts_start, counts_stop, blob
     )
@@ -455,11 +455,65 @@ def _compiled_rle_columns(raw: bytes) -> tuple[BoxColumns, RleSegmentations] | N
     box.resize(4 * n, refcheck=False)
     sizes.resize(2 * n, refcheck=False)
     offsets = np.append(counts_start, n_blob)  # strings are written back to back
-    del blob[n_blob:]
     segmentation = RleSegmentations(
-        raw, starts, stops, (sizes.reshape(n, 2), bytes(blob), offsets), _orjson.loads
+        raw, starts, stops, (sizes.reshape(n, 2), blob[:n_blob].tobytes(), offsets), _orjson.loads
     )
     return (image_ids, category_ids, box.reshape(n, 4), score), segmentation
+
+
+#: Bytes of the shortest keypoint record the compiled parser accepts, with its comma:
+#: ``{"image_id":0,"category_id":0,"keypoints":[0,0,0],"score":0},``; a number takes 2 (``0,``).
+_MIN_KEYPOINT_RECORD_BYTES = 61
+
+
+def _fast_keypoint_results(
+    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
+) -> Detections | None:
+    """A plain keypoint-results file read by the C extension into columns, or None for the full path.
+
+    Plain: a non-empty array of records with exactly ``image_id``, ``category_id``,
+    ``keypoints`` (JSON numbers, finite, one length for all, a multiple of 3) and ``score``.
+    The Detections are the full loader's: no record has a bbox, so each gets its keypoints'
+    extent (pycocotools' ``loadRes``) and ``has_box`` False; anything that needs a message
+    (unknown image or category, a non-finite score) returns None and the full loader names it.
+    """
+    if _colparse is None or not hasattr(_colparse, "keypoint_results"):
+        return None
+    capacity = len(raw) // _MIN_KEYPOINT_RECORD_BYTES + 1
+    image_ids = np.empty(capacity, dtype=np.int64)
+    category_ids = np.empty(capacity, dtype=np.int64)
+    score = np.empty(capacity, dtype=np.float64)
+    numbers = np.empty(len(raw) // 2 + 1, dtype=np.float64)
+    found = _colparse.keypoint_results(raw, image_ids, category_ids, score, numbers)
+    if found is None:
+        return None
+    n, per_record = found
+    for column in (image_ids, category_ids, score):
+        column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
+    numbers.resize(n * per_record, refcheck=False)
+    keypoints = numbers.reshape(n, per_record // 3, 3)
+    image = join_ids(image_ids, gt)
+    try:
+        category = map_categories(category_ids, gt, cmap)
+    except ConfigError:
+        return None  # the full path raises it again
+    if not np.isfinite(score).all() or (image < 0).any() or (category < 0).any():
+        return None
+    from deteval.io.coco.keypoints import keypoint_extent
+
+    index = _index_dtype(n)
+    return Detections(
+        image=image.astype(index, copy=False),
+        category=category.astype(index, copy=False),
+        box=keypoint_extent(keypoints),
+        score=score,
+        order=order_column(n),
+        has_box=np.zeros(n, dtype=bool),
+        box_format="xywh",
+        source=path,
+        warnings=tuple(_index_suspicion(category_ids, gt, cmap, path)),
+        keypoints=keypoints,
+    )
 
 
 #: Bytes of the shortest row of six fields with its line break (``a 1 1 1 1 1\n``).
