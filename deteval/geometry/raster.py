@@ -69,8 +69,10 @@ def ensure_raster(
         if unchecked.any():  # prepare_masks checks every record up front in raster mode
             _check_raster_extent(src, masks, poly_rows[unchecked], size[unchecked])
             raster.extent_checked[poly_rows] = True
+        if _cmask() is not None and _compiled_rasters(masks, raster, poly_rows, size):
+            poly_rows = poly_rows[:0]
         key = size[:, 0] * (MAX_PIXELS + 1) + size[:, 1]
-        for k in np.unique(key):
+        for k in np.unique(key[: len(poly_rows)]):
             group = poly_rows[key == k]
             h, w = (int(v) for v in size[key == k][0])
             first = masks.part_start[group]
@@ -88,8 +90,43 @@ def ensure_raster(
         if isinstance(rle["counts"], list):
             rle = mask_utils.frPyObjects([rle], *rle["size"])[0]
         raster.rle[r] = rle
-    raster.area[rows] = rle_areas([raster.rle[r] for r in rows.tolist()])
+    todo = rows[np.isnan(raster.area[rows])]  # the compiled rasteriser gives its rows' areas
+    raster.area[todo] = rle_areas([raster.rle[r] for r in todo.tolist()])
     raster.done[rows] = True
+
+
+def _compiled_rasters(masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray, size: np.ndarray) -> bool:
+    """pycocotools' ``merge(frPyObjects(parts, h, w))`` of polygon ``rows`` and their areas, in C.
+
+    Returns False, having done nothing, for coordinates beyond the kernel's range (+-2**26,
+    images wider or taller than ten million pixels): pycocotools then rasterises them.
+
+    ``deteval.geometry._cmask.rasterise`` follows pycocotools' rasterisation rule (``frPoly``),
+    its merge and its string encoding, so the strings are pycocotools' byte for byte
+    (tests/unit/test_cmask.py compares them on many generated polygons).
+    """
+    first = masks.part_start[rows]
+    count = masks.part_start[rows + 1] - first
+    part_ids = np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())
+    ps = masks.point_start
+    lengths = ps[part_ids + 1] - ps[part_ids]
+    point_ids = np.repeat(ps[part_ids] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    point_start = np.zeros(len(part_ids) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=point_start[1:])
+    part_start = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(count, out=part_start[1:])
+    sizes = np.ascontiguousarray(size, dtype=np.int64).reshape(len(rows), 2)
+    points = np.ascontiguousarray(masks.points[point_ids], dtype=np.float64)
+    if not (np.abs(points) < 2**26).all():
+        return False
+    areas = np.zeros(len(rows))
+    kernel = _cmask()
+    assert kernel is not None  # the caller checked
+    strings = kernel.rasterise(points, point_start, part_start, sizes, areas)
+    for r, (h, w), counts in zip(rows.tolist(), sizes.tolist(), strings, strict=True):
+        raster.rle[r] = {"size": [h, w], "counts": counts}
+    raster.area[rows] = areas
+    return True
 
 
 def check_rasterisable(

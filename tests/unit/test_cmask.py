@@ -164,3 +164,65 @@ def test_pair_iou_refuses_indices_outside_the_blob():
         cmask.pair_iou(b"11", one, b"11", one, np.array([1]), np.array([0]), np.zeros(1, np.uint8), np.zeros(1))
     with pytest.raises(ValueError, match="offsets"):
         cmask.pair_iou(b"11", np.array([0, 3]), b"11", one, np.array([0]), np.array([0]), np.zeros(1, np.uint8), np.zeros(1))
+
+
+def generated_polygons(rng: np.random.Generator, n: int) -> list:
+    """(h, w, parts) records: outside the image, self-intersecting, tiny, repeated vertices, covers."""
+    records = []
+    for i in range(n):
+        h, w = int(rng.integers(1, 120)), int(rng.integers(1, 120))
+        parts = []
+        for _ in range(int(rng.integers(1, 4))):
+            n_vertex = int(rng.integers(3, 12))
+            kind = i % 5
+            if kind == 0:  # anywhere within one image size around it; edges crossing
+                p = rng.uniform(-w, 2 * w, (n_vertex, 2)) * [1, h / w]
+            elif kind == 1:  # tiny
+                p = rng.uniform(0, w, 2) + rng.uniform(-1.5, 1.5, (n_vertex, 2))
+            elif kind == 2:  # half-pixel grid, a repeated vertex (a zero-length edge)
+                p = rng.integers(0, 2 * max(w, h), (n_vertex, 2)) / 2.0
+                p[1] = p[0]
+            elif kind == 3:  # covers the whole image
+                p = np.array([[-w, -h], [2 * w, -h], [2 * w, 2 * h], [-w, 2 * h]], float)
+            else:  # star-shaped, simple
+                angle = np.sort(rng.uniform(0, 2 * np.pi, n_vertex))
+                radius = rng.uniform(0.5, max(1, min(w, h) / 2), n_vertex)
+                p = np.c_[w / 2 + radius * np.cos(angle), h / 2 + radius * np.sin(angle)]
+            parts.append(p.round(int(rng.integers(0, 4))))
+        records.append((h, w, parts))
+    return records
+
+
+@needs_kernel
+@pytest.mark.parametrize("seed", [0, 1])
+def test_rasterise_is_pycocotools_frpyobjects_and_merge_byte_for_byte(seed):
+    assert cmask is not None
+    records = generated_polygons(np.random.default_rng(seed), 1500)
+    parts = [p for _, _, ps in records for p in ps]
+    point_start = np.r_[0, np.cumsum([len(p) for p in parts])].astype(np.int64)
+    part_start = np.r_[0, np.cumsum([len(ps) for _, _, ps in records])].astype(np.int64)
+    sizes = np.array([[h, w] for h, w, _ in records], np.int64)
+    areas = np.zeros(len(records))
+    got = cmask.rasterise(np.concatenate(parts), point_start, part_start, sizes, areas)
+    for (h, w, ps), counts, area in zip(records, got, areas, strict=True):
+        rles = mask_utils.frPyObjects([p.ravel() for p in ps], h, w)
+        expected = rles[0] if len(rles) == 1 else mask_utils.merge(rles)
+        assert counts == expected["counts"]
+        assert area == float(mask_utils.area(expected))
+
+
+def test_rasterise_refuses_bad_buffers():
+    if cmask is None:
+        pytest.skip("deteval.geometry._cmask not built")
+    square = np.array([[0, 0], [4, 0], [4, 4]], float)
+    one = np.array([0, 3], np.int64)
+    size = np.array([[5, 5]], np.int64)
+    with pytest.raises(ValueError, match="not finite or too large"):
+        cmask.rasterise(square + np.inf, one, np.array([0, 1]), size, np.zeros(1))
+    with pytest.raises(ValueError, match="part_start or sizes"):
+        cmask.rasterise(square, one, np.array([0, 2]), size, np.zeros(1))
+    with pytest.raises(ValueError, match="point_start"):
+        cmask.rasterise(square, np.array([0, 4]), np.array([0, 1]), size, np.zeros(1))
+    assert cmask.rasterise(square, one, np.array([0, 1]), size, np.zeros(1)) == [
+        mask_utils.frPyObjects([square.ravel()], 5, 5)[0]["counts"]
+    ]
