@@ -95,7 +95,12 @@ def _keypoints(folder: Path, seed: int) -> None:
 
 def _det(rng: np.random.Generator, image_id: int, x: np.ndarray, y: np.ndarray) -> dict:
     kp = np.c_[x.round(2), y.round(2), rng.uniform(0, 1, 17).round(3)].ravel()
-    return {"image_id": image_id, "category_id": 1, "keypoints": kp.tolist(), "score": round(float(rng.uniform()), 4)}
+    return {
+        "image_id": image_id,
+        "category_id": 1,
+        "keypoints": kp.tolist(),
+        "score": round(float(rng.uniform()), 4),
+    }
 
 
 def run(workload: str, folder: Path, use_pycocotools: bool) -> None:

@@ -96,7 +96,7 @@ def ensure_raster(
 
 
 def _compiled_rasters(masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray, size: np.ndarray) -> bool:
-    """pycocotools' ``merge(frPyObjects(parts, h, w))`` of polygon ``rows`` and their areas, in C.
+    """Pycocotools' ``merge(frPyObjects(parts, h, w))`` of polygon ``rows`` and their areas, in C.
 
     Returns False, having done nothing, for coordinates beyond the kernel's range (+-2**26,
     images wider or taller than ten million pixels): pycocotools then rasterises them.

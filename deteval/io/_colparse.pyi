@@ -98,5 +98,7 @@ def rle_results(
 ) -> tuple[int, int] | None:
     """Parse a segm-results file of compressed RLE records into the buffers: (records, blob bytes), or None."""
 
-def keypoint_results(raw: bytes, image_id: Any, category_id: Any, score: Any, keypoints: Any, /) -> tuple[int, int] | None:
+def keypoint_results(
+    raw: bytes, image_id: Any, category_id: Any, score: Any, keypoints: Any, /
+) -> tuple[int, int] | None:
     """Parse a keypoint-results file (image_id, category_id, keypoints, score) into the buffers: (records, numbers per record), or None."""

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from pycocotools import mask as mask_utils
 
-from deteval.geometry.masks import segm_iou
 from deteval.errors import InputError
+from deteval.geometry.masks import segm_iou
 from deteval.io.segmentation.rle import (
     _check_compressed,
     _cmask,
@@ -161,9 +161,20 @@ def test_pair_iou_refuses_indices_outside_the_blob():
         pytest.skip("deteval.geometry._cmask not built")
     one = np.array([0, 2], np.int64)
     with pytest.raises(IndexError, match="outside"):
-        cmask.pair_iou(b"11", one, b"11", one, np.array([1]), np.array([0]), np.zeros(1, np.uint8), np.zeros(1))
+        cmask.pair_iou(
+            b"11", one, b"11", one, np.array([1]), np.array([0]), np.zeros(1, np.uint8), np.zeros(1)
+        )
     with pytest.raises(ValueError, match="offsets"):
-        cmask.pair_iou(b"11", np.array([0, 3]), b"11", one, np.array([0]), np.array([0]), np.zeros(1, np.uint8), np.zeros(1))
+        cmask.pair_iou(
+            b"11",
+            np.array([0, 3]),
+            b"11",
+            one,
+            np.array([0]),
+            np.array([0]),
+            np.zeros(1, np.uint8),
+            np.zeros(1),
+        )
 
 
 def generated_polygons(rng: np.random.Generator, n: int) -> list:

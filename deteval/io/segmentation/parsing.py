@@ -187,9 +187,7 @@ def _flat_rle_masks(values: RleSegmentations) -> CheckedMasks | None:
     todo = np.flatnonzero(np.isnan(box[:, 0]))  # height 0: pycocotools' own toBbox
     blob, offsets = values.blob, values.offsets.tolist()
     size_rows = sizes.tolist()
-    rle = tuple(
-        {"size": size_rows[r], "counts": blob[offsets[r] : offsets[r + 1]]} for r in range(n)
-    )
+    rle = tuple({"size": size_rows[r], "counts": blob[offsets[r] : offsets[r + 1]]} for r in range(n))
     if len(todo):
         box[todo] = np.asarray(mask_utils.toBbox([rle[r] for r in todo.tolist()]), np.float64).reshape(-1, 4)
     return CheckedMasks(
