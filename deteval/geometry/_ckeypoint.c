@@ -58,7 +58,7 @@ static PyObject *oks_terms(PyObject *self, PyObject *args)
     const int64_t *g_rows = (const int64_t *)gr.buf, *d_rows = (const int64_t *)dr.buf;
     for (Py_ssize_t k = 0; k < n_pair; k++) {
         if (g_rows[k] < 0 || g_rows[k] >= n_gt || d_rows[k] < 0 || d_rows[k] >= n_det) {
-            PyErr_SetString(PyExc_IndexError, "oks_terms: a row is outside its collection");
+            PyErr_SetString(PyExc_ValueError, "oks_terms: a row is outside its collection");
             goto done;
         }
     }

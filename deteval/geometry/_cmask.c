@@ -300,7 +300,7 @@ static PyObject *pair_iou(PyObject *self, PyObject *args)
     const int64_t *det_index = (const int64_t *)di.buf, *gt_index = (const int64_t *)gi.buf;
     for (Py_ssize_t k = 0; k < n; k++) {
         if (det_index[k] < 0 || det_index[k] >= n_det || gt_index[k] < 0 || gt_index[k] >= n_gt) {
-            PyErr_SetString(PyExc_IndexError, "pair_iou: a pair index is outside its blob's strings");
+            PyErr_SetString(PyExc_ValueError, "pair_iou: a pair index is outside its blob's strings");
             goto done;
         }
     }

@@ -48,5 +48,5 @@ def test_no_pairs_and_rows_outside_are_handled():
     none = np.zeros(0, np.int64)
     sigmas = COCO_KEYPOINT_SIGMAS
     assert pair_oks(gt, box, area, det, sigmas=sigmas, gt_rows=none, det_rows=none).shape == (0,)
-    with pytest.raises(IndexError, match="outside"):
+    with pytest.raises(ValueError, match="outside"):
         pair_oks(gt, box, area, det, sigmas=sigmas, gt_rows=np.array([3]), det_rows=np.array([0]))

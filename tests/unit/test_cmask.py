@@ -160,7 +160,7 @@ def test_pair_iou_refuses_indices_outside_the_blob():
     if cmask is None:
         pytest.skip("deteval.geometry._cmask not built")
     one = np.array([0, 2], np.int64)
-    with pytest.raises(IndexError, match="outside"):
+    with pytest.raises(ValueError, match="outside"):
         cmask.pair_iou(
             b"11", one, b"11", one, np.array([1]), np.array([0]), np.zeros(1, np.uint8), np.zeros(1)
         )
