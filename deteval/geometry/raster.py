@@ -187,8 +187,20 @@ def _check_raster_extent(
     """Polygons to rasterise must lie within one image size of the image.
 
     pycocotools walks every polygon edge at 5x resolution, so far-away vertices cost memory
-    without changing the mask (everything outside the image is clipped).
+    without changing the mask (everything outside the image is clipped). Each record's vertex
+    extent (``masks.bounds``) decides; the vertices are read only to name the first bad one.
     """
+    bounds = masks.bounds[rows]
+    height, width = size[:, 0].astype(np.float64), size[:, 1].astype(np.float64)
+    suspect = (
+        (bounds[:, 0] < -width)
+        | (bounds[:, 2] > 2 * width)
+        | (bounds[:, 1] < -height)
+        | (bounds[:, 3] > 2 * height)
+    )
+    if not suspect.any():
+        return
+    rows, size = rows[suspect], size[suspect]
     first = masks.point_start[masks.part_start[rows]]
     last = masks.point_start[masks.part_start[rows + 1]]
     counts = last - first
