@@ -197,13 +197,14 @@ def pair_iou(
                 f"`keypoints`; expected `keypoints` [x1, y1, v1, ...] on both sides for iou_type "
                 f"'keypoints'"
             )
-        gt_box = boxes_as(gt.box, gt.box_format, "xywh")[gt_rows]
         return pair_oks(
-            gt_keypoints[gt_rows],
-            gt_box,
-            _gt_area(gt, protocol)[gt_rows],
-            det_keypoints[det_rows],
+            gt_keypoints,
+            boxes_as(gt.box, gt.box_format, "xywh"),
+            _gt_area(gt, protocol),
+            det_keypoints,
             sigmas=keypoint_sigmas(protocol.keypoint_sigmas),
+            gt_rows=gt_rows,
+            det_rows=det_rows,
         )
     if protocol.iou_type == "rotated":  # hook: deteval.geometry.rotated
         return rotated_pair_iou(gt, dt, gt_rows, det_rows, gt_is_crowd, protocol)

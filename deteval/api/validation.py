@@ -20,7 +20,7 @@ from deteval.errors import InputWarning
 from deteval.geometry import check_masks
 from deteval.io import gt_format
 from deteval.io.segmentation import detection_source, ground_truth_source, parse_masks
-from deteval.io.segmentation.sources import PolygonSegmentations
+from deteval.io.segmentation.sources import PolygonSegmentations, RleSegmentations
 from deteval.protocol import Protocol, resolve_protocol
 
 
@@ -62,7 +62,7 @@ def _has_masks(segmentation: Any) -> bool:
     When it has, validate checks them as scoring would (corrupt RLE included); records without one
     are reported by the evaluation itself.
     """
-    if isinstance(segmentation, PolygonSegmentations):  # parsed polygons: every record has one
+    if isinstance(segmentation, (PolygonSegmentations, RleSegmentations)):  # parsed: every record has one
         return len(segmentation) > 0
     return segmentation is not None and len(segmentation) > 0 and all(s is not None for s in segmentation)
 

@@ -18,7 +18,11 @@ packed into contiguous rows in keypoint order, which ``np.sum(axis=1)`` adds exa
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+from deteval._speedups import load
 
 __all__ = ["COCO_KEYPOINT_SIGMAS", "keypoint_sigmas", "pair_oks"]
 
@@ -49,6 +53,8 @@ def pair_oks(
     det_keypoints: np.ndarray,
     *,
     sigmas: np.ndarray,
+    gt_rows: np.ndarray | None = None,
+    det_rows: np.ndarray | None = None,
 ) -> np.ndarray:
     """OKS of aligned (ground truth, detection) pairs.
 
@@ -61,6 +67,9 @@ def pair_oks(
     gt_area : float64 (n_pair,)
         The ground truth's ``area`` field (the OKS scale).
     sigmas : float64 (n_keypoints,)
+    gt_rows, det_rows : int64 (n_pair,), optional
+        When given, the arrays above hold whole collections (n_gt or n_det rows) and pair k
+        is (``gt_rows[k]``, ``det_rows[k]``): the compiled kernel reads them in place.
 
     Returns
     -------
@@ -83,11 +92,20 @@ def pair_oks(
     ...          sigmas=np.array([.1, .1, .1])).tolist()
     [1.0]
     """
-    n_pair, n_kp = gt_keypoints.shape[:2]
-    out = np.zeros(n_pair)
-    if n_pair == 0:
-        return out
     variances = (sigmas * 2) ** 2
+    if gt_rows is not None and det_rows is not None:
+        kernel = load("deteval.geometry._ckeypoint")
+        if kernel is not None:
+            return _mean_of_exp(
+                *_compiled_terms(
+                    kernel, gt_keypoints, gt_box, gt_area, det_keypoints, gt_rows, det_rows, variances
+                )
+            )
+        gt_keypoints, gt_box, gt_area = gt_keypoints[gt_rows], gt_box[gt_rows], gt_area[gt_rows]
+        det_keypoints = det_keypoints[det_rows]
+    n_pair, n_kp = gt_keypoints.shape[:2]
+    if n_pair == 0:
+        return np.zeros(0)
     xg, yg, vg = gt_keypoints[:, :, 0], gt_keypoints[:, :, 1], gt_keypoints[:, :, 2]
     xd, yd = det_keypoints[:, :, 0], det_keypoints[:, :, 1]
     is_labelled = vg > 0
@@ -109,8 +127,42 @@ def pair_oks(
     is_used = np.where(has_labels[:, None], is_labelled, True)
     n_used = np.where(has_labels, n_labelled, n_kp)
     packed = np.take_along_axis(e, np.argsort(~is_used, axis=1, kind="stable"), axis=1)
+    return _mean_of_exp(packed, n_used)
+
+
+def _mean_of_exp(packed: np.ndarray, n_used: np.ndarray) -> np.ndarray:
+    """Per row, ``np.sum(np.exp(-e)) / count`` of its first ``n_used`` terms, as pycocotools sums."""
+    out = np.zeros(len(n_used))
     for count in np.unique(n_used):
         rows = np.flatnonzero(n_used == count)
         values = np.ascontiguousarray(packed[rows, :count])
         out[rows] = np.sum(np.exp(-values), axis=1) / count
     return out
+
+
+def _compiled_terms(
+    kernel: Any,
+    gt_keypoints: np.ndarray,
+    gt_box: np.ndarray,
+    gt_area: np.ndarray,
+    det_keypoints: np.ndarray,
+    gt_rows: np.ndarray,
+    det_rows: np.ndarray,
+    variances: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The packed terms and their counts of :func:`pair_oks`, by ``deteval.geometry._ckeypoint``."""
+    n_pair, n_kp = len(gt_rows), gt_keypoints.shape[1]
+    terms = np.empty((n_pair, n_kp))
+    n_used = np.empty(n_pair, dtype=np.int64)
+    kernel.oks_terms(
+        np.ascontiguousarray(gt_keypoints, dtype=np.float64),
+        np.ascontiguousarray(gt_box, dtype=np.float64),
+        np.ascontiguousarray(gt_area + np.spacing(1), dtype=np.float64),
+        np.ascontiguousarray(det_keypoints, dtype=np.float64),
+        np.ascontiguousarray(gt_rows, dtype=np.int64),
+        np.ascontiguousarray(det_rows, dtype=np.int64),
+        np.ascontiguousarray(variances, dtype=np.float64),
+        terms,
+        n_used,
+    )
+    return terms, n_used

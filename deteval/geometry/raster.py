@@ -7,6 +7,8 @@ the records a pair needs, and kept in a :class:`RasterMasks` of their collection
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from pycocotools import mask as mask_utils
 
@@ -67,8 +69,10 @@ def ensure_raster(
         if unchecked.any():  # prepare_masks checks every record up front in raster mode
             _check_raster_extent(src, masks, poly_rows[unchecked], size[unchecked])
             raster.extent_checked[poly_rows] = True
+        if _cmask() is not None and _compiled_rasters(masks, raster, poly_rows, size):
+            poly_rows = poly_rows[:0]
         key = size[:, 0] * (MAX_PIXELS + 1) + size[:, 1]
-        for k in np.unique(key):
+        for k in np.unique(key[: len(poly_rows)]):
             group = poly_rows[key == k]
             h, w = (int(v) for v in size[key == k][0])
             first = masks.part_start[group]
@@ -86,8 +90,43 @@ def ensure_raster(
         if isinstance(rle["counts"], list):
             rle = mask_utils.frPyObjects([rle], *rle["size"])[0]
         raster.rle[r] = rle
-    raster.area[rows] = rle_areas([raster.rle[r] for r in rows.tolist()])
+    todo = rows[np.isnan(raster.area[rows])]  # the compiled rasteriser gives its rows' areas
+    raster.area[todo] = rle_areas([raster.rle[r] for r in todo.tolist()])
     raster.done[rows] = True
+
+
+def _compiled_rasters(masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray, size: np.ndarray) -> bool:
+    """Pycocotools' ``merge(frPyObjects(parts, h, w))`` of polygon ``rows`` and their areas, in C.
+
+    Returns False, having done nothing, for coordinates beyond the kernel's range (+-2**26,
+    images wider or taller than ten million pixels): pycocotools then rasterises them.
+
+    ``deteval.geometry._cmask.rasterise`` follows pycocotools' rasterisation rule (``frPoly``),
+    its merge and its string encoding, so the strings are pycocotools' byte for byte
+    (tests/unit/test_cmask.py compares them on many generated polygons).
+    """
+    first = masks.part_start[rows]
+    count = masks.part_start[rows + 1] - first
+    part_ids = np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())
+    ps = masks.point_start
+    lengths = ps[part_ids + 1] - ps[part_ids]
+    point_ids = np.repeat(ps[part_ids] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    point_start = np.zeros(len(part_ids) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=point_start[1:])
+    part_start = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(count, out=part_start[1:])
+    sizes = np.ascontiguousarray(size, dtype=np.int64).reshape(len(rows), 2)
+    points = np.ascontiguousarray(masks.points[point_ids], dtype=np.float64)
+    if not (np.abs(points) < 2**26).all():
+        return False
+    areas = np.zeros(len(rows))
+    kernel = _cmask()
+    assert kernel is not None  # the caller checked
+    strings = kernel.rasterise(points, point_start, part_start, sizes, areas)
+    for r, (h, w), counts in zip(rows.tolist(), sizes.tolist(), strings, strict=True):
+        raster.rle[r] = {"size": [h, w], "counts": counts}
+    raster.area[rows] = areas
+    return True
 
 
 def check_rasterisable(
@@ -148,8 +187,20 @@ def _check_raster_extent(
     """Polygons to rasterise must lie within one image size of the image.
 
     pycocotools walks every polygon edge at 5x resolution, so far-away vertices cost memory
-    without changing the mask (everything outside the image is clipped).
+    without changing the mask (everything outside the image is clipped). Each record's vertex
+    extent (``masks.bounds``) decides; the vertices are read only to name the first bad one.
     """
+    bounds = masks.bounds[rows]
+    height, width = size[:, 0].astype(np.float64), size[:, 1].astype(np.float64)
+    suspect = (
+        (bounds[:, 0] < -width)
+        | (bounds[:, 2] > 2 * width)
+        | (bounds[:, 1] < -height)
+        | (bounds[:, 3] > 2 * height)
+    )
+    if not suspect.any():
+        return
+    rows, size = rows[suspect], size[suspect]
     first = masks.point_start[masks.part_start[rows]]
     last = masks.point_start[masks.part_start[rows + 1]]
     counts = last - first
@@ -189,7 +240,10 @@ def raster_pair_iou(
     gt_rows: np.ndarray,
     is_crowd: np.ndarray,
 ) -> np.ndarray:
-    """Pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs, one call per image.
+    """Pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs.
+
+    By the compiled kernel (:func:`_compiled_pair_iou`) when it is loaded, else by one
+    pycocotools call per image; the two give the same values bit for bit.
 
     A pair of masks of different sizes (pycocotools: IoU -1) is refused first
     (:func:`~deteval.io.segmentation.check_pair_sizes`).
@@ -211,6 +265,9 @@ def raster_pair_iou(
     det_rows, gt_rows, is_crowd = det_rows[todo], gt_rows[todo], is_crowd[todo]
     ensure_raster(gt_src, gt, gt_raster, gt_rows)
     ensure_raster(det_src, det, det_raster, det_rows)
+    if _cmask() is not None:
+        iou[todo] = _compiled_pair_iou(det_raster, gt_raster, det_rows, gt_rows, is_crowd)
+        return iou
     image = gt_src.image[gt_rows]
     order = np.lexsort((gt_rows, det_rows, image))
     sorted_image = image[order]
@@ -229,6 +286,50 @@ def raster_pair_iou(
             d_index, g_index
         ]
     return iou
+
+
+def _compiled_pair_iou(
+    det_raster: RasterMasks,
+    gt_raster: RasterMasks,
+    det_rows: np.ndarray,
+    gt_rows: np.ndarray,
+    is_crowd: np.ndarray,
+) -> np.ndarray:
+    """``maskUtils.iou`` of aligned pairs of rasterised masks, by ``deteval.geometry._cmask.pair_iou``.
+
+    Each mask's compressed string is decoded once; a pair sharing no pixel gets 0, any other
+    ``intersection / union`` (crowd: over the detection's area) as doubles, which is what
+    pycocotools computes (its box pre-check only ever skips pairs sharing no pixel). The masks
+    of every pair have one size (checked by the caller), as pycocotools needs for a value.
+    """
+    d_unique, d_index = np.unique(det_rows, return_inverse=True)
+    g_unique, g_index = np.unique(gt_rows, return_inverse=True)
+
+    def blob(raster: RasterMasks, rows: np.ndarray) -> tuple[bytes, np.ndarray]:
+        strings = [raster.rle[r]["counts"] for r in rows.tolist()]
+        offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, strings), np.int64, len(strings)), out=offsets[1:])
+        return b"".join(strings), offsets
+
+    out = np.zeros(len(det_rows))
+    kernel = _cmask()
+    assert kernel is not None  # the caller checked
+    kernel.pair_iou(
+        *blob(det_raster, d_unique),
+        *blob(gt_raster, g_unique),
+        d_index.astype(np.int64),
+        g_index.astype(np.int64),
+        np.asarray(is_crowd, dtype=np.uint8),
+        out,
+    )
+    return out
+
+
+def _cmask() -> Any:
+    """The compiled mask kernels, or None (not built, or ``DETEVAL_NO_EXTENSION``)."""
+    from deteval._speedups import load
+
+    return load("deteval.geometry._cmask")
 
 
 def mask_pixel_area(

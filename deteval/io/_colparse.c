@@ -915,6 +915,322 @@ done:
     return result;
 }
 
+/* ---- COCO segm results: compressed RLE records read into flat columns ---- */
+
+typedef struct {
+    int64_t *image_id, *category_id, *segm_start, *segm_stop, *size, *counts_start, *counts_stop;
+    double *bbox, *score;
+    char *blob;
+    Py_ssize_t cap_records, cap_blob;
+    Py_ssize_t n, n_blob;
+} RleColumns;
+
+/* A compressed counts string, unescaped into the blob: printable ASCII, the only escapes ``\\`` and
+ * ``\/`` (what pycocotools writes needs no other); anything else is for the full loader. */
+static int parse_counts_into(Cursor *c, RleColumns *s) {
+    if (expect(c, '"') != OK) return REFUSE;
+    s->counts_start[s->n] = s->n_blob;
+    while (c->p < c->end) {
+        char ch = *c->p++;
+        if (ch == '"') {
+            s->counts_stop[s->n] = s->n_blob;
+            return OK;
+        }
+        if (ch < 0x20 || ch > 0x7e) return REFUSE;
+        if (ch == '\\') {
+            if (c->p >= c->end || (*c->p != '\\' && *c->p != '/')) return REFUSE;
+            ch = *c->p++;
+        }
+        if (s->n_blob >= s->cap_blob) return REFUSE;
+        s->blob[s->n_blob++] = ch;
+    }
+    return REFUSE;
+}
+
+/* ``{"size": [h, w], "counts": "..."}`` in either key order; sizes are checked by the caller. */
+static int parse_rle_object(Cursor *c, RleColumns *s) {
+    if (expect(c, '{') != OK) return REFUSE;
+    int seen = 0;
+    for (int k = 0; k < 2; k++) {
+        if (expect(c, '"') != OK) return REFUSE;
+        int key, status;
+        if (c->end - c->p >= 5 && memcmp(c->p, "size\"", 5) == 0) {
+            key = 1;
+            c->p += 5;
+        } else if (c->end - c->p >= 7 && memcmp(c->p, "counts\"", 7) == 0) {
+            key = 2;
+            c->p += 7;
+        } else {
+            return REFUSE;
+        }
+        if ((seen & key) || expect(c, ':') != OK) return REFUSE;
+        seen |= key;
+        skip_ws(c);
+        if (key == 1) {
+            if (expect(c, '[') != OK) return REFUSE;
+            skip_ws(c);
+            status = parse_int64(c, &s->size[2 * s->n]);
+            if (status != OK) return status;
+            if (expect(c, ',') != OK) return REFUSE;
+            skip_ws(c);
+            status = parse_int64(c, &s->size[2 * s->n + 1]);
+            if (status != OK) return status;
+            if (expect(c, ']') != OK) return REFUSE;
+        } else {
+            status = parse_counts_into(c, s);
+            if (status != OK) return status;
+        }
+        if (expect(c, k == 0 ? ',' : '}') != OK) return REFUSE;
+    }
+    return OK;
+}
+
+static int parse_rle_record(Cursor *c, const char *base, RleColumns *s) {
+    Py_ssize_t i = s->n;
+    int seen = 0, status;
+    if (expect(c, '{') != OK) return REFUSE;
+    for (int k = 0; k < N_SEGM_KEYS; k++) {
+        int key = match_key(c, SEGM_KEYS, N_SEGM_KEYS);
+        if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
+        seen |= 1 << key;
+        if (expect(c, ':') != OK) return REFUSE;
+        skip_ws(c);
+        switch (key) {
+        case S_IMAGE_ID:
+            status = parse_int64(c, &s->image_id[i]);
+            break;
+        case S_CATEGORY_ID:
+            status = parse_int64(c, &s->category_id[i]);
+            break;
+        case S_SCORE:
+            status = parse_double(c, &s->score[i], JSON_NUMBER);
+            break;
+        case S_BBOX:
+            status = parse_box(c, &s->bbox[4 * i]);
+            break;
+        default: /* S_SEGMENTATION */
+            s->segm_start[i] = c->p - base;
+            status = parse_rle_object(c, s);
+            s->segm_stop[i] = c->p - base;
+        }
+        if (status != OK) return status;
+        if (expect(c, k + 1 < N_SEGM_KEYS ? ',' : '}') != OK) return REFUSE;
+    }
+    return OK;
+}
+
+PyDoc_STRVAR(rle_results_doc,
+             "rle_results(raw, image_id, category_id, bbox, score, segm_start, segm_stop, size,\n"
+             "            counts_start, counts_stop, blob, /)\n--\n\n"
+             "Parse COCO segm-results JSON whose records have exactly image_id, category_id, bbox,\n"
+             "score and a compressed RLE segmentation {\"size\": [h, w], \"counts\": \"...\"}.\n\n"
+             "Per record: the ids (int64), ``bbox`` (float64, 4 per record), ``score``, the byte span of\n"
+             "the segmentation in ``raw`` (int64), ``size`` (int64, 2 per record: h, w as written) and\n"
+             "the span of its counts string, unescaped, in ``blob`` (a writable byte buffer). Returns\n"
+             "``(n, n_blob)``, or None when ``raw`` is anything else (a polygon, uncompressed counts, an\n"
+             "escape other than \\\\ and \\/, a non-ASCII byte, another key) or the buffers are too small.");
+
+static PyObject *rle_results(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *blob_obj, *objs[9];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO:rle_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &blob_obj))
+        return NULL;
+    Py_buffer raw, blob;
+    Column cols[9];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(blob_obj, &blob, PyBUF_SIMPLE | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&raw);
+        return NULL;
+    }
+    /* image_id, category_id, bbox, score, segm_start, segm_stop, size, counts_start, counts_stop */
+    static const char kinds[9] = {'i', 'i', 'f', 'f', 'i', 'i', 'i', 'i', 'i'};
+    static const int per_record[9] = {1, 1, 4, 1, 1, 1, 2, 1, 1};
+    Py_ssize_t capacity = PY_SSIZE_T_MAX;
+    for (int i = 0; i < 9; i++) {
+        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        Py_ssize_t rows = cols[i].view.len / (8 * per_record[i]);
+        if (rows < capacity) capacity = rows;
+    }
+    const Py_buffer *inputs[2] = {&raw, &blob};
+    if (columns_overlap(cols, 9, inputs, 2) || buffers_overlap(&raw, &blob)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rle_results: the blob overlaps the input");
+        goto done;
+    }
+    RleColumns s = {
+        (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[4].view.buf,
+        (int64_t *)cols[5].view.buf, (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf,
+        (int64_t *)cols[8].view.buf, (double *)cols[2].view.buf,  (double *)cols[3].view.buf,
+        (char *)blob.buf,            capacity,                    blob.len,
+        0,                           0,
+    };
+    const char *base = (const char *)raw.buf;
+    Cursor c = {base, base + raw.len};
+    int status = expect(&c, '[');
+    while (status == OK) {
+        if (s.n >= s.cap_records) {
+            status = REFUSE;
+            break;
+        }
+        status = parse_rle_record(&c, base, &s);
+        if (status != OK) break;
+        s.n++;
+        skip_ws(&c);
+        if (c.p < c.end && *c.p == ',') {
+            c.p++;
+            continue;
+        }
+        status = expect(&c, ']');
+        if (status == OK) {
+            skip_ws(&c);
+            if (c.p != c.end) status = REFUSE; /* trailing text */
+        }
+        break;
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? Py_BuildValue("nn", s.n, s.n_blob) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 9; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&blob);
+    PyBuffer_Release(&raw);
+    return result;
+}
+
+/* ---- COCO keypoint results: image_id, category_id, keypoints, score into flat columns ---- */
+
+enum { KR_IMAGE_ID, KR_CATEGORY_ID, KR_KEYPOINTS, KR_SCORE, N_KEYPOINT_KEYS };
+
+static const char *const KEYPOINT_KEYS[N_KEYPOINT_KEYS] = {"image_id\"", "category_id\"", "keypoints\"", "score\""};
+
+typedef struct {
+    int64_t *image_id, *category_id;
+    double *score, *numbers;
+    Py_ssize_t cap_records, cap_numbers;
+    Py_ssize_t n, n_number, per_record; /* per_record: numbers of the first record (0 before it) */
+} KeypointColumns;
+
+/* ``[x1, y1, v1, ...]``: as many JSON numbers as the first record has, a non-zero multiple of 3. */
+static int parse_keypoint_list(Cursor *c, KeypointColumns *s) {
+    const Py_ssize_t first = s->n_number;
+    if (expect(c, '[') != OK) return REFUSE;
+    for (;;) {
+        if (s->n_number >= s->cap_numbers) return REFUSE;
+        skip_ws(c);
+        int status = parse_coordinate(c, &s->numbers[s->n_number]);
+        if (status != OK) return status;
+        s->n_number++;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (expect(c, ']') != OK) return REFUSE;
+        break;
+    }
+    const Py_ssize_t count = s->n_number - first;
+    if (s->per_record == 0) {
+        if (count % 3) return REFUSE;
+        s->per_record = count;
+    }
+    return count == s->per_record ? OK : REFUSE;
+}
+
+static int parse_keypoint_record(Cursor *c, KeypointColumns *s) {
+    Py_ssize_t i = s->n;
+    int seen = 0, status;
+    if (expect(c, '{') != OK) return REFUSE;
+    for (int k = 0; k < N_KEYPOINT_KEYS; k++) {
+        int key = match_key(c, KEYPOINT_KEYS, N_KEYPOINT_KEYS);
+        if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
+        seen |= 1 << key;
+        if (expect(c, ':') != OK) return REFUSE;
+        skip_ws(c);
+        switch (key) {
+        case KR_IMAGE_ID:
+            status = parse_int64(c, &s->image_id[i]);
+            break;
+        case KR_CATEGORY_ID:
+            status = parse_int64(c, &s->category_id[i]);
+            break;
+        case KR_SCORE:
+            status = parse_double(c, &s->score[i], JSON_NUMBER);
+            break;
+        default: /* KR_KEYPOINTS */
+            status = parse_keypoint_list(c, s);
+        }
+        if (status != OK) return status;
+        if (expect(c, k + 1 < N_KEYPOINT_KEYS ? ',' : '}') != OK) return REFUSE;
+    }
+    return OK;
+}
+
+PyDoc_STRVAR(keypoint_results_doc,
+             "keypoint_results(raw, image_id, category_id, score, keypoints, /)\n--\n\n"
+             "Parse COCO keypoint-results JSON whose records have exactly image_id, category_id,\n"
+             "keypoints and score into the given int64/float64 buffers (``keypoints``: every number in\n"
+             "order). Returns ``(n, numbers_per_record)``, or None when ``raw`` is anything else (a bbox\n"
+             "or another key, lists of different or non-multiple-of-3 lengths, a non-finite number, an\n"
+             "integer of more than 18 digits) or holds more than the buffers do.");
+
+static PyObject *keypoint_results(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOOO:keypoint_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3]))
+        return NULL;
+    Py_buffer raw;
+    Column cols[4];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    static const char kinds[4] = {'i', 'i', 'f', 'f'};
+    Py_ssize_t capacity = PY_SSIZE_T_MAX;
+    for (int i = 0; i < 4; i++) {
+        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        Py_ssize_t rows = cols[i].view.len / 8;
+        if (i < 3 && rows < capacity) capacity = rows;
+    }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, 4, inputs, 1)) goto done;
+    KeypointColumns s = {
+        (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (double *)cols[2].view.buf,
+        (double *)cols[3].view.buf,  capacity,                    cols[3].view.len / 8,
+        0,                           0,                           0,
+    };
+    const char *base = (const char *)raw.buf;
+    Cursor c = {base, base + raw.len};
+    int status = expect(&c, '[');
+    while (status == OK) {
+        if (s.n >= s.cap_records) {
+            status = REFUSE;
+            break;
+        }
+        status = parse_keypoint_record(&c, &s);
+        if (status != OK) break;
+        s.n++;
+        skip_ws(&c);
+        if (c.p < c.end && *c.p == ',') {
+            c.p++;
+            continue;
+        }
+        status = expect(&c, ']');
+        if (status == OK) {
+            skip_ws(&c);
+            if (c.p != c.end) status = REFUSE; /* trailing text */
+        }
+        break;
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? Py_BuildValue("nn", s.n, s.per_record) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 4; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&raw);
+    return result;
+}
+
 /* ---- whitespace-separated text rows: VOC result lines, YOLO prediction rows ---- */
 
 #define FIRST_TEXT 0   /* VOC: the first field is an image id, kept as text */
@@ -1732,6 +2048,8 @@ static PyMethodDef colparse_methods[] = {
     {"box_records", box_records, METH_VARARGS, box_records_doc},
     {"annotation_records", annotation_records, METH_VARARGS, annotation_records_doc},
     {"segm_results", segm_results, METH_VARARGS, segm_results_doc},
+    {"rle_results", rle_results, METH_VARARGS, rle_results_doc},
+    {"keypoint_results", keypoint_results, METH_VARARGS, keypoint_results_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -81,3 +81,24 @@ def yolo_files(
     paths: list[str], limit: int, width: Any, height: Any, layout: int, /
 ) -> tuple[bytearray, bytearray, bytearray, bytearray, bytearray, bytearray] | None:
     """Read and parse every YOLO prediction (layout 0, 1) or label (2) file: (class ids, boxes, scores, lines, counts, stats), or None."""
+
+def rle_results(
+    raw: bytes,
+    image_id: Any,
+    category_id: Any,
+    bbox: Any,
+    score: Any,
+    segm_start: Any,
+    segm_stop: Any,
+    size: Any,
+    counts_start: Any,
+    counts_stop: Any,
+    blob: Any,
+    /,
+) -> tuple[int, int] | None:
+    """Parse a segm-results file of compressed RLE records into the buffers: (records, blob bytes), or None."""
+
+def keypoint_results(
+    raw: bytes, image_id: Any, category_id: Any, score: Any, keypoints: Any, /
+) -> tuple[int, int] | None:
+    """Parse a keypoint-results file (image_id, category_id, keypoints, score) into the buffers: (records, numbers per record), or None."""

@@ -34,6 +34,8 @@ MODULES = (
     "deteval._cmatch",
     "deteval._csort",
     "deteval.geometry._cbox",
+    "deteval.geometry._ckeypoint",
+    "deteval.geometry._cmask",
     "deteval.io._colparse",
 )
 
@@ -172,8 +174,43 @@ def _workload() -> None:
     deteval.evaluate(
         deteval.load_ground_truth(str(fixtures / "voc")), str(fixtures / "voc/results"), "voc2010"
     )
+    raster = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+    deteval.evaluate(segm, deteval.load_detections(str(fixtures / "segm/dt.json"), segm), raster)
+    _rle_and_keypoint_workload(fixtures)
     fast._compiled_voc_rows((fixtures / "voc/results/comp4_det_test_car.txt").read_bytes())
     fast._compiled_yolo_rows((fixtures / "yolo/predictions/a.txt").read_bytes())
+
+
+def _rle_and_keypoint_workload(fixtures: Path) -> None:
+    """Compressed-RLE and keypoint results files (read by the C parser), evaluated."""
+    import json
+    import tempfile
+
+    from pycocotools import mask as mask_utils
+
+    import deteval
+
+    segm = json.loads((fixtures / "segm/gt.json").read_text())
+    size = {im["id"]: (im["height"], im["width"]) for im in segm["images"]}
+    records = json.loads((fixtures / "segm/dt.json").read_text())
+    for r in records:
+        h, w = size[r["image_id"]]
+        rle = mask_utils.merge(mask_utils.frPyObjects(r["segmentation"], h, w))
+        r["segmentation"] = {"size": [h, w], "counts": rle["counts"].decode()}
+        r.setdefault("bbox", [0, 0, 1, 1])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "rle.json"
+        path.write_text(json.dumps(records))
+        gt = deteval.load_ground_truth(segm)
+        raster = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+        deteval.evaluate(gt, deteval.load_detections(str(path), gt), raster)
+        kp_gt = deteval.load_ground_truth(str(fixtures / "keypoints/gt.json"))
+        kp_records = json.loads((fixtures / "keypoints/dt.json").read_text())
+        plain = [{k: r[k] for k in ("image_id", "category_id", "keypoints", "score")} for r in kp_records]
+        path = Path(folder) / "kp.json"
+        path.write_text(json.dumps(plain))
+        three = deteval.get_protocol("coco-keypoints").replace(keypoint_sigmas=(0.1, 0.1, 0.1))
+        deteval.evaluate(kp_gt, deteval.load_detections(str(path), kp_gt), three)
 
 
 def _entry_points(module: object) -> list[str]:

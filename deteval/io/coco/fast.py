@@ -7,8 +7,9 @@ the problem. Ground-truth segmentations are kept raw (:class:`RawSegmentations`)
 Box results are parsed by the optional C extension :mod:`deteval.io._colparse` when it was built
 (``setup.py``; ``DETEVAL_NO_EXTENSION=1`` turns it off), else decoded by msgspec: the two give the
 same columns bit for bit, and both hand anything unusual to the full loader. Segm results of plain
-polygon lists are read by the extension alone (:func:`_fast_segm_results`: no twin, every other
-file takes the full loader, which gives the same values).
+polygon lists, or of compressed RLEs only, are read by the extension alone
+(:func:`_fast_segm_results`: no twin, every other file takes the full loader, which gives the same
+values).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from deteval.io.coco.instances import _assemble_gt, _images_and_categories
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
 from deteval.io.output import note_read
-from deteval.io.segmentation.sources import PolygonSegmentations
+from deteval.io.segmentation.sources import PolygonSegmentations, RleSegmentations
 
 #: The columns of a box-results file: image_id, category_id (int64), bbox (n, 4), score (float64).
 BoxColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -372,9 +373,9 @@ def _fast_segm_results(
     decodes a record's list with orjson when it is read, as the full loader decodes it) that the
     segm evaluation checks as arrays. The other columns pass the checks of a box file's.
     """
-    parsed = _compiled_segm_columns(raw)
+    parsed = _compiled_segm_columns(raw) or _compiled_rle_columns(raw)
     if parsed is None:
-        return None
+        return _fast_keypoint_results(raw, path, gt, cmap)
     columns, segmentation = parsed
     del parsed
     return _box_detections(columns, path=path, gt=gt, cmap=cmap, segmentation=segmentation)
@@ -414,6 +415,105 @@ def _compiled_segm_columns(raw: bytes) -> tuple[BoxColumns, PolygonSegmentations
     coords.resize(n_coord, refcheck=False)
     segmentation = PolygonSegmentations(raw, starts, stops, (n_parts, part_len, coords), _orjson.loads)
     return (image_ids, category_ids, box.reshape(n, 4), score), segmentation
+
+
+#: Bytes of the shortest RLE segm record the compiled parser accepts, with its comma:
+#: ``{"image_id":0,"category_id":0,"bbox":[0,0,0,0],"score":0,"segmentation":{"size":[0,0],"counts":""}},``
+_MIN_RLE_RECORD_BYTES = 99
+
+
+def _compiled_rle_columns(raw: bytes) -> tuple[BoxColumns, RleSegmentations] | None:
+    """The columns and RLEs of a segm-results file of compressed RLE records (C extension), or None.
+
+    Plain: a non-empty array of records with exactly ``image_id``, ``category_id``, ``bbox``,
+    ``score`` and a ``segmentation`` ``{"size": [h, w], "counts": "..."}`` (integers, an ASCII
+    string whose only escapes are an escaped backslash or slash). Anything else -- polygons,
+    uncompressed counts, a mix -- is for the other readers. Sizes and strings are checked by
+    :func:`deteval.io.segmentation.parse_masks`, which names problems as the full path does.
+    """
+    if _colparse is None or _orjson is None or not hasattr(_colparse, "rle_results"):
+        return None
+    capacity = len(raw) // _MIN_RLE_RECORD_BYTES + 1
+    image_ids = np.empty(capacity, dtype=np.int64)
+    category_ids = np.empty(capacity, dtype=np.int64)
+    box = np.empty(4 * capacity, dtype=np.float64)
+    score = np.empty(capacity, dtype=np.float64)
+    starts = np.empty(capacity, dtype=np.int64)
+    stops = np.empty(capacity, dtype=np.int64)
+    sizes = np.empty(2 * capacity, dtype=np.int64)
+    counts_start = np.empty(capacity, dtype=np.int64)
+    counts_stop = np.empty(capacity, dtype=np.int64)
+    blob = np.empty(len(raw), dtype=np.uint8)  # not zeroed: only the written part is read
+    found = _colparse.rle_results(
+        raw, image_ids, category_ids, box, score, starts, stops, sizes, counts_start, counts_stop, blob
+    )
+    if found is None:
+        return None
+    n, n_blob = found
+    for column in (image_ids, category_ids, score, starts, stops, counts_start, counts_stop):
+        column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
+    box.resize(4 * n, refcheck=False)
+    sizes.resize(2 * n, refcheck=False)
+    offsets = np.append(counts_start, n_blob)  # strings are written back to back
+    segmentation = RleSegmentations(
+        raw, starts, stops, (sizes.reshape(n, 2), blob[:n_blob].tobytes(), offsets), _orjson.loads
+    )
+    return (image_ids, category_ids, box.reshape(n, 4), score), segmentation
+
+
+#: Bytes of the shortest keypoint record the compiled parser accepts, with its comma:
+#: ``{"image_id":0,"category_id":0,"keypoints":[0,0,0],"score":0},``; a number takes 2 (``0,``).
+_MIN_KEYPOINT_RECORD_BYTES = 61
+
+
+def _fast_keypoint_results(
+    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
+) -> Detections | None:
+    """A plain keypoint-results file read by the C extension into columns, or None for the full path.
+
+    Plain: a non-empty array of records with exactly ``image_id``, ``category_id``,
+    ``keypoints`` (JSON numbers, finite, one length for all, a multiple of 3) and ``score``.
+    The Detections are the full loader's: no record has a bbox, so each gets its keypoints'
+    extent (pycocotools' ``loadRes``) and ``has_box`` False; anything that needs a message
+    (unknown image or category, a non-finite score) returns None and the full loader names it.
+    """
+    if _colparse is None or not hasattr(_colparse, "keypoint_results"):
+        return None
+    capacity = len(raw) // _MIN_KEYPOINT_RECORD_BYTES + 1
+    image_ids = np.empty(capacity, dtype=np.int64)
+    category_ids = np.empty(capacity, dtype=np.int64)
+    score = np.empty(capacity, dtype=np.float64)
+    numbers = np.empty(len(raw) // 2 + 1, dtype=np.float64)
+    found = _colparse.keypoint_results(raw, image_ids, category_ids, score, numbers)
+    if found is None:
+        return None
+    n, per_record = found
+    for column in (image_ids, category_ids, score):
+        column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
+    numbers.resize(n * per_record, refcheck=False)
+    keypoints = numbers.reshape(n, per_record // 3, 3)
+    image = join_ids(image_ids, gt)
+    try:
+        category = map_categories(category_ids, gt, cmap)
+    except ConfigError:
+        return None  # the full path raises it again
+    if not np.isfinite(score).all() or (image < 0).any() or (category < 0).any():
+        return None
+    from deteval.io.coco.keypoints import keypoint_extent
+
+    index = _index_dtype(n)
+    return Detections(
+        image=image.astype(index, copy=False),
+        category=category.astype(index, copy=False),
+        box=keypoint_extent(keypoints),
+        score=score,
+        order=order_column(n),
+        has_box=np.zeros(n, dtype=bool),
+        box_format="xywh",
+        source=path,
+        warnings=tuple(_index_suspicion(category_ids, gt, cmap, path)),
+        keypoints=keypoints,
+    )
 
 
 #: Bytes of the shortest row of six fields with its line break (``a 1 1 1 1 1\n``).
@@ -554,7 +654,7 @@ def _box_detections(
     path: str,
     gt: GroundTruth,
     cmap: CategoryMap | None,
-    segmentation: PolygonSegmentations | None = None,
+    segmentation: PolygonSegmentations | RleSegmentations | None = None,
 ) -> Detections | None:
     """Box-result columns checked and joined to ``gt``, or None when anything needs a message.
 
@@ -594,7 +694,7 @@ def _box_result(
     *,
     path: str,
     warnings: list[str],
-    segmentation: PolygonSegmentations | None = None,
+    segmentation: PolygonSegmentations | RleSegmentations | None = None,
 ) -> Detections:
     """The Detections of checked columns (file order; every record has a bbox; int32 indices)."""
     n = len(image)

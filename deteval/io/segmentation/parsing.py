@@ -13,11 +13,13 @@ import numpy as np
 from pycocotools import mask as mask_utils
 
 from deteval.io.segmentation.polygons import _flat_polygons, _parse_polygons
-from deteval.io.segmentation.rle import _parse_rles
+from deteval.io.segmentation.rle import _cmask, _parse_rles, summarise_spans
 from deteval.io.segmentation.sources import (
+    MAX_PIXELS,
     POLYGON,
     RLE,
     PolygonSegmentations,
+    RleSegmentations,
     SegmentationSource,
     _show,
     fail_records,
@@ -69,6 +71,11 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
         if masks is not None:
             return masks
         src = replace(src, values=tuple(src.values))
+    if isinstance(src.values, RleSegmentations):
+        masks = _flat_rle_masks(src.values)
+        if masks is not None:
+            return masks
+        src = replace(src, values=tuple(src.values))
     values = src.values if isinstance(src.values, tuple) else tuple(src.values)
     n = len(values)
     codes = {list: 0, tuple: 0, dict: 1, type(None): 2}
@@ -104,18 +111,21 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
     part_start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(n_parts, out=part_start[1:])
     point_start, points = _parse_polygons(src, poly_rows, n_parts, part_start)
-    rle = _parse_rles(src, np.flatnonzero(code == 1))
+    rle, rle_boxes = _parse_rles(src, np.flatnonzero(code == 1))
     kind = np.where(code == 1, RLE, POLYGON).astype(np.int8)
     bounds = _polygon_bounds(n_parts, part_start, point_start, points)
     rle_rows = np.flatnonzero(code == 1)
     if len(rle_rows):
-        compressed = [
-            rle[r]
-            if not isinstance(rle[r]["counts"], list)
-            else mask_utils.frPyObjects([rle[r]], *rle[r]["size"])[0]
-            for r in rle_rows.tolist()
-        ]
-        box = np.asarray(mask_utils.toBbox(compressed), dtype=np.float64).reshape(-1, 4)
+        box = rle_boxes[rle_rows]
+        todo = np.flatnonzero(np.isnan(box[:, 0]))  # not given by the compiled kernel
+        if len(todo):
+            compressed = [
+                rle[r]
+                if not isinstance(rle[r]["counts"], list)
+                else mask_utils.frPyObjects([rle[r]], *rle[r]["size"])[0]
+                for r in rle_rows[todo].tolist()
+            ]
+            box[todo] = np.asarray(mask_utils.toBbox(compressed), dtype=np.float64).reshape(-1, 4)
         bounds[rle_rows] = np.c_[box[:, :2], box[:, :2] + box[:, 2:]]
     return CheckedMasks(
         kind=kind, part_start=part_start, point_start=point_start, points=points, rle=rle, bounds=bounds
@@ -154,4 +164,37 @@ def _flat_polygon_masks(values: PolygonSegmentations) -> CheckedMasks | None:
         points=points,
         rle=(None,) * n,
         bounds=_polygon_bounds(n_parts, part_start, point_start, points),
+    )
+
+
+def _flat_rle_masks(values: RleSegmentations) -> CheckedMasks | None:
+    """The masks of records that are all compressed RLEs given as flat columns, or None.
+
+    The checks of :func:`~deteval.io.segmentation.rle._parse_rles` on the columns: sizes of
+    two integers >= 0 with ``h * w <= MAX_PIXELS``, counts strings that are pycocotools'
+    encoding and add up to ``h * w`` (compiled kernel). None on any failure (the caller decodes
+    the records and the usual checks name the problem) or without the kernel.
+    """
+    if _cmask() is None:
+        return None
+    sizes = values.sizes
+    n = len(values)
+    if (sizes < 0).any() or (sizes > MAX_PIXELS).any() or (sizes[:, 0] * sizes[:, 1] > MAX_PIXELS).any():
+        return None
+    problem, sums, _, box = summarise_spans(values.blob, values.offsets, sizes)
+    if (problem != 0).any() or (sums != sizes[:, 0] * sizes[:, 1]).any():
+        return None  # "" (a 0 x 0 mask) included: the decoded path accepts it
+    todo = np.flatnonzero(np.isnan(box[:, 0]))  # height 0: pycocotools' own toBbox
+    blob, offsets = values.blob, values.offsets.tolist()
+    size_rows = sizes.tolist()
+    rle = tuple({"size": size_rows[r], "counts": blob[offsets[r] : offsets[r + 1]]} for r in range(n))
+    if len(todo):
+        box[todo] = np.asarray(mask_utils.toBbox([rle[r] for r in todo.tolist()]), np.float64).reshape(-1, 4)
+    return CheckedMasks(
+        kind=np.full(n, RLE, dtype=np.int8),
+        part_start=np.zeros(n + 1, dtype=np.int64),
+        point_start=np.zeros(1, dtype=np.int64),
+        points=np.zeros((0, 2)),
+        rle=rle,
+        bounds=np.c_[box[:, :2], box[:, :2] + box[:, 2:]],
     )

@@ -26,12 +26,22 @@ from deteval.io.segmentation.sources import (
 )
 
 
-def _parse_rles(src: SegmentationSource, rle_rows: np.ndarray) -> tuple:
-    """Validate RLE records; return per record the canonical dict (None for polygons)."""
+def _parse_rles(src: SegmentationSource, rle_rows: np.ndarray) -> tuple[tuple, np.ndarray]:
+    """Validate RLE records.
+
+    Returns
+    -------
+    rles : tuple
+        Per record the canonical dict (None for polygons).
+    boxes : float64 (n_records, 4)
+        pycocotools' ``toBbox`` (xywh) of the compressed RLE rows when the compiled kernel gave
+        it, NaN elsewhere (the caller asks pycocotools for those).
+    """
     values = src.values
     out: list = [None] * len(values)
+    boxes = np.full((len(values), 4), np.nan)
     if not len(rle_rows):
-        return tuple(out)
+        return tuple(out), boxes
     sizes, list_rows, string_rows = _rle_sizes_and_kinds(src, rle_rows)
     total_of = sizes[:, 0] * sizes[:, 1]
     if list_rows:
@@ -42,10 +52,11 @@ def _parse_rles(src: SegmentationSource, rle_rows: np.ndarray) -> tuple:
                 "counts": [int(x) for x in values[r]["counts"]],
             }
     if string_rows:
-        encoded = _check_string_counts(src, string_rows, sizes, total_of)
+        encoded, string_boxes = _check_string_counts(src, string_rows, sizes, total_of)
+        boxes[string_rows] = string_boxes
         for r, e in zip(string_rows, encoded, strict=True):
             out[r] = {"size": [int(sizes[r, 0]), int(sizes[r, 1])], "counts": e}
-    return tuple(out)
+    return tuple(out), boxes
 
 
 def _rle_sizes_and_kinds(src: SegmentationSource, rle_rows: np.ndarray) -> tuple[np.ndarray, list, list]:
@@ -165,16 +176,21 @@ def _check_list_counts(
 
 def _check_string_counts(
     src: SegmentationSource, string_rows: list, sizes: np.ndarray, total_of: np.ndarray
-) -> list[bytes]:
-    """Compressed ``counts``: pycocotools' encoding, decoding to ``height * width``; as bytes."""
+) -> tuple[list[bytes], np.ndarray]:
+    """Compressed ``counts``: pycocotools' encoding, decoding to ``height * width``.
+
+    Returns the strings as bytes and their xywh boxes (float64 (n, 4), NaN where the compiled
+    kernel is not loaded or gave none).
+    """
     values = src.values
     rows = np.array(string_rows)
     encoded = [
         c.encode("utf-8") if isinstance(c, str) else bytes(c)
         for c in (values[r]["counts"] for r in string_rows)
     ]
-    problem = _check_compressed(encoded)
-    problem[(problem == 2) & (total_of[rows] == 0)] = 0  # "" is a fine 0 x 0 mask
+    problem, sums, boxes = _summarise_compressed(encoded, sizes[rows])
+    is_empty = np.fromiter(map(len, encoded), np.int64, len(encoded)) == 0
+    problem[(problem == 2) & (total_of[rows] == 0) & is_empty] = 0  # "" is a fine 0 x 0 mask
     bad = np.flatnonzero(problem != 0)
     if len(bad):
         what = {1: "a character outside '0'..'o'", 2: "a string that ends inside a run (or is empty)"}
@@ -186,7 +202,8 @@ def _check_string_counts(
             "the string of pycocotools.mask.encode",
             lambda r: f"{what[code_of[r]]}: {_show(values[r]['counts'])}",
         )
-    sums = _compressed_run_sums_batched(encoded)
+    if sums is None:
+        sums = _compressed_run_sums_batched(encoded)
     wrong = np.flatnonzero(sums != total_of[rows])
     if len(wrong):
         sums_of = dict(zip(rows[wrong].tolist(), sums[wrong].tolist(), strict=True))
@@ -202,7 +219,88 @@ def _check_string_counts(
                 + f" for size {sizes[r].tolist()}"
             ),
         )
-    return encoded
+    return encoded, boxes
+
+
+def _summarise_compressed(encoded: list, sizes: np.ndarray) -> tuple:
+    """(problem codes, run sums or None, xywh boxes) of compressed counts strings.
+
+    Without the compiled kernel: :func:`_check_compressed` now, the sums later (None: the
+    caller runs :func:`_compressed_run_sums_batched` on the strings that passed), boxes NaN.
+
+    Parameters
+    ----------
+    encoded : list of bytes (n,)
+    sizes : int64 (n, 2)
+        ``[height, width]`` of each string's RLE.
+    """
+    n = len(encoded)
+    if _cmask() is None:
+        return _check_compressed(encoded), None, np.full((n, 4), np.nan)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, n), out=offsets[1:])
+    problem, sums, _, boxes = summarise_spans(b"".join(encoded), offsets, sizes)
+    return problem.astype(np.int64), sums, boxes
+
+
+def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
+    """Problem codes, run sums, pixel counts and xywh boxes of compressed counts strings.
+
+    The one entry to the compiled kernel ``deteval.geometry._cmask.summarise_compressed``
+    (one pass per string in C, no temporary per character): the codes and sums of
+    :func:`_check_compressed` and :func:`_compressed_run_sums`, the areas and boxes of
+    ``pycocotools.mask.area`` / ``toBbox`` (tests/unit/test_cmask.py checks all four).
+
+    Parameters
+    ----------
+    blob : bytes-like
+        The strings, concatenated.
+    offsets : int64 (n + 1,)
+        String r is ``blob[offsets[r]:offsets[r + 1]]``.
+    sizes : int64 (n, 2)
+        ``[height, width]`` of each string's RLE.
+
+    Returns
+    -------
+    problem : int8 (n,)
+        0 fine, 1 a character outside ``'0'..'o'``, 2 empty or ending inside a run.
+    sums : int64 (n,)
+        Sum of the runs (-1: a run of more than 7 groups); meaningful where ``problem == 0``.
+    areas : float64 (n,)
+        Pixels of the mask (meaningful where the sum is ``height * width``).
+    boxes : float64 (n, 4)
+        xywh; NaN unless ``problem == 0``, the sum is ``height * width`` and ``height > 0``.
+
+    Raises
+    ------
+    RuntimeError
+        The kernel is not loaded (check :func:`_cmask` first).
+    """
+    kernel = _cmask()
+    if kernel is None:
+        raise RuntimeError("deteval.geometry._cmask is not loaded")
+    n = len(offsets) - 1
+    problem = np.zeros(n, dtype=np.int8)
+    sums = np.zeros(n, dtype=np.int64)
+    areas = np.zeros(n, dtype=np.float64)
+    boxes = np.zeros((n, 4), dtype=np.float64)
+    kernel.summarise_compressed(
+        blob,
+        np.ascontiguousarray(offsets, dtype=np.int64),
+        np.ascontiguousarray(sizes, dtype=np.int64).reshape(n, 2),
+        problem,
+        sums,
+        areas,
+        boxes,
+    )
+    return problem, sums, areas, boxes
+
+
+def _cmask() -> Any:
+    """The compiled mask kernels, or None (not built, or ``DETEVAL_NO_EXTENSION``)."""
+    from deteval._speedups import load
+
+    return load("deteval.geometry._cmask")
 
 
 def mask_sizes(src: SegmentationSource, masks: Any, rows: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ __all__ = [
     "N_SHOWN",
     "SegmentationSource",
     "PolygonSegmentations",
+    "RleSegmentations",
     "fail_records",
     "ground_truth_source",
     "detection_source",
@@ -82,12 +83,46 @@ class PolygonSegmentations(Sequence):
         return self._loads(self._raw[int(self._starts[index]) : int(self._stops[index])])
 
 
+class RleSegmentations(Sequence):
+    """Compressed-RLE segmentations read into flat columns by a compiled parser; items decode on access.
+
+    What the compiled segm-results reader gives for a file whose every segmentation is
+    ``{"size": [h, w], "counts": "..."}`` (``deteval.io.coco.fast``): the file's bytes and each
+    record's byte span (items are decoded from it, as the full loader decodes them), ``sizes``
+    (int64 (n, 2), as written), and the counts strings unescaped into ``blob`` (bytes), string r
+    at ``blob[offsets[r]:offsets[r + 1]]``. :func:`~deteval.io.segmentation.parse_masks` checks
+    these instead of the decoded records.
+    """
+
+    def __init__(
+        self,
+        raw: bytes,
+        starts: np.ndarray,
+        stops: np.ndarray,
+        columns: tuple[np.ndarray, bytes, np.ndarray],
+        loads: Callable[[bytes], Any],
+    ):
+        self._raw = raw
+        self._starts = starts
+        self._stops = stops
+        self.sizes, self.blob, self.offsets = columns
+        self._loads = loads
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        return self._loads(self._raw[int(self._starts[index]) : int(self._stops[index])])
+
+
 @dataclass(frozen=True, eq=False)
 class SegmentationSource:
     """The raw segmentation values of one collection, and how to name its records.
 
-    ``values`` is a tuple, or a :class:`PolygonSegmentations` whose flat columns
-    :func:`~deteval.io.segmentation.parse_masks` reads without decoding the records.
+    ``values`` is a tuple, or a :class:`PolygonSegmentations` or :class:`RleSegmentations` whose
+    flat columns :func:`~deteval.io.segmentation.parse_masks` reads without decoding the records.
     """
 
     values: Sequence
@@ -189,7 +224,8 @@ def detection_source(dt: Detections, gt: GroundTruth) -> SegmentationSource:
             f"iou_type 'bbox')"
         )
     segm = dt.segmentation
-    values = segm if isinstance(segm, PolygonSegmentations) else tuple(segm) if segm is not None else ()
+    flat = (PolygonSegmentations, RleSegmentations)
+    values = segm if isinstance(segm, flat) else tuple(segm) if segm is not None else ()
     return SegmentationSource(
         values=values,
         where=dt.source,

@@ -1,0 +1,52 @@
+"""The compiled OKS terms (deteval.geometry._ckeypoint) give pair_oks' numpy values bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deteval._speedups import load
+from deteval.geometry.keypoints import COCO_KEYPOINT_SIGMAS, pair_oks
+
+kernel = load("deteval.geometry._ckeypoint")
+needs_kernel = pytest.mark.skipif(kernel is None, reason="deteval.geometry._ckeypoint not built")
+
+
+def collections(rng: np.random.Generator, n_gt: int, n_det: int, n_kp: int) -> tuple:
+    gt = np.empty((n_gt, n_kp, 3))
+    gt[:, :, :2] = rng.uniform(0, 200, (n_gt, n_kp, 2)).round(rng.integers(0, 3))
+    gt[:, :, 2] = rng.choice([0.0, 1.0, 2.0], (n_gt, n_kp), p=[0.4, 0.2, 0.4])
+    gt[: n_gt // 4, :, 2] = 0  # ground truth without labelled keypoints: the doubled-box rule
+    det = np.empty((n_det, n_kp, 3))
+    det[:, :, :2] = rng.uniform(-250, 450, (n_det, n_kp, 2))
+    det[:, :, 2] = rng.uniform(0, 1, (n_det, n_kp))
+    box = np.c_[rng.uniform(0, 150, (n_gt, 2)), rng.uniform(0, 80, (n_gt, 2))]
+    area = rng.uniform(0, 5000, n_gt)
+    area[0] = 0.0
+    return gt, box, area, det
+
+
+@needs_kernel
+@pytest.mark.parametrize("n_kp", [17, 1, 5, 14])
+def test_compiled_oks_equals_the_numpy_twin_bit_for_bit(n_kp):
+    rng = np.random.default_rng(n_kp)
+    gt, box, area, det = collections(rng, 60, 90, n_kp)
+    gt_rows = rng.integers(0, 60, 3000)
+    det_rows = rng.integers(0, 90, 3000)
+    sigmas = COCO_KEYPOINT_SIGMAS if n_kp == 17 else rng.uniform(0.02, 0.11, n_kp)
+    compiled = pair_oks(gt, box, area, det, sigmas=sigmas, gt_rows=gt_rows, det_rows=det_rows)
+    twin = pair_oks(gt[gt_rows], box[gt_rows], area[gt_rows], det[det_rows], sigmas=sigmas)
+    assert compiled.tobytes() == twin.tobytes()
+    assert (compiled > 0).any()
+    assert (compiled < 1).any()
+
+
+@needs_kernel
+def test_no_pairs_and_rows_outside_are_handled():
+    rng = np.random.default_rng(0)
+    gt, box, area, det = collections(rng, 3, 3, 17)
+    none = np.zeros(0, np.int64)
+    sigmas = COCO_KEYPOINT_SIGMAS
+    assert pair_oks(gt, box, area, det, sigmas=sigmas, gt_rows=none, det_rows=none).shape == (0,)
+    with pytest.raises(ValueError, match="outside"):
+        pair_oks(gt, box, area, det, sigmas=sigmas, gt_rows=np.array([3]), det_rows=np.array([0]))

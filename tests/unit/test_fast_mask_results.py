@@ -1,0 +1,200 @@
+"""Segm (compressed RLE) and keypoint results files read by the compiled parser.
+
+A file the C reader takes gives the Detections, masks and errors of the same records given as a
+list (the full loader): equal columns, equal parsed masks, the same messages for corrupt input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pycocotools import mask as mask_utils
+
+import deteval
+from deteval.errors import InputError
+from deteval.io.coco import fast
+from deteval.io.segmentation import parse_masks
+from deteval.io.segmentation.sources import RleSegmentations, detection_source
+
+needs_parser = pytest.mark.skipif(
+    fast._colparse is None or not hasattr(fast._colparse, "rle_results"), reason="_colparse not built"
+)
+pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")
+
+
+def ground_truth() -> dict:
+    images = [{"id": i, "width": 30, "height": 20} for i in (1, 2)]
+    anns = []
+    for i, (image, box) in enumerate([(1, [2, 2, 10, 8]), (2, [5, 4, 12, 9]), (1, [15, 6, 9, 9])]):
+        x, y, w, h = box
+        anns.append(
+            {
+                "id": i + 1,
+                "image_id": image,
+                "category_id": 1,
+                "iscrowd": 0,
+                "area": w * h,
+                "bbox": box,
+                "segmentation": [[x, y, x + w, y, x + w, y + h, x, y + h]],
+                "keypoints": [x, y, 2, x + w, y + h, 1, 0, 0, 0],
+                "num_keypoints": 2,
+            }
+        )
+    return {"images": images, "categories": [{"id": 1, "name": "a"}], "annotations": anns}
+
+
+def rle_results(rng: np.random.Generator, n: int) -> list:
+    out = []
+    for ann in ground_truth()["annotations"]:  # one exact hit per ground truth
+        x, y, w, h = ann["bbox"]
+        m = np.zeros((20, 30), np.uint8, order="F")
+        m[y : y + h, x : x + w] = 1
+        counts = mask_utils.encode(m)["counts"].decode()
+        out.append(
+            {
+                "image_id": ann["image_id"],
+                "category_id": 1,
+                "bbox": ann["bbox"],
+                "score": 0.99,
+                "segmentation": {"size": [20, 30], "counts": counts},
+            }
+        )
+    for _ in range(n):
+        m = np.zeros((20, 30), np.uint8, order="F")
+        y, x = rng.integers(0, 15), rng.integers(0, 25)
+        m[y : y + rng.integers(1, 8), x : x + rng.integers(1, 8)] = 1
+        counts = mask_utils.encode(m)["counts"].decode()
+        out.append(
+            {
+                "image_id": int(rng.integers(1, 3)),
+                "category_id": 1,
+                "bbox": [float(x), float(y), 5.0, 5.0],
+                "score": round(float(rng.uniform()), 3),
+                "segmentation": {"size": [20, 30], "counts": counts},
+            }
+        )
+    return out
+
+
+def write(tmp_path: Path, name: str, data) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def same_detections(a, b) -> None:
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype
+            assert x.tobytes() == y.tobytes(), f.name
+        elif f.name not in ("source", "segmentation"):
+            assert x == y, f.name
+
+
+@needs_parser
+def test_rle_results_file_gives_the_full_loaders_detections_masks_and_metrics(tmp_path):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = rle_results(np.random.default_rng(0), 40)
+    first_run_44 = np.zeros((20, 30), np.uint8, order="F")
+    first_run_44[4:10, 2:6] = 1  # 44 background pixels first: its string starts with a backslash
+    counts = mask_utils.encode(first_run_44)["counts"].decode()
+    assert counts.startswith("\\")  # written "\\\\" in the JSON file
+    records[5]["segmentation"]["counts"] = counts
+    path = write(tmp_path, "dt.json", records)
+    dt = deteval.load_detections(path, gt)
+    assert isinstance(dt.segmentation, RleSegmentations)
+    reference = deteval.load_detections(json.loads(Path(path).read_text()), gt)
+    same_detections(dt, reference)
+    fast_masks = parse_masks(detection_source(dt, gt))
+    full_masks = parse_masks(detection_source(reference, gt))
+    assert fast_masks.rle == full_masks.rle
+    for name in ("kind", "part_start", "point_start", "points", "bounds"):
+        assert getattr(fast_masks, name).tobytes() == getattr(full_masks, name).tobytes(), name
+    protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+    metrics = deteval.evaluate(gt, dt, protocol=protocol).metrics
+    assert json.dumps(metrics) == json.dumps(deteval.evaluate(gt, reference, protocol=protocol).metrics)
+    assert metrics["AP"] > 0
+
+
+@needs_parser
+@pytest.mark.parametrize(
+    ("counts", "size", "message"),
+    [
+        ("0P", [20, 30], "ends inside a run"),
+        ("0!", [20, 30], "outside '0'..'o'"),
+        ("52", [20, 30], "do not add up"),
+        ("00", [-1, 30], "RLE `size` is not"),
+    ],
+)
+def test_a_corrupt_rle_in_a_file_is_refused_as_in_a_list(tmp_path, counts, size, message):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = rle_results(np.random.default_rng(1), 5)
+    records[3]["segmentation"] = {"size": size, "counts": counts}
+    path = write(tmp_path, "dt.json", records)
+    protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+    errors = []
+    for dt in (deteval.load_detections(path, gt), deteval.load_detections(records, gt)):
+        with pytest.raises(InputError, match=message) as caught:
+            deteval.evaluate(gt, dt, protocol=protocol)
+        errors.append(str(caught.value).replace(path, "<detections>"))
+    assert errors[0] == errors[1]
+
+
+def keypoint_results(rng: np.random.Generator, n: int) -> list:
+    return [
+        {
+            "image_id": int(rng.integers(1, 3)),
+            "category_id": 1,
+            "keypoints": [round(float(v), 2) for v in rng.uniform(0, 30, 9)],
+            "score": round(float(rng.uniform()), 3),
+        }
+        for _ in range(n)
+    ]
+
+
+@needs_parser
+def test_keypoint_results_file_gives_the_full_loaders_detections_and_metrics(tmp_path):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = keypoint_results(np.random.default_rng(2), 30)
+    for ann in ground_truth()["annotations"]:  # one close hit per ground truth
+        kp = [v + 0.5 if i % 3 != 2 else 0.9 for i, v in enumerate(ann["keypoints"])]
+        records.append({"image_id": ann["image_id"], "category_id": 1, "keypoints": kp, "score": 0.99})
+    records[0]["keypoints"][0] = 7  # an integer
+    path = write(tmp_path, "kp.json", records)
+    dt = deteval.load_detections(path, gt)
+    reference = deteval.load_detections(records, gt)
+    same_detections(dt, reference)
+    assert not dt.has_box.any()
+    protocol = deteval.get_protocol("coco-keypoints").replace(keypoint_sigmas=(0.05, 0.06, 0.07))
+    metrics = deteval.evaluate(gt, dt, protocol=protocol).metrics
+    assert json.dumps(metrics) == json.dumps(deteval.evaluate(gt, reference, protocol=protocol).metrics)
+    assert metrics["AP"] > 0
+
+
+@needs_parser
+@pytest.mark.parametrize("change", ["unknown image", "short list", "with bbox"])
+def test_keypoint_files_the_parser_does_not_take_are_read_as_before(tmp_path, change):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = keypoint_results(np.random.default_rng(3), 6)
+    if change == "unknown image":
+        records[2]["image_id"] = 99
+    elif change == "short list":
+        records[2]["keypoints"] = records[2]["keypoints"][:6]
+    else:
+        records[2]["bbox"] = [1, 1, 2, 2]
+    path = write(tmp_path, "kp.json", records)
+    assert fast._fast_keypoint_results(Path(path).read_bytes(), path, gt) is None
+    if change == "with bbox":
+        same_detections(deteval.load_detections(path, gt), deteval.load_detections(records, gt))
+        return
+    messages = []
+    for source in (path, records):
+        with pytest.raises(InputError) as caught:
+            deteval.load_detections(source, gt)
+        messages.append(str(caught.value).replace(path, "<detections>"))
+    assert messages[0] == messages[1]
