@@ -89,6 +89,9 @@ else
         tests/unit/test_colparse.py
         tests/unit/test_colparse_voc_yolo.py
         tests/property/test_grouping_sorts.py
+        tests/unit/test_cmask.py
+        tests/unit/test_ckeypoint.py
+        tests/unit/test_fast_mask_results.py
         # Under ASan every test is 3-5x slower: the long hypothesis properties of the plain
         # kernel tests (their special-value twins above stay) and the 5k benchmark dataset are
         # left to the normal test run.
