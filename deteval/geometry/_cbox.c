@@ -27,60 +27,14 @@
 #include <math.h>
 #include <stdint.h>
 
-typedef struct {
-    Py_buffer view;
-    int held;
-} Arr;
+#include "../_buffer_checks.h"
 
-/* ``obj`` as a C-contiguous buffer: 'i' int64, 'b' bool (one byte), 'f' float64. */
-static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
-    int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &a->view, flags) < 0) return -1;
-    a->held = 1;
-    const char *fmt = a->view.format ? a->view.format : "B";
-    if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
-    int ok = fmt[0] != '\0' && fmt[1] == '\0';
-    if (kind == 'i') ok = ok && a->view.itemsize == 8 && (fmt[0] == 'l' || fmt[0] == 'q');
-    else if (kind == 'b') ok = ok && a->view.itemsize == 1 && fmt[0] == '?';
-    else ok = ok && a->view.itemsize == 8 && fmt[0] == 'd';
-    if (ok && (uintptr_t)a->view.buf % (uintptr_t)a->view.itemsize != 0) {
-        PyErr_SetString(PyExc_TypeError, "_cbox: expected an aligned buffer (not a view at an odd offset)");
-        return -1;
-    }
-    if (!ok) {
-        PyErr_SetString(PyExc_TypeError, kind == 'i'   ? "_cbox: expected a contiguous int64 buffer"
-                                         : kind == 'b' ? "_cbox: expected a contiguous bool buffer"
-                                                       : "_cbox: expected a contiguous float64 buffer");
-        return -1;
-    }
-    return 0;
-}
+/* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
+#define CBOX_ABI 1
 
 /* np.minimum and np.maximum: a NaN operand gives NaN (a plain ``a < b ? a : b`` would drop a NaN
  * in ``a`` and give ``b``: a box [NaN, 0, 10, 10] would overlap). The NaN term then makes the pair
  * count as not finite, so the caller's numpy twin computes it, as it does every non-finite pair. */
-/* Whether two held buffers share a byte. */
-static int views_overlap(const Arr *a, const Arr *b) {
-    const uintptr_t a0 = (uintptr_t)a->view.buf, b0 = (uintptr_t)b->view.buf;
-    return a->held && b->held && a->view.len > 0 && b->view.len > 0 && a0 < b0 + (uintptr_t)b->view.len &&
-           b0 < a0 + (uintptr_t)a->view.len;
-}
-
-/* ValueError when a writable buffer of arrs overlaps another one: an output that aliases an input
- * (the same array passed twice, or views of one array) would change indices after they were
- * checked. */
-static int outputs_overlap(const Arr *arrs, const int *writable, int n, const char *where) {
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; writable[i] && j < n; j++) {
-            if (j != i && views_overlap(&arrs[i], &arrs[j])) {
-                PyErr_Format(PyExc_ValueError, "%s: an output buffer overlaps another buffer", where);
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
 static inline double min2(double a, double b) { return (a <= b || a != a) ? a : b; }
 static inline double max2(double a, double b) { return (a >= b || a != a) ? a : b; }
 
@@ -102,17 +56,17 @@ static PyObject *pair_iou(PyObject *self, PyObject *args) {
     Arr arrs[6];
     PyObject *result = NULL;
     for (int i = 0; i < 6; i++) arrs[i].held = 0;
-    if (get_arr(objs[0], 'f', 0, &arrs[0]) < 0 || get_arr(objs[1], 'f', 0, &arrs[1]) < 0) goto done;
+    if (get_arr(objs[0], 'f', 0, &arrs[0], "_cbox") < 0 || get_arr(objs[1], 'f', 0, &arrs[1], "_cbox") < 0) goto done;
     const int has_rows = objs[2] != Py_None;
     if (has_rows != (objs[3] != Py_None)) {
         PyErr_SetString(PyExc_ValueError, "_cbox.pair_iou: give det_rows and gt_rows together, or neither");
         goto done;
     }
-    if (has_rows && (get_arr(objs[2], 'i', 0, &arrs[2]) < 0 || get_arr(objs[3], 'i', 0, &arrs[3]) < 0)) goto done;
-    if (get_arr(objs[4], 'b', 0, &arrs[4]) < 0 || get_arr(out_obj, 'f', 1, &arrs[5]) < 0) goto done;
+    if (has_rows && (get_arr(objs[2], 'i', 0, &arrs[2], "_cbox") < 0 || get_arr(objs[3], 'i', 0, &arrs[3], "_cbox") < 0)) goto done;
+    if (get_arr(objs[4], 'b', 0, &arrs[4], "_cbox") < 0 || get_arr(out_obj, 'f', 1, &arrs[5], "_cbox") < 0) goto done;
     {
         static const int writable[6] = {0, 0, 0, 0, 0, 1};
-        if (outputs_overlap(arrs, writable, 6, "_cbox.pair_iou")) goto done;
+        if (arrs_overlap(arrs, writable, 6, "_cbox.pair_iou")) goto done;
     }
     {
         const double *det = arrs[0].view.buf, *gt = arrs[1].view.buf;
@@ -160,9 +114,7 @@ static PyObject *pair_iou(PyObject *self, PyObject *args) {
         result = PyLong_FromSsize_t(n_bad);
     }
 done:
-    for (int i = 0; i < 6; i++) {
-        if (arrs[i].held) PyBuffer_Release(&arrs[i].view);
-    }
+    release_arrs(arrs, 6);
     return result;
 }
 
@@ -171,9 +123,6 @@ static PyMethodDef cbox_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef cbox_module = {
-    PyModuleDef_HEAD_INIT, "deteval.geometry._cbox",
-    "Compiled IoU of box pairs (deteval.geometry.boxes); optional, with a numpy twin.", -1, cbox_methods,
-};
-
-PyMODINIT_FUNC PyInit__cbox(void) { return PyModule_Create(&cbox_module); }
+DETEVAL_MODULE(_cbox, "deteval.geometry._cbox",
+               "Compiled IoU of box pairs (deteval.geometry.boxes); optional, with a numpy twin.", cbox_methods,
+               CBOX_ABI, NULL)
