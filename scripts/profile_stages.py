@@ -13,7 +13,8 @@ Data: scripts/bench.py's cached datasets (``--images`` picks one; generate it fi
 Usage::
 
     python scripts/profile_stages.py --images 5000
-    DETEVAL_NO_EXTENSION=1 python scripts/profile_stages.py --images 5000   # without the C parser
+    DETEVAL_NO_EXTENSION=1 python scripts/profile_stages.py --images 5000   # without any C
+    python scripts/profile_stages.py --data /tmp/scalecache/scale-v1-s0-n20000-k80-d50 --without deteval._cmatch
 
 Timings depend on the machine; nothing here is asserted by tests.
 """
@@ -72,11 +73,31 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=5000)
     parser.add_argument("--cache", default="/tmp/deteval-bench")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--data",
+        help="a folder with gt.json and dt.json (scripts/scale.py --generate-only makes one) instead of "
+        "bench.py's dataset",
+    )
+    parser.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="run without this compiled module (e.g. deteval._cmatch; repeatable): its numpy twin runs",
+    )
     args = parser.parse_args()
-    folder = Path(args.cache) / f"coco-synth-v2-seed{args.seed}-n{args.images}"
+    if args.data:
+        folder = Path(args.data)
+        gt_path, dt_path = folder / "gt.json", folder / "dt.json"
+    else:
+        folder = Path(args.cache) / f"coco-synth-v2-seed{args.seed}-n{args.images}"
+        gt_path, dt_path = folder / "instances.json", folder / "results_bbox.json"
     if not folder.exists():
         sys.exit(f"{folder}: not generated; run: python scripts/bench.py --sizes {args.images} --tools none")
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    if args.without:  # before any deteval module loads its kernels
+        speedups = importlib.import_module("deteval._speedups")
+        speedups.SKIPPED.update(args.without)
     stages = Stages()
     peak = _vm("VmHWM")
     import deteval
@@ -105,12 +126,12 @@ def main() -> None:
     gt = run(
         "ground truth: read, decode, columns, checks",
         deteval.load_ground_truth,
-        str(folder / "instances.json"),
+        str(gt_path),
     )
     dt = run(
         "detections: read, decode, columns, checks",
         deteval.load_detections,
-        str(folder / "results_bbox.json"),
+        str(dt_path),
         gt,
     )
     t, peak = time.process_time(), _vm("VmHWM")

@@ -11,14 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from deteval._speedups import load
+from deteval import _speedups
 from deteval.data import Detections, GroundTruth
 from deteval.decomposition import run_index, segment_first_max
 from deteval.grouping import candidate_pairs, group_rows
 from deteval.tide.outcome import _Outcome
 from deteval.tide.result import _CODE
-
-_canalyze = load("deteval._canalyze")
 
 
 def _pair_maxima(
@@ -43,13 +41,27 @@ def _pair_maxima(
     when built (``_pair_maxima_numpy`` is its bit-for-bit twin; NaN IoUs go to the twin).
     """
     args = (run_start, pair_gt, iou, rows, det_class, gt_class, gt_is_counted, gt_is_used)
-    if _canalyze is None or np.isnan(iou).any():
-        return _pair_maxima_numpy(*args)
+    return _speedups.dispatch("_canalyze.pair_maxima", *args)
+
+
+def _pair_maxima_kernel(
+    run_start: np.ndarray,
+    pair_gt: np.ndarray,
+    iou: np.ndarray,
+    rows: np.ndarray,
+    det_class: np.ndarray,
+    gt_class: np.ndarray,
+    gt_is_counted: np.ndarray,
+    gt_is_used: np.ndarray,
+) -> tuple[np.ndarray, tuple, tuple] | _speedups.Decline:
+    """:func:`_pair_maxima` by the compiled kernel; NaN IoUs are declined (the twin orders them)."""
+    if np.isnan(iou).any():
+        return _speedups.Decline("NaN IoU")
     n = len(rows)
     out_max = np.empty((n, 4))
     out_first = np.empty((n, 2), dtype=np.int64)
     has = np.empty(n, dtype=bool)
-    _canalyze.pair_maxima(
+    _speedups.module_of("_canalyze.pair_maxima").pair_maxima(  # type: ignore[union-attr]
         *(np.ascontiguousarray(a, dtype=np.int64) for a in (run_start, pair_gt)),
         np.ascontiguousarray(iou, dtype=np.float64),
         *(np.ascontiguousarray(a, dtype=np.int64) for a in (rows, det_class, gt_class)),
@@ -94,6 +106,15 @@ def _pair_maxima_numpy(
     ):
         out[dets] = value
     return has, maxima, firsts
+
+
+_speedups.register(
+    "_canalyze.pair_maxima",
+    "deteval._canalyze",
+    _pair_maxima_kernel,
+    _pair_maxima_numpy,
+    declines=("NaN IoU",),
+)
 
 
 def _classify(
