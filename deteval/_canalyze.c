@@ -19,7 +19,9 @@
  * classes, the largest with a used ground truth of its class and the largest overall: TIDE's error
  * tests; twin of
  * deteval.tide.oracle._pair_maxima_numpy (numpy's maximum.reduceat over values zeroed outside the
- * set, then the first position equal to the maximum). Only comparisons and copies of floats.
+ * set, then the first position equal to the maximum). Only comparisons and copies of floats, and
+ * ``iou + 0.0``, which makes a -0.0 IoU +0.0 (the twin does the same: numpy's maximum keeps one
+ * zero or the other depending on their order, so neither sign would be defined otherwise).
  *
  * run_first_max: per detection (a run of its image pairs, the ground truths in a mask), the index
  * of the first maximum of values; twin of deteval.decomposition._first_max_numpy.
@@ -35,7 +37,7 @@
 #include "_buffer_checks.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define CANALYZE_ABI 1
+#define CANALYZE_ABI 2 /* 2: pair_maxima takes a -0.0 IoU as +0.0 */
 
 #define N_POINTS 101
 
@@ -195,7 +197,7 @@ static PyObject *pair_maxima(PyObject *self, PyObject *args) {
             for (int64_t i = run_start[rows[j]]; i < run_start[rows[j] + 1]; i++) {
                 const int64_t g = pair_gt[i];
                 if (!gt_is_counted[g]) continue;
-                const double v = iou[i];
+                const double v = iou[i] + 0.0; /* a -0.0 IoU counts as +0.0, as in the twin */
                 const int is_same = gt_class[g] == cls;
                 const double vs = is_same ? v : 0.0, vo = is_same ? 0.0 : v;
                 const double vu = is_same && gt_is_used[g] ? v : 0.0;

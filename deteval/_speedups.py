@@ -68,7 +68,7 @@ DISABLED = os.environ.get(ENV_DISABLE, "").strip() not in ("", "0")
 #: whenever one of its functions changes its arguments or meaning.
 ABI: dict[str, int] = {
     "deteval._cacc": 1,
-    "deteval._canalyze": 1,
+    "deteval._canalyze": 2,
     "deteval._cboot": 1,
     "deteval._cmatch": 1,
     "deteval._csort": 1,

@@ -267,7 +267,7 @@ def segment_first_max(values: np.ndarray, seg_start: np.ndarray) -> tuple[np.nda
     """Per segment (starting at ``seg_start``): the max of ``values`` and the index of its first occurrence.
 
     ``np.argmax`` semantics within each segment, by ``maximum.reduceat`` and the first position
-    equal to it.
+    equal to it (a segment with a NaN: NaN and its first NaN, as ``np.argmax``).
 
     Examples
     --------
@@ -277,7 +277,8 @@ def segment_first_max(values: np.ndarray, seg_start: np.ndarray) -> tuple[np.nda
     n = len(values)
     best = np.maximum.reduceat(values, seg_start)
     seg_of = np.repeat(np.arange(len(seg_start)), np.diff(np.append(seg_start, n)))
-    first = np.minimum.reduceat(np.where(values == best[seg_of], np.arange(n), n), seg_start)
+    at_best = (values == best[seg_of]) | (np.isnan(values) & np.isnan(best[seg_of]))  # NaN: the first NaN
+    first = np.minimum.reduceat(np.where(at_best, np.arange(n), n), seg_start)
     return best, first
 
 

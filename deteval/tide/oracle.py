@@ -91,7 +91,9 @@ def _pair_maxima_numpy(
     firsts = tuple(np.full(n, -1, dtype=np.int64) for _ in range(2))
     if len(index) == 0:
         return has, maxima, firsts
-    p_gt, values = pair_gt[index], iou[index]
+    # + 0.0: a -0.0 IoU counts as +0.0 (as in the kernel); numpy's maximum would keep one zero
+    # or the other depending on their order
+    p_gt, values = pair_gt[index], iou[index] + 0.0
     is_same = gt_class[p_gt] == det_class[at]
     seg_start = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
     dets = at[seg_start]
