@@ -151,6 +151,7 @@ def _matching_problem(rng: np.random.Generator, case: int) -> dict:
         gt_is_unmatchable=rng.random(n_gt) < 0.1,
         det_is_out_of_range=rng.random((n_area, n_det)) < 0.2,
         strict=bool(rng.random() < 0.5),
+        narrow=bool(rng.random() < 0.3),
     )
 
 
@@ -173,7 +174,8 @@ def _match_voc(rng: np.random.Generator, case: int) -> Case:
     from deteval.matching import VocMatchInput
 
     p = _matching_problem(rng, case)
-    return (VocMatchInput(p["pair_det"], p["pair_gt"], p["pair_iou"], **_voc_options(p)),), {}
+    options = dict(_voc_options(p), narrow=p["narrow"])
+    return (VocMatchInput(p["pair_det"], p["pair_gt"], p["pair_iou"], **options),), {}
 
 
 def _match_ultralytics(rng: np.random.Generator, case: int) -> Case:
@@ -356,3 +358,70 @@ CASES: dict[str, tuple[Callable[[np.random.Generator, int], Case], int]] = {
 #: Kernels whose result is a permutation in a narrower index dtype than the twin's (int32 below
 #: 2**31 rows, by design: grouping.by_group_then_descending): compared as int64 values.
 PERMUTATION_DTYPE_MAY_DIFFER = frozenset({"_csort.order_by_group_then_score"})
+
+
+#: Kernels whose matches come as int32 rows and int8/int16 lanes when asked (``narrow``), where the
+#: twin keeps int64: compared as int64 values.
+NARROW_MAY_DIFFER = frozenset({"_cmatch.match_coco", "_cmatch.match_voc"})
+
+
+def comparable(name: str, value: Any) -> Any:
+    """A kernel's result as compared with its twin's (the narrower dtypes above as int64)."""
+    if name in PERMUTATION_DTYPE_MAY_DIFFER and isinstance(value, np.ndarray):
+        return value.astype(np.int64)
+    if name in NARROW_MAY_DIFFER and dataclasses.is_dataclass(value) and hasattr(value, "match_lane"):
+        rows = {k: getattr(value, k).astype(np.int64) for k in ("match_lane", "match_det", "match_gt")}
+        return dataclasses.replace(value, **rows)
+    return value
+
+
+def checked_dispatch(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make every kernel call also run the twin and assert the same result, bit for bit.
+
+    Returns the list the names of the kernels that ran compiled (not declined) are appended to, in
+    call order: a test that drives a whole evaluation through it checks every kernel it reaches.
+    """
+    ran: list[str] = []
+
+    def checked(name: str, *args: Any, **kwargs: Any) -> Any:
+        kernel = _speedups._KERNELS[name]
+        want = kernel.twin(*args, **kwargs)
+        if _speedups.module_of(name) is not None:
+            got = kernel.run(*args, **kwargs)
+            if not isinstance(got, _speedups.Decline):
+                assert_identical(comparable(name, got), comparable(name, want), name)
+                ran.append(name)
+        return want
+
+    monkeypatch.setattr(_speedups, "dispatch", checked)
+    return ran
+
+
+def coco_numpy(*args: Any, **options: Any) -> Any:
+    """``matching._match_coco_numpy`` on ``match_coco``'s arguments."""
+    from deteval.matching import CocoMatchInput, _match_coco_numpy
+
+    return _match_coco_numpy(CocoMatchInput(*args, **options))
+
+
+def coco_kernel(*args: Any, **options: Any) -> Any:
+    """``matching._match_coco_compiled`` on ``match_coco``'s arguments; None when it declines."""
+    from deteval.matching import CocoMatchInput, _match_coco_compiled
+
+    out = _match_coco_compiled(CocoMatchInput(*args, **options))
+    return None if isinstance(out, _speedups.Decline) else out
+
+
+def voc_numpy(*args: Any, **options: Any) -> Any:
+    """``matching._match_voc_numpy`` on ``match_voc``'s arguments."""
+    from deteval.matching import VocMatchInput, _match_voc_numpy
+
+    return _match_voc_numpy(VocMatchInput(*args, **options))
+
+
+def voc_kernel(*args: Any, **options: Any) -> Any:
+    """``matching._match_voc_compiled`` on ``match_voc``'s arguments; None when it declines."""
+    from deteval.matching import VocMatchInput, _match_voc_compiled
+
+    out = _match_voc_compiled(VocMatchInput(*args, **options))
+    return None if isinstance(out, _speedups.Decline) else out

@@ -4,30 +4,23 @@
 ``_pair_box_iou_numpy`` is the reference. Both conventions, both box formats, with and without
 row indices, crowd pairs, degenerate and touching boxes, integer-valued boxes whose IoU ties, and
 boxes large enough to overflow (the kernel declines; the numpy path rescales) must give identical
-float64 bits, also under a hypothesis property. Without the extension the comparisons are skipped;
-with ``DETEVAL_REQUIRE_EXTENSION=1`` its absence is a failure.
+float64 bits, also under a hypothesis property. Without the extension the comparisons are skipped
+(the loading rules and the shared special-value cases: tests/unit/test_kernels.py).
 """
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from deteval import _speedups
 from deteval.geometry import boxes as boxes_module
+from tests.support.kernels import needs_kernel as kernel_built
 
-needs_kernel = pytest.mark.skipif(
-    boxes_module._cbox is None,
-    reason="deteval.geometry._cbox is not built (pip install . with a C compiler) or DETEVAL_NO_EXTENSION=1",
-)
-
-
-def test_kernel_is_built_when_required():
-    if os.environ.get("DETEVAL_REQUIRE_EXTENSION") == "1":
-        assert boxes_module._cbox is not None
+needs_kernel = kernel_built("deteval.geometry._cbox")
+CBOX = _speedups.load("deteval.geometry._cbox")
 
 
 def assert_same(det, gt, crowd, box_format, convention, det_rows=None, gt_rows=None):
@@ -66,10 +59,8 @@ def test_kernel_equals_numpy_on_random_pairs(seed, convention, box_format):
 def test_kernel_declines_overflow_and_numpy_rescales(convention):
     det = np.array([[0.0, 0.0, 1e200, 1e200], [0.0, 0.0, 10.0, 10.0], [1e200, 1e200, 1e200, 1e200]])
     gt = np.array([[0.0, 0.0, 1e200, 1e200], [0.0, 0.0, 10.0, 5.0], [1e200, 1e200, 1e200, 1e200]])
-    assert (
-        boxes_module._pair_box_iou_compiled(det, gt, np.zeros(3, bool), "xywh", convention, None, None)
-        is None
-    )
+    declined = boxes_module._pair_box_iou_compiled(det, gt, np.zeros(3, bool), "xywh", convention, None, None)
+    assert declined == _speedups.Decline("a term not finite")
     assert_same(det, gt, np.zeros(3, bool), "xywh", convention)
 
 
@@ -77,7 +68,7 @@ def test_kernel_declines_overflow_and_numpy_rescales(convention):
 def test_kernel_refuses_inconsistent_inputs():
     box = np.zeros((2, 4))
     with pytest.raises(ValueError, match="out of range"):
-        boxes_module._cbox.pair_iou(
+        CBOX.pair_iou(
             box,
             box,
             np.array([0, 2], np.int64),
@@ -87,11 +78,9 @@ def test_kernel_refuses_inconsistent_inputs():
             np.empty(2),
         )
     with pytest.raises(ValueError, match="lengths"):
-        boxes_module._cbox.pair_iou(box, box, None, None, np.zeros(3, bool), False, np.empty(3))
+        CBOX.pair_iou(box, box, None, None, np.zeros(3, bool), False, np.empty(3))
     with pytest.raises(TypeError, match="float64"):
-        boxes_module._cbox.pair_iou(
-            box.astype(np.float32), box, None, None, np.zeros(2, bool), False, np.empty(2)
-        )
+        CBOX.pair_iou(box.astype(np.float32), box, None, None, np.zeros(2, bool), False, np.empty(2))
 
 
 coordinate = st.one_of(st.integers(-20, 60).map(float), st.floats(-20, 60, allow_nan=False))

@@ -13,6 +13,7 @@ found (a -0.0 IoU in ``pair_maxima``, a NaN IoU in its twin).
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
 import subprocess
 import sys
@@ -24,12 +25,13 @@ import pytest
 
 from deteval import _speedups
 from deteval.errors import ExtensionError
+from tests import ROOT
 from tests.support.kernels import (
     CASES,
-    PERMUTATION_DTYPE_MAY_DIFFER,
     REQUIRE,
     assert_identical,
     bits,
+    comparable,
     needs_kernel,
     twins_only,
 )
@@ -69,12 +71,6 @@ def test_every_built_extension_reports_the_expected_abi(module):
     assert compiled.ABI == _speedups.ABI[module]
 
 
-def _normalised(name: str, value):
-    if name in PERMUTATION_DTYPE_MAY_DIFFER and isinstance(value, np.ndarray):
-        return value.astype(np.int64)
-    return value
-
-
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_kernel_equals_twin(name):
     kernel = KERNELS[name]
@@ -95,7 +91,7 @@ def test_kernel_equals_twin(name):
             declined.add(got.reason)
             continue
         ran += 1
-        assert_identical(_normalised(name, got), _normalised(name, want), f"{name} case {case}")
+        assert_identical(comparable(name, got), comparable(name, want), f"{name} case {case}")
     if declined == set(kernel.declines) and ran == 0:
         assert len(kernel.declines) == 1, name
         assert "numpy only" in kernel.declines[0], name
@@ -158,6 +154,14 @@ def test_without_the_kernels_the_twins_run_and_nothing_is_declined(monkeypatch):
     assert_identical(_speedups.dispatch("_cmatch.match_voc", v), kernel.twin(v))
     assert calls == []
     assert _speedups.declines() == {}
+
+
+@pytest.mark.parametrize("module", sorted(_speedups.ABI))
+def test_no_extension_env_disables_every_kernel(module):
+    code = f"from deteval import _speedups; print(_speedups.load({module!r}) is None)"
+    env = dict(os.environ, DETEVAL_NO_EXTENSION="1", DETEVAL_REQUIRE_EXTENSION="1", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True"]
 
 
 # ---- the ABI check -------------------------------------------------------------------------------
@@ -289,3 +293,25 @@ def test_pair_maxima_twin_takes_a_nan_iou():
     assert np.isnan(maxima[0][0])
     assert maxima[0][1] == 0.9
     assert firsts[0].tolist() == [1, 1]  # the ground truths of pairs 1 (the NaN) and 3
+
+
+# ---- unique cases moved here from tests/property/test_kernel_special_values.py ---------------------
+
+
+@needs_kernel("deteval.geometry._cbox")
+@pytest.mark.parametrize("box_format", ["xywh", "xyxy"])
+@pytest.mark.parametrize("convention", ["continuous", "pixel_inclusive"])
+@pytest.mark.parametrize("column", range(4))
+def test_a_nan_coordinate_overlaps_nothing_in_either_layer(convention, box_format, column):
+    """[NaN, 0, 10, 10] against [0, 0, 10, 10] (and swapped): IoU 0 from the kernel and from numpy."""
+    from deteval.geometry import boxes as boxes_module
+
+    det = np.array([[0.0, 0.0, 10.0, 10.0]])
+    det[0, column] = np.nan
+    gt = np.array([[0.0, 0.0, 10.0, 10.0]])
+    crowd = np.array([False])
+    for d, g in ((det, gt), (gt, det)):
+        want = boxes_module._pair_box_iou_numpy(d, g, crowd, box_format, convention, None, None)
+        got = boxes_module.pair_box_iou(d, g, crowd, box_format=box_format, convention=convention)
+        assert want.tolist() == [0.0]
+        assert_identical(got, want)
