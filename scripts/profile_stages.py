@@ -85,6 +85,14 @@ def main() -> None:
         metavar="MODULE",
         help="run without this compiled module (e.g. deteval._cmatch; repeatable): its numpy twin runs",
     )
+    parser.add_argument(
+        "--workload",
+        choices=("evaluate", "analyze", "bootstrap"),
+        default="evaluate",
+        help="after evaluate, also time deteval.diagnose.analyze (TIDE, decomposition, confusion: the "
+        "_canalyze kernels) or deteval.bootstrap (the _cboot kernels)",
+    )
+    parser.add_argument("--resamples", type=int, default=100, help="bootstrap resamples (--workload bootstrap)")
     args = parser.parse_args()
     if args.data:
         folder = Path(args.data)
@@ -95,9 +103,12 @@ def main() -> None:
     if not folder.exists():
         sys.exit(f"{folder}: not generated; run: python scripts/bench.py --sizes {args.images} --tools none")
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    if args.without:  # before any deteval module loads its kernels
+    if args.without:  # before the first dispatch loads a kernel
         speedups = importlib.import_module("deteval._speedups")
         speedups.SKIPPED.update(args.without)
+        if "deteval.io._colparse" in args.without:  # the readers load their parser at import
+            for reader in ("deteval.io.coco.fast", "deteval.io.yolo", "deteval.io.voc.results"):
+                importlib.import_module(reader)._colparse = None
     stages = Stages()
     peak = _vm("VmHWM")
     import deteval
@@ -145,6 +156,11 @@ def main() -> None:
     )
     report = importlib.import_module("deteval.report.results")
     run("output: to_json + dumps", lambda: report.dumps(report.to_json([result])))
+    if args.workload == "analyze":
+        diagnose = importlib.import_module("deteval.diagnose")
+        run("analyze: TIDE, decomposition, confusion", diagnose.analyze, gt, dt, "coco")
+    elif args.workload == "bootstrap":
+        run(f"bootstrap: {args.resamples} resamples", deteval.bootstrap, gt, result, n=args.resamples)
     total = time.process_time() - START
     print(f"{folder.name}: {len(dt):,} detections, {len(gt):,} ground truths, AP {result.metrics['AP']:.6f}")
     print(f"{'stage':<52} {'CPU s':>7} {'share':>6} {'peak +MiB':>10}")
