@@ -54,6 +54,7 @@ __all__ = [
     "numpy_only",
     "register",
     "reset_declines",
+    "state",
 ]
 
 #: The environment variable that disables every compiled extension ("1"; "" or "0" keep them).
@@ -72,7 +73,6 @@ ABI: dict[str, int] = {
     "deteval._cboot": 1,
     "deteval._cmatch": 1,
     "deteval._csort": 1,
-    "deteval.geometry._cbox": 1,
     "deteval.io._colparse": 1,
 }
 
@@ -136,6 +136,24 @@ def load(name: str) -> ModuleType | None:
             )
         return None
     return module
+
+
+def state(name: str) -> str:
+    """What ``deteval --version`` says of compiled module ``name``.
+
+    ``"active"``, ``"disabled"`` (``DETEVAL_NO_EXTENSION=1``), ``"not built"``, or ``"stale build
+    (ABI 1, expected 2): rebuild"`` (the numpy twins run in its place). Never raises.
+    """
+    if DISABLED:
+        return "disabled"
+    try:
+        module = importlib.import_module(name)
+    except ImportError:
+        return "not built"
+    found, expected = getattr(module, "ABI", None), ABI.get(name)
+    if expected is not None and found != expected:
+        return f"stale build (ABI {found}, expected {expected}): rebuild"
+    return "active"
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,9 @@ def main() -> None:
         help="after evaluate, also time deteval.diagnose.analyze (TIDE, decomposition, confusion: the "
         "_canalyze kernels) or deteval.bootstrap (the _cboot kernels)",
     )
-    parser.add_argument("--resamples", type=int, default=100, help="bootstrap resamples (--workload bootstrap)")
+    parser.add_argument(
+        "--resamples", type=int, default=100, help="bootstrap resamples (--workload bootstrap)"
+    )
     args = parser.parse_args()
     if args.data:
         folder = Path(args.data)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from deteval import _speedups
 from deteval.data import boxes_as
 
 __all__ = ["box_iou", "pair_box_iou", "BOX_CONVENTIONS"]
@@ -76,41 +75,7 @@ def pair_box_iou(
         raise ValueError(f"convention must be one of {BOX_CONVENTIONS}, found {convention!r}")
     if (det_rows is None) != (gt_rows is None):
         raise ValueError("pair_box_iou: give det_rows and gt_rows together, or neither")
-    return _speedups.dispatch(
-        "_cbox.pair_iou", det_box, gt_box, gt_is_crowd, box_format, convention, det_rows, gt_rows
-    )
-
-
-def _pair_box_iou_compiled(
-    det_box: np.ndarray,
-    gt_box: np.ndarray,
-    gt_is_crowd: np.ndarray,
-    box_format: str,
-    convention: str,
-    det_rows: np.ndarray | None,
-    gt_rows: np.ndarray | None,
-) -> np.ndarray | _speedups.Decline:
-    """:func:`pair_box_iou` by the compiled kernel ``deteval.geometry._cbox``, in one pass.
-
-    Declined when a pair has a term that is not finite (NaN or infinite coordinates, boxes near
-    1e200 whose sums overflow): the numpy path rescales those; ``_pair_box_iou_numpy`` is the
-    kernel's bit-for-bit twin.
-    """
-    native = "xywh" if convention == "continuous" else "xyxy"
-    d = np.ascontiguousarray(
-        boxes_as(np.asarray(det_box, dtype=np.float64).reshape(-1, 4), box_format, native)
-    )
-    g = np.ascontiguousarray(
-        boxes_as(np.asarray(gt_box, dtype=np.float64).reshape(-1, 4), box_format, native)
-    )
-    gt_is_crowd = np.ascontiguousarray(gt_is_crowd, dtype=bool)
-    rows = (det_rows, gt_rows)
-    if det_rows is not None:
-        rows = (np.ascontiguousarray(det_rows, dtype=np.int64), np.ascontiguousarray(gt_rows, dtype=np.int64))
-    iou = np.empty(len(gt_is_crowd))
-    kernel = _speedups.module_of("_cbox.pair_iou")
-    n_bad = kernel.pair_iou(d, g, rows[0], rows[1], gt_is_crowd, convention != "continuous", iou)  # type: ignore[union-attr]
-    return _speedups.Decline("a term not finite") if n_bad else iou
+    return _pair_box_iou_numpy(det_box, gt_box, gt_is_crowd, box_format, convention, det_rows, gt_rows)
 
 
 def _pair_box_iou_numpy(
@@ -154,15 +119,6 @@ def _pair_box_iou_numpy(
 
 #: Pairs per chunk of :func:`pair_box_iou`.
 _PAIR_CHUNK = 1 << 16
-
-
-_speedups.register(
-    "_cbox.pair_iou",
-    "deteval.geometry._cbox",
-    _pair_box_iou_compiled,
-    _pair_box_iou_numpy,
-    declines=("a term not finite",),
-)
 
 
 def _in_chunks(

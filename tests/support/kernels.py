@@ -119,17 +119,6 @@ def index_dtype(rng: np.random.Generator) -> type:
 Case = tuple[tuple, dict]
 
 
-def _boxes(rng: np.random.Generator, case: int) -> Case:
-    n = 0 if case == 0 else int(rng.integers(1, 14))
-    values = (0.0, 1.0, 2.0, 5.0, 6.0, 10.0, 12.5, 40.0, -3.0, 1e200)
-    det, gt = floats(rng, 4 * n, values).reshape(n, 4), floats(rng, 4 * n, values).reshape(n, 4)
-    crowd = rng.random(n) < 0.3
-    rows = None if rng.random() < 0.5 else rng.permutation(n).astype(np.int64)
-    box_format = str(rng.choice(["xywh", "xyxy"]))
-    convention = str(rng.choice(["continuous", "pixel_inclusive"]))
-    return (det, gt, crowd, box_format, convention, rows, rows), {}
-
-
 def _matching_problem(rng: np.random.Generator, case: int) -> dict:
     n_groups = 0 if case == 0 else int(rng.integers(1, 6))
     sizes = rng.integers(0, [6, 5], (n_groups, 2)) if n_groups else np.zeros((0, 2), np.int64)
@@ -339,7 +328,6 @@ def _curve_row(rng: np.random.Generator, case: int) -> Case:
 
 #: The input generator of every registered kernel, and how many cases the harness draws.
 CASES: dict[str, tuple[Callable[[np.random.Generator, int], Case], int]] = {
-    "_cbox.pair_iou": (_boxes, 300),
     "_cmatch.match_coco": (_match_coco, 300),
     "_cmatch.match_voc": (_match_voc, 300),
     "_cmatch.match_ultralytics": (_match_ultralytics, 20),
