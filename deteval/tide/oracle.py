@@ -19,16 +19,7 @@ from deteval.tide.outcome import _Outcome
 from deteval.tide.result import _CODE
 
 
-def _pair_maxima(
-    run_start: np.ndarray,
-    pair_gt: np.ndarray,
-    iou: np.ndarray,
-    rows: np.ndarray,
-    det_class: np.ndarray,
-    gt_class: np.ndarray,
-    gt_is_counted: np.ndarray,
-    gt_is_used: np.ndarray,
-) -> tuple[np.ndarray, tuple, tuple]:
+def _pair_maxima(*args: np.ndarray) -> tuple[np.ndarray, tuple, tuple]:
     """Per detection: whether it has pairs, and the IoU maxima TIDE's error tests read.
 
     Detection ``j`` has the pairs ``run_start[rows[j]]`` to ``run_start[rows[j] + 1] - 1`` whose
@@ -39,22 +30,18 @@ def _pair_maxima(
     pair reaching the first two (``np.argmax`` semantics: a detection whose max is 0 points at
     its first pair); 0 and -1 without pairs. The compiled kernel ``deteval._canalyze`` runs it
     when built (``_pair_maxima_numpy`` is its bit-for-bit twin; NaN IoUs go to the twin).
+    The arguments are :func:`_pair_maxima_numpy`'s: ``run_start, pair_gt, iou, rows, det_class,
+    gt_class, gt_is_counted, gt_is_used``.
     """
-    args = (run_start, pair_gt, iou, rows, det_class, gt_class, gt_is_counted, gt_is_used)
     return _speedups.dispatch("_canalyze.pair_maxima", *args)
 
 
-def _pair_maxima_kernel(
-    run_start: np.ndarray,
-    pair_gt: np.ndarray,
-    iou: np.ndarray,
-    rows: np.ndarray,
-    det_class: np.ndarray,
-    gt_class: np.ndarray,
-    gt_is_counted: np.ndarray,
-    gt_is_used: np.ndarray,
-) -> tuple[np.ndarray, tuple, tuple] | _speedups.Decline:
-    """:func:`_pair_maxima` by the compiled kernel; NaN IoUs are declined (the twin orders them)."""
+def _pair_maxima_kernel(*args: np.ndarray) -> tuple[np.ndarray, tuple, tuple] | _speedups.Decline:
+    """:func:`_pair_maxima` by the compiled kernel; NaN IoUs are declined (the twin orders them).
+
+    The arguments are :func:`_pair_maxima_numpy`'s.
+    """
+    run_start, pair_gt, iou, rows, det_class, gt_class, gt_is_counted, gt_is_used = args
     if np.isnan(iou).any():
         return _speedups.Decline("NaN IoU")
     n = len(rows)

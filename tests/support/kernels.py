@@ -385,31 +385,24 @@ def checked_dispatch(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ran
 
 
-def coco_numpy(*args: Any, **options: Any) -> Any:
-    """``matching._match_coco_numpy`` on ``match_coco``'s arguments."""
-    from deteval.matching import CocoMatchInput, _match_coco_numpy
+def _match_adapter(kind: str, compiled: bool) -> Callable[..., Any]:
+    """A matching function of ``kind`` ("coco", "voc") on ``match_coco`` / ``match_voc``'s arguments.
 
-    return _match_coco_numpy(CocoMatchInput(*args, **options))
+    ``compiled``: the kernel's adapter, None when it declines; else the numpy twin.
+    """
+    from deteval import matching
 
+    value = matching.CocoMatchInput if kind == "coco" else matching.VocMatchInput
+    run = getattr(matching, f"_match_{kind}_{'compiled' if compiled else 'numpy'}")
 
-def coco_kernel(*args: Any, **options: Any) -> Any:
-    """``matching._match_coco_compiled`` on ``match_coco``'s arguments; None when it declines."""
-    from deteval.matching import CocoMatchInput, _match_coco_compiled
+    def call(*args: Any, **options: Any) -> Any:
+        out = run(value(*args, **options))
+        return None if isinstance(out, _speedups.Decline) else out
 
-    out = _match_coco_compiled(CocoMatchInput(*args, **options))
-    return None if isinstance(out, _speedups.Decline) else out
-
-
-def voc_numpy(*args: Any, **options: Any) -> Any:
-    """``matching._match_voc_numpy`` on ``match_voc``'s arguments."""
-    from deteval.matching import VocMatchInput, _match_voc_numpy
-
-    return _match_voc_numpy(VocMatchInput(*args, **options))
+    return call
 
 
-def voc_kernel(*args: Any, **options: Any) -> Any:
-    """``matching._match_voc_compiled`` on ``match_voc``'s arguments; None when it declines."""
-    from deteval.matching import VocMatchInput, _match_voc_compiled
-
-    out = _match_voc_compiled(VocMatchInput(*args, **options))
-    return None if isinstance(out, _speedups.Decline) else out
+coco_numpy = _match_adapter("coco", compiled=False)
+coco_kernel = _match_adapter("coco", compiled=True)
+voc_numpy = _match_adapter("voc", compiled=False)
+voc_kernel = _match_adapter("voc", compiled=True)
