@@ -74,13 +74,18 @@ def lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
     >>> lexsort(keys).tolist() == np.lexsort(keys).tolist()
     True
     """
+    return _lexsort(keys, compiled=True)
+
+
+def _lexsort(keys: tuple[np.ndarray, ...], *, compiled: bool) -> np.ndarray:
+    """:func:`lexsort`; with ``compiled`` false, in numpy only (what the twins call)."""
     n = len(keys[-1])
     keys = tuple(np.asarray(k) for k in keys)
     while len(keys) > 1 and _is_non_decreasing(keys[0]):
         keys = keys[1:]
     if n <= 1 or (len(keys) == 1 and _is_non_decreasing(keys[0])):
         return np.arange(n, dtype=np.intp)
-    if len(keys) > 1 and keys[0].dtype.kind == "f":
+    if compiled and len(keys) > 1 and keys[0].dtype.kind == "f":
         return _speedups.dispatch("_csort.sort_runs_by_score", keys)
     return _lexsort_numpy(keys)
 
@@ -150,7 +155,7 @@ def _by_group_then_descending_numpy(
     by_runs = _few_long_groups(group, tuple(ties) + (score,), negate_last=True)
     if by_runs is not None:
         return by_runs
-    return lexsort(tuple(ties) + (-score, group))
+    return _lexsort(tuple(ties) + (-score, group), compiled=False)
 
 
 def _packed_code(keys: tuple[np.ndarray, ...]) -> tuple[np.ndarray, int, int] | None:
