@@ -32,7 +32,6 @@ setup(
         _extension("deteval._csort", "deteval/_csort.c", BUFFER_CHECKS),
         _extension("deteval._cboot", "deteval/_cboot.c"),
         _extension("deteval._cacc", "deteval/_cacc.c", BUFFER_CHECKS),
-        _extension("deteval.geometry._cbox", "deteval/geometry/_cbox.c"),
         _extension("deteval._canalyze", "deteval/_canalyze.c"),
         _extension("deteval.geometry._cmask", "deteval/geometry/_cmask.c", BUFFER_CHECKS),
         _extension("deteval.geometry._ckeypoint", "deteval/geometry/_ckeypoint.c", BUFFER_CHECKS),

@@ -38,6 +38,9 @@
 
 #include "_buffer_checks.h"
 
+/* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
+#define CACC_ABI 1
+
 /* One detection, in table order: its lanes' TP and ignored flags, and its class (high bits)
  * with one bit per max_dets value that keeps it (low 8 bits). */
 typedef struct {
@@ -82,12 +85,6 @@ init_byte_spread(void)
         }
         byte_spread[v] = w;
     }
-}
-
-static int
-has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
-{
-    return view->len == count * itemsize;
 }
 
 /* The width (4: int32, 8: int64) of an index column of `count` items, or 0 when it is neither. */
@@ -508,21 +505,14 @@ static PyMethodDef cacc_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef cacc_module = {
-    PyModuleDef_HEAD_INIT,
-    "deteval._cacc",
-    "Compiled point-sampled accumulation; the numpy code in deteval.accumulate is its twin.",
-    -1,
-    cacc_methods,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
-};
-
-PyMODINIT_FUNC
-PyInit__cacc(void)
+/* Module setup: the byte table of the lane masks. */
+static int
+cacc_setup(void)
 {
     init_byte_spread();
-    return PyModule_Create(&cacc_module);
+    return 0;
 }
+
+DETEVAL_MODULE(_cacc, "deteval._cacc",
+               "Compiled point-sampled accumulation; the numpy code in deteval.accumulate is its twin.",
+               cacc_methods, CACC_ABI, cacc_setup)

@@ -19,7 +19,9 @@
  * classes, the largest with a used ground truth of its class and the largest overall: TIDE's error
  * tests; twin of
  * deteval.tide.oracle._pair_maxima_numpy (numpy's maximum.reduceat over values zeroed outside the
- * set, then the first position equal to the maximum). Only comparisons and copies of floats.
+ * set, then the first position equal to the maximum). Only comparisons and copies of floats, and
+ * ``iou + 0.0``, which makes a -0.0 IoU +0.0 (the twin does the same: numpy's maximum keeps one
+ * zero or the other depending on their order, so neither sign would be defined otherwise).
  *
  * run_first_max: per detection (a run of its image pairs, the ground truths in a mask), the index
  * of the first maximum of values; twin of deteval.decomposition._first_max_numpy.
@@ -32,72 +34,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "_buffer_checks.h"
+
+/* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
+#define CANALYZE_ABI 2 /* 2: pair_maxima takes a -0.0 IoU as +0.0 */
+
 #define N_POINTS 101
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Arr;
-
-/* ``obj`` as a C-contiguous buffer: 'i' int64, 'b' bool (one byte), 'f' float64. */
-static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
-    int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &a->view, flags) < 0) return -1;
-    a->held = 1;
-    const char *fmt = a->view.format ? a->view.format : "B";
-    if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
-    int ok = fmt[0] != '\0' && fmt[1] == '\0';
-    if (kind == 'i') ok = ok && a->view.itemsize == 8 && (fmt[0] == 'l' || fmt[0] == 'q');
-    else if (kind == 'b') ok = ok && a->view.itemsize == 1 && fmt[0] == '?';
-    else ok = ok && a->view.itemsize == 8 && fmt[0] == 'd';
-    if (ok && (uintptr_t)a->view.buf % (uintptr_t)a->view.itemsize != 0) {
-        PyErr_SetString(PyExc_TypeError, "_canalyze: expected an aligned buffer (not a view at an odd offset)");
-        return -1;
-    }
-    if (!ok) {
-        PyErr_SetString(PyExc_TypeError, kind == 'i'   ? "_canalyze: expected a contiguous int64 buffer"
-                                         : kind == 'b' ? "_canalyze: expected a contiguous bool buffer"
-                                                       : "_canalyze: expected a contiguous float64 buffer");
-        return -1;
-    }
-    return 0;
-}
-
-/* Whether two held buffers share a byte. */
-static int views_overlap(const Arr *a, const Arr *b) {
-    const uintptr_t a0 = (uintptr_t)a->view.buf, b0 = (uintptr_t)b->view.buf;
-    return a->held && b->held && a->view.len > 0 && b->view.len > 0 && a0 < b0 + (uintptr_t)b->view.len &&
-           b0 < a0 + (uintptr_t)a->view.len;
-}
-
-/* ValueError when a writable buffer of arrs overlaps another one: an output that aliases an input
- * (the same array passed twice, or views of one array) would change indices after they were
- * checked. */
-static int outputs_overlap(const Arr *arrs, const int *writable, int n, const char *where) {
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; writable[i] && j < n; j++) {
-            if (j != i && views_overlap(&arrs[i], &arrs[j])) {
-                PyErr_Format(PyExc_ValueError, "%s: an output buffer overlaps another buffer", where);
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
-
-static void release(Arr *arrs, int n) {
-    for (int i = 0; i < n; i++) {
-        if (arrs[i].held) PyBuffer_Release(&arrs[i].view);
-    }
-}
-
-static int get_all(PyObject **objs, const char *kinds, const int *writable, int n, Arr *arrs) {
-    for (int i = 0; i < n; i++) arrs[i].held = 0;
-    for (int i = 0; i < n; i++) {
-        if (get_arr(objs[i], kinds[i], writable[i], &arrs[i]) < 0) return -1;
-    }
-    return outputs_overlap(arrs, writable, n, "_canalyze") ? -1 : 0;
-}
 
 /* One class: its points [lo, hi) of the ranking, its positives, its 101 values into y. */
 static void one_class(const char *is_tp, Py_ssize_t lo, Py_ssize_t hi, int64_t npos, double *envelope,
@@ -142,7 +84,7 @@ static PyObject *tide_points(PyObject *self, PyObject *args) {
     Arr arrs[5];
     PyObject *result = NULL;
     double *envelope = NULL;
-    if (get_all(objs, "ibibf", writable, 5, arrs) < 0) goto done;
+    if (get_all(objs, "ibibf", writable, 5, arrs, "_canalyze") < 0) goto done;
     {
         const int64_t *cls = arrs[0].view.buf, *npos = arrs[2].view.buf;
         const char *is_tp = arrs[1].view.buf, *included = arrs[3].view.buf;
@@ -184,8 +126,27 @@ static PyObject *tide_points(PyObject *self, PyObject *args) {
     Py_INCREF(result);
 done:
     free(envelope);
-    release(arrs, 5);
+    release_arrs(arrs, 5);
     return result;
+}
+
+/* ValueError (prefixed with where) unless run_start[0 .. n_run] are offsets into the n_pair pairs,
+ * not decreasing, and every pair's ground truth is one of the n_gt. */
+static int check_runs(const int64_t *run_start, Py_ssize_t n_run, const int64_t *pair_gt, Py_ssize_t n_pair,
+                      Py_ssize_t n_gt, const char *where) {
+    for (Py_ssize_t r = 0; r < n_run; r++) {
+        if (run_start[r] < 0 || run_start[r] > run_start[r + 1] || run_start[r + 1] > n_pair) {
+            PyErr_Format(PyExc_ValueError, "%s: run_start out of range or decreasing", where);
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n_pair; i++) {
+        if (pair_gt[i] < 0 || pair_gt[i] >= n_gt) {
+            PyErr_Format(PyExc_ValueError, "%s: a pair's ground truth is out of range", where);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 PyDoc_STRVAR(pair_maxima_doc,
@@ -206,7 +167,7 @@ static PyObject *pair_maxima(PyObject *self, PyObject *args) {
     static const int writable[11] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
     Arr arrs[11];
     PyObject *result = NULL;
-    if (get_all(objs, "iifiiibbfib", writable, 11, arrs) < 0) goto done;
+    if (get_all(objs, "iifiiibbfib", writable, 11, arrs, "_canalyze") < 0) goto done;
     {
         const int64_t *run_start = arrs[0].view.buf, *pair_gt = arrs[1].view.buf;
         const double *iou = arrs[2].view.buf;
@@ -223,18 +184,7 @@ static PyObject *pair_maxima(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "_canalyze.pair_maxima: array lengths do not agree");
             goto done;
         }
-        for (Py_ssize_t r = 0; r < n_run; r++) {
-            if (run_start[r] < 0 || run_start[r] > run_start[r + 1] || run_start[r + 1] > n_pair) {
-                PyErr_SetString(PyExc_ValueError, "_canalyze.pair_maxima: run_start out of range or decreasing");
-                goto done;
-            }
-        }
-        for (Py_ssize_t i = 0; i < n_pair; i++) {
-            if (pair_gt[i] < 0 || pair_gt[i] >= n_gt) {
-                PyErr_SetString(PyExc_ValueError, "_canalyze.pair_maxima: a pair's ground truth is out of range");
-                goto done;
-            }
-        }
+        if (check_runs(run_start, n_run, pair_gt, n_pair, n_gt, "_canalyze.pair_maxima") < 0) goto done;
         for (Py_ssize_t j = 0; j < n_rows; j++) {
             if (rows[j] < 0 || rows[j] >= n_run) {
                 PyErr_SetString(PyExc_ValueError, "_canalyze.pair_maxima: a row is out of range");
@@ -247,7 +197,7 @@ static PyObject *pair_maxima(PyObject *self, PyObject *args) {
             for (int64_t i = run_start[rows[j]]; i < run_start[rows[j] + 1]; i++) {
                 const int64_t g = pair_gt[i];
                 if (!gt_is_counted[g]) continue;
-                const double v = iou[i];
+                const double v = iou[i] + 0.0; /* a -0.0 IoU counts as +0.0, as in the twin */
                 const int is_same = gt_class[g] == cls;
                 const double vs = is_same ? v : 0.0, vo = is_same ? 0.0 : v;
                 const double vu = is_same && gt_is_used[g] ? v : 0.0;
@@ -283,7 +233,7 @@ static PyObject *pair_maxima(PyObject *self, PyObject *args) {
         Py_INCREF(result);
     }
 done:
-    release(arrs, 11);
+    release_arrs(arrs, 11);
     return result;
 }
 
@@ -302,7 +252,7 @@ static PyObject *run_first_max(PyObject *self, PyObject *args) {
     static const int writable[6] = {0, 0, 0, 0, 0, 1};
     Arr arrs[6];
     PyObject *result = NULL;
-    if (get_all(objs, "iifibi", writable, 6, arrs) < 0) goto done;
+    if (get_all(objs, "iifibi", writable, 6, arrs, "_canalyze") < 0) goto done;
     {
         const int64_t *run_start = arrs[0].view.buf, *pair_gt = arrs[1].view.buf, *rows = arrs[3].view.buf;
         const double *values = arrs[2].view.buf;
@@ -314,18 +264,7 @@ static PyObject *run_first_max(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "_canalyze.run_first_max: array lengths do not agree");
             goto done;
         }
-        for (Py_ssize_t r = 0; r < n_run; r++) {
-            if (run_start[r] < 0 || run_start[r] > run_start[r + 1] || run_start[r + 1] > n_pair) {
-                PyErr_SetString(PyExc_ValueError, "_canalyze.run_first_max: run_start out of range or decreasing");
-                goto done;
-            }
-        }
-        for (Py_ssize_t i = 0; i < n_pair; i++) {
-            if (pair_gt[i] < 0 || pair_gt[i] >= n_gt) {
-                PyErr_SetString(PyExc_ValueError, "_canalyze.run_first_max: a pair's ground truth is out of range");
-                goto done;
-            }
-        }
+        if (check_runs(run_start, n_run, pair_gt, n_pair, n_gt, "_canalyze.run_first_max") < 0) goto done;
         for (Py_ssize_t j = 0; j < n_rows; j++) {
             if (rows[j] < 0 || rows[j] >= n_run) {
                 PyErr_SetString(PyExc_ValueError, "_canalyze.run_first_max: a row is out of range");
@@ -341,7 +280,7 @@ static PyObject *run_first_max(PyObject *self, PyObject *args) {
         Py_INCREF(result);
     }
 done:
-    release(arrs, 6);
+    release_arrs(arrs, 6);
     return result;
 }
 
@@ -352,9 +291,6 @@ static PyMethodDef ctide_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef ctide_module = {
-    PyModuleDef_HEAD_INIT, "deteval._canalyze",
-    "Compiled kernels of deteval analyze (TIDE's AP, per-detection IoU maxima); optional, numpy twins.", -1, ctide_methods,
-};
-
-PyMODINIT_FUNC PyInit__canalyze(void) { return PyModule_Create(&ctide_module); }
+DETEVAL_MODULE(_canalyze, "deteval._canalyze",
+               "Compiled kernels of deteval analyze (TIDE's AP, per-detection IoU maxima); optional, numpy twins.",
+               ctide_methods, CANALYZE_ABI, NULL)

@@ -26,56 +26,10 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct {
-    Py_buffer view;
-    int held;
-} Arr;
+#include "_buffer_checks.h"
 
-/* ``obj`` as a C-contiguous 1-D buffer: 'i' int64, 'j' int32, 'f' float64. */
-static int get_arr(PyObject *obj, char kind, int writable, Arr *a) {
-    int flags = PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &a->view, flags) < 0) return -1;
-    a->held = 1;
-    const char *fmt = a->view.format ? a->view.format : "B";
-    if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
-    int ok = a->view.ndim <= 1 && fmt[0] != '\0' && fmt[1] == '\0';
-    if (kind == 'i') ok = ok && a->view.itemsize == 8 && (fmt[0] == 'l' || fmt[0] == 'q');
-    else if (kind == 'j') ok = ok && a->view.itemsize == 4 && (fmt[0] == 'i' || fmt[0] == 'l');
-    else ok = ok && a->view.itemsize == 8 && fmt[0] == 'd';
-    if (ok && (uintptr_t)a->view.buf % (uintptr_t)a->view.itemsize != 0) {
-        PyErr_SetString(PyExc_TypeError, "_cboot: expected an aligned buffer (not a view at an odd offset)");
-        return -1;
-    }
-    if (!ok) {
-        PyErr_SetString(PyExc_TypeError, kind == 'i'   ? "_cboot: expected a contiguous 1-D int64 buffer"
-                                         : kind == 'j' ? "_cboot: expected a contiguous 1-D int32 buffer"
-                                                       : "_cboot: expected a contiguous 1-D float64 buffer");
-        return -1;
-    }
-    return 0;
-}
-
-/* Whether two held buffers share a byte. */
-static int views_overlap(const Arr *a, const Arr *b) {
-    const uintptr_t a0 = (uintptr_t)a->view.buf, b0 = (uintptr_t)b->view.buf;
-    return a->held && b->held && a->view.len > 0 && b->view.len > 0 && a0 < b0 + (uintptr_t)b->view.len &&
-           b0 < a0 + (uintptr_t)a->view.len;
-}
-
-/* ValueError when a writable buffer of arrs overlaps another one: an output that aliases an input
- * (the same array passed twice, or views of one array) would change indices after they were
- * checked. */
-static int outputs_overlap(const Arr *arrs, const int *writable, int n, const char *where) {
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; writable[i] && j < n; j++) {
-            if (j != i && views_overlap(&arrs[i], &arrs[j])) {
-                PyErr_Format(PyExc_ValueError, "%s: an output buffer overlaps another buffer", where);
-                return 1;
-            }
-        }
-    }
-    return 0;
-}
+/* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
+#define CBOOT_ABI 1
 
 #define N_ARRS 17
 
@@ -226,23 +180,14 @@ static PyObject *curve_row(PyObject *self, PyObject *args) {
                           &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11],
                           &objs[12], &objs[13], &objs[14], &objs[15], &objs[16], &n_r, &devkit, &eps))
         return NULL;
-    static const char kinds[N_ARRS] = "ijijijijjjiiifiif";
+    static const char kinds[N_ARRS] = "IJIJIJIJJJIIIFIIF";
+    static const int writable[N_ARRS] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
     Arr arrs[N_ARRS];
     PyObject *result = NULL;
-    int i;
-    for (i = 0; i < N_ARRS; i++) arrs[i].held = 0;
-    for (i = 0; i < N_ARRS; i++) {
-        if (get_arr(objs[i], kinds[i], i >= 13, &arrs[i]) < 0) goto done;
-    }
-    {
-        static const int writable[N_ARRS] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
-        if (outputs_overlap(arrs, writable, N_ARRS, "_cboot.curve_row")) goto done;
-    }
+    if (get_all(objs, kinds, writable, N_ARRS, arrs, "_cboot.curve_row") < 0) goto done;
     result = run(arrs, n_r, devkit, eps);
 done:
-    for (i = 0; i < N_ARRS; i++) {
-        if (arrs[i].held) PyBuffer_Release(&arrs[i].view);
-    }
+    release_arrs(arrs, N_ARRS);
     return result;
 }
 
@@ -256,18 +201,11 @@ PyDoc_STRVAR(thresholds_table_doc,
 static PyObject *thresholds_table(PyObject *self, PyObject *args) {
     PyObject *objs[3];
     if (!PyArg_ParseTuple(args, "OOO:thresholds_table", &objs[0], &objs[1], &objs[2])) return NULL;
-    static const char kinds[3] = "ifi";
+    static const char kinds[3] = "IFI";
+    static const int writable[3] = {0, 0, 1};
     Arr arrs[3];
     PyObject *result = NULL;
-    int i;
-    for (i = 0; i < 3; i++) arrs[i].held = 0;
-    for (i = 0; i < 3; i++) {
-        if (get_arr(objs[i], kinds[i], i == 2, &arrs[i]) < 0) goto done;
-    }
-    {
-        static const int writable[3] = {0, 0, 1};
-        if (outputs_overlap(arrs, writable, 3, "_cboot.thresholds_table")) goto done;
-    }
+    if (get_all(objs, kinds, writable, 3, arrs, "_cboot.thresholds_table") < 0) goto done;
     {
         const int64_t *npos = arrs[0].view.buf;
         const double *thr = arrs[1].view.buf;
@@ -311,9 +249,7 @@ static PyObject *thresholds_table(PyObject *self, PyObject *args) {
     result = Py_None;
     Py_INCREF(result);
 done:
-    for (i = 0; i < 3; i++) {
-        if (arrs[i].held) PyBuffer_Release(&arrs[i].view);
-    }
+    release_arrs(arrs, 3);
     return result;
 }
 
@@ -329,18 +265,11 @@ static PyObject *weighted_counts(PyObject *self, PyObject *args) {
     Py_ssize_t n_img;
     if (!PyArg_ParseTuple(args, "OnOOOO:weighted_counts", &objs[0], &n_img, &objs[1], &objs[2], &objs[3], &objs[4]))
         return NULL;
-    static const char kinds[5] = "iiiii";
+    static const char kinds[5] = "IIIII";
+    static const int writable[5] = {0, 0, 0, 0, 1};
     Arr arrs[5];
     PyObject *result = NULL;
-    int i;
-    for (i = 0; i < 5; i++) arrs[i].held = 0;
-    for (i = 0; i < 5; i++) {
-        if (get_arr(objs[i], kinds[i], i == 4, &arrs[i]) < 0) goto done;
-    }
-    {
-        static const int writable[5] = {0, 0, 0, 0, 1};
-        if (outputs_overlap(arrs, writable, 5, "_cboot.weighted_counts")) goto done;
-    }
+    if (get_all(objs, kinds, writable, 5, arrs, "_cboot.weighted_counts") < 0) goto done;
     {
         const int64_t *w = arrs[0].view.buf, *img = arrs[1].view.buf, *count = arrs[2].view.buf;
         const int64_t *bounds = arrs[3].view.buf;
@@ -370,9 +299,7 @@ static PyObject *weighted_counts(PyObject *self, PyObject *args) {
     result = Py_None;
     Py_INCREF(result);
 done:
-    for (i = 0; i < 5; i++) {
-        if (arrs[i].held) PyBuffer_Release(&arrs[i].view);
-    }
+    release_arrs(arrs, 5);
     return result;
 }
 
@@ -383,12 +310,6 @@ static PyMethodDef cboot_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef cboot_module = {
-    PyModuleDef_HEAD_INIT,
-    "deteval._cboot",
-    "One bootstrap resample's precision curve (optional; deteval.stats.weighted has the numpy twin).",
-    -1,
-    cboot_methods,
-};
-
-PyMODINIT_FUNC PyInit__cboot(void) { return PyModule_Create(&cboot_module); }
+DETEVAL_MODULE(_cboot, "deteval._cboot",
+               "One bootstrap resample's precision curve (optional; deteval.stats.weighted has the numpy twin).",
+               cboot_methods, CBOOT_ABI, NULL)

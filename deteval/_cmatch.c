@@ -27,6 +27,9 @@
 
 #include "_buffer_checks.h"
 
+/* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
+#define CMATCH_ABI 1
+
 /* A match as found: gt * n_lane + lane (is_taken has n_gt * n_lane bytes, so it fits). One word,
  * not a (gt, lane) struct of two: the list holds every match, ~2.6 per detection on COCO data. */
 typedef int64_t pending_match;
@@ -154,13 +157,6 @@ set_out_of_range(const char *det_is_out_of_range, Py_ssize_t n_area, Py_ssize_t 
             }
         }
     }
-}
-
-/* Every buffer is a flat C-contiguous block; check its byte length. */
-static int
-has_items(const Py_buffer *view, Py_ssize_t count, Py_ssize_t itemsize)
-{
-    return view->len == count * itemsize;
 }
 
 /*
@@ -653,20 +649,6 @@ static PyMethodDef cmatch_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef cmatch_module = {
-    PyModuleDef_HEAD_INIT,
-    "deteval._cmatch",
-    "Compiled greedy matching kernels; the numpy code in deteval.matching is their twin.",
-    -1,
-    cmatch_methods,
-    NULL,
-    NULL,
-    NULL,
-    NULL,
-};
-
-PyMODINIT_FUNC
-PyInit__cmatch(void)
-{
-    return PyModule_Create(&cmatch_module);
-}
+DETEVAL_MODULE(_cmatch, "deteval._cmatch",
+               "Compiled greedy matching kernels; the numpy code in deteval.matching is their twin.",
+               cmatch_methods, CMATCH_ABI, NULL)

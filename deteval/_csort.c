@@ -20,6 +20,9 @@
 
 #include "_buffer_checks.h"
 
+/* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
+#define CSORT_ABI 1
+
 /* a before b: a's score is larger, or b's is NaN and a's is not. */
 static inline int
 goes_before(double a, double b)
@@ -265,16 +268,6 @@ static PyMethodDef csort_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef csort_module = {
-    PyModuleDef_HEAD_INIT,
-    "deteval._csort",
-    "Stable sort of runs by descending score (the compiled twin of a step of deteval.grouping).",
-    -1,
-    csort_methods,
-};
-
-PyMODINIT_FUNC
-PyInit__csort(void)
-{
-    return PyModule_Create(&csort_module);
-}
+DETEVAL_MODULE(_csort, "deteval._csort",
+               "Stable sort of runs by descending score (the compiled twin of a step of deteval.grouping).",
+               csort_methods, CSORT_ABI, NULL)

@@ -24,17 +24,13 @@ from typing import cast
 
 import numpy as np
 
-from deteval._speedups import load
+from deteval import _speedups
 from deteval.grouping import rank_in_group
 from deteval.matching import LaneFlags
 from deteval.memory import precision_bytes, require
 from deteval.protocol import COCO_RECALL_THRESHOLDS, Protocol
 
 __all__ = ["Accumulated", "accumulate", "recall_thresholds", "AP_METHODS", "tie_group_end", "step_ap_sum"]
-
-#: The compiled point-sampled accumulation (``deteval/_cacc.c``), or None (not built, or
-#: ``DETEVAL_NO_EXTENSION=1``): then the numpy code of :func:`_point_sampled`, its twin, runs.
-_cacc = load("deteval._cacc")
 
 
 def recall_grid(ap_method: str, eleven_point_grid: str = "matlab_colon") -> np.ndarray:
@@ -322,13 +318,17 @@ def accumulate(
         hint="use fewer IoU thresholds, recall points, area ranges or max_dets, or fewer classes "
         "(or a larger --memory-limit on a machine that has it)",
     )
-    compiled = _accumulate_compiled(
-        det_is_tp, det_is_ignored, det_score, det_class, det_rank, ranking, n_positive, protocol, rec_thr
-    )
-    if compiled is not None:
-        return compiled
-    return _accumulate_numpy(
-        det_is_tp, det_is_ignored, det_score, det_class, det_rank, ranking, n_positive, protocol, rec_thr
+    return _speedups.dispatch(
+        "_cacc.accumulate",
+        det_is_tp,
+        det_is_ignored,
+        det_score,
+        det_class,
+        det_rank,
+        ranking,
+        n_positive,
+        protocol,
+        rec_thr,
     )
 
 
@@ -431,6 +431,11 @@ def _index_buffer(values: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=dtype)
 
 
+#: The decline of inputs outside the compiled accumulation's shapes and dtypes (more than 64 lanes,
+#: more than 8 max_dets values, other dtypes).
+_OUTSIDE = "shapes or dtypes outside the kernel's"
+
+
 def _accumulate_compiled(
     det_is_tp: LaneFlags | np.ndarray,
     det_is_ignored: LaneFlags | np.ndarray,
@@ -441,8 +446,8 @@ def _accumulate_compiled(
     n_positive: np.ndarray,
     protocol: Protocol,
     rec_thr: np.ndarray,
-) -> Accumulated | None:
-    """:func:`accumulate` by the compiled kernel, or None where it does not apply.
+) -> Accumulated | _speedups.Decline:
+    """:func:`accumulate` by the compiled kernel, or a decline where it does not apply.
 
     The kernel (``deteval/_cacc.c``) fills the precision, scores and recall of ``101_point``
     and ``11_point`` under ``score_ties: ranked`` for every ``max_dets`` value in one walk of
@@ -451,8 +456,10 @@ def _accumulate_compiled(
     :func:`_eleven_point_ap`) on an array of the same layout, so every value is identical.
     """
     ap_of = _COMPILED_AP.get(protocol.ap_method)
-    if _cacc is None or ap_of is None or protocol.score_ties != "ranked":
-        return None
+    if ap_of is None:
+        return _speedups.Decline(f"ap_method {protocol.ap_method}")
+    if protocol.score_ties != "ranked":
+        return _speedups.Decline(f"score_ties {protocol.score_ties}")
     n_class, n_area = n_positive.shape
     n_thr, n_r = len(protocol.iou_thresholds), len(rec_thr)
     max_dets = protocol.max_dets if protocol.max_dets is not None else (None,)
@@ -475,18 +482,18 @@ def _accumulate_compiled(
         and _is_int_array(n_positive, 2)
         and det_class.shape == det_rank.shape == (n_det,)
     ):
-        return None
+        return _speedups.Decline(_OUTSIDE)
     tp_bits = _as_packed(det_is_tp, n_area * n_thr, n_det)
     ignored_bits = _as_packed(det_is_ignored, n_area * n_thr, n_det)
     if tp_bits is None or ignored_bits is None:
-        return None
+        return _speedups.Decline(_OUTSIDE)
     tp_needed = np.stack([_min_tp_for_recall(n_positive[:, a], rec_thr) for a in range(n_area)])
     precision = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
     scores = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
     recall = np.full((n_thr, n_class, n_area, n_md), np.nan)
     contiguous = np.ascontiguousarray
     ranking_buffer = _index_buffer(ranking)
-    done = _cacc.accumulate(
+    done = _speedups.module_of("_cacc.accumulate").accumulate(  # type: ignore[union-attr]
         tp_bits,
         ignored_bits,
         ranking_buffer,
@@ -506,7 +513,7 @@ def _accumulate_compiled(
         ranking_buffer.dtype.itemsize,
     )
     if done is None:
-        return None
+        return _speedups.Decline(_OUTSIDE)
     # The AP by the numpy code's reduction, on the precision laid out as _point_sampled returns
     # it (thresholds, areas, classes, recall points), one max_dets value and threshold at a time:
     # each row's reduction reads only that row, so the values are the same as on the whole
@@ -522,6 +529,21 @@ def _accumulate_compiled(
 # --------------------------------------------------------------------------------------------
 # One function per ap_method
 # --------------------------------------------------------------------------------------------
+
+
+_speedups.register(
+    "_cacc.accumulate",
+    "deteval._cacc",
+    _accumulate_compiled,
+    _accumulate_numpy,
+    declines=(
+        "ap_method all_point",
+        "ap_method trapezoid_101",
+        "ap_method step",
+        "score_ties threshold",
+        _OUTSIDE,
+    ),
+)
 
 
 def ap_101_point(

@@ -61,7 +61,7 @@ from functools import cached_property
 
 import numpy as np
 
-from deteval._speedups import load
+from deteval import _speedups
 from deteval.accumulate import recall_thresholds
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
@@ -70,8 +70,6 @@ from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare
 from deteval.grouping import candidate_pairs, group_rows, lexsort
 from deteval.pooling import pool_categories, pooled_for, pooled_rows
 from deteval.protocol import Protocol, resolve_protocol
-
-_canalyze = load("deteval._canalyze")
 
 __all__ = [
     "ImagePairs",
@@ -269,7 +267,7 @@ def segment_first_max(values: np.ndarray, seg_start: np.ndarray) -> tuple[np.nda
     """Per segment (starting at ``seg_start``): the max of ``values`` and the index of its first occurrence.
 
     ``np.argmax`` semantics within each segment, by ``maximum.reduceat`` and the first position
-    equal to it.
+    equal to it (a segment with a NaN: NaN and its first NaN, as ``np.argmax``).
 
     Examples
     --------
@@ -279,7 +277,8 @@ def segment_first_max(values: np.ndarray, seg_start: np.ndarray) -> tuple[np.nda
     n = len(values)
     best = np.maximum.reduceat(values, seg_start)
     seg_of = np.repeat(np.arange(len(seg_start)), np.diff(np.append(seg_start, n)))
-    first = np.minimum.reduceat(np.where(values == best[seg_of], np.arange(n), n), seg_start)
+    at_best = (values == best[seg_of]) | (np.isnan(values) & np.isnan(best[seg_of]))  # NaN: the first NaN
+    first = np.minimum.reduceat(np.where(at_best, np.arange(n), n), seg_start)
     return best, first
 
 
@@ -337,10 +336,17 @@ def _first_max(pairs: ImagePairs, rows: np.ndarray, gt_mask: np.ndarray) -> np.n
     :func:`_first_max_numpy` is its bit-for-bit twin (and takes NaN IoUs, which the kernel does
     not order as numpy does).
     """
-    if _canalyze is None or np.isnan(pairs.iou).any():
-        return _first_max_numpy(pairs, rows, gt_mask)
+    return _speedups.dispatch("_canalyze.run_first_max", pairs, rows, gt_mask)
+
+
+def _first_max_kernel(
+    pairs: ImagePairs, rows: np.ndarray, gt_mask: np.ndarray
+) -> np.ndarray | _speedups.Decline:
+    """:func:`_first_max` by the compiled kernel; NaN IoUs are declined (the twin orders them)."""
+    if np.isnan(pairs.iou).any():
+        return _speedups.Decline("NaN IoU")
     out = np.empty(len(rows), dtype=np.int64)
-    _canalyze.run_first_max(
+    _speedups.module_of("_canalyze.run_first_max").run_first_max(  # type: ignore[union-attr]
         pairs.run_start,
         pairs.pair_gt,
         pairs.iou,
@@ -360,6 +366,11 @@ def _first_max_numpy(pairs: ImagePairs, rows: np.ndarray, gt_mask: np.ndarray) -
     start = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
     out[at[start]] = index[segment_first_max(pairs.iou[index], start)[1]]
     return out
+
+
+_speedups.register(
+    "_canalyze.run_first_max", "deteval._canalyze", _first_max_kernel, _first_max_numpy, declines=("NaN IoU",)
+)
 
 
 def max_iou_assignment(

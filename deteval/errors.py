@@ -22,6 +22,7 @@ __all__ = [
     "DetevalError",
     "InputError",
     "ConfigError",
+    "ExtensionError",
     "DetevalWarning",
     "UndefinedMetricWarning",
     "InputWarning",
@@ -48,6 +49,14 @@ class InputError(DetevalError, ValueError):
 
 class ConfigError(DetevalError, ValueError):
     """A protocol, a YAML config or an option that is invalid (CLI exit code 3)."""
+
+
+class ExtensionError(DetevalError, ImportError):
+    """A compiled extension missing or built from older sources under ``DETEVAL_REQUIRE_EXTENSION=1``.
+
+    Without that variable the numpy twins run instead (the same numbers); the message names the
+    module and how to rebuild it (:mod:`deteval._speedups`).
+    """
 
 
 class DetevalWarning(UserWarning):

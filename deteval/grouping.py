@@ -8,7 +8,6 @@ their offsets, never with a Python loop per group.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import ModuleType
 
 import numpy as np
 
@@ -16,9 +15,6 @@ from deteval import _speedups
 from deteval.memory import BYTES_PER_PAIR, require
 
 __all__ = ["Groups", "group_rows", "rank_in_group", "candidate_pairs", "lexsort", "by_group_then_descending"]
-
-#: The compiled run sort (``deteval._csort``), or None (not built, or DETEVAL_NO_EXTENSION=1).
-_csort = _speedups.load("deteval._csort")
 
 
 @dataclass(frozen=True)
@@ -78,16 +74,24 @@ def lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
     >>> lexsort(keys).tolist() == np.lexsort(keys).tolist()
     True
     """
+    return _lexsort(keys, compiled=True)
+
+
+def _lexsort(keys: tuple[np.ndarray, ...], *, compiled: bool) -> np.ndarray:
+    """:func:`lexsort`; with ``compiled`` false, in numpy only (what the twins call)."""
     n = len(keys[-1])
     keys = tuple(np.asarray(k) for k in keys)
     while len(keys) > 1 and _is_non_decreasing(keys[0]):
         keys = keys[1:]
     if n <= 1 or (len(keys) == 1 and _is_non_decreasing(keys[0])):
         return np.arange(n, dtype=np.intp)
-    if _csort is not None and len(keys) > 1 and keys[0].dtype.kind == "f":
-        order = _by_groups_then_float(_csort, keys[1:], keys[0])
-        if order is not None:
-            return order
+    if compiled and len(keys) > 1 and keys[0].dtype.kind == "f":
+        return _speedups.dispatch("_csort.sort_runs_by_score", keys)
+    return _lexsort_numpy(keys)
+
+
+def _lexsort_numpy(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+    """:func:`lexsort` of at least two rows in numpy (the twin of the compiled run sort)."""
     if len(keys) > 1:
         order = _few_long_groups(keys[-1], keys[:-1])
         if order is not None:
@@ -123,20 +127,35 @@ def by_group_then_descending(
     ties = tuple(ties)
     while ties and _is_non_decreasing(ties[0]):  # as lexsort: a sorted least key orders nothing
         ties = ties[1:]
-    if not ties and _csort is not None and group.dtype in (np.int32, np.int64) and score.dtype == np.float64:
-        low, high = int(group.min()), int(group.max())
-        if high - low <= 4 * n + (1 << 16):  # the counting sort's table: a few bytes per row at most
-            filled = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
-            group_c, score_c = np.ascontiguousarray(group), np.ascontiguousarray(score)
-            done = _csort.order_by_group_then_score(
-                filled, group_c, group_c.dtype.itemsize, low, high - low + 1, score_c
-            )
-            if done is not None:
-                return filled
+    if not ties:
+        return _speedups.dispatch("_csort.order_by_group_then_score", group, score)
+    return _by_group_then_descending_numpy(group, score, ties)
+
+
+def _group_then_score_kernel(group: np.ndarray, score: np.ndarray) -> np.ndarray | _speedups.Decline:
+    """:func:`by_group_then_descending` without ties by the compiled counting and merge sort."""
+    if group.dtype not in (np.int32, np.int64) or score.dtype != np.float64:
+        return _speedups.Decline("not int32/int64 groups and float64 scores")
+    low, high = int(group.min()), int(group.max())
+    if high - low > 4 * len(group) + (1 << 16):  # the counting sort's table: a few bytes per row at most
+        return _speedups.Decline("group values too spread")
+    filled = np.empty(len(group), dtype=np.int32 if len(group) < 2**31 else np.int64)
+    group_c, score_c = np.ascontiguousarray(group), np.ascontiguousarray(score)
+    kernel = _speedups.module_of("_csort.order_by_group_then_score")
+    done = kernel.order_by_group_then_score(  # type: ignore[union-attr]
+        filled, group_c, group_c.dtype.itemsize, low, high - low + 1, score_c
+    )
+    return _speedups.Decline("buffers do not fit") if done is None else filled
+
+
+def _by_group_then_descending_numpy(
+    group: np.ndarray, score: np.ndarray, ties: tuple[np.ndarray, ...] = ()
+) -> np.ndarray:
+    """The numpy twin of :func:`by_group_then_descending` (at least one row)."""
     by_runs = _few_long_groups(group, tuple(ties) + (score,), negate_last=True)
     if by_runs is not None:
         return by_runs
-    return lexsort(tuple(ties) + (-score, group))
+    return _lexsort(tuple(ties) + (-score, group), compiled=False)
 
 
 def _packed_code(keys: tuple[np.ndarray, ...]) -> tuple[np.ndarray, int, int] | None:
@@ -170,30 +189,52 @@ def _radix_order(code: np.ndarray, bits: int) -> np.ndarray:
 _LONG_RUN = 256
 
 
-def _by_groups_then_float(
-    kernel: ModuleType, group_keys: tuple[np.ndarray, ...], value: np.ndarray
-) -> np.ndarray | None:
-    """Rows by the integer ``group_keys``, then by ascending ``value`` within each group, stably.
+def _by_groups_then_float(keys: tuple[np.ndarray, ...]) -> np.ndarray | _speedups.Decline:
+    """:func:`lexsort` of ``keys`` (a float first, least significant) by the compiled run sort.
 
+    Rows by the integer ``keys[1:]``, then by ascending ``keys[0]`` within each group, stably.
     The compiled run sort wins on many short runs (detections of one image and class); for few
-    long runs (a class of the whole dataset) the numpy passes are faster, so None is returned
-    then, as when the keys do not suit it.
+    long runs (a class of the whole dataset) the numpy passes are faster, so it declines then, as
+    when the keys do not suit it.
     """
+    value, group_keys = keys[0], keys[1:]
     if not all(k.dtype.kind in "iub" for k in group_keys):
-        return None
+        return _speedups.Decline("group keys not integers")
     packed = _packed_code(group_keys)
     if packed is None:
-        return None
+        return _speedups.Decline("group keys too wide to pack")
     code, bits, n_codes = packed
     if n_codes * _LONG_RUN < len(code):  # runs are long on average: the numpy passes are faster
-        return None
+        return _speedups.Decline("long runs (numpy is faster)")
     order = _radix_order(code, bits).astype(np.int64)
     run_key = code[order].view(np.int64)
     # Ascending value = descending -value; the kernel keeps equal values (and NaNs, last) in order.
     descending = np.ascontiguousarray(-value.astype(np.float64, copy=False))
-    if kernel.sort_runs_by_score(order, run_key, descending) is None:
-        return None
+    kernel = _speedups.module_of("_csort.sort_runs_by_score")
+    if kernel.sort_runs_by_score(order, run_key, descending) is None:  # type: ignore[union-attr]
+        return _speedups.Decline("buffers do not fit")
     return order.astype(np.intp, copy=False)
+
+
+_speedups.register(
+    "_csort.sort_runs_by_score",
+    "deteval._csort",
+    _by_groups_then_float,
+    _lexsort_numpy,
+    declines=(
+        "group keys not integers",
+        "group keys too wide to pack",
+        "long runs (numpy is faster)",
+        "buffers do not fit",
+    ),
+)
+_speedups.register(
+    "_csort.order_by_group_then_score",
+    "deteval._csort",
+    _group_then_score_kernel,
+    _by_group_then_descending_numpy,
+    declines=("not int32/int64 groups and float64 scores", "group values too spread", "buffers do not fit"),
+)
 
 
 #: Most distinct values of a leading integer key that :func:`_few_long_groups` sorts run by run.

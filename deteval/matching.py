@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deteval._speedups import load
+from deteval import _speedups
 from deteval.errors import ConfigError
 from deteval.grouping import lexsort, rank_in_group
 
@@ -34,14 +34,54 @@ __all__ = [
     "match_voc",
     "match_ultralytics",
     "match_group_of",
+    "CocoMatchInput",
+    "VocMatchInput",
     "COCO_MAX_THRESHOLD",
 ]
 
 #: pycocotools compares IoU against ``min(t, 1 - 1e-10)`` so that t = 1.0 can still match.
 COCO_MAX_THRESHOLD = 1 - 1e-10
 
-#: The compiled matching kernel, or None (not built, or ``DETEVAL_NO_EXTENSION=1``).
-_cmatch = load("deteval._cmatch")
+
+@dataclass(frozen=True, eq=False)
+class CocoMatchInput:
+    """The inputs of :func:`match_coco` as one value: what its kernel and its numpy twin take.
+
+    The fields are :func:`match_coco`'s parameters, with the same meaning.
+    """
+
+    pair_det: np.ndarray
+    pair_gt: np.ndarray
+    pair_iou: np.ndarray
+    det_key: np.ndarray
+    n_gt: int
+    iou_thresholds: np.ndarray
+    gt_is_ignored: np.ndarray
+    gt_is_reusable: np.ndarray
+    gt_is_unmatchable: np.ndarray
+    det_is_out_of_range: np.ndarray
+    strict: bool = False
+    narrow: bool = False
+    gt_ties: str = "last"
+
+
+@dataclass(frozen=True, eq=False)
+class VocMatchInput:
+    """The inputs of :func:`match_voc` as one value: what its kernel and its numpy twin take.
+
+    The fields are :func:`match_voc`'s parameters, with the same meaning.
+    """
+
+    pair_det: np.ndarray
+    pair_gt: np.ndarray
+    pair_iou: np.ndarray
+    n_det: int
+    n_gt: int
+    iou_thresholds: np.ndarray
+    gt_is_ignored: np.ndarray
+    det_is_out_of_range: np.ndarray
+    strict: bool = False
+    narrow: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -309,38 +349,29 @@ def match_coco(
     """
     if gt_ties not in ("last", "first"):
         raise ConfigError(f"gt_ties: expected one of 'last', 'first', found {gt_ties!r}")
-    compiled = None
-    if gt_ties == "last":  # the kernel keeps the last GT of equal IoU only
-        compiled = _match_coco_compiled(
-            pair_det,
-            pair_gt,
-            pair_iou,
-            det_key=det_key,
-            n_gt=n_gt,
-            iou_thresholds=iou_thresholds,
-            gt_is_ignored=gt_is_ignored,
-            gt_is_reusable=gt_is_reusable,
-            gt_is_unmatchable=gt_is_unmatchable,
-            det_is_out_of_range=det_is_out_of_range,
-            strict=strict,
-            narrow=narrow,
-        )
-    if compiled is not None:
-        return compiled
-    return _match_coco_numpy(
+    inputs = CocoMatchInput(
         pair_det,
         pair_gt,
         pair_iou,
-        det_key=det_key,
-        n_gt=n_gt,
-        iou_thresholds=iou_thresholds,
-        gt_is_ignored=gt_is_ignored,
-        gt_is_reusable=gt_is_reusable,
-        gt_is_unmatchable=gt_is_unmatchable,
-        det_is_out_of_range=det_is_out_of_range,
-        strict=strict,
-        gt_ties=gt_ties,
+        det_key,
+        n_gt,
+        iou_thresholds,
+        gt_is_ignored,
+        gt_is_reusable,
+        gt_is_unmatchable,
+        det_is_out_of_range,
+        strict,
+        narrow,
+        gt_ties,
     )
+    return _speedups.dispatch("_cmatch.match_coco", inputs)
+
+
+#: The declines of the matching kernels: nothing to match (no pairs, ground truths or thresholds:
+#: the twin's early return), and inputs outside the kernel's dtypes, shapes or assumptions
+#: (detection keys not sorted, a ground truth paired with detections of two groups).
+_NOTHING = "nothing to match"
+_OUTSIDE = "inputs outside the kernel's assumptions"
 
 
 def _kernel_outputs(det_is_out_of_range: np.ndarray, n_thr: int) -> tuple[LaneFlags, LaneFlags]:
@@ -355,14 +386,14 @@ def _kernel_outputs(det_is_out_of_range: np.ndarray, n_thr: int) -> tuple[LaneFl
 
 def _kernel_result(
     found: bytearray | None, tp: LaneFlags, ignored: LaneFlags, *, narrow: bool
-) -> MatchResult | None:
+) -> MatchResult | _speedups.Decline:
     """The kernel's matches as a result (views of its one buffer).
 
     Lane-major int64 rows (lanes, detections, ground truths), or ``narrow``: int32 rows of
     detections and ground truths, then the lanes as :func:`lane_dtype` (int8 or int16).
     """
     if found is None:
-        return None
+        return _speedups.Decline(_OUTSIDE)
     if narrow:
         n = len(found) // (8 + lane_dtype(tp.n_lane).itemsize)
         rows: np.ndarray = np.frombuffer(found, dtype=np.int32, count=2 * n).reshape(2, n)
@@ -378,24 +409,15 @@ def _kernel_result(
     )
 
 
-def _match_coco_compiled(
-    pair_det: np.ndarray,
-    pair_gt: np.ndarray,
-    pair_iou: np.ndarray,
-    *,
-    det_key: np.ndarray,
-    n_gt: int,
-    iou_thresholds: np.ndarray,
-    gt_is_ignored: np.ndarray,
-    gt_is_reusable: np.ndarray,
-    gt_is_unmatchable: np.ndarray,
-    det_is_out_of_range: np.ndarray,
-    strict: bool = False,
-    narrow: bool = False,
-) -> MatchResult | None:
-    """:func:`match_coco` by the compiled kernel, or None where the kernel does not apply."""
-    if _cmatch is None or n_gt == 0 or len(pair_det) == 0 or len(iou_thresholds) == 0:
-        return None
+def _match_coco_compiled(m: CocoMatchInput) -> MatchResult | _speedups.Decline:
+    """:func:`match_coco` by the compiled kernel, or a decline where the kernel does not apply."""
+    if m.gt_ties != "last":  # the kernel keeps the last GT of equal IoU only
+        return _speedups.Decline("gt_ties first (Ultralytics 8.4)")
+    pair_det, pair_gt, pair_iou, det_key, n_gt = m.pair_det, m.pair_gt, m.pair_iou, m.det_key, m.n_gt
+    gt_is_ignored, gt_is_reusable, gt_is_unmatchable = m.gt_is_ignored, m.gt_is_reusable, m.gt_is_unmatchable
+    det_is_out_of_range, strict, narrow = m.det_is_out_of_range, m.strict, m.narrow
+    if n_gt == 0 or len(pair_det) == 0 or len(m.iou_thresholds) == 0:
+        return _speedups.Decline(_NOTHING)
     n_pair, n_det = len(pair_det), len(det_key)
     n_area = gt_is_ignored.shape[0] if gt_is_ignored.ndim == 2 else 0
     masks = (gt_is_ignored, gt_is_reusable, gt_is_unmatchable, det_is_out_of_range)
@@ -412,13 +434,13 @@ def _match_coco_compiled(
         and gt_is_reusable.shape == gt_is_unmatchable.shape == (n_gt,)
         and det_is_out_of_range.shape == (n_area, n_det)
     ):
-        return None
-    thresholds = np.asarray(iou_thresholds, dtype=np.float64)
+        return _speedups.Decline(_OUTSIDE)
+    thresholds = np.asarray(m.iou_thresholds, dtype=np.float64)
     if not strict:
         thresholds = np.minimum(thresholds, COCO_MAX_THRESHOLD)
     tp, ignored = _kernel_outputs(det_is_out_of_range, len(thresholds))
     contiguous = np.ascontiguousarray
-    found = _cmatch.match_coco(
+    found = _speedups.module_of("_cmatch.match_coco").match_coco(  # type: ignore[union-attr]
         contiguous(pair_det),
         contiguous(pair_gt, dtype=np.int64),
         contiguous(pair_iou, dtype=np.float64),
@@ -438,22 +460,20 @@ def _match_coco_compiled(
     return _kernel_result(found, tp, ignored, narrow=narrow)
 
 
-def _match_coco_numpy(
-    pair_det: np.ndarray,
-    pair_gt: np.ndarray,
-    pair_iou: np.ndarray,
-    *,
-    det_key: np.ndarray,
-    n_gt: int,
-    iou_thresholds: np.ndarray,
-    gt_is_ignored: np.ndarray,
-    gt_is_reusable: np.ndarray,
-    gt_is_unmatchable: np.ndarray,
-    det_is_out_of_range: np.ndarray,
-    strict: bool = False,
-    gt_ties: str = "last",
-) -> MatchResult:
+def _match_coco_numpy(m: CocoMatchInput) -> MatchResult:
     """:func:`match_coco` in numpy (a vectorized round per detection rank): the kernel's twin."""
+    pair_det, pair_gt, pair_iou, det_key, n_gt = m.pair_det, m.pair_gt, m.pair_iou, m.det_key, m.n_gt
+    iou_thresholds, gt_is_ignored, det_is_out_of_range = (
+        m.iou_thresholds,
+        m.gt_is_ignored,
+        m.det_is_out_of_range,
+    )
+    gt_is_reusable, gt_is_unmatchable, strict, gt_ties = (
+        m.gt_is_reusable,
+        m.gt_is_unmatchable,
+        m.strict,
+        m.gt_ties,
+    )
     n_area = gt_is_ignored.shape[0]
     n_thr = len(iou_thresholds)
     n_det = len(det_key)
@@ -595,49 +615,31 @@ def match_voc(
     The compiled kernel, when present, computes the same with the same comparisons; it declines
     (and the numpy code runs) on other dtypes or shapes and on thresholds that are not > -inf.
     """
-    compiled = _match_voc_compiled(
+    inputs = VocMatchInput(
         pair_det,
         pair_gt,
         pair_iou,
-        n_det=n_det,
-        n_gt=n_gt,
-        iou_thresholds=iou_thresholds,
-        gt_is_ignored=gt_is_ignored,
-        det_is_out_of_range=det_is_out_of_range,
-        strict=strict,
-        narrow=narrow,
+        n_det,
+        n_gt,
+        iou_thresholds,
+        gt_is_ignored,
+        det_is_out_of_range,
+        strict,
+        narrow,
     )
-    if compiled is not None:
-        return compiled
-    return _match_voc_numpy(
-        pair_det,
-        pair_gt,
-        pair_iou,
-        n_det=n_det,
-        n_gt=n_gt,
-        iou_thresholds=iou_thresholds,
-        gt_is_ignored=gt_is_ignored,
-        det_is_out_of_range=det_is_out_of_range,
-        strict=strict,
-    )
+    return _speedups.dispatch("_cmatch.match_voc", inputs)
 
 
-def _match_voc_compiled(
-    pair_det: np.ndarray,
-    pair_gt: np.ndarray,
-    pair_iou: np.ndarray,
-    *,
-    n_det: int,
-    n_gt: int,
-    iou_thresholds: np.ndarray,
-    gt_is_ignored: np.ndarray,
-    det_is_out_of_range: np.ndarray,
-    strict: bool = False,
-    narrow: bool = False,
-) -> MatchResult | None:
-    """:func:`match_voc` by the compiled kernel, or None where the kernel does not apply."""
-    if _cmatch is None or n_gt == 0 or n_det == 0 or len(pair_det) == 0:
-        return None
+def _match_voc_compiled(m: VocMatchInput) -> MatchResult | _speedups.Decline:
+    """:func:`match_voc` by the compiled kernel, or a decline where the kernel does not apply."""
+    pair_det, pair_gt, pair_iou, n_det, n_gt = m.pair_det, m.pair_gt, m.pair_iou, m.n_det, m.n_gt
+    iou_thresholds, gt_is_ignored, det_is_out_of_range = (
+        m.iou_thresholds,
+        m.gt_is_ignored,
+        m.det_is_out_of_range,
+    )
+    if n_gt == 0 or n_det == 0 or len(pair_det) == 0:
+        return _speedups.Decline(_NOTHING)
     thresholds = np.asarray(iou_thresholds, dtype=np.float64)
     n_pair = len(pair_det)
     n_area = gt_is_ignored.shape[0] if gt_is_ignored.ndim == 2 else 0
@@ -654,10 +656,10 @@ def _match_voc_compiled(
         and len(thresholds) > 0
         and bool(np.all(thresholds > -np.inf))  # -inf (and NaN) would pass detections without a GT
     ):
-        return None
+        return _speedups.Decline(_OUTSIDE)
     tp, ignored = _kernel_outputs(det_is_out_of_range, len(thresholds))
     contiguous = np.ascontiguousarray
-    found = _cmatch.match_voc(
+    found = _speedups.module_of("_cmatch.match_voc").match_voc(  # type: ignore[union-attr]
         contiguous(pair_det, dtype=np.int64),
         contiguous(pair_gt, dtype=np.int64),
         contiguous(pair_iou, dtype=np.float64),
@@ -667,27 +669,23 @@ def _match_voc_compiled(
         n_area,
         n_det,
         n_gt,
-        bool(strict),
+        bool(m.strict),
         tp.bits,
         ignored.bits,
-        bool(narrow),
+        bool(m.narrow),
     )
-    return _kernel_result(found, tp, ignored, narrow=narrow)
+    return _kernel_result(found, tp, ignored, narrow=m.narrow)
 
 
-def _match_voc_numpy(
-    pair_det: np.ndarray,
-    pair_gt: np.ndarray,
-    pair_iou: np.ndarray,
-    *,
-    n_det: int,
-    n_gt: int,
-    iou_thresholds: np.ndarray,
-    gt_is_ignored: np.ndarray,
-    det_is_out_of_range: np.ndarray,
-    strict: bool = False,
-) -> MatchResult:
+def _match_voc_numpy(m: VocMatchInput) -> MatchResult:
     """:func:`match_voc` in numpy: the compiled kernel's twin."""
+    pair_det, pair_gt, pair_iou, n_det, n_gt = m.pair_det, m.pair_gt, m.pair_iou, m.n_det, m.n_gt
+    iou_thresholds, gt_is_ignored, det_is_out_of_range, strict = (
+        m.iou_thresholds,
+        m.gt_is_ignored,
+        m.det_is_out_of_range,
+        m.strict,
+    )
     n_area = gt_is_ignored.shape[0]
     thresholds = np.asarray(iou_thresholds, dtype=np.float64)
     n_thr = len(thresholds)
@@ -729,6 +727,23 @@ def _match_voc_numpy(
     )
 
 
+_speedups.register(
+    "_cmatch.match_coco",
+    "deteval._cmatch",
+    _match_coco_compiled,
+    _match_coco_numpy,
+    declines=("gt_ties first (Ultralytics 8.4)", _NOTHING, _OUTSIDE),
+)
+_speedups.register(
+    "_cmatch.match_voc",
+    "deteval._cmatch",
+    _match_voc_compiled,
+    _match_voc_numpy,
+    declines=(_NOTHING, _OUTSIDE),
+)
+
+
+@_speedups.numpy_only("_cmatch.match_ultralytics", "deteval._cmatch", "Ultralytics matching (numpy only)")
 def match_ultralytics(
     pair_det: np.ndarray,
     pair_gt: np.ndarray,
@@ -821,6 +836,7 @@ def match_ultralytics(
     )
 
 
+@_speedups.numpy_only("_cmatch.match_group_of", "deteval._cmatch", "group-of matching (numpy only)")
 def match_group_of(
     stage_one: MatchResult,
     pair_det: np.ndarray,

@@ -5,7 +5,7 @@
 # any build failure, sanitizer report or test failure.
 #
 #   scripts/asan_check.sh              # the default test selection (see the end: its time)
-#   scripts/asan_check.sh tests/unit/test_cbox.py ...   # other test files
+#   scripts/asan_check.sh tests/unit/test_cmatch.py ...   # other test files
 #
 # Needs gcc (or a cc that understands -fsanitize=address,undefined) and the test dependencies.
 # CPython itself is not built with ASan, so leak detection is off (detect_leaks=0): interned
@@ -62,7 +62,7 @@ import sys
 work = os.path.realpath(sys.argv[1])
 names = [
     "deteval._cacc", "deteval._canalyze", "deteval._cboot", "deteval._cmatch", "deteval._csort",
-    "deteval.geometry._cbox", "deteval.io._colparse",
+    "deteval.io._colparse",
 ]
 for name in names:
     path = os.path.realpath(importlib.import_module(name).__file__)
@@ -80,8 +80,7 @@ if [ "$#" -gt 0 ]; then
 else
     tests=(
         tests/unit/test_hostile_objects.py
-        tests/property/test_kernel_special_values.py
-        tests/unit/test_cbox.py
+        tests/unit/test_kernels.py
         tests/unit/test_cmatch.py
         tests/unit/test_cacc.py
         tests/unit/test_cboot.py

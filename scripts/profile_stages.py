@@ -13,7 +13,8 @@ Data: scripts/bench.py's cached datasets (``--images`` picks one; generate it fi
 Usage::
 
     python scripts/profile_stages.py --images 5000
-    DETEVAL_NO_EXTENSION=1 python scripts/profile_stages.py --images 5000   # without the C parser
+    DETEVAL_NO_EXTENSION=1 python scripts/profile_stages.py --images 5000   # without any C
+    python scripts/profile_stages.py --data /tmp/scalecache/scale-v1-s0-n20000-k80-d50 --without deteval._cmatch
 
 Timings depend on the machine; nothing here is asserted by tests.
 """
@@ -72,11 +73,44 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=5000)
     parser.add_argument("--cache", default="/tmp/deteval-bench")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--data",
+        help="a folder with gt.json and dt.json (scripts/scale.py --generate-only makes one) instead of "
+        "bench.py's dataset",
+    )
+    parser.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="run without this compiled module (e.g. deteval._cmatch; repeatable): its numpy twin runs",
+    )
+    parser.add_argument(
+        "--workload",
+        choices=("evaluate", "analyze", "bootstrap"),
+        default="evaluate",
+        help="after evaluate, also time deteval.diagnose.analyze (TIDE, decomposition, confusion: the "
+        "_canalyze kernels) or deteval.bootstrap (the _cboot kernels)",
+    )
+    parser.add_argument(
+        "--resamples", type=int, default=100, help="bootstrap resamples (--workload bootstrap)"
+    )
     args = parser.parse_args()
-    folder = Path(args.cache) / f"coco-synth-v2-seed{args.seed}-n{args.images}"
+    if args.data:
+        folder = Path(args.data)
+        gt_path, dt_path = folder / "gt.json", folder / "dt.json"
+    else:
+        folder = Path(args.cache) / f"coco-synth-v2-seed{args.seed}-n{args.images}"
+        gt_path, dt_path = folder / "instances.json", folder / "results_bbox.json"
     if not folder.exists():
         sys.exit(f"{folder}: not generated; run: python scripts/bench.py --sizes {args.images} --tools none")
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    if args.without:  # before the first dispatch loads a kernel
+        speedups = importlib.import_module("deteval._speedups")
+        speedups.SKIPPED.update(args.without)
+        if "deteval.io._colparse" in args.without:  # the readers load their parser at import
+            for reader in ("deteval.io.coco.fast", "deteval.io.yolo", "deteval.io.voc.results"):
+                importlib.import_module(reader)._colparse = None
     stages = Stages()
     peak = _vm("VmHWM")
     import deteval
@@ -105,12 +139,12 @@ def main() -> None:
     gt = run(
         "ground truth: read, decode, columns, checks",
         deteval.load_ground_truth,
-        str(folder / "instances.json"),
+        str(gt_path),
     )
     dt = run(
         "detections: read, decode, columns, checks",
         deteval.load_detections,
-        str(folder / "results_bbox.json"),
+        str(dt_path),
         gt,
     )
     t, peak = time.process_time(), _vm("VmHWM")
@@ -124,6 +158,11 @@ def main() -> None:
     )
     report = importlib.import_module("deteval.report.results")
     run("output: to_json + dumps", lambda: report.dumps(report.to_json([result])))
+    if args.workload == "analyze":
+        diagnose = importlib.import_module("deteval.diagnose")
+        run("analyze: TIDE, decomposition, confusion", diagnose.analyze, gt, dt, "coco")
+    elif args.workload == "bootstrap":
+        run(f"bootstrap: {args.resamples} resamples", deteval.bootstrap, gt, result, n=args.resamples)
     total = time.process_time() - START
     print(f"{folder.name}: {len(dt):,} detections, {len(gt):,} ground truths, AP {result.metrics['AP']:.6f}")
     print(f"{'stage':<52} {'CPU s':>7} {'share':>6} {'peak +MiB':>10}")

@@ -294,7 +294,6 @@ COMPILED_EXTENSIONS = (
     "deteval._csort",
     "deteval._cboot",
     "deteval._cacc",
-    "deteval.geometry._cbox",
     "deteval._canalyze",
 )
 
@@ -302,9 +301,10 @@ COMPILED_EXTENSIONS = (
 def version_text() -> str:
     """``deteval --version``: the version, where it runs from, and the compiled extensions' state.
 
-    Each extension is ``active``, ``disabled`` (``DETEVAL_NO_EXTENSION=1``) or ``not built`` (a
+    Each extension is ``active``, ``disabled`` (``DETEVAL_NO_EXTENSION=1``), ``not built`` (a
     source tree imported without ``pip install``, or no C compiler at install time: the numpy
-    twins give the same numbers, slower).
+    twins give the same numbers, slower) or a ``stale build`` (built from older sources: the
+    twins run; :func:`deteval._speedups.state`).
     """
     import os
 
@@ -312,12 +312,7 @@ def version_text() -> str:
 
     states = []
     for name in COMPILED_EXTENSIONS:
-        short = name.rsplit(".", 1)[1]
-        if _speedups.is_disabled():
-            state = "disabled"
-        else:
-            state = "active" if _speedups.load(name) is not None else "not built"
-        states.append(f"  {short}: {state}")
+        states.append(f"  {name.rsplit('.', 1)[1]}: {_speedups.state(name)}")
     where = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package: deteval/cli/..
     return f"deteval {__version__} ({where})\ncompiled extensions:\n" + "\n".join(states)
 

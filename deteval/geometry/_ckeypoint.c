@@ -110,9 +110,5 @@ static PyMethodDef ckeypoint_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef ckeypoint_module = {
-    PyModuleDef_HEAD_INIT, "deteval.geometry._ckeypoint", "Compiled OKS terms (see _ckeypoint.c).", -1,
-    ckeypoint_methods,
-};
-
-PyMODINIT_FUNC PyInit__ckeypoint(void) { return PyModule_Create(&ckeypoint_module); }
+DETEVAL_MODULE(_ckeypoint, "deteval.geometry._ckeypoint", "Compiled OKS terms (see _ckeypoint.c).",
+               ckeypoint_methods, 1, NULL)

@@ -665,8 +665,4 @@ static PyMethodDef cmask_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef cmask_module = {
-    PyModuleDef_HEAD_INIT, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", -1, cmask_methods,
-};
-
-PyMODINIT_FUNC PyInit__cmask(void) { return PyModule_Create(&cmask_module); }
+DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 1, NULL)

@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from deteval._speedups import load
 from deteval.data import boxes_as
 
 __all__ = ["box_iou", "pair_box_iou", "BOX_CONVENTIONS"]
 
 BOX_CONVENTIONS = ("continuous", "pixel_inclusive")
-
-_cbox = load("deteval.geometry._cbox")
 
 
 def pair_box_iou(
@@ -78,43 +75,7 @@ def pair_box_iou(
         raise ValueError(f"convention must be one of {BOX_CONVENTIONS}, found {convention!r}")
     if (det_rows is None) != (gt_rows is None):
         raise ValueError("pair_box_iou: give det_rows and gt_rows together, or neither")
-    if _cbox is not None:
-        iou = _pair_box_iou_compiled(det_box, gt_box, gt_is_crowd, box_format, convention, det_rows, gt_rows)
-        if iou is not None:
-            return iou
     return _pair_box_iou_numpy(det_box, gt_box, gt_is_crowd, box_format, convention, det_rows, gt_rows)
-
-
-def _pair_box_iou_compiled(
-    det_box: np.ndarray,
-    gt_box: np.ndarray,
-    gt_is_crowd: np.ndarray,
-    box_format: str,
-    convention: str,
-    det_rows: np.ndarray | None,
-    gt_rows: np.ndarray | None,
-) -> np.ndarray | None:
-    """:func:`pair_box_iou` by the compiled kernel ``deteval.geometry._cbox``, in one pass.
-
-    None when a pair has a term that is not finite (boxes near 1e200, whose sums overflow): the
-    numpy path rescales those; ``_pair_box_iou_numpy`` is the kernel's bit-for-bit twin.
-    """
-    if _cbox is None:
-        return None
-    native = "xywh" if convention == "continuous" else "xyxy"
-    d = np.ascontiguousarray(
-        boxes_as(np.asarray(det_box, dtype=np.float64).reshape(-1, 4), box_format, native)
-    )
-    g = np.ascontiguousarray(
-        boxes_as(np.asarray(gt_box, dtype=np.float64).reshape(-1, 4), box_format, native)
-    )
-    gt_is_crowd = np.ascontiguousarray(gt_is_crowd, dtype=bool)
-    rows = (det_rows, gt_rows)
-    if det_rows is not None:
-        rows = (np.ascontiguousarray(det_rows, dtype=np.int64), np.ascontiguousarray(gt_rows, dtype=np.int64))
-    iou = np.empty(len(gt_is_crowd))
-    n_bad = _cbox.pair_iou(d, g, rows[0], rows[1], gt_is_crowd, convention != "continuous", iou)
-    return None if n_bad else iou
 
 
 def _pair_box_iou_numpy(

@@ -30,6 +30,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../_buffer_checks.h"
+
+/* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
+#define COLPARSE_ABI 2 /* 2: rle_results and keypoint_results */
+
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
 #else
@@ -237,29 +242,8 @@ static int parse_box(Cursor *c, double *out) {
     return expect(c, ']');
 }
 
-typedef struct {
-    Py_buffer view;
-    int held;
-} Column;
-
-/* ``obj`` as a writable C-contiguous buffer of 8-byte items of the given kind ('i' int, 'f' float). */
-static int get_column(PyObject *obj, char kind, Column *col) {
-    if (PyObject_GetBuffer(obj, &col->view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
-        return ERROR;
-    col->held = 1;
-    const char *fmt = col->view.format ? col->view.format : "B";
-    if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
-    int ok = col->view.itemsize == 8 && fmt[0] != '\0' && fmt[1] == '\0' &&
-             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd') &&
-             (uintptr_t)col->view.buf % 8 == 0; /* aligned: a view at an odd offset is refused */
-    if (!ok) {
-        PyErr_SetString(PyExc_TypeError,
-                        kind == 'i' ? "expected a writable contiguous int64 buffer"
-                                    : "expected a writable contiguous float64 buffer");
-        return ERROR;
-    }
-    return OK;
-}
+/* A column the parser reads or writes (a buffer view, see _buffer_checks.h). */
+typedef Arr Column;
 
 static int parse_record(Cursor *c, int64_t *image_id, int64_t *category_id, double *bbox, double *score) {
     int seen = 0, status;
@@ -338,16 +322,11 @@ static int parse_box_array(Cursor *c, int first, int last, Py_ssize_t capacity, 
  * or another column (the same array passed twice, or views of one array): the parser would
  * change its own input while reading it. ``cols[0 .. n_cols)`` are checked against each other
  * and against ``inputs[0 .. n_inputs)``. */
-static int buffers_overlap(const Py_buffer *a, const Py_buffer *b) {
-    const uintptr_t a0 = (uintptr_t)a->buf, b0 = (uintptr_t)b->buf;
-    return a->len > 0 && b->len > 0 && a0 < b0 + (uintptr_t)b->len && b0 < a0 + (uintptr_t)a->len;
-}
-
 static int columns_overlap(const Column *cols, int n_cols, const Py_buffer *const *inputs, int n_inputs) {
     for (int i = 0; i < n_cols; i++) {
         int hit = 0;
-        for (int j = i + 1; j < n_cols && !hit; j++) hit = buffers_overlap(&cols[i].view, &cols[j].view);
-        for (int j = 0; j < n_inputs && !hit; j++) hit = buffers_overlap(&cols[i].view, inputs[j]);
+        for (int j = i + 1; j < n_cols && !hit; j++) hit = views_overlap(&cols[i].view, &cols[j].view);
+        for (int j = 0; j < n_inputs && !hit; j++) hit = views_overlap(&cols[i].view, inputs[j]);
         if (hit) {
             PyErr_SetString(PyExc_ValueError, "an output column overlaps the input or another column");
             return 1;
@@ -365,7 +344,7 @@ static PyObject *parse_box_columns(PyObject *raw_obj, int first, int last, PyObj
     if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
     static const char kinds[4] = {'i', 'i', 'f', 'f'};
     for (int i = 0; i < 4; i++) {
-        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
     }
     const Py_buffer *inputs[1] = {&raw};
     if (columns_overlap(cols, 4, inputs, 1)) goto done;
@@ -701,7 +680,7 @@ static PyObject *instances(PyObject *self, PyObject *args) {
     static const char kinds[10] = {'i', 'i', 'i', 'f', 'f', 'i', 'i', 'i', 'i', 'i'};
     Py_ssize_t capacity = PY_SSIZE_T_MAX;
     for (int i = 0; i < 10; i++) {
-        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
         Py_ssize_t rows = cols[i].view.len / (i == 3 ? 32 : 8);
         if (rows < capacity) capacity = rows;
     }
@@ -870,7 +849,7 @@ static PyObject *segm_results(PyObject *self, PyObject *args) {
     static const char kinds[9] = {'i', 'i', 'f', 'f', 'i', 'i', 'i', 'i', 'f'};
     Py_ssize_t capacity = PY_SSIZE_T_MAX;
     for (int i = 0; i < 9; i++) {
-        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
         Py_ssize_t rows = cols[i].view.len / (i == 2 ? 32 : 8);
         if (i < 7 && rows < capacity) capacity = rows;
     }
@@ -1049,12 +1028,12 @@ static PyObject *rle_results(PyObject *self, PyObject *args) {
     static const int per_record[9] = {1, 1, 4, 1, 1, 1, 2, 1, 1};
     Py_ssize_t capacity = PY_SSIZE_T_MAX;
     for (int i = 0; i < 9; i++) {
-        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
         Py_ssize_t rows = cols[i].view.len / (8 * per_record[i]);
         if (rows < capacity) capacity = rows;
     }
     const Py_buffer *inputs[2] = {&raw, &blob};
-    if (columns_overlap(cols, 9, inputs, 2) || buffers_overlap(&raw, &blob)) {
+    if (columns_overlap(cols, 9, inputs, 2) || views_overlap(&raw, &blob)) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rle_results: the blob overlaps the input");
         goto done;
     }
@@ -1187,7 +1166,7 @@ static PyObject *keypoint_results(PyObject *self, PyObject *args) {
     static const char kinds[4] = {'i', 'i', 'f', 'f'};
     Py_ssize_t capacity = PY_SSIZE_T_MAX;
     for (int i = 0; i < 4; i++) {
-        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
         Py_ssize_t rows = cols[i].view.len / 8;
         if (i < 3 && rows < capacity) capacity = rows;
     }
@@ -1404,7 +1383,7 @@ static PyObject *text_rows(PyObject *self, PyObject *args) {
     memset(cols, 0, sizeof cols);
     PyObject *result = NULL, *ids = NULL;
     if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
-    if (get_column(numbers_obj, 'f', &cols[0]) != OK || get_column(lines_obj, 'i', &cols[1]) != OK) goto done;
+    if (get_arr(numbers_obj, 'f', 1, &cols[0], "_colparse") != OK || get_arr(lines_obj, 'i', 1, &cols[1], "_colparse") != OK) goto done;
     Py_ssize_t capacity = cols[0].view.len / 40;
     if (cols[1].view.len / 8 < capacity) capacity = cols[1].view.len / 8;
     int64_t *class_ids = NULL;
@@ -1412,7 +1391,7 @@ static PyObject *text_rows(PyObject *self, PyObject *args) {
         ids = PyList_New(0);
         if (ids == NULL) goto done;
     } else {
-        if (get_column(class_obj, 'i', &cols[2]) != OK) goto done;
+        if (get_arr(class_obj, 'i', 1, &cols[2], "_colparse") != OK) goto done;
         if (cols[2].view.len / 8 < capacity) capacity = cols[2].view.len / 8;
         class_ids = (int64_t *)cols[2].view.buf;
     }
@@ -1437,23 +1416,6 @@ done:
     }
     PyBuffer_Release(&raw);
     return result;
-}
-
-/* ``obj`` as a read-only C-contiguous buffer of 8-byte items of the given kind ('i' int, 'f' float). */
-static int get_input_column(PyObject *obj, char kind, Column *col) {
-    if (PyObject_GetBuffer(obj, &col->view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return ERROR;
-    col->held = 1;
-    const char *fmt = col->view.format ? col->view.format : "B";
-    if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@') fmt++;
-    int ok = col->view.itemsize == 8 && fmt[0] != '\0' && fmt[1] == '\0' &&
-             (kind == 'i' ? (fmt[0] == 'l' || fmt[0] == 'q') : fmt[0] == 'd') &&
-             (uintptr_t)col->view.buf % 8 == 0; /* aligned: a view at an odd offset is refused */
-    if (!ok) {
-        PyErr_SetString(PyExc_TypeError, kind == 'i' ? "expected a contiguous int64 buffer"
-                                                     : "expected a contiguous float64 buffer");
-        return ERROR;
-    }
-    return OK;
 }
 
 /* Check the key columns of a table: ``start`` holds n + 1 offsets into ``keys``, not decreasing. */
@@ -1487,7 +1449,7 @@ static PyObject *key_slots(PyObject *self, PyObject *args) {
     memset(&start_col, 0, sizeof start_col);
     PyObject *result = NULL;
     if (PyObject_GetBuffer(keys_obj, &keys, PyBUF_SIMPLE) < 0) return NULL;
-    if (get_input_column(start_obj, 'i', &start_col) != OK) goto done;
+    if (get_arr(start_obj, 'i', 0, &start_col, "_colparse") != OK) goto done;
     Py_ssize_t n_keys = start_col.view.len / 8 - 1;
     if (n_keys < 0 || check_keys(&keys, &start_col, n_keys) != OK) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "key_start must hold n + 1 offsets into keys");
@@ -1535,9 +1497,9 @@ static PyObject *voc_rows(PyObject *self, PyObject *args) {
         PyBuffer_Release(&raw);
         return NULL;
     }
-    if (get_input_column(objs[0], 'i', &cols[0]) != OK || get_input_column(objs[1], 'i', &cols[1]) != OK ||
-        get_input_column(objs[2], 'i', &cols[2]) != OK || get_column(objs[3], 'i', &cols[3]) != OK ||
-        get_column(objs[4], 'f', &cols[4]) != OK || get_column(objs[5], 'i', &cols[5]) != OK)
+    if (get_arr(objs[0], 'i', 0, &cols[0], "_colparse") != OK || get_arr(objs[1], 'i', 0, &cols[1], "_colparse") != OK ||
+        get_arr(objs[2], 'i', 0, &cols[2], "_colparse") != OK || get_arr(objs[3], 'i', 1, &cols[3], "_colparse") != OK ||
+        get_arr(objs[4], 'f', 1, &cols[4], "_colparse") != OK || get_arr(objs[5], 'i', 1, &cols[5], "_colparse") != OK)
         goto done;
     const Py_buffer *inputs[5] = {&raw, &keys, &cols[0].view, &cols[1].view, &cols[2].view};
     if (columns_overlap(cols + 3, 3, inputs, 5)) goto done;
@@ -1747,7 +1709,7 @@ static PyObject *yolo_files(PyObject *self, PyObject *args) {
     double *numbers = NULL;
     Py_ssize_t cap = 0, numbers_cap = 0, n = 0;
     int status = OK;
-    if (get_input_column(width_obj, 'f', &sizes[0]) != OK || get_input_column(height_obj, 'f', &sizes[1]) != OK)
+    if (get_arr(width_obj, 'f', 0, &sizes[0], "_colparse") != OK || get_arr(height_obj, 'f', 0, &sizes[1], "_colparse") != OK)
         goto done;
     if (sizes[0].view.len / 8 != n_files || sizes[1].view.len / 8 != n_files) {
         PyErr_SetString(PyExc_ValueError, "width and height must hold one value per path");
@@ -1916,7 +1878,7 @@ static PyObject *box_records(PyObject *self, PyObject *args) {
     PyObject *result = NULL, *items = NULL;
     static const char kinds[4] = {'i', 'i', 'f', 'f'};
     for (int i = 0; i < 4; i++) {
-        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
     }
     /* A tuple of the records, holding each (the loop runs no Python code, see plain_record, but
      * the compiled reader never relies on a list keeping its length or its items). */
@@ -1978,7 +1940,7 @@ static PyObject *annotation_records(PyObject *self, PyObject *args) {
     Py_ssize_t n = PyTuple_GET_SIZE(items);
     int status = n > 0 ? OK : REFUSE;
     for (int i = 0; i < 8; i++) {
-        if (get_column(objs[i], kinds[i], &cols[i]) != OK) goto done;
+        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
         if (cols[i].view.len / (i == 3 ? 32 : 8) < n) status = REFUSE;
     }
     int64_t *id = (int64_t *)cols[0].view.buf, *image_id = (int64_t *)cols[1].view.buf;
@@ -2053,12 +2015,6 @@ static PyMethodDef colparse_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef colparse_module = {
-    PyModuleDef_HEAD_INIT,
-    "deteval.io._colparse",
-    "COCO box-results JSON parsed straight into columns (optional; deteval.io.coco.fast has the twin).",
-    -1,
-    colparse_methods,
-};
-
-PyMODINIT_FUNC PyInit__colparse(void) { return PyModule_Create(&colparse_module); }
+DETEVAL_MODULE(_colparse, "deteval.io._colparse",
+               "COCO box-results JSON parsed straight into columns (optional; deteval.io.coco.fast has the twin).",
+               colparse_methods, COLPARSE_ABI, NULL)

@@ -15,10 +15,9 @@ from deteval.protocol import Protocol
 from deteval.stats.plan import _Curve, _Plan, _RecallOnly
 from deteval.summary import summary_indices
 
-#: The compiled twin (``deteval/_cboot.c``) of :func:`_curve_row`, :func:`_thresholds_table` and
-#: :func:`_weighted_counts`; None when not built or disabled (``DETEVAL_NO_EXTENSION=1``). The
-#: numbers are the same bit for bit either way (tests/unit/test_cboot.py).
-_cboot = _speedups.load("deteval._cboot")
+#: The compiled kernels (``deteval/_cboot.c``) of :func:`_curve_chunk`, :func:`_thresholds_table`
+#: and :func:`_weighted_counts` run through :func:`deteval._speedups.dispatch`; the numbers are the
+#: same bit for bit either way (tests/unit/test_kernels.py).
 
 
 def _cumsum0(values: np.ndarray) -> np.ndarray:
@@ -29,6 +28,51 @@ def _cumsum0(values: np.ndarray) -> np.ndarray:
 
 
 def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> tuple:
+    """Interpolated precision (or all-point AP) and final TP counts of one curve for a chunk.
+
+    The compiled ``deteval._cboot.curve_row`` when built (it declines all-point AP), else
+    :func:`_curve_chunk_numpy`, its twin.
+    """
+    return _speedups.dispatch("_cboot.curve_row", plan, cur, w, npos)
+
+
+def _segment_columns(plan: _Plan) -> tuple[int, np.ndarray]:
+    """The number of (area, threshold, class) segments, and each segment's column of npos."""
+    n_seg = plan.n_area * plan.n_thr * plan.n_class
+    seg = np.arange(n_seg)
+    return n_seg, (seg % plan.n_class) * plan.n_area + seg // (plan.n_thr * plan.n_class)
+
+
+def _curve_chunk_kernel(
+    plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray
+) -> tuple | _speedups.Decline:
+    """:func:`_curve_chunk` by the compiled kernel, resample by resample; all-point AP declined."""
+    p = plan.protocol
+    if p.ap_method == "all_point":
+        return _speedups.Decline("ap_method all_point")
+    rec_thr = recall_thresholds(p)
+    n_r = len(rec_thr)
+    flat = cur.flat if n_r else None
+    if flat is None:
+        return _speedups.Decline("no recall thresholds or no flat plan")
+    n_seg, seg_col = _segment_columns(plan)
+    B = w.shape[0]
+    n_tp = np.empty((B, n_seg), dtype=np.int64)
+    table, start = _thresholds_table(npos, rec_thr)
+    q = np.empty((B, n_seg * n_r))
+    iwork, fwork = np.empty(flat.iwork + n_r + 1, dtype=np.int64), np.empty(flat.fwork)
+    devkit = p.ap_method != "101_point"
+    eps = float(np.spacing(1) if not devkit else np.finfo(np.float64).eps)
+    kernel = _speedups.module_of("_cboot.curve_row")
+    for b in range(B):
+        tab = plan.layout.table(w[b])
+        st = np.ascontiguousarray(start[b, seg_col], dtype=np.int64)
+        kernel.curve_row(tab, *flat.arrays, table, st, q[b], n_tp[b], iwork, fwork, n_r, devkit, eps)  # type: ignore[union-attr]
+    shape = (B, plan.n_area, plan.n_thr, plan.n_class)
+    return q.reshape(*shape, n_r), n_tp.reshape(shape)
+
+
+def _curve_chunk_numpy(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> tuple:
     """Interpolated precision (or all-point AP) and final TP counts of one curve for a chunk.
 
     The resamples are scored one at a time on 1-D arrays (:func:`_curve_row`): numpy's
@@ -49,10 +93,9 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     """
     p = plan.protocol
     n_class, n_area, n_thr = plan.n_class, plan.n_area, plan.n_thr
-    n_seg = n_area * n_thr * n_class
-    B = w.shape[0]
+    n_seg, seg_col = _segment_columns(plan)
     seg = np.arange(n_seg)
-    seg_col = (seg % n_class) * n_area + seg // (n_thr * n_class)  # column of npos
+    B = w.shape[0]
     n_tp = np.empty((B, n_seg), dtype=np.int64)
     if p.ap_method == "all_point":
         n_real = cur.n_real
@@ -80,19 +123,8 @@ def _curve_chunk(plan: _Plan, cur: _Curve, w: np.ndarray, npos: np.ndarray) -> t
     n_r = len(rec_thr)
     table, start = _thresholds_table(npos, rec_thr)
     q = np.empty((B, n_seg * n_r))
-    kernel = _cboot
-    flat = cur.flat if kernel is not None and n_r else None
-    if kernel is not None and flat is not None:
-        iwork, fwork = np.empty(flat.iwork + n_r + 1, dtype=np.int64), np.empty(flat.fwork)
-        devkit = p.ap_method != "101_point"
-        eps = float(np.spacing(1) if not devkit else np.finfo(np.float64).eps)
-        for b in range(B):
-            tab = plan.layout.table(w[b])
-            st = np.ascontiguousarray(start[b, seg_col], dtype=np.int64)
-            kernel.curve_row(tab, *flat.arrays, table, st, q[b], n_tp[b], iwork, fwork, n_r, devkit, eps)
-    else:
-        for b in range(B):
-            n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], q[b])
+    for b in range(B):
+        n_tp[b] = _curve_row(p, cur, plan.layout.table(w[b]), table, start[b, seg_col], q[b])
     # Classes without positives are left at 0: every reader masks them (is_defined).
     return q.reshape(B, n_area, n_thr, n_class, n_r), n_tp.reshape(B, n_area, n_thr, n_class)
 
@@ -240,15 +272,26 @@ def _thresholds_table(npos: np.ndarray, rec_thr: np.ndarray) -> tuple:
     has ``n + 2`` slots, the last one counting the thresholds no ``j`` reaches). The compiled
     ``deteval._cboot.thresholds_table`` does the same when it is built.
     """
+    return _speedups.dispatch("_cboot.thresholds_table", npos, rec_thr)
+
+
+def _thresholds_table_kernel(npos: np.ndarray, rec_thr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_thresholds_table` by the compiled kernel (the same float operations)."""
     n = npos.ravel()
     sizes = n + 2
     start = np.cumsum(sizes) - sizes
-    if _cboot is not None:  # the compiled twin of the lines below: the same float operations
-        table = np.empty(int(sizes.sum()), dtype=np.int64)
-        _cboot.thresholds_table(
-            np.ascontiguousarray(n, dtype=np.int64), np.ascontiguousarray(rec_thr, dtype=np.float64), table
-        )
-        return table, start.reshape(npos.shape)
+    table = np.empty(int(sizes.sum()), dtype=np.int64)
+    _speedups.module_of("_cboot.thresholds_table").thresholds_table(  # type: ignore[union-attr]
+        np.ascontiguousarray(n, dtype=np.int64), np.ascontiguousarray(rec_thr, dtype=np.float64), table
+    )
+    return table, start.reshape(npos.shape)
+
+
+def _thresholds_table_numpy(npos: np.ndarray, rec_thr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The numpy twin of :func:`_thresholds_table`."""
+    n = npos.ravel()
+    sizes = n + 2
+    start = np.cumsum(sizes) - sizes
     n_col, n_r = len(n), len(rec_thr)
     nf = n.astype(np.float64)[:, None]
     first = np.maximum(np.ceil(rec_thr[None, :] * nf) - 2, 0).astype(np.int64)
@@ -327,20 +370,49 @@ def _weighted_counts(source: _RecallOnly, w: np.ndarray) -> np.ndarray:
     Sparse weighted sums (exact integers; no BLAS, whose threads fight forked workers). The
     compiled ``deteval._cboot.weighted_counts`` gives the same integers when it is built.
     """
-    if _cboot is not None and w.shape[1] > 0:
-        B, n_img = w.shape
-        out = np.empty((B, len(source.bounds) - 1), dtype=np.int64)
-        _cboot.weighted_counts(
-            np.ascontiguousarray(w, dtype=np.int64).ravel(),
-            n_img,
-            np.ascontiguousarray(source.img, dtype=np.int64),
-            np.ascontiguousarray(source.count, dtype=np.int64),
-            np.ascontiguousarray(source.bounds, dtype=np.int64),
-            out.reshape(-1),
-        )
-        return out
+    return _speedups.dispatch("_cboot.weighted_counts", source, w)
+
+
+def _weighted_counts_kernel(source: _RecallOnly, w: np.ndarray) -> np.ndarray | _speedups.Decline:
+    """:func:`_weighted_counts` by the compiled kernel; no images is declined."""
+    if w.shape[1] == 0:
+        return _speedups.Decline("no images")
+    B, n_img = w.shape
+    out = np.empty((B, len(source.bounds) - 1), dtype=np.int64)
+    _speedups.module_of("_cboot.weighted_counts").weighted_counts(  # type: ignore[union-attr]
+        np.ascontiguousarray(w, dtype=np.int64).ravel(),
+        n_img,
+        np.ascontiguousarray(source.img, dtype=np.int64),
+        np.ascontiguousarray(source.count, dtype=np.int64),
+        np.ascontiguousarray(source.bounds, dtype=np.int64),
+        out.reshape(-1),
+    )
+    return out
+
+
+def _weighted_counts_numpy(source: _RecallOnly, w: np.ndarray) -> np.ndarray:
+    """The numpy twin of :func:`_weighted_counts` (exact integer sums)."""
     c = _cumsum0(np.take(w, source.img, axis=1) * source.count)
     return np.take(c, source.bounds[1:], axis=1) - np.take(c, source.bounds[:-1], axis=1)
+
+
+_speedups.register(
+    "_cboot.curve_row",
+    "deteval._cboot",
+    _curve_chunk_kernel,
+    _curve_chunk_numpy,
+    declines=("ap_method all_point", "no recall thresholds or no flat plan"),
+)
+_speedups.register(
+    "_cboot.thresholds_table", "deteval._cboot", _thresholds_table_kernel, _thresholds_table_numpy
+)
+_speedups.register(
+    "_cboot.weighted_counts",
+    "deteval._cboot",
+    _weighted_counts_kernel,
+    _weighted_counts_numpy,
+    declines=("no images",),
+)
 
 
 def _curves_and_recalls(plan: _Plan, w: np.ndarray, npos: np.ndarray) -> tuple:

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from deteval._speedups import load
+from deteval import _speedups
 from deteval.accumulate import accumulate
 from deteval.grouping import lexsort
 from deteval.protocol import Protocol
 from deteval.summary import mean_defined
 from deteval.tide.outcome import _Outcome
-
-_canalyze = load("deteval._canalyze")
 
 
 def tide_ap(
@@ -84,10 +82,15 @@ def _tide_points(
     ``cls`` and ``is_tp``: the points in ranking order (classes increasing). Runs the compiled
     kernel ``deteval._canalyze`` when built, else this numpy code (its twin, bit for bit).
     """
-    if _canalyze is None:
-        return _tide_points_numpy(cls, is_tp, n_positive, is_included)
+    return _speedups.dispatch("_canalyze.tide_points", cls, is_tp, n_positive, is_included)
+
+
+def _tide_points_kernel(
+    cls: np.ndarray, is_tp: np.ndarray, n_positive: np.ndarray, is_included: np.ndarray
+) -> np.ndarray:
+    """:func:`_tide_points` by the compiled kernel (it takes every input)."""
     y = np.zeros((len(n_positive), 101))
-    _canalyze.tide_points(
+    _speedups.module_of("_canalyze.tide_points").tide_points(  # type: ignore[union-attr]
         np.ascontiguousarray(cls, dtype=np.int64),
         np.ascontiguousarray(is_tp, dtype=bool),
         np.ascontiguousarray(n_positive, dtype=np.int64),
@@ -124,6 +127,9 @@ def _tide_points_numpy(
         reached = target <= len(tp_pos)
         y[k] = np.where(reached, envelope[np.minimum(target, len(tp_pos)) - 1], 0.0)
     return y
+
+
+_speedups.register("_canalyze.tide_points", "deteval._canalyze", _tide_points_kernel, _tide_points_numpy)
 
 
 def ranking(

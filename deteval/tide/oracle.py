@@ -11,26 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from deteval._speedups import load
+from deteval import _speedups
 from deteval.data import Detections, GroundTruth
 from deteval.decomposition import run_index, segment_first_max
 from deteval.grouping import candidate_pairs, group_rows
 from deteval.tide.outcome import _Outcome
 from deteval.tide.result import _CODE
 
-_canalyze = load("deteval._canalyze")
 
-
-def _pair_maxima(
-    run_start: np.ndarray,
-    pair_gt: np.ndarray,
-    iou: np.ndarray,
-    rows: np.ndarray,
-    det_class: np.ndarray,
-    gt_class: np.ndarray,
-    gt_is_counted: np.ndarray,
-    gt_is_used: np.ndarray,
-) -> tuple[np.ndarray, tuple, tuple]:
+def _pair_maxima(*args: np.ndarray) -> tuple[np.ndarray, tuple, tuple]:
     """Per detection: whether it has pairs, and the IoU maxima TIDE's error tests read.
 
     Detection ``j`` has the pairs ``run_start[rows[j]]`` to ``run_start[rows[j] + 1] - 1`` whose
@@ -41,15 +30,25 @@ def _pair_maxima(
     pair reaching the first two (``np.argmax`` semantics: a detection whose max is 0 points at
     its first pair); 0 and -1 without pairs. The compiled kernel ``deteval._canalyze`` runs it
     when built (``_pair_maxima_numpy`` is its bit-for-bit twin; NaN IoUs go to the twin).
+    The arguments are :func:`_pair_maxima_numpy`'s: ``run_start, pair_gt, iou, rows, det_class,
+    gt_class, gt_is_counted, gt_is_used``.
     """
-    args = (run_start, pair_gt, iou, rows, det_class, gt_class, gt_is_counted, gt_is_used)
-    if _canalyze is None or np.isnan(iou).any():
-        return _pair_maxima_numpy(*args)
+    return _speedups.dispatch("_canalyze.pair_maxima", *args)
+
+
+def _pair_maxima_kernel(*args: np.ndarray) -> tuple[np.ndarray, tuple, tuple] | _speedups.Decline:
+    """:func:`_pair_maxima` by the compiled kernel; NaN IoUs are declined (the twin orders them).
+
+    The arguments are :func:`_pair_maxima_numpy`'s.
+    """
+    run_start, pair_gt, iou, rows, det_class, gt_class, gt_is_counted, gt_is_used = args
+    if np.isnan(iou).any():
+        return _speedups.Decline("NaN IoU")
     n = len(rows)
     out_max = np.empty((n, 4))
     out_first = np.empty((n, 2), dtype=np.int64)
     has = np.empty(n, dtype=bool)
-    _canalyze.pair_maxima(
+    _speedups.module_of("_canalyze.pair_maxima").pair_maxima(  # type: ignore[union-attr]
         *(np.ascontiguousarray(a, dtype=np.int64) for a in (run_start, pair_gt)),
         np.ascontiguousarray(iou, dtype=np.float64),
         *(np.ascontiguousarray(a, dtype=np.int64) for a in (rows, det_class, gt_class)),
@@ -79,7 +78,9 @@ def _pair_maxima_numpy(
     firsts = tuple(np.full(n, -1, dtype=np.int64) for _ in range(2))
     if len(index) == 0:
         return has, maxima, firsts
-    p_gt, values = pair_gt[index], iou[index]
+    # + 0.0: a -0.0 IoU counts as +0.0 (as in the kernel); numpy's maximum would keep one zero
+    # or the other depending on their order
+    p_gt, values = pair_gt[index], iou[index] + 0.0
     is_same = gt_class[p_gt] == det_class[at]
     seg_start = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
     dets = at[seg_start]
@@ -94,6 +95,15 @@ def _pair_maxima_numpy(
     ):
         out[dets] = value
     return has, maxima, firsts
+
+
+_speedups.register(
+    "_canalyze.pair_maxima",
+    "deteval._canalyze",
+    _pair_maxima_kernel,
+    _pair_maxima_numpy,
+    declines=("NaN IoU",),
+)
 
 
 def _classify(

@@ -10,18 +10,16 @@ refuses the compiled path must refuse too.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from deteval import _speedups
 from deteval.io.coco import fast
+from tests.support.kernels import needs_kernel
 
-try:
-    from deteval.io import _colparse
-except ImportError:
-    _colparse = None
+_colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
 
-pytestmark = pytest.mark.skipif(_colparse is None, reason="the C extension is not built")
+pytestmark = needs_kernel("deteval.io._colparse")
 
 KEYS = ("image_id", "category_id", "bbox", "score")
 WS = st.text(alphabet=" \t\r\n", max_size=3)

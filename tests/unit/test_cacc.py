@@ -7,17 +7,14 @@ when it was built and ``DETEVAL_NO_EXTENSION`` is not set; the numpy code
 ignored detections, classes without detections or without positives, detections beyond
 ``max_dets``, several area ranges and thresholds), on the tables ``evaluate`` builds for the
 cross-check datasets, the fixtures and the 5k benchmark data (when present), and under a
-hypothesis property. Without the extension the comparisons are skipped; with
-``DETEVAL_REQUIRE_EXTENSION=1`` its absence is a failure.
+hypothesis property. Without the extension the comparisons are skipped (the loading rules and the
+shared special-value cases: tests/unit/test_kernels.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,17 +23,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import deteval
+from deteval import _speedups
 from deteval import accumulate as acc_module
 from deteval.matching import LaneFlags
 from deteval.protocol import get_protocol
 from tests import ROOT
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_voc import generate_voc, write_voc
+from tests.support.kernels import checked_dispatch, twins_only
+from tests.support.kernels import needs_kernel as kernel_built
 
-needs_kernel = pytest.mark.skipif(
-    acc_module._cacc is None,
-    reason="deteval._cacc is not built (pip install . with a C compiler) or DETEVAL_NO_EXTENSION=1",
-)
+needs_kernel = kernel_built("deteval._cacc")
 
 EVALUATE_MODULE = importlib.import_module("deteval.evaluate")
 FIELDS = [field.name for field in dataclasses.fields(acc_module.Accumulated)]
@@ -178,7 +175,7 @@ def test_kernel_declines_what_it_does_not_handle():
         (changed(5, np.sort(np.concatenate([ranking[:1], ranking]))), protocol, rec_thr),  # a row twice
     ]
     for args, case_protocol, grid in cases:
-        assert acc_module._accumulate_compiled(*args, case_protocol, grid) is None
+        assert isinstance(acc_module._accumulate_compiled(*args, case_protocol, grid), _speedups.Decline)
 
 
 @needs_kernel
@@ -220,7 +217,7 @@ def test_kernel_does_not_mutate_inputs():
 def test_accumulate_with_and_without_kernel(monkeypatch):
     table = random_table(3, 4, 10)
     with_kernel = acc_module.accumulate(*table, PROTOCOLS["coco"])
-    monkeypatch.setattr(acc_module, "_cacc", None)
+    twins_only(monkeypatch, "deteval._cacc")
     assert_identical(acc_module.accumulate(*table, PROTOCOLS["coco"]), with_kernel)
 
 
@@ -278,25 +275,8 @@ def test_kernel_equals_numpy_property(case):
 
 @pytest.fixture
 def twin_spy(monkeypatch):
-    """Replace evaluate's accumulate by one that checks kernel == numpy on every call."""
-    calls = []
-    original = acc_module.accumulate
-
-    def checked(*args, **options):
-        protocol = args[-1]
-        rec_thr = options.get("recall_thresholds_override")
-        if rec_thr is None:
-            rec_thr = acc_module.recall_thresholds(protocol)
-        expected = acc_module._accumulate_numpy(*args, rec_thr)
-        found = acc_module._accumulate_compiled(*args, rec_thr)
-        if protocol.ap_method in ("101_point", "11_point") and protocol.score_ties == "ranked":
-            assert_identical(expected, found)
-            calls.append(protocol.name)
-        assert_identical(expected, original(*args, **options))
-        return expected
-
-    monkeypatch.setattr(EVALUATE_MODULE, "accumulate", checked)
-    return calls
+    """Every kernel evaluate runs is checked against its twin (tests/support/kernels.py)."""
+    return checked_dispatch(monkeypatch)
 
 
 DATASETS = {
@@ -316,7 +296,7 @@ def test_kernel_equals_numpy_on_crosscheck_datasets(dataset, twin_spy):
     gt, dt = generate(**DATASETS[dataset])
     for protocol in PROTOCOLS.values():
         deteval.evaluate(gt, dt, protocol)
-    assert twin_spy
+    assert "_cacc.accumulate" in twin_spy
 
 
 @needs_kernel
@@ -326,7 +306,7 @@ def test_kernel_equals_numpy_on_voc_datasets(seed, tmp_path, twin_spy):
     root, results = write_voc(tmp_path, generate_voc(seed))
     for preset in ("voc2007", "voc2007-pyfrcnn", "detectron2-voc"):
         deteval.evaluate(root, results, protocol=preset)
-    assert twin_spy
+    assert "_cacc.accumulate" in twin_spy
 
 
 @needs_kernel
@@ -345,7 +325,7 @@ def test_kernel_equals_numpy_on_fixtures(gt, dt, protocol, twin_spy):
     if protocol.endswith(".yaml"):
         protocol = str(fixtures / protocol)
     deteval.evaluate(str(fixtures / gt), str(fixtures / dt), protocol)
-    assert twin_spy
+    assert "_cacc.accumulate" in twin_spy
 
 
 @needs_kernel
@@ -353,24 +333,4 @@ def test_kernel_equals_numpy_on_fixtures(gt, dt, protocol, twin_spy):
 @pytest.mark.skipif(not (BENCH_5K / "results_bbox.json").exists(), reason="5k benchmark data not generated")
 def test_kernel_equals_numpy_on_5k_benchmark(twin_spy):
     deteval.evaluate(str(BENCH_5K / "instances.json"), str(BENCH_5K / "results_bbox.json"), "coco")
-    assert twin_spy == ["coco"]
-
-
-# --------------------------------------------------------------------------------------
-# Loading
-# --------------------------------------------------------------------------------------
-
-
-def test_extension_is_built_when_required():
-    if os.environ.get("DETEVAL_REQUIRE_EXTENSION") != "1":
-        pytest.skip("set DETEVAL_REQUIRE_EXTENSION=1 to require the compiled kernel (CI after pip install .)")
-    assert acc_module._cacc is not None, (
-        "DETEVAL_REQUIRE_EXTENSION=1 but deteval._cacc is not loaded: not built, or DETEVAL_NO_EXTENSION is set"
-    )
-
-
-def test_no_extension_env_disables_the_kernel():
-    code = "import deteval.accumulate as a; print(a._cacc is None)"
-    env = dict(os.environ, DETEVAL_NO_EXTENSION="1", PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["True"]
+    assert "_cacc.accumulate" in twin_spy

@@ -5,7 +5,8 @@ not set; ``_tide_points_numpy`` is the reference. The 101 recall-point values of
 be identical float64 bits on generated rankings (ties, classes without points, without positives
 or not included, more TPs than positives, a single point) and under a hypothesis property; the
 kernel refuses inconsistent inputs instead of reading out of bounds. Without the extension the
-comparisons are skipped; with ``DETEVAL_REQUIRE_EXTENSION=1`` its absence is a failure.
+comparisons are skipped (the loading rules and the shared special-value cases:
+tests/unit/test_kernels.py).
 """
 
 from __future__ import annotations
@@ -17,19 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deteval import decomposition
+from deteval import _speedups, decomposition
 from deteval.tide import ap as ap_module
 from deteval.tide import oracle
+from tests.support.kernels import needs_kernel as kernel_built
 
-needs_kernel = pytest.mark.skipif(
-    ap_module._canalyze is None,
-    reason="deteval._canalyze is not built (pip install . with a C compiler) or DETEVAL_NO_EXTENSION=1",
-)
-
-
-def test_kernel_is_built_when_required():
-    if os.environ.get("DETEVAL_REQUIRE_EXTENSION") == "1":
-        assert ap_module._canalyze is not None
+needs_kernel = kernel_built("deteval._canalyze")
+CANALYZE = _speedups.load("deteval._canalyze")
 
 
 def ranking(seed: int):
@@ -100,7 +95,7 @@ def test_kernel_equals_numpy_property(points, n_positive, is_included):
 )
 def test_kernel_refuses_inconsistent_inputs(cls, npos, message):
     with pytest.raises(ValueError, match=message):
-        ap_module._canalyze.tide_points(
+        CANALYZE.tide_points(
             np.array(cls, dtype=np.int64),
             np.ones(len(cls), bool),
             np.array(npos, dtype=np.int64),
@@ -112,11 +107,11 @@ def test_kernel_refuses_inconsistent_inputs(cls, npos, message):
 @needs_kernel
 def test_kernel_refuses_wrong_dtypes_and_lengths():
     with pytest.raises(TypeError, match="int64"):
-        ap_module._canalyze.tide_points(
+        CANALYZE.tide_points(
             np.zeros(2, np.int32), np.ones(2, bool), np.ones(1, np.int64), np.ones(1, bool), np.zeros(101)
         )
     with pytest.raises(ValueError, match="lengths"):
-        ap_module._canalyze.tide_points(
+        CANALYZE.tide_points(
             np.zeros(2, np.int64), np.ones(2, bool), np.ones(1, np.int64), np.ones(1, bool), np.zeros(100)
         )
 
@@ -197,7 +192,7 @@ def test_pair_kernels_on_ties_and_zeros(iou, gt_class):
 def test_pair_kernels_refuse_inconsistent_inputs():
     run_start = np.array([0, 2], np.int64)
     with pytest.raises(ValueError, match="row is out of range"):
-        ap_module._canalyze.run_first_max(
+        CANALYZE.run_first_max(
             run_start,
             np.zeros(2, np.int64),
             np.zeros(2),
@@ -206,7 +201,7 @@ def test_pair_kernels_refuse_inconsistent_inputs():
             np.zeros(1, np.int64),
         )
     with pytest.raises(ValueError, match="decreasing"):
-        ap_module._canalyze.run_first_max(
+        CANALYZE.run_first_max(
             np.array([0, 3], np.int64),
             np.zeros(2, np.int64),
             np.zeros(2),
@@ -215,7 +210,7 @@ def test_pair_kernels_refuse_inconsistent_inputs():
             np.zeros(1, np.int64),
         )
     with pytest.raises(ValueError, match="ground truth is out of range"):
-        ap_module._canalyze.pair_maxima(
+        CANALYZE.pair_maxima(
             run_start,
             np.array([0, 5], np.int64),
             np.zeros(2),

@@ -1,13 +1,12 @@
 """The compiled bootstrap kernel (``deteval._cboot``) against its numpy twin, bit for bit.
 
 Every comparison scores the same resamples twice, once with the kernel and once with it switched
-off (``weighted._cboot = None``: the numpy code of ``deteval.stats.weighted``), and compares the
+off (``twins_only``: the numpy code of ``deteval.stats.weighted``), and compares the
 float64 outputs as int64 bit patterns: equal means the same bits, NaNs and signed zeros included.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -18,17 +17,16 @@ import deteval
 from deteval import _speedups
 from deteval.evaluate import match
 from deteval.protocol import PRESETS, Protocol, apply_overrides
-from deteval.stats import bootstrap_weights, resample_metrics, weighted
+from deteval.stats import bootstrap_weights, resample_metrics
 from deteval.stats.resample import _check_supported
 from tests.crosscheck.generate import generate
+from tests.support.kernels import needs_kernel as kernel_built
+from tests.support.kernels import twins_only
 
 ROOT = Path(__file__).resolve().parents[2]
 
-BUILT = weighted._cboot is not None
-needs_kernel = pytest.mark.skipif(
-    not BUILT,
-    reason="deteval._cboot is not built (python setup.py build_ext --inplace) or DETEVAL_NO_EXTENSION is set",
-)
+needs_kernel = kernel_built("deteval._cboot")
+CBOOT = _speedups.load("deteval._cboot")
 
 
 def _supported() -> list:
@@ -55,23 +53,11 @@ def _twins(table, gt, p: Protocol, weights: np.ndarray, monkeypatch, **kwargs) -
     """resample_metrics with the kernel and with the numpy twin: identical bits."""
     compiled = resample_metrics(table, gt, p, weights, **kwargs)
     with monkeypatch.context() as m:
-        m.setattr(weighted, "_cboot", None)
+        twins_only(m, "deteval._cboot")
         twin = resample_metrics(table, gt, p, weights, **kwargs)
     assert compiled.metric_names == twin.metric_names
     np.testing.assert_array_equal(_bits(compiled.metrics), _bits(twin.metrics))
     np.testing.assert_array_equal(_bits(compiled.per_class_ap), _bits(twin.per_class_ap))
-
-
-def test_kernel_is_there_when_required():
-    """With ``DETEVAL_REQUIRE_EXTENSION=1`` (CI after a build), a missing kernel is a failure."""
-    if os.environ.get("DETEVAL_REQUIRE_EXTENSION", "") in ("", "0"):
-        pytest.skip("DETEVAL_REQUIRE_EXTENSION is not set")
-    assert not _speedups.DISABLED, "DETEVAL_NO_EXTENSION is set while DETEVAL_REQUIRE_EXTENSION asks for it"
-    assert BUILT, "deteval._cboot is not built: the bootstrap runs its numpy twin"
-
-
-def test_loader_returns_none_for_a_missing_module():
-    assert _speedups.load("deteval._no_such_module") is None
 
 
 @pytest.fixture(scope="module")
@@ -192,38 +178,6 @@ def test_configured_protocols(overrides, monkeypatch):
 
 
 @needs_kernel
-@pytest.mark.parametrize("grid", [np.linspace(0.0, 1.0, 101), np.arange(0, 1.1, 0.1), np.linspace(0, 1, 11)])
-def test_thresholds_table_twin(grid, monkeypatch):
-    npos = np.concatenate([np.arange(601), [997, 4096, 10_007, 123_457, 1_000_003]]).reshape(2, -1)
-    compiled, start = weighted._thresholds_table(npos, grid)
-    monkeypatch.setattr(weighted, "_cboot", None)
-    twin, twin_start = weighted._thresholds_table(npos, grid)
-    np.testing.assert_array_equal(start, twin_start)
-    assert compiled.dtype == twin.dtype
-    assert np.array_equal(compiled, twin)
-
-
-@needs_kernel
-@pytest.mark.parametrize("seed", range(3))
-def test_weighted_counts_twin(seed, monkeypatch):
-    from deteval.stats.plan import _RecallOnly
-
-    rng = np.random.default_rng(seed)
-    n_img, n_pairs = 50, 300
-    bounds = np.sort(rng.integers(0, n_pairs + 1, 21))
-    bounds[0], bounds[-1] = 0, n_pairs  # some segments empty
-    source = _RecallOnly(
-        img=rng.integers(0, n_img, n_pairs), count=rng.integers(1, 5, n_pairs), bounds=bounds.astype(np.int64)
-    )
-    w = rng.integers(0, 4, (7, n_img))
-    compiled = weighted._weighted_counts(source, w)
-    monkeypatch.setattr(weighted, "_cboot", None)
-    twin = weighted._weighted_counts(source, w)
-    assert compiled.dtype == twin.dtype
-    np.testing.assert_array_equal(compiled, twin)
-
-
-@needs_kernel
 def test_inconsistent_inputs_are_refused_not_read():
     """Indices outside the arrays raise ValueError (the kernel never reads out of bounds)."""
     gt, dt = _nasty(1)
@@ -238,11 +192,11 @@ def test_inconsistent_inputs_are_refused_not_read():
     tab = plan.layout.table(np.ones(gt.n_images, np.int64))
     npos = np.full(plan.n_class * plan.n_area, 3, np.int64)
     ttab = np.empty(int((npos + 2).sum()), np.int64)
-    weighted._cboot.thresholds_table(npos, np.linspace(0, 1, n_r), ttab)
+    CBOOT.thresholds_table(npos, np.linspace(0, 1, n_r), ttab)
     start = np.zeros(n_seg, np.int64)
 
     def call(arrays, tab=tab, start=start):
-        weighted._cboot.curve_row(
+        CBOOT.curve_row(
             tab,
             *arrays,
             ttab,
@@ -267,8 +221,6 @@ def test_inconsistent_inputs_are_refused_not_read():
         call((flat.arrays[0].astype(np.int64), *flat.arrays[1:]))
     z = np.zeros(3, np.int64)
     with pytest.raises(ValueError, match="out of range"):  # image 3 of 3
-        weighted._cboot.weighted_counts(
-            z, 3, np.array([3]), np.array([1]), np.array([0, 1]), np.empty(1, np.int64)
-        )
+        CBOOT.weighted_counts(z, 3, np.array([3]), np.array([1]), np.array([0, 1]), np.empty(1, np.int64))
     with pytest.raises(ValueError, match="npos"):
-        weighted._cboot.thresholds_table(np.array([-1]), np.linspace(0, 1, 3), np.empty(1, np.int64))
+        CBOOT.thresholds_table(np.array([-1]), np.linspace(0, 1, 3), np.empty(1, np.int64))

@@ -6,17 +6,14 @@
 identical (values, dtype, shape) on generated problems (ties, crowds, ignored GTs, id-0 GTs,
 empty groups, strict and non-strict, one and many thresholds, several area ranges), on the
 arguments ``evaluate`` passes on the cross-check datasets and the fixtures, and under a
-hypothesis property. Without the extension the comparisons are skipped; with
-``DETEVAL_REQUIRE_EXTENSION=1`` (CI, after ``pip install .``) its absence is a failure.
+hypothesis property. Without the extension the comparisons are skipped (the loading rules and the
+shared special-value cases: tests/unit/test_kernels.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -29,12 +26,11 @@ from deteval.protocol import get_protocol
 from tests import ROOT
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_voc import generate_voc, write_voc
+from tests.support.kernels import checked_dispatch, coco_kernel, coco_numpy, voc_kernel, voc_numpy
+from tests.support.kernels import needs_kernel as kernel_built
 from tests.unit.test_matching import pairs_of, random_problem
 
-needs_kernel = pytest.mark.skipif(
-    matching._cmatch is None,
-    reason="deteval._cmatch is not built (pip install . with a C compiler) or DETEVAL_NO_EXTENSION=1",
-)
+needs_kernel = kernel_built("deteval._cmatch")
 
 COCO_THRESHOLDS = np.linspace(0.5, 0.95, 10)
 THRESHOLD_SETS = {
@@ -72,7 +68,7 @@ def assert_narrow(expected: matching.MatchResult, found: matching.MatchResult | 
 
 
 def both(*args, **options) -> tuple[matching.MatchResult, matching.MatchResult | None]:
-    return matching._match_coco_numpy(*args, **options), matching._match_coco_compiled(*args, **options)
+    return coco_numpy(*args, **options), coco_kernel(*args, **options)
 
 
 def problem(seed: int, n_area: int) -> tuple[tuple, dict]:
@@ -110,9 +106,7 @@ def test_kernel_equals_numpy_on_random_groups(seed):
                 assert found is None  # nothing to match: the numpy code's shortcut answers
                 continue
             assert_identical(expected, found)
-            narrow = matching._match_coco_compiled(
-                *args, **options, iou_thresholds=thresholds, strict=strict, narrow=True
-            )
+            narrow = coco_kernel(*args, **options, iou_thresholds=thresholds, strict=strict, narrow=True)
             assert_narrow(expected, narrow)
             assert_identical(
                 expected, matching.match_coco(*args, **options, iou_thresholds=thresholds, strict=strict)
@@ -180,19 +174,17 @@ def test_kernel_declines_inputs_outside_its_assumptions():
         ((pair_det, pair_gt + 1000, pair_iou), base),  # GT rows out of range
     ]
     for case_args, case_options in cases:
-        assert matching._match_coco_compiled(*case_args, **case_options) is None
+        assert coco_kernel(*case_args, **case_options) is None
     # match_coco then answers with the numpy code.
-    assert_identical(matching._match_coco_numpy(*args, **unsorted), matching.match_coco(*args, **unsorted))
-    assert_identical(
-        matching._match_coco_numpy(*args, **two_groups), matching.match_coco(*args, **two_groups)
-    )
+    assert_identical(coco_numpy(*args, **unsorted), matching.match_coco(*args, **unsorted))
+    assert_identical(coco_numpy(*args, **two_groups), matching.match_coco(*args, **two_groups))
 
 
 @needs_kernel
 def test_kernel_does_not_mutate_inputs():
     args, options = crowded_problem(11)
     copies = [a.copy() for a in args], {k: np.copy(v) for k, v in options.items()}
-    matching._match_coco_compiled(*args, **options, iou_thresholds=COCO_THRESHOLDS)
+    coco_kernel(*args, **options, iou_thresholds=COCO_THRESHOLDS)
     for before, after in zip(copies[0], args, strict=True):
         assert np.array_equal(before, after)
     for key, before in copies[1].items():
@@ -242,9 +234,9 @@ def matching_problems(draw):
 @given(matching_problems())
 def test_kernel_equals_numpy_property(case):
     args, options = case
-    expected = matching._match_coco_numpy(*args, **options)
+    expected = coco_numpy(*args, **options)
     assert_identical(expected, matching.match_coco(*args, **options))
-    narrow = matching._match_coco_compiled(*args, **options, narrow=True)
+    narrow = coco_kernel(*args, **options, narrow=True)
     if narrow is not None:
         assert_narrow(expected, narrow)
 
@@ -256,24 +248,8 @@ def test_kernel_equals_numpy_property(case):
 
 @pytest.fixture
 def twin_spy(monkeypatch):
-    """Replace evaluate's match_coco by one that checks kernel == numpy on every call."""
-    calls = []
-
-    def checked(*args, **options):
-        narrow = options.pop("narrow", False)
-        gt_ties = options.pop("gt_ties", "last")
-        if gt_ties != "last":  # the kernel implements "last" only; "first" is numpy's alone
-            return matching._match_coco_numpy(*args, **options, gt_ties=gt_ties)
-        expected, found = both(*args, **options)
-        if len(args[0]) and options["n_gt"]:
-            assert_identical(expected, found)
-            if narrow:  # what evaluate asks for where the rows fit
-                assert_narrow(expected, matching._match_coco_compiled(*args, **options, narrow=True))
-            calls.append(len(args[0]))
-        return expected
-
-    monkeypatch.setattr(EVALUATE_MODULE, "match_coco", checked)
-    return calls
+    """Every kernel evaluate runs is checked against its twin (tests/support/kernels.py)."""
+    return checked_dispatch(monkeypatch)
 
 
 def _protocols():
@@ -305,7 +281,7 @@ def test_kernel_equals_numpy_on_crosscheck_datasets(dataset, twin_spy):
     gt, dt = generate(**DATASETS[dataset])
     for protocol in _protocols().values():
         deteval.evaluate(gt, dt, protocol)
-    assert twin_spy or not dt
+    assert "_cmatch.match_coco" in twin_spy or not dt
 
 
 @needs_kernel
@@ -327,7 +303,7 @@ def test_kernel_equals_numpy_on_fixtures(gt, dt, protocol, twin_spy):
     elif gt.startswith("segm"):
         protocol = get_protocol(protocol).replace(name="segm", iou_type="segm")
     deteval.evaluate(str(fixtures / gt), str(fixtures / dt), protocol)
-    assert twin_spy
+    assert "_cmatch.match_coco" in twin_spy
 
 
 # --------------------------------------------------------------------------------------
@@ -336,7 +312,7 @@ def test_kernel_equals_numpy_on_fixtures(gt, dt, protocol, twin_spy):
 
 
 def both_voc(*args, **options) -> tuple[matching.MatchResult, matching.MatchResult | None]:
-    return matching._match_voc_numpy(*args, **options), matching._match_voc_compiled(*args, **options)
+    return voc_numpy(*args, **options), voc_kernel(*args, **options)
 
 
 def voc_options(options: dict) -> dict:
@@ -360,13 +336,11 @@ def test_narrow_matches_with_more_than_128_lanes(seed):
     if len(args[0]) == 0 or options["n_gt"] == 0:
         return
     kw = dict(options, iou_thresholds=COCO_THRESHOLDS)
-    expected = matching._match_coco_numpy(*args, **kw)
+    expected = coco_numpy(*args, **kw)
     assert expected.tp.n_lane == 130
-    assert_narrow(expected, matching._match_coco_compiled(*args, **kw, narrow=True))
+    assert_narrow(expected, coco_kernel(*args, **kw, narrow=True))
     vkw = dict(voc_options(options), iou_thresholds=COCO_THRESHOLDS)
-    assert_narrow(
-        matching._match_voc_numpy(*args, **vkw), matching._match_voc_compiled(*args, **vkw, narrow=True)
-    )
+    assert_narrow(voc_numpy(*args, **vkw), voc_kernel(*args, **vkw, narrow=True))
 
 
 @needs_kernel
@@ -382,7 +356,7 @@ def test_voc_kernel_equals_numpy_on_random_groups(seed):
                 continue
             assert_identical(expected, found)
             assert_identical(expected, matching.match_voc(*args, **kw))
-            assert_narrow(expected, matching._match_voc_compiled(*args, **kw, narrow=True))
+            assert_narrow(expected, voc_kernel(*args, **kw, narrow=True))
 
 
 @needs_kernel
@@ -410,7 +384,7 @@ def test_voc_kernel_declines_inputs_outside_its_assumptions():
         ((pair_det, pair_gt + 1000, pair_iou), base),  # GT rows out of range
     ]
     for case_args, case_options in cases:
-        assert matching._match_voc_compiled(*case_args, **case_options) is None
+        assert voc_kernel(*case_args, **case_options) is None
 
 
 @needs_kernel
@@ -419,30 +393,17 @@ def test_voc_kernel_declines_inputs_outside_its_assumptions():
 def test_voc_kernel_equals_numpy_property(case):
     args, options = case
     kw = dict(voc_options(options), iou_thresholds=options["iou_thresholds"], strict=options["strict"])
-    expected = matching._match_voc_numpy(*args, **kw)
+    expected = voc_numpy(*args, **kw)
     assert_identical(expected, matching.match_voc(*args, **kw))
-    narrow = matching._match_voc_compiled(*args, **kw, narrow=True)
+    narrow = voc_kernel(*args, **kw, narrow=True)
     if narrow is not None:
         assert_narrow(expected, narrow)
 
 
 @pytest.fixture
 def voc_twin_spy(monkeypatch):
-    """Replace evaluate's match_voc by one that checks kernel == numpy on every call."""
-    calls = []
-
-    def checked(*args, **options):
-        narrow = options.pop("narrow", False)
-        expected, found = both_voc(*args, **options)
-        if len(args[0]) and options["n_gt"] and options["n_det"]:
-            assert_identical(expected, found)
-            if narrow:
-                assert_narrow(expected, matching._match_voc_compiled(*args, **options, narrow=True))
-            calls.append(len(args[0]))
-        return expected
-
-    monkeypatch.setattr(EVALUATE_MODULE, "match_voc", checked)
-    return calls
+    """Every kernel evaluate runs is checked against its twin (tests/support/kernels.py)."""
+    return checked_dispatch(monkeypatch)
 
 
 @needs_kernel
@@ -458,24 +419,4 @@ def test_voc_kernel_equals_numpy_on_crosscheck_datasets(seed, tmp_path, voc_twin
         dt,
         get_protocol("voc2010").replace(name="voc-areas", area_ranges=_protocols()["coco"].area_ranges),
     )
-    assert voc_twin_spy
-
-
-# --------------------------------------------------------------------------------------
-# Loading
-# --------------------------------------------------------------------------------------
-
-
-def test_extension_is_built_when_required():
-    if os.environ.get("DETEVAL_REQUIRE_EXTENSION") != "1":
-        pytest.skip("set DETEVAL_REQUIRE_EXTENSION=1 to require the compiled kernel (CI after pip install .)")
-    assert matching._cmatch is not None, (
-        "DETEVAL_REQUIRE_EXTENSION=1 but deteval._cmatch is not loaded: not built, or DETEVAL_NO_EXTENSION is set"
-    )
-
-
-def test_no_extension_env_disables_the_kernel():
-    code = "import deteval.matching as m, deteval._speedups as s; print(m._cmatch is None, s.is_disabled())"
-    env = dict(os.environ, DETEVAL_NO_EXTENSION="1", PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["True", "True"]
+    assert "_cmatch.match_voc" in voc_twin_spy

@@ -19,16 +19,15 @@ import sys
 import numpy as np
 import pytest
 
+from deteval import _speedups
 from deteval.errors import DetevalError
 from deteval.io.coco import fast, load_coco_dt, load_coco_gt
 from tests import ROOT
+from tests.support.kernels import needs_kernel
 
-try:
-    from deteval.io import _colparse
-except ImportError:  # not built: the twin tests skip (see test_extension_is_built_when_required)
-    _colparse = None
+_colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
 
-needs_extension = pytest.mark.skipif(_colparse is None, reason="the C extension is not built")
+needs_extension = needs_kernel("deteval.io._colparse")
 
 GT_PATH = ROOT / "fixtures" / "coco" / "gt.json"
 RECORD = '{"image_id": 1, "category_id": 1, "bbox": [10, 20, 30.5, 40], "score": 0.9}'
@@ -59,12 +58,6 @@ def assert_twins(raw: bytes) -> tuple | None:
         assert c_col.flags.writeable
         assert np.array_equal(_bits(c_col), _bits(py_col))
     return c_cols
-
-
-def test_extension_is_built_when_required():
-    if os.environ.get("DETEVAL_REQUIRE_EXTENSION", "") in ("", "0"):
-        pytest.skip("DETEVAL_REQUIRE_EXTENSION is not set")
-    assert _colparse is not None, "DETEVAL_REQUIRE_EXTENSION=1 but deteval.io._colparse did not import"
 
 
 def test_no_extension_env_turns_it_off():

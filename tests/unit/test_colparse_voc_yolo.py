@@ -16,6 +16,7 @@ import string
 import numpy as np
 import pytest
 
+from deteval import _speedups
 from deteval.errors import DetevalError
 from deteval.io import output, yolo
 from deteval.io._text import MAX_BYTES
@@ -24,6 +25,7 @@ from deteval.io.identity import _named, join_voc_ids
 from deteval.io.voc import load_voc_dt, load_voc_gt
 from deteval.io.voc import results as voc_results
 from deteval.io.yolo import load_yolo_dt, load_yolo_gt
+from tests.support.kernels import needs_kernel
 from tests.unit.test_colparse import (
     HOSTILE_CLASS,
     HOSTILE_TEXT,
@@ -34,12 +36,9 @@ from tests.unit.test_colparse import (
     _bits,
 )
 
-try:
-    from deteval.io import _colparse
-except ImportError:  # not built: the twin tests skip
-    _colparse = None
+_colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
 
-pytestmark = pytest.mark.skipif(_colparse is None, reason="the C extension is not built")
+pytestmark = needs_kernel("deteval.io._colparse")
 
 #: Which compiled readers each way uses: (whole-load readers, per-file reader).
 WAYS = {"whole": (True, True), "per-file": (False, True), "python": (False, False)}

@@ -14,18 +14,17 @@ import json
 import numpy as np
 import pytest
 
+from deteval import _speedups
 from deteval.errors import DetevalError
 from deteval.io.coco import fast, load_coco_gt
 from tests import ROOT
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_segm import generate_segm
+from tests.support.kernels import needs_kernel
 
-try:
-    from deteval.io import _colparse
-except ImportError:  # not built: the twin tests skip
-    _colparse = None
+_colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
 
-pytestmark = pytest.mark.skipif(_colparse is None, reason="the C extension is not built")
+pytestmark = needs_kernel("deteval.io._colparse")
 
 GT_PATH = ROOT / "fixtures" / "coco" / "gt.json"
 GT_FIELDS = (

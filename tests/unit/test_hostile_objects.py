@@ -26,18 +26,10 @@ import numpy as np
 import pytest
 
 import deteval
+from deteval import _speedups
+from tests.support.kernels import REQUIRE
 
-MODULES = (
-    "deteval._cacc",
-    "deteval._canalyze",
-    "deteval._cboot",
-    "deteval._cmatch",
-    "deteval._csort",
-    "deteval.geometry._cbox",
-    "deteval.geometry._ckeypoint",
-    "deteval.geometry._cmask",
-    "deteval.io._colparse",
-)
+MODULES = tuple(sorted(_speedups.ABI))
 
 _REPO = Path(deteval.__file__).resolve().parent.parent
 
@@ -46,7 +38,7 @@ def _module(name: str):  # noqa: ANN202 - the compiled module, or a skip
     try:
         return importlib.import_module(name)
     except ImportError:
-        if os.environ.get("DETEVAL_REQUIRE_EXTENSION") == "1":
+        if REQUIRE:
             raise
         pytest.skip(f"{name} is not built (pip install . with a C compiler)")
 

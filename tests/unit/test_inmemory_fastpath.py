@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pytest
 
+from deteval import _speedups
 from deteval.errors import DetevalError
 from deteval.io.coco import fast, load_coco_dt, load_coco_gt
 from deteval.io.coco import ground_truth as gt_module
@@ -21,6 +22,7 @@ from deteval.io.coco import results as dt_module
 from tests import ROOT
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_segm import generate_segm
+from tests.support.kernels import needs_kernel
 
 pytestmark = pytest.mark.skipif(not fast._HAS_MSGSPEC, reason="msgspec is not installed")
 
@@ -267,12 +269,9 @@ def test_area_option_loads_alike(monkeypatch, area_missing):
     assert_gt_alike(monkeypatch, data, area_missing=area_missing)
 
 
-try:
-    from deteval.io import _colparse
-except ImportError:  # not built: the twin tests of the compiled readers skip
-    _colparse = None
+_colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
 
-needs_extension = pytest.mark.skipif(_colparse is None, reason="the C extension is not built")
+needs_extension = needs_kernel("deteval.io._colparse")
 
 
 def _assert_column_twins(c_cols, py_cols) -> None:

@@ -10,11 +10,10 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
-import pytest
 
 from deteval import accumulate as acc_module
-from deteval import matching
 from deteval.protocol import get_protocol
+from tests.support.kernels import coco_numpy, needs_kernel
 
 
 def traced_peak(fn, *args, **kwargs):
@@ -29,7 +28,7 @@ def traced_peak(fn, *args, **kwargs):
         tracemalloc.stop()
 
 
-@pytest.mark.skipif(acc_module._cacc is None, reason="deteval._cacc is not built or disabled")
+@needs_kernel("deteval._cacc")
 def test_compiled_accumulation_holds_no_second_precision_array():
     # Many classes, few detections: the (thresholds x recall points x classes x areas x
     # max_dets) outputs dominate; the AP is taken one max_dets value and threshold at a time.
@@ -63,7 +62,7 @@ def test_numpy_matching_has_no_lanes_by_candidates_int64_temporary():
     pair_det = np.arange(n_det, dtype=np.int64)
     pair_gt = np.arange(n_det, dtype=np.int64)
     result, peak = traced_peak(
-        matching._match_coco_numpy,
+        coco_numpy,
         pair_det,
         pair_gt,
         rng.random(n_det),

@@ -16,18 +16,17 @@ import numpy as np
 import pytest
 
 import deteval
+from deteval import _speedups
 from deteval.errors import DetevalError
 from deteval.io.coco import fast, load_coco_dt, load_coco_gt
 from deteval.io.segmentation import detection_source, parse_masks
 from deteval.io.segmentation.sources import PolygonSegmentations
 from tests import ROOT
+from tests.support.kernels import needs_kernel
 
-try:
-    from deteval.io import _colparse
-except ImportError:  # not built: the twin tests skip
-    _colparse = None
+_colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
 
-pytestmark = pytest.mark.skipif(_colparse is None, reason="the C extension is not built")
+pytestmark = needs_kernel("deteval.io._colparse")
 
 SEGM_GT = ROOT / "fixtures" / "segm" / "gt.json"
 SEGM_DT = ROOT / "fixtures" / "segm" / "dt.json"

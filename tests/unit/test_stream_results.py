@@ -18,19 +18,18 @@ import os
 import numpy as np
 import pytest
 
+from deteval import _speedups
 from deteval.data import Detections
 from deteval.errors import DetevalError, InputError
 from deteval.io.category_map import _with_categories
 from deteval.io.coco import fast, load_coco_dt, load_coco_gt, results
 from deteval.io.identity import _named
 from deteval.io.output import recording_reads
+from tests.support.kernels import needs_kernel
 
-try:
-    from deteval.io import _colparse
-except ImportError:  # not built: these tests skip (test_colparse checks DETEVAL_REQUIRE_EXTENSION)
-    _colparse = None
+_colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
 
-pytestmark = pytest.mark.skipif(_colparse is None, reason="the C extension is not built")
+pytestmark = needs_kernel("deteval.io._colparse")
 
 N_IMAGES, CATEGORIES = 12, (1, 2, 5, 9)
 

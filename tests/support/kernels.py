@@ -1,0 +1,408 @@
+"""The kernel-vs-twin scaffolding, once, and one input generator per registered kernel.
+
+Which kernels are built, forcing the twins, comparing bits (tests/unit/test_kernels.py drives
+the generators).
+
+Every generator takes a seeded ``np.random.Generator`` and a case number and returns the
+``(args, kwargs)`` a kernel and its twin take (``deteval._speedups.Kernel.run`` / ``.twin``). Case
+0 is an empty input where the kernel can be called on one; the others mix ordinary values with
+the special ones: NaN (both signs), +-inf, -0.0, subnormals, the largest finite floats, and int32
+boundaries in integer columns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from deteval import _speedups
+
+#: ``DETEVAL_REQUIRE_EXTENSION=1`` (CI after a build): a kernel that is not built is a failure.
+REQUIRE = not _speedups.DISABLED and os.environ.get(_speedups.ENV_REQUIRE, "").strip() not in ("", "0")
+
+NAN = float("nan")
+SPECIAL = (
+    NAN,
+    -NAN,
+    float("inf"),
+    -float("inf"),
+    0.0,
+    -0.0,
+    5e-324,  # the smallest subnormal
+    -5e-324,
+    2.2250738585072014e-308,  # the smallest normal
+    1e-310,  # a subnormal
+    1.7976931348623157e308,
+    -1.7976931348623157e308,
+)
+ORDINARY = (0.0, 0.5, 1.0, 2.0, 3.0, 10.0, -1.0, 0.1 + 0.2, 1 - 1e-10)
+IOU_VALUES = (0.0, 0.3, 0.5, 0.55, 0.7, 0.9, 1.0, 1 - 1e-10)
+#: int32 boundaries (and next to them) for integer columns.
+INT32_EDGES = (-(2**31), -(2**31) + 1, -1, 0, 1, 2**31 - 2, 2**31 - 1)
+
+
+def loaded(module: str) -> bool:
+    """Whether the compiled ``module`` is built, current and enabled."""
+    return _speedups.load(module) is not None
+
+
+def needs_kernel(module: str) -> pytest.MarkDecorator:
+    """Skip when ``module`` is not built.
+
+    Under ``DETEVAL_REQUIRE_EXTENSION=1`` its absence fails at import (``_speedups.load`` raises).
+    """
+    return pytest.mark.skipif(not loaded(module), reason=f"{module} is not built or DETEVAL_NO_EXTENSION=1")
+
+
+def twins_only(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:
+    """Make :func:`deteval._speedups.dispatch` run the twins of ``modules`` (all when none given)."""
+    for module in modules or tuple(_speedups.ABI):
+        monkeypatch.setitem(_speedups._LOADED, module, None)
+
+
+def bits(a: Any) -> np.ndarray:
+    """An array as comparable bits: float64 as int64 (NaN payloads and signed zeros count)."""
+    a = np.ascontiguousarray(a)
+    return a.view(np.int64) if a.dtype == np.float64 else a
+
+
+def assert_identical(got: Any, want: Any, where: str = "result") -> None:
+    """Assert ``got`` is ``want``, to the bit.
+
+    Arrays of the same dtype, shape and bits; tuples, lists and dataclasses field by field;
+    anything else equal.
+    """
+    if isinstance(want, np.ndarray):
+        assert isinstance(got, np.ndarray), where
+        assert got.dtype == want.dtype, f"{where}: dtype {got.dtype} != {want.dtype}"
+        assert got.shape == want.shape, f"{where}: shape {got.shape} != {want.shape}"
+        assert np.array_equal(bits(got), bits(want)), f"{where}: {got!r} != {want!r}"
+    elif dataclasses.is_dataclass(want) and not isinstance(want, type):
+        assert type(got) is type(want), where
+        for field in dataclasses.fields(want):
+            assert_identical(getattr(got, field.name), getattr(want, field.name), f"{where}.{field.name}")
+    elif isinstance(want, (tuple, list)):
+        assert isinstance(got, (tuple, list)), where
+        assert len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_identical(g, w, f"{where}[{i}]")
+    else:
+        assert got == want, f"{where}: {got!r} != {want!r}"
+
+
+# ---- value generators ----------------------------------------------------------------------------
+
+
+def floats(rng: np.random.Generator, n: int, values: tuple = ORDINARY, special: float = 0.3) -> np.ndarray:
+    """float64 (n,): ``values`` with a share ``special`` of SPECIAL ones."""
+    out = rng.choice(np.array(values, dtype=np.float64), n) if n else np.zeros(0)
+    is_special = rng.random(n) < special
+    out[is_special] = rng.choice(np.array(SPECIAL), int(is_special.sum())) if is_special.any() else 0.0
+    return out
+
+
+def ious(rng: np.random.Generator, n: int, special: float = 0.25) -> np.ndarray:
+    return floats(rng, n, IOU_VALUES, special)
+
+
+def index_dtype(rng: np.random.Generator) -> type:
+    return np.int32 if rng.random() < 0.5 else np.int64
+
+
+# ---- one generator per registered kernel ---------------------------------------------------------
+
+Case = tuple[tuple, dict]
+
+
+def _matching_problem(rng: np.random.Generator, case: int) -> dict:
+    n_groups = 0 if case == 0 else int(rng.integers(1, 6))
+    sizes = rng.integers(0, [6, 5], (n_groups, 2)) if n_groups else np.zeros((0, 2), np.int64)
+    det_key = np.repeat(np.arange(n_groups), sizes[:, 0]).astype(np.int64)
+    gt_key = np.repeat(np.arange(n_groups), sizes[:, 1]).astype(np.int64)
+    pair_det, pair_gt = np.nonzero(det_key[:, None] == gt_key[None, :])
+    n_det, n_gt, n_area = len(det_key), len(gt_key), int(rng.integers(1, 3))
+    reusable = rng.random(n_gt) < 0.2
+    return dict(
+        pair_det=pair_det.astype(np.int64),
+        pair_gt=pair_gt.astype(np.int64),
+        pair_iou=ious(rng, len(pair_det)),
+        det_key=det_key,
+        n_det=n_det,
+        n_gt=n_gt,
+        iou_thresholds=ious(rng, int(rng.integers(1, 4)), special=0.15),
+        gt_is_ignored=(rng.random((n_area, n_gt)) < 0.2) | reusable[None, :],
+        gt_is_reusable=reusable,
+        gt_is_unmatchable=rng.random(n_gt) < 0.1,
+        det_is_out_of_range=rng.random((n_area, n_det)) < 0.2,
+        strict=bool(rng.random() < 0.5),
+        narrow=bool(rng.random() < 0.3),
+    )
+
+
+def _match_coco(rng: np.random.Generator, case: int) -> Case:
+    from deteval.matching import CocoMatchInput
+
+    p = _matching_problem(rng, case)
+    del p["n_det"]
+    gt_ties = "first" if rng.random() < 0.15 else "last"
+    return (CocoMatchInput(**p, gt_ties=gt_ties),), {}
+
+
+def _voc_options(p: dict) -> dict:
+    return {
+        k: p[k] for k in ("n_det", "n_gt", "iou_thresholds", "gt_is_ignored", "det_is_out_of_range", "strict")
+    }
+
+
+def _match_voc(rng: np.random.Generator, case: int) -> Case:
+    from deteval.matching import VocMatchInput
+
+    p = _matching_problem(rng, case)
+    options = dict(_voc_options(p), narrow=p["narrow"])
+    return (VocMatchInput(p["pair_det"], p["pair_gt"], p["pair_iou"], **options),), {}
+
+
+def _match_ultralytics(rng: np.random.Generator, case: int) -> Case:
+    p = _matching_problem(rng, case)
+    return (p["pair_det"], p["pair_gt"], p["pair_iou"]), _voc_options(p)
+
+
+def _match_group_of(rng: np.random.Generator, case: int) -> Case:
+    from deteval.matching import VocMatchInput, _match_voc_numpy
+
+    p = _matching_problem(rng, case)
+    with np.errstate(all="ignore"):
+        stage_one = _match_voc_numpy(
+            VocMatchInput(p["pair_det"], p["pair_gt"], p["pair_iou"], **_voc_options(p))
+        )
+    options = {k: p[k] for k in ("iou_thresholds", "gt_is_ignored", "strict")}
+    return (stage_one, p["pair_det"], p["pair_gt"], ious(rng, len(p["pair_det"]))), options
+
+
+def _accumulate(rng: np.random.Generator, case: int) -> Case:
+    from deteval.accumulate import recall_thresholds
+    from deteval.protocol import get_protocol
+
+    n_area, n_thr, n_class = (int(x) for x in rng.integers(1, [3, 3, 4]))
+    n_det = 0 if case == 0 else int(rng.integers(1, 24))
+    outcome = rng.integers(0, 3, (n_area * n_thr, n_det))
+    det_class = rng.integers(0, n_class, n_det)
+    det_score = floats(rng, n_det, (0.1, 0.3, 0.5, 0.9, 1.0))
+    det_rank = rng.choice(np.array([0, 1, 2, 3, 4, 2**31 - 1]), n_det)
+    n_positive = rng.integers(0, 6, (n_class, n_area))
+    with np.errstate(all="ignore"):
+        ranking = np.lexsort((-det_score, det_class))  # as evaluate ranks them
+    dtype = index_dtype(rng)
+    coco = get_protocol("coco")
+    protocol = coco.replace(
+        name="generated",
+        iou_thresholds=[0.5 + 0.1 * t for t in range(n_thr)],
+        area_ranges=coco.area_ranges[:n_area],
+        max_dets=[None, (1,), (1, 3)][int(rng.integers(0, 3))],
+        ap_method=str(rng.choice(["101_point", "101_point", "11_point", "11_point", "all_point", "step"])),
+        score_ties="threshold" if rng.random() < 0.15 else "ranked",
+    )
+    args = (
+        outcome == 1,
+        outcome == 2,
+        det_score,
+        det_class.astype(dtype),
+        det_rank.astype(dtype),
+        ranking.astype(dtype),
+        n_positive.astype(np.int64),
+        protocol,
+        recall_thresholds(protocol),
+    )
+    return args, {}
+
+
+def _group_column(rng: np.random.Generator, n: int) -> np.ndarray:
+    dtype = index_dtype(rng)
+    if rng.random() < 0.2:  # int32 boundaries: values the packed codes cannot hold compactly
+        return rng.choice(np.array(INT32_EDGES), n).astype(dtype)
+    return rng.integers(0, int(rng.integers(1, 9)), n).astype(dtype)
+
+
+def _sort_runs(rng: np.random.Generator, case: int) -> Case:
+    n = int(rng.integers(2, 60))
+    keys = (
+        floats(rng, n, (0.1, 0.5, 0.9, 1.0, -0.0)),
+        *(_group_column(rng, n) for _ in range(int(rng.integers(1, 3)))),
+    )
+    return (keys,), {}
+
+
+def _group_then_score(rng: np.random.Generator, case: int) -> Case:
+    n = int(rng.integers(1, 60))
+    return (_group_column(rng, n), floats(rng, n, (0.1, 0.5, 0.9, 1.0, -0.0))), {}
+
+
+def _tide_points(rng: np.random.Generator, case: int) -> Case:
+    n_class = int(rng.integers(1, 9))
+    n = 0 if case == 0 else int(rng.integers(1, 400))
+    cls = np.sort(rng.integers(0, n_class, n)).astype(np.int64)
+    is_tp = rng.random(n) < rng.random()
+    n_positive = rng.integers(0, 60, n_class).astype(np.int64)
+    n_positive[rng.random(n_class) < 0.2] = 0
+    return (cls, is_tp, n_positive, rng.random(n_class) < 0.85), {}
+
+
+def _image_pairs(rng: np.random.Generator, case: int) -> tuple:
+    from deteval.decomposition import ImagePairs
+
+    n_det, n_gt, n_class = (int(x) for x in rng.integers(1, [40, 20, 5]))
+    per_det = rng.integers(0, 6, n_det) * (case != 0)
+    pair_det = np.repeat(np.arange(n_det), per_det).astype(np.int64)
+    pair_gt = rng.integers(0, n_gt, len(pair_det)).astype(np.int64)
+    pairs = ImagePairs(pair_det, pair_gt, ious(rng, len(pair_det)), "continuous", n_det, n_gt)
+    rows = rng.permutation(n_det)[: int(rng.integers(0, n_det + 1))].astype(np.int64)
+    return pairs, rows, n_gt, n_class
+
+
+def _pair_maxima(rng: np.random.Generator, case: int) -> Case:
+    pairs, rows, n_gt, n_class = _image_pairs(rng, case)
+    det_class = rng.integers(0, n_class, len(rows)).astype(np.int64)
+    gt_class = rng.integers(0, n_class, n_gt).astype(np.int64)
+    masks = rng.random(n_gt) < 0.8, rng.random(n_gt) < 0.4
+    return (pairs.run_start, pairs.pair_gt, pairs.iou, rows, det_class, gt_class, *masks), {}
+
+
+def _run_first_max(rng: np.random.Generator, case: int) -> Case:
+    pairs, rows, n_gt, _ = _image_pairs(rng, case)
+    return (pairs, rows, rng.random(n_gt) < 0.8), {}
+
+
+def _thresholds_table(rng: np.random.Generator, case: int) -> Case:
+    n_col = int(rng.integers(1, 7))
+    npos = rng.choice(np.array([0, 1, 2, 3, 7, 40, 997, 4096, 10_007]), (int(rng.integers(1, 3)), n_col))
+    grids = (np.linspace(0.0, 1.0, 101), np.arange(0, 1.1, 0.1), np.linspace(0, 1, 11))
+    tiny = np.sort(rng.choice(np.array([-0.0, 0.0, 5e-324, 1e-310, 2.2250738585072014e-308, 0.5, 1.0]), 5))
+    rec_thr = tiny if case % 2 else grids[case % 3]
+    return (npos.astype(np.int64), rec_thr), {}
+
+
+def _weighted_counts(rng: np.random.Generator, case: int) -> Case:
+    from deteval.stats.plan import _RecallOnly
+
+    n_img = 0 if case == 0 else int(rng.integers(1, 50))
+    n_pairs = 0 if n_img == 0 else int(rng.integers(0, 300))
+    bounds = np.sort(rng.integers(0, n_pairs + 1, 21))
+    bounds[0], bounds[-1] = 0, n_pairs  # some segments empty
+    source = _RecallOnly(
+        img=rng.integers(0, max(n_img, 1), n_pairs),
+        count=rng.integers(1, 5, n_pairs),
+        bounds=bounds.astype(np.int64),
+    )
+    return (source, rng.integers(0, 4, (int(rng.integers(1, 8)), n_img)).astype(np.int64)), {}
+
+
+def _curve_row(rng: np.random.Generator, case: int) -> Case:
+    import deteval
+    from deteval.evaluate import match
+    from deteval.stats import bootstrap_weights
+    from deteval.stats.plan import _plan
+    from deteval.stats.weighted import _weighted_counts_numpy
+    from tests.crosscheck.generate import generate
+
+    gt_dict, dt_list = generate(int(rng.integers(0, 2**31)), max_images=12, max_classes=4)
+    gt = deteval.load_ground_truth(gt_dict)
+    dt = deteval.load_detections(dt_list, gt)
+    p = deteval.get_protocol(str(rng.choice(["coco", "voc2007", "voc2010"])))
+    n = gt.n_images
+    one_image = np.zeros(n, np.int64)
+    one_image[0] = n  # one image drawn n times: most classes without positives, many tie copies
+    w = np.vstack(
+        [np.ones(n, np.int64), np.zeros(n, np.int64), one_image, bootstrap_weights(n, n=3, seed=case)]
+    )
+    plan = _plan(match(gt, dt, p), gt, p, w.max(axis=0))
+    npos = np.zeros((len(w), plan.n_class * plan.n_area), dtype=np.int64)
+    if len(plan.positives.img):
+        npos = _weighted_counts_numpy(plan.positives, w)
+    return (plan, plan.curves[max(plan.curves)], w, npos), {}
+
+
+#: The input generator of every registered kernel, and how many cases the harness draws.
+CASES: dict[str, tuple[Callable[[np.random.Generator, int], Case], int]] = {
+    "_cmatch.match_coco": (_match_coco, 300),
+    "_cmatch.match_voc": (_match_voc, 300),
+    "_cmatch.match_ultralytics": (_match_ultralytics, 20),
+    "_cmatch.match_group_of": (_match_group_of, 20),
+    "_cacc.accumulate": (_accumulate, 300),
+    "_csort.sort_runs_by_score": (_sort_runs, 200),
+    "_csort.order_by_group_then_score": (_group_then_score, 200),
+    "_canalyze.tide_points": (_tide_points, 150),
+    "_canalyze.pair_maxima": (_pair_maxima, 300),
+    "_canalyze.run_first_max": (_run_first_max, 300),
+    "_cboot.thresholds_table": (_thresholds_table, 60),
+    "_cboot.weighted_counts": (_weighted_counts, 60),
+    "_cboot.curve_row": (_curve_row, 12),
+}
+
+#: Kernels whose result is a permutation in a narrower index dtype than the twin's (int32 below
+#: 2**31 rows, by design: grouping.by_group_then_descending): compared as int64 values.
+PERMUTATION_DTYPE_MAY_DIFFER = frozenset({"_csort.order_by_group_then_score"})
+
+
+#: Kernels whose matches come as int32 rows and int8/int16 lanes when asked (``narrow``), where the
+#: twin keeps int64: compared as int64 values.
+NARROW_MAY_DIFFER = frozenset({"_cmatch.match_coco", "_cmatch.match_voc"})
+
+
+def comparable(name: str, value: Any) -> Any:
+    """A kernel's result as compared with its twin's (the narrower dtypes above as int64)."""
+    if name in PERMUTATION_DTYPE_MAY_DIFFER and isinstance(value, np.ndarray):
+        return value.astype(np.int64)
+    if name in NARROW_MAY_DIFFER and dataclasses.is_dataclass(value) and hasattr(value, "match_lane"):
+        rows = {k: getattr(value, k).astype(np.int64) for k in ("match_lane", "match_det", "match_gt")}
+        return dataclasses.replace(value, **rows)
+    return value
+
+
+def checked_dispatch(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make every kernel call also run the twin and assert the same result, bit for bit.
+
+    Returns the list the names of the kernels that ran compiled (not declined) are appended to, in
+    call order: a test that drives a whole evaluation through it checks every kernel it reaches.
+    """
+    ran: list[str] = []
+
+    def checked(name: str, *args: Any, **kwargs: Any) -> Any:
+        kernel = _speedups._KERNELS[name]
+        want = kernel.twin(*args, **kwargs)
+        if _speedups.module_of(name) is not None:
+            got = kernel.run(*args, **kwargs)
+            if not isinstance(got, _speedups.Decline):
+                assert_identical(comparable(name, got), comparable(name, want), name)
+                ran.append(name)
+        return want
+
+    monkeypatch.setattr(_speedups, "dispatch", checked)
+    return ran
+
+
+def _match_adapter(kind: str, compiled: bool) -> Callable[..., Any]:
+    """A matching function of ``kind`` ("coco", "voc") on ``match_coco`` / ``match_voc``'s arguments.
+
+    ``compiled``: the kernel's adapter, None when it declines; else the numpy twin.
+    """
+    from deteval import matching
+
+    value = matching.CocoMatchInput if kind == "coco" else matching.VocMatchInput
+    run = getattr(matching, f"_match_{kind}_{'compiled' if compiled else 'numpy'}")
+
+    def call(*args: Any, **options: Any) -> Any:
+        out = run(value(*args, **options))
+        return None if isinstance(out, _speedups.Decline) else out
+
+    return call
+
+
+coco_numpy = _match_adapter("coco", compiled=False)
+coco_kernel = _match_adapter("coco", compiled=True)
+voc_numpy = _match_adapter("voc", compiled=False)
+voc_kernel = _match_adapter("voc", compiled=True)
