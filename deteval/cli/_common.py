@@ -39,6 +39,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _workers(text: str) -> int | str:
+    """``--workers``: ``auto`` (by the input's size) or a positive integer."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return _positive_int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive integer, found {text}") from None
+
+
 def _non_negative_int(text: str) -> int:
     value = int(text)
     if value < 0:
@@ -263,6 +273,8 @@ def _write(path: str, text: str, option: str, log: ReadLog | Mapping[str, Any] |
 
 def _note_workers(args: argparse.Namespace) -> None:
     """``--workers`` above the usable CPUs is capped (:func:`deteval.sharding.effective_workers`)."""
+    if args.workers == "auto":  # by size, within the usable CPUs: nothing to say
+        return
     used = effective_workers(args.workers)
     if used < args.workers and not args.quiet:
         print(
