@@ -7,6 +7,7 @@ import contextlib
 import math
 import os
 import sys
+import time
 import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -110,11 +111,13 @@ class _Progress:
     """
 
     STEPS = 100  # bar units per stage, for the advances inside one
+    REFRESH_S = 0.1  # advances redraw the bar at most this often (stage changes always do)
 
     def __init__(self, total: int, quiet: bool):
         self.bar = None
         self.running = False
         self.done = 0  # stages completed
+        self.last_refresh = 0.0
         if not quiet and sys.stderr.isatty():
             from tqdm import tqdm  # lazy on purpose: only for a progress bar on a terminal
 
@@ -139,10 +142,17 @@ class _Progress:
         self.running = True
 
     def advance(self, done: int, total: int) -> None:
-        """Inside the running stage: ``done`` of ``total`` units of its work are done."""
+        """Inside the running stage: ``done`` of ``total`` units of its work are done.
+
+        Throttled: the position always moves, the terminal is redrawn at most every
+        :attr:`REFRESH_S` seconds (a redraw per matched part cost as much as the matching).
+        """
         if self.bar is not None and self.running and total > 0:
             self._move_to(self.done * self.STEPS + min(self.STEPS, self.STEPS * done // total))
-            self.bar.refresh()
+            now = time.monotonic()
+            if now - self.last_refresh >= self.REFRESH_S:
+                self.last_refresh = now
+                self.bar.refresh()
 
     def finish(self) -> None:
         if self.running:
