@@ -145,6 +145,6 @@ def test_advances_redraw_the_bar_at_most_every_refresh_interval(monkeypatch):
         progress.advance(done, 16)
     assert progress.bar.n == 100  # the position follows every advance
     assert progress.bar.refreshes - drawn == 1  # one redraw in the interval, not 16
-    clock[0] += _common._Progress.REFRESH_S
+    clock[0] += 2 * _common._Progress.REFRESH_S
     progress.advance(16, 16)
     assert progress.bar.refreshes - drawn == 2
