@@ -41,7 +41,7 @@ from deteval.memory import require_match
 from deteval.operating_points import best_f1_points, default_iou_index
 from deteval.pooling import ground_truth_for, pooled_for
 from deteval.protocol import Protocol, resolve_protocol
-from deteval.summary import CROWD_INDEX_BANDS, class_ap, class_metrics, headline_metrics, none_if_nan
+from deteval.summary import CROWD_INDEX_BANDS, class_ap, class_metrics_all, headline_metrics, none_if_nan
 
 __all__ = ["EvalResult", "MatchTable", "match", "score", "merge_match_tables"]
 
@@ -976,6 +976,7 @@ def score(
     metrics = headline_metrics(
         acc, per_class_ap, protocol, category_frequency=gt.category_frequency, band_precision=band_precision
     )
+    class_terms = class_metrics_all(acc, protocol)  # every class at once (LVIS: 1,203 of them)
     per_class = [
         {
             "category_id": int(gt.category_id[k]),
@@ -983,7 +984,7 @@ def score(
             "AP": float(per_class_ap[k]),
             "num_gt": int(table.n_positive[k, 0]),
             "num_det": int(table.n_det_per_class[k]),
-            **class_metrics(acc, protocol, k),
+            **class_terms[k],
         }
         for k in range(gt.n_classes)
     ]
