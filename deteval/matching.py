@@ -304,27 +304,26 @@ def match_coco(
     The compiled kernel, when present, walks each group's detections in rank order instead of
     rounds, with the same comparisons; it declines (and the numpy code runs) on inputs outside
     its assumptions (other dtypes or shapes, detection keys not sorted, a ground truth paired
-    with detections of two groups). It implements ``gt_ties="last"`` only: ``"first"`` runs the
-    numpy code.
+    with detections of two groups). Both ``gt_ties`` rules: the comparison of equal IoUs keeps the
+    later or the earlier ground-truth row.
     """
     if gt_ties not in ("last", "first"):
         raise ConfigError(f"gt_ties: expected one of 'last', 'first', found {gt_ties!r}")
-    compiled = None
-    if gt_ties == "last":  # the kernel keeps the last GT of equal IoU only
-        compiled = _match_coco_compiled(
-            pair_det,
-            pair_gt,
-            pair_iou,
-            det_key=det_key,
-            n_gt=n_gt,
-            iou_thresholds=iou_thresholds,
-            gt_is_ignored=gt_is_ignored,
-            gt_is_reusable=gt_is_reusable,
-            gt_is_unmatchable=gt_is_unmatchable,
-            det_is_out_of_range=det_is_out_of_range,
-            strict=strict,
-            narrow=narrow,
-        )
+    compiled = _match_coco_compiled(
+        pair_det,
+        pair_gt,
+        pair_iou,
+        det_key=det_key,
+        n_gt=n_gt,
+        iou_thresholds=iou_thresholds,
+        gt_is_ignored=gt_is_ignored,
+        gt_is_reusable=gt_is_reusable,
+        gt_is_unmatchable=gt_is_unmatchable,
+        det_is_out_of_range=det_is_out_of_range,
+        strict=strict,
+        narrow=narrow,
+        gt_ties=gt_ties,
+    )
     if compiled is not None:
         return compiled
     return _match_coco_numpy(
@@ -392,6 +391,7 @@ def _match_coco_compiled(
     det_is_out_of_range: np.ndarray,
     strict: bool = False,
     narrow: bool = False,
+    gt_ties: str = "last",
 ) -> MatchResult | None:
     """:func:`match_coco` by the compiled kernel, or None where the kernel does not apply."""
     if _cmatch is None or n_gt == 0 or len(pair_det) == 0 or len(iou_thresholds) == 0:
@@ -434,6 +434,7 @@ def _match_coco_compiled(
         tp.bits,
         ignored.bits,
         bool(narrow),
+        gt_ties == "first",
     )
     return _kernel_result(found, tp, ignored, narrow=narrow)
 

@@ -153,6 +153,22 @@ def test_kernel_equals_numpy_on_crowded_groups(seed):
 
 
 @needs_kernel
+@pytest.mark.parametrize("seed", range(60))
+def test_kernel_equals_numpy_with_first_gt_on_ties(seed):
+    """gt_ties "first" (Ultralytics): of equal IoUs the earliest GT; many exact ties here."""
+    args, options = crowded_problem(seed)
+    for thresholds in THRESHOLD_SETS.values():
+        for strict in (False, True):
+            kw = dict(options, iou_thresholds=thresholds, strict=strict, gt_ties="first")
+            expected = matching._match_coco_numpy(*args, **kw)
+            found = matching._match_coco_compiled(*args, **kw)
+            assert found is not None  # the kernel ran
+            assert_identical(expected, found)
+            assert_narrow(expected, matching._match_coco_compiled(*args, **kw, narrow=True))
+            assert_identical(expected, matching.match_coco(*args, **kw))
+
+
+@needs_kernel
 def test_kernel_pairs_in_any_order():
     # The kernel groups the pairs by detection itself; the numpy code sorts them.
     args, options = crowded_problem(7)
@@ -261,10 +277,7 @@ def twin_spy(monkeypatch):
 
     def checked(*args, **options):
         narrow = options.pop("narrow", False)
-        gt_ties = options.pop("gt_ties", "last")
-        if gt_ties != "last":  # the kernel implements "last" only; "first" is numpy's alone
-            return matching._match_coco_numpy(*args, **options, gt_ties=gt_ties)
-        expected, found = both(*args, **options)
+        expected, found = both(*args, **options)  # gt_ties "last" and "first" alike
         if len(args[0]) and options["n_gt"]:
             assert_identical(expected, found)
             if narrow:  # what evaluate asks for where the rows fit
