@@ -311,7 +311,7 @@ def plan(args) -> list:
         )
         if sizes is None:
             sizes = (QUICK_SIZES if args.quick else FULL_SIZES)[workload]
-        if args.quick and workload in FIXED_SIZES:
+        if args.quick and workload in FIXED_SIZES and not (args.sizes_of or {}).get(workload):
             sizes = [500]
         for size in sizes:
             tools = [t for t in TOOLS[workload] if t in args.peers or t == "deteval"]
