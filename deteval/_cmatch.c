@@ -28,7 +28,7 @@
 #include "_buffer_checks.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define CMATCH_ABI 1
+#define CMATCH_ABI 2 /* 2: match_coco takes first_ties (gt_ties: first) */
 
 /* A match as found: gt * n_lane + lane (is_taken has n_gt * n_lane bytes, so it fits). One word,
  * not a (gt, lane) struct of two: the list holds every match, ~2.6 per detection on COCO data. */
@@ -169,7 +169,7 @@ run_match(
     Py_ssize_t n_pair, const int64_t *pair_det, const int64_t *pair_gt, const double *pair_iou,
     Py_ssize_t n_det, const int64_t *det_key, Py_ssize_t n_thr, const double *thresholds,
     Py_ssize_t n_area, Py_ssize_t n_gt, const char *gt_is_ignored, const char *gt_is_reusable,
-    const char *gt_is_unmatchable, const char *det_is_out_of_range, int strict,
+    const char *gt_is_unmatchable, const char *det_is_out_of_range, int strict, int first_ties,
     unsigned char *det_is_tp, unsigned char *det_is_ignored, found_matches *found)
 {
     const Py_ssize_t n_lane = n_area * n_thr, n_byte = lane_bytes(n_lane);
@@ -293,10 +293,12 @@ run_match(
                     }
                     priority = ignored[g] ? 1 : 2;
                     /* Lexicographic maximum of (priority, IoU, GT row); the later pair on a full
-                     * tie, as the numpy code's stable sort + maximum of the position. */
+                     * tie, as the numpy code's stable sort + maximum of the position. gt_ties
+                     * "first": of (priority, IoU, -GT row), the first GT of equal IoU. */
                     if (priority > best_priority
                         || (priority == best_priority
-                            && (iou > best_iou || (iou == best_iou && g >= best_gt)))) {
+                            && (iou > best_iou
+                                || (iou == best_iou && (first_ties ? g <= best_gt : g >= best_gt))))) {
                         best_priority = priority;
                         best_iou = iou;
                         best_gt = g;
@@ -355,7 +357,7 @@ done:
 PyDoc_STRVAR(match_coco_doc,
 "match_coco(pair_det, pair_gt, pair_iou, det_key, thresholds, gt_is_ignored, gt_is_reusable,\n"
 "           gt_is_unmatchable, det_is_out_of_range, n_area, n_gt, strict, det_is_tp,\n"
-"           det_is_ignored, narrow)\n"
+"           det_is_ignored, narrow, first_ties)\n"
 "--\n\n"
 "Greedy COCO matching of all groups and lanes (see deteval.matching.match_coco).\n\n"
 "pair_det, pair_gt, det_key: int64; pair_iou, thresholds: float64 (thresholds already capped\n"
@@ -364,7 +366,8 @@ PyDoc_STRVAR(match_coco_doc,
 "in place (the ignored ones start as each lane's out-of-range mask). Returns the matches as\n"
 "one bytearray: (match_lane, match_det, match_gt) as 3 * n_match int64, or with narrow\n"
 "(match_det, match_gt) as int32 then match_lane as int8 (n_lane <= 128) or int16; None when the\n"
-"inputs break the kernel's assumptions (then use the numpy code).");
+"inputs break the kernel's assumptions (then use the numpy code). first_ties: gt_ties \"first\"\n"
+"(of equal IoU the lowest GT row wins), else \"last\".");
 
 static PyObject *
 cmatch_match_coco(PyObject *self, PyObject *args)
@@ -372,15 +375,15 @@ cmatch_match_coco(PyObject *self, PyObject *args)
     Py_buffer pair_det, pair_gt, pair_iou, det_key, thresholds, gt_is_ignored, gt_is_reusable,
         gt_is_unmatchable, det_is_out_of_range, det_is_tp, det_is_ignored;
     Py_ssize_t n_area, n_gt, n_pair, n_det, n_thr, n_lane, n_match = 0;
-    int strict, narrow, status;
+    int strict, narrow, first_ties = 0, status;
     found_matches found = {NULL, 0, NULL, NULL};
     PyObject *out = NULL;
 
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnpw*w*p:match_coco", &pair_det, &pair_gt,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnpw*w*p|p:match_coco", &pair_det, &pair_gt,
                           &pair_iou, &det_key, &thresholds, &gt_is_ignored, &gt_is_reusable,
                           &gt_is_unmatchable, &det_is_out_of_range, &n_area, &n_gt, &strict,
-                          &det_is_tp, &det_is_ignored, &narrow)) {
+                          &det_is_tp, &det_is_ignored, &narrow, &first_ties)) {
         return NULL;
     }
     {
@@ -421,7 +424,7 @@ cmatch_match_coco(PyObject *self, PyObject *args)
         status = run_match(n_pair, pair_det.buf, pair_gt.buf, pair_iou.buf, n_det, det_key.buf,
                            n_thr, thresholds.buf, n_area, n_gt, gt_is_ignored.buf,
                            gt_is_reusable.buf, gt_is_unmatchable.buf, det_is_out_of_range.buf,
-                           strict, det_is_tp.buf, det_is_ignored.buf, &found);
+                           strict, first_ties, det_is_tp.buf, det_is_ignored.buf, &found);
         Py_END_ALLOW_THREADS
     }
     if (status == 0) {

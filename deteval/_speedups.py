@@ -71,7 +71,7 @@ ABI: dict[str, int] = {
     "deteval._cacc": 1,
     "deteval._canalyze": 2,
     "deteval._cboot": 1,
-    "deteval._cmatch": 1,
+    "deteval._cmatch": 2,
     "deteval._csort": 1,
     "deteval.geometry._ckeypoint": 1,
     "deteval.geometry._cmask": 1,

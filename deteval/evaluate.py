@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 from typing import Any, cast
 
 import numpy as np
@@ -42,7 +43,7 @@ from deteval.openimages import refuse_unapplied_label_rules
 from deteval.operating_points import best_f1_points, default_iou_index
 from deteval.pooling import ground_truth_for, pooled_for
 from deteval.protocol import Protocol, resolve_protocol
-from deteval.summary import CROWD_INDEX_BANDS, class_ap, class_metrics, headline_metrics, none_if_nan
+from deteval.summary import CROWD_INDEX_BANDS, class_ap, class_metrics_all, headline_metrics, none_if_nan
 
 __all__ = ["EvalResult", "MatchTable", "match", "score", "merge_match_tables"]
 
@@ -848,7 +849,12 @@ class EvalResult:
         The ground truth's image ids and annotation ids (to name matches).
     best_f1 : dict
         Best-F1 operating points per class and overall
-        (:func:`deteval.operating_points.best_f1_points`); NaN where undefined.
+        (:func:`deteval.operating_points.best_f1_points`); NaN where undefined. Computed on
+        first access (the JSON, a report or the caller), then kept: a run that never reads it
+        does not pay for it; the numbers are the same.
+    best_f1_source : callable or dict, optional
+        What ``best_f1`` is made from: a dict as is, or a function of no arguments called on
+        first access (:func:`score` passes one).
     per_image : PerImage or None
         Per-image diagnostics (:func:`deteval.per_image.per_image`), on request only
         (``deteval.evaluate(..., per_image=True)``, ``--per-image``): None otherwise, so an
@@ -873,9 +879,15 @@ class EvalResult:
     inputs: dict = field(default_factory=dict)
     image_ids: np.ndarray | None = None
     annotation_ids: np.ndarray | None = None
-    best_f1: dict = field(default_factory=dict)
+    best_f1_source: Any = field(default=None, repr=False)
     per_image: Any = None
     matches: Any = None
+
+    @cached_property
+    def best_f1(self) -> dict:
+        """Best-F1 operating points (see the class docstring), computed on first access."""
+        source = self.best_f1_source
+        return dict(source() if callable(source) else (source or {}))
 
     def to_dict(self) -> dict:
         """One entry of the JSON contract's ``results`` (NaN -> None); ``per_image`` / ``matches`` when computed."""
@@ -977,6 +989,7 @@ def score(
     metrics = headline_metrics(
         acc, per_class_ap, protocol, category_frequency=gt.category_frequency, band_precision=band_precision
     )
+    class_terms = class_metrics_all(acc, protocol)  # every class at once (LVIS: 1,203 of them)
     per_class = [
         {
             "category_id": int(gt.category_id[k]),
@@ -984,21 +997,13 @@ def score(
             "AP": float(per_class_ap[k]),
             "num_gt": int(table.n_positive[k, 0]),
             "num_det": int(table.n_det_per_class[k]),
-            **class_metrics(acc, protocol, k),
+            **class_terms[k],
         }
         for k in range(gt.n_classes)
     ]
-    default_lane = default_iou_index(protocol)  # first area range
-    best_f1 = best_f1_points(
-        table.lane_is_tp(default_lane),
-        table.lane_is_ignored(default_lane),
-        table.det_score,
-        table.det_class,
-        ranking,
-        table.n_positive[:, 0],
-        tuple(int(c) for c in gt.category_id),
-        tuple(gt.category_name),
-        protocol,
+    # On demand (EvalResult.best_f1): a run that never reads it does not pay for it.
+    best_f1 = partial(
+        _best_f1, table, ranking, tuple(int(c) for c in gt.category_id), tuple(gt.category_name), protocol
     )
     notes = list(warnings)
     info = []
@@ -1040,10 +1045,28 @@ def score(
         table=table,
         image_ids=gt.image_id,
         annotation_ids=gt.annotation_id,
-        best_f1=best_f1,
+        best_f1_source=best_f1,
         warnings=tuple(notes),
         notes=tuple(info),
         inputs=dict(inputs or {}),
+    )
+
+
+def _best_f1(
+    table: MatchTable, ranking: np.ndarray, category_ids: tuple, names: tuple, protocol: Protocol
+) -> dict:
+    """``EvalResult.best_f1`` of a scored table (:func:`deteval.operating_points.best_f1_points`)."""
+    lane = default_iou_index(protocol)  # first area range
+    return best_f1_points(
+        table.lane_is_tp(lane),
+        table.lane_is_ignored(lane),
+        table.det_score,
+        table.det_class,
+        ranking,
+        table.n_positive[:, 0],
+        category_ids,
+        names,
+        protocol,
     )
 
 

@@ -344,8 +344,8 @@ def match_coco(
     The compiled kernel, when present, walks each group's detections in rank order instead of
     rounds, with the same comparisons; it declines (and the numpy code runs) on inputs outside
     its assumptions (other dtypes or shapes, detection keys not sorted, a ground truth paired
-    with detections of two groups). It implements ``gt_ties="last"`` only: ``"first"`` runs the
-    numpy code.
+    with detections of two groups). Both ``gt_ties`` rules: the comparison of equal IoUs keeps the
+    later or the earlier ground-truth row.
     """
     if gt_ties not in ("last", "first"):
         raise ConfigError(f"gt_ties: expected one of 'last', 'first', found {gt_ties!r}")
@@ -411,8 +411,6 @@ def _kernel_result(
 
 def _match_coco_compiled(m: CocoMatchInput) -> MatchResult | _speedups.Decline:
     """:func:`match_coco` by the compiled kernel, or a decline where the kernel does not apply."""
-    if m.gt_ties != "last":  # the kernel keeps the last GT of equal IoU only
-        return _speedups.Decline("gt_ties first (Ultralytics 8.4)")
     pair_det, pair_gt, pair_iou, det_key, n_gt = m.pair_det, m.pair_gt, m.pair_iou, m.det_key, m.n_gt
     gt_is_ignored, gt_is_reusable, gt_is_unmatchable = m.gt_is_ignored, m.gt_is_reusable, m.gt_is_unmatchable
     det_is_out_of_range, strict, narrow = m.det_is_out_of_range, m.strict, m.narrow
@@ -456,6 +454,7 @@ def _match_coco_compiled(m: CocoMatchInput) -> MatchResult | _speedups.Decline:
         tp.bits,
         ignored.bits,
         bool(narrow),
+        m.gt_ties == "first",
     )
     return _kernel_result(found, tp, ignored, narrow=narrow)
 
@@ -732,7 +731,7 @@ _speedups.register(
     "deteval._cmatch",
     _match_coco_compiled,
     _match_coco_numpy,
-    declines=("gt_ties first (Ultralytics 8.4)", _NOTHING, _OUTSIDE),
+    declines=(_NOTHING, _OUTSIDE),
 )
 _speedups.register(
     "_cmatch.match_voc",

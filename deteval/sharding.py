@@ -9,8 +9,15 @@ Each worker is a forked process that receives its :class:`ShardJob` and its shar
 arguments of its target: with the ``fork`` start method these are inherited from the
 parent's memory, not pickled, so the ground truth, the detections and the masks prepared in
 the parent (parsed, validated and, in exact mode, turned into polygons once) cost nothing to
-hand over. Only each shard's :class:`MatchTable` travels back, through a pipe. No module-level
-state is involved.
+hand over. The parent matches the first shard itself while the forked processes match the
+others (``workers=2`` forks one process, not two): it would otherwise sit idle, and its table
+needs no pipe. Only the other shards' :class:`MatchTable` travel back, through a pipe. No
+module-level state is involved.
+
+``workers="auto"`` (the CLI's default) picks the number by the input's size
+(:func:`resolve_workers`): one process below about :data:`AUTO_DETECTIONS_PER_WORKER`
+detections per extra process (box pairs; fewer for masks and keypoints, whose pairs cost
+more), where a fork and a pipe cost more than the half of the matching they save.
 """
 
 from __future__ import annotations
@@ -32,7 +39,20 @@ from deteval.protocol import Protocol
 if TYPE_CHECKING:  # multiprocessing is imported when shards run, not with deteval
     from multiprocessing.connection import Connection
 
-__all__ = ["image_shards", "match_sharded", "ShardJob", "usable_cpus", "effective_workers"]
+__all__ = [
+    "image_shards",
+    "match_sharded",
+    "ShardJob",
+    "usable_cpus",
+    "effective_workers",
+    "resolve_workers",
+    "AUTO_DETECTIONS_PER_WORKER",
+]
+
+#: ``workers="auto"``: detections each process must have before one more is started, per IoU
+#: type. Box matching costs ~0.3 us a detection (a fork, the child's first-touch page faults and
+#: the pipe cost about as much as 300k of them); a mask or keypoint pair costs 10-100x more.
+AUTO_DETECTIONS_PER_WORKER = {"bbox": 400_000, "keypoints": 100_000, "segm": 25_000, "boundary": 25_000}
 
 
 def usable_cpus() -> int:
@@ -55,6 +75,26 @@ def effective_workers(requested: int | None) -> int:
     (True, 1)
     """
     return max(1, min(int(requested or 1), usable_cpus()))
+
+
+def resolve_workers(requested: int | str | None, n_detections: int, iou_type: str = "bbox") -> int:
+    """Processes one match uses: ``requested`` as :func:`effective_workers`, or by size for ``"auto"``.
+
+    ``"auto"`` starts one process per :data:`AUTO_DETECTIONS_PER_WORKER` detections of the IoU
+    type (at least one), at most :func:`usable_cpus`: one process for the small inputs where
+    forking costs more than it saves. The numbers never depend on it.
+
+    Examples
+    --------
+    >>> resolve_workers("auto", 1_000), resolve_workers(1, 10**9), resolve_workers(None, 10**9)
+    (1, 1, 1)
+    >>> resolve_workers("auto", 10**7) == min(usable_cpus(), 25)
+    True
+    """
+    if requested == "auto":
+        per_worker = AUTO_DETECTIONS_PER_WORKER.get(iou_type, AUTO_DETECTIONS_PER_WORKER["bbox"])
+        return effective_workers(max(1, int(n_detections) // per_worker))
+    return effective_workers(cast("int | None", requested))
 
 
 def image_shards(gt: GroundTruth, n_shards: int) -> list:
@@ -145,8 +185,19 @@ def _worker_main(target: Callable, job: object, part: object, conn: Connection) 
         os._exit(1)
 
 
-def run_forked(target: Callable, job: object, parts: Sequence, *, what: str, expected: str) -> list:
+def run_forked(
+    target: Callable,
+    job: object,
+    parts: Sequence,
+    *,
+    what: str,
+    expected: str,
+    here: Callable | None = None,
+) -> list:
     """Run ``target(job, part, conn)`` in one forked process per part; the outcomes in part order.
+
+    With ``here``, the first part is ``here(job, parts[0])`` in this process, run while the
+    forked processes run the others (one process fewer; no pipe for its outcome).
 
     Each worker sends ``(kind, value)`` through ``conn``; ``("error", exception)`` is re-raised
     here (the first one, in part order). Every pipe is waited on at once, so a worker that dies
@@ -163,8 +214,9 @@ def run_forked(target: Callable, job: object, parts: Sequence, *, what: str, exp
 
     context = mp.get_context("fork")
     workers, receivers = [], []
+    local = [] if here is None else [("value", None)]
     try:
-        for part in parts:
+        for part in parts[len(local) :]:
             receiver, sender = context.Pipe(duplex=False)
             worker = context.Process(target=_worker_main, args=(target, job, part, sender), daemon=True)
             blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _PARENT_SIGNALS)
@@ -175,6 +227,8 @@ def run_forked(target: Callable, job: object, parts: Sequence, *, what: str, exp
             sender.close()  # the child holds its own end: EOF here if it dies without sending
             workers.append(worker)
             receivers.append(receiver)
+        if here is not None:  # an error here ends the workers (finally) and propagates
+            local = [("value", here(job, parts[0]))]
         outcomes: list = [None] * len(receivers)
         pending = {receiver: k for k, receiver in enumerate(receivers)}
         while pending:
@@ -203,12 +257,19 @@ def run_forked(target: Callable, job: object, parts: Sequence, *, what: str, exp
     for kind, value in outcomes:
         if kind == "error":
             raise value
-    return [value for _, value in outcomes]
+    return [value for _, value in local + outcomes]
+
+
+def _match_here(job: ShardJob, images: np.ndarray) -> MatchTable:
+    """The parent's shard (:func:`run_forked`'s ``here``)."""
+    return match(job.gt, job.dt, job.protocol, images=images, masks=job.masks)
 
 
 def _run_in_processes(job: ShardJob, shards: list) -> list:
-    """One forked process per shard; the tables in shard order (the first error re-raised)."""
-    return run_forked(_match_shard, job, shards, what="a matching worker", expected="one table per shard")
+    """The first shard here, one forked process per other shard; the tables in shard order."""
+    return run_forked(
+        _match_shard, job, shards, what="a matching worker", expected="one table per shard", here=_match_here
+    )
 
 
 def match_sharded(
@@ -216,7 +277,7 @@ def match_sharded(
     dt: Detections,
     protocol: Protocol,
     *,
-    workers: int = 1,
+    workers: int | str = 1,
     masks: PreparedMasks | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> MatchTable:
@@ -227,10 +288,10 @@ def match_sharded(
     gt : GroundTruth
     dt : Detections
     protocol : Protocol
-    workers : int
-        Number of processes (one shard each), at most :func:`usable_cpus`. 1 or less, or fewer
-        than 2 images: one
-        in-process :func:`~deteval.evaluate.match`. Where ``fork`` is unavailable (Windows,
+    workers : int or "auto"
+        Number of processes (one shard each, this one included), at most :func:`usable_cpus`;
+        ``"auto"``: by the input's size (:func:`resolve_workers`). 1 or less, or fewer than 2
+        images: one in-process :func:`~deteval.evaluate.match`. Where ``fork`` is unavailable (Windows,
         macOS' default spawn) it falls back to one process too.
     masks : PreparedMasks, optional
         ``iou_type="segm"``: masks prepared from ``gt`` and ``dt``; else they are prepared
@@ -251,7 +312,7 @@ def match_sharded(
     DetevalError
         A worker process died without a result.
     """
-    workers = effective_workers(workers)
+    workers = resolve_workers(workers, len(dt), protocol.iou_type)
     if workers <= 1 or gt.n_images < 2:
         return match(gt, dt, protocol, masks=masks, progress=progress)
     import multiprocessing as mp

@@ -17,6 +17,7 @@ from deteval.protocol import Protocol
 __all__ = [
     "mean_defined",
     "class_ap",
+    "class_metrics_all",
     "threshold_label",
     "none_if_nan",
     "headline_metrics",
@@ -446,6 +447,53 @@ def per_class_terms(protocol: Protocol) -> tuple:
     else:
         terms = configured_terms(protocol)
     return tuple(t for t in terms if t.name != "AP")
+
+
+def class_metrics_all(acc: Accumulated, protocol: Protocol) -> list:
+    """:func:`class_metrics` of every class, the same numbers bit for bit, each term in one pass.
+
+    A term's values of all classes are read as one (n_class, n) array whose row ``k`` is class
+    ``k``'s entries in the C order :func:`class_metrics` reads them; a row with every entry
+    defined (or none) is averaged with the others in one ``np.mean(axis=1)`` (the same pairwise
+    sum over a contiguous row as ``np.mean`` of that row alone); a row with some entries undefined
+    goes through :func:`mean_defined`. At LVIS' 1,203 classes this is one call per term instead
+    of one per class and term.
+
+    Examples
+    --------
+    >>> from deteval.protocol import get_protocol
+    >>> acc = Accumulated(precision=np.ones((10, 101, 2, 4, 3)), recall=np.full((10, 2, 4, 3), 0.5),
+    ...                   scores=np.ones((10, 101, 2, 4, 3)), ap=np.ones((10, 2, 4, 3)))
+    >>> class_metrics_all(acc, get_protocol("coco")) == [class_metrics(acc, get_protocol("coco"), k) for k in (0, 1)]
+    True
+    """
+    n_class = acc.recall.shape[1]
+    columns = {t.name: _class_values(t, acc, protocol, n_class) for t in per_class_terms(protocol)}
+    return [{name: float(values[k]) for name, values in columns.items()} for k in range(n_class)]
+
+
+def _class_values(term: SummaryTerm, acc: Accumulated, protocol: Protocol, n_class: int) -> np.ndarray:
+    """float64 (n_class,): ``term``'s value restricted to each class (:func:`class_metrics_all`)."""
+    where = summary_indices(protocol, iou_threshold=term.iou_threshold, area=term.area, max_det=term.max_det)
+    if where is None:
+        return np.full(n_class, np.nan)
+    t, a, m = where
+    if term.kind == "AP" and acc.precision.shape[1] > 0:
+        rows = np.moveaxis(acc.precision[t][:, :, :, a, m], 2, 0)  # (n_class, T', R)
+    elif term.kind == "AP":
+        rows = acc.ap[t][:, :, a, m].T  # (n_class, T')
+    else:
+        rows = acc.recall[t][:, :, a, m].T
+    rows = np.ascontiguousarray(rows, dtype=np.float64).reshape(n_class, -1)
+    is_nan = np.isnan(rows)
+    has_nan, all_nan = is_nan.any(axis=1), is_nan.all(axis=1)
+    out = np.full(n_class, np.nan)
+    full = ~has_nan
+    if full.any() and rows.shape[1] > 0:
+        out[full] = np.mean(rows[full], axis=1)
+    for k in np.flatnonzero(has_nan & ~all_nan):
+        out[k] = mean_defined(rows[k])
+    return out
 
 
 def class_metrics(acc: Accumulated, protocol: Protocol, k: int) -> dict:

@@ -57,6 +57,13 @@ Only generate the data and print its statistics::
 
     python scripts/bench.py --sizes 500,5000,20000 --stats --tools none
 
+Every workload against every peer that has it (bbox at 5k / 20k / 50k images, segm polygons
+and RLE, keypoints, LVIS, TIDE, the training-loop evaluators, report, bootstrap and import
+time; scripts/bench_suite.py says which tools run on which), as one Markdown table::
+
+    python scripts/bench.py --suite --quick --repeat 1          # a few minutes
+    python scripts/bench.py --suite --repeat 3 --json suite.json  # the full run
+
 Notes
 -----
 Nothing here is asserted by tests (docs/benchmarks.md): timings depend on the
@@ -84,6 +91,28 @@ GENERATOR_VERSION = 2
 WORKER = Path(__file__).resolve().with_name("_bench_worker.py")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ALL_TOOLS = ("deteval", "pycocotools", "fcoco", "orjson")
+SUITE_WORKLOADS = (
+    "bbox",
+    "segm-poly",
+    "segm-rle",
+    "keypoints",
+    "lvis",
+    "analyze",
+    "evaluator",
+    "report",
+    "bootstrap",
+    "import",
+)
+SUITE_PEERS = (
+    "hotcoco",
+    "ultrafast",
+    "vernier",
+    "fcoco",
+    "pycocotools",
+    "lvis-api",
+    "tidecv",
+    "torchmetrics",
+)
 METRIC_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 SIZE_EDGES = (32.0**2, 96.0**2)  # COCO small / medium / large bounds on `area`
 SIZE_MIX = (0.415, 0.345, 0.24)  # COCO paper: 41% small, 34% medium, 24% large
@@ -1063,8 +1092,41 @@ def parse_args(argv: list | None) -> argparse.Namespace:
     )
     parser.add_argument("--repeat", type=int, default=3, help="fresh-process runs per tool (median)")
     parser.add_argument(
-        "--workers", type=int, default=None, help="passed to deteval.evaluate(workers=N) when it accepts it"
+        "--workers",
+        default=None,
+        help="passed to deteval.evaluate(workers=N) when it accepts it: a number or auto (the suite's default)",
     )
+    suite = parser.add_argument_group(
+        "suite (--suite): every workload against every peer that has it (scripts/bench_suite.py)"
+    )
+    suite.add_argument("--suite", action="store_true", help="run the suite instead of the bbox/segm table")
+    suite.add_argument("--quick", action="store_true", help="small sizes (a few minutes in all)")
+    suite.add_argument(
+        "--workloads",
+        type=_csv(str, SUITE_WORKLOADS),
+        default=list(SUITE_WORKLOADS),
+        help=f"subset of {','.join(SUITE_WORKLOADS)}",
+    )
+    suite.add_argument(
+        "--peers",
+        type=_csv(str, SUITE_PEERS),
+        default=list(SUITE_PEERS),
+        help=f"peers to time (deteval always runs): subset of {','.join(SUITE_PEERS)}",
+    )
+    suite.add_argument(
+        "--suite-sizes",
+        action="append",
+        default=[],
+        metavar="WORKLOAD=N,N",
+        help="image counts of one workload (repeatable), e.g. bbox=5000,20000",
+    )
+    suite.add_argument(
+        "--slow-max-images",
+        type=int,
+        default=5000,
+        help="pycocotools, lvis-api, torchmetrics and tidecv run up to this many images (default 5000)",
+    )
+    suite.add_argument("--resamples", type=int, default=1000, help="bootstrap workload's resamples")
     parser.add_argument(
         "--deteval-call",
         choices=("split", "paths"),
@@ -1086,6 +1148,12 @@ def parse_args(argv: list | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write raw results here")
     args = parser.parse_args(argv)
     args.tools = [t for t in args.tools if t != "none"]
+    try:
+        args.sizes_of = {
+            k: [int(n) for n in v.split(",")] for k, v in (x.split("=", 1) for x in args.suite_sizes)
+        }
+    except ValueError:
+        parser.error("--suite-sizes: expected WORKLOAD=N,N (e.g. bbox=5000,20000)")
     if args.repeat < 1:
         parser.error("--repeat must be >= 1")
     return args
@@ -1095,10 +1163,41 @@ def _log(message: str) -> None:
     print(message, flush=True)
 
 
+def suite_main(args: argparse.Namespace, facts: dict) -> int:
+    """``--suite``: every workload against every peer (scripts/bench_suite.py), one Markdown table."""
+    import bench_suite  # noqa: PLC0415  (scripts/ is not a package)
+
+    missing = bench_suite.missing_tools()
+    for tool, why in missing.items():
+        _log(f"skipped {tool}: {why}")
+    runs, skipped = bench_suite.run_suite(args, _log)
+    rows = bench_suite.summarize(runs)
+    lines = bench_suite.table(rows)
+    _log("\n" + "\n".join(lines))
+    notes = [f"- {w} {n or ''}: {t} skipped ({why})" for w, n, t, why in skipped]
+    notes += [
+        f"- {r['workload']} {r['size']}: {r['tool']} numbers differ between repetitions"
+        for r in rows
+        if not r["stable"]
+    ]
+    note = contention_note(runs)
+    if note:
+        notes.append(f"- {note}")
+    if notes:
+        _log("\n" + "\n".join(notes))
+    if args.json:
+        payload = {"machine": facts, "runs": runs, "summary": rows, "skipped": skipped}
+        args.json.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+        _log(f"\nraw results: {args.json}")
+    return 0
+
+
 def main(argv: list | None = None) -> int:
     args = parse_args(argv)
     facts = machine_facts()
     _log(format_header(facts, args))
+    if args.suite:
+        return suite_main(args, facts)
     datasets = {n: ensure_dataset(args.cache, n, args.seed, _log) for n in args.sizes}
     if args.stats:
         for files in datasets.values():

@@ -7,6 +7,7 @@ import contextlib
 import math
 import os
 import sys
+import time
 import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -37,6 +38,16 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, found {text}")
     return value
+
+
+def _workers(text: str) -> int | str:
+    """``--workers``: ``auto`` (by the input's size) or a positive integer."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return _positive_int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'auto' or a positive integer, found {text}") from None
 
 
 def _non_negative_int(text: str) -> int:
@@ -101,11 +112,13 @@ class _Progress:
     """
 
     STEPS = 100  # bar units per stage, for the advances inside one
+    REFRESH_S = 0.1  # advances redraw the bar at most this often (stage changes always do)
 
     def __init__(self, total: int, quiet: bool):
         self.bar = None
         self.running = False
         self.done = 0  # stages completed
+        self.last_refresh = 0.0
         if not quiet and sys.stderr.isatty():
             from tqdm import tqdm  # lazy on purpose: only for a progress bar on a terminal
 
@@ -130,10 +143,17 @@ class _Progress:
         self.running = True
 
     def advance(self, done: int, total: int) -> None:
-        """Inside the running stage: ``done`` of ``total`` units of its work are done."""
+        """Inside the running stage: ``done`` of ``total`` units of its work are done.
+
+        Throttled: the position always moves, the terminal is redrawn at most every
+        :attr:`REFRESH_S` seconds (a redraw per matched part cost as much as the matching).
+        """
         if self.bar is not None and self.running and total > 0:
             self._move_to(self.done * self.STEPS + min(self.STEPS, self.STEPS * done // total))
-            self.bar.refresh()
+            now = time.monotonic()
+            if now - self.last_refresh >= self.REFRESH_S:
+                self.last_refresh = now
+                self.bar.refresh()
 
     def finish(self) -> None:
         if self.running:
@@ -266,6 +286,8 @@ def _write(path: str, text: str, option: str, log: ReadLog | Mapping[str, Any] |
 
 def _note_workers(args: argparse.Namespace) -> None:
     """``--workers`` above the usable CPUs is capped (:func:`deteval.sharding.effective_workers`)."""
+    if args.workers == "auto":  # by size, within the usable CPUs: nothing to say
+        return
     used = effective_workers(args.workers)
     if used < args.workers and not args.quiet:
         print(

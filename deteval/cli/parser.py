@@ -6,7 +6,7 @@ import argparse
 import math
 
 from deteval._version import __version__
-from deteval.cli._common import _non_negative_int, _positive_int, _size
+from deteval.cli._common import _non_negative_int, _positive_int, _size, _workers
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
 from deteval.protocol.fields import FIELD_CHOICES
 from deteval.ranking import AP_METHODS, AVERAGES
@@ -247,10 +247,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--workers",
-        type=_positive_int,
-        default=1,
+        type=_workers,
+        default="auto",
         metavar="N",
-        help="match image shards in N processes and merge (same numbers; default 1)",
+        help="match image shards in N processes and merge (same numbers); default auto: one "
+        "process for small inputs, one per usable CPU from about 400k box detections each "
+        "(25k masks); 1 forces one",
     )
     p.add_argument(
         "--memory-limit",

@@ -40,6 +40,7 @@ from deteval.evaluate import EvalResult, check_protocol
 from deteval.io.output import ReadLog, recording_reads
 from deteval.pooling import ground_truth_for
 from deteval.protocol import PRESETS, Protocol
+from deteval.sharding import resolve_workers
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -217,7 +218,9 @@ def _compare(args: argparse.Namespace) -> int:
                 inputs = _load(args, protocols)
             _refuse_overwrite(args, log)
             progress.stage("matching and scoring")
-            cache = api.MatchCache(inputs.gt, _detections(inputs), workers=args.workers)
+            detections = _detections(inputs)
+            workers = resolve_workers(args.workers, len(detections), protocols[0].iou_type)
+            cache = api.MatchCache(inputs.gt, detections, workers=workers)
             try:
                 comparison = api.compare(
                     inputs.gt, inputs.dt, protocols, cache=cache, inputs=inputs.summary()
@@ -350,7 +353,9 @@ def resample(
                 "seed": args.seed,
                 "ci": args.ci,
                 "method": method,
-                "workers": args.workers,
+                # auto: one process (a forked bootstrap pays only with many resamples of
+                # large tables; --workers N asks for it)
+                "workers": 1 if args.workers == "auto" else args.workers,
             }
             scored_gt = ground_truth_for(gt, protocol)  # class_agnostic: the tables' one pooled class
             bar.describe(f"resampling {protocol.name}")

@@ -17,6 +17,7 @@ import base64
 import json
 import os
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from deteval.plot._html_format import _num, _num_cell, _table, _text_cell, escap
 from deteval.plot._html_tables import _class_section, _inputs_section, _metrics_section, _notes_section
 from deteval.plot._select import named_results
 from deteval.plot.files import FigureSpec, figure_specs
+from deteval.sharding import run_forked, usable_cpus
 from deteval.stats import Comparison, Interval, verdict
 from deteval.tide import whose_ap
 
@@ -39,8 +41,52 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
+@dataclass(frozen=True)
+class _DrawnSpec(FigureSpec):
+    """A figure spec whose PNG is already drawn (:func:`_drawn`)."""
+
+    png: bytes = b""
+
+
+def _draw_part(specs: list, part: list, conn: Any) -> None:
+    """Forked worker (:func:`deteval.sharding.run_forked`): the PNGs of ``specs[i]`` for ``i`` in ``part``."""
+    try:
+        conn.send(("png", [figure_bytes(specs[i].build(), "png") for i in part]))
+    except Exception as error:  # re-raised by the parent
+        conn.send(("error", error))
+    conn.close()
+
+
+def _draw_here(specs: list, part: list) -> list:
+    return [figure_bytes(specs[i].build(), "png") for i in part]
+
+
+def _drawn(specs: list) -> list:
+    """The specs with their PNGs drawn, by every usable CPU (forked processes; the same bytes).
+
+    Drawing is matplotlib's text layout and rasterising, about a second a figure: with two or
+    more figures and CPUs, the parent draws every n-th and forked processes the others.
+    """
+    import multiprocessing as mp
+
+    n_proc = min(usable_cpus(), len(specs))
+    if n_proc < 2 or "fork" not in mp.get_all_start_methods():
+        return specs
+    parts = [list(range(k, len(specs), n_proc)) for k in range(n_proc)]
+    found = run_forked(
+        _draw_part, specs, parts, what="a figure-drawing", expected="PNG images", here=_draw_here
+    )
+    pngs: list = [b""] * len(specs)
+    for part, data in zip(parts, found, strict=True):
+        for i, png in zip(part, data, strict=True):
+            pngs[i] = png
+    return [
+        _DrawnSpec(s.name, s.caption, s.section, s.build, png) for s, png in zip(specs, pngs, strict=True)
+    ]
+
+
 def _figure(spec: FigureSpec) -> str:
-    data = figure_bytes(spec.build(), "png")
+    data = spec.png if isinstance(spec, _DrawnSpec) else figure_bytes(spec.build(), "png")
     width, height = _png_size(data)
     encoded = base64.b64encode(data).decode("ascii")
     return (
@@ -275,6 +321,7 @@ def render_report(
         top_k=top_k,
         max_classes=max_classes,
     )
+    specs = _drawn(specs)
     if title is None:
         title = "deteval report: " + ", ".join(label for label, _ in named)
     nav = [

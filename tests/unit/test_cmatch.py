@@ -147,6 +147,20 @@ def test_kernel_equals_numpy_on_crowded_groups(seed):
 
 
 @needs_kernel
+@pytest.mark.parametrize("seed", range(60))
+def test_kernel_equals_numpy_with_first_gt_on_ties(seed):
+    """gt_ties "first" (Ultralytics): of equal IoUs the earliest GT; many exact ties here."""
+    args, options = crowded_problem(seed)
+    for thresholds in THRESHOLD_SETS.values():
+        for strict in (False, True):
+            kw = dict(options, iou_thresholds=thresholds, strict=strict, gt_ties="first")
+            expected, found = both(*args, **kw)
+            assert_identical(expected, found)  # the kernel ran: assert_identical refuses None
+            assert_narrow(expected, coco_kernel(*args, **kw, narrow=True))
+            assert_identical(expected, matching.match_coco(*args, **kw))
+
+
+@needs_kernel
 def test_kernel_pairs_in_any_order():
     # The kernel groups the pairs by detection itself; the numpy code sorts them.
     args, options = crowded_problem(7)

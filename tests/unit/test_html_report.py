@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html.parser
 import re
+from pathlib import Path
 
 import pytest
 
@@ -166,3 +167,24 @@ def test_bad_results_are_config_errors():
         render_report("coco")
     with pytest.raises(ConfigError, match="write_report: results: expected at least one EvalResult"):
         render_report([])
+
+
+_COCO = Path(__file__).resolve().parents[2] / "fixtures" / "coco"
+
+
+def test_report_figures_drawn_in_forked_processes_are_the_same_bytes(monkeypatch):
+    """The HTML report draws its figures on every usable CPU; the document is byte for byte the same."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = deteval.evaluate(str(_COCO / "gt.json"), str(_COCO / "dt.json"), "coco")
+    forks = []
+    real = report_html.run_forked
+    monkeypatch.setattr(report_html, "run_forked", lambda *a, **k: forks.append(1) or real(*a, **k))
+    monkeypatch.setattr(report_html, "usable_cpus", lambda: 1)
+    serial = report_html.render_report(result)
+    assert forks == []
+    monkeypatch.setattr(report_html, "usable_cpus", lambda: 2)
+    assert report_html.render_report(result) == serial
+    assert forks == [1]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import numpy as np
+import orjson
 import pytest
 
 import deteval
@@ -79,3 +81,20 @@ def test_json_has_best_f1_with_nulls():
     assert doc["per_class"][1]["confidence"] is None
     assert doc["per_class"][1]["f1"] is None
     assert doc["overall"] == {"confidence": 0.9, "precision": 1.0, "recall": 1.0, "f1": 1.0}
+
+
+def test_best_f1_is_computed_on_first_access_only(monkeypatch):
+    """``best_f1`` costs a fifth of scoring at 20k images: computed when read, same numbers."""
+    evaluate_module = importlib.import_module("deteval.evaluate")
+
+    gt, dt = generate(seed=3)
+    eager = deteval.evaluate(gt, dt, "coco").to_dict()["best_f1"]
+    calls = []
+    real = evaluate_module.best_f1_points
+    monkeypatch.setattr(evaluate_module, "best_f1_points", lambda *a: calls.append(1) or real(*a))
+    result = deteval.evaluate(gt, dt, "coco")
+    assert calls == []
+    first = result.to_dict()["best_f1"]
+    assert result.best_f1 is result.best_f1
+    assert calls == [1]
+    assert orjson.dumps(first) == orjson.dumps(eager)

@@ -85,6 +85,7 @@ def _run(monkeypatch, capsys, stderr, argv) -> tuple[int, str, str]:
 
 def test_a_segm_run_advances_inside_the_matching_stage(tmp_path, monkeypatch, capsys, advances):
     argv = [*_segm_inputs(tmp_path), "--format", "json"]
+    monkeypatch.setattr(_common._Progress, "REFRESH_S", 0.0)  # every advance drawn (throttling: below)
     terminal = FakeTerminal()
     code, out, err = _run(monkeypatch, capsys, terminal, argv)
     assert code == 0
@@ -115,3 +116,35 @@ def test_nothing_is_printed_with_q_or_without_a_terminal(tmp_path, monkeypatch, 
     assert code == 0
     assert "%|" not in err
     assert "matching" not in err
+
+
+def test_advances_redraw_the_bar_at_most_every_refresh_interval(monkeypatch):
+    """Many advances within one refresh interval move the bar but redraw the terminal once."""
+    from deteval.cli import _common
+
+    class Bar:
+        n = 0
+        refreshes = 0
+
+        def update(self, k):
+            self.n += k
+
+        def refresh(self):
+            self.refreshes += 1
+
+        def set_description(self, *a, **k):
+            pass
+
+    clock = [100.0]
+    monkeypatch.setattr(_common.time, "monotonic", lambda: clock[0])
+    progress = _common._Progress(1, quiet=True)  # no terminal: then give it a bar by hand
+    progress.bar, progress.total = Bar(), 1
+    progress.stage("matching coco")
+    drawn = progress.bar.refreshes
+    for done in range(1, 17):
+        progress.advance(done, 16)
+    assert progress.bar.n == 100  # the position follows every advance
+    assert progress.bar.refreshes - drawn == 1  # one redraw in the interval, not 16
+    clock[0] += 2 * _common._Progress.REFRESH_S
+    progress.advance(16, 16)
+    assert progress.bar.refreshes - drawn == 2

@@ -165,3 +165,45 @@ def test_a_dead_worker_is_one_clear_error(monkeypatch):
         r"a result \(exit code 9\)",
     ):
         match_sharded(gt, dt, deteval.get_protocol("coco"), workers=2)
+
+
+def test_auto_workers_go_by_size(monkeypatch):
+    from deteval import sharding
+
+    monkeypatch.setattr(sharding, "usable_cpus", lambda: 2)
+    assert sharding.resolve_workers("auto", 399_999) == 1
+    assert sharding.resolve_workers("auto", 800_000) == 2
+    assert sharding.resolve_workers("auto", 10**8) == 2  # never more than the usable CPUs
+    assert sharding.resolve_workers("auto", 30_000, "segm") == 1
+    assert sharding.resolve_workers("auto", 60_000, "segm") == 2
+    assert sharding.resolve_workers(1, 10**8) == 1  # 1 forces one process
+    assert sharding.resolve_workers(2, 10) == 2  # a number is taken as given (within the CPUs)
+
+
+@pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning")  # generated data: zero-area boxes
+def test_cli_json_is_byte_identical_for_1_2_and_auto_workers(tmp_path, monkeypatch):
+    """The parallel path (this process matches a shard, a forked one the other) changes no byte."""
+    import json
+
+    from deteval import sharding
+    from deteval.cli import main
+
+    gt_dict, dt_list = generate(5, n_images=80, n_classes=6)
+    (tmp_path / "gt.json").write_text(json.dumps(gt_dict))
+    (tmp_path / "dt.json").write_text(json.dumps(dt_list))
+    forked = []
+    real = sharding._run_in_processes
+    monkeypatch.setattr(
+        sharding, "_run_in_processes", lambda job, shards: forked.append(1) or real(job, shards)
+    )
+    monkeypatch.setattr(sharding, "usable_cpus", lambda: 2)
+    outputs = []
+    for workers, per_worker in (("1", 1), ("2", 10**9), ("auto", 10**9), ("auto", 1)):
+        monkeypatch.setitem(sharding.AUTO_DETECTIONS_PER_WORKER, "bbox", per_worker)
+        out = tmp_path / f"out-{workers}-{per_worker}.json"
+        argv = ["evaluate", "--gt", str(tmp_path / "gt.json"), "--dt", str(tmp_path / "dt.json")]
+        argv += ["--protocol", "coco", "--protocol", "voc2007", "--format", "json", "-q"]
+        assert main([*argv, "--output", str(out), "--workers", workers]) == 0
+        outputs.append(out.read_bytes())
+    assert len(forked) == 4  # --workers 2 and auto above the size: two protocols each
+    assert outputs[1:] == [outputs[0]] * 3

@@ -1,0 +1,50 @@
+"""``class_metrics_all``: every class's per-class terms in one pass, bit for bit ``class_metrics``."""
+
+import numpy as np
+import pytest
+
+import deteval
+from deteval.accumulate import Accumulated
+from deteval.summary import class_metrics, class_metrics_all
+from tests.crosscheck.generate import generate
+
+pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
+
+
+def _same(a: list, b: list) -> bool:
+    """Equal lists of dicts of floats, NaN equal to NaN, compared as bits."""
+    return len(a) == len(b) and all(
+        x.keys() == y.keys() and all(np.float64(x[k]).tobytes() == np.float64(y[k]).tobytes() for k in x)
+        for x, y in zip(a, b)
+    )
+
+
+@pytest.mark.parametrize("protocol", ["coco", "coco-pycocotools", "voc2007", "voc2010", "lvis", "coco50"])
+@pytest.mark.parametrize("seed", range(4))
+def test_equals_the_per_class_function_on_results(protocol, seed):
+    gt, dt = generate(seed=seed)
+    p = deteval.get_protocol(protocol)
+    if p.federated_labels == "lvis":
+        p = p.replace(federated_labels="ignore", summary="configured")  # generated data: no LVIS labels
+    result = deteval.evaluate(gt, dt, p)
+    acc = Accumulated(precision=result.precision, recall=result.recall, scores=result.scores, ap=result.ap)
+    expected = [class_metrics(acc, p, k) for k in range(len(result.category_ids))]
+    assert _same(class_metrics_all(acc, p), expected)
+
+
+def test_equals_the_per_class_function_on_random_arrays_with_undefined_entries():
+    """Rows all defined, all undefined and partly undefined (the slow path), long rows (pairwise sums)."""
+    rng = np.random.default_rng(0)
+    precision = rng.uniform(size=(10, 101, 7, 4, 3))
+    precision[:, :, 1] = np.nan  # a class without ground truth
+    precision[:, :, 2, 1] = np.nan  # one area range of a class
+    precision[3, 50:, 4, 0, 2] = np.nan  # part of a row: mean_defined's path
+    recall = rng.uniform(size=(10, 7, 4, 3))
+    recall[:, 1] = np.nan
+    recall[2:5, 5, 0, 0] = np.nan
+    acc = Accumulated(
+        precision=precision, recall=recall, scores=precision, ap=rng.uniform(size=(10, 7, 4, 3))
+    )
+    p = deteval.get_protocol("coco")
+    expected = [class_metrics(acc, p, k) for k in range(7)]
+    assert _same(class_metrics_all(acc, p), expected)
