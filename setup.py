@@ -15,25 +15,26 @@ from setuptools import Extension, setup
 #: One set of flags for every extension: the kernels repeat numpy's float operations in order, so no
 #: contraction into FMA and no fast-math anywhere (MSVC: its defaults keep IEEE order).
 COMPILE_ARGS = [] if sys.platform == "win32" else ["-O2", "-fno-fast-math", "-ffp-contract=off"]
-#: The buffer checks _cacc, _cmatch and _csort share (one header, a rebuild when it changes).
+#: The header every extension includes (buffer checks, the init macro and its ABI number): each
+#: extension depends on it, so that changing it rebuilds them all.
 BUFFER_CHECKS = ["deteval/_buffer_checks.h"]
 
 
-def _extension(name: str, source: str, depends: list | None = None) -> Extension:
+def _extension(name: str, source: str) -> Extension:
     return Extension(
-        name, sources=[source], depends=depends or [], extra_compile_args=COMPILE_ARGS, optional=True
+        name, sources=[source], depends=BUFFER_CHECKS, extra_compile_args=COMPILE_ARGS, optional=True
     )
 
 
 setup(
     ext_modules=[
         _extension("deteval.io._colparse", "deteval/io/_colparse.c"),
-        _extension("deteval._cmatch", "deteval/_cmatch.c", BUFFER_CHECKS),
-        _extension("deteval._csort", "deteval/_csort.c", BUFFER_CHECKS),
+        _extension("deteval._cmatch", "deteval/_cmatch.c"),
+        _extension("deteval._csort", "deteval/_csort.c"),
         _extension("deteval._cboot", "deteval/_cboot.c"),
-        _extension("deteval._cacc", "deteval/_cacc.c", BUFFER_CHECKS),
+        _extension("deteval._cacc", "deteval/_cacc.c"),
         _extension("deteval._canalyze", "deteval/_canalyze.c"),
-        _extension("deteval.geometry._cmask", "deteval/geometry/_cmask.c", BUFFER_CHECKS),
-        _extension("deteval.geometry._ckeypoint", "deteval/geometry/_ckeypoint.c", BUFFER_CHECKS),
+        _extension("deteval.geometry._cmask", "deteval/geometry/_cmask.c"),
+        _extension("deteval.geometry._ckeypoint", "deteval/geometry/_ckeypoint.c"),
     ]
 )

@@ -17,7 +17,9 @@
  * Problem codes, as the numpy twin gives them: 0 fine, 1 a character outside '0'..'o' (checked first),
  * 2 the string is empty or ends inside a run. The run sum is -1 when a run has more than 7 groups (35
  * bits: more than any accepted mask needs); it is only meaningful for problem 0. The box is computed
- * only for strings of problem 0 whose runs add up to ``height * width`` with ``height > 0``; other rows
+ * only for strings of problem 0 whose runs add up to ``height * width`` with ``height > 0`` and no run
+ * but the first of length 0 (pycocotools' encoder never writes one, and this walk and pycocotools'
+ * ``toBbox`` disagree on them: the caller asks pycocotools); other rows
  * get NaN (pycocotools would divide by zero or read past the mask; the caller refuses them or falls
  * back). All box arithmetic is in 32-bit unsigned integers, as pycocotools', then converted to double.
  *
@@ -36,7 +38,7 @@
 /* The running state of one mask's box: the walk over (background, foreground) pairs of runs. */
 typedef struct {
     uint32_t h, w, xs, ys, xe, ye, x_first, covered;
-    int has_pair;
+    int has_pair, zero_run; /* zero_run: a run of length 0 after the first (no box: pycocotools') */
 } BoxWalk;
 
 /* One run end position ``t`` (column-major) into the box; ``is_fg_end`` marks the end of a
@@ -85,6 +87,7 @@ static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint3
         if (m > 2) x += (int64_t)before2;
         const uint32_t run = (uint32_t)x;
         *sum += run;
+        if (b && m > 0 && run == 0) b->zero_run = 1;
         if (m % 2) {
             *area += run;
             if (b) { /* the pair (background, this foreground run) */
@@ -164,7 +167,7 @@ static PyObject *summarise_compressed(PyObject *self, PyObject *args)
         sums[r] = sum;
         areas[r] = (double)area;
         double *bb = boxes + 4 * r;
-        if (code != 0 || !want_box || sum != h * w) {
+        if (code != 0 || !want_box || sum != h * w || walk.zero_run) {
             bb[0] = bb[1] = bb[2] = bb[3] = NAN;
         } else if (!walk.has_pair) {
             bb[0] = bb[1] = bb[2] = bb[3] = 0.0;
@@ -665,4 +668,4 @@ static PyMethodDef cmask_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 1, NULL)
+DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 2, NULL)

@@ -18,11 +18,9 @@ packed into contiguous rows in keypoint order, which ``np.sum(axis=1)`` adds exa
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from deteval._speedups import load
+from deteval import _speedups
 
 __all__ = ["COCO_KEYPOINT_SIGMAS", "keypoint_sigmas", "pair_oks"]
 
@@ -92,17 +90,37 @@ def pair_oks(
     ...          sigmas=np.array([.1, .1, .1])).tolist()
     [1.0]
     """
-    variances = (sigmas * 2) ** 2
     if gt_rows is not None and det_rows is not None:
-        kernel = load("deteval.geometry._ckeypoint")
-        if kernel is not None:
-            return _mean_of_exp(
-                *_compiled_terms(
-                    kernel, gt_keypoints, gt_box, gt_area, det_keypoints, gt_rows, det_rows, variances
-                )
-            )
-        gt_keypoints, gt_box, gt_area = gt_keypoints[gt_rows], gt_box[gt_rows], gt_area[gt_rows]
-        det_keypoints = det_keypoints[det_rows]
+        return _speedups.dispatch(
+            "_ckeypoint.oks_terms", gt_keypoints, gt_box, gt_area, det_keypoints, gt_rows, det_rows, sigmas
+        )
+    return _pair_oks_numpy(gt_keypoints, gt_box, gt_area, det_keypoints, sigmas)
+
+
+def _pair_oks_rows_numpy(
+    gt_keypoints: np.ndarray,
+    gt_box: np.ndarray,
+    gt_area: np.ndarray,
+    det_keypoints: np.ndarray,
+    gt_rows: np.ndarray,
+    det_rows: np.ndarray,
+    sigmas: np.ndarray,
+) -> np.ndarray:
+    """The numpy twin of the ``_ckeypoint.oks_terms`` kernel: :func:`pair_oks` of gathered rows."""
+    return _pair_oks_numpy(
+        gt_keypoints[gt_rows], gt_box[gt_rows], gt_area[gt_rows], det_keypoints[det_rows], sigmas
+    )
+
+
+def _pair_oks_numpy(
+    gt_keypoints: np.ndarray,
+    gt_box: np.ndarray,
+    gt_area: np.ndarray,
+    det_keypoints: np.ndarray,
+    sigmas: np.ndarray,
+) -> np.ndarray:
+    """:func:`pair_oks` of aligned pairs in numpy (pycocotools' ``computeOks``, all pairs at once)."""
+    variances = (sigmas * 2) ** 2
     n_pair, n_kp = gt_keypoints.shape[:2]
     if n_pair == 0:
         return np.zeros(0)
@@ -140,21 +158,31 @@ def _mean_of_exp(packed: np.ndarray, n_used: np.ndarray) -> np.ndarray:
     return out
 
 
-def _compiled_terms(
-    kernel: Any,
+#: The kernel's decline: NaN coordinates (numpy's ``maximum(0, NaN)`` is NaN, the kernel's 0).
+_NAN = "NaN coordinate or box"
+
+
+def _compiled_oks(
     gt_keypoints: np.ndarray,
     gt_box: np.ndarray,
     gt_area: np.ndarray,
     det_keypoints: np.ndarray,
     gt_rows: np.ndarray,
     det_rows: np.ndarray,
-    variances: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The packed terms and their counts of :func:`pair_oks`, by ``deteval.geometry._ckeypoint``."""
+    sigmas: np.ndarray,
+) -> np.ndarray | _speedups.Decline:
+    """:func:`pair_oks` of rows by ``deteval.geometry._ckeypoint.oks_terms`` (the terms; numpy sums).
+
+    Declines NaN keypoint coordinates and boxes: for a ground truth without labelled keypoints
+    the twin's distance outside the box is NaN, the kernel's 0.
+    """
+    if np.isnan(gt_keypoints).any() or np.isnan(det_keypoints).any() or np.isnan(gt_box).any():
+        return _speedups.Decline(_NAN)
+    variances = (sigmas * 2) ** 2
     n_pair, n_kp = len(gt_rows), gt_keypoints.shape[1]
     terms = np.empty((n_pair, n_kp))
     n_used = np.empty(n_pair, dtype=np.int64)
-    kernel.oks_terms(
+    _speedups.module_of("_ckeypoint.oks_terms").oks_terms(  # type: ignore[union-attr]
         np.ascontiguousarray(gt_keypoints, dtype=np.float64),
         np.ascontiguousarray(gt_box, dtype=np.float64),
         np.ascontiguousarray(gt_area + np.spacing(1), dtype=np.float64),
@@ -165,4 +193,13 @@ def _compiled_terms(
         terms,
         n_used,
     )
-    return terms, n_used
+    return _mean_of_exp(terms, n_used)
+
+
+_speedups.register(
+    "_ckeypoint.oks_terms",
+    "deteval.geometry._ckeypoint",
+    _compiled_oks,
+    _pair_oks_rows_numpy,
+    declines=(_NAN,),
+)

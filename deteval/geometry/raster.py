@@ -7,11 +7,10 @@ the records a pair needs, and kept in a :class:`RasterMasks` of their collection
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from pycocotools import mask as mask_utils
 
+from deteval import _speedups
 from deteval.io.segmentation import (
     MAX_PIXELS,
     N_SHOWN,
@@ -69,41 +68,25 @@ def ensure_raster(
         if unchecked.any():  # prepare_masks checks every record up front in raster mode
             _check_raster_extent(src, masks, poly_rows[unchecked], size[unchecked])
             raster.extent_checked[poly_rows] = True
-        if _cmask() is not None and _compiled_rasters(masks, raster, poly_rows, size):
-            poly_rows = poly_rows[:0]
-        key = size[:, 0] * (MAX_PIXELS + 1) + size[:, 1]
-        for k in np.unique(key[: len(poly_rows)]):
-            group = poly_rows[key == k]
-            h, w = (int(v) for v in size[key == k][0])
-            first = masks.part_start[group]
-            count = masks.part_start[group + 1] - first
-            part_ids = np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())
-            ps = masks.point_start
-            arrays = [masks.points[ps[p] : ps[p + 1]].ravel() for p in part_ids.tolist()]
-            rles = mask_utils.frPyObjects(arrays, h, w)
-            offsets = np.r_[0, np.cumsum(count)].tolist()
-            for j, r in enumerate(group.tolist()):
-                a, b = offsets[j], offsets[j + 1]
-                raster.rle[r] = rles[a] if b - a == 1 else mask_utils.merge(rles[a:b])
+        rles, areas = _speedups.dispatch("_cmask.rasterise", *_polygon_parts(masks, poly_rows), size)
+        for r, rle in zip(poly_rows.tolist(), rles, strict=True):
+            raster.rle[r] = rle
+        raster.area[poly_rows] = areas
     for r in rows[masks.kind[rows] == RLE].tolist():
         rle = masks.rle[r]
         if isinstance(rle["counts"], list):
             rle = mask_utils.frPyObjects([rle], *rle["size"])[0]
         raster.rle[r] = rle
-    todo = rows[np.isnan(raster.area[rows])]  # the compiled rasteriser gives its rows' areas
+    todo = rows[np.isnan(raster.area[rows])]  # the polygon rows have theirs
     raster.area[todo] = rle_areas([raster.rle[r] for r in todo.tolist()])
     raster.done[rows] = True
 
 
-def _compiled_rasters(masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray, size: np.ndarray) -> bool:
-    """Pycocotools' ``merge(frPyObjects(parts, h, w))`` of polygon ``rows`` and their areas, in C.
+def _polygon_parts(masks: CheckedMasks, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The polygons of ``rows`` as flat columns: ``points`` (n_point, 2), ``point_start``, ``part_start``.
 
-    Returns False, having done nothing, for coordinates beyond the kernel's range (+-2**26,
-    images wider or taller than ten million pixels): pycocotools then rasterises them.
-
-    ``deteval.geometry._cmask.rasterise`` follows pycocotools' rasterisation rule (``frPoly``),
-    its merge and its string encoding, so the strings are pycocotools' byte for byte
-    (tests/unit/test_cmask.py compares them on many generated polygons).
+    Part p has the points ``point_start[p]`` to ``point_start[p + 1] - 1``; row k the parts
+    ``part_start[k]`` to ``part_start[k + 1] - 1``.
     """
     first = masks.part_start[rows]
     count = masks.part_start[rows + 1] - first
@@ -115,18 +98,71 @@ def _compiled_rasters(masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray
     np.cumsum(lengths, out=point_start[1:])
     part_start = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(count, out=part_start[1:])
-    sizes = np.ascontiguousarray(size, dtype=np.int64).reshape(len(rows), 2)
-    points = np.ascontiguousarray(masks.points[point_ids], dtype=np.float64)
+    return np.ascontiguousarray(masks.points[point_ids], dtype=np.float64), point_start, part_start
+
+
+#: The rasteriser's decline: coordinates beyond its range (pycocotools rasterises them).
+_FAR = "coordinates beyond +-2**26"
+
+
+def _rasterise_compiled(
+    points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray
+) -> tuple[list, np.ndarray] | _speedups.Decline:
+    """Pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygons and their areas, in C.
+
+    The arguments and result are :func:`_rasterise_pycocotools`'. Declines coordinates beyond the
+    kernel's range (+-2**26, images wider or taller than ten million pixels).
+
+    ``deteval.geometry._cmask.rasterise`` follows pycocotools' rasterisation rule (``frPoly``),
+    its merge and its string encoding, so the strings are pycocotools' byte for byte
+    (tests/unit/test_kernels.py compares them on many generated polygons).
+    """
     if not (np.abs(points) < 2**26).all():
-        return False
-    areas = np.zeros(len(rows))
-    kernel = _cmask()
-    assert kernel is not None  # the caller checked
-    strings = kernel.rasterise(points, point_start, part_start, sizes, areas)
-    for r, (h, w), counts in zip(rows.tolist(), sizes.tolist(), strings, strict=True):
-        raster.rle[r] = {"size": [h, w], "counts": counts}
-    raster.area[rows] = areas
-    return True
+        return _speedups.Decline(_FAR)
+    sizes = np.ascontiguousarray(size, dtype=np.int64).reshape(len(part_start) - 1, 2)
+    areas = np.zeros(len(sizes))
+    strings = _speedups.module_of("_cmask.rasterise").rasterise(  # type: ignore[union-attr]
+        points, point_start, part_start, sizes, areas
+    )
+    rles = [{"size": [h, w], "counts": c} for (h, w), c in zip(sizes.tolist(), strings, strict=True)]
+    return rles, areas
+
+
+def _rasterise_pycocotools(
+    points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray
+) -> tuple[list, np.ndarray]:
+    """Pycocotools' RLE (``COCO.annToRLE``) of polygon records, and their areas.
+
+    Record k has the parts ``part_start[k]`` to ``part_start[k + 1] - 1`` (see
+    :func:`_polygon_parts`) and the image size ``size[k]`` ``[height, width]``: ``frPyObjects(parts,
+    h, w)`` once per image size, the parts of a record merged.
+    """
+    n = len(part_start) - 1
+    rles: list = [None] * n
+    size = np.asarray(size, dtype=np.int64).reshape(n, 2)
+    key = size[:, 0] * (MAX_PIXELS + 1) + size[:, 1]
+    flat = points.reshape(-1)
+    for k in np.unique(key):
+        group = np.flatnonzero(key == k)
+        h, w = (int(v) for v in size[group[0]])
+        count = part_start[group + 1] - part_start[group]
+        part_ids = np.repeat(part_start[group] - np.cumsum(count) + count, count) + np.arange(count.sum())
+        arrays = [flat[2 * point_start[p] : 2 * point_start[p + 1]] for p in part_ids.tolist()]
+        made = mask_utils.frPyObjects(arrays, h, w)
+        offsets = np.r_[0, np.cumsum(count)].tolist()
+        for j, r in enumerate(group.tolist()):
+            lo, hi = offsets[j], offsets[j + 1]
+            rles[r] = made[lo] if hi - lo == 1 else mask_utils.merge(made[lo:hi])
+    return rles, rle_areas(rles)
+
+
+_speedups.register(
+    "_cmask.rasterise",
+    "deteval.geometry._cmask",
+    _rasterise_compiled,
+    _rasterise_pycocotools,
+    declines=(_FAR,),
+)
 
 
 def check_rasterisable(
@@ -265,10 +301,26 @@ def raster_pair_iou(
     det_rows, gt_rows, is_crowd = det_rows[todo], gt_rows[todo], is_crowd[todo]
     ensure_raster(gt_src, gt, gt_raster, gt_rows)
     ensure_raster(det_src, det, det_raster, det_rows)
-    if _cmask() is not None:
-        iou[todo] = _compiled_pair_iou(det_raster, gt_raster, det_rows, gt_rows, is_crowd)
-        return iou
-    image = gt_src.image[gt_rows]
+    iou[todo] = _speedups.dispatch(
+        "_cmask.pair_iou", det_raster, gt_raster, det_rows, gt_rows, is_crowd, gt_src.image[gt_rows]
+    )
+    return iou
+
+
+def _pair_iou_pycocotools(
+    det_raster: RasterMasks,
+    gt_raster: RasterMasks,
+    det_rows: np.ndarray,
+    gt_rows: np.ndarray,
+    is_crowd: np.ndarray,
+    image: np.ndarray,
+) -> np.ndarray:
+    """``maskUtils.iou`` of aligned pairs of rasterised masks: one pycocotools call per ``image``.
+
+    ``image`` (n_pair,) only batches the calls (pairs of one image share the call); the values do
+    not depend on it.
+    """
+    iou = np.zeros(len(det_rows))
     order = np.lexsort((gt_rows, det_rows, image))
     sorted_image = image[order]
     bounds = np.flatnonzero(np.r_[True, sorted_image[1:] != sorted_image[:-1], True])
@@ -282,7 +334,7 @@ def raster_pair_iou(
             [gt_raster.rle[r] for r in g_unique.tolist()],
             crowd,
         )
-        iou[todo[sel]] = np.asarray(matrix, dtype=np.float64).reshape(len(d_unique), len(g_unique))[
+        iou[sel] = np.asarray(matrix, dtype=np.float64).reshape(len(d_unique), len(g_unique))[
             d_index, g_index
         ]
     return iou
@@ -294,8 +346,11 @@ def _compiled_pair_iou(
     det_rows: np.ndarray,
     gt_rows: np.ndarray,
     is_crowd: np.ndarray,
+    image: np.ndarray | None = None,
 ) -> np.ndarray:
     """``maskUtils.iou`` of aligned pairs of rasterised masks, by ``deteval.geometry._cmask.pair_iou``.
+
+    The arguments and result are :func:`_pair_iou_pycocotools`' (``image`` is not read).
 
     Each mask's compressed string is decoded once; a pair sharing no pixel gets 0, any other
     ``intersection / union`` (crowd: over the detection's area) as doubles, which is what
@@ -312,9 +367,7 @@ def _compiled_pair_iou(
         return b"".join(strings), offsets
 
     out = np.zeros(len(det_rows))
-    kernel = _cmask()
-    assert kernel is not None  # the caller checked
-    kernel.pair_iou(
+    _speedups.module_of("_cmask.pair_iou").pair_iou(  # type: ignore[union-attr]
         *blob(det_raster, d_unique),
         *blob(gt_raster, g_unique),
         d_index.astype(np.int64),
@@ -325,11 +378,7 @@ def _compiled_pair_iou(
     return out
 
 
-def _cmask() -> Any:
-    """The compiled mask kernels, or None (not built, or ``DETEVAL_NO_EXTENSION``)."""
-    from deteval._speedups import load
-
-    return load("deteval.geometry._cmask")
+_speedups.register("_cmask.pair_iou", "deteval.geometry._cmask", _compiled_pair_iou, _pair_iou_pycocotools)
 
 
 def mask_pixel_area(

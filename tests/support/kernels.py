@@ -326,6 +326,201 @@ def _curve_row(rng: np.random.Generator, case: int) -> Case:
     return (plan, plan.curves[max(plan.curves)], w, npos), {}
 
 
+# ---- masks and keypoints (deteval.geometry._cmask, _ckeypoint) -----------------------------------
+
+
+def random_masks(rng: np.random.Generator, n: int, size: tuple | None = None) -> list:
+    """Pycocotools RLEs of many shapes: empty, full, noise, blocks, one pixel, thin lines."""
+    from pycocotools import mask as mask_utils
+
+    out = []
+    for i in range(n):
+        h, w = size or (int(rng.integers(1, 60)), int(rng.integers(1, 60)))
+        kind = i % 6
+        m = np.zeros((h, w), bool)
+        if kind == 0:
+            m = rng.random((h, w)) < rng.random()
+        elif kind == 1 and h and w:
+            y0, x0 = rng.integers(0, h), rng.integers(0, w)
+            m[y0 : y0 + rng.integers(1, h + 1), x0 : x0 + rng.integers(1, w + 1)] = True
+        elif kind == 3:
+            m[:] = True
+        elif kind == 4 and h and w:
+            m[rng.integers(0, h), rng.integers(0, w)] = True
+        elif kind == 5 and w:
+            m[:, rng.integers(0, w)] = True
+        out.append(mask_utils.encode(np.asfortranarray(m.astype(np.uint8))))
+    return out
+
+
+#: Strings that are not pycocotools' encoding, or are and decode to odd masks: empty, a run cut
+#: by the end, characters outside '0'..'o', runs of more than 7 groups, a NUL.
+CORRUPT_COUNTS = (
+    b"",
+    b"0",
+    b"1",
+    b"0P",
+    b"0!",
+    b"P",
+    b"o",
+    b"oooooooo0",
+    b"OOOOOOO0",
+    b"\x00",
+    b"0" * 50,
+    b"52",
+)
+
+
+def _summarise_compressed(rng: np.random.Generator, case: int) -> Case:
+    if case == 0:
+        return (b"", np.zeros(1, np.int64), np.zeros((0, 2), np.int64)), {}
+    strings, sizes = [], []
+    for rle in random_masks(rng, int(rng.integers(0, 12))):
+        strings.append(rle["counts"])
+        sizes.append(rle["size"])
+    alphabet = np.frombuffer(bytes(range(40, 120)), np.uint8)  # inside and outside '0'..'o'
+    valid = np.frombuffer(bytes(range(48, 112)), np.uint8)
+    for _ in range(int(rng.integers(0, 12))):
+        text = bytes(rng.choice(valid if rng.random() < 0.6 else alphabet, int(rng.integers(1, 30))))
+        strings.append(text)
+        sizes.append([int(rng.integers(0, 40)), int(rng.integers(0, 40))])
+    for text in rng.choice(np.array(CORRUPT_COUNTS, dtype=object), int(rng.integers(0, 5))):
+        strings.append(text)
+        sizes.append([0, 0] if rng.random() < 0.5 else [1, int(rng.integers(0, 3))])
+    # 0 x n, n x 0 and 0 x 0 masks; sizes beyond uint32 (no box); a big mask (runs of several
+    # groups, negative deltas)
+    strings += [b"0", b"0", b"", b"0", b"1"]
+    sizes += [[0, 5], [5, 0], [0, 0], [2**32, 0], [1, 1]]
+    if case == 1:
+        from pycocotools import mask as mask_utils
+
+        big = np.zeros((3000, 2000), np.uint8)
+        big[5:2900, 100:1999] = 1
+        big[1000:1001, :] = 0
+        rle = mask_utils.encode(np.asfortranarray(big))
+        strings.append(rle["counts"])
+        sizes.append(rle["size"])
+    # some strings whose runs happen to add up to their size
+    from deteval.io.segmentation.rle import _check_compressed, _compressed_run_sums
+
+    ok = [i for i, p in enumerate(_check_compressed(strings).tolist()) if p == 0]
+    for i, total in zip(ok, _compressed_run_sums([strings[i] for i in ok]).tolist(), strict=True):
+        if 0 < total < 5000 and rng.random() < 0.5:
+            sizes[i] = [1, total] if rng.random() < 0.5 else [total, 1]
+    order = rng.permutation(len(strings))
+    strings = [strings[i] for i in order]
+    offsets = np.r_[0, np.cumsum([len(t) for t in strings])].astype(np.int64)
+    blob = b"".join(strings)
+    return (blob if rng.random() < 0.7 else bytearray(blob), offsets, np.array(sizes, np.int64)[order]), {}
+
+
+def generated_polygons(rng: np.random.Generator, n: int) -> list:
+    """(h, w, parts) records: outside the image, self-intersecting, tiny, degenerate, covers, far away."""
+    records = []
+    for i in range(n):
+        h, w = int(rng.integers(1, 120)), int(rng.integers(1, 120))
+        parts = []
+        for _ in range(int(rng.integers(1, 4))):
+            n_vertex = int(rng.integers(3, 12))
+            kind = i % 9
+            if kind == 0:  # anywhere within one image size around it; edges crossing
+                p = rng.uniform(-w, 2 * w, (n_vertex, 2)) * [1, h / w]
+            elif kind == 1:  # tiny
+                p = rng.uniform(0, w, 2) + rng.uniform(-1.5, 1.5, (n_vertex, 2))
+            elif kind == 2:  # half-pixel grid, a repeated vertex (a zero-length edge)
+                p = rng.integers(0, 2 * max(w, h), (n_vertex, 2)) / 2.0
+                p[1] = p[0]
+            elif kind == 3:  # covers the whole image
+                p = np.array([[-w, -h], [2 * w, -h], [2 * w, 2 * h], [-w, 2 * h]], float)
+            elif kind == 4:  # a bow tie (self-intersecting)
+                p = np.array([[0, 0], [w, h], [w, 0], [0, h]], float) + rng.uniform(-2, 2, (4, 2))
+            elif kind == 5:  # degenerate: collinear, or one point repeated
+                t = rng.uniform(-0.5, 1.5, n_vertex)[:, None]
+                p = (
+                    np.c_[t * w, t * h]
+                    if rng.random() < 0.5
+                    else np.tile(rng.uniform(0, w, 2), (n_vertex, 1))
+                )
+            elif kind == 6:  # wholly outside the image
+                p = rng.uniform(0, 3, (n_vertex, 2)) + [w + 2, h + 2] * rng.choice([-1, 1], 2)
+            elif kind == 7:  # far away: beyond the kernel's +-2**26, a tiny polygon (declined)
+                p = rng.choice([-1, 1], 2) * 2**26 + rng.uniform(0, 3, (n_vertex, 2))
+            else:  # star-shaped, simple
+                angle = np.sort(rng.uniform(0, 2 * np.pi, n_vertex))
+                radius = rng.uniform(0.5, max(1, min(w, h) / 2), n_vertex)
+                p = np.c_[w / 2 + radius * np.cos(angle), h / 2 + radius * np.sin(angle)]
+            parts.append(p.round(int(rng.integers(0, 4))))
+        records.append((h, w, parts))
+    return records
+
+
+def polygon_columns(records: list) -> tuple:
+    """``(points, point_start, part_start, sizes)`` of :func:`generated_polygons` records."""
+    parts = [p for _, _, ps in records for p in ps]
+    points = np.concatenate(parts) if parts else np.zeros((0, 2))
+    point_start = np.r_[0, np.cumsum([len(p) for p in parts])].astype(np.int64)
+    part_start = np.r_[0, np.cumsum([len(ps) for _, _, ps in records])].astype(np.int64)
+    sizes = np.array([[h, w] for h, w, _ in records], np.int64).reshape(-1, 2)
+    return np.ascontiguousarray(points, dtype=np.float64), point_start, part_start, sizes
+
+
+def _rasterise(rng: np.random.Generator, case: int) -> Case:
+    n = 0 if case == 0 else int(rng.integers(1, 40))
+    records = generated_polygons(rng, n)
+    if case % 7 == 3:  # only near polygons: the kernel runs on every case but these
+        records = [r for r in records if not (np.abs(np.concatenate(r[2])) >= 2**26).any()]
+    return polygon_columns(records), {}
+
+
+def _pair_iou(rng: np.random.Generator, case: int) -> Case:
+    from deteval.geometry.raster import RasterMasks
+
+    n_image = 0 if case == 0 else int(rng.integers(1, 5))
+    det_rles, gt_rles, pairs = [], [], []
+    for image in range(n_image):
+        h, w = (0, 0) if rng.random() < 0.1 else (int(rng.integers(1, 50)), int(rng.integers(1, 50)))
+        d0, g0 = len(det_rles), len(gt_rles)
+        det_rles += random_masks(rng, int(rng.integers(1, 6)), (h, w))
+        gt_rles += random_masks(rng, int(rng.integers(1, 5)), (h, w))
+        for d in range(d0, len(det_rles)):
+            for g in range(g0, len(gt_rles)):
+                if rng.random() < 0.8:
+                    pairs.append((d, g, image))
+    det, gt = RasterMasks(len(det_rles)), RasterMasks(len(gt_rles))
+    det.rle, gt.rle = det_rles, gt_rles
+    table = np.array(pairs, np.int64).reshape(-1, 3)[rng.permutation(len(pairs))]
+    crowd = rng.random(len(gt_rles)) < 0.3
+    return (det, gt, table[:, 0], table[:, 1], crowd[table[:, 1]], table[:, 2]), {}
+
+
+def _oks_terms(rng: np.random.Generator, case: int) -> Case:
+    from deteval.geometry.keypoints import COCO_KEYPOINT_SIGMAS
+
+    n_kp = 17 if case % 3 == 0 else int(rng.integers(1, 20))
+    n_gt, n_det = (int(x) for x in rng.integers(1, [12, 15]))
+    gt = np.empty((n_gt, n_kp, 3))
+    gt[:, :, :2] = rng.uniform(0, 200, (n_gt, n_kp, 2)).round(int(rng.integers(0, 3)))
+    gt[:, :, 2] = rng.choice([0.0, 1.0, 2.0], (n_gt, n_kp), p=[0.4, 0.2, 0.4])
+    gt[: n_gt // 3, :, 2] = 0  # ground truth without labelled keypoints: the doubled-box rule
+    det = np.empty((n_det, n_kp, 3))
+    det[:, :, :2] = rng.uniform(-250, 450, (n_det, n_kp, 2))
+    det[:, :, 2] = rng.uniform(0, 1, (n_det, n_kp))
+    box = np.c_[rng.uniform(0, 150, (n_gt, 2)), rng.uniform(0, 80, (n_gt, 2))]
+    area = rng.choice(np.array([0.0, 1.0, 1e-300, 5e-324, 50.0, 4000.0, 1e300]), n_gt)  # zero-area objects
+    if case % 2:  # special values: NaN (declined), +-inf, -0.0, subnormals, huge coordinates
+        for a in (gt[:, :, :2], det[:, :, :2], box, area[:, None]):
+            flat = a.reshape(-1)
+            hit = rng.random(len(flat)) < 0.1
+            flat[hit] = rng.choice(np.array(SPECIAL + (1e200, -1e200)), int(hit.sum()))
+        if case % 4 == 1:  # keep the NaNs out of some cases, so that the kernel runs on the rest
+            for a in (gt, det, box):
+                a[np.isnan(a)] = np.inf
+    gt_rows = rng.integers(0, n_gt, 0 if case == 0 else int(rng.integers(1, 80)))
+    det_rows = rng.integers(0, n_det, len(gt_rows))
+    sigmas = COCO_KEYPOINT_SIGMAS if n_kp == 17 else rng.uniform(0.02, 0.11, n_kp)
+    return (gt, box, area, det, gt_rows, det_rows, sigmas), {}
+
+
 #: The input generator of every registered kernel, and how many cases the harness draws.
 CASES: dict[str, tuple[Callable[[np.random.Generator, int], Case], int]] = {
     "_cmatch.match_coco": (_match_coco, 300),
@@ -341,6 +536,10 @@ CASES: dict[str, tuple[Callable[[np.random.Generator, int], Case], int]] = {
     "_cboot.thresholds_table": (_thresholds_table, 60),
     "_cboot.weighted_counts": (_weighted_counts, 60),
     "_cboot.curve_row": (_curve_row, 12),
+    "_cmask.summarise_compressed": (_summarise_compressed, 200),
+    "_cmask.rasterise": (_rasterise, 60),
+    "_cmask.pair_iou": (_pair_iou, 150),
+    "_ckeypoint.oks_terms": (_oks_terms, 200),
 }
 
 #: Kernels whose result is a permutation in a narrower index dtype than the twin's (int32 below

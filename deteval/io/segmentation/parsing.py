@@ -184,7 +184,7 @@ def _flat_rle_masks(values: RleSegmentations) -> CheckedMasks | None:
     problem, sums, _, box = summarise_spans(values.blob, values.offsets, sizes)
     if (problem != 0).any() or (sums != sizes[:, 0] * sizes[:, 1]).any():
         return None  # "" (a 0 x 0 mask) included: the decoded path accepts it
-    todo = np.flatnonzero(np.isnan(box[:, 0]))  # height 0: pycocotools' own toBbox
+    todo = np.flatnonzero(np.isnan(box[:, 0]))  # height 0, a run of 0: pycocotools' own toBbox
     blob, offsets = values.blob, values.offsets.tolist()
     size_rows = sizes.tolist()
     rle = tuple({"size": size_rows[r], "counts": blob[offsets[r] : offsets[r + 1]]} for r in range(n))

@@ -13,7 +13,9 @@ import itertools
 from typing import Any
 
 import numpy as np
+from pycocotools import mask as mask_utils
 
+from deteval import _speedups
 from deteval.errors import InputError
 from deteval.io.segmentation.sources import (
     MAX_PIXELS,
@@ -202,8 +204,6 @@ def _check_string_counts(
             "the string of pycocotools.mask.encode",
             lambda r: f"{what[code_of[r]]}: {_show(values[r]['counts'])}",
         )
-    if sums is None:
-        sums = _compressed_run_sums_batched(encoded)
     wrong = np.flatnonzero(sums != total_of[rows])
     if len(wrong):
         sums_of = dict(zip(rows[wrong].tolist(), sums[wrong].tolist(), strict=True))
@@ -223,10 +223,7 @@ def _check_string_counts(
 
 
 def _summarise_compressed(encoded: list, sizes: np.ndarray) -> tuple:
-    """(problem codes, run sums or None, xywh boxes) of compressed counts strings.
-
-    Without the compiled kernel: :func:`_check_compressed` now, the sums later (None: the
-    caller runs :func:`_compressed_run_sums_batched` on the strings that passed), boxes NaN.
+    """(problem codes, run sums, xywh boxes) of compressed counts strings (see :func:`summarise_spans`).
 
     Parameters
     ----------
@@ -235,8 +232,6 @@ def _summarise_compressed(encoded: list, sizes: np.ndarray) -> tuple:
         ``[height, width]`` of each string's RLE.
     """
     n = len(encoded)
-    if _cmask() is None:
-        return _check_compressed(encoded), None, np.full((n, 4), np.nan)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), np.int64, n), out=offsets[1:])
     problem, sums, _, boxes = summarise_spans(b"".join(encoded), offsets, sizes)
@@ -246,10 +241,10 @@ def _summarise_compressed(encoded: list, sizes: np.ndarray) -> tuple:
 def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
     """Problem codes, run sums, pixel counts and xywh boxes of compressed counts strings.
 
-    The one entry to the compiled kernel ``deteval.geometry._cmask.summarise_compressed``
-    (one pass per string in C, no temporary per character): the codes and sums of
-    :func:`_check_compressed` and :func:`_compressed_run_sums`, the areas and boxes of
-    ``pycocotools.mask.area`` / ``toBbox`` (tests/unit/test_cmask.py checks all four).
+    By the compiled kernel ``deteval.geometry._cmask.summarise_compressed`` when it is loaded
+    (one pass per string in C, no temporary per character), else by its twin
+    :func:`_summarise_spans_numpy`: the codes of :func:`_check_compressed`, the sums of
+    :func:`_compressed_run_sums`, the areas and boxes of ``pycocotools.mask.area`` / ``toBbox``.
 
     Parameters
     ----------
@@ -265,42 +260,77 @@ def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
     problem : int8 (n,)
         0 fine, 1 a character outside ``'0'..'o'``, 2 empty or ending inside a run.
     sums : int64 (n,)
-        Sum of the runs (-1: a run of more than 7 groups); meaningful where ``problem == 0``.
+        Sum of the runs (-1: a run of more than 7 groups); 0 where ``problem != 0``.
     areas : float64 (n,)
-        Pixels of the mask (meaningful where the sum is ``height * width``).
+        Pixels of the mask where the sum is ``height * width`` (and ``problem == 0``), else 0.
     boxes : float64 (n, 4)
-        xywh; NaN unless ``problem == 0``, the sum is ``height * width`` and ``height > 0``.
-
-    Raises
-    ------
-    RuntimeError
-        The kernel is not loaded (check :func:`_cmask` first).
+        xywh; NaN unless ``problem == 0``, the sum is ``height * width``, ``height > 0`` and no
+        run but the first is 0 (the callers ask ``pycocotools.mask.toBbox`` for those).
     """
-    kernel = _cmask()
-    if kernel is None:
-        raise RuntimeError("deteval.geometry._cmask is not loaded")
+    return _speedups.dispatch("_cmask.summarise_compressed", blob, offsets, sizes)
+
+
+def _summarise_spans_compiled(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
+    """:func:`summarise_spans` by ``deteval.geometry._cmask.summarise_compressed``."""
     n = len(offsets) - 1
     problem = np.zeros(n, dtype=np.int8)
     sums = np.zeros(n, dtype=np.int64)
     areas = np.zeros(n, dtype=np.float64)
     boxes = np.zeros((n, 4), dtype=np.float64)
-    kernel.summarise_compressed(
-        blob,
-        np.ascontiguousarray(offsets, dtype=np.int64),
-        np.ascontiguousarray(sizes, dtype=np.int64).reshape(n, 2),
-        problem,
-        sums,
-        areas,
-        boxes,
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64).reshape(n, 2)
+    _speedups.module_of("_cmask.summarise_compressed").summarise_compressed(  # type: ignore[union-attr]
+        blob, np.ascontiguousarray(offsets, dtype=np.int64), sizes, problem, sums, areas, boxes
     )
+    # the kernel's partial values where they mean nothing, as the twin's
+    sums[problem != 0] = 0
+    areas[(problem != 0) | (sums != sizes[:, 0] * sizes[:, 1])] = 0.0
+    return problem, sums, areas, boxes
+
+
+def _summarise_spans_numpy(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
+    """The twin of :func:`summarise_spans`: numpy's codes and sums, pycocotools' areas and boxes."""
+    n = len(offsets) - 1
+    view = memoryview(blob).cast("B")
+    bounds = np.asarray(offsets, dtype=np.int64).tolist()
+    strings = [view[bounds[r] : bounds[r + 1]].tobytes() for r in range(n)]
+    sizes = np.asarray(sizes, dtype=np.int64).reshape(n, 2)
+    problem = _check_compressed(strings).astype(np.int8)
+    sums = np.zeros(n, dtype=np.int64)
+    zero_run = np.zeros(n, dtype=bool)
+    fine = np.flatnonzero(problem == 0)
+    if len(fine):
+        sums[fine], zero_run[fine] = _compressed_runs_batched([strings[r] for r in fine.tolist()])
+    areas = np.zeros(n, dtype=np.float64)
+    whole = (problem == 0) & (sums == sizes[:, 0] * sizes[:, 1])
+    rows = np.flatnonzero(whole & (sizes[:, 0] * sizes[:, 1] > 0)).tolist()
+    if rows:
+        rles = [{"size": sizes[r].tolist(), "counts": strings[r]} for r in rows]
+        for start in range(0, len(rles), 255):  # pycocotools' area: at most 255 at a time
+            areas[rows[start : start + 255]] = mask_utils.area(rles[start : start + 255])
+    # boxes: pycocotools' toBbox, where the kernel gives one (height > 0, no run of length 0 but
+    # the first), else NaN: the callers ask pycocotools for those
+    boxes = np.full((n, 4), np.nan)
+    whole &= (sizes[:, 0] > 0) & ~zero_run
+    whole &= sizes[:, 0] <= np.iinfo(np.uint32).max
+    whole &= (sizes[:, 1] >= 0) & (sizes[:, 1] <= np.iinfo(np.uint32).max)
+    rows = np.flatnonzero(whole).tolist()
+    if rows:
+        rles = [{"size": sizes[r].tolist(), "counts": strings[r]} for r in rows]
+        boxes[rows] = np.asarray(mask_utils.toBbox(rles), dtype=np.float64).reshape(-1, 4)
     return problem, sums, areas, boxes
 
 
 def _cmask() -> Any:
     """The compiled mask kernels, or None (not built, or ``DETEVAL_NO_EXTENSION``)."""
-    from deteval._speedups import load
+    return _speedups.module_of("_cmask.summarise_compressed")
 
-    return load("deteval.geometry._cmask")
+
+_speedups.register(
+    "_cmask.summarise_compressed",
+    "deteval.geometry._cmask",
+    _summarise_spans_compiled,
+    _summarise_spans_numpy,
+)
 
 
 def mask_sizes(src: SegmentationSource, masks: Any, rows: np.ndarray) -> np.ndarray:
@@ -470,15 +500,15 @@ def _refuse_pairs(
 _MAX_GROUPS = 7  # 35 bits per run: more than any mask of MAX_PIXELS needs
 
 
-def _compressed_run_sums_batched(strings: list, batch_chars: int = 1 << 23) -> np.ndarray:
-    """:func:`_compressed_run_sums` over batches of about ``batch_chars`` characters (bounded memory)."""
+def _compressed_runs_batched(strings: list, batch_chars: int = 1 << 23) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_compressed_runs` over batches of about ``batch_chars`` characters (bounded memory)."""
     lengths = np.fromiter(map(len, strings), np.int64, len(strings))
     batch = np.cumsum(lengths) // batch_chars
     cuts = np.flatnonzero(np.r_[True, batch[1:] != batch[:-1], True])
-    return np.concatenate(
-        [_compressed_run_sums(strings[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
-        or [np.zeros(0, dtype=np.int64)]
-    )
+    parts = [_compressed_runs(strings[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def _compressed_run_sums(strings: list) -> np.ndarray:
@@ -500,10 +530,19 @@ def _compressed_run_sums(strings: list) -> np.ndarray:
     >>> _compressed_run_sums([rle["counts"], b"", b"52"]).tolist()
     [25, 0, 7]
     """
+    return _compressed_runs(strings)[0]
+
+
+def _compressed_runs(strings: list) -> tuple[np.ndarray, np.ndarray]:
+    """(run sums, whether a run after the first is 0) of compressed counts strings.
+
+    See :func:`_compressed_run_sums`, which gives the first; the second marks the strings whose
+    box the compiled kernel leaves to pycocotools (its encoder never writes such a run).
+    """
     n = len(strings)
     lengths = np.fromiter(map(len, strings), np.int64, n)
     if not lengths.sum():
-        return np.zeros(n, dtype=np.int64)
+        return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
     c = np.frombuffer(b"".join(strings), dtype=np.uint8).astype(np.int64) - 48
     owner_of_char = np.repeat(np.arange(n), lengths)
     ends = np.flatnonzero((c & 0x20) == 0)
@@ -538,7 +577,9 @@ def _compressed_run_sums(strings: list) -> np.ndarray:
     has_runs = np.flatnonzero(np.bincount(owner, minlength=n) > 0)
     sums[has_runs] = np.add.reduceat(cnts, first_run[has_runs])
     sums[too_long] = -1
-    return sums
+    zero_run = np.zeros(n, dtype=bool)
+    zero_run[owner[(cnts == 0) & (m > 0)]] = True
+    return sums, zero_run
 
 
 def _check_compressed(strings: list) -> np.ndarray:
