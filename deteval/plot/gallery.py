@@ -210,6 +210,10 @@ def _picture(data: bytes, *, longest_side: int, quality: int, max_pixels: int) -
             raise _Unusable(f"refused by Pillow as a decompression bomb ({exc})") from None
         except (OSError, ValueError, SyntaxError, EOFError) as exc:
             raise _Unusable(f"cannot be decoded ({exc})") from None
+        except Exception as exc:  # noqa: BLE001 - Image.open patched by another library (Ultralytics
+            # replaces it with a wrapper that, on a file Pillow cannot identify, tries to install a
+            # HEIF plugin and raises ModuleNotFoundError): still one image the report cannot show
+            raise _Unusable(f"cannot be decoded ({type(exc).__name__}: {exc})") from None
     rgb.thumbnail((longest_side, longest_side), Image.Resampling.LANCZOS)
     out = io.BytesIO()
     rgb.save(out, "JPEG", quality=quality, optimize=True)

@@ -327,3 +327,23 @@ def test_voc_ids_find_their_jpeg_in_jpegimages(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     section = _section(out.read_text())
     assert section.count("<img") == int(re.search(r'data-cards="(\d+)"', section).group(1)) > 0
+
+
+def test_an_unreadable_picture_is_a_note_when_another_library_patched_image_open(monkeypatch):
+    """A picture Pillow cannot identify under a patched PIL.Image.open is one note, never a crash.
+
+    Ultralytics replaces PIL.Image.open; on such a file its wrapper raises ModuleNotFoundError
+    (no pi-heif).
+    """
+    from PIL import Image
+
+    from deteval.plot import gallery
+
+    def patched_open(fp, *args, **kwargs):
+        raise ModuleNotFoundError("No module named 'pi_heif'")
+
+    monkeypatch.setattr(Image, "open", patched_open)
+    with pytest.raises(
+        gallery._Unusable, match="cannot be decoded .ModuleNotFoundError: No module named 'pi_heif'."
+    ):
+        gallery._picture(b"not an image", longest_side=64, quality=80, max_pixels=10**6)
