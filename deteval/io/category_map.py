@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 import yaml
 
+from deteval._safe_yaml import find_alias
 from deteval.data import GroundTruth
 from deteval.errors import ConfigError, InputError, shorten
 from deteval.io._text import read_text
-from deteval.io._yaml import find_alias
 
 __all__ = [
     "CategoryMap",
