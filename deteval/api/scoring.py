@@ -155,7 +155,6 @@ def evaluate_inputs(
         raise ConfigError("evaluate_inputs: the inputs have no detections; expected load_inputs(gt, dt)")
     results = []
     for protocol in (resolve_protocol(p) for p in protocols):
-        check_protocol(protocol)
         if progress is not None:
             progress(f"matching {protocol.name}")
         gt, dt = pooled_for(inputs.gt, inputs.dt, protocol)  # class_agnostic: pooled once
