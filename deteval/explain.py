@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from deteval._dtypes import lane_dtype
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
 from deteval.evaluate import (
@@ -37,10 +38,10 @@ from deteval.evaluate import (
     MatchTable,
     check_protocol,
     ground_truth_flags,
+    inputs_summary,
     match,
     score,
 )
-from deteval.matching import lane_dtype
 from deteval.protocol import EXPLAIN_STEPS, FIELD_CHOICES, FIELDS, Protocol, field_names
 from deteval.sharding import match_sharded
 from deteval.summary import mean_defined
@@ -384,13 +385,7 @@ def compare(
     if cache is None:
         cache = MatchCache(gt, dt)
     if inputs is None:
-        inputs = {
-            "gt": cache.gt.source,
-            "dt": cache.dt.source,
-            "images": cache.gt.n_images,
-            "gt_objects": len(cache.gt),
-            "detections": len(cache.dt),
-        }
+        inputs = inputs_summary(cache.gt, cache.dt)
     cache.prepare(resolved)
     scored: dict[str, EvalResult] = {}
     results = []

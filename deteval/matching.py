@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from deteval._dtypes import lane_dtype, narrow_rows, row_dtype
 from deteval._speedups import load
 from deteval.errors import ConfigError
 from deteval.grouping import lexsort, rank_in_group
@@ -30,6 +31,7 @@ __all__ = [
     "MatchResult",
     "lane_dtype",
     "row_dtype",
+    "narrow_rows",
     "match_coco",
     "match_voc",
     "match_ultralytics",
@@ -165,27 +167,6 @@ class LaneFlags:
                 f"LaneFlags.concatenate: expected the same lanes, found {[p.n_lane for p in parts]} lanes"
             )
         return LaneFlags(bits=np.concatenate([p.bits for p in parts]), n_lane=n_lane)
-
-
-def lane_dtype(n_lane: int) -> np.dtype:
-    """The narrowest signed integer holding lanes ``0 .. n_lane - 1`` (int8 for COCO's 40)."""
-    for dtype in (np.int8, np.int16, np.int32):
-        if n_lane <= np.iinfo(dtype).max + 1:
-            return np.dtype(dtype)
-    return np.dtype(np.int64)
-
-
-def row_dtype(n_row: int) -> np.dtype:
-    """Int32 for rows ``0 .. n_row - 1`` when they fit, else int64."""
-    return np.dtype(np.int32 if n_row <= np.iinfo(np.int32).max + 1 else np.int64)
-
-
-def narrow_rows(values: np.ndarray) -> np.ndarray:
-    """Non-negative row indices as int32 when their largest fits (``values`` itself when already)."""
-    values = np.asarray(values)
-    if values.dtype.kind not in "iu" or values.dtype.itemsize <= 4:
-        return values
-    return values.astype(row_dtype(int(values.max()) + 1 if len(values) else 0), copy=False)
 
 
 def lane_bytes(n_lane: int) -> int:

@@ -44,7 +44,7 @@ from deteval.grouping import candidate_pairs, group_rows
 from deteval.matching import LaneFlags
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol
-from deteval.summary import threshold_label
+from deteval.summary import none_if_nan, threshold_label
 from deteval.tide.oracle import _best_fixable, _classify
 from deteval.tide.outcome import _Outcome, _single_lane
 from deteval.tide.result import _CODE, MAIN_ERRORS
@@ -141,10 +141,10 @@ class PerImage:
                 "fp": int(self.fp[i]),
                 "fn": int(self.fn[i]),
                 "ignored": int(self.ignored[i]),
-                "f1": _none_if_nan(self.f1[i]),
+                "f1": none_if_nan(self.f1[i]),
             }
             row.update({kind: int(self.errors[kind][i]) for kind in MAIN_ERRORS})
-            row["ap_gain"] = _none_if_nan(self.ap_gain[i])
+            row["ap_gain"] = none_if_nan(self.ap_gain[i])
             out.append(row)
         return out
 
@@ -154,14 +154,9 @@ class PerImage:
             "iou_threshold": self.iou_threshold,
             "area": self.area,
             "confidence": self.confidence,
-            "ap": _none_if_nan(self.ap),
+            "ap": none_if_nan(self.ap),
             "images": self.rows(),
         }
-
-
-def _none_if_nan(value: float) -> float | None:
-    value = float(value)
-    return None if value != value else value
 
 
 def _checked_values(result: EvalResult, gt: GroundTruth, dt: Detections) -> tuple[GroundTruth, Detections]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from deteval.evaluate.flags import ground_truth_flags, outside_area_ranges
 from deteval.evaluate.iou import pair_iou
-from deteval.evaluate.result import EvalResult
+from deteval.evaluate.result import EvalResult, inputs_summary
 from deteval.evaluate.run import match
 from deteval.evaluate.scoring import ranking_order, score
 from deteval.evaluate.table import MatchTable, merge_match_tables
@@ -35,6 +35,7 @@ __all__ = [
     "MatchTable",
     "check_protocol",
     "ground_truth_flags",
+    "inputs_summary",
     "match",
     "merge_match_tables",
     "outside_area_ranges",

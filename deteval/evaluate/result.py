@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from deteval.data import Detections, GroundTruth
 from deteval.evaluate.table import MatchTable
 from deteval.protocol import Protocol
 from deteval.summary import none_if_nan
@@ -101,3 +102,32 @@ def _json_value(value: object) -> object:
     if isinstance(value, list):
         return [_json_value(v) for v in value]
     return value
+
+
+def inputs_summary(
+    gt: GroundTruth,
+    dt: Detections | None = None,
+    *,
+    names: tuple | None = None,
+    detections: int | None = None,
+) -> dict:
+    """The JSON ``inputs`` of a result: ``{"gt", "dt", "images", "gt_objects", "detections"}``.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections, optional
+    names : (gt name, dt name), optional
+        How to name the inputs (used as given); their ``source`` by default.
+    detections : int, optional
+        The number of detections; ``len(dt)`` by default (0 without ``dt``).
+    """
+    if names is None:
+        names = (gt.source, dt.source if dt is not None else None)
+    return {
+        "gt": names[0],
+        "dt": names[1],
+        "images": gt.n_images,
+        "gt_objects": len(gt),
+        "detections": (len(dt) if dt is not None else 0) if detections is None else detections,
+    }

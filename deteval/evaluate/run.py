@@ -8,6 +8,7 @@ from typing import cast
 
 import numpy as np
 
+from deteval._dtypes import lane_dtype, row_dtype
 from deteval.data import Detections, FederatedLabels, GroundTruth
 from deteval.evaluate.flags import _det_area, ground_truth_flags, outside_area_ranges
 from deteval.evaluate.iou import _checked_masks, pair_iou
@@ -21,12 +22,10 @@ from deteval.grouping import (
 )
 from deteval.matching import (
     LaneFlags,
-    lane_dtype,
     match_coco,
     match_group_of,
     match_ultralytics,
     match_voc,
-    row_dtype,
 )
 from deteval.memory import require_match
 from deteval.pooling import pooled_for
@@ -77,7 +76,7 @@ def match(
         scored (:meth:`~deteval.protocol.Protocol.check_scorable`).
     """
     protocol = resolve_protocol(protocol)
-    protocol.check_scorable()  # before any work is done
+    protocol.check_scorable("match")  # before any work is done
     pooled_gt, pooled_dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class, useCats=0
     if pooled_gt is not gt:
         if masks is not None and masks.is_for(gt, dt):

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from deteval._dtypes import row_dtype
 from deteval.data import Detections, FederatedLabels, GroundTruth
 from deteval.errors import InputError
 from deteval.grouping import (
     by_group_then_descending,
     group_rows,
     rank_in_group,
-)
-from deteval.matching import (
-    row_dtype,
 )
 from deteval.protocol import Protocol
 

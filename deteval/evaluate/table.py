@@ -6,11 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from deteval.matching import (
-    LaneFlags,
-    lane_dtype,
-    row_dtype,
-)
+from deteval._dtypes import lane_dtype, row_dtype
+from deteval.matching import LaneFlags
 
 
 @dataclass(frozen=True, eq=False)

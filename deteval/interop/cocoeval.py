@@ -37,6 +37,7 @@ from deteval.accumulate import accumulate as accumulate_outcomes
 from deteval.errors import ConfigError, describe, is_number, records_error
 from deteval.evaluate import (
     EvalResult,
+    check_protocol,
     ground_truth_flags,
     match,
     pair_iou,
@@ -328,6 +329,7 @@ class COCOeval:
         self.params.maxDets = sorted(self.params.maxDets)
         ground_truth, detections, det_ids = self._load()
         protocol = self._protocol()
+        check_protocol(protocol)  # match() checks what it reads; this, before any matching
         # The core, not deteval.api.evaluate: like pycocotools, the drop-in emits no warnings
         # (they stay in ``self.result.warnings`` / ``.notes``).
         self.result = score(

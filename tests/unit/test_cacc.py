@@ -38,7 +38,7 @@ needs_kernel = pytest.mark.skipif(
     reason="deteval._cacc is not built (pip install . with a C compiler) or DETEVAL_NO_EXTENSION=1",
 )
 
-EVALUATE_MODULE = importlib.import_module("deteval.evaluate")
+EVALUATE_MODULE = importlib.import_module("deteval.evaluate.scoring")  # where score() looks accumulate up
 FIELDS = [field.name for field in dataclasses.fields(acc_module.Accumulated)]
 BENCH_5K = Path("/tmp/deteval-bench/coco-synth-v2-seed0-n5000")
 

@@ -44,7 +44,7 @@ THRESHOLD_SETS = {
     "unsorted": np.array([0.75, 0.5, 0.9]),
 }
 #: The module (``deteval.evaluate`` the attribute is the function of the same name).
-EVALUATE_MODULE = importlib.import_module("deteval.evaluate")
+EVALUATE_MODULE = importlib.import_module("deteval.evaluate.run")  # where match() looks the matchers up
 FIELDS = [field.name for field in dataclasses.fields(matching.MatchResult)]
 
 

@@ -71,11 +71,13 @@ def test_merged_shards_are_the_table_of_one_run() -> None:
 
 
 def test_match_and_score_check_the_protocol_themselves() -> None:
+    """match() refuses what matching reads, score() every combination: no caller must remember it."""
     gt, dt = _inputs()
+    voc = get_protocol("voc2007")
+    with pytest.raises(deteval.ConfigError, match="gt_ties 'first' is read by matching: coco"):
+        match(gt, dt, voc.replace(gt_ties="first"))
     bad = get_protocol("coco").replace(max_dets=(100,))  # summary pycocotools reads three
-    with pytest.raises(deteval.ConfigError, match="needs three max_dets"):
-        match(gt, dt, bad)
-    table = match(gt, dt, get_protocol("coco"))
+    table = match(gt, dt, bad)  # the summary is not matching's: the table is made
     with pytest.raises(deteval.ConfigError, match="needs three max_dets"):
         score(table, gt, bad)
 

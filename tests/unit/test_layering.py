@@ -23,6 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "deteval"
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "deteval._version",
+        "deteval._dtypes",
         "deteval._speedups",
         "deteval.errors",
         "deteval.memory",

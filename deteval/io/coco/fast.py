@@ -32,6 +32,7 @@ except ImportError:  # pragma: no cover - msgspec is a declared dependency
     _HAS_MSGSPEC = False
 
 from deteval import _speedups
+from deteval._dtypes import row_dtype
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError, InputError
 from deteval.io._json import _count_keys, _orjson, count_raw_keys
@@ -166,14 +167,6 @@ def _compiled_box_columns(raw: bytes) -> BoxColumns | None:
 _STREAM_CHUNK = 4 << 20
 
 
-def _index_dtype(n: int) -> type:
-    """The dtype of the index columns (``image``, ``category``, ``order``) of ``n`` detections.
-
-    int32 (4 bytes per detection and column less than int64), int64 from 2**31 rows on.
-    """
-    return np.int32 if n < 2**31 else np.int64
-
-
 def _stream_box_results(
     path: str, gt: GroundTruth, cmap: CategoryMap | None = None, *, chunk_size: int = _STREAM_CHUNK
 ) -> Detections | None:
@@ -287,7 +280,7 @@ class _BoxParts:
 
     def __init__(self, size: int, gt: GroundTruth, cmap: CategoryMap | None):
         capacity = size // _MIN_RECORD_BYTES + 1
-        index: Any = _index_dtype(capacity)
+        index: Any = row_dtype(capacity)
         self.gt, self.cmap = gt, cmap
         self.n = 0
         self.min_category: int | None = None
@@ -598,7 +591,7 @@ def _box_result(
 ) -> Detections:
     """The Detections of checked columns (file order; every record has a bbox; int32 indices)."""
     n = len(image)
-    index = _index_dtype(n)
+    index = row_dtype(n)
     return Detections(
         image=image.astype(index, copy=False),
         category=category.astype(index, copy=False),
