@@ -29,7 +29,7 @@ from deteval.protocol import get_protocol
 from tests import ROOT
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_voc import generate_voc, write_voc
-from tests.unit.test_matching import pairs_of, random_problem
+from tests.support.matching import pairs_of, random_problem
 
 needs_kernel = pytest.mark.skipif(
     matching._cmatch is None,

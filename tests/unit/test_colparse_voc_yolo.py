@@ -24,7 +24,7 @@ from deteval.io.identity import _named, join_voc_ids
 from deteval.io.voc import load_voc_dt, load_voc_gt
 from deteval.io.voc import results as voc_results
 from deteval.io.yolo import load_yolo_dt, load_yolo_gt
-from tests.unit.test_colparse import (
+from tests.support.colparse import (
     HOSTILE_CLASS,
     HOSTILE_TEXT,
     VOC_MUTATIONS,

@@ -777,7 +777,7 @@ def test_fixture_answers():
     assert (round(ra["AP"], 12), round(ra["APm"], 12), round(ra["APs"], 12)) == (0.9, 0.8, 1.0)
     assert math.isnan(ex["APl"])
     assert math.isnan(ra["APl"])
-    from tests.crosscheck.test_segm_vs_pycocotools import run_pycocotools_segm
+    from tests.support.segm import run_pycocotools_segm
 
     expected = run_pycocotools_segm(json.loads(Path(gt).read_text()), json.loads(Path(dt).read_text()))
     parity = deteval.get_protocol("coco-pycocotools").replace(iou_type="segm", mask_iou="raster")
