@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from deteval._safe_yaml import duplicate_key_message
 from deteval.errors import ConfigError
 
 __all__ = ["parse_yaml", "parse_yaml_value"]
@@ -169,13 +170,7 @@ def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set) -> None:
             child = f"{path}.{key}" if path else str(key)
             line, column = key_node.start_mark.line + 1, key_node.start_mark.column + 1
             if key in first_line:
-                (line0, column0) = first_line[key]
-                at = (
-                    f"lines {line0} and {line}"
-                    if line0 != line
-                    else f"columns {column0} and {column} of line {line}"
-                )
-                raise ConfigError(f"{filename}: {child}: duplicate key ({at}); expected each key once")
+                raise ConfigError(duplicate_key_message(filename, child, first_line[key], (line, column)))
             first_line[key] = (line, column)
             _check_nodes(value_node, child, filename, seen)
     elif isinstance(node, yaml.SequenceNode):

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "deteval._version",
         "deteval._dtypes",
+        "deteval._safe_yaml",
         "deteval._speedups",
         "deteval.errors",
         "deteval.memory",

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import yaml
 
+from deteval._safe_yaml import find_alias
 from deteval.data import GroundTruth
 from deteval.errors import ConfigError, shorten
 from deteval.io._text import read_text
-from deteval.io._yaml import find_alias
 
 #: Largest share of detections ``unknown_category="drop"`` drops without ``max_drop=1``.
 MAX_DROP = 0.10

@@ -7,9 +7,9 @@ import os
 import numpy as np
 import yaml
 
+from deteval._safe_yaml import duplicate_key, duplicate_key_message, find_alias
 from deteval.errors import InputError
 from deteval.io._text import fail_records, list_files, names_note, parse_floats, read_text, split_rows
-from deteval.io._yaml import find_alias
 from deteval.io.yolo.image_size import IMAGE_EXTENSIONS, image_size
 
 
@@ -25,12 +25,16 @@ def _yaml_path(source: str) -> str:
 def _read_yaml(path: str) -> dict:
     text = read_text(path, what="a YOLO data.yaml")
     try:
-        alias = find_alias(yaml.compose(text, Loader=yaml.SafeLoader))
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        alias = find_alias(node)
         if alias is not None:
             raise InputError(
                 f"{path}:{alias.start_mark.line + 1}: YAML anchors and aliases "
                 f"(&name / *name) are not allowed; expected plain values"
             )
+        duplicate = duplicate_key(node)
+        if duplicate is not None:  # one policy with protocol files: never keep the last silently
+            raise InputError(duplicate_key_message(path, *duplicate))
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
