@@ -31,9 +31,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deteval.integrations.distributed",
     ),
     ("deteval.data",),
-    ("deteval.pooling",),
     ("deteval.io",),
     ("deteval.protocol",),
+    # pooling reads Protocol.class_agnostic: above protocol, typed.
+    ("deteval.pooling",),
     ("deteval.geometry",),
     ("deteval.grouping",),
     ("deteval.matching",),
