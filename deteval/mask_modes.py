@@ -16,7 +16,7 @@ from deteval.data import Detections, GroundTruth
 from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
 from deteval.geometry import prepare_masks
 from deteval.io import load_detections, load_ground_truth
-from deteval.io.segmentation.sources import RLE
+from deteval.masks.sources import RLE
 from deteval.protocol import resolve_protocol
 from deteval.sharding import match_sharded
 

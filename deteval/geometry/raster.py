@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from deteval.io.segmentation import (
+from deteval.masks import (
     MAX_PIXELS,
     N_SHOWN,
     POLYGON,
@@ -192,7 +192,7 @@ def raster_pair_iou(
     """Pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs, one call per image.
 
     A pair of masks of different sizes (pycocotools: IoU -1) is refused first
-    (:func:`~deteval.io.segmentation.check_pair_sizes`).
+    (:func:`~deteval.masks.check_pair_sizes`).
     """
     check_pair_sizes(det_src, det, gt_src, gt, det_rows, gt_rows)
     n = len(det_rows)

@@ -30,7 +30,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deteval.memory",
         "deteval.integrations.distributed",
     ),
-    ("deteval.data",),
+    # The values: columns (data) and the checked masks (masks: segmentations -> columns, no paths).
+    ("deteval.data", "deteval.masks"),
     ("deteval.io",),
     ("deteval.protocol",),
     # pooling reads Protocol.class_agnostic: above protocol, typed.

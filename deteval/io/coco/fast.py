@@ -39,7 +39,7 @@ from deteval.io.category_map import CategoryMap, map_categories
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
 from deteval.io.output import note_read
-from deteval.io.segmentation.sources import PolygonSegmentations
+from deteval.masks.sources import PolygonSegmentations
 
 #: The columns of a box-results file: image_id, category_id (int64), bbox (n, 4), score (float64).
 BoxColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -376,7 +376,7 @@ def _compiled_segm_columns(raw: bytes) -> tuple[BoxColumns, PolygonSegmentations
     ``score`` and a ``segmentation`` that is a non-empty list of non-empty lists of JSON numbers
     (finite; integers of at most 18 digits). Anything else -- RLE, no bbox, ``[]``, a deeper
     nesting -- is for the full loader. Odd or short polygons are taken: the checks of
-    :func:`deteval.io.segmentation.parse_masks` find them and name them as the full path does.
+    :func:`deteval.masks.parse_masks` find them and name them as the full path does.
     """
     if _colparse is None or _orjson is None:
         return None

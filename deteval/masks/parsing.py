@@ -1,7 +1,7 @@
 """Raw segmentation values -> :class:`CheckedMasks`, the canonical columns of a collection.
 
 :func:`parse_masks` sorts each record into polygon, RLE or error, has the polygons
-(:mod:`~deteval.io.segmentation.polygons`) and RLEs (:mod:`~deteval.io.segmentation.rle`)
+(:mod:`~deteval.masks.polygons`) and RLEs (:mod:`~deteval.masks.rle`)
 checked, and gathers vertices, part offsets, canonical RLE dicts and extents.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from deteval.io.segmentation.polygons import _flat_polygons, _parse_polygons
-from deteval.io.segmentation.rle import _parse_rles
-from deteval.io.segmentation.sources import (
+from deteval.masks.polygons import _flat_polygons, _parse_polygons
+from deteval.masks.rle import _parse_rles
+from deteval.masks.sources import (
     POLYGON,
     RLE,
     PolygonSegmentations,
