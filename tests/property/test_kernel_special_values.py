@@ -31,8 +31,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deteval import _speedups, decomposition, grouping, matching
+from deteval import _speedups, grouping, matching
 from deteval import accumulate as acc_module
+from deteval.decomposition import pairs as decomposition  # the largest-IoU kernel and its twin
 from deteval.geometry import boxes as boxes_module
 from deteval.protocol import get_protocol
 from deteval.stats import weighted

@@ -25,8 +25,7 @@ always a numbering mistake, not stray classes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable
 
 import numpy as np
 
@@ -48,6 +47,9 @@ from deteval.io.category_map.maps import (
     coco91_table,
     map_categories,
     read_category_map,
+)
+from deteval.io.category_map.maps import (
+    _with_categories as _with_categories,  # its doctests build ground truth with it
 )
 
 __all__ = [
@@ -261,11 +263,6 @@ def resolve_categories(
             f"classes the AP printed is lower than the model's"
         ],
     )
-
-
-def _with_categories(gt: GroundTruth, ids: Sequence[int], names: Sequence[str]) -> GroundTruth:
-    """``gt`` with other categories and no objects (for examples and tests)."""
-    return replace(gt, category_id=np.array(ids, dtype=np.int64), category_name=tuple(names))
 
 
 def _raw_ids(category: np.ndarray, gt: GroundTruth, category_map: CategoryMap | None) -> np.ndarray | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -446,3 +446,8 @@ def _listed(values: np.ndarray, limit: int = 8) -> str:
 def _names(gt: GroundTruth, limit: int = 8) -> str:
     shown = ", ".join(gt.category_name[:limit])
     return f"[{shown}{', ...' if gt.n_classes > limit else ''}]"
+
+
+def _with_categories(gt: GroundTruth, ids: Sequence[int], names: Sequence[str]) -> GroundTruth:
+    """``gt`` with other categories and no objects (for examples and tests)."""
+    return replace(gt, category_id=np.array(ids, dtype=np.int64), category_name=tuple(names))
