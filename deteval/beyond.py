@@ -19,12 +19,9 @@ from deteval.data import Detections, GroundTruth
 from deteval.evaluate import EvalResult, match, score
 from deteval.lrp import OptimalLRP, check_tau, mean_tp_iou, optimal_lrp, tp_ious
 from deteval.protocol import Protocol, resolve_protocol
+from deteval.summary import none_if_nan
 
 __all__ = ["BeyondAP", "beyond_ap"]
-
-
-def _nan_none(value: float) -> float | None:
-    return None if value != value else float(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,19 +55,19 @@ class BeyondAP:
             m = self.mean_tp_iou
             out["mean_tp_iou"] = {
                 **{k: m[k] for k in ("iou_threshold", "area", "max_dets")},
-                "mean": _nan_none(m["mean"]),
-                "per_class": [{**c, "mean_tp_iou": _nan_none(c["mean_tp_iou"])} for c in m["per_class"]],
+                "mean": none_if_nan(m["mean"]),
+                "per_class": [{**c, "mean_tp_iou": none_if_nan(c["mean_tp_iou"])} for c in m["per_class"]],
             }
         if self.auc is not None:
             a = self.auc
             out["mAUC"] = {
                 "iou_threshold": a["iou_threshold"],
-                "value": _nan_none(a["mAUC"]),
+                "value": none_if_nan(a["mAUC"]),
                 "per_class": [
                     {
                         "category_id": category_id,
                         "name": name,
-                        "AUC": {area: _nan_none(v) for area, v in zip(a["areas"], row, strict=True)},
+                        "AUC": {area: none_if_nan(v) for area, v in zip(a["areas"], row, strict=True)},
                     }
                     for category_id, name, row in zip(
                         a["category_ids"], a["names"], a["auc"].tolist(), strict=True

@@ -34,6 +34,7 @@ from deteval.analysis import _lane, _ranking_of
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
 from deteval.evaluate import EvalResult
+from deteval.summary import none_if_nan
 
 __all__ = ["FEATURES", "Calibration", "binned_calibration_error", "calibration"]
 
@@ -41,10 +42,6 @@ __all__ = ["FEATURES", "Calibration", "binned_calibration_error", "calibration"]
 FEATURES = ("confidence", "cx", "cy", "w", "h")
 
 _EPS = float(np.finfo(np.float64).eps)
-
-
-def _nan_none(value: float) -> float | None:
-    return None if value != value else float(value)
 
 
 def _checked_bins(bins: int | tuple | list, n_features: int) -> tuple[int, ...]:
@@ -184,7 +181,7 @@ class Calibration:
         """The JSON form (NaN -> None)."""
         rel = self.reliability
         return {
-            "D-ECE": _nan_none(self.d_ece),
+            "D-ECE": none_if_nan(self.d_ece),
             "iou_threshold": self.iou_threshold,
             "area": self.area,
             "max_dets": self.max_dets,
@@ -196,8 +193,8 @@ class Calibration:
                     "lo": float(lo),
                     "hi": float(hi),
                     "count": int(n),
-                    "confidence": _nan_none(c),
-                    "precision": _nan_none(p),
+                    "confidence": none_if_nan(c),
+                    "precision": none_if_nan(p),
                 }
                 for lo, hi, n, c, p in zip(
                     rel["lo"], rel["hi"], rel["count"], rel["confidence"], rel["precision"], strict=True
@@ -208,7 +205,7 @@ class Calibration:
                     "category_id": c["category_id"],
                     "name": c["name"],
                     "n_det": c["n_det"],
-                    "D-ECE": _nan_none(c["D-ECE"]),
+                    "D-ECE": none_if_nan(c["D-ECE"]),
                 }
                 for c in self.per_class
             ],

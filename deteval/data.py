@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from deteval._dtypes import index_column_of, index_dtype, order_column, shifted_index
 from deteval.errors import InputError, records_error
 
 __all__ = [
@@ -36,57 +37,6 @@ _FINITE_SCORE = (
     "a finite score (only the order matters: map NaN to a low score, or drop the detection; "
     "clip infinities, e.g. to +-1e300)"
 )
-_INT32 = np.iinfo(np.int32)
-
-
-def index_dtype(values: np.ndarray) -> np.dtype:
-    """Int32 when every value of the integer array ``values`` fits it, else int64.
-
-    The detections' index columns are int32 (4 bytes a row where int64 took 8); arithmetic on
-    them that can leave that range (``image * n_class + category``, row offsets) widens first
-    with ``astype(np.int64)``.
-
-    Examples
-    --------
-    >>> index_dtype(np.array([0, 5])), index_dtype(np.array([2**31]))
-    (dtype('int32'), dtype('int64'))
-    """
-    if np.can_cast(values.dtype, np.int32) or values.size == 0:
-        return np.dtype(np.int32)
-    low, high = int(values.min()), int(values.max())
-    return np.dtype(np.int32 if _INT32.min <= low and high <= _INT32.max else np.int64)
-
-
-def order_column(n: int) -> np.ndarray:
-    """``0 .. n - 1`` as a ``Detections.order`` column: int32 (int64 beyond 2**31 rows).
-
-    Examples
-    --------
-    >>> order_column(3)
-    array([0, 1, 2], dtype=int32)
-    """
-    return np.arange(n, dtype=np.int32 if n <= _INT32.max + 1 else np.int64)
-
-
-def shifted_index(values: np.ndarray, offset: int) -> np.ndarray:
-    """``values + offset`` (values >= 0), int32 when the sums fit, else int64 (never wrapped).
-
-    Examples
-    --------
-    >>> small = np.array([0, 1], np.int32)
-    >>> shifted_index(small, 2**31 - 2).dtype, shifted_index(small, 2**31 - 1).dtype
-    (dtype('int32'), dtype('int64'))
-    """
-    offset = int(offset)
-    high = int(values.max()) + offset if values.size else offset
-    if values.dtype == np.int32 and _INT32.min <= offset and high <= _INT32.max:
-        return values + np.int32(offset)
-    return index_column_of(values.astype(np.int64) + offset)
-
-
-def index_column_of(values: np.ndarray) -> np.ndarray:
-    """Integer ``values`` in :func:`index_dtype` (a copy only when the dtype changes)."""
-    return values.astype(index_dtype(values), copy=False)
 
 
 def _index_column(value: Any, source: str, name: str, *, allow_wide: bool) -> np.ndarray:

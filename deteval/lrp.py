@@ -38,12 +38,9 @@ from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult, ground_truth_flags, pair_iou
 from deteval.pooling import pooled_for
+from deteval.summary import none_if_nan
 
 __all__ = ["OptimalLRP", "optimal_lrp", "tp_ious", "mean_tp_iou", "lrp_curve"]
-
-
-def _nan_none(value: float) -> float | None:
-    return None if value != value else float(value)
 
 
 def _table_dt_rows(result: EvalResult, dt: Detections) -> np.ndarray:
@@ -183,12 +180,12 @@ class OptimalLRP:
             "tau": self.tau,
             "area": self.area,
             "max_dets": self.max_dets,
-            "moLRP": _nan_none(self.moLRP),
-            "moLRP_loc": _nan_none(self.moLRP_loc),
-            "moLRP_FP": _nan_none(self.moLRP_FP),
-            "moLRP_FN": _nan_none(self.moLRP_FN),
+            "moLRP": none_if_nan(self.moLRP),
+            "moLRP_loc": none_if_nan(self.moLRP_loc),
+            "moLRP_FP": none_if_nan(self.moLRP_FP),
+            "moLRP_FN": none_if_nan(self.moLRP_FN),
             "per_class": [
-                {k: (_nan_none(v) if isinstance(v, float) else v) for k, v in c.items()}
+                {k: (none_if_nan(v) if isinstance(v, float) else v) for k, v in c.items()}
                 for c in self.per_class
             ],
         }

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 
 from deteval.data import Detections, GroundTruth
-from deteval.evaluate import EvalResult, check_protocol, score
+from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
 from deteval.geometry import prepare_masks
 from deteval.io import load_detections, load_ground_truth
-from deteval.io.segmentation.sources import RLE
+from deteval.masks.sources import RLE
 from deteval.protocol import resolve_protocol
 from deteval.sharding import match_sharded
 
@@ -76,15 +76,8 @@ def _matched_gt(table: Any) -> np.ndarray:
 
 def _evaluate(gt: GroundTruth, dt: Detections, protocol: Any, masks: Any, workers: int) -> EvalResult:
     """What ``deteval.evaluate(gt, dt, protocol)`` returns, on masks prepared by the caller."""
-    check_protocol(protocol)
     table = match_sharded(gt, dt, protocol, workers=workers, masks=masks)
-    inputs = {
-        "gt": gt.source,
-        "dt": dt.source,
-        "images": gt.n_images,
-        "gt_objects": len(gt),
-        "detections": len(dt),
-    }
+    inputs = inputs_summary(gt, dt)
     return score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
 
 

@@ -12,11 +12,12 @@ front and hand the pooled values (and masks prepared from them) down.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
 from deteval.data import Detections, GroundTruth
+from deteval.protocol import Protocol
 
 __all__ = [
     "pool_categories",
@@ -172,7 +173,7 @@ def is_pooled(gt: GroundTruth) -> bool:
     return gt.n_classes == 1 and int(gt.category_id[0]) == POOLED_CATEGORY_ID
 
 
-def ground_truth_for(gt: GroundTruth, protocol: Any) -> GroundTruth:
+def ground_truth_for(gt: GroundTruth, protocol: Protocol) -> GroundTruth:
     """``gt`` as ``protocol`` scores it: pooled when ``protocol.class_agnostic``, else itself.
 
     Pass this to code that reads a result's table next to its ground truth (bootstrap).
@@ -182,7 +183,7 @@ def ground_truth_for(gt: GroundTruth, protocol: Any) -> GroundTruth:
     return gt
 
 
-def pooled_for(gt: GroundTruth, dt: Detections, protocol: Any) -> tuple[GroundTruth, Detections]:
+def pooled_for(gt: GroundTruth, dt: Detections, protocol: Protocol) -> tuple[GroundTruth, Detections]:
     """``(gt, dt)`` as ``protocol`` scores them: pooled when ``protocol.class_agnostic``.
 
     Values already pooled (:func:`is_pooled`) are returned unchanged, the same objects, so masks

@@ -312,6 +312,7 @@ def match_sharded(
     DetevalError
         A worker process died without a result.
     """
+    protocol.check_scorable("match")  # as match() does: before masks are parsed or workers start
     workers = resolve_workers(workers, len(dt), protocol.iou_type)
     if workers <= 1 or gt.n_images < 2:
         return match(gt, dt, protocol, masks=masks, progress=progress)

@@ -18,6 +18,7 @@ from deteval.api._emit import _emit
 from deteval.api.openimages import load_challenge, side_files
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
+from deteval.evaluate import inputs_summary
 from deteval.io import PredictionSource, gt_format, load_detections, load_ground_truth, locate_predictions
 from deteval.io.category_map import MAX_DROP, read_category_map, refuse_off_ground_truth
 from deteval.io.coco import require_boxes
@@ -124,13 +125,7 @@ class Inputs:
         Plus ``"dt_read"`` when the detections were found inside the ``dt`` folder, and
         ``"split"`` when the VOC image set was chosen by the detections' image ids.
         """
-        out = {
-            "gt": self.gt_name,
-            "dt": self.dt_name,
-            "images": self.gt.n_images,
-            "gt_objects": len(self.gt),
-            "detections": len(self.dt) if self.dt is not None else 0,
-        }
+        out = inputs_summary(self.gt, self.dt, names=(self.gt_name, self.dt_name))
         if self.dt_read is not None:
             out["dt_read"] = self.dt_read
         if self.split is not None:

@@ -18,7 +18,7 @@ from deteval.api.openimages import challenge_inputs, load_challenge, side_files
 from deteval.api.protocols import default_protocol
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
-from deteval.evaluate import EvalResult, check_protocol, score
+from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
 from deteval.explain import Comparison, Explanation, MatchCache
 from deteval.explain import compare as _compare_values
 from deteval.explain import explain as _explain_values
@@ -111,13 +111,7 @@ def evaluate(
     # class_agnostic: pool once here, so masks are prepared once, from the pooled values.
     gt, dt = pooled_for(gt, dt, protocol)
     table = match_sharded(gt, dt, protocol, workers=workers)
-    inputs = {
-        "gt": gt.source,
-        "dt": dt.source,
-        "images": gt.n_images,
-        "gt_objects": len(gt),
-        "detections": len(dt),
-    }
+    inputs = inputs_summary(gt, dt)
     result = score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
     if per_image or matches:
         result = replace(
@@ -167,7 +161,7 @@ def evaluate_inputs(
         raise ConfigError("evaluate_inputs: the inputs have no detections; expected load_inputs(gt, dt)")
     results = []
     for protocol in (resolve_protocol(p) for p in protocols):
-        check_protocol(protocol)
+        check_protocol(protocol)  # match() checks what it reads; this, before any matching
         if progress is not None:
             progress(f"matching {protocol.name}")
         gt, dt = challenge_inputs(

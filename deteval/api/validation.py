@@ -19,8 +19,8 @@ from deteval.data import Detections, GroundTruth
 from deteval.errors import InputWarning
 from deteval.geometry import check_masks
 from deteval.io import gt_format
-from deteval.io.segmentation import detection_source, ground_truth_source, parse_masks
-from deteval.io.segmentation.sources import PolygonSegmentations, RleSegmentations
+from deteval.masks import detection_source, ground_truth_source, parse_masks
+from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 from deteval.protocol import Protocol, resolve_protocol
 
 

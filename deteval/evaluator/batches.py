@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from deteval._dtypes import row_dtype
 from deteval.data import Detections, GroundTruth, boxes_as, index_column_of, shifted_index
 from deteval.evaluate import MatchTable, match, merge_match_tables
 from deteval.geometry.rotated import rotated_area, rotated_envelope
-from deteval.matching import row_dtype
 from deteval.protocol import Protocol
 
 _SOURCE = "<Evaluator>"

@@ -13,7 +13,7 @@ import numpy as np
 
 from deteval.data import GroundTruth
 from deteval.errors import ConfigError, InputError
-from deteval.evaluate import EvalResult, check_protocol, score
+from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
 from deteval.evaluator.batches import _SOURCE, _BatchTables
 from deteval.evaluator.inputs import _InputReader, _to_numpy
 from deteval.protocol import Protocol, resolve_protocol
@@ -359,13 +359,7 @@ class Evaluator(_InputReader, _BatchTables):
             Equal to ``deteval.evaluate`` on the same data (see the module notes on order).
         """
         gt, table, n_det = self._assemble()
-        inputs = {
-            "gt": _SOURCE,
-            "dt": _SOURCE,
-            "images": gt.n_images,
-            "gt_objects": len(gt),
-            "detections": n_det,
-        }
+        inputs = inputs_summary(gt, names=(_SOURCE, _SOURCE), detections=n_det)
         return score(table, gt, self._protocol, inputs=inputs)
 
     def __repr__(self) -> str:

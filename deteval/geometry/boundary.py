@@ -28,7 +28,7 @@ import numpy as np
 from pycocotools import mask as mask_utils
 
 from deteval.geometry.raster import RasterMasks, raster_pair_iou
-from deteval.io.segmentation import CheckedMasks, SegmentationSource
+from deteval.masks import CheckedMasks, SegmentationSource
 
 __all__ = ["dilation_pixels", "mask_boundary", "boundary_rle", "boundary_pair_iou"]
 

@@ -46,7 +46,7 @@ from deteval.geometry.raster import RasterMasks, check_rasterisable, mask_pixel_
 
 if TYPE_CHECKING:  # the exact geometry (shapely) loads on first use: box runs never need it
     from deteval.geometry.polygons import ExactMasks
-from deteval.io.segmentation import (
+from deteval.masks import (
     POLYGON,
     RLE,
     CheckedMasks,

@@ -28,7 +28,7 @@ import numpy as np
 import shapely
 
 from deteval.errors import InputError
-from deteval.io.segmentation import POLYGON, CheckedMasks, SegmentationSource, fail_records
+from deteval.masks import POLYGON, CheckedMasks, SegmentationSource, fail_records
 
 __all__ = ["ExactMasks", "build_exact_masks", "exact_pair_iou", "even_odd_region"]
 

@@ -11,7 +11,7 @@ import numpy as np
 from pycocotools import mask as mask_utils
 
 from deteval import _speedups
-from deteval.io.segmentation import (
+from deteval.masks import (
     MAX_PIXELS,
     N_SHOWN,
     POLYGON,
@@ -282,7 +282,7 @@ def raster_pair_iou(
     pycocotools call per image; the two give the same values bit for bit.
 
     A pair of masks of different sizes (pycocotools: IoU -1) is refused first
-    (:func:`~deteval.io.segmentation.check_pair_sizes`).
+    (:func:`~deteval.masks.check_pair_sizes`).
     """
     check_pair_sizes(det_src, det, gt_src, gt, det_rows, gt_rows)
     n = len(det_rows)

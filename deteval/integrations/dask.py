@@ -36,7 +36,7 @@ import numpy as np
 
 from deteval.data import Detections, GroundTruth, shifted_index
 from deteval.errors import ConfigError, InputError
-from deteval.evaluate import EvalResult, check_protocol, match, merge_match_tables, score
+from deteval.evaluate import EvalResult, check_protocol, inputs_summary, match, merge_match_tables, score
 from deteval.io import load_detections, load_ground_truth
 from deteval.protocol import resolve_protocol
 
@@ -257,15 +257,12 @@ def evaluate_shards(
         )
         tables.append(match(gt, empty, protocol, images=~covered))
     warnings = gt.warnings + tuple(w for s in summaries for w in s[2])
-    inputs = {
-        "gt": gt.source,
-        "dt": os.fspath(dt_paths_or_glob)
+    dt_name = (
+        os.fspath(dt_paths_or_glob)
         if not isinstance(dt_paths_or_glob, (list, tuple))
-        else f"{len(paths)} shard files",
-        "images": gt.n_images,
-        "gt_objects": len(gt),
-        "detections": int(sizes.sum()),
-    }
+        else f"{len(paths)} shard files"
+    )
+    inputs = inputs_summary(gt, names=(gt.source, dt_name), detections=int(sizes.sum()))
     return score(merge_match_tables(tables), gt, protocol, warnings=warnings, inputs=inputs)
 
 

@@ -329,7 +329,7 @@ class COCOeval:
         self.params.maxDets = sorted(self.params.maxDets)
         ground_truth, detections, det_ids = self._load()
         protocol = self._protocol()
-        check_protocol(protocol)
+        check_protocol(protocol)  # match() checks what it reads; this, before any matching
         # The core, not deteval.api.evaluate: like pycocotools, the drop-in emits no warnings
         # (they stay in ``self.result.warnings`` / ``.notes``).
         self.result = score(

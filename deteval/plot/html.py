@@ -353,13 +353,13 @@ def render_report(
         sections.append(_intervals_section(bootstrap_doc, specs))
     css, js = _CSS, _JS
     if gallery is not None:
-        from deteval.plot.gallery import _GALLERY_CSS, _GALLERY_JS, gallery_section
+        from deteval.plot._gallery_html import _GALLERY_CSS, _GALLERY_JS, gallery_section
 
         nav.append(("gallery", "Error browser"))
         sections.append(_about(gallery_section(gallery), subject))
         css, js = css + _GALLERY_CSS, js + _GALLERY_JS
     if label_errors is not None:
-        from deteval.plot.gallery import label_errors_section
+        from deteval.plot._gallery_html import label_errors_section
 
         nav.append(("label-errors", "Label errors"))
         sections.append(_about(label_errors_section(as_document(label_errors, what="label_errors")), subject))

@@ -22,6 +22,7 @@ re-exported here, so ``from deteval.protocol.spec import ...`` works for every n
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -341,6 +342,75 @@ class Protocol:
             and len(self.area_ranges) == 1
             and (self.max_dets is None or len(self.max_dets) == 1)
         )
+
+    def check_scorable(self, stage: Literal["match", "score"] = "score") -> None:
+        """Refuse field combinations that cannot be scored (before any work is done).
+
+        pycocotools' summary reads ``max_dets[0..2]``, so ``summary: pycocotools`` needs three (its
+        keypoint summary reads maxDets=20 by value and needs none). ``gt_ties`` other than ``last``
+        needs ``matching: coco`` and ``curve_end`` other than ``slope`` needs ``ap_method:
+        trapezoid_101`` (the only code that reads them: elsewhere they would change nothing).
+        ``class_agnostic`` cannot be combined with LVIS' federated labels or frequency groups.
+
+        :func:`deteval.evaluate.match` checks the combinations matching reads (``stage="match"``:
+        ``gt_ties``, ``class_agnostic`` with federated labels), :func:`deteval.evaluate.score`
+        all of them, so a caller need not; the outcome is computed once per object (the object
+        is frozen).
+
+        Raises
+        ------
+        ConfigError
+            The combination, and the fields to change.
+        """
+        for problem_stage, message in self._scoring_problems:
+            if stage == "score" or problem_stage == "match":
+                raise ConfigError(message)
+
+    @functools.cached_property
+    def _scoring_problems(self) -> tuple[tuple[str, str], ...]:
+        """(stage, message) of each combination :meth:`check_scorable` refuses (cached: frozen fields)."""
+        out = []
+        if (
+            self.summary == "pycocotools"
+            and self.iou_type != "keypoints"
+            and not self.is_single_threshold
+            and (self.max_dets is None or len(self.max_dets) < 3)
+        ):
+            out.append(
+                (
+                    "score",
+                    f"protocol {self.name!r}: summary 'pycocotools' needs three max_dets "
+                    f"(it reads max_dets[0..2]), found {self.max_dets}; "
+                    f"set summary: configured",
+                )
+            )
+        if self.gt_ties != "last" and self.matching != "coco":
+            out.append(
+                (
+                    "match",
+                    f"protocol {self.name!r}: gt_ties {self.gt_ties!r} is read by matching: coco "
+                    f"only, found matching {self.matching!r}; expected gt_ties: last (or matching: coco)",
+                )
+            )
+        if self.curve_end != "slope" and self.ap_method != "trapezoid_101":
+            out.append(
+                (
+                    "score",
+                    f"protocol {self.name!r}: curve_end {self.curve_end!r} is read by ap_method: "
+                    f"trapezoid_101 only, found ap_method {self.ap_method!r}; expected curve_end: "
+                    f"slope (or ap_method: trapezoid_101)",
+                )
+            )
+        if self.class_agnostic and (self.federated_labels == "lvis" or self.summary == "lvis"):
+            out.append(
+                (
+                    "match" if self.federated_labels == "lvis" else "score",
+                    f"protocol {self.name!r}: class_agnostic pools every category into one, but "
+                    f"LVIS' federated labels and frequency groups name categories; expected "
+                    f"federated_labels: ignore and a summary other than 'lvis' (or class_agnostic: false)",
+                )
+            )
+        return tuple(out)
 
     def replace(self, **changes: Any) -> Protocol:
         """Return a copy with fields changed (validated).

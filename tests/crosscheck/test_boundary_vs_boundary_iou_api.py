@@ -24,7 +24,7 @@ from pycocotools.cocoeval import COCOeval
 import deteval
 from tests.crosscheck.compare import assert_array_within_one_step
 from tests.crosscheck.generate_segm import generate_segm
-from tests.crosscheck.test_boundary_vs_faster_coco_eval import generate_boundary
+from tests.support.boundary import generate_boundary
 
 cv2 = pytest.importorskip("cv2")
 

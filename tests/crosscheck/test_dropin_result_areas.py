@@ -19,7 +19,7 @@ from pycocotools import mask as mask_utils
 from pycocotools.cocoeval import COCOeval as ReferenceCOCOeval
 
 from deteval.interop import COCOeval as DropInCOCOeval
-from tests.crosscheck.test_interop_vs_pycocotools import EXPERIMENTS, _coco, _same, script
+from tests.support.interop import EXPERIMENTS, _coco, _same, script
 
 SIZE = 200  # images are SIZE x SIZE
 

@@ -16,7 +16,7 @@ pytest.importorskip("torch", reason="the installed-ultralytics cross-check needs
 pytest.importorskip("ultralytics", reason="the installed-ultralytics cross-check needs ultralytics")
 
 from deteval.api import evaluate  # noqa: E402
-from tests.crosscheck.test_ultralytics_installed import _coco, dataset, ultralytics_metrics  # noqa: E402
+from tests.support.ultralytics import _coco, dataset, ultralytics_metrics  # noqa: E402
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 5, 11])

@@ -12,20 +12,16 @@ part of them) self-intersecting polygons, which raster mode accepts as pycocotoo
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
-import io
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from pycocotools.coco import COCO
-from pycocotools.cocoeval import COCOeval
 
 import deteval
 from tests.crosscheck.compare import assert_matches
 from tests.crosscheck.generate_segm import RESULT_STYLES, generate_segm
+from tests.support.segm import run_pycocotools_segm
 
 # Generated data has classes without ground truth and degenerate boxes: the API's
 # UndefinedMetricWarning / InputWarning are incidental here (tests/unit/test_api.py checks them).
@@ -42,35 +38,6 @@ for _seed in range(100, 112):
     )
 for _seed in range(200, 216):
     DATASETS[f"self-intersecting-{_seed}"] = dict(seed=_seed, with_self_intersections=True)
-
-
-@dataclass(frozen=True)
-class PycocoResult:
-    precision: np.ndarray
-    recall: np.ndarray
-    scores: np.ndarray
-    stats: np.ndarray
-
-
-def run_pycocotools_segm(gt: dict, dt: list, *, iou_thresholds=None, max_dets=None) -> PycocoResult:
-    """COCOeval(segm) on deep copies (pycocotools mutates both), quietly."""
-    gt, dt = copy.deepcopy(gt), copy.deepcopy(dt)
-    with contextlib.redirect_stdout(io.StringIO()):
-        coco_gt = COCO()
-        coco_gt.dataset = gt
-        coco_gt.createIndex()
-        coco_dt = coco_gt.loadRes(dt)
-        ev = COCOeval(coco_gt, coco_dt, iouType="segm")
-        if iou_thresholds is not None:
-            ev.params.iouThrs = np.array(iou_thresholds, dtype=np.float64)
-        if max_dets is not None:
-            ev.params.maxDets = list(max_dets)
-        ev.evaluate()
-        ev.accumulate()
-        ev.summarize()
-    return PycocoResult(
-        ev.eval["precision"], ev.eval["recall"], ev.eval["scores"], np.asarray(ev.stats, dtype=np.float64)
-    )
 
 
 @functools.cache

@@ -15,7 +15,7 @@ import pytest
 import deteval
 from deteval.evaluator import Evaluator
 from tests.crosscheck.generate import generate
-from tests.unit.test_evaluator import metrics, per_image
+from tests.support.evaluator import metrics, per_image
 
 # Generated data trigger input warnings and notes through deteval.evaluate; incidental here
 # (tests/unit/test_api.py checks the warnings themselves).

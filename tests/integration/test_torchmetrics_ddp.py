@@ -19,7 +19,7 @@ pytest.importorskip("torchvision")
 
 from tests.crosscheck.generate import generate  # noqa: E402
 from tests.crosscheck.generate_segm import generate_segm  # noqa: E402
-from tests.crosscheck.test_vs_torchmetrics import coco_batches  # noqa: E402
+from tests.support.torchmetrics import coco_batches  # noqa: E402
 
 WORLD = 2
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deteval import _speedups
-from deteval.io.coco import fast
+from deteval.io.coco import fast, fast_instances
 from tests.support.kernels import needs_kernel
 
 _colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
@@ -240,10 +240,10 @@ def test_compiled_instances_equal_msgspec_instances(raw):
     saved = fast._colparse
     fast._colparse = _colparse
     try:
-        c_parts = fast._compiled_instances(raw)
+        c_parts = fast_instances._compiled_instances(raw)
     finally:
         fast._colparse = saved
-    py_parts = fast._msgspec_instances(raw)
+    py_parts = fast_instances._msgspec_instances(raw)
     if py_parts is None:
         assert c_parts is None
         return

@@ -1,1 +1,1 @@
-"""Shared test support: generators and helpers the test files import (never each other)."""
+"""Shared generators and helpers of the test suites (test modules never import each other)."""

@@ -401,7 +401,7 @@ def _summarise_compressed(rng: np.random.Generator, case: int) -> Case:
         strings.append(rle["counts"])
         sizes.append(rle["size"])
     # some strings whose runs happen to add up to their size
-    from deteval.io.segmentation.rle import _check_compressed, _compressed_run_sums
+    from deteval.masks.rle import _check_compressed, _compressed_run_sums
 
     ok = [i for i, p in enumerate(_check_compressed(strings).tolist()) if p == 0]
     for i, total in zip(ok, _compressed_run_sums([strings[i] for i in ok]).tolist(), strict=True):

@@ -359,7 +359,7 @@ CASES = {
         ("gt_missing_categories.json", "missing `categories`"),
     ),
     "gt-formula-names": Case("class names starting with = + - @", "gt_formula_names.json", 0),
-    # -- Polygons and masks (iou_type segm; validation is deteval.io.segmentation) ---------------------
+    # -- Polygons and masks (iou_type segm; validation is deteval.masks) ---------------------
     "segm-valid-gt": Case(
         "polygon baseline (valid ground truth)",
         "segm_gt.json",

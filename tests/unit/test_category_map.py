@@ -5,7 +5,7 @@ import numpy as np
 
 def test_index_of_by_table_equals_the_binary_search():
     """Class ids of a small range go through a lookup table: the same positions as searchsorted."""
-    from deteval.io.category_map import _index_of
+    from deteval.io.category_map.maps import _index_of
 
     def by_search(values, sorted_ids):
         if len(sorted_ids) == 0:

@@ -13,7 +13,7 @@ from pycocotools import mask as mask_utils
 
 from deteval.errors import InputError
 from deteval.geometry.masks import segm_iou
-from deteval.io.segmentation.rle import (
+from deteval.masks.rle import (
     _cmask,
     _summarise_compressed,
 )
@@ -114,8 +114,8 @@ def test_a_run_of_length_0_gives_pycocotools_box(counts):
     where pycocotools gives its own), which are the masks' bounds (the pair pre-check of raster IoU).
     """
     import deteval
-    from deteval.io.segmentation import parse_masks
-    from deteval.io.segmentation.sources import detection_source
+    from deteval.masks import parse_masks
+    from deteval.masks.sources import detection_source
 
     h, w = 1, 4
     rle = {"size": [h, w], "counts": counts.decode()}

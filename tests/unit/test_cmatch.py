@@ -28,7 +28,7 @@ from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_voc import generate_voc, write_voc
 from tests.support.kernels import checked_dispatch, coco_kernel, coco_numpy, voc_kernel, voc_numpy
 from tests.support.kernels import needs_kernel as kernel_built
-from tests.unit.test_matching import pairs_of, random_problem
+from tests.support.matching import pairs_of, random_problem
 
 needs_kernel = kernel_built("deteval._cmatch")
 
@@ -40,7 +40,7 @@ THRESHOLD_SETS = {
     "unsorted": np.array([0.75, 0.5, 0.9]),
 }
 #: The module (``deteval.evaluate`` the attribute is the function of the same name).
-EVALUATE_MODULE = importlib.import_module("deteval.evaluate")
+EVALUATE_MODULE = importlib.import_module("deteval.evaluate.run")  # where match() looks the matchers up
 FIELDS = [field.name for field in dataclasses.fields(matching.MatchResult)]
 
 

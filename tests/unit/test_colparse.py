@@ -23,6 +23,15 @@ from deteval import _speedups
 from deteval.errors import DetevalError
 from deteval.io.coco import fast, load_coco_dt, load_coco_gt
 from tests import ROOT
+from tests.support.colparse import (
+    HOSTILE_CLASS,
+    HOSTILE_TEXT,
+    VOC_MUTATIONS,
+    VOC_ROOT,
+    YOLO_MUTATIONS,
+    YOLO_ROOT,
+    _bits,
+)
 from tests.support.kernels import needs_kernel
 
 _colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
@@ -37,10 +46,6 @@ RECORD = '{"image_id": 1, "category_id": 1, "bbox": [10, 20, 30.5, 40], "score":
 def compiled(monkeypatch):
     """The compiled path switched on, whatever DETEVAL_NO_EXTENSION said at import."""
     monkeypatch.setattr(fast, "_colparse", _colparse)
-
-
-def _bits(column: np.ndarray) -> np.ndarray:
-    return column.view(np.int64) if column.dtype == np.float64 else column
 
 
 def assert_twins(raw: bytes) -> tuple | None:
@@ -345,9 +350,6 @@ def test_generated_datasets_read_the_same(tmp_path):
 
 # ---- VOC result lines and YOLO prediction rows (text_rows) ----
 
-VOC_ROOT = ROOT / "fixtures" / "voc"
-YOLO_ROOT = ROOT / "fixtures" / "yolo"
-
 
 def _python_rows(raw: bytes, first_is_text: bool):
     """The Python reader's reading of a plain file: (first column, numbers (n, 5), line numbers)."""
@@ -422,27 +424,6 @@ def test_text_layouts(text):
     assert_text_twins(yolo.encode(), False)
 
 
-HOSTILE_TEXT = {
-    "five fields": "a 1 2 3 4",
-    "seven fields": "a 1 2 3 4 5 6",
-    "nan": "a nan 2 3 4 5",
-    "inf": "a inf 2 3 4 5",
-    "overflow": "a 1e400 2 3 4 5",
-    "underscore": "a 1_0 2 3 4 5",
-    "hex": "a 0x1 2 3 4 5",
-    "trailing letter": "a 1x 2 3 4 5",
-    "lone dot": "a . 2 3 4 5",
-    "empty exponent": "a 1e 2 3 4 5",
-    "form feed": "a 1\x0c2 3 4 5",
-    "vertical tab": "a 1 2 3 4 5\x0b",
-    "non-ASCII id": "é 1 2 3 4 5",
-    "non-breaking space": "a\u00a01 2 3 4 5",
-    "NUL": "a 1 2 3 4 5\x00",
-    "comma separated": "a,1,2,3,4,5",
-}
-HOSTILE_CLASS = ["3.0", "03", "-0", "+3", "1e0", "9007199254740993", "a", "1234567890123456"]
-
-
 @needs_extension
 @pytest.mark.usefixtures("compiled")
 @pytest.mark.parametrize("name", sorted(HOSTILE_TEXT))
@@ -488,19 +469,6 @@ def test_voc_and_yolo_fixtures_take_the_compiled_path(monkeypatch):
         assert fast._compiled_yolo_rows(path.read_bytes()) is not None, path
 
 
-VOC_MUTATIONS = {
-    "plain": None,
-    **{name: text.replace("a", "000001", 1) for name, text in HOSTILE_TEXT.items()},
-    "unknown id": "000009 0.5 1 1 5 5",
-    "padded id": "1 0.5 1 1 5 5",
-    "inverted box": "000001 0.5 10 1 5 5",
-    "signs and dots": "000002 +.5 1. 01 5 5.0e0",
-    "CRLF and blanks": "\r\n000001 0.5 1 1 5 5\r\n\r\n",
-    "BOM": "\ufeff000001 0.5 1 1 5 5",
-    "not UTF-8": b"000001 0.5 1 1 5 5 \xff",
-}
-
-
 @needs_extension
 @pytest.mark.parametrize("name", sorted(VOC_MUTATIONS))
 def test_voc_loader_behaves_as_without_the_extension(tmp_path, monkeypatch, name):
@@ -517,17 +485,6 @@ def test_voc_loader_behaves_as_without_the_extension(tmp_path, monkeypatch, name
         extra = line if isinstance(line, bytes) else line.encode()
         target.write_bytes(target.read_bytes() + extra + b"\n")
     _same_with_and_without(monkeypatch, lambda: load_voc_dt(folder, gt))
-
-
-YOLO_MUTATIONS = {
-    "plain": None,
-    **{name: text.replace("a", "1", 1) for name, text in HOSTILE_TEXT.items()},
-    **{f"class {cls}": f"{cls} 0.5 0.5 0.1 0.1 0.9" for cls in HOSTILE_CLASS},
-    "unknown class": "7 0.5 0.5 0.1 0.1 0.9",
-    "negative width": "1 0.5 0.5 -0.1 0.1 0.9",
-    "overflowing box": "1 0.5 0.5 1e308 0.1 0.9",
-    "signs and dots": "1 +.5 .5 0.10 1. 9e-1",
-}
 
 
 @needs_extension

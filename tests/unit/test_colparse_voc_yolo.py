@@ -25,8 +25,7 @@ from deteval.io.identity import _named, join_voc_ids
 from deteval.io.voc import load_voc_dt, load_voc_gt
 from deteval.io.voc import results as voc_results
 from deteval.io.yolo import load_yolo_dt, load_yolo_gt
-from tests.support.kernels import needs_kernel
-from tests.unit.test_colparse import (
+from tests.support.colparse import (
     HOSTILE_CLASS,
     HOSTILE_TEXT,
     VOC_MUTATIONS,
@@ -35,6 +34,7 @@ from tests.unit.test_colparse import (
     YOLO_ROOT,
     _bits,
 )
+from tests.support.kernels import needs_kernel
 
 _colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
 

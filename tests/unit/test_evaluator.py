@@ -14,6 +14,7 @@ from deteval.errors import ConfigError, InputError
 from deteval.evaluator import Evaluator
 from deteval.integrations.torchmetrics import MeanAveragePrecision
 from tests.crosscheck.generate import generate
+from tests.support.evaluator import metrics, per_image
 
 # Generated data trigger input warnings and notes through deteval.evaluate; incidental here
 # (tests/unit/test_api.py checks the warnings themselves).
@@ -23,25 +24,6 @@ pytestmark = [
 ]
 
 FIELDS = ("precision", "recall", "scores", "ap")
-
-
-def per_image(gt, dt):
-    """COCO dicts -> (image ids in file order, {id: target dict}, {id: pred dict})."""
-    ids = [im["id"] for im in gt["images"]]
-    targets = {i: {"boxes": [], "labels": [], "iscrowd": [], "area": []} for i in ids}
-    preds = {i: {"boxes": [], "labels": [], "scores": []} for i in ids}
-    for a in gt["annotations"]:
-        t = targets[a["image_id"]]
-        t["boxes"].append(a["bbox"])
-        t["labels"].append(a["category_id"])
-        t["iscrowd"].append(a["iscrowd"])
-        t["area"].append(a["area"])
-    for d in dt:
-        p = preds[d["image_id"]]
-        p["boxes"].append(d["bbox"])
-        p["labels"].append(d["category_id"])
-        p["scores"].append(d["score"])
-    return ids, targets, preds
 
 
 def in_order(gt, dt, order):
@@ -62,11 +44,6 @@ def feed(ev, order, targets, preds, rng, *, with_ids=True):
         extra = (lambda c: {"image_id": c}) if with_ids else (lambda c: {})
         ev.update([{**preds[c], **extra(c)} for c in chunk], [{**targets[c], **extra(c)} for c in chunk])
     return ev
-
-
-def metrics(result):
-    """Headline metrics with NaN as None (comparable with ==)."""
-    return result.to_dict()["metrics"]
 
 
 def assert_same(result, reference):

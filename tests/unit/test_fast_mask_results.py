@@ -17,8 +17,8 @@ from pycocotools import mask as mask_utils
 import deteval
 from deteval.errors import InputError
 from deteval.io.coco import fast
-from deteval.io.segmentation import parse_masks
-from deteval.io.segmentation.sources import RleSegmentations, detection_source
+from deteval.masks import parse_masks
+from deteval.masks.sources import RleSegmentations, detection_source
 
 needs_parser = pytest.mark.skipif(
     fast._colparse is None or not hasattr(fast._colparse, "rle_results"), reason="_colparse not built"

@@ -120,7 +120,7 @@ def test_the_whole_report_stays_within_the_base_report_and_the_budget(tmp_path):
     base = write_report(result, out=tmp_path / "base.html").stat().st_size
     g = build_gallery(result, gt, dt, images=FIXTURE / "images", max_bytes=20_000)
     with_gallery = write_report(result, out=tmp_path / "gallery.html", gallery=g).stat().st_size
-    from deteval.plot.gallery import _GALLERY_CSS, _GALLERY_JS
+    from deteval.plot._gallery_html import _GALLERY_CSS, _GALLERY_JS
 
     assert with_gallery <= base + 20_000 + len(_GALLERY_CSS) + len(_GALLERY_JS) + 100
 

@@ -16,7 +16,7 @@ import pytest
 
 from deteval import _speedups
 from deteval.errors import DetevalError
-from deteval.io.coco import fast, load_coco_gt
+from deteval.io.coco import fast, fast_instances, load_coco_gt
 from tests import ROOT
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_segm import generate_segm
@@ -58,8 +58,8 @@ def assert_twins(raw: bytes) -> tuple | None:
 
     The compiled parser may refuse more than msgspec, never less. Returns the compiled parts.
     """
-    c_parts = fast._compiled_instances(raw)
-    py_parts = fast._msgspec_instances(raw)
+    c_parts = fast_instances._compiled_instances(raw)
+    py_parts = fast_instances._msgspec_instances(raw)
     if py_parts is None:
         assert c_parts is None, "the compiled parser accepted a file msgspec refuses"
         return None
@@ -116,7 +116,7 @@ def test_every_json_file_in_the_repository_reads_the_same(path):
 def test_plain_fixture_is_read_by_the_compiled_path():
     parts = assert_twins(GT_PATH.read_bytes())
     assert parts is not None
-    assert isinstance(parts[1][8], fast.SpanSegmentations)
+    assert isinstance(parts[1][8], fast_instances.SpanSegmentations)
 
 
 def _rle_dataset(seed: int) -> dict:
@@ -189,7 +189,7 @@ GENERATED = _generated()
 def test_generated_files_are_read_by_both_alike(name):
     raw = dict(GENERATED)[name]
     parts = assert_twins(raw)
-    if fast._msgspec_instances(raw) is not None:
+    if fast_instances._msgspec_instances(raw) is not None:
         assert parts is not None, "a plain generated file should take the compiled path"
 
 
@@ -344,7 +344,7 @@ def test_loader_behaves_as_without_the_extension(tmp_path, monkeypatch, name):
     ],
 )
 def test_the_compiled_parser_refuses_what_is_not_plain(name):
-    assert fast._compiled_instances(HOSTILE_FILES[name]) is None
+    assert fast_instances._compiled_instances(HOSTILE_FILES[name]) is None
 
 
 @pytest.mark.usefixtures("compiled")
@@ -357,7 +357,7 @@ def test_the_compiled_parser_takes_plain_variants(name):
 
 @pytest.mark.usefixtures("compiled")
 def test_span_segmentations_decode_on_access():
-    parts = fast._compiled_instances(GT_PATH.read_bytes())
+    parts = fast_instances._compiled_instances(GT_PATH.read_bytes())
     assert parts is not None
     segm = parts[1][8]
     assert len(segm) == len(PLAIN["annotations"])
@@ -415,7 +415,7 @@ def test_ground_truth_from_a_file_does_not_keep_its_bytes_and_scores_the_same(tm
 
     path = _segm_copy(tmp_path)
     gt = load_coco_gt(str(path))
-    assert isinstance(gt.segmentation, fast.SpanSegmentations)
+    assert isinstance(gt.segmentation, fast_instances.SpanSegmentations)
     assert gt.segmentation._raw is None  # dropped after parsing: read again when a segm run needs it
     in_memory = load_coco_gt(json.loads(path.read_text()))
     dt = str(ROOT / "fixtures" / "segm" / "dt.json")

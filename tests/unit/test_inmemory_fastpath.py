@@ -1,7 +1,7 @@
 """In-memory inputs: the msgspec fast paths for result lists and annotation lists equal the full loader.
 
 ``load_coco_dt(list)`` and ``load_coco_gt(dict)`` type plain records with ``msgspec.convert``
-(:func:`deteval.io.coco.fast._fast_box_records`, :func:`~deteval.io.coco.fast._fast_annotations`);
+(:func:`deteval.io.coco.fast._fast_box_records`, :func:`~deteval.io.coco.fast_instances._fast_annotations`);
 the value must be the one the full loader builds, bit for bit, with the same warnings, and
 anything unusual (integral floats, numpy scalars, extra keys, problems to name) must take the
 full loader.
@@ -16,7 +16,7 @@ import pytest
 
 from deteval import _speedups
 from deteval.errors import DetevalError
-from deteval.io.coco import fast, load_coco_dt, load_coco_gt
+from deteval.io.coco import fast, fast_instances, load_coco_dt, load_coco_gt
 from deteval.io.coco import ground_truth as gt_module
 from deteval.io.coco import results as dt_module
 from tests import ROOT
@@ -114,7 +114,7 @@ def test_fixture_takes_the_fast_paths(monkeypatch):
     meta_gt = gt_module._images_and_categories(
         gt_dict["images"], gt_dict["categories"], "x", integral_floats=True
     )
-    assert fast._fast_annotations(meta_gt, gt_dict["annotations"], "x") is not None
+    assert fast_instances._fast_annotations(meta_gt, gt_dict["annotations"], "x") is not None
     assert fast._fast_box_records(dt_list, "<detections>", gt) is not None
     assert_gt_alike(monkeypatch, gt_dict)
     assert_dt_alike(monkeypatch, dt_list, gt)
@@ -308,7 +308,9 @@ def test_compiled_annotation_records_are_twins(monkeypatch, name):
     data = _gt_fixture()
     GT_CHANGES[name](data)
     anns = data["annotations"]
-    _assert_column_twins(fast._compiled_annotation_records(anns), fast._msgspec_annotation_records(anns))
+    _assert_column_twins(
+        fast_instances._compiled_annotation_records(anns), fast_instances._msgspec_annotation_records(anns)
+    )
 
 
 @needs_extension
@@ -316,9 +318,9 @@ def test_compiled_annotation_records_are_twins(monkeypatch, name):
 def test_compiled_readers_on_generated_data(monkeypatch, seed):
     monkeypatch.setattr(fast, "_colparse", _colparse)
     gt_dict, dt_list = generate(seed) if seed % 2 else generate_segm(seed)
-    c_anns = fast._compiled_annotation_records(gt_dict["annotations"])
+    c_anns = fast_instances._compiled_annotation_records(gt_dict["annotations"])
     assert c_anns is not None or not gt_dict["annotations"]
-    _assert_column_twins(c_anns, fast._msgspec_annotation_records(gt_dict["annotations"]))
+    _assert_column_twins(c_anns, fast_instances._msgspec_annotation_records(gt_dict["annotations"]))
     c_dets = fast._compiled_box_records(dt_list)
     _assert_column_twins(c_dets, fast._msgspec_box_records(dt_list))
     if seed % 2 and dt_list:

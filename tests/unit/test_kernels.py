@@ -44,7 +44,7 @@ REGISTERING = (
     "deteval.geometry.keypoints",
     "deteval.geometry.raster",
     "deteval.grouping",
-    "deteval.io.segmentation.rle",
+    "deteval.masks.rle",
     "deteval.matching",
     "deteval.stats.weighted",
     "deteval.tide.ap",

@@ -23,16 +23,20 @@ PACKAGE = Path(__file__).resolve().parents[2] / "deteval"
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "deteval._version",
+        "deteval._dtypes",
         "deteval._safe_yaml",
         "deteval._speedups",
         "deteval.errors",
         "deteval.memory",
         "deteval.integrations.distributed",
     ),
-    ("deteval.data",),
-    ("deteval.pooling", "deteval.openimages"),
+    # The values: columns (data) and the checked masks (masks: segmentations -> columns, no paths).
+    ("deteval.data", "deteval.masks"),
+    ("deteval.openimages",),  # Open Images label rules: values only (typed Any for the protocol)
     ("deteval.io",),
     ("deteval.protocol",),
+    # pooling reads Protocol.class_agnostic: above protocol, typed.
+    ("deteval.pooling",),
     ("deteval.geometry",),
     ("deteval.grouping",),
     ("deteval.matching",),
@@ -122,21 +126,81 @@ def test_every_module_has_a_layer() -> None:
     assert not unknown, f"give these modules a layer in LAYERS (and docs/architecture.md): {unknown}"
 
 
-@pytest.mark.parametrize("path", FILES, ids=[_module_name(f) for f in FILES])
-def test_imports_only_go_down(path: Path) -> None:
-    module = _module_name(path)
+def _violations(module: str, imports: list[tuple[int, str]], where: str) -> list[str]:
+    """The imports of ``module`` against :data:`LAYERS` (``imports``: (line, imported module))."""
     own = _layer(module)
     bad = []
-    for line, target in _imports(path):
+    for line, target in imports:
         layer = _layer(target)
         if target == module or (target != "deteval" and module.startswith(target + ".")):
             continue  # a module of a package importing its package (e.g. io.coco -> io)
         if layer > own or layer < 0:
-            bad.append(
-                f"{path.relative_to(PACKAGE.parent)}:{line}: {module} (layer {own}) imports "
-                f"{target} (layer {layer})"
-            )
+            bad.append(f"{where}:{line}: {module} (layer {own}) imports {target} (layer {layer})")
+    return bad
+
+
+@pytest.mark.parametrize("path", FILES, ids=[_module_name(f) for f in FILES])
+def test_imports_only_go_down(path: Path) -> None:
+    bad = _violations(_module_name(path), _imports(path), str(path.relative_to(PACKAGE.parent)))
     assert not bad, "imports against the documented order:\n" + "\n".join(bad)
+
+
+def test_the_check_catches_a_planted_violation(tmp_path: Path) -> None:
+    """An upward import planted in a copy of a real module is found, at its line."""
+    planted = tmp_path / "deteval" / "data.py"
+    planted.parent.mkdir()
+    source = (PACKAGE / "data.py").read_text(encoding="utf-8")
+    planted.write_text(
+        source + "\n\ndef _planted():\n    from deteval.evaluate import match\n", encoding="utf-8"
+    )
+    tree = ast.parse(planted.read_text(encoding="utf-8"))
+    imports = [
+        (node.lineno, node.module or "")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("deteval")
+    ]
+    bad = _violations("deteval.data", imports, "data.py")
+    line = len(source.splitlines()) + 4
+    assert bad == [
+        f"data.py:{line}: deteval.data (layer 1) imports deteval.evaluate (layer {_layer('deteval.evaluate')})"
+    ]
+    assert _violations("deteval.data", [(1, "deteval.errors")], "data.py") == []  # downward is fine
+    # A module without a layer is refused too.
+    assert _violations("deteval.data", [(3, "deteval.nowhere")], "data.py") != []
+
+
+#: No module of the package is longer than this (split along a natural seam instead).
+MAX_MODULE_LINES = 700
+
+
+def test_no_module_over_700_lines() -> None:
+    long = {
+        str(f.relative_to(PACKAGE.parent)): n
+        for f in FILES
+        if (n := len(f.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them): {long}"
+
+
+TESTS = PACKAGE.parent / "tests"
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared generators and helpers live in tests/support/, not in test modules."""
+    bad = []
+    for path in sorted(TESTS.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            for name in names:
+                if name.startswith("tests.") and name.split(".")[-1].startswith("test_"):
+                    bad.append(f"{path.relative_to(TESTS.parent)}:{node.lineno}: imports {name}")
+    assert not bad, (
+        "test modules importing test modules (move the shared code to tests/support/):\n" + "\n".join(bad)
+    )
 
 
 def test_no_import_cycles() -> None:

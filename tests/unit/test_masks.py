@@ -25,8 +25,8 @@ from pycocotools import mask as mask_utils
 import deteval
 from deteval.evaluate import match, score
 from deteval.geometry import detection_areas, pair_mask_iou, prepare_masks, segm_iou
-from deteval.io.segmentation import MAX_COORDINATE
 from deteval.mask_modes import compare_mask_modes
+from deteval.masks import MAX_COORDINATE
 
 RASTER = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
 EXACT = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="exact")
@@ -418,9 +418,9 @@ def test_prepared_masks_of_other_data_are_refused():
 
 def test_no_module_level_mask_state():
     """Masks live in the PreparedMasks value the caller holds, not in a module cache."""
+    from deteval import masks as segmentation
     from deteval.geometry import masks as geometry_masks
     from deteval.geometry import polygons, raster
-    from deteval.io import segmentation
 
     for module in (geometry_masks, polygons, raster, segmentation):
         mutable = [
@@ -777,7 +777,7 @@ def test_fixture_answers():
     assert (round(ra["AP"], 12), round(ra["APm"], 12), round(ra["APs"], 12)) == (0.9, 0.8, 1.0)
     assert math.isnan(ex["APl"])
     assert math.isnan(ra["APl"])
-    from tests.crosscheck.test_segm_vs_pycocotools import run_pycocotools_segm
+    from tests.support.segm import run_pycocotools_segm
 
     expected = run_pycocotools_segm(json.loads(Path(gt).read_text()), json.loads(Path(dt).read_text()))
     parity = deteval.get_protocol("coco-pycocotools").replace(iou_type="segm", mask_iou="raster")

@@ -15,7 +15,8 @@ import pytest
 
 import deteval
 from deteval.api.openimages import challenge_inputs, needs_challenge_rules
-from deteval.evaluate import MatchTable, _chunk_bounds, match
+from deteval.evaluate import MatchTable, match
+from deteval.evaluate.run import _chunk_bounds
 from deteval.openimages import ImageLevelLabels
 from deteval.protocol import PRESETS
 from tests.crosscheck.generate import generate
@@ -23,7 +24,7 @@ from tests.crosscheck.generate_keypoints import generate_keypoints
 from tests.crosscheck.generate_lvis import generate_lvis
 from tests.crosscheck.generate_segm import generate_segm
 
-evaluate_module = sys.modules["deteval.evaluate"]  # the module (deteval.evaluate is the function)
+evaluate_module = sys.modules["deteval.evaluate.run"]  # the module that reads _MATCH_CHUNK
 
 pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning")  # generated data
 

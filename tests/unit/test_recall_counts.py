@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deteval.accumulate import _min_tp_for_recall, recall_grid
+from deteval.accumulate import recall_grid
+from deteval.accumulate.point_sampled import _min_tp_for_recall
 
 GRIDS = {
     "101_point": np.linspace(0, 1, 101),

@@ -1,8 +1,8 @@
 """The compiled segm-results reader (``_colparse.segm_results``) against today's path.
 
 A results file whose records are plain polygon lists is read by the C extension into columns and
-flat polygon arrays (:class:`~deteval.io.segmentation.PolygonSegmentations`), which
-:func:`~deteval.io.segmentation.parse_masks` checks as arrays. With and without the extension the
+flat polygon arrays (:class:`~deteval.masks.PolygonSegmentations`), which
+:func:`~deteval.masks.parse_masks` checks as arrays. With and without the extension the
 loader must give the same detections, the same :class:`CheckedMasks` bit for bit, or the same
 error; and whole evaluations must give the same numbers.
 """
@@ -19,8 +19,8 @@ import deteval
 from deteval import _speedups
 from deteval.errors import DetevalError
 from deteval.io.coco import fast, load_coco_dt, load_coco_gt
-from deteval.io.segmentation import detection_source, parse_masks
-from deteval.io.segmentation.sources import PolygonSegmentations
+from deteval.masks import detection_source, parse_masks
+from deteval.masks.sources import PolygonSegmentations
 from tests import ROOT
 from tests.support.kernels import needs_kernel
 

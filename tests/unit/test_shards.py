@@ -81,7 +81,7 @@ def test_a_worker_error_reaches_the_caller(monkeypatch):
     """
     import sys
 
-    evaluate_module = sys.modules["deteval.evaluate"]
+    evaluate_module = sys.modules["deteval.evaluate.run"]  # where match() looks pair_iou up
 
     images = [{"id": i} for i in (1, 2, 3)]
     anns = [

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from deteval import _speedups
+from deteval._dtypes import row_dtype
 from deteval.data import Detections
 from deteval.errors import DetevalError, InputError
 from deteval.io.category_map import _with_categories
@@ -474,5 +475,7 @@ def test_fast_and_full_paths_give_equal_int32_index_columns(gt, tmp_path, monkey
             assert getattr(dt, name).dtype == np.int32, name
         for name in ("image", "category", "order", "box", "score", "has_box"):
             assert np.array_equal(getattr(dt, name), getattr(full, name)), name
-    assert fast._index_dtype(2**31 - 1) == np.int32
-    assert fast._index_dtype(2**31) == np.int64
+    # The loaders' index columns take the one rule of deteval._dtypes: int32 while every row
+    # index (0 .. n - 1) fits.
+    assert row_dtype(2**31) == np.int32
+    assert row_dtype(2**31 + 1) == np.int64

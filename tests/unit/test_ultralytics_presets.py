@@ -11,7 +11,7 @@ from deteval.api import evaluate, explain
 from deteval.cli import main
 from deteval.errors import ConfigError
 from deteval.protocol import get_protocol, load_protocol_text
-from tests.crosscheck.test_tool_presets_vs_reference import _coco, _dataset
+from tests.support.presets import _coco, _dataset
 
 
 def _one_class(anns, dts):
@@ -129,7 +129,7 @@ def test_gt_ties_first_is_last_on_reversed_ground_truth(seed):
     lexicographic maximum of (non-ignored, IoU, position), the first with the position negated.
     """
     from deteval.matching import match_coco
-    from tests.unit.test_matching import THRESHOLDS, pairs_of, random_problem
+    from tests.support.matching import THRESHOLDS, pairs_of, random_problem
 
     _, det_key, gt_key, gt_ignored, reusable, unmatchable, det_out = problem = random_problem(seed)
     pair_det, pair_gt, pair_iou = pairs_of(problem[0], det_key, gt_key)

@@ -16,9 +16,9 @@ The readers, by concern (each imports only those listed before it):
 
 from __future__ import annotations
 
-from deteval.io.coco.fast import RawSegmentations as RawSegmentations
 from deteval.io.coco.fast import _fast_box_results as _fast_box_results
-from deteval.io.coco.fast import _fast_ground_truth as _fast_ground_truth
+from deteval.io.coco.fast_instances import RawSegmentations as RawSegmentations
+from deteval.io.coco.fast_instances import _fast_ground_truth as _fast_ground_truth
 from deteval.io.coco.ground_truth import load_coco_gt
 from deteval.io.coco.instances import LVIS_FREQUENCIES as LVIS_FREQUENCIES
 from deteval.io.coco.keypoints import keypoint_column, require_keypoints

@@ -18,8 +18,6 @@ import itertools
 import operator
 import os
 import stat
-import zlib
-from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Annotated, Any
 
@@ -33,17 +31,17 @@ except ImportError:  # pragma: no cover - msgspec is a declared dependency
     _HAS_MSGSPEC = False
 
 from deteval import _speedups
+from deteval._dtypes import row_dtype
 from deteval.data import Detections, GroundTruth, order_column
-from deteval.errors import ConfigError, InputError
-from deteval.io._json import _count_keys, _orjson, count_raw_keys
-from deteval.io._text import MAX_BYTES, check_unchanged, read_bytes
+from deteval.errors import ConfigError
+from deteval.io._json import _orjson, count_raw_keys
+from deteval.io._text import MAX_BYTES, check_unchanged
 from deteval.io.category_map import CategoryMap, map_categories
-from deteval.io.coco._common import _duplicates
-from deteval.io.coco.instances import _assemble_gt, _images_and_categories
+from deteval.io.coco.fast_keypoints import keypoint_results
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
 from deteval.io.output import note_read
-from deteval.io.segmentation.sources import PolygonSegmentations, RleSegmentations
+from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 
 #: The columns of a box-results file: image_id, category_id (int64), bbox (n, 4), score (float64).
 BoxColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -167,14 +165,6 @@ def _compiled_box_columns(raw: bytes) -> BoxColumns | None:
 _STREAM_CHUNK = 4 << 20
 
 
-def _index_dtype(n: int) -> type:
-    """The dtype of the index columns (``image``, ``category``, ``order``) of ``n`` detections.
-
-    int32 (4 bytes per detection and column less than int64), int64 from 2**31 rows on.
-    """
-    return np.int32 if n < 2**31 else np.int64
-
-
 def _stream_box_results(
     path: str, gt: GroundTruth, cmap: CategoryMap | None = None, *, chunk_size: int = _STREAM_CHUNK
 ) -> Detections | None:
@@ -288,7 +278,7 @@ class _BoxParts:
 
     def __init__(self, size: int, gt: GroundTruth, cmap: CategoryMap | None):
         capacity = size // _MIN_RECORD_BYTES + 1
-        index: Any = _index_dtype(capacity)
+        index: Any = row_dtype(capacity)
         self.gt, self.cmap = gt, cmap
         self.n = 0
         self.min_category: int | None = None
@@ -388,7 +378,7 @@ def _compiled_segm_columns(raw: bytes) -> tuple[BoxColumns, PolygonSegmentations
     ``score`` and a ``segmentation`` that is a non-empty list of non-empty lists of JSON numbers
     (finite; integers of at most 18 digits). Anything else -- RLE, no bbox, ``[]``, a deeper
     nesting -- is for the full loader. Odd or short polygons are taken: the checks of
-    :func:`deteval.io.segmentation.parse_masks` find them and name them as the full path does.
+    :func:`deteval.masks.parse_masks` find them and name them as the full path does.
     """
     if _colparse is None or _orjson is None:
         return None
@@ -429,7 +419,7 @@ def _compiled_rle_columns(raw: bytes) -> tuple[BoxColumns, RleSegmentations] | N
     ``score`` and a ``segmentation`` ``{"size": [h, w], "counts": "..."}`` (integers, an ASCII
     string whose only escapes are an escaped backslash or slash). Anything else -- polygons,
     uncompressed counts, a mix -- is for the other readers. Sizes and strings are checked by
-    :func:`deteval.io.segmentation.parse_masks`, which names problems as the full path does.
+    :func:`deteval.masks.parse_masks`, which names problems as the full path does.
     """
     if _colparse is None or _orjson is None or not hasattr(_colparse, "rle_results"):
         return None
@@ -461,59 +451,11 @@ def _compiled_rle_columns(raw: bytes) -> tuple[BoxColumns, RleSegmentations] | N
     return (image_ids, category_ids, box.reshape(n, 4), score), segmentation
 
 
-#: Bytes of the shortest keypoint record the compiled parser accepts, with its comma:
-#: ``{"image_id":0,"category_id":0,"keypoints":[0,0,0],"score":0},``; a number takes 2 (``0,``).
-_MIN_KEYPOINT_RECORD_BYTES = 61
-
-
 def _fast_keypoint_results(
     raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
 ) -> Detections | None:
-    """A plain keypoint-results file read by the C extension into columns, or None for the full path.
-
-    Plain: a non-empty array of records with exactly ``image_id``, ``category_id``,
-    ``keypoints`` (JSON numbers, finite, one length for all, a multiple of 3) and ``score``.
-    The Detections are the full loader's: no record has a bbox, so each gets its keypoints'
-    extent (pycocotools' ``loadRes``) and ``has_box`` False; anything that needs a message
-    (unknown image or category, a non-finite score) returns None and the full loader names it.
-    """
-    if _colparse is None or not hasattr(_colparse, "keypoint_results"):
-        return None
-    capacity = len(raw) // _MIN_KEYPOINT_RECORD_BYTES + 1
-    image_ids = np.empty(capacity, dtype=np.int64)
-    category_ids = np.empty(capacity, dtype=np.int64)
-    score = np.empty(capacity, dtype=np.float64)
-    numbers = np.empty(len(raw) // 2 + 1, dtype=np.float64)
-    found = _colparse.keypoint_results(raw, image_ids, category_ids, score, numbers)
-    if found is None:
-        return None
-    n, per_record = found
-    for column in (image_ids, category_ids, score):
-        column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
-    numbers.resize(n * per_record, refcheck=False)
-    keypoints = numbers.reshape(n, per_record // 3, 3)
-    image = join_ids(image_ids, gt)
-    try:
-        category = map_categories(category_ids, gt, cmap)
-    except ConfigError:
-        return None  # the full path raises it again
-    if not np.isfinite(score).all() or (image < 0).any() or (category < 0).any():
-        return None
-    from deteval.io.coco.keypoints import keypoint_extent
-
-    index = _index_dtype(n)
-    return Detections(
-        image=image.astype(index, copy=False),
-        category=category.astype(index, copy=False),
-        box=keypoint_extent(keypoints),
-        score=score,
-        order=order_column(n),
-        has_box=np.zeros(n, dtype=bool),
-        box_format="xywh",
-        source=path,
-        warnings=tuple(_index_suspicion(category_ids, gt, cmap, path)),
-        keypoints=keypoints,
-    )
+    """A plain keypoint-results file in columns, or None (:func:`.fast_keypoints.keypoint_results`)."""
+    return keypoint_results(raw, path, gt, cmap, _colparse)
 
 
 #: Bytes of the shortest row of six fields with its line break (``a 1 1 1 1 1\n``).
@@ -698,7 +640,7 @@ def _box_result(
 ) -> Detections:
     """The Detections of checked columns (file order; every record has a bbox; int32 indices)."""
     n = len(image)
-    index = _index_dtype(n)
+    index = row_dtype(n)
     return Detections(
         image=image.astype(index, copy=False),
         category=category.astype(index, copy=False),
@@ -710,363 +652,6 @@ def _box_result(
         segmentation=segmentation,  # type: ignore[arg-type]  # a lazy sequence, read as a tuple
         source=path,
         warnings=tuple(warnings),
-    )
-
-
-class RawSegmentations(Sequence):
-    """Annotation segmentations kept as raw JSON until a segm evaluation reads them.
-
-    A box evaluation never needs the polygons, and parsing them is most of the cost of reading
-    a COCO instances file. Items decode on access (``None`` where a record has none).
-    """
-
-    def __init__(self, raws: list, loads: Callable[[bytes], Any]):
-        self._raws = raws
-        self._loads = loads
-
-    def __len__(self) -> int:
-        return len(self._raws)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(len(self))))
-        raw = self._raws[index]
-        return None if raw is None else self._loads(bytes(raw))
-
-
-class SpanSegmentations(Sequence):
-    """Annotation segmentations kept as byte spans of the file until a segm evaluation reads them.
-
-    What the compiled instances parser gives (:func:`_compiled_instances`): the file's bytes and,
-    per annotation, the start and stop offsets of its segmentation (-1 where it has none). Items
-    decode on access, as :class:`RawSegmentations` items do (``None`` where a record has none).
-
-    A ground truth read from a file does not keep the file's bytes (:meth:`keep_on_disk`: a box
-    evaluation never reads them, and they are most of the file): the first item read reads the
-    file again, and refuses it unless it is the same bytes (size and CRC-32 of what was parsed).
-    A pickled copy carries the bytes.
-    """
-
-    def __init__(self, raw: bytes, starts: np.ndarray, stops: np.ndarray, loads: Callable[[bytes], Any]):
-        self._raw: bytes | None = raw
-        # Offsets into the file: int32 below 2 GiB (they stay while the ground truth does).
-        offsets = np.int32 if len(raw) < 2**31 else np.int64
-        self._starts = starts.astype(offsets, copy=False)
-        self._stops = stops.astype(offsets, copy=False)
-        self._loads = loads
-        self._origin: tuple[str, int, int] | None = None  # (path, size, CRC-32) when on disk
-
-    def keep_on_disk(self, path: str) -> None:
-        """Drop the bytes; read them again from ``path`` (which they were read from) when needed."""
-        raw = self._raw
-        if raw is not None:
-            self._origin = (path, len(raw), zlib.crc32(raw))
-            self._raw = None
-
-    def _bytes(self) -> bytes:
-        if self._raw is None:
-            assert self._origin is not None  # the constructor sets the bytes; only keep_on_disk drops them
-            path, size, crc = self._origin
-            raw = read_bytes(path, what="the COCO ground truth it was loaded from", limit=MAX_BYTES["json"])
-            if len(raw) != size or zlib.crc32(raw) != crc:
-                raise InputError(
-                    f"{path}: changed since the ground truth was loaded from it (its segmentations "
-                    f"are read from the file when first needed); expected the same file, found "
-                    f"{len(raw)} bytes that differ: load the ground truth again"
-                )
-            self._raw = raw
-        return self._raw
-
-    def __len__(self) -> int:
-        return len(self._starts)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return tuple(self[i] for i in range(*index.indices(len(self))))
-        start = int(self._starts[index])
-        return None if start < 0 else self._loads(self._bytes()[start : int(self._stops[index])])
-
-    def __getstate__(self) -> dict:
-        """Pickled with the bytes: a copy never depends on the file."""
-        state = self.__dict__.copy()
-        state["_raw"], state["_origin"] = self._bytes(), None
-        return state
-
-
-if _HAS_MSGSPEC:
-
-    class _Annotation(_msgspec.Struct, forbid_unknown_fields=True):
-        """A COCO annotation's fields, typed strictly; segmentation left undecoded."""
-
-        id: _Int64
-        image_id: _Int64
-        category_id: _Int64
-        bbox: tuple[float, float, float, float]
-        area: float
-        iscrowd: _Int64
-        segmentation: _msgspec.Raw | _msgspec.UnsetType = _msgspec.UNSET
-        ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
-        difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
-
-    class _Instances(_msgspec.Struct, forbid_unknown_fields=True):
-        images: list[dict]
-        annotations: list[_Annotation]
-        categories: list[dict]
-        info: Any = _msgspec.UNSET
-        licenses: Any = _msgspec.UNSET
-
-    _INSTANCES = _msgspec.json.Decoder(_Instances)
-
-
-#: The annotation columns of an instances file: id, image_id, category_id (int64), bbox (n, 4),
-#: area (float64), iscrowd, ignore, difficult (int64; 0 where absent), and the raw segmentations.
-AnnColumns = tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any
-]
-
-#: Bytes of the shortest annotation the compiled parser accepts, with its comma:
-#: ``{"id":0,"image_id":0,"category_id":0,"bbox":[0,0,0,0],"area":0,"iscrowd":0},``.
-_MIN_ANNOTATION_BYTES = 76
-
-
-def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
-    """Read a plain COCO instances file without parsing its polygons, or None for the full path.
-
-    The compiled parser reads the ``annotations`` array (:func:`_compiled_instances`), else
-    msgspec reads the whole document (:func:`_msgspec_instances`); both read only the plain shape
-    and give the same columns bit for bit. Then one set of checks (:func:`_ground_truth_from`).
-    """
-    if not _HAS_MSGSPEC or _orjson is None:
-        return None
-    parts = _compiled_instances(raw) if _colparse is not None else None
-    if parts is None:
-        parts = _msgspec_instances(raw)
-    if parts is None:
-        return None
-    data, columns = parts
-    del parts
-    segmentation = columns[8]
-    gt = _ground_truth_from(data, columns, path)
-    if isinstance(segmentation, SpanSegmentations):
-        segmentation.keep_on_disk(path)  # the file's bytes are not kept (a box evaluation never reads them)
-    return gt
-
-
-def _rest_keys(data: Any) -> int:
-    """The object keys of a decoded :class:`_Instances` outside its annotations."""
-    keys = 3 + _count_keys(data.images) + _count_keys(data.categories)
-    for extra in (data.info, data.licenses):
-        if extra is not _msgspec.UNSET:
-            keys += 1 + _count_keys(extra)
-    return keys
-
-
-def _compiled_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
-    """An instances file read by the C extension (annotations) and msgspec (the rest), or None.
-
-    The extension parses the top-level ``annotations`` array into columns, keeping each
-    segmentation as a byte span of ``raw`` (:class:`SpanSegmentations`); msgspec decodes the rest
-    of the document with that array replaced by ``[]``, and a raw count of its keys rules out
-    duplicates there, as in :func:`_msgspec_instances`. None when the extension is not available
-    or anything is not plain: the msgspec path and then the full loader decide.
-    """
-    if _colparse is None:
-        return None
-    capacity = len(raw) // _MIN_ANNOTATION_BYTES + 1
-    ints = [np.empty(capacity, dtype=np.int64) for _ in range(8)]
-    ids, image_ids, category_ids, crowd, ignore, difficult, starts, stops = ints
-    box = np.empty(4 * capacity, dtype=np.float64)
-    area = np.empty(capacity, dtype=np.float64)
-    found = _colparse.instances(
-        raw, ids, image_ids, category_ids, box, area, crowd, ignore, difficult, starts, stops
-    )
-    if found is None:
-        return None
-    n, start, stop = found
-    rest = b"".join((raw[:start], b"[]", raw[stop:]))
-    data = _decode_or_none(rest, _INSTANCES)
-    if data is None or data.annotations or count_raw_keys(rest) != _rest_keys(data):
-        return None
-    del rest
-    for column in ints:
-        column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
-    box.resize(4 * n, refcheck=False)
-    area.resize(n, refcheck=False)
-    segm = SpanSegmentations(raw, starts, stops, _orjson.loads)  # type: ignore[union-attr]
-    return data, (ids, image_ids, category_ids, box.reshape(n, 4), area, crowd, ignore, difficult, segm)
-
-
-def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
-    """An instances file decoded by msgspec, or None when it is not plain.
-
-    Known keys only: a raw count of keys against the decoded ones, which also rules out duplicate
-    keys. This is the twin the compiled parser is tested against.
-    """
-    data = _decode_or_none(raw, _INSTANCES)
-    if data is None:
-        return None
-    anns = data.annotations
-    n = len(anns)
-    segm = [a.segmentation if a.segmentation is not _msgspec.UNSET else None for a in anns]
-    n_rle = sum(1 for r in segm if r is not None and memoryview(r)[:1] == b"{")
-    keys = (
-        _rest_keys(data)
-        + 6 * n
-        + sum(r is not None for r in segm)
-        + 2 * n_rle
-        + sum(a.ignore is not _msgspec.UNSET for a in anns)
-        + sum(a.difficult is not _msgspec.UNSET for a in anns)
-    )
-    if count_raw_keys(raw) != keys:
-        return None
-    columns = (
-        np.fromiter(map(_get_id, anns), dtype=np.int64, count=n),
-        np.fromiter(map(_get_image_id, anns), np.int64, n),
-        np.fromiter(map(_get_category_id, anns), np.int64, n),
-        np.fromiter(
-            itertools.chain.from_iterable(map(_get_bbox, anns)), dtype=np.float64, count=4 * n
-        ).reshape(n, 4),
-        np.fromiter(map(_get_area, anns), dtype=np.float64, count=n),
-        np.fromiter(map(_get_iscrowd, anns), dtype=np.int64, count=n),
-        np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in anns), np.int64, n),
-        np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in anns), np.int64, n),
-        RawSegmentations(segm, _orjson.loads),  # type: ignore[union-attr]
-    )
-    return data, columns
-
-
-def _ground_truth_from(data: Any, columns: AnnColumns, path: str) -> GroundTruth | None:
-    """Annotation columns checked and assembled with the images and categories, or None.
-
-    Taken only when nothing needs a message (:func:`_checked_annotations`). Images and
-    categories go through the same checks as the full path.
-    """
-    if not _checked_annotations(columns):
-        return None
-    try:
-        meta = _images_and_categories(data.images, data.categories, path)
-    except InputError:
-        return None  # the full path raises it again, with the same message
-    return _assemble_columns(meta, columns, path)
-
-
-def _checked_annotations(columns: AnnColumns) -> bool:
-    """True when nothing needs a message about these annotation columns.
-
-    Every annotation with a finite non-negative bbox and area and an ``iscrowd`` (``ignore``,
-    ``difficult``) of 0 or 1; unique annotation ids.
-    """
-    ann_ids, _, _, box, area, crowd, ignore, difficult, _ = columns
-    flags_ok = all(((f == 0) | (f == 1)).all() for f in (crowd, ignore, difficult))
-    if (
-        not flags_ok
-        or not np.isfinite(box).all()
-        or not np.isfinite(area).all()
-        or (box[:, 2:] < 0).any()
-        or (area < 0).any()
-        or _duplicates(ann_ids)
-    ):
-        return False
-    return True
-
-
-def _assemble_columns(meta: dict, columns: AnnColumns, path: str) -> GroundTruth | None:
-    """The GroundTruth of checked columns; None when an image or category id is unknown."""
-    ann_ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm = columns
-    return _assemble_gt(
-        meta,
-        ann_ids,
-        image_ids,
-        category_ids,
-        box,
-        area,
-        crowd.astype(bool),
-        difficult.astype(bool),
-        ignore.astype(bool),
-        segm,
-        path,
-        [],
-        ann_problems=None,
-    )
-
-
-if _HAS_MSGSPEC:
-
-    class _AnnotationObject(_msgspec.Struct, forbid_unknown_fields=True):
-        """An in-memory COCO annotation's fields, typed as :class:`_Annotation` types a file's."""
-
-        id: _Int64
-        image_id: _Int64
-        category_id: _Int64
-        bbox: tuple[float, float, float, float]
-        area: float
-        iscrowd: _Int64
-        segmentation: Any = _msgspec.UNSET
-        ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
-        difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
-
-
-def _fast_annotations(meta: dict, anns: list, where: str) -> GroundTruth | None:
-    """In-memory annotations (a list of dicts) straight into columns, or None for the full path.
-
-    Read by the compiled extension (:func:`_compiled_annotation_records`), else typed by
-    ``msgspec.convert`` (:func:`_msgspec_annotation_records`): known keys only, the six COCO keys
-    present, ``int`` ids and flags (no ``bool``, no float or numpy scalar where an integer
-    goes). The columns then pass the checks a file's do. The segmentations are the caller's
-    objects, as the full loader keeps them. ``meta`` is the checked images and categories
-    (``_images_and_categories``). Anything refused goes to the full loader.
-    """
-    columns = _compiled_annotation_records(anns) if _colparse is not None else None
-    if columns is None:
-        columns = _msgspec_annotation_records(anns)
-    if columns is None or not _checked_annotations(columns):
-        return None
-    return _assemble_columns(meta, columns, where)
-
-
-def _compiled_annotation_records(anns: list) -> AnnColumns | None:
-    """The columns of plain in-memory annotations read by the C extension, or None."""
-    if _colparse is None or type(anns) is not list or not anns:
-        return None
-    n = len(anns)
-    ints = [np.empty(n, dtype=np.int64) for _ in range(6)]
-    ids, image_ids, category_ids, crowd, ignore, difficult = ints
-    box = np.empty((n, 4), dtype=np.float64)
-    area = np.empty(n, dtype=np.float64)
-    found = _colparse.annotation_records(
-        anns, ids, image_ids, category_ids, box, area, crowd, ignore, difficult
-    )
-    if found is None:
-        return None
-    segm = tuple(r.get("segmentation") for r in anns)
-    return ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm
-
-
-def _msgspec_annotation_records(anns: list) -> AnnColumns | None:
-    """The columns of plain in-memory annotations typed by ``msgspec.convert``, or None.
-
-    :class:`_AnnotationObject` types them as :class:`_Annotation` types a file's. The twin the
-    compiled reader is tested against.
-    """
-    if not _HAS_MSGSPEC or not anns:
-        return None
-    try:
-        typed = _msgspec.convert(anns, list[_AnnotationObject])
-    except (_msgspec.ValidationError, RecursionError):
-        return None  # the full path reads or names it
-    n = len(typed)
-    return (
-        np.fromiter(map(_get_id, typed), dtype=np.int64, count=n),
-        np.fromiter(map(_get_image_id, typed), np.int64, n),
-        np.fromiter(map(_get_category_id, typed), np.int64, n),
-        np.fromiter(
-            itertools.chain.from_iterable(map(_get_bbox, typed)), dtype=np.float64, count=4 * n
-        ).reshape(n, 4),
-        np.fromiter(map(_get_area, typed), dtype=np.float64, count=n),
-        np.fromiter(map(_get_iscrowd, typed), dtype=np.int64, count=n),
-        np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in typed), np.int64, n),
-        np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in typed), np.int64, n),
-        tuple(r.get("segmentation") for r in anns),
     )
 
 

@@ -23,7 +23,7 @@ from deteval.io._records import (
     number_column,
 )
 from deteval.io.coco._common import _check_list_of_objects, _refuse_duplicates, _source
-from deteval.io.coco.fast import _fast_annotations, _fast_ground_truth
+from deteval.io.coco.fast_instances import _fast_annotations, _fast_ground_truth
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
 from deteval.io.coco.keypoints import _num_keypoints, keypoint_column
 from deteval.io.coco.obb import boxes_of, obb_column, with_rotated

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from deteval._dtypes import row_dtype
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import InputError
 from deteval.io._records import (
@@ -29,7 +30,6 @@ from deteval.io.coco._common import _check_list_of_objects, _source
 from deteval.io.coco.fast import (
     _fast_box_records,
     _fast_box_results_held,
-    _index_dtype,
     _stream_box_results,
 )
 from deteval.io.coco.keypoints import keypoint_column, keypoint_extent
@@ -167,7 +167,7 @@ def load_coco_dt(
     warnings.extend(_index_suspicion(category_ids, gt, cmap, where))
     warnings.extend(_box_warnings(box[~box_missing], image[~box_missing], gt, where))
     segmentation = tuple(r.get("segmentation") for r in dets) if has_segm.any() else None
-    index = _index_dtype(len(dets))
+    index = row_dtype(len(dets))
     result = Detections(
         image=image.astype(index),
         category=np.maximum(category, 0).astype(index),

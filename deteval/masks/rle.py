@@ -4,7 +4,7 @@ An RLE is ``{"size": [h, w], "counts": ...}``; its runs must add up to ``h * w``
 reads or writes past the mask. Its size need not be its image's: only the two masks of a pair
 must agree (:func:`check_pair_sizes`, what pycocotools can score). Compressed counts strings are checked
 and their runs summed in numpy, without pycocotools. Used by
-:func:`~deteval.io.segmentation.parsing.parse_masks`.
+:func:`~deteval.masks.parsing.parse_masks`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pycocotools import mask as mask_utils
 
 from deteval import _speedups
 from deteval.errors import InputError
-from deteval.io.segmentation.sources import (
+from deteval.masks.sources import (
     MAX_PIXELS,
     N_SHOWN,
     RLE,

@@ -3,7 +3,7 @@
 A :class:`SegmentationSource` holds a collection's raw ``segmentation`` values with what is
 needed to name a record in an error message (file, record number, ids) and the size of each
 record's image. :func:`fail_records` raises the one :class:`~deteval.errors.InputError` format
-every check of :mod:`deteval.io.segmentation` uses; :func:`raster_image_size` checks the image
+every check of :mod:`deteval.masks` uses; :func:`raster_image_size` checks the image
 sizes a raster mask needs. The limits (:data:`MAX_COORDINATE`, :data:`MAX_PIXELS`) and the mask
 kinds (:data:`POLYGON`, :data:`RLE`) are defined here too.
 """
@@ -57,7 +57,7 @@ class PolygonSegmentations(Sequence):
     each record's byte span (items are decoded from it, as the full loader decodes them), and the
     polygons already as numbers: ``n_parts`` (int64, per record, each >= 1), ``part_len`` (int64,
     numbers per part, each >= 1) and ``coords`` (float64, every number in order, finite).
-    :func:`~deteval.io.segmentation.parse_masks` checks these arrays instead of the decoded lists.
+    :func:`~deteval.masks.parse_masks` checks these arrays instead of the decoded lists.
     """
 
     def __init__(
@@ -90,7 +90,7 @@ class RleSegmentations(Sequence):
     ``{"size": [h, w], "counts": "..."}`` (``deteval.io.coco.fast``): the file's bytes and each
     record's byte span (items are decoded from it, as the full loader decodes them), ``sizes``
     (int64 (n, 2), as written), and the counts strings unescaped into ``blob`` (bytes), string r
-    at ``blob[offsets[r]:offsets[r + 1]]``. :func:`~deteval.io.segmentation.parse_masks` checks
+    at ``blob[offsets[r]:offsets[r + 1]]``. :func:`~deteval.masks.parse_masks` checks
     these instead of the decoded records.
     """
 
@@ -122,7 +122,7 @@ class SegmentationSource:
     """The raw segmentation values of one collection, and how to name its records.
 
     ``values`` is a tuple, or a :class:`PolygonSegmentations` or :class:`RleSegmentations` whose
-    flat columns :func:`~deteval.io.segmentation.parse_masks` reads without decoding the records.
+    flat columns :func:`~deteval.masks.parse_masks` reads without decoding the records.
     """
 
     values: Sequence

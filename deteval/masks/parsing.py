@@ -1,7 +1,7 @@
 """Raw segmentation values -> :class:`CheckedMasks`, the canonical columns of a collection.
 
 :func:`parse_masks` sorts each record into polygon, RLE or error, has the polygons
-(:mod:`~deteval.io.segmentation.polygons`) and RLEs (:mod:`~deteval.io.segmentation.rle`)
+(:mod:`~deteval.masks.polygons`) and RLEs (:mod:`~deteval.masks.rle`)
 checked, and gathers vertices, part offsets, canonical RLE dicts and extents.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 from pycocotools import mask as mask_utils
 
-from deteval.io.segmentation.polygons import _flat_polygons, _parse_polygons
-from deteval.io.segmentation.rle import _cmask, _parse_rles, summarise_spans
-from deteval.io.segmentation.sources import (
+from deteval.masks.polygons import _flat_polygons, _parse_polygons
+from deteval.masks.rle import _cmask, _parse_rles, summarise_spans
+from deteval.masks.sources import (
     MAX_PIXELS,
     POLYGON,
     RLE,
@@ -170,7 +170,7 @@ def _flat_polygon_masks(values: PolygonSegmentations) -> CheckedMasks | None:
 def _flat_rle_masks(values: RleSegmentations) -> CheckedMasks | None:
     """The masks of records that are all compressed RLEs given as flat columns, or None.
 
-    The checks of :func:`~deteval.io.segmentation.rle._parse_rles` on the columns: sizes of
+    The checks of :func:`~deteval.masks.rle._parse_rles` on the columns: sizes of
     two integers >= 0 with ``h * w <= MAX_PIXELS``, counts strings that are pycocotools'
     encoding and add up to ``h * w`` (compiled kernel). None on any failure (the caller decodes
     the records and the usual checks name the problem) or without the kernel.

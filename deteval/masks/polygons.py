@@ -2,8 +2,8 @@
 
 A polygon record is a list of parts ``[x1, y1, x2, y2, ...]``; each part must be a list of
 numbers, of even length, with at least 3 distinct, finite points within
-:data:`~deteval.io.segmentation.sources.MAX_COORDINATE`. Used by
-:func:`~deteval.io.segmentation.parsing.parse_masks`.
+:data:`~deteval.masks.sources.MAX_COORDINATE`. Used by
+:func:`~deteval.masks.parsing.parse_masks`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from deteval.io.segmentation.sources import MAX_COORDINATE, SegmentationSource, _as_float, _show, fail_records
+from deteval.masks.sources import MAX_COORDINATE, SegmentationSource, _as_float, _show, fail_records
 
 
 def _is_number(v: Any) -> bool:

@@ -31,13 +31,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any, BinaryIO, Literal
+from typing import Any
 
 import numpy as np
-import yaml
 
 from deteval import _speedups
-from deteval._safe_yaml import duplicate_key, duplicate_key_message, find_alias
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import InputError
 from deteval.io._text import (
@@ -62,240 +60,38 @@ from deteval.io.category_map import (
 from deteval.io.coco.fast import _compiled_yolo_rows
 from deteval.io.identity import stem
 from deteval.io.output import note_reads
+from deteval.io.yolo.dataset import (
+    _class_names,
+    _label_folder,
+    _read_sizes,
+    _read_yaml,
+    _split_image_folder,
+    _split_image_sizes,
+    _split_images,
+    _stem,
+    _yaml_path,
+)
+from deteval.io.yolo.image_size import IMAGE_EXTENSIONS, image_size
 
 _colparse = _speedups.load("deteval.io._colparse")
+
+
 if _colparse is not None and not hasattr(_colparse, "yolo_files"):
     _colparse = None  # pragma: no cover - an extension built from older sources
 
+
 __all__ = ["load_yolo_gt", "load_yolo_dt", "image_size", "IMAGE_EXTENSIONS", "LAYOUTS"]
 
-#: Image file extensions listed as images (Ultralytics' IMG_FORMATS).
-IMAGE_EXTENSIONS = (
-    ".bmp",
-    ".dng",
-    ".jpeg",
-    ".jpg",
-    ".mpo",
-    ".png",
-    ".tif",
-    ".tiff",
-    ".webp",
-    ".pfm",
-    ".heic",
-    ".gif",
-)
+
 #: Column layouts of prediction rows.
 LAYOUTS = ("cls cx cy w h conf", "cls conf cx cy w h")
+
+
 _LABEL_ROW = "`class cx cy w h` (normalized)"
+
+
 #: ``_colparse.yolo_files``' layout of label rows (0 and 1 are the prediction layouts of LAYOUTS).
 _LABEL_LAYOUT = 2
-
-
-# --------------------------------------------------------------------------------------------
-# Image sizes from file headers
-# --------------------------------------------------------------------------------------------
-
-
-def _exif_orientation(tiff: bytes) -> int:
-    """EXIF orientation tag (0x0112) of IFD0 in a TIFF blob; 1 when absent or unreadable."""
-    order: Literal["little", "big"]
-    if tiff[:2] == b"II":
-        order = "little"
-    elif tiff[:2] == b"MM":
-        order = "big"
-    else:
-        return 1
-    offset = int.from_bytes(tiff[4:8], order)
-    if offset + 2 > len(tiff):
-        return 1
-    count = int.from_bytes(tiff[offset : offset + 2], order)
-    for k in range(count):
-        entry = tiff[offset + 2 + 12 * k : offset + 14 + 12 * k]
-        if len(entry) < 12:
-            break
-        if int.from_bytes(entry[0:2], order) == 0x0112:
-            return int.from_bytes(entry[8:10], order)
-    return 1
-
-
-def _jpeg_size(f: BinaryIO) -> tuple[int, int] | None:
-    """(width, height) of a JPEG as displayed (EXIF orientations 5-8 swap the axes)."""
-    orientation = 1
-    while True:
-        marker = f.read(2)
-        if len(marker) < 2 or marker[0] != 0xFF:
-            return None
-        code = marker[1]
-        while code == 0xFF:  # fill bytes
-            byte = f.read(1)
-            if not byte:
-                return None
-            code = byte[0]
-        if code == 0x01 or 0xD0 <= code <= 0xD8:  # markers without a length
-            continue
-        head = f.read(2)
-        if len(head) < 2:
-            return None
-        length = int.from_bytes(head, "big")
-        if length < 2:
-            return None
-        if 0xC0 <= code <= 0xCF and code not in (0xC4, 0xC8, 0xCC):  # start of frame
-            frame = f.read(5)
-            if len(frame) < 5:
-                return None
-            height, width = int.from_bytes(frame[1:3], "big"), int.from_bytes(frame[3:5], "big")
-            return (height, width) if orientation in (5, 6, 7, 8) else (width, height)
-        if code == 0xE1:
-            segment = f.read(length - 2)
-            if segment[:6] == b"Exif\0\0":
-                orientation = _exif_orientation(segment[6:])
-        else:
-            f.seek(length - 2, os.SEEK_CUR)
-
-
-def image_size(path: str | os.PathLike) -> tuple[int, int] | None:
-    r"""(width, height) read from a PNG, JPEG, GIF or BMP header; None for other files.
-
-    JPEG sizes are as displayed: an EXIF orientation of 5-8 (rotated by 90 degrees) swaps them,
-    as OpenCV's ``imread`` and Ultralytics' ``exif_size`` do.
-
-    Examples
-    --------
-    >>> import tempfile, struct, zlib
-    >>> png = (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR"
-    ...        + struct.pack(">IIBBBBB", 640, 480, 8, 2, 0, 0, 0))
-    >>> with tempfile.NamedTemporaryFile(suffix=".png", delete=False) as f:
-    ...     _ = f.write(png)
-    >>> image_size(f.name)
-    (640, 480)
-    """
-    with open(path, "rb") as f:
-        head = f.read(26)
-        if head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR":
-            return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
-        if head[:6] in (b"GIF87a", b"GIF89a"):
-            return int.from_bytes(head[6:8], "little"), int.from_bytes(head[8:10], "little")
-        if head[:2] == b"BM" and len(head) >= 26:
-            width = int.from_bytes(head[18:22], "little", signed=True)
-            height = int.from_bytes(head[22:26], "little", signed=True)
-            return abs(width), abs(height)
-        if head[:2] == b"\xff\xd8":
-            f.seek(2)
-            return _jpeg_size(f)
-    return None
-
-
-# --------------------------------------------------------------------------------------------
-# Ground truth
-# --------------------------------------------------------------------------------------------
-
-
-def _yaml_path(source: str) -> str:
-    if os.path.isdir(source):
-        for name in ("data.yaml", "dataset.yaml"):
-            if os.path.isfile(os.path.join(source, name)):
-                return os.path.join(source, name)
-        raise InputError(f"{source}: no data.yaml; expected a YOLO dataset folder with data.yaml")
-    return source
-
-
-def _read_yaml(path: str) -> dict:
-    text = read_text(path, what="a YOLO data.yaml")
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        alias = find_alias(node)
-        if alias is not None:
-            raise InputError(
-                f"{path}:{alias.start_mark.line + 1}: YAML anchors and aliases "
-                f"(&name / *name) are not allowed; expected plain values"
-            )
-        duplicate = duplicate_key(node)
-        if duplicate is not None:  # one policy with protocol files: never keep the last silently
-            raise InputError(duplicate_key_message(path, *duplicate))
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(
-            f"{path}{line}: invalid YAML ({getattr(exc, 'problem', exc)}); expected a "
-            f"YOLO data.yaml with `names` and `val`"
-        ) from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: expected a mapping with `names` and `val`, found {type(data).__name__}")
-    return data
-
-
-def _class_names(data: dict, path: str) -> tuple[np.ndarray, tuple]:
-    """(class ids sorted, names) from ``names`` (list, or dict id -> name)."""
-    names = data.get("names")
-    if names is None:
-        raise InputError(
-            f"{path}: no `names`; expected `names: [class0, class1, ...]` or "
-            f"`names: {{0: class0, ...}}`, found keys {sorted(map(str, data))[:10]}"
-        )
-    if isinstance(names, list):
-        items = list(enumerate(names))
-    elif isinstance(names, dict):
-        items = list(names.items())
-    else:
-        raise InputError(
-            f"{path}: `names` is a {type(names).__name__}; expected a list or a mapping id -> name"
-        )
-    bad = [
-        (k, v)
-        for k, v in items
-        if isinstance(k, bool)
-        or not isinstance(k, int)
-        or k < 0
-        or not isinstance(v, (str, int))
-        or isinstance(v, bool)
-    ]
-    if bad:
-        raise InputError(
-            f"{path}: `names` entry {bad[0][0]!r}: {bad[0][1]!r}; expected integer ids >= 0 and string names"
-        )
-    too_large = [k for k, _ in items if k >= 2**63]  # YAML integers are unbounded; ids are int64
-    if too_large:
-        raise InputError(
-            f"{path}: `names` key {too_large[0]} does not fit a 64-bit class id; expected class ids "
-            f"0 .. {2**63 - 1} (the class indices of the label files, usually 0 .. nc-1): renumber `names`"
-        )
-    if "nc" in data and data["nc"] != len(items):
-        raise InputError(
-            f"{path}: `nc` is {data['nc']!r} but `names` has {len(items)} entries; expected them to agree"
-        )
-    items.sort()
-    return (np.array([k for k, _ in items], dtype=np.int64).reshape(-1), tuple(str(v) for _, v in items))
-
-
-def _label_folder(image_folder: str) -> str:
-    """Ultralytics' img2label_paths: the last ``/images/`` of the path becomes ``/labels/``."""
-    path = os.path.abspath(image_folder) + os.sep
-    marker = f"{os.sep}images{os.sep}"
-    if marker in path:
-        head, tail = path.rsplit(marker, 1)
-        return os.path.join(head, "labels", tail)
-    return os.path.abspath(image_folder)
-
-
-def _read_sizes(path: str) -> dict[str, tuple[float, float]]:
-    rows = split_rows(read_text(path, what="image sizes `<image file name> <width> <height>`"))
-    wrong = [(f"{path}:{n}", f"{len(f)} columns") for n, f in rows if len(f) != 3]
-    if wrong:
-        fail_records("wrong number of columns", "3 columns `<image file name> <width> <height>`", wrong)
-    numbers = parse_floats(rows, slice(1, 3), path, "width height")
-    bad = [
-        (f"{path}:{n}", f"{w:g} x {h:g}")
-        for (n, _), (w, h) in zip(rows, numbers, strict=True)
-        if w <= 0 or h <= 0
-    ]
-    if bad:
-        fail_records("image size not positive", "width > 0 and height > 0", bad)
-    return {f[0]: (float(w), float(h)) for (_, f), (w, h) in zip(rows, numbers, strict=True)}
-
-
-def _stem(name: str) -> str:
-    return os.path.splitext(name)[0]
 
 
 def _class_ids(rows: list, column: int, path: str) -> np.ndarray:
@@ -533,82 +329,6 @@ def _read_labels(
     return image, np.concatenate(parts_class) if parts_class else np.zeros(0, dtype=np.int64), box
 
 
-def _split_image_folder(data: dict, yaml_path: str, base: str, split: str) -> str:
-    """The images folder of ``split``: ``path`` (relative to the YAML file) joined with ``<split>``.
-
-    Raises
-    ------
-    InputError
-        ``path`` or ``<split>`` is not a string, or the folder does not exist.
-    """
-    root = data.get("path")
-    if root is not None and not isinstance(root, str):
-        raise InputError(f"{yaml_path}: `path` is a {type(root).__name__}; expected a folder path")
-    root = os.path.join(base, root) if root else base
-    images_rel = data.get(split)
-    if not isinstance(images_rel, str):
-        raise InputError(
-            f"{yaml_path}: `{split}` is "
-            f"{'missing' if images_rel is None else type(images_rel).__name__}; "
-            f"expected the images folder of the split, relative to `path`"
-        )
-    image_folder = os.path.join(root, images_rel)
-    if not os.path.isdir(image_folder):
-        raise InputError(
-            f"{yaml_path}: `{split}: {images_rel}` is not a folder ({image_folder}); "
-            f"expected the images folder (lists of image paths are not supported)"
-        )
-    return image_folder
-
-
-def _split_images(image_folder: str) -> tuple[dict[str, str], list[str]]:
-    """(file name -> path, sorted image file names) of a split, refusing two images of one stem."""
-    files = list_files(image_folder, what="YOLO images")
-    names = sorted(n for n in files if n.lower().endswith(IMAGE_EXTENSIONS))
-    stems: dict[str, str] = {}
-    for n in names:
-        if _stem(n) in stems:
-            raise InputError(
-                f"{image_folder}: images {stems[_stem(n)]} and {n} share the stem "
-                f"{_stem(n)!r}; expected one image per label file name"
-            )
-        stems[_stem(n)] = n
-    return files, names
-
-
-def _split_image_sizes(
-    image_folder: str, files: dict[str, str], names: list[str], given: dict[str, tuple[float, float]]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Width and height (float64) of each image: from the sizes file ``given``, else its header.
-
-    Raises
-    ------
-    InputError
-        An unreadable image, or images whose size is neither given nor in a known header.
-    """
-    width = np.full(len(names), np.nan)
-    height = np.full(len(names), np.nan)
-    unknown = []
-    for i, n in enumerate(names):
-        size = given.get(n) or given.get(_stem(n))
-        if size is None:
-            try:
-                size = image_size(files[n])
-            except OSError as exc:
-                raise InputError(f"{files[n]}: cannot read ({exc.strerror}); expected an image") from None
-        if size is None or size[0] <= 0 or size[1] <= 0:
-            unknown.append(n)
-        else:
-            width[i], height[i] = size
-    if unknown:
-        raise InputError(
-            f"{image_folder}: {len(unknown)} images of unknown size: "
-            f"{names_note(unknown)}; expected PNG, JPEG, GIF or BMP headers, or a sizes "
-            f"file (`sizes: sizes.txt` in data.yaml, lines `<file name> <width> <height>`)"
-        )
-    return width, height
-
-
 def _to_pixels(xywhn: np.ndarray, width: float, height: float) -> np.ndarray:
     """Normalized ``cx cy w h`` -> absolute ``[x, y, w, h]``."""
     out = np.empty((len(xywhn), 4))
@@ -619,11 +339,6 @@ def _to_pixels(xywhn: np.ndarray, width: float, height: float) -> np.ndarray:
         np.multiply(half, scale, out=out[:, j])
         np.multiply(xywhn[:, j + 2], scale, out=out[:, j + 2])
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Predictions
-# --------------------------------------------------------------------------------------------
 
 
 def _refuse_prediction_rows(

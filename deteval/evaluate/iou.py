@@ -1,0 +1,101 @@
+"""Which overlap a protocol scores pairs by (boxes, masks, OKS), and the inputs it needs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deteval.data import Detections, GroundTruth, boxes_as
+from deteval.errors import ConfigError, InputError
+from deteval.evaluate.flags import _gt_area
+from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare_masks
+from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
+from deteval.geometry.rotated import require_rotated, rotated_pair_iou
+from deteval.protocol import Protocol
+
+
+def pair_iou(
+    gt: GroundTruth,
+    dt: Detections,
+    gt_rows: np.ndarray,
+    det_rows: np.ndarray,
+    gt_is_crowd: np.ndarray,
+    protocol: Protocol,
+    masks: PreparedMasks | None,
+) -> np.ndarray:
+    """IoU of aligned pairs.
+
+    Masks when ``masks`` is given (``iou_type="segm"``), OKS for ``iou_type="keypoints"``, else
+    boxes.
+    """
+    if protocol.iou_type == "keypoints":
+        if len(gt_rows) == 0:  # no candidate pair (e.g. no detections: then dt.keypoints is None)
+            return np.zeros(0, dtype=np.float64)
+        gt_keypoints, det_keypoints = gt.keypoints, dt.keypoints
+        if gt_keypoints is None or det_keypoints is None:
+            raise InputError(
+                f"{gt.source} / {dt.source}: pairs to score by OKS, but "
+                f"{'the ground truth' if gt_keypoints is None else 'the detections'} have no "
+                f"`keypoints`; expected `keypoints` [x1, y1, v1, ...] on both sides for iou_type "
+                f"'keypoints'"
+            )
+        return pair_oks(
+            gt_keypoints,
+            boxes_as(gt.box, gt.box_format, "xywh"),
+            _gt_area(gt, protocol),
+            det_keypoints,
+            sigmas=keypoint_sigmas(protocol.keypoint_sigmas),
+            gt_rows=gt_rows,
+            det_rows=det_rows,
+        )
+    if protocol.iou_type == "rotated":  # hook: deteval.geometry.rotated
+        return rotated_pair_iou(gt, dt, gt_rows, det_rows, gt_is_crowd, protocol)
+    if masks is not None:
+        return pair_mask_iou(masks, gt_rows, det_rows, gt_is_crowd, protocol)
+    native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
+    return pair_box_iou(
+        boxes_as(dt.box, dt.box_format, native),
+        boxes_as(gt.box, gt.box_format, native),
+        gt_is_crowd,
+        box_format=native,
+        convention=protocol.box_convention,
+        det_rows=det_rows,
+        gt_rows=gt_rows,
+    )
+
+
+def _checked_masks(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, masks: PreparedMasks | None
+) -> PreparedMasks | None:
+    """Check the inputs carry what ``protocol.iou_type`` scores; the masks to use (segm only).
+
+    Raises
+    ------
+    InputError
+        Detections without boxes (``bbox``), records without keypoints (``keypoints``).
+    ConfigError
+        ``masks`` prepared from other ground truth or detections.
+    """
+    if protocol.iou_type == "bbox":
+        from deteval.io.coco import require_boxes
+
+        require_boxes(dt)
+        return None
+    if protocol.iou_type == "rotated":  # hook: deteval.geometry.rotated
+        require_rotated(gt, dt, protocol)
+        return None
+    if protocol.iou_type == "keypoints":
+        from deteval.io.coco import require_keypoints
+
+        require_keypoints(
+            gt, dt, n_sigmas=None if protocol.keypoint_sigmas is None else len(protocol.keypoint_sigmas)
+        )
+        return None
+    if masks is None:
+        return prepare_masks(gt, dt, protocol)
+    if not masks.is_for(gt, dt):
+        raise ConfigError(
+            "match: `masks` were prepared from other ground truth or detections; "
+            "expected prepare_masks(gt, dt, protocol) of the objects being matched, "
+            f"found masks of {masks.gt.source!r} / {masks.dt.source!r}"
+        )
+    return masks

@@ -1,0 +1,351 @@
+"""``match``: detections to ground truth under a protocol, in image shards of bounded size, into one table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+
+from deteval._dtypes import lane_dtype, row_dtype
+from deteval.data import Detections, FederatedLabels, GroundTruth
+from deteval.evaluate.flags import _det_area, ground_truth_flags, outside_area_ranges
+from deteval.evaluate.iou import _checked_masks, pair_iou
+from deteval.evaluate.selection import _federated_labels, _kept_detections
+from deteval.evaluate.table import MatchTable, _table_rows
+from deteval.geometry import PreparedMasks
+from deteval.grouping import (
+    Groups,
+    candidate_pairs,
+    group_rows,
+)
+from deteval.matching import (
+    LaneFlags,
+    match_coco,
+    match_group_of,
+    match_ultralytics,
+    match_voc,
+)
+from deteval.memory import require_match
+from deteval.openimages import refuse_unapplied_label_rules
+from deteval.pooling import pooled_for
+from deteval.protocol import Protocol, resolve_protocol
+
+
+def match(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    *,
+    images: np.ndarray | None = None,
+    masks: PreparedMasks | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> MatchTable:
+    """Match detections to ground truth under ``protocol`` (no accumulation).
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections
+    protocol : Protocol
+    images : bool (n_img,), optional
+        Only these images (a shard). Tables of disjoint shards merge with
+        :func:`merge_match_tables` into exactly the table of one run over all images.
+    masks : PreparedMasks, optional
+        ``iou_type="segm"`` only: the masks of ``gt`` and ``dt`` from
+        :func:`deteval.geometry.prepare_masks`, to parse and validate them once for several
+        calls (shards, protocols); built here when not given. Ignored for ``"bbox"``. Under
+        ``class_agnostic`` pass masks prepared from the pooled values
+        (:func:`deteval.pooling.pooled_for`); masks of the unpooled ones are prepared again.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each part of the matching (pairs, their IoUs
+        and the greedy matching of whole images; about 16 parts): ``done`` of ``total`` kept
+        detections are matched. The table is the same with or without it.
+
+    Returns
+    -------
+    MatchTable
+        Plain arrays (picklable): ground-truth rows refer to the whole ``gt`` (to the pooled
+        ``gt`` under ``class_agnostic``: :func:`deteval.pooling.ground_truth_for`, the ground
+        truth :func:`score` reads the table with).
+
+    Raises
+    ------
+    ConfigError
+        ``masks`` prepared from other ground truth or detections; a protocol that cannot be
+        scored (:meth:`~deteval.protocol.Protocol.check_scorable`); a protocol with Open Images
+        label rules (``hierarchy_expansion``, ``image_level_labels``) and ground truth they
+        were not applied to (:func:`deteval.openimages.apply_challenge_rules`).
+    """
+    protocol = resolve_protocol(protocol)
+    protocol.check_scorable("match")  # before any work is done
+    refuse_unapplied_label_rules(gt, protocol)  # openimages-challenge: rules applied by the caller
+    pooled_gt, pooled_dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class, useCats=0
+    if pooled_gt is not gt:
+        if masks is not None and masks.is_for(gt, dt):
+            masks = None  # prepared from the unpooled values: their ground-truth rows moved
+        gt, dt = pooled_gt, pooled_dt
+    masks = _checked_masks(gt, dt, protocol, masks)
+    n_class = gt.n_classes
+    n_area = len(protocol.area_ranges)
+    if images is None:
+        det_sel = None
+        gt_sel = np.arange(len(gt))
+    else:
+        images = np.asarray(images, dtype=bool)
+        det_sel = np.flatnonzero(images[dt.image])
+        gt_sel = np.flatnonzero(images[gt.image])
+    # In a function of its own, so that its sorting arrays (keys, orders, ranks of every
+    # detection before the max_dets cap) are freed before pairs, IoUs and matches are made.
+    det_rows, det_key_kept, det_rank, n_over, n_det_per_class = _kept_detections(gt, dt, protocol, det_sel)
+
+    gt_key = gt.image[gt_sel].astype(np.int64) * n_class + gt.category[gt_sel]
+    gt_groups = group_rows(gt_key)
+    del gt_key
+    gt_rows = gt_sel[gt_groups.order]
+    is_ignored, is_reusable, is_unmatchable = ground_truth_flags(gt, protocol)
+    require_match(n_area, len(protocol.iou_thresholds), len(det_rows))
+    thresholds = np.array(protocol.iou_thresholds, dtype=np.float64)
+    n_lane = n_area * len(thresholds)
+    n_det = len(det_rows)
+    # GroundTruth.__post_init__ fills a missing is_group_of with False: never None on an instance.
+    is_group_of = cast(np.ndarray, gt.is_group_of)
+    sorted_truth = _SortedTruth(
+        groups=gt_groups,
+        rows=gt_rows,
+        is_ignored=is_ignored[:, gt_rows],
+        is_reusable=is_reusable[gt_rows],
+        is_unmatchable=is_unmatchable[gt_rows],
+        is_group=is_group_of[gt_rows] if protocol.group_of == "openimages" else np.zeros(len(gt_rows), bool),
+        labels=_federated_labels(gt, protocol) if protocol.federated_labels == "lvis" else None,
+    )
+    # Matches as int32 rows and int8 lanes straight from the compiled matchers where they fit
+    # (ground-truth rows of the whole `gt`: they are written over the sorted rows below).
+    narrow = (
+        lane_dtype(n_lane).itemsize <= 2 and row_dtype(n_det) == np.int32 and row_dtype(len(gt)) == np.int32
+    )
+    # With a progress callback, parts of about n_det / 16 detections, so that it moves inside
+    # the stage (the parts' table is the one-pass table).
+    chunk = _MATCH_CHUNK if progress is None else min(_MATCH_CHUNK, max(1, -(-len(det_rows) // 16)))
+    bounds = _chunk_bounds(det_key_kept, n_class, chunk)
+    if len(bounds) == 2:  # one chunk: its outcome is the table's
+        tp, ignored, (match_lane, match_det, match_gt) = _match_chunk(
+            gt, dt, protocol, masks, det_rows, det_key_kept, sorted_truth, thresholds, narrow
+        )
+        del det_key_kept
+        if progress is not None:
+            progress(n_det, n_det)
+    else:
+        # Image shards of the sorted detections, matched one at a time: the pairs, IoUs and the
+        # matcher's working set exist for one shard only (a bounded working set); the flags go
+        # into the table's arrays, the matches are laid out lane-major at the end, so the table
+        # is the one a single pass makes (tests/unit/test_match_chunks.py).
+        tp, ignored = LaneFlags.zeros(n_lane, n_det), LaneFlags.zeros(n_lane, n_det)
+        parts = []
+        for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+            part_tp, part_ignored, part = _match_chunk(
+                gt,
+                dt,
+                protocol,
+                masks,
+                det_rows[start:stop],
+                det_key_kept[start:stop],
+                sorted_truth,
+                thresholds,
+                narrow,
+                det_offset=int(start),
+            )
+            tp.bits[start:stop] = part_tp.bits
+            ignored.bits[start:stop] = part_ignored.bits
+            parts.append(part)
+            del part_tp, part_ignored, part
+            if progress is not None:
+                progress(int(stop), n_det)
+        del det_key_kept
+        match_lane, match_det, match_gt = _table_rows(parts, n_lane, n_det, len(gt))
+        del parts
+    del sorted_truth, gt_groups, gt_rows  # freed before the table's detection columns are made
+    n_positive = np.zeros((n_class, n_area), dtype=np.int64)
+    for a in range(n_area):
+        counted = gt_sel[~is_ignored[a, gt_sel]]
+        n_positive[:, a] = np.bincount(gt.category[counted], minlength=n_class)
+    return MatchTable(
+        det_score=dt.score[det_rows],
+        det_class=dt.category[det_rows],
+        det_image=dt.image[det_rows],
+        det_rank=det_rank,
+        det_order=dt.order[det_rows],
+        match_lane=match_lane,
+        match_det=match_det,
+        match_gt=match_gt,
+        tp=tp,
+        ignored=ignored,
+        n_positive=n_positive,
+        n_det_per_class=n_det_per_class,
+        n_over_max_dets=n_over,
+    )
+
+
+#: Detections matched in one pass of :func:`match` (whole images): beyond, the sorted detections
+#: are matched in image shards of about this many, so the pairs, IoUs and the matcher's working
+#: set stay bounded (about 30 MiB at COCO's shape) whatever the dataset's size.
+_MATCH_CHUNK = 1 << 18
+
+
+@dataclass(frozen=True, eq=False)
+class _SortedTruth:
+    """The ground truth as :func:`_match_chunk` reads it: sorted by (image, class), with its flags."""
+
+    groups: Groups
+    rows: np.ndarray  # rows of the (pooled) ground truth, in sorted order
+    is_ignored: np.ndarray  # bool (n_area, n_sorted)
+    is_reusable: np.ndarray
+    is_unmatchable: np.ndarray
+    is_group: np.ndarray  # group-of boxes matched in Open Images' second stage
+    labels: FederatedLabels | None  # federated_labels: lvis
+
+
+def _chunk_bounds(det_key: np.ndarray, n_class: int, size: int) -> np.ndarray:
+    """Starts of shards of about ``size`` sorted detections, each made of whole images, and the end."""
+    n = len(det_key)
+    if n <= size:
+        return np.array([0, n], dtype=np.int64)
+    image = det_key[::size] // n_class  # the image at every size-th row: its first row starts a shard
+    starts = np.searchsorted(det_key, image * n_class, side="left")
+    return np.unique(np.concatenate([starts, [n]])).astype(np.int64)
+
+
+def _match_chunk(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    masks: PreparedMasks | None,
+    det_rows: np.ndarray,
+    det_key: np.ndarray,
+    truth: _SortedTruth,
+    thresholds: np.ndarray,
+    narrow: bool,
+    *,
+    det_offset: int | None = None,
+) -> tuple[LaneFlags, LaneFlags, list]:
+    """Match whole images' detections (rows of ``dt`` sorted by (image, class, rank)).
+
+    Returns the packed true-positive and ignored flags and the matches, ``[match_lane, match_det,
+    match_gt]`` sorted by (lane, detection) as every matcher sorts them.
+
+    ``det_offset`` is given for a shard of a larger table: the matches are then copied out of the
+    matcher's buffer, a column each, with detection rows of the table (shard row + offset).
+    """
+    n_class = gt.n_classes
+    n_area = truth.is_ignored.shape[0]
+    n_lane = n_area * len(thresholds)
+    strict = protocol.iou_comparison == ">"
+    pair_det, pair_gt = candidate_pairs(det_key, truth.groups)
+    # Group-of pairs (group_of: openimages) are scored by intersection over the detection's
+    # area: the crowd overlap of pycocotools, so one IoU call computes both.
+    pair_is_group = truth.is_group[pair_gt]
+    pair_ious = pair_iou(
+        gt,
+        dt,
+        truth.rows[pair_gt],
+        det_rows[pair_det],
+        truth.is_reusable[pair_gt] | pair_is_group,
+        protocol,
+        masks,
+    )
+    group_pairs = (pair_det[pair_is_group], pair_gt[pair_is_group], pair_ious[pair_is_group])
+    if pair_is_group.any():
+        pair_det, pair_gt, pair_ious = (
+            pair_det[~pair_is_group],
+            pair_gt[~pair_is_group],
+            pair_ious[~pair_is_group],
+        )
+    del pair_is_group
+
+    det_out = outside_area_ranges(_det_area(dt, det_rows, protocol, masks), protocol)
+    if truth.labels is not None:
+        # lvis-api: an unmatched detection of a class not exhaustively annotated on its image is
+        # ignored (at every threshold where it is unmatched), like one outside the area range.
+        labels = truth.labels
+        det_out = (
+            det_out
+            | labels.has_pair(
+                labels.not_exhaustive_image,
+                labels.not_exhaustive_category,
+                dt.image[det_rows],
+                dt.category[det_rows],
+                n_class=n_class,
+            )[None, :]
+        )
+    n_gt = len(truth.rows)
+    if protocol.matching == "ultralytics":
+        result = match_ultralytics(
+            pair_det,
+            pair_gt,
+            pair_ious,
+            n_det=len(det_rows),
+            n_gt=n_gt,
+            iou_thresholds=thresholds,
+            gt_is_ignored=truth.is_ignored,
+            det_is_out_of_range=det_out,
+            strict=strict,
+        )
+    elif protocol.matching == "coco":
+        result = match_coco(
+            pair_det,
+            pair_gt,
+            pair_ious,
+            det_key=det_key,
+            n_gt=n_gt,
+            iou_thresholds=thresholds,
+            gt_is_ignored=truth.is_ignored,
+            gt_is_reusable=truth.is_reusable,
+            gt_is_unmatchable=truth.is_unmatchable,
+            det_is_out_of_range=det_out,
+            strict=strict,
+            narrow=narrow,
+            gt_ties=protocol.gt_ties,
+        )
+    else:
+        result = match_voc(
+            pair_det,
+            pair_gt,
+            pair_ious,
+            n_det=len(det_rows),
+            n_gt=n_gt,
+            iou_thresholds=thresholds,
+            gt_is_ignored=truth.is_ignored,
+            det_is_out_of_range=det_out,
+            strict=strict,
+            narrow=narrow,
+        )
+    del pair_det, pair_gt, pair_ious, det_out  # freed before the table's columns are made
+    if protocol.group_of == "openimages":
+        result = match_group_of(
+            result,
+            *group_pairs,
+            iou_thresholds=thresholds,
+            gt_is_ignored=truth.is_ignored,
+            strict=strict,
+        )
+    del group_pairs
+    if det_offset is None:
+        # Ground-truth rows of the whole `gt`, written over the matcher's rows of the sorted
+        # ground truth: the result's arrays are this call's own, and the compiled matcher's
+        # three match arrays share one buffer that a new array would keep alive beside it.
+        result.match_gt[...] = truth.rows[result.match_gt]
+        columns = [
+            result.match_lane.astype(lane_dtype(n_lane), copy=False),
+            result.match_det.astype(row_dtype(len(det_rows)), copy=False),
+            result.match_gt.astype(row_dtype(len(gt)), copy=False),
+        ]
+    else:  # separate arrays, so that each column is freed once the table's is laid out
+        match_det = result.match_det.astype(row_dtype(det_offset + len(det_rows)))
+        match_det += det_offset
+        columns = [
+            result.match_lane.astype(lane_dtype(n_lane)),
+            match_det,
+            truth.rows[result.match_gt].astype(row_dtype(len(gt)), copy=False),
+        ]
+    return result.tp, result.ignored, columns

@@ -1,0 +1,146 @@
+"""Which detections a protocol scores: max_dets, Fixed AP's per-class budget, LVIS' scope and federated labels."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from deteval._dtypes import row_dtype
+from deteval.data import Detections, FederatedLabels, GroundTruth
+from deteval.errors import InputError
+from deteval.grouping import (
+    by_group_then_descending,
+    group_rows,
+    rank_in_group,
+)
+from deteval.protocol import Protocol
+
+
+def _kept_detections(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, det_sel: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
+    """The detections :func:`match` scores, sorted by (image, class, rank), within ``max_dets``.
+
+    Parameters
+    ----------
+    gt : GroundTruth
+    dt : Detections
+    protocol : Protocol
+    det_sel : int64 (n_sel,) or None
+        Rows of the shard's detections; None for all of them.
+
+    Returns
+    -------
+    det_rows : (n_kept,)
+        Rows of ``dt``, in (image, class, rank) order.
+    det_key : int64 (n_kept,)
+        Their group (``image * n_class + class``), non-decreasing.
+    det_rank : int32 (n_kept,), int64 beyond 2**31 rows
+        Their rank in their group (in their image under ``max_dets_scope: image``).
+    n_over : int
+        Detections beyond ``max(max_dets)``.
+    n_det_per_class : int64 (n_class,)
+        Every selected detection of each class (before ``max_dets``).
+    """
+    n_class = gt.n_classes
+    det_sel = np.arange(len(dt)) if det_sel is None else det_sel
+    if (
+        protocol.iou_type == "keypoints"
+        and protocol.empty_keypoint_detections == "drop"
+        and dt.keypoints is not None
+    ):
+        # xtcocotools' _prepare: a result none of whose keypoints has a score > 0 is dropped.
+        det_sel = det_sel[(dt.keypoints[det_sel, :, 2] > 0).any(axis=1)]
+    det_sel, image_rank = _dataset_wide_selection(gt, dt, protocol, det_sel)
+    every = len(det_sel) == len(dt)  # every detection, in row order (det_sel is then an arange)
+    if every:  # the columns themselves, no copies
+        image, category, det_score, det_order = dt.image, dt.category, dt.score, dt.order
+    else:
+        image, category = dt.image[det_sel], dt.category[det_sel]
+        det_score, det_order = dt.score[det_sel], dt.order[det_sel]
+    n_det_per_class = np.bincount(category, minlength=n_class)
+    det_key = np.multiply(image, n_class, dtype=np.int64)
+    det_key += category
+    del image, category
+    # Rows by (image, class), then descending score, then file order (lexsort's result).
+    order = by_group_then_descending(det_key, det_score, (det_order,))
+    del det_score, det_order
+    sorted_key = det_key[order]
+    del det_key
+    # Rows of dt: the order itself when every detection was selected (int32 from the compiled
+    # sort, no int64 copy), else the selected rows it orders.
+    det_rows = order if every else det_sel[order]
+    del order
+    det_rank_all = rank_in_group(sorted_key)
+    if image_rank is not None:  # max_dets_scope "image": the rank among all the image's results
+        det_rank_all = image_rank[det_rows]
+    det_rank_all = det_rank_all.astype(row_dtype(len(dt)), copy=False)  # ranks < rows: int32
+    cap = None if protocol.max_dets is None else max(protocol.max_dets)
+    if cap is None:
+        return det_rows, sorted_key, det_rank_all, 0, n_det_per_class
+    keep = det_rank_all < cap
+    n_over = len(keep) - int(np.count_nonzero(keep))
+    return det_rows[keep], sorted_key[keep], det_rank_all[keep], n_over, n_det_per_class
+
+
+def _federated_labels(gt: GroundTruth, protocol: Protocol) -> FederatedLabels:
+    """The federated labels of ``gt``, which ``federated_labels: lvis`` needs.
+
+    Raises
+    ------
+    InputError
+        Ground truth without LVIS' federated labels.
+    """
+    labels = gt.federated
+    if labels is None:
+        raise InputError(
+            f"{gt.source}: protocol {protocol.name!r} scores LVIS' federated labels, but no "
+            f"image has `neg_category_ids` / `not_exhaustive_category_ids`; expected LVIS "
+            f"ground truth (or a protocol with federated_labels: ignore)"
+        )
+    return labels
+
+
+def _rank_in(key: np.ndarray, dt: Detections) -> np.ndarray:
+    """Rank of each detection among those of its ``key`` by score, ties in file order (row order)."""
+    groups = group_rows(key, -dt.score, dt.order)
+    rank = np.empty(len(dt), dtype=row_dtype(len(dt)))
+    rank[groups.order] = rank_in_group(groups.key)
+    return rank
+
+
+def _dataset_wide_selection(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, det_sel: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The detections the protocol scores at all, and their rank in their image (scope "image").
+
+    Computed over all detections whatever the shard, so shards still merge exactly.
+
+    Notes
+    -----
+    In this order, each on the detections left by the one before: ``max_dets_per_class`` keeps
+    each class's top-scoring detections over the dataset (Fixed AP, Dave et al. 2021);
+    ``max_dets_scope: image`` ranks each image's results across classes (lvis-api's
+    ``LVISResults.limit_dets_per_image``, a stable sort: ties in file order), and the cap on
+    that rank is applied as ``max_dets``; ``federated_labels: lvis`` then drops detections of a
+    class that is neither annotated nor negative on their image (``LVISEval._prepare``), so
+    they neither count nor use up the image's cap afterwards -- the cap came first.
+    """
+    is_kept = np.ones(len(dt), dtype=bool)
+    if protocol.max_dets_per_class is not None:
+        is_kept &= _rank_in(dt.category.astype(np.int64), dt) < protocol.max_dets_per_class
+    image_rank = None
+    if protocol.max_dets_scope == "image":
+        # Detections outside the class budget take no place in the image's ranking.
+        image_key = np.where(is_kept, dt.image.astype(np.int64), -1)
+        image_rank = _rank_in(image_key, dt)
+    if protocol.federated_labels == "lvis":
+        labels = _federated_labels(gt, protocol)
+        n_class = gt.n_classes
+        is_annotated = labels.has_pair(gt.image, gt.category, dt.image, dt.category, n_class=n_class)
+        is_negative = labels.has_pair(
+            labels.neg_image, labels.neg_category, dt.image, dt.category, n_class=n_class
+        )
+        is_kept &= is_annotated | is_negative
+    if is_kept.all():
+        return det_sel, image_rank
+    return det_sel[is_kept[det_sel]], image_rank

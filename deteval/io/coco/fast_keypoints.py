@@ -1,0 +1,69 @@
+"""Plain keypoint-results files read by the compiled parser straight into columns (:mod:`.fast`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from deteval._dtypes import row_dtype
+from deteval.data import Detections, GroundTruth, order_column
+from deteval.errors import ConfigError
+from deteval.io.category_map import CategoryMap, map_categories
+from deteval.io.coco.suspicions import _index_suspicion
+from deteval.io.identity import join_ids
+
+#: Bytes of the shortest keypoint record the compiled parser accepts, with its comma:
+#: ``{"image_id":0,"category_id":0,"keypoints":[0,0,0],"score":0},``; a number takes 2 (``0,``).
+_MIN_KEYPOINT_RECORD_BYTES = 61
+
+
+def keypoint_results(
+    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None, colparse: Any
+) -> Detections | None:
+    """A plain keypoint-results file read by the C extension into columns, or None for the full path.
+
+    Plain: a non-empty array of records with exactly ``image_id``, ``category_id``,
+    ``keypoints`` (JSON numbers, finite, one length for all, a multiple of 3) and ``score``.
+    The Detections are the full loader's: no record has a bbox, so each gets its keypoints'
+    extent (pycocotools' ``loadRes``) and ``has_box`` False; anything that needs a message
+    (unknown image or category, a non-finite score) returns None and the full loader names it.
+    """
+    _colparse = colparse  # fast._colparse, the one switch (tests patch it)
+    if _colparse is None or not hasattr(_colparse, "keypoint_results"):
+        return None
+    capacity = len(raw) // _MIN_KEYPOINT_RECORD_BYTES + 1
+    image_ids = np.empty(capacity, dtype=np.int64)
+    category_ids = np.empty(capacity, dtype=np.int64)
+    score = np.empty(capacity, dtype=np.float64)
+    numbers = np.empty(len(raw) // 2 + 1, dtype=np.float64)
+    found = _colparse.keypoint_results(raw, image_ids, category_ids, score, numbers)
+    if found is None:
+        return None
+    n, per_record = found
+    for column in (image_ids, category_ids, score):
+        column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
+    numbers.resize(n * per_record, refcheck=False)
+    keypoints = numbers.reshape(n, per_record // 3, 3)
+    image = join_ids(image_ids, gt)
+    try:
+        category = map_categories(category_ids, gt, cmap)
+    except ConfigError:
+        return None  # the full path raises it again
+    if not np.isfinite(score).all() or (image < 0).any() or (category < 0).any():
+        return None
+    from deteval.io.coco.keypoints import keypoint_extent
+
+    index = row_dtype(n)
+    return Detections(
+        image=image.astype(index, copy=False),
+        category=category.astype(index, copy=False),
+        box=keypoint_extent(keypoints),
+        score=score,
+        order=order_column(n),
+        has_box=np.zeros(n, dtype=bool),
+        box_format="xywh",
+        source=path,
+        warnings=tuple(_index_suspicion(category_ids, gt, cmap, path)),
+        keypoints=keypoints,
+    )
