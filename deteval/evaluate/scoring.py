@@ -208,6 +208,12 @@ def _parity_warnings(gt: GroundTruth, protocol: Protocol) -> list:
                 f"{n_lost} annotation(s) with `ignore: 1` scored as normal objects: pycocotools "
                 f"overwrites `ignore` with `iscrowd`; protocol 'coco' honours the ignore field"
             )
+    if gt.rotated is not None and protocol.iou_type == "bbox":  # said, never passed off as rotated
+        out.append(
+            f"the ground truth has rotated boxes; protocol {protocol.name!r} scores their "
+            f"axis-aligned envelopes; for the rotated boxes' IoU use --protocol coco-rotated "
+            f"(or dota, ultralytics-obb)"
+        )
     return out
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import deteval
 from deteval.cli import main
-from deteval.errors import ConfigError, InputError
+from deteval.errors import ConfigError, InputError, InputWarning
 from deteval.evaluator import Evaluator
 from deteval.geometry.rotated import (
     corners_from_xywhr,
@@ -147,9 +147,10 @@ def test_dota_fixture_numbers_are_the_hand_derived_ones():
     assert ap["plane"] == pytest.approx(2 / 3, abs=1e-15)
     assert ap["ship"] == 0.0
     assert result.metrics["mAP"] == pytest.approx(1 / 3, abs=1e-15)
-    envelope = deteval.evaluate(
-        str(FIXTURE), str(FIXTURE / "results"), deteval.get_protocol("dota").replace(iou_type="bbox")
-    )
+    with pytest.warns(InputWarning, match="scores their axis-aligned envelopes"):
+        envelope = deteval.evaluate(
+            str(FIXTURE), str(FIXTURE / "results"), deteval.get_protocol("dota").replace(iou_type="bbox")
+        )
     assert {c["name"]: c["AP"] for c in envelope.per_class}["ship"] == pytest.approx(1.0)
     assert envelope.metrics["mAP"] == pytest.approx(5 / 6)
 
@@ -535,3 +536,20 @@ def test_without_protocol_rotated_inputs_are_scored_as_their_tool_does(capsys):
     assert code == 0, err
     assert json.loads(out)["results"][0]["protocol"] == "ultralytics-obb"
     assert "an Ultralytics OBB dataset and no --protocol: scored under ultralytics-obb" in err
+
+
+def test_rotated_ground_truth_under_an_upright_protocol_says_it_scores_the_envelopes():
+    """COCO `obb` records scored under `coco` (the default for a COCO JSON): the envelopes' AP, said.
+
+    A box turned by 45 degrees against the same box upright: IoU 1 between the envelopes, not
+    between the boxes; the result must not pass that off silently as the rotated score.
+    """
+    gt, dt = _coco([50.0, 50.0, 20.0, 10.0, math.pi / 4], [50.0, 50.0, 20.0, 10.0, 0.0])
+    dt[0]["bbox"] = [40.0, 45.0, 20.0, 10.0]
+    with pytest.warns(
+        InputWarning, match="axis-aligned envelopes; for the rotated boxes' IoU use --protocol coco-rotated"
+    ):
+        result = deteval.evaluate(gt, dt, "coco")
+    assert any("axis-aligned envelopes" in w for w in result.warnings), result.warnings
+    rotated = deteval.evaluate(gt, dt, "coco-rotated")  # no warning (warnings are errors here)
+    assert not any("envelopes" in w for w in rotated.warnings)
