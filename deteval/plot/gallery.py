@@ -97,6 +97,11 @@ def _picture(data: bytes, *, longest_side: int, quality: int, max_pixels: int) -
         except Exception as exc:  # noqa: BLE001 - Image.open patched by another library (Ultralytics
             # replaces it with a wrapper that, on a file Pillow cannot identify, tries to install a
             # HEIF plugin and raises ModuleNotFoundError): still one image the report cannot show
+            cause: BaseException | None = exc
+            while cause is not None and not isinstance(cause, UnidentifiedImageError):
+                cause = cause.__context__
+            if cause is not None:
+                raise _Unusable("not an image Pillow can read") from None
             raise _Unusable(f"cannot be decoded ({type(exc).__name__}: {exc})") from None
     rgb.thumbnail((longest_side, longest_side), Image.Resampling.LANCZOS)
     out = io.BytesIO()

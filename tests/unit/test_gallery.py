@@ -347,3 +347,22 @@ def test_an_unreadable_picture_is_a_note_when_another_library_patched_image_open
         gallery._Unusable, match="cannot be decoded .ModuleNotFoundError: No module named 'pi_heif'."
     ):
         gallery._picture(b"not an image", longest_side=64, quality=80, max_pixels=10**6)
+
+
+def test_a_patched_image_open_failing_after_pillow_could_not_identify_says_so(monkeypatch):
+    """The wrapper's own error raised while handling Pillow's UnidentifiedImageError: Pillow's reason."""
+    from PIL import Image, UnidentifiedImageError
+
+    from deteval.plot import gallery
+
+    real_open = Image.open
+
+    def patched_open(fp, *args, **kwargs):
+        try:
+            return real_open(fp, *args, **kwargs)
+        except UnidentifiedImageError:
+            raise ModuleNotFoundError("No module named 'pi_heif'") from None
+
+    monkeypatch.setattr(Image, "open", patched_open)
+    with pytest.raises(gallery._Unusable, match="not an image Pillow can read"):
+        gallery._picture(b"not an image", longest_side=64, quality=80, max_pixels=10**6)

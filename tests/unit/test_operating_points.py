@@ -85,7 +85,7 @@ def test_json_has_best_f1_with_nulls():
 
 def test_best_f1_is_computed_on_first_access_only(monkeypatch):
     """``best_f1`` costs a fifth of scoring at 20k images: computed when read, same numbers."""
-    evaluate_module = importlib.import_module("deteval.evaluate")
+    evaluate_module = importlib.import_module("deteval.evaluate.scoring")  # where score() reads it
 
     gt, dt = generate(seed=3)
     eager = deteval.evaluate(gt, dt, "coco").to_dict()["best_f1"]
