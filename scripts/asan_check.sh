@@ -60,10 +60,9 @@ import subprocess
 import sys
 
 work = os.path.realpath(sys.argv[1])
-names = [
-    "deteval._cacc", "deteval._canalyze", "deteval._cboot", "deteval._cmatch", "deteval._csort",
-    "deteval.io._colparse",
-]
+from deteval._speedups import ABI
+
+names = sorted(ABI)  # every compiled module this version expects (the ABI table is the list)
 for name in names:
     path = os.path.realpath(importlib.import_module(name).__file__)
     if not path.startswith(work + os.sep):
