@@ -200,6 +200,14 @@ def load_dota_dt(folder: str | os.PathLike, gt: GroundTruth, **options: Any) -> 
         category.append(np.full(len(rows), classes[name[len(TASK1_PREFIX) : -4]], dtype=np.int64))
         score.append(values[:, 0])
         corners.append(values[:, 1:])
+    return quad_detections(image, category, score, corners, folder)
+
+
+def quad_detections(image: list, category: list, score: list, corners: list, source: str) -> Detections:
+    """Detections of rotated boxes from per-file parts: the corners as read, their envelope as ``box``.
+
+    Shared by the DOTA ``Task1_<class>.txt`` reader and the Ultralytics OBB predictions reader.
+    """
     quad = np.concatenate(corners) if corners else np.zeros((0, 8))
     n = len(quad)
     return Detections(
@@ -210,6 +218,6 @@ def load_dota_dt(folder: str | os.PathLike, gt: GroundTruth, **options: Any) -> 
         order=order_column(n),
         has_box=np.ones(n, dtype=bool),
         box_format="xyxy",
-        source=folder,
+        source=source,
         rotated=quad,
     )

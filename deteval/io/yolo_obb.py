@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from deteval.data import Detections, GroundTruth, order_column
+from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError, shorten
 from deteval.io._text import fail_records, list_files, parse_floats, read_text, split_rows
-from deteval.io.dota import envelope_xyxy, polygon_area
+from deteval.io.dota import envelope_xyxy, polygon_area, quad_detections
 from deteval.io.identity import stem
 from deteval.io.yolo import (
     _class_names,
@@ -215,16 +215,4 @@ def load_yolo_obb_dt(folder: str | os.PathLike, gt: GroundTruth, **options: Any)
         corners.append(_scale(values[:, :8], float(gt.image_width[i]), float(gt.image_height[i]), path, rows))
         score.append(values[:, 8])
         image.append(np.full(len(rows), i, dtype=np.int64))
-    quad = np.concatenate(corners) if corners else np.zeros((0, 8))
-    n = len(quad)
-    return Detections(
-        image=np.concatenate(image) if image else np.zeros(0, dtype=np.int64),
-        category=np.concatenate(category) if category else np.zeros(0, dtype=np.int64),
-        box=envelope_xyxy(quad),
-        score=np.concatenate(score) if score else np.zeros(0),
-        order=order_column(n),
-        has_box=np.ones(n, dtype=bool),
-        box_format="xyxy",
-        source=folder,
-        rotated=quad,
-    )
+    return quad_detections(image, category, score, corners, folder)
