@@ -28,6 +28,7 @@ from deteval.cli._common import (
     _strict,
     _warnings_of,
 )
+from deteval.cli.beyond import add_beyond, beyond_blocks, check_beyond
 from deteval.cli.diagnostics import _write_diagnostics
 from deteval.data import GroundTruth
 from deteval.errors import (
@@ -53,6 +54,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         _refuse_diagnostics(args)
     if args.bootstrap or getattr(args, "scheduler", None):
         refuse_label_rules(protocols, "--bootstrap" if args.bootstrap else "--scheduler")
+    wants_beyond = check_beyond(args)  # --calibration / --lrp (cli/beyond.py)
     if len(args.dt) > 1 or args.bootstrap:
         return _detectors(args, protocols, log)
     if getattr(args, "scheduler", None):
@@ -77,6 +79,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         with recording_reads(log):
             diagnostics = _evaluate_diagnostics(args, inputs, results, doc)
         _write_diagnostics(args, inputs, results, doc, log)  # --matches, --per-image
+        if wants_beyond:
+            found = add_beyond(args, doc, inputs.gt, args.dt, [_detections(inputs)], [results])
+            diagnostics += beyond_blocks(found)
         text = report.dumps(doc)
         progress.finish()
     finally:
@@ -199,6 +204,7 @@ def _compare(args: argparse.Namespace) -> int:
     _default_protocol(args)
     with recording_reads() as log:
         protocols = _protocols(args)
+    wants_beyond = check_beyond(args)  # --calibration / --lrp (cli/beyond.py)
     if len(args.dt) > 1 or args.bootstrap:
         return _detectors(args, protocols, log)
     if len(protocols) < 2:
@@ -243,6 +249,9 @@ def _compare(args: argparse.Namespace) -> int:
         matching_groups=comparison.matching_groups,
         explanations=explanations,
     )
+    with _warnings_of(args) as beyond_caught:  # --calibration / --lrp (cli/beyond.py)
+        found = add_beyond(args, doc, inputs.gt, args.dt, [detections], [results]) if wants_beyond else []
+    caught.extend(beyond_caught)
     text = report.dumps(doc)
     _finish(args, text, caught, log)
     groups = comparison.matching_groups
@@ -252,6 +261,7 @@ def _compare(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         parts = [report.format_compare_markdown(results, matching_groups=groups, per_class=per_class)]
         parts += [report.format_explanation_markdown(e) for e in explanations]
+        parts += beyond_blocks(found, "markdown")
         _out("\n".join(parts))
     elif args.format == "csv":
         _out(report.format_compare_csv(results, per_class=per_class))
@@ -262,6 +272,7 @@ def _compare(args: argparse.Namespace) -> int:
     else:
         parts = [report.format_compare_table(results, matching_groups=groups, per_class=per_class)]
         parts += [report.format_explanation(e) for e in explanations]
+        parts += beyond_blocks(found)
         _out("\n".join(parts))
     return EXIT_OK
 
@@ -448,15 +459,25 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
         comparisons=comparisons,
         bootstrap=settings,
     )
+    with _warnings_of(args) as beyond_caught:  # --calibration / --lrp (cli/beyond.py)
+        found = add_beyond(args, doc, gt, names, [_detections(i) for i in loaded], results)
+    caught.extend(beyond_caught)
     text = report.dumps(doc)
     _finish(args, text, caught, log)
     per_class = not args.no_per_class
     if args.format == "json":
         _out(text + "\n")
     elif args.format == "markdown":
-        _out(report.format_detectors_markdown(doc, per_class=per_class))
+        _out(
+            "\n".join(
+                [
+                    report.format_detectors_markdown(doc, per_class=per_class),
+                    *beyond_blocks(found, "markdown"),
+                ]
+            )
+        )
     elif args.format == "csv":
         _out(report.format_detectors_csv(doc))
     else:
-        _out(report.format_detectors_table(doc, per_class=per_class))
+        _out("\n".join([report.format_detectors_table(doc, per_class=per_class), *beyond_blocks(found)]))
     return EXIT_OK
