@@ -24,6 +24,7 @@ from deteval.cli._common import (
     _warnings_of,
     _write,
 )
+from deteval.cli.beyond import add_beyond, check_beyond
 from deteval.cli.scoring import resample, score_detectors
 from deteval.diagnose import analyze
 from deteval.errors import ConfigError, printable
@@ -291,6 +292,7 @@ def _pictures(args: argparse.Namespace) -> int:
     _default_protocol(args)
     with recording_reads() as log:
         protocols = _protocols(args)
+    wants_beyond = check_beyond(args)  # --calibration / --lrp (cli/beyond.py)
     if args.explain and len(protocols) < 2:  # the walk goes from one protocol to the next
         print(
             f"deteval {args.command}: error: --explain walks from each protocol to the next: expected "
@@ -311,6 +313,11 @@ def _pictures(args: argparse.Namespace) -> int:
     with _warnings_of(args) as boot_caught:  # the bootstrap's BootstrapBiasWarning, printed below
         boot = resample(args, first.gt, names, results)[3][0] if args.bootstrap else None
     caught.extend(boot_caught)
+    inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}
+    doc = report.detectors_json(names, results, inputs=_inputs_record(args, inputs_doc))
+    with _warnings_of(args) as beyond_caught:
+        found = add_beyond(args, doc, first.gt, names, [_detections(i) for i in loaded], results)
+    caught.extend(beyond_caught)
     figures = _labelled(names, results)
     if args.command == "report":
         extras_report = _gallery_extras(args, names, first, results[0][0])
@@ -318,6 +325,7 @@ def _pictures(args: argparse.Namespace) -> int:
         "analysis": analysis,
         "explanation": explanations if args.explain else None,
         "bootstrap": boot,
+        "beyond": found if wants_beyond else None,
     }
     if args.command == "plot":
         written = plot.plot_all(
@@ -331,8 +339,6 @@ def _pictures(args: argparse.Namespace) -> int:
         )
         summary = f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)"
     if args.output:
-        inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}
-        doc = report.detectors_json(names, results, inputs=_inputs_record(args, inputs_doc))
         _finish(args, report.dumps(doc), caught, log)
     else:
         _print_warnings(args, caught)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from deteval._version import __version__
+from deteval.cli._beyond_options import _add_beyond
 from deteval.cli._common import _non_negative_int, _positive_int, _size, _workers
 from deteval.cli._float_options import _IOU, _LEVEL, _SCORE, _FloatOption
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
@@ -206,45 +207,6 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
     _add_beyond(p)
-
-
-def _add_beyond(p: argparse.ArgumentParser) -> None:
-    """``--calibration``, ``--lrp`` and their settings: evaluate, compare, plot, report (cli/beyond.py).
-
-    The names of ``deteval analyze``'s, but ``--calibration-iou`` for analyze's ``--iou``.
-    """
-    p.add_argument(
-        "--calibration",
-        action="store_true",
-        help="also D-ECE of the confidences, overall and per class, and the reliability curve "
-        "(JSON calibration; with --bootstrap its intervals)",
-    )
-    p.add_argument(
-        "--lrp",
-        action="store_true",
-        help="also optimal LRP per class: oLRP, its localisation / FP / FN components and the "
-        "optimal confidence threshold; moLRP (JSON lrp; with --bootstrap its intervals)",
-    )
-    p.add_argument(
-        "--calibration-features",
-        default="confidence",
-        metavar="F,...",
-        help="what D-ECE bins on: confidence, then any of cx,cy,w,h (default: confidence)",
-    )
-    p.add_argument(
-        "--calibration-bins",
-        default="10",
-        metavar="N[,N...]",
-        help="D-ECE's equal-width bins, one count or one per feature (default 10)",
-    )
-    p.add_argument(
-        "--calibration-iou",
-        type=_IOU,
-        default=0.5,
-        metavar="T",
-        help="IoU threshold at which a detection is correct for --calibration (default 0.5)",
-    )
-    p.add_argument("--lrp-tau", type=_IOU, default=0.5, metavar="T", help="LRP's IoU threshold (default 0.5)")
 
 
 def _add_diagnostics(p: argparse.ArgumentParser) -> None:

@@ -38,8 +38,8 @@ def beyond_documents(beyond: Any, analysis: dict | None = None) -> list[tuple[st
 
     Parameters
     ----------
-    beyond : BeyondAP, dict, or mapping label -> one of them, optional
-        One detector's parts (label ``""``) or several detectors' (in the mapping's order).
+    beyond : BeyondAP, dict, mapping label -> one of them, or (label, one of them) pairs, optional
+        One detector's parts (label ``""``) or several detectors' (in the given order).
     analysis : dict, optional
         An analysis document: its ``calibration`` / ``lrp`` when ``beyond`` is None.
 
@@ -54,6 +54,8 @@ def beyond_documents(beyond: Any, analysis: dict | None = None) -> list[tuple[st
         return []
     if isinstance(beyond, Mapping) and not any(k in beyond for k in _KEYS):
         return [(str(label), _document(value, str(label))) for label, value in beyond.items()]
+    if isinstance(beyond, (list, tuple)):  # (label, document) pairs: labels may repeat
+        return [(str(label), _document(value, str(label))) for label, value in beyond]
     return [("", _document(beyond, "beyond"))]
 
 

@@ -120,7 +120,7 @@ def lrp_components(lrp_doc: Any, *, top_k: int = 30) -> Any:
         ax.set_yticks(y, [safe_label(row["name"]) for row, _ in shown])
         ax.set_xlim(0, 1)
         ax.set_xlabel(f"oLRP (tau {fmt(tau, 2)}): its parts, which add up to it")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3, frameon=False, fontsize=8)
         notes = ax.secondary_yaxis("right")
         notes.set_yticks(
             y,
@@ -136,6 +136,9 @@ def lrp_components(lrp_doc: Any, *, top_k: int = 30) -> Any:
             t = row.get("threshold")
             if not is_undefined(t):
                 thresholds.plot([float(t)], [yi], marker="o", color="C2", linestyle="none")
+                thresholds.annotate(
+                    fmt(t), (float(t), yi), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7
+                )
         thresholds.set_xlim(0, 1)
         thresholds.set_xlabel("optimal threshold")
         thresholds.tick_params(labelleft=False)
