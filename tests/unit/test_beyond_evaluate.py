@@ -84,7 +84,9 @@ def test_evaluate_intervals_are_those_of_the_rebuilt_resamples(tmp_path, capsys,
         assert e["calibration_ci"]["D-ECE"]["ci"] == pytest.approx(
             _ci([v["D-ECE"] for v in s], p["D-ECE"]), abs=1e-12
         )
-        assert e["lrp_ci"]["moLRP"]["ci"] == pytest.approx(_ci([v["moLRP"] for v in s], p["moLRP"]), abs=1e-12)
+        assert e["lrp_ci"]["moLRP"]["ci"] == pytest.approx(
+            _ci([v["moLRP"] for v in s], p["moLRP"]), abs=1e-12
+        )
         for k, row in enumerate(e["lrp_ci"]["per_class"]):
             column = [v["oLRP"][k] for v in s]
             expected = _ci(column, p["oLRP"][k])
@@ -121,7 +123,21 @@ def test_evaluate_table_and_markdown_show_the_parts(capsys) -> None:  # noqa: AN
     assert code == 0
     assert "Calibration at IoU 0.5 (bins: 10 confidence): D-ECE 0.2423 [coco]" in out
     assert "Optimal LRP at tau 0.5 (area all, maxDets 100): moLRP 0.6333 [coco]" in out
-    argv = ["evaluate", "--gt", GT, "--dt", DT, "--dt", DT_B, "--lrp", "--bootstrap", "20", "--format", "markdown", "-q"]
+    argv = [
+        "evaluate",
+        "--gt",
+        GT,
+        "--dt",
+        DT,
+        "--dt",
+        DT_B,
+        "--lrp",
+        "--bootstrap",
+        "20",
+        "--format",
+        "markdown",
+        "-q",
+    ]
     code, out, _ = _run(argv, capsys)
     assert code == 0
     assert "**Optimal LRP at tau 0.5 (area all, maxDets 100): moLRP 0.6333 [dt.json · coco]**" in out
@@ -150,7 +166,10 @@ def test_compare_gives_each_protocol_its_own_parts(capsys) -> None:  # noqa: ANN
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--bootstrap", "5", "--bootstrap-method", "bca"], "--bootstrap-method bca: the intervals of --calibration"),
+        (
+            ["--bootstrap", "5", "--bootstrap-method", "bca"],
+            "--bootstrap-method bca: the intervals of --calibration",
+        ),
         (["--calibration-bins", "x"], "--calibration-bins: expected a positive integer"),
         (["--calibration-features", "confidence,depth"], "calibration"),
     ],
