@@ -156,11 +156,14 @@ def beyond_document(
     out: dict[str, Any] = found.to_dict()
     if not bootstrap:
         return out
-    settings = {"n": bootstrap, "seed": seed, "ci": ci, "method": method}
     scored = with_thresholds(result, gt, dt, options)
-    out.update(beyond_intervals(scored, gt, dt, **settings, **keywords).to_dict())
+    out.update(
+        beyond_intervals(scored, gt, dt, n=bootstrap, seed=seed, ci=ci, method=method, **keywords).to_dict()
+    )
     if against is not None:
         other = with_thresholds(against[0], gt, against[1], options)
-        paired = beyond_differences(other, scored, gt, against[1], dt, **settings, **keywords)
+        paired = beyond_differences(
+            other, scored, gt, against[1], dt, n=bootstrap, seed=seed, ci=ci, method=method, **keywords
+        )
         out["paired"] = {"dt": labels[0], "against": labels[1], **paired.to_dict()}
     return out

@@ -114,7 +114,8 @@ def test_evaluate_one_detector_json_equals_analyze(capsys) -> None:  # noqa: ANN
     analysis = json.loads(out)
     assert entry["calibration"] == analysis["calibration"]
     assert entry["lrp"] == analysis["lrp"]
-    assert entry["lrp"]["tau"] == 0.6 and entry["calibration"]["bins"] == [5]
+    assert entry["lrp"]["tau"] == 0.6
+    assert entry["calibration"]["bins"] == [5]
     assert "calibration_ci" not in entry  # no --bootstrap, no intervals
 
 
@@ -158,7 +159,8 @@ def test_compare_gives_each_protocol_its_own_parts(capsys) -> None:  # noqa: ANN
             r = deteval.evaluate(g, d, name)
             expected = beyond_document(r, g, d, BeyondOptions(calibration=True, lrp=True))
             assert entry["protocol"] == name
-            assert entry["lrp"] == expected["lrp"] and entry["calibration"] == expected["calibration"]
+            assert entry["lrp"] == expected["lrp"]
+            assert entry["calibration"] == expected["calibration"]
     # voc2007's matching differs: dog's second box is a duplicate there, its D-ECE moves
     assert doc["results"][0]["calibration"]["D-ECE"] != doc["results"][1]["calibration"]["D-ECE"]
 

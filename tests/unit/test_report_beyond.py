@@ -91,7 +91,8 @@ def test_section_numbers_are_the_documents() -> None:
     }
     text = render_report({"a": r, "<b>": deteval.evaluate(g, d_b, "coco")}, beyond=docs)
     found = _parse(text)
-    assert "beyond" in found.sections and "beyond" in found.nav
+    assert "beyond" in found.sections
+    assert "beyond" in found.nav
     assert "&lt;b&gt;" in text  # the label is escaped
     for k, doc in enumerate(docs.values()):
         cal_rows = found.tables[f"calibration-table-{k}"][1:]
@@ -121,7 +122,8 @@ def test_analysis_with_calibration_gives_the_section() -> None:
     found = analyze(g, d, "coco", errors=False, decompose=False, confusion=False, beyond={"lrp": True})
     parsed = _parse(render_report(r, analysis=found))
     assert "beyond" in parsed.sections
-    assert "lrp-table" in parsed.tables and "calibration-table" not in parsed.tables
+    assert "lrp-table" in parsed.tables
+    assert "calibration-table" not in parsed.tables
 
 
 def test_cli_report_is_off_by_default_and_on_with_the_flags(tmp_path, capsys) -> None:  # noqa: ANN001
@@ -137,7 +139,8 @@ def test_cli_report_is_off_by_default_and_on_with_the_flags(tmp_path, capsys) ->
     assert "beyond" in found.sections
     doc = json.loads((tmp_path / "r.json").read_text())
     b = doc["results"][1]
-    assert b["detector"] == "dt_b.json" and b["paired"]["against"] == "dt.json"
+    assert b["detector"] == "dt_b.json"
+    assert b["paired"]["against"] == "dt.json"
     # the report's numbers are the JSON's: moLRP with its interval, each class's interval
     lo, hi = b["lrp_ci"]["moLRP"]["ci"]
     assert f"moLRP {b['lrp']['moLRP']:.4f} [{lo:.4f}, {hi:.4f}]" in text
