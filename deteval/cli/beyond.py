@@ -8,6 +8,7 @@ AP's, and with several ``--dt`` the paired differences to the first detector (``
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from deteval.api.beyond import BeyondOptions, beyond_document
@@ -102,7 +103,7 @@ def add_beyond(
 
 def beyond_blocks(found: list[tuple[str, dict]], fmt: str = "table") -> list[str]:
     """The text tables of :func:`add_beyond`'s parts, one block per result."""
-    return [format_beyond(doc, title=label, fmt=fmt) for label, doc in found]
+    return ["\n" + format_beyond(doc, title=label, fmt=fmt) for label, doc in found]
 
 
 def check_beyond(args: argparse.Namespace) -> bool:
@@ -124,5 +125,10 @@ def check_beyond(args: argparse.Namespace) -> bool:
     if getattr(args, "scheduler", None):
         raise ConfigError(
             "--scheduler: --calibration / --lrp score one process's detections; run without --scheduler"
+        )
+    if args.command in ("evaluate", "compare") and args.format == "csv" and not args.quiet:
+        print(
+            "deteval: note: --calibration / --lrp are not part of the CSV; use --format json, table or markdown",
+            file=sys.stderr,
         )
     return True

@@ -79,9 +79,11 @@ def _evaluate(args: argparse.Namespace) -> int:
         with recording_reads(log):
             diagnostics = _evaluate_diagnostics(args, inputs, results, doc)
         _write_diagnostics(args, inputs, results, doc, log)  # --matches, --per-image
-        if wants_beyond:
-            found = add_beyond(args, doc, inputs.gt, args.dt, [_detections(inputs)], [results])
-            diagnostics += beyond_blocks(found)
+        found = (
+            add_beyond(args, doc, inputs.gt, args.dt, [_detections(inputs)], [results])
+            if wants_beyond
+            else []
+        )
         text = report.dumps(doc)
         progress.finish()
     finally:
@@ -91,6 +93,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         report.format_confidence_table(r, rows, args.confidence) for r, rows in zip(results, confidence_rows)
     ]
     _print_results(args, text, results, [*blocks, *mask_reports, *diagnostics])
+    if args.format in ("table", "markdown"):  # --calibration / --lrp, after the other blocks
+        _out("".join(beyond_blocks(found, args.format)))
     return EXIT_OK
 
 
@@ -261,8 +265,7 @@ def _compare(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         parts = [report.format_compare_markdown(results, matching_groups=groups, per_class=per_class)]
         parts += [report.format_explanation_markdown(e) for e in explanations]
-        parts += beyond_blocks(found, "markdown")
-        _out("\n".join(parts))
+        _out("\n".join(parts) + "".join(beyond_blocks(found, "markdown")))
     elif args.format == "csv":
         _out(report.format_compare_csv(results, per_class=per_class))
         if explanations and not args.quiet:
@@ -272,8 +275,7 @@ def _compare(args: argparse.Namespace) -> int:
     else:
         parts = [report.format_compare_table(results, matching_groups=groups, per_class=per_class)]
         parts += [report.format_explanation(e) for e in explanations]
-        parts += beyond_blocks(found)
-        _out("\n".join(parts))
+        _out("\n".join(parts) + "".join(beyond_blocks(found)))
     return EXIT_OK
 
 
@@ -469,7 +471,7 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
         _out(text + "\n")
     elif args.format == "markdown":
         _out(
-            "\n".join(
+            "".join(
                 [
                     report.format_detectors_markdown(doc, per_class=per_class),
                     *beyond_blocks(found, "markdown"),
@@ -479,5 +481,5 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
     elif args.format == "csv":
         _out(report.format_detectors_csv(doc))
     else:
-        _out("\n".join([report.format_detectors_table(doc, per_class=per_class), *beyond_blocks(found)]))
+        _out("".join([report.format_detectors_table(doc, per_class=per_class), *beyond_blocks(found)]))
     return EXIT_OK

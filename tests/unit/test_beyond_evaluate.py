@@ -124,6 +124,9 @@ def test_evaluate_table_and_markdown_show_the_parts(capsys) -> None:  # noqa: AN
     assert code == 0
     assert "Calibration at IoU 0.5 (bins: 10 confidence): D-ECE 0.2423 [coco]" in out
     assert "Optimal LRP at tau 0.5 (area all, maxDets 100): moLRP 0.6333 [coco]" in out
+    code, out, _ = _run(["evaluate", "--gt", GT, "--dt", DT, "--lrp", "--format", "markdown", "-q"], capsys)
+    assert "**Optimal LRP at tau 0.5 (area all, maxDets 100): moLRP 0.6333 [coco]**" in out
+    assert "| person | 0.5000 | 0.0000 | 0.4286 | 0.2000 | 0.6500 |" in out
     argv = [
         "evaluate",
         "--gt",
@@ -174,6 +177,7 @@ def test_compare_gives_each_protocol_its_own_parts(capsys) -> None:  # noqa: ANN
         ),
         (["--calibration-bins", "x"], "--calibration-bins: expected a positive integer"),
         (["--calibration-features", "confidence,depth"], "calibration"),
+        (["--scheduler", "dask"], "--scheduler: --calibration / --lrp score one process's detections"),
     ],
 )
 def test_evaluate_refusals(capsys, extra: list, message: str) -> None:  # noqa: ANN001
@@ -191,3 +195,10 @@ def test_beyond_document_refusals() -> None:
         beyond_document(r, g, d, BeyondOptions(lrp=True), against=(r, d))
     with pytest.raises(ConfigError, match="expected a result scored under protocol 'voc2007'"):
         deteval.beyond_ap(g, d, "voc2007", lrp=True, result=r)
+
+
+def test_csv_says_the_parts_are_not_in_it(capsys) -> None:  # noqa: ANN001
+    code, out, err = _run(["evaluate", "--gt", GT, "--dt", DT, "--lrp", "--format", "csv"], capsys)
+    assert code == 0
+    assert "--calibration / --lrp are not part of the CSV" in err
+    assert "oLRP" not in out
