@@ -16,9 +16,10 @@ from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult, match, score
 from deteval.lrp import check_tau
+from deteval.protocol import Protocol
 from deteval.stats.beyond import beyond_differences, beyond_intervals
 
-__all__ = ["BeyondOptions", "beyond_document", "with_thresholds"]
+__all__ = ["BeyondOptions", "beyond_document", "with_thresholds", "protocol_with_thresholds"]
 
 
 @dataclass(frozen=True)
@@ -70,14 +71,18 @@ def with_thresholds(
     without them (``voc2007`` has only 0.5; ``--lrp-tau 0.6`` under ``coco``) is scored once more
     with them added (each threshold's matching is its own lane: the others are unchanged).
     """
-    protocol = result.protocol
+    scored = protocol_with_thresholds(result.protocol, options)
+    return result if scored is result.protocol else score(match(gt, dt, scored), gt, scored)
+
+
+def protocol_with_thresholds(protocol: Protocol, options: BeyondOptions) -> Protocol:
+    """``protocol`` itself, or with the IoU thresholds of calibration / LRP it lacks added."""
     wanted = {options.iou} if options.calibration else set()
     wanted |= {options.lrp_tau} if options.lrp else set()
     missing = sorted(wanted - set(protocol.iou_thresholds))
     if not missing:
-        return result
-    scored = protocol.replace(iou_thresholds=sorted({*protocol.iou_thresholds, *missing}))
-    return score(match(gt, dt, scored), gt, scored)
+        return protocol
+    return protocol.replace(iou_thresholds=sorted({*protocol.iou_thresholds, *missing}))
 
 
 def beyond_document(

@@ -9,6 +9,7 @@ from typing import Any
 
 from deteval import api, report
 from deteval._version import __version__
+from deteval.api.beyond import BeyondOptions, beyond_document, protocol_with_thresholds
 from deteval.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -33,7 +34,6 @@ from deteval.io.matrix import read_rank_inputs
 from deteval.io.output import check_output, recording_reads
 from deteval.protocol import Protocol
 from deteval.ranking import rank_report
-from deteval.stats.beyond import beyond_differences, beyond_intervals
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -98,35 +98,35 @@ def _beyond_intervals(args: argparse.Namespace, inputs: api.Inputs, protocol: Pr
         raise ConfigError("--bootstrap: deteval analyze resamples --calibration and --lrp; found neither")
     if args.against and not args.bootstrap:
         raise ConfigError("--against: the paired differences are bootstrap intervals; expected --bootstrap N")
-    thresholds = sorted({args.iou, args.lrp_tau} - set(protocol.iou_thresholds))
-    scored = (
-        protocol
-        if not thresholds
-        else protocol.replace(iou_thresholds=sorted({*protocol.iou_thresholds, *thresholds}))
+    options = _beyond_options(args, {"calibration": args.calibration, "lrp": args.lrp}) or {}
+    settings = BeyondOptions(
+        calibration=args.calibration,
+        lrp=args.lrp,
+        iou=args.iou,
+        lrp_tau=args.lrp_tau,
+        calibration_features=options.get("calibration_features", ("confidence",)),
+        calibration_bins=options.get("calibration_bins", 10),
     )
+    scored = protocol_with_thresholds(protocol, settings)  # scored once, at every threshold needed
     dt = _detections(inputs)
     result = score(match(inputs.gt, dt, scored), inputs.gt, scored)
-    options = _beyond_options(args, {"calibration": args.calibration, "lrp": args.lrp}) or {}
-    settings = {
-        "n": args.bootstrap,
-        "seed": args.seed,
-        "ci": args.ci,
-        "method": args.bootstrap_method,
-        "calibration": args.calibration,
-        "lrp": args.lrp,
-        "iou": args.iou,
-        "lrp_tau": args.lrp_tau,
-        "calibration_features": options.get("calibration_features", ("confidence",)),
-        "calibration_bins": options.get("calibration_bins", 10),
-    }
-    out = beyond_intervals(result, inputs.gt, dt, **settings).to_dict()
+    against = None
     if args.against:
-        other = _load(args, [protocol], dt=args.against)
-        against = _detections(other)
-        baseline = score(match(inputs.gt, against, scored), inputs.gt, scored)
-        paired = beyond_differences(baseline, result, inputs.gt, against, dt, **settings)
-        out["paired"] = {"dt": args.dt, "against": args.against, **paired.to_dict()}
-    return out
+        other = _detections(_load(args, [protocol], dt=args.against))
+        against = (score(match(inputs.gt, other, scored), inputs.gt, scored), other)
+    found = beyond_document(
+        result,
+        inputs.gt,
+        dt,
+        settings,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        ci=args.ci,
+        method=args.bootstrap_method,
+        against=against,
+        labels=(args.dt, args.against or ""),
+    )
+    return {k: found[k] for k in ("bootstrap", "calibration_ci", "lrp_ci", "paired") if k in found}
 
 
 def _label_thresholds(text: str) -> dict:
