@@ -15,10 +15,20 @@ from typing import Any
 from deteval.errors import ConfigError
 from deteval.plot._base import as_document
 from deteval.plot._html_format import _num, _num_cell, _table, _text_cell, escape
+from deteval.plot.bars import forest
 from deteval.plot.lrp import lrp_components
 from deteval.plot.reliability import reliability_diagram
 
-__all__ = ["beyond_documents", "add_beyond_specs", "beyond_section"]
+__all__ = ["beyond_documents", "add_beyond_specs", "beyond_section", "beyond_forest_document"]
+
+#: The measures of the intervals figure: (JSON part, key).
+_FOREST = (
+    ("calibration_ci", "D-ECE"),
+    ("lrp_ci", "moLRP"),
+    ("lrp_ci", "moLRP_loc"),
+    ("lrp_ci", "moLRP_FP"),
+    ("lrp_ci", "moLRP_FN"),
+)
 
 _KEYS = ("calibration", "lrp", "calibration_ci", "lrp_ci", "paired", "bootstrap")
 
@@ -59,8 +69,51 @@ def beyond_documents(beyond: Any, analysis: dict | None = None) -> list[tuple[st
     return [("", _document(beyond, "beyond"))]
 
 
+def beyond_forest_document(docs: list[tuple[str, dict]]) -> dict | None:
+    """The intervals of D-ECE and moLRP (and its components) as :func:`deteval.plot.forest` 's input.
+
+    One row per detector and measure; the paired differences (``paired``) as comparisons
+    (``p_value`` None: these intervals have no test). None when no document has intervals.
+    """
+    results, comparisons, settings = [], [], None
+    for label, doc in docs:
+        if "calibration_ci" not in doc and "lrp_ci" not in doc:
+            continue
+        settings = settings or doc.get("bootstrap")
+        found = [(key, doc[part][key]) for part, key in _FOREST if part in doc]
+        results.append(
+            {
+                "detector": label or "detector",
+                "protocol": "",
+                "metrics": {key: entry["value"] for key, entry in found},
+                "metrics_ci": {key: entry["ci"] for key, entry in found},
+            }
+        )
+        paired = doc.get("paired")
+        for part, key in _FOREST if paired else ():
+            if part in paired:
+                entry = paired[part][key]
+                comparisons.append(
+                    {
+                        "a": paired.get("against"),
+                        "b": paired.get("dt"),
+                        "protocol": "",
+                        "metric": key,
+                        "difference": entry["value"],
+                        "ci": entry["ci"],
+                        "p_value": None,
+                    }
+                )
+    if not results:
+        return None
+    return {"bootstrap": settings or {}, "results": results, "comparisons": comparisons}
+
+
 def add_beyond_specs(docs: list[tuple[str, dict]], add: Callable[..., None]) -> None:
-    """Add each detector's reliability diagram and LRP components figure (section ``beyond``)."""
+    """Add the figures of section ``beyond``: per detector its reliability and LRP figures.
+
+    Then, when bootstrapped, one figure of every detector's intervals (``beyond_intervals``).
+    """
     several = len(docs) > 1
     for label, doc in docs:
         suffix = f"-{label}" if several and label else ""
@@ -79,6 +132,14 @@ def add_beyond_specs(docs: list[tuple[str, dict]], add: Callable[..., None]) -> 
                 "beyond",
                 partial(lrp_components, doc["lrp"]),
             )
+    intervals = beyond_forest_document(docs)
+    if intervals is not None:
+        add(
+            "beyond_intervals",
+            "Bootstrap intervals of D-ECE and moLRP (and its components); paired differences to the first detector",
+            "beyond",
+            partial(forest, intervals),
+        )
 
 
 def _ci_text(entry: dict | None) -> str:
@@ -215,5 +276,6 @@ def beyond_section(docs: list[tuple[str, dict]], specs: list, figure: Callable[[
             figures = figures[1:]
         if "paired" in doc:
             parts += _paired_html(doc["paired"])
+    parts += [figure(s) for s in figures]  # the intervals of every detector
     parts.append("</section>")
     return "".join(parts)

@@ -103,3 +103,38 @@ def test_figure_specs_draw_beyond_per_detector(tmp_path) -> None:  # noqa: ANN00
     assert [p.name for p in written][-2:] == ["reliability.svg", "lrp_components.svg"]
     with pytest.raises(ConfigError, match="expected a document with 'calibration' and/or 'lrp'"):
         figure_specs(r, beyond={"a": {"mean_tp_iou": {}}})
+
+
+def test_bootstrapped_documents_add_one_intervals_figure() -> None:
+    from deteval.plot._beyond import beyond_documents, beyond_forest_document
+
+    gt, a = _inputs()
+    b = deteval.load_detections(str(ROOT / "fixtures/coco/dt_b.json"), gt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", deteval.UndefinedMetricWarning)
+        ra, rb = deteval.evaluate(gt, a, "coco"), deteval.evaluate(gt, b, "coco")
+    options = deteval.BeyondOptions(calibration=True, lrp=True)
+    docs = {
+        "a": deteval.beyond_document(ra, gt, a, options, bootstrap=30),
+        "b": deteval.beyond_document(rb, gt, b, options, bootstrap=30, against=(ra, a), labels=("b", "a")),
+    }
+    specs = [s for s in figure_specs({"a": ra, "b": rb}, beyond=docs) if s.section == "beyond"]
+    assert [s.name for s in specs][-1] == "beyond_intervals"
+    forest_doc = beyond_forest_document(list(docs.items()))
+    row = next(r for r in forest_doc["results"] if r["detector"] == "b")
+    assert row["metrics"]["moLRP"] == docs["b"]["lrp"]["moLRP"]
+    assert row["metrics_ci"]["D-ECE"] == docs["b"]["calibration_ci"]["D-ECE"]["ci"]
+    assert [(c["a"], c["b"], c["metric"]) for c in forest_doc["comparisons"]][:2] == [
+        ("a", "b", "D-ECE"),
+        ("a", "b", "moLRP"),
+    ]
+    fig = specs[-1].build()
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels[:4] == ["D-ECE  a", "D-ECE  b", "moLRP  a", "moLRP  b"]
+    # each interval is drawn from lo to hi of the document
+    paired = docs["b"]["paired"]["calibration_ci"]["D-ECE"]
+    xs = [tuple(line.get_xdata()) for line in fig.axes[1].lines if len(line.get_xdata()) == 2]
+    assert any(x == pytest.approx(tuple(paired["ci"])) for x in xs)
+    # without intervals: no such figure
+    plain = {"a": beyond_ap(gt, a, "coco", lrp=True)}
+    assert beyond_forest_document(beyond_documents(plain)) is None
