@@ -89,8 +89,8 @@ def beyond_forest_document(docs: list[tuple[str, dict]]) -> dict | None:
                 "metrics_ci": {key: entry["ci"] for key, entry in found},
             }
         )
-        paired = doc.get("paired")
-        for part, key in _FOREST if paired else ():
+        paired: dict = doc.get("paired") or {}
+        for part, key in _FOREST:
             if part in paired:
                 entry = paired[part][key]
                 comparisons.append(
