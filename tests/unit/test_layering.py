@@ -30,8 +30,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deteval.memory",
         "deteval.integrations.distributed",
     ),
-    # The values: columns (data) and the checked masks (masks: segmentations -> columns, no paths).
-    ("deteval.data", "deteval.masks"),
+    # The values: columns (data), the checked masks (masks: segmentations -> columns, no paths)
+    # and what each IoU type needs of them (scorable: boxes, keypoints).
+    ("deteval.data", "deteval.masks", "deteval.scorable"),
     ("deteval.openimages",),  # Open Images label rules: values only (typed Any for the protocol)
     ("deteval.io",),
     ("deteval.protocol",),
@@ -93,9 +94,12 @@ def _layer(module: str) -> int:
     return best
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, imported deteval module) for every import in the file, at any depth."""
-    module = _module_name(path)
+def _imports(path: Path, module: str | None = None) -> list[tuple[int, str]]:
+    """(line, imported deteval module) for every import in the file, at any depth.
+
+    ``module``: the file's module name (default: from its place in the package).
+    """
+    module = _module_name(path) if module is None else module
     is_package = path.name == "__init__.py"
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
@@ -146,23 +150,26 @@ def test_imports_only_go_down(path: Path) -> None:
 
 
 def test_the_check_catches_a_planted_violation(tmp_path: Path) -> None:
-    """An upward import planted in a copy of a real module is found, at its line."""
+    """Upward imports planted in a copy of a real module are found, at their lines: one at the
+    top of the module, one written inside a function (a lazy import, as evaluate's of
+    io.coco.require_boxes was) and one relative."""
     planted = tmp_path / "deteval" / "data.py"
     planted.parent.mkdir()
     source = (PACKAGE / "data.py").read_text(encoding="utf-8")
     planted.write_text(
-        source + "\n\ndef _planted():\n    from deteval.evaluate import match\n", encoding="utf-8"
+        "from deteval.report import format_result\n"
+        + source
+        + "\n\ndef _planted():\n    from deteval.evaluate import match\n\n\n"
+        + "def _relative():\n    from .io import coco\n",
+        encoding="utf-8",
     )
-    tree = ast.parse(planted.read_text(encoding="utf-8"))
-    imports = [
-        (node.lineno, node.module or "")
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("deteval")
-    ]
-    bad = _violations("deteval.data", imports, "data.py")
-    line = len(source.splitlines()) + 4
+    bad = _violations("deteval.data", _imports(planted, "deteval.data"), "data.py")
+    line = len(source.splitlines()) + 5
+    layer = _layer
     assert bad == [
-        f"data.py:{line}: deteval.data (layer 1) imports deteval.evaluate (layer {_layer('deteval.evaluate')})"
+        f"data.py:1: deteval.data (layer 1) imports deteval.report (layer {layer('deteval.report')})",
+        f"data.py:{line}: deteval.data (layer 1) imports deteval.evaluate (layer {layer('deteval.evaluate')})",
+        f"data.py:{line + 4}: deteval.data (layer 1) imports deteval.io.coco (layer {layer('deteval.io')})",
     ]
     assert _violations("deteval.data", [(1, "deteval.errors")], "data.py") == []  # downward is fine
     # A module without a layer is refused too.
