@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deteval import api, report
+from deteval._safe_read import ReadLog, recording_reads
 from deteval.api.openimages import refuse_label_rules
 from deteval.cli._common import (
     EXIT_OK,
@@ -37,7 +38,6 @@ from deteval.errors import (
     InputWarning,
 )
 from deteval.evaluate import EvalResult, check_protocol
-from deteval.io.output import ReadLog, recording_reads
 from deteval.pooling import ground_truth_for
 from deteval.protocol import PRESETS, Protocol
 from deteval.sharding import resolve_workers

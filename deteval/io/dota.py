@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from deteval._safe_read import read_text
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import InputError, shorten
-from deteval.io._text import fail_records, list_files, parse_floats, read_text, split_rows
+from deteval.io._text import fail_records, list_files, parse_floats, split_rows
 
 __all__ = ["load_dota_gt", "load_dota_dt", "is_dota_root", "TASK1_PREFIX"]
 

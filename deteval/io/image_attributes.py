@@ -20,10 +20,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from deteval._safe_read import MAX_BYTES, decode_text, loads_strict, read_bytes
 from deteval.errors import InputError, shorten
-from deteval.io._json import loads_strict
 from deteval.io._records import json_type
-from deteval.io._text import MAX_BYTES, read_bytes
 
 __all__ = ["ImageAttributes", "coco_image_attributes", "read_image_attributes", "merge_attributes"]
 
@@ -153,10 +152,7 @@ def _add(tables: dict, kind: str, key: Any, values: dict, where: str) -> None:
 
 
 def _from_csv(raw: bytes, path: str) -> ImageAttributes:
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); expected a UTF-8 CSV file") from None
+    text = decode_text(raw, path, what="a UTF-8 CSV file")
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = reader.fieldnames or []
     if not any(k in header for k in IMAGE_KEYS):

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from deteval._safe_read import read_text
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError, shorten
-from deteval.io._text import fail_records, list_files, parse_floats, read_text, split_rows
+from deteval.io._text import fail_records, first_row_width, list_files, parse_floats, split_rows
 from deteval.io.dota import envelope_xyxy, polygon_area, quad_detections
 from deteval.io.identity import stem
 from deteval.io.yolo import (
@@ -48,19 +49,10 @@ def is_yolo_obb(source: str | os.PathLike, split: str = "val") -> bool:
         data = _read_yaml(yaml_path)
         base = os.path.dirname(os.path.abspath(yaml_path))
         folder = _label_folder(_split_image_folder(data, yaml_path, base, split))
-        names = sorted(os.listdir(folder))
+        names = os.listdir(folder)
     except (InputError, OSError):
         return False  # the YOLO loader names the problem
-    for name in names:
-        path = os.path.join(folder, name)
-        if not name.endswith(".txt") or not os.path.isfile(path):
-            continue
-        with open(path, "rb") as f:
-            head = f.read(4096)
-        for line in head.splitlines():
-            if line.split():
-                return len(line.split()) == 9
-    return False
+    return first_row_width(folder, names) == 9
 
 
 def _refuse_special(folder: str, files: dict, what: str) -> None:

@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "deteval._version",
         "deteval._dtypes",
-        "deteval._safe_yaml",
+        "deteval._safe_read",  # the one reading policy: files, text, JSON, YAML (and the read log)
         "deteval._speedups",
         "deteval.errors",
         "deteval.memory",
@@ -150,9 +150,11 @@ def test_imports_only_go_down(path: Path) -> None:
 
 
 def test_the_check_catches_a_planted_violation(tmp_path: Path) -> None:
-    """Upward imports planted in a copy of a real module are found, at their lines: one at the
-    top of the module, one written inside a function (a lazy import, as evaluate's of
-    io.coco.require_boxes was) and one relative."""
+    """Upward imports planted in a copy of a real module are found, at their lines.
+
+    One at the top of the module, one inside a function (a lazy import, as evaluate's of
+    io.coco.require_boxes was) and one relative.
+    """
     planted = tmp_path / "deteval" / "data.py"
     planted.parent.mkdir()
     source = (PACKAGE / "data.py").read_text(encoding="utf-8")
