@@ -19,7 +19,7 @@ from deteval.api.protocols import default_protocol
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
 from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
-from deteval.explain import Comparison, Explanation, MatchCache
+from deteval.explain import Comparison, MatchCache
 from deteval.explain import compare as _compare_values
 from deteval.explain import explain as _explain_values
 from deteval.io.openimages import is_openimages_csv
@@ -29,6 +29,7 @@ from deteval.per_image import explained_matches
 from deteval.per_image import per_image as _per_image
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
+from deteval.report.explanation import Explanation, describe
 from deteval.sharding import match_sharded
 
 
@@ -252,7 +253,8 @@ def explain(
 ) -> Explanation:
     """Attribute the difference between two protocols to their differing fields, step by step.
 
-    :func:`deteval.explain.explain` on loaded values (see there for the walk).
+    :func:`deteval.explain.explain` on loaded values (see there for the walk), in words
+    (:func:`deteval.report.explanation.describe`).
 
     Parameters
     ----------
@@ -286,7 +288,7 @@ def explain(
     if cache is None:
         ground_truth = _as_gt(gt)
         cache = MatchCache(ground_truth, _as_dt(dt, ground_truth))
-    return _explain_values(cache.gt, cache.dt, a, b, cache=cache)
+    return describe(_explain_values(cache.gt, cache.dt, a, b, cache=cache))
 
 
 def compare_mask_modes(gt: GroundTruth, dt: Detections, protocol: Protocol) -> MaskModeComparison:
