@@ -34,7 +34,6 @@ from deteval._safe_read.files import (
 )
 from deteval._safe_read.log import ReadLog, note_folder, note_read, note_reads, recording_reads
 from deteval._safe_read.safe_yaml import (
-    compose_yaml,
     duplicate_key,
     duplicate_key_message,
     find_alias,
@@ -50,7 +49,6 @@ __all__ = [
     "ReadLog",
     "changed_error",
     "check_unchanged",
-    "compose_yaml",
     "count_raw_keys",
     "decode_text",
     "duplicate_key",

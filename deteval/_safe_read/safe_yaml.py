@@ -29,7 +29,6 @@ from deteval._safe_read.files import MAX_BYTES, read_text
 from deteval.errors import ConfigError
 
 __all__ = [
-    "compose_yaml",
     "parse_yaml",
     "read_yaml",
     "duplicate_key",
@@ -98,26 +97,6 @@ def _load(
         loader.dispose()
 
 
-def compose_yaml(
-    text: str,
-    *,
-    filename: str,
-    expected: str,
-    error: type = ConfigError,
-    root: str = "",
-    yaml12_floats: bool = False,
-) -> yaml.Node | None:
-    """The checked node of one YAML document (None when empty); nothing is constructed.
-
-    Raises
-    ------
-    ConfigError (or ``error``)
-        Invalid YAML, several documents, a tag outside plain YAML, an alias or a duplicate key,
-        naming ``filename``, the line and the key path (``root`` starts it).
-    """
-    return _load(text, filename, expected, error, root, yaml12_floats, construct=False)
-
-
 def parse_yaml(
     text: str,
     *,
@@ -126,10 +105,18 @@ def parse_yaml(
     error: type = ConfigError,
     root: str = "",
     yaml12_floats: bool = False,
+    construct: bool = True,
 ) -> Any:
     r"""Plain values (dict, list, str, int, float, bool, None) of one checked YAML document.
 
-    Raises as :func:`compose_yaml` does.
+    ``construct=False``: its checked node instead (a :class:`yaml.Node`; nothing is constructed),
+    for readers that walk the nodes (category maps name each entry's line). None when empty.
+
+    Raises
+    ------
+    ConfigError (or ``error``)
+        Invalid YAML, several documents, a tag outside plain YAML, an alias or a duplicate key,
+        naming ``filename``, the line and the key path (``root`` starts it).
 
     Examples
     --------
@@ -140,7 +127,7 @@ def parse_yaml(
     ...
     deteval.errors.ConfigError: x.yaml: a: duplicate key (lines 1 and 2); expected each key once
     """
-    return _load(text, filename, expected, error, root, yaml12_floats, construct=True)
+    return _load(text, filename, expected, error, root, yaml12_floats, construct=construct)
 
 
 def read_yaml(

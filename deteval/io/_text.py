@@ -19,7 +19,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from deteval._safe_read import note_folder, read_head
+from deteval._safe_read import note_folder, read_bytes, read_head
 from deteval.errors import SHOW, InputError, records_error, shorten
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "names_note",
     "split_lines",
     "first_row_width",
+    "refuse_special",
 ]
 
 
@@ -213,3 +214,21 @@ def first_row_width(folder: str, names: Iterable[str]) -> int | None:
             if line.split():
                 return len(line.split())
     return None
+
+
+def refuse_special(folder: str, files: dict, what: str, *, prefix: str = "") -> None:
+    """Refuse a ``prefix*.txt`` entry of ``folder`` that :func:`list_files` left out.
+
+    A FIFO, device or folder named like a data file is an error naming what it is (the rule of
+    :func:`deteval._safe_read.read_bytes`, which refuses it unread), not a file silently skipped.
+
+    Raises
+    ------
+    InputError
+        ``path: is a FIFO (named pipe), not a regular file; expected ...``.
+    """
+    for name in sorted(os.listdir(folder)):
+        if name.startswith(prefix) and name.endswith(".txt") and name not in files:
+            path = os.path.join(folder, name)
+            read_bytes(path, what=what)  # raises for every entry list_files leaves out
+            raise InputError(f"{path}: is not a regular file; expected {what}")  # pragma: no cover - a race

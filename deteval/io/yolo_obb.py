@@ -21,8 +21,15 @@ import numpy as np
 from deteval._safe_read import read_text
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError, shorten
-from deteval.io._text import fail_records, first_row_width, list_files, parse_floats, split_rows
-from deteval.io.dota import envelope_xyxy, polygon_area, quad_detections
+from deteval.io._text import (
+    fail_records,
+    first_row_width,
+    list_files,
+    parse_floats,
+    refuse_special,
+    split_rows,
+)
+from deteval.io.dota import quad_detections, quad_ground_truth
 from deteval.io.identity import stem
 from deteval.io.yolo import (
     _class_names,
@@ -53,13 +60,6 @@ def is_yolo_obb(source: str | os.PathLike, split: str = "val") -> bool:
     except (InputError, OSError):
         return False  # the YOLO loader names the problem
     return first_row_width(folder, names) == 9
-
-
-def _refuse_special(folder: str, files: dict, what: str) -> None:
-    """A ``.txt`` entry of ``folder`` that is not a regular file (FIFO, device, folder) is an error."""
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".txt") and name not in files:
-            raise InputError(f"{os.path.join(folder, name)}: is not a regular file; expected {what}")
 
 
 def _rows_of(path: str, what: str, n_fields: int, expected: str) -> list:
@@ -136,7 +136,7 @@ def load_yolo_obb_gt(
     label_folder = _label_folder(image_folder)
     labels = list_files(label_folder, what="YOLO OBB label files") if os.path.isdir(label_folder) else {}
     if labels:
-        _refuse_special(label_folder, labels, _GT_WHAT)
+        refuse_special(label_folder, labels, _GT_WHAT)
     image, category, corners = [], [], []
     for i, name in enumerate(names):
         path = labels.get(_stem(name) + ".txt")
@@ -149,27 +149,17 @@ def load_yolo_obb_gt(
         values = parse_floats(rows, slice(1, 9), path, "the 8 corner coordinates")
         corners.append(_scale(values, float(width[i]), float(height[i]), path, rows))
         image.append(np.full(len(rows), i, dtype=np.int64))
-    quad = np.concatenate(corners) if corners else np.zeros((0, 8))
-    n_gt = len(quad)
-    return GroundTruth(
-        image_id=np.arange(len(names), dtype=np.int64),
+    return quad_ground_truth(
         image_name=tuple(names),
-        image_width=width,
-        image_height=height,
-        category_id=class_ids,
-        category_name=class_names,
-        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64),
+        width=width,
+        height=height,
+        class_ids=class_ids,
+        class_names=class_names,
         image=np.concatenate(image) if image else np.zeros(0, dtype=np.int64),
         category=np.concatenate(category) if category else np.zeros(0, dtype=np.int64),
-        box=envelope_xyxy(quad),
-        area=polygon_area(quad),
-        is_crowd=np.zeros(n_gt, dtype=bool),
-        is_difficult=np.zeros(n_gt, dtype=bool),
-        is_ignore=np.zeros(n_gt, dtype=bool),
-        box_format="xyxy",
+        corners=corners,
+        difficult=None,
         source=yaml_path,
-        has_image_ids=False,
-        rotated=quad,
     )
 
 
@@ -184,7 +174,7 @@ def load_yolo_obb_dt(folder: str | os.PathLike, gt: GroundTruth, **options: Any)
     """
     folder = os.fspath(folder)
     files = list_files(folder, what="Ultralytics OBB prediction files <image stem>.txt")
-    _refuse_special(folder, files, _DT_WHAT)
+    refuse_special(folder, files, _DT_WHAT)
     index = {stem(str(n)): i for i, n in enumerate(gt.image_name)}
     txt = sorted(n for n in files if n.endswith(".txt"))
     unknown = [n for n in txt if n[:-4] not in index]

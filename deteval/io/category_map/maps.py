@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from deteval._safe_read import MAX_BYTES, compose_yaml, read_text
+from deteval._safe_read import MAX_BYTES, parse_yaml, read_text
 from deteval.data import GroundTruth
 from deteval.errors import ConfigError, shorten
 
@@ -185,8 +185,12 @@ def read_category_map(spec: str | os.PathLike | Mapping | CategoryMap | None) ->
     what = "a category map (YAML or JSON: detection id -> ground-truth id or name)"
     text = read_text(path, what=what, limit=MAX_BYTES["data_yaml"])
     # The one YAML policy: plain tags, no anchors or aliases, no key twice (JSON is YAML too).
-    node = compose_yaml(
-        text, filename=path, expected="a mapping `detection id: ground-truth id or name`", error=ConfigError
+    node = parse_yaml(
+        text,
+        filename=path,
+        expected="a mapping `detection id: ground-truth id or name`",
+        error=ConfigError,
+        construct=False,
     )
     if not isinstance(node, yaml.MappingNode):
         found = "nothing" if node is None else type(node).__name__.replace("Node", "").lower()
