@@ -171,6 +171,11 @@ def _evaluate_extras(
     mask_reports = []
     if args.compare_mask_modes:
         for result, entry in zip(results, doc["results"]):
+            if result.protocol.iou_type != "segm":
+                raise ConfigError(
+                    f"--compare-mask-modes: protocol {result.protocol.name!r} scores boxes; expected "
+                    f"--iou-type segm"
+                )
             comparison = api.compare_mask_modes(inputs.gt, _detections(inputs), result.protocol)
             entry["mask_mode_comparison"] = report.mask_mode_json(comparison)
             mask_reports.append(report.format_mask_mode_comparison(result.protocol, comparison))

@@ -17,10 +17,10 @@ from __future__ import annotations
 import csv
 import io
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from deteval._safe_read import MAX_BYTES, decode_text, loads_strict, read_bytes
+from deteval.data import ImageAttributes
 from deteval.errors import InputError, shorten
 from deteval.io._records import json_type
 
@@ -28,34 +28,6 @@ __all__ = ["ImageAttributes", "coco_image_attributes", "read_image_attributes", 
 
 #: The columns that name an image in a side file.
 IMAGE_KEYS = ("image_id", "file_name")
-
-
-@dataclass(frozen=True)
-class ImageAttributes:
-    """Attributes of images, by image id and by file name.
-
-    Attributes
-    ----------
-    by_id : dict
-        Image id (int) -> {attribute: value}.
-    by_name : dict
-        File name (str) -> {attribute: value}.
-    source : str
-        Where they were read, for messages.
-    """
-
-    by_id: dict = field(default_factory=dict)
-    by_name: dict = field(default_factory=dict)
-    source: str = "<image attributes>"
-
-    @property
-    def keys(self) -> list:
-        """Every attribute name, in first-seen order."""
-        seen: dict = {}
-        for table in (self.by_id, self.by_name):
-            for values in table.values():
-                seen.update(dict.fromkeys(values))
-        return list(seen)
 
 
 def merge_attributes(first: ImageAttributes | None, second: ImageAttributes | None) -> ImageAttributes | None:

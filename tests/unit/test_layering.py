@@ -178,6 +178,43 @@ def test_the_check_catches_a_planted_violation(tmp_path: Path) -> None:
     assert _violations("deteval.data", [(3, "deteval.nowhere")], "data.py") != []
 
 
+#: The core: from pooling up to and including the analysis layer. It takes values (paths are
+#: read by io and api, docs/architecture.md): no module of it imports a reader.
+CORE = range(_layer("deteval.pooling"), _layer("deteval.label_errors") + 1)
+#: What reads files: the reading policy and the format adapters.
+READERS = ("deteval._safe_read", "deteval.io")
+
+
+def _reads_paths(module: str, imports: list[tuple[int, str]], where: str) -> list[str]:
+    """The imports of a reader (:data:`READERS`) by a module of the core (:data:`CORE`)."""
+    if _layer(module) not in CORE:
+        return []
+    return [
+        f"{where}:{line}: {module} (the core takes values) imports the reader {target}"
+        for line, target in imports
+        if any(target == r or target.startswith(r + ".") for r in READERS)
+    ]
+
+
+@pytest.mark.parametrize("path", FILES, ids=[_module_name(f) for f in FILES])
+def test_the_core_reads_no_path(path: Path) -> None:
+    bad = _reads_paths(_module_name(path), _imports(path), str(path.relative_to(PACKAGE.parent)))
+    assert not bad, "readers imported by the core (take values; read in io / api):\n" + "\n".join(bad)
+
+
+def test_the_path_check_catches_a_planted_reader() -> None:
+    """mask_modes loaded paths with io's loaders, and slices took io's ImageAttributes: caught."""
+    planted = [(18, "deteval.io"), (32, "deteval.io.image_attributes"), (40, "deteval._safe_read")]
+    assert _reads_paths("deteval.mask_modes", planted, "mask_modes.py") == [
+        "mask_modes.py:18: deteval.mask_modes (the core takes values) imports the reader deteval.io",
+        "mask_modes.py:32: deteval.mask_modes (the core takes values) imports the reader "
+        "deteval.io.image_attributes",
+        "mask_modes.py:40: deteval.mask_modes (the core takes values) imports the reader deteval._safe_read",
+    ]
+    assert _reads_paths("deteval.api.inputs", planted, "inputs.py") == []  # api reads paths
+    assert _reads_paths("deteval.mask_modes", [(1, "deteval.iou")], "m.py") == []  # a prefix is not enough
+
+
 #: No module of the package is longer than this (split along a natural seam instead).
 MAX_MODULE_LINES = 700
 
