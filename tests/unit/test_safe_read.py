@@ -122,7 +122,8 @@ def test_a_compressed_file_is_named_with_its_remedy(tmp_path, kind):
     path = _name(tmp_path, kind)
     path.write_bytes(gzip.compress(valid))
     message = _refused(reader, path)
-    assert "gzip-compressed" in message and message.endswith("decompress it first (gunzip)")
+    assert "gzip-compressed" in message
+    assert message.endswith("decompress it first (gunzip)")
     assert message.startswith(str(path))
 
 
@@ -138,33 +139,32 @@ def test_utf16_text_is_named_with_its_remedy(tmp_path, kind):
 
 @pytest.mark.parametrize("kind", sorted(READERS))
 def test_a_utf8_bom_is_skipped_by_every_reader(tmp_path, kind):
-    """One rule: a BOM is skipped. Changed for JSON, which refused it (orjson: "byte order mark
-    (BOM) is not supported"); the text and YAML readers skipped it already."""
+    """One rule: a BOM is skipped.
+
+    Changed for JSON, which refused it (orjson: "byte order mark (BOM) is not supported"); the
+    text and YAML readers skipped it already.
+    """
     reader, valid, _, _ = READERS[kind]
-    if kind == "data_yaml":
-        (tmp_path / "images").mkdir()
-        (tmp_path / "labels").mkdir()
-    plain, bom = tmp_path / "plain", tmp_path / "bom"
-    plain.mkdir()
-    bom.mkdir()
-    (plain / _name(tmp_path, kind).name).write_bytes(valid)
-    (bom / _name(tmp_path, kind).name).write_bytes(b"\xef\xbb\xbf" + valid)
-    for folder in (plain, bom):
-        if kind == "data_yaml":
-            (folder / "images").mkdir()
-            (folder / "labels").mkdir()
-    a = reader(str(plain / _name(tmp_path, kind).name))
-    b = reader(str(bom / _name(tmp_path, kind).name))
+    read = []
+    for folder, head in (("plain", b""), ("bom", b"\xef\xbb\xbf")):
+        path = _name(tmp_path / folder, kind)
+        path.parent.mkdir()
+        path.write_bytes(head + valid)
+        if kind == "data_yaml":  # the split's images folder, with its labels folder beside it
+            (path.parent / "images").mkdir()
+            (path.parent / "labels").mkdir()
+        read.append(reader(str(path)))
+    a, b = read
     if kind == "coco_json":
         assert (a.image_id.tolist(), a.box.tolist()) == (b.image_id.tolist(), b.box.tolist())
     elif kind == "category_map":
         assert a.table == b.table
     elif kind == "data_yaml":
-        assert a.category_name == b.category_name
+        assert a.category_name == b.category_name == ("cat",)
     elif kind == "protocol":
         assert a.fingerprint() == b.fingerprint()
     else:
-        assert a == b
+        assert a == b == ("cat", "dog")
 
 
 def test_coco_results_with_a_bom_read_as_without(tmp_path):
@@ -185,7 +185,8 @@ def test_a_key_given_twice_is_refused_by_every_mapping_format(tmp_path, kind):
     path = _name(tmp_path, kind)
     path.write_bytes(DUPLICATES[kind])
     message = _refused(reader, path)
-    assert message.startswith(str(path)) and "duplicate key" in message
+    assert message.startswith(str(path))
+    assert "duplicate key" in message
     assert message.endswith("expected each key once")
 
 
