@@ -10,7 +10,7 @@ module says what the compared number is, adds the notes and the one-line summary
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from deteval.explain import ExplainWalk, _finite
 from deteval.protocol import Protocol
@@ -25,39 +25,25 @@ def _fmt(value: float, digits: int = 4, sign: bool = False) -> str:
 
 
 @dataclass(frozen=True)
-class Explanation:
-    """Why protocol A and protocol B give different numbers on one dataset.
+class Explanation(ExplainWalk):
+    """Why protocol A and protocol B give different numbers on one dataset: a walk, in words.
 
     Attributes
     ----------
-    a, b : Protocol
+    a, b, start, end, headline_a, headline_b, steps, order, outside_order, inapplicable
+        The walk's values (:class:`~deteval.explain.ExplainWalk`): the compared number under A
+        and under B, each protocol's own headline metric, the steps whose changes add up to
+        ``end - start``, ...
     measure : str
         ``"mAP"``, ``"AP"`` or ``"mean class AP"`` (when A and B report different headlines).
     definition : str
         What the compared number is, in words.
-    start, end : float
-        The compared number under A and under B.
-    headline_a, headline_b : (str, float)
-        Each protocol's own headline metric, for reference.
-    steps : tuple of ExplainStep
-        Only steps whose fields differ between A and B; their ``change`` adds up to
-        ``end - start``.
     notes : tuple of str
-    order : tuple of str
-        The documented order of the steps (:data:`deteval.explain.WALK_ORDER`, then ``summary``).
     """
 
-    a: Protocol
-    b: Protocol
-    measure: str
-    definition: str
-    start: float
-    end: float
-    headline_a: tuple
-    headline_b: tuple
-    steps: tuple
+    measure: str = ""
+    definition: str = ""
     notes: tuple = ()
-    order: tuple = ()
 
     @property
     def total(self) -> float:
@@ -136,16 +122,5 @@ def describe(walk: ExplainWalk) -> Explanation:
         )
     if not all(math.isfinite(s.change) for s in walk.steps):
         notes.append("the compared number is undefined (no class has ground truth) at some step")
-    return Explanation(
-        a=walk.a,
-        b=walk.b,
-        measure=measure,
-        definition=definition,
-        start=walk.start,
-        end=walk.end,
-        headline_a=walk.headline_a,
-        headline_b=walk.headline_b,
-        steps=walk.steps,
-        notes=tuple(notes),
-        order=walk.order,
-    )
+    values = {f.name: getattr(walk, f.name) for f in fields(ExplainWalk)}
+    return Explanation(**values, measure=measure, definition=definition, notes=tuple(notes))
