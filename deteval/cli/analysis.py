@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from deteval import api, report
+from deteval._safe_read import recording_reads
 from deteval._version import __version__
 from deteval.api.beyond import BeyondOptions, beyond_document, protocol_with_thresholds
 from deteval.cli._common import (
@@ -31,7 +32,7 @@ from deteval.diagnose import analyze
 from deteval.errors import ConfigError, printable
 from deteval.evaluate import match, score
 from deteval.io.matrix import read_rank_inputs
-from deteval.io.output import check_output, recording_reads
+from deteval.io.output import check_output
 from deteval.protocol import Protocol
 from deteval.ranking import rank_report
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deteval import api, report
+from deteval._safe_read import ReadLog, recording_reads
 from deteval.api.openimages import refuse_label_rules
 from deteval.cli._common import (
     EXIT_OK,
@@ -38,7 +39,6 @@ from deteval.errors import (
     InputWarning,
 )
 from deteval.evaluate import EvalResult, check_protocol
-from deteval.io.output import ReadLog, recording_reads
 from deteval.pooling import ground_truth_for
 from deteval.protocol import PRESETS, Protocol
 from deteval.sharding import resolve_workers
@@ -180,6 +180,11 @@ def _evaluate_extras(
     mask_reports = []
     if args.compare_mask_modes:
         for result, entry in zip(results, doc["results"]):
+            if result.protocol.iou_type != "segm":
+                raise ConfigError(
+                    f"--compare-mask-modes: protocol {result.protocol.name!r} scores boxes; expected "
+                    f"--iou-type segm"
+                )
             comparison = api.compare_mask_modes(inputs.gt, _detections(inputs), result.protocol)
             entry["mask_mode_comparison"] = report.mask_mode_json(comparison)
             mask_reports.append(report.format_mask_mode_comparison(result.protocol, comparison))

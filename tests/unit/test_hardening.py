@@ -23,12 +23,11 @@ import pycocotools.mask as mask_utils
 import pytest
 
 import deteval
+from deteval._safe_read import line_of, loads_strict, read_bytes, recording_reads
 from deteval.cli import main
 from deteval.errors import ConfigError, InputError, printable
 from deteval.geometry.boxes import pair_box_iou
-from deteval.io._json import loads_strict
-from deteval.io._text import line_of, read_bytes
-from deteval.io.output import check_output, recording_reads, write_output
+from deteval.io.output import check_output, write_output
 from deteval.sharding import effective_workers, usable_cpus
 from tests import ROOT
 from tests.support.processes import catches, freeze_when, send_each, wait_stopped, workers_of
@@ -869,7 +868,7 @@ def test_read_log_resolves_paths_as_realpath_does(tmp_path, monkeypatch):
     """
     import os
 
-    from deteval.io.output import ReadLog
+    from deteval._safe_read import ReadLog
 
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "f.txt").write_text("x")
