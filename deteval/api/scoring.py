@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from deteval.api._emit import _emit, _emit_result_warnings
 from deteval.api.inputs import Inputs, _as_dt, _as_gt
@@ -19,17 +19,14 @@ from deteval.api.protocols import default_protocol
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
 from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
-from deteval.explain import Comparison, Explanation, MatchCache
-from deteval.explain import compare as _compare_values
-from deteval.explain import explain as _explain_values
 from deteval.io.openimages import is_openimages_csv
-from deteval.mask_modes import MaskModeComparison
-from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
-from deteval.per_image import explained_matches
-from deteval.per_image import per_image as _per_image
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.sharding import match_sharded
+
+if TYPE_CHECKING:  # imported by the functions that use them: `evaluate` needs none of them
+    from deteval.explain import Comparison, Explanation, MatchCache
+    from deteval.mask_modes import MaskModeComparison
 
 
 def evaluate(
@@ -114,6 +111,9 @@ def evaluate(
     inputs = inputs_summary(gt, dt)
     result = score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
     if per_image or matches:
+        from deteval.per_image import explained_matches
+        from deteval.per_image import per_image as _per_image
+
         result = replace(
             result,
             per_image=_per_image(result, gt, dt) if per_image else None,
@@ -229,6 +229,9 @@ def compare(
     >>> [r.protocol.name for r in c.results], c.n_matchings
     (['voc2007', 'voc2010', 'coco'], 2)
     """
+    from deteval.explain import MatchCache
+    from deteval.explain import compare as _compare_values
+
     resolved = [resolve_protocol(p) for p in protocols]
     if not resolved:
         raise ConfigError("compare: expected at least one protocol, found none")
@@ -282,6 +285,9 @@ def explain(
     >>> print(explain(gt, dt, "voc2007", "voc2010").summary_line())
     voc2007 -> voc2010: interpolation -0.0455 (total -0.0455)
     """
+    from deteval.explain import MatchCache
+    from deteval.explain import explain as _explain_values
+
     a, b = resolve_protocol(a), resolve_protocol(b)
     if cache is None:
         ground_truth = _as_gt(gt)
@@ -301,4 +307,6 @@ def compare_mask_modes(gt: GroundTruth, dt: Detections, protocol: Protocol) -> M
         raise ConfigError(
             f"--compare-mask-modes: protocol {protocol.name!r} scores boxes; expected --iou-type segm"
         )
+    from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
+
     return _compare_mask_modes(gt, dt, protocol)
