@@ -10,7 +10,10 @@ error of its kind (:class:`~deteval.errors.ConfigError` for configuration,
 
 from __future__ import annotations
 
-import yaml
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the checks import yaml when they run: a box evaluation never loads it
+    import yaml
 
 __all__ = ["duplicate_key", "duplicate_key_message", "find_alias"]
 
@@ -20,11 +23,14 @@ def find_alias(node: yaml.Node | None) -> yaml.Node | None:
 
     Examples
     --------
+    >>> import yaml
     >>> find_alias(yaml.compose("a: &x [1]\nb: *x", Loader=yaml.SafeLoader)).start_mark.line
     0
     >>> find_alias(yaml.compose("a: [1]\nb: [1]", Loader=yaml.SafeLoader)) is None
     True
     """
+    import yaml
+
     seen: set = set()
     stack = [node] if node is not None else []
     while stack:
@@ -54,9 +60,12 @@ def duplicate_key(
 
     Examples
     --------
+    >>> import yaml
     >>> duplicate_key(yaml.compose("a: 1\nb: {c: 1, c: 2}", Loader=yaml.SafeLoader))
     ('b.c', (2, 5), (2, 11))
     """
+    import yaml
+
     if isinstance(node, yaml.MappingNode):
         first: dict = {}
         for key_node, value_node in node.value:

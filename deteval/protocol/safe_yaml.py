@@ -9,13 +9,15 @@ style). Errors are :class:`~deteval.errors.ConfigError` naming the file and the 
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from deteval._safe_yaml import duplicate_key_message
 from deteval.errors import ConfigError
+
+if TYPE_CHECKING:  # imported when a YAML text is parsed: scoring under a shipped preset never is
+    import yaml
 
 __all__ = ["parse_yaml", "parse_yaml_value"]
 
@@ -40,8 +42,9 @@ _ALLOWED_TAGS = frozenset(
 )
 
 
-class _SafeLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that also reads ``1e10`` as a float (YAML 1.2 style).
+@functools.cache
+def _safe_loader() -> type[yaml.SafeLoader]:
+    """``yaml.SafeLoader`` that also reads ``1e10`` as a float (YAML 1.2 style), built on first use.
 
     Note
     ----
@@ -49,13 +52,17 @@ class _SafeLoader(yaml.SafeLoader):
     *string* "1e10". Size ranges are naturally written ``[9216, 1e10]``, so the YAML 1.2 form is
     added; quoted values (``"0.5"``) stay strings and are refused where a number is expected.
     """
+    import yaml
 
+    class SafeLoader(yaml.SafeLoader):
+        """The safe loader with the YAML 1.2 float resolver (:func:`_safe_loader`)."""
 
-_SafeLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
+    SafeLoader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+        list("-+0123456789"),
+    )
+    return SafeLoader
 
 
 def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
@@ -90,7 +97,9 @@ def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
 
 
 def _parse(text: str, filename: str, root: str, expected: str) -> Any:
-    loader = _SafeLoader(text)
+    import yaml
+
+    loader = _safe_loader()(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -143,6 +152,8 @@ def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set) -> None:
 
     A node reached twice is an alias (``*name``): refused, which also stops alias bombs.
     """
+    import yaml
+
     if id(node) in seen:
         line = node.start_mark.line + 1
         raise ConfigError(

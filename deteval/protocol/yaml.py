@@ -47,6 +47,7 @@ from typing import Any
 
 from deteval.errors import ConfigError
 from deteval.io._text import read_bytes
+from deteval.protocol.preset_cache import parsed_preset
 from deteval.protocol.safe_yaml import parse_yaml, parse_yaml_value
 from deteval.protocol.spec import FIELDS, Protocol, check_field, describe_value, field_names, optional_fields
 from deteval.protocol.yaml_dump import dump_protocol
@@ -300,7 +301,9 @@ def _load(path: Path, *, chain: tuple = (), referrer: str | None = None) -> Prot
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ConfigError(f"{where}: expected UTF-8 text, found undecodable bytes") from None
-    data = parse_yaml(text, filename=shown)
+    data = parsed_preset(raw)  # a shipped preset's exact bytes: parsed ahead, no YAML parser loaded
+    if data is None:
+        data = parse_yaml(text, filename=shown)
     return protocol_from_mapping(data, where=shown, base_dir=path.parent, _chain=chain + (real,))
 
 

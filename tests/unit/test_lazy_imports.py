@@ -16,12 +16,28 @@ from pathlib import Path
 import pytest
 
 import deteval
+from deteval.protocol import yaml as protocol_yaml
+from deteval.protocol.preset_cache import _PARSED, parsed_preset
+from deteval.protocol.safe_yaml import parse_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
 
-#: Optional or heavy third-party packages no box evaluation needs.
-HEAVY = ("matplotlib", "shapely", "PIL", "torch", "pandas", "scipy", "sklearn", "dask", "jinja2", "cv2")
+#: Optional or heavy third-party packages no box evaluation needs (yaml: the shipped presets are
+#: parsed ahead, deteval/protocol/preset_cache.py).
+HEAVY = (
+    "matplotlib",
+    "shapely",
+    "PIL",
+    "torch",
+    "pandas",
+    "scipy",
+    "sklearn",
+    "dask",
+    "jinja2",
+    "cv2",
+    "yaml",
+)
 
 #: deteval's analysis, statistics, pictures and other formats' readers: not on a COCO box run.
 NOT_ON_THE_BOX_PATH = (
@@ -137,3 +153,39 @@ def test_submodules_are_attributes_and_unknown_names_raise_attribute_error() -> 
     lines = out.stdout.splitlines()
     assert lines[0] == "deteval.io.coco.ground_truth False"
     assert lines[1] == "module 'deteval' has no attribute 'no_such_name'"
+
+
+PRESET_FILES = sorted(protocol_yaml.PRESET_DIR.glob("*.yaml"))
+
+
+def test_the_parsed_presets_are_those_of_the_yaml_files() -> None:
+    """Stale after a preset is edited: run ``python scripts/make_preset_cache.py``."""
+    raws = {path.name: path.read_bytes() for path in PRESET_FILES}
+    stale = [name for name, raw in raws.items() if parsed_preset(raw) != parse_yaml(raw.decode("utf-8-sig"))]
+    assert not stale, f"run python scripts/make_preset_cache.py: stale parsed presets {stale}"
+    assert set(_PARSED) == set(raws.values()), (
+        "run python scripts/make_preset_cache.py: presets added or removed"
+    )
+
+
+def test_every_preset_is_the_protocol_its_yaml_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    ahead = {name: deteval.get_protocol(name) for name in deteval.PRESETS}
+    protocol_yaml._load_preset.cache_clear()
+    monkeypatch.setattr(protocol_yaml, "parsed_preset", lambda raw: None)  # every file through YAML
+    try:
+        parsed = {name: deteval.get_protocol(name) for name in deteval.PRESETS}
+    finally:
+        protocol_yaml._load_preset.cache_clear()
+    assert parsed == ahead
+    assert [p.fingerprint() for p in parsed.values()] == [p.fingerprint() for p in ahead.values()]
+
+
+def test_a_preset_with_other_bytes_is_parsed_from_its_yaml(tmp_path: Path) -> None:
+    raw = (protocol_yaml.PRESET_DIR / "coco.yaml").read_bytes()
+    edited = raw.replace(b"max_dets: [1, 10, 100]", b"max_dets: [1, 10, 300]")
+    assert edited != raw
+    assert parsed_preset(edited) is None
+    (tmp_path / "coco300.yaml").write_bytes(edited)
+    loaded = deteval.load_protocol_file(tmp_path / "coco300.yaml")
+    assert loaded.max_dets == (1, 10, 300)
+    assert loaded.replace(max_dets=(1, 10, 100)) == deteval.get_protocol("coco")

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import yaml
 
 from deteval._safe_yaml import find_alias
 from deteval.data import GroundTruth
@@ -182,6 +181,8 @@ def read_category_map(spec: str | os.PathLike | Mapping | CategoryMap | None) ->
             f"expected index0, index1, coco91 or a YAML/JSON file `detection id: ground-truth "
             f"id or name`"
         )
+    import yaml  # a category map file only
+
     text = read_text(path, what="a category map (YAML or JSON: detection id -> ground-truth id or name)")
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)

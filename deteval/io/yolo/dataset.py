@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import yaml
 
 from deteval._safe_yaml import duplicate_key, duplicate_key_message, find_alias
 from deteval.errors import InputError
@@ -23,6 +22,8 @@ def _yaml_path(source: str) -> str:
 
 
 def _read_yaml(path: str) -> dict:
+    import yaml  # a YOLO dataset's data.yaml only
+
     text = read_text(path, what="a YOLO data.yaml")
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
