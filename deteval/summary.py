@@ -17,6 +17,7 @@ from deteval.protocol import Protocol
 __all__ = [
     "mean_defined",
     "class_ap",
+    "class_ap_all",
     "class_metrics_all",
     "threshold_label",
     "none_if_nan",
@@ -73,6 +74,30 @@ def class_ap(
     if precision.shape[1] > 0 and protocol.ap_method == "101_point":
         return mean_defined(precision[thresholds, :, k, 0, -1])
     return mean_defined(ap[thresholds, k, 0, -1])
+
+
+def class_ap_all(precision: np.ndarray, ap: np.ndarray, protocol: Protocol) -> np.ndarray:
+    """float64 (n_class,): :func:`class_ap` of every class, the same numbers bit for bit.
+
+    One pass over the array instead of one call per class (LVIS: 1,203 of them); the rows are
+    averaged as :func:`class_metrics_all` averages its terms.
+
+    Examples
+    --------
+    >>> from deteval.protocol import get_protocol
+    >>> precision = np.random.default_rng(0).random((10, 101, 3, 4, 3))
+    >>> precision[:, :, 1] = np.nan
+    >>> precision[0, 5, 2, 0, -1] = np.nan
+    >>> ap, coco = np.zeros((10, 3, 4, 3)), get_protocol("coco")
+    >>> got = class_ap_all(precision, ap, coco)
+    >>> want = [class_ap(precision, ap, coco, k) for k in range(3)]
+    >>> np.array_equal(got, want, equal_nan=True), bool(np.isnan(got[1]))
+    (True, True)
+    """
+    n_class = ap.shape[1]
+    if precision.shape[1] > 0 and protocol.ap_method == "101_point":
+        return _row_means(np.moveaxis(precision[:, :, :, 0, -1], 2, 0), n_class)  # (n_class, T, R)
+    return _row_means(ap[:, :, 0, -1].T, n_class)  # (n_class, T)
 
 
 def threshold_label(t: float) -> str:
@@ -484,12 +509,25 @@ def _class_values(term: SummaryTerm, acc: Accumulated, protocol: Protocol, n_cla
         rows = acc.ap[t][:, :, a, m].T  # (n_class, T')
     else:
         rows = acc.recall[t][:, :, a, m].T
-    rows = np.ascontiguousarray(rows, dtype=np.float64).reshape(n_class, -1)
+    return _row_means(rows, n_class)
+
+
+def _row_means(rows: np.ndarray, n_class: int) -> np.ndarray:
+    """float64 (n_class,): :func:`mean_defined` of each class's entries, bit for bit.
+
+    ``rows`` has the classes on its first axis; row ``k`` flattened in C order is class ``k``'s
+    entries in the order :func:`mean_defined` of that class's slice reads them. A row with every
+    entry defined is averaged with the others in one ``np.mean(axis=1)`` (the same pairwise sum
+    over a contiguous row as ``np.mean`` of the row alone); a row with some entries undefined goes
+    through :func:`mean_defined`; a row with none defined is NaN.
+    """
+    width = int(np.prod(rows.shape[1:], dtype=np.int64))
+    rows = np.ascontiguousarray(rows, dtype=np.float64).reshape(n_class, width)
     is_nan = np.isnan(rows)
     has_nan, all_nan = is_nan.any(axis=1), is_nan.all(axis=1)
     out = np.full(n_class, np.nan)
     full = ~has_nan
-    if full.any() and rows.shape[1] > 0:
+    if full.any() and width > 0:
         out[full] = np.mean(rows[full], axis=1)
     for k in np.flatnonzero(has_nan & ~all_nan):
         out[k] = mean_defined(rows[k])

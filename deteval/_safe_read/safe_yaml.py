@@ -20,13 +20,15 @@ a dataset's ``data.yaml`` is read as Ultralytics reads it (YAML 1.1: ``1e10`` is
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from deteval._safe_read.files import MAX_BYTES, read_text
 from deteval.errors import ConfigError
+
+if TYPE_CHECKING:  # imported when a YAML text is parsed: scoring under a shipped preset never is
+    import yaml
 
 __all__ = [
     "parse_yaml",
@@ -58,8 +60,9 @@ _ALLOWED_TAGS = frozenset(
 )
 
 
-class _SafeLoader12(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that also reads ``1e10`` as a float (YAML 1.2 style).
+@functools.cache
+def _safe_loader_12() -> type[yaml.SafeLoader]:
+    """``yaml.SafeLoader`` that also reads ``1e10`` as a float (YAML 1.2 style), built on first use.
 
     Note
     ----
@@ -67,20 +70,26 @@ class _SafeLoader12(yaml.SafeLoader):
     *string* "1e10". Size ranges are naturally written ``[9216, 1e10]``, so the YAML 1.2 form is
     added; quoted values (``"0.5"``) stay strings and are refused where a number is expected.
     """
+    import yaml
 
+    class SafeLoader12(yaml.SafeLoader):
+        """The safe loader with the YAML 1.2 float resolver (:func:`_safe_loader_12`)."""
 
-_SafeLoader12.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
+    SafeLoader12.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+        list("-+0123456789"),
+    )
+    return SafeLoader12
 
 
 def _load(
     text: str, filename: str, expected: str, error: type, root: str, yaml12_floats: bool, construct: bool
 ) -> Any:
     """The checked node of one YAML document, or its plain values (``construct``); None when empty."""
-    loader = (_SafeLoader12 if yaml12_floats else yaml.SafeLoader)(text)
+    import yaml
+
+    loader = (_safe_loader_12() if yaml12_floats else yaml.SafeLoader)(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -161,6 +170,8 @@ def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set, error: ty
 
     A node reached twice is an alias (``*name``): refused, which also stops alias bombs.
     """
+    import yaml
+
     if id(node) in seen:
         line = node.start_mark.line + 1
         raise error(
@@ -200,11 +211,14 @@ def find_alias(node: yaml.Node | None) -> yaml.Node | None:
 
     Examples
     --------
+    >>> import yaml
     >>> find_alias(yaml.compose("a: &x [1]\nb: *x", Loader=yaml.SafeLoader)).start_mark.line
     0
     >>> find_alias(yaml.compose("a: [1]\nb: [1]", Loader=yaml.SafeLoader)) is None
     True
     """
+    import yaml
+
     seen: set = set()
     stack = [node] if node is not None else []
     while stack:
@@ -234,9 +248,12 @@ def duplicate_key(
 
     Examples
     --------
+    >>> import yaml
     >>> duplicate_key(yaml.compose("a: 1\nb: {c: 1, c: 2}", Loader=yaml.SafeLoader))
     ('b.c', (2, 5), (2, 11))
     """
+    import yaml
+
     if isinstance(node, yaml.MappingNode):
         first: dict = {}
         for key_node, value_node in node.value:

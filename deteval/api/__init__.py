@@ -23,16 +23,51 @@ The front door is a package, one module per concern, all re-exported here:
 
 from __future__ import annotations
 
-from deteval.analysis import at_confidence, match_columns, matches
-from deteval.api.inputs import Inputs, load_inputs, refuse_overwrite
-from deteval.api.protocols import default_protocol, parse_overrides, protocol_choice, resolve_protocols
-from deteval.api.scoring import compare, compare_mask_modes, evaluate, evaluate_inputs, explain
-from deteval.api.slicing import evaluate_slices, image_attributes
-from deteval.api.validation import Validation, validate
-from deteval.explain import Comparison, MatchCache
-from deteval.per_image import ExplainedMatches, PerImage, explained_matches, per_image
-from deteval.protocol import resolve_protocol
-from deteval.report.explanation import Explanation
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # loaded on first use (see __getattr__)
+    from deteval.analysis import at_confidence, match_columns, matches
+    from deteval.api.inputs import Inputs, load_inputs, refuse_overwrite
+    from deteval.api.protocols import default_protocol, parse_overrides, protocol_choice, resolve_protocols
+    from deteval.api.scoring import compare, compare_mask_modes, evaluate, evaluate_inputs, explain
+    from deteval.api.slicing import evaluate_slices, image_attributes
+    from deteval.api.validation import Validation, validate
+    from deteval.explain import Comparison, MatchCache
+    from deteval.per_image import ExplainedMatches, PerImage, explained_matches, per_image
+    from deteval.protocol import resolve_protocol
+    from deteval.report.explanation import Explanation
+
+#: Public name -> its module, imported on first access (PEP 562): ``deteval evaluate`` does not
+#: import the analysis, explain and per-image code it does not call.
+_LAZY = {
+    "at_confidence": "deteval.analysis",
+    "match_columns": "deteval.analysis",
+    "matches": "deteval.analysis",
+    "Inputs": "deteval.api.inputs",
+    "load_inputs": "deteval.api.inputs",
+    "refuse_overwrite": "deteval.api.inputs",
+    "default_protocol": "deteval.api.protocols",
+    "parse_overrides": "deteval.api.protocols",
+    "protocol_choice": "deteval.api.protocols",
+    "resolve_protocols": "deteval.api.protocols",
+    "compare": "deteval.api.scoring",
+    "compare_mask_modes": "deteval.api.scoring",
+    "evaluate": "deteval.api.scoring",
+    "evaluate_inputs": "deteval.api.scoring",
+    "explain": "deteval.api.scoring",
+    "evaluate_slices": "deteval.api.slicing",
+    "image_attributes": "deteval.api.slicing",
+    "Validation": "deteval.api.validation",
+    "validate": "deteval.api.validation",
+    "Comparison": "deteval.explain",
+    "Explanation": "deteval.report.explanation",
+    "MatchCache": "deteval.explain",
+    "ExplainedMatches": "deteval.per_image",
+    "PerImage": "deteval.per_image",
+    "explained_matches": "deteval.per_image",
+    "per_image": "deteval.per_image",
+    "resolve_protocol": "deteval.protocol",
+}
 
 __all__ = [
     "resolve_protocol",
@@ -63,3 +98,26 @@ __all__ = [
     "Comparison",
     "Explanation",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its module on first access.
+
+    Raises
+    ------
+    AttributeError
+        ``name`` is not a public name (submodules, ``deteval.api.scoring``, are bound by the
+        import system when imported).
+    """
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -22,8 +22,6 @@ from deteval.evaluate import inputs_summary
 from deteval.io import PredictionSource, gt_format, load_detections, load_ground_truth, locate_predictions
 from deteval.io.category_map import MAX_DROP, read_category_map, refuse_off_ground_truth
 from deteval.io.openimages import is_openimages_csv
-from deteval.io.voc import read_class_list, with_result_classes
-from deteval.io.voc.annotations import choose_split
 from deteval.protocol import Protocol
 from deteval.scorable import require_boxes
 
@@ -191,6 +189,8 @@ def _gt_options(kind: str, gt: Any, *, split: str | None, classes: Any, area_fro
     if classes is not None:
         if kind != "voc":
             raise ConfigError(f"--classes: only for a VOC root, but --gt {gt} is {kind}")
+        from deteval.io.voc import read_class_list  # VOC's readers only for a VOC root
+
         gt_options["classes"] = read_class_list(classes)
     if area_from_box:
         if kind != "coco":
@@ -202,6 +202,8 @@ def _gt_options(kind: str, gt: Any, *, split: str | None, classes: Any, area_fro
 def _split_of(gt: Any, ground_truth: GroundTruth, detections: Detections) -> tuple[str | None, str]:
     """The image set a VOC root read whole is for, by the detections' images, and the note saying so."""
     # every Annotations/*.xml was read: the detections' images say which image set they are for
+    from deteval.io.voc.annotations import choose_split
+
     named = [str(ground_truth.image_name[i]) for i in np.unique(detections.image)]
     chosen = choose_split(gt, named)
     if chosen is None:
@@ -257,6 +259,8 @@ def _load_inputs(
         )
         is_voc_results = located is not None and located.kind == "voc"
         if kind == "voc" and classes is None and is_voc_results and not isinstance(gt, GroundTruth):
+            from deteval.io.voc import with_result_classes
+
             ground_truth = with_result_classes(ground_truth, dt, prefix=result_prefix)
         source = located.path if located is not None else dt
         detections = _as_dt(source, ground_truth, allow_large_drop=allow_large_drop, **dt_options)

@@ -15,8 +15,6 @@ from typing import Any
 from deteval.data import GroundTruth
 from deteval.errors import ConfigError
 from deteval.io import gt_format
-from deteval.io.voc import voc_year
-from deteval.io.yolo_obb import is_yolo_obb
 from deteval.protocol import Protocol, apply_overrides, parse_yaml_value, resolve_protocol
 
 
@@ -140,7 +138,7 @@ def protocol_choice(gt: Any) -> tuple[str, str]:
             f"--gt {path}: a DOTA root and no --protocol: scored under dota (the DOTA devkit's "
             f"dota_evaluation_task1); --protocol coco-rotated gives COCO-style AP over rotated IoU"
         )
-    if kind == "yolo" and is_yolo_obb(source):
+    if kind == "yolo" and _is_yolo_obb(source):
         return "ultralytics-obb", (
             f"--gt {path}: an Ultralytics OBB dataset and no --protocol: scored under "
             f"ultralytics-obb (Ultralytics' OBB validation); --protocol dota or coco-rotated score "
@@ -153,6 +151,8 @@ def protocol_choice(gt: Any) -> tuple[str, str]:
         )
     if kind == "coco":
         return "coco", f"--gt {path}: COCO JSON ground truth and no --protocol: scored under coco {_COCO_WHY}"
+    from deteval.io.voc import voc_year
+
     year = voc_year(source)
     if year is None:
         raise ConfigError(
@@ -170,3 +170,10 @@ def protocol_choice(gt: Any) -> tuple[str, str]:
 
 
 _COCO_WHY = "(the default: pycocotools COCOeval, two plain bugs fixed)"
+
+
+def _is_yolo_obb(source: str | os.PathLike[str]) -> bool:
+    """:func:`deteval.io.yolo_obb.is_yolo_obb`, its reader imported for a YOLO dataset only."""
+    from deteval.io.yolo_obb import is_yolo_obb
+
+    return is_yolo_obb(source)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from deteval.api._emit import _emit, _emit_result_warnings
 from deteval.api.inputs import Inputs, _as_dt, _as_gt
@@ -19,19 +19,15 @@ from deteval.api.protocols import default_protocol
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
 from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
-from deteval.explain import Comparison, MatchCache
-from deteval.explain import compare as _compare_values
-from deteval.explain import explain as _explain_values
-from deteval.io import load_detections, load_ground_truth
 from deteval.io.openimages import is_openimages_csv
-from deteval.mask_modes import MaskModeComparison
-from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
-from deteval.per_image import explained_matches
-from deteval.per_image import per_image as _per_image
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
-from deteval.report.explanation import Explanation, describe
 from deteval.sharding import match_sharded
+
+if TYPE_CHECKING:  # imported by the functions that use them: `evaluate` needs none of them
+    from deteval.explain import Comparison, MatchCache
+    from deteval.mask_modes import MaskModeComparison
+    from deteval.report.explanation import Explanation
 
 
 def evaluate(
@@ -116,6 +112,9 @@ def evaluate(
     inputs = inputs_summary(gt, dt)
     result = score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
     if per_image or matches:
+        from deteval.per_image import explained_matches
+        from deteval.per_image import per_image as _per_image
+
         result = replace(
             result,
             per_image=_per_image(result, gt, dt) if per_image else None,
@@ -231,6 +230,9 @@ def compare(
     >>> [r.protocol.name for r in c.results], c.n_matchings
     (['voc2007', 'voc2010', 'coco'], 2)
     """
+    from deteval.explain import MatchCache
+    from deteval.explain import compare as _compare_values
+
     resolved = [resolve_protocol(p) for p in protocols]
     if not resolved:
         raise ConfigError("compare: expected at least one protocol, found none")
@@ -285,6 +287,10 @@ def explain(
     >>> print(explain(gt, dt, "voc2007", "voc2010").summary_line())
     voc2007 -> voc2010: interpolation -0.0455 (total -0.0455)
     """
+    from deteval.explain import MatchCache
+    from deteval.explain import explain as _explain_values
+    from deteval.report.explanation import describe
+
     a, b = resolve_protocol(a), resolve_protocol(b)
     if cache is None:
         ground_truth = _as_gt(gt)
@@ -318,6 +324,9 @@ def compare_mask_modes(gt: Any, dt: Any, protocol: Any = "coco", *, workers: int
     ConfigError
         Invalid protocol.
     """
+    from deteval.io import load_detections, load_ground_truth
+    from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
+
     ground_truth = gt if isinstance(gt, GroundTruth) else load_ground_truth(gt)
     detections = dt if isinstance(dt, Detections) else load_detections(dt, ground_truth)
     return _compare_mask_modes(ground_truth, detections, resolve_protocol(protocol), workers=workers)

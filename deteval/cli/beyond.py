@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from deteval.api.beyond import BeyondOptions, beyond_document
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult
-from deteval.report.beyond import format_beyond
+
+if TYPE_CHECKING:  # the commands import them when --calibration / --lrp is given
+    from deteval.api.beyond import BeyondOptions
 
 __all__ = ["beyond_options", "parse_calibration", "add_beyond", "beyond_blocks"]
 
@@ -41,6 +43,8 @@ def parse_calibration(features: str, bins: str) -> tuple[tuple, int | tuple]:
 def beyond_options(args: argparse.Namespace) -> BeyondOptions:
     """The parts asked for on the command line (``wanted`` False when neither)."""
     features, bins = parse_calibration(args.calibration_features, args.calibration_bins)
+    from deteval.api.beyond import BeyondOptions
+
     return BeyondOptions(
         calibration=args.calibration,
         lrp=args.lrp,
@@ -74,9 +78,11 @@ def add_beyond(
         Per result, a label (``detector · protocol``) and its parts (with the bootstrap's
         settings when intervals were drawn): what the tables and the report show.
     """
+    if not (getattr(args, "calibration", False) or getattr(args, "lrp", False)):
+        return []  # neither asked for: the calibration and LRP code is not imported
+    from deteval.api.beyond import beyond_document
+
     options = beyond_options(args)
-    if not options.wanted:
-        return []
     bootstrap = getattr(args, "bootstrap", 0) or 0
     settings = {"bootstrap": bootstrap, "seed": args.seed, "ci": args.ci, "method": args.bootstrap_method}
     several = len(names) > 1
@@ -103,6 +109,8 @@ def add_beyond(
 
 def beyond_blocks(found: list[tuple[str, dict]], fmt: str = "table") -> list[str]:
     """The text tables of :func:`add_beyond`'s parts, one block per result."""
+    from deteval.report.beyond import format_beyond
+
     return ["\n" + format_beyond(doc, title=label, fmt=fmt) for label, doc in found]
 
 
@@ -114,9 +122,9 @@ def check_beyond(args: argparse.Namespace) -> bool:
     ConfigError
         ``--bootstrap-method bca`` with them, ``--scheduler``, or bins that are not integers.
     """
-    options = beyond_options(args)
-    if not options.wanted:
-        return False
+    parse_calibration(args.calibration_features, args.calibration_bins)  # bins refused even alone
+    if not (args.calibration or args.lrp):
+        return False  # neither asked for: the calibration and LRP code is not imported
     if getattr(args, "bootstrap", 0) and args.bootstrap_method == "bca":
         raise ConfigError(
             "--bootstrap-method bca: the intervals of --calibration / --lrp are basic or percentile "

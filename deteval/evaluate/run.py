@@ -213,7 +213,10 @@ def _chunk_bounds(det_key: np.ndarray, n_class: int, size: int) -> np.ndarray:
         return np.array([0, n], dtype=np.int64)
     image = det_key[::size] // n_class  # the image at every size-th row: its first row starts a shard
     starts = np.searchsorted(det_key, image * n_class, side="left")
-    return np.unique(np.concatenate([starts, [n]])).astype(np.int64)
+    # Non-decreasing (det_key is sorted): drop repeats by neighbour, as np.unique would, without
+    # np.unique's import of numpy.ma (~15 ms on every run with a progress callback, the CLI's).
+    bounds = np.concatenate([starts, [n]]).astype(np.int64)
+    return bounds[np.concatenate([[True], bounds[1:] != bounds[:-1]])]
 
 
 def _match_chunk(

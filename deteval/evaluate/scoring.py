@@ -22,7 +22,7 @@ from deteval.matching import (
 from deteval.operating_points import best_f1_points, default_iou_index
 from deteval.pooling import ground_truth_for
 from deteval.protocol import Protocol
-from deteval.summary import CROWD_INDEX_BANDS, class_ap, class_metrics_all, headline_metrics
+from deteval.summary import CROWD_INDEX_BANDS, class_ap_all, class_metrics_all, headline_metrics
 
 
 def ranking_order(table: MatchTable, protocol: Protocol) -> np.ndarray:
@@ -101,9 +101,7 @@ def score(
         table.n_positive,
         protocol,
     )
-    per_class_ap = np.array(
-        [class_ap(acc.precision, acc.ap, protocol, k) for k in range(gt.n_classes)], dtype=np.float64
-    )
+    per_class_ap = class_ap_all(acc.precision, acc.ap, protocol)  # every class at once (LVIS: 1,203)
     is_crowd_summary = protocol.summary == "crowdpose" and not protocol.is_single_threshold
     band_precision = _crowd_band_precision(table, gt, protocol) if is_crowd_summary else None
     metrics = headline_metrics(

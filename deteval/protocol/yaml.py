@@ -47,6 +47,7 @@ from typing import Any
 
 from deteval._safe_read import MAX_BYTES, read_text
 from deteval.errors import ConfigError
+from deteval.protocol.preset_cache import parsed_preset
 from deteval.protocol.safe_yaml import parse_yaml, parse_yaml_value
 from deteval.protocol.spec import FIELDS, Protocol, check_field, describe_value, field_names, optional_fields
 from deteval.protocol.yaml_dump import dump_protocol
@@ -295,7 +296,10 @@ def _load(path: Path, *, chain: tuple = (), referrer: str | None = None) -> Prot
         if referrer:
             raise ConfigError(f"{referrer}: expected a readable YAML protocol file, found {exc}") from None
         raise
-    data = parse_yaml(text, filename=shown)
+    # a shipped preset's exact text: parsed ahead (preset_cache), no YAML parser loaded
+    data = parsed_preset(text.encode("utf-8"))
+    if data is None:
+        data = parse_yaml(text, filename=shown)
     return protocol_from_mapping(data, where=shown, base_dir=path.parent, _chain=chain + (real,))
 
 

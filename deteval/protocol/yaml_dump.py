@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import yaml
 
 from deteval.protocol.fields import FIELDS
 from deteval.protocol.spec import Protocol
@@ -32,6 +31,8 @@ def dump_protocol(protocol: Protocol) -> str:
     >>> load_protocol_text(text) == PRESETS["coco"]
     True
     """
+    import yaml  # writing a protocol only: scoring with one never loads yaml
+
     data: dict[str, Any] = {}
     for key, value in _every_field(protocol).items():
         if key == "iou_thresholds" and len(value) > 2:

@@ -25,10 +25,22 @@ Input is checked once, here at the edge, and every failure is an
 option) that names the argument, the element and what was expected.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from deteval.ranking._common import AP_METHODS, AVERAGES, ELEVEN_POINT_GRIDS
-from deteval.ranking.at_k import average_precision_at_k, ndcg_at_k, precision_at_k, recall_at_k
-from deteval.ranking.curves import average_precision, precision_recall_curve, roc_auc, roc_curve
-from deteval.ranking.raw_binarized import RawBinarizedComparison, compare_raw_binarized, rank_report
+
+if TYPE_CHECKING:  # loaded on first use (see __getattr__)
+    from deteval.ranking.at_k import average_precision_at_k, ndcg_at_k, precision_at_k, recall_at_k
+    from deteval.ranking.curves import average_precision, precision_recall_curve, roc_auc, roc_curve
+    from deteval.ranking.raw_binarized import RawBinarizedComparison, compare_raw_binarized, rank_report
+
+#: Public name -> its submodule, imported on first access (PEP 562): the command line's parser
+#: reads the constants above for its choices without loading the metrics.
+_LAZY = {
+    **dict.fromkeys(("average_precision_at_k", "ndcg_at_k", "precision_at_k", "recall_at_k"), "at_k"),
+    **dict.fromkeys(("average_precision", "precision_recall_curve", "roc_auc", "roc_curve"), "curves"),
+    **dict.fromkeys(("RawBinarizedComparison", "compare_raw_binarized", "rank_report"), "raw_binarized"),
+}
 
 __all__ = [
     "AVERAGES",
@@ -46,3 +58,25 @@ __all__ = [
     "compare_raw_binarized",
     "rank_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public function from its submodule on first access.
+
+    Raises
+    ------
+    AttributeError
+        ``name`` is not a public name (submodules are bound by the import system).
+    """
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

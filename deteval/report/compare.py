@@ -10,14 +10,16 @@ import csv
 import io
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deteval.errors import printable
 from deteval.evaluate import EvalResult
 from deteval.report._format import _cells, _csv_number, _fmt, _md_escape, csv_safe
-from deteval.report.explanation import Explanation
 from deteval.report.results import to_json
 from deteval.summary import class_ap
+
+if TYPE_CHECKING:  # annotations only: `deteval evaluate` does not import the explain code
+    from deteval.report.explanation import Explanation
 
 __all__ = [
     "compare_table",

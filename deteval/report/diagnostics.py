@@ -8,11 +8,14 @@ and places :func:`slices_json` in the result's JSON entry.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from deteval.evaluate import EvalResult
 from deteval.report._format import _cells, _fmt
 from deteval.report.results import _text_table
-from deteval.slices import SliceResult
+
+if TYPE_CHECKING:  # annotations only: `deteval evaluate` without --slice does not import slices
+    from deteval.slices import SliceResult
 
 __all__ = ["format_per_class_metrics", "format_operating_points", "format_slices_table", "slices_json"]
 

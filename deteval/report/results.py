@@ -11,18 +11,20 @@ import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from deteval._version import __version__
-from deteval.analysis import OUTCOME_WORDS, MatchColumns, match_rows
 from deteval.errors import printable
 from deteval.evaluate import EvalResult
 from deteval.protocol import FIELDS, Protocol
 from deteval.report._format import _cells, _csv_number, _fmt, _md_escape, csv_safe
 from deteval.summary import SUMMARY_TERMS
 from deteval.summary import none_if_nan as _none_if_nan
+
+if TYPE_CHECKING:  # --matches only: imported by its writer (deteval evaluate needs no analysis code)
+    from deteval.analysis import MatchColumns
 
 __all__ = [
     "to_json",
@@ -354,6 +356,8 @@ def format_matches_csv(result: EvalResult, rows: MatchColumns | Sequence[Mapping
     """
     # The name is the one field csv quoting can touch: encode it once per category; the other
     # fields (integers, repr of floats, fixed words) never need quoting.
+    from deteval.analysis import MatchColumns, match_rows
+
     name_field = {}
     for category_id, name in zip(result.category_ids, result.category_names):
         one = io.StringIO()
@@ -415,6 +419,8 @@ def _matches_csv_columns(result: EvalResult, columns: MatchColumns, name_field: 
     detection. The texts are those of the row writer (``str`` of integers, ``repr`` of the
     float score). None when a category's name holds a NUL character (the row writer then).
     """
+    from deteval.analysis import OUTCOME_WORDS
+
     category_texts = [f"{c},{name_field[c]}" for c in result.category_ids]
     if any("\0" in text for text in category_texts):
         return None

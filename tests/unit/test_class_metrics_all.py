@@ -5,7 +5,7 @@ import pytest
 
 import deteval
 from deteval.accumulate import Accumulated
-from deteval.summary import class_metrics, class_metrics_all
+from deteval.summary import class_ap, class_ap_all, class_metrics, class_metrics_all
 from tests.crosscheck.generate import generate
 
 pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
@@ -48,3 +48,35 @@ def test_equals_the_per_class_function_on_random_arrays_with_undefined_entries()
     p = deteval.get_protocol("coco")
     expected = [class_metrics(acc, p, k) for k in range(7)]
     assert _same(class_metrics_all(acc, p), expected)
+
+
+def _bits(values) -> list[bytes]:
+    return [np.float64(v).tobytes() for v in values]
+
+
+@pytest.mark.parametrize("protocol", ["coco", "voc2007", "voc2010", "coco50"])
+def test_class_ap_all_equals_class_ap_on_random_arrays(protocol):
+    """Every class's AP in one pass (scoring's per-class AP), bit for bit the per-class function."""
+    rng = np.random.default_rng(1)
+    precision = rng.uniform(size=(10, 101, 1203, 4, 1))  # LVIS' classes, long rows (pairwise sums)
+    precision[:, :, 7] = np.nan  # a class without ground truth
+    precision[4, 60:, 9, 0, 0] = np.nan  # part of a row: mean_defined's path
+    ap = rng.uniform(size=(10, 1203, 4, 1))
+    ap[:, 7] = np.nan
+    ap[3, 11, 0, 0] = np.nan
+    p = deteval.get_protocol(protocol)
+    expected = [class_ap(precision, ap, p, k) for k in range(1203)]
+    assert _bits(class_ap_all(precision, ap, p)) == _bits(expected)
+    empty = np.zeros((len(p.iou_thresholds), 0, 4, 1))
+    assert class_ap_all(precision[:, :, :0], empty, p).shape == (0,)
+
+
+@pytest.mark.parametrize("protocol", ["coco", "voc2010", "lvis"])
+def test_per_class_ap_of_results_is_class_ap(protocol):
+    gt, dt = generate(seed=3)
+    p = deteval.get_protocol(protocol)
+    if p.federated_labels == "lvis":
+        p = p.replace(federated_labels="ignore", summary="configured")
+    result = deteval.evaluate(gt, dt, p)
+    expected = [class_ap(result.precision, result.ap, p, k) for k in range(len(result.category_ids))]
+    assert _bits(row["AP"] for row in result.per_class) == _bits(expected)

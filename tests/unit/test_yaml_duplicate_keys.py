@@ -29,9 +29,15 @@ def test_yolo_data_yaml_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
 
 
 def test_category_map_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
-    """Category maps refused a repeated detection id already (naming file and line): kept."""
+    """A repeated key is refused by the one YAML policy (both lines); the same id written two ways
+    (``0`` and ``00``) by the map's own check (its line)."""
     path = tmp_path / "map.yaml"
     path.write_text("0: cat\n1: dog\n0: dog\n")
+    with pytest.raises(
+        deteval.ConfigError, match=r"map.yaml: 0: duplicate key \(lines 1 and 3\); expected each key once"
+    ):
+        deteval.io.category_map.read_category_map(str(path))
+    path.write_text("0: cat\n1: dog\n00: dog\n")
     with pytest.raises(
         deteval.ConfigError, match=r"map.yaml:3: detection id 0 is mapped twice; expected each id once"
     ):

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import yaml
 
 from deteval._safe_read import MAX_BYTES, parse_yaml, read_text
 from deteval.data import GroundTruth
@@ -182,6 +181,8 @@ def read_category_map(spec: str | os.PathLike | Mapping | CategoryMap | None) ->
             f"expected index0, index1, coco91 or a YAML/JSON file `detection id: ground-truth "
             f"id or name`"
         )
+    import yaml  # a category map file only: scoring without one never loads the YAML parser
+
     what = "a category map (YAML or JSON: detection id -> ground-truth id or name)"
     text = read_text(path, what=what, limit=MAX_BYTES["data_yaml"])
     # The one YAML policy: plain tags, no anchors or aliases, no key twice (JSON is YAML too).

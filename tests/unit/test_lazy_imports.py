@@ -1,0 +1,191 @@
+"""``import deteval`` and a box ``deteval evaluate`` import only what their path needs.
+
+The package's public names load on first use (PEP 562 ``__getattr__`` in ``deteval/__init__.py``,
+``deteval/api/__init__.py`` and ``deteval/ranking/__init__.py``); the command line imports the
+handler of the command it runs, and the readers of the formats it reads. Each check runs in a
+fresh interpreter and looks at ``sys.modules``: which modules, never how long.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import deteval
+from deteval.protocol import yaml as protocol_yaml
+from deteval.protocol.preset_cache import _PARSED, parsed_preset
+from deteval.protocol.safe_yaml import parse_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+
+#: Optional or heavy third-party packages no box evaluation needs (yaml: the shipped presets are
+#: parsed ahead, deteval/protocol/preset_cache.py).
+HEAVY = (
+    "matplotlib",
+    "shapely",
+    "PIL",
+    "torch",
+    "pandas",
+    "scipy",
+    "sklearn",
+    "dask",
+    "jinja2",
+    "cv2",
+    "yaml",
+)
+
+#: deteval's analysis, statistics, pictures and other formats' readers: not on a COCO box run.
+NOT_ON_THE_BOX_PATH = (
+    "deteval.analysis",
+    "deteval.decomposition",
+    "deteval.diagnose",
+    "deteval.evaluator",
+    "deteval.explain",
+    "deteval.io.dota",
+    "deteval.io.voc",
+    "deteval.io.yolo_obb",
+    "deteval.mask_modes",
+    "deteval.per_image",
+    "deteval.plot",
+    "deteval.ranking.curves",
+    "deteval.slices",
+    "deteval.stats",
+    "deteval.tide",
+    "numpy.ma",  # np.unique imports it (numpy 2): not on the box path's sorted chunk bounds
+    "xml.etree.ElementTree",
+)
+
+
+def _loaded_after(code: str) -> list[str]:
+    """Names of ``sys.modules`` after running ``code`` in a fresh interpreter."""
+    probe = code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _packages(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    return sorted({n for n in names for m in modules if m == n or m.startswith(n + ".")})
+
+
+def test_import_deteval_loads_no_submodule_and_no_third_party_package() -> None:
+    modules = _loaded_after("import deteval")
+    assert [m for m in modules if m.startswith("deteval")] == ["deteval"]
+    assert _packages(modules, HEAVY + ("numpy", "yaml", "msgspec", "orjson", "pycocotools")) == []
+
+
+def test_a_box_evaluation_loads_only_its_path() -> None:
+    gt, dt = FIXTURES / "coco" / "gt.json", FIXTURES / "coco" / "dt.json"
+    code = (
+        "import contextlib, io\n"
+        "from deteval.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    assert main(['evaluate', '--gt', {str(gt)!r}, '--dt', {str(dt)!r}]) == 0\n"
+    )
+    modules = _loaded_after(code)
+    assert "deteval.evaluate.run" in modules  # it did score
+    assert _packages(modules, HEAVY + NOT_ON_THE_BOX_PATH) == []
+
+
+def test_the_api_box_evaluation_loads_only_its_path() -> None:
+    gt, dt = FIXTURES / "coco" / "gt.json", FIXTURES / "coco" / "dt.json"
+    code = (
+        "import warnings, deteval\n"
+        "warnings.simplefilter('ignore')\n"
+        f"assert deteval.evaluate({str(gt)!r}, {str(dt)!r}, 'coco').metrics['AP'] > 0\n"
+    )
+    assert _packages(_loaded_after(code), HEAVY + NOT_ON_THE_BOX_PATH + ("deteval.report",)) == []
+
+
+@pytest.mark.parametrize("name", deteval.__all__)
+def test_every_public_name_imports_from_the_package(name: str) -> None:
+    namespace: dict = {}
+    exec(f"from deteval import {name}", namespace)  # noqa: S102  (the statement users write)
+    assert namespace[name] is getattr(deteval, name)
+    assert name in dir(deteval)
+
+
+def test_public_names_are_the_objects_of_their_modules() -> None:
+    from deteval import api, errors, protocol
+
+    assert deteval.evaluate is api.evaluate
+    assert deteval.explain is api.explain
+    assert deteval.Protocol is protocol.Protocol
+    assert deteval.InputError is errors.InputError
+    assert set(deteval.__all__) <= set(dir(deteval))
+    assert set(api.__all__) <= set(dir(api))
+    for name in api.__all__:
+        assert getattr(api, name) is not None
+
+
+def test_evaluate_and_explain_stay_the_functions_after_their_subpackages_load() -> None:
+    """Importing the subpackages ``deteval.evaluate`` / ``deteval.explain`` keeps the functions.
+
+    The import system would bind each package as an attribute of ``deteval``; eager imports
+    never let it replace the public function, and neither do the lazy ones.
+    """
+    code = (
+        "import deteval\n"
+        "from deteval.evaluate import match\n"
+        "import deteval.explain.cache\n"
+        "print(callable(deteval.evaluate), callable(deteval.explain), deteval.match is match)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split() == ["True", "True", "True"]
+
+
+def test_submodules_are_attributes_and_unknown_names_raise_attribute_error() -> None:
+    code = (
+        "import deteval\n"
+        "print(deteval.io.load_coco_gt.__module__, hasattr(deteval, 'no_such_name'))\n"
+        "try:\n"
+        "    deteval.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    lines = out.stdout.splitlines()
+    assert lines[0] == "deteval.io.coco.ground_truth False"
+    assert lines[1] == "module 'deteval' has no attribute 'no_such_name'"
+
+
+PRESET_FILES = sorted(protocol_yaml.PRESET_DIR.glob("*.yaml"))
+
+
+def test_the_parsed_presets_are_those_of_the_yaml_files() -> None:
+    """Stale after a preset is edited: run ``python scripts/make_preset_cache.py``."""
+    raws = {path.name: path.read_bytes() for path in PRESET_FILES}
+    stale = [name for name, raw in raws.items() if parsed_preset(raw) != parse_yaml(raw.decode("utf-8-sig"))]
+    assert not stale, f"run python scripts/make_preset_cache.py: stale parsed presets {stale}"
+    assert set(_PARSED) == set(raws.values()), (
+        "run python scripts/make_preset_cache.py: presets added or removed"
+    )
+
+
+def test_every_preset_is_the_protocol_its_yaml_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    ahead = {name: deteval.get_protocol(name) for name in deteval.PRESETS}
+    protocol_yaml._load_preset.cache_clear()
+    monkeypatch.setattr(protocol_yaml, "parsed_preset", lambda raw: None)  # every file through YAML
+    try:
+        parsed = {name: deteval.get_protocol(name) for name in deteval.PRESETS}
+    finally:
+        protocol_yaml._load_preset.cache_clear()
+    assert parsed == ahead
+    assert [p.fingerprint() for p in parsed.values()] == [p.fingerprint() for p in ahead.values()]
+
+
+def test_a_preset_with_other_bytes_is_parsed_from_its_yaml(tmp_path: Path) -> None:
+    raw = (protocol_yaml.PRESET_DIR / "coco.yaml").read_bytes()
+    edited = raw.replace(b"max_dets: [1, 10, 100]", b"max_dets: [1, 10, 300]")
+    assert edited != raw
+    assert parsed_preset(edited) is None
+    (tmp_path / "coco300.yaml").write_bytes(edited)
+    loaded = deteval.load_protocol_file(tmp_path / "coco300.yaml")
+    assert loaded.max_dets == (1, 10, 300)
+    assert loaded.replace(max_dets=(1, 10, 100)) == deteval.get_protocol("coco")
