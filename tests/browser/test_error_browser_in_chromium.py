@@ -10,16 +10,13 @@
 - nothing is fetched (Chromium's own network log has no request but the page's file), no console
   message, every picture decodes, the file is within its budget.
 
-Skipped when ``chromium`` is not on PATH.
+Skipped when ``chromium`` is not on PATH (the launch: tests/support/chromium.py).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -34,34 +31,12 @@ from deteval.label_errors import label_errors  # noqa: E402
 from deteval.plot import write_report  # noqa: E402
 from deteval.plot.gallery import OUTCOME_COLOURS, build_gallery  # noqa: E402
 from tests import ROOT  # noqa: E402
+from tests.support.chromium import console_messages, needs_chromium, page_requests, run_chromium  # noqa: E402
 
-CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not on PATH (apt-get install chromium)")
+pytestmark = needs_chromium
 
 FIXTURE = ROOT / "fixtures" / "gallery"
 BUDGET = 200_000
-FLAGS = [
-    "--headless=new",
-    "--disable-gpu",
-    "--no-sandbox",
-    "--no-first-run",
-    "--disable-extensions",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-    "--force-device-scale-factor=1",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-    "--enable-logging=stderr",
-    "--v=0",
-]
-
-
-def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    return subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +67,7 @@ def _edge_hits(im: Image.Image, points: list, colour: str) -> int:
 def test_boxes_are_drawn_in_their_outcome_colours(built, tmp_path):
     report, _ = built
     shot = tmp_path / "view.png"
-    run = _chromium(
+    run = run_chromium(
         tmp_path,
         "--window-size=800,600",
         "--virtual-time-budget=3000",
@@ -151,7 +126,7 @@ def _expected_counts(gallery, cls: str, outcome: str, confidence: float) -> list
 
 def test_filters_change_what_is_shown(built, tmp_path):
     report, gallery = built
-    run = _chromium(
+    run = run_chromium(
         tmp_path, "--virtual-time-budget=5000", "--dump-dom", report.as_uri() + "#selftest-gallery"
     )
     assert run.returncode == 0, run.stderr[-2000:]
@@ -175,7 +150,7 @@ def test_filters_change_what_is_shown(built, tmp_path):
 def test_no_network_no_console_message_pictures_decode(built, tmp_path):
     report, _ = built
     netlog = tmp_path / "net.json"
-    run = _chromium(
+    run = run_chromium(
         tmp_path,
         "--virtual-time-budget=5000",
         f"--log-net-log={netlog}",
@@ -187,26 +162,12 @@ def test_no_network_no_console_message_pictures_decode(built, tmp_path):
     body = re.search(r"<body[^>]*>", dom).group(0)
     assert 'data-images-ok="true"' in body, body
     assert int(re.search(r'data-images="(\d+)"', body).group(1)) >= 3
-    console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
-    assert console == [], console
+    assert console_messages(run) == []
     for value in re.findall(r'\s(?:src|href)="([^"]*)"', dom):
         assert value.startswith(("data:image/png;base64,", "data:image/jpeg;base64,", "#")), value[:60]
     # Chromium's own record of every request: none made by the page (the browser's own
     # background requests, initiator "not an origin", are not the page's)
-    assert _page_requests(netlog) == []
-
-
-def _page_requests(netlog: Path) -> list:
-    """URLs the page asked for, from Chromium's net log (``--log-net-log``)."""
-    log = json.loads(netlog.read_text())
-    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
-    return [
-        e["params"]["url"]
-        for e in log["events"]
-        if e["type"] == start
-        and "url" in e.get("params", {})  # the job's start (its end has no parameters)
-        and e["params"].get("initiator") != "not an origin"
-    ]
+    assert page_requests(netlog) == []
 
 
 def test_the_network_check_sees_a_page_request(tmp_path):
@@ -214,11 +175,11 @@ def test_the_network_check_sees_a_page_request(tmp_path):
     page = tmp_path / "fetches.html"
     page.write_text('<html><body><img src="http://example.com/x.png"></body></html>')
     netlog = tmp_path / "net.json"
-    run = _chromium(
+    run = run_chromium(
         tmp_path, "--virtual-time-budget=3000", f"--log-net-log={netlog}", "--dump-dom", page.as_uri()
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    assert _page_requests(netlog) == ["http://example.com/x.png"]
+    assert page_requests(netlog) == ["http://example.com/x.png"]
 
 
 def test_the_report_is_within_its_budget(built):
