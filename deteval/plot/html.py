@@ -24,6 +24,7 @@ from typing import Any
 from deteval._version import __version__
 from deteval.plot._base import as_document, atomic_write, figure_bytes
 from deteval.plot._html_assets import _CSS, _JS
+from deteval.plot._html_differences import DIFFERENCES_CSS, differences_section
 from deteval.plot._html_format import _num, _num_cell, _table, _text_cell, escape
 from deteval.plot._html_tables import _class_section, _inputs_section, _metrics_section, _notes_section
 from deteval.plot._select import named_results
@@ -352,6 +353,11 @@ def render_report(
     if bootstrap_doc:
         sections.append(_intervals_section(bootstrap_doc, specs))
     css, js = _CSS, _JS
+    differences = differences_section(bootstrap_doc) if bootstrap_doc else ""
+    if differences:  # several detectors resampled: per-class paired differences
+        nav.append(("differences", "Differences"))
+        sections.append(differences)
+        css += DIFFERENCES_CSS
     if gallery is not None:
         from deteval.plot._gallery_html import _GALLERY_CSS, _GALLERY_JS, gallery_section
 
@@ -417,7 +423,8 @@ def write_report(
     explanation : Explanation, dict or a list of them, optional
         :func:`deteval.explain` walks.
     bootstrap : BootstrapResult, ComparisonResult or dict, optional
-        Intervals and paired comparisons (:mod:`deteval.stats`).
+        Intervals and paired comparisons (:mod:`deteval.stats`); a ComparisonResult's
+        ``class_comparisons`` add the per-class paired differences (``#differences``).
     title : str, optional
     top_k, max_classes : int
         Bars / heatmap cells and curve panels per figure; the per-class table lists every class.
