@@ -14,9 +14,11 @@ inline style sheet and script in ``deteval.plot._html_assets``.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,25 +60,43 @@ def _draw_part(specs: list, part: list, conn: Any) -> None:
     conn.close()
 
 
-def _draw_here(specs: list, part: list) -> list:
-    return [figure_bytes(specs[i].build(), "png") for i in part]
+def _draw_here(specs: list, part: list, progress: Any = None, scale: int = 1) -> list:
+    """The PNGs of ``specs[i]`` for ``i`` in ``part``, drawn here; ``progress(done, total)`` after each.
+
+    ``scale``: figures drawn meanwhile per figure drawn here (the forked processes draw the
+    others at the same pace), so the count is an estimate until the last part arrives.
+    """
+    out = []
+    for k, i in enumerate(part, start=1):
+        out.append(figure_bytes(specs[i].build(), "png"))
+        if progress is not None:
+            progress(min(len(specs), k * scale), len(specs))
+    return out
 
 
-def _drawn(specs: list) -> list:
+def _drawn(specs: list, progress: Any = None) -> list:
     """The specs with their PNGs drawn, by every usable CPU (forked processes; the same bytes).
 
     Drawing is matplotlib's text layout and rasterising, about a second a figure: with two or
     more figures and CPUs, the parent draws every n-th and forked processes the others.
+    ``progress(done, total)`` is called as figures are drawn (the CLI's progress bar).
     """
     import multiprocessing as mp
 
     n_proc = min(usable_cpus(), len(specs))
     if n_proc < 2 or "fork" not in mp.get_all_start_methods():
-        return specs
-    parts = [list(range(k, len(specs), n_proc)) for k in range(n_proc)]
-    found = run_forked(
-        _draw_part, specs, parts, what="a figure-drawing", expected="PNG images", here=_draw_here
-    )
+        if progress is None:
+            return specs  # drawn as the sections are assembled
+        parts = [list(range(len(specs)))]
+        found = [_draw_here(specs, parts[0], progress)]
+    else:
+        parts = [list(range(k, len(specs), n_proc)) for k in range(n_proc)]
+        here = functools.partial(_draw_here, progress=progress, scale=n_proc)
+        found = run_forked(
+            _draw_part, specs, parts, what="a figure-drawing", expected="PNG images", here=here
+        )
+    if progress is not None:
+        progress(len(specs), len(specs))
     pngs: list = [b""] * len(specs)
     for part, data in zip(parts, found, strict=True):
         for i, png in zip(part, data, strict=True):
@@ -300,6 +320,7 @@ def render_report(
     gallery: Any = None,
     label_errors: Any = None,
     subject: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     named = named_results(results, where="write_report")
@@ -322,7 +343,7 @@ def render_report(
         top_k=top_k,
         max_classes=max_classes,
     )
-    specs = _drawn(specs)
+    specs = _drawn(specs, progress)
     if title is None:
         title = "deteval report: " + ", ".join(label for label, _ in named)
     nav = [
@@ -359,16 +380,18 @@ def render_report(
         sections.append(differences)
         css += DIFFERENCES_CSS
     if gallery is not None:
-        from deteval.plot._gallery_html import _GALLERY_CSS, _GALLERY_JS, gallery_section
+        from deteval.plot._gallery_html import _GALLERY_CSS, _GALLERY_JS, gallery_html
 
         nav.append(("gallery", "Error browser"))
-        sections.append(_about(gallery_section(gallery), subject))
+        section, several = gallery_html(gallery)  # several detectors: a menu, no "whose" line
+        sections.append(section if several else _about(section, subject))
         css, js = css + _GALLERY_CSS, js + _GALLERY_JS
     if label_errors is not None:
-        from deteval.plot._gallery_html import label_errors_section
+        from deteval.plot._gallery_html import label_errors_html
 
         nav.append(("label-errors", "Label errors"))
-        sections.append(_about(label_errors_section(as_document(label_errors, what="label_errors")), subject))
+        section, several = label_errors_html(label_errors)
+        sections.append(section if several else _about(section, subject))
     notes = _notes_section(named, docs)
     if notes:
         nav.append(("notes", "Notes"))
@@ -405,6 +428,7 @@ def write_report(
     gallery: Any = None,
     label_errors: Any = None,
     subject: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Write one self-contained HTML report of a run.
 
@@ -428,15 +452,21 @@ def write_report(
     title : str, optional
     top_k, max_classes : int
         Bars / heatmap cells and curve panels per figure; the per-class table lists every class.
-    gallery : Gallery, optional
+    gallery : Gallery or mapping detector name -> Gallery, optional
         :func:`deteval.plot.gallery.build_gallery`'s value: the error browser (``#gallery``),
-        within its own byte budget.
-    label_errors : LabelErrors or dict, optional
-        :func:`deteval.label_errors.label_errors`'s value or document (``#label-errors``).
+        within its own byte budget; of several detectors, one section with a detector menu
+        (each gallery within its own budget).
+    label_errors : LabelErrors or dict, or a mapping detector name -> either, optional
+        :func:`deteval.label_errors.label_errors`'s value or document (``#label-errors``); of
+        several detectors, a table per detector.
     subject : str, optional
-        Which detector the analysis, explanation, gallery and label errors are of (said at the
-        top of each of those sections; ``deteval report`` passes the first ``--dt``'s name when
-        there are several).
+        Which detector the analysis, explanation, and a single gallery and label errors are of
+        (said at the top of each of those sections; ``deteval report`` passes the first
+        ``--dt``'s name when there are several).
+    progress : callable, optional
+        Called as ``progress(done, total)`` while the figures are drawn, the longest step
+        (``deteval report``'s progress bar; with forked drawing, ``done`` is an estimate until
+        the last figure arrives).
 
     Returns
     -------
@@ -462,5 +492,6 @@ def write_report(
         gallery=gallery,
         label_errors=label_errors,
         subject=subject,
+        progress=progress,
     )
     return atomic_write(out, text.encode("utf-8"))
