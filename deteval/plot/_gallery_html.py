@@ -54,6 +54,8 @@ def _svg(image: GalleryImage) -> str:
 
 def _card(image: GalleryImage, prefix: str, with_picture: bool, mark: str = "") -> str:
     anchor = f"{prefix}-{image.image_id}"
+    # the first (or only) detector's #view-ID, the k-th's #view-dK-ID (several_galleries_section)
+    view = f"view{prefix[len('image') :]}-{image.image_id}"
     title = image.file_name or f"image {image.image_id}"
     pic = ""
     natural = ""
@@ -77,7 +79,7 @@ def _card(image: GalleryImage, prefix: str, with_picture: bool, mark: str = "") 
         f'<div class="pic" style="aspect-ratio:{image.width:g}/{image.height:g}">{pic}{_svg(image)}</div>'
         f'<figcaption><b>#{image.rank}</b> <span class="name">{escape(title)}</span><br>'
         f"AP gain {gain} · TP {image.tp} · FP {image.fp} · FN {image.fn} · "
-        f'<a href="#{anchor}">table</a> · <a href="#view-{image.image_id}" class="open">enlarge</a>'
+        f'<a href="#{anchor}">table</a> · <a href="#{view}" class="open">enlarge</a>'
         + (f'<br><span class="note">{escape(note)}</span>' if note else "")
         + "</figcaption></figure>"
     )
@@ -382,9 +384,10 @@ _GALLERY_JS = r"""
   });
   viewer.addEventListener("click", close);
   document.addEventListener("keydown", function (e) { if (e.key === "Escape") { close(); } });
-  function route() {
-    var m = /^#view-(-?\d+)$/.exec(location.hash);
-    if (m) { open(m[1]); } else { close(); }
+  function route() {  // #view-ID, or #view-dK-ID: detector K's card of image ID
+    var m = /^#view-(?:d(\d+)-)?(-?\d+)$/.exec(location.hash);
+    if (m && m[1] && det) { det.value = m[1]; apply(); }
+    if (m) { open(m[2]); } else { close(); }
   }
   window.addEventListener("hashchange", route);
   function selftest() {

@@ -188,3 +188,76 @@ def test_the_report_is_within_its_budget(built):
     section = re.search(r'<section id="gallery".*?</section>', html, flags=re.S).group(0)
     assert len(section.encode()) <= BUDGET == gallery.max_bytes
     assert f"Budget: at most {gallery.max_images} images and {BUDGET / 1e6:.2f} MB" in section
+
+
+@pytest.fixture(scope="module")
+def built_several(tmp_path_factory):
+    """The report of two detectors (fixtures/gallery dt.json and dt_b.json): one menu, two galleries."""
+    gt = load_ground_truth(str(FIXTURE / "gt.json"))
+    galleries, results, found = {}, {}, {}
+    for name, file in (("A", "dt.json"), ("B", "dt_b.json")):
+        dt = load_detections(str(FIXTURE / file), gt)
+        results[name] = deteval.evaluate(gt, dt, "coco")
+        galleries[name] = build_gallery(results[name], gt, dt, images=FIXTURE / "images", max_bytes=BUDGET)
+        found[name] = label_errors(results[name], gt, dt)
+    out = tmp_path_factory.mktemp("several") / "report.html"
+    write_report(results, out=out, gallery=galleries, label_errors=found)
+    return out, galleries
+
+
+def test_the_detector_menu_shows_each_detectors_gallery(built_several, tmp_path):
+    report, galleries = built_several
+    run = run_chromium(
+        tmp_path, "--virtual-time-budget=5000", "--dump-dom", report.as_uri() + "#selftest-gallery"
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert console_messages(run) == []
+    out = re.search(r'<output id="gallery-selftest"[^>]*>', run.stdout).group(0)
+    assert 'data-result="done"' in out, out
+    counts = json.loads(re.search(r"data-counts=\"([^\"]*)\"", out).group(1).replace("&quot;", '"'))
+    outcomes = ["", "tp", "fp", "fp:cls", "fp:loc", "fp:both", "fp:dupe", "fp:bkg", "fn", "ignored"]
+    assert len(counts) == 2 * (3 * len(outcomes) + 2)  # per detector: (every class, cat, dog) x outcomes, 2
+    by_number = dict(enumerate(galleries.values(), start=1))
+    for key, seen in counts.items():
+        k, cls, outcome, confidence = key.split("|")
+        assert seen == _expected_counts(by_number[int(k)], cls, outcome, float(confidence)), key
+    # by hand: A's 4 images and 11 boxes; B's one image (missing.png: the missed dog, B's FP)
+    assert counts["1|||0"] == [4, 11]
+    assert counts["2|||0"] == [1, 2]
+    assert counts["2||fp:bkg|0"] == [1, 1]
+    assert counts["2||fn|0"] == [1, 1]
+    assert counts["2|cat||0"] == [0, 0]
+    # after the self-test the first detector is shown again: its cards visible, B's hidden
+    section = re.search(r'<section id="gallery"[^>]*>', run.stdout).group(0)
+    assert 'data-visible-cards="4"' in section, section
+
+
+def test_several_detectors_report_is_within_its_budget(built_several):
+    report, galleries = built_several
+    html = report.read_text(encoding="utf-8")
+    section = re.search(r'<section id="gallery".*?</section>', html, flags=re.S).group(0)
+    assert len(section.encode()) <= 2 * BUDGET == sum(g.max_bytes for g in galleries.values())
+    assert f"Budget: at most 60 images per detector and {2 * BUDGET / 1e6:.2f} MB for this section" in section
+
+
+def test_a_second_detectors_boxes_are_drawn(built_several, tmp_path):
+    """``#view-d2-4``: detector B's card of missing.png (no picture: a blank 200 x 200 canvas)."""
+    report, _ = built_several
+    shot = tmp_path / "view-b.png"
+    run = run_chromium(
+        tmp_path,
+        "--window-size=800,600",
+        "--virtual-time-budget=3000",
+        f"--screenshot={shot}",
+        report.as_uri() + "#view-d2-4",
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    im = Image.open(shot).convert("RGB")
+    # B's background false positive ([120, 120, 50, 50]): solid red, its left and right edges
+    fp = [(120, y) for y in range(130, 166, 5)] + [(170, y) for y in range(130, 166, 5)]
+    assert _edge_hits(im, fp, OUTCOME_COLOURS["fp"]) == len(fp)
+    # the dog nobody found ([10, 10, 50, 50]): dashed blue
+    fn = [(10, y) for y in range(20, 56, 3)] + [(60, y) for y in range(20, 56, 3)]
+    assert _edge_hits(im, fn, OUTCOME_COLOURS["fn"]) >= len(fn) // 2
+    # none of A's boxes: A's true positive cat of image 1 would be green at x=40
+    assert _edge_hits(im, [(40, y) for y in range(80, 150, 10)], OUTCOME_COLOURS["tp"]) == 0
