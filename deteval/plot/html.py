@@ -317,10 +317,10 @@ def render_report(
     title: str | None = None,
     top_k: int = 30,
     max_classes: int = 12,
+    progress: Callable[[int, int], None] | None = None,
     gallery: Any = None,
     label_errors: Any = None,
     subject: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
 ) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     named = named_results(results, where="write_report")
@@ -425,10 +425,10 @@ def write_report(
     title: str | None = None,
     top_k: int = 30,
     max_classes: int = 12,
+    progress: Callable[[int, int], None] | None = None,
     gallery: Any = None,
     label_errors: Any = None,
     subject: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
 ) -> Path:
     """Write one self-contained HTML report of a run.
 
@@ -452,6 +452,10 @@ def write_report(
     title : str, optional
     top_k, max_classes : int
         Bars / heatmap cells and curve panels per figure; the per-class table lists every class.
+    progress : callable, optional
+        Called as ``progress(done, total)`` while the figures are drawn, the longest step
+        (``deteval report``'s progress bar; with forked drawing, ``done`` is an estimate until
+        the last figure arrives).
     gallery : Gallery or mapping detector name -> Gallery, optional
         :func:`deteval.plot.gallery.build_gallery`'s value: the error browser (``#gallery``),
         within its own byte budget; of several detectors, one section with a detector menu
@@ -463,10 +467,6 @@ def write_report(
         Which detector the analysis, explanation, and a single gallery and label errors are of
         (said at the top of each of those sections; ``deteval report`` passes the first
         ``--dt``'s name when there are several).
-    progress : callable, optional
-        Called as ``progress(done, total)`` while the figures are drawn, the longest step
-        (``deteval report``'s progress bar; with forked drawing, ``done`` is an estimate until
-        the last figure arrives).
 
     Returns
     -------
@@ -489,9 +489,9 @@ def write_report(
         title=title,
         top_k=top_k,
         max_classes=max_classes,
+        progress=progress,
         gallery=gallery,
         label_errors=label_errors,
         subject=subject,
-        progress=progress,
     )
     return atomic_write(out, text.encode("utf-8"))

@@ -3,7 +3,7 @@
 - every number of the section (point difference, interval ends, p-value, both APs) is, to the
   last bit, what :func:`deteval.stats.compare_detectors` gives for the same seed and resamples;
 - its resamples are scores of files: one resample's per-class AP difference equals scoring the
-  resample's explicit files (images repeated, tests/support/resample.py) with both detectors;
+  resample's explicit files (images repeated, tests/support/resample_files.py) with both detectors;
 - per_class_differences is paired_difference on the per-class columns (one implementation);
 - a row is marked exactly when its interval excludes 0.
 """
@@ -22,7 +22,7 @@ import deteval  # noqa: E402
 from deteval.cli import main  # noqa: E402
 from deteval.stats import compare_detectors, paired_difference, per_class_differences  # noqa: E402
 from tests import ROOT  # noqa: E402
-from tests.support.resample import replicate_files  # noqa: E402
+from tests.support.resample_files import replicate_files  # noqa: E402
 
 GT = ROOT / "fixtures" / "coco" / "gt.json"
 DT = ROOT / "fixtures" / "coco" / "dt.json"
