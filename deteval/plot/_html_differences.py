@@ -3,7 +3,8 @@
 From the ``class_comparisons`` of a :class:`~deteval.stats.ComparisonResult` document
 (:func:`deteval.stats.per_class_differences`): per class, ``B - A`` on AP with its paired
 bootstrap interval (the same resamples of the images for both detectors) and p-value, the row
-marked when the interval excludes 0; the headline comparison (AP or mAP over classes) on top.
+marked when the interval excludes 0; the headline comparison (AP or mAP over classes) on top,
+in a table of its own (sorting the classes' table never moves it).
 Every number is the document's; nothing is computed here.
 """
 
@@ -71,13 +72,14 @@ def differences_section(doc: dict) -> str:
     for i, (a, b) in enumerate(pairs):
         per_a = (entries.get(a) or {}).get("per_class", [])
         per_b = (entries.get(b) or {}).get("per_class", [])
-        rows = []
+        headline = []  # its own table: sorting the classes never moves it
         for c in doc.get("comparisons", []):
             if (c["a"], c["b"]) == (a, b):
                 metric = c["metric"]
                 ap_a = (entries.get(a) or {}).get("metrics", {}).get(metric)
                 ap_b = (entries.get(b) or {}).get("metrics", {}).get(metric)
-                rows.append(_row(f"all classes ({metric})", c, ap_a, ap_b, total=True))
+                headline.append(_row(f"all classes ({metric})", c, ap_a, ap_b, total=True))
+        rows = []
         mine = [c for c in class_comparisons if (c["a"], c["b"]) == (a, b)]
         for k, c in enumerate(mine):
             ap_a = per_a[k].get("AP") if k < len(per_a) else None
@@ -97,6 +99,8 @@ def differences_section(doc: dict) -> str:
             f"<h3>{escape(b)} − {escape(a)}"
             f'<span class="count">{n_marked} of {len(mine)} classes differ (interval excludes 0)</span></h3>'
         )
+        if headline:
+            parts.append(_table(header, headline, sortable=False))
         parts.append(_table(header, rows, table_id=f"differences-{i + 1}"))
     parts.append("</section>")
     return "".join(parts)
