@@ -143,3 +143,16 @@ def test_cli_report_covers_every_detector(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--gallery-max-bytes 0.015: shared by 2 detectors, 7500 bytes each; expected at least 10000" in err
     assert "(--gallery-max-bytes 0.02 or more)" in err
+
+
+def test_a_gallery_of_no_detector_or_of_another_type_is_refused(tmp_path):
+    from deteval.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="expected at least one detector's gallery, found none"):
+        gallery_section({})
+    _, _, result = _detector("dt")
+    with pytest.raises(
+        ConfigError, match="gallery: expected a Gallery or a mapping detector name -> Gallery, found list"
+    ):
+        write_report(result, out=tmp_path / "r.html", gallery=[1, 2])
+    assert not (tmp_path / "r.html").exists()

@@ -152,3 +152,16 @@ def test_no_section_without_several_detectors_or_resamples(tmp_path, capsys):
     argv = ["report", "--gt", str(GT), "--dt", str(DT), "--dt", str(DT_B), "--protocol", "coco", "-q"]
     assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err
     assert 'id="differences"' not in out.read_text()
+
+
+def test_detectors_of_different_protocols_or_classes_are_refused(stats):
+    from deteval.errors import ConfigError
+    from deteval.stats import bootstrap
+
+    gt, found = stats
+    a, _ = found.bootstrap.results
+    voc = bootstrap(gt, {"V": deteval.evaluate(gt, deteval.load_detections(str(DT), gt), "voc2010")}, n=5)
+    with pytest.raises(
+        ConfigError, match=r"detectors 'A' \(coco\) and 'V' \(voc2010\) must be of the same protocol"
+    ):
+        per_class_differences(a, voc.results[0], found.bootstrap.settings)
