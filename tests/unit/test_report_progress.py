@@ -142,3 +142,25 @@ def test_silent_on_a_terminal_with_quiet(tmp_path):
     assert code == 0, stderr[-3000:]
     _summary_only(stdout, tmp_path)
     assert stderr == ""
+
+
+def test_analysis_and_explain_stages_on_a_terminal(tmp_path):
+    argv = ["report", "--gt", str(FIXTURE / "gt.json"), "--dt", str(FIXTURE / "dt.json")]
+    argv += [
+        "--protocol",
+        "coco",
+        "--protocol",
+        "voc2007",
+        "--analyze",
+        "--explain",
+        "--out",
+        str(tmp_path / "r.html"),
+    ]
+    code, stdout, stderr = _run(argv, terminal=True)
+    assert code == 0, stderr[-3000:]
+    assert re.fullmatch(r"wrote \S+r\.html \(\d+\.\d\d MB\)\n", stdout), stdout
+    stages = ["loading", "matching coco", "scoring coco", "matching voc2007", "scoring voc2007"]
+    stages += ["analysing", "explaining coco -> voc2007", "drawing the figures (8/8)"]
+    positions = [stderr.find(stage) for stage in stages]
+    assert -1 not in positions, [s for s, p in zip(stages, positions) if p < 0]
+    assert positions == sorted(positions)
