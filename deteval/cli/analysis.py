@@ -21,13 +21,14 @@ from deteval.cli._common import (
     _load,
     _out,
     _print_warnings,
+    _Progress,
     _protocols,
     _refuse_overwrite,
     _warnings_of,
     _write,
 )
 from deteval.cli.beyond import add_beyond, check_beyond
-from deteval.cli.scoring import resample, score_detectors
+from deteval.cli.scoring import resample, score_detectors, score_stages
 from deteval.diagnose import analyze
 from deteval.errors import ConfigError, printable
 from deteval.evaluate import match, score
@@ -229,12 +230,22 @@ def _default_image_folder(gt: str) -> str:
     return voc if os.path.isdir(voc) else gt
 
 
-def _gallery_extras(args: argparse.Namespace, names: list[str], first: api.Inputs, result: Any) -> dict:
-    """``--images`` / ``--gallery`` / ``--label-errors``: the report's error browser and candidates."""
+def _gallery_extras(
+    args: argparse.Namespace,
+    names: list[str],
+    loaded: list[api.Inputs],
+    results: list,
+    progress: _Progress,
+) -> dict:
+    """``--images`` / ``--gallery`` / ``--label-errors``: the report's error browser and candidates.
+
+    One gallery and one list of candidates per detector, under the first protocol; with several
+    detectors the galleries share ``--gallery-max-bytes`` evenly (each keeps to its share).
+    """
     out: dict[str, Any] = {}
-    label = f"{names[0]} / {result.protocol.name}" if len(names) > 1 else result.protocol.name
+    several = len(names) > 1
     if args.images is not None or args.gallery:
-        from deteval.plot.gallery import build_gallery
+        from deteval.plot.gallery import MIN_BYTES, build_gallery
 
         folder = None
         if args.images is not None:
@@ -244,20 +255,47 @@ def _gallery_extras(args: argparse.Namespace, names: list[str], first: api.Input
                 "--gallery-max-bytes / --gallery-max-images: expected positive numbers, found "
                 f"{args.gallery_max_bytes:g} / {args.gallery_max_images}"
             )
-        out["gallery"] = build_gallery(
-            result,
-            first.gt,
-            _detections(first),
-            images=folder,
-            label=label,
-            max_images=args.gallery_max_images,
-            max_bytes=int(args.gallery_max_bytes * 1e6),
-        )
+        share = int(args.gallery_max_bytes * 1e6 / len(names))
+        if several and share < MIN_BYTES:
+            raise ConfigError(
+                f"--gallery-max-bytes {args.gallery_max_bytes:g}: shared by {len(names)} detectors, "
+                f"{share} bytes each; expected at least {MIN_BYTES} each "
+                f"(--gallery-max-bytes {MIN_BYTES * len(names) / 1e6:g} or more)"
+            )
+        galleries = {}
+        for name, inputs, per_protocol in zip(names, loaded, results):
+            result = per_protocol[0]
+            progress.stage(f"error browser: {name}" if several else "error browser")
+            galleries[name] = build_gallery(
+                result,
+                inputs.gt,
+                _detections(inputs),
+                images=folder,
+                label=f"{name} / {result.protocol.name}" if several else result.protocol.name,
+                max_images=args.gallery_max_images,
+                max_bytes=share,
+                progress=progress.advance,
+            )
+        out["gallery"] = galleries
     if args.label_errors:
         from deteval.label_errors import label_errors
 
-        out["label_errors"] = label_errors(result, first.gt, _detections(first))
+        found = {}
+        for name, inputs, per_protocol in zip(names, loaded, results):
+            progress.stage(f"label errors: {name}" if several else "label errors")
+            found[name] = label_errors(per_protocol[0], inputs.gt, _detections(inputs))
+        out["label_errors"] = found
     return out
+
+
+def _report_stages(args: argparse.Namespace, n_detectors: int, n_protocols: int) -> int:
+    """Stages of ``deteval report``'s progress bar (:func:`_pictures`)."""
+    stages = score_stages(n_detectors, n_protocols) + 1  # + drawing the figures
+    stages += bool(args.analyze) + (n_protocols - 1 if args.explain else 0) + bool(args.bootstrap)
+    stages += bool(getattr(args, "calibration", False) or getattr(args, "lrp", False))
+    if args.command == "report":
+        stages += n_detectors * ((args.images is not None or args.gallery) + bool(args.label_errors))
+    return stages
 
 
 def _report_analysis(args: argparse.Namespace, first: api.Inputs, protocol: Any) -> Any:
@@ -303,42 +341,65 @@ def _pictures(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     dts = {f"--dt #{i + 1}": d for i, d in enumerate(args.dt)}
     check_output(args.out, {"--gt": args.gt, **dts}, option="--out")
-    with _warnings_of(args) as caught:
-        names, loaded, results = score_detectors(args, protocols, log)
-        check_output(args.out, log, option="--out")
-        first = loaded[0]
-        analysis = _report_analysis(args, first, protocols[0]) if args.analyze else None
-        explanations = [
-            api.explain(first.gt, _detections(first), a, b) for a, b in zip(protocols, protocols[1:])
-        ]
-    with _warnings_of(args) as boot_caught:  # the bootstrap's BootstrapBiasWarning, printed below
-        boot = resample(args, first.gt, names, results)[3][0] if args.bootstrap else None
-    caught.extend(boot_caught)
-    inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}
-    doc = report.detectors_json(names, results, inputs=_inputs_record(args, inputs_doc))
-    with _warnings_of(args) as beyond_caught:
-        found = add_beyond(args, doc, first.gt, names, [_detections(i) for i in loaded], results)
-    caught.extend(beyond_caught)
-    figures = _labelled(names, results)
-    if args.command == "report":
-        extras_report = _gallery_extras(args, names, first, results[0][0])
-    extras: dict[str, Any] = {
-        "analysis": analysis,
-        "explanation": explanations if args.explain else None,
-        "bootstrap": boot,
-        "beyond": found if wants_beyond else None,
-    }
-    if args.command == "plot":
-        written = plot.plot_all(
-            figures, out_dir=args.out, formats=tuple(args.plot_format or ("png", "svg")), **extras
-        )
-        summary = f"wrote {len(written)} files to {args.out}"
-    else:
-        subject = names[0] if len(names) > 1 else None
-        path = plot.write_report(
-            figures, out=args.out, title=args.title, subject=subject, **extras, **extras_report
-        )
-        summary = f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)"
+    # on a terminal, a stage bar on stderr (off with -q): loading, matching and scoring each
+    # detector, analysing, explaining, resampling, error browsers, label errors, figures
+    progress = _Progress(_report_stages(args, len(args.dt), len(protocols)), args.quiet)
+    try:
+        with _warnings_of(args) as caught:
+            names, loaded, results = score_detectors(args, protocols, log, progress)
+            check_output(args.out, log, option="--out")
+            first = loaded[0]
+            if args.analyze:
+                progress.stage("analysing")
+            analysis = _report_analysis(args, first, protocols[0]) if args.analyze else None
+            explanations = []
+            for a, b in zip(protocols, protocols[1:]) if args.explain else ():
+                progress.stage(f"explaining {a.name} -> {b.name}")
+                explanations.append(api.explain(first.gt, _detections(first), a, b))
+        with _warnings_of(args) as boot_caught:  # the bootstrap's BootstrapBiasWarning, printed below
+            boot = None
+            if args.bootstrap:
+                progress.stage(f"resampling ({args.bootstrap} resamples)")
+                boot = resample(args, first.gt, names, results, progress.advance)[3][0]
+        caught.extend(boot_caught)
+        inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}
+        doc = report.detectors_json(names, results, inputs=_inputs_record(args, inputs_doc))
+        if wants_beyond:
+            progress.stage("calibration and LRP")
+        with _warnings_of(args) as beyond_caught:
+            found = add_beyond(args, doc, first.gt, names, [_detections(i) for i in loaded], results)
+        caught.extend(beyond_caught)
+        figures = _labelled(names, results)
+        extras_report = {}
+        if args.command == "report":
+            extras_report = _gallery_extras(args, names, loaded, results, progress)
+        extras: dict[str, Any] = {
+            "analysis": analysis,
+            "explanation": explanations if args.explain else None,
+            "bootstrap": boot,
+            "beyond": found if wants_beyond else None,
+        }
+        progress.stage("drawing the figures")
+        if args.command == "plot":
+            written = plot.plot_all(
+                figures, out_dir=args.out, formats=tuple(args.plot_format or ("png", "svg")), **extras
+            )
+            summary = f"wrote {len(written)} files to {args.out}"
+        else:
+            subject = names[0] if len(names) > 1 else None
+            path = plot.write_report(
+                figures,
+                out=args.out,
+                title=args.title,
+                subject=subject,
+                progress=progress.advance if progress.bar is not None else None,
+                **extras,
+                **extras_report,
+            )
+            summary = f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)"
+        progress.finish()
+    finally:
+        progress.close()
     if args.output:
         _finish(args, report.dumps(doc), caught, log)
     else:

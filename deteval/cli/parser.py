@@ -642,13 +642,13 @@ def _add_gallery(p: argparse.ArgumentParser) -> None:
         type=_FloatOption(0.01, 1e6, hint="MB"),
         default=8.0,
         metavar="MB",
-        help="size of the error browser's section at most, in MB (default 8); beyond, pictures "
-        "and then images are left out, and the page says so",
+        help="size of the error browser's section at most, in MB (default 8; shared evenly by "
+        "several --dt); beyond, pictures and then images are left out, and the page says so",
     )
     p.add_argument(
         "--label-errors",
         action="store_true",
-        help="add the label-error candidates (first detector, first protocol)",
+        help="add the label-error candidates (first protocol; a table per --dt)",
     )
 
 

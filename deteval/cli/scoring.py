@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from deteval import api, report
@@ -317,33 +318,63 @@ def _detector_names(args: argparse.Namespace) -> list[str]:
 
 
 def score_detectors(
-    args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
+    args: argparse.Namespace, protocols: list[Protocol], log: ReadLog, progress: _Progress | None = None
 ) -> tuple[list[str], list[api.Inputs], list[tuple[EvalResult, ...]]]:
     """Load every ``--dt`` (recording what is read) and score each under every protocol.
 
     Call inside :func:`_warnings_of`. Returns the detector names, the loaded inputs and, per
-    detector, its results in protocol order.
+    detector, its results in protocol order. ``progress``: a stage bar that shows each
+    detector's loading, matching and scoring (:func:`score_stages` of them).
     """
     for protocol in protocols:
         check_protocol(protocol)
     names = _detector_names(args)
+    several = len(names) > 1
+
+    def stage(name: str, label: str) -> None:
+        if progress is not None:
+            progress.stage(f"{name}: {label}" if several else label)
+
     with recording_reads(log):
-        loaded = [_load(args, protocols, dt) for dt in args.dt]
+        loaded = []
+        for name, dt in zip(names, args.dt):
+            stage(name, "loading")
+            loaded.append(_load(args, protocols, dt))
     _refuse_overwrite(args, log)
     try:
-        results = [api.evaluate_inputs(inputs, protocols, workers=args.workers) for inputs in loaded]
+        results = [
+            api.evaluate_inputs(
+                inputs,
+                protocols,
+                workers=args.workers,
+                progress=None if progress is None else functools.partial(stage, name),
+                advance=None if progress is None else progress.advance,
+            )
+            for name, inputs in zip(names, loaded)
+        ]
     except InputWarning as exc:
         raise _strict(exc, "") from None
     return names, loaded, results
 
 
+def score_stages(n_detectors: int, n_protocols: int) -> int:
+    """Stages :func:`score_detectors` shows: per detector, loading, then matching and scoring per protocol."""
+    return n_detectors * (1 + 2 * n_protocols)
+
+
 def resample(
-    args: argparse.Namespace, gt: GroundTruth, names: list[str], results: list[tuple[EvalResult, ...]]
+    args: argparse.Namespace,
+    gt: GroundTruth,
+    names: list[str],
+    results: list[tuple[EvalResult, ...]],
+    advance: Callable[[int, int], None] | None = None,
 ) -> tuple[list[list[dict]], list[dict], dict, list[Any]]:
     """``--bootstrap``: intervals, paired comparisons, settings and bootstrap values.
 
     Per detector and protocol the intervals; the paired comparisons with the first detector; the
-    settings; and the bootstrap values (one per protocol, for the report).
+    settings; and the bootstrap values (one per protocol, for the report). ``advance(done,
+    total)``: the re-accumulations done, for a stage bar's running stage (instead of the
+    resampling's own bar).
     """
     from deteval.stats import (
         bootstrap,
@@ -362,7 +393,8 @@ def resample(
     values: list[Any] = []
     method = args.bootstrap_method
     rows = bootstrap_rows(gt.n_images, n=args.bootstrap, method=method)
-    bar = _ResampleBar(rows * len(names) * n_protocols, args.quiet)
+    total = rows * len(names) * n_protocols
+    bar = _ResampleBar(total, args.quiet) if advance is None else _Counted(total, advance)
     try:
         for p in range(n_protocols):
             protocol = results[0][p].protocol
@@ -424,6 +456,23 @@ class _ResampleBar:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+class _Counted:
+    """The resampling's steps counted for a stage bar's ``advance(done, total)`` (no bar of its own)."""
+
+    def __init__(self, total: int, advance: Callable[[int, int], None]):
+        self.total, self.done, self.advance = total, 0, advance
+
+    def describe(self, label: str) -> None:
+        pass  # the stage bar names the stage
+
+    def update(self, n: int) -> None:
+        self.done += n
+        self.advance(self.done, self.total)
+
+    def close(self) -> None:
+        pass
 
 
 def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog) -> int:

@@ -14,9 +14,11 @@ inline style sheet and script in ``deteval.plot._html_assets``.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,7 @@ from deteval._version import __version__
 from deteval.plot._base import as_document, atomic_write, figure_bytes
 from deteval.plot._beyond import beyond_documents, beyond_section
 from deteval.plot._html_assets import _CSS, _JS
+from deteval.plot._html_differences import DIFFERENCES_CSS, differences_section
 from deteval.plot._html_format import _num, _num_cell, _table, _text_cell, escape
 from deteval.plot._html_tables import _class_section, _inputs_section, _metrics_section, _notes_section
 from deteval.plot._select import named_results
@@ -58,25 +61,43 @@ def _draw_part(specs: list, part: list, conn: Any) -> None:
     conn.close()
 
 
-def _draw_here(specs: list, part: list) -> list:
-    return [figure_bytes(specs[i].build(), "png") for i in part]
+def _draw_here(specs: list, part: list, progress: Any = None, scale: int = 1) -> list:
+    """The PNGs of ``specs[i]`` for ``i`` in ``part``, drawn here; ``progress(done, total)`` after each.
+
+    ``scale``: figures drawn meanwhile per figure drawn here (the forked processes draw the
+    others at the same pace), so the count is an estimate until the last part arrives.
+    """
+    out = []
+    for k, i in enumerate(part, start=1):
+        out.append(figure_bytes(specs[i].build(), "png"))
+        if progress is not None:
+            progress(min(len(specs), k * scale), len(specs))
+    return out
 
 
-def _drawn(specs: list) -> list:
+def _drawn(specs: list, progress: Any = None) -> list:
     """The specs with their PNGs drawn, by every usable CPU (forked processes; the same bytes).
 
     Drawing is matplotlib's text layout and rasterising, about a second a figure: with two or
     more figures and CPUs, the parent draws every n-th and forked processes the others.
+    ``progress(done, total)`` is called as figures are drawn (the CLI's progress bar).
     """
     import multiprocessing as mp
 
     n_proc = min(usable_cpus(), len(specs))
     if n_proc < 2 or "fork" not in mp.get_all_start_methods():
-        return specs
-    parts = [list(range(k, len(specs), n_proc)) for k in range(n_proc)]
-    found = run_forked(
-        _draw_part, specs, parts, what="a figure-drawing", expected="PNG images", here=_draw_here
-    )
+        if progress is None:
+            return specs  # drawn as the sections are assembled
+        parts = [list(range(len(specs)))]
+        found = [_draw_here(specs, parts[0], progress)]
+    else:
+        parts = [list(range(k, len(specs), n_proc)) for k in range(n_proc)]
+        here = functools.partial(_draw_here, progress=progress, scale=n_proc)
+        found = run_forked(
+            _draw_part, specs, parts, what="a figure-drawing", expected="PNG images", here=here
+        )
+    if progress is not None:
+        progress(len(specs), len(specs))
     pngs: list = [b""] * len(specs)
     for part, data in zip(parts, found, strict=True):
         for i, png in zip(part, data, strict=True):
@@ -288,6 +309,30 @@ def _about(section: str, subject: str | None, doc: dict | None = None) -> str:
     return f'{section[:end]}<p class="hint about">{text} (the other detectors are not analysed here).</p>{section[end:]}'
 
 
+def _late_sections(
+    bootstrap_doc: Any, gallery: Any, label_errors: Any, subject: str | None
+) -> tuple[list[tuple[str, str, str]], str, str]:
+    """The per-class differences, the error browser and the label errors: (anchor, label, html), css, js."""
+    out: list[tuple[str, str, str]] = []
+    css, js = _CSS, _JS
+    differences = differences_section(bootstrap_doc) if bootstrap_doc else ""
+    if differences:  # several detectors resampled: per-class paired differences
+        out.append(("differences", "Differences", differences))
+        css += DIFFERENCES_CSS
+    if gallery is not None:
+        from deteval.plot._gallery_html import _GALLERY_CSS, _GALLERY_JS, gallery_html
+
+        section, several = gallery_html(gallery)  # several detectors: a menu, no "whose" line
+        out.append(("gallery", "Error browser", section if several else _about(section, subject)))
+        css, js = css + _GALLERY_CSS, js + _GALLERY_JS
+    if label_errors is not None:
+        from deteval.plot._gallery_html import label_errors_html
+
+        section, several = label_errors_html(label_errors)
+        out.append(("label-errors", "Label errors", section if several else _about(section, subject)))
+    return out, css, js
+
+
 def render_report(
     results: Any,
     *,
@@ -297,6 +342,7 @@ def render_report(
     title: str | None = None,
     top_k: int = 30,
     max_classes: int = 12,
+    progress: Callable[[int, int], None] | None = None,
     gallery: Any = None,
     label_errors: Any = None,
     subject: str | None = None,
@@ -325,7 +371,7 @@ def render_report(
         beyond=beyond,
     )
     beyond_docs = beyond_documents(beyond, analysis_doc)
-    specs = _drawn(specs)
+    specs = _drawn(specs, progress)
     if title is None:
         title = "deteval report: " + ", ".join(label for label, _ in named)
     nav = [
@@ -358,18 +404,10 @@ def render_report(
     if beyond_docs:  # calibration and optimal LRP (deteval.plot._beyond)
         nav.append(("beyond", "Calibration and LRP"))
         sections.append(beyond_section(beyond_docs, specs, _figure))
-    css, js = _CSS, _JS
-    if gallery is not None:
-        from deteval.plot._gallery_html import _GALLERY_CSS, _GALLERY_JS, gallery_section
-
-        nav.append(("gallery", "Error browser"))
-        sections.append(_about(gallery_section(gallery), subject))
-        css, js = css + _GALLERY_CSS, js + _GALLERY_JS
-    if label_errors is not None:
-        from deteval.plot._gallery_html import label_errors_section
-
-        nav.append(("label-errors", "Label errors"))
-        sections.append(_about(label_errors_section(as_document(label_errors, what="label_errors")), subject))
+    extra, css, js = _late_sections(bootstrap_doc, gallery, label_errors, subject)
+    for key, label, section in extra:
+        nav.append((key, label))
+        sections.append(section)
     notes = _notes_section(named, docs)
     if notes:
         nav.append(("notes", "Notes"))
@@ -403,6 +441,7 @@ def write_report(
     title: str | None = None,
     top_k: int = 30,
     max_classes: int = 12,
+    progress: Callable[[int, int], None] | None = None,
     gallery: Any = None,
     label_errors: Any = None,
     subject: str | None = None,
@@ -425,19 +464,26 @@ def write_report(
     explanation : Explanation, dict or a list of them, optional
         :func:`deteval.explain` walks.
     bootstrap : BootstrapResult, ComparisonResult or dict, optional
-        Intervals and paired comparisons (:mod:`deteval.stats`).
+        Intervals and paired comparisons (:mod:`deteval.stats`); a ComparisonResult's
+        ``class_comparisons`` add the per-class paired differences (``#differences``).
     title : str, optional
     top_k, max_classes : int
         Bars / heatmap cells and curve panels per figure; the per-class table lists every class.
-    gallery : Gallery, optional
+    progress : callable, optional
+        Called as ``progress(done, total)`` while the figures are drawn, the longest step
+        (``deteval report``'s progress bar; with forked drawing, ``done`` is an estimate until
+        the last figure arrives).
+    gallery : Gallery or mapping detector name -> Gallery, optional
         :func:`deteval.plot.gallery.build_gallery`'s value: the error browser (``#gallery``),
-        within its own byte budget.
-    label_errors : LabelErrors or dict, optional
-        :func:`deteval.label_errors.label_errors`'s value or document (``#label-errors``).
+        within its own byte budget; of several detectors, one section with a detector menu
+        (each gallery within its own budget).
+    label_errors : LabelErrors or dict, or a mapping detector name -> either, optional
+        :func:`deteval.label_errors.label_errors`'s value or document (``#label-errors``); of
+        several detectors, a table per detector.
     subject : str, optional
-        Which detector the analysis, explanation, gallery and label errors are of (said at the
-        top of each of those sections; ``deteval report`` passes the first ``--dt``'s name when
-        there are several).
+        Which detector the analysis, explanation, and a single gallery and label errors are of
+        (said at the top of each of those sections; ``deteval report`` passes the first
+        ``--dt``'s name when there are several).
     beyond : BeyondAP, dict or mapping label -> one of them, optional
         Calibration and optimal LRP per detector (``#beyond``: D-ECE overall and per class with
         the reliability diagram, moLRP and each class's oLRP, components and optimal threshold
@@ -465,6 +511,7 @@ def write_report(
         title=title,
         top_k=top_k,
         max_classes=max_classes,
+        progress=progress,
         gallery=gallery,
         label_errors=label_errors,
         subject=subject,

@@ -34,7 +34,7 @@ The package's modules, lowest first (each imports only those above it):
   :func:`bootstrap_bias`, :class:`BootstrapBiasWarning`;
 - :mod:`~deteval.stats.detector_bootstrap`: :func:`bootstrap` and its JSON pieces;
 - :mod:`~deteval.stats.comparison`: :func:`compare_detectors`, :func:`paired_difference`,
-  :func:`verdict`.
+  :func:`per_class_differences`, :func:`verdict`.
 
 Every name is re-exported here: ``from deteval.stats import ...`` is the import path.
 """
@@ -47,6 +47,7 @@ from deteval.stats.comparison import (
     compare_detectors,
     comparison_dicts,
     paired_difference,
+    per_class_differences,
     verdict,
 )
 from deteval.stats.detector_bootstrap import (
@@ -91,6 +92,7 @@ __all__ = [
     "bootstrap",
     "compare_detectors",
     "paired_difference",
+    "per_class_differences",
     "percentile_interval",
     "basic_interval",
     "bca_interval",

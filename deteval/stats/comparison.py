@@ -50,6 +50,9 @@ class Comparison:
         The confidence level; the verdict tests at ``1 - level``.
     n : int
         Resamples where the difference is defined.
+    category : str or None
+        The class whose AP is compared (:func:`per_class_differences`); None for a headline
+        metric (the mean over classes).
     """
 
     a: str
@@ -61,6 +64,13 @@ class Comparison:
     p_value: float | None
     level: float = 0.95
     n: int = 0
+    category: str | None = None
+
+    @property
+    def excludes_zero(self) -> bool:
+        """The interval lies wholly on one side of 0 (both ends nonzero, of one sign)."""
+        lo, hi = self.ci.lo, self.ci.hi
+        return lo is not None and hi is not None and (lo > 0 or hi < 0)
 
     @property
     def verdict(self) -> str:
@@ -68,8 +78,8 @@ class Comparison:
         return verdict(self)
 
     def to_dict(self) -> dict:
-        """One entry of the JSON ``comparisons`` list."""
-        return {
+        """One entry of the JSON ``comparisons`` list (with ``class`` when of one class)."""
+        out = {
             "a": self.a,
             "b": self.b,
             "protocol": self.protocol,
@@ -78,6 +88,9 @@ class Comparison:
             "ci": self.ci.as_list(),
             "p_value": self.p_value,
         }
+        if self.category is not None:
+            out["class"] = self.category
+        return out
 
 
 def paired_difference(
@@ -141,7 +154,9 @@ def verdict(comparison: Comparison) -> str:
     level = f"{(1 - c.level) * 100:g}%"
     if c.difference is None:
         return f"{c.b} - {c.a}: {c.metric} undefined ({c.protocol})"
-    head = f"{c.b} - {c.a} = {c.difference:+.3f} {c.metric}"
+    head = f"{c.b} - {c.a} = {c.difference:+.3f} {c.metric}" + (
+        "" if c.category is None else f" of {c.category}"
+    )
     if c.ci.lo is not None:
         head += f" [{c.ci.lo:+.3f}, {c.ci.hi:+.3f}]"
     head += f" ({c.protocol})"
@@ -156,10 +171,21 @@ def verdict(comparison: Comparison) -> str:
 
 @dataclass(frozen=True, eq=False)
 class ComparisonResult:
-    """The outcome of :func:`compare_detectors`: per-detector intervals and the comparisons."""
+    """The outcome of :func:`compare_detectors`: per-detector intervals and the comparisons.
+
+    Attributes
+    ----------
+    bootstrap : BootstrapResult
+    comparisons : tuple of Comparison
+        Each later detector against the first, on the compared metric.
+    class_comparisons : tuple of Comparison
+        Each later detector against the first, on each class's AP
+        (:func:`per_class_differences`): detector by detector, classes in ``per_class`` order.
+    """
 
     bootstrap: BootstrapResult
     comparisons: tuple
+    class_comparisons: tuple = ()
 
     def verdicts(self) -> list:
         """One :func:`verdict` line per comparison."""
@@ -171,6 +197,7 @@ class ComparisonResult:
             "bootstrap": bootstrap_settings_dict(self.bootstrap.settings),
             "results": [r.to_dict() for r in self.bootstrap.results],
             "comparisons": comparison_dicts(self.comparisons),
+            "class_comparisons": comparison_dicts(self.class_comparisons),
         }
 
 
@@ -265,9 +292,94 @@ def compare_detectors(
     )
     first = boot.results[0]
     comparisons = []
+    class_comparisons: list = []
     for other in boot.results[1:]:
         comparisons.append(_compare(first, other, metric, boot.settings))
-    return ComparisonResult(bootstrap=boot, comparisons=tuple(comparisons))
+        class_comparisons += per_class_differences(first, other, boot.settings)
+    return ComparisonResult(
+        bootstrap=boot, comparisons=tuple(comparisons), class_comparisons=tuple(class_comparisons)
+    )
+
+
+def per_class_differences(a: DetectorBootstrap, b: DetectorBootstrap, settings: BootstrapSettings) -> tuple:
+    """B - A on each class's AP, over the same resamples: one :class:`Comparison` per class.
+
+    The per-class AP columns of both detectors' resamples (``samples.per_class_ap``, drawn with
+    the same image multisets by :func:`~deteval.stats.bootstrap`) go through
+    :func:`paired_difference`, as the headline metric does in :func:`compare_detectors`: the
+    interval is the bootstrap's method, BCa's acceleration from the paired jackknife columns.
+
+    Parameters
+    ----------
+    a, b : DetectorBootstrap
+        Two detectors of one :class:`~deteval.stats.BootstrapResult` (the same protocol and
+        resamples).
+    settings : BootstrapSettings
+        That result's settings.
+
+    Returns
+    -------
+    tuple of Comparison
+        In ``per_class`` order; ``metric`` is ``"AP"`` and ``category`` the class name. A class
+        whose AP is undefined for a detector (no ground truth) has ``difference`` None.
+
+    Raises
+    ------
+    ConfigError
+        ``a`` and ``b`` not of the same protocol and classes.
+
+    Examples
+    --------
+    >>> import deteval
+    >>> gt = deteval.load_ground_truth("fixtures/coco/gt.json")
+    >>> a = deteval.load_detections("fixtures/coco/dt.json", gt)
+    >>> b = deteval.load_detections("fixtures/coco/dt_b.json", gt)
+    >>> found = compare_detectors(gt, {"A": a, "B": b}, "coco", n=200)
+    >>> person = found.class_comparisons[0]
+    >>> person.category, round(person.difference, 3), [round(x, 3) for x in person.ci.as_list()]
+    ('person', -0.094, [-0.195, -0.022])
+    >>> person.excludes_zero
+    True
+    """
+    names_a = [c["name"] for c in a.result.per_class]
+    names_b = [c["name"] for c in b.result.per_class]
+    if a.protocol != b.protocol or names_a != names_b:
+        raise ConfigError(
+            f"per_class_differences: detectors {a.name!r} ({a.protocol}) and {b.name!r} "
+            f"({b.protocol}) must be of the same protocol and classes"
+        )
+    out = []
+    for k, name in enumerate(names_a):
+        point_a, point_b = a.result.per_class[k]["AP"], b.result.per_class[k]["AP"]
+        jack_a = None if a.jackknife is None else a.jackknife.per_class_ap[:, k]
+        jack_b = None if b.jackknife is None else b.jackknife.per_class_ap[:, k]
+        d, found, p, n_def = paired_difference(
+            a.samples.per_class_ap[:, k],
+            b.samples.per_class_ap[:, k],
+            float("nan") if point_a is None else point_a,
+            float("nan") if point_b is None else point_b,
+            ci=settings.ci,
+            method=settings.method,
+            jackknife_a=jack_a,
+            jackknife_b=jack_b,
+        )
+        if settings.n == 0:
+            found, p = Interval(None, None, 0), None
+        out.append(
+            Comparison(
+                a=a.name,
+                b=b.name,
+                protocol=a.protocol,
+                metric="AP",
+                difference=d,
+                ci=found,
+                p_value=p,
+                level=settings.ci,
+                n=n_def,
+                category=str(name),
+            )
+        )
+    return tuple(out)
 
 
 def _compare(

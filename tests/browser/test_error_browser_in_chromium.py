@@ -10,16 +10,13 @@
 - nothing is fetched (Chromium's own network log has no request but the page's file), no console
   message, every picture decodes, the file is within its budget.
 
-Skipped when ``chromium`` is not on PATH.
+Skipped when ``chromium`` is not on PATH (the launch: tests/support/chromium.py).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -34,34 +31,12 @@ from deteval.label_errors import label_errors  # noqa: E402
 from deteval.plot import write_report  # noqa: E402
 from deteval.plot.gallery import OUTCOME_COLOURS, build_gallery  # noqa: E402
 from tests import ROOT  # noqa: E402
+from tests.support.chromium import console_messages, needs_chromium, page_requests, run_chromium  # noqa: E402
 
-CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not on PATH (apt-get install chromium)")
+pytestmark = needs_chromium
 
 FIXTURE = ROOT / "fixtures" / "gallery"
 BUDGET = 200_000
-FLAGS = [
-    "--headless=new",
-    "--disable-gpu",
-    "--no-sandbox",
-    "--no-first-run",
-    "--disable-extensions",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-    "--force-device-scale-factor=1",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-    "--enable-logging=stderr",
-    "--v=0",
-]
-
-
-def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    profile = tmp_path / f"profile-{len(list(tmp_path.glob('profile-*')))}"
-    return subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +67,7 @@ def _edge_hits(im: Image.Image, points: list, colour: str) -> int:
 def test_boxes_are_drawn_in_their_outcome_colours(built, tmp_path):
     report, _ = built
     shot = tmp_path / "view.png"
-    run = _chromium(
+    run = run_chromium(
         tmp_path,
         "--window-size=800,600",
         "--virtual-time-budget=3000",
@@ -151,7 +126,7 @@ def _expected_counts(gallery, cls: str, outcome: str, confidence: float) -> list
 
 def test_filters_change_what_is_shown(built, tmp_path):
     report, gallery = built
-    run = _chromium(
+    run = run_chromium(
         tmp_path, "--virtual-time-budget=5000", "--dump-dom", report.as_uri() + "#selftest-gallery"
     )
     assert run.returncode == 0, run.stderr[-2000:]
@@ -175,7 +150,7 @@ def test_filters_change_what_is_shown(built, tmp_path):
 def test_no_network_no_console_message_pictures_decode(built, tmp_path):
     report, _ = built
     netlog = tmp_path / "net.json"
-    run = _chromium(
+    run = run_chromium(
         tmp_path,
         "--virtual-time-budget=5000",
         f"--log-net-log={netlog}",
@@ -187,26 +162,12 @@ def test_no_network_no_console_message_pictures_decode(built, tmp_path):
     body = re.search(r"<body[^>]*>", dom).group(0)
     assert 'data-images-ok="true"' in body, body
     assert int(re.search(r'data-images="(\d+)"', body).group(1)) >= 3
-    console = [line for line in run.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
-    assert console == [], console
+    assert console_messages(run) == []
     for value in re.findall(r'\s(?:src|href)="([^"]*)"', dom):
         assert value.startswith(("data:image/png;base64,", "data:image/jpeg;base64,", "#")), value[:60]
     # Chromium's own record of every request: none made by the page (the browser's own
     # background requests, initiator "not an origin", are not the page's)
-    assert _page_requests(netlog) == []
-
-
-def _page_requests(netlog: Path) -> list:
-    """URLs the page asked for, from Chromium's net log (``--log-net-log``)."""
-    log = json.loads(netlog.read_text())
-    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
-    return [
-        e["params"]["url"]
-        for e in log["events"]
-        if e["type"] == start
-        and "url" in e.get("params", {})  # the job's start (its end has no parameters)
-        and e["params"].get("initiator") != "not an origin"
-    ]
+    assert page_requests(netlog) == []
 
 
 def test_the_network_check_sees_a_page_request(tmp_path):
@@ -214,11 +175,11 @@ def test_the_network_check_sees_a_page_request(tmp_path):
     page = tmp_path / "fetches.html"
     page.write_text('<html><body><img src="http://example.com/x.png"></body></html>')
     netlog = tmp_path / "net.json"
-    run = _chromium(
+    run = run_chromium(
         tmp_path, "--virtual-time-budget=3000", f"--log-net-log={netlog}", "--dump-dom", page.as_uri()
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    assert _page_requests(netlog) == ["http://example.com/x.png"]
+    assert page_requests(netlog) == ["http://example.com/x.png"]
 
 
 def test_the_report_is_within_its_budget(built):
@@ -227,3 +188,76 @@ def test_the_report_is_within_its_budget(built):
     section = re.search(r'<section id="gallery".*?</section>', html, flags=re.S).group(0)
     assert len(section.encode()) <= BUDGET == gallery.max_bytes
     assert f"Budget: at most {gallery.max_images} images and {BUDGET / 1e6:.2f} MB" in section
+
+
+@pytest.fixture(scope="module")
+def built_several(tmp_path_factory):
+    """The report of two detectors (fixtures/gallery dt.json and dt_b.json): one menu, two galleries."""
+    gt = load_ground_truth(str(FIXTURE / "gt.json"))
+    galleries, results, found = {}, {}, {}
+    for name, file in (("A", "dt.json"), ("B", "dt_b.json")):
+        dt = load_detections(str(FIXTURE / file), gt)
+        results[name] = deteval.evaluate(gt, dt, "coco")
+        galleries[name] = build_gallery(results[name], gt, dt, images=FIXTURE / "images", max_bytes=BUDGET)
+        found[name] = label_errors(results[name], gt, dt)
+    out = tmp_path_factory.mktemp("several") / "report.html"
+    write_report(results, out=out, gallery=galleries, label_errors=found)
+    return out, galleries
+
+
+def test_the_detector_menu_shows_each_detectors_gallery(built_several, tmp_path):
+    report, galleries = built_several
+    run = run_chromium(
+        tmp_path, "--virtual-time-budget=5000", "--dump-dom", report.as_uri() + "#selftest-gallery"
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert console_messages(run) == []
+    out = re.search(r'<output id="gallery-selftest"[^>]*>', run.stdout).group(0)
+    assert 'data-result="done"' in out, out
+    counts = json.loads(re.search(r"data-counts=\"([^\"]*)\"", out).group(1).replace("&quot;", '"'))
+    outcomes = ["", "tp", "fp", "fp:cls", "fp:loc", "fp:both", "fp:dupe", "fp:bkg", "fn", "ignored"]
+    assert len(counts) == 2 * (3 * len(outcomes) + 2)  # per detector: (every class, cat, dog) x outcomes, 2
+    by_number = dict(enumerate(galleries.values(), start=1))
+    for key, seen in counts.items():
+        k, cls, outcome, confidence = key.split("|")
+        assert seen == _expected_counts(by_number[int(k)], cls, outcome, float(confidence)), key
+    # by hand: A's 4 images and 11 boxes; B's one image (missing.png: the missed dog, B's FP)
+    assert counts["1|||0"] == [4, 11]
+    assert counts["2|||0"] == [1, 2]
+    assert counts["2||fp:bkg|0"] == [1, 1]
+    assert counts["2||fn|0"] == [1, 1]
+    assert counts["2|cat||0"] == [0, 0]
+    # after the self-test the first detector is shown again: its cards visible, B's hidden
+    section = re.search(r'<section id="gallery"[^>]*>', run.stdout).group(0)
+    assert 'data-visible-cards="4"' in section, section
+
+
+def test_several_detectors_report_is_within_its_budget(built_several):
+    report, galleries = built_several
+    html = report.read_text(encoding="utf-8")
+    section = re.search(r'<section id="gallery".*?</section>', html, flags=re.S).group(0)
+    assert len(section.encode()) <= 2 * BUDGET == sum(g.max_bytes for g in galleries.values())
+    assert f"Budget: at most 60 images per detector and {2 * BUDGET / 1e6:.2f} MB for this section" in section
+
+
+def test_a_second_detectors_boxes_are_drawn(built_several, tmp_path):
+    """``#view-d2-4``: detector B's card of missing.png (no picture: a blank 200 x 200 canvas)."""
+    report, _ = built_several
+    shot = tmp_path / "view-b.png"
+    run = run_chromium(
+        tmp_path,
+        "--window-size=800,600",
+        "--virtual-time-budget=3000",
+        f"--screenshot={shot}",
+        report.as_uri() + "#view-d2-4",
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    im = Image.open(shot).convert("RGB")
+    # B's background false positive ([120, 120, 50, 50]): solid red, its left and right edges
+    fp = [(120, y) for y in range(130, 166, 5)] + [(170, y) for y in range(130, 166, 5)]
+    assert _edge_hits(im, fp, OUTCOME_COLOURS["fp"]) == len(fp)
+    # the dog nobody found ([10, 10, 50, 50]): dashed blue
+    fn = [(10, y) for y in range(20, 56, 3)] + [(60, y) for y in range(20, 56, 3)]
+    assert _edge_hits(im, fn, OUTCOME_COLOURS["fn"]) >= len(fn) // 2
+    # none of A's boxes: A's true positive cat of image 1 would be green at x=40
+    assert _edge_hits(im, [(40, y) for y in range(80, 150, 10)], OUTCOME_COLOURS["tp"]) == 0

@@ -39,10 +39,21 @@ def test_per_class_ap_columns_come_first_and_sections_say_whose(tmp_path, capsys
     table = html[html.index('id="class-table"') :]
     headers = re.findall(r"<th[^>]*>([^<]*)</th>", table[: table.index("</thead>")])
     assert headers[:4] == ["id", "class", "AP · A", "AP · B"]
-    for section in ("errors", "gallery", "label-errors"):
+    body = html[html.index('<section id="errors"') :]
+    assert "Detector: A (the other detectors are not analysed here)." in body[: body.index("</section>")]
+    # the error browser and the label errors cover every detector (a menu; a table each)
+    for section in ("gallery", "label-errors"):
         body = html[html.index(f'<section id="{section}"') :]
         body = body[: body.index("</section>")]
-        assert "Detector: A (the other detectors are not analysed here)." in body, section
+        assert "not analysed here" not in body, section
+        assert "2 detectors" in body, section
+    gallery = html[html.index('<section id="gallery"') :]
+    assert '<select id="gallery-detector"><option value="1">A</option><option value="2">B</option>' in gallery
+    assert 'data-detector="1"' in gallery
+    assert 'data-detector="2"' in gallery
+    labels = html[html.index('<section id="label-errors"') :]
+    assert "Detector A" in labels
+    assert "Detector B" in labels
 
 
 @pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")  # the fixture's bird

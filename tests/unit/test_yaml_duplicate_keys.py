@@ -29,8 +29,10 @@ def test_yolo_data_yaml_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
 
 
 def test_category_map_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
-    """A repeated key is refused by the one YAML policy (both lines); the same id written two ways
-    (``0`` and ``00``) by the map's own check (its line)."""
+    """A repeated key is refused by the one YAML policy, naming both lines.
+
+    The same id written two ways (``0`` and ``00``) is refused by the map's own check (its line).
+    """
     path = tmp_path / "map.yaml"
     path.write_text("0: cat\n1: dog\n0: dog\n")
     with pytest.raises(
