@@ -198,3 +198,64 @@ def test_keypoint_files_the_parser_does_not_take_are_read_as_before(tmp_path, ch
             deteval.load_detections(source, gt)
         messages.append(str(caught.value).replace(path, "<detections>"))
     assert messages[0] == messages[1]
+
+
+def with_boxes(records: list) -> list:
+    """The records with a bbox each, as a detector writes it beside its keypoints."""
+    for r in records:
+        x, y = r["keypoints"][0::3], r["keypoints"][1::3]
+        r["bbox"] = [min(x), min(y), round(max(x) - min(x) + 1.5, 2), round(max(y) - min(y), 2)]
+    return records
+
+
+@needs_parser
+def test_keypoint_results_with_a_bbox_in_every_record_are_read_in_columns(tmp_path, monkeypatch):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = with_boxes(keypoint_results(np.random.default_rng(4), 40))
+    records[1]["bbox"][2] = 0  # a zero width: warned as the full loader warns
+    records[2] = {"bbox": records[2].pop("bbox"), **records[2]}  # bbox first: keys in any order
+    path = write(tmp_path, "kp.json", records)
+    parsed = fast._fast_keypoint_results(Path(path).read_bytes(), path, gt)
+    assert parsed is not None  # the compiled reader took it
+    dt = deteval.load_detections(path, gt)
+    with monkeypatch.context() as patch:
+        patch.setattr(fast, "_colparse", None)  # the full loader, on the same file
+        reference = deteval.load_detections(path, gt)
+    same_detections(dt, reference)
+    assert dt.has_box.all() and dt.box.tolist() == [r["bbox"] for r in records]
+    assert len(dt.warnings) == 1 and dt.warnings == reference.warnings
+    protocol = deteval.get_protocol("coco-keypoints").replace(keypoint_sigmas=(0.05, 0.06, 0.07))
+    metrics = deteval.evaluate(gt, dt, protocol=protocol).metrics
+    assert json.dumps(metrics) == json.dumps(deteval.evaluate(gt, reference, protocol=protocol).metrics)
+
+
+@needs_parser
+@pytest.mark.parametrize("change", ["negative width", "empty bbox", "three numbers", "string number", "only the first"])
+def test_keypoint_results_with_boxes_the_parser_does_not_take_are_read_as_before(tmp_path, change):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = with_boxes(keypoint_results(np.random.default_rng(5), 6))
+    if change == "negative width":
+        records[3]["bbox"][2] = -1.0
+    elif change == "empty bbox":
+        records[3]["bbox"] = []
+    elif change == "three numbers":
+        records[3]["bbox"] = records[3]["bbox"][:3]
+    elif change == "string number":
+        records[3]["bbox"][0] = "1"
+    else:
+        for r in records[1:]:
+            del r["bbox"]
+    path = write(tmp_path, "kp.json", records)
+    assert fast._fast_keypoint_results(Path(path).read_bytes(), path, gt) is None
+    outcomes = []
+    for source in (path, records):
+        try:
+            dt = deteval.load_detections(source, gt)
+        except InputError as caught:
+            outcomes.append(str(caught).replace(path, "<detections>"))
+        else:
+            outcomes.append(dt)
+    if isinstance(outcomes[0], str):
+        assert outcomes[0] == outcomes[1]
+    else:
+        same_detections(*outcomes)

@@ -10,7 +10,7 @@ from deteval._dtypes import row_dtype
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError
 from deteval.io.category_map import CategoryMap, map_categories
-from deteval.io.coco.suspicions import _index_suspicion
+from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
 
 #: Bytes of the shortest keypoint record the compiled parser accepts, with its comma:
@@ -24,10 +24,12 @@ def keypoint_results(
     """A plain keypoint-results file read by the C extension into columns, or None for the full path.
 
     Plain: a non-empty array of records with exactly ``image_id``, ``category_id``,
-    ``keypoints`` (JSON numbers, finite, one length for all, a multiple of 3) and ``score``.
-    The Detections are the full loader's: no record has a bbox, so each gets its keypoints'
-    extent (pycocotools' ``loadRes``) and ``has_box`` False; anything that needs a message
-    (unknown image or category, a non-finite score) returns None and the full loader names it.
+    ``keypoints`` (JSON numbers, finite, one length for all, a multiple of 3) and ``score``,
+    and either every record or none with a ``bbox`` of four numbers. The Detections are the
+    full loader's: records without a bbox get their keypoints' extent (pycocotools' ``loadRes``)
+    and ``has_box`` False; a given bbox is kept (``loadRes`` takes its area from it). Anything
+    that needs a message (unknown image or category, a non-finite score, a negative box size)
+    returns None and the full loader names it.
     """
     _colparse = colparse  # fast._colparse, the one switch (tests patch it)
     if _colparse is None or not hasattr(_colparse, "keypoint_results"):
@@ -37,14 +39,24 @@ def keypoint_results(
     category_ids = np.empty(capacity, dtype=np.int64)
     score = np.empty(capacity, dtype=np.float64)
     numbers = np.empty(len(raw) // 2 + 1, dtype=np.float64)
-    found = _colparse.keypoint_results(raw, image_ids, category_ids, score, numbers)
+    box = np.empty(4 * capacity, dtype=np.float64)
+    found = _colparse.keypoint_results(raw, image_ids, category_ids, score, numbers, box)
     if found is None:
         return None
-    n, per_record = found
+    n, per_record, n_box = found
+    if n_box not in (0, n):
+        return None  # some records with a bbox, some without: the full loader's
     for column in (image_ids, category_ids, score):
         column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
     numbers.resize(n * per_record, refcheck=False)
     keypoints = numbers.reshape(n, per_record // 3, 3)
+    if n_box:
+        box.resize(4 * n, refcheck=False)
+        box = box.reshape(n, 4)
+        if (box[:, 2] < 0).any() or (box[:, 3] < 0).any():
+            return None
+    else:
+        del box
     image = join_ids(image_ids, gt)
     try:
         category = map_categories(category_ids, gt, cmap)
@@ -54,16 +66,21 @@ def keypoint_results(
         return None
     from deteval.io.coco.keypoints import keypoint_extent
 
+    warnings = _index_suspicion(category_ids, gt, cmap, path)
+    if n_box:
+        warnings.extend(_box_warnings(box, image, gt, path))
+    else:
+        box = keypoint_extent(keypoints)
     index = row_dtype(n)
     return Detections(
         image=image.astype(index, copy=False),
         category=category.astype(index, copy=False),
-        box=keypoint_extent(keypoints),
+        box=box,
         score=score,
         order=order_column(n),
-        has_box=np.zeros(n, dtype=bool),
+        has_box=np.full(n, bool(n_box)),
         box_format="xywh",
         source=path,
-        warnings=tuple(_index_suspicion(category_ids, gt, cmap, path)),
+        warnings=tuple(warnings),
         keypoints=keypoints,
     )
