@@ -209,6 +209,7 @@ def with_boxes(records: list) -> list:
 
 
 @needs_parser
+@pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning")  # the warnings are compared
 def test_keypoint_results_with_a_bbox_in_every_record_are_read_in_columns(tmp_path, monkeypatch):
     gt = deteval.load_ground_truth(ground_truth())
     records = with_boxes(keypoint_results(np.random.default_rng(4), 40))
