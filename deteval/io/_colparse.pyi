@@ -31,7 +31,8 @@ def instances(
 ) -> tuple[int, ...] | None:
     """Parse an instances file's ``annotations`` into the buffers: (count, start, stop) of the array, or None.
 
-    With the keypoint buffers: (count, start, stop, numbers per annotation's ``keypoints``)."""
+    With the keypoint buffers: (count, start, stop, numbers per annotation's ``keypoints``).
+    """
 
 def box_records(records: list, image_id: Any, category_id: Any, bbox: Any, score: Any, /) -> int | None:
     """Read a list of plain box-result dicts into the buffers: the record count, or None."""

@@ -145,7 +145,8 @@ def test_ious_and_eval_arrays_equal_pycocotools_bit_for_bit(tmp_path, seed):
         if isinstance(expected, list) or isinstance(value, list):
             assert len(expected) == len(value) == 0, key
         else:
-            assert value.shape == expected.shape and np.array_equal(_bits(value), _bits(expected)), key
+            assert value.shape == expected.shape, key
+            assert np.array_equal(_bits(value), _bits(expected)), key
     for name in ("precision", "recall", "scores"):
         assert np.array_equal(_bits(ours.eval[name]), _bits(ref.eval[name])), name
     gt_path, dt_path = tmp_path / "gt.json", tmp_path / "dt.json"

@@ -223,15 +223,19 @@ def test_keypoint_results_with_a_bbox_in_every_record_are_read_in_columns(tmp_pa
         patch.setattr(fast, "_colparse", None)  # the full loader, on the same file
         reference = deteval.load_detections(path, gt)
     same_detections(dt, reference)
-    assert dt.has_box.all() and dt.box.tolist() == [r["bbox"] for r in records]
-    assert "1 detections with a zero width" in dt.warnings[0] and dt.warnings == reference.warnings
+    assert dt.has_box.all()
+    assert dt.box.tolist() == [r["bbox"] for r in records]
+    assert "1 detections with a zero width" in dt.warnings[0]
+    assert dt.warnings == reference.warnings
     protocol = deteval.get_protocol("coco-keypoints").replace(keypoint_sigmas=(0.05, 0.06, 0.07))
     metrics = deteval.evaluate(gt, dt, protocol=protocol).metrics
     assert json.dumps(metrics) == json.dumps(deteval.evaluate(gt, reference, protocol=protocol).metrics)
 
 
 @needs_parser
-@pytest.mark.parametrize("change", ["negative width", "empty bbox", "three numbers", "string number", "only the first"])
+@pytest.mark.parametrize(
+    "change", ["negative width", "empty bbox", "three numbers", "string number", "only the first"]
+)
 def test_keypoint_results_with_boxes_the_parser_does_not_take_are_read_as_before(tmp_path, change):
     gt = deteval.load_ground_truth(ground_truth())
     records = with_boxes(keypoint_results(np.random.default_rng(5), 6))

@@ -82,7 +82,8 @@ def assert_twins(raw: bytes) -> tuple | None:
     for c_col, py_col in zip(c_cols[9:], py_cols[9:], strict=True):  # keypoints, num_keypoints
         assert (c_col is None) == (py_col is None)
         if c_col is not None:
-            assert c_col.dtype == py_col.dtype and c_col.shape == py_col.shape
+            assert c_col.dtype == py_col.dtype
+            assert c_col.shape == py_col.shape
             assert np.array_equal(_bits(c_col), _bits(py_col))
     return c_parts
 
@@ -98,7 +99,15 @@ def _outcome(path) -> tuple:
         None if value is None else (value.dtype.str, value.shape, _bits(value).tobytes())
         for value in (gt.keypoints, gt.num_keypoints)
     )
-    return (*fields, *keypoints, gt.image_name, gt.category_name, gt.warnings, gt.source, tuple(gt.segmentation))
+    return (
+        *fields,
+        *keypoints,
+        gt.image_name,
+        gt.category_name,
+        gt.warnings,
+        gt.source,
+        tuple(gt.segmentation),
+    )
 
 
 def assert_loads_alike(tmp_path, monkeypatch, raw: bytes) -> tuple:
@@ -517,7 +526,9 @@ KEYPOINT_VARIANTS = {
     "the first record without keypoints": lambda d: d["annotations"][0].pop("keypoints"),
     "a shorter list": lambda d: d["annotations"][6].__setitem__("keypoints", [1, 2, 2]),
     "an empty list": lambda d: d["annotations"][6].__setitem__("keypoints", []),
-    "not a multiple of 3": lambda d: [a.__setitem__("keypoints", a["keypoints"][:-1]) for a in d["annotations"]],
+    "not a multiple of 3": lambda d: [
+        a.__setitem__("keypoints", a["keypoints"][:-1]) for a in d["annotations"]
+    ],
     "a string coordinate": lambda d: d["annotations"][1]["keypoints"].__setitem__(0, "1"),
     "a null coordinate": lambda d: d["annotations"][1]["keypoints"].__setitem__(0, None),
     "num_keypoints as a float": lambda d: d["annotations"][1].__setitem__("num_keypoints", 2.0),
@@ -539,7 +550,8 @@ def test_keypoint_ground_truth_loads_as_the_full_loader_reads_it(tmp_path, monke
     full = _full_path_outcome(monkeypatch, path)
     assert assert_loads_alike(tmp_path, monkeypatch, raw) == full
     if variant in ("plain", "integer coordinates"):
-        assert parts is not None and parts[1][9] is not None  # read by the compiled parser, keypoints too
+        assert parts is not None  # read by the compiled parser,
+        assert parts[1][9] is not None  # keypoints too
         assert parts[1][9].shape == (40, 5, 3)
 
 

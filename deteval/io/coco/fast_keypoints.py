@@ -52,11 +52,8 @@ def keypoint_results(
     keypoints = numbers.reshape(n, per_record // 3, 3)
     if n_box:
         box.resize(4 * n, refcheck=False)
-        box = box.reshape(n, 4)
-        if (box[:, 2] < 0).any() or (box[:, 3] < 0).any():
+        if (box[2::4] < 0).any() or (box[3::4] < 0).any():
             return None
-    else:
-        del box
     image = join_ids(image_ids, gt)
     try:
         category = map_categories(category_ids, gt, cmap)
@@ -67,15 +64,15 @@ def keypoint_results(
     from deteval.io.coco.keypoints import keypoint_extent
 
     warnings = _index_suspicion(category_ids, gt, cmap, path)
+    boxes = box.reshape(n, 4) if n_box else keypoint_extent(keypoints)
+    del box
     if n_box:
-        warnings.extend(_box_warnings(box, image, gt, path))
-    else:
-        box = keypoint_extent(keypoints)
+        warnings.extend(_box_warnings(boxes, image, gt, path))
     index = row_dtype(n)
     return Detections(
         image=image.astype(index, copy=False),
         category=category.astype(index, copy=False),
-        box=box,
+        box=boxes,
         score=score,
         order=order_column(n),
         has_box=np.full(n, bool(n_box)),
