@@ -1249,21 +1249,69 @@ static int parse_keypoint_record(Cursor *c, KeypointColumns *s) {
     }
 }
 
+/* The records of ``c`` into ``s`` (from ``s->n``): a whole file (``first`` and ``last``) or one part
+ * of it cut after a record's ``}``, in the grammar of parse_box_array. */
+static int parse_keypoint_array(Cursor *c, int first, int last, KeypointColumns *s) {
+    int status = OK;
+    if (first) {
+        status = expect(c, '[');
+        if (status == OK && s->n >= s->cap_records) status = REFUSE;
+        if (status == OK) status = parse_keypoint_record(c, s);
+        if (status == OK) s->n++;
+    }
+    while (status == OK) {
+        skip_ws(c);
+        if (c->p >= c->end) {
+            if (last) status = REFUSE; /* no closing ] */
+            break;
+        }
+        if (*c->p == ',') {
+            c->p++;
+            if (s->n >= s->cap_records) {
+                status = REFUSE;
+                break;
+            }
+            status = parse_keypoint_record(c, s);
+            if (status == OK) s->n++;
+            continue;
+        }
+        if (!last || *c->p != ']') {
+            status = REFUSE;
+            break;
+        }
+        c->p++;
+        skip_ws(c);
+        if (c->p != c->end) status = REFUSE; /* trailing text */
+        break;
+    }
+    return status;
+}
+
 PyDoc_STRVAR(keypoint_results_doc,
-             "keypoint_results(raw, image_id, category_id, score, keypoints, bbox=None, /)\n--\n\n"
+             "keypoint_results(raw, image_id, category_id, score, keypoints, bbox=None, first=True, last=True,\n"
+             "                 per_record=0, /)\n--\n\n"
              "Parse COCO keypoint-results JSON whose records have exactly image_id, category_id,\n"
              "keypoints and score -- and, when the float64 buffer ``bbox`` (4 per record) is given,\n"
              "optionally a bbox of four JSON numbers -- into the given int64/float64 buffers\n"
              "(``keypoints``: every number in order). Returns ``(n, numbers_per_record, n_box)`` (the\n"
              "records that had a bbox), or None when ``raw`` is anything else (another key, a bbox\n"
              "without the buffer, lists of different or non-multiple-of-3 lengths, a non-finite\n"
-             "number, an integer of more than 18 digits) or holds more than the buffers do.");
+             "number, an integer of more than 18 digits) or holds more than the buffers do.\n\n"
+             "A file read in parts cut after a record's ``}`` (as box_results_part reads it): ``first``\n"
+             "and ``last`` say which part ``raw`` is, ``per_record`` is the count of the parts before\n"
+             "(0 for the first), and the buffers are the columns' free tails.");
 
 static PyObject *keypoint_results(PyObject *self, PyObject *args) {
     PyObject *raw_obj, *objs[5] = {NULL};
-    if (!PyArg_ParseTuple(args, "OOOOO|O:keypoint_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
-                          &objs[4]))
+    int first = 1, last = 1;
+    Py_ssize_t per_record = 0;
+    if (!PyArg_ParseTuple(args, "OOOOO|Oppn:keypoint_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &first, &last, &per_record))
         return NULL;
+    if (per_record < 0 || per_record % 3) {
+        PyErr_SetString(PyExc_ValueError, "keypoint_results: per_record must be a multiple of 3, >= 0");
+        return NULL;
+    }
     if (objs[4] == Py_None) objs[4] = NULL;
     const int n_cols = objs[4] ? 5 : 4;
     Py_buffer raw;
@@ -1290,32 +1338,12 @@ static PyObject *keypoint_results(PyObject *self, PyObject *args) {
         cols[3].view.len / 8,
         0,
         0,
-        0,
+        per_record,
         0,
     };
     const char *base = (const char *)raw.buf;
     Cursor c = {base, base + raw.len};
-    int status = expect(&c, '[');
-    while (status == OK) {
-        if (s.n >= s.cap_records) {
-            status = REFUSE;
-            break;
-        }
-        status = parse_keypoint_record(&c, &s);
-        if (status != OK) break;
-        s.n++;
-        skip_ws(&c);
-        if (c.p < c.end && *c.p == ',') {
-            c.p++;
-            continue;
-        }
-        status = expect(&c, ']');
-        if (status == OK) {
-            skip_ws(&c);
-            if (c.p != c.end) status = REFUSE; /* trailing text */
-        }
-        break;
-    }
+    int status = parse_keypoint_array(&c, first, last, &s);
     if (status == ERROR) goto done;
     result = status == OK ? Py_BuildValue("nnn", s.n, s.per_record, s.n_box) : Py_NewRef(Py_None);
 done:

@@ -264,3 +264,40 @@ def test_keypoint_results_with_boxes_the_parser_does_not_take_are_read_as_before
         assert outcomes[0] == outcomes[1]
     else:
         same_detections(*outcomes)
+
+
+@needs_parser
+@pytest.mark.parametrize("boxes", [False, True])
+@pytest.mark.parametrize("chunk_size", [1, 97, 1000, 1 << 20])
+def test_keypoint_results_streamed_in_parts_are_the_whole_files(tmp_path, boxes, chunk_size):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = keypoint_results(np.random.default_rng(6), 50)
+    if boxes:
+        records = with_boxes(records)
+    path = write(tmp_path, "kp.json", records)
+    streamed = fast._stream_keypoint_results(path, gt, chunk_size=chunk_size)
+    assert streamed is not None  # read in parts (one part when the chunk holds the whole file)
+    whole = fast._fast_keypoint_results(Path(path).read_bytes(), path, gt)
+    same_detections(streamed, whole)
+    reference = deteval.load_detections(records, gt)
+    named = tuple(w.replace("<detections>", path) for w in reference.warnings)
+    same_detections(streamed, dataclasses.replace(reference, warnings=named))
+
+
+@needs_parser
+@pytest.mark.parametrize(
+    "change", ["bbox from the middle on", "shorter lists from the middle on", "empty array"]
+)
+def test_keypoint_parts_that_disagree_are_left_to_the_full_loader(tmp_path, change):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = keypoint_results(np.random.default_rng(7), 40)
+    if change == "bbox from the middle on":
+        with_boxes(records[20:])
+    elif change == "shorter lists from the middle on":
+        for r in records[20:]:
+            r["keypoints"] = r["keypoints"][:6]
+    else:
+        records = []
+    path = write(tmp_path, "kp.json", records)
+    assert fast._stream_keypoint_results(path, gt, chunk_size=200) is None
+    assert fast._fast_keypoint_results(Path(path).read_bytes(), path, gt) is None

@@ -37,7 +37,7 @@ from deteval.errors import ConfigError
 from deteval.io._json import _orjson, count_raw_keys
 from deteval.io._text import MAX_BYTES, check_unchanged
 from deteval.io.category_map import CategoryMap, map_categories
-from deteval.io.coco.fast_keypoints import keypoint_results
+from deteval.io.coco.fast_keypoints import KeypointParts, keypoint_results
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
 from deteval.io.output import note_read
@@ -194,6 +194,49 @@ def _stream_box_results(
         the path show another size, modification time, inode or device at the end than at the
         start, or more or fewer bytes than its size were read): its parts may mix two versions.
     """
+    read = _stream_parts(path, lambda size: _BoxParts(size, gt, cmap), chunk_size)
+    if read is None:
+        return None
+    parts, start = read
+    finished = parts.finish()
+    del parts, read
+    if finished is None:
+        return None
+    note_read(path, start)
+    image, category, box, score, min_category = finished
+    del finished
+    warnings = _index_suspicion(np.array([min_category]), gt, cmap, path)  # it reads the smallest id only
+    warnings += _box_warnings(box, image, gt, path)
+    return _box_result(image, category, box, score, path=path, warnings=warnings)
+
+
+def _stream_keypoint_results(
+    path: str, gt: GroundTruth, cmap: CategoryMap | None = None, *, chunk_size: int = _STREAM_CHUNK
+) -> Detections | None:
+    """A plain keypoint-results file read in parts into columns (:class:`.KeypointParts`), or None.
+
+    As :func:`_stream_box_results` reads a box-results file: the file's bytes are never held
+    whole, only ``chunk_size`` at a time; None for the whole-file reader to decide (and name)
+    anything else. Raises the same InputError for a file changed while read.
+    """
+    read = _stream_parts(path, lambda size: KeypointParts(size, _colparse), chunk_size)
+    if read is None:
+        return None
+    parts, start = read
+    dt = parts.detections(path, gt, cmap)
+    del parts, read
+    if dt is not None:
+        note_read(path, start)
+    return dt
+
+
+def _stream_parts(path: str, make_parts: Any, chunk_size: int) -> tuple[Any, os.stat_result] | None:
+    """``(make_parts(size), the file's stat at the start)`` once every part was fed, or None.
+
+    None without the extension, for anything but a regular file of at most the JSON limit, a
+    file that cannot be read, or a part the parts' ``feed`` refuses. A file that changed while
+    read is an InputError (:func:`~deteval.io._text.check_unchanged`).
+    """
     if _colparse is None:
         return None
     try:
@@ -212,7 +255,7 @@ def _stream_box_results(
         try:
             if hasattr(os, "set_blocking"):
                 os.set_blocking(fd, True)
-            parts = _BoxParts(start.st_size, gt, cmap)
+            parts = make_parts(start.st_size)
             n_read = _read_parts(f, parts, start.st_size, chunk_size)
         except OSError:
             return None  # read again whole: read_bytes names the problem
@@ -221,19 +264,10 @@ def _stream_box_results(
         check_unchanged(path, start, fd, n_read, what="a results file")
     if n_read is None:
         return None
-    finished = parts.finish()
-    del parts
-    if finished is None:
-        return None
-    note_read(path, start)
-    image, category, box, score, min_category = finished
-    del finished
-    warnings = _index_suspicion(np.array([min_category]), gt, cmap, path)  # it reads the smallest id only
-    warnings += _box_warnings(box, image, gt, path)
-    return _box_result(image, category, box, score, path=path, warnings=warnings)
+    return parts, start
 
 
-def _read_parts(f: Any, parts: _BoxParts, size: int, chunk_size: int) -> int | None:
+def _read_parts(f: Any, parts: Any, size: int, chunk_size: int) -> int | None:
     """Read ``f`` to its end in parts cut after a ``}``, feeding each to ``parts``.
 
     Returns the number of bytes read, or None to give up when a part is not plain (the caller
