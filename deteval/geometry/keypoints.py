@@ -180,34 +180,52 @@ def _compiled_oks(
     """
     if np.isnan(gt_keypoints).any() or np.isnan(det_keypoints).any() or np.isnan(gt_box).any():
         return _speedups.Decline(_NAN)
-    variances = (sigmas * 2) ** 2
-    n_pair, n_kp = len(gt_rows), gt_keypoints.shape[1]
-    terms = np.empty(n_pair * n_kp)  # the pages past the terms written are never touched
-    order = np.empty(n_pair, dtype=np.int64)
-    group_size = np.empty(n_kp + 1, dtype=np.int64)
-    _speedups.module_of("_ckeypoint.oks_terms").oks_terms(  # type: ignore[union-attr]
+    kernel = _speedups.module_of("_ckeypoint.oks_terms").oks_terms  # type: ignore[union-attr]
+    collections = (
         np.ascontiguousarray(gt_keypoints, dtype=np.float64),
         np.ascontiguousarray(gt_box, dtype=np.float64),
         np.ascontiguousarray(gt_area + np.spacing(1), dtype=np.float64),
         np.ascontiguousarray(det_keypoints, dtype=np.float64),
-        np.ascontiguousarray(gt_rows, dtype=np.int64),
-        np.ascontiguousarray(det_rows, dtype=np.int64),
-        np.ascontiguousarray(variances, dtype=np.float64),
-        terms,
-        order,
-        group_size,
     )
-    means = np.empty(n_pair)
-    row = at = 0
-    for count in np.flatnonzero(group_size).tolist():
-        rows = int(group_size[count])
-        block = terms[at : at + rows * count].reshape(rows, count)
-        # pycocotools: np.sum(np.exp(-e)) / e.shape[0] of one pair's vector (-e is exact in C)
-        np.divide(np.sum(np.exp(block), axis=1), count, out=means[row : row + rows])
-        row, at = row + rows, at + rows * count
+    gt_rows = np.ascontiguousarray(gt_rows, dtype=np.int64)
+    det_rows = np.ascontiguousarray(det_rows, dtype=np.int64)
+    variances = np.ascontiguousarray((sigmas * 2) ** 2, dtype=np.float64)
+    n_pair, n_kp = len(gt_rows), gt_keypoints.shape[1]
+    step = max(1, min(n_pair, _PAIRS_PER_SLICE))
+    # Reused by every slice: the terms, their exponentials (numpy's exp into a buffer of its own,
+    # as into a new array), the means and the layout.
+    terms, exps = np.empty(step * n_kp), np.empty(step * n_kp)
+    means = np.empty(step)
+    order = np.empty(step, dtype=np.int64)
+    group_size = np.empty(n_kp + 1, dtype=np.int64)
     out = np.empty(n_pair)
-    out[order] = means
+    for start in range(0, n_pair, step):
+        stop = min(start + step, n_pair)
+        size = stop - start
+        kernel(
+            *collections,
+            gt_rows[start:stop],
+            det_rows[start:stop],
+            variances,
+            terms,
+            order[:size],
+            group_size,
+        )
+        row = at = 0
+        for count in np.flatnonzero(group_size).tolist():
+            rows = int(group_size[count])
+            block = terms[at : at + rows * count].reshape(rows, count)
+            values = np.exp(block, out=exps[at : at + rows * count].reshape(rows, count))
+            # pycocotools: np.sum(np.exp(-e)) / e.shape[0] of one pair's vector (-e is exact in C)
+            np.divide(np.sum(values, axis=1), count, out=means[row : row + rows])
+            row, at = row + rows, at + rows * count
+        out[start + order[:size]] = means[:size]
     return out
+
+
+#: Pairs per call of the kernel: its terms (and their exponentials) take at most this many rows
+#: of n_keypoints float64 each (17: 4.5 MiB), whatever the number of pairs.
+_PAIRS_PER_SLICE = 1 << 15
 
 
 _speedups.register(
