@@ -178,7 +178,7 @@ def _compiled_oks(
     on no copy. Declines NaN keypoint coordinates and boxes: for a ground truth without labelled
     keypoints the twin's distance outside the box is NaN, the kernel's 0.
     """
-    if np.isnan(gt_keypoints).any() or np.isnan(det_keypoints).any() or np.isnan(gt_box).any():
+    if any(_has_nan(a) for a in (gt_keypoints, det_keypoints, gt_box)):
         return _speedups.Decline(_NAN)
     kernel = _speedups.module_of("_ckeypoint.oks_terms").oks_terms  # type: ignore[union-attr]
     collections = (
@@ -187,8 +187,6 @@ def _compiled_oks(
         np.ascontiguousarray(gt_area + np.spacing(1), dtype=np.float64),
         np.ascontiguousarray(det_keypoints, dtype=np.float64),
     )
-    gt_rows = np.ascontiguousarray(gt_rows, dtype=np.int64)
-    det_rows = np.ascontiguousarray(det_rows, dtype=np.int64)
     variances = np.ascontiguousarray((sigmas * 2) ** 2, dtype=np.float64)
     n_pair, n_kp = len(gt_rows), gt_keypoints.shape[1]
     step = max(1, min(n_pair, _PAIRS_PER_SLICE))
@@ -202,25 +200,28 @@ def _compiled_oks(
     for start in range(0, n_pair, step):
         stop = min(start + step, n_pair)
         size = stop - start
-        kernel(
-            *collections,
-            gt_rows[start:stop],
-            det_rows[start:stop],
-            variances,
-            terms,
-            order[:size],
-            group_size,
-        )
+        # int64 rows of this slice only (candidate pairs may come as int32)
+        slice_rows = [np.ascontiguousarray(r[start:stop], dtype=np.int64) for r in (gt_rows, det_rows)]
+        kernel(*collections, *slice_rows, variances, terms, order[:size], group_size)
         row = at = 0
         for count in np.flatnonzero(group_size).tolist():
-            rows = int(group_size[count])
-            block = terms[at : at + rows * count].reshape(rows, count)
-            values = np.exp(block, out=exps[at : at + rows * count].reshape(rows, count))
+            n_rows = int(group_size[count])
+            block = terms[at : at + n_rows * count].reshape(n_rows, count)
+            values = np.exp(block, out=exps[at : at + n_rows * count].reshape(n_rows, count))
             # pycocotools: np.sum(np.exp(-e)) / e.shape[0] of one pair's vector (-e is exact in C)
-            np.divide(np.sum(values, axis=1), count, out=means[row : row + rows])
-            row, at = row + rows, at + rows * count
+            np.divide(np.sum(values, axis=1), count, out=means[row : row + n_rows])
+            row, at = row + n_rows, at + n_rows * count
         out[start + order[:size]] = means[:size]
     return out
+
+
+def _has_nan(values: np.ndarray) -> bool:
+    """Whether ``values`` holds a NaN, without a mask of its size (``min`` propagates NaN).
+
+    >>> _has_nan(np.array([1.0, np.inf, -np.inf])), _has_nan(np.array([np.nan, 1.0])), _has_nan(np.zeros(0))
+    (False, True, False)
+    """
+    return bool(values.size) and bool(np.isnan(np.min(values)))
 
 
 #: Pairs per call of the kernel: its terms (and their exponentials) take at most this many rows
