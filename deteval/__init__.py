@@ -37,6 +37,8 @@ from deteval.protocol import PRESETS, Protocol, get_protocol, load_protocol_file
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__): most runs never need them
     from deteval._version import __version__
+    from deteval.api.beyond import BeyondOptions, beyond_document
+    from deteval.beyond import beyond_ap
     from deteval.evaluator import Evaluator
     from deteval.stats import bootstrap, compare_detectors
 
@@ -46,6 +48,9 @@ _LAZY = {
     "Evaluator": "deteval.evaluator",
     "bootstrap": "deteval.stats",
     "compare_detectors": "deteval.stats",
+    "beyond_ap": "deteval.beyond",
+    "beyond_document": "deteval.api.beyond",
+    "BeyondOptions": "deteval.api.beyond",
 }
 
 __all__ = [
@@ -54,6 +59,9 @@ __all__ = [
     "Evaluator",
     "bootstrap",
     "compare_detectors",
+    "beyond_ap",
+    "beyond_document",
+    "BeyondOptions",
     "EvalResult",
     "Protocol",
     "PRESETS",

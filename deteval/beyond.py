@@ -16,6 +16,7 @@ from deteval.analysis import pr_auc
 from deteval.calibration import Calibration
 from deteval.calibration import calibration as calibrate
 from deteval.data import Detections, GroundTruth
+from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult, match, score
 from deteval.lrp import OptimalLRP, check_tau, mean_tp_iou, optimal_lrp, tp_ious
 from deteval.protocol import Protocol, resolve_protocol
@@ -90,6 +91,7 @@ def beyond_ap(
     calibration_features: tuple | list = ("confidence",),
     calibration_bins: int | tuple | list = 10,
     lrp_tau: float = 0.5,
+    result: EvalResult | None = None,
 ) -> BeyondAP:
     """Calibration, optimal LRP, mean true-positive IoU and mAUC of one detector.
 
@@ -108,6 +110,9 @@ def beyond_ap(
         See :func:`deteval.calibration.calibration`.
     lrp_tau : float
         LRP's IoU threshold.
+    result : EvalResult, optional
+        ``dt`` already scored under ``protocol`` (not scored again; a part at an IoU threshold
+        the protocol lacks still scores once more).
 
     Returns
     -------
@@ -126,6 +131,13 @@ def beyond_ap(
     if lrp:
         check_tau(lrp_tau)  # before scoring at it
     results: dict = {}
+    if result is not None:
+        if result.protocol != protocol:
+            raise ConfigError(
+                f"beyond_ap: result: expected a result scored under protocol {protocol.name!r}, "
+                f"found one of {result.protocol.name!r}"
+            )
+        results[None] = result
 
     def at(threshold: float | None) -> EvalResult:
         """A result whose protocol has ``threshold`` (None: the protocol as given)."""

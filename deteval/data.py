@@ -22,6 +22,7 @@ from deteval.errors import InputError, records_error
 __all__ = [
     "GroundTruth",
     "Detections",
+    "ImageAttributes",
     "FederatedLabels",
     "boxes_as",
     "index_dtype",
@@ -425,3 +426,33 @@ class Detections:
             area=None if self.area is None else self.area[index],
             rotated=None if self.rotated is None else self.rotated[index],
         )
+
+
+@dataclass(frozen=True)
+class ImageAttributes:
+    """Attributes of images, by image id and by file name: what ``--slice`` slices by.
+
+    A value of the data layer (the slices take it); :mod:`deteval.io.image_attributes` reads it.
+
+    Attributes
+    ----------
+    by_id : dict
+        Image id (int) -> {attribute: value}.
+    by_name : dict
+        File name (str) -> {attribute: value}.
+    source : str
+        Where they were read, for messages.
+    """
+
+    by_id: dict = field(default_factory=dict)
+    by_name: dict = field(default_factory=dict)
+    source: str = "<image attributes>"
+
+    @property
+    def keys(self) -> list:
+        """Every attribute name, in first-seen order."""
+        seen: dict = {}
+        for table in (self.by_id, self.by_name):
+            for values in table.values():
+                seen.update(dict.fromkeys(values))
+        return list(seen)

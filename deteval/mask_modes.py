@@ -3,6 +3,8 @@
 ``mask_iou: exact`` measures polygons with shapely, ``mask_iou: raster`` with pycocotools'
 rasteriser at the image size (see :mod:`deteval.geometry.masks`). :func:`compare_mask_modes`
 runs both evaluations on the same masks, prepared once, and counts the outcomes that differ.
+Values in, values out: :func:`deteval.api.compare_mask_modes` (``deteval.compare_mask_modes``)
+also takes paths, dicts and protocol names.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ import numpy as np
 from deteval.data import Detections, GroundTruth
 from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
 from deteval.geometry import prepare_masks
-from deteval.io import load_detections, load_ground_truth
 from deteval.masks.sources import RLE
-from deteval.protocol import resolve_protocol
+from deteval.protocol import Protocol, get_protocol
 from deteval.sharding import match_sharded
 
 __all__ = ["MaskModeComparison", "compare_mask_modes"]
@@ -81,15 +82,17 @@ def _evaluate(gt: GroundTruth, dt: Detections, protocol: Any, masks: Any, worker
     return score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
 
 
-def compare_mask_modes(gt: Any, dt: Any, protocol: Any = "coco", *, workers: int = 1) -> MaskModeComparison:
+def compare_mask_modes(
+    gt: GroundTruth, dt: Detections, protocol: Protocol | None = None, *, workers: int = 1
+) -> MaskModeComparison:
     """Evaluate masks with exact and with raster IoU and report what differs.
 
     Parameters
     ----------
-    gt : GroundTruth, path or dict
-    dt : Detections, path or list
-    protocol : str or Protocol
-        Its ``iou_type`` is set to ``"segm"``; ``mask_iou`` is varied.
+    gt : GroundTruth
+    dt : Detections
+    protocol : Protocol, optional
+        Its ``iou_type`` is set to ``"segm"``; ``mask_iou`` is varied (default: ``coco``).
     workers : int
         Match image shards in this many processes (see :func:`deteval.sharding.match_sharded`).
 
@@ -113,17 +116,17 @@ def compare_mask_modes(gt: Any, dt: Any, protocol: Any = "coco", *, workers: int
     ...                        "segmentation": [[10, 10, 60, 10, 10, 60]]}]}
     >>> dt = [{"image_id": 1, "category_id": 1, "score": 0.9, "bbox": [10, 10, 52.5, 52.5],
     ...        "segmentation": [[10, 10, 62.5, 10, 10, 62.5]]}]
-    >>> c = compare_mask_modes(gt, dt)  # IoU 0.907 exact, 0.889 raster: only t = 0.9 differs
+    >>> from deteval.io import load_detections, load_ground_truth
+    >>> gt = load_ground_truth(gt)
+    >>> c = compare_mask_modes(gt, load_detections(dt, gt))  # IoU 0.907 exact, 0.889 raster: t = 0.9
+    >>> c.changed_by_threshold.tolist()  # only the threshold 0.9 differs
+    [0, 0, 0, 0, 0, 0, 0, 0, 1, 0]
     >>> c.n_outcomes, c.n_changed, c.n_matches_changed, c.changed_by_threshold.tolist()
     (40, 2, 4, [0, 0, 0, 0, 0, 0, 0, 0, 1, 0])
     >>> round(c.metric_difference["AP"], 3)
     0.1
     """
-    protocol = resolve_protocol(protocol).replace(iou_type="segm")
-    if not isinstance(gt, GroundTruth):
-        gt = load_ground_truth(gt)
-    if not isinstance(dt, Detections):
-        dt = load_detections(dt, gt)
+    protocol = (get_protocol("coco") if protocol is None else protocol).replace(iou_type="segm")
     exact_protocol = protocol.replace(mask_iou="exact")
     raster_protocol = protocol.replace(mask_iou="raster")
     check_protocol(exact_protocol)  # before any mask is parsed, as evaluate() does

@@ -7,7 +7,7 @@ category), the detections keep those on them, and :func:`deteval.evaluate.match`
 ``max_dets_per_class`` see only the slice, as they would on the subset's files).
 
 Attributes come from the ground truth's image records or a side file
-(:mod:`deteval.io.image_attributes`), plus two built in:
+(read by :mod:`deteval.io.image_attributes`), plus two built in:
 
 * ``image_size``: ``small`` (width x height below 640 x 480 = 307,200 pixels), ``medium``
   (below 1920 x 1080 = 2,073,600 pixels), ``large`` (the rest); no value where the ground
@@ -26,10 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from deteval.data import Detections, FederatedLabels, GroundTruth, order_column
+from deteval.data import Detections, FederatedLabels, GroundTruth, ImageAttributes, order_column
 from deteval.errors import ConfigError, InputError, shorten
 from deteval.evaluate import EvalResult, match, score
-from deteval.io.image_attributes import ImageAttributes
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol
 

@@ -188,22 +188,12 @@ def _tide_deteval(gt: str, dt: str) -> list:
 
 def _tide_tidecv(gt: str, dt: str) -> list:
     import orjson
+    from _bench_common import tidecv_data
     from tidecv import TIDE
-    from tidecv.data import Data
 
     gt_json = orjson.loads(open(gt, "rb").read())
     dt_json = orjson.loads(open(dt, "rb").read())
-    g = Data("gt", max_dets=100)
-    for image in sorted(gt_json["images"], key=lambda i: i["id"]):
-        g.add_image(image["id"], str(image["id"]))
-    for cat in gt_json["categories"]:
-        g.add_class(cat["id"], cat["name"])
-    for ann in gt_json["annotations"]:
-        add = g.add_ignore_region if ann.get("iscrowd", 0) else g.add_ground_truth
-        add(ann["image_id"], ann["category_id"], ann["bbox"], None)
-    p = Data("dt")
-    for det in dt_json:
-        p.add_detection(det["image_id"], det["category_id"], det["score"], det["bbox"], None)
+    g, p = tidecv_data(gt_json, dt_json)
     tide = TIDE()
     with _silent():
         tide.evaluate(g, p, mode=TIDE.BOX)
@@ -229,38 +219,12 @@ def _tide_hotcoco(gt: str, dt: str) -> list:
 
 
 def _batches(gt: str, dt: str) -> tuple:
-    import numpy as np
     import orjson
+    from _bench_common import per_image
 
     g = orjson.loads(open(gt, "rb").read())
     d = orjson.loads(open(dt, "rb").read())
-    ids = [im["id"] for im in g["images"]]
-    index = {i: k for k, i in enumerate(ids)}
-    t_rows: list = [[] for _ in ids]
-    p_rows: list = [[] for _ in ids]
-    for a in g["annotations"]:
-        t_rows[index[a["image_id"]]].append(a)
-    for r in d:
-        p_rows[index[r["image_id"]]].append(r)
-    targets = [
-        {
-            "image_id": i,
-            "boxes": np.array([a["bbox"] for a in r], float).reshape(-1, 4),
-            "labels": np.array([a["category_id"] for a in r], np.int64),
-            "iscrowd": np.array([a["iscrowd"] for a in r], np.int64),
-            "area": np.array([a["area"] for a in r], float),
-        }
-        for i, r in zip(ids, t_rows)
-    ]
-    preds = [
-        {
-            "image_id": i,
-            "boxes": np.array([x["bbox"] for x in r], float).reshape(-1, 4),
-            "scores": np.array([x["score"] for x in r], float),
-            "labels": np.array([x["category_id"] for x in r], np.int64),
-        }
-        for i, r in zip(ids, p_rows)
-    ]
+    targets, preds = per_image(g, d)
     return g, targets, preds
 
 

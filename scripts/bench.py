@@ -86,33 +86,12 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+from _bench_common import SUITE_PEERS, SUITE_WORKLOADS
 
 GENERATOR_VERSION = 2
 WORKER = Path(__file__).resolve().with_name("_bench_worker.py")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ALL_TOOLS = ("deteval", "pycocotools", "fcoco", "orjson")
-SUITE_WORKLOADS = (
-    "bbox",
-    "segm-poly",
-    "segm-rle",
-    "keypoints",
-    "lvis",
-    "analyze",
-    "evaluator",
-    "report",
-    "bootstrap",
-    "import",
-)
-SUITE_PEERS = (
-    "hotcoco",
-    "ultrafast",
-    "vernier",
-    "fcoco",
-    "pycocotools",
-    "lvis-api",
-    "tidecv",
-    "torchmetrics",
-)
 METRIC_NAMES = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 SIZE_EDGES = (32.0**2, 96.0**2)  # COCO small / medium / large bounds on `area`
 SIZE_MIX = (0.415, 0.345, 0.24)  # COCO paper: 41% small, 34% medium, 24% large

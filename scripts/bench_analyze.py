@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson  # noqa: E402
+from _bench_common import tidecv_data  # noqa: E402
 from bench import ensure_dataset  # noqa: E402
 
 import deteval  # noqa: E402
@@ -59,23 +60,12 @@ def main() -> None:
     timed("analyze (all three)", lambda: analyze(gt, dt, "coco"))
     if args.tidecv:
         from tidecv import TIDE
-        from tidecv.data import Data
 
         gt_json = orjson.loads(files.gt.read_bytes())
         dt_json = orjson.loads(files.dt("bbox").read_bytes())
 
         def run() -> None:
-            g = Data("gt", max_dets=100)
-            for image in sorted(gt_json["images"], key=lambda i: i["id"]):
-                g.add_image(image["id"], str(image["id"]))
-            for cat in gt_json["categories"]:
-                g.add_class(cat["id"], cat["name"])
-            for ann in gt_json["annotations"]:
-                add = g.add_ignore_region if ann.get("iscrowd", 0) else g.add_ground_truth
-                add(ann["image_id"], ann["category_id"], ann["bbox"], None)
-            p = Data("dt")
-            for det in dt_json:
-                p.add_detection(det["image_id"], det["category_id"], det["score"], det["bbox"], None)
+            g, p = tidecv_data(gt_json, dt_json)
             tide = TIDE()
             with contextlib.redirect_stdout(io.StringIO()):
                 tide.evaluate(g, p, mode=TIDE.BOX)

@@ -37,42 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bench  # noqa: E402  (scripts/bench.py: the generator)
+from _bench_common import per_image  # noqa: E402
 
 import deteval  # noqa: E402
 from deteval.evaluator import Evaluator  # noqa: E402
-
-
-def per_image(gt: dict, dt: list) -> tuple:
-    """COCO dicts -> per-image target and pred dicts of numpy arrays (what a loader yields)."""
-    ids = [im["id"] for im in gt["images"]]
-    index = {i: k for k, i in enumerate(ids)}
-    t_rows = [[] for _ in ids]
-    p_rows = [[] for _ in ids]
-    for a in gt["annotations"]:
-        t_rows[index[a["image_id"]]].append(a)
-    for d in dt:
-        p_rows[index[d["image_id"]]].append(d)
-    targets = [
-        {
-            "image_id": i,
-            "boxes": np.array([a["bbox"] for a in r], float).reshape(-1, 4),
-            "labels": np.array([a["category_id"] for a in r], np.int64),
-            "iscrowd": np.array([a["iscrowd"] for a in r], np.int64),
-            "area": np.array([a["area"] for a in r], float),
-        }
-        for i, r in zip(ids, t_rows)
-    ]
-    preds = [
-        {
-            "image_id": i,
-            "boxes": np.array([d["bbox"] for d in r], float).reshape(-1, 4),
-            "scores": np.array([d["score"] for d in r], float),
-            "labels": np.array([d["category_id"] for d in r], np.int64),
-        }
-        for i, r in zip(ids, p_rows)
-    ]
-    return targets, preds
-
 
 TRACE = False  # tracemalloc slows Python allocations a lot: time with it off, then measure memory
 

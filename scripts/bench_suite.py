@@ -45,22 +45,12 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+from _bench_common import MODULES, SUITE_WORKLOADS
 
 SUITE_WORKER = Path(__file__).resolve().with_name("_bench_suite_worker.py")
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
-WORKLOADS = (
-    "bbox",
-    "segm-poly",
-    "segm-rle",
-    "keypoints",
-    "lvis",
-    "analyze",
-    "evaluator",
-    "report",
-    "bootstrap",
-    "import",
-)
+WORKLOADS = SUITE_WORKLOADS
 TOOLS = {
     "bbox": ("deteval", "hotcoco", "ultrafast", "vernier", "fcoco", "pycocotools"),
     "segm-poly": ("deteval", "hotcoco", "ultrafast", "vernier", "fcoco", "pycocotools"),
@@ -72,17 +62,6 @@ TOOLS = {
     "report": ("deteval",),
     "bootstrap": ("deteval",),
     "import": ("deteval", "hotcoco", "ultrafast", "vernier", "fcoco", "pycocotools"),
-}
-MODULES = {
-    "deteval": "deteval",
-    "hotcoco": "hotcoco",
-    "ultrafast": "ultrafast_pycocotools",
-    "vernier": "vernier",
-    "fcoco": "faster_coco_eval",
-    "pycocotools": "pycocotools",
-    "lvis-api": "lvis",
-    "tidecv": "tidecv",
-    "torchmetrics": "torchmetrics",
 }
 PACKAGES = {
     "ultrafast": "ultrafast-pycocotools",

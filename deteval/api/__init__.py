@@ -29,9 +29,10 @@ from deteval.api.protocols import default_protocol, parse_overrides, protocol_ch
 from deteval.api.scoring import compare, compare_mask_modes, evaluate, evaluate_inputs, explain
 from deteval.api.slicing import evaluate_slices, image_attributes
 from deteval.api.validation import Validation, validate
-from deteval.explain import Comparison, Explanation, MatchCache
+from deteval.explain import Comparison, MatchCache
 from deteval.per_image import ExplainedMatches, PerImage, explained_matches, per_image
 from deteval.protocol import resolve_protocol
+from deteval.report.explanation import Explanation
 
 __all__ = [
     "resolve_protocol",

@@ -21,11 +21,11 @@ from deteval.errors import ConfigError, InputWarning
 from deteval.evaluate import inputs_summary
 from deteval.io import PredictionSource, gt_format, load_detections, load_ground_truth, locate_predictions
 from deteval.io.category_map import MAX_DROP, read_category_map, refuse_off_ground_truth
-from deteval.io.coco import require_boxes
 from deteval.io.openimages import is_openimages_csv
 from deteval.io.voc import read_class_list, with_result_classes
 from deteval.io.voc.annotations import choose_split
 from deteval.protocol import Protocol
+from deteval.scorable import require_boxes
 
 
 def refuse_overwrite(output: str, sources: dict) -> None:

@@ -19,9 +19,10 @@ from deteval.api.protocols import default_protocol
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
 from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
-from deteval.explain import Comparison, Explanation, MatchCache
+from deteval.explain import Comparison, MatchCache
 from deteval.explain import compare as _compare_values
 from deteval.explain import explain as _explain_values
+from deteval.io import load_detections, load_ground_truth
 from deteval.io.openimages import is_openimages_csv
 from deteval.mask_modes import MaskModeComparison
 from deteval.mask_modes import compare_mask_modes as _compare_mask_modes
@@ -29,6 +30,7 @@ from deteval.per_image import explained_matches
 from deteval.per_image import per_image as _per_image
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
+from deteval.report.explanation import Explanation, describe
 from deteval.sharding import match_sharded
 
 
@@ -252,7 +254,8 @@ def explain(
 ) -> Explanation:
     """Attribute the difference between two protocols to their differing fields, step by step.
 
-    :func:`deteval.explain.explain` on loaded values (see there for the walk).
+    :func:`deteval.explain.explain` on loaded values (see there for the walk), in words
+    (:func:`deteval.report.explanation.describe`).
 
     Parameters
     ----------
@@ -286,19 +289,35 @@ def explain(
     if cache is None:
         ground_truth = _as_gt(gt)
         cache = MatchCache(ground_truth, _as_dt(dt, ground_truth))
-    return _explain_values(cache.gt, cache.dt, a, b, cache=cache)
+    return describe(_explain_values(cache.gt, cache.dt, a, b, cache=cache))
 
 
-def compare_mask_modes(gt: GroundTruth, dt: Detections, protocol: Protocol) -> MaskModeComparison:
-    """Exact vs raster mask IoU under a segm ``protocol`` (``--compare-mask-modes``).
+def compare_mask_modes(gt: Any, dt: Any, protocol: Any = "coco", *, workers: int = 1) -> MaskModeComparison:
+    """Evaluate masks with exact and with raster IoU and report what differs.
+
+    :func:`deteval.mask_modes.compare_mask_modes` on loaded values (see there).
+
+    Parameters
+    ----------
+    gt : GroundTruth, path or dict
+    dt : Detections, path or list
+    protocol : str or Protocol
+        A preset name, a YAML path or a protocol; its ``iou_type`` is set to ``"segm"`` and
+        ``mask_iou`` is varied.
+    workers : int
+        Match image shards in this many processes.
+
+    Returns
+    -------
+    MaskModeComparison
 
     Raises
     ------
+    InputError
+        Invalid input (the message names file, record and field).
     ConfigError
-        When ``protocol`` scores boxes.
+        Invalid protocol.
     """
-    if protocol.iou_type != "segm":
-        raise ConfigError(
-            f"--compare-mask-modes: protocol {protocol.name!r} scores boxes; expected --iou-type segm"
-        )
-    return _compare_mask_modes(gt, dt, protocol)
+    ground_truth = gt if isinstance(gt, GroundTruth) else load_ground_truth(gt)
+    detections = dt if isinstance(dt, Detections) else load_detections(dt, ground_truth)
+    return _compare_mask_modes(ground_truth, detections, resolve_protocol(protocol), workers=workers)

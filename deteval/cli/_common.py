@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from deteval import api
+from deteval._safe_read import ReadLog
 from deteval.data import Detections
 from deteval.errors import (
     ConfigError,
@@ -22,7 +23,7 @@ from deteval.errors import (
     UndefinedMetricWarning,
     printable,
 )
-from deteval.io.output import ReadLog, check_output, write_output
+from deteval.io.output import check_output, write_output
 from deteval.memory import LARGE_INPUT_BYTES, map_large_allocations
 from deteval.protocol import Protocol
 from deteval.sharding import effective_workers

@@ -8,7 +8,9 @@ import sys
 from typing import Any
 
 from deteval import api, report
+from deteval._safe_read import recording_reads
 from deteval._version import __version__
+from deteval.api.beyond import BeyondOptions, beyond_document, protocol_with_thresholds
 from deteval.cli._common import (
     EXIT_OK,
     EXIT_USAGE,
@@ -24,15 +26,15 @@ from deteval.cli._common import (
     _warnings_of,
     _write,
 )
+from deteval.cli.beyond import add_beyond, check_beyond
 from deteval.cli.scoring import resample, score_detectors
 from deteval.diagnose import analyze
 from deteval.errors import ConfigError, printable
 from deteval.evaluate import match, score
 from deteval.io.matrix import read_rank_inputs
-from deteval.io.output import check_output, recording_reads
+from deteval.io.output import check_output
 from deteval.protocol import Protocol
 from deteval.ranking import rank_report
-from deteval.stats.beyond import beyond_differences, beyond_intervals
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -97,35 +99,35 @@ def _beyond_intervals(args: argparse.Namespace, inputs: api.Inputs, protocol: Pr
         raise ConfigError("--bootstrap: deteval analyze resamples --calibration and --lrp; found neither")
     if args.against and not args.bootstrap:
         raise ConfigError("--against: the paired differences are bootstrap intervals; expected --bootstrap N")
-    thresholds = sorted({args.iou, args.lrp_tau} - set(protocol.iou_thresholds))
-    scored = (
-        protocol
-        if not thresholds
-        else protocol.replace(iou_thresholds=sorted({*protocol.iou_thresholds, *thresholds}))
+    options = _beyond_options(args, {"calibration": args.calibration, "lrp": args.lrp}) or {}
+    settings = BeyondOptions(
+        calibration=args.calibration,
+        lrp=args.lrp,
+        iou=args.iou,
+        lrp_tau=args.lrp_tau,
+        calibration_features=options.get("calibration_features", ("confidence",)),
+        calibration_bins=options.get("calibration_bins", 10),
     )
+    scored = protocol_with_thresholds(protocol, settings)  # scored once, at every threshold needed
     dt = _detections(inputs)
     result = score(match(inputs.gt, dt, scored), inputs.gt, scored)
-    options = _beyond_options(args, {"calibration": args.calibration, "lrp": args.lrp}) or {}
-    settings = {
-        "n": args.bootstrap,
-        "seed": args.seed,
-        "ci": args.ci,
-        "method": args.bootstrap_method,
-        "calibration": args.calibration,
-        "lrp": args.lrp,
-        "iou": args.iou,
-        "lrp_tau": args.lrp_tau,
-        "calibration_features": options.get("calibration_features", ("confidence",)),
-        "calibration_bins": options.get("calibration_bins", 10),
-    }
-    out = beyond_intervals(result, inputs.gt, dt, **settings).to_dict()
+    against = None
     if args.against:
-        other = _load(args, [protocol], dt=args.against)
-        against = _detections(other)
-        baseline = score(match(inputs.gt, against, scored), inputs.gt, scored)
-        paired = beyond_differences(baseline, result, inputs.gt, against, dt, **settings)
-        out["paired"] = {"dt": args.dt, "against": args.against, **paired.to_dict()}
-    return out
+        other = _detections(_load(args, [protocol], dt=args.against))
+        against = (score(match(inputs.gt, other, scored), inputs.gt, scored), other)
+    found = beyond_document(
+        result,
+        inputs.gt,
+        dt,
+        settings,
+        bootstrap=args.bootstrap,
+        seed=args.seed,
+        ci=args.ci,
+        method=args.bootstrap_method,
+        against=against,
+        labels=(args.dt, args.against or ""),
+    )
+    return {k: found[k] for k in ("bootstrap", "calibration_ci", "lrp_ci", "paired") if k in found}
 
 
 def _label_thresholds(text: str) -> dict:
@@ -291,6 +293,7 @@ def _pictures(args: argparse.Namespace) -> int:
     _default_protocol(args)
     with recording_reads() as log:
         protocols = _protocols(args)
+    wants_beyond = check_beyond(args)  # --calibration / --lrp (cli/beyond.py)
     if args.explain and len(protocols) < 2:  # the walk goes from one protocol to the next
         print(
             f"deteval {args.command}: error: --explain walks from each protocol to the next: expected "
@@ -311,6 +314,11 @@ def _pictures(args: argparse.Namespace) -> int:
     with _warnings_of(args) as boot_caught:  # the bootstrap's BootstrapBiasWarning, printed below
         boot = resample(args, first.gt, names, results)[3][0] if args.bootstrap else None
     caught.extend(boot_caught)
+    inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}
+    doc = report.detectors_json(names, results, inputs=_inputs_record(args, inputs_doc))
+    with _warnings_of(args) as beyond_caught:
+        found = add_beyond(args, doc, first.gt, names, [_detections(i) for i in loaded], results)
+    caught.extend(beyond_caught)
     figures = _labelled(names, results)
     if args.command == "report":
         extras_report = _gallery_extras(args, names, first, results[0][0])
@@ -318,6 +326,7 @@ def _pictures(args: argparse.Namespace) -> int:
         "analysis": analysis,
         "explanation": explanations if args.explain else None,
         "bootstrap": boot,
+        "beyond": found if wants_beyond else None,
     }
     if args.command == "plot":
         written = plot.plot_all(
@@ -331,8 +340,6 @@ def _pictures(args: argparse.Namespace) -> int:
         )
         summary = f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB)"
     if args.output:
-        inputs_doc = {"gt": args.gt, "dt": list(args.dt), "detectors": names}
-        doc = report.detectors_json(names, results, inputs=_inputs_record(args, inputs_doc))
         _finish(args, report.dumps(doc), caught, log)
     else:
         _print_warnings(args, caught)

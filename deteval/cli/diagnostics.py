@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 
 from deteval import api, report
+from deteval._safe_read import ReadLog
 from deteval.cli._common import _detections, _write
 from deteval.errors import ConfigError
-from deteval.io.output import ReadLog
 
 
 def _write_diagnostics(

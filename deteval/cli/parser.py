@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from deteval._version import __version__
+from deteval.cli._beyond_options import _add_beyond
 from deteval.cli._common import _non_negative_int, _positive_int, _size, _workers
 from deteval.cli._float_options import _IOU, _LEVEL, _SCORE, _FloatOption
 from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
@@ -205,6 +206,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "default: the memory available (MemAvailable)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress and no warnings on stderr")
+    _add_beyond(p)
 
 
 def _add_diagnostics(p: argparse.ArgumentParser) -> None:

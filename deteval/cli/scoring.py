@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deteval import api, report
+from deteval._safe_read import ReadLog, recording_reads
 from deteval.api.openimages import refuse_label_rules
 from deteval.cli._common import (
     EXIT_OK,
@@ -28,6 +29,7 @@ from deteval.cli._common import (
     _strict,
     _warnings_of,
 )
+from deteval.cli.beyond import add_beyond, beyond_blocks, check_beyond
 from deteval.cli.diagnostics import _write_diagnostics
 from deteval.data import GroundTruth
 from deteval.errors import (
@@ -37,7 +39,6 @@ from deteval.errors import (
     InputWarning,
 )
 from deteval.evaluate import EvalResult, check_protocol
-from deteval.io.output import ReadLog, recording_reads
 from deteval.pooling import ground_truth_for
 from deteval.protocol import PRESETS, Protocol
 from deteval.sharding import resolve_workers
@@ -53,6 +54,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         _refuse_diagnostics(args)
     if args.bootstrap or getattr(args, "scheduler", None):
         refuse_label_rules(protocols, "--bootstrap" if args.bootstrap else "--scheduler")
+    wants_beyond = check_beyond(args)  # --calibration / --lrp (cli/beyond.py)
     if len(args.dt) > 1 or args.bootstrap:
         return _detectors(args, protocols, log)
     if getattr(args, "scheduler", None):
@@ -77,6 +79,11 @@ def _evaluate(args: argparse.Namespace) -> int:
         with recording_reads(log):
             diagnostics = _evaluate_diagnostics(args, inputs, results, doc)
         _write_diagnostics(args, inputs, results, doc, log)  # --matches, --per-image
+        found = (
+            add_beyond(args, doc, inputs.gt, args.dt, [_detections(inputs)], [results])
+            if wants_beyond
+            else []
+        )
         text = report.dumps(doc)
         progress.finish()
     finally:
@@ -86,6 +93,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         report.format_confidence_table(r, rows, args.confidence) for r, rows in zip(results, confidence_rows)
     ]
     _print_results(args, text, results, [*blocks, *mask_reports, *diagnostics])
+    if args.format in ("table", "markdown"):  # --calibration / --lrp, after the other blocks
+        _out("".join(beyond_blocks(found, args.format)))
     return EXIT_OK
 
 
@@ -171,6 +180,11 @@ def _evaluate_extras(
     mask_reports = []
     if args.compare_mask_modes:
         for result, entry in zip(results, doc["results"]):
+            if result.protocol.iou_type != "segm":
+                raise ConfigError(
+                    f"--compare-mask-modes: protocol {result.protocol.name!r} scores boxes; expected "
+                    f"--iou-type segm"
+                )
             comparison = api.compare_mask_modes(inputs.gt, _detections(inputs), result.protocol)
             entry["mask_mode_comparison"] = report.mask_mode_json(comparison)
             mask_reports.append(report.format_mask_mode_comparison(result.protocol, comparison))
@@ -199,6 +213,7 @@ def _compare(args: argparse.Namespace) -> int:
     _default_protocol(args)
     with recording_reads() as log:
         protocols = _protocols(args)
+    wants_beyond = check_beyond(args)  # --calibration / --lrp (cli/beyond.py)
     if len(args.dt) > 1 or args.bootstrap:
         return _detectors(args, protocols, log)
     if len(protocols) < 2:
@@ -243,6 +258,9 @@ def _compare(args: argparse.Namespace) -> int:
         matching_groups=comparison.matching_groups,
         explanations=explanations,
     )
+    with _warnings_of(args) as beyond_caught:  # --calibration / --lrp (cli/beyond.py)
+        found = add_beyond(args, doc, inputs.gt, args.dt, [detections], [results]) if wants_beyond else []
+    caught.extend(beyond_caught)
     text = report.dumps(doc)
     _finish(args, text, caught, log)
     groups = comparison.matching_groups
@@ -252,7 +270,7 @@ def _compare(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         parts = [report.format_compare_markdown(results, matching_groups=groups, per_class=per_class)]
         parts += [report.format_explanation_markdown(e) for e in explanations]
-        _out("\n".join(parts))
+        _out("\n".join(parts) + "".join(beyond_blocks(found, "markdown")))
     elif args.format == "csv":
         _out(report.format_compare_csv(results, per_class=per_class))
         if explanations and not args.quiet:
@@ -262,7 +280,7 @@ def _compare(args: argparse.Namespace) -> int:
     else:
         parts = [report.format_compare_table(results, matching_groups=groups, per_class=per_class)]
         parts += [report.format_explanation(e) for e in explanations]
-        _out("\n".join(parts))
+        _out("\n".join(parts) + "".join(beyond_blocks(found)))
     return EXIT_OK
 
 
@@ -448,15 +466,25 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
         comparisons=comparisons,
         bootstrap=settings,
     )
+    with _warnings_of(args) as beyond_caught:  # --calibration / --lrp (cli/beyond.py)
+        found = add_beyond(args, doc, gt, names, [_detections(i) for i in loaded], results)
+    caught.extend(beyond_caught)
     text = report.dumps(doc)
     _finish(args, text, caught, log)
     per_class = not args.no_per_class
     if args.format == "json":
         _out(text + "\n")
     elif args.format == "markdown":
-        _out(report.format_detectors_markdown(doc, per_class=per_class))
+        _out(
+            "".join(
+                [
+                    report.format_detectors_markdown(doc, per_class=per_class),
+                    *beyond_blocks(found, "markdown"),
+                ]
+            )
+        )
     elif args.format == "csv":
         _out(report.format_detectors_csv(doc))
     else:
-        _out(report.format_detectors_table(doc, per_class=per_class))
+        _out("".join([report.format_detectors_table(doc, per_class=per_class), *beyond_blocks(found)]))
     return EXIT_OK

@@ -11,6 +11,7 @@ from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
 from deteval.geometry.rotated import require_rotated, rotated_pair_iou
 from deteval.protocol import Protocol
+from deteval.scorable import require_boxes, require_keypoints
 
 
 def pair_iou(
@@ -76,16 +77,12 @@ def _checked_masks(
         ``masks`` prepared from other ground truth or detections.
     """
     if protocol.iou_type == "bbox":
-        from deteval.io.coco import require_boxes
-
         require_boxes(dt)
         return None
     if protocol.iou_type == "rotated":  # hook: deteval.geometry.rotated
         require_rotated(gt, dt, protocol)
         return None
     if protocol.iou_type == "keypoints":
-        from deteval.io.coco import require_keypoints
-
         require_keypoints(
             gt, dt, n_sigmas=None if protocol.keypoint_sigmas is None else len(protocol.keypoint_sigmas)
         )

@@ -11,7 +11,7 @@ lane (all, 0.5).
 
 :func:`explain` walks from protocol A to protocol B changing one group of fields at a time, in
 the fixed order of :data:`WALK_ORDER`, and reports how much each step moves a common number, so
-the differences add up to the total::
+the differences add up to the total (:mod:`deteval.report.explanation` words the walk)::
 
     voc2007 -> voc2010: interpolation -0.0234
 
@@ -57,7 +57,7 @@ __all__ = [
     "Comparison",
     "compare",
     "ExplainStep",
-    "Explanation",
+    "ExplainWalk",
     "explain",
     "class_mean_ap",
 ]
@@ -243,82 +243,42 @@ def _finite(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def _fmt(value: float, digits: int = 4, sign: bool = False) -> str:
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
-
-
 @dataclass(frozen=True)
-class Explanation:
-    """Why protocol A and protocol B give different numbers on one dataset.
+class ExplainWalk:
+    """The walk from protocol A to protocol B on one dataset: values only.
+
+    :func:`deteval.report.explanation.describe` words it (what is compared, the notes, the
+    summary line) into the :class:`~deteval.report.explanation.Explanation` that
+    :func:`deteval.explain` returns.
 
     Attributes
     ----------
     a, b : Protocol
-    measure : str
-        ``"mAP"``, ``"AP"`` or ``"mean class AP"`` (when A and B report different headlines).
-    definition : str
-        What the compared number is, in words.
     start, end : float
-        The compared number under A and under B.
+        The compared number (:func:`class_mean_ap`) under A and under B.
     headline_a, headline_b : (str, float)
-        Each protocol's own headline metric, for reference.
+        Each protocol's own headline metric (``"mAP"`` or ``"AP"``) and its value.
     steps : tuple of ExplainStep
         Only steps whose fields differ between A and B; their ``change`` adds up to
         ``end - start``.
-    notes : tuple of str
+    order : tuple of str
+        The documented order of the steps (:data:`WALK_ORDER`, then ``summary``).
+    outside_order : tuple of str
+        Steps of fields the documented order does not name (one step each, after it).
+    inapplicable : tuple of str
+        Fields that differ but do not apply to the IoU type both protocols score (no step).
     """
 
     a: Protocol
     b: Protocol
-    measure: str
-    definition: str
     start: float
     end: float
     headline_a: tuple
     headline_b: tuple
     steps: tuple
-    notes: tuple = ()
-
-    @property
-    def total(self) -> float:
-        """The whole difference, ``end - start``."""
-        return self.end - self.start
-
-    def summary_line(self, digits: int = 4) -> str:
-        """``"voc2007 -> voc2010: interpolation -0.0234"``; steps joined by ``;``."""
-        zero = 0.5 * 10.0**-digits
-        moved = [s for s in self.steps if s.affects_measure and not abs(s.change) < zero]
-        still = [s.name for s in self.steps if s.affects_measure and abs(s.change) < zero]
-        parts = [f"{s.name} {_fmt(s.change, digits, sign=True)}" for s in moved]
-        body = "; ".join(parts) if parts else "no change"
-        tail = f"total {_fmt(self.total, digits, sign=True)}"
-        if still:
-            tail += f"; no effect here: {', '.join(still)}"
-        return f"{self.a.name} -> {self.b.name}: {body} ({tail})"
-
-    def to_dict(self) -> dict:
-        """One entry of the ``"explanations"`` list of ``deteval compare --output`` (non-finite -> null)."""
-        return {
-            "from": self.a.name,
-            "to": self.b.name,
-            "from_hash": self.a.fingerprint(),
-            "to_hash": self.b.fingerprint(),
-            "measure": self.measure,
-            "definition": self.definition,
-            "start": _finite(self.start),
-            "end": _finite(self.end),
-            "total": _finite(self.total),
-            "headlines": {
-                "from": {self.headline_a[0]: _finite(self.headline_a[1])},
-                "to": {self.headline_b[0]: _finite(self.headline_b[1])},
-            },
-            "order": [name for name, _ in WALK_ORDER + (_LAST_STEP,)],
-            "steps": [s.to_dict() for s in self.steps],
-            "notes": list(self.notes),
-            "summary": self.summary_line(),
-        }
+    order: tuple = ()
+    outside_order: tuple = ()
+    inapplicable: tuple = ()
 
 
 def _inapplicable(a: Protocol, b: Protocol) -> tuple[str, ...]:
@@ -353,27 +313,9 @@ def _walk_steps(a: Protocol, b: Protocol) -> list[tuple[str, tuple]]:
     return steps
 
 
-def _definition(a_kind: str, b_kind: str, a: Protocol, b: Protocol) -> tuple[str, str]:
-    base = (
-        "each class's AP averaged over the IoU thresholds (first area range, largest max_dets), "
-        "then the mean over the classes with ground truth"
-    )
-    if a_kind == b_kind == "mAP":
-        return "mAP", f"mAP = {base}"
-    if a_kind == b_kind == "AP":
-        return "AP", (
-            f"AP = {base} (the headline AP up to rounding, when the summary's maxDets is the largest)"
-        )
-    return "mean class AP", (
-        f"mean class AP = {base}: {a.name} reports {a_kind} and {b.name} {b_kind}, "
-        f"and this number is both (mAP of a single-threshold protocol, AP of a "
-        f"COCO-style one)"
-    )
-
-
 def explain(
     gt: GroundTruth, dt: Detections, a: Protocol, b: Protocol, *, cache: MatchCache | None = None
-) -> Explanation:
+) -> ExplainWalk:
     """Attribute the difference between two protocols to their differing fields, step by step.
 
     Starting from A, the fields of each step of :data:`WALK_ORDER` that differ are set to B's
@@ -392,7 +334,8 @@ def explain(
 
     Returns
     -------
-    Explanation
+    ExplainWalk
+        Values; :func:`deteval.report.explanation.describe` words them (:func:`deteval.explain`).
 
     Notes
     -----
@@ -417,7 +360,6 @@ def explain(
     check_protocol(b)
     kind_a = _headline(cache.result(a))
     kind_b = _headline(cache.result(b))
-    measure, definition = _definition(kind_a[0], kind_b[0], a, b)
 
     current = a
     result = scored(current)
@@ -457,30 +399,17 @@ def explain(
             )
         )
         value, classes = new_value, new_classes
-    notes = []
-    if any(s.name not in dict(WALK_ORDER) and s.affects_measure for s in steps):
-        notes.append("fields outside the documented order were changed after it, one step each")
-    if any(not s.affects_measure for s in steps):
-        notes.append(
-            "* summary decides which numbers are the headlines (and pycocotools' AP at "
-            "maxDets=100), not the compared number: it cannot move it"
-        )
-    skipped = _inapplicable(a, b)
-    if skipped:
-        notes.append(f"not a step: {', '.join(skipped)} (differ, but do not apply to iou_type {a.iou_type})")
-    if not all(math.isfinite(s.change) for s in steps):
-        notes.append("the compared number is undefined (no class has ground truth) at some step")
-    return Explanation(
+    return ExplainWalk(
         a=a,
         b=b,
-        measure=measure,
-        definition=definition,
         start=start,
         end=value,
         headline_a=kind_a,
         headline_b=kind_b,
         steps=tuple(steps),
-        notes=tuple(notes),
+        order=tuple(name for name, _ in WALK_ORDER + (_LAST_STEP,)),
+        outside_order=tuple(s.name for s in steps if s.name not in dict(WALK_ORDER) and s.affects_measure),
+        inapplicable=_inapplicable(a, b),
     )
 
 

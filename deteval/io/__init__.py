@@ -22,7 +22,7 @@ from typing import Any
 
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError
-from deteval.io._text import list_files, names_note
+from deteval.io._text import first_row_width, list_files, names_note
 from deteval.io.coco import load_coco_dt, load_coco_gt
 from deteval.io.identity import stem
 
@@ -151,18 +151,7 @@ def _rows_lack_confidence(folder: str) -> bool:
 
     Ultralytics ``save_txt=True`` without ``save_conf=True`` writes ``cls cx cy w h``: no score.
     """
-    for name in sorted(os.listdir(folder)):
-        if not name.endswith(".txt"):
-            continue
-        path = os.path.join(folder, name)
-        if not os.path.isfile(path):
-            continue
-        with open(path, "rb") as f:
-            head = f.read(4096)
-        for line in head.splitlines():
-            if line.split():
-                return len(line.split()) == 5
-    return False
+    return first_row_width(folder, os.listdir(folder)) == 5
 
 
 def locate_predictions(source: str | os.PathLike, gt: GroundTruth) -> PredictionSource:

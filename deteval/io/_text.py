@@ -1,4 +1,7 @@
-"""Shared helpers of the text-file loaders (VOC, YOLO): safe file access and line-level errors.
+"""Shared helpers of the text-file loaders (VOC, YOLO): safe names, folder listings, rows, errors.
+
+Files are read by :mod:`deteval._safe_read` (the one reading policy); this module turns what
+they hold into rows and names the lines at fault.
 
 Ids and class names read from a dataset (an image-set line, an XML ``<name>``) are never used
 as paths as given: a name with a separator or ``..`` is refused (:func:`safe_child`), or files
@@ -11,44 +14,28 @@ from __future__ import annotations
 
 import math
 import os
-import stat
 from collections.abc import Iterable, Sequence
-from typing import BinaryIO, NoReturn
+from typing import NoReturn
 
 import numpy as np
 
+from deteval._safe_read import note_folder, read_bytes, read_head
 from deteval.errors import SHOW, InputError, records_error, shorten
-from deteval.io.output import note_folder, note_read
 
 __all__ = [
     "SHOW",
-    "MAX_BYTES",
     "is_safe_name",
     "list_files",
     "safe_child",
-    "read_bytes",
-    "read_text",
-    "check_unchanged",
-    "changed_error",
-    "file_state",
     "fail_records",
     "shorten",
     "split_rows",
     "parse_floats",
     "names_note",
-    "line_of",
     "split_lines",
+    "first_row_width",
+    "refuse_special",
 ]
-
-GiB, MiB = 1 << 30, 1 << 20
-
-#: The most bytes read from one file, per kind (``limit=`` of :func:`read_bytes`). Only what is
-#: actually read counts, so a special file that never ends (``/dev/zero``) is refused too.
-#: ``json``: COCO ground truth or results (Objects365 is about 2 GiB); ``text``: one YOLO label,
-#: VOC result or image-set file; ``xml``: one VOC annotation; ``yaml``: a protocol or data.yaml.
-MAX_BYTES = {"json": 16 * GiB, "text": 4 * GiB, "xml": 64 * MiB, "yaml": 1 * MiB}
-
-_CHUNK = 1 << 24
 
 
 def is_safe_name(name: str) -> bool:
@@ -132,150 +119,6 @@ def safe_child(folder: str, name: str, *, what: str, where: str) -> str:
     return os.path.join(folder, name)
 
 
-def _kind_of(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-def file_state(st: os.stat_result) -> tuple[int, int, int, int]:
-    """What says a file changed: size, modification time (ns), inode and device."""
-    return st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev
-
-
-def check_unchanged(
-    path: str,
-    before: os.stat_result,
-    fd: int,
-    n_read: int | None,
-    *,
-    what: str,
-    error: type = InputError,
-) -> None:
-    """Raise unless the file ``path``, read through ``fd``, is as it was before the read.
-
-    ``before`` is ``os.fstat(fd)`` taken before reading. The open file (``os.fstat(fd)``: a
-    rewrite in place) and the path (``os.stat(path)``: a new file renamed over it, or removed)
-    must both still show its size, modification time, inode and device, and ``n_read`` bytes
-    read (None: not counted) must be its size -- unless it reports a size of 0, as files of
-    ``/proc`` do.
-
-    Raises
-    ------
-    InputError (or ``error``)
-        The file changed while it was read: what was read may mix two versions.
-    """
-    try:
-        after, now = os.fstat(fd), os.stat(path)
-        changed = file_state(after) != file_state(before) or file_state(now) != file_state(before)
-    except OSError:  # removed, or a folder on the way renamed: not the file that was opened
-        changed = True
-    if n_read is not None and before.st_size and n_read != before.st_size:
-        changed = True
-    if changed:
-        raise changed_error(path, what=what, error=error)
-
-
-def changed_error(path: str, *, what: str, error: type = InputError) -> Exception:
-    """The error of a file that changed while read (:func:`check_unchanged`)."""
-    return error(
-        f"{path}: changed while read (its size, modification time or inode differ before and "
-        f"after reading: what was read may mix two versions); expected {what} that stays the "
-        f"same while deteval reads it: wait until the program writing it is done, or copy it first"
-    )
-
-
-def _read_chunks(f: BinaryIO, size: int, limit: int) -> tuple[list[bytes], int]:
-    """The chunks of ``f`` up to its end or ``limit + 1`` bytes, and their total length.
-
-    ``size``: the size the file reports, read in one chunk (then one more byte to see the end):
-    a single chunk, which the caller's join returns without copying it.
-    """
-    chunks, total = [], 0
-    while total <= limit:
-        chunk = f.read(min(max(_CHUNK, size + 1 - total), limit + 1 - total))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        total += len(chunk)
-    return chunks, total
-
-
-def read_bytes(path: str, *, what: str, limit: int = MAX_BYTES["text"], error: type = InputError) -> bytes:
-    """The contents of the regular file ``path``, at most ``limit`` bytes; else an error naming it.
-
-    Special files are refused before anything is read (a FIFO with no writer would block
-    forever, ``/dev/zero`` never ends; a symbolic link to one is the same), and at most
-    ``limit + 1`` bytes are ever read (a file growing while read is refused too). A file that
-    changes while it is read -- rewritten in place, or replaced by another renamed over it -- is
-    refused (:func:`check_unchanged`): what was read could mix two versions. The file is
-    recorded as an input (:func:`deteval.io.output.note_read`).
-
-    Raises
-    ------
-    InputError (or ``error``)
-        File missing, a folder or special file, unreadable, larger than ``limit``, or changed
-        while read.
-
-    Examples
-    --------
-    >>> try:
-    ...     read_bytes("/dev/zero", what="a JSON file")
-    ... except InputError as exc:
-    ...     print(exc)
-    /dev/zero: is a character device, not a regular file; expected a JSON file
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    except FileNotFoundError:
-        raise error(f"{path}: file not found; expected {what}") from None
-    except IsADirectoryError:
-        raise error(f"{path}: is a folder; expected {what}") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read ({exc.strerror}); expected {what}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):  # before os.fdopen, which refuses a folder (opened on Linux)
-        os.close(fd)
-        raise error(f"{path}: is {_kind_of(st.st_mode)}, not a regular file; expected {what}")
-    with os.fdopen(fd, "rb", buffering=0) as f:
-        if st.st_size > limit:
-            raise error(f"{path}: {st.st_size} bytes; expected {what} of at most {limit} bytes")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        try:
-            chunks, total = _read_chunks(f, st.st_size, limit)
-        except OSError as exc:
-            raise error(f"{path}: cannot read ({exc.strerror}); expected {what}") from None
-        if total > limit:
-            raise error(f"{path}: more than {limit} bytes; expected {what} of at most {limit} bytes")
-        check_unchanged(path, st, fd, total, what=what, error=error)
-    note_read(path, st)
-    return b"".join(chunks)
-
-
-def line_of(raw: bytes | str, offset: int) -> int:
-    r"""1-based line of ``offset`` in ``raw``, counting lines as editors do (``\n``, ``\r\n``, ``\r``).
-
-    A form feed or other separator that :meth:`str.splitlines` also breaks on does not start a line.
-
-    Examples
-    --------
-    >>> line_of(b"a\r\nb\rc\x0cd\ne", 9)
-    4
-    """
-    head = raw[:offset]
-    if isinstance(head, str):
-        return head.count("\n") + head.count("\r") - head.count("\r\n") + 1
-    return head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
-
-
 def split_lines(text: str) -> list[str]:
     r"""Lines as editors count them (``\n``, ``\r\n``, ``\r``), unlike :meth:`str.splitlines`.
 
@@ -288,18 +131,6 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return lines
-
-
-def read_text(path: str, *, what: str, limit: int = MAX_BYTES["text"]) -> str:
-    """UTF-8 text of ``path`` (a BOM is skipped); InputError when it is not UTF-8."""
-    raw = read_bytes(path, what=what, limit=limit)
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = line_of(raw, exc.start)
-        raise InputError(
-            f"{path}:{line}: not UTF-8 text (byte {raw[exc.start]:#04x}); expected {what}"
-        ) from None
 
 
 def fail_records(
@@ -367,3 +198,37 @@ def parse_floats(rows: Sequence[tuple[int, list[str]]], columns: slice, path: st
                 break
     fail_records(f"a value that is not a finite number in {names}", "finite numbers", hits)
     raise AssertionError  # unreachable: fail_records raises
+
+
+def first_row_width(folder: str, names: Iterable[str]) -> int | None:
+    """The fields of the first non-blank row of the first ``.txt`` of ``names`` (sorted) that has one.
+
+    A peek at each file's first 4 KiB (:func:`deteval._safe_read.read_head`: regular files only,
+    not recorded) to choose a reader; None when no file has a row there.
+    """
+    for name in sorted(names):
+        if not name.endswith(".txt"):
+            continue
+        head = read_head(os.path.join(folder, name), 4096)
+        for line in (head or b"").splitlines():
+            if line.split():
+                return len(line.split())
+    return None
+
+
+def refuse_special(folder: str, files: dict, what: str, *, prefix: str = "") -> None:
+    """Refuse a ``prefix*.txt`` entry of ``folder`` that :func:`list_files` left out.
+
+    A FIFO, device or folder named like a data file is an error naming what it is (the rule of
+    :func:`deteval._safe_read.read_bytes`, which refuses it unread), not a file silently skipped.
+
+    Raises
+    ------
+    InputError
+        ``path: is a FIFO (named pipe), not a regular file; expected ...``.
+    """
+    for name in sorted(os.listdir(folder)):
+        if name.startswith(prefix) and name.endswith(".txt") and name not in files:
+            path = os.path.join(folder, name)
+            read_bytes(path, what=what)  # raises for every entry list_files leaves out
+            raise InputError(f"{path}: is not a regular file; expected {what}")  # pragma: no cover - a race

@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from deteval._safe_read import read_text
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import InputError, shorten
-from deteval.io._text import fail_records, list_files, parse_floats, read_text, split_rows
+from deteval.io._text import fail_records, list_files, parse_floats, refuse_special, split_rows
 
 __all__ = ["load_dota_gt", "load_dota_dt", "is_dota_root", "TASK1_PREFIX"]
 
@@ -70,10 +71,7 @@ def load_dota_gt(root: str | os.PathLike, **options: Any) -> GroundTruth:
     root = os.fspath(root)
     folder = os.path.join(root, "labelTxt")
     files = list_files(folder, what="DOTA label files <image>.txt")
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        if name.endswith(".txt") and name not in files:
-            raise InputError(f"{path}: is not a regular file; expected {_GT_WHAT}")
+    refuse_special(folder, files, _GT_WHAT)
     names = sorted(n for n in files if n.endswith(".txt"))
     if not names:
         raise InputError(f"{folder}: no .txt label files; expected {_GT_WHAT}, one file per image")
@@ -97,26 +95,57 @@ def load_dota_gt(root: str | os.PathLike, **options: Any) -> GroundTruth:
         difficult += [len(f) == 10 and f[9] == "1" for _, f in rows]
     class_names = tuple(sorted(set(label)))
     index = {c: k for k, c in enumerate(class_names)}
-    quad = np.concatenate(corners) if corners else np.zeros((0, 8))
-    n_gt = len(quad)
-    n_img = len(names)
-    return GroundTruth(
-        image_id=np.arange(n_img, dtype=np.int64),
+    return quad_ground_truth(
         image_name=tuple(n[:-4] for n in names),
-        image_width=np.zeros(n_img, dtype=np.float64),
-        image_height=np.zeros(n_img, dtype=np.float64),
-        category_id=np.arange(1, len(class_names) + 1, dtype=np.int64),
-        category_name=class_names,
-        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64),
+        width=np.zeros(len(names), dtype=np.float64),
+        height=np.zeros(len(names), dtype=np.float64),
+        class_ids=np.arange(1, len(class_names) + 1, dtype=np.int64),
+        class_names=class_names,
         image=np.array(image, dtype=np.int64),
         category=np.array([index[c] for c in label], dtype=np.int64),
+        corners=corners,
+        difficult=np.array(difficult, dtype=bool),
+        source=root,
+    )
+
+
+def quad_ground_truth(
+    *,
+    image_name: tuple,
+    width: np.ndarray,
+    height: np.ndarray,
+    class_ids: np.ndarray,
+    class_names: tuple,
+    image: np.ndarray,
+    category: np.ndarray,
+    corners: list,
+    difficult: np.ndarray | None,
+    source: str,
+) -> GroundTruth:
+    """Ground truth of rotated boxes: the corners as read, their envelope as ``box``, polygon areas.
+
+    Shared by the DOTA labelTxt reader and the Ultralytics OBB labels reader (images numbered in
+    the order given; ``difficult`` None: none is).
+    """
+    quad = np.concatenate(corners) if corners else np.zeros((0, 8))
+    n_gt = len(quad)
+    return GroundTruth(
+        image_id=np.arange(len(image_name), dtype=np.int64),
+        image_name=tuple(image_name),
+        image_width=width,
+        image_height=height,
+        category_id=class_ids,
+        category_name=class_names,
+        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64),
+        image=image,
+        category=category,
         box=envelope_xyxy(quad),
         area=polygon_area(quad),
         is_crowd=np.zeros(n_gt, dtype=bool),
-        is_difficult=np.array(difficult, dtype=bool),
+        is_difficult=np.zeros(n_gt, dtype=bool) if difficult is None else difficult,
         is_ignore=np.zeros(n_gt, dtype=bool),
         box_format="xyxy",
-        source=root,
+        source=source,
         has_image_ids=False,
         rotated=quad,
     )
@@ -162,9 +191,7 @@ def load_dota_dt(folder: str | os.PathLike, gt: GroundTruth, **options: Any) -> 
     """
     folder = os.fspath(folder)
     files = list_files(folder, what=f"{TASK1_PREFIX}<class>.txt result files")
-    for name in os.listdir(folder):
-        if name.startswith(TASK1_PREFIX) and name.endswith(".txt") and name not in files:
-            raise InputError(f"{os.path.join(folder, name)}: is not a regular file; expected {_DT_WHAT}")
+    refuse_special(folder, files, _DT_WHAT, prefix=TASK1_PREFIX)
     names = sorted(n for n in files if n.startswith(TASK1_PREFIX) and n.endswith(".txt"))
     if not names:
         raise InputError(

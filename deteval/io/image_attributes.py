@@ -17,46 +17,17 @@ from __future__ import annotations
 import csv
 import io
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
+from deteval._safe_read import MAX_BYTES, decode_text, loads_strict, read_bytes
+from deteval.data import ImageAttributes
 from deteval.errors import InputError, shorten
-from deteval.io._json import loads_strict
 from deteval.io._records import json_type
-from deteval.io._text import MAX_BYTES, read_bytes
 
 __all__ = ["ImageAttributes", "coco_image_attributes", "read_image_attributes", "merge_attributes"]
 
 #: The columns that name an image in a side file.
 IMAGE_KEYS = ("image_id", "file_name")
-
-
-@dataclass(frozen=True)
-class ImageAttributes:
-    """Attributes of images, by image id and by file name.
-
-    Attributes
-    ----------
-    by_id : dict
-        Image id (int) -> {attribute: value}.
-    by_name : dict
-        File name (str) -> {attribute: value}.
-    source : str
-        Where they were read, for messages.
-    """
-
-    by_id: dict = field(default_factory=dict)
-    by_name: dict = field(default_factory=dict)
-    source: str = "<image attributes>"
-
-    @property
-    def keys(self) -> list:
-        """Every attribute name, in first-seen order."""
-        seen: dict = {}
-        for table in (self.by_id, self.by_name):
-            for values in table.values():
-                seen.update(dict.fromkeys(values))
-        return list(seen)
 
 
 def merge_attributes(first: ImageAttributes | None, second: ImageAttributes | None) -> ImageAttributes | None:
@@ -153,10 +124,7 @@ def _add(tables: dict, kind: str, key: Any, values: dict, where: str) -> None:
 
 
 def _from_csv(raw: bytes, path: str) -> ImageAttributes:
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); expected a UTF-8 CSV file") from None
+    text = decode_text(raw, path, what="a UTF-8 CSV file")
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = reader.fieldnames or []
     if not any(k in header for k in IMAGE_KEYS):

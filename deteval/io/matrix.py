@@ -29,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from deteval._safe_read import decode_text, read_bytes
 from deteval.errors import InputError
-from deteval.io._text import line_of, read_bytes, split_lines
+from deteval.io._text import split_lines
 
 __all__ = [
     "MAX_BYTES",
@@ -175,11 +176,7 @@ def _read_text(
 ) -> tuple[np.ndarray, int, list[str] | None, list[str] | None]:
     """Matrix, the 0-based line index of its first row, the header's names and the row ids."""
     raw = read_bytes(path, what="a text matrix (.csv / .txt)", limit=MAX_BYTES)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = line_of(raw, exc.start)
-        raise _fail(path, f"line {line}: ", "bytes that are not UTF-8; expected UTF-8 text") from None
+    text = decode_text(raw, path, what="a text matrix (.csv / .txt) in UTF-8")
     lines = split_lines(text)  # as an editor counts them (str.splitlines also breaks at \f, U+2028 ...)
     while lines and not lines[-1].strip():
         lines.pop()

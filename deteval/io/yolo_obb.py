@@ -18,10 +18,18 @@ from typing import Any
 
 import numpy as np
 
+from deteval._safe_read import read_text
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError, shorten
-from deteval.io._text import fail_records, list_files, parse_floats, read_text, split_rows
-from deteval.io.dota import envelope_xyxy, polygon_area, quad_detections
+from deteval.io._text import (
+    fail_records,
+    first_row_width,
+    list_files,
+    parse_floats,
+    refuse_special,
+    split_rows,
+)
+from deteval.io.dota import quad_detections, quad_ground_truth
 from deteval.io.identity import stem
 from deteval.io.yolo import (
     _class_names,
@@ -48,26 +56,10 @@ def is_yolo_obb(source: str | os.PathLike, split: str = "val") -> bool:
         data = _read_yaml(yaml_path)
         base = os.path.dirname(os.path.abspath(yaml_path))
         folder = _label_folder(_split_image_folder(data, yaml_path, base, split))
-        names = sorted(os.listdir(folder))
+        names = os.listdir(folder)
     except (InputError, OSError):
         return False  # the YOLO loader names the problem
-    for name in names:
-        path = os.path.join(folder, name)
-        if not name.endswith(".txt") or not os.path.isfile(path):
-            continue
-        with open(path, "rb") as f:
-            head = f.read(4096)
-        for line in head.splitlines():
-            if line.split():
-                return len(line.split()) == 9
-    return False
-
-
-def _refuse_special(folder: str, files: dict, what: str) -> None:
-    """A ``.txt`` entry of ``folder`` that is not a regular file (FIFO, device, folder) is an error."""
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".txt") and name not in files:
-            raise InputError(f"{os.path.join(folder, name)}: is not a regular file; expected {what}")
+    return first_row_width(folder, names) == 9
 
 
 def _rows_of(path: str, what: str, n_fields: int, expected: str) -> list:
@@ -144,7 +136,7 @@ def load_yolo_obb_gt(
     label_folder = _label_folder(image_folder)
     labels = list_files(label_folder, what="YOLO OBB label files") if os.path.isdir(label_folder) else {}
     if labels:
-        _refuse_special(label_folder, labels, _GT_WHAT)
+        refuse_special(label_folder, labels, _GT_WHAT)
     image, category, corners = [], [], []
     for i, name in enumerate(names):
         path = labels.get(_stem(name) + ".txt")
@@ -157,27 +149,17 @@ def load_yolo_obb_gt(
         values = parse_floats(rows, slice(1, 9), path, "the 8 corner coordinates")
         corners.append(_scale(values, float(width[i]), float(height[i]), path, rows))
         image.append(np.full(len(rows), i, dtype=np.int64))
-    quad = np.concatenate(corners) if corners else np.zeros((0, 8))
-    n_gt = len(quad)
-    return GroundTruth(
-        image_id=np.arange(len(names), dtype=np.int64),
+    return quad_ground_truth(
         image_name=tuple(names),
-        image_width=width,
-        image_height=height,
-        category_id=class_ids,
-        category_name=class_names,
-        annotation_id=np.arange(1, n_gt + 1, dtype=np.int64),
+        width=width,
+        height=height,
+        class_ids=class_ids,
+        class_names=class_names,
         image=np.concatenate(image) if image else np.zeros(0, dtype=np.int64),
         category=np.concatenate(category) if category else np.zeros(0, dtype=np.int64),
-        box=envelope_xyxy(quad),
-        area=polygon_area(quad),
-        is_crowd=np.zeros(n_gt, dtype=bool),
-        is_difficult=np.zeros(n_gt, dtype=bool),
-        is_ignore=np.zeros(n_gt, dtype=bool),
-        box_format="xyxy",
+        corners=corners,
+        difficult=None,
         source=yaml_path,
-        has_image_ids=False,
-        rotated=quad,
     )
 
 
@@ -192,7 +174,7 @@ def load_yolo_obb_dt(folder: str | os.PathLike, gt: GroundTruth, **options: Any)
     """
     folder = os.fspath(folder)
     files = list_files(folder, what="Ultralytics OBB prediction files <image stem>.txt")
-    _refuse_special(folder, files, _DT_WHAT)
+    refuse_special(folder, files, _DT_WHAT)
     index = {stem(str(n)): i for i, n in enumerate(gt.image_name)}
     txt = sorted(n for n in files if n.endswith(".txt"))
     unknown = [n for n in txt if n[:-4] not in index]

@@ -23,6 +23,7 @@ from deteval.plot.bars import error_breakdown, explain_waterfall, forest, per_cl
 from deteval.plot.curves import f1_curves, pr_curves, pr_overlay  # noqa: E402 - after the matplotlib check
 from deteval.plot.files import plot_all  # noqa: E402 - after the matplotlib check
 from deteval.plot.html import render_report, write_report  # noqa: E402 - after the matplotlib check
+from deteval.plot.lrp import lrp_components  # noqa: E402 - after the matplotlib check
 from deteval.plot.matrix import confusion_matrix, decomposition_curves  # noqa: E402 - after the matplotlib check
 from deteval.plot.reliability import reliability_diagram  # noqa: E402 - after the matplotlib check
 
@@ -36,6 +37,7 @@ __all__ = [
     "error_breakdown",
     "decomposition_curves",
     "reliability_diagram",
+    "lrp_components",
     "explain_waterfall",
     "forest",
     "figure_bytes",

@@ -12,6 +12,7 @@ from typing import Any
 
 from deteval.errors import ConfigError
 from deteval.plot._base import FORMATS, as_document, atomic_write, figure_bytes
+from deteval.plot._beyond import add_beyond_specs, beyond_documents
 from deteval.plot._select import named_results
 from deteval.plot.bars import error_breakdown, explain_waterfall, forest, per_class_ap
 from deteval.plot.curves import f1_curves, pr_curves, pr_overlay
@@ -29,12 +30,12 @@ class FigureSpec:
     name : str
         File stem, unique within a run: the figure kind (``pr_curves``, ``f1_curves``,
         ``per_class_ap``, ``explain``, ``errors``, ``confusion``, ``decomposition``,
-        ``intervals``), followed by ``-<label>`` (per-result figures) or
+        ``intervals``, ``reliability``, ``lrp_components``), followed by ``-<label>`` (per-result figures) or
         ``-<from>-<to>`` (explain) only when the run has several.
     caption : str
         What it shows (plain text, user strings unescaped).
     section : str
-        ``results``, ``explain``, ``errors`` or ``intervals``.
+        ``results``, ``explain``, ``errors``, ``intervals`` or ``beyond``.
     build : callable
         ``() -> Figure``.
     """
@@ -70,6 +71,7 @@ def figure_specs(
     bootstrap: Any = None,
     top_k: int = 30,
     max_classes: int = 12,
+    beyond: Any = None,
 ) -> list[FigureSpec]:
     """The figures of a run, in report order (built lazily: call ``spec.build()``).
 
@@ -85,6 +87,10 @@ def figure_specs(
         A forest plot.
     top_k, max_classes : int
         Passed to the bar / heatmap figures and to the curve figures.
+    beyond : BeyondAP, dict or mapping label -> one of them, optional
+        Calibration and optimal LRP (:func:`deteval.beyond.beyond_ap`, per detector in a
+        mapping): a reliability diagram and an LRP components figure each. Without it, an
+        ``analysis`` with ``calibration`` / ``lrp`` gives them.
 
     Returns
     -------
@@ -162,6 +168,8 @@ def figure_specs(
     if bootstrap is not None:
         doc = as_document(bootstrap, what="bootstrap")
         add("intervals", "Bootstrap intervals", "intervals", partial(forest, doc))
+    analysis_doc = None if analysis is None else as_document(analysis, what="analysis")
+    add_beyond_specs(beyond_documents(beyond, analysis_doc), add)
     return specs
 
 
@@ -175,12 +183,13 @@ def plot_all(
     formats: Sequence[str] = ("png", "svg"),
     top_k: int = 30,
     max_classes: int = 12,
+    beyond: Any = None,
 ) -> list[Path]:
     """Write every figure of a run into ``out_dir`` (created if missing), one file per format.
 
     Parameters
     ----------
-    results, analysis, explanation, bootstrap, top_k, max_classes
+    results, analysis, explanation, bootstrap, top_k, max_classes, beyond
         As in :func:`figure_specs`.
     out_dir : path
     formats : sequence of {"png", "svg"}
@@ -219,6 +228,7 @@ def plot_all(
         bootstrap=bootstrap,
         top_k=top_k,
         max_classes=max_classes,
+        beyond=beyond,
     )
     out.mkdir(parents=True, exist_ok=True)
     written = []

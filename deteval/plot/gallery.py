@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from deteval._safe_read import read_bytes
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
 from deteval.evaluate import EvalResult, ground_truth_flags
-from deteval.io._text import read_bytes
 from deteval.per_image import ERROR_WORDS, explained_matches, per_image
 from deteval.plot._gallery_html import gallery_section, label_errors_section
 from deteval.plot._gallery_values import (

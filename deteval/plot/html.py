@@ -23,6 +23,7 @@ from typing import Any
 
 from deteval._version import __version__
 from deteval.plot._base import as_document, atomic_write, figure_bytes
+from deteval.plot._beyond import beyond_documents, beyond_section
 from deteval.plot._html_assets import _CSS, _JS
 from deteval.plot._html_format import _num, _num_cell, _table, _text_cell, escape
 from deteval.plot._html_tables import _class_section, _inputs_section, _metrics_section, _notes_section
@@ -299,6 +300,7 @@ def render_report(
     gallery: Any = None,
     label_errors: Any = None,
     subject: str | None = None,
+    beyond: Any = None,
 ) -> str:
     """The report as one HTML string (see :func:`write_report`)."""
     named = named_results(results, where="write_report")
@@ -320,7 +322,9 @@ def render_report(
         bootstrap=bootstrap_doc,
         top_k=top_k,
         max_classes=max_classes,
+        beyond=beyond,
     )
+    beyond_docs = beyond_documents(beyond, analysis_doc)
     specs = _drawn(specs)
     if title is None:
         title = "deteval report: " + ", ".join(label for label, _ in named)
@@ -351,6 +355,9 @@ def render_report(
         sections.append(_about(_errors_section(analysis_doc, specs), subject, analysis_doc))
     if bootstrap_doc:
         sections.append(_intervals_section(bootstrap_doc, specs))
+    if beyond_docs:  # calibration and optimal LRP (deteval.plot._beyond)
+        nav.append(("beyond", "Calibration and LRP"))
+        sections.append(beyond_section(beyond_docs, specs, _figure))
     css, js = _CSS, _JS
     if gallery is not None:
         from deteval.plot._gallery_html import _GALLERY_CSS, _GALLERY_JS, gallery_section
@@ -399,6 +406,7 @@ def write_report(
     gallery: Any = None,
     label_errors: Any = None,
     subject: str | None = None,
+    beyond: Any = None,
 ) -> Path:
     """Write one self-contained HTML report of a run.
 
@@ -430,6 +438,11 @@ def write_report(
         Which detector the analysis, explanation, gallery and label errors are of (said at the
         top of each of those sections; ``deteval report`` passes the first ``--dt``'s name when
         there are several).
+    beyond : BeyondAP, dict or mapping label -> one of them, optional
+        Calibration and optimal LRP per detector (``#beyond``: D-ECE overall and per class with
+        the reliability diagram, moLRP and each class's oLRP, components and optimal threshold
+        with the components figure; intervals and paired differences when bootstrapped).
+        Without it, an ``analysis`` with ``calibration`` / ``lrp`` gives them.
 
     Returns
     -------
@@ -455,5 +468,6 @@ def write_report(
         gallery=gallery,
         label_errors=label_errors,
         subject=subject,
+        beyond=beyond,
     )
     return atomic_write(out, text.encode("utf-8"))

@@ -1,61 +1,20 @@
-"""YAML text -> plain Python values, loaded safely (the syntax layer of protocol files).
+"""YAML text -> plain Python values of protocol files, under the one YAML policy.
 
 :func:`parse_yaml` reads a protocol file's text and :func:`parse_yaml_value` one ``--set``
-value; both refuse, before anything is constructed, any tag outside plain YAML (so nothing a
-file says is ever run), duplicate keys, and anchors/aliases. ``1e10`` reads as a float (YAML 1.2
-style). Errors are :class:`~deteval.errors.ConfigError` naming the file and the key path.
-:mod:`deteval.protocol.yaml` turns the values into a :class:`~deteval.protocol.spec.Protocol`.
+value with :func:`deteval._safe_read.parse_yaml` (the policy every YAML reader applies: no tag
+outside plain YAML, no duplicate keys, no anchors/aliases), saying what a protocol expects.
+``1e10`` reads as a float (YAML 1.2 style). Errors are :class:`~deteval.errors.ConfigError`
+naming the file and the key path. :mod:`deteval.protocol.yaml` turns the values into a
+:class:`~deteval.protocol.spec.Protocol`.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-import yaml
-
-from deteval._safe_yaml import duplicate_key_message
-from deteval.errors import ConfigError
+from deteval._safe_read import parse_yaml as _parse
 
 __all__ = ["parse_yaml", "parse_yaml_value"]
-
-#: Tags the safe loader may build. Anything else (``!!python/...``, ``!custom``) is refused.
-_ALLOWED_TAGS = frozenset(
-    "tag:yaml.org,2002:" + t
-    for t in (
-        "null",
-        "bool",
-        "int",
-        "float",
-        "str",
-        "seq",
-        "map",
-        "merge",
-        "timestamp",
-        "binary",
-        "omap",
-        "pairs",
-        "set",
-    )
-)
-
-
-class _SafeLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that also reads ``1e10`` as a float (YAML 1.2 style).
-
-    Note
-    ----
-    PyYAML follows YAML 1.1, where a float needs a dot and a signed exponent: ``1e10`` is the
-    *string* "1e10". Size ranges are naturally written ``[9216, 1e10]``, so the YAML 1.2 form is
-    added; quoted values (``"0.5"``) stay strings and are refused where a number is expected.
-    """
-
-
-_SafeLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
 
 
 def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
@@ -86,25 +45,7 @@ def parse_yaml(text: str, *, filename: str = "<string>") -> Any:
     ...
     deteval.errors.ConfigError: x.yaml: a: duplicate key (lines 1 and 2); expected each key once
     """
-    return _parse(text, filename, "", "one YAML mapping of protocol fields")
-
-
-def _parse(text: str, filename: str, root: str, expected: str) -> Any:
-    loader = _SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        _check_nodes(node, root, filename, set())
-        return loader.construct_document(node)
-    except yaml.MarkedYAMLError as exc:
-        raise ConfigError(_yaml_error_message(exc, filename, expected)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{filename}: invalid YAML ({exc}); expected {expected}") from None
-    except RecursionError:
-        raise ConfigError(f"{filename}: YAML nested too deeply; expected {expected}") from None
-    finally:
-        loader.dispose()
+    return _parse(text, filename=filename, expected="one YAML mapping of protocol fields", yaml12_floats=True)
 
 
 def parse_yaml_value(text: str, *, where: str = "<value>", key: str = "") -> Any:
@@ -122,57 +63,5 @@ def parse_yaml_value(text: str, *, where: str = "<value>", key: str = "") -> Any
     """
     if not text.strip():
         return None
-    return _parse(text, where, key, f"a value in YAML syntax{' for ' + key if key else ''}")
-
-
-def _yaml_error_message(exc: yaml.MarkedYAMLError, filename: str, expected: str) -> str:
-    mark = exc.problem_mark or exc.context_mark
-    where = f"{filename}: line {mark.line + 1}, column {mark.column + 1}" if mark else filename
-    problem = " ".join(str(exc.problem or exc.context or exc).split())
-    context = " ".join(str(exc.context or "").split())
-    hint = ""
-    if "block scalar" in problem or "block scalar" in context:
-        hint = ' (quote values that start with ">" or "|", e.g. iou_comparison: ">=")'
-    elif "found character" in problem and "\\t" in problem:
-        hint = " (YAML indentation uses spaces, not tabs)"
-    return f"{where}: invalid YAML: {problem}{hint}; expected {expected}"
-
-
-def _check_nodes(node: yaml.Node, path: str, filename: str, seen: set) -> None:
-    """Refuse duplicate keys and any tag outside plain YAML, before anything is constructed.
-
-    A node reached twice is an alias (``*name``): refused, which also stops alias bombs.
-    """
-    if id(node) in seen:
-        line = node.start_mark.line + 1
-        raise ConfigError(
-            f"{filename}: {path or '(document)'}: anchors and aliases (&name / *name, "
-            f"line {line}) are not allowed; expected plain values (a protocol "
-            f"inherits with `extends:`)"
-        )
-    seen.add(id(node))
-    if node.tag not in _ALLOWED_TAGS:
-        line = node.start_mark.line + 1
-        tag = node.tag.replace("tag:yaml.org,2002:", "!!", 1)
-        raise ConfigError(
-            f"{filename}: {path or '(document)'}: tag {tag!r} (line {line}) is not "
-            f"allowed; expected plain YAML values (deteval loads YAML safely: "
-            f"nothing was constructed or run)"
-        )
-    if isinstance(node, yaml.MappingNode):
-        first_line: dict = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                _check_nodes(value_node, path, filename, seen)
-                continue
-            _check_nodes(key_node, path, filename, seen)
-            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else repr(key_node.value)
-            child = f"{path}.{key}" if path else str(key)
-            line, column = key_node.start_mark.line + 1, key_node.start_mark.column + 1
-            if key in first_line:
-                raise ConfigError(duplicate_key_message(filename, child, first_line[key], (line, column)))
-            first_line[key] = (line, column)
-            _check_nodes(value_node, child, filename, seen)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _check_nodes(item, f"{path}[{i}]", filename, seen)
+    expected = f"a value in YAML syntax{' for ' + key if key else ''}"
+    return _parse(text, filename=where, expected=expected, root=key, yaml12_floats=True)

@@ -45,8 +45,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from deteval._safe_read import MAX_BYTES, read_text
 from deteval.errors import ConfigError
-from deteval.io._text import read_bytes
 from deteval.protocol.safe_yaml import parse_yaml, parse_yaml_value
 from deteval.protocol.spec import FIELDS, Protocol, check_field, describe_value, field_names, optional_fields
 from deteval.protocol.yaml_dump import dump_protocol
@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 #: Protocol files are a few hundred bytes; anything above this is refused unread.
-MAX_CONFIG_BYTES = 1 << 20
+MAX_CONFIG_BYTES = MAX_BYTES["yaml"]
 
 _MAX_EXTENDS_DEPTH = 16
 
@@ -287,19 +287,14 @@ def _load(path: Path, *, chain: tuple = (), referrer: str | None = None) -> Prot
         raise ConfigError(
             f"{referrer or shown}: expected at most {_MAX_EXTENDS_DEPTH} levels of `extends:`, found more"
         )
-    where = f"{referrer}: {shown}" if referrer else shown
-    try:  # read_bytes refuses FIFOs and devices, caps the size, records the file as an input
-        raw = read_bytes(
+    try:  # read_text refuses FIFOs and devices, caps the size, records the file as an input
+        text = read_text(
             os.fspath(path), what="a readable YAML protocol file", limit=MAX_CONFIG_BYTES, error=ConfigError
         )
     except ConfigError as exc:
         if referrer:
             raise ConfigError(f"{referrer}: expected a readable YAML protocol file, found {exc}") from None
         raise
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}: expected UTF-8 text, found undecodable bytes") from None
     data = parse_yaml(text, filename=shown)
     return protocol_from_mapping(data, where=shown, base_dir=path.parent, _chain=chain + (real,))
 

@@ -7,6 +7,7 @@ in submodules by command:
 - :mod:`deteval.report.results`: ``evaluate``'s JSON document, table, Markdown, CSV and its
   analysis outputs (confidence tables, mask modes, ``--matches``);
 - :mod:`deteval.report.compare`: ``compare``'s side-by-side table and ``--explain``;
+- :mod:`deteval.report.explanation`: the walk of :func:`deteval.explain` in words (:class:`Explanation`);
 - :mod:`deteval.report.detectors`: several detectors side by side, bootstrap intervals;
 - :mod:`deteval.report.analyze`: ``analyze`` (TIDE errors, AP decomposition, confusion);
 - :mod:`deteval.report.rank`: ``rank``;

@@ -12,8 +12,7 @@ import orjson
 
 from deteval._version import __version__
 from deteval.protocol import Protocol
-from deteval.report._format import _cells, _md_escape
-from deteval.report.beyond import beyond_sections
+from deteval.report.beyond import beyond_sections, render_sections
 from deteval.tide import MAIN_ERRORS, SPECIAL_ERRORS, whose_ap
 
 __all__ = [
@@ -240,34 +239,9 @@ def _label_error_section(doc: dict) -> tuple:
 
 def format_analysis_table(doc: dict) -> str:
     """Plain-text tables of an :meth:`AnalysisResult.to_dict` document."""
-    blocks = []
-    for title, header, rows in _analysis_sections(doc):
-        header, rows = _cells(header), [_cells(r) for r in rows]
-        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-        lines = [
-            title,
-            "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))),
-        ]
-        for r in rows:
-            lines.append(
-                "  ".join(
-                    str(v).rjust(w) if i else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths))
-                )
-            )
-        blocks.append("\n".join(line.rstrip() for line in lines))
-    return "\n\n".join(blocks) + "\n"
+    return render_sections(_analysis_sections(doc), "table")
 
 
 def format_analysis_markdown(doc: dict) -> str:
     """Markdown tables of an :meth:`AnalysisResult.to_dict` document."""
-    blocks = []
-    for title, header, rows in _analysis_sections(doc):
-        lines = [
-            f"**{title}**",
-            "",
-            "| " + " | ".join(header) + " |",
-            "|" + "|".join("---" for _ in header) + "|",
-        ]
-        lines += ["| " + " | ".join(_md_escape(str(v)) for v in r) + " |" for r in rows]
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks) + "\n"
+    return render_sections(_analysis_sections(doc), "markdown")

@@ -1,8 +1,56 @@
-"""Tables of ``deteval analyze``'s beyond-AP parts: calibration, optimal LRP, mean TP IoU, mAUC."""
+"""Tables of the beyond-AP parts: calibration, optimal LRP, mean TP IoU, mAUC.
+
+``deteval analyze`` shows them among its sections; ``deteval evaluate | compare --calibration
+--lrp`` one block per result (:func:`format_beyond`).
+"""
 
 from __future__ import annotations
 
-__all__ = ["beyond_sections"]
+from deteval.report._format import _cells, _md_escape
+
+__all__ = ["beyond_sections", "format_beyond", "render_sections"]
+
+
+def render_sections(sections: list, fmt: str = "table") -> str:
+    """(title, header, rows) tables as aligned plain text (``table``) or Markdown (``markdown``)."""
+    blocks = []
+    for title, header, rows in sections:
+        if fmt == "markdown":
+            lines = [
+                f"**{title}**",
+                "",
+                "| " + " | ".join(header) + " |",
+                "|" + "|".join("---" for _ in header) + "|",
+            ]
+            lines += ["| " + " | ".join(_md_escape(str(v)) for v in r) + " |" for r in rows]
+            blocks.append("\n".join(lines))
+            continue
+        header, rows = _cells(header), [_cells(r) for r in rows]
+        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+        lines = [
+            title,
+            "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))),
+        ]
+        for r in rows:
+            lines.append(
+                "  ".join(
+                    str(v).rjust(w) if i else str(v).ljust(w) for i, (v, w) in enumerate(zip(r, widths))
+                )
+            )
+        blocks.append("\n".join(line.rstrip() for line in lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def format_beyond(doc: dict, *, title: str = "", fmt: str = "table") -> str:
+    """One result's calibration / LRP parts (and their intervals) as text.
+
+    ``doc``: ``calibration``, ``lrp``, ``calibration_ci``, ``lrp_ci`` with ``bootstrap`` (the
+    settings), ``paired``; ``title`` (the detector and protocol) heads each table.
+    """
+    sections = beyond_sections(doc)
+    if title:
+        sections = [(f"{t} [{title}]", header, rows) for t, header, rows in sections]
+    return render_sections(sections, fmt)
 
 
 def _num(value: float | None, digits: int = 4) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 
 from deteval.errors import printable
 from deteval.evaluate import EvalResult
-from deteval.explain import Explanation
 from deteval.report._format import _cells, _csv_number, _fmt, _md_escape, csv_safe
+from deteval.report.explanation import Explanation
 from deteval.report.results import to_json
 from deteval.summary import class_ap
 

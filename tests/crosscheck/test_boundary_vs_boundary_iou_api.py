@@ -25,6 +25,7 @@ import deteval
 from tests.crosscheck.compare import assert_array_within_one_step
 from tests.crosscheck.generate_segm import generate_segm
 from tests.support.boundary import generate_boundary
+from tests.support.references import load_results
 
 cv2 = pytest.importorskip("cv2")
 
@@ -82,7 +83,7 @@ def run_reference(gt: dict, dt: list) -> COCOeval:
         coco_gt = COCO()
         coco_gt.dataset = copy.deepcopy(gt)
         coco_gt.createIndex()
-        coco_dt = coco_gt.loadRes(copy.deepcopy(dt))
+        coco_dt = load_results(coco_gt, dt)
         evaluator = BoundaryCOCOeval(coco_gt, coco_dt, "segm")
         evaluator.evaluate()
         evaluator.accumulate()
@@ -105,16 +106,12 @@ def check_equal(name: str, gt: dict, dt: list) -> None:
 @pytest.mark.parametrize("seed", range(12))
 def test_boundary_equal_boundary_iou_api_on_masks(seed):
     gt, dt = generate_boundary(seed)
-    if not dt:
-        pytest.skip("pycocotools' loadRes cannot take an empty result list")
     check_equal(f"masks-{seed}", gt, dt)
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_boundary_equal_boundary_iou_api_on_polygons(seed):
     gt, dt = generate_segm(seed, max_images=4)
-    if not dt:
-        pytest.skip("pycocotools' loadRes cannot take an empty result list")
     check_equal(f"segm-{seed}", gt, dt)
 
 
@@ -128,3 +125,8 @@ def test_small_images_follow_opencv():
         d = dilation_pixels(h, w, 0.1)
         expected = mask_to_boundary(mask, 0.1).astype(bool)
         assert np.array_equal(mask_boundary(mask.astype(bool), d), expected), (h, w)
+
+
+def test_boundary_with_no_detections_equals_boundary_iou_api():
+    gt, _ = generate_boundary(0)
+    check_equal("masks-0 no detections", gt, [])

@@ -25,6 +25,7 @@ faster_coco_eval = pytest.importorskip("faster_coco_eval")
 pytest.importorskip("cv2")  # faster-coco-eval's boundary mode imports OpenCV
 
 from tests.support.boundary import generate_boundary  # noqa: E402
+from tests.support.references import load_results  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
 
@@ -34,7 +35,7 @@ def run_faster_coco_eval(gt: dict, dt: list):
 
     with contextlib.redirect_stdout(io.StringIO()):
         coco_gt = COCO(copy.deepcopy(gt))
-        coco_dt = coco_gt.loadRes(copy.deepcopy(dt))
+        coco_dt = load_results(coco_gt, dt)
         evaluator = COCOeval_faster(coco_gt, coco_dt, "boundary")
         evaluator.evaluate()
         evaluator.accumulate()
@@ -67,7 +68,7 @@ def check_equal(name: str, gt: dict, dt: list) -> None:
             actual = deteval_ious(gt, dt, image_id, category_id)
             assert np.array_equal(actual, expected), f"{name}: IoUs of image {image_id}, class {category_id}"
             n_checked += expected.size
-    assert n_checked > 0
+    assert n_checked > 0 or not dt
     # The numbers: faster-coco-eval's C++ accumulation is not pycocotools' float for float
     # (precision 1.0 where pycocotools' tp / (tp + fp + eps) gives 0.9999999999999998), so the
     # stats and arrays agree to 1e-12 (deteval follows pycocotools there, checked `==` elsewhere).
@@ -89,16 +90,12 @@ def check_equal(name: str, gt: dict, dt: list) -> None:
 @pytest.mark.parametrize("seed", range(12))
 def test_boundary_equal_faster_coco_eval_on_masks(seed):
     gt, dt = generate_boundary(seed)
-    if not dt:
-        pytest.skip("faster-coco-eval's loadRes cannot take an empty result list")
     check_equal(f"masks-{seed}", gt, dt)
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_boundary_equal_faster_coco_eval_on_polygons(seed):
     gt, dt = generate_segm(seed, max_images=4)
-    if not dt:
-        pytest.skip("faster-coco-eval's loadRes cannot take an empty result list")
     check_equal(f"segm-{seed}", gt, dt)
 
 
@@ -109,3 +106,8 @@ def test_boundary_ap_is_below_mask_ap():
     masks = deteval.evaluate(gt, dt, deteval.get_protocol("coco-boundary").replace(iou_type="segm"))
     assert boundary.metrics["AP"] < masks.metrics["AP"]
     assert np.all(np.nan_to_num(boundary.recall, nan=0) <= np.nan_to_num(masks.recall, nan=0))
+
+
+def test_boundary_with_no_detections_equals_faster_coco_eval():
+    gt, _ = generate_boundary(0)
+    check_equal("masks-0 no detections", gt, [])

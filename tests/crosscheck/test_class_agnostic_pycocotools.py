@@ -28,6 +28,7 @@ from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_keypoints import generate_keypoints
 from tests.crosscheck.generate_segm import generate_segm
 from tests.reference.run_pycocotools import PycocoResult
+from tests.support.references import load_results
 
 pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.DetevalWarning")
 
@@ -56,7 +57,7 @@ def run_pycocotools_agnostic(gt: dict, dt: list, protocol: deteval.Protocol) -> 
         coco_gt = COCO()
         coco_gt.dataset = gt
         coco_gt.createIndex()
-        coco_dt = coco_gt.loadRes(dt)
+        coco_dt = load_results(coco_gt, dt)
         ev = COCOeval(coco_gt, coco_dt, iouType=protocol.iou_type)
         ev.params.useCats = 0
         ev.params.iouThrs = np.array(protocol.iou_thresholds, dtype=np.float64)
@@ -89,18 +90,24 @@ def assert_arrays(result, expected, what):
 @pytest.mark.parametrize("name", list(BBOX_DATASETS))
 def test_bbox_presets_equal_pycocotools_use_cats_0(preset, name):
     gt, dt = generate(**BBOX_DATASETS[name])
-    if not dt:
-        pytest.skip("pycocotools' loadRes cannot take an empty result list")
     protocol = agnostic(preset)
     result = deteval.evaluate(gt, dt, protocol)
     assert_arrays(result, run_pycocotools_agnostic(gt, dt, protocol), f"{name} {preset} class_agnostic")
 
 
+@pytest.mark.parametrize("preset", BBOX_PRESETS)
+def test_no_detections_equal_pycocotools_use_cats_0(preset):
+    gt, _ = generate(**BBOX_DATASETS[next(iter(BBOX_DATASETS))])
+    protocol = agnostic(preset)
+    result = deteval.evaluate(gt, [], protocol)
+    assert_arrays(
+        result, run_pycocotools_agnostic(gt, [], protocol), f"no detections {preset} class_agnostic"
+    )
+
+
 @pytest.mark.parametrize("seed", SEGM_SEEDS)
 def test_segm_raster_equals_pycocotools_use_cats_0(seed):
     gt, dt = generate_segm(seed=seed)
-    if not dt:
-        pytest.skip("pycocotools' loadRes cannot take an empty result list")
     for preset in ("coco-pycocotools", "coco"):
         protocol = agnostic(preset, iou_type="segm", mask_iou="raster")
         result = deteval.evaluate(gt, dt, protocol)

@@ -1,15 +1,12 @@
 """Bootstrap intervals of D-ECE and optimal LRP (deteval.stats.beyond).
 
 A resample weighs each image by how often it was drawn. The slow twin here builds that resample
-literally -- a COCO dataset in which every drawn image appears as many times as drawn, with its
-objects and detections -- and scores it with the point functions; every resample's D-ECE and
+literally (tests/support/resample.py) and scores it with the point functions; every resample's D-ECE and
 oLRP (per class and overall, with components) must equal the weighted computation.
 """
 
 from __future__ import annotations
 
-import copy
-import random
 import warnings
 
 import numpy as np
@@ -21,44 +18,12 @@ from deteval.errors import ConfigError
 from deteval.lrp import optimal_lrp, tp_ious
 from deteval.stats.beyond import beyond_differences, beyond_intervals, beyond_samples
 from deteval.stats.settings import bootstrap_weights
-from tests.crosscheck.generate import generate
+from tests.support.resample import dataset, resampled, scored
 
 KEYS = ("oLRP", "oLRP_loc", "oLRP_FP", "oLRP_FN")
 
 
-def _dataset(seed: int):
-    gt, dt = generate(seed, max_images=8, max_classes=3)
-    rng = random.Random(seed)
-    scores = rng.sample(range(1, 10 * len(dt) + 10), len(dt))  # distinct: ties would reorder copies
-    for record, s in zip(dt, scores):
-        record["score"] = s / (10 * len(dt) + 10)
-    return gt, dt
-
-
-def _score(gt, dt):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        g = deteval.load_ground_truth(gt)
-        d = deteval.load_detections(dt, g)
-        return g, d, deteval.evaluate(g, d, "coco")
-
-
-def _resampled(gt: dict, dt: list, weight: np.ndarray, image_ids: np.ndarray) -> tuple[dict, list]:
-    """The resample as a dataset: image ``i`` drawn ``w`` times appears ``w`` times (new ids)."""
-    out = copy.deepcopy(gt)
-    out["images"], out["annotations"], results = [], [], []
-    ann_id = 1
-    for image_id, w in zip(image_ids.tolist(), weight.tolist()):
-        record = next(r for r in gt["images"] if r["id"] == image_id)
-        for copy_index in range(w):
-            new_id = image_id * 1000 + copy_index  # copies adjacent in image-id order
-            out["images"].append({**record, "id": new_id})
-            for ann in gt["annotations"]:
-                if ann["image_id"] == image_id:
-                    out["annotations"].append({**ann, "id": ann_id, "image_id": new_id})
-                    ann_id += 1
-            results += [{**r, "image_id": new_id} for r in dt if r["image_id"] == image_id]
-    return out, results
+_dataset, _score, _resampled = dataset, scored, resampled
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from deteval._safe_read import files as _text
 from deteval.cli import main
 from deteval.errors import InputError
-from deteval.io import _text
 from deteval.io.coco import fast
 from deteval.io.coco.ground_truth import load_coco_gt
 from deteval.io.coco.results import load_coco_dt

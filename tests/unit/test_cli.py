@@ -389,13 +389,6 @@ def test_same_inputs_give_byte_identical_json_across_runs_and_hash_seeds(tmp_pat
 
 
 def test_same_inputs_give_byte_identical_json_across_workers(tmp_path):
-    if (
-        "--workers"
-        not in subprocess.run(
-            [sys.executable, "-m", "deteval", "evaluate", "--help"], capture_output=True, text=True, cwd=ROOT
-        ).stdout
-    ):
-        pytest.skip("no --workers option yet")
     one = _cli_json(tmp_path, "w1.json", "0", "--workers", "1")
     assert _cli_json(tmp_path, "w3.json", "1", "--workers", "3") == one
 

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from deteval import _speedups
+from deteval._safe_read import MAX_BYTES
 from deteval.errors import DetevalError
 from deteval.io import output, yolo
-from deteval.io._text import MAX_BYTES
 from deteval.io.coco import fast
 from deteval.io.identity import _named, join_voc_ids
 from deteval.io.voc import load_voc_dt, load_voc_gt

@@ -304,8 +304,8 @@ def test_paths_relative_to_cwd(monkeypatch):
 
 def test_read_bytes_refuses_a_folder_with_a_message(tmp_path):
     """os.open opens a folder read-only on Linux: the check must come before os.fdopen."""
+    from deteval._safe_read import read_bytes
     from deteval.errors import InputError
-    from deteval.io._text import read_bytes
 
     with pytest.raises(InputError, match="is a folder, not a regular file; expected an image file"):
         read_bytes(str(tmp_path), what="an image file")

@@ -23,14 +23,14 @@ import pycocotools.mask as mask_utils
 import pytest
 
 import deteval
+from deteval._safe_read import line_of, loads_strict, read_bytes, recording_reads
 from deteval.cli import main
 from deteval.errors import ConfigError, InputError, printable
 from deteval.geometry.boxes import pair_box_iou
-from deteval.io._json import loads_strict
-from deteval.io._text import line_of, read_bytes
-from deteval.io.output import check_output, recording_reads, write_output
+from deteval.io.output import check_output, write_output
 from deteval.sharding import effective_workers, usable_cpus
 from tests import ROOT
+from tests.support.processes import catches, freeze_when, send_each, wait_stopped, workers_of
 
 GOOD_GT = ROOT / "fixtures" / "coco" / "gt.json"
 GOOD_DT = ROOT / "fixtures" / "coco" / "dt.json"
@@ -98,15 +98,18 @@ def big_inputs(tmp_path: Path, n_images: int = 3000, per_image: int = 60) -> tup
     return gt, dt
 
 
-def wait_busy(proc: subprocess.Popen, cpu_seconds: float) -> None:
-    """Wait until ``proc`` has used ``cpu_seconds`` of CPU (imports done, the run under way)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    deadline = time.time() + 60
-    while time.time() < deadline and proc.poll() is None:
-        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        if (int(fields[11]) + int(fields[12])) / ticks >= cpu_seconds:
-            return
-        time.sleep(0.02)
+def signal_frozen(proc: subprocess.Popen, ready, signum: int, what: str) -> None:
+    """Stop ``proc`` the moment ``ready()`` holds, send ``signum``, continue it.
+
+    The signal then always lands at that point, however fast the machine: sleeping until the
+    run looks busy let the run finish first on a fast machine, and the test skipped.
+    """
+    if not freeze_when(proc.pid, ready) or not ready():
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"the run ended before {what} was seen: make the run bigger")
+    proc.send_signal(signum)
+    os.kill(proc.pid, signal.SIGCONT)
 
 
 # -- outputs never destroy inputs ------------------------------------------------------------
@@ -231,11 +234,10 @@ def test_sigterm_during_a_large_matches_write_leaves_no_partial_file(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    wait_busy(proc, 1.5)  # loading and matching: the kill lands before or during the write
-    proc.send_signal(signal.SIGTERM)
+    # freeze the run the moment its temporary output file appears: the signal lands mid-write
+    writing = lambda: any(p.name.startswith(".matches.csv.") for p in tmp_path.iterdir())  # noqa: E731
+    signal_frozen(proc, writing, signal.SIGTERM, "the matches file's temporary copy")
     out, err = proc.communicate(timeout=60)
-    if proc.returncode == 0:
-        pytest.skip("the run finished before the signal")
     assert proc.returncode == 143, err
     assert err.strip().count("\n") == 0
     assert "terminated" in err
@@ -270,11 +272,10 @@ def test_sigint_exits_130_with_one_line(tmp_path):
         # ignoring it, as it should: give the child the default, as a terminal does
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    wait_busy(proc, 1.5)
-    proc.send_signal(signal.SIGINT)
+    # freeze the run once its own SIGTERM handler is installed (the CLI has started), then Ctrl-C
+    started = lambda: catches(proc.pid, signal.SIGTERM)  # noqa: E731
+    signal_frozen(proc, started, signal.SIGINT, "the CLI's signal handler")
     out, err = proc.communicate(timeout=60)
-    if proc.returncode == 0:
-        pytest.skip("the run finished before the signal")
     assert proc.returncode == 130, err
     assert "interrupted" in err
     assert "Traceback" not in err
@@ -398,21 +399,21 @@ def test_a_killed_worker_is_a_clear_error_within_seconds(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    children: list = []
-    deadline = time.time() + 60
+    # freeze the workers the moment they are seen, so they cannot finish before the kill
+    children: set[int] = set()
+    deadline = time.time() + 90
     while not children and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-        path = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
-        children = path.read_text().split() if path.exists() else []
-    if not children:
-        proc.kill()
-        pytest.skip("no worker seen")
-    for child in children:  # every worker found: whichever the parent waits on, it is dead
-        os.kill(int(child), signal.SIGKILL)
+        children = workers_of(proc.pid)
+        if not children:
+            time.sleep(0.002)
+    send_each(children, signal.SIGSTOP)
+    if not children or not wait_stopped(children):
+        send_each(children | {proc.pid}, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("no matching worker could be frozen: make the run bigger")
+    send_each(children, signal.SIGKILL)  # every worker: whichever the parent waits on, it is dead
     killed_at = time.time()
     out, err = proc.communicate(timeout=180)
-    if proc.returncode == 0:
-        pytest.skip("the workers had finished before the kill")
     assert proc.returncode == 3, err
     assert time.time() - killed_at < 20
     assert "worker process" in err
@@ -867,7 +868,7 @@ def test_read_log_resolves_paths_as_realpath_does(tmp_path, monkeypatch):
     """
     import os
 
-    from deteval.io.output import ReadLog
+    from deteval._safe_read import ReadLog
 
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "f.txt").write_text("x")

@@ -24,14 +24,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "deteval._version",
         "deteval._dtypes",
-        "deteval._safe_yaml",
+        "deteval._safe_read",  # the one reading policy: files, text, JSON, YAML (and the read log)
         "deteval._speedups",
         "deteval.errors",
         "deteval.memory",
         "deteval.integrations.distributed",
     ),
-    # The values: columns (data) and the checked masks (masks: segmentations -> columns, no paths).
-    ("deteval.data", "deteval.masks"),
+    # The values: columns (data), the checked masks (masks: segmentations -> columns, no paths)
+    # and what each IoU type needs of them (scorable: boxes, keypoints).
+    ("deteval.data", "deteval.masks", "deteval.scorable"),
     ("deteval.openimages",),  # Open Images label rules: values only (typed Any for the protocol)
     ("deteval.io",),
     ("deteval.protocol",),
@@ -93,9 +94,12 @@ def _layer(module: str) -> int:
     return best
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, imported deteval module) for every import in the file, at any depth."""
-    module = _module_name(path)
+def _imports(path: Path, module: str | None = None) -> list[tuple[int, str]]:
+    """(line, imported deteval module) for every import in the file, at any depth.
+
+    ``module``: the file's module name (default: from its place in the package).
+    """
+    module = _module_name(path) if module is None else module
     is_package = path.name == "__init__.py"
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
@@ -146,27 +150,69 @@ def test_imports_only_go_down(path: Path) -> None:
 
 
 def test_the_check_catches_a_planted_violation(tmp_path: Path) -> None:
-    """An upward import planted in a copy of a real module is found, at its line."""
+    """Upward imports planted in a copy of a real module are found, at their lines.
+
+    One at the top of the module, one inside a function (a lazy import, as evaluate's of
+    io.coco.require_boxes was) and one relative.
+    """
     planted = tmp_path / "deteval" / "data.py"
     planted.parent.mkdir()
     source = (PACKAGE / "data.py").read_text(encoding="utf-8")
     planted.write_text(
-        source + "\n\ndef _planted():\n    from deteval.evaluate import match\n", encoding="utf-8"
+        "from deteval.report import format_result\n"
+        + source
+        + "\n\ndef _planted():\n    from deteval.evaluate import match\n\n\n"
+        + "def _relative():\n    from .io import coco\n",
+        encoding="utf-8",
     )
-    tree = ast.parse(planted.read_text(encoding="utf-8"))
-    imports = [
-        (node.lineno, node.module or "")
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("deteval")
-    ]
-    bad = _violations("deteval.data", imports, "data.py")
-    line = len(source.splitlines()) + 4
+    bad = _violations("deteval.data", _imports(planted, "deteval.data"), "data.py")
+    line = len(source.splitlines()) + 5
+    layer = _layer
     assert bad == [
-        f"data.py:{line}: deteval.data (layer 1) imports deteval.evaluate (layer {_layer('deteval.evaluate')})"
+        f"data.py:1: deteval.data (layer 1) imports deteval.report (layer {layer('deteval.report')})",
+        f"data.py:{line}: deteval.data (layer 1) imports deteval.evaluate (layer {layer('deteval.evaluate')})",
+        f"data.py:{line + 4}: deteval.data (layer 1) imports deteval.io.coco (layer {layer('deteval.io')})",
     ]
     assert _violations("deteval.data", [(1, "deteval.errors")], "data.py") == []  # downward is fine
     # A module without a layer is refused too.
     assert _violations("deteval.data", [(3, "deteval.nowhere")], "data.py") != []
+
+
+#: The core: from pooling up to and including the analysis layer. It takes values (paths are
+#: read by io and api, docs/architecture.md): no module of it imports a reader.
+CORE = range(_layer("deteval.pooling"), _layer("deteval.label_errors") + 1)
+#: What reads files: the reading policy and the format adapters.
+READERS = ("deteval._safe_read", "deteval.io")
+
+
+def _reads_paths(module: str, imports: list[tuple[int, str]], where: str) -> list[str]:
+    """The imports of a reader (:data:`READERS`) by a module of the core (:data:`CORE`)."""
+    if _layer(module) not in CORE:
+        return []
+    return [
+        f"{where}:{line}: {module} (the core takes values) imports the reader {target}"
+        for line, target in imports
+        if any(target == r or target.startswith(r + ".") for r in READERS)
+    ]
+
+
+@pytest.mark.parametrize("path", FILES, ids=[_module_name(f) for f in FILES])
+def test_the_core_reads_no_path(path: Path) -> None:
+    bad = _reads_paths(_module_name(path), _imports(path), str(path.relative_to(PACKAGE.parent)))
+    assert not bad, "readers imported by the core (take values; read in io / api):\n" + "\n".join(bad)
+
+
+def test_the_path_check_catches_a_planted_reader() -> None:
+    """mask_modes loaded paths with io's loaders, and slices took io's ImageAttributes: caught."""
+    planted = [(18, "deteval.io"), (32, "deteval.io.image_attributes"), (40, "deteval._safe_read")]
+    assert _reads_paths("deteval.mask_modes", planted, "mask_modes.py") == [
+        "mask_modes.py:18: deteval.mask_modes (the core takes values) imports the reader deteval.io",
+        "mask_modes.py:32: deteval.mask_modes (the core takes values) imports the reader "
+        "deteval.io.image_attributes",
+        "mask_modes.py:40: deteval.mask_modes (the core takes values) imports the reader deteval._safe_read",
+    ]
+    assert _reads_paths("deteval.api.inputs", planted, "inputs.py") == []  # api reads paths
+    assert _reads_paths("deteval.mask_modes", [(1, "deteval.iou")], "m.py") == []  # a prefix is not enough
 
 
 #: No module of the package is longer than this (split along a natural seam instead).

@@ -336,9 +336,10 @@ def test_pruned_pairs_could_not_have_matched():
 def test_compare_mask_modes_reports_small_object_differences():
     from tests.crosscheck.generate_segm import generate_segm
 
-    gt, dt = generate_segm(5, n_images=12, result_style="polygon+bbox")
+    gt_dict, dt_list = generate_segm(5, n_images=12, result_style="polygon+bbox")
+    gt = deteval.load_ground_truth(gt_dict)  # mask_modes takes values (deteval.api: paths, dicts)
     protocol = EXACT.replace(invalid_polygons="make_valid")
-    comparison = compare_mask_modes(gt, dt, protocol)
+    comparison = compare_mask_modes(gt, deteval.load_detections(dt_list, gt), protocol)
     assert comparison.raster.protocol.mask_iou == "raster"
     assert comparison.exact.protocol.mask_iou == "exact"
     assert set(comparison.metric_difference) == set(comparison.exact.metrics)

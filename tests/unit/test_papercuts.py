@@ -226,7 +226,7 @@ def test_compare_mask_modes_says_rle_masks_stay_rasters(run_cli, tmp_path):
         record["segmentation"] = {"size": rle["size"], "counts": rle["counts"].decode()}
     path = tmp_path / "dt_rle.json"
     path.write_text(json.dumps(dt))
-    from deteval.mask_modes import compare_mask_modes
+    from deteval.api import compare_mask_modes  # paths: the front door (mask_modes takes values)
 
     c = compare_mask_modes(str(ROOT / "fixtures" / "segm" / "gt.json"), str(path))
     assert (c.n_det_rle, c.n_det_masks, c.n_gt_rle, c.n_gt_masks) == (

@@ -30,6 +30,10 @@ from deteval.io import load_detections, load_ground_truth
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "dota"
 
 
+#: How the one reading policy names each special file (deteval._safe_read.files).
+SPECIAL = {"fifo": r"a FIFO \(named pipe\)", "device": "a character device", "folder": "a folder"}
+
+
 def _iou(det, gt, crowd=False):
     return pair_polygon_iou(
         np.array([det], float),
@@ -278,13 +282,17 @@ def test_special_files_where_label_or_result_files_are_expected(tmp_path, kind):
             path.mkdir()
 
     make(root / "labelTxt" / "b.txt")
-    with pytest.raises(InputError, match=r"b.txt: is not a regular file; expected DOTA labelTxt lines"):
+    with pytest.raises(
+        InputError,
+        match=rf"b.txt: is {SPECIAL[kind]}, not a regular file; expected DOTA labelTxt lines",
+    ):
         load_ground_truth(str(root))
     (root / "labelTxt" / "b.txt").unlink() if kind != "folder" else (root / "labelTxt" / "b.txt").rmdir()
     gt = load_ground_truth(str(root))
     make(res / "Task1_ship.txt")
     with pytest.raises(
-        InputError, match=r"Task1_ship.txt: is not a regular file; expected DOTA Task1 result lines"
+        InputError,
+        match=rf"Task1_ship.txt: is {SPECIAL[kind]}, not a regular file; expected DOTA Task1 result lines",
     ):
         load_detections(str(res), gt)
 
@@ -432,7 +440,8 @@ def test_special_files_in_obb_prediction_folder(tmp_path, kind):
     else:
         path.mkdir()
     with pytest.raises(
-        InputError, match=r"b.txt: is not a regular file; expected Ultralytics OBB prediction rows"
+        InputError,
+        match=rf"b.txt: is {SPECIAL[kind]}, not a regular file; expected Ultralytics OBB prediction rows",
     ):
         load_detections(str(preds), gt)
 

@@ -20,12 +20,12 @@ import pytest
 
 from deteval import _speedups
 from deteval._dtypes import row_dtype
+from deteval._safe_read import recording_reads
 from deteval.data import Detections
 from deteval.errors import DetevalError, InputError
 from deteval.io.category_map import _with_categories
 from deteval.io.coco import fast, load_coco_dt, load_coco_gt, results
 from deteval.io.identity import _named
-from deteval.io.output import recording_reads
 from tests.support.kernels import needs_kernel
 
 _colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled

@@ -950,7 +950,11 @@ def test_yolo_names_as_mapping_and_labels_next_to_images(tmp_path):
         ("names: [cat, dog]\n", "`val` is missing; expected the images folder of the split"),
         ("names: [cat, dog]\nval: nowhere\n", "`val: nowhere` is not a folder"),
         ("names: [cat\nval: x\n", "invalid YAML"),
-        ("names: !!python/object/apply:os.system ['echo hacked']\nval: images/val\n", "invalid YAML"),
+        # the one YAML policy (protocol files' message): refused before anything is constructed
+        (
+            "names: !!python/object/apply:os.system ['echo hacked']\nval: images/val\n",
+            "names: tag '!!python/object/apply:os.system' (line 1) is not allowed",
+        ),
         ("- a\n- b\n", "expected a mapping with `names` and `val`, found list"),
     ],
 )

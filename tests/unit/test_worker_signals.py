@@ -18,6 +18,7 @@ import pytest
 
 from deteval.sharding import usable_cpus
 from tests import ROOT
+from tests.support.processes import send_each, state_of, workers_of
 
 pytestmark = pytest.mark.skipif(usable_cpus() < 2, reason="one CPU: no worker processes")
 
@@ -50,14 +51,6 @@ def inputs(tmp_path_factory) -> tuple[Path, Path]:
     return gt, dt
 
 
-def workers_of(pid: int) -> set[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    try:
-        return {int(c) for c in path.read_text().split()}
-    except OSError:  # the process has ended
-        return set()
-
-
 def start(argv: list, *, own_group: bool = False) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "deteval", *map(str, argv)],
@@ -73,22 +66,6 @@ def start(argv: list, *, own_group: bool = False) -> subprocess.Popen:
         # child the default, as a terminal does
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-
-
-def state_of(pid: int) -> str:
-    """The one-letter state in ``/proc/PID/stat`` ("" once the process is gone)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return ""
-
-
-def send_each(pids: set[int], signum: int) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signum)
-        except ProcessLookupError:  # it has ended
-            pass
 
 
 def signal_while_workers_run(

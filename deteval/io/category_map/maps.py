@@ -10,10 +10,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from deteval._safe_yaml import find_alias
+from deteval._safe_read import MAX_BYTES, parse_yaml, read_text
 from deteval.data import GroundTruth
 from deteval.errors import ConfigError, shorten
-from deteval.io._text import read_text
 
 #: Largest share of detections ``unknown_category="drop"`` drops without ``max_drop=1``.
 MAX_DROP = 0.10
@@ -151,7 +150,8 @@ def read_category_map(spec: str | os.PathLike | Mapping | CategoryMap | None) ->
     ----------
     spec : str, os.PathLike, mapping, CategoryMap or None
         A file holds one mapping ``detection id: ground-truth id or name`` (JSON is YAML too);
-        it is read with ``yaml.safe_load`` rules (no tags, no anchors or aliases).
+        it is read under the one YAML policy (:mod:`deteval._safe_read`: plain tags, no anchors
+        or aliases, no key twice).
 
     Returns
     -------
@@ -182,22 +182,16 @@ def read_category_map(spec: str | os.PathLike | Mapping | CategoryMap | None) ->
             f"expected index0, index1, coco91 or a YAML/JSON file `detection id: ground-truth "
             f"id or name`"
         )
-    text = read_text(path, what="a category map (YAML or JSON: detection id -> ground-truth id or name)")
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(
-            f"{path}{line}: invalid YAML/JSON ({getattr(exc, 'problem', exc)}); expected "
-            f"a mapping `detection id: ground-truth id or name`"
-        ) from None
-    alias = find_alias(node)
-    if alias is not None:
-        raise ConfigError(
-            f"{path}:{alias.start_mark.line + 1}: YAML anchors and aliases are not "
-            f"allowed; expected plain values"
-        )
+    what = "a category map (YAML or JSON: detection id -> ground-truth id or name)"
+    text = read_text(path, what=what, limit=MAX_BYTES["data_yaml"])
+    # The one YAML policy: plain tags, no anchors or aliases, no key twice (JSON is YAML too).
+    node = parse_yaml(
+        text,
+        filename=path,
+        expected="a mapping `detection id: ground-truth id or name`",
+        error=ConfigError,
+        construct=False,
+    )
     if not isinstance(node, yaml.MappingNode):
         found = "nothing" if node is None else type(node).__name__.replace("Node", "").lower()
         raise ConfigError(

@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from deteval._safe_read import MAX_BYTES, loads_strict, read_bytes
 from deteval.errors import InputError
-from deteval.io._json import loads_strict
 from deteval.io._records import Problems, json_type
-from deteval.io._text import MAX_BYTES, read_bytes
 
 
 def _source(source: Any, default_name: str, fast_path: Any) -> tuple[Any, str]:

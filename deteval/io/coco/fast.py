@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import operator
 import os
-import stat
 from types import ModuleType
 from typing import Annotated, Any
 
@@ -32,15 +31,14 @@ except ImportError:  # pragma: no cover - msgspec is a declared dependency
 
 from deteval import _speedups
 from deteval._dtypes import row_dtype
+from deteval._safe_read import MAX_BYTES, check_unchanged, count_raw_keys, note_read, open_regular
+from deteval._safe_read.strict_json import _orjson
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError
-from deteval.io._json import _orjson, count_raw_keys
-from deteval.io._text import MAX_BYTES, check_unchanged
 from deteval.io.category_map import CategoryMap, map_categories
 from deteval.io.coco.fast_keypoints import KeypointParts, keypoint_results
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
-from deteval.io.output import note_read
 from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 
 #: The columns of a box-results file: image_id, category_id (int64), bbox (n, 4), score (float64).
@@ -235,26 +233,16 @@ def _stream_parts(path: str, make_parts: Any, chunk_size: int) -> tuple[Any, os.
 
     None without the extension, for anything but a regular file of at most the JSON limit, a
     file that cannot be read, or a part the parts' ``feed`` refuses. A file that changed while
-    read is an InputError (:func:`~deteval.io._text.check_unchanged`).
+    read is an InputError (:func:`~deteval._safe_read.check_unchanged`).
     """
     if _colparse is None:
         return None
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    except (OSError, ValueError):  # missing, a folder, a NUL in the path: read_bytes names it
+    opened = open_regular(path, limit=MAX_BYTES["json"])
+    if opened is None:  # missing, a folder, FIFO, device, or too large: read_bytes names it
         return None
-    try:
-        start = os.fstat(fd)
-        regular = stat.S_ISREG(start.st_mode) and start.st_size <= MAX_BYTES["json"]
-    except OSError:  # pragma: no cover - fstat of an open descriptor
-        regular = False
-    if not regular:  # a folder, FIFO, device, or too large: the whole-file reader names it
-        os.close(fd)
-        return None
+    fd, start = opened
     with os.fdopen(fd, "rb", buffering=0) as f:
         try:
-            if hasattr(os, "set_blocking"):
-                os.set_blocking(fd, True)
             parts = make_parts(start.st_size)
             n_read = _read_parts(f, parts, start.st_size, chunk_size)
         except OSError:

@@ -16,10 +16,10 @@ from typing import Any
 import msgspec as _msgspec
 import numpy as np
 
+from deteval._safe_read import MAX_BYTES, count_raw_keys, read_bytes
+from deteval._safe_read.strict_json import _count_keys, _orjson
 from deteval.data import GroundTruth
 from deteval.errors import InputError
-from deteval.io._json import _count_keys, _orjson, count_raw_keys
-from deteval.io._text import MAX_BYTES, read_bytes
 from deteval.io.coco import fast as _fast  # its _colparse, read at call time (one switch)
 from deteval.io.coco._common import _duplicates
 from deteval.io.coco.fast import (

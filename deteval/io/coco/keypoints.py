@@ -1,7 +1,7 @@
-"""COCO keypoints: the ``keypoints`` column, ``num_keypoints``, a result's box, the checks.
+"""COCO keypoints: the ``keypoints`` column, ``num_keypoints``, a result's box.
 
-Read for ground truth and results alike; :func:`require_keypoints` refuses a keypoints
-evaluation of records without them or with a count the protocol's sigmas do not have.
+Read for ground truth and results alike (:func:`deteval.scorable.require_keypoints` refuses a
+keypoints evaluation of records without them or with a count the protocol's sigmas do not have).
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ import itertools
 
 import numpy as np
 
-from deteval.data import Detections, GroundTruth
-from deteval.errors import ConfigError, InputError
 from deteval.io._records import MISSING, Problems, int_column
 
 
@@ -114,47 +112,3 @@ def keypoint_extent(keypoints: np.ndarray) -> np.ndarray:
     x, y = keypoints[:, :, 0], keypoints[:, :, 1]
     x0, x1, y0, y1 = x.min(axis=1), x.max(axis=1), y.min(axis=1), y.max(axis=1)
     return np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)
-
-
-def require_keypoints(gt: GroundTruth, dt: Detections, *, n_sigmas: int | None) -> None:
-    """Refuse a keypoints evaluation of records without keypoints, or of the wrong count.
-
-    Parameters
-    ----------
-    gt : GroundTruth
-    dt : Detections
-    n_sigmas : int or None
-        The protocol's ``keypoint_sigmas`` count (None: COCO's 17).
-
-    Raises
-    ------
-    InputError
-        Ground truth or detections without ``keypoints``, naming the count and the first ones.
-    ConfigError
-        A keypoint count that does not match the sigmas.
-    """
-    expected = 17 if n_sigmas is None else n_sigmas
-    both = (("ground truth", gt, gt.annotation_id), ("detections", dt, dt.order))
-    for name, value, positions in both:
-        kp = value.keypoints
-        missing = np.arange(len(value)) if kp is None else np.flatnonzero(np.isnan(kp[:, 0, 0]))
-        if len(missing):
-            label = "annotation id" if name == "ground truth" else "record #"
-            shown = ", ".join(
-                f"{label}{'' if label.endswith('#') else ' '}{int(positions[i])}" for i in missing[:5]
-            )
-            raise InputError(
-                f"{value.source}: {len(missing)} {name} record(s) without `keypoints` "
-                f"({shown}{', ...' if len(missing) > 5 else ''}); expected `keypoints` "
-                f"[x1, y1, v1, ...] in every record for iou_type 'keypoints'"
-            )
-    for _, value, _ in both:
-        kp = value.keypoints
-        if kp is not None and len(value) and kp.shape[1] != expected:
-            sigmas = "COCO's person keypoints" if n_sigmas is None else "keypoint_sigmas"
-            raise ConfigError(
-                f"{value.source}: {kp.shape[1]} keypoints per object, but the protocol has "
-                f"{expected} OKS sigmas ({sigmas}); "
-                f"expected keypoint_sigmas with {kp.shape[1]} values (e.g. --set "
-                f"keypoint_sigmas=[...])"
-            )

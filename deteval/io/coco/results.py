@@ -1,4 +1,4 @@
-"""COCO results JSON (detections): :func:`load_coco_dt`, and :func:`require_boxes`.
+"""COCO results JSON (detections): :func:`load_coco_dt`.
 
 Loading validates everything once; the value returned is frozen and the caller's lists and
 dicts are never modified.
@@ -236,28 +236,3 @@ def _join_images(dets: list, gt: GroundTruth, problems: Problems, *, integral_fl
             lambda i: plain(dets[i]["image_id"]),
         )
     return image
-
-
-def require_boxes(dt: Detections) -> None:
-    """Refuse detections without a ``bbox`` for a box evaluation (``iou_type="bbox"``).
-
-    Notes
-    -----
-    pycocotools' ``loadRes`` derives a missing bbox from the mask when the *first* result has
-    none; deteval decides per record, and scoring a box of zeros instead would be silent.
-
-    Raises
-    ------
-    InputError
-        Naming the first five records (their position in the source) and the count.
-    """
-    missing = np.flatnonzero(~dt.has_box)
-    if not len(missing):
-        return
-    shown = ", ".join(f"#{int(dt.order[i])}" for i in missing[:5])
-    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-    raise InputError(
-        f"{dt.source}: {len(missing)} detection(s) ({shown}{more}) have a `segmentation` "
-        f"but no `bbox`; expected a bbox [x, y, w, h] in every record for iou_type "
-        f"'bbox' (or score them with --iou-type segm)"
-    )

@@ -25,10 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from deteval._safe_read import MAX_BYTES, decode_text, line_of, loads_strict, read_bytes
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError, shorten
-from deteval.io._json import loads_strict
-from deteval.io._text import MAX_BYTES, line_of, read_bytes
 from deteval.openimages import ClassHierarchy, ImageLevelLabels, build_hierarchy
 
 __all__ = [
@@ -48,12 +47,8 @@ KAGGLE_COLUMNS = ("ImageId", "PredictionString")
 
 
 def _text(raw: bytes, path: str, what: str) -> str:
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{path}:{line_of(raw, exc.start)}: not UTF-8 text (byte {raw[exc.start]:#04x}); expected {what}"
-        ) from None
+    """UTF-8 text of a CSV file (:func:`deteval._safe_read.decode_text`: a BOM skipped)."""
+    return decode_text(raw, path, what=what)
 
 
 def _rows(path: str, what: str, required: tuple[str, ...]) -> tuple[list[str], list[tuple[int, dict]]]:

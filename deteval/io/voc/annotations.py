@@ -17,16 +17,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from deteval._safe_read import MAX_BYTES, read_bytes, read_text
 from deteval.data import GroundTruth
 from deteval.errors import InputError
 from deteval.io._text import (
-    MAX_BYTES,
     fail_records,
     is_safe_name,
     list_files,
     names_note,
-    read_bytes,
-    read_text,
     safe_child,
     shorten,
     split_rows,

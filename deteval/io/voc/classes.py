@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from deteval._safe_read import read_text
 from deteval.errors import ConfigError, InputError
-from deteval.io._text import is_safe_name, read_text, shorten, split_lines
+from deteval.io._text import is_safe_name, shorten, split_lines
 
 __all__ = ["VOC_CLASSES", "read_class_list"]
 
@@ -72,7 +73,7 @@ def read_class_list(spec: str | os.PathLike | Sequence[str]) -> tuple[str, ...]:
     path = os.fspath(spec)
     if path == "voc":
         return VOC_CLASSES
-    if not os.path.isfile(path):
+    if not os.path.exists(path):  # a folder, FIFO or device: read_text names what it is
         raise ConfigError(
             f"--classes {path}: not 'voc' and no such file; expected 'voc' (the 20 PASCAL "
             f"classes) or a file with one class name per line"

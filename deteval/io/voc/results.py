@@ -20,18 +20,10 @@ from dataclasses import replace
 import numpy as np
 
 from deteval import _speedups
+from deteval._safe_read import read_bytes, read_text
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import InputError
-from deteval.io._text import (
-    fail_records,
-    list_files,
-    names_note,
-    parse_floats,
-    read_bytes,
-    read_text,
-    shorten,
-    split_rows,
-)
+from deteval.io._text import fail_records, list_files, names_note, parse_floats, shorten, split_rows
 from deteval.io.coco.fast import _compiled_voc_rows
 from deteval.io.identity import explain_miss, join_voc_ids, stem
 from deteval.io.voc.annotations import _fmt

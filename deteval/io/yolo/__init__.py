@@ -36,20 +36,10 @@ from typing import Any
 import numpy as np
 
 from deteval import _speedups
+from deteval._safe_read import MAX_BYTES, changed_error, note_reads, read_bytes, read_text
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import InputError
-from deteval.io._text import (
-    MAX_BYTES,
-    changed_error,
-    fail_records,
-    list_files,
-    names_note,
-    parse_floats,
-    read_bytes,
-    read_text,
-    shorten,
-    split_rows,
-)
+from deteval.io._text import fail_records, list_files, names_note, parse_floats, shorten, split_rows
 from deteval.io.category_map import (
     MAX_DROP,
     describe_reading,
@@ -59,7 +49,6 @@ from deteval.io.category_map import (
 )
 from deteval.io.coco.fast import _compiled_yolo_rows
 from deteval.io.identity import stem
-from deteval.io.output import note_reads
 from deteval.io.yolo.dataset import (
     _class_names,
     _label_folder,

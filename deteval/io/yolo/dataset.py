@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 
 import numpy as np
-import yaml
 
-from deteval._safe_yaml import duplicate_key, duplicate_key_message, find_alias
+from deteval._safe_read import read_text, read_yaml
 from deteval.errors import InputError
-from deteval.io._text import fail_records, list_files, names_note, parse_floats, read_text, split_rows
+from deteval.io._text import fail_records, list_files, names_note, parse_floats, split_rows
 from deteval.io.yolo.image_size import IMAGE_EXTENSIONS, image_size
 
 
@@ -23,26 +22,8 @@ def _yaml_path(source: str) -> str:
 
 
 def _read_yaml(path: str) -> dict:
-    text = read_text(path, what="a YOLO data.yaml")
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        alias = find_alias(node)
-        if alias is not None:
-            raise InputError(
-                f"{path}:{alias.start_mark.line + 1}: YAML anchors and aliases "
-                f"(&name / *name) are not allowed; expected plain values"
-            )
-        duplicate = duplicate_key(node)
-        if duplicate is not None:  # one policy with protocol files: never keep the last silently
-            raise InputError(duplicate_key_message(path, *duplicate))
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(
-            f"{path}{line}: invalid YAML ({getattr(exc, 'problem', exc)}); expected a "
-            f"YOLO data.yaml with `names` and `val`"
-        ) from None
+    """The mapping of a data.yaml, under the one YAML policy (:func:`deteval._safe_read.read_yaml`)."""
+    data = read_yaml(path, what="a YOLO data.yaml with `names` and `val`", error=InputError)
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping with `names` and `val`, found {type(data).__name__}")
     return data

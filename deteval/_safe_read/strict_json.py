@@ -1,7 +1,9 @@
-"""Strict JSON reading.
+"""Strict JSON reading: the JSON part of the one reading policy.
 
 Fast (orjson), but refusing NaN/Infinity tokens, duplicate keys, documents nested deeper than
-:data:`MAX_DEPTH`, and files that are not UTF-8 JSON at all (gzip, UTF-16).
+:data:`MAX_DEPTH`, and files that are not UTF-8 JSON at all (gzip, UTF-16: named by
+:func:`deteval._safe_read.files.not_text`). A UTF-8 byte-order mark is skipped, as in every
+text file deteval reads.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 from types import ModuleType
 from typing import Any
 
+from deteval._safe_read.files import BOM, MAX_BYTES, not_text, read_bytes
 from deteval.errors import InputError, shorten
 
 _orjson: ModuleType | None
@@ -20,7 +23,7 @@ try:  # orjson parses COCO-sized files 2-3x faster than the standard library
 except ImportError:  # pragma: no cover - orjson is a declared dependency
     _orjson = None
 
-__all__ = ["loads_strict", "count_raw_keys", "MAX_DEPTH", "not_json_text"]
+__all__ = ["loads_strict", "read_json", "count_raw_keys", "MAX_DEPTH", "not_json_text"]
 
 #: Deepest nesting of arrays and objects accepted in a JSON input. COCO needs 5 levels (file,
 #: ``annotations``, record, ``segmentation``, polygon); deeper documents are refused with a clear
@@ -28,19 +31,6 @@ __all__ = ["loads_strict", "count_raw_keys", "MAX_DEPTH", "not_json_text"]
 MAX_DEPTH = 100
 
 _SPACED_KEY = re.compile(rb'"[ \t\n\r]+:')
-
-#: Leading bytes of files that are not UTF-8 text, and what to tell the user.
-_MAGIC = (
-    (b"\x1f\x8b", "gzip-compressed; expected JSON text: decompress it first (gunzip)"),
-    (b"PK\x03\x04", "a zip archive; expected JSON text: extract it first"),
-    (b"BZh", "bzip2-compressed; expected JSON text: decompress it first (bunzip2)"),
-    (b"\xfd7zXZ\x00", "xz-compressed; expected JSON text: decompress it first (unxz)"),
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed; expected JSON text: decompress it first (unzstd)"),
-    (b"\xff\xfe\x00\x00", "UTF-32 text; expected UTF-8: save it as UTF-8"),
-    (b"\x00\x00\xfe\xff", "UTF-32 text; expected UTF-8: save it as UTF-8"),
-    (b"\xff\xfe", "UTF-16 text (little-endian BOM); expected UTF-8: save it as UTF-8"),
-    (b"\xfe\xff", "UTF-16 text (big-endian BOM); expected UTF-8: save it as UTF-8"),
-)
 
 
 def not_json_text(raw: bytes) -> str | None:
@@ -50,18 +40,10 @@ def not_json_text(raw: bytes) -> str | None:
     --------
     >>> not_json_text(b"\x1f\x8b\x08\x00")
     'gzip-compressed; expected JSON text: decompress it first (gunzip)'
-    >>> not_json_text('[1]'.encode('utf-16-le'))
-    'UTF-16 text (no BOM); expected UTF-8: save it as UTF-8'
     >>> not_json_text(b"[1]") is None
     True
     """
-    for magic, what in _MAGIC:
-        if raw.startswith(magic):
-            return what
-    head = raw[:64]
-    if len(head) >= 2 and head.count(b"\x00") * 4 >= len(head):  # ASCII as UTF-16: every other byte 0
-        return "UTF-16 text (no BOM); expected UTF-8: save it as UTF-8"
-    return None
+    return not_text(raw, "JSON text")
 
 
 def count_raw_keys(raw: bytes) -> int:
@@ -104,7 +86,7 @@ def loads_strict(raw: bytes, where: str) -> Any:
     """Parse ``raw`` strictly.
 
     Reject NaN/Infinity tokens, duplicate keys inside an object, nesting deeper than
-    :data:`MAX_DEPTH`, and compressed or UTF-16 files (named as such).
+    :data:`MAX_DEPTH`, and compressed or UTF-16 files (named as such); skip a UTF-8 BOM.
 
     The duplicate-key check is structural: a count of the keys in the text (:func:`count_raw_keys`,
     whitespace before the colon included) against the parsed keys; only when the counts differ
@@ -119,6 +101,8 @@ def loads_strict(raw: bytes, where: str) -> Any:
     ...
     deteval.errors.InputError: dt.json: duplicate key 'score' in one JSON object (first value 0.9, then 0.1); expected each key once
     """
+    if raw.startswith(BOM):  # one policy with every text file: a UTF-8 byte-order mark is skipped
+        raw = raw[len(BOM) :]
     what = not_json_text(raw)
     if what is not None:
         raise InputError(f"{where}: invalid JSON: the file is {what}")
@@ -208,3 +192,8 @@ def _count_keys(value: Any) -> int:
             elif isinstance(item[0], (dict, list)):
                 stack.extend(v for v in item if isinstance(v, (dict, list)))
     return total
+
+
+def read_json(path: str, *, what: str = "a JSON file", limit: int = MAX_BYTES["json"]) -> Any:
+    """The strict JSON value of the regular file ``path`` (:func:`read_bytes`, :func:`loads_strict`)."""
+    return loads_strict(read_bytes(path, what=what, limit=limit), path)
