@@ -73,9 +73,9 @@ ABI: dict[str, int] = {
     "deteval._cboot": 1,
     "deteval._cmatch": 2,
     "deteval._csort": 1,
-    "deteval.geometry._ckeypoint": 1,
+    "deteval.geometry._ckeypoint": 2,
     "deteval.geometry._cmask": 2,
-    "deteval.io._colparse": 2,
+    "deteval.io._colparse": 3,
 }
 
 #: How to rebuild the extensions, for the messages.

@@ -15,6 +15,7 @@ Usage::
     python scripts/profile_stages.py --images 5000
     DETEVAL_NO_EXTENSION=1 python scripts/profile_stages.py --images 5000   # without any C
     python scripts/profile_stages.py --data /tmp/scalecache/scale-v1-s0-n20000-k80-d50 --without deteval._cmatch
+    python scripts/profile_stages.py --data /tmp/deteval-bench/keypoints-v2-seed0-n20000 --protocol coco-keypoints
 
 Timings depend on the machine; nothing here is asserted by tests.
 """
@@ -95,6 +96,11 @@ def main() -> None:
     parser.add_argument(
         "--resamples", type=int, default=100, help="bootstrap resamples (--workload bootstrap)"
     )
+    parser.add_argument(
+        "--protocol",
+        default="coco",
+        help="the protocol evaluated (e.g. coco-keypoints on bench.py --suite's keypoint data)",
+    )
     args = parser.parse_args()
     if args.data:
         folder = Path(args.data)
@@ -151,7 +157,7 @@ def main() -> None:
         gt,
     )
     t, peak = time.process_time(), _vm("VmHWM")
-    result = deteval.evaluate(gt, dt, protocol="coco")
+    result = deteval.evaluate(gt, dt, protocol=args.protocol)
     total_eval = time.process_time() - t
     inner = [v for k, v in stages.rows.items() if k != "interpreter + import deteval" and "read" not in k]
     stages.add(

@@ -171,29 +171,62 @@ def _compiled_oks(
     det_rows: np.ndarray,
     sigmas: np.ndarray,
 ) -> np.ndarray | _speedups.Decline:
-    """:func:`pair_oks` of rows by ``deteval.geometry._ckeypoint.oks_terms`` (the terms; numpy sums).
+    """:func:`pair_oks` of rows by ``deteval.geometry._ckeypoint.oks_terms`` (the terms; numpy's exp and sums).
 
-    Declines NaN keypoint coordinates and boxes: for a ground truth without labelled keypoints
-    the twin's distance outside the box is NaN, the kernel's 0.
+    The kernel writes the negated terms grouped by their count (one contiguous block of rows
+    per count, see ``_ckeypoint.c``): numpy's ``exp`` and ``sum(axis=1)`` then run once per block,
+    on no copy. Declines NaN keypoint coordinates and boxes: for a ground truth without labelled
+    keypoints the twin's distance outside the box is NaN, the kernel's 0.
     """
-    if np.isnan(gt_keypoints).any() or np.isnan(det_keypoints).any() or np.isnan(gt_box).any():
+    if any(_has_nan(a) for a in (gt_keypoints, det_keypoints, gt_box)):
         return _speedups.Decline(_NAN)
-    variances = (sigmas * 2) ** 2
-    n_pair, n_kp = len(gt_rows), gt_keypoints.shape[1]
-    terms = np.empty((n_pair, n_kp))
-    n_used = np.empty(n_pair, dtype=np.int64)
-    _speedups.module_of("_ckeypoint.oks_terms").oks_terms(  # type: ignore[union-attr]
+    kernel = _speedups.module_of("_ckeypoint.oks_terms").oks_terms  # type: ignore[union-attr]
+    collections = (
         np.ascontiguousarray(gt_keypoints, dtype=np.float64),
         np.ascontiguousarray(gt_box, dtype=np.float64),
         np.ascontiguousarray(gt_area + np.spacing(1), dtype=np.float64),
         np.ascontiguousarray(det_keypoints, dtype=np.float64),
-        np.ascontiguousarray(gt_rows, dtype=np.int64),
-        np.ascontiguousarray(det_rows, dtype=np.int64),
-        np.ascontiguousarray(variances, dtype=np.float64),
-        terms,
-        n_used,
     )
-    return _mean_of_exp(terms, n_used)
+    variances = np.ascontiguousarray((sigmas * 2) ** 2, dtype=np.float64)
+    n_pair, n_kp = len(gt_rows), gt_keypoints.shape[1]
+    step = max(1, min(n_pair, _PAIRS_PER_SLICE))
+    # Reused by every slice: the terms, their exponentials (numpy's exp into a buffer of its own,
+    # as into a new array), the means and the layout.
+    terms, exps = np.empty(step * n_kp), np.empty(step * n_kp)
+    means = np.empty(step)
+    order = np.empty(step, dtype=np.int64)
+    group_size = np.empty(n_kp + 1, dtype=np.int64)
+    out = np.empty(n_pair)
+    for start in range(0, n_pair, step):
+        stop = min(start + step, n_pair)
+        size = stop - start
+        # int64 rows of this slice only (candidate pairs may come as int32)
+        slice_rows = [np.ascontiguousarray(r[start:stop], dtype=np.int64) for r in (gt_rows, det_rows)]
+        kernel(*collections, *slice_rows, variances, terms, order[:size], group_size)
+        row = at = 0
+        for count in np.flatnonzero(group_size).tolist():
+            n_rows = int(group_size[count])
+            block = terms[at : at + n_rows * count].reshape(n_rows, count)
+            values = np.exp(block, out=exps[at : at + n_rows * count].reshape(n_rows, count))
+            # pycocotools: np.sum(np.exp(-e)) / e.shape[0] of one pair's vector (-e is exact in C)
+            np.divide(np.sum(values, axis=1), count, out=means[row : row + n_rows])
+            row, at = row + n_rows, at + n_rows * count
+        out[start + order[:size]] = means[:size]
+    return out
+
+
+def _has_nan(values: np.ndarray) -> bool:
+    """Whether ``values`` holds a NaN, without a mask of its size (``min`` propagates NaN).
+
+    >>> _has_nan(np.array([1.0, np.inf, -np.inf])), _has_nan(np.array([np.nan, 1.0])), _has_nan(np.zeros(0))
+    (False, True, False)
+    """
+    return bool(values.size) and bool(np.isnan(np.min(values)))
+
+
+#: Pairs per call of the kernel: its terms (and their exponentials) take at most this many rows
+#: of n_keypoints float64 each (17: 4.5 MiB), whatever the number of pairs.
+_PAIRS_PER_SLICE = 1 << 15
 
 
 _speedups.register(

@@ -33,7 +33,7 @@
 #include "../_buffer_checks.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 2 /* 2: rle_results and keypoint_results */
+#define COLPARSE_ABI 3 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -556,19 +556,69 @@ static int check_segmentation(Cursor *c) {
     return OK;
 }
 
-enum { A_ID, A_IMAGE_ID, A_CATEGORY_ID, A_BBOX, A_AREA, A_ISCROWD, A_SEGMENTATION, A_IGNORE, A_DIFFICULT, N_ANN_KEYS };
+enum {
+    A_ID,
+    A_IMAGE_ID,
+    A_CATEGORY_ID,
+    A_BBOX,
+    A_AREA,
+    A_ISCROWD,
+    A_SEGMENTATION,
+    A_IGNORE,
+    A_DIFFICULT,
+    A_KEYPOINTS,
+    A_NUM_KEYPOINTS,
+    N_ANN_KEYS
+};
 
-static const char *const ANN_KEYS[N_ANN_KEYS] = {"id\"",   "image_id\"",     "category_id\"",
-                                                 "bbox\"", "area\"",         "iscrowd\"",
-                                                 "segmentation\"", "ignore\"", "difficult\""};
+/* "num_keypoints" before "keypoints" is not needed (match_key compares from the opening quote). */
+static const char *const ANN_KEYS[N_ANN_KEYS] = {"id\"",        "image_id\"",     "category_id\"", "bbox\"",
+                                                 "area\"",      "iscrowd\"",      "segmentation\"", "ignore\"",
+                                                 "difficult\"", "keypoints\"",    "num_keypoints\""};
 
 /* The six keys every annotation has. */
 #define ANN_REQUIRED ((1 << A_ID) | (1 << A_IMAGE_ID) | (1 << A_CATEGORY_ID) | (1 << A_BBOX) | (1 << A_AREA) | (1 << A_ISCROWD))
 
+static int parse_coordinate(Cursor *c, double *out); /* below, with the segm results */
+
 typedef struct {
     int64_t *id, *image_id, *category_id, *iscrowd, *ignore, *difficult, *segm_start, *segm_end;
     double *bbox, *area;
+    /* Keypoints, when the caller gave their buffers (else the keys are refused): every number of
+     * every record's list in order (``per_record`` of them each, the first record's count, a
+     * non-zero multiple of 3; every record has the list or none does), ``num_keypoints`` (-1
+     * where absent). */
+    double *kp_numbers;
+    int64_t *num_keypoints;
+    Py_ssize_t kp_capacity, kp_count, kp_per_record, kp_records;
 } AnnColumns;
+
+/* ``[x1, y1, v1, ...]`` of annotation ``i`` into the keypoint numbers (see AnnColumns). */
+static int parse_annotation_keypoints(Cursor *c, AnnColumns *cols) {
+    const Py_ssize_t first = cols->kp_count;
+    if (expect(c, '[') != OK) return REFUSE;
+    for (;;) {
+        if (cols->kp_count >= cols->kp_capacity) return REFUSE;
+        skip_ws(c);
+        int status = parse_coordinate(c, &cols->kp_numbers[cols->kp_count]);
+        if (status != OK) return status;
+        cols->kp_count++;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (expect(c, ']') != OK) return REFUSE;
+        break;
+    }
+    const Py_ssize_t count = cols->kp_count - first;
+    if (cols->kp_per_record == 0) {
+        if (count % 3) return REFUSE;
+        cols->kp_per_record = count;
+    }
+    cols->kp_records++;
+    return count == cols->kp_per_record ? OK : REFUSE;
+}
 
 /* One annotation record into row ``i`` of the columns; ``base`` is the start of the file. */
 static int parse_annotation(Cursor *c, const char *base, AnnColumns *cols, Py_ssize_t i) {
@@ -578,8 +628,9 @@ static int parse_annotation(Cursor *c, const char *base, AnnColumns *cols, Py_ss
     cols->difficult[i] = 0;
     cols->segm_start[i] = -1;
     cols->segm_end[i] = -1;
+    if (cols->num_keypoints) cols->num_keypoints[i] = -1;
     for (;;) {
-        int key = match_key(c, ANN_KEYS, N_ANN_KEYS);
+        int key = match_key(c, ANN_KEYS, cols->kp_numbers ? N_ANN_KEYS : A_KEYPOINTS);
         if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
         seen |= 1 << key;
         if (expect(c, ':') != OK) return REFUSE;
@@ -611,6 +662,12 @@ static int parse_annotation(Cursor *c, const char *base, AnnColumns *cols, Py_ss
             status = check_segmentation(c);
             cols->segm_end[i] = c->p - base;
             break;
+        case A_KEYPOINTS:
+            status = parse_annotation_keypoints(c, cols);
+            break;
+        case A_NUM_KEYPOINTS:
+            status = parse_int64(c, &cols->num_keypoints[i]);
+            break;
         default: /* A_BBOX */
             status = parse_box(c, &cols->bbox[4 * i]);
         }
@@ -621,6 +678,8 @@ static int parse_annotation(Cursor *c, const char *base, AnnColumns *cols, Py_ss
             continue;
         }
         if (expect(c, '}') != OK) return REFUSE;
+        /* keypoints in every annotation or in none (the first decides) */
+        if (cols->kp_numbers && cols->kp_records != (cols->kp_records ? i + 1 : 0)) return REFUSE;
         return (seen & ANN_REQUIRED) == ANN_REQUIRED ? OK : REFUSE;
     }
 }
@@ -664,33 +723,58 @@ PyDoc_STRVAR(instances_doc,
              "an object, has no plain ``annotations`` key, or any annotation is not plain (the only\n"
              "keys id, image_id, category_id, bbox, area, iscrowd, segmentation, ignore, difficult,\n"
              "the first six present, each once; integer ids and flags within int64; finite numbers;\n"
-             "a segmentation that is a polygon list or an RLE object {size, counts}).");
+             "a segmentation that is a polygon list or an RLE object {size, counts}).\n\n"
+             "With the two optional buffers ``keypoints`` (float64) and ``num_keypoints`` (int64, one\n"
+             "per record), annotations may also have ``keypoints`` (a list of JSON numbers, finite,\n"
+             "integers of at most 18 digits, the same non-zero multiple of 3 in every annotation; in\n"
+             "every annotation or in none) and ``num_keypoints`` (an int64; -1 where absent); every\n"
+             "number of the lists is written to ``keypoints`` in order and the result is\n"
+             "``(n, start, stop, numbers_per_record)`` (0 when no annotation has keypoints).");
 
 static PyObject *instances(PyObject *self, PyObject *args) {
-    PyObject *raw_obj, *objs[10];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO:instances", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
-                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9]))
+    PyObject *raw_obj, *objs[12] = {NULL};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO|OO:instances", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11]))
         return NULL;
+    if ((objs[10] == NULL) != (objs[11] == NULL)) {
+        PyErr_SetString(PyExc_TypeError, "instances: give both keypoints and num_keypoints, or neither");
+        return NULL;
+    }
+    const int n_cols = objs[10] ? 12 : 10;
     Py_buffer raw;
-    Column cols[10];
+    Column cols[12];
     memset(cols, 0, sizeof cols);
     PyObject *result = NULL;
     if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
-    /* id, image_id, category_id, bbox, area, iscrowd, ignore, difficult, segm_start, segm_end */
-    static const char kinds[10] = {'i', 'i', 'i', 'f', 'f', 'i', 'i', 'i', 'i', 'i'};
+    /* id, image_id, category_id, bbox, area, iscrowd, ignore, difficult, segm_start, segm_end,
+     * keypoints, num_keypoints */
+    static const char kinds[12] = {'i', 'i', 'i', 'f', 'f', 'i', 'i', 'i', 'i', 'i', 'f', 'i'};
     Py_ssize_t capacity = PY_SSIZE_T_MAX;
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < n_cols; i++) {
         if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
+        if (i == 10) continue; /* the keypoint numbers: their own capacity */
         Py_ssize_t rows = cols[i].view.len / (i == 3 ? 32 : 8);
         if (rows < capacity) capacity = rows;
     }
     const Py_buffer *inputs[1] = {&raw};
-    if (columns_overlap(cols, 10, inputs, 1)) goto done;
+    if (columns_overlap(cols, n_cols, inputs, 1)) goto done;
     AnnColumns ann = {
-        (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[2].view.buf,
-        (int64_t *)cols[5].view.buf, (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf,
-        (int64_t *)cols[8].view.buf, (int64_t *)cols[9].view.buf, (double *)cols[3].view.buf,
+        (int64_t *)cols[0].view.buf,
+        (int64_t *)cols[1].view.buf,
+        (int64_t *)cols[2].view.buf,
+        (int64_t *)cols[5].view.buf,
+        (int64_t *)cols[6].view.buf,
+        (int64_t *)cols[7].view.buf,
+        (int64_t *)cols[8].view.buf,
+        (int64_t *)cols[9].view.buf,
+        (double *)cols[3].view.buf,
         (double *)cols[4].view.buf,
+        n_cols == 12 ? (double *)cols[10].view.buf : NULL,
+        n_cols == 12 ? (int64_t *)cols[11].view.buf : NULL,
+        n_cols == 12 ? cols[10].view.len / 8 : 0,
+        0,
+        0,
+        0,
     };
     const char *base = (const char *)raw.buf;
     Cursor c = {base, base + raw.len};
@@ -717,9 +801,14 @@ static PyObject *instances(PyObject *self, PyObject *args) {
         if (skip_value_loosely(&c) != OK || expect(&c, ',') != OK) status = REFUSE;
     }
     if (status == ERROR) goto done;
-    result = status == OK ? Py_BuildValue("nnn", n, start, stop) : Py_NewRef(Py_None);
+    if (status != OK)
+        result = Py_NewRef(Py_None);
+    else if (n_cols == 12)
+        result = Py_BuildValue("nnnn", n, start, stop, ann.kp_per_record);
+    else
+        result = Py_BuildValue("nnn", n, start, stop);
 done:
-    for (int i = 0; i < 10; i++) {
+    for (int i = 0; i < n_cols; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
     }
     PyBuffer_Release(&raw);
@@ -1080,15 +1169,20 @@ done:
 
 /* ---- COCO keypoint results: image_id, category_id, keypoints, score into flat columns ---- */
 
-enum { KR_IMAGE_ID, KR_CATEGORY_ID, KR_KEYPOINTS, KR_SCORE, N_KEYPOINT_KEYS };
+enum { KR_IMAGE_ID, KR_CATEGORY_ID, KR_KEYPOINTS, KR_SCORE, KR_BBOX, N_KEYPOINT_KEYS };
 
-static const char *const KEYPOINT_KEYS[N_KEYPOINT_KEYS] = {"image_id\"", "category_id\"", "keypoints\"", "score\""};
+static const char *const KEYPOINT_KEYS[N_KEYPOINT_KEYS] = {"image_id\"", "category_id\"", "keypoints\"", "score\"",
+                                                           "bbox\""};
+
+/* The four keys every keypoint result has. */
+#define KR_REQUIRED ((1 << KR_IMAGE_ID) | (1 << KR_CATEGORY_ID) | (1 << KR_KEYPOINTS) | (1 << KR_SCORE))
 
 typedef struct {
     int64_t *image_id, *category_id;
-    double *score, *numbers;
+    double *score, *numbers, *bbox; /* bbox: NULL when the caller gave no buffer (the key is refused) */
     Py_ssize_t cap_records, cap_numbers;
     Py_ssize_t n, n_number, per_record; /* per_record: numbers of the first record (0 before it) */
+    Py_ssize_t n_box;                   /* records with a bbox */
 } KeypointColumns;
 
 /* ``[x1, y1, v1, ...]``: as many JSON numbers as the first record has, a non-zero multiple of 3. */
@@ -1121,8 +1215,8 @@ static int parse_keypoint_record(Cursor *c, KeypointColumns *s) {
     Py_ssize_t i = s->n;
     int seen = 0, status;
     if (expect(c, '{') != OK) return REFUSE;
-    for (int k = 0; k < N_KEYPOINT_KEYS; k++) {
-        int key = match_key(c, KEYPOINT_KEYS, N_KEYPOINT_KEYS);
+    for (;;) {
+        int key = match_key(c, KEYPOINT_KEYS, s->bbox ? N_KEYPOINT_KEYS : KR_BBOX);
         if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
         seen |= 1 << key;
         if (expect(c, ':') != OK) return REFUSE;
@@ -1137,73 +1231,123 @@ static int parse_keypoint_record(Cursor *c, KeypointColumns *s) {
         case KR_SCORE:
             status = parse_double(c, &s->score[i], JSON_NUMBER);
             break;
+        case KR_BBOX:
+            status = parse_box(c, &s->bbox[4 * i]);
+            s->n_box++;
+            break;
         default: /* KR_KEYPOINTS */
             status = parse_keypoint_list(c, s);
         }
         if (status != OK) return status;
-        if (expect(c, k + 1 < N_KEYPOINT_KEYS ? ',' : '}') != OK) return REFUSE;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (expect(c, '}') != OK) return REFUSE;
+        return (seen & KR_REQUIRED) == KR_REQUIRED ? OK : REFUSE;
     }
-    return OK;
 }
 
-PyDoc_STRVAR(keypoint_results_doc,
-             "keypoint_results(raw, image_id, category_id, score, keypoints, /)\n--\n\n"
-             "Parse COCO keypoint-results JSON whose records have exactly image_id, category_id,\n"
-             "keypoints and score into the given int64/float64 buffers (``keypoints``: every number in\n"
-             "order). Returns ``(n, numbers_per_record)``, or None when ``raw`` is anything else (a bbox\n"
-             "or another key, lists of different or non-multiple-of-3 lengths, a non-finite number, an\n"
-             "integer of more than 18 digits) or holds more than the buffers do.");
-
-static PyObject *keypoint_results(PyObject *self, PyObject *args) {
-    PyObject *raw_obj, *objs[4];
-    if (!PyArg_ParseTuple(args, "OOOOO:keypoint_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3]))
-        return NULL;
-    Py_buffer raw;
-    Column cols[4];
-    memset(cols, 0, sizeof cols);
-    PyObject *result = NULL;
-    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
-    static const char kinds[4] = {'i', 'i', 'f', 'f'};
-    Py_ssize_t capacity = PY_SSIZE_T_MAX;
-    for (int i = 0; i < 4; i++) {
-        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
-        Py_ssize_t rows = cols[i].view.len / 8;
-        if (i < 3 && rows < capacity) capacity = rows;
+/* The records of ``c`` into ``s`` (from ``s->n``): a whole file (``first`` and ``last``) or one part
+ * of it cut after a record's ``}``, in the grammar of parse_box_array. */
+static int parse_keypoint_array(Cursor *c, int first, int last, KeypointColumns *s) {
+    int status = OK;
+    if (first) {
+        status = expect(c, '[');
+        if (status == OK && s->n >= s->cap_records) status = REFUSE;
+        if (status == OK) status = parse_keypoint_record(c, s);
+        if (status == OK) s->n++;
     }
-    const Py_buffer *inputs[1] = {&raw};
-    if (columns_overlap(cols, 4, inputs, 1)) goto done;
-    KeypointColumns s = {
-        (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (double *)cols[2].view.buf,
-        (double *)cols[3].view.buf,  capacity,                    cols[3].view.len / 8,
-        0,                           0,                           0,
-    };
-    const char *base = (const char *)raw.buf;
-    Cursor c = {base, base + raw.len};
-    int status = expect(&c, '[');
     while (status == OK) {
-        if (s.n >= s.cap_records) {
+        skip_ws(c);
+        if (c->p >= c->end) {
+            if (last) status = REFUSE; /* no closing ] */
+            break;
+        }
+        if (*c->p == ',') {
+            c->p++;
+            if (s->n >= s->cap_records) {
+                status = REFUSE;
+                break;
+            }
+            status = parse_keypoint_record(c, s);
+            if (status == OK) s->n++;
+            continue;
+        }
+        if (!last || *c->p != ']') {
             status = REFUSE;
             break;
         }
-        status = parse_keypoint_record(&c, &s);
-        if (status != OK) break;
-        s.n++;
-        skip_ws(&c);
-        if (c.p < c.end && *c.p == ',') {
-            c.p++;
-            continue;
-        }
-        status = expect(&c, ']');
-        if (status == OK) {
-            skip_ws(&c);
-            if (c.p != c.end) status = REFUSE; /* trailing text */
-        }
+        c->p++;
+        skip_ws(c);
+        if (c->p != c->end) status = REFUSE; /* trailing text */
         break;
     }
+    return status;
+}
+
+PyDoc_STRVAR(keypoint_results_doc,
+             "keypoint_results(raw, image_id, category_id, score, keypoints, bbox=None, first=True, last=True,\n"
+             "                 per_record=0, /)\n--\n\n"
+             "Parse COCO keypoint-results JSON whose records have exactly image_id, category_id,\n"
+             "keypoints and score -- and, when the float64 buffer ``bbox`` (4 per record) is given,\n"
+             "optionally a bbox of four JSON numbers -- into the given int64/float64 buffers\n"
+             "(``keypoints``: every number in order). Returns ``(n, numbers_per_record, n_box)`` (the\n"
+             "records that had a bbox), or None when ``raw`` is anything else (another key, a bbox\n"
+             "without the buffer, lists of different or non-multiple-of-3 lengths, a non-finite\n"
+             "number, an integer of more than 18 digits) or holds more than the buffers do.\n\n"
+             "A file read in parts cut after a record's ``}`` (as box_results_part reads it): ``first``\n"
+             "and ``last`` say which part ``raw`` is, ``per_record`` is the count of the parts before\n"
+             "(0 for the first), and the buffers are the columns' free tails.");
+
+static PyObject *keypoint_results(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *objs[5] = {NULL};
+    int first = 1, last = 1;
+    Py_ssize_t per_record = 0;
+    if (!PyArg_ParseTuple(args, "OOOOO|Oppn:keypoint_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &first, &last, &per_record))
+        return NULL;
+    if (per_record < 0 || per_record % 3) {
+        PyErr_SetString(PyExc_ValueError, "keypoint_results: per_record must be a multiple of 3, >= 0");
+        return NULL;
+    }
+    if (objs[4] == Py_None) objs[4] = NULL;
+    const int n_cols = objs[4] ? 5 : 4;
+    Py_buffer raw;
+    Column cols[5];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    static const char kinds[5] = {'i', 'i', 'f', 'f', 'f'};
+    Py_ssize_t capacity = PY_SSIZE_T_MAX;
+    for (int i = 0; i < n_cols; i++) {
+        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
+        Py_ssize_t rows = cols[i].view.len / (i == 4 ? 32 : 8);
+        if (i != 3 && rows < capacity) capacity = rows;
+    }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, n_cols, inputs, 1)) goto done;
+    KeypointColumns s = {
+        (int64_t *)cols[0].view.buf,
+        (int64_t *)cols[1].view.buf,
+        (double *)cols[2].view.buf,
+        (double *)cols[3].view.buf,
+        n_cols == 5 ? (double *)cols[4].view.buf : NULL,
+        capacity,
+        cols[3].view.len / 8,
+        0,
+        0,
+        per_record,
+        0,
+    };
+    const char *base = (const char *)raw.buf;
+    Cursor c = {base, base + raw.len};
+    int status = parse_keypoint_array(&c, first, last, &s);
     if (status == ERROR) goto done;
-    result = status == OK ? Py_BuildValue("nn", s.n, s.per_record) : Py_NewRef(Py_None);
+    result = status == OK ? Py_BuildValue("nnn", s.n, s.per_record, s.n_box) : Py_NewRef(Py_None);
 done:
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < n_cols; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
     }
     PyBuffer_Release(&raw);

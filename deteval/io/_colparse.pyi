@@ -25,9 +25,14 @@ def instances(
     difficult: Any,
     segm_start: Any,
     segm_end: Any,
+    keypoints: Any = ...,
+    num_keypoints: Any = ...,
     /,
-) -> tuple[int, int, int] | None:
-    """Parse an instances file's ``annotations`` into the buffers: (count, start, stop) of the array, or None."""
+) -> tuple[int, ...] | None:
+    """Parse an instances file's ``annotations`` into the buffers: (count, start, stop) of the array, or None.
+
+    With the keypoint buffers: (count, start, stop, numbers per annotation's ``keypoints``).
+    """
 
 def box_records(records: list, image_id: Any, category_id: Any, bbox: Any, score: Any, /) -> int | None:
     """Read a list of plain box-result dicts into the buffers: the record count, or None."""
@@ -99,6 +104,6 @@ def rle_results(
     """Parse a segm-results file of compressed RLE records into the buffers: (records, blob bytes), or None."""
 
 def keypoint_results(
-    raw: bytes, image_id: Any, category_id: Any, score: Any, keypoints: Any, /
-) -> tuple[int, int] | None:
-    """Parse a keypoint-results file (image_id, category_id, keypoints, score) into the buffers: (records, numbers per record), or None."""
+    raw: bytes, image_id: Any, category_id: Any, score: Any, keypoints: Any, bbox: Any = None, /
+) -> tuple[int, int, int] | None:
+    """Parse a keypoint-results file (image_id, category_id, keypoints, score, optional bbox) into the buffers: (records, numbers per record, records with a bbox), or None."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import json
 
 import numpy as np
 import pytest
@@ -110,3 +111,50 @@ def test_drop_in_cocoeval_keypoints(seed):
     assert ours.stats.tolist() == ref.stats.tolist()
     assert len(text.splitlines()) == 10
     assert "maxDets= 20" in text
+
+
+def _bits(values) -> np.ndarray:
+    return np.asarray(values, dtype=np.float64).view(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_ious_and_eval_arrays_equal_pycocotools_bit_for_bit(tmp_path, seed):
+    """Every OKS value (``ious``) and the precision / recall / scores arrays, bit for bit.
+
+    OKS goes through the compiled kernel's grouped terms and numpy's ``exp`` and sums; the files
+    are read from disk by the compiled readers (ground truth with keypoints, results with or
+    without a bbox), whose numbers must be those of the in-memory records.
+    """
+    from deteval.interop import COCOeval as DropIn
+
+    gt, dt = generate_keypoints(
+        seed, n_images=12, with_bbox=("all", "none")[seed % 2], n_categories=1 + (seed % 5 == 4)
+    )
+    if not dt:
+        pytest.skip("pycocotools' loadRes cannot take an empty result list")
+    ref = run_pycocotools(gt, dt)
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco_gt = COCO()
+        coco_gt.dataset = copy.deepcopy(gt)
+        coco_gt.createIndex()
+        ours = DropIn(coco_gt, coco_gt.loadRes(copy.deepcopy(dt)), "keypoints")
+    ours.evaluate()
+    ours.accumulate()
+    assert ours.ious.keys() == ref.ious.keys()
+    for key, expected in ref.ious.items():
+        value = ours.ious[key]
+        if isinstance(expected, list) or isinstance(value, list):
+            assert len(expected) == len(value) == 0, key
+        else:
+            assert value.shape == expected.shape, key
+            assert np.array_equal(_bits(value), _bits(expected)), key
+    for name in ("precision", "recall", "scores"):
+        assert np.array_equal(_bits(ours.eval[name]), _bits(ref.eval[name])), name
+    gt_path, dt_path = tmp_path / "gt.json", tmp_path / "dt.json"
+    gt_path.write_text(json.dumps(gt))
+    dt_path.write_text(json.dumps(dt))
+    from_files = deteval.evaluate(str(gt_path), str(dt_path), "coco-keypoints")
+    in_memory = deteval.evaluate(gt, dt, "coco-keypoints")
+    for name in ("precision", "recall", "scores"):
+        assert np.array_equal(_bits(getattr(from_files, name)), _bits(getattr(in_memory, name)))
+    assert json.dumps(from_files.metrics) == json.dumps(in_memory.metrics)

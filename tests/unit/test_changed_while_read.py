@@ -159,6 +159,38 @@ def test_the_streamed_reader_refuses_a_file_changed_between_parts(tmp_path, monk
     assert len(reads) > 2  # the change came between parts
 
 
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_the_streamed_keypoint_reader_refuses_a_file_changed_between_parts(tmp_path, monkeypatch, change):
+    """Keypoint results are streamed too (``_stream_keypoint_results``): the same refusal."""
+    gt = load_coco_gt(write_gt(tmp_path))
+    path = tmp_path / "dt.json"
+    path.write_bytes(
+        results_text("1").replace(b'"bbox": [10, 10, 50, 50]', b'"keypoints": [10, 10, 2, 50, 50, 2]')
+    )
+    reads = []
+
+    class ChangingFile:
+        def __init__(self, f):
+            self.f = f
+
+        def readinto(self, view):
+            if len(reads) == 1:
+                CHANGES[change](path)
+            reads.append(1)
+            return self.f.readinto(view)
+
+    if fast._colparse is None:
+        pytest.skip("the streamed reader needs the compiled extension")
+    assert fast._stream_keypoint_results(str(path), gt, chunk_size=4096) is not None  # unchanged: read
+    original = fast._read_parts
+    monkeypatch.setattr(
+        fast, "_read_parts", lambda f, parts, size, chunk: original(ChangingFile(f), parts, size, chunk)
+    )
+    with pytest.raises(InputError, match=f"^{path}: changed while read"):
+        fast._stream_keypoint_results(str(path), gt, chunk_size=4096)
+    assert len(reads) > 2  # the change came between parts
+
+
 def test_a_changed_results_file_through_the_cli_is_exit_3(tmp_path, monkeypatch, capsys):
     gt = write_gt(tmp_path)
     path = tmp_path / "dt.json"

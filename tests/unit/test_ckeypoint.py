@@ -38,3 +38,30 @@ def test_no_pairs_and_rows_outside_are_handled():
     assert pair_oks(gt, box, area, det, sigmas=sigmas, gt_rows=none, det_rows=none).shape == (0,)
     with pytest.raises(ValueError, match="outside"):
         pair_oks(gt, box, area, det, sigmas=sigmas, gt_rows=np.array([3]), det_rows=np.array([0]))
+
+
+@needs_kernel
+def test_terms_are_laid_out_by_count_in_pair_order():
+    """Pairs grouped by term count (labelled keypoints, or all when none is), each group in pair order."""
+    rng = np.random.default_rng(1)
+    gt, box, area, det = collections(rng, 6, 4, 5)
+    gt[:, :, 2] = 0
+    for g, labelled in enumerate([2, 0, 5, 2, 1, 3]):  # ground truth 1: none labelled, all 5 terms
+        gt[g, :labelled, 2] = 2
+    gt_rows = np.array([0, 1, 2, 3, 4, 5, 0, 4, 1], dtype=np.int64)
+    det_rows = np.array([0, 1, 2, 3, 0, 1, 2, 3, 0], dtype=np.int64)
+    n_kp = 5
+    terms = np.full(len(gt_rows) * n_kp, np.nan)
+    order = np.empty(len(gt_rows), dtype=np.int64)
+    group_size = np.empty(n_kp + 1, dtype=np.int64)
+    variances = (np.full(n_kp, 0.05) * 2) ** 2
+    kernel.oks_terms(
+        gt, box, area + np.spacing(1), det, gt_rows, det_rows, variances, terms, order, group_size
+    )
+    assert group_size.tolist() == [0, 2, 3, 1, 0, 3]
+    assert order.tolist() == [4, 7, 0, 3, 6, 5, 1, 2, 8]
+    assert np.isnan(terms[2 * 1 + 3 * 2 + 1 * 3 + 3 * 5 :]).all()  # the rest is not written
+    assert (terms[: 2 + 6 + 3 + 15] <= 0).all()  # negated terms
+    oks = pair_oks(gt, box, area, det, sigmas=np.full(n_kp, 0.05), gt_rows=gt_rows, det_rows=det_rows)
+    twin = pair_oks(gt[gt_rows], box[gt_rows], area[gt_rows], det[det_rows], sigmas=np.full(n_kp, 0.05))
+    assert oks.view(np.int64).tolist() == twin.view(np.int64).tolist()

@@ -198,3 +198,106 @@ def test_keypoint_files_the_parser_does_not_take_are_read_as_before(tmp_path, ch
             deteval.load_detections(source, gt)
         messages.append(str(caught.value).replace(path, "<detections>"))
     assert messages[0] == messages[1]
+
+
+def with_boxes(records: list) -> list:
+    """The records with a bbox each, as a detector writes it beside its keypoints."""
+    for r in records:
+        x, y = r["keypoints"][0::3], r["keypoints"][1::3]
+        r["bbox"] = [min(x), min(y), round(max(x) - min(x) + 1.5, 2), round(max(y) - min(y), 2)]
+    return records
+
+
+@needs_parser
+@pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning")  # the warnings are compared
+def test_keypoint_results_with_a_bbox_in_every_record_are_read_in_columns(tmp_path, monkeypatch):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = with_boxes(keypoint_results(np.random.default_rng(4), 40))
+    records[1]["bbox"][2] = 0  # a zero width: warned as the full loader warns
+    records[2] = {"bbox": records[2].pop("bbox"), **records[2]}  # bbox first: keys in any order
+    path = write(tmp_path, "kp.json", records)
+    parsed = fast._fast_keypoint_results(Path(path).read_bytes(), path, gt)
+    assert parsed is not None  # the compiled reader took it
+    dt = deteval.load_detections(path, gt)
+    with monkeypatch.context() as patch:
+        patch.setattr(fast, "_colparse", None)  # the full loader, on the same file
+        reference = deteval.load_detections(path, gt)
+    same_detections(dt, reference)
+    assert dt.has_box.all()
+    assert dt.box.tolist() == [r["bbox"] for r in records]
+    assert "1 detections with a zero width" in dt.warnings[0]
+    assert dt.warnings == reference.warnings
+    protocol = deteval.get_protocol("coco-keypoints").replace(keypoint_sigmas=(0.05, 0.06, 0.07))
+    metrics = deteval.evaluate(gt, dt, protocol=protocol).metrics
+    assert json.dumps(metrics) == json.dumps(deteval.evaluate(gt, reference, protocol=protocol).metrics)
+
+
+@needs_parser
+@pytest.mark.parametrize(
+    "change", ["negative width", "empty bbox", "three numbers", "string number", "only the first"]
+)
+def test_keypoint_results_with_boxes_the_parser_does_not_take_are_read_as_before(tmp_path, change):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = with_boxes(keypoint_results(np.random.default_rng(5), 6))
+    if change == "negative width":
+        records[3]["bbox"][2] = -1.0
+    elif change == "empty bbox":
+        records[3]["bbox"] = []
+    elif change == "three numbers":
+        records[3]["bbox"] = records[3]["bbox"][:3]
+    elif change == "string number":
+        records[3]["bbox"][0] = "1"
+    else:
+        for r in records[1:]:
+            del r["bbox"]
+    path = write(tmp_path, "kp.json", records)
+    assert fast._fast_keypoint_results(Path(path).read_bytes(), path, gt) is None
+    outcomes = []
+    for source in (path, records):
+        try:
+            dt = deteval.load_detections(source, gt)
+        except InputError as caught:
+            outcomes.append(str(caught).replace(path, "<detections>"))
+        else:
+            outcomes.append(dt)
+    if isinstance(outcomes[0], str):
+        assert outcomes[0] == outcomes[1]
+    else:
+        same_detections(*outcomes)
+
+
+@needs_parser
+@pytest.mark.parametrize("boxes", [False, True])
+@pytest.mark.parametrize("chunk_size", [1, 97, 1000, 1 << 20])
+def test_keypoint_results_streamed_in_parts_are_the_whole_files(tmp_path, boxes, chunk_size):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = keypoint_results(np.random.default_rng(6), 50)
+    if boxes:
+        records = with_boxes(records)
+    path = write(tmp_path, "kp.json", records)
+    streamed = fast._stream_keypoint_results(path, gt, chunk_size=chunk_size)
+    assert streamed is not None  # read in parts (one part when the chunk holds the whole file)
+    whole = fast._fast_keypoint_results(Path(path).read_bytes(), path, gt)
+    same_detections(streamed, whole)
+    reference = deteval.load_detections(records, gt)
+    named = tuple(w.replace("<detections>", path) for w in reference.warnings)
+    same_detections(streamed, dataclasses.replace(reference, warnings=named))
+
+
+@needs_parser
+@pytest.mark.parametrize(
+    "change", ["bbox from the middle on", "shorter lists from the middle on", "empty array"]
+)
+def test_keypoint_parts_that_disagree_are_left_to_the_full_loader(tmp_path, change):
+    gt = deteval.load_ground_truth(ground_truth())
+    records = keypoint_results(np.random.default_rng(7), 40)
+    if change == "bbox from the middle on":
+        with_boxes(records[20:])
+    elif change == "shorter lists from the middle on":
+        for r in records[20:]:
+            r["keypoints"] = r["keypoints"][:6]
+    else:
+        records = []
+    path = write(tmp_path, "kp.json", records)
+    assert fast._stream_keypoint_results(path, gt, chunk_size=200) is None
+    assert fast._fast_keypoint_results(Path(path).read_bytes(), path, gt) is None

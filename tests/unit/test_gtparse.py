@@ -79,6 +79,12 @@ def assert_twins(raw: bytes) -> tuple | None:
     assert len(c_cols[8]) == len(py_cols[8])
     assert list(c_cols[8]) == list(py_cols[8])
     assert c_cols[8][:] == py_cols[8][:]
+    for c_col, py_col in zip(c_cols[9:], py_cols[9:], strict=True):  # keypoints, num_keypoints
+        assert (c_col is None) == (py_col is None)
+        if c_col is not None:
+            assert c_col.dtype == py_col.dtype
+            assert c_col.shape == py_col.shape
+            assert np.array_equal(_bits(c_col), _bits(py_col))
     return c_parts
 
 
@@ -89,7 +95,19 @@ def _outcome(path) -> tuple:
     except DetevalError as exc:
         return type(exc).__name__, str(exc)
     fields = tuple(_bits(np.asarray(getattr(gt, f))).tobytes() for f in GT_FIELDS)
-    return (*fields, gt.image_name, gt.category_name, gt.warnings, gt.source, tuple(gt.segmentation))
+    keypoints = tuple(
+        None if value is None else (value.dtype.str, value.shape, _bits(value).tobytes())
+        for value in (gt.keypoints, gt.num_keypoints)
+    )
+    return (
+        *fields,
+        *keypoints,
+        gt.image_name,
+        gt.category_name,
+        gt.warnings,
+        gt.source,
+        tuple(gt.segmentation),
+    )
 
 
 def assert_loads_alike(tmp_path, monkeypatch, raw: bytes) -> tuple:
@@ -456,3 +474,96 @@ def test_a_pickled_ground_truth_carries_its_segmentations(tmp_path):
     want = [gt.segmentation[i] for i in range(len(gt))]
     path.unlink()
     assert [copy.segmentation[i] for i in range(len(copy))] == want
+
+
+def _keypoint_ground_truth(seed: int, n_keypoints: int = 5) -> dict:
+    """People with keypoints (random visibility, some with none labelled, a crowd), ids in any order."""
+    rng = np.random.default_rng(seed)
+    anns = []
+    for k in range(40):
+        x, y, w, h = (round(float(v), 2) for v in rng.uniform(1, 50, 4))
+        flags = rng.integers(0, 3, n_keypoints) if k % 7 else np.zeros(n_keypoints, dtype=int)
+        keypoints = []
+        for v in flags:
+            xy = [round(float(c), 3) for c in rng.uniform(0, 60, 2)] if v else [0, 0]
+            keypoints += [*xy, int(v)]
+        anns.append(
+            {
+                "num_keypoints": int((flags > 0).sum()),
+                "keypoints": keypoints,
+                "id": int(1000 - k),
+                "image_id": int(rng.integers(1, 4)),
+                "category_id": 1,
+                "bbox": [x, y, w, h],
+                "area": round(w * h * 0.6, 2),
+                "iscrowd": int(k == 3),
+            }
+        )
+    return {
+        "images": [{"id": i, "width": 64, "height": 48} for i in (1, 2, 3)],
+        "annotations": anns,
+        "categories": [{"id": 1, "name": "person", "keypoints": [f"k{i}" for i in range(n_keypoints)]}],
+    }
+
+
+def _full_path_outcome(monkeypatch, path) -> tuple:
+    """``_outcome`` with both fast paths off (the full loader's checks and messages)."""
+    monkeypatch.setattr(fast, "_colparse", None)
+    monkeypatch.setattr(fast_instances, "_HAS_MSGSPEC", False)
+    try:
+        return _outcome(path)
+    finally:
+        monkeypatch.undo()
+
+
+KEYPOINT_VARIANTS = {
+    "plain": lambda d: None,
+    "integer coordinates": lambda d: d["annotations"][0]["keypoints"].__setitem__(0, 12),
+    "num_keypoints missing": lambda d: d["annotations"][2].pop("num_keypoints"),
+    "num_keypoints out of range": lambda d: d["annotations"][2].__setitem__("num_keypoints", 9),
+    "visibility flag 3": lambda d: d["annotations"][4]["keypoints"].__setitem__(2, 3),
+    "a record without keypoints": lambda d: d["annotations"][5].pop("keypoints"),
+    "the first record without keypoints": lambda d: d["annotations"][0].pop("keypoints"),
+    "a shorter list": lambda d: d["annotations"][6].__setitem__("keypoints", [1, 2, 2]),
+    "an empty list": lambda d: d["annotations"][6].__setitem__("keypoints", []),
+    "not a multiple of 3": lambda d: [
+        a.__setitem__("keypoints", a["keypoints"][:-1]) for a in d["annotations"]
+    ],
+    "a string coordinate": lambda d: d["annotations"][1]["keypoints"].__setitem__(0, "1"),
+    "a null coordinate": lambda d: d["annotations"][1]["keypoints"].__setitem__(0, None),
+    "num_keypoints as a float": lambda d: d["annotations"][1].__setitem__("num_keypoints", 2.0),
+    "num_keypoints only": lambda d: [a.pop("keypoints") for a in d["annotations"]],
+    "an infinite coordinate": lambda d: d["annotations"][1]["keypoints"].__setitem__(0, 123456.5),
+    "a 19-digit integer coordinate": lambda d: d["annotations"][1]["keypoints"].__setitem__(0, 10**18),
+}
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("variant", sorted(KEYPOINT_VARIANTS))
+def test_keypoint_ground_truth_loads_as_the_full_loader_reads_it(tmp_path, monkeypatch, variant):
+    data = _keypoint_ground_truth(5)
+    KEYPOINT_VARIANTS[variant](data)
+    raw = json.dumps(data).replace("123456.5", "1e400").encode()  # JSON's way to an infinity
+    parts = assert_twins(raw)
+    path = tmp_path / "gt.json"
+    path.write_bytes(raw)
+    full = _full_path_outcome(monkeypatch, path)
+    assert assert_loads_alike(tmp_path, monkeypatch, raw) == full
+    if variant in ("plain", "integer coordinates"):
+        assert parts is not None  # read by the compiled parser,
+        assert parts[1][9] is not None  # keypoints too
+        assert parts[1][9].shape == (40, 5, 3)
+
+
+@pytest.mark.usefixtures("compiled")
+def test_a_generated_keypoint_dataset_is_read_in_columns_as_the_full_loader_reads_it(tmp_path, monkeypatch):
+    data = _keypoint_ground_truth(11, n_keypoints=17)
+    raw = json.dumps(data).encode()
+    path = tmp_path / "gt.json"
+    path.write_bytes(raw)
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    gt = load_coco_gt(path)
+    assert gt.segmentation.__class__ is fast_instances.SpanSegmentations  # the compiled path
+    assert _outcome(path) == _full_path_outcome(monkeypatch, path)
+    assert gt.num_keypoints.tolist() == [a["num_keypoints"] for a in data["annotations"]]
+    assert gt.keypoints.reshape(len(gt), -1).tolist() == [a["keypoints"] for a in data["annotations"]]

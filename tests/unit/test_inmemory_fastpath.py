@@ -281,8 +281,10 @@ def _assert_column_twins(c_cols, py_cols) -> None:
         return
     if c_cols is None:
         return
-    for c_col, py_col in zip(c_cols, py_cols):
-        if isinstance(py_col, np.ndarray):
+    for c_col, py_col in zip(c_cols, py_cols, strict=True):
+        if py_col is None:  # keypoint columns: in-memory annotations never have them
+            assert c_col is None
+        elif isinstance(py_col, np.ndarray):
             assert c_col.dtype == py_col.dtype
             assert c_col.shape == py_col.shape
             assert _bits(c_col) == _bits(py_col)

@@ -36,7 +36,7 @@ from deteval._safe_read.strict_json import _orjson
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError
 from deteval.io.category_map import CategoryMap, map_categories
-from deteval.io.coco.fast_keypoints import keypoint_results
+from deteval.io.coco.fast_keypoints import KeypointParts, keypoint_results
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
 from deteval.masks.sources import PolygonSegmentations, RleSegmentations
@@ -192,25 +192,12 @@ def _stream_box_results(
         the path show another size, modification time, inode or device at the end than at the
         start, or more or fewer bytes than its size were read): its parts may mix two versions.
     """
-    if _colparse is None:
+    read = _stream_parts(path, lambda size: _BoxParts(size, gt, cmap), chunk_size)
+    if read is None:
         return None
-    opened = open_regular(path, limit=MAX_BYTES["json"])
-    if opened is None:  # missing, a folder, FIFO, device, or too large: read_bytes names it
-        return None
-    fd, start = opened
-    with os.fdopen(fd, "rb", buffering=0) as f:
-        try:
-            parts = _BoxParts(start.st_size, gt, cmap)
-            n_read = _read_parts(f, parts, start.st_size, chunk_size)
-        except OSError:
-            return None  # read again whole: read_bytes names the problem
-        # a file that changed is an error even when a part was not plain: those parts may mix
-        # two versions, and so would a whole read that starts again now
-        check_unchanged(path, start, fd, n_read, what="a results file")
-    if n_read is None:
-        return None
+    parts, start = read
     finished = parts.finish()
-    del parts
+    del parts, read
     if finished is None:
         return None
     note_read(path, start)
@@ -221,7 +208,54 @@ def _stream_box_results(
     return _box_result(image, category, box, score, path=path, warnings=warnings)
 
 
-def _read_parts(f: Any, parts: _BoxParts, size: int, chunk_size: int) -> int | None:
+def _stream_keypoint_results(
+    path: str, gt: GroundTruth, cmap: CategoryMap | None = None, *, chunk_size: int = _STREAM_CHUNK
+) -> Detections | None:
+    """A plain keypoint-results file read in parts into columns (:class:`.KeypointParts`), or None.
+
+    As :func:`_stream_box_results` reads a box-results file: the file's bytes are never held
+    whole, only ``chunk_size`` at a time; None for the whole-file reader to decide (and name)
+    anything else. Raises the same InputError for a file changed while read.
+    """
+    read = _stream_parts(path, lambda size: KeypointParts(size, _colparse), chunk_size)
+    if read is None:
+        return None
+    parts, start = read
+    dt = parts.detections(path, gt, cmap)
+    del parts, read
+    if dt is not None:
+        note_read(path, start)
+    return dt
+
+
+def _stream_parts(path: str, make_parts: Any, chunk_size: int) -> tuple[Any, os.stat_result] | None:
+    """``(make_parts(size), the file's stat at the start)`` once every part was fed, or None.
+
+    None without the extension, for anything but a regular file of at most the JSON limit, a
+    file that cannot be read, or a part the parts' ``feed`` refuses. A file that changed while
+    read is an InputError (:func:`~deteval._safe_read.check_unchanged`).
+    """
+    if _colparse is None:
+        return None
+    opened = open_regular(path, limit=MAX_BYTES["json"])
+    if opened is None:  # missing, a folder, FIFO, device, or too large: read_bytes names it
+        return None
+    fd, start = opened
+    with os.fdopen(fd, "rb", buffering=0) as f:
+        try:
+            parts = make_parts(start.st_size)
+            n_read = _read_parts(f, parts, start.st_size, chunk_size)
+        except OSError:
+            return None  # read again whole: read_bytes names the problem
+        # a file that changed is an error even when a part was not plain: those parts may mix
+        # two versions, and so would a whole read that starts again now
+        check_unchanged(path, start, fd, n_read, what="a results file")
+    if n_read is None:
+        return None
+    return parts, start
+
+
+def _read_parts(f: Any, parts: Any, size: int, chunk_size: int) -> int | None:
     """Read ``f`` to its end in parts cut after a ``}``, feeding each to ``parts``.
 
     Returns the number of bytes read, or None to give up when a part is not plain (the caller

@@ -132,6 +132,8 @@ if _HAS_MSGSPEC:
         segmentation: _msgspec.Raw | _msgspec.UnsetType = _msgspec.UNSET
         ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
         difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+        keypoints: list[float] | _msgspec.UnsetType = _msgspec.UNSET
+        num_keypoints: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
 
     class _Instances(_msgspec.Struct, forbid_unknown_fields=True):
         images: list[dict]
@@ -144,9 +146,21 @@ if _HAS_MSGSPEC:
 
 
 #: The annotation columns of an instances file: id, image_id, category_id (int64), bbox (n, 4),
-#: area (float64), iscrowd, ignore, difficult (int64; 0 where absent), and the raw segmentations.
+#: area (float64), iscrowd, ignore, difficult (int64; 0 where absent), the raw segmentations,
+#: and -- when every annotation has ``keypoints`` -- the keypoints (float64 (n, n_keypoints, 3))
+#: and ``num_keypoints`` (int64, -1 where absent), else None and None.
 AnnColumns = tuple[
-    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, Any
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    np.ndarray,
+    Any,
+    np.ndarray | None,
+    np.ndarray | None,
 ]
 
 #: Bytes of the shortest annotation the compiled parser accepts, with its comma:
@@ -202,12 +216,28 @@ def _compiled_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
     ids, image_ids, category_ids, crowd, ignore, difficult, starts, stops = ints
     box = np.empty(4 * capacity, dtype=np.float64)
     area = np.empty(capacity, dtype=np.float64)
-    found = _fast._colparse.instances(
-        raw, ids, image_ids, category_ids, box, area, crowd, ignore, difficult, starts, stops
-    )
+    args = (raw, ids, image_ids, category_ids, box, area, crowd, ignore, difficult, starts, stops)
+    found = _fast._colparse.instances(*args)
+    keypoints = num_keypoints = None
+    if found is None and b'"keypoints"' in raw:
+        # Keypoints are parsed only when asked for: their buffer (up to a number per 2 bytes) is
+        # allocated for files that have them, and a file without is parsed once.
+        numbers = np.empty(len(raw) // 2 + 1, dtype=np.float64)
+        num_keypoints = np.empty(capacity, dtype=np.int64)
+        found = _fast._colparse.instances(*args, numbers, num_keypoints)
+        if found is None:
+            return None
+        n, per_record = found[0], found[3]
+        if per_record:
+            numbers.resize(n * per_record, refcheck=False)  # in place: no view of it exists yet
+            keypoints = numbers.reshape(n, per_record // 3, 3)
+            num_keypoints.resize(n, refcheck=False)
+        else:
+            num_keypoints = None
+        del numbers
     if found is None:
         return None
-    n, start, stop = found
+    n, start, stop = found[:3]
     rest = b"".join((raw[:start], b"[]", raw[stop:]))
     data = _decode_or_none(rest, _INSTANCES)
     if data is None or data.annotations or count_raw_keys(rest) != _rest_keys(data):
@@ -218,7 +248,8 @@ def _compiled_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
     box.resize(4 * n, refcheck=False)
     area.resize(n, refcheck=False)
     segm = SpanSegmentations(raw, starts, stops, _orjson.loads)  # type: ignore[union-attr]
-    return data, (ids, image_ids, category_ids, box.reshape(n, 4), area, crowd, ignore, difficult, segm)
+    columns = (ids, image_ids, category_ids, box.reshape(n, 4), area, crowd, ignore, difficult, segm)
+    return data, (*columns, keypoints, num_keypoints)
 
 
 def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
@@ -241,8 +272,13 @@ def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
         + 2 * n_rle
         + sum(a.ignore is not _msgspec.UNSET for a in anns)
         + sum(a.difficult is not _msgspec.UNSET for a in anns)
+        + sum(a.keypoints is not _msgspec.UNSET for a in anns)
+        + sum(a.num_keypoints is not _msgspec.UNSET for a in anns)
     )
     if count_raw_keys(raw) != keys:
+        return None
+    keypoint_columns = _msgspec_keypoints(anns)
+    if keypoint_columns is None:
         return None
     columns = (
         np.fromiter(map(_get_id, anns), dtype=np.int64, count=n),
@@ -256,8 +292,31 @@ def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
         np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in anns), np.int64, n),
         np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in anns), np.int64, n),
         RawSegmentations(segm, _orjson.loads),  # type: ignore[union-attr]
+        *keypoint_columns,
     )
     return data, columns
+
+
+def _msgspec_keypoints(anns: list) -> tuple[np.ndarray | None, np.ndarray | None] | None:
+    """(keypoints, num_keypoints) of decoded annotations as the compiled parser gives them.
+
+    (None, None) when no annotation has ``keypoints``; None (the full path) when only some
+    have, or the lists are empty, of different lengths or not a multiple of 3.
+    """
+    lists = [a.keypoints for a in anns]
+    if all(k is _msgspec.UNSET for k in lists):
+        return None, None
+    if any(k is _msgspec.UNSET for k in lists):
+        return None
+    length = len(lists[0])
+    if not length or length % 3 or any(len(k) != length for k in lists):
+        return None
+    n = len(anns)
+    keypoints = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.float64, count=n * length)
+    count = np.fromiter(
+        (-1 if a.num_keypoints is _msgspec.UNSET else a.num_keypoints for a in anns), np.int64, n
+    )
+    return keypoints.reshape(n, length // 3, 3), count
 
 
 def _ground_truth_from(data: Any, columns: AnnColumns, path: str) -> GroundTruth | None:
@@ -281,7 +340,7 @@ def _checked_annotations(columns: AnnColumns) -> bool:
     Every annotation with a finite non-negative bbox and area and an ``iscrowd`` (``ignore``,
     ``difficult``) of 0 or 1; unique annotation ids.
     """
-    ann_ids, _, _, box, area, crowd, ignore, difficult, _ = columns
+    ann_ids, _, _, box, area, crowd, ignore, difficult, _, keypoints, num_keypoints = columns
     flags_ok = all(((f == 0) | (f == 1)).all() for f in (crowd, ignore, difficult))
     if (
         not flags_ok
@@ -292,12 +351,25 @@ def _checked_annotations(columns: AnnColumns) -> bool:
         or _duplicates(ann_ids)
     ):
         return False
-    return True
+    return keypoints is None or _checked_keypoints(keypoints, num_keypoints)
+
+
+def _checked_keypoints(keypoints: np.ndarray, num_keypoints: np.ndarray | None) -> bool:
+    """True when nothing needs a message about the keypoint columns (see ``keypoint_column``).
+
+    Finite numbers, visibility flags 0, 1 or 2, a ``num_keypoints`` in every annotation (the
+    full path warns when it derives one) within [0, n_keypoints].
+    """
+    if num_keypoints is None or not np.isfinite(keypoints).all():
+        return False
+    flags = keypoints[:, :, 2]
+    flags_ok = bool(((flags == 0) | (flags == 1) | (flags == 2)).all())
+    return flags_ok and bool(((num_keypoints >= 0) & (num_keypoints <= keypoints.shape[1])).all())
 
 
 def _assemble_columns(meta: dict, columns: AnnColumns, path: str) -> GroundTruth | None:
     """The GroundTruth of checked columns; None when an image or category id is unknown."""
-    ann_ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm = columns
+    ann_ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm, kp, num_kp = columns
     return _assemble_gt(
         meta,
         ann_ids,
@@ -312,6 +384,8 @@ def _assemble_columns(meta: dict, columns: AnnColumns, path: str) -> GroundTruth
         path,
         [],
         ann_problems=None,
+        keypoints=kp,
+        num_keypoints=num_kp,
     )
 
 
@@ -364,7 +438,7 @@ def _compiled_annotation_records(anns: list) -> AnnColumns | None:
     if found is None:
         return None
     segm = tuple(r.get("segmentation") for r in anns)
-    return ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm
+    return ids, image_ids, category_ids, box, area, crowd, ignore, difficult, segm, None, None
 
 
 def _msgspec_annotation_records(anns: list) -> AnnColumns | None:
@@ -392,4 +466,6 @@ def _msgspec_annotation_records(anns: list) -> AnnColumns | None:
         np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in typed), np.int64, n),
         np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in typed), np.int64, n),
         tuple(r.get("segmentation") for r in anns),
+        None,
+        None,
     )

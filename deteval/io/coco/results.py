@@ -31,6 +31,7 @@ from deteval.io.coco.fast import (
     _fast_box_records,
     _fast_box_results_held,
     _stream_box_results,
+    _stream_keypoint_results,
 )
 from deteval.io.coco.keypoints import keypoint_column, keypoint_extent
 from deteval.io.coco.obb import boxes_of, obb_column
@@ -188,11 +189,14 @@ def load_coco_dt(
 def _read_results(source: Any, name: str, gt: GroundTruth, cmap: CategoryMap | None) -> tuple[Any, str]:
     """(Detections, or the parsed data for the full checks; the name for messages).
 
-    A path to a plain box-results file is streamed into columns (:func:`_stream_box_results`);
-    any other file is read whole and offered to the whole-file fast paths, then parsed.
+    A path to a plain box- or keypoint-results file is streamed into columns
+    (:func:`_stream_box_results`, :func:`_stream_keypoint_results`); any other file is read whole
+    and offered to the whole-file fast paths, then parsed.
     """
     if isinstance(source, (str, os.PathLike)):
         streamed = _stream_box_results(os.fspath(source), gt, cmap)
+        if streamed is None:
+            streamed = _stream_keypoint_results(os.fspath(source), gt, cmap)
         if streamed is not None:
             return streamed, streamed.source
     return _source(source, name, lambda held, path: _fast_box_results_held(held, path, gt, cmap))
