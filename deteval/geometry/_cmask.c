@@ -35,18 +35,46 @@
 
 #define MAX_GROUPS 7
 
-/* The running state of one mask's box: the walk over (background, foreground) pairs of runs. */
+/* The running state of one mask's box: the walk over (background, foreground) pairs of runs. The
+ * column and row of the last position located (``at``) are kept, so that the next, further on, is
+ * found by adding (a division only when a run crosses more than one column). */
 typedef struct {
     uint32_t h, w, xs, ys, xe, ye, x_first, covered;
+    uint32_t at, at_x, at_y;
     int has_pair, zero_run; /* zero_run: a run of length 0 after the first (no box: pycocotools') */
 } BoxWalk;
+
+/* Column ``x = t / h`` and row ``y = t % h`` of position ``t``. */
+static inline void locate(BoxWalk *b, uint32_t t, uint32_t *x, uint32_t *y)
+{
+    if (t >= b->at) {
+        const uint64_t row = (uint64_t)b->at_y + (t - b->at);
+        if (row < b->h) {
+            *x = b->at_x;
+            *y = (uint32_t)row;
+        } else if (row < 2 * (uint64_t)b->h) {
+            *x = b->at_x + 1;
+            *y = (uint32_t)(row - b->h);
+        } else {
+            *x = b->at_x + (uint32_t)(row / b->h);
+            *y = (uint32_t)(row % b->h);
+        }
+    } else {
+        *y = t % b->h;
+        *x = t / b->h;
+    }
+    b->at = t;
+    b->at_x = *x;
+    b->at_y = *y;
+}
 
 /* One run end position ``t`` (column-major) into the box; ``is_fg_end`` marks the end of a
  * foreground run (its column compared with that of its start: a run crossing a column spans the full
  * height). */
 static void box_point(BoxWalk *b, uint32_t t, int is_fg_end)
 {
-    const uint32_t y = t % b->h, x = (t - y) / b->h;
+    uint32_t x, y;
+    locate(b, t, &x, &y);
     if (!is_fg_end)
         b->x_first = x;
     else if (b->x_first < x) {
@@ -191,155 +219,189 @@ done:
     return result;
 }
 
-/* The runs of one string into ``runs`` (room for one per character); returns their count. Decoding as
- * summarise() does; a string that ends inside a run ends there (callers pass checked strings). */
-static Py_ssize_t decode_runs(const unsigned char *s, Py_ssize_t len, uint32_t *runs)
-{
-    Py_ssize_t m = 0, i = 0;
-    while (i < len) {
-        int64_t x = 0;
-        int k = 0, more = 1, c = 0;
-        while (more && i < len) {
-            c = (s[i++] - 48) & 0x3f;
-            if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
-            k++;
-            more = c & 0x20;
-        }
-        if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
-        if (m > 2) x += (int64_t)runs[m - 2];
-        runs[m++] = (uint32_t)x;
-    }
-    return m;
-}
-
-/* Every string of a blob decoded: runs (one array), first run of each string (n + 1), areas. */
+/* A compressed counts string read run by run (pycocotools' rleFrString, without its array): the
+ * decoded value of run m is its groups, plus run m - 2 from the fourth run on (modulo 2**32). A
+ * string that ends inside a run ends there (callers pass checked strings). */
 typedef struct {
-    uint32_t *runs;
-    int64_t *first;
-    uint32_t *area;
-} Decoded;
+    const unsigned char *s, *end;
+    uint32_t before1, before2; /* runs m - 1 and m - 2 */
+    Py_ssize_t m;
+} RunReader;
 
-static int decode_all(const unsigned char *blob, const int64_t *offsets, Py_ssize_t n, Decoded *d)
+static inline int next_run(RunReader *d, uint32_t *run)
 {
-    d->runs = (uint32_t *)PyMem_RawMalloc(sizeof(uint32_t) * (size_t)(offsets[n] - offsets[0] + 1));
-    d->first = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(n + 1));
-    d->area = (uint32_t *)PyMem_RawMalloc(sizeof(uint32_t) * (size_t)(n + 1));
-    if (!d->runs || !d->first || !d->area) return -1;
-    int64_t at = 0;
-    for (Py_ssize_t r = 0; r < n; r++) {
-        d->first[r] = at;
-        const Py_ssize_t m = decode_runs(blob + offsets[r], (Py_ssize_t)(offsets[r + 1] - offsets[r]), d->runs + at);
-        uint32_t area = 0;
-        for (Py_ssize_t j = 1; j < m; j += 2) area += d->runs[at + j];
-        d->area[r] = area;
-        at += m;
+    if (d->s >= d->end) return 0;
+    int64_t x = 0;
+    int k = 0, more = 1, c = 0;
+    while (more && d->s < d->end) {
+        c = (*d->s++ - 48) & 0x3f;
+        if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
+        k++;
+        more = c & 0x20;
     }
-    d->first[n] = at;
-    return 0;
+    if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
+    if (d->m > 2) x += (int64_t)d->before2;
+    *run = (uint32_t)x;
+    d->before2 = d->before1;
+    d->before1 = *run;
+    d->m++;
+    return 1;
 }
 
-static void free_decoded(Decoded *d)
+/* pycocotools' rleIou walk of two masks (odd runs are foreground), the strings decoded as they are
+ * walked (no run array): the pixels in both (``*inter``) and in either (``*uni``), in 32-bit unsigned
+ * arithmetic. As pycocotools', it moves one run on per side per step and stops when the runs left on
+ * both sides add up to 0, which, with runs of length 0, can be before the end of the strings. */
+static void rle_walk(RunReader a, RunReader b, uint32_t *inter, uint32_t *uni)
 {
-    PyMem_RawFree(d->runs);
-    PyMem_RawFree(d->first);
-    PyMem_RawFree(d->area);
-}
-
-/* Pixels in the foreground of both run lists (odd runs are foreground), walking them together. */
-static uint64_t intersection(const uint32_t *a, Py_ssize_t na, const uint32_t *b, Py_ssize_t nb)
-{
-    uint64_t both = 0;
-    Py_ssize_t ia = 0, ib = 0;
-    uint32_t left_a = na ? a[0] : 0, left_b = nb ? b[0] : 0;
-    for (;;) {
-        while (left_a == 0 && ia + 1 < na) left_a = a[++ia];
-        while (left_b == 0 && ib + 1 < nb) left_b = b[++ib];
-        if (left_a == 0 || left_b == 0) return both;
-        const uint32_t step = left_a < left_b ? left_a : left_b;
-        if ((ia & 1) && (ib & 1)) both += step;
-        left_a -= step;
-        left_b -= step;
+    uint32_t ca = 0, cb = 0, i = 0, u = 0, ct = 1;
+    int va = 0, vb = 0;
+    next_run(&a, &ca);
+    next_run(&b, &cb);
+    while (ct > 0) {
+        const uint32_t c = ca < cb ? ca : cb;
+        if (va || vb) {
+            u += c;
+            if (va && vb) i += c;
+        }
+        ct = 0;
+        ca -= c;
+        if (!ca && next_run(&a, &ca)) va = !va;
+        ct += ca;
+        cb -= c;
+        if (!cb && next_run(&b, &cb)) vb = !vb;
+        ct += cb;
     }
+    *inter = i;
+    *uni = u;
 }
 
-static int offsets_ok(const Py_buffer *offsets, const Py_buffer *blob, Py_ssize_t *n)
+/* Spans ``start[r]:stop[r]`` of a blob, with the pixel count (float64, < 2**32) and pycocotools'
+ * toBbox (xywh float64) of each. */
+typedef struct {
+    Py_buffer blob, start, stop, area, box;
+    Py_ssize_t n;
+} Spans;
+
+static int spans_ok(Spans *sp, const char *where)
 {
-    if (offsets->len < 8 || offsets->len % 8 || !is_aligned(offsets, 8)) return 0;
-    const int64_t *o = (const int64_t *)offsets->buf;
-    *n = offsets->len / 8 - 1;
-    for (Py_ssize_t r = 0; r < *n; r++)
-        if (o[r] < 0 || o[r + 1] < o[r] || o[r + 1] > blob->len) return 0;
-    return o[0] >= 0 && o[0] <= blob->len;
+    sp->n = sp->start.len / 8;
+    if (sp->start.len % 8 || sp->stop.len != sp->start.len || sp->area.len != sp->start.len ||
+        sp->box.len != 4 * sp->start.len ||
+        (sp->n && (!is_aligned(&sp->start, 8) || !is_aligned(&sp->stop, 8) || !is_aligned(&sp->area, 8) ||
+                   !is_aligned(&sp->box, 8)))) {
+        PyErr_Format(PyExc_ValueError, "%s: span buffers do not match or are unaligned", where);
+        return 0;
+    }
+    const int64_t *a = (const int64_t *)sp->start.buf, *b = (const int64_t *)sp->stop.buf;
+    for (Py_ssize_t r = 0; r < sp->n; r++) {
+        if (a[r] < 0 || b[r] < a[r] || b[r] > sp->blob.len) {
+            PyErr_Format(PyExc_ValueError, "%s: a span outside its blob or reversed", where);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Whether row r's area is a pixel count (in [0, 2**32)) and its box has no NaN. */
+static int row_ok(const Spans *sp, int64_t r)
+{
+    const double area = ((const double *)sp->area.buf)[r], *box = (const double *)sp->box.buf + 4 * r;
+    return area >= 0 && area <= (double)UINT32_MAX && box[0] == box[0] && box[1] == box[1] && box[2] == box[2] &&
+           box[3] == box[3];
+}
+
+/* pycocotools' bbIou(d, g) > 0 (which rleIou asks before walking the runs): the boxes overlap. */
+static int boxes_overlap(const double *D, const double *G)
+{
+    const double w = fmin(D[2] + D[0], G[2] + G[0]) - fmax(D[0], G[0]);
+    if (w <= 0) return 0;
+    const double h = fmin(D[3] + D[1], G[3] + G[1]) - fmax(D[1], G[1]);
+    return h > 0;
+}
+
+static RunReader reader_of(const Spans *sp, int64_t r)
+{
+    const unsigned char *blob = (const unsigned char *)sp->blob.buf;
+    RunReader d = {blob + ((const int64_t *)sp->start.buf)[r], blob + ((const int64_t *)sp->stop.buf)[r], 0, 0, 0};
+    return d;
 }
 
 PyDoc_STRVAR(pair_iou_doc,
-             "pair_iou(det_blob, det_offsets, gt_blob, gt_offsets, det_index, gt_index, is_crowd, out)\n"
+             "pair_iou(det_blob, det_start, det_stop, det_area, det_box, gt_blob, gt_start, gt_stop, gt_area,\n"
+             "         gt_box, det_rows, gt_rows, is_crowd, out)\n"
              "\n"
              "pycocotools' ``mask.iou`` of aligned (detection, ground truth) pairs of compressed RLEs of\n"
-             "equal sizes: string r of a blob is ``blob[offsets[r]:offsets[r + 1]]``; pair k compares\n"
-             "detection ``det_index[k]`` with ground truth ``gt_index[k]`` (int64), ``is_crowd[k]`` (uint8:\n"
-             "intersection over the detection's area). Writes float64 ``out[k]``: 0 when the masks share\n"
-             "no pixel, else intersection / union as doubles, as pycocotools divides.");
+             "equal sizes, on the strings where they lie: mask r of a side is ``blob[start[r]:stop[r]]``\n"
+             "(int64 spans) with ``area[r]`` pixels (float64) and pycocotools' toBbox ``box[r]`` (xywh\n"
+             "float64); pair k compares detection ``det_rows[k]`` with ground truth ``gt_rows[k]``\n"
+             "(int64), ``is_crowd[k]`` (uint8: intersection over the detection's area). Writes float64\n"
+             "``out[k]``: 0 when the boxes do not overlap (pycocotools' bbIou test) or the masks share no\n"
+             "pixel, else\n"
+             "intersection / union as doubles, from pycocotools' walk of the runs and as it divides. The strings are decoded while\n"
+             "they are walked: no mask and no run array is made.");
 
 static PyObject *pair_iou(PyObject *self, PyObject *args)
 {
-    Py_buffer db, doff, gb, goff, di, gi, crowd, out;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*w*", &db, &doff, &gb, &goff, &di, &gi, &crowd, &out)) return NULL;
+    Spans det = {0}, gt = {0};
+    Py_buffer di, gi, crowd, out;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*y*w*", &det.blob, &det.start, &det.stop, &det.area,
+                          &det.box, &gt.blob, &gt.start, &gt.stop, &gt.area, &gt.box, &di, &gi, &crowd, &out))
+        return NULL;
     PyObject *result = NULL;
-    Decoded dd = {0}, gd = {0};
-    Py_ssize_t n_det = 0, n_gt = 0;
     const Py_ssize_t n = out.len / 8;
-    const Py_buffer *views[8] = {&out, &db, &doff, &gb, &goff, &di, &gi, &crowd};
-    if (!offsets_ok(&doff, &db, &n_det) || !offsets_ok(&goff, &gb, &n_gt)) {
-        PyErr_SetString(PyExc_ValueError, "pair_iou: offsets outside the blob, decreasing or unaligned");
-        goto done;
-    }
+    const Py_buffer *views[14] = {&out,     &det.blob, &det.start, &det.stop, &det.area, &det.box, &gt.blob,
+                                  &gt.start, &gt.stop, &gt.area,   &gt.box,   &di,       &gi,      &crowd};
+    if (!spans_ok(&det, "pair_iou") || !spans_ok(&gt, "pair_iou")) goto done;
     if (out.len % 8 || di.len != n * 8 || gi.len != n * 8 || crowd.len != n ||
         (n && (!is_aligned(&out, 8) || !is_aligned(&di, 8) || !is_aligned(&gi, 8)))) {
         PyErr_SetString(PyExc_ValueError, "pair_iou: buffer sizes do not match or are unaligned");
         goto done;
     }
-    if (outputs_overlap(views, 1, 8, "pair_iou")) goto done;
-    const int64_t *det_index = (const int64_t *)di.buf, *gt_index = (const int64_t *)gi.buf;
+    if (outputs_overlap(views, 1, 14, "pair_iou")) goto done;
+    const int64_t *det_rows = (const int64_t *)di.buf, *gt_rows = (const int64_t *)gi.buf;
     for (Py_ssize_t k = 0; k < n; k++) {
-        if (det_index[k] < 0 || det_index[k] >= n_det || gt_index[k] < 0 || gt_index[k] >= n_gt) {
-            PyErr_SetString(PyExc_ValueError, "pair_iou: a pair index is outside its blob's strings");
+        if (det_rows[k] < 0 || det_rows[k] >= det.n || gt_rows[k] < 0 || gt_rows[k] >= gt.n) {
+            PyErr_SetString(PyExc_ValueError, "pair_iou: a pair row is outside its spans");
+            goto done;
+        }
+        if (!row_ok(&det, det_rows[k]) || !row_ok(&gt, gt_rows[k])) {
+            PyErr_SetString(PyExc_ValueError, "pair_iou: a compared mask has no area in [0, 2**32) or a NaN box");
             goto done;
         }
     }
-    int failed = 0;
     Py_BEGIN_ALLOW_THREADS
-    failed = decode_all((const unsigned char *)db.buf, (const int64_t *)doff.buf, n_det, &dd) ||
-             decode_all((const unsigned char *)gb.buf, (const int64_t *)goff.buf, n_gt, &gd);
-    if (!failed) {
-        const uint8_t *is_crowd = (const uint8_t *)crowd.buf;
-        double *iou = (double *)out.buf;
-        for (Py_ssize_t k = 0; k < n; k++) {
-            const int64_t d = det_index[k], g = gt_index[k];
-            const uint64_t both = intersection(dd.runs + dd.first[d], (Py_ssize_t)(dd.first[d + 1] - dd.first[d]),
-                                               gd.runs + gd.first[g], (Py_ssize_t)(gd.first[g + 1] - gd.first[g]));
-            if (both == 0) {
-                iou[k] = 0.0;
-                continue;
-            }
-            const uint32_t inter = (uint32_t)both;
-            const uint32_t uni = is_crowd[k] ? dd.area[d] : (uint32_t)(dd.area[d] + gd.area[g] - inter);
-            iou[k] = (double)inter / (double)uni;
+    const uint8_t *is_crowd = (const uint8_t *)crowd.buf;
+    const double *det_area = (const double *)det.area.buf;
+    const double *det_box = (const double *)det.box.buf, *gt_box = (const double *)gt.box.buf;
+    double *iou = (double *)out.buf;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        const int64_t d = det_rows[k], g = gt_rows[k];
+        if (!boxes_overlap(det_box + 4 * d, gt_box + 4 * g)) {
+            iou[k] = 0.0;
+            continue;
         }
+        uint32_t inter, uni;
+        rle_walk(reader_of(&det, d), reader_of(&gt, g), &inter, &uni);
+        if (inter == 0)
+            uni = 1;
+        else if (is_crowd[k])
+            uni = (uint32_t)det_area[d];
+        iou[k] = (double)inter / (double)uni;
     }
     Py_END_ALLOW_THREADS
-    if (failed) {
-        PyErr_NoMemory();
-        goto done;
-    }
     result = Py_NewRef(Py_None);
 done:
-    free_decoded(&dd);
-    free_decoded(&gd);
-    PyBuffer_Release(&db);
-    PyBuffer_Release(&doff);
-    PyBuffer_Release(&gb);
-    PyBuffer_Release(&goff);
+    PyBuffer_Release(&det.blob);
+    PyBuffer_Release(&det.start);
+    PyBuffer_Release(&det.stop);
+    PyBuffer_Release(&det.area);
+    PyBuffer_Release(&det.box);
+    PyBuffer_Release(&gt.blob);
+    PyBuffer_Release(&gt.start);
+    PyBuffer_Release(&gt.stop);
+    PyBuffer_Release(&gt.area);
+    PyBuffer_Release(&gt.box);
     PyBuffer_Release(&di);
     PyBuffer_Release(&gi);
     PyBuffer_Release(&crowd);
@@ -545,36 +607,38 @@ static Py_ssize_t encode_runs(const Runs *r, char *s)
 }
 
 PyDoc_STRVAR(rasterise_doc,
-             "rasterise(points, point_start, part_start, sizes, areas)\n"
+             "rasterise(points, point_start, part_start, sizes, areas, offsets)\n"
              "\n"
              "pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygon parts, as compressed\n"
              "counts strings: float64 ``points`` (n_point, 2); int64 ``point_start`` (parts + 1),\n"
              "``part_start`` (n + 1: record r has parts part_start[r]..part_start[r + 1], at least one)\n"
-             "and ``sizes`` (n, 2) [h, w]. Returns a list of n bytes; writes float64 ``areas`` (n,).\n"
+             "and ``sizes`` (n, 2) [h, w]. Returns the n strings as one bytes object, string r at\n"
+             "``offsets[r]:offsets[r + 1]`` (int64 (n + 1,), written); writes float64 ``areas`` (n,).\n"
              "Coordinates must be finite with |5 x| < 2**30.");
 
 static PyObject *rasterise(PyObject *self, PyObject *args)
 {
-    Py_buffer pts, ps, rs, sz, ar;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*w*", &pts, &ps, &rs, &sz, &ar)) return NULL;
-    PyObject *result = NULL, *list = NULL;
+    Py_buffer pts, ps, rs, sz, ar, of;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*", &pts, &ps, &rs, &sz, &ar, &of)) return NULL;
+    PyObject *result = NULL;
     Scratch sc = {0};
     Runs one = {0}, merged = {0}, next = {0};
     char *text = NULL;
     Py_ssize_t text_cap = 0;
     const Py_ssize_t n = ar.len / 8, n_part = ps.len / 8 - 1, n_coord = pts.len / 8;
-    const Py_buffer *views[5] = {&ar, &pts, &ps, &rs, &sz};
-    if (ar.len % 8 || rs.len != (n + 1) * 8 || sz.len != n * 16 || n_part < 0 || pts.len % 16) {
+    const Py_buffer *views[6] = {&ar, &of, &pts, &ps, &rs, &sz};
+    if (ar.len % 8 || rs.len != (n + 1) * 8 || of.len != (n + 1) * 8 || sz.len != n * 16 || n_part < 0 ||
+        pts.len % 16) {
         PyErr_SetString(PyExc_ValueError, "rasterise: buffer sizes do not match");
         goto done;
     }
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         if (views[i]->len && !is_aligned(views[i], 8)) {
             PyErr_SetString(PyExc_ValueError, "rasterise: unaligned buffer");
             goto done;
         }
     }
-    if (outputs_overlap(views, 1, 5, "rasterise")) goto done;
+    if (outputs_overlap(views, 2, 6, "rasterise")) goto done;
     const double *xy = (const double *)pts.buf;
     const int64_t *point_start = (const int64_t *)ps.buf, *part_start = (const int64_t *)rs.buf;
     const int64_t *size = (const int64_t *)sz.buf;
@@ -597,15 +661,15 @@ static PyObject *rasterise(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    list = PyList_New(n);
-    if (!list) goto done;
     double *areas = (double *)ar.buf;
-    for (Py_ssize_t r = 0; r < n; r++) {
+    int64_t *offsets = (int64_t *)of.buf;
+    int failed = 0;
+    Py_ssize_t used = 0;
+    offsets[0] = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < n && !failed; r++) {
         const uint32_t h = (uint32_t)size[2 * r], w = (uint32_t)size[2 * r + 1];
-        int failed = 0;
-        Py_ssize_t len = 0;
         uint32_t area = 0;
-        Py_BEGIN_ALLOW_THREADS
         for (int64_t part = part_start[r]; part < part_start[r + 1] && !failed; part++) {
             const int64_t first = point_start[part];
             Runs *target = part == part_start[r] ? &merged : &one;
@@ -617,33 +681,32 @@ static PyObject *rasterise(PyObject *self, PyObject *args)
                 next = swap;
             }
         }
-        if (!failed && merged.n * 7 > text_cap) {
-            char *grown = (char *)PyMem_RawRealloc(text, (size_t)(merged.n * 7));
+        if (!failed && used + merged.n * 7 > text_cap) { /* at most 7 characters per run */
+            Py_ssize_t cap = 2 * text_cap;
+            if (cap < used + merged.n * 7) cap = used + merged.n * 7;
+            if (cap < 4096) cap = 4096;
+            char *grown = (char *)PyMem_RawRealloc(text, (size_t)cap);
             if (grown) {
                 text = grown;
-                text_cap = merged.n * 7;
+                text_cap = cap;
             } else {
                 failed = 1;
             }
         }
         if (!failed) {
-            len = encode_runs(&merged, text);
+            used += encode_runs(&merged, text + used);
             for (Py_ssize_t j = 1; j < merged.n; j += 2) area += merged.v[j];
+            areas[r] = (double)area;
+            offsets[r + 1] = used;
         }
-        Py_END_ALLOW_THREADS
-        if (failed) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        areas[r] = (double)area;
-        PyObject *counts = PyBytes_FromStringAndSize(text, len);
-        if (!counts) goto done;
-        PyList_SET_ITEM(list, r, counts);
     }
-    result = list;
-    list = NULL;
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(text ? text : "", used);
 done:
-    Py_XDECREF(list);
     PyMem_RawFree(sc.px);
     PyMem_RawFree(sc.py);
     PyMem_RawFree(sc.bx);
@@ -658,6 +721,7 @@ done:
     PyBuffer_Release(&rs);
     PyBuffer_Release(&sz);
     PyBuffer_Release(&ar);
+    PyBuffer_Release(&of);
     return result;
 }
 
@@ -668,4 +732,4 @@ static PyMethodDef cmask_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 2, NULL)
+DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 3, NULL)
