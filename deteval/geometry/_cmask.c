@@ -30,6 +30,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../_buffer_checks.h"
 
@@ -248,16 +249,16 @@ static inline int next_run(RunReader *d, uint32_t *run)
     return 1;
 }
 
-/* pycocotools' rleIou walk of two masks (odd runs are foreground), the strings decoded as they are
- * walked (no run array): the pixels in both (``*inter``) and in either (``*uni``), in 32-bit unsigned
- * arithmetic. As pycocotools', it moves one run on per side per step and stops when the runs left on
- * both sides add up to 0, which, with runs of length 0, can be before the end of the strings. */
-static void rle_walk(RunReader a, RunReader b, uint32_t *inter, uint32_t *uni)
+/* pycocotools' rleIou walk of two masks' runs (odd runs are foreground): the pixels in both
+ * (``*inter``) and in either (``*uni``), in 32-bit unsigned arithmetic. As pycocotools', it moves one
+ * run on per side per step and stops when the runs left on both sides add up to 0, which, with runs
+ * of length 0, can be before the end of the masks. */
+static void rle_walk(const uint32_t *a, Py_ssize_t ka, const uint32_t *b, Py_ssize_t kb, uint32_t *inter,
+                     uint32_t *uni)
 {
-    uint32_t ca = 0, cb = 0, i = 0, u = 0, ct = 1;
+    uint32_t ca = ka ? a[0] : 0, cb = kb ? b[0] : 0, i = 0, u = 0, ct = 1;
+    Py_ssize_t ia = 1, ib = 1;
     int va = 0, vb = 0;
-    next_run(&a, &ca);
-    next_run(&b, &cb);
     while (ct > 0) {
         const uint32_t c = ca < cb ? ca : cb;
         if (va || vb) {
@@ -266,14 +267,44 @@ static void rle_walk(RunReader a, RunReader b, uint32_t *inter, uint32_t *uni)
         }
         ct = 0;
         ca -= c;
-        if (!ca && next_run(&a, &ca)) va = !va;
+        if (!ca && ia < ka) {
+            ca = a[ia++];
+            va = !va;
+        }
         ct += ca;
         cb -= c;
-        if (!cb && next_run(&b, &cb)) vb = !vb;
+        if (!cb && ib < kb) {
+            cb = b[ib++];
+            vb = !vb;
+        }
         ct += cb;
     }
     *inter = i;
     *uni = u;
+}
+
+/* The runs of one mask, decoded once and kept while the next pairs compare the same mask. */
+typedef struct {
+    uint32_t *runs;
+    Py_ssize_t n, cap;
+    int64_t row;
+} Decoded;
+
+static int decode_row(Decoded *dec, RunReader reader, int64_t row)
+{
+    if (dec->row == row) return 0;
+    const Py_ssize_t chars = reader.end - reader.s;
+    if (chars > dec->cap) {
+        uint32_t *grown = (uint32_t *)PyMem_RawRealloc(dec->runs, sizeof(uint32_t) * (size_t)chars);
+        if (!grown) return -1;
+        dec->runs = grown;
+        dec->cap = chars;
+    }
+    dec->n = 0;
+    uint32_t run;
+    while (next_run(&reader, &run)) dec->runs[dec->n++] = run; /* at most one run per character */
+    dec->row = row;
+    return 0;
 }
 
 /* Spans ``start[r]:stop[r]`` of a blob, with the pixel count (float64, < 2**32) and pycocotools'
@@ -338,8 +369,9 @@ PyDoc_STRVAR(pair_iou_doc,
              "(int64), ``is_crowd[k]`` (uint8: intersection over the detection's area). Writes float64\n"
              "``out[k]``: 0 when the boxes do not overlap (pycocotools' bbIou test) or the masks share no\n"
              "pixel, else\n"
-             "intersection / union as doubles, from pycocotools' walk of the runs and as it divides. The strings are decoded while\n"
-             "they are walked: no mask and no run array is made.");
+             "intersection / union as doubles, from pycocotools' walk of the runs and as it divides.\n"
+             "A mask's string is decoded when its pair comes, and kept for the next pairs of the same mask\n"
+             "(pass pairs grouped by one side): no mask is made, no run array beyond two masks'.");
 
 static PyObject *pair_iou(PyObject *self, PyObject *args)
 {
@@ -370,6 +402,8 @@ static PyObject *pair_iou(PyObject *self, PyObject *args)
             goto done;
         }
     }
+    int failed = 0;
+    Decoded dd = {NULL, 0, 0, -1}, gd = {NULL, 0, 0, -1};
     Py_BEGIN_ALLOW_THREADS
     const uint8_t *is_crowd = (const uint8_t *)crowd.buf;
     const double *det_area = (const double *)det.area.buf;
@@ -381,8 +415,12 @@ static PyObject *pair_iou(PyObject *self, PyObject *args)
             iou[k] = 0.0;
             continue;
         }
+        if (decode_row(&dd, reader_of(&det, d), d) || decode_row(&gd, reader_of(&gt, g), g)) {
+            failed = 1;
+            break;
+        }
         uint32_t inter, uni;
-        rle_walk(reader_of(&det, d), reader_of(&gt, g), &inter, &uni);
+        rle_walk(dd.runs, dd.n, gd.runs, gd.n, &inter, &uni);
         if (inter == 0)
             uni = 1;
         else if (is_crowd[k])
@@ -390,6 +428,12 @@ static PyObject *pair_iou(PyObject *self, PyObject *args)
         iou[k] = (double)inter / (double)uni;
     }
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(dd.runs);
+    PyMem_RawFree(gd.runs);
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
     result = Py_NewRef(Py_None);
 done:
     PyBuffer_Release(&det.blob);
@@ -427,18 +471,68 @@ static int runs_reserve(Runs *r, Py_ssize_t cap)
     return 0;
 }
 
-static int compare_u32(const void *a, const void *b)
-{
-    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Scratch space reused across polygons. */
 typedef struct {
-    int *px, *py, *bx, *by;
-    Py_ssize_t cap_vertices, cap_boundary;
-    Runs cuts;
+    int *px, *py;
+    Py_ssize_t cap_vertices;
+    Runs cuts, spare; /* spare: the merge sort's other buffer */
+    Py_ssize_t *bounds, cap_bounds;
 } Scratch;
+
+/* Sort ``cuts`` ascending: a natural merge sort. A polygon's cuts come as a few chains monotone in
+ * x (ascending or descending positions), so the runs are found, the descending ones reversed, and the
+ * runs merged pairwise: a few linear passes instead of a general sort. Returns 0, or -1 when out of
+ * memory. */
+static int sort_cuts(Scratch *sc)
+{
+    Runs *cuts = &sc->cuts;
+    const Py_ssize_t n = cuts->n;
+    if (n < 2) return 0;
+    if (n + 1 > sc->cap_bounds) {
+        Py_ssize_t *grown = (Py_ssize_t *)PyMem_RawRealloc(sc->bounds, sizeof(Py_ssize_t) * (size_t)(n + 1));
+        if (!grown) return -1;
+        sc->bounds = grown;
+        sc->cap_bounds = n + 1;
+    }
+    if (runs_reserve(&sc->spare, n)) return -1;
+    uint32_t *v = cuts->v;
+    Py_ssize_t *bounds = sc->bounds, n_runs = 0, i = 0;
+    while (i < n) {
+        bounds[n_runs++] = i;
+        Py_ssize_t j = i + 1;
+        if (j < n && v[j] < v[i]) {
+            while (j < n && v[j] < v[j - 1]) j++;
+            for (Py_ssize_t lo = i, hi = j - 1; lo < hi; lo++, hi--) {
+                const uint32_t t = v[lo];
+                v[lo] = v[hi];
+                v[hi] = t;
+            }
+        } else {
+            while (j < n && v[j] >= v[j - 1]) j++;
+        }
+        i = j;
+    }
+    bounds[n_runs] = n;
+    uint32_t *src = v, *dst = sc->spare.v;
+    while (n_runs > 1) {
+        Py_ssize_t merged = 0;
+        for (Py_ssize_t r = 0; r < n_runs; r += 2) {
+            const Py_ssize_t lo = bounds[r], mid = bounds[r + 1], hi = r + 2 <= n_runs ? bounds[r + 2] : mid;
+            Py_ssize_t p = lo, q = mid, o = lo;
+            while (p < mid && q < hi) dst[o++] = src[q] < src[p] ? src[q++] : src[p++];
+            while (p < mid) dst[o++] = src[p++];
+            while (q < hi) dst[o++] = src[q++];
+            bounds[merged++] = lo;
+        }
+        bounds[merged] = n;
+        n_runs = merged;
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v) memcpy(v, src, sizeof(uint32_t) * (size_t)n);
+    return 0;
+}
 
 static int grow_int(int **p, Py_ssize_t n)
 {
@@ -448,13 +542,31 @@ static int grow_int(int **p, Py_ssize_t n)
     return 0;
 }
 
+/* Where a boundary step between upsampled columns ``lo`` and ``lo + 1`` crosses a pixel column
+ * centre (``(lo + 0.5) / 5 - 0.5`` an integer in [0, w - 1], which is ``lo % 5 == 2``), with ``v`` the
+ * lower of the step's two upsampled rows: the cut at the row ``ceil((v + 0.5) / 5 - 0.5)``, clipped
+ * to [0, h], which is ``ceil((v - 2) / 5)``. pycocotools computes both in doubles; on these integers
+ * (|v| < 2**30) the doubles are exact where the value is an integer and at least 0.2 from one
+ * elsewhere, so the integer forms here give its values. */
+static inline void add_cut(Runs *cuts, int lo, int v, uint32_t h, uint32_t w)
+{
+    if (lo < 2 || (lo - 2) % 5) return;
+    const int64_t column = (lo - 2) / 5;
+    if (column > (int64_t)w - 1) return;
+    int64_t row = v <= 2 ? 0 : ((int64_t)v - 2 + 4) / 5;
+    if (row > (int64_t)h) row = h;
+    cuts->v[cuts->n++] = (uint32_t)(column * (int64_t)h + row);
+}
+
 /* The runs of one polygon part (``k`` vertices at ``xy``) in an h x w mask, pycocotools' rule: the
  * vertices are scaled by 5 and rounded ((int)(5 x + 0.5)), each edge is walked one step per upsampled
  * pixel along its longer axis (the other coordinate rounded the same way), and each crossing of a
  * pixel column centre (x + 0.5 on the 5x grid, back at 1x: an integer in [0, w - 1]) starts or ends a
  * vertical run at ceil of the lower boundary y (clipped to [0, h]). The sorted crossings, as positions
  * x * h + y, with h * w appended, give the run lengths; a zero length folds the next run into the one
- * before. Writes the runs into ``out``; returns 0, or -1 when out of memory. */
+ * before. Only the steps that change the column are visited: on an edge along x every fifth (the
+ * column centres), on an edge along y those where the rounded x moves. Writes the runs into ``out``;
+ * returns 0, or -1 when out of memory. */
 static int polygon_runs(const double *xy, Py_ssize_t k, uint32_t h, uint32_t w, Scratch *sc, Runs *out)
 {
     const double scale = 5;
@@ -469,69 +581,50 @@ static int polygon_runs(const double *xy, Py_ssize_t k, uint32_t h, uint32_t w, 
     }
     X[k] = X[0];
     Y[k] = Y[0];
-    Py_ssize_t points = 0;
-    for (Py_ssize_t j = 0; j < k; j++) {
-        const int ax = abs(X[j] - X[j + 1]), ay = abs(Y[j] - Y[j + 1]);
-        points += (ax > ay ? ax : ay) + 1;
-    }
-    if (points > sc->cap_boundary) {
-        if (grow_int(&sc->bx, points) || grow_int(&sc->by, points)) return -1;
-        sc->cap_boundary = points;
-    }
-    int *U = sc->bx, *V = sc->by;
-    Py_ssize_t m = 0;
+    Py_ssize_t bound = 1;
+    for (Py_ssize_t j = 0; j < k; j++) bound += abs(X[j] - X[j + 1]) + 1;
+    Runs *cuts = &sc->cuts;
+    cuts->n = 0;
+    if (runs_reserve(cuts, bound)) return -1;
     for (Py_ssize_t j = 0; j < k; j++) {
         int x0 = X[j], x1 = X[j + 1], y0 = Y[j], y1 = Y[j + 1];
         const int dx = abs(x1 - x0), dy = abs(y0 - y1);
-        const int along_x = dx >= dy;
-        const int reversed = along_x ? x0 > x1 : y0 > y1;
-        if (reversed) {
-            int t = x0;
-            x0 = x1;
-            x1 = t;
-            t = y0;
-            y0 = y1;
-            y1 = t;
-        }
-        if (along_x) {
-            /* a zero-length edge: one point whose y is never read (its neighbours share its x) */
+        if (dx >= dy) {
+            if (x0 > x1) { /* walked from the left end: the same points */
+                int t = x0;
+                x0 = x1;
+                x1 = t;
+                t = y0;
+                y0 = y1;
+                y1 = t;
+            }
             const double slope = dx ? (double)(y1 - y0) / dx : 0.0;
-            for (int d = 0; d <= dx; d++) {
-                const int t = reversed ? dx - d : d;
-                U[m] = t + x0;
-                V[m] = (int)(y0 + slope * t + .5);
-                m++;
+            /* the steps (t, t + 1) whose column x0 + t is 2 modulo 5 */
+            int t = ((2 - x0) % 5 + 5) % 5;
+            for (; t < dx; t += 5) {
+                const int v0 = (int)(y0 + slope * t + .5), v1 = (int)(y0 + slope * (t + 1) + .5);
+                add_cut(cuts, x0 + t, v0 < v1 ? v0 : v1, h, w);
             }
         } else {
+            if (y0 > y1) {
+                int t = x0;
+                x0 = x1;
+                x1 = t;
+                t = y0;
+                y0 = y1;
+                y1 = t;
+            }
             const double slope = (double)(x1 - x0) / dy;
-            for (int d = 0; d <= dy; d++) {
-                const int t = reversed ? dy - d : d;
-                V[m] = t + y0;
-                U[m] = (int)(x0 + slope * t + .5);
-                m++;
+            int u_before = (int)(x0 + slope * 0 + .5); /* not x0 when x0 < 0: (int) truncates */
+            for (int t = 1; t <= dy; t++) {
+                const int u = (int)(x0 + slope * t + .5);
+                if (u != u_before) add_cut(cuts, u < u_before ? u : u_before, y0 + t - 1, h, w);
+                u_before = u;
             }
         }
     }
-    Runs *cuts = &sc->cuts;
-    cuts->n = 0;
-    if (runs_reserve(cuts, m + 1)) return -1;
-    const double last_column = (double)((uint64_t)w - 1), height = (double)h;
-    for (Py_ssize_t j = 1; j < m; j++) {
-        if (U[j] == U[j - 1]) continue;
-        double xd = (double)(U[j] < U[j - 1] ? U[j] : U[j] - 1);
-        xd = (xd + .5) / scale - .5;
-        if (floor(xd) != xd || xd < 0 || xd > last_column) continue;
-        double yd = (double)(V[j] < V[j - 1] ? V[j] : V[j - 1]);
-        yd = (yd + .5) / scale - .5;
-        if (yd < 0)
-            yd = 0;
-        else if (yd > height)
-            yd = height;
-        yd = ceil(yd);
-        cuts->v[cuts->n++] = (uint32_t)((int)xd * (int)h + (int)yd);
-    }
     cuts->v[cuts->n++] = (uint32_t)((uint64_t)h * w);
-    qsort(cuts->v, (size_t)cuts->n, sizeof(uint32_t), compare_u32);
+    if (sort_cuts(sc)) return -1;
     uint32_t previous = 0;
     for (Py_ssize_t j = 0; j < cuts->n; j++) {
         const uint32_t at = cuts->v[j];
@@ -709,9 +802,9 @@ static PyObject *rasterise(PyObject *self, PyObject *args)
 done:
     PyMem_RawFree(sc.px);
     PyMem_RawFree(sc.py);
-    PyMem_RawFree(sc.bx);
-    PyMem_RawFree(sc.by);
     PyMem_RawFree(sc.cuts.v);
+    PyMem_RawFree(sc.spare.v);
+    PyMem_RawFree(sc.bounds);
     PyMem_RawFree(one.v);
     PyMem_RawFree(merged.v);
     PyMem_RawFree(next.v);

@@ -435,14 +435,18 @@ def _compiled_pair_iou(
 
     The arguments and result are :func:`_pair_iou_pycocotools`' (``image`` is not read).
 
-    The kernel reads each pair's two strings where they lie in the blobs and decodes them while
-    walking them together (no mask, no run array, nothing copied); a pair whose boxes do not
+    The kernel reads each pair's two strings where they lie in the blobs (nothing copied) and
+    decodes a mask's runs once for consecutive pairs (sorted here by ground truth); a pair whose boxes do not
     overlap (pycocotools' ``bbIou`` test, on the same ``toBbox`` boxes) or sharing no pixel gets
     0, any other ``intersection / union`` (crowd: over the detection's area) as doubles, which is
     what pycocotools computes (its box pre-check only ever skips pairs sharing no pixel). The
     masks of every pair have one size (checked by the caller), as pycocotools needs for a value.
     """
-    out = np.zeros(len(det_rows))
+    det_rows = np.asarray(det_rows, dtype=np.int64)
+    gt_rows = np.asarray(gt_rows, dtype=np.int64)
+    order = np.lexsort((det_rows, gt_rows))  # pairs of one ground truth together: decoded once
+    det_rows, gt_rows = det_rows[order], gt_rows[order]
+    sorted_iou = np.zeros(len(det_rows))
     _speedups.module_of("_cmask.pair_iou").pair_iou(  # type: ignore[union-attr]
         det_raster.blob,
         det_raster.start,
@@ -454,11 +458,13 @@ def _compiled_pair_iou(
         gt_raster.stop,
         gt_raster.area,
         gt_raster.box,
-        np.ascontiguousarray(det_rows, dtype=np.int64),
-        np.ascontiguousarray(gt_rows, dtype=np.int64),
-        np.asarray(is_crowd, dtype=np.uint8),
-        out,
+        det_rows,
+        gt_rows,
+        np.asarray(is_crowd, dtype=np.uint8)[order],
+        sorted_iou,
     )
+    out = np.empty(len(det_rows))
+    out[order] = sorted_iou
     return out
 
 
