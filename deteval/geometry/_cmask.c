@@ -72,7 +72,7 @@ static inline void locate(BoxWalk *b, uint32_t t, uint32_t *x, uint32_t *y)
 /* One run end position ``t`` (column-major) into the box; ``is_fg_end`` marks the end of a
  * foreground run (its column compared with that of its start: a run crossing a column spans the full
  * height). */
-static void box_point(BoxWalk *b, uint32_t t, int is_fg_end)
+static inline void box_point(BoxWalk *b, uint32_t t, int is_fg_end)
 {
     uint32_t x, y;
     locate(b, t, &x, &y);
@@ -95,8 +95,9 @@ static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint3
     *sum = 0;
     *area = 0;
     if (len == 0) return 2;
-    for (Py_ssize_t i = 0; i < len; i++)
-        if (s[i] < 48 || s[i] > 48 + 63) return 1;
+    unsigned char outside = 0; /* no early exit: the compiler vectorises the check */
+    for (Py_ssize_t i = 0; i < len; i++) outside |= (unsigned char)(s[i] - 48) > 63;
+    if (outside) return 1;
     if ((s[len - 1] - 48) & 0x20) return 2;
     uint32_t before1 = 0, before2 = 0; /* runs m - 1 and m - 2 */
     uint32_t position = 0, background = 0;
