@@ -84,37 +84,33 @@ class PolygonSegmentations(Sequence):
 
 
 class RleSegmentations(Sequence):
-    """Compressed-RLE segmentations read into flat columns by a compiled parser; items decode on access.
+    """Compressed-RLE segmentations read into flat columns by a compiled parser; items made on access.
 
     What the compiled segm-results reader gives for a file whose every segmentation is
-    ``{"size": [h, w], "counts": "..."}`` (``deteval.io.coco.fast``): the file's bytes and each
-    record's byte span (items are decoded from it, as the full loader decodes them), ``sizes``
-    (int64 (n, 2), as written), and the counts strings unescaped into ``blob`` (bytes), string r
-    at ``blob[offsets[r]:offsets[r + 1]]``. :func:`~deteval.masks.parse_masks` checks
-    these instead of the decoded records.
+    ``{"size": [h, w], "counts": "..."}`` (``deteval.io.coco.fast``): ``sizes`` (int64 (n, 2), as
+    written) and the counts strings unescaped into ``blob`` (a bytes-like buffer), string r at
+    ``blob[offsets[r]:offsets[r + 1]]``. :func:`~deteval.masks.parse_masks` checks these instead
+    of records. An item is the record's segmentation made from the columns, as decoding the file
+    gives it (``{"size": [h, w], "counts": str}``): the file's bytes are not kept.
     """
 
-    def __init__(
-        self,
-        raw: bytes,
-        starts: np.ndarray,
-        stops: np.ndarray,
-        columns: tuple[np.ndarray, bytes, np.ndarray],
-        loads: Callable[[bytes], Any],
-    ):
-        self._raw = raw
-        self._starts = starts
-        self._stops = stops
+    def __init__(self, columns: tuple[np.ndarray, Any, np.ndarray]):
         self.sizes, self.blob, self.offsets = columns
-        self._loads = loads
 
     def __len__(self) -> int:
-        return len(self._starts)
+        return len(self.sizes)
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
-        return self._loads(self._raw[int(self._starts[index]) : int(self._stops[index])])
+        r = int(index)
+        if r < 0:
+            r += len(self)
+        if not 0 <= r < len(self):
+            raise IndexError(index)
+        lo, hi = int(self.offsets[r]), int(self.offsets[r + 1])
+        h, w = (int(v) for v in self.sizes[r])
+        return {"size": [h, w], "counts": bytes(self.blob[lo:hi]).decode("ascii")}
 
 
 @dataclass(frozen=True, eq=False)

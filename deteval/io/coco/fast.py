@@ -445,9 +445,8 @@ def _compiled_rle_columns(raw: bytes) -> tuple[BoxColumns, RleSegmentations] | N
     box.resize(4 * n, refcheck=False)
     sizes.resize(2 * n, refcheck=False)
     offsets = np.append(counts_start, n_blob)  # strings are written back to back
-    segmentation = RleSegmentations(
-        raw, starts, stops, (sizes.reshape(n, 2), blob[:n_blob].tobytes(), offsets), _orjson.loads
-    )
+    blob.resize(n_blob, refcheck=False)  # in place, no copy: the strings stay where they were written
+    segmentation = RleSegmentations((sizes.reshape(n, 2), blob, offsets))
     return (image_ids, category_ids, box.reshape(n, 4), score), segmentation
 
 
