@@ -75,7 +75,7 @@ ABI: dict[str, int] = {
     "deteval._csort": 1,
     "deteval.geometry._ckeypoint": 1,
     "deteval.geometry._cmask": 3,
-    "deteval.io._colparse": 2,
+    "deteval.io._colparse": 3,
 }
 
 #: How to rebuild the extensions, for the messages.

@@ -33,7 +33,7 @@
 #include "../_buffer_checks.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 2 /* 2: rle_results and keypoint_results */
+#define COLPARSE_ABI 3 /* 2: rle_results and keypoint_results; 3: rle_spans */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -1041,6 +1041,77 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(rle_spans_doc,
+             "rle_spans(raw, segm_start, segm_stop, size, counts_start, counts_stop, blob, /)\n--\n\n"
+             "Read each segmentation ``raw[segm_start[i]:segm_stop[i]]`` (int64 byte spans, as ``instances``\n"
+             "gives them) that is a compressed RLE {\"size\": [h, w], \"counts\": \"...\"}, as ``rle_results``\n"
+             "reads one: ``size`` (int64, 2 per span), the span of its counts string, unescaped, in ``blob``\n"
+             "(a writable byte buffer). Returns the bytes written to the blob, or None when a span is\n"
+             "anything else (no segmentation, a polygon, uncompressed counts, other escapes or keys) or the\n"
+             "buffers are too small.");
+
+static PyObject *rle_spans(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *blob_obj, *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOOOO:rle_spans", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &blob_obj))
+        return NULL;
+    Py_buffer raw, blob;
+    Column cols[5];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(blob_obj, &blob, PyBUF_SIMPLE | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&raw);
+        return NULL;
+    }
+    /* segm_start, segm_stop (inputs), size, counts_start, counts_stop (outputs) */
+    static const int per_record[5] = {1, 1, 2, 1, 1};
+    Py_ssize_t n = 0;
+    for (int i = 0; i < 5; i++) {
+        if (get_arr(objs[i], 'i', i >= 2, &cols[i], "_colparse") != OK) goto done;
+        const Py_ssize_t rows = cols[i].view.len / (8 * per_record[i]);
+        if (i == 0) n = rows;
+        if (rows != n) {
+            PyErr_SetString(PyExc_ValueError, "rle_spans: columns of different lengths");
+            goto done;
+        }
+    }
+    const Py_buffer *inputs[4] = {&raw, &blob, &cols[0].view, &cols[1].view};
+    if (columns_overlap(cols + 2, 3, inputs, 4) || views_overlap(&raw, &blob)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rle_spans: the blob overlaps the input");
+        goto done;
+    }
+    const int64_t *start = (const int64_t *)cols[0].view.buf, *stop = (const int64_t *)cols[1].view.buf;
+    RleColumns s = {
+        (int64_t *)cols[2].view.buf, (int64_t *)cols[3].view.buf, (int64_t *)cols[4].view.buf, (char *)blob.buf,
+        blob.len,                    0,
+    };
+    const char *base = (const char *)raw.buf;
+    int status = OK;
+    for (Py_ssize_t i = 0; i < n && status == OK; i++) {
+        if (start[i] < 0 || stop[i] < start[i] || stop[i] > raw.len) {
+            status = REFUSE; /* no segmentation, or not a span of raw */
+            break;
+        }
+        Cursor c = {base + start[i], base + stop[i]};
+        skip_ws(&c);
+        status = parse_rle_object(&c, &s, i);
+        if (status == OK) {
+            skip_ws(&c);
+            if (c.p != c.end) status = REFUSE;
+        }
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? PyLong_FromSsize_t(s.n_blob) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 5; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&blob);
+    PyBuffer_Release(&raw);
+    return result;
+}
+
 /* ---- COCO keypoint results: image_id, category_id, keypoints, score into flat columns ---- */
 
 enum { KR_IMAGE_ID, KR_CATEGORY_ID, KR_KEYPOINTS, KR_SCORE, N_KEYPOINT_KEYS };
@@ -1974,6 +2045,7 @@ static PyMethodDef colparse_methods[] = {
     {"annotation_records", annotation_records, METH_VARARGS, annotation_records_doc},
     {"segm_results", segm_results, METH_VARARGS, segm_results_doc},
     {"rle_results", rle_results, METH_VARARGS, rle_results_doc},
+    {"rle_spans", rle_spans, METH_VARARGS, rle_spans_doc},
     {"keypoint_results", keypoint_results, METH_VARARGS, keypoint_results_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -102,3 +102,8 @@ def keypoint_results(
     raw: bytes, image_id: Any, category_id: Any, score: Any, keypoints: Any, /
 ) -> tuple[int, int] | None:
     """Parse a keypoint-results file (image_id, category_id, keypoints, score) into the buffers: (records, numbers per record), or None."""
+
+def rle_spans(
+    raw: Any, segm_start: Any, segm_stop: Any, size: Any, counts_start: Any, counts_stop: Any, blob: Any, /
+) -> int | None:
+    """Read compressed-RLE segmentations at byte spans of ``raw`` into the buffers: the blob's length, or None."""

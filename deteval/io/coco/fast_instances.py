@@ -33,6 +33,7 @@ from deteval.io.coco.fast import (
     _get_iscrowd,
 )
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
+from deteval.masks.sources import RleSegmentations
 
 if _HAS_MSGSPEC:
     from deteval.io.coco.fast import _Int64
@@ -110,6 +111,31 @@ class SpanSegmentations(Sequence):
             return tuple(self[i] for i in range(*index.indices(len(self))))
         start = int(self._starts[index])
         return None if start < 0 else self._loads(self._bytes()[start : int(self._stops[index])])
+
+    def flat_rle(self) -> RleSegmentations | None:
+        """The segmentations as flat RLE columns when every one is a compressed RLE, else None.
+
+        ``{"size": [h, w], "counts": "..."}`` read by the C extension (``_colparse.rle_spans``, as
+        the segm-results reader reads one) into one blob of unescaped strings: a segm evaluation
+        checks and compares them there, with no object per annotation. None without the
+        extension, or when any annotation has none or another form (polygons, uncompressed
+        counts): the records are then decoded one by one.
+        """
+        colparse = _fast._colparse
+        if colparse is None or not hasattr(colparse, "rle_spans") or not len(self):
+            return None
+        starts, stops = self._starts.astype(np.int64), self._stops.astype(np.int64)
+        if (starts < 0).any():
+            return None
+        n = len(starts)
+        size = np.empty((n, 2), dtype=np.int64)
+        counts_start, counts_stop = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        blob = np.empty(int((stops - starts).sum()), dtype=np.uint8)  # strings are within their spans
+        n_blob = colparse.rle_spans(self._bytes(), starts, stops, size, counts_start, counts_stop, blob)
+        if n_blob is None:
+            return None
+        blob.resize(n_blob, refcheck=False)
+        return RleSegmentations((size, blob, np.append(counts_start, n_blob)))
 
     def __getstate__(self) -> dict:
         """Pickled with the bytes: a copy never depends on the file."""
