@@ -88,6 +88,33 @@ static inline void box_point(BoxWalk *b, uint32_t t, int is_fg_end)
     if (y > b->ye) b->ye = y;
 }
 
+/* pycocotools' toBbox (xywh) of a mask's runs (h > 0, runs adding up to h * w, no run of length 0 but
+ * the first: what the rasteriser makes), by the walk summarise() does while decoding. */
+static void box_of_runs(const uint32_t *runs, Py_ssize_t n, uint32_t h, uint32_t w, double *bb)
+{
+    BoxWalk b = {0};
+    b.h = h;
+    b.w = w;
+    b.xs = w;
+    b.ys = h;
+    uint32_t position = 0;
+    for (Py_ssize_t m = 1; m < n; m += 2) {
+        const uint32_t fg_start = position + runs[m - 1];
+        box_point(&b, fg_start, 0);
+        box_point(&b, fg_start + runs[m] - 1, 1);
+        b.has_pair = 1;
+        position = fg_start + runs[m];
+    }
+    if (!b.has_pair) {
+        bb[0] = bb[1] = bb[2] = bb[3] = 0.0;
+    } else {
+        bb[0] = (double)b.xs;
+        bb[1] = (double)b.ys;
+        bb[2] = (double)(uint32_t)(b.xe - b.xs + 1);
+        bb[3] = (double)(uint32_t)(b.ye - b.ys + 1);
+    }
+}
+
 /* Decode one string. Returns the problem code; sets *sum (int64, -1 for a too long run), *area (sum
  * of the foreground runs modulo 2**32) and, when ``b`` is not NULL, the box walk (pairs of runs). */
 static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint32_t *area, BoxWalk *b)
@@ -701,38 +728,39 @@ static Py_ssize_t encode_runs(const Runs *r, char *s)
 }
 
 PyDoc_STRVAR(rasterise_doc,
-             "rasterise(points, point_start, part_start, sizes, areas, offsets)\n"
+             "rasterise(points, point_start, part_start, sizes, areas, offsets, boxes)\n"
              "\n"
              "pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygon parts, as compressed\n"
              "counts strings: float64 ``points`` (n_point, 2); int64 ``point_start`` (parts + 1),\n"
              "``part_start`` (n + 1: record r has parts part_start[r]..part_start[r + 1], at least one)\n"
              "and ``sizes`` (n, 2) [h, w]. Returns the n strings as one bytes object, string r at\n"
-             "``offsets[r]:offsets[r + 1]`` (int64 (n + 1,), written); writes float64 ``areas`` (n,).\n"
+             "``offsets[r]:offsets[r + 1]`` (int64 (n + 1,), written); writes float64 ``areas`` (n,) and\n"
+             "``boxes`` (n, 4: pycocotools' toBbox, xywh); sizes of at least 1 x 1.\n"
              "Coordinates must be finite with |5 x| < 2**30.");
 
 static PyObject *rasterise(PyObject *self, PyObject *args)
 {
-    Py_buffer pts, ps, rs, sz, ar, of;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*", &pts, &ps, &rs, &sz, &ar, &of)) return NULL;
+    Py_buffer pts, ps, rs, sz, ar, of, bx;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*w*", &pts, &ps, &rs, &sz, &ar, &of, &bx)) return NULL;
     PyObject *result = NULL;
     Scratch sc = {0};
     Runs one = {0}, merged = {0}, next = {0};
     char *text = NULL;
     Py_ssize_t text_cap = 0;
     const Py_ssize_t n = ar.len / 8, n_part = ps.len / 8 - 1, n_coord = pts.len / 8;
-    const Py_buffer *views[6] = {&ar, &of, &pts, &ps, &rs, &sz};
-    if (ar.len % 8 || rs.len != (n + 1) * 8 || of.len != (n + 1) * 8 || sz.len != n * 16 || n_part < 0 ||
-        pts.len % 16) {
+    const Py_buffer *views[7] = {&ar, &of, &bx, &pts, &ps, &rs, &sz};
+    if (ar.len % 8 || rs.len != (n + 1) * 8 || of.len != (n + 1) * 8 || bx.len != n * 32 || sz.len != n * 16 ||
+        n_part < 0 || pts.len % 16) {
         PyErr_SetString(PyExc_ValueError, "rasterise: buffer sizes do not match");
         goto done;
     }
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         if (views[i]->len && !is_aligned(views[i], 8)) {
             PyErr_SetString(PyExc_ValueError, "rasterise: unaligned buffer");
             goto done;
         }
     }
-    if (outputs_overlap(views, 2, 6, "rasterise")) goto done;
+    if (outputs_overlap(views, 3, 7, "rasterise")) goto done;
     const double *xy = (const double *)pts.buf;
     const int64_t *point_start = (const int64_t *)ps.buf, *part_start = (const int64_t *)rs.buf;
     const int64_t *size = (const int64_t *)sz.buf;
@@ -744,7 +772,7 @@ static PyObject *rasterise(PyObject *self, PyObject *args)
     }
     for (Py_ssize_t r = 0; r < n; r++) {
         if (part_start[r] < 0 || part_start[r + 1] <= part_start[r] || part_start[r + 1] > n_part ||
-            size[2 * r] < 0 || size[2 * r + 1] < 0 || size[2 * r] * size[2 * r + 1] > INT32_MAX) {
+            size[2 * r] < 1 || size[2 * r + 1] < 1 || size[2 * r] * size[2 * r + 1] > INT32_MAX) {
             PyErr_SetString(PyExc_ValueError, "rasterise: part_start or sizes out of range");
             goto done;
         }
@@ -757,6 +785,7 @@ static PyObject *rasterise(PyObject *self, PyObject *args)
     }
     double *areas = (double *)ar.buf;
     int64_t *offsets = (int64_t *)of.buf;
+    double *boxes = (double *)bx.buf;
     int failed = 0;
     Py_ssize_t used = 0;
     offsets[0] = 0;
@@ -791,6 +820,7 @@ static PyObject *rasterise(PyObject *self, PyObject *args)
             used += encode_runs(&merged, text + used);
             for (Py_ssize_t j = 1; j < merged.n; j += 2) area += merged.v[j];
             areas[r] = (double)area;
+            box_of_runs(merged.v, merged.n, h, w, boxes + 4 * r);
             offsets[r + 1] = used;
         }
     }
@@ -816,6 +846,7 @@ done:
     PyBuffer_Release(&sz);
     PyBuffer_Release(&ar);
     PyBuffer_Release(&of);
+    PyBuffer_Release(&bx);
     return result;
 }
 

@@ -22,7 +22,6 @@ from deteval.masks import (
     fail_records,
     raster_image_size,
 )
-from deteval.masks.rle import summarise_spans
 
 __all__ = [
     "RasterMasks",
@@ -120,11 +119,13 @@ def ensure_raster(
         if unchecked.any():  # prepare_masks checks every record up front in raster mode
             _check_raster_extent(src, masks, poly_rows[unchecked], size[unchecked])
             raster.extent_checked[poly_rows] = True
-        blob, offsets, areas = _speedups.dispatch("_cmask.rasterise", *_polygon_parts(masks, poly_rows), size)
+        blob, offsets, areas, boxes = _speedups.dispatch(
+            "_cmask.rasterise", *_polygon_parts(masks, poly_rows), size
+        )
         raster.put(poly_rows, blob, offsets)
         raster.size[poly_rows] = size
         raster.area[poly_rows] = areas
-        raster.box[poly_rows] = _string_boxes(blob, offsets, size)
+        raster.box[poly_rows] = boxes
     rle_rows = rows[masks.kind[rows] == RLE]
     if len(rle_rows):
         lo, hi = masks.rle_offsets[rle_rows], masks.rle_offsets[rle_rows + 1]
@@ -139,20 +140,6 @@ def ensure_raster(
         bounds = masks.bounds[rle_rows]
         raster.box[rle_rows] = np.c_[bounds[:, :2], bounds[:, 2:] - bounds[:, :2]]
     raster.done[rows] = True
-
-
-def _string_boxes(blob: bytes, offsets: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """pycocotools' ``toBbox`` (xywh, float64 (n, 4)) of compressed strings of checked masks."""
-    box = summarise_spans(blob, offsets, size)[3]
-    todo = np.flatnonzero(np.isnan(box[:, 0]))  # height 0, a run of 0: pycocotools' own toBbox
-    if len(todo):
-        view = memoryview(blob)
-        rles = [
-            {"size": [int(v) for v in size[r]], "counts": bytes(view[offsets[r] : offsets[r + 1]])}
-            for r in todo.tolist()
-        ]
-        box[todo] = np.asarray(mask_utils.toBbox(rles), dtype=np.float64).reshape(-1, 4)
-    return box
 
 
 def _polygon_parts(masks: CheckedMasks, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -180,7 +167,7 @@ _FAR = "coordinates beyond +-2**26"
 
 def _rasterise_compiled(
     points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray
-) -> tuple[bytes, np.ndarray, np.ndarray] | _speedups.Decline:
+) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray] | _speedups.Decline:
     """Pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygons and their areas, in C.
 
     The arguments and result are :func:`_rasterise_pycocotools`'. Declines coordinates beyond the
@@ -196,22 +183,23 @@ def _rasterise_compiled(
     sizes = np.ascontiguousarray(size, dtype=np.int64).reshape(n, 2)
     areas = np.zeros(n)
     offsets = np.zeros(n + 1, dtype=np.int64)
+    boxes = np.zeros((n, 4))
     blob = _speedups.module_of("_cmask.rasterise").rasterise(  # type: ignore[union-attr]
-        points, point_start, part_start, sizes, areas, offsets
+        points, point_start, part_start, sizes, areas, offsets, boxes
     )
-    return blob, offsets, areas
+    return blob, offsets, areas, boxes
 
 
 def _rasterise_pycocotools(
     points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray
-) -> tuple[bytes, np.ndarray, np.ndarray]:
-    """Pycocotools' RLE (``COCO.annToRLE``) of polygon records: strings, offsets and areas.
+) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """Pycocotools' RLE (``COCO.annToRLE``) of polygon records: strings, offsets, areas and boxes.
 
     Record k has the parts ``part_start[k]`` to ``part_start[k + 1] - 1`` (see
     :func:`_polygon_parts`) and the image size ``size[k]`` ``[height, width]``: ``frPyObjects(parts,
     h, w)`` once per image size, the parts of a record merged. Returns the compressed counts
-    strings joined (record k at ``blob[offsets[k]:offsets[k + 1]]``, int64 offsets (n + 1,)) and the
-    pixel counts (float64 (n,)).
+    strings joined (record k at ``blob[offsets[k]:offsets[k + 1]]``, int64 offsets (n + 1,)), the
+    pixel counts (float64 (n,)) and ``toBbox`` (float64 (n, 4), xywh).
     """
     n = len(part_start) - 1
     rles: list = [None] * n
@@ -232,7 +220,8 @@ def _rasterise_pycocotools(
     strings = [rle["counts"] for rle in rles]
     out = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, strings), np.int64, n), out=out[1:])
-    return b"".join(strings), out, rle_areas(rles)
+    boxes = np.asarray(mask_utils.toBbox(rles), dtype=np.float64).reshape(n, 4) if n else np.zeros((0, 4))
+    return b"".join(strings), out, rle_areas(rles), boxes
 
 
 _speedups.register(

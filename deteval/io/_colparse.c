@@ -33,7 +33,7 @@
 #include "../_buffer_checks.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 3 /* 2: rle_results and keypoint_results; 3: rle_spans */
+#define COLPARSE_ABI 3 /* 2: rle_results and keypoint_results; 3: rle_spans, polygon_spans */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -1037,6 +1037,66 @@ done:
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
     }
     PyBuffer_Release(&blob);
+    PyBuffer_Release(&raw);
+    return result;
+}
+
+PyDoc_STRVAR(polygon_spans_doc,
+             "polygon_spans(raw, segm_start, segm_stop, n_parts, part_len, coords, /)\n--\n\n"
+             "Read each segmentation ``raw[segm_start[i]:segm_stop[i]]`` (int64 byte spans, as ``instances``\n"
+             "gives them) that is a polygon list, as ``segm_results`` reads one: ``n_parts`` (int64, per\n"
+             "span), ``part_len`` (int64, numbers per polygon) and ``coords`` (float64, every number in\n"
+             "order). Returns ``(n_part, n_coord)``, or None when a span is anything else (no\n"
+             "segmentation, an RLE, an empty list or polygon, a non-number) or the buffers are too small.");
+
+static PyObject *polygon_spans(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOOO:polygon_spans", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4]))
+        return NULL;
+    Py_buffer raw;
+    Column cols[5];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    /* segm_start, segm_stop (inputs), n_parts (per span), part_len, coords (outputs) */
+    static const char kinds[5] = {'i', 'i', 'i', 'i', 'f'};
+    for (int i = 0; i < 5; i++) {
+        if (get_arr(objs[i], kinds[i], i >= 2, &cols[i], "_colparse") != OK) goto done;
+    }
+    const Py_ssize_t n = cols[0].view.len / 8;
+    if (cols[1].view.len != n * 8 || cols[2].view.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "polygon_spans: columns of different lengths");
+        goto done;
+    }
+    const Py_buffer *inputs[3] = {&raw, &cols[0].view, &cols[1].view};
+    if (columns_overlap(cols + 2, 3, inputs, 3)) goto done;
+    const int64_t *start = (const int64_t *)cols[0].view.buf, *stop = (const int64_t *)cols[1].view.buf;
+    SegmColumns s = {
+        (int64_t *)cols[2].view.buf, (int64_t *)cols[3].view.buf, (double *)cols[4].view.buf,
+        cols[3].view.len / 8,        cols[4].view.len / 8,        0,
+        0,
+    };
+    const char *base = (const char *)raw.buf;
+    int status = OK;
+    for (Py_ssize_t i = 0; i < n && status == OK; i++) {
+        if (start[i] < 0 || stop[i] < start[i] || stop[i] > raw.len) {
+            status = REFUSE; /* no segmentation, or not a span of raw */
+            break;
+        }
+        Cursor c = {base + start[i], base + stop[i]};
+        skip_ws(&c);
+        status = parse_polygon_list(&c, &s, i);
+        if (status == OK) {
+            skip_ws(&c);
+            if (c.p != c.end) status = REFUSE;
+        }
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? Py_BuildValue("nn", s.n_part, s.n_coord) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 5; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
     PyBuffer_Release(&raw);
     return result;
 }
@@ -2046,6 +2106,7 @@ static PyMethodDef colparse_methods[] = {
     {"segm_results", segm_results, METH_VARARGS, segm_results_doc},
     {"rle_results", rle_results, METH_VARARGS, rle_results_doc},
     {"rle_spans", rle_spans, METH_VARARGS, rle_spans_doc},
+    {"polygon_spans", polygon_spans, METH_VARARGS, polygon_spans_doc},
     {"keypoint_results", keypoint_results, METH_VARARGS, keypoint_results_doc},
     {NULL, NULL, 0, NULL},
 };

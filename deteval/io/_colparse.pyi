@@ -107,3 +107,8 @@ def rle_spans(
     raw: Any, segm_start: Any, segm_stop: Any, size: Any, counts_start: Any, counts_stop: Any, blob: Any, /
 ) -> int | None:
     """Read compressed-RLE segmentations at byte spans of ``raw`` into the buffers: the blob's length, or None."""
+
+def polygon_spans(
+    raw: Any, segm_start: Any, segm_stop: Any, n_parts: Any, part_len: Any, coords: Any, /
+) -> tuple[int, int] | None:
+    """Read polygon-list segmentations at byte spans of ``raw`` into the buffers: (n_part, n_coord), or None."""

@@ -191,8 +191,8 @@ def ground_truth_source(gt: GroundTruth) -> SegmentationSource:
             f"without any (VOC and YOLO boxes carry no masks)"
         )
     ann_id, img_id, image = gt.annotation_id, gt.image_id, gt.image
-    flat_rle = getattr(gt.segmentation, "flat_rle", None)  # a file's spans: compressed RLEs as columns
-    flat = flat_rle() if flat_rle is not None else None
+    flat_columns = getattr(gt.segmentation, "flat_columns", None)  # a file's spans: masks as columns
+    flat = flat_columns() if flat_columns is not None else None
     return SegmentationSource(
         values=flat if flat is not None else tuple(gt.segmentation),
         where=gt.source,

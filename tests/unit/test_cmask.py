@@ -99,18 +99,21 @@ def test_rasterise_refuses_bad_buffers():
     square = np.array([[0, 0], [4, 0], [4, 4]], float)
     one = np.array([0, 3], np.int64)
     size = np.array([[5, 5]], np.int64)
-    areas, offsets = np.zeros(1), np.zeros(2, np.int64)
+    out = np.zeros(1), np.zeros(2, np.int64), np.zeros((1, 4))
     with pytest.raises(ValueError, match="not finite or too large"):
-        cmask.rasterise(square + np.inf, one, np.array([0, 1]), size, areas, offsets)
+        cmask.rasterise(square + np.inf, one, np.array([0, 1]), size, *out)
     with pytest.raises(ValueError, match="part_start or sizes"):
-        cmask.rasterise(square, one, np.array([0, 2]), size, areas, offsets)
+        cmask.rasterise(square, one, np.array([0, 2]), size, *out)
     with pytest.raises(ValueError, match="point_start"):
-        cmask.rasterise(square, np.array([0, 4]), np.array([0, 1]), size, areas, offsets)
+        cmask.rasterise(square, np.array([0, 4]), np.array([0, 1]), size, *out)
     with pytest.raises(ValueError, match="buffer sizes"):
-        cmask.rasterise(square, one, np.array([0, 1]), size, areas, np.zeros(1, np.int64))
+        cmask.rasterise(square, one, np.array([0, 1]), size, out[0], np.zeros(1, np.int64), out[2])
+    with pytest.raises(ValueError, match="part_start or sizes"):  # an image of height 0
+        cmask.rasterise(square, one, np.array([0, 1]), np.array([[0, 5]], np.int64), *out)
     expected = mask_utils.frPyObjects([square.ravel()], 5, 5)[0]["counts"]
-    assert cmask.rasterise(square, one, np.array([0, 1]), size, areas, offsets) == expected
-    assert offsets.tolist() == [0, len(expected)]
+    assert cmask.rasterise(square, one, np.array([0, 1]), size, *out) == expected
+    assert out[1].tolist() == [0, len(expected)]
+    assert out[2].tolist() == mask_utils.toBbox([{"size": [5, 5], "counts": expected}]).tolist()
 
 
 @pytest.mark.parametrize("counts", [b"103", b"0013", b"30001", b"1021", b"0" * 50 + b"4"])

@@ -33,7 +33,7 @@ from deteval.io.coco.fast import (
     _get_iscrowd,
 )
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
-from deteval.masks.sources import RleSegmentations
+from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 
 if _HAS_MSGSPEC:
     from deteval.io.coco.fast import _Int64
@@ -112,30 +112,46 @@ class SpanSegmentations(Sequence):
         start = int(self._starts[index])
         return None if start < 0 else self._loads(self._bytes()[start : int(self._stops[index])])
 
-    def flat_rle(self) -> RleSegmentations | None:
-        """The segmentations as flat RLE columns when every one is a compressed RLE, else None.
+    def flat_columns(self) -> RleSegmentations | PolygonSegmentations | None:
+        """The segmentations as flat columns when they are all compressed RLEs or all polygon lists.
 
-        ``{"size": [h, w], "counts": "..."}`` read by the C extension (``_colparse.rle_spans``, as
-        the segm-results reader reads one) into one blob of unescaped strings: a segm evaluation
-        checks and compares them there, with no object per annotation. None without the
-        extension, or when any annotation has none or another form (polygons, uncompressed
-        counts): the records are then decoded one by one.
+        Read by the C extension as the segm-results reader reads them (``_colparse.rle_spans``:
+        ``{"size": [h, w], "counts": "..."}`` into one blob of unescaped strings;
+        ``_colparse.polygon_spans``: polygon lists into numbers per part and coordinates), so that
+        a segm evaluation checks and compares them there, with no object per annotation. None
+        without the extension, or when any annotation has none, or another form (a mix, uncompressed
+        counts, anything the readers leave to the full decoder): the records are then decoded one
+        by one.
         """
         colparse = _fast._colparse
-        if colparse is None or not hasattr(colparse, "rle_spans") or not len(self):
+        if colparse is None or not hasattr(colparse, "polygon_spans") or not len(self):
             return None
         starts, stops = self._starts.astype(np.int64), self._stops.astype(np.int64)
         if (starts < 0).any():
             return None
-        n = len(starts)
-        size = np.empty((n, 2), dtype=np.int64)
-        counts_start, counts_stop = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
-        blob = np.empty(int((stops - starts).sum()), dtype=np.uint8)  # strings are within their spans
-        n_blob = colparse.rle_spans(self._bytes(), starts, stops, size, counts_start, counts_stop, blob)
-        if n_blob is None:
+        raw = self._bytes()
+        n, total = len(starts), int((stops - starts).sum())
+        first = raw[int(starts[0]) : int(stops[0])].lstrip()[:1]
+        if first == b"{":
+            size = np.empty((n, 2), dtype=np.int64)
+            counts_start, counts_stop = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+            blob = np.empty(total, dtype=np.uint8)  # strings are within their spans
+            n_blob = colparse.rle_spans(raw, starts, stops, size, counts_start, counts_stop, blob)
+            if n_blob is None:
+                return None
+            blob.resize(n_blob, refcheck=False)
+            return RleSegmentations((size, blob, np.append(counts_start, n_blob)))
+        # a number takes at least 2 bytes with its comma or bracket: bounds of both counts
+        n_parts = np.empty(n, dtype=np.int64)
+        part_len = np.empty(total // 2 + 1, dtype=np.int64)
+        coords = np.empty(total // 2 + 1, dtype=np.float64)
+        found = colparse.polygon_spans(raw, starts, stops, n_parts, part_len, coords)
+        if found is None:
             return None
-        blob.resize(n_blob, refcheck=False)
-        return RleSegmentations((size, blob, np.append(counts_start, n_blob)))
+        n_part, n_coord = found
+        part_len.resize(n_part, refcheck=False)
+        coords.resize(n_coord, refcheck=False)
+        return PolygonSegmentations(raw, starts, stops, (n_parts, part_len, coords), self._loads)
 
     def __getstate__(self) -> dict:
         """Pickled with the bytes: a copy never depends on the file."""
