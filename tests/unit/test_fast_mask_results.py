@@ -18,7 +18,7 @@ import deteval
 from deteval.errors import InputError
 from deteval.io.coco import fast
 from deteval.masks import parse_masks
-from deteval.masks.sources import RleSegmentations, detection_source, ground_truth_source
+from deteval.masks.sources import PolygonSegmentations, RleSegmentations, detection_source, ground_truth_source
 
 needs_parser = pytest.mark.skipif(
     fast._colparse is None or not hasattr(fast._colparse, "rle_results"), reason="_colparse not built"
@@ -274,3 +274,50 @@ def test_corrupt_rle_ground_truth_file_gets_the_full_loaders_message(tmp_path, c
     assert errors[0] == errors[1]
     assert "id=2" in errors[0]
     assert isinstance(ground_truth_source(deteval.load_ground_truth(path)).values, RleSegmentations)
+
+
+def polygon_ground_truth() -> dict:
+    """:func:`ground_truth` as the compiled instances parser takes it (polygons, two parts in one)."""
+    data = ground_truth()
+    for ann in data["annotations"]:
+        del ann["keypoints"], ann["num_keypoints"]
+    data["annotations"][1]["segmentation"].append([20, 1, 25.5, 1, 25.5, 3.25])
+    return data
+
+
+@needs_parser
+def test_polygon_ground_truth_file_is_read_as_flat_columns_with_the_full_loaders_masks(tmp_path):
+    path = write(tmp_path, "gt.json", polygon_ground_truth())
+    gt = deteval.load_ground_truth(path)
+    reference = deteval.load_ground_truth(json.loads(Path(path).read_text()))
+    source, full_source = ground_truth_source(gt), ground_truth_source(reference)
+    assert isinstance(source.values, PolygonSegmentations)  # no list per annotation
+    assert list(source.values) == list(full_source.values)
+    fast_masks, full_masks = parse_masks(source), parse_masks(full_source)
+    for name in ("kind", "part_start", "point_start", "points", "bounds"):
+        assert getattr(fast_masks, name).tobytes() == getattr(full_masks, name).tobytes(), name
+    records = rle_results(np.random.default_rng(3), 30)
+    protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+    metrics = deteval.evaluate(gt, records, protocol=protocol).metrics
+    assert json.dumps(metrics) == json.dumps(deteval.evaluate(reference, records, protocol=protocol).metrics)
+
+
+@needs_parser
+@pytest.mark.parametrize(
+    ("polygon", "message"),
+    [([[1, 1, 5, 1, 5]], "odd number"), ([[1, 1, 5, 1]], "fewer than 3"), ([[1, 1, 1, 1, 1, 1]], "distinct")],
+)
+def test_bad_polygon_ground_truth_file_gets_the_full_loaders_message(tmp_path, polygon, message):
+    data = polygon_ground_truth()
+    data["annotations"][2]["segmentation"] = polygon
+    path = write(tmp_path, "gt.json", data)
+    protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+    records = rle_results(np.random.default_rng(2), 5)
+    errors = []
+    for gt in (deteval.load_ground_truth(path), deteval.load_ground_truth(json.loads(Path(path).read_text()))):
+        with pytest.raises(InputError) as caught:
+            deteval.evaluate(gt, records, protocol=protocol)
+        errors.append(str(caught.value).replace(path, "<gt>").replace("<ground truth>", "<gt>"))
+    assert errors[0] == errors[1]
+    assert "id=3" in errors[0] and message in errors[0], errors[0]
+    assert isinstance(ground_truth_source(deteval.load_ground_truth(path)).values, PolygonSegmentations)
