@@ -95,7 +95,7 @@ class RasterMasks:
         self.stop[rows] = base + offsets[1:]
 
     def rle_of(self, r: int) -> dict:
-        """pycocotools' RLE dict of record ``r`` (made: see :func:`ensure_raster`)."""
+        """Pycocotools' RLE dict of record ``r`` (made: see :func:`ensure_raster`)."""
         h, w = (int(v) for v in self.size[r])
         return {"size": [h, w], "counts": bytes(self.blob[int(self.start[r]) : int(self.stop[r])])}
 

@@ -199,7 +199,9 @@ def _rle_columns(rle: tuple, rle_rows: np.ndarray) -> tuple[np.ndarray, bytes, n
         h, w = rle[r]["size"]
         size[r] = h, w
         counts = rle[r]["counts"]
-        strings[r] = mask_utils.frPyObjects([rle[r]], h, w)[0]["counts"] if isinstance(counts, list) else counts
+        strings[r] = (
+            mask_utils.frPyObjects([rle[r]], h, w)[0]["counts"] if isinstance(counts, list) else counts
+        )
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, strings), np.int64, n), out=offsets[1:])
     blob = b"".join(strings)

@@ -155,7 +155,7 @@ def test_a_run_of_length_0_gives_pycocotools_box(counts):
     ],
 )
 def test_runs_of_length_0_give_pycocotools_iou(det, gt, crowd):
-    """pycocotools' rleIou walk stops when the runs left on both sides add up to 0.
+    """Pycocotools' rleIou walk stops when the runs left on both sides add up to 0.
 
     With runs of length 0 (which ``frPyObjects`` of an uncompressed RLE keeps) that is before the
     end of the masks, and pycocotools' IoU is 0 where the pixels overlap; the kernel gave the
@@ -163,6 +163,8 @@ def test_runs_of_length_0_give_pycocotools_iou(det, gt, crowd):
     """
     h, w = 1, sum(det)
     d, g = {"size": [h, w], "counts": det}, {"size": [h, w], "counts": gt}
-    expected = mask_utils.iou([mask_utils.frPyObjects(d, h, w)], [mask_utils.frPyObjects(g, h, w)], [int(crowd)])
+    expected = mask_utils.iou(
+        [mask_utils.frPyObjects(d, h, w)], [mask_utils.frPyObjects(g, h, w)], [int(crowd)]
+    )
     got = segm_iou([d], [g], [crowd], mask_iou="raster", image_size=(h, w))
     assert got.tolist() == np.asarray(expected, np.float64).reshape(1, 1).tolist()

@@ -18,7 +18,12 @@ import deteval
 from deteval.errors import InputError
 from deteval.io.coco import fast
 from deteval.masks import parse_masks
-from deteval.masks.sources import PolygonSegmentations, RleSegmentations, detection_source, ground_truth_source
+from deteval.masks.sources import (
+    PolygonSegmentations,
+    RleSegmentations,
+    detection_source,
+    ground_truth_source,
+)
 
 needs_parser = pytest.mark.skipif(
     fast._colparse is None or not hasattr(fast._colparse, "rle_results"), reason="_colparse not built"
@@ -113,7 +118,16 @@ def test_rle_results_file_gives_the_full_loaders_detections_masks_and_metrics(tm
     fast_masks = parse_masks(detection_source(dt, gt))
     full_masks = parse_masks(detection_source(reference, gt))
     assert fast_masks.rle == full_masks.rle
-    for name in ("kind", "part_start", "point_start", "points", "bounds", "rle_size", "rle_offsets", "rle_area"):
+    for name in (
+        "kind",
+        "part_start",
+        "point_start",
+        "points",
+        "bounds",
+        "rle_size",
+        "rle_offsets",
+        "rle_area",
+    ):
         assert getattr(fast_masks, name).tobytes() == getattr(full_masks, name).tobytes(), name
     assert bytes(fast_masks.rle_blob) == bytes(full_masks.rle_blob)
     assert list(dt.segmentation) == [r["segmentation"] for r in records]  # items made from the columns
@@ -267,7 +281,10 @@ def test_corrupt_rle_ground_truth_file_gets_the_full_loaders_message(tmp_path, c
     protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
     records = rle_results(np.random.default_rng(2), 5)
     errors = []
-    for gt in (deteval.load_ground_truth(path), deteval.load_ground_truth(json.loads(Path(path).read_text()))):
+    for gt in (
+        deteval.load_ground_truth(path),
+        deteval.load_ground_truth(json.loads(Path(path).read_text())),
+    ):
         with pytest.raises(InputError, match=message) as caught:
             deteval.evaluate(gt, records, protocol=protocol)
         errors.append(str(caught.value).replace(path, "<gt>").replace("<ground truth>", "<gt>"))
@@ -314,10 +331,14 @@ def test_bad_polygon_ground_truth_file_gets_the_full_loaders_message(tmp_path, p
     protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
     records = rle_results(np.random.default_rng(2), 5)
     errors = []
-    for gt in (deteval.load_ground_truth(path), deteval.load_ground_truth(json.loads(Path(path).read_text()))):
+    for gt in (
+        deteval.load_ground_truth(path),
+        deteval.load_ground_truth(json.loads(Path(path).read_text())),
+    ):
         with pytest.raises(InputError) as caught:
             deteval.evaluate(gt, records, protocol=protocol)
         errors.append(str(caught.value).replace(path, "<gt>").replace("<ground truth>", "<gt>"))
     assert errors[0] == errors[1]
-    assert "id=3" in errors[0] and message in errors[0], errors[0]
+    assert "id=3" in errors[0]
+    assert message in errors[0]
     assert isinstance(ground_truth_source(deteval.load_ground_truth(path)).values, PolygonSegmentations)
