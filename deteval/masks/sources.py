@@ -53,16 +53,17 @@ N_SHOWN = 5
 class PolygonSegmentations(Sequence):
     """Polygon segmentations read into flat columns by a compiled parser; items decode on access.
 
-    What the compiled segm-results reader gives (``deteval.io.coco.fast``): the file's bytes and
-    each record's byte span (items are decoded from it, as the full loader decodes them), and the
-    polygons already as numbers: ``n_parts`` (int64, per record, each >= 1), ``part_len`` (int64,
-    numbers per part, each >= 1) and ``coords`` (float64, every number in order, finite).
+    What the compiled segm-results reader gives (``deteval.io.coco.fast``): the file's bytes, or
+    a function that reads them again (called once, when an item is first read), and each record's
+    byte span (items are decoded from it, as the full loader decodes them), and the polygons
+    already as numbers: ``n_parts`` (int64, per record, each >= 1), ``part_len`` (int64, numbers
+    per part, each >= 1) and ``coords`` (float64, every number in order, finite).
     :func:`~deteval.masks.parse_masks` checks these arrays instead of the decoded lists.
     """
 
     def __init__(
         self,
-        raw: bytes,
+        raw: bytes | Callable[[], bytes],
         starts: np.ndarray,
         stops: np.ndarray,
         columns: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -80,7 +81,18 @@ class PolygonSegmentations(Sequence):
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
-        return self._loads(self._raw[int(self._starts[index]) : int(self._stops[index])])
+        return self._loads(self._bytes()[int(self._starts[index]) : int(self._stops[index])])
+
+    def _bytes(self) -> bytes:
+        if callable(self._raw):
+            self._raw = self._raw()
+        return self._raw
+
+    def __getstate__(self) -> dict:
+        """Pickled with the bytes: a copy never depends on the file."""
+        state = self.__dict__.copy()
+        state["_raw"] = self._raw() if callable(self._raw) else self._raw  # this object keeps none
+        return state
 
 
 class RleSegmentations(Sequence):

@@ -9,7 +9,6 @@ them. Anything unusual returns None and the full reader names the problem.
 from __future__ import annotations
 
 import itertools
-import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,7 +18,7 @@ import numpy as np
 from deteval.data import GroundTruth
 from deteval.errors import InputError
 from deteval.io._json import _count_keys, _orjson, count_raw_keys
-from deteval.io._text import MAX_BYTES, read_bytes
+from deteval.io._text import FileBytes
 from deteval.io.coco import fast as _fast  # its _colparse, read at call time (one switch)
 from deteval.io.coco._common import _duplicates
 from deteval.io.coco.fast import (
@@ -80,27 +79,19 @@ class SpanSegmentations(Sequence):
         self._starts = starts.astype(offsets, copy=False)
         self._stops = stops.astype(offsets, copy=False)
         self._loads = loads
-        self._origin: tuple[str, int, int] | None = None  # (path, size, CRC-32) when on disk
+        self._origin: FileBytes | None = None  # reads the file again once the bytes are dropped
 
     def keep_on_disk(self, path: str) -> None:
         """Drop the bytes; read them again from ``path`` (which they were read from) when needed."""
         raw = self._raw
         if raw is not None:
-            self._origin = (path, len(raw), zlib.crc32(raw))
+            self._origin = FileBytes(path, raw, "the ground truth")
             self._raw = None
 
     def _bytes(self) -> bytes:
         if self._raw is None:
             assert self._origin is not None  # the constructor sets the bytes; only keep_on_disk drops them
-            path, size, crc = self._origin
-            raw = read_bytes(path, what="the COCO ground truth it was loaded from", limit=MAX_BYTES["json"])
-            if len(raw) != size or zlib.crc32(raw) != crc:
-                raise InputError(
-                    f"{path}: changed since the ground truth was loaded from it (its segmentations "
-                    f"are read from the file when first needed); expected the same file, found "
-                    f"{len(raw)} bytes that differ: load the ground truth again"
-                )
-            self._raw = raw
+            self._raw = self._origin()
         return self._raw
 
     def __len__(self) -> int:
