@@ -280,7 +280,7 @@ static inline int next_run(RunReader *d, uint32_t *run)
 /* pycocotools' rleIou walk of two masks' runs (odd runs are foreground): the pixels in both
  * (``*inter``) and in either (``*uni``), in 32-bit unsigned arithmetic. As pycocotools', it moves one
  * run on per side per step and stops when the runs left on both sides add up to 0, which, with runs
- * of length 0, can be before the end of the masks. */
+ * of length 0, can be before the end of the masks; and, unlike it, when one side has ended. */
 static void rle_walk(const uint32_t *a, Py_ssize_t ka, const uint32_t *b, Py_ssize_t kb, uint32_t *inter,
                      uint32_t *uni)
 {
@@ -289,6 +289,9 @@ static void rle_walk(const uint32_t *a, Py_ssize_t ka, const uint32_t *b, Py_ssi
     int va = 0, vb = 0;
     while (ct > 0) {
         const uint32_t c = ca < cb ? ca : cb;
+        /* one side ended with runs left on the other: masks whose runs add up to different totals,
+         * which pycocotools would walk forever (never two checked masks of one size) */
+        if (c == 0 && ((ca == 0 && ia >= ka) || (cb == 0 && ib >= kb))) break;
         if (va || vb) {
             u += c;
             if (va && vb) i += c;

@@ -168,3 +168,21 @@ def test_runs_of_length_0_give_pycocotools_iou(det, gt, crowd):
     )
     got = segm_iou([d], [g], [crowd], mask_iou="raster", image_size=(h, w))
     assert got.tolist() == np.asarray(expected, np.float64).reshape(1, 1).tolist()
+
+
+@needs_kernel
+@pytest.mark.parametrize(("det", "gt", "expected"), [(b"03", b"01", 1.0), (b"1", b"02", 0.0), (b"", b"5", 0.0)])
+def test_pair_iou_ends_when_one_mask_ends(det, gt, expected):
+    """Masks whose runs add up to different totals (never two checked masks of one size).
+
+    pycocotools' walk, which the kernel follows, would run forever once one side has ended with
+    runs left on the other; the kernel did (the hostile-arguments test swaps spans between the
+    two sides). It now stops there.
+    """
+
+    def side(counts: bytes) -> tuple:
+        return counts, np.array([0]), np.array([len(counts)]), np.array([1.0]), np.array([[0.0, 0, 1, 1]])
+
+    out = np.zeros(1)
+    cmask.pair_iou(*side(det), *side(gt), np.array([0]), np.array([0]), np.zeros(1, np.uint8), out)
+    assert out.tolist() == [expected]
