@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import os
-import zlib
 import stat
+import zlib
 from collections.abc import Iterable, Sequence
 from typing import BinaryIO, NoReturn
 
@@ -393,7 +393,9 @@ class FileBytes:
         self.was = "were" if plural else "was"
 
     def __call__(self) -> bytes:
-        raw = read_bytes(self.path, what=f"the COCO file {self.what} was loaded from", limit=MAX_BYTES["json"])
+        raw = read_bytes(
+            self.path, what=f"the COCO file {self.what} was loaded from", limit=MAX_BYTES["json"]
+        )
         if len(raw) != self.size or zlib.crc32(raw) != self.crc:
             raise InputError(
                 f"{self.path}: changed since {self.what} {self.was} loaded from it (its segmentations "

@@ -171,7 +171,9 @@ def test_runs_of_length_0_give_pycocotools_iou(det, gt, crowd):
 
 
 @needs_kernel
-@pytest.mark.parametrize(("det", "gt", "expected"), [(b"03", b"01", 1.0), (b"1", b"02", 0.0), (b"", b"5", 0.0)])
+@pytest.mark.parametrize(
+    ("det", "gt", "expected"), [(b"03", b"01", 1.0), (b"1", b"02", 0.0), (b"", b"5", 0.0)]
+)
 def test_pair_iou_ends_when_one_mask_ends(det, gt, expected):
     """Masks whose runs add up to different totals (never two checked masks of one size).
 

@@ -411,7 +411,11 @@ def _compiled_segm_columns(raw: bytes, path: str) -> tuple[BoxColumns, PolygonSe
     part_len.resize(n_part, refcheck=False)
     coords.resize(n_coord, refcheck=False)
     segmentation = PolygonSegmentations(
-        FileBytes(path, raw, "the detections", plural=True), starts, stops, (n_parts, part_len, coords), _orjson.loads
+        FileBytes(path, raw, "the detections", plural=True),
+        starts,
+        stops,
+        (n_parts, part_len, coords),
+        _orjson.loads,
     )
     return (image_ids, category_ids, box.reshape(n, 4), score), segmentation
 
