@@ -74,8 +74,8 @@ ABI: dict[str, int] = {
     "deteval._cmatch": 2,
     "deteval._csort": 1,
     "deteval.geometry._ckeypoint": 2,
-    "deteval.geometry._cmask": 2,
-    "deteval.io._colparse": 3,
+    "deteval.geometry._cmask": 3,
+    "deteval.io._colparse": 4,
 }
 
 #: How to rebuild the extensions, for the messages.

@@ -30,23 +30,52 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../_buffer_checks.h"
 
 #define MAX_GROUPS 7
 
-/* The running state of one mask's box: the walk over (background, foreground) pairs of runs. */
+/* The running state of one mask's box: the walk over (background, foreground) pairs of runs. The
+ * column and row of the last position located (``at``) are kept, so that the next, further on, is
+ * found by adding (a division only when a run crosses more than one column). */
 typedef struct {
     uint32_t h, w, xs, ys, xe, ye, x_first, covered;
+    uint32_t at, at_x, at_y;
     int has_pair, zero_run; /* zero_run: a run of length 0 after the first (no box: pycocotools') */
 } BoxWalk;
+
+/* Column ``x = t / h`` and row ``y = t % h`` of position ``t``. */
+static inline void locate(BoxWalk *b, uint32_t t, uint32_t *x, uint32_t *y)
+{
+    if (t >= b->at) {
+        const uint64_t row = (uint64_t)b->at_y + (t - b->at);
+        if (row < b->h) {
+            *x = b->at_x;
+            *y = (uint32_t)row;
+        } else if (row < 2 * (uint64_t)b->h) {
+            *x = b->at_x + 1;
+            *y = (uint32_t)(row - b->h);
+        } else {
+            *x = b->at_x + (uint32_t)(row / b->h);
+            *y = (uint32_t)(row % b->h);
+        }
+    } else {
+        *y = t % b->h;
+        *x = t / b->h;
+    }
+    b->at = t;
+    b->at_x = *x;
+    b->at_y = *y;
+}
 
 /* One run end position ``t`` (column-major) into the box; ``is_fg_end`` marks the end of a
  * foreground run (its column compared with that of its start: a run crossing a column spans the full
  * height). */
-static void box_point(BoxWalk *b, uint32_t t, int is_fg_end)
+static inline void box_point(BoxWalk *b, uint32_t t, int is_fg_end)
 {
-    const uint32_t y = t % b->h, x = (t - y) / b->h;
+    uint32_t x, y;
+    locate(b, t, &x, &y);
     if (!is_fg_end)
         b->x_first = x;
     else if (b->x_first < x) {
@@ -59,6 +88,33 @@ static void box_point(BoxWalk *b, uint32_t t, int is_fg_end)
     if (y > b->ye) b->ye = y;
 }
 
+/* pycocotools' toBbox (xywh) of a mask's runs (h > 0, runs adding up to h * w, no run of length 0 but
+ * the first: what the rasteriser makes), by the walk summarise() does while decoding. */
+static void box_of_runs(const uint32_t *runs, Py_ssize_t n, uint32_t h, uint32_t w, double *bb)
+{
+    BoxWalk b = {0};
+    b.h = h;
+    b.w = w;
+    b.xs = w;
+    b.ys = h;
+    uint32_t position = 0;
+    for (Py_ssize_t m = 1; m < n; m += 2) {
+        const uint32_t fg_start = position + runs[m - 1];
+        box_point(&b, fg_start, 0);
+        box_point(&b, fg_start + runs[m] - 1, 1);
+        b.has_pair = 1;
+        position = fg_start + runs[m];
+    }
+    if (!b.has_pair) {
+        bb[0] = bb[1] = bb[2] = bb[3] = 0.0;
+    } else {
+        bb[0] = (double)b.xs;
+        bb[1] = (double)b.ys;
+        bb[2] = (double)(uint32_t)(b.xe - b.xs + 1);
+        bb[3] = (double)(uint32_t)(b.ye - b.ys + 1);
+    }
+}
+
 /* Decode one string. Returns the problem code; sets *sum (int64, -1 for a too long run), *area (sum
  * of the foreground runs modulo 2**32) and, when ``b`` is not NULL, the box walk (pairs of runs). */
 static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint32_t *area, BoxWalk *b)
@@ -66,8 +122,9 @@ static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint3
     *sum = 0;
     *area = 0;
     if (len == 0) return 2;
-    for (Py_ssize_t i = 0; i < len; i++)
-        if (s[i] < 48 || s[i] > 48 + 63) return 1;
+    unsigned char outside = 0; /* no early exit: the compiler vectorises the check */
+    for (Py_ssize_t i = 0; i < len; i++) outside |= (unsigned char)(s[i] - 48) > 63;
+    if (outside) return 1;
     if ((s[len - 1] - 48) & 0x20) return 2;
     uint32_t before1 = 0, before2 = 0; /* runs m - 1 and m - 2 */
     uint32_t position = 0, background = 0;
@@ -191,155 +248,235 @@ done:
     return result;
 }
 
-/* The runs of one string into ``runs`` (room for one per character); returns their count. Decoding as
- * summarise() does; a string that ends inside a run ends there (callers pass checked strings). */
-static Py_ssize_t decode_runs(const unsigned char *s, Py_ssize_t len, uint32_t *runs)
+/* A compressed counts string read run by run (pycocotools' rleFrString, without its array): the
+ * decoded value of run m is its groups, plus run m - 2 from the fourth run on (modulo 2**32). A
+ * string that ends inside a run ends there (callers pass checked strings). */
+typedef struct {
+    const unsigned char *s, *end;
+    uint32_t before1, before2; /* runs m - 1 and m - 2 */
+    Py_ssize_t m;
+} RunReader;
+
+static inline int next_run(RunReader *d, uint32_t *run)
 {
-    Py_ssize_t m = 0, i = 0;
-    while (i < len) {
-        int64_t x = 0;
-        int k = 0, more = 1, c = 0;
-        while (more && i < len) {
-            c = (s[i++] - 48) & 0x3f;
-            if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
-            k++;
-            more = c & 0x20;
-        }
-        if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
-        if (m > 2) x += (int64_t)runs[m - 2];
-        runs[m++] = (uint32_t)x;
+    if (d->s >= d->end) return 0;
+    int64_t x = 0;
+    int k = 0, more = 1, c = 0;
+    while (more && d->s < d->end) {
+        c = (*d->s++ - 48) & 0x3f;
+        if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
+        k++;
+        more = c & 0x20;
     }
-    return m;
+    if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
+    if (d->m > 2) x += (int64_t)d->before2;
+    *run = (uint32_t)x;
+    d->before2 = d->before1;
+    d->before1 = *run;
+    d->m++;
+    return 1;
 }
 
-/* Every string of a blob decoded: runs (one array), first run of each string (n + 1), areas. */
+/* pycocotools' rleIou walk of two masks' runs (odd runs are foreground): the pixels in both
+ * (``*inter``) and in either (``*uni``), in 32-bit unsigned arithmetic. As pycocotools', it moves one
+ * run on per side per step and stops when the runs left on both sides add up to 0, which, with runs
+ * of length 0, can be before the end of the masks; and, unlike it, when one side has ended. */
+static void rle_walk(const uint32_t *a, Py_ssize_t ka, const uint32_t *b, Py_ssize_t kb, uint32_t *inter,
+                     uint32_t *uni)
+{
+    uint32_t ca = ka ? a[0] : 0, cb = kb ? b[0] : 0, i = 0, u = 0, ct = 1;
+    Py_ssize_t ia = 1, ib = 1;
+    int va = 0, vb = 0;
+    while (ct > 0) {
+        const uint32_t c = ca < cb ? ca : cb;
+        /* one side ended with runs left on the other: masks whose runs add up to different totals,
+         * which pycocotools would walk forever (never two checked masks of one size) */
+        if (c == 0 && ((ca == 0 && ia >= ka) || (cb == 0 && ib >= kb))) break;
+        if (va || vb) {
+            u += c;
+            if (va && vb) i += c;
+        }
+        ct = 0;
+        ca -= c;
+        if (!ca && ia < ka) {
+            ca = a[ia++];
+            va = !va;
+        }
+        ct += ca;
+        cb -= c;
+        if (!cb && ib < kb) {
+            cb = b[ib++];
+            vb = !vb;
+        }
+        ct += cb;
+    }
+    *inter = i;
+    *uni = u;
+}
+
+/* The runs of one mask, decoded once and kept while the next pairs compare the same mask. */
 typedef struct {
     uint32_t *runs;
-    int64_t *first;
-    uint32_t *area;
+    Py_ssize_t n, cap;
+    int64_t row;
 } Decoded;
 
-static int decode_all(const unsigned char *blob, const int64_t *offsets, Py_ssize_t n, Decoded *d)
+static int decode_row(Decoded *dec, RunReader reader, int64_t row)
 {
-    d->runs = (uint32_t *)PyMem_RawMalloc(sizeof(uint32_t) * (size_t)(offsets[n] - offsets[0] + 1));
-    d->first = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(n + 1));
-    d->area = (uint32_t *)PyMem_RawMalloc(sizeof(uint32_t) * (size_t)(n + 1));
-    if (!d->runs || !d->first || !d->area) return -1;
-    int64_t at = 0;
-    for (Py_ssize_t r = 0; r < n; r++) {
-        d->first[r] = at;
-        const Py_ssize_t m = decode_runs(blob + offsets[r], (Py_ssize_t)(offsets[r + 1] - offsets[r]), d->runs + at);
-        uint32_t area = 0;
-        for (Py_ssize_t j = 1; j < m; j += 2) area += d->runs[at + j];
-        d->area[r] = area;
-        at += m;
+    if (dec->row == row) return 0;
+    const Py_ssize_t chars = reader.end - reader.s;
+    if (chars > dec->cap) {
+        uint32_t *grown = (uint32_t *)PyMem_RawRealloc(dec->runs, sizeof(uint32_t) * (size_t)chars);
+        if (!grown) return -1;
+        dec->runs = grown;
+        dec->cap = chars;
     }
-    d->first[n] = at;
+    dec->n = 0;
+    uint32_t run;
+    while (next_run(&reader, &run)) dec->runs[dec->n++] = run; /* at most one run per character */
+    dec->row = row;
     return 0;
 }
 
-static void free_decoded(Decoded *d)
-{
-    PyMem_RawFree(d->runs);
-    PyMem_RawFree(d->first);
-    PyMem_RawFree(d->area);
-}
+/* Spans ``start[r]:stop[r]`` of a blob, with the pixel count (float64, < 2**32) and pycocotools'
+ * toBbox (xywh float64) of each. */
+typedef struct {
+    Py_buffer blob, start, stop, area, box;
+    Py_ssize_t n;
+} Spans;
 
-/* Pixels in the foreground of both run lists (odd runs are foreground), walking them together. */
-static uint64_t intersection(const uint32_t *a, Py_ssize_t na, const uint32_t *b, Py_ssize_t nb)
+static int spans_ok(Spans *sp, const char *where)
 {
-    uint64_t both = 0;
-    Py_ssize_t ia = 0, ib = 0;
-    uint32_t left_a = na ? a[0] : 0, left_b = nb ? b[0] : 0;
-    for (;;) {
-        while (left_a == 0 && ia + 1 < na) left_a = a[++ia];
-        while (left_b == 0 && ib + 1 < nb) left_b = b[++ib];
-        if (left_a == 0 || left_b == 0) return both;
-        const uint32_t step = left_a < left_b ? left_a : left_b;
-        if ((ia & 1) && (ib & 1)) both += step;
-        left_a -= step;
-        left_b -= step;
+    sp->n = sp->start.len / 8;
+    if (sp->start.len % 8 || sp->stop.len != sp->start.len || sp->area.len != sp->start.len ||
+        sp->box.len != 4 * sp->start.len ||
+        (sp->n && (!is_aligned(&sp->start, 8) || !is_aligned(&sp->stop, 8) || !is_aligned(&sp->area, 8) ||
+                   !is_aligned(&sp->box, 8)))) {
+        PyErr_Format(PyExc_ValueError, "%s: span buffers do not match or are unaligned", where);
+        return 0;
     }
+    const int64_t *a = (const int64_t *)sp->start.buf, *b = (const int64_t *)sp->stop.buf;
+    for (Py_ssize_t r = 0; r < sp->n; r++) {
+        if (a[r] < 0 || b[r] < a[r] || b[r] > sp->blob.len) {
+            PyErr_Format(PyExc_ValueError, "%s: a span outside its blob or reversed", where);
+            return 0;
+        }
+    }
+    return 1;
 }
 
-static int offsets_ok(const Py_buffer *offsets, const Py_buffer *blob, Py_ssize_t *n)
+/* Whether row r's area is a pixel count (in [0, 2**32)) and its box has no NaN. */
+static int row_ok(const Spans *sp, int64_t r)
 {
-    if (offsets->len < 8 || offsets->len % 8 || !is_aligned(offsets, 8)) return 0;
-    const int64_t *o = (const int64_t *)offsets->buf;
-    *n = offsets->len / 8 - 1;
-    for (Py_ssize_t r = 0; r < *n; r++)
-        if (o[r] < 0 || o[r + 1] < o[r] || o[r + 1] > blob->len) return 0;
-    return o[0] >= 0 && o[0] <= blob->len;
+    const double area = ((const double *)sp->area.buf)[r], *box = (const double *)sp->box.buf + 4 * r;
+    return area >= 0 && area <= (double)UINT32_MAX && box[0] == box[0] && box[1] == box[1] && box[2] == box[2] &&
+           box[3] == box[3];
+}
+
+/* pycocotools' bbIou(d, g) > 0 (which rleIou asks before walking the runs): the boxes overlap. */
+static int boxes_overlap(const double *D, const double *G)
+{
+    const double w = fmin(D[2] + D[0], G[2] + G[0]) - fmax(D[0], G[0]);
+    if (w <= 0) return 0;
+    const double h = fmin(D[3] + D[1], G[3] + G[1]) - fmax(D[1], G[1]);
+    return h > 0;
+}
+
+static RunReader reader_of(const Spans *sp, int64_t r)
+{
+    const unsigned char *blob = (const unsigned char *)sp->blob.buf;
+    RunReader d = {blob + ((const int64_t *)sp->start.buf)[r], blob + ((const int64_t *)sp->stop.buf)[r], 0, 0, 0};
+    return d;
 }
 
 PyDoc_STRVAR(pair_iou_doc,
-             "pair_iou(det_blob, det_offsets, gt_blob, gt_offsets, det_index, gt_index, is_crowd, out)\n"
+             "pair_iou(det_blob, det_start, det_stop, det_area, det_box, gt_blob, gt_start, gt_stop, gt_area,\n"
+             "         gt_box, det_rows, gt_rows, is_crowd, out)\n"
              "\n"
              "pycocotools' ``mask.iou`` of aligned (detection, ground truth) pairs of compressed RLEs of\n"
-             "equal sizes: string r of a blob is ``blob[offsets[r]:offsets[r + 1]]``; pair k compares\n"
-             "detection ``det_index[k]`` with ground truth ``gt_index[k]`` (int64), ``is_crowd[k]`` (uint8:\n"
-             "intersection over the detection's area). Writes float64 ``out[k]``: 0 when the masks share\n"
-             "no pixel, else intersection / union as doubles, as pycocotools divides.");
+             "equal sizes, on the strings where they lie: mask r of a side is ``blob[start[r]:stop[r]]``\n"
+             "(int64 spans) with ``area[r]`` pixels (float64) and pycocotools' toBbox ``box[r]`` (xywh\n"
+             "float64); pair k compares detection ``det_rows[k]`` with ground truth ``gt_rows[k]``\n"
+             "(int64), ``is_crowd[k]`` (uint8: intersection over the detection's area). Writes float64\n"
+             "``out[k]``: 0 when the boxes do not overlap (pycocotools' bbIou test) or the masks share no\n"
+             "pixel, else\n"
+             "intersection / union as doubles, from pycocotools' walk of the runs and as it divides.\n"
+             "A mask's string is decoded when its pair comes, and kept for the next pairs of the same mask\n"
+             "(pass pairs grouped by one side): no mask is made, no run array beyond two masks'.");
 
 static PyObject *pair_iou(PyObject *self, PyObject *args)
 {
-    Py_buffer db, doff, gb, goff, di, gi, crowd, out;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*w*", &db, &doff, &gb, &goff, &di, &gi, &crowd, &out)) return NULL;
+    Spans det = {0}, gt = {0};
+    Py_buffer di, gi, crowd, out;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*y*w*", &det.blob, &det.start, &det.stop, &det.area,
+                          &det.box, &gt.blob, &gt.start, &gt.stop, &gt.area, &gt.box, &di, &gi, &crowd, &out))
+        return NULL;
     PyObject *result = NULL;
-    Decoded dd = {0}, gd = {0};
-    Py_ssize_t n_det = 0, n_gt = 0;
     const Py_ssize_t n = out.len / 8;
-    const Py_buffer *views[8] = {&out, &db, &doff, &gb, &goff, &di, &gi, &crowd};
-    if (!offsets_ok(&doff, &db, &n_det) || !offsets_ok(&goff, &gb, &n_gt)) {
-        PyErr_SetString(PyExc_ValueError, "pair_iou: offsets outside the blob, decreasing or unaligned");
-        goto done;
-    }
+    const Py_buffer *views[14] = {&out,     &det.blob, &det.start, &det.stop, &det.area, &det.box, &gt.blob,
+                                  &gt.start, &gt.stop, &gt.area,   &gt.box,   &di,       &gi,      &crowd};
+    if (!spans_ok(&det, "pair_iou") || !spans_ok(&gt, "pair_iou")) goto done;
     if (out.len % 8 || di.len != n * 8 || gi.len != n * 8 || crowd.len != n ||
         (n && (!is_aligned(&out, 8) || !is_aligned(&di, 8) || !is_aligned(&gi, 8)))) {
         PyErr_SetString(PyExc_ValueError, "pair_iou: buffer sizes do not match or are unaligned");
         goto done;
     }
-    if (outputs_overlap(views, 1, 8, "pair_iou")) goto done;
-    const int64_t *det_index = (const int64_t *)di.buf, *gt_index = (const int64_t *)gi.buf;
+    if (outputs_overlap(views, 1, 14, "pair_iou")) goto done;
+    const int64_t *det_rows = (const int64_t *)di.buf, *gt_rows = (const int64_t *)gi.buf;
     for (Py_ssize_t k = 0; k < n; k++) {
-        if (det_index[k] < 0 || det_index[k] >= n_det || gt_index[k] < 0 || gt_index[k] >= n_gt) {
-            PyErr_SetString(PyExc_ValueError, "pair_iou: a pair index is outside its blob's strings");
+        if (det_rows[k] < 0 || det_rows[k] >= det.n || gt_rows[k] < 0 || gt_rows[k] >= gt.n) {
+            PyErr_SetString(PyExc_ValueError, "pair_iou: a pair row is outside its spans");
+            goto done;
+        }
+        if (!row_ok(&det, det_rows[k]) || !row_ok(&gt, gt_rows[k])) {
+            PyErr_SetString(PyExc_ValueError, "pair_iou: a compared mask has no area in [0, 2**32) or a NaN box");
             goto done;
         }
     }
     int failed = 0;
+    Decoded dd = {NULL, 0, 0, -1}, gd = {NULL, 0, 0, -1};
     Py_BEGIN_ALLOW_THREADS
-    failed = decode_all((const unsigned char *)db.buf, (const int64_t *)doff.buf, n_det, &dd) ||
-             decode_all((const unsigned char *)gb.buf, (const int64_t *)goff.buf, n_gt, &gd);
-    if (!failed) {
-        const uint8_t *is_crowd = (const uint8_t *)crowd.buf;
-        double *iou = (double *)out.buf;
-        for (Py_ssize_t k = 0; k < n; k++) {
-            const int64_t d = det_index[k], g = gt_index[k];
-            const uint64_t both = intersection(dd.runs + dd.first[d], (Py_ssize_t)(dd.first[d + 1] - dd.first[d]),
-                                               gd.runs + gd.first[g], (Py_ssize_t)(gd.first[g + 1] - gd.first[g]));
-            if (both == 0) {
-                iou[k] = 0.0;
-                continue;
-            }
-            const uint32_t inter = (uint32_t)both;
-            const uint32_t uni = is_crowd[k] ? dd.area[d] : (uint32_t)(dd.area[d] + gd.area[g] - inter);
-            iou[k] = (double)inter / (double)uni;
+    const uint8_t *is_crowd = (const uint8_t *)crowd.buf;
+    const double *det_area = (const double *)det.area.buf;
+    const double *det_box = (const double *)det.box.buf, *gt_box = (const double *)gt.box.buf;
+    double *iou = (double *)out.buf;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        const int64_t d = det_rows[k], g = gt_rows[k];
+        if (!boxes_overlap(det_box + 4 * d, gt_box + 4 * g)) {
+            iou[k] = 0.0;
+            continue;
         }
+        if (decode_row(&dd, reader_of(&det, d), d) || decode_row(&gd, reader_of(&gt, g), g)) {
+            failed = 1;
+            break;
+        }
+        uint32_t inter, uni;
+        rle_walk(dd.runs, dd.n, gd.runs, gd.n, &inter, &uni);
+        if (inter == 0)
+            uni = 1;
+        else if (is_crowd[k])
+            uni = (uint32_t)det_area[d];
+        iou[k] = (double)inter / (double)uni;
     }
     Py_END_ALLOW_THREADS
+    PyMem_RawFree(dd.runs);
+    PyMem_RawFree(gd.runs);
     if (failed) {
         PyErr_NoMemory();
         goto done;
     }
     result = Py_NewRef(Py_None);
 done:
-    free_decoded(&dd);
-    free_decoded(&gd);
-    PyBuffer_Release(&db);
-    PyBuffer_Release(&doff);
-    PyBuffer_Release(&gb);
-    PyBuffer_Release(&goff);
+    PyBuffer_Release(&det.blob);
+    PyBuffer_Release(&det.start);
+    PyBuffer_Release(&det.stop);
+    PyBuffer_Release(&det.area);
+    PyBuffer_Release(&det.box);
+    PyBuffer_Release(&gt.blob);
+    PyBuffer_Release(&gt.start);
+    PyBuffer_Release(&gt.stop);
+    PyBuffer_Release(&gt.area);
+    PyBuffer_Release(&gt.box);
     PyBuffer_Release(&di);
     PyBuffer_Release(&gi);
     PyBuffer_Release(&crowd);
@@ -365,18 +502,68 @@ static int runs_reserve(Runs *r, Py_ssize_t cap)
     return 0;
 }
 
-static int compare_u32(const void *a, const void *b)
-{
-    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Scratch space reused across polygons. */
 typedef struct {
-    int *px, *py, *bx, *by;
-    Py_ssize_t cap_vertices, cap_boundary;
-    Runs cuts;
+    int *px, *py;
+    Py_ssize_t cap_vertices;
+    Runs cuts, spare; /* spare: the merge sort's other buffer */
+    Py_ssize_t *bounds, cap_bounds;
 } Scratch;
+
+/* Sort ``cuts`` ascending: a natural merge sort. A polygon's cuts come as a few chains monotone in
+ * x (ascending or descending positions), so the runs are found, the descending ones reversed, and the
+ * runs merged pairwise: a few linear passes instead of a general sort. Returns 0, or -1 when out of
+ * memory. */
+static int sort_cuts(Scratch *sc)
+{
+    Runs *cuts = &sc->cuts;
+    const Py_ssize_t n = cuts->n;
+    if (n < 2) return 0;
+    if (n + 1 > sc->cap_bounds) {
+        Py_ssize_t *grown = (Py_ssize_t *)PyMem_RawRealloc(sc->bounds, sizeof(Py_ssize_t) * (size_t)(n + 1));
+        if (!grown) return -1;
+        sc->bounds = grown;
+        sc->cap_bounds = n + 1;
+    }
+    if (runs_reserve(&sc->spare, n)) return -1;
+    uint32_t *v = cuts->v;
+    Py_ssize_t *bounds = sc->bounds, n_runs = 0, i = 0;
+    while (i < n) {
+        bounds[n_runs++] = i;
+        Py_ssize_t j = i + 1;
+        if (j < n && v[j] < v[i]) {
+            while (j < n && v[j] < v[j - 1]) j++;
+            for (Py_ssize_t lo = i, hi = j - 1; lo < hi; lo++, hi--) {
+                const uint32_t t = v[lo];
+                v[lo] = v[hi];
+                v[hi] = t;
+            }
+        } else {
+            while (j < n && v[j] >= v[j - 1]) j++;
+        }
+        i = j;
+    }
+    bounds[n_runs] = n;
+    uint32_t *src = v, *dst = sc->spare.v;
+    while (n_runs > 1) {
+        Py_ssize_t merged = 0;
+        for (Py_ssize_t r = 0; r < n_runs; r += 2) {
+            const Py_ssize_t lo = bounds[r], mid = bounds[r + 1], hi = r + 2 <= n_runs ? bounds[r + 2] : mid;
+            Py_ssize_t p = lo, q = mid, o = lo;
+            while (p < mid && q < hi) dst[o++] = src[q] < src[p] ? src[q++] : src[p++];
+            while (p < mid) dst[o++] = src[p++];
+            while (q < hi) dst[o++] = src[q++];
+            bounds[merged++] = lo;
+        }
+        bounds[merged] = n;
+        n_runs = merged;
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != v) memcpy(v, src, sizeof(uint32_t) * (size_t)n);
+    return 0;
+}
 
 static int grow_int(int **p, Py_ssize_t n)
 {
@@ -386,13 +573,31 @@ static int grow_int(int **p, Py_ssize_t n)
     return 0;
 }
 
+/* Where a boundary step between upsampled columns ``lo`` and ``lo + 1`` crosses a pixel column
+ * centre (``(lo + 0.5) / 5 - 0.5`` an integer in [0, w - 1], which is ``lo % 5 == 2``), with ``v`` the
+ * lower of the step's two upsampled rows: the cut at the row ``ceil((v + 0.5) / 5 - 0.5)``, clipped
+ * to [0, h], which is ``ceil((v - 2) / 5)``. pycocotools computes both in doubles; on these integers
+ * (|v| < 2**30) the doubles are exact where the value is an integer and at least 0.2 from one
+ * elsewhere, so the integer forms here give its values. */
+static inline void add_cut(Runs *cuts, int lo, int v, uint32_t h, uint32_t w)
+{
+    if (lo < 2 || (lo - 2) % 5) return;
+    const int64_t column = (lo - 2) / 5;
+    if (column > (int64_t)w - 1) return;
+    int64_t row = v <= 2 ? 0 : ((int64_t)v - 2 + 4) / 5;
+    if (row > (int64_t)h) row = h;
+    cuts->v[cuts->n++] = (uint32_t)(column * (int64_t)h + row);
+}
+
 /* The runs of one polygon part (``k`` vertices at ``xy``) in an h x w mask, pycocotools' rule: the
  * vertices are scaled by 5 and rounded ((int)(5 x + 0.5)), each edge is walked one step per upsampled
  * pixel along its longer axis (the other coordinate rounded the same way), and each crossing of a
  * pixel column centre (x + 0.5 on the 5x grid, back at 1x: an integer in [0, w - 1]) starts or ends a
  * vertical run at ceil of the lower boundary y (clipped to [0, h]). The sorted crossings, as positions
  * x * h + y, with h * w appended, give the run lengths; a zero length folds the next run into the one
- * before. Writes the runs into ``out``; returns 0, or -1 when out of memory. */
+ * before. Only the steps that change the column are visited: on an edge along x every fifth (the
+ * column centres), on an edge along y those where the rounded x moves. Writes the runs into ``out``;
+ * returns 0, or -1 when out of memory. */
 static int polygon_runs(const double *xy, Py_ssize_t k, uint32_t h, uint32_t w, Scratch *sc, Runs *out)
 {
     const double scale = 5;
@@ -407,69 +612,50 @@ static int polygon_runs(const double *xy, Py_ssize_t k, uint32_t h, uint32_t w, 
     }
     X[k] = X[0];
     Y[k] = Y[0];
-    Py_ssize_t points = 0;
-    for (Py_ssize_t j = 0; j < k; j++) {
-        const int ax = abs(X[j] - X[j + 1]), ay = abs(Y[j] - Y[j + 1]);
-        points += (ax > ay ? ax : ay) + 1;
-    }
-    if (points > sc->cap_boundary) {
-        if (grow_int(&sc->bx, points) || grow_int(&sc->by, points)) return -1;
-        sc->cap_boundary = points;
-    }
-    int *U = sc->bx, *V = sc->by;
-    Py_ssize_t m = 0;
+    Py_ssize_t bound = 1;
+    for (Py_ssize_t j = 0; j < k; j++) bound += abs(X[j] - X[j + 1]) + 1;
+    Runs *cuts = &sc->cuts;
+    cuts->n = 0;
+    if (runs_reserve(cuts, bound)) return -1;
     for (Py_ssize_t j = 0; j < k; j++) {
         int x0 = X[j], x1 = X[j + 1], y0 = Y[j], y1 = Y[j + 1];
         const int dx = abs(x1 - x0), dy = abs(y0 - y1);
-        const int along_x = dx >= dy;
-        const int reversed = along_x ? x0 > x1 : y0 > y1;
-        if (reversed) {
-            int t = x0;
-            x0 = x1;
-            x1 = t;
-            t = y0;
-            y0 = y1;
-            y1 = t;
-        }
-        if (along_x) {
-            /* a zero-length edge: one point whose y is never read (its neighbours share its x) */
+        if (dx >= dy) {
+            if (x0 > x1) { /* walked from the left end: the same points */
+                int t = x0;
+                x0 = x1;
+                x1 = t;
+                t = y0;
+                y0 = y1;
+                y1 = t;
+            }
             const double slope = dx ? (double)(y1 - y0) / dx : 0.0;
-            for (int d = 0; d <= dx; d++) {
-                const int t = reversed ? dx - d : d;
-                U[m] = t + x0;
-                V[m] = (int)(y0 + slope * t + .5);
-                m++;
+            /* the steps (t, t + 1) whose column x0 + t is 2 modulo 5 */
+            int t = ((2 - x0) % 5 + 5) % 5;
+            for (; t < dx; t += 5) {
+                const int v0 = (int)(y0 + slope * t + .5), v1 = (int)(y0 + slope * (t + 1) + .5);
+                add_cut(cuts, x0 + t, v0 < v1 ? v0 : v1, h, w);
             }
         } else {
+            if (y0 > y1) {
+                int t = x0;
+                x0 = x1;
+                x1 = t;
+                t = y0;
+                y0 = y1;
+                y1 = t;
+            }
             const double slope = (double)(x1 - x0) / dy;
-            for (int d = 0; d <= dy; d++) {
-                const int t = reversed ? dy - d : d;
-                V[m] = t + y0;
-                U[m] = (int)(x0 + slope * t + .5);
-                m++;
+            int u_before = (int)(x0 + slope * 0 + .5); /* not x0 when x0 < 0: (int) truncates */
+            for (int t = 1; t <= dy; t++) {
+                const int u = (int)(x0 + slope * t + .5);
+                if (u != u_before) add_cut(cuts, u < u_before ? u : u_before, y0 + t - 1, h, w);
+                u_before = u;
             }
         }
     }
-    Runs *cuts = &sc->cuts;
-    cuts->n = 0;
-    if (runs_reserve(cuts, m + 1)) return -1;
-    const double last_column = (double)((uint64_t)w - 1), height = (double)h;
-    for (Py_ssize_t j = 1; j < m; j++) {
-        if (U[j] == U[j - 1]) continue;
-        double xd = (double)(U[j] < U[j - 1] ? U[j] : U[j] - 1);
-        xd = (xd + .5) / scale - .5;
-        if (floor(xd) != xd || xd < 0 || xd > last_column) continue;
-        double yd = (double)(V[j] < V[j - 1] ? V[j] : V[j - 1]);
-        yd = (yd + .5) / scale - .5;
-        if (yd < 0)
-            yd = 0;
-        else if (yd > height)
-            yd = height;
-        yd = ceil(yd);
-        cuts->v[cuts->n++] = (uint32_t)((int)xd * (int)h + (int)yd);
-    }
     cuts->v[cuts->n++] = (uint32_t)((uint64_t)h * w);
-    qsort(cuts->v, (size_t)cuts->n, sizeof(uint32_t), compare_u32);
+    if (sort_cuts(sc)) return -1;
     uint32_t previous = 0;
     for (Py_ssize_t j = 0; j < cuts->n; j++) {
         const uint32_t at = cuts->v[j];
@@ -545,36 +731,39 @@ static Py_ssize_t encode_runs(const Runs *r, char *s)
 }
 
 PyDoc_STRVAR(rasterise_doc,
-             "rasterise(points, point_start, part_start, sizes, areas)\n"
+             "rasterise(points, point_start, part_start, sizes, areas, offsets, boxes)\n"
              "\n"
              "pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygon parts, as compressed\n"
              "counts strings: float64 ``points`` (n_point, 2); int64 ``point_start`` (parts + 1),\n"
              "``part_start`` (n + 1: record r has parts part_start[r]..part_start[r + 1], at least one)\n"
-             "and ``sizes`` (n, 2) [h, w]. Returns a list of n bytes; writes float64 ``areas`` (n,).\n"
+             "and ``sizes`` (n, 2) [h, w]. Returns the n strings as one bytes object, string r at\n"
+             "``offsets[r]:offsets[r + 1]`` (int64 (n + 1,), written); writes float64 ``areas`` (n,) and\n"
+             "``boxes`` (n, 4: pycocotools' toBbox, xywh); sizes of at least 1 x 1.\n"
              "Coordinates must be finite with |5 x| < 2**30.");
 
 static PyObject *rasterise(PyObject *self, PyObject *args)
 {
-    Py_buffer pts, ps, rs, sz, ar;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*w*", &pts, &ps, &rs, &sz, &ar)) return NULL;
-    PyObject *result = NULL, *list = NULL;
+    Py_buffer pts, ps, rs, sz, ar, of, bx;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*w*", &pts, &ps, &rs, &sz, &ar, &of, &bx)) return NULL;
+    PyObject *result = NULL;
     Scratch sc = {0};
     Runs one = {0}, merged = {0}, next = {0};
     char *text = NULL;
     Py_ssize_t text_cap = 0;
     const Py_ssize_t n = ar.len / 8, n_part = ps.len / 8 - 1, n_coord = pts.len / 8;
-    const Py_buffer *views[5] = {&ar, &pts, &ps, &rs, &sz};
-    if (ar.len % 8 || rs.len != (n + 1) * 8 || sz.len != n * 16 || n_part < 0 || pts.len % 16) {
+    const Py_buffer *views[7] = {&ar, &of, &bx, &pts, &ps, &rs, &sz};
+    if (ar.len % 8 || rs.len != (n + 1) * 8 || of.len != (n + 1) * 8 || bx.len != n * 32 || sz.len != n * 16 ||
+        n_part < 0 || pts.len % 16) {
         PyErr_SetString(PyExc_ValueError, "rasterise: buffer sizes do not match");
         goto done;
     }
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 7; i++) {
         if (views[i]->len && !is_aligned(views[i], 8)) {
             PyErr_SetString(PyExc_ValueError, "rasterise: unaligned buffer");
             goto done;
         }
     }
-    if (outputs_overlap(views, 1, 5, "rasterise")) goto done;
+    if (outputs_overlap(views, 3, 7, "rasterise")) goto done;
     const double *xy = (const double *)pts.buf;
     const int64_t *point_start = (const int64_t *)ps.buf, *part_start = (const int64_t *)rs.buf;
     const int64_t *size = (const int64_t *)sz.buf;
@@ -586,7 +775,7 @@ static PyObject *rasterise(PyObject *self, PyObject *args)
     }
     for (Py_ssize_t r = 0; r < n; r++) {
         if (part_start[r] < 0 || part_start[r + 1] <= part_start[r] || part_start[r + 1] > n_part ||
-            size[2 * r] < 0 || size[2 * r + 1] < 0 || size[2 * r] * size[2 * r + 1] > INT32_MAX) {
+            size[2 * r] < 1 || size[2 * r + 1] < 1 || size[2 * r] * size[2 * r + 1] > INT32_MAX) {
             PyErr_SetString(PyExc_ValueError, "rasterise: part_start or sizes out of range");
             goto done;
         }
@@ -597,15 +786,16 @@ static PyObject *rasterise(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    list = PyList_New(n);
-    if (!list) goto done;
     double *areas = (double *)ar.buf;
-    for (Py_ssize_t r = 0; r < n; r++) {
+    int64_t *offsets = (int64_t *)of.buf;
+    double *boxes = (double *)bx.buf;
+    int failed = 0;
+    Py_ssize_t used = 0;
+    offsets[0] = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < n && !failed; r++) {
         const uint32_t h = (uint32_t)size[2 * r], w = (uint32_t)size[2 * r + 1];
-        int failed = 0;
-        Py_ssize_t len = 0;
         uint32_t area = 0;
-        Py_BEGIN_ALLOW_THREADS
         for (int64_t part = part_start[r]; part < part_start[r + 1] && !failed; part++) {
             const int64_t first = point_start[part];
             Runs *target = part == part_start[r] ? &merged : &one;
@@ -617,38 +807,38 @@ static PyObject *rasterise(PyObject *self, PyObject *args)
                 next = swap;
             }
         }
-        if (!failed && merged.n * 7 > text_cap) {
-            char *grown = (char *)PyMem_RawRealloc(text, (size_t)(merged.n * 7));
+        if (!failed && used + merged.n * 7 > text_cap) { /* at most 7 characters per run */
+            Py_ssize_t cap = 2 * text_cap;
+            if (cap < used + merged.n * 7) cap = used + merged.n * 7;
+            if (cap < 4096) cap = 4096;
+            char *grown = (char *)PyMem_RawRealloc(text, (size_t)cap);
             if (grown) {
                 text = grown;
-                text_cap = merged.n * 7;
+                text_cap = cap;
             } else {
                 failed = 1;
             }
         }
         if (!failed) {
-            len = encode_runs(&merged, text);
+            used += encode_runs(&merged, text + used);
             for (Py_ssize_t j = 1; j < merged.n; j += 2) area += merged.v[j];
+            areas[r] = (double)area;
+            box_of_runs(merged.v, merged.n, h, w, boxes + 4 * r);
+            offsets[r + 1] = used;
         }
-        Py_END_ALLOW_THREADS
-        if (failed) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        areas[r] = (double)area;
-        PyObject *counts = PyBytes_FromStringAndSize(text, len);
-        if (!counts) goto done;
-        PyList_SET_ITEM(list, r, counts);
     }
-    result = list;
-    list = NULL;
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(text ? text : "", used);
 done:
-    Py_XDECREF(list);
     PyMem_RawFree(sc.px);
     PyMem_RawFree(sc.py);
-    PyMem_RawFree(sc.bx);
-    PyMem_RawFree(sc.by);
     PyMem_RawFree(sc.cuts.v);
+    PyMem_RawFree(sc.spare.v);
+    PyMem_RawFree(sc.bounds);
     PyMem_RawFree(one.v);
     PyMem_RawFree(merged.v);
     PyMem_RawFree(next.v);
@@ -658,6 +848,8 @@ done:
     PyBuffer_Release(&rs);
     PyBuffer_Release(&sz);
     PyBuffer_Release(&ar);
+    PyBuffer_Release(&of);
+    PyBuffer_Release(&bx);
     return result;
 }
 
@@ -668,4 +860,4 @@ static PyMethodDef cmask_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 2, NULL)
+DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 3, NULL)

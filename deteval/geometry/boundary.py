@@ -123,6 +123,6 @@ def _boundaries(raster: RasterMasks, rows: np.ndarray, ratio: float) -> list:
     out = []
     for r in rows.tolist():
         if r not in cache:
-            cache[r] = boundary_rle(raster.rle[r], ratio)
+            cache[r] = boundary_rle(raster.rle_of(r), ratio)
         out.append(cache[r])
     return out

@@ -91,7 +91,8 @@ class CollectionMasks:
     @classmethod
     def parse(cls, source: SegmentationSource) -> CollectionMasks:
         """Validate every record of ``source`` (raises InputError naming the first bad ones)."""
-        return cls(source=source, masks=parse_masks(source), raster=RasterMasks(len(source)))
+        masks = parse_masks(source)
+        return cls(source=source, masks=masks, raster=RasterMasks.for_masks(masks))
 
     def exact(self, invalid_polygons: str) -> ExactMasks:
         """The shapely geometry of every polygon record, built on first use.

@@ -34,19 +34,70 @@ __all__ = [
 
 
 class RasterMasks:
-    """pycocotools RLEs per record, computed on demand (``rle[r]`` None until then).
+    """pycocotools' compressed RLE string of each record, made on demand, in one blob.
 
-    Deliberately mutable: it is the lazily-filled raster form of one collection's masks, owned
-    by that collection's :class:`~deteval.geometry.masks.CollectionMasks` (never a global).
-    A worker process forked from the owner fills its own copy.
+    Record r's string is ``blob[start[r]:stop[r]]``, its size ``size[r]``, its pixel count
+    ``area[r]`` and pycocotools' ``toBbox`` ``box[r]`` (xywh) once ``done[r]`` (NaN before). No Python object is kept per mask: the strings
+    of an all-RLE collection are its checked masks' blob itself (nothing copied); polygons are
+    rasterised into the blob as pairs need them. Deliberately mutable: it is the lazily-filled
+    raster form of one collection's masks, owned by that collection's
+    :class:`~deteval.geometry.masks.CollectionMasks` (never a global). A worker process forked
+    from the owner fills its own copy.
     """
 
     def __init__(self, n: int):
-        self.rle: list = [None] * n
+        self.blob: bytes | bytearray = b""
+        self.start = np.zeros(n, dtype=np.int64)
+        self.stop = np.zeros(n, dtype=np.int64)
+        self.size = np.zeros((n, 2), dtype=np.int64)
         self.area = np.full(n, np.nan)
+        self.box = np.full((n, 4), np.nan)
         self.done = np.zeros(n, dtype=bool)
         self.extent_checked = np.zeros(n, dtype=bool)  # rows that passed _check_raster_extent
         self.boundary: dict = {}  # dilation ratio -> {row: boundary RLE} (iou_type "boundary")
+
+    @classmethod
+    def for_masks(cls, masks: CheckedMasks) -> RasterMasks:
+        """The rasters of ``masks``: done already when every record is an RLE (the blob shared)."""
+        raster = cls(len(masks.kind))
+        if len(masks.kind) and (masks.kind == RLE).all():
+            raster.blob = masks.rle_blob
+            raster.start, raster.stop = masks.rle_offsets[:-1].copy(), masks.rle_offsets[1:].copy()
+            raster.size, raster.area = masks.rle_size, masks.rle_area
+            bounds = masks.bounds
+            raster.box = np.ascontiguousarray(np.c_[bounds[:, :2], bounds[:, 2:] - bounds[:, :2]])
+            raster.done[:] = True
+        return raster
+
+    @classmethod
+    def from_rles(cls, rles: list) -> RasterMasks:
+        """Rasters holding pycocotools RLE dicts with compressed counts (tests, twins)."""
+        raster = cls(len(rles))
+        for r, rle in enumerate(rles):
+            raster.put(np.array([r]), rle["counts"], np.array([0, len(rle["counts"])]))
+            raster.size[r] = rle["size"]
+        raster.area[:] = rle_areas(rles)
+        if rles:
+            raster.box[:] = np.asarray(mask_utils.toBbox(rles), dtype=np.float64).reshape(-1, 4)
+        raster.done[:] = True
+        return raster
+
+    def put(self, rows: np.ndarray, blob: bytes, offsets: np.ndarray) -> None:
+        """Append the strings of ``rows`` (string k at ``blob[offsets[k]:offsets[k + 1]]``)."""
+        base = len(self.blob)
+        if not base:
+            self.blob = blob  # the first strings: kept as given, no copy
+        else:
+            if not isinstance(self.blob, bytearray):
+                self.blob = bytearray(self.blob)
+            self.blob += blob
+        self.start[rows] = base + offsets[:-1]
+        self.stop[rows] = base + offsets[1:]
+
+    def rle_of(self, r: int) -> dict:
+        """Pycocotools' RLE dict of record ``r`` (made: see :func:`ensure_raster`)."""
+        h, w = (int(v) for v in self.size[r])
+        return {"size": [h, w], "counts": bytes(self.blob[int(self.start[r]) : int(self.stop[r])])}
 
 
 def ensure_raster(
@@ -54,8 +105,8 @@ def ensure_raster(
 ) -> None:
     """Compute pycocotools' RLE (``COCO.annToRLE``) of the ``rows`` not done yet.
 
-    Polygons: ``frPyObjects(parts, h, w)`` at the image size, parts merged; uncompressed RLE:
-    ``frPyObjects`` (at its own size); compressed RLE: as it is.
+    Polygons: ``frPyObjects(parts, h, w)`` at the image size, parts merged; RLE: its compressed
+    string (``masks.rle_blob``: uncompressed counts were compressed when parsed).
     """
     rows = np.unique(rows)
     rows = rows[~raster.done[rows]]
@@ -68,17 +119,26 @@ def ensure_raster(
         if unchecked.any():  # prepare_masks checks every record up front in raster mode
             _check_raster_extent(src, masks, poly_rows[unchecked], size[unchecked])
             raster.extent_checked[poly_rows] = True
-        rles, areas = _speedups.dispatch("_cmask.rasterise", *_polygon_parts(masks, poly_rows), size)
-        for r, rle in zip(poly_rows.tolist(), rles, strict=True):
-            raster.rle[r] = rle
+        blob, offsets, areas, boxes = _speedups.dispatch(
+            "_cmask.rasterise", *_polygon_parts(masks, poly_rows), size
+        )
+        raster.put(poly_rows, blob, offsets)
+        raster.size[poly_rows] = size
         raster.area[poly_rows] = areas
-    for r in rows[masks.kind[rows] == RLE].tolist():
-        rle = masks.rle[r]
-        if isinstance(rle["counts"], list):
-            rle = mask_utils.frPyObjects([rle], *rle["size"])[0]
-        raster.rle[r] = rle
-    todo = rows[np.isnan(raster.area[rows])]  # the polygon rows have theirs
-    raster.area[todo] = rle_areas([raster.rle[r] for r in todo.tolist()])
+        raster.box[poly_rows] = boxes
+    rle_rows = rows[masks.kind[rows] == RLE]
+    if len(rle_rows):
+        lo, hi = masks.rle_offsets[rle_rows], masks.rle_offsets[rle_rows + 1]
+        view = memoryview(masks.rle_blob)
+        raster.put(
+            rle_rows,
+            b"".join(view[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)),
+            np.r_[0, np.cumsum(hi - lo)],
+        )
+        raster.size[rle_rows] = masks.rle_size[rle_rows]
+        raster.area[rle_rows] = masks.rle_area[rle_rows]
+        bounds = masks.bounds[rle_rows]
+        raster.box[rle_rows] = np.c_[bounds[:, :2], bounds[:, 2:] - bounds[:, :2]]
     raster.done[rows] = True
 
 
@@ -107,7 +167,7 @@ _FAR = "coordinates beyond +-2**26"
 
 def _rasterise_compiled(
     points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray
-) -> tuple[list, np.ndarray] | _speedups.Decline:
+) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray] | _speedups.Decline:
     """Pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygons and their areas, in C.
 
     The arguments and result are :func:`_rasterise_pycocotools`'. Declines coordinates beyond the
@@ -119,23 +179,27 @@ def _rasterise_compiled(
     """
     if not (np.abs(points) < 2**26).all():
         return _speedups.Decline(_FAR)
-    sizes = np.ascontiguousarray(size, dtype=np.int64).reshape(len(part_start) - 1, 2)
-    areas = np.zeros(len(sizes))
-    strings = _speedups.module_of("_cmask.rasterise").rasterise(  # type: ignore[union-attr]
-        points, point_start, part_start, sizes, areas
+    n = len(part_start) - 1
+    sizes = np.ascontiguousarray(size, dtype=np.int64).reshape(n, 2)
+    areas = np.zeros(n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    boxes = np.zeros((n, 4))
+    blob = _speedups.module_of("_cmask.rasterise").rasterise(  # type: ignore[union-attr]
+        points, point_start, part_start, sizes, areas, offsets, boxes
     )
-    rles = [{"size": [h, w], "counts": c} for (h, w), c in zip(sizes.tolist(), strings, strict=True)]
-    return rles, areas
+    return blob, offsets, areas, boxes
 
 
 def _rasterise_pycocotools(
     points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray
-) -> tuple[list, np.ndarray]:
-    """Pycocotools' RLE (``COCO.annToRLE``) of polygon records, and their areas.
+) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+    """Pycocotools' RLE (``COCO.annToRLE``) of polygon records: strings, offsets, areas and boxes.
 
     Record k has the parts ``part_start[k]`` to ``part_start[k + 1] - 1`` (see
     :func:`_polygon_parts`) and the image size ``size[k]`` ``[height, width]``: ``frPyObjects(parts,
-    h, w)`` once per image size, the parts of a record merged.
+    h, w)`` once per image size, the parts of a record merged. Returns the compressed counts
+    strings joined (record k at ``blob[offsets[k]:offsets[k + 1]]``, int64 offsets (n + 1,)), the
+    pixel counts (float64 (n,)) and ``toBbox`` (float64 (n, 4), xywh).
     """
     n = len(part_start) - 1
     rles: list = [None] * n
@@ -153,7 +217,11 @@ def _rasterise_pycocotools(
         for j, r in enumerate(group.tolist()):
             lo, hi = offsets[j], offsets[j + 1]
             rles[r] = made[lo] if hi - lo == 1 else mask_utils.merge(made[lo:hi])
-    return rles, rle_areas(rles)
+    strings = [rle["counts"] for rle in rles]
+    out = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, strings), np.int64, n), out=out[1:])
+    boxes = np.asarray(mask_utils.toBbox(rles), dtype=np.float64).reshape(n, 4) if n else np.zeros((0, 4))
+    return b"".join(strings), out, rle_areas(rles), boxes
 
 
 _speedups.register(
@@ -287,14 +355,18 @@ def raster_pair_iou(
     check_pair_sizes(det_src, det, gt_src, gt, det_rows, gt_rows)
     n = len(det_rows)
     iou = np.zeros(n)
-    # Masks whose extents (polygon vertices, RLE pixels), widened by 2 px, do not overlap share
-    # no pixel: pycocotools' rasteriser keeps pixels within 1 px of the vertices' extent, and
-    # gives such pairs IoU 0.
+    # Pairs that share no pixel have IoU 0, as in pycocotools. Two RLEs: their boxes (``bounds``:
+    # pycocotools' toBbox) do not overlap, pycocotools' own test (bbIou 0: it never walks the
+    # runs). A polygon: its vertices' extent, widened by 2 px (pycocotools' rasteriser keeps
+    # pixels within 1 px of it), does not overlap the other mask's.
     db, gb = det.bounds[det_rows], gt.bounds[gt_rows]
+    both_rle = (det.kind[det_rows] == RLE) & (gt.kind[gt_rows] == RLE)
     with np.errstate(invalid="ignore"):
-        apart = (np.minimum(db[:, 2], gb[:, 2]) - np.maximum(db[:, 0], gb[:, 0]) < -4) | (
-            np.minimum(db[:, 3], gb[:, 3]) - np.maximum(db[:, 1], gb[:, 1]) < -4
+        overlap = np.minimum(
+            np.minimum(db[:, 2], gb[:, 2]) - np.maximum(db[:, 0], gb[:, 0]),
+            np.minimum(db[:, 3], gb[:, 3]) - np.maximum(db[:, 1], gb[:, 1]),
         )
+        apart = np.where(both_rle, overlap <= 0, overlap < -4)
     todo = np.flatnonzero(~apart)
     if not len(todo):
         return iou
@@ -330,8 +402,8 @@ def _pair_iou_pycocotools(
         g_unique, g_first, g_index = np.unique(gt_rows[sel], return_index=True, return_inverse=True)
         crowd = is_crowd[sel][g_first].astype(np.uint8)
         matrix = mask_utils.iou(
-            [det_raster.rle[r] for r in d_unique.tolist()],
-            [gt_raster.rle[r] for r in g_unique.tolist()],
+            [det_raster.rle_of(r) for r in d_unique.tolist()],
+            [gt_raster.rle_of(r) for r in g_unique.tolist()],
             crowd,
         )
         iou[sel] = np.asarray(matrix, dtype=np.float64).reshape(len(d_unique), len(g_unique))[
@@ -352,29 +424,36 @@ def _compiled_pair_iou(
 
     The arguments and result are :func:`_pair_iou_pycocotools`' (``image`` is not read).
 
-    Each mask's compressed string is decoded once; a pair sharing no pixel gets 0, any other
-    ``intersection / union`` (crowd: over the detection's area) as doubles, which is what
-    pycocotools computes (its box pre-check only ever skips pairs sharing no pixel). The masks
-    of every pair have one size (checked by the caller), as pycocotools needs for a value.
+    The kernel reads each pair's two strings where they lie in the blobs (nothing copied) and
+    decodes a mask's runs once for consecutive pairs (sorted here by ground truth); a pair whose boxes do not
+    overlap (pycocotools' ``bbIou`` test, on the same ``toBbox`` boxes) or sharing no pixel gets
+    0, any other ``intersection / union`` (crowd: over the detection's area) as doubles, which is
+    what pycocotools computes (its box pre-check only ever skips pairs sharing no pixel). The
+    masks of every pair have one size (checked by the caller), as pycocotools needs for a value.
     """
-    d_unique, d_index = np.unique(det_rows, return_inverse=True)
-    g_unique, g_index = np.unique(gt_rows, return_inverse=True)
-
-    def blob(raster: RasterMasks, rows: np.ndarray) -> tuple[bytes, np.ndarray]:
-        strings = [raster.rle[r]["counts"] for r in rows.tolist()]
-        offsets = np.zeros(len(strings) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, strings), np.int64, len(strings)), out=offsets[1:])
-        return b"".join(strings), offsets
-
-    out = np.zeros(len(det_rows))
+    det_rows = np.asarray(det_rows, dtype=np.int64)
+    gt_rows = np.asarray(gt_rows, dtype=np.int64)
+    order = np.lexsort((det_rows, gt_rows))  # pairs of one ground truth together: decoded once
+    det_rows, gt_rows = det_rows[order], gt_rows[order]
+    sorted_iou = np.zeros(len(det_rows))
     _speedups.module_of("_cmask.pair_iou").pair_iou(  # type: ignore[union-attr]
-        *blob(det_raster, d_unique),
-        *blob(gt_raster, g_unique),
-        d_index.astype(np.int64),
-        g_index.astype(np.int64),
-        np.asarray(is_crowd, dtype=np.uint8),
-        out,
+        det_raster.blob,
+        det_raster.start,
+        det_raster.stop,
+        det_raster.area,
+        det_raster.box,
+        gt_raster.blob,
+        gt_raster.start,
+        gt_raster.stop,
+        gt_raster.area,
+        gt_raster.box,
+        det_rows,
+        gt_rows,
+        np.asarray(is_crowd, dtype=np.uint8)[order],
+        sorted_iou,
     )
+    out = np.empty(len(det_rows))
+    out[order] = sorted_iou
     return out
 
 
@@ -387,10 +466,7 @@ def mask_pixel_area(
     """Pixel count of the masks of ``rows`` (RLE directly; polygons rasterised into ``raster``)."""
     out = np.zeros(len(rows))
     is_rle = masks.kind[rows] == RLE
-    for i in np.flatnonzero(is_rle).tolist():
-        rle = masks.rle[int(rows[i])]
-        counts = rle["counts"]
-        out[i] = float(sum(counts[1::2])) if isinstance(counts, list) else float(mask_utils.area(rle))
+    out[is_rle] = masks.rle_area[rows[is_rle]]
     poly = np.flatnonzero(~is_rle)
     if len(poly):
         ensure_raster(src, masks, raster, rows[poly])

@@ -33,7 +33,7 @@
 #include "../_buffer_checks.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 3 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results */
+#define COLPARSE_ABI 4 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -503,7 +503,7 @@ static int check_number_array(Cursor *c, int depth) {
 }
 
 /* An RLE string: printable ASCII, the only escapes ``\\`` and ``\/``. No ``":`` that a raw count
- * of keys would take for a key (deteval.io._json.count_raw_keys, which the msgspec path checks):
+ * of keys would take for a key (deteval._safe_read.strict_json.count_raw_keys, which the msgspec path checks):
  * no quote inside, and no ``:`` or space right after the opening quote. */
 static int check_counts_string(Cursor *c) {
     if (expect(c, '"') != OK) return REFUSE;
@@ -815,7 +815,7 @@ done:
     return result;
 }
 
-/* ---- COCO segm results: polygon lists read into flat columns ---- */
+/* ---- COCO segm results (polygons or compressed RLE): one record loop, one parser per mask form ---- */
 
 /* A polygon coordinate: parse_double's JSON number, but an integer token of at most 18 digits
  * (orjson, which decodes a record's polygons on access, reads such integers exactly). */
@@ -828,16 +828,93 @@ static int parse_coordinate(Cursor *c, double *out) {
     return parse_double(c, out, JSON_NUMBER);
 }
 
+/* The columns every segm-results record fills; the mask goes to the form's own columns. */
 typedef struct {
-    int64_t *image_id, *category_id, *segm_start, *segm_stop, *n_parts, *part_len;
-    double *bbox, *score, *coords;
-    Py_ssize_t cap_records, cap_parts, cap_coords;
-    Py_ssize_t n, n_part, n_coord;
+    int64_t *image_id, *category_id, *segm_start, *segm_stop;
+    double *bbox, *score;
+    Py_ssize_t cap_records, n;
+} RecordColumns;
+
+/* Parses record ``i``'s segmentation value at the cursor into ``columns`` (SegmColumns or
+ * RleColumns). */
+typedef int (*SegmParser)(Cursor *c, void *columns, Py_ssize_t i);
+
+enum { S_IMAGE_ID, S_CATEGORY_ID, S_BBOX, S_SCORE, S_SEGMENTATION, N_SEGM_KEYS };
+
+static const char *const SEGM_KEYS[N_SEGM_KEYS] = {"image_id\"", "category_id\"", "bbox\"", "score\"",
+                                                   "segmentation\""};
+
+/* One record with exactly the five keys, in any order (an unknown or repeated key is refused). */
+static int parse_segm_record(Cursor *c, const char *base, RecordColumns *r, SegmParser parse_segm, void *columns) {
+    Py_ssize_t i = r->n;
+    int seen = 0, status;
+    if (expect(c, '{') != OK) return REFUSE;
+    for (int k = 0; k < N_SEGM_KEYS; k++) {
+        int key = match_key(c, SEGM_KEYS, N_SEGM_KEYS);
+        if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
+        seen |= 1 << key;
+        if (expect(c, ':') != OK) return REFUSE;
+        skip_ws(c);
+        switch (key) {
+        case S_IMAGE_ID:
+            status = parse_int64(c, &r->image_id[i]);
+            break;
+        case S_CATEGORY_ID:
+            status = parse_int64(c, &r->category_id[i]);
+            break;
+        case S_SCORE:
+            status = parse_double(c, &r->score[i], JSON_NUMBER);
+            break;
+        case S_BBOX:
+            status = parse_box(c, &r->bbox[4 * i]);
+            break;
+        default: /* S_SEGMENTATION */
+            r->segm_start[i] = c->p - base;
+            status = parse_segm(c, columns, i);
+            r->segm_stop[i] = c->p - base;
+        }
+        if (status != OK) return status;
+        if (expect(c, k + 1 < N_SEGM_KEYS ? ',' : '}') != OK) return REFUSE;
+    }
+    return OK;
+}
+
+/* The whole file: ``[record, ...]`` and nothing after it. Returns OK, REFUSE or ERROR. */
+static int parse_segm_records(const Py_buffer *raw, RecordColumns *r, SegmParser parse_segm, void *columns) {
+    const char *base = (const char *)raw->buf;
+    Cursor c = {base, base + raw->len};
+    int status = expect(&c, '[');
+    while (status == OK) {
+        if (r->n >= r->cap_records) return REFUSE;
+        status = parse_segm_record(&c, base, r, parse_segm, columns);
+        if (status != OK) break;
+        r->n++;
+        skip_ws(&c);
+        if (c.p < c.end && *c.p == ',') {
+            c.p++;
+            continue;
+        }
+        status = expect(&c, ']');
+        if (status == OK) {
+            skip_ws(&c);
+            if (c.p != c.end) status = REFUSE; /* trailing text */
+        }
+        break;
+    }
+    return status;
+}
+
+typedef struct {
+    int64_t *n_parts, *part_len;
+    double *coords;
+    Py_ssize_t cap_parts, cap_coords;
+    Py_ssize_t n_part, n_coord;
 } SegmColumns;
 
 /* ``[[x, y, ...], ...]``: at least one part, each at least one number (lengths are checked by
  * the caller, which names odd and short parts as today's path does). */
-static int parse_polygon_list(Cursor *c, SegmColumns *s, int64_t *parts_out) {
+static int parse_polygon_list(Cursor *c, void *columns, Py_ssize_t i) {
+    SegmColumns *s = (SegmColumns *)columns;
     int64_t parts = 0;
     if (expect(c, '[') != OK) return REFUSE;
     for (;;) {
@@ -867,48 +944,9 @@ static int parse_polygon_list(Cursor *c, SegmColumns *s, int64_t *parts_out) {
             continue;
         }
         if (expect(c, ']') != OK) return REFUSE;
-        *parts_out = parts;
+        s->n_parts[i] = parts;
         return OK;
     }
-}
-
-enum { S_IMAGE_ID, S_CATEGORY_ID, S_BBOX, S_SCORE, S_SEGMENTATION, N_SEGM_KEYS };
-
-static const char *const SEGM_KEYS[N_SEGM_KEYS] = {"image_id\"", "category_id\"", "bbox\"", "score\"",
-                                                   "segmentation\""};
-
-static int parse_segm_record(Cursor *c, const char *base, SegmColumns *s) {
-    Py_ssize_t i = s->n;
-    int seen = 0, status;
-    if (expect(c, '{') != OK) return REFUSE;
-    for (int k = 0; k < N_SEGM_KEYS; k++) {
-        int key = match_key(c, SEGM_KEYS, N_SEGM_KEYS);
-        if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
-        seen |= 1 << key;
-        if (expect(c, ':') != OK) return REFUSE;
-        skip_ws(c);
-        switch (key) {
-        case S_IMAGE_ID:
-            status = parse_int64(c, &s->image_id[i]);
-            break;
-        case S_CATEGORY_ID:
-            status = parse_int64(c, &s->category_id[i]);
-            break;
-        case S_SCORE:
-            status = parse_double(c, &s->score[i], JSON_NUMBER);
-            break;
-        case S_BBOX:
-            status = parse_box(c, &s->bbox[4 * i]);
-            break;
-        default: /* S_SEGMENTATION */
-            s->segm_start[i] = c->p - base;
-            status = parse_polygon_list(c, s, &s->n_parts[i]);
-            s->segm_stop[i] = c->p - base;
-        }
-        if (status != OK) return status;
-        if (expect(c, k + 1 < N_SEGM_KEYS ? ',' : '}') != OK) return REFUSE;
-    }
-    return OK;
 }
 
 PyDoc_STRVAR(segm_results_doc,
@@ -944,37 +982,19 @@ static PyObject *segm_results(PyObject *self, PyObject *args) {
     }
     const Py_buffer *inputs[1] = {&raw};
     if (columns_overlap(cols, 9, inputs, 1)) goto done;
-    SegmColumns s = {
+    RecordColumns r = {
         (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[4].view.buf,
-        (int64_t *)cols[5].view.buf, (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf,
-        (double *)cols[2].view.buf,  (double *)cols[3].view.buf,  (double *)cols[8].view.buf,
-        capacity, cols[7].view.len / 8, cols[8].view.len / 8, 0, 0, 0,
+        (int64_t *)cols[5].view.buf, (double *)cols[2].view.buf,  (double *)cols[3].view.buf,
+        capacity,                    0,
     };
-    const char *base = (const char *)raw.buf;
-    Cursor c = {base, base + raw.len};
-    int status = expect(&c, '[');
-    while (status == OK) {
-        if (s.n >= s.cap_records) {
-            status = REFUSE;
-            break;
-        }
-        status = parse_segm_record(&c, base, &s);
-        if (status != OK) break;
-        s.n++;
-        skip_ws(&c);
-        if (c.p < c.end && *c.p == ',') {
-            c.p++;
-            continue;
-        }
-        status = expect(&c, ']');
-        if (status == OK) {
-            skip_ws(&c);
-            if (c.p != c.end) status = REFUSE; /* trailing text */
-        }
-        break;
-    }
+    SegmColumns s = {
+        (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf, (double *)cols[8].view.buf,
+        cols[7].view.len / 8,        cols[8].view.len / 8,        0,
+        0,
+    };
+    const int status = parse_segm_records(&raw, &r, parse_polygon_list, &s);
     if (status == ERROR) goto done;
-    result = status == OK ? Py_BuildValue("nnn", s.n, s.n_part, s.n_coord) : Py_NewRef(Py_None);
+    result = status == OK ? Py_BuildValue("nnn", r.n, s.n_part, s.n_coord) : Py_NewRef(Py_None);
 done:
     for (int i = 0; i < 9; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
@@ -983,25 +1003,21 @@ done:
     return result;
 }
 
-/* ---- COCO segm results: compressed RLE records read into flat columns ---- */
-
 typedef struct {
-    int64_t *image_id, *category_id, *segm_start, *segm_stop, *size, *counts_start, *counts_stop;
-    double *bbox, *score;
+    int64_t *size, *counts_start, *counts_stop;
     char *blob;
-    Py_ssize_t cap_records, cap_blob;
-    Py_ssize_t n, n_blob;
+    Py_ssize_t cap_blob, n_blob;
 } RleColumns;
 
 /* A compressed counts string, unescaped into the blob: printable ASCII, the only escapes ``\\`` and
  * ``\/`` (what pycocotools writes needs no other); anything else is for the full loader. */
-static int parse_counts_into(Cursor *c, RleColumns *s) {
+static int parse_counts_into(Cursor *c, RleColumns *s, Py_ssize_t i) {
     if (expect(c, '"') != OK) return REFUSE;
-    s->counts_start[s->n] = s->n_blob;
+    s->counts_start[i] = s->n_blob;
     while (c->p < c->end) {
         char ch = *c->p++;
         if (ch == '"') {
-            s->counts_stop[s->n] = s->n_blob;
+            s->counts_stop[i] = s->n_blob;
             return OK;
         }
         if (ch < 0x20 || ch > 0x7e) return REFUSE;
@@ -1016,7 +1032,8 @@ static int parse_counts_into(Cursor *c, RleColumns *s) {
 }
 
 /* ``{"size": [h, w], "counts": "..."}`` in either key order; sizes are checked by the caller. */
-static int parse_rle_object(Cursor *c, RleColumns *s) {
+static int parse_rle_object(Cursor *c, void *columns, Py_ssize_t i) {
+    RleColumns *s = (RleColumns *)columns;
     if (expect(c, '{') != OK) return REFUSE;
     int seen = 0;
     for (int k = 0; k < 2; k++) {
@@ -1037,52 +1054,18 @@ static int parse_rle_object(Cursor *c, RleColumns *s) {
         if (key == 1) {
             if (expect(c, '[') != OK) return REFUSE;
             skip_ws(c);
-            status = parse_int64(c, &s->size[2 * s->n]);
+            status = parse_int64(c, &s->size[2 * i]);
             if (status != OK) return status;
             if (expect(c, ',') != OK) return REFUSE;
             skip_ws(c);
-            status = parse_int64(c, &s->size[2 * s->n + 1]);
+            status = parse_int64(c, &s->size[2 * i + 1]);
             if (status != OK) return status;
             if (expect(c, ']') != OK) return REFUSE;
         } else {
-            status = parse_counts_into(c, s);
+            status = parse_counts_into(c, s, i);
             if (status != OK) return status;
         }
         if (expect(c, k == 0 ? ',' : '}') != OK) return REFUSE;
-    }
-    return OK;
-}
-
-static int parse_rle_record(Cursor *c, const char *base, RleColumns *s) {
-    Py_ssize_t i = s->n;
-    int seen = 0, status;
-    if (expect(c, '{') != OK) return REFUSE;
-    for (int k = 0; k < N_SEGM_KEYS; k++) {
-        int key = match_key(c, SEGM_KEYS, N_SEGM_KEYS);
-        if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
-        seen |= 1 << key;
-        if (expect(c, ':') != OK) return REFUSE;
-        skip_ws(c);
-        switch (key) {
-        case S_IMAGE_ID:
-            status = parse_int64(c, &s->image_id[i]);
-            break;
-        case S_CATEGORY_ID:
-            status = parse_int64(c, &s->category_id[i]);
-            break;
-        case S_SCORE:
-            status = parse_double(c, &s->score[i], JSON_NUMBER);
-            break;
-        case S_BBOX:
-            status = parse_box(c, &s->bbox[4 * i]);
-            break;
-        default: /* S_SEGMENTATION */
-            s->segm_start[i] = c->p - base;
-            status = parse_rle_object(c, s);
-            s->segm_stop[i] = c->p - base;
-        }
-        if (status != OK) return status;
-        if (expect(c, k + 1 < N_SEGM_KEYS ? ',' : '}') != OK) return REFUSE;
     }
     return OK;
 }
@@ -1126,40 +1109,151 @@ static PyObject *rle_results(PyObject *self, PyObject *args) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rle_results: the blob overlaps the input");
         goto done;
     }
-    RleColumns s = {
+    RecordColumns r = {
         (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[4].view.buf,
-        (int64_t *)cols[5].view.buf, (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf,
-        (int64_t *)cols[8].view.buf, (double *)cols[2].view.buf,  (double *)cols[3].view.buf,
-        (char *)blob.buf,            capacity,                    blob.len,
-        0,                           0,
+        (int64_t *)cols[5].view.buf, (double *)cols[2].view.buf,  (double *)cols[3].view.buf,
+        capacity,                    0,
     };
-    const char *base = (const char *)raw.buf;
-    Cursor c = {base, base + raw.len};
-    int status = expect(&c, '[');
-    while (status == OK) {
-        if (s.n >= s.cap_records) {
-            status = REFUSE;
-            break;
-        }
-        status = parse_rle_record(&c, base, &s);
-        if (status != OK) break;
-        s.n++;
-        skip_ws(&c);
-        if (c.p < c.end && *c.p == ',') {
-            c.p++;
-            continue;
-        }
-        status = expect(&c, ']');
-        if (status == OK) {
-            skip_ws(&c);
-            if (c.p != c.end) status = REFUSE; /* trailing text */
-        }
-        break;
-    }
+    RleColumns s = {
+        (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf, (int64_t *)cols[8].view.buf, (char *)blob.buf,
+        blob.len,                    0,
+    };
+    const int status = parse_segm_records(&raw, &r, parse_rle_object, &s);
     if (status == ERROR) goto done;
-    result = status == OK ? Py_BuildValue("nn", s.n, s.n_blob) : Py_NewRef(Py_None);
+    result = status == OK ? Py_BuildValue("nn", r.n, s.n_blob) : Py_NewRef(Py_None);
 done:
     for (int i = 0; i < 9; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&blob);
+    PyBuffer_Release(&raw);
+    return result;
+}
+
+PyDoc_STRVAR(polygon_spans_doc,
+             "polygon_spans(raw, segm_start, segm_stop, n_parts, part_len, coords, /)\n--\n\n"
+             "Read each segmentation ``raw[segm_start[i]:segm_stop[i]]`` (int64 byte spans, as ``instances``\n"
+             "gives them) that is a polygon list, as ``segm_results`` reads one: ``n_parts`` (int64, per\n"
+             "span), ``part_len`` (int64, numbers per polygon) and ``coords`` (float64, every number in\n"
+             "order). Returns ``(n_part, n_coord)``, or None when a span is anything else (no\n"
+             "segmentation, an RLE, an empty list or polygon, a non-number) or the buffers are too small.");
+
+static PyObject *polygon_spans(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOOO:polygon_spans", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4]))
+        return NULL;
+    Py_buffer raw;
+    Column cols[5];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    /* segm_start, segm_stop (inputs), n_parts (per span), part_len, coords (outputs) */
+    static const char kinds[5] = {'i', 'i', 'i', 'i', 'f'};
+    for (int i = 0; i < 5; i++) {
+        if (get_arr(objs[i], kinds[i], i >= 2, &cols[i], "_colparse") != OK) goto done;
+    }
+    const Py_ssize_t n = cols[0].view.len / 8;
+    if (cols[1].view.len != n * 8 || cols[2].view.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "polygon_spans: columns of different lengths");
+        goto done;
+    }
+    const Py_buffer *inputs[3] = {&raw, &cols[0].view, &cols[1].view};
+    if (columns_overlap(cols + 2, 3, inputs, 3)) goto done;
+    const int64_t *start = (const int64_t *)cols[0].view.buf, *stop = (const int64_t *)cols[1].view.buf;
+    SegmColumns s = {
+        (int64_t *)cols[2].view.buf, (int64_t *)cols[3].view.buf, (double *)cols[4].view.buf,
+        cols[3].view.len / 8,        cols[4].view.len / 8,        0,
+        0,
+    };
+    const char *base = (const char *)raw.buf;
+    int status = OK;
+    for (Py_ssize_t i = 0; i < n && status == OK; i++) {
+        if (start[i] < 0 || stop[i] < start[i] || stop[i] > raw.len) {
+            status = REFUSE; /* no segmentation, or not a span of raw */
+            break;
+        }
+        Cursor c = {base + start[i], base + stop[i]};
+        skip_ws(&c);
+        status = parse_polygon_list(&c, &s, i);
+        if (status == OK) {
+            skip_ws(&c);
+            if (c.p != c.end) status = REFUSE;
+        }
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? Py_BuildValue("nn", s.n_part, s.n_coord) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 5; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&raw);
+    return result;
+}
+
+PyDoc_STRVAR(rle_spans_doc,
+             "rle_spans(raw, segm_start, segm_stop, size, counts_start, counts_stop, blob, /)\n--\n\n"
+             "Read each segmentation ``raw[segm_start[i]:segm_stop[i]]`` (int64 byte spans, as ``instances``\n"
+             "gives them) that is a compressed RLE {\"size\": [h, w], \"counts\": \"...\"}, as ``rle_results``\n"
+             "reads one: ``size`` (int64, 2 per span), the span of its counts string, unescaped, in ``blob``\n"
+             "(a writable byte buffer). Returns the bytes written to the blob, or None when a span is\n"
+             "anything else (no segmentation, a polygon, uncompressed counts, other escapes or keys) or the\n"
+             "buffers are too small.");
+
+static PyObject *rle_spans(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *blob_obj, *objs[5];
+    if (!PyArg_ParseTuple(args, "OOOOOOO:rle_spans", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &blob_obj))
+        return NULL;
+    Py_buffer raw, blob;
+    Column cols[5];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(blob_obj, &blob, PyBUF_SIMPLE | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&raw);
+        return NULL;
+    }
+    /* segm_start, segm_stop (inputs), size, counts_start, counts_stop (outputs) */
+    static const int per_record[5] = {1, 1, 2, 1, 1};
+    Py_ssize_t n = 0;
+    for (int i = 0; i < 5; i++) {
+        if (get_arr(objs[i], 'i', i >= 2, &cols[i], "_colparse") != OK) goto done;
+        const Py_ssize_t rows = cols[i].view.len / (8 * per_record[i]);
+        if (i == 0) n = rows;
+        if (rows != n) {
+            PyErr_SetString(PyExc_ValueError, "rle_spans: columns of different lengths");
+            goto done;
+        }
+    }
+    const Py_buffer *inputs[4] = {&raw, &blob, &cols[0].view, &cols[1].view};
+    if (columns_overlap(cols + 2, 3, inputs, 4) || views_overlap(&raw, &blob)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rle_spans: the blob overlaps the input");
+        goto done;
+    }
+    const int64_t *start = (const int64_t *)cols[0].view.buf, *stop = (const int64_t *)cols[1].view.buf;
+    RleColumns s = {
+        (int64_t *)cols[2].view.buf, (int64_t *)cols[3].view.buf, (int64_t *)cols[4].view.buf, (char *)blob.buf,
+        blob.len,                    0,
+    };
+    const char *base = (const char *)raw.buf;
+    int status = OK;
+    for (Py_ssize_t i = 0; i < n && status == OK; i++) {
+        if (start[i] < 0 || stop[i] < start[i] || stop[i] > raw.len) {
+            status = REFUSE; /* no segmentation, or not a span of raw */
+            break;
+        }
+        Cursor c = {base + start[i], base + stop[i]};
+        skip_ws(&c);
+        status = parse_rle_object(&c, &s, i);
+        if (status == OK) {
+            skip_ws(&c);
+            if (c.p != c.end) status = REFUSE;
+        }
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? PyLong_FromSsize_t(s.n_blob) : Py_NewRef(Py_None);
+done:
+    for (int i = 0; i < 5; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
     }
     PyBuffer_Release(&blob);
@@ -2155,6 +2249,8 @@ static PyMethodDef colparse_methods[] = {
     {"annotation_records", annotation_records, METH_VARARGS, annotation_records_doc},
     {"segm_results", segm_results, METH_VARARGS, segm_results_doc},
     {"rle_results", rle_results, METH_VARARGS, rle_results_doc},
+    {"rle_spans", rle_spans, METH_VARARGS, rle_spans_doc},
+    {"polygon_spans", polygon_spans, METH_VARARGS, polygon_spans_doc},
     {"keypoint_results", keypoint_results, METH_VARARGS, keypoint_results_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -107,3 +107,13 @@ def keypoint_results(
     raw: bytes, image_id: Any, category_id: Any, score: Any, keypoints: Any, bbox: Any = None, /
 ) -> tuple[int, int, int] | None:
     """Parse a keypoint-results file (image_id, category_id, keypoints, score, optional bbox) into the buffers: (records, numbers per record, records with a bbox), or None."""
+
+def rle_spans(
+    raw: Any, segm_start: Any, segm_stop: Any, size: Any, counts_start: Any, counts_stop: Any, blob: Any, /
+) -> int | None:
+    """Read compressed-RLE segmentations at byte spans of ``raw`` into the buffers: the blob's length, or None."""
+
+def polygon_spans(
+    raw: Any, segm_start: Any, segm_stop: Any, n_parts: Any, part_len: Any, coords: Any, /
+) -> tuple[int, int] | None:
+    """Read polygon-list segmentations at byte spans of ``raw`` into the buffers: (n_part, n_coord), or None."""

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 import os
+import zlib
 from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 import numpy as np
 
-from deteval._safe_read import note_folder, read_bytes, read_head
+from deteval._safe_read import MAX_BYTES, note_folder, read_bytes, read_head
 from deteval.errors import SHOW, InputError, records_error, shorten
 
 __all__ = [
@@ -232,3 +233,38 @@ def refuse_special(folder: str, files: dict, what: str, *, prefix: str = "") -> 
             path = os.path.join(folder, name)
             read_bytes(path, what=what)  # raises for every entry list_files leaves out
             raise InputError(f"{path}: is not a regular file; expected {what}")  # pragma: no cover - a race
+
+
+class FileBytes:
+    """A file's bytes, dropped and read again when asked for, refused if the file changed meanwhile.
+
+    For values read from a file that only rare paths need again (a record's raw JSON for a
+    message): instead of keeping the bytes (as large as the file), the path, size and CRC-32 are
+    kept, and calling the object reads the file again and returns its bytes unless they differ.
+
+    Parameters
+    ----------
+    path : str
+    raw : bytes
+        What was read from ``path``.
+    what : str
+        What was loaded from it, for the message (e.g. "the ground truth").
+    plural : bool
+        Whether ``what`` is plural ("the detections").
+    """
+
+    def __init__(self, path: str, raw: bytes, what: str, *, plural: bool = False):
+        self.path, self.size, self.crc, self.what = path, len(raw), zlib.crc32(raw), what
+        self.was = "were" if plural else "was"
+
+    def __call__(self) -> bytes:
+        raw = read_bytes(
+            self.path, what=f"the COCO file {self.what} was loaded from", limit=MAX_BYTES["json"]
+        )
+        if len(raw) != self.size or zlib.crc32(raw) != self.crc:
+            raise InputError(
+                f"{self.path}: changed since {self.what} {self.was} loaded from it (its segmentations "
+                f"are read from the file when first needed); expected the same file, found "
+                f"{len(raw)} bytes that differ: load {self.what} again"
+            )
+        return raw

@@ -7,7 +7,9 @@ checked, and gathers vertices, part offsets, canonical RLE dicts and extents.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from pycocotools import mask as mask_utils
@@ -25,7 +27,36 @@ from deteval.masks.sources import (
     fail_records,
 )
 
-__all__ = ["CheckedMasks", "parse_masks"]
+__all__ = ["CheckedMasks", "RleRows", "parse_masks"]
+
+
+class RleRows(Sequence):
+    """The canonical RLE dict of each record, made on access from the flat columns.
+
+    Item r is None for a polygon record, else ``{"size": [h, w], "counts": bytes}`` (the
+    compressed string). No Python object is kept per mask: the strings stay in one blob.
+    Equal to any sequence with the same items (a tuple of the dicts included).
+    """
+
+    def __init__(self, kind: np.ndarray, size: np.ndarray, blob: bytes, offsets: np.ndarray):
+        self._kind, self._size, self._blob, self._offsets = kind, size, blob, offsets
+
+    def __len__(self) -> int:
+        return len(self._kind)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        r = int(index)
+        if self._kind[r] != RLE:
+            return None
+        lo, hi = int(self._offsets[r]), int(self._offsets[r + 1])
+        return {"size": [int(v) for v in self._size[r]], "counts": bytes(self._blob[lo:hi])}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,19 +70,33 @@ class CheckedMasks:
     point_start : int64 (n_part + 1,)
         Vertices of part p are ``points[point_start[p]:point_start[p + 1]]``.
     points : float64 (n_point, 2)
-    rle : tuple
+    rle : sequence
         Per record: None for polygons, else ``{"size": [h, w], "counts": bytes | list}``
-        (validated; compressed counts as bytes).
+        (validated; compressed counts as bytes). For messages and pycocotools; the
+        computations read the columns below.
     bounds : float64 (n, 4)
         xyxy extent of each record's polygon vertices, or of its RLE's pixels.
+    rle_size : int64 (n, 2)
+        ``[height, width]`` of each RLE record (0 for polygons).
+    rle_blob : bytes
+        pycocotools' compressed counts string of every RLE record (uncompressed counts
+        compressed), record r at ``rle_blob[rle_offsets[r]:rle_offsets[r + 1]]`` (empty for
+        polygons).
+    rle_offsets : int64 (n + 1,)
+    rle_area : float64 (n,)
+        Pixels of each RLE record (``pycocotools.mask.area``); NaN for polygons.
     """
 
     kind: np.ndarray
     part_start: np.ndarray
     point_start: np.ndarray
     points: np.ndarray
-    rle: tuple
+    rle: Sequence
     bounds: np.ndarray
+    rle_size: np.ndarray
+    rle_blob: bytes
+    rle_offsets: np.ndarray
+    rle_area: np.ndarray
 
     @property
     def n_parts(self) -> np.ndarray:
@@ -127,9 +172,43 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
             ]
             box[todo] = np.asarray(mask_utils.toBbox(compressed), dtype=np.float64).reshape(-1, 4)
         bounds[rle_rows] = np.c_[box[:, :2], box[:, :2] + box[:, 2:]]
+    rle_size, rle_blob, rle_offsets, rle_area = _rle_columns(rle, rle_rows)
     return CheckedMasks(
-        kind=kind, part_start=part_start, point_start=point_start, points=points, rle=rle, bounds=bounds
+        kind=kind,
+        part_start=part_start,
+        point_start=point_start,
+        points=points,
+        rle=rle,
+        bounds=bounds,
+        rle_size=rle_size,
+        rle_blob=rle_blob,
+        rle_offsets=rle_offsets,
+        rle_area=rle_area,
     )
+
+
+def _rle_columns(rle: tuple, rle_rows: np.ndarray) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
+    """``rle_size``, ``rle_blob``, ``rle_offsets``, ``rle_area`` of checked RLE dicts (see :class:`CheckedMasks`).
+
+    Uncompressed counts are compressed by pycocotools (``frPyObjects``, as ``COCO.annToRLE``).
+    """
+    n = len(rle)
+    size = np.zeros((n, 2), dtype=np.int64)
+    strings = [b""] * n
+    for r in rle_rows.tolist():
+        h, w = rle[r]["size"]
+        size[r] = h, w
+        counts = rle[r]["counts"]
+        strings[r] = (
+            mask_utils.frPyObjects([rle[r]], h, w)[0]["counts"] if isinstance(counts, list) else counts
+        )
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, strings), np.int64, n), out=offsets[1:])
+    blob = b"".join(strings)
+    area = np.full(n, np.nan)
+    if len(rle_rows):
+        area[rle_rows] = summarise_spans(blob, offsets, size)[2][rle_rows]
+    return size, blob, offsets, area
 
 
 def _polygon_bounds(
@@ -164,6 +243,10 @@ def _flat_polygon_masks(values: PolygonSegmentations) -> CheckedMasks | None:
         points=points,
         rle=(None,) * n,
         bounds=_polygon_bounds(n_parts, part_start, point_start, points),
+        rle_size=np.zeros((n, 2), dtype=np.int64),
+        rle_blob=b"",
+        rle_offsets=np.zeros(n + 1, dtype=np.int64),
+        rle_area=np.full(n, np.nan),
     )
 
 
@@ -181,20 +264,24 @@ def _flat_rle_masks(values: RleSegmentations) -> CheckedMasks | None:
     n = len(values)
     if (sizes < 0).any() or (sizes > MAX_PIXELS).any() or (sizes[:, 0] * sizes[:, 1] > MAX_PIXELS).any():
         return None
-    problem, sums, _, box = summarise_spans(values.blob, values.offsets, sizes)
+    problem, sums, areas, box = summarise_spans(values.blob, values.offsets, sizes)
     if (problem != 0).any() or (sums != sizes[:, 0] * sizes[:, 1]).any():
         return None  # "" (a 0 x 0 mask) included: the decoded path accepts it
+    kind = np.full(n, RLE, dtype=np.int8)
+    offsets = np.ascontiguousarray(values.offsets, dtype=np.int64)
+    rle = RleRows(kind, sizes, values.blob, offsets)
     todo = np.flatnonzero(np.isnan(box[:, 0]))  # height 0, a run of 0: pycocotools' own toBbox
-    blob, offsets = values.blob, values.offsets.tolist()
-    size_rows = sizes.tolist()
-    rle = tuple({"size": size_rows[r], "counts": blob[offsets[r] : offsets[r + 1]]} for r in range(n))
     if len(todo):
         box[todo] = np.asarray(mask_utils.toBbox([rle[r] for r in todo.tolist()]), np.float64).reshape(-1, 4)
     return CheckedMasks(
-        kind=np.full(n, RLE, dtype=np.int8),
+        kind=kind,
         part_start=np.zeros(n + 1, dtype=np.int64),
         point_start=np.zeros(1, dtype=np.int64),
         points=np.zeros((0, 2)),
         rle=rle,
         bounds=np.c_[box[:, :2], box[:, :2] + box[:, 2:]],
+        rle_size=np.ascontiguousarray(sizes, dtype=np.int64),
+        rle_blob=values.blob,
+        rle_offsets=offsets,
+        rle_area=areas,
     )

@@ -341,8 +341,8 @@ def mask_sizes(src: SegmentationSource, masks: Any, rows: np.ndarray) -> np.ndar
     """
     rows = np.asarray(rows, dtype=np.int64)
     out = src.image_size[src.image[rows]].astype(np.float64)
-    for i in np.flatnonzero(masks.kind[rows] == RLE).tolist():
-        out[i] = masks.rle[int(rows[i])]["size"]
+    is_rle = masks.kind[rows] == RLE
+    out[is_rle] = masks.rle_size[rows[is_rle]]
     return out
 
 

@@ -53,16 +53,17 @@ N_SHOWN = 5
 class PolygonSegmentations(Sequence):
     """Polygon segmentations read into flat columns by a compiled parser; items decode on access.
 
-    What the compiled segm-results reader gives (``deteval.io.coco.fast``): the file's bytes and
-    each record's byte span (items are decoded from it, as the full loader decodes them), and the
-    polygons already as numbers: ``n_parts`` (int64, per record, each >= 1), ``part_len`` (int64,
-    numbers per part, each >= 1) and ``coords`` (float64, every number in order, finite).
+    What the compiled segm-results reader gives (``deteval.io.coco.fast``): the file's bytes, or
+    a function that reads them again (called once, when an item is first read), and each record's
+    byte span (items are decoded from it, as the full loader decodes them), and the polygons
+    already as numbers: ``n_parts`` (int64, per record, each >= 1), ``part_len`` (int64, numbers
+    per part, each >= 1) and ``coords`` (float64, every number in order, finite).
     :func:`~deteval.masks.parse_masks` checks these arrays instead of the decoded lists.
     """
 
     def __init__(
         self,
-        raw: bytes,
+        raw: bytes | Callable[[], bytes],
         starts: np.ndarray,
         stops: np.ndarray,
         columns: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -80,41 +81,48 @@ class PolygonSegmentations(Sequence):
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
-        return self._loads(self._raw[int(self._starts[index]) : int(self._stops[index])])
+        return self._loads(self._bytes()[int(self._starts[index]) : int(self._stops[index])])
+
+    def _bytes(self) -> bytes:
+        if callable(self._raw):
+            self._raw = self._raw()
+        return self._raw
+
+    def __getstate__(self) -> dict:
+        """Pickled with the bytes: a copy never depends on the file."""
+        state = self.__dict__.copy()
+        state["_raw"] = self._raw() if callable(self._raw) else self._raw  # this object keeps none
+        return state
 
 
 class RleSegmentations(Sequence):
-    """Compressed-RLE segmentations read into flat columns by a compiled parser; items decode on access.
+    """Compressed-RLE segmentations read into flat columns by a compiled parser; items made on access.
 
     What the compiled segm-results reader gives for a file whose every segmentation is
-    ``{"size": [h, w], "counts": "..."}`` (``deteval.io.coco.fast``): the file's bytes and each
-    record's byte span (items are decoded from it, as the full loader decodes them), ``sizes``
-    (int64 (n, 2), as written), and the counts strings unescaped into ``blob`` (bytes), string r
-    at ``blob[offsets[r]:offsets[r + 1]]``. :func:`~deteval.masks.parse_masks` checks
-    these instead of the decoded records.
+    ``{"size": [h, w], "counts": "..."}`` (``deteval.io.coco.fast``): ``sizes`` (int64 (n, 2), as
+    written) and the counts strings unescaped into ``blob`` (a bytes-like buffer), string r at
+    ``blob[offsets[r]:offsets[r + 1]]``. :func:`~deteval.masks.parse_masks` checks these instead
+    of records. An item is the record's segmentation made from the columns, as decoding the file
+    gives it (``{"size": [h, w], "counts": str}``): the file's bytes are not kept.
     """
 
-    def __init__(
-        self,
-        raw: bytes,
-        starts: np.ndarray,
-        stops: np.ndarray,
-        columns: tuple[np.ndarray, bytes, np.ndarray],
-        loads: Callable[[bytes], Any],
-    ):
-        self._raw = raw
-        self._starts = starts
-        self._stops = stops
+    def __init__(self, columns: tuple[np.ndarray, Any, np.ndarray]):
         self.sizes, self.blob, self.offsets = columns
-        self._loads = loads
 
     def __len__(self) -> int:
-        return len(self._starts)
+        return len(self.sizes)
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return tuple(self[i] for i in range(*index.indices(len(self))))
-        return self._loads(self._raw[int(self._starts[index]) : int(self._stops[index])])
+        r = int(index)
+        if r < 0:
+            r += len(self)
+        if not 0 <= r < len(self):
+            raise IndexError(index)
+        lo, hi = int(self.offsets[r]), int(self.offsets[r + 1])
+        h, w = (int(v) for v in self.sizes[r])
+        return {"size": [h, w], "counts": bytes(self.blob[lo:hi]).decode("ascii")}
 
 
 @dataclass(frozen=True, eq=False)
@@ -195,8 +203,10 @@ def ground_truth_source(gt: GroundTruth) -> SegmentationSource:
             f"without any (VOC and YOLO boxes carry no masks)"
         )
     ann_id, img_id, image = gt.annotation_id, gt.image_id, gt.image
+    flat_columns = getattr(gt.segmentation, "flat_columns", None)  # a file's spans: masks as columns
+    flat = flat_columns() if flat_columns is not None else None
     return SegmentationSource(
-        values=tuple(gt.segmentation),
+        values=flat if flat is not None else tuple(gt.segmentation),
         where=gt.source,
         kind="annotation",
         number=np.arange(len(gt)),

@@ -353,6 +353,26 @@ def random_masks(rng: np.random.Generator, n: int, size: tuple | None = None) ->
     return out
 
 
+def runs_masks(rng: np.random.Generator, n: int, size: tuple) -> list:
+    """Pycocotools RLEs made from run lists with runs of length 0 anywhere and long runs.
+
+    ``frPyObjects`` of an uncompressed RLE keeps its runs as given: pycocotools' encoder never
+    writes a run of 0 after the first, but such strings reach it from users.
+    """
+    from pycocotools import mask as mask_utils
+
+    h, w = size
+    total = h * w
+    out = []
+    for _ in range(n):
+        cuts = np.sort(rng.integers(0, total + 1, int(rng.integers(0, 12))))
+        runs = np.diff(np.r_[0, cuts, total]).tolist()
+        for _ in range(int(rng.integers(0, 4))):  # runs of length 0
+            runs.insert(int(rng.integers(0, len(runs) + 1)), 0)
+        out.append(mask_utils.frPyObjects({"size": [h, w], "counts": runs}, h, w))
+    return out
+
+
 #: Strings that are not pycocotools' encoding, or are and decode to odd masks: empty, a run cut
 #: by the end, characters outside '0'..'o', runs of more than 7 groups, a NUL.
 CORRUPT_COUNTS = (
@@ -479,15 +499,20 @@ def _pair_iou(rng: np.random.Generator, case: int) -> Case:
     det_rles, gt_rles, pairs = [], [], []
     for image in range(n_image):
         h, w = (0, 0) if rng.random() < 0.1 else (int(rng.integers(1, 50)), int(rng.integers(1, 50)))
+        if image == 1 and case % 5 == 1:  # runs near 2**26 (pycocotools' own iou crashes on such
+            h, w = 8000, 8000  # masks of 16000 x 16000: glibc's malloc assertion)
         d0, g0 = len(det_rles), len(gt_rles)
-        det_rles += random_masks(rng, int(rng.integers(1, 6)), (h, w))
-        gt_rles += random_masks(rng, int(rng.integers(1, 5)), (h, w))
+        masks = random_masks if h * w < 10**6 else runs_masks
+        det_rles += masks(rng, int(rng.integers(1, 6)), (h, w))
+        gt_rles += masks(rng, int(rng.integers(1, 5)), (h, w))
+        if case % 2:  # masks with runs of length 0 (pycocotools' toBbox of those is its own)
+            det_rles += runs_masks(rng, int(rng.integers(1, 4)), (h, w))
+            gt_rles += runs_masks(rng, int(rng.integers(1, 4)), (h, w))
         for d in range(d0, len(det_rles)):
             for g in range(g0, len(gt_rles)):
                 if rng.random() < 0.8:
                     pairs.append((d, g, image))
-    det, gt = RasterMasks(len(det_rles)), RasterMasks(len(gt_rles))
-    det.rle, gt.rle = det_rles, gt_rles
+    det, gt = RasterMasks.from_rles(det_rles), RasterMasks.from_rles(gt_rles)
     table = np.array(pairs, np.int64).reshape(-1, 3)[rng.permutation(len(pairs))]
     crowd = rng.random(len(gt_rles)) < 0.3
     return (det, gt, table[:, 0], table[:, 1], crowd[table[:, 1]], table[:, 2]), {}

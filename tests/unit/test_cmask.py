@@ -67,25 +67,30 @@ def test_the_empty_string_is_a_0_by_0_mask():
     assert segm_iou([empty], [empty], image_size=(0, 0), mask_iou="raster").shape == (1, 1)
 
 
-def test_pair_iou_refuses_indices_outside_the_blob():
+def test_pair_iou_refuses_spans_outside_the_blob_and_rows_outside_the_spans():
     if cmask is None:
         pytest.skip("deteval.geometry._cmask not built")
-    one = np.array([0, 2], np.int64)
-    with pytest.raises(ValueError, match="outside"):
-        cmask.pair_iou(
-            b"11", one, b"11", one, np.array([1]), np.array([0]), np.zeros(1, np.uint8), np.zeros(1)
-        )
-    with pytest.raises(ValueError, match="offsets"):
-        cmask.pair_iou(
-            b"11",
-            np.array([0, 3]),
-            b"11",
-            one,
-            np.array([0]),
-            np.array([0]),
-            np.zeros(1, np.uint8),
-            np.zeros(1),
-        )
+    start, stop, area, box = np.array([0]), np.array([2]), np.array([1.0]), np.zeros((1, 4))
+
+    def call(det_stop=stop, det_row=0, det_area=area, det_box=box):
+        side = (b"11", start, stop, area, box)
+        det = (b"11", start, det_stop, det_area, det_box)
+        rows = np.array([det_row]), np.array([0])
+        cmask.pair_iou(*det, *side, *rows, np.zeros(1, np.uint8), np.zeros(1))
+
+    call()
+    with pytest.raises(ValueError, match="outside its spans"):
+        call(det_row=1)
+    with pytest.raises(ValueError, match="outside its blob"):
+        call(det_stop=np.array([3]))
+    with pytest.raises(ValueError, match="area"):
+        call(det_area=np.array([np.nan]))
+    with pytest.raises(ValueError, match="area"):
+        call(det_area=np.array([2.0**32]))
+    with pytest.raises(ValueError, match="NaN box"):
+        call(det_box=np.full((1, 4), np.nan))
+    with pytest.raises(ValueError, match="do not match"):
+        call(det_box=np.zeros((1, 3)))
 
 
 def test_rasterise_refuses_bad_buffers():
@@ -94,15 +99,21 @@ def test_rasterise_refuses_bad_buffers():
     square = np.array([[0, 0], [4, 0], [4, 4]], float)
     one = np.array([0, 3], np.int64)
     size = np.array([[5, 5]], np.int64)
+    out = np.zeros(1), np.zeros(2, np.int64), np.zeros((1, 4))
     with pytest.raises(ValueError, match="not finite or too large"):
-        cmask.rasterise(square + np.inf, one, np.array([0, 1]), size, np.zeros(1))
+        cmask.rasterise(square + np.inf, one, np.array([0, 1]), size, *out)
     with pytest.raises(ValueError, match="part_start or sizes"):
-        cmask.rasterise(square, one, np.array([0, 2]), size, np.zeros(1))
+        cmask.rasterise(square, one, np.array([0, 2]), size, *out)
     with pytest.raises(ValueError, match="point_start"):
-        cmask.rasterise(square, np.array([0, 4]), np.array([0, 1]), size, np.zeros(1))
-    assert cmask.rasterise(square, one, np.array([0, 1]), size, np.zeros(1)) == [
-        mask_utils.frPyObjects([square.ravel()], 5, 5)[0]["counts"]
-    ]
+        cmask.rasterise(square, np.array([0, 4]), np.array([0, 1]), size, *out)
+    with pytest.raises(ValueError, match="buffer sizes"):
+        cmask.rasterise(square, one, np.array([0, 1]), size, out[0], np.zeros(1, np.int64), out[2])
+    with pytest.raises(ValueError, match="part_start or sizes"):  # an image of height 0
+        cmask.rasterise(square, one, np.array([0, 1]), np.array([[0, 5]], np.int64), *out)
+    expected = mask_utils.frPyObjects([square.ravel()], 5, 5)[0]["counts"]
+    assert cmask.rasterise(square, one, np.array([0, 1]), size, *out) == expected
+    assert out[1].tolist() == [0, len(expected)]
+    assert out[2].tolist() == mask_utils.toBbox([{"size": [5, 5], "counts": expected}]).tolist()
 
 
 @pytest.mark.parametrize("counts", [b"103", b"0013", b"30001", b"1021", b"0" * 50 + b"4"])
@@ -130,3 +141,50 @@ def test_a_run_of_length_0_gives_pycocotools_box(counts):
     masks = parse_masks(detection_source(dt, gt))
     box = np.asarray(mask_utils.toBbox([{"size": [h, w], "counts": counts}]), np.float64).reshape(4)
     assert masks.bounds[0].tolist() == [box[0], box[1], box[0] + box[2], box[1] + box[3]]
+
+
+@pytest.mark.parametrize(
+    ("det", "gt", "crowd"),
+    [
+        ([0, 0, 0, 2, 0], [0, 0, 1, 1, 0], False),
+        ([0, 0, 0, 1, 0, 0], [0, 0, 0, 1, 0, 0], False),
+        ([0, 0, 1, 1, 0, 1], [0, 0, 2, 1, 0], False),
+        ([0, 0, 0, 3], [0, 0, 0, 2, 1], False),
+        ([0, 0, 0, 1, 2], [0, 0, 0, 3, 0], True),
+        ([1, 2, 0, 3, 0, 0], [0, 4, 0, 2], True),
+    ],
+)
+def test_runs_of_length_0_give_pycocotools_iou(det, gt, crowd):
+    """Pycocotools' rleIou walk stops when the runs left on both sides add up to 0.
+
+    With runs of length 0 (which ``frPyObjects`` of an uncompressed RLE keeps) that is before the
+    end of the masks, and pycocotools' IoU is 0 where the pixels overlap; the kernel gave the
+    pixels' IoU (1.0 for the second pair, whose mask is one pixel).
+    """
+    h, w = 1, sum(det)
+    d, g = {"size": [h, w], "counts": det}, {"size": [h, w], "counts": gt}
+    expected = mask_utils.iou(
+        [mask_utils.frPyObjects(d, h, w)], [mask_utils.frPyObjects(g, h, w)], [int(crowd)]
+    )
+    got = segm_iou([d], [g], [crowd], mask_iou="raster", image_size=(h, w))
+    assert got.tolist() == np.asarray(expected, np.float64).reshape(1, 1).tolist()
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    ("det", "gt", "expected"), [(b"03", b"01", 1.0), (b"1", b"02", 0.0), (b"", b"5", 0.0)]
+)
+def test_pair_iou_ends_when_one_mask_ends(det, gt, expected):
+    """Masks whose runs add up to different totals (never two checked masks of one size).
+
+    pycocotools' walk, which the kernel follows, would run forever once one side has ended with
+    runs left on the other; the kernel did (the hostile-arguments test swaps spans between the
+    two sides). It now stops there.
+    """
+
+    def side(counts: bytes) -> tuple:
+        return counts, np.array([0]), np.array([len(counts)]), np.array([1.0]), np.array([[0.0, 0, 1, 1]])
+
+    out = np.zeros(1)
+    cmask.pair_iou(*side(det), *side(gt), np.array([0]), np.array([0]), np.zeros(1, np.uint8), out)
+    assert out.tolist() == [expected]

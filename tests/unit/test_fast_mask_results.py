@@ -18,7 +18,12 @@ import deteval
 from deteval.errors import InputError
 from deteval.io.coco import fast
 from deteval.masks import parse_masks
-from deteval.masks.sources import RleSegmentations, detection_source
+from deteval.masks.sources import (
+    PolygonSegmentations,
+    RleSegmentations,
+    detection_source,
+    ground_truth_source,
+)
 
 needs_parser = pytest.mark.skipif(
     fast._colparse is None or not hasattr(fast._colparse, "rle_results"), reason="_colparse not built"
@@ -113,8 +118,19 @@ def test_rle_results_file_gives_the_full_loaders_detections_masks_and_metrics(tm
     fast_masks = parse_masks(detection_source(dt, gt))
     full_masks = parse_masks(detection_source(reference, gt))
     assert fast_masks.rle == full_masks.rle
-    for name in ("kind", "part_start", "point_start", "points", "bounds"):
+    for name in (
+        "kind",
+        "part_start",
+        "point_start",
+        "points",
+        "bounds",
+        "rle_size",
+        "rle_offsets",
+        "rle_area",
+    ):
         assert getattr(fast_masks, name).tobytes() == getattr(full_masks, name).tobytes(), name
+    assert bytes(fast_masks.rle_blob) == bytes(full_masks.rle_blob)
+    assert list(dt.segmentation) == [r["segmentation"] for r in records]  # items made from the columns
     protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
     metrics = deteval.evaluate(gt, dt, protocol=protocol).metrics
     assert json.dumps(metrics) == json.dumps(deteval.evaluate(gt, reference, protocol=protocol).metrics)
@@ -301,3 +317,131 @@ def test_keypoint_parts_that_disagree_are_left_to_the_full_loader(tmp_path, chan
     path = write(tmp_path, "kp.json", records)
     assert fast._stream_keypoint_results(path, gt, chunk_size=200) is None
     assert fast._fast_keypoint_results(Path(path).read_bytes(), path, gt) is None
+
+
+def rle_ground_truth() -> dict:
+    """:func:`ground_truth` with compressed RLE masks (one crowd, one string starting with a backslash)."""
+    data = ground_truth()
+    for k, ann in enumerate(data["annotations"]):
+        del ann["keypoints"], ann["num_keypoints"]  # the compiled instances parser's keys only
+        x, y, w, h = ann["bbox"]
+        m = np.zeros((20, 30), np.uint8, order="F")
+        m[y : y + h, x : x + w] = 1
+        if k == 2:
+            m[:] = 0
+            m[4:10, 2:6] = 1  # 44 background pixels first: "\\" in the file
+        ann["segmentation"] = {"size": [20, 30], "counts": mask_utils.encode(m)["counts"].decode()}
+    data["annotations"][1]["iscrowd"] = 1
+    return data
+
+
+@needs_parser
+def test_rle_ground_truth_file_is_read_as_flat_columns_with_the_full_loaders_masks(tmp_path):
+    data = rle_ground_truth()
+    assert data["annotations"][2]["segmentation"]["counts"].startswith("\\")
+    path = write(tmp_path, "gt.json", data)
+    gt = deteval.load_ground_truth(path)
+    reference = deteval.load_ground_truth(json.loads(Path(path).read_text()))
+    source, full_source = ground_truth_source(gt), ground_truth_source(reference)
+    assert isinstance(source.values, RleSegmentations)  # no dict per annotation
+    assert list(source.values) == list(full_source.values)
+    fast_masks, full_masks = parse_masks(source), parse_masks(full_source)
+    assert fast_masks.rle == full_masks.rle
+    for name in ("kind", "bounds", "rle_size", "rle_offsets", "rle_area"):
+        assert getattr(fast_masks, name).tobytes() == getattr(full_masks, name).tobytes(), name
+    assert bytes(fast_masks.rle_blob) == bytes(full_masks.rle_blob)
+    records = rle_results(np.random.default_rng(1), 30)
+    protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+    metrics = deteval.evaluate(gt, records, protocol=protocol).metrics
+    assert json.dumps(metrics) == json.dumps(deteval.evaluate(reference, records, protocol=protocol).metrics)
+
+
+@needs_parser
+@pytest.mark.parametrize(
+    "other",
+    [
+        [[2, 2, 12, 2, 12, 10]],  # a polygon
+        {"size": [20, 30], "counts": [0, 600]},  # uncompressed counts
+        {"counts": "0", "size": [20, 30], "extra": 1},  # another key
+        {"size": [20, 30], "counts": "0\u00e9"},  # another escape (json.dumps writes \u00e9)
+    ],
+)
+def test_rle_ground_truth_with_another_form_is_read_record_by_record(tmp_path, other):
+    data = rle_ground_truth()
+    data["annotations"][0]["segmentation"] = other
+    gt = deteval.load_ground_truth(write(tmp_path, "gt.json", data))
+    source = ground_truth_source(gt)
+    assert isinstance(source.values, tuple)
+    assert source.values[0] == other
+
+
+@needs_parser
+@pytest.mark.parametrize(("counts", "message"), [("0P", "ends inside a run"), ("52", "do not add up")])
+def test_corrupt_rle_ground_truth_file_gets_the_full_loaders_message(tmp_path, counts, message):
+    data = rle_ground_truth()
+    data["annotations"][1]["segmentation"]["counts"] = counts
+    path = write(tmp_path, "gt.json", data)
+    protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+    records = rle_results(np.random.default_rng(2), 5)
+    errors = []
+    for gt in (
+        deteval.load_ground_truth(path),
+        deteval.load_ground_truth(json.loads(Path(path).read_text())),
+    ):
+        with pytest.raises(InputError, match=message) as caught:
+            deteval.evaluate(gt, records, protocol=protocol)
+        errors.append(str(caught.value).replace(path, "<gt>").replace("<ground truth>", "<gt>"))
+    assert errors[0] == errors[1]
+    assert "id=2" in errors[0]
+    assert isinstance(ground_truth_source(deteval.load_ground_truth(path)).values, RleSegmentations)
+
+
+def polygon_ground_truth() -> dict:
+    """:func:`ground_truth` as the compiled instances parser takes it (polygons, two parts in one)."""
+    data = ground_truth()
+    for ann in data["annotations"]:
+        del ann["keypoints"], ann["num_keypoints"]
+    data["annotations"][1]["segmentation"].append([20, 1, 25.5, 1, 25.5, 3.25])
+    return data
+
+
+@needs_parser
+def test_polygon_ground_truth_file_is_read_as_flat_columns_with_the_full_loaders_masks(tmp_path):
+    path = write(tmp_path, "gt.json", polygon_ground_truth())
+    gt = deteval.load_ground_truth(path)
+    reference = deteval.load_ground_truth(json.loads(Path(path).read_text()))
+    source, full_source = ground_truth_source(gt), ground_truth_source(reference)
+    assert isinstance(source.values, PolygonSegmentations)  # no list per annotation
+    assert list(source.values) == list(full_source.values)
+    fast_masks, full_masks = parse_masks(source), parse_masks(full_source)
+    for name in ("kind", "part_start", "point_start", "points", "bounds"):
+        assert getattr(fast_masks, name).tobytes() == getattr(full_masks, name).tobytes(), name
+    records = rle_results(np.random.default_rng(3), 30)
+    protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+    metrics = deteval.evaluate(gt, records, protocol=protocol).metrics
+    assert json.dumps(metrics) == json.dumps(deteval.evaluate(reference, records, protocol=protocol).metrics)
+
+
+@needs_parser
+@pytest.mark.parametrize(
+    ("polygon", "message"),
+    [([[1, 1, 5, 1, 5]], "odd number"), ([[1, 1, 5, 1]], "fewer than 3"), ([[1, 1, 1, 1, 1, 1]], "distinct")],
+)
+def test_bad_polygon_ground_truth_file_gets_the_full_loaders_message(tmp_path, polygon, message):
+    data = polygon_ground_truth()
+    data["annotations"][2]["segmentation"] = polygon
+    path = write(tmp_path, "gt.json", data)
+    protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+    records = rle_results(np.random.default_rng(2), 5)
+    errors = []
+    for gt in (
+        deteval.load_ground_truth(path),
+        deteval.load_ground_truth(json.loads(Path(path).read_text())),
+    ):
+        with pytest.raises(InputError) as caught:
+            deteval.evaluate(gt, records, protocol=protocol)
+        errors.append(str(caught.value).replace(path, "<gt>").replace("<ground truth>", "<gt>"))
+    assert errors[0] == errors[1]
+    assert "id=3" in errors[0]
+    assert message in errors[0]
+    assert isinstance(ground_truth_source(deteval.load_ground_truth(path)).values, PolygonSegmentations)

@@ -196,6 +196,15 @@ def _rle_and_keypoint_workload(fixtures: Path) -> None:
         gt = deteval.load_ground_truth(segm)
         raster = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
         deteval.evaluate(gt, deteval.load_detections(str(path), gt), raster)
+        for a in segm["annotations"]:  # the ground truth as compressed RLE, from a file
+            h, w = size[a["image_id"]]
+            made = mask_utils.frPyObjects(a["segmentation"], h, w)  # a crowd RLE: one dict
+            rle = mask_utils.merge(made) if isinstance(made, list) else made
+            a["segmentation"] = {"size": [h, w], "counts": rle["counts"].decode()}
+        gt_path = Path(folder) / "rle_gt.json"
+        gt_path.write_text(json.dumps(segm))
+        rle_gt = deteval.load_ground_truth(str(gt_path))
+        deteval.evaluate(rle_gt, deteval.load_detections(str(path), rle_gt), raster)
         kp_gt = deteval.load_ground_truth(str(fixtures / "keypoints/gt.json"))
         kp_records = json.loads((fixtures / "keypoints/dt.json").read_text())
         plain = [{k: r[k] for k in ("image_id", "category_id", "keypoints", "score")} for r in kp_records]

@@ -257,3 +257,28 @@ def test_capacity_too_small_is_refused():
     assert _colparse.segm_results(raw, *columns(1, 1, 5)) is None
     with pytest.raises(TypeError):
         _colparse.segm_results(raw, *columns(1, 1, 6)[:-1], np.empty(6, np.float32))
+
+
+@pytest.mark.parametrize("change", ["same size", "deleted", None])
+def test_the_file_is_not_kept_and_a_changed_file_is_refused_not_misread(tmp_path, monkeypatch, change):
+    """The polygons' raw JSON is read again from the file for an item (a message): not kept."""
+    import pickle
+
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    records = [_record([[0, 0.5, 10, 0, 10, 10]], k) for k in range(3)]
+    path = _write(tmp_path, json.dumps(records))
+    dt = load_coco_dt(path, GT)
+    assert not isinstance(dt.segmentation._raw, bytes)  # the bytes were dropped after parsing
+    copy = pickle.loads(pickle.dumps(dt.segmentation))  # a copy carries the bytes
+    raw = path.read_bytes()
+    if change == "same size":
+        path.write_bytes(raw.replace(b"0.5", b"0.6"))
+    elif change == "deleted":
+        path.unlink()
+    assert copy[0] == records[0]["segmentation"]
+    if change is None:
+        assert dt.segmentation[0] == records[0]["segmentation"]
+        return
+    message = "changed since the detections were loaded" if change != "deleted" else "file not found"
+    with pytest.raises(DetevalError, match=message):
+        dt.segmentation[0]

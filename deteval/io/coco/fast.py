@@ -35,6 +35,7 @@ from deteval._safe_read import MAX_BYTES, check_unchanged, count_raw_keys, note_
 from deteval._safe_read.strict_json import _orjson
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError
+from deteval.io._text import FileBytes
 from deteval.io.category_map import CategoryMap, map_categories
 from deteval.io.coco.fast_keypoints import KeypointParts, keypoint_results
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
@@ -117,7 +118,7 @@ def _fast_box_results_held(
     """
     columns = _box_columns(held[0])
     if columns is None:
-        return _fast_segm_results(held[0], path, gt, cmap)
+        return _fast_segm_results(held, path, gt, cmap)
     held.clear()
     return _box_detections(columns, path=path, gt=gt, cmap=cmap)
 
@@ -377,30 +378,37 @@ _MIN_SEGM_RECORD_BYTES = 79
 
 
 def _fast_segm_results(
-    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
+    held: list, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
 ) -> Detections | None:
-    """A plain segm-results file (polygon lists) read by the C extension, or None for the full path.
+    """A plain segm-results file (polygon lists or compressed RLE) read by the C extension, or None.
 
-    The records' polygons are parsed into flat columns (:class:`PolygonSegmentations`, which
-    decodes a record's list with orjson when it is read, as the full loader decodes it) that the
-    segm evaluation checks as arrays. The other columns pass the checks of a box file's.
+    The file's bytes are ``held[0]`` (see :func:`_fast_box_results_held`). The records' masks are
+    parsed into flat columns that the segm evaluation checks as arrays: polygons
+    (:class:`PolygonSegmentations`, which decodes a record's list with orjson when it is read, as
+    the full loader decodes it, from the file read again: the bytes are not kept) or RLEs
+    (:class:`RleSegmentations`, whose items are made from the columns). The list is emptied once
+    the columns exist, so that the bytes are freed before the columns are checked. The other
+    columns pass the checks of a box file's.
     """
-    parsed = _compiled_segm_columns(raw) or _compiled_rle_columns(raw)
+    raw = held[0]
+    parsed = _compiled_segm_columns(raw, path) or _compiled_rle_columns(raw)
     if parsed is None:
         return _fast_keypoint_results(raw, path, gt, cmap)
     columns, segmentation = parsed
-    del parsed
+    del parsed, raw
+    held.clear()
     return _box_detections(columns, path=path, gt=gt, cmap=cmap, segmentation=segmentation)
 
 
-def _compiled_segm_columns(raw: bytes) -> tuple[BoxColumns, PolygonSegmentations] | None:
+def _compiled_segm_columns(raw: bytes, path: str) -> tuple[BoxColumns, PolygonSegmentations] | None:
     """The columns and polygons of a plain segm-results file read by the C extension, or None.
 
     Plain: a non-empty array of records with exactly ``image_id``, ``category_id``, ``bbox``,
     ``score`` and a ``segmentation`` that is a non-empty list of non-empty lists of JSON numbers
     (finite; integers of at most 18 digits). Anything else -- RLE, no bbox, ``[]``, a deeper
     nesting -- is for the full loader. Odd or short polygons are taken: the checks of
-    :func:`deteval.masks.parse_masks` find them and name them as the full path does.
+    :func:`deteval.masks.parse_masks` find them and name them as the full path does. The
+    records' raw JSON is read again from ``path`` when an item is asked for (a message).
     """
     if _colparse is None or _orjson is None:
         return None
@@ -425,7 +433,13 @@ def _compiled_segm_columns(raw: bytes) -> tuple[BoxColumns, PolygonSegmentations
     box.resize(4 * n, refcheck=False)
     part_len.resize(n_part, refcheck=False)
     coords.resize(n_coord, refcheck=False)
-    segmentation = PolygonSegmentations(raw, starts, stops, (n_parts, part_len, coords), _orjson.loads)
+    segmentation = PolygonSegmentations(
+        FileBytes(path, raw, "the detections", plural=True),
+        starts,
+        stops,
+        (n_parts, part_len, coords),
+        _orjson.loads,
+    )
     return (image_ids, category_ids, box.reshape(n, 4), score), segmentation
 
 
@@ -467,9 +481,8 @@ def _compiled_rle_columns(raw: bytes) -> tuple[BoxColumns, RleSegmentations] | N
     box.resize(4 * n, refcheck=False)
     sizes.resize(2 * n, refcheck=False)
     offsets = np.append(counts_start, n_blob)  # strings are written back to back
-    segmentation = RleSegmentations(
-        raw, starts, stops, (sizes.reshape(n, 2), blob[:n_blob].tobytes(), offsets), _orjson.loads
-    )
+    blob.resize(n_blob, refcheck=False)  # in place, no copy: the strings stay where they were written
+    segmentation = RleSegmentations((sizes.reshape(n, 2), blob, offsets))
     return (image_ids, category_ids, box.reshape(n, 4), score), segmentation
 
 

@@ -9,17 +9,17 @@ them. Anything unusual returns None and the full reader names the problem.
 from __future__ import annotations
 
 import itertools
-import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec as _msgspec
 import numpy as np
 
-from deteval._safe_read import MAX_BYTES, count_raw_keys, read_bytes
+from deteval._safe_read import count_raw_keys
 from deteval._safe_read.strict_json import _count_keys, _orjson
 from deteval.data import GroundTruth
 from deteval.errors import InputError
+from deteval.io._text import FileBytes
 from deteval.io.coco import fast as _fast  # its _colparse, read at call time (one switch)
 from deteval.io.coco._common import _duplicates
 from deteval.io.coco.fast import (
@@ -33,6 +33,7 @@ from deteval.io.coco.fast import (
     _get_iscrowd,
 )
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
+from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 
 if _HAS_MSGSPEC:
     from deteval.io.coco.fast import _Int64
@@ -79,27 +80,19 @@ class SpanSegmentations(Sequence):
         self._starts = starts.astype(offsets, copy=False)
         self._stops = stops.astype(offsets, copy=False)
         self._loads = loads
-        self._origin: tuple[str, int, int] | None = None  # (path, size, CRC-32) when on disk
+        self._origin: FileBytes | None = None  # reads the file again once the bytes are dropped
 
     def keep_on_disk(self, path: str) -> None:
         """Drop the bytes; read them again from ``path`` (which they were read from) when needed."""
         raw = self._raw
         if raw is not None:
-            self._origin = (path, len(raw), zlib.crc32(raw))
+            self._origin = FileBytes(path, raw, "the ground truth")
             self._raw = None
 
     def _bytes(self) -> bytes:
         if self._raw is None:
             assert self._origin is not None  # the constructor sets the bytes; only keep_on_disk drops them
-            path, size, crc = self._origin
-            raw = read_bytes(path, what="the COCO ground truth it was loaded from", limit=MAX_BYTES["json"])
-            if len(raw) != size or zlib.crc32(raw) != crc:
-                raise InputError(
-                    f"{path}: changed since the ground truth was loaded from it (its segmentations "
-                    f"are read from the file when first needed); expected the same file, found "
-                    f"{len(raw)} bytes that differ: load the ground truth again"
-                )
-            self._raw = raw
+            self._raw = self._origin()
         return self._raw
 
     def __len__(self) -> int:
@@ -110,6 +103,47 @@ class SpanSegmentations(Sequence):
             return tuple(self[i] for i in range(*index.indices(len(self))))
         start = int(self._starts[index])
         return None if start < 0 else self._loads(self._bytes()[start : int(self._stops[index])])
+
+    def flat_columns(self) -> RleSegmentations | PolygonSegmentations | None:
+        """The segmentations as flat columns when they are all compressed RLEs or all polygon lists.
+
+        Read by the C extension as the segm-results reader reads them (``_colparse.rle_spans``:
+        ``{"size": [h, w], "counts": "..."}`` into one blob of unescaped strings;
+        ``_colparse.polygon_spans``: polygon lists into numbers per part and coordinates), so that
+        a segm evaluation checks and compares them there, with no object per annotation. None
+        without the extension, or when any annotation has none, or another form (a mix, uncompressed
+        counts, anything the readers leave to the full decoder): the records are then decoded one
+        by one.
+        """
+        colparse = _fast._colparse
+        if colparse is None or not hasattr(colparse, "polygon_spans") or not len(self):
+            return None
+        starts, stops = self._starts.astype(np.int64), self._stops.astype(np.int64)
+        if (starts < 0).any():
+            return None
+        raw = self._bytes()
+        n, total = len(starts), int((stops - starts).sum())
+        first = raw[int(starts[0]) : int(stops[0])].lstrip()[:1]
+        if first == b"{":
+            size = np.empty((n, 2), dtype=np.int64)
+            counts_start, counts_stop = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+            blob = np.empty(total, dtype=np.uint8)  # strings are within their spans
+            n_blob = colparse.rle_spans(raw, starts, stops, size, counts_start, counts_stop, blob)
+            if n_blob is None:
+                return None
+            blob.resize(n_blob, refcheck=False)
+            return RleSegmentations((size, blob, np.append(counts_start, n_blob)))
+        # a number takes at least 2 bytes with its comma or bracket: bounds of both counts
+        n_parts = np.empty(n, dtype=np.int64)
+        part_len = np.empty(total // 2 + 1, dtype=np.int64)
+        coords = np.empty(total // 2 + 1, dtype=np.float64)
+        found = colparse.polygon_spans(raw, starts, stops, n_parts, part_len, coords)
+        if found is None:
+            return None
+        n_part, n_coord = found
+        part_len.resize(n_part, refcheck=False)
+        coords.resize(n_coord, refcheck=False)
+        return PolygonSegmentations(raw, starts, stops, (n_parts, part_len, coords), self._loads)
 
     def __getstate__(self) -> dict:
         """Pickled with the bytes: a copy never depends on the file."""
