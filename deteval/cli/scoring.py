@@ -368,13 +368,15 @@ def resample(
     names: list[str],
     results: list[tuple[EvalResult, ...]],
     advance: Callable[[int, int], None] | None = None,
-) -> tuple[list[list[dict]], list[dict], dict, list[Any]]:
-    """``--bootstrap``: intervals, paired comparisons, settings and bootstrap values.
+) -> tuple[list[list[dict]], list[dict], dict, list[Any], list[dict]]:
+    """``--bootstrap``: intervals, paired comparisons, settings, bootstrap values, per-class comparisons.
 
     Per detector and protocol the intervals; the paired comparisons with the first detector; the
-    settings; and the bootstrap values (one per protocol, for the report). ``advance(done,
-    total)``: the re-accumulations done, for a stage bar's running stage (instead of the
-    resampling's own bar).
+    settings; the bootstrap values (one per protocol, for the report); and the per-class paired
+    comparisons (``ComparisonResult.class_comparisons`` of the same resamples, protocol by
+    protocol, as ``to_dict()`` writes them; empty with one detector). ``advance(done, total)``:
+    the re-accumulations done, for a stage bar's running stage (instead of the resampling's own
+    bar).
     """
     from deteval.stats import (
         bootstrap,
@@ -389,6 +391,7 @@ def resample(
     n_protocols = len(results[0])
     intervals: list[list[dict]] = [[{} for _ in range(n_protocols)] for _ in names]
     comparisons: list[dict] = []
+    class_comparisons: list[dict] = []
     settings: dict = {}
     values: list[Any] = []
     method = args.bootstrap_method
@@ -413,6 +416,7 @@ def resample(
                 tables = {n: r[p].table for n, r in zip(names, results)}
                 found = compare_detectors(scored_gt, tables, protocol, progress=bar.update, **options)
                 comparisons += [{**c.to_dict(), "verdict": c.verdict} for c in found.comparisons]
+                class_comparisons += [c.to_dict() for c in found.class_comparisons]
                 boot = found.bootstrap
                 values.append(found)
             else:
@@ -429,7 +433,7 @@ def resample(
                 }
     finally:
         bar.close()
-    return intervals, comparisons, settings, values
+    return intervals, comparisons, settings, values, class_comparisons
 
 
 class _ResampleBar:
@@ -488,11 +492,12 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
     gt = loaded[0].gt
     intervals: list | None = None
     comparisons: list[dict] = []
+    class_comparisons: list[dict] = []
     settings: dict | None = None
     boot_warnings: list[str] = []
     if args.bootstrap:
         with _warnings_of(args) as boot_caught:  # BootstrapBiasWarning: in the document and on stderr
-            intervals, comparisons, settings, _ = resample(args, gt, names, results)
+            intervals, comparisons, settings, _, class_comparisons = resample(args, gt, names, results)
         caught.extend(boot_caught)
         boot_warnings = [str(w.message) for w in boot_caught if issubclass(w.category, DetevalWarning)]
     summaries = [inputs.summary() for inputs in loaded]
@@ -513,6 +518,7 @@ def _detectors(args: argparse.Namespace, protocols: list[Protocol], log: ReadLog
         warnings=warnings_seen,
         intervals=intervals,
         comparisons=comparisons,
+        class_comparisons=class_comparisons,
         bootstrap=settings,
     )
     with _warnings_of(args) as beyond_caught:  # --calibration / --lrp (cli/beyond.py)

@@ -40,6 +40,7 @@ def detectors_json(
     warnings: Sequence[str] = (),
     intervals: Sequence[Sequence[dict]] | None = None,
     comparisons: Sequence[dict] = (),
+    class_comparisons: Sequence[dict] = (),
     bootstrap: dict | None = None,
 ) -> dict:
     """The JSON document of several detectors (the evaluate contract, extended).
@@ -58,8 +59,12 @@ def detectors_json(
         ``AP_bias`` (the bootstrap bias beside each estimate).
     comparisons : list of dict
         ``{"a", "b", "protocol", "metric", "difference", "ci", "p_value"}`` entries.
+    class_comparisons : list of dict
+        The same entries on each class's AP, each with its ``class``
+        (``ComparisonResult.to_dict()["class_comparisons"]``, protocol by protocol).
     bootstrap : dict, optional
-        ``{"n", "seed", "ci", "method"}``.
+        ``{"n", "seed", "ci", "method"}``; with it the document has ``comparisons`` and
+        ``class_comparisons`` (empty lists with one detector).
     """
     entries = []
     for d, (name, per_protocol) in enumerate(zip(names, results)):
@@ -80,6 +85,7 @@ def detectors_json(
     if bootstrap is not None:
         doc["bootstrap"] = dict(bootstrap)
         doc["comparisons"] = list(comparisons)
+        doc["class_comparisons"] = list(class_comparisons)
     all_warnings = list(warnings) + [w for per in results for r in per for w in r.warnings]
     doc["warnings"] = list(dict.fromkeys(all_warnings))
     doc["notes"] = list(dict.fromkeys(n for per in results for r in per for n in r.notes))
@@ -136,6 +142,7 @@ def _detector_tables(doc: dict, *, per_class: bool) -> tuple[list, list[str]]:
                 for k, c in enumerate(first["per_class"])
             ]
             tables.append((f"{printable(protocol)}: AP per class", ["class", *names], class_rows))
+            tables += _class_difference_tables(doc, protocol)
     closing = []
     if "bootstrap" in doc:
         b = doc["bootstrap"]
@@ -147,12 +154,45 @@ def _detector_tables(doc: dict, *, per_class: bool) -> tuple[list, list[str]]:
     return tables, closing
 
 
+def _class_difference_tables(doc: dict, protocol: str) -> list:
+    """Per pair (each detector against the first), B - A on each class's AP: (title, header, rows).
+
+    The rows are the document's ``class_comparisons`` of ``protocol``, in ``per_class`` order
+    (the per-class AP table's); ``*`` marks a class whose interval excludes 0.
+    """
+    found = [c for c in doc.get("class_comparisons", []) if c["protocol"] == protocol]
+    tables = []
+    for a, b in dict.fromkeys((c["a"], c["b"]) for c in found):
+        rows = []
+        for c in (c for c in found if (c["a"], c["b"]) == (a, b)):
+            ci, p = c["ci"], c["p_value"]
+            has_ci = ci is not None and ci[0] is not None and ci[1] is not None
+            excludes_zero = has_ci and (ci[0] > 0 or ci[1] < 0)
+            rows.append(
+                [
+                    c["class"],
+                    "n/a" if c["difference"] is None else f"{c['difference']:+.4f}",
+                    f"[{_fmt(ci[0], 4)}, {_fmt(ci[1], 4)}]" if has_ci else "n/a",
+                    "n/a" if p is None else f"{p:.3g}",
+                    "*" if excludes_zero else "",
+                ]
+            )
+        title = (
+            f"{printable(protocol)}: AP per class, {printable(b)} - {printable(a)} "
+            f"(paired; * the interval excludes 0)"
+        )
+        tables.append((title, ["class", f"{b} - {a}", "interval", "p", ""], rows))
+    return tables
+
+
 def format_detectors_table(doc: dict, *, per_class: bool = True) -> str:
     """Detectors side by side: per protocol, metrics x detectors, differences to the first.
 
     With bootstrap intervals each value shows ``[lo, hi]`` and the bootstrap bias (``bias
     +0.0052``: the resampled values' mean minus the estimate), and each difference its interval
-    and p-value (for the metric the comparison was made on).
+    and p-value (for the metric the comparison was made on). With several detectors and
+    ``per_class``, each later detector's per-class differences to the first follow the per-class
+    AP table (B - A, interval, p, ``*`` when the interval excludes 0).
     """
     tables, closing = _detector_tables(doc, per_class=per_class)
     blocks = ["\n".join([title, *_plain_table(header, rows)]) for title, header, rows in tables]
@@ -166,7 +206,7 @@ def _plain_table(header: list[str], rows: list[list[str]]) -> list[str]:
     out.append("  ".join("-" * w for w in widths))
     for r in rows:
         out.append("  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(r, widths))))
-    return out
+    return [line.rstrip() for line in out]  # an empty last cell (a mark not set) pads nothing
 
 
 def format_detectors_markdown(doc: dict, *, per_class: bool = True) -> str:
