@@ -40,7 +40,15 @@ from deteval._safe_read.safe_yaml import (
     parse_yaml,
     read_yaml,
 )
-from deteval._safe_read.strict_json import MAX_DEPTH, count_raw_keys, loads_strict, not_json_text, read_json
+from deteval._safe_read.strict_json import (
+    MAX_DEPTH,
+    count_json_keys,
+    count_raw_keys,
+    json_keys,
+    loads_strict,
+    not_json_text,
+    read_json,
+)
 
 __all__ = [
     "BOM",
@@ -49,12 +57,14 @@ __all__ = [
     "ReadLog",
     "changed_error",
     "check_unchanged",
+    "count_json_keys",
     "count_raw_keys",
     "decode_text",
     "duplicate_key",
     "duplicate_key_message",
     "file_state",
     "find_alias",
+    "json_keys",
     "line_of",
     "loads_strict",
     "not_json_text",

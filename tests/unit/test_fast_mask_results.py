@@ -17,6 +17,8 @@ from pycocotools import mask as mask_utils
 import deteval
 from deteval.errors import InputError
 from deteval.io.coco import fast
+from deteval.io.coco import ground_truth as ground_truth_module
+from deteval.io.coco.fast_instances import RawSegmentations, SpanSegmentations
 from deteval.masks import parse_masks
 from deteval.masks.sources import (
     PolygonSegmentations,
@@ -354,6 +356,44 @@ def test_rle_ground_truth_file_is_read_as_flat_columns_with_the_full_loaders_mas
     protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
     metrics = deteval.evaluate(gt, records, protocol=protocol).metrics
     assert json.dumps(metrics) == json.dumps(deteval.evaluate(reference, records, protocol=protocol).metrics)
+
+
+@needs_parser
+def test_rle_counts_opening_with_a_colon_are_read_by_the_compiled_parser(tmp_path, monkeypatch):
+    data = rle_ground_truth()
+    m = np.zeros((20, 30), np.uint8, order="F")
+    m[10:16, 0:4] = 1  # 10 background pixels first: ":" (48 + 10) opens the string
+    counts = mask_utils.encode(m)["counts"].decode()
+    assert counts.startswith(":")
+    data["annotations"][0]["segmentation"] = {"size": [20, 30], "counts": counts}
+    data["images"][0]["file_name"] = ' :a": 1.jpg'  # a name a count of '":' would take for a key
+    path = write(tmp_path, "gt.json", data)
+    gt = deteval.load_ground_truth(path)
+    assert isinstance(gt.segmentation, SpanSegmentations)  # the compiled instances parser read it
+    source = ground_truth_source(gt)
+    assert isinstance(source.values, RleSegmentations)  # and its masks as flat columns
+    monkeypatch.setattr(ground_truth_module, "_fast_ground_truth", lambda raw, path: None)
+    full = deteval.load_ground_truth(path)  # the full loader, on the same file
+    monkeypatch.undo()
+    monkeypatch.setattr(fast, "_colparse", None)
+    twin = deteval.load_ground_truth(path)  # the msgspec twin
+    assert isinstance(twin.segmentation, RawSegmentations)
+    monkeypatch.undo()
+    records = rle_results(np.random.default_rng(4), 30)
+    protocol = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
+    metrics = json.dumps(deteval.evaluate(gt, records, protocol=protocol).metrics)
+    for other in (full, twin):
+        assert type(other.segmentation) is not type(gt.segmentation)
+        assert other.image_name == gt.image_name
+        assert other.box.tobytes() == gt.box.tobytes()
+        other_source = ground_truth_source(other)
+        assert list(source.values) == list(other_source.values)
+        fast_masks, other_masks = parse_masks(source), parse_masks(other_source)
+        assert fast_masks.rle == other_masks.rle
+        for name in ("kind", "bounds", "rle_size", "rle_offsets", "rle_area"):
+            assert getattr(fast_masks, name).tobytes() == getattr(other_masks, name).tobytes(), name
+        assert bytes(fast_masks.rle_blob) == bytes(other_masks.rle_blob)
+        assert json.dumps(deteval.evaluate(other, records, protocol=protocol).metrics) == metrics
 
 
 @needs_parser

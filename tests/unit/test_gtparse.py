@@ -226,8 +226,25 @@ def _edit(change) -> bytes:
     return (text if isinstance(text, str) else json.dumps(data)).encode("utf-8", "surrogateescape")
 
 
-def _text(old: str, new: str):
-    return lambda d: json.dumps(d).replace(old, new, 1)
+def _text(old: str, new: str, segmentation: object = None):
+    """``old`` replaced by ``new`` in the fixture's text; ``old`` must be there.
+
+    The first annotation's segmentation is set to ``segmentation`` first, when given.
+    """
+
+    def change(d: dict) -> str:
+        if segmentation is not None:
+            d["annotations"][0]["segmentation"] = segmentation
+        text = json.dumps(d)
+        assert old in text, f"{old!r} is not in the file: the case would test nothing"
+        return text.replace(old, new, 1)
+
+    return change
+
+
+def _polygon_text(old: str, new: str):
+    """:func:`_text` on the fixture with a polygon in its first annotation."""
+    return _text(old, new, [[10, 10, 60, 10, 60, 90]])
 
 
 ANN0 = PLAIN["annotations"][0]
@@ -258,14 +275,14 @@ HOSTILE = {
     "duplicate annotation id": lambda d: d["annotations"].append(dict(d["annotations"][0])),
     "NaN area": _text('"area": ', '"area": NaN, "x": '),
     "NaN bbox": lambda d: json.dumps(d).replace('"bbox": [', '"bbox": [NaN, ', 1).replace(", NaN", "", 0),
-    "Infinity in polygon": _text('"segmentation": [[', '"segmentation": [[Infinity, '),
-    "overflow in polygon": _text('"segmentation": [[', '"segmentation": [[1e400, '),
-    "huge integer in polygon": _text(
+    "Infinity in polygon": _polygon_text('"segmentation": [[', '"segmentation": [[Infinity, '),
+    "overflow in polygon": _polygon_text('"segmentation": [[', '"segmentation": [[1e400, '),
+    "huge integer in polygon": _polygon_text(
         '"segmentation": [[', '"segmentation": [[123456789012345678901234567890, '
     ),
-    "leading zero in polygon": _text('"segmentation": [[', '"segmentation": [[01, '),
-    "string in polygon": _text('"segmentation": [[', '"segmentation": [["a", '),
-    "object in polygon": _text('"segmentation": [[', '"segmentation": [[{"a": 1}], ['),
+    "leading zero in polygon": _polygon_text('"segmentation": [[', '"segmentation": [[01, '),
+    "string in polygon": _polygon_text('"segmentation": [[', '"segmentation": [["a", '),
+    "object in polygon": _polygon_text('"segmentation": [[', '"segmentation": [[{"a": 1}], ['),
     "null segmentation": lambda d: d["annotations"][0].update(segmentation=None),
     "number segmentation": lambda d: d["annotations"][0].update(segmentation=5),
     "string segmentation": lambda d: d["annotations"][0].update(segmentation="x"),
@@ -277,7 +294,7 @@ HOSTILE = {
     "rle one key": lambda d: d["annotations"][0].update(segmentation={"counts": "04"}),
     "rle other keys": lambda d: d["annotations"][0].update(segmentation={"a": [2, 2], "b": "04"}),
     "rle duplicate key": _text(
-        '"segmentation": [[', '"segmentation": {"counts": "1", "counts": "2"}, "z": [['
+        '"counts": "1"', '"counts": "1", "counts": "2"', {"size": [2, 2], "counts": "1"}
     ),
     "rle quote in counts": lambda d: d["annotations"][0].update(
         segmentation={"size": [2, 2], "counts": 'a":b'}
@@ -288,6 +305,11 @@ HOSTILE = {
     "rle counts starting with a space": lambda d: d["annotations"][0].update(
         segmentation={"size": [2, 2], "counts": " :3"}
     ),
+    "rle counts starting with a colon, another image name too": lambda d: (
+        d["annotations"][0].update(segmentation={"size": [2, 2], "counts": ":3"}),
+        d["images"][0].update(file_name=":a.jpg"),
+    ),
+    "space-leading key-like image name": lambda d: d["images"][0].update(file_name=' :a.jpg", "id": 5'),
     "rle non-ascii counts": lambda d: d["annotations"][0].update(
         segmentation={"size": [2, 2], "counts": "é"}
     ),
@@ -322,8 +344,50 @@ HOSTILE = {
 }
 
 
+def _second_annotation(text: str, old: str, new: str) -> str:
+    """``text`` with the first ``old`` after the second annotation's id replaced by ``new``."""
+    ann = PLAIN["annotations"][1]
+    at = text.index(old, text.index(f'"id": {ann["id"]}, "image_id": {ann["image_id"]}'))
+    return text[:at] + new + text[at + len(old) :]
+
+
+def _rle_and_duplicate(segmentation: dict, duplicate=('"iscrowd": 0', '"iscrowd": 0, "iscrowd": 0')):
+    """The first annotation's segmentation set, and a duplicate key in the second annotation."""
+
+    def change(d: dict) -> str:
+        d["annotations"][0]["segmentation"] = segmentation
+        return _second_annotation(json.dumps(d), *duplicate)
+
+    return change
+
+
+#: Files with a duplicate key somewhere, each next to a string or an RLE object that a count of
+#: keys could take for one key more or less. Every path refuses them (the full loader names the key).
+DUPLICATES = {
+    "rle with one key, duplicate key elsewhere": _rle_and_duplicate({"counts": "04"}),
+    "rle with no key, two duplicate keys elsewhere": _rle_and_duplicate(
+        {}, ('"iscrowd": 0', '"iscrowd": 0, "iscrowd": 0, "iscrowd": 0')
+    ),
+    "rle counts starting with a colon, duplicate key elsewhere": _rle_and_duplicate(
+        {"size": [2, 2], "counts": ":3"}
+    ),
+    "rle with one key opening with a colon, duplicate key elsewhere": _rle_and_duplicate({"counts": ":3"}),
+    "rle counts with a space and a colon, duplicate key elsewhere": _rle_and_duplicate({"counts": " :3"}),
+    "duplicate counts opening with a colon": _text(
+        '"counts": ":3"', '"counts": ":3", "counts": ":3"', {"size": [2, 2], "counts": ":3"}
+    ),
+    "two counts keys opening with a colon, no size": _text(
+        '"counts": ":3"', '"counts": ":3", "counts": ":3"', {"counts": ":3"}
+    ),
+    "duplicate image key, a name opening with a colon": lambda d: (
+        d["images"][1].update(file_name=":b.jpg"),
+        json.dumps(d).replace(f'"id": {IMG0}', f'"id": {IMG0}, "id": {IMG0}', 1),
+    )[1],
+}
+
+
 def _hostile_files() -> dict[str, bytes]:
-    files = {name: _edit(change) for name, change in HOSTILE.items()}
+    files = {name: _edit(change) for name, change in {**HOSTILE, **DUPLICATES}.items()}
     plain = json.dumps(PLAIN).encode()
     for cut in range(1, len(plain), max(1, len(plain) // 40)):
         files[f"truncated at {cut}"] = plain[:cut]
@@ -367,10 +431,37 @@ def test_the_compiled_parser_refuses_what_is_not_plain(name):
 
 @pytest.mark.usefixtures("compiled")
 @pytest.mark.parametrize(
-    "name", ["annotations first", "rle backslash", "empty segmentation", "empty annotations"]
+    "name",
+    [
+        "annotations first",
+        "rle backslash",
+        "empty segmentation",
+        "empty annotations",
+        "rle counts starting with a colon",
+        "rle counts starting with a space",
+        "rle counts starting with a colon, another image name too",
+        "space-leading key-like image name",
+        "key-like string in a name",
+    ],
 )
 def test_the_compiled_parser_takes_plain_variants(name):
     assert assert_twins(HOSTILE_FILES[name]) is not None
+
+
+@pytest.mark.parametrize("name", sorted([*DUPLICATES, "rle duplicate key", "duplicate key in an annotation"]))
+def test_a_duplicate_key_is_refused_on_every_path(tmp_path, monkeypatch, name):
+    raw = HOSTILE_FILES[name]
+    monkeypatch.setattr(fast, "_colparse", _colparse)
+    assert fast_instances._compiled_instances(raw) is None
+    assert fast_instances._msgspec_instances(raw) is None
+    path = tmp_path / "gt.json"
+    path.write_bytes(raw)
+    with pytest.raises(DetevalError, match="duplicate key") as with_extension:
+        load_coco_gt(path)
+    monkeypatch.setattr(fast, "_colparse", None)
+    with pytest.raises(DetevalError, match="duplicate key") as without:
+        load_coco_gt(path)
+    assert str(without.value) == str(with_extension.value)
 
 
 @pytest.mark.usefixtures("compiled")

@@ -9,13 +9,14 @@ them. Anything unusual returns None and the full reader names the problem.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec as _msgspec
 import numpy as np
 
-from deteval._safe_read import count_raw_keys
+from deteval._safe_read import count_json_keys, count_raw_keys, json_keys
 from deteval._safe_read.strict_json import _count_keys, _orjson
 from deteval.data import GroundTruth
 from deteval.errors import InputError
@@ -225,6 +226,43 @@ def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
     return gt
 
 
+def _same_keys(raw: bytes, keys: int) -> bool:
+    """True when the JSON text ``raw`` (decoded) has ``keys`` object keys: no duplicate among them.
+
+    The fast upper bound (:func:`count_raw_keys`) first; when it is above ``keys``, the exact count
+    (:func:`count_json_keys`: a string value opening with ``:``, as an RLE ``counts`` string of a
+    run of 10 does, is no key).
+    """
+    return count_raw_keys(raw) == keys or count_json_keys(raw) == keys
+
+
+_RLE_KEYS = sorted([b'"size"', b'"counts"'])
+
+
+#: What may spell a number beyond float64 in a text of numbers: an exponent, or 300 digits in a row.
+_MAYBE_HUGE = re.compile(rb"[eE]|[0-9]{300}")
+
+
+def _decodable(segm: list) -> bool:
+    """True when every raw segmentation decodes: msgspec leaves them raw, orjson reads them on access.
+
+    orjson refuses a number beyond float64 (``1e400``), as the full loader does; the compiled parser
+    refuses it too. RLE objects are decoded one by one; the other forms (polygon lists, numbers
+    only) all at once, and only when their text has an exponent or a 300-digit run.
+    """
+    raws = [bytes(r) for r in segm if r is not None]
+    others = b",".join(r for r in raws if r[:1] != b"{")
+    try:
+        for r in raws:
+            if r[:1] == b"{":
+                _orjson.loads(r)  # type: ignore[union-attr]
+        if _MAYBE_HUGE.search(others):
+            _orjson.loads(b"[" + others + b"]")  # type: ignore[union-attr]
+    except _orjson.JSONDecodeError:  # type: ignore[union-attr]
+        return False
+    return True
+
+
 def _rest_keys(data: Any) -> int:
     """The object keys of a decoded :class:`_Instances` outside its annotations."""
     keys = 3 + _count_keys(data.images) + _count_keys(data.categories)
@@ -274,7 +312,7 @@ def _compiled_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
     n, start, stop = found[:3]
     rest = b"".join((raw[:start], b"[]", raw[stop:]))
     data = _decode_or_none(rest, _INSTANCES)
-    if data is None or data.annotations or count_raw_keys(rest) != _rest_keys(data):
+    if data is None or data.annotations or not _same_keys(rest, _rest_keys(data)):
         return None
     del rest
     for column in ints:
@@ -289,8 +327,9 @@ def _compiled_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
 def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
     """An instances file decoded by msgspec, or None when it is not plain.
 
-    Known keys only: a raw count of keys against the decoded ones, which also rules out duplicate
-    keys. This is the twin the compiled parser is tested against.
+    Known keys only: a count of the keys in the text against the decoded ones (:func:`_same_keys`),
+    which also rules out duplicate keys; each RLE object's keys are read from its text (``size`` and
+    ``counts``, once each). This is the twin the compiled parser is tested against.
     """
     data = _decode_or_none(raw, _INSTANCES)
     if data is None:
@@ -298,7 +337,12 @@ def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
     anns = data.annotations
     n = len(anns)
     segm = [a.segmentation if a.segmentation is not _msgspec.UNSET else None for a in anns]
-    n_rle = sum(1 for r in segm if r is not None and memoryview(r)[:1] == b"{")
+    rle = [r for r in segm if r is not None and memoryview(r)[:1] == b"{"]
+    # An RLE object is counted as its two keys below; exactly those, once each (an object with fewer
+    # would make room in the count for a duplicate key elsewhere).
+    if any(sorted(json_keys(bytes(r))) != _RLE_KEYS for r in rle) or not _decodable(segm):
+        return None
+    n_rle = len(rle)
     keys = (
         _rest_keys(data)
         + 6 * n
@@ -309,7 +353,7 @@ def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
         + sum(a.keypoints is not _msgspec.UNSET for a in anns)
         + sum(a.num_keypoints is not _msgspec.UNSET for a in anns)
     )
-    if count_raw_keys(raw) != keys:
+    if not _same_keys(raw, keys):
         return None
     keypoint_columns = _msgspec_keypoints(anns)
     if keypoint_columns is None:
