@@ -114,6 +114,15 @@ def _fewer_examples(item: pytest.Item) -> None:
         function._hypothesis_internal_use_settings = settings(current, max_examples=FAST_MAX_EXAMPLES)  # type: ignore[union-attr]
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """In the fast tier, do not even import the slow folders (all their tests would be deselected)."""
+    if _is_fast_tier(config) and collection_path.is_relative_to(ROOT / "tests"):
+        relative = collection_path.relative_to(ROOT).as_posix() + "/"
+        if relative.startswith(_SLOW_FOLDERS):
+            return True
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the slow folders and the sweeps' extra cases ``slow``; fewer examples in the fast tier."""
     kept: set[tuple[str, str]] = set()
