@@ -13,7 +13,6 @@ torch = pytest.importorskip("torch", reason="the installed-ultralytics cross-che
 from ultralytics.models.yolo.detect.val import DetectionValidator  # noqa: E402
 from ultralytics.utils.metrics import DetMetrics  # noqa: E402
 
-
 NO_PRED_CLASS, NO_GT_CLASS = 5, 6
 
 N_CLASS = 7  # class 5: labels, never predicted; class 6: predicted, never labelled
