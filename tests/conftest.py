@@ -41,9 +41,100 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str,
 #: developer runs all day; CI runs everything.
 _SLOW_FOLDERS = ("tests/crosscheck/", "tests/integration/", "tests/browser/")
 
+#: Sweeps: parametrised tests whose cases run the same code path on other data (generated seeds,
+#: sizes, presets, documented examples). The fast tier keeps the first case of each (or, with an
+#: id part named, the first case of each value of that part of the case id); every other case is
+#: marked ``slow`` and runs in the full suite. Rule for new tests: a parametrisation over more
+#: than ~10 generated cases, or one whose cases take over ~1 s each, is listed here.
+_SWEEPS: dict[str, int | None] = {
+    "tests/unit/test_readme.py::test_documented_command_runs": None,
+    "tests/unit/test_readme.py::test_documented_python_runs": None,
+    "tests/unit/test_common.py::test_preset_invariance": 1,  # one case per invariance
+    "tests/unit/test_plot.py::test_svg_is_deterministic": None,
+    "tests/unit/test_report_several.py::test_analyze_works_in_every_protocol_order": None,
+    "tests/unit/test_stats.py::test_deterministic_for_any_chunking_and_workers": None,
+    "tests/unit/test_stats.py::test_weighted_equals_explicit_replication": None,
+    "tests/unit/test_stats.py::test_all_ones_weights_equal_the_point_estimate_bit_for_bit": None,
+    "tests/unit/test_stats.py::test_blocks_of_any_size_give_the_same_numbers": None,
+    "tests/unit/test_stats.py::test_thresholds_table_for_every_count": None,
+    "tests/unit/test_cboot.py::test_coco_like_5k": None,
+    "tests/unit/test_cacc.py::test_kernel_equals_numpy_on_random_tables": None,
+    "tests/unit/test_cacc.py::test_kernel_equals_numpy_on_crosscheck_datasets": None,
+    "tests/unit/test_cacc.py::test_kernel_reads_packed_lanes_as_the_bool_tables": None,
+    "tests/unit/test_cacc.py::test_kernel_equals_numpy_with_other_recall_points": None,
+    "tests/unit/test_cmatch.py::test_kernel_equals_numpy_on_random_groups": None,
+    "tests/unit/test_cmatch.py::test_kernel_equals_numpy_on_crosscheck_datasets": None,
+    "tests/unit/test_cmatch.py::test_kernel_equals_numpy_with_first_gt_on_ties": None,
+    "tests/unit/test_cmatch.py::test_kernel_equals_numpy_on_crowded_groups": None,
+    "tests/unit/test_cmatch.py::test_voc_kernel_equals_numpy_on_random_groups": None,
+    "tests/unit/test_tide.py::test_protocol_mode_ap_equals_evaluate": None,
+    "tests/unit/test_tide.py::test_analyze_cli_on_ground_truth_without_annotations": 0,
+    "tests/unit/test_slices.py::test_each_slice_equals_evaluating_its_subset_files": None,
+    "tests/unit/test_stream_results.py::test_generated_files_stream_as_read_whole": None,
+    "tests/unit/test_ties_step.py::test_accumulate_equals_its_slow_twin": None,
+    "tests/unit/test_per_image.py::test_ap_gain_is_the_gain_of_fixing_the_image_in_the_input": None,
+    "tests/unit/test_shards.py::test_shards_merge_to_the_same_numbers": 0,
+    "tests/unit/test_confusion.py::test_equals_slow_twin": None,
+    "tests/unit/test_match_chunks.py::test_box_presets": None,
+    "tests/unit/test_calibration.py::test_calibration_equals_netcal_on_generated_detections": None,
+    "tests/unit/test_decomposition.py::test_equals_slow_twin": None,
+    "tests/unit/test_compare.py::test_steps_add_up_and_follow_the_documented_order": None,
+    "tests/unit/test_compare_sharing.py::test_compare_equals_separate_evaluate_runs": 1,
+    "tests/unit/test_matching.py::test_fast_voc_matcher_equals_slow_twin": None,
+}
+
+#: Hypothesis examples per property in the fast tier (the full suite keeps each test's own count).
+FAST_MAX_EXAMPLES = 10
+
+
+def _is_fast_tier(config: pytest.Config) -> bool:
+    """The fast tier: ``DETEVAL_TEST_TIER=fast``, or ``-m`` deselecting ``slow`` (``full`` overrides)."""
+    tier = os.environ.get("DETEVAL_TEST_TIER", "")
+    if tier in ("fast", "full"):
+        return tier == "fast"
+    return "not slow" in (config.getoption("markexpr", "") or "")
+
+
+def _sweep_key(item: pytest.Item) -> tuple[str, str] | None:
+    """(function, kept-case key) of a listed sweep's case; None for any other test."""
+    function, _, case = item.nodeid.partition("[")
+    if function not in _SWEEPS or not case:
+        return None
+    part = _SWEEPS[function]
+    return function, "" if part is None else case.rstrip("]").split("-")[part]
+
+
+def _fewer_examples(item: pytest.Item) -> None:
+    """Cap a hypothesis test's examples at FAST_MAX_EXAMPLES (its own smaller count stays)."""
+    function = getattr(item, "function", None)
+    current = getattr(function, "_hypothesis_internal_use_settings", None)
+    if current is not None and current.max_examples > FAST_MAX_EXAMPLES:
+        from hypothesis import settings
+
+        function._hypothesis_internal_use_settings = settings(current, max_examples=FAST_MAX_EXAMPLES)  # type: ignore[union-attr]
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """In the fast tier, do not even import the slow folders (all their tests would be deselected)."""
+    if _is_fast_tier(config) and collection_path.is_relative_to(ROOT / "tests"):
+        relative = collection_path.relative_to(ROOT).as_posix() + "/"
+        if relative.startswith(_SLOW_FOLDERS):
+            return True
+    return None
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test of the slow folders ``slow`` (a test elsewhere may mark itself)."""
+    """Mark the slow folders and the sweeps' extra cases ``slow``; fewer examples in the fast tier."""
+    kept: set[tuple[str, str]] = set()
+    is_fast = _is_fast_tier(config)
     for item in items:
         if item.nodeid.startswith(_SLOW_FOLDERS):
             item.add_marker(pytest.mark.slow)
+            continue
+        key = _sweep_key(item)
+        if key is not None:
+            if key in kept:
+                item.add_marker(pytest.mark.slow)
+            kept.add(key)
+        if is_fast:
+            _fewer_examples(item)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from ultralytics.models.yolo.detect.val import DetectionValidator  # noqa: E402
-from ultralytics.utils.metrics import DetMetrics  # noqa: E402
 
+# An optional extra: without it, importing this module (a test that uses it, or the doctest
+# collection of tests/) is a skip, not a collection error.
+pytest.importorskip("ultralytics", reason="the installed-ultralytics cross-checks need ultralytics")
 torch = pytest.importorskip("torch", reason="the installed-ultralytics cross-check needs torch")
 
+from ultralytics.models.yolo.detect.val import DetectionValidator  # noqa: E402
+from ultralytics.utils.metrics import DetMetrics  # noqa: E402
 
 NO_PRED_CLASS, NO_GT_CLASS = 5, 6
 
