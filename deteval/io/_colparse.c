@@ -592,16 +592,19 @@ typedef struct {
     Py_ssize_t kp_capacity, kp_count, kp_per_record, kp_records;
 } AnnColumns;
 
-/* ``[x1, y1, v1, ...]`` of annotation ``i`` into the keypoint numbers (see AnnColumns). */
-static int parse_annotation_keypoints(Cursor *c, AnnColumns *cols) {
-    const Py_ssize_t first = cols->kp_count;
+/* ``[x1, y1, v1, ...]`` into ``numbers[*n ...]`` (at most ``cap`` in all): as many JSON numbers as
+ * the first list had (``*per_record``, set by the first list: a multiple of 3). The one reader of
+ * keypoint lists, for the ground truth's annotations and for keypoint results. */
+static int parse_keypoint_numbers(Cursor *c, double *numbers, Py_ssize_t *n, Py_ssize_t cap,
+                                  Py_ssize_t *per_record) {
+    const Py_ssize_t first = *n;
     if (expect(c, '[') != OK) return REFUSE;
     for (;;) {
-        if (cols->kp_count >= cols->kp_capacity) return REFUSE;
+        if (*n >= cap) return REFUSE;
         skip_ws(c);
-        int status = parse_coordinate(c, &cols->kp_numbers[cols->kp_count]);
+        int status = parse_coordinate(c, &numbers[*n]);
         if (status != OK) return status;
-        cols->kp_count++;
+        (*n)++;
         skip_ws(c);
         if (c->p < c->end && *c->p == ',') {
             c->p++;
@@ -610,13 +613,20 @@ static int parse_annotation_keypoints(Cursor *c, AnnColumns *cols) {
         if (expect(c, ']') != OK) return REFUSE;
         break;
     }
-    const Py_ssize_t count = cols->kp_count - first;
-    if (cols->kp_per_record == 0) {
+    const Py_ssize_t count = *n - first;
+    if (*per_record == 0) {
         if (count % 3) return REFUSE;
-        cols->kp_per_record = count;
+        *per_record = count;
     }
-    cols->kp_records++;
-    return count == cols->kp_per_record ? OK : REFUSE;
+    return count == *per_record ? OK : REFUSE;
+}
+
+/* ``[x1, y1, v1, ...]`` of annotation ``i`` into the keypoint numbers (see AnnColumns). */
+static int parse_annotation_keypoints(Cursor *c, AnnColumns *cols) {
+    int status = parse_keypoint_numbers(c, cols->kp_numbers, &cols->kp_count, cols->kp_capacity,
+                                        &cols->kp_per_record);
+    if (status == OK) cols->kp_records++;
+    return status;
 }
 
 /* One annotation record into row ``i`` of the columns; ``base`` is the start of the file. */
@@ -1280,28 +1290,7 @@ typedef struct {
 
 /* ``[x1, y1, v1, ...]``: as many JSON numbers as the first record has, a non-zero multiple of 3. */
 static int parse_keypoint_list(Cursor *c, KeypointColumns *s) {
-    const Py_ssize_t first = s->n_number;
-    if (expect(c, '[') != OK) return REFUSE;
-    for (;;) {
-        if (s->n_number >= s->cap_numbers) return REFUSE;
-        skip_ws(c);
-        int status = parse_coordinate(c, &s->numbers[s->n_number]);
-        if (status != OK) return status;
-        s->n_number++;
-        skip_ws(c);
-        if (c->p < c->end && *c->p == ',') {
-            c->p++;
-            continue;
-        }
-        if (expect(c, ']') != OK) return REFUSE;
-        break;
-    }
-    const Py_ssize_t count = s->n_number - first;
-    if (s->per_record == 0) {
-        if (count % 3) return REFUSE;
-        s->per_record = count;
-    }
-    return count == s->per_record ? OK : REFUSE;
+    return parse_keypoint_numbers(c, s->numbers, &s->n_number, s->cap_numbers, &s->per_record);
 }
 
 static int parse_keypoint_record(Cursor *c, KeypointColumns *s) {
