@@ -88,6 +88,19 @@ static inline void box_point(BoxWalk *b, uint32_t t, int is_fg_end)
     if (y > b->ye) b->ye = y;
 }
 
+/* The walk's box as pycocotools' toBbox writes it, ``[x, y, w, h]`` (0s without a foreground run). */
+static inline void box_out(const BoxWalk *b, double *bb)
+{
+    if (!b->has_pair) {
+        bb[0] = bb[1] = bb[2] = bb[3] = 0.0;
+        return;
+    }
+    bb[0] = (double)b->xs;
+    bb[1] = (double)b->ys;
+    bb[2] = (double)(uint32_t)(b->xe - b->xs + 1);
+    bb[3] = (double)(uint32_t)(b->ye - b->ys + 1);
+}
+
 /* pycocotools' toBbox (xywh) of a mask's runs (h > 0, runs adding up to h * w, no run of length 0 but
  * the first: what the rasteriser makes), by the walk summarise() does while decoding. */
 static void box_of_runs(const uint32_t *runs, Py_ssize_t n, uint32_t h, uint32_t w, double *bb)
@@ -105,14 +118,7 @@ static void box_of_runs(const uint32_t *runs, Py_ssize_t n, uint32_t h, uint32_t
         b.has_pair = 1;
         position = fg_start + runs[m];
     }
-    if (!b.has_pair) {
-        bb[0] = bb[1] = bb[2] = bb[3] = 0.0;
-    } else {
-        bb[0] = (double)b.xs;
-        bb[1] = (double)b.ys;
-        bb[2] = (double)(uint32_t)(b.xe - b.xs + 1);
-        bb[3] = (double)(uint32_t)(b.ye - b.ys + 1);
-    }
+    box_out(&b, bb);
 }
 
 /* Decode one string. Returns the problem code; sets *sum (int64, -1 for a too long run), *area (sum
@@ -226,13 +232,8 @@ static PyObject *summarise_compressed(PyObject *self, PyObject *args)
         double *bb = boxes + 4 * r;
         if (code != 0 || !want_box || sum != h * w || walk.zero_run) {
             bb[0] = bb[1] = bb[2] = bb[3] = NAN;
-        } else if (!walk.has_pair) {
-            bb[0] = bb[1] = bb[2] = bb[3] = 0.0;
         } else {
-            bb[0] = (double)walk.xs;
-            bb[1] = (double)walk.ys;
-            bb[2] = (double)(uint32_t)(walk.xe - walk.xs + 1);
-            bb[3] = (double)(uint32_t)(walk.ye - walk.ys + 1);
+            box_out(&walk, bb);
         }
     }
     Py_END_ALLOW_THREADS
