@@ -107,7 +107,7 @@ def _deteval_file(protocol: str, iou_type: str, gt: str, dt: str, workers: str) 
     from deteval import memory
 
     if sum(os.path.getsize(p) for p in (gt, dt)) > memory.LARGE_INPUT_BYTES:
-        memory.map_large_allocations()  # as `deteval evaluate` does for large inputs
+        memory.map_large_allocations(memory.CLI_MMAP_THRESHOLD)  # as `deteval evaluate` does
     p = deteval.get_protocol(protocol)
     if iou_type != p.iou_type:
         p = p.replace(iou_type=iou_type, **({"mask_iou": "raster"} if iou_type == "segm" else {}))

@@ -187,7 +187,7 @@ def _run_deteval(args: argparse.Namespace) -> dict:
     # system (glibc's mmap threshold fixed), so the peak is the CLI's (docs/benchmarks.md).
     inputs = [p for p in (args.gt, args.dt) if os.path.isfile(p)]
     if sum(os.path.getsize(p) for p in inputs) > memory.LARGE_INPUT_BYTES:
-        memory.map_large_allocations()
+        memory.map_large_allocations(memory.CLI_MMAP_THRESHOLD)
 
     protocol = _deteval_protocol(deteval, args.iou_type, args.mask_iou, args.protocol)
     kwargs, notes = {}, []

@@ -24,7 +24,7 @@ from deteval.errors import (
     printable,
 )
 from deteval.io.output import check_output, write_output
-from deteval.memory import LARGE_INPUT_BYTES, map_large_allocations
+from deteval.memory import CLI_MMAP_THRESHOLD, LARGE_INPUT_BYTES, map_large_allocations
 from deteval.protocol import Protocol
 from deteval.sharding import effective_workers
 
@@ -227,7 +227,7 @@ def _load(args: argparse.Namespace, protocols: list[Protocol], dt: str | None = 
     if dt is None:
         dt = args.dt[0] if isinstance(args.dt, list) else args.dt
     if _input_bytes(args.gt, dt) > LARGE_INPUT_BYTES:
-        map_large_allocations()  # freed large arrays go back to the system: a lower peak
+        map_large_allocations(CLI_MMAP_THRESHOLD)  # freed large arrays go back to the system
     try:
         return api.load_inputs(args.gt, dt, protocols=protocols, **_input_options(args))
     except InputWarning as exc:

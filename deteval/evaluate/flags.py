@@ -6,6 +6,7 @@ import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.geometry import PreparedMasks, detection_areas
+from deteval.geometry.boxes import take_rows
 from deteval.geometry.rotated import rotated_areas
 from deteval.protocol import Protocol
 
@@ -63,6 +64,6 @@ def _det_area(
         return rotated_areas(dt, rows, protocol)
     if masks is not None:
         return detection_areas(masks, rows, protocol)
-    box = boxes_as(dt.box[rows], dt.box_format, "xywh")
+    box = boxes_as(take_rows(np.asarray(dt.box), rows), dt.box_format, "xywh")
     with np.errstate(over="ignore"):  # a finite box of area > 1.8e308: inf, outside every range
         return box[:, 2] * box[:, 3]
