@@ -12,6 +12,7 @@ import deteval  # noqa: E402
 from deteval.cli import analysis as cli_analysis  # noqa: E402
 from deteval.cli import main  # noqa: E402
 from deteval.diagnose import analyze  # noqa: E402
+from deteval.plot.html import escape  # noqa: E402
 from tests import ROOT  # noqa: E402
 
 GT = str(ROOT / "fixtures" / "coco" / "gt.json")
@@ -44,7 +45,7 @@ def test_two_detectors_each_have_their_errors_and_explain_sections(tmp_path, cap
         doc = analyze(gt, dt, deteval.resolve_protocol("coco")).to_dict()
         errors = _section(html, f"errors-{i}")
         assert f"<h2>Errors and their cost: {name}</h2>" in errors
-        assert f"Detector: {name}, protocol coco.</p>" in errors
+        assert f"Detector: {name}.</p>" in errors
         e = doc["errors"]
         assert f"AP {e['ap']:.3f}" in errors
         row = errors[errors.index('<th scope="row">dAP</th>') :]
@@ -62,9 +63,9 @@ def test_two_detectors_each_have_their_errors_and_explain_sections(tmp_path, cap
         explain = _section(html, f"explain-{i}")
         assert f"<h2>Why the protocols differ: {name}</h2>" in explain
         assert f"Detector: {name}.</p>" in explain
-        assert f"<code>{walk['summary']}</code>" in explain
+        assert f"<code>{escape(walk['summary'])}</code>" in explain
         total = explain[explain.index('<tr class="total">') :]
-        assert _cells(total[: total.index("</tr>")])[:2] == [f"{walk['total']:+.4f}", f"{walk['end']:.4f}"]
+        assert _cells(total[: total.index("</tr>")])[1:3] == [f"{walk['total']:+.4f}", f"{walk['end']:.4f}"]
         assert f'href="#errors-{i}">Errors: {name}</a>' in html
         assert f'href="#explain-{i}">Explain: {name}</a>' in html
     # the two detectors differ, so the sections do too

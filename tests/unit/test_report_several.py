@@ -42,7 +42,7 @@ def test_per_class_ap_columns_come_first_and_sections_say_whose(tmp_path, capsys
     # each detector has its errors section (tests/unit/test_report_errors_all.py checks the numbers)
     for i, name in enumerate(("A", "B"), start=1):
         body = html[html.index(f'<section id="errors-{i}"') :]
-        assert f"Detector: {name}, protocol coco." in body[: body.index("</section>")]
+        assert f"Detector: {name}." in body[: body.index("</section>")]
     # the error browser and the label errors cover every detector (a menu; a table each)
     for section in ("gallery", "label-errors"):
         body = html[html.index(f'<section id="{section}"') :]
