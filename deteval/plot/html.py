@@ -487,11 +487,13 @@ def write_report(
         :func:`deteval.io.output.write_output`: atomically (a temporary file beside it -- or
         beside the target of a symbolic link -- fsynced, renamed over it; if anything fails,
         ``out`` is left as it was), or directly into a device or FIFO.
-    analysis : AnalysisResult or dict, optional
+    analysis : AnalysisResult or dict, or a mapping detector name -> one of them, optional
         :func:`deteval.diagnose.analyze` 's value or document: TIDE errors, confusion matrix,
-        decomposition.
-    explanation : Explanation, dict or a list of them, optional
-        :func:`deteval.explain` walks.
+        decomposition (``#errors``); of several detectors, one section each (``#errors-1``,
+        ``#errors-2``, ..., headed with the detector's name, figures named ``errors-<name>``).
+    explanation : Explanation, dict or a list of them, or a mapping detector name -> one of those, optional
+        :func:`deteval.explain` walks (``#explain``); of several detectors, one section each
+        (``#explain-1``, ...).
     bootstrap : BootstrapResult, ComparisonResult or dict, optional
         Intervals and paired comparisons (:mod:`deteval.stats`); a ComparisonResult's
         ``class_comparisons`` add the per-class paired differences (``#differences``).
@@ -510,9 +512,9 @@ def write_report(
         :func:`deteval.label_errors.label_errors`'s value or document (``#label-errors``); of
         several detectors, a table per detector.
     subject : str, optional
-        Which detector the analysis, explanation, and a single gallery and label errors are of
-        (said at the top of each of those sections; ``deteval report`` passes the first
-        ``--dt``'s name when there are several).
+        Which detector a single analysis, explanation, gallery and label errors are of when the
+        run has others (said at the top of each of those sections, with "the other detectors
+        are not analysed here"); sections given per detector in a mapping name their own.
     beyond : BeyondAP, dict or mapping label -> one of them, optional
         Calibration and optimal LRP per detector (``#beyond``: D-ECE overall and per class with
         the reliability diagram, moLRP and each class's oLRP, components and optimal threshold
