@@ -291,15 +291,18 @@ def _gallery_extras(
 def _report_stages(args: argparse.Namespace, n_detectors: int, n_protocols: int) -> int:
     """Stages of ``deteval report``'s progress bar (:func:`_pictures`)."""
     stages = score_stages(n_detectors, n_protocols) + 1  # + drawing the figures
-    stages += bool(args.analyze) + (n_protocols - 1 if args.explain else 0) + bool(args.bootstrap)
+    # --analyze and --explain: each detector's analysis and walks
+    stages += n_detectors * (bool(args.analyze) + (n_protocols - 1 if args.explain else 0)) + bool(
+        args.bootstrap
+    )
     stages += bool(getattr(args, "calibration", False) or getattr(args, "lrp", False))
     if args.command == "report":
         stages += n_detectors * ((args.images is not None or args.gallery) + bool(args.label_errors))
     return stages
 
 
-def _report_analysis(args: argparse.Namespace, first: api.Inputs, protocol: Any) -> Any:
-    """``--analyze`` of plot / report: the first detector under the first protocol.
+def _report_analysis(args: argparse.Namespace, inputs: api.Inputs, protocol: Any, note: bool = True) -> Any:
+    """``--analyze`` of plot / report: one detector under the first protocol (``note``: say what is left out).
 
     No decomposition (said on stderr) under a protocol it does not support (ultralytics'
     trapezoid AP, ...): TIDE errors and the confusion matrix still are.
@@ -307,7 +310,7 @@ def _report_analysis(args: argparse.Namespace, first: api.Inputs, protocol: Any)
     from deteval.decomposition import unsupported_reason
 
     reason = unsupported_reason(protocol)
-    if reason is not None and not args.quiet:
+    if reason is not None and note and not args.quiet:
         print(
             printable(
                 f"deteval {args.command}: note: --analyze: no AP decomposition under the first protocol "
@@ -316,7 +319,31 @@ def _report_analysis(args: argparse.Namespace, first: api.Inputs, protocol: Any)
             ),
             file=sys.stderr,
         )
-    return analyze(first.gt, _detections(first), protocol, decompose=reason is None)
+    return analyze(inputs.gt, _detections(inputs), protocol, decompose=reason is None)
+
+
+def _per_detector(
+    args: argparse.Namespace, names: list[str], loaded: list[api.Inputs], protocols: list, progress: _Progress
+) -> tuple[Any, Any]:
+    """``--analyze`` and ``--explain`` of plot / report: each detector's analysis and walks.
+
+    One detector: its analysis and list of walks, as before; several: mappings name -> each.
+    """
+    several = len(names) > 1
+    analyses: dict[str, Any] = {}
+    walks: dict[str, list] = {}
+    for name, inputs in zip(names, loaded):
+        who = f"{name}: " if several else ""
+        if args.analyze:
+            progress.stage(f"{who}analysing")
+            analyses[name] = _report_analysis(args, inputs, protocols[0], note=not analyses)
+        walks[name] = []
+        for a, b in zip(protocols, protocols[1:]) if args.explain else ():
+            progress.stage(f"{who}explaining {a.name} -> {b.name}")
+            walks[name].append(api.explain(inputs.gt, _detections(inputs), a, b))
+    if not several:
+        return analyses.get(names[0]), walks[names[0]]
+    return analyses or None, walks
 
 
 def _pictures(args: argparse.Namespace) -> int:
@@ -349,13 +376,7 @@ def _pictures(args: argparse.Namespace) -> int:
             names, loaded, results = score_detectors(args, protocols, log, progress)
             check_output(args.out, log, option="--out")
             first = loaded[0]
-            if args.analyze:
-                progress.stage("analysing")
-            analysis = _report_analysis(args, first, protocols[0]) if args.analyze else None
-            explanations = []
-            for a, b in zip(protocols, protocols[1:]) if args.explain else ():
-                progress.stage(f"explaining {a.name} -> {b.name}")
-                explanations.append(api.explain(first.gt, _detections(first), a, b))
+            analysis, explanations = _per_detector(args, names, loaded, protocols, progress)
         with _warnings_of(args) as boot_caught:  # the bootstrap's BootstrapBiasWarning, printed below
             boot = None
             if args.bootstrap:
@@ -386,12 +407,10 @@ def _pictures(args: argparse.Namespace) -> int:
             )
             summary = f"wrote {len(written)} files to {args.out}"
         else:
-            subject = names[0] if len(names) > 1 else None
             path = plot.write_report(
                 figures,
                 out=args.out,
                 title=args.title,
-                subject=subject,
                 progress=progress.advance if progress.bar is not None else None,
                 **extras,
                 **extras_report,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -18,7 +18,7 @@ from deteval.plot.bars import error_breakdown, explain_waterfall, forest, per_cl
 from deteval.plot.curves import f1_curves, pr_curves, pr_overlay
 from deteval.plot.matrix import confusion_matrix, decomposition_curves
 
-__all__ = ["FigureSpec", "figure_specs", "plot_all", "slug"]
+__all__ = ["FigureSpec", "figure_specs", "plot_all", "slug", "per_detector"]
 
 
 @dataclass(frozen=True)
@@ -31,19 +31,23 @@ class FigureSpec:
         File stem, unique within a run: the figure kind (``pr_curves``, ``f1_curves``,
         ``per_class_ap``, ``explain``, ``errors``, ``confusion``, ``decomposition``,
         ``intervals``, ``reliability``, ``lrp_components``), followed by ``-<label>`` (per-result figures) or
-        ``-<from>-<to>`` (explain) only when the run has several.
+        ``-<from>-<to>`` (explain) only when the run has several; the analysis and explain figures
+        of several detectors by ``-<detector>`` after the kind (``errors-A``, ``explain-A-coco-voc2007``).
     caption : str
         What it shows (plain text, user strings unescaped).
     section : str
         ``results``, ``explain``, ``errors``, ``intervals`` or ``beyond``.
     build : callable
         ``() -> Figure``.
+    detector : str
+        Whose analysis or explanation it draws when several detectors have one; else ``""``.
     """
 
     name: str
     caption: str
     section: str
     build: Callable[[], Any]
+    detector: str = ""
 
 
 def slug(text: str) -> str:
@@ -63,6 +67,32 @@ def _as_list(value: Any) -> list:
     return [value]
 
 
+# Keys of an analysis or explanation document: a mapping with one of them is a document, not a
+# mapping detector -> document.
+_DOCUMENT_KEYS = frozenset(
+    {"errors", "confusion", "decomposition", "calibration", "lrp", "protocol", "from", "to", "steps"}
+)
+
+
+def per_detector(value: Any) -> list[tuple[str, Any]]:
+    """(detector, value) pairs of an ``analysis`` / ``explanation`` argument.
+
+    A mapping detector name -> value (not itself a document) gives one pair per detector, in
+    its order; anything else (one value, a document, a list of explanations) is one detector's,
+    labelled ``""``; None gives no pair.
+
+    >>> per_detector({"A": {"errors": {}}, "B": {"errors": {}}})
+    [('A', {'errors': {}}), ('B', {'errors': {}})]
+    >>> per_detector({"errors": {}})
+    [('', {'errors': {}})]
+    """
+    if value is None:
+        return []
+    if isinstance(value, Mapping) and not hasattr(value, "to_dict") and not _DOCUMENT_KEYS & set(value):
+        return [(str(label), one) for label, one in value.items()]
+    return [("", value)]
+
+
 def figure_specs(
     results: Any,
     *,
@@ -79,10 +109,11 @@ def figure_specs(
     ----------
     results : EvalResult, sequence or mapping label -> EvalResult
         Each gives PR curves, F1 curves and per-class AP.
-    analysis : AnalysisResult or dict, optional
-        Its TIDE errors, confusion matrix and decomposition (those present).
-    explanation : Explanation, dict or a list of them, optional
-        A waterfall each.
+    analysis : AnalysisResult or dict, or a mapping detector name -> one of them, optional
+        Its TIDE errors, confusion matrix and decomposition (those present); of several
+        detectors, those of each, named and captioned with the detector.
+    explanation : Explanation, dict or a list of them, or a mapping detector name -> one of those, optional
+        A waterfall each (of several detectors, each detector's, named with the detector).
     bootstrap : BootstrapResult, ComparisonResult or dict, optional
         A forest plot.
     top_k, max_classes : int
@@ -100,12 +131,12 @@ def figure_specs(
     named = named_results(results, where="figures")
     used: dict = {}
 
-    def add(name: str, caption: str, section: str, build: Callable[[], Any]) -> None:
+    def add(name: str, caption: str, section: str, build: Callable[[], Any], detector: str = "") -> None:
         stem = slug(name)
         used[stem] = used.get(stem, 0) + 1
         if used[stem] > 1:
             stem = f"{stem}-{used[stem]}"
-        specs.append(FigureSpec(stem, caption, section, build))
+        specs.append(FigureSpec(stem, caption, section, build, detector))
 
     # Stable names (scripts collect them): the figure kind alone, its result's label after it
     # only when there are several (docs/plots.md lists the names).
@@ -138,39 +169,75 @@ def figure_specs(
             "results",
             partial(per_class_ap, result, top_k=top_k),
         )
-    explanations = _as_list(explanation)
-    for exp in explanations:
-        doc = as_document(exp, what="explanation")
-        add(
-            "explain" if len(explanations) == 1 else f"explain-{doc.get('from', 'A')}-{doc.get('to', 'B')}",
-            f"Why {doc.get('from')} and {doc.get('to')} differ",
-            "explain",
-            partial(explain_waterfall, doc),
-        )
-    if analysis is not None:
-        doc = as_document(analysis, what="analysis")
-        if "errors" in doc:
-            add("errors", "TIDE error breakdown", "errors", partial(error_breakdown, doc["errors"]))
-        if "confusion" in doc:
-            add(
-                "confusion",
-                "Confusion matrix",
-                "errors",
-                partial(confusion_matrix, doc["confusion"], top_k=top_k),
-            )
-        if "decomposition" in doc:
-            add(
-                "decomposition",
-                "AP decomposition factor curves",
-                "errors",
-                partial(decomposition_curves, doc["decomposition"]),
-            )
+    explained = [(label, _as_list(value)) for label, value in per_detector(explanation)]
+    analysed = [(label, as_document(a, what="analysis")) for label, a in per_detector(analysis)]
+    _add_detector_specs(explained, analysed, add, top_k)
     if bootstrap is not None:
         doc = as_document(bootstrap, what="bootstrap")
         add("intervals", "Bootstrap intervals", "intervals", partial(forest, doc))
-    analysis_doc = None if analysis is None else as_document(analysis, what="analysis")
-    add_beyond_specs(beyond_documents(beyond, analysis_doc), add)
+    add_beyond_specs(beyond_of(beyond, analysed), add)
     return specs
+
+
+def beyond_of(beyond: Any, analysed: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """:func:`beyond_documents` of ``beyond``, else of the analyses' calibration / LRP parts."""
+    if beyond is not None or len(analysed) < 2:
+        return beyond_documents(beyond, analysed[0][1] if analysed else None)
+    found = [(label, doc) for label, doc in analysed if "calibration" in doc or "lrp" in doc]
+    return beyond_documents(found or None)
+
+
+def _add_detector_specs(
+    explained: list[tuple[str, list]], analysed: list[tuple[str, dict]], add: Callable[..., None], top_k: int
+) -> None:
+    """The explain waterfalls and the analysis figures, per detector when several have them.
+
+    One detector's keep the names they always had (``explain``, ``errors``, ...); several
+    detectors' are named ``<kind>-<detector>`` and captioned with the detector.
+    """
+    several = len(explained) > 1
+    for label, walks in explained:
+        who = f"-{label}" if several else ""
+        about = f" ({label})" if several else ""
+        for exp in walks:
+            doc = as_document(exp, what="explanation")
+            pair = "" if len(walks) == 1 else f"-{doc.get('from', 'A')}-{doc.get('to', 'B')}"
+            add(
+                f"explain{who}{pair}",
+                f"Why {doc.get('from')} and {doc.get('to')} differ{about}",
+                "explain",
+                partial(explain_waterfall, doc),
+                label if several else "",
+            )
+    several = len(analysed) > 1
+    for label, doc in analysed:
+        who = f"-{label}" if several else ""
+        about = f": {label}" if several else ""
+        detector = label if several else ""
+        if "errors" in doc:
+            add(
+                f"errors{who}",
+                f"TIDE error breakdown{about}",
+                "errors",
+                partial(error_breakdown, doc["errors"]),
+                detector,
+            )
+        if "confusion" in doc:
+            add(
+                f"confusion{who}",
+                f"Confusion matrix{about}",
+                "errors",
+                partial(confusion_matrix, doc["confusion"], top_k=top_k),
+                detector,
+            )
+        if "decomposition" in doc:
+            add(
+                f"decomposition{who}",
+                f"AP decomposition factor curves{about}",
+                "errors",
+                partial(decomposition_curves, doc["decomposition"]),
+                detector,
+            )
 
 
 def plot_all(

@@ -25,13 +25,13 @@ from typing import Any
 
 from deteval._version import __version__
 from deteval.plot._base import as_document, atomic_write, figure_bytes
-from deteval.plot._beyond import beyond_documents, beyond_section
+from deteval.plot._beyond import beyond_section
 from deteval.plot._html_assets import _CSS, _JS
 from deteval.plot._html_differences import DIFFERENCES_CSS, differences_section
 from deteval.plot._html_format import _num, _num_cell, _table, _text_cell, escape
 from deteval.plot._html_tables import _class_section, _inputs_section, _metrics_section, _notes_section
 from deteval.plot._select import named_results
-from deteval.plot.files import FigureSpec, figure_specs
+from deteval.plot.files import FigureSpec, beyond_of, figure_specs, per_detector
 from deteval.sharding import run_forked, usable_cpus
 from deteval.stats import Comparison, Interval, verdict
 from deteval.tide import whose_ap
@@ -103,7 +103,8 @@ def _drawn(specs: list, progress: Any = None) -> list:
         for i, png in zip(part, data, strict=True):
             pngs[i] = png
     return [
-        _DrawnSpec(s.name, s.caption, s.section, s.build, png) for s, png in zip(specs, pngs, strict=True)
+        _DrawnSpec(s.name, s.caption, s.section, s.build, s.detector, png)
+        for s, png in zip(specs, pngs, strict=True)
     ]
 
 
@@ -122,8 +123,8 @@ def _figure(spec: FigureSpec) -> str:
 # ------------------------------------------------------------------------------------------
 
 
-def _explain_section(explanations: list, specs: list) -> str:
-    parts = ['<section id="explain"><h2>Why the protocols differ</h2>']
+def _explain_section(explanations: list, specs: list, anchor: str = "explain", heading: str = "") -> str:
+    parts = [f'<section id="{anchor}"><h2>Why the protocols differ{escape(heading)}</h2>']
     figures = [s for s in specs if s.section == "explain"]
     for i, doc in enumerate(explanations):
         parts.append(f"<h3>{escape(doc.get('from'))} → {escape(doc.get('to'))}</h3>")
@@ -165,9 +166,11 @@ def _explain_section(explanations: list, specs: list) -> str:
     return "".join(parts)
 
 
-def _errors_section(doc: dict, specs: list) -> str:
-    figures = {s.name: s for s in specs if s.section == "errors"}
-    parts = ['<section id="errors"><h2>Errors and their cost</h2>']
+def _errors_section(doc: dict, specs: list, anchor: str = "errors", heading: str = "") -> str:
+    """The errors section; ``specs``: this analysis' figures only (found by kind, before any ``-``)."""
+    figures = {s.name.split("-")[0]: s for s in specs if s.section == "errors"}
+    tables = anchor.replace("errors", "")  # "" for one detector, "-2" ... of several
+    parts = [f'<section id="{anchor}"><h2>Errors and their cost{escape(heading)}</h2>']
     if "errors" in doc:
         e = doc["errors"]
         main, special = list(e["main"]), list(e["special"])
@@ -203,7 +206,7 @@ def _errors_section(doc: dict, specs: list) -> str:
             ]
             parts.append(
                 f"<details><summary>dAP per class ({len(per_class)} classes)</summary>"
-                f"{_table(header, rows, table_id='tide-table')}</details>"
+                f"{_table(header, rows, table_id='tide-table' + tables)}</details>"
             )
     if "confusion" in doc:
         c = doc["confusion"]
@@ -234,7 +237,7 @@ def _errors_section(doc: dict, specs: list) -> str:
         ]
         parts.append(
             f"<details><summary>Decomposition per class ({len(rows)} classes)</summary>"
-            f"{_table(header, rows, table_id='decomposition-table')}</details>"
+            f"{_table(header, rows, table_id='decomposition-table' + tables)}</details>"
         )
     parts.append("</section>")
     return "".join(parts)
@@ -299,14 +302,48 @@ def _intervals_section(doc: dict, specs: list) -> str:
     return "".join(parts)
 
 
-def _about(section: str, subject: str | None, doc: dict | None = None) -> str:
-    """``section`` with a line saying which detector (and protocol) it shows, after its heading."""
+def _about(section: str, subject: str | None, doc: dict | None = None, *, others: bool = True) -> str:
+    """``section`` with a line saying which detector (and protocol) it shows, after its heading.
+
+    ``others``: the other detectors have no such section (said); False when each detector has its own.
+    """
     if subject is None:
         return section
     protocol = ((doc or {}).get("protocol") or {}).get("name")
     text = f"Detector: {escape(subject)}" + (f", protocol {escape(protocol)}" if protocol else "")
+    text += " (the other detectors are not analysed here)." if others else "."
     end = section.index("</h2>") + len("</h2>")
-    return f'{section[:end]}<p class="hint about">{text} (the other detectors are not analysed here).</p>{section[end:]}'
+    return f'{section[:end]}<p class="hint about">{text}</p>{section[end:]}'
+
+
+def _detector_sections(
+    explained: list[tuple[str, list]], analysed: list[tuple[str, dict]], specs: list, subject: str | None
+) -> list[tuple[str, str, str]]:
+    """The explain and errors sections: (anchor, nav label, html).
+
+    One detector's: one ``#explain`` and one ``#errors`` (said to be of ``subject`` when given);
+    several detectors': one of each per detector (``#explain-1``, ``#errors-1``, ...), each
+    with its figures and a line naming its detector.
+    """
+    out = []
+    groups: list[tuple[str, str, list[tuple[str, Any]]]] = [
+        ("explain", "Explain", list(explained)),
+        ("errors", "Errors", list(analysed)),
+    ]
+    for kind, label, pairs in groups:
+        several = len(pairs) > 1
+        for i, (name, value) in enumerate(pairs, start=1):
+            anchor = f"{kind}-{i}" if several else kind
+            mine = [s for s in specs if s.detector == (name if several else "")]
+            heading = f": {name}" if several else ""
+            doc: dict | None = None
+            if kind == "explain":
+                section = _explain_section(value, mine, anchor, heading)
+            else:
+                section, doc = _errors_section(value, mine, anchor, heading), value
+            section = _about(section, name, doc, others=False) if several else _about(section, subject, doc)
+            out.append((anchor, f"{label}: {name}" if several else label, section))
+    return out
 
 
 def _late_sections(
@@ -351,26 +388,23 @@ def render_report(
     """The report as one HTML string (see :func:`write_report`)."""
     named = named_results(results, where="write_report")
     docs = [r.to_dict() for _, r in named]
-    analysis_doc = None if analysis is None else as_document(analysis, what="analysis")
-    explanations = [
-        as_document(e, what="explanation")
-        for e in (
-            explanation
-            if isinstance(explanation, (list, tuple))
-            else ([] if explanation is None else [explanation])
-        )
+    analysed = [(name, as_document(a, what="analysis")) for name, a in per_detector(analysis)]
+    explained = [
+        (name, [as_document(e, what="explanation") for e in (e if isinstance(e, (list, tuple)) else [e])])
+        for name, e in per_detector(explanation)
     ]
+    explained = [(name, docs) for name, docs in explained if docs]
     bootstrap_doc = None if bootstrap is None else as_document(bootstrap, what="bootstrap")
     specs = figure_specs(
         results,
-        analysis=analysis_doc,
-        explanation=explanations or None,
+        analysis=dict(analysed) if len(analysed) > 1 else (analysed[0][1] if analysed else None),
+        explanation=(dict(explained) if len(explained) > 1 else explained[0][1]) if explained else None,
         bootstrap=bootstrap_doc,
         top_k=top_k,
         max_classes=max_classes,
         beyond=beyond,
     )
-    beyond_docs = beyond_documents(beyond, analysis_doc)
+    beyond_docs = beyond_of(beyond, analysed)
     specs = _drawn(specs, progress)
     if title is None:
         title = "deteval report: " + ", ".join(label for label, _ in named)
@@ -381,10 +415,8 @@ def render_report(
         ("classes", "Classes"),
         ("figures", "Figures"),
     ]
-    if explanations:
-        nav.append(("explain", "Explain"))
-    if analysis_doc:
-        nav.append(("errors", "Errors"))
+    detector_sections = _detector_sections(explained, [(n, d) for n, d in analysed if d], specs, subject)
+    nav += [(anchor, label) for anchor, label, _ in detector_sections]
     if bootstrap_doc:
         nav.append(("intervals", "Intervals"))
     inputs, protocols = _inputs_section(named, docs)
@@ -395,10 +427,7 @@ def render_report(
     ]
     figures = "".join(_figure(s) for s in specs if s.section == "results")
     sections.append(f'<section id="figures"><h2>Figures</h2>{figures}</section>')
-    if explanations:
-        sections.append(_about(_explain_section(explanations, specs), subject))
-    if analysis_doc:
-        sections.append(_about(_errors_section(analysis_doc, specs), subject, analysis_doc))
+    sections += [section for _, _, section in detector_sections]
     if bootstrap_doc:
         sections.append(_intervals_section(bootstrap_doc, specs))
     if beyond_docs:  # calibration and optimal LRP (deteval.plot._beyond)
@@ -458,11 +487,13 @@ def write_report(
         :func:`deteval.io.output.write_output`: atomically (a temporary file beside it -- or
         beside the target of a symbolic link -- fsynced, renamed over it; if anything fails,
         ``out`` is left as it was), or directly into a device or FIFO.
-    analysis : AnalysisResult or dict, optional
+    analysis : AnalysisResult or dict, or a mapping detector name -> one of them, optional
         :func:`deteval.diagnose.analyze` 's value or document: TIDE errors, confusion matrix,
-        decomposition.
-    explanation : Explanation, dict or a list of them, optional
-        :func:`deteval.explain` walks.
+        decomposition (``#errors``); of several detectors, one section each (``#errors-1``,
+        ``#errors-2``, ..., headed with the detector's name, figures named ``errors-<name>``).
+    explanation : Explanation, dict or a list of them, or a mapping detector name -> one of those, optional
+        :func:`deteval.explain` walks (``#explain``); of several detectors, one section each
+        (``#explain-1``, ...).
     bootstrap : BootstrapResult, ComparisonResult or dict, optional
         Intervals and paired comparisons (:mod:`deteval.stats`); a ComparisonResult's
         ``class_comparisons`` add the per-class paired differences (``#differences``).
@@ -481,9 +512,9 @@ def write_report(
         :func:`deteval.label_errors.label_errors`'s value or document (``#label-errors``); of
         several detectors, a table per detector.
     subject : str, optional
-        Which detector the analysis, explanation, and a single gallery and label errors are of
-        (said at the top of each of those sections; ``deteval report`` passes the first
-        ``--dt``'s name when there are several).
+        Which detector a single analysis, explanation, gallery and label errors are of when the
+        run has others (said at the top of each of those sections, with "the other detectors
+        are not analysed here"); sections given per detector in a mapping name their own.
     beyond : BeyondAP, dict or mapping label -> one of them, optional
         Calibration and optimal LRP per detector (``#beyond``: D-ECE overall and per class with
         the reliability diagram, moLRP and each class's oLRP, components and optimal threshold
