@@ -33,6 +33,7 @@ from tests.support.kernels import (
     bits,
     comparable,
     needs_kernel,
+    rle_string,
     twins_only,
 )
 
@@ -315,3 +316,20 @@ def test_a_nan_coordinate_overlaps_nothing_in_either_layer(convention, box_forma
     for d, g in ((det, gt), (gt, det)):
         got = boxes_module.pair_box_iou(d, g, crowd, box_format=box_format, convention=convention)
         assert got.tolist() == [0.0]
+
+
+def test_the_generators_rle_strings_are_pycocotools_frpyobjects():
+    """The harness' encoder of run lists equals pycocotools where pycocotools stays in its buffer.
+
+    Short runs, runs of length 0 anywhere, negative deltas.
+    """
+    mask_utils = pytest.importorskip("pycocotools.mask")
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        h, w = int(rng.integers(0, 40)), int(rng.integers(0, 40))
+        cuts = np.sort(rng.integers(0, h * w + 1, int(rng.integers(0, 12))))
+        runs = np.diff(np.r_[0, cuts, h * w]).tolist()
+        for _ in range(int(rng.integers(0, 4))):
+            runs.insert(int(rng.integers(0, len(runs) + 1)), 0)
+        expected = mask_utils.frPyObjects({"size": [h, w], "counts": runs}, h, w)["counts"]
+        assert rle_string(runs) == expected, runs
