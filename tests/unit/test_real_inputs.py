@@ -196,10 +196,14 @@ def test_a_large_drop_is_refused_unless_acknowledged(capsys):
     ("text", "message"),
     [
         ("0: person\nx: 3\n", r"map.yaml:2: key 'x' is not a detection category id"),
-        ("0: person\n0: car\n", r"map.yaml:2: detection id 0 is mapped twice"),
+        ("0: person\n0: car\n", r"map.yaml: 0: duplicate key \(lines 1 and 2\); expected each key once"),
+        ("0: person\n00: car\n", r"map.yaml:2: detection id 0 is mapped twice"),
         ("0: [1, 2]\n", r"map.yaml:1: entry is not `id: id or name`"),
         ("- 1\n", r"map.yaml: expected a mapping"),
-        ("0: !!python/name:os.system\n", r"map.yaml:1: invalid value"),
+        (
+            "0: !!python/name:os.system\n",
+            r"map.yaml: 0: tag '!!python/name:os.system' \(line 1\) is not allowed",
+        ),
         ("0: cow\n", r"map.yaml:1: 0: 'cow' is not a category name of"),
         ("0: 99\n", r"map.yaml:1: 0: 99 is not a category id of"),
     ],
