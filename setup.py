@@ -14,15 +14,22 @@ from setuptools import Extension, setup
 
 #: One set of flags for every extension: the kernels repeat numpy's float operations in order, so no
 #: contraction into FMA and no fast-math anywhere (MSVC: its defaults keep IEEE order).
-COMPILE_ARGS = [] if sys.platform == "win32" else ["-O2", "-fno-fast-math", "-ffp-contract=off"]
+COMPILE_ARGS = [] if sys.platform == "win32" else ["-O2", "-fno-fast-math", "-ffp-contract=off", "-pthread"]
+#: Kernels that split their work start POSIX threads (deteval/_parallel.h).
+LINK_ARGS = [] if sys.platform == "win32" else ["-pthread"]
 #: The header every extension includes (buffer checks, the init macro and its ABI number): each
 #: extension depends on it, so that changing it rebuilds them all.
-BUFFER_CHECKS = ["deteval/_buffer_checks.h"]
+BUFFER_CHECKS = ["deteval/_buffer_checks.h", "deteval/_parallel.h"]
 
 
 def _extension(name: str, source: str) -> Extension:
     return Extension(
-        name, sources=[source], depends=BUFFER_CHECKS, extra_compile_args=COMPILE_ARGS, optional=True
+        name,
+        sources=[source],
+        depends=BUFFER_CHECKS,
+        extra_compile_args=COMPILE_ARGS,
+        extra_link_args=LINK_ARGS,
+        optional=True,
     )
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from deteval._parallel import usable_cpus
 from deteval.data import Detections, GroundTruth
 from deteval.errors import DetevalError
 from deteval.evaluate import MatchTable, match, merge_match_tables
@@ -53,14 +54,6 @@ __all__ = [
 #: type. Box matching costs ~0.3 us a detection (a fork, the child's first-touch page faults and
 #: the pipe cost about as much as 300k of them); a mask or keypoint pair costs 10-100x more.
 AUTO_DETECTIONS_PER_WORKER = {"bbox": 400_000, "keypoints": 100_000, "segm": 25_000, "boundary": 25_000}
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask; ``os.cpu_count()`` where there is none)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - macOS, Windows
-        return max(1, os.cpu_count() or 1)
 
 
 def effective_workers(requested: int | None) -> int:

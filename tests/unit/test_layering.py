@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "deteval._dtypes",
         "deteval._safe_read",  # the one reading policy: files, text, JSON, YAML (and the read log)
         "deteval._speedups",
+        "deteval._parallel",  # how many threads a kernel call splits into (one rule, no state)
         "deteval.errors",
         "deteval.memory",
         "deteval.integrations.distributed",
