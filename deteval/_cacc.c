@@ -37,9 +37,10 @@
 #include <string.h>
 
 #include "_buffer_checks.h"
+#include "_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define CACC_ABI 1
+#define CACC_ABI 2 /* 2: accumulate takes threads */
 
 /* One detection, in table order: its lanes' TP and ignored flags, and its class (high bits)
  * with one bit per max_dets value that keeps it (low 8 bits). */
@@ -302,61 +303,66 @@ record_of(int64_t row, const unsigned char *det_is_tp, const unsigned char *det_
     return out;
 }
 
+/* The read-only inputs of the walk, shared by every part. */
+typedef struct {
+    const walk_shape *w;
+    const unsigned char *det_is_tp, *det_is_ignored;
+    Py_ssize_t n_det, n_byte;
+    const void *ranking;
+    int ranking_width;
+    const void *det_rank;
+    int rank_width;
+    const void *det_class;
+    int class_width;
+    const double *det_score;
+    const int64_t *max_dets;
+    const int64_t *class_end; /* threads > 1: where each class's segment of the ranking ends */
+    int *status;              /* threads > 1: each part's status, at its first class */
+} walk_inputs;
+
 /*
- * The accumulation itself, without the GIL. Returns 0 on success, 1 when the inputs break an
- * assumption (fall back to numpy), -1 when out of memory.
+ * Walk ranked positions [lo, hi) whose classes are in [k_lo, k_hi), finishing classes k_lo ..
+ * k_hi - 1 (their outputs only). With `check`, every row and class is checked on the way (one
+ * part: the whole ranking); without, the caller checked them. Returns 0, 1 when the inputs break
+ * an assumption, -1 when out of memory. Touches no Python object: run without the GIL, on any
+ * thread; the buffers are this call's own.
  */
 static int
-run_accumulate(
-    walk_shape *w, const unsigned char *det_is_tp, const unsigned char *det_is_ignored, Py_ssize_t n_det,
-    const void *ranking, int ranking_width, Py_ssize_t n_ranked, const void *det_rank, int rank_width,
-    const void *det_class, int class_width, const double *det_score, const int64_t *max_dets)
+walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssize_t k_lo, Py_ssize_t k_hi,
+             int check)
 {
-    const Py_ssize_t n_lane = w->n_lane, n_md = w->n_md, n_r = w->n_r, n_class = w->n_class;
-    const Py_ssize_t n_byte = (n_lane + 7) / 8;
+    walk_shape local = *in->w;
+    walk_shape *w = &local;
+    const Py_ssize_t n_md = w->n_md, n_lane = w->n_lane, n_r = w->n_r;
     const Py_ssize_t block = 1024;
-    walk_state *state = NULL;
-    det_record *ranked = NULL;
-    unsigned char *seen = NULL;
+    walk_state *state = malloc(((size_t)n_md + 1) * sizeof(walk_state));
+    det_record *ranked = malloc((size_t)block * sizeof(det_record));
+    unsigned char *seen = check ? calloc((size_t)in->n_det / 8 + 1, 1) : NULL;
     int status = -1;
-    Py_ssize_t p, d, k, m, r, lo;
-
-    /* Needed counts must not decrease along the recall points (a sorted grid). */
-    for (d = 0; d < w->n_area * n_class; d++) {
-        const int64_t *need = w->tp_needed + d * n_r;
-        for (r = 0; r < n_r; r++) {
-            if (need[r] < 0 || (r > 0 && need[r] < need[r - 1])) {
-                return 1;
-            }
-        }
-    }
-    state = malloc(((size_t)n_md + 1) * sizeof(walk_state));
+    Py_ssize_t p, k, m, lo;
     w->piece = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
     w->piece_score = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
-    ranked = malloc((size_t)block * sizeof(det_record));
-    seen = calloc((size_t)n_det / 8 + 1, 1);
-    if (ranked == NULL || seen == NULL || state == NULL || w->piece == NULL
-        || w->piece_score == NULL) {
+    if (ranked == NULL || (check && seen == NULL) || state == NULL || w->piece == NULL || w->piece_score == NULL) {
         goto done;
     }
-
-    /* One walk of the ranking: class segments in increasing class order. */
-    k = 0;
+    k = k_lo;
     for (m = 0; m < n_md; m++) {
         reset_state(&state[m]);
     }
-    for (lo = 0; lo < n_ranked; lo += block) {
-        const Py_ssize_t n = lo + block < n_ranked ? block : n_ranked - lo;
+    for (lo = lo_pos; lo < hi_pos; lo += block) {
+        const Py_ssize_t n = lo + block < hi_pos ? block : hi_pos - lo;
         /* Gather a block of ranked detections first: independent loads, overlapped. */
         for (p = 0; p < n; p++) {
-            const int64_t row = index_at(ranking, ranking_width, lo + p);
-            if (row < 0 || row >= n_det || (seen[row >> 3] & (1u << (row & 7)))) {
-                status = 1;
-                goto done;
+            const int64_t row = index_at(in->ranking, in->ranking_width, lo + p);
+            if (check) {
+                if (row < 0 || row >= in->n_det || (seen[row >> 3] & (1u << (row & 7)))) {
+                    status = 1;
+                    goto done;
+                }
+                seen[row >> 3] |= (unsigned char)(1u << (row & 7));
             }
-            seen[row >> 3] |= (unsigned char)(1u << (row & 7));
-            ranked[p] = record_of(row, det_is_tp, det_is_ignored, n_byte, det_class, class_width,
-                                  det_rank, rank_width, max_dets, n_md, n_class);
+            ranked[p] = record_of(row, in->det_is_tp, in->det_is_ignored, in->n_byte, in->det_class,
+                                  in->class_width, in->det_rank, in->rank_width, in->max_dets, n_md, w->n_class);
         }
         for (p = 0; p < n; p++) {
             const det_record *det = &ranked[p];
@@ -375,12 +381,13 @@ run_accumulate(
             }
             for (m = 0; keep; m++, keep >>= 1) {
                 if (keep & 1) {
-                    walk_detection(w, &state[m], m, k, det, &det_score[index_at(ranking, ranking_width, lo + p)]);
+                    walk_detection(w, &state[m], m, k, det,
+                                   &in->det_score[index_at(in->ranking, in->ranking_width, lo + p)]);
                 }
             }
         }
     }
-    for (; k < n_class; k++) {
+    for (; k < k_hi; k++) {
         finish_class(w, state, k);
         for (m = 0; m < n_md; m++) {
             reset_state(&state[m]);
@@ -393,15 +400,133 @@ done:
     free(w->piece_score);
     free(ranked);
     free(seen);
-    w->piece = NULL;
-    w->piece_score = NULL;
+    return status;
+}
+
+/* One part of the threaded walk: classes [k_lo, k_hi) (parallel_parts' part function). */
+static void
+walk_part(void *ctx, Py_ssize_t k_lo, Py_ssize_t k_hi)
+{
+    const walk_inputs *in = (const walk_inputs *)ctx;
+    Py_ssize_t lo_pos;
+    if (k_lo >= k_hi) {
+        return; /* an empty part (parallel_parts runs part 0 even when empty) */
+    }
+    lo_pos = k_lo == 0 ? 0 : (Py_ssize_t)in->class_end[k_lo - 1];
+    in->status[k_lo] = walk_classes(in, lo_pos, (Py_ssize_t)in->class_end[k_hi - 1], k_lo, k_hi, 0);
+}
+
+/*
+ * The accumulation itself, without the GIL. Returns 0 on success, 1 when the inputs break an
+ * assumption (fall back to numpy), -1 when out of memory.
+ *
+ * One thread: one walk of the ranking, checking rows and classes as it goes. threads > 1: a
+ * first pass checks every row (in range, ranked once) and class (in range, non-decreasing along
+ * the ranking) and finds where each class's segment ends; the classes are then cut into parts of
+ * about equal work (their detections, plus the envelope of each class's lanes) walked on their
+ * own threads, each with its own working buffers and writing only its classes' outputs: the
+ * same numbers as one walk, whatever the number of parts.
+ */
+static int
+run_accumulate(
+    walk_shape *w, const unsigned char *det_is_tp, const unsigned char *det_is_ignored, Py_ssize_t n_det,
+    const void *ranking, int ranking_width, Py_ssize_t n_ranked, const void *det_rank, int rank_width,
+    const void *det_class, int class_width, const double *det_score, const int64_t *max_dets, int threads)
+{
+    const Py_ssize_t n_class = w->n_class, n_r = w->n_r;
+    walk_inputs in;
+    int64_t *cost = NULL, *class_end = NULL;
+    int *status_at = NULL;
+    unsigned char *seen = NULL;
+    Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
+    int parts, status = -1;
+    Py_ssize_t d, r, p, k;
+
+    /* Needed counts must not decrease along the recall points (a sorted grid). */
+    for (d = 0; d < w->n_area * n_class; d++) {
+        const int64_t *need = w->tp_needed + d * n_r;
+        for (r = 0; r < n_r; r++) {
+            if (need[r] < 0 || (r > 0 && need[r] < need[r - 1])) {
+                return 1;
+            }
+        }
+    }
+    in.w = w;
+    in.det_is_tp = det_is_tp;
+    in.det_is_ignored = det_is_ignored;
+    in.n_det = n_det;
+    in.n_byte = (w->n_lane + 7) / 8;
+    in.ranking = ranking;
+    in.ranking_width = ranking_width;
+    in.det_rank = det_rank;
+    in.rank_width = rank_width;
+    in.det_class = det_class;
+    in.class_width = class_width;
+    in.det_score = det_score;
+    in.max_dets = max_dets;
+    in.class_end = NULL;
+    in.status = NULL;
+    if (threads <= 1 || n_class < 2) {
+        return walk_classes(&in, 0, n_ranked, 0, n_class, 1);
+    }
+    class_end = malloc((size_t)n_class * sizeof(int64_t));
+    cost = malloc(((size_t)n_class + 1) * sizeof(int64_t));
+    status_at = calloc((size_t)n_class + 1, sizeof(int));
+    seen = calloc((size_t)n_det / 8 + 1, 1);
+    if (class_end == NULL || cost == NULL || status_at == NULL || seen == NULL) {
+        goto done;
+    }
+    /* The checks of the one-thread walk, and each class's end along the ranking. */
+    k = 0;
+    for (p = 0; p < n_ranked; p++) {
+        const int64_t row = index_at(ranking, ranking_width, p);
+        int64_t c;
+        if (row < 0 || row >= n_det || (seen[row >> 3] & (1u << (row & 7)))) {
+            status = 1;
+            goto done;
+        }
+        seen[row >> 3] |= (unsigned char)(1u << (row & 7));
+        c = index_at(det_class, class_width, row);
+        if (c < k || c >= n_class) {
+            status = 1;
+            goto done;
+        }
+        while (k < c) {
+            class_end[k++] = p;
+        }
+    }
+    while (k < n_class) {
+        class_end[k++] = n_ranked;
+    }
+    /* A class costs its detections and the envelope of its lanes (n_md * n_lane * n_r). */
+    cost[0] = 0;
+    for (k = 0; k < n_class; k++) {
+        const int64_t before = k == 0 ? 0 : class_end[k - 1];
+        cost[k + 1] = cost[k] + (class_end[k] - before) + (int64_t)(w->n_md * w->n_lane * n_r) / 4 + 1;
+    }
+    in.class_end = class_end;
+    in.status = status_at;
+    parts = weighted_bounds(cost, n_class, threads, bounds);
+    parallel_parts(bounds, parts, walk_part, &in);
+    status = 0;
+    for (p = 0; p < parts; p++) { /* a part's -1 (out of memory); the first pass ruled out a 1 */
+        const int part_status = bounds[p] < bounds[p + 1] ? status_at[bounds[p]] : 0;
+        if (part_status < 0 || (part_status > 0 && status == 0)) {
+            status = part_status;
+        }
+    }
+done:
+    free(class_end);
+    free(cost);
+    free(status_at);
+    free(seen);
     return status;
 }
 
 PyDoc_STRVAR(accumulate_doc,
 "accumulate(det_is_tp, det_is_ignored, ranking, det_rank, det_class, det_score, n_positive,\n"
 "           tp_needed, max_dets, n_area, n_thr, n_class, devkit, precision, scores, recall,\n"
-"           ranking_width)\n"
+"           ranking_width, threads)\n"
 "--\n\n"
 "The point-sampled accumulation of every max_dets value (see deteval.accumulate).\n\n"
 "det_is_tp, det_is_ignored: uint8 (n_det, ceil(n_lane / 8)), the lanes' flags packed (lane L\n"
@@ -409,7 +534,8 @@ PyDoc_STRVAR(accumulate_doc,
 "det_rank, det_class: int32 or int64 (each its own); det_score: float64 (n_det,); n_positive: int64 (n_class,\n"
 "n_area); tp_needed: int64 (n_area, n_class, n_r); max_dets: int64 (n_md <= 8,). Filled in\n"
 "place where a class has positives (float64): precision and scores (n_thr, n_r, n_class,\n"
-"n_area, n_md), recall (n_thr, n_class, n_area, n_md). Returns True, or None when the inputs break the kernel's assumptions.");
+"n_area, n_md), recall (n_thr, n_class, n_area, n_md). threads: split the classes over that many threads (1: none; not capped here);\n"
+"the numbers do not depend on it. Returns True, or None when the inputs break the kernel's assumptions.");
 
 static PyObject *
 cacc_accumulate(PyObject *self, PyObject *args)
@@ -418,15 +544,15 @@ cacc_accumulate(PyObject *self, PyObject *args)
         tp_needed, max_dets, precision, scores, recall;
     Py_ssize_t n_det, n_ranked, n_cell;
     walk_shape w;
-    int fits, rank_width, class_width, ranking_width = 8, status = 1;
+    int fits, rank_width, class_width, ranking_width = 8, threads = 1, status = 1;
     PyObject *out = NULL;
 
     (void)self;
     memset(&w, 0, sizeof(w));
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnpw*w*w*|i:accumulate", &det_is_tp,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnpw*w*w*|ii:accumulate", &det_is_tp,
                           &det_is_ignored, &ranking, &det_rank, &det_class, &det_score,
                           &n_positive, &tp_needed, &max_dets, &w.n_area, &w.n_thr, &w.n_class,
-                          &w.devkit, &precision, &scores, &recall, &ranking_width)) {
+                          &w.devkit, &precision, &scores, &recall, &ranking_width, &threads)) {
         return NULL;
     }
     {
@@ -475,7 +601,7 @@ cacc_accumulate(PyObject *self, PyObject *args)
         status = run_accumulate(&w, (const unsigned char *)det_is_tp.buf,
                                 (const unsigned char *)det_is_ignored.buf, n_det, ranking.buf, ranking_width, n_ranked,
                                 det_rank.buf, rank_width, det_class.buf, class_width, det_score.buf,
-                                max_dets.buf);
+                                max_dets.buf, threads);
         Py_END_ALLOW_THREADS
     }
     if (status < 0) {

@@ -26,31 +26,58 @@
 #include <string.h>
 
 #include "_buffer_checks.h"
+#include "_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define CMATCH_ABI 2 /* 2: match_coco takes first_ties (gt_ties: first) */
+#define CMATCH_ABI 3 /* 2: match_coco takes first_ties (gt_ties: first); 3: and threads */
 
 /* A match as found: gt * n_lane + lane (is_taken has n_gt * n_lane bytes, so it fits). One word,
  * not a (gt, lane) struct of two: the list holds every match, ~2.6 per detection on COCO data. */
 typedef int64_t pending_match;
 
-/* The matches as found, detection-major: detection d's are pending[det_end[d - 1]:det_end[d]]. */
+/* One part's matches as found, detection-major (its detections' in order), and their count per lane. */
 typedef struct {
     pending_match *pending;
-    Py_ssize_t n_pending;
-    Py_ssize_t *det_end;
+    Py_ssize_t n_pending, cap;
     Py_ssize_t *lane_count;
+    int status; /* 0, or -1 when out of memory */
+} match_part;
+
+/* The matches as found: part k holds detections [bounds[k], bounds[k + 1]) (whole groups), and
+ * detection d's matches are its part's pending[det_end[d - 1]:det_end[d]] (0 at a part's first). */
+typedef struct {
+    match_part part[DETEVAL_MAX_PARTS];
+    Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
+    int n_parts;
+    Py_ssize_t *det_end;
 } found_matches;
 
 static void
 free_found(found_matches *found)
 {
-    free(found->pending);
+    int k;
+    for (k = 0; k < found->n_parts; k++) {
+        free(found->part[k].pending);
+        free(found->part[k].lane_count);
+        found->part[k].pending = NULL;
+        found->part[k].lane_count = NULL;
+    }
+    found->n_parts = 0;
     free(found->det_end);
-    free(found->lane_count);
-    found->pending = NULL;
     found->det_end = NULL;
-    found->lane_count = NULL;
+}
+
+/* The part of found whose detections are [lo, hi) (a part that runs is not empty). */
+static match_part *
+part_of(found_matches *found, Py_ssize_t lo, Py_ssize_t hi)
+{
+    int k;
+    for (k = 0; k < found->n_parts; k++) {
+        if (found->bounds[k] == lo && found->bounds[k + 1] == hi) {
+            return &found->part[k];
+        }
+    }
+    return NULL; /* not reached */
 }
 
 /* How the matches are written: three int64 rows (lanes, detections, ground truths), or narrow:
@@ -96,27 +123,57 @@ put_match(const match_rows *rows, Py_ssize_t n_lane, Py_ssize_t at, int64_t lane
     }
 }
 
-/* Write the matches lane-major (stable: detections ascending) in the rows' layout. */
+/* The scatter of the matches lane-major (stable: detections ascending) in the rows' layout; each
+ * part writes its own matches, from its own offset per lane (next: n_parts x n_lane). */
+typedef struct {
+    found_matches *found;
+    Py_ssize_t n_lane;
+    const match_rows *rows;
+    Py_ssize_t *next;
+} scatter_job;
+
 static void
-scatter_lane_major(found_matches *found, Py_ssize_t n_det, Py_ssize_t n_lane, const match_rows *rows)
+scatter_part(void *ctx, Py_ssize_t lo, Py_ssize_t hi)
 {
-    Py_ssize_t *next = found->lane_count;
-    Py_ssize_t offset = 0, lane, d, i, begin = 0;
-    for (lane = 0; lane < n_lane; lane++) {
-        Py_ssize_t c = next[lane];
-        next[lane] = offset;
-        offset += c;
-    }
-    for (d = 0; d < n_det; d++) {
+    scatter_job *job = (scatter_job *)ctx;
+    found_matches *found = job->found;
+    const match_part *part = part_of(found, lo, hi);
+    Py_ssize_t *next = job->next + (part - found->part) * job->n_lane;
+    Py_ssize_t d, i, begin = 0;
+    for (d = lo; d < hi; d++) {
         const Py_ssize_t end = found->det_end[d];
         for (i = begin; i < end; i++) {
-            const pending_match m = found->pending[i];
-            const int64_t lane = m % n_lane;
+            const pending_match m = part->pending[i];
+            const int64_t lane = m % job->n_lane;
             const Py_ssize_t at = next[lane]++;
-            put_match(rows, n_lane, at, lane, d, m / n_lane);
+            put_match(job->rows, job->n_lane, at, lane, d, m / job->n_lane);
         }
         begin = end;
     }
+}
+
+/* Write the matches lane-major; returns -1 when out of memory, else 0. */
+static int
+scatter_lane_major(found_matches *found, Py_ssize_t n_lane, const match_rows *rows)
+{
+    Py_ssize_t *next = malloc(((size_t)found->n_parts * (size_t)n_lane + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t offset = 0, lane;
+    int k;
+    scatter_job job = {found, n_lane, rows, next};
+    if (next == NULL) {
+        return -1;
+    }
+    for (lane = 0; lane < n_lane; lane++) {
+        for (k = 0; k < found->n_parts; k++) {
+            next[k * n_lane + lane] = offset;
+            if (found->part[k].lane_count != NULL) { /* NULL: an empty part, not run */
+                offset += found->part[k].lane_count[lane];
+            }
+        }
+    }
+    parallel_parts(found->bounds, found->n_parts, scatter_part, &job);
+    free(next);
+    return 0;
 }
 
 /* Lane flags are packed detection-major, eight lanes a byte: lane L of detection d is bit L % 8
@@ -159,10 +216,129 @@ set_out_of_range(const char *det_is_out_of_range, Py_ssize_t n_area, Py_ssize_t 
     }
 }
 
+/* What every part of the matching reads (and the flags and taken marks it writes, each part
+ * only its own detections' and its own groups' ground truths'). */
+typedef struct {
+    const int64_t *pair_gt;
+    const double *pair_iou;
+    Py_ssize_t n_det, n_thr, n_area, n_gt;
+    const double *thresholds;
+    double lowest;
+    const char *gt_is_ignored, *gt_is_reusable, *gt_is_unmatchable, *det_is_out_of_range;
+    int strict, first_ties;
+    unsigned char *det_is_tp, *det_is_ignored;
+    const int64_t *det_start;      /* detection d's pairs: [det_start[d], det_start[d + 1]) */
+    const Py_ssize_t *pair_order;  /* NULL: the pairs are detection-major already */
+    Py_ssize_t max_kept;
+    char *is_taken;                /* (n_gt, n_lane) */
+    found_matches *found;
+} match_job;
+
+/* Match detections [lo, hi) (whole groups) into their part's matches (parallel_parts' part). */
+static void
+match_part_fn(void *ctx, Py_ssize_t lo, Py_ssize_t hi)
+{
+    const match_job *job = (const match_job *)ctx;
+    const Py_ssize_t n_thr = job->n_thr, n_area = job->n_area, n_gt = job->n_gt, n_det = job->n_det;
+    const Py_ssize_t n_lane = n_area * n_thr, n_byte = lane_bytes(n_lane);
+    const double *pair_iou = job->pair_iou, *thresholds = job->thresholds;
+    const int64_t *pair_gt = job->pair_gt;
+    const double lowest = job->lowest;
+    const int strict = job->strict, first_ties = job->first_ties;
+    match_part *part = part_of(job->found, lo, hi);
+    Py_ssize_t *kept = malloc(((size_t)job->max_kept + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t d, i;
+    part->lane_count = calloc((size_t)n_lane + 1, sizeof(Py_ssize_t));
+    if (kept == NULL || part->lane_count == NULL) {
+        part->status = -1;
+        free(kept);
+        return;
+    }
+    for (d = lo; d < hi; d++) {
+        Py_ssize_t n_kept = 0, a, t;
+        /* The detection's pairs that can pass the lowest threshold (the numpy code's `keep`). */
+        for (i = (Py_ssize_t)job->det_start[d]; i < (Py_ssize_t)job->det_start[d + 1]; i++) {
+            const Py_ssize_t p = job->pair_order != NULL ? job->pair_order[i] : i;
+            double iou = pair_iou[p];
+            if (strict ? iou > lowest : iou >= lowest) {
+                kept[n_kept++] = p;
+            }
+        }
+        for (a = 0; n_kept > 0 && a < n_area; a++) {
+            const char *ignored = job->gt_is_ignored + a * n_gt;
+            for (t = 0; t < n_thr; t++) {
+                const Py_ssize_t lane = a * n_thr + t;
+                const double thr = thresholds[t];
+                int best_priority = 0;
+                double best_iou = 0.0;
+                int64_t best_gt = -1;
+                for (i = 0; i < n_kept; i++) {
+                    const Py_ssize_t p = kept[i];
+                    const double iou = pair_iou[p];
+                    const int64_t g = pair_gt[p];
+                    int priority;
+                    if (!(strict ? iou > thr : iou >= thr)) {
+                        continue;
+                    }
+                    if (job->is_taken[g * n_lane + lane] && !job->gt_is_reusable[g]) {
+                        continue;
+                    }
+                    priority = ignored[g] ? 1 : 2;
+                    /* Lexicographic maximum of (priority, IoU, GT row); the later pair on a full
+                     * tie, as the numpy code's stable sort + maximum of the position. gt_ties
+                     * "first": of (priority, IoU, -GT row), the first GT of equal IoU. */
+                    if (priority > best_priority
+                        || (priority == best_priority
+                            && (iou > best_iou
+                                || (iou == best_iou && (first_ties ? g <= best_gt : g >= best_gt))))) {
+                        best_priority = priority;
+                        best_iou = iou;
+                        best_gt = g;
+                    }
+                }
+                if (best_priority == 0) {
+                    continue; /* unmatched: FP, or ignored if out of range (already filled in) */
+                }
+                if (!job->gt_is_reusable[best_gt]) {
+                    job->is_taken[best_gt * n_lane + lane] = 1;
+                }
+                {
+                    const int hit_ignored = ignored[best_gt] != 0;
+                    const int counts_as_match = !job->gt_is_unmatchable[best_gt];
+                    const int is_ignored =
+                        hit_ignored || (!counts_as_match && job->det_is_out_of_range[a * n_det + d]);
+                    set_lane(job->det_is_ignored, n_byte, d, lane, is_ignored);
+                    set_lane(job->det_is_tp, n_byte, d, lane, counts_as_match && !is_ignored);
+                }
+                if (part->n_pending == part->cap) {
+                    Py_ssize_t new_cap = part->cap ? 2 * part->cap : 1024;
+                    pending_match *grown = realloc(part->pending, (size_t)new_cap * sizeof(pending_match));
+                    if (grown == NULL) {
+                        part->status = -1;
+                        free(kept);
+                        return;
+                    }
+                    part->pending = grown;
+                    part->cap = new_cap;
+                }
+                part->pending[part->n_pending++] = best_gt * n_lane + lane;
+                part->lane_count[lane]++;
+            }
+        }
+        job->found->det_end[d] = part->n_pending;
+    }
+    free(kept);
+}
+
 /*
  * The matching itself, without the GIL. Returns 0 on success, 1 when the inputs break an
  * assumption (fall back to numpy), -1 when out of memory. On success *found holds the matches
  * (the caller frees it with free_found).
+ *
+ * The checks and the grouping of the pairs by detection run on the calling thread; the matching
+ * then runs in `threads` parts of whole groups (image x class): a ground truth is paired with
+ * detections of one group only (checked), so its taken marks, like each detection's flags and
+ * matches, belong to one part, and the matches are those of one pass whatever the parts.
  */
 static int
 run_match(
@@ -170,32 +346,31 @@ run_match(
     Py_ssize_t n_det, const int64_t *det_key, Py_ssize_t n_thr, const double *thresholds,
     Py_ssize_t n_area, Py_ssize_t n_gt, const char *gt_is_ignored, const char *gt_is_reusable,
     const char *gt_is_unmatchable, const char *det_is_out_of_range, int strict, int first_ties,
-    unsigned char *det_is_tp, unsigned char *det_is_ignored, found_matches *found)
+    unsigned char *det_is_tp, unsigned char *det_is_ignored, int threads, found_matches *found)
 {
-    const Py_ssize_t n_lane = n_area * n_thr, n_byte = lane_bytes(n_lane);
-    Py_ssize_t *det_start = NULL, *pair_order = NULL, *kept = NULL, *lane_count = NULL;
+    const Py_ssize_t n_lane = n_area * n_thr;
+    int64_t *det_start = NULL;
+    Py_ssize_t *pair_order = NULL;
     int64_t *gt_group = NULL;
     char *is_taken = NULL;
-    pending_match *pending = NULL;
-    Py_ssize_t n_pending = 0, cap_pending = 0, max_kept = 0;
-    int status = -1, is_det_major = 1;
+    Py_ssize_t max_kept = 0;
+    int status = -1, is_det_major = 1, parts;
     double lowest;
     Py_ssize_t i, d, k;
+    match_job job;
 
-    found->pending = NULL;
-    found->n_pending = 0;
-    found->det_end = NULL;
-    found->lane_count = NULL;
+    memset(found, 0, sizeof(*found));
     for (d = 1; d < n_det; d++) {
         if (det_key[d] < det_key[d - 1]) {
             return 1;
         }
     }
     /* Group the pairs by detection (counting sort, stable) and check the rows. */
-    det_start = calloc((size_t)n_det + 1, sizeof(Py_ssize_t));
+    det_start = calloc((size_t)n_det + 1, sizeof(int64_t));
     gt_group = malloc(((size_t)n_gt + 1) * sizeof(int64_t));
+    found->det_end = malloc(((size_t)n_det + 1) * sizeof(Py_ssize_t));
     char *gt_seen = calloc((size_t)n_gt + 1, 1);
-    if (det_start == NULL || gt_group == NULL || gt_seen == NULL) {
+    if (det_start == NULL || gt_group == NULL || gt_seen == NULL || found->det_end == NULL) {
         free(gt_seen);
         goto done;
     }
@@ -223,7 +398,7 @@ run_match(
     free(gt_seen);
     for (d = 0; d < n_det; d++) {
         if (det_start[d + 1] > max_kept) {
-            max_kept = det_start[d + 1];
+            max_kept = (Py_ssize_t)det_start[d + 1];
         }
         det_start[d + 1] += det_start[d];
     }
@@ -234,18 +409,16 @@ run_match(
             goto done;
         }
     }
-    kept = malloc(((size_t)max_kept + 1) * sizeof(Py_ssize_t));
     is_taken = calloc((size_t)n_gt * (size_t)n_lane + 1, 1);
-    lane_count = calloc((size_t)n_lane + 1, sizeof(Py_ssize_t));
-    if (kept == NULL || is_taken == NULL || lane_count == NULL) {
+    if (is_taken == NULL) {
         goto done;
     }
     if (!is_det_major) {
-        Py_ssize_t *fill = malloc(((size_t)n_det + 1) * sizeof(Py_ssize_t));
+        int64_t *fill = malloc(((size_t)n_det + 1) * sizeof(int64_t));
         if (fill == NULL) {
             goto done;
         }
-        memcpy(fill, det_start, (size_t)n_det * sizeof(Py_ssize_t));
+        memcpy(fill, det_start, (size_t)n_det * sizeof(int64_t));
         for (i = 0; i < n_pair; i++) {
             pair_order[fill[pair_det[i]]++] = i;
         }
@@ -261,103 +434,56 @@ run_match(
             break;
         }
     }
-
-    for (d = 0; d < n_det; d++) {
-        Py_ssize_t n_kept = 0, a, t;
-        /* The detection's pairs that can pass the lowest threshold (the numpy code's `keep`). */
-        for (i = det_start[d]; i < det_start[d + 1]; i++) {
-            const Py_ssize_t p = pair_order != NULL ? pair_order[i] : i;
-            double iou = pair_iou[p];
-            if (strict ? iou > lowest : iou >= lowest) {
-                kept[n_kept++] = p;
-            }
+    /* Parts of about equal pairs, each moved forward to the start of a group. */
+    parts = weighted_bounds(det_start, n_det, threads, found->bounds);
+    for (k = 1; k < parts; k++) {
+        Py_ssize_t b = found->bounds[k] > found->bounds[k - 1] ? found->bounds[k] : found->bounds[k - 1];
+        while (b > 0 && b < n_det && det_key[b] == det_key[b - 1]) {
+            b++;
         }
-        for (a = 0; n_kept > 0 && a < n_area; a++) {
-            const char *ignored = gt_is_ignored + a * n_gt;
-            for (t = 0; t < n_thr; t++) {
-                const Py_ssize_t lane = a * n_thr + t;
-                const double thr = thresholds[t];
-                int best_priority = 0;
-                double best_iou = 0.0;
-                int64_t best_gt = -1;
-                for (i = 0; i < n_kept; i++) {
-                    const Py_ssize_t p = kept[i];
-                    const double iou = pair_iou[p];
-                    const int64_t g = pair_gt[p];
-                    int priority;
-                    if (!(strict ? iou > thr : iou >= thr)) {
-                        continue;
-                    }
-                    if (is_taken[g * n_lane + lane] && !gt_is_reusable[g]) {
-                        continue;
-                    }
-                    priority = ignored[g] ? 1 : 2;
-                    /* Lexicographic maximum of (priority, IoU, GT row); the later pair on a full
-                     * tie, as the numpy code's stable sort + maximum of the position. gt_ties
-                     * "first": of (priority, IoU, -GT row), the first GT of equal IoU. */
-                    if (priority > best_priority
-                        || (priority == best_priority
-                            && (iou > best_iou
-                                || (iou == best_iou && (first_ties ? g <= best_gt : g >= best_gt))))) {
-                        best_priority = priority;
-                        best_iou = iou;
-                        best_gt = g;
-                    }
-                }
-                if (best_priority == 0) {
-                    continue; /* unmatched: FP, or ignored if out of range (already filled in) */
-                }
-                if (!gt_is_reusable[best_gt]) {
-                    is_taken[best_gt * n_lane + lane] = 1;
-                }
-                {
-                    const int hit_ignored = ignored[best_gt] != 0;
-                    const int counts_as_match = !gt_is_unmatchable[best_gt];
-                    const int is_ignored =
-                        hit_ignored || (!counts_as_match && det_is_out_of_range[a * n_det + d]);
-                    set_lane(det_is_ignored, n_byte, d, lane, is_ignored);
-                    set_lane(det_is_tp, n_byte, d, lane, counts_as_match && !is_ignored);
-                }
-                if (n_pending == cap_pending) {
-                    Py_ssize_t new_cap = cap_pending ? 2 * cap_pending : 1024;
-                    pending_match *grown = realloc(pending, (size_t)new_cap * sizeof(pending_match));
-                    if (grown == NULL) {
-                        goto done;
-                    }
-                    pending = grown;
-                    cap_pending = new_cap;
-                }
-                pending[n_pending++] = best_gt * n_lane + lane;
-                lane_count[lane]++;
-            }
-        }
-        /* Where this detection's matches end (det_start[d] is not read again). */
-        det_start[d] = n_pending;
+        found->bounds[k] = b;
     }
-
-    found->pending = pending;
-    found->n_pending = n_pending;
-    found->det_end = det_start;
-    found->lane_count = lane_count;
-    pending = NULL;
-    det_start = NULL;
-    lane_count = NULL;
+    found->n_parts = parts;
+    job.pair_gt = pair_gt;
+    job.pair_iou = pair_iou;
+    job.n_det = n_det;
+    job.n_thr = n_thr;
+    job.n_area = n_area;
+    job.n_gt = n_gt;
+    job.thresholds = thresholds;
+    job.lowest = lowest;
+    job.gt_is_ignored = gt_is_ignored;
+    job.gt_is_reusable = gt_is_reusable;
+    job.gt_is_unmatchable = gt_is_unmatchable;
+    job.det_is_out_of_range = det_is_out_of_range;
+    job.strict = strict;
+    job.first_ties = first_ties;
+    job.det_is_tp = det_is_tp;
+    job.det_is_ignored = det_is_ignored;
+    job.det_start = det_start;
+    job.pair_order = pair_order;
+    job.max_kept = max_kept;
+    job.is_taken = is_taken;
+    job.found = found;
+    parallel_parts(found->bounds, parts, match_part_fn, &job);
     status = 0;
+    for (k = 0; k < parts; k++) {
+        if (found->part[k].status < 0) {
+            status = -1;
+        }
+    }
 done:
     free(det_start);
     free(gt_group);
     free(pair_order);
-    free(kept);
     free(is_taken);
-    free(lane_count);
-    free(pending);
     return status;
 }
 
 PyDoc_STRVAR(match_coco_doc,
 "match_coco(pair_det, pair_gt, pair_iou, det_key, thresholds, gt_is_ignored, gt_is_reusable,\n"
 "           gt_is_unmatchable, det_is_out_of_range, n_area, n_gt, strict, det_is_tp,\n"
-"           det_is_ignored, narrow, first_ties)\n"
+"           det_is_ignored, narrow, first_ties, threads)\n"
 "--\n\n"
 "Greedy COCO matching of all groups and lanes (see deteval.matching.match_coco).\n\n"
 "pair_det, pair_gt, det_key: int64; pair_iou, thresholds: float64 (thresholds already capped\n"
@@ -367,7 +493,8 @@ PyDoc_STRVAR(match_coco_doc,
 "one bytearray: (match_lane, match_det, match_gt) as 3 * n_match int64, or with narrow\n"
 "(match_det, match_gt) as int32 then match_lane as int8 (n_lane <= 128) or int16; None when the\n"
 "inputs break the kernel's assumptions (then use the numpy code). first_ties: gt_ties \"first\"\n"
-"(of equal IoU the lowest GT row wins), else \"last\".");
+"(of equal IoU the lowest GT row wins), else \"last\". threads: the groups matched in that many\n"
+"parts on their own threads (not capped here); the matches do not depend on it.");
 
 static PyObject *
 cmatch_match_coco(PyObject *self, PyObject *args)
@@ -375,15 +502,16 @@ cmatch_match_coco(PyObject *self, PyObject *args)
     Py_buffer pair_det, pair_gt, pair_iou, det_key, thresholds, gt_is_ignored, gt_is_reusable,
         gt_is_unmatchable, det_is_out_of_range, det_is_tp, det_is_ignored;
     Py_ssize_t n_area, n_gt, n_pair, n_det, n_thr, n_lane, n_match = 0;
-    int strict, narrow, first_ties = 0, status;
-    found_matches found = {NULL, 0, NULL, NULL};
+    int strict, narrow, first_ties = 0, threads = 1, status, k;
+    found_matches found;
     PyObject *out = NULL;
 
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnpw*w*p|p:match_coco", &pair_det, &pair_gt,
+    memset(&found, 0, sizeof(found));
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnpw*w*p|pi:match_coco", &pair_det, &pair_gt,
                           &pair_iou, &det_key, &thresholds, &gt_is_ignored, &gt_is_reusable,
                           &gt_is_unmatchable, &det_is_out_of_range, &n_area, &n_gt, &strict,
-                          &det_is_tp, &det_is_ignored, &narrow, &first_ties)) {
+                          &det_is_tp, &det_is_ignored, &narrow, &first_ties, &threads)) {
         return NULL;
     }
     {
@@ -424,17 +552,24 @@ cmatch_match_coco(PyObject *self, PyObject *args)
         status = run_match(n_pair, pair_det.buf, pair_gt.buf, pair_iou.buf, n_det, det_key.buf,
                            n_thr, thresholds.buf, n_area, n_gt, gt_is_ignored.buf,
                            gt_is_reusable.buf, gt_is_unmatchable.buf, det_is_out_of_range.buf,
-                           strict, first_ties, det_is_tp.buf, det_is_ignored.buf, &found);
+                           strict, first_ties, det_is_tp.buf, det_is_ignored.buf, threads, &found);
         Py_END_ALLOW_THREADS
     }
     if (status == 0) {
-        n_match = found.n_pending;
+        for (k = 0; k < found.n_parts; k++) {
+            n_match += found.part[k].n_pending;
+        }
         out = PyByteArray_FromStringAndSize(NULL, rows_bytes(narrow, n_match, n_lane));
         if (out != NULL) {
             match_rows rows = {narrow, PyByteArray_AS_STRING(out), n_match};
+            int scattered;
             Py_BEGIN_ALLOW_THREADS
-            scatter_lane_major(&found, n_det, n_lane, &rows);
+            scattered = scatter_lane_major(&found, n_lane, &rows);
             Py_END_ALLOW_THREADS
+            if (scattered < 0) {
+                Py_CLEAR(out);
+                PyErr_NoMemory();
+            }
         }
     }
     else if (status == 1) {

@@ -19,9 +19,10 @@
 #include <string.h>
 
 #include "_buffer_checks.h"
+#include "_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define CSORT_ABI 1
+#define CSORT_ABI 2 /* 2: order_by_group_then_score takes threads */
 
 /* a before b: a's score is larger, or b's is NaN and a's is not. */
 static inline int
@@ -156,6 +157,41 @@ done:
     return result;
 }
 
+/* The groups' sort, split: groups [k_lo, k_hi) of the counted order, each sorted by descending
+ * score (parallel_parts' part function; each part sorts only its own groups' rows, with its own
+ * merge buffer). */
+typedef struct {
+    void *order;
+    int narrow;
+    const int64_t *end; /* end[k]: where group k ends in the order */
+    const double *score;
+    Py_ssize_t longest;
+    int failed;         /* a part's merge buffer could not be allocated (set by that part only) */
+    int *part_failed;   /* per part, at its first group */
+} group_sort;
+
+static void
+sort_groups(void *ctx, Py_ssize_t k_lo, Py_ssize_t k_hi)
+{
+    group_sort *g = (group_sort *)ctx;
+    void *tmp = malloc((size_t)g->longest * (size_t)(g->narrow ? 4 : 8));
+    Py_ssize_t k;
+    if (tmp == NULL) {
+        g->part_failed[k_lo] = 1;
+        return;
+    }
+    for (k = k_lo; k < k_hi; k++) {
+        const Py_ssize_t first = k == 0 ? 0 : (Py_ssize_t)g->end[k - 1];
+        if (g->narrow) {
+            sort_run32((int32_t *)g->order + first, (Py_ssize_t)g->end[k] - first, g->score, tmp);
+        }
+        else {
+            sort_run((int64_t *)g->order + first, (Py_ssize_t)g->end[k] - first, g->score, tmp);
+        }
+    }
+    free(tmp);
+}
+
 /* The group code of row i: group[i] - low, from int32 or int64 values (in unsigned arithmetic:
  * a value below low gives a huge code, refused by the caller's range check, never a signed wrap). */
 static inline uint64_t
@@ -172,11 +208,12 @@ order_by_group_then_score(PyObject *self, PyObject *args)
     long long low_ll;
     Py_ssize_t n_codes, itemsize;
     PyObject *result = NULL;
-    Py_ssize_t *start = NULL;
-    void *tmp = NULL;
+    int64_t *start = NULL;
+    int *part_failed = NULL;
+    int threads = 1;
     (void)self;
-    if (!PyArg_ParseTuple(args, "w*y*nLny*", &order_view, &group_view, &itemsize, &low_ll, &n_codes,
-                          &score_view)) {
+    if (!PyArg_ParseTuple(args, "w*y*nLny*|i", &order_view, &group_view, &itemsize, &low_ll, &n_codes,
+                          &score_view, &threads)) {
         return NULL;
     }
     {
@@ -187,6 +224,7 @@ order_by_group_then_score(PyObject *self, PyObject *args)
         const int narrow = n > 0 && order_view.len == n * 4 && n <= INT32_MAX;
         const Py_ssize_t width = narrow ? 4 : 8;
         Py_ssize_t i, k, longest = 1;
+        int failed = 0;
         const Py_buffer *views[3] = {&order_view, &group_view, &score_view};
         /* n_codes: the counting sort's table, a few entries per row at most (as the wrapper asks) */
         int fits = (itemsize == 4 || itemsize == 8) && n_codes >= 1 && n_codes <= 4 * n + ((Py_ssize_t)1 << 16) + 1
@@ -205,8 +243,9 @@ order_by_group_then_score(PyObject *self, PyObject *args)
             result = Py_NewRef(Py_None); /* the wrapper runs the numpy path */
             goto done;
         }
-        start = (Py_ssize_t *)calloc((size_t)n_codes + 1, sizeof(Py_ssize_t));
-        if (start == NULL) {
+        start = (int64_t *)calloc((size_t)n_codes + 1, sizeof(int64_t));
+        part_failed = (int *)calloc((size_t)n_codes + 1, sizeof(int));
+        if (start == NULL || part_failed == NULL) {
             PyErr_NoMemory();
             goto done;
         }
@@ -218,11 +257,6 @@ order_by_group_then_score(PyObject *self, PyObject *args)
             longest = start[k + 1] > longest ? start[k + 1] : longest;
             start[k + 1] += start[k];
         }
-        tmp = malloc((size_t)longest * (size_t)width);
-        if (tmp == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
         Py_BEGIN_ALLOW_THREADS
         for (i = 0; i < n; i++) {
             const Py_ssize_t at = start[group_code(group_view.buf, itemsize, i, low)]++;
@@ -233,22 +267,35 @@ order_by_group_then_score(PyObject *self, PyObject *args)
                 ((int64_t *)order_view.buf)[at] = i;
             }
         }
-        /* start[k] is now the end of group k (the start of group k + 1). */
-        for (k = 0; k < n_codes; k++) {
-            const Py_ssize_t first = k == 0 ? 0 : start[k - 1];
-            if (narrow) {
-                sort_run32((int32_t *)order_view.buf + first, start[k] - first, score, tmp);
+        /* start[k] is now the end of group k (the start of group k + 1): the groups are sorted in
+         * parts of about equal rows (a group's rows are its part's alone), shifted by one so that
+         * the running count starts at 0. */
+        {
+            group_sort job = {order_view.buf, narrow, start, score, longest, 0, part_failed};
+            Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
+            int parts, p;
+            memmove(start + 1, start, (size_t)n_codes * sizeof(int64_t));
+            start[0] = 0;
+            job.end = start + 1;
+            parts = weighted_bounds(start, n_codes, threads, bounds);
+            parallel_parts(bounds, parts, sort_groups, &job);
+            for (p = 0; p < parts; p++) {
+                if (bounds[p] < bounds[p + 1] && part_failed[bounds[p]]) {
+                    job.failed = 1;
+                }
             }
-            else {
-                sort_run((int64_t *)order_view.buf + first, start[k] - first, score, tmp);
-            }
+            failed = job.failed;
         }
         Py_END_ALLOW_THREADS
+        if (failed) {
+            PyErr_NoMemory();
+            goto done;
+        }
         result = Py_NewRef(Py_True);
     }
 done:
     free(start);
-    free(tmp);
+    free(part_failed);
     PyBuffer_Release(&order_view);
     PyBuffer_Release(&group_view);
     PyBuffer_Release(&score_view);
@@ -261,9 +308,10 @@ static PyMethodDef csort_methods[] = {
      "order), sort order stably by descending score[order[i]], NaN last; True, or None when the "
      "buffers do not fit (order is then unchanged)."},
     {"order_by_group_then_score", order_by_group_then_score, METH_VARARGS,
-     "order_by_group_then_score(order, group, itemsize, low, n_codes, score): fill order (int32 "
+     "order_by_group_then_score(order, group, itemsize, low, n_codes, score, threads=1): fill order (int32 "
      "or int64, n) with np.lexsort((-score, group)): rows by group (int32 or int64 values in [low, low + "
-     "n_codes)), then by descending score, NaN last, ties in row order. True, or None when the "
+     "n_codes)), then by descending score, NaN last, ties in row order; the groups sorted on threads "
+     "threads (not capped here; the order does not depend on it). True, or None when the "
      "buffers do not fit (order is then unchanged)."},
     {NULL, NULL, 0, NULL},
 };

@@ -103,7 +103,7 @@ def _lexsort_numpy(keys: tuple[np.ndarray, ...]) -> np.ndarray:
 
 
 def by_group_then_descending(
-    group: np.ndarray, score: np.ndarray, ties: tuple[np.ndarray, ...] = ()
+    group: np.ndarray, score: np.ndarray, ties: tuple[np.ndarray, ...] = (), *, threads: int = 1
 ) -> np.ndarray:
     """``lexsort(ties + (-score, group))``: rows by group, then by descending score, then by ``ties``.
 
@@ -113,7 +113,8 @@ def by_group_then_descending(
     ``score`` or a code per row where it can be: the compiled kernel (``deteval._csort``, a
     counting sort by group then a stable merge sort of each group by score) when there are no
     ``ties``; else, for a few long groups, each group's rows sorted alone
-    (:func:`_few_long_groups`).
+    (:func:`_few_long_groups`). ``threads``: the compiled kernel sorts the groups on that many
+    threads (:func:`deteval._parallel.kernel_threads`); the permutation does not depend on it.
 
     Examples
     --------
@@ -128,11 +129,13 @@ def by_group_then_descending(
     while ties and _is_non_decreasing(ties[0]):  # as lexsort: a sorted least key orders nothing
         ties = ties[1:]
     if not ties:
-        return _speedups.dispatch("_csort.order_by_group_then_score", group, score)
+        return _speedups.dispatch("_csort.order_by_group_then_score", group, score, threads=threads)
     return _by_group_then_descending_numpy(group, score, ties)
 
 
-def _group_then_score_kernel(group: np.ndarray, score: np.ndarray) -> np.ndarray | _speedups.Decline:
+def _group_then_score_kernel(
+    group: np.ndarray, score: np.ndarray, threads: int = 1
+) -> np.ndarray | _speedups.Decline:
     """:func:`by_group_then_descending` without ties by the compiled counting and merge sort."""
     if group.dtype not in (np.int32, np.int64) or score.dtype != np.float64:
         return _speedups.Decline("not int32/int64 groups and float64 scores")
@@ -143,15 +146,15 @@ def _group_then_score_kernel(group: np.ndarray, score: np.ndarray) -> np.ndarray
     group_c, score_c = np.ascontiguousarray(group), np.ascontiguousarray(score)
     kernel = _speedups.module_of("_csort.order_by_group_then_score")
     done = kernel.order_by_group_then_score(  # type: ignore[union-attr]
-        filled, group_c, group_c.dtype.itemsize, low, high - low + 1, score_c
+        filled, group_c, group_c.dtype.itemsize, low, high - low + 1, score_c, max(1, int(threads))
     )
     return _speedups.Decline("buffers do not fit") if done is None else filled
 
 
 def _by_group_then_descending_numpy(
-    group: np.ndarray, score: np.ndarray, ties: tuple[np.ndarray, ...] = ()
+    group: np.ndarray, score: np.ndarray, ties: tuple[np.ndarray, ...] = (), threads: int = 1
 ) -> np.ndarray:
-    """The numpy twin of :func:`by_group_then_descending` (at least one row)."""
+    """The numpy twin of :func:`by_group_then_descending` (at least one row; one thread)."""
     by_runs = _few_long_groups(group, tuple(ties) + (score,), negate_last=True)
     if by_runs is not None:
         return by_runs

@@ -75,6 +75,7 @@ def accumulate(
     protocol: Protocol,
     *,
     recall_thresholds_override: np.ndarray | None = None,
+    threads: int = 1,
 ) -> Accumulated:
     """Turn per-detection outcomes into precision/recall curves and AP.
 
@@ -97,6 +98,9 @@ def accumulate(
     recall_thresholds_override : float64 (n_recall_thr,), optional
         Recall points other than the protocol's grid (pycocotools' ``params.recThrs``; the
         drop-in :class:`deteval.interop.COCOeval` passes them).
+    threads : int
+        The compiled kernel splits the classes over this many threads (the caller's
+        :func:`deteval._parallel.kernel_threads`); the values do not depend on it.
 
     Returns
     -------
@@ -149,6 +153,7 @@ def accumulate(
         n_positive,
         protocol,
         rec_thr,
+        threads=threads,
     )
 
 
@@ -182,8 +187,12 @@ def _accumulate_numpy(
     n_positive: np.ndarray,
     protocol: Protocol,
     rec_thr: np.ndarray,
+    threads: int = 1,
 ) -> Accumulated:
-    """:func:`accumulate` by the numpy code of the protocol's ``ap_method`` (the reference)."""
+    """:func:`accumulate` by the numpy code of the protocol's ``ap_method`` (the reference).
+
+    ``threads`` is the compiled kernel's; the numpy code runs on one.
+    """
     n_class, n_area = n_positive.shape
     n_iou_thr = len(protocol.iou_thresholds)
     max_dets = protocol.max_dets if protocol.max_dets is not None else (None,)
@@ -266,6 +275,7 @@ def _accumulate_compiled(
     n_positive: np.ndarray,
     protocol: Protocol,
     rec_thr: np.ndarray,
+    threads: int = 1,
 ) -> Accumulated | _speedups.Decline:
     """:func:`accumulate` by the compiled kernel, or a decline where it does not apply.
 
@@ -331,6 +341,7 @@ def _accumulate_compiled(
         scores,
         recall,
         ranking_buffer.dtype.itemsize,
+        max(1, int(threads)),
     )
     if done is None:
         return _speedups.Decline(_OUTSIDE)

@@ -65,6 +65,7 @@ class CocoMatchInput:
     strict: bool = False
     narrow: bool = False
     gt_ties: str = "last"
+    threads: int = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,6 +102,7 @@ def match_coco(
     strict: bool = False,
     narrow: bool = False,
     gt_ties: str = "last",
+    threads: int = 1,
 ) -> MatchResult:
     """Pycocotools' greedy matching (``COCOeval.evaluateImg``) for all groups and lanes.
 
@@ -133,6 +135,9 @@ def match_coco(
         Of the available ground truths with the highest IoU, take the last in file order
         (pycocotools) or the first (``np.argmax``: Ultralytics 8.4 and later; the protocol field
         ``gt_ties``).
+    threads : int
+        The compiled kernel matches the groups in this many parts on their own threads
+        (:func:`deteval._parallel.kernel_threads`); the result does not depend on it.
 
     Returns
     -------
@@ -174,6 +179,7 @@ def match_coco(
         strict,
         narrow,
         gt_ties,
+        threads,
     )
     return _speedups.dispatch("_cmatch.match_coco", inputs)
 
@@ -266,6 +272,7 @@ def _match_coco_compiled(m: CocoMatchInput) -> MatchResult | _speedups.Decline:
         ignored.bits,
         bool(narrow),
         m.gt_ties == "first",
+        max(1, int(m.threads)),
     )
     return _kernel_result(found, tp, ignored, narrow=narrow)
 

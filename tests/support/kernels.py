@@ -119,8 +119,8 @@ def index_dtype(rng: np.random.Generator) -> type:
 Case = tuple[tuple, dict]
 
 
-def _matching_problem(rng: np.random.Generator, case: int) -> dict:
-    n_groups = 0 if case == 0 else int(rng.integers(1, 6))
+def _matching_problem(rng: np.random.Generator, case: int, most_groups: int = 5) -> dict:
+    n_groups = 0 if case == 0 else int(rng.integers(1, most_groups + 1))
     sizes = rng.integers(0, [6, 5], (n_groups, 2)) if n_groups else np.zeros((0, 2), np.int64)
     det_key = np.repeat(np.arange(n_groups), sizes[:, 0]).astype(np.int64)
     gt_key = np.repeat(np.arange(n_groups), sizes[:, 1]).astype(np.int64)
@@ -144,10 +144,10 @@ def _matching_problem(rng: np.random.Generator, case: int) -> dict:
     )
 
 
-def _match_coco(rng: np.random.Generator, case: int) -> Case:
+def _match_coco(rng: np.random.Generator, case: int, most_groups: int = 5) -> Case:
     from deteval.matching import CocoMatchInput
 
-    p = _matching_problem(rng, case)
+    p = _matching_problem(rng, case, most_groups)
     del p["n_det"]
     gt_ties = "first" if rng.random() < 0.15 else "last"
     return (CocoMatchInput(**p, gt_ties=gt_ties),), {}
@@ -184,12 +184,12 @@ def _match_group_of(rng: np.random.Generator, case: int) -> Case:
     return (stage_one, p["pair_det"], p["pair_gt"], ious(rng, len(p["pair_det"]))), options
 
 
-def _accumulate(rng: np.random.Generator, case: int) -> Case:
+def _accumulate(rng: np.random.Generator, case: int, scale: int = 1) -> Case:
     from deteval.accumulate import recall_thresholds
     from deteval.protocol import get_protocol
 
-    n_area, n_thr, n_class = (int(x) for x in rng.integers(1, [3, 3, 4]))
-    n_det = 0 if case == 0 else int(rng.integers(1, 24))
+    n_area, n_thr, n_class = (int(x) for x in rng.integers(1, [3, 3, 4 * scale]))
+    n_det = 0 if case == 0 else int(rng.integers(1, 24 * scale))
     outcome = rng.integers(0, 3, (n_area * n_thr, n_det))
     det_class = rng.integers(0, n_class, n_det)
     det_score = floats(rng, n_det, (0.1, 0.3, 0.5, 0.9, 1.0))
@@ -237,9 +237,10 @@ def _sort_runs(rng: np.random.Generator, case: int) -> Case:
     return (keys,), {}
 
 
-def _group_then_score(rng: np.random.Generator, case: int) -> Case:
-    n = int(rng.integers(1, 60))
-    return (_group_column(rng, n), floats(rng, n, (0.1, 0.5, 0.9, 1.0, -0.0))), {}
+def _group_then_score(rng: np.random.Generator, case: int, scale: int = 1) -> Case:
+    n = int(rng.integers(1, 60 * scale))
+    group = _group_column(rng, n) if scale == 1 else rng.integers(0, max(1, n // 4), n).astype(index_dtype(rng))
+    return (group, floats(rng, n, (0.1, 0.5, 0.9, 1.0, -0.0))), {}
 
 
 def _tide_points(rng: np.random.Generator, case: int) -> Case:
@@ -585,6 +586,23 @@ CASES: dict[str, tuple[Callable[[np.random.Generator, int], Case], int]] = {
     "_cmask.pair_iou": (_pair_iou, 150),
     "_ckeypoint.oks_terms": (_oks_terms, 200),
 }
+
+#: The kernels that split their work over threads (a ``threads`` argument, deteval/_parallel.h):
+#: each with a generator of larger inputs (many groups or classes), so that the parts differ.
+THREADED: dict[str, Callable[[np.random.Generator, int], Case]] = {
+    "_cacc.accumulate": lambda rng, case: _accumulate(rng, case, scale=40),
+    "_csort.order_by_group_then_score": lambda rng, case: _group_then_score(rng, case, scale=100),
+    "_cmatch.match_coco": lambda rng, case: _match_coco(rng, case, most_groups=300),
+}
+
+
+def with_threads(name: str, case: Case, threads: int) -> Case:
+    """A case of threaded kernel ``name`` (its generator's arguments) run on ``threads`` threads."""
+    args, kwargs = case
+    if name == "_cmatch.match_coco":  # one CocoMatchInput value
+        return (dataclasses.replace(args[0], threads=threads),), kwargs
+    return args, {**kwargs, "threads": threads}
+
 
 #: Kernels whose result is a permutation in a narrower index dtype than the twin's (int32 below
 #: 2**31 rows, by design: grouping.by_group_then_descending): compared as int64 values.

@@ -29,12 +29,14 @@ from tests import ROOT
 from tests.support.kernels import (
     CASES,
     REQUIRE,
+    THREADED,
     assert_identical,
     bits,
     comparable,
     needs_kernel,
     rle_string,
     twins_only,
+    with_threads,
 )
 
 #: The modules that register kernels (importing them fills the registry).
@@ -101,6 +103,34 @@ def test_kernel_equals_twin(name):
         assert "numpy only" in kernel.declines[0], name
     else:
         assert ran > 0, f"{name}: every case declined ({declined})"
+
+
+@pytest.mark.parametrize("name", sorted(THREADED))
+def test_threaded_kernel_is_bit_identical_for_every_thread_count(name):
+    """threads=1 against 2, 3, 7 and more threads than groups (64, and 200 capped to 64), whole arrays."""
+    kernel = KERNELS[name]
+    if _speedups.module_of(name) is None:
+        if REQUIRE:
+            pytest.fail(f"{kernel.module} is not loaded but DETEVAL_REQUIRE_EXTENSION=1")
+        pytest.skip(f"{kernel.module} is not built or DETEVAL_NO_EXTENSION=1")
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 1)
+    ran = 0
+    for case in range(40):
+        generated = THREADED[name](rng, case)
+        with np.errstate(all="ignore"):
+            one = kernel.run(*with_threads(name, generated, 1)[0], **with_threads(name, generated, 1)[1])
+            if isinstance(one, _speedups.Decline):
+                continue
+            ran += 1
+            for threads in (2, 3, 7, 64, 200):
+                args, kwargs = with_threads(name, generated, threads)
+                got = kernel.run(*args, **kwargs)
+                assert_identical(got, one, f"{name} case {case} threads={threads}")
+            twin_args, twin_kwargs = with_threads(name, generated, 3)
+            assert_identical(
+                comparable(name, one), comparable(name, kernel.twin(*twin_args, **twin_kwargs)), name
+            )
+    assert ran > 10, f"{name}: only {ran} cases ran compiled"
 
 
 # ---- the dispatch --------------------------------------------------------------------------------
