@@ -75,7 +75,7 @@ def _matched_gt(table: Any) -> np.ndarray:
     return out
 
 
-def _evaluate(gt: GroundTruth, dt: Detections, protocol: Any, masks: Any, workers: int) -> EvalResult:
+def _evaluate(gt: GroundTruth, dt: Detections, protocol: Any, masks: Any, workers: int | str) -> EvalResult:
     """What ``deteval.evaluate(gt, dt, protocol)`` returns, on masks prepared by the caller."""
     table = match_sharded(gt, dt, protocol, workers=workers, masks=masks)
     inputs = inputs_summary(gt, dt)
@@ -83,7 +83,7 @@ def _evaluate(gt: GroundTruth, dt: Detections, protocol: Any, masks: Any, worker
 
 
 def compare_mask_modes(
-    gt: GroundTruth, dt: Detections, protocol: Protocol | None = None, *, workers: int = 1
+    gt: GroundTruth, dt: Detections, protocol: Protocol | None = None, *, workers: int | str = 1
 ) -> MaskModeComparison:
     """Evaluate masks with exact and with raster IoU and report what differs.
 

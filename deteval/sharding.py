@@ -1,23 +1,27 @@
-"""Image shards matched in worker processes, then merged into one :class:`MatchTable`.
+"""``workers``: threads in the compiled kernels, or image shards matched in worker processes.
 
-Matching is independent per image, so a dataset split into disjoint image shards can be
-matched shard by shard and the tables concatenated
-(:func:`deteval.evaluate.merge_match_tables`): the merged table, and so every number, is
-exactly that of one run over all images.
+Two ways to use more than one CPU for one match, with the same table (and so every number):
 
-Each worker is a forked process that receives its :class:`ShardJob` and its shard as the
-arguments of its target: with the ``fork`` start method these are inherited from the
-parent's memory, not pickled, so the ground truth, the detections and the masks prepared in
-the parent (parsed, validated and, in exact mode, turned into polygons once) cost nothing to
-hand over. The parent matches the first shard itself while the forked processes match the
-others (``workers=2`` forks one process, not two): it would otherwise sit idle, and its table
-needs no pipe. Only the other shards' :class:`MatchTable` travel back, through a pipe. No
-module-level state is involved.
+- **Threads** (every path that runs in compiled code: boxes, keypoints, masks as pycocotools
+  rasterises them, LVIS): :func:`match_sharded` runs one in-process
+  :func:`~deteval.evaluate.match` whose kernels split their work over threads
+  (``deteval/_parallel.h``; the count per call from :func:`deteval._parallel.kernel_threads`).
+  No copy, no fork, no pipe: measured faster than processes on every benchmark set, where
+  forked processes were slower than one (the child's page faults on the inherited arrays and the
+  pipe back cost more than the half of the matching they saved).
+- **Processes** (:data:`PROCESS_PATHS`: the paths whose pair overlaps run in Python and numpy,
+  which hold the GIL: the exact polygon masks of shapely, Boundary IoU): matching is
+  independent per image, so a dataset split into disjoint image shards can be matched shard by
+  shard and the tables concatenated (:func:`deteval.evaluate.merge_match_tables`). Each worker
+  is a forked process that receives its :class:`ShardJob` and its shard as the arguments of its
+  target: with the ``fork`` start method these are inherited from the parent's memory, not
+  pickled. The parent matches the first shard itself while the forked processes match the
+  others (``workers=2`` forks one process, not two). Only the other shards'
+  :class:`MatchTable` travel back, through a pipe. No module-level state is involved.
 
-``workers="auto"`` (the CLI's default) picks the number by the input's size
-(:func:`resolve_workers`): one process below about :data:`AUTO_DETECTIONS_PER_WORKER`
-detections per extra process (box pairs; fewer for masks and keypoints, whose pairs cost
-more), where a fork and a pipe cost more than the half of the matching they save.
+``workers="auto"`` (the CLI's default) picks by the input's size: kernel threads by each call's
+work (:mod:`deteval.evaluate.threads`), processes by :func:`resolve_workers` (one process below
+about :data:`AUTO_DETECTIONS_PER_WORKER` detections per extra process).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ from deteval._parallel import usable_cpus
 from deteval.data import Detections, GroundTruth
 from deteval.errors import DetevalError
 from deteval.evaluate import MatchTable, match, merge_match_tables
-from deteval.geometry import PreparedMasks, prepare_masks
+from deteval.evaluate.iou import prepared_masks
+from deteval.geometry import PreparedMasks
 from deteval.protocol import Protocol
 
 if TYPE_CHECKING:  # multiprocessing is imported when shards run, not with deteval
@@ -48,12 +53,30 @@ __all__ = [
     "effective_workers",
     "resolve_workers",
     "AUTO_DETECTIONS_PER_WORKER",
+    "in_processes",
 ]
 
 #: ``workers="auto"``: detections each process must have before one more is started, per IoU
 #: type. Box matching costs ~0.3 us a detection (a fork, the child's first-touch page faults and
 #: the pipe cost about as much as 300k of them); a mask or keypoint pair costs 10-100x more.
 AUTO_DETECTIONS_PER_WORKER = {"bbox": 400_000, "keypoints": 100_000, "segm": 25_000, "boundary": 25_000}
+
+
+def in_processes(protocol: Protocol) -> bool:
+    """Whether ``workers`` above one runs image shards in processes (else: kernel threads).
+
+    Processes for the paths whose pair overlaps run in Python and numpy under the GIL: exact
+    polygon masks (``mask_iou: exact``, shapely) and Boundary IoU; threads everywhere else.
+
+    Examples
+    --------
+    >>> from deteval.protocol import get_protocol
+    >>> in_processes(get_protocol("coco")), in_processes(get_protocol("coco-exact-masks"))
+    (False, True)
+    """
+    if protocol.iou_type == "boundary":
+        return True
+    return protocol.iou_type == "segm" and protocol.mask_iou == "exact"
 
 
 def effective_workers(requested: int | None) -> int:
@@ -274,7 +297,7 @@ def match_sharded(
     masks: PreparedMasks | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> MatchTable:
-    """:func:`~deteval.evaluate.match` over image shards in ``workers`` processes (fork), merged.
+    """:func:`~deteval.evaluate.match` on ``workers`` CPUs: kernel threads, or image shards in processes.
 
     Parameters
     ----------
@@ -282,10 +305,12 @@ def match_sharded(
     dt : Detections
     protocol : Protocol
     workers : int or "auto"
-        Number of processes (one shard each, this one included), at most :func:`usable_cpus`;
-        ``"auto"``: by the input's size (:func:`resolve_workers`). 1 or less, or fewer than 2
-        images: one in-process :func:`~deteval.evaluate.match`. Where ``fork`` is unavailable (Windows,
-        macOS' default spawn) it falls back to one process too.
+        CPUs to use, at most :func:`usable_cpus`; ``"auto"``: by the input's size. Where
+        :func:`in_processes` is False (boxes, keypoints, raster masks, LVIS), one in-process
+        :func:`~deteval.evaluate.match` whose compiled kernels split their work over that many
+        threads. Else one process per image shard (this one included; :func:`resolve_workers`),
+        merged; 1 or less, fewer than 2 images, or no ``fork`` (Windows, macOS' default spawn):
+        one in-process match.
     masks : PreparedMasks, optional
         ``iou_type="segm"``: masks prepared from ``gt`` and ``dt``; else they are prepared
         here, once, before forking (invalid input is reported once, by the parent).
@@ -306,17 +331,19 @@ def match_sharded(
         A worker process died without a result.
     """
     protocol.check_scorable("match")  # as match() does: before masks are parsed or workers start
-    workers = resolve_workers(workers, len(dt), protocol.iou_type)
-    if workers <= 1 or gt.n_images < 2:
-        return match(gt, dt, protocol, masks=masks, progress=progress)
+    if not in_processes(protocol):
+        return match(gt, dt, protocol, masks=masks, progress=progress, workers=workers)
+    processes = resolve_workers(workers, len(dt), protocol.iou_type)
+    if processes <= 1 or gt.n_images < 2:
+        return match(gt, dt, protocol, masks=masks, progress=progress, workers=workers)
     import multiprocessing as mp
 
     if "fork" not in mp.get_all_start_methods():  # pragma: no cover - Windows/macOS spawn
-        return match(gt, dt, protocol, masks=masks, progress=progress)
-    if protocol.iou_type in ("segm", "boundary") and masks is None:
-        masks = prepare_masks(gt, dt, protocol)  # parse and validate once; the workers inherit it
+        return match(gt, dt, protocol, masks=masks, progress=progress, workers=workers)
+    if protocol.iou_type in ("segm", "boundary") and masks is None:  # parsed once; the workers inherit it
+        masks = prepared_masks(gt, dt, protocol, workers=workers)
     job = ShardJob(gt=gt, dt=dt, protocol=protocol, masks=masks)
-    table = merge_match_tables(_run_in_processes(job, image_shards(gt, workers)))
+    table = merge_match_tables(_run_in_processes(job, image_shards(gt, processes)))
     if progress is not None:
         progress(len(dt), len(dt))
     return table

@@ -35,7 +35,7 @@ def evaluate(
     dt: Any,
     protocol: str | Protocol | None = None,
     *,
-    workers: int = 1,
+    workers: int | str = 1,
     category_map: Any = None,
     per_image: bool = False,
     matches: bool = False,
@@ -53,8 +53,11 @@ def evaluate(
     protocol : str or Protocol, optional
         A preset name (``"coco"``, ``"coco-pycocotools"``, ``"voc2007"``, ...), a YAML file, or
         a :class:`Protocol`. Default: :func:`default_protocol` (``coco``; a VOC root's year).
-    workers : int
-        Match image shards in this many processes, then merge (identical numbers).
+    workers : int or "auto"
+        CPUs to use: the compiled kernels' threads (matching, ranking, accumulation), or image
+        shards in processes where matching runs in Python (exact polygon masks, Boundary IoU;
+        :func:`deteval.sharding.match_sharded`); ``"auto"``: by the input's size, ``1``: one.
+        The numbers are identical for every value.
     category_map : {"index0", "index1"}, mapping or path, optional
         How the detections' category ids name ground-truth categories (when ``dt`` is loaded
         here; see docs/inputs.md).
@@ -110,7 +113,7 @@ def evaluate(
     gt, dt = pooled_for(gt, dt, protocol)
     table = match_sharded(gt, dt, protocol, workers=workers)
     inputs = inputs_summary(gt, dt)
-    result = score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs)
+    result = score(table, gt, protocol, warnings=gt.warnings + dt.warnings, inputs=inputs, workers=workers)
     if per_image or matches:
         from deteval.per_image import explained_matches
         from deteval.per_image import per_image as _per_image
@@ -128,7 +131,7 @@ def evaluate_inputs(
     inputs: Inputs,
     protocols: Sequence[str | Protocol],
     *,
-    workers: int = 1,
+    workers: int | str = 1,
     progress: Callable[[str], None] | None = None,
     advance: Callable[[int, int], None] | None = None,
 ) -> tuple[EvalResult, ...]:
@@ -141,7 +144,8 @@ def evaluate_inputs(
     ----------
     inputs : Inputs
     protocols : sequence of str or Protocol
-    workers : int
+    workers : int or "auto"
+        As :func:`evaluate`.
     progress : callable, optional
         Called with a label as each stage starts: ``"matching NAME"``, then ``"scoring NAME"``,
         per protocol (the CLI's progress bar).
@@ -172,7 +176,7 @@ def evaluate_inputs(
         table = match_sharded(gt, dt, protocol, workers=workers, progress=advance)
         if progress is not None:
             progress(f"scoring {protocol.name}")
-        results.append(score(table, gt, protocol, warnings=(), inputs=inputs.summary()))
+        results.append(score(table, gt, protocol, warnings=(), inputs=inputs.summary(), workers=workers))
     _emit_result_warnings(
         [w for r in results for w in r.warnings], [n for r in results for n in r.notes], stacklevel=2
     )
@@ -184,7 +188,7 @@ def compare(
     dt: Any,
     protocols: Sequence[str | Protocol],
     *,
-    workers: int = 1,
+    workers: int | str = 1,
     cache: MatchCache | None = None,
     inputs: dict | None = None,
 ) -> Comparison:
@@ -197,8 +201,8 @@ def compare(
         is given (its inputs are used).
     protocols : sequence of str or Protocol
         Preset names, YAML paths or protocols.
-    workers : int
-        Match image shards in this many processes (when no ``cache`` is given).
+    workers : int or "auto"
+        As :func:`evaluate` (when no ``cache`` is given).
     cache : MatchCache, optional
         Reuse (and fill) matchings of the same ``gt``/``dt``.
     inputs : dict, optional
@@ -298,7 +302,9 @@ def explain(
     return describe(_explain_values(cache.gt, cache.dt, a, b, cache=cache))
 
 
-def compare_mask_modes(gt: Any, dt: Any, protocol: Any = "coco", *, workers: int = 1) -> MaskModeComparison:
+def compare_mask_modes(
+    gt: Any, dt: Any, protocol: Any = "coco", *, workers: int | str = 1
+) -> MaskModeComparison:
     """Evaluate masks with exact and with raster IoU and report what differs.
 
     :func:`deteval.mask_modes.compare_mask_modes` on loaded values (see there).
@@ -310,8 +316,8 @@ def compare_mask_modes(gt: Any, dt: Any, protocol: Any = "coco", *, workers: int
     protocol : str or Protocol
         A preset name, a YAML path or a protocol; its ``iou_type`` is set to ``"segm"`` and
         ``mask_iou`` is varied.
-    workers : int
-        Match image shards in this many processes.
+    workers : int or "auto"
+        As :func:`evaluate`.
 
     Returns
     -------

@@ -42,7 +42,6 @@ from deteval.errors import (
 from deteval.evaluate import EvalResult, check_protocol
 from deteval.pooling import ground_truth_for
 from deteval.protocol import PRESETS, Protocol
-from deteval.sharding import resolve_workers
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -235,8 +234,7 @@ def _compare(args: argparse.Namespace) -> int:
             _refuse_overwrite(args, log)
             progress.stage("matching and scoring")
             detections = _detections(inputs)
-            workers = resolve_workers(args.workers, len(detections), protocols[0].iou_type)
-            cache = api.MatchCache(inputs.gt, detections, workers=workers)
+            cache = api.MatchCache(inputs.gt, detections, workers=args.workers)
             try:
                 comparison = api.compare(
                     inputs.gt, inputs.dt, protocols, cache=cache, inputs=inputs.summary()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from deteval._parallel import kernel_threads
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
+from deteval.evaluate import threads as per_thread
 from deteval.evaluate.flags import _gt_area
 from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
@@ -65,7 +67,12 @@ def pair_iou(
 
 
 def _checked_masks(
-    gt: GroundTruth, dt: Detections, protocol: Protocol, masks: PreparedMasks | None
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    masks: PreparedMasks | None,
+    *,
+    workers: int | str | None = 1,
 ) -> PreparedMasks | None:
     """Check the inputs carry what ``protocol.iou_type`` scores; the masks to use (segm only).
 
@@ -88,7 +95,7 @@ def _checked_masks(
         )
         return None
     if masks is None:
-        return prepare_masks(gt, dt, protocol)
+        return prepared_masks(gt, dt, protocol, workers=workers)
     if not masks.is_for(gt, dt):
         raise ConfigError(
             "match: `masks` were prepared from other ground truth or detections; "
@@ -96,3 +103,30 @@ def _checked_masks(
             f"found masks of {masks.gt.source!r} / {masks.dt.source!r}"
         )
     return masks
+
+
+def prepared_masks(
+    gt: GroundTruth, dt: Detections, protocol: Protocol, *, workers: int | str | None = 1
+) -> PreparedMasks:
+    """:func:`deteval.geometry.prepare_masks` on the threads ``workers`` gives.
+
+    The one call site of matching (:func:`~deteval.evaluate.match` and
+    :func:`deteval.sharding.match_sharded`).
+
+    The threads follow :func:`deteval._parallel.kernel_threads` over the masks to prepare, one
+    more per :data:`~deteval.evaluate.threads.MASK_PER_THREAD` of them; the masks do not depend on it.
+    """
+    threads = kernel_threads(workers, len(gt) + len(dt), per_thread.MASK_PER_THREAD)
+    if threads > 1 and _PREPARE_TAKES_THREADS:
+        return prepare_masks(gt, dt, protocol, threads=threads)  # type: ignore[call-arg, unused-ignore]
+    return prepare_masks(gt, dt, protocol)
+
+
+def _takes_threads() -> bool:
+    # prepare_masks gains `threads` on the thrmask branch; until both are merged, one thread.
+    import inspect
+
+    return "threads" in inspect.signature(prepare_masks).parameters
+
+
+_PREPARE_TAKES_THREADS = _takes_threads()

@@ -9,7 +9,9 @@ from typing import cast
 import numpy as np
 
 from deteval._dtypes import lane_dtype, row_dtype
+from deteval._parallel import kernel_threads
 from deteval.data import Detections, FederatedLabels, GroundTruth
+from deteval.evaluate import threads as per_thread
 from deteval.evaluate.flags import _det_area, ground_truth_flags, outside_area_ranges
 from deteval.evaluate.iou import _checked_masks, pair_iou
 from deteval.evaluate.selection import _federated_labels, _kept_detections
@@ -41,6 +43,7 @@ def match(
     images: np.ndarray | None = None,
     masks: PreparedMasks | None = None,
     progress: Callable[[int, int], None] | None = None,
+    workers: int | str | None = 1,
 ) -> MatchTable:
     """Match detections to ground truth under ``protocol`` (no accumulation).
 
@@ -62,6 +65,10 @@ def match(
         Called as ``progress(done, total)`` after each part of the matching (pairs, their IoUs
         and the greedy matching of whole images; about 16 parts): ``done`` of ``total`` kept
         detections are matched. The table is the same with or without it.
+    workers : int or "auto"
+        Threads of the compiled kernels (the sort of the detections, the matching): that many,
+        at most the usable CPUs, ``"auto"`` by each call's size
+        (:func:`deteval._parallel.kernel_threads`). The table is the same for every value.
 
     Returns
     -------
@@ -86,7 +93,7 @@ def match(
         if masks is not None and masks.is_for(gt, dt):
             masks = None  # prepared from the unpooled values: their ground-truth rows moved
         gt, dt = pooled_gt, pooled_dt
-    masks = _checked_masks(gt, dt, protocol, masks)
+    masks = _checked_masks(gt, dt, protocol, masks, workers=workers)
     n_class = gt.n_classes
     n_area = len(protocol.area_ranges)
     if images is None:
@@ -98,7 +105,9 @@ def match(
         gt_sel = np.flatnonzero(images[gt.image])
     # In a function of its own, so that its sorting arrays (keys, orders, ranks of every
     # detection before the max_dets cap) are freed before pairs, IoUs and matches are made.
-    det_rows, det_key_kept, det_rank, n_over, n_det_per_class = _kept_detections(gt, dt, protocol, det_sel)
+    det_rows, det_key_kept, det_rank, n_over, n_det_per_class = _kept_detections(
+        gt, dt, protocol, det_sel, workers=workers
+    )
 
     gt_key = gt.image[gt_sel].astype(np.int64) * n_class + gt.category[gt_sel]
     gt_groups = group_rows(gt_key)
@@ -131,7 +140,7 @@ def match(
     bounds = _chunk_bounds(det_key_kept, n_class, chunk)
     if len(bounds) == 2:  # one chunk: its outcome is the table's
         tp, ignored, (match_lane, match_det, match_gt) = _match_chunk(
-            gt, dt, protocol, masks, det_rows, det_key_kept, sorted_truth, thresholds, narrow
+            gt, dt, protocol, masks, det_rows, det_key_kept, sorted_truth, thresholds, narrow, workers=workers
         )
         del det_key_kept
         if progress is not None:
@@ -155,6 +164,7 @@ def match(
                 thresholds,
                 narrow,
                 det_offset=int(start),
+                workers=workers,
             )
             tp.bits[start:stop] = part_tp.bits
             ignored.bits[start:stop] = part_ignored.bits
@@ -231,6 +241,7 @@ def _match_chunk(
     narrow: bool,
     *,
     det_offset: int | None = None,
+    workers: int | str | None = 1,
 ) -> tuple[LaneFlags, LaneFlags, list]:
     """Match whole images' detections (rows of ``dt`` sorted by (image, class, rank)).
 
@@ -309,6 +320,7 @@ def _match_chunk(
             strict=strict,
             narrow=narrow,
             gt_ties=protocol.gt_ties,
+            threads=kernel_threads(workers, len(pair_det), per_thread.MATCH_PER_THREAD),
         )
     else:
         result = match_voc(

@@ -7,9 +7,11 @@ from functools import partial
 
 import numpy as np
 
+from deteval._parallel import kernel_threads
 from deteval.accumulate import accumulate
 from deteval.data import GroundTruth
 from deteval.errors import InputError
+from deteval.evaluate import threads as per_thread
 from deteval.evaluate.flags import ground_truth_flags
 from deteval.evaluate.result import EvalResult
 from deteval.evaluate.table import MatchTable
@@ -25,8 +27,11 @@ from deteval.protocol import Protocol
 from deteval.summary import CROWD_INDEX_BANDS, class_ap_all, class_metrics_all, headline_metrics
 
 
-def ranking_order(table: MatchTable, protocol: Protocol) -> np.ndarray:
+def ranking_order(table: MatchTable, protocol: Protocol, *, workers: int | str | None = 1) -> np.ndarray:
     """Global ranking grouped by class; ties as the reference tool breaks them.
+
+    ``workers``: threads of the compiled sort (:func:`deteval._parallel.kernel_threads`); the
+    ranking does not depend on it.
 
     Notes
     -----
@@ -34,13 +39,16 @@ def ranking_order(table: MatchTable, protocol: Protocol) -> np.ndarray:
     ``-score`` with a stable mergesort: ties go by (image id, rank in image). The VOC devkit
     sorts a class's result file stably: ties go by file order.
     """
+    threads = kernel_threads(workers, len(table.det_score), per_thread.SORT_PER_THREAD)
     if protocol.score_order == "image_major":
         if _in_image_class_rank_order(table):
             # Within a class the rows already come by (image, rank): a stable sort by (class,
             # -score) leaves ties in that order, which is the order the full key gives.
-            return by_group_then_descending(table.det_class, table.det_score)
-        return by_group_then_descending(table.det_class, table.det_score, (table.det_rank, table.det_image))
-    return by_group_then_descending(table.det_class, table.det_score, (table.det_order,))
+            return by_group_then_descending(table.det_class, table.det_score, threads=threads)
+        return by_group_then_descending(
+            table.det_class, table.det_score, (table.det_rank, table.det_image), threads=threads
+        )
+    return by_group_then_descending(table.det_class, table.det_score, (table.det_order,), threads=threads)
 
 
 def _in_image_class_rank_order(table: MatchTable) -> bool:
@@ -77,11 +85,14 @@ def score(
     *,
     warnings: tuple = (),
     inputs: dict | None = None,
+    workers: int | str | None = 1,
 ) -> EvalResult:
     """Accumulate a :class:`MatchTable` into an :class:`EvalResult`.
 
     Under ``class_agnostic`` the result has the one pooled class of
-    :func:`deteval.pooling.ground_truth_for` (``gt`` may be given pooled or not).
+    :func:`deteval.pooling.ground_truth_for` (``gt`` may be given pooled or not). ``workers``:
+    threads of the compiled ranking sort and accumulation, that many or ``"auto"`` by size
+    (:func:`deteval._parallel.kernel_threads`); the result is the same for every value.
 
     Raises
     ------
@@ -90,7 +101,7 @@ def score(
     """
     protocol.check_scorable()
     gt = ground_truth_for(gt, protocol)
-    ranking = ranking_order(table, protocol)
+    ranking = ranking_order(table, protocol, workers=workers)
     acc = accumulate(
         table.tp,
         table.ignored,
@@ -100,6 +111,7 @@ def score(
         ranking,
         table.n_positive,
         protocol,
+        threads=kernel_threads(workers, len(ranking), per_thread.ACCUMULATE_PER_THREAD),
     )
     per_class_ap = class_ap_all(acc.precision, acc.ap, protocol)  # every class at once (LVIS: 1,203)
     is_crowd_summary = protocol.summary == "crowdpose" and not protocol.is_single_threshold

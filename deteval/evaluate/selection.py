@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from deteval._dtypes import row_dtype
+from deteval._parallel import kernel_threads
 from deteval.data import Detections, FederatedLabels, GroundTruth
 from deteval.errors import InputError
+from deteval.evaluate import threads as per_thread
 from deteval.grouping import (
     by_group_then_descending,
     group_rows,
@@ -16,7 +18,12 @@ from deteval.protocol import Protocol
 
 
 def _kept_detections(
-    gt: GroundTruth, dt: Detections, protocol: Protocol, det_sel: np.ndarray | None
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    det_sel: np.ndarray | None,
+    *,
+    workers: int | str | None = 1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
     """The detections :func:`match` scores, sorted by (image, class, rank), within ``max_dets``.
 
@@ -27,6 +34,8 @@ def _kept_detections(
     protocol : Protocol
     det_sel : int64 (n_sel,) or None
         Rows of the shard's detections; None for all of them.
+    workers : int or "auto"
+        Threads of the compiled sort (:func:`deteval._parallel.kernel_threads`).
 
     Returns
     -------
@@ -62,7 +71,8 @@ def _kept_detections(
     det_key += category
     del image, category
     # Rows by (image, class), then descending score, then file order (lexsort's result).
-    order = by_group_then_descending(det_key, det_score, (det_order,))
+    threads = kernel_threads(workers, len(det_key), per_thread.SORT_PER_THREAD)
+    order = by_group_then_descending(det_key, det_score, (det_order,), threads=threads)
     del det_score, det_order
     sorted_key = det_key[order]
     del det_key

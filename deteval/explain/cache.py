@@ -156,11 +156,12 @@ class MatchCache:
     ----------
     gt : GroundTruth
     dt : Detections
-    workers : int
-        Match image shards in this many processes (see :func:`deteval.sharding.match_sharded`).
+    workers : int or "auto"
+        CPUs for matching and scoring: kernel threads, or image shards in processes for the
+        paths that run in Python (see :func:`deteval.sharding.match_sharded`).
     """
 
-    def __init__(self, gt: GroundTruth, dt: Detections, *, workers: int = 1):
+    def __init__(self, gt: GroundTruth, dt: Detections, *, workers: int | str = 1):
         self.gt = gt
         self.dt = dt
         self.workers = workers
@@ -222,7 +223,7 @@ class MatchCache:
                 if found is not None:
                     self._tables[key] = restrict_lanes(source_table, *found)
                     return self._tables[key]
-            if self.workers > 1:
+            if self.workers != 1:
                 table = match_sharded(self.gt, self.dt, protocol, workers=self.workers)
             else:
                 table = match(self.gt, self.dt, protocol)
@@ -255,7 +256,9 @@ class MatchCache:
 
     def result(self, protocol: Protocol, *, inputs: dict | None = None, warnings: tuple = ()) -> EvalResult:
         """Score ``protocol`` from its (maybe shared) match table."""
-        return score(self.table(protocol), self.gt, protocol, warnings=warnings, inputs=inputs)
+        return score(
+            self.table(protocol), self.gt, protocol, warnings=warnings, inputs=inputs, workers=self.workers
+        )
 
     @property
     def n_matchings(self) -> int:

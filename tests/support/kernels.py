@@ -239,7 +239,9 @@ def _sort_runs(rng: np.random.Generator, case: int) -> Case:
 
 def _group_then_score(rng: np.random.Generator, case: int, scale: int = 1) -> Case:
     n = int(rng.integers(1, 60 * scale))
-    group = _group_column(rng, n) if scale == 1 else rng.integers(0, max(1, n // 4), n).astype(index_dtype(rng))
+    group = (
+        _group_column(rng, n) if scale == 1 else rng.integers(0, max(1, n // 4), n).astype(index_dtype(rng))
+    )
     return (group, floats(rng, n, (0.1, 0.5, 0.9, 1.0, -0.0))), {}
 
 

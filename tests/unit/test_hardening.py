@@ -56,8 +56,14 @@ def cli(*argv, **kwargs) -> subprocess.CompletedProcess:
     )
 
 
-def big_inputs(tmp_path: Path, n_images: int = 3000, per_image: int = 60) -> tuple[Path, Path]:
-    """A COCO GT and results large enough that writing --matches takes a while."""
+def big_inputs(
+    tmp_path: Path, n_images: int = 3000, per_image: int = 60, *, polygons: bool = False
+) -> tuple[Path, Path]:
+    """A COCO GT and results large enough that writing --matches takes a while.
+
+    ``polygons``: each box also as a polygon ``segmentation`` (for the exact-mask matching that
+    runs in worker processes).
+    """
     rng = np.random.default_rng(0)
     images = [{"id": i + 1, "width": 640, "height": 480} for i in range(n_images)]
     anns, dets = [], []
@@ -72,6 +78,7 @@ def big_inputs(tmp_path: Path, n_images: int = 3000, per_image: int = 60) -> tup
                     "bbox": [x, y, 40, 40],
                     "area": 1600,
                     "iscrowd": 0,
+                    **({"segmentation": [[x, y, x + 40, y, x + 40, y + 40, x, y + 40]]} if polygons else {}),
                 }
             )
         for j in range(per_image):
@@ -82,6 +89,7 @@ def big_inputs(tmp_path: Path, n_images: int = 3000, per_image: int = 60) -> tup
                     "category_id": 1 + j % 3,
                     "bbox": [x, y, 40, 40],
                     "score": float(rng.random()),
+                    **({"segmentation": [[x, y, x + 40, y, x + 40, y + 40, x, y + 40]]} if polygons else {}),
                 }
             )
     gt, dt = tmp_path / "big_gt.json", tmp_path / "big_dt.json"
@@ -374,10 +382,13 @@ def test_workers_are_capped_at_the_usable_cpus(capsys):
 
 
 def test_a_killed_worker_is_a_clear_error_within_seconds(tmp_path):
-    """SIGKILL one forked matching worker: the parent reports it at once and exits 3."""
+    """SIGKILL one forked matching worker: the parent reports it at once and exits 3.
+
+    Matching runs in processes where it runs in Python: exact polygon masks (shapely).
+    """
     if usable_cpus() < 2:
         pytest.skip("one CPU: no worker processes")
-    gt, dt = big_inputs(tmp_path, n_images=1000, per_image=60)  # frozen when seen
+    gt, dt = big_inputs(tmp_path, n_images=1000, per_image=60, polygons=True)  # frozen when seen
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -392,7 +403,9 @@ def test_a_killed_worker_is_a_clear_error_within_seconds(tmp_path):
             "2",
             "-q",
             "--protocol",
-            "coco",
+            "coco-exact-masks",
+            "--iou-type",
+            "segm",
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,

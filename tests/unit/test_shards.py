@@ -100,6 +100,9 @@ def test_a_worker_error_reaches_the_caller(monkeypatch):
         raise deteval.InputError(f"{len(shown)} image(s) refused: {shown}")
 
     monkeypatch.setattr(evaluate_module, "pair_iou", failing)
+    from deteval import sharding
+
+    monkeypatch.setattr(sharding, "in_processes", lambda protocol: True)  # the process path, on boxes
     p = deteval.get_protocol("coco")
     with pytest.raises(deteval.InputError, match=r"image\(s\) refused") as one:
         match(gt, dt, p)
@@ -156,6 +159,7 @@ def test_a_dead_worker_is_one_clear_error(monkeypatch):
         os._exit(9)
 
     monkeypatch.setattr(sharding, "_match_shard", die)
+    monkeypatch.setattr(sharding, "in_processes", lambda protocol: True)  # the process path, on boxes
     gt_dict, dt_list = generate(2, n_images=6, n_classes=2)
     gt = deteval.load_ground_truth(gt_dict)
     dt = deteval.load_detections(dt_list, gt)
@@ -181,8 +185,8 @@ def test_auto_workers_go_by_size(monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning")  # generated data: zero-area boxes
-def test_cli_json_is_byte_identical_for_1_2_and_auto_workers(tmp_path, monkeypatch):
-    """The parallel path (this process matches a shard, a forked one the other) changes no byte."""
+def test_cli_json_is_byte_identical_for_1_2_and_auto_worker_processes(tmp_path, monkeypatch):
+    """The process path (this process matches a shard, a forked one the other) changes no byte."""
     import json
 
     from deteval import sharding
@@ -197,6 +201,7 @@ def test_cli_json_is_byte_identical_for_1_2_and_auto_workers(tmp_path, monkeypat
         sharding, "_run_in_processes", lambda job, shards: forked.append(1) or real(job, shards)
     )
     monkeypatch.setattr(sharding, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(sharding, "in_processes", lambda protocol: True)  # the process path, on boxes
     outputs = []
     for workers, per_worker in (("1", 1), ("2", 10**9), ("auto", 10**9), ("auto", 1)):
         monkeypatch.setitem(sharding.AUTO_DETECTIONS_PER_WORKER, "bbox", per_worker)

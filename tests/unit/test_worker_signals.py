@@ -33,7 +33,7 @@ def inputs(tmp_path_factory) -> tuple[Path, Path]:
     scores = rng.random(n_images * n_dt)
     anns = ",".join(
         f'{{"id":{k + 1},"image_id":{k // n_gt + 1},"category_id":{1 + k % 3},'
-        f'"bbox":[{x:.2f},{y:.2f},40,40],"area":1600,"iscrowd":0}}'
+        f'"bbox":[{x:.2f},{y:.2f},40,40],"area":1600,"iscrowd":0,{_square(x, y)}}}'
         for k, (x, y) in enumerate(gt_xy.tolist())
     )
     images = ",".join(f'{{"id":{i + 1},"width":640,"height":640}}' for i in range(n_images))
@@ -43,12 +43,18 @@ def inputs(tmp_path_factory) -> tuple[Path, Path]:
     dt.write_text(
         "["
         + ",".join(
-            f'{{"image_id":{k // n_dt + 1},"category_id":{1 + k % 3},"bbox":[{x:.2f},{y:.2f},40,40],"score":{s:.6f}}}'
+            f'{{"image_id":{k // n_dt + 1},"category_id":{1 + k % 3},"bbox":[{x:.2f},{y:.2f},40,40],'
+            f'"score":{s:.6f},{_square(x, y)}}}'
             for k, ((x, y), s) in enumerate(zip(dt_xy.tolist(), scores.tolist()))
         )
         + "]"
     )
     return gt, dt
+
+
+def _square(x: float, y: float) -> str:
+    """The box as a polygon: matching in processes is for the exact (shapely) masks."""
+    return f'"segmentation":[[{x:.2f},{y:.2f},{x + 40:.2f},{y:.2f},{x + 40:.2f},{y + 40:.2f},{x:.2f},{y + 40:.2f}]]'
 
 
 def start(argv: list, *, own_group: bool = False) -> subprocess.Popen:
@@ -111,7 +117,8 @@ def signal_while_workers_run(
 
 #: (extra arguments, which set of workers gets the signal)
 BOOTSTRAP = (["--workers", 2, "--bootstrap", 1000, "--protocol", "coco", "-q"], 2)
-MATCHING = (["--workers", 2, "--protocol", "coco", "-q"], 1)
+# Matching runs in processes where it runs in Python (exact polygon masks); boxes use kernel threads.
+MATCHING = (["--workers", 2, "--protocol", "coco-exact-masks", "--iou-type", "segm", "-q"], 1)
 
 
 @pytest.mark.parametrize(
