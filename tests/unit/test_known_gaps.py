@@ -46,11 +46,13 @@ def _dropin_silent(capsys) -> None:
 
 
 def _progress_workers(capsys) -> None:
-    """With --workers N the matching stage moves once (when the workers merge), not inside."""
+    """With --workers N in processes (exact masks) the matching stage moves once, not inside."""
     from deteval import api
 
-    inputs = api.load_inputs(GT, DT)
-    protocol = api.resolve_protocols(["coco"])
+    inputs = api.load_inputs(
+        str(ROOT / "fixtures" / "segm" / "gt.json"), str(ROOT / "fixtures" / "segm" / "dt.json")
+    )
+    protocol = [api.resolve_protocol("coco-exact-masks").replace(iou_type="segm")]
     calls: list[tuple[int, int]] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)  # the fixture's 'bird': not the point
