@@ -316,20 +316,43 @@ typedef struct {
     int class_width;
     const double *det_score;
     const int64_t *max_dets;
-    const int64_t *class_end; /* threads > 1: where each class's segment of the ranking ends */
-    int *status;              /* threads > 1: each part's status, at its first class */
+    unsigned char *seen;            /* one bit per row: ranked already (shared by the parts) */
+    int shared;                     /* several parts: the seen bits are set atomically */
+    /* threads > 1: part k walks ranked positions [bounds[k], bounds[k + 1]), the classes
+     * [first_class[k], first_class[k + 1]), and leaves its status in status[k] */
+    const Py_ssize_t *bounds;
+    const int64_t *first_class;
+    int parts;
+    int *status;
 } walk_inputs;
 
+/* Mark row as ranked; whether it was already (a row ranked twice). Several parts: one atomic
+ * read-modify-write, so that of two parts ranking the same row exactly one sees it marked. */
+static inline int
+mark_seen(const walk_inputs *in, int64_t row)
+{
+    unsigned char *byte = &in->seen[row >> 3];
+    const unsigned char bit = (unsigned char)(1u << (row & 7));
+#if DETEVAL_HAVE_THREADS && (defined(__GNUC__) || defined(__clang__))
+    if (in->shared) {
+        return (__atomic_fetch_or(byte, bit, __ATOMIC_RELAXED) & bit) != 0;
+    }
+#endif
+    if (*byte & bit) {
+        return 1;
+    }
+    *byte |= bit;
+    return 0;
+}
+
 /*
- * Walk ranked positions [lo, hi) whose classes are in [k_lo, k_hi), finishing classes k_lo ..
- * k_hi - 1 (their outputs only). With `check`, every row and class is checked on the way (one
- * part: the whole ranking); without, the caller checked them. Returns 0, 1 when the inputs break
- * an assumption, -1 when out of memory. Touches no Python object: run without the GIL, on any
- * thread; the buffers are this call's own.
+ * Walk ranked positions [lo, hi), whose classes must be in [k_lo, k_hi) and non-decreasing,
+ * finishing classes k_lo .. k_hi - 1 (their outputs only). Every row and class is checked on the
+ * way. Returns 0, 1 when the inputs break an assumption, -1 when out of memory. Touches no Python
+ * object: run without the GIL, on any thread; its working buffers are its own.
  */
 static int
-walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssize_t k_lo, Py_ssize_t k_hi,
-             int check)
+walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssize_t k_lo, Py_ssize_t k_hi)
 {
     walk_shape local = *in->w;
     walk_shape *w = &local;
@@ -337,12 +360,11 @@ walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssi
     const Py_ssize_t block = 1024;
     walk_state *state = malloc(((size_t)n_md + 1) * sizeof(walk_state));
     det_record *ranked = malloc((size_t)block * sizeof(det_record));
-    unsigned char *seen = check ? calloc((size_t)in->n_det / 8 + 1, 1) : NULL;
     int status = -1;
     Py_ssize_t p, k, m, lo;
     w->piece = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
     w->piece_score = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
-    if (ranked == NULL || (check && seen == NULL) || state == NULL || w->piece == NULL || w->piece_score == NULL) {
+    if (ranked == NULL || state == NULL || w->piece == NULL || w->piece_score == NULL) {
         goto done;
     }
     k = k_lo;
@@ -354,12 +376,9 @@ walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssi
         /* Gather a block of ranked detections first: independent loads, overlapped. */
         for (p = 0; p < n; p++) {
             const int64_t row = index_at(in->ranking, in->ranking_width, lo + p);
-            if (check) {
-                if (row < 0 || row >= in->n_det || (seen[row >> 3] & (1u << (row & 7)))) {
-                    status = 1;
-                    goto done;
-                }
-                seen[row >> 3] |= (unsigned char)(1u << (row & 7));
+            if (row < 0 || row >= in->n_det || mark_seen(in, row)) {
+                status = 1;
+                goto done;
             }
             ranked[p] = record_of(row, in->det_is_tp, in->det_is_ignored, in->n_byte, in->det_class,
                                   in->class_width, in->det_rank, in->rank_width, in->max_dets, n_md, w->n_class);
@@ -368,7 +387,7 @@ walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssi
             const det_record *det = &ranked[p];
             const int64_t c = det->class_keep >> 8;
             int64_t keep = det->class_keep & 0xff;
-            if (det->class_keep < 0 || c < k) {
+            if (det->class_keep < 0 || c < k || c >= k_hi) {
                 status = 1;
                 goto done;
             }
@@ -399,33 +418,65 @@ done:
     free(w->piece);
     free(w->piece_score);
     free(ranked);
-    free(seen);
     return status;
 }
 
-/* One part of the threaded walk: classes [k_lo, k_hi) (parallel_parts' part function). */
+/* The class of the row at ranked position p, or -1 when the row is out of range. */
+static inline int64_t
+class_at(const walk_inputs *in, Py_ssize_t p)
+{
+    const int64_t row = index_at(in->ranking, in->ranking_width, p);
+    return row >= 0 && row < in->n_det ? index_at(in->det_class, in->class_width, row) : -1;
+}
+
+/* The first ranked position in [0, n) whose class is at least c, if the classes are
+ * non-decreasing along the ranking (each part checks that they are); -1 on a row out of range. */
+static Py_ssize_t
+first_position_of(const walk_inputs *in, Py_ssize_t n, int64_t c)
+{
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        const Py_ssize_t mid = lo + (hi - lo) / 2;
+        const int64_t found = class_at(in, mid);
+        if (found < 0) {
+            return -1;
+        }
+        if (found < c) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* One part of the threaded walk: ranked positions [lo, hi) (parallel_parts' part function). */
 static void
-walk_part(void *ctx, Py_ssize_t k_lo, Py_ssize_t k_hi)
+walk_part(void *ctx, Py_ssize_t lo, Py_ssize_t hi)
 {
     const walk_inputs *in = (const walk_inputs *)ctx;
-    Py_ssize_t lo_pos;
-    if (k_lo >= k_hi) {
-        return; /* an empty part (parallel_parts runs part 0 even when empty) */
+    int k;
+    for (k = 0; k < in->parts; k++) { /* the first part of these bounds (part 0 when empty) */
+        if (in->bounds[k] == lo && in->bounds[k + 1] == hi) {
+            in->status[k] = walk_classes(in, lo, hi, (Py_ssize_t)in->first_class[k],
+                                         (Py_ssize_t)in->first_class[k + 1]);
+            return;
+        }
     }
-    lo_pos = k_lo == 0 ? 0 : (Py_ssize_t)in->class_end[k_lo - 1];
-    in->status[k_lo] = walk_classes(in, lo_pos, (Py_ssize_t)in->class_end[k_hi - 1], k_lo, k_hi, 0);
 }
 
 /*
  * The accumulation itself, without the GIL. Returns 0 on success, 1 when the inputs break an
  * assumption (fall back to numpy), -1 when out of memory.
  *
- * One thread: one walk of the ranking, checking rows and classes as it goes. threads > 1: a
- * first pass checks every row (in range, ranked once) and class (in range, non-decreasing along
- * the ranking) and finds where each class's segment ends; the classes are then cut into parts of
- * about equal work (their detections, plus the envelope of each class's lanes) walked on their
- * own threads, each with its own working buffers and writing only its classes' outputs: the
- * same numbers as one walk, whatever the number of parts.
+ * One thread: one walk of the ranking. threads > 1: the ranking is cut into parts of about equal
+ * count at class boundaries (found by binary search, the classes being non-decreasing along the
+ * ranking), walked on their own threads, each with its own working buffers and writing only its
+ * classes' outputs: the same numbers as one walk, whatever the number of parts. Each part checks
+ * its rows (in range; ranked once, in one bitmap set atomically) and classes (within its range,
+ * non-decreasing), so that the parts together check what the one walk does: a broken assumption
+ * anywhere is seen by the part that walks it.
  */
 static int
 run_accumulate(
@@ -435,12 +486,11 @@ run_accumulate(
 {
     const Py_ssize_t n_class = w->n_class, n_r = w->n_r;
     walk_inputs in;
-    int64_t *cost = NULL, *class_end = NULL;
-    int *status_at = NULL;
-    unsigned char *seen = NULL;
     Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
-    int parts, status = -1;
-    Py_ssize_t d, r, p, k;
+    int64_t first_class[DETEVAL_MAX_PARTS + 1];
+    int status_of[DETEVAL_MAX_PARTS];
+    int parts, k, status = 0;
+    Py_ssize_t d, r;
 
     /* Needed counts must not decrease along the recall points (a sorted grid). */
     for (d = 0; d < w->n_area * n_class; d++) {
@@ -451,6 +501,7 @@ run_accumulate(
             }
         }
     }
+    memset(&in, 0, sizeof(in));
     in.w = w;
     in.det_is_tp = det_is_tp;
     in.det_is_ignored = det_is_ignored;
@@ -464,62 +515,52 @@ run_accumulate(
     in.class_width = class_width;
     in.det_score = det_score;
     in.max_dets = max_dets;
-    in.class_end = NULL;
-    in.status = NULL;
-    if (threads <= 1 || n_class < 2) {
-        return walk_classes(&in, 0, n_ranked, 0, n_class, 1);
+    in.seen = calloc((size_t)n_det / 8 + 1, 1);
+    if (in.seen == NULL) {
+        return -1;
     }
-    class_end = malloc((size_t)n_class * sizeof(int64_t));
-    cost = malloc(((size_t)n_class + 1) * sizeof(int64_t));
-    status_at = calloc((size_t)n_class + 1, sizeof(int));
-    seen = calloc((size_t)n_det / 8 + 1, 1);
-    if (class_end == NULL || cost == NULL || status_at == NULL || seen == NULL) {
-        goto done;
+    parts = threads < 1 ? 1 : (threads > DETEVAL_MAX_PARTS ? DETEVAL_MAX_PARTS : threads);
+    if (parts > n_class) {
+        parts = (int)n_class;
     }
-    /* The checks of the one-thread walk, and each class's end along the ranking. */
-    k = 0;
-    for (p = 0; p < n_ranked; p++) {
-        const int64_t row = index_at(ranking, ranking_width, p);
-        int64_t c;
-        if (row < 0 || row >= n_det || (seen[row >> 3] & (1u << (row & 7)))) {
-            status = 1;
-            goto done;
+    if (parts > n_ranked) {
+        parts = n_ranked > 0 ? (int)n_ranked : 1;
+    }
+    /* Cut points: the class at each k/parts of the ranking, and where that class starts. */
+    first_class[0] = 0;
+    bounds[0] = 0;
+    for (k = 1; k < parts; k++) {
+        const int64_t c = class_at(&in, (Py_ssize_t)((n_ranked * (int64_t)k) / parts));
+        const Py_ssize_t at = c >= 0 && c < n_class ? first_position_of(&in, n_ranked, c) : -1;
+        if (at < 0) {
+            parts = 1; /* a row or class out of range: the one walk finds and declines it */
+            break;
         }
-        seen[row >> 3] |= (unsigned char)(1u << (row & 7));
-        c = index_at(det_class, class_width, row);
-        if (c < k || c >= n_class) {
-            status = 1;
-            goto done;
+        first_class[k] = c > first_class[k - 1] ? c : first_class[k - 1];
+        bounds[k] = at > bounds[k - 1] ? at : bounds[k - 1];
+    }
+    first_class[parts] = n_class;
+    bounds[parts] = n_ranked;
+    if (parts <= 1) {
+        status = walk_classes(&in, 0, n_ranked, 0, n_class);
+    }
+    else {
+        in.shared = 1;
+        in.bounds = bounds;
+        in.first_class = first_class;
+        in.parts = parts;
+        in.status = status_of;
+        for (k = 0; k < parts; k++) {
+            status_of[k] = 0;
         }
-        while (k < c) {
-            class_end[k++] = p;
-        }
-    }
-    while (k < n_class) {
-        class_end[k++] = n_ranked;
-    }
-    /* A class costs its detections and the envelope of its lanes (n_md * n_lane * n_r). */
-    cost[0] = 0;
-    for (k = 0; k < n_class; k++) {
-        const int64_t before = k == 0 ? 0 : class_end[k - 1];
-        cost[k + 1] = cost[k] + (class_end[k] - before) + (int64_t)(w->n_md * w->n_lane * n_r) / 4 + 1;
-    }
-    in.class_end = class_end;
-    in.status = status_at;
-    parts = weighted_bounds(cost, n_class, threads, bounds);
-    parallel_parts(bounds, parts, walk_part, &in);
-    status = 0;
-    for (p = 0; p < parts; p++) { /* a part's -1 (out of memory); the first pass ruled out a 1 */
-        const int part_status = bounds[p] < bounds[p + 1] ? status_at[bounds[p]] : 0;
-        if (part_status < 0 || (part_status > 0 && status == 0)) {
-            status = part_status;
+        parallel_parts(bounds, parts, walk_part, &in);
+        for (k = 0; k < parts; k++) { /* out of memory (-1) first, then a broken assumption (1) */
+            if (status_of[k] < 0 || (status_of[k] > 0 && status == 0)) {
+                status = status_of[k];
+            }
         }
     }
-done:
-    free(class_end);
-    free(cost);
-    free(status_at);
-    free(seen);
+    free(in.seen);
     return status;
 }
 

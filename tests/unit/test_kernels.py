@@ -133,6 +133,38 @@ def test_threaded_kernel_is_bit_identical_for_every_thread_count(name):
     assert ran > 10, f"{name}: only {ran} cases ran compiled"
 
 
+@pytest.mark.parametrize("broken", ["row ranked twice", "classes out of order", "row out of range"])
+def test_threaded_accumulate_declines_a_broken_ranking_for_every_thread_count(broken):
+    """Each part checks the rows and classes it walks: together they decline what one walk does."""
+    name = "_cacc.accumulate"
+    kernel = KERNELS[name]
+    if _speedups.module_of(name) is None:
+        pytest.skip("deteval._cacc is not built")
+    rng = np.random.default_rng(7)
+    checked = 0
+    for case in range(1, 30):
+        args, kwargs = THREADED[name](rng, case)
+        ranking = args[5].copy()
+        classes = args[3][ranking]
+        with np.errstate(all="ignore"):
+            runs = not isinstance(kernel.run(*args, **kwargs, threads=2), _speedups.Decline)
+        if not runs or len(ranking) < 4 or classes[0] == classes[-1]:
+            continue  # declined anyway (an ap_method it does not take), or nothing to break
+        if broken == "row ranked twice":
+            ranking[-1] = ranking[0]
+        elif broken == "classes out of order":
+            ranking[[0, -1]] = ranking[[-1, 0]]
+        else:
+            ranking[len(ranking) // 2] = len(ranking) + 5
+        args = (*args[:5], ranking, *args[6:])
+        for threads in (1, 2, 3, 7, 64):
+            with np.errstate(all="ignore"):
+                got = kernel.run(*args, **kwargs, threads=threads)
+            assert isinstance(got, _speedups.Decline), (case, threads)
+        checked += 1
+    assert checked > 5
+
+
 # ---- the dispatch --------------------------------------------------------------------------------
 
 
