@@ -194,9 +194,9 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         type=_workers,
         default="auto",
         metavar="N",
-        help="match image shards in N processes and merge (same numbers); default auto: one "
-        "process for small inputs, one per usable CPU from about 400k box detections each "
-        "(25k masks); 1 forces one",
+        help="use N CPUs: threads in the compiled kernels, or image shards in processes where "
+        "matching runs in Python (exact masks, Boundary IoU); same numbers; default auto: by the "
+        "input's size (one thread or process for small inputs); 1 forces one",
     )
     p.add_argument(
         "--memory-limit",
