@@ -75,7 +75,7 @@ ABI: dict[str, int] = {
     "deteval._csort": 1,
     "deteval.geometry._ckeypoint": 2,
     "deteval.geometry._cmask": 3,
-    "deteval.io._colparse": 4,
+    "deteval.io._colparse": 5,
 }
 
 #: How to rebuild the extensions, for the messages.
