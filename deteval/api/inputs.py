@@ -60,19 +60,21 @@ def _as_gt(gt: Any, **options: Any) -> GroundTruth:
     return gt if isinstance(gt, GroundTruth) else load_ground_truth(gt, **options)
 
 
-def _as_dt(dt: Any, gt: GroundTruth, *, allow_large_drop: bool = False, **options: Any) -> Detections:
+def _as_dt(
+    dt: Any, gt: GroundTruth, *, allow_large_drop: bool = False, workers: int | str = 1, **options: Any
+) -> Detections:
     """``dt`` loaded against ``gt`` (a folder looked into), refused when its ids are misread.
 
     Detections given as :class:`Detections` are taken as they are. Loaded ones are refused when
     their category ids, as read (``category_map``), put more than :data:`MAX_DROP` of them on
     categories without ground-truth objects (:func:`refuse_off_ground_truth`; ``allow_large_drop``
-    lifts the cap).
+    lifts the cap). ``workers``: threads that parse a COCO results file (:func:`load_detections`).
     """
     if isinstance(dt, Detections):
         return dt
     if options.get("category_map") is not None:
         options["category_map"] = read_category_map(options["category_map"])
-    detections = load_detections(dt, gt, **options)
+    detections = load_detections(dt, gt, workers=workers, **options)
     refuse_off_ground_truth(
         detections.category,
         gt,
@@ -230,6 +232,7 @@ def _load_inputs(
     result_prefix: str | None = None,
     image_labels: Any = None,
     hierarchy: Any = None,
+    workers: int | str = 1,
 ) -> Inputs:
     """:func:`load_inputs` without warning (its callers emit what they return)."""
     labels, tree = side_files(image_labels, hierarchy, protocols)
@@ -263,7 +266,9 @@ def _load_inputs(
 
             ground_truth = with_result_classes(ground_truth, dt, prefix=result_prefix)
         source = located.path if located is not None else dt
-        detections = _as_dt(source, ground_truth, allow_large_drop=allow_large_drop, **dt_options)
+        detections = _as_dt(
+            source, ground_truth, allow_large_drop=allow_large_drop, workers=workers, **dt_options
+        )
         return ground_truth, detections, located
 
     ground_truth, detections, located = with_detections(ground_truth)
@@ -297,6 +302,7 @@ def load_inputs(
     result_prefix: str | None = None,
     image_labels: Any = None,
     hierarchy: Any = None,
+    workers: int | str = 1,
 ) -> Inputs:
     """Load ground truth and detections as ``deteval evaluate`` does, and warn what was noticed.
 
@@ -334,6 +340,9 @@ def load_inputs(
         Open Images' verified image-level labels (CSV, or COCO JSON with ``pos_labels`` /
         ``neg_labels``) and class hierarchy JSON, for ``openimages-challenge`` (docs/inputs.md).
         With ``gt`` an Open Images boxes ``.csv``, ``dt`` is a submission ``.csv``.
+    workers : int or "auto"
+        Threads that parse a COCO results file (default 1; ``"auto"``: by its size, at most the
+        usable CPUs; the CLI passes its ``--workers``). The inputs are the same for every value.
 
     Returns
     -------
@@ -362,6 +371,7 @@ def load_inputs(
         result_prefix=result_prefix,
         image_labels=image_labels,
         hierarchy=hierarchy,
+        workers=workers,
     )
     _emit(inputs.warnings, InputWarning, stacklevel=2)
     return inputs

@@ -54,7 +54,9 @@ def evaluate(
         A preset name (``"coco"``, ``"coco-pycocotools"``, ``"voc2007"``, ...), a YAML file, or
         a :class:`Protocol`. Default: :func:`default_protocol` (``coco``; a VOC root's year).
     workers : int
-        Match image shards in this many processes, then merge (identical numbers).
+        Match image shards in this many processes, then merge (identical numbers); a COCO
+        results file path is parsed on this many threads (at most the usable CPUs; the same
+        detections).
     category_map : {"index0", "index1"}, mapping or path, optional
         How the detections' category ids name ground-truth categories (when ``dt`` is loaded
         here; see docs/inputs.md).
@@ -104,7 +106,7 @@ def evaluate(
     if is_openimages_csv(gt):
         gt, dt = load_challenge(gt, dt, image_labels=labels, hierarchy=tree)
     gt = _as_gt(gt)
-    dt = _as_dt(dt, gt, **({} if category_map is None else {"category_map": category_map}))
+    dt = _as_dt(dt, gt, workers=workers, **({} if category_map is None else {"category_map": category_map}))
     gt, dt = challenge_inputs(gt, dt, protocol, image_labels=labels, hierarchy=tree)
     # class_agnostic: pool once here, so masks are prepared once, from the pooled values.
     gt, dt = pooled_for(gt, dt, protocol)
@@ -240,7 +242,7 @@ def compare(
         check_protocol(p)
     if cache is None:
         ground_truth = _as_gt(gt)
-        cache = MatchCache(ground_truth, _as_dt(dt, ground_truth), workers=workers)
+        cache = MatchCache(ground_truth, _as_dt(dt, ground_truth, workers=workers), workers=workers)
     comparison = _compare_values(cache.gt, cache.dt, resolved, cache=cache, inputs=inputs)
     results = comparison.results
     _emit_result_warnings(

@@ -225,10 +225,12 @@ def locate_predictions(source: str | os.PathLike, gt: GroundTruth) -> Prediction
     )
 
 
-def load_detections(source: Any, gt: GroundTruth, **options: Any) -> Detections:
+def load_detections(source: Any, gt: GroundTruth, *, workers: int | str = 1, **options: Any) -> Detections:
     """Load detections: COCO results JSON, VOC per-class result files, or YOLO predictions.
 
-    A folder is looked into by :func:`locate_predictions`.
+    A folder is looked into by :func:`locate_predictions`. ``workers``: threads that parse a COCO
+    results file (default 1; ``"auto"``: by its size, at most the usable CPUs); the detections,
+    warnings and errors are the same for every value (:func:`deteval.io.coco.load_coco_dt`).
     """
     if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
         located = locate_predictions(source, gt)
@@ -248,8 +250,8 @@ def load_detections(source: Any, gt: GroundTruth, **options: Any) -> Detections:
             from deteval.io.dota import load_dota_dt
 
             return load_dota_dt(located.path, gt, **options)
-        return load_coco_dt(located.path, gt, **options)
-    return load_coco_dt(source, gt, **options)
+        return load_coco_dt(located.path, gt, workers=workers, **options)
+    return load_coco_dt(source, gt, workers=workers, **options)
 
 
 def _gt_kind(gt: GroundTruth) -> str:

@@ -2708,8 +2708,8 @@ done:
 }
 
 static PyMethodDef colparse_methods[] = {
-    {"parts_refused", parts_refused, METH_NOARGS,
-     "parts_refused()\n--\n\nHow many calls so far parsed a file again on one thread after a part was refused."},
+    {"_parts_refused", parts_refused, METH_NOARGS,
+     "_parts_refused()\n--\n\nHow many calls so far parsed a file again on one thread after a part was refused."},
     {"box_results", box_results, METH_VARARGS, box_results_doc},
     {"box_results_part", box_results_part, METH_VARARGS, box_results_part_doc},
     {"text_rows", text_rows, METH_VARARGS, text_rows_doc},

@@ -10,7 +10,7 @@ def box_results(
     ``threads``: parts parsed at once (cut after records, GIL released); the one thread's outcome.
     """
 
-def parts_refused() -> int:
+def _parts_refused() -> int:
     """How many calls parsed a file again on one thread after one of its parts was refused."""
 
 def box_results_part(

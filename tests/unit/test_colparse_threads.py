@@ -105,11 +105,18 @@ def polygon_file(n: int, seed: int) -> bytes:
             for _ in range(rng.randrange(1, 4))
         ]
         segm = "[" + ",".join(polys) + "]"
-        records.append(_record([*_ids(rng), ("bbox", _bbox(rng)), ("score", _number(rng)), ("segmentation", segm)], rng))
+        records.append(
+            _record([*_ids(rng), ("bbox", _bbox(rng)), ("score", _number(rng)), ("segmentation", segm)], rng)
+        )
     return _array(records, rng)
 
 
-def rle_file(n: int, seed: int, *, counts_alphabet: str = "0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_`abcdefghijklmno") -> bytes:
+def rle_file(
+    n: int,
+    seed: int,
+    *,
+    counts_alphabet: str = "0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_`abcdefghijklmno",
+) -> bytes:
     rng = random.Random(seed)
     records = []
     for _ in range(n):
@@ -117,7 +124,9 @@ def rle_file(n: int, seed: int, *, counts_alphabet: str = "0123456789:;<=>?@ABCD
         counts = counts.replace("\\", "\\\\")
         size = f"[{rng.randrange(1, 500)},{_space(rng)}{rng.randrange(1, 500)}]"
         segm = _record([("size", size), ("counts", json.dumps(counts).replace("/", "\\/"))], rng)
-        records.append(_record([*_ids(rng), ("bbox", _bbox(rng)), ("score", _number(rng)), ("segmentation", segm)], rng))
+        records.append(
+            _record([*_ids(rng), ("bbox", _bbox(rng)), ("score", _number(rng)), ("segmentation", segm)], rng)
+        )
     return _array(records, rng)
 
 
@@ -127,7 +136,12 @@ def _bits(arrays: tuple) -> list[bytes]:
 
 def parse_box(raw: bytes, threads: int) -> list[bytes] | None:
     cap = len(raw) // 58 + 1
-    ids, cats, box, score = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(4 * cap), np.empty(cap))
+    ids, cats, box, score = (
+        np.empty(cap, np.int64),
+        np.empty(cap, np.int64),
+        np.empty(4 * cap),
+        np.empty(cap),
+    )
     n = _colparse.box_results(raw, ids, cats, box, score, threads)
     return None if n is None else _bits((ids[:n], cats[:n], box[: 4 * n], score[:n]))
 
@@ -135,13 +149,20 @@ def parse_box(raw: bytes, threads: int) -> list[bytes] | None:
 def parse_box_parts(raw: bytes, threads: int, chunk: int) -> list[bytes] | None:
     """The file fed in chunks cut after a ``}`` (as the streamed reader feeds it), each on ``threads``."""
     cap = len(raw) // 58 + 1
-    ids, cats, box, score = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(4 * cap), np.empty(cap))
+    ids, cats, box, score = (
+        np.empty(cap, np.int64),
+        np.empty(cap, np.int64),
+        np.empty(4 * cap),
+        np.empty(cap),
+    )
     n, start, first = 0, 0, True
     while True:
         stop = raw.rfind(b"}", start, start + chunk) + 1
         last = stop <= start or start + chunk >= len(raw)
         part = raw[start:] if last else raw[start:stop]
-        got = _colparse.box_results_part(part, first, last, ids[n:], cats[n:], box[4 * n :], score[n:], threads)
+        got = _colparse.box_results_part(
+            part, first, last, ids[n:], cats[n:], box[4 * n :], score[n:], threads
+        )
         if got is None:
             return None
         n += got
@@ -154,11 +175,15 @@ def parse_keypoints(raw: bytes, threads: int, with_bbox: bool = True) -> tuple |
     cap = len(raw) // 61 + 1
     ids, cats, score = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap)
     numbers, box = np.empty(len(raw) // 2 + 1), np.empty(4 * cap)
-    found = _colparse.keypoint_results(raw, ids, cats, score, numbers, box if with_bbox else None, True, True, 0, threads)
+    found = _colparse.keypoint_results(
+        raw, ids, cats, score, numbers, box if with_bbox else None, True, True, 0, threads
+    )
     if found is None:
         return None
     n, per, n_box = found
-    cols = (ids[:n], cats[:n], score[:n], numbers[: n * per]) + ((box[: 4 * n],) if n_box == n and n_box else ())
+    cols = (ids[:n], cats[:n], score[:n], numbers[: n * per]) + (
+        (box[: 4 * n],) if n_box == n and n_box else ()
+    )
     return found, _bits(cols)
 
 
@@ -205,10 +230,10 @@ def test_threads_give_one_threads_columns(kind: str, n: int, seed: int) -> None:
     raw = make(n, seed)
     one = parse(raw, 1)
     assert one is not None, raw[:300]
-    refused = _colparse.parts_refused()
+    refused = _colparse._parts_refused()
     for threads in THREADS:
         assert parse(raw, threads) == one, threads
-    assert _colparse.parts_refused() == refused  # read on parts, not again on one thread
+    assert _colparse._parts_refused() == refused  # read on parts, not again on one thread
 
 
 @pytest.mark.parametrize("kind", sorted(MAKERS))

@@ -23,7 +23,7 @@ from deteval.errors import InputError
 from deteval.io._text import FileBytes
 from deteval.io.coco import fast as _fast  # its _colparse, read at call time (one switch)
 from deteval.io.coco._common import _duplicates
-from deteval.io.coco.fast import (
+from deteval.io.coco.fast_msgspec import (
     _HAS_MSGSPEC,
     _decode_or_none,
     _get_area,
@@ -37,7 +37,7 @@ from deteval.io.coco.instances import _assemble_gt, _images_and_categories
 from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 
 if _HAS_MSGSPEC:
-    from deteval.io.coco.fast import _Int64
+    from deteval.io.coco.fast_msgspec import _Int64
 
 
 class RawSegmentations(Sequence):
