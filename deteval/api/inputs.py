@@ -19,9 +19,15 @@ from deteval.api.openimages import load_challenge, side_files
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
 from deteval.evaluate import inputs_summary
-from deteval.io import PredictionSource, gt_format, load_detections, load_ground_truth, locate_predictions
+from deteval.io import (
+    PredictionSource,
+    gt_format,
+    is_openimages_csv,
+    load_detections,
+    load_ground_truth,
+    locate_predictions,
+)
 from deteval.io.category_map import MAX_DROP, read_category_map, refuse_off_ground_truth
-from deteval.io.openimages import is_openimages_csv
 from deteval.protocol import Protocol
 from deteval.scorable import require_boxes
 

@@ -19,7 +19,7 @@ from deteval.api.protocols import default_protocol
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
 from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
-from deteval.io.openimages import is_openimages_csv
+from deteval.io import is_openimages_csv
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.sharding import match_sharded

@@ -32,6 +32,7 @@ __all__ = [
     "load_coco_gt",
     "load_coco_dt",
     "gt_format",
+    "is_openimages_csv",
     "locate_predictions",
     "PredictionSource",
     "RESULT_JSON_NAMES",
@@ -47,6 +48,15 @@ _LOOKED_FOR = (
     "predictions.json (Ultralytics save_json), coco_instances_results.json (detectron2), "
     "*.bbox.json / *.segm.json (mmdetection)"
 )
+
+
+def is_openimages_csv(path: Any) -> bool:
+    """True when ``path`` is a ``.csv`` file (the challenge's formats are the only CSV inputs).
+
+    Here, with the other checks of what an input is, so that a run that reads no CSV never loads
+    :mod:`deteval.io.openimages` (which re-exports it).
+    """
+    return isinstance(path, (str, os.PathLike)) and os.fspath(path).lower().endswith(".csv")
 
 
 def gt_format(source: Any) -> str:

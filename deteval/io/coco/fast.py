@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,7 +40,9 @@ from deteval.io.coco.fast_msgspec import (
 )
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
-from deteval.masks.sources import PolygonSegmentations, RleSegmentations
+
+if TYPE_CHECKING:  # imported where a mask column is made: box and keypoint loads need no deteval.masks
+    from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 
 #: Set (to anything but empty or ``0``) when Python starts, ``DETEVAL_NO_EXTENSION`` makes deteval
 #: ignore its compiled parser and use the msgspec/numpy path, which gives the same numbers.
@@ -409,6 +411,8 @@ def _compiled_segm_columns(
     """
     if _colparse is None or _orjson is None:
         return None
+    from deteval.masks.sources import PolygonSegmentations
+
     capacity = len(raw) // _MIN_SEGM_RECORD_BYTES + 1
     image_ids = np.empty(capacity, dtype=np.int64)
     category_ids = np.empty(capacity, dtype=np.int64)
@@ -456,6 +460,8 @@ def _compiled_rle_columns(raw: bytes, threads: int = 1) -> tuple[BoxColumns, Rle
     """
     if _colparse is None or _orjson is None or not hasattr(_colparse, "rle_results"):
         return None
+    from deteval.masks.sources import RleSegmentations
+
     capacity = len(raw) // _MIN_RLE_RECORD_BYTES + 1
     image_ids = np.empty(capacity, dtype=np.int64)
     category_ids = np.empty(capacity, dtype=np.int64)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec as _msgspec
 import numpy as np
@@ -34,7 +34,9 @@ from deteval.io.coco.fast_msgspec import (
     _get_iscrowd,
 )
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
-from deteval.masks.sources import PolygonSegmentations, RleSegmentations
+
+if TYPE_CHECKING:  # imported where the columns are made (a segm evaluation reads them)
+    from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 
 if _HAS_MSGSPEC:
     from deteval.io.coco.fast_msgspec import _Int64
@@ -119,6 +121,8 @@ class SpanSegmentations(Sequence):
         colparse = _fast._colparse
         if colparse is None or not hasattr(colparse, "polygon_spans") or not len(self):
             return None
+        from deteval.masks.sources import PolygonSegmentations, RleSegmentations
+
         starts, stops = self._starts.astype(np.int64), self._stops.astype(np.int64)
         if (starts < 0).any():
             return None
