@@ -62,8 +62,8 @@ def refuse_overwrite(output: str, sources: dict) -> None:
             )
 
 
-def _as_gt(gt: Any, **options: Any) -> GroundTruth:
-    return gt if isinstance(gt, GroundTruth) else load_ground_truth(gt, **options)
+def _as_gt(gt: Any, *, workers: int | str = 1, **options: Any) -> GroundTruth:
+    return gt if isinstance(gt, GroundTruth) else load_ground_truth(gt, workers=workers, **options)
 
 
 def _as_dt(
@@ -247,7 +247,7 @@ def _load_inputs(
         return Inputs(ground_truth, detections, gt, dt, image_labels=labels, hierarchy=tree)
     kind = gt_format(gt)
     gt_options = _gt_options(kind, gt, split=split, classes=classes, area_from_box=area_from_box)
-    ground_truth = _as_gt(gt, **gt_options)
+    ground_truth = _as_gt(gt, workers=workers, **gt_options)
     if dt is None:
         return Inputs(ground_truth, None, gt, None, image_labels=labels, hierarchy=tree)
 
@@ -282,7 +282,7 @@ def _load_inputs(
     if kind == "voc" and not split and not isinstance(gt, GroundTruth):
         chosen, note = _split_of(gt, ground_truth, detections)
         if chosen is not None:
-            ground_truth = _as_gt(gt, **gt_options, split=chosen)
+            ground_truth = _as_gt(gt, **gt_options, split=chosen, workers=workers)
             ground_truth = replace(ground_truth, warnings=(*ground_truth.warnings, note))
             ground_truth, detections, located = with_detections(ground_truth)
     if any(p.iou_type == "bbox" for p in protocols):
@@ -347,8 +347,9 @@ def load_inputs(
         ``neg_labels``) and class hierarchy JSON, for ``openimages-challenge`` (docs/inputs.md).
         With ``gt`` an Open Images boxes ``.csv``, ``dt`` is a submission ``.csv``.
     workers : int or "auto"
-        Threads that parse a COCO results file (default 1; ``"auto"``: by its size, at most the
-        usable CPUs; the CLI passes its ``--workers``). The inputs are the same for every value.
+        Threads that parse a COCO results file and a COCO instances file's annotations (default 1;
+        ``"auto"``: by the file's size, at most the usable CPUs; the CLI passes its ``--workers``).
+        The inputs are the same for every value.
 
     Returns
     -------

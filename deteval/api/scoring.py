@@ -55,8 +55,8 @@ def evaluate(
         a :class:`Protocol`. Default: :func:`default_protocol` (``coco``; a VOC root's year).
     workers : int
         Match image shards in this many processes, then merge (identical numbers); a COCO
-        results file path is parsed on this many threads (at most the usable CPUs; the same
-        detections).
+        results file or instances file path is parsed on this many threads (at most the usable
+        CPUs; the same values).
     category_map : {"index0", "index1"}, mapping or path, optional
         How the detections' category ids name ground-truth categories (when ``dt`` is loaded
         here; see docs/inputs.md).
@@ -105,7 +105,7 @@ def evaluate(
     labels, tree = side_files(image_labels, hierarchy, [protocol])
     if is_openimages_csv(gt):
         gt, dt = load_challenge(gt, dt, image_labels=labels, hierarchy=tree)
-    gt = _as_gt(gt)
+    gt = _as_gt(gt, workers=workers)
     dt = _as_dt(dt, gt, workers=workers, **({} if category_map is None else {"category_map": category_map}))
     gt, dt = challenge_inputs(gt, dt, protocol, image_labels=labels, hierarchy=tree)
     # class_agnostic: pool once here, so masks are prepared once, from the pooled values.

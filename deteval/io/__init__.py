@@ -79,8 +79,13 @@ def gt_format(source: Any) -> str:
     return "coco"
 
 
-def load_ground_truth(source: Any, **options: Any) -> GroundTruth:
-    """Load ground truth in whichever supported format ``source`` is."""
+def load_ground_truth(source: Any, *, workers: int | str = 1, **options: Any) -> GroundTruth:
+    """Load ground truth in whichever supported format ``source`` is.
+
+    ``workers``: threads that parse a COCO instances file's annotations (default 1; ``"auto"``: by
+    its size, at most the usable CPUs); the ground truth is the same for every value
+    (:func:`deteval.io.coco.load_coco_gt`). Other formats are read on one thread.
+    """
     kind = gt_format(source)
     if kind == "voc":
         from deteval.io.voc import load_voc_gt
@@ -97,7 +102,7 @@ def load_ground_truth(source: Any, **options: Any) -> GroundTruth:
         from deteval.io.dota import load_dota_gt
 
         return load_dota_gt(source, **options)
-    return load_coco_gt(source, **options)
+    return load_coco_gt(source, workers=workers, **options)
 
 
 @dataclass(frozen=True)

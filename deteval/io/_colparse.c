@@ -718,7 +718,16 @@ static int check_segm_number(Cursor *c) {
     if (p < end && (*p == 'e' || *p == 'E')) {
         double value;
         c->p = start;
-        return parse_double(c, &value, JSON_NUMBER); /* refuses an overflow to infinity */
+        Deferred *d = c->defer;
+        const Py_ssize_t put_aside = d ? d->n : 0;
+        int status = parse_double(c, &value, JSON_NUMBER); /* refuses an overflow to infinity */
+        if (status == OK && d && d->n > put_aside) {
+            /* without the GIL its finiteness is unknown here (and ``value`` is gone by the join):
+             * refused, so that the one-thread parse, which converts it at once, decides */
+            d->n = put_aside;
+            return REFUSE;
+        }
+        return status;
     }
     if ((is_integer && p - digits > 18) || p - digits > 300) return REFUSE; /* no exponent: finite below 309 digits */
     c->p = p;
@@ -965,9 +974,162 @@ static int parse_annotations(Cursor *c, const char *base, AnnColumns *cols, Py_s
     }
 }
 
+/* ---- the annotations array on parts (run_parts) ---- */
+
+/* The annotations of ``c`` into ``cols`` (from row 0, at most ``capacity``): the whole array
+ * (``first`` and ``last``: ``[`` ... ``]``, or ``[]``) or one part of it cut after a record's ``}``,
+ * in the grammar of parse_box_array; nothing may follow the last part's ``]`` (the cut ends there). */
+static int parse_annotation_array(Cursor *c, int first, int last, const char *base, AnnColumns *cols,
+                                  Py_ssize_t capacity, Py_ssize_t *n_out) {
+    Py_ssize_t n = 0;
+    int status = OK;
+    *n_out = 0;
+    if (first) {
+        status = expect(c, '[');
+        if (status != OK) return status;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ']') { /* [] */
+            c->p++;
+            return last && c->p == c->end ? OK : REFUSE;
+        }
+        if (capacity < 1) return REFUSE;
+        status = parse_annotation(c, base, cols, 0);
+        if (status == OK) n = 1;
+    }
+    while (status == OK) {
+        skip_ws(c);
+        if (c->p >= c->end) {
+            if (last) status = REFUSE; /* no closing ] */
+            break;
+        }
+        if (*c->p == ',') {
+            c->p++;
+            if (n >= capacity) {
+                status = REFUSE;
+                break;
+            }
+            status = parse_annotation(c, base, cols, n);
+            if (status == OK) n++;
+            continue;
+        }
+        if (!last || *c->p != ']') {
+            status = REFUSE;
+            break;
+        }
+        c->p++;
+        if (c->p != c->end) status = REFUSE;
+        break;
+    }
+    *n_out = n;
+    return status;
+}
+
+typedef struct {
+    AnnColumns whole, part[DETEVAL_MAX_PARTS];
+    Py_ssize_t capacity;
+    Py_ssize_t lo[DETEVAL_MAX_PARTS], hi[DETEVAL_MAX_PARTS], klo[DETEVAL_MAX_PARTS], khi[DETEVAL_MAX_PARTS];
+    Py_ssize_t n[DETEVAL_MAX_PARTS];
+} AnnJob;
+
+static int annotation_part(PartsJob *job, int k, Cursor *c, int first, int last) {
+    AnnJob *j = (AnnJob *)job->ctx;
+    return parse_annotation_array(c, first, last, job->base, &j->part[k], j->hi[k] - j->lo[k], &j->n[k]);
+}
+
+/* The annotations array at ``[start, stop)`` of ``raw`` (``stop``: right after its ``]``, found by a
+ * loose scan) on ``threads`` parts into j->whole: OK with ``*n`` and the keypoint counts set, REFUSE
+ * (some part refused, or the parts disagree on keypoints: the caller parses on one thread) or ERROR. */
+static int parse_annotations_threads(const char *raw, Py_ssize_t start, Py_ssize_t stop, int threads, AnnJob *j,
+                                     Py_ssize_t *n) {
+    PartsJob job;
+    job.base = raw + start; /* the cuts are offsets from here; the segm spans from raw (annotation_part) */
+    job.len = stop - start;
+    job.first = 1;
+    job.last = 1;
+    job.parse = annotation_part;
+    job.ctx = j;
+    record_cuts(&job, threads);
+    job.base = raw;
+    for (int k = 0; k <= job.parts; k++) job.cut[k] += start;
+    job.len = stop;
+    const AnnColumns *w = &j->whole;
+    for (int k = 0; k < job.parts; k++) {
+        AnnColumns *s = &j->part[k];
+        Py_ssize_t lo, hi, klo = 0, khi = 0;
+        /* regions in proportion to the part's bytes within the array */
+        const double scale = (double)j->capacity / (double)(stop - start);
+        lo = k == 0 ? 0 : (Py_ssize_t)(scale * (double)(job.cut[k] - start));
+        hi = k + 1 == job.parts ? j->capacity : (Py_ssize_t)(scale * (double)(job.cut[k + 1] - start));
+        if (hi > j->capacity) hi = j->capacity;
+        if (lo > hi) lo = hi;
+        if (w->kp_numbers) {
+            const double kscale = (double)w->kp_capacity / (double)(stop - start);
+            klo = k == 0 ? 0 : (Py_ssize_t)(kscale * (double)(job.cut[k] - start));
+            khi = k + 1 == job.parts ? w->kp_capacity : (Py_ssize_t)(kscale * (double)(job.cut[k + 1] - start));
+            if (khi > w->kp_capacity) khi = w->kp_capacity;
+            if (klo > khi) klo = khi;
+        }
+        j->lo[k] = lo;
+        j->hi[k] = hi;
+        j->klo[k] = klo;
+        j->khi[k] = khi;
+        *s = *w;
+        s->id += lo;
+        s->image_id += lo;
+        s->category_id += lo;
+        s->iscrowd += lo;
+        s->ignore += lo;
+        s->difficult += lo;
+        s->segm_start += lo;
+        s->segm_end += lo;
+        s->bbox += 4 * lo;
+        s->area += lo;
+        if (s->kp_numbers) {
+            s->kp_numbers += klo;
+            s->num_keypoints += lo;
+            s->kp_capacity = khi - klo;
+        }
+        s->kp_count = s->kp_per_record = s->kp_records = 0;
+    }
+    int status = run_parts(&job);
+    /* keypoints in every annotation or in none, of one length: the first annotation decides */
+    int has_kp = -1;
+    Py_ssize_t per_record = 0;
+    for (int k = 0; k < job.parts && status == OK; k++) {
+        const AnnColumns *s = &j->part[k];
+        if (j->n[k] == 0) continue;
+        const int part_has = s->kp_records > 0;
+        if (has_kp < 0) has_kp = part_has;
+        else if (has_kp != part_has) status = REFUSE;
+        if (part_has) {
+            if (per_record == 0) per_record = s->kp_per_record;
+            else if (s->kp_per_record != per_record) status = REFUSE;
+        }
+    }
+    if (status != OK) return status;
+    Py_ssize_t kp[DETEVAL_MAX_PARTS], kp_records = 0;
+    for (int k = 0; k < job.parts; k++) {
+        kp[k] = j->part[k].kp_count;
+        kp_records += j->part[k].kp_records;
+    }
+    AnnColumns *o = &j->whole;
+    int64_t *const int_cols[8] = {o->id, o->image_id, o->category_id, o->iscrowd,
+                                  o->ignore, o->difficult, o->segm_start, o->segm_end};
+    for (int i = 0; i < 8; i++) join_rows((char *)int_cols[i], 8, job.parts, j->lo, j->n);
+    join_rows((char *)o->bbox, 32, job.parts, j->lo, j->n);
+    *n = join_rows((char *)o->area, 8, job.parts, j->lo, j->n);
+    if (o->kp_numbers) {
+        join_rows((char *)o->num_keypoints, 8, job.parts, j->lo, j->n);
+        o->kp_count = join_rows((char *)o->kp_numbers, 8, job.parts, j->klo, kp);
+        o->kp_per_record = per_record;
+        o->kp_records = kp_records;
+    }
+    return OK;
+}
+
 PyDoc_STRVAR(instances_doc,
              "instances(raw, id, image_id, category_id, bbox, area, iscrowd, ignore, difficult,\n"
-             "          segm_start, segm_end, /)\n--\n\n"
+             "          segm_start, segm_end, keypoints=None, num_keypoints=None, threads=1, /)\n--\n\n"
              "Parse the ``annotations`` array of the COCO instances JSON object ``raw`` into columns.\n\n"
              "Every column is a writable int64 buffer but ``bbox`` (float64, 4 per record) and ``area``\n"
              "(float64). ``ignore`` and ``difficult`` are 0 where absent; ``segm_start``/``segm_end`` are\n"
@@ -983,13 +1145,18 @@ PyDoc_STRVAR(instances_doc,
              "integers of at most 18 digits, the same non-zero multiple of 3 in every annotation; in\n"
              "every annotation or in none) and ``num_keypoints`` (an int64; -1 where absent); every\n"
              "number of the lists is written to ``keypoints`` in order and the result is\n"
-             "``(n, start, stop, numbers_per_record)`` (0 when no annotation has keypoints).");
+             "``(n, start, stop, numbers_per_record)`` (0 when no annotation has keypoints).\n\n"
+             "``threads``: the array is parsed on that many parts at once (cut after records, GIL\n"
+             "released; the keypoint buffers may be None), with the one thread's columns and outcome.");
 
 static PyObject *instances(PyObject *self, PyObject *args) {
     PyObject *raw_obj, *objs[12] = {NULL};
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO|OO:instances", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
-                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11]))
+    Py_ssize_t threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO|OOn:instances", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11],
+                          &threads))
         return NULL;
+    if (objs[10] == Py_None && objs[11] == Py_None) objs[10] = objs[11] = NULL;
     if ((objs[10] == NULL) != (objs[11] == NULL)) {
         PyErr_SetString(PyExc_TypeError, "instances: give both keypoints and num_keypoints, or neither");
         return NULL;
@@ -1048,7 +1215,33 @@ static PyObject *instances(PyObject *self, PyObject *args) {
         if (is_annotations) {
             skip_ws(&c);
             start = c.p - base;
-            status = parse_annotations(&c, base, &ann, capacity, &n);
+            int on_parts = 0;
+            if (threads > 1) {
+                /* the array's end by a loose scan, then its parts at once; a refused part (or a
+                 * scan that fails) leaves the one-thread parse below to decide */
+                Cursor scan = c;
+                if (skip_value_loosely(&scan) == OK) {
+                    AnnJob *j = (AnnJob *)PyMem_Calloc(1, sizeof(AnnJob));
+                    if (j == NULL) {
+                        PyErr_NoMemory();
+                        status = ERROR;
+                        break;
+                    }
+                    j->whole = ann;
+                    j->capacity = capacity;
+                    status = parse_annotations_threads(base, start, scan.p - base, parse_threads(threads), j, &n);
+                    if (status == OK) {
+                        ann = j->whole;
+                        c.p = scan.p;
+                        on_parts = 1;
+                    } else if (status == REFUSE) {
+                        refused_parts++;
+                    }
+                    PyMem_Free(j);
+                    if (status == ERROR) break;
+                }
+            }
+            if (!on_parts) status = parse_annotations(&c, base, &ann, capacity, &n);
             stop = c.p - base;
             break; /* what follows is msgspec's to check, with the rest of the document */
         }

@@ -43,11 +43,13 @@ def instances(
     segm_end: Any,
     keypoints: Any = ...,
     num_keypoints: Any = ...,
+    threads: int = 1,
     /,
 ) -> tuple[int, ...] | None:
     """Parse an instances file's ``annotations`` into the buffers: (count, start, stop) of the array, or None.
 
     With the keypoint buffers: (count, start, stop, numbers per annotation's ``keypoints``).
+    ``threads``: the array parsed on that many parts at once (the keypoint buffers may be None).
     """
 
 def box_records(records: list, image_id: Any, category_id: Any, bbox: Any, score: Any, /) -> int | None:

@@ -300,3 +300,92 @@ def test_tight_columns_fall_back_to_one_thread() -> None:
         ids, cats, box, score = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(4 * n), np.empty(n)
         assert _colparse.box_results(raw, ids, cats, box, score, threads) == n
         assert _bits((ids, cats, box, score)) == one
+
+
+def instances_file(n: int, seed: int, *, keypoints: bool = False, slow_segm: bool = False) -> bytes:
+    """An instances object: images, then the annotations, then categories.
+
+    The categories' ``},{`` lie past the array: a cut there would be refused.
+    """
+    rng = random.Random(seed)
+    anns = []
+    for i in range(n):
+        fields = [
+            ("id", str(i + 1)),
+            *_ids(rng),
+            ("bbox", _bbox(rng)),
+            ("area", _number(rng)),
+            ("iscrowd", rng.choice(["0", "1"])),
+        ]
+        if rng.random() < 0.3:
+            fields.append(("ignore", "1"))
+        if rng.random() < 0.3:
+            fields.append(("difficult", "0"))
+        form = 0.0 if slow_segm and i == n // 2 else rng.random()
+        if form < 0.4:
+            # numbers a segmentation check reads without Python (slow ones: the last test)
+            coords = [rng.choice(["0", "-3", "2.5E2", repr(rng.uniform(0, 500))]) for _ in range(6)]
+            if slow_segm and i == n // 2:
+                coords[0] = "1.5e-30"
+            fields.append(("segmentation", "[[" + ",".join(coords) + "]]"))
+        elif form < 0.6:
+            fields.append(("segmentation", '{"size": [10, 20], "counts": "abc\\\\d"}'))
+        if keypoints:
+            fields.append(("keypoints", "[" + ",".join(_coordinate(rng) for _ in range(6)) + "]"))
+            fields.append(("num_keypoints", str(rng.randrange(3))))
+        anns.append(_record(fields, rng))
+    images = ",".join(f'{{"id": {i}, "width": 5}}' for i in range(5))
+    cats = ",".join(f'{{"id": {i}, "name": "c{i}"}}' for i in range(5))
+    array = _array(anns, rng).decode().rstrip()
+    return f'{{"images": [{images}], "annotations": {array}, "categories": [{cats}]}}'.encode()
+
+
+def parse_instances(raw: bytes, threads: int, keypoints: bool = False) -> tuple | None:
+    cap = len(raw) // 76 + 1
+    cols = [np.empty(cap, np.int64) for _ in range(3)] + [np.empty(4 * cap), np.empty(cap)]
+    cols += [np.empty(cap, np.int64) for _ in range(5)]
+    kp = [np.empty(len(raw) // 2 + 1), np.empty(cap, np.int64)] if keypoints else [None, None]
+    found = _colparse.instances(raw, *cols, *kp, threads)
+    if found is None:
+        return None
+    n = found[0]
+    out = [c[: (4 * n if k == 3 else n)] for k, c in enumerate(cols)]
+    if keypoints:
+        out += [kp[0][: n * found[3]], kp[1][:n]]
+    return found, _bits(tuple(out))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 300])
+@pytest.mark.parametrize("keypoints", [False, True])
+def test_instances_on_threads(n: int, keypoints: bool) -> None:
+    raw = instances_file(n, n, keypoints=keypoints)
+    one = parse_instances(raw, 1, keypoints)
+    assert one is not None
+    refused = _colparse._parts_refused()
+    for threads in THREADS:
+        assert parse_instances(raw, threads, keypoints) == one, threads
+    assert _colparse._parts_refused() == refused  # read on parts
+
+
+def test_instances_keypoints_in_some_parts_only() -> None:
+    """Keypoints in the first half's annotations only: refused, as one thread refuses it."""
+    with_kp = instances_file(100, 1, keypoints=True)
+    without = instances_file(100, 2)
+    head = with_kp[: with_kp.index(b', "categories"')]
+    tail = without[without.index(b'"annotations": ') + len(b'"annotations": ') :]
+    raw = head.rstrip()[:-1].rstrip() + b"," + tail.lstrip()[1:]
+    assert parse_instances(raw, 1, True) is None
+    for threads in THREADS:
+        assert parse_instances(raw, threads, True) is None
+
+
+def test_instances_slow_segmentation_number_reads_as_one_thread() -> None:
+    """A segmentation number Python must convert: the part is refused, one thread decides."""
+    raw = instances_file(300, 4, slow_segm=True)
+    assert b"1.5e-30" in raw
+    one = parse_instances(raw, 1)
+    assert one is not None
+    refused = _colparse._parts_refused()
+    for threads in THREADS:
+        assert parse_instances(raw, threads) == one
+    assert _colparse._parts_refused() == refused + len(THREADS)  # each parsed again on one thread

@@ -169,3 +169,57 @@ def test_parse_threads_by_size(many_cpus: None) -> None:
     assert fast.parse_threads("auto", 100 * per) == 8
     assert fast.parse_threads(1, 100 * per) == 1
     assert fast.parse_threads(5, 10) == 5
+
+
+def _same_values(a: object, b: object) -> None:
+    """Every field of two frozen dataclasses equal: arrays bit for bit, the rest by ``repr``."""
+    import dataclasses
+
+    for field in dataclasses.fields(a):  # type: ignore[arg-type]
+        x, y = getattr(a, field.name), getattr(b, field.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype, field.name
+            assert np.array_equal(x.view(np.uint8), y.view(np.uint8)), field.name
+        elif field.name != "segmentation":
+            assert repr(x) == repr(y), field.name
+        else:
+            assert [json.dumps(s) for s in x or ()] == [json.dumps(s) for s in y or ()]
+
+
+@pytest.mark.parametrize("keypoints", [False, True])
+def test_workers_load_the_same_ground_truth(tmp_path: Path, many_cpus: None, keypoints: bool) -> None:
+    data = _gt()
+    data["annotations"] = [dict(a, id=i + 1) for i, a in enumerate(data["annotations"] * 30)]
+    if not keypoints:
+        for a in data["annotations"]:
+            del a["keypoints"], a["num_keypoints"]
+    path = tmp_path / "gt.json"
+    path.write_text(json.dumps(data, indent=1))
+    one = deteval.load_ground_truth(str(path))
+    for workers in (2, 7, "auto"):
+        _same_values(deteval.load_ground_truth(str(path), workers=workers), one)
+
+
+@pytest.mark.parametrize(
+    "problem", [("bbox", [1, 2, -3, 4]), ("category_id", 99), ("area", "big"), ("iscrowd", 2.5)]
+)
+def test_ground_truth_error_in_a_later_part_names_the_same_annotation(
+    tmp_path: Path, many_cpus: None, problem: tuple
+) -> None:
+    data = _gt()
+    data["annotations"] = [dict(a, id=i + 1) for i, a in enumerate(data["annotations"] * 30)]
+    key, value = problem
+    data["annotations"][3000][key] = value
+    data["annotations"][3400][key] = value
+    path = tmp_path / "gt.json"
+    path.write_text(json.dumps(data))
+
+    def load(workers: object) -> str:
+        with pytest.raises(InputError) as caught:
+            deteval.load_ground_truth(str(path), workers=workers)
+        return str(caught.value)
+
+    one = load(1)
+    assert "3001" in one, one
+    for workers in (2, 7, "auto"):
+        assert load(workers) == one

@@ -207,16 +207,17 @@ AnnColumns = tuple[
 _MIN_ANNOTATION_BYTES = 76
 
 
-def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
+def _fast_ground_truth(raw: bytes, path: str, *, threads: int = 1) -> GroundTruth | None:
     """Read a plain COCO instances file without parsing its polygons, or None for the full path.
 
     The compiled parser reads the ``annotations`` array (:func:`_compiled_instances`), else
     msgspec reads the whole document (:func:`_msgspec_instances`); both read only the plain shape
     and give the same columns bit for bit. Then one set of checks (:func:`_ground_truth_from`).
+    ``threads``: the compiled parser's parts of the annotations array (the same columns).
     """
     if not _HAS_MSGSPEC or _orjson is None:
         return None
-    parts = _compiled_instances(raw) if _fast._colparse is not None else None
+    parts = _compiled_instances(raw, threads) if _fast._colparse is not None else None
     if parts is None:
         parts = _msgspec_instances(raw)
     if parts is None:
@@ -276,7 +277,7 @@ def _rest_keys(data: Any) -> int:
     return keys
 
 
-def _compiled_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
+def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] | None:
     """An instances file read by the C extension (annotations) and msgspec (the rest), or None.
 
     The extension parses the top-level ``annotations`` array into columns, keeping each
@@ -293,14 +294,14 @@ def _compiled_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
     box = np.empty(4 * capacity, dtype=np.float64)
     area = np.empty(capacity, dtype=np.float64)
     args = (raw, ids, image_ids, category_ids, box, area, crowd, ignore, difficult, starts, stops)
-    found = _fast._colparse.instances(*args)
+    found = _fast._colparse.instances(*args, None, None, threads)
     keypoints = num_keypoints = None
     if found is None and b'"keypoints"' in raw:
         # Keypoints are parsed only when asked for: their buffer (up to a number per 2 bytes) is
         # allocated for files that have them, and a file without is parsed once.
         numbers = np.empty(len(raw) // 2 + 1, dtype=np.float64)
         num_keypoints = np.empty(capacity, dtype=np.int64)
-        found = _fast._colparse.instances(*args, numbers, num_keypoints)
+        found = _fast._colparse.instances(*args, numbers, num_keypoints, threads)
         if found is None:
             return None
         n, per_record = found[0], found[3]
