@@ -34,7 +34,7 @@
 #include "../_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 5 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results */
+#define COLPARSE_ABI 5 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
