@@ -223,3 +223,22 @@ def test_ground_truth_error_in_a_later_part_names_the_same_annotation(
     assert "3001" in one, one
     for workers in (2, 7, "auto"):
         assert load(workers) == one
+
+
+@pytest.mark.parametrize(
+    ("flag", "expected"), [([], "auto"), (["--workers", "2"], 2), (["--workers", "1"], 1)]
+)
+def test_the_cli_passes_its_workers_to_both_parsers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: list, expected: object
+) -> None:
+    """``deteval evaluate`` parses the ground truth and the results with its ``--workers``."""
+    from deteval.cli import main
+
+    asked: list = []
+    real = _common.kernel_threads
+    monkeypatch.setattr(_common, "kernel_threads", lambda w, *a: asked.append(w) or real(w, *a))
+    gt_path = tmp_path / "gt.json"
+    gt_path.write_text(json.dumps(_gt()))
+    dt_path = _write(tmp_path / "dt.json", _records("box", 50, 3), 3)
+    assert main(["evaluate", "--gt", str(gt_path), "--dt", str(dt_path), "-q", *flag]) == 0
+    assert asked == [expected, expected]  # the instances file, then the results file
