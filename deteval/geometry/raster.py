@@ -101,12 +101,13 @@ class RasterMasks:
 
 
 def ensure_raster(
-    src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray
+    src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray, threads: int = 1
 ) -> None:
     """Compute pycocotools' RLE (``COCO.annToRLE``) of the ``rows`` not done yet.
 
-    Polygons: ``frPyObjects(parts, h, w)`` at the image size, parts merged; RLE: its compressed
-    string (``masks.rle_blob``: uncompressed counts were compressed when parsed).
+    Polygons: ``frPyObjects(parts, h, w)`` at the image size, parts merged (by the compiled
+    rasteriser on ``threads`` threads: the strings do not depend on the count); RLE: its
+    compressed string (``masks.rle_blob``: uncompressed counts were compressed when parsed).
     """
     rows = np.unique(rows)
     rows = rows[~raster.done[rows]]
@@ -120,7 +121,7 @@ def ensure_raster(
             _check_raster_extent(src, masks, poly_rows[unchecked], size[unchecked])
             raster.extent_checked[poly_rows] = True
         blob, offsets, areas, boxes = _speedups.dispatch(
-            "_cmask.rasterise", *_polygon_parts(masks, poly_rows), size
+            "_cmask.rasterise", *_polygon_parts(masks, poly_rows), size, threads=threads
         )
         raster.put(poly_rows, blob, offsets)
         raster.size[poly_rows] = size
@@ -166,7 +167,7 @@ _FAR = "coordinates beyond +-2**26"
 
 
 def _rasterise_compiled(
-    points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray
+    points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray, threads: int = 1
 ) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray] | _speedups.Decline:
     """Pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygons and their areas, in C.
 
@@ -175,7 +176,9 @@ def _rasterise_compiled(
 
     ``deteval.geometry._cmask.rasterise`` follows pycocotools' rasterisation rule (``frPoly``),
     its merge and its string encoding, so the strings are pycocotools' byte for byte
-    (tests/unit/test_kernels.py compares them on many generated polygons).
+    (tests/unit/test_kernels.py compares them on many generated polygons). ``threads``: the
+    records are split into that many parts of about equal work, each rasterised on its own
+    thread into its own strings, joined in record order (the same bytes for every count).
     """
     if not (np.abs(points) < 2**26).all():
         return _speedups.Decline(_FAR)
@@ -185,13 +188,13 @@ def _rasterise_compiled(
     offsets = np.zeros(n + 1, dtype=np.int64)
     boxes = np.zeros((n, 4))
     blob = _speedups.module_of("_cmask.rasterise").rasterise(  # type: ignore[union-attr]
-        points, point_start, part_start, sizes, areas, offsets, boxes
+        points, point_start, part_start, sizes, areas, offsets, boxes, int(threads)
     )
     return blob, offsets, areas, boxes
 
 
 def _rasterise_pycocotools(
-    points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray
+    points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray, threads: int = 1
 ) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
     """Pycocotools' RLE (``COCO.annToRLE``) of polygon records: strings, offsets, areas and boxes.
 
@@ -199,7 +202,7 @@ def _rasterise_pycocotools(
     :func:`_polygon_parts`) and the image size ``size[k]`` ``[height, width]``: ``frPyObjects(parts,
     h, w)`` once per image size, the parts of a record merged. Returns the compressed counts
     strings joined (record k at ``blob[offsets[k]:offsets[k + 1]]``, int64 offsets (n + 1,)), the
-    pixel counts (float64 (n,)) and ``toBbox`` (float64 (n, 4), xywh).
+    pixel counts (float64 (n,)) and ``toBbox`` (float64 (n, 4), xywh). ``threads`` is not read.
     """
     n = len(part_start) - 1
     rles: list = [None] * n
@@ -343,8 +346,12 @@ def raster_pair_iou(
     det_rows: np.ndarray,
     gt_rows: np.ndarray,
     is_crowd: np.ndarray,
+    threads: int = 1,
 ) -> np.ndarray:
     """Pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs.
+
+    ``threads``: how many threads the compiled rasteriser and pair kernel may use (see
+    :func:`deteval._parallel.kernel_threads`); the values do not depend on it.
 
     By the compiled kernel (:func:`_compiled_pair_iou`) when it is loaded, else by one
     pycocotools call per image; the two give the same values bit for bit.
@@ -371,10 +378,17 @@ def raster_pair_iou(
     if not len(todo):
         return iou
     det_rows, gt_rows, is_crowd = det_rows[todo], gt_rows[todo], is_crowd[todo]
-    ensure_raster(gt_src, gt, gt_raster, gt_rows)
-    ensure_raster(det_src, det, det_raster, det_rows)
+    ensure_raster(gt_src, gt, gt_raster, gt_rows, threads)
+    ensure_raster(det_src, det, det_raster, det_rows, threads)
     iou[todo] = _speedups.dispatch(
-        "_cmask.pair_iou", det_raster, gt_raster, det_rows, gt_rows, is_crowd, gt_src.image[gt_rows]
+        "_cmask.pair_iou",
+        det_raster,
+        gt_raster,
+        det_rows,
+        gt_rows,
+        is_crowd,
+        gt_src.image[gt_rows],
+        threads=threads,
     )
     return iou
 
@@ -386,11 +400,12 @@ def _pair_iou_pycocotools(
     gt_rows: np.ndarray,
     is_crowd: np.ndarray,
     image: np.ndarray,
+    threads: int = 1,
 ) -> np.ndarray:
     """``maskUtils.iou`` of aligned pairs of rasterised masks: one pycocotools call per ``image``.
 
     ``image`` (n_pair,) only batches the calls (pairs of one image share the call); the values do
-    not depend on it.
+    not depend on it. ``threads`` is not read.
     """
     iou = np.zeros(len(det_rows))
     order = np.lexsort((gt_rows, det_rows, image))
@@ -419,6 +434,7 @@ def _compiled_pair_iou(
     gt_rows: np.ndarray,
     is_crowd: np.ndarray,
     image: np.ndarray | None = None,
+    threads: int = 1,
 ) -> np.ndarray:
     """``maskUtils.iou`` of aligned pairs of rasterised masks, by ``deteval.geometry._cmask.pair_iou``.
 
@@ -430,6 +446,8 @@ def _compiled_pair_iou(
     0, any other ``intersection / union`` (crowd: over the detection's area) as doubles, which is
     what pycocotools computes (its box pre-check only ever skips pairs sharing no pixel). The
     masks of every pair have one size (checked by the caller), as pycocotools needs for a value.
+    ``threads``: the sorted pairs are split into that many parts of about equal work (characters
+    to decode), each on its own thread writing its own pairs (the same values for every count).
     """
     det_rows = np.asarray(det_rows, dtype=np.int64)
     gt_rows = np.asarray(gt_rows, dtype=np.int64)
@@ -451,6 +469,7 @@ def _compiled_pair_iou(
         gt_rows,
         np.asarray(is_crowd, dtype=np.uint8)[order],
         sorted_iou,
+        int(threads),
     )
     out = np.empty(len(det_rows))
     out[order] = sorted_iou
@@ -461,7 +480,7 @@ _speedups.register("_cmask.pair_iou", "deteval.geometry._cmask", _compiled_pair_
 
 
 def mask_pixel_area(
-    src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray
+    src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray, threads: int = 1
 ) -> np.ndarray:
     """Pixel count of the masks of ``rows`` (RLE directly; polygons rasterised into ``raster``)."""
     out = np.zeros(len(rows))
@@ -469,6 +488,6 @@ def mask_pixel_area(
     out[is_rle] = masks.rle_area[rows[is_rle]]
     poly = np.flatnonzero(~is_rle)
     if len(poly):
-        ensure_raster(src, masks, raster, rows[poly])
+        ensure_raster(src, masks, raster, rows[poly], threads)
         out[poly] = raster.area[rows[poly]]
     return out

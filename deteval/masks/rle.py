@@ -238,7 +238,7 @@ def _summarise_compressed(encoded: list, sizes: np.ndarray) -> tuple:
     return problem.astype(np.int64), sums, boxes
 
 
-def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
+def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray, threads: int = 1) -> tuple:
     """Problem codes, run sums, pixel counts and xywh boxes of compressed counts strings.
 
     By the compiled kernel ``deteval.geometry._cmask.summarise_compressed`` when it is loaded
@@ -254,6 +254,9 @@ def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
         String r is ``blob[offsets[r]:offsets[r + 1]]``.
     sizes : int64 (n, 2)
         ``[height, width]`` of each string's RLE.
+    threads : int
+        Threads the compiled kernel splits the strings into (see
+        :func:`deteval._parallel.kernel_threads`); the values do not depend on it.
 
     Returns
     -------
@@ -267,11 +270,15 @@ def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
         xywh; NaN unless ``problem == 0``, the sum is ``height * width``, ``height > 0`` and no
         run but the first is 0 (the callers ask ``pycocotools.mask.toBbox`` for those).
     """
-    return _speedups.dispatch("_cmask.summarise_compressed", blob, offsets, sizes)
+    return _speedups.dispatch("_cmask.summarise_compressed", blob, offsets, sizes, threads=threads)
 
 
-def _summarise_spans_compiled(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
-    """:func:`summarise_spans` by ``deteval.geometry._cmask.summarise_compressed``."""
+def _summarise_spans_compiled(blob: Any, offsets: np.ndarray, sizes: np.ndarray, threads: int = 1) -> tuple:
+    """:func:`summarise_spans` by ``deteval.geometry._cmask.summarise_compressed``.
+
+    The kernel writes the twin's values where they mean nothing too (sums 0 for a problem, areas
+    0 unless the runs add up to the size), so nothing is patched here.
+    """
     n = len(offsets) - 1
     problem = np.zeros(n, dtype=np.int8)
     sums = np.zeros(n, dtype=np.int64)
@@ -279,16 +286,16 @@ def _summarise_spans_compiled(blob: Any, offsets: np.ndarray, sizes: np.ndarray)
     boxes = np.zeros((n, 4), dtype=np.float64)
     sizes = np.ascontiguousarray(sizes, dtype=np.int64).reshape(n, 2)
     _speedups.module_of("_cmask.summarise_compressed").summarise_compressed(  # type: ignore[union-attr]
-        blob, np.ascontiguousarray(offsets, dtype=np.int64), sizes, problem, sums, areas, boxes
+        blob, np.ascontiguousarray(offsets, dtype=np.int64), sizes, problem, sums, areas, boxes, int(threads)
     )
-    # the kernel's partial values where they mean nothing, as the twin's
-    sums[problem != 0] = 0
-    areas[(problem != 0) | (sums != sizes[:, 0] * sizes[:, 1])] = 0.0
     return problem, sums, areas, boxes
 
 
-def _summarise_spans_numpy(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
-    """The twin of :func:`summarise_spans`: numpy's codes and sums, pycocotools' areas and boxes."""
+def _summarise_spans_numpy(blob: Any, offsets: np.ndarray, sizes: np.ndarray, threads: int = 1) -> tuple:
+    """The twin of :func:`summarise_spans`: numpy's codes and sums, pycocotools' areas and boxes.
+
+    ``threads`` is not read (one thread).
+    """
     n = len(offsets) - 1
     view = memoryview(blob).cast("B")
     bounds = np.asarray(offsets, dtype=np.int64).tolist()

@@ -410,6 +410,16 @@ CORRUPT_COUNTS = (
 )
 
 
+#: Thread counts the threaded mask kernels are asked for (more than rows included): the values
+#: must be the twin's whatever the count.
+MASK_THREADS = (1, 2, 3, 7, 64, 1000)
+
+
+def mask_threads_of(rng: np.random.Generator, case: int) -> int:
+    """A thread count for case ``case``: one in three cases on one thread, the others drawn."""
+    return 1 if case % 3 == 0 else int(rng.choice(MASK_THREADS))
+
+
 def _summarise_compressed(rng: np.random.Generator, case: int) -> Case:
     if case == 0:
         return (b"", np.zeros(1, np.int64), np.zeros((0, 2), np.int64)), {}
@@ -450,7 +460,8 @@ def _summarise_compressed(rng: np.random.Generator, case: int) -> Case:
     strings = [strings[i] for i in order]
     offsets = np.r_[0, np.cumsum([len(t) for t in strings])].astype(np.int64)
     blob = b"".join(strings)
-    return (blob if rng.random() < 0.7 else bytearray(blob), offsets, np.array(sizes, np.int64)[order]), {}
+    blob_arg = blob if rng.random() < 0.7 else bytearray(blob)
+    return (blob_arg, offsets, np.array(sizes, np.int64)[order]), {"threads": mask_threads_of(rng, case)}
 
 
 def generated_polygons(rng: np.random.Generator, n: int) -> list:
@@ -508,7 +519,7 @@ def _rasterise(rng: np.random.Generator, case: int) -> Case:
     records = generated_polygons(rng, n)
     if case % 7 == 3:  # only near polygons: the kernel runs on every case but these
         records = [r for r in records if not (np.abs(np.concatenate(r[2])) >= 2**26).any()]
-    return polygon_columns(records), {}
+    return polygon_columns(records), {"threads": mask_threads_of(rng, case)}
 
 
 def _pair_iou(rng: np.random.Generator, case: int) -> Case:
@@ -534,7 +545,8 @@ def _pair_iou(rng: np.random.Generator, case: int) -> Case:
     det, gt = RasterMasks.from_rles(det_rles), RasterMasks.from_rles(gt_rles)
     table = np.array(pairs, np.int64).reshape(-1, 3)[rng.permutation(len(pairs))]
     crowd = rng.random(len(gt_rles)) < 0.3
-    return (det, gt, table[:, 0], table[:, 1], crowd[table[:, 1]], table[:, 2]), {}
+    args = (det, gt, table[:, 0], table[:, 1], crowd[table[:, 1]], table[:, 2])
+    return args, {"threads": mask_threads_of(rng, case)}
 
 
 def _oks_terms(rng: np.random.Generator, case: int) -> Case:
