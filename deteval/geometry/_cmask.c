@@ -129,10 +129,15 @@ static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint3
     *sum = 0;
     *area = 0;
     if (len == 0) return 2;
-    unsigned char outside = 0; /* no early exit: the compiler vectorises the check */
-    for (Py_ssize_t i = 0; i < len; i++) outside |= (unsigned char)(s[i] - 48) > 63;
-    if (outside) return 1;
-    if ((s[len - 1] - 48) & 0x20) return 2;
+    /* A character outside '0'..'o' is problem 1 wherever it is, before problem 2: the last
+     * character first, then (a string ending inside a run) all of them, else each as decoded. */
+    const unsigned char last = (unsigned char)(s[len - 1] - 48);
+    if (last > 63) return 1;
+    if (last & 0x20) {
+        for (Py_ssize_t i = 0; i < len; i++)
+            if ((unsigned char)(s[i] - 48) > 63) return 1;
+        return 2;
+    }
     uint32_t before1 = 0, before2 = 0; /* runs m - 1 and m - 2 */
     uint32_t position = 0, background = 0;
     int too_long = 0;
@@ -140,8 +145,9 @@ static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint3
     while (i < len) {
         int64_t x = 0;
         int k = 0, more = 1, c = 0;
-        while (more) {
+        while (more) { /* ends within the string: its last character has no 0x20 */
             c = s[i++] - 48;
+            if ((unsigned)c > 63) return 1;
             if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
             k++;
             more = c & 0x20;

@@ -385,13 +385,20 @@ def check_pair_sizes(
     """
     det_rows = np.asarray(det_rows, dtype=np.int64)
     gt_rows = np.asarray(gt_rows, dtype=np.int64)
+    if (
+        _rle_sizes_are_image_sizes(det_src, det_masks)
+        and _rle_sizes_are_image_sizes(gt_src, gt_masks)
+        and np.array_equal(det_src.image_size, gt_src.image_size)
+        and (det_src.image[det_rows] == gt_src.image[gt_rows]).all()
+    ):
+        return  # every mask has its image's size and each pair lies in one image (O(n), no sizes gathered)
     has_rle = np.flatnonzero((det_masks.kind[det_rows] == RLE) | (gt_masks.kind[gt_rows] == RLE))
     if not len(has_rle):
         return
-    d_unique, d_index = np.unique(det_rows[has_rle], return_inverse=True)
-    g_unique, g_index = np.unique(gt_rows[has_rle], return_inverse=True)
-    d_size = mask_sizes(det_src, det_masks, d_unique)[d_index]
-    g_size = mask_sizes(gt_src, gt_masks, g_unique)[g_index]
+    # each pair's two sizes gathered directly (no np.unique: its sort costs more than the
+    # gathers it saves); NaN (a polygon's image without a size) differs from everything
+    d_size = mask_sizes(det_src, det_masks, det_rows[has_rle])
+    g_size = mask_sizes(gt_src, gt_masks, gt_rows[has_rle])
     wrong = has_rle[(d_size != g_size).any(axis=1)]
     if len(wrong):
         _refuse_pairs(det_src, det_masks, gt_src, gt_masks, det_rows[wrong], gt_rows[wrong], len(wrong))
@@ -432,6 +439,8 @@ def check_group_sizes(
     gt_group = np.asarray(gt_group, dtype=np.int64)
     if not ((det_masks.kind == RLE).any() or (gt_masks.kind == RLE).any()):
         return
+    if _rle_sizes_are_image_sizes(det_src, det_masks) and _rle_sizes_are_image_sizes(gt_src, gt_masks):
+        return  # every mask has its image's size: one size per group (the usual case, O(n))
     both = np.intersect1d(det_group[det_group >= 0], gt_group)
     d_rows = np.flatnonzero(np.isin(det_group, both))
     g_rows = np.flatnonzero(np.isin(gt_group, both))
@@ -462,6 +471,19 @@ def check_group_sizes(
                 pairs_d.append(int(d_rows[d_in[i]]))
                 pairs_g.append(int(g_rows[g_in[j]]))
     _refuse_pairs(det_src, det_masks, gt_src, gt_masks, np.array(pairs_d), np.array(pairs_g), total)
+
+
+def _rle_sizes_are_image_sizes(src: SegmentationSource, masks: Any) -> bool:
+    """Whether every RLE record's ``size`` is its image's ``[height, width]`` (known, not NaN).
+
+    Then every mask of an image, polygon or RLE, has that image's size, and no two masks of one
+    image can differ.
+    """
+    rows = np.flatnonzero(masks.kind == RLE)
+    if not len(rows):
+        return True
+    image_size = np.asarray(src.image_size, dtype=np.float64)[src.image[rows]]
+    return bool((image_size == masks.rle_size[rows]).all())
 
 
 def _refuse_pairs(
