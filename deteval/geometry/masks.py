@@ -233,12 +233,22 @@ def _compared_group(gt: GroundTruth, dt: Detections, protocol: Any) -> np.ndarra
     if not max_dets or not len(group):
         return group
     capped = np.asarray(dt.image, dtype=np.int64) if protocol.max_dets_scope == "image" else group
-    order = np.lexsort((np.asarray(dt.order), -np.asarray(dt.score), capped))
+    cap = max(max_dets)
+    # only the rows of groups holding more than ``cap`` detections are ranked (sorted)
+    if capped.min() >= 0 and capped.max() < 4 * len(capped) + (1 << 20):
+        over = np.bincount(capped)[capped] > cap
+    else:
+        _, inverse, counts = np.unique(capped, return_inverse=True, return_counts=True)
+        over = counts[inverse] > cap
+    rows = np.flatnonzero(over)
+    if not len(rows):
+        return group
+    order = rows[np.lexsort((np.asarray(dt.order)[rows], -np.asarray(dt.score)[rows], capped[rows]))]
     sorted_group = capped[order]
     starts = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
-    rank = np.arange(len(group)) - np.repeat(starts, np.diff(np.r_[starts, len(group)]))
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     out = group.copy()
-    out[order[rank >= max(max_dets)]] = -1
+    out[order[rank >= cap]] = -1
     return out
 
 

@@ -220,3 +220,43 @@ def test_small_inputs_stay_on_one_thread():
     assert mask_threads(1, 10**9) == 1
     assert mask_threads(None, 10**9) == 1
     assert mask_threads("auto", 10**9) == kernel_threads("auto", 10**9, MASK_WORK_PER_THREAD)
+
+
+# ---- the detections compared (ranked only where a group is over max_dets) ---------------------------
+
+
+def _compared_group_by_full_sort(n_classes: int, dt, max_dets: list, scope: str) -> np.ndarray:
+    """Pycocotools' rule by one sort of every detection: a group's first max(max_dets) by score."""
+    group = dt.image.astype(np.int64) * n_classes + dt.category.astype(np.int64)
+    capped = dt.image.astype(np.int64) if scope == "image" else group
+    order = np.lexsort((dt.order, -dt.score, capped))
+    sorted_key = capped[order]
+    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+    rank = np.arange(len(group)) - np.repeat(starts, np.diff(np.r_[starts, len(group)]))
+    out = group.copy()
+    out[order[rank >= max(max_dets)]] = -1
+    return out
+
+
+@pytest.mark.parametrize("scope", ["image", "class"])
+def test_compared_group_equals_the_full_sort(scope):
+    from types import SimpleNamespace
+
+    from deteval.geometry.masks import _compared_group
+
+    rng = np.random.default_rng(11)
+    for case in range(200):
+        n, n_image, n_class = int(rng.integers(1, 300)), int(rng.integers(1, 15)), int(rng.integers(1, 5))
+        if case % 5 == 0:  # image indices too far apart for a bincount
+            n_image = 10**8
+        score = rng.choice(np.array([0.1, 0.5, 0.9, rng.random()]), n)  # many ties: file order decides
+        dt = SimpleNamespace(
+            image=rng.integers(0, n_image, n),
+            category=rng.integers(0, n_class, n),
+            order=rng.permutation(n),
+            score=score,
+        )
+        protocol = SimpleNamespace(max_dets=[1, int(rng.integers(1, 20))], max_dets_scope=scope)
+        want = _compared_group_by_full_sort(n_class, dt, protocol.max_dets, scope)
+        got = _compared_group(SimpleNamespace(n_classes=n_class), dt, protocol)
+        assert np.array_equal(got, want), case
