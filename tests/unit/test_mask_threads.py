@@ -260,3 +260,91 @@ def test_compared_group_equals_the_full_sort(scope):
         want = _compared_group_by_full_sort(n_class, dt, protocol.max_dets, scope)
         got = _compared_group(SimpleNamespace(n_classes=n_class), dt, protocol)
         assert np.array_equal(got, want), case
+
+
+# ---- through prepare_masks ------------------------------------------------------------------------
+
+
+def _mixed_collections(seed: int):
+    """Ground truth and detections on a few images, polygons and RLE mixed, some without a bbox."""
+    from pycocotools import mask as mask_utils
+
+    from deteval import load_detections, load_ground_truth
+
+    rng = np.random.default_rng(seed)
+    images = [
+        {"id": i + 1, "width": int(rng.integers(20, 60)), "height": int(rng.integers(20, 60))}
+        for i in range(6)
+    ]
+    annotations, results = [], []
+    for image in images:
+        h, w = image["height"], image["width"]
+        for k in range(int(rng.integers(1, 8))):
+            x, y = rng.uniform(0, w - 5), rng.uniform(0, h - 5)
+            polygon = [
+                x,
+                y,
+                x + rng.uniform(2, 20),
+                y,
+                x + rng.uniform(2, 20),
+                y + rng.uniform(2, 20),
+                x,
+                y + 9,
+            ]
+            as_rle = k % 2 == 1
+            if as_rle:
+                rle = mask_utils.merge(mask_utils.frPyObjects([polygon], h, w))
+                segmentation = {"size": rle["size"], "counts": rle["counts"].decode()}
+            else:
+                segmentation = [polygon]
+            annotations.append(
+                {
+                    "id": len(annotations) + 1,
+                    "image_id": image["id"],
+                    "category_id": 1,
+                    "iscrowd": int(as_rle and k % 3 == 0),
+                    "area": 100.0,
+                    "bbox": [x, y, 10, 10],
+                    "segmentation": segmentation,
+                }
+            )
+            for _ in range(int(rng.integers(1, 4))):
+                jitter = (np.asarray(polygon) + rng.uniform(-3, 3, len(polygon))).tolist()
+                if rng.random() < 0.5:
+                    rle = mask_utils.merge(mask_utils.frPyObjects([jitter], h, w))
+                    det_segmentation = {"size": rle["size"], "counts": rle["counts"].decode()}
+                else:
+                    det_segmentation = [jitter]
+                results.append(
+                    {
+                        "image_id": image["id"],
+                        "category_id": 1,
+                        "score": float(rng.random()),
+                        "segmentation": det_segmentation,
+                    }
+                )
+    gt = load_ground_truth(
+        {"images": images, "categories": [{"id": 1, "name": "a"}], "annotations": annotations}
+    )
+    return gt, load_detections(results, gt)
+
+
+def test_prepared_masks_give_the_same_ious_and_areas_for_every_thread_count():
+    from deteval import get_protocol
+    from deteval.geometry import detection_areas, pair_mask_iou, prepare_masks
+
+    gt, dt = _mixed_collections(12)
+    p = get_protocol("coco").replace(iou_type="segm")
+    gt_rows, det_rows = np.nonzero(np.asarray(gt.image)[:, None] == np.asarray(dt.image)[None, :])
+    crowd = np.asarray(gt.is_crowd)[gt_rows]
+    det_all = np.arange(len(dt))
+
+    def run(threads: int) -> tuple:
+        prepared = prepare_masks(gt, dt, p, threads=threads)
+        assert prepared.threads == threads
+        return pair_mask_iou(prepared, gt_rows, det_rows, crowd, p), detection_areas(prepared, det_all, p)
+
+    one = run(1)
+    assert (one[0] > 0).any()
+    for threads in (2, 3, 7, 100):
+        assert_same_bits(run(threads), one, f"threads {threads}")
