@@ -143,17 +143,24 @@ static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint3
     int too_long = 0;
     Py_ssize_t m = 0, i = 0;
     while (i < len) {
-        int64_t x = 0;
-        int k = 0, more = 1, c = 0;
-        while (more) { /* ends within the string: its last character has no 0x20 */
-            c = s[i++] - 48;
-            if ((unsigned)c > 63) return 1;
-            if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
-            k++;
-            more = c & 0x20;
+        int64_t x;
+        int c = s[i++] - 48;
+        if ((unsigned)c > 63) return 1;
+        if (!(c & 0x20)) { /* one group (most runs): its value, negative with bit 0x10 */
+            x = (c & 0x10) ? (int64_t)c - 32 : (int64_t)c;
+        } else {
+            x = c & 0x1f;
+            int k = 1, more = 1;
+            while (more) { /* ends within the string: its last character has no 0x20 */
+                c = s[i++] - 48;
+                if ((unsigned)c > 63) return 1;
+                if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
+                k++;
+                more = c & 0x20;
+            }
+            if (k > MAX_GROUPS) too_long = 1;
+            if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
         }
-        if (k > MAX_GROUPS) too_long = 1;
-        if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
         if (m > 2) x += (int64_t)before2;
         const uint32_t run = (uint32_t)x;
         *sum += run;
@@ -290,34 +297,13 @@ done:
     return result;
 }
 
-/* A compressed counts string read run by run (pycocotools' rleFrString, without its array): the
- * decoded value of run m is its groups, plus run m - 2 from the fourth run on (modulo 2**32). A
- * string that ends inside a run ends there (callers pass checked strings). */
+/* A compressed counts string, ``s`` to ``end``, read run by run by decode_row (pycocotools'
+ * rleFrString, into a reused array): the decoded value of run m is its groups, plus run m - 2 from
+ * the fourth run on (modulo 2**32). A string that ends inside a run ends there (callers pass
+ * checked strings). */
 typedef struct {
     const unsigned char *s, *end;
-    uint32_t before1, before2; /* runs m - 1 and m - 2 */
-    Py_ssize_t m;
 } RunReader;
-
-static inline int next_run(RunReader *d, uint32_t *run)
-{
-    if (d->s >= d->end) return 0;
-    int64_t x = 0;
-    int k = 0, more = 1, c = 0;
-    while (more && d->s < d->end) {
-        c = (*d->s++ - 48) & 0x3f;
-        if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
-        k++;
-        more = c & 0x20;
-    }
-    if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
-    if (d->m > 2) x += (int64_t)d->before2;
-    *run = (uint32_t)x;
-    d->before2 = d->before1;
-    d->before1 = *run;
-    d->m++;
-    return 1;
-}
 
 /* pycocotools' rleIou walk of two masks' runs (odd runs are foreground): the pixels in both
  * (``*inter``) and in either (``*uni``), in 32-bit unsigned arithmetic. As pycocotools', it moves one
@@ -373,9 +359,34 @@ static int decode_row(Decoded *dec, RunReader reader, int64_t row)
         dec->runs = grown;
         dec->cap = chars;
     }
-    dec->n = 0;
-    uint32_t run;
-    while (next_run(&reader, &run)) dec->runs[dec->n++] = run; /* at most one run per character */
+    /* the one-character run (a value in -16..15 before the delta: most of them) is taken without
+     * the group loop */
+    const unsigned char *s = reader.s, *end = reader.end;
+    uint32_t before1 = 0, before2 = 0, *runs = dec->runs;
+    Py_ssize_t m = 0; /* at most one run per character */
+    while (s < end) {
+        int c = (*s++ - 48) & 0x3f;
+        int64_t x;
+        if (!(c & 0x20)) {
+            x = (c & 0x10) ? (int64_t)c - 32 : (int64_t)c;
+        } else {
+            x = c & 0x1f;
+            int k = 1, more = 1;
+            while (more && s < end) {
+                c = (*s++ - 48) & 0x3f;
+                if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
+                k++;
+                more = c & 0x20;
+            }
+            if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
+        }
+        if (m > 2) x += (int64_t)before2;
+        const uint32_t run = (uint32_t)x;
+        before2 = before1;
+        before1 = run;
+        runs[m++] = run;
+    }
+    dec->n = m;
     dec->row = row;
     return 0;
 }
@@ -427,7 +438,7 @@ static int boxes_overlap(const double *D, const double *G)
 static RunReader reader_of(const Spans *sp, int64_t r)
 {
     const unsigned char *blob = (const unsigned char *)sp->blob.buf;
-    RunReader d = {blob + ((const int64_t *)sp->start.buf)[r], blob + ((const int64_t *)sp->stop.buf)[r], 0, 0, 0};
+    RunReader d = {blob + ((const int64_t *)sp->start.buf)[r], blob + ((const int64_t *)sp->stop.buf)[r]};
     return d;
 }
 
