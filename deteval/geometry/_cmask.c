@@ -853,7 +853,7 @@ typedef struct {
  * relative to its own text, made absolute after the join). */
 typedef struct {
     const double *xy;
-    const int64_t *point_start, *part_start, *size;
+    const int64_t *point_start, *part_first, *part_stop, *size;
     double *areas, *boxes;
     int64_t *offsets;
     const Py_ssize_t *bounds;
@@ -870,12 +870,12 @@ static void raster_part(void *ctx, Py_ssize_t lo, Py_ssize_t hi)
     for (Py_ssize_t r = lo; r < hi && !failed; r++) {
         const uint32_t h = (uint32_t)j->size[2 * r], w = (uint32_t)j->size[2 * r + 1];
         uint32_t area = 0;
-        for (int64_t part = j->part_start[r]; part < j->part_start[r + 1] && !failed; part++) {
+        for (int64_t part = j->part_first[r]; part < j->part_stop[r] && !failed; part++) {
             const int64_t first = j->point_start[part];
-            Runs *target = part == j->part_start[r] ? &P->merged : &P->one;
+            Runs *target = part == j->part_first[r] ? &P->merged : &P->one;
             failed = polygon_runs(j->xy + 2 * first, (Py_ssize_t)(j->point_start[part + 1] - first), h, w, &P->sc,
                                   target);
-            if (!failed && part > j->part_start[r]) {
+            if (!failed && part > j->part_first[r]) {
                 failed = union_runs(&P->merged, &P->one, &P->next);
                 Runs swap = P->merged;
                 P->merged = P->next;
@@ -916,7 +916,7 @@ static int raster_bounds(const RasterJob *j, Py_ssize_t n, int threads, Py_ssize
     cum[0] = 0;
     for (Py_ssize_t r = 0; r < n; r++) {
         double cost = 1;
-        for (int64_t part = j->part_start[r]; part < j->part_start[r + 1]; part++) {
+        for (int64_t part = j->part_first[r]; part < j->part_stop[r]; part++) {
             const int64_t a = j->point_start[part], b = j->point_start[part + 1];
             for (int64_t i = a; i < b; i++) {
                 const int64_t next = i + 1 < b ? i + 1 : a;
@@ -931,69 +931,76 @@ static int raster_bounds(const RasterJob *j, Py_ssize_t n, int threads, Py_ssize
 }
 
 PyDoc_STRVAR(rasterise_doc,
-             "rasterise(points, point_start, part_start, sizes, areas, offsets, boxes, threads)\n"
+             "rasterise(points, point_start, part_first, part_stop, sizes, areas, offsets, boxes, threads)\n"
              "\n"
              "pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygon parts, as compressed\n"
-             "counts strings: float64 ``points`` (n_point, 2); int64 ``point_start`` (parts + 1),\n"
-             "``part_start`` (n + 1: record r has parts part_start[r]..part_start[r + 1], at least one)\n"
-             "and ``sizes`` (n, 2) [h, w]. Returns the n strings as one bytes object, string r at\n"
-             "``offsets[r]:offsets[r + 1]`` (int64 (n + 1,), written); writes float64 ``areas`` (n,) and\n"
-             "``boxes`` (n, 4: pycocotools' toBbox, xywh); sizes of at least 1 x 1.\n"
-             "Coordinates must be finite with |5 x| < 2**30. The records are split into ``threads`` parts\n"
+             "counts strings: float64 ``points`` (n_point, 2); int64 ``point_start`` (parts + 1: part p has\n"
+             "the points point_start[p]..point_start[p + 1]), ``part_first`` and ``part_stop`` (n: record r\n"
+             "has the parts part_first[r]..part_stop[r], at least one; only these parts and their points\n"
+             "are read, so a collection's columns serve any subset of its records) and ``sizes`` (n, 2)\n"
+             "[h, w]. Returns the n strings as one bytes object, string r at ``offsets[r]:offsets[r + 1]``\n"
+             "(int64 (n + 1,), written); writes float64 ``areas`` (n,) and ``boxes`` (n, 4: pycocotools'\n"
+             "toBbox, xywh); sizes of at least 1 x 1. Returns None (writing nothing) when a coordinate read\n"
+             "is not finite or beyond +-2**26 (the caller declines). The records are split into ``threads`` parts\n"
              "of about equal work, run on as many threads with the GIL released (each writes its own\n"
              "records and strings, joined in record order: the same result for every count).");
 
 static PyObject *rasterise(PyObject *self, PyObject *args)
 {
-    Py_buffer pts, ps, rs, sz, ar, of, bx;
+    Py_buffer pts, ps, rs, re, sz, ar, of, bx;
     int threads;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*w*i", &pts, &ps, &rs, &sz, &ar, &of, &bx, &threads)) return NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*w*w*i", &pts, &ps, &rs, &re, &sz, &ar, &of, &bx, &threads))
+        return NULL;
     PyObject *result = NULL;
     RasterJob *job = (RasterJob *)PyMem_RawCalloc(1, sizeof(RasterJob));
     Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
     const Py_ssize_t n = ar.len / 8, n_part = ps.len / 8 - 1, n_coord = pts.len / 8;
-    const Py_buffer *views[7] = {&ar, &of, &bx, &pts, &ps, &rs, &sz};
+    const Py_buffer *views[8] = {&ar, &of, &bx, &pts, &ps, &rs, &re, &sz};
     if (!job) {
         PyErr_NoMemory();
         goto done;
     }
-    if (ar.len % 8 || rs.len != (n + 1) * 8 || of.len != (n + 1) * 8 || bx.len != n * 32 || sz.len != n * 16 ||
-        n_part < 0 || pts.len % 16) {
+    if (ar.len % 8 || rs.len != n * 8 || re.len != n * 8 || of.len != (n + 1) * 8 || bx.len != n * 32 ||
+        sz.len != n * 16 || n_part < 0 || pts.len % 16) {
         PyErr_SetString(PyExc_ValueError, "rasterise: buffer sizes do not match");
         goto done;
     }
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         if (views[i]->len && !is_aligned(views[i], 8)) {
             PyErr_SetString(PyExc_ValueError, "rasterise: unaligned buffer");
             goto done;
         }
     }
-    if (outputs_overlap(views, 3, 7, "rasterise")) goto done;
+    if (outputs_overlap(views, 3, 8, "rasterise")) goto done;
     const double *xy = (const double *)pts.buf;
-    const int64_t *point_start = (const int64_t *)ps.buf, *part_start = (const int64_t *)rs.buf;
+    const int64_t *point_start = (const int64_t *)ps.buf;
+    const int64_t *part_first = (const int64_t *)rs.buf, *part_stop = (const int64_t *)re.buf;
     const int64_t *size = (const int64_t *)sz.buf;
-    for (Py_ssize_t p = 0; p < n_part; p++) {
-        if (point_start[p] < 0 || point_start[p + 1] <= point_start[p] || 2 * point_start[p + 1] > n_coord) {
-            PyErr_SetString(PyExc_ValueError, "rasterise: point_start outside the points or a part without points");
+    int far = 0;
+    for (Py_ssize_t r = 0; r < n; r++) { /* only the records' parts and points are checked and read */
+        if (part_first[r] < 0 || part_stop[r] <= part_first[r] || part_stop[r] > n_part || size[2 * r] < 1 ||
+            size[2 * r + 1] < 1 || size[2 * r] * size[2 * r + 1] > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "rasterise: part_first, part_stop or sizes out of range");
             goto done;
+        }
+        for (int64_t p = part_first[r]; p < part_stop[r]; p++) {
+            if (point_start[p] < 0 || point_start[p + 1] <= point_start[p] || 2 * point_start[p + 1] > n_coord) {
+                PyErr_SetString(PyExc_ValueError,
+                                "rasterise: point_start outside the points or a part without points");
+                goto done;
+            }
+            for (int64_t i = 2 * point_start[p]; i < 2 * point_start[p + 1]; i++)
+                far |= !(fabs(xy[i]) < (double)(1 << 26)); /* also NaN */
         }
     }
-    for (Py_ssize_t r = 0; r < n; r++) {
-        if (part_start[r] < 0 || part_start[r + 1] <= part_start[r] || part_start[r + 1] > n_part ||
-            size[2 * r] < 1 || size[2 * r + 1] < 1 || size[2 * r] * size[2 * r + 1] > INT32_MAX) {
-            PyErr_SetString(PyExc_ValueError, "rasterise: part_start or sizes out of range");
-            goto done;
-        }
-    }
-    for (Py_ssize_t i = 0; i < n_coord; i++) {
-        if (!(fabs(xy[i]) < (double)(1 << 28))) {
-            PyErr_SetString(PyExc_ValueError, "rasterise: a coordinate is not finite or too large");
-            goto done;
-        }
+    if (far) {
+        result = Py_NewRef(Py_None);
+        goto done;
     }
     job->xy = xy;
     job->point_start = point_start;
-    job->part_start = part_start;
+    job->part_first = part_first;
+    job->part_stop = part_stop;
     job->size = size;
     job->areas = (double *)ar.buf;
     job->offsets = (int64_t *)of.buf;
@@ -1043,6 +1050,7 @@ done:
     PyBuffer_Release(&pts);
     PyBuffer_Release(&ps);
     PyBuffer_Release(&rs);
+    PyBuffer_Release(&re);
     PyBuffer_Release(&sz);
     PyBuffer_Release(&ar);
     PyBuffer_Release(&of);

@@ -143,23 +143,21 @@ def ensure_raster(
     raster.done[rows] = True
 
 
-def _polygon_parts(masks: CheckedMasks, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The polygons of ``rows`` as flat columns: ``points`` (n_point, 2), ``point_start``, ``part_start``.
+def _polygon_parts(
+    masks: CheckedMasks, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The polygons of ``rows``: ``points`` (n_point, 2), ``point_start``, ``part_first``, ``part_stop``.
 
-    Part p has the points ``point_start[p]`` to ``point_start[p + 1] - 1``; row k the parts
-    ``part_start[k]`` to ``part_start[k + 1] - 1``.
+    The collection's own columns (nothing copied): part p has the points ``point_start[p]`` to
+    ``point_start[p + 1] - 1``; row k the parts ``part_first[k]`` to ``part_stop[k] - 1``.
     """
-    first = masks.part_start[rows]
-    count = masks.part_start[rows + 1] - first
-    part_ids = np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())
-    ps = masks.point_start
-    lengths = ps[part_ids + 1] - ps[part_ids]
-    point_ids = np.repeat(ps[part_ids] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-    point_start = np.zeros(len(part_ids) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=point_start[1:])
-    part_start = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(count, out=part_start[1:])
-    return np.ascontiguousarray(masks.points[point_ids], dtype=np.float64), point_start, part_start
+    rows = np.asarray(rows, dtype=np.int64)
+    return (
+        np.ascontiguousarray(masks.points, dtype=np.float64),
+        np.ascontiguousarray(masks.point_start, dtype=np.int64),
+        np.ascontiguousarray(masks.part_start[rows], dtype=np.int64),
+        np.ascontiguousarray(masks.part_start[rows + 1], dtype=np.int64),
+    )
 
 
 #: The rasteriser's decline: coordinates beyond its range (pycocotools rasterises them).
@@ -167,12 +165,18 @@ _FAR = "coordinates beyond +-2**26"
 
 
 def _rasterise_compiled(
-    points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray, threads: int = 1
+    points: np.ndarray,
+    point_start: np.ndarray,
+    part_first: np.ndarray,
+    part_stop: np.ndarray,
+    size: np.ndarray,
+    threads: int = 1,
 ) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray] | _speedups.Decline:
     """Pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygons and their areas, in C.
 
     The arguments and result are :func:`_rasterise_pycocotools`'. Declines coordinates beyond the
-    kernel's range (+-2**26, images wider or taller than ten million pixels).
+    kernel's range (+-2**26, images wider or taller than ten million pixels): the kernel checks
+    the points of the records asked for only, and returns None for such a point.
 
     ``deteval.geometry._cmask.rasterise`` follows pycocotools' rasterisation rule (``frPoly``),
     its merge and its string encoding, so the strings are pycocotools' byte for byte
@@ -180,31 +184,36 @@ def _rasterise_compiled(
     records are split into that many parts of about equal work, each rasterised on its own
     thread into its own strings, joined in record order (the same bytes for every count).
     """
-    if not (np.abs(points) < 2**26).all():
-        return _speedups.Decline(_FAR)
-    n = len(part_start) - 1
+    n = len(part_first)
     sizes = np.ascontiguousarray(size, dtype=np.int64).reshape(n, 2)
     areas = np.zeros(n)
     offsets = np.zeros(n + 1, dtype=np.int64)
     boxes = np.zeros((n, 4))
     blob = _speedups.module_of("_cmask.rasterise").rasterise(  # type: ignore[union-attr]
-        points, point_start, part_start, sizes, areas, offsets, boxes, int(threads)
+        points, point_start, part_first, part_stop, sizes, areas, offsets, boxes, int(threads)
     )
+    if blob is None:
+        return _speedups.Decline(_FAR)
     return blob, offsets, areas, boxes
 
 
 def _rasterise_pycocotools(
-    points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray, threads: int = 1
+    points: np.ndarray,
+    point_start: np.ndarray,
+    part_first: np.ndarray,
+    part_stop: np.ndarray,
+    size: np.ndarray,
+    threads: int = 1,
 ) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
     """Pycocotools' RLE (``COCO.annToRLE``) of polygon records: strings, offsets, areas and boxes.
 
-    Record k has the parts ``part_start[k]`` to ``part_start[k + 1] - 1`` (see
+    Record k has the parts ``part_first[k]`` to ``part_stop[k] - 1`` (see
     :func:`_polygon_parts`) and the image size ``size[k]`` ``[height, width]``: ``frPyObjects(parts,
     h, w)`` once per image size, the parts of a record merged. Returns the compressed counts
     strings joined (record k at ``blob[offsets[k]:offsets[k + 1]]``, int64 offsets (n + 1,)), the
     pixel counts (float64 (n,)) and ``toBbox`` (float64 (n, 4), xywh). ``threads`` is not read.
     """
-    n = len(part_start) - 1
+    n = len(part_first)
     rles: list = [None] * n
     size = np.asarray(size, dtype=np.int64).reshape(n, 2)
     key = size[:, 0] * (MAX_PIXELS + 1) + size[:, 1]
@@ -212,8 +221,8 @@ def _rasterise_pycocotools(
     for k in np.unique(key):
         group = np.flatnonzero(key == k)
         h, w = (int(v) for v in size[group[0]])
-        count = part_start[group + 1] - part_start[group]
-        part_ids = np.repeat(part_start[group] - np.cumsum(count) + count, count) + np.arange(count.sum())
+        count = part_stop[group] - part_first[group]
+        part_ids = np.repeat(part_first[group] - np.cumsum(count) + count, count) + np.arange(count.sum())
         arrays = [flat[2 * point_start[p] : 2 * point_start[p + 1]] for p in part_ids.tolist()]
         made = mask_utils.frPyObjects(arrays, h, w)
         offsets = np.r_[0, np.cumsum(count)].tolist()

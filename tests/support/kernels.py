@@ -504,14 +504,24 @@ def generated_polygons(rng: np.random.Generator, n: int) -> list:
     return records
 
 
-def polygon_columns(records: list) -> tuple:
-    """``(points, point_start, part_start, sizes)`` of :func:`generated_polygons` records."""
+def polygon_columns(records: list, rows: np.ndarray | None = None) -> tuple:
+    """``(points, point_start, part_first, part_stop, sizes)`` of :func:`generated_polygons` records.
+
+    ``rows``: the records asked for, in that order (default all), out of the columns of all of them.
+    """
     parts = [p for _, _, ps in records for p in ps]
     points = np.concatenate(parts) if parts else np.zeros((0, 2))
     point_start = np.r_[0, np.cumsum([len(p) for p in parts])].astype(np.int64)
     part_start = np.r_[0, np.cumsum([len(ps) for _, _, ps in records])].astype(np.int64)
     sizes = np.array([[h, w] for h, w, _ in records], np.int64).reshape(-1, 2)
-    return np.ascontiguousarray(points, dtype=np.float64), point_start, part_start, sizes
+    rows = np.arange(len(records)) if rows is None else np.asarray(rows, dtype=np.int64)
+    return (
+        np.ascontiguousarray(points, dtype=np.float64),
+        point_start,
+        np.ascontiguousarray(part_start[rows]),
+        np.ascontiguousarray(part_start[rows + 1]),
+        np.ascontiguousarray(sizes[rows]),
+    )
 
 
 def _rasterise(rng: np.random.Generator, case: int) -> Case:
@@ -519,7 +529,10 @@ def _rasterise(rng: np.random.Generator, case: int) -> Case:
     records = generated_polygons(rng, n)
     if case % 7 == 3:  # only near polygons: the kernel runs on every case but these
         records = [r for r in records if not (np.abs(np.concatenate(r[2])) >= 2**26).any()]
-    return polygon_columns(records), {"threads": mask_threads_of(rng, case)}
+    rows = None
+    if case % 2 and records:  # some of the records, in any order, out of the columns of all
+        rows = rng.permutation(len(records))[: int(rng.integers(1, len(records) + 1))]
+    return polygon_columns(records, rows), {"threads": mask_threads_of(rng, case)}
 
 
 def _pair_iou(rng: np.random.Generator, case: int) -> Case:

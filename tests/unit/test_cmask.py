@@ -100,18 +100,25 @@ def test_rasterise_refuses_bad_buffers():
     one = np.array([0, 3], np.int64)
     size = np.array([[5, 5]], np.int64)
     out = np.zeros(1), np.zeros(2, np.int64), np.zeros((1, 4))
-    with pytest.raises(ValueError, match="not finite or too large"):
-        cmask.rasterise(square + np.inf, one, np.array([0, 1]), size, *out, 1)
-    with pytest.raises(ValueError, match="part_start or sizes"):
-        cmask.rasterise(square, one, np.array([0, 2]), size, *out, 1)
+    first, stop = np.array([0]), np.array([1])
+    # a coordinate not finite or beyond +-2**26: None (the caller declines), nothing written
+    assert cmask.rasterise(square + np.inf, one, first, stop, size, *out, 1) is None
+    assert cmask.rasterise(square + 2.0**26, one, first, stop, size, *out, 1) is None
+    assert not out[1].any()
+    with pytest.raises(ValueError, match="part_first, part_stop or sizes"):
+        cmask.rasterise(square, one, first, np.array([2]), size, *out, 1)
+    with pytest.raises(ValueError, match="part_first, part_stop or sizes"):  # a record without parts
+        cmask.rasterise(square, one, first, first, size, *out, 1)
     with pytest.raises(ValueError, match="point_start"):
-        cmask.rasterise(square, np.array([0, 4]), np.array([0, 1]), size, *out, 1)
+        cmask.rasterise(square, np.array([0, 4]), first, stop, size, *out, 1)
     with pytest.raises(ValueError, match="buffer sizes"):
-        cmask.rasterise(square, one, np.array([0, 1]), size, out[0], np.zeros(1, np.int64), out[2], 1)
-    with pytest.raises(ValueError, match="part_start or sizes"):  # an image of height 0
-        cmask.rasterise(square, one, np.array([0, 1]), np.array([[0, 5]], np.int64), *out, 1)
+        cmask.rasterise(square, one, first, stop, size, out[0], np.zeros(1, np.int64), out[2], 1)
+    with pytest.raises(ValueError, match="buffer sizes"):
+        cmask.rasterise(square, one, np.array([0, 1]), stop, size, *out, 1)
+    with pytest.raises(ValueError, match="part_first, part_stop or sizes"):  # an image of height 0
+        cmask.rasterise(square, one, first, stop, np.array([[0, 5]], np.int64), *out, 1)
     expected = mask_utils.frPyObjects([square.ravel()], 5, 5)[0]["counts"]
-    assert cmask.rasterise(square, one, np.array([0, 1]), size, *out, 1) == expected
+    assert cmask.rasterise(square, one, first, stop, size, *out, 1) == expected
     assert out[1].tolist() == [0, len(expected)]
     assert out[2].tolist() == mask_utils.toBbox([{"size": [5, 5], "counts": expected}]).tolist()
 

@@ -118,10 +118,11 @@ def test_summarise_compressed_huge_runs_are_summed_and_boxed():
 # ---- rasterise -----------------------------------------------------------------------------------
 
 
-def _polygon_inputs(seed: int, n: int) -> tuple:
+def _polygon_inputs(seed: int, n: int, subset: bool = False) -> tuple:
     rng = np.random.default_rng(seed)
     records = [r for r in generated_polygons(rng, n) if not (np.abs(np.concatenate(r[2])) >= 2**26).any()]
-    return polygon_columns(records)
+    rows = rng.permutation(len(records))[: len(records) // 2] if subset else None
+    return polygon_columns(records, rows)
 
 
 RASTER_CASES = {
@@ -132,6 +133,7 @@ RASTER_CASES = {
     ),
     "mixed 30": _polygon_inputs(4, 30),
     "mixed 600": _polygon_inputs(5, 600),
+    "half of 600, shuffled": _polygon_inputs(13, 600, subset=True),
 }
 
 
@@ -158,13 +160,14 @@ def test_rasterise_offsets_join_the_parts_in_record_order():
 
 
 def _one_record(args: tuple, r: int) -> tuple:
-    points, point_start, part_start, sizes = args
-    p0, p1 = part_start[r], part_start[r + 1]
+    points, point_start, part_first, part_stop, sizes = args
+    p0, p1 = part_first[r], part_stop[r]
     q0, q1 = point_start[p0], point_start[p1]
     return (
         np.ascontiguousarray(points[q0:q1]),
         (point_start[p0 : p1 + 1] - q0).astype(np.int64),
-        np.array([0, p1 - p0], np.int64),
+        np.array([0], np.int64),
+        np.array([p1 - p0], np.int64),
         np.ascontiguousarray(sizes[r : r + 1]),
     )
 
