@@ -384,18 +384,23 @@ def raster_pair_iou(
             threads=threads,
         )
     iou = np.zeros(n)
+
     # Pairs that share no pixel have IoU 0, as in pycocotools. Two RLEs: their boxes (``bounds``:
     # pycocotools' toBbox) do not overlap, pycocotools' own test (bbIou 0: it never walks the
     # runs). A polygon: its vertices' extent, widened by 2 px (pycocotools' rasteriser keeps
     # pixels within 1 px of it), does not overlap the other mask's.
-    db, gb = det.bounds[det_rows], gt.bounds[gt_rows]
-    both_rle = (det.kind[det_rows] == RLE) & (gt.kind[gt_rows] == RLE)
+    # (one column of the bounds gathered at a time: a few pair-sized temporaries, not (n, 4) ones)
+    def side(lo: int, hi: int) -> np.ndarray:
+        extent = np.minimum(det.bounds[det_rows, hi], gt.bounds[gt_rows, hi])
+        extent -= np.maximum(det.bounds[det_rows, lo], gt.bounds[gt_rows, lo])
+        return extent
+
+    both_rle = det.kind[det_rows] == RLE
+    both_rle &= gt.kind[gt_rows] == RLE
     with np.errstate(invalid="ignore"):
-        overlap = np.minimum(
-            np.minimum(db[:, 2], gb[:, 2]) - np.maximum(db[:, 0], gb[:, 0]),
-            np.minimum(db[:, 3], gb[:, 3]) - np.maximum(db[:, 1], gb[:, 1]),
-        )
+        overlap = np.minimum(side(0, 2), side(1, 3))
         apart = np.where(both_rle, overlap <= 0, overlap < -4)
+    del overlap, both_rle
     todo = np.flatnonzero(~apart)
     if not len(todo):
         return iou
