@@ -1026,8 +1026,10 @@ static PyObject *rasterise(PyObject *self, PyObject *args)
     char *joined = PyBytes_AS_STRING(result);
     Py_ssize_t base = 0;
     for (int k = 0; k < job->n_parts; k++) { /* the parts' strings in record order, offsets made absolute */
-        const RasterPart *P = &job->part[k];
+        RasterPart *P = &job->part[k];
         if (P->used) memcpy(joined + base, P->text, (size_t)P->used);
+        PyMem_RawFree(P->text); /* as soon as copied: the strings are held once and a part more */
+        P->text = NULL;
         for (Py_ssize_t r = bounds[k]; r < bounds[k + 1]; r++) job->offsets[r + 1] += base;
         base += P->used;
     }
