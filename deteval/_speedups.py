@@ -74,7 +74,7 @@ ABI: dict[str, int] = {
     "deteval._cmatch": 2,
     "deteval._csort": 1,
     "deteval.geometry._ckeypoint": 2,
-    "deteval.geometry._cmask": 3,
+    "deteval.geometry._cmask": 4,
     "deteval.io._colparse": 5,
 }
 
