@@ -74,8 +74,8 @@ ABI: dict[str, int] = {
     "deteval._cmatch": 3,
     "deteval._csort": 2,
     "deteval.geometry._ckeypoint": 2,
-    "deteval.geometry._cmask": 3,
-    "deteval.io._colparse": 4,
+    "deteval.geometry._cmask": 4,
+    "deteval.io._colparse": 5,
 }
 
 #: How to rebuild the extensions, for the messages.

@@ -19,9 +19,15 @@ from deteval.api.openimages import load_challenge, side_files
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
 from deteval.evaluate import inputs_summary
-from deteval.io import PredictionSource, gt_format, load_detections, load_ground_truth, locate_predictions
+from deteval.io import (
+    PredictionSource,
+    gt_format,
+    is_openimages_csv,
+    load_detections,
+    load_ground_truth,
+    locate_predictions,
+)
 from deteval.io.category_map import MAX_DROP, read_category_map, refuse_off_ground_truth
-from deteval.io.openimages import is_openimages_csv
 from deteval.protocol import Protocol
 from deteval.scorable import require_boxes
 
@@ -56,23 +62,25 @@ def refuse_overwrite(output: str, sources: dict) -> None:
             )
 
 
-def _as_gt(gt: Any, **options: Any) -> GroundTruth:
-    return gt if isinstance(gt, GroundTruth) else load_ground_truth(gt, **options)
+def _as_gt(gt: Any, *, workers: int | str = 1, **options: Any) -> GroundTruth:
+    return gt if isinstance(gt, GroundTruth) else load_ground_truth(gt, workers=workers, **options)
 
 
-def _as_dt(dt: Any, gt: GroundTruth, *, allow_large_drop: bool = False, **options: Any) -> Detections:
+def _as_dt(
+    dt: Any, gt: GroundTruth, *, allow_large_drop: bool = False, workers: int | str = 1, **options: Any
+) -> Detections:
     """``dt`` loaded against ``gt`` (a folder looked into), refused when its ids are misread.
 
     Detections given as :class:`Detections` are taken as they are. Loaded ones are refused when
     their category ids, as read (``category_map``), put more than :data:`MAX_DROP` of them on
     categories without ground-truth objects (:func:`refuse_off_ground_truth`; ``allow_large_drop``
-    lifts the cap).
+    lifts the cap). ``workers``: threads that parse a COCO results file (:func:`load_detections`).
     """
     if isinstance(dt, Detections):
         return dt
     if options.get("category_map") is not None:
         options["category_map"] = read_category_map(options["category_map"])
-    detections = load_detections(dt, gt, **options)
+    detections = load_detections(dt, gt, workers=workers, **options)
     refuse_off_ground_truth(
         detections.category,
         gt,
@@ -230,6 +238,7 @@ def _load_inputs(
     result_prefix: str | None = None,
     image_labels: Any = None,
     hierarchy: Any = None,
+    workers: int | str = 1,
 ) -> Inputs:
     """:func:`load_inputs` without warning (its callers emit what they return)."""
     labels, tree = side_files(image_labels, hierarchy, protocols)
@@ -238,7 +247,7 @@ def _load_inputs(
         return Inputs(ground_truth, detections, gt, dt, image_labels=labels, hierarchy=tree)
     kind = gt_format(gt)
     gt_options = _gt_options(kind, gt, split=split, classes=classes, area_from_box=area_from_box)
-    ground_truth = _as_gt(gt, **gt_options)
+    ground_truth = _as_gt(gt, workers=workers, **gt_options)
     if dt is None:
         return Inputs(ground_truth, None, gt, None, image_labels=labels, hierarchy=tree)
 
@@ -263,7 +272,9 @@ def _load_inputs(
 
             ground_truth = with_result_classes(ground_truth, dt, prefix=result_prefix)
         source = located.path if located is not None else dt
-        detections = _as_dt(source, ground_truth, allow_large_drop=allow_large_drop, **dt_options)
+        detections = _as_dt(
+            source, ground_truth, allow_large_drop=allow_large_drop, workers=workers, **dt_options
+        )
         return ground_truth, detections, located
 
     ground_truth, detections, located = with_detections(ground_truth)
@@ -271,7 +282,7 @@ def _load_inputs(
     if kind == "voc" and not split and not isinstance(gt, GroundTruth):
         chosen, note = _split_of(gt, ground_truth, detections)
         if chosen is not None:
-            ground_truth = _as_gt(gt, **gt_options, split=chosen)
+            ground_truth = _as_gt(gt, **gt_options, split=chosen, workers=workers)
             ground_truth = replace(ground_truth, warnings=(*ground_truth.warnings, note))
             ground_truth, detections, located = with_detections(ground_truth)
     if any(p.iou_type == "bbox" for p in protocols):
@@ -297,6 +308,7 @@ def load_inputs(
     result_prefix: str | None = None,
     image_labels: Any = None,
     hierarchy: Any = None,
+    workers: int | str = 1,
 ) -> Inputs:
     """Load ground truth and detections as ``deteval evaluate`` does, and warn what was noticed.
 
@@ -334,6 +346,10 @@ def load_inputs(
         Open Images' verified image-level labels (CSV, or COCO JSON with ``pos_labels`` /
         ``neg_labels``) and class hierarchy JSON, for ``openimages-challenge`` (docs/inputs.md).
         With ``gt`` an Open Images boxes ``.csv``, ``dt`` is a submission ``.csv``.
+    workers : int or "auto"
+        Threads that parse a COCO results file and a COCO instances file's annotations (default 1;
+        ``"auto"``: by the file's size, at most the usable CPUs; the CLI passes its ``--workers``).
+        The inputs are the same for every value.
 
     Returns
     -------
@@ -362,6 +378,7 @@ def load_inputs(
         result_prefix=result_prefix,
         image_labels=image_labels,
         hierarchy=hierarchy,
+        workers=workers,
     )
     _emit(inputs.warnings, InputWarning, stacklevel=2)
     return inputs

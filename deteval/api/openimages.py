@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
-from deteval.io.openimages import read_boxes, read_hierarchy, read_image_labels, read_predictions
-from deteval.openimages import ClassHierarchy, ImageLevelLabels, apply_challenge_rules, label_rules_of
-from deteval.protocol import Protocol
+
+if TYPE_CHECKING:  # the readers and rules load when a challenge input or rule is met (not per run)
+    from deteval.data import Detections, GroundTruth
+    from deteval.openimages import ClassHierarchy, ImageLevelLabels
+    from deteval.protocol import Protocol
 
 __all__ = ["challenge_inputs", "load_challenge", "needs_challenge_rules", "side_files", "refuse_label_rules"]
 
@@ -25,18 +26,28 @@ def needs_challenge_rules(protocol: Protocol) -> bool:
 
 
 def _as_hierarchy(hierarchy: Any) -> ClassHierarchy | None:
-    if hierarchy is None or isinstance(hierarchy, ClassHierarchy):
+    if hierarchy is None:
+        return None
+    from deteval.openimages import ClassHierarchy, build_hierarchy
+
+    if isinstance(hierarchy, ClassHierarchy):
         return hierarchy
     if isinstance(hierarchy, dict):
-        from deteval.openimages import build_hierarchy
-
         return build_hierarchy(hierarchy)
+    from deteval.io.openimages import read_hierarchy
+
     return read_hierarchy(hierarchy)
 
 
 def _as_labels(labels: Any) -> ImageLevelLabels | None:
-    if labels is None or isinstance(labels, ImageLevelLabels):
+    if labels is None:
+        return None
+    from deteval.openimages import ImageLevelLabels
+
+    if isinstance(labels, ImageLevelLabels):
         return labels
+    from deteval.io.openimages import read_image_labels
+
     return read_image_labels(labels)
 
 
@@ -70,6 +81,10 @@ def challenge_inputs(
     InputError
         A side file missing when the protocol needs it, or invalid.
     """
+    if not needs_challenge_rules(protocol):
+        return gt, dt  # no rule asked (label_rules_of gives none): the usual run
+    from deteval.openimages import apply_challenge_rules, label_rules_of
+
     wanted = label_rules_of(protocol.hierarchy_expansion, protocol.image_level_labels)
     if all(rule in gt.label_rules for rule in wanted):
         return gt, dt  # nothing asked, or applied already (idempotent, as pooling is)
@@ -92,6 +107,8 @@ def load_challenge(
     hierarchy: Any = None,
 ) -> tuple[GroundTruth, Detections | None]:
     """Read the challenge's CSV files (boxes, submission) with their side files, unexpanded."""
+    from deteval.io.openimages import read_boxes, read_predictions
+
     labels = _as_labels(image_labels)
     tree = _as_hierarchy(hierarchy)
     gt = read_boxes(boxes, image_labels=labels, hierarchy=tree)

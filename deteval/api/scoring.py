@@ -19,7 +19,7 @@ from deteval.api.protocols import default_protocol
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
 from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
-from deteval.io.openimages import is_openimages_csv
+from deteval.io import is_openimages_csv
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 from deteval.sharding import match_sharded
@@ -54,10 +54,10 @@ def evaluate(
         A preset name (``"coco"``, ``"coco-pycocotools"``, ``"voc2007"``, ...), a YAML file, or
         a :class:`Protocol`. Default: :func:`default_protocol` (``coco``; a VOC root's year).
     workers : int or "auto"
-        CPUs to use: the compiled kernels' threads (matching, ranking, accumulation), or image
-        shards in processes where matching runs in Python (exact polygon masks, Boundary IoU;
-        :func:`deteval.sharding.match_sharded`); ``"auto"``: by the input's size, ``1``: one.
-        The numbers are identical for every value.
+        CPUs to use: the compiled kernels' threads (parsing a COCO results or instances file,
+        matching, ranking, accumulation), or image shards in processes where matching runs in
+        Python (exact polygon masks, Boundary IoU; :func:`deteval.sharding.match_sharded`);
+        ``"auto"``: by the input's size, ``1``: one. The numbers are identical for every value.
     category_map : {"index0", "index1"}, mapping or path, optional
         How the detections' category ids name ground-truth categories (when ``dt`` is loaded
         here; see docs/inputs.md).
@@ -106,8 +106,8 @@ def evaluate(
     labels, tree = side_files(image_labels, hierarchy, [protocol])
     if is_openimages_csv(gt):
         gt, dt = load_challenge(gt, dt, image_labels=labels, hierarchy=tree)
-    gt = _as_gt(gt)
-    dt = _as_dt(dt, gt, **({} if category_map is None else {"category_map": category_map}))
+    gt = _as_gt(gt, workers=workers)
+    dt = _as_dt(dt, gt, workers=workers, **({} if category_map is None else {"category_map": category_map}))
     gt, dt = challenge_inputs(gt, dt, protocol, image_labels=labels, hierarchy=tree)
     # class_agnostic: pool once here, so masks are prepared once, from the pooled values.
     gt, dt = pooled_for(gt, dt, protocol)
@@ -244,7 +244,7 @@ def compare(
         check_protocol(p)
     if cache is None:
         ground_truth = _as_gt(gt)
-        cache = MatchCache(ground_truth, _as_dt(dt, ground_truth), workers=workers)
+        cache = MatchCache(ground_truth, _as_dt(dt, ground_truth, workers=workers), workers=workers)
     comparison = _compare_values(cache.gt, cache.dt, resolved, cache=cache, inputs=inputs)
     results = comparison.results
     _emit_result_warnings(

@@ -202,6 +202,7 @@ def _input_options(args: argparse.Namespace) -> dict:
         "result_prefix": args.result_prefix,
         "image_labels": getattr(args, "image_labels", None),
         "hierarchy": getattr(args, "hierarchy", None),
+        "workers": getattr(args, "workers", 1),  # threads that parse a results file
     }
 
 

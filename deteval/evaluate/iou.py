@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from deteval._parallel import kernel_threads
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
-from deteval.evaluate import threads as per_thread
 from deteval.evaluate.flags import _gt_area
-from deteval.geometry import PreparedMasks, pair_box_iou, pair_mask_iou, prepare_masks
+from deteval.geometry import PreparedMasks, mask_threads, pair_box_iou, pair_mask_iou, prepare_masks
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
 from deteval.geometry.rotated import require_rotated, rotated_pair_iou
 from deteval.protocol import Protocol
@@ -111,22 +109,8 @@ def prepared_masks(
     """:func:`deteval.geometry.prepare_masks` on the threads ``workers`` gives.
 
     The one call site of matching (:func:`~deteval.evaluate.match` and
-    :func:`deteval.sharding.match_sharded`).
-
-    The threads follow :func:`deteval._parallel.kernel_threads` over the masks to prepare, one
-    more per :data:`~deteval.evaluate.threads.MASK_PER_THREAD` of them; the masks do not depend on it.
+    :func:`deteval.sharding.match_sharded`): threads by :func:`deteval.geometry.mask_threads`
+    over the records of ``gt`` and ``dt``, kept by the prepared masks for their pair IoUs; the
+    masks and the numbers do not depend on it.
     """
-    threads = kernel_threads(workers, len(gt) + len(dt), per_thread.MASK_PER_THREAD)
-    if threads > 1 and _PREPARE_TAKES_THREADS:
-        return prepare_masks(gt, dt, protocol, threads=threads)  # type: ignore[call-arg, unused-ignore]
-    return prepare_masks(gt, dt, protocol)
-
-
-def _takes_threads() -> bool:
-    # prepare_masks gains `threads` on the thrmask branch; until both are merged, one thread.
-    import inspect
-
-    return "threads" in inspect.signature(prepare_masks).parameters
-
-
-_PREPARE_TAKES_THREADS = _takes_threads()
+    return prepare_masks(gt, dt, protocol, threads=mask_threads(workers, len(gt) + len(dt)))

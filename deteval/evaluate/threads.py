@@ -14,7 +14,7 @@ calls split.
 
 from __future__ import annotations
 
-__all__ = ["ACCUMULATE_PER_THREAD", "MASK_PER_THREAD", "MATCH_PER_THREAD", "SORT_PER_THREAD"]
+__all__ = ["ACCUMULATE_PER_THREAD", "MATCH_PER_THREAD", "SORT_PER_THREAD"]
 
 #: ``_cacc.accumulate``: ranked detections per thread.
 ACCUMULATE_PER_THREAD = 50_000
@@ -23,5 +23,3 @@ ACCUMULATE_PER_THREAD = 50_000
 MATCH_PER_THREAD = 50_000
 #: ``_csort.order_by_group_then_score``: rows per thread.
 SORT_PER_THREAD = 100_000
-#: :func:`deteval.geometry.prepare_masks`: masks (ground truth + detections) per thread.
-MASK_PER_THREAD = 20_000

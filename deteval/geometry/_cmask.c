@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "../_buffer_checks.h"
+#include "../_parallel.h"
 
 #define MAX_GROUPS 7
 
@@ -128,25 +129,38 @@ static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint3
     *sum = 0;
     *area = 0;
     if (len == 0) return 2;
-    unsigned char outside = 0; /* no early exit: the compiler vectorises the check */
-    for (Py_ssize_t i = 0; i < len; i++) outside |= (unsigned char)(s[i] - 48) > 63;
-    if (outside) return 1;
-    if ((s[len - 1] - 48) & 0x20) return 2;
+    /* A character outside '0'..'o' is problem 1 wherever it is, before problem 2: the last
+     * character first, then (a string ending inside a run) all of them, else each as decoded. */
+    const unsigned char last = (unsigned char)(s[len - 1] - 48);
+    if (last > 63) return 1;
+    if (last & 0x20) {
+        for (Py_ssize_t i = 0; i < len; i++)
+            if ((unsigned char)(s[i] - 48) > 63) return 1;
+        return 2;
+    }
     uint32_t before1 = 0, before2 = 0; /* runs m - 1 and m - 2 */
     uint32_t position = 0, background = 0;
     int too_long = 0;
     Py_ssize_t m = 0, i = 0;
     while (i < len) {
-        int64_t x = 0;
-        int k = 0, more = 1, c = 0;
-        while (more) {
-            c = s[i++] - 48;
-            if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
-            k++;
-            more = c & 0x20;
+        int64_t x;
+        int c = s[i++] - 48;
+        if ((unsigned)c > 63) return 1;
+        if (!(c & 0x20)) { /* one group (most runs): its value, negative with bit 0x10 */
+            x = (c & 0x10) ? (int64_t)c - 32 : (int64_t)c;
+        } else {
+            x = c & 0x1f;
+            int k = 1, more = 1;
+            while (more) { /* ends within the string: its last character has no 0x20 */
+                c = s[i++] - 48;
+                if ((unsigned)c > 63) return 1;
+                if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
+                k++;
+                more = c & 0x20;
+            }
+            if (k > MAX_GROUPS) too_long = 1;
+            if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
         }
-        if (k > MAX_GROUPS) too_long = 1;
-        if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
         if (m > 2) x += (int64_t)before2;
         const uint32_t run = (uint32_t)x;
         *sum += run;
@@ -171,19 +185,76 @@ static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint3
     return 0;
 }
 
+/* One summarise_compressed call's arrays: each part writes the rows [lo, hi) of the outputs. */
+typedef struct {
+    const unsigned char *blob;
+    const int64_t *offsets, *size;
+    int8_t *problem;
+    int64_t *sums;
+    double *areas, *boxes;
+} SummariseJob;
+
+static void summarise_part(void *ctx, Py_ssize_t lo, Py_ssize_t hi)
+{
+    const SummariseJob *j = (const SummariseJob *)ctx;
+    for (Py_ssize_t r = lo; r < hi; r++) {
+        const int64_t h = j->size[2 * r], w = j->size[2 * r + 1];
+        BoxWalk walk = {0};
+        const int want_box = h > 0 && h <= UINT32_MAX && w >= 0 && w <= UINT32_MAX;
+        if (want_box) {
+            walk.h = (uint32_t)h;
+            walk.w = (uint32_t)w;
+            walk.xs = walk.w;
+            walk.ys = walk.h;
+        }
+        uint32_t area;
+        int64_t sum;
+        const int code = summarise(j->blob + j->offsets[r], (Py_ssize_t)(j->offsets[r + 1] - j->offsets[r]), &sum,
+                                   &area, want_box ? &walk : NULL);
+        const int whole = code == 0 && sum == h * w;
+        /* the partial values where they mean nothing: 0, as the numpy twin gives them */
+        j->problem[r] = (int8_t)code;
+        j->sums[r] = code == 0 ? sum : 0;
+        j->areas[r] = whole ? (double)area : 0.0;
+        double *bb = j->boxes + 4 * r;
+        if (!whole || !want_box || walk.zero_run) {
+            bb[0] = bb[1] = bb[2] = bb[3] = NAN;
+        } else {
+            box_out(&walk, bb);
+        }
+    }
+}
+
+/* Cut [0, n) into parts of about equal characters (offsets[r] - offsets[0] is the running cost;
+ * plus one per row, so that runs of empty strings are shared too). */
+static int char_bounds(const int64_t *offsets, Py_ssize_t n, int threads, Py_ssize_t *bounds)
+{
+    if (threads <= 1 || n < 2) return even_bounds(n, 1, bounds);
+    int64_t *cum = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!cum) return even_bounds(n, threads, bounds);
+    for (Py_ssize_t r = 0; r <= n; r++) cum[r] = offsets[r] - offsets[0] + r;
+    const int parts = weighted_bounds(cum, n, threads, bounds);
+    PyMem_RawFree(cum);
+    return parts;
+}
+
 PyDoc_STRVAR(summarise_compressed_doc,
-             "summarise_compressed(blob, offsets, sizes, problem, sums, areas, boxes)\n"
+             "summarise_compressed(blob, offsets, sizes, problem, sums, areas, boxes, threads)\n"
              "\n"
              "For each compressed counts string ``blob[offsets[r]:offsets[r + 1]]`` (bytes, int64 offsets\n"
              "n + 1, non-decreasing, within the blob) with its int64 ``[h, w]`` row of ``sizes`` (n, 2):\n"
-             "write the problem code (int8), the run sum (int64), the foreground pixel count (float64)\n"
-             "and the xywh box (float64, n x 4; NaN where not computed).");
+             "write the problem code (int8), the run sum (int64; 0 where the problem is not 0), the\n"
+             "foreground pixel count (float64; 0 unless the problem is 0 and the runs add up to h * w)\n"
+             "and the xywh box (float64, n x 4; NaN where not computed). The rows are split into\n"
+             "``threads`` parts of about equal characters, run on as many threads with the GIL released\n"
+             "(each writes its own rows: the same values for every count).");
 
 static PyObject *summarise_compressed(PyObject *self, PyObject *args)
 {
     Py_buffer blob_v, offset_v, size_v, problem_v, sum_v, area_v, box_v;
-    if (!PyArg_ParseTuple(args, "y*y*y*w*w*w*w*", &blob_v, &offset_v, &size_v, &problem_v, &sum_v, &area_v,
-                          &box_v))
+    int threads;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*w*w*w*i", &blob_v, &offset_v, &size_v, &problem_v, &sum_v, &area_v,
+                          &box_v, &threads))
         return NULL;
     PyObject *result = NULL;
     const Py_ssize_t n = problem_v.len;
@@ -206,36 +277,13 @@ static PyObject *summarise_compressed(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    const unsigned char *blob = (const unsigned char *)blob_v.buf;
-    const int64_t *size = (const int64_t *)size_v.buf;
-    int8_t *problem = (int8_t *)problem_v.buf;
-    int64_t *sums = (int64_t *)sum_v.buf;
-    double *areas = (double *)area_v.buf, *boxes = (double *)box_v.buf;
+    SummariseJob job = {(const unsigned char *)blob_v.buf, offsets, (const int64_t *)size_v.buf,
+                        (int8_t *)problem_v.buf, (int64_t *)sum_v.buf, (double *)area_v.buf,
+                        (double *)box_v.buf};
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t r = 0; r < n; r++) {
-        const int64_t h = size[2 * r], w = size[2 * r + 1];
-        BoxWalk walk = {0};
-        const int want_box = h > 0 && h <= UINT32_MAX && w >= 0 && w <= UINT32_MAX;
-        if (want_box) {
-            walk.h = (uint32_t)h;
-            walk.w = (uint32_t)w;
-            walk.xs = walk.w;
-            walk.ys = walk.h;
-        }
-        uint32_t area;
-        int64_t sum;
-        const int code = summarise(blob + offsets[r], (Py_ssize_t)(offsets[r + 1] - offsets[r]), &sum, &area,
-                                   want_box ? &walk : NULL);
-        problem[r] = (int8_t)code;
-        sums[r] = sum;
-        areas[r] = (double)area;
-        double *bb = boxes + 4 * r;
-        if (code != 0 || !want_box || sum != h * w || walk.zero_run) {
-            bb[0] = bb[1] = bb[2] = bb[3] = NAN;
-        } else {
-            box_out(&walk, bb);
-        }
-    }
+    Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
+    const int parts = char_bounds(offsets, n, threads, bounds);
+    parallel_parts(bounds, parts, summarise_part, &job);
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:
@@ -249,34 +297,13 @@ done:
     return result;
 }
 
-/* A compressed counts string read run by run (pycocotools' rleFrString, without its array): the
- * decoded value of run m is its groups, plus run m - 2 from the fourth run on (modulo 2**32). A
- * string that ends inside a run ends there (callers pass checked strings). */
+/* A compressed counts string, ``s`` to ``end``, read run by run by decode_row (pycocotools'
+ * rleFrString, into a reused array): the decoded value of run m is its groups, plus run m - 2 from
+ * the fourth run on (modulo 2**32). A string that ends inside a run ends there (callers pass
+ * checked strings). */
 typedef struct {
     const unsigned char *s, *end;
-    uint32_t before1, before2; /* runs m - 1 and m - 2 */
-    Py_ssize_t m;
 } RunReader;
-
-static inline int next_run(RunReader *d, uint32_t *run)
-{
-    if (d->s >= d->end) return 0;
-    int64_t x = 0;
-    int k = 0, more = 1, c = 0;
-    while (more && d->s < d->end) {
-        c = (*d->s++ - 48) & 0x3f;
-        if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
-        k++;
-        more = c & 0x20;
-    }
-    if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
-    if (d->m > 2) x += (int64_t)d->before2;
-    *run = (uint32_t)x;
-    d->before2 = d->before1;
-    d->before1 = *run;
-    d->m++;
-    return 1;
-}
 
 /* pycocotools' rleIou walk of two masks' runs (odd runs are foreground): the pixels in both
  * (``*inter``) and in either (``*uni``), in 32-bit unsigned arithmetic. As pycocotools', it moves one
@@ -332,9 +359,34 @@ static int decode_row(Decoded *dec, RunReader reader, int64_t row)
         dec->runs = grown;
         dec->cap = chars;
     }
-    dec->n = 0;
-    uint32_t run;
-    while (next_run(&reader, &run)) dec->runs[dec->n++] = run; /* at most one run per character */
+    /* the one-character run (a value in -16..15 before the delta: most of them) is taken without
+     * the group loop */
+    const unsigned char *s = reader.s, *end = reader.end;
+    uint32_t before1 = 0, before2 = 0, *runs = dec->runs;
+    Py_ssize_t m = 0; /* at most one run per character */
+    while (s < end) {
+        int c = (*s++ - 48) & 0x3f;
+        int64_t x;
+        if (!(c & 0x20)) {
+            x = (c & 0x10) ? (int64_t)c - 32 : (int64_t)c;
+        } else {
+            x = c & 0x1f;
+            int k = 1, more = 1;
+            while (more && s < end) {
+                c = (*s++ - 48) & 0x3f;
+                if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
+                k++;
+                more = c & 0x20;
+            }
+            if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
+        }
+        if (m > 2) x += (int64_t)before2;
+        const uint32_t run = (uint32_t)x;
+        before2 = before1;
+        before1 = run;
+        runs[m++] = run;
+    }
+    dec->n = m;
     dec->row = row;
     return 0;
 }
@@ -386,13 +438,85 @@ static int boxes_overlap(const double *D, const double *G)
 static RunReader reader_of(const Spans *sp, int64_t r)
 {
     const unsigned char *blob = (const unsigned char *)sp->blob.buf;
-    RunReader d = {blob + ((const int64_t *)sp->start.buf)[r], blob + ((const int64_t *)sp->stop.buf)[r], 0, 0, 0};
+    RunReader d = {blob + ((const int64_t *)sp->start.buf)[r], blob + ((const int64_t *)sp->stop.buf)[r]};
     return d;
+}
+
+/* The part of ``parts`` that starts at ``lo`` (a part that does anything has lo < its end). */
+static int part_of(const Py_ssize_t *bounds, int parts, Py_ssize_t lo)
+{
+    for (int k = 0; k < parts; k++)
+        if (bounds[k] == lo && bounds[k + 1] > lo) return k;
+    return 0;
+}
+
+/* One pair_iou call: pairs [lo, hi) of a part are compared with the part's own decoded runs. */
+typedef struct {
+    const Spans *det, *gt;
+    const int64_t *det_rows, *gt_rows;
+    const uint8_t *is_crowd;
+    double *iou;
+    const Py_ssize_t *bounds;
+    int parts;
+    int failed[DETEVAL_MAX_PARTS];
+} PairJob;
+
+static void pair_part(void *ctx, Py_ssize_t lo, Py_ssize_t hi)
+{
+    if (lo >= hi) return;
+    PairJob *j = (PairJob *)ctx;
+    const double *det_area = (const double *)j->det->area.buf;
+    const double *det_box = (const double *)j->det->box.buf, *gt_box = (const double *)j->gt->box.buf;
+    Decoded dd = {NULL, 0, 0, -1}, gd = {NULL, 0, 0, -1};
+    int failed = 0;
+    for (Py_ssize_t k = lo; k < hi; k++) {
+        const int64_t d = j->det_rows[k], g = j->gt_rows[k];
+        if (!boxes_overlap(det_box + 4 * d, gt_box + 4 * g)) {
+            j->iou[k] = 0.0;
+            continue;
+        }
+        if (decode_row(&dd, reader_of(j->det, d), d) || decode_row(&gd, reader_of(j->gt, g), g)) {
+            failed = 1;
+            break;
+        }
+        uint32_t inter, uni;
+        rle_walk(dd.runs, dd.n, gd.runs, gd.n, &inter, &uni);
+        if (inter == 0)
+            uni = 1;
+        else if (j->is_crowd[k])
+            uni = (uint32_t)det_area[d];
+        j->iou[k] = (double)inter / (double)uni;
+    }
+    PyMem_RawFree(dd.runs);
+    PyMem_RawFree(gd.runs);
+    if (failed) j->failed[part_of(j->bounds, j->parts, lo)] = 1;
+}
+
+/* Cut the pairs into parts of about equal work: a pair whose boxes overlap costs its two strings'
+ * characters (decoding and walking), any other 1. */
+static int pair_bounds(const PairJob *j, Py_ssize_t n, int threads, Py_ssize_t *bounds)
+{
+    if (threads <= 1 || n < 2) return even_bounds(n, 1, bounds);
+    int64_t *cum = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!cum) return even_bounds(n, threads, bounds);
+    const int64_t *ds = (const int64_t *)j->det->start.buf, *de = (const int64_t *)j->det->stop.buf;
+    const int64_t *gs = (const int64_t *)j->gt->start.buf, *ge = (const int64_t *)j->gt->stop.buf;
+    const double *det_box = (const double *)j->det->box.buf, *gt_box = (const double *)j->gt->box.buf;
+    cum[0] = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        const int64_t d = j->det_rows[k], g = j->gt_rows[k];
+        int64_t cost = 1;
+        if (boxes_overlap(det_box + 4 * d, gt_box + 4 * g)) cost += (de[d] - ds[d]) + (ge[g] - gs[g]);
+        cum[k + 1] = cum[k] + cost;
+    }
+    const int parts = weighted_bounds(cum, n, threads, bounds);
+    PyMem_RawFree(cum);
+    return parts;
 }
 
 PyDoc_STRVAR(pair_iou_doc,
              "pair_iou(det_blob, det_start, det_stop, det_area, det_box, gt_blob, gt_start, gt_stop, gt_area,\n"
-             "         gt_box, det_rows, gt_rows, is_crowd, out)\n"
+             "         gt_box, det_rows, gt_rows, is_crowd, out, threads)\n"
              "\n"
              "pycocotools' ``mask.iou`` of aligned (detection, ground truth) pairs of compressed RLEs of\n"
              "equal sizes, on the strings where they lie: mask r of a side is ``blob[start[r]:stop[r]]``\n"
@@ -403,14 +527,19 @@ PyDoc_STRVAR(pair_iou_doc,
              "pixel, else\n"
              "intersection / union as doubles, from pycocotools' walk of the runs and as it divides.\n"
              "A mask's string is decoded when its pair comes, and kept for the next pairs of the same mask\n"
-             "(pass pairs grouped by one side): no mask is made, no run array beyond two masks'.");
+             "(pass pairs grouped by one side): no mask is made, no run array beyond two masks' per part.\n"
+             "The pairs are split into ``threads`` parts of about equal work (characters decoded), run on\n"
+             "as many threads with the GIL released (each writes its own pairs: the same values for every\n"
+             "count).");
 
 static PyObject *pair_iou(PyObject *self, PyObject *args)
 {
     Spans det = {0}, gt = {0};
     Py_buffer di, gi, crowd, out;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*y*w*", &det.blob, &det.start, &det.stop, &det.area,
-                          &det.box, &gt.blob, &gt.start, &gt.stop, &gt.area, &gt.box, &di, &gi, &crowd, &out))
+    int threads;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*y*w*i", &det.blob, &det.start, &det.stop, &det.area,
+                          &det.box, &gt.blob, &gt.start, &gt.stop, &gt.area, &gt.box, &di, &gi, &crowd, &out,
+                          &threads))
         return NULL;
     PyObject *result = NULL;
     const Py_ssize_t n = out.len / 8;
@@ -434,34 +563,14 @@ static PyObject *pair_iou(PyObject *self, PyObject *args)
             goto done;
         }
     }
+    Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
+    PairJob job = {&det, &gt, det_rows, gt_rows, (const uint8_t *)crowd.buf, (double *)out.buf, bounds, 1, {0}};
     int failed = 0;
-    Decoded dd = {NULL, 0, 0, -1}, gd = {NULL, 0, 0, -1};
     Py_BEGIN_ALLOW_THREADS
-    const uint8_t *is_crowd = (const uint8_t *)crowd.buf;
-    const double *det_area = (const double *)det.area.buf;
-    const double *det_box = (const double *)det.box.buf, *gt_box = (const double *)gt.box.buf;
-    double *iou = (double *)out.buf;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        const int64_t d = det_rows[k], g = gt_rows[k];
-        if (!boxes_overlap(det_box + 4 * d, gt_box + 4 * g)) {
-            iou[k] = 0.0;
-            continue;
-        }
-        if (decode_row(&dd, reader_of(&det, d), d) || decode_row(&gd, reader_of(&gt, g), g)) {
-            failed = 1;
-            break;
-        }
-        uint32_t inter, uni;
-        rle_walk(dd.runs, dd.n, gd.runs, gd.n, &inter, &uni);
-        if (inter == 0)
-            uni = 1;
-        else if (is_crowd[k])
-            uni = (uint32_t)det_area[d];
-        iou[k] = (double)inter / (double)uni;
-    }
+    job.parts = pair_bounds(&job, n, threads, bounds);
+    parallel_parts(bounds, job.parts, pair_part, &job);
     Py_END_ALLOW_THREADS
-    PyMem_RawFree(dd.runs);
-    PyMem_RawFree(gd.runs);
+    for (int k = 0; k < job.parts; k++) failed |= job.failed[k];
     if (failed) {
         PyErr_NoMemory();
         goto done;
@@ -731,122 +840,219 @@ static Py_ssize_t encode_runs(const Runs *r, char *s)
     return p;
 }
 
-PyDoc_STRVAR(rasterise_doc,
-             "rasterise(points, point_start, part_start, sizes, areas, offsets, boxes)\n"
-             "\n"
-             "pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygon parts, as compressed\n"
-             "counts strings: float64 ``points`` (n_point, 2); int64 ``point_start`` (parts + 1),\n"
-             "``part_start`` (n + 1: record r has parts part_start[r]..part_start[r + 1], at least one)\n"
-             "and ``sizes`` (n, 2) [h, w]. Returns the n strings as one bytes object, string r at\n"
-             "``offsets[r]:offsets[r + 1]`` (int64 (n + 1,), written); writes float64 ``areas`` (n,) and\n"
-             "``boxes`` (n, 4: pycocotools' toBbox, xywh); sizes of at least 1 x 1.\n"
-             "Coordinates must be finite with |5 x| < 2**30.");
+/* One part's state in a rasterise call: scratch space, run buffers and the part's own strings. */
+typedef struct {
+    Scratch sc;
+    Runs one, merged, next;
+    char *text;
+    Py_ssize_t used, cap;
+    int failed;
+} RasterPart;
 
-static PyObject *rasterise(PyObject *self, PyObject *args)
+/* One rasterise call: part k rasterises the records [lo, hi) into parts[k] (its strings; offsets
+ * relative to its own text, made absolute after the join). */
+typedef struct {
+    const double *xy;
+    const int64_t *point_start, *part_first, *part_stop, *size;
+    double *areas, *boxes;
+    int64_t *offsets;
+    const Py_ssize_t *bounds;
+    int n_parts;
+    RasterPart part[DETEVAL_MAX_PARTS];
+} RasterJob;
+
+static void raster_part(void *ctx, Py_ssize_t lo, Py_ssize_t hi)
 {
-    Py_buffer pts, ps, rs, sz, ar, of, bx;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*w*w*w*", &pts, &ps, &rs, &sz, &ar, &of, &bx)) return NULL;
-    PyObject *result = NULL;
-    Scratch sc = {0};
-    Runs one = {0}, merged = {0}, next = {0};
-    char *text = NULL;
-    Py_ssize_t text_cap = 0;
-    const Py_ssize_t n = ar.len / 8, n_part = ps.len / 8 - 1, n_coord = pts.len / 8;
-    const Py_buffer *views[7] = {&ar, &of, &bx, &pts, &ps, &rs, &sz};
-    if (ar.len % 8 || rs.len != (n + 1) * 8 || of.len != (n + 1) * 8 || bx.len != n * 32 || sz.len != n * 16 ||
-        n_part < 0 || pts.len % 16) {
-        PyErr_SetString(PyExc_ValueError, "rasterise: buffer sizes do not match");
-        goto done;
-    }
-    for (int i = 0; i < 7; i++) {
-        if (views[i]->len && !is_aligned(views[i], 8)) {
-            PyErr_SetString(PyExc_ValueError, "rasterise: unaligned buffer");
-            goto done;
-        }
-    }
-    if (outputs_overlap(views, 3, 7, "rasterise")) goto done;
-    const double *xy = (const double *)pts.buf;
-    const int64_t *point_start = (const int64_t *)ps.buf, *part_start = (const int64_t *)rs.buf;
-    const int64_t *size = (const int64_t *)sz.buf;
-    for (Py_ssize_t p = 0; p < n_part; p++) {
-        if (point_start[p] < 0 || point_start[p + 1] <= point_start[p] || 2 * point_start[p + 1] > n_coord) {
-            PyErr_SetString(PyExc_ValueError, "rasterise: point_start outside the points or a part without points");
-            goto done;
-        }
-    }
-    for (Py_ssize_t r = 0; r < n; r++) {
-        if (part_start[r] < 0 || part_start[r + 1] <= part_start[r] || part_start[r + 1] > n_part ||
-            size[2 * r] < 1 || size[2 * r + 1] < 1 || size[2 * r] * size[2 * r + 1] > INT32_MAX) {
-            PyErr_SetString(PyExc_ValueError, "rasterise: part_start or sizes out of range");
-            goto done;
-        }
-    }
-    for (Py_ssize_t i = 0; i < n_coord; i++) {
-        if (!(fabs(xy[i]) < (double)(1 << 28))) {
-            PyErr_SetString(PyExc_ValueError, "rasterise: a coordinate is not finite or too large");
-            goto done;
-        }
-    }
-    double *areas = (double *)ar.buf;
-    int64_t *offsets = (int64_t *)of.buf;
-    double *boxes = (double *)bx.buf;
+    if (lo >= hi) return;
+    RasterJob *j = (RasterJob *)ctx;
+    RasterPart *P = &j->part[part_of(j->bounds, j->n_parts, lo)];
     int failed = 0;
-    Py_ssize_t used = 0;
-    offsets[0] = 0;
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t r = 0; r < n && !failed; r++) {
-        const uint32_t h = (uint32_t)size[2 * r], w = (uint32_t)size[2 * r + 1];
+    for (Py_ssize_t r = lo; r < hi && !failed; r++) {
+        const uint32_t h = (uint32_t)j->size[2 * r], w = (uint32_t)j->size[2 * r + 1];
         uint32_t area = 0;
-        for (int64_t part = part_start[r]; part < part_start[r + 1] && !failed; part++) {
-            const int64_t first = point_start[part];
-            Runs *target = part == part_start[r] ? &merged : &one;
-            failed = polygon_runs(xy + 2 * first, (Py_ssize_t)(point_start[part + 1] - first), h, w, &sc, target);
-            if (!failed && part > part_start[r]) {
-                failed = union_runs(&merged, &one, &next);
-                Runs swap = merged;
-                merged = next;
-                next = swap;
+        for (int64_t part = j->part_first[r]; part < j->part_stop[r] && !failed; part++) {
+            const int64_t first = j->point_start[part];
+            Runs *target = part == j->part_first[r] ? &P->merged : &P->one;
+            failed = polygon_runs(j->xy + 2 * first, (Py_ssize_t)(j->point_start[part + 1] - first), h, w, &P->sc,
+                                  target);
+            if (!failed && part > j->part_first[r]) {
+                failed = union_runs(&P->merged, &P->one, &P->next);
+                Runs swap = P->merged;
+                P->merged = P->next;
+                P->next = swap;
             }
         }
-        if (!failed && used + merged.n * 7 > text_cap) { /* at most 7 characters per run */
-            Py_ssize_t cap = 2 * text_cap;
-            if (cap < used + merged.n * 7) cap = used + merged.n * 7;
+        if (!failed && P->used + P->merged.n * 7 > P->cap) { /* at most 7 characters per run */
+            Py_ssize_t cap = 2 * P->cap;
+            if (cap < P->used + P->merged.n * 7) cap = P->used + P->merged.n * 7;
             if (cap < 4096) cap = 4096;
-            char *grown = (char *)PyMem_RawRealloc(text, (size_t)cap);
+            char *grown = (char *)PyMem_RawRealloc(P->text, (size_t)cap);
             if (grown) {
-                text = grown;
-                text_cap = cap;
+                P->text = grown;
+                P->cap = cap;
             } else {
                 failed = 1;
             }
         }
         if (!failed) {
-            used += encode_runs(&merged, text + used);
-            for (Py_ssize_t j = 1; j < merged.n; j += 2) area += merged.v[j];
-            areas[r] = (double)area;
-            box_of_runs(merged.v, merged.n, h, w, boxes + 4 * r);
-            offsets[r + 1] = used;
+            P->used += encode_runs(&P->merged, P->text + P->used);
+            for (Py_ssize_t k = 1; k < P->merged.n; k += 2) area += P->merged.v[k];
+            j->areas[r] = (double)area;
+            box_of_runs(P->merged.v, P->merged.n, h, w, j->boxes + 4 * r);
+            j->offsets[r + 1] = P->used;
         }
     }
+    P->failed = failed;
+}
+
+/* Cut the records into parts of about equal work: a record costs its vertices and the length of
+ * its edges as the rasteriser walks them (an edge along y one step per upsampled row, along x one
+ * per pixel column). */
+static int raster_bounds(const RasterJob *j, Py_ssize_t n, int threads, Py_ssize_t *bounds)
+{
+    if (threads <= 1 || n < 2) return even_bounds(n, 1, bounds);
+    int64_t *cum = (int64_t *)PyMem_RawMalloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!cum) return even_bounds(n, threads, bounds);
+    cum[0] = 0;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        double cost = 1;
+        for (int64_t part = j->part_first[r]; part < j->part_stop[r]; part++) {
+            const int64_t a = j->point_start[part], b = j->point_start[part + 1];
+            for (int64_t i = a; i < b; i++) {
+                const int64_t next = i + 1 < b ? i + 1 : a;
+                cost += 1 + fabs(j->xy[2 * next] - j->xy[2 * i]) + 5 * fabs(j->xy[2 * next + 1] - j->xy[2 * i + 1]);
+            }
+        }
+        cum[r + 1] = cum[r] + (int64_t)cost; /* coordinates are checked: |x| < 2**28 */
+    }
+    const int parts = weighted_bounds(cum, n, threads, bounds);
+    PyMem_RawFree(cum);
+    return parts;
+}
+
+PyDoc_STRVAR(rasterise_doc,
+             "rasterise(points, point_start, part_first, part_stop, sizes, areas, offsets, boxes, threads)\n"
+             "\n"
+             "pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygon parts, as compressed\n"
+             "counts strings: float64 ``points`` (n_point, 2); int64 ``point_start`` (parts + 1: part p has\n"
+             "the points point_start[p]..point_start[p + 1]), ``part_first`` and ``part_stop`` (n: record r\n"
+             "has the parts part_first[r]..part_stop[r], at least one; only these parts and their points\n"
+             "are read, so a collection's columns serve any subset of its records) and ``sizes`` (n, 2)\n"
+             "[h, w]. Returns the n strings as one bytes object, string r at ``offsets[r]:offsets[r + 1]``\n"
+             "(int64 (n + 1,), written); writes float64 ``areas`` (n,) and ``boxes`` (n, 4: pycocotools'\n"
+             "toBbox, xywh); sizes of at least 1 x 1. Returns None (writing nothing) when a coordinate read\n"
+             "is not finite or beyond +-2**26 (the caller declines). The records are split into ``threads`` parts\n"
+             "of about equal work, run on as many threads with the GIL released (each writes its own\n"
+             "records and strings, joined in record order: the same result for every count).");
+
+static PyObject *rasterise(PyObject *self, PyObject *args)
+{
+    Py_buffer pts, ps, rs, re, sz, ar, of, bx;
+    int threads;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*w*w*w*i", &pts, &ps, &rs, &re, &sz, &ar, &of, &bx, &threads))
+        return NULL;
+    PyObject *result = NULL;
+    RasterJob *job = (RasterJob *)PyMem_RawCalloc(1, sizeof(RasterJob));
+    Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
+    const Py_ssize_t n = ar.len / 8, n_part = ps.len / 8 - 1, n_coord = pts.len / 8;
+    const Py_buffer *views[8] = {&ar, &of, &bx, &pts, &ps, &rs, &re, &sz};
+    if (!job) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (ar.len % 8 || rs.len != n * 8 || re.len != n * 8 || of.len != (n + 1) * 8 || bx.len != n * 32 ||
+        sz.len != n * 16 || n_part < 0 || pts.len % 16) {
+        PyErr_SetString(PyExc_ValueError, "rasterise: buffer sizes do not match");
+        goto done;
+    }
+    for (int i = 0; i < 8; i++) {
+        if (views[i]->len && !is_aligned(views[i], 8)) {
+            PyErr_SetString(PyExc_ValueError, "rasterise: unaligned buffer");
+            goto done;
+        }
+    }
+    if (outputs_overlap(views, 3, 8, "rasterise")) goto done;
+    const double *xy = (const double *)pts.buf;
+    const int64_t *point_start = (const int64_t *)ps.buf;
+    const int64_t *part_first = (const int64_t *)rs.buf, *part_stop = (const int64_t *)re.buf;
+    const int64_t *size = (const int64_t *)sz.buf;
+    int far = 0;
+    for (Py_ssize_t r = 0; r < n; r++) { /* only the records' parts and points are checked and read */
+        if (part_first[r] < 0 || part_stop[r] <= part_first[r] || part_stop[r] > n_part || size[2 * r] < 1 ||
+            size[2 * r + 1] < 1 || size[2 * r] * size[2 * r + 1] > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "rasterise: part_first, part_stop or sizes out of range");
+            goto done;
+        }
+        for (int64_t p = part_first[r]; p < part_stop[r]; p++) {
+            if (point_start[p] < 0 || point_start[p + 1] <= point_start[p] || 2 * point_start[p + 1] > n_coord) {
+                PyErr_SetString(PyExc_ValueError,
+                                "rasterise: point_start outside the points or a part without points");
+                goto done;
+            }
+            for (int64_t i = 2 * point_start[p]; i < 2 * point_start[p + 1]; i++)
+                far |= !(fabs(xy[i]) < (double)(1 << 26)); /* also NaN */
+        }
+    }
+    if (far) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    job->xy = xy;
+    job->point_start = point_start;
+    job->part_first = part_first;
+    job->part_stop = part_stop;
+    job->size = size;
+    job->areas = (double *)ar.buf;
+    job->offsets = (int64_t *)of.buf;
+    job->boxes = (double *)bx.buf;
+    job->bounds = bounds;
+    job->offsets[0] = 0;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    job->n_parts = raster_bounds(job, n, threads, bounds);
+    parallel_parts(bounds, job->n_parts, raster_part, job);
     Py_END_ALLOW_THREADS
+    Py_ssize_t total = 0;
+    for (int k = 0; k < job->n_parts; k++) {
+        failed |= job->part[k].failed;
+        total += job->part[k].used;
+    }
     if (failed) {
         PyErr_NoMemory();
         goto done;
     }
-    result = PyBytes_FromStringAndSize(text ? text : "", used);
+    result = PyBytes_FromStringAndSize(NULL, total);
+    if (!result) goto done;
+    char *joined = PyBytes_AS_STRING(result);
+    Py_ssize_t base = 0;
+    for (int k = 0; k < job->n_parts; k++) { /* the parts' strings in record order, offsets made absolute */
+        RasterPart *P = &job->part[k];
+        if (P->used) memcpy(joined + base, P->text, (size_t)P->used);
+        PyMem_RawFree(P->text); /* as soon as copied: the strings are held once and a part more */
+        P->text = NULL;
+        for (Py_ssize_t r = bounds[k]; r < bounds[k + 1]; r++) job->offsets[r + 1] += base;
+        base += P->used;
+    }
 done:
-    PyMem_RawFree(sc.px);
-    PyMem_RawFree(sc.py);
-    PyMem_RawFree(sc.cuts.v);
-    PyMem_RawFree(sc.spare.v);
-    PyMem_RawFree(sc.bounds);
-    PyMem_RawFree(one.v);
-    PyMem_RawFree(merged.v);
-    PyMem_RawFree(next.v);
-    PyMem_RawFree(text);
+    if (job) {
+        for (int k = 0; k < DETEVAL_MAX_PARTS; k++) {
+            RasterPart *P = &job->part[k];
+            PyMem_RawFree(P->sc.px);
+            PyMem_RawFree(P->sc.py);
+            PyMem_RawFree(P->sc.cuts.v);
+            PyMem_RawFree(P->sc.spare.v);
+            PyMem_RawFree(P->sc.bounds);
+            PyMem_RawFree(P->one.v);
+            PyMem_RawFree(P->merged.v);
+            PyMem_RawFree(P->next.v);
+            PyMem_RawFree(P->text);
+        }
+        PyMem_RawFree(job);
+    }
     PyBuffer_Release(&pts);
     PyBuffer_Release(&ps);
     PyBuffer_Release(&rs);
+    PyBuffer_Release(&re);
     PyBuffer_Release(&sz);
     PyBuffer_Release(&ar);
     PyBuffer_Release(&of);
@@ -861,4 +1067,4 @@ static PyMethodDef cmask_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 3, NULL)
+DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 4, NULL)

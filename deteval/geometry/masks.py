@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from deteval._parallel import kernel_threads
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.geometry.raster import RasterMasks, check_rasterisable, mask_pixel_area, raster_pair_iou
 
@@ -62,6 +63,8 @@ __all__ = [
     "CollectionMasks",
     "PreparedMasks",
     "prepare_masks",
+    "mask_threads",
+    "MASK_WORK_PER_THREAD",
     "check_masks",
     "pair_mask_iou",
     "detection_areas",
@@ -89,9 +92,12 @@ class CollectionMasks:
     _exact: dict = field(default_factory=dict, repr=False)  # invalid_polygons -> ExactMasks
 
     @classmethod
-    def parse(cls, source: SegmentationSource) -> CollectionMasks:
-        """Validate every record of ``source`` (raises InputError naming the first bad ones)."""
-        masks = parse_masks(source)
+    def parse(cls, source: SegmentationSource, threads: int = 1) -> CollectionMasks:
+        """Validate every record of ``source`` (raises InputError naming the first bad ones).
+
+        ``threads``: how many threads the compiled RLE summary may use (same values for any).
+        """
+        masks = parse_masks(source, threads)
         return cls(source=source, masks=masks, raster=RasterMasks.for_masks(masks))
 
     def exact(self, invalid_polygons: str) -> ExactMasks:
@@ -127,19 +133,42 @@ class PreparedMasks:
     gt, dt : GroundTruth, Detections
         The collections the masks were read from (rows refer to them).
     gt_masks, det_masks : CollectionMasks
+    threads : int
+        How many threads the compiled mask kernels (RLE summary, rasteriser, pair IoU) split their
+        work into, for this value's whole life (:func:`prepare_masks`' ``threads``). The numbers
+        never depend on it.
     """
 
     gt: GroundTruth
     dt: Detections
     gt_masks: CollectionMasks
     det_masks: CollectionMasks
+    threads: int = 1
 
     def is_for(self, gt: GroundTruth, dt: Detections) -> bool:
         """Whether this value was prepared from exactly these objects."""
         return self.gt is gt and self.dt is dt
 
 
-def prepare_masks(gt: GroundTruth, dt: Detections, protocol: Any) -> PreparedMasks:
+#: The mask records (ground truth plus detections) one more kernel thread must have to pay for
+#: itself under ``workers="auto"`` (measured: see :func:`mask_threads`).
+MASK_WORK_PER_THREAD = 2000
+
+
+def mask_threads(workers: int | str | None, n_records: int) -> int:
+    """Threads for the mask kernels of a run over ``n_records`` masks, given ``workers``.
+
+    :func:`deteval._parallel.kernel_threads` with :data:`MASK_WORK_PER_THREAD`: an integer
+    ``workers`` gives that many (at most the usable CPUs), ``"auto"`` one thread per
+    :data:`MASK_WORK_PER_THREAD` records, so that small inputs stay on one thread.
+
+    >>> mask_threads("auto", 10), mask_threads(1, 10**6)
+    (1, 1)
+    """
+    return kernel_threads(workers, n_records, MASK_WORK_PER_THREAD)
+
+
+def prepare_masks(gt: GroundTruth, dt: Detections, protocol: Any, *, threads: int = 1) -> PreparedMasks:
     """Parse and validate every mask of ``gt`` and ``dt`` (and, in exact mode, build polygons).
 
     Parameters
@@ -151,6 +180,12 @@ def prepare_masks(gt: GroundTruth, dt: Detections, protocol: Any) -> PreparedMas
         so that polygons ``invalid_polygons: error`` refuses are reported here; in raster mode
         every polygon is checked to be rasterisable (its image's size, its extent). Rasters
         are made on demand.
+    threads : int, default 1
+        How many threads the compiled mask kernels split their work into, now (the RLE strings'
+        summary) and later (rasterising polygons, pair IoUs: the count is kept in the value).
+        Callers derive it from their ``workers`` with
+        :func:`mask_threads` (``workers``, records of ``gt`` and ``dt``); the numbers are the same
+        for every count.
 
     Returns
     -------
@@ -164,8 +199,9 @@ def prepare_masks(gt: GroundTruth, dt: Detections, protocol: Any) -> PreparedMas
     prepared = PreparedMasks(
         gt=gt,
         dt=dt,
-        gt_masks=CollectionMasks.parse(ground_truth_source(gt)),
-        det_masks=CollectionMasks.parse(detection_source(dt, gt)),
+        gt_masks=CollectionMasks.parse(ground_truth_source(gt), threads),
+        det_masks=CollectionMasks.parse(detection_source(dt, gt), threads),
+        threads=max(1, int(threads)),
     )
     _check_collection(prepared.gt_masks, protocol, prepared.det_masks)
     _check_collection(prepared.det_masks, protocol, prepared.gt_masks)
@@ -197,12 +233,22 @@ def _compared_group(gt: GroundTruth, dt: Detections, protocol: Any) -> np.ndarra
     if not max_dets or not len(group):
         return group
     capped = np.asarray(dt.image, dtype=np.int64) if protocol.max_dets_scope == "image" else group
-    order = np.lexsort((np.asarray(dt.order), -np.asarray(dt.score), capped))
+    cap = max(max_dets)
+    # only the rows of groups holding more than ``cap`` detections are ranked (sorted)
+    if capped.min() >= 0 and capped.max() < 4 * len(capped) + (1 << 20):
+        over = np.bincount(capped)[capped] > cap
+    else:
+        _, inverse, counts = np.unique(capped, return_inverse=True, return_counts=True)
+        over = counts[inverse] > cap
+    rows = np.flatnonzero(over)
+    if not len(rows):
+        return group
+    order = rows[np.lexsort((np.asarray(dt.order)[rows], -np.asarray(dt.score)[rows], capped[rows]))]
     sorted_group = capped[order]
     starts = np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]])
-    rank = np.arange(len(group)) - np.repeat(starts, np.diff(np.r_[starts, len(group)]))
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     out = group.copy()
-    out[order[rank >= max(max_dets)]] = -1
+    out[order[rank >= cap]] = -1
     return out
 
 
@@ -267,11 +313,21 @@ def _pair_iou(
     invalid_polygons: str,
     lowest: float,
     describe: Callable[[int, int], str],
+    threads: int = 1,
 ) -> np.ndarray:
     """IoU of aligned pairs: exact for polygon pairs in exact mode, raster otherwise."""
     if mask_iou == "raster":
         return raster_pair_iou(
-            det.source, det.masks, det.raster, gt.source, gt.masks, gt.raster, det_rows, gt_rows, is_crowd
+            det.source,
+            det.masks,
+            det.raster,
+            gt.source,
+            gt.masks,
+            gt.raster,
+            det_rows,
+            gt_rows,
+            is_crowd,
+            threads,
         )
     from deteval.geometry.polygons import exact_pair_iou
 
@@ -300,6 +356,7 @@ def _pair_iou(
             det_rows[raster],
             gt_rows[raster],
             is_crowd[raster],
+            threads,
         )
     return iou
 
@@ -390,6 +447,7 @@ def pair_mask_iou(
         invalid_polygons=protocol.invalid_polygons,
         lowest=_lowest_threshold(protocol),
         describe=describe,
+        threads=prepared.threads,
     )
 
 
@@ -434,7 +492,7 @@ def detection_areas(prepared: PreparedMasks, rows: np.ndarray, protocol: Any) ->
         area[no_box[is_poly]] = dm.exact(protocol.invalid_polygons).area[need[is_poly]]
         no_box, need = no_box[~is_poly], need[~is_poly]
     if len(need):
-        area[no_box] = mask_pixel_area(dm.source, dm.masks, dm.raster, need)
+        area[no_box] = mask_pixel_area(dm.source, dm.masks, dm.raster, need, prepared.threads)
     return area
 
 

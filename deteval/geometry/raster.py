@@ -101,12 +101,13 @@ class RasterMasks:
 
 
 def ensure_raster(
-    src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray
+    src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray, threads: int = 1
 ) -> None:
     """Compute pycocotools' RLE (``COCO.annToRLE``) of the ``rows`` not done yet.
 
-    Polygons: ``frPyObjects(parts, h, w)`` at the image size, parts merged; RLE: its compressed
-    string (``masks.rle_blob``: uncompressed counts were compressed when parsed).
+    Polygons: ``frPyObjects(parts, h, w)`` at the image size, parts merged (by the compiled
+    rasteriser on ``threads`` threads: the strings do not depend on the count); RLE: its
+    compressed string (``masks.rle_blob``: uncompressed counts were compressed when parsed).
     """
     rows = np.unique(rows)
     rows = rows[~raster.done[rows]]
@@ -120,7 +121,7 @@ def ensure_raster(
             _check_raster_extent(src, masks, poly_rows[unchecked], size[unchecked])
             raster.extent_checked[poly_rows] = True
         blob, offsets, areas, boxes = _speedups.dispatch(
-            "_cmask.rasterise", *_polygon_parts(masks, poly_rows), size
+            "_cmask.rasterise", *_polygon_parts(masks, poly_rows), size, threads=threads
         )
         raster.put(poly_rows, blob, offsets)
         raster.size[poly_rows] = size
@@ -142,23 +143,21 @@ def ensure_raster(
     raster.done[rows] = True
 
 
-def _polygon_parts(masks: CheckedMasks, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The polygons of ``rows`` as flat columns: ``points`` (n_point, 2), ``point_start``, ``part_start``.
+def _polygon_parts(
+    masks: CheckedMasks, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The polygons of ``rows``: ``points`` (n_point, 2), ``point_start``, ``part_first``, ``part_stop``.
 
-    Part p has the points ``point_start[p]`` to ``point_start[p + 1] - 1``; row k the parts
-    ``part_start[k]`` to ``part_start[k + 1] - 1``.
+    The collection's own columns (nothing copied): part p has the points ``point_start[p]`` to
+    ``point_start[p + 1] - 1``; row k the parts ``part_first[k]`` to ``part_stop[k] - 1``.
     """
-    first = masks.part_start[rows]
-    count = masks.part_start[rows + 1] - first
-    part_ids = np.repeat(first - np.cumsum(count) + count, count) + np.arange(count.sum())
-    ps = masks.point_start
-    lengths = ps[part_ids + 1] - ps[part_ids]
-    point_ids = np.repeat(ps[part_ids] - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-    point_start = np.zeros(len(part_ids) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=point_start[1:])
-    part_start = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(count, out=part_start[1:])
-    return np.ascontiguousarray(masks.points[point_ids], dtype=np.float64), point_start, part_start
+    rows = np.asarray(rows, dtype=np.int64)
+    return (
+        np.ascontiguousarray(masks.points, dtype=np.float64),
+        np.ascontiguousarray(masks.point_start, dtype=np.int64),
+        np.ascontiguousarray(masks.part_start[rows], dtype=np.int64),
+        np.ascontiguousarray(masks.part_start[rows + 1], dtype=np.int64),
+    )
 
 
 #: The rasteriser's decline: coordinates beyond its range (pycocotools rasterises them).
@@ -166,42 +165,55 @@ _FAR = "coordinates beyond +-2**26"
 
 
 def _rasterise_compiled(
-    points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray
+    points: np.ndarray,
+    point_start: np.ndarray,
+    part_first: np.ndarray,
+    part_stop: np.ndarray,
+    size: np.ndarray,
+    threads: int = 1,
 ) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray] | _speedups.Decline:
     """Pycocotools' ``merge(frPyObjects(parts, h, w))`` of each record's polygons and their areas, in C.
 
     The arguments and result are :func:`_rasterise_pycocotools`'. Declines coordinates beyond the
-    kernel's range (+-2**26, images wider or taller than ten million pixels).
+    kernel's range (+-2**26, images wider or taller than ten million pixels): the kernel checks
+    the points of the records asked for only, and returns None for such a point.
 
     ``deteval.geometry._cmask.rasterise`` follows pycocotools' rasterisation rule (``frPoly``),
     its merge and its string encoding, so the strings are pycocotools' byte for byte
-    (tests/unit/test_kernels.py compares them on many generated polygons).
+    (tests/unit/test_kernels.py compares them on many generated polygons). ``threads``: the
+    records are split into that many parts of about equal work, each rasterised on its own
+    thread into its own strings, joined in record order (the same bytes for every count).
     """
-    if not (np.abs(points) < 2**26).all():
-        return _speedups.Decline(_FAR)
-    n = len(part_start) - 1
+    n = len(part_first)
     sizes = np.ascontiguousarray(size, dtype=np.int64).reshape(n, 2)
     areas = np.zeros(n)
     offsets = np.zeros(n + 1, dtype=np.int64)
     boxes = np.zeros((n, 4))
     blob = _speedups.module_of("_cmask.rasterise").rasterise(  # type: ignore[union-attr]
-        points, point_start, part_start, sizes, areas, offsets, boxes
+        points, point_start, part_first, part_stop, sizes, areas, offsets, boxes, int(threads)
     )
+    if blob is None:
+        return _speedups.Decline(_FAR)
     return blob, offsets, areas, boxes
 
 
 def _rasterise_pycocotools(
-    points: np.ndarray, point_start: np.ndarray, part_start: np.ndarray, size: np.ndarray
+    points: np.ndarray,
+    point_start: np.ndarray,
+    part_first: np.ndarray,
+    part_stop: np.ndarray,
+    size: np.ndarray,
+    threads: int = 1,
 ) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
     """Pycocotools' RLE (``COCO.annToRLE``) of polygon records: strings, offsets, areas and boxes.
 
-    Record k has the parts ``part_start[k]`` to ``part_start[k + 1] - 1`` (see
+    Record k has the parts ``part_first[k]`` to ``part_stop[k] - 1`` (see
     :func:`_polygon_parts`) and the image size ``size[k]`` ``[height, width]``: ``frPyObjects(parts,
     h, w)`` once per image size, the parts of a record merged. Returns the compressed counts
     strings joined (record k at ``blob[offsets[k]:offsets[k + 1]]``, int64 offsets (n + 1,)), the
-    pixel counts (float64 (n,)) and ``toBbox`` (float64 (n, 4), xywh).
+    pixel counts (float64 (n,)) and ``toBbox`` (float64 (n, 4), xywh). ``threads`` is not read.
     """
-    n = len(part_start) - 1
+    n = len(part_first)
     rles: list = [None] * n
     size = np.asarray(size, dtype=np.int64).reshape(n, 2)
     key = size[:, 0] * (MAX_PIXELS + 1) + size[:, 1]
@@ -209,8 +221,8 @@ def _rasterise_pycocotools(
     for k in np.unique(key):
         group = np.flatnonzero(key == k)
         h, w = (int(v) for v in size[group[0]])
-        count = part_start[group + 1] - part_start[group]
-        part_ids = np.repeat(part_start[group] - np.cumsum(count) + count, count) + np.arange(count.sum())
+        count = part_stop[group] - part_first[group]
+        part_ids = np.repeat(part_first[group] - np.cumsum(count) + count, count) + np.arange(count.sum())
         arrays = [flat[2 * point_start[p] : 2 * point_start[p + 1]] for p in part_ids.tolist()]
         made = mask_utils.frPyObjects(arrays, h, w)
         offsets = np.r_[0, np.cumsum(count)].tolist()
@@ -343,8 +355,12 @@ def raster_pair_iou(
     det_rows: np.ndarray,
     gt_rows: np.ndarray,
     is_crowd: np.ndarray,
+    threads: int = 1,
 ) -> np.ndarray:
     """Pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs.
+
+    ``threads``: how many threads the compiled rasteriser and pair kernel may use (see
+    :func:`deteval._parallel.kernel_threads`); the values do not depend on it.
 
     By the compiled kernel (:func:`_compiled_pair_iou`) when it is loaded, else by one
     pycocotools call per image; the two give the same values bit for bit.
@@ -354,27 +370,52 @@ def raster_pair_iou(
     """
     check_pair_sizes(det_src, det, gt_src, gt, det_rows, gt_rows)
     n = len(det_rows)
+    if det_raster.done.all() and gt_raster.done.all():
+        # every string and toBbox box is known (all-RLE collections, or rasterised before): the
+        # kernel's own box test, pycocotools' bbIou > 0, skips the pairs that share no pixel
+        return _speedups.dispatch(
+            "_cmask.pair_iou",
+            det_raster,
+            gt_raster,
+            det_rows,
+            gt_rows,
+            is_crowd,
+            gt_src.image[gt_rows],
+            threads=threads,
+        )
     iou = np.zeros(n)
+
     # Pairs that share no pixel have IoU 0, as in pycocotools. Two RLEs: their boxes (``bounds``:
     # pycocotools' toBbox) do not overlap, pycocotools' own test (bbIou 0: it never walks the
     # runs). A polygon: its vertices' extent, widened by 2 px (pycocotools' rasteriser keeps
     # pixels within 1 px of it), does not overlap the other mask's.
-    db, gb = det.bounds[det_rows], gt.bounds[gt_rows]
-    both_rle = (det.kind[det_rows] == RLE) & (gt.kind[gt_rows] == RLE)
+    # (one column of the bounds gathered at a time: a few pair-sized temporaries, not (n, 4) ones)
+    def side(lo: int, hi: int) -> np.ndarray:
+        extent = np.minimum(det.bounds[det_rows, hi], gt.bounds[gt_rows, hi])
+        extent -= np.maximum(det.bounds[det_rows, lo], gt.bounds[gt_rows, lo])
+        return extent
+
+    both_rle = det.kind[det_rows] == RLE
+    both_rle &= gt.kind[gt_rows] == RLE
     with np.errstate(invalid="ignore"):
-        overlap = np.minimum(
-            np.minimum(db[:, 2], gb[:, 2]) - np.maximum(db[:, 0], gb[:, 0]),
-            np.minimum(db[:, 3], gb[:, 3]) - np.maximum(db[:, 1], gb[:, 1]),
-        )
+        overlap = np.minimum(side(0, 2), side(1, 3))
         apart = np.where(both_rle, overlap <= 0, overlap < -4)
+    del overlap, both_rle
     todo = np.flatnonzero(~apart)
     if not len(todo):
         return iou
     det_rows, gt_rows, is_crowd = det_rows[todo], gt_rows[todo], is_crowd[todo]
-    ensure_raster(gt_src, gt, gt_raster, gt_rows)
-    ensure_raster(det_src, det, det_raster, det_rows)
+    ensure_raster(gt_src, gt, gt_raster, gt_rows, threads)
+    ensure_raster(det_src, det, det_raster, det_rows, threads)
     iou[todo] = _speedups.dispatch(
-        "_cmask.pair_iou", det_raster, gt_raster, det_rows, gt_rows, is_crowd, gt_src.image[gt_rows]
+        "_cmask.pair_iou",
+        det_raster,
+        gt_raster,
+        det_rows,
+        gt_rows,
+        is_crowd,
+        gt_src.image[gt_rows],
+        threads=threads,
     )
     return iou
 
@@ -386,11 +427,12 @@ def _pair_iou_pycocotools(
     gt_rows: np.ndarray,
     is_crowd: np.ndarray,
     image: np.ndarray,
+    threads: int = 1,
 ) -> np.ndarray:
     """``maskUtils.iou`` of aligned pairs of rasterised masks: one pycocotools call per ``image``.
 
     ``image`` (n_pair,) only batches the calls (pairs of one image share the call); the values do
-    not depend on it.
+    not depend on it. ``threads`` is not read.
     """
     iou = np.zeros(len(det_rows))
     order = np.lexsort((gt_rows, det_rows, image))
@@ -419,6 +461,7 @@ def _compiled_pair_iou(
     gt_rows: np.ndarray,
     is_crowd: np.ndarray,
     image: np.ndarray | None = None,
+    threads: int = 1,
 ) -> np.ndarray:
     """``maskUtils.iou`` of aligned pairs of rasterised masks, by ``deteval.geometry._cmask.pair_iou``.
 
@@ -430,12 +473,23 @@ def _compiled_pair_iou(
     0, any other ``intersection / union`` (crowd: over the detection's area) as doubles, which is
     what pycocotools computes (its box pre-check only ever skips pairs sharing no pixel). The
     masks of every pair have one size (checked by the caller), as pycocotools needs for a value.
+    ``threads``: the sorted pairs are split into that many parts of about equal work (characters
+    to decode), each on its own thread writing its own pairs (the same values for every count).
     """
-    det_rows = np.asarray(det_rows, dtype=np.int64)
-    gt_rows = np.asarray(gt_rows, dtype=np.int64)
-    order = np.lexsort((det_rows, gt_rows))  # pairs of one ground truth together: decoded once
-    det_rows, gt_rows = det_rows[order], gt_rows[order]
-    sorted_iou = np.zeros(len(det_rows))
+    det_rows = np.ascontiguousarray(det_rows, dtype=np.int64)
+    gt_rows = np.ascontiguousarray(gt_rows, dtype=np.int64)
+    crowd = np.ascontiguousarray(is_crowd, dtype=np.uint8)
+    n = len(det_rows)
+    # The kernel decodes a mask again only when its side's row changes from one pair to the next:
+    # pairs already grouped by one side (as matching makes them) are kept as given; else they are
+    # sorted so that the pairs of one ground truth come together.
+    changes = min(
+        np.count_nonzero(det_rows[1:] != det_rows[:-1]), np.count_nonzero(gt_rows[1:] != gt_rows[:-1])
+    )
+    order = None if 2 * changes < n else np.lexsort((det_rows, gt_rows))
+    if order is not None:
+        det_rows, gt_rows, crowd = det_rows[order], gt_rows[order], crowd[order]
+    sorted_iou = np.zeros(n)
     _speedups.module_of("_cmask.pair_iou").pair_iou(  # type: ignore[union-attr]
         det_raster.blob,
         det_raster.start,
@@ -449,10 +503,13 @@ def _compiled_pair_iou(
         gt_raster.box,
         det_rows,
         gt_rows,
-        np.asarray(is_crowd, dtype=np.uint8)[order],
+        crowd,
         sorted_iou,
+        int(threads),
     )
-    out = np.empty(len(det_rows))
+    if order is None:
+        return sorted_iou
+    out = np.empty(n)
     out[order] = sorted_iou
     return out
 
@@ -461,7 +518,7 @@ _speedups.register("_cmask.pair_iou", "deteval.geometry._cmask", _compiled_pair_
 
 
 def mask_pixel_area(
-    src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray
+    src: SegmentationSource, masks: CheckedMasks, raster: RasterMasks, rows: np.ndarray, threads: int = 1
 ) -> np.ndarray:
     """Pixel count of the masks of ``rows`` (RLE directly; polygons rasterised into ``raster``)."""
     out = np.zeros(len(rows))
@@ -469,6 +526,6 @@ def mask_pixel_area(
     out[is_rle] = masks.rle_area[rows[is_rle]]
     poly = np.flatnonzero(~is_rle)
     if len(poly):
-        ensure_raster(src, masks, raster, rows[poly])
+        ensure_raster(src, masks, raster, rows[poly], threads)
         out[poly] = raster.area[rows[poly]]
     return out

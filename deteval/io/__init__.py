@@ -32,6 +32,7 @@ __all__ = [
     "load_coco_gt",
     "load_coco_dt",
     "gt_format",
+    "is_openimages_csv",
     "locate_predictions",
     "PredictionSource",
     "RESULT_JSON_NAMES",
@@ -47,6 +48,15 @@ _LOOKED_FOR = (
     "predictions.json (Ultralytics save_json), coco_instances_results.json (detectron2), "
     "*.bbox.json / *.segm.json (mmdetection)"
 )
+
+
+def is_openimages_csv(path: Any) -> bool:
+    """True when ``path`` is a ``.csv`` file (the challenge's formats are the only CSV inputs).
+
+    Here, with the other checks of what an input is, so that a run that reads no CSV never loads
+    :mod:`deteval.io.openimages` (which re-exports it).
+    """
+    return isinstance(path, (str, os.PathLike)) and os.fspath(path).lower().endswith(".csv")
 
 
 def gt_format(source: Any) -> str:
@@ -69,8 +79,13 @@ def gt_format(source: Any) -> str:
     return "coco"
 
 
-def load_ground_truth(source: Any, **options: Any) -> GroundTruth:
-    """Load ground truth in whichever supported format ``source`` is."""
+def load_ground_truth(source: Any, *, workers: int | str = 1, **options: Any) -> GroundTruth:
+    """Load ground truth in whichever supported format ``source`` is.
+
+    ``workers``: threads that parse a COCO instances file's annotations (default 1; ``"auto"``: by
+    its size, at most the usable CPUs); the ground truth is the same for every value
+    (:func:`deteval.io.coco.load_coco_gt`). Other formats are read on one thread.
+    """
     kind = gt_format(source)
     if kind == "voc":
         from deteval.io.voc import load_voc_gt
@@ -87,7 +102,7 @@ def load_ground_truth(source: Any, **options: Any) -> GroundTruth:
         from deteval.io.dota import load_dota_gt
 
         return load_dota_gt(source, **options)
-    return load_coco_gt(source, **options)
+    return load_coco_gt(source, workers=workers, **options)
 
 
 @dataclass(frozen=True)
@@ -225,10 +240,12 @@ def locate_predictions(source: str | os.PathLike, gt: GroundTruth) -> Prediction
     )
 
 
-def load_detections(source: Any, gt: GroundTruth, **options: Any) -> Detections:
+def load_detections(source: Any, gt: GroundTruth, *, workers: int | str = 1, **options: Any) -> Detections:
     """Load detections: COCO results JSON, VOC per-class result files, or YOLO predictions.
 
-    A folder is looked into by :func:`locate_predictions`.
+    A folder is looked into by :func:`locate_predictions`. ``workers``: threads that parse a COCO
+    results file (default 1; ``"auto"``: by its size, at most the usable CPUs); the detections,
+    warnings and errors are the same for every value (:func:`deteval.io.coco.load_coco_dt`).
     """
     if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
         located = locate_predictions(source, gt)
@@ -248,8 +265,8 @@ def load_detections(source: Any, gt: GroundTruth, **options: Any) -> Detections:
             from deteval.io.dota import load_dota_dt
 
             return load_dota_dt(located.path, gt, **options)
-        return load_coco_dt(located.path, gt, **options)
-    return load_coco_dt(source, gt, **options)
+        return load_coco_dt(located.path, gt, workers=workers, **options)
+    return load_coco_dt(source, gt, workers=workers, **options)
 
 
 def _gt_kind(gt: GroundTruth) -> str:

@@ -31,9 +31,10 @@
 #include <string.h>
 
 #include "../_buffer_checks.h"
+#include "../_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 4 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans */
+#define COLPARSE_ABI 5 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -49,9 +50,25 @@
 static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                  1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* A number whose conversion needs Python (slow_double), met by a parser running without the GIL:
+ * its text and where its value goes, converted once the GIL is held again (see run_parts). */
+typedef struct {
+    double *out;
+    const char *start, *stop;
+} SlowNumber;
+
+typedef struct {
+    SlowNumber *items;
+    Py_ssize_t n, cap;
+    int no_memory;
+} Deferred;
+
+/* ``defer``: NULL when the parser holds the GIL (slow numbers are converted at once), else the list
+ * its slow numbers are put on (no Python call is made while the GIL is released). */
 typedef struct {
     const char *p;
     const char *end;
+    Deferred *defer;
 } Cursor;
 
 static inline int is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -199,6 +216,25 @@ static int parse_double(Cursor *c, double *out, int grammar) {
         value = (double)mantissa;
         value = exponent < 0 ? value / POW10[-exponent] : value * POW10[exponent];
         if (negative) value = -value;
+    } else if (c->defer != NULL) {
+        /* converted (and checked finite) by run_parts once the GIL is held again */
+        Deferred *d = c->defer;
+        if (d->n == d->cap) {
+            Py_ssize_t cap = d->cap ? 2 * d->cap : 64;
+            SlowNumber *items = (SlowNumber *)realloc(d->items, (size_t)cap * sizeof *items);
+            if (items == NULL) {
+                d->no_memory = 1;
+                return REFUSE;
+            }
+            d->items = items;
+            d->cap = cap;
+        }
+        d->items[d->n].out = out;
+        d->items[d->n].start = start;
+        d->items[d->n].stop = p;
+        d->n++;
+        *out = 0.0;
+        return OK;
     } else {
         int status = slow_double(start, p, &value);
         if (status != OK) return status;
@@ -318,6 +354,208 @@ static int parse_box_array(Cursor *c, int first, int last, Py_ssize_t capacity, 
     return status;
 }
 
+/* ---- Parsing on several threads: parts cut at record boundaries, joined in file order ----
+ *
+ * run_parts cuts ``[0, len)`` into at most ``threads`` parts, each right after a record's ``}`` (a ``}``
+ * whose next bytes, past whitespace, are ``,`` and ``{``: in a plain file only a record's end is
+ * followed so), and parses them at once (parallel_parts) with the GIL released: part k into its own
+ * region of each column (the columns' capacity split in proportion to the bytes, see part_region),
+ * numbers needing Python's conversion put aside (Deferred). A part starts as the grammar of
+ * parse_box_array says a later part does (``,``). Once joined, with the GIL: the put-aside numbers
+ * are converted, then the caller moves each part's rows down behind the previous part's.
+ *
+ * Why the result is the one thread's: part 0 starts where the whole file does; a part that parses
+ * to its end with OK ends right after a record, exactly where the one-thread parse of the same bytes
+ * is after that record (no token crosses a ``}``), so the next part starts in the state that parse
+ * has there; by induction, parts that all parse OK read what one thread reads. When any part is
+ * refused -- the file is not plain, or a cut fell inside a string, or a region was too small -- the
+ * caller parses the whole again on one thread, whose outcome is then the answer. */
+
+typedef struct PartsJob PartsJob;
+typedef int (*PartParser)(PartsJob *job, int k, Cursor *c, int first, int last);
+
+struct PartsJob {
+    const char *base;
+    Py_ssize_t len;
+    int parts, first, last;
+    Py_ssize_t cut[DETEVAL_MAX_PARTS + 1];
+    int status[DETEVAL_MAX_PARTS];
+    Deferred defer[DETEVAL_MAX_PARTS];
+    PartParser parse;
+    void *ctx;
+};
+
+/* Whether ``s[i]`` is a ``}`` followed, past whitespace, by ``,`` and (past whitespace) ``{``. */
+static int is_record_end(const char *s, Py_ssize_t len, Py_ssize_t i) {
+    Py_ssize_t j = i + 1;
+    while (j < len && is_ws(s[j])) j++;
+    if (j >= len || s[j] != ',') return 0;
+    j++;
+    while (j < len && is_ws(s[j])) j++;
+    return j < len && s[j] == '{';
+}
+
+/* job->cut[0 .. parts] (cut[0] = 0, cut[parts] = len): ``threads`` parts of about equal bytes, fewer
+ * when no record ends after a target. */
+static void record_cuts(PartsJob *job, int threads) {
+    const char *s = job->base;
+    const Py_ssize_t len = job->len;
+    if (threads > DETEVAL_MAX_PARTS) threads = DETEVAL_MAX_PARTS;
+    int k = 1;
+    job->cut[0] = 0;
+    for (int j = 1; j < threads; j++) {
+        Py_ssize_t at = (Py_ssize_t)((double)len * j / threads);
+        if (at < job->cut[k - 1]) at = job->cut[k - 1];
+        while (at < len) {
+            const char *hit = (const char *)memchr(s + at, '}', (size_t)(len - at));
+            if (hit == NULL) {
+                at = len;
+                break;
+            }
+            at = hit - s;
+            if (is_record_end(s, len, at)) break;
+            at++;
+        }
+        if (at >= len) break;
+        job->cut[k++] = at + 1;
+    }
+    job->cut[k] = len;
+    job->parts = k;
+}
+
+/* Part k's rows ``[*lo, *hi)`` of a column of ``cap`` rows: its share in proportion to its bytes. */
+static void part_region(const PartsJob *job, int k, Py_ssize_t cap, Py_ssize_t *lo, Py_ssize_t *hi) {
+    if (job->parts == 1) {
+        *lo = 0;
+        *hi = cap;
+        return;
+    }
+    const double scale = job->len > 0 ? (double)cap / (double)job->len : 0.0;
+    *lo = k == 0 ? 0 : (Py_ssize_t)(scale * (double)job->cut[k]);
+    *hi = k + 1 == job->parts ? cap : (Py_ssize_t)(scale * (double)job->cut[k + 1]);
+    if (*hi > cap) *hi = cap;
+    if (*lo > *hi) *lo = *hi;
+}
+
+static void run_part(void *arg, Py_ssize_t lo, Py_ssize_t hi) {
+    PartsJob *job = (PartsJob *)arg;
+    for (Py_ssize_t k = lo; k < hi; k++) {
+        Cursor c = {job->base + job->cut[k], job->base + job->cut[k + 1], &job->defer[k]};
+        job->status[k] = job->parse(job, (int)k, &c, job->first && k == 0, job->last && k + 1 == job->parts);
+    }
+}
+
+/* Parse every part (the caller set job->parts, cut, and each part's columns from them): OK, REFUSE
+ * (some part is refused) or ERROR (a Python exception is set). Called with the GIL held; releases it
+ * while the parts are parsed. */
+static int run_parts(PartsJob *job) {
+    Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
+    for (int k = 0; k <= job->parts; k++) bounds[k] = k;
+    for (int k = 0; k < job->parts; k++) {
+        memset(&job->defer[k], 0, sizeof job->defer[k]);
+        job->status[k] = REFUSE;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    parallel_parts(bounds, job->parts, run_part, job);
+    Py_END_ALLOW_THREADS
+    int status = OK, no_memory = 0;
+    for (int k = 0; k < job->parts; k++) {
+        no_memory |= job->defer[k].no_memory;
+        if (job->status[k] != OK) status = REFUSE;
+    }
+    for (int k = 0; k < job->parts && status == OK; k++) {
+        const Deferred *d = &job->defer[k];
+        for (Py_ssize_t i = 0; i < d->n && status == OK; i++) {
+            double value;
+            status = slow_double(d->items[i].start, d->items[i].stop, &value);
+            if (status == OK && !isfinite(value)) status = REFUSE; /* as parse_double refuses it */
+            if (status == OK) *d->items[i].out = value;
+        }
+    }
+    for (int k = 0; k < job->parts; k++) free(job->defer[k].items);
+    if (no_memory && status != ERROR) {
+        PyErr_NoMemory();
+        status = ERROR;
+    }
+    return status;
+}
+
+/* Move part k's ``n[k]`` rows (``item`` bytes each, from its region's start ``lo[k]``) behind the
+ * previous parts' rows; returns the total. Part 0's rows are in place already. */
+static Py_ssize_t join_rows(char *data, Py_ssize_t item, int parts, const Py_ssize_t *lo, const Py_ssize_t *n) {
+    Py_ssize_t at = n[0];
+    for (int k = 1; k < parts; k++) {
+        if (n[k] && lo[k] != at) memmove(data + at * item, data + lo[k] * item, (size_t)(n[k] * item));
+        at += n[k];
+    }
+    return at;
+}
+
+/* How many calls parsed their parts again on one thread (a part was refused); read by the tests,
+ * which check that a plain file is read on parts. Changed with the GIL held. */
+static Py_ssize_t refused_parts = 0;
+
+static PyObject *parts_refused(PyObject *self, PyObject *noargs) { return PyLong_FromSsize_t(refused_parts); }
+
+/* ``threads`` as given (at least 1): the number of parts to cut. */
+static int parse_threads(Py_ssize_t threads) {
+    if (threads < 1) return 1;
+    return threads > DETEVAL_MAX_PARTS ? DETEVAL_MAX_PARTS : (int)threads;
+}
+
+/* ---- box results on parts ---- */
+
+typedef struct {
+    int64_t *image_id, *category_id;
+    double *bbox, *score;
+    Py_ssize_t cap;
+    Py_ssize_t lo[DETEVAL_MAX_PARTS], hi[DETEVAL_MAX_PARTS], n[DETEVAL_MAX_PARTS];
+} BoxJob;
+
+static int box_part(PartsJob *job, int k, Cursor *c, int first, int last) {
+    BoxJob *b = (BoxJob *)job->ctx;
+    const Py_ssize_t lo = b->lo[k];
+    b->n[k] = 0;
+    return parse_box_array(c, first, last, b->hi[k] - lo, b->image_id + lo, b->category_id + lo, b->bbox + 4 * lo,
+                           b->score + lo, &b->n[k]);
+}
+
+/* The box records of ``raw`` on ``threads`` parts (one when a part is refused): OK with ``*n`` set,
+ * REFUSE or ERROR. */
+static int parse_box_threads(const char *raw, Py_ssize_t len, int first, int last, int threads, BoxJob *b,
+                             Py_ssize_t *n) {
+    PartsJob job;
+    job.base = raw;
+    job.len = len;
+    job.first = first;
+    job.last = last;
+    job.parse = box_part;
+    job.ctx = b;
+    for (;;) {
+        if (threads > 1) {
+            record_cuts(&job, threads);
+        } else {
+            job.parts = 1;
+            job.cut[0] = 0;
+            job.cut[1] = len;
+        }
+        for (int k = 0; k < job.parts; k++) part_region(&job, k, b->cap, &b->lo[k], &b->hi[k]);
+        int status = run_parts(&job);
+        if (status == REFUSE && job.parts > 1) {
+            refused_parts++;
+            refused_parts++;
+            threads = 1; /* the one-thread parse decides */
+            continue;
+        }
+        if (status != OK) return status;
+        join_rows((char *)b->image_id, 8, job.parts, b->lo, b->n);
+        join_rows((char *)b->category_id, 8, job.parts, b->lo, b->n);
+        join_rows((char *)b->bbox, 32, job.parts, b->lo, b->n);
+        *n = join_rows((char *)b->score, 8, job.parts, b->lo, b->n);
+        return OK;
+    }
+}
+
 /* ValueError when a column the parser writes shares a byte with the text it reads, a key table
  * or another column (the same array passed twice, or views of one array): the parser would
  * change its own input while reading it. ``cols[0 .. n_cols)`` are checked against each other
@@ -336,7 +574,7 @@ static int columns_overlap(const Column *cols, int n_cols, const Py_buffer *cons
 }
 
 /* Shared by box_results and box_results_part: parse ``raw_obj`` into the four columns. */
-static PyObject *parse_box_columns(PyObject *raw_obj, int first, int last, PyObject *const *objs) {
+static PyObject *parse_box_columns(PyObject *raw_obj, int first, int last, int threads, PyObject *const *objs) {
     Py_buffer raw;
     Column cols[4];
     memset(cols, 0, sizeof cols);
@@ -352,11 +590,14 @@ static PyObject *parse_box_columns(PyObject *raw_obj, int first, int last, PyObj
     if (cols[1].view.len / 8 < capacity) capacity = cols[1].view.len / 8;
     if (cols[2].view.len / 32 < capacity) capacity = cols[2].view.len / 32;
     if (cols[3].view.len / 8 < capacity) capacity = cols[3].view.len / 8;
-    Cursor c = {(const char *)raw.buf, (const char *)raw.buf + raw.len};
+    BoxJob b;
+    b.image_id = (int64_t *)cols[0].view.buf;
+    b.category_id = (int64_t *)cols[1].view.buf;
+    b.bbox = (double *)cols[2].view.buf;
+    b.score = (double *)cols[3].view.buf;
+    b.cap = capacity;
     Py_ssize_t n = 0;
-    int status = parse_box_array(&c, first, last, capacity, (int64_t *)cols[0].view.buf,
-                                 (int64_t *)cols[1].view.buf, (double *)cols[2].view.buf,
-                                 (double *)cols[3].view.buf, &n);
+    int status = parse_box_threads((const char *)raw.buf, raw.len, first, last, threads, &b, &n);
     if (status == ERROR) goto done;
     result = status == OK ? PyLong_FromSsize_t(n) : Py_NewRef(Py_None);
 done:
@@ -368,22 +609,25 @@ done:
 }
 
 PyDoc_STRVAR(box_results_doc,
-             "box_results(raw, image_id, category_id, bbox, score, /)\n--\n\n"
+             "box_results(raw, image_id, category_id, bbox, score, threads=1, /)\n--\n\n"
              "Parse the COCO box-results JSON ``raw`` into the given columns.\n\n"
              "``image_id`` and ``category_id`` are writable int64 buffers, ``bbox`` a float64 buffer of\n"
              "4 values per record, ``score`` a float64 buffer. Returns the number of records written,\n"
              "or None when ``raw`` is not exactly a non-empty array of plain box records or holds more\n"
-             "records than the buffers do (nothing is checked beyond the shape).");
+             "records than the buffers do (nothing is checked beyond the shape).\n\n"
+             "``threads``: parse on that many parts at once (cut after records, GIL released); the\n"
+             "columns and the outcome are those of one thread.");
 
 static PyObject *box_results(PyObject *self, PyObject *args) {
     PyObject *raw_obj, *objs[4];
-    if (!PyArg_ParseTuple(args, "OOOOO:box_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3]))
+    Py_ssize_t threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOO|n:box_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3], &threads))
         return NULL;
-    return parse_box_columns(raw_obj, 1, 1, objs);
+    return parse_box_columns(raw_obj, 1, 1, parse_threads(threads), objs);
 }
 
 PyDoc_STRVAR(box_results_part_doc,
-             "box_results_part(raw, first, last, image_id, category_id, bbox, score, /)\n--\n\n"
+             "box_results_part(raw, first, last, image_id, category_id, bbox, score, threads=1, /)\n--\n\n"
              "Parse one part of a COCO box-results file into the given columns (as box_results).\n\n"
              "A file read in parts is cut right after a record's closing ``}``: ``first`` (the part\n"
              "starts the file: ``[`` and a record) and ``last`` (it ends the file: ``]`` and only\n"
@@ -395,10 +639,11 @@ PyDoc_STRVAR(box_results_part_doc,
 static PyObject *box_results_part(PyObject *self, PyObject *args) {
     PyObject *raw_obj, *objs[4];
     int first, last;
-    if (!PyArg_ParseTuple(args, "OppOOOO:box_results_part", &raw_obj, &first, &last, &objs[0], &objs[1],
-                          &objs[2], &objs[3]))
+    Py_ssize_t threads = 1;
+    if (!PyArg_ParseTuple(args, "OppOOOO|n:box_results_part", &raw_obj, &first, &last, &objs[0], &objs[1],
+                          &objs[2], &objs[3], &threads))
         return NULL;
-    return parse_box_columns(raw_obj, first, last, objs);
+    return parse_box_columns(raw_obj, first, last, parse_threads(threads), objs);
 }
 
 /* ---- COCO instances: the top-level ``annotations`` array into columns ---- */
@@ -473,7 +718,16 @@ static int check_segm_number(Cursor *c) {
     if (p < end && (*p == 'e' || *p == 'E')) {
         double value;
         c->p = start;
-        return parse_double(c, &value, JSON_NUMBER); /* refuses an overflow to infinity */
+        Deferred *d = c->defer;
+        const Py_ssize_t put_aside = d ? d->n : 0;
+        int status = parse_double(c, &value, JSON_NUMBER); /* refuses an overflow to infinity */
+        if (status == OK && d && d->n > put_aside) {
+            /* without the GIL its finiteness is unknown here (and ``value`` is gone by the join):
+             * refused, so that the one-thread parse, which converts it at once, decides */
+            d->n = put_aside;
+            return REFUSE;
+        }
+        return status;
     }
     if ((is_integer && p - digits > 18) || p - digits > 300) return REFUSE; /* no exponent: finite below 309 digits */
     c->p = p;
@@ -720,9 +974,162 @@ static int parse_annotations(Cursor *c, const char *base, AnnColumns *cols, Py_s
     }
 }
 
+/* ---- the annotations array on parts (run_parts) ---- */
+
+/* The annotations of ``c`` into ``cols`` (from row 0, at most ``capacity``): the whole array
+ * (``first`` and ``last``: ``[`` ... ``]``, or ``[]``) or one part of it cut after a record's ``}``,
+ * in the grammar of parse_box_array; nothing may follow the last part's ``]`` (the cut ends there). */
+static int parse_annotation_array(Cursor *c, int first, int last, const char *base, AnnColumns *cols,
+                                  Py_ssize_t capacity, Py_ssize_t *n_out) {
+    Py_ssize_t n = 0;
+    int status = OK;
+    *n_out = 0;
+    if (first) {
+        status = expect(c, '[');
+        if (status != OK) return status;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ']') { /* [] */
+            c->p++;
+            return last && c->p == c->end ? OK : REFUSE;
+        }
+        if (capacity < 1) return REFUSE;
+        status = parse_annotation(c, base, cols, 0);
+        if (status == OK) n = 1;
+    }
+    while (status == OK) {
+        skip_ws(c);
+        if (c->p >= c->end) {
+            if (last) status = REFUSE; /* no closing ] */
+            break;
+        }
+        if (*c->p == ',') {
+            c->p++;
+            if (n >= capacity) {
+                status = REFUSE;
+                break;
+            }
+            status = parse_annotation(c, base, cols, n);
+            if (status == OK) n++;
+            continue;
+        }
+        if (!last || *c->p != ']') {
+            status = REFUSE;
+            break;
+        }
+        c->p++;
+        if (c->p != c->end) status = REFUSE;
+        break;
+    }
+    *n_out = n;
+    return status;
+}
+
+typedef struct {
+    AnnColumns whole, part[DETEVAL_MAX_PARTS];
+    Py_ssize_t capacity;
+    Py_ssize_t lo[DETEVAL_MAX_PARTS], hi[DETEVAL_MAX_PARTS], klo[DETEVAL_MAX_PARTS], khi[DETEVAL_MAX_PARTS];
+    Py_ssize_t n[DETEVAL_MAX_PARTS];
+} AnnJob;
+
+static int annotation_part(PartsJob *job, int k, Cursor *c, int first, int last) {
+    AnnJob *j = (AnnJob *)job->ctx;
+    return parse_annotation_array(c, first, last, job->base, &j->part[k], j->hi[k] - j->lo[k], &j->n[k]);
+}
+
+/* The annotations array at ``[start, stop)`` of ``raw`` (``stop``: right after its ``]``, found by a
+ * loose scan) on ``threads`` parts into j->whole: OK with ``*n`` and the keypoint counts set, REFUSE
+ * (some part refused, or the parts disagree on keypoints: the caller parses on one thread) or ERROR. */
+static int parse_annotations_threads(const char *raw, Py_ssize_t start, Py_ssize_t stop, int threads, AnnJob *j,
+                                     Py_ssize_t *n) {
+    PartsJob job;
+    job.base = raw + start; /* the cuts are offsets from here; the segm spans from raw (annotation_part) */
+    job.len = stop - start;
+    job.first = 1;
+    job.last = 1;
+    job.parse = annotation_part;
+    job.ctx = j;
+    record_cuts(&job, threads);
+    job.base = raw;
+    for (int k = 0; k <= job.parts; k++) job.cut[k] += start;
+    job.len = stop;
+    const AnnColumns *w = &j->whole;
+    for (int k = 0; k < job.parts; k++) {
+        AnnColumns *s = &j->part[k];
+        Py_ssize_t lo, hi, klo = 0, khi = 0;
+        /* regions in proportion to the part's bytes within the array */
+        const double scale = (double)j->capacity / (double)(stop - start);
+        lo = k == 0 ? 0 : (Py_ssize_t)(scale * (double)(job.cut[k] - start));
+        hi = k + 1 == job.parts ? j->capacity : (Py_ssize_t)(scale * (double)(job.cut[k + 1] - start));
+        if (hi > j->capacity) hi = j->capacity;
+        if (lo > hi) lo = hi;
+        if (w->kp_numbers) {
+            const double kscale = (double)w->kp_capacity / (double)(stop - start);
+            klo = k == 0 ? 0 : (Py_ssize_t)(kscale * (double)(job.cut[k] - start));
+            khi = k + 1 == job.parts ? w->kp_capacity : (Py_ssize_t)(kscale * (double)(job.cut[k + 1] - start));
+            if (khi > w->kp_capacity) khi = w->kp_capacity;
+            if (klo > khi) klo = khi;
+        }
+        j->lo[k] = lo;
+        j->hi[k] = hi;
+        j->klo[k] = klo;
+        j->khi[k] = khi;
+        *s = *w;
+        s->id += lo;
+        s->image_id += lo;
+        s->category_id += lo;
+        s->iscrowd += lo;
+        s->ignore += lo;
+        s->difficult += lo;
+        s->segm_start += lo;
+        s->segm_end += lo;
+        s->bbox += 4 * lo;
+        s->area += lo;
+        if (s->kp_numbers) {
+            s->kp_numbers += klo;
+            s->num_keypoints += lo;
+            s->kp_capacity = khi - klo;
+        }
+        s->kp_count = s->kp_per_record = s->kp_records = 0;
+    }
+    int status = run_parts(&job);
+    /* keypoints in every annotation or in none, of one length: the first annotation decides */
+    int has_kp = -1;
+    Py_ssize_t per_record = 0;
+    for (int k = 0; k < job.parts && status == OK; k++) {
+        const AnnColumns *s = &j->part[k];
+        if (j->n[k] == 0) continue;
+        const int part_has = s->kp_records > 0;
+        if (has_kp < 0) has_kp = part_has;
+        else if (has_kp != part_has) status = REFUSE;
+        if (part_has) {
+            if (per_record == 0) per_record = s->kp_per_record;
+            else if (s->kp_per_record != per_record) status = REFUSE;
+        }
+    }
+    if (status != OK) return status;
+    Py_ssize_t kp[DETEVAL_MAX_PARTS], kp_records = 0;
+    for (int k = 0; k < job.parts; k++) {
+        kp[k] = j->part[k].kp_count;
+        kp_records += j->part[k].kp_records;
+    }
+    AnnColumns *o = &j->whole;
+    int64_t *const int_cols[8] = {o->id, o->image_id, o->category_id, o->iscrowd,
+                                  o->ignore, o->difficult, o->segm_start, o->segm_end};
+    for (int i = 0; i < 8; i++) join_rows((char *)int_cols[i], 8, job.parts, j->lo, j->n);
+    join_rows((char *)o->bbox, 32, job.parts, j->lo, j->n);
+    *n = join_rows((char *)o->area, 8, job.parts, j->lo, j->n);
+    if (o->kp_numbers) {
+        join_rows((char *)o->num_keypoints, 8, job.parts, j->lo, j->n);
+        o->kp_count = join_rows((char *)o->kp_numbers, 8, job.parts, j->klo, kp);
+        o->kp_per_record = per_record;
+        o->kp_records = kp_records;
+    }
+    return OK;
+}
+
 PyDoc_STRVAR(instances_doc,
              "instances(raw, id, image_id, category_id, bbox, area, iscrowd, ignore, difficult,\n"
-             "          segm_start, segm_end, /)\n--\n\n"
+             "          segm_start, segm_end, keypoints=None, num_keypoints=None, threads=1, /)\n--\n\n"
              "Parse the ``annotations`` array of the COCO instances JSON object ``raw`` into columns.\n\n"
              "Every column is a writable int64 buffer but ``bbox`` (float64, 4 per record) and ``area``\n"
              "(float64). ``ignore`` and ``difficult`` are 0 where absent; ``segm_start``/``segm_end`` are\n"
@@ -738,13 +1145,18 @@ PyDoc_STRVAR(instances_doc,
              "integers of at most 18 digits, the same non-zero multiple of 3 in every annotation; in\n"
              "every annotation or in none) and ``num_keypoints`` (an int64; -1 where absent); every\n"
              "number of the lists is written to ``keypoints`` in order and the result is\n"
-             "``(n, start, stop, numbers_per_record)`` (0 when no annotation has keypoints).");
+             "``(n, start, stop, numbers_per_record)`` (0 when no annotation has keypoints).\n\n"
+             "``threads``: the array is parsed on that many parts at once (cut after records, GIL\n"
+             "released; the keypoint buffers may be None), with the one thread's columns and outcome.");
 
 static PyObject *instances(PyObject *self, PyObject *args) {
     PyObject *raw_obj, *objs[12] = {NULL};
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO|OO:instances", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
-                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11]))
+    Py_ssize_t threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO|OOn:instances", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11],
+                          &threads))
         return NULL;
+    if (objs[10] == Py_None && objs[11] == Py_None) objs[10] = objs[11] = NULL;
     if ((objs[10] == NULL) != (objs[11] == NULL)) {
         PyErr_SetString(PyExc_TypeError, "instances: give both keypoints and num_keypoints, or neither");
         return NULL;
@@ -803,7 +1215,33 @@ static PyObject *instances(PyObject *self, PyObject *args) {
         if (is_annotations) {
             skip_ws(&c);
             start = c.p - base;
-            status = parse_annotations(&c, base, &ann, capacity, &n);
+            int on_parts = 0;
+            if (threads > 1) {
+                /* the array's end by a loose scan, then its parts at once; a refused part (or a
+                 * scan that fails) leaves the one-thread parse below to decide */
+                Cursor scan = c;
+                if (skip_value_loosely(&scan) == OK) {
+                    AnnJob *j = (AnnJob *)PyMem_Calloc(1, sizeof(AnnJob));
+                    if (j == NULL) {
+                        PyErr_NoMemory();
+                        status = ERROR;
+                        break;
+                    }
+                    j->whole = ann;
+                    j->capacity = capacity;
+                    status = parse_annotations_threads(base, start, scan.p - base, parse_threads(threads), j, &n);
+                    if (status == OK) {
+                        ann = j->whole;
+                        c.p = scan.p;
+                        on_parts = 1;
+                    } else if (status == REFUSE) {
+                        refused_parts++;
+                    }
+                    PyMem_Free(j);
+                    if (status == ERROR) break;
+                }
+            }
+            if (!on_parts) status = parse_annotations(&c, base, &ann, capacity, &n);
             stop = c.p - base;
             break; /* what follows is msgspec's to check, with the rest of the document */
         }
@@ -888,30 +1326,6 @@ static int parse_segm_record(Cursor *c, const char *base, RecordColumns *r, Segm
     return OK;
 }
 
-/* The whole file: ``[record, ...]`` and nothing after it. Returns OK, REFUSE or ERROR. */
-static int parse_segm_records(const Py_buffer *raw, RecordColumns *r, SegmParser parse_segm, void *columns) {
-    const char *base = (const char *)raw->buf;
-    Cursor c = {base, base + raw->len};
-    int status = expect(&c, '[');
-    while (status == OK) {
-        if (r->n >= r->cap_records) return REFUSE;
-        status = parse_segm_record(&c, base, r, parse_segm, columns);
-        if (status != OK) break;
-        r->n++;
-        skip_ws(&c);
-        if (c.p < c.end && *c.p == ',') {
-            c.p++;
-            continue;
-        }
-        status = expect(&c, ']');
-        if (status == OK) {
-            skip_ws(&c);
-            if (c.p != c.end) status = REFUSE; /* trailing text */
-        }
-        break;
-    }
-    return status;
-}
 
 typedef struct {
     int64_t *n_parts, *part_len;
@@ -956,60 +1370,6 @@ static int parse_polygon_list(Cursor *c, void *columns, Py_ssize_t i) {
         s->n_parts[i] = parts;
         return OK;
     }
-}
-
-PyDoc_STRVAR(segm_results_doc,
-             "segm_results(raw, image_id, category_id, bbox, score, segm_start, segm_stop, n_parts,\n"
-             "             part_len, coords, /)\n--\n\n"
-             "Parse COCO segm-results JSON whose records have exactly image_id, category_id, bbox,\n"
-             "score and a polygon-list segmentation into the given columns.\n\n"
-             "Per record: ``image_id``, ``category_id`` (int64), ``bbox`` (float64, 4 per record),\n"
-             "``score`` (float64), ``segm_start``/``segm_stop`` (int64 byte span of the segmentation in\n"
-             "``raw``), ``n_parts`` (int64 polygon count); per polygon ``part_len`` (int64 number count);\n"
-             "``coords`` (float64) every coordinate in order. Returns ``(n, n_part, n_coord)``, or None\n"
-             "when ``raw`` is anything else (an RLE, an empty list or polygon, a deeper nesting, a\n"
-             "non-number, a non-finite number, an integer coordinate of more than 18 digits, another\n"
-             "key) or holds more than the buffers do.");
-
-static PyObject *segm_results(PyObject *self, PyObject *args) {
-    PyObject *raw_obj, *objs[9];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOO:segm_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
-                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8]))
-        return NULL;
-    Py_buffer raw;
-    Column cols[9];
-    memset(cols, 0, sizeof cols);
-    PyObject *result = NULL;
-    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
-    /* image_id, category_id, bbox, score, segm_start, segm_stop, n_parts, part_len, coords */
-    static const char kinds[9] = {'i', 'i', 'f', 'f', 'i', 'i', 'i', 'i', 'f'};
-    Py_ssize_t capacity = PY_SSIZE_T_MAX;
-    for (int i = 0; i < 9; i++) {
-        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
-        Py_ssize_t rows = cols[i].view.len / (i == 2 ? 32 : 8);
-        if (i < 7 && rows < capacity) capacity = rows;
-    }
-    const Py_buffer *inputs[1] = {&raw};
-    if (columns_overlap(cols, 9, inputs, 1)) goto done;
-    RecordColumns r = {
-        (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[4].view.buf,
-        (int64_t *)cols[5].view.buf, (double *)cols[2].view.buf,  (double *)cols[3].view.buf,
-        capacity,                    0,
-    };
-    SegmColumns s = {
-        (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf, (double *)cols[8].view.buf,
-        cols[7].view.len / 8,        cols[8].view.len / 8,        0,
-        0,
-    };
-    const int status = parse_segm_records(&raw, &r, parse_polygon_list, &s);
-    if (status == ERROR) goto done;
-    result = status == OK ? Py_BuildValue("nnn", r.n, s.n_part, s.n_coord) : Py_NewRef(Py_None);
-done:
-    for (int i = 0; i < 9; i++) {
-        if (cols[i].held) PyBuffer_Release(&cols[i].view);
-    }
-    PyBuffer_Release(&raw);
-    return result;
 }
 
 typedef struct {
@@ -1079,9 +1439,237 @@ static int parse_rle_object(Cursor *c, void *columns, Py_ssize_t i) {
     return OK;
 }
 
+/* The records of ``c`` into ``r`` (from ``r->n``): a whole file (``first`` and ``last``) or one part of it
+ * cut after a record's ``}``, in the grammar of parse_box_array. ``base``: the file's first byte (the
+ * segmentation spans are offsets from it). */
+static int parse_segm_array(Cursor *c, int first, int last, const char *base, RecordColumns *r, SegmParser parse_segm,
+                            void *columns) {
+    int status = OK;
+    if (first) {
+        status = expect(c, '[');
+        if (status == OK && r->n >= r->cap_records) status = REFUSE;
+        if (status == OK) status = parse_segm_record(c, base, r, parse_segm, columns);
+        if (status == OK) r->n++;
+    }
+    while (status == OK) {
+        skip_ws(c);
+        if (c->p >= c->end) {
+            if (last) status = REFUSE; /* no closing ] */
+            break;
+        }
+        if (*c->p == ',') {
+            c->p++;
+            if (r->n >= r->cap_records) {
+                status = REFUSE;
+                break;
+            }
+            status = parse_segm_record(c, base, r, parse_segm, columns);
+            if (status == OK) r->n++;
+            continue;
+        }
+        if (!last || *c->p != ']') {
+            status = REFUSE;
+            break;
+        }
+        c->p++;
+        skip_ws(c);
+        if (c->p != c->end) status = REFUSE; /* trailing text */
+        break;
+    }
+    return status;
+}
+
+/* ---- segm results (polygons, RLE) on parts (run_parts) ---- */
+
+typedef struct {
+    int rle; /* the form: RleColumns, else SegmColumns */
+    RecordColumns whole_r, part_r[DETEVAL_MAX_PARTS];
+    SegmColumns whole_poly, part_poly[DETEVAL_MAX_PARTS];
+    RleColumns whole_rle, part_rle[DETEVAL_MAX_PARTS];
+    Py_ssize_t lo[DETEVAL_MAX_PARTS], hi[DETEVAL_MAX_PARTS]; /* records */
+    Py_ssize_t alo[DETEVAL_MAX_PARTS], ahi[DETEVAL_MAX_PARTS]; /* polygons, or blob bytes */
+    Py_ssize_t blo[DETEVAL_MAX_PARTS], bhi[DETEVAL_MAX_PARTS]; /* coordinates */
+} SegmJob;
+
+static int segm_part(PartsJob *job, int k, Cursor *c, int first, int last) {
+    SegmJob *j = (SegmJob *)job->ctx;
+    if (j->rle) return parse_segm_array(c, first, last, job->base, &j->part_r[k], parse_rle_object, &j->part_rle[k]);
+    return parse_segm_array(c, first, last, job->base, &j->part_r[k], parse_polygon_list, &j->part_poly[k]);
+}
+
+static int parse_segm_threads(const char *raw, Py_ssize_t len, int threads, SegmJob *j) {
+    PartsJob job;
+    job.base = raw;
+    job.len = len;
+    job.first = 1;
+    job.last = 1;
+    job.parse = segm_part;
+    job.ctx = j;
+    for (;;) {
+        if (threads > 1) {
+            record_cuts(&job, threads);
+        } else {
+            job.parts = 1;
+            job.cut[0] = 0;
+            job.cut[1] = len;
+        }
+        for (int k = 0; k < job.parts; k++) {
+            RecordColumns *r = &j->part_r[k];
+            Py_ssize_t lo, hi, alo, ahi;
+            part_region(&job, k, j->whole_r.cap_records, &lo, &hi);
+            j->lo[k] = lo;
+            j->hi[k] = hi;
+            *r = j->whole_r;
+            r->image_id += lo;
+            r->category_id += lo;
+            r->segm_start += lo;
+            r->segm_stop += lo;
+            r->bbox += 4 * lo;
+            r->score += lo;
+            r->cap_records = hi - lo;
+            r->n = 0;
+            if (j->rle) {
+                RleColumns *s = &j->part_rle[k];
+                part_region(&job, k, j->whole_rle.cap_blob, &alo, &ahi);
+                *s = j->whole_rle;
+                s->size += 2 * lo;
+                s->counts_start += lo;
+                s->counts_stop += lo;
+                s->blob += alo;
+                s->cap_blob = ahi - alo;
+                s->n_blob = 0;
+            } else {
+                SegmColumns *s = &j->part_poly[k];
+                Py_ssize_t blo, bhi;
+                part_region(&job, k, j->whole_poly.cap_parts, &alo, &ahi);
+                part_region(&job, k, j->whole_poly.cap_coords, &blo, &bhi);
+                j->blo[k] = blo;
+                j->bhi[k] = bhi;
+                *s = j->whole_poly;
+                s->n_parts += lo;
+                s->part_len += alo;
+                s->coords += blo;
+                s->cap_parts = ahi - alo;
+                s->cap_coords = bhi - blo;
+                s->n_part = s->n_coord = 0;
+            }
+            j->alo[k] = alo;
+            j->ahi[k] = ahi;
+        }
+        int status = run_parts(&job);
+        if (status == REFUSE && job.parts > 1) {
+            refused_parts++;
+            threads = 1;
+            continue;
+        }
+        if (status != OK) return status;
+        Py_ssize_t n[DETEVAL_MAX_PARTS], a[DETEVAL_MAX_PARTS], b[DETEVAL_MAX_PARTS];
+        Py_ssize_t blob_at = 0;
+        for (int k = 0; k < job.parts; k++) {
+            n[k] = j->part_r[k].n;
+            if (j->rle) {
+                /* the counts spans are offsets in the part's blob region: made offsets in the joined blob */
+                a[k] = j->part_rle[k].n_blob;
+                RleColumns *s = &j->part_rle[k];
+                for (Py_ssize_t i = 0; i < n[k] && blob_at; i++) {
+                    s->counts_start[i] += blob_at;
+                    s->counts_stop[i] += blob_at;
+                }
+                blob_at += a[k];
+            } else {
+                a[k] = j->part_poly[k].n_part;
+                b[k] = j->part_poly[k].n_coord;
+            }
+        }
+        RecordColumns *r = &j->whole_r;
+        join_rows((char *)r->image_id, 8, job.parts, j->lo, n);
+        join_rows((char *)r->category_id, 8, job.parts, j->lo, n);
+        join_rows((char *)r->segm_start, 8, job.parts, j->lo, n);
+        join_rows((char *)r->segm_stop, 8, job.parts, j->lo, n);
+        join_rows((char *)r->bbox, 32, job.parts, j->lo, n);
+        r->n = join_rows((char *)r->score, 8, job.parts, j->lo, n);
+        if (j->rle) {
+            RleColumns *s = &j->whole_rle;
+            join_rows((char *)s->size, 16, job.parts, j->lo, n);
+            join_rows((char *)s->counts_start, 8, job.parts, j->lo, n);
+            join_rows((char *)s->counts_stop, 8, job.parts, j->lo, n);
+            s->n_blob = join_rows(s->blob, 1, job.parts, j->alo, a);
+        } else {
+            SegmColumns *s = &j->whole_poly;
+            join_rows((char *)s->n_parts, 8, job.parts, j->lo, n);
+            s->n_part = join_rows((char *)s->part_len, 8, job.parts, j->alo, a);
+            s->n_coord = join_rows((char *)s->coords, 8, job.parts, j->blo, b);
+        }
+        return OK;
+    }
+}
+
+PyDoc_STRVAR(segm_results_doc,
+             "segm_results(raw, image_id, category_id, bbox, score, segm_start, segm_stop, n_parts,\n"
+             "             part_len, coords, threads=1, /)\n--\n\n"
+             "Parse COCO segm-results JSON whose records have exactly image_id, category_id, bbox,\n"
+             "score and a polygon-list segmentation into the given columns.\n\n"
+             "Per record: ``image_id``, ``category_id`` (int64), ``bbox`` (float64, 4 per record),\n"
+             "``score`` (float64), ``segm_start``/``segm_stop`` (int64 byte span of the segmentation in\n"
+             "``raw``), ``n_parts`` (int64 polygon count); per polygon ``part_len`` (int64 number count);\n"
+             "``coords`` (float64) every coordinate in order. Returns ``(n, n_part, n_coord)``, or None\n"
+             "when ``raw`` is anything else (an RLE, an empty list or polygon, a deeper nesting, a\n"
+             "non-number, a non-finite number, an integer coordinate of more than 18 digits, another\n"
+             "key) or holds more than the buffers do.");
+
+static PyObject *segm_results(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *objs[9];
+    Py_ssize_t threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO|n:segm_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &threads))
+        return NULL;
+    Py_buffer raw;
+    Column cols[9];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    /* image_id, category_id, bbox, score, segm_start, segm_stop, n_parts, part_len, coords */
+    static const char kinds[9] = {'i', 'i', 'f', 'f', 'i', 'i', 'i', 'i', 'f'};
+    Py_ssize_t capacity = PY_SSIZE_T_MAX;
+    for (int i = 0; i < 9; i++) {
+        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
+        Py_ssize_t rows = cols[i].view.len / (i == 2 ? 32 : 8);
+        if (i < 7 && rows < capacity) capacity = rows;
+    }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, 9, inputs, 1)) goto done;
+    SegmJob *j = (SegmJob *)PyMem_Calloc(1, sizeof(SegmJob));
+    if (j == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    j->rle = 0;
+    j->whole_r = (RecordColumns){
+        (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[4].view.buf,
+        (int64_t *)cols[5].view.buf, (double *)cols[2].view.buf,  (double *)cols[3].view.buf,
+        capacity,                    0,
+    };
+    j->whole_poly = (SegmColumns){
+        (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf, (double *)cols[8].view.buf,
+        cols[7].view.len / 8,        cols[8].view.len / 8,        0,
+        0,
+    };
+    const int status = parse_segm_threads((const char *)raw.buf, raw.len, parse_threads(threads), j);
+    if (status != ERROR)
+        result = status == OK ? Py_BuildValue("nnn", j->whole_r.n, j->whole_poly.n_part, j->whole_poly.n_coord)
+                              : Py_NewRef(Py_None);
+    PyMem_Free(j);
+done:
+    for (int i = 0; i < 9; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&raw);
+    return result;
+}
+
 PyDoc_STRVAR(rle_results_doc,
              "rle_results(raw, image_id, category_id, bbox, score, segm_start, segm_stop, size,\n"
-             "            counts_start, counts_stop, blob, /)\n--\n\n"
+             "            counts_start, counts_stop, blob, threads=1, /)\n--\n\n"
              "Parse COCO segm-results JSON whose records have exactly image_id, category_id, bbox,\n"
              "score and a compressed RLE segmentation {\"size\": [h, w], \"counts\": \"...\"}.\n\n"
              "Per record: the ids (int64), ``bbox`` (float64, 4 per record), ``score``, the byte span of\n"
@@ -1092,8 +1680,9 @@ PyDoc_STRVAR(rle_results_doc,
 
 static PyObject *rle_results(PyObject *self, PyObject *args) {
     PyObject *raw_obj, *blob_obj, *objs[9];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO:rle_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
-                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &blob_obj))
+    Py_ssize_t threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO|n:rle_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &blob_obj, &threads))
         return NULL;
     Py_buffer raw, blob;
     Column cols[9];
@@ -1118,18 +1707,25 @@ static PyObject *rle_results(PyObject *self, PyObject *args) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rle_results: the blob overlaps the input");
         goto done;
     }
-    RecordColumns r = {
+    SegmJob *j = (SegmJob *)PyMem_Calloc(1, sizeof(SegmJob));
+    if (j == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    j->rle = 1;
+    j->whole_r = (RecordColumns){
         (int64_t *)cols[0].view.buf, (int64_t *)cols[1].view.buf, (int64_t *)cols[4].view.buf,
         (int64_t *)cols[5].view.buf, (double *)cols[2].view.buf,  (double *)cols[3].view.buf,
         capacity,                    0,
     };
-    RleColumns s = {
+    j->whole_rle = (RleColumns){
         (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf, (int64_t *)cols[8].view.buf, (char *)blob.buf,
         blob.len,                    0,
     };
-    const int status = parse_segm_records(&raw, &r, parse_rle_object, &s);
-    if (status == ERROR) goto done;
-    result = status == OK ? Py_BuildValue("nn", r.n, s.n_blob) : Py_NewRef(Py_None);
+    const int status = parse_segm_threads((const char *)raw.buf, raw.len, parse_threads(threads), j);
+    if (status != ERROR)
+        result = status == OK ? Py_BuildValue("nn", j->whole_r.n, j->whole_rle.n_blob) : Py_NewRef(Py_None);
+    PyMem_Free(j);
 done:
     for (int i = 0; i < 9; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
@@ -1369,9 +1965,87 @@ static int parse_keypoint_array(Cursor *c, int first, int last, KeypointColumns 
     return status;
 }
 
+/* ---- keypoint results on parts (run_parts) ---- */
+
+typedef struct {
+    KeypointColumns whole; /* the caller's columns and per_record */
+    KeypointColumns part[DETEVAL_MAX_PARTS];
+    Py_ssize_t lo[DETEVAL_MAX_PARTS], hi[DETEVAL_MAX_PARTS], nlo[DETEVAL_MAX_PARTS], nhi[DETEVAL_MAX_PARTS];
+} KeypointJob;
+
+static int keypoint_part(PartsJob *job, int k, Cursor *c, int first, int last) {
+    KeypointJob *j = (KeypointJob *)job->ctx;
+    return parse_keypoint_array(c, first, last, &j->part[k]);
+}
+
+/* The keypoint records of ``raw`` into j->whole on ``threads`` parts (one when a part is refused, or
+ * when the parts' lists have different lengths): OK with j->whole's counts set, REFUSE or ERROR. */
+static int parse_keypoint_threads(const char *raw, Py_ssize_t len, int first, int last, int threads, KeypointJob *j) {
+    PartsJob job;
+    job.base = raw;
+    job.len = len;
+    job.first = first;
+    job.last = last;
+    job.parse = keypoint_part;
+    job.ctx = j;
+    const KeypointColumns *w = &j->whole;
+    for (;;) {
+        if (threads > 1) {
+            record_cuts(&job, threads);
+        } else {
+            job.parts = 1;
+            job.cut[0] = 0;
+            job.cut[1] = len;
+        }
+        for (int k = 0; k < job.parts; k++) {
+            KeypointColumns *s = &j->part[k];
+            part_region(&job, k, w->cap_records, &j->lo[k], &j->hi[k]);
+            part_region(&job, k, w->cap_numbers, &j->nlo[k], &j->nhi[k]);
+            *s = *w;
+            s->image_id += j->lo[k];
+            s->category_id += j->lo[k];
+            s->score += j->lo[k];
+            if (s->bbox) s->bbox += 4 * j->lo[k];
+            s->numbers += j->nlo[k];
+            s->cap_records = j->hi[k] - j->lo[k];
+            s->cap_numbers = j->nhi[k] - j->nlo[k];
+        }
+        int status = run_parts(&job);
+        Py_ssize_t per_record = w->per_record;
+        for (int k = 0; k < job.parts && status == OK; k++) {
+            const KeypointColumns *s = &j->part[k];
+            if (s->n == 0) continue;
+            if (per_record == 0) per_record = s->per_record;
+            else if (s->per_record != per_record) status = REFUSE; /* one thread refuses the first such list */
+        }
+        if (status == REFUSE && job.parts > 1) {
+            refused_parts++;
+            threads = 1;
+            continue;
+        }
+        if (status != OK) return status;
+        Py_ssize_t n[DETEVAL_MAX_PARTS], numbers[DETEVAL_MAX_PARTS];
+        Py_ssize_t n_box = 0;
+        for (int k = 0; k < job.parts; k++) {
+            n[k] = j->part[k].n;
+            numbers[k] = j->part[k].n_number;
+            n_box += j->part[k].n_box;
+        }
+        KeypointColumns *out = &j->whole;
+        join_rows((char *)out->image_id, 8, job.parts, j->lo, n);
+        join_rows((char *)out->category_id, 8, job.parts, j->lo, n);
+        if (out->bbox) join_rows((char *)out->bbox, 32, job.parts, j->lo, n);
+        out->n = join_rows((char *)out->score, 8, job.parts, j->lo, n);
+        out->n_number = join_rows((char *)out->numbers, 8, job.parts, j->nlo, numbers);
+        out->per_record = per_record;
+        out->n_box = n_box;
+        return OK;
+    }
+}
+
 PyDoc_STRVAR(keypoint_results_doc,
              "keypoint_results(raw, image_id, category_id, score, keypoints, bbox=None, first=True, last=True,\n"
-             "                 per_record=0, /)\n--\n\n"
+             "                 per_record=0, threads=1, /)\n--\n\n"
              "Parse COCO keypoint-results JSON whose records have exactly image_id, category_id,\n"
              "keypoints and score -- and, when the float64 buffer ``bbox`` (4 per record) is given,\n"
              "optionally a bbox of four JSON numbers -- into the given int64/float64 buffers\n"
@@ -1381,14 +2055,15 @@ PyDoc_STRVAR(keypoint_results_doc,
              "number, an integer of more than 18 digits) or holds more than the buffers do.\n\n"
              "A file read in parts cut after a record's ``}`` (as box_results_part reads it): ``first``\n"
              "and ``last`` say which part ``raw`` is, ``per_record`` is the count of the parts before\n"
-             "(0 for the first), and the buffers are the columns' free tails.");
+             "(0 for the first), and the buffers are the columns' free tails. ``threads``: parse on that\n"
+             "many parts at once (cut after records, GIL released), with the one thread's outcome.");
 
 static PyObject *keypoint_results(PyObject *self, PyObject *args) {
     PyObject *raw_obj, *objs[5] = {NULL};
     int first = 1, last = 1;
-    Py_ssize_t per_record = 0;
-    if (!PyArg_ParseTuple(args, "OOOOO|Oppn:keypoint_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
-                          &objs[4], &first, &last, &per_record))
+    Py_ssize_t per_record = 0, threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOO|Oppnn:keypoint_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &first, &last, &per_record, &threads))
         return NULL;
     if (per_record < 0 || per_record % 3) {
         PyErr_SetString(PyExc_ValueError, "keypoint_results: per_record must be a multiple of 3, >= 0");
@@ -1410,7 +2085,9 @@ static PyObject *keypoint_results(PyObject *self, PyObject *args) {
     }
     const Py_buffer *inputs[1] = {&raw};
     if (columns_overlap(cols, n_cols, inputs, 1)) goto done;
-    KeypointColumns s = {
+    KeypointJob j;
+    KeypointColumns *sp = &j.whole;
+    *sp = (KeypointColumns){
         (int64_t *)cols[0].view.buf,
         (int64_t *)cols[1].view.buf,
         (double *)cols[2].view.buf,
@@ -1423,11 +2100,9 @@ static PyObject *keypoint_results(PyObject *self, PyObject *args) {
         per_record,
         0,
     };
-    const char *base = (const char *)raw.buf;
-    Cursor c = {base, base + raw.len};
-    int status = parse_keypoint_array(&c, first, last, &s);
+    int status = parse_keypoint_threads((const char *)raw.buf, raw.len, first, last, parse_threads(threads), &j);
     if (status == ERROR) goto done;
-    result = status == OK ? Py_BuildValue("nnn", s.n, s.per_record, s.n_box) : Py_NewRef(Py_None);
+    result = status == OK ? Py_BuildValue("nnn", sp->n, sp->per_record, sp->n_box) : Py_NewRef(Py_None);
 done:
     for (int i = 0; i < n_cols; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
@@ -2226,6 +2901,8 @@ done:
 }
 
 static PyMethodDef colparse_methods[] = {
+    {"_parts_refused", parts_refused, METH_NOARGS,
+     "_parts_refused()\n--\n\nHow many calls so far parsed a file again on one thread after a part was refused."},
     {"box_results", box_results, METH_VARARGS, box_results_doc},
     {"box_results_part", box_results_part, METH_VARARGS, box_results_part_doc},
     {"text_rows", text_rows, METH_VARARGS, text_rows_doc},

@@ -2,11 +2,27 @@
 
 from typing import Any
 
-def box_results(raw: bytes, image_id: Any, category_id: Any, bbox: Any, score: Any, /) -> int | None:
-    """Parse COCO box-results JSON into the given int64/float64 buffers: the record count, or None."""
+def box_results(
+    raw: bytes, image_id: Any, category_id: Any, bbox: Any, score: Any, threads: int = 1, /
+) -> int | None:
+    """Parse COCO box-results JSON into the given int64/float64 buffers: the record count, or None.
+
+    ``threads``: parts parsed at once (cut after records, GIL released); the one thread's outcome.
+    """
+
+def _parts_refused() -> int:
+    """How many calls parsed a file again on one thread after one of its parts was refused."""
 
 def box_results_part(
-    raw: Any, first: bool, last: bool, image_id: Any, category_id: Any, bbox: Any, score: Any, /
+    raw: Any,
+    first: bool,
+    last: bool,
+    image_id: Any,
+    category_id: Any,
+    bbox: Any,
+    score: Any,
+    threads: int = 1,
+    /,
 ) -> int | None:
     """Parse one part of a box-results file cut after a record (``[`` first, ``]`` last): the record count, or None."""
 
@@ -27,11 +43,13 @@ def instances(
     segm_end: Any,
     keypoints: Any = ...,
     num_keypoints: Any = ...,
+    threads: int = 1,
     /,
 ) -> tuple[int, ...] | None:
     """Parse an instances file's ``annotations`` into the buffers: (count, start, stop) of the array, or None.
 
     With the keypoint buffers: (count, start, stop, numbers per annotation's ``keypoints``).
+    ``threads``: the array parsed on that many parts at once (the keypoint buffers may be None).
     """
 
 def box_records(records: list, image_id: Any, category_id: Any, bbox: Any, score: Any, /) -> int | None:
@@ -62,6 +80,7 @@ def segm_results(
     n_parts: Any,
     part_len: Any,
     coords: Any,
+    threads: int = 1,
     /,
 ) -> tuple[int, int, int] | None:
     """Parse COCO polygon segm-results JSON into the buffers: (records, polygons, numbers), or None."""
@@ -99,12 +118,23 @@ def rle_results(
     counts_start: Any,
     counts_stop: Any,
     blob: Any,
+    threads: int = 1,
     /,
 ) -> tuple[int, int] | None:
     """Parse a segm-results file of compressed RLE records into the buffers: (records, blob bytes), or None."""
 
 def keypoint_results(
-    raw: bytes, image_id: Any, category_id: Any, score: Any, keypoints: Any, bbox: Any = None, /
+    raw: Any,
+    image_id: Any,
+    category_id: Any,
+    score: Any,
+    keypoints: Any,
+    bbox: Any = None,
+    first: bool = True,
+    last: bool = True,
+    per_record: int = 0,
+    threads: int = 1,
+    /,
 ) -> tuple[int, int, int] | None:
     """Parse a keypoint-results file (image_id, category_id, keypoints, score, optional bbox) into the buffers: (records, numbers per record, records with a bbox), or None."""
 

@@ -104,8 +104,11 @@ class CheckedMasks:
         return np.diff(self.part_start)
 
 
-def parse_masks(src: SegmentationSource) -> CheckedMasks:
+def parse_masks(src: SegmentationSource, threads: int = 1) -> CheckedMasks:
     """Validate every record's segmentation and build the canonical columns.
+
+    ``threads``: how many threads the compiled RLE summary may use (the values do not depend on
+    it; see :func:`deteval._parallel.kernel_threads`).
 
     Polygons already parsed into flat columns (:class:`PolygonSegmentations`) are checked as
     arrays; when any needs a message, the records are decoded and checked as any others are, so
@@ -117,7 +120,7 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
             return masks
         src = replace(src, values=tuple(src.values))
     if isinstance(src.values, RleSegmentations):
-        masks = _flat_rle_masks(src.values)
+        masks = _flat_rle_masks(src.values, threads)
         if masks is not None:
             return masks
         src = replace(src, values=tuple(src.values))
@@ -172,7 +175,7 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
             ]
             box[todo] = np.asarray(mask_utils.toBbox(compressed), dtype=np.float64).reshape(-1, 4)
         bounds[rle_rows] = np.c_[box[:, :2], box[:, :2] + box[:, 2:]]
-    rle_size, rle_blob, rle_offsets, rle_area = _rle_columns(rle, rle_rows)
+    rle_size, rle_blob, rle_offsets, rle_area = _rle_columns(rle, rle_rows, threads)
     return CheckedMasks(
         kind=kind,
         part_start=part_start,
@@ -187,7 +190,9 @@ def parse_masks(src: SegmentationSource) -> CheckedMasks:
     )
 
 
-def _rle_columns(rle: tuple, rle_rows: np.ndarray) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
+def _rle_columns(
+    rle: tuple, rle_rows: np.ndarray, threads: int = 1
+) -> tuple[np.ndarray, bytes, np.ndarray, np.ndarray]:
     """``rle_size``, ``rle_blob``, ``rle_offsets``, ``rle_area`` of checked RLE dicts (see :class:`CheckedMasks`).
 
     Uncompressed counts are compressed by pycocotools (``frPyObjects``, as ``COCO.annToRLE``).
@@ -207,7 +212,7 @@ def _rle_columns(rle: tuple, rle_rows: np.ndarray) -> tuple[np.ndarray, bytes, n
     blob = b"".join(strings)
     area = np.full(n, np.nan)
     if len(rle_rows):
-        area[rle_rows] = summarise_spans(blob, offsets, size)[2][rle_rows]
+        area[rle_rows] = summarise_spans(blob, offsets, size, threads)[2][rle_rows]
     return size, blob, offsets, area
 
 
@@ -250,7 +255,7 @@ def _flat_polygon_masks(values: PolygonSegmentations) -> CheckedMasks | None:
     )
 
 
-def _flat_rle_masks(values: RleSegmentations) -> CheckedMasks | None:
+def _flat_rle_masks(values: RleSegmentations, threads: int = 1) -> CheckedMasks | None:
     """The masks of records that are all compressed RLEs given as flat columns, or None.
 
     The checks of :func:`~deteval.masks.rle._parse_rles` on the columns: sizes of
@@ -264,7 +269,7 @@ def _flat_rle_masks(values: RleSegmentations) -> CheckedMasks | None:
     n = len(values)
     if (sizes < 0).any() or (sizes > MAX_PIXELS).any() or (sizes[:, 0] * sizes[:, 1] > MAX_PIXELS).any():
         return None
-    problem, sums, areas, box = summarise_spans(values.blob, values.offsets, sizes)
+    problem, sums, areas, box = summarise_spans(values.blob, values.offsets, sizes, threads)
     if (problem != 0).any() or (sums != sizes[:, 0] * sizes[:, 1]).any():
         return None  # "" (a 0 x 0 mask) included: the decoded path accepts it
     kind = np.full(n, RLE, dtype=np.int8)

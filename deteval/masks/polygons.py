@@ -137,9 +137,9 @@ def _flat_polygons(part_len: np.ndarray, coords: np.ndarray) -> tuple[np.ndarray
     """
     if ((part_len % 2 == 1) | (part_len < 6)).any():
         return None
-    with np.errstate(invalid="ignore"):
-        if not (np.abs(coords) <= MAX_COORDINATE).all():  # also false for NaN
-            return None
+    # two reductions, no temporary the size of the coordinates; NaN makes both comparisons false
+    if len(coords) and not (coords.min() >= -MAX_COORDINATE and coords.max() <= MAX_COORDINATE):
+        return None
     coord_start = np.zeros(len(part_len) + 1, dtype=np.int64)
     np.cumsum(part_len, out=coord_start[1:])
     points = coords.reshape(-1, 2)

@@ -238,7 +238,7 @@ def _summarise_compressed(encoded: list, sizes: np.ndarray) -> tuple:
     return problem.astype(np.int64), sums, boxes
 
 
-def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
+def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray, threads: int = 1) -> tuple:
     """Problem codes, run sums, pixel counts and xywh boxes of compressed counts strings.
 
     By the compiled kernel ``deteval.geometry._cmask.summarise_compressed`` when it is loaded
@@ -254,6 +254,9 @@ def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
         String r is ``blob[offsets[r]:offsets[r + 1]]``.
     sizes : int64 (n, 2)
         ``[height, width]`` of each string's RLE.
+    threads : int
+        Threads the compiled kernel splits the strings into (see
+        :func:`deteval._parallel.kernel_threads`); the values do not depend on it.
 
     Returns
     -------
@@ -267,11 +270,15 @@ def summarise_spans(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
         xywh; NaN unless ``problem == 0``, the sum is ``height * width``, ``height > 0`` and no
         run but the first is 0 (the callers ask ``pycocotools.mask.toBbox`` for those).
     """
-    return _speedups.dispatch("_cmask.summarise_compressed", blob, offsets, sizes)
+    return _speedups.dispatch("_cmask.summarise_compressed", blob, offsets, sizes, threads=threads)
 
 
-def _summarise_spans_compiled(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
-    """:func:`summarise_spans` by ``deteval.geometry._cmask.summarise_compressed``."""
+def _summarise_spans_compiled(blob: Any, offsets: np.ndarray, sizes: np.ndarray, threads: int = 1) -> tuple:
+    """:func:`summarise_spans` by ``deteval.geometry._cmask.summarise_compressed``.
+
+    The kernel writes the twin's values where they mean nothing too (sums 0 for a problem, areas
+    0 unless the runs add up to the size), so nothing is patched here.
+    """
     n = len(offsets) - 1
     problem = np.zeros(n, dtype=np.int8)
     sums = np.zeros(n, dtype=np.int64)
@@ -279,16 +286,16 @@ def _summarise_spans_compiled(blob: Any, offsets: np.ndarray, sizes: np.ndarray)
     boxes = np.zeros((n, 4), dtype=np.float64)
     sizes = np.ascontiguousarray(sizes, dtype=np.int64).reshape(n, 2)
     _speedups.module_of("_cmask.summarise_compressed").summarise_compressed(  # type: ignore[union-attr]
-        blob, np.ascontiguousarray(offsets, dtype=np.int64), sizes, problem, sums, areas, boxes
+        blob, np.ascontiguousarray(offsets, dtype=np.int64), sizes, problem, sums, areas, boxes, int(threads)
     )
-    # the kernel's partial values where they mean nothing, as the twin's
-    sums[problem != 0] = 0
-    areas[(problem != 0) | (sums != sizes[:, 0] * sizes[:, 1])] = 0.0
     return problem, sums, areas, boxes
 
 
-def _summarise_spans_numpy(blob: Any, offsets: np.ndarray, sizes: np.ndarray) -> tuple:
-    """The twin of :func:`summarise_spans`: numpy's codes and sums, pycocotools' areas and boxes."""
+def _summarise_spans_numpy(blob: Any, offsets: np.ndarray, sizes: np.ndarray, threads: int = 1) -> tuple:
+    """The twin of :func:`summarise_spans`: numpy's codes and sums, pycocotools' areas and boxes.
+
+    ``threads`` is not read (one thread).
+    """
     n = len(offsets) - 1
     view = memoryview(blob).cast("B")
     bounds = np.asarray(offsets, dtype=np.int64).tolist()
@@ -378,13 +385,20 @@ def check_pair_sizes(
     """
     det_rows = np.asarray(det_rows, dtype=np.int64)
     gt_rows = np.asarray(gt_rows, dtype=np.int64)
+    if (
+        _rle_sizes_are_image_sizes(det_src, det_masks)
+        and _rle_sizes_are_image_sizes(gt_src, gt_masks)
+        and np.array_equal(det_src.image_size, gt_src.image_size)
+        and (det_src.image[det_rows] == gt_src.image[gt_rows]).all()
+    ):
+        return  # every mask has its image's size and each pair lies in one image (O(n), no sizes gathered)
     has_rle = np.flatnonzero((det_masks.kind[det_rows] == RLE) | (gt_masks.kind[gt_rows] == RLE))
     if not len(has_rle):
         return
-    d_unique, d_index = np.unique(det_rows[has_rle], return_inverse=True)
-    g_unique, g_index = np.unique(gt_rows[has_rle], return_inverse=True)
-    d_size = mask_sizes(det_src, det_masks, d_unique)[d_index]
-    g_size = mask_sizes(gt_src, gt_masks, g_unique)[g_index]
+    # each pair's two sizes gathered directly (no np.unique: its sort costs more than the
+    # gathers it saves); NaN (a polygon's image without a size) differs from everything
+    d_size = mask_sizes(det_src, det_masks, det_rows[has_rle])
+    g_size = mask_sizes(gt_src, gt_masks, gt_rows[has_rle])
     wrong = has_rle[(d_size != g_size).any(axis=1)]
     if len(wrong):
         _refuse_pairs(det_src, det_masks, gt_src, gt_masks, det_rows[wrong], gt_rows[wrong], len(wrong))
@@ -425,6 +439,8 @@ def check_group_sizes(
     gt_group = np.asarray(gt_group, dtype=np.int64)
     if not ((det_masks.kind == RLE).any() or (gt_masks.kind == RLE).any()):
         return
+    if _rle_sizes_are_image_sizes(det_src, det_masks) and _rle_sizes_are_image_sizes(gt_src, gt_masks):
+        return  # every mask has its image's size: one size per group (the usual case, O(n))
     both = np.intersect1d(det_group[det_group >= 0], gt_group)
     d_rows = np.flatnonzero(np.isin(det_group, both))
     g_rows = np.flatnonzero(np.isin(gt_group, both))
@@ -455,6 +471,19 @@ def check_group_sizes(
                 pairs_d.append(int(d_rows[d_in[i]]))
                 pairs_g.append(int(g_rows[g_in[j]]))
     _refuse_pairs(det_src, det_masks, gt_src, gt_masks, np.array(pairs_d), np.array(pairs_g), total)
+
+
+def _rle_sizes_are_image_sizes(src: SegmentationSource, masks: Any) -> bool:
+    """Whether every RLE record's ``size`` is its image's ``[height, width]`` (known, not NaN).
+
+    Then every mask of an image, polygon or RLE, has that image's size, and no two masks of one
+    image can differ.
+    """
+    rows = np.flatnonzero(masks.kind == RLE)
+    if not len(rows):
+        return True
+    image_size = np.asarray(src.image_size, dtype=np.float64)[src.image[rows]]
+    return bool((image_size == masks.rle_size[rows]).all())
 
 
 def _refuse_pairs(

@@ -413,6 +413,16 @@ CORRUPT_COUNTS = (
 )
 
 
+#: Thread counts the threaded mask kernels are asked for (more than rows included): the values
+#: must be the twin's whatever the count.
+MASK_THREADS = (1, 2, 3, 7, 64, 1000)
+
+
+def mask_threads_of(rng: np.random.Generator, case: int) -> int:
+    """A thread count for case ``case``: one in three cases on one thread, the others drawn."""
+    return 1 if case % 3 == 0 else int(rng.choice(MASK_THREADS))
+
+
 def _summarise_compressed(rng: np.random.Generator, case: int) -> Case:
     if case == 0:
         return (b"", np.zeros(1, np.int64), np.zeros((0, 2), np.int64)), {}
@@ -453,7 +463,8 @@ def _summarise_compressed(rng: np.random.Generator, case: int) -> Case:
     strings = [strings[i] for i in order]
     offsets = np.r_[0, np.cumsum([len(t) for t in strings])].astype(np.int64)
     blob = b"".join(strings)
-    return (blob if rng.random() < 0.7 else bytearray(blob), offsets, np.array(sizes, np.int64)[order]), {}
+    blob_arg = blob if rng.random() < 0.7 else bytearray(blob)
+    return (blob_arg, offsets, np.array(sizes, np.int64)[order]), {"threads": mask_threads_of(rng, case)}
 
 
 def generated_polygons(rng: np.random.Generator, n: int) -> list:
@@ -496,14 +507,24 @@ def generated_polygons(rng: np.random.Generator, n: int) -> list:
     return records
 
 
-def polygon_columns(records: list) -> tuple:
-    """``(points, point_start, part_start, sizes)`` of :func:`generated_polygons` records."""
+def polygon_columns(records: list, rows: np.ndarray | None = None) -> tuple:
+    """``(points, point_start, part_first, part_stop, sizes)`` of :func:`generated_polygons` records.
+
+    ``rows``: the records asked for, in that order (default all), out of the columns of all of them.
+    """
     parts = [p for _, _, ps in records for p in ps]
     points = np.concatenate(parts) if parts else np.zeros((0, 2))
     point_start = np.r_[0, np.cumsum([len(p) for p in parts])].astype(np.int64)
     part_start = np.r_[0, np.cumsum([len(ps) for _, _, ps in records])].astype(np.int64)
     sizes = np.array([[h, w] for h, w, _ in records], np.int64).reshape(-1, 2)
-    return np.ascontiguousarray(points, dtype=np.float64), point_start, part_start, sizes
+    rows = np.arange(len(records)) if rows is None else np.asarray(rows, dtype=np.int64)
+    return (
+        np.ascontiguousarray(points, dtype=np.float64),
+        point_start,
+        np.ascontiguousarray(part_start[rows]),
+        np.ascontiguousarray(part_start[rows + 1]),
+        np.ascontiguousarray(sizes[rows]),
+    )
 
 
 def _rasterise(rng: np.random.Generator, case: int) -> Case:
@@ -511,7 +532,10 @@ def _rasterise(rng: np.random.Generator, case: int) -> Case:
     records = generated_polygons(rng, n)
     if case % 7 == 3:  # only near polygons: the kernel runs on every case but these
         records = [r for r in records if not (np.abs(np.concatenate(r[2])) >= 2**26).any()]
-    return polygon_columns(records), {}
+    rows = None
+    if case % 2 and records:  # some of the records, in any order, out of the columns of all
+        rows = rng.permutation(len(records))[: int(rng.integers(1, len(records) + 1))]
+    return polygon_columns(records, rows), {"threads": mask_threads_of(rng, case)}
 
 
 def _pair_iou(rng: np.random.Generator, case: int) -> Case:
@@ -537,7 +561,8 @@ def _pair_iou(rng: np.random.Generator, case: int) -> Case:
     det, gt = RasterMasks.from_rles(det_rles), RasterMasks.from_rles(gt_rles)
     table = np.array(pairs, np.int64).reshape(-1, 3)[rng.permutation(len(pairs))]
     crowd = rng.random(len(gt_rles)) < 0.3
-    return (det, gt, table[:, 0], table[:, 1], crowd[table[:, 1]], table[:, 2]), {}
+    args = (det, gt, table[:, 0], table[:, 1], crowd[table[:, 1]], table[:, 2])
+    return args, {"threads": mask_threads_of(rng, case)}
 
 
 def _oks_terms(rng: np.random.Generator, case: int) -> Case:

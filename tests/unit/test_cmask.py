@@ -43,15 +43,15 @@ def test_kernel_refuses_wrong_buffers():
 
     sizes = np.zeros((1, 2), np.int64)
     with pytest.raises(ValueError, match="buffer sizes"):
-        cmask.summarise_compressed(b"0", np.array([0, 1]), np.zeros((2, 2), np.int64), *outputs(1))
+        cmask.summarise_compressed(b"0", np.array([0, 1]), np.zeros((2, 2), np.int64), *outputs(1), 1)
     with pytest.raises(ValueError, match="outside the blob"):
-        cmask.summarise_compressed(b"0", np.array([0, 2]), sizes, *outputs(1))
+        cmask.summarise_compressed(b"0", np.array([0, 2]), sizes, *outputs(1), 1)
     with pytest.raises(ValueError, match="outside the blob"):
-        cmask.summarise_compressed(b"00", np.array([1, 0]), sizes, *outputs(1))
+        cmask.summarise_compressed(b"00", np.array([1, 0]), sizes, *outputs(1), 1)
     out = outputs(1)
     out[2] = out[1].view(float)
     with pytest.raises(ValueError, match="overlaps"):
-        cmask.summarise_compressed(b"0", np.array([0, 1]), sizes, *out)
+        cmask.summarise_compressed(b"0", np.array([0, 1]), sizes, *out, 1)
 
 
 @pytest.mark.parametrize("counts", ["1P", "0P"])
@@ -76,7 +76,7 @@ def test_pair_iou_refuses_spans_outside_the_blob_and_rows_outside_the_spans():
         side = (b"11", start, stop, area, box)
         det = (b"11", start, det_stop, det_area, det_box)
         rows = np.array([det_row]), np.array([0])
-        cmask.pair_iou(*det, *side, *rows, np.zeros(1, np.uint8), np.zeros(1))
+        cmask.pair_iou(*det, *side, *rows, np.zeros(1, np.uint8), np.zeros(1), 1)
 
     call()
     with pytest.raises(ValueError, match="outside its spans"):
@@ -100,18 +100,25 @@ def test_rasterise_refuses_bad_buffers():
     one = np.array([0, 3], np.int64)
     size = np.array([[5, 5]], np.int64)
     out = np.zeros(1), np.zeros(2, np.int64), np.zeros((1, 4))
-    with pytest.raises(ValueError, match="not finite or too large"):
-        cmask.rasterise(square + np.inf, one, np.array([0, 1]), size, *out)
-    with pytest.raises(ValueError, match="part_start or sizes"):
-        cmask.rasterise(square, one, np.array([0, 2]), size, *out)
+    first, stop = np.array([0]), np.array([1])
+    # a coordinate not finite or beyond +-2**26: None (the caller declines), nothing written
+    assert cmask.rasterise(square + np.inf, one, first, stop, size, *out, 1) is None
+    assert cmask.rasterise(square + 2.0**26, one, first, stop, size, *out, 1) is None
+    assert not out[1].any()
+    with pytest.raises(ValueError, match="part_first, part_stop or sizes"):
+        cmask.rasterise(square, one, first, np.array([2]), size, *out, 1)
+    with pytest.raises(ValueError, match="part_first, part_stop or sizes"):  # a record without parts
+        cmask.rasterise(square, one, first, first, size, *out, 1)
     with pytest.raises(ValueError, match="point_start"):
-        cmask.rasterise(square, np.array([0, 4]), np.array([0, 1]), size, *out)
+        cmask.rasterise(square, np.array([0, 4]), first, stop, size, *out, 1)
     with pytest.raises(ValueError, match="buffer sizes"):
-        cmask.rasterise(square, one, np.array([0, 1]), size, out[0], np.zeros(1, np.int64), out[2])
-    with pytest.raises(ValueError, match="part_start or sizes"):  # an image of height 0
-        cmask.rasterise(square, one, np.array([0, 1]), np.array([[0, 5]], np.int64), *out)
+        cmask.rasterise(square, one, first, stop, size, out[0], np.zeros(1, np.int64), out[2], 1)
+    with pytest.raises(ValueError, match="buffer sizes"):
+        cmask.rasterise(square, one, np.array([0, 1]), stop, size, *out, 1)
+    with pytest.raises(ValueError, match="part_first, part_stop or sizes"):  # an image of height 0
+        cmask.rasterise(square, one, first, stop, np.array([[0, 5]], np.int64), *out, 1)
     expected = mask_utils.frPyObjects([square.ravel()], 5, 5)[0]["counts"]
-    assert cmask.rasterise(square, one, np.array([0, 1]), size, *out) == expected
+    assert cmask.rasterise(square, one, first, stop, size, *out, 1) == expected
     assert out[1].tolist() == [0, len(expected)]
     assert out[2].tolist() == mask_utils.toBbox([{"size": [5, 5], "counts": expected}]).tolist()
 
@@ -186,5 +193,5 @@ def test_pair_iou_ends_when_one_mask_ends(det, gt, expected):
         return counts, np.array([0]), np.array([len(counts)]), np.array([1.0]), np.array([[0.0, 0, 1, 1]])
 
     out = np.zeros(1)
-    cmask.pair_iou(*side(det), *side(gt), np.array([0]), np.array([0]), np.zeros(1, np.uint8), out)
+    cmask.pair_iou(*side(det), *side(gt), np.array([0]), np.array([0]), np.zeros(1, np.uint8), out, 1)
     assert out.tolist() == [expected]

@@ -372,7 +372,7 @@ def test_rle_counts_opening_with_a_colon_are_read_by_the_compiled_parser(tmp_pat
     assert isinstance(gt.segmentation, SpanSegmentations)  # the compiled instances parser read it
     source = ground_truth_source(gt)
     assert isinstance(source.values, RleSegmentations)  # and its masks as flat columns
-    monkeypatch.setattr(ground_truth_module, "_fast_ground_truth", lambda raw, path: None)
+    monkeypatch.setattr(ground_truth_module, "_fast_ground_truth", lambda raw, path, **k: None)
     full = deteval.load_ground_truth(path)  # the full loader, on the same file
     monkeypatch.undo()
     monkeypatch.setattr(fast, "_colparse", None)

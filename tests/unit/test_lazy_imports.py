@@ -189,3 +189,38 @@ def test_a_preset_with_other_bytes_is_parsed_from_its_yaml(tmp_path: Path) -> No
     loaded = deteval.load_protocol_file(tmp_path / "coco300.yaml")
     assert loaded.max_dets == (1, 10, 300)
     assert loaded.replace(max_dets=(1, 10, 100)) == deteval.get_protocol("coco")
+
+
+#: Open Images' readers: loaded only when a challenge CSV or side file is read.
+OPEN_IMAGES_READERS = ("deteval.io.openimages", "csv")
+
+
+@pytest.mark.parametrize(
+    ("folder", "protocol"),
+    [
+        ("coco", "'coco'"),
+        ("keypoints", repr(str(FIXTURES / "keypoints" / "three.yaml"))),
+        ("segm", "deteval.get_protocol('coco').replace(iou_type='segm')"),
+    ],
+)
+def test_an_api_evaluation_loads_no_open_images_reader(folder: str, protocol: str) -> None:
+    gt, dt = FIXTURES / folder / "gt.json", FIXTURES / folder / "dt.json"
+    code = (
+        "import warnings, deteval\n"
+        "warnings.simplefilter('ignore')\n"
+        f"deteval.evaluate({str(gt)!r}, {str(dt)!r}, {protocol}, workers='auto')\n"
+    )
+    modules = _loaded_after(code)
+    assert "deteval.evaluate.run" in modules  # it did score
+    assert _packages(modules, OPEN_IMAGES_READERS) == []
+
+
+def test_loading_box_or_keypoint_results_loads_no_mask_module() -> None:
+    """The results readers import deteval.masks where they make a mask column, not before."""
+    code = "import deteval\n"
+    for folder in ("coco", "keypoints"):
+        gt, dt = FIXTURES / folder / "gt.json", FIXTURES / folder / "dt.json"
+        code += f"deteval.load_detections({str(dt)!r}, deteval.load_ground_truth({str(gt)!r}), workers=2)\n"
+    modules = _loaded_after(code)
+    assert "deteval.io.coco.fast" in modules
+    assert _packages(modules, ("deteval.masks", "pycocotools", *OPEN_IMAGES_READERS)) == []

@@ -282,7 +282,7 @@ def _check_as_today(path, gt, monkeypatch, chunk_size=64, **options):
     monkeypatch.setattr(
         results,
         "_stream_box_results",
-        lambda p, g, c: fast._stream_box_results(p, g, c, chunk_size=chunk_size),
+        lambda p, g, c, **k: fast._stream_box_results(p, g, c, chunk_size=chunk_size, **k),
     )
     now = _now(path, gt, **options)
     today = _today(path, gt, monkeypatch, **options)

@@ -14,36 +14,35 @@ values).
 
 from __future__ import annotations
 
-import itertools
-import operator
 import os
 from types import ModuleType
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-try:  # decodes typed records straight into objects: the fast path for box results
-    import msgspec as _msgspec
-
-    _HAS_MSGSPEC = True
-except ImportError:  # pragma: no cover - msgspec is a declared dependency
-    _HAS_MSGSPEC = False
-
 from deteval import _speedups
 from deteval._dtypes import row_dtype
-from deteval._safe_read import MAX_BYTES, check_unchanged, count_raw_keys, note_read, open_regular
+from deteval._safe_read import MAX_BYTES, check_unchanged, note_read, open_regular
 from deteval._safe_read.strict_json import _orjson
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError
 from deteval.io._text import FileBytes
 from deteval.io.category_map import CategoryMap, map_categories
+from deteval.io.coco._common import parse_threads
 from deteval.io.coco.fast_keypoints import KeypointParts, keypoint_results
+from deteval.io.coco.fast_msgspec import (  # the twins; also read by the tests as fast.<name>
+    _HAS_MSGSPEC as _HAS_MSGSPEC,
+)
+from deteval.io.coco.fast_msgspec import (
+    BoxColumns,
+    _msgspec_box_columns,
+    _msgspec_box_records,
+)
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
-from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 
-#: The columns of a box-results file: image_id, category_id (int64), bbox (n, 4), score (float64).
-BoxColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+if TYPE_CHECKING:  # imported where a mask column is made: box and keypoint loads need no deteval.masks
+    from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 
 #: Set (to anything but empty or ``0``) when Python starts, ``DETEVAL_NO_EXTENSION`` makes deteval
 #: ignore its compiled parser and use the msgspec/numpy path, which gives the same numbers.
@@ -65,37 +64,9 @@ _READERS = (
 if _colparse is not None and not all(hasattr(_colparse, name) for name in _READERS):
     _colparse = None  # pragma: no cover - depends on the build
 
-if _HAS_MSGSPEC:
-    #: A JSON integer that fits int64; a larger one sends the file to the full loader.
-    _Int64 = Annotated[int, _msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
-
-    class _BoxResult(_msgspec.Struct, forbid_unknown_fields=True):
-        """The four fields of a COCO box result, typed strictly (no bool ids, no float ids)."""
-
-        image_id: _Int64
-        category_id: _Int64
-        bbox: tuple[float, float, float, float]
-        score: float
-
-    _BOX_RESULTS = _msgspec.json.Decoder(list[_BoxResult])
-
-
-def _decode_or_none(raw: bytes, decoder: Any) -> Any:
-    """The decoded value, or None when the file does not fit the fast path.
-
-    The fast-path structs refuse unknown fields, so a file that cannot fit (results with a
-    ``segmentation``, say) is given up at its first record, not after decoding all of it.
-    msgspec raises UnicodeDecodeError for an unknown key that is not UTF-8: that, too, is for
-    the full path to name.
-    """
-    try:
-        return decoder.decode(raw)
-    except (_msgspec.DecodeError, _msgspec.ValidationError, RecursionError, UnicodeDecodeError):
-        return None  # the full path names the problem (RecursionError: nested too deeply)
-
 
 def _fast_box_results(
-    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
+    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None = None, *, threads: int = 1
 ) -> Detections | None:
     """Decode a plain box-results file straight into columns, or None to take the full path.
 
@@ -103,29 +74,29 @@ def _fast_box_results(
     (:func:`_msgspec_box_columns`); both read only the plain shape and give the same columns bit
     for bit. The columns then pass one set of checks (:func:`_box_detections`).
     """
-    return _fast_box_results_held([raw], path, gt, cmap)
+    return _fast_box_results_held([raw], path, gt, cmap, threads=threads)
 
 
 def _fast_box_results_held(
-    held: list, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
+    held: list, path: str, gt: GroundTruth, cmap: CategoryMap | None = None, *, threads: int = 1
 ) -> Detections | None:
     """:func:`_fast_box_results` on the bytes held as ``held[0]``, which it empties once parsed.
 
     Once the columns exist they are all that is needed: the list is emptied so that the file's
     bytes (as large as the columns) are freed before the columns are checked and the warnings
     computed, which lowers the peak of loading. Its caller (``_source``) reads the file again
-    when this returns None after that.
+    when this returns None after that. ``threads``: the compiled parsers' (:func:`parse_threads`).
     """
-    columns = _box_columns(held[0])
+    columns = _box_columns(held[0], threads)
     if columns is None:
-        return _fast_segm_results(held, path, gt, cmap)
+        return _fast_segm_results(held, path, gt, cmap, threads=threads)
     held.clear()
     return _box_detections(columns, path=path, gt=gt, cmap=cmap)
 
 
-def _box_columns(raw: bytes) -> BoxColumns | None:
+def _box_columns(raw: bytes, threads: int = 1) -> BoxColumns | None:
     """The columns of a plain box-results file (compiled parser, else msgspec), or None."""
-    columns = _compiled_box_columns(raw) if _colparse is not None else None
+    columns = _compiled_box_columns(raw, threads) if _colparse is not None else None
     return columns if columns is not None else _msgspec_box_columns(raw)
 
 
@@ -135,14 +106,15 @@ def _box_columns(raw: bytes) -> BoxColumns | None:
 _MIN_RECORD_BYTES = 58
 
 
-def _compiled_box_columns(raw: bytes) -> BoxColumns | None:
+def _compiled_box_columns(raw: bytes, threads: int = 1) -> BoxColumns | None:
     """A plain box-results file's columns read by the C extension, or None when it is not plain.
 
     The columns are allocated for the most records the file's size allows (untouched memory is
     never resident) and shrunk in place to the records read. None when the extension is not
     available, or when the file is anything but a non-empty array of records with exactly the four
     keys and plain JSON numbers (ids integers within int64, floats finite): the msgspec path and
-    then the full loader decide about such files.
+    then the full loader decide about such files. ``threads``: parts parsed at once (the same
+    columns and outcome for every count).
     """
     if _colparse is None:
         return None
@@ -151,7 +123,7 @@ def _compiled_box_columns(raw: bytes) -> BoxColumns | None:
     category_ids = np.empty(capacity, dtype=np.int64)
     box = np.empty(4 * capacity, dtype=np.float64)
     score = np.empty(capacity, dtype=np.float64)
-    n = _colparse.box_results(raw, image_ids, category_ids, box, score)
+    n = _colparse.box_results(raw, image_ids, category_ids, box, score, threads)
     if not n:
         return None
     for column, size in ((image_ids, n), (category_ids, n), (box, 4 * n), (score, n)):
@@ -165,7 +137,12 @@ _STREAM_CHUNK = 4 << 20
 
 
 def _stream_box_results(
-    path: str, gt: GroundTruth, cmap: CategoryMap | None = None, *, chunk_size: int = _STREAM_CHUNK
+    path: str,
+    gt: GroundTruth,
+    cmap: CategoryMap | None = None,
+    *,
+    chunk_size: int = _STREAM_CHUNK,
+    workers: int | str | None = 1,
 ) -> Detections | None:
     """A plain box-results file read in parts straight into checked columns, or None.
 
@@ -186,6 +163,9 @@ def _stream_box_results(
     holds no record, or that cannot be read. Nothing read is recorded as an input unless this
     returns the detections.
 
+    ``workers`` (:func:`parse_threads`, from the file's size): each part is parsed on that many
+    threads, with the same columns.
+
     Raises
     ------
     InputError
@@ -193,7 +173,9 @@ def _stream_box_results(
         the path show another size, modification time, inode or device at the end than at the
         start, or more or fewer bytes than its size were read): its parts may mix two versions.
     """
-    read = _stream_parts(path, lambda size: _BoxParts(size, gt, cmap), chunk_size)
+    read = _stream_parts(
+        path, lambda size: _BoxParts(size, gt, cmap, parse_threads(workers, size)), chunk_size
+    )
     if read is None:
         return None
     parts, start = read
@@ -210,7 +192,12 @@ def _stream_box_results(
 
 
 def _stream_keypoint_results(
-    path: str, gt: GroundTruth, cmap: CategoryMap | None = None, *, chunk_size: int = _STREAM_CHUNK
+    path: str,
+    gt: GroundTruth,
+    cmap: CategoryMap | None = None,
+    *,
+    chunk_size: int = _STREAM_CHUNK,
+    workers: int | str | None = 1,
 ) -> Detections | None:
     """A plain keypoint-results file read in parts into columns (:class:`.KeypointParts`), or None.
 
@@ -218,7 +205,9 @@ def _stream_keypoint_results(
     whole, only ``chunk_size`` at a time; None for the whole-file reader to decide (and name)
     anything else. Raises the same InputError for a file changed while read.
     """
-    read = _stream_parts(path, lambda size: KeypointParts(size, _colparse), chunk_size)
+    read = _stream_parts(
+        path, lambda size: KeypointParts(size, _colparse, parse_threads(workers, size)), chunk_size
+    )
     if read is None:
         return None
     parts, start = read
@@ -299,8 +288,9 @@ class _BoxParts:
     shrunk in place by :meth:`finish`. Each part's ids are joined and checked as it is parsed.
     """
 
-    def __init__(self, size: int, gt: GroundTruth, cmap: CategoryMap | None):
+    def __init__(self, size: int, gt: GroundTruth, cmap: CategoryMap | None, threads: int = 1):
         capacity = size // _MIN_RECORD_BYTES + 1
+        self.threads = threads
         index: Any = row_dtype(capacity)
         self.gt, self.cmap = gt, cmap
         self.n = 0
@@ -324,7 +314,14 @@ class _BoxParts:
         n = self.n
         image_ids = self.part_image_ids if self.image_ids is None else self.image_ids[n:]
         count = _colparse.box_results_part(
-            raw, first, last, image_ids, self.part_category_ids, self.box[4 * n :], self.score[n:]
+            raw,
+            first,
+            last,
+            image_ids,
+            self.part_category_ids,
+            self.box[4 * n :],
+            self.score[n:],
+            self.threads,
         )
         if count is None:
             return False
@@ -378,7 +375,7 @@ _MIN_SEGM_RECORD_BYTES = 79
 
 
 def _fast_segm_results(
-    held: list, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
+    held: list, path: str, gt: GroundTruth, cmap: CategoryMap | None = None, *, threads: int = 1
 ) -> Detections | None:
     """A plain segm-results file (polygon lists or compressed RLE) read by the C extension, or None.
 
@@ -391,16 +388,18 @@ def _fast_segm_results(
     columns pass the checks of a box file's.
     """
     raw = held[0]
-    parsed = _compiled_segm_columns(raw, path) or _compiled_rle_columns(raw)
+    parsed = _compiled_segm_columns(raw, path, threads) or _compiled_rle_columns(raw, threads)
     if parsed is None:
-        return _fast_keypoint_results(raw, path, gt, cmap)
+        return _fast_keypoint_results(raw, path, gt, cmap, threads=threads)
     columns, segmentation = parsed
     del parsed, raw
     held.clear()
     return _box_detections(columns, path=path, gt=gt, cmap=cmap, segmentation=segmentation)
 
 
-def _compiled_segm_columns(raw: bytes, path: str) -> tuple[BoxColumns, PolygonSegmentations] | None:
+def _compiled_segm_columns(
+    raw: bytes, path: str, threads: int = 1
+) -> tuple[BoxColumns, PolygonSegmentations] | None:
     """The columns and polygons of a plain segm-results file read by the C extension, or None.
 
     Plain: a non-empty array of records with exactly ``image_id``, ``category_id``, ``bbox``,
@@ -412,6 +411,8 @@ def _compiled_segm_columns(raw: bytes, path: str) -> tuple[BoxColumns, PolygonSe
     """
     if _colparse is None or _orjson is None:
         return None
+    from deteval.masks.sources import PolygonSegmentations
+
     capacity = len(raw) // _MIN_SEGM_RECORD_BYTES + 1
     image_ids = np.empty(capacity, dtype=np.int64)
     category_ids = np.empty(capacity, dtype=np.int64)
@@ -423,7 +424,7 @@ def _compiled_segm_columns(raw: bytes, path: str) -> tuple[BoxColumns, PolygonSe
     part_len = np.empty(len(raw) // 4 + 1, dtype=np.int64)
     coords = np.empty(len(raw) // 2 + 1, dtype=np.float64)
     found = _colparse.segm_results(
-        raw, image_ids, category_ids, box, score, starts, stops, n_parts, part_len, coords
+        raw, image_ids, category_ids, box, score, starts, stops, n_parts, part_len, coords, threads
     )
     if found is None:
         return None
@@ -448,7 +449,7 @@ def _compiled_segm_columns(raw: bytes, path: str) -> tuple[BoxColumns, PolygonSe
 _MIN_RLE_RECORD_BYTES = 99
 
 
-def _compiled_rle_columns(raw: bytes) -> tuple[BoxColumns, RleSegmentations] | None:
+def _compiled_rle_columns(raw: bytes, threads: int = 1) -> tuple[BoxColumns, RleSegmentations] | None:
     """The columns and RLEs of a segm-results file of compressed RLE records (C extension), or None.
 
     Plain: a non-empty array of records with exactly ``image_id``, ``category_id``, ``bbox``,
@@ -459,6 +460,8 @@ def _compiled_rle_columns(raw: bytes) -> tuple[BoxColumns, RleSegmentations] | N
     """
     if _colparse is None or _orjson is None or not hasattr(_colparse, "rle_results"):
         return None
+    from deteval.masks.sources import RleSegmentations
+
     capacity = len(raw) // _MIN_RLE_RECORD_BYTES + 1
     image_ids = np.empty(capacity, dtype=np.int64)
     category_ids = np.empty(capacity, dtype=np.int64)
@@ -471,7 +474,18 @@ def _compiled_rle_columns(raw: bytes) -> tuple[BoxColumns, RleSegmentations] | N
     counts_stop = np.empty(capacity, dtype=np.int64)
     blob = np.empty(len(raw), dtype=np.uint8)  # not zeroed: only the written part is read
     found = _colparse.rle_results(
-        raw, image_ids, category_ids, box, score, starts, stops, sizes, counts_start, counts_stop, blob
+        raw,
+        image_ids,
+        category_ids,
+        box,
+        score,
+        starts,
+        stops,
+        sizes,
+        counts_start,
+        counts_stop,
+        blob,
+        threads,
     )
     if found is None:
         return None
@@ -487,10 +501,10 @@ def _compiled_rle_columns(raw: bytes) -> tuple[BoxColumns, RleSegmentations] | N
 
 
 def _fast_keypoint_results(
-    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None = None
+    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None = None, *, threads: int = 1
 ) -> Detections | None:
     """A plain keypoint-results file in columns, or None (:func:`.fast_keypoints.keypoint_results`)."""
-    return keypoint_results(raw, path, gt, cmap, _colparse)
+    return keypoint_results(raw, path, gt, cmap, _colparse, threads=threads)
 
 
 #: Bytes of the shortest row of six fields with its line break (``a 1 1 1 1 1\n``).
@@ -544,36 +558,6 @@ def _compiled_yolo_rows(raw: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return _compiled_text_rows(raw, first_is_text=False)
 
 
-def _msgspec_box_columns(raw: bytes) -> BoxColumns | None:
-    """A plain box-results file's columns decoded by msgspec, or None when it is not plain.
-
-    msgspec decodes typed records about twice as fast as building dicts, and its strict types
-    refuse what deteval refuses (strings, floats or booleans as ids, NaN tokens). Only a clean
-    file is taken: every record exactly these four keys (a raw count of keys against 4 per record,
-    which also rules out duplicate keys). This is the twin the compiled parser is tested against.
-    """
-    if not _HAS_MSGSPEC:
-        return None
-    records = _decode_or_none(raw, _BOX_RESULTS)
-    if records is None:
-        return None
-    if not records or count_raw_keys(raw) != 4 * len(records):
-        return None
-    return _typed_box_columns(records)
-
-
-def _typed_box_columns(records: list) -> BoxColumns:
-    """The columns of typed box records (:class:`_BoxResult`)."""
-    n = len(records)
-    image_ids = np.fromiter(map(_get_image_id, records), dtype=np.int64, count=n)
-    category_ids = np.fromiter(map(_get_category_id, records), dtype=np.int64, count=n)
-    score = np.fromiter(map(_get_score, records), dtype=np.float64, count=n)
-    box = np.fromiter(
-        itertools.chain.from_iterable(map(_get_bbox, records)), dtype=np.float64, count=4 * n
-    ).reshape(n, 4)
-    return image_ids, category_ids, box, score
-
-
 def _fast_box_records(
     records: list, where: str, gt: GroundTruth, cmap: CategoryMap | None = None
 ) -> Detections | None:
@@ -607,22 +591,6 @@ def _compiled_box_records(records: list) -> BoxColumns | None:
     if _colparse.box_records(records, image_ids, category_ids, box, score) is None:
         return None
     return image_ids, category_ids, box, score
-
-
-def _msgspec_box_records(records: list) -> BoxColumns | None:
-    """The columns of plain in-memory box records typed by ``msgspec.convert``, or None.
-
-    :class:`_BoxResult` is strict: exactly the four keys, ``int`` ids within int64, no ``bool``,
-    no float or numpy scalar as an id, no numpy scalar or array as a number. The twin the compiled
-    reader is tested against.
-    """
-    if not _HAS_MSGSPEC or not records:
-        return None
-    try:
-        typed = _msgspec.convert(records, list[_BoxResult])
-    except (_msgspec.ValidationError, RecursionError):
-        return None  # the full path reads or names it
-    return _typed_box_columns(typed)
 
 
 def _box_detections(
@@ -688,12 +656,3 @@ def _box_result(
         source=path,
         warnings=tuple(warnings),
     )
-
-
-_get_id = operator.attrgetter("id")
-_get_area = operator.attrgetter("area")
-_get_iscrowd = operator.attrgetter("iscrowd")
-_get_image_id = operator.attrgetter("image_id")
-_get_category_id = operator.attrgetter("category_id")
-_get_score = operator.attrgetter("score")
-_get_bbox = operator.attrgetter("bbox")

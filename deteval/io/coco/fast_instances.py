@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec as _msgspec
 import numpy as np
@@ -23,7 +23,7 @@ from deteval.errors import InputError
 from deteval.io._text import FileBytes
 from deteval.io.coco import fast as _fast  # its _colparse, read at call time (one switch)
 from deteval.io.coco._common import _duplicates
-from deteval.io.coco.fast import (
+from deteval.io.coco.fast_msgspec import (
     _HAS_MSGSPEC,
     _decode_or_none,
     _get_area,
@@ -34,10 +34,12 @@ from deteval.io.coco.fast import (
     _get_iscrowd,
 )
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
-from deteval.masks.sources import PolygonSegmentations, RleSegmentations
+
+if TYPE_CHECKING:  # imported where the columns are made (a segm evaluation reads them)
+    from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 
 if _HAS_MSGSPEC:
-    from deteval.io.coco.fast import _Int64
+    from deteval.io.coco.fast_msgspec import _Int64
 
 
 class RawSegmentations(Sequence):
@@ -119,6 +121,8 @@ class SpanSegmentations(Sequence):
         colparse = _fast._colparse
         if colparse is None or not hasattr(colparse, "polygon_spans") or not len(self):
             return None
+        from deteval.masks.sources import PolygonSegmentations, RleSegmentations
+
         starts, stops = self._starts.astype(np.int64), self._stops.astype(np.int64)
         if (starts < 0).any():
             return None
@@ -203,16 +207,17 @@ AnnColumns = tuple[
 _MIN_ANNOTATION_BYTES = 76
 
 
-def _fast_ground_truth(raw: bytes, path: str) -> GroundTruth | None:
+def _fast_ground_truth(raw: bytes, path: str, *, threads: int = 1) -> GroundTruth | None:
     """Read a plain COCO instances file without parsing its polygons, or None for the full path.
 
     The compiled parser reads the ``annotations`` array (:func:`_compiled_instances`), else
     msgspec reads the whole document (:func:`_msgspec_instances`); both read only the plain shape
     and give the same columns bit for bit. Then one set of checks (:func:`_ground_truth_from`).
+    ``threads``: the compiled parser's parts of the annotations array (the same columns).
     """
     if not _HAS_MSGSPEC or _orjson is None:
         return None
-    parts = _compiled_instances(raw) if _fast._colparse is not None else None
+    parts = _compiled_instances(raw, threads) if _fast._colparse is not None else None
     if parts is None:
         parts = _msgspec_instances(raw)
     if parts is None:
@@ -272,7 +277,7 @@ def _rest_keys(data: Any) -> int:
     return keys
 
 
-def _compiled_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
+def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] | None:
     """An instances file read by the C extension (annotations) and msgspec (the rest), or None.
 
     The extension parses the top-level ``annotations`` array into columns, keeping each
@@ -289,14 +294,14 @@ def _compiled_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
     box = np.empty(4 * capacity, dtype=np.float64)
     area = np.empty(capacity, dtype=np.float64)
     args = (raw, ids, image_ids, category_ids, box, area, crowd, ignore, difficult, starts, stops)
-    found = _fast._colparse.instances(*args)
+    found = _fast._colparse.instances(*args, None, None, threads)
     keypoints = num_keypoints = None
     if found is None and b'"keypoints"' in raw:
         # Keypoints are parsed only when asked for: their buffer (up to a number per 2 bytes) is
         # allocated for files that have them, and a file without is parsed once.
         numbers = np.empty(len(raw) // 2 + 1, dtype=np.float64)
         num_keypoints = np.empty(capacity, dtype=np.int64)
-        found = _fast._colparse.instances(*args, numbers, num_keypoints)
+        found = _fast._colparse.instances(*args, numbers, num_keypoints, threads)
         if found is None:
             return None
         n, per_record = found[0], found[3]

@@ -19,7 +19,7 @@ _MIN_KEYPOINT_RECORD_BYTES = 61
 
 
 def keypoint_results(
-    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None, colparse: Any
+    raw: bytes, path: str, gt: GroundTruth, cmap: CategoryMap | None, colparse: Any, *, threads: int = 1
 ) -> Detections | None:
     """A plain keypoint-results file read by the C extension into columns, or None for the full path.
 
@@ -31,10 +31,11 @@ def keypoint_results(
     that needs a message (unknown image or category, a non-finite score, a negative box size)
     returns None and the full loader names it. A regular file is read in parts instead
     (:class:`KeypointParts`, by ``fast._stream_keypoint_results``), without its bytes held whole.
+    ``threads``: parts of the bytes parsed at once (the same columns for every count).
     """
     if colparse is None or not hasattr(colparse, "keypoint_results"):
         return None
-    parts = KeypointParts(len(raw), colparse)
+    parts = KeypointParts(len(raw), colparse, threads)
     if not parts.feed(raw, first=True, last=True):
         return None
     return parts.detections(path, gt, cmap)
@@ -47,9 +48,10 @@ class KeypointParts:
     resident): the columns are written in place, and shrunk in place when finished.
     """
 
-    def __init__(self, size: int, colparse: Any):
+    def __init__(self, size: int, colparse: Any, threads: int = 1):
         capacity = size // _MIN_KEYPOINT_RECORD_BYTES + 1
         self._colparse = colparse
+        self.threads = threads
         self.image_ids = np.empty(capacity, dtype=np.int64)
         self.category_ids = np.empty(capacity, dtype=np.int64)
         self.score = np.empty(capacity, dtype=np.float64)
@@ -70,6 +72,7 @@ class KeypointParts:
             first,
             last,
             per_record,
+            self.threads,
         )
         if found is None:
             return False

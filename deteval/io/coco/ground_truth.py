@@ -22,14 +22,16 @@ from deteval.io._records import (
     json_type,
     number_column,
 )
-from deteval.io.coco._common import _check_list_of_objects, _refuse_duplicates, _source
+from deteval.io.coco._common import _check_list_of_objects, _refuse_duplicates, _source, parse_threads
 from deteval.io.coco.fast_instances import _fast_annotations, _fast_ground_truth
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
 from deteval.io.coco.keypoints import _num_keypoints, keypoint_column
 from deteval.io.coco.obb import boxes_of, obb_column, with_rotated
 
 
-def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "error") -> GroundTruth:
+def load_coco_gt(
+    source: Any, *, name: str | None = None, area_missing: str = "error", workers: int | str | None = 1
+) -> GroundTruth:
     """Read COCO ground truth (a path, or the parsed dict).
 
     Parameters
@@ -40,6 +42,9 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
         Name used in messages when ``source`` is a dict.
     area_missing : {"error", "box"}
         An annotation without ``area``: refuse, or use the box's ``w * h`` (with a warning).
+    workers : int or "auto"
+        Threads that parse a plain file's ``annotations`` (default 1; ``"auto"``: by the file's
+        size, at most the usable CPUs). The ground truth is the same for every value.
 
     Returns
     -------
@@ -61,7 +66,9 @@ def load_coco_gt(source: Any, *, name: str | None = None, area_missing: str = "e
     (1, ('cat',))
     """
     data, where = _source(
-        source, name or "<ground truth>", lambda held, path: _fast_ground_truth(held[0], path)
+        source,
+        name or "<ground truth>",
+        lambda held, path: _fast_ground_truth(held[0], path, threads=parse_threads(workers, len(held[0]))),
     )
     if isinstance(data, GroundTruth):
         return data

@@ -32,6 +32,7 @@ from deteval.io.coco.fast import (
     _fast_box_results_held,
     _stream_box_results,
     _stream_keypoint_results,
+    parse_threads,
 )
 from deteval.io.coco.keypoints import keypoint_column, keypoint_extent
 from deteval.io.coco.obb import boxes_of, obb_column
@@ -47,6 +48,7 @@ def load_coco_dt(
     unknown_category: str = "error",
     category_map: Any = None,
     max_drop: float = MAX_DROP,
+    workers: int | str | None = 1,
 ) -> Detections:
     """Read COCO results (a path, or the parsed list) against ``gt``.
 
@@ -71,6 +73,9 @@ def load_coco_dt(
         default: it is the ground truth's category id.
     max_drop : float
         Largest share of detections ``unknown_category="drop"`` drops (default 0.1).
+    workers : int or "auto"
+        Threads that parse a plain results file (default 1; ``"auto"``: by the file's size, at
+        most the usable CPUs). The detections, warnings and errors are the same for every value.
 
     Returns
     -------
@@ -93,7 +98,7 @@ def load_coco_dt(
     [0]
     """
     cmap = read_category_map(category_map)
-    data, where = _read_results(source, name or "<detections>", gt, cmap)
+    data, where = _read_results(source, name or "<detections>", gt, cmap, workers)
     if isinstance(data, Detections):
         return data
     if type(data) is list:  # in-memory records: typed at C speed when plain
@@ -186,20 +191,27 @@ def load_coco_dt(
     return result.take(keep) if keep is not None else result
 
 
-def _read_results(source: Any, name: str, gt: GroundTruth, cmap: CategoryMap | None) -> tuple[Any, str]:
+def _read_results(
+    source: Any, name: str, gt: GroundTruth, cmap: CategoryMap | None, workers: int | str | None = 1
+) -> tuple[Any, str]:
     """(Detections, or the parsed data for the full checks; the name for messages).
 
     A path to a plain box- or keypoint-results file is streamed into columns
     (:func:`_stream_box_results`, :func:`_stream_keypoint_results`); any other file is read whole
-    and offered to the whole-file fast paths, then parsed.
+    and offered to the whole-file fast paths, then parsed. ``workers``: the compiled parsers'
+    threads (:func:`~deteval.io.coco.fast.parse_threads`, by the file's size).
     """
     if isinstance(source, (str, os.PathLike)):
-        streamed = _stream_box_results(os.fspath(source), gt, cmap)
+        streamed = _stream_box_results(os.fspath(source), gt, cmap, workers=workers)
         if streamed is None:
-            streamed = _stream_keypoint_results(os.fspath(source), gt, cmap)
+            streamed = _stream_keypoint_results(os.fspath(source), gt, cmap, workers=workers)
         if streamed is not None:
             return streamed, streamed.source
-    return _source(source, name, lambda held, path: _fast_box_results_held(held, path, gt, cmap))
+
+    def fast(held: list, path: str) -> Detections | None:
+        return _fast_box_results_held(held, path, gt, cmap, threads=parse_threads(workers, len(held[0])))
+
+    return _source(source, name, fast)
 
 
 def _join_images(dets: list, gt: GroundTruth, problems: Problems, *, integral_floats: bool) -> np.ndarray:

@@ -28,6 +28,7 @@ import numpy as np
 from deteval._safe_read import MAX_BYTES, decode_text, line_of, loads_strict, read_bytes
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError, shorten
+from deteval.io import is_openimages_csv as is_openimages_csv  # defined with the other format checks
 from deteval.openimages import ClassHierarchy, ImageLevelLabels, build_hierarchy
 
 __all__ = [
@@ -265,11 +266,6 @@ def read_boxes(
         is_group_of=np.asarray(group, dtype=bool),
         has_image_ids=False,
     )
-
-
-def is_openimages_csv(path: Any) -> bool:
-    """True when ``path`` is a ``.csv`` file (the challenge's formats are the only CSV inputs)."""
-    return isinstance(path, (str, os.PathLike)) and os.fspath(path).lower().endswith(".csv")
 
 
 def read_predictions(path: str | os.PathLike, gt: GroundTruth) -> Detections:
