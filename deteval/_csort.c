@@ -163,21 +163,31 @@ done:
 typedef struct {
     void *order;
     int narrow;
-    const int64_t *end; /* end[k]: where group k ends in the order */
+    const int64_t *end; /* end[k]: where group k ends in the order (group k starts at end[k - 1], or 0) */
     const double *score;
     Py_ssize_t longest;
-    int failed;         /* a part's merge buffer could not be allocated (set by that part only) */
-    int *part_failed;   /* per part, at its first group */
+    const Py_ssize_t *bounds; /* part p sorts groups [bounds[p], bounds[p + 1]) */
+    int parts;
+    int failed[DETEVAL_MAX_PARTS]; /* a part's merge buffer could not be allocated (that part's slot) */
 } group_sort;
 
 static void
 sort_groups(void *ctx, Py_ssize_t k_lo, Py_ssize_t k_hi)
 {
     group_sort *g = (group_sort *)ctx;
-    void *tmp = malloc((size_t)g->longest * (size_t)(g->narrow ? 4 : 8));
+    void *tmp;
     Py_ssize_t k;
+    int p;
+    if (k_lo >= k_hi) {
+        return;
+    }
+    tmp = malloc((size_t)g->longest * (size_t)(g->narrow ? 4 : 8));
     if (tmp == NULL) {
-        g->part_failed[k_lo] = 1;
+        for (p = 0; p < g->parts; p++) { /* this part's slot: the part of these bounds */
+            if (g->bounds[p] == k_lo && g->bounds[p + 1] == k_hi) {
+                g->failed[p] = 1;
+            }
+        }
         return;
     }
     for (k = k_lo; k < k_hi; k++) {
@@ -190,6 +200,43 @@ sort_groups(void *ctx, Py_ssize_t k_lo, Py_ssize_t k_hi)
         }
     }
     free(tmp);
+}
+
+/* Cut groups [0, n_codes) into parts of about equal rows: part p ends after the first group whose
+ * end reaches p/parts of the rows (binary search over the ends: no pass over the groups). */
+static int
+group_bounds(const int64_t *end, Py_ssize_t n_codes, int64_t n_rows, int parts, Py_ssize_t *bounds)
+{
+    int p;
+    if (parts < 1) {
+        parts = 1;
+    }
+    if (parts > DETEVAL_MAX_PARTS) {
+        parts = DETEVAL_MAX_PARTS;
+    }
+    if (parts > n_codes) {
+        parts = (int)n_codes;
+    }
+    bounds[0] = 0;
+    for (p = 1; p < parts; p++) {
+        const int64_t target = n_rows / parts * p + (n_rows % parts) * p / parts;
+        Py_ssize_t lo = bounds[p - 1], hi = n_codes;
+        while (lo < hi) { /* the first group whose end is at least target */
+            const Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (end[mid] < target) {
+                lo = mid + 1;
+            }
+            else {
+                hi = mid;
+            }
+        }
+        bounds[p] = lo < n_codes ? lo + 1 : n_codes;
+        if (bounds[p] < bounds[p - 1]) {
+            bounds[p] = bounds[p - 1];
+        }
+    }
+    bounds[parts] = n_codes;
+    return parts;
 }
 
 /* The group code of row i: group[i] - low, from int32 or int64 values (in unsigned arithmetic:
@@ -209,7 +256,6 @@ order_by_group_then_score(PyObject *self, PyObject *args)
     Py_ssize_t n_codes, itemsize;
     PyObject *result = NULL;
     int64_t *start = NULL;
-    int *part_failed = NULL;
     int threads = 1;
     (void)self;
     if (!PyArg_ParseTuple(args, "w*y*nLny*|i", &order_view, &group_view, &itemsize, &low_ll, &n_codes,
@@ -244,8 +290,7 @@ order_by_group_then_score(PyObject *self, PyObject *args)
             goto done;
         }
         start = (int64_t *)calloc((size_t)n_codes + 1, sizeof(int64_t));
-        part_failed = (int *)calloc((size_t)n_codes + 1, sizeof(int));
-        if (start == NULL || part_failed == NULL) {
+        if (start == NULL) {
             PyErr_NoMemory();
             goto done;
         }
@@ -268,23 +313,23 @@ order_by_group_then_score(PyObject *self, PyObject *args)
             }
         }
         /* start[k] is now the end of group k (the start of group k + 1): the groups are sorted in
-         * parts of about equal rows (a group's rows are its part's alone), shifted by one so that
-         * the running count starts at 0. */
+         * parts of about equal rows, each part's groups (their rows) its own. */
         {
-            group_sort job = {order_view.buf, narrow, start, score, longest, 0, part_failed};
+            group_sort job;
             Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
-            int parts, p;
-            memmove(start + 1, start, (size_t)n_codes * sizeof(int64_t));
-            start[0] = 0;
-            job.end = start + 1;
-            parts = weighted_bounds(start, n_codes, threads, bounds);
-            parallel_parts(bounds, parts, sort_groups, &job);
-            for (p = 0; p < parts; p++) {
-                if (bounds[p] < bounds[p + 1] && part_failed[bounds[p]]) {
-                    job.failed = 1;
-                }
+            int p;
+            memset(&job, 0, sizeof(job));
+            job.order = order_view.buf;
+            job.narrow = narrow;
+            job.end = start;
+            job.score = score;
+            job.longest = longest;
+            job.bounds = bounds;
+            job.parts = group_bounds(start, n_codes, (int64_t)n, threads, bounds);
+            parallel_parts(bounds, job.parts, sort_groups, &job);
+            for (p = 0; p < job.parts; p++) {
+                failed |= job.failed[p];
             }
-            failed = job.failed;
         }
         Py_END_ALLOW_THREADS
         if (failed) {
@@ -295,7 +340,6 @@ order_by_group_then_score(PyObject *self, PyObject *args)
     }
 done:
     free(start);
-    free(part_failed);
     PyBuffer_Release(&order_view);
     PyBuffer_Release(&group_view);
     PyBuffer_Release(&score_view);
