@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests import ROOT
+from tests.support.tier import is_fast_tier as _is_fast_tier
 
 # Ultralytics (a test oracle) writes its settings file under the user's config folder when it is first
 # imported: point it at a folder of this run, so the suite touches nothing of the machine outside it.
@@ -34,6 +35,18 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str,
         return code, out.out, out.err
 
     return run
+
+
+@pytest.fixture
+def figures_unless_fast(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Figures drawn in the full suite; placeholders in the fast tier (tests/support/figures.py).
+
+    For tests that read no pixel (file names, sections, numbers, progress, the writer's rules).
+    """
+    from tests.support.figures import no_drawing_in_fast_tier
+
+    with no_drawing_in_fast_tier(request.config):
+        yield
 
 
 #: Folders whose tests are the slow tier: cross-checks against the reference tools on generated
@@ -81,18 +94,11 @@ _SWEEPS: dict[str, int | None] = {
     "tests/unit/test_compare.py::test_steps_add_up_and_follow_the_documented_order": None,
     "tests/unit/test_compare_sharing.py::test_compare_equals_separate_evaluate_runs": 1,
     "tests/unit/test_matching.py::test_fast_voc_matcher_equals_slow_twin": None,
+    "tests/unit/test_html_report.py::test_many_classes_all_listed_and_within_budget": None,
 }
 
 #: Hypothesis examples per property in the fast tier (the full suite keeps each test's own count).
 FAST_MAX_EXAMPLES = 10
-
-
-def _is_fast_tier(config: pytest.Config) -> bool:
-    """The fast tier: ``DETEVAL_TEST_TIER=fast``, or ``-m`` deselecting ``slow`` (``full`` overrides)."""
-    tier = os.environ.get("DETEVAL_TEST_TIER", "")
-    if tier in ("fast", "full"):
-        return tier == "fast"
-    return "not slow" in (config.getoption("markexpr", "") or "")
 
 
 def _sweep_key(item: pytest.Item) -> tuple[str, str] | None:
