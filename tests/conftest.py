@@ -70,7 +70,6 @@ _SWEEPS: dict[str, int | None] = {
     "tests/unit/test_stats.py::test_all_ones_weights_equal_the_point_estimate_bit_for_bit": None,
     "tests/unit/test_stats.py::test_blocks_of_any_size_give_the_same_numbers": None,
     "tests/unit/test_stats.py::test_thresholds_table_for_every_count": None,
-    "tests/unit/test_cboot.py::test_coco_like_5k": None,
     "tests/unit/test_cacc.py::test_kernel_equals_numpy_on_random_tables": None,
     "tests/unit/test_cacc.py::test_kernel_equals_numpy_on_crosscheck_datasets": None,
     "tests/unit/test_cacc.py::test_kernel_reads_packed_lanes_as_the_bool_tables": None,
