@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests import ROOT
+from tests.support.tier import FAST_MAX_EXAMPLES
 from tests.support.tier import is_fast_tier as _is_fast_tier
 
 # Ultralytics (a test oracle) writes its settings file under the user's config folder when it is first
@@ -95,9 +96,6 @@ _SWEEPS: dict[str, int | None] = {
     "tests/unit/test_matching.py::test_fast_voc_matcher_equals_slow_twin": None,
     "tests/unit/test_html_report.py::test_many_classes_all_listed_and_within_budget": None,
 }
-
-#: Hypothesis examples per property in the fast tier (the full suite keeps each test's own count).
-FAST_MAX_EXAMPLES = 10
 
 
 def _sweep_key(item: pytest.Item) -> tuple[str, str] | None:

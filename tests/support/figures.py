@@ -49,6 +49,13 @@ def no_drawing() -> Iterator[None]:
         yield
 
 
+def placeholders_for_good() -> None:
+    """``savefig`` writes placeholders for the rest of this process (a test's child process)."""
+    from matplotlib.figure import Figure
+
+    Figure.savefig = _placeholder_savefig  # type: ignore[method-assign]
+
+
 @contextlib.contextmanager
 def no_drawing_in_fast_tier(config: pytest.Config) -> Iterator[None]:
     """:func:`no_drawing` in the fast tier, nothing in the full suite (for module-scoped fixtures)."""
@@ -59,3 +66,18 @@ def no_drawing_in_fast_tier(config: pytest.Config) -> Iterator[None]:
         return
     with no_drawing():
         yield
+
+
+#: The environment variable a child process of a test reads: set, the child's figures are placeholders.
+CHILD_ENV = "DETEVAL_TEST_NO_DRAWING"
+
+#: ``python -c`` code of a test's child ``deteval`` run: the CLI's main, with placeholder figures
+#: when the parent set :data:`CHILD_ENV` (the fast tier; tests/unit/test_report_progress.py).
+CHILD_MAIN = (
+    "import os, sys\n"
+    f"if os.environ.get({CHILD_ENV!r}):\n"
+    "    from tests.support.figures import placeholders_for_good\n"
+    "    placeholders_for_good()\n"
+    "from deteval.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
