@@ -1,6 +1,7 @@
 """Collection rules for the whole repository (the doctests of deteval/ included)."""
 
 import importlib.util
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -27,3 +28,20 @@ _PRINT_OPTIONS = np.get_printoptions()
 def _numpy_print_options() -> None:
     """Each test (and doctest) starts from the session's numpy print options."""
     np.set_printoptions(**_PRINT_OPTIONS)
+
+
+#: Doctests whose output is names or a flag, never a pixel: placeholder figures in the fast tier
+#: (tests/support/figures.py; docs/testing.md). The full suite draws them.
+_NO_PIXEL_DOCTESTS = frozenset({"deteval.plot.files.plot_all", "deteval.plot.html.write_report"})
+
+
+@pytest.fixture(autouse=True)
+def _placeholder_figures_in_fast_doctests(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In the fast tier, the doctests above build their figures but do not draw them."""
+    if request.node.name not in _NO_PIXEL_DOCTESTS:
+        yield
+        return
+    from tests.support.figures import no_drawing_in_fast_tier
+
+    with no_drawing_in_fast_tier(request.config):
+        yield

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests import ROOT
+from tests.support.tier import FAST_MAX_EXAMPLES
+from tests.support.tier import is_fast_tier as _is_fast_tier
 
 # Ultralytics (a test oracle) writes its settings file under the user's config folder when it is first
 # imported: point it at a folder of this run, so the suite touches nothing of the machine outside it.
@@ -36,6 +38,18 @@ def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str,
     return run
 
 
+@pytest.fixture
+def figures_unless_fast(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Figures drawn in the full suite; placeholders in the fast tier (tests/support/figures.py).
+
+    For tests that read no pixel (file names, sections, numbers, progress, the writer's rules).
+    """
+    from tests.support.figures import no_drawing_in_fast_tier
+
+    with no_drawing_in_fast_tier(request.config):
+        yield
+
+
 #: Folders whose tests are the slow tier: cross-checks against the reference tools on generated
 #: datasets, multi-process integration runs, the browser. `pytest -m "not slow"` is the fast tier a
 #: developer runs all day; CI runs everything.
@@ -57,7 +71,6 @@ _SWEEPS: dict[str, int | None] = {
     "tests/unit/test_stats.py::test_all_ones_weights_equal_the_point_estimate_bit_for_bit": None,
     "tests/unit/test_stats.py::test_blocks_of_any_size_give_the_same_numbers": None,
     "tests/unit/test_stats.py::test_thresholds_table_for_every_count": None,
-    "tests/unit/test_cboot.py::test_coco_like_5k": None,
     "tests/unit/test_cacc.py::test_kernel_equals_numpy_on_random_tables": None,
     "tests/unit/test_cacc.py::test_kernel_equals_numpy_on_crosscheck_datasets": None,
     "tests/unit/test_cacc.py::test_kernel_reads_packed_lanes_as_the_bool_tables": None,
@@ -81,18 +94,8 @@ _SWEEPS: dict[str, int | None] = {
     "tests/unit/test_compare.py::test_steps_add_up_and_follow_the_documented_order": None,
     "tests/unit/test_compare_sharing.py::test_compare_equals_separate_evaluate_runs": 1,
     "tests/unit/test_matching.py::test_fast_voc_matcher_equals_slow_twin": None,
+    "tests/unit/test_html_report.py::test_many_classes_all_listed_and_within_budget": None,
 }
-
-#: Hypothesis examples per property in the fast tier (the full suite keeps each test's own count).
-FAST_MAX_EXAMPLES = 10
-
-
-def _is_fast_tier(config: pytest.Config) -> bool:
-    """The fast tier: ``DETEVAL_TEST_TIER=fast``, or ``-m`` deselecting ``slow`` (``full`` overrides)."""
-    tier = os.environ.get("DETEVAL_TEST_TIER", "")
-    if tier in ("fast", "full"):
-        return tier == "fast"
-    return "not slow" in (config.getoption("markexpr", "") or "")
 
 
 def _sweep_key(item: pytest.Item) -> tuple[str, str] | None:

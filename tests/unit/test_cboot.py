@@ -63,23 +63,32 @@ def _twins(table, gt, p: Protocol, weights: np.ndarray, monkeypatch, **kwargs) -
     np.testing.assert_array_equal(_bits(compiled.per_class_ap), _bits(twin.per_class_ap))
 
 
-@pytest.fixture(scope="module")
-def coco_like(tmp_path_factory):
-    """scripts/bench.py's COCO-like set at 5,000 images (80 classes, crowds, ties of scores)."""
+def _bench_set(tmp_path_factory, n_images: int) -> tuple:
+    """scripts/bench.py's COCO-like set at ``n_images`` images (80 classes, crowds, ties of scores)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import bench
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    files = bench.ensure_dataset(tmp_path_factory.mktemp("bench"), 5000, 0, lambda *a: None)
+    files = bench.ensure_dataset(tmp_path_factory.mktemp("bench"), n_images, 0, lambda *a: None)
     gt = deteval.load_ground_truth(str(files.gt))
     return gt, deteval.load_detections(str(files.dt("bbox")), gt)
 
 
-@needs_kernel
-@pytest.mark.parametrize("protocol", ["coco", "voc2007", "voc2010"])
-def test_coco_like_5k(coco_like, protocol, monkeypatch):
-    gt, dt = coco_like
+@pytest.fixture(scope="module")
+def coco_like(tmp_path_factory):
+    """scripts/bench.py's COCO-like set at 5,000 images (its generation is most of the time)."""
+    return _bench_set(tmp_path_factory, 5000)
+
+
+@pytest.fixture(scope="module")
+def coco_like_500(tmp_path_factory):
+    """The same generator at 500 images: the fast tier's case of the 5k test."""
+    return _bench_set(tmp_path_factory, 500)
+
+
+def _coco_like_twins(data, protocol, monkeypatch) -> None:
+    gt, dt = data
     p = deteval.get_protocol(protocol)
     table = match(gt, dt, p)
     for seed in (0, 1, 2):
@@ -87,6 +96,19 @@ def test_coco_like_5k(coco_like, protocol, monkeypatch):
         if seed == 0:
             w = np.vstack([np.ones(gt.n_images, np.int64), w])
         _twins(table, gt, p, w, monkeypatch)
+
+
+@needs_kernel
+@pytest.mark.parametrize("protocol", ["coco", "voc2007", "voc2010"])
+def test_coco_like_500(coco_like_500, protocol, monkeypatch):
+    _coco_like_twins(coco_like_500, protocol, monkeypatch)
+
+
+@pytest.mark.slow  # 5,000 images take ~30 s to generate: test_coco_like_500 is its fast-tier case
+@needs_kernel
+@pytest.mark.parametrize("protocol", ["coco", "voc2007", "voc2010"])
+def test_coco_like_5k(coco_like, protocol, monkeypatch):
+    _coco_like_twins(coco_like, protocol, monkeypatch)
 
 
 def _nasty(seed: int) -> tuple:

@@ -14,6 +14,9 @@ pytest.importorskip("matplotlib")
 
 from tests import ROOT
 
+# No test here reads a pixel: in the fast tier figures are placeholders (tests/support/figures.py).
+pytestmark = pytest.mark.usefixtures("figures_unless_fast")
+
 GT, DT = str(ROOT / "fixtures/coco/gt.json"), str(ROOT / "fixtures/coco/dt.json")
 
 

@@ -244,6 +244,7 @@ def test_user_strings_are_escaped():
     assert "&lt;script&gt;" in section
 
 
+@pytest.mark.usefixtures("figures_unless_fast")  # the sections' HTML, not the figures' pixels
 def test_cli_report_with_images_and_label_errors(tmp_path, capsys):
     out = tmp_path / "r.html"
     code = main(
@@ -270,6 +271,7 @@ def test_cli_report_with_images_and_label_errors(tmp_path, capsys):
     assert "wrong_class 1" in html
 
 
+@pytest.mark.usefixtures("figures_unless_fast")  # the gallery section, not the figures' pixels
 def test_cli_images_without_a_folder_is_relative_to_the_ground_truth(tmp_path, capsys):
     data = tmp_path / "data"
     shutil.copytree(FIXTURE / "images", data)

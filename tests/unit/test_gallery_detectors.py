@@ -88,6 +88,7 @@ def test_each_gallery_keeps_its_share_and_the_section_their_sum(share):
         assert 'data-truncated="true"' in section
 
 
+@pytest.mark.usefixtures("figures_unless_fast")  # the sections' HTML, not the figures' pixels
 def test_label_errors_of_every_detector(tmp_path):
     found = {}
     results = {}
@@ -111,6 +112,7 @@ def test_label_errors_of_every_detector(tmp_path):
     assert found["B"].to_dict()["counts"]["unfound"] == 1
 
 
+@pytest.mark.usefixtures("figures_unless_fast")  # the gallery section, not the figures' pixels
 def test_cli_report_covers_every_detector(tmp_path, capsys):
     out = tmp_path / "r.html"
     argv = ["report", "--gt", str(FIXTURE / "gt.json"), "--dt", str(FIXTURE / "dt.json")]

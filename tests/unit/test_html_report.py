@@ -21,6 +21,7 @@ from deteval.errors import ConfigError  # noqa: E402
 from deteval.io import load_detections, load_ground_truth  # noqa: E402
 from deteval.plot import render_report, write_report  # noqa: E402
 from deteval.stats import compare_detectors  # noqa: E402
+from tests.support.figures import no_drawing_in_fast_tier  # noqa: E402
 from tests.unit.plot_data import synthetic  # noqa: E402
 
 # The fixtures have a class without ground truth (a note through the API); incidental here.
@@ -72,18 +73,23 @@ def nasty_run():
 
 
 @pytest.fixture(scope="module")
-def full_report(nasty_run):
-    """One report with every optional section, read by the tests below (drawing is most of a test's time)."""
+def full_report(nasty_run, request):
+    """One report with every optional section, read by the tests below (drawing is most of a test's time).
+
+    They read its HTML, not its pixels: in the fast tier the figures are placeholders
+    (tests/support/figures.py).
+    """
     gt, dt, results = nasty_run
     explanation = deteval.explain(gt, dt, "voc2007", "coco")
     boot = compare_detectors(gt, {"A": dt, "B": dt}, "voc2010", n=20)
-    text = render_report(
-        results,
-        title='<b>"mine"</b> & co',
-        analysis=analyze(gt, dt, "coco"),
-        explanation=explanation,
-        bootstrap=boot,
-    )
+    with no_drawing_in_fast_tier(request.config):
+        text = render_report(
+            results,
+            title='<b>"mine"</b> & co',
+            analysis=analyze(gt, dt, "coco"),
+            explanation=explanation,
+            bootstrap=boot,
+        )
     return text, explanation
 
 
@@ -140,21 +146,19 @@ def test_sections_and_numbers_come_from_the_documents(nasty_run, full_report):
     )  # overlay, 2 results x 3, waterfall, errors x 3, forest
 
 
-def test_many_classes_all_listed_and_within_budget(tmp_path):
-    sizes = {}
-    for n in (80, 1000):
-        gt, dt = synthetic(n, n_images=max(40, n // 3), seed=n)
-        result = deteval.evaluate(gt, dt, "coco")
-        path = write_report({"detector": result}, out=tmp_path / f"r{n}.html")
-        sizes[n] = path.stat().st_size
-        text = path.read_text(encoding="utf-8")
-        body = text[text.index('id="class-table"') :]
-        body = body[: body.index("</table>")]
-        assert body.count("<tr>") == n + 1  # header row + one per class
-        assert sizes[n] < BUDGET
-    print(f"report sizes: {sizes}")
+@pytest.mark.parametrize("n", [80, 1000])  # a sweep (tests/conftest.py): the fast tier draws 80 classes
+def test_many_classes_all_listed_and_within_budget(tmp_path, n):
+    gt, dt = synthetic(n, n_images=max(40, n // 3), seed=n)
+    result = deteval.evaluate(gt, dt, "coco")
+    path = write_report({"detector": result}, out=tmp_path / f"r{n}.html")
+    text = path.read_text(encoding="utf-8")
+    body = text[text.index('id="class-table"') :]
+    body = body[: body.index("</table>")]
+    assert body.count("<tr>") == n + 1  # header row + one per class
+    assert path.stat().st_size < BUDGET
 
 
+@pytest.mark.usefixtures("figures_unless_fast")  # the file's rules, not its pixels
 def test_write_is_atomic(tmp_path, monkeypatch, nasty_run):
     target = tmp_path / "report.html"
     target.write_text("previous report", encoding="utf-8")

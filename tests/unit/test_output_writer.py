@@ -256,6 +256,7 @@ def test_a_folder_is_refused(tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")
+@pytest.mark.usefixtures("figures_unless_fast")  # the writer's rules, not the pixels
 def test_figures_and_the_report_follow_the_same_rules(tmp_path):
     pytest.importorskip("matplotlib")
     import deteval

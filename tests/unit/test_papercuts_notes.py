@@ -102,6 +102,7 @@ def test_several_detectors_and_compare_choose_the_same_way(run_cli):
 
 
 @pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning")  # bird: no ground truth
+@pytest.mark.usefixtures("figures_unless_fast")  # the report's text
 def test_the_html_report_says_whose_tide_ap_it_shows(tmp_path):
     pytest.importorskip("matplotlib")
     from deteval.diagnose import analyze

@@ -268,6 +268,7 @@ def test_nasty_class_names_draw():
     assert figure_bytes(fig, "svg") == figure_bytes(per_class_ap(result), "svg")
 
 
+@pytest.mark.usefixtures("figures_unless_fast")  # names and leftovers; the pixels: the tests above
 def test_plot_all_writes_every_figure(tmp_path, coco, analysis, inputs):
     explanation = deteval.explain(*inputs, "voc2007", "voc2010")
     paths = plot_all({"mine": coco}, out_dir=tmp_path / "figs", analysis=analysis, explanation=explanation)

@@ -88,6 +88,7 @@ def test_repeatable_bytes_and_refusals() -> None:
         lrp_components(doc, top_k=0)
 
 
+@pytest.mark.usefixtures("figures_unless_fast")  # names; the pixels: test_repeatable_bytes_and_refusals
 def test_figure_specs_draw_beyond_per_detector(tmp_path) -> None:  # noqa: ANN001
     gt, dt = _inputs()
     with warnings.catch_warnings():

@@ -14,6 +14,9 @@ pytest.importorskip("matplotlib")
 from deteval.plot import per_class_ap  # noqa: E402
 from tests import ROOT  # noqa: E402
 
+# No test here reads a pixel: in the fast tier figures are placeholders (tests/support/figures.py).
+pytestmark = pytest.mark.usefixtures("figures_unless_fast")
+
 GT, DT = str(ROOT / "fixtures/coco/gt.json"), str(ROOT / "fixtures/coco/dt.json")
 PER_RESULT = ("pr_curves", "f1_curves", "per_class_ap")
 

@@ -149,12 +149,13 @@ def _float_lists():
     return st.lists(item, max_size=40)
 
 
-def test_dumps_analysis_equals_json_dumps_on_number_lists():
+def test_dumps_analysis_equals_json_dumps_on_number_lists(request):
     from hypothesis import given, settings
 
     from deteval.report.analyze import dumps_analysis
+    from tests.support.tier import examples
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(request.config, 300), deadline=None)
     @given(_float_lists(), _float_lists())
     def check(a, b):
         doc = {"curve": a, "nested": [{"x": b, "name": "n"}], "empty": []}

@@ -17,6 +17,7 @@ from deteval.plot import render_report  # noqa: E402
 from tests import ROOT  # noqa: E402
 
 pytestmark = [
+    pytest.mark.usefixtures("figures_unless_fast"),  # no test here reads a pixel: tests/support/figures.py
     pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
     pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
 ]

@@ -31,6 +31,7 @@ N, SEED = 60, 7
 
 # the fixture's bird has no ground truth (its AP undefined: said by a warning, not our subject)
 pytestmark = [
+    pytest.mark.usefixtures("figures_unless_fast"),  # no test here reads a pixel: tests/support/figures.py
     pytest.mark.filterwarnings("ignore::deteval.errors.UndefinedMetricWarning"),
     pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning"),
 ]

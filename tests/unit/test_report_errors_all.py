@@ -15,6 +15,9 @@ from deteval.diagnose import analyze  # noqa: E402
 from deteval.plot.html import escape  # noqa: E402
 from tests import ROOT  # noqa: E402
 
+# No test here reads a pixel: in the fast tier figures are placeholders (tests/support/figures.py).
+pytestmark = pytest.mark.usefixtures("figures_unless_fast")
+
 GT = str(ROOT / "fixtures" / "coco" / "gt.json")
 DT = {"A": str(ROOT / "fixtures" / "coco" / "dt.json"), "B": str(ROOT / "fixtures" / "coco" / "dt_b.json")}
 TWO = ["--dt", DT["A"], "--dt", DT["B"], "--name", "A", "--name", "B"]

@@ -25,9 +25,11 @@ pytest.importorskip("PIL")
 pytest.importorskip("tqdm")
 
 from tests import ROOT  # noqa: E402
+from tests.support.figures import CHILD_ENV, CHILD_MAIN  # noqa: E402
+from tests.support.tier import is_fast_tier  # noqa: E402
 
 FIXTURE = ROOT / "fixtures" / "gallery"
-MAIN = "import sys; from deteval.cli import main; sys.exit(main(sys.argv[1:]))"
+MAIN = CHILD_MAIN  # the CLI's main; placeholder figures where CHILD_ENV is set
 STAGES = [
     "A: loading",
     "B: loading",
@@ -42,6 +44,13 @@ STAGES = [
     "label errors: B",
     "drawing the figures",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _no_drawing_in_the_fast_tier(request, monkeypatch):
+    """The stages and the terminal are the point, not the pixels: placeholders in the fast tier."""
+    if is_fast_tier(request.config):
+        monkeypatch.setenv(CHILD_ENV, "1")
 
 
 def _argv(tmp_path) -> list:

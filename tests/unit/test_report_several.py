@@ -11,6 +11,9 @@ pytest.importorskip("matplotlib")
 from deteval.cli import main  # noqa: E402
 from tests import ROOT  # noqa: E402
 
+# No test here reads a pixel: in the fast tier figures are placeholders (tests/support/figures.py).
+pytestmark = pytest.mark.usefixtures("figures_unless_fast")
+
 GT = str(ROOT / "fixtures" / "coco" / "gt.json")
 DT = str(ROOT / "fixtures" / "coco" / "dt.json")
 DT_B = str(ROOT / "fixtures" / "coco" / "dt_b.json")

@@ -523,6 +523,7 @@ def test_polygon_iou_equals_shapely_on_random_and_near_parallel_pairs():
     )
 
 
+@pytest.mark.usefixtures("figures_unless_fast")  # files and text, not pixels
 def test_plots_and_report_of_a_rotated_protocol(tmp_path):
     pytest.importorskip("matplotlib")
     args = ["--gt", str(FIXTURE), "--dt", str(FIXTURE / "results"), "--protocol", "dota", "-q"]
