@@ -202,8 +202,7 @@ def out_of_memory_message(exc: MemoryError) -> str:
     return (
         f"out of memory: an allocation failed ({detail}) while this run needed more than {room}; "
         f"use fewer IoU thresholds, classes, area ranges or max_dets, cap the detections per image, "
-        f"match image shards in separate processes with --workers N, or run where more memory "
-        f"(or a larger ulimit -v) is available"
+        f"or run where more memory (or a larger ulimit -v) is available"
     )
 
 
@@ -257,16 +256,15 @@ def require_match(n_area: int, n_iou_thr: int, n_det: int) -> None:
     ...     require_match(4, 10_000, 1_000)
     Traceback (most recent call last):
     ...
-    deteval.errors.ConfigError: the lanes x detections outcome arrays of matching (4 area ranges x 10000 IoU thresholds x 1000 detections: two bool flags per lane and detection, and the matching's working set) need 458.0 MiB, more than the 256.0 MiB available (--memory-limit); use fewer IoU thresholds or area ranges (or a smaller max_dets), match image shards in separate processes with --workers N, or give a larger --memory-limit on a machine that has it
+    deteval.errors.ConfigError: the lanes x detections outcome arrays of matching (4 area ranges x 10000 IoU thresholds x 1000 detections: two bool flags per lane and detection, and the matching's working set) need 458.0 MiB, more than the 256.0 MiB available (--memory-limit); use fewer IoU thresholds or area ranges (or a smaller max_dets), or give a larger --memory-limit on a machine that has it
     """
     shape = f"{n_area} area ranges x {n_iou_thr} IoU thresholds x {n_det} detections"
     require(
         match_bytes(n_area, n_iou_thr, n_det),
         what=f"the lanes x detections outcome arrays of matching ({shape}: two bool flags per "
         "lane and detection, and the matching's working set)",
-        hint="use fewer IoU thresholds or area ranges (or a smaller max_dets), match image "
-        "shards in separate processes with --workers N, or give a larger --memory-limit on a "
-        "machine that has it",
+        hint="use fewer IoU thresholds or area ranges (or a smaller max_dets), or give a larger "
+        "--memory-limit on a machine that has it",
     )
 
 

@@ -96,8 +96,10 @@ def test_require_match_message_says_what_how_much_and_what_to_do():
     assert "4 area ranges x 1000 IoU thresholds x 50 detections" in message
     assert format_bytes(match_bytes(4, 1000, 50)) in message
     assert "9.8 KiB available (--memory-limit)" in message
-    for advice in ("fewer IoU thresholds or area ranges", "--workers", "--memory-limit"):
+    for advice in ("fewer IoU thresholds or area ranges", "--memory-limit"):
         assert advice in message
+    # --workers runs threads sharing this process's memory: it is no remedy, and not offered
+    assert "--workers" not in message
 
 
 def test_memory_limit_is_restored_after_the_block():
@@ -117,7 +119,7 @@ def test_lanes_x_detections_refused_by_the_cli(capsys):
     assert "the lanes x detections outcome arrays of matching" in err
     assert f"4 area ranges x 10 IoU thresholds x {N_DET_FIXTURE} detections" in err
     assert f"need {format_bytes(needed)}" in err
-    assert "--workers" in err
+    assert "--memory-limit" in err and "--workers" not in err  # threads share this memory
 
 
 @pytest.mark.filterwarnings("ignore::deteval.UndefinedMetricWarning")  # the fixture's 'bird'
