@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from deteval._safe_read import note_read
-from deteval._safe_read.strict_json import _orjson
 from deteval.data import Detections, GroundTruth
 from deteval.io.category_map import CategoryMap
 from deteval.io.coco import fast
@@ -81,7 +80,7 @@ def _stream_rle_results(
         The file changed while read (:func:`~deteval._safe_read.check_unchanged`).
     """
     colparse = fast._colparse
-    if colparse is None or _orjson is None or not hasattr(colparse, "rle_results_part"):
+    if colparse is None or fast._orjson is None or not hasattr(colparse, "rle_results_part"):
         return None
     read = fast._stream_parts(
         path, lambda size: RleParts(size, colparse, parse_threads(workers, size)), chunk_size, record_cut
