@@ -34,7 +34,7 @@
 #include "../_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 5 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances */
+#define COLPARSE_ABI 6 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -1497,12 +1497,14 @@ static int segm_part(PartsJob *job, int k, Cursor *c, int first, int last) {
     return parse_segm_array(c, first, last, job->base, &j->part_r[k], parse_polygon_list, &j->part_poly[k]);
 }
 
-static int parse_segm_threads(const char *raw, Py_ssize_t len, int threads, SegmJob *j) {
+/* The records of ``raw`` (a whole file, or one part of it: ``first``/``last`` as in parse_box_array) on
+ * ``threads`` parts, each into its share of the columns (part_region); one part when a part is refused. */
+static int parse_segm_threads(const char *raw, Py_ssize_t len, int first, int last, int threads, SegmJob *j) {
     PartsJob job;
     job.base = raw;
     job.len = len;
-    job.first = 1;
-    job.last = 1;
+    job.first = first;
+    job.last = last;
     job.parse = segm_part;
     job.ctx = j;
     for (;;) {
@@ -1654,7 +1656,7 @@ static PyObject *segm_results(PyObject *self, PyObject *args) {
         cols[7].view.len / 8,        cols[8].view.len / 8,        0,
         0,
     };
-    const int status = parse_segm_threads((const char *)raw.buf, raw.len, parse_threads(threads), j);
+    const int status = parse_segm_threads((const char *)raw.buf, raw.len, 1, 1, parse_threads(threads), j);
     if (status != ERROR)
         result = status == OK ? Py_BuildValue("nnn", j->whole_r.n, j->whole_poly.n_part, j->whole_poly.n_coord)
                               : Py_NewRef(Py_None);
@@ -1667,23 +1669,9 @@ done:
     return result;
 }
 
-PyDoc_STRVAR(rle_results_doc,
-             "rle_results(raw, image_id, category_id, bbox, score, segm_start, segm_stop, size,\n"
-             "            counts_start, counts_stop, blob, threads=1, /)\n--\n\n"
-             "Parse COCO segm-results JSON whose records have exactly image_id, category_id, bbox,\n"
-             "score and a compressed RLE segmentation {\"size\": [h, w], \"counts\": \"...\"}.\n\n"
-             "Per record: the ids (int64), ``bbox`` (float64, 4 per record), ``score``, the byte span of\n"
-             "the segmentation in ``raw`` (int64), ``size`` (int64, 2 per record: h, w as written) and\n"
-             "the span of its counts string, unescaped, in ``blob`` (a writable byte buffer). Returns\n"
-             "``(n, n_blob)``, or None when ``raw`` is anything else (a polygon, uncompressed counts, an\n"
-             "escape other than \\\\ and \\/, a non-ASCII byte, another key) or the buffers are too small.");
-
-static PyObject *rle_results(PyObject *self, PyObject *args) {
-    PyObject *raw_obj, *blob_obj, *objs[9];
-    Py_ssize_t threads = 1;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO|n:rle_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
-                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &blob_obj, &threads))
-        return NULL;
+/* Shared by rle_results and rle_results_part: parse ``raw_obj`` into the nine columns and the blob. */
+static PyObject *parse_rle_columns(PyObject *raw_obj, int first, int last, int threads, PyObject *const *objs,
+                                   PyObject *blob_obj) {
     Py_buffer raw, blob;
     Column cols[9];
     memset(cols, 0, sizeof cols);
@@ -1722,7 +1710,7 @@ static PyObject *rle_results(PyObject *self, PyObject *args) {
         (int64_t *)cols[6].view.buf, (int64_t *)cols[7].view.buf, (int64_t *)cols[8].view.buf, (char *)blob.buf,
         blob.len,                    0,
     };
-    const int status = parse_segm_threads((const char *)raw.buf, raw.len, parse_threads(threads), j);
+    const int status = parse_segm_threads((const char *)raw.buf, raw.len, first, last, threads, j);
     if (status != ERROR)
         result = status == OK ? Py_BuildValue("nn", j->whole_r.n, j->whole_rle.n_blob) : Py_NewRef(Py_None);
     PyMem_Free(j);
@@ -1733,6 +1721,47 @@ done:
     PyBuffer_Release(&blob);
     PyBuffer_Release(&raw);
     return result;
+}
+
+PyDoc_STRVAR(rle_results_doc,
+             "rle_results(raw, image_id, category_id, bbox, score, segm_start, segm_stop, size,\n"
+             "            counts_start, counts_stop, blob, threads=1, /)\n--\n\n"
+             "Parse COCO segm-results JSON whose records have exactly image_id, category_id, bbox,\n"
+             "score and a compressed RLE segmentation {\"size\": [h, w], \"counts\": \"...\"}.\n\n"
+             "Per record: the ids (int64), ``bbox`` (float64, 4 per record), ``score``, the byte span of\n"
+             "the segmentation in ``raw`` (int64), ``size`` (int64, 2 per record: h, w as written) and\n"
+             "the span of its counts string, unescaped, in ``blob`` (a writable byte buffer). Returns\n"
+             "``(n, n_blob)``, or None when ``raw`` is anything else (a polygon, uncompressed counts, an\n"
+             "escape other than \\\\ and \\/, a non-ASCII byte, another key) or the buffers are too small.");
+
+static PyObject *rle_results(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *blob_obj, *objs[9];
+    Py_ssize_t threads = 1;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO|n:rle_results", &raw_obj, &objs[0], &objs[1], &objs[2], &objs[3],
+                          &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &blob_obj, &threads))
+        return NULL;
+    return parse_rle_columns(raw_obj, 1, 1, parse_threads(threads), objs, blob_obj);
+}
+
+PyDoc_STRVAR(rle_results_part_doc,
+             "rle_results_part(raw, first, last, image_id, category_id, bbox, score, segm_start, segm_stop,\n"
+             "                 size, counts_start, counts_stop, blob, threads=1, /)\n--\n\n"
+             "Parse one part of a compressed-RLE segm-results file into the given columns (as\n"
+             "rle_results), a file read in parts cut right after a record's closing ``}`` (the grammar\n"
+             "of box_results_part: ``first``, ``last``). Every span is relative to this call's buffers:\n"
+             "``segm_start``/``segm_stop`` to ``raw``, ``counts_start``/``counts_stop`` to ``blob`` (the\n"
+             "caller passes the columns and the blob from where the previous part's ended, and adds\n"
+             "that blob offset). Returns ``(n, n_blob)`` (n is 0 only for a last part holding just\n"
+             "``]``), or None when the part is not plain or the buffers are too small.");
+
+static PyObject *rle_results_part(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *blob_obj, *objs[9];
+    int first, last;
+    Py_ssize_t threads = 1;
+    if (!PyArg_ParseTuple(args, "OppOOOOOOOOOO|n:rle_results_part", &raw_obj, &first, &last, &objs[0], &objs[1],
+                          &objs[2], &objs[3], &objs[4], &objs[5], &objs[6], &objs[7], &objs[8], &blob_obj, &threads))
+        return NULL;
+    return parse_rle_columns(raw_obj, first, last, parse_threads(threads), objs, blob_obj);
 }
 
 PyDoc_STRVAR(polygon_spans_doc,
@@ -2914,6 +2943,7 @@ static PyMethodDef colparse_methods[] = {
     {"annotation_records", annotation_records, METH_VARARGS, annotation_records_doc},
     {"segm_results", segm_results, METH_VARARGS, segm_results_doc},
     {"rle_results", rle_results, METH_VARARGS, rle_results_doc},
+    {"rle_results_part", rle_results_part, METH_VARARGS, rle_results_part_doc},
     {"rle_spans", rle_spans, METH_VARARGS, rle_spans_doc},
     {"polygon_spans", polygon_spans, METH_VARARGS, polygon_spans_doc},
     {"keypoint_results", keypoint_results, METH_VARARGS, keypoint_results_doc},

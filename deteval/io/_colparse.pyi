@@ -123,6 +123,25 @@ def rle_results(
 ) -> tuple[int, int] | None:
     """Parse a segm-results file of compressed RLE records into the buffers: (records, blob bytes), or None."""
 
+def rle_results_part(
+    raw: Any,
+    first: bool,
+    last: bool,
+    image_id: Any,
+    category_id: Any,
+    bbox: Any,
+    score: Any,
+    segm_start: Any,
+    segm_stop: Any,
+    size: Any,
+    counts_start: Any,
+    counts_stop: Any,
+    blob: Any,
+    threads: int = 1,
+    /,
+) -> tuple[int, int] | None:
+    """One part of a compressed-RLE results file cut after a record (spans relative to the buffers), or None."""
+
 def keypoint_results(
     raw: Any,
     image_id: Any,

@@ -218,12 +218,15 @@ def _stream_keypoint_results(
     return dt
 
 
-def _stream_parts(path: str, make_parts: Any, chunk_size: int) -> tuple[Any, os.stat_result] | None:
+def _stream_parts(
+    path: str, make_parts: Any, chunk_size: int, find_cut: Any = None
+) -> tuple[Any, os.stat_result] | None:
     """``(make_parts(size), the file's stat at the start)`` once every part was fed, or None.
 
     None without the extension, for anything but a regular file of at most the JSON limit, a
     file that cannot be read, or a part the parts' ``feed`` refuses. A file that changed while
-    read is an InputError (:func:`~deteval._safe_read.check_unchanged`).
+    read is an InputError (:func:`~deteval._safe_read.check_unchanged`). ``find_cut``: as
+    :func:`_read_parts` takes it.
     """
     if _colparse is None:
         return None
@@ -234,7 +237,7 @@ def _stream_parts(path: str, make_parts: Any, chunk_size: int) -> tuple[Any, os.
     with os.fdopen(fd, "rb", buffering=0) as f:
         try:
             parts = make_parts(start.st_size)
-            n_read = _read_parts(f, parts, start.st_size, chunk_size)
+            n_read = _read_parts(f, parts, start.st_size, chunk_size, find_cut)
         except OSError:
             return None  # read again whole: read_bytes names the problem
         # a file that changed is an error even when a part was not plain: those parts may mix
@@ -245,8 +248,11 @@ def _stream_parts(path: str, make_parts: Any, chunk_size: int) -> tuple[Any, os.
     return parts, start
 
 
-def _read_parts(f: Any, parts: Any, size: int, chunk_size: int) -> int | None:
+def _read_parts(f: Any, parts: Any, size: int, chunk_size: int, find_cut: Any = None) -> int | None:
     """Read ``f`` to its end in parts cut after a ``}``, feeding each to ``parts``.
+
+    ``find_cut(buf, filled)``: where to cut the ``filled`` bytes read (0: read more first); by
+    default after the last ``}``.
 
     Returns the number of bytes read, or None to give up when a part is not plain (the caller
     reads the file whole). ``size`` bytes are expected: reading stops past them (the file grew
@@ -270,7 +276,7 @@ def _read_parts(f: Any, parts: Any, size: int, chunk_size: int) -> int | None:
             filled += got
             if total > size:
                 return total
-            cut = buf.rfind(b"}", 0, filled) + 1
+            cut = buf.rfind(b"}", 0, filled) + 1 if find_cut is None else find_cut(buf, filled)
             if not cut:
                 continue
             if not parts.feed(view[:cut], first=first, last=False):

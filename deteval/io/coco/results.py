@@ -34,6 +34,7 @@ from deteval.io.coco.fast import (
     _stream_keypoint_results,
     parse_threads,
 )
+from deteval.io.coco.fast_rle import _stream_rle_results
 from deteval.io.coco.keypoints import keypoint_column, keypoint_extent
 from deteval.io.coco.obb import boxes_of, obb_column
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
@@ -196,15 +197,17 @@ def _read_results(
 ) -> tuple[Any, str]:
     """(Detections, or the parsed data for the full checks; the name for messages).
 
-    A path to a plain box- or keypoint-results file is streamed into columns
-    (:func:`_stream_box_results`, :func:`_stream_keypoint_results`); any other file is read whole
-    and offered to the whole-file fast paths, then parsed. ``workers``: the compiled parsers'
+    A path to a plain box-, keypoint- or compressed-RLE segm-results file is streamed into columns
+    (:func:`_stream_box_results`, :func:`_stream_keypoint_results`, :func:`_stream_rle_results`);
+    any other file is read whole and offered to the whole-file fast paths, then parsed. ``workers``: the compiled parsers'
     threads (:func:`~deteval.io.coco.fast.parse_threads`, by the file's size).
     """
     if isinstance(source, (str, os.PathLike)):
         streamed = _stream_box_results(os.fspath(source), gt, cmap, workers=workers)
         if streamed is None:
             streamed = _stream_keypoint_results(os.fspath(source), gt, cmap, workers=workers)
+        if streamed is None:
+            streamed = _stream_rle_results(os.fspath(source), gt, cmap, workers=workers)
         if streamed is not None:
             return streamed, streamed.source
 
