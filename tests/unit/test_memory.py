@@ -119,7 +119,8 @@ def test_lanes_x_detections_refused_by_the_cli(capsys):
     assert "the lanes x detections outcome arrays of matching" in err
     assert f"4 area ranges x 10 IoU thresholds x {N_DET_FIXTURE} detections" in err
     assert f"need {format_bytes(needed)}" in err
-    assert "--memory-limit" in err and "--workers" not in err  # threads share this memory
+    assert "--memory-limit" in err
+    assert "--workers" not in err  # threads share this memory: no remedy
 
 
 @pytest.mark.filterwarnings("ignore::deteval.UndefinedMetricWarning")  # the fixture's 'bird'
