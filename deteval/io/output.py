@@ -278,7 +278,7 @@ def _replace_atomically(
     ``try`` that removes it, so an interrupt just after the ``open`` returned -- before its
     descriptor is even stored -- still removes it (``tempfile.mkstemp`` returns the name only
     once the file exists: an interrupt inside it left the file behind). The removal itself
-    (:func:`_remove_temporary`) survives a second interrupt.
+    survives a second interrupt; the first one is re-raised.
     """
     folder, name = os.path.split(target)
     flags = (
@@ -325,25 +325,24 @@ def _replace_atomically(
                 f"nothing was written (expected a writable file path with space for {len(payload)} bytes)",
             ) from None
     except BaseException:
-        # No call before the loop's ``try``: the interpreter runs signal handlers only at calls
-        # and backward jumps, so a second interrupt cannot escape before the file is removed.
+        # No call before the loop's ``try``: the interpreter runs signal handlers only after
+        # calls and at backward jumps, so a second interrupt cannot escape before the file is
+        # removed; each step is marked done right after it, so a retry never repeats one (a
+        # descriptor closed twice could be another thread's by then).
         while True:
             try:
-                _remove_temporary(fd, tmp)  # after os.replace: the name is gone, nothing to do
+                if tmp is not None:  # after os.replace: the name is gone, nothing to do
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
+                    tmp = None
+                if fd >= 0:
+                    fd, closing = -1, fd
+                    with contextlib.suppress(OSError):
+                        os.close(closing)
                 break
             except KeyboardInterrupt:  # a second Ctrl-C or SIGTERM: finish the cleanup first
                 continue
         raise
-
-
-def _remove_temporary(fd: int, tmp: str | None) -> None:
-    """Close ``fd`` (when open) and remove ``tmp`` (when set); a second call does no harm."""
-    if fd >= 0:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    if tmp is not None:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
 
 
 def _mode_for(existing: os.stat_result | None) -> int:
