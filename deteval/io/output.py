@@ -22,10 +22,11 @@ Two mechanisms, used by every file deteval writes (``--output``, ``--matches``, 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -130,6 +131,10 @@ def check_output(
 #: An open descriptor named as a path (what ``/dev/stdout``, ``/dev/fd/N`` and ``/proc/self/fd/N``
 #: lead to): ``/proc/<pid>/fd/N`` or ``/proc/<pid>/task/<tid>/fd/N``, once ``/proc/self`` is resolved.
 _FD_ENTRY = re.compile(r"/proc/(?:self|thread-self|\d+)(?:/task/\d+)?/fd/\d+")
+
+#: Random names tried for a temporary file before giving up (``tempfile.TMP_MAX`` is larger;
+#: 32 random bits collide only in a folder full of our own leftovers).
+_NAME_ATTEMPTS = 100
 
 #: Bytes handed to one ``os.write`` (it may write less; the rest follows).
 _WRITE_CHUNK = 1 << 24
@@ -266,23 +271,51 @@ def _write_directly(shown: str, payload: bytes, option: str) -> None:
 def _replace_atomically(
     target: str, payload: bytes, shown: str, option: str, existing: os.stat_result | None
 ) -> None:
-    """Write ``payload`` to a temporary file beside ``target`` (a resolved path), then rename it."""
+    """Write ``payload`` to a temporary file beside ``target`` (a resolved path), then rename it.
+
+    Ctrl-C and SIGTERM (raised by the CLI as an exception) may come at any bytecode. The
+    temporary file's name is chosen *before* it is created and the creation sits inside the
+    ``try`` that removes it, so an interrupt just after the ``open`` returned -- before its
+    descriptor is even stored -- still removes it (``tempfile.mkstemp`` returns the name only
+    once the file exists: an interrupt inside it left the file behind). The removal itself
+    survives a second interrupt; the first one is re-raised.
+    """
     folder, name = os.path.split(target)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    except OSError as exc:
-        raise _cannot_write(
-            option, shown, exc, "expected a writable file path in an existing folder"
-        ) from None
+    flags = (
+        os.O_WRONLY
+        | os.O_CREAT
+        | os.O_EXCL
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+        | getattr(os, "O_BINARY", 0)
+    )
+    tmp: str | None = None  # set before the file is created: removed on any failure from then on
+    fd = -1
     try:
         try:
-            with os.fdopen(fd, "wb", buffering=0) as f:
-                _write_all(f.fileno(), payload)
-                os.fsync(f.fileno())
-                os.fchmod(f.fileno(), _mode_for(existing))
-                if existing is not None:
-                    with contextlib.suppress(OSError):  # keeping another user's file needs root
-                        os.fchown(f.fileno(), existing.st_uid, existing.st_gid)
+            for _ in range(_NAME_ATTEMPTS):
+                tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+                try:
+                    fd = os.open(tmp, flags, 0o600)
+                    break
+                except FileExistsError:
+                    tmp = None  # another writer's file: never removed by us
+            else:
+                raise FileExistsError(errno.EEXIST, "no unused temporary file name", folder)
+        except OSError as exc:
+            tmp = None  # not created (no such folder, no permission): nothing of ours to remove
+            raise _cannot_write(
+                option, shown, exc, "expected a writable file path in an existing folder"
+            ) from None
+        try:
+            _write_all(fd, payload)
+            os.fsync(fd)
+            os.fchmod(fd, _mode_for(existing))
+            if existing is not None:
+                with contextlib.suppress(OSError):  # keeping another user's file needs root
+                    os.fchown(fd, existing.st_uid, existing.st_gid)
+            fd, closing = -1, fd
+            os.close(closing)  # a network file system may report a failed write only here
             os.replace(tmp, target)
         except OSError as exc:
             raise _cannot_write(
@@ -292,8 +325,23 @@ def _replace_atomically(
                 f"nothing was written (expected a writable file path with space for {len(payload)} bytes)",
             ) from None
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        # No call before the loop's ``try``: the interpreter runs signal handlers only after
+        # calls and at backward jumps, so a second interrupt cannot escape before the file is
+        # removed; each step is marked done right after it, so a retry never repeats one (a
+        # descriptor closed twice could be another thread's by then).
+        while True:
+            try:
+                if tmp is not None:  # after os.replace: the name is gone, nothing to do
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
+                    tmp = None
+                if fd >= 0:
+                    fd, closing = -1, fd
+                    with contextlib.suppress(OSError):
+                        os.close(closing)
+                break
+            except KeyboardInterrupt:  # a second Ctrl-C or SIGTERM: finish the cleanup first
+                continue
         raise
 
 

@@ -30,7 +30,7 @@ from deteval.geometry.boxes import pair_box_iou
 from deteval.io.output import check_output, write_output
 from deteval.sharding import effective_workers, usable_cpus
 from tests import ROOT
-from tests.support.processes import catches, freeze_when, send_each, wait_stopped, workers_of
+from tests.support.processes import catches, freeze_when, send_each, state_of, wait_stopped, workers_of
 
 GOOD_GT = ROOT / "fixtures" / "coco" / "gt.json"
 GOOD_DT = ROOT / "fixtures" / "coco" / "dt.json"
@@ -908,3 +908,100 @@ def test_read_log_resolves_paths_as_realpath_does(tmp_path, monkeypatch):
     ]
     for path in paths * 2:  # the second round from the cached folders
         assert log._realpath(path) == os.path.realpath(path), path
+
+
+# -- a signal at each point of the atomic write: the temporary file never survives ------------
+
+#: Run ``deteval evaluate --matches TARGET`` in a child that stops itself (SIGSTOP) at a named
+#: point of the atomic writer: right after the temporary file's ``os.open`` returns (inside
+#: ``tempfile.mkstemp`` before the fix), or before the ``os.unlink`` that removes it. Only the
+#: first call on the temporary file (the first ``os.fsync``: the run's only one) stops; the test then signals the stopped child and continues
+#: it, so the signal lands at that point on any machine.
+_STOP_AT = """
+import os, signal, sys
+from deteval.cli import main
+
+gt, dt, target, point = sys.argv[1:5]
+prefix = "." + os.path.basename(target) + "."
+
+
+def stopping(real, before):
+    stopped = []
+
+    def call(path, *args, **kwargs):
+        named = isinstance(path, int) or os.path.basename(os.fsdecode(path)).startswith(prefix)
+        ours = named and not stopped
+        if ours and before:
+            stopped.append(path)
+            os.kill(os.getpid(), signal.SIGSTOP)
+        result = real(path, *args, **kwargs)
+        if ours and not before:
+            stopped.append(path)
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return result
+
+    return call
+
+
+if point == "created":  # the temporary file exists; its cleanup may not be registered yet
+    os.open = stopping(os.open, before=False)
+elif point == "removing":  # the first signal's cleanup is about to remove it
+    os.unlink = stopping(os.unlink, before=True)
+    os.fsync = stopping(os.fsync, before=False)  # the first signal: the file written, not renamed
+sys.exit(main(["evaluate", "--gt", gt, "--dt", dt, "--matches", target, "-q"]))
+"""
+
+
+def _stopped_child(tmp_path: Path, point: str) -> tuple[subprocess.Popen, Path]:
+    target = tmp_path / "matches.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _STOP_AT, str(GOOD_GT), str(GOOD_DT), str(target), point],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a background job starts with SIGINT ignored: give the child the default, as a terminal does
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    return proc, target
+
+
+def _signal_when_stopped(proc: subprocess.Popen, signum: int) -> None:
+    """Wait for the child to stop itself, send ``signum``, continue it."""
+    while state_of(proc.pid) not in ("t", "T") and proc.poll() is None:
+        time.sleep(0.001)  # polling for the child's own stop: no timing is assumed
+    if proc.poll() is not None:
+        proc.kill()
+        pytest.fail(f"the child never stopped at its point: {proc.communicate()[1]}")
+    proc.send_signal(signum)
+    os.kill(proc.pid, signal.SIGCONT)
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "said"), [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")]
+)
+def test_a_signal_right_after_the_temporary_file_is_created_leaves_nothing(tmp_path, signum, code, said):
+    """The window that made the large-matches test fail about once in five runs."""
+    proc, target = _stopped_child(tmp_path, "created")
+    _signal_when_stopped(proc, signum)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err
+    assert said in err
+    assert "Traceback" not in err
+    assert not target.exists()
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+@pytest.mark.parametrize("second", [signal.SIGTERM, signal.SIGINT])
+def test_a_second_signal_during_the_cleanup_still_removes_the_temporary_file(tmp_path, second):
+    target = tmp_path / "matches.csv"
+    target.write_text("the previous run's complete output\n")
+    proc, _ = _stopped_child(tmp_path, "removing")
+    _signal_when_stopped(proc, signal.SIGTERM)  # stopped after the fsync: the write is complete
+    _signal_when_stopped(proc, second)  # stopped in the cleanup, before its unlink
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "terminated" in err  # the first signal is the one reported
+    assert "Traceback" not in err
+    assert target.read_text() == "the previous run's complete output\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["matches.csv"]
