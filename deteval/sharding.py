@@ -71,8 +71,9 @@ def in_processes(protocol: Protocol) -> bool:
     Examples
     --------
     >>> from deteval.protocol import get_protocol
-    >>> in_processes(get_protocol("coco")), in_processes(get_protocol("coco-exact-masks"))
-    (False, True)
+    >>> exact = get_protocol("coco-exact-masks")  # a box preset until segm is asked for
+    >>> in_processes(get_protocol("coco")), in_processes(exact), in_processes(exact.replace(iou_type="segm"))
+    (False, False, True)
     """
     if protocol.iou_type == "boundary":
         return True

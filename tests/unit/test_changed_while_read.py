@@ -152,7 +152,9 @@ def test_the_streamed_reader_refuses_a_file_changed_between_parts(tmp_path, monk
         pytest.skip("the streamed reader needs the compiled extension")
     original = fast._read_parts
     monkeypatch.setattr(
-        fast, "_read_parts", lambda f, parts, size, chunk: original(ChangingFile(f), parts, size, chunk)
+        fast,
+        "_read_parts",
+        lambda f, parts, size, chunk, *cut: original(ChangingFile(f), parts, size, chunk, *cut),
     )
     with pytest.raises(InputError, match=f"^{path}: changed while read"):
         fast._stream_box_results(str(path), gt, chunk_size=4096)
@@ -184,7 +186,9 @@ def test_the_streamed_keypoint_reader_refuses_a_file_changed_between_parts(tmp_p
     assert fast._stream_keypoint_results(str(path), gt, chunk_size=4096) is not None  # unchanged: read
     original = fast._read_parts
     monkeypatch.setattr(
-        fast, "_read_parts", lambda f, parts, size, chunk: original(ChangingFile(f), parts, size, chunk)
+        fast,
+        "_read_parts",
+        lambda f, parts, size, chunk, *cut: original(ChangingFile(f), parts, size, chunk, *cut),
     )
     with pytest.raises(InputError, match=f"^{path}: changed while read"):
         fast._stream_keypoint_results(str(path), gt, chunk_size=4096)
@@ -197,9 +201,9 @@ def test_a_changed_results_file_through_the_cli_is_exit_3(tmp_path, monkeypatch,
     path.write_bytes(results_text("1"))
     original_parts, original_chunks = fast._read_parts, _text._read_chunks
 
-    def parts(f, parts_, size, chunk):
+    def parts(f, parts_, size, chunk, *cut):
         CHANGES["rewritten in place, same size"](path)
-        return original_parts(f, parts_, size, chunk)
+        return original_parts(f, parts_, size, chunk, *cut)
 
     def chunks(f, size, limit):
         if size == len(results_text("1")):  # dt.json (the whole-file path, without the extension)

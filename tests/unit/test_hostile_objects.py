@@ -195,7 +195,10 @@ def _rle_and_keypoint_workload(fixtures: Path) -> None:
         path.write_text(json.dumps(records))
         gt = deteval.load_ground_truth(segm)
         raster = deteval.get_protocol("coco").replace(iou_type="segm", mask_iou="raster")
-        deteval.evaluate(gt, deteval.load_detections(str(path), gt), raster)
+        deteval.evaluate(gt, deteval.load_detections(str(path), gt), raster)  # streamed in parts
+        from deteval.io.coco import fast
+
+        assert fast._compiled_rle_columns(path.read_bytes()) is not None  # the bytes-in-memory parser
         for a in segm["annotations"]:  # the ground truth as compressed RLE, from a file
             h, w = size[a["image_id"]]
             made = mask_utils.frPyObjects(a["segmentation"], h, w)  # a crowd RLE: one dict
