@@ -116,7 +116,8 @@ def signal_while_workers_run(
 
 
 #: (extra arguments, which set of workers gets the signal)
-BOOTSTRAP = (["--workers", 2, "--bootstrap", 1000, "--protocol", "coco", "-q"], 2)
+# Box matching runs on kernel threads (no processes): the bootstrap's workers are the first set.
+BOOTSTRAP = (["--workers", 2, "--bootstrap", 1000, "--protocol", "coco", "-q"], 1)
 # Matching runs in processes where it runs in Python (exact polygon masks); boxes use kernel threads.
 MATCHING = (["--workers", 2, "--protocol", "coco-exact-masks", "--iou-type", "segm", "-q"], 1)
 
