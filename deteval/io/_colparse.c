@@ -309,21 +309,35 @@ static int parse_record(Cursor *c, int64_t *image_id, int64_t *category_id, doub
     return OK;
 }
 
-/* The records of ``c`` into the columns from index 0, at most ``capacity`` of them; ``*n`` is set to the
- * count read. A whole file (``first`` and ``last``) is ``[`` record (``,`` record)* ``]`` with nothing but
- * whitespace after. A part of a file cut after a record's closing ``}`` (see box_results_part) is the same
- * grammar cut there: a first part starts with ``[`` and its first record; a later part starts with ``,``
- * (or, the last part, with ``]``); a part that is not the last ends with a record. Concatenated, the parts
- * are read exactly as the whole file is: no token crosses a cut (a ``}`` is a token of its own). */
-static int parse_box_array(Cursor *c, int first, int last, Py_ssize_t capacity, int64_t *image_id,
-                           int64_t *category_id, double *bbox, double *score, Py_ssize_t *n_out) {
-    Py_ssize_t n = 0;
+/* One record of a results array at row ``i`` of the caller's columns (``ctx``). */
+typedef int (*RecordParser)(Cursor *c, void *ctx, Py_ssize_t i);
+
+/* The grammar every array of records shares (box, segm and keypoint results, the instances'
+ * annotations). A whole array (``first`` and ``last``) is ``[`` record (``,`` record)* ``]`` with
+ * nothing but whitespace after (or ``[]`` when ``empty_ok``). A part of a file cut after a record's
+ * closing ``}`` (see box_results_part) is the same grammar cut there: a first part starts with ``[``
+ * and its first record; a later part starts with ``,`` (or, the last part, with ``]``); a part that
+ * is not the last ends with a record. Concatenated, the parts are read exactly as the whole file is:
+ * no token crosses a cut (a ``}`` is a token of its own). Records go to rows ``start``, ``start + 1``,
+ * ... below ``capacity`` (one beyond it is REFUSE); ``*n_out`` is the row after the last record read,
+ * whatever the outcome. */
+static int parse_record_array(Cursor *c, int first, int last, int empty_ok, Py_ssize_t start, Py_ssize_t capacity,
+                              RecordParser record, void *ctx, Py_ssize_t *n_out) {
+    Py_ssize_t n = start;
     int status = OK;
     if (first) {
         status = expect(c, '[');
-        if (status == OK && capacity < 1) status = REFUSE;
-        if (status == OK) status = parse_record(c, &image_id[0], &category_id[0], &bbox[0], &score[0]);
-        if (status == OK) n = 1;
+        if (status == OK && empty_ok) {
+            skip_ws(c);
+            if (c->p < c->end && *c->p == ']') { /* [] */
+                c->p++;
+                *n_out = n;
+                return last && c->p == c->end ? OK : REFUSE;
+            }
+        }
+        if (status == OK && n >= capacity) status = REFUSE;
+        if (status == OK) status = record(c, ctx, n);
+        if (status == OK) n++;
     }
     while (status == OK) {
         skip_ws(c);
@@ -337,7 +351,7 @@ static int parse_box_array(Cursor *c, int first, int last, Py_ssize_t capacity, 
                 status = REFUSE;
                 break;
             }
-            status = parse_record(c, &image_id[n], &category_id[n], &bbox[4 * n], &score[n]);
+            status = record(c, ctx, n);
             if (status == OK) n++;
             continue;
         }
@@ -354,6 +368,22 @@ static int parse_box_array(Cursor *c, int first, int last, Py_ssize_t capacity, 
     return status;
 }
 
+typedef struct {
+    int64_t *image_id, *category_id;
+    double *bbox, *score;
+} BoxRows;
+
+static int box_row(Cursor *c, void *ctx, Py_ssize_t i) {
+    BoxRows *b = (BoxRows *)ctx;
+    return parse_record(c, &b->image_id[i], &b->category_id[i], &b->bbox[4 * i], &b->score[i]);
+}
+
+static int parse_box_array(Cursor *c, int first, int last, Py_ssize_t capacity, int64_t *image_id,
+                           int64_t *category_id, double *bbox, double *score, Py_ssize_t *n_out) {
+    BoxRows rows = {image_id, category_id, bbox, score};
+    return parse_record_array(c, first, last, 0, 0, capacity, box_row, &rows, n_out);
+}
+
 /* ---- Parsing on several threads: parts cut at record boundaries, joined in file order ----
  *
  * run_parts cuts ``[0, len)`` into at most ``threads`` parts, each right after a record's ``}`` (a ``}``
@@ -361,7 +391,7 @@ static int parse_box_array(Cursor *c, int first, int last, Py_ssize_t capacity, 
  * followed so), and parses them at once (parallel_parts) with the GIL released: part k into its own
  * region of each column (the columns' capacity split in proportion to the bytes, see part_region),
  * numbers needing Python's conversion put aside (Deferred). A part starts as the grammar of
- * parse_box_array says a later part does (``,``). Once joined, with the GIL: the put-aside numbers
+ * parse_record_array says a later part does (``,``). Once joined, with the GIL: the put-aside numbers
  * are converted, then the caller moves each part's rows down behind the previous part's.
  *
  * Why the result is the one thread's: part 0 starts where the whole file does; a part that parses
@@ -978,50 +1008,21 @@ static int parse_annotations(Cursor *c, const char *base, AnnColumns *cols, Py_s
 
 /* The annotations of ``c`` into ``cols`` (from row 0, at most ``capacity``): the whole array
  * (``first`` and ``last``: ``[`` ... ``]``, or ``[]``) or one part of it cut after a record's ``}``,
- * in the grammar of parse_box_array; nothing may follow the last part's ``]`` (the cut ends there). */
+ * in the grammar of parse_record_array; nothing may follow the last part's ``]`` (the cut ends there). */
+typedef struct {
+    const char *base;
+    AnnColumns *cols;
+} AnnRows;
+
+static int annotation_row(Cursor *c, void *ctx, Py_ssize_t i) {
+    AnnRows *a = (AnnRows *)ctx;
+    return parse_annotation(c, a->base, a->cols, i);
+}
+
 static int parse_annotation_array(Cursor *c, int first, int last, const char *base, AnnColumns *cols,
                                   Py_ssize_t capacity, Py_ssize_t *n_out) {
-    Py_ssize_t n = 0;
-    int status = OK;
-    *n_out = 0;
-    if (first) {
-        status = expect(c, '[');
-        if (status != OK) return status;
-        skip_ws(c);
-        if (c->p < c->end && *c->p == ']') { /* [] */
-            c->p++;
-            return last && c->p == c->end ? OK : REFUSE;
-        }
-        if (capacity < 1) return REFUSE;
-        status = parse_annotation(c, base, cols, 0);
-        if (status == OK) n = 1;
-    }
-    while (status == OK) {
-        skip_ws(c);
-        if (c->p >= c->end) {
-            if (last) status = REFUSE; /* no closing ] */
-            break;
-        }
-        if (*c->p == ',') {
-            c->p++;
-            if (n >= capacity) {
-                status = REFUSE;
-                break;
-            }
-            status = parse_annotation(c, base, cols, n);
-            if (status == OK) n++;
-            continue;
-        }
-        if (!last || *c->p != ']') {
-            status = REFUSE;
-            break;
-        }
-        c->p++;
-        if (c->p != c->end) status = REFUSE;
-        break;
-    }
-    *n_out = n;
-    return status;
+    AnnRows rows = {base, cols};
+    return parse_record_array(c, first, last, 1, 0, capacity, annotation_row, &rows, n_out);
 }
 
 typedef struct {
@@ -1440,42 +1441,27 @@ static int parse_rle_object(Cursor *c, void *columns, Py_ssize_t i) {
 }
 
 /* The records of ``c`` into ``r`` (from ``r->n``): a whole file (``first`` and ``last``) or one part of it
- * cut after a record's ``}``, in the grammar of parse_box_array. ``base``: the file's first byte (the
+ * cut after a record's ``}``, in the grammar of parse_record_array. ``base``: the file's first byte (the
  * segmentation spans are offsets from it). */
+typedef struct {
+    const char *base;
+    RecordColumns *r;
+    SegmParser parse_segm;
+    void *columns;
+} SegmRows;
+
+static int segm_row(Cursor *c, void *ctx, Py_ssize_t i) {
+    SegmRows *g = (SegmRows *)ctx;
+    g->r->n = i; /* parse_segm_record writes row r->n */
+    return parse_segm_record(c, g->base, g->r, g->parse_segm, g->columns);
+}
+
 static int parse_segm_array(Cursor *c, int first, int last, const char *base, RecordColumns *r, SegmParser parse_segm,
                             void *columns) {
-    int status = OK;
-    if (first) {
-        status = expect(c, '[');
-        if (status == OK && r->n >= r->cap_records) status = REFUSE;
-        if (status == OK) status = parse_segm_record(c, base, r, parse_segm, columns);
-        if (status == OK) r->n++;
-    }
-    while (status == OK) {
-        skip_ws(c);
-        if (c->p >= c->end) {
-            if (last) status = REFUSE; /* no closing ] */
-            break;
-        }
-        if (*c->p == ',') {
-            c->p++;
-            if (r->n >= r->cap_records) {
-                status = REFUSE;
-                break;
-            }
-            status = parse_segm_record(c, base, r, parse_segm, columns);
-            if (status == OK) r->n++;
-            continue;
-        }
-        if (!last || *c->p != ']') {
-            status = REFUSE;
-            break;
-        }
-        c->p++;
-        skip_ws(c);
-        if (c->p != c->end) status = REFUSE; /* trailing text */
-        break;
-    }
+    SegmRows rows = {base, r, parse_segm, columns};
+    Py_ssize_t n;
+    const int status = parse_record_array(c, first, last, 0, r->n, r->cap_records, segm_row, &rows, &n);
+    r->n = n;
     return status;
 }
 
@@ -1497,7 +1483,7 @@ static int segm_part(PartsJob *job, int k, Cursor *c, int first, int last) {
     return parse_segm_array(c, first, last, job->base, &j->part_r[k], parse_polygon_list, &j->part_poly[k]);
 }
 
-/* The records of ``raw`` (a whole file, or one part of it: ``first``/``last`` as in parse_box_array) on
+/* The records of ``raw`` (a whole file, or one part of it: ``first``/``last`` as in parse_record_array) on
  * ``threads`` parts, each into its share of the columns (part_region); one part when a part is refused. */
 static int parse_segm_threads(const char *raw, Py_ssize_t len, int first, int last, int threads, SegmJob *j) {
     PartsJob job;
@@ -1957,40 +1943,17 @@ static int parse_keypoint_record(Cursor *c, KeypointColumns *s) {
 }
 
 /* The records of ``c`` into ``s`` (from ``s->n``): a whole file (``first`` and ``last``) or one part
- * of it cut after a record's ``}``, in the grammar of parse_box_array. */
+ * of it cut after a record's ``}``, in the grammar of parse_record_array. */
+static int keypoint_row(Cursor *c, void *ctx, Py_ssize_t i) {
+    KeypointColumns *s = (KeypointColumns *)ctx;
+    s->n = i; /* parse_keypoint_record writes row s->n */
+    return parse_keypoint_record(c, s);
+}
+
 static int parse_keypoint_array(Cursor *c, int first, int last, KeypointColumns *s) {
-    int status = OK;
-    if (first) {
-        status = expect(c, '[');
-        if (status == OK && s->n >= s->cap_records) status = REFUSE;
-        if (status == OK) status = parse_keypoint_record(c, s);
-        if (status == OK) s->n++;
-    }
-    while (status == OK) {
-        skip_ws(c);
-        if (c->p >= c->end) {
-            if (last) status = REFUSE; /* no closing ] */
-            break;
-        }
-        if (*c->p == ',') {
-            c->p++;
-            if (s->n >= s->cap_records) {
-                status = REFUSE;
-                break;
-            }
-            status = parse_keypoint_record(c, s);
-            if (status == OK) s->n++;
-            continue;
-        }
-        if (!last || *c->p != ']') {
-            status = REFUSE;
-            break;
-        }
-        c->p++;
-        skip_ws(c);
-        if (c->p != c->end) status = REFUSE; /* trailing text */
-        break;
-    }
+    Py_ssize_t n;
+    const int status = parse_record_array(c, first, last, 0, s->n, s->cap_records, keypoint_row, s, &n);
+    s->n = n;
     return status;
 }
 
