@@ -573,7 +573,6 @@ static int parse_box_threads(const char *raw, Py_ssize_t len, int first, int las
         int status = run_parts(&job);
         if (status == REFUSE && job.parts > 1) {
             refused_parts++;
-            refused_parts++;
             threads = 1; /* the one-thread parse decides */
             continue;
         }

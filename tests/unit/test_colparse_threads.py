@@ -389,3 +389,15 @@ def test_instances_slow_segmentation_number_reads_as_one_thread() -> None:
     for threads in THREADS:
         assert parse_instances(raw, threads) == one
     assert _colparse._parts_refused() == refused + len(THREADS)  # each parsed again on one thread
+
+
+def test_a_refused_box_part_is_counted_once_per_call() -> None:
+    """A box file refused on parts is parsed again on one thread: one refusal per call, not two."""
+    raw = box_file(300, 5)
+    at = raw.index(b'"score"', len(raw) * 3 // 4)
+    bad = raw[:at] + b'"extra":1,' + raw[at:]  # another key late in the file: not plain
+    assert parse_box(bad, 1) is None
+    refused = _colparse._parts_refused()
+    for threads in (2, 3, 7):
+        assert parse_box(bad, threads) is None
+    assert _colparse._parts_refused() == refused + 3
