@@ -533,6 +533,46 @@ static int parse_threads(Py_ssize_t threads) {
     return threads > DETEVAL_MAX_PARTS ? DETEVAL_MAX_PARTS : (int)threads;
 }
 
+/* Part k's regions of the caller's columns, set before the parts run. */
+typedef void (*PartSplit)(PartsJob *job, int k);
+/* Once every part parsed OK: REFUSE when the parts disagree (one thread then decides), else OK. */
+typedef int (*PartsAgree)(PartsJob *job);
+
+static void parts_job(PartsJob *job, const char *raw, Py_ssize_t len, int first, int last, PartParser parse,
+                      void *ctx) {
+    job->base = raw;
+    job->len = len;
+    job->first = first;
+    job->last = last;
+    job->parse = parse;
+    job->ctx = ctx;
+}
+
+/* The records of job->base[0, len) on ``threads`` parts cut after records (one part for one thread):
+ * each part's regions set by ``split``, the parts run at once (run_parts) and, with ``agree``, checked
+ * against each other. When a part is refused or the parts disagree, the whole is parsed again as one
+ * part, whose outcome is the answer. OK: the caller joins job->parts parts' rows; REFUSE or ERROR. */
+static int parse_parts(PartsJob *job, int threads, PartSplit split, PartsAgree agree) {
+    for (;;) {
+        if (threads > 1) {
+            record_cuts(job, threads);
+        } else {
+            job->parts = 1;
+            job->cut[0] = 0;
+            job->cut[1] = job->len;
+        }
+        for (int k = 0; k < job->parts; k++) split(job, k);
+        int status = run_parts(job);
+        if (status == OK && agree) status = agree(job);
+        if (status == REFUSE && job->parts > 1) {
+            refused_parts++;
+            threads = 1; /* the one-thread parse decides */
+            continue;
+        }
+        return status;
+    }
+}
+
 /* ---- box results on parts ---- */
 
 typedef struct {
@@ -550,39 +590,24 @@ static int box_part(PartsJob *job, int k, Cursor *c, int first, int last) {
                            b->score + lo, &b->n[k]);
 }
 
+static void box_split(PartsJob *job, int k) {
+    BoxJob *b = (BoxJob *)job->ctx;
+    part_region(job, k, b->cap, &b->lo[k], &b->hi[k]);
+}
+
 /* The box records of ``raw`` on ``threads`` parts (one when a part is refused): OK with ``*n`` set,
  * REFUSE or ERROR. */
 static int parse_box_threads(const char *raw, Py_ssize_t len, int first, int last, int threads, BoxJob *b,
                              Py_ssize_t *n) {
     PartsJob job;
-    job.base = raw;
-    job.len = len;
-    job.first = first;
-    job.last = last;
-    job.parse = box_part;
-    job.ctx = b;
-    for (;;) {
-        if (threads > 1) {
-            record_cuts(&job, threads);
-        } else {
-            job.parts = 1;
-            job.cut[0] = 0;
-            job.cut[1] = len;
-        }
-        for (int k = 0; k < job.parts; k++) part_region(&job, k, b->cap, &b->lo[k], &b->hi[k]);
-        int status = run_parts(&job);
-        if (status == REFUSE && job.parts > 1) {
-            refused_parts++;
-            threads = 1; /* the one-thread parse decides */
-            continue;
-        }
-        if (status != OK) return status;
-        join_rows((char *)b->image_id, 8, job.parts, b->lo, b->n);
-        join_rows((char *)b->category_id, 8, job.parts, b->lo, b->n);
-        join_rows((char *)b->bbox, 32, job.parts, b->lo, b->n);
-        *n = join_rows((char *)b->score, 8, job.parts, b->lo, b->n);
-        return OK;
-    }
+    parts_job(&job, raw, len, first, last, box_part, b);
+    const int status = parse_parts(&job, threads, box_split, NULL);
+    if (status != OK) return status;
+    join_rows((char *)b->image_id, 8, job.parts, b->lo, b->n);
+    join_rows((char *)b->category_id, 8, job.parts, b->lo, b->n);
+    join_rows((char *)b->bbox, 32, job.parts, b->lo, b->n);
+    *n = join_rows((char *)b->score, 8, job.parts, b->lo, b->n);
+    return OK;
 }
 
 /* ValueError when a column the parser writes shares a byte with the text it reads, a key table
@@ -1482,113 +1507,96 @@ static int segm_part(PartsJob *job, int k, Cursor *c, int first, int last) {
     return parse_segm_array(c, first, last, job->base, &j->part_r[k], parse_polygon_list, &j->part_poly[k]);
 }
 
+static void segm_split(PartsJob *job, int k) {
+    SegmJob *j = (SegmJob *)job->ctx;
+    RecordColumns *r = &j->part_r[k];
+    Py_ssize_t lo, hi, alo, ahi;
+    part_region(job, k, j->whole_r.cap_records, &lo, &hi);
+    j->lo[k] = lo;
+    j->hi[k] = hi;
+    *r = j->whole_r;
+    r->image_id += lo;
+    r->category_id += lo;
+    r->segm_start += lo;
+    r->segm_stop += lo;
+    r->bbox += 4 * lo;
+    r->score += lo;
+    r->cap_records = hi - lo;
+    r->n = 0;
+    if (j->rle) {
+        RleColumns *s = &j->part_rle[k];
+        part_region(job, k, j->whole_rle.cap_blob, &alo, &ahi);
+        *s = j->whole_rle;
+        s->size += 2 * lo;
+        s->counts_start += lo;
+        s->counts_stop += lo;
+        s->blob += alo;
+        s->cap_blob = ahi - alo;
+        s->n_blob = 0;
+    } else {
+        SegmColumns *s = &j->part_poly[k];
+        Py_ssize_t blo, bhi;
+        part_region(job, k, j->whole_poly.cap_parts, &alo, &ahi);
+        part_region(job, k, j->whole_poly.cap_coords, &blo, &bhi);
+        j->blo[k] = blo;
+        j->bhi[k] = bhi;
+        *s = j->whole_poly;
+        s->n_parts += lo;
+        s->part_len += alo;
+        s->coords += blo;
+        s->cap_parts = ahi - alo;
+        s->cap_coords = bhi - blo;
+        s->n_part = s->n_coord = 0;
+    }
+    j->alo[k] = alo;
+    j->ahi[k] = ahi;
+}
+
 /* The records of ``raw`` (a whole file, or one part of it: ``first``/``last`` as in parse_record_array) on
  * ``threads`` parts, each into its share of the columns (part_region); one part when a part is refused. */
 static int parse_segm_threads(const char *raw, Py_ssize_t len, int first, int last, int threads, SegmJob *j) {
     PartsJob job;
-    job.base = raw;
-    job.len = len;
-    job.first = first;
-    job.last = last;
-    job.parse = segm_part;
-    job.ctx = j;
-    for (;;) {
-        if (threads > 1) {
-            record_cuts(&job, threads);
-        } else {
-            job.parts = 1;
-            job.cut[0] = 0;
-            job.cut[1] = len;
-        }
-        for (int k = 0; k < job.parts; k++) {
-            RecordColumns *r = &j->part_r[k];
-            Py_ssize_t lo, hi, alo, ahi;
-            part_region(&job, k, j->whole_r.cap_records, &lo, &hi);
-            j->lo[k] = lo;
-            j->hi[k] = hi;
-            *r = j->whole_r;
-            r->image_id += lo;
-            r->category_id += lo;
-            r->segm_start += lo;
-            r->segm_stop += lo;
-            r->bbox += 4 * lo;
-            r->score += lo;
-            r->cap_records = hi - lo;
-            r->n = 0;
-            if (j->rle) {
-                RleColumns *s = &j->part_rle[k];
-                part_region(&job, k, j->whole_rle.cap_blob, &alo, &ahi);
-                *s = j->whole_rle;
-                s->size += 2 * lo;
-                s->counts_start += lo;
-                s->counts_stop += lo;
-                s->blob += alo;
-                s->cap_blob = ahi - alo;
-                s->n_blob = 0;
-            } else {
-                SegmColumns *s = &j->part_poly[k];
-                Py_ssize_t blo, bhi;
-                part_region(&job, k, j->whole_poly.cap_parts, &alo, &ahi);
-                part_region(&job, k, j->whole_poly.cap_coords, &blo, &bhi);
-                j->blo[k] = blo;
-                j->bhi[k] = bhi;
-                *s = j->whole_poly;
-                s->n_parts += lo;
-                s->part_len += alo;
-                s->coords += blo;
-                s->cap_parts = ahi - alo;
-                s->cap_coords = bhi - blo;
-                s->n_part = s->n_coord = 0;
-            }
-            j->alo[k] = alo;
-            j->ahi[k] = ahi;
-        }
-        int status = run_parts(&job);
-        if (status == REFUSE && job.parts > 1) {
-            refused_parts++;
-            threads = 1;
-            continue;
-        }
-        if (status != OK) return status;
-        Py_ssize_t n[DETEVAL_MAX_PARTS], a[DETEVAL_MAX_PARTS], b[DETEVAL_MAX_PARTS];
-        Py_ssize_t blob_at = 0;
-        for (int k = 0; k < job.parts; k++) {
-            n[k] = j->part_r[k].n;
-            if (j->rle) {
-                /* the counts spans are offsets in the part's blob region: made offsets in the joined blob */
-                a[k] = j->part_rle[k].n_blob;
-                RleColumns *s = &j->part_rle[k];
-                for (Py_ssize_t i = 0; i < n[k] && blob_at; i++) {
-                    s->counts_start[i] += blob_at;
-                    s->counts_stop[i] += blob_at;
-                }
-                blob_at += a[k];
-            } else {
-                a[k] = j->part_poly[k].n_part;
-                b[k] = j->part_poly[k].n_coord;
-            }
-        }
-        RecordColumns *r = &j->whole_r;
-        join_rows((char *)r->image_id, 8, job.parts, j->lo, n);
-        join_rows((char *)r->category_id, 8, job.parts, j->lo, n);
-        join_rows((char *)r->segm_start, 8, job.parts, j->lo, n);
-        join_rows((char *)r->segm_stop, 8, job.parts, j->lo, n);
-        join_rows((char *)r->bbox, 32, job.parts, j->lo, n);
-        r->n = join_rows((char *)r->score, 8, job.parts, j->lo, n);
+    parts_job(&job, raw, len, first, last, segm_part, j);
+    const int status = parse_parts(&job, threads, segm_split, NULL);
+    if (status != OK) return status;
+    Py_ssize_t n[DETEVAL_MAX_PARTS], a[DETEVAL_MAX_PARTS], b[DETEVAL_MAX_PARTS];
+    Py_ssize_t blob_at = 0;
+    for (int k = 0; k < job.parts; k++) {
+        n[k] = j->part_r[k].n;
         if (j->rle) {
-            RleColumns *s = &j->whole_rle;
-            join_rows((char *)s->size, 16, job.parts, j->lo, n);
-            join_rows((char *)s->counts_start, 8, job.parts, j->lo, n);
-            join_rows((char *)s->counts_stop, 8, job.parts, j->lo, n);
-            s->n_blob = join_rows(s->blob, 1, job.parts, j->alo, a);
+            /* the counts spans are offsets in the part's blob region: made offsets in the joined blob */
+            a[k] = j->part_rle[k].n_blob;
+            RleColumns *s = &j->part_rle[k];
+            for (Py_ssize_t i = 0; i < n[k] && blob_at; i++) {
+                s->counts_start[i] += blob_at;
+                s->counts_stop[i] += blob_at;
+            }
+            blob_at += a[k];
         } else {
-            SegmColumns *s = &j->whole_poly;
-            join_rows((char *)s->n_parts, 8, job.parts, j->lo, n);
-            s->n_part = join_rows((char *)s->part_len, 8, job.parts, j->alo, a);
-            s->n_coord = join_rows((char *)s->coords, 8, job.parts, j->blo, b);
+            a[k] = j->part_poly[k].n_part;
+            b[k] = j->part_poly[k].n_coord;
         }
-        return OK;
     }
+    RecordColumns *r = &j->whole_r;
+    join_rows((char *)r->image_id, 8, job.parts, j->lo, n);
+    join_rows((char *)r->category_id, 8, job.parts, j->lo, n);
+    join_rows((char *)r->segm_start, 8, job.parts, j->lo, n);
+    join_rows((char *)r->segm_stop, 8, job.parts, j->lo, n);
+    join_rows((char *)r->bbox, 32, job.parts, j->lo, n);
+    r->n = join_rows((char *)r->score, 8, job.parts, j->lo, n);
+    if (j->rle) {
+        RleColumns *s = &j->whole_rle;
+        join_rows((char *)s->size, 16, job.parts, j->lo, n);
+        join_rows((char *)s->counts_start, 8, job.parts, j->lo, n);
+        join_rows((char *)s->counts_stop, 8, job.parts, j->lo, n);
+        s->n_blob = join_rows(s->blob, 1, job.parts, j->alo, a);
+    } else {
+        SegmColumns *s = &j->whole_poly;
+        join_rows((char *)s->n_parts, 8, job.parts, j->lo, n);
+        s->n_part = join_rows((char *)s->part_len, 8, job.parts, j->alo, a);
+        s->n_coord = join_rows((char *)s->coords, 8, job.parts, j->blo, b);
+    }
+    return OK;
 }
 
 PyDoc_STRVAR(segm_results_doc,
@@ -1959,6 +1967,7 @@ static int parse_keypoint_array(Cursor *c, int first, int last, KeypointColumns 
 /* ---- keypoint results on parts (run_parts) ---- */
 
 typedef struct {
+    Py_ssize_t per_record; /* the numbers per record the parts agreed on (keypoint_agree) */
     KeypointColumns whole; /* the caller's columns and per_record */
     KeypointColumns part[DETEVAL_MAX_PARTS];
     Py_ssize_t lo[DETEVAL_MAX_PARTS], hi[DETEVAL_MAX_PARTS], nlo[DETEVAL_MAX_PARTS], nhi[DETEVAL_MAX_PARTS];
@@ -1969,69 +1978,59 @@ static int keypoint_part(PartsJob *job, int k, Cursor *c, int first, int last) {
     return parse_keypoint_array(c, first, last, &j->part[k]);
 }
 
+static void keypoint_split(PartsJob *job, int k) {
+    KeypointJob *j = (KeypointJob *)job->ctx;
+    const KeypointColumns *w = &j->whole;
+    KeypointColumns *s = &j->part[k];
+    part_region(job, k, w->cap_records, &j->lo[k], &j->hi[k]);
+    part_region(job, k, w->cap_numbers, &j->nlo[k], &j->nhi[k]);
+    *s = *w;
+    s->image_id += j->lo[k];
+    s->category_id += j->lo[k];
+    s->score += j->lo[k];
+    if (s->bbox) s->bbox += 4 * j->lo[k];
+    s->numbers += j->nlo[k];
+    s->cap_records = j->hi[k] - j->lo[k];
+    s->cap_numbers = j->nhi[k] - j->nlo[k];
+}
+
+/* Every part's lists of one length (the whole's, when it was given): the first list decides. */
+static int keypoint_agree(PartsJob *job) {
+    KeypointJob *j = (KeypointJob *)job->ctx;
+    Py_ssize_t per_record = j->whole.per_record;
+    for (int k = 0; k < job->parts; k++) {
+        const KeypointColumns *s = &j->part[k];
+        if (s->n == 0) continue;
+        if (per_record == 0) per_record = s->per_record;
+        else if (s->per_record != per_record) return REFUSE; /* one thread refuses the first such list */
+    }
+    j->per_record = per_record;
+    return OK;
+}
+
 /* The keypoint records of ``raw`` into j->whole on ``threads`` parts (one when a part is refused, or
  * when the parts' lists have different lengths): OK with j->whole's counts set, REFUSE or ERROR. */
 static int parse_keypoint_threads(const char *raw, Py_ssize_t len, int first, int last, int threads, KeypointJob *j) {
     PartsJob job;
-    job.base = raw;
-    job.len = len;
-    job.first = first;
-    job.last = last;
-    job.parse = keypoint_part;
-    job.ctx = j;
-    const KeypointColumns *w = &j->whole;
-    for (;;) {
-        if (threads > 1) {
-            record_cuts(&job, threads);
-        } else {
-            job.parts = 1;
-            job.cut[0] = 0;
-            job.cut[1] = len;
-        }
-        for (int k = 0; k < job.parts; k++) {
-            KeypointColumns *s = &j->part[k];
-            part_region(&job, k, w->cap_records, &j->lo[k], &j->hi[k]);
-            part_region(&job, k, w->cap_numbers, &j->nlo[k], &j->nhi[k]);
-            *s = *w;
-            s->image_id += j->lo[k];
-            s->category_id += j->lo[k];
-            s->score += j->lo[k];
-            if (s->bbox) s->bbox += 4 * j->lo[k];
-            s->numbers += j->nlo[k];
-            s->cap_records = j->hi[k] - j->lo[k];
-            s->cap_numbers = j->nhi[k] - j->nlo[k];
-        }
-        int status = run_parts(&job);
-        Py_ssize_t per_record = w->per_record;
-        for (int k = 0; k < job.parts && status == OK; k++) {
-            const KeypointColumns *s = &j->part[k];
-            if (s->n == 0) continue;
-            if (per_record == 0) per_record = s->per_record;
-            else if (s->per_record != per_record) status = REFUSE; /* one thread refuses the first such list */
-        }
-        if (status == REFUSE && job.parts > 1) {
-            refused_parts++;
-            threads = 1;
-            continue;
-        }
-        if (status != OK) return status;
-        Py_ssize_t n[DETEVAL_MAX_PARTS], numbers[DETEVAL_MAX_PARTS];
-        Py_ssize_t n_box = 0;
-        for (int k = 0; k < job.parts; k++) {
-            n[k] = j->part[k].n;
-            numbers[k] = j->part[k].n_number;
-            n_box += j->part[k].n_box;
-        }
-        KeypointColumns *out = &j->whole;
-        join_rows((char *)out->image_id, 8, job.parts, j->lo, n);
-        join_rows((char *)out->category_id, 8, job.parts, j->lo, n);
-        if (out->bbox) join_rows((char *)out->bbox, 32, job.parts, j->lo, n);
-        out->n = join_rows((char *)out->score, 8, job.parts, j->lo, n);
-        out->n_number = join_rows((char *)out->numbers, 8, job.parts, j->nlo, numbers);
-        out->per_record = per_record;
-        out->n_box = n_box;
-        return OK;
+    parts_job(&job, raw, len, first, last, keypoint_part, j);
+    const int status = parse_parts(&job, threads, keypoint_split, keypoint_agree);
+    if (status != OK) return status;
+    Py_ssize_t n[DETEVAL_MAX_PARTS], numbers[DETEVAL_MAX_PARTS];
+    Py_ssize_t n_box = 0;
+    for (int k = 0; k < job.parts; k++) {
+        n[k] = j->part[k].n;
+        numbers[k] = j->part[k].n_number;
+        n_box += j->part[k].n_box;
     }
+    KeypointColumns *out = &j->whole;
+    join_rows((char *)out->image_id, 8, job.parts, j->lo, n);
+    join_rows((char *)out->category_id, 8, job.parts, j->lo, n);
+    if (out->bbox) join_rows((char *)out->bbox, 32, job.parts, j->lo, n);
+    out->n = join_rows((char *)out->score, 8, job.parts, j->lo, n);
+    out->n_number = join_rows((char *)out->numbers, 8, job.parts, j->nlo, numbers);
+    out->per_record = j->per_record;
+    out->n_box = n_box;
+    return OK;
 }
 
 PyDoc_STRVAR(keypoint_results_doc,
