@@ -1067,37 +1067,21 @@ static int annotation_part(PartsJob *job, int k, Cursor *c, int first, int last)
 static int parse_annotations_threads(const char *raw, Py_ssize_t start, Py_ssize_t stop, int threads, AnnJob *j,
                                      Py_ssize_t *n) {
     PartsJob job;
-    job.base = raw + start; /* the cuts are offsets from here; the segm spans from raw (annotation_part) */
-    job.len = stop - start;
-    job.first = 1;
-    job.last = 1;
-    job.parse = annotation_part;
-    job.ctx = j;
+    /* the cuts and regions are offsets from the array's start; the segm spans from raw (annotation_part) */
+    parts_job(&job, raw + start, stop - start, 1, 1, annotation_part, j);
     record_cuts(&job, threads);
+    const AnnColumns *w = &j->whole;
+    for (int k = 0; k < job.parts; k++) { /* regions in proportion to the part's bytes within the array */
+        part_region(&job, k, j->capacity, &j->lo[k], &j->hi[k]);
+        j->klo[k] = j->khi[k] = 0;
+        if (w->kp_numbers) part_region(&job, k, w->kp_capacity, &j->klo[k], &j->khi[k]);
+    }
     job.base = raw;
     for (int k = 0; k <= job.parts; k++) job.cut[k] += start;
     job.len = stop;
-    const AnnColumns *w = &j->whole;
     for (int k = 0; k < job.parts; k++) {
         AnnColumns *s = &j->part[k];
-        Py_ssize_t lo, hi, klo = 0, khi = 0;
-        /* regions in proportion to the part's bytes within the array */
-        const double scale = (double)j->capacity / (double)(stop - start);
-        lo = k == 0 ? 0 : (Py_ssize_t)(scale * (double)(job.cut[k] - start));
-        hi = k + 1 == job.parts ? j->capacity : (Py_ssize_t)(scale * (double)(job.cut[k + 1] - start));
-        if (hi > j->capacity) hi = j->capacity;
-        if (lo > hi) lo = hi;
-        if (w->kp_numbers) {
-            const double kscale = (double)w->kp_capacity / (double)(stop - start);
-            klo = k == 0 ? 0 : (Py_ssize_t)(kscale * (double)(job.cut[k] - start));
-            khi = k + 1 == job.parts ? w->kp_capacity : (Py_ssize_t)(kscale * (double)(job.cut[k + 1] - start));
-            if (khi > w->kp_capacity) khi = w->kp_capacity;
-            if (klo > khi) klo = khi;
-        }
-        j->lo[k] = lo;
-        j->hi[k] = hi;
-        j->klo[k] = klo;
-        j->khi[k] = khi;
+        const Py_ssize_t lo = j->lo[k], klo = j->klo[k], khi = j->khi[k];
         *s = *w;
         s->id += lo;
         s->image_id += lo;
