@@ -73,10 +73,10 @@ SIZED = {"bbox", "segm-poly", "segm-rle", "keypoints", "lvis", "analyze", "evalu
 QUICK_SIZES = {"bbox": [5000], "segm-poly": [500], "segm-rle": [500], "keypoints": [2000], "lvis": [1000]}
 FULL_SIZES = {
     "bbox": [5000, 20000, 50000],
-    "segm-poly": [5000, 20000],
-    "segm-rle": [5000, 20000],
-    "keypoints": [5000, 20000],
-    "lvis": [5000, 20000],
+    "segm-poly": [5000, 20000, 50000],
+    "segm-rle": [5000, 20000, 50000],
+    "keypoints": [5000, 20000, 50000],
+    "lvis": [5000, 20000, 50000],
 }
 FIXED_SIZES = {"analyze": [5000], "evaluator": [5000], "bootstrap": [5000]}
 
