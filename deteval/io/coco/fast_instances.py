@@ -294,11 +294,13 @@ def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] 
     box = np.empty(4 * capacity, dtype=np.float64)
     area = np.empty(capacity, dtype=np.float64)
     args = (raw, ids, image_ids, category_ids, box, area, crowd, ignore, difficult, starts, stops)
-    found = _fast._colparse.instances(*args, None, None, threads)
     keypoints = num_keypoints = None
-    if found is None and b'"keypoints"' in raw:
-        # Keypoints are parsed only when asked for: their buffer (up to a number per 2 bytes) is
-        # allocated for files that have them, and a file without is parsed once.
+    if b'"keypoints"' not in raw:
+        found = _fast._colparse.instances(*args, None, None, threads)
+    else:
+        # Keypoints are parsed only where the file may have them: their buffer (up to a number per
+        # 2 bytes; pages never written stay unallocated) is given from the first pass, so a keypoint
+        # file is parsed once (the same columns as without the buffers when no annotation has them).
         numbers = np.empty(len(raw) // 2 + 1, dtype=np.float64)
         num_keypoints = np.empty(capacity, dtype=np.int64)
         found = _fast._colparse.instances(*args, numbers, num_keypoints, threads)
