@@ -8,9 +8,9 @@ from deteval._version import __version__
 from deteval.cli._beyond_options import _add_beyond
 from deteval.cli._common import _non_negative_int, _positive_int, _size, _workers
 from deteval.cli._float_options import _IOU, _LEVEL, _SCORE, _FloatOption
-from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
+from deteval.io.yolo_layouts import LAYOUTS as _YOLO_LAYOUTS
 from deteval.protocol.fields import FIELD_CHOICES
-from deteval.ranking import AP_METHODS, AVERAGES
+from deteval.ranking._options import AP_METHODS, AVERAGES
 
 _EVALUATE_EXAMPLE = """examples:
   deteval evaluate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
