@@ -684,3 +684,21 @@ def test_a_ground_truth_file_is_parsed_once(tmp_path, monkeypatch, with_keypoint
     assert (gt.keypoints is None) is not with_keypoints
     monkeypatch.undo()
     assert _outcome(path) == _full_path_outcome(monkeypatch, path)
+
+
+@pytest.mark.usefixtures("compiled")
+def test_a_ground_truth_without_segmentations_keeps_nothing_of_its_file(tmp_path):
+    """No segmentation span: nothing is read again (no CRC-32 of the file is taken or checked).
+
+    The file may then change or go: the loaded ground truth (and a pickled copy) needs none of it.
+    """
+    import pickle
+
+    path = tmp_path / "gt.json"
+    path.write_bytes(json.dumps(_keypoint_ground_truth(4)).encode())
+    gt = load_coco_gt(str(path))
+    assert gt.segmentation.__class__ is fast_instances.SpanSegmentations  # the compiled path
+    path.write_bytes(b"[]")  # changed after loading
+    copy = pickle.loads(pickle.dumps(gt))
+    assert list(copy.segmentation) == [None] * len(gt) == list(gt.segmentation)
+    assert copy.keypoints.tolist() == gt.keypoints.tolist()

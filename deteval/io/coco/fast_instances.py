@@ -86,9 +86,14 @@ class SpanSegmentations(Sequence):
         self._origin: FileBytes | None = None  # reads the file again once the bytes are dropped
 
     def keep_on_disk(self, path: str) -> None:
-        """Drop the bytes; read them again from ``path`` (which they were read from) when needed."""
+        """Drop the bytes; read them again from ``path`` (which they were read from) when needed.
+
+        Without any segmentation span nothing is kept (not even the file's size and CRC-32).
+        """
         raw = self._raw
-        if raw is not None:
+        if raw is not None and not (self._starts >= 0).any():
+            self._raw = b""  # no record has a segmentation: nothing is ever read (a keypoint file)
+        elif raw is not None:
             self._origin = FileBytes(path, raw, "the ground truth")
             self._raw = None
 
