@@ -91,7 +91,7 @@ class SpanSegmentations(Sequence):
         Without any segmentation span nothing is kept (not even the file's size and CRC-32).
         """
         raw = self._raw
-        if raw is not None and not (self._starts >= 0).any():
+        if raw is not None and int(self._starts.max(initial=-1)) < 0:
             self._raw = b""  # no record has a segmentation: nothing is ever read (a keypoint file)
         elif raw is not None:
             self._origin = FileBytes(path, raw, "the ground truth")
