@@ -7,7 +7,8 @@ import argparse
 from deteval._version import __version__
 from deteval.cli._beyond_options import _add_beyond
 from deteval.cli._common import _non_negative_int, _positive_int, _size, _workers
-from deteval.cli._float_options import _IOU, _LEVEL, _SCORE, _FloatOption
+from deteval.cli._float_options import _IOU, _LEVEL, _SCORE
+from deteval.cli._picture_options import _PLOT_EXAMPLE, _REPORT_EXAMPLE, _add_gallery
 from deteval.io.yolo_layouts import LAYOUTS as _YOLO_LAYOUTS
 from deteval.protocol.fields import FIELD_CHOICES
 from deteval.ranking._options import AP_METHODS, AVERAGES
@@ -633,56 +634,6 @@ _VALIDATE_EXAMPLE = """examples:
   deteval validate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json --format json
   deteval validate --gt gt.json --dt dt.json --strict      # warnings are errors (exit 3)
 """
-
-
-_PLOT_EXAMPLE = """examples:
-  deteval plot --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json --out figures/
-  deteval plot --gt gt.json --dt a.json --dt b.json --protocol coco --analyze --bootstrap 200 --out figures/
-"""
-
-_REPORT_EXAMPLE = """examples:
-  deteval report --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json --out report.html
-  deteval report --gt gt.json --dt a.json --dt b.json --protocol coco --protocol voc2010 \\
-      --explain --analyze --bootstrap 200 --out report.html
-"""
-
-
-def _add_gallery(p: argparse.ArgumentParser) -> None:
-    """``deteval report``'s error browser and label-error candidates (docs/error-browser.md)."""
-    p.add_argument(
-        "--images",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="DIR",
-        help="add the error browser with pictures: the ground truth's file names are relative to "
-        "DIR (no DIR: to the ground truth file's folder); pictures downscaled and embedded",
-    )
-    p.add_argument(
-        "--gallery",
-        action="store_true",
-        help="add the error browser without pictures (boxes on a blank canvas); implied by --images",
-    )
-    p.add_argument(
-        "--gallery-max-images",
-        type=int,
-        default=60,
-        metavar="N",
-        help="images in the error browser at most (the largest AP gains; default 60)",
-    )
-    p.add_argument(
-        "--gallery-max-bytes",
-        type=_FloatOption(0.01, 1e6, hint="MB"),
-        default=8.0,
-        metavar="MB",
-        help="size of the error browser's section at most, in MB (default 8; shared evenly by "
-        "several --dt); beyond, pictures and then images are left out, and the page says so",
-    )
-    p.add_argument(
-        "--label-errors",
-        action="store_true",
-        help="add the label-error candidates (first protocol; a table per --dt)",
-    )
 
 
 def _add_pictures(sub: argparse._SubParsersAction, command: str | None = None) -> None:
