@@ -39,11 +39,12 @@ from deteval.data import Detections, GroundTruth
 from deteval.errors import DetevalError
 from deteval.evaluate import MatchTable, match, merge_match_tables
 from deteval.evaluate.iou import prepared_masks
-from deteval.geometry import PreparedMasks
 from deteval.protocol import Protocol
 
 if TYPE_CHECKING:  # multiprocessing is imported when shards run, not with deteval
     from multiprocessing.connection import Connection
+
+    from deteval.geometry.masks import PreparedMasks
 
 __all__ = [
     "image_shards",

@@ -94,6 +94,17 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs (its first argument that is not an option), None if none is named.
+
+    The parser is built with that command's options only (the others' are not needed to parse).
+    """
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in _COMMANDS else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (tests call it directly).
 
@@ -101,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     config 3; stdout that cannot be written (a full disk) 3; stdout closed by the reader
     (``| head``) 141, silently; Ctrl-C 130; SIGTERM 143. Output files are never half-written.
     """
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)

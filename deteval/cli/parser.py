@@ -7,10 +7,11 @@ import argparse
 from deteval._version import __version__
 from deteval.cli._beyond_options import _add_beyond
 from deteval.cli._common import _non_negative_int, _positive_int, _size, _workers
-from deteval.cli._float_options import _IOU, _LEVEL, _SCORE, _FloatOption
-from deteval.io.yolo import LAYOUTS as _YOLO_LAYOUTS
+from deteval.cli._float_options import _IOU, _LEVEL, _SCORE
+from deteval.cli._picture_options import _PLOT_EXAMPLE, _REPORT_EXAMPLE, _add_gallery
+from deteval.io.yolo_layouts import LAYOUTS as _YOLO_LAYOUTS
 from deteval.protocol.fields import FIELD_CHOICES
-from deteval.ranking import AP_METHODS, AVERAGES
+from deteval.ranking._options import AP_METHODS, AVERAGES
 
 _EVALUATE_EXAMPLE = """examples:
   deteval evaluate --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json
@@ -277,8 +278,13 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``deteval`` parser with every command (tests build it to check usage errors)."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``deteval`` parser with every command (tests build it to check usage errors).
+
+    ``command``: only that command's options are added; every command is still listed with its
+    help (``deteval --help`` is the same). :func:`deteval.cli.main` builds the parser of the
+    command it runs, without the other commands' hundreds of options. None: every command's.
+    """
     parser = argparse.ArgumentParser(
         prog="deteval",
         allow_abbrev=False,
@@ -292,6 +298,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="the version, and which compiled extensions this process runs (the rest: numpy twins)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_evaluate(sub, command)
+    _add_protocols(sub, command)
+    _add_compare(sub, command)
+    _add_validate(sub, command)
+    _add_analyze(sub, command)
+    _add_rank(sub, command)
+    _add_pictures(sub, command)
+    return parser
+
+
+def _add_evaluate(sub: argparse._SubParsersAction, command: str | None) -> None:
     ev = sub.add_parser(
         "evaluate",
         help="score detections under one or more protocols",
@@ -300,6 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EVALUATE_EXAMPLE,
         description="Score detections against ground truth.",
     )
+    if command not in (None, "evaluate"):
+        return  # listed with its help; its options only when it runs
     _add_common(ev)
     ev.add_argument(
         "--scheduler",
@@ -309,6 +328,9 @@ def build_parser() -> argparse.ArgumentParser:
         "docs/training-loop.md)",
     )
     _add_diagnostics(ev)
+
+
+def _add_protocols(sub: argparse._SubParsersAction, command: str | None) -> None:
     pr = sub.add_parser(
         "protocols",
         help="list the preset protocols and their fields",
@@ -316,6 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example:\n  deteval protocols --list\n  deteval protocols voc2007\n  deteval protocols --format json\n",
     )
+    if command not in (None, "protocols"):
+        return  # listed with its help; its options only when it runs
     pr.add_argument(
         "--list",
         action="store_true",
@@ -333,6 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="table",
         help="yaml: complete protocol files, a starting point for your own",
     )
+
+
+def _add_compare(sub: argparse._SubParsersAction, command: str | None) -> None:
     co = sub.add_parser(
         "compare",
         help="score under several protocols side by side (and explain why they differ)",
@@ -344,12 +371,17 @@ def build_parser() -> argparse.ArgumentParser:
         "from each protocol to the next one field group at a time and "
         "attributes the change of the headline to each (docs/protocols.md).",
     )
+    if command not in (None, "compare"):
+        return  # listed with its help; its options only when it runs
     _add_common(co)
     co.add_argument(
         "--explain",
         action="store_true",
         help="attribute the difference between consecutive protocols to their fields",
     )
+
+
+def _add_validate(sub: argparse._SubParsersAction, command: str | None) -> None:
     va = sub.add_parser(
         "validate",
         help="check inputs without scoring and print what was found",
@@ -360,6 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
         "without scoring. Exit 0: they can be scored (warnings listed); "
         "exit 3: they cannot (the error names file, record and field).",
     )
+    if command not in (None, "validate"):
+        return  # listed with its help; its options only when it runs
     va.add_argument("--gt", required=True, help="ground truth: COCO JSON, VOC root, or YOLO dataset")
     va.add_argument(
         "--dt", help="detections (optional): COCO results JSON, VOC result folder, or YOLO prediction folder"
@@ -390,10 +424,6 @@ def build_parser() -> argparse.ArgumentParser:
         default="table",
         help="what to print on stdout (default: table)",
     )
-    _add_analyze(sub)
-    _add_rank(sub)
-    _add_pictures(sub)
-    return parser
 
 
 _ANALYZE_EXAMPLE = """examples:
@@ -404,7 +434,7 @@ _ANALYZE_EXAMPLE = """examples:
 """
 
 
-def _add_analyze(sub: argparse._SubParsersAction) -> None:
+def _add_analyze(sub: argparse._SubParsersAction, command: str | None = None) -> None:
     an = sub.add_parser(
         "analyze",
         help="why the number is what it is: TIDE errors, AP decomposition, confusion matrix",
@@ -414,6 +444,8 @@ def _add_analyze(sub: argparse._SubParsersAction) -> None:
         "AP = localization x classification given localization, and the "
         "confusion matrix (docs/analysis.md). No selector: all three.",
     )
+    if command not in (None, "analyze"):
+        return  # listed with its help; its options only when it runs
     an.add_argument("--gt", required=True, help="ground truth: COCO JSON, VOC root, or YOLO dataset")
     an.add_argument(
         "--dt",
@@ -539,7 +571,7 @@ _RANK_EXAMPLE = """examples:
 """
 
 
-def _add_rank(sub: argparse._SubParsersAction) -> None:
+def _add_rank(sub: argparse._SubParsersAction, command: str | None = None) -> None:
     ra = sub.add_parser(
         "rank",
         help="average precision of scores (scikit-learn exact), AP@K, raw vs binarized",
@@ -549,6 +581,8 @@ def _add_rank(sub: argparse._SubParsersAction) -> None:
         "one column per label (.npy, .csv or whitespace .txt). "
         "docs/ranking.md defines every number.",
     )
+    if command not in (None, "rank"):
+        return  # listed with its help; its options only when it runs
     ra.add_argument("--labels", required=True, metavar="FILE", help="0/1 labels (.npy, .csv, .txt)")
     ra.add_argument("--scores", required=True, metavar="FILE", help="scores of the same shape")
     ra.add_argument(
@@ -602,57 +636,7 @@ _VALIDATE_EXAMPLE = """examples:
 """
 
 
-_PLOT_EXAMPLE = """examples:
-  deteval plot --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json --out figures/
-  deteval plot --gt gt.json --dt a.json --dt b.json --protocol coco --analyze --bootstrap 200 --out figures/
-"""
-
-_REPORT_EXAMPLE = """examples:
-  deteval report --gt fixtures/coco/gt.json --dt fixtures/coco/dt.json --out report.html
-  deteval report --gt gt.json --dt a.json --dt b.json --protocol coco --protocol voc2010 \\
-      --explain --analyze --bootstrap 200 --out report.html
-"""
-
-
-def _add_gallery(p: argparse.ArgumentParser) -> None:
-    """``deteval report``'s error browser and label-error candidates (docs/error-browser.md)."""
-    p.add_argument(
-        "--images",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="DIR",
-        help="add the error browser with pictures: the ground truth's file names are relative to "
-        "DIR (no DIR: to the ground truth file's folder); pictures downscaled and embedded",
-    )
-    p.add_argument(
-        "--gallery",
-        action="store_true",
-        help="add the error browser without pictures (boxes on a blank canvas); implied by --images",
-    )
-    p.add_argument(
-        "--gallery-max-images",
-        type=int,
-        default=60,
-        metavar="N",
-        help="images in the error browser at most (the largest AP gains; default 60)",
-    )
-    p.add_argument(
-        "--gallery-max-bytes",
-        type=_FloatOption(0.01, 1e6, hint="MB"),
-        default=8.0,
-        metavar="MB",
-        help="size of the error browser's section at most, in MB (default 8; shared evenly by "
-        "several --dt); beyond, pictures and then images are left out, and the page says so",
-    )
-    p.add_argument(
-        "--label-errors",
-        action="store_true",
-        help="add the label-error candidates (first protocol; a table per --dt)",
-    )
-
-
-def _add_pictures(sub: argparse._SubParsersAction) -> None:
+def _add_pictures(sub: argparse._SubParsersAction, command: str | None = None) -> None:
     """``deteval plot`` and ``deteval report`` (the ``plot`` extra: matplotlib)."""
     for name, example, what in (
         ("plot", _PLOT_EXAMPLE, "write every figure of the run (PNG and SVG) into a folder"),
@@ -667,6 +651,8 @@ def _add_pictures(sub: argparse._SubParsersAction) -> None:
             "docs/plots.md). Several --dt and --protocol are shown side by side.",
             allow_abbrev=False,
         )
+        if command not in (None, name):
+            continue  # listed with its help; its options only when it runs
         _add_common(p)
         p.add_argument(
             "--out",

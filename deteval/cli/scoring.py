@@ -69,7 +69,12 @@ def _evaluate(args: argparse.Namespace) -> int:
             _refuse_overwrite(args, log)
             try:
                 results = api.evaluate_inputs(
-                    inputs, protocols, workers=args.workers, progress=progress.stage, advance=progress.advance
+                    inputs,
+                    protocols,
+                    workers=args.workers,
+                    progress=progress.stage,
+                    # parts of the matching only to move a bar: without one, a single pass
+                    advance=progress.advance if progress.bar is not None else None,
                 )
             except InputWarning as exc:
                 raise _strict(exc, "") from None
@@ -346,7 +351,7 @@ def score_detectors(
                 protocols,
                 workers=args.workers,
                 progress=None if progress is None else functools.partial(stage, name),
-                advance=None if progress is None else progress.advance,
+                advance=None if progress is None or progress.bar is None else progress.advance,
             )
             for name, inputs in zip(names, loaded)
         ]

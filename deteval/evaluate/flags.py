@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as
-from deteval.geometry import PreparedMasks, detection_areas
 from deteval.geometry.boxes import take_rows
-from deteval.geometry.rotated import rotated_areas
 from deteval.protocol import Protocol
+
+if TYPE_CHECKING:  # the mask code is imported where masks are scored
+    from deteval.geometry.masks import PreparedMasks
 
 
 def outside_area_ranges(area: np.ndarray, protocol: Protocol) -> np.ndarray:
@@ -61,8 +64,12 @@ def _det_area(
     if dt.area is not None:
         return np.asarray(dt.area[rows], dtype=np.float64)
     if protocol.iou_type == "rotated":  # hook: the rotated box's own area
+        from deteval.geometry.rotated import rotated_areas
+
         return rotated_areas(dt, rows, protocol)
     if masks is not None:
+        from deteval.geometry.masks import detection_areas
+
         return detection_areas(masks, rows, protocol)
     box = boxes_as(take_rows(np.asarray(dt.box), rows), dt.box_format, "xywh")
     with np.errstate(over="ignore"):  # a finite box of area > 1.8e308: inf, outside every range

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
 from deteval.evaluate.flags import _gt_area
-from deteval.geometry import PreparedMasks, mask_threads, pair_box_iou, pair_mask_iou, prepare_masks
+from deteval.geometry.boxes import pair_box_iou
 from deteval.geometry.keypoints import keypoint_sigmas, pair_oks
-from deteval.geometry.rotated import require_rotated, rotated_pair_iou
 from deteval.protocol import Protocol
 from deteval.scorable import require_boxes, require_keypoints
+
+if TYPE_CHECKING:  # the mask and rotated-box code is imported where those are scored
+    from deteval.geometry.masks import PreparedMasks
 
 
 def pair_iou(
@@ -49,8 +53,12 @@ def pair_iou(
             det_rows=det_rows,
         )
     if protocol.iou_type == "rotated":  # hook: deteval.geometry.rotated
+        from deteval.geometry.rotated import rotated_pair_iou
+
         return rotated_pair_iou(gt, dt, gt_rows, det_rows, gt_is_crowd, protocol)
     if masks is not None:
+        from deteval.geometry.masks import pair_mask_iou
+
         return pair_mask_iou(masks, gt_rows, det_rows, gt_is_crowd, protocol)
     native = "xywh" if protocol.box_convention == "continuous" else "xyxy"
     return pair_box_iou(
@@ -85,6 +93,8 @@ def _checked_masks(
         require_boxes(dt)
         return None
     if protocol.iou_type == "rotated":  # hook: deteval.geometry.rotated
+        from deteval.geometry.rotated import require_rotated
+
         require_rotated(gt, dt, protocol)
         return None
     if protocol.iou_type == "keypoints":
@@ -113,4 +123,6 @@ def prepared_masks(
     over the records of ``gt`` and ``dt``, kept by the prepared masks for their pair IoUs; the
     masks and the numbers do not depend on it.
     """
+    from deteval.geometry.masks import mask_threads, prepare_masks
+
     return prepare_masks(gt, dt, protocol, threads=mask_threads(workers, len(gt) + len(dt)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -16,7 +16,6 @@ from deteval.evaluate.flags import _det_area, ground_truth_flags, outside_area_r
 from deteval.evaluate.iou import _checked_masks, pair_iou
 from deteval.evaluate.selection import _federated_labels, _kept_detections
 from deteval.evaluate.table import MatchTable, _table_rows
-from deteval.geometry import PreparedMasks
 from deteval.grouping import (
     Groups,
     candidate_pairs,
@@ -30,9 +29,11 @@ from deteval.matching import (
     match_voc,
 )
 from deteval.memory import require_match
-from deteval.openimages import refuse_unapplied_label_rules
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
+
+if TYPE_CHECKING:  # the mask code is imported where masks are scored
+    from deteval.geometry.masks import PreparedMasks
 
 
 def match(
@@ -87,7 +88,10 @@ def match(
     """
     protocol = resolve_protocol(protocol)
     protocol.check_scorable("match")  # before any work is done
-    refuse_unapplied_label_rules(gt, protocol)  # openimages-challenge: rules applied by the caller
+    if protocol.hierarchy_expansion != "none" or protocol.image_level_labels != "none":
+        from deteval.openimages import refuse_unapplied_label_rules  # Open Images' code, only then
+
+        refuse_unapplied_label_rules(gt, protocol)  # openimages-challenge: rules applied by the caller
     pooled_gt, pooled_dt = pooled_for(gt, dt, protocol)  # class_agnostic: one class, useCats=0
     if pooled_gt is not gt:
         if masks is not None and masks.is_for(gt, dt):

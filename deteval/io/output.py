@@ -25,7 +25,6 @@ import contextlib
 import errno
 import os
 import re
-import secrets
 import stat
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -294,7 +293,8 @@ def _replace_atomically(
     try:
         try:
             for _ in range(_NAME_ATTEMPTS):
-                tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
+                # os.urandom(4).hex() is secrets.token_hex(4), without importing hmac and hashlib
+                tmp = os.path.join(folder, f".{name}.{os.urandom(4).hex()}.tmp")
                 try:
                     fd = os.open(tmp, flags, 0o600)
                     break

@@ -27,7 +27,7 @@ option) that names the argument, the element and what was expected.
 
 from typing import TYPE_CHECKING, Any
 
-from deteval.ranking._common import AP_METHODS, AVERAGES, ELEVEN_POINT_GRIDS
+from deteval.ranking._options import AP_METHODS, AVERAGES, ELEVEN_POINT_GRIDS
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__)
     from deteval.ranking.at_k import average_precision_at_k, ndcg_at_k, precision_at_k, recall_at_k

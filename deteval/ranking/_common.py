@@ -10,14 +10,7 @@ import numpy as np
 
 from deteval.accumulate import recall_grid, step_ap_sum, tie_group_end
 from deteval.errors import ConfigError, InputError, UndefinedMetricWarning
-
-#: Values of ``average`` (scikit-learn's meanings).
-AVERAGES = (None, "micro", "macro", "weighted", "samples")
-#: Values of ``method`` in :func:`average_precision`.
-AP_METHODS = ("step", "all_point", "11_point", "101_point")
-#: Values of ``grid`` for ``method="11_point"``.
-ELEVEN_POINT_GRIDS = ("matlab_colon", "numpy_arange", "decimal")
-
+from deteval.ranking._options import AVERAGES
 
 # --------------------------------------------------------------------------------------------
 # Grids

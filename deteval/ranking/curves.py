@@ -9,8 +9,6 @@ import numpy as np
 
 from deteval.errors import InputError, UndefinedMetricWarning
 from deteval.ranking._common import (
-    AP_METHODS,
-    ELEVEN_POINT_GRIDS,
     _as_scores,
     _as_weights,
     _average,
@@ -23,6 +21,7 @@ from deteval.ranking._common import (
     _step_ap,
     _warn_no_positive,
 )
+from deteval.ranking._options import AP_METHODS, ELEVEN_POINT_GRIDS
 
 
 def average_precision(

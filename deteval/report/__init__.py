@@ -16,8 +16,10 @@ in submodules by command:
 - ``deteval.report._format``: the cells they share (numbers, Markdown escaping, CSV-safe cells).
 
 ``__all__`` is the module's list as it was; the ``analyze``, ``rank`` and several-detectors
-renderers are importable from here outside it as before, loaded on first use (their submodules
-import the analysis and statistics code, which ``deteval evaluate`` does not need).
+renderers are importable from here outside it as before. Only ``evaluate``'s renderers
+(:mod:`~deteval.report.results`) load with the package; the others load on first use (the
+analysis and statistics code their submodules import, and the other commands' renderers, are
+not what ``deteval evaluate`` needs).
 """
 
 from __future__ import annotations
@@ -26,28 +28,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from deteval.report._format import csv_safe
-from deteval.report.compare import (
-    compare_json,
-    compare_table,
-    format_compare_csv,
-    format_compare_markdown,
-    format_compare_table,
-    format_explanation,
-    format_explanation_markdown,
-)
-from deteval.report.diagnostics import (
-    format_operating_points,
-    format_per_class_metrics,
-    format_slices_table,
-    slices_json,
-)
-from deteval.report.protocols import (
-    format_protocol_list,
-    format_protocols,
-    format_protocols_yaml,
-    format_validation,
-    protocols_json,
-)
 from deteval.report.results import (
     confidence_json,
     describe_protocol,
@@ -65,6 +45,32 @@ from deteval.report.results import (
 #: Renderers loaded on first use: name -> submodule.
 _LAZY = {
     **dict.fromkeys(
+        (
+            "compare_json",
+            "compare_table",
+            "format_compare_csv",
+            "format_compare_markdown",
+            "format_compare_table",
+            "format_explanation",
+            "format_explanation_markdown",
+        ),
+        "deteval.report.compare",
+    ),
+    **dict.fromkeys(
+        ("format_operating_points", "format_per_class_metrics", "format_slices_table", "slices_json"),
+        "deteval.report.diagnostics",
+    ),
+    **dict.fromkeys(
+        (
+            "format_protocol_list",
+            "format_protocols",
+            "format_protocols_yaml",
+            "format_validation",
+            "protocols_json",
+        ),
+        "deteval.report.protocols",
+    ),
+    **dict.fromkeys(
         ("analysis_json", "dumps_analysis", "format_analysis_markdown", "format_analysis_table"),
         "deteval.report.analyze",
     ),
@@ -81,12 +87,28 @@ if TYPE_CHECKING:
     from deteval.report.analyze import dumps_analysis as dumps_analysis
     from deteval.report.analyze import format_analysis_markdown as format_analysis_markdown
     from deteval.report.analyze import format_analysis_table as format_analysis_table
+    from deteval.report.compare import compare_json as compare_json
+    from deteval.report.compare import compare_table as compare_table
+    from deteval.report.compare import format_compare_csv as format_compare_csv
+    from deteval.report.compare import format_compare_markdown as format_compare_markdown
+    from deteval.report.compare import format_compare_table as format_compare_table
+    from deteval.report.compare import format_explanation as format_explanation
+    from deteval.report.compare import format_explanation_markdown as format_explanation_markdown
     from deteval.report.detectors import detectors_json as detectors_json
     from deteval.report.detectors import format_detectors_csv as format_detectors_csv
     from deteval.report.detectors import format_detectors_markdown as format_detectors_markdown
     from deteval.report.detectors import format_detectors_table as format_detectors_table
+    from deteval.report.diagnostics import format_operating_points as format_operating_points
+    from deteval.report.diagnostics import format_per_class_metrics as format_per_class_metrics
+    from deteval.report.diagnostics import format_slices_table as format_slices_table
+    from deteval.report.diagnostics import slices_json as slices_json
     from deteval.report.per_image import format_explained_matches_csv as format_explained_matches_csv
     from deteval.report.per_image import format_per_image_csv as format_per_image_csv
+    from deteval.report.protocols import format_protocol_list as format_protocol_list
+    from deteval.report.protocols import format_protocols as format_protocols
+    from deteval.report.protocols import format_protocols_yaml as format_protocols_yaml
+    from deteval.report.protocols import format_validation as format_validation
+    from deteval.report.protocols import protocols_json as protocols_json
     from deteval.report.rank import format_rank_csv as format_rank_csv
     from deteval.report.rank import format_rank_table as format_rank_table
 
@@ -99,6 +121,10 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 __all__ = [

@@ -5,6 +5,7 @@ Exit codes: 0 ok, 2 usage, 3 invalid input or config; with 3, stdout holds nothi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -59,6 +60,42 @@ def test_help_of_every_command_has_an_example(capsys, command):
     assert err == ""
     assert "example" in out
     assert f"deteval {command}" in out
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_the_parser_of_one_command_parses_as_the_whole_parser(command):
+    """``build_parser(command)`` (what main builds) adds that command's options only, same outcome.
+
+    Its help, its defaults and the top-level help are those of the parser with every command;
+    the other commands are listed, without their options.
+    """
+    whole, alone = build_parser(), build_parser(command)
+
+    def sub_of(parser):
+        return next(a for a in parser._actions if a.dest == "command").choices
+
+    assert alone.format_help() == whole.format_help()
+    assert sub_of(alone)[command].format_help() == sub_of(whole)[command].format_help()
+    defaults = {a.dest: a.default for a in sub_of(whole)[command]._actions}
+    assert {a.dest: a.default for a in sub_of(alone)[command]._actions} == defaults
+    others = [name for name in sub_of(alone) if name != command]
+    assert others
+    assert all(len(sub_of(alone)[name]._actions) == 1 for name in others)  # -h only
+    assert all(len(sub_of(whole)[name]._actions) > 1 for name in others)
+
+
+def test_main_builds_the_parser_of_the_command_it_runs(monkeypatch, capsys):
+    from deteval import cli
+
+    built = []
+    monkeypatch.setattr(
+        cli, "build_parser", lambda command=None: built.append(command) or build_parser(command)
+    )
+    for argv in (["protocols", "--list"], ["--help"], ["no-such-command"], ["-h", "rank"]):
+        with contextlib.suppress(SystemExit):
+            cli.main(argv)
+    capsys.readouterr()
+    assert built == ["protocols", None, None, "rank"]
 
 
 def test_top_level_help_and_version(capsys):

@@ -658,3 +658,47 @@ def test_a_generated_keypoint_dataset_is_read_in_columns_as_the_full_loader_read
     assert _outcome(path) == _full_path_outcome(monkeypatch, path)
     assert gt.num_keypoints.tolist() == [a["num_keypoints"] for a in data["annotations"]]
     assert gt.keypoints.reshape(len(gt), -1).tolist() == [a["keypoints"] for a in data["annotations"]]
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("with_keypoints", [True, False])
+def test_a_ground_truth_file_is_parsed_once(tmp_path, monkeypatch, with_keypoints):
+    """One pass of the compiled parser over the annotations, with or without keypoint lists.
+
+    A keypoint file is parsed with the keypoint buffers from the start (not first without them,
+    refused at the first ``keypoints`` key, then again); a file whose only ``"keypoints"`` is a
+    category's list of names reads the same columns as without the buffers.
+    """
+    data = _keypoint_ground_truth(3)
+    if not with_keypoints:
+        for annotation in data["annotations"]:
+            del annotation["keypoints"], annotation["num_keypoints"]
+    path = tmp_path / "gt.json"
+    path.write_bytes(json.dumps(data).encode())
+    calls = []
+    real = _colparse.instances
+    monkeypatch.setattr(_colparse, "instances", lambda *a: calls.append(a[-3] is None) or real(*a))
+    gt = load_coco_gt(path)
+    assert gt.segmentation.__class__ is fast_instances.SpanSegmentations  # the compiled path
+    assert calls == [False]  # once, with the keypoint buffers ("keypoints" is in the file)
+    assert (gt.keypoints is None) is not with_keypoints
+    monkeypatch.undo()
+    assert _outcome(path) == _full_path_outcome(monkeypatch, path)
+
+
+@pytest.mark.usefixtures("compiled")
+def test_a_ground_truth_without_segmentations_keeps_nothing_of_its_file(tmp_path):
+    """No segmentation span: nothing is read again (no CRC-32 of the file is taken or checked).
+
+    The file may then change or go: the loaded ground truth (and a pickled copy) needs none of it.
+    """
+    import pickle
+
+    path = tmp_path / "gt.json"
+    path.write_bytes(json.dumps(_keypoint_ground_truth(4)).encode())
+    gt = load_coco_gt(str(path))
+    assert gt.segmentation.__class__ is fast_instances.SpanSegmentations  # the compiled path
+    path.write_bytes(b"[]")  # changed after loading
+    copy = pickle.loads(pickle.dumps(gt))
+    assert list(copy.segmentation) == [None] * len(gt) == list(gt.segmentation)
+    assert copy.keypoints.tolist() == gt.keypoints.tolist()

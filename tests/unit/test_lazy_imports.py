@@ -93,6 +93,65 @@ def test_a_box_evaluation_loads_only_its_path() -> None:
     assert _packages(modules, HEAVY + NOT_ON_THE_BOX_PATH) == []
 
 
+#: What box and keypoint scoring never need: the masks (values, geometry, pycocotools), rotated
+#: boxes, Open Images' label rules, the YOLO readers, the ranking metrics, the renderers of the
+#: other commands, and the random-name module of the output writer (hmac, hashlib).
+NOT_ON_THE_KEYPOINT_PATH = (
+    *NOT_ON_THE_BOX_PATH,
+    "deteval.masks",
+    "deteval.geometry.masks",
+    "deteval.geometry.raster",
+    "deteval.geometry.polygons",
+    "deteval.geometry.rotated",
+    "deteval.io.segmentation",
+    "deteval.openimages",
+    "deteval.io.openimages",
+    "deteval.io.yolo",
+    "deteval.ranking._common",
+    "deteval.report.compare",
+    "deteval.report.diagnostics",
+    "deteval.report.protocols",
+    "pycocotools",
+    "secrets",
+)
+
+
+#: The keypoint fixture's protocol: three sigmas (a YAML file: its parser is on this path).
+THREE_KEYPOINTS = str(FIXTURES / "keypoints" / "three.yaml")
+
+
+@pytest.mark.parametrize("folder", ["keypoints", "coco"])
+def test_a_keypoint_or_box_evaluation_loads_no_mask_code(folder: str) -> None:
+    """``deteval evaluate`` on keypoints (or boxes): no mask, plot, other-command or Open Images code."""
+    gt, dt = FIXTURES / folder / "gt.json", FIXTURES / folder / "dt.json"
+    protocol = THREE_KEYPOINTS if folder == "keypoints" else "coco"
+    code = (
+        "import contextlib, io\n"
+        "from deteval.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    assert main(['evaluate', '--gt', {str(gt)!r}, '--dt', {str(dt)!r}, '--protocol', {protocol!r},"
+        " '--format', 'json', '-q']) == 0\n"
+    )
+    modules = _loaded_after(code)
+    assert "deteval.evaluate.run" in modules  # it did score
+    assert folder == "coco" or "deteval.geometry.keypoints" in modules  # by OKS
+    heavy = tuple(name for name in HEAVY if name != "yaml" or folder == "coco")
+    assert _packages(modules, heavy + NOT_ON_THE_KEYPOINT_PATH) == []
+
+
+def test_an_api_keypoint_evaluation_loads_no_mask_or_report_code() -> None:
+    gt, dt = FIXTURES / "keypoints" / "gt.json", FIXTURES / "keypoints" / "dt.json"
+    code = (
+        "import warnings, deteval\n"
+        "warnings.simplefilter('ignore')\n"
+        f"assert deteval.evaluate({str(gt)!r}, {str(dt)!r}, {THREE_KEYPOINTS!r}).metrics['AP'] >= 0\n"
+    )
+    modules = _loaded_after(code)
+    assert "deteval.geometry.keypoints" in modules  # it did score by OKS
+    banned = tuple(name for name in HEAVY if name != "yaml") + NOT_ON_THE_KEYPOINT_PATH
+    assert _packages(modules, (*banned, "deteval.report", "deteval.plot")) == []
+
+
 def test_the_api_box_evaluation_loads_only_its_path() -> None:
     gt, dt = FIXTURES / "coco" / "gt.json", FIXTURES / "coco" / "dt.json"
     code = (

@@ -19,11 +19,13 @@ from deteval.evaluate import MatchTable, match
 from deteval.evaluate.run import _chunk_bounds
 from deteval.openimages import ImageLevelLabels
 from deteval.protocol import PRESETS
+from tests import ROOT
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_keypoints import generate_keypoints
 from tests.crosscheck.generate_lvis import generate_lvis
 from tests.crosscheck.generate_segm import generate_segm
 
+FIXTURES = ROOT / "fixtures"
 evaluate_module = sys.modules["deteval.evaluate.run"]  # the module that reads _MATCH_CHUNK
 
 pytestmark = pytest.mark.filterwarnings("ignore::deteval.errors.InputWarning")  # generated data
@@ -183,3 +185,23 @@ def test_shards_are_whole_images():
         assert (key[starts] // n_class != key[starts - 1] // n_class).all()
     assert _chunk_bounds(key, n_class, 1).tolist() == [0, 1, 5, 7, 14, 15, 18]
     assert _chunk_bounds(key[:0], n_class, 1).tolist() == [0, 0]
+
+
+@pytest.mark.parametrize(
+    "extra", [["-q"], [], ["--dt", str(FIXTURES / "coco" / "dt.json"), "--name", "a", "--name", "b"]]
+)
+def test_the_command_line_without_a_progress_bar_matches_in_one_pass(monkeypatch, capsys, extra):
+    """No bar (-q, or stderr not a terminal): ``deteval evaluate`` matches in one pass.
+
+    Parts of n_det / 16 detections are there to move a progress bar; without one they only cost
+    (a kernel call, the pairs and the matcher's setup per part, 16 times over).
+    """
+    from deteval.cli import main
+
+    calls = []
+    real = evaluate_module._match_chunk
+    monkeypatch.setattr(evaluate_module, "_match_chunk", lambda *a, **k: calls.append(1) or real(*a, **k))
+    gt, dt = FIXTURES / "coco" / "gt.json", FIXTURES / "coco" / "dt.json"
+    assert main(["evaluate", "--gt", str(gt), "--dt", str(dt), *extra, "--format", "json"]) == 0
+    assert len(calls) == (2 if "--dt" in extra else 1)  # one pass per detector
+    capsys.readouterr()

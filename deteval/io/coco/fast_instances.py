@@ -86,9 +86,14 @@ class SpanSegmentations(Sequence):
         self._origin: FileBytes | None = None  # reads the file again once the bytes are dropped
 
     def keep_on_disk(self, path: str) -> None:
-        """Drop the bytes; read them again from ``path`` (which they were read from) when needed."""
+        """Drop the bytes; read them again from ``path`` (which they were read from) when needed.
+
+        Without any segmentation span nothing is kept (not even the file's size and CRC-32).
+        """
         raw = self._raw
-        if raw is not None:
+        if raw is not None and int(self._starts.max(initial=-1)) < 0:
+            self._raw = b""  # no record has a segmentation: nothing is ever read (a keypoint file)
+        elif raw is not None:
             self._origin = FileBytes(path, raw, "the ground truth")
             self._raw = None
 
@@ -294,11 +299,13 @@ def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] 
     box = np.empty(4 * capacity, dtype=np.float64)
     area = np.empty(capacity, dtype=np.float64)
     args = (raw, ids, image_ids, category_ids, box, area, crowd, ignore, difficult, starts, stops)
-    found = _fast._colparse.instances(*args, None, None, threads)
     keypoints = num_keypoints = None
-    if found is None and b'"keypoints"' in raw:
-        # Keypoints are parsed only when asked for: their buffer (up to a number per 2 bytes) is
-        # allocated for files that have them, and a file without is parsed once.
+    if b'"keypoints"' not in raw:
+        found = _fast._colparse.instances(*args, None, None, threads)
+    else:
+        # Keypoints are parsed only where the file may have them: their buffer (up to a number per
+        # 2 bytes; pages never written stay unallocated) is given from the first pass, so a keypoint
+        # file is parsed once (the same columns as without the buffers when no annotation has them).
         numbers = np.empty(len(raw) // 2 + 1, dtype=np.float64)
         num_keypoints = np.empty(capacity, dtype=np.int64)
         found = _fast._colparse.instances(*args, numbers, num_keypoints, threads)

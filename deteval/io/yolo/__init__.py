@@ -61,6 +61,7 @@ from deteval.io.yolo.dataset import (
     _yaml_path,
 )
 from deteval.io.yolo.image_size import IMAGE_EXTENSIONS, image_size
+from deteval.io.yolo_layouts import LAYOUTS
 
 _colparse = _speedups.load("deteval.io._colparse")
 
@@ -70,10 +71,6 @@ if _colparse is not None and not hasattr(_colparse, "yolo_files"):
 
 
 __all__ = ["load_yolo_gt", "load_yolo_dt", "image_size", "IMAGE_EXTENSIONS", "LAYOUTS"]
-
-
-#: Column layouts of prediction rows.
-LAYOUTS = ("cls cx cy w h conf", "cls conf cx cy w h")
 
 
 _LABEL_ROW = "`class cx cy w h` (normalized)"
