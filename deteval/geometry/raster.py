@@ -64,8 +64,9 @@ class RasterMasks:
             raster.blob = masks.rle_blob
             raster.start, raster.stop = masks.rle_offsets[:-1].copy(), masks.rle_offsets[1:].copy()
             raster.size, raster.area = masks.rle_size, masks.rle_area
-            bounds = masks.bounds
-            raster.box = np.ascontiguousarray(np.c_[bounds[:, :2], bounds[:, 2:] - bounds[:, :2]])
+            box = masks.bounds.copy()
+            box[:, 2:] -= masks.bounds[:, :2]  # xyxy -> xywh, as np.c_[xy, xy2 - xy] gives it
+            raster.box = box
             raster.done[:] = True
         return raster
 
