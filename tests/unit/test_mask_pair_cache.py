@@ -81,10 +81,16 @@ def _orders(rng: np.random.Generator, groups: list) -> dict:
 
 
 CASES = {
-    "groups of 1 to 70 masks": ([(1, 1), (3, 70), (25, 2), (1, 40), (12, 12), (2, 1), (6, 33), (40, 5)], True),
+    "groups of 1 to 70 masks": (
+        [(1, 1), (3, 70), (25, 2), (1, 40), (12, 12), (2, 1), (6, 33), (40, 5)],
+        True,
+    ),
     "one ground truth, 300 detections": ([(300, 1), (4, 3)], False),
     "one detection, 200 ground truths": ([(1, 200), (3, 4)], False),
-    "many small groups": ([(int(a), int(b)) for a, b in np.random.default_rng(9).integers(1, 6, (60, 2))], True),
+    "many small groups": (
+        [(int(a), int(b)) for a, b in np.random.default_rng(9).integers(1, 6, (60, 2))],
+        True,
+    ),
 }
 
 
@@ -96,7 +102,8 @@ def test_pair_iou_is_pycocotools_in_every_order_and_thread_count(case):
     for order, pairs in _orders(rng, groups).items():
         det_rows, gt_rows, image = pairs[:, 0], pairs[:, 1], pairs[:, 2]
         want = _pair_iou_pycocotools(det, gt, det_rows, gt_rows, crowd[gt_rows], image)
-        assert (want > 0).any() and (want == 0).any()
+        assert (want > 0).any()
+        assert (want == 0).any()
         for threads in THREADS:
             got = _kernel(det, gt, det_rows, gt_rows, crowd[gt_rows], threads)
             assert got.tobytes() == want.tobytes(), f"{case}, {order}, {threads} threads"
