@@ -45,13 +45,14 @@ class RasterMasks:
     from the owner fills its own copy.
     """
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, *, empty: bool = True):
         self.blob: bytes | bytearray = b""
-        self.start = np.zeros(n, dtype=np.int64)
-        self.stop = np.zeros(n, dtype=np.int64)
-        self.size = np.zeros((n, 2), dtype=np.int64)
-        self.area = np.full(n, np.nan)
-        self.box = np.full((n, 4), np.nan)
+        if empty:  # else the caller sets every column (for_masks)
+            self.start = np.zeros(n, dtype=np.int64)
+            self.stop = np.zeros(n, dtype=np.int64)
+            self.size = np.zeros((n, 2), dtype=np.int64)
+            self.area = np.full(n, np.nan)
+            self.box = np.full((n, 4), np.nan)
         self.done = np.zeros(n, dtype=bool)
         self.extent_checked = np.zeros(n, dtype=bool)  # rows that passed _check_raster_extent
         self.boundary: dict = {}  # dilation ratio -> {row: boundary RLE} (iou_type "boundary")
@@ -59,8 +60,9 @@ class RasterMasks:
     @classmethod
     def for_masks(cls, masks: CheckedMasks) -> RasterMasks:
         """The rasters of ``masks``: done already when every record is an RLE (the blob shared)."""
-        raster = cls(len(masks.kind))
-        if len(masks.kind) and (masks.kind == RLE).all():
+        all_rle = bool(len(masks.kind)) and bool((masks.kind == RLE).all())
+        raster = cls(len(masks.kind), empty=not all_rle)
+        if all_rle:
             raster.blob = masks.rle_blob
             raster.start, raster.stop = masks.rle_offsets[:-1].copy(), masks.rle_offsets[1:].copy()
             raster.size, raster.area = masks.rle_size, masks.rle_area
