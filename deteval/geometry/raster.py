@@ -471,7 +471,9 @@ def _compiled_pair_iou(
     The arguments and result are :func:`_pair_iou_pycocotools`' (``image`` is not read).
 
     The kernel reads each pair's two strings where they lie in the blobs (nothing copied) and
-    decodes a mask's runs once for consecutive pairs (sorted here by ground truth); a pair whose boxes do not
+    decodes a mask's runs when its first pair comes, keeping them while the next pairs meet the
+    mask again (about one image and class group's masks per side and thread: a ground truth is
+    decoded once for all the detections of its group, whatever their order); a pair whose boxes do not
     overlap (pycocotools' ``bbIou`` test, on the same ``toBbox`` boxes) or sharing no pixel gets
     0, any other ``intersection / union`` (crowd: over the detection's area) as doubles, which is
     what pycocotools computes (its box pre-check only ever skips pairs sharing no pixel). The
@@ -483,9 +485,9 @@ def _compiled_pair_iou(
     gt_rows = np.ascontiguousarray(gt_rows, dtype=np.int64)
     crowd = np.ascontiguousarray(is_crowd, dtype=np.uint8)
     n = len(det_rows)
-    # The kernel decodes a mask again only when its side's row changes from one pair to the next:
-    # pairs already grouped by one side (as matching makes them) are kept as given; else they are
-    # sorted so that the pairs of one ground truth come together.
+    # The kernel keeps about one group's masks per side: pairs already grouped by one side (as
+    # matching makes them, a group's pairs together) are kept as given; else they are sorted so
+    # that the pairs of one ground truth come together.
     changes = min(
         np.count_nonzero(det_rows[1:] != det_rows[:-1]), np.count_nonzero(gt_rows[1:] != gt_rows[:-1])
     )
