@@ -154,10 +154,10 @@ typedef struct {
 /* Decode one string (pycocotools' rleFrString: run m is its groups, plus run m - 2 from the fourth
  * on, modulo 2**32; a one-character run is a value in -16..15). Returns the problem code and fills
  * ``*out``. With ``b`` (h > 0), the box walk of pycocotools' toBbox over the (background,
- * foreground) pairs of runs: when h * w < 2**32 (``b->covered`` is the column-crossing shortcut's
- * flag) by following only the row of the position, the columns of the first foreground pixel and
- * of the last taken at the end (positions only grow: runs after the first are never 0 where the box
- * is kept); else by box_point on 32-bit positions, wrapping as pycocotools' do. */
+ * foreground) pairs of runs: when h * w < 2**32 by following only the row of the position (a
+ * foreground run that crosses a column gives the full height), the columns of the first foreground
+ * pixel and of the last taken at the end (positions only grow: runs after the first are never 0
+ * where the box is kept); else by box_point on 32-bit positions, wrapping as pycocotools' do. */
 static int summarise(const unsigned char *s, Py_ssize_t len, Summary *out, BoxWalk *b)
 {
     out->sum = 0;
