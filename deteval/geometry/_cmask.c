@@ -122,12 +122,47 @@ static void box_of_runs(const uint32_t *runs, Py_ssize_t n, uint32_t h, uint32_t
     box_out(&b, bb);
 }
 
-/* Decode one string. Returns the problem code; sets *sum (int64, -1 for a too long run), *area (sum
- * of the foreground runs modulo 2**32) and, when ``b`` is not NULL, the box walk (pairs of runs). */
-static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint32_t *area, BoxWalk *b)
+/* The value of a run written in more than one group: ``c`` its first group (bit 0x20 set), ``*ps``
+ * on the next character; the string must not end inside the run. Returns 1 for a character outside
+ * '0'..'o', else 0 with the value in ``*x`` (its groups beyond MAX_GROUPS dropped: ``*too_long``). */
+static inline int read_groups(const unsigned char **ps, int c, int64_t *x, int *too_long)
 {
-    *sum = 0;
-    *area = 0;
+    const unsigned char *s = *ps;
+    int64_t v = c & 0x1f;
+    int k = 1, more = 1;
+    while (more) { /* ends within the string: its last character has no 0x20 */
+        c = *s++ - 48;
+        if ((unsigned)c > 63) return 1;
+        if (k < MAX_GROUPS) v |= (int64_t)(c & 0x1f) << (5 * k);
+        k++;
+        more = c & 0x20;
+    }
+    if (k > MAX_GROUPS) *too_long = 1;
+    if (c & 0x10) v -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
+    *x = v;
+    *ps = s;
+    return 0;
+}
+
+/* What summarise() gives of one string. */
+typedef struct {
+    int64_t sum;   /* the runs' sum (-1: a run of more than MAX_GROUPS groups) */
+    uint32_t area; /* the foreground runs' sum modulo 2**32 */
+    int zero_run;  /* a run of length 0 after the first */
+} Summary;
+
+/* Decode one string (pycocotools' rleFrString: run m is its groups, plus run m - 2 from the fourth
+ * on, modulo 2**32; a one-character run is a value in -16..15). Returns the problem code and fills
+ * ``*out``. With ``b`` (h > 0), the box walk of pycocotools' toBbox over the (background,
+ * foreground) pairs of runs: when h * w < 2**32 by following only the row of the position (a
+ * foreground run that crosses a column gives the full height), the columns of the first foreground
+ * pixel and of the last taken at the end (positions only grow: runs after the first are never 0
+ * where the box is kept); else by box_point on 32-bit positions, wrapping as pycocotools' do. */
+static int summarise(const unsigned char *s, Py_ssize_t len, Summary *out, BoxWalk *b)
+{
+    out->sum = 0;
+    out->area = 0;
+    out->zero_run = 0;
     if (len == 0) return 2;
     /* A character outside '0'..'o' is problem 1 wherever it is, before problem 2: the last
      * character first, then (a string ending inside a run) all of them, else each as decoded. */
@@ -138,50 +173,81 @@ static int summarise(const unsigned char *s, Py_ssize_t len, int64_t *sum, uint3
             if ((unsigned char)(s[i] - 48) > 63) return 1;
         return 2;
     }
+    const unsigned char *end = s + len;
+    const int walk = b != NULL && (uint64_t)b->h * b->w > UINT32_MAX; /* box_point on wrapping positions */
+    const int rows = b != NULL && !walk;                                 /* the row shortcut */
+    const uint64_t h = b ? b->h : 1;
     uint32_t before1 = 0, before2 = 0; /* runs m - 1 and m - 2 */
-    uint32_t position = 0, background = 0;
-    int too_long = 0;
-    Py_ssize_t m = 0, i = 0;
-    while (i < len) {
-        int64_t x;
-        int c = s[i++] - 48;
-        if ((unsigned)c > 63) return 1;
-        if (!(c & 0x20)) { /* one group (most runs): its value, negative with bit 0x10 */
-            x = (c & 0x10) ? (int64_t)c - 32 : (int64_t)c;
-        } else {
-            x = c & 0x1f;
-            int k = 1, more = 1;
-            while (more) { /* ends within the string: its last character has no 0x20 */
-                c = s[i++] - 48;
-                if ((unsigned)c > 63) return 1;
-                if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
-                k++;
-                more = c & 0x20;
-            }
-            if (k > MAX_GROUPS) too_long = 1;
-            if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
+    uint64_t sum = 0, y = 0;           /* y: the row of position ``sum`` (rows) */
+    uint64_t ys = h, ye = 0, first = 0, final = 0;
+    uint32_t area = 0;
+    int too_long = 0, zero_run = 0, has_pair = 0, full = 0;
+    Py_ssize_t m = 0;
+#define READ_RUN(run)                                                                                                  \
+    do {                                                                                                               \
+        int c_ = *s++ - 48;                                                                                            \
+        int64_t x_;                                                                                                    \
+        if ((unsigned)c_ > 63) return 1;                                                                               \
+        if (!(c_ & 0x20))                                                                                              \
+            x_ = (c_ ^ 0x10) - 0x10; /* bit 0x10 is the sign */                                                        \
+        else if (read_groups(&s, c_, &x_, &too_long))                                                                  \
+            return 1;                                                                                                  \
+        if (m > 2) x_ += (int64_t)before2;                                                                             \
+        run = (uint32_t)x_;                                                                                            \
+        before2 = before1;                                                                                             \
+        before1 = run;                                                                                                 \
+        m++;                                                                                                           \
+    } while (0)
+    while (s < end) {
+        uint32_t bg, fg;
+        READ_RUN(bg);
+        zero_run |= m > 1 && bg == 0;
+        if (s >= end) {
+            sum += bg;
+            break;
         }
-        if (m > 2) x += (int64_t)before2;
-        const uint32_t run = (uint32_t)x;
-        *sum += run;
-        if (b && m > 0 && run == 0) b->zero_run = 1;
-        if (m % 2) {
-            *area += run;
-            if (b) { /* the pair (background, this foreground run) */
-                const uint32_t fg_start = position + background;
-                box_point(b, fg_start, 0);
-                box_point(b, fg_start + run - 1, 1);
-                b->has_pair = 1;
+        READ_RUN(fg);
+        zero_run |= fg == 0;
+        area += fg;
+        const uint64_t start = sum + bg;
+        if (rows && !full) {
+            uint64_t row = y + bg;
+            if (row >= h) {
+                row -= h;
+                if (row >= h) row %= h;
             }
-            position += background + run;
-        } else {
-            background = run;
+            const uint64_t row_end = row + fg - 1; /* fg == 0 (no box is kept): any value */
+            if (row_end >= h) {
+                full = 1; /* the run crosses a column: pycocotools' full height */
+            } else {
+                if (row < ys) ys = row;
+                if (row_end > ye) ye = row_end;
+                y = row_end + 1 == h ? 0 : row_end + 1;
+            }
+        } else if (walk) {
+            const uint32_t fg_start = (uint32_t)start;
+            box_point(b, fg_start, 0);
+            box_point(b, fg_start + fg - 1, 1);
         }
-        before2 = before1;
-        before1 = run;
-        m++;
+        if (!has_pair) first = start;
+        has_pair = 1;
+        sum = start + fg;
+        final = sum - 1;
     }
-    if (too_long) *sum = -1;
+#undef READ_RUN
+    out->sum = too_long ? -1 : (int64_t)sum;
+    out->area = area;
+    out->zero_run = zero_run;
+    if (b) {
+        b->has_pair = has_pair;
+        b->zero_run = zero_run;
+        if (rows && has_pair) {
+            b->xs = (uint32_t)(first / h);
+            b->xe = (uint32_t)(final / h);
+            b->ys = full ? 0 : (uint32_t)ys;
+            b->ye = full ? b->h - 1 : (uint32_t)ye;
+        }
+    }
     return 0;
 }
 
@@ -207,17 +273,16 @@ static void summarise_part(void *ctx, Py_ssize_t lo, Py_ssize_t hi)
             walk.xs = walk.w;
             walk.ys = walk.h;
         }
-        uint32_t area;
-        int64_t sum;
-        const int code = summarise(j->blob + j->offsets[r], (Py_ssize_t)(j->offsets[r + 1] - j->offsets[r]), &sum,
-                                   &area, want_box ? &walk : NULL);
-        const int whole = code == 0 && sum == h * w;
+        Summary sm;
+        const int code = summarise(j->blob + j->offsets[r], (Py_ssize_t)(j->offsets[r + 1] - j->offsets[r]), &sm,
+                                   want_box ? &walk : NULL);
+        const int whole = code == 0 && sm.sum == h * w;
         /* the partial values where they mean nothing: 0, as the numpy twin gives them */
         j->problem[r] = (int8_t)code;
-        j->sums[r] = code == 0 ? sum : 0;
-        j->areas[r] = whole ? (double)area : 0.0;
+        j->sums[r] = code == 0 ? sm.sum : 0;
+        j->areas[r] = whole ? (double)sm.area : 0.0;
         double *bb = j->boxes + 4 * r;
-        if (!whole || !want_box || walk.zero_run) {
+        if (!whole || !want_box || sm.zero_run) {
             bb[0] = bb[1] = bb[2] = bb[3] = NAN;
         } else {
             box_out(&walk, bb);
@@ -297,8 +362,8 @@ done:
     return result;
 }
 
-/* A compressed counts string, ``s`` to ``end``, read run by run by decode_row (pycocotools'
- * rleFrString, into a reused array): the decoded value of run m is its groups, plus run m - 2 from
+/* A compressed counts string, ``s`` to ``end``, read run by run by decode_runs (pycocotools'
+ * rleFrString): the decoded value of run m is its groups, plus run m - 2 from
  * the fourth run on (modulo 2**32). A string that ends inside a run ends there (callers pass
  * checked strings). */
 typedef struct {
@@ -342,53 +407,74 @@ static void rle_walk(const uint32_t *a, Py_ssize_t ka, const uint32_t *b, Py_ssi
     *uni = u;
 }
 
-/* The runs of one mask, decoded once and kept while the next pairs compare the same mask. */
+/* One mask decoded by decode_runs. */
 typedef struct {
-    uint32_t *runs;
-    Py_ssize_t n, cap;
-    int64_t row;
+    Py_ssize_t n;   /* runs */
+    uint64_t total; /* their sum */
+    uint32_t area;  /* the foreground runs' sum, modulo 2**32 */
+    int plain;      /* no run of length 0 after the first, a total below 2**32 */
 } Decoded;
 
-static int decode_row(Decoded *dec, RunReader reader, int64_t row)
+/* A run of more than one group as decode_runs reads it: ``c`` its first group (bit 0x20 set), ``*ps``
+ * on the next character; a string that ends inside the run ends it. Returns the value modulo 2**32
+ * (without the delta). */
+static inline uint32_t unchecked_groups(const unsigned char **ps, const unsigned char *end, int c)
 {
-    if (dec->row == row) return 0;
-    const Py_ssize_t chars = reader.end - reader.s;
-    if (chars > dec->cap) {
-        uint32_t *grown = (uint32_t *)PyMem_RawRealloc(dec->runs, sizeof(uint32_t) * (size_t)chars);
-        if (!grown) return -1;
-        dec->runs = grown;
-        dec->cap = chars;
+    const unsigned char *s = *ps;
+    int64_t x = c & 0x1f;
+    int k = 1, more = 1;
+    while (more && s < end) {
+        c = (*s++ - 48) & 0x3f;
+        if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
+        k++;
+        more = c & 0x20;
     }
+    if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
+    *ps = s;
+    return (uint32_t)x;
+}
+
+/* The runs of ``reader``'s string into ``runs``, and into ``position`` where each run starts, then
+ * where the last ends (modulo 2**32: meaningful for a plain mask); room for one run per character
+ * (and one position more). Unchecked (callers pass checked strings): a character outside '0'..'o'
+ * is read modulo 64. */
+static Decoded decode_runs(RunReader reader, uint32_t *runs, uint32_t *position)
+{
+    const unsigned char *s = reader.s, *end = reader.end;
+    /* before1, before2: the runs one and two before, added from the fourth run on; 0 before (the
+     * first run is kept as 0 there, so the third adds nothing) */
+    uint32_t before1 = 0, before2 = 0, at = 0, area = 0, run;
+    uint64_t total = 0;
+    int zero = 0;
+    Py_ssize_t m = 0; /* at most one run per character */
+    position[0] = 0;
     /* the one-character run (a value in -16..15 before the delta: most of them) is taken without
      * the group loop */
-    const unsigned char *s = reader.s, *end = reader.end;
-    uint32_t before1 = 0, before2 = 0, *runs = dec->runs;
-    Py_ssize_t m = 0; /* at most one run per character */
-    while (s < end) {
-        int c = (*s++ - 48) & 0x3f;
-        int64_t x;
-        if (!(c & 0x20)) {
-            x = (c & 0x10) ? (int64_t)c - 32 : (int64_t)c;
-        } else {
-            x = c & 0x1f;
-            int k = 1, more = 1;
-            while (more && s < end) {
-                c = (*s++ - 48) & 0x3f;
-                if (k < MAX_GROUPS) x |= (int64_t)(c & 0x1f) << (5 * k);
-                k++;
-                more = c & 0x20;
-            }
-            if (c & 0x10) x -= (int64_t)1 << (5 * (k < MAX_GROUPS + 1 ? k : MAX_GROUPS + 1));
-        }
-        if (m > 2) x += (int64_t)before2;
-        const uint32_t run = (uint32_t)x;
-        before2 = before1;
-        before1 = run;
-        runs[m++] = run;
+#define NEXT_RUN()                                                                                                     \
+    do {                                                                                                               \
+        const int c_ = (*s++ - 48) & 0x3f;                                                                             \
+        run = before2 + (!(c_ & 0x20) ? (uint32_t)((c_ ^ 0x10) - 0x10) : unchecked_groups(&s, end, c_));             \
+        before2 = before1;                                                                                             \
+        before1 = run;                                                                                                 \
+        total += run;                                                                                                  \
+        runs[m++] = run;                                                                                               \
+        position[m] = at += run;                                                                                       \
+    } while (0)
+    if (s < end) {
+        NEXT_RUN();
+        before1 = 0;
     }
-    dec->n = m;
-    dec->row = row;
-    return 0;
+    while (s < end) {
+        NEXT_RUN(); /* a foreground run */
+        area += run;
+        zero |= run == 0;
+        if (s >= end) break;
+        NEXT_RUN(); /* a background run */
+        zero |= run == 0;
+    }
+#undef NEXT_RUN
+    Decoded out = {m, total, area, !zero && total <= UINT32_MAX};
+    return out;
 }
 
 /* Spans ``start[r]:stop[r]`` of a blob, with the pixel count (float64, < 2**32) and pycocotools'
@@ -450,7 +536,133 @@ static int part_of(const Py_ssize_t *bounds, int parts, Py_ssize_t lo)
     return 0;
 }
 
-/* One pair_iou call: pairs [lo, hi) of a part are compared with the part's own decoded runs. */
+/* One decoded mask of a MaskCache: its runs at ``arena + at``, and when ``plain`` (no run of length
+ * 0 after the first, runs adding up to less than 2**32) the n + 1 positions where its runs start and
+ * the last ends at ``arena + at + chars`` (``pos``; foreground run i spans pos[2i + 1] .. pos[2i + 2]). */
+typedef struct {
+    int64_t row;  /* the mask's row of its side */
+    uint64_t gen; /* the slot is in use when this is the cache's generation */
+    Py_ssize_t at, n, pos;
+    uint64_t total; /* the runs' sum */
+    uint32_t area;  /* the foreground runs' sum (plain masks) */
+    int plain;
+} Slot;
+
+/* The masks of one side a part has decoded, so that each is decoded once while its pairs come: the
+ * ground truths of an image and class, compared with each of its detections in turn, stay decoded
+ * for all of them. Slots by row (open addressing) in ``n_slots`` (a power of two) and one arena of
+ * runs; when half the slots are used, or the arena would pass ARENA_BUDGET values, the cache is
+ * emptied (a new generation: slots and arena are reused), so it holds about one group's masks. */
+typedef struct {
+    Slot *slots;
+    Py_ssize_t n_slots, live;
+    uint64_t gen;
+    uint32_t *arena;
+    Py_ssize_t used, cap;
+    int64_t last_row; /* the row of the last lookup (-1: none), in slot last_slot */
+    Py_ssize_t last_slot;
+} MaskCache;
+
+#define ARENA_BUDGET ((Py_ssize_t)1 << 24) /* 64 MiB of runs: beyond, the cache starts again */
+
+/* A cache of at least ``want`` slots (plus room: emptied at half). Returns -1 when out of memory. */
+static int cache_init(MaskCache *mc, Py_ssize_t want)
+{
+    Py_ssize_t n = 16;
+    while (n < 2 * want + 2 && n < ((Py_ssize_t)1 << 20)) n *= 2;
+    memset(mc, 0, sizeof *mc);
+    mc->slots = (Slot *)PyMem_RawCalloc((size_t)n, sizeof(Slot));
+    if (!mc->slots) return -1;
+    mc->n_slots = n;
+    mc->gen = 1;
+    mc->last_row = -1;
+    return 0;
+}
+
+static void cache_free(MaskCache *mc)
+{
+    PyMem_RawFree(mc->slots);
+    PyMem_RawFree(mc->arena);
+}
+
+/* The decoded mask of ``row`` of ``sp``, decoded now unless the cache holds it; NULL when out of
+ * memory. The pointer is valid until the next lookup in the same cache. */
+static const Slot *cache_get(MaskCache *mc, const Spans *sp, int64_t row)
+{
+    if (row == mc->last_row) return &mc->slots[mc->last_slot];
+    const Py_ssize_t mask = mc->n_slots - 1;
+    const uint64_t hash = (uint64_t)row * 0x9E3779B97F4A7C15ull;
+    Py_ssize_t k = (Py_ssize_t)(hash >> 40) & mask;
+    for (;; k = (k + 1) & mask) {
+        const Slot *sl = &mc->slots[k];
+        if (sl->gen != mc->gen) break;
+        if (sl->row == row) {
+            mc->last_row = row;
+            mc->last_slot = k;
+            return sl;
+        }
+    }
+    const RunReader reader = reader_of(sp, row);
+    const Py_ssize_t chars = reader.end - reader.s, need = 2 * chars + 1;
+    if (2 * (mc->live + 1) > mc->n_slots || (mc->used && mc->used + need > ARENA_BUDGET)) {
+        mc->gen++; /* empty: every slot stale, the arena reused from its start */
+        mc->live = 0;
+        mc->used = 0;
+        k = (Py_ssize_t)(hash >> 40) & mask;
+    }
+    if (mc->used + need > mc->cap) {
+        Py_ssize_t cap = 2 * mc->cap;
+        if (cap < mc->used + need) cap = mc->used + need;
+        if (cap < 4096) cap = 4096;
+        uint32_t *grown = (uint32_t *)PyMem_RawRealloc(mc->arena, sizeof(uint32_t) * (size_t)cap);
+        if (!grown) return NULL;
+        mc->arena = grown;
+        mc->cap = cap;
+    }
+    Slot *sl = &mc->slots[k];
+    uint32_t *runs = mc->arena + mc->used;
+    const Decoded dec = decode_runs(reader, runs, runs + chars);
+    *sl = (Slot){row, mc->gen, mc->used, dec.n, mc->used + chars, dec.total, dec.area, dec.plain};
+    mc->used += need;
+    mc->live++;
+    mc->last_row = row;
+    mc->last_slot = k;
+    return sl;
+}
+
+/* The first foreground span (index i, odd) of positions ``p`` (n runs) that ends after ``at``. */
+static Py_ssize_t first_span_ending_after(const uint32_t *p, Py_ssize_t n, uint32_t at)
+{
+    Py_ssize_t lo = 0, hi = n / 2; /* spans t in [lo, hi): span t ends at p[2t + 2] */
+    while (lo < hi) {
+        const Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (p[2 * mid + 2] > at)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return 2 * lo + 1;
+}
+
+/* The pixels in both of two plain masks: their foreground spans (positions 2i + 1 .. 2i + 2 of
+ * each, n runs) intersected in one pass from the first spans that can meet. */
+static uint32_t common_pixels(const uint32_t *a, Py_ssize_t na, const uint32_t *b, Py_ssize_t nb)
+{
+    if (na < 2 || nb < 2) return 0;
+    uint32_t inter = 0;
+    Py_ssize_t i = first_span_ending_after(a, na, b[1]), j = first_span_ending_after(b, nb, a[1]);
+    while (i < na && j < nb) {
+        const uint32_t lo = a[i] > b[j] ? a[i] : b[j];
+        const uint32_t a_end = a[i + 1], b_end = b[j + 1];
+        const uint32_t hi = a_end < b_end ? a_end : b_end;
+        inter += hi > lo ? hi - lo : 0;
+        i += 2 * (Py_ssize_t)(a_end <= b_end);
+        j += 2 * (Py_ssize_t)(b_end <= a_end);
+    }
+    return inter;
+}
+
+/* One pair_iou call: pairs [lo, hi) of a part are compared with the part's own decoded masks. */
 typedef struct {
     const Spans *det, *gt;
     const int64_t *det_rows, *gt_rows;
@@ -461,34 +673,56 @@ typedef struct {
     int failed[DETEVAL_MAX_PARTS];
 } PairJob;
 
+/* The longest stretch of pairs in [lo, hi) with one row of ``rows``: how many masks of the other
+ * side one mask of this side meets in a row (a group's size). */
+static Py_ssize_t longest_stretch(const int64_t *rows, Py_ssize_t lo, Py_ssize_t hi)
+{
+    Py_ssize_t best = 0, run = 0;
+    for (Py_ssize_t k = lo; k < hi; k++) {
+        run = k > lo && rows[k] == rows[k - 1] ? run + 1 : 1;
+        if (run > best) best = run;
+    }
+    return best;
+}
+
 static void pair_part(void *ctx, Py_ssize_t lo, Py_ssize_t hi)
 {
     if (lo >= hi) return;
     PairJob *j = (PairJob *)ctx;
     const double *det_area = (const double *)j->det->area.buf;
     const double *det_box = (const double *)j->det->box.buf, *gt_box = (const double *)j->gt->box.buf;
-    Decoded dd = {NULL, 0, 0, -1}, gd = {NULL, 0, 0, -1};
-    int failed = 0;
-    for (Py_ssize_t k = lo; k < hi; k++) {
+    MaskCache dc, gc;
+    int failed = cache_init(&dc, longest_stretch(j->gt_rows, lo, hi));
+    failed |= cache_init(&gc, longest_stretch(j->det_rows, lo, hi));
+    for (Py_ssize_t k = lo; k < hi && !failed; k++) {
         const int64_t d = j->det_rows[k], g = j->gt_rows[k];
         if (!boxes_overlap(det_box + 4 * d, gt_box + 4 * g)) {
             j->iou[k] = 0.0;
             continue;
         }
-        if (decode_row(&dd, reader_of(j->det, d), d) || decode_row(&gd, reader_of(j->gt, g), g)) {
+        const Slot *ds = cache_get(&dc, j->det, d), *gs = cache_get(&gc, j->gt, g);
+        if (!ds || !gs) {
             failed = 1;
             break;
         }
+        const uint32_t *dr = dc.arena + ds->at, *gr = gc.arena + gs->at;
         uint32_t inter, uni;
-        rle_walk(dd.runs, dd.n, gd.runs, gd.n, &inter, &uni);
+        if (ds->plain && gs->plain && ds->total == gs->total) {
+            /* pycocotools' walk counts every pixel of both: the union is their areas' sum less
+             * the common pixels */
+            inter = common_pixels(dc.arena + ds->pos, ds->n, gc.arena + gs->pos, gs->n);
+            uni = ds->area + gs->area - inter;
+        } else {
+            rle_walk(dr, ds->n, gr, gs->n, &inter, &uni);
+        }
         if (inter == 0)
             uni = 1;
         else if (j->is_crowd[k])
             uni = (uint32_t)det_area[d];
         j->iou[k] = (double)inter / (double)uni;
     }
-    PyMem_RawFree(dd.runs);
-    PyMem_RawFree(gd.runs);
+    cache_free(&dc);
+    cache_free(&gc);
     if (failed) j->failed[part_of(j->bounds, j->parts, lo)] = 1;
 }
 
@@ -526,8 +760,11 @@ PyDoc_STRVAR(pair_iou_doc,
              "``out[k]``: 0 when the boxes do not overlap (pycocotools' bbIou test) or the masks share no\n"
              "pixel, else\n"
              "intersection / union as doubles, from pycocotools' walk of the runs and as it divides.\n"
-             "A mask's string is decoded when its pair comes, and kept for the next pairs of the same mask\n"
-             "(pass pairs grouped by one side): no mask is made, no run array beyond two masks' per part.\n"
+             "A mask's string is decoded when its first pair comes and kept while the next pairs meet it\n"
+             "again (each part keeps about one group's masks per side: pass the pairs of an image and class\n"
+             "together, grouped by one side): no mask is made. Two masks without runs of length 0 after the\n"
+             "first and of one total are compared by their foreground spans (the union is their areas less\n"
+             "the common pixels: what the walk counts), any others by pycocotools' walk of the runs.\n"
              "The pairs are split into ``threads`` parts of about equal work (characters decoded), run on\n"
              "as many threads with the GIL released (each writes its own pairs: the same values for every\n"
              "count).");
@@ -1067,4 +1304,4 @@ static PyMethodDef cmask_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 4, NULL)
+DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 5, NULL)

@@ -45,13 +45,14 @@ class RasterMasks:
     from the owner fills its own copy.
     """
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, *, empty: bool = True):
         self.blob: bytes | bytearray = b""
-        self.start = np.zeros(n, dtype=np.int64)
-        self.stop = np.zeros(n, dtype=np.int64)
-        self.size = np.zeros((n, 2), dtype=np.int64)
-        self.area = np.full(n, np.nan)
-        self.box = np.full((n, 4), np.nan)
+        if empty:  # else the caller sets every column (for_masks)
+            self.start = np.zeros(n, dtype=np.int64)
+            self.stop = np.zeros(n, dtype=np.int64)
+            self.size = np.zeros((n, 2), dtype=np.int64)
+            self.area = np.full(n, np.nan)
+            self.box = np.full((n, 4), np.nan)
         self.done = np.zeros(n, dtype=bool)
         self.extent_checked = np.zeros(n, dtype=bool)  # rows that passed _check_raster_extent
         self.boundary: dict = {}  # dilation ratio -> {row: boundary RLE} (iou_type "boundary")
@@ -59,13 +60,15 @@ class RasterMasks:
     @classmethod
     def for_masks(cls, masks: CheckedMasks) -> RasterMasks:
         """The rasters of ``masks``: done already when every record is an RLE (the blob shared)."""
-        raster = cls(len(masks.kind))
-        if len(masks.kind) and (masks.kind == RLE).all():
+        all_rle = bool(len(masks.kind)) and bool((masks.kind == RLE).all())
+        raster = cls(len(masks.kind), empty=not all_rle)
+        if all_rle:
             raster.blob = masks.rle_blob
             raster.start, raster.stop = masks.rle_offsets[:-1].copy(), masks.rle_offsets[1:].copy()
             raster.size, raster.area = masks.rle_size, masks.rle_area
-            bounds = masks.bounds
-            raster.box = np.ascontiguousarray(np.c_[bounds[:, :2], bounds[:, 2:] - bounds[:, :2]])
+            box = masks.bounds.copy()
+            box[:, 2:] -= masks.bounds[:, :2]  # xyxy -> xywh, as np.c_[xy, xy2 - xy] gives it
+            raster.box = box
             raster.done[:] = True
         return raster
 
@@ -468,7 +471,9 @@ def _compiled_pair_iou(
     The arguments and result are :func:`_pair_iou_pycocotools`' (``image`` is not read).
 
     The kernel reads each pair's two strings where they lie in the blobs (nothing copied) and
-    decodes a mask's runs once for consecutive pairs (sorted here by ground truth); a pair whose boxes do not
+    decodes a mask's runs when its first pair comes, keeping them while the next pairs meet the
+    mask again (about one image and class group's masks per side and thread: a ground truth is
+    decoded once for all the detections of its group, whatever their order); a pair whose boxes do not
     overlap (pycocotools' ``bbIou`` test, on the same ``toBbox`` boxes) or sharing no pixel gets
     0, any other ``intersection / union`` (crowd: over the detection's area) as doubles, which is
     what pycocotools computes (its box pre-check only ever skips pairs sharing no pixel). The
@@ -480,9 +485,9 @@ def _compiled_pair_iou(
     gt_rows = np.ascontiguousarray(gt_rows, dtype=np.int64)
     crowd = np.ascontiguousarray(is_crowd, dtype=np.uint8)
     n = len(det_rows)
-    # The kernel decodes a mask again only when its side's row changes from one pair to the next:
-    # pairs already grouped by one side (as matching makes them) are kept as given; else they are
-    # sorted so that the pairs of one ground truth come together.
+    # The kernel keeps about one group's masks per side: pairs already grouped by one side (as
+    # matching makes them, a group's pairs together) are kept as given; else they are sorted so
+    # that the pairs of one ground truth come together.
     changes = min(
         np.count_nonzero(det_rows[1:] != det_rows[:-1]), np.count_nonzero(gt_rows[1:] != gt_rows[:-1])
     )

@@ -278,13 +278,14 @@ def _flat_rle_masks(values: RleSegmentations, threads: int = 1) -> CheckedMasks 
     todo = np.flatnonzero(np.isnan(box[:, 0]))  # height 0, a run of 0: pycocotools' own toBbox
     if len(todo):
         box[todo] = np.asarray(mask_utils.toBbox([rle[r] for r in todo.tolist()]), np.float64).reshape(-1, 4)
+    box[:, 2:] += box[:, :2]  # xywh -> xyxy, in place
     return CheckedMasks(
         kind=kind,
         part_start=np.zeros(n + 1, dtype=np.int64),
         point_start=np.zeros(1, dtype=np.int64),
         points=np.zeros((0, 2)),
         rle=rle,
-        bounds=np.c_[box[:, :2], box[:, :2] + box[:, 2:]],
+        bounds=box,
         rle_size=np.ascontiguousarray(sizes, dtype=np.int64),
         rle_blob=values.blob,
         rle_offsets=offsets,

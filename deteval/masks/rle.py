@@ -479,11 +479,15 @@ def _rle_sizes_are_image_sizes(src: SegmentationSource, masks: Any) -> bool:
     Then every mask of an image, polygon or RLE, has that image's size, and no two masks of one
     image can differ.
     """
-    rows = np.flatnonzero(masks.kind == RLE)
-    if not len(rows):
-        return True
-    image_size = np.asarray(src.image_size, dtype=np.float64)[src.image[rows]]
-    return bool((image_size == masks.rle_size[rows]).all())
+    is_rle = masks.kind == RLE
+    if is_rle.all():  # the columns as they are (no rows gathered)
+        image, rle_size = src.image, masks.rle_size
+    else:
+        rows = np.flatnonzero(is_rle)
+        if not len(rows):
+            return True
+        image, rle_size = src.image[rows], masks.rle_size[rows]
+    return bool((np.asarray(src.image_size, dtype=np.float64)[image] == rle_size).all())
 
 
 def _refuse_pairs(
