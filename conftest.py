@@ -2,9 +2,12 @@
 
 import importlib.util
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+_ROOT = Path(__file__).parent
 
 #: The torchmetrics ``Metric`` subclass cannot be imported (so its doctests not collected)
 #: without torch and torchmetrics, which are optional.
@@ -16,6 +19,23 @@ collect_ignore = (
 #: The plot extra's doctests draw with matplotlib, which the core never needs.
 if importlib.util.find_spec("matplotlib") is None:
     collect_ignore.append("deteval/plot")
+
+#: Doctests the fast tier does not collect: collecting a module's doctests imports the module, and
+#: the torchmetrics adapter's package imports torch and torchmetrics when they are installed (about
+#: 9 s of CPU in every process, whichever tests it then runs). The fast tier checks the same
+#: behaviour in tests/unit/test_torchmetrics_metric.py (the numpy class's numbers, the float32
+#: thresholds, ``forward`` on a batch), in one process; the full suite runs these doctests.
+_NOT_IN_FAST_TIER = ("deteval/integrations/torchmetrics",)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """In the fast tier, do not import the modules above for their doctests."""
+    from tests.support.tier import is_fast_tier
+
+    if collection_path.is_relative_to(_ROOT) and is_fast_tier(config):
+        if collection_path.relative_to(_ROOT).as_posix().startswith(_NOT_IN_FAST_TIER):
+            return True
+    return None
 
 
 #: numpy's print options as the session starts, before any test module is imported: Ultralytics (a

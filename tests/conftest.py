@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -17,6 +18,11 @@ from tests.support.tier import is_fast_tier as _is_fast_tier
 # imported: point it at a folder of this run, so the suite touches nothing of the machine outside it.
 os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="deteval-yolo-config-"))
 os.environ.setdefault("YOLO_OFFLINE", "1")
+
+#: tests/support holds helpers, no tests and no doctests: ``--doctest-modules`` would import each of
+#: its modules at collection, and with them torch and ultralytics (tests/support/torchmetrics.py,
+#: ultralytics.py: about 4 s of CPU in every process) for no test at all.
+collect_ignore = ["support"]
 
 
 @pytest.fixture
@@ -141,3 +147,94 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             kept.add(key)
         if is_fast:
             _fewer_examples(item)
+
+
+#: Tests that import a heavy optional package (seconds of CPU in each process that imports it: torch
+#: and torchmetrics about 9 s, scikit-learn about 3 s; netcal imports torch and scikit-learn): under
+#: pytest-xdist's default ``--dist load`` the tests of a group run in one process, so one process
+#: imports the packages, not every one. Each group goes to one process before the first tests are
+#: sent out; every other test is scheduled as xdist does. One group: the packages overlap.
+_ONE_PROCESS_GROUPS = {
+    "tests/unit/test_torchmetrics_metric.py": "torch, scikit-learn",
+    "tests/unit/test_evaluator.py::test_torchmetrics_adapter": "torch, scikit-learn",
+    "tests/unit/test_calibration.py::test_binned_error_equals_netcal": "torch, scikit-learn",
+    "tests/unit/test_calibration.py::test_calibration_equals_netcal": "torch, scikit-learn",
+    "tests/unit/test_ranking.py": "torch, scikit-learn",
+    "tests/property/test_ranking_properties.py": "torch, scikit-learn",
+}
+
+
+def _one_process_group(nodeid: str) -> str | None:
+    """The group of a test id (``_ONE_PROCESS_GROUPS``), None for any other test."""
+    for prefix, group in _ONE_PROCESS_GROUPS.items():
+        if nodeid.startswith(prefix):
+            return group
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Under ``-n N`` with the default ``--dist load``: xdist's load scheduling, groups kept together.
+
+    Test ids and everything else are xdist's (unlike ``--dist loadgroup``, which renames the tests);
+    any other ``--dist`` is left alone.
+    """
+    if config.getoption("dist", "no") != "load":
+        return None
+    from xdist.scheduler import LoadScheduling
+
+    class GroupedLoadScheduling(LoadScheduling):  # type: ignore[misc]
+        grouped = False
+
+        def _send_tests(self, node: object, num: int) -> None:
+            if not self.grouped:  # the first send: each group, whole, to one process
+                self.grouped = True
+                groups: dict[str, list[int]] = {}
+                for index in self.pending:
+                    group = _one_process_group(self.collection[index])
+                    if group is not None:
+                        groups.setdefault(group, []).append(index)
+                in_groups = {index for indices in groups.values() for index in indices}
+                self.pending[:] = [index for index in self.pending if index not in in_groups]
+                for k, indices in enumerate(groups.values()):
+                    to = self.nodes[k % len(self.nodes)]
+                    self.node2pending[to].extend(indices)
+                    to.send_runtest_some(indices)
+            super()._send_tests(node, num)
+
+    return GroupedLoadScheduling(config, log)
+
+
+def _import_hypothesis_patching() -> None:
+    """Import ``hypothesis.extra._patching`` (libcst) with libcst's DeprecationWarning silenced.
+
+    When a property fails, hypothesis' pytest plugin imports it to write an ``@example`` patch; on
+    this environment libcst's import emits a DeprecationWarning (mypy_extensions.TypedDict), which
+    ``filterwarnings = error`` turns into an INTERNALERROR that hides the falsifying example.
+    Importing it first, with the warning silenced, keeps the real failure report. It is imported
+    only once a property has failed: libcst takes about 1.5 s of CPU to import.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            import hypothesis.extra._patching  # noqa: F401
+        except ImportError:  # libcst not installed: hypothesis skips the patch, nothing to do
+            pass
+
+
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """A failed hypothesis test: the patch module imported before hypothesis' report wrapper needs it.
+
+    A plain hook implementation runs inside every hook wrapper, so before the code after hypothesis'
+    ``yield``; it returns None, so pytest's own implementation still makes the report.
+    """
+    if call.excinfo is not None and getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+        _import_hypothesis_patching()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The same before hypothesis' summary writes the patch (under xdist, in the controlling process)."""
+    reports = (report for reports in terminalreporter.stats.values() for report in reports)
+    if any(getattr(report, "__dict__", {}).get("_hypothesis_failing_examples") for report in reports):
+        _import_hypothesis_patching()

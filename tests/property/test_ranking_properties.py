@@ -17,7 +17,11 @@ from deteval import ranking
 from deteval.errors import UndefinedMetricWarning
 from deteval.ranking._common import _recall_grid
 
-skm = pytest.importorskip("sklearn.metrics")
+
+@pytest.fixture(scope="module")
+def skm():
+    """scikit-learn's metrics, the oracle here: imported by the tests, not at collection (~3 s CPU)."""
+    return pytest.importorskip("sklearn.metrics")
 
 
 SETTINGS = settings(max_examples=60, derandomize=True, deadline=None)
@@ -53,7 +57,7 @@ def _close(a, b):
 
 @SETTINGS
 @given(problems(multilabel=False))
-def test_binary_ap_and_auc_equal_scikit_learn(problem):
+def test_binary_ap_and_auc_equal_scikit_learn(skm, problem):
     labels, scores, weights = problem
     _close(
         _quiet(ranking.average_precision, labels, scores, sample_weight=weights),
@@ -68,7 +72,7 @@ def test_binary_ap_and_auc_equal_scikit_learn(problem):
 
 @SETTINGS
 @given(problems(multilabel=True), st.sampled_from([None, "micro", "macro", "weighted", "samples"]))
-def test_multilabel_ap_and_auc_equal_scikit_learn(problem, average):
+def test_multilabel_ap_and_auc_equal_scikit_learn(skm, problem, average):
     labels, scores, weights = problem
     _close(
         _quiet(ranking.average_precision, labels, scores, average=average, sample_weight=weights),
@@ -82,7 +86,7 @@ def test_multilabel_ap_and_auc_equal_scikit_learn(problem, average):
 
 @SETTINGS
 @given(problems(multilabel=False), st.booleans())
-def test_curves_equal_scikit_learn(problem, drop_intermediate):
+def test_curves_equal_scikit_learn(skm, problem, drop_intermediate):
     labels, scores, weights = problem
     if weights is not None and not (weights * labels).sum() > 0:
         return  # no positive weight: both warn, arrays compared in the unit tests
@@ -110,7 +114,7 @@ def test_curves_equal_scikit_learn(problem, drop_intermediate):
 
 @SETTINGS
 @given(problems(multilabel=True), st.sampled_from([None, 1, 2, 5]), st.booleans())
-def test_ndcg_equals_scikit_learn(problem, k, graded):
+def test_ndcg_equals_scikit_learn(skm, problem, k, graded):
     labels, scores, weights = problem
     relevance = labels * np.round(scores * 7 + 1) if graded else labels
     query_weights = None if weights is None else weights

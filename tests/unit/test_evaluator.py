@@ -12,7 +12,6 @@ from pycocotools import mask as mask_utils
 import deteval
 from deteval.errors import ConfigError, InputError
 from deteval.evaluator import Evaluator
-from deteval.integrations.torchmetrics import MeanAveragePrecision
 from tests.crosscheck.generate import generate
 from tests.support.evaluator import metrics, per_image
 
@@ -366,6 +365,10 @@ def test_torchmetrics_adapter_equals_pycocotools():
     from pycocotools.coco import COCO
     from pycocotools.cocoeval import COCOeval
 
+    # imported here, not at collection: the package imports torch and torchmetrics when they are
+    # installed (about 9 s of CPU; tests/conftest.py runs these tests in one process)
+    from deteval.integrations.torchmetrics import MeanAveragePrecision
+
     gt, dt = generate(7, max_images=25, max_classes=5)
     ids, targets, preds = per_image(gt, dt)
     # torchmetrics numbers images by position and lists only the classes it sees
@@ -429,6 +432,10 @@ def test_torchmetrics_adapter_equals_pycocotools():
 
 
 def test_torchmetrics_adapter_micro_and_options():
+    # imported here, not at collection: the package imports torch and torchmetrics when they are
+    # installed (about 9 s of CPU; tests/conftest.py runs these tests in one process)
+    from deteval.integrations.torchmetrics import MeanAveragePrecision
+
     metric = MeanAveragePrecision(average="micro", iou_thresholds=[0.5], extended_summary=True)
     metric.update(
         [{"boxes": [[0, 0, 10, 10], [20, 20, 30, 30]], "scores": [0.9, 0.8], "labels": [0, 1]}],

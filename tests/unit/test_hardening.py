@@ -218,6 +218,11 @@ def test_full_disk_output_is_an_error_and_the_target_is_untouched(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
 
 
+# The large run's signal tests are the slow tier (their CLI run evaluates 120,000 detections before
+# the signal): their fast twins are test_a_signal_right_after_the_temporary_file_is_created_leaves_nothing
+# (SIGTERM and SIGINT: exit 143/130, one line, no traceback, no file left; on the small inputs,
+# stopped at the same point) and test_worker_signals.py.
+@pytest.mark.slow
 def test_sigterm_during_a_large_matches_write_leaves_no_partial_file(tmp_path):
     gt, dt = big_inputs(tmp_path, n_images=2000)  # frozen at an observed point: no need to be slow
     target = tmp_path / "matches.csv"
@@ -254,6 +259,7 @@ def test_sigterm_during_a_large_matches_write_leaves_no_partial_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+@pytest.mark.slow  # fast twin: test_a_signal_right_after_the_temporary_file_is_created_leaves_nothing
 def test_sigint_exits_130_with_one_line(tmp_path):
     gt, dt = big_inputs(tmp_path, n_images=2000)  # frozen at an observed point: no need to be slow
     proc = subprocess.Popen(
@@ -988,6 +994,7 @@ def test_a_signal_right_after_the_temporary_file_is_created_leaves_nothing(tmp_p
     assert proc.returncode == code, err
     assert said in err
     assert "Traceback" not in err
+    assert err.strip().count("\n") == 0  # one line, as the large run's (slow tier) says
     assert not target.exists()
     assert [p.name for p in tmp_path.iterdir()] == []
 

@@ -18,16 +18,26 @@ import numpy as np
 import pytest
 
 from deteval.errors import ConfigError, InputError
-from deteval.integrations.torchmetrics import ArrayMeanAveragePrecision
-from deteval.integrations.torchmetrics._engine import float32_linspace
 from tests import ROOT
 
-torch = pytest.importorskip("torch")
-torchmetrics = pytest.importorskip("torchmetrics")
-
-from deteval.integrations.torchmetrics import IS_METRIC, MeanAveragePrecision  # noqa: E402
-
 PEER = json.loads((ROOT / "tests/data/peers/torchmetrics/test_map.json").read_text())
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _torch_and_torchmetrics() -> None:
+    """Import torch, torchmetrics and the Metric class for this module's tests, not at collection.
+
+    Importing them takes about 9 s of CPU; at collection every process would pay it, even one that
+    runs none of these tests (tests/conftest.py sends this module's tests to one process). Without
+    torch the module is skipped, as before (test_without_torch_the_numpy_class_is_importable_and_equal
+    checks the numpy class in a fresh interpreter that cannot import torch).
+    """
+    global torch, torchmetrics, IS_METRIC, MeanAveragePrecision, ArrayMeanAveragePrecision, float32_linspace
+    torch = pytest.importorskip("torch")
+    torchmetrics = pytest.importorskip("torchmetrics")
+    # the package imports torch and torchmetrics itself when they are installed
+    from deteval.integrations.torchmetrics import IS_METRIC, ArrayMeanAveragePrecision, MeanAveragePrecision
+    from deteval.integrations.torchmetrics._engine import float32_linspace
 
 
 def tensors(items: list[dict]) -> list[dict]:
