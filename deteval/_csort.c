@@ -22,7 +22,7 @@
 #include "_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define CSORT_ABI 2 /* 2: order_by_group_then_score takes threads */
+#define CSORT_ABI 3 /* 2: order_by_group_then_score takes threads; 3: any spread of groups (radix passes) */
 
 /* a before b: a's score is larger, or b's is NaN and a's is not. */
 static inline int
@@ -248,6 +248,58 @@ group_code(const void *group, Py_ssize_t itemsize, Py_ssize_t i, int64_t low)
     return (uint64_t)g - (uint64_t)low;
 }
 
+/* Row i of an order of int32 (narrow) or int64 rows. */
+static inline Py_ssize_t
+row_at(const void *rows, int narrow, Py_ssize_t i)
+{
+    return narrow ? (Py_ssize_t)((const int32_t *)rows)[i] : (Py_ssize_t)((const int64_t *)rows)[i];
+}
+
+static inline void
+set_row(void *rows, int narrow, Py_ssize_t i, Py_ssize_t row)
+{
+    if (narrow) {
+        ((int32_t *)rows)[i] = (int32_t)row;
+    }
+    else {
+        ((int64_t *)rows)[i] = (int64_t)row;
+    }
+}
+
+/* Most group codes sorted by one counting pass (a table of 8-byte counts); wider ranges are
+ * sorted by radix passes of at most RADIX_BITS bits each. */
+#define RADIX_BITS 16
+
+/* Rows [0, n) stably by group code, for codes too spread for one counting table: least
+ * significant digit first, `passes` stable counting passes of `digit_bits` bits, between order
+ * and spare (the last pass writes order). count holds 2**digit_bits + 1 entries. */
+static void
+radix_by_group(void *order, void *spare, int narrow, const void *group, Py_ssize_t itemsize, int64_t low,
+               Py_ssize_t n, int passes, int digit_bits, int64_t *count)
+{
+    const Py_ssize_t size = (Py_ssize_t)1 << digit_bits;
+    const uint64_t mask = (uint64_t)size - 1;
+    int pass;
+    for (pass = 0; pass < passes; pass++) {
+        const int shift = pass * digit_bits;
+        /* the last pass lands in order: passes alternate spare/order backwards from it */
+        void *dst = (passes - 1 - pass) % 2 == 0 ? order : spare;
+        const void *src = dst == order ? spare : order;
+        Py_ssize_t i, k;
+        memset(count, 0, (size_t)(size + 1) * sizeof(int64_t));
+        for (i = 0; i < n; i++) {
+            count[((group_code(group, itemsize, i, low) >> shift) & mask) + 1]++;
+        }
+        for (k = 0; k < size; k++) {
+            count[k + 1] += count[k];
+        }
+        for (i = 0; i < n; i++) {
+            const Py_ssize_t row = pass == 0 ? i : row_at(src, narrow, i);
+            set_row(dst, narrow, count[(group_code(group, itemsize, row, low) >> shift) & mask]++, row);
+        }
+    }
+}
+
 static PyObject *
 order_by_group_then_score(PyObject *self, PyObject *args)
 {
@@ -255,8 +307,9 @@ order_by_group_then_score(PyObject *self, PyObject *args)
     long long low_ll;
     Py_ssize_t n_codes, itemsize;
     PyObject *result = NULL;
-    int64_t *start = NULL;
-    int threads = 1;
+    int64_t *start = NULL, *count = NULL;
+    void *spare = NULL;
+    int threads = 1, passes = 0, digit_bits = 0;
     (void)self;
     if (!PyArg_ParseTuple(args, "w*y*nLny*|i", &order_view, &group_view, &itemsize, &low_ll, &n_codes,
                           &score_view, &threads)) {
@@ -272,8 +325,11 @@ order_by_group_then_score(PyObject *self, PyObject *args)
         Py_ssize_t i, k, longest = 1;
         int failed = 0;
         const Py_buffer *views[3] = {&order_view, &group_view, &score_view};
-        /* n_codes: the counting sort's table, a few entries per row at most (as the wrapper asks) */
-        int fits = (itemsize == 4 || itemsize == 8) && n_codes >= 1 && n_codes <= 4 * n + ((Py_ssize_t)1 << 16) + 1
+        /* n_codes up to the counting sort's table (a few entries per row at most): one counting
+         * pass; beyond, radix passes by digits of at most RADIX_BITS bits. */
+        const int counted = n_codes <= 4 * n + ((Py_ssize_t)1 << RADIX_BITS) + 1;
+        Py_ssize_t n_groups = n_codes; /* the entries of start: every code, or every run of one */
+        int fits = (itemsize == 4 || itemsize == 8) && n_codes >= 1
                    && is_aligned(&order_view, width) && is_aligned(&group_view, itemsize) && is_aligned(&score_view, 8)
                    && order_view.len == n * width && group_view.len == n * itemsize
                    && score_view.len == n * (Py_ssize_t)sizeof(double);
@@ -289,32 +345,72 @@ order_by_group_then_score(PyObject *self, PyObject *args)
             result = Py_NewRef(Py_None); /* the wrapper runs the numpy path */
             goto done;
         }
-        start = (int64_t *)calloc((size_t)n_codes + 1, sizeof(int64_t));
-        if (start == NULL) {
-            PyErr_NoMemory();
-            goto done;
+        if (counted) {
+            start = (int64_t *)calloc((size_t)n_codes + 1, sizeof(int64_t));
+            if (start == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            /* A stable counting sort by group, then each group's rows by descending score. */
+            for (i = 0; i < n; i++) {
+                start[group_code(group_view.buf, itemsize, i, low) + 1]++;
+            }
+            for (k = 0; k < n_codes; k++) {
+                longest = start[k + 1] > longest ? start[k + 1] : longest;
+                start[k + 1] += start[k];
+            }
         }
-        /* A stable counting sort by group, then each group's rows by descending score. */
-        for (i = 0; i < n; i++) {
-            start[group_code(group_view.buf, itemsize, i, low) + 1]++;
-        }
-        for (k = 0; k < n_codes; k++) {
-            longest = start[k + 1] > longest ? start[k + 1] : longest;
-            start[k + 1] += start[k];
+        else {
+            /* bits of the largest code, in passes of equal digits of at most RADIX_BITS bits */
+            int bits = 0;
+            while (bits < 64 && ((uint64_t)(n_codes - 1) >> bits) != 0) {
+                bits++;
+            }
+            passes = (bits + RADIX_BITS - 1) / RADIX_BITS;
+            digit_bits = (bits + passes - 1) / passes;
+            spare = malloc((size_t)n * (size_t)width);
+            count = (int64_t *)malloc((((size_t)1 << digit_bits) + 1) * sizeof(int64_t));
+            if (spare == NULL || count == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
         }
         Py_BEGIN_ALLOW_THREADS
-        for (i = 0; i < n; i++) {
-            const Py_ssize_t at = start[group_code(group_view.buf, itemsize, i, low)]++;
-            if (narrow) {
-                ((int32_t *)order_view.buf)[at] = (int32_t)i;
+        if (counted) {
+            for (i = 0; i < n; i++) {
+                const Py_ssize_t at = start[group_code(group_view.buf, itemsize, i, low)]++;
+                set_row(order_view.buf, narrow, at, i);
+            }
+            /* start[k] is now the end of group k (the start of group k + 1) */
+        }
+        else {
+            radix_by_group(order_view.buf, spare, narrow, group_view.buf, itemsize, low, n, passes, digit_bits,
+                           count);
+            /* the runs of equal code in the sorted rows: start[k] the end of run k */
+            n_groups = 1;
+            for (i = 1; i < n; i++) {
+                n_groups += group_code(group_view.buf, itemsize, row_at(order_view.buf, narrow, i), low)
+                            != group_code(group_view.buf, itemsize, row_at(order_view.buf, narrow, i - 1), low);
+            }
+            start = (int64_t *)malloc((size_t)n_groups * sizeof(int64_t));
+            if (start == NULL) {
+                failed = 1;
             }
             else {
-                ((int64_t *)order_view.buf)[at] = i;
+                k = 0;
+                for (i = 1; i <= n; i++) {
+                    if (i == n
+                        || group_code(group_view.buf, itemsize, row_at(order_view.buf, narrow, i), low)
+                               != group_code(group_view.buf, itemsize, row_at(order_view.buf, narrow, i - 1), low)) {
+                        const Py_ssize_t first = k == 0 ? 0 : (Py_ssize_t)start[k - 1];
+                        longest = i - first > longest ? i - first : longest;
+                        start[k++] = i;
+                    }
+                }
             }
         }
-        /* start[k] is now the end of group k (the start of group k + 1): the groups are sorted in
-         * parts of about equal rows, each part's groups (their rows) its own. */
-        {
+        /* The groups are sorted in parts of about equal rows, each part's groups (their rows) its own. */
+        if (!failed) {
             group_sort job;
             Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
             int p;
@@ -325,7 +421,7 @@ order_by_group_then_score(PyObject *self, PyObject *args)
             job.score = score;
             job.longest = longest;
             job.bounds = bounds;
-            job.parts = group_bounds(start, n_codes, (int64_t)n, threads, bounds);
+            job.parts = group_bounds(start, n_groups, (int64_t)n, threads, bounds);
             parallel_parts(bounds, job.parts, sort_groups, &job);
             for (p = 0; p < job.parts; p++) {
                 failed |= job.failed[p];
@@ -340,6 +436,8 @@ order_by_group_then_score(PyObject *self, PyObject *args)
     }
 done:
     free(start);
+    free(spare);
+    free(count);
     PyBuffer_Release(&order_view);
     PyBuffer_Release(&group_view);
     PyBuffer_Release(&score_view);
@@ -354,7 +452,8 @@ static PyMethodDef csort_methods[] = {
     {"order_by_group_then_score", order_by_group_then_score, METH_VARARGS,
      "order_by_group_then_score(order, group, itemsize, low, n_codes, score, threads=1): fill order (int32 "
      "or int64, n) with np.lexsort((-score, group)): rows by group (int32 or int64 values in [low, low + "
-     "n_codes)), then by descending score, NaN last, ties in row order; the groups sorted on threads "
+     "n_codes)), by one counting pass, or by radix passes when n_codes is far above n, then by "
+     "descending score, NaN last, ties in row order; the groups sorted on threads "
      "threads (not capped here; the order does not depend on it). True, or None when the "
      "buffers do not fit (order is then unchanged)."},
     {NULL, NULL, 0, NULL},

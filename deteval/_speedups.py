@@ -72,7 +72,7 @@ ABI: dict[str, int] = {
     "deteval._canalyze": 2,
     "deteval._cboot": 1,
     "deteval._cmatch": 3,
-    "deteval._csort": 2,
+    "deteval._csort": 3,
     "deteval.geometry._ckeypoint": 2,
     "deteval.geometry._cmask": 4,
     "deteval.io._colparse": 6,

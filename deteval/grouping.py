@@ -111,7 +111,8 @@ def by_group_then_descending(
     significant first). The same permutation as :func:`lexsort` (int32 from the compiled kernel
     below 2**31 rows, else intp), made without a negated copy of
     ``score`` or a code per row where it can be: the compiled kernel (``deteval._csort``, a
-    counting sort by group then a stable merge sort of each group by score) when there are no
+    counting sort by group, or radix passes when the group values spread far beyond the rows
+    such as (image, class) keys, then a stable merge sort of each group by score) when there are no
     ``ties``; else, for a few long groups, each group's rows sorted alone
     (:func:`_few_long_groups`). ``threads``: the compiled kernel sorts the groups on that many
     threads (:func:`deteval._parallel.kernel_threads`); the permutation does not depend on it.
@@ -140,7 +141,7 @@ def _group_then_score_kernel(
     if group.dtype not in (np.int32, np.int64) or score.dtype != np.float64:
         return _speedups.Decline("not int32/int64 groups and float64 scores")
     low, high = int(group.min()), int(group.max())
-    if high - low > 4 * len(group) + (1 << 16):  # the counting sort's table: a few bytes per row at most
+    if high - low >= 2**63 - 1:  # the codes' count is a Py_ssize_t (wider ranges: radix passes in C)
         return _speedups.Decline("group values too spread")
     filled = np.empty(len(group), dtype=np.int32 if len(group) < 2**31 else np.int64)
     group_c, score_c = np.ascontiguousarray(group), np.ascontiguousarray(score)

@@ -9,11 +9,7 @@ from deteval._parallel import kernel_threads
 from deteval.data import Detections, FederatedLabels, GroundTruth
 from deteval.errors import InputError
 from deteval.evaluate import threads as per_thread
-from deteval.grouping import (
-    by_group_then_descending,
-    group_rows,
-    rank_in_group,
-)
+from deteval.grouping import by_group_then_descending, rank_in_group
 from deteval.protocol import Protocol
 
 
@@ -59,7 +55,7 @@ def _kept_detections(
     ):
         # xtcocotools' _prepare: a result none of whose keypoints has a score > 0 is dropped.
         det_sel = det_sel[(dt.keypoints[det_sel, :, 2] > 0).any(axis=1)]
-    det_sel, image_rank = _dataset_wide_selection(gt, dt, protocol, det_sel)
+    det_sel, image_rank = _dataset_wide_selection(gt, dt, protocol, det_sel, workers=workers)
     every = len(det_sel) == len(dt)  # every detection, in row order (det_sel is then an arange)
     if every:  # the columns themselves, no copies
         image, category, det_score, det_order = dt.image, dt.category, dt.score, dt.order
@@ -110,16 +106,25 @@ def _federated_labels(gt: GroundTruth, protocol: Protocol) -> FederatedLabels:
     return labels
 
 
-def _rank_in(key: np.ndarray, dt: Detections) -> np.ndarray:
-    """Rank of each detection among those of its ``key`` by score, ties in file order (row order)."""
-    groups = group_rows(key, -dt.score, dt.order)
+def _rank_in(key: np.ndarray, dt: Detections, threads: int = 1) -> np.ndarray:
+    """Rank of each detection among those of its ``key`` by score, ties in file order (row order).
+
+    The order is :func:`~deteval.grouping.by_group_then_descending`'s (the compiled sort on
+    ``threads`` threads), the permutation of ``group_rows(key, -dt.score, dt.order)``.
+    """
+    order = by_group_then_descending(key, dt.score, (dt.order,), threads=threads)
     rank = np.empty(len(dt), dtype=row_dtype(len(dt)))
-    rank[groups.order] = rank_in_group(groups.key)
+    rank[order] = rank_in_group(key[order])
     return rank
 
 
 def _dataset_wide_selection(
-    gt: GroundTruth, dt: Detections, protocol: Protocol, det_sel: np.ndarray
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    det_sel: np.ndarray,
+    *,
+    workers: int | str | None = 1,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """The detections the protocol scores at all, and their rank in their image (scope "image").
 
@@ -135,14 +140,15 @@ def _dataset_wide_selection(
     class that is neither annotated nor negative on their image (``LVISEval._prepare``), so
     they neither count nor use up the image's cap afterwards -- the cap came first.
     """
+    threads = kernel_threads(workers, len(dt), per_thread.SORT_PER_THREAD)
     is_kept = np.ones(len(dt), dtype=bool)
     if protocol.max_dets_per_class is not None:
-        is_kept &= _rank_in(dt.category.astype(np.int64), dt) < protocol.max_dets_per_class
+        is_kept &= _rank_in(dt.category, dt, threads) < protocol.max_dets_per_class
     image_rank = None
     if protocol.max_dets_scope == "image":
         # Detections outside the class budget take no place in the image's ranking.
-        image_key = np.where(is_kept, dt.image.astype(np.int64), -1)
-        image_rank = _rank_in(image_key, dt)
+        image_key = dt.image if is_kept.all() else np.where(is_kept, dt.image.astype(np.int64), -1)
+        image_rank = _rank_in(image_key, dt, threads)
     if protocol.federated_labels == "lvis":
         labels = _federated_labels(gt, protocol)
         n_class = gt.n_classes
