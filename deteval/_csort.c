@@ -328,7 +328,7 @@ order_by_group_then_score(PyObject *self, PyObject *args)
         /* n_codes up to the counting sort's table (a few entries per row at most): one counting
          * pass; beyond, radix passes by digits of at most RADIX_BITS bits. */
         const int counted = n_codes <= 4 * n + ((Py_ssize_t)1 << RADIX_BITS) + 1;
-        Py_ssize_t n_groups = n_codes; /* the entries of start: every code, or every run of one */
+        Py_ssize_t n_groups = n_codes; /* the groups' ends: every code's, or every run's of one code */
         int fits = (itemsize == 4 || itemsize == 8) && n_codes >= 1
                    && is_aligned(&order_view, width) && is_aligned(&group_view, itemsize) && is_aligned(&score_view, 8)
                    && order_view.len == n * width && group_view.len == n * itemsize
@@ -368,7 +368,8 @@ order_by_group_then_score(PyObject *self, PyObject *args)
             }
             passes = (bits + RADIX_BITS - 1) / RADIX_BITS;
             digit_bits = (bits + passes - 1) / passes;
-            spare = malloc((size_t)n * (size_t)width);
+            /* the radix passes' second buffer, then the runs' ends (at most n of 8 bytes) */
+            spare = malloc((size_t)n * sizeof(int64_t));
             count = (int64_t *)malloc((((size_t)1 << digit_bits) + 1) * sizeof(int64_t));
             if (spare == NULL || count == NULL) {
                 PyErr_NoMemory();
@@ -392,19 +393,16 @@ order_by_group_then_score(PyObject *self, PyObject *args)
                 n_groups += group_code(group_view.buf, itemsize, row_at(order_view.buf, narrow, i), low)
                             != group_code(group_view.buf, itemsize, row_at(order_view.buf, narrow, i - 1), low);
             }
-            start = (int64_t *)malloc((size_t)n_groups * sizeof(int64_t));
-            if (start == NULL) {
-                failed = 1;
-            }
-            else {
+            {
+                int64_t *end = (int64_t *)spare; /* the passes are done with it */
                 k = 0;
                 for (i = 1; i <= n; i++) {
                     if (i == n
                         || group_code(group_view.buf, itemsize, row_at(order_view.buf, narrow, i), low)
                                != group_code(group_view.buf, itemsize, row_at(order_view.buf, narrow, i - 1), low)) {
-                        const Py_ssize_t first = k == 0 ? 0 : (Py_ssize_t)start[k - 1];
+                        const Py_ssize_t first = k == 0 ? 0 : (Py_ssize_t)end[k - 1];
                         longest = i - first > longest ? i - first : longest;
-                        start[k++] = i;
+                        end[k++] = i;
                     }
                 }
             }
@@ -417,11 +415,11 @@ order_by_group_then_score(PyObject *self, PyObject *args)
             memset(&job, 0, sizeof(job));
             job.order = order_view.buf;
             job.narrow = narrow;
-            job.end = start;
+            job.end = counted ? start : (const int64_t *)spare;
             job.score = score;
             job.longest = longest;
             job.bounds = bounds;
-            job.parts = group_bounds(start, n_groups, (int64_t)n, threads, bounds);
+            job.parts = group_bounds(job.end, n_groups, (int64_t)n, threads, bounds);
             parallel_parts(bounds, job.parts, sort_groups, &job);
             for (p = 0; p < job.parts; p++) {
                 failed |= job.failed[p];

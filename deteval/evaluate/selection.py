@@ -151,12 +151,44 @@ def _dataset_wide_selection(
         image_rank = _rank_in(image_key, dt, threads)
     if protocol.federated_labels == "lvis":
         labels = _federated_labels(gt, protocol)
-        n_class = gt.n_classes
-        is_annotated = labels.has_pair(gt.image, gt.category, dt.image, dt.category, n_class=n_class)
-        is_negative = labels.has_pair(
-            labels.neg_image, labels.neg_category, dt.image, dt.category, n_class=n_class
+        is_kept &= _is_listed(
+            ((gt.image, gt.category), (labels.neg_image, labels.neg_category)),
+            dt.image,
+            dt.category,
+            n_image=gt.n_images,
+            n_class=gt.n_classes,
         )
-        is_kept &= is_annotated | is_negative
     if is_kept.all():
         return det_sel, image_rank
     return det_sel[is_kept[det_sel]], image_rank
+
+
+def _is_listed(
+    pairs: tuple[tuple[np.ndarray, np.ndarray], ...],
+    image: np.ndarray,
+    category: np.ndarray,
+    *,
+    n_image: int,
+    n_class: int,
+) -> np.ndarray:
+    """Bool (n,): whether each (image, category) is in any of ``pairs`` (image and class indices).
+
+    The union of :meth:`~deteval.data.FederatedLabels.has_pair` over ``pairs``. When the
+    (image, class) table has at most a byte per row of ``image`` times :data:`_TABLE_BYTES_PER_ROW`
+    (LVIS: 1,203 classes, 300 detections an image), the pairs are marked in that table and each
+    row looks its pair up, one pass, with no int64 key per row; else ``has_pair`` per list.
+    """
+    if n_image * n_class > _TABLE_BYTES_PER_ROW * len(image):
+        out = np.zeros(len(image), dtype=bool)
+        for pair_image, pair_category in pairs:
+            out |= FederatedLabels.has_pair(pair_image, pair_category, image, category, n_class=n_class)
+        return out
+    table = np.zeros((n_image, n_class), dtype=bool)
+    for pair_image, pair_category in pairs:
+        table[pair_image, pair_category] = True
+    return table[image, category]
+
+
+#: Bytes of the (image, class) table of :func:`_is_listed` per looked-up row at most (an int64
+#: key per row, what ``has_pair`` makes, is 8).
+_TABLE_BYTES_PER_ROW = 8
