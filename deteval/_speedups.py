@@ -68,7 +68,7 @@ DISABLED = os.environ.get(ENV_DISABLE, "").strip() not in ("", "0")
 #: of ``deteval/_buffer_checks.h``). Bump a module's number here and in its C source together,
 #: whenever one of its functions changes its arguments or meaning.
 ABI: dict[str, int] = {
-    "deteval._cacc": 2,
+    "deteval._cacc": 3,
     "deteval._canalyze": 2,
     "deteval._cboot": 1,
     "deteval._cmatch": 3,

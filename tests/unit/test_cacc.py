@@ -146,6 +146,8 @@ def test_kernel_equals_numpy_with_other_recall_points(seed):
         np.sort(rng.random(7)),
         np.array([0.0, 0.0, 0.3, 0.3, 1.0, 1.0]),
         np.linspace(0, 1, 11),
+        np.sort(rng.random(16)),  # the AP's pairwise sum: two blocks of eight
+        np.sort(rng.random(300)),  # beyond 128 points: the sum in halves
     ]
     for grid in grids:
         assert_identical(*both(*table, protocol=protocol, rec_thr=grid))
