@@ -157,11 +157,30 @@ done:
     return result;
 }
 
+/* Row i of an order of int32 (narrow) or int64 rows. */
+static inline Py_ssize_t
+row_at(const void *rows, int narrow, Py_ssize_t i)
+{
+    return narrow ? (Py_ssize_t)((const int32_t *)rows)[i] : (Py_ssize_t)((const int64_t *)rows)[i];
+}
+
+static inline void
+set_row(void *rows, int narrow, Py_ssize_t i, Py_ssize_t row)
+{
+    if (narrow) {
+        ((int32_t *)rows)[i] = (int32_t)row;
+    }
+    else {
+        ((int64_t *)rows)[i] = (int64_t)row;
+    }
+}
+
 /* The groups' sort, split: groups [k_lo, k_hi) of the counted order, each sorted by descending
  * score (parallel_parts' part function; each part sorts only its own groups' rows, with its own
  * merge buffer). */
 typedef struct {
     void *order;
+    void *rank; /* or NULL: rank[row] = the row's place in its sorted group (as wide as order) */
     int narrow;
     const int64_t *end; /* end[k]: where group k ends in the order (group k starts at end[k - 1], or 0) */
     const double *score;
@@ -192,11 +211,18 @@ sort_groups(void *ctx, Py_ssize_t k_lo, Py_ssize_t k_hi)
     }
     for (k = k_lo; k < k_hi; k++) {
         const Py_ssize_t first = k == 0 ? 0 : (Py_ssize_t)g->end[k - 1];
+        const Py_ssize_t count = (Py_ssize_t)g->end[k] - first;
+        Py_ssize_t j;
         if (g->narrow) {
-            sort_run32((int32_t *)g->order + first, (Py_ssize_t)g->end[k] - first, g->score, tmp);
+            sort_run32((int32_t *)g->order + first, count, g->score, tmp);
         }
         else {
-            sort_run((int64_t *)g->order + first, (Py_ssize_t)g->end[k] - first, g->score, tmp);
+            sort_run((int64_t *)g->order + first, count, g->score, tmp);
+        }
+        if (g->rank != NULL) { /* this part's rows only: each row is in one group */
+            for (j = 0; j < count; j++) {
+                set_row(g->rank, g->narrow, row_at(g->order, g->narrow, first + j), j);
+            }
         }
     }
     free(tmp);
@@ -248,24 +274,6 @@ group_code(const void *group, Py_ssize_t itemsize, Py_ssize_t i, int64_t low)
     return (uint64_t)g - (uint64_t)low;
 }
 
-/* Row i of an order of int32 (narrow) or int64 rows. */
-static inline Py_ssize_t
-row_at(const void *rows, int narrow, Py_ssize_t i)
-{
-    return narrow ? (Py_ssize_t)((const int32_t *)rows)[i] : (Py_ssize_t)((const int64_t *)rows)[i];
-}
-
-static inline void
-set_row(void *rows, int narrow, Py_ssize_t i, Py_ssize_t row)
-{
-    if (narrow) {
-        ((int32_t *)rows)[i] = (int32_t)row;
-    }
-    else {
-        ((int64_t *)rows)[i] = (int64_t)row;
-    }
-}
-
 /* Most group codes sorted by one counting pass (a table of 8-byte counts); wider ranges are
  * sorted by radix passes of at most RADIX_BITS bits each. */
 #define RADIX_BITS 16
@@ -303,7 +311,7 @@ radix_by_group(void *order, void *spare, int narrow, const void *group, Py_ssize
 static PyObject *
 order_by_group_then_score(PyObject *self, PyObject *args)
 {
-    Py_buffer order_view, group_view, score_view;
+    Py_buffer order_view, group_view, score_view, rank_view;
     long long low_ll;
     Py_ssize_t n_codes, itemsize;
     PyObject *result = NULL;
@@ -311,8 +319,9 @@ order_by_group_then_score(PyObject *self, PyObject *args)
     void *spare = NULL;
     int threads = 1, passes = 0, digit_bits = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "w*y*nLny*|i", &order_view, &group_view, &itemsize, &low_ll, &n_codes,
-                          &score_view, &threads)) {
+    memset(&rank_view, 0, sizeof(rank_view)); /* rank_view.obj stays NULL unless a rank is given */
+    if (!PyArg_ParseTuple(args, "w*y*nLny*|iw*", &order_view, &group_view, &itemsize, &low_ll, &n_codes,
+                          &score_view, &threads, &rank_view)) {
         return NULL;
     }
     {
@@ -324,7 +333,9 @@ order_by_group_then_score(PyObject *self, PyObject *args)
         const Py_ssize_t width = narrow ? 4 : 8;
         Py_ssize_t i, k, longest = 1;
         int failed = 0;
-        const Py_buffer *views[3] = {&order_view, &group_view, &score_view};
+        const int ranked = rank_view.obj != NULL;
+        const Py_buffer *views[4] = {&order_view, &rank_view, &group_view, &score_view};
+        const Py_buffer *unranked_views[3] = {&order_view, &group_view, &score_view};
         /* n_codes up to the counting sort's table (a few entries per row at most): one counting
          * pass; beyond, radix passes by digits of at most RADIX_BITS bits. */
         const int counted = n_codes <= 4 * n + ((Py_ssize_t)1 << RADIX_BITS) + 1;
@@ -332,8 +343,10 @@ order_by_group_then_score(PyObject *self, PyObject *args)
         int fits = (itemsize == 4 || itemsize == 8) && n_codes >= 1
                    && is_aligned(&order_view, width) && is_aligned(&group_view, itemsize) && is_aligned(&score_view, 8)
                    && order_view.len == n * width && group_view.len == n * itemsize
-                   && score_view.len == n * (Py_ssize_t)sizeof(double);
-        if (outputs_overlap(views, 1, 3, "_csort.order_by_group_then_score")) {
+                   && score_view.len == n * (Py_ssize_t)sizeof(double)
+                   && (!ranked || (rank_view.len == n * width && is_aligned(&rank_view, width)));
+        if (ranked ? outputs_overlap(views, 2, 4, "_csort.order_by_group_then_score")
+                   : outputs_overlap(unranked_views, 1, 3, "_csort.order_by_group_then_score")) {
             goto done;
         }
         for (i = 0; fits && i < n; i++) {
@@ -414,6 +427,7 @@ order_by_group_then_score(PyObject *self, PyObject *args)
             int p;
             memset(&job, 0, sizeof(job));
             job.order = order_view.buf;
+            job.rank = ranked ? rank_view.buf : NULL;
             job.narrow = narrow;
             job.end = counted ? start : (const int64_t *)spare;
             job.score = score;
@@ -439,6 +453,9 @@ done:
     PyBuffer_Release(&order_view);
     PyBuffer_Release(&group_view);
     PyBuffer_Release(&score_view);
+    if (rank_view.obj != NULL) {
+        PyBuffer_Release(&rank_view);
+    }
     return result;
 }
 
@@ -448,11 +465,12 @@ static PyMethodDef csort_methods[] = {
      "order), sort order stably by descending score[order[i]], NaN last; True, or None when the "
      "buffers do not fit (order is then unchanged)."},
     {"order_by_group_then_score", order_by_group_then_score, METH_VARARGS,
-     "order_by_group_then_score(order, group, itemsize, low, n_codes, score, threads=1): fill order (int32 "
+     "order_by_group_then_score(order, group, itemsize, low, n_codes, score, threads=1, rank=None): fill order (int32 "
      "or int64, n) with np.lexsort((-score, group)): rows by group (int32 or int64 values in [low, low + "
      "n_codes)), by one counting pass, or by radix passes when n_codes is far above n, then by "
      "descending score, NaN last, ties in row order; the groups sorted on threads "
-     "threads (not capped here; the order does not depend on it). True, or None when the "
+     "threads (not capped here; the order does not depend on it); rank (as order's dtype and length), when "
+     "given: each row's place in its group of the order. True, or None when the "
      "buffers do not fit (order is then unchanged)."},
     {NULL, NULL, 0, NULL},
 };

@@ -9,7 +9,7 @@ from deteval._parallel import kernel_threads
 from deteval.data import Detections, FederatedLabels, GroundTruth
 from deteval.errors import InputError
 from deteval.evaluate import threads as per_thread
-from deteval.grouping import by_group_then_descending, rank_in_group
+from deteval.grouping import by_group_then_descending, rank_by_group_then_descending, rank_in_group
 from deteval.protocol import Protocol
 
 
@@ -76,9 +76,10 @@ def _kept_detections(
     # sort, no int64 copy), else the selected rows it orders.
     det_rows = order if every else det_sel[order]
     del order
-    det_rank_all = rank_in_group(sorted_key)
     if image_rank is not None:  # max_dets_scope "image": the rank among all the image's results
         det_rank_all = image_rank[det_rows]
+    else:
+        det_rank_all = rank_in_group(sorted_key)
     det_rank_all = det_rank_all.astype(row_dtype(len(dt)), copy=False)  # ranks < rows: int32
     cap = None if protocol.max_dets is None else max(protocol.max_dets)
     if cap is None:
@@ -109,13 +110,12 @@ def _federated_labels(gt: GroundTruth, protocol: Protocol) -> FederatedLabels:
 def _rank_in(key: np.ndarray, dt: Detections, threads: int = 1) -> np.ndarray:
     """Rank of each detection among those of its ``key`` by score, ties in file order (row order).
 
-    The order is :func:`~deteval.grouping.by_group_then_descending`'s (the compiled sort on
-    ``threads`` threads), the permutation of ``group_rows(key, -dt.score, dt.order)``.
+    The order is :func:`~deteval.grouping.by_group_then_descending`'s, the permutation of
+    ``group_rows(key, -dt.score, dt.order)``; the compiled sort writes the ranks as it sorts each
+    group, on ``threads`` threads (:func:`~deteval.grouping.rank_by_group_then_descending`).
     """
-    order = by_group_then_descending(key, dt.score, (dt.order,), threads=threads)
-    rank = np.empty(len(dt), dtype=row_dtype(len(dt)))
-    rank[order] = rank_in_group(key[order])
-    return rank
+    rank = rank_by_group_then_descending(key, dt.score, (dt.order,), threads=threads)
+    return rank.astype(row_dtype(len(dt)), copy=False)
 
 
 def _dataset_wide_selection(

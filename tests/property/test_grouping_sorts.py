@@ -123,6 +123,12 @@ def test_spread_groups_are_sorted_by_the_kernel_itself(threads, n, n_distinct, s
     got = grouping.by_group_then_descending(group, score, threads=threads)
     assert _speedups.declines() == {}
     assert got.tolist() == expected
+    rank = grouping.rank_by_group_then_descending(group, score, threads=threads)  # written as it sorts
+    assert _speedups.declines() == {}
+    expected_rank = np.empty(n, dtype=np.int64)
+    expected_rank[expected] = rank_in_group(group[expected])
+    assert rank.dtype == np.int32
+    assert rank.tolist() == expected_rank.tolist()
     order = np.empty(n, dtype=np.int64)
     n_codes = int(group.max()) - int(group.min()) + 1
     assert _csort.order_by_group_then_score(
