@@ -8,6 +8,11 @@
  * np.lexsort) and NaNs keep their order. The numpy path of grouping.lexsort stays the reference
  * and the tests compare the two permutations.
  *
+ * order_by_group_then_score does the whole of grouping.by_group_then_descending: a stable
+ * counting sort by group (radix passes of at most 16-bit digits when the group values spread far
+ * beyond the rows, e.g. LVIS' image * 1203 + class keys), then each group by descending score on
+ * threads, optionally writing each row's rank in its group (grouping.rank_by_group_then_descending).
+ *
  * Built from this file alone with a C compiler and the Python headers: arrays come in through
  * the buffer protocol, already C-contiguous and of the right dtype (the wrapper in
  * deteval/grouping.py sees to that).
