@@ -192,8 +192,9 @@ def _group_then_score_kernel(
     if high - low >= 2**63 - 1:  # the codes' count is a Py_ssize_t (wider ranges: radix passes in C)
         return _speedups.Decline("group values too spread")
     index = np.int32 if len(group) < 2**31 else np.int64
-    filled = np.empty(len(group), dtype=index)
+    # The rank (the result) first: the order, freed on return, is then above it on the heap.
     rank: tuple[np.ndarray, ...] = (np.empty(len(group), dtype=index),) if ranked else ()
+    filled = np.empty(len(group), dtype=index)
     group_c, score_c = np.ascontiguousarray(group), np.ascontiguousarray(score)
     kernel = _speedups.module_of("_csort.order_by_group_then_score")
     done = kernel.order_by_group_then_score(  # type: ignore[union-attr]
