@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from deteval._dtypes import row_dtype
@@ -47,16 +49,19 @@ def _kept_detections(
         Every selected detection of each class (before ``max_dets``).
     """
     n_class = gt.n_classes
-    det_sel = np.arange(len(dt)) if det_sel is None else det_sel
     if (
         protocol.iou_type == "keypoints"
         and protocol.empty_keypoint_detections == "drop"
         and dt.keypoints is not None
     ):
         # xtcocotools' _prepare: a result none of whose keypoints has a score > 0 is dropped.
-        det_sel = det_sel[(dt.keypoints[det_sel, :, 2] > 0).any(axis=1)]
+        visibility = dt.keypoints[:, :, 2] if det_sel is None else dt.keypoints[det_sel, :, 2]
+        has_score = (visibility > 0).any(axis=1)
+        det_sel = np.flatnonzero(has_score) if det_sel is None else det_sel[has_score]
+    # det_sel None: every detection (no arange of every row is made)
     det_sel, image_rank = _dataset_wide_selection(gt, dt, protocol, det_sel, workers=workers)
-    every = len(det_sel) == len(dt)  # every detection, in row order (det_sel is then an arange)
+    # every detection, in row order (det_sel is then None or an arange)
+    every = det_sel is None or len(det_sel) == len(dt)
     if every:  # the columns themselves, no copies
         image, category, det_score, det_order = dt.image, dt.category, dt.score, dt.order
     else:
@@ -74,7 +79,7 @@ def _kept_detections(
     del det_key
     # Rows of dt: the order itself when every detection was selected (int32 from the compiled
     # sort, no int64 copy), else the selected rows it orders.
-    det_rows = order if every else det_sel[order]
+    det_rows = order if every else cast(np.ndarray, det_sel)[order]
     del order
     if image_rank is not None:  # max_dets_scope "image": the rank among all the image's results
         det_rank_all = image_rank[det_rows]
@@ -122,10 +127,10 @@ def _dataset_wide_selection(
     gt: GroundTruth,
     dt: Detections,
     protocol: Protocol,
-    det_sel: np.ndarray,
+    det_sel: np.ndarray | None,
     *,
     workers: int | str | None = 1,
-) -> tuple[np.ndarray, np.ndarray | None]:
+) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The detections the protocol scores at all, and their rank in their image (scope "image").
 
     Computed over all detections whatever the shard, so shards still merge exactly.
@@ -160,6 +165,8 @@ def _dataset_wide_selection(
         )
     if is_kept.all():
         return det_sel, image_rank
+    if det_sel is None:  # every detection: the kept ones' rows, no arange gathered
+        return np.flatnonzero(is_kept), image_rank
     return det_sel[is_kept[det_sel]], image_rank
 
 
