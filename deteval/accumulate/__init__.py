@@ -319,7 +319,8 @@ def _accumulate_compiled(
     ignored_bits = _as_packed(det_is_ignored, n_area * n_thr, n_det)
     if tp_bits is None or ignored_bits is None:
         return _speedups.Decline(_OUTSIDE)
-    tp_needed = np.stack([_min_tp_for_recall(n_positive[:, a], rec_thr) for a in range(n_area)])
+    # (n_area, n_class, n_r), every area in one call (element by element: the values of a call per area)
+    tp_needed = _min_tp_for_recall(n_positive.T.ravel(), rec_thr).reshape(n_area, n_class, n_r)
     # Every item is written by the kernel (NaN for classes without positives, the AP too): no
     # fill pass over the precision and scores arrays before, no AP reduction after.
     precision = np.empty((n_thr, n_r, n_class, n_area, n_md))
