@@ -193,8 +193,15 @@ def _is_listed(
     table = np.zeros((n_image, n_class), dtype=bool)
     for pair_image, pair_category in pairs:
         table[pair_image, pair_category] = True
-    return table[image, category]
+    out = np.empty(len(image), dtype=bool)
+    for start in range(0, len(image), _LOOKUP_BLOCK):  # numpy's intp copies of a block's indices only
+        block = slice(start, start + _LOOKUP_BLOCK)
+        out[block] = table[image[block], category[block]]
+    return out
 
+
+#: Rows looked up at a time by :func:`_is_listed` (the index arrays numpy converts: 16 MiB).
+_LOOKUP_BLOCK = 1 << 20
 
 #: Bytes of the (image, class) table of :func:`_is_listed` per looked-up row at most (an int64
 #: key per row, what ``has_pair`` makes, is 8).

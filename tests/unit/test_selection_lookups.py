@@ -22,6 +22,10 @@ def test_is_listed_is_the_union_of_has_pair(rows_per_image, monkeypatch):
     got = selection._is_listed(pairs, image, category, n_image=n_image, n_class=n_class)
     assert got.dtype == bool
     assert np.array_equal(got, expected)
+    monkeypatch.setattr(selection, "_LOOKUP_BLOCK", 7)  # looked up in blocks, the last one short
+    assert np.array_equal(
+        selection._is_listed(pairs, image, category, n_image=n_image, n_class=n_class), expected
+    )
     assert 0 < expected.sum() < n or n < 50
 
 
