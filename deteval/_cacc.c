@@ -70,7 +70,16 @@ typedef struct {
     /* outputs: precision and scores (n_thr, n_r, n_class, n_area, n_md), recall and ap (n_thr,
      * n_class, n_area, n_md) */
     double *precision, *scores, *recall, *ap;
+    /* a walk's block of CLASS_BLOCK classes' precision and scores, laid out as the outputs with
+     * CLASS_BLOCK classes (n_thr, n_r, CLASS_BLOCK, n_area, n_md), copied out a (t, r) row at a
+     * time once full: the outputs are written in runs of the block's classes, not an item of
+     * n_area * n_md values a page apart (the outputs' pages and TLB entries once per block) */
+    double *block_precision, *block_scores;
+    Py_ssize_t block_start; /* the block's first class */
 } walk_shape;
+
+/* Classes finished into a walk's block before it is copied to the outputs. */
+#define CLASS_BLOCK 16
 
 static uint64_t byte_spread[256];
 
@@ -264,7 +273,7 @@ ap_of_row(const double *p, Py_ssize_t n_r, int devkit)
     return sum;
 }
 
-/* Class k's outputs for every max_dets value and lane (classes without positives: not written).
+/* Class k's outputs for every max_dets value and lane (classes without positives: NaN), into the block.
  * The envelope is written over the pieces (in place: piece r is read before it is written), so
  * that no (max_dets x thresholds x areas x classes x recall points) array besides the outputs
  * is needed: the caller takes the AP from the precision output, one max_dets value and
@@ -311,26 +320,57 @@ finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
             w->ap[cell] = ap_of_row(lane_piece, n_r, w->devkit);
         }
     }
-    /* The (n_thr, n_r, n_class, n_area, n_md) outputs: (area, max_dets) blocks are contiguous. */
+    /* The block's (n_thr, n_r, CLASS_BLOCK, n_area, n_md) rows: (area, max_dets) runs contiguous. */
     for (t = 0; t < n_thr; t++) {
         for (r = 0; r < n_r; r++) {
-            const Py_ssize_t first = ((t * n_r + r) * n_class + k) * n_area * n_md;
+            const Py_ssize_t first = ((t * n_r + r) * CLASS_BLOCK + (k - w->block_start)) * n_area * n_md;
             for (a = 0; a < n_area; a++) {
                 const Py_ssize_t L = a * n_thr + t;
                 if (w->n_positive[k * n_area + a] <= 0) {
                     for (m = 0; m < n_md; m++) {
-                        w->precision[first + a * n_md + m] = Py_NAN;
-                        w->scores[first + a * n_md + m] = Py_NAN;
+                        w->block_precision[first + a * n_md + m] = Py_NAN;
+                        w->block_scores[first + a * n_md + m] = Py_NAN;
                     }
                     continue;
                 }
                 for (m = 0; m < n_md; m++) {
                     const size_t at = ((size_t)m * w->n_lane + L) * n_r + r;
-                    w->precision[first + a * n_md + m] = w->piece[at];
-                    w->scores[first + a * n_md + m] = w->piece_score[at];
+                    w->block_precision[first + a * n_md + m] = w->piece[at];
+                    w->block_scores[first + a * n_md + m] = w->piece_score[at];
                 }
             }
         }
+    }
+}
+
+/* Copy the block's classes [block_start, block_start + count) to the outputs, one (t, r) row of
+ * count * n_area * n_md values at a time; the next block starts after them. */
+static void
+flush_block(walk_shape *w, Py_ssize_t count)
+{
+    const Py_ssize_t cell = w->n_area * w->n_md;
+    Py_ssize_t t, r;
+    if (count > 0) {
+        for (t = 0; t < w->n_thr; t++) {
+            for (r = 0; r < w->n_r; r++) {
+                const Py_ssize_t row = t * w->n_r + r;
+                memcpy(w->precision + (row * w->n_class + w->block_start) * cell,
+                       w->block_precision + row * CLASS_BLOCK * cell, (size_t)(count * cell) * sizeof(double));
+                memcpy(w->scores + (row * w->n_class + w->block_start) * cell,
+                       w->block_scores + row * CLASS_BLOCK * cell, (size_t)(count * cell) * sizeof(double));
+            }
+        }
+    }
+    w->block_start += count;
+}
+
+/* Finish class k (the next class of the walk's block), copying the block out once it is full. */
+static void
+finish_into_block(walk_shape *w, const walk_state *state, Py_ssize_t k)
+{
+    finish_class(w, state, k);
+    if (k + 1 - w->block_start == CLASS_BLOCK) {
+        flush_block(w, CLASS_BLOCK);
     }
 }
 
@@ -429,7 +469,11 @@ walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssi
     Py_ssize_t p, k, m, lo;
     w->piece = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
     w->piece_score = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
-    if (ranked == NULL || state == NULL || w->piece == NULL || w->piece_score == NULL) {
+    w->block_precision = malloc((size_t)(w->n_thr * n_r * CLASS_BLOCK * w->n_area * n_md) * sizeof(double));
+    w->block_scores = malloc((size_t)(w->n_thr * n_r * CLASS_BLOCK * w->n_area * n_md) * sizeof(double));
+    w->block_start = k_lo;
+    if (ranked == NULL || state == NULL || w->piece == NULL || w->piece_score == NULL || w->block_precision == NULL
+        || w->block_scores == NULL) {
         goto done;
     }
     k = k_lo;
@@ -457,7 +501,7 @@ walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssi
                 goto done;
             }
             while (k < c) {
-                finish_class(w, state, k);
+                finish_into_block(w, state, k);
                 for (m = 0; m < n_md; m++) {
                     reset_state(&state[m]);
                 }
@@ -472,16 +516,19 @@ walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssi
         }
     }
     for (; k < k_hi; k++) {
-        finish_class(w, state, k);
+        finish_into_block(w, state, k);
         for (m = 0; m < n_md; m++) {
             reset_state(&state[m]);
         }
     }
+    flush_block(w, k_hi - w->block_start); /* the last block's classes */
     status = 0;
 done:
     free(state);
     free(w->piece);
     free(w->piece_score);
+    free(w->block_precision);
+    free(w->block_scores);
     free(ranked);
     return status;
 }
