@@ -17,8 +17,9 @@
  * precision is the maximum of the precisions from there on (the numpy code's maximum.reduceat
  * pieces plus suffix maximum, recomputed as pieces here: a max is exact), the score is that
  * TP's score (the class's first kept detection when 0 TPs are needed), 0 beyond the last
- * reached point; recall = tp / n_positive. Classes without positives are not written (the
- * caller fills NaN).
+ * reached point; recall = tp / n_positive; the AP from that precision by the numpy code's
+ * expressions (np.mean's pairwise additions, or the 11-point cumulative sum). Classes without
+ * positives get NaN in every output, so the caller's arrays need no filling first.
  *
  * Speed: the lanes' flags come packed, eight lanes a byte per detection (deteval.matching's
  * LaneFlags); each detection's are read once, in table order, into one 64-bit word of TP flags
@@ -40,7 +41,7 @@
 #include "_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define CACC_ABI 2 /* 2: accumulate takes threads */
+#define CACC_ABI 3 /* 2: accumulate takes threads; 3: fills every output (NaN without positives) and the AP */
 
 /* One detection, in table order: its lanes' TP and ignored flags, and its class (high bits)
  * with one bit per max_dets value that keeps it (low 8 bits). */
@@ -66,10 +67,19 @@ typedef struct {
     int devkit;
     const int64_t *n_positive, *tp_needed;
     double *piece, *piece_score;
-    /* outputs: precision and scores (n_thr, n_r, n_class, n_area, n_md), recall (n_thr,
+    /* outputs: precision and scores (n_thr, n_r, n_class, n_area, n_md), recall and ap (n_thr,
      * n_class, n_area, n_md) */
-    double *precision, *scores, *recall;
+    double *precision, *scores, *recall, *ap;
+    /* a walk's block of CLASS_BLOCK classes' precision and scores, laid out as the outputs with
+     * CLASS_BLOCK classes (n_thr, n_r, CLASS_BLOCK, n_area, n_md), copied out a (t, r) row at a
+     * time once full: the outputs are written in runs of the block's classes, not an item of
+     * n_area * n_md values a page apart (the outputs' pages and TLB entries once per block) */
+    double *block_precision, *block_scores;
+    Py_ssize_t block_start; /* the block's first class */
 } walk_shape;
+
+/* Classes finished into a walk's block before it is copied to the outputs. */
+#define CLASS_BLOCK 16
 
 static uint64_t byte_spread[256];
 
@@ -206,7 +216,64 @@ walk_detection(const walk_shape *w, walk_state *s, Py_ssize_t m, Py_ssize_t k,
     }
 }
 
-/* Class k's outputs for every max_dets value and lane (classes without positives: not written).
+/* numpy's pairwise sum of a contiguous float64 row (numpy/_core/src/umath/loops_utils.h.src,
+ * DOUBLE_pairwise_sum: eight running sums for up to 128 items, halves at multiples of eight
+ * beyond), the order of additions np.add.reduce takes along a contiguous axis. */
+static double
+pairwise_sum(const double *a, Py_ssize_t n)
+{
+    if (n < 8) {
+        double res = 0.0;
+        Py_ssize_t i;
+        for (i = 0; i < n; i++) {
+            res += a[i];
+        }
+        return res;
+    }
+    if (n <= 128) {
+        double r[8], res;
+        Py_ssize_t i;
+        int j;
+        for (j = 0; j < 8; j++) {
+            r[j] = a[j];
+        }
+        for (i = 8; i < n - (n % 8); i += 8) {
+            for (j = 0; j < 8; j++) {
+                r[j] += a[i + j];
+            }
+        }
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) {
+            res += a[i];
+        }
+        return res;
+    }
+    {
+        Py_ssize_t n2 = n / 2;
+        n2 -= n2 % 8;
+        return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+    }
+}
+
+/* The AP of one lane's precision at the recall points, by the numpy code's expressions:
+ * methods._mean_ap (np.mean: 0.0 plus the pairwise sum, over n_r) or, devkit,
+ * methods._eleven_point_ap (np.cumsum of p / 11, its last item). */
+static double
+ap_of_row(const double *p, Py_ssize_t n_r, int devkit)
+{
+    Py_ssize_t r;
+    double sum;
+    if (!devkit) {
+        return (0.0 + pairwise_sum(p, n_r)) / (double)n_r;
+    }
+    sum = p[0] / 11.0;
+    for (r = 1; r < n_r; r++) {
+        sum += p[r] / 11.0;
+    }
+    return sum;
+}
+
+/* Class k's outputs for every max_dets value and lane (classes without positives: NaN), into the block.
  * The envelope is written over the pieces (in place: piece r is read before it is written), so
  * that no (max_dets x thresholds x areas x classes x recall points) array besides the outputs
  * is needed: the caller takes the AP from the precision output, one max_dets value and
@@ -229,12 +296,14 @@ finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
             const int64_t *need = w->tp_needed + (a * n_class + k) * n_r;
             double *lane_piece = w->piece + ((size_t)m * w->n_lane + L) * n_r;
             double *lane_score = w->piece_score + ((size_t)m * w->n_lane + L) * n_r;
+            const Py_ssize_t cell = ((t * n_class + k) * n_area + a) * n_md + m;
             double run = 0.0;
-            if (n_pos <= 0) {
+            if (n_pos <= 0) { /* no positives: NaN, as the caller's arrays were before */
+                w->recall[cell] = Py_NAN;
+                w->ap[cell] = Py_NAN;
                 continue;
             }
-            w->recall[((t * n_class + k) * n_area + a) * n_md + m] =
-                has_dets ? (double)n_tp / (double)n_pos : 0.0;
+            w->recall[cell] = has_dets ? (double)n_tp / (double)n_pos : 0.0;
             for (r = n_r - 1; r >= 0; r--) {
                 const int64_t target = need[r] > 1 ? need[r] : 1;
                 const int has_target = target <= n_tp;
@@ -248,24 +317,60 @@ finish_class(const walk_shape *w, const walk_state *state, Py_ssize_t k)
                     lane_score[r] = reached ? s->first_score : 0.0;
                 }
             }
+            w->ap[cell] = ap_of_row(lane_piece, n_r, w->devkit);
         }
     }
-    /* The (n_thr, n_r, n_class, n_area, n_md) outputs: (area, max_dets) blocks are contiguous. */
+    /* The block's (n_thr, n_r, CLASS_BLOCK, n_area, n_md) rows: (area, max_dets) runs contiguous. */
     for (t = 0; t < n_thr; t++) {
         for (r = 0; r < n_r; r++) {
-            const Py_ssize_t first = ((t * n_r + r) * n_class + k) * n_area * n_md;
+            const Py_ssize_t first = ((t * n_r + r) * CLASS_BLOCK + (k - w->block_start)) * n_area * n_md;
             for (a = 0; a < n_area; a++) {
                 const Py_ssize_t L = a * n_thr + t;
                 if (w->n_positive[k * n_area + a] <= 0) {
+                    for (m = 0; m < n_md; m++) {
+                        w->block_precision[first + a * n_md + m] = Py_NAN;
+                        w->block_scores[first + a * n_md + m] = Py_NAN;
+                    }
                     continue;
                 }
                 for (m = 0; m < n_md; m++) {
                     const size_t at = ((size_t)m * w->n_lane + L) * n_r + r;
-                    w->precision[first + a * n_md + m] = w->piece[at];
-                    w->scores[first + a * n_md + m] = w->piece_score[at];
+                    w->block_precision[first + a * n_md + m] = w->piece[at];
+                    w->block_scores[first + a * n_md + m] = w->piece_score[at];
                 }
             }
         }
+    }
+}
+
+/* Copy the block's classes [block_start, block_start + count) to the outputs, one (t, r) row of
+ * count * n_area * n_md values at a time; the next block starts after them. */
+static void
+flush_block(walk_shape *w, Py_ssize_t count)
+{
+    const Py_ssize_t cell = w->n_area * w->n_md;
+    Py_ssize_t t, r;
+    if (count > 0) {
+        for (t = 0; t < w->n_thr; t++) {
+            for (r = 0; r < w->n_r; r++) {
+                const Py_ssize_t row = t * w->n_r + r;
+                memcpy(w->precision + (row * w->n_class + w->block_start) * cell,
+                       w->block_precision + row * CLASS_BLOCK * cell, (size_t)(count * cell) * sizeof(double));
+                memcpy(w->scores + (row * w->n_class + w->block_start) * cell,
+                       w->block_scores + row * CLASS_BLOCK * cell, (size_t)(count * cell) * sizeof(double));
+            }
+        }
+    }
+    w->block_start += count;
+}
+
+/* Finish class k (the next class of the walk's block), copying the block out once it is full. */
+static void
+finish_into_block(walk_shape *w, const walk_state *state, Py_ssize_t k)
+{
+    finish_class(w, state, k);
+    if (k + 1 - w->block_start == CLASS_BLOCK) {
+        flush_block(w, CLASS_BLOCK);
     }
 }
 
@@ -364,7 +469,11 @@ walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssi
     Py_ssize_t p, k, m, lo;
     w->piece = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
     w->piece_score = malloc(((size_t)n_md * (size_t)n_lane * (size_t)n_r + 1) * sizeof(double));
-    if (ranked == NULL || state == NULL || w->piece == NULL || w->piece_score == NULL) {
+    w->block_precision = malloc((size_t)(w->n_thr * n_r * CLASS_BLOCK * w->n_area * n_md) * sizeof(double));
+    w->block_scores = malloc((size_t)(w->n_thr * n_r * CLASS_BLOCK * w->n_area * n_md) * sizeof(double));
+    w->block_start = k_lo;
+    if (ranked == NULL || state == NULL || w->piece == NULL || w->piece_score == NULL || w->block_precision == NULL
+        || w->block_scores == NULL) {
         goto done;
     }
     k = k_lo;
@@ -392,7 +501,7 @@ walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssi
                 goto done;
             }
             while (k < c) {
-                finish_class(w, state, k);
+                finish_into_block(w, state, k);
                 for (m = 0; m < n_md; m++) {
                     reset_state(&state[m]);
                 }
@@ -407,16 +516,19 @@ walk_classes(const walk_inputs *in, Py_ssize_t lo_pos, Py_ssize_t hi_pos, Py_ssi
         }
     }
     for (; k < k_hi; k++) {
-        finish_class(w, state, k);
+        finish_into_block(w, state, k);
         for (m = 0; m < n_md; m++) {
             reset_state(&state[m]);
         }
     }
+    flush_block(w, k_hi - w->block_start); /* the last block's classes */
     status = 0;
 done:
     free(state);
     free(w->piece);
     free(w->piece_score);
+    free(w->block_precision);
+    free(w->block_scores);
     free(ranked);
     return status;
 }
@@ -566,7 +678,7 @@ run_accumulate(
 
 PyDoc_STRVAR(accumulate_doc,
 "accumulate(det_is_tp, det_is_ignored, ranking, det_rank, det_class, det_score, n_positive,\n"
-"           tp_needed, max_dets, n_area, n_thr, n_class, devkit, precision, scores, recall,\n"
+"           tp_needed, max_dets, n_area, n_thr, n_class, devkit, precision, scores, recall, ap,\n"
 "           ranking_width, threads)\n"
 "--\n\n"
 "The point-sampled accumulation of every max_dets value (see deteval.accumulate).\n\n"
@@ -574,15 +686,17 @@ PyDoc_STRVAR(accumulate_doc,
 "in bit L % 8 of byte L / 8, n_lane = n_area * n_thr); ranking (ranking_width bytes an item),\n"
 "det_rank, det_class: int32 or int64 (each its own); det_score: float64 (n_det,); n_positive: int64 (n_class,\n"
 "n_area); tp_needed: int64 (n_area, n_class, n_r); max_dets: int64 (n_md <= 8,). Filled in\n"
-"place where a class has positives (float64): precision and scores (n_thr, n_r, n_class,\n"
-"n_area, n_md), recall (n_thr, n_class, n_area, n_md). threads: split the classes over that many threads (1: none; not capped here);\n"
+"place, every item (NaN where a class has no positives; float64): precision and scores (n_thr, n_r,\n"
+"n_class, n_area, n_md), recall and ap (n_thr, n_class, n_area, n_md); the AP is the mean of the\n"
+"precision over the recall points (np.mean's additions), devkit: the 11-point sum.\n"
+"threads: split the classes over that many threads (1: none; not capped here);\n"
 "the numbers do not depend on it. Returns True, or None when the inputs break the kernel's assumptions.");
 
 static PyObject *
 cacc_accumulate(PyObject *self, PyObject *args)
 {
     Py_buffer det_is_tp, det_is_ignored, ranking, det_rank, det_class, det_score, n_positive,
-        tp_needed, max_dets, precision, scores, recall;
+        tp_needed, max_dets, precision, scores, recall, ap;
     Py_ssize_t n_det, n_ranked, n_cell;
     walk_shape w;
     int fits, rank_width, class_width, ranking_width = 8, threads = 1, status = 1;
@@ -590,16 +704,16 @@ cacc_accumulate(PyObject *self, PyObject *args)
 
     (void)self;
     memset(&w, 0, sizeof(w));
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnpw*w*w*|ii:accumulate", &det_is_tp,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnpw*w*w*w*|ii:accumulate", &det_is_tp,
                           &det_is_ignored, &ranking, &det_rank, &det_class, &det_score,
                           &n_positive, &tp_needed, &max_dets, &w.n_area, &w.n_thr, &w.n_class,
-                          &w.devkit, &precision, &scores, &recall, &ranking_width, &threads)) {
+                          &w.devkit, &precision, &scores, &recall, &ap, &ranking_width, &threads)) {
         return NULL;
     }
     {
-        const Py_buffer *views[12] = {&precision, &scores, &recall, &det_is_tp, &det_is_ignored, &ranking,
+        const Py_buffer *views[13] = {&precision, &scores, &recall, &ap, &det_is_tp, &det_is_ignored, &ranking,
                                       &det_rank, &det_class, &det_score, &n_positive, &tp_needed, &max_dets};
-        if (outputs_overlap(views, 3, 12, "_cacc.accumulate")) {
+        if (outputs_overlap(views, 4, 13, "_cacc.accumulate")) {
             goto release;
         }
     }
@@ -621,7 +735,7 @@ cacc_accumulate(PyObject *self, PyObject *args)
     fits = is_aligned(&det_score, 8) && is_aligned(&ranking, ranking_width == 4 ? 4 : 8)
            && is_aligned(&det_rank, rank_width ? rank_width : 8) && is_aligned(&det_class, class_width ? class_width : 8)
            && is_aligned(&n_positive, 8) && is_aligned(&tp_needed, 8) && is_aligned(&max_dets, 8)
-           && is_aligned(&precision, 8) && is_aligned(&scores, 8) && is_aligned(&recall, 8)
+           && is_aligned(&precision, 8) && is_aligned(&scores, 8) && is_aligned(&recall, 8) && is_aligned(&ap, 8)
            && w.n_area >= 1 && w.n_thr >= 1 && w.n_class >= 1 && w.n_lane <= 64 && w.n_md >= 1
            && w.n_md <= 8 && w.n_r >= 1 && w.n_class < ((int64_t)1 << 54)
            && has_items(&det_score, n_det, 8) && has_items(&det_is_tp, w.n_word * n_det, 1)
@@ -631,13 +745,14 @@ cacc_accumulate(PyObject *self, PyObject *args)
            && has_items(&n_positive, w.n_class * w.n_area, 8)
            && has_items(&tp_needed, w.n_area * w.n_class * w.n_r, 8)
            && has_items(&max_dets, w.n_md, 8) && has_items(&precision, n_cell * w.n_r, 8)
-           && has_items(&scores, n_cell * w.n_r, 8) && has_items(&recall, n_cell, 8);
+           && has_items(&scores, n_cell * w.n_r, 8) && has_items(&recall, n_cell, 8) && has_items(&ap, n_cell, 8);
     if (fits) {
         w.n_positive = n_positive.buf;
         w.tp_needed = tp_needed.buf;
         w.precision = precision.buf;
         w.scores = scores.buf;
         w.recall = recall.buf;
+        w.ap = ap.buf;
         Py_BEGIN_ALLOW_THREADS
         status = run_accumulate(&w, (const unsigned char *)det_is_tp.buf,
                                 (const unsigned char *)det_is_ignored.buf, n_det, ranking.buf, ranking_width, n_ranked,
@@ -664,6 +779,7 @@ release:
     PyBuffer_Release(&precision);
     PyBuffer_Release(&scores);
     PyBuffer_Release(&recall);
+    PyBuffer_Release(&ap);
     return out;
 }
 

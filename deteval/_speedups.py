@@ -68,11 +68,11 @@ DISABLED = os.environ.get(ENV_DISABLE, "").strip() not in ("", "0")
 #: of ``deteval/_buffer_checks.h``). Bump a module's number here and in its C source together,
 #: whenever one of its functions changes its arguments or meaning.
 ABI: dict[str, int] = {
-    "deteval._cacc": 2,
+    "deteval._cacc": 3,
     "deteval._canalyze": 2,
     "deteval._cboot": 1,
     "deteval._cmatch": 3,
-    "deteval._csort": 2,
+    "deteval._csort": 3,
     "deteval.geometry._ckeypoint": 2,
     "deteval.geometry._cmask": 5,
     "deteval.io._colparse": 7,

@@ -8,13 +8,22 @@ their offsets, never with a Python loop per group.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from deteval import _speedups
 from deteval.memory import BYTES_PER_PAIR, require
 
-__all__ = ["Groups", "group_rows", "rank_in_group", "candidate_pairs", "lexsort", "by_group_then_descending"]
+__all__ = [
+    "Groups",
+    "group_rows",
+    "rank_in_group",
+    "candidate_pairs",
+    "lexsort",
+    "by_group_then_descending",
+    "rank_by_group_then_descending",
+]
 
 
 @dataclass(frozen=True)
@@ -111,7 +120,8 @@ def by_group_then_descending(
     significant first). The same permutation as :func:`lexsort` (int32 from the compiled kernel
     below 2**31 rows, else intp), made without a negated copy of
     ``score`` or a code per row where it can be: the compiled kernel (``deteval._csort``, a
-    counting sort by group then a stable merge sort of each group by score) when there are no
+    counting sort by group, or radix passes when the group values spread far beyond the rows
+    such as (image, class) keys, then a stable merge sort of each group by score) when there are no
     ``ties``; else, for a few long groups, each group's rows sorted alone
     (:func:`_few_long_groups`). ``threads``: the compiled kernel sorts the groups on that many
     threads (:func:`deteval._parallel.kernel_threads`); the permutation does not depend on it.
@@ -133,22 +143,66 @@ def by_group_then_descending(
     return _by_group_then_descending_numpy(group, score, ties)
 
 
+def rank_by_group_then_descending(
+    group: np.ndarray, score: np.ndarray, ties: tuple[np.ndarray, ...] = (), *, threads: int = 1
+) -> np.ndarray:
+    """Each row's place in its group in the order of :func:`by_group_then_descending`.
+
+    ``rank[order] = rank_in_group(group[order])`` for that order (int32 below 2**31 rows, else
+    int64), written by the compiled sort as it sorts each group (on ``threads`` threads) when
+    there are no ``ties``: no gather of the keys, no rank array of every row in int64, no scatter.
+
+    Examples
+    --------
+    >>> group, score = np.array([1, 0, 1, 0]), np.array([0.2, 0.5, 0.9, 0.5])
+    >>> rank_by_group_then_descending(group, score).tolist()
+    [1, 0, 0, 1]
+    """
+    n = len(group)
+    if n == 0:
+        return np.zeros(0, dtype=np.int32)
+    ties = tuple(ties)
+    while ties and _is_non_decreasing(ties[0]):  # as lexsort: a sorted least key orders nothing
+        ties = ties[1:]
+    if not ties:
+        return _speedups.dispatch("_csort.rank_by_group_then_score", group, score, threads=threads)
+    return _rank_by_group_then_descending_numpy(group, score, ties)
+
+
+def _rank_by_group_then_descending_numpy(
+    group: np.ndarray, score: np.ndarray, ties: tuple[np.ndarray, ...] = (), threads: int = 1
+) -> np.ndarray:
+    """The numpy twin of :func:`rank_by_group_then_descending` (at least one row; one thread)."""
+    order = _by_group_then_descending_numpy(group, score, ties)
+    rank = np.empty(len(group), dtype=np.int32 if len(group) < 2**31 else np.int64)
+    rank[order] = rank_in_group(group[order])
+    return rank
+
+
 def _group_then_score_kernel(
-    group: np.ndarray, score: np.ndarray, threads: int = 1
+    group: np.ndarray, score: np.ndarray, threads: int = 1, *, ranked: bool = False
 ) -> np.ndarray | _speedups.Decline:
-    """:func:`by_group_then_descending` without ties by the compiled counting and merge sort."""
+    """:func:`by_group_then_descending` without ties by the compiled sort (counting or radix, then merge).
+
+    ``ranked``: :func:`rank_by_group_then_descending` instead (the rank the kernel writes).
+    """
     if group.dtype not in (np.int32, np.int64) or score.dtype != np.float64:
         return _speedups.Decline("not int32/int64 groups and float64 scores")
     low, high = int(group.min()), int(group.max())
-    if high - low > 4 * len(group) + (1 << 16):  # the counting sort's table: a few bytes per row at most
+    if high - low >= 2**63 - 1:  # the codes' count is a Py_ssize_t (wider ranges: radix passes in C)
         return _speedups.Decline("group values too spread")
-    filled = np.empty(len(group), dtype=np.int32 if len(group) < 2**31 else np.int64)
+    index = np.int32 if len(group) < 2**31 else np.int64
+    # The rank (the result) first: the order, freed on return, is then above it on the heap.
+    rank: tuple[np.ndarray, ...] = (np.empty(len(group), dtype=index),) if ranked else ()
+    filled = np.empty(len(group), dtype=index)
     group_c, score_c = np.ascontiguousarray(group), np.ascontiguousarray(score)
     kernel = _speedups.module_of("_csort.order_by_group_then_score")
     done = kernel.order_by_group_then_score(  # type: ignore[union-attr]
-        filled, group_c, group_c.dtype.itemsize, low, high - low + 1, score_c, max(1, int(threads))
+        filled, group_c, group_c.dtype.itemsize, low, high - low + 1, score_c, max(1, int(threads)), *rank
     )
-    return _speedups.Decline("buffers do not fit") if done is None else filled
+    if done is None:
+        return _speedups.Decline("buffers do not fit")
+    return rank[0] if ranked else filled
 
 
 def _by_group_then_descending_numpy(
@@ -236,6 +290,13 @@ _speedups.register(
     "deteval._csort",
     _group_then_score_kernel,
     _by_group_then_descending_numpy,
+    declines=("not int32/int64 groups and float64 scores", "group values too spread", "buffers do not fit"),
+)
+_speedups.register(
+    "_csort.rank_by_group_then_score",
+    "deteval._csort",
+    partial(_group_then_score_kernel, ranked=True),
+    _rank_by_group_then_descending_numpy,
     declines=("not int32/int64 groups and float64 scores", "group values too spread", "buffers do not fit"),
 )
 

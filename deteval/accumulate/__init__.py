@@ -281,9 +281,11 @@ def _accumulate_compiled(
 
     The kernel (``deteval/_cacc.c``) fills the precision, scores and recall of ``101_point``
     and ``11_point`` under ``score_ties: ranked`` for every ``max_dets`` value in one walk of
-    the ranking, with the same float64 operations as :func:`_point_sampled`; the AP is then
-    taken from its precision by the same numpy expressions (:func:`_mean_ap`,
-    :func:`_eleven_point_ap`) on an array of the same layout, so every value is identical.
+    the ranking, with the same float64 operations as :func:`_point_sampled`, and the AP from
+    that precision with the additions of the numpy expressions (:func:`_mean_ap`: ``np.mean``'s
+    pairwise sum over the recall points; :func:`_eleven_point_ap`: the cumulative sum), so every
+    value is identical (tests/unit/test_cacc.py compares them with the numpy twin's). Classes
+    without positives are NaN in every output, written by the kernel too.
     """
     ap_of = _COMPILED_AP.get(protocol.ap_method)
     if ap_of is None:
@@ -317,10 +319,14 @@ def _accumulate_compiled(
     ignored_bits = _as_packed(det_is_ignored, n_area * n_thr, n_det)
     if tp_bits is None or ignored_bits is None:
         return _speedups.Decline(_OUTSIDE)
-    tp_needed = np.stack([_min_tp_for_recall(n_positive[:, a], rec_thr) for a in range(n_area)])
-    precision = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
-    scores = np.full((n_thr, n_r, n_class, n_area, n_md), np.nan)
-    recall = np.full((n_thr, n_class, n_area, n_md), np.nan)
+    # (n_area, n_class, n_r), every area in one call (element by element: the values of a call per area)
+    tp_needed = _min_tp_for_recall(n_positive.T.ravel(), rec_thr).reshape(n_area, n_class, n_r)
+    # Every item is written by the kernel (NaN for classes without positives, the AP too): no
+    # fill pass over the precision and scores arrays before, no AP reduction after.
+    precision = np.empty((n_thr, n_r, n_class, n_area, n_md))
+    scores = np.empty((n_thr, n_r, n_class, n_area, n_md))
+    recall = np.empty((n_thr, n_class, n_area, n_md))
+    ap = np.empty((n_thr, n_class, n_area, n_md))
     contiguous = np.ascontiguousarray
     ranking_buffer = _index_buffer(ranking)
     done = _speedups.module_of("_cacc.accumulate").accumulate(  # type: ignore[union-attr]
@@ -340,20 +346,12 @@ def _accumulate_compiled(
         precision,
         scores,
         recall,
+        ap,
         ranking_buffer.dtype.itemsize,
         max(1, int(threads)),
     )
     if done is None:
         return _speedups.Decline(_OUTSIDE)
-    # The AP by the numpy code's reduction, on the precision laid out as _point_sampled returns
-    # it (thresholds, areas, classes, recall points), one max_dets value and threshold at a time:
-    # each row's reduction reads only that row, so the values are the same as on the whole
-    # array, and the copy is 1 / (n_md * n_thr) of the precision array, not all of it again.
-    ap = np.empty((n_thr, n_class, n_area, n_md))
-    for m in range(n_md):
-        for t in range(n_thr):
-            at_recall = contiguous(precision[t, :, :, :, m].transpose(2, 1, 0))  # (area, class, R)
-            ap[t, :, :, m] = ap_of(at_recall[None])[0]
     return Accumulated(precision=precision, recall=recall, scores=scores, ap=ap)
 
 

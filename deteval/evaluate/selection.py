@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from deteval._dtypes import row_dtype
@@ -9,11 +11,7 @@ from deteval._parallel import kernel_threads
 from deteval.data import Detections, FederatedLabels, GroundTruth
 from deteval.errors import InputError
 from deteval.evaluate import threads as per_thread
-from deteval.grouping import (
-    by_group_then_descending,
-    group_rows,
-    rank_in_group,
-)
+from deteval.grouping import by_group_then_descending, rank_by_group_then_descending, rank_in_group
 from deteval.protocol import Protocol
 
 
@@ -51,16 +49,19 @@ def _kept_detections(
         Every selected detection of each class (before ``max_dets``).
     """
     n_class = gt.n_classes
-    det_sel = np.arange(len(dt)) if det_sel is None else det_sel
     if (
         protocol.iou_type == "keypoints"
         and protocol.empty_keypoint_detections == "drop"
         and dt.keypoints is not None
     ):
         # xtcocotools' _prepare: a result none of whose keypoints has a score > 0 is dropped.
-        det_sel = det_sel[(dt.keypoints[det_sel, :, 2] > 0).any(axis=1)]
-    det_sel, image_rank = _dataset_wide_selection(gt, dt, protocol, det_sel)
-    every = len(det_sel) == len(dt)  # every detection, in row order (det_sel is then an arange)
+        visibility = dt.keypoints[:, :, 2] if det_sel is None else dt.keypoints[det_sel, :, 2]
+        has_score = (visibility > 0).any(axis=1)
+        det_sel = np.flatnonzero(has_score) if det_sel is None else det_sel[has_score]
+    # det_sel None: every detection (no arange of every row is made)
+    det_sel, image_rank = _dataset_wide_selection(gt, dt, protocol, det_sel, workers=workers)
+    # every detection, in row order (det_sel is then None or an arange)
+    every = det_sel is None or len(det_sel) == len(dt)
     if every:  # the columns themselves, no copies
         image, category, det_score, det_order = dt.image, dt.category, dt.score, dt.order
     else:
@@ -78,11 +79,12 @@ def _kept_detections(
     del det_key
     # Rows of dt: the order itself when every detection was selected (int32 from the compiled
     # sort, no int64 copy), else the selected rows it orders.
-    det_rows = order if every else det_sel[order]
+    det_rows = order if every else cast(np.ndarray, det_sel)[order]
     del order
-    det_rank_all = rank_in_group(sorted_key)
     if image_rank is not None:  # max_dets_scope "image": the rank among all the image's results
         det_rank_all = image_rank[det_rows]
+    else:
+        det_rank_all = rank_in_group(sorted_key)
     det_rank_all = det_rank_all.astype(row_dtype(len(dt)), copy=False)  # ranks < rows: int32
     cap = None if protocol.max_dets is None else max(protocol.max_dets)
     if cap is None:
@@ -110,17 +112,25 @@ def _federated_labels(gt: GroundTruth, protocol: Protocol) -> FederatedLabels:
     return labels
 
 
-def _rank_in(key: np.ndarray, dt: Detections) -> np.ndarray:
-    """Rank of each detection among those of its ``key`` by score, ties in file order (row order)."""
-    groups = group_rows(key, -dt.score, dt.order)
-    rank = np.empty(len(dt), dtype=row_dtype(len(dt)))
-    rank[groups.order] = rank_in_group(groups.key)
-    return rank
+def _rank_in(key: np.ndarray, dt: Detections, threads: int = 1) -> np.ndarray:
+    """Rank of each detection among those of its ``key`` by score, ties in file order (row order).
+
+    The order is :func:`~deteval.grouping.by_group_then_descending`'s, the permutation of
+    ``group_rows(key, -dt.score, dt.order)``; the compiled sort writes the ranks as it sorts each
+    group, on ``threads`` threads (:func:`~deteval.grouping.rank_by_group_then_descending`).
+    """
+    rank = rank_by_group_then_descending(key, dt.score, (dt.order,), threads=threads)
+    return rank.astype(row_dtype(len(dt)), copy=False)
 
 
 def _dataset_wide_selection(
-    gt: GroundTruth, dt: Detections, protocol: Protocol, det_sel: np.ndarray
-) -> tuple[np.ndarray, np.ndarray | None]:
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    det_sel: np.ndarray | None,
+    *,
+    workers: int | str | None = 1,
+) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The detections the protocol scores at all, and their rank in their image (scope "image").
 
     Computed over all detections whatever the shard, so shards still merge exactly.
@@ -135,22 +145,64 @@ def _dataset_wide_selection(
     class that is neither annotated nor negative on their image (``LVISEval._prepare``), so
     they neither count nor use up the image's cap afterwards -- the cap came first.
     """
+    threads = kernel_threads(workers, len(dt), per_thread.SORT_PER_THREAD)
     is_kept = np.ones(len(dt), dtype=bool)
     if protocol.max_dets_per_class is not None:
-        is_kept &= _rank_in(dt.category.astype(np.int64), dt) < protocol.max_dets_per_class
+        is_kept &= _rank_in(dt.category, dt, threads) < protocol.max_dets_per_class
     image_rank = None
     if protocol.max_dets_scope == "image":
         # Detections outside the class budget take no place in the image's ranking.
-        image_key = np.where(is_kept, dt.image.astype(np.int64), -1)
-        image_rank = _rank_in(image_key, dt)
+        image_key = dt.image if is_kept.all() else np.where(is_kept, dt.image.astype(np.int64), -1)
+        image_rank = _rank_in(image_key, dt, threads)
     if protocol.federated_labels == "lvis":
         labels = _federated_labels(gt, protocol)
-        n_class = gt.n_classes
-        is_annotated = labels.has_pair(gt.image, gt.category, dt.image, dt.category, n_class=n_class)
-        is_negative = labels.has_pair(
-            labels.neg_image, labels.neg_category, dt.image, dt.category, n_class=n_class
+        is_kept &= _is_listed(
+            ((gt.image, gt.category), (labels.neg_image, labels.neg_category)),
+            dt.image,
+            dt.category,
+            n_image=gt.n_images,
+            n_class=gt.n_classes,
         )
-        is_kept &= is_annotated | is_negative
     if is_kept.all():
         return det_sel, image_rank
+    if det_sel is None:  # every detection: the kept ones' rows, no arange gathered
+        return np.flatnonzero(is_kept), image_rank
     return det_sel[is_kept[det_sel]], image_rank
+
+
+def _is_listed(
+    pairs: tuple[tuple[np.ndarray, np.ndarray], ...],
+    image: np.ndarray,
+    category: np.ndarray,
+    *,
+    n_image: int,
+    n_class: int,
+) -> np.ndarray:
+    """Bool (n,): whether each (image, category) is in any of ``pairs`` (image and class indices).
+
+    The union of :meth:`~deteval.data.FederatedLabels.has_pair` over ``pairs``. When the
+    (image, class) table has at most a byte per row of ``image`` times :data:`_TABLE_BYTES_PER_ROW`
+    (LVIS: 1,203 classes, 300 detections an image), the pairs are marked in that table and each
+    row looks its pair up, one pass, with no int64 key per row; else ``has_pair`` per list.
+    """
+    if n_image * n_class > _TABLE_BYTES_PER_ROW * len(image):
+        out = np.zeros(len(image), dtype=bool)
+        for pair_image, pair_category in pairs:
+            out |= FederatedLabels.has_pair(pair_image, pair_category, image, category, n_class=n_class)
+        return out
+    table = np.zeros((n_image, n_class), dtype=bool)
+    for pair_image, pair_category in pairs:
+        table[pair_image, pair_category] = True
+    out = np.empty(len(image), dtype=bool)
+    for start in range(0, len(image), _LOOKUP_BLOCK):  # numpy's intp copies of a block's indices only
+        block = slice(start, start + _LOOKUP_BLOCK)
+        out[block] = table[image[block], category[block]]
+    return out
+
+
+#: Rows looked up at a time by :func:`_is_listed` (the index arrays numpy converts: 16 MiB).
+_LOOKUP_BLOCK = 1 << 20
+
+#: Bytes of the (image, class) table of :func:`_is_listed` per looked-up row at most (an int64
+#: key per row, what ``has_pair`` makes, is 8).
+_TABLE_BYTES_PER_ROW = 8

@@ -92,6 +92,51 @@ def test_by_group_then_descending_is_lexsort(rows, dtype, with_ties):
         assert order.tolist() == expected
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3, 7])
+@pytest.mark.parametrize(
+    ("n", "n_distinct", "spread", "dtype"),
+    [
+        (4000, 600, 1 << 40, np.int64),  # far wider than the rows: three 14-bit radix passes
+        (3000, 900, 6_000_000, np.int32),  # LVIS' image * 1203 + class after the federated filter
+        (50, 40, (1 << 62) + 5, np.int64),  # more than 62 bits of range
+        (1, 1, 1 << 30, np.int64),
+        (7, 7, 1 << 20, np.int32),  # more parts than groups
+    ],
+)
+def test_spread_groups_are_sorted_by_the_kernel_itself(threads, n, n_distinct, spread, dtype):
+    """Group values spread far wider than the rows are sorted by the kernel in radix passes.
+
+    The counting sort's table cannot hold LVIS' (image, class) keys (7 million codes for 300k
+    kept detections at 5k images): the kernel sorts them by a few radix passes instead of
+    declining to the numpy passes; the permutation is np.lexsort's for every thread count.
+    """
+    if _csort is None:
+        pytest.skip("deteval._csort not built")
+    rng = np.random.default_rng(n + n_distinct)
+    low = -(spread // 3)
+    pool = low + rng.integers(0, spread - 1, n_distinct, dtype=np.int64, endpoint=True)
+    pool[0], pool[-1] = low, low + spread - 1  # the range's two ends
+    group = rng.choice(pool, n).astype(dtype)
+    score = rng.choice(np.array([0.1, 0.5, -0.0, 0.0, np.nan, np.inf, 0.3]), n)
+    expected = np.lexsort((-score, group)).tolist()
+    _speedups.reset_declines()
+    got = grouping.by_group_then_descending(group, score, threads=threads)
+    assert _speedups.declines() == {}
+    assert got.tolist() == expected
+    rank = grouping.rank_by_group_then_descending(group, score, threads=threads)  # written as it sorts
+    assert _speedups.declines() == {}
+    expected_rank = np.empty(n, dtype=np.int64)
+    expected_rank[expected] = rank_in_group(group[expected])
+    assert rank.dtype == np.int32
+    assert rank.tolist() == expected_rank.tolist()
+    order = np.empty(n, dtype=np.int64)
+    n_codes = int(group.max()) - int(group.min()) + 1
+    assert _csort.order_by_group_then_score(
+        order, group, group.dtype.itemsize, int(group.min()), n_codes, score, threads
+    )
+    assert order.tolist() == expected
+
+
 def test_the_counting_sort_declines_what_it_cannot_read():
     if _csort is None:
         pytest.skip("deteval._csort not built")

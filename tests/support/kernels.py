@@ -602,6 +602,7 @@ CASES: dict[str, tuple[Callable[[np.random.Generator, int], Case], int]] = {
     "_cacc.accumulate": (_accumulate, 300),
     "_csort.sort_runs_by_score": (_sort_runs, 200),
     "_csort.order_by_group_then_score": (_group_then_score, 200),
+    "_csort.rank_by_group_then_score": (_group_then_score, 200),
     "_canalyze.tide_points": (_tide_points, 150),
     "_canalyze.pair_maxima": (_pair_maxima, 300),
     "_canalyze.run_first_max": (_run_first_max, 300),
@@ -619,6 +620,7 @@ CASES: dict[str, tuple[Callable[[np.random.Generator, int], Case], int]] = {
 THREADED: dict[str, Callable[[np.random.Generator, int], Case]] = {
     "_cacc.accumulate": lambda rng, case: _accumulate(rng, case, scale=40),
     "_csort.order_by_group_then_score": lambda rng, case: _group_then_score(rng, case, scale=100),
+    "_csort.rank_by_group_then_score": lambda rng, case: _group_then_score(rng, case, scale=100),
     "_cmatch.match_coco": lambda rng, case: _match_coco(rng, case, most_groups=300),
 }
 

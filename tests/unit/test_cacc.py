@@ -119,6 +119,35 @@ def test_kernel_equals_numpy_on_random_tables(seed):
 
 
 @needs_kernel
+@pytest.mark.parametrize("n_class", [15, 16, 17, 33, 80])
+def test_kernel_equals_numpy_across_class_blocks_and_threads(n_class):
+    """Tables of more classes than the kernel's block of 16 give the numpy code's arrays.
+
+    Classes are finished in blocks and copied out a block at a time, each part its own (a part's
+    last block short, parts cut inside blocks): 1, 2, 3 and 7 threads, NaN classes included.
+    """
+    rng = np.random.default_rng(n_class)
+    protocol = PROTOCOLS["coco"]
+    n_area, n_thr = len(protocol.area_ranges), len(protocol.iou_thresholds)
+    n_det = 40 * n_class
+    det_class = np.sort(rng.integers(0, n_class, n_det)).astype(np.int32)
+    det_class[det_class == n_class // 2] = n_class // 3  # a class without detections
+    det_score = rng.random(n_det)
+    det_rank = rng.integers(0, 120, n_det).astype(np.int32)
+    outcome = rng.integers(0, 3, (n_area * n_thr, n_det))
+    det_is_tp, det_is_ignored = outcome == 1, outcome == 2
+    ranking = np.lexsort((-det_score, det_class)).astype(np.int32)
+    n_positive = rng.integers(0, 30, (n_class, n_area)).astype(np.int64)
+    n_positive[rng.random((n_class, n_area)) < 0.15] = 0
+    n_positive[n_class - 1] = 0  # the last class: NaN everywhere
+    args = (det_is_tp, det_is_ignored, det_score, det_class, det_rank, ranking, n_positive, protocol)
+    rec_thr = acc_module.recall_thresholds(protocol)
+    expected = acc_module._accumulate_numpy(*args, rec_thr)
+    for threads in (1, 2, 3, 7):
+        assert_identical(expected, acc_module._accumulate_compiled(*args, rec_thr, threads=threads))
+
+
+@needs_kernel
 @pytest.mark.parametrize("seed", range(40))
 def test_kernel_reads_packed_lanes_as_the_bool_tables(seed):
     """A match table's LaneFlags go to the kernel as they are: the numpy code on the bool tables agrees."""
@@ -146,6 +175,8 @@ def test_kernel_equals_numpy_with_other_recall_points(seed):
         np.sort(rng.random(7)),
         np.array([0.0, 0.0, 0.3, 0.3, 1.0, 1.0]),
         np.linspace(0, 1, 11),
+        np.sort(rng.random(16)),  # the AP's pairwise sum: two blocks of eight
+        np.sort(rng.random(300)),  # beyond 128 points: the sum in halves
     ]
     for grid in grids:
         assert_identical(*both(*table, protocol=protocol, rec_thr=grid))
