@@ -80,3 +80,23 @@ def test_per_class_ap_of_results_is_class_ap(protocol):
     result = deteval.evaluate(gt, dt, p)
     expected = [class_ap(result.precision, result.ap, p, k) for k in range(len(result.category_ids))]
     assert _bits(row["AP"] for row in result.per_class) == _bits(expected)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_row_means_with_undefined_entries_are_mean_defined_of_each_row(seed):
+    """Rows partly undefined, averaged in blocks of equal defined counts, are each row's mean_defined.
+
+    Long rows (numpy's pairwise sums in play), defined counts shared by many rows and by one.
+    """
+    from deteval.summary import _row_means, mean_defined
+
+    rng = np.random.default_rng(seed)
+    n_class, width = 300, int(rng.integers(1, 2000))
+    rows = rng.uniform(-1e3, 1e3, size=(n_class, width)) * 10.0 ** rng.integers(-8, 8, size=(n_class, 1))
+    holes = rng.uniform(size=(n_class, width)) < rng.uniform(0, 1, size=(n_class, 1))
+    rows[holes] = np.nan
+    rows[::7] = np.nan  # rows with nothing defined
+    rows[3::11, : width // 2] = np.nan  # many rows with the same count
+    got = _row_means(rows, n_class)
+    expected = np.array([mean_defined(row) for row in rows])
+    assert got.tobytes() == expected.tobytes()
