@@ -90,3 +90,45 @@ def test_each_one_process_group_entry_names_existing_tests(prefix):
     if function:
         assert f"def {function}" in path.read_text(encoding="utf-8"), prefix
     assert tests_conftest._one_process_group(prefix + "[case]") == tests_conftest._ONE_PROCESS_GROUPS[prefix]
+
+
+@pytest.mark.parametrize("prefix", list(tests_conftest._LONG_TESTS))
+def test_each_long_test_entry_names_an_existing_test(prefix):
+    """A renamed test would silently lose its place at the start of the run."""
+    file, _, function = prefix.partition("::")
+    path = ROOT / file
+    assert path.is_file(), prefix
+    assert function, prefix
+    assert f"def {function}(" in path.read_text(encoding="utf-8"), prefix
+    assert tests_conftest._estimated_seconds(prefix + "[case]") == tests_conftest._LONG_TESTS[prefix]
+
+
+def test_first_sends_keep_groups_whole_and_spread_the_long_tests(monkeypatch):
+    """Longest first, each to the least loaded process; the rest stays pending for xdist, in order."""
+    monkeypatch.setattr(tests_conftest, "_ONE_PROCESS_GROUPS", {"t/heavy.py": "torch"})
+    monkeypatch.setattr(
+        tests_conftest, "_LONG_TESTS", {"t/a.py::long": 5.0, "t/b.py::long": 3.0, "t/heavy.py::x": 4.0}
+    )
+    monkeypatch.setattr(tests_conftest, "_SHORT_TEST_SECONDS", 0.5)
+    collection = [
+        "t/a.py::short",  # 0
+        "t/a.py::long[1]",  # 1: 5
+        "t/a.py::long[2]",  # 2: 5
+        "t/b.py::long",  # 3: 3
+        "t/heavy.py::x",  # 4: the group, 4 + 0.5 + 0.5
+        "t/heavy.py::y",  # 5
+        "t/heavy.py::z",  # 6
+        "t/b.py::short",  # 7
+        "t/c.py::long",  # 8: no entry (t/a.py::long is not its prefix)
+    ]
+    pending = list(range(len(collection)))
+    sends = tests_conftest._first_sends(collection, pending, 2)
+    # 5 -> p0, 5 -> p1, the group (5; a tie: by first index) -> p0 (the first of two equal loads), 3 -> p1
+    assert sends == [[1, 4, 5, 6], [2, 3]]
+    assert pending == [0, 7, 8]
+    # three processes: 5, 5 and the group one each, then 3 -> the first of three equal loads
+    assert tests_conftest._first_sends(collection, list(range(len(collection))), 3) == [
+        [1, 3],
+        [2],
+        [4, 5, 6],
+    ]
