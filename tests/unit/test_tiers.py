@@ -32,8 +32,11 @@ def _is_heavy(name: str) -> bool:
 
 def _module_level_heavy_imports(path: Path) -> list[tuple[int, str]]:
     """(line, name) of each module-level import (or ``importorskip``) of a HEAVY package."""
+    text = path.read_text(encoding="utf-8")
+    if not any(heavy in text for heavy in HEAVY):  # each name found is in the text: no parse needed
+        return []
     found = []
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in ast.parse(text).body:
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
