@@ -115,7 +115,7 @@ def test_first_sends_keep_groups_whole_and_spread_the_long_tests(monkeypatch):
     monkeypatch.setattr(tests_conftest, "_SHORT_TEST_SECONDS", 0.5)
     collection = [
         "t/a.py::short",  # 0
-        "t/a.py::long[1]",  # 1: 5
+        "t/a.py::long[1]",  # 1: 5, with 2: the file's unit (10)
         "t/a.py::long[2]",  # 2: 5
         "t/b.py::long",  # 3: 3
         "t/heavy.py::x",  # 4: the group, 4 + 0.5 + 0.5
@@ -126,12 +126,10 @@ def test_first_sends_keep_groups_whole_and_spread_the_long_tests(monkeypatch):
     ]
     pending = list(range(len(collection)))
     sends = tests_conftest._first_sends(collection, pending, 2)
-    # 5 -> p0, 5 -> p1, the group (5; a tie: by first index) -> p0 (the first of two equal loads), 3 -> p1
-    assert sends == [[1, 4, 5, 6], [2, 3]]
+    assert sends == [[1, 2], [3, 4, 5, 6]]  # 10 -> p0, 5 -> p1, 3 -> p1
     assert pending == [0, 7, 8]
-    # three processes: 5, 5 and the group one each, then 3 -> the first of three equal loads
     assert tests_conftest._first_sends(collection, list(range(len(collection))), 3) == [
-        [1, 3],
-        [2],
+        [1, 2],
         [4, 5, 6],
+        [3],
     ]
