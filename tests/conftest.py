@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 import warnings
@@ -149,6 +150,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             _fewer_examples(item)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[object]:
+    """No garbage collection while collecting; then what collection made leaves the collector's view.
+
+    A full collection of the tree makes about 260,000 objects that live to the end of the session:
+    the collector walked them about 600 times while they were made (0.6 s of CPU in each process),
+    every later full collection walked them again, and pytest's last one (five ``gc.collect()``
+    calls, looking for unraisable exceptions) took 1.2-1.7 s of CPU in each process at the very end
+    of a run. ``gc.freeze`` keeps them out of every later collection; what the tests create is
+    collected as before. (Under xdist the controlling process collects nothing: it only passes here.)
+    """
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.freeze()
+        gc.enable()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """One full garbage collection, then what survives it leaves the collector's view.
+
+    pytest's closing ``gc.collect()`` calls (five, for unraisable exceptions) then see only what is
+    made after this one: the garbage of the tests is still collected (here, once) and its
+    unraisable exceptions still reported, but the modules the tests imported (torch: 1 s of the
+    five calls) are walked once, not five times.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 #: Tests that import a heavy optional package (seconds of CPU in each process that imports it: torch
 #: and torchmetrics about 9 s, scikit-learn about 3 s; netcal imports torch and scikit-learn): under
 #: pytest-xdist's default ``--dist load`` the tests of a group run in one process, so one process
@@ -172,37 +205,127 @@ def _one_process_group(nodeid: str) -> str | None:
     return None
 
 
+#: The fast tier's long tests and about how many seconds of CPU each case takes (its process and the
+#: processes it starts; measured with --durations on the 2-core development machine). Under ``-n N``
+#: they are sent out first, longest first, each to the process with the least work so far, with the
+#: one-process groups: otherwise they arrive wherever xdist's chunks of consecutive tests put them, and
+#: a run ends with one process working through the last long tests while the other has nothing left.
+#: A new fast-tier test that takes over about a second goes here (docs/testing.md).
+_LONG_TESTS: dict[str, float] = {
+    "tests/unit/test_html_report.py::test_many_classes_all_listed_and_within_budget": 6.5,
+    "tests/unit/test_wide_indices.py::test_tide_and_decomposition_on_high_indices_equal_the_small_dataset": 4.9,
+    "tests/unit/test_html_report.py::test_report_figures_drawn_in_forked_processes_are_the_same_bytes": 4.1,
+    "tests/unit/test_wide_indices.py::test_bootstrap_on_high_indices_equals_few_categories": 3.8,
+    "tests/unit/test_plot.py::test_thousand_classes_top_k_is_readable": 3.6,
+    "tests/unit/test_worker_signals.py::test_a_signal_during_workers_is_one_line_from_the_parent": 2.4,
+    "tests/unit/test_readme.py::test_the_dask_example_runs_saved_as_a_script": 3.5,
+    "tests/unit/test_gallery.py::test_the_whole_report_stays_within_the_base_report_and_the_budget": 3.0,
+    "tests/unit/test_hardening.py::test_a_killed_worker_is_a_clear_error_within_seconds": 2.9,
+    "tests/unit/test_papercuts.py::test_the_temporary_dask_cluster_keeps_its_workers_quiet": 2.9,
+    "tests/unit/test_report_errors_all.py::test_plot_writes_every_detectors_analysis_and_walk": 2.9,
+    "tests/property/test_colparse_properties.py::test_text_rows_equal_the_python_reader": 2.4,
+    "tests/unit/test_report_progress.py::test_analysis_and_explain_stages_on_a_terminal": 2.1,
+    "tests/unit/test_memory.py::test_one_image_with_100000_ground_truths_under_a_3gib_address_space": 2.1,
+    "tests/unit/test_gallery.py::test_voc_ids_find_their_jpeg_in_jpegimages": 1.9,
+    "tests/unit/test_plot_papercuts.py::test_several_results_add_the_label_after_the_kind": 1.8,
+    "tests/unit/test_report_progress.py::test_silent_on_a_terminal_with_quiet": 1.8,
+    "tests/unit/test_report_errors_all.py::test_progress_counts_every_detectors_analysis_and_walk": 1.8,
+    "tests/unit/test_report_progress.py::test_silent_in_a_pipe": 1.8,
+    "tests/unit/test_html_report.py::test_every_user_string_is_escaped": 1.7,
+    "tests/unit/test_memory.py::test_a_memory_error_the_estimates_miss_is_the_same_one_line_refusal": 1.7,
+    "tests/unit/test_report_progress.py::test_every_long_step_is_shown_on_a_terminal": 1.7,
+    "tests/unit/test_report_errors_all.py::test_two_detectors_each_have_their_errors_and_explain_sections": 1.7,
+    "tests/unit/test_layering.py::test_no_import_cycles": 1.6,
+    "tests/unit/test_config.py::test_deeply_nested_yaml_is_an_error_not_a_crash": 1.6,
+    "tests/unit/test_tiers.py::test_no_fast_tier_module_imports_a_heavy_package_at_collection": 1.5,
+    "tests/unit/test_cli_pictures.py::test_report_is_one_self_contained_file": 1.4,
+    "tests/unit/test_layering.py::test_no_test_module_imports_another": 1.4,
+    "tests/unit/test_bootstrap_bias.py::test_difference_interval_uses_the_method_and_contains_the_difference": 1.4,
+    "tests/unit/test_changed_while_read.py::test_whole_file_reads_under_concurrent_rewrites": 1.4,
+    "tests/unit/test_report_several.py::test_per_class_ap_columns_come_first_and_sections_say_whose": 1.4,
+    "tests/unit/test_cli.py::test_entry_point_never_prints_a_traceback_on_broken_files": 1.3,
+    "tests/unit/test_memory.py::test_ten_thousand_thresholds_over_80_classes_under_a_2gib_address_space": 1.3,
+    "tests/unit/test_report_beyond.py::test_cli_report_is_off_by_default_and_on_with_the_flags": 1.2,
+    "tests/unit/test_gallery_detectors.py::test_a_gallery_of_no_detector_or_of_another_type_is_refused": 1.2,
+    "tests/unit/test_report_several.py::test_pr_curves_of_several_results_are_overlaid": 1.2,
+    "tests/unit/test_cli.py::test_same_inputs_give_byte_identical_json_across_runs_and_hash_seeds": 1.2,
+    "tests/unit/test_report_beyond.py::test_cli_plot_writes_the_beyond_figures": 1.2,
+    "tests/unit/test_cacc.py::test_kernel_equals_numpy_on_5k_benchmark": 1.1,
+    "tests/unit/test_masks.py::test_exact_and_raster_agree_within_the_stated_bound": 1.1,
+    "tests/unit/test_bad_inputs.py::test_the_whole_broken_folder_never_gives_a_traceback": 1.1,
+    "tests/unit/test_stream_results.py::test_the_file_is_never_held_whole": 1.0,
+}
+
+#: The estimate of any other test (the fast tier's short tests take about 0.015 s each on average).
+_SHORT_TEST_SECONDS = 0.015
+
+
+def _estimated_seconds(nodeid: str) -> float | None:
+    """A long test's estimate (``_LONG_TESTS``, the longest matching entry); None for any other test."""
+    found = [(len(prefix), seconds) for prefix, seconds in _LONG_TESTS.items() if nodeid.startswith(prefix)]
+    return max(found)[1] if found else None
+
+
+def _first_sends(collection: list[str], pending: list[int], processes: int) -> list[list[int]]:
+    """What each process gets before xdist's own scheduling starts: the groups and the long tests.
+
+    Each one-process group is one unit, the long tests of each file another (one process builds the
+    file's module-scoped fixtures once); the units go out longest first, each to the process with the
+    least estimated work so far. The indices given out are removed from
+    ``pending`` (which keeps its order); each process's indices are in collection order, so a test
+    module's tests stay together.
+    """
+    units: dict[str, list[int]] = {}
+    for index in pending:
+        nodeid = collection[index]
+        group = _one_process_group(nodeid)
+        if group is not None:
+            units.setdefault("group " + group, []).append(index)
+        elif _estimated_seconds(nodeid) is not None:  # a file's long tests share its module fixtures
+            units.setdefault("file " + nodeid.partition("::")[0], []).append(index)
+
+    def cost(indices: list[int]) -> float:
+        return sum(_estimated_seconds(collection[i]) or _SHORT_TEST_SECONDS for i in indices)
+
+    loads = [0.0] * processes
+    sends: list[list[int]] = [[] for _ in range(processes)]
+    for indices in sorted(units.values(), key=lambda indices: (-cost(indices), indices[0])):
+        to = loads.index(min(loads))
+        loads[to] += cost(indices)
+        sends[to].extend(indices)
+    given = {index for indices in sends for index in indices}
+    pending[:] = [index for index in pending if index not in given]
+    return [sorted(indices) for indices in sends]
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """Under ``-n N`` with the default ``--dist load``: xdist's load scheduling, groups kept together.
+    """Under ``-n N`` with the default ``--dist load``: xdist's load scheduling, after the first sends.
 
-    Test ids and everything else are xdist's (unlike ``--dist loadgroup``, which renames the tests);
-    any other ``--dist`` is left alone.
+    The first sends (``_first_sends``): each one-process group whole to one process, the long tests
+    spread by their estimates; then xdist schedules every other test as it does. Test ids and
+    everything else are xdist's (unlike ``--dist loadgroup``, which renames the tests); any other
+    ``--dist`` is left alone.
     """
     if config.getoption("dist", "no") != "load":
         return None
     from xdist.scheduler import LoadScheduling
 
-    class GroupedLoadScheduling(LoadScheduling):  # type: ignore[misc]
-        grouped = False
+    class LongFirstLoadScheduling(LoadScheduling):  # type: ignore[misc]
+        first_sent = False
 
         def _send_tests(self, node: object, num: int) -> None:
-            if not self.grouped:  # the first send: each group, whole, to one process
-                self.grouped = True
-                groups: dict[str, list[int]] = {}
-                for index in self.pending:
-                    group = _one_process_group(self.collection[index])
-                    if group is not None:
-                        groups.setdefault(group, []).append(index)
-                in_groups = {index for indices in groups.values() for index in indices}
-                self.pending[:] = [index for index in self.pending if index not in in_groups]
-                for k, indices in enumerate(groups.values()):
-                    to = self.nodes[k % len(self.nodes)]
-                    self.node2pending[to].extend(indices)
-                    to.send_runtest_some(indices)
+            if not self.first_sent:
+                self.first_sent = True
+                for to, indices in zip(
+                    self.nodes, _first_sends(self.collection, self.pending, len(self.nodes))
+                ):
+                    if indices:
+                        self.node2pending[to].extend(indices)
+                        to.send_runtest_some(indices)
             super()._send_tests(node, num)
 
-    return GroupedLoadScheduling(config, log)
+    return LongFirstLoadScheduling(config, log)
 
 
 def _import_hypothesis_patching() -> None:

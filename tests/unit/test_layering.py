@@ -10,6 +10,8 @@ The optional extras (plots, Dask, torch) are never imported when ``import deteva
 from __future__ import annotations
 
 import ast
+import functools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +128,12 @@ def _imports(path: Path, module: str | None = None) -> list[tuple[int, str]]:
 FILES = sorted(PACKAGE.rglob("*.py"))
 
 
+@functools.cache
+def _package_imports(path: Path) -> tuple[tuple[int, str], ...]:
+    """``_imports`` of a file of the package, read once per process (three tests read every file)."""
+    return tuple(_imports(path))
+
+
 def test_every_module_has_a_layer() -> None:
     unknown = [_module_name(f) for f in FILES if _layer(_module_name(f)) < 0]
     assert not unknown, f"give these modules a layer in LAYERS (and docs/architecture.md): {unknown}"
@@ -146,7 +154,7 @@ def _violations(module: str, imports: list[tuple[int, str]], where: str) -> list
 
 @pytest.mark.parametrize("path", FILES, ids=[_module_name(f) for f in FILES])
 def test_imports_only_go_down(path: Path) -> None:
-    bad = _violations(_module_name(path), _imports(path), str(path.relative_to(PACKAGE.parent)))
+    bad = _violations(_module_name(path), list(_package_imports(path)), str(path.relative_to(PACKAGE.parent)))
     assert not bad, "imports against the documented order:\n" + "\n".join(bad)
 
 
@@ -199,7 +207,9 @@ def _reads_paths(module: str, imports: list[tuple[int, str]], where: str) -> lis
 
 @pytest.mark.parametrize("path", FILES, ids=[_module_name(f) for f in FILES])
 def test_the_core_reads_no_path(path: Path) -> None:
-    bad = _reads_paths(_module_name(path), _imports(path), str(path.relative_to(PACKAGE.parent)))
+    bad = _reads_paths(
+        _module_name(path), list(_package_imports(path)), str(path.relative_to(PACKAGE.parent))
+    )
     assert not bad, "readers imported by the core (take values; read in io / api):\n" + "\n".join(bad)
 
 
@@ -232,11 +242,40 @@ def test_no_module_over_700_lines() -> None:
 TESTS = PACKAGE.parent / "tests"
 
 
+#: Every import the check below flags names a ``test_`` module in its statement: ``import
+#: tests.x.test_y``, ``from .test_y import z``, ``from tests.x import test_y`` (also in parentheses or
+#: after a backslash). A file this finds nothing in is not parsed (parsing the whole tree is ~1 s).
+_MAY_IMPORT_A_TEST_MODULE = re.compile(
+    r"\bimport\b(?:[^\n]|\\\n)*\btest_|\bfrom\s+[\w.]*\btest_|\bimport\s*\([^)]*\btest_"
+)
+
+
+def test_the_test_module_prefilter_sees_each_way_of_importing_one() -> None:
+    """What the check flags always passes the prefilter; a file without such an import does not."""
+    flagged = [
+        "import tests.unit.test_x",
+        "from tests.unit.test_x import y",
+        "from .test_x import y",
+        "from . import test_x",
+        "from tests.unit import a, test_x",
+        "from tests.unit import (\n    a,\n    test_x,\n)",
+        "from tests.unit import a, \\\n    test_x",
+    ]
+    for source in flagged:
+        assert _MAY_IMPORT_A_TEST_MODULE.search(source), source
+    assert not _MAY_IMPORT_A_TEST_MODULE.search(
+        "import pytest\nfrom tests import ROOT\n\ndef test_x():\n    pass\n"
+    )
+
+
 def test_no_test_module_imports_another() -> None:
     """Shared generators and helpers live in tests/support/, not in test modules."""
     bad = []
     for path in sorted(TESTS.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        text = path.read_text(encoding="utf-8")
+        if not _MAY_IMPORT_A_TEST_MODULE.search(text):
+            continue  # no import statement names a test_ module: nothing to parse (most of the files)
+        for node in ast.walk(ast.parse(text, filename=str(path))):
             names = []
             if isinstance(node, ast.ImportFrom) and node.level > 0:  # from .test_x import y
                 package = path.relative_to(TESTS.parent).parent.parts
@@ -260,7 +299,7 @@ def test_no_import_cycles() -> None:
     for path in FILES:
         module = _module_name(path)
         graph.setdefault(module, set()).update(
-            t for _, t in _imports(path) if t != module and not module.startswith(t + ".")
+            t for _, t in _package_imports(path) if t != module and not module.startswith(t + ".")
         )
     seen: dict[str, int] = {}
     stack: list[str] = []

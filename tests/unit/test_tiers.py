@@ -32,8 +32,11 @@ def _is_heavy(name: str) -> bool:
 
 def _module_level_heavy_imports(path: Path) -> list[tuple[int, str]]:
     """(line, name) of each module-level import (or ``importorskip``) of a HEAVY package."""
+    text = path.read_text(encoding="utf-8")
+    if not any(heavy in text for heavy in HEAVY):  # each name found is in the text: no parse needed
+        return []
     found = []
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in ast.parse(text).body:
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -90,3 +93,43 @@ def test_each_one_process_group_entry_names_existing_tests(prefix):
     if function:
         assert f"def {function}" in path.read_text(encoding="utf-8"), prefix
     assert tests_conftest._one_process_group(prefix + "[case]") == tests_conftest._ONE_PROCESS_GROUPS[prefix]
+
+
+@pytest.mark.parametrize("prefix", list(tests_conftest._LONG_TESTS))
+def test_each_long_test_entry_names_an_existing_test(prefix):
+    """A renamed test would silently lose its place at the start of the run."""
+    file, _, function = prefix.partition("::")
+    path = ROOT / file
+    assert path.is_file(), prefix
+    assert function, prefix
+    assert f"def {function}(" in path.read_text(encoding="utf-8"), prefix
+    assert tests_conftest._estimated_seconds(prefix + "[case]") == tests_conftest._LONG_TESTS[prefix]
+
+
+def test_first_sends_keep_groups_whole_and_spread_the_long_tests(monkeypatch):
+    """Longest first, each to the least loaded process; the rest stays pending for xdist, in order."""
+    monkeypatch.setattr(tests_conftest, "_ONE_PROCESS_GROUPS", {"t/heavy.py": "torch"})
+    monkeypatch.setattr(
+        tests_conftest, "_LONG_TESTS", {"t/a.py::long": 5.0, "t/b.py::long": 3.0, "t/heavy.py::x": 4.0}
+    )
+    monkeypatch.setattr(tests_conftest, "_SHORT_TEST_SECONDS", 0.5)
+    collection = [
+        "t/a.py::short",  # 0
+        "t/a.py::long[1]",  # 1: 5, with 2: the file's unit (10)
+        "t/a.py::long[2]",  # 2: 5
+        "t/b.py::long",  # 3: 3
+        "t/heavy.py::x",  # 4: the group, 4 + 0.5 + 0.5
+        "t/heavy.py::y",  # 5
+        "t/heavy.py::z",  # 6
+        "t/b.py::short",  # 7
+        "t/c.py::long",  # 8: no entry (t/a.py::long is not its prefix)
+    ]
+    pending = list(range(len(collection)))
+    sends = tests_conftest._first_sends(collection, pending, 2)
+    assert sends == [[1, 2], [3, 4, 5, 6]]  # 10 -> p0, 5 -> p1, 3 -> p1
+    assert pending == [0, 7, 8]
+    assert tests_conftest._first_sends(collection, list(range(len(collection))), 3) == [
+        [1, 2],
+        [4, 5, 6],
+        [3],
+    ]

@@ -122,6 +122,9 @@ BOOTSTRAP = (["--workers", 2, "--bootstrap", 1000, "--protocol", "coco", "-q"], 
 MATCHING = (["--workers", 2, "--protocol", "coco-exact-masks", "--iou-type", "segm", "-q"], 1)
 
 
+# The fast tier runs three cases: SIGTERM to the parent alone, and Ctrl-C to the whole process group
+# while the bootstrap's and while the matching's workers run (both signals, both ways of sending,
+# both kinds of worker); the other three are slow (docs/testing.md), each part of them in a fast case.
 @pytest.mark.parametrize(
     ("extra", "signum", "group", "code", "message"),
     [
@@ -129,7 +132,13 @@ MATCHING = (["--workers", 2, "--protocol", "coco-exact-masks", "--iou-type", "se
             BOOTSTRAP, signal.SIGTERM, False, 143, "deteval: terminated (SIGTERM)", id="bootstrap-SIGTERM"
         ),
         pytest.param(
-            BOOTSTRAP, signal.SIGINT, False, 130, "deteval: interrupted (Ctrl-C)", id="bootstrap-SIGINT"
+            BOOTSTRAP,
+            signal.SIGINT,
+            False,
+            130,
+            "deteval: interrupted (Ctrl-C)",
+            id="bootstrap-SIGINT",
+            marks=pytest.mark.slow,
         ),
         pytest.param(
             BOOTSTRAP, signal.SIGINT, True, 130, "deteval: interrupted (Ctrl-C)", id="bootstrap-Ctrl-C-group"
@@ -141,9 +150,16 @@ MATCHING = (["--workers", 2, "--protocol", "coco-exact-masks", "--iou-type", "se
             143,
             "deteval: terminated (SIGTERM)",
             id="bootstrap-SIGTERM-group",
+            marks=pytest.mark.slow,
         ),
         pytest.param(
-            MATCHING, signal.SIGTERM, False, 143, "deteval: terminated (SIGTERM)", id="matching-SIGTERM"
+            MATCHING,
+            signal.SIGTERM,
+            False,
+            143,
+            "deteval: terminated (SIGTERM)",
+            id="matching-SIGTERM",
+            marks=pytest.mark.slow,
         ),
         pytest.param(
             MATCHING, signal.SIGINT, True, 130, "deteval: interrupted (Ctrl-C)", id="matching-Ctrl-C-group"
