@@ -34,7 +34,7 @@
 #include "../_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 7 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results) */
+#define COLPARSE_ABI 8 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results); 8: skip_value_loosely eight bytes at a time (same results) */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -721,6 +721,30 @@ static int skip_string_loosely(Cursor *c) {
     return REFUSE;
 }
 
+/* Whether ``ch`` is one of the bytes skip_value_loosely acts on: a quote or a bracket. */
+static inline int is_structural(char ch) { return ch == '"' || ch == '{' || ch == '[' || ch == '}' || ch == ']'; }
+
+/* A word with a zero byte (exact as to whether one exists). */
+#define WORD_HAS_ZERO(v) (((v) - 0x0101010101010101ULL) & ~(v) & 0x8080808080808080ULL)
+
+/* The first structural byte (is_structural) at or after p, or end: eight bytes at a time, then
+ * byte by byte within the word that has one. ``x | 0x20`` maps '[' to '{' and ']' to '}' and no
+ * other byte to either. */
+static inline const char *next_structural(const char *p, const char *end) {
+    while (end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        const uint64_t folded = w | 0x2020202020202020ULL;
+        const uint64_t quote = w ^ 0x2222222222222222ULL;
+        const uint64_t open = folded ^ 0x7B7B7B7B7B7B7B7BULL;
+        const uint64_t close = folded ^ 0x7D7D7D7D7D7D7D7DULL;
+        if (WORD_HAS_ZERO(quote) | WORD_HAS_ZERO(open) | WORD_HAS_ZERO(close)) break;
+        p += 8;
+    }
+    while (p < end && !is_structural(*p)) p++;
+    return p;
+}
+
 /* Skip one JSON value by structure only (strings, brackets; scalars to the next delimiter). Exact
  * on valid JSON; on anything else the bytes left for msgspec make it refuse the document. */
 static int skip_value_loosely(Cursor *c) {
@@ -734,6 +758,8 @@ static int skip_value_loosely(Cursor *c) {
     }
     int depth = 0;
     while (c->p < c->end) {
+        c->p = next_structural(c->p, c->end);
+        if (c->p >= c->end) break;
         char ch = *c->p;
         if (ch == '"') {
             if (skip_string_loosely(c) != OK) return REFUSE;
