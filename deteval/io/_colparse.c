@@ -34,7 +34,7 @@
 #include "../_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 8 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results); 8: skip_value_loosely eight bytes at a time (same results) */
+#define COLPARSE_ABI 8 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results); 8: skip_value_loosely eight bytes at a time, parse_double reads numbers of up to 15 digits first (same results) */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -157,6 +157,38 @@ static int parse_double(Cursor *c, double *out, int grammar) {
     if (grammar == JSON_NUMBER) {
         if (p >= end || !is_digit(*p)) return REFUSE;
         if (*p == '0' && p + 1 < end && is_digit(p[1])) return REFUSE; /* leading zero */
+#if COLPARSE_FAST_FLOATS
+        /* The common number first: at most 15 digits in all (every digit, leading zeros too, so the
+         * mantissa stays below 2^53), no exponent. The same mantissa and decimal exponent as the
+         * general loop below gives, so the same double; anything else goes on to that loop. */
+        const char *q = p;
+        uint64_t m = 0;
+        int n_digits = 0, fraction = -1; /* -1: no '.' */
+        while (q < end && is_digit(*q) && n_digits < 16) {
+            m = m * 10 + (uint64_t)(*q++ - '0');
+            n_digits++;
+        }
+        if (q < end && *q == '.' && q + 1 < end && is_digit(q[1])) {
+            q++;
+            fraction = 0;
+            while (q < end && is_digit(*q) && n_digits < 16) {
+                m = m * 10 + (uint64_t)(*q++ - '0');
+                n_digits++;
+                fraction++;
+            }
+        }
+        if (n_digits <= 15 && !(q < end && (is_digit(*q) || *q == '.' || *q == 'e' || *q == 'E'))) {
+            c->p = q;
+            if (m == 0) {
+                *out = negative && fraction >= 0 ? -0.0 : 0.0; /* JSON's integer -0 is msgspec's 0 */
+                return OK;
+            }
+            double value = (double)m;
+            if (fraction > 0) value = value / POW10[fraction];
+            *out = negative ? -value : value;
+            return OK;
+        }
+#endif
     }
     while (p < end && is_digit(*p)) {
         digits++;
