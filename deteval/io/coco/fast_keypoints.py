@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -31,11 +32,16 @@ def capacity_buffer(n: int, dtype: Any) -> np.ndarray:
     toggle = getattr(setting, "_set_madvise_hugepage", None)
     if toggle is None:  # pragma: no cover - a numpy without the switch
         return np.empty(n, dtype=dtype)
-    before = toggle(False)
-    try:
-        return np.empty(n, dtype=dtype)
-    finally:
-        toggle(before)
+    with _HUGEPAGE_SWITCH:  # loaders on two threads: the second must not find the first's False
+        before = toggle(False)
+        try:
+            return np.empty(n, dtype=dtype)
+        finally:
+            toggle(before)
+
+
+#: Held while numpy's process-wide huge-page setting is switched off (:func:`capacity_buffer`).
+_HUGEPAGE_SWITCH = threading.Lock()
 
 
 def keypoint_results(
