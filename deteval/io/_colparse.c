@@ -34,7 +34,7 @@
 #include "../_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 8 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results); 8: skip_value_loosely eight bytes at a time, parse_double reads numbers of up to 15 digits first (same results) */
+#define COLPARSE_ABI 8 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results); 8: skip_value_loosely and skip_string_loosely eight bytes at a time, parse_double reads numbers of up to 15 digits first (same results) */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -740,9 +740,20 @@ static PyObject *box_results_part(PyObject *self, PyObject *args) {
 #define MAX_SEGM_DEPTH 4
 
 /* Skip a JSON string (the cursor on its opening quote) by structure only: quotes and escapes. */
+/* A word with a zero byte (exact as to whether one exists). */
+#define WORD_HAS_ZERO(v) (((v) - 0x0101010101010101ULL) & ~(v) & 0x8080808080808080ULL)
+
 static int skip_string_loosely(Cursor *c) {
     c->p++;
     while (c->p < c->end) {
+        /* eight bytes at a time past those with neither a quote nor a backslash (long RLE strings) */
+        while (c->end - c->p >= 8) {
+            uint64_t w;
+            memcpy(&w, c->p, 8);
+            if (WORD_HAS_ZERO(w ^ 0x2222222222222222ULL) | WORD_HAS_ZERO(w ^ 0x5C5C5C5C5C5C5C5CULL)) break;
+            c->p += 8;
+        }
+        if (c->p >= c->end) break;
         char ch = *c->p++;
         if (ch == '"') return OK;
         if (ch == '\\') {
@@ -755,9 +766,6 @@ static int skip_string_loosely(Cursor *c) {
 
 /* Whether ``ch`` is one of the bytes skip_value_loosely acts on: a quote or a bracket. */
 static inline int is_structural(char ch) { return ch == '"' || ch == '{' || ch == '[' || ch == '}' || ch == ']'; }
-
-/* A word with a zero byte (exact as to whether one exists). */
-#define WORD_HAS_ZERO(v) (((v) - 0x0101010101010101ULL) & ~(v) & 0x8080808080808080ULL)
 
 /* The first structural byte (is_structural) at or after p, or end: eight bytes at a time, then
  * byte by byte within the word that has one. ``x | 0x20`` maps '[' to '{' and ']' to '}' and no
