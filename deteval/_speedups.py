@@ -73,9 +73,9 @@ ABI: dict[str, int] = {
     "deteval._cboot": 1,
     "deteval._cmatch": 3,
     "deteval._csort": 3,
-    "deteval.geometry._ckeypoint": 2,
+    "deteval.geometry._ckeypoint": 3,
     "deteval.geometry._cmask": 5,
-    "deteval.io._colparse": 7,
+    "deteval.io._colparse": 8,
 }
 
 #: How to rebuild the extensions, for the messages.

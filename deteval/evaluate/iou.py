@@ -26,11 +26,13 @@ def pair_iou(
     gt_is_crowd: np.ndarray,
     protocol: Protocol,
     masks: PreparedMasks | None,
+    *,
+    threads: int = 1,
 ) -> np.ndarray:
     """IoU of aligned pairs.
 
     Masks when ``masks`` is given (``iou_type="segm"``), OKS for ``iou_type="keypoints"``, else
-    boxes.
+    boxes. ``threads``: the OKS kernel's (the same numbers for every count).
     """
     if protocol.iou_type == "keypoints":
         if len(gt_rows) == 0:  # no candidate pair (e.g. no detections: then dt.keypoints is None)
@@ -51,6 +53,7 @@ def pair_iou(
             sigmas=keypoint_sigmas(protocol.keypoint_sigmas),
             gt_rows=gt_rows,
             det_rows=det_rows,
+            threads=threads,
         )
     if protocol.iou_type == "rotated":  # hook: deteval.geometry.rotated
         from deteval.geometry.rotated import rotated_pair_iou

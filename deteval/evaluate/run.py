@@ -16,6 +16,7 @@ from deteval.evaluate.flags import _det_area, ground_truth_flags, outside_area_r
 from deteval.evaluate.iou import _checked_masks, pair_iou
 from deteval.evaluate.selection import _federated_labels, _kept_detections
 from deteval.evaluate.table import MatchTable, _table_rows
+from deteval.geometry.keypoints import OKS_PAIRS_PER_THREAD
 from deteval.grouping import (
     Groups,
     candidate_pairs,
@@ -271,6 +272,7 @@ def _match_chunk(
         truth.is_reusable[pair_gt] | pair_is_group,
         protocol,
         masks,
+        threads=kernel_threads(workers, len(pair_det), OKS_PAIRS_PER_THREAD),
     )
     group_pairs = (pair_det[pair_is_group], pair_gt[pair_is_group], pair_ious[pair_is_group])
     if pair_is_group.any():

@@ -48,7 +48,7 @@ static PyObject *oks_terms(PyObject *self, PyObject *args)
                           &size_v))
         return NULL;
     PyObject *result = NULL;
-    Py_ssize_t *used_of_gt = NULL;
+    Py_ssize_t *used_of_pair = NULL;
     const Py_ssize_t K = var.len / 8, n_gt = gs.len / 8, n_pair = gr.len / 8;
     const Py_ssize_t n_det = K ? dk.len / (24 * K) : 0;
     const Py_buffer *views[10] = {&terms_v, &order_v, &size_v, &gk, &gb, &gs, &dk, &gr, &dr, &var};
@@ -72,26 +72,29 @@ static PyObject *oks_terms(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    /* one block: the term count of each ground truth, then a row and a term cursor per count */
-    used_of_gt = PyMem_Malloc((size_t)(n_gt + 2 * (K + 1)) * sizeof(Py_ssize_t));
-    if (!used_of_gt) {
+    /* one block: the term count of each pair, then a row and a term cursor per count */
+    used_of_pair = PyMem_Malloc((size_t)(n_pair + 2 * (K + 1)) * sizeof(Py_ssize_t));
+    if (!used_of_pair) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t *row_at = used_of_gt + n_gt, *term_at = row_at + K + 1;
+    Py_ssize_t *row_at = used_of_pair + n_pair, *term_at = row_at + K + 1;
     const double *gkp = (const double *)gk.buf, *gbox = (const double *)gb.buf, *scale = (const double *)gs.buf;
     const double *dkp = (const double *)dk.buf, *variance = (const double *)var.buf;
     double *terms = (double *)terms_v.buf;
     int64_t *order = (int64_t *)order_v.buf, *group_size = (int64_t *)size_v.buf;
     Py_BEGIN_ALLOW_THREADS
-    /* The term count of each ground truth: its labelled keypoints, or all K when none is. */
-    for (Py_ssize_t g = 0; g < n_gt; g++) {
-        Py_ssize_t labelled = 0;
-        for (Py_ssize_t i = 0; i < K; i++) labelled += gkp[(g * K + i) * 3 + 2] > 0;
-        used_of_gt[g] = labelled ? labelled : K;
-    }
+    /* The term count of each pair: its ground truth's labelled keypoints, or all K when none is
+     * (counted per pair, from the rows the pairs read anyway: a call on a slice of the pairs
+     * reads none of the other ground truth). */
     for (Py_ssize_t c = 0; c <= K; c++) group_size[c] = 0;
-    for (Py_ssize_t k = 0; k < n_pair; k++) group_size[used_of_gt[g_rows[k]]]++;
+    for (Py_ssize_t k = 0; k < n_pair; k++) {
+        const double *g = gkp + g_rows[k] * K * 3;
+        Py_ssize_t labelled = 0;
+        for (Py_ssize_t i = 0; i < K; i++) labelled += g[3 * i + 2] > 0;
+        used_of_pair[k] = labelled ? labelled : K;
+        group_size[used_of_pair[k]]++;
+    }
     /* Where each group starts, in rows and in terms: the cursors of the next pass. */
     Py_ssize_t rows = 0, n_terms = 0;
     for (Py_ssize_t c = 0; c <= K; c++) {
@@ -101,7 +104,7 @@ static PyObject *oks_terms(PyObject *self, PyObject *args)
         n_terms += group_size[c] * c;
     }
     for (Py_ssize_t k = 0; k < n_pair; k++) {
-        const Py_ssize_t g_row = g_rows[k], used = used_of_gt[g_row];
+        const Py_ssize_t g_row = g_rows[k], used = used_of_pair[k];
         const double *g = gkp + g_row * K * 3, *d = dkp + d_rows[k] * K * 3, *box = gbox + g_row * 4;
         const int labelled = used < K || g[2] > 0; /* all K labelled, or none: look at one flag */
         double *row = terms + term_at[used];
@@ -126,7 +129,7 @@ static PyObject *oks_terms(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     result = Py_NewRef(Py_None);
 done:
-    PyMem_Free(used_of_gt);
+    PyMem_Free(used_of_pair);
     PyBuffer_Release(&gk);
     PyBuffer_Release(&gb);
     PyBuffer_Release(&gs);
@@ -146,4 +149,4 @@ static PyMethodDef ckeypoint_methods[] = {
 };
 
 DETEVAL_MODULE(_ckeypoint, "deteval.geometry._ckeypoint", "Compiled OKS terms (see _ckeypoint.c).",
-               ckeypoint_methods, 2, NULL)
+               ckeypoint_methods, 3, NULL) /* 3: term counts per pair, not per ground truth (same results) */

@@ -18,11 +18,18 @@ packed into contiguous rows in keypoint order, which ``np.sum(axis=1)`` adds exa
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 import numpy as np
 
 from deteval import _speedups
 
-__all__ = ["COCO_KEYPOINT_SIGMAS", "keypoint_sigmas", "pair_oks"]
+__all__ = ["COCO_KEYPOINT_SIGMAS", "OKS_PAIRS_PER_THREAD", "keypoint_sigmas", "pair_oks"]
+
+#: :func:`pair_oks` (compiled path) under ``workers="auto"``: candidate pairs one more thread
+#: needs (:func:`deteval._parallel.kernel_threads`).
+OKS_PAIRS_PER_THREAD = 20_000
 
 #: pycocotools' ``Params.kpt_oks_sigmas`` for COCO's 17 person keypoints (nose, eyes, ears,
 #: shoulders, elbows, wrists, hips, knees, ankles), computed as it does: ``array([...]) / 10.0``.
@@ -53,6 +60,7 @@ def pair_oks(
     sigmas: np.ndarray,
     gt_rows: np.ndarray | None = None,
     det_rows: np.ndarray | None = None,
+    threads: int = 1,
 ) -> np.ndarray:
     """OKS of aligned (ground truth, detection) pairs.
 
@@ -68,6 +76,10 @@ def pair_oks(
     gt_rows, det_rows : int64 (n_pair,), optional
         When given, the arrays above hold whole collections (n_gt or n_det rows) and pair k
         is (``gt_rows[k]``, ``det_rows[k]``): the compiled kernel reads them in place.
+    threads : int, optional
+        With ``gt_rows``/``det_rows``: the compiled path's threads (not capped by the CPU count;
+        callers take :func:`deteval._parallel.kernel_threads` with :data:`OKS_PAIRS_PER_THREAD`).
+        The same numbers for every count.
 
     Returns
     -------
@@ -92,7 +104,15 @@ def pair_oks(
     """
     if gt_rows is not None and det_rows is not None:
         return _speedups.dispatch(
-            "_ckeypoint.oks_terms", gt_keypoints, gt_box, gt_area, det_keypoints, gt_rows, det_rows, sigmas
+            "_ckeypoint.oks_terms",
+            gt_keypoints,
+            gt_box,
+            gt_area,
+            det_keypoints,
+            gt_rows,
+            det_rows,
+            sigmas,
+            threads=threads,
         )
     return _pair_oks_numpy(gt_keypoints, gt_box, gt_area, det_keypoints, sigmas)
 
@@ -105,8 +125,12 @@ def _pair_oks_rows_numpy(
     gt_rows: np.ndarray,
     det_rows: np.ndarray,
     sigmas: np.ndarray,
+    threads: int = 1,
 ) -> np.ndarray:
-    """The numpy twin of the ``_ckeypoint.oks_terms`` kernel: :func:`pair_oks` of gathered rows."""
+    """The numpy twin of the ``_ckeypoint.oks_terms`` kernel: :func:`pair_oks` of gathered rows.
+
+    ``threads`` is the compiled path's; the twin runs on the calling thread.
+    """
     return _pair_oks_numpy(
         gt_keypoints[gt_rows], gt_box[gt_rows], gt_area[gt_rows], det_keypoints[det_rows], sigmas
     )
@@ -170,6 +194,7 @@ def _compiled_oks(
     gt_rows: np.ndarray,
     det_rows: np.ndarray,
     sigmas: np.ndarray,
+    threads: int = 1,
 ) -> np.ndarray | _speedups.Decline:
     """:func:`pair_oks` of rows by ``deteval.geometry._ckeypoint.oks_terms`` (the terms; numpy's exp and sums).
 
@@ -177,6 +202,11 @@ def _compiled_oks(
     per count, see ``_ckeypoint.c``): numpy's ``exp`` and ``sum(axis=1)`` then run once per block,
     on no copy. Declines NaN keypoint coordinates and boxes: for a ground truth without labelled
     keypoints the twin's distance outside the box is NaN, the kernel's 0.
+
+    ``threads``: the pairs are cut into slices, each computed whole (kernel, exp, sums) into its
+    own slots of the output; slice k runs on thread ``k % threads``. The kernel and numpy's loops
+    release the GIL, and each pair's value never depends on its slice: the same bits for every
+    count.
     """
     if any(_has_nan(a) for a in (gt_keypoints, det_keypoints, gt_box)):
         return _speedups.Decline(_NAN)
@@ -189,30 +219,62 @@ def _compiled_oks(
     )
     variances = np.ascontiguousarray((sigmas * 2) ** 2, dtype=np.float64)
     n_pair, n_kp = len(gt_rows), gt_keypoints.shape[1]
-    step = max(1, min(n_pair, _PAIRS_PER_SLICE))
-    # Reused by every slice: the terms, their exponentials (numpy's exp into a buffer of its own,
-    # as into a new array), the means and the layout.
-    terms, exps = np.empty(step * n_kp), np.empty(step * n_kp)
-    means = np.empty(step)
-    order = np.empty(step, dtype=np.int64)
-    group_size = np.empty(n_kp + 1, dtype=np.int64)
+    threads = max(1, min(int(threads), n_pair))
+    # One thread: slices of _PAIRS_PER_SLICE; more: each thread's buffers a share of that (the
+    # same memory), and at least one slice per thread.
+    per_slice = _PAIRS_PER_SLICE if threads == 1 else max(_PAIRS_PER_SLICE // threads, 1)
+    step = max(1, min(n_pair, per_slice, -(-n_pair // threads)))
+    starts = list(range(0, n_pair, step))
     out = np.empty(n_pair)
-    for start in range(0, n_pair, step):
-        stop = min(start + step, n_pair)
-        size = stop - start
-        # int64 rows of this slice only (candidate pairs may come as int32)
-        slice_rows = [np.ascontiguousarray(r[start:stop], dtype=np.int64) for r in (gt_rows, det_rows)]
-        kernel(*collections, *slice_rows, variances, terms, order[:size], group_size)
-        row = at = 0
-        for count in np.flatnonzero(group_size).tolist():
-            n_rows = int(group_size[count])
-            block = terms[at : at + n_rows * count].reshape(n_rows, count)
-            values = np.exp(block, out=exps[at : at + n_rows * count].reshape(n_rows, count))
-            # pycocotools: np.sum(np.exp(-e)) / e.shape[0] of one pair's vector (-e is exact in C)
-            np.divide(np.sum(values, axis=1), count, out=means[row : row + n_rows])
-            row, at = row + n_rows, at + n_rows * count
-        out[start + order[:size]] = means[:size]
+
+    def run(first: int) -> None:
+        # Reused by this thread's slices: the terms, their exponentials (numpy's exp into a buffer
+        # of its own, as into a new array), the means and the layout.
+        terms, exps = np.empty(step * n_kp), np.empty(step * n_kp)
+        means = np.empty(step)
+        order = np.empty(step, dtype=np.int64)
+        group_size = np.empty(n_kp + 1, dtype=np.int64)
+        for start in starts[first::threads]:
+            stop = min(start + step, n_pair)
+            size = stop - start
+            # int64 rows of this slice only (candidate pairs may come as int32)
+            slice_rows = [np.ascontiguousarray(r[start:stop], dtype=np.int64) for r in (gt_rows, det_rows)]
+            kernel(*collections, *slice_rows, variances, terms, order[:size], group_size)
+            row = at = 0
+            for count in np.flatnonzero(group_size).tolist():
+                n_rows = int(group_size[count])
+                block = terms[at : at + n_rows * count].reshape(n_rows, count)
+                values = np.exp(block, out=exps[at : at + n_rows * count].reshape(n_rows, count))
+                # pycocotools: np.sum(np.exp(-e)) / e.shape[0] of one pair's vector (-e is exact in C)
+                np.divide(np.sum(values, axis=1), count, out=means[row : row + n_rows])
+                row, at = row + n_rows, at + n_rows * count
+            out[start + order[:size]] = means[:size]
+
+    if threads == 1 or len(starts) == 1:
+        run(0)
+    else:
+        _on_threads(run, min(threads, len(starts)))
     return out
+
+
+def _on_threads(run: Callable[[int], None], threads: int) -> None:
+    """``run(k)`` for k in ``range(threads)``: 1.. on new threads, 0 on this one; raises the first error."""
+    errors: list[BaseException] = []
+
+    def guarded(k: int) -> None:
+        try:
+            run(k)
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
+            errors.append(exc)
+
+    helpers = [threading.Thread(target=guarded, args=(k,), daemon=True) for k in range(1, threads)]
+    for helper in helpers:
+        helper.start()
+    guarded(0)
+    for helper in helpers:
+        helper.join()
+    if errors:
+        raise errors[0]
 
 
 def _has_nan(values: np.ndarray) -> bool:
@@ -225,8 +287,9 @@ def _has_nan(values: np.ndarray) -> bool:
 
 
 #: Pairs per call of the kernel: its terms (and their exponentials) take at most this many rows
-#: of n_keypoints float64 each (17: 4.5 MiB), whatever the number of pairs.
-_PAIRS_PER_SLICE = 1 << 15
+#: of n_keypoints float64 each (17: 1.1 MiB), whatever the number of pairs. Smaller slices cost
+#: ~0.1 ms of numpy calls each; larger ones raise the peak (keypoints 5k: 1 << 15 pairs, +3 MiB).
+_PAIRS_PER_SLICE = 1 << 13
 
 
 _speedups.register(

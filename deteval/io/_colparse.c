@@ -34,7 +34,7 @@
 #include "../_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 7 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results) */
+#define COLPARSE_ABI 8 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results); 8: skip_value_loosely and skip_string_loosely eight bytes at a time, parse_double reads numbers of up to 15 digits first (same results) */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -157,6 +157,38 @@ static int parse_double(Cursor *c, double *out, int grammar) {
     if (grammar == JSON_NUMBER) {
         if (p >= end || !is_digit(*p)) return REFUSE;
         if (*p == '0' && p + 1 < end && is_digit(p[1])) return REFUSE; /* leading zero */
+#if COLPARSE_FAST_FLOATS
+        /* The common number first: at most 15 digits in all (every digit, leading zeros too, so the
+         * mantissa stays below 2^53), no exponent. The same mantissa and decimal exponent as the
+         * general loop below gives, so the same double; anything else goes on to that loop. */
+        const char *q = p;
+        uint64_t m = 0;
+        int n_digits = 0, fraction = -1; /* -1: no '.' */
+        while (q < end && is_digit(*q) && n_digits < 16) {
+            m = m * 10 + (uint64_t)(*q++ - '0');
+            n_digits++;
+        }
+        if (q < end && *q == '.' && q + 1 < end && is_digit(q[1])) {
+            q++;
+            fraction = 0;
+            while (q < end && is_digit(*q) && n_digits < 16) {
+                m = m * 10 + (uint64_t)(*q++ - '0');
+                n_digits++;
+                fraction++;
+            }
+        }
+        if (n_digits <= 15 && !(q < end && (is_digit(*q) || *q == '.' || *q == 'e' || *q == 'E'))) {
+            c->p = q;
+            if (m == 0) {
+                *out = negative && fraction >= 0 ? -0.0 : 0.0; /* JSON's integer -0 is msgspec's 0 */
+                return OK;
+            }
+            double value = (double)m;
+            if (fraction > 0) value = value / POW10[fraction];
+            *out = negative ? -value : value;
+            return OK;
+        }
+#endif
     }
     while (p < end && is_digit(*p)) {
         digits++;
@@ -708,9 +740,20 @@ static PyObject *box_results_part(PyObject *self, PyObject *args) {
 #define MAX_SEGM_DEPTH 4
 
 /* Skip a JSON string (the cursor on its opening quote) by structure only: quotes and escapes. */
+/* A word with a zero byte (exact as to whether one exists). */
+#define WORD_HAS_ZERO(v) (((v) - 0x0101010101010101ULL) & ~(v) & 0x8080808080808080ULL)
+
 static int skip_string_loosely(Cursor *c) {
     c->p++;
     while (c->p < c->end) {
+        /* eight bytes at a time past those with neither a quote nor a backslash (long RLE strings) */
+        while (c->end - c->p >= 8) {
+            uint64_t w;
+            memcpy(&w, c->p, 8);
+            if (WORD_HAS_ZERO(w ^ 0x2222222222222222ULL) | WORD_HAS_ZERO(w ^ 0x5C5C5C5C5C5C5C5CULL)) break;
+            c->p += 8;
+        }
+        if (c->p >= c->end) break;
         char ch = *c->p++;
         if (ch == '"') return OK;
         if (ch == '\\') {
@@ -719,6 +762,27 @@ static int skip_string_loosely(Cursor *c) {
         }
     }
     return REFUSE;
+}
+
+/* Whether ``ch`` is one of the bytes skip_value_loosely acts on: a quote or a bracket. */
+static inline int is_structural(char ch) { return ch == '"' || ch == '{' || ch == '[' || ch == '}' || ch == ']'; }
+
+/* The first structural byte (is_structural) at or after p, or end: eight bytes at a time, then
+ * byte by byte within the word that has one. ``x | 0x20`` maps '[' to '{' and ']' to '}' and no
+ * other byte to either. */
+static inline const char *next_structural(const char *p, const char *end) {
+    while (end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        const uint64_t folded = w | 0x2020202020202020ULL;
+        const uint64_t quote = w ^ 0x2222222222222222ULL;
+        const uint64_t open = folded ^ 0x7B7B7B7B7B7B7B7BULL;
+        const uint64_t close = folded ^ 0x7D7D7D7D7D7D7D7DULL;
+        if (WORD_HAS_ZERO(quote) | WORD_HAS_ZERO(open) | WORD_HAS_ZERO(close)) break;
+        p += 8;
+    }
+    while (p < end && !is_structural(*p)) p++;
+    return p;
 }
 
 /* Skip one JSON value by structure only (strings, brackets; scalars to the next delimiter). Exact
@@ -734,6 +798,8 @@ static int skip_value_loosely(Cursor *c) {
     }
     int depth = 0;
     while (c->p < c->end) {
+        c->p = next_structural(c->p, c->end);
+        if (c->p >= c->end) break;
         char ch = *c->p;
         if (ch == '"') {
             if (skip_string_loosely(c) != OK) return REFUSE;

@@ -65,3 +65,42 @@ def test_terms_are_laid_out_by_count_in_pair_order():
     oks = pair_oks(gt, box, area, det, sigmas=np.full(n_kp, 0.05), gt_rows=gt_rows, det_rows=det_rows)
     twin = pair_oks(gt[gt_rows], box[gt_rows], area[gt_rows], det[det_rows], sigmas=np.full(n_kp, 0.05))
     assert oks.view(np.int64).tolist() == twin.view(np.int64).tolist()
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    ("n_gt", "n_det", "n_pair", "per_slice"),
+    [(40, 50, 3, None), (300, 400, 5000, None), (300, 400, 5000, 7), (200, 100, 2001, 1000)],
+)
+def test_threads_give_one_threads_oks(monkeypatch, n_gt, n_det, n_pair, per_slice):
+    """OKS on 1, 2, 3 and 7 threads, bit for bit; more threads than pairs, and many small slices."""
+    import deteval.geometry.keypoints as keypoints
+
+    if per_slice is not None:
+        monkeypatch.setattr(keypoints, "_PAIRS_PER_SLICE", per_slice)
+    rng = np.random.default_rng(n_pair)
+    gt, box, area, det = collections(rng, n_gt, n_det, 17)
+    gt_rows = rng.integers(0, n_gt, n_pair)
+    det_rows = rng.integers(0, n_det, n_pair).astype(np.int32)  # candidate pairs may come as int32
+    args = (gt, box, area, det)
+    one = pair_oks(*args, sigmas=COCO_KEYPOINT_SIGMAS, gt_rows=gt_rows, det_rows=det_rows, threads=1)
+    twin = pair_oks(gt[gt_rows], box[gt_rows], area[gt_rows], det[det_rows], sigmas=COCO_KEYPOINT_SIGMAS)
+    assert one.tobytes() == twin.tobytes()
+    for threads in (2, 3, 7):
+        got = pair_oks(
+            *args, sigmas=COCO_KEYPOINT_SIGMAS, gt_rows=gt_rows, det_rows=det_rows, threads=threads
+        )
+        assert got.tobytes() == one.tobytes(), threads
+
+
+@needs_kernel
+def test_an_error_on_a_helper_thread_reaches_the_caller():
+    """A row outside the collections in a slice run by a helper thread raises on the calling thread."""
+    rng = np.random.default_rng(3)
+    gt, box, area, det = collections(rng, 10, 10, 17)
+    gt_rows = np.zeros(100, np.int64)
+    gt_rows[-1] = 10  # in the last slice: thread 1 of 2
+    with pytest.raises(ValueError, match="outside"):
+        pair_oks(
+            gt, box, area, det, sigmas=COCO_KEYPOINT_SIGMAS, gt_rows=gt_rows, det_rows=gt_rows * 0, threads=2
+        )

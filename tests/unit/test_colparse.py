@@ -139,6 +139,20 @@ NUMBERS = [
     "8.98846567431158e307",
     "0.1e1",
     "100000000000000000000000e-23",
+    # around the 15-digit first reading of parse_double (every digit counted, leading zeros too)
+    "123456789012345",
+    "1234567890123456",
+    "-999999999999999",
+    "99999999999999.9",
+    "999999999999999.9",
+    "0.00000000000001",
+    "0.000000000000001",
+    "-0.000",
+    "1.0",
+    "12345.678901234",
+    "-9.99999999999999",
+    "0.30000000000001",
+    "4503599627370497.5",
 ]
 
 
@@ -155,6 +169,29 @@ def test_numbers_are_bit_identical(number):
     value = cols[3][0]
     assert value == (0.0 if number == "-0" else float(number))
     assert np.signbit(value) == (number.startswith("-") and number != "-0")
+
+
+@needs_extension
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("seed", range(3))
+def test_random_decimals_are_bit_identical(seed):
+    """Decimals of 1-18 digits with the point anywhere (leading and trailing zeros), as Python reads them."""
+    rng = np.random.default_rng(seed)
+    numbers = []
+    for _ in range(500):
+        n_digits = int(rng.integers(1, 19))
+        digits = "".join(str(d) for d in rng.integers(0, 10, n_digits))
+        point = int(rng.integers(0, n_digits + 1))
+        whole, fraction = digits[:point].lstrip("0") or "0", digits[point:]
+        sign = "-" if rng.random() < 0.3 else ""
+        numbers.append(f"{sign}{whole}.{fraction}" if fraction else f"{sign}{whole}")
+    records = ",".join(
+        f'{{"image_id": 1, "category_id": 2, "bbox": [{n}, {n}, {n}, {n}], "score": {n}}}' for n in numbers
+    )
+    cols = assert_twins(f"[{records}]".encode())
+    assert cols is not None
+    want = np.array([0.0 if float(n) == 0 and "." not in n else float(n) for n in numbers])
+    assert np.array_equal(_bits(cols[3]), _bits(want))
 
 
 @needs_extension

@@ -702,3 +702,78 @@ def test_a_ground_truth_without_segmentations_keeps_nothing_of_its_file(tmp_path
     copy = pickle.loads(pickle.dumps(gt))
     assert list(copy.segmentation) == [None] * len(gt) == list(gt.segmentation)
     assert copy.keypoints.tolist() == gt.keypoints.tolist()
+
+
+def _loosely_skipped(shift: int) -> bytes:
+    """A keypoint file with values the compiled parser skips by structure (eight bytes at a time).
+
+    Quotes, escaped quotes, brackets inside strings and nested arrays at every offset within a
+    word, before the annotations and inside them (the threaded parse scans the array loosely).
+    """
+    data = _keypoint_ground_truth(shift)
+    pad = "x" * shift
+    data = {
+        "info": {
+            "description": pad + '[{"}]\\\\"' + pad + "]",
+            "é" + pad: [[pad], {"k": [1, [2]]}],
+            "escapes": ["".join("a" * k + '"' + "\\" + "é" for k in range(17)) + pad, "b" * (40 + shift)],
+        },
+        "licenses": [{"name": pad + "}" * 9, "url": "[" * shift + '\\"'}],
+        **data,
+    }
+    for k, ann in enumerate(data["annotations"]):
+        if k % 3 == 0:
+            ann["segmentation"] = [[float(v) for v in range(6 + shift)]]
+    return json.dumps(data, ensure_ascii=shift % 2 == 0).encode()
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("shift", range(9))
+def test_values_skipped_by_structure_read_as_msgspec_reads_them(shift):
+    raw = _loosely_skipped(shift)
+    one = assert_twins(raw)
+    assert one is not None, "the compiled parser refused a plain file"
+    for threads in (2, 3, 7):
+        parts = fast_instances._compiled_instances(raw, threads)
+        assert parts is not None
+        for c_col, one_col in zip(parts[1][:8], one[1][:8], strict=True):
+            assert np.array_equal(_bits(c_col), _bits(one_col))
+        assert np.array_equal(_bits(parts[1][9]), _bits(one[1][9]))
+        assert list(parts[1][8]) == list(one[1][8])
+
+
+@pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("shift", range(9))
+def test_long_strings_skipped_on_threads_read_as_on_one(shift):
+    """RLE strings of 20-80 bytes with escaped backslashes at every offset within a word.
+
+    The threaded parse scans the annotations array loosely (eight bytes at a time) for its end.
+    """
+    anns = []
+    for k in range(60):
+        counts = "x" * ((k + shift) % 9) + "\\" + "y" * (k % 13) + "\\" + "z" * (20 + k % 50)
+        anns.append(
+            {
+                "id": k + 1,
+                "image_id": 1 + k % 3,
+                "category_id": 1,
+                "bbox": [1.5, 2, 3, 4],
+                "area": 12.25,
+                "iscrowd": k % 2,
+                "segmentation": {"size": [10, 20], "counts": counts},
+            }
+        )
+    data = {
+        "images": [{"id": i, "width": 20, "height": 10} for i in (1, 2, 3)],
+        "annotations": anns,
+        "categories": [{"id": 1, "name": "a"}],
+    }
+    raw = json.dumps(data).encode()
+    one = assert_twins(raw)
+    assert one is not None, "the compiled parser refused a plain file"
+    for threads in (2, 3, 7):
+        parts = fast_instances._compiled_instances(raw, threads)
+        assert parts is not None
+        for c_col, one_col in zip(parts[1][:8], one[1][:8], strict=True):
+            assert np.array_equal(_bits(c_col), _bits(one_col))
+        assert list(parts[1][8]) == list(one[1][8])

@@ -29,7 +29,7 @@ from deteval.errors import ConfigError
 from deteval.io._text import FileBytes
 from deteval.io.category_map import CategoryMap, map_categories
 from deteval.io.coco._common import parse_threads
-from deteval.io.coco.fast_keypoints import KeypointParts, keypoint_results
+from deteval.io.coco.fast_keypoints import KeypointParts, capacity_buffer, keypoint_results
 from deteval.io.coco.fast_msgspec import (  # the twins; also read by the tests as fast.<name>
     _HAS_MSGSPEC as _HAS_MSGSPEC,
 )
@@ -119,10 +119,10 @@ def _compiled_box_columns(raw: bytes, threads: int = 1) -> BoxColumns | None:
     if _colparse is None:
         return None
     capacity = len(raw) // _MIN_RECORD_BYTES + 1
-    image_ids = np.empty(capacity, dtype=np.int64)
-    category_ids = np.empty(capacity, dtype=np.int64)
-    box = np.empty(4 * capacity, dtype=np.float64)
-    score = np.empty(capacity, dtype=np.float64)
+    image_ids = capacity_buffer(capacity, np.int64)
+    category_ids = capacity_buffer(capacity, np.int64)
+    box = capacity_buffer(4 * capacity, np.float64)
+    score = capacity_buffer(capacity, np.float64)
     n = _colparse.box_results(raw, image_ids, category_ids, box, score, threads)
     if not n:
         return None
@@ -301,12 +301,12 @@ class _BoxParts:
         self.gt, self.cmap = gt, cmap
         self.n = 0
         self.min_category: int | None = None
-        self.image: np.ndarray = np.empty(capacity, dtype=index)
-        self.category: np.ndarray = np.empty(capacity, dtype=index)
-        self.box = np.empty(4 * capacity, dtype=np.float64)
-        self.score = np.empty(capacity, dtype=np.float64)
+        self.image: np.ndarray = capacity_buffer(capacity, index)
+        self.category: np.ndarray = capacity_buffer(capacity, index)
+        self.box = capacity_buffer(4 * capacity, np.float64)
+        self.score = capacity_buffer(capacity, np.float64)
         # against image names, the image ids are joined once at the end (join_ids reads the names)
-        self.image_ids = None if gt.has_image_ids else np.empty(capacity, dtype=np.int64)
+        self.image_ids = None if gt.has_image_ids else capacity_buffer(capacity, np.int64)
         self.part_image_ids = np.empty(0, dtype=np.int64)
         self.part_category_ids = np.empty(0, dtype=np.int64)
 

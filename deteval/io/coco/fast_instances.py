@@ -23,6 +23,7 @@ from deteval.errors import InputError
 from deteval.io._text import FileBytes
 from deteval.io.coco import fast as _fast  # its _colparse, read at call time (one switch)
 from deteval.io.coco._common import _duplicates
+from deteval.io.coco.fast_keypoints import capacity_buffer
 from deteval.io.coco.fast_msgspec import (
     _HAS_MSGSPEC,
     _decode_or_none,
@@ -294,10 +295,10 @@ def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] 
     if _fast._colparse is None:
         return None
     capacity = len(raw) // _MIN_ANNOTATION_BYTES + 1
-    ints = [np.empty(capacity, dtype=np.int64) for _ in range(8)]
+    ints = [capacity_buffer(capacity, np.int64) for _ in range(8)]
     ids, image_ids, category_ids, crowd, ignore, difficult, starts, stops = ints
-    box = np.empty(4 * capacity, dtype=np.float64)
-    area = np.empty(capacity, dtype=np.float64)
+    box = capacity_buffer(4 * capacity, np.float64)
+    area = capacity_buffer(capacity, np.float64)
     args = (raw, ids, image_ids, category_ids, box, area, crowd, ignore, difficult, starts, stops)
     keypoints = num_keypoints = None
     if b'"keypoints"' not in raw:
@@ -306,8 +307,8 @@ def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] 
         # Keypoints are parsed only where the file may have them: their buffer (up to a number per
         # 2 bytes; pages never written stay unallocated) is given from the first pass, so a keypoint
         # file is parsed once (the same columns as without the buffers when no annotation has them).
-        numbers = np.empty(len(raw) // 2 + 1, dtype=np.float64)
-        num_keypoints = np.empty(capacity, dtype=np.int64)
+        numbers = capacity_buffer(len(raw) // 2 + 1, np.float64)
+        num_keypoints = capacity_buffer(capacity, np.int64)
         found = _fast._colparse.instances(*args, numbers, num_keypoints, threads)
         if found is None:
             return None

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from deteval.data import FederatedLabels, GroundTruth
-from deteval.io._records import MISSING, Problems, int_column, number_column, plain
+from deteval.io._records import MISSING, Problems, _values, int_column, number_column, plain
 from deteval.io.coco._common import _index_of, _refuse_duplicates, _value_at
 
 
@@ -32,7 +32,7 @@ def _images_and_categories(
             img_problems.fail(
                 negative, f"`{key}` is negative", "a size in pixels >= 0", _value_at(images, key)
             )
-    file_names = [str(r.get("file_name", plain(r.get("id")))) for r in images]
+    file_names = _file_names(images)
 
     cat_problems = Problems(where, "category", lambda i: f"id={categories[i].get('id', '?')}")
     category_ids = int_column(categories, "id", cat_problems, integral_floats=integral_floats)
@@ -46,26 +46,41 @@ def _images_and_categories(
     img_order = np.argsort(image_ids, kind="stable")
     cat_order = np.argsort(category_ids, kind="stable")
     frequency = _category_frequency(categories, cat_problems)
+    image_keys = set(itertools.chain.from_iterable(images))  # every key of any image, once
     return {
         "image_id": image_ids[img_order],
-        "image_name": tuple(file_names[i] for i in img_order),
+        "image_name": tuple(map(file_names.__getitem__, img_order.tolist())),
         "image_width": width[img_order],
         "image_height": height[img_order],
         "category_id": category_ids[cat_order],
         "category_name": tuple(cat_names[i] for i in cat_order),
         "category_frequency": None if frequency is None else tuple(frequency[i] for i in cat_order),
-        "federated": _federated_labels(images, img_problems, image_ids[img_order], category_ids[cat_order]),
-        "image_crowd_index": _crowd_index(images, img_problems, img_order),
+        "federated": _federated_labels(
+            images, img_problems, image_ids[img_order], category_ids[cat_order], image_keys
+        ),
+        "image_crowd_index": _crowd_index(images, img_problems, img_order, image_keys),
     }
 
 
-def _crowd_index(images: list, problems: Problems, order: np.ndarray) -> np.ndarray | None:
+def _file_names(images: list) -> list:
+    """Each image's ``file_name`` as a string; its id as a string where it has none.
+
+    >>> _file_names([{"id": 3, "file_name": "a.jpg"}, {"id": 4}, {"id": 5, "file_name": 7}])
+    ['a.jpg', '4', '7']
+    """
+    names = _values(images, "file_name")
+    if set(map(type, names)) <= {str}:  # the common case: every image names its file
+        return names
+    return [str(plain(r.get("id"))) if v is MISSING else str(v) for r, v in zip(images, names)]
+
+
+def _crowd_index(images: list, problems: Problems, order: np.ndarray, image_keys: set) -> np.ndarray | None:
     """CrowdPose's ``crowdIndex`` per image (in id order); None when no image has one.
 
     When some images have it, every image must (xtcocotools' ``COCOeval.split`` reads it for
-    every image), as a finite number.
+    every image), as a finite number. ``image_keys``: the keys of all images.
     """
-    if not any(isinstance(r, dict) and "crowdIndex" in r for r in images):
+    if "crowdIndex" not in image_keys:
         return None
     values, is_missing = number_column(images, "crowdIndex", problems, default=np.nan, allow_missing=True)
     missing = np.flatnonzero(is_missing)
@@ -100,15 +115,15 @@ def _category_frequency(categories: list, problems: Problems) -> list | None:
 
 
 def _federated_labels(
-    images: list, problems: Problems, image_ids: np.ndarray, category_ids: np.ndarray
+    images: list, problems: Problems, image_ids: np.ndarray, category_ids: np.ndarray, image_keys: set
 ) -> FederatedLabels | None:
     """LVIS' ``neg_category_ids`` / ``not_exhaustive_category_ids`` of the images, as index pairs.
 
     None when no image has either field; when some do, every image must have both (lvis-api
-    reads them for every image).
+    reads them for every image). ``image_keys``: the keys of all images.
     """
     keys = ("neg_category_ids", "not_exhaustive_category_ids")
-    if not any(k in r for r in images for k in keys):
+    if image_keys.isdisjoint(keys):
         return None
     pairs = []
     for key in keys:
