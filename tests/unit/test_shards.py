@@ -95,7 +95,7 @@ def test_a_worker_error_reaches_the_caller(monkeypatch):
         [{"image_id": i, "category_id": 1, "score": 0.5, "bbox": [0, 0, 10, 10]} for i in (1, 2, 3)], gt
     )
 
-    def failing(gt, dt, gt_rows, det_rows, *args):
+    def failing(gt, dt, gt_rows, det_rows, *args, **kwargs):
         shown = sorted({int(gt.image_id[gt.image[r]]) for r in gt_rows})
         raise deteval.InputError(f"{len(shown)} image(s) refused: {shown}")
 
