@@ -525,3 +525,7 @@ def test_rle_rasters_share_the_masks_offsets_read_only(tmp_path):
     assert not raster.start.flags.writeable
     assert not raster.stop.flags.writeable
     assert masks.rle_offsets.flags.writeable  # the masks' own column is untouched
+    assert np.shares_memory(raster.box, masks.bounds)  # the boxes: the masks' xyxy bounds
+    assert raster.box.tolist() == masks.bounds.tolist()
+    assert not raster.box.flags.writeable
+    assert masks.bounds.flags.writeable
