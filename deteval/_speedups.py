@@ -74,7 +74,7 @@ ABI: dict[str, int] = {
     "deteval._cmatch": 3,
     "deteval._csort": 3,
     "deteval.geometry._ckeypoint": 3,
-    "deteval.geometry._cmask": 5,
+    "deteval.geometry._cmask": 6,
     "deteval.io._colparse": 8,
 }
 

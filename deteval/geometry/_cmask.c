@@ -477,8 +477,8 @@ static Decoded decode_runs(RunReader reader, uint32_t *runs, uint32_t *position)
     return out;
 }
 
-/* Spans ``start[r]:stop[r]`` of a blob, with the pixel count (float64, < 2**32) and pycocotools'
- * toBbox (xywh float64) of each. */
+/* Spans ``start[r]:stop[r]`` of a blob, with the pixel count (float64, < 2**32) and the box of each:
+ * pycocotools' toBbox as xyxy float64 (x, y, x + w, y + h: the sums bbIou makes). */
 typedef struct {
     Py_buffer blob, start, stop, area, box;
     Py_ssize_t n;
@@ -512,12 +512,13 @@ static int row_ok(const Spans *sp, int64_t r)
            box[3] == box[3];
 }
 
-/* pycocotools' bbIou(d, g) > 0 (which rleIou asks before walking the runs): the boxes overlap. */
+/* pycocotools' bbIou(d, g) > 0 (which rleIou asks before walking the runs): the boxes overlap. The
+ * boxes are xyxy, their ends the sums x + w and y + h bbIou computes (the same doubles). */
 static int boxes_overlap(const double *D, const double *G)
 {
-    const double w = fmin(D[2] + D[0], G[2] + G[0]) - fmax(D[0], G[0]);
+    const double w = fmin(D[2], G[2]) - fmax(D[0], G[0]);
     if (w <= 0) return 0;
-    const double h = fmin(D[3] + D[1], G[3] + G[1]) - fmax(D[1], G[1]);
+    const double h = fmin(D[3], G[3]) - fmax(D[1], G[1]);
     return h > 0;
 }
 
@@ -754,8 +755,8 @@ PyDoc_STRVAR(pair_iou_doc,
              "\n"
              "pycocotools' ``mask.iou`` of aligned (detection, ground truth) pairs of compressed RLEs of\n"
              "equal sizes, on the strings where they lie: mask r of a side is ``blob[start[r]:stop[r]]``\n"
-             "(int64 spans) with ``area[r]`` pixels (float64) and pycocotools' toBbox ``box[r]`` (xywh\n"
-             "float64); pair k compares detection ``det_rows[k]`` with ground truth ``gt_rows[k]``\n"
+             "(int64 spans) with ``area[r]`` pixels (float64) and pycocotools' toBbox ``box[r]`` as xyxy\n"
+             "float64 (x, y, x + w, y + h); pair k compares detection ``det_rows[k]`` with ground truth ``gt_rows[k]``\n"
              "(int64), ``is_crowd[k]`` (uint8: intersection over the detection's area). Writes float64\n"
              "``out[k]``: 0 when the boxes do not overlap (pycocotools' bbIou test) or the masks share no\n"
              "pixel, else\n"
@@ -1304,4 +1305,4 @@ static PyMethodDef cmask_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 5, NULL)
+DETEVAL_MODULE(_cmask, "deteval.geometry._cmask", "Compiled RLE kernels (see _cmask.c).", cmask_methods, 6, NULL)

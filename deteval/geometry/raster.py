@@ -37,7 +37,7 @@ class RasterMasks:
     """pycocotools' compressed RLE string of each record, made on demand, in one blob.
 
     Record r's string is ``blob[start[r]:stop[r]]``, its size ``size[r]``, its pixel count
-    ``area[r]`` and pycocotools' ``toBbox`` ``box[r]`` (xywh) once ``done[r]`` (NaN before). No Python object is kept per mask: the strings
+    ``area[r]`` and pycocotools' ``toBbox`` ``box[r]`` (as xyxy: x, y, x + w, y + h) once ``done[r]`` (NaN before). No Python object is kept per mask: the strings
     of an all-RLE collection are its checked masks' blob itself (nothing copied); polygons are
     rasterised into the blob as pairs need them. Deliberately mutable: it is the lazily-filled
     raster form of one collection's masks, owned by that collection's
@@ -64,11 +64,13 @@ class RasterMasks:
         raster = cls(len(masks.kind), empty=not all_rle)
         if all_rle:
             raster.blob = masks.rle_blob
-            raster.start, raster.stop = masks.rle_offsets[:-1].copy(), masks.rle_offsets[1:].copy()
+            # views of the offsets (no copy: 16 MiB at a million masks), read-only: every row is
+            # done, so nothing is ever put (a write would be a bug, not a silent change)
+            raster.start, raster.stop = masks.rle_offsets[:-1], masks.rle_offsets[1:]
+            raster.start.flags.writeable = raster.stop.flags.writeable = False
             raster.size, raster.area = masks.rle_size, masks.rle_area
-            box = masks.bounds.copy()
-            box[:, 2:] -= masks.bounds[:, :2]  # xyxy -> xywh, as np.c_[xy, xy2 - xy] gives it
-            raster.box = box
+            raster.box = masks.bounds.view()  # the masks' own xyxy boxes (no copy: 32 MiB at a
+            raster.box.flags.writeable = False  # million masks), read-only as the offsets
             raster.done[:] = True
         return raster
 
@@ -81,7 +83,7 @@ class RasterMasks:
             raster.size[r] = rle["size"]
         raster.area[:] = rle_areas(rles)
         if rles:
-            raster.box[:] = np.asarray(mask_utils.toBbox(rles), dtype=np.float64).reshape(-1, 4)
+            raster.box[:] = _xyxy(np.asarray(mask_utils.toBbox(rles), dtype=np.float64).reshape(-1, 4))
         raster.done[:] = True
         return raster
 
@@ -101,6 +103,12 @@ class RasterMasks:
         """Pycocotools' RLE dict of record ``r`` (made: see :func:`ensure_raster`)."""
         h, w = (int(v) for v in self.size[r])
         return {"size": [h, w], "counts": bytes(self.blob[int(self.start[r]) : int(self.stop[r])])}
+
+
+def _xyxy(xywh: np.ndarray) -> np.ndarray:
+    """``[x, y, x + w, y + h]`` of (n, 4) xywh boxes: the ends pycocotools' ``bbIou`` adds up."""
+    xywh = np.asarray(xywh, dtype=np.float64).reshape(-1, 4)
+    return np.c_[xywh[:, :2], xywh[:, :2] + xywh[:, 2:]]
 
 
 def ensure_raster(
@@ -129,7 +137,7 @@ def ensure_raster(
         raster.put(poly_rows, blob, offsets)
         raster.size[poly_rows] = size
         raster.area[poly_rows] = areas
-        raster.box[poly_rows] = boxes
+        raster.box[poly_rows] = _xyxy(boxes)
     rle_rows = rows[masks.kind[rows] == RLE]
     if len(rle_rows):
         lo, hi = masks.rle_offsets[rle_rows], masks.rle_offsets[rle_rows + 1]
@@ -141,8 +149,7 @@ def ensure_raster(
         )
         raster.size[rle_rows] = masks.rle_size[rle_rows]
         raster.area[rle_rows] = masks.rle_area[rle_rows]
-        bounds = masks.bounds[rle_rows]
-        raster.box[rle_rows] = np.c_[bounds[:, :2], bounds[:, 2:] - bounds[:, :2]]
+        raster.box[rle_rows] = masks.bounds[rle_rows]  # xyxy already: x + w, y + h of toBbox
     raster.done[rows] = True
 
 

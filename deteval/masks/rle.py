@@ -10,6 +10,7 @@ and their runs summed in numpy, without pycocotools. Used by
 from __future__ import annotations
 
 import itertools
+import weakref
 from typing import Any
 
 import numpy as np
@@ -473,12 +474,34 @@ def check_group_sizes(
     _refuse_pairs(det_src, det_masks, gt_src, gt_masks, np.array(pairs_d), np.array(pairs_g), total)
 
 
+#: ``masks`` -> (a weak reference to its source, :func:`_rle_sizes_are_image_sizes` of the two):
+#: every match chunk's size check asks it of the same collections (an O(n_records) pass each).
+_SIZES_ANSWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _rle_sizes_are_image_sizes(src: SegmentationSource, masks: Any) -> bool:
     """Whether every RLE record's ``size`` is its image's ``[height, width]`` (known, not NaN).
 
     Then every mask of an image, polygon or RLE, has that image's size, and no two masks of one
-    image can differ.
+    image can differ. Answered once per (source, masks) pair: both are frozen, and the answer
+    is kept while ``masks`` lives (:data:`_SIZES_ANSWERED`).
     """
+    try:
+        known = _SIZES_ANSWERED.get(masks)
+    except TypeError:  # masks that cannot be weakly referenced: asked every time
+        return _rle_sizes_agree(src, masks)
+    if known is not None and known[0]() is src:
+        return known[1]
+    answer = _rle_sizes_agree(src, masks)
+    try:
+        _SIZES_ANSWERED[masks] = (weakref.ref(src), answer)  # no strong reference to the source
+    except TypeError:  # a source that cannot be weakly referenced: not kept
+        pass
+    return answer
+
+
+def _rle_sizes_agree(src: SegmentationSource, masks: Any) -> bool:
+    """:func:`_rle_sizes_are_image_sizes`, computed."""
     is_rle = masks.kind == RLE
     if is_rle.all():  # the columns as they are (no rows gathered)
         image, rle_size = src.image, masks.rle_size

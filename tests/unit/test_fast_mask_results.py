@@ -485,3 +485,47 @@ def test_bad_polygon_ground_truth_file_gets_the_full_loaders_message(tmp_path, p
     assert "id=3" in errors[0]
     assert message in errors[0]
     assert isinstance(ground_truth_source(deteval.load_ground_truth(path)).values, PolygonSegmentations)
+
+
+@needs_parser
+def test_rle_ground_truth_bytes_read_for_the_flat_columns_are_let_go_again(tmp_path):
+    """The file's bytes read for the masks' columns are not kept beside the blob.
+
+    (68 MB at 20,000 images.) An item read later for a message reads the file again, and a
+    changed file is refused then, as at the first read.
+    """
+    data = rle_ground_truth()
+    path = write(tmp_path, "gt.json", data)
+    gt = deteval.load_ground_truth(path)
+    segm = gt.segmentation
+    assert isinstance(segm, SpanSegmentations)
+    assert segm._raw is None
+    assert isinstance(ground_truth_source(gt).values, RleSegmentations)
+    assert segm._raw is None  # dropped again once the columns are made
+    assert segm[2] == data["annotations"][2]["segmentation"]  # read again for an item
+    segm._raw = None
+    raw = Path(path).read_bytes()
+    Path(path).write_bytes(raw + b" ")
+    with pytest.raises(deteval.DetevalError, match="changed since the ground truth was loaded"):
+        segm[0]
+
+
+@needs_parser
+def test_rle_rasters_share_the_masks_offsets_read_only(tmp_path):
+    """An all-RLE collection's rasters are its checked masks' columns: no copy of the offsets."""
+    from deteval.geometry.raster import RasterMasks
+
+    gt = deteval.load_ground_truth(write(tmp_path, "gt.json", rle_ground_truth()))
+    masks = parse_masks(ground_truth_source(gt))
+    raster = RasterMasks.for_masks(masks)
+    assert np.shares_memory(raster.start, masks.rle_offsets)
+    assert np.shares_memory(raster.stop, masks.rle_offsets)
+    assert raster.start.tolist() == masks.rle_offsets[:-1].tolist()
+    assert raster.stop.tolist() == masks.rle_offsets[1:].tolist()
+    assert not raster.start.flags.writeable
+    assert not raster.stop.flags.writeable
+    assert masks.rle_offsets.flags.writeable  # the masks' own column is untouched
+    assert np.shares_memory(raster.box, masks.bounds)  # the boxes: the masks' xyxy bounds
+    assert raster.box.tolist() == masks.bounds.tolist()
+    assert not raster.box.flags.writeable
+    assert masks.bounds.flags.writeable

@@ -140,3 +140,33 @@ def test_empty_and_full_masks_and_crowd_regions():
             assert _kernel(det, gt, det_rows, gt_rows, crowd, threads).tobytes() == want.tobytes()
     got = _kernel(det, gt, det_rows, gt_rows, np.zeros(9, bool), 1)
     assert got.tolist() == [0.0, 0.0, 1.0, 0.0, 0.4, 0.4, 0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_boxes_that_abut_overlap_by_a_pixel_or_touch_a_corner_are_pycocotools(threads):
+    """The kernel's box test (pycocotools' bbIou > 0) on xyxy boxes, where it decides alone.
+
+    Squares side by side (boxes sharing an edge: bbIou 0, never walked), one pixel over, corners
+    touching and apart, on one size, against pycocotools' ``mask.iou`` bit for bit.
+    """
+    from pycocotools import mask as mask_utils
+
+    def square(y: int, x: int, side: int) -> dict:
+        m = np.zeros((12, 16), np.uint8, order="F")
+        m[y : y + side, x : x + side] = 1
+        return mask_utils.encode(m)
+
+    det_rles = [square(2, 2, 4), square(2, 2, 4), square(2, 2, 4), square(2, 2, 4), square(0, 0, 12)]
+    gt_rles = [square(2, 6, 4), square(2, 5, 4), square(6, 6, 4), square(5, 5, 4), square(3, 3, 2)]
+    det, gt = RasterMasks.from_rles(det_rles), RasterMasks.from_rles(gt_rles)
+    assert det.box[0].tolist() == [2.0, 2.0, 6.0, 6.0]  # xyxy: x + w, y + h
+    rows = np.arange(5)
+    for crowd in (np.zeros(5, bool), np.ones(5, bool)):
+        want = np.array(
+            [mask_utils.iou([d], [g], [int(c)])[0, 0] for d, g, c in zip(det_rles, gt_rles, crowd)]
+        )
+        got = _kernel(det, gt, rows, rows, crowd, threads)
+        assert got.tobytes() == want.tobytes()
+        assert got[0] == got[2] == 0.0
+        assert got[1] > 0
+        assert got[3] > 0

@@ -187,3 +187,58 @@ def test_a_detection_beyond_max_dets_is_never_compared():
     ious, ap = pycocotools_run(gt, dt)
     assert len(ious[0]) == 100
     assert deteval_ap(gt, dt) == ap
+
+
+def many_images_dataset(n_images: int) -> tuple[dict, list]:
+    """``n_images`` 20 x 20 images, each with one RLE ground truth and two RLE detections."""
+    gt, _ = dataset(rle(20, 20), rle(20, 20), image=(20, 20))
+    annotation = gt["annotations"][0]
+    gt["images"] = [{"id": i, "height": 20, "width": 20} for i in range(1, n_images + 1)]
+    gt["annotations"] = [{**annotation, "id": i, "image_id": i} for i in range(1, n_images + 1)]
+    dt = [
+        {"image_id": i, "category_id": 1, "score": score, "segmentation": rle(20, 20)}
+        for i in range(1, n_images + 1)
+        for score in (0.9, 0.4)
+    ]
+    return gt, dt
+
+
+def test_the_sizes_check_reads_each_collection_once_over_every_match_chunk(monkeypatch):
+    """Matched in 10 shards, the all-sizes-agree check is computed once per collection."""
+    import importlib
+
+    run = importlib.import_module("deteval.evaluate.run")
+    rle_module = importlib.import_module("deteval.masks.rle")
+
+    gt, dt = many_images_dataset(10)
+    expected = deteval_ap(gt, dt)
+    computed = []
+    agree = rle_module._rle_sizes_agree
+    monkeypatch.setattr(
+        rle_module, "_rle_sizes_agree", lambda src, masks: computed.append(src.kind) or agree(src, masks)
+    )
+    monkeypatch.setattr(run, "_MATCH_CHUNK", 2)
+    chunks = []
+    match_chunk = run._match_chunk
+    monkeypatch.setattr(run, "_match_chunk", lambda *a, **k: chunks.append(1) or match_chunk(*a, **k))
+    assert deteval_ap(gt, dt) == expected == pytest.approx(1.0)
+    assert len(chunks) == 10
+    assert sorted(computed) == ["annotation", "detection"]
+
+
+def test_the_sizes_answer_is_asked_again_of_another_source():
+    """The kept answer is the (source, masks) pair's: the same masks with other image sizes differ."""
+    import dataclasses
+
+    from deteval.masks import parse_masks
+    from deteval.masks.rle import _rle_sizes_are_image_sizes
+    from deteval.masks.sources import ground_truth_source
+
+    gt, _ = many_images_dataset(3)
+    src = ground_truth_source(deteval.load_ground_truth(gt))
+    masks = parse_masks(src)
+    assert _rle_sizes_are_image_sizes(src, masks)
+    other = dataclasses.replace(src, image_size=np.full_like(np.asarray(src.image_size, dtype=float), 10.0))
+    assert not _rle_sizes_are_image_sizes(other, masks)
+    assert _rle_sizes_are_image_sizes(src, masks)
+    assert not _rle_sizes_are_image_sizes(other, masks)

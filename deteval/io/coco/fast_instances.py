@@ -143,6 +143,8 @@ class SpanSegmentations(Sequence):
             if n_blob is None:
                 return None
             blob.resize(n_blob, refcheck=False)
+            if self._origin is not None:  # dropped again: the blob holds what masks read (an item
+                self._raw = None  # read for a message reads the file again, as the first one did)
             return RleSegmentations((size, blob, np.append(counts_start, n_blob)))
         # a number takes at least 2 bytes with its comma or bracket: bounds of both counts
         n_parts = np.empty(n, dtype=np.int64)
