@@ -135,9 +135,7 @@ def by_group_then_descending(
     n = len(group)
     if n == 0:
         return np.arange(0, dtype=np.intp)
-    ties = tuple(ties)
-    while ties and _is_non_decreasing(ties[0]):  # as lexsort: a sorted least key orders nothing
-        ties = ties[1:]
+    ties = _ordering_ties(ties)
     if not ties:
         return _speedups.dispatch("_csort.order_by_group_then_score", group, score, threads=threads)
     return _by_group_then_descending_numpy(group, score, ties)
@@ -161,12 +159,18 @@ def rank_by_group_then_descending(
     n = len(group)
     if n == 0:
         return np.zeros(0, dtype=np.int32)
-    ties = tuple(ties)
-    while ties and _is_non_decreasing(ties[0]):  # as lexsort: a sorted least key orders nothing
-        ties = ties[1:]
+    ties = _ordering_ties(ties)
     if not ties:
         return _speedups.dispatch("_csort.rank_by_group_then_score", group, score, threads=threads)
     return _rank_by_group_then_descending_numpy(group, score, ties)
+
+
+def _ordering_ties(ties: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """``ties`` without its leading non-decreasing keys: as in lexsort, a sorted least key orders nothing."""
+    ties = tuple(ties)
+    while ties and _is_non_decreasing(ties[0]):
+        ties = ties[1:]
+    return ties
 
 
 def _rank_by_group_then_descending_numpy(
