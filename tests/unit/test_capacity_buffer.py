@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deteval.io.coco.fast_keypoints import capacity_buffer
+from deteval.io.coco._common import capacity_buffer
 
 switch = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
 

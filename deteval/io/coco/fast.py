@@ -28,8 +28,8 @@ from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError
 from deteval.io._text import FileBytes
 from deteval.io.category_map import CategoryMap, map_categories
-from deteval.io.coco._common import parse_threads
-from deteval.io.coco.fast_keypoints import KeypointParts, capacity_buffer, keypoint_results
+from deteval.io.coco._common import capacity_buffer, parse_threads
+from deteval.io.coco.fast_keypoints import KeypointParts, keypoint_results
 from deteval.io.coco.fast_msgspec import (  # the twins; also read by the tests as fast.<name>
     _HAS_MSGSPEC as _HAS_MSGSPEC,
 )

@@ -22,8 +22,7 @@ from deteval.data import GroundTruth
 from deteval.errors import InputError
 from deteval.io._text import FileBytes
 from deteval.io.coco import fast as _fast  # its _colparse, read at call time (one switch)
-from deteval.io.coco._common import _duplicates
-from deteval.io.coco.fast_keypoints import capacity_buffer
+from deteval.io.coco._common import _duplicates, capacity_buffer
 from deteval.io.coco.fast_msgspec import (
     _HAS_MSGSPEC,
     _decode_or_none,

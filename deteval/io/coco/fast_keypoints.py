@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
@@ -11,37 +10,13 @@ from deteval._dtypes import row_dtype
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError
 from deteval.io.category_map import CategoryMap, map_categories
+from deteval.io.coco._common import capacity_buffer
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
 
 #: Bytes of the shortest keypoint record the compiled parser accepts, with its comma:
 #: ``{"image_id":0,"category_id":0,"keypoints":[0,0,0],"score":0},``; a number takes 2 (``0,``).
 _MIN_KEYPOINT_RECORD_BYTES = 61
-
-
-def capacity_buffer(n: int, dtype: Any) -> np.ndarray:
-    """``np.empty(n, dtype)`` for a column sized by the most records a file's size allows.
-
-    Such a buffer is written only in part (and by parts at a time, at offsets apart when parsed on
-    threads) and then shrunk in place. numpy asks the kernel for 2 MiB pages for arrays of 4 MiB
-    or more (``madvise(MADV_HUGEPAGE)``), and each page written is then resident whole: here it is
-    not asked, so only the 4 KiB pages written become resident (keypoints at 5,000 images: peak
-    74 -> 69 MiB). The values are those of ``np.empty``; numpy's setting is restored at once.
-    """
-    setting = getattr(getattr(np, "_core", None), "multiarray", None)
-    toggle = getattr(setting, "_set_madvise_hugepage", None)
-    if toggle is None:  # pragma: no cover - a numpy without the switch
-        return np.empty(n, dtype=dtype)
-    with _HUGEPAGE_SWITCH:  # loaders on two threads: the second must not find the first's False
-        before = toggle(False)
-        try:
-            return np.empty(n, dtype=dtype)
-        finally:
-            toggle(before)
-
-
-#: Held while numpy's process-wide huge-page setting is switched off (:func:`capacity_buffer`).
-_HUGEPAGE_SWITCH = threading.Lock()
 
 
 def keypoint_results(
