@@ -32,7 +32,6 @@ from deteval.accumulate.grids import recall_grid, recall_thresholds
 from deteval.accumulate.methods import (
     _COMPILED_AP,
     AP_METHODS,
-    _eleven_point_ap,
     ap_11_point,
     ap_101_point,
     ap_all_point,
@@ -287,8 +286,8 @@ def _accumulate_compiled(
     value is identical (tests/unit/test_cacc.py compares them with the numpy twin's). Classes
     without positives are NaN in every output, written by the kernel too.
     """
-    ap_of = _COMPILED_AP.get(protocol.ap_method)
-    if ap_of is None:
+    eleven_point = _COMPILED_AP.get(protocol.ap_method)
+    if eleven_point is None:
         return _speedups.Decline(f"ap_method {protocol.ap_method}")
     if protocol.score_ties != "ranked":
         return _speedups.Decline(f"score_ties {protocol.score_ties}")
@@ -342,7 +341,7 @@ def _accumulate_compiled(
         n_area,
         n_thr,
         n_class,
-        ap_of is _eleven_point_ap,
+        eleven_point,
         precision,
         scores,
         recall,

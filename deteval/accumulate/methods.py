@@ -62,11 +62,10 @@ def _eleven_point_ap(precision_at_recall: np.ndarray) -> np.ndarray:
     return np.cumsum(precision_at_recall / 11.0, axis=-1)[..., -1].transpose(0, 2, 1)
 
 
-#: The point-sampled methods the compiled kernel runs, and the AP of their precision array.
-_COMPILED_AP: Mapping[str, Callable[[np.ndarray], np.ndarray]] = {
-    "101_point": _mean_ap,
-    "11_point": _eleven_point_ap,
-}
+#: The point-sampled methods the compiled kernel runs, and whether the AP it computes itself is
+#: :func:`_eleven_point_ap`'s cumulative sum (True) or :func:`_mean_ap`'s mean over the recall
+#: points (False): the kernel makes that expression's additions, in its order.
+_COMPILED_AP: Mapping[str, bool] = {"101_point": False, "11_point": True}
 
 
 def ap_all_point(
