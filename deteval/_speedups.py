@@ -30,10 +30,10 @@ import importlib
 import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from deteval._values import frozen
 from deteval.errors import ExtensionError
 
 __all__ = [
@@ -158,14 +158,14 @@ def state(name: str) -> str:
     return "active"
 
 
-@dataclass(frozen=True)
+@frozen
 class Decline:
     """A kernel's answer for inputs it does not take: the twin runs, and ``reason`` is counted."""
 
     reason: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Kernel:
     """A compiled kernel and its numpy twin.
 

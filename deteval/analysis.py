@@ -8,10 +8,9 @@ largest ``max_dets``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from deteval._values import frozen
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult
 
@@ -75,7 +74,7 @@ def _class_index(result: EvalResult, category_id: int) -> int:
     return result.category_ids.index(category_id)
 
 
-@dataclass(frozen=True)
+@frozen
 class PRCurve:
     """The raw (not interpolated) precision/recall curve of one class in one lane.
 
@@ -250,7 +249,7 @@ def best_f1(
 OUTCOME_WORDS = ("tp", "ignored", "fp")
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class MatchColumns:
     """Every scored detection with its outcome, as columns (what :func:`matches` lists as rows).
 

@@ -8,10 +8,9 @@ parts themselves are :func:`deteval.calibration.calibration`, :func:`deteval.lrp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from deteval._values import frozen
 from deteval.analysis import pr_auc
 from deteval.calibration import Calibration
 from deteval.calibration import calibration as calibrate
@@ -25,7 +24,7 @@ from deteval.summary import none_if_nan
 __all__ = ["BeyondAP", "beyond_ap"]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class BeyondAP:
     """The parts :func:`beyond_ap` computed; None where not asked for.
 

@@ -26,10 +26,9 @@ past its border) are clipped the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from deteval._values import frozen
 from deteval.analysis import _lane, _ranking_of
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError, InputError
@@ -144,7 +143,7 @@ def _class_d_ece(
         return np.where(n > 0, np.bincount(run_class, weights=term, minlength=n_class) / n, np.nan)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Calibration:
     """What :func:`calibration` found.
 

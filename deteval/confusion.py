@@ -27,10 +27,9 @@ is 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.decomposition import ImagePairs
 from deteval.errors import ConfigError
@@ -43,7 +42,7 @@ from deteval.protocol import Protocol, resolve_protocol
 __all__ = ["ConfusionMatrix", "confusion_matrix", "greedy_pairs"]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class ConfusionMatrix:
     """Counts (n_class + 1, n_class + 1): row = true class, column = predicted class.
 

@@ -11,12 +11,13 @@ lossy round trip (``x + (x2 - x)`` is not always ``x2`` in floating point).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
 from deteval._dtypes import index_column_of, index_dtype, order_column, shifted_index
+from deteval._values import frozen
 from deteval.errors import InputError, records_error
 
 __all__ = [
@@ -152,7 +153,7 @@ def _freeze_optional(value: object, names: tuple) -> None:
             object.__setattr__(value, name, array)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class FederatedLabels:
     """LVIS' federated image labels, as (image, category) index pairs.
 
@@ -198,7 +199,7 @@ class FederatedLabels:
         return np.isin(image.astype(np.int64) * n_class + category, known)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class GroundTruth:
     """Ground-truth objects of a dataset, column by column.
 
@@ -334,7 +335,7 @@ class GroundTruth:
         return len(self.image)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Detections:
     """Detector outputs, column by column, relative to one :class:`GroundTruth`.
 
@@ -428,7 +429,7 @@ class Detections:
         )
 
 
-@dataclass(frozen=True)
+@frozen
 class ImageAttributes:
     """Attributes of images, by image id and by file name: what ``--slice`` slices by.
 

@@ -9,8 +9,7 @@ Values in, values out; :func:`deteval.report.format_analysis_table` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from deteval._values import frozen
 from deteval.beyond import BeyondAP, beyond_ap
 from deteval.confusion import ConfusionMatrix, confusion_matrix
 from deteval.data import Detections, GroundTruth
@@ -24,7 +23,7 @@ from deteval.tide import TideErrors, tide_errors
 __all__ = ["AnalysisResult", "analyze"]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class AnalysisResult:
     """What :func:`analyze` found; a part is None when it was not asked for.
 

@@ -7,12 +7,12 @@ their offsets, never with a Python loop per group.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
 from deteval import _speedups
+from deteval._values import frozen
 from deteval.memory import BYTES_PER_PAIR, require
 
 __all__ = [
@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@frozen
 class Groups:
     """Rows sorted by group, with the group of each row and each group's first row.
 

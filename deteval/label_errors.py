@@ -28,10 +28,10 @@ pycocotools' ``bbIou``), whatever the protocol.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult
@@ -52,7 +52,7 @@ DEFAULT_THRESHOLDS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class LabelErrors:
     """The candidates :func:`label_errors` found.
 

@@ -29,10 +29,9 @@ The authors' implementation (``kemaloksuz/LRP-Error``, ``pycocotools/pycocotools
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from deteval._values import frozen
 from deteval.analysis import _lane, _ranked_rows, _ranking_of
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
@@ -149,7 +148,7 @@ def mean_tp_iou(result: EvalResult, ious: np.ndarray, *, max_dets: int | None = 
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class OptimalLRP:
     """Optimal LRP of every class (see the module's documentation).
 

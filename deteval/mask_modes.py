@@ -9,11 +9,11 @@ also takes paths, dicts and protocol names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth
 from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
 from deteval.geometry import prepare_masks
@@ -24,7 +24,7 @@ from deteval.sharding import match_sharded
 __all__ = ["MaskModeComparison", "compare_mask_modes"]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class MaskModeComparison:
     """Exact against raster mask IoU on the same data (see :func:`compare_mask_modes`).
 

@@ -19,11 +19,12 @@ The readers of the challenge's files are in :mod:`deteval.io.openimages`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, cast
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputError, shorten
 
@@ -41,7 +42,7 @@ __all__ = [
 MAX_DEPTH = 64
 
 
-@dataclass(frozen=True)
+@frozen
 class ClassHierarchy:
     """A class hierarchy: each class's ancestors and descendants, the root left out.
 
@@ -67,7 +68,7 @@ class ClassHierarchy:
         return tuple(self.ancestors)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class ImageLevelLabels:
     """Verified image-level labels: one row per (image, label, positive or negative).
 
@@ -93,7 +94,7 @@ class ImageLevelLabels:
         self.is_positive.setflags(write=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class ChallengeCounts:
     """What :func:`apply_challenge_rules` did, for the result's notes."""
 

@@ -21,11 +21,12 @@ Object size is not an image attribute: it is the protocol's area ranges (``APs``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import Detections, FederatedLabels, GroundTruth, ImageAttributes, order_column
 from deteval.errors import ConfigError, InputError, shorten
 from deteval.evaluate import EvalResult, match, score
@@ -54,7 +55,7 @@ IMAGE_SIZE_BUCKETS = (
 BUILTIN_SLICES = ("image_size", "has_crowd")
 
 
-@dataclass(frozen=True)
+@frozen
 class SliceSpec:
     """``--slice KEY`` (a slice per value) or ``--slice KEY=VALUE`` (one slice).
 
@@ -82,7 +83,7 @@ def parse_slice(text: str) -> SliceSpec:
     return SliceSpec(key, value if sep else None)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class SliceResult:
     """One slice's evaluation.
 

@@ -6,11 +6,11 @@ Undefined values are NaN (pycocotools prints -1); :func:`none_if_nan` turns them
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.accumulate import Accumulated
 from deteval.protocol import Protocol
 
@@ -176,7 +176,7 @@ def summary_ar(
     return mean_defined(acc.recall[t][:, :, a, m])
 
 
-@dataclass(frozen=True)
+@frozen
 class SummaryTerm:
     """One headline metric of a summary: which mean it is.
 

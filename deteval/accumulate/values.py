@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from typing import cast
 
 import numpy as np
 
+from deteval._values import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class Accumulated:
     """Per-class curves summarised on the protocol's axes.
 
@@ -102,7 +103,7 @@ class _Lanes:
         return self.det_is_ignored[lane, self.ranking[positions]]
 
 
-@dataclass(frozen=True)
+@frozen
 class _Ranked:
     """The detections kept under one ``max_dets`` value, in ranking order, grouped by class.
 
@@ -165,7 +166,7 @@ class _Ranked:
         return (lane if self.keep is None else lane[is_kept]), kept_pos
 
 
-@dataclass(frozen=True)
+@frozen
 class _Output:
     """Views of the result arrays at one ``max_dets`` index (written in place, then frozen)."""
 

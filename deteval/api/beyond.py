@@ -8,9 +8,9 @@ drawn on the images as every deteval bootstrap of the same seed draws them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from deteval._values import frozen
 from deteval.beyond import beyond_ap
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
@@ -22,7 +22,7 @@ from deteval.stats.beyond import beyond_differences, beyond_intervals
 __all__ = ["BeyondOptions", "beyond_document", "with_thresholds", "protocol_with_thresholds"]
 
 
-@dataclass(frozen=True)
+@frozen
 class BeyondOptions:
     """Which of calibration and optimal LRP, and how.
 

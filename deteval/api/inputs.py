@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.api._emit import _emit
 from deteval.api.openimages import load_challenge, side_files
 from deteval.data import Detections, GroundTruth
@@ -91,7 +92,7 @@ def _as_dt(
     return detections
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Inputs:
     """Ground truth and (optionally) detections, loaded and checked.
 

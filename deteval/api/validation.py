@@ -8,11 +8,11 @@ each protocol's needs (boxes, ``max_dets``, masks) and counts what they hold in 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.api._emit import _emit
 from deteval.api.inputs import _load_inputs
 from deteval.data import Detections, GroundTruth
@@ -24,7 +24,7 @@ from deteval.masks.sources import PolygonSegmentations, RleSegmentations
 from deteval.protocol import Protocol, resolve_protocol
 
 
-@dataclass(frozen=True)
+@frozen
 class Validation:
     """What ``deteval validate`` found.
 

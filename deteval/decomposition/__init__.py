@@ -56,10 +56,9 @@ themselves are unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from deteval._values import frozen
 from deteval.accumulate import recall_thresholds
 from deteval.data import Detections, GroundTruth
 from deteval.decomposition.pairs import (
@@ -106,7 +105,7 @@ CURVE_NAMES = ("precision_D", "recall_D", "precision_L", "recall_L", "precision_
 SEGM_CURVE_NAMES = ("precision_SgCL", "recall_SgCL")
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class ClassDecomposition:
     """One class: the curves at each confidence and their APs.
 
@@ -153,7 +152,7 @@ class ClassDecomposition:
         }
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Decomposition:
     """The decomposition of every class at one IoU threshold.
 

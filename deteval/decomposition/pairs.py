@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from deteval import _speedups
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.geometry import PreparedMasks, pair_box_iou
 from deteval.grouping import candidate_pairs, group_rows
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class ImagePairs:
     """Every (detection, ground truth) pair of one image, any class, with its box IoU.
 

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth
 from deteval.evaluate.table import MatchTable
 from deteval.protocol import Protocol
 from deteval.summary import none_if_nan
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class EvalResult:
     """The outcome of :func:`evaluate`.
 

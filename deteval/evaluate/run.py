@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from deteval._dtypes import lane_dtype, row_dtype
 from deteval._parallel import kernel_threads
+from deteval._values import frozen
 from deteval.data import Detections, FederatedLabels, GroundTruth
 from deteval.evaluate import threads as per_thread
 from deteval.evaluate.flags import _det_area, ground_truth_flags, outside_area_ranges
@@ -208,7 +208,7 @@ def match(
 _MATCH_CHUNK = 1 << 18
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _SortedTruth:
     """The ground truth as :func:`_match_chunk` reads it: sorted by (image, class), with its flags."""
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from deteval._dtypes import lane_dtype, row_dtype
+from deteval._values import frozen
 from deteval.matching import LaneFlags
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class MatchTable:
     """Per-detection outcome of matching, ready to accumulate; shards concatenate.
 

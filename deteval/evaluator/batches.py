@@ -12,11 +12,10 @@ The methods live on :class:`_BatchTables`, a mixin of :class:`~deteval.evaluator
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from deteval._dtypes import row_dtype
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth, boxes_as, index_column_of, shifted_index
 from deteval.evaluate import MatchTable, match, merge_match_tables
 from deteval.geometry.rotated import rotated_area, rotated_envelope
@@ -25,7 +24,7 @@ from deteval.protocol import Protocol
 _SOURCE = "<Evaluator>"
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _Batch:
     """What one matched batch keeps: its images, categories, ground truth columns and MatchTable.
 

@@ -24,11 +24,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult, check_protocol, inputs_summary
@@ -75,7 +75,7 @@ WALK_ORDER: tuple = tuple(
 _LAST_STEP = (EXPLAIN_STEPS[-1], tuple(k for k, spec in FIELDS.items() if spec.step == EXPLAIN_STEPS[-1]))
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class Comparison:
     """Results of one dataset under several protocols.
 
@@ -193,7 +193,7 @@ def _headline(result: EvalResult) -> tuple[str, float]:
     return "AP", float(result.metrics.get("AP", float("nan")))
 
 
-@dataclass(frozen=True)
+@frozen
 class ExplainStep:
     """One step of the walk from A to B.
 
@@ -243,7 +243,7 @@ def _finite(value: float) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-@dataclass(frozen=True)
+@frozen
 class ExplainWalk:
     """The walk from protocol A to protocol B on one dataset: values only.
 

@@ -36,12 +36,13 @@ reports what the difference does to the metrics on real data.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from deteval._parallel import kernel_threads
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.geometry.raster import RasterMasks, check_rasterisable, mask_pixel_area, raster_pair_iou
 
@@ -72,7 +73,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class CollectionMasks:
     """The checked masks of one collection (ground truth or detections) and their geometry.
 
@@ -119,7 +120,7 @@ class CollectionMasks:
         return invalid_polygons in self._exact
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class PreparedMasks:
     """The checked masks of one (ground truth, detections) pair, for any mask protocol.
 

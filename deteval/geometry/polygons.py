@@ -21,12 +21,12 @@ have matched at any threshold, so no outcome changes (the greedy matchers drop s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import shapely
 
+from deteval._values import frozen
 from deteval.errors import InputError
 from deteval.masks import POLYGON, CheckedMasks, SegmentationSource, fail_records
 
@@ -39,7 +39,7 @@ _REPAIR_HINT = (
 )
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class ExactMasks:
     """Per record: shapely geometry, exact area and xyxy bounds.
 

@@ -17,9 +17,9 @@ the evidence or refused with the list; a folder with none is an error naming whe
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError
 from deteval.io._text import first_row_width, list_files, names_note
@@ -105,7 +105,7 @@ def load_ground_truth(source: Any, *, workers: int | str = 1, **options: Any) ->
     return load_coco_gt(source, workers=workers, **options)
 
 
-@dataclass(frozen=True)
+@frozen
 class PredictionSource:
     """Where the detections of a ``--dt`` are read, and as what.
 

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import io
 import os
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from deteval._safe_read import decode_text, read_bytes
+from deteval._values import frozen
 from deteval.errors import InputError
 from deteval.io._text import split_lines
 
@@ -236,7 +236,7 @@ def _where_npy(index: tuple) -> str:
     return "element [" + ", ".join(str(int(i)) for i in index) + "]: "
 
 
-@dataclass(frozen=True)
+@frozen
 class NamedMatrix:
     """A matrix read from a file, with its column names and row ids when the file gives them.
 

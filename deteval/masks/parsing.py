@@ -8,12 +8,13 @@ checked, and gathers vertices, part offsets, canonical RLE dicts and extents.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from pycocotools import mask as mask_utils
 
+from deteval._values import frozen
 from deteval.masks.polygons import _flat_polygons, _parse_polygons
 from deteval.masks.rle import _cmask, _parse_rles, summarise_spans
 from deteval.masks.sources import (
@@ -59,7 +60,7 @@ class RleRows(Sequence):
     __hash__ = None  # type: ignore[assignment]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class CheckedMasks:
     """Canonical masks of every record of a collection.
 

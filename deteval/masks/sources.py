@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth
 from deteval.errors import InputError
 
@@ -125,7 +125,7 @@ class RleSegmentations(Sequence):
         return {"size": [h, w], "counts": bytes(self.blob[lo:hi]).decode("ascii")}
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class SegmentationSource:
     """The raw segmentation values of one collection, and how to name its records.
 

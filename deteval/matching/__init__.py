@@ -17,12 +17,11 @@ that the two agree bit for bit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from deteval import _speedups
 from deteval._dtypes import lane_dtype, narrow_rows, row_dtype
+from deteval._values import frozen
 from deteval.errors import ConfigError
 from deteval.grouping import lexsort, rank_in_group
 from deteval.matching.others import match_group_of, match_ultralytics
@@ -45,7 +44,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class CocoMatchInput:
     """The inputs of :func:`match_coco` as one value: what its kernel and its numpy twin take.
 
@@ -68,7 +67,7 @@ class CocoMatchInput:
     threads: int = 1
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class VocMatchInput:
     """The inputs of :func:`match_voc` as one value: what its kernel and its numpy twin take.
 

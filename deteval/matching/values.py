@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from deteval._values import frozen
 from deteval.errors import ConfigError
 
 #: pycocotools compares IoU against ``min(t, 1 - 1e-10)`` so that t = 1.0 can still match.
 COCO_MAX_THRESHOLD = 1 - 1e-10
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class LaneFlags:
     """One flag per (lane, detection), packed eight lanes to a byte.
 
@@ -140,7 +139,7 @@ def lane_bytes(n_lane: int) -> int:
     return (n_lane + 7) // 8
 
 
-@dataclass(frozen=True)
+@frozen
 class MatchResult:
     """Outcome of matching, per lane (area range a, IoU threshold t: lane = a * n_iou_thr + t).
 

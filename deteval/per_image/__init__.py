@@ -30,10 +30,9 @@ with the image's false positives left out and its found objects put first
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from deteval._values import frozen
 from deteval.accumulate import accumulate
 from deteval.analysis import _lane
 from deteval.data import Detections, GroundTruth
@@ -84,7 +83,7 @@ AP_GAIN_MAX_ROWS = 20_000_000
 _GAIN_CHUNK_ROWS = 1 << 21
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class PerImage:
     """Per-image counts, F1, TIDE errors and AP gain at one lane (what :func:`per_image` returns).
 
@@ -419,7 +418,7 @@ def _one_lane(flags: np.ndarray) -> LaneFlags:
     return LaneFlags(bits=flags.astype(np.uint8).reshape(-1, 1), n_lane=1)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _RankedColumns:
     """The detections of the ranked lists at one lane, by class then rank (rows of the ranking)."""
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError
 from deteval.evaluate import EvalResult, pair_iou
@@ -72,7 +71,7 @@ def _pair_iou_fn(gt: GroundTruth, dt: Detections, protocol: Protocol):
     return fn
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _Tide:
     """TIDE error codes of the selected table rows and the missed ground truth."""
 

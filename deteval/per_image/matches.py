@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from deteval._values import frozen
 from deteval.analysis import OUTCOME_WORDS, MatchColumns, _lane, match_columns
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.evaluate import EvalResult, ground_truth_flags
@@ -19,7 +18,7 @@ from deteval.tide.outcome import _single_lane
 MATCH_OUTCOME_WORDS = (*OUTCOME_WORDS, "fn")
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class ExplainedMatches:
     """Every scored detection explained, and every missed ground truth (:func:`explained_matches`).
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from deteval._values import frozen
 
 #: Default number of images in the gallery.
 MAX_IMAGES = 60
@@ -29,7 +31,7 @@ OUTCOME_COLOURS = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class GalleryBox:
     """One box of an image: a detection or a ground truth.
 
@@ -61,7 +63,7 @@ class GalleryBox:
     ident: int
 
 
-@dataclass(frozen=True)
+@frozen
 class GalleryImage:
     """One image of the gallery: its counts, its boxes and (maybe) its picture.
 
@@ -101,7 +103,7 @@ class GalleryImage:
     note: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class Gallery:
     """The images that cost the most, ready for :func:`gallery_section`.
 

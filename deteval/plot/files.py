@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from deteval._values import frozen
 from deteval.errors import ConfigError
 from deteval.plot._base import FORMATS, as_document, atomic_write, figure_bytes
 from deteval.plot._beyond import add_beyond_specs, beyond_documents
@@ -21,7 +21,7 @@ from deteval.plot.matrix import confusion_matrix, decomposition_curves
 __all__ = ["FigureSpec", "figure_specs", "plot_all", "slug", "per_detector"]
 
 
-@dataclass(frozen=True)
+@frozen
 class FigureSpec:
     """One figure of a run, not yet drawn.
 

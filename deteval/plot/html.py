@@ -19,10 +19,10 @@ import json
 import os
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deteval._values import frozen
 from deteval._version import __version__
 from deteval.plot._base import as_document, atomic_write, figure_bytes
 from deteval.plot._beyond import beyond_section
@@ -45,7 +45,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
-@dataclass(frozen=True)
+@frozen
 class _DrawnSpec(FigureSpec):
     """A figure spec whose PNG is already drawn (:func:`_drawn`)."""
 

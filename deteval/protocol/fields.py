@@ -12,9 +12,9 @@ validation of protocol values (:func:`check_field`, :func:`check_fields`) and th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from deteval._values import frozen
 from deteval.errors import ConfigError
 from deteval.protocol.checks import (
     _check_area_ranges,
@@ -88,7 +88,7 @@ def _check_choice(key: str, value: Any, where: str) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class FieldSpec:
     """One field of :class:`Protocol`.
 

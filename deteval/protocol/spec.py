@@ -24,11 +24,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.errors import ConfigError
 from deteval.protocol.checks import describe_value
 from deteval.protocol.fields import (
@@ -105,7 +105,7 @@ ImageLevelLabels = Literal["none", "verified"]
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Protocol:
     """A complete, frozen description of how to score detections.
 

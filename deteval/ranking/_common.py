@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.accumulate import recall_grid, step_ap_sum, tie_group_end
 from deteval.errors import ConfigError, InputError, UndefinedMetricWarning
 from deteval.ranking._options import AVERAGES
@@ -132,7 +132,7 @@ def _as_weights(sample_weight: Any, n: int, name: str = "sample_weight") -> np.n
 # The ranking kernel: many binary problems at once, one row each
 
 
-@dataclass(frozen=True)
+@frozen
 class _Ranked:
     """Rows of binary problems sorted by decreasing score (stable), with per-position counts.
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.errors import ConfigError, DetevalWarning, UndefinedMetricWarning
 from deteval.ranking._common import (
     AVERAGES,
@@ -21,7 +22,7 @@ from deteval.ranking.at_k import average_precision_at_k, ndcg_at_k, precision_at
 from deteval.ranking.curves import average_precision, roc_auc
 
 
-@dataclass(frozen=True)
+@frozen
 class RawBinarizedComparison:
     """AP of raw scores next to AP of the same scores thresholded to 0/1.
 

@@ -10,8 +10,9 @@ module says what the compared number is, adds the notes and the one-line summary
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import fields
 
+from deteval._values import frozen
 from deteval.explain import ExplainWalk, _finite
 from deteval.protocol import Protocol
 
@@ -24,7 +25,7 @@ def _fmt(value: float, digits: int = 4, sign: bool = False) -> str:
     return f"{value:+.{digits}f}" if sign else f"{value:.{digits}f}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Explanation(ExplainWalk):
     """Why protocol A and protocol B give different numbers on one dataset: a walk, in words.
 

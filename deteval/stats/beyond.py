@@ -11,11 +11,11 @@ draws, so their differences are paired.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.analysis import _lane, _ranked_rows, _ranking_of
 from deteval.calibration import (
     _bin_keys,
@@ -37,7 +37,7 @@ __all__ = ["BeyondSamples", "BeyondIntervals", "beyond_samples", "beyond_interva
 LRP_KEYS = ("oLRP", "oLRP_loc", "oLRP_FP", "oLRP_FN")
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class BeyondSamples:
     """The point values and every resample's values of one detector.
 
@@ -57,7 +57,7 @@ class BeyondSamples:
     names: tuple
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class BeyondIntervals:
     """Intervals of D-ECE and oLRP (overall and per class) over image resamples.
 

@@ -8,10 +8,10 @@ verdict.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputError
 from deteval.evaluate import MatchTable, match, score
@@ -29,7 +29,7 @@ from deteval.stats.settings import BootstrapSettings, _check_settings
 _TESTS = ("bootstrap",)
 
 
-@dataclass(frozen=True)
+@frozen
 class Comparison:
     """B - A on one metric under one protocol, paired over the same resamples.
 
@@ -169,7 +169,7 @@ def verdict(comparison: Comparison) -> str:
     return f"{head}, p = {p}: no significant difference at the {level} level"
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class ComparisonResult:
     """The outcome of :func:`compare_detectors`: per-detector intervals and the comparisons.
 

@@ -8,11 +8,12 @@ estimate; the JSON pieces of its document are here too.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import GroundTruth
 from deteval.errors import ConfigError, InputError
 from deteval.evaluate import EvalResult
@@ -28,7 +29,7 @@ from deteval.stats.settings import (
 )
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class DetectorBootstrap:
     """Point estimates and intervals of one detector under one protocol.
 
@@ -71,7 +72,7 @@ class DetectorBootstrap:
         return {"detector": self.name, **result_ci_dict(self.result.to_dict(), self)}
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class BootstrapResult:
     """Intervals of every resampled detector and the weights of the resamples (n, n_images)."""
 

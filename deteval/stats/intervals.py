@@ -13,11 +13,11 @@ is reported beside each estimate.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.errors import DetevalWarning
 from deteval.stats.settings import _check_settings
 
@@ -33,7 +33,7 @@ class BootstrapBiasWarning(DetevalWarning):
     """
 
 
-@dataclass(frozen=True)
+@frozen
 class Interval:
     """An interval over the resamples where the value is defined.
 

@@ -7,11 +7,11 @@ the counted ground truth per image, and which (area, ``max_dets``) the headline 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.accumulate import recall_thresholds
 from deteval.data import GroundTruth
 from deteval.evaluate import MatchTable, ground_truth_flags, ranking_order
@@ -52,7 +52,7 @@ def _positives_per_image(gt: GroundTruth, protocol: Protocol) -> _RecallOnly:
     )
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _WeightLayout:
     """Where every entry's weight is read in one resample's weight table (:meth:`table`).
 
@@ -94,7 +94,7 @@ class _WeightLayout:
         return out
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _Source:
     """Where the weights of a list of ranked entries come from: ``table[key]`` (see _WeightLayout)."""
 
@@ -112,7 +112,7 @@ class _Source:
         return np.take(table, self.key)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _Curve:
     """The true positives of the ranking at one ``max_dets`` value and how to count them.
 
@@ -156,7 +156,7 @@ class _Curve:
         return _FlatCurve.of(self)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _FlatCurve:
     """A :class:`_Curve` as ``deteval._cboot.curve_row`` reads it: contiguous arrays.
 
@@ -211,7 +211,7 @@ class _FlatCurve:
         return cls(arrays, int(bounds[-1]) + len(counted) + len(cur.corr) + 1, longest)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _RecallOnly:
     """Counts per (segment, image), for weighted sums ``n[seg] = sum(count * w[img])``.
 
@@ -224,7 +224,7 @@ class _RecallOnly:
     bounds: np.ndarray  # (n_thr * n_class + 1,)
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _Plan:
     """Everything about one (detector, protocol) that does not depend on the weights."""
 

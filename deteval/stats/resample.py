@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import multiprocessing as mp
 from collections.abc import Callable
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import GroundTruth
 from deteval.errors import ConfigError, InputError
 from deteval.evaluate import MatchTable
@@ -27,7 +27,7 @@ from deteval.summary import SUMMARY_TERMS
 _CELLS_PER_CHUNK = 6_000_000
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class ResampledMetrics:
     """Scores of one detector under one protocol, per resample.
 
@@ -67,7 +67,7 @@ def _check_supported(protocol: Protocol) -> None:
         )
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class _ResampleJob:
     """What every worker of one :func:`resample_metrics` shares (inherited by forked workers)."""
 

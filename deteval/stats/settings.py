@@ -7,11 +7,11 @@ only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from deteval._values import frozen
 from deteval.errors import ConfigError
 
 #: Interval methods (docs/statistics.md): basic (the default), BCa, percentile.
@@ -20,7 +20,7 @@ _METHODS = ("basic", "bca", "percentile")
 JACKKNIFE_GROUPS = 100
 
 
-@dataclass(frozen=True)
+@frozen
 class BootstrapSettings:
     """How a bootstrap was run (the JSON ``"bootstrap"`` object).
 

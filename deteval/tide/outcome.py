@@ -7,10 +7,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth, boxes_as
 from deteval.evaluate import ground_truth_flags, match
 from deteval.geometry import pair_box_iou
@@ -19,7 +18,7 @@ from deteval.matching import match_coco
 from deteval.protocol import Protocol
 
 
-@dataclass(frozen=True)
+@frozen
 class _Outcome:
     """Kept detections (rows of ``dt``) and what matching made of them, at the foreground IoU."""
 

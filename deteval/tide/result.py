@@ -7,9 +7,11 @@ returns, with its JSON form.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
+
+from deteval._values import frozen
 
 #: Main error types in tidecv's order (ClassError, BoxError, OtherError, DuplicateError,
 #: BackgroundError, MissedError).
@@ -22,7 +24,7 @@ MODES = ("tidecv", "protocol")
 _CODE = {"tp": 0, "cls": 1, "loc": 2, "both": 3, "dupe": 4, "bkg": 5}
 
 
-@dataclass(frozen=True)
+@frozen
 class TideErrors:
     """dAP of each TIDE error type, overall and per class.
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from pycocotools import mask as mask_utils
 
+from deteval._values import frozen
 from deteval.errors import ConfigError, InputError
 from deteval.interop.cocoeval import COCOeval
 
@@ -71,7 +71,7 @@ def float32_linspace(start: float, stop: float, num: int) -> tuple[float, ...]:
     return tuple(float(v) for v in values)
 
 
-@dataclass(frozen=True)
+@frozen
 class Settings:
     """torchmetrics' constructor arguments, checked and normalised.
 
@@ -221,7 +221,7 @@ def _rle(mask: Rle) -> dict:
     return {"size": list(mask[0]), "counts": mask[1]}
 
 
-@dataclass(frozen=True)
+@frozen
 class _Side:
     """One side's per-image arrays, as torchmetrics keeps them (targets: crowds and areas)."""
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 import numpy as np
 
 from deteval._safe_read import MAX_BYTES, parse_yaml, read_text
+from deteval._values import frozen
 from deteval.data import GroundTruth
 from deteval.errors import ConfigError, shorten
 
@@ -121,7 +122,7 @@ COCO91_IDS = np.array([i for i, _ in COCO80], dtype=np.int64)
 COCO80_NAMES = tuple(n for _, n in COCO80)
 
 
-@dataclass(frozen=True)
+@frozen
 class CategoryMap:
     """How detection category ids name ground-truth categories.
 
