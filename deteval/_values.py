@@ -8,11 +8,11 @@ assignment refused with :class:`dataclasses.FrozenInstanceError` -- but builds t
 closures over the fields instead of writing and compiling their source. On Python 3.11 the
 standard decorator compiles five or six small functions per class, about 1-4 ms a class; with the
 25 value classes a keypoint evaluation imports that was 38 ms of a 0.3 s run. These take about
-0.1 ms. Instances are made a few times per evaluation, so the call-time cost of a closure is nothing.
+0.2 ms. Instances are made a few times per evaluation, so the call-time cost of a closure is nothing.
 
 ``tests/unit/test_values.py`` checks every value class of the package against the standard
-decorator's behaviour. Not supported (refused when the class is made): ``InitVar`` fields, ``order``,
-``slots``, a class that defines ``__setattr__`` or ``__delattr__`` (as the standard frozen ones refuse).
+decorator's behaviour. Not offered: ``order``, ``slots``; refused when the class is made: ``InitVar``
+fields, a class that defines ``__setattr__`` or ``__delattr__`` (as the standard frozen ones refuse).
 """
 
 from __future__ import annotations
