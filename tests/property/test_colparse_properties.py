@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deteval import _speedups
-from deteval.io.coco import fast, fast_instances
+from deteval.io.coco import fast, fast_instances, fast_msgspec
 from tests.support.kernels import needs_kernel
 
 _colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
@@ -86,7 +86,7 @@ def test_compiled_columns_equal_msgspec_columns(raw):
         c_cols = fast._compiled_box_columns(raw)
     finally:
         fast._colparse = saved
-    py_cols = fast._msgspec_box_columns(raw)
+    py_cols = fast_msgspec._msgspec_box_columns(raw)
     if py_cols is None:
         assert c_cols is None
         return
@@ -104,7 +104,7 @@ def test_every_number_reads_as_msgspec_reads_it(number):
     capacity = 1
     columns = [np.empty(capacity, np.int64), np.empty(capacity, np.int64), np.empty(4), np.empty(1)]
     n = _colparse.box_results(raw, *columns)
-    py_cols = fast._msgspec_box_columns(raw)
+    py_cols = fast_msgspec._msgspec_box_columns(raw)
     if py_cols is None:
         assert n is None
         return

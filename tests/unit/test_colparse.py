@@ -21,7 +21,7 @@ import pytest
 
 from deteval import _speedups
 from deteval.errors import DetevalError
-from deteval.io.coco import fast, load_coco_dt, load_coco_gt
+from deteval.io.coco import fast, fast_msgspec, load_coco_dt, load_coco_gt
 from tests import ROOT
 from tests.support.colparse import (
     HOSTILE_CLASS,
@@ -51,7 +51,7 @@ def compiled(monkeypatch):
 def assert_twins(raw: bytes) -> tuple | None:
     """Both paths on ``raw``: equal columns bit for bit, or both None. Returns the columns."""
     c_cols = fast._compiled_box_columns(raw)
-    py_cols = fast._msgspec_box_columns(raw)
+    py_cols = fast_msgspec._msgspec_box_columns(raw)
     if py_cols is None:
         assert c_cols is None
         return None

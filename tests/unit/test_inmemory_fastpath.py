@@ -16,7 +16,7 @@ import pytest
 
 from deteval import _speedups
 from deteval.errors import DetevalError
-from deteval.io.coco import fast, fast_instances, load_coco_dt, load_coco_gt
+from deteval.io.coco import fast, fast_instances, fast_msgspec, load_coco_dt, load_coco_gt
 from deteval.io.coco import ground_truth as gt_module
 from deteval.io.coco import results as dt_module
 from tests import ROOT
@@ -298,7 +298,7 @@ def test_compiled_box_records_are_twins(monkeypatch, name):
     monkeypatch.setattr(fast, "_colparse", _colparse)
     records = _dt_edit(DT_CHANGES[name])()
     c_cols = fast._compiled_box_records(records)
-    _assert_column_twins(c_cols, fast._msgspec_box_records(records))
+    _assert_column_twins(c_cols, fast_msgspec._msgspec_box_records(records))
     if name not in OLD_PATH or name in ("NaN score", "inf bbox", "negative width", "unknown image"):
         assert c_cols is not None
 
@@ -324,7 +324,7 @@ def test_compiled_readers_on_generated_data(monkeypatch, seed):
     assert c_anns is not None or not gt_dict["annotations"]
     _assert_column_twins(c_anns, fast_instances._msgspec_annotation_records(gt_dict["annotations"]))
     c_dets = fast._compiled_box_records(dt_list)
-    _assert_column_twins(c_dets, fast._msgspec_box_records(dt_list))
+    _assert_column_twins(c_dets, fast_msgspec._msgspec_box_records(dt_list))
     if seed % 2 and dt_list:
         assert c_dets is not None
 
@@ -354,9 +354,11 @@ def test_compiled_numbers_are_bit_identical(monkeypatch, value):
     for field in ("score", "bbox"):
         record = {"image_id": 1, "category_id": 2, "bbox": [1, 2, 3, 4], "score": 0.5}
         record[field] = [value, 0, 1, 1] if field == "bbox" else value
-        _assert_column_twins(fast._compiled_box_records([record]), fast._msgspec_box_records([record]))
+        _assert_column_twins(
+            fast._compiled_box_records([record]), fast_msgspec._msgspec_box_records([record])
+        )
     record = {"image_id": value, "category_id": 2, "bbox": [1, 2, 3, 4], "score": 0.5}
-    _assert_column_twins(fast._compiled_box_records([record]), fast._msgspec_box_records([record]))
+    _assert_column_twins(fast._compiled_box_records([record]), fast_msgspec._msgspec_box_records([record]))
 
 
 @needs_extension

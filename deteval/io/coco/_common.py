@@ -6,6 +6,7 @@ duplicate ids, the position of ids in a sorted table, and the parsers' thread co
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 from collections.abc import Callable
@@ -17,6 +18,13 @@ from deteval._parallel import kernel_threads
 from deteval._safe_read import MAX_BYTES, loads_strict, read_bytes
 from deteval.errors import InputError
 from deteval.io._records import Problems, json_type
+
+#: Whether msgspec (the compiled readers' twin, :mod:`deteval.io.coco.fast_msgspec`) can be
+#: imported. Looked up, not imported: with the compiled readers built, nothing imports msgspec.
+_HAS_MSGSPEC = importlib.util.find_spec("msgspec") is not None
+
+#: The columns of a box-results file: image_id, category_id (int64), bbox (n, 4), score (float64).
+BoxColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 #: Bytes of JSON one more parsing thread must have to pay for itself under ``workers="auto"``
 #: (:func:`parse_threads`): the compiled parsers read about 300-400 MB/s per thread and a thread

@@ -28,16 +28,9 @@ from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError
 from deteval.io._text import FileBytes
 from deteval.io.category_map import CategoryMap, map_categories
-from deteval.io.coco._common import capacity_buffer, parse_threads
+from deteval.io.coco._common import _HAS_MSGSPEC as _HAS_MSGSPEC  # read by the tests as fast.<name>
+from deteval.io.coco._common import BoxColumns, capacity_buffer, parse_threads
 from deteval.io.coco.fast_keypoints import KeypointParts, keypoint_results
-from deteval.io.coco.fast_msgspec import (  # the twins; also read by the tests as fast.<name>
-    _HAS_MSGSPEC as _HAS_MSGSPEC,
-)
-from deteval.io.coco.fast_msgspec import (
-    BoxColumns,
-    _msgspec_box_columns,
-    _msgspec_box_records,
-)
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import join_ids
 
@@ -97,7 +90,11 @@ def _fast_box_results_held(
 def _box_columns(raw: bytes, threads: int = 1) -> BoxColumns | None:
     """The columns of a plain box-results file (compiled parser, else msgspec), or None."""
     columns = _compiled_box_columns(raw, threads) if _colparse is not None else None
-    return columns if columns is not None else _msgspec_box_columns(raw)
+    if columns is not None:
+        return columns
+    from deteval.io.coco.fast_msgspec import _msgspec_box_columns  # the twin: msgspec only when needed
+
+    return _msgspec_box_columns(raw)
 
 
 #: Bytes of the shortest record the compiled parser accepts, with its comma:
@@ -577,6 +574,8 @@ def _fast_box_records(
     """
     columns = _compiled_box_records(records) if _colparse is not None else None
     if columns is None:
+        from deteval.io.coco.fast_msgspec import _msgspec_box_records
+
         columns = _msgspec_box_records(records)
     return _box_detections(columns, path=where, gt=gt, cmap=cmap)
 

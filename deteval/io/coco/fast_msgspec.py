@@ -14,17 +14,11 @@ from typing import Annotated, Any
 
 import numpy as np
 
-try:  # decodes typed records straight into objects: the fast path for box results
-    import msgspec as _msgspec
-
-    _HAS_MSGSPEC = True
-except ImportError:  # pragma: no cover - msgspec is a declared dependency
-    _HAS_MSGSPEC = False
-
 from deteval._safe_read import count_raw_keys
+from deteval.io.coco._common import _HAS_MSGSPEC, BoxColumns
 
-#: The columns of a box-results file: image_id, category_id (int64), bbox (n, 4), score (float64).
-BoxColumns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+if _HAS_MSGSPEC:  # decodes typed records straight into objects
+    import msgspec as _msgspec
 
 if _HAS_MSGSPEC:
     #: A JSON integer that fits int64; a larger one sends the file to the full loader.
