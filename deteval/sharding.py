@@ -27,14 +27,13 @@ about :data:`AUTO_DETECTIONS_PER_WORKER` detections per extra process).
 from __future__ import annotations
 
 import os
-import signal
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from deteval._parallel import usable_cpus
+from deteval._values import frozen
 from deteval.data import Detections, GroundTruth
 from deteval.errors import DetevalError
 from deteval.evaluate import MatchTable, match, merge_match_tables
@@ -150,7 +149,7 @@ def image_shards(gt: GroundTruth, n_shards: int) -> list:
     return masks
 
 
-@dataclass(frozen=True, eq=False)
+@frozen(eq=False)
 class ShardJob:
     """What every shard of one sharded match shares (inherited by forked workers).
 
@@ -179,8 +178,15 @@ def _match_shard(job: ShardJob, images: np.ndarray, conn: Connection) -> None:
     conn.close()
 
 
-#: The signals the parent alone handles (blocked around each fork, see :func:`run_forked`).
-_PARENT_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+#: The signals the parent alone handles (blocked around each fork, see :func:`run_forked`), by
+#: name: the signal module is imported by the process paths only.
+_PARENT_SIGNALS = ("SIGINT", "SIGTERM")
+
+
+def _parent_signals() -> set:
+    import signal
+
+    return {getattr(signal, name) for name in _PARENT_SIGNALS}
 
 
 def _worker_main(target: Callable, job: object, part: object, conn: Connection) -> None:
@@ -194,9 +200,11 @@ def _worker_main(target: Callable, job: object, part: object, conn: Connection) 
     ``target`` (the parent gone while sending) ends the worker at once without a word: the
     parent reports a worker that ended without a result.
     """
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENT_SIGNALS)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _parent_signals())
     try:
         target(job, part, conn)
     except BaseException:  # noqa: BLE001 - a worker never prints; the parent reports its end
@@ -228,16 +236,18 @@ def run_forked(
     die silently of SIGTERM and never print (:func:`_worker_main`).
     """
     import multiprocessing as mp
+    import signal
     from multiprocessing.connection import Connection, wait
 
     context = mp.get_context("fork")
+    parent_signals = _parent_signals()
     workers, receivers = [], []
     local = [] if here is None else [("value", None)]
     try:
         for part in parts[len(local) :]:
             receiver, sender = context.Pipe(duplex=False)
             worker = context.Process(target=_worker_main, args=(target, job, part, sender), daemon=True)
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _PARENT_SIGNALS)
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, parent_signals)
             try:  # the child starts with them blocked: none reaches it before its own dispositions
                 worker.start()
             finally:
