@@ -1103,7 +1103,7 @@ def parse_args(argv: list | None) -> argparse.Namespace:
         "--slow-max-images",
         type=int,
         default=5000,
-        help="pycocotools, lvis-api, torchmetrics and tidecv run up to this many images (default 5000)",
+        help="pycocotools, lvis-api, torchmetrics, tidecv and faster-coco-eval run up to this many images (default 5000)",
     )
     suite.add_argument("--resamples", type=int, default=1000, help="bootstrap workload's resamples")
     parser.add_argument(
