@@ -116,22 +116,28 @@ def _set(cls: Any, name: str, method: Callable) -> None:
 
 
 def _init(cls: Any, fields: tuple[dataclasses.Field, ...]) -> Callable:
-    """``__init__``: the fields bound as a call binds them, defaults and factories, ``__post_init__``."""
+    """``__init__``: the fields bound as a call binds them, defaults and factories, ``__post_init__``.
+
+    Fields are set in their order in the class, as the standard ``__init__`` sets them. A call
+    that gives every argument positionally, or every one by keyword (``dataclasses.replace``),
+    skips the signature's binding.
+    """
     parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     factories: dict[str, Callable[[], Any]] = {}
-    later: list[tuple[str, Callable[[], Any]]] = []  # init=False fields with a factory
+    order: list[tuple[str, bool]] = []  # (field, set by its factory alone: init=False)
     for f in fields:
         factory = f.default_factory
         has_factory = factory is not dataclasses.MISSING
+        if has_factory:
+            factories[f.name] = factory  # type: ignore[assignment]
         if not f.init:
             # As dataclasses does: a plain default stays the class attribute, a factory is called.
             if has_factory:
-                later.append((f.name, factory))  # type: ignore[arg-type]
+                order.append((f.name, True))
             continue
+        order.append((f.name, False))
         kind = inspect.Parameter.KEYWORD_ONLY if f.kw_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
         default = _FACTORY if has_factory else f.default
-        if has_factory:
-            factories[f.name] = factory  # type: ignore[assignment]
         parameters.append(
             inspect.Parameter(
                 f.name, kind, default=inspect.Parameter.empty if default is dataclasses.MISSING else default
@@ -143,18 +149,24 @@ def _init(cls: Any, fields: tuple[dataclasses.Field, ...]) -> Callable:
         signature = inspect.Signature(parameters, return_annotation=None)
     except ValueError as error:  # a field without a default after one with a default
         raise TypeError(f"{cls.__qualname__}: {error}") from None
+    names = tuple(p.name for p in parameters[1:])
+    positional = () if any(p.kind == inspect.Parameter.KEYWORD_ONLY for p in parameters) else names
+    keywords = frozenset(names)
     post_init = getattr(cls, "__post_init__", None) is not None
     setter = object.__setattr__
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        arguments = bound.arguments
-        del arguments["self"]
-        for name, given in arguments.items():
+        if not kwargs and positional and len(args) == len(positional):
+            arguments = dict(zip(positional, args, strict=True))
+        elif not args and kwargs.keys() == keywords:
+            arguments = kwargs
+        else:
+            bound = signature.bind(self, *args, **kwargs)
+            bound.apply_defaults()
+            arguments = bound.arguments
+        for name, factory_only in order:
+            given = _FACTORY if factory_only else arguments[name]
             setter(self, name, factories[name]() if given is _FACTORY else given)
-        for name, factory in later:
-            setter(self, name, factory())
         if post_init:
             self.__post_init__()
 

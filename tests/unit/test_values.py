@@ -201,6 +201,8 @@ def _behaviour(cls: type, fields: list[dict]) -> list:
     seen.append(_outcome(lambda: cls())[0] if required else "no required")
     seen.append(_outcome(lambda: cls(**kwargs, nope=1))[0])
     seen.append(_outcome(lambda: cls(*range(len(init_names) + 1)))[0])
+    seen.append(_outcome(lambda: repr(cls(*range(len(init_names))))))  # every argument by position
+    seen.append(_outcome(lambda: repr(cls(**{n: n for n in init_names}))))  # every one by keyword
     if made[0] != "ok":
         return seen
     a = made[1]
@@ -210,7 +212,7 @@ def _behaviour(cls: type, fields: list[dict]) -> list:
     seen.append(_outcome(lambda: a != b))
     seen.append(_outcome(lambda: hash(a) == hash(b)))
     seen.append(_outcome(lambda: a == 3))
-    seen.append(sorted(vars(a).items(), key=lambda kv: kv[0], reverse=False).__repr__())
+    seen.append(repr(list(vars(a).items())))  # the fields set, in the order they were set
     seen.append(_outcome(lambda: repr(dataclasses.replace(a, **{n: "r" for n in init_names[:1]}))))
     seen.append(_outcome(lambda: dataclasses.asdict(a)))
     seen.append(_outcome(lambda: repr(pickle.loads(pickle.dumps(a)))))
