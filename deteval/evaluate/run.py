@@ -502,12 +502,14 @@ def _box_pairs_compiled(
     )
     if found is None:
         return _speedups.Decline(_OUTSIDE)
-    buffer, n_nonfinite = found
+    det_buffer, gt_buffer, iou_buffer, n_nonfinite = found
     if n_nonfinite:
         return _speedups.Decline(_OVERFLOW)
-    pair_det, pair_gt = np.frombuffer(buffer, dtype=np.int64, count=2 * (len(buffer) // 24)).reshape(2, -1)
-    pair_iou = np.frombuffer(buffer, dtype=np.float64, offset=16 * (len(buffer) // 24))
-    return pair_det, pair_gt, pair_iou
+    return (
+        np.frombuffer(det_buffer, dtype=np.int64),
+        np.frombuffer(gt_buffer, dtype=np.int64),
+        np.frombuffer(iou_buffer, dtype=np.float64),
+    )
 
 
 def _box_pairs_numpy(
