@@ -74,7 +74,7 @@ ABI: dict[str, int] = {
     "deteval._cmatch": 4,
     "deteval._csort": 3,
     "deteval.geometry._ckeypoint": 3,
-    "deteval.geometry._cmask": 6,
+    "deteval.geometry._cmask": 7,
     "deteval.io._colparse": 8,
 }
 
