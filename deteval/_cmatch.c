@@ -21,6 +21,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@
 #include "_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define CMATCH_ABI 3 /* 2: match_coco takes first_ties (gt_ties: first); 3: and threads */
+#define CMATCH_ABI 4 /* 2: match_coco takes first_ties (gt_ties: first); 3: and threads; 4: box_pairs */
 
 /* A match as found: gt * n_lane + lane (is_taken has n_gt * n_lane bytes, so it fits). One word,
  * not a (gt, lane) struct of two: the list holds every match, ~2.6 per detection on COCO data. */
@@ -781,9 +782,229 @@ done:
     return out;
 }
 
+/* ---- box_pairs: the candidate pairs of whole images and their box IoU, in one pass ---------- */
+
+/* The inputs of box_pairs' parts: detection i (sorted by key) pairs with the sorted ground truths
+ * [start[i], start[i] + count[i]) of its key; its pairs are rows [offset[i], offset[i + 1]). */
+typedef struct {
+    const int64_t *det_key, *gt_key, *det_rows, *gt_rows;
+    const double *det_box, *gt_box;
+    const char *gt_crowd;
+    Py_ssize_t n_gt;
+    int64_t *start, *count, *offset;
+    int64_t *pair_det, *pair_gt;
+    double *iou;
+    Py_ssize_t bounds[DETEVAL_MAX_PARTS + 1];
+    int64_t nonfinite[DETEVAL_MAX_PARTS]; /* pairs with a non-finite term, per part */
+} box_pairs_ctx;
+
+/* Detections ahead whose boxes box_pairs_fill asks the cache for. */
+#define BOX_PREFETCH 8
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)(address))
+#endif
+
+/* First index of sorted key[0 .. n) not below (upper: above) v. */
+static Py_ssize_t
+key_bound(const int64_t *key, Py_ssize_t n, int64_t v, int upper)
+{
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        const Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (upper ? key[mid] <= v : key[mid] < v) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Part [lo, hi) of the detections: each one's first ground truth and number of them. One
+ * binary search at the part's first key, then a walk along both sorted key columns. */
+static void
+box_pairs_count(void *arg, Py_ssize_t lo, Py_ssize_t hi)
+{
+    box_pairs_ctx *c = arg;
+    const int64_t *gt_key = c->gt_key;
+    const Py_ssize_t n_gt = c->n_gt;
+    Py_ssize_t s = 0, e = 0;
+    int64_t last = 0;
+    if (lo >= hi) return;
+    s = e = key_bound(gt_key, n_gt, c->det_key[lo], 0);
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        const int64_t k = c->det_key[i];
+        if (i == lo || k != last) {
+            s = e;
+            while (s < n_gt && gt_key[s] < k) s++;
+            e = s;
+            while (e < n_gt && gt_key[e] == k) e++;
+            last = k;
+        }
+        c->start[i] = s;
+        c->count[i] = e - s;
+    }
+}
+
+/* Part [lo, hi) of the detections: their pairs and IoUs, operation by operation as
+ * deteval.geometry.boxes._pair_iou (continuous: pycocotools' bbIou), compiled with
+ * -ffp-contract=off, so the values are the same bits. Pairs with a non-finite term are counted
+ * (the caller recomputes the IoUs in numpy, which rescales overflowing boxes). */
+static void
+box_pairs_fill(void *arg, Py_ssize_t lo, Py_ssize_t hi)
+{
+    box_pairs_ctx *c = arg;
+    int64_t nonfinite = 0;
+    if (lo >= hi) return; /* a non-empty part is found by its first detection below */
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        if (i + BOX_PREFETCH < hi) { /* the boxes are read by row: fetch a few detections ahead */
+            const Py_ssize_t ahead = i + BOX_PREFETCH;
+            PREFETCH(c->det_box + 4 * c->det_rows[ahead]);
+            if (c->count[ahead] > 0) PREFETCH(c->gt_box + 4 * c->gt_rows[c->start[ahead]]);
+        }
+        const double *d = c->det_box + 4 * c->det_rows[i];
+        const double dx = d[0], dy = d[1], dw = d[2], dh = d[3];
+        const double det_area = dw * dh;
+        const int det_finite = isfinite(dx) && isfinite(dy) && isfinite(det_area);
+        int64_t o = c->offset[i];
+        const int64_t s = c->start[i], e = s + c->count[i];
+        for (int64_t j = s; j < e; j++, o++) {
+            const double *g = c->gt_box + 4 * c->gt_rows[j];
+            const double gx = g[0], gy = g[1], gw = g[2], gh = g[3];
+            const double gt_area = gw * gh;
+            const double dr = dw + dx, gr = gw + gx, db = dh + dy, gb = gh + gy;
+            const double iw = (dr < gr ? dr : gr) - (dx > gx ? dx : gx);
+            const double ih = (db < gb ? db : gb) - (dy > gy ? dy : gy);
+            const int overlaps = iw > 0 && ih > 0;
+            const double inter = overlaps ? iw * ih : 0.0;
+            const double uni = c->gt_crowd[j] ? det_area : det_area + gt_area - inter;
+            c->pair_det[o] = i;
+            c->pair_gt[o] = j;
+            c->iou[o] = overlaps && uni > 0 ? inter / uni : 0.0;
+            /* numpy's is_finite terms, and the corners: a NaN corner would make the C comparisons
+             * above pick the other box's value where np.minimum / np.maximum give NaN */
+            nonfinite += !(det_finite && isfinite(gx) && isfinite(gy) && isfinite(uni) && isfinite(inter)
+                           && isfinite(iw) && isfinite(ih) && isfinite(gt_area));
+        }
+    }
+    for (int k = 0; k < DETEVAL_MAX_PARTS; k++) {
+        if (c->bounds[k] == lo && c->bounds[k + 1] == hi) { /* this part's own slot */
+            c->nonfinite[k] = nonfinite;
+            break;
+        }
+    }
+}
+
+PyDoc_STRVAR(box_pairs_doc,
+"box_pairs(det_key, gt_key, det_rows, gt_rows, det_box, gt_box, gt_crowd, threads)\n"
+"--\n\n"
+"Every (detection, ground truth) pair of equal keys and its continuous box IoU (see\n"
+"deteval.evaluate.run._box_pairs_numpy, the twin: grouping.candidate_pairs then\n"
+"geometry.boxes.pair_box_iou).\n\n"
+"det_key (n_det,), gt_key (n_gt,): int64, non-decreasing; det_rows (n_det,), gt_rows (n_gt,):\n"
+"int64 rows of det_box and gt_box, float64 (rows, 4) [x, y, w, h]; gt_crowd: bool (n_gt,).\n"
+"Returns (pair_det, pair_gt, iou, n_nonfinite): bytearrays of int64, int64 and float64 (n_pair\n"
+"each, detection-major), and the number of pairs with a non-finite term (their IoU is\n"
+"to be recomputed); or None when the inputs break the kernel's assumptions (keys not sorted,\n"
+"rows out of range, lengths that do not fit).");
+
+static PyObject *
+cmatch_box_pairs(PyObject *self, PyObject *args)
+{
+    PyObject *objs[7];
+    Arr arrs[7];
+    static const char kinds[7] = {'I', 'I', 'I', 'I', 'f', 'f', 'b'};
+    static const int writable[7] = {0, 0, 0, 0, 0, 0, 0};
+    int threads;
+    PyObject *out = NULL, *buffers[3] = {NULL, NULL, NULL};
+    box_pairs_ctx *c = NULL;
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOOOOOi:box_pairs", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &threads)) {
+        return NULL;
+    }
+    if (get_all(objs, kinds, writable, 7, arrs, "_cmatch.box_pairs") < 0) goto done;
+    c = calloc(1, sizeof(box_pairs_ctx));
+    if (c == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const Py_ssize_t n_det = arrs[0].view.len / 8, n_gt = arrs[1].view.len / 8;
+    const Py_ssize_t n_det_box = arrs[4].view.len / 32, n_gt_box = arrs[5].view.len / 32;
+    int fits = arrs[2].view.len == arrs[0].view.len && arrs[3].view.len == arrs[1].view.len
+               && arrs[4].view.len % 32 == 0 && arrs[5].view.len % 32 == 0 && arrs[6].view.len == n_gt;
+    c->det_key = arrs[0].view.buf;
+    c->gt_key = arrs[1].view.buf;
+    c->det_rows = arrs[2].view.buf;
+    c->gt_rows = arrs[3].view.buf;
+    c->det_box = arrs[4].view.buf;
+    c->gt_box = arrs[5].view.buf;
+    c->gt_crowd = arrs[6].view.buf;
+    c->n_gt = n_gt;
+    for (Py_ssize_t i = 0; fits && i < n_det; i++) {
+        fits = (i == 0 || c->det_key[i - 1] <= c->det_key[i]) && c->det_rows[i] >= 0 && c->det_rows[i] < n_det_box;
+    }
+    for (Py_ssize_t j = 0; fits && j < n_gt; j++) {
+        fits = (j == 0 || c->gt_key[j - 1] <= c->gt_key[j]) && c->gt_rows[j] >= 0 && c->gt_rows[j] < n_gt_box;
+    }
+    if (!fits) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    c->start = malloc((size_t)(n_det + 1) * sizeof(int64_t));
+    c->count = malloc((size_t)(n_det + 1) * sizeof(int64_t));
+    c->offset = malloc((size_t)(n_det + 1) * sizeof(int64_t));
+    if (c->start == NULL || c->count == NULL || c->offset == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int parts;
+    int64_t n_pair = 0;
+    Py_BEGIN_ALLOW_THREADS
+    parts = even_bounds(n_det, threads, c->bounds);
+    parallel_parts(c->bounds, parts, box_pairs_count, c);
+    c->offset[0] = 0;
+    for (Py_ssize_t i = 0; i < n_det; i++) c->offset[i + 1] = c->offset[i] + c->count[i];
+    n_pair = c->offset[n_det];
+    Py_END_ALLOW_THREADS
+    if (n_pair > PY_SSIZE_T_MAX / 8) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* three blocks, not one of 24 bytes a pair: each stays under the CLI's mmap threshold at the
+     * shard sizes of deteval.evaluate.run (so glibc reuses freed heap, not fresh mapped pages) */
+    for (int b = 0; b < 3; b++) {
+        buffers[b] = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(n_pair * 8));
+        if (buffers[b] == NULL) goto done;
+    }
+    c->pair_det = (int64_t *)PyByteArray_AS_STRING(buffers[0]);
+    c->pair_gt = (int64_t *)PyByteArray_AS_STRING(buffers[1]);
+    c->iou = (double *)PyByteArray_AS_STRING(buffers[2]);
+    int64_t nonfinite = 0;
+    Py_BEGIN_ALLOW_THREADS
+    memset(c->bounds, 0, sizeof(c->bounds));
+    parts = weighted_bounds(c->offset, n_det, threads, c->bounds);
+    for (int k = parts + 1; k <= DETEVAL_MAX_PARTS; k++) c->bounds[k] = -1; /* no stray part matches */
+    parallel_parts(c->bounds, parts, box_pairs_fill, c);
+    for (int k = 0; k < parts; k++) nonfinite += c->nonfinite[k];
+    Py_END_ALLOW_THREADS
+    out = Py_BuildValue("(OOOL)", buffers[0], buffers[1], buffers[2], (long long)nonfinite);
+done:
+    for (int b = 0; b < 3; b++) Py_XDECREF(buffers[b]);
+    if (c != NULL) {
+        free(c->start);
+        free(c->count);
+        free(c->offset);
+        free(c);
+    }
+    release_arrs(arrs, 7);
+    return out;
+}
+
 static PyMethodDef cmatch_methods[] = {
     {"match_coco", cmatch_match_coco, METH_VARARGS, match_coco_doc},
     {"match_voc", cmatch_match_voc, METH_VARARGS, match_voc_doc},
+    {"box_pairs", cmatch_box_pairs, METH_VARARGS, box_pairs_doc},
     {NULL, NULL, 0, NULL},
 };
 

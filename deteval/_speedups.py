@@ -71,10 +71,10 @@ ABI: dict[str, int] = {
     "deteval._cacc": 3,
     "deteval._canalyze": 2,
     "deteval._cboot": 1,
-    "deteval._cmatch": 3,
+    "deteval._cmatch": 4,
     "deteval._csort": 3,
     "deteval.geometry._ckeypoint": 3,
-    "deteval.geometry._cmask": 6,
+    "deteval.geometry._cmask": 7,
     "deteval.io._colparse": 8,
 }
 

@@ -7,15 +7,17 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from deteval import _speedups
 from deteval._dtypes import lane_dtype, row_dtype
 from deteval._parallel import kernel_threads
 from deteval._values import frozen
-from deteval.data import Detections, FederatedLabels, GroundTruth
+from deteval.data import Detections, FederatedLabels, GroundTruth, boxes_as
 from deteval.evaluate import threads as per_thread
 from deteval.evaluate.flags import _det_area, ground_truth_flags, outside_area_ranges
 from deteval.evaluate.iou import _checked_masks, pair_iou
 from deteval.evaluate.selection import _federated_labels, _kept_detections
 from deteval.evaluate.table import MatchTable, _table_rows
+from deteval.geometry.boxes import pair_box_iou
 from deteval.geometry.keypoints import OKS_PAIRS_PER_THREAD
 from deteval.grouping import (
     Groups,
@@ -260,29 +262,29 @@ def _match_chunk(
     n_area = truth.is_ignored.shape[0]
     n_lane = n_area * len(thresholds)
     strict = protocol.iou_comparison == ">"
-    pair_det, pair_gt = candidate_pairs(det_key, truth.groups)
-    # Group-of pairs (group_of: openimages) are scored by intersection over the detection's
-    # area: the crowd overlap of pycocotools, so one IoU call computes both.
-    pair_is_group = truth.is_group[pair_gt]
-    pair_ious = pair_iou(
-        gt,
-        dt,
-        truth.rows[pair_gt],
-        det_rows[pair_det],
-        truth.is_reusable[pair_gt] | pair_is_group,
-        protocol,
-        masks,
-        threads=kernel_threads(workers, len(pair_det), OKS_PAIRS_PER_THREAD),
-    )
-    group_pairs = (pair_det[pair_is_group], pair_gt[pair_is_group], pair_ious[pair_is_group])
-    if pair_is_group.any():
-        pair_det, pair_gt, pair_ious = (
-            pair_det[~pair_is_group],
-            pair_gt[~pair_is_group],
-            pair_ious[~pair_is_group],
+    if (
+        protocol.iou_type == "bbox"
+        and masks is None
+        and protocol.box_convention == "continuous"
+        and (protocol.group_of != "openimages")
+    ):
+        # Boxes (no group-of pairs): the pairs and their IoUs in one compiled pass, without
+        # the per-pair gathers of rows, boxes and crowd flags.
+        pair_det, pair_gt, pair_ious = box_pairs(
+            det_key,
+            truth.groups.key,
+            det_rows,
+            truth.rows,
+            boxes_as(dt.box, dt.box_format, "xywh"),
+            boxes_as(gt.box, gt.box_format, "xywh"),
+            truth.is_reusable,
+            threads=kernel_threads(workers, len(det_rows), per_thread.BOX_PAIRS_PER_THREAD),
         )
-    del pair_is_group
-
+        group_pairs: tuple[np.ndarray, ...] = ()
+    else:
+        pair_det, pair_gt, pair_ious, group_pairs = _pairs_and_ious(
+            gt, dt, protocol, masks, det_rows, det_key, truth, workers=workers
+        )
     det_out = outside_area_ranges(_det_area(dt, det_rows, protocol, masks), protocol)
     if truth.labels is not None:
         # lvis-api: an unmatched detection of a class not exhaustively annotated on its image is
@@ -342,7 +344,7 @@ def _match_chunk(
             narrow=narrow,
         )
     del pair_det, pair_gt, pair_ious, det_out  # freed before the table's columns are made
-    if protocol.group_of == "openimages":
+    if group_pairs:
         result = match_group_of(
             result,
             *group_pairs,
@@ -370,3 +372,173 @@ def _match_chunk(
             truth.rows[result.match_gt].astype(row_dtype(len(gt)), copy=False),
         ]
     return result.tp, result.ignored, columns
+
+
+def _pairs_and_ious(
+    gt: GroundTruth,
+    dt: Detections,
+    protocol: Protocol,
+    masks: PreparedMasks | None,
+    det_rows: np.ndarray,
+    det_key: np.ndarray,
+    truth: _SortedTruth,
+    *,
+    workers: int | str | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+    """The candidate pairs of a shard and their IoUs (any overlap), and its group-of pairs apart.
+
+    ``(pair_det, pair_gt, pair_iou, group_pairs)``; ``group_pairs`` is ``(pair_det, pair_gt,
+    pair_iou)`` of the group-of pairs under ``group_of="openimages"``, else empty.
+    """
+    pair_det, pair_gt = candidate_pairs(det_key, truth.groups)
+    # Group-of pairs (group_of: openimages) are scored by intersection over the detection's
+    # area: the crowd overlap of pycocotools, so one IoU call computes both.
+    pair_is_group = truth.is_group[pair_gt]
+    pair_ious = pair_iou(
+        gt,
+        dt,
+        truth.rows[pair_gt],
+        det_rows[pair_det],
+        truth.is_reusable[pair_gt] | pair_is_group,
+        protocol,
+        masks,
+        threads=kernel_threads(workers, len(pair_det), OKS_PAIRS_PER_THREAD),
+    )
+    group_pairs = (pair_det[pair_is_group], pair_gt[pair_is_group], pair_ious[pair_is_group])
+    if pair_is_group.any():
+        pair_det, pair_gt, pair_ious = (
+            pair_det[~pair_is_group],
+            pair_gt[~pair_is_group],
+            pair_ious[~pair_is_group],
+        )
+    del pair_is_group
+    if protocol.group_of != "openimages":
+        return pair_det, pair_gt, pair_ious, ()
+    return pair_det, pair_gt, pair_ious, group_pairs
+
+
+def box_pairs(
+    det_key: np.ndarray,
+    gt_key: np.ndarray,
+    det_rows: np.ndarray,
+    gt_rows: np.ndarray,
+    det_box: np.ndarray,
+    gt_box: np.ndarray,
+    gt_is_crowd: np.ndarray,
+    *,
+    threads: int = 1,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (detection, ground truth) pair of equal keys and its continuous box IoU.
+
+    Parameters
+    ----------
+    det_key : int64 (n_det,)
+        Group key of each detection, non-decreasing.
+    gt_key : int64 (n_gt,)
+        Group key of each ground truth, non-decreasing (``Groups.key``).
+    det_rows, gt_rows : int (n_det,), (n_gt,)
+        The rows of ``det_box`` / ``gt_box`` of each detection / ground truth.
+    det_box, gt_box : float64 (rows, 4)
+        Boxes ``[x, y, w, h]``.
+    gt_is_crowd : bool (n_gt,)
+        Crowd ground truth: intersection over the detection's area.
+    threads : int
+        Threads of the compiled kernel (the same values for every count).
+
+    Returns
+    -------
+    pair_det, pair_gt : int64 (n_pair,)
+        Detection and ground-truth index (into ``det_key`` / ``gt_key``) of each pair,
+        detection-major: :func:`deteval.grouping.candidate_pairs`.
+    pair_iou : float64 (n_pair,)
+        :func:`deteval.geometry.boxes.pair_box_iou` of the pairs, bit for bit.
+
+    Examples
+    --------
+    >>> box = np.array([[0.0, 0.0, 10.0, 10.0], [0.0, 0.0, 10.0, 6.0]])
+    >>> d, g, iou = box_pairs(np.array([1, 2]), np.array([1, 1]), np.array([0, 1]), np.array([1, 0]),
+    ...                       box, box, np.array([False, False]))
+    >>> d.tolist(), g.tolist(), iou.tolist()
+    ([0, 0], [0, 1], [0.6, 1.0])
+    """
+    return _speedups.dispatch(
+        "_cmatch.box_pairs", det_key, gt_key, det_rows, gt_rows, det_box, gt_box, gt_is_crowd, threads
+    )
+
+
+#: The declines of the pair kernel: inputs outside its dtypes or assumptions (keys not sorted,
+#: rows out of range), and boxes whose IoU terms overflow (the twin rescales them).
+_OUTSIDE = "inputs outside the kernel's assumptions"
+_OVERFLOW = "boxes whose IoU terms are not finite"
+
+
+def _box_pairs_compiled(
+    det_key: np.ndarray,
+    gt_key: np.ndarray,
+    det_rows: np.ndarray,
+    gt_rows: np.ndarray,
+    det_box: np.ndarray,
+    gt_box: np.ndarray,
+    gt_is_crowd: np.ndarray,
+    threads: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | _speedups.Decline:
+    """:func:`box_pairs` by ``_cmatch.box_pairs``, or a decline."""
+    arrays = (det_key, gt_key, det_rows, gt_rows)
+    if not (
+        all(a.dtype.kind in "iu" and a.ndim == 1 for a in arrays)
+        and det_box.ndim == gt_box.ndim == 2
+        and det_box.shape[1] == gt_box.shape[1] == 4
+        and det_box.dtype.kind == gt_box.dtype.kind == "f"
+        and gt_is_crowd.dtype == np.bool_
+    ):
+        return _speedups.Decline(_OUTSIDE)
+    contiguous = np.ascontiguousarray
+    found = _speedups.module_of("_cmatch.box_pairs").box_pairs(  # type: ignore[union-attr]
+        *(contiguous(a, dtype=np.int64) for a in arrays),
+        contiguous(det_box, dtype=np.float64),
+        contiguous(gt_box, dtype=np.float64),
+        contiguous(gt_is_crowd),
+        max(1, int(threads)),
+    )
+    if found is None:
+        return _speedups.Decline(_OUTSIDE)
+    det_buffer, gt_buffer, iou_buffer, n_nonfinite = found
+    if n_nonfinite:
+        return _speedups.Decline(_OVERFLOW)
+    return (
+        np.frombuffer(det_buffer, dtype=np.int64),
+        np.frombuffer(gt_buffer, dtype=np.int64),
+        np.frombuffer(iou_buffer, dtype=np.float64),
+    )
+
+
+def _box_pairs_numpy(
+    det_key: np.ndarray,
+    gt_key: np.ndarray,
+    det_rows: np.ndarray,
+    gt_rows: np.ndarray,
+    det_box: np.ndarray,
+    gt_box: np.ndarray,
+    gt_is_crowd: np.ndarray,
+    threads: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`box_pairs` in numpy (the pairs of :func:`candidate_pairs`, then :func:`pair_box_iou`)."""
+    del threads  # the numpy code runs on one thread
+    pair_det, pair_gt = candidate_pairs(det_key, Groups(order=np.arange(len(gt_key)), key=gt_key))
+    pair_iou = pair_box_iou(
+        det_box,
+        gt_box,
+        gt_is_crowd[pair_gt],
+        det_rows=det_rows[pair_det],
+        gt_rows=gt_rows[pair_gt],
+    )
+    return pair_det, pair_gt, pair_iou
+
+
+_speedups.register(
+    "_cmatch.box_pairs",
+    "deteval._cmatch",
+    _box_pairs_compiled,
+    _box_pairs_numpy,
+    declines=(_OUTSIDE, _OVERFLOW),
+)

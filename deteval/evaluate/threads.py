@@ -14,10 +14,13 @@ calls split.
 
 from __future__ import annotations
 
-__all__ = ["ACCUMULATE_PER_THREAD", "MATCH_PER_THREAD", "SORT_PER_THREAD"]
+__all__ = ["ACCUMULATE_PER_THREAD", "BOX_PAIRS_PER_THREAD", "MATCH_PER_THREAD", "SORT_PER_THREAD"]
 
 #: ``_cacc.accumulate``: ranked detections per thread.
 ACCUMULATE_PER_THREAD = 50_000
+#: ``_cmatch.box_pairs``: detections per thread (their candidate pairs and box IoUs; ~10 pairs
+#: per detection on COCO-shaped data).
+BOX_PAIRS_PER_THREAD = 50_000
 #: ``_cmatch.match_coco``: candidate pairs per thread (one call per image shard of about 260k
 #: detections, ``deteval.evaluate.run._MATCH_CHUNK``).
 MATCH_PER_THREAD = 50_000

@@ -593,10 +593,46 @@ def _oks_terms(rng: np.random.Generator, case: int) -> Case:
     return (gt, box, area, det, gt_rows, det_rows, sigmas), {}
 
 
+def _box_pairs(rng: np.random.Generator, case: int, scale: int = 1) -> Case:
+    """Pairs of sorted group keys and their boxes (``_cmatch.box_pairs``'s arguments).
+
+    Groups on one side only, empty groups, rows into boxes with touching, nested, zero-size and
+    negative-size boxes, crowds; special coordinates (declined: the twin rescales them) in some cases.
+    """
+    n_key = 0 if case == 0 else int(rng.integers(1, 6 * scale + 1))
+    keys = (
+        np.sort(rng.choice(np.arange(-3, 3 * n_key + 4), n_key, replace=False)) if n_key else np.zeros(0, int)
+    )
+    det_key = np.sort(rng.choice(keys, int(rng.integers(0, 8 * scale + 1)))) if n_key else np.zeros(0, int)
+    gt_key = np.sort(rng.choice(keys, int(rng.integers(0, 6 * scale + 1)))) if n_key else np.zeros(0, int)
+    grid = np.array([0.0, 0.5, 1.0, 2.0, 3.0, 10.0, 0.1 + 0.2, 1 - 1e-10, -1.0])
+    det_box = rng.choice(grid, (len(det_key) + 3, 4))
+    gt_box = np.concatenate([rng.choice(grid, (len(gt_key) + 2, 4)), det_box[:2]])  # equal boxes
+    if case % 4 == 3:  # special coordinates, also 1e200 (overflowing sums and products)
+        for box in (det_box, gt_box):
+            flat = box.reshape(-1)
+            hit = rng.random(len(flat)) < 0.05
+            flat[hit] = rng.choice(np.array(SPECIAL + (1e200, -1e200)), int(hit.sum()))
+    det_rows = rng.integers(0, len(det_box), len(det_key)).astype(index_dtype(rng))
+    gt_rows = rng.integers(0, len(gt_box), len(gt_key)).astype(index_dtype(rng))
+    crowd = rng.random(len(gt_key)) < 0.3
+    return (
+        det_key.astype(np.int64),
+        gt_key.astype(np.int64),
+        det_rows,
+        gt_rows,
+        det_box,
+        gt_box,
+        crowd,
+        1,
+    ), {}
+
+
 #: The input generator of every registered kernel, and how many cases the harness draws.
 CASES: dict[str, tuple[Callable[[np.random.Generator, int], Case], int]] = {
     "_cmatch.match_coco": (_match_coco, 300),
     "_cmatch.match_voc": (_match_voc, 300),
+    "_cmatch.box_pairs": (_box_pairs, 300),
     "_cmatch.match_ultralytics": (_match_ultralytics, 20),
     "_cmatch.match_group_of": (_match_group_of, 20),
     "_cacc.accumulate": (_accumulate, 300),
@@ -622,6 +658,7 @@ THREADED: dict[str, Callable[[np.random.Generator, int], Case]] = {
     "_csort.order_by_group_then_score": lambda rng, case: _group_then_score(rng, case, scale=100),
     "_csort.rank_by_group_then_score": lambda rng, case: _group_then_score(rng, case, scale=100),
     "_cmatch.match_coco": lambda rng, case: _match_coco(rng, case, most_groups=300),
+    "_cmatch.box_pairs": lambda rng, case: _box_pairs(rng, case, scale=60),
 }
 
 
@@ -630,6 +667,8 @@ def with_threads(name: str, case: Case, threads: int) -> Case:
     args, kwargs = case
     if name == "_cmatch.match_coco":  # one CocoMatchInput value
         return (dataclasses.replace(args[0], threads=threads),), kwargs
+    if name == "_cmatch.box_pairs":  # threads is the last positional argument
+        return (*args[:-1], threads), kwargs
     return args, {**kwargs, "threads": threads}
 
 

@@ -43,6 +43,7 @@ from tests.support.kernels import (
 REGISTERING = (
     "deteval.accumulate",
     "deteval.decomposition",
+    "deteval.evaluate.run",
     "deteval.geometry.boxes",
     "deteval.geometry.keypoints",
     "deteval.geometry.raster",
