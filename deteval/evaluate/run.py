@@ -184,6 +184,8 @@ def match(
         match_lane, match_det, match_gt = _table_rows(parts, n_lane, n_det, len(gt))
         del parts
     del sorted_truth, gt_groups, gt_rows  # freed before the table's detection columns are made
+    if len(bounds) > 2:
+        release_free_memory()  # and the parts' matches, now in the table's columns
     n_positive = np.zeros((n_class, n_area), dtype=np.int64)
     for a in range(n_area):
         counted = gt_sel[~is_ignored[a, gt_sel]]
