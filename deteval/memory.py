@@ -339,8 +339,9 @@ def release_free_memory() -> bool:
     """Give the allocator's free memory back to the system now (glibc's ``malloc_trim(0)``).
 
     Called by :func:`deteval.evaluate.match` when its chunks are done, before the match table is
-    built: the heap space the chunks reused (kept by :func:`map_large_allocations`' ``keep_free``)
-    is then not counted in the process's peak.
+    built, and again once their matches are in the table's columns: the heap space the chunks
+    reused (kept by :func:`map_large_allocations`' ``keep_free``) is then not counted in the
+    process's later peak.
 
     Returns
     -------
