@@ -44,6 +44,7 @@ __all__ = [
     "BYTES_PER_DETECTION",
     "BYTES_PER_LANE_DETECTION",
     "map_large_allocations",
+    "release_free_memory",
     "LARGE_INPUT_BYTES",
     "CLI_MMAP_THRESHOLD",
 ]
@@ -286,7 +287,7 @@ LARGE_INPUT_BYTES = 64 << 20
 CLI_MMAP_THRESHOLD = 8 << 20
 
 
-def map_large_allocations(threshold: int = 128 << 10) -> bool:
+def map_large_allocations(threshold: int = 128 << 10, keep_free: int | None = None) -> bool:
     """Give each allocation of ``threshold`` bytes or more its own mapping (glibc only).
 
     glibc serves large blocks from their own memory mappings, returned to the system when freed,
@@ -295,6 +296,20 @@ def map_large_allocations(threshold: int = 128 << 10) -> bool:
     ~50 MiB of freed temporaries at the peak. Fixing the threshold (``mallopt(M_MMAP_THRESHOLD)``)
     keeps it low; measured on ``deteval evaluate`` at 20,000 images: peak 467 -> 417 MiB, the same
     CPU time. The process-wide setting stays for the rest of the process.
+
+    Fixing it also fixes glibc's trim threshold (``M_TRIM_THRESHOLD``: free space at the top of the
+    heap beyond it is given back to the system at once), which glibc would otherwise slide to twice
+    the mmap threshold; left at its 128 KiB default, every heap array of a match chunk freed at the
+    top of the heap is given back and page-faulted afresh by the next chunk. ``keep_free`` sets it.
+
+    Parameters
+    ----------
+    threshold : int, default 128 KiB
+        Blocks of this many bytes or more get their own mapping.
+    keep_free : int, optional
+        Free bytes kept at the top of the heap for the next allocations (``M_TRIM_THRESHOLD``);
+        default ``4 * threshold`` (32 MiB for the CLI's 8 MiB). :func:`release_free_memory` gives
+        them back where a phase ends (matching does, after its chunks).
 
     Returns
     -------
@@ -314,5 +329,36 @@ def map_large_allocations(threshold: int = 128 << 10) -> bool:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):  # no mallopt: not glibc
         return False
-    m_mmap_threshold = -3  # glibc's malloc.h
-    return bool(mallopt(ctypes.c_int(m_mmap_threshold), ctypes.c_int(int(threshold))))
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    keep = 4 * int(threshold) if keep_free is None else int(keep_free)
+    made = bool(mallopt(ctypes.c_int(m_mmap_threshold), ctypes.c_int(int(threshold))))
+    return made and bool(mallopt(ctypes.c_int(m_trim_threshold), ctypes.c_int(min(keep, (1 << 31) - 1))))
+
+
+def release_free_memory() -> bool:
+    """Give the allocator's free memory back to the system now (glibc's ``malloc_trim(0)``).
+
+    Called by :func:`deteval.evaluate.match` when its chunks are done, before the match table is
+    built, and again once their matches are in the table's columns: the heap space the chunks
+    reused (kept by :func:`map_large_allocations`' ``keep_free``) is then not counted in the
+    process's later peak.
+
+    Returns
+    -------
+    bool
+        Whether memory was given back (False on other platforms or C libraries, or nothing to give).
+
+    Examples
+    --------
+    >>> isinstance(release_free_memory(), bool)
+    True
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes  # only here, as in map_large_allocations
+
+    try:
+        malloc_trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return False
+    return bool(malloc_trim(ctypes.c_size_t(0)))

@@ -31,7 +31,7 @@ from deteval.matching import (
     match_ultralytics,
     match_voc,
 )
-from deteval.memory import require_match
+from deteval.memory import release_free_memory, require_match
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 
@@ -180,9 +180,14 @@ def match(
             if progress is not None:
                 progress(int(stop), n_det)
         del det_key_kept
+        # the chunks' freed temporaries back to the system before the table is built (the heap
+        # kept them for the next chunk: memory.map_large_allocations' keep_free)
+        release_free_memory()
         match_lane, match_det, match_gt = _table_rows(parts, n_lane, n_det, len(gt))
         del parts
     del sorted_truth, gt_groups, gt_rows  # freed before the table's detection columns are made
+    if len(bounds) > 2:
+        release_free_memory()  # and the parts' matches, now in the table's columns
     n_positive = np.zeros((n_class, n_area), dtype=np.int64)
     for a in range(n_area):
         counted = gt_sel[~is_ignored[a, gt_sel]]

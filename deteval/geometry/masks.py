@@ -57,6 +57,7 @@ from deteval.masks import (
     detection_source,
     ground_truth_source,
     parse_masks,
+    rle_sizes_are_image_sizes,
     values_source,
 )
 
@@ -85,11 +86,16 @@ class CollectionMasks:
         Parsed, validated columns (one row per record).
     raster : RasterMasks
         pycocotools RLEs, filled on demand for the rows a computation needs.
+    rle_sizes_are_image_sizes : bool
+        Whether every RLE record's ``size`` is its image's (:func:`deteval.masks.rle_sizes_are_image_sizes`),
+        read once here: every match chunk's size check (:func:`deteval.masks.check_pair_sizes`'
+        ``sizes_agree``) takes it from this value.
     """
 
     source: SegmentationSource
     masks: CheckedMasks
     raster: RasterMasks
+    rle_sizes_are_image_sizes: bool
     _exact: dict = field(default_factory=dict, repr=False)  # invalid_polygons -> ExactMasks
 
     @classmethod
@@ -99,7 +105,12 @@ class CollectionMasks:
         ``threads``: how many threads the compiled RLE summary may use (same values for any).
         """
         masks = parse_masks(source, threads)
-        return cls(source=source, masks=masks, raster=RasterMasks.for_masks(masks))
+        return cls(
+            source=source,
+            masks=masks,
+            raster=RasterMasks.for_masks(masks),
+            rle_sizes_are_image_sizes=rle_sizes_are_image_sizes(source, masks),
+        )
 
     def exact(self, invalid_polygons: str) -> ExactMasks:
         """The shapely geometry of every polygon record, built on first use.
@@ -214,6 +225,7 @@ def prepare_masks(gt: GroundTruth, dt: Detections, protocol: Any, *, threads: in
         gm.masks,
         _compared_group(gt, dt, protocol),
         _group(gt, gt.image, gt.category),
+        sizes_agree=dm.rle_sizes_are_image_sizes and gm.rle_sizes_are_image_sizes,
     )
     return prepared
 
@@ -329,6 +341,7 @@ def _pair_iou(
             gt_rows,
             is_crowd,
             threads,
+            sizes_agree=det.rle_sizes_are_image_sizes and gt.rle_sizes_are_image_sizes,
         )
     from deteval.geometry.polygons import exact_pair_iou
 
@@ -358,6 +371,7 @@ def _pair_iou(
             gt_rows[raster],
             is_crowd[raster],
             threads,
+            sizes_agree=det.rle_sizes_are_image_sizes and gt.rle_sizes_are_image_sizes,
         )
     return iou
 

@@ -366,11 +366,15 @@ def raster_pair_iou(
     gt_rows: np.ndarray,
     is_crowd: np.ndarray,
     threads: int = 1,
+    *,
+    sizes_agree: bool | None = None,
 ) -> np.ndarray:
     """Pycocotools' ``maskUtils.iou(dt, gt, iscrowd)`` for aligned pairs.
 
     ``threads``: how many threads the compiled rasteriser and pair kernel may use (see
     :func:`deteval._parallel.kernel_threads`); the values do not depend on it.
+    ``sizes_agree``: passed to :func:`~deteval.masks.check_pair_sizes` (the prepared value's
+    answer; computed there when not given).
 
     By the compiled kernel (:func:`_compiled_pair_iou`) when it is loaded, else by one
     pycocotools call per image; the two give the same values bit for bit.
@@ -378,7 +382,7 @@ def raster_pair_iou(
     A pair of masks of different sizes (pycocotools: IoU -1) is refused first
     (:func:`~deteval.masks.check_pair_sizes`).
     """
-    check_pair_sizes(det_src, det, gt_src, gt, det_rows, gt_rows)
+    check_pair_sizes(det_src, det, gt_src, gt, det_rows, gt_rows, sizes_agree=sizes_agree)
     n = len(det_rows)
     if det_raster.done.all() and gt_raster.done.all():
         # every string and toBbox box is known (all-RLE collections, or rasterised before): the

@@ -26,7 +26,7 @@ name is re-exported here.
 from __future__ import annotations
 
 from deteval.masks.parsing import CheckedMasks, parse_masks
-from deteval.masks.rle import check_group_sizes, check_pair_sizes, mask_sizes
+from deteval.masks.rle import check_group_sizes, check_pair_sizes, mask_sizes, rle_sizes_are_image_sizes
 from deteval.masks.sources import (
     MAX_COORDINATE,
     MAX_PIXELS,
@@ -58,4 +58,5 @@ __all__ = [
     "check_group_sizes",
     "check_pair_sizes",
     "mask_sizes",
+    "rle_sizes_are_image_sizes",
 ]

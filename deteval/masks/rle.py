@@ -10,7 +10,6 @@ and their runs summed in numpy, without pycocotools. Used by
 from __future__ import annotations
 
 import itertools
-import weakref
 from typing import Any
 
 import numpy as np
@@ -361,6 +360,8 @@ def check_pair_sizes(
     gt_masks: Any,
     det_rows: np.ndarray,
     gt_rows: np.ndarray,
+    *,
+    sizes_agree: bool | None = None,
 ) -> None:
     """Refuse the (detection, ground truth) mask pairs of different sizes.
 
@@ -370,6 +371,11 @@ def check_pair_sizes(
     det_masks, gt_masks : CheckedMasks
     det_rows, gt_rows : int64 (n_pair,)
         The pairs whose IoU is about to be computed.
+    sizes_agree : bool, optional
+        :func:`rle_sizes_are_image_sizes` of both collections (true when it is true of each),
+        when the caller already knows it: a prepared value keeps it
+        (``CollectionMasks.rle_sizes_are_image_sizes``), so that a run checking many chunks of
+        pairs reads the collections once. Not given: computed now, an O(n_records) pass.
 
     Raises
     ------
@@ -386,9 +392,12 @@ def check_pair_sizes(
     """
     det_rows = np.asarray(det_rows, dtype=np.int64)
     gt_rows = np.asarray(gt_rows, dtype=np.int64)
+    if sizes_agree is None:
+        sizes_agree = rle_sizes_are_image_sizes(det_src, det_masks) and rle_sizes_are_image_sizes(
+            gt_src, gt_masks
+        )
     if (
-        _rle_sizes_are_image_sizes(det_src, det_masks)
-        and _rle_sizes_are_image_sizes(gt_src, gt_masks)
+        sizes_agree
         and np.array_equal(det_src.image_size, gt_src.image_size)
         and (det_src.image[det_rows] == gt_src.image[gt_rows]).all()
     ):
@@ -412,6 +421,8 @@ def check_group_sizes(
     gt_masks: Any,
     det_group: np.ndarray,
     gt_group: np.ndarray,
+    *,
+    sizes_agree: bool | None = None,
 ) -> None:
     """:func:`check_pair_sizes` for every (detection, ground truth) pair of the same group.
 
@@ -424,6 +435,8 @@ def check_group_sizes(
         (beyond ``max_dets`` in its group: pycocotools drops it before any IoU).
     gt_group : int64 (n_gt,)
         The group of each ground truth.
+    sizes_agree : bool, optional
+        As in :func:`check_pair_sizes`: computed now when not given.
 
     Raises
     ------
@@ -440,7 +453,11 @@ def check_group_sizes(
     gt_group = np.asarray(gt_group, dtype=np.int64)
     if not ((det_masks.kind == RLE).any() or (gt_masks.kind == RLE).any()):
         return
-    if _rle_sizes_are_image_sizes(det_src, det_masks) and _rle_sizes_are_image_sizes(gt_src, gt_masks):
+    if sizes_agree is None:
+        sizes_agree = rle_sizes_are_image_sizes(det_src, det_masks) and rle_sizes_are_image_sizes(
+            gt_src, gt_masks
+        )
+    if sizes_agree:
         return  # every mask has its image's size: one size per group (the usual case, O(n))
     both = np.intersect1d(det_group[det_group >= 0], gt_group)
     d_rows = np.flatnonzero(np.isin(det_group, both))
@@ -474,34 +491,23 @@ def check_group_sizes(
     _refuse_pairs(det_src, det_masks, gt_src, gt_masks, np.array(pairs_d), np.array(pairs_g), total)
 
 
-#: ``masks`` -> (a weak reference to its source, :func:`_rle_sizes_are_image_sizes` of the two):
-#: every match chunk's size check asks it of the same collections (an O(n_records) pass each).
-_SIZES_ANSWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _rle_sizes_are_image_sizes(src: SegmentationSource, masks: Any) -> bool:
+def rle_sizes_are_image_sizes(src: SegmentationSource, masks: Any) -> bool:
     """Whether every RLE record's ``size`` is its image's ``[height, width]`` (known, not NaN).
 
     Then every mask of an image, polygon or RLE, has that image's size, and no two masks of one
-    image can differ. Answered once per (source, masks) pair: both are frozen, and the answer
-    is kept while ``masks`` lives (:data:`_SIZES_ANSWERED`).
+    image can differ. An O(n_records) pass: the prepared masks compute it once per collection
+    (``CollectionMasks.rle_sizes_are_image_sizes``) and pass it on as ``sizes_agree``.
+
+    Parameters
+    ----------
+    src : SegmentationSource
+    masks : CheckedMasks
+        Parsed from ``src``.
+
+    Returns
+    -------
+    bool
     """
-    try:
-        known = _SIZES_ANSWERED.get(masks)
-    except TypeError:  # masks that cannot be weakly referenced: asked every time
-        return _rle_sizes_agree(src, masks)
-    if known is not None and known[0]() is src:
-        return known[1]
-    answer = _rle_sizes_agree(src, masks)
-    try:
-        _SIZES_ANSWERED[masks] = (weakref.ref(src), answer)  # no strong reference to the source
-    except TypeError:  # a source that cannot be weakly referenced: not kept
-        pass
-    return answer
-
-
-def _rle_sizes_agree(src: SegmentationSource, masks: Any) -> bool:
-    """:func:`_rle_sizes_are_image_sizes`, computed."""
     is_rle = masks.kind == RLE
     if is_rle.all():  # the columns as they are (no rows gathered)
         image, rle_size = src.image, masks.rle_size

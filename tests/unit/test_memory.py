@@ -348,3 +348,56 @@ def test_a_memory_error_the_estimates_miss_is_the_same_one_line_refusal(tmp_path
         timeout=300,
     )
     _assert_one_line_refusal(proc, what="out of memory")
+
+
+def test_map_large_allocations_keeps_freed_heap_space_until_released():
+    """Freed space at the top of the heap is kept (``keep_free``) for the next arrays, until released.
+
+    In a fresh process with the 8 MiB threshold, a 4 MiB block (from the heap) is freed: glibc's
+    fixed 128 KiB trim threshold would give it back at once (the next chunk's arrays then fault
+    it in afresh); ``keep_free`` keeps it, and :func:`release_free_memory` gives it back. Measured
+    by glibc's mallinfo2 ``keepcost`` (the releasable space at the top of the heap).
+    """
+    import os
+    import subprocess
+    import sys
+
+    from tests import ROOT
+
+    code = """
+import ctypes, sys
+from deteval.memory import map_large_allocations, release_free_memory
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                               "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+if not hasattr(libc, "mallinfo2"):
+    print("skip"); sys.exit()
+libc.mallinfo2.restype = Info
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+keep = None if sys.argv[1] == "default" else int(sys.argv[1])
+made = map_large_allocations(8 << 20, keep_free=keep)
+libc.free(libc.malloc(4 << 20))  # below the mmap threshold: from the top of the heap
+kept = libc.mallinfo2().keepcost
+released = release_free_memory()
+print(made, kept, released, libc.mallinfo2().keepcost)
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
+    found = {}
+    for keep in ("131072", "default"):
+        out = subprocess.run(
+            [sys.executable, "-c", code, keep], capture_output=True, text=True, check=True, cwd=ROOT, env=env
+        ).stdout.split()
+        if out == ["skip"]:
+            pytest.skip("not glibc (no mallinfo2)")
+        found[keep] = (out[0], int(out[1]), out[2], int(out[3]))
+    # glibc's 128 KiB: given back when freed
+    assert found["131072"][0] == "True"
+    assert found["131072"][1] < 1 << 20, found
+    # the default, 4 x 8 MiB: kept for the next arrays, then released
+    made, kept, released, after = found["default"]
+    assert made == "True"
+    assert kept >= 4 << 20, found
+    assert released == "True"
+    assert after < 1 << 20, found

@@ -12,6 +12,7 @@ import contextlib
 import copy
 import io
 import json
+import weakref
 
 import numpy as np
 import pytest
@@ -204,7 +205,7 @@ def many_images_dataset(n_images: int) -> tuple[dict, list]:
 
 
 def test_the_sizes_check_reads_each_collection_once_over_every_match_chunk(monkeypatch):
-    """Matched in 10 shards, the all-sizes-agree check is computed once per collection."""
+    """Matched in 10 shards, the all-sizes-agree check is computed once per collection (when prepared)."""
     import importlib
 
     run = importlib.import_module("deteval.evaluate.run")
@@ -213,10 +214,15 @@ def test_the_sizes_check_reads_each_collection_once_over_every_match_chunk(monke
     gt, dt = many_images_dataset(10)
     expected = deteval_ap(gt, dt)
     computed = []
-    agree = rle_module._rle_sizes_agree
-    monkeypatch.setattr(
-        rle_module, "_rle_sizes_agree", lambda src, masks: computed.append(src.kind) or agree(src, masks)
-    )
+    masks_module = importlib.import_module("deteval.geometry.masks")
+    agree = rle_module.rle_sizes_are_image_sizes
+
+    def counted(src, masks):
+        computed.append(src.kind)
+        return agree(src, masks)
+
+    monkeypatch.setattr(rle_module, "rle_sizes_are_image_sizes", counted)
+    monkeypatch.setattr(masks_module, "rle_sizes_are_image_sizes", counted)
     monkeypatch.setattr(run, "_MATCH_CHUNK", 2)
     chunks = []
     match_chunk = run._match_chunk
@@ -226,19 +232,68 @@ def test_the_sizes_check_reads_each_collection_once_over_every_match_chunk(monke
     assert sorted(computed) == ["annotation", "detection"]
 
 
-def test_the_sizes_answer_is_asked_again_of_another_source():
-    """The kept answer is the (source, masks) pair's: the same masks with other image sizes differ."""
+def test_the_sizes_answer_is_the_sources():
+    """The answer is the (source, masks) pair's: the same masks with other image sizes differ."""
     import dataclasses
 
-    from deteval.masks import parse_masks
-    from deteval.masks.rle import _rle_sizes_are_image_sizes
+    from deteval.masks import parse_masks, rle_sizes_are_image_sizes
     from deteval.masks.sources import ground_truth_source
 
     gt, _ = many_images_dataset(3)
     src = ground_truth_source(deteval.load_ground_truth(gt))
     masks = parse_masks(src)
-    assert _rle_sizes_are_image_sizes(src, masks)
+    assert rle_sizes_are_image_sizes(src, masks)
     other = dataclasses.replace(src, image_size=np.full_like(np.asarray(src.image_size, dtype=float), 10.0))
-    assert not _rle_sizes_are_image_sizes(other, masks)
-    assert _rle_sizes_are_image_sizes(src, masks)
-    assert not _rle_sizes_are_image_sizes(other, masks)
+    assert not rle_sizes_are_image_sizes(other, masks)
+    assert rle_sizes_are_image_sizes(src, masks)
+
+
+def test_the_sizes_answer_is_kept_on_the_prepared_masks():
+    """Each collection's all-sizes-agree answer is read once and kept on its CollectionMasks."""
+    from deteval.geometry.masks import prepare_masks
+
+    gt, dt = many_images_dataset(3)
+    ground_truth = deteval.load_ground_truth(gt)
+    prepared = prepare_masks(ground_truth, deteval.load_detections(dt, ground_truth), SEGM)
+    assert prepared.gt_masks.rle_sizes_are_image_sizes is True
+    assert prepared.det_masks.rle_sizes_are_image_sizes is True
+    # 10 x 10 RLEs on a 640 x 640 image: scorable pairs (both 10 x 10), but not the image's size
+    gt, dt = dataset(rle(10, 10), rle(10, 10))
+    ground_truth = deteval.load_ground_truth(gt)
+    prepared = prepare_masks(ground_truth, deteval.load_detections(dt, ground_truth), SEGM)
+    assert prepared.gt_masks.rle_sizes_are_image_sizes is False
+    assert prepared.det_masks.rle_sizes_are_image_sizes is False
+
+
+def test_the_pair_check_takes_the_answer_or_computes_it_each_time(monkeypatch):
+    """``check_pair_sizes(..., sizes_agree=...)`` reads no collection; without it, every call asks.
+
+    No answer is kept in the module between calls (the prepared value holds it).
+    """
+    import importlib
+
+    from deteval.masks import check_pair_sizes, parse_masks
+    from deteval.masks.sources import detection_source, ground_truth_source
+
+    rle_module = importlib.import_module("deteval.masks.rle")
+    gt, dt = many_images_dataset(3)
+    ground_truth = deteval.load_ground_truth(gt)
+    gt_src = ground_truth_source(ground_truth)
+    det_src = detection_source(deteval.load_detections(dt, ground_truth), ground_truth)
+    gt_masks, det_masks = parse_masks(gt_src), parse_masks(det_src)
+    rows = np.array([0, 2, 4]), np.array([0, 1, 2])
+    asked = []
+    agree = rle_module.rle_sizes_are_image_sizes
+    monkeypatch.setattr(
+        rle_module,
+        "rle_sizes_are_image_sizes",
+        lambda src, masks: asked.append(src.kind) or agree(src, masks),
+    )
+    check_pair_sizes(det_src, det_masks, gt_src, gt_masks, *rows, sizes_agree=True)
+    assert asked == []
+    check_pair_sizes(det_src, det_masks, gt_src, gt_masks, *rows)
+    check_pair_sizes(det_src, det_masks, gt_src, gt_masks, *rows)
+    assert asked == ["detection", "annotation"] * 2
+    assert not [
+        name for name, value in vars(rle_module).items() if isinstance(value, weakref.WeakKeyDictionary)
+    ]
