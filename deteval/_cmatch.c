@@ -30,7 +30,8 @@
 #include "_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define CMATCH_ABI 4 /* 2: match_coco takes first_ties (gt_ties: first); 3: and threads; 4: box_pairs */
+#define CMATCH_ABI 5 /* 2: match_coco takes first_ties (gt_ties: first); 3: and threads; 4: box_pairs;
+                         5: box_pairs takes max_pairs */
 
 /* A match as found: gt * n_lane + lane (is_taken has n_gt * n_lane bytes, so it fits). One word,
  * not a (gt, lane) struct of two: the list holds every match, ~2.6 per detection on COCO data. */
@@ -895,7 +896,7 @@ box_pairs_fill(void *arg, Py_ssize_t lo, Py_ssize_t hi)
 }
 
 PyDoc_STRVAR(box_pairs_doc,
-"box_pairs(det_key, gt_key, det_rows, gt_rows, det_box, gt_box, gt_crowd, threads)\n"
+"box_pairs(det_key, gt_key, det_rows, gt_rows, det_box, gt_box, gt_crowd, threads, max_pairs)\n"
 "--\n\n"
 "Every (detection, ground truth) pair of equal keys and its continuous box IoU (see\n"
 "deteval.evaluate.run._box_pairs_numpy, the twin: grouping.candidate_pairs then\n"
@@ -905,7 +906,8 @@ PyDoc_STRVAR(box_pairs_doc,
 "Returns (pair_det, pair_gt, iou, n_nonfinite): bytearrays of int64, int64 and float64 (n_pair\n"
 "each, detection-major), and the number of pairs with a non-finite term (their IoU is\n"
 "to be recomputed); or None when the inputs break the kernel's assumptions (keys not sorted,\n"
-"rows out of range, lengths that do not fit).");
+"rows out of range, lengths that do not fit); or, when there are more than max_pairs pairs\n"
+"(max_pairs >= 0; -1: no limit), their number, counted before anything is allocated for them.");
 
 static PyObject *
 cmatch_box_pairs(PyObject *self, PyObject *args)
@@ -915,12 +917,13 @@ cmatch_box_pairs(PyObject *self, PyObject *args)
     static const char kinds[7] = {'I', 'I', 'I', 'I', 'f', 'f', 'b'};
     static const int writable[7] = {0, 0, 0, 0, 0, 0, 0};
     int threads;
+    long long max_pairs;
     PyObject *out = NULL, *buffers[3] = {NULL, NULL, NULL};
     box_pairs_ctx *c = NULL;
 
     (void)self;
-    if (!PyArg_ParseTuple(args, "OOOOOOOi:box_pairs", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
-                          &objs[5], &objs[6], &threads)) {
+    if (!PyArg_ParseTuple(args, "OOOOOOOiL:box_pairs", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &objs[5], &objs[6], &threads, &max_pairs)) {
         return NULL;
     }
     if (get_all(objs, kinds, writable, 7, arrs, "_cmatch.box_pairs") < 0) goto done;
@@ -967,6 +970,10 @@ cmatch_box_pairs(PyObject *self, PyObject *args)
     for (Py_ssize_t i = 0; i < n_det; i++) c->offset[i + 1] = c->offset[i] + c->count[i];
     n_pair = c->offset[n_det];
     Py_END_ALLOW_THREADS
+    if (max_pairs >= 0 && n_pair > max_pairs) { /* the caller refuses, naming the count */
+        out = PyLong_FromLongLong((long long)n_pair);
+        goto done;
+    }
     if (n_pair > PY_SSIZE_T_MAX / 8) {
         PyErr_NoMemory();
         goto done;

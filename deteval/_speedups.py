@@ -71,7 +71,7 @@ ABI: dict[str, int] = {
     "deteval._cacc": 3,
     "deteval._canalyze": 2,
     "deteval._cboot": 1,
-    "deteval._cmatch": 4,
+    "deteval._cmatch": 5,
     "deteval._csort": 3,
     "deteval.geometry._ckeypoint": 3,
     "deteval.geometry._cmask": 7,

@@ -384,6 +384,21 @@ def rank_in_group(sorted_key: np.ndarray) -> np.ndarray:
     return np.arange(n) - np.repeat(starts, np.diff(starts, append=n))
 
 
+def require_pairs(total: int) -> None:
+    """Refuse before allocating ``total`` candidate pairs when they will not fit (ConfigError).
+
+    The one check of :func:`candidate_pairs` and of the compiled pairs of boxes
+    (:func:`deteval.evaluate.run.box_pairs`, which counts them before allocating).
+    """
+    require(
+        total * BYTES_PER_PAIR,
+        what=f"{total} candidate (detection, ground truth) pairs of the same image and class",
+        hint="an image with very many ground truths "
+        "and detections of one class: cap the detections per image (max_dets), split the image, "
+        "or run on a machine with more memory",
+    )
+
+
 def candidate_pairs(det_key: np.ndarray, gt_groups: Groups) -> tuple[np.ndarray, np.ndarray]:
     """Every (detection, ground truth) pair that shares a group.
 
@@ -401,13 +416,7 @@ def candidate_pairs(det_key: np.ndarray, gt_groups: Groups) -> tuple[np.ndarray,
     """
     start, count = gt_groups.start_and_count(det_key)
     total = int(count.sum())
-    require(
-        total * BYTES_PER_PAIR,
-        what=f"{total} candidate (detection, ground truth) pairs of the same image and class",
-        hint="an image with very many ground truths "
-        "and detections of one class: cap the detections per image (max_dets), split the image, "
-        "or run on a machine with more memory",
-    )
+    require_pairs(total)
     pair_det = np.repeat(np.arange(len(det_key)), count)
     first_pair = np.cumsum(count) - count
     pair_gt = np.repeat(start - first_pair, count) + np.arange(total)

@@ -23,6 +23,7 @@ from deteval.grouping import (
     Groups,
     candidate_pairs,
     group_rows,
+    require_pairs,
 )
 from deteval.matching import (
     LaneFlags,
@@ -31,7 +32,7 @@ from deteval.matching import (
     match_ultralytics,
     match_voc,
 )
-from deteval.memory import release_free_memory, require_match
+from deteval.memory import BYTES_PER_PAIR, available_bytes, release_free_memory, require_match
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
 
@@ -498,15 +499,19 @@ def _box_pairs_compiled(
     ):
         return _speedups.Decline(_OUTSIDE)
     contiguous = np.ascontiguousarray
+    available = available_bytes()  # the kernel counts the pairs first and stops above this
     found = _speedups.module_of("_cmatch.box_pairs").box_pairs(  # type: ignore[union-attr]
         *(contiguous(a, dtype=np.int64) for a in arrays),
         contiguous(det_box, dtype=np.float64),
         contiguous(gt_box, dtype=np.float64),
         contiguous(gt_is_crowd),
         max(1, int(threads)),
+        -1 if available is None else available // BYTES_PER_PAIR,
     )
     if found is None:
         return _speedups.Decline(_OUTSIDE)
+    if isinstance(found, int):
+        require_pairs(found)  # raises: more pairs than the memory available
     det_buffer, gt_buffer, iou_buffer, n_nonfinite = found
     if n_nonfinite:
         return _speedups.Decline(_OVERFLOW)

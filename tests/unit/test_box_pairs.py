@@ -67,3 +67,25 @@ def test_box_pairs_pairs_every_detection_with_its_groups_ground_truth():
     for got, want in zip(compiled, twin, strict=True):
         assert got.dtype == want.dtype
         assert np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
+@needs_kernel("deteval._cmatch")
+def test_box_pairs_counts_before_allocating_and_the_memory_limit_refuses_them():
+    """More pairs than the memory allows: the kernel returns their count, box_pairs refuses.
+
+    (Before, the compiled pass allocated whatever the pairs needed: ``--memory-limit`` was not
+    checked on the box path.)
+    """
+    from deteval.errors import ConfigError
+    from deteval.memory import BYTES_PER_PAIR, memory_limit
+
+    args = _args([1, 1, 3, 5], [0, 1, 1, 3, 3, 4], [0, 1, 2, 0], [2, 0, 1, 0, 2, 1])
+    kernel = _speedups.module_of("_cmatch.box_pairs").box_pairs
+    arrays = [np.ascontiguousarray(a) for a in args[:-1]]
+    assert kernel(*arrays, 2, 5) == 6  # six pairs, five allowed: counted, nothing allocated
+    assert len(kernel(*arrays, 2, 6)) == 4  # six allowed: the pairs
+    assert len(kernel(*arrays, 2, -1)) == 4  # no limit
+    with memory_limit(6 * BYTES_PER_PAIR):
+        assert run._box_pairs_compiled(*args)[0].tolist() == [0, 0, 1, 1, 2, 2]
+    with memory_limit(6 * BYTES_PER_PAIR - 1), pytest.raises(ConfigError, match="6 candidate"):
+        run._box_pairs_compiled(*args)
