@@ -77,7 +77,7 @@ def test_a_worker_error_reaches_the_caller(monkeypatch):
     """An input error found inside a shard is raised by the caller, as the in-process one is.
 
     (Mask inputs are checked in the parent, before forking; the error is injected into the IoU
-    step that every shard runs, naming the images it was given.)
+    step that every shard runs -- pair_iou, or box_pairs for boxes -- naming the images it was given.)
     """
     import sys
 
@@ -99,7 +99,11 @@ def test_a_worker_error_reaches_the_caller(monkeypatch):
         shown = sorted({int(gt.image_id[gt.image[r]]) for r in gt_rows})
         raise deteval.InputError(f"{len(shown)} image(s) refused: {shown}")
 
+    def failing_boxes(det_key, gt_key, det_rows, gt_rows, *args, **kwargs):
+        return failing(gt, dt, gt_rows, det_rows)
+
     monkeypatch.setattr(evaluate_module, "pair_iou", failing)
+    monkeypatch.setattr(evaluate_module, "box_pairs", failing_boxes)  # the box path's IoU step
     from deteval import sharding
 
     monkeypatch.setattr(sharding, "in_processes", lambda protocol: True)  # the process path, on boxes
