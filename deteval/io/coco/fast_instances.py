@@ -300,29 +300,41 @@ def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] 
     ids, image_ids, category_ids, crowd, ignore, difficult, starts, stops = ints
     box = capacity_buffer(4 * capacity, np.float64)
     area = capacity_buffer(capacity, np.float64)
-    args = (raw, ids, image_ids, category_ids, box, area, crowd, ignore, difficult, starts, stops)
-    keypoints = num_keypoints = None
-    if b'"keypoints"' not in raw:
-        found = _fast._colparse.instances(*args, None, None, threads)
-    else:
-        # Keypoints are parsed only where the file may have them: their buffer (up to a number per
-        # 2 bytes; pages never written stay unallocated) is given from the first pass, so a keypoint
-        # file is parsed once (the same columns as without the buffers when no annotation has them).
-        numbers = capacity_buffer(len(raw) // 2 + 1, np.float64)
-        num_keypoints = capacity_buffer(capacity, np.int64)
-        found = _fast._colparse.instances(*args, numbers, num_keypoints, threads)
-        if found is None:
-            return None
-        n, per_record = found[0], found[3]
-        if per_record:
-            numbers.resize(n * per_record, refcheck=False)  # in place: no view of it exists yet
-            keypoints = numbers.reshape(n, per_record // 3, 3)
-            num_keypoints.resize(n, refcheck=False)
-        else:
-            num_keypoints = None
-        del numbers
+    # The keypoint buffers are given to every file, so that a keypoint file is parsed once and no
+    # other file is searched for the key first (``b'"keypoints"' in raw`` read 57 MB of boxes and
+    # polygons at ~1 GB/s: 50 ms at 20,000 images). Untouched pages of ``np.empty`` are never
+    # resident: the numbers (up to one per 2 bytes) only where a file has keypoints; ``num_keypoints``
+    # (-1 where absent) is written for every annotation, one int64 each, and dropped when no
+    # annotation has keypoints (the columns are then those without the buffers).
+    numbers = capacity_buffer(len(raw) // 2 + 1, np.float64)
+    num_keypoints = capacity_buffer(capacity, np.int64)
+    found = _fast._colparse.instances(
+        raw,
+        ids,
+        image_ids,
+        category_ids,
+        box,
+        area,
+        crowd,
+        ignore,
+        difficult,
+        starts,
+        stops,
+        numbers,
+        num_keypoints,
+        threads,
+    )
     if found is None:
         return None
+    n, per_record = found[0], found[3]
+    keypoints = None
+    if per_record:
+        numbers.resize(n * per_record, refcheck=False)  # in place: no view of it exists yet
+        keypoints = numbers.reshape(n, per_record // 3, 3)
+        num_keypoints.resize(n, refcheck=False)
+    else:
+        num_keypoints = None
+    del numbers
     n, start, stop = found[:3]
     rest = b"".join((raw[:start], b"[]", raw[stop:]))
     data = _decode_or_none(rest, _INSTANCES)
