@@ -83,9 +83,7 @@ def _instances(raw: bytes) -> np.ndarray | None:
     cap = len(raw) // 76 + 1
     ints = [np.empty(cap, np.int64) for _ in range(8)]
     box, area, numbers = np.empty(4 * cap), np.empty(cap), np.empty(len(raw) // 2 + 1)
-    found = _colparse.instances(
-        raw, *ints[:3], box, area, *ints[3:], numbers, np.empty(cap, np.int64), 1
-    )
+    found = _colparse.instances(raw, *ints[:3], box, area, *ints[3:], numbers, np.empty(cap, np.int64), 1)
     return None if found is None else numbers[: found[0] * found[3]]
 
 
