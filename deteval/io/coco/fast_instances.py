@@ -355,16 +355,14 @@ def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] 
     )
     if found is None:
         return None
-    n, per_record = found[0], found[3]
-    keypoints = None
+    n, start, stop, per_record = found
+    keypoints = counts = None
     if per_record:
         numbers.resize(n * per_record, refcheck=False)  # in place: no view of it exists yet
         keypoints = numbers.reshape(n, per_record // 3, 3)
         num_keypoints.resize(n, refcheck=False)
-    else:
-        num_keypoints = None
-    del numbers
-    n, start, stop = found[:3]
+        counts = num_keypoints
+    del numbers, num_keypoints
     rest = b"".join((raw[:start], b"[]", raw[stop:]))
     data = _decode_or_none(rest, _INSTANCES)
     if data is None or data.annotations or not _same_keys(rest, _rest_keys(data)):
@@ -376,7 +374,7 @@ def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] 
     area.resize(n, refcheck=False)
     segm = SpanSegmentations(raw, starts, stops, _orjson.loads)  # type: ignore[union-attr]
     columns = (ids, image_ids, category_ids, box.reshape(n, 4), area, crowd, ignore, difficult, segm)
-    return data, (*columns, keypoints, num_keypoints)
+    return data, (*columns, keypoints, counts)
 
 
 def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
