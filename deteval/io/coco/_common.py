@@ -6,7 +6,6 @@ duplicate ids, the position of ids in a sorted table, and the parsers' thread co
 
 from __future__ import annotations
 
-import mmap
 import os
 import threading
 from collections.abc import Callable
@@ -151,8 +150,7 @@ def _position_table(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray | 
 
     None (search instead) unless the values are signed integers, the ids int64 and strictly
     increasing, fewer than 2**31 - 1 and spread over at most :data:`_TABLE_IDS_PER_ID` ids each.
-    The table is a mapping of its own (zero pages, nothing to fill), unmapped when dropped: from
-    the heap, its pages stayed resident below later blocks (RLE 20k: peak 596 -> 599 MiB).
+    Zeros (calloc: fresh pages are not written), so that only the pages holding ids are touched.
     """
     n = len(sorted_ids)
     if values.dtype.kind != "i" or sorted_ids.dtype != np.int64 or n >= 2**31 - 1:
@@ -160,6 +158,6 @@ def _position_table(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray | 
     span = int(sorted_ids[-1]) - int(sorted_ids[0]) + 1
     if span > _TABLE_IDS_PER_ID * n or not bool((sorted_ids[1:] > sorted_ids[:-1]).all()):
         return None
-    table = np.frombuffer(mmap.mmap(-1, 4 * (span + 1)), dtype=np.int32)
+    table = np.zeros(span + 1, dtype=np.int32)
     table[sorted_ids - sorted_ids[0]] = np.arange(1, n + 1, dtype=np.int32)
     return table
