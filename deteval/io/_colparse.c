@@ -34,7 +34,7 @@
 #include "../_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 8 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results); 8: skip_value_loosely and skip_string_loosely eight bytes at a time, parse_double reads numbers of up to 15 digits first (same results) */
+#define COLPARSE_ABI 9 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results); 8: skip_value_loosely and skip_string_loosely eight bytes at a time, parse_double reads numbers of up to 15 digits first (same results); 9: keypoint lists read their common numbers a word at a time (same results) */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -985,6 +985,82 @@ typedef struct {
     Py_ssize_t kp_capacity, kp_count, kp_per_record, kp_records;
 } AnnColumns;
 
+#if COLPARSE_FAST_FLOATS
+/* Eight bytes at ``p`` as one little-endian word (any alignment). */
+static inline uint64_t load_word(const char *p) {
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+
+/* How many of the eight bytes of ``w`` (first byte lowest) lead as ASCII digits (8: all). A byte is
+ * a digit when ``b ^ '0'`` is at most 9: its high bit, or that of ``(b ^ '0') + 0x76``, is set
+ * otherwise. A carry out of a byte only reaches the bytes after it, past the first non-digit. */
+static inline int leading_digits(uint64_t w) {
+    const uint64_t x = w ^ 0x3030303030303030ULL;
+    const uint64_t non_digit = ((x + 0x7676767676767676ULL) | x) & 0x8080808080808080ULL;
+    return non_digit ? __builtin_ctzll(non_digit) >> 3 : 8;
+}
+
+/* The value of the first ``len`` (1..7) digit bytes of ``w`` (first byte most significant): the
+ * digits moved to the word's top, the bytes below them zero, then summed pairwise in three steps. */
+static inline uint64_t digits_value(uint64_t w, int len) {
+    uint64_t d = (w & 0x0F0F0F0F0F0F0F0FULL) << (8 * (8 - len));
+    d = (d * 10 + (d >> 8)) & 0x00FF00FF00FF00FFULL;
+    d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFULL;
+    return (d * 10000 + (d >> 32)) & 0xFFFFFFFFULL;
+}
+#endif
+
+/* A keypoint list's number: parse_coordinate's value, the common token read a word at a time.
+ *
+ * The common token is ``-?`` then 1..7 digits (no leading zero but a lone ``0``), optionally ``.``
+ * and 1..7 digits, followed by a byte that is neither ``.`` nor ``e``/``E`` (nor a digit), all within
+ * the cursor with eight bytes to spare at each run of digits. Its mantissa (every digit, at most 14)
+ * and fraction length are parse_double's fast path's, and so is the one division: the same double,
+ * and ``-0.0`` / ``-0`` as there. Every other token goes to parse_coordinate. */
+static inline int parse_keypoint_number(Cursor *c, double *out) {
+#if COLPARSE_FAST_FLOATS
+    const char *p = c->p, *end = c->end;
+    const int negative = p < end && *p == '-';
+    p += negative;
+    if (end - p >= 8) {
+        const uint64_t w = load_word(p);
+        const int n_int = leading_digits(w);
+        if (n_int > 0 && n_int < 8 && !(n_int > 1 && *p == '0')) {
+            uint64_t m = digits_value(w, n_int);
+            const char *q = p + n_int;
+            int fraction = -1;
+            if (*q == '.' && end - (q + 1) >= 8) {
+                const uint64_t f = load_word(q + 1);
+                const int n_frac = leading_digits(f);
+                if (n_frac > 0 && n_frac < 8) {
+                    static const uint64_t SCALE[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+                    m = m * SCALE[n_frac] + digits_value(f, n_frac);
+                    fraction = n_frac;
+                    q += 1 + n_frac;
+                }
+            }
+            if (*q != '.' && *q != 'e' && *q != 'E') {
+                c->p = q;
+                if (m == 0) {
+                    *out = negative && fraction >= 0 ? -0.0 : 0.0; /* JSON's integer -0 is msgspec's 0 */
+                    return OK;
+                }
+                double value = (double)m;
+                if (fraction > 0) value = value / POW10[fraction];
+                *out = negative ? -value : value;
+                return OK;
+            }
+        }
+    }
+#endif
+    return parse_coordinate(c, out);
+}
+
 /* ``[x1, y1, v1, ...]`` into ``numbers[*n ...]`` (at most ``cap`` in all): as many JSON numbers as
  * the first list had (``*per_record``, set by the first list: a multiple of 3). The one reader of
  * keypoint lists, for the ground truth's annotations and for keypoint results. */
@@ -995,7 +1071,7 @@ static int parse_keypoint_numbers(Cursor *c, double *numbers, Py_ssize_t *n, Py_
     for (;;) {
         if (*n >= cap) return REFUSE;
         skip_ws(c);
-        int status = parse_coordinate(c, &numbers[*n]);
+        int status = parse_keypoint_number(c, &numbers[*n]);
         if (status != OK) return status;
         (*n)++;
         skip_ws(c);

@@ -251,10 +251,13 @@ class FileBytes:
         What was loaded from it, for the message (e.g. "the ground truth").
     plural : bool
         Whether ``what`` is plural ("the detections").
+    crc : int, optional
+        ``zlib.crc32(raw)`` when the caller computed it already (on another thread).
     """
 
-    def __init__(self, path: str, raw: bytes, what: str, *, plural: bool = False):
-        self.path, self.size, self.crc, self.what = path, len(raw), zlib.crc32(raw), what
+    def __init__(self, path: str, raw: bytes, what: str, *, plural: bool = False, crc: int | None = None):
+        self.path, self.size, self.what = path, len(raw), what
+        self.crc = zlib.crc32(raw) if crc is None else crc
         self.was = "were" if plural else "was"
 
     def __call__(self) -> bytes:

@@ -10,6 +10,7 @@ the extension. Without the extension these tests skip (``test_colparse.py`` fail
 from __future__ import annotations
 
 import json
+import zlib
 
 import numpy as np
 import pytest
@@ -537,10 +538,12 @@ def test_ground_truth_from_a_file_does_not_keep_its_bytes_and_scores_the_same(tm
 
 
 @pytest.mark.usefixtures("compiled")
+@pytest.mark.parametrize("workers", [1, 2])  # 2: the CRC-32 is computed on a second thread
 @pytest.mark.parametrize("change", ["same size", "longer", "deleted"])
-def test_a_ground_truth_file_changed_after_loading_is_refused_not_misread(tmp_path, change):
+def test_a_ground_truth_file_changed_after_loading_is_refused_not_misread(tmp_path, change, workers):
     path = _segm_copy(tmp_path)
-    gt = load_coco_gt(str(path))
+    gt = load_coco_gt(str(path), workers=workers)
+    assert gt.segmentation._origin.crc == zlib.crc32(path.read_bytes())
     raw = path.read_bytes()
     first = raw.index(b'"segmentation"')
     digit = raw.index(b"1", first)  # a coordinate of the first polygon

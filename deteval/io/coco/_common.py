@@ -124,10 +124,48 @@ def _refuse_duplicates(ids: np.ndarray, where: str, what: str) -> None:
         raise InputError(f"{where}: duplicate {what} ids: {shown}{more}; expected each id once")
 
 
+#: :func:`_index_of` looks ids up in a table (one int32 per id between the smallest and the
+#: largest) when there are at most this many such ids per id of the table, else it searches.
+_TABLE_IDS_PER_ID = 128
+
+
 def _index_of(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
-    """Index of each value in ``sorted_ids``; -1 where absent."""
+    """Index of each value in ``sorted_ids``; -1 where absent.
+
+    Unique integer ids in a span of at most :data:`_TABLE_IDS_PER_ID` per id are looked up in a
+    table of their positions (:func:`_position_table`; one read per value: 144,096 annotations
+    into 20,000 image ids spread over 2,000,463, 17 -> 1 ms, with an 8 MB table for that time);
+    others are searched.
+
+    >>> _index_of(np.array([7, 3, 9, 5, -4]), np.array([3, 5, 7])).tolist()
+    [2, 0, -1, 1, -1]
+    """
     if len(sorted_ids) == 0:
         return np.full(len(values), -1, dtype=np.int64)
+    table = _position_table(values, sorted_ids)
+    if table is not None:
+        low, span = int(sorted_ids[0]), len(table) - 1
+        values = values.astype(np.int64, copy=False)
+        at = np.where((values >= low) & (values <= int(sorted_ids[-1])), values - low, span)  # outside: 0
+        return np.subtract(table[at], 1, out=at)  # the int64 positions, -1 where absent
     pos = np.searchsorted(sorted_ids, values)
     pos_clipped = np.minimum(pos, len(sorted_ids) - 1)
     return np.where(sorted_ids[pos_clipped] == values, pos_clipped, -1).astype(np.int64)
+
+
+def _position_table(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray | None:
+    """Positions plus one of ``sorted_ids`` by id minus the smallest, 0 between them and one 0 after.
+
+    None (search instead) unless the values are signed integers, the ids int64 and strictly
+    increasing, fewer than 2**31 - 1 and spread over at most :data:`_TABLE_IDS_PER_ID` ids each.
+    Zeros (calloc: fresh pages are not written), so that only the pages holding ids are touched.
+    """
+    n = len(sorted_ids)
+    if values.dtype.kind != "i" or sorted_ids.dtype != np.int64 or n >= 2**31 - 1:
+        return None
+    span = int(sorted_ids[-1]) - int(sorted_ids[0]) + 1
+    if span > _TABLE_IDS_PER_ID * n or not bool((sorted_ids[1:] > sorted_ids[:-1]).all()):
+        return None
+    table = np.zeros(span + 1, dtype=np.int32)
+    table[sorted_ids - sorted_ids[0]] = np.arange(1, n + 1, dtype=np.int32)
+    return table
