@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import deteval
+from deteval import _speedups
 from deteval.protocol import yaml as protocol_yaml
 from deteval.protocol.preset_cache import _PARSED, parsed_preset
 from deteval.protocol.safe_yaml import parse_yaml
@@ -283,3 +284,35 @@ def test_loading_box_or_keypoint_results_loads_no_mask_module() -> None:
     modules = _loaded_after(code)
     assert "deteval.io.coco.fast" in modules
     assert _packages(modules, ("deteval.masks", "pycocotools", *OPEN_IMAGES_READERS)) == []
+
+
+#: What a box or keypoint evaluation with the compiled readers never needs: msgspec (the readers'
+#: twin when the extension is not built) and what it imports (12-15 ms of a 0.3 s keypoint run),
+#: and the process pool's signal handling. (uuid and zoneinfo stay: orjson imports them.)
+NOT_WITH_THE_COMPILED_READERS = (
+    "msgspec",
+    "typing_extensions",
+    "decimal",
+    "signal",
+    "deteval.io.coco.fast_msgspec",
+)
+
+
+@pytest.mark.skipif(
+    _speedups.load("deteval.io._colparse") is None,
+    reason="the compiled readers are not built or are disabled",
+)
+@pytest.mark.parametrize("folder", ["keypoints", "coco"])
+def test_an_api_evaluation_with_the_compiled_readers_loads_no_twin_or_side_code(folder: str) -> None:
+    """``deteval.evaluate`` on a box or keypoint file: the compiled parser reads both files."""
+    gt, dt = FIXTURES / folder / "gt.json", FIXTURES / folder / "dt.json"
+    protocol = THREE_KEYPOINTS if folder == "keypoints" else "coco"
+    code = (
+        "import warnings, deteval\n"
+        "warnings.simplefilter('ignore')\n"
+        f"assert deteval.evaluate({str(gt)!r}, {str(dt)!r}, {protocol!r}).metrics['AP'] >= 0\n"
+    )
+    modules = _loaded_after(code)
+    assert "deteval.evaluate.run" in modules  # it did score
+    assert "deteval.io._colparse" in modules  # with the compiled readers
+    assert _packages(modules, NOT_WITH_THE_COMPILED_READERS) == []

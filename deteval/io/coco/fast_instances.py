@@ -15,33 +15,20 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import msgspec as _msgspec
 import numpy as np
 
 from deteval._safe_read import count_json_keys, count_raw_keys, json_keys
-from deteval._safe_read.strict_json import _count_keys, _orjson
+from deteval._safe_read.strict_json import _count_keys, _orjson, _too_deep
+from deteval._values import frozen
 from deteval.data import GroundTruth
 from deteval.errors import InputError
 from deteval.io._text import FileBytes
 from deteval.io.coco import fast as _fast  # its _colparse, read at call time (one switch)
-from deteval.io.coco._common import _duplicates, capacity_buffer
-from deteval.io.coco.fast_msgspec import (
-    _HAS_MSGSPEC,
-    _decode_or_none,
-    _get_area,
-    _get_bbox,
-    _get_category_id,
-    _get_id,
-    _get_image_id,
-    _get_iscrowd,
-)
+from deteval.io.coco._common import _HAS_MSGSPEC, _duplicates, capacity_buffer
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
 
 if TYPE_CHECKING:  # imported where the columns are made (a segm evaluation reads them)
     from deteval.masks.sources import PolygonSegmentations, RleSegmentations
-
-if _HAS_MSGSPEC:
-    from deteval.io.coco.fast_msgspec import _Int64
 
 
 class RawSegmentations(Sequence):
@@ -171,31 +158,27 @@ class SpanSegmentations(Sequence):
         return state
 
 
-if _HAS_MSGSPEC:
+class _Absent:
+    """``info`` or ``licenses`` not in the file (JSON ``null`` there is None)."""
 
-    class _Annotation(_msgspec.Struct, forbid_unknown_fields=True):
-        """A COCO annotation's fields, typed strictly; segmentation left undecoded."""
+    def __repr__(self) -> str:
+        return "<absent>"
 
-        id: _Int64
-        image_id: _Int64
-        category_id: _Int64
-        bbox: tuple[float, float, float, float]
-        area: float
-        iscrowd: _Int64
-        segmentation: _msgspec.Raw | _msgspec.UnsetType = _msgspec.UNSET
-        ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
-        difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
-        keypoints: list[float] | _msgspec.UnsetType = _msgspec.UNSET
-        num_keypoints: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
 
-    class _Instances(_msgspec.Struct, forbid_unknown_fields=True):
-        images: list[dict]
-        annotations: list[_Annotation]
-        categories: list[dict]
-        info: Any = _msgspec.UNSET
-        licenses: Any = _msgspec.UNSET
+_ABSENT = _Absent()
 
-    _INSTANCES = _msgspec.json.Decoder(_Instances)
+#: The top-level keys of a plain instances file.
+_TOP_KEYS = frozenset({"images", "annotations", "categories", "info", "licenses"})
+
+
+@frozen(eq=False)
+class _Rest:
+    """An instances document outside its annotations: what the checks and the assembly read."""
+
+    images: list
+    categories: list
+    info: Any = _ABSENT
+    licenses: Any = _ABSENT
 
 
 #: The annotation columns of an instances file: id, image_id, category_id (int64), bbox (n, 4),
@@ -230,10 +213,10 @@ def _fast_ground_truth(raw: bytes, path: str, *, threads: int = 1) -> GroundTrut
     ``threads``: the compiled parser's parts of the annotations array (the same columns); above
     one, the CRC-32 kept for the segmentations is computed on a second thread meanwhile.
     """
-    if not _HAS_MSGSPEC or _orjson is None:
+    if _orjson is None:
         return None
     parts = _compiled_instances(raw, threads) if _fast._colparse is not None else None
-    if parts is None:
+    if parts is None and _HAS_MSGSPEC:
         parts = _msgspec_instances(raw)
     if parts is None:
         return None
@@ -304,23 +287,49 @@ def _decodable(segm: list) -> bool:
     return True
 
 
-def _rest_keys(data: Any) -> int:
-    """The object keys of a decoded :class:`_Instances` outside its annotations."""
+def _rest_keys(data: _Rest) -> int:
+    """The object keys of an instances document outside its annotations' records."""
     keys = 3 + _count_keys(data.images) + _count_keys(data.categories)
     for extra in (data.info, data.licenses):
-        if extra is not _msgspec.UNSET:
+        if extra is not _ABSENT:
             keys += 1 + _count_keys(extra)
     return keys
 
 
+def _plain_rest(rest: bytes) -> _Rest | None:
+    """The document outside its annotations (``"annotations": []`` in ``rest``), or None.
+
+    Decoded by orjson, as the full loader decodes a file, and taken only in the plain shape the
+    msgspec twin types (:class:`deteval.io.coco.fast_msgspec._Instances`): an object with the
+    ``images``, ``annotations`` (empty) and ``categories`` arrays of objects, ``info`` and
+    ``licenses`` optional, no other key, nested at most :data:`deteval._safe_read.MAX_DEPTH`
+    levels. Duplicate keys are the caller's count.
+    """
+    try:
+        doc = _orjson.loads(rest)  # type: ignore[union-attr]
+    except _orjson.JSONDecodeError:  # type: ignore[union-attr]
+        return None  # the full path names it (or reads what orjson refuses: a 70-bit id, say)
+    if type(doc) is not dict or not doc.keys() <= _TOP_KEYS or doc.get("annotations") != []:
+        return None
+    if _too_deep(doc):  # the full loader's depth rule (deteval._safe_read.loads_strict)
+        return None
+    images, categories = doc.get("images"), doc.get("categories")
+    if type(images) is not list or type(categories) is not list:
+        return None
+    if not all(type(x) is dict for x in itertools.chain(images, categories)):
+        return None
+    return _Rest(images, categories, doc.get("info", _ABSENT), doc.get("licenses", _ABSENT))
+
+
 def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] | None:
-    """An instances file read by the C extension (annotations) and msgspec (the rest), or None.
+    """An instances file read by the C extension (annotations) and orjson (the rest), or None.
 
     The extension parses the top-level ``annotations`` array into columns, keeping each
-    segmentation as a byte span of ``raw`` (:class:`SpanSegmentations`); msgspec decodes the rest
-    of the document with that array replaced by ``[]``, and a raw count of its keys rules out
-    duplicates there, as in :func:`_msgspec_instances`. None when the extension is not available
-    or anything is not plain: the msgspec path and then the full loader decide.
+    segmentation as a byte span of ``raw`` (:class:`SpanSegmentations`); orjson decodes the rest
+    of the document with that array replaced by ``[]`` (:func:`_plain_rest`), and a raw count of
+    its keys rules out duplicates there, as in :func:`_msgspec_instances`. None when the
+    extension is not available or anything is not plain: the msgspec path and then the full
+    loader decide. msgspec is not imported here.
     """
     if _fast._colparse is None:
         return None
@@ -364,8 +373,8 @@ def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] 
         counts = num_keypoints
     del numbers, num_keypoints
     rest = b"".join((raw[:start], b"[]", raw[stop:]))
-    data = _decode_or_none(rest, _INSTANCES)
-    if data is None or data.annotations or not _same_keys(rest, _rest_keys(data)):
+    data = _plain_rest(rest)
+    if data is None or not _same_keys(rest, _rest_keys(data)):
         return None
     del rest
     for column in ints:
@@ -384,12 +393,16 @@ def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
     which also rules out duplicate keys; each RLE object's keys are read from its text (``size`` and
     ``counts``, once each). This is the twin the compiled parser is tested against.
     """
-    data = _decode_or_none(raw, _INSTANCES)
-    if data is None:
+    from deteval.io.coco import fast_msgspec as m  # msgspec only on this path
+
+    decoded = m._decode_or_none(raw, m._INSTANCES)
+    if decoded is None:
         return None
-    anns = data.annotations
+    extras = (_ABSENT if v is m.UNSET else v for v in (decoded.info, decoded.licenses))
+    data = _Rest(decoded.images, decoded.categories, *extras)
+    anns = decoded.annotations
     n = len(anns)
-    segm = [a.segmentation if a.segmentation is not _msgspec.UNSET else None for a in anns]
+    segm = [a.segmentation if a.segmentation is not m.UNSET else None for a in anns]
     rle = [r for r in segm if r is not None and memoryview(r)[:1] == b"{"]
     # An RLE object is counted as its two keys below; exactly those, once each (an object with fewer
     # would make room in the count for a duplicate key elsewhere).
@@ -401,52 +414,51 @@ def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
         + 6 * n
         + sum(r is not None for r in segm)
         + 2 * n_rle
-        + sum(a.ignore is not _msgspec.UNSET for a in anns)
-        + sum(a.difficult is not _msgspec.UNSET for a in anns)
-        + sum(a.keypoints is not _msgspec.UNSET for a in anns)
-        + sum(a.num_keypoints is not _msgspec.UNSET for a in anns)
+        + sum(a.ignore is not m.UNSET for a in anns)
+        + sum(a.difficult is not m.UNSET for a in anns)
+        + sum(a.keypoints is not m.UNSET for a in anns)
+        + sum(a.num_keypoints is not m.UNSET for a in anns)
     )
     if not _same_keys(raw, keys):
         return None
-    keypoint_columns = _msgspec_keypoints(anns)
+    keypoint_columns = _msgspec_keypoints(anns, m.UNSET)
     if keypoint_columns is None:
         return None
     columns = (
-        np.fromiter(map(_get_id, anns), dtype=np.int64, count=n),
-        np.fromiter(map(_get_image_id, anns), np.int64, n),
-        np.fromiter(map(_get_category_id, anns), np.int64, n),
+        np.fromiter(map(m._get_id, anns), dtype=np.int64, count=n),
+        np.fromiter(map(m._get_image_id, anns), np.int64, n),
+        np.fromiter(map(m._get_category_id, anns), np.int64, n),
         np.fromiter(
-            itertools.chain.from_iterable(map(_get_bbox, anns)), dtype=np.float64, count=4 * n
+            itertools.chain.from_iterable(map(m._get_bbox, anns)), dtype=np.float64, count=4 * n
         ).reshape(n, 4),
-        np.fromiter(map(_get_area, anns), dtype=np.float64, count=n),
-        np.fromiter(map(_get_iscrowd, anns), dtype=np.int64, count=n),
-        np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in anns), np.int64, n),
-        np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in anns), np.int64, n),
+        np.fromiter(map(m._get_area, anns), dtype=np.float64, count=n),
+        np.fromiter(map(m._get_iscrowd, anns), dtype=np.int64, count=n),
+        np.fromiter((0 if a.ignore is m.UNSET else a.ignore for a in anns), np.int64, n),
+        np.fromiter((0 if a.difficult is m.UNSET else a.difficult for a in anns), np.int64, n),
         RawSegmentations(segm, _orjson.loads),  # type: ignore[union-attr]
         *keypoint_columns,
     )
     return data, columns
 
 
-def _msgspec_keypoints(anns: list) -> tuple[np.ndarray | None, np.ndarray | None] | None:
+def _msgspec_keypoints(anns: list, unset: Any) -> tuple[np.ndarray | None, np.ndarray | None] | None:
     """(keypoints, num_keypoints) of decoded annotations as the compiled parser gives them.
 
     (None, None) when no annotation has ``keypoints``; None (the full path) when only some
-    have, or the lists are empty, of different lengths or not a multiple of 3.
+    have, or the lists are empty, of different lengths or not a multiple of 3. ``unset``:
+    msgspec's marker of a field not in the record.
     """
     lists = [a.keypoints for a in anns]
-    if all(k is _msgspec.UNSET for k in lists):
+    if all(k is unset for k in lists):
         return None, None
-    if any(k is _msgspec.UNSET for k in lists):
+    if any(k is unset for k in lists):
         return None
     length = len(lists[0])
     if not length or length % 3 or any(len(k) != length for k in lists):
         return None
     n = len(anns)
     keypoints = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.float64, count=n * length)
-    count = np.fromiter(
-        (-1 if a.num_keypoints is _msgspec.UNSET else a.num_keypoints for a in anns), np.int64, n
-    )
+    count = np.fromiter((-1 if a.num_keypoints is unset else a.num_keypoints for a in anns), np.int64, n)
     return keypoints.reshape(n, length // 3, 3), count
 
 
@@ -520,22 +532,6 @@ def _assemble_columns(meta: dict, columns: AnnColumns, path: str) -> GroundTruth
     )
 
 
-if _HAS_MSGSPEC:
-
-    class _AnnotationObject(_msgspec.Struct, forbid_unknown_fields=True):
-        """An in-memory COCO annotation's fields, typed as :class:`_Annotation` types a file's."""
-
-        id: _Int64
-        image_id: _Int64
-        category_id: _Int64
-        bbox: tuple[float, float, float, float]
-        area: float
-        iscrowd: _Int64
-        segmentation: Any = _msgspec.UNSET
-        ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
-        difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
-
-
 def _fast_annotations(meta: dict, anns: list, where: str) -> GroundTruth | None:
     """In-memory annotations (a list of dicts) straight into columns, or None for the full path.
 
@@ -580,22 +576,26 @@ def _msgspec_annotation_records(anns: list) -> AnnColumns | None:
     """
     if not _HAS_MSGSPEC or not anns:
         return None
+    import msgspec
+
+    from deteval.io.coco import fast_msgspec as m  # msgspec only on this path
+
     try:
-        typed = _msgspec.convert(anns, list[_AnnotationObject])
-    except (_msgspec.ValidationError, RecursionError):
+        typed = msgspec.convert(anns, list[m._AnnotationObject])
+    except (msgspec.ValidationError, RecursionError):
         return None  # the full path reads or names it
     n = len(typed)
     return (
-        np.fromiter(map(_get_id, typed), dtype=np.int64, count=n),
-        np.fromiter(map(_get_image_id, typed), np.int64, n),
-        np.fromiter(map(_get_category_id, typed), np.int64, n),
+        np.fromiter(map(m._get_id, typed), dtype=np.int64, count=n),
+        np.fromiter(map(m._get_image_id, typed), np.int64, n),
+        np.fromiter(map(m._get_category_id, typed), np.int64, n),
         np.fromiter(
-            itertools.chain.from_iterable(map(_get_bbox, typed)), dtype=np.float64, count=4 * n
+            itertools.chain.from_iterable(map(m._get_bbox, typed)), dtype=np.float64, count=4 * n
         ).reshape(n, 4),
-        np.fromiter(map(_get_area, typed), dtype=np.float64, count=n),
-        np.fromiter(map(_get_iscrowd, typed), dtype=np.int64, count=n),
-        np.fromiter((0 if a.ignore is _msgspec.UNSET else a.ignore for a in typed), np.int64, n),
-        np.fromiter((0 if a.difficult is _msgspec.UNSET else a.difficult for a in typed), np.int64, n),
+        np.fromiter(map(m._get_area, typed), dtype=np.float64, count=n),
+        np.fromiter(map(m._get_iscrowd, typed), dtype=np.int64, count=n),
+        np.fromiter((0 if a.ignore is m.UNSET else a.ignore for a in typed), np.int64, n),
+        np.fromiter((0 if a.difficult is m.UNSET else a.difficult for a in typed), np.int64, n),
         tuple(r.get("segmentation") for r in anns),
         None,
         None,

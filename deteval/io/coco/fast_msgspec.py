@@ -1,4 +1,4 @@
-"""The msgspec twins of the compiled results parser (:mod:`deteval.io.coco.fast`).
+"""The msgspec twins of the compiled parsers (:mod:`deteval.io.coco.fast`, ``fast_instances``).
 
 Plain box results decoded by msgspec into the same columns as the C extension gives, bit for bit:
 the path taken where the extension is not built (or ``DETEVAL_NO_EXTENSION=1``), and the twin the
@@ -33,6 +33,52 @@ if _HAS_MSGSPEC:
         score: float
 
     _BOX_RESULTS = _msgspec.json.Decoder(list[_BoxResult])
+
+
+#: msgspec's marker of a field absent from a record (the ``_msgspec_*`` twins test for it).
+UNSET = _msgspec.UNSET if _HAS_MSGSPEC else None
+
+if _HAS_MSGSPEC:
+
+    class _Annotation(_msgspec.Struct, forbid_unknown_fields=True):
+        """A COCO annotation's fields, typed strictly; segmentation left undecoded."""
+
+        id: _Int64
+        image_id: _Int64
+        category_id: _Int64
+        bbox: tuple[float, float, float, float]
+        area: float
+        iscrowd: _Int64
+        segmentation: _msgspec.Raw | _msgspec.UnsetType = _msgspec.UNSET
+        ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+        difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+        keypoints: list[float] | _msgspec.UnsetType = _msgspec.UNSET
+        num_keypoints: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+
+    class _Instances(_msgspec.Struct, forbid_unknown_fields=True):
+        images: list[dict]
+        annotations: list[_Annotation]
+        categories: list[dict]
+        info: Any = _msgspec.UNSET
+        licenses: Any = _msgspec.UNSET
+
+    _INSTANCES = _msgspec.json.Decoder(_Instances)
+
+
+if _HAS_MSGSPEC:
+
+    class _AnnotationObject(_msgspec.Struct, forbid_unknown_fields=True):
+        """An in-memory COCO annotation's fields, typed as :class:`_Annotation` types a file's."""
+
+        id: _Int64
+        image_id: _Int64
+        category_id: _Int64
+        bbox: tuple[float, float, float, float]
+        area: float
+        iscrowd: _Int64
+        segmentation: Any = _msgspec.UNSET
+        ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+        difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
 
 
 def _decode_or_none(raw: bytes, decoder: Any) -> Any:
