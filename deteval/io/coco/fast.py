@@ -417,15 +417,16 @@ def _compiled_segm_columns(
     from deteval.masks.sources import PolygonSegmentations
 
     capacity = len(raw) // _MIN_SEGM_RECORD_BYTES + 1
-    image_ids = np.empty(capacity, dtype=np.int64)
-    category_ids = np.empty(capacity, dtype=np.int64)
-    box = np.empty(4 * capacity, dtype=np.float64)
-    score = np.empty(capacity, dtype=np.float64)
-    starts = np.empty(capacity, dtype=np.int64)
-    stops = np.empty(capacity, dtype=np.int64)
-    n_parts = np.empty(capacity, dtype=np.int64)
-    part_len = np.empty(len(raw) // 4 + 1, dtype=np.int64)
-    coords = np.empty(len(raw) // 2 + 1, dtype=np.float64)
+    # Sized by the file and written in part, by threads from offsets apart: no 2 MiB pages.
+    image_ids = capacity_buffer(capacity, np.int64)
+    category_ids = capacity_buffer(capacity, np.int64)
+    box = capacity_buffer(4 * capacity, np.float64)
+    score = capacity_buffer(capacity, np.float64)
+    starts = capacity_buffer(capacity, np.int64)
+    stops = capacity_buffer(capacity, np.int64)
+    n_parts = capacity_buffer(capacity, np.int64)
+    part_len = capacity_buffer(len(raw) // 4 + 1, np.int64)
+    coords = capacity_buffer(len(raw) // 2 + 1, np.float64)
     found = _colparse.segm_results(
         raw, image_ids, category_ids, box, score, starts, stops, n_parts, part_len, coords, threads
     )
@@ -466,16 +467,17 @@ def _compiled_rle_columns(raw: bytes, threads: int = 1) -> tuple[BoxColumns, Rle
     from deteval.masks.sources import RleSegmentations
 
     capacity = len(raw) // _MIN_RLE_RECORD_BYTES + 1
-    image_ids = np.empty(capacity, dtype=np.int64)
-    category_ids = np.empty(capacity, dtype=np.int64)
-    box = np.empty(4 * capacity, dtype=np.float64)
-    score = np.empty(capacity, dtype=np.float64)
-    starts = np.empty(capacity, dtype=np.int64)
-    stops = np.empty(capacity, dtype=np.int64)
-    sizes = np.empty(2 * capacity, dtype=np.int64)
-    counts_start = np.empty(capacity, dtype=np.int64)
-    counts_stop = np.empty(capacity, dtype=np.int64)
-    blob = np.empty(len(raw), dtype=np.uint8)  # not zeroed: only the written part is read
+    # Sized by the file and written in part, by threads from offsets apart: no 2 MiB pages.
+    image_ids = capacity_buffer(capacity, np.int64)
+    category_ids = capacity_buffer(capacity, np.int64)
+    box = capacity_buffer(4 * capacity, np.float64)
+    score = capacity_buffer(capacity, np.float64)
+    starts = capacity_buffer(capacity, np.int64)
+    stops = capacity_buffer(capacity, np.int64)
+    sizes = capacity_buffer(2 * capacity, np.int64)
+    counts_start = capacity_buffer(capacity, np.int64)
+    counts_stop = capacity_buffer(capacity, np.int64)
+    blob = capacity_buffer(len(raw), np.uint8)  # not zeroed: only the written part is read
     found = _colparse.rle_results(
         raw,
         image_ids,

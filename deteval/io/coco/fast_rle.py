@@ -18,7 +18,7 @@ from deteval._safe_read import note_read
 from deteval.data import Detections, GroundTruth
 from deteval.io.category_map import CategoryMap
 from deteval.io.coco import fast
-from deteval.io.coco._common import parse_threads
+from deteval.io.coco._common import capacity_buffer, parse_threads
 
 if TYPE_CHECKING:
     from deteval.masks.sources import RleSegmentations
@@ -116,20 +116,23 @@ class RleParts:
         self._colparse = colparse
         self.threads = threads
         self.n = self.n_blob = 0
-        self.image_ids = np.empty(capacity, dtype=np.int64)
-        self.category_ids = np.empty(capacity, dtype=np.int64)
-        self.box = np.empty(4 * capacity, dtype=np.float64)
-        self.score = np.empty(capacity, dtype=np.float64)
-        self.sizes = np.empty(2 * capacity, dtype=np.int64)
-        self.offsets = np.empty(capacity + 1, dtype=np.int64)  # counts starts, then the blob's end
-        self.blob = np.empty(size, dtype=np.uint8)  # not zeroed: only the written part is read
+        # Without numpy's 2 MiB pages (capacity_buffer): the threads of a part write from offsets
+        # apart, and each 2 MiB page they touch was zeroed whole (RLE results at 20k images,
+        # 439 MB: 1.0 s of system time on two threads against 0.33 s on one).
+        self.image_ids = capacity_buffer(capacity, np.int64)
+        self.category_ids = capacity_buffer(capacity, np.int64)
+        self.box = capacity_buffer(4 * capacity, np.float64)
+        self.score = capacity_buffer(capacity, np.float64)
+        self.sizes = capacity_buffer(2 * capacity, np.int64)
+        self.offsets = capacity_buffer(capacity + 1, np.int64)  # counts starts, then the blob's end
+        self.blob = capacity_buffer(size, np.uint8)  # not zeroed: only the written part is read
         self.scratch = np.empty((3, 0), dtype=np.int64)  # segm_start, segm_stop, counts_stop
 
     def feed(self, raw: Any, *, first: bool, last: bool) -> bool:
         """Parse one part (a buffer) into the columns; False when it is not plain."""
         most = len(raw) // fast._MIN_RLE_RECORD_BYTES + 1
         if self.scratch.shape[1] < most:
-            self.scratch = np.empty((3, most), dtype=np.int64)
+            self.scratch = capacity_buffer(3 * most, np.int64).reshape(3, most)  # written in part
         n, at = self.n, self.n_blob
         stop = n + most
         found = self._colparse.rle_results_part(
