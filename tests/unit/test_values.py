@@ -203,6 +203,9 @@ def _behaviour(cls: type, fields: list[dict]) -> list:
     seen.append(_outcome(lambda: cls(*range(len(init_names) + 1)))[0])
     seen.append(_outcome(lambda: repr(cls(*range(len(init_names))))))  # every argument by position
     seen.append(_outcome(lambda: repr(cls(**{n: n for n in init_names}))))  # every one by keyword
+    for k in range(len(init_names) + 1):  # the first k by position, or by keyword
+        seen.append(_outcome(lambda k=k: repr(cls(*init_names[:k]))))
+        seen.append(_outcome(lambda k=k: repr(cls(**{n: n for n in init_names[len(init_names) - k :]}))))
     if made[0] != "ok":
         return seen
     a = made[1]
