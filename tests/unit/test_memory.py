@@ -194,6 +194,21 @@ def test_bad_memory_limit_is_a_usage_error(capsys):
     assert "expected a size such as 8G or 512M, found lots" in capsys.readouterr().err
 
 
+#: The start of the fresh processes that read glibc's heap counters (mallinfo2; "skip" elsewhere).
+_MALLINFO = """
+import ctypes, sys
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                               "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+if not hasattr(libc, "mallinfo2"):
+    print("skip"); sys.exit()
+libc.mallinfo2.restype = Info
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+"""
+
+
 def test_map_large_allocations_keeps_large_arrays_in_their_own_mappings():
     """With the call, arrays of 200 KiB get their own mappings even after a large free.
 
@@ -206,24 +221,17 @@ def test_map_large_allocations_keeps_large_arrays_in_their_own_mappings():
 
     from tests import ROOT
 
-    code = """
-import ctypes, sys
+    code = (
+        _MALLINFO
+        + """
 from deteval.memory import map_large_allocations
-class Info(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
-                                               "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-libc = ctypes.CDLL(None)
-if not hasattr(libc, "mallinfo2"):
-    print("skip"); sys.exit()
-libc.mallinfo2.restype = Info
-libc.malloc.restype = ctypes.c_void_p
-libc.free.argtypes = [ctypes.c_void_p]
 made = map_large_allocations() if sys.argv[1] == "1" else False
 libc.free(libc.malloc(8 << 20))  # a mapped block freed: glibc's threshold rises to 8 MiB
 before = libc.mallinfo2().hblks
 blocks = [libc.malloc(200 << 10) for _ in range(10)]
 print(made, libc.mallinfo2().hblks - before)
 """
+    )
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
@@ -364,18 +372,10 @@ def test_map_large_allocations_keeps_freed_heap_space_until_released():
 
     from tests import ROOT
 
-    code = """
-import ctypes, sys
+    code = (
+        _MALLINFO
+        + """
 from deteval.memory import map_large_allocations, release_free_memory
-class Info(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
-                                               "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
-libc = ctypes.CDLL(None)
-if not hasattr(libc, "mallinfo2"):
-    print("skip"); sys.exit()
-libc.mallinfo2.restype = Info
-libc.malloc.restype = ctypes.c_void_p
-libc.free.argtypes = [ctypes.c_void_p]
 keep = None if sys.argv[1] == "default" else int(sys.argv[1])
 made = map_large_allocations(8 << 20, keep_free=keep)
 libc.free(libc.malloc(4 << 20))  # below the mmap threshold: from the top of the heap
@@ -383,6 +383,7 @@ kept = libc.mallinfo2().keepcost
 released = release_free_memory()
 print(made, kept, released, libc.mallinfo2().keepcost)
 """
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
     found = {}
     for keep in ("131072", "default"):
