@@ -13,6 +13,7 @@ from deteval._safe_read import MAX_BYTES, parse_yaml, read_text
 from deteval._values import frozen
 from deteval.data import GroundTruth
 from deteval.errors import ConfigError, shorten
+from deteval.io.identity import _index_of
 
 #: Largest share of detections ``unknown_category="drop"`` drops without ``max_drop=1``.
 MAX_DROP = 0.10
@@ -403,30 +404,6 @@ def coco91_table(gt: GroundTruth) -> tuple[np.ndarray, np.ndarray]:
         np.array([p[0] for p in pairs], dtype=np.int64),
         np.array([p[1] for p in pairs], dtype=np.int64),
     )
-
-
-def _index_of(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
-    """Position of each value in the sorted ``sorted_ids`` (the first of equal ids), -1 if absent.
-
-    Ids of a small range (class ids) are looked up in a table indexed by ``id - min``: one gather
-    where a binary search per value took ten times as long on a quarter of a million detections.
-    """
-    if len(sorted_ids) == 0:
-        return np.full(len(values), -1, dtype=np.int32)
-    lo, hi = int(sorted_ids[0]), int(sorted_ids[-1])
-    if hi - lo < len(values) + (1 << 16) and len(values) > 4 * len(sorted_ids) and _is_increasing(sorted_ids):
-        table = np.full(hi - lo + 2, -1, dtype=np.int32)  # the last slot: every value out of range
-        table[sorted_ids.astype(np.int64) - lo] = np.arange(len(sorted_ids), dtype=np.int32)
-        offset = values.astype(np.int64) - lo
-        offset[(offset < 0) | (offset > hi - lo)] = hi - lo + 1
-        return table[offset]
-    pos = np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)
-    return np.where(sorted_ids[pos] == values, pos, -1).astype(np.int32)
-
-
-def _is_increasing(ids: np.ndarray) -> bool:
-    """Whether ``ids`` is strictly increasing (no repeated id: each names one position)."""
-    return bool((ids[1:] > ids[:-1]).all())
 
 
 def _ids(gt: GroundTruth, limit: int = 8) -> str:

@@ -14,7 +14,8 @@ import numpy as np
 
 from deteval.data import FederatedLabels, GroundTruth
 from deteval.io._records import MISSING, Problems, _values, int_column, number_column, plain
-from deteval.io.coco._common import _index_of, _refuse_duplicates, _value_at
+from deteval.io.coco._common import _refuse_duplicates, _value_at
+from deteval.io.identity import _index_of
 
 
 def _images_and_categories(
@@ -149,7 +150,7 @@ def _federated_labels(
         counts = np.array([len(v) for v in values], dtype=np.int64)
         owner = np.repeat(np.array([r["id"] for r in images], dtype=np.int64), counts)
         cats = np.fromiter(itertools.chain.from_iterable(values), dtype=np.int64, count=int(counts.sum()))
-        category = _index_of(cats, category_ids)
+        category = _index_of(cats, category_ids, np.int64)
         unknown = np.flatnonzero(category < 0)
         if len(unknown):
             at = np.searchsorted(np.cumsum(counts), unknown, side="right")
@@ -159,7 +160,7 @@ def _federated_labels(
                 "ids of listed categories",
                 values.__getitem__,
             )
-        pairs += [_index_of(owner, image_ids), category]
+        pairs += [_index_of(owner, image_ids, np.int64), category]
     return FederatedLabels(
         neg_image=pairs[0],
         neg_category=pairs[1],
@@ -193,7 +194,7 @@ def _assemble_gt(
     Without ``ann_problems`` and ``anns`` (the fast path) an unknown id returns None instead of
     raising.
     """
-    image = _index_of(ann_image, meta["image_id"])
+    image = _index_of(ann_image, meta["image_id"], np.int64)
     unknown = np.flatnonzero(image < 0)
     if len(unknown):
         if ann_problems is None or anns is None:
@@ -204,7 +205,7 @@ def _assemble_gt(
             "the id of a listed image",
             _value_at(anns, "image_id"),
         )
-    category = _index_of(ann_category, meta["category_id"])
+    category = _index_of(ann_category, meta["category_id"], np.int64)
     unknown = np.flatnonzero(category < 0)
     if len(unknown):
         if ann_problems is None or anns is None:
