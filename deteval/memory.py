@@ -27,6 +27,7 @@ import contextvars
 import os
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 from deteval.errors import ConfigError
 
@@ -321,14 +322,11 @@ def map_large_allocations(threshold: int = 128 << 10, keep_free: int | None = No
     >>> isinstance(map_large_allocations(), bool)
     True
     """
-    if not sys.platform.startswith("linux"):
+    mallopt = _glibc("mallopt")
+    if mallopt is None:
         return False
-    import ctypes  # only here: a C library call, not needed to import deteval
+    import ctypes
 
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # no mallopt: not glibc
-        return False
     m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
     keep = 4 * int(threshold) if keep_free is None else int(keep_free)
     made = bool(mallopt(ctypes.c_int(m_mmap_threshold), ctypes.c_int(int(threshold))))
@@ -353,12 +351,24 @@ def release_free_memory() -> bool:
     >>> isinstance(release_free_memory(), bool)
     True
     """
-    if not sys.platform.startswith("linux"):
+    malloc_trim = _glibc("malloc_trim")
+    if malloc_trim is None:
         return False
-    import ctypes  # only here, as in map_large_allocations
+    import ctypes
+
+    return bool(malloc_trim(ctypes.c_size_t(0)))
+
+
+def _glibc(name: str) -> Any:
+    """The C library's function ``name`` through ctypes, or None off Linux or where it has none.
+
+    ctypes is imported only here (a C library call is not needed to import deteval).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
 
     try:
-        malloc_trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return False
-    return bool(malloc_trim(ctypes.c_size_t(0)))
+        return getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):  # no such function: not glibc (musl, ...)
+        return None

@@ -421,7 +421,7 @@ def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
     )
     if not _same_keys(raw, keys):
         return None
-    keypoint_columns = _msgspec_keypoints(anns, m.UNSET)
+    keypoint_columns = _msgspec_keypoints(anns)
     if keypoint_columns is None:
         return None
     columns = (
@@ -441,13 +441,14 @@ def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
     return data, columns
 
 
-def _msgspec_keypoints(anns: list, unset: Any) -> tuple[np.ndarray | None, np.ndarray | None] | None:
+def _msgspec_keypoints(anns: list) -> tuple[np.ndarray | None, np.ndarray | None] | None:
     """(keypoints, num_keypoints) of decoded annotations as the compiled parser gives them.
 
     (None, None) when no annotation has ``keypoints``; None (the full path) when only some
-    have, or the lists are empty, of different lengths or not a multiple of 3. ``unset``:
-    msgspec's marker of a field not in the record.
+    have, or the lists are empty, of different lengths or not a multiple of 3.
     """
+    from deteval.io.coco.fast_msgspec import UNSET as unset  # msgspec's marker of an absent field
+
     lists = [a.keypoints for a in anns]
     if all(k is unset for k in lists):
         return None, None
