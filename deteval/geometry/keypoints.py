@@ -227,6 +227,8 @@ def _compiled_oks(
     starts = list(range(0, n_pair, step))
     out = np.empty(n_pair)
 
+    counts = np.arange(n_kp + 1, dtype=np.float64)  # a row's divisor, by its term count
+
     def run(first: int) -> None:
         # Reused by this thread's slices: the terms, their exponentials (numpy's exp into a buffer
         # of its own, as into a new array), the means and the layout.
@@ -240,14 +242,19 @@ def _compiled_oks(
             # int64 rows of this slice only (candidate pairs may come as int32)
             slice_rows = [np.ascontiguousarray(r[start:stop], dtype=np.int64) for r in (gt_rows, det_rows)]
             kernel(*collections, *slice_rows, variances, terms, order[:size], group_size)
+            # Few calls per slice, each releasing the GIL for its whole length: one exp of every
+            # term, one row sum per count (pycocotools' np.sum(np.exp(-e)) of one pair's vector:
+            # -e is exact in C), one division of every row by its count.
+            sizes = group_size.tolist()
+            n_terms = sum(count * n_rows for count, n_rows in enumerate(sizes))
+            np.exp(terms[:n_terms], out=exps[:n_terms])
             row = at = 0
-            for count in np.flatnonzero(group_size).tolist():
-                n_rows = int(group_size[count])
-                block = terms[at : at + n_rows * count].reshape(n_rows, count)
-                values = np.exp(block, out=exps[at : at + n_rows * count].reshape(n_rows, count))
-                # pycocotools: np.sum(np.exp(-e)) / e.shape[0] of one pair's vector (-e is exact in C)
-                np.divide(np.sum(values, axis=1), count, out=means[row : row + n_rows])
-                row, at = row + n_rows, at + n_rows * count
+            for count, n_rows in enumerate(sizes):
+                if n_rows:
+                    block = exps[at : at + n_rows * count].reshape(n_rows, count)
+                    np.sum(block, axis=1, out=means[row : row + n_rows])
+                    row, at = row + n_rows, at + n_rows * count
+            np.divide(means[:size], counts.repeat(group_size), out=means[:size])
             out[start + order[:size]] = means[:size]
 
     if threads == 1 or len(starts) == 1:
