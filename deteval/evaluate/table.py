@@ -115,6 +115,12 @@ def merge_match_tables(tables: list) -> MatchTable:
     )
 
 
+#: :func:`_table_rows`: up to this many parts (match()'s image shards), each lane of each part is
+#: copied by a slice, column by column, the peak one column; more parts (the Evaluator's batches,
+#: hundreds of them with a few matches each), one permutation of all the matches.
+_PARTS_COPIED_BY_SLICES = 16
+
+
 def _table_rows(parts: list, n_lane: int, n_det: int, n_gt: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The shards' matches as the table's (match_lane, match_det, match_gt), sorted by (lane, detection).
 
@@ -124,11 +130,20 @@ def _table_rows(parts: list, n_lane: int, n_det: int, n_gt: int) -> tuple[np.nda
     detection, and the shards come in detection order: lane by lane, the shards' runs follow each other. The columns are laid out one at a
     time, each shard's column dropped once copied (the peak is one column, not the table).
     """
+    dtypes = (lane_dtype(n_lane), row_dtype(n_det), row_dtype(n_gt))
+    if len(parts) > _PARTS_COPIED_BY_SLICES:
+        # Many small parts (the Evaluator's batches): one stable sort of every match by its lane
+        # (a radix sort of the small lane dtype) gives the same layout in one gather per column.
+        order = np.argsort(np.concatenate([part[0] for part in parts]), kind="stable")
+        return tuple(  # type: ignore[return-value]
+            np.concatenate([part[k] for part in parts]).astype(dtype, copy=False)[order]
+            for k, dtype in enumerate(dtypes)
+        )
     counts = [np.bincount(part[0].astype(np.int64), minlength=n_lane) for part in parts]
     counts_arr = np.array(counts, dtype=np.int64).reshape(len(parts), n_lane)
     first_in_part = np.cumsum(counts_arr, axis=1) - counts_arr
     out = []
-    for k, dtype in enumerate((lane_dtype(n_lane), row_dtype(n_det), row_dtype(n_gt))):
+    for k, dtype in enumerate(dtypes):
         column = np.empty(int(counts_arr.sum()), dtype=dtype)
         at = 0
         for lane in range(n_lane):

@@ -298,19 +298,30 @@ class _BatchTables:
 
 
 def _canonical(table: MatchTable) -> MatchTable:
-    """The table's detections in (image, class, rank) order, as one :func:`match` over all images."""
-    order = np.lexsort((table.det_rank, table.det_class, table.det_image))
-    if len(order) and (order == np.arange(len(order))).all():
+    """The table's detections in (image, class, rank) order, as one :func:`match` over all images.
+
+    Each batch's rows come in that order and an image is in one batch only, so a stable sort by
+    image alone gives it (a merge of sorted runs); the result is checked, and a lexsort of the
+    three keys decides otherwise. The matches are ordered by (lane, detection) through one key,
+    ``lane * n_det + detection``: lexsort's order, stable sort included.
+    """
+    n_det = len(table.det_image)
+    order = np.argsort(table.det_image, kind="stable")
+    if n_det and (order == np.arange(n_det)).all():
         return table
-    new_row = np.empty(len(order), dtype=row_dtype(len(order)))
-    new_row[order] = np.arange(len(order))
+    keys = (table.det_image[order], table.det_class[order], table.det_rank[order])
+    if not _in_key_order(*keys):
+        order = np.lexsort((table.det_rank, table.det_class, table.det_image))
+        keys = (table.det_image[order], table.det_class[order], table.det_rank[order])
+    new_row = np.empty(n_det, dtype=row_dtype(n_det))
+    new_row[order] = np.arange(n_det)
     match_det = new_row[table.match_det]
-    m_order = np.lexsort((match_det, table.match_lane))
+    m_order = np.argsort(table.match_lane.astype(np.int64) * n_det + match_det, kind="stable")
     return MatchTable(
         det_score=table.det_score[order],
-        det_class=table.det_class[order],
-        det_image=table.det_image[order],
-        det_rank=table.det_rank[order],
+        det_class=keys[1],
+        det_image=keys[0],
+        det_rank=keys[2],
         det_order=table.det_order[order],
         match_lane=table.match_lane[m_order],
         match_det=match_det[m_order],
@@ -321,3 +332,18 @@ def _canonical(table: MatchTable) -> MatchTable:
         n_det_per_class=table.n_det_per_class,
         n_over_max_dets=table.n_over_max_dets,
     )
+
+
+def _in_key_order(*keys: np.ndarray) -> bool:
+    """Whether the rows of ``keys`` (first key first) are in non-decreasing lexicographic order.
+
+    >>> _in_key_order(np.array([0, 0, 1]), np.array([2, 3, 0])), _in_key_order(np.array([0, 0]), np.array([1, 0]))
+    (True, False)
+    """
+    tied = np.ones(max(len(keys[0]) - 1, 0), dtype=bool)  # rows equal on the keys so far
+    for key in keys:
+        step = np.diff(key.astype(np.int64))
+        if (tied & (step < 0)).any():
+            return False
+        tied &= step == 0
+    return True

@@ -333,8 +333,8 @@ class Evaluator(_InputReader, _BatchTables):
             return
         image_ids = self._batch_image_ids(preds, targets, batch)
         segm = self._protocol.iou_type == "segm"
-        gts = [self._read_image(t, batch, i, image_ids[i], "targets", segm) for i, t in enumerate(targets)]
-        dts = [self._read_image(p, batch, i, image_ids[i], "preds", segm) for i, p in enumerate(preds)]
+        gts = self._read_side(targets, batch, image_ids, "targets", segm)
+        dts = self._read_side(preds, batch, image_ids, "preds", segm)
         sizes = self._image_sizes(gts, dts, batch, image_ids) if segm else None
         self._batches.append(self._match_batch(image_ids, gts, dts, sizes))
         if self._id_mode == "given":
