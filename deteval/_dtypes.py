@@ -22,6 +22,9 @@ __all__ = [
 
 
 _INT32 = np.iinfo(np.int32)
+_INT32_DTYPE, _INT64_DTYPE = np.dtype(np.int32), np.dtype(np.int64)
+#: (dtype, how many lanes 0 .. n - 1 it holds) for :func:`lane_dtype`, narrowest first.
+_LANE_DTYPES = tuple((np.dtype(t), int(np.iinfo(t).max) + 1) for t in (np.int8, np.int16, np.int32))
 
 
 def index_dtype(values: np.ndarray) -> np.dtype:
@@ -76,7 +79,7 @@ def shifted_index(values: np.ndarray, offset: int) -> np.ndarray:
 
 def row_dtype(n_row: int) -> np.dtype:
     """Int32 for rows ``0 .. n_row - 1`` when they fit, else int64."""
-    return np.dtype(np.int32 if n_row <= np.iinfo(np.int32).max + 1 else np.int64)
+    return _INT32_DTYPE if n_row <= _INT32.max + 1 else _INT64_DTYPE
 
 
 def narrow_rows(values: np.ndarray) -> np.ndarray:
@@ -89,7 +92,7 @@ def narrow_rows(values: np.ndarray) -> np.ndarray:
 
 def lane_dtype(n_lane: int) -> np.dtype:
     """The narrowest signed integer holding lanes ``0 .. n_lane - 1`` (int8 for COCO's 40)."""
-    for dtype in (np.int8, np.int16, np.int32):
-        if n_lane <= np.iinfo(dtype).max + 1:
-            return np.dtype(dtype)
-    return np.dtype(np.int64)
+    for dtype, n_values in _LANE_DTYPES:
+        if n_lane <= n_values:
+            return dtype
+    return _INT64_DTYPE

@@ -138,15 +138,29 @@ def _available() -> tuple[int | None, str]:
     return available, source
 
 
-def available_bytes() -> int | None:
+def available_bytes(needed: float | None = None) -> int | None:
     """Bytes this run may still allocate.
 
     The :func:`memory_limit` in force, else the kernel's ``MemAvailable`` estimate (None where
     there is no ``/proc/meminfo``); in both cases at most the address space left under the
     process's ``RLIMIT_AS`` (:func:`address_space_left`) less a tenth of it (at least
-    :data:`ADDRESS_SPACE_RESERVE`) for the temporaries no estimate counts.
+    :data:`ADDRESS_SPACE_RESERVE`) for the temporaries no estimate counts. None also when the
+    caller will need at most ``needed`` bytes and those are not weighed (:data:`UNWEIGHED_BYTES`).
     """
+    if needed is not None and not _weighed(needed):
+        return None
     return _available()[0]
+
+
+#: Requests of at most this many bytes are not weighed against ``MemAvailable``: reading
+#: /proc/meminfo costs more than allocating them (the Evaluator matches hundreds of small
+#: batches, two checks each). A :func:`memory_limit` or an ``RLIMIT_AS`` still weighs them.
+UNWEIGHED_BYTES = 16 * 2**20
+
+
+def _weighed(n_bytes: float) -> bool:
+    """Whether :func:`require` compares ``n_bytes`` with what is available."""
+    return n_bytes > UNWEIGHED_BYTES or _LIMIT.get() is not None or address_space_left() is not None
 
 
 @contextlib.contextmanager
@@ -175,6 +189,8 @@ def require(n_bytes: float, *, what: str, hint: str) -> None:
     ...
     deteval.errors.ConfigError: precision arrays (10000 x 101 x 80 x 4 x 3) need 2.0 GiB, more than the 1.0 GiB available (--memory-limit); use fewer thresholds
     """
+    if not _weighed(n_bytes):
+        return
     available, source = _available()
     if available is None or n_bytes <= available:
         return

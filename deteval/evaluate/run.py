@@ -499,7 +499,8 @@ def _box_pairs_compiled(
     ):
         return _speedups.Decline(_OUTSIDE)
     contiguous = np.ascontiguousarray
-    available = available_bytes()  # the kernel counts the pairs first and stops above this
+    # The kernel counts the pairs first and stops above this (at most every det x every truth).
+    available = available_bytes(len(det_rows) * len(gt_rows) * BYTES_PER_PAIR)
     found = _speedups.module_of("_cmatch.box_pairs").box_pairs(  # type: ignore[union-attr]
         *(contiguous(a, dtype=np.int64) for a in arrays),
         contiguous(det_box, dtype=np.float64),

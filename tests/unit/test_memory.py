@@ -102,6 +102,31 @@ def test_require_match_message_says_what_how_much_and_what_to_do():
     assert "--workers" not in message
 
 
+def test_small_requests_are_not_weighed_against_memavailable_alone(monkeypatch):
+    """Up to UNWEIGHED_BYTES, MemAvailable is not read; a --memory-limit and RLIMIT_AS still weigh."""
+    import deteval.memory as memory_module
+
+    reads = []
+
+    def tiny_meminfo(path, key):
+        reads.append(path)
+        return 4096 if path == "/proc/meminfo" else None
+
+    monkeypatch.setattr(memory_module, "_proc_kib", tiny_meminfo)
+    monkeypatch.setattr(memory_module, "address_space_left", lambda: None)
+    require(memory_module.UNWEIGHED_BYTES, what="x", hint="y")
+    assert available_bytes(memory_module.UNWEIGHED_BYTES) is None
+    assert reads == []
+    with pytest.raises(ConfigError, match="MemAvailable"):
+        require(memory_module.UNWEIGHED_BYTES + 1, what="x", hint="y")
+    assert available_bytes(memory_module.UNWEIGHED_BYTES + 1) == 4096
+    with memory_limit(1000), pytest.raises(ConfigError, match="--memory-limit"):
+        require(1001, what="x", hint="y")
+    monkeypatch.setattr(memory_module, "address_space_left", lambda: (2000, 10**6))
+    with pytest.raises(ConfigError):
+        require(3000, what="x", hint="y")
+
+
 def test_memory_limit_is_restored_after_the_block():
     with memory_limit(123):
         with memory_limit(456):
