@@ -121,7 +121,7 @@ class _BatchTables:
             image_width=width,
             image_height=height,
             category_id=category_id,
-            category_name=tuple(self._class_names.get(int(c), str(int(c))) for c in category_id),
+            category_name=self._batch_names(category_id),
             annotation_id=np.arange(1, len(gt_labels) + 1, dtype=np.int64),
             image=gt_image,
             category=gt_category,
@@ -292,6 +292,15 @@ class _BatchTables:
             source=_SOURCE,
         )
         return gt, table, det_offset
+
+    def _batch_names(self, category_id: np.ndarray) -> tuple:
+        """:meth:`_names` of a batch's categories: with ``class_ids``, always theirs, named once."""
+        if self._class_ids is None:
+            return self._names(category_id)
+        names = self.__dict__.get("_class_id_names")  # not state: made again after unpickling
+        if names is None:
+            names = self.__dict__["_class_id_names"] = self._names(category_id)
+        return names
 
     def _names(self, category_id: np.ndarray) -> tuple:
         return tuple(self._class_names.get(int(c), str(int(c))) for c in category_id)

@@ -126,22 +126,7 @@ class _InputReader:
         if mode == "auto":
             self._id_mode = "auto"
             return np.arange(self._n_images, self._n_images + len(targets), dtype=np.int64)
-        ids = []
-        for i, t in enumerate(targets):
-            value = _to_numpy(t["image_id"]).reshape(-1)
-            if value.size != 1 or not np.issubdtype(value.dtype, np.integer):
-                raise InputError(
-                    f"Evaluator.update: batch {batch}, targets[{i}]: `image_id` is not one "
-                    f"integer; expected an int, found {value.tolist()[:5]}"
-                )
-            pred_id = preds[i].get("image_id")
-            if pred_id is not None and _to_numpy(pred_id).reshape(-1).tolist() != value.tolist():
-                raise InputError(
-                    f"Evaluator.update: batch {batch}, preds[{i}]: `image_id` "
-                    f"{_to_numpy(pred_id).reshape(-1).tolist()} differs from targets[{i}]'s "
-                    f"{value.tolist()}; expected the same image"
-                )
-            ids.append(int(value[0]))
+        ids = [self._given_image_id(preds[i], t, i, batch) for i, t in enumerate(targets)]
         seen: set = set()
         for i, image_id in enumerate(ids):
             if image_id in self._image_ids or image_id in seen:
@@ -177,6 +162,31 @@ class _InputReader:
         if segm:
             out["masks"] = self._read_masks(item["masks"], n, where)
         return out
+
+    def _given_image_id(self, pred: Mapping, target: Mapping, i: int, batch: int) -> int:
+        """Target i's ``image_id`` (one 64-bit integer; its pred's, when given, the same)."""
+        given, pred_id = target["image_id"], pred.get("image_id", target["image_id"])
+        if type(given) is int and type(pred_id) is int and pred_id == given and -(2**63) <= given < 2**63:
+            return given  # plain ints (the same on the pred, or none there): no numpy
+        value = _to_numpy(given).reshape(-1)
+        if value.size != 1 or not np.issubdtype(value.dtype, np.integer):
+            raise InputError(
+                f"Evaluator.update: batch {batch}, targets[{i}]: `image_id` is not one "
+                f"integer; expected an int, found {value.tolist()[:5]}"
+            )
+        if not -(2**63) <= int(value[0]) < 2**63:  # a uint64 above int64 (the ids' dtype)
+            raise InputError(
+                f"Evaluator.update: batch {batch}, targets[{i}]: `image_id` is not one 64-bit "
+                f"integer; expected an int from -2**63 to 2**63 - 1, found {int(value[0])}"
+            )
+        pred_id = pred.get("image_id")
+        if pred_id is not None and _to_numpy(pred_id).reshape(-1).tolist() != value.tolist():
+            raise InputError(
+                f"Evaluator.update: batch {batch}, preds[{i}]: `image_id` "
+                f"{_to_numpy(pred_id).reshape(-1).tolist()} differs from targets[{i}]'s "
+                f"{value.tolist()}; expected the same image"
+            )
+        return int(value[0])
 
     def _read_side(
         self, items: Sequence, batch: int, image_ids: np.ndarray, side: str, segm: bool

@@ -334,6 +334,15 @@ def test_input_errors_name_batch_image_and_field(make, message, options):
     _bad(make, message, **options)
 
 
+@pytest.mark.parametrize("image_id", [2**63, np.uint64(2**64 - 1), 2**70, -(2**63) - 1])
+def test_an_image_id_outside_int64_is_refused_by_name(image_id):
+    """Not an OverflowError from numpy: the error names the batch, the target and the field."""
+    ev = Evaluator("coco")
+    target = {"boxes": [[0, 0, 5, 5]], "labels": [1], "image_id": image_id}
+    with pytest.raises(InputError, match=r"batch 0, targets\[0\]: `image_id` is not one (64-bit )?integer"):
+        ev.update([{"boxes": [], "scores": [], "labels": []}], [target])
+
+
 def test_repeated_image_id_is_refused():
     ev = Evaluator("coco")
     t = {"boxes": [[0, 0, 5, 5]], "labels": [1], "image_id": 4}
