@@ -210,11 +210,10 @@ class _InputReader:
         views of them. Anything else, including any value the checks refuse, returns None: the
         image-by-image reader then gives the result or the error naming the image and field.
         """
-        width = _BOX_WIDTH.get(self._box_format)
-        if width is not None:  # rotated boxes: image by image
+        if self._box_format in _BOX_WIDTH:  # rotated boxes: image by image
             return None
         is_pred = side == "preds"
-        extras = () if is_pred else tuple(k for k in ("iscrowd", "area") if k in items[0])
+        extras = () if is_pred else tuple(k for k in _EXTRAS if k in items[0])
         needed = ("labels", "boxes", "scores") if is_pred else ("labels", "boxes", *extras)
         columns: dict[str, list] = {key: [] for key in needed}
         counts = []
