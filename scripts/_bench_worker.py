@@ -219,7 +219,7 @@ RUNNERS = {
 
 
 def _versions() -> dict:
-    """Installed versions of the benchmarked packages (deteval from the repo if not installed)."""
+    """Installed versions of the benchmarked packages; deteval's as the workers import it."""
     from importlib import metadata
 
     out: dict[str, str | None] = {}
@@ -228,13 +228,15 @@ def _versions() -> dict:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[dist] = None
-    if out["deteval"] is None:
-        try:
-            import deteval
+    # deteval: the version of the code the workers import. An editable install's metadata keeps the
+    # version it was installed at (the 0.4.3 suite's header said 0.4.2).
+    try:
+        import deteval
 
-            out["deteval"] = getattr(deteval, "__version__", "unknown") + " (source tree)"
-        except Exception as exc:  # report, never fail the header
-            out["deteval"] = f"not importable: {type(exc).__name__}: {exc}"
+        version = getattr(deteval, "__version__", "unknown")
+        out["deteval"] = version if out["deteval"] == version else f"{version} (source tree)"
+    except Exception as exc:  # report, never fail the header
+        out["deteval"] = f"not importable: {type(exc).__name__}: {exc}"
     return out
 
 
