@@ -28,7 +28,11 @@ def test_every_planned_workload_runs_including_those_without_input_files(bench_s
     gt, dt = tmp_path / "gt.json", tmp_path / "dt.json"
     gt.write_bytes(b"{}")
     dt.write_bytes(b"[]")
-    planned = [("bbox", 5, ["deteval", "hotcoco"], {}), ("import", 0, ["deteval"], {}), ("report", 0, ["deteval"], {})]
+    planned = [
+        ("bbox", 5, ["deteval", "hotcoco"], {}),
+        ("import", 0, ["deteval"], {}),
+        ("report", 0, ["deteval"], {}),
+    ]
     inputs = {"bbox": (str(gt), str(dt)), "import": (".", "."), "report": (".", str(tmp_path))}
     monkeypatch.setattr(bench_suite, "plan", lambda args: planned)
     monkeypatch.setattr(bench_suite, "datasets", lambda workload, size, args, log: inputs[workload])
