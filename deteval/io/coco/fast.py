@@ -115,16 +115,32 @@ def _compiled_box_columns(raw: bytes, threads: int = 1) -> BoxColumns | None:
     """
     if _colparse is None:
         return None
-    capacity = len(raw) // _MIN_RECORD_BYTES + 1
-    image_ids = capacity_buffer(capacity, np.int64)
-    category_ids = capacity_buffer(capacity, np.int64)
-    box = capacity_buffer(4 * capacity, np.float64)
-    score = capacity_buffer(capacity, np.float64)
-    n = _colparse.box_results(raw, image_ids, category_ids, box, score, threads)
+    records = _record_buffers(len(raw) // _MIN_RECORD_BYTES + 1)
+    n = _colparse.box_results(raw, *records, threads)
     if not n:
         return None
+    return _records_read(records, n)
+
+
+def _record_buffers(capacity: int) -> list[np.ndarray]:
+    """A results file's record columns for up to ``capacity`` records (:func:`capacity_buffer`s).
+
+    Image ids, category ids (int64), boxes (float64, 4 a record, flat) and scores (float64), as
+    the compiled parsers take them; :func:`_records_read` shrinks them to the records read.
+    """
+    return [
+        capacity_buffer(capacity, np.int64),
+        capacity_buffer(capacity, np.int64),
+        capacity_buffer(4 * capacity, np.float64),
+        capacity_buffer(capacity, np.float64),
+    ]
+
+
+def _records_read(records: list[np.ndarray], n: int) -> BoxColumns:
+    """:func:`_record_buffers` shrunk in place to the ``n`` records read (no view of them exists yet)."""
+    image_ids, category_ids, box, score = records
     for column, size in ((image_ids, n), (category_ids, n), (box, 4 * n), (score, n)):
-        column.resize(size, refcheck=False)  # in place: no view of these arrays exists yet
+        column.resize(size, refcheck=False)
     return image_ids, category_ids, box.reshape(n, 4), score
 
 
@@ -418,24 +434,19 @@ def _compiled_segm_columns(
 
     capacity = len(raw) // _MIN_SEGM_RECORD_BYTES + 1
     # Sized by the file and written in part, by threads from offsets apart: no 2 MiB pages.
-    image_ids = capacity_buffer(capacity, np.int64)
-    category_ids = capacity_buffer(capacity, np.int64)
-    box = capacity_buffer(4 * capacity, np.float64)
-    score = capacity_buffer(capacity, np.float64)
+    records = _record_buffers(capacity)
     starts = capacity_buffer(capacity, np.int64)
     stops = capacity_buffer(capacity, np.int64)
     n_parts = capacity_buffer(capacity, np.int64)
     part_len = capacity_buffer(len(raw) // 4 + 1, np.int64)
     coords = capacity_buffer(len(raw) // 2 + 1, np.float64)
-    found = _colparse.segm_results(
-        raw, image_ids, category_ids, box, score, starts, stops, n_parts, part_len, coords, threads
-    )
+    found = _colparse.segm_results(raw, *records, starts, stops, n_parts, part_len, coords, threads)
     if found is None:
         return None
     n, n_part, n_coord = found
-    for column in (image_ids, category_ids, score, starts, stops, n_parts):
+    columns = _records_read(records, n)
+    for column in (starts, stops, n_parts):
         column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
-    box.resize(4 * n, refcheck=False)
     part_len.resize(n_part, refcheck=False)
     coords.resize(n_coord, refcheck=False)
     segmentation = PolygonSegmentations(
@@ -445,7 +456,7 @@ def _compiled_segm_columns(
         (n_parts, part_len, coords),
         _orjson.loads,
     )
-    return (image_ids, category_ids, box.reshape(n, 4), score), segmentation
+    return columns, segmentation
 
 
 #: Bytes of the shortest RLE segm record the compiled parser accepts, with its comma:
@@ -468,10 +479,7 @@ def _compiled_rle_columns(raw: bytes, threads: int = 1) -> tuple[BoxColumns, Rle
 
     capacity = len(raw) // _MIN_RLE_RECORD_BYTES + 1
     # Sized by the file and written in part, by threads from offsets apart: no 2 MiB pages.
-    image_ids = capacity_buffer(capacity, np.int64)
-    category_ids = capacity_buffer(capacity, np.int64)
-    box = capacity_buffer(4 * capacity, np.float64)
-    score = capacity_buffer(capacity, np.float64)
+    records = _record_buffers(capacity)
     starts = capacity_buffer(capacity, np.int64)
     stops = capacity_buffer(capacity, np.int64)
     sizes = capacity_buffer(2 * capacity, np.int64)
@@ -480,10 +488,7 @@ def _compiled_rle_columns(raw: bytes, threads: int = 1) -> tuple[BoxColumns, Rle
     blob = capacity_buffer(len(raw), np.uint8)  # not zeroed: only the written part is read
     found = _colparse.rle_results(
         raw,
-        image_ids,
-        category_ids,
-        box,
-        score,
+        *records,
         starts,
         stops,
         sizes,
@@ -495,14 +500,14 @@ def _compiled_rle_columns(raw: bytes, threads: int = 1) -> tuple[BoxColumns, Rle
     if found is None:
         return None
     n, n_blob = found
-    for column in (image_ids, category_ids, score, starts, stops, counts_start, counts_stop):
+    columns = _records_read(records, n)
+    for column in (starts, stops, counts_start, counts_stop):
         column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
-    box.resize(4 * n, refcheck=False)
     sizes.resize(2 * n, refcheck=False)
     offsets = np.append(counts_start, n_blob)  # strings are written back to back
     blob.resize(n_blob, refcheck=False)  # in place, no copy: the strings stay where they were written
     segmentation = RleSegmentations((sizes.reshape(n, 2), blob, offsets))
-    return (image_ids, category_ids, box.reshape(n, 4), score), segmentation
+    return columns, segmentation
 
 
 def _fast_keypoint_results(
