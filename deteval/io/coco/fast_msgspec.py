@@ -40,8 +40,8 @@ UNSET = _msgspec.UNSET if _HAS_MSGSPEC else None
 
 if _HAS_MSGSPEC:
 
-    class _Annotation(_msgspec.Struct, forbid_unknown_fields=True):
-        """A COCO annotation's fields, typed strictly; segmentation left undecoded."""
+    class _AnnotationFields(_msgspec.Struct, forbid_unknown_fields=True):
+        """The fields a COCO annotation has, in a file or in memory, typed strictly."""
 
         id: _Int64
         image_id: _Int64
@@ -49,9 +49,13 @@ if _HAS_MSGSPEC:
         bbox: tuple[float, float, float, float]
         area: float
         iscrowd: _Int64
-        segmentation: _msgspec.Raw | _msgspec.UnsetType = _msgspec.UNSET
         ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
         difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
+
+    class _Annotation(_AnnotationFields):
+        """A COCO annotation of a file; segmentation left undecoded."""
+
+        segmentation: _msgspec.Raw | _msgspec.UnsetType = _msgspec.UNSET
         keypoints: list[float] | _msgspec.UnsetType = _msgspec.UNSET
         num_keypoints: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
 
@@ -67,18 +71,10 @@ if _HAS_MSGSPEC:
 
 if _HAS_MSGSPEC:
 
-    class _AnnotationObject(_msgspec.Struct, forbid_unknown_fields=True):
-        """An in-memory COCO annotation's fields, typed as :class:`_Annotation` types a file's."""
+    class _AnnotationObject(_AnnotationFields):
+        """An in-memory COCO annotation, typed as :class:`_Annotation` types a file's."""
 
-        id: _Int64
-        image_id: _Int64
-        category_id: _Int64
-        bbox: tuple[float, float, float, float]
-        area: float
-        iscrowd: _Int64
         segmentation: Any = _msgspec.UNSET
-        ignore: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
-        difficult: _Int64 | _msgspec.UnsetType = _msgspec.UNSET
 
 
 def _decode_or_none(raw: bytes, decoder: Any) -> Any:
