@@ -165,8 +165,9 @@ class _InputReader:
 
     def _given_image_id(self, pred: Mapping, target: Mapping, i: int, batch: int) -> int:
         """Target i's ``image_id`` (one 64-bit integer; its pred's, when given, the same)."""
-        given, pred_id = target["image_id"], pred.get("image_id", target["image_id"])
-        if type(given) is int and type(pred_id) is int and pred_id == given and -(2**63) <= given < 2**63:
+        given, pred_id = target["image_id"], pred.get("image_id")
+        is_plain = type(given) is int and -(2**63) <= given < 2**63
+        if is_plain and (pred_id is None or (type(pred_id) is int and pred_id == given)):
             return given  # plain ints (the same on the pred, or none there): no numpy
         value = _to_numpy(given).reshape(-1)
         if value.size != 1 or not np.issubdtype(value.dtype, np.integer):
@@ -179,7 +180,6 @@ class _InputReader:
                 f"Evaluator.update: batch {batch}, targets[{i}]: `image_id` is not one 64-bit "
                 f"integer; expected an int from -2**63 to 2**63 - 1, found {int(value[0])}"
             )
-        pred_id = pred.get("image_id")
         if pred_id is not None and _to_numpy(pred_id).reshape(-1).tolist() != value.tolist():
             raise InputError(
                 f"Evaluator.update: batch {batch}, preds[{i}]: `image_id` "
