@@ -75,7 +75,7 @@ ABI: dict[str, int] = {
     "deteval._csort": 3,
     "deteval.geometry._ckeypoint": 3,
     "deteval.geometry._cmask": 7,
-    "deteval.io._colparse": 9,
+    "deteval.io._colparse": 10,
 }
 
 #: How to rebuild the extensions, for the messages.

@@ -34,7 +34,7 @@
 #include "../_parallel.h"
 
 /* The ABI number (see _buffer_checks.h; deteval._speedups.ABI holds the expected one). */
-#define COLPARSE_ABI 9 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results); 8: skip_value_loosely and skip_string_loosely eight bytes at a time, parse_double reads numbers of up to 15 digits first (same results); 9: keypoint lists read their common numbers a word at a time (same results) */
+#define COLPARSE_ABI 10 /* 2: rle_results and keypoint_results; 3: keypoints in instances, bbox in keypoint_results; 4: rle_spans, polygon_spans; 5: a ``threads`` argument to box_results, box_results_part, keypoint_results, segm_results, rle_results, instances; 6: rle_results_part; 7: the RLE counts strings copied in blocks (same results); 8: skip_value_loosely and skip_string_loosely eight bytes at a time, parse_double reads numbers of up to 15 digits first (same results); 9: keypoint lists read their common numbers a word at a time (same results); 10: images */
 
 #if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
 #define COLPARSE_FAST_FLOATS 1
@@ -1424,6 +1424,192 @@ static PyObject *instances(PyObject *self, PyObject *args) {
         result = Py_BuildValue("nnn", n, start, stop);
 done:
     for (int i = 0; i < n_cols; i++) {
+        if (cols[i].held) PyBuffer_Release(&cols[i].view);
+    }
+    PyBuffer_Release(&raw);
+    return result;
+}
+
+/* ---- COCO instances: the images array ---- */
+
+/* An image object's keys: the four deteval reads, and COCO's four others (their values skipped). */
+enum { I_ID, I_WIDTH, I_HEIGHT, I_FILE_NAME, I_LICENSE, I_COCO_URL, I_FLICKR_URL, I_DATE_CAPTURED, N_IMAGE_KEYS };
+static const char *const IMAGE_KEYS[N_IMAGE_KEYS] = {"id\"",      "width\"",    "height\"",      "file_name\"",
+                                                     "license\"", "coco_url\"", "flickr_url\"", "date_captured\""};
+
+typedef struct {
+    int64_t *id;
+    double *width, *height; /* NaN where absent */
+    PyObject *names;        /* a list: each file_name as str, None where absent */
+} ImageColumns;
+
+/* A JSON string without escapes or control characters (the cursor on its opening quote): its bytes
+ * between the quotes in [*s, *s + *len). Bytes from 0x80 only when ``utf8`` (decoded by the
+ * caller, strictly); anything else refuses: the full loader decides what it means. */
+static int plain_string(Cursor *c, const char **s, Py_ssize_t *len, int utf8) {
+    if (c->p >= c->end || *c->p != '"') return REFUSE;
+    const char *p = ++c->p;
+    while (p < c->end && *p != '"') {
+        const unsigned char ch = (unsigned char)*p;
+        if (ch < 0x20 || ch == '\\' || (ch >= 0x80 && !utf8)) return REFUSE;
+        p++;
+    }
+    if (p >= c->end) return REFUSE;
+    *s = c->p;
+    *len = p - c->p;
+    c->p = p + 1;
+    return OK;
+}
+
+/* A value deteval does not read (license, coco_url, ...): a plain ASCII string, an int64 or null. */
+static int skip_image_extra(Cursor *c) {
+    const char *s;
+    Py_ssize_t len;
+    int64_t value;
+    if (c->p < c->end && *c->p == '"') return plain_string(c, &s, &len, 0);
+    if (c->end - c->p >= 4 && memcmp(c->p, "null", 4) == 0) {
+        c->p += 4;
+        return OK;
+    }
+    return parse_int64(c, &value);
+}
+
+/* One image object into row ``i``: ``id`` required, each key once, no other key. */
+static int parse_image(Cursor *c, ImageColumns *cols, Py_ssize_t i) {
+    int seen = 0, status;
+    const char *name = NULL;
+    Py_ssize_t name_len = 0;
+    if (expect(c, '{') != OK) return REFUSE;
+    cols->width[i] = cols->height[i] = Py_NAN;
+    for (;;) {
+        const int key = match_key(c, IMAGE_KEYS, N_IMAGE_KEYS);
+        if (key < 0 || (seen & (1 << key))) return REFUSE; /* unknown or repeated */
+        seen |= 1 << key;
+        if (expect(c, ':') != OK) return REFUSE;
+        skip_ws(c);
+        switch (key) {
+        case I_ID:
+            status = parse_int64(c, &cols->id[i]);
+            break;
+        case I_WIDTH:
+            status = parse_double(c, &cols->width[i], JSON_NUMBER);
+            break;
+        case I_HEIGHT:
+            status = parse_double(c, &cols->height[i], JSON_NUMBER);
+            break;
+        case I_FILE_NAME:
+            status = plain_string(c, &name, &name_len, 1);
+            break;
+        default:
+            status = skip_image_extra(c);
+        }
+        if (status != OK) return status;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (expect(c, '}') != OK || !(seen & (1 << I_ID))) return REFUSE;
+        break;
+    }
+    PyObject *item = name == NULL ? Py_NewRef(Py_None) : PyUnicode_DecodeUTF8(name, name_len, "strict");
+    if (item == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) return ERROR;
+        PyErr_Clear(); /* not UTF-8: the full loader names it */
+        return REFUSE;
+    }
+    status = PyList_Append(cols->names, item);
+    Py_DECREF(item);
+    return status < 0 ? ERROR : OK;
+}
+
+/* The images array (the cursor on it) into the columns; its length in ``n_out``. */
+static int parse_images(Cursor *c, ImageColumns *cols, Py_ssize_t capacity, Py_ssize_t *n_out) {
+    Py_ssize_t n = 0;
+    if (expect(c, '[') != OK) return REFUSE;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ']') {
+        c->p++;
+        *n_out = 0;
+        return OK;
+    }
+    for (;;) {
+        if (n >= capacity) return REFUSE;
+        const int status = parse_image(c, cols, n);
+        if (status != OK) return status;
+        n++;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') {
+            c->p++;
+            continue;
+        }
+        if (expect(c, ']') != OK) return REFUSE;
+        *n_out = n;
+        return OK;
+    }
+}
+
+PyDoc_STRVAR(images_doc,
+             "images(raw, id, width, height, /)\n--\n\n"
+             "Parse the ``images`` array of the COCO instances JSON object ``raw`` into columns.\n\n"
+             "``id`` is a writable int64 buffer, ``width`` and ``height`` float64 (NaN where absent),\n"
+             "one row per image. Returns ``(n, start, stop, file_names)``: the image count, the array's\n"
+             "byte span (the caller decodes the rest of the document with the span replaced by ``[]``)\n"
+             "and each image's ``file_name`` (a str, None where absent); or None when the top level is\n"
+             "not an object, has no ``images`` key written plainly, or any image is not plain: keys\n"
+             "among id, width, height, file_name, license, coco_url, flickr_url, date_captured, each\n"
+             "once, ``id`` present; an int64 ``id``; finite JSON numbers for the sizes; a ``file_name``\n"
+             "string without escapes or control characters, in UTF-8; the other four an ASCII string\n"
+             "without escapes or control characters, an int64 or null.");
+
+static PyObject *images(PyObject *self, PyObject *args) {
+    PyObject *raw_obj, *objs[3];
+    if (!PyArg_ParseTuple(args, "OOOO:images", &raw_obj, &objs[0], &objs[1], &objs[2])) return NULL;
+    Py_buffer raw;
+    Column cols[3];
+    memset(cols, 0, sizeof cols);
+    PyObject *result = NULL, *names = NULL;
+    if (PyObject_GetBuffer(raw_obj, &raw, PyBUF_SIMPLE) < 0) return NULL;
+    static const char kinds[3] = {'i', 'f', 'f'};
+    Py_ssize_t capacity = PY_SSIZE_T_MAX;
+    for (int i = 0; i < 3; i++) {
+        if (get_arr(objs[i], kinds[i], 1, &cols[i], "_colparse") != OK) goto done;
+        if (cols[i].view.len / 8 < capacity) capacity = cols[i].view.len / 8;
+    }
+    const Py_buffer *inputs[1] = {&raw};
+    if (columns_overlap(cols, 3, inputs, 1)) goto done;
+    if ((names = PyList_New(0)) == NULL) goto done;
+    ImageColumns image_cols = {(int64_t *)cols[0].view.buf, (double *)cols[1].view.buf,
+                               (double *)cols[2].view.buf, names};
+    const char *base = (const char *)raw.buf;
+    Cursor c = {base, base + raw.len, NULL};
+    Py_ssize_t n = 0, start = -1, stop = -1;
+    int status = expect(&c, '{');
+    while (status == OK) {
+        skip_ws(&c);
+        if (c.p >= c.end || *c.p != '"') {
+            status = REFUSE;
+            break;
+        }
+        const int is_images = c.end - c.p >= 8 && memcmp(c.p, "\"images\"", 8) == 0;
+        if (skip_string_loosely(&c) != OK || expect(&c, ':') != OK) {
+            status = REFUSE;
+            break;
+        }
+        if (is_images) {
+            skip_ws(&c);
+            start = c.p - base;
+            status = parse_images(&c, &image_cols, capacity, &n);
+            stop = c.p - base;
+            break; /* the rest of the document is the caller's to decode and check */
+        }
+        if (skip_value_loosely(&c) != OK || expect(&c, ',') != OK) status = REFUSE;
+    }
+    if (status == ERROR) goto done;
+    result = status == OK ? Py_BuildValue("nnnO", n, start, stop, names) : Py_NewRef(Py_None);
+done:
+    Py_XDECREF(names);
+    for (int i = 0; i < 3; i++) {
         if (cols[i].held) PyBuffer_Release(&cols[i].view);
     }
     PyBuffer_Release(&raw);
@@ -3058,6 +3244,7 @@ static PyMethodDef colparse_methods[] = {
     {"voc_rows", voc_rows, METH_VARARGS, voc_rows_doc},
     {"yolo_files", yolo_files, METH_VARARGS, yolo_files_doc},
     {"instances", instances, METH_VARARGS, instances_doc},
+    {"images", images, METH_VARARGS, images_doc},
     {"box_records", box_records, METH_VARARGS, box_records_doc},
     {"annotation_records", annotation_records, METH_VARARGS, annotation_records_doc},
     {"segm_results", segm_results, METH_VARARGS, segm_results_doc},

@@ -52,6 +52,12 @@ def instances(
     ``threads``: the array parsed on that many parts at once (the keypoint buffers may be None).
     """
 
+def images(raw: bytes, id: Any, width: Any, height: Any, /) -> tuple[int, int, int, list] | None:
+    """Parse an instances file's ``images`` into the buffers: (count, start, stop, file names), or None.
+
+    Plain images only (see the C docstring); ``width`` / ``height`` NaN and the name None where absent.
+    """
+
 def box_records(records: list, image_id: Any, category_id: Any, bbox: Any, score: Any, /) -> int | None:
     """Read a list of plain box-result dicts into the buffers: the record count, or None."""
 

@@ -10,11 +10,13 @@ refuses the compiled path must refuse too.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deteval import _speedups
 from deteval.io.coco import fast, fast_instances, fast_msgspec
+from tests.support.colparse import assert_same_images
 from tests.support.kernels import needs_kernel
 
 _colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
@@ -254,5 +256,198 @@ def test_compiled_instances_equal_msgspec_instances(raw):
         assert c_col.shape == py_col.shape
         assert np.array_equal(_bits(c_col), _bits(py_col))
     assert list(c_parts[1][8]) == list(py_parts[1][8])
-    assert c_parts[0].images == py_parts[0].images
+    assert_same_images(c_parts[0], py_parts[0].images)
     assert c_parts[0].categories == py_parts[0].categories
+
+
+# ---- the images array of an instances file (``_colparse.images``) ----
+
+image_number = st.one_of(
+    number_text, st.sampled_from(["true", "null", '"640"', "-1", "-0", "-0.0", "[1]", "1e400"])
+)
+file_name = st.one_of(
+    st.text(alphabet="abc0123456789._-/ ", max_size=12).map(lambda s: f'"{s}"'),
+    st.sampled_from(
+        [
+            '"a\\"b.jpg"',  # an escape: orjson decodes it
+            '"C:\\\\data\\\\x.jpg"',
+            '"\\u00e9t\\u00e9.jpg"',
+            '"\\ud800.jpg"',  # a lone surrogate: orjson refuses the file
+            '"été.jpg"',  # UTF-8 as is
+            '"\xff.jpg"',  # not UTF-8 (written as latin-1 below): refused
+            '"a\x01b"',  # a control character: refused
+            '""',
+            "7",
+            "null",
+        ]
+    ),
+)
+extra_value = st.one_of(
+    int_text,
+    st.sampled_from(
+        ['"http://a.org/b.jpg"', '"2013-11-14 11:18:45"', "null", '"\\u0041"', '"é"', "1.5", "[]", "{}"]
+    ),
+)
+
+
+@st.composite
+def image(draw, image_id):
+    values = {"id": image_id}
+    for key in draw(st.sets(st.sampled_from(["width", "height", "file_name"]))):
+        values[key] = draw(file_name) if key == "file_name" else draw(image_number)
+    for key in draw(
+        st.sets(st.sampled_from(["license", "coco_url", "flickr_url", "date_captured"]), max_size=2)
+    ):
+        values[key] = draw(extra_value)
+    keys = draw(st.permutations(list(values)))
+    if draw(st.integers(0, 9)) == 0:
+        keys.pop(0)  # maybe without its id
+    odd = draw(st.integers(0, 14))
+    if odd == 0 and keys:
+        keys.append(keys[0])  # a repeated key
+    elif odd == 1:
+        values["crowdIndex"], keys = "0.5", [*keys, "crowdIndex"]  # read by the full loader only
+    elif odd == 2:
+        values["neg_category_ids"], keys = "[1]", [*keys, "neg_category_ids"]
+    elif odd == 3:
+        values["idx"], keys = "1", [*keys, "idx"]  # unknown
+    parts = [f'{draw(WS)}"{key}"{draw(WS)}:{draw(WS)}{values[key]}{draw(WS)}' for key in keys]
+    return "{" + ",".join(parts) + "}"
+
+
+@st.composite
+def images_file(draw):
+    ids = draw(
+        st.lists(
+            st.one_of(st.integers(1, 6).map(str), int_text, st.sampled_from(["1.0", "true", '"1"'])),
+            max_size=6,
+        )
+    )
+    images = [draw(image(i)) for i in ids]
+    annotation = '{"id": 1, "image_id": %s, "category_id": 1, "bbox": [0, 0, 2, 2], "area": 4, "iscrowd": 0}'
+    anns = [annotation % ids[0]] if ids and draw(st.booleans()) else []
+    parts = {
+        "images": "[" + ",".join(draw(WS) + i + draw(WS) for i in images) + "]",
+        "categories": '[{"id": 1, "name": "a"}]',
+        "annotations": "[" + ",".join(anns) + "]",
+    }
+    if draw(st.booleans()):
+        parts["info"] = '{"year": 2024}'
+    if draw(st.booleans()):
+        parts["licenses"] = '[{"id": 1, "name": "x", "url": "http://x"}]'
+    order = draw(st.permutations(list(parts)))
+    body = ",".join(f'{draw(WS)}"{key}"{draw(WS)}:{draw(WS)}{parts[key]}' for key in order)
+    text = draw(WS) + "{" + body + "}" + draw(WS)
+    return text.encode("utf-8", "surrogatepass").replace(b"\xc3\xbf.jpg", b"\xff.jpg")
+
+
+def _full_loader(path):
+    """The ground truth of the file at ``path`` by the full loader (no fast path), or its InputError."""
+    from unittest import mock
+
+    from deteval.errors import InputError
+    from deteval.io.coco import ground_truth, load_coco_gt
+
+    with mock.patch.object(ground_truth, "_fast_ground_truth", return_value=None):
+        try:
+            return load_coco_gt(path)
+        except InputError as error:
+            return error
+
+
+@settings(max_examples=500, deadline=None)
+@given(images_file())
+def test_compiled_images_read_as_the_full_loader_reads_them(tmp_path_factory, raw):
+    """The compiled images parser reads what the full loader reads, bit for bit.
+
+    Whatever file the fast path takes gives the full loader's ground truth; whatever the full
+    loader refuses the fast path leaves to it.
+    """
+    from deteval._safe_read import loads_strict
+    from tests.unit.test_coco_io import _same_gt
+
+    path = tmp_path_factory.mktemp("images") / "gt.json"
+    path.write_bytes(raw)
+    saved = fast._colparse
+    fast._colparse = _colparse
+    try:
+        columns = fast_instances._compiled_images(raw)
+        fast_gt = fast_instances._fast_ground_truth(raw, str(path))
+    finally:
+        fast._colparse = saved
+    full = _full_loader(str(path))
+    if isinstance(full, Exception):
+        assert fast_gt is None
+        return
+    if fast_gt is not None:
+        _same_gt(fast_gt, full)
+    if columns is None:
+        return
+    # the columns themselves, against orjson's decoding of the same images
+    (start, stop), image_columns = columns
+    rest = fast_instances._Rest([], [], image_columns=image_columns)
+    assert_same_images(rest, loads_strict(raw[start:stop], "images"))
+
+
+@pytest.mark.parametrize(
+    "images",
+    [
+        '[{"id": 1, "width": 640, "height": 480, "file_name": "a.jpg"}]',
+        '[{"license": 4, "file_name": "000000397133.jpg", "coco_url": "http://images.cocodataset.org/val2017/'
+        '000000397133.jpg", "height": 427, "width": 640, "date_captured": "2013-11-14 17:02:52", "flickr_url": '
+        '"http://farm7.staticflickr.com/6116/6255196340_da26cf2c9e_z.jpg", "id": 397133}]',
+        '[{"id": 2, "file_name": "été.jpg", "flickr_url": null}, {"id": 1}]',
+        "[]",
+    ],
+)
+def test_plain_images_take_the_compiled_parser(tmp_path, images):
+    """COCO's own image records (val2017's first), UTF-8 names, no name, no images: read in C."""
+    categories = '"categories": [{"id": 1, "name": "a"}]'
+    raw = f'{{"images": {images}, "annotations": [], {categories}}}'.encode()
+    saved = fast._colparse
+    fast._colparse = _colparse
+    try:
+        assert fast_instances._compiled_images(raw) is not None
+        gt = fast_instances._fast_ground_truth(raw, str(tmp_path / "gt.json"))
+    finally:
+        fast._colparse = saved
+    assert gt is not None
+    (tmp_path / "gt.json").write_bytes(raw)
+    from tests.unit.test_coco_io import _same_gt
+
+    _same_gt(gt, _full_loader(str(tmp_path / "gt.json")))
+
+
+@pytest.mark.parametrize(
+    ("images", "compiled"),
+    [
+        (b'[{"id": 1, "file_name": "a\x01b"}]', False),  # a control character: not JSON
+        (b'[{"id": 1, "file_name": "a\tb"}]', False),
+        (b'[{"id": 1, "file_name": "\xff.jpg"}]', False),  # not UTF-8
+        (b'[{"id": 1, "file_name": "\xed\xa0\x80.jpg"}]', False),  # a surrogate in UTF-8: not UTF-8
+        (b'[{"id": 1, "coco_url": "a\x7fb\x1f"}]', False),
+        (b'[{"id": 1, "width": 1e400}]', False),  # beyond a double
+        (b'[{"id": 1, "width": 01}]', False),
+        (b'[{"id": 1, "width": true}]', False),
+        (b'[{"id": 1.0}]', False),
+        (b'[{"id": 9223372036854775808}]', False),
+        (b'[{"id": 1, "id": 2}]', False),
+        (b'[{"width": 3}]', False),
+        (b'[{"id": 1, "width": 3,}]', False),
+        (b'[{"id": 1}, {"id": 1}]', True),  # a repeated id: read, then named by the full loader
+        (b'[{"id": 1, "height": -2}]', True),  # a negative size: the same
+    ],
+)
+def test_images_the_full_loader_refuses_are_left_to_it(tmp_path, images, compiled):
+    """Every image the full loader refuses makes the fast path decline, in C or after it."""
+    raw = b'{"images": ' + images + b', "annotations": [], "categories": [{"id": 1, "name": "a"}]}'
+    path = tmp_path / "gt.json"
+    path.write_bytes(raw)
+    saved = fast._colparse
+    fast._colparse = _colparse
+    try:
+        assert (fast_instances._compiled_images(raw) is not None) == compiled
+        assert fast_instances._fast_ground_truth(raw, str(path)) is None
+    finally:
+        fast._colparse = saved
+    assert isinstance(_full_loader(str(path)), Exception)

@@ -62,3 +62,22 @@ YOLO_MUTATIONS = {
     "overflowing box": "1 0.5 0.5 1e308 0.1 0.9",
     "signs and dots": "1 +.5 .5 0.10 1. 9e-1",
 }
+
+
+def assert_same_images(compiled_rest, images: list) -> None:
+    """The images of a compiled instances parse (``_Rest``) are ``images`` (a parsed JSON list).
+
+    Read by ``_colparse.images`` into columns (``image_columns``: ``images`` is then ``[]``), or left
+    to orjson with the rest of the document.
+    """
+    if compiled_rest.image_columns is None:
+        assert compiled_rest.images == images
+        return
+    assert compiled_rest.images == []
+    ids, width, height, names = compiled_rest.image_columns
+    assert ids.dtype == np.int64
+    assert ids.tolist() == [i["id"] for i in images]
+    for key, column in (("width", width), ("height", height)):
+        expected = np.array([i.get(key, np.nan) for i in images], dtype=np.float64)
+        assert np.array_equal(_bits(column), _bits(expected)), key
+    assert names == [i.get("file_name") for i in images]

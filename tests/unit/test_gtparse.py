@@ -21,6 +21,7 @@ from deteval.io.coco import fast, fast_instances, load_coco_gt
 from tests import ROOT
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_segm import generate_segm
+from tests.support.colparse import assert_same_images
 from tests.support.kernels import needs_kernel
 
 _colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
@@ -68,7 +69,7 @@ def assert_twins(raw: bytes) -> tuple | None:
         return None
     c_data, c_cols = c_parts
     py_data, py_cols = py_parts
-    assert c_data.images == py_data.images
+    assert_same_images(c_data, py_data.images)
     assert c_data.categories == py_data.categories
     assert c_data.info == py_data.info
     assert c_data.licenses == py_data.licenses

@@ -8,6 +8,7 @@ them. Anything unusual returns None and the full reader names the problem.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import threading
@@ -25,7 +26,7 @@ from deteval.errors import InputError
 from deteval.io._text import FileBytes
 from deteval.io.coco import fast as _fast  # its _colparse, read at call time (one switch)
 from deteval.io.coco._common import _HAS_MSGSPEC, _duplicates, capacity_buffer
-from deteval.io.coco.instances import _assemble_gt, _images_and_categories
+from deteval.io.coco.instances import _assemble_gt, _image_columns_and_categories, _images_and_categories
 
 if TYPE_CHECKING:  # imported where the columns are made (a segm evaluation reads them)
     from deteval.masks.sources import PolygonSegmentations, RleSegmentations
@@ -179,6 +180,9 @@ class _Rest:
     categories: list
     info: Any = _ABSENT
     licenses: Any = _ABSENT
+    #: The images read into columns by the C extension (:func:`_compiled_images`; ``images`` is
+    #: then ``[]``): ids, widths, heights and file names (None where absent).
+    image_columns: tuple[np.ndarray, np.ndarray, np.ndarray, list] | None = None
 
 
 #: The annotation columns of an instances file: id, image_id, category_id (int64), bbox (n, 4),
@@ -372,11 +376,17 @@ def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] 
         num_keypoints.resize(n, refcheck=False)
         counts = num_keypoints
     del numbers, num_keypoints
-    rest = b"".join((raw[:start], b"[]", raw[stop:]))
+    image_columns = _compiled_images(raw)
+    spans = [(start, stop)] if image_columns is None else sorted([(start, stop), image_columns[0]])
+    rest = _without(raw, spans)
     data = _plain_rest(rest)
     if data is None or not _same_keys(rest, _rest_keys(data)):
         return None
     del rest
+    if image_columns is not None:
+        if data.images:  # a second ``images`` key: the key count above refuses it already
+            return None
+        data = dataclasses.replace(data, image_columns=image_columns[1])
     for column in ints:
         column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
     box.resize(4 * n, refcheck=False)
@@ -384,6 +394,44 @@ def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] 
     segm = SpanSegmentations(raw, starts, stops, _orjson.loads)  # type: ignore[union-attr]
     columns = (ids, image_ids, category_ids, box.reshape(n, 4), area, crowd, ignore, difficult, segm)
     return data, (*columns, keypoints, counts)
+
+
+#: Bytes of the shortest image the compiled parser accepts, with its comma: ``{"id":0},``.
+_MIN_IMAGE_BYTES = 9
+
+
+def _compiled_images(
+    raw: bytes,
+) -> tuple[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray, list]] | None:
+    """The byte span of the ``images`` array of ``raw`` and its columns (C extension), or None.
+
+    None when the extension has no images parser or the images are not plain (see
+    ``_colparse.images``): orjson then decodes them with the rest of the document.
+    """
+    colparse = _fast._colparse
+    if colparse is None:
+        return None
+    capacity = len(raw) // _MIN_IMAGE_BYTES + 1
+    ids = capacity_buffer(capacity, np.int64)
+    width = capacity_buffer(capacity, np.float64)
+    height = capacity_buffer(capacity, np.float64)
+    found = colparse.images(raw, ids, width, height)
+    if found is None:
+        return None
+    n, start, stop, names = found
+    for column in (ids, width, height):
+        column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
+    return (start, stop), (ids, width, height, names)
+
+
+def _without(raw: bytes, spans: list) -> bytes:
+    """``raw`` with each byte span (in order, apart) replaced by ``[]``."""
+    pieces, at = [], 0
+    for start, stop in spans:
+        pieces += (raw[at:start], b"[]")
+        at = stop
+    pieces.append(raw[at:])
+    return b"".join(pieces)
 
 
 def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
@@ -472,9 +520,14 @@ def _ground_truth_from(data: Any, columns: AnnColumns, path: str) -> GroundTruth
     if not _checked_annotations(columns):
         return None
     try:
-        meta = _images_and_categories(data.images, data.categories, path)
+        if data.image_columns is None:
+            meta = _images_and_categories(data.images, data.categories, path)
+        else:
+            meta = _image_columns_and_categories(*data.image_columns, data.categories, path)
     except InputError:
         return None  # the full path raises it again, with the same message
+    if meta is None:
+        return None
     return _assemble_columns(meta, columns, path)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from deteval.data import FederatedLabels, GroundTruth
 from deteval.io._records import MISSING, Problems, _values, int_column, number_column, plain
-from deteval.io.coco._common import _refuse_duplicates, _value_at
+from deteval.io.coco._common import _duplicates, _refuse_duplicates, _value_at
 from deteval.io.identity import _index_of
 
 
@@ -33,8 +33,51 @@ def _images_and_categories(
             img_problems.fail(
                 negative, f"`{key}` is negative", "a size in pixels >= 0", _value_at(images, key)
             )
-    file_names = _file_names(images)
+    meta, img_order = _sorted_meta(
+        image_ids, width, height, _file_names(images), categories, where, integral_floats=integral_floats
+    )
+    image_keys = set(itertools.chain.from_iterable(images))  # every key of any image, once
+    meta["federated"] = _federated_labels(
+        images, img_problems, meta["image_id"], meta["category_id"], image_keys
+    )
+    meta["image_crowd_index"] = _crowd_index(images, img_problems, img_order, image_keys)
+    return meta
 
+
+def _image_columns_and_categories(
+    image_ids: np.ndarray,
+    width: np.ndarray,
+    height: np.ndarray,
+    file_names: list,
+    categories: list,
+    where: str,
+) -> dict | None:
+    """:func:`_images_and_categories` of images already read into columns (the compiled reader's).
+
+    ``file_names``: each image's name, None where it has none (its id then, as
+    :func:`_file_names` makes it). Such images have no LVIS or CrowdPose fields. None when an
+    image needs a message (a repeated id, a negative size): the full path names it.
+    """
+    if _duplicates(image_ids) or (width < 0).any() or (height < 0).any():
+        return None
+    if None in file_names:
+        file_names = [str(int(image_ids[i])) if v is None else v for i, v in enumerate(file_names)]
+    meta, _ = _sorted_meta(image_ids, width, height, file_names, categories, where)
+    meta["federated"] = meta["image_crowd_index"] = None
+    return meta
+
+
+def _sorted_meta(
+    image_ids: np.ndarray,
+    width: np.ndarray,
+    height: np.ndarray,
+    file_names: list,
+    categories: list,
+    where: str,
+    *,
+    integral_floats: bool = False,
+) -> tuple[dict, np.ndarray]:
+    """The checked categories, and images and categories sorted by id; with the images' order."""
     cat_problems = Problems(where, "category", lambda i: f"id={categories[i].get('id', '?')}")
     category_ids = int_column(categories, "id", cat_problems, integral_floats=integral_floats)
     _refuse_duplicates(category_ids, where, "category")
@@ -47,8 +90,7 @@ def _images_and_categories(
     img_order = np.argsort(image_ids, kind="stable")
     cat_order = np.argsort(category_ids, kind="stable")
     frequency = _category_frequency(categories, cat_problems)
-    image_keys = set(itertools.chain.from_iterable(images))  # every key of any image, once
-    return {
+    meta = {
         "image_id": image_ids[img_order],
         "image_name": tuple(map(file_names.__getitem__, img_order.tolist())),
         "image_width": width[img_order],
@@ -56,11 +98,8 @@ def _images_and_categories(
         "category_id": category_ids[cat_order],
         "category_name": tuple(cat_names[i] for i in cat_order),
         "category_frequency": None if frequency is None else tuple(frequency[i] for i in cat_order),
-        "federated": _federated_labels(
-            images, img_problems, image_ids[img_order], category_ids[cat_order], image_keys
-        ),
-        "image_crowd_index": _crowd_index(images, img_problems, img_order, image_keys),
     }
+    return meta, img_order
 
 
 def _file_names(images: list) -> list:
