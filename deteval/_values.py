@@ -90,10 +90,14 @@ def _make(cls: Any, *, eq: bool, kw_only: bool) -> Any:
     params = cls.__dataclass_params__
     params.init, params.repr, params.eq, params.frozen = True, True, eq, True
     fields = dataclasses.fields(cls)
-    pseudo = [f for name, f in cls.__dataclass_fields__.items() if name not in {g.name for g in fields}]
-    if any(isinstance(f.type, dataclasses.InitVar) or "InitVar" in str(f.type) for f in pseudo):
-        raise TypeError(f"{cls.__qualname__}: value classes take no InitVar field")
     names = frozenset(f.name for f in fields)
+    # The other entries of __dataclass_fields__ are ClassVar and InitVar pseudo-fields.
+    if any(
+        isinstance(f.type, dataclasses.InitVar) or "InitVar" in str(f.type)
+        for name, f in cls.__dataclass_fields__.items()
+        if name not in names
+    ):
+        raise TypeError(f"{cls.__qualname__}: value classes take no InitVar field")
     _set(cls, "__init__", _init(cls, fields))
     _set(cls, "__repr__", _repr(cls, tuple(f.name for f in fields if f.repr)))
     if eq:
@@ -119,60 +123,56 @@ def _init(cls: Any, fields: tuple[dataclasses.Field, ...]) -> Callable:
     """``__init__``: the fields bound as a call binds them, defaults and factories, ``__post_init__``.
 
     Fields are set in their order in the class, as the standard ``__init__`` sets them. A call
-    with positional arguments only or keyword arguments only (``dataclasses.replace``) that
-    gives every field without a default skips the signature's binding (~1-3 us a call instead of
-    ~30: the Evaluator makes a few values per batch).
+    that binds plainly (no more positional arguments than positional fields, keywords naming
+    other known fields, every field without a default given) skips the signature's binding
+    (~1-3 us a call instead of ~30: the Evaluator makes a few values per batch, the protocol's
+    field table 35 at import).
     """
-    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    factories: dict[str, Callable[[], Any]] = {}
-    order: list[tuple[str, bool]] = []  # (field, set by its factory alone: init=False)
-    for f in fields:
-        factory = f.default_factory
-        has_factory = factory is not dataclasses.MISSING
-        if has_factory:
-            factories[f.name] = factory  # type: ignore[assignment]
-        if not f.init:
-            # As dataclasses does: a plain default stays the class attribute, a factory is called.
-            if has_factory:
-                order.append((f.name, True))
-            continue
-        order.append((f.name, False))
-        kind = inspect.Parameter.KEYWORD_ONLY if f.kw_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
-        default = _FACTORY if has_factory else f.default
-        parameters.append(
-            inspect.Parameter(
-                f.name, kind, default=inspect.Parameter.empty if default is dataclasses.MISSING else default
-            )
-        )
-    # Keyword-only fields go last, as dataclasses orders them.
-    parameters[1:] = sorted(parameters[1:], key=lambda p: p.kind == inspect.Parameter.KEYWORD_ONLY)
+    positional_or_keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    keyword_only = inspect.Parameter.KEYWORD_ONLY
+    factories = {f.name: f.default_factory for f in fields if f.default_factory is not dataclasses.MISSING}
+    # (field, set by its factory alone): as dataclasses does, a field with init=False keeps a plain
+    # default as the class attribute, and its factory is called.
+    order = [(f.name, not f.init) for f in fields if f.init or f.name in factories]
+    init_fields = [f for f in fields if f.init]
+    defaults = {
+        f.name: _FACTORY if f.name in factories else f.default
+        for f in init_fields
+        if f.name in factories or f.default is not dataclasses.MISSING
+    }
+    # The signature: keyword-only fields go last, as dataclasses orders them.
+    parameters = [
+        inspect.Parameter(f.name, kind, default=defaults.get(f.name, inspect.Parameter.empty))
+        for kind, group in ((positional_or_keyword, False), (keyword_only, True))
+        for f in init_fields
+        if f.kw_only == group
+    ]
     try:
-        signature = inspect.Signature(parameters, return_annotation=None)
+        signature = inspect.Signature(
+            [inspect.Parameter("self", positional_or_keyword), *parameters], return_annotation=None
+        )
     except ValueError as error:  # a field without a default after one with a default
         raise TypeError(f"{cls.__qualname__}: {error}") from None
-    params = parameters[1:]
-    keywords = frozenset(p.name for p in params)
-    # The calls bound here without the signature: positional arguments only, covering every
-    # field without a default (which come first), or keyword arguments only, naming known fields
-    # and every one without a default. Anything else (and every wrong call) goes to
-    # Signature.bind, which raises what a call of the function would.
-    positional = tuple(p.name for p in params if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    empty = inspect.Parameter.empty
-    required = frozenset(p.name for p in params if p.default is empty)
-    least = max(
-        (k + 1 for k, p in enumerate(params) if p.default is empty and p.name in positional), default=0
-    )
-    by_position = not (required - set(positional))  # no keyword-only field without a default
-    defaults = {p.name: p.default for p in params if p.default is not empty}
-    post_init = getattr(cls, "__post_init__", None) is not None
+    positional = [p.name for p in parameters if p.kind == positional_or_keyword]
+    n_positional = len(positional)
+    keywords = frozenset(f.name for f in init_fields)
+    required = keywords - defaults.keys()  # the fields without a default
     setter = object.__setattr__
+    post_init = getattr(cls, "__post_init__", None) is not None
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if not kwargs and by_position and least <= len(args) <= len(positional):
-            arguments = dict(zip(positional, args))
-        elif not args and kwargs.keys() <= keywords and required <= kwargs.keys():
-            arguments = kwargs
-        else:
+        arguments = dict(zip(positional, args))
+        arguments.update(kwargs)
+        # Bound here when the call binds plainly: at most one argument per positional field,
+        # keywords naming known fields that no positional argument gave, every field without a
+        # default given. Anything else (and every wrong call) goes to Signature.bind, which
+        # raises what a call of the function would.
+        if not (
+            len(args) <= n_positional
+            and len(arguments) == len(args) + len(kwargs)
+            and arguments.keys() <= keywords
+            and required <= arguments.keys()
+        ):
             arguments = signature.bind(self, *args, **kwargs).arguments
         for name, factory_only in order:
             given = _FACTORY if factory_only else arguments[name] if name in arguments else defaults[name]

@@ -18,6 +18,9 @@ configuration). The format readers (:mod:`deteval.io`) turn what is read here in
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from deteval._lazy import lazy_names
 from deteval._safe_read.files import (
     BOM,
     MAX_BYTES,
@@ -33,13 +36,6 @@ from deteval._safe_read.files import (
     read_text,
 )
 from deteval._safe_read.log import ReadLog, note_folder, note_read, note_reads, recording_reads
-from deteval._safe_read.safe_yaml import (
-    duplicate_key,
-    duplicate_key_message,
-    find_alias,
-    parse_yaml,
-    read_yaml,
-)
 from deteval._safe_read.strict_json import (
     MAX_DEPTH,
     count_json_keys,
@@ -49,6 +45,15 @@ from deteval._safe_read.strict_json import (
     not_json_text,
     read_json,
 )
+
+if TYPE_CHECKING:  # loaded on first use (see __getattr__)
+    from deteval._safe_read.safe_yaml import (
+        duplicate_key,
+        duplicate_key_message,
+        find_alias,
+        parse_yaml,
+        read_yaml,
+    )
 
 __all__ = [
     "BOM",
@@ -81,3 +86,12 @@ __all__ = [
     "read_yaml",
     "recording_reads",
 ]
+
+#: Names loaded from their module on first access (PEP 562): reading JSON inputs and scoring
+#: under a shipped preset (parsed ahead, deteval/protocol/preset_cache.py) read no YAML.
+_LAZY = dict.fromkeys(
+    ("duplicate_key", "duplicate_key_message", "find_alias", "parse_yaml", "read_yaml"),
+    "deteval._safe_read.safe_yaml",
+)
+
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)

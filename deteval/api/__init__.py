@@ -23,7 +23,9 @@ The front door is a package, one module per concern, all re-exported here:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from deteval._lazy import lazy_names
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__)
     from deteval.analysis import at_confidence, match_columns, matches
@@ -99,25 +101,4 @@ __all__ = [
     "Explanation",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Load a public name from its module on first access.
-
-    Raises
-    ------
-    AttributeError
-        ``name`` is not a public name (submodules, ``deteval.api.scoring``, are bound by the
-        import system when imported).
-    """
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, cast
 from deteval.api._emit import _emit, _emit_result_warnings
 from deteval.api.inputs import Inputs, _as_dt, _as_gt
 from deteval.api.openimages import challenge_inputs, load_challenge, side_files
-from deteval.api.protocols import default_protocol
 from deteval.data import Detections, GroundTruth
 from deteval.errors import ConfigError, InputWarning
 from deteval.evaluate import EvalResult, check_protocol, inputs_summary, score
@@ -98,6 +97,8 @@ def evaluate(
     {'mAP': 1.0}
     """
     if protocol is None:
+        from deteval.api.protocols import default_protocol  # only when no protocol is given
+
         protocol, note = default_protocol(gt)
         if note:
             _emit([note], InputWarning, stacklevel=2)

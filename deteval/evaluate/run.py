@@ -25,13 +25,7 @@ from deteval.grouping import (
     group_rows,
     require_pairs,
 )
-from deteval.matching import (
-    LaneFlags,
-    match_coco,
-    match_group_of,
-    match_ultralytics,
-    match_voc,
-)
+from deteval.matching import LaneFlags, match_coco, match_voc
 from deteval.memory import BYTES_PER_PAIR, available_bytes, release_free_memory, require_match
 from deteval.pooling import pooled_for
 from deteval.protocol import Protocol, resolve_protocol
@@ -308,6 +302,8 @@ def _match_chunk(
         )
     n_gt = len(truth.rows)
     if protocol.matching == "ultralytics":
+        from deteval.matching.others import match_ultralytics  # Ultralytics' presets only
+
         result = match_ultralytics(
             pair_det,
             pair_gt,
@@ -351,6 +347,8 @@ def _match_chunk(
         )
     del pair_det, pair_gt, pair_ious, det_out  # freed before the table's columns are made
     if group_pairs:
+        from deteval.matching.others import match_group_of  # Open Images' group-of boxes only
+
         result = match_group_of(
             result,
             *group_pairs,

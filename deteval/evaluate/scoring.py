@@ -21,7 +21,6 @@ from deteval.grouping import (
 from deteval.matching import (
     LaneFlags,
 )
-from deteval.operating_points import best_f1_points, default_iou_index
 from deteval.pooling import ground_truth_for
 from deteval.protocol import Protocol
 from deteval.summary import CROWD_INDEX_BANDS, class_ap_all, class_metrics_all, headline_metrics
@@ -186,6 +185,10 @@ def _best_f1(
     table: MatchTable, ranking: np.ndarray, category_ids: tuple, names: tuple, protocol: Protocol
 ) -> dict:
     """``EvalResult.best_f1`` of a scored table (:func:`deteval.operating_points.best_f1_points`)."""
+    # Imported here: EvalResult.best_f1 calls this when it is read (the JSON document, the
+    # reports), not while scoring.
+    from deteval.operating_points import best_f1_points, default_iou_index
+
     lane = default_iou_index(protocol)  # first area range
     return best_f1_points(
         table.lane_is_tp(lane),

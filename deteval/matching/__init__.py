@@ -17,15 +17,20 @@ that the two agree bit for bit.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from deteval import _speedups
 from deteval._dtypes import lane_dtype, narrow_rows, row_dtype
+from deteval._lazy import lazy_names
 from deteval._values import frozen
 from deteval.errors import ConfigError
 from deteval.grouping import lexsort, rank_in_group
-from deteval.matching.others import match_group_of, match_ultralytics
 from deteval.matching.values import COCO_MAX_THRESHOLD, LaneFlags, MatchResult, _all_unmatched, lane_bytes
+
+if TYPE_CHECKING:  # loaded on first use (see __getattr__)
+    from deteval.matching.others import match_group_of, match_ultralytics
 
 __all__ = [
     "LaneFlags",
@@ -42,6 +47,12 @@ __all__ = [
     "COCO_MAX_THRESHOLD",
     "lane_bytes",
 ]
+
+#: Names loaded from their module on first access (PEP 562): COCO and VOC matching (every preset
+#: but Ultralytics' and Open Images') import no code of the other rules.
+_LAZY = {"match_group_of": "deteval.matching.others", "match_ultralytics": "deteval.matching.others"}
+
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)
 
 
 @frozen(eq=False)

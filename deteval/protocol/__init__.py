@@ -4,8 +4,14 @@
   fields (values, stage, explain step, doc, validation);
 * :mod:`deteval.protocol.yaml`: YAML files <-> protocols (``extends:``, ``--set``), and the
   presets, which are the YAML files of ``deteval/protocol/presets/``.
+
+The YAML parser and writer (:func:`parse_yaml`, :func:`parse_yaml_value`, :func:`dump_protocol`)
+load on first use: scoring under a shipped preset needs neither.
 """
 
+from typing import TYPE_CHECKING
+
+from deteval._lazy import lazy_names
 from deteval.protocol.spec import (
     COCO_IOU_THRESHOLDS,
     COCO_RECALL_THRESHOLDS,
@@ -25,16 +31,17 @@ from deteval.protocol.yaml import (
     MAX_CONFIG_BYTES,
     PRESETS,
     apply_overrides,
-    dump_protocol,
     get_protocol,
     load_protocol_file,
     load_protocol_text,
-    parse_yaml,
-    parse_yaml_value,
     preset_names,
     protocol_from_mapping,
     resolve_protocol,
 )
+
+if TYPE_CHECKING:  # loaded on first use (see __getattr__)
+    from deteval.protocol.safe_yaml import parse_yaml, parse_yaml_value
+    from deteval.protocol.yaml_dump import dump_protocol
 
 __all__ = [
     "Protocol",
@@ -63,3 +70,12 @@ __all__ = [
     "MAX_CONFIG_BYTES",
     "resolve_protocol",
 ]
+
+#: Names loaded from their module on first access (PEP 562).
+_LAZY = {
+    "parse_yaml": "deteval.protocol.safe_yaml",
+    "parse_yaml_value": "deteval.protocol.safe_yaml",
+    "dump_protocol": "deteval.protocol.yaml_dump",
+}
+
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)

@@ -32,7 +32,8 @@ maxDets=100 for AP (it prints -1 when 100 is absent). Write ``summary: pycocotoo
 
 The YAML syntax layer (safe loading, :func:`parse_yaml`, :func:`parse_yaml_value`) lives in
 :mod:`deteval.protocol.safe_yaml` and :func:`dump_protocol` in :mod:`deteval.protocol.yaml_dump`;
-both are re-exported here.
+both are re-exported here, loaded on first use (scoring under a shipped preset, parsed ahead in
+:mod:`deteval.protocol.preset_cache`, imports neither).
 """
 
 from __future__ import annotations
@@ -43,14 +44,17 @@ import importlib.resources
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from deteval._lazy import lazy_names
 from deteval._safe_read import MAX_BYTES, read_text
 from deteval.errors import ConfigError
 from deteval.protocol.preset_cache import parsed_preset
-from deteval.protocol.safe_yaml import parse_yaml, parse_yaml_value
 from deteval.protocol.spec import FIELDS, Protocol, check_field, describe_value, field_names, optional_fields
-from deteval.protocol.yaml_dump import dump_protocol
+
+if TYPE_CHECKING:  # loaded on first use (see __getattr__)
+    from deteval.protocol.safe_yaml import parse_yaml, parse_yaml_value
+    from deteval.protocol.yaml_dump import dump_protocol
 
 __all__ = [
     "load_protocol_file",
@@ -73,6 +77,15 @@ MAX_CONFIG_BYTES = MAX_BYTES["yaml"]
 _MAX_EXTENDS_DEPTH = 16
 
 _MISSING = object()
+
+#: Names loaded from their module on first access (PEP 562).
+_LAZY = {
+    "parse_yaml": "deteval.protocol.safe_yaml",
+    "parse_yaml_value": "deteval.protocol.safe_yaml",
+    "dump_protocol": "deteval.protocol.yaml_dump",
+}
+
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)
 
 
 # ------------------------------------------------------------------------------------------
@@ -299,6 +312,8 @@ def _load(path: Path, *, chain: tuple = (), referrer: str | None = None) -> Prot
     # a shipped preset's exact text: parsed ahead (preset_cache), no YAML parser loaded
     data = parsed_preset(text.encode("utf-8"))
     if data is None:
+        from deteval.protocol.safe_yaml import parse_yaml
+
         data = parse_yaml(text, filename=shown)
     return protocol_from_mapping(data, where=shown, base_dir=path.parent, _chain=chain + (real,))
 
@@ -341,6 +356,8 @@ def load_protocol_text(
     >>> load_protocol_text("extends: voc2007\niou_comparison: '>'", filename="strict.yaml").iou_comparison
     '>'
     """
+    from deteval.protocol.safe_yaml import parse_yaml
+
     return protocol_from_mapping(parse_yaml(text, filename=filename), where=filename, base_dir=base_dir)
 
 

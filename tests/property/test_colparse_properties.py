@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from deteval import _speedups
 from deteval.io.coco import fast, fast_instances, fast_msgspec
-from tests.support.colparse import assert_same_images
+from tests.support.colparse import assert_same_gt, assert_same_images
 from tests.support.kernels import needs_kernel
 
 _colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
@@ -364,7 +364,6 @@ def test_compiled_images_read_as_the_full_loader_reads_them(tmp_path_factory, ra
     loader refuses the fast path leaves to it.
     """
     from deteval._safe_read import loads_strict
-    from tests.unit.test_coco_io import _same_gt
 
     path = tmp_path_factory.mktemp("images") / "gt.json"
     path.write_bytes(raw)
@@ -380,7 +379,7 @@ def test_compiled_images_read_as_the_full_loader_reads_them(tmp_path_factory, ra
         assert fast_gt is None
         return
     if fast_gt is not None:
-        _same_gt(fast_gt, full)
+        assert_same_gt(fast_gt, full)
     if columns is None:
         return
     # the columns themselves, against orjson's decoding of the same images
@@ -413,9 +412,7 @@ def test_plain_images_take_the_compiled_parser(tmp_path, images):
         fast._colparse = saved
     assert gt is not None
     (tmp_path / "gt.json").write_bytes(raw)
-    from tests.unit.test_coco_io import _same_gt
-
-    _same_gt(gt, _full_loader(str(tmp_path / "gt.json")))
+    assert_same_gt(gt, _full_loader(str(tmp_path / "gt.json")))
 
 
 @pytest.mark.parametrize(

@@ -81,3 +81,34 @@ def assert_same_images(compiled_rest, images: list) -> None:
         expected = np.array([i.get(key, np.nan) for i in images], dtype=np.float64)
         assert np.array_equal(_bits(column), _bits(expected)), key
     assert names == [i.get("file_name") for i in images]
+
+
+#: The GroundTruth columns two readers of one file must give alike.
+GT_FIELDS = (
+    "image_id",
+    "image_width",
+    "image_height",
+    "category_id",
+    "annotation_id",
+    "image",
+    "category",
+    "box",
+    "area",
+    "is_crowd",
+    "is_difficult",
+    "is_ignore",
+)
+
+
+def assert_same_gt(a, b) -> None:
+    """Two ground truths of one file are the same: columns bit for bit, names, warnings, source."""
+    for field in GT_FIELDS:
+        x, y = np.asarray(getattr(a, field)), np.asarray(getattr(b, field))
+        assert x.dtype == y.dtype, field
+        assert x.shape == y.shape, field
+        assert np.array_equal(_bits(x), _bits(y)), field
+    assert a.image_name == b.image_name
+    assert a.category_name == b.category_name
+    assert a.warnings == b.warnings
+    assert a.source == b.source
+    assert tuple(a.segmentation) == tuple(b.segmentation)

@@ -8,6 +8,7 @@ import pytest
 
 from deteval.io.coco import _fast_box_results, load_coco_dt, load_coco_gt
 from tests.crosscheck.generate import generate
+from tests.support.colparse import assert_same_gt
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "coco"
 FIELDS = ("image", "category", "box", "score", "order", "has_box")
@@ -60,32 +61,6 @@ def test_fixture_results_take_the_fast_path():
     )
 
 
-GT_FIELDS = (
-    "image_id",
-    "image_width",
-    "image_height",
-    "category_id",
-    "annotation_id",
-    "image",
-    "category",
-    "box",
-    "area",
-    "is_crowd",
-    "is_difficult",
-    "is_ignore",
-)
-
-
-def _same_gt(a, b):
-    for field in GT_FIELDS:
-        assert np.array_equal(getattr(a, field), getattr(b, field), equal_nan=True), field
-    assert a.image_name == b.image_name
-    assert a.category_name == b.category_name
-    assert a.warnings == b.warnings
-    assert a.source == b.source
-    assert tuple(a.segmentation) == tuple(b.segmentation)
-
-
 @pytest.mark.parametrize("seed", range(12))
 def test_ground_truth_fast_path_equals_full_loader(tmp_path, seed):
     from tests.crosscheck.generate_segm import generate_segm
@@ -97,7 +72,7 @@ def test_ground_truth_fast_path_equals_full_loader(tmp_path, seed):
 
     fast = _fast_ground_truth(path.read_bytes(), str(path))
     assert fast is not None
-    _same_gt(fast, load_coco_gt(gt_dict, name=str(path)))
+    assert_same_gt(fast, load_coco_gt(gt_dict, name=str(path)))
 
 
 @pytest.mark.parametrize(

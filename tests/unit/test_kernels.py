@@ -50,6 +50,7 @@ REGISTERING = (
     "deteval.grouping",
     "deteval.masks.rle",
     "deteval.matching",
+    "deteval.matching.others",  # Ultralytics and group-of matching (numpy only), loaded on first use
     "deteval.stats.weighted",
     "deteval.tide.ap",
     "deteval.tide.oracle",

@@ -25,6 +25,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "deteval"
 LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "deteval._version",
+        "deteval._lazy",  # names of a module loaded from their modules on first access (PEP 562)
         "deteval._values",  # frozen value classes (dataclasses) made without compiled methods
         "deteval._dtypes",
         "deteval._safe_read",  # the one reading policy: files, text, JSON, YAML (and the read log)

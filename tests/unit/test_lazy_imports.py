@@ -1,9 +1,11 @@
 """``import deteval`` and a box ``deteval evaluate`` import only what their path needs.
 
 The package's public names load on first use (PEP 562 ``__getattr__`` in ``deteval/__init__.py``,
-``deteval/api/__init__.py`` and ``deteval/ranking/__init__.py``); the command line imports the
-handler of the command it runs, and the readers of the formats it reads. Each check runs in a
-fresh interpreter and looks at ``sys.modules``: which modules, never how long.
+``deteval/api/__init__.py`` and ``deteval/ranking/__init__.py``, and for the YAML, keypoint-column
+and other-matching names of ``_safe_read``, ``protocol``, ``io.coco`` and ``matching``); the
+command line imports the handler of the command it runs, and the readers of the formats it
+reads. Each check runs in a fresh interpreter and looks at ``sys.modules``: which modules, never
+how long.
 """
 
 from __future__ import annotations
@@ -316,3 +318,51 @@ def test_an_api_evaluation_with_the_compiled_readers_loads_no_twin_or_side_code(
     assert "deteval.evaluate.run" in modules  # it did score
     assert "deteval.io._colparse" in modules  # with the compiled readers
     assert _packages(modules, NOT_WITH_THE_COMPILED_READERS) == []
+
+
+#: What a keypoint evaluation under a shipped preset never calls (the benchmark's path: plain
+#: files, ``workers="auto"``): the YAML parser and writer of protocols (the presets are parsed
+#: ahead), Ultralytics and group-of matching, the best-F1 operating points (computed when
+#: ``EvalResult.best_f1`` is read) and the default protocol (one is given).
+NOT_ON_THE_PRESET_KEYPOINT_PATH = (
+    "deteval._safe_read.safe_yaml",
+    "deteval.protocol.safe_yaml",
+    "deteval.protocol.yaml_dump",
+    "deteval.matching.others",
+    "deteval.operating_points",
+    "deteval.api.protocols",
+    "yaml",
+)
+
+#: ... and, when the compiled readers read both files, the full checks' column readers (oriented
+#: boxes, keypoints) and the compressed-RLE results reader.
+NOT_WITH_THE_COMPILED_KEYPOINT_READERS = (
+    "deteval.io.coco.obb",
+    "deteval.io.coco.keypoints",
+    "deteval.io.coco.fast_rle",
+)
+
+
+def test_a_keypoint_evaluation_under_a_preset_loads_only_what_it_calls(tmp_path: Path) -> None:
+    """``load_ground_truth``, ``load_detections`` and ``evaluate`` under ``coco-keypoints``."""
+    gt = FIXTURES / "keypoints" / "gt.json"
+    records = json.loads((FIXTURES / "keypoints" / "dt.json").read_text(encoding="utf-8"))
+    for record in records:
+        record["bbox"] = [0.0, 0.0, 10.0, 10.0]  # given, as models write them (else: the keypoints' extent)
+    dt = tmp_path / "dt.json"
+    dt.write_text(json.dumps(records), encoding="utf-8")
+    code = (
+        "import warnings, deteval\n"
+        "warnings.simplefilter('ignore')\n"
+        f"g = deteval.load_ground_truth({str(gt)!r}, workers='auto')\n"
+        f"d = deteval.load_detections({str(dt)!r}, g, workers='auto')\n"
+        "p = deteval.get_protocol('coco-keypoints').replace(keypoint_sigmas=(0.1, 0.1, 0.1))\n"
+        "assert deteval.evaluate(g, d, p, workers='auto').metrics['AP'] >= 0\n"
+    )
+    modules = _loaded_after(code)
+    assert "deteval.geometry.keypoints" in modules  # it did score by OKS
+    banned = HEAVY + NOT_ON_THE_KEYPOINT_PATH + NOT_ON_THE_PRESET_KEYPOINT_PATH
+    if _speedups.load("deteval.io._colparse") is not None:
+        assert "deteval.io._colparse" in modules
+        banned += NOT_WITH_THE_COMPILED_KEYPOINT_READERS
+    assert _packages(modules, banned) == []

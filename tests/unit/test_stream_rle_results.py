@@ -22,7 +22,7 @@ from deteval import _speedups
 from deteval._safe_read import recording_reads
 from deteval.data import Detections
 from deteval.errors import DetevalError, InputError
-from deteval.io.coco import fast, fast_rle, results
+from deteval.io.coco import fast, fast_rle
 from deteval.masks import parse_masks
 from deteval.masks.sources import RleSegmentations, detection_source
 from tests.support.kernels import needs_kernel
@@ -211,10 +211,12 @@ def _load(path, gt, monkeypatch, *, stream: bool, chunk_size: int = 1024):
         if stream:
             real = fast_rle._stream_rle_results
             m.setattr(
-                results, "_stream_rle_results", lambda p, g, c, **k: real(p, g, c, chunk_size=chunk_size, **k)
+                fast_rle,
+                "_stream_rle_results",
+                lambda p, g, c, **k: real(p, g, c, chunk_size=chunk_size, **k),
             )
         else:
-            m.setattr(results, "_stream_rle_results", lambda *a, **k: None)
+            m.setattr(fast_rle, "_stream_rle_results", lambda *a, **k: None)
         try:
             return deteval.load_detections(path, gt)
         except DetevalError as exc:
@@ -240,7 +242,7 @@ def test_loader_streams_a_file_by_path(tmp_path, monkeypatch, workers):
     path.write_text(json.dumps(_mask_records(np.random.default_rng(1), 300), indent=1))
     calls = []
     real = fast_rle._stream_rle_results
-    monkeypatch.setattr(results, "_stream_rle_results", lambda *a, **k: calls.append(a) or real(*a, **k))
+    monkeypatch.setattr(fast_rle, "_stream_rle_results", lambda *a, **k: calls.append(a) or real(*a, **k))
     monkeypatch.setattr(fast, "_compiled_rle_columns", lambda *a, **k: pytest.fail("read whole"))
     with recording_reads() as log:
         streamed = deteval.load_detections(str(path), gt, workers=workers)

@@ -206,6 +206,9 @@ def _behaviour(cls: type, fields: list[dict]) -> list:
     for k in range(len(init_names) + 1):  # the first k by position, or by keyword
         seen.append(_outcome(lambda k=k: repr(cls(*init_names[:k]))))
         seen.append(_outcome(lambda k=k: repr(cls(**{n: n for n in init_names[len(init_names) - k :]}))))
+        # the first k by position and the others by keyword, then also one of the first k again
+        seen.append(_outcome(lambda k=k: repr(cls(*init_names[:k], **{n: n for n in init_names[k:]}))))
+        seen.append(_outcome(lambda k=k: repr(cls(*init_names[:k], **{n: n for n in init_names[k - 1 :]}))))
     if made[0] != "ok":
         return seen
     a = made[1]

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from deteval._safe_read import MAX_BYTES, parse_yaml, read_text
+from deteval._safe_read import MAX_BYTES, read_text
 from deteval._values import frozen
 from deteval.data import GroundTruth
 from deteval.errors import ConfigError, shorten
@@ -184,6 +184,8 @@ def read_category_map(spec: str | os.PathLike | Mapping | CategoryMap | None) ->
             f"id or name`"
         )
     import yaml  # a category map file only: scoring without one never loads the YAML parser
+
+    from deteval._safe_read import parse_yaml
 
     what = "a category map (YAML or JSON: detection id -> ground-truth id or name)"
     text = read_text(path, what=what, limit=MAX_BYTES["data_yaml"])

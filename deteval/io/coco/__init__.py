@@ -19,14 +19,25 @@ The readers, by concern (each imports only those listed before it):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from deteval._lazy import lazy_names
 from deteval.io.coco.fast import _fast_box_results as _fast_box_results
 from deteval.io.coco.fast_instances import RawSegmentations as RawSegmentations
 from deteval.io.coco.fast_instances import _fast_ground_truth as _fast_ground_truth
 from deteval.io.coco.ground_truth import load_coco_gt
 from deteval.io.coco.instances import LVIS_FREQUENCIES as LVIS_FREQUENCIES
-from deteval.io.coco.keypoints import keypoint_column
-from deteval.io.coco.keypoints import keypoint_extent as keypoint_extent
 from deteval.io.coco.results import load_coco_dt
 from deteval.scorable import require_boxes, require_keypoints
 
+if TYPE_CHECKING:  # loaded on first use (see __getattr__)
+    from deteval.io.coco.keypoints import keypoint_column
+    from deteval.io.coco.keypoints import keypoint_extent as keypoint_extent
+
 __all__ = ["load_coco_gt", "load_coco_dt", "require_boxes", "require_keypoints", "keypoint_column"]
+
+#: Names loaded from their module on first access (PEP 562): the plain files' fast paths read
+#: keypoints without :mod:`~deteval.io.coco.keypoints`, which the full checks import.
+_LAZY = {"keypoint_column": "deteval.io.coco.keypoints", "keypoint_extent": "deteval.io.coco.keypoints"}
+
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)

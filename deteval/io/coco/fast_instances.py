@@ -182,7 +182,9 @@ class _Rest:
     licenses: Any = _ABSENT
     #: The images read into columns by the C extension (:func:`_compiled_images`; ``images`` is
     #: then ``[]``): ids, widths, heights and file names (None where absent).
-    image_columns: tuple[np.ndarray, np.ndarray, np.ndarray, list] | None = None
+    image_columns: tuple[np.ndarray, np.ndarray, np.ndarray, list] | None = dataclasses.field(
+        default=None, kw_only=True
+    )
 
 
 #: The annotation columns of an instances file: id, image_id, category_id (int64), bbox (n, 4),
@@ -426,7 +428,8 @@ def _compiled_images(
 
 def _without(raw: bytes, spans: list) -> bytes:
     """``raw`` with each byte span (in order, apart) replaced by ``[]``."""
-    pieces, at = [], 0
+    pieces: list[bytes] = []
+    at = 0
     for start, stop in spans:
         pieces += (raw[at:start], b"[]")
         at = stop
@@ -520,10 +523,12 @@ def _ground_truth_from(data: Any, columns: AnnColumns, path: str) -> GroundTruth
     if not _checked_annotations(columns):
         return None
     try:
+        meta: dict | None
         if data.image_columns is None:
             meta = _images_and_categories(data.images, data.categories, path)
         else:
-            meta = _image_columns_and_categories(*data.image_columns, data.categories, path)
+            ids, width, height, names = data.image_columns
+            meta = _image_columns_and_categories(ids, width, height, names, data.categories, path)
     except InputError:
         return None  # the full path raises it again, with the same message
     if meta is None:

@@ -109,10 +109,13 @@ class KeypointParts:
             return None  # the full path raises it again
         if not np.isfinite(score).all() or (image < 0).any() or (category < 0).any():
             return None
-        from deteval.io.coco.keypoints import keypoint_extent
-
         warnings = _index_suspicion(category_ids, gt, cmap, path)
-        boxes = box.reshape(n, 4) if n_box else keypoint_extent(keypoints)
+        if n_box:
+            boxes = box.reshape(n, 4)
+        else:  # pycocotools' loadRes: the keypoints' extent
+            from deteval.io.coco.keypoints import keypoint_extent
+
+            boxes = keypoint_extent(keypoints)
         del box
         if n_box:
             warnings.extend(_box_warnings(boxes, image, gt, path))

@@ -25,8 +25,6 @@ from deteval.io._records import (
 from deteval.io.coco._common import _check_list_of_objects, _refuse_duplicates, _source, parse_threads
 from deteval.io.coco.fast_instances import _fast_annotations, _fast_ground_truth
 from deteval.io.coco.instances import _assemble_gt, _images_and_categories
-from deteval.io.coco.keypoints import _num_keypoints, keypoint_column
-from deteval.io.coco.obb import boxes_of, obb_column, with_rotated
 
 
 def load_coco_gt(
@@ -72,6 +70,11 @@ def load_coco_gt(
     )
     if isinstance(data, GroundTruth):
         return data
+    # The full checks' readers, imported when a file or dict is not plain (the fast paths read
+    # plain ones without them).
+    from deteval.io.coco.keypoints import _num_keypoints, keypoint_column
+    from deteval.io.coco.obb import boxes_of, obb_column, with_rotated
+
     images, categories, anns = _instances_lists(data, where)
 
     lenient = not isinstance(source, (str, os.PathLike))  # parsed objects: 3.0 from arr.tolist()

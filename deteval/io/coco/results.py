@@ -34,9 +34,6 @@ from deteval.io.coco.fast import (
     _stream_keypoint_results,
     parse_threads,
 )
-from deteval.io.coco.fast_rle import _stream_rle_results
-from deteval.io.coco.keypoints import keypoint_column, keypoint_extent
-from deteval.io.coco.obb import boxes_of, obb_column
 from deteval.io.coco.suspicions import _box_warnings, _index_suspicion
 from deteval.io.identity import AMBIGUOUS, UNKNOWN, explain_miss, join_ids, join_names
 
@@ -116,6 +113,11 @@ def load_coco_dt(
             f"{where}: expected a COCO results list [{{image_id, category_id, bbox, "
             f"score}}, ...], found a JSON {json_type(data)}"
         )
+    # The full checks' readers, imported when a file or list is not plain (the fast paths above
+    # read plain ones without them).
+    from deteval.io.coco.keypoints import keypoint_column, keypoint_extent
+    from deteval.io.coco.obb import boxes_of, obb_column
+
     from_objects = not isinstance(source, (str, os.PathLike))
     dets = _check_list_of_objects(data, where, "detection", "the results list")
     warnings: list[str] = []
@@ -207,6 +209,8 @@ def _read_results(
         if streamed is None:
             streamed = _stream_keypoint_results(os.fspath(source), gt, cmap, workers=workers)
         if streamed is None:
+            from deteval.io.coco.fast_rle import _stream_rle_results  # segm results only
+
             streamed = _stream_rle_results(os.fspath(source), gt, cmap, workers=workers)
         if streamed is not None:
             return streamed, streamed.source
