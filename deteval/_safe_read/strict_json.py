@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 from types import ModuleType
 from typing import Any
@@ -17,14 +18,46 @@ from typing import Any
 from deteval._safe_read.files import BOM, MAX_BYTES, not_text, read_bytes
 from deteval.errors import InputError, shorten
 
-_orjson: ModuleType | None
-try:  # orjson parses COCO-sized files 2-3x faster than the standard library
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - orjson is a declared dependency
-    _orjson = None
+#: orjson once imported (:func:`orjson_module`); False until then.
+_orjson: ModuleType | None | bool = False
+
+
+def orjson_module() -> ModuleType | None:
+    """orjson, imported on first use; None where it is not installed.
+
+    orjson parses COCO-sized files 2-3x faster than the standard library, but importing it costs
+    ~5 ms (it imports uuid, zoneinfo and json): a run whose files the compiled readers parse, with
+    only a small rest of a document left (:func:`loads_small`), never imports it.
+    """
+    global _orjson
+    if _orjson is False:
+        try:
+            import orjson
+        except ImportError:  # pragma: no cover - orjson is a declared dependency
+            _orjson = None
+        else:
+            _orjson = orjson
+    return _orjson  # type: ignore[return-value]
+
+
+def orjson_loads(raw: bytes | bytearray | memoryview | str) -> Any:
+    """``orjson.loads(raw)``, orjson imported on the first call (what a lazily decoded item keeps)."""
+    module = orjson_module()
+    assert module is not None  # the readers that keep it check orjson_module() first
+    return module.loads(raw)
+
+
+#: Texts up to this size may be decoded by the standard library (:func:`loads_small`).
+SMALL_JSON_BYTES = 64 << 10
+
+#: What :func:`loads_small` returns when the standard library's value could differ from orjson's.
+DECLINED: Any = object()
 
 __all__ = [
     "loads_strict",
+    "loads_small",
+    "orjson_module",
+    "orjson_loads",
     "read_json",
     "count_raw_keys",
     "count_json_keys",
@@ -152,12 +185,13 @@ def loads_strict(raw: bytes, where: str) -> Any:
     what = not_json_text(raw)
     if what is not None:
         raise InputError(f"{where}: invalid JSON: the file is {what}")
-    if _orjson is not None:
+    orjson = orjson_module()
+    if orjson is not None:
         try:
-            data = _orjson.loads(raw)
+            data = orjson.loads(raw)
         except RecursionError:
             raise _too_deep_error(where) from None
-        except _orjson.JSONDecodeError as exc:
+        except orjson.JSONDecodeError as exc:
             if any(word in str(exc).lower() for word in ("recursion", "depth limit")):  # orjson < / >= 3.10
                 raise _too_deep_error(where) from None
             raise InputError(f"{where}: invalid JSON: {_describe(exc, raw)}") from None
@@ -168,6 +202,57 @@ def loads_strict(raw: bytes, where: str) -> Any:
     if count_raw_keys(raw) != _count_keys(data):
         _stdlib_loads(raw, where)  # raises on a real duplicate
     return data
+
+
+def loads_small(raw: bytes) -> Any:
+    r"""``orjson.loads(raw)`` of a small text, by the standard library; :data:`DECLINED` where they may differ.
+
+    For a few kilobytes (what the compiled instances readers leave of a document: categories,
+    ``info``, ``licenses``) importing orjson costs more than decoding with ``json``. Declined, for
+    orjson to decide: texts over :data:`SMALL_JSON_BYTES`; ``\u`` escapes (orjson refuses a lone
+    surrogate); bytes that are not UTF-8; NaN and Infinity tokens and numbers beyond a double
+    (orjson refuses them); integers outside [-2**63, 2**64) (orjson reads them as floats); nesting
+    beyond Python's recursion limit; and anything the standard library refuses. Otherwise both give
+    the same value: duplicate keys keep their last value in both (callers count keys).
+
+    Examples
+    --------
+    >>> loads_small(b'{"categories": [{"id": 1, "name": "person"}]}')
+    {'categories': [{'id': 1, 'name': 'person'}]}
+    >>> loads_small(b'[NaN]') is DECLINED, loads_small(b'[1e400]') is DECLINED
+    (True, True)
+    >>> loads_small(b'["\\ud800"]') is DECLINED
+    True
+    """
+    if len(raw) > SMALL_JSON_BYTES or b"\\u" in raw:
+        return DECLINED
+    try:
+        return json.loads(
+            raw.decode("utf-8"),
+            parse_constant=_refuse_token,
+            parse_float=_finite_float,
+            parse_int=_orjson_int,
+        )
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError and the hooks' refusals
+        return DECLINED
+
+
+def _refuse_token(token: str) -> None:
+    raise ValueError(f"{token} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is beyond a double")
+    return value
+
+
+def _orjson_int(text: str) -> int:
+    value = int(text)
+    if not -(2**63) <= value < 2**64:
+        raise ValueError(f"{text}: orjson reads it as a float")
+    return value
 
 
 def _too_deep_error(where: str) -> InputError:

@@ -23,7 +23,7 @@ import numpy as np
 from deteval import _speedups
 from deteval._dtypes import row_dtype
 from deteval._safe_read import MAX_BYTES, check_unchanged, note_read, open_regular
-from deteval._safe_read.strict_json import _orjson
+from deteval._safe_read.strict_json import orjson_loads, orjson_module
 from deteval.data import Detections, GroundTruth, order_column
 from deteval.errors import ConfigError
 from deteval.io._text import FileBytes
@@ -428,7 +428,7 @@ def _compiled_segm_columns(
     :func:`deteval.masks.parse_masks` find them and name them as the full path does. The
     records' raw JSON is read again from ``path`` when an item is asked for (a message).
     """
-    if _colparse is None or _orjson is None:
+    if _colparse is None or orjson_module() is None:
         return None
     from deteval.masks.sources import PolygonSegmentations
 
@@ -454,7 +454,7 @@ def _compiled_segm_columns(
         starts,
         stops,
         (n_parts, part_len, coords),
-        _orjson.loads,
+        orjson_loads,
     )
     return columns, segmentation
 
@@ -473,7 +473,7 @@ def _compiled_rle_columns(raw: bytes, threads: int = 1) -> tuple[BoxColumns, Rle
     uncompressed counts, a mix -- is for the other readers. Sizes and strings are checked by
     :func:`deteval.masks.parse_masks`, which names problems as the full path does.
     """
-    if _colparse is None or _orjson is None or not hasattr(_colparse, "rle_results"):
+    if _colparse is None or orjson_module() is None or not hasattr(_colparse, "rle_results"):
         return None
     from deteval.masks.sources import RleSegmentations
 

@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from deteval._safe_read import count_json_keys, count_raw_keys, json_keys
-from deteval._safe_read.strict_json import _count_keys, _orjson, _too_deep
+from deteval._safe_read.strict_json import (
+    DECLINED,
+    _count_keys,
+    _too_deep,
+    loads_small,
+    orjson_loads,
+    orjson_module,
+)
 from deteval._values import frozen
 from deteval.data import GroundTruth
 from deteval.errors import InputError
@@ -219,8 +226,6 @@ def _fast_ground_truth(raw: bytes, path: str, *, threads: int = 1) -> GroundTrut
     ``threads``: the compiled parser's parts of the annotations array (the same columns); above
     one, the CRC-32 kept for the segmentations is computed on a second thread meanwhile.
     """
-    if _orjson is None:
-        return None
     parts = _compiled_instances(raw, threads) if _fast._colparse is not None else None
     if parts is None and _HAS_MSGSPEC:
         parts = _msgspec_instances(raw)
@@ -282,13 +287,15 @@ def _decodable(segm: list) -> bool:
     """
     raws = [bytes(r) for r in segm if r is not None]
     others = b",".join(r for r in raws if r[:1] != b"{")
+    orjson = orjson_module()
+    assert orjson is not None  # _msgspec_instances checks it first
     try:
         for r in raws:
             if r[:1] == b"{":
-                _orjson.loads(r)  # type: ignore[union-attr]
+                orjson.loads(r)
         if _MAYBE_HUGE.search(others):
-            _orjson.loads(b"[" + others + b"]")  # type: ignore[union-attr]
-    except _orjson.JSONDecodeError:  # type: ignore[union-attr]
+            orjson.loads(b"[" + others + b"]")
+    except orjson.JSONDecodeError:
         return False
     return True
 
@@ -305,16 +312,24 @@ def _rest_keys(data: _Rest) -> int:
 def _plain_rest(rest: bytes) -> _Rest | None:
     """The document outside its annotations (``"annotations": []`` in ``rest``), or None.
 
-    Decoded by orjson, as the full loader decodes a file, and taken only in the plain shape the
+    Decoded as the full loader decodes a file: by orjson, or by the standard library when that gives
+    orjson's value (:func:`~deteval._safe_read.strict_json.loads_small`: what the compiled readers
+    leave of a file is a few kilobytes, and importing orjson would cost more than decoding them);
+    taken only in the plain shape the
     msgspec twin types (:class:`deteval.io.coco.fast_msgspec._Instances`): an object with the
     ``images``, ``annotations`` (empty) and ``categories`` arrays of objects, ``info`` and
     ``licenses`` optional, no other key, nested at most :data:`deteval._safe_read.MAX_DEPTH`
     levels. Duplicate keys are the caller's count.
     """
-    try:
-        doc = _orjson.loads(rest)  # type: ignore[union-attr]
-    except _orjson.JSONDecodeError:  # type: ignore[union-attr]
-        return None  # the full path names it (or reads what orjson refuses: a 70-bit id, say)
+    doc = loads_small(rest)
+    if doc is DECLINED:
+        orjson = orjson_module()
+        if orjson is None:
+            return None
+        try:
+            doc = orjson.loads(rest)
+        except orjson.JSONDecodeError:
+            return None  # the full path names it (or reads what orjson refuses: a 70-bit id, say)
     if type(doc) is not dict or not doc.keys() <= _TOP_KEYS or doc.get("annotations") != []:
         return None
     if _too_deep(doc):  # the full loader's depth rule (deteval._safe_read.loads_strict)
@@ -393,7 +408,9 @@ def _compiled_instances(raw: bytes, threads: int = 1) -> tuple[Any, AnnColumns] 
         column.resize(n, refcheck=False)  # in place: no view of these arrays exists yet
     box.resize(4 * n, refcheck=False)
     area.resize(n, refcheck=False)
-    segm = SpanSegmentations(raw, starts, stops, _orjson.loads)  # type: ignore[union-attr]
+    segm = SpanSegmentations(raw, starts, stops, orjson_loads)
+    if segm.has_spans() and orjson_module() is None:  # they decode with it
+        return None
     columns = (ids, image_ids, category_ids, box.reshape(n, 4), area, crowd, ignore, difficult, segm)
     return data, (*columns, keypoints, counts)
 
@@ -446,6 +463,8 @@ def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
     """
     from deteval.io.coco import fast_msgspec as m  # msgspec only on this path
 
+    if orjson_module() is None:  # the raw segmentations decode with it
+        return None
     decoded = m._decode_or_none(raw, m._INSTANCES)
     if decoded is None:
         return None
@@ -486,7 +505,7 @@ def _msgspec_instances(raw: bytes) -> tuple[Any, AnnColumns] | None:
         np.fromiter(map(m._get_iscrowd, anns), dtype=np.int64, count=n),
         np.fromiter((0 if a.ignore is m.UNSET else a.ignore for a in anns), np.int64, n),
         np.fromiter((0 if a.difficult is m.UNSET else a.difficult for a in anns), np.int64, n),
-        RawSegmentations(segm, _orjson.loads),  # type: ignore[union-attr]
+        RawSegmentations(segm, orjson_loads),
         *keypoint_columns,
     )
     return data, columns

@@ -80,7 +80,7 @@ def _stream_rle_results(
         The file changed while read (:func:`~deteval._safe_read.check_unchanged`).
     """
     colparse = fast._colparse
-    if colparse is None or fast._orjson is None or not hasattr(colparse, "rle_results_part"):
+    if colparse is None or fast.orjson_module() is None or not hasattr(colparse, "rle_results_part"):
         return None
     read = fast._stream_parts(
         path, lambda size: RleParts(size, colparse, parse_threads(workers, size)), chunk_size, record_cut
