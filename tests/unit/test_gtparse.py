@@ -21,7 +21,7 @@ from deteval.io.coco import fast, fast_instances, load_coco_gt
 from tests import ROOT
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_segm import generate_segm
-from tests.support.colparse import assert_same_images
+from tests.support.colparse import GT_FIELDS, assert_same_images
 from tests.support.kernels import needs_kernel
 
 _colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or disabled
@@ -29,20 +29,6 @@ _colparse = _speedups.load("deteval.io._colparse")  # None: not built, stale or 
 pytestmark = needs_kernel("deteval.io._colparse")
 
 GT_PATH = ROOT / "fixtures" / "coco" / "gt.json"
-GT_FIELDS = (
-    "image_id",
-    "image_width",
-    "image_height",
-    "category_id",
-    "annotation_id",
-    "image",
-    "category",
-    "box",
-    "area",
-    "is_crowd",
-    "is_difficult",
-    "is_ignore",
-)
 
 
 @pytest.fixture

@@ -22,27 +22,14 @@ from deteval.io.coco import results as dt_module
 from tests import ROOT
 from tests.crosscheck.generate import generate
 from tests.crosscheck.generate_segm import generate_segm
+from tests.support.colparse import GT_FIELDS as SHARED_GT_FIELDS
 from tests.support.kernels import needs_kernel
 
 pytestmark = pytest.mark.skipif(not fast._HAS_MSGSPEC, reason="msgspec is not installed")
 
 FIXTURES = ROOT / "fixtures" / "coco"
 DT_FIELDS = ("image", "category", "box", "score", "order", "has_box")
-GT_FIELDS = (
-    "image_id",
-    "image_width",
-    "image_height",
-    "category_id",
-    "annotation_id",
-    "image",
-    "category",
-    "box",
-    "area",
-    "is_crowd",
-    "is_difficult",
-    "is_ignore",
-    "is_group_of",
-)
+GT_FIELDS = (*SHARED_GT_FIELDS, "is_group_of")
 
 
 def _bits(column) -> bytes:

@@ -312,14 +312,14 @@ def _rest_keys(data: _Rest) -> int:
 def _plain_rest(rest: bytes) -> _Rest | None:
     """The document outside its annotations (``"annotations": []`` in ``rest``), or None.
 
-    Decoded as the full loader decodes a file: by orjson, or by the standard library when that gives
-    orjson's value (:func:`~deteval._safe_read.strict_json.loads_small`: what the compiled readers
-    leave of a file is a few kilobytes, and importing orjson would cost more than decoding them);
-    taken only in the plain shape the
-    msgspec twin types (:class:`deteval.io.coco.fast_msgspec._Instances`): an object with the
-    ``images``, ``annotations`` (empty) and ``categories`` arrays of objects, ``info`` and
-    ``licenses`` optional, no other key, nested at most :data:`deteval._safe_read.MAX_DEPTH`
-    levels. Duplicate keys are the caller's count.
+    Decoded as the full loader decodes a file: by orjson, or by the standard library where that
+    gives orjson's value (:func:`~deteval._safe_read.strict_json.loads_small`: what the compiled
+    readers leave of a file is a few kilobytes, and importing orjson would cost more than decoding
+    them). Taken only in the plain shape the msgspec twin types
+    (:class:`deteval.io.coco.fast_msgspec._Instances`): an object with the ``images`` (``[]`` when
+    the compiled images parser read them), ``annotations`` (empty) and ``categories`` arrays of
+    objects, ``info`` and ``licenses`` optional, no other key, nested at most
+    :data:`deteval._safe_read.MAX_DEPTH` levels. Duplicate keys are the caller's count.
     """
     doc = loads_small(rest)
     if doc is DECLINED:
