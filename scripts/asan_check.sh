@@ -90,6 +90,10 @@ else
         tests/unit/test_cmask.py
         tests/unit/test_ckeypoint.py
         tests/unit/test_fast_mask_results.py
+        # the images parser of instances files (_colparse.images) on generated and hostile images
+        tests/property/test_colparse_properties.py::test_compiled_images_read_as_the_full_loader_reads_them
+        tests/property/test_colparse_properties.py::test_plain_images_take_the_compiled_parser
+        tests/property/test_colparse_properties.py::test_images_the_full_loader_refuses_are_left_to_it
         # Under ASan every test is 3-5x slower: the long hypothesis properties of the plain
         # kernel tests (their special-value twins above stay) and the 5k benchmark dataset are
         # left to the normal test run.
