@@ -27,6 +27,7 @@ from deteval.protocol.spec import (
     optional_fields,
     protocol_table_markdown,
 )
+from deteval.protocol.yaml import _LAZY as _YAML_LAZY
 from deteval.protocol.yaml import (
     MAX_CONFIG_BYTES,
     PRESETS,
@@ -71,11 +72,6 @@ __all__ = [
     "resolve_protocol",
 ]
 
-#: Names loaded from their module on first access (PEP 562).
-_LAZY = {
-    "parse_yaml": "deteval.protocol.safe_yaml",
-    "parse_yaml_value": "deteval.protocol.safe_yaml",
-    "dump_protocol": "deteval.protocol.yaml_dump",
-}
-
-__getattr__, __dir__ = lazy_names(globals(), _LAZY)
+#: Names loaded from their module on first access (PEP 562): the YAML layer's, as
+#: :mod:`deteval.protocol.yaml` re-exports them.
+__getattr__, __dir__ = lazy_names(globals(), _YAML_LAZY)
